@@ -10,16 +10,25 @@
  * outcome from GET /v1/models ("config": generation, last_reload,
  * last_error). If the daemon refuses the change, the old file is put back
  * and the operator sees why. A promotion therefore survives a restart.
+ *
+ * Edits are serialized: each holds an exclusive flock(2) on CONFIG.lock (a
+ * file beside the config, since the config itself is replaced by rename) from
+ * reading the file until the daemon's verdict, so two operators' edits never
+ * overwrite each other. Holding the lock, an edit also removes the temp files
+ * (CONFIG.predictctl-PID) that killed editors left behind.
  */
 #include "srv.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,9 +52,11 @@ static const char USAGE[] =
     "  rollback MODEL              stable <-> previous, default stable\n"
     "  reload                      ask the daemon to re-read its config file\n"
     "--config defaults to /etc/predictd/predictd.json; --url to that file's\n"
-    "rest_api_host/rest_api_port (a wildcard host means 127.0.0.1).\n"
+    "rest_api_host/rest_api_port (a wildcard host means 127.0.0.1). --timeout\n"
+    "(15) bounds the wait for another predictctl's edit and for the verdict.\n"
     "Edits keep every other key of the file, are validated, written atomically,\n"
-    "and undone if the daemon refuses them. Exit 0 ok, 1 refused/failed, 2 usage.\n";
+    "and undone if the daemon refuses them; concurrent edits take turns (a lock\n"
+    "on FILE.lock). Exit 0 ok, 1 refused/failed, 2 usage.\n";
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -80,13 +91,16 @@ static char *read_text(const char *path, size_t *len)
     return buf;
 }
 
+/* The temp file an edit writes before renaming it over the config. */
+#define TEMP_TAG ".predictctl-"
+
 /* Writes text to path atomically, keeping the file's mode. 0 ok. */
 static int write_atomic(const char *path, const char *text, size_t len)
 {
     char tmp[4200];
     struct stat sb;
     mode_t mode = stat(path, &sb) == 0 ? (sb.st_mode & 07777) : 0644;
-    snprintf(tmp, sizeof tmp, "%s.predictctl-%ld", path, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s" TEMP_TAG "%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
         return -1;
@@ -105,6 +119,115 @@ static int write_atomic(const char *path, const char *text, size_t len)
         return -1;
     }
     return 0;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig; /* only interrupts flock() */
+}
+
+/* " (pid N)" of the lock's holder as it recorded itself, if that process
+ * lives; "" otherwise. */
+static const char *lock_holder(int fd, char *out, size_t len)
+{
+    char buf[32];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    out[0] = '\0';
+    if (n <= 0)
+        return out;
+    buf[n] = '\0';
+    long pid = strtol(buf, NULL, 10);
+    if (pid > 0 && kill((pid_t)pid, 0) == 0)
+        snprintf(out, len, " (pid %ld)", pid);
+    return out;
+}
+
+/*
+ * Takes the edit lock: an exclusive flock on CONFIG.lock, waiting up to
+ * timeout_s for another predictctl to finish. The kernel drops it when the
+ * process ends, however it ends. Returns the descriptor to keep open, or -1
+ * (message printed).
+ */
+static int lock_config(const ctl *c)
+{
+    char path[4200];
+    if (snprintf(path, sizeof path, "%s.lock", c->config) >= (int)sizeof path) {
+        fail("%s: path too long", c->config);
+        return -1;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd < 0) {
+        fail("%s: cannot create the edit lock: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char who[48];
+        fprintf(stderr, "predictctl: waiting (up to %d s) for another predictctl%s editing %s\n",
+                c->timeout_s, lock_holder(fd, who, sizeof who), c->config);
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_alarm; /* no SA_RESTART: flock returns EINTR */
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGALRM, &sa, &old);
+        alarm((unsigned)c->timeout_s);
+        int r = flock(fd, LOCK_EX);
+        int e = errno;
+        alarm(0);
+        sigaction(SIGALRM, &old, NULL);
+        if (r != 0) {
+            fail("%s is still being edited by another predictctl%s after %d s; nothing "
+                 "changed (%s)", c->config, lock_holder(fd, who, sizeof who), c->timeout_s,
+                 e == EINTR ? "timed out" : strerror(e));
+            close(fd);
+            return -1;
+        }
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+        /* only informative: the lock itself holds */
+    }
+    return fd;
+}
+
+/*
+ * With the edit lock held, no other predictctl is writing a temp file, so
+ * CONFIG.predictctl-PID files are leftovers of editors that were killed
+ * between writing and renaming. Removes those whose PID is gone (a live PID
+ * may be a predictctl older than the lock; it is left alone).
+ */
+static void remove_stale_temps(const ctl *c)
+{
+    char dir[4096], prefix[512];
+    const char *slash = strrchr(c->config, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == c->config)
+        snprintf(dir, sizeof dir, "/");
+    else if (snprintf(dir, sizeof dir, "%.*s", (int)(slash - c->config), c->config) >=
+             (int)sizeof dir)
+        return;
+    if (snprintf(prefix, sizeof prefix, "%s" TEMP_TAG, slash ? slash + 1 : c->config) >=
+        (int)sizeof prefix)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t plen = strlen(prefix);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *digits = de->d_name + plen;
+        if (strncmp(de->d_name, prefix, plen) != 0 || !*digits ||
+            strspn(digits, "0123456789") != strlen(digits) || strlen(digits) > 9)
+            continue;
+        long pid = strtol(digits, NULL, 10);
+        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+            fprintf(stderr, "predictctl: removed %s/%s, left by a predictctl (pid %ld) that "
+                            "was killed mid-edit\n", dir, de->d_name, pid);
+    }
+    closedir(d);
 }
 
 /* GET path as JSON; NULL (message printed) on failure or non-200. */
@@ -455,13 +578,25 @@ int main(int argc, char **argv)
     int r;
     const char *cmd = argv[i];
     bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models");
-    /* status and models need the file only to find the daemon. */
-    if (!(c.orig = read_text(c.config, &c.orig_len)) && !(read_only && url))
-        return fail("%s: cannot read: %s (see --config)", c.config, strerror(errno));
-    if (resolve_url(&c, url) != 0) {
-        free(c.orig);
-        return 1;
+    if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
+        strcmp(cmd, "rollback") && strcmp(cmd, "reload")) {
+        fputs(USAGE, stderr);
+        return 2;
     }
+    /* An edit holds the lock from reading the file to the daemon's verdict. */
+    int lock_fd = -1;
+    if (!read_only) {
+        if ((lock_fd = lock_config(&c)) < 0)
+            return 1;
+        remove_stale_temps(&c);
+    }
+    /* status and models need the file only to find the daemon. */
+    if (!(c.orig = read_text(c.config, &c.orig_len)) && !(read_only && url)) {
+        r = fail("%s: cannot read: %s (see --config)", c.config, strerror(errno));
+        goto out;
+    }
+    if ((r = resolve_url(&c, url)) != 0)
+        goto out;
     if (!strcmp(cmd, "status")) {
         char path[512];
         snprintf(path, sizeof path, "/v1/models%s%s", i + 1 < argc ? "/" : "",
@@ -477,6 +612,9 @@ int main(int argc, char **argv)
     } else {
         r = edit(&c, argc - i, argv + i);
     }
+out:
     free(c.orig);
+    if (lock_fd >= 0)
+        close(lock_fd); /* releases the lock */
     return r;
 }
