@@ -18,6 +18,7 @@ rt_ctx *rt_ctx_new(void)
     rt_features_init(&c->features);
     rt_outputs_init(&c->outputs);
     rt_buf_init(&c->text);
+    rt_buf_init(&c->key);
     rt_buf_init(&c->bytes);
     c->ws = rt_workspace_new();
     if (!c->ws) {
@@ -37,6 +38,7 @@ void rt_ctx_free(rt_ctx *c)
     rt_outputs_free(&c->outputs);
     free(c->logits);
     rt_buf_free(&c->text);
+    rt_buf_free(&c->key);
     rt_buf_free(&c->bytes);
     free(c);
 }

@@ -137,7 +137,8 @@ struct rt_ctx {
     rt_outputs outputs;
     float *logits;          /* n x logits_dim */
     size_t logits_cap;      /* floats */
-    rt_buf text;            /* the request body after pre-scanning */
+    rt_buf text;            /* request strings with escapes, unescaped */
+    rt_buf key;             /* request keys with escapes, unescaped */
     rt_buf bytes;           /* decoded base64 */
 };
 
@@ -168,14 +169,6 @@ rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name
 rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
                                 const rt_json_params *p, rt_ctx *c, int *columnar,
                                 const Predictd__SignatureDef **sig, rt_err *err);
-
-/* The DOM-free parser of common predict bodies (rt_json_fast.c): same
- * results as rt_json_parse_predict when it returns RT_OK; RT_ERR_UNSUPPORTED
- * (and nothing said) for any body it does not handle or that is wrong, so
- * the caller falls back to the general parser for the answer or the error. */
-rt_status rt_json_fast_predict(const rt_graph *g, const char *body, size_t len,
-                               const rt_json_params *p, rt_ctx *c, int *columnar,
-                               const Predictd__SignatureDef **sig);
 
 /* Renders c->outputs for a predict request: {"predictions": [...]} (rows) or
  * {"outputs": ...} (columnar) with the signature's outputs (sig may be NULL:

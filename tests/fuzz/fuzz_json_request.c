@@ -10,8 +10,16 @@
  * refusal is RT_ERR_INVALID or RT_ERR_LIMIT with a message; an answer is
  * valid JSON; the same body handled again with the same rt_ctx (as a daemon
  * thread reuses it) gets the same status and byte-identical answer.
+ *
+ * Differential: the body is also parsed by the runtime's streaming parser
+ * and by the reference parser (tests/unit/support_json_ref.c, the former
+ * prescan + cJSON one); both must accept or both refuse it, and accepted
+ * bodies must give the same instances, values, signature and form.
  */
 #include "fz_util.h"
+#include "../unit/support_json_ref.h"
+
+#include <stdio.h>
 
 #include <string.h>
 
@@ -57,6 +65,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  "the same body gave two different answers");
     rt_buf_free(&out[0]);
     rt_buf_free(&out[1]);
+
+    rt_ctx *ref = rt_ctx_new();
+    FZ_CHECK(ref != NULL, "out of memory");
+    char why[700];
+    if (support_json_ref_compare(m, method, body, len, &p, c, ref, why, sizeof why) != 0) {
+        fprintf(stderr, "differential: %s\n", why);
+        FZ_CHECK(0, "the parser and the reference parser disagree");
+    }
+    rt_ctx_free(ref);
     rt_ctx_free(c);
     return 0;
 }

@@ -6,12 +6,12 @@
  * on special values, powers of ten, numbers near ties and half a million
  * random float bit patterns.
  *
- * rt_json_fast_predict (the DOM-free parser) must fill the batch exactly as
- * the general cJSON parser does. The general parser is forced by a leading
- * form feed, which cJSON skips as white space and the fast parser refuses;
- * every cell is compared, and whole answers of rt_json_handle too. Bodies
- * the fast parser must not decide on (escapes, b64, NaN, errors) are
- * checked to be left to the general parser. */
+ * The streaming request parser (runtime/rt_json_reader.c and its users)
+ * must accept and refuse exactly what the reference parser does (the old
+ * prescan + cJSON parser, tests/unit/support_json_ref.c) and fill the same
+ * batch, cell by cell: on common bodies, on unusual and wrong ones, on
+ * long strings with a bad byte at every position, and on classify /
+ * regress bodies. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +22,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rt_internal.h"
+#include "rt_json_internal.h"
+#include "support_json_ref.h"
 #include "support_models.h"
 
 /* The reference: shortest precision 1..9 whose %g text reads back. */
@@ -196,7 +197,7 @@ typedef struct fast_fixture {
     rt_graph *g;
     char dir[256];
     rt_model *m;
-    rt_ctx *fast, *slow;
+    rt_ctx *fast, *slow; /* the parser, the reference */
 } fast_fixture;
 
 static int fast_setup(void **state)
@@ -237,121 +238,86 @@ static int fast_teardown(void **state)
     return 0;
 }
 
-/* "\f" + body: cJSON skips the form feed, the fast parser gives up. */
-static char *slow_body(const char *body, size_t *len)
+/* The parser and the reference agree on body (method on model m). */
+static void expect_same(fast_fixture *f, const rt_model *m, rt_method method, const char *body,
+                        size_t len, const rt_json_params *p)
 {
-    size_t n = strlen(body);
-    char *s = malloc(n + 2);
-    if (!s)
-        return NULL;
-    s[0] = '\f';
-    memcpy(s + 1, body, n + 1);
-    *len = n + 1;
-    return s;
+    char why[600];
+    if (support_json_ref_compare(m, method, body, len, p, f->fast, f->slow, why, sizeof why))
+        fail_msg("body %.*s: %s", (int)(len > 300 ? 300 : len), body, why);
 }
 
-static int same_value(const rt_value *a, const rt_value *b)
-{
-    if ((a->str == NULL) != (b->str == NULL))
-        return 0;
-    if (a->str)
-        return a->len == b->len && memcmp(a->str, b->str, a->len) == 0;
-    return memcmp(&a->num, &b->num, sizeof a->num) == 0;
-}
-
-static void assert_same_batches(const rt_graph *g, const rt_batch *a, const rt_batch *b)
-{
-    assert_int_equal(rt_batch_size(a), rt_batch_size(b));
-    for (size_t i = 0; i < rt_batch_size(a); i++) {
-        for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
-            size_t na, nb;
-            const rt_value *va = rt_batch_cell(a, i, in, &na);
-            const rt_value *vb = rt_batch_cell(b, i, in, &nb);
-            assert_int_equal(na, nb);
-            for (size_t k = 0; k < na; k++)
-                assert_true(same_value(&va[k], &vb[k]));
-        }
-    }
-}
-
-static void test_fast_parser_matches_general(void **state)
+static void test_parser_matches_reference(void **state)
 {
     fast_fixture *f = *state;
     const rt_graph *g = rt_model_graph(f->m);
     for (size_t t = 0; t < sizeof GOOD / sizeof GOOD[0]; t++) {
-        const char *body = GOOD[t];
-        int col_f = -1, col_s = -1;
-        const Predictd__SignatureDef *sig_f = NULL, *sig_s = NULL;
-        rt_err err = {{0}};
-        /* the fast parser takes it ... */
-        if (rt_json_fast_predict(g, body, strlen(body), NULL, f->fast, &col_f, &sig_f) != RT_OK)
-            fail_msg("fast parser gave up on GOOD[%zu]: %s", t, body);
-        /* ... and the general parser reads the same */
-        size_t n = 0;
-        char *sb = slow_body(body, &n);
-        assert_non_null(sb);
-        rt_status st = rt_json_parse_predict(g, sb, n, NULL, f->slow, &col_s, &sig_s, &err);
-        free(sb);
-        if (st != RT_OK)
-            fail_msg("general parser refused GOOD[%zu]: %s", t, err.msg);
-        assert_int_equal(col_f, col_s);
-        assert_ptr_equal(sig_f, sig_s);
-        assert_same_batches(g, f->fast->batch, f->slow->batch);
-    }
-}
-
-static void test_fast_parser_leaves_the_rest(void **state)
-{
-    fast_fixture *f = *state;
-    const rt_graph *g = rt_model_graph(f->m);
-    for (size_t t = 0; t < sizeof UNUSUAL / sizeof UNUSUAL[0]; t++) {
-        int col = 0;
+        int col = -1;
         const Predictd__SignatureDef *sig = NULL;
-        if (rt_json_fast_predict(g, UNUSUAL[t], strlen(UNUSUAL[t]), NULL, f->fast, &col,
-                                 &sig) != RT_ERR_UNSUPPORTED)
-            fail_msg("fast parser took UNUSUAL[%zu]: %s", t, UNUSUAL[t]);
+        rt_err err = {{0}};
+        if (rt_json_parse_predict(g, GOOD[t], strlen(GOOD[t]), NULL, f->fast, &col, &sig, &err))
+            fail_msg("GOOD[%zu] refused: %s", t, err.msg);
+        expect_same(f, f->m, RT_METHOD_PREDICT, GOOD[t], strlen(GOOD[t]), NULL);
     }
-    /* a nesting limit below the fast parser's depth: always general */
+    for (size_t t = 0; t < sizeof UNUSUAL / sizeof UNUSUAL[0]; t++)
+        for (int method = 0; method < 3; method++)
+            expect_same(f, f->m, (rt_method)method, UNUSUAL[t], strlen(UNUSUAL[t]), NULL);
+    static const char *const EXAMPLES[] = {
+        "{\"examples\": [{\"age\": 3, \"hours\": [1, 2]}], \"context\": {\"gender\": "
+        "\"x\"}}",
+        "{\"context\": {\"gender\": {\"b64\": \"TWFsZQ==\"}, \"label\": 1}, \"examples\": "
+        "[{\"age\": NaN}, {\"age\": -Infinity, \"occupation\": \"a\\u00e9\\ud83d\\ude00\"}]}",
+        "{\"examples\": [], \"context\": {\"nope\": 1}}",
+        "{\"examples\": [{}], \"context\": {\"nope\": 1}}",
+        "{\"examples\": [{\"gender\": \"a\"}], \"context\": {\"gender\": \"b\"}}",
+        "{\"examples\": [{\"b64\": \"eA==\"}]}",
+        "{\"examples\": [1]}",
+        "{\"examples\": {}}",
+        "{\"examples\": [], \"context\": []}",
+        "{\"signature_name\": \"nope\", \"examples\": []}",
+        "{\"examples\": [], \"instances\": []}",
+    };
+    for (size_t t = 0; t < sizeof EXAMPLES / sizeof EXAMPLES[0]; t++)
+        for (int method = 0; method < 3; method++)
+            expect_same(f, f->m, (rt_method)method, EXAMPLES[t], strlen(EXAMPLES[t]), NULL);
+    /* the limits */
     rt_json_params p = rt_json_default_params();
     p.max_depth = 3;
-    int col = 0;
-    const Predictd__SignatureDef *sig = NULL;
-    assert_int_equal(rt_json_fast_predict(g, GOOD[0], strlen(GOOD[0]), &p, f->fast, &col, &sig),
-                     RT_ERR_UNSUPPORTED);
-    /* more instances than allowed: the general parser's error */
+    expect_same(f, f->m, RT_METHOD_PREDICT, GOOD[0], strlen(GOOD[0]), &p);
     p = rt_json_default_params();
     p.max_instances = 2;
     const char *three = "{\"instances\": [{}, {}, {}]}";
-    assert_int_equal(rt_json_fast_predict(g, three, strlen(three), &p, f->fast, &col, &sig),
-                     RT_ERR_UNSUPPORTED);
+    expect_same(f, f->m, RT_METHOD_PREDICT, three, strlen(three), &p);
 }
 
 /* Long strings: the eight-bytes-at-a-time scan must stop at an escape, a
  * control byte or invalid UTF-8 at any position, and read plain ones and
  * valid multi-byte characters whole. */
-static void test_fast_parser_string_scan(void **state)
+static void test_parser_string_scan(void **state)
 {
     fast_fixture *f = *state;
     const rt_graph *g = rt_model_graph(f->m);
     const char bad[] = {'\\', '\x01', '\x1f', '\xf8', '\xff', '\x80', '\xbf', '\xc3', '\xed',
                         '\xf0', '\xf5'};
-    static const char *const multi_good[] = {"\xc3\xa9", "\xe2\x9c\x93", "\xf0\x9f\x98\x80",
-                                             "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf"};
-    static const char *const multi_bad[] = {"\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
-                                            "\xf4\x90\x80\x80", "\xf0\x80\x80\xaf", "\xe2\x9c"};
+    static const char *const multi[] = {"\xc3\xa9", "\xe2\x9c\x93", "\xf0\x9f\x98\x80",
+                                        "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf", "\xc0\xaf",
+                                        "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                        "\xf0\x80\x80\xaf", "\xe2\x9c", "\\n", "\\u00e9",
+                                        "\\ud83d\\ude00", "\\ud83d", "\\q", "\\u12"};
+    long in = rt_graph_find_input(g, "gender", 6);
+    assert_true(in >= 0);
     for (size_t len = 1; len <= 40; len++) {
-        char val[64], body[160];
+        char val[64], body[200];
         for (size_t i = 0; i < len; i++)
             val[i] = (char)('a' + i % 26);
         val[len] = '\0';
         int col = 0;
         const Predictd__SignatureDef *sig = NULL;
+        rt_err err = {{0}};
         int n = snprintf(body, sizeof body, "{\"instances\": [{\"gender\": \"%s\"}]}", val);
-        assert_int_equal(rt_json_fast_predict(g, body, (size_t)n, NULL, f->fast, &col, &sig),
-                         RT_OK);
+        assert_int_equal(rt_json_parse_predict(g, body, (size_t)n, NULL, f->fast, &col, &sig,
+                                               &err), RT_OK);
         size_t cnt;
-        long in = rt_graph_find_input(g, "gender", 6);
-        assert_true(in >= 0);
         const rt_value *v = rt_batch_cell(f->fast->batch, 0, (size_t)in, &cnt);
         assert_int_equal(cnt, 1);
         assert_int_equal(v->len, len);
@@ -363,87 +329,64 @@ static void test_fast_parser_string_scan(void **state)
                 mod[pos] = bad[b];
                 n = snprintf(body, sizeof body, "{\"instances\": [{\"gender\": \"%s\"}]}",
                              mod);
-                if (rt_json_fast_predict(g, body, (size_t)n, NULL, f->fast, &col, &sig) !=
-                    RT_ERR_UNSUPPORTED)
-                    fail_msg("len %zu: byte 0x%02x at %zu taken", len,
-                             (unsigned)(unsigned char)bad[b], pos);
+                expect_same(f, f->m, RT_METHOD_PREDICT, body, (size_t)n, NULL);
             }
-            /* a multi-byte character inserted at pos: valid ones are read
-             * whole (the scan goes on after them), invalid ones refused */
-            for (int good = 0; good < 2; good++) {
-                const char *const *set = good ? multi_good : multi_bad;
-                size_t cnt_set = good ? sizeof multi_good / sizeof multi_good[0]
-                                      : sizeof multi_bad / sizeof multi_bad[0];
-                for (size_t m = 0; m < cnt_set; m++) {
-                    char mod[80];
-                    size_t ml = strlen(set[m]);
-                    memcpy(mod, val, pos);
-                    memcpy(mod + pos, set[m], ml);
-                    memcpy(mod + pos + ml, val + pos, len - pos + 1);
-                    n = snprintf(body, sizeof body, "{\"instances\": [{\"gender\": \"%s\"}]}",
-                                 mod);
-                    rt_status st = rt_json_fast_predict(g, body, (size_t)n, NULL, f->fast,
-                                                        &col, &sig);
-                    if (!good) {
-                        if (st != RT_ERR_UNSUPPORTED)
-                            fail_msg("len %zu: invalid sequence %zu at %zu taken", len, m,
-                                     pos);
-                        continue;
-                    }
-                    if (st != RT_OK)
-                        fail_msg("len %zu: valid sequence %zu at %zu refused", len, m, pos);
-                    v = rt_batch_cell(f->fast->batch, 0, (size_t)in, &cnt);
-                    assert_int_equal(cnt, 1);
-                    assert_int_equal(v->len, len + ml);
-                    assert_memory_equal(v->str, mod, len + ml);
-                }
+            for (size_t m = 0; m < sizeof multi / sizeof multi[0]; m++) {
+                char mod[80];
+                size_t ml = strlen(multi[m]);
+                memcpy(mod, val, pos);
+                memcpy(mod + pos, multi[m], ml);
+                memcpy(mod + pos + ml, val + pos, len - pos + 1);
+                n = snprintf(body, sizeof body, "{\"instances\": [{\"gender\": \"%s\"}]}",
+                             mod);
+                expect_same(f, f->m, RT_METHOD_PREDICT, body, (size_t)n, NULL);
             }
         }
     }
 }
 
-/* Whole answers (or errors) of rt_json_handle: fast and general paths agree
- * byte for byte, on every GOOD and UNUSUAL body. */
-static void test_fast_answers_match_general(void **state)
+/* Random mutations of good bodies: the same verdict and batch as the
+ * reference, every time (the differential fuzz target does this at
+ * scale; this keeps a fixed sample in every make test). */
+static void test_parser_mutations(void **state)
 {
     fast_fixture *f = *state;
-    const char *const *lists[2] = {GOOD, UNUSUAL};
-    size_t counts[2] = {sizeof GOOD / sizeof GOOD[0], sizeof UNUSUAL / sizeof UNUSUAL[0]};
-    for (int l = 0; l < 2; l++) {
-        for (size_t t = 0; t < counts[l]; t++) {
-            const char *body = lists[l][t];
-            rt_buf a, b;
-            rt_buf_init(&a);
-            rt_buf_init(&b);
-            rt_err ea = {{0}}, eb = {{0}};
-            rt_status sa = rt_json_handle(f->m, RT_METHOD_PREDICT, body, strlen(body), NULL,
-                                          f->fast, &a, &ea);
-            size_t n = 0;
-            char *sb = slow_body(body, &n);
-            assert_non_null(sb);
-            rt_status sbs = rt_json_handle(f->m, RT_METHOD_PREDICT, sb, n, NULL, f->slow, &b,
-                                           &eb);
-            free(sb);
-            if (sa != sbs || (sa == RT_OK && strcmp(a.data, b.data) != 0))
-                fail_msg("body %s: fast %d %s / general %d %s", body, (int)sa,
-                         sa == RT_OK ? a.data : ea.msg, (int)sbs, sbs == RT_OK ? b.data : eb.msg);
-            rt_buf_free(&a);
-            rt_buf_free(&b);
+    static const char alphabet[] = "{}[]\",:\\ 0123456789.-eENaIfnulltrb64=/+u\x01\xc3\xff"
+                                   "\xc0\xed\xe2\x80\x09\x0c";
+    uint64_t rs = 99;
+    rt_buf body;
+    rt_buf_init(&body);
+    for (int it = 0; it < 20000; it++) {
+        size_t si = support_rand(&rs) % (sizeof GOOD / sizeof GOOD[0]);
+        rt_buf_reset(&body);
+        rt_buf_puts(&body, GOOD[si]);
+        int muts = 1 + (int)(support_rand(&rs) % 3);
+        for (int k = 0; k < muts && body.len > 0; k++) {
+            size_t at = support_rand(&rs) % body.len;
+            char ch = alphabet[support_rand(&rs) % (sizeof alphabet - 1)];
+            switch (support_rand(&rs) % 3) {
+            case 0: body.data[at] = ch; break;
+            case 1: memmove(body.data + at, body.data + at + 1, body.len - at); body.len--; break;
+            default:
+                rt_buf_append(&body, "", 1);
+                memmove(body.data + at + 1, body.data + at, body.len - at - 1);
+                body.data[at] = ch;
+                break;
+            }
         }
+        rt_method method = (rt_method)(support_rand(&rs) % 3);
+        expect_same(f, f->m, method, body.data, body.len, NULL);
     }
+    rt_buf_free(&body);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fast_parser_matches_general, fast_setup,
+        cmocka_unit_test_setup_teardown(test_parser_matches_reference, fast_setup,
                                         fast_teardown),
-        cmocka_unit_test_setup_teardown(test_fast_parser_leaves_the_rest, fast_setup,
-                                        fast_teardown),
-        cmocka_unit_test_setup_teardown(test_fast_answers_match_general, fast_setup,
-                                        fast_teardown),
-        cmocka_unit_test_setup_teardown(test_fast_parser_string_scan, fast_setup,
-                                        fast_teardown),
+        cmocka_unit_test_setup_teardown(test_parser_string_scan, fast_setup, fast_teardown),
+        cmocka_unit_test_setup_teardown(test_parser_mutations, fast_setup, fast_teardown),
         cmocka_unit_test(test_float_special_values),
         cmocka_unit_test(test_float_halves_and_integers),
         cmocka_unit_test(test_float_random_bits),

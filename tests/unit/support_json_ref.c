@@ -1,31 +1,20 @@
 /*
- * rt_json_in.c — TensorFlow Serving request bodies into an rt_batch, and
- * rt_json_handle (parse, run, render).
- *
- * Request rules (TF Serving's REST API):
- *   predict   {"signature_name"?, "instances": [...]}  one entry per instance:
- *             an object keyed by input name, or a bare value when the
- *             signature has exactly one input;
- *             {"signature_name"?, "inputs": {...} | [...]}  columnar: input
- *             name -> list with one entry per instance (a bare list for a
- *             single input). Never both.
- *   classify / regress  {"signature_name"?, "examples": [{...}], "context"?: {...}}
- *             examples keyed by feature (raw input) name; context features
- *             apply to every example.
- * Strings may be {"b64": "..."}; NaN, Infinity and -Infinity are accepted as
- * numbers. cJSON does not read those tokens, so the body is pre-scanned: the
- * scan rewrites each token in a value's place as a string that begins with
- * byte 0xFF, which no valid UTF-8 text (and so no client string) contains.
- * The scan is also where the body is held to strict JSON where cJSON is
- * lenient: valid UTF-8 only, no raw control byte in a string, no leading
- * zero or other malformed number, and the nesting limit; its messages name
- * the byte and the member ("instances[0].age: ..."). A number must also fit
- * its input: beyond a double (1e400) or, for a DT_FLOAT input, beyond
- * float32 is refused.
+ * support_json_ref.c — the reference request parser for differential
+ * testing (test_fastpath, fuzz_json_request): the parser predictd had
+ * before the streaming one (runtime/rt_json_*.c), kept here and only here.
+ * It pre-scans the body (strict UTF-8, control bytes, number grammar,
+ * depth; NaN / Infinity / -Infinity rewritten as strings marked by a 0xFF
+ * byte), parses it with cJSON and walks the tree into the batch. Changed
+ * from predictd's old code only where the new parser is deliberately
+ * stricter: white space is JSON's four bytes (cJSON skips every byte up to
+ * 0x20), and \u takes four hex digits (cJSON reads a bad one as 0). Its messages are not compared, only accept / refuse and values.
  */
+#include "support_json_ref.h"
+
 #include "rt_internal.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -269,6 +258,14 @@ static rt_status prescan(const char *body, size_t len, int max_depth, rt_buf *ou
                 /* an escape: cJSON checks it; a raw byte after the
                  * backslash is checked like any other */
                 unsigned char nx = i + 1 < len ? (unsigned char)body[i + 1] : 0;
+                if (nx == 'u') { /* cJSON reads a bad hex digit as 0 */
+                    for (size_t h = i + 2; h < i + 6; h++) {
+                        if (h >= len || !isxdigit((unsigned char)body[h])) {
+                            st = rt_err_set(err, RT_ERR_INVALID, "request body: bad \\u escape");
+                            goto out;
+                        }
+                    }
+                }
                 i += nx >= 0x20 && nx < 0x80 ? 2 : 1;
             } else if (ch < 0x20) {
                 st = lex_error(body, len, i, LEX_CONTROL, NULL, err);
@@ -283,9 +280,14 @@ static rt_status prescan(const char *body, size_t len, int max_depth, rt_buf *ou
             }
             continue;
         }
-        if (ch <= 0x20) { /* white space (cJSON skips every byte up to 0x20) */
+        if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
             i++;
             continue;
+        }
+        if (ch < 0x20) {
+            st = rt_err_set(err, RT_ERR_INVALID, "request body: byte %u outside a string",
+                            (unsigned)ch);
+            goto out;
         }
         char sig = (char)ch;
         if (ch == '"') {
@@ -676,7 +678,7 @@ static void list_signatures(const Predictd__ModelDef *def, char *buf, size_t cap
         snprintf(buf, cap, "serving_default");
 }
 
-rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name,
+static rt_status ref_find_signature(const Predictd__ModelDef *def, const char *name,
                                  const Predictd__SignatureDef **sig, rt_err *err)
 {
     *sig = NULL;
@@ -887,7 +889,7 @@ static rt_status get_signature(const rt_graph *g, const cJSON *root,
         return rt_err_set(err, RT_ERR_INVALID, "\"signature_name\" must be a string, got %s",
                           got);
     }
-    return rt_json_find_signature(rt_graph_def(g), sn ? sn->valuestring : NULL, sig, err);
+    return ref_find_signature(rt_graph_def(g), sn ? sn->valuestring : NULL, sig, err);
 }
 
 static rt_status parse_predict_root(const rt_graph *g, const cJSON *root,
@@ -939,24 +941,6 @@ static rt_status tidy_message(rt_status st, rt_err *err)
         i += k;
     }
     return st;
-}
-
-rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
-                                const rt_json_params *p, rt_ctx *c, int *columnar,
-                                const Predictd__SignatureDef **sig, rt_err *err)
-{
-    rt_json_params dp = rt_json_default_params();
-    if (!p)
-        p = &dp;
-    if (rt_json_fast_predict(g, body, len, p, c, columnar, sig) == RT_OK)
-        return RT_OK;
-    cJSON *root = NULL;
-    rt_status st = parse_body(body, len, p, c, &root, err);
-    if (st != RT_OK)
-        return tidy_message(st, err);
-    st = parse_predict_root(g, root, p, c, columnar, sig, err);
-    cJSON_Delete(root);
-    return tidy_message(st, err);
 }
 
 /* --------------------------------------------------- classify / regress */
@@ -1041,8 +1025,6 @@ static rt_status parse_examples(const rt_graph *g, const cJSON *root, const rt_j
     return st;
 }
 
-/* ------------------------------------------------------------ handle */
-
 /* :classify on a regressor or :regress on a multi-class classifier: the
  * model has no such signature (TF Serving refuses these too). */
 static rt_status no_signature(const rt_graph *g, rt_method method, rt_err *err)
@@ -1058,90 +1040,112 @@ static rt_status no_signature(const rt_graph *g, rt_method method, rt_err *err)
                       ":predict", list);
 }
 
-/* The transform names rows "instances[i]"; a classify / regress request
- * sent them as "examples[i]": the message names what the client sent. */
-static void name_examples(rt_err *err)
+rt_status support_json_ref_parse(const rt_model *m, rt_method method, const char *body,
+                                 size_t len, const rt_json_params *p, rt_ctx *c, int *columnar,
+                                 const void **sig, rt_err *err)
 {
-    static const char rows[] = "instances[";
-    if (!err || strncmp(err->msg, rows, sizeof rows - 1) != 0)
-        return;
-    char old[RT_ERR_MAX];
-    memcpy(old, err->msg, sizeof old);
-    old[sizeof old - 1] = '\0';
-    fmt_into(err->msg, sizeof err->msg, "examples%s", old + strlen("instances"));
-}
-
-rt_json_params rt_json_default_params(void)
-{
-    rt_json_params p = {.max_instances = 100000, .max_depth = 64};
-    return p;
-}
-
-static rt_status handle(const rt_model *m, rt_method method, const char *body, size_t len,
-                        const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err)
-{
-    if (!m || !c || !out || (!body && len > 0))
-        return rt_err_set(err, RT_ERR_INVALID, "rt_json_handle: NULL argument");
     rt_json_params dp = rt_json_default_params();
     if (!p)
         p = &dp;
     const rt_graph *g = rt_model_graph(m);
-    if (!g)
-        return rt_err_set(err, RT_ERR_INVALID, "model has no graph");
-    const Predictd__SignatureDef *sig = NULL;
-    int columnar = 0;
-    rt_status st;
-    if (method == RT_METHOD_PREDICT &&
-        rt_json_fast_predict(g, body, len, p, c, &columnar, &sig) == RT_OK)
-        goto run;
+    const Predictd__SignatureDef *s = NULL;
+    *columnar = 0;
+    *sig = NULL;
     cJSON *root = NULL;
-    st = parse_body(body ? body : "", len, p, c, &root, err);
+    rt_status st = parse_body(body ? body : "", len, p, c, &root, err);
     if (st != RT_OK)
         return st;
     Predictd__HeadType head = rt_graph_def(g)->head ? rt_graph_def(g)->head->type
                                                     : PREDICTD__HEAD_TYPE__HEAD_BINARY;
     switch (method) {
     case RT_METHOD_PREDICT:
-        st = parse_predict_root(g, root, p, c, &columnar, &sig, err);
+        st = parse_predict_root(g, root, p, c, columnar, &s, err);
         break;
     case RT_METHOD_CLASSIFY:
-        if (head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION)
-            st = no_signature(g, method, err);
-        else
-            st = parse_examples(g, root, p, c, err);
-        break;
-    case RT_METHOD_REGRESS:
-        if (head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS)
-            st = no_signature(g, method, err);
-        else
-            st = parse_examples(g, root, p, c, err);
+        st = head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? no_signature(g, method, err)
+                                                           : parse_examples(g, root, p, c, err);
         break;
     default:
-        st = rt_err_set(err, RT_ERR_INVALID, "unknown method %d", (int)method);
+        st = head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? no_signature(g, method, err)
+                                                            : parse_examples(g, root, p, c, err);
+        break;
     }
     cJSON_Delete(root);
-    if (st != RT_OK)
-        return st;
-run:
-    if (rt_batch_size(c->batch) == 0) {
-        c->outputs.n = 0; /* nothing to run: an empty answer */
-    } else if ((st = rt_ctx_run(c, g, err)) != RT_OK) {
-        if (method != RT_METHOD_PREDICT)
-            name_examples(err);
-        return st;
-    }
-    switch (method) {
-    case RT_METHOD_CLASSIFY:
-        return rt_json_render_classify(g, &c->outputs, out);
-    case RT_METHOD_REGRESS:
-        return rt_json_render_regress(g, &c->outputs, out, err);
-    default:
-        return rt_json_render_predict(g, sig, &c->outputs, columnar, out);
-    }
+    *sig = s;
+    return tidy_message(st, err);
 }
 
-rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, size_t len,
-                         const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err)
+/* ------------------------------------------------- differential check */
+
+#include "rt_json_internal.h"
+
+/* Strings the same, but the new parser keeps what follows an escaped NUL
+ * (\u0000), which cJSON's C strings cut off: compared up to it. */
+static int same_value(const rt_value *a, const rt_value *b)
 {
-    return tidy_message(handle(m, method, body, len, p, c, out, err), err);
+    if ((a->str == NULL) != (b->str == NULL))
+        return 0;
+    if (a->str) {
+        const char *nul = memchr(a->str, '\0', a->len);
+        size_t la = nul ? (size_t)(nul - a->str) : a->len;
+        return la == b->len && memcmp(a->str, b->str, la) == 0;
+    }
+    return memcmp(&a->num, &b->num, sizeof a->num) == 0;
+}
+
+int support_json_ref_compare(const rt_model *m, rt_method method, const char *body, size_t len,
+                             const rt_json_params *p, rt_ctx *a, rt_ctx *b, char *why,
+                             size_t cap)
+{
+    const rt_graph *g = rt_model_graph(m);
+    rt_err ea = {{0}}, eb = {{0}};
+    int col_a = 0, col_b = 0;
+    const Predictd__SignatureDef *sig_a = NULL;
+    const void *sig_b = NULL;
+    rt_status sa = method == RT_METHOD_PREDICT
+                       ? rt_json_parse_predict(g, body, len, p, a, &col_a, &sig_a, &ea)
+                       : rt_json_parse_examples(g, method, body, len, p, a, &ea);
+    rt_status sb = support_json_ref_parse(m, method, body, len, p, b, &col_b, &sig_b, &eb);
+    if ((sa == RT_OK) != (sb == RT_OK)) {
+        snprintf(why, cap, "new parser %s (%s), reference %s (%s)", sa ? "refuses" : "accepts",
+                 sa ? ea.msg : "", sb ? "refuses" : "accepts", sb ? eb.msg : "");
+        return -1;
+    }
+    if (sa != RT_OK) {
+        if (!ea.msg[0]) {
+            snprintf(why, cap, "refused without a message");
+            return -1;
+        }
+        return 0;
+    }
+    if (col_a != col_b || (const void *)sig_a != sig_b) {
+        snprintf(why, cap, "columnar %d / %d, signature %p / %p", col_a, col_b,
+                 (const void *)sig_a, sig_b);
+        return -1;
+    }
+    if (rt_batch_size(a->batch) != rt_batch_size(b->batch)) {
+        snprintf(why, cap, "%zu instances, reference %zu", rt_batch_size(a->batch),
+                 rt_batch_size(b->batch));
+        return -1;
+    }
+    if (rt_batch_missing(a->batch) != rt_batch_missing(b->batch)) {
+        snprintf(why, cap, "missing-input policy differs");
+        return -1;
+    }
+    for (size_t i = 0; i < rt_batch_size(a->batch); i++) {
+        for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
+            size_t na, nb;
+            const rt_value *va = rt_batch_cell(a->batch, i, in, &na);
+            const rt_value *vb = rt_batch_cell(b->batch, i, in, &nb);
+            int same = na == nb;
+            for (size_t k = 0; same && k < na; k++)
+                same = same_value(&va[k], &vb[k]);
+            if (!same) {
+                snprintf(why, cap, "instance %zu input %s differs", i,
+                         rt_graph_input_name(g, in));
+                return -1;
+            }
+        }
+    }
+    return 0;
 }

@@ -1,0 +1,80 @@
+/*
+ * rt_json_handle.c — one TensorFlow Serving REST request against a model:
+ * the body parsed into the batch (rt_json_predict.c, rt_json_examples.c),
+ * transform, forward pass and head (rt_ctx_run), the answer rendered
+ * (rt_json_out.c).
+ */
+#include "rt_json_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The transform names rows "instances[i]"; a classify / regress request
+ * sent them as "examples[i]": the message names what the client sent. */
+static void name_examples(rt_err *err)
+{
+    static const char rows[] = "instances[";
+    if (!err || strncmp(err->msg, rows, sizeof rows - 1) != 0)
+        return;
+    char old[RT_ERR_MAX];
+    memcpy(old, err->msg, sizeof old);
+    old[sizeof old - 1] = '\0';
+    snprintf(err->msg, sizeof err->msg, "examples%s", old + strlen("instances"));
+}
+
+rt_json_params rt_json_default_params(void)
+{
+    rt_json_params p = {.max_instances = 100000, .max_depth = 64};
+    return p;
+}
+
+static rt_status handle(const rt_model *m, rt_method method, const char *body, size_t len,
+                        const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err)
+{
+    if (!m || !c || !out || (!body && len > 0))
+        return rt_err_set(err, RT_ERR_INVALID, "rt_json_handle: NULL argument");
+    rt_json_params dp = rt_json_default_params();
+    if (!p)
+        p = &dp;
+    const rt_graph *g = rt_model_graph(m);
+    if (!g)
+        return rt_err_set(err, RT_ERR_INVALID, "model has no graph");
+    const Predictd__SignatureDef *sig = NULL;
+    int columnar = 0;
+    rt_status st;
+    switch (method) {
+    case RT_METHOD_PREDICT:
+        st = rt_json_parse_predict(g, body, len, p, c, &columnar, &sig, err);
+        break;
+    case RT_METHOD_CLASSIFY:
+    case RT_METHOD_REGRESS:
+        st = rt_json_parse_examples(g, method, body, len, p, c, err);
+        break;
+    default:
+        st = rt_err_set(err, RT_ERR_INVALID, "unknown method %d", (int)method);
+    }
+    if (st != RT_OK)
+        return st;
+    if (rt_batch_size(c->batch) == 0) {
+        c->outputs.n = 0; /* nothing to run: an empty answer */
+    } else if ((st = rt_ctx_run(c, g, err)) != RT_OK) {
+        if (method != RT_METHOD_PREDICT)
+            name_examples(err);
+        return st;
+    }
+    switch (method) {
+    case RT_METHOD_CLASSIFY:
+        return rt_json_render_classify(g, &c->outputs, out);
+    case RT_METHOD_REGRESS:
+        return rt_json_render_regress(g, &c->outputs, out, err);
+    default:
+        return rt_json_render_predict(g, sig, &c->outputs, columnar, out);
+    }
+}
+
+rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, size_t len,
+                         const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err)
+{
+    return rt_json_tidy_message(handle(m, method, body, len, p, c, out, err), err);
+}

@@ -1,0 +1,614 @@
+/*
+ * rt_json_reader.c — the strict, streaming JSON reader under every request
+ * body (rt_json_internal.h describes the interface).
+ *
+ * It reads straight from the body's bytes: no pre-scan copy, no tree. The
+ * callers pull values one at a time (rt_jr_value, rt_jr_member,
+ * rt_jr_element) and put them where they belong; what they do not want
+ * they skip (rt_jr_skip), which checks it all the same, so a body is
+ * accepted only when all of it is JSON. Strings without escapes are handed
+ * out in place; plain bytes are scanned eight at a time.
+ *
+ * Hard errors (not JSON, or beyond the nesting limit) carry the member
+ * (rt_json_locate) and the byte offset: "instances[0].age: number 025 has a
+ * leading zero at byte 23: not valid JSON".
+ */
+#include "rt_json_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ errors */
+
+/* Marks r failed; every later call returns the same status at once. */
+static rt_status fail(rt_jr *r, rt_status st)
+{
+    r->hard = st;
+    return st;
+}
+
+static rt_status syntax_error(rt_jr *r, const char *at, const char *what)
+{
+    char where[200];
+    size_t off = (size_t)(at - r->body);
+    rt_json_locate(r->body, (size_t)(r->end - r->body), off, where, sizeof where);
+    int outside = strcmp(where, "request body") == 0;
+    rt_err_set(r->err, RT_ERR_INVALID, "request body is not valid JSON: %s at byte %zu%s%s%s",
+               what, off, outside ? "" : " (in ", outside ? "" : where, outside ? "" : ")");
+    return fail(r, RT_ERR_INVALID);
+}
+
+/* The message for the end of the body, or for the byte at `at`. */
+static rt_status unexpected(rt_jr *r, const char *at, const char *expected)
+{
+    char what[96];
+    if (at >= r->end)
+        snprintf(what, sizeof what, "the body ends where %s should be", expected);
+    else if ((unsigned char)*at >= 0x20 && (unsigned char)*at < 0x7f)
+        snprintf(what, sizeof what, "expected %s, found '%c'", expected, *at);
+    else
+        snprintf(what, sizeof what, "expected %s, found byte 0x%02X", expected,
+                 (unsigned)(unsigned char)*at);
+    return syntax_error(r, at, what);
+}
+
+static int is_digit(int ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+/* A byte that may continue a number literal in the eyes of a lenient parser. */
+static int is_number_byte(char ch)
+{
+    return is_digit(ch) || ch == '.' || ch == 'e' || ch == 'E' || ch == '+' || ch == '-';
+}
+
+static rt_status utf8_error(rt_jr *r, const char *at, const char *why)
+{
+    char where[200];
+    size_t off = (size_t)(at - r->body);
+    rt_json_locate(r->body, (size_t)(r->end - r->body), off, where, sizeof where);
+    rt_err_set(r->err, RT_ERR_INVALID, "%s: invalid UTF-8 at byte %zu (%s)", where, off, why);
+    return fail(r, RT_ERR_INVALID);
+}
+
+static rt_status control_error(rt_jr *r, const char *at)
+{
+    char where[200];
+    size_t off = (size_t)(at - r->body);
+    unsigned ch = (unsigned char)*at;
+    rt_json_locate(r->body, (size_t)(r->end - r->body), off, where, sizeof where);
+    rt_err_set(r->err, RT_ERR_INVALID, "%s: raw control character U+%04X in a string at byte "
+               "%zu: not valid JSON (escape it, as \\u%04x)", where, ch, off, ch);
+    return fail(r, RT_ERR_INVALID);
+}
+
+static rt_status number_error(rt_jr *r, const char *at, const char *why)
+{
+    char where[200];
+    size_t off = (size_t)(at - r->body), n = 0;
+    rt_json_locate(r->body, (size_t)(r->end - r->body), off, where, sizeof where);
+    while (at + n < r->end && n < 24 && is_number_byte(at[n]))
+        n++;
+    rt_err_set(r->err, RT_ERR_INVALID, "%s: number %.*s%s %s at byte %zu: not valid JSON",
+               where, (int)n, at, at + n < r->end && is_number_byte(at[n]) ? "..." : "", why,
+               off);
+    return fail(r, RT_ERR_INVALID);
+}
+
+/* ------------------------------------------------------------- set-up */
+
+void rt_jr_init(rt_jr *r, const char *body, size_t len, int max_depth, rt_buf *sbuf,
+                rt_buf *kbuf, rt_err *err)
+{
+    r->body = body;
+    r->p = body;
+    r->end = body + len;
+    r->depth = 0;
+    r->max_depth = max_depth > 0 ? max_depth : 1;
+    r->state = RT_JR_VALUE;
+    r->hard = 0;
+    r->err = err;
+    r->sbuf = sbuf;
+    r->kbuf = kbuf;
+    r->stack = r->local;
+    if (len >= 3 && memcmp(body, "\xef\xbb\xbf", 3) == 0)
+        r->p += 3; /* a UTF-8 byte order mark, as cJSON skipped it */
+}
+
+void rt_jr_done(rt_jr *r)
+{
+    if (r->stack != r->local)
+        free(r->stack);
+    r->stack = r->local;
+}
+
+/* ------------------------------------------------------------ scanning */
+
+static void skip_ws(rt_jr *r)
+{
+    const char *p = r->p, *e = r->end;
+    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    r->p = p;
+}
+
+int rt_jr_peek(rt_jr *r)
+{
+    skip_ws(r);
+    return r->p < r->end ? (unsigned char)*r->p : -1;
+}
+
+/* An ASCII byte that may stand in a string as it is. */
+static int plain_ascii(char c)
+{
+    unsigned char ch = (unsigned char)c;
+    return ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\';
+}
+
+/* Eight bytes at once (SWAR): non-zero when any of them is not plain_ascii
+ * (the closing quote, a backslash, below 0x20, or 0x80 and above). The
+ * lowest flag marks the first such byte exactly (borrows only run upwards). */
+static uint64_t special_in_word(const char *p)
+{
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+    uint64_t zq = (q - ones) & ~q, zb = (b - ones) & ~b;
+    uint64_t lt = (v - ones * 0x20) & ~v;
+    return (zq | zb | lt | v) & highs;
+}
+
+static int hex4(const char *p, const char *end, unsigned *out)
+{
+    if (end - p < 4)
+        return 0;
+    unsigned v = 0;
+    for (int k = 0; k < 4; k++) {
+        char ch = p[k];
+        v <<= 4;
+        if (ch >= '0' && ch <= '9')
+            v |= (unsigned)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f')
+            v |= (unsigned)(ch - 'a' + 10);
+        else if (ch >= 'A' && ch <= 'F')
+            v |= (unsigned)(ch - 'A' + 10);
+        else
+            return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static size_t put_utf8(char *o, unsigned cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* The escape at q (a backslash): its bytes into out (up to 4), *used the
+ * escape's length in the body. */
+static rt_status read_escape(rt_jr *r, const char *q, char *out, size_t *outn, size_t *used)
+{
+    if (q + 1 >= r->end)
+        return unexpected(r, r->end, "the rest of an escape");
+    unsigned char e = (unsigned char)q[1];
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    const char *hit = e ? memchr(from, e, sizeof from - 1) : NULL;
+    if (hit) {
+        out[0] = to[hit - from];
+        *outn = 1;
+        *used = 2;
+        return RT_OK;
+    }
+    if (e < 0x20)
+        return control_error(r, q + 1);
+    if (e != 'u')
+        return syntax_error(r, q, e < 0x7f ? "invalid escape in a string (JSON has \\\" \\\\ "
+                            "\\/ \\b \\f \\n \\r \\t \\uXXXX)" : "invalid escape in a string");
+    unsigned cp, lo;
+    if (!hex4(q + 2, r->end, &cp))
+        return syntax_error(r, q, "invalid \\u escape (four hex digits expected)");
+    *used = 6;
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+        return syntax_error(r, q, "invalid \\u escape (a lone low surrogate)");
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        if (r->end - q < 12 || q[6] != '\\' || q[7] != 'u' || !hex4(q + 8, r->end, &lo) ||
+            lo < 0xDC00 || lo > 0xDFFF)
+            return syntax_error(r, q, "invalid \\u escape (a high surrogate without its low "
+                                "half)");
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        *used = 12;
+    }
+    *outn = put_utf8(out, cp);
+    return RT_OK;
+}
+
+/* The string whose opening quote is at r->p. Escaped strings are unescaped
+ * into buf (when buf is NULL they are only checked). */
+static rt_status read_string(rt_jr *r, rt_buf *buf, const char **s, size_t *n)
+{
+    const char *start = r->p + 1, *q = start, *end = r->end, *seg = start;
+    int copying = 0;
+    for (;;) {
+        while (end - q >= 8) {
+            uint64_t m = special_in_word(q);
+            if (m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                q += (unsigned)__builtin_ctzll(m) >> 3;
+#endif
+                break;
+            }
+            q += 8;
+        }
+        while (q < end && plain_ascii(*q))
+            q++;
+        if (q >= end)
+            return unexpected(r, end, "the closing '\"' of a string");
+        unsigned char ch = (unsigned char)*q;
+        if (ch == '"')
+            break;
+        if (ch >= 0x80) {
+            const char *why = NULL;
+            size_t k = rt_utf8_seq(q, (size_t)(end - q), &why);
+            if (!k)
+                return utf8_error(r, q, why);
+            q += k;
+            continue;
+        }
+        if (ch < 0x20)
+            return control_error(r, q);
+        /* a backslash */
+        char dec[4];
+        size_t dn = 0, used = 0;
+        rt_status st = read_escape(r, q, dec, &dn, &used);
+        if (st != RT_OK)
+            return st;
+        if (buf) {
+            if (!copying) {
+                rt_buf_reset(buf);
+                copying = 1;
+            }
+            if (rt_buf_append(buf, seg, (size_t)(q - seg)) != 0 || rt_buf_append(buf, dec, dn))
+                return fail(r, rt_err_set(r->err, RT_ERR_NOMEM, "request body: out of memory"));
+        }
+        q += used;
+        seg = q;
+    }
+    if (copying) {
+        if (rt_buf_append(buf, seg, (size_t)(q - seg)) != 0)
+            return fail(r, rt_err_set(r->err, RT_ERR_NOMEM, "request body: out of memory"));
+        *s = buf->data;
+        *n = buf->len;
+    } else {
+        *s = start;
+        *n = (size_t)(q - start);
+    }
+    r->p = q + 1;
+    return RT_OK;
+}
+
+/* The number literal at r->p (a '-' or a digit), in JSON's grammar. */
+static rt_status read_number(rt_jr *r, rt_jv *v)
+{
+    const char *s = r->p, *q = s, *e = r->end;
+    int frac = 0, digits = 0;
+    if (*q == '-')
+        q++;
+    if (q >= e || !is_digit(*q))
+        return number_error(r, s, "is malformed");
+    double ival = 0;
+    if (*q == '0') {
+        q++;
+        digits = 1;
+        if (q < e && is_digit(*q))
+            return number_error(r, s, "has a leading zero");
+    } else {
+        while (q < e && is_digit(*q)) {
+            ival = ival * 10 + (*q - '0');
+            q++;
+            digits++;
+        }
+    }
+    if (q < e && *q == '.') {
+        frac = 1;
+        if (++q >= e || !is_digit(*q))
+            return number_error(r, s, "is malformed");
+        while (q < e && is_digit(*q))
+            q++;
+    }
+    if (q < e && (*q == 'e' || *q == 'E')) {
+        frac = 1;
+        q++;
+        if (q < e && (*q == '+' || *q == '-'))
+            q++;
+        if (q >= e || !is_digit(*q))
+            return number_error(r, s, "is malformed");
+        while (q < e && is_digit(*q))
+            q++;
+    }
+    if (q < e && is_number_byte(*q))
+        return number_error(r, s, "is malformed");
+    size_t n = (size_t)(q - s);
+    if (!frac && digits <= 15) {
+        v->num = *s == '-' ? -ival : ival; /* exact: below 2^53 */
+    } else {
+        char local[64], *tmp = n < sizeof local ? local : malloc(n + 1);
+        if (!tmp)
+            return fail(r, rt_err_set(r->err, RT_ERR_NOMEM, "request body: out of memory"));
+        memcpy(tmp, s, n);
+        tmp[n] = '\0';
+        v->num = strtod(tmp, NULL);
+        if (tmp != local)
+            free(tmp);
+    }
+    v->kind = RT_JV_NUMBER;
+    v->s = s;
+    v->n = n;
+    v->token = 0;
+    r->p = q;
+    return RT_OK;
+}
+
+static rt_status open_container(rt_jr *r, int is_obj)
+{
+    if (r->depth + 1 > r->max_depth)
+        return fail(r, rt_err_set(r->err, RT_ERR_LIMIT, "request body: JSON nested deeper "
+                                  "than %d levels", r->max_depth));
+    if (r->stack == r->local && r->max_depth >= RT_JR_LOCAL_DEPTH &&
+        r->depth + 1 >= RT_JR_LOCAL_DEPTH) {
+        unsigned char *s = malloc((size_t)r->max_depth + 1);
+        if (!s)
+            return fail(r, rt_err_set(r->err, RT_ERR_NOMEM, "request body: out of memory"));
+        memcpy(s, r->local, sizeof r->local);
+        r->stack = s;
+    }
+    r->depth++;
+    r->stack[r->depth] = (unsigned char)is_obj;
+    r->state = is_obj ? RT_JR_FIRST_KEY : RT_JR_FIRST_ELEM;
+    r->p++;
+    return RT_OK;
+}
+
+static void close_container(rt_jr *r)
+{
+    r->p++;
+    r->depth--;
+    r->state = r->depth == 0 ? RT_JR_DONE : RT_JR_AFTER;
+}
+
+static void after_scalar(rt_jr *r)
+{
+    r->state = r->depth == 0 ? RT_JR_DONE : RT_JR_AFTER;
+}
+
+/* A value; strings unescaped into buf (or only checked when buf is NULL). */
+static rt_status read_value(rt_jr *r, rt_jv *v, rt_buf *buf)
+{
+    if (r->hard)
+        return r->hard;
+    int ch = rt_jr_peek(r);
+    const char *p = r->p;
+    v->at = (size_t)(p - r->body);
+    v->token = 0;
+    static const struct {
+        const char *text;
+        size_t n;
+        rt_jv_kind kind;
+        double num;
+    } words[] = {
+        {"true", 4, RT_JV_TRUE, 0},        {"false", 5, RT_JV_FALSE, 0},
+        {"null", 4, RT_JV_NULL, 0},        {"NaN", 3, RT_JV_NUMBER, NAN},
+        {"Infinity", 8, RT_JV_NUMBER, INFINITY}, {"-Infinity", 9, RT_JV_NUMBER, -INFINITY},
+    };
+    rt_status st;
+    switch (ch) {
+    case '{':
+    case '[':
+        v->kind = ch == '{' ? RT_JV_OBJECT : RT_JV_LIST;
+        return open_container(r, ch == '{');
+    case '"':
+        v->kind = RT_JV_STRING;
+        if ((st = read_string(r, buf, &v->s, &v->n)) != RT_OK)
+            return st;
+        after_scalar(r);
+        return RT_OK;
+    case -1:
+        return unexpected(r, p, "a value");
+    default:
+        break;
+    }
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+        if ((size_t)(r->end - p) >= words[w].n && memcmp(p, words[w].text, words[w].n) == 0) {
+            v->kind = words[w].kind;
+            v->num = words[w].num;
+            v->token = words[w].kind == RT_JV_NUMBER;
+            v->s = p;
+            v->n = words[w].n;
+            r->p = p + words[w].n;
+            after_scalar(r);
+            return RT_OK;
+        }
+    }
+    if (ch == '-' || is_digit(ch)) {
+        if ((st = read_number(r, v)) != RT_OK)
+            return st;
+        after_scalar(r);
+        return RT_OK;
+    }
+    return unexpected(r, p, "a value");
+}
+
+rt_status rt_jr_value(rt_jr *r, rt_jv *v)
+{
+    if (r->hard)
+        return r->hard;
+    if (r->state != RT_JR_VALUE)
+        return unexpected(r, r->p, "a value (reader misuse)");
+    return read_value(r, v, r->sbuf);
+}
+
+/* A key at r->p (after white space), and its ':'. */
+static rt_status read_key(rt_jr *r, rt_buf *buf, const char **key, size_t *klen)
+{
+    if (rt_jr_peek(r) != '"')
+        return unexpected(r, r->p, "a key (a string in double quotes)");
+    rt_status st = read_string(r, buf, key, klen);
+    if (st != RT_OK)
+        return st;
+    if (rt_jr_peek(r) != ':')
+        return unexpected(r, r->p, "':' after the key");
+    r->p++;
+    r->state = RT_JR_VALUE;
+    return RT_OK;
+}
+
+static rt_status member(rt_jr *r, int *more, const char **key, size_t *klen, rt_buf *buf)
+{
+    if (r->hard)
+        return r->hard;
+    int ch = rt_jr_peek(r);
+    if (r->state == RT_JR_FIRST_KEY) {
+        if (ch == '}') {
+            *more = 0;
+            close_container(r);
+            return RT_OK;
+        }
+    } else if (r->state == RT_JR_AFTER && r->stack[r->depth] == 1) {
+        if (ch == '}') {
+            *more = 0;
+            close_container(r);
+            return RT_OK;
+        }
+        if (ch != ',')
+            return unexpected(r, r->p, "',' or '}'");
+        r->p++;
+    } else {
+        return unexpected(r, r->p, "a member (reader misuse)");
+    }
+    *more = 1;
+    return read_key(r, buf, key, klen);
+}
+
+rt_status rt_jr_member(rt_jr *r, int *more, const char **key, size_t *klen)
+{
+    return member(r, more, key, klen, r->kbuf);
+}
+
+rt_status rt_jr_member_is(rt_jr *r, int *more, const char *name, int *match)
+{
+    rt_buf lb; /* only an escaped key is copied */
+    const char *key = NULL;
+    size_t klen = 0;
+    rt_buf_init(&lb);
+    rt_status st = member(r, more, &key, &klen, &lb);
+    *match = st == RT_OK && *more && klen == strlen(name) && memcmp(key, name, klen) == 0;
+    rt_buf_free(&lb);
+    return st;
+}
+
+rt_status rt_jr_element(rt_jr *r, int *more)
+{
+    if (r->hard)
+        return r->hard;
+    int ch = rt_jr_peek(r);
+    if (r->state == RT_JR_FIRST_ELEM) {
+        if (ch == ']') {
+            *more = 0;
+            close_container(r);
+            return RT_OK;
+        }
+    } else if (r->state == RT_JR_AFTER && r->stack[r->depth] == 0) {
+        if (ch == ']') {
+            *more = 0;
+            close_container(r);
+            return RT_OK;
+        }
+        if (ch != ',')
+            return unexpected(r, r->p, "',' or ']'");
+        r->p++;
+    } else {
+        return unexpected(r, r->p, "an element (reader misuse)");
+    }
+    *more = 1;
+    r->state = RT_JR_VALUE;
+    return RT_OK;
+}
+
+rt_status rt_jr_skip_to(rt_jr *r, int depth)
+{
+    rt_jv v;
+    const char *key;
+    size_t klen;
+    int more;
+    rt_status st = RT_OK;
+    for (;;) {
+        if (r->hard)
+            return r->hard;
+        if (r->state == RT_JR_DONE || (r->state == RT_JR_AFTER && r->depth <= depth))
+            return RT_OK;
+        switch (r->state) {
+        case RT_JR_VALUE:
+            st = read_value(r, &v, NULL);
+            break;
+        case RT_JR_FIRST_ELEM:
+            st = rt_jr_element(r, &more);
+            break;
+        case RT_JR_FIRST_KEY:
+            st = member(r, &more, &key, &klen, NULL);
+            break;
+        default: /* after a value inside a container */
+            st = r->stack[r->depth] ? member(r, &more, &key, &klen, NULL)
+                                    : rt_jr_element(r, &more);
+            break;
+        }
+        if (st != RT_OK)
+            return st;
+    }
+}
+
+rt_status rt_jr_skip(rt_jr *r)
+{
+    if (r->hard)
+        return r->hard;
+    if (r->state != RT_JR_VALUE)
+        return unexpected(r, r->p, "a value (reader misuse)");
+    return rt_jr_skip_to(r, r->depth);
+}
+
+rt_status rt_jr_end(rt_jr *r)
+{
+    if (r->hard)
+        return r->hard;
+    rt_status st = rt_jr_skip_to(r, 0);
+    if (st != RT_OK)
+        return st;
+    skip_ws(r);
+    if (r->p != r->end) {
+        rt_err_set(r->err, RT_ERR_INVALID, "request body: text after the JSON value (byte %zu)",
+                   (size_t)(r->p - r->body));
+        return fail(r, RT_ERR_INVALID);
+    }
+    return RT_OK;
+}

@@ -1,0 +1,131 @@
+/*
+ * rt_json_signature.c — a request's signature: found by name, listed for
+ * messages, and what it says about how inputs are read (raw features by
+ * name, or one serialized CSV line / tf.Example). Also the methods a model
+ * can answer (TF Serving has no classify signature for a regressor, no
+ * regress one for a multi-class classifier).
+ */
+#include "rt_json_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int method_is(const Predictd__SignatureDef *sig, const char *what)
+{
+    return sig && sig->method_name && strstr(sig->method_name, what) != NULL;
+}
+
+rt_in_mode rt_json_mode_for(const rt_graph *g, const Predictd__SignatureDef *sig)
+{
+    rt_in_mode md = {RT_IN_FEATURES, NULL};
+    if (sig && sig->n_inputs == 1 && sig->inputs[0]->name &&
+        strcmp(sig->inputs[0]->name, "inputs") == 0 &&
+        (method_is(sig, "classify") || method_is(sig, "regress"))) {
+        md.kind = RT_IN_EXAMPLE;
+        md.name = "inputs";
+        return md;
+    }
+    switch (rt_graph_def(g)->receiver) {
+    case PREDICTD__RECEIVER__RECEIVER_CSV:
+        md.kind = RT_IN_CSV;
+        md.name = "csv_row";
+        break;
+    case PREDICTD__RECEIVER__RECEIVER_EXAMPLE:
+        md.kind = RT_IN_EXAMPLE;
+        md.name = "example_proto";
+        break;
+    default:
+        break;
+    }
+    return md;
+}
+
+size_t rt_json_mode_inputs(const rt_graph *g, const rt_in_mode *md)
+{
+    return md->kind == RT_IN_FEATURES ? rt_graph_num_inputs(g) : 1;
+}
+
+/* "a, b, c" — the names a request may use (cut short when long). */
+void rt_json_list_inputs(const rt_graph *g, const rt_in_mode *md, char *buf, size_t cap)
+{
+    size_t used = 0, n = rt_json_mode_inputs(g, md);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < cap; i++) {
+        const char *name = md->kind == RT_IN_FEATURES ? rt_graph_input_name(g, i) : md->name;
+        int w = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", name ? name : "");
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    if (used >= cap && cap > 4)
+        memcpy(buf + cap - 4, "...", 4);
+}
+
+/* "classification, predict, serving_default" — the model's signatures. */
+void rt_json_list_signatures(const Predictd__ModelDef *def, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < def->n_signatures && used < cap; k++) {
+        int w = snprintf(buf + used, cap - used, "%s%s", k ? ", " : "",
+                         def->signatures[k]->name ? def->signatures[k]->name : "");
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    if (def->n_signatures == 0)
+        snprintf(buf, cap, "serving_default");
+}
+
+rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name,
+                                 const Predictd__SignatureDef **sig, rt_err *err)
+{
+    *sig = NULL;
+    if (!name || !*name)
+        name = "serving_default";
+    if (def->n_signatures == 0) {
+        if (strcmp(name, "serving_default") == 0 || strcmp(name, "predict") == 0)
+            return RT_OK;
+    }
+    for (size_t k = 0; k < def->n_signatures; k++) {
+        if (def->signatures[k]->name && strcmp(def->signatures[k]->name, name) == 0) {
+            *sig = def->signatures[k];
+            return RT_OK;
+        }
+    }
+    /* serving_default and predict stand in for each other. */
+    const char *alt = strcmp(name, "predict") == 0           ? "serving_default"
+                      : strcmp(name, "serving_default") == 0 ? "predict"
+                                                              : NULL;
+    for (size_t k = 0; alt && k < def->n_signatures; k++) {
+        if (def->signatures[k]->name && strcmp(def->signatures[k]->name, alt) == 0) {
+            *sig = def->signatures[k];
+            return RT_OK;
+        }
+    }
+    char list[256];
+    rt_json_list_signatures(def, list, sizeof list);
+    return rt_err_set(err, RT_ERR_INVALID, "signature_name \"%.100s\" not found; the model "
+                      "has: %s", name, list);
+}
+
+/* :classify on a regressor or :regress on a multi-class classifier: the
+ * model has no such signature (TF Serving refuses these too). */
+rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err)
+{
+    Predictd__HeadType head = rt_graph_def(g)->head ? rt_graph_def(g)->head->type
+                                                    : PREDICTD__HEAD_TYPE__HEAD_BINARY;
+    if (!(method == RT_METHOD_CLASSIFY && head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION) &&
+        !(method == RT_METHOD_REGRESS && head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS))
+        return RT_OK;
+    char list[256];
+    rt_json_list_signatures(rt_graph_def(g), list, sizeof list);
+    if (method == RT_METHOD_CLASSIFY)
+        return rt_err_set(err, RT_ERR_INVALID, "classify: the model has no classification "
+                          "signature (it is a regressor; its signatures: %s); use :regress or "
+                          ":predict", list);
+    return rt_err_set(err, RT_ERR_INVALID, "regress: the model has no regression signature "
+                      "(it is a multi-class classifier; its signatures: %s); use :classify or "
+                      ":predict", list);
+}
+

@@ -1,0 +1,196 @@
+/*
+ * rt_json_where.c — words for the request parser's messages: where a byte
+ * of the body lies ("instances[3].age"), what a value is ("abc", 3, a
+ * list), the path of a value being read, and messages kept valid UTF-8.
+ * Everything here runs only when a request is refused.
+ */
+#include "rt_json_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Frames of open containers remembered for error paths (deeper ones are
+ * counted, not named: the depth limit refuses them first by default). */
+#define LOC_FRAMES 64
+
+typedef struct loc_frame {
+    int is_obj;
+    size_t idx;      /* arrays: the element being read */
+    const char *key; /* objects: the member being read (raw text), or NULL */
+    size_t klen;
+} loc_frame;
+
+/* Appends the raw text of a key to path, cut at 80 bytes (before a UTF-8
+ * continuation byte). */
+static void path_key(char *path, size_t cap, size_t *used, const char *key, size_t klen)
+{
+    size_t k = klen > 80 ? 80 : klen;
+    while (k > 0 && k < klen && ((unsigned char)key[k] & 0xC0) == 0x80)
+        k--;
+    int w = snprintf(path + *used, cap - *used, "%s%.*s", *used ? "." : "", (int)k, key);
+    if (w > 0)
+        *used = (size_t)w + *used < cap ? *used + (size_t)w : cap - 1;
+}
+
+/* Where byte `at` of the body lies, for messages: "instances[0].age",
+ * "instances[0] (in a key)", or "request body" outside any member. Runs only
+ * on errors; every byte before `at` has passed the reader's checks. */
+void rt_json_locate(const char *body, size_t len, size_t at, char *out, size_t cap)
+{
+    loc_frame fr[LOC_FRAMES];
+    size_t depth = 0;
+    int in_str = 0, str_is_key = 0, want_key = 0;
+    const char *str_start = NULL;
+    for (size_t i = 0; i < at && i < len; i++) {
+        char ch = body[i];
+        loc_frame *top = depth > 0 && depth <= LOC_FRAMES ? &fr[depth - 1] : NULL;
+        if (in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"') {
+                in_str = 0;
+                if (str_is_key && top) {
+                    top->key = str_start;
+                    top->klen = (size_t)(body + i - str_start);
+                }
+            }
+            continue;
+        }
+        switch (ch) {
+        case '"':
+            in_str = 1;
+            str_is_key = top && top->is_obj && want_key;
+            str_start = body + i + 1;
+            want_key = 0;
+            break;
+        case '{':
+        case '[':
+            depth++;
+            if (depth <= LOC_FRAMES)
+                fr[depth - 1] = (loc_frame){ch == '{', 0, NULL, 0};
+            want_key = ch == '{';
+            break;
+        case '}':
+        case ']':
+            if (depth > 0)
+                depth--;
+            want_key = 0;
+            break;
+        case ',':
+            if (top && top->is_obj) {
+                top->key = NULL;
+                want_key = 1;
+            } else if (top) {
+                top->idx++;
+            }
+            break;
+        case ':':
+            want_key = 0;
+            break;
+        default:
+            break;
+        }
+    }
+    size_t used = 0, n = depth < LOC_FRAMES ? depth : LOC_FRAMES;
+    out[0] = '\0';
+    for (size_t f = 0; f < n && used + 1 < cap; f++) {
+        if (fr[f].is_obj) {
+            if (!fr[f].key)
+                break;
+            path_key(out, cap, &used, fr[f].key, fr[f].klen);
+        } else {
+            int w = snprintf(out + used, cap - used, "[%zu]", fr[f].idx);
+            if (w > 0)
+                used = used + (size_t)w < cap ? used + (size_t)w : cap - 1;
+        }
+    }
+    if (used == 0)
+        snprintf(out, cap, "request body");
+    if (in_str && str_is_key && used + 1 < cap)
+        snprintf(out + used, cap - used, "%s", " (in a key)");
+}
+
+void rt_json_describe(const rt_jv *v, char *buf, size_t cap)
+{
+    switch (v->kind) {
+    case RT_JV_STRING: {
+        /* At most 40 bytes, cut before a UTF-8 continuation byte. */
+        size_t n = v->n, k = n > 40 ? 40 : n;
+        while (k > 0 && k < n && ((unsigned char)v->s[k] & 0xC0) == 0x80)
+            k--;
+        snprintf(buf, cap, "\"%.*s%s\"", (int)k, v->s, k < n ? "..." : "");
+        break;
+    }
+    case RT_JV_NUMBER:
+        if (v->token)
+            snprintf(buf, cap, "%.*s", (int)v->n, v->s);
+        else if (!isfinite(v->num))
+            snprintf(buf, cap, "a number beyond a double's range");
+        else
+            snprintf(buf, cap, "%.17g", v->num);
+        break;
+    case RT_JV_TRUE:
+        snprintf(buf, cap, "true");
+        break;
+    case RT_JV_FALSE:
+        snprintf(buf, cap, "false");
+        break;
+    case RT_JV_NULL:
+        snprintf(buf, cap, "null");
+        break;
+    case RT_JV_LIST:
+        snprintf(buf, cap, "a list");
+        break;
+    default:
+        snprintf(buf, cap, "an object");
+        break;
+    }
+}
+
+/* Appends text to out[*used..cap), keeping it terminated. */
+static void put(char *out, size_t cap, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *out, size_t cap, size_t *used, const char *fmt, ...)
+{
+    if (*used + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(out + *used, cap - *used, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        *used = *used + (size_t)w < cap ? *used + (size_t)w : cap - 1;
+}
+
+void rt_jpath_format(const rt_jpath *p, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    put(out, cap, &used, "%s", p->top ? p->top : "");
+    if (p->i >= 0 && !p->key_first)
+        put(out, cap, &used, "[%ld]", p->i);
+    if (p->key)
+        put(out, cap, &used, ".%.*s", (int)(p->klen > 80 ? 80 : p->klen), p->key);
+    if (p->i >= 0 && p->key_first)
+        put(out, cap, &used, "[%ld]", p->i);
+    if (p->k >= 0)
+        put(out, cap, &used, "[%ld]", p->k);
+}
+
+rt_status rt_json_tidy_message(rt_status st, rt_err *err)
+{
+    if (st == RT_OK || !err)
+        return st;
+    size_t n = strnlen(err->msg, sizeof err->msg - 1);
+    for (size_t i = 0; i < n;) {
+        size_t k = rt_utf8_seq(err->msg + i, n - i, NULL);
+        if (!k) {
+            err->msg[i] = '?';
+            k = 1;
+        }
+        i += k;
+    }
+    return st;
+}
