@@ -1,12 +1,20 @@
 # Makefile — builds predictd's libraries, binaries and tests into $(BUILD)/.
 #
 #   make              all binaries into build/ (installs missing Debian packages first)
-#   make test         unit tests (cmocka) + integration tests (real daemon on loopback)
+#   make test         unit tests (cmocka), fuzz corpus replays, integration tests
+#                     (real daemon on loopback): "N passed, N failed, N skipped"
 #   make asan         the same tests in an ASan+UBSan build (build-asan/)
+#   make tsan         the daemon's tests (server unit tests, integration tests
+#                     that start predictd) under ThreadSanitizer (build-tsan/)
+#   make CC=clang     builds with clang (any target; CI: make CC=clang BUILD=build-clang test)
 #   make bench        benchmarks (figures, never pass/fail)
 #   make demo         train the census model, serve it, curl a prediction
-#   make install      PREFIX=/usr/local DESTDIR=
+#   make install      binaries, units, conf, docs: PREFIX=/usr/local DESTDIR=
+#   make uninstall    removes them (same PREFIX, DESTDIR)
 #   make clean
+#
+# CPPFLAGS, CFLAGS, LDFLAGS and LDLIBS from the command line or environment
+# are added after the project's own (make CFLAGS=-O0 keeps the warnings).
 #
 # Module = folder = prefix: runtime/ (rt_), exporter/ (exp_), trainer/ (trn_),
 # server/ (srv_). A module's main_<binary>.c files are binaries, the rest its
@@ -16,18 +24,53 @@ BUILD   ?= build
 PREFIX  ?= /usr/local
 DESTDIR ?=
 CC      ?= cc
+INSTALL_DEPS ?= scripts/install-deps.sh
 
-PKGS     := libmicrohttpd libcjson libprotobuf-c libsystemd openblas
+# The project's flags come first; the user's CPPFLAGS / CFLAGS / LDFLAGS /
+# LDLIBS (command line or environment) are appended, so `make CFLAGS=-O0`
+# keeps -Wall -Werror and the module include paths.
 WARN     := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Werror
 OPT      ?= -O2 -g
 SAN      ?=
-CPPFLAGS += -D_GNU_SOURCE -I$(BUILD)/gen -Iruntime -Iexporter -Itrainer -Iserver
-CFLAGS   += $(WARN) $(OPT) $(SAN) -fno-strict-aliasing -pthread
-DEPFLAGS  = -MMD -MP
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-LDLIBS   += $(PKG_LIBS) -lm -pthread
-LDFLAGS  += $(SAN)
+# Hardening of everything built (checked by tests/integration/test_build):
+# stack protector, PIE, full RELRO, and _FORTIFY_SOURCE=2 whenever the build
+# optimises (glibc's checks need -O; with -O0 they would only warn).
+HARDEN_CPPFLAGS = $(if $(filter -O0,$(OPT) $(CFLAGS)),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
+HARDEN_CFLAGS   := -fstack-protector-strong -fPIE
+HARDEN_LDFLAGS  := -pie -Wl,-z,relro,-z,now
+ALL_CPPFLAGS = -D_GNU_SOURCE $(HARDEN_CPPFLAGS) $(CPPFLAGS)
+ALL_CFLAGS   = $(WARN) $(OPT) $(SAN) -fno-strict-aliasing -pthread $(HARDEN_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS  = $(SAN) $(HARDEN_LDFLAGS) $(LDFLAGS)
+DEPFLAGS     = -MMD -MP
+
+# Debian packages per module (pkg-config names). rt.h exposes cJSON and the
+# generated protobuf-c types, so every module compiles against runtime's.
+RT_PKGS  := libcjson libprotobuf-c openblas
+SRV_PKGS := libmicrohttpd libsystemd
+
+# On a fresh machine the packages must be there before anything compiles and
+# before pkg-config is asked for flags. $(BUILD)/config.mk is an included
+# makefile: make builds it first (installing what the build needs), then
+# restarts with the flags it wrote, so `make -jN` cannot race apt.
+.DEFAULT_GOAL := all
+NO_CONFIG_GOALS := clean uninstall
+ifneq ($(filter-out $(NO_CONFIG_GOALS),$(or $(MAKECMDGOALS),all)),)
+include $(BUILD)/config.mk
+endif
+$(BUILD)/config.mk: Makefile scripts/install-deps.sh
+	@mkdir -p $(BUILD)
+	@$(INSTALL_DEPS) --if-missing build
+	@rt_c=$$(pkg-config --cflags $(RT_PKGS)) && rt_l=$$(pkg-config --libs $(RT_PKGS)) && \
+	 srv_c=$$(pkg-config --cflags $(SRV_PKGS)) && srv_l=$$(pkg-config --libs $(SRV_PKGS)) && \
+	 printf 'RT_PKG_CFLAGS := %s\nRT_PKG_LIBS := %s\nSRV_PKG_CFLAGS := %s\nSRV_PKG_LIBS := %s\n' \
+	     "$$rt_c" "$$rt_l" "$$srv_c" "$$srv_l" > $@.tmp && mv $@.tmp $@
+
+# The rest (cmocka, clang, test peers, benchmark tools) once, before the
+# first test object compiles; `make install` never needs them.
+$(BUILD)/.test-deps: scripts/install-deps.sh
+	@mkdir -p $(BUILD)
+	@$(INSTALL_DEPS) --if-missing
+	@touch $@
 
 PROTOS := $(wildcard runtime/*.proto)
 GEN_C  := $(patsubst runtime/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
@@ -49,6 +92,31 @@ LIB_SRV := $(BUILD)/libpredict_srv.a
 # Link order: dependents first.
 ALL_LIBS := $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 
+# The dependency rule (docs/design.md): runtime alone; exporter -> runtime;
+# trainer -> runtime + exporter; server -> runtime. A module's sources see
+# only the headers of the modules it may use (an #include of another is a
+# compile error) and its binaries link only those libraries (a call into
+# another is a link error). Tests and benchmarks see everything.
+INC_runtime  = -Iruntime -I$(BUILD)/gen $(RT_PKG_CFLAGS)
+INC_exporter = -Iexporter $(INC_runtime)
+INC_trainer  = -Itrainer -Iexporter $(INC_runtime)
+INC_server   = -Iserver $(INC_runtime) $(SRV_PKG_CFLAGS)
+INC_all      = -Iserver -Itrainer -Iexporter $(INC_runtime) $(SRV_PKG_CFLAGS)
+INC_gen      = $(INC_runtime)
+INC_tests    = $(INC_all)
+INC_bench    = $(INC_all)
+LIBS_runtime  = $(LIB_RT)
+LIBS_exporter = $(LIB_EXP) $(LIB_RT)
+LIBS_trainer  = $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
+LIBS_server   = $(LIB_SRV) $(LIB_RT)
+PKGLIBS_runtime  = $(RT_PKG_LIBS)
+PKGLIBS_exporter = $(RT_PKG_LIBS)
+PKGLIBS_trainer  = $(RT_PKG_LIBS)
+PKGLIBS_server   = $(SRV_PKG_LIBS) $(RT_PKG_LIBS)
+# module of a path: runtime/x.c, build/obj/gen/x.c -> runtime, gen
+mod_of  = $(firstword $(subst /, ,$(patsubst $(BUILD)/obj/%,%,$(patsubst $(BUILD)/%,%,$(1)))))
+ALL_LDLIBS = $(SRV_PKG_LIBS) $(RT_PKG_LIBS) -lm -pthread $(LDLIBS)
+
 # main_<name>.c -> binary <name> with '_' turned into '-' (predict_model -> predict-model).
 MAIN_SRCS := $(wildcard runtime/main_*.c exporter/main_*.c trainer/main_*.c server/main_*.c)
 bin_name   = $(subst _,-,$(patsubst main_%.c,%,$(notdir $(1))))
@@ -61,24 +129,35 @@ TEST_SUPPORT := $(call objs,$(wildcard tests/unit/support_*.c))
 # Keep generated sources and test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all deps test unit-test integration-test asan bench demo install clean fuzz
+.PHONY: all bins deps test soak unit-test integration-test asan tsan bench demo install uninstall \
+        clean fuzz print-compile
 all: $(BINS) $(TEST_BINS)
+bins: $(BINS)
 
-# A fresh Debian machine needs nothing else: install what is missing, once.
+# Everything the project uses, tests and benchmarks included (CI: .ci/run).
 deps:
-	@scripts/install-deps.sh --if-missing
+	@$(INSTALL_DEPS) --if-missing
 
-$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: runtime/%.proto | deps
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: runtime/%.proto
 	@mkdir -p $(BUILD)/gen
 	protoc-c --c_out=$(BUILD)/gen -Iruntime $<
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(filter-out -Wpedantic -Werror,$(CFLAGS)) -c $< -o $@
+	$(CC) $(ALL_CPPFLAGS) $(INC_gen) $(filter-out -Wpedantic -Werror,$(ALL_CFLAGS)) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(ALL_CPPFLAGS) $(INC_$(call mod_of,$<)) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# Test and benchmark objects need the test packages (cmocka.h) first.
+TEST_OBJS := $(call objs,$(wildcard tests/unit/*.c tests/fuzz/*.c bench/*.c))
+$(TEST_OBJS): | $(BUILD)/.test-deps
+
+# `make print-compile MOD=server`: the compiler and flags of one module's
+# sources (tests/integration/test_build compiles probes with them).
+print-compile:
+	@echo $(CC) $(ALL_CPPFLAGS) $(INC_$(MOD)) $(ALL_CFLAGS)
 
 $(LIB_RT): $(RT_OBJS)
 $(LIB_EXP): $(EXP_OBJS)
@@ -90,14 +169,15 @@ $(ALL_LIBS):
 	$(if $^,ar rcs $@ $^,ar rcs $@)
 
 define BIN_RULE
-$(BUILD)/$(call bin_name,$(1)): $(call objs,$(1)) $(ALL_LIBS)
-	$$(CC) $$(LDFLAGS) -o $$@ $$< $(ALL_LIBS) $$(LDLIBS)
+$(BUILD)/$(call bin_name,$(1)): $(call objs,$(1)) $(LIBS_$(call mod_of,$(1)))
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$< $(LIBS_$(call mod_of,$(1))) \
+	    $$(PKGLIBS_$(call mod_of,$(1))) -lm -pthread $$(LDLIBS)
 endef
 $(foreach m,$(MAIN_SRCS),$(eval $(call BIN_RULE,$(m))))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(ALL_LIBS) $(LDLIBS) -lcmocka
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(ALL_LIBS) $(ALL_LDLIBS) -lcmocka
 
 # bench/bench_<x>.c -> $(BUILD)/bench/bench_<x> (built by make bench only;
 # they time the runtime, so they link the runtime library alone).
@@ -106,22 +186,44 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_RT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB_RT) $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB_RT) $(ALL_LDLIBS)
 
+# TESTS="unit fuzz integration/test_daemon*" runs some (tests/run.sh selectors).
+TESTS ?=
 test: all
-	@BUILD=$(BUILD) tests/run.sh
+	@BUILD=$(BUILD) tests/run.sh $(TESTS)
 
 unit-test: all
-	@BUILD=$(BUILD) tests/run.sh unit
+	@BUILD=$(BUILD) tests/run.sh unit fuzz
 
 integration-test: all
 	@BUILD=$(BUILD) tests/run.sh integration
 
 soak: all ; @BUILD=$(BUILD) tests/soak/soak.py
 
+# build-asan/ (gcc) or build-asan-clang/ (make CC=clang asan).
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	$(MAKE) BUILD=build-asan$(if $(findstring clang,$(notdir $(CC))),-clang) OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
+
+# ThreadSanitizer over what runs threads: the server's unit tests and the
+# integration tests that start predictd (TSAN_TESTS=... for fewer). A report
+# stops the process (halt_on_error), so the test that drove it fails, and is
+# written to build-tsan/tsan/: any report there fails the target, even one
+# from a daemon whose test did not notice. tests/tsan.supp holds the
+# documented false positives.
+TSAN_TESTS ?= unit/test_srv_* integration/test_daemon* integration/test_hotload \
+              integration/test_robust_corpus integration/test_robust_faults
+TSAN_REPORTS := $(CURDIR)/build-tsan/tsan
+TSAN_OPTIONS_ALL := suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66 \
+                    second_deadlock_stack=1 log_path=$(TSAN_REPORTS)/report
+tsan:
+	$(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=thread" all
+	@rm -rf $(TSAN_REPORTS) && mkdir -p $(TSAN_REPORTS)
+	@BUILD=build-tsan TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)" tests/run.sh $(TSAN_TESTS); rc=$$?; \
+	 if [ -n "$$(ls $(TSAN_REPORTS))" ]; then \
+	     echo "ThreadSanitizer reports ($(TSAN_REPORTS)):"; cat $(TSAN_REPORTS)/*; rc=1; \
+	 fi; exit $$rc
 
 bench: all $(BENCH_BINS)
 	@BUILD=$(BUILD) bench/run.sh
@@ -135,22 +237,33 @@ UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 
-install: all
+UNITS := predictd.service predictd@.service predictd.socket
+
+# Builds and installs the binaries only: no test programs, no cmocka.
+install: $(BINS)
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/predictd/conf $(DESTDIR)$(PREFIX)/share/doc/predictd
 	install -m 0644 conf/*.json conf/haproxy.cfg $(DESTDIR)$(PREFIX)/share/predictd/conf/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/predictd/
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
-	for u in predictd.service predictd@.service predictd.socket; do \
+	for u in $(UNITS); do \
 	    sed -e 's#/usr/local/bin/#$(PREFIX)/bin/#g' -e 's#/usr/local/share/#$(PREFIX)/share/#g' \
 	        systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; \
 	done
 	install -m 0644 systemd/predictd.sysusers $(DESTDIR)$(SYSUSERSDIR)/predictd.conf
 	install -m 0644 systemd/predictd.tmpfiles $(DESTDIR)$(TMPFILESDIR)/predictd.conf
 
+# Removes what install put there (same PREFIX / DESTDIR / *DIR variables).
+# share/predictd and share/doc/predictd are ours alone and go whole.
+uninstall:
+	rm -f $(patsubst %,$(DESTDIR)$(PREFIX)/bin/%,$(notdir $(BINS)))
+	rm -f $(patsubst %,$(DESTDIR)$(UNITDIR)/%,$(UNITS))
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/predictd.conf $(DESTDIR)$(TMPFILESDIR)/predictd.conf
+	rm -rf $(DESTDIR)$(PREFIX)/share/predictd $(DESTDIR)$(PREFIX)/share/doc/predictd
+
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-asan-clang build-tsan build-clang build-fuzz
 
 # make fuzz, make fuzz-run, and the corpus replays make test runs (docs/fuzzing.md)
 include tests/fuzz/fuzz.mk

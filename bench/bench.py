@@ -901,7 +901,7 @@ def table():
             lines.append("   not measured: %s" % g["error"])
             continue
         for k, v in g.items():
-            if k in ("title", "seconds", "raw", "method", "appear_note"):
+            if k in ("title", "seconds", "raw", "method", "appear_note", "when"):
                 continue
             if isinstance(v, dict) and "rps" in v:
                 extra = ""
@@ -945,14 +945,21 @@ def main():
         for p in STARTED:
             stop(p)
         R["machine"]["loadavg_end"] = os.getloadavg()[0]
+        # each group names its run, so that a table built from results.json
+        # (scripts/bench_table.py) can tell one run from a merge of several
+        for k in R:
+            if k.isdigit():
+                R[k]["when"] = R["when"]
         path = os.path.join(ROOT, "bench", "results.json")
         if ONLY and os.path.exists(path):
             # a partial run updates its groups in the last full results
+            R["command"] = "BENCH_ONLY=%s make bench" % ",".join(sorted(ONLY))
             try:
                 with open(path) as f:
                     old = json.load(f)
                 for k, v in old.items():
                     if k.isdigit() and k not in R:
+                        v.setdefault("when", old.get("when"))
                         R[k] = v
             except (OSError, ValueError):
                 pass

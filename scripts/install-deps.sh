@@ -1,14 +1,21 @@
 #!/bin/sh
 # install-deps.sh — installs every Debian package predictd's build, tests,
 # benchmarks and demo need. Uses sudo only when not root.
-#   scripts/install-deps.sh              install (apt-get update first)
-#   scripts/install-deps.sh --if-missing install only when something is missing
-#   scripts/install-deps.sh --check      exit 1 if something is missing
+#   scripts/install-deps.sh                    install (apt-get update first)
+#   scripts/install-deps.sh --if-missing       install only when something is missing
+#   scripts/install-deps.sh --check            exit 1 if something is missing
+#   scripts/install-deps.sh --if-missing build only what compiling the binaries needs
+#                                              (make, make install: the Makefile)
 set -eu
 
-PACKAGES="build-essential pkg-config clang libclang-rt-14-dev \
-libmicrohttpd-dev libcjson-dev libopenblas-dev libprotobuf-c-dev protobuf-c-compiler \
-libsystemd-dev libcmocka-dev curl python3 systemd wrk nginx-light haproxy valgrind"
+# Compiling and linking the four binaries.
+BUILD_PACKAGES="build-essential pkg-config libmicrohttpd-dev libcjson-dev libopenblas-dev \
+libprotobuf-c-dev protobuf-c-compiler libsystemd-dev"
+# Tests (cmocka, test peers), make CC=clang / make fuzz, make bench, make demo.
+OTHER_PACKAGES="clang libclang-rt-14-dev libcmocka-dev curl python3 systemd wrk nginx-light \
+haproxy valgrind"
+PACKAGES="$BUILD_PACKAGES $OTHER_PACKAGES"
+[ "${2:-all}" = build ] && PACKAGES=$BUILD_PACKAGES
 
 missing() {
     out=""

@@ -34,8 +34,8 @@ all: $(FUZZ_REPLAY)
 $(BUILD)/tests/test_fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/fz_replay.o \
                             $(FUZZ_UTIL) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/fuzz/fz_replay.o $(FUZZ_UTIL) $(ALL_LIBS) \
-	    $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/obj/tests/fuzz/fz_replay.o $(FUZZ_UTIL) $(ALL_LIBS) \
+	    $(ALL_LDLIBS)
 
 # The libraries and targets are compiled by clang with coverage for the
 # fuzzer (fuzzer-no-link) into $(FUZZ_BUILD)/san/; only the final link adds
@@ -50,7 +50,7 @@ fuzz-bins: $(FUZZ_BINS)
 
 $(FUZZ_BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_UTIL) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_UTIL) $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_UTIL) $(ALL_LIBS) $(ALL_LDLIBS)
 
 fuzz-run: fuzz
 	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)

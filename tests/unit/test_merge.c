@@ -313,8 +313,8 @@ static void test_parse_errors_match(void **state)
 {
     fixture *f = *state;
     const char *bad[] = {"{", "[]", "{\"instances\": 3}", "{\"instances\": [{\"age\": \"x\"}]}",
-                         "{\"instances\": [], \"inputs\": {}}", "{\"signature_name\": \"nope\", "
-                                                                "\"instances\": []}"};
+                         "{\"instances\": [], \"inputs\": {}}",
+                         "{\"signature_name\": \"nope\", \"instances\": []}"};
     rt_ctx *c = rt_ctx_new();
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         rt_buf a;
