@@ -95,8 +95,9 @@ ALL_LIBS := $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 # The dependency rule (docs/design.md): runtime alone; exporter -> runtime;
 # trainer -> runtime + exporter; server -> runtime. A module's sources see
 # only the headers of the modules it may use (an #include of another is a
-# compile error) and its binaries link only those libraries (a call into
-# another is a link error). Tests and benchmarks see everything.
+# compile error, as is including another module's private header) and its
+# binaries link only those libraries (a call into another is a link error).
+# Tests and benchmarks see everything.
 INC_runtime  = -Iruntime -I$(BUILD)/gen $(RT_PKG_CFLAGS)
 INC_exporter = -Iexporter $(INC_runtime)
 INC_trainer  = -Itrainer -Iexporter $(INC_runtime)
@@ -113,6 +114,9 @@ PKGLIBS_runtime  = $(RT_PKG_LIBS)
 PKGLIBS_exporter = $(RT_PKG_LIBS)
 PKGLIBS_trainer  = $(RT_PKG_LIBS)
 PKGLIBS_server   = $(SRV_PKG_LIBS) $(RT_PKG_LIBS)
+# A module's private headers (rt_internal.h, ...) refuse to compile outside
+# it: each source is compiled with -DPREDICTD_MODULE_<its folder>.
+mod_flags = -DPREDICTD_MODULE_$(1) $(INC_$(1))
 # module of a path: runtime/x.c, build/obj/gen/x.c -> runtime, gen
 mod_of  = $(firstword $(subst /, ,$(patsubst $(BUILD)/obj/%,%,$(patsubst $(BUILD)/%,%,$(1)))))
 ALL_LDLIBS = $(SRV_PKG_LIBS) $(RT_PKG_LIBS) -lm -pthread $(LDLIBS)
@@ -148,7 +152,7 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 
 $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CPPFLAGS) $(INC_$(call mod_of,$<)) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(ALL_CPPFLAGS) $(call mod_flags,$(call mod_of,$<)) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # Test and benchmark objects need the test packages (cmocka.h) first.
 TEST_OBJS := $(call objs,$(wildcard tests/unit/*.c tests/fuzz/*.c bench/*.c))
@@ -157,7 +161,7 @@ $(TEST_OBJS): | $(BUILD)/.test-deps
 # `make print-compile MOD=server`: the compiler and flags of one module's
 # sources (tests/integration/test_build compiles probes with them).
 print-compile:
-	@echo $(CC) $(ALL_CPPFLAGS) $(INC_$(MOD)) $(ALL_CFLAGS)
+	@echo $(CC) $(ALL_CPPFLAGS) $(call mod_flags,$(MOD)) $(ALL_CFLAGS)
 
 $(LIB_RT): $(RT_OBJS)
 $(LIB_EXP): $(EXP_OBJS)

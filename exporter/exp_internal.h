@@ -5,6 +5,12 @@
 #ifndef PREDICTD_EXP_INTERNAL_H
 #define PREDICTD_EXP_INTERNAL_H
 
+/* The build defines PREDICTD_MODULE_<folder> for each source (Makefile). */
+#if !defined(PREDICTD_MODULE_exporter) && !defined(PREDICTD_MODULE_tests) && \
+    !defined(PREDICTD_MODULE_bench)
+#error "exp_internal.h is exporter's own; other modules include exp.h (docs/design.md)"
+#endif
+
 #include "exp.h"
 
 /* Hidden temp names in a base directory: ".tmp-<version>-<pid>-<rand>". */

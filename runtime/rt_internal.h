@@ -5,6 +5,12 @@
 #ifndef PREDICTD_RT_INTERNAL_H
 #define PREDICTD_RT_INTERNAL_H
 
+/* The build defines PREDICTD_MODULE_<folder> for each source (Makefile). */
+#if !defined(PREDICTD_MODULE_runtime) && !defined(PREDICTD_MODULE_tests) && \
+    !defined(PREDICTD_MODULE_bench)
+#error "rt_internal.h is runtime's own; other modules include rt.h (docs/design.md)"
+#endif
+
 #include "rt.h"
 
 #include <stdbool.h>

@@ -5,6 +5,12 @@
 #ifndef PREDICTD_TRN_INTERNAL_H
 #define PREDICTD_TRN_INTERNAL_H
 
+/* The build defines PREDICTD_MODULE_<folder> for each source (Makefile). */
+#if !defined(PREDICTD_MODULE_trainer) && !defined(PREDICTD_MODULE_tests) && \
+    !defined(PREDICTD_MODULE_bench)
+#error "trn_internal.h is trainer's own; other modules include trn.h (docs/design.md)"
+#endif
+
 #include "trn.h"
 
 /* What a parameter tensor is in the graph. */
