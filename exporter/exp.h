@@ -1,7 +1,7 @@
 /*
  * exp.h — the exporter: the one public header of exporter/.
  *
- * Writes export directories (DESIGN.md section 3, docs/export-format.md):
+ * Writes export directories (docs/export-format.md):
  *
  *   BASE/<version>/model.pb        packed predictd.ModelDef with the tensor index
  *   BASE/<version>/variables.bin   64-byte header + 64-byte aligned float32 tensors

@@ -13,7 +13,7 @@
  *        --rt_forward-->     logits
  *        --rt_head_compute-> outputs --> JSON answer
  *
- * Conventions (see DESIGN.md section 7): every fallible function returns an
+ * Conventions (docs/design.md, section 2): every fallible function returns an
  * rt_status (0 ok, negative error) and explains input errors in a caller's
  * rt_err (may be NULL). Objects are opaque with new/free pairs; free functions
  * accept NULL. Nothing here exits or asserts on input.
@@ -101,7 +101,7 @@ uint32_t rt_crc32c(uint32_t crc, const void *data, size_t len);
 /* -------------------------------------------------------- spec -> ModelDef */
 
 /*
- * The parts of a trainer spec (DESIGN.md section 6) that describe the model:
+ * The parts of a trainer spec (docs/trainer.md) that describe the model:
  * "columns", "unused_columns", "label", "feature_columns", "estimator" (model
  * shape only; optimizer keys are accepted and left to the trainer),
  * "trim_strings" (default true) and "export" ("name", "format" JSON|CSV|EXAMPLE).

@@ -1,5 +1,5 @@
 /*
- * rt_spec.c — reads the model part of a trainer spec (DESIGN.md section 6)
+ * rt_spec.c — reads the model part of a trainer spec (docs/trainer.md)
  * into a ModelDef: raw columns, label, feature columns, estimator shape,
  * receiver. Every unknown key, wrong type or impossible value is refused with
  * a message naming its key path ("feature_columns[3].boundaries: ...").
