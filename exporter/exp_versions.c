@@ -80,29 +80,36 @@ int exp_rmtree_at(int dfd, const char *name)
     return rmtree_depth(dfd, name, 0);
 }
 
-int exp_open_base(const char *base, int create, rt_status *st, rt_err *err)
+rt_status exp_mkdirs(const char *dir, rt_err *err)
 {
     char path[4096];
+    size_t len = dir ? strlen(dir) : 0;
+    if (len == 0 || len >= sizeof path)
+        return rt_err_set(err, RT_ERR_INVALID, "directory path is empty or too long");
+    memcpy(path, dir, len + 1);
+    /* Create each missing component in turn. */
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        char c = path[i];
+        path[i] = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return rt_err_set(err, RT_ERR_IO, "mkdir %s: %s", path, strerror(errno));
+        path[i] = c;
+    }
+    return RT_OK;
+}
+
+int exp_open_base(const char *base, int create, rt_status *st, rt_err *err)
+{
     size_t len = base ? strlen(base) : 0;
-    if (len == 0 || len >= sizeof path) {
+    if (len == 0 || len >= 4096) {
         *st = rt_err_set(err, RT_ERR_INVALID, "export base path is empty or too long");
         return -1;
     }
-    memcpy(path, base, len + 1);
-    if (create) {
-        /* mkdir -p: create each missing component in turn. */
-        for (size_t i = 1; i <= len; i++) {
-            if (path[i] != '/' && path[i] != '\0')
-                continue;
-            char c = path[i];
-            path[i] = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-                *st = rt_err_set(err, RT_ERR_IO, "export base %s: mkdir %s: %s", base, path,
-                                 strerror(errno));
-                return -1;
-            }
-            path[i] = c;
-        }
+    if (create && (*st = exp_mkdirs(base, err)) != RT_OK) {
+        rt_err_prefix(err, "export base %s", base);
+        return -1;
     }
     int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {

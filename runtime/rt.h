@@ -65,6 +65,18 @@ rt_status rt_err_set(rt_err *err, rt_status code, const char *fmt, ...)
 /* Prefix err->msg with "prefix: " (e.g. a file name). err may be NULL. */
 void rt_err_prefix(rt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ----------------------------------------------------------------- cgroups */
+
+/* This process's cgroup v2 path ("/a/b", "/" at the root) from proc_cgroup's
+ * "0::" line (normally /proc/self/cgroup) into rel (len bytes): 1, or 0 when
+ * there is none (cgroup v1, no /proc). Its directory is "/sys/fs/cgroup"
+ * followed by rel. Reentrant. */
+int rt_cgroup_path(const char *proc_cgroup, char *rel, size_t len);
+/* Makes rel its parent ("/a/b" -> "/a" -> "/"): 1, or 0 when rel is the
+ * root. A cgroup and its parents:
+ *   if (rt_cgroup_path(proc, rel, sizeof rel)) do { ... } while (rt_cgroup_parent(rel)); */
+int rt_cgroup_parent(char *rel);
+
 /* ---------------------------------------------------- byte buffer and hashes */
 
 /* A growable byte buffer; always NUL-terminated after any append. */

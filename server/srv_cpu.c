@@ -43,45 +43,19 @@ static bool read_line(const char *path, char *buf, size_t len)
 /* The tightest quota along the cgroup's path (a parent may limit too). */
 static int cgroup_quota(const char *cgroup_root, const char *proc_cgroup)
 {
-    char line[1024];
-    FILE *f = fopen(proc_cgroup, "r");
-    if (!f)
-        return 0;
-    char rel[1024] = "";
-    while (fgets(line, sizeof line, f)) {
-        /* cgroup v2: "0::/path" */
-        if (!strncmp(line, "0::", 3)) {
-            size_t n = strcspn(line + 3, "\n");
-            if (n >= sizeof rel)
-                n = sizeof rel - 1;
-            memcpy(rel, line + 3, n);
-            rel[n] = '\0';
-            break;
-        }
-    }
-    fclose(f);
-    if (rel[0] != '/')
-        return 0;
+    char rel[1024];
     int best = 0;
-    size_t len = strlen(rel);
-    for (;;) {
-        char path[2200];
-        char text[128];
-        snprintf(path, sizeof path, "%s%.*s%scpu.max", cgroup_root, (int)len, rel,
-                 (len > 0 && rel[len - 1] == '/') ? "" : "/");
-        if (read_line(path, text, sizeof text)) {
-            int q = srv_cpu_quota_from_text(text);
-            if (q > 0 && (best == 0 || q < best))
-                best = q;
-        }
-        if (len <= 1)
-            break;
-        /* up one level */
-        while (len > 1 && rel[len - 1] != '/')
-            len--;
-        if (len > 1)
-            len--; /* drop the '/' too, except the root's */
-    }
+    if (rt_cgroup_path(proc_cgroup, rel, sizeof rel))
+        do {
+            char path[2200];
+            char text[128];
+            snprintf(path, sizeof path, "%s%s/cpu.max", cgroup_root, rel[1] ? rel : "");
+            if (read_line(path, text, sizeof text)) {
+                int q = srv_cpu_quota_from_text(text);
+                if (q > 0 && (best == 0 || q < best))
+                    best = q;
+            }
+        } while (rt_cgroup_parent(rel));
     return best;
 }
 

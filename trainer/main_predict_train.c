@@ -31,6 +31,8 @@ static void usage(FILE *fp)
           "  --first-layer-size N --num-layers N --scale-factor X\n"
           "                         DNN hidden units max(2, int(N * X^i)), i < num-layers\n"
           "  --embedding-size N     dimension of every embedding_column\n"
+          "  --memory-limit-mb N    refuse a model needing more than N MiB (0 = no check;\n"
+          "                         default: the memory this machine can give)\n"
           "  --on-bad-row skip|stop malformed CSV rows: skip and count, or stop (default)\n"
           "  --progress auto|bar|lines|quiet\n"
           "  -h, --help\n",
@@ -142,6 +144,8 @@ int main(int argc, char **argv)
             rc = parse_i64(flag, val, 1, &o.num_layers);
         else if (strcmp(flag, "--embedding-size") == 0)
             rc = parse_i64(flag, val, 1, &o.embedding_size);
+        else if (strcmp(flag, "--memory-limit-mb") == 0)
+            rc = parse_i64(flag, val, 0, &o.memory_limit_mb);
         else if (strcmp(flag, "--scale-factor") == 0) {
             char *end;
             o.scale_factor = strtod(val, &end);

@@ -123,6 +123,9 @@ typedef struct trn_config {
                                 layer while training (inverted dropout) */
     char *assets_dir;        /* where vocabulary_file columns' files are (the
                                 spec's directory); copied into exports' assets/ */
+    int64_t memory_limit_mb; /* train.memory_limit_mb: -1 (default) the memory this
+                                machine can give (trn_memory_available), 0 no check,
+                                N a limit of N MiB */
 } trn_config;
 
 void trn_config_init(trn_config *c);
@@ -159,6 +162,7 @@ typedef struct trn_overrides {
     int64_t num_layers;
     double scale_factor;       /* default 0.7 (task.py), num_layers 4 */
     int64_t embedding_size;
+    int64_t memory_limit_mb;   /* train.memory_limit_mb */
 } trn_overrides;
 
 void trn_overrides_init(trn_overrides *o);
@@ -170,6 +174,52 @@ void trn_overrides_init(trn_overrides *o);
  * the export is the one that was really trained.
  */
 rt_status trn_spec_apply_overrides(struct cJSON *spec, const trn_overrides *o, rt_err *err);
+
+/* ------------------------------------------------------------------ memory */
+
+#define TRN_MEM_KEY_MAX 160
+
+/* A run's peak memory in bytes, by kind (sums saturate at UINT64_MAX). */
+typedef struct trn_memory {
+    uint64_t weights;     /* parameter tensors, 4 bytes a value */
+    uint64_t gradients;   /* one dense gradient buffer per tensor */
+    uint64_t slots;       /* optimizer state (Ftrl 2, Adagrad 1, Adam 2, SGD 0 per value) */
+    uint64_t sparse;      /* touched-row marks and lists of sparsely updated tensors */
+    uint64_t checkpoint;  /* with a job dir: a checkpoint read whole on resume */
+    uint64_t activations; /* the largest batch's DNN input, layer outputs, deltas */
+    uint64_t input;       /* the reader's shuffle buffer and queued batches */
+    uint64_t total;
+    char key[TRN_MEM_KEY_MAX];  /* the spec key behind the largest share, e.g.
+                                   "feature_columns[16].hash_bucket_size" */
+    char what[TRN_MEM_KEY_MAX]; /* what it sizes ("column x, 1000000000 ids") */
+    uint64_t key_bytes;         /* that share of total */
+} trn_memory;
+
+/*
+ * Estimates what training def with c will need at its peak, before anything
+ * is allocated. c's optimizers must be resolved (trn_config_resolve).
+ */
+rt_status trn_memory_estimate(const Predictd__ModelDef *def, const trn_config *c,
+                              trn_memory *out, rt_err *err);
+
+/*
+ * Bytes this process can still get: the smallest of /proc/meminfo's
+ * MemAvailable and, on every level of its cgroup v2 path, memory.max minus
+ * memory.current. source (len bytes) names the bound that won. UINT64_MAX
+ * when none can be read. root prefixes the paths (NULL or "" for the real
+ * ones; tests pass a fake tree).
+ */
+uint64_t trn_memory_available(const char *root, char *source, size_t len);
+
+/* "1.5 GiB" into out; returns out. */
+const char *trn_memory_format(uint64_t bytes, char *out, size_t len);
+
+/*
+ * Refuses (RT_ERR_LIMIT) a model whose estimate exceeds c->memory_limit_mb,
+ * or what the machine can give when that is -1, with the figure, its parts,
+ * the limit and the spec key to lower. 0 turns the check off.
+ */
+rt_status trn_memory_check(const Predictd__ModelDef *def, const trn_config *c, rt_err *err);
 
 /* ------------------------------------------------------------------ reader */
 
@@ -260,10 +310,12 @@ size_t trn_feeder_label_dim(const trn_feeder *f);
 typedef struct trn_model trn_model;
 
 /*
- * Allocates the parameters the ModelDef's graph needs, initializes them as
- * TensorFlow's canned estimators do (glorot-uniform kernels, zero biases and
- * linear weights, embeddings truncated normal with stddev 1/sqrt(dim)) from
- * seed, builds the rt_graph over them and the optimizer state.
+ * Checks the memory the run will need (trn_memory_check: RT_ERR_LIMIT with
+ * the figure and the spec key), then allocates the parameters the ModelDef's
+ * graph needs, initializes them as TensorFlow's canned estimators do
+ * (glorot-uniform kernels, zero biases and linear weights, embeddings
+ * truncated normal with stddev 1/sqrt(dim)) from seed, builds the rt_graph
+ * over them and the optimizer state.
  * def must outlive the model; c is copied.
  */
 rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint64_t seed,
@@ -368,6 +420,13 @@ rt_status trn_ckpt_save(const trn_model *m, const char *job_dir, int keep_max, r
  */
 rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_buf *warn,
                            rt_err *err);
+
+/*
+ * Makes job_dir ready before any work: creates it with its parents when
+ * missing and proves it writable by writing, syncing and removing a probe
+ * file. RT_ERR_IO with a message naming --job-dir and the reason otherwise.
+ */
+rt_status trn_job_dir_check(const char *job_dir, rt_err *err);
 
 /* Steps of the checkpoints in job_dir, ascending. *steps is malloc'd. */
 rt_status trn_ckpt_list(const char *job_dir, int64_t **steps, size_t *n, rt_err *err);

@@ -14,6 +14,8 @@
  */
 #include "trn_internal.h"
 
+#include "exp.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +80,37 @@ static rt_status fsync_dir(const char *dir, rt_err *err)
     close(fd);
     if (rc != 0)
         return rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", dir, strerror(e));
+    return RT_OK;
+}
+
+rt_status trn_job_dir_check(const char *job_dir, rt_err *err)
+{
+    rt_err why = {{0}};
+    int dfd = -1;
+    if (exp_mkdirs(job_dir, &why) != RT_OK ||
+        (dfd = open(job_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        if (dfd < 0 && !why.msg[0])
+            snprintf(why.msg, sizeof why.msg, "%s", strerror(errno));
+        return rt_err_set(err, RT_ERR_IO, "--job-dir %s: cannot create or open it: %s "
+                          "(checkpoints, eval/metrics.jsonl and exports go there; nothing was "
+                          "trained)", job_dir, why.msg);
+    }
+    char probe[64];
+    snprintf(probe, sizeof probe, ".predict-train-probe-%ld", (long)getpid());
+    int fd = openat(dfd, probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int e = fd < 0 ? errno : 0;
+    errno = 0;
+    if (!e && (write(fd, "probe\n", 6) != 6 || fsync(fd) != 0))
+        e = errno ? errno : ENOSPC; /* a short write: the disk is full */
+    if (fd >= 0 && close(fd) != 0 && !e)
+        e = errno;
+    if (fd >= 0)
+        unlinkat(dfd, probe, 0);
+    close(dfd);
+    if (e)
+        return rt_err_set(err, RT_ERR_IO, "--job-dir %s: not writable: %s (checkpoints, "
+                          "eval/metrics.jsonl and exports go there; nothing was trained)",
+                          job_dir, strerror(e));
     return RT_OK;
 }
 

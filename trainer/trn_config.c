@@ -34,6 +34,7 @@ void trn_config_init(trn_config *c)
     c->linear_opt.learning_rate = -1;
     c->dnn_opt.type = TRN_OPT_DEFAULT;
     c->dnn_opt.learning_rate = -1;
+    c->memory_limit_mb = -1;
 }
 
 static void free_list(char **l, size_t n)
@@ -246,7 +247,7 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
                                        "shuffle_buffer_size", "seed", "save_checkpoints_steps",
                                        "save_checkpoints_secs", "keep_checkpoint_max",
                                        "log_step_count_steps", "on_bad_row",
-                                       "skip_header_lines", NULL};
+                                       "skip_header_lines", "memory_limit_mb", NULL};
     const char *p = "train";
     rt_status st = check_keys(t, keys, p, err);
     if (st)
@@ -299,6 +300,8 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
     if ((st = get_int(t, "skip_header_lines", p, 0, 1000000, &v, err)))
         return st;
     c->skip_header_lines = (size_t)v;
+    if ((st = get_int(t, "memory_limit_mb", p, 0, INT64_C(1) << 40, &c->memory_limit_mb, err)))
+        return st;
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(t, "on_bad_row");
     if (b) {
         if (cJSON_IsString(b) && strcmp(b->valuestring, "skip") == 0)
@@ -534,6 +537,7 @@ void trn_overrides_init(trn_overrides *o)
     o->num_layers = -1;
     o->scale_factor = -1;
     o->embedding_size = -1;
+    o->memory_limit_mb = -1;
 }
 
 /* Returns spec[key], creating an empty object when missing. */
@@ -616,6 +620,9 @@ rt_status trn_spec_apply_overrides(cJSON *spec, const trn_overrides *o, rt_err *
             return st;
     }
     if (o->seed >= 0 && (st = set_num(train, "seed", (double)o->seed, err)))
+        return st;
+    if (o->memory_limit_mb >= 0 &&
+        (st = set_num(train, "memory_limit_mb", (double)o->memory_limit_mb, err)))
         return st;
     if (o->eval_steps >= 0 && (st = set_num(eval, "steps", (double)o->eval_steps, err)))
         return st;

@@ -236,6 +236,8 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
     m->dropout = c->dropout;
     trn_rng_seed(&m->drop_rng, seed ^ 0xd0d0d0d0ULL);
     rt_features_init(&m->f);
+    if ((st = trn_memory_check(def, c, err)))
+        goto out;
     if ((st = rt_modeldef_tensor_specs(def, &m->specs, &m->n_params, err)))
         goto out;
     m->p = calloc(m->n_params ? m->n_params : 1, sizeof *m->p);

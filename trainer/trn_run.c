@@ -11,6 +11,7 @@
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -347,27 +348,56 @@ static void load_best(run *R)
     }
 }
 
-/* Logs the TF-style line and appends the JSON to JOB_DIR/eval/metrics.jsonl. */
-static void report_eval(const trn_config *c, const trn_metric_list *ml, int64_t step)
+/*
+ * Logs the TF-style line and appends the JSON to JOB_DIR/eval/metrics.jsonl
+ * with one write and an fsync. A failed write (disk full, EIO) is an error,
+ * and a partly written line is cut off again so the file stays one JSON
+ * object a line.
+ */
+static rt_status report_eval(const trn_config *c, const trn_metric_list *ml, int64_t step,
+                             rt_err *err)
 {
     rt_buf b;
     rt_buf_init(&b);
+    rt_status st = RT_OK;
     if (trn_metrics_format(ml, &b) == 0)
         logf_("Saving dict for global step %lld: %s", (long long)step, b.data);
     rt_buf_reset(&b);
-    if (c->job_dir && trn_metrics_json(ml, &b) == 0 && rt_buf_puts(&b, "\n") == 0) {
-        char dir[4096], path[4200];
-        snprintf(dir, sizeof dir, "%s/eval", c->job_dir);
-        mkdir(dir, 0755);
-        snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-        FILE *fp = fopen(path, "a");
-        if (fp) {
-            fwrite(b.data, 1, b.len, fp);
-            fclose(fp);
-        } else
-            logf_("%s: %s", path, strerror(errno));
+    if (!c->job_dir)
+        goto out;
+    if (trn_metrics_json(ml, &b) != 0 || rt_buf_puts(&b, "\n") != 0) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "eval metrics: out of memory");
+        goto out;
     }
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/eval", c->job_dir);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        st = rt_err_set(err, RT_ERR_IO, "%s: mkdir: %s", dir, strerror(errno));
+        goto out;
+    }
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        st = rt_err_set(err, RT_ERR_IO, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    off_t before = lseek(fd, 0, SEEK_END);
+    errno = 0;
+    ssize_t n = write(fd, b.data, b.len);
+    int e = n == (ssize_t)b.len ? 0 : errno ? errno : ENOSPC; /* short: the disk is full */
+    if (!e && fsync(fd) != 0 && errno != EINVAL) /* EINVAL: a file that cannot sync */
+        e = errno;
+    if (e && n > 0 && before >= 0 && ftruncate(fd, before) != 0) {
+        /* the partial line stays; readers skip a last line that is not JSON */
+    }
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (e)
+        st = rt_err_set(err, RT_ERR_IO, "%s: cannot write the metrics of global step %lld: %s",
+                        path, (long long)step, strerror(e));
+out:
     rt_buf_free(&b);
+    return st;
 }
 
 static rt_status evaluate_and_export(run *R, int final, trn_metric_list *out, rt_err *err)
@@ -378,7 +408,8 @@ static rt_status evaluate_and_export(run *R, int final, trn_metric_list *out, rt
         logf_("Starting evaluation at global step %lld", (long long)R->m->step);
         if ((st = trn_evaluate(R->m, R->c, &ml, err)))
             return st;
-        report_eval(R->c, &ml, R->m->step);
+        if ((st = report_eval(R->c, &ml, R->m->step, err)))
+            return st;
         if (out)
             *out = ml;
     } else {
@@ -486,16 +517,14 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         goto out;
     if ((st = trn_config_resolve(&c, R.def, err)))
         goto out;
+    if (c.job_dir && (st = trn_job_dir_check(c.job_dir, err)))
+        goto out;
     R.spec = spec;
     R.c = &c;
     R.spec_json = cJSON_PrintUnformatted(spec);
     if ((st = trn_model_new(R.def, &c, c.seed, &R.m, err)))
         goto out;
     if (c.job_dir) {
-        if (mkdir(c.job_dir, 0755) != 0 && errno != EEXIST) {
-            st = rt_err_set(err, RT_ERR_IO, "--job-dir %s: %s", c.job_dir, strerror(errno));
-            goto out;
-        }
         rt_buf warn;
         rt_buf_init(&warn);
         int64_t step = 0;
