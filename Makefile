@@ -17,7 +17,7 @@
 # are added after the project's own (make CFLAGS=-O0 keeps the warnings).
 #
 # Module = folder = prefix: runtime/ (rt_), exporter/ (exp_), trainer/ (trn_),
-# server/ (srv_). A module's main_<binary>.c files are binaries, the rest its
+# server/ (srv_), tuner/ (tun_). A module's main_<binary>.c files are binaries, the rest its
 # library. tests/unit/test_<name>.c each become $(BUILD)/tests/test_<name>.
 
 BUILD   ?= build
@@ -47,6 +47,7 @@ DEPFLAGS     = -MMD -MP
 # generated protobuf-c types, so every module compiles against runtime's.
 RT_PKGS  := libcjson libprotobuf-c openblas
 SRV_PKGS := libmicrohttpd libsystemd
+TUN_PKGS := yaml-0.1
 
 # On a fresh machine the packages must be there before anything compiles and
 # before pkg-config is asked for flags. $(BUILD)/config.mk is an included
@@ -62,8 +63,11 @@ $(BUILD)/config.mk: Makefile scripts/install-deps.sh
 	@$(INSTALL_DEPS) --if-missing build
 	@rt_c=$$(pkg-config --cflags $(RT_PKGS)) && rt_l=$$(pkg-config --libs $(RT_PKGS)) && \
 	 srv_c=$$(pkg-config --cflags $(SRV_PKGS)) && srv_l=$$(pkg-config --libs $(SRV_PKGS)) && \
+	 tun_c=$$(pkg-config --cflags $(TUN_PKGS)) && tun_l=$$(pkg-config --libs $(TUN_PKGS)) && \
 	 printf 'RT_PKG_CFLAGS := %s\nRT_PKG_LIBS := %s\nSRV_PKG_CFLAGS := %s\nSRV_PKG_LIBS := %s\n' \
-	     "$$rt_c" "$$rt_l" "$$srv_c" "$$srv_l" > $@.tmp && mv $@.tmp $@
+	     "$$rt_c" "$$rt_l" "$$srv_c" "$$srv_l" > $@.tmp && \
+	 printf 'TUN_PKG_CFLAGS := %s\nTUN_PKG_LIBS := %s\n' "$$tun_c" "$$tun_l" >> $@.tmp && \
+	 mv $@.tmp $@
 
 # The rest (cmocka, clang, test peers, benchmark tools) once, before the
 # first test object compiles; `make install` never needs them.
@@ -84,16 +88,18 @@ RT_OBJS  := $(call objs,$(call mod_srcs,runtime)) $(GEN_O)
 EXP_OBJS := $(call objs,$(call mod_srcs,exporter))
 TRN_OBJS := $(call objs,$(call mod_srcs,trainer))
 SRV_OBJS := $(call objs,$(call mod_srcs,server))
+TUN_OBJS := $(call objs,$(call mod_srcs,tuner))
 
 LIB_RT  := $(BUILD)/libpredict_rt.a
 LIB_EXP := $(BUILD)/libpredict_exp.a
 LIB_TRN := $(BUILD)/libpredict_trn.a
 LIB_SRV := $(BUILD)/libpredict_srv.a
+LIB_TUN := $(BUILD)/libpredict_tun.a
 # Link order: dependents first.
-ALL_LIBS := $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
+ALL_LIBS := $(LIB_TUN) $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 
 # The dependency rule (docs/design.md): runtime alone; exporter -> runtime;
-# trainer -> runtime + exporter; server -> runtime. A module's sources see
+# trainer -> runtime + exporter; server -> runtime; tuner -> runtime. A module's sources see
 # only the headers of the modules it may use (an #include of another is a
 # compile error, as is including another module's private header) and its
 # binaries link only those libraries (a call into another is a link error).
@@ -102,7 +108,9 @@ INC_runtime  = -Iruntime -I$(BUILD)/gen $(RT_PKG_CFLAGS)
 INC_exporter = -Iexporter $(INC_runtime)
 INC_trainer  = -Itrainer -Iexporter $(INC_runtime)
 INC_server   = -Iserver $(INC_runtime) $(SRV_PKG_CFLAGS)
-INC_all      = -Iserver -Itrainer -Iexporter $(INC_runtime) $(SRV_PKG_CFLAGS)
+INC_tuner    = -Ituner $(INC_runtime) $(TUN_PKG_CFLAGS)
+INC_all      = -Iserver -Itrainer -Iexporter -Ituner $(INC_runtime) $(SRV_PKG_CFLAGS) \
+               $(TUN_PKG_CFLAGS)
 INC_gen      = $(INC_runtime)
 INC_tests    = $(INC_all)
 INC_bench    = $(INC_all)
@@ -110,19 +118,21 @@ LIBS_runtime  = $(LIB_RT)
 LIBS_exporter = $(LIB_EXP) $(LIB_RT)
 LIBS_trainer  = $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 LIBS_server   = $(LIB_SRV) $(LIB_RT)
+LIBS_tuner    = $(LIB_TUN) $(LIB_RT)
 PKGLIBS_runtime  = $(RT_PKG_LIBS)
 PKGLIBS_exporter = $(RT_PKG_LIBS)
 PKGLIBS_trainer  = $(RT_PKG_LIBS)
 PKGLIBS_server   = $(SRV_PKG_LIBS) $(RT_PKG_LIBS)
+PKGLIBS_tuner    = $(TUN_PKG_LIBS) $(RT_PKG_LIBS)
 # A module's private headers (rt_internal.h, ...) refuse to compile outside
 # it: each source is compiled with -DPREDICTD_MODULE_<its folder>.
 mod_flags = -DPREDICTD_MODULE_$(1) $(INC_$(1))
 # module of a path: runtime/x.c, build/obj/gen/x.c -> runtime, gen
 mod_of  = $(firstword $(subst /, ,$(patsubst $(BUILD)/obj/%,%,$(patsubst $(BUILD)/%,%,$(1)))))
-ALL_LDLIBS = $(SRV_PKG_LIBS) $(RT_PKG_LIBS) -lm -pthread $(LDLIBS)
+ALL_LDLIBS = $(SRV_PKG_LIBS) $(TUN_PKG_LIBS) $(RT_PKG_LIBS) -lm -pthread $(LDLIBS)
 
 # main_<name>.c -> binary <name> with '_' turned into '-' (predict_model -> predict-model).
-MAIN_SRCS := $(wildcard runtime/main_*.c exporter/main_*.c trainer/main_*.c server/main_*.c)
+MAIN_SRCS := $(wildcard runtime/main_*.c exporter/main_*.c trainer/main_*.c server/main_*.c tuner/main_*.c)
 bin_name   = $(subst _,-,$(patsubst main_%.c,%,$(notdir $(1))))
 BINS      := $(foreach m,$(MAIN_SRCS),$(BUILD)/$(call bin_name,$(m)))
 
@@ -167,6 +177,7 @@ $(LIB_RT): $(RT_OBJS)
 $(LIB_EXP): $(EXP_OBJS)
 $(LIB_TRN): $(TRN_OBJS)
 $(LIB_SRV): $(SRV_OBJS)
+$(LIB_TUN): $(TUN_OBJS)
 $(ALL_LIBS):
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -246,9 +257,9 @@ UNITS := predictd.service predictd@.service predictd.socket
 # Builds and installs the binaries only: no test programs, no cmocka.
 install: $(BINS)
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(filter-out %-testfn,$(BINS)) $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/predictd/conf $(DESTDIR)$(PREFIX)/share/doc/predictd
-	install -m 0644 conf/*.json conf/haproxy.cfg $(DESTDIR)$(PREFIX)/share/predictd/conf/
+	install -m 0644 conf/*.json conf/*.yaml conf/haproxy.cfg $(DESTDIR)$(PREFIX)/share/predictd/conf/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/predictd/
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
 	for u in $(UNITS); do \

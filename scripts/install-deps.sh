@@ -8,8 +8,8 @@
 #                                              (make, make install: the Makefile)
 set -eu
 
-# Compiling and linking the four binaries.
-BUILD_PACKAGES="build-essential pkg-config libmicrohttpd-dev libcjson-dev libopenblas-dev \
+# Compiling and linking the binaries.
+BUILD_PACKAGES="build-essential pkg-config libmicrohttpd-dev libcjson-dev libopenblas-dev libyaml-dev \
 libprotobuf-c-dev protobuf-c-compiler libsystemd-dev"
 # Tests (cmocka, test peers), make CC=clang / make fuzz, make bench, make demo.
 OTHER_PACKAGES="clang libclang-rt-14-dev libcmocka-dev curl python3 systemd wrk nginx-light \

@@ -1,0 +1,441 @@
+/* test_tun.c — the tuner's pieces: the Gaussian process against an
+ * independent computation (own kernel, own Cholesky, own solves) on a small
+ * case, the marginal-likelihood fit, expected improvement, scale types, the
+ * config parser's refusals with the key's path, the grid, seeded and
+ * deterministic suggestions, the constant liar, the median stopping rule. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+
+#include "tun.h"
+
+/* ------------------------------------------------ independent GP algebra */
+
+static double ind_kernel(const double *a, const double *b, size_t d, const double *ls, double s2)
+{
+    double r2 = 0;
+    for (size_t k = 0; k < d; k++)
+        r2 += (a[k] - b[k]) * (a[k] - b[k]) / (ls[k] * ls[k]);
+    double r = sqrt(r2);
+    /* Matern nu = 5/2 as Rasmussen & Williams (4.17) write it */
+    return s2 * (1 + sqrt(5.0) * r + 5.0 * r2 / 3.0) * exp(-sqrt(5.0) * r);
+}
+
+/* naive Cholesky, row-major, lower; returns 0 on success */
+static int ind_chol(double *a, size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        double s = a[j * n + j];
+        for (size_t k = 0; k < j; k++)
+            s -= a[j * n + k] * a[j * n + k];
+        if (s <= 0)
+            return -1;
+        a[j * n + j] = sqrt(s);
+        for (size_t i = j + 1; i < n; i++) {
+            double t = a[i * n + j];
+            for (size_t k = 0; k < j; k++)
+                t -= a[i * n + k] * a[j * n + k];
+            a[i * n + j] = t / a[j * n + j];
+        }
+    }
+    return 0;
+}
+
+static void ind_forward(const double *l, size_t n, const double *b, double *x)
+{
+    for (size_t i = 0; i < n; i++) {
+        double t = b[i];
+        for (size_t k = 0; k < i; k++)
+            t -= l[i * n + k] * x[k];
+        x[i] = t / l[i * n + i];
+    }
+}
+
+static void ind_backward(const double *l, size_t n, const double *b, double *x)
+{
+    for (size_t i = n; i-- > 0;) {
+        double t = b[i];
+        for (size_t k = i + 1; k < n; k++)
+            t -= l[k * n + i] * x[k];
+        x[i] = t / l[i * n + i];
+    }
+}
+
+#define N 5
+#define D 2
+static const double X[N * D] = {0.1, 0.2, 0.4, 0.9, 0.7, 0.3, 0.95, 0.8, 0.5, 0.5};
+static const double Y[N] = {1.0, -0.5, 2.0, 0.3, 1.2};
+
+static void test_gp_matches_independent_computation(void **state)
+{
+    (void)state;
+    double ls[D] = {0.3, 0.6}, s2 = 1.3, noise = 0.01;
+    /* standardise as the GP does */
+    double mean = 0, var = 0, ys[N];
+    for (int i = 0; i < N; i++)
+        mean += Y[i] / N;
+    for (int i = 0; i < N; i++)
+        var += (Y[i] - mean) * (Y[i] - mean) / N;
+    for (int i = 0; i < N; i++)
+        ys[i] = (Y[i] - mean) / sqrt(var);
+
+    double k[N * N];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            k[i * N + j] = ind_kernel(X + i * D, X + j * D, D, ls, s2) + (i == j ? noise : 0);
+    assert_int_equal(ind_chol(k, N), 0);
+    double z[N], alpha[N];
+    ind_forward(k, N, ys, z);
+    ind_backward(k, N, z, alpha);
+    double lml = -0.5 * N * log(2 * M_PI);
+    for (int i = 0; i < N; i++)
+        lml += -0.5 * ys[i] * alpha[i] - log(k[i * N + i]);
+
+    tun_gp fixed = {0}, g = {0};
+    fixed.ls = ls;
+    fixed.s2 = s2;
+    fixed.noise = noise;
+    rt_err err;
+    assert_int_equal(tun_gp_fit(&g, X, Y, N, D, &fixed, &err), RT_OK);
+    /* the GP adds a 1e-9 jitter: agreement to 1e-6 */
+    assert_true(fabs(g.lml - lml) < 1e-6);
+    assert_true(fabs(tun_gp_lml(X, ys, N, D, ls, s2, noise) - lml) < 1e-6);
+
+    const double p[3][D] = {{0.3, 0.3}, {0.7, 0.3}, {0.0, 1.0}};
+    for (int t = 0; t < 3; t++) {
+        double ks[N], v[N];
+        for (int i = 0; i < N; i++)
+            ks[i] = ind_kernel(p[t], X + i * D, D, ls, s2);
+        double mu = 0, q = 0;
+        for (int i = 0; i < N; i++)
+            mu += ks[i] * alpha[i];
+        ind_forward(k, N, ks, v);
+        for (int i = 0; i < N; i++)
+            q += v[i] * v[i];
+        double want_mean = mean + sqrt(var) * mu;
+        double want_sd = sqrt(var) * sqrt(s2 - q);
+        double got_mean, got_sd;
+        tun_gp_predict(&g, p[t], &got_mean, &got_sd);
+        assert_true(fabs(got_mean - want_mean) < 1e-6);
+        assert_true(fabs(got_sd - want_sd) < 1e-6);
+    }
+    /* at a training point with little noise the mean nearly interpolates */
+    double m1, sd1;
+    tun_gp_predict(&g, X + 4 * D, &m1, &sd1);
+    assert_true(fabs(m1 - Y[4]) < 0.05);
+    tun_gp_free(&g);
+}
+
+static void test_gp_one_point_closed_form(void **state)
+{
+    (void)state;
+    double x[1] = {0.5}, y[1] = {0.7}, ls[1] = {0.2};
+    double want = -0.5 * 0.49 / 1.1 - 0.5 * log(1.1) - 0.5 * log(2 * M_PI);
+    assert_true(fabs(tun_gp_lml(x, y, 1, 1, ls, 1.0, 0.1) - want) < 1e-8);
+    double a[1] = {0}, b[1] = {1}, one[1] = {1};
+    assert_true(fabs(tun_matern52(a, b, 1, one, 2.0) -
+                     2.0 * (1 + sqrt(5.0) + 5.0 / 3.0) * exp(-sqrt(5.0))) < 1e-12);
+}
+
+static void test_gp_fit_maximises_marginal_likelihood(void **state)
+{
+    (void)state;
+    tun_gp g = {0};
+    rt_err err;
+    assert_int_equal(tun_gp_fit(&g, X, Y, N, D, NULL, &err), RT_OK);
+    double ys[N], mean = 0, var = 0;
+    for (int i = 0; i < N; i++)
+        mean += Y[i] / N;
+    for (int i = 0; i < N; i++)
+        var += (Y[i] - mean) * (Y[i] - mean) / N;
+    for (int i = 0; i < N; i++)
+        ys[i] = (Y[i] - mean) / sqrt(var);
+    /* no point of a coarse grid of hyperparameters is better than the fit */
+    const double lss[] = {0.05, 0.1, 0.3, 1, 3}, s2s[] = {0.1, 1, 10}, ns[] = {1e-4, 1e-2, 0.3};
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 5; b++)
+            for (size_t c = 0; c < 3; c++)
+                for (size_t e = 0; e < 3; e++) {
+                    double ls[D] = {lss[a], lss[b]};
+                    assert_true(tun_gp_lml(X, ys, N, D, ls, s2s[c], ns[e]) <= g.lml + 1e-6);
+                }
+    tun_gp_free(&g);
+}
+
+static void test_expected_improvement_known_values(void **state)
+{
+    (void)state;
+    /* EI(mu = best) = sd * phi(0) */
+    assert_true(fabs(tun_expected_improvement(0, 1, 0) - 1 / sqrt(2 * M_PI)) < 1e-12);
+    /* far below best: EI ~ best - mu; far above: ~0 */
+    assert_true(fabs(tun_expected_improvement(-10, 0.1, 0) - 10) < 1e-9);
+    assert_true(tun_expected_improvement(10, 0.1, 0) < 1e-12);
+    /* z = 1: (1)(Phi(1)) + phi(1) = 0.8413447 + 0.2419707 */
+    assert_true(fabs(tun_expected_improvement(-1, 1, 0) - 1.0833155) < 1e-6);
+}
+
+/* ------------------------------------------------------------ config */
+
+static rt_status load_yaml(const char *text, tun_spec *s, rt_err *err)
+{
+    cJSON *root = tun_yaml_parse(text, strlen(text), err);
+    if (!root)
+        return RT_ERR_FORMAT;
+    rt_status st = tun_spec_from_json(root, s, err);
+    cJSON_Delete(root);
+    return st;
+}
+
+static const char CENSUS[] =
+    "trainingInput:\n"
+    "  hyperparameters:\n"
+    "    goal: MAXIMIZE\n"
+    "    hyperparameterMetricTag: accuracy\n"
+    "    maxTrials: 8\n"
+    "    maxParallelTrials: 2\n"
+    "    enableTrialEarlyStopping: True\n"
+    "    params:\n"
+    "      - parameterName: first-layer-size\n"
+    "        type: INTEGER\n"
+    "        minValue: 50\n"
+    "        maxValue: 500\n"
+    "        scaleType: UNIT_LINEAR_SCALE\n"
+    "      - parameterName: num-layers\n"
+    "        type: INTEGER\n"
+    "        minValue: 1\n"
+    "        maxValue: 15\n"
+    "        scaleType: UNIT_LINEAR_SCALE\n"
+    "      - parameterName: scale-factor\n"
+    "        type: DOUBLE\n"
+    "        minValue: 0.1\n"
+    "        maxValue: 1.0\n"
+    "        scaleType: UNIT_REVERSE_LOG_SCALE\n";
+
+static void test_config_census_yaml(void **state)
+{
+    (void)state;
+    tun_spec s;
+    tun_spec_init(&s);
+    rt_err err;
+    assert_int_equal(load_yaml(CENSUS, &s, &err), RT_OK);
+    assert_int_equal(s.maximize, 1);
+    assert_string_equal(s.metric_tag, "accuracy");
+    assert_int_equal(s.max_trials, 8);
+    assert_int_equal(s.max_parallel, 2);
+    assert_int_equal(s.early_stopping, 1);
+    assert_int_equal(s.algorithm, TUN_BAYESIAN);
+    assert_int_equal(s.n_params, 3);
+    assert_string_equal(s.params[1].name, "num-layers");
+    assert_int_equal(s.params[1].type, TUN_INTEGER);
+    assert_true(s.params[2].min == 0.1 && s.params[2].max == 1.0);
+    assert_int_equal(s.params[2].scale, TUN_SCALE_REVERSE_LOG);
+    tun_spec_free(&s);
+}
+
+static void expect_refusal(const char *yaml, const char *msg_part)
+{
+    tun_spec s;
+    tun_spec_init(&s);
+    rt_err err;
+    err.msg[0] = '\0';
+    rt_status st = load_yaml(yaml, &s, &err);
+    if (st == RT_OK || !strstr(err.msg, msg_part))
+        fail_msg("wanted a refusal containing \"%s\", got %d \"%s\"", msg_part, st, err.msg);
+    tun_spec_free(&s);
+}
+
+#define HPY "trainingInput:\n  hyperparameters:\n    goal: MINIMIZE\n"
+#define P0 "    params:\n      - parameterName: a\n"
+
+static void test_config_refusals_name_the_key(void **state)
+{
+    (void)state;
+    expect_refusal(HPY "    maxTrails: 3\n" P0 "        type: INTEGER\n        minValue: 1\n"
+                       "        maxValue: 3\n",
+                   "trainingInput.hyperparameters.maxTrails: unknown key");
+    expect_refusal(HPY P0 "        type: DOUBLE\n        minValue: 5\n        maxValue: 1\n",
+                   "trainingInput.hyperparameters.params[0].maxValue: must be greater");
+    expect_refusal(HPY P0 "        type: DOUBLE\n        minValue: 0\n        maxValue: 1\n"
+                          "        scaleType: UNIT_LOG_SCALE\n",
+                   "params[0].minValue: must be > 0 for UNIT_LOG_SCALE");
+    expect_refusal(HPY P0 "        type: INTEGER\n        minValue: 1.5\n        maxValue: 4\n",
+                   "params[0].minValue: must be an integer");
+    expect_refusal(HPY P0 "        type: DISCRETE\n        discreteValues: [1, 3, 2]\n",
+                   "params[0].discreteValues[2]: values must be increasing");
+    expect_refusal(HPY P0 "        type: CATEGORICAL\n        categoricalValues: []\n",
+                   "params[0].categoricalValues: required");
+    expect_refusal(HPY P0 "        type: CATEGORICAL\n        categoricalValues: [x]\n"
+                          "        minValue: 1\n",
+                   "params[0].minValue: only for DOUBLE and INTEGER");
+    expect_refusal(HPY P0 "        type: FLOAT\n", "params[0].type: must be one of");
+    expect_refusal(HPY P0 "        type: INTEGER\n        minValue: 1\n        maxValue: 4\n"
+                          "        color: red\n",
+                   "params[0].color: unknown key");
+    expect_refusal(HPY "    algorithm: GRID_SEARCH\n" P0
+                       "        type: DOUBLE\n        minValue: 0\n        maxValue: 1\n",
+                   "params[0].type: GRID_SEARCH needs INTEGER, CATEGORICAL or DISCRETE");
+    expect_refusal(HPY "    maxTrials: 0\n" P0 "        type: INTEGER\n        minValue: 1\n"
+                       "        maxValue: 4\n",
+                   "hyperparameters.maxTrials: must be an integer >= 1");
+    expect_refusal("trainingInput:\n  hyperparameters:\n" P0
+                   "        type: INTEGER\n        minValue: 1\n        maxValue: 4\n",
+                   "hyperparameters.goal: required");
+    expect_refusal(HPY P0 "        type: INTEGER\n        minValue: 1\n        maxValue: 4\n"
+                          "      - parameterName: a\n        type: INTEGER\n"
+                          "        minValue: 1\n        maxValue: 4\n",
+                   "params[1].parameterName: \"a\" appears twice");
+    expect_refusal("trainingInput: [1, 2\n", "YAML line");
+}
+
+/* ------------------------------------------------------------ search */
+
+static void test_scales_round_trip(void **state)
+{
+    (void)state;
+    tun_param p = {0};
+    p.type = TUN_DOUBLE;
+    p.min = 0.1;
+    p.max = 1000;
+    p.scale = TUN_SCALE_LOG;
+    /* the middle of a log scale is the geometric mean */
+    assert_true(fabs(tun_from_unit(&p, 0.5) - 10.0) < 1e-9);
+    p.scale = TUN_SCALE_REVERSE_LOG;
+    /* reverse log spreads the top: u = 0.5 lies above the arithmetic middle */
+    assert_true(tun_from_unit(&p, 0.5) > 500);
+    for (int sc = TUN_SCALE_LINEAR; sc <= TUN_SCALE_REVERSE_LOG; sc++) {
+        p.scale = (tun_scale)sc;
+        for (double u = 0; u <= 1.0; u += 0.125)
+            assert_true(fabs(tun_to_unit(&p, tun_from_unit(&p, u)) - u) < 1e-9);
+        assert_true(fabs(tun_from_unit(&p, 0) - 0.1) < 1e-9);
+        assert_true(fabs(tun_from_unit(&p, 1) - 1000) < 1e-9);
+    }
+}
+
+static void test_grid_enumerates_every_point(void **state)
+{
+    (void)state;
+    tun_spec s;
+    tun_spec_init(&s);
+    rt_err err;
+    assert_int_equal(load_yaml(HPY "    algorithm: GRID_SEARCH\n"
+                                   "    params:\n"
+                                   "      - {parameterName: n, type: INTEGER, minValue: 1, maxValue: 3}\n"
+                                   "      - {parameterName: c, type: CATEGORICAL, categoricalValues: [x, y]}\n"
+                                   "      - {parameterName: d, type: DISCRETE, discreteValues: [0.5, 2]}\n",
+                               &s, &err),
+                     RT_OK);
+    assert_int_equal(tun_grid_size(&s), 12);
+    int seen[12] = {0};
+    double v[3];
+    for (int64_t i = 0; i < 12; i++) {
+        assert_int_equal(tun_suggest(&s, 1, i, NULL, 0, v, &err), RT_OK);
+        int key = (int)(v[0] - 1) * 4 + (int)v[1] * 2 + (v[2] == 2.0);
+        assert_true(key >= 0 && key < 12);
+        seen[key]++;
+    }
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(seen[i], 1);
+    assert_int_equal(tun_suggest(&s, 1, 12, NULL, 0, v, &err), RT_ERR_LIMIT);
+    tun_spec_free(&s);
+}
+
+static double branin(const double *x)
+{
+    double b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, t = 1 / (8 * M_PI);
+    double u = x[1] - b * x[0] * x[0] + c * x[0] - 6;
+    return u * u + 10 * (1 - t) * cos(x[0]) + 10;
+}
+
+static void test_bayesian_is_seeded_and_uses_pending(void **state)
+{
+    (void)state;
+    tun_spec s;
+    tun_spec_init(&s);
+    rt_err err;
+    assert_int_equal(load_yaml(HPY "    params:\n"
+                                   "      - {parameterName: x1, type: DOUBLE, minValue: -5, maxValue: 10}\n"
+                                   "      - {parameterName: x2, type: DOUBLE, minValue: 0, maxValue: 15}\n",
+                               &s, &err),
+                     RT_OK);
+    enum { T = 20 };
+    double vals[T + 2][2];
+    tun_point pts[T + 2];
+    for (int i = 0; i < T; i++) {
+        assert_int_equal(tun_suggest(&s, 7, i, pts, (size_t)i, vals[i], &err), RT_OK);
+        pts[i] = (tun_point){vals[i], branin(vals[i]), 1};
+    }
+    /* the same seed and results give the same suggestions */
+    double again[2], other[2];
+    assert_int_equal(tun_suggest(&s, 7, T, pts, T, again, &err), RT_OK);
+    assert_int_equal(tun_suggest(&s, 7, T, pts, T, vals[T], &err), RT_OK);
+    assert_true(again[0] == vals[T][0] && again[1] == vals[T][1]);
+    /* a pending trial at that point moves the next suggestion elsewhere */
+    pts[T] = (tun_point){vals[T], 0, 0};
+    assert_int_equal(tun_suggest(&s, 7, T + 1, pts, T + 1, other, &err), RT_OK);
+    double dx = (other[0] - vals[T][0]) / 15, dy = (other[1] - vals[T][1]) / 15;
+    assert_true(sqrt(dx * dx + dy * dy) >= 0.01);
+    /* after 20 trials the search is near one of Branin's minima (0.397887) */
+    double best = INFINITY;
+    for (int i = 0; i < T; i++)
+        best = fmin(best, pts[i].objective);
+    print_message("best after %d trials: %g\n", T, best);
+    assert_true(best < 1.0);
+    tun_spec_free(&s);
+}
+
+static void test_median_stopping_rule(void **state)
+{
+    (void)state;
+    tun_spec s;
+    tun_spec_init(&s);
+    s.maximize = 1;
+    double st[3] = {100, 200, 300};
+    double good[3] = {0.70, 0.80, 0.85}, mid[3] = {0.60, 0.70, 0.75};
+    tun_trial done[2] = {{0}, {0}};
+    done[0] = (tun_trial){.id = 1, .state = TUN_SUCCEEDED, .curve_step = st,
+                          .curve_value = good, .n_curve = 3};
+    done[1] = (tun_trial){.id = 2, .state = TUN_SUCCEEDED, .curve_step = st,
+                          .curve_value = mid, .n_curve = 3};
+    /* running averages at step 200: 0.75 and 0.65, median 0.70 */
+    double rs[2] = {100, 200}, bad[2] = {0.5, 0.69}, ok[2] = {0.5, 0.71};
+    tun_trial run = {.id = 3, .curve_step = rs, .curve_value = bad, .n_curve = 2};
+    assert_true(tun_median_stop(&s, &run, done, 2));
+    run.curve_value = ok;
+    assert_false(tun_median_stop(&s, &run, done, 2));
+    /* a trial that reached the completed trials' last step is left alone */
+    double rs3[3] = {100, 200, 300}, bad3[3] = {0.5, 0.6, 0.6};
+    tun_trial end = {.id = 4, .curve_step = rs3, .curve_value = bad3, .n_curve = 3};
+    assert_false(tun_median_stop(&s, &end, done, 2));
+    end.n_curve = 2;
+    assert_true(tun_median_stop(&s, &end, done, 2));
+    /* one completed trial is not enough to judge */
+    run.curve_value = bad;
+    assert_false(tun_median_stop(&s, &run, done, 1));
+    /* minimising, the same numbers mean the opposite */
+    s.maximize = 0;
+    assert_false(tun_median_stop(&s, &run, done, 2));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gp_matches_independent_computation),
+        cmocka_unit_test(test_gp_one_point_closed_form),
+        cmocka_unit_test(test_gp_fit_maximises_marginal_likelihood),
+        cmocka_unit_test(test_expected_improvement_known_values),
+        cmocka_unit_test(test_config_census_yaml),
+        cmocka_unit_test(test_config_refusals_name_the_key),
+        cmocka_unit_test(test_scales_round_trip),
+        cmocka_unit_test(test_grid_enumerates_every_point),
+        cmocka_unit_test(test_bayesian_is_seeded_and_uses_pending),
+        cmocka_unit_test(test_median_stopping_rule),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

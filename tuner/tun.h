@@ -1,0 +1,236 @@
+/*
+ * tun.h — the hyperparameter tuner (predict-tune): the one public header of tuner/.
+ *
+ * A study follows Cloud ML Engine's hyperparameter tuning: a config
+ * (trainingInput.hyperparameters, YAML or JSON) names the metric, the goal, the
+ * budget and the parameter ranges; trials are child processes called with
+ * --name=value flags; their objective comes from eval/metrics.jsonl or the
+ * hypertune metric file. docs/tuning.md describes the contract.
+ *
+ * Pieces:
+ *   tun_config.c  config file (libyaml or cJSON) -> tun_spec, validated
+ *   tun_gp.c      Gaussian process (Matern 5/2, marginal likelihood, LAPACK Cholesky), EI
+ *   tun_search.c  parameter encoding, grid / random / Bayesian suggestions
+ *   tun_study.c   trial records: metric files, trials.jsonl, study.json, the table
+ *   tun_run.c     the study loop: child processes, early stopping, signals
+ *
+ * Conventions (DESIGN.md section 7): rt_status plus a caller's rt_err; objects
+ * are plain structs with init/free pairs; nothing here exits. Nothing is shared
+ * between threads (the tuner is single-threaded).
+ */
+#ifndef PREDICTD_TUN_H
+#define PREDICTD_TUN_H
+
+#include "rt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cJSON;
+
+/* ------------------------------------------------------------------ config */
+
+typedef enum { TUN_DOUBLE, TUN_INTEGER, TUN_CATEGORICAL, TUN_DISCRETE } tun_type;
+typedef enum { TUN_SCALE_NONE, TUN_SCALE_LINEAR, TUN_SCALE_LOG, TUN_SCALE_REVERSE_LOG } tun_scale;
+typedef enum { TUN_BAYESIAN, TUN_GRID, TUN_RANDOM } tun_algorithm;
+
+typedef struct tun_param {
+    char *name;          /* parameterName: the flag is --<name>=<value> */
+    tun_type type;
+    tun_scale scale;
+    double min, max;     /* DOUBLE / INTEGER: the range; DISCRETE: first and last value */
+    double *values;      /* DISCRETE: increasing values */
+    char **cats;         /* CATEGORICAL: the values */
+    size_t n_values;     /* count of values or cats */
+} tun_param;
+
+typedef struct tun_spec {
+    int maximize;              /* goal MAXIMIZE (1) or MINIMIZE (0) */
+    char *metric_tag;          /* hyperparameterMetricTag (default training/hptuning/metric) */
+    int64_t max_trials;        /* default 1 */
+    int64_t max_parallel;      /* maxParallelTrials, default 1 */
+    int64_t max_failed;        /* maxFailedTrials; 0 = the default (maxTrials) */
+    int early_stopping;        /* enableTrialEarlyStopping */
+    tun_algorithm algorithm;
+    char *resume_job;          /* resumePreviousJobId or NULL */
+    tun_param *params;
+    size_t n_params;
+} tun_spec;
+
+#define TUN_DEFAULT_TAG "training/hptuning/metric"
+
+void tun_spec_init(tun_spec *s);
+void tun_spec_free(tun_spec *s);
+
+/* Reads a config file: YAML (libyaml) or JSON, recognised by its first
+ * non-blank byte ('{' = JSON). The document is
+ * {"trainingInput": {"hyperparameters": {...}}}; unknown keys, wrong types and
+ * impossible ranges are refused with the key's path in err
+ * ("trainingInput.hyperparameters.params[1].minValue: ..."). */
+rt_status tun_spec_load(const char *path, tun_spec *s, rt_err *err);
+
+/* The same from a parsed tree (JSON or converted YAML). Does not keep tree. */
+rt_status tun_spec_from_json(const struct cJSON *root, tun_spec *s, rt_err *err);
+
+/* A YAML document as a cJSON tree (mappings -> objects, sequences -> arrays,
+ * plain scalars that read as numbers / true / false / null -> those, the rest
+ * strings). Returns a new tree the caller frees with cJSON_Delete, or NULL
+ * with err set (with line and column). */
+struct cJSON *tun_yaml_parse(const char *text, size_t len, rt_err *err);
+
+/* ------------------------------------------------------- random numbers */
+
+/* splitmix64: a small seeded generator; the same seed gives the same stream. */
+typedef struct tun_rng {
+    uint64_t s;
+} tun_rng;
+void tun_rng_seed(tun_rng *r, uint64_t seed);
+uint64_t tun_rng_next(tun_rng *r);
+double tun_rng_uniform(tun_rng *r); /* [0, 1) */
+
+/* ------------------------------------------------------- Gaussian process */
+
+/* A Gaussian process with an ARD Matern 5/2 kernel
+ *   k(a, b) = s2 (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r),  r^2 = sum_d ((a_d - b_d) / l_d)^2
+ * plus noise on the diagonal, on standardised targets. */
+typedef struct tun_gp {
+    size_t n, d;
+    double *x;      /* n x d, row-major (owned copy) */
+    double *chol;   /* n x n Cholesky factor L (column-major, lower) */
+    double *alpha;  /* K^-1 y */
+    double *ls;     /* d length scales */
+    double s2;      /* signal variance */
+    double noise;   /* noise variance */
+    double y_mean, y_std; /* standardisation of the targets */
+    double lml;     /* log marginal likelihood at the fitted hyperparameters */
+} tun_gp;
+
+/* Kernel value between two points of dimension d with length scales ls. */
+double tun_matern52(const double *a, const double *b, size_t d, const double *ls, double s2);
+
+/* Log marginal likelihood of standardised targets y (n) at points x (n x d)
+ * for the given hyperparameters; -INFINITY when K is not positive definite. */
+double tun_gp_lml(const double *x, const double *y, size_t n, size_t d, const double *ls,
+                  double s2, double noise);
+
+/* Fits a GP: standardises y, chooses (ls, s2, noise) by maximum marginal
+ * likelihood (Nelder-Mead on their logs from a few deterministic starts within
+ * bounds) and factors K. With fixed != NULL, uses fixed->ls/s2/noise instead of
+ * fitting (fixed is another fitted GP of the same d). g is overwritten. */
+rt_status tun_gp_fit(tun_gp *g, const double *x, const double *y, size_t n, size_t d,
+                     const tun_gp *fixed, rt_err *err);
+
+/* Posterior mean and standard deviation at point p, in the units of y. */
+void tun_gp_predict(const tun_gp *g, const double *p, double *mean, double *sd);
+
+/* Expected improvement below best (minimisation) at mean, sd. */
+double tun_expected_improvement(double mean, double sd, double best);
+
+void tun_gp_free(tun_gp *g);
+
+/* ------------------------------------------------------------ search */
+
+/* A trial as the search sees it: values per parameter (DOUBLE/INTEGER/DISCRETE
+ * the number, CATEGORICAL the index), and its objective when done. */
+typedef struct tun_point {
+    double *v;        /* n_params values */
+    double objective;
+    int done;         /* 1 = objective valid (a succeeded trial), 0 = pending */
+} tun_point;
+
+/* Number of grid points (product of INTEGER ranges, CATEGORICAL and DISCRETE
+ * counts), capped at INT64_MAX; 0 when a DOUBLE parameter makes it infinite. */
+int64_t tun_grid_size(const tun_spec *s);
+
+/* Suggests trial number `index` (0-based) of the study: grid point `index`,
+ * a random point, or the Bayesian choice given the completed and pending
+ * points. Deterministic in (seed, index, points). out gets n_params values. */
+rt_status tun_suggest(const tun_spec *s, uint64_t seed, int64_t index, const tun_point *pts,
+                      size_t n_pts, double *out, rt_err *err);
+
+/* Value <-> [0,1] coordinate of one numeric parameter by its scale type. */
+double tun_to_unit(const tun_param *p, double v);
+double tun_from_unit(const tun_param *p, double u);
+
+/* A parameter value as the flag's text ("0.25", "12", "relu"). */
+int tun_format_value(const tun_param *p, double v, char *buf, size_t cap);
+/* Parses text written by tun_format_value back; -1 if it is not a value of p. */
+int tun_parse_value(const tun_param *p, const char *text, double *v);
+
+/* ------------------------------------------------------------ study */
+
+typedef enum { TUN_SUCCEEDED, TUN_FAILED } tun_state;
+
+typedef struct tun_trial {
+    int64_t id;            /* 1-based trial id, its directory DIR/<id> */
+    double *v;             /* n_params values */
+    tun_state state;
+    int stopped_early;
+    int has_objective;
+    double objective;
+    int64_t step;
+    double start_time, end_time; /* Unix seconds */
+    double *curve_step, *curve_value; /* every reported value, in order */
+    size_t n_curve;
+    char *error;           /* FAILED: the reason and the tail of the log */
+} tun_trial;
+
+void tun_trial_free(tun_trial *t, int free_struct);
+
+/* Reads the objective curve of a trial: the metric file (hypertune's JSON
+ * lines, values as strings or numbers) if it exists, else
+ * <trial dir>/eval/metrics.jsonl. Fills curve_* (replacing), and
+ * objective/step with the last report. Returns RT_ERR_NOTFOUND when nothing
+ * reports the tag (not an error while a trial runs). */
+rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const char *tag,
+                           tun_trial *t, rt_err *err);
+
+/* One trial as a trials.jsonl line (no newline) / back. */
+rt_status tun_trial_to_json(const tun_spec *s, const tun_trial *t, rt_buf *out);
+rt_status tun_trial_from_json(const tun_spec *s, const char *line, tun_trial *t, rt_err *err);
+
+/* Loads DIR/trials.jsonl (missing file = no trials). *trials is a new array
+ * of *n records the caller frees with tun_trial_free(.., 0) and free(). */
+rt_status tun_trials_load(const tun_spec *s, const char *path, tun_trial **trials, size_t *n,
+                          rt_err *err);
+
+/* Writes all trials to path atomically (temp, fsync, rename). */
+rt_status tun_trials_save(const tun_spec *s, const char *path, const tun_trial *trials, size_t n,
+                          rt_err *err);
+
+/* Writes study.json (Cloud ML Engine's trainingOutput) atomically. */
+rt_status tun_study_save(const tun_spec *s, const char *path, const tun_trial *trials, size_t n,
+                         rt_err *err);
+
+/* Prints the best `top` succeeded trials as a table. */
+void tun_print_table(const tun_spec *s, const tun_trial *trials, size_t n, size_t top, void *fp);
+
+/* Whether a is better than b for the spec's goal. */
+int tun_better(const tun_spec *s, double a, double b);
+
+/* The median stopping rule: should a running trial with this curve stop,
+ * given the completed (succeeded, not stopped) trials? */
+int tun_median_stop(const tun_spec *s, const tun_trial *running, const tun_trial *trials,
+                    size_t n);
+
+/* Writes len bytes to path atomically (temp, fsync, rename, fsync dir). */
+rt_status tun_write_atomic(const char *path, const char *data, size_t len, rt_err *err);
+
+/* ------------------------------------------------------------ the loop */
+
+typedef struct tun_run_params {
+    const char *job_dir;     /* DIR */
+    char *const *command;    /* COMMAND ARGS..., NULL-terminated */
+    uint64_t seed;
+    int quiet;               /* no progress lines */
+} tun_run_params;
+
+/* Runs (or resumes) the study. Returns RT_OK when it ran to the end (see
+ * *succeeded for the count of succeeded trials); RT_ERR_INVALID for a bad
+ * config/directory; *interrupted = 1 when SIGINT/SIGTERM stopped it (running
+ * trials were terminated and are not recorded; the study resumes). Blocks
+ * SIGINT, SIGTERM and SIGCHLD in the calling thread while it runs. */
+rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded,
+                  int *interrupted, rt_err *err);
+
+#endif

@@ -1,0 +1,478 @@
+/*
+ * tun_config.c — Cloud ML Engine's hyperparameter tuning config (YAML through
+ * libyaml, or JSON) into a validated tun_spec. Every refusal names the key's
+ * path: "trainingInput.hyperparameters.params[0].maxValue: ...".
+ */
+#include "tun.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#define HP "trainingInput.hyperparameters"
+
+void tun_spec_init(tun_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->max_trials = 1;
+    s->max_parallel = 1;
+}
+
+void tun_spec_free(tun_spec *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_params; i++) {
+        tun_param *p = &s->params[i];
+        free(p->name);
+        free(p->values);
+        for (size_t k = 0; p->cats && k < p->n_values; k++)
+            free(p->cats[k]);
+        free(p->cats);
+    }
+    free(s->params);
+    free(s->metric_tag);
+    free(s->resume_job);
+    tun_spec_init(s);
+}
+
+/* ------------------------------------------------------------------ YAML */
+
+static cJSON *yaml_scalar(const yaml_node_t *n)
+{
+    const char *v = (const char *)n->data.scalar.value;
+    size_t len = n->data.scalar.length;
+    if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return cJSON_CreateString(v);
+    if (strcmp(v, "true") == 0 || strcmp(v, "True") == 0 || strcmp(v, "TRUE") == 0)
+        return cJSON_CreateTrue();
+    if (strcmp(v, "false") == 0 || strcmp(v, "False") == 0 || strcmp(v, "FALSE") == 0)
+        return cJSON_CreateFalse();
+    if (len == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0)
+        return cJSON_CreateNull();
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end != v && *end == '\0' && errno == 0 && isfinite(d) &&
+        strchr("+-.0123456789", v[0]) != NULL)
+        return cJSON_CreateNumber(d);
+    return cJSON_CreateString(v);
+}
+
+static cJSON *yaml_node(yaml_document_t *doc, yaml_node_t *n, int depth, rt_err *err)
+{
+    if (depth > 32) {
+        rt_err_set(err, RT_ERR_LIMIT, "line %zu: nested too deeply", n->start_mark.line + 1);
+        return NULL;
+    }
+    cJSON *out = NULL;
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        out = yaml_scalar(n);
+        break;
+    case YAML_SEQUENCE_NODE:
+        out = cJSON_CreateArray();
+        for (yaml_node_item_t *it = n->data.sequence.items.start;
+             out && it < n->data.sequence.items.top; it++) {
+            cJSON *c = yaml_node(doc, yaml_document_get_node(doc, *it), depth + 1, err);
+            if (!c) {
+                cJSON_Delete(out);
+                return NULL;
+            }
+            cJSON_AddItemToArray(out, c);
+        }
+        break;
+    case YAML_MAPPING_NODE:
+        out = cJSON_CreateObject();
+        for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
+             out && pr < n->data.mapping.pairs.top; pr++) {
+            yaml_node_t *k = yaml_document_get_node(doc, pr->key);
+            if (!k || k->type != YAML_SCALAR_NODE) {
+                rt_err_set(err, RT_ERR_FORMAT, "line %zu: a mapping key must be a scalar",
+                           n->start_mark.line + 1);
+                cJSON_Delete(out);
+                return NULL;
+            }
+            const char *key = (const char *)k->data.scalar.value;
+            if (cJSON_GetObjectItemCaseSensitive(out, key)) {
+                rt_err_set(err, RT_ERR_FORMAT, "line %zu: duplicate key \"%s\"",
+                           k->start_mark.line + 1, key);
+                cJSON_Delete(out);
+                return NULL;
+            }
+            cJSON *c = yaml_node(doc, yaml_document_get_node(doc, pr->value), depth + 1, err);
+            if (!c) {
+                cJSON_Delete(out);
+                return NULL;
+            }
+            cJSON_AddItemToObject(out, key, c);
+        }
+        break;
+    default:
+        rt_err_set(err, RT_ERR_FORMAT, "empty YAML node");
+        return NULL;
+    }
+    if (!out)
+        rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    return out;
+}
+
+cJSON *tun_yaml_parse(const char *text, size_t len, rt_err *err)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    cJSON *out = NULL;
+    if (!yaml_parser_initialize(&parser)) {
+        rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        rt_err_set(err, RT_ERR_FORMAT, "YAML line %zu column %zu: %s",
+                   parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                   parser.problem ? parser.problem : "syntax error");
+        yaml_parser_delete(&parser);
+        return NULL;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root)
+        rt_err_set(err, RT_ERR_FORMAT, "empty YAML document");
+    else
+        out = yaml_node(&doc, root, 0, err);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return out;
+}
+
+/* ---------------------------------------------------------- validation */
+
+static rt_status check_keys(const cJSON *obj, const char *path, const char *const *known,
+                            rt_err *err)
+{
+    if (!cJSON_IsObject(obj))
+        return rt_err_set(err, RT_ERR_INVALID, "%s: must be a mapping", path);
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        int ok = 0;
+        for (size_t i = 0; known[i]; i++)
+            ok |= strcmp(c->string, known[i]) == 0;
+        if (!ok)
+            return rt_err_set(err, RT_ERR_INVALID, "%s.%s: unknown key", path, c->string);
+    }
+    return RT_OK;
+}
+
+/* A number, or a string holding one (proto3 JSON writes int64 as strings). */
+static int get_number(const cJSON *c, double *v)
+{
+    if (cJSON_IsNumber(c)) {
+        *v = c->valuedouble;
+        return isfinite(*v) ? 0 : -1;
+    }
+    if (cJSON_IsString(c) && c->valuestring[0]) {
+        char *end;
+        *v = strtod(c->valuestring, &end);
+        return *end == '\0' && isfinite(*v) ? 0 : -1;
+    }
+    return -1;
+}
+
+static rt_status get_int(const cJSON *obj, const char *key, const char *path, int64_t lo,
+                         int64_t *out, rt_err *err)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!c)
+        return RT_OK;
+    double v;
+    if (get_number(c, &v) != 0 || v != floor(v) || v < (double)lo || v > 1e9)
+        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be an integer >= %lld", path, key,
+                          (long long)lo);
+    *out = (int64_t)v;
+    return RT_OK;
+}
+
+static rt_status get_enum(const cJSON *obj, const char *key, const char *path,
+                          const char *const *names, int *out, rt_err *err)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!c)
+        return RT_OK;
+    for (int i = 0; cJSON_IsString(c) && names[i]; i++)
+        if (strcmp(c->valuestring, names[i]) == 0) {
+            *out = i;
+            return RT_OK;
+        }
+    char list[256] = "";
+    size_t used = 0;
+    for (int i = 0; names[i]; i++) {
+        int k = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
+        if (k < 0 || (size_t)k >= sizeof list - used)
+            break;
+        used += (size_t)k;
+    }
+    return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be one of %s", path, key, list);
+}
+
+static int name_ok(const char *s)
+{
+    if (!s[0] || strlen(s) > 100)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '-' || *p == '.'))
+            return 0;
+    return 1;
+}
+
+static rt_status parse_param(const cJSON *o, const char *path, tun_param *p, rt_err *err)
+{
+    static const char *const keys[] = {"parameterName", "type", "minValue", "maxValue",
+                                       "scaleType", "categoricalValues", "discreteValues", NULL};
+    static const char *const types[] = {"PARAMETER_TYPE_UNSPECIFIED", "DOUBLE", "INTEGER",
+                                        "CATEGORICAL", "DISCRETE", NULL};
+    static const char *const scales[] = {"NONE", "UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE",
+                                         "UNIT_REVERSE_LOG_SCALE", NULL};
+    rt_status st = check_keys(o, path, keys, err);
+    if (st)
+        return st;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "parameterName");
+    if (!cJSON_IsString(name) || !name_ok(name->valuestring))
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "%s.parameterName: required, letters, digits, '_', '-' or '.'", path);
+    if (!(p->name = strdup(name->valuestring)))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    int type = 0, scale = 0;
+    if ((st = get_enum(o, "type", path, types, &type, err)) ||
+        (st = get_enum(o, "scaleType", path, scales, &scale, err)))
+        return st;
+    if (type == 0)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "%s.type: required (DOUBLE, INTEGER, CATEGORICAL or DISCRETE)", path);
+    p->type = (tun_type)(type - 1);
+    p->scale = (tun_scale)scale;
+    const cJSON *mn = cJSON_GetObjectItemCaseSensitive(o, "minValue");
+    const cJSON *mx = cJSON_GetObjectItemCaseSensitive(o, "maxValue");
+    const cJSON *cv = cJSON_GetObjectItemCaseSensitive(o, "categoricalValues");
+    const cJSON *dv = cJSON_GetObjectItemCaseSensitive(o, "discreteValues");
+    int numeric = p->type == TUN_DOUBLE || p->type == TUN_INTEGER;
+    if (!numeric && (mn || mx))
+        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: only for DOUBLE and INTEGER parameters",
+                          path, mn ? "minValue" : "maxValue");
+    if (cv && p->type != TUN_CATEGORICAL)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "%s.categoricalValues: only for CATEGORICAL parameters", path);
+    if (dv && p->type != TUN_DISCRETE)
+        return rt_err_set(err, RT_ERR_INVALID, "%s.discreteValues: only for DISCRETE parameters",
+                          path);
+    if (p->type == TUN_CATEGORICAL && scale != 0)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "%s.scaleType: not for CATEGORICAL parameters", path);
+    if (numeric) {
+        if (!mn || get_number(mn, &p->min) != 0)
+            return rt_err_set(err, RT_ERR_INVALID, "%s.minValue: required, a number", path);
+        if (!mx || get_number(mx, &p->max) != 0)
+            return rt_err_set(err, RT_ERR_INVALID, "%s.maxValue: required, a number", path);
+        if (p->type == TUN_INTEGER && (p->min != floor(p->min) || fabs(p->min) > 1e15))
+            return rt_err_set(err, RT_ERR_INVALID, "%s.minValue: must be an integer", path);
+        if (p->type == TUN_INTEGER && (p->max != floor(p->max) || fabs(p->max) > 1e15))
+            return rt_err_set(err, RT_ERR_INVALID, "%s.maxValue: must be an integer", path);
+        if (!(p->min < p->max))
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "%s.maxValue: must be greater than minValue (%g >= %g)", path,
+                              p->min, p->max);
+    } else if (p->type == TUN_CATEGORICAL) {
+        int n = cJSON_GetArraySize(cv);
+        if (!cJSON_IsArray(cv) || n < 1)
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "%s.categoricalValues: required, a non-empty list of strings", path);
+        if (!(p->cats = calloc((size_t)n, sizeof *p->cats)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        p->n_values = (size_t)n;
+        for (int i = 0; i < n; i++) {
+            const cJSON *c = cJSON_GetArrayItem(cv, i);
+            if (!cJSON_IsString(c) || !c->valuestring[0])
+                return rt_err_set(err, RT_ERR_INVALID,
+                                  "%s.categoricalValues[%d]: must be a non-empty string", path, i);
+            for (int k = 0; k < i; k++)
+                if (strcmp(p->cats[k], c->valuestring) == 0)
+                    return rt_err_set(err, RT_ERR_INVALID,
+                                      "%s.categoricalValues[%d]: \"%s\" appears twice", path, i,
+                                      c->valuestring);
+            if (!(p->cats[i] = strdup(c->valuestring)))
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        }
+    } else {
+        int n = cJSON_GetArraySize(dv);
+        if (!cJSON_IsArray(dv) || n < 1)
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "%s.discreteValues: required, a non-empty list of numbers", path);
+        if (!(p->values = calloc((size_t)n, sizeof *p->values)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        p->n_values = (size_t)n;
+        for (int i = 0; i < n; i++) {
+            if (get_number(cJSON_GetArrayItem(dv, i), &p->values[i]) != 0)
+                return rt_err_set(err, RT_ERR_INVALID, "%s.discreteValues[%d]: must be a number",
+                                  path, i);
+            if (i > 0 && !(p->values[i] > p->values[i - 1]))
+                return rt_err_set(err, RT_ERR_INVALID,
+                                  "%s.discreteValues[%d]: values must be increasing", path, i);
+        }
+        p->min = p->values[0];
+        p->max = p->values[n - 1];
+    }
+    if ((p->scale == TUN_SCALE_LOG || p->scale == TUN_SCALE_REVERSE_LOG) && !(p->min > 0))
+        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be > 0 for %s", path,
+                          p->type == TUN_DISCRETE ? "discreteValues[0]" : "minValue",
+                          scales[p->scale]);
+    return RT_OK;
+}
+
+rt_status tun_spec_from_json(const cJSON *root, tun_spec *s, rt_err *err)
+{
+    static const char *const top_keys[] = {"trainingInput", NULL};
+    static const char *const ti_keys[] = {"hyperparameters", NULL};
+    static const char *const hp_keys[] = {
+        "goal", "params", "maxTrials", "maxParallelTrials", "maxFailedTrials",
+        "hyperparameterMetricTag", "resumePreviousJobId", "enableTrialEarlyStopping",
+        "algorithm", NULL};
+    static const char *const goals[] = {"GOAL_TYPE_UNSPECIFIED", "MAXIMIZE", "MINIMIZE", NULL};
+    static const char *const algos[] = {"ALGORITHM_UNSPECIFIED", "GRID_SEARCH", "RANDOM_SEARCH",
+                                        NULL};
+    tun_spec_free(s);
+    rt_status st = check_keys(root, "(top level)", top_keys, err);
+    if (st)
+        goto out;
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(root, "trainingInput");
+    if (!ti) {
+        st = rt_err_set(err, RT_ERR_INVALID, "trainingInput: required");
+        goto out;
+    }
+    if ((st = check_keys(ti, "trainingInput", ti_keys, err)))
+        goto out;
+    const cJSON *hp = cJSON_GetObjectItemCaseSensitive(ti, "hyperparameters");
+    if (!hp) {
+        st = rt_err_set(err, RT_ERR_INVALID, HP ": required");
+        goto out;
+    }
+    if ((st = check_keys(hp, HP, hp_keys, err)))
+        goto out;
+    int goal = 0, algo = 0;
+    if ((st = get_enum(hp, "goal", HP, goals, &goal, err)) ||
+        (st = get_enum(hp, "algorithm", HP, algos, &algo, err)))
+        goto out;
+    if (goal == 0) {
+        st = rt_err_set(err, RT_ERR_INVALID, HP ".goal: required (MAXIMIZE or MINIMIZE)");
+        goto out;
+    }
+    s->maximize = goal == 1;
+    s->algorithm = algo == 1 ? TUN_GRID : algo == 2 ? TUN_RANDOM : TUN_BAYESIAN;
+    if ((st = get_int(hp, "maxTrials", HP, 1, &s->max_trials, err)) ||
+        (st = get_int(hp, "maxParallelTrials", HP, 1, &s->max_parallel, err)) ||
+        (st = get_int(hp, "maxFailedTrials", HP, 0, &s->max_failed, err)))
+        goto out;
+    const cJSON *es = cJSON_GetObjectItemCaseSensitive(hp, "enableTrialEarlyStopping");
+    if (es && !cJSON_IsBool(es)) {
+        st = rt_err_set(err, RT_ERR_INVALID, HP ".enableTrialEarlyStopping: must be true or false");
+        goto out;
+    }
+    s->early_stopping = cJSON_IsTrue(es);
+    const cJSON *tag = cJSON_GetObjectItemCaseSensitive(hp, "hyperparameterMetricTag");
+    if (tag && (!cJSON_IsString(tag) || !tag->valuestring[0])) {
+        st = rt_err_set(err, RT_ERR_INVALID,
+                        HP ".hyperparameterMetricTag: must be a non-empty string");
+        goto out;
+    }
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(hp, "resumePreviousJobId");
+    if (res && (!cJSON_IsString(res) || !res->valuestring[0])) {
+        st = rt_err_set(err, RT_ERR_INVALID, HP ".resumePreviousJobId: must be a non-empty string");
+        goto out;
+    }
+    if (!(s->metric_tag = strdup(tag ? tag->valuestring : TUN_DEFAULT_TAG)) ||
+        (res && !(s->resume_job = strdup(res->valuestring)))) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(hp, "params");
+    int n = cJSON_GetArraySize(params);
+    if (!cJSON_IsArray(params) || n < 1 || n > 64) {
+        st = rt_err_set(err, RT_ERR_INVALID, HP ".params: required, a list of 1 to 64 parameters");
+        goto out;
+    }
+    if (!(s->params = calloc((size_t)n, sizeof *s->params))) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        char path[96];
+        snprintf(path, sizeof path, HP ".params[%d]", i);
+        s->n_params = (size_t)i + 1;
+        if ((st = parse_param(cJSON_GetArrayItem(params, i), path, &s->params[i], err)))
+            goto out;
+        for (int k = 0; k < i; k++)
+            if (strcmp(s->params[k].name, s->params[i].name) == 0) {
+                st = rt_err_set(err, RT_ERR_INVALID, "%s.parameterName: \"%s\" appears twice",
+                                path, s->params[i].name);
+                goto out;
+            }
+        if (s->algorithm == TUN_GRID && s->params[i].type == TUN_DOUBLE) {
+            st = rt_err_set(err, RT_ERR_INVALID,
+                            "%s.type: GRID_SEARCH needs INTEGER, CATEGORICAL or DISCRETE "
+                            "parameters, not DOUBLE",
+                            path);
+            goto out;
+        }
+    }
+out:
+    if (st)
+        tun_spec_free(s);
+    return st;
+}
+
+rt_status tun_spec_load(const char *path, tun_spec *s, rt_err *err)
+{
+    rt_status st = RT_OK;
+    cJSON *root = NULL;
+    rt_buf b;
+    rt_buf_init(&b);
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return rt_err_set(err, RT_ERR_IO, "%s: %s", path, strerror(errno));
+    char tmp[8192];
+    size_t k;
+    while ((k = fread(tmp, 1, sizeof tmp, fp)) > 0)
+        if (rt_buf_append(&b, tmp, k) != 0 || b.len > (1u << 20)) {
+            st = rt_err_set(err, RT_ERR_LIMIT, "%s: larger than 1 MiB", path);
+            goto out;
+        }
+    if (ferror(fp) || !b.data) {
+        st = rt_err_set(err, RT_ERR_IO, "%s: read error or empty file", path);
+        goto out;
+    }
+    const char *p = b.data;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    if (*p == '{') {
+        root = cJSON_ParseWithLength(b.data, b.len);
+        if (!root) {
+            const char *at = cJSON_GetErrorPtr();
+            st = rt_err_set(err, RT_ERR_FORMAT, "%s: invalid JSON near byte %ld", path,
+                            at ? (long)(at - b.data) : -1L);
+            goto out;
+        }
+    } else if (!(root = tun_yaml_parse(b.data, b.len, err))) {
+        rt_err_prefix(err, "%s", path);
+        st = RT_ERR_FORMAT;
+        goto out;
+    }
+    if ((st = tun_spec_from_json(root, s, err)))
+        rt_err_prefix(err, "%s", path);
+out:
+    if (fp)
+        fclose(fp);
+    cJSON_Delete(root);
+    rt_buf_free(&b);
+    return st;
+}

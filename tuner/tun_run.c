@@ -1,0 +1,549 @@
+/*
+ * tun_run.c — the study loop: suggests trials, runs each as a child process
+ * (its own process group, output in DIR/<id>/trial.log), keeps at most
+ * maxParallelTrials running, records each as it ends (trials.jsonl), applies
+ * the median stopping rule to running trials, and on SIGINT/SIGTERM stops the
+ * running trials and leaves a study that resumes from trials.jsonl.
+ *
+ * Signals are blocked and taken synchronously with sigtimedwait(), so there
+ * is no handler and no global flag.
+ */
+#include "tun.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POLL_MS 200
+#define TERM_GRACE_S 10.0
+#define TAIL_BYTES 1500
+
+typedef struct running {
+    pid_t pid;
+    tun_trial t;
+    char dir[4096];
+    char metric_file[4200];
+    int stopping;      /* 1: the median stopping rule sent SIGTERM */
+    double kill_at;    /* monotonic time for SIGKILL after SIGTERM */
+} running;
+
+static double now_real(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double now_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* A fresh, empty trial directory (an interrupted trial's leftovers go). */
+static rt_status fresh_dir(const char *dir, rt_err *err)
+{
+    struct stat st;
+    if (lstat(dir, &st) == 0 && nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        return rt_err_set(err, RT_ERR_IO, "%s: cannot remove: %s", dir, strerror(errno));
+    if (mkdir(dir, 0755) != 0)
+        return rt_err_set(err, RT_ERR_IO, "%s: %s", dir, strerror(errno));
+    return RT_OK;
+}
+
+static rt_status mkdirs(const char *path, rt_err *err)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return rt_err_set(err, RT_ERR_LIMIT, "%s: path too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return rt_err_set(err, RT_ERR_IO, "%s: %s", buf, strerror(errno));
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    return RT_OK;
+}
+
+/* The search space as JSON: a resumed study must have the same one. */
+static cJSON *space_json(const tun_spec *s)
+{
+    static const char *const types[] = {"DOUBLE", "INTEGER", "CATEGORICAL", "DISCRETE"};
+    static const char *const scales[] = {"NONE", "UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE",
+                                         "UNIT_REVERSE_LOG_SCALE"};
+    static const char *const algos[] = {"ALGORITHM_UNSPECIFIED", "GRID_SEARCH", "RANDOM_SEARCH"};
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "goal", s->maximize ? "MAXIMIZE" : "MINIMIZE");
+    cJSON_AddStringToObject(o, "hyperparameterMetricTag", s->metric_tag);
+    cJSON_AddStringToObject(o, "algorithm", algos[s->algorithm]);
+    cJSON *arr = cJSON_AddArrayToObject(o, "params");
+    for (size_t i = 0; arr && i < s->n_params; i++) {
+        const tun_param *p = &s->params[i];
+        cJSON *q = cJSON_CreateObject();
+        cJSON_AddStringToObject(q, "parameterName", p->name);
+        cJSON_AddStringToObject(q, "type", types[p->type]);
+        cJSON_AddStringToObject(q, "scaleType", scales[p->scale]);
+        if (p->type == TUN_DOUBLE || p->type == TUN_INTEGER) {
+            cJSON_AddNumberToObject(q, "minValue", p->min);
+            cJSON_AddNumberToObject(q, "maxValue", p->max);
+        } else if (p->type == TUN_DISCRETE) {
+            cJSON_AddItemToObject(q, "discreteValues",
+                                  cJSON_CreateDoubleArray(p->values, (int)p->n_values));
+        } else {
+            cJSON_AddItemToObject(q, "categoricalValues",
+                                  cJSON_CreateStringArray((const char *const *)p->cats,
+                                                          (int)p->n_values));
+        }
+        cJSON_AddItemToArray(arr, q);
+    }
+    return o;
+}
+
+/* Writes DIR/study_config.json on the first run; refuses a different search
+ * space on a resumed one. */
+static rt_status check_space(const tun_spec *s, const char *dir, rt_err *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/study_config.json", dir);
+    rt_status st = RT_OK;
+    cJSON *mine = space_json(s), *old = NULL;
+    char *text = mine ? cJSON_Print(mine) : NULL;
+    if (!text) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    FILE *fp = fopen(path, "rb");
+    if (fp) {
+        char buf[65536];
+        size_t k = fread(buf, 1, sizeof buf - 1, fp);
+        fclose(fp);
+        buf[k] = '\0';
+        old = cJSON_Parse(buf);
+        if (!old || !cJSON_Compare(old, mine, 1))
+            st = rt_err_set(err, RT_ERR_INVALID,
+                            "%s: this directory holds a study with another goal, metric, "
+                            "algorithm or parameters; use a new --job-dir", path);
+        goto out;
+    }
+    st = tun_write_atomic(path, text, strlen(text), err);
+out:
+    free(text);
+    cJSON_Delete(mine);
+    cJSON_Delete(old);
+    return st;
+}
+
+/* The last TAIL_BYTES of a trial's log, from a line start. */
+static char *log_tail(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trial.log", dir);
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    char buf[TAIL_BYTES + 1];
+    long start = 0;
+    if (fseek(fp, 0, SEEK_END) == 0) {
+        long end = ftell(fp);
+        start = end > TAIL_BYTES ? end - TAIL_BYTES : 0;
+    }
+    fseek(fp, start, SEEK_SET);
+    size_t k = fread(buf, 1, TAIL_BYTES, fp);
+    fclose(fp);
+    buf[k] = '\0';
+    char *p = buf;
+    if (start > 0 && (p = strchr(buf, '\n')))
+        p++;
+    else
+        p = buf;
+    return strdup(p);
+}
+
+static pid_t launch(const tun_spec *s, const tun_run_params *p, running *r,
+                    const sigset_t *oldmask, rt_err *err)
+{
+    size_t nc = 0;
+    while (p->command[nc])
+        nc++;
+    char **argv = calloc(nc + 3 + s->n_params + 1, sizeof *argv);
+    char *flags = calloc(s->n_params, 4096);
+    if (!argv || !flags) {
+        free(argv);
+        free(flags);
+        rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    size_t a = 0;
+    for (size_t i = 0; i < nc; i++)
+        argv[a++] = p->command[i];
+    argv[a++] = "--job-dir";
+    argv[a++] = r->dir;
+    for (size_t i = 0; i < s->n_params; i++) {
+        char val[4000];
+        char *f = flags + i * 4096;
+        tun_format_value(&s->params[i], r->t.v[i], val, sizeof val);
+        snprintf(f, 4096, "--%s=%s", s->params[i].name, val);
+        argv[a++] = f;
+    }
+    char logp[4200], idbuf[32];
+    snprintf(logp, sizeof logp, "%s/trial.log", r->dir);
+    snprintf(idbuf, sizeof idbuf, "%lld", (long long)r->t.id);
+    int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rt_err_set(err, RT_ERR_IO, "%s: %s", logp, strerror(errno));
+        free(argv);
+        free(flags);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* the child: own process group (Ctrl-C reaches the tuner, which stops
+         * its trials), the caller's signal mask, output to trial.log */
+        setpgid(0, 0);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        sigprocmask(SIG_SETMASK, oldmask, NULL);
+        int in = open("/dev/null", O_RDONLY);
+        if (in >= 0)
+            dup2(in, 0);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        setenv("CLOUD_ML_HP_METRIC_FILE", r->metric_file, 1);
+        setenv("CLOUD_ML_HP_METRIC_TAG", s->metric_tag, 1);
+        setenv("CLOUD_ML_TRIAL_ID", idbuf, 1);
+        execvp(argv[0], argv);
+        dprintf(2, "predict-tune: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int e = errno;
+    close(fd);
+    free(argv);
+    free(flags);
+    if (pid < 0) {
+        rt_err_set(err, RT_ERR_IO, "fork: %s", strerror(e));
+        return -1;
+    }
+    setpgid(pid, pid); /* also from the parent: no race with an early kill */
+    return pid;
+}
+
+static void progress(const tun_spec *s, const tun_trial *t, int64_t limit)
+{
+    printf("trial %lld/%lld %s", (long long)t->id, (long long)limit,
+           t->state == TUN_SUCCEEDED ? (t->stopped_early ? "STOPPED_EARLY" : "SUCCEEDED")
+                                     : "FAILED");
+    if (t->has_objective)
+        printf(" %s=%.6g step=%lld", s->metric_tag, t->objective, (long long)t->step);
+    for (size_t i = 0; i < s->n_params; i++) {
+        char buf[64];
+        if (s->params[i].type == TUN_DOUBLE)
+            snprintf(buf, sizeof buf, "%.6g", t->v[i]);
+        else
+            tun_format_value(&s->params[i], t->v[i], buf, sizeof buf);
+        printf(" %s=%s", s->params[i].name, buf);
+    }
+    printf(" (%.1f s)\n", t->end_time - t->start_time);
+    fflush(stdout);
+}
+
+/* A child ended: its trial record from the exit status and metrics. */
+static void finish(const tun_spec *s, running *r, int status)
+{
+    tun_trial *t = &r->t;
+    rt_err e;
+    e.msg[0] = '\0';
+    t->end_time = now_real();
+    int found = tun_read_metrics(r->metric_file, r->dir, s->metric_tag, t, &e) == RT_OK;
+    char why[256] = "";
+    if (r->stopping) {
+        t->stopped_early = 1;
+        t->state = found ? TUN_SUCCEEDED : TUN_FAILED;
+        if (!found)
+            snprintf(why, sizeof why, "stopped early before reporting %s", s->metric_tag);
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        t->state = found ? TUN_SUCCEEDED : TUN_FAILED;
+        if (!found)
+            snprintf(why, sizeof why, "exited 0 but %s", e.msg);
+    } else {
+        t->state = TUN_FAILED;
+        if (WIFEXITED(status))
+            snprintf(why, sizeof why, "exit status %d", WEXITSTATUS(status));
+        else
+            snprintf(why, sizeof why, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    }
+    if (t->state == TUN_FAILED) {
+        char *tail = log_tail(r->dir);
+        rt_buf b;
+        rt_buf_init(&b);
+        rt_buf_printf(&b, "%s; log tail:\n%s", why, tail ? tail : "");
+        free(tail);
+        free(t->error);
+        t->error = b.data;
+    }
+}
+
+static int id_taken(int64_t id, const tun_trial *trials, size_t n, const running *run, size_t nr)
+{
+    for (size_t i = 0; i < n; i++)
+        if (trials[i].id == id)
+            return 1;
+    for (size_t i = 0; i < nr; i++)
+        if (run[i].t.id == id)
+            return 1;
+    return 0;
+}
+
+/* Known points for the search: the previous job's and this study's
+ * succeeded trials, the running ones as pending. */
+static rt_status suggest_next(const tun_spec *s, const tun_run_params *p, int64_t index,
+                              const tun_trial *prior, size_t n_prior, const tun_trial *trials,
+                              size_t n, const running *run, size_t nr, double *out, rt_err *err)
+{
+    tun_point *pts = calloc(n_prior + n + nr + 1, sizeof *pts);
+    if (!pts)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n_prior + n; i++) {
+        const tun_trial *t = i < n_prior ? &prior[i] : &trials[i - n_prior];
+        if (t->state == TUN_SUCCEEDED && t->has_objective)
+            pts[k++] = (tun_point){t->v, t->objective, 1};
+    }
+    for (size_t i = 0; i < nr; i++)
+        pts[k++] = (tun_point){run[i].t.v, 0, 0};
+    rt_status st = tun_suggest(s, p->seed, index, pts, k, out, err);
+    free(pts);
+    return st;
+}
+
+/* SIGTERM to every running trial's group, SIGKILL after the grace time. */
+static void stop_all(running *run, size_t nr)
+{
+    for (size_t i = 0; i < nr; i++)
+        kill(-run[i].pid, SIGTERM);
+    double deadline = now_mono() + TERM_GRACE_S;
+    size_t left = nr;
+    while (left > 0) {
+        int status;
+        pid_t w = waitpid(-1, &status, WNOHANG);
+        if (w > 0) {
+            for (size_t i = 0; i < nr; i++)
+                if (run[i].pid == w) {
+                    run[i].pid = 0;
+                    left--;
+                }
+            continue;
+        }
+        if (w < 0 && errno == ECHILD)
+            break;
+        if (now_mono() > deadline) {
+            for (size_t i = 0; i < nr; i++)
+                if (run[i].pid > 0)
+                    kill(-run[i].pid, SIGKILL);
+            deadline = now_mono() + 3600;
+        }
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded,
+                  int *interrupted, rt_err *err)
+{
+    rt_status st = RT_OK;
+    tun_trial *trials = NULL, *prior = NULL;
+    size_t n = 0, n_prior = 0, nr = 0;
+    int64_t max_par = s->max_parallel > 64 ? 64 : s->max_parallel;
+    running *run = calloc((size_t)max_par, sizeof *run);
+    char tpath[4200], spath[4200];
+    sigset_t mask, oldmask;
+    int masked = 0;
+    *succeeded = 0;
+    *interrupted = 0;
+    if (!run)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if ((st = mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
+        goto out;
+    snprintf(tpath, sizeof tpath, "%s/trials.jsonl", p->job_dir);
+    snprintf(spath, sizeof spath, "%s/study.json", p->job_dir);
+    if ((st = tun_trials_load(s, tpath, &trials, &n, err)))
+        goto out;
+    if (s->resume_job) {
+        /* resumePreviousJobId: a sibling study directory's trials seed the search */
+        char ppath[8400], dir[4096];
+        snprintf(dir, sizeof dir, "%s", p->job_dir);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            slash[1] = '\0';
+        else
+            dir[0] = '\0';
+        snprintf(ppath, sizeof ppath, "%s%s/trials.jsonl", dir, s->resume_job);
+        if (access(ppath, R_OK) != 0) {
+            st = rt_err_set(err, RT_ERR_NOTFOUND,
+                            "resumePreviousJobId: %s: %s", ppath, strerror(errno));
+            goto out;
+        }
+        if ((st = tun_trials_load(s, ppath, &prior, &n_prior, err)))
+            goto out;
+    }
+    if (n > 0 && !p->quiet)
+        printf("resuming: %zu trials recorded in %s\n", n, tpath);
+    int64_t limit = s->max_trials;
+    if (s->algorithm == TUN_GRID && tun_grid_size(s) < limit)
+        limit = tun_grid_size(s);
+    int64_t max_failed = s->max_failed > 0 ? s->max_failed : s->max_trials;
+
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, &oldmask);
+    masked = 1;
+
+    for (;;) {
+        int64_t failed = 0;
+        for (size_t i = 0; i < n; i++)
+            failed += trials[i].state == TUN_FAILED;
+        int launching = failed < max_failed;
+        while (launching && (int64_t)nr < max_par && (int64_t)(n + nr) < limit) {
+            running *r = &run[nr];
+            memset(r, 0, sizeof *r);
+            int64_t id = 1;
+            while (id_taken(id, trials, n, run, nr))
+                id++;
+            r->t.id = id;
+            if (!(r->t.v = calloc(s->n_params, sizeof *r->t.v))) {
+                st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+                goto stop;
+            }
+            if ((st = suggest_next(s, p, id - 1, prior, n_prior, trials, n, run, nr, r->t.v,
+                                   err)))
+                goto stop;
+            snprintf(r->dir, sizeof r->dir, "%s/%lld", p->job_dir, (long long)id);
+            snprintf(r->metric_file, sizeof r->metric_file, "%s/hypertune.metrics", r->dir);
+            if ((st = fresh_dir(r->dir, err)))
+                goto stop;
+            r->t.start_time = now_real();
+            if ((r->pid = launch(s, p, r, &oldmask, err)) < 0) {
+                st = RT_ERR_IO;
+                goto stop;
+            }
+            nr++;
+        }
+        if (nr == 0)
+            break;
+        struct timespec ts = {0, POLL_MS * 1000000L};
+        int sig = sigtimedwait(&mask, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM) {
+            if (!p->quiet)
+                fprintf(stderr, "predict-tune: %s: stopping %zu running trial(s); run the same "
+                                "command again to resume\n",
+                        sig == SIGINT ? "interrupted" : "terminated", nr);
+            *interrupted = 1;
+            goto stop;
+        }
+        int status;
+        pid_t w;
+        while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+            for (size_t i = 0; i < nr; i++) {
+                if (run[i].pid != w)
+                    continue;
+                finish(s, &run[i], status);
+                tun_trial *grown = realloc(trials, (n + 1) * sizeof *grown);
+                if (!grown) {
+                    st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+                    goto stop;
+                }
+                trials = grown;
+                trials[n++] = run[i].t;
+                memset(&run[i].t, 0, sizeof run[i].t);
+                run[i] = run[--nr];
+                if ((st = tun_trials_save(s, tpath, trials, n, err)))
+                    goto stop;
+                if (!p->quiet)
+                    progress(s, &trials[n - 1], limit);
+                break;
+            }
+        }
+        if (s->early_stopping) {
+            for (size_t i = 0; i < nr; i++) {
+                running *r = &run[i];
+                if (r->stopping) {
+                    if (now_mono() > r->kill_at) {
+                        kill(-r->pid, SIGKILL);
+                        r->kill_at = now_mono() + 3600;
+                    }
+                    continue;
+                }
+                if (tun_read_metrics(r->metric_file, r->dir, s->metric_tag, &r->t, NULL) ==
+                        RT_OK &&
+                    tun_median_stop(s, &r->t, trials, n)) {
+                    kill(-r->pid, SIGTERM);
+                    r->stopping = 1;
+                    r->kill_at = now_mono() + TERM_GRACE_S;
+                }
+            }
+        }
+    }
+    goto done;
+stop:
+    stop_all(run, nr);
+done:
+    for (size_t i = 0; i < n; i++)
+        *succeeded += trials[i].state == TUN_SUCCEEDED;
+    if (n > 0 || !st) {
+        rt_err e2;
+        rt_status s2 = tun_study_save(s, spath, trials, n, st ? &e2 : err);
+        if (!st)
+            st = s2;
+    }
+    if (!p->quiet && n > 0) {
+        printf("\nbest trials (%lld succeeded of %zu; %s):\n", (long long)*succeeded, n, spath);
+        tun_print_table(s, trials, n, 10, stdout);
+        fflush(stdout);
+    }
+out:
+    if (masked) {
+        /* a SIGCHLD left pending must not reach the caller */
+        struct timespec zero = {0, 0};
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        while (sigtimedwait(&chld, NULL, &zero) > 0) {
+        }
+        sigprocmask(SIG_SETMASK, &oldmask, NULL);
+    }
+    for (size_t i = 0; i < nr; i++)
+        tun_trial_free(&run[i].t, 0);
+    for (size_t i = 0; i < n; i++)
+        tun_trial_free(&trials[i], 0);
+    for (size_t i = 0; i < n_prior; i++)
+        tun_trial_free(&prior[i], 0);
+    free(trials);
+    free(prior);
+    free(run);
+    return st;
+}
