@@ -874,6 +874,23 @@ def fmt(x, nd=0):
     return str(x)
 
 
+@group(9, "tuning: Bayesian vs random search regret (Branin, Hartmann-6)")
+def g9():
+    script = os.path.join(ROOT, "bench", "tune_bench.py")
+    r = subprocess.run([sys.executable, script], capture_output=True, text=True,
+                       env=dict(os.environ, BUILD=BUILD), timeout=1800)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    out = {"source": "bench/tune_bench.py: %d trials, seeds 1..%d, median regret"
+                     % (res["trials"], res["seeds"])}
+    for fn in ("branin", "hartmann6"):
+        row = res[fn]
+        out[fn] = "Bayesian %.3g, random %.3g: %.1fx smaller" % (
+            row["bayesian"]["median_regret"], row["random"]["median_regret"],
+            row["ratio_random_over_bayesian"])
+    out["raw"] = res
+    return out
+
+
 def table():
     lines = []
     mc = R.get("machine", {})
@@ -939,7 +956,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9):
             g()
     finally:
         for p in STARTED:
