@@ -110,6 +110,18 @@ uint64_t rt_fingerprint_cat64(uint64_t fp1, uint64_t fp2);
 /* CRC-32C (Castagnoli) of data, continuing from crc (start with 0). */
 uint32_t rt_crc32c(uint32_t crc, const void *data, size_t len);
 
+/* A small deterministic generator (splitmix64): the same seed gives the same
+ * stream. Not thread-safe; one per thread. */
+typedef struct rt_rng {
+    uint64_t s;
+} rt_rng;
+
+void rt_rng_seed(rt_rng *r, uint64_t seed);
+uint64_t rt_rng_next(rt_rng *r);
+double rt_rng_uniform(rt_rng *r);             /* [0, 1) */
+double rt_rng_normal(rt_rng *r);              /* standard normal (Box-Muller) */
+uint64_t rt_rng_below(rt_rng *r, uint64_t n); /* [0, n), n > 0 */
+
 /* -------------------------------------------------------- spec -> ModelDef */
 
 /*

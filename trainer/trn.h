@@ -450,16 +450,15 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, 
 
 /* ----------------------------------------------------------------- random */
 
-/* A small deterministic generator (splitmix64); same seed, same stream. */
-typedef struct trn_rng {
-    uint64_t s;
-} trn_rng;
+/* The runtime's generator (rt_rng); trn_rng_seed mixes the seed as the
+ * trainer always has, so a seed trains the same model as before. */
+typedef rt_rng trn_rng;
 
 void trn_rng_seed(trn_rng *r, uint64_t seed);
-uint64_t trn_rng_next(trn_rng *r);
-double trn_rng_uniform(trn_rng *r);             /* [0, 1) */
-double trn_rng_normal(trn_rng *r);              /* standard normal */
-uint64_t trn_rng_below(trn_rng *r, uint64_t n); /* [0, n), n > 0 */
+static inline uint64_t trn_rng_next(trn_rng *r) { return rt_rng_next(r); }
+static inline double trn_rng_uniform(trn_rng *r) { return rt_rng_uniform(r); }
+static inline double trn_rng_normal(trn_rng *r) { return rt_rng_normal(r); }
+static inline uint64_t trn_rng_below(trn_rng *r, uint64_t n) { return rt_rng_below(r, n); }
 
 #ifdef __cplusplus
 }

@@ -694,31 +694,5 @@ rt_status trn_spec_apply_overrides(cJSON *spec, const trn_overrides *o, rt_err *
 
 void trn_rng_seed(trn_rng *r, uint64_t seed)
 {
-    r->s = seed ^ 0x5eed5eed12345678ULL;
-}
-
-uint64_t trn_rng_next(trn_rng *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-double trn_rng_uniform(trn_rng *r)
-{
-    return (double)(trn_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-double trn_rng_normal(trn_rng *r)
-{
-    double u1 = trn_rng_uniform(r), u2 = trn_rng_uniform(r);
-    if (u1 < 1e-300)
-        u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-uint64_t trn_rng_below(trn_rng *r, uint64_t n)
-{
-    return n ? trn_rng_next(r) % n : 0;
+    rt_rng_seed(r, seed ^ 0x5eed5eed12345678ULL);
 }

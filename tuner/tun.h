@@ -78,16 +78,6 @@ rt_status tun_spec_from_json(const struct cJSON *root, tun_spec *s, rt_err *err)
  * with err set (with line and column). */
 struct cJSON *tun_yaml_parse(const char *text, size_t len, rt_err *err);
 
-/* ------------------------------------------------------- random numbers */
-
-/* splitmix64: a small seeded generator; the same seed gives the same stream. */
-typedef struct tun_rng {
-    uint64_t s;
-} tun_rng;
-void tun_rng_seed(tun_rng *r, uint64_t seed);
-uint64_t tun_rng_next(tun_rng *r);
-double tun_rng_uniform(tun_rng *r); /* [0, 1) */
-
 /* ------------------------------------------------------- Gaussian process */
 
 /* A Gaussian process with an ARD Matern 5/2 kernel

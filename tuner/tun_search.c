@@ -14,28 +14,15 @@
 
 /* ------------------------------------------------------------ rng */
 
-void tun_rng_seed(tun_rng *r, uint64_t seed)
+/* A generator for one suggestion: the stream starts one step past the seed. */
+static void rng_start(rt_rng *r, uint64_t seed)
 {
-    r->s = seed;
-    (void)tun_rng_next(r);
+    rt_rng_seed(r, seed + 0x9E3779B97F4A7C15ull);
 }
 
-uint64_t tun_rng_next(tun_rng *r)
+static double rng_normal(rt_rng *r)
 {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-double tun_rng_uniform(tun_rng *r)
-{
-    return (double)(tun_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-static double rng_normal(tun_rng *r)
-{
-    double u = tun_rng_uniform(r), v = tun_rng_uniform(r);
+    double u = rt_rng_uniform(r), v = rt_rng_uniform(r);
     return sqrt(-2 * log(1 - u)) * cos(2 * M_PI * v);
 }
 
@@ -180,14 +167,14 @@ static void decode(const tun_spec *s, const double *u, double *v)
     }
 }
 
-static void random_values(const tun_spec *s, tun_rng *r, double *v)
+static void random_values(const tun_spec *s, rt_rng *r, double *v)
 {
     for (size_t i = 0; i < s->n_params; i++) {
         const tun_param *p = &s->params[i];
         if (p->type == TUN_CATEGORICAL)
-            v[i] = (double)(tun_rng_next(r) % p->n_values);
+            v[i] = (double)(rt_rng_next(r) % p->n_values);
         else
-            v[i] = snap_numeric(p, tun_rng_uniform(r));
+            v[i] = snap_numeric(p, rt_rng_uniform(r));
     }
 }
 
@@ -195,25 +182,25 @@ static void random_values(const tun_spec *s, tun_rng *r, double *v)
  * trials): each parameter's range is cut into n strata and a seeded
  * permutation gives point i its stratum, so the first trials spread over
  * every axis whatever order they run in. */
-static void latin_values(const tun_spec *s, uint64_t seed, size_t i, size_t n, tun_rng *r,
+static void latin_values(const tun_spec *s, uint64_t seed, size_t i, size_t n, rt_rng *r,
                          double *v)
 {
     for (size_t k = 0; k < s->n_params; k++) {
         const tun_param *p = &s->params[k];
-        tun_rng pr;
-        tun_rng_seed(&pr, seed * 0xA24BAED4963EE407ull + k + 1);
+        rt_rng pr;
+        rng_start(&pr, seed * 0xA24BAED4963EE407ull + k + 1);
         size_t stratum = i, perm[64];
         if (n <= 64) {
             for (size_t j = 0; j < n; j++)
                 perm[j] = j;
             for (size_t j = n; j > 1; j--) {
-                size_t t = (size_t)(tun_rng_next(&pr) % j), tmp = perm[j - 1];
+                size_t t = (size_t)(rt_rng_next(&pr) % j), tmp = perm[j - 1];
                 perm[j - 1] = perm[t];
                 perm[t] = tmp;
             }
             stratum = perm[i];
         }
-        double u = ((double)stratum + tun_rng_uniform(r)) / (double)n;
+        double u = ((double)stratum + rt_rng_uniform(r)) / (double)n;
         if (p->type == TUN_CATEGORICAL)
             v[k] = (double)((size_t)(u * (double)p->n_values) % p->n_values);
         else
@@ -306,7 +293,7 @@ static int seen(const tun_spec *s, const double *v, const tun_point *pts, size_t
     return 0;
 }
 
-static rt_status bayes(const tun_spec *s, tun_rng *r, const tun_point *pts, size_t n_pts,
+static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_t n_pts,
                        double *out, rt_err *err)
 {
     rt_status st = RT_OK;
@@ -430,8 +417,8 @@ rt_status tun_suggest(const tun_spec *s, uint64_t seed, int64_t index, const tun
         grid_values(s, index, out);
         return RT_OK;
     }
-    tun_rng r;
-    tun_rng_seed(&r, seed * 0x9E3779B97F4A7C15ull + (uint64_t)index * 0xD1B54A32D192ED03ull + 1);
+    rt_rng r;
+    rng_start(&r, seed * 0x9E3779B97F4A7C15ull + (uint64_t)index * 0xD1B54A32D192ED03ull + 1);
     size_t n_done = 0;
     for (size_t i = 0; i < n_pts; i++)
         n_done += pts[i].done != 0;

@@ -73,18 +73,25 @@ static void ind_backward(const double *l, size_t n, const double *b, double *x)
 static const double X[N * D] = {0.1, 0.2, 0.4, 0.9, 0.7, 0.3, 0.95, 0.8, 0.5, 0.5};
 static const double Y[N] = {1.0, -0.5, 2.0, 0.3, 1.2};
 
+/* Y standardised as the GP does (mean 0, population variance 1) */
+static void standardise(double *ys, double *mean, double *var)
+{
+    *mean = 0;
+    *var = 0;
+    for (int i = 0; i < N; i++)
+        *mean += Y[i] / N;
+    for (int i = 0; i < N; i++)
+        *var += (Y[i] - *mean) * (Y[i] - *mean) / N;
+    for (int i = 0; i < N; i++)
+        ys[i] = (Y[i] - *mean) / sqrt(*var);
+}
+
 static void test_gp_matches_independent_computation(void **state)
 {
     (void)state;
     double ls[D] = {0.3, 0.6}, s2 = 1.3, noise = 0.01;
-    /* standardise as the GP does */
-    double mean = 0, var = 0, ys[N];
-    for (int i = 0; i < N; i++)
-        mean += Y[i] / N;
-    for (int i = 0; i < N; i++)
-        var += (Y[i] - mean) * (Y[i] - mean) / N;
-    for (int i = 0; i < N; i++)
-        ys[i] = (Y[i] - mean) / sqrt(var);
+    double mean, var, ys[N];
+    standardise(ys, &mean, &var);
 
     double k[N * N];
     for (int i = 0; i < N; i++)
@@ -150,13 +157,8 @@ static void test_gp_fit_maximises_marginal_likelihood(void **state)
     tun_gp g = {0};
     rt_err err;
     assert_int_equal(tun_gp_fit(&g, X, Y, N, D, NULL, &err), RT_OK);
-    double ys[N], mean = 0, var = 0;
-    for (int i = 0; i < N; i++)
-        mean += Y[i] / N;
-    for (int i = 0; i < N; i++)
-        var += (Y[i] - mean) * (Y[i] - mean) / N;
-    for (int i = 0; i < N; i++)
-        ys[i] = (Y[i] - mean) / sqrt(var);
+    double ys[N], mean, var;
+    standardise(ys, &mean, &var);
     /* no point of a coarse grid of hyperparameters is better than the fit */
     const double lss[] = {0.05, 0.1, 0.3, 1, 3}, s2s[] = {0.1, 1, 10}, ns[] = {1e-4, 1e-2, 0.3};
     for (size_t a = 0; a < 5; a++)
