@@ -247,6 +247,68 @@ rt_status rt_receiver_csv_row(rt_batch *b, size_t idx, const char *row, size_t l
 rt_status rt_receiver_example(rt_batch *b, size_t idx, const uint8_t *bytes, size_t len,
                               rt_err *err);
 
+/* ------------------------------------------- raw inputs, one way (rt_raw.c) */
+
+/*
+ * What the trainer and the serving receivers share, so a CSV row means the
+ * same to both (docs/feature-columns.md, "Raw inputs"). All thread-safe,
+ * no allocation.
+ */
+
+/* One field of a split CSV row: bytes [off, off + len) of the output. */
+typedef struct rt_csv_span {
+    uint32_t off;
+    uint32_t len;
+} rt_csv_span;
+
+/*
+ * Splits one CSV row row[0..len) (line end already removed) into fields:
+ * ',' separated; a field may be "double quoted" ("" is a quote inside, blanks
+ * before the opening and after the closing quote are dropped); an unquoted
+ * field is kept as it is, blanks included (cells are trimmed when read).
+ * Field bytes are copied, unquoted, into out (len + 1 bytes, NUL-terminated
+ * after the last field); spans[0..max) get the first max fields. Returns the
+ * number of fields (may exceed max), or -1 with err set (RT_ERR_INVALID:
+ * "field 3: unterminated quote", "field 3: text after the closing quote",
+ * "field 3: contains a NUL byte"; RT_ERR_LIMIT: len >= 4 GiB).
+ */
+long rt_csv_split(const char *row, size_t len, char *out, rt_csv_span *spans, size_t max,
+                  rt_err *err);
+
+/* A numeric cell s[0..len): blanks (space, tab) around it trimmed, then the
+ * whole text must be one strtod number (at most 63 characters; "nan" and
+ * "inf" included). RT_OK and *v; RT_ERR_NOTFOUND for an empty or all-blank
+ * cell (the column's default applies); RT_ERR_INVALID otherwise. */
+rt_status rt_raw_number(const char *s, size_t len, double *v);
+
+/* Sets err to the refusal of numeric cell s[0..len) at 0-based position
+ * field: 'field 3 (age): expected a number, got "abc"' (name may be NULL;
+ * at most 40 bytes of the trimmed cell are quoted). Returns RT_ERR_INVALID. */
+rt_status rt_raw_number_error(rt_err *err, size_t field, const char *name, const char *s,
+                              size_t len);
+
+/*
+ * Pushes CSV cell s[0..len), field number `field` (0-based, for messages),
+ * of raw column rc into input `input` of instance idx of b: a DT_FLOAT
+ * column's cell is read by rt_raw_number (a bad number is refused even when
+ * input < 0, i.e. no feature column reads it: rows are checked whole, as
+ * tf.decode_csv does); an empty or all-blank cell pushes the column's default
+ * (tf.decode_csv's record_defaults) when the spec gave one, else nothing (the
+ * transform decides: a numeric column's default_value, or "missing input");
+ * a string is pushed as it is (the transform trims by trim_strings).
+ */
+rt_status rt_raw_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+                           size_t field, const char *s, size_t len, rt_err *err);
+
+/* The part of s[0..*len) without leading/trailing white space (space, \t,
+ * \n, \r, \v, \f); updates *len. trim_strings, vocabularies and labels. */
+const char *rt_trim_span(const char *s, size_t *len);
+
+/* Applies a hidden layer's activation to y[0..n) in place: relu
+ * max(x, 0) with NaN kept NaN (as TensorFlow's Relu), tanh, sigmoid, elu
+ * (x > 0 ? x : e^x - 1), linear (nothing). Serving and training both. */
+void rt_activate(Predictd__Activation act, float *y, size_t n);
+
 /* ------------------------------------------------------------- transform */
 
 /* Ids of a categorical feature column in CSR form: instance i has ids

@@ -115,28 +115,6 @@ static rt_status ws_mat_size(rt_workspace *ws, size_t k, size_t n, size_t width)
     return RT_OK;
 }
 
-static float act_apply(Predictd__Activation act, float x)
-{
-    switch (act) {
-    case PREDICTD__ACTIVATION__ACT_RELU:
-        return x < 0.0f ? 0.0f : x; /* NaN stays NaN */
-    case PREDICTD__ACTIVATION__ACT_TANH:
-        return tanhf(x);
-    case PREDICTD__ACTIVATION__ACT_SIGMOID:
-        if (x >= 0.0f)
-            return 1.0f / (1.0f + expf(-x));
-        else {
-            float e = expf(x);
-            return e / (1.0f + e);
-        }
-    case PREDICTD__ACTIVATION__ACT_ELU:
-        return x > 0.0f ? x : expm1f(x);
-    case PREDICTD__ACTIVATION__ACT_LINEAR:
-    default:
-        return x;
-    }
-}
-
 /* Batches below this size run the DNN with row_layer (no sgemm call: its
  * packing of the weights costs more than the product at batch 1). */
 #define SMALL_BATCH 8
@@ -430,17 +408,8 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
                             (blasint)L->out, 1.0f, y, (blasint)L->out);
             s0 = s1;
         }
-        float *y = ws->mats[l + 1].data;
-        int last = l + 1 == g->n_layers;
-        if (!last && L->act == PREDICTD__ACTIVATION__ACT_RELU) {
-            size_t cnt = n * L->out;
-            for (size_t k = 0; k < cnt; k++)
-                y[k] = y[k] < 0.0f ? 0.0f : y[k]; /* NaN stays NaN */
-        } else if (!last && L->act != PREDICTD__ACTIVATION__ACT_LINEAR) {
-            size_t cnt = n * L->out;
-            for (size_t k = 0; k < cnt; k++)
-                y[k] = act_apply(L->act, y[k]);
-        }
+        if (l + 1 < g->n_layers) /* the logits layer has none */
+            rt_activate(L->act, ws->mats[l + 1].data, n * L->out);
     }
     ws->used = g->n_layers + 1;
     const float *out = ws->mats[g->n_layers].data;

@@ -108,9 +108,6 @@ void rt_vocab_free(rt_vocab *v); /* v may be zeroed; keeps nothing */
 rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool trim,
                              char ***words, size_t *n_words, rt_err *err);
 
-/* The part of s[0..*len) without leading/trailing white space; updates *len. */
-const char *rt_trim_span(const char *s, size_t *len);
-
 /* True when path is a safe relative path inside assets/ (no "..", no
  * leading '/', no empty component). */
 bool rt_asset_path_ok(const char *path);

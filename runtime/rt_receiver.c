@@ -4,11 +4,10 @@
  * CSV: one string per instance, parsed with the training CSV schema (the
  * ModelDef's raw_columns in file order). The label column may be left out
  * (the usual case) or present (a line copied from the training data; its
- * value is ignored). Values are separated by ',' with optional white space
- * after it, as in the census files (", "); a value may be double-quoted ("" is
- * a quote inside). Strings are pushed as they are (trimming is the transform's
- * job, by the model's trim_strings); an empty cell takes the column's default
- * when the spec gave one (RT_MISSING_CSV_DEFAULT); unused columns are skipped.
+ * value is ignored). The row is split, its numbers read and its empty cells
+ * given their defaults by rt_raw.c, the code the trainer reads CSV files
+ * with (rt_csv_split, rt_raw_push_cell): a row means the same to both.
+ * Unused columns are skipped.
  *
  * EXAMPLE: one serialized tf.Example per instance (runtime/example.proto),
  * decoded with protobuf-c. Features the model does not read are ignored, as
@@ -28,127 +27,15 @@
 
 /* ------------------------------------------------------------------ CSV */
 
-/* One field of a row: [s, s + len); a quoted field points into the scratch
- * buffer where it was unescaped. */
-typedef struct csv_field {
-    const char *s;
-    size_t len;
-} csv_field;
-
-static int is_space(char ch)
-{
-    return ch == ' ' || ch == '\t';
-}
-
-/* Pushes one CSV value for raw column rc into instance idx. */
-static rt_status push_csv_value(const rt_graph *g, rt_batch *b, size_t idx,
-                                const Predictd__RawColumn *rc, const char *s, size_t len,
-                                rt_err *err)
-{
-    long in = rt_graph_find_input(g, rc->name, strlen(rc->name));
-    if (in < 0)
-        return RT_OK; /* a column no feature column reads */
-    int is_num = rt_graph_input_dtype(g, (size_t)in) != PREDICTD__DTYPE__DT_STRING;
-    /* Empty (or all-blank) cell: the column's default. */
-    size_t k = 0;
-    while (k < len && is_space(s[k]))
-        k++;
-    if (k == len) {
-        if (!rc->has_default)
-            return RT_OK; /* missing: the transform decides */
-        if (is_num)
-            return rt_batch_push_num(b, idx, (size_t)in, rc->default_number);
-        const char *d = rc->default_string ? rc->default_string : "";
-        return rt_batch_push_str(b, idx, (size_t)in, d, strlen(d));
-    }
-    if (!is_num)
-        return rt_batch_push_str(b, idx, (size_t)in, s, len);
-    char tmp[64];
-    size_t e = len;
-    while (e > k && is_space(s[e - 1]))
-        e--;
-    if (e - k >= sizeof tmp)
-        return rt_err_set(err, RT_ERR_INVALID, "csv_row: column %s: expected a number, got "
-                          "%zu characters", rc->name, e - k);
-    memcpy(tmp, s + k, e - k);
-    tmp[e - k] = '\0';
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(tmp, &end);
-    if (end == tmp || *end != '\0')
-        return rt_err_set(err, RT_ERR_INVALID, "csv_row: column %s: expected a number, got "
-                          "\"%s\"", rc->name, tmp);
-    return rt_batch_push_num(b, idx, (size_t)in, v);
-}
-
-/* Splits row into fields (at most max); returns the count or -1 on a bad
- * quote (message in err). Quoted fields are unescaped into scratch, which
- * must hold len bytes. */
-static long csv_split(const char *row, size_t len, csv_field *fields, size_t max, char *scratch,
-                      rt_err *err)
-{
-    size_t i = 0, nf = 0, used = 0;
-    for (;;) {
-        size_t start = i;
-        while (i < len && is_space(row[i]))
-            i++;
-        csv_field f;
-        if (i < len && row[i] == '"') {
-            /* Quoted: copy into scratch until the closing quote. */
-            f.s = scratch + used;
-            size_t flen = 0;
-            i++;
-            for (;;) {
-                if (i >= len) {
-                    rt_err_set(err, RT_ERR_INVALID, "csv_row: value %zu: unterminated quote",
-                               nf + 1);
-                    return -1;
-                }
-                if (row[i] == '"') {
-                    if (i + 1 < len && row[i + 1] == '"') {
-                        scratch[used + flen++] = '"';
-                        i += 2;
-                        continue;
-                    }
-                    i++;
-                    break;
-                }
-                scratch[used + flen++] = row[i++];
-            }
-            while (i < len && is_space(row[i]))
-                i++;
-            if (i < len && row[i] != ',') {
-                rt_err_set(err, RT_ERR_INVALID, "csv_row: value %zu: text after the closing "
-                           "quote", nf + 1);
-                return -1;
-            }
-            f.len = flen;
-            used += flen;
-        } else {
-            i = start;
-            while (i < len && row[i] != ',')
-                i++;
-            f.s = row + start;
-            f.len = i - start;
-        }
-        if (nf < max)
-            fields[nf] = f;
-        nf++;
-        if (i >= len)
-            break;
-        i++; /* the comma */
-    }
-    return (long)nf;
-}
-
-/* rt_receiver_csv_row with the graph given (the batch's). */
+/* rt_receiver_csv_row with the graph given (the batch's). Splitting, numbers
+ * and defaults are rt_raw.c's, the trainer's own. */
 static rt_status csv_row(const rt_graph *g, rt_batch *b, size_t idx, const char *row,
                          size_t len, rt_err *err)
 {
     const Predictd__ModelDef *def = rt_graph_def(g);
     rt_status st = RT_OK;
-    csv_field *fields = NULL;
-    char *scratch = NULL;
+    rt_csv_span *fields = NULL;
+    char *text = NULL;
     /* Strip the line end. */
     while (len > 0 && (row[len - 1] == '\n' || row[len - 1] == '\r'))
         len--;
@@ -156,13 +43,14 @@ static rt_status csv_row(const rt_graph *g, rt_batch *b, size_t idx, const char 
     for (size_t c = 0; c < ncols; c++)
         nlabel += def->raw_columns[c]->is_label ? 1 : 0;
     fields = malloc((ncols + 1) * sizeof *fields);
-    scratch = malloc(len + 1);
-    if (!fields || !scratch) {
+    text = malloc(len + 1);
+    if (!fields || !text) {
         st = rt_err_set(err, RT_ERR_NOMEM, "csv_row: out of memory");
         goto out;
     }
-    long nf = csv_split(row, len, fields, ncols + 1, scratch, err);
+    long nf = rt_csv_split(row, len, text, fields, ncols + 1, err);
     if (nf < 0) {
+        rt_err_prefix(err, "csv_row");
         st = RT_ERR_INVALID;
         goto out;
     }
@@ -181,18 +69,24 @@ static rt_status csv_row(const rt_graph *g, rt_batch *b, size_t idx, const char 
         const Predictd__RawColumn *rc = def->raw_columns[c];
         if (rc->is_label && !with_label)
             continue;
-        const csv_field *f = &fields[k++];
+        size_t field = k++;
         if (rc->is_label || rc->unused)
-            continue;
-        if ((st = push_csv_value(g, b, idx, rc, f->s, f->len, err)) != RT_OK) {
-            if (st == RT_ERR_NOMEM)
-                rt_err_set(err, st, "csv_row: out of memory");
+            continue; /* a label's value is not read when serving */
+        long in = rt_graph_find_input(g, rc->name, strlen(rc->name));
+        st = rt_raw_push_cell(b, idx, in, rc, field, text + fields[field].off,
+                              fields[field].len, err);
+        if (st == RT_ERR_INVALID) {
+            rt_err_prefix(err, "csv_row");
+            goto out;
+        }
+        if (st != RT_OK) { /* the batch could not take the value */
+            rt_err_set(err, st, "csv_row: %s: %s", rc->name, rt_status_str(st));
             goto out;
         }
     }
 out:
     free(fields);
-    free(scratch);
+    free(text);
     return st;
 }
 

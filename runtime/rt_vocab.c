@@ -1,7 +1,7 @@
 /*
  * rt_vocab.c — vocabulary tables (open addressing on Fingerprint64, built once
- * per graph, read-only afterwards), vocabulary files, and the small text
- * helpers of the feature columns (trimming, safe asset paths).
+ * per graph, read-only afterwards), vocabulary files, and safe asset paths
+ * (trimming is rt_raw.c's).
  */
 #include "rt_internal.h"
 
@@ -14,21 +14,6 @@
 #define VOCAB_MAX_FILE (UINT64_C(1) << 30)
 
 /* ------------------------------------------------------------- helpers */
-
-const char *rt_trim_span(const char *s, size_t *len)
-{
-    size_t n = *len;
-    while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' ||
-                 *s == '\f')) {
-        s++;
-        n--;
-    }
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r' ||
-                 s[n - 1] == '\v' || s[n - 1] == '\f'))
-        n--;
-    *len = n;
-    return s;
-}
 
 bool rt_asset_path_ok(const char *path)
 {

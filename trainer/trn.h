@@ -245,6 +245,8 @@ typedef struct trn_reader_params {
     size_t n_files;
     size_t n_fields;          /* fields per row (the spec's columns) */
     const uint8_t *numeric;   /* [n_fields] 1 = must parse as a number */
+    const char *const *names; /* [n_fields] column names for messages, or NULL;
+                                 must outlive the reader */
     size_t batch_size;
     size_t shuffle_buffer_size; /* <= 1: file order */
     int64_t num_epochs;       /* 0 = forever */
@@ -292,6 +294,8 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err);
 void trn_feeder_free(trn_feeder *f);
 /* Which CSV columns must parse as numbers ([n_columns], owned by f). */
 const uint8_t *trn_feeder_numeric(const trn_feeder *f, size_t *n_columns);
+/* The CSV columns' names ([n_columns], owned by f: the reader's names). */
+const char *const *trn_feeder_names(const trn_feeder *f);
 /*
  * Clears b and appends the rows; labels gets one float per appended row
  * (class id for classifiers, the value for regressors); labels must hold

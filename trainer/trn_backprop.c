@@ -208,23 +208,6 @@ static void act_backward(Predictd__Activation act, const float *restrict y,
     }
 }
 
-static float act_forward(Predictd__Activation act, float x)
-{
-    switch (act) {
-    case PREDICTD__ACTIVATION__ACT_RELU:
-        return x > 0.0f ? x : 0.0f;
-    case PREDICTD__ACTIVATION__ACT_TANH:
-        return tanhf(x);
-    case PREDICTD__ACTIVATION__ACT_SIGMOID:
-        return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
-    case PREDICTD__ACTIVATION__ACT_ELU:
-        return x > 0.0f ? x : expm1f(x);
-    case PREDICTD__ACTIVATION__ACT_LINEAR:
-    default:
-        return x;
-    }
-}
-
 void trn_dropout_free(trn_model *m)
 {
     for (size_t l = 0; m->dx && l < m->n_layers; l++) {
@@ -283,8 +266,8 @@ rt_status trn_dropout_forward(trn_model *m, size_t n, rt_err *err)
                     (blasint)D->in, 1.0f, m->dx[l], (blasint)D->in, K->data, (blasint)D->out,
                     1.0f, y, (blasint)D->out);
         float *mk = m->dmask[l], *x = m->dx[l + 1];
+        rt_activate(D->act, y, n * D->out); /* serving's activation */
         for (size_t k = 0; k < n * D->out; k++) {
-            y[k] = act_forward(D->act, y[k]);
             if (!m->drop_reuse)
                 mk[k] = trn_rng_uniform(&m->drop_rng) < keep ? inv : 0.0f;
             x[k] = y[k] * mk[k];

@@ -6,8 +6,9 @@
  * dropped; the label becomes a class id (its index in the label vocabulary,
  * after trimming when the spec trims strings, or an integer class id without
  * a vocabulary) or a regression value; the other columns are pushed to the
- * graph input of the same name (an empty cell pushes nothing, so the
- * column's default applies as in tf.decode_csv's record_defaults).
+ * graph input of the same name by rt_raw_push_cell, the serving CSV
+ * receiver's own code (numbers, and an empty cell's default as in
+ * tf.decode_csv's record_defaults).
  */
 #include "trn.h"
 
@@ -23,6 +24,7 @@ struct trn_feeder {
     size_t n_cols;
     long *input;      /* [n_cols] graph input or -1 */
     uint8_t *numeric; /* [n_cols] */
+    const char **names; /* [n_cols] into def */
     long label_col;
     int regression;
     size_t n_classes;
@@ -35,6 +37,7 @@ void trn_feeder_free(trn_feeder *f)
         return;
     free(f->input);
     free(f->numeric);
+    free(f->names);
     free(f);
 }
 
@@ -63,13 +66,15 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
     }
     f->input = calloc(f->n_cols ? f->n_cols : 1, sizeof *f->input);
     f->numeric = calloc(f->n_cols ? f->n_cols : 1, 1);
-    if (!f->input || !f->numeric) {
+    f->names = calloc(f->n_cols ? f->n_cols : 1, sizeof *f->names);
+    if (!f->input || !f->numeric || !f->names) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
     for (size_t j = 0; j < f->n_cols; j++) {
         const Predictd__RawColumn *rc = def->raw_columns[j];
         f->input[j] = -1;
+        f->names[j] = rc->name;
         if (rc->is_label) {
             f->label_col = (long)j;
             f->numeric[j] = f->regression || def->head->n_label_vocabulary == 0;
@@ -97,35 +102,15 @@ const uint8_t *trn_feeder_numeric(const trn_feeder *f, size_t *n_columns)
     return f->numeric;
 }
 
+const char *const *trn_feeder_names(const trn_feeder *f)
+{
+    return f->names;
+}
+
 size_t trn_feeder_label_dim(const trn_feeder *f)
 {
     (void)f;
     return 1;
-}
-
-static void trim(const char **s, size_t *len)
-{
-    while (*len && ((*s)[0] == ' ' || (*s)[0] == '\t'))
-        (*s)++, (*len)--;
-    while (*len && ((*s)[*len - 1] == ' ' || (*s)[*len - 1] == '\t'))
-        (*len)--;
-}
-
-/* Parses a number; 0 ok, -1 not a number. Empty -> -2. */
-static int parse_num(const char *s, size_t len, double *v)
-{
-    trim(&s, &len);
-    if (len == 0)
-        return -2;
-    char tmp[64];
-    if (len >= sizeof tmp)
-        return -1;
-    memcpy(tmp, s, len);
-    tmp[len] = '\0';
-    char *end = NULL;
-    errno = 0;
-    *v = strtod(tmp, &end);
-    return end == tmp + len ? 0 : -1;
 }
 
 static rt_status label_of(const trn_feeder *f, const trn_field *c, const char *row, float *out,
@@ -134,9 +119,8 @@ static rt_status label_of(const trn_feeder *f, const trn_field *c, const char *r
     const Predictd__Head *h = f->def->head;
     const char *name = f->def->raw_columns[f->label_col]->name;
     if (f->regression || h->n_label_vocabulary == 0) {
-        double v;
-        int rc = parse_num(c->s, c->len, &v);
-        if (rc != 0 || !isfinite(v))
+        double v = 0;
+        if (rt_raw_number(c->s, c->len, &v) != RT_OK || !isfinite(v))
             return rt_err_set(err, RT_ERR_INVALID, "%s: label %s: expected a number, "
                               "got \"%.*s\"", row, name, (int)(c->len > 40 ? 40 : c->len), c->s);
         if (!f->regression) {
@@ -151,7 +135,7 @@ static rt_status label_of(const trn_feeder *f, const trn_field *c, const char *r
     const char *s = c->s;
     size_t len = c->len;
     if (f->trim)
-        trim(&s, &len);
+        s = rt_trim_span(s, &len);
     for (size_t k = 0; k < h->n_label_vocabulary; k++) {
         const char *w = h->label_vocabulary[k];
         if (strlen(w) == len && memcmp(w, s, len) == 0) {
@@ -210,23 +194,10 @@ rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b
             long in = f->input[j];
             if ((long)j == f->label_col || in < 0)
                 continue;
-            if (f->numeric[j]) {
-                double v;
-                int rc = parse_num(c->s, c->len, &v);
-                if (rc == -2)
-                    continue;
-                if (rc != 0)
-                    return rt_err_set(err, RT_ERR_INVALID, "%s: %s: expected a number, got \"%.*s\"",
-                                      at, f->def->raw_columns[j]->name,
-                                      (int)(c->len > 40 ? 40 : c->len), c->s);
-                st = rt_batch_push_num(b, idx, (size_t)in, v);
-            } else {
-                const char *s = c->s;
-                size_t len = c->len;
-                trim(&s, &len);
-                if (len == 0)
-                    continue;
-                st = rt_batch_push_str(b, idx, (size_t)in, c->s, c->len);
+            st = rt_raw_push_cell(b, idx, in, f->def->raw_columns[j], j, c->s, c->len, err);
+            if (st == RT_ERR_INVALID) {
+                rt_err_prefix(err, "%s", at);
+                return st;
             }
             if (st)
                 return rt_err_set(err, st, "%s: %s: cannot add the value", at,

@@ -2,8 +2,9 @@
  * trn_reader.c — the streaming CSV input pipeline.
  *
  * A reader thread reads the files line by line (never the whole file),
- * splits each line into fields (',' separated, "double quoted" fields with ""
- * escapes, blanks before the opening quote dropped), checks the field count and the numeric columns, passes the good
+ * splits each line into fields and checks the numeric columns with the
+ * runtime's rt_csv_split and rt_raw_number (what the serving CSV receiver
+ * uses: a row means the same to both), checks the field count, passes the good
  * rows through a shuffle buffer (TensorFlow's Dataset.shuffle: fill the
  * buffer, then each new row replaces a randomly chosen one that is emitted),
  * groups them into batches and queues up to prefetch_batches ahead while the
@@ -23,9 +24,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* One row: the line's bytes (unquoted in place) and its field slices. */
+/* One row: the line's bytes (unquoted) and its field slices. */
 typedef struct rec {
-    uint32_t *off; /* [n_fields * 2]: offset, length */
+    rt_csv_span *span; /* [n_fields] */
     char *text;
     size_t file;   /* index into trn_reader.files */
     uint64_t line;
@@ -143,97 +144,36 @@ static int is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-/* Does s (len bytes) read as a number (white space around allowed)? Empty is
- * fine: the column's default applies. */
-static int numeric_ok(const char *s, size_t len)
-{
-    while (len && is_space(*s))
-        s++, len--;
-    while (len && is_space(s[len - 1]))
-        len--;
-    if (len == 0)
-        return 1;
-    char tmp[64];
-    if (len >= sizeof tmp)
-        return 0;
-    memcpy(tmp, s, len);
-    tmp[len] = '\0';
-    char *end = NULL;
-    errno = 0;
-    (void)strtod(tmp, &end);
-    return end == tmp + len;
-}
-
 /*
- * Splits line (len bytes, no newline) into a new rec. On a malformed line
- * returns NULL with *why set (and *nomem on allocation failure).
+ * Splits line (len bytes, no newline) into a new rec with rt_csv_split and
+ * checks the field count and the numeric fields with rt_raw_number (the
+ * serving receivers' own code). On a malformed line returns NULL with err
+ * set (and *nomem on allocation failure).
  */
-static rec *split_line(const trn_reader *r, const char *line, size_t len, char *why,
-                       size_t why_cap, int *nomem)
+static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err *err,
+                       int *nomem)
 {
     size_t nf = r->p.n_fields;
-    rec *x = malloc(sizeof *x + nf * 2 * sizeof(uint32_t) + len + 1);
+    rec *x = malloc(sizeof *x + nf * sizeof(rt_csv_span) + len + 1);
     *nomem = 0;
     if (!x) {
         *nomem = 1;
         return NULL;
     }
-    x->off = (uint32_t *)(x + 1);
-    x->text = (char *)(x->off + nf * 2);
-    size_t out = 0, i = 0, field = 0;
-    for (;;) {
-        size_t start = out;
-        size_t q = i;
-        while (q < len && is_space(line[q]))
-            q++;
-        if (q < len && line[q] == '"') { /* "quoted", leading blanks dropped */
-            i = q + 1;
-            for (;;) {
-                if (i >= len) {
-                    snprintf(why, why_cap, "field %zu: unterminated quote", field + 1);
-                    goto bad;
-                }
-                if (line[i] == '"') {
-                    if (i + 1 < len && line[i + 1] == '"') {
-                        x->text[out++] = '"';
-                        i += 2;
-                        continue;
-                    }
-                    i++;
-                    break;
-                }
-                x->text[out++] = line[i++];
-            }
-            while (i < len && is_space(line[i]))
-                i++;
-            if (i < len && line[i] != ',') {
-                snprintf(why, why_cap, "field %zu: text after the closing quote", field + 1);
-                goto bad;
-            }
-        } else {
-            while (i < len && line[i] != ',')
-                x->text[out++] = line[i++];
-        }
-        if (field < nf) {
-            x->off[field * 2] = (uint32_t)start;
-            x->off[field * 2 + 1] = (uint32_t)(out - start);
-        }
-        field++;
-        if (i >= len)
-            break;
-        i++; /* the comma */
-    }
-    x->text[out] = '\0';
-    if (field != nf) {
-        snprintf(why, why_cap, "expected %zu fields, got %zu", nf, field);
+    x->span = (rt_csv_span *)(x + 1);
+    x->text = (char *)(x->span + nf);
+    long got = rt_csv_split(line, len, x->text, x->span, nf, err);
+    if (got < 0)
+        goto bad;
+    if ((size_t)got != nf) {
+        rt_err_set(err, RT_ERR_INVALID, "expected %zu fields, got %ld", nf, got);
         goto bad;
     }
-    for (size_t f = 0; f < nf; f++) {
-        if (r->numeric && r->numeric[f] &&
-            !numeric_ok(x->text + x->off[f * 2], x->off[f * 2 + 1])) {
-            int l = (int)(x->off[f * 2 + 1] > 40 ? 40 : x->off[f * 2 + 1]);
-            snprintf(why, why_cap, "field %zu: expected a number, got \"%.*s\"", f + 1, l,
-                     x->text + x->off[f * 2]);
+    for (size_t f = 0; r->numeric && f < nf; f++) {
+        double v;
+        const char *s = x->text + x->span[f].off;
+        if (r->numeric[f] && rt_raw_number(s, x->span[f].len, &v) == RT_ERR_INVALID) {
+            rt_raw_number_error(err, f, r->p.names ? r->p.names[f] : NULL, s, x->span[f].len);
             goto bad;
         }
     }
@@ -303,8 +243,8 @@ static int emit(prod *pr, rec *x)
     }
     batch *b = pr->cur;
     for (size_t f = 0; f < nf; f++) {
-        b->fields[b->n * nf + f].s = x->text + x->off[f * 2];
-        b->fields[b->n * nf + f].len = x->off[f * 2 + 1];
+        b->fields[b->n * nf + f].s = x->text + x->span[f].off;
+        b->fields[b->n * nf + f].len = x->span[f].len;
     }
     b->src_file[b->n] = r->files[x->file];
     b->src_line[b->n] = x->line;
@@ -393,23 +333,24 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
                             (unsigned long long)lineno);
             goto out;
         }
-        char why[256];
+        rt_err why;
         int nomem = 0;
-        rec *x = split_line(r, line, len, why, sizeof why, &nomem);
+        rec *x = split_line(r, line, len, &why, &nomem);
         if (!x) {
             if (nomem) {
                 st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
                 goto out;
             }
+            rt_err_prefix(&why, "%s:%llu", path, (unsigned long long)lineno);
             if (r->p.bad_rows == TRN_BAD_ROW_STOP) {
-                st = rt_err_set(e, RT_ERR_FORMAT, "%s:%llu: %s", path,
-                                (unsigned long long)lineno, why);
+                if (e)
+                    *e = why;
+                st = RT_ERR_FORMAT;
                 goto out;
             }
             pthread_mutex_lock(&r->mu);
             if (r->stats.bad_rows++ == 0)
-                snprintf(r->stats.first_bad, sizeof r->stats.first_bad, "%s:%llu: %s", path,
-                         (unsigned long long)lineno, why);
+                memcpy(r->stats.first_bad, why.msg, sizeof r->stats.first_bad);
             pthread_mutex_unlock(&r->mu);
             continue;
         }

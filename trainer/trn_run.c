@@ -50,6 +50,7 @@ static rt_status open_reader(const trn_feeder *fd, char *const *files, size_t n_
     trn_reader_params p = trn_reader_default_params();
     size_t ncol;
     p.numeric = trn_feeder_numeric(fd, &ncol);
+    p.names = trn_feeder_names(fd);
     p.n_fields = ncol;
     p.files = (const char *const *)files;
     p.n_files = n_files;

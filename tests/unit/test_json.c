@@ -442,7 +442,7 @@ static void test_csv_and_example_receivers(void **state)
     expect_error(f, f->wd_csv, RT_METHOD_PREDICT, "{\"instances\": [\"1, 2\"]}", NULL,
                  RT_ERR_INVALID, "instances[0]: csv_row: expected 4 values, got 2");
     expect_error(f, f->wd_csv, RT_METHOD_PREDICT, "{\"instances\": [\"x, 2, a, b\"]}", NULL,
-                 RT_ERR_INVALID, "column age");
+                 RT_ERR_INVALID, "field 1 (age): expected a number, got \"x\"");
 
     /* tf.Example: instance 0 serialized with protobuf-c, sent as b64. */
     float age = 25, hours = 40;

@@ -152,6 +152,16 @@ static void test_csv_row_errors(void **state)
                      RT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "quote"));
 
+    /* A NUL byte in a string value is refused as in a number (the trainer
+     * refuses the same row with the same words). */
+    static const char nul_str[] = "1, 2, Ma\0le, x";
+    assert_int_equal(rt_receiver_csv_row(f->b, i, nul_str, sizeof nul_str - 1, &err),
+                     RT_ERR_INVALID);
+    assert_string_equal(err.msg, "csv_row: field 3: contains a NUL byte");
+    assert_int_equal(rt_receiver_csv_row(f->b, i, bad_num, strlen(bad_num), &err),
+                     RT_ERR_INVALID);
+    assert_string_equal(err.msg, "csv_row: field 1 (age): expected a number, got \"abc\"");
+
     /* No such instance. */
     assert_int_equal(rt_receiver_csv_row(f->b, 5, "1,2,a,b", 7, &err), RT_ERR_INVALID);
 }

@@ -238,6 +238,70 @@ static void test_header_lines_skipped(void **state)
     trn_reader_close(r);
 }
 
+/* A NUL byte in a string field is refused as in a numeric one (it would cut
+ * the value short wherever it is used as a C string): stop names the field,
+ * skip counts the row. The numeric field's refusal names the column when
+ * the reader has names. */
+static void test_nul_bytes_refused(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/nul.csv", dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    static const char data[] = "1, a, 2\n2, b\0c, 3\n3, \"q\0\", 4\n4, d, 5\0\n5, e, 6\n";
+    assert_int_equal(fwrite(data, 1, sizeof data - 1, fp), sizeof data - 1);
+    fclose(fp);
+    rt_status st, end;
+    rt_err err;
+    trn_reader *r = open3(path, 10, 0, 1, 1, TRN_BAD_ROW_STOP, &st, &err);
+    assert_int_equal(st, RT_OK);
+    int ids[10];
+    size_t n = read_all(r, ids, 10, 10, &end, &err);
+    assert_int_equal(end, RT_ERR_FORMAT);
+    assert_int_equal(n, 0);
+    assert_non_null(strstr(err.msg, "nul.csv:2: field 2: contains a NUL byte"));
+    trn_reader_close(r);
+
+    r = open3(path, 10, 0, 1, 1, TRN_BAD_ROW_SKIP, &st, &err);
+    assert_int_equal(st, RT_OK);
+    n = read_all(r, ids, 10, 10, &end, &err);
+    assert_int_equal(end, RT_ERR_NOTFOUND);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 5);
+    trn_reader_stats rs;
+    trn_reader_get_stats(r, &rs);
+    assert_int_equal(rs.bad_rows, 3); /* lines 2, 3 (quoted) and 4 (numeric) */
+    assert_non_null(strstr(rs.first_bad, "nul.csv:2: field 2: contains a NUL byte"));
+    trn_reader_close(r);
+
+    /* with names, a bad number names its column */
+    trn_reader_params p = trn_reader_default_params();
+    const char *f[1] = {path};
+    static const char *const names[3] = {"id", "name", "value"};
+    p.files = f;
+    p.n_files = 1;
+    p.n_fields = 3;
+    p.numeric = numeric3;
+    p.names = names;
+    p.bad_rows = TRN_BAD_ROW_SKIP;
+    assert_int_equal(trn_reader_open(&p, &r, &err), RT_OK);
+    n = read_all(r, ids, 10, 40, &end, &err);
+    assert_int_equal(n, 2);
+    trn_reader_close(r);
+    fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("1, a, 2x\n", fp);
+    fclose(fp);
+    p.bad_rows = TRN_BAD_ROW_STOP;
+    assert_int_equal(trn_reader_open(&p, &r, &err), RT_OK);
+    read_all(r, ids, 10, 40, &end, &err);
+    assert_int_equal(end, RT_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "nul.csv:1: field 3 (value): expected a number, got \"2x\""));
+    trn_reader_close(r);
+}
+
 static void test_close_while_producing(void **state)
 {
     (void)state;
@@ -262,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_globs_lists_and_quotes),
         cmocka_unit_test(test_malformed_rows),
         cmocka_unit_test(test_header_lines_skipped),
+        cmocka_unit_test(test_nul_bytes_refused),
         cmocka_unit_test(test_close_while_producing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,207 @@
+/*
+ * rt_raw.c — raw inputs read one way for training and serving: CSV row
+ * splitting, cell -> number, the defaults of empty cells, string trimming
+ * and the DNN activations. The trainer (trn_reader, trn_feed, dropout) and
+ * the serving receivers (rt_receiver's CSV row) and forward pass
+ * (rt_forward) call these functions and nothing else for these jobs, so a
+ * row means the same thing wherever it is read (TensorFlow's answer to
+ * training/serving skew: the same code in both input functions).
+ * tests/fuzz/fuzz_csv_row.c checks that trainer and server agree on every row.
+ */
+#include "rt_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest number text a cell may hold (after trimming). */
+#define NUMBER_MAX 63
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+long rt_csv_split(const char *row, size_t len, char *out, rt_csv_span *spans, size_t max,
+                  rt_err *err)
+{
+    if (len >= UINT32_MAX) {
+        rt_err_set(err, RT_ERR_LIMIT, "row of %zu bytes is too long", len);
+        return -1;
+    }
+    /* The first NUL byte, if any: the field holding it is refused. */
+    const char *nul = len ? memchr(row, '\0', len) : NULL;
+    size_t nul_at = nul ? (size_t)(nul - row) : len;
+    size_t i = 0, o = 0, field = 0;
+    for (;;) {
+        size_t start = o, q = i;
+        while (q < len && is_blank(row[q]))
+            q++;
+        if (q < len && row[q] == '"') { /* "quoted", blanks before it dropped */
+            i = q + 1;
+            for (;;) {
+                if (i >= len) {
+                    rt_err_set(err, RT_ERR_INVALID, "field %zu: unterminated quote", field + 1);
+                    return -1;
+                }
+                if (row[i] == '"') {
+                    if (i + 1 < len && row[i + 1] == '"') {
+                        out[o++] = '"';
+                        i += 2;
+                        continue;
+                    }
+                    i++;
+                    break;
+                }
+                out[o++] = row[i++];
+            }
+            while (i < len && is_blank(row[i]))
+                i++;
+            if (i < len && row[i] != ',') {
+                rt_err_set(err, RT_ERR_INVALID, "field %zu: text after the closing quote",
+                           field + 1);
+                return -1;
+            }
+        } else { /* as it is, blanks included */
+            const char *comma = memchr(row + i, ',', len - i);
+            size_t e = comma ? (size_t)(comma - row) : len;
+            memcpy(out + o, row + i, e - i);
+            o += e - i;
+            i = e;
+        }
+        if (nul_at < i) {
+            rt_err_set(err, RT_ERR_INVALID, "field %zu: contains a NUL byte", field + 1);
+            return -1;
+        }
+        if (field < max) {
+            spans[field].off = (uint32_t)start;
+            spans[field].len = (uint32_t)(o - start);
+        }
+        field++;
+        if (i >= len)
+            break;
+        i++; /* the comma */
+    }
+    out[o] = '\0';
+    return (long)field;
+}
+
+rt_status rt_raw_number(const char *s, size_t len, double *v)
+{
+    while (len && is_blank(*s))
+        s++, len--;
+    while (len && is_blank(s[len - 1]))
+        len--;
+    if (len == 0)
+        return RT_ERR_NOTFOUND;
+    char tmp[NUMBER_MAX + 1];
+    if (len > NUMBER_MAX)
+        return RT_ERR_INVALID;
+    memcpy(tmp, s, len);
+    tmp[len] = '\0';
+    char *end = NULL;
+    errno = 0;
+    *v = strtod(tmp, &end);
+    return end == tmp + len ? RT_OK : RT_ERR_INVALID;
+}
+
+rt_status rt_raw_number_error(rt_err *err, size_t field, const char *name, const char *s,
+                              size_t len)
+{
+    while (len && is_blank(*s))
+        s++, len--;
+    while (len && is_blank(s[len - 1]))
+        len--;
+    int shown = (int)(len > 40 ? 40 : len);
+    if (name)
+        return rt_err_set(err, RT_ERR_INVALID, "field %zu (%s): expected a number, got \"%.*s%s\"",
+                          field + 1, name, shown, s, len > 40 ? "..." : "");
+    return rt_err_set(err, RT_ERR_INVALID, "field %zu: expected a number, got \"%.*s%s\"",
+                      field + 1, shown, s, len > 40 ? "..." : "");
+}
+
+rt_status rt_raw_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+                           size_t field, const char *s, size_t len, rt_err *err)
+{
+    int is_num = rc->dtype != PREDICTD__DTYPE__DT_STRING;
+    double v = 0;
+    int empty;
+    if (is_num) {
+        rt_status st = rt_raw_number(s, len, &v);
+        if (st == RT_ERR_INVALID)
+            return rt_raw_number_error(err, field, rc->name, s, len);
+        empty = st == RT_ERR_NOTFOUND;
+    } else {
+        size_t k = 0;
+        while (k < len && is_blank(s[k]))
+            k++;
+        empty = k == len;
+    }
+    if (input < 0)
+        return RT_OK; /* checked, but no feature column reads it */
+    if (empty) { /* tf.decode_csv's record_defaults */
+        if (!rc->has_default)
+            return RT_OK; /* missing: the transform decides */
+        if (is_num)
+            return rt_batch_push_num(b, idx, (size_t)input, rc->default_number);
+        const char *d = rc->default_string ? rc->default_string : "";
+        return rt_batch_push_str(b, idx, (size_t)input, d, strlen(d));
+    }
+    if (is_num)
+        return rt_batch_push_num(b, idx, (size_t)input, v);
+    return rt_batch_push_str(b, idx, (size_t)input, s, len);
+}
+
+const char *rt_trim_span(const char *s, size_t *len)
+{
+    size_t n = *len;
+    while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' ||
+                 *s == '\f')) {
+        s++;
+        n--;
+    }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r' ||
+                 s[n - 1] == '\v' || s[n - 1] == '\f'))
+        n--;
+    *len = n;
+    return s;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("O3"))) /* vectorize the element loops */
+#endif
+void rt_activate(Predictd__Activation act, float *y, size_t n)
+{
+    switch (act) {
+    case PREDICTD__ACTIVATION__ACT_RELU:
+        /* max(x, 0) with NaN kept: TensorFlow's Relu on CPU (and on GPU since
+         * TF 1.15.3) passes NaN through instead of hiding it as 0. */
+        for (size_t k = 0; k < n; k++)
+            y[k] = y[k] < 0.0f ? 0.0f : y[k];
+        break;
+    case PREDICTD__ACTIVATION__ACT_TANH:
+        for (size_t k = 0; k < n; k++)
+            y[k] = tanhf(y[k]);
+        break;
+    case PREDICTD__ACTIVATION__ACT_SIGMOID:
+        for (size_t k = 0; k < n; k++) { /* never exp of a large positive */
+            float x = y[k];
+            if (x >= 0.0f) {
+                y[k] = 1.0f / (1.0f + expf(-x));
+            } else {
+                float e = expf(x);
+                y[k] = e / (1.0f + e);
+            }
+        }
+        break;
+    case PREDICTD__ACTIVATION__ACT_ELU:
+        for (size_t k = 0; k < n; k++)
+            y[k] = y[k] > 0.0f ? y[k] : expm1f(y[k]);
+        break;
+    case PREDICTD__ACTIVATION__ACT_LINEAR:
+    default:
+        break;
+    }
+}
