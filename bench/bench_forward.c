@@ -24,6 +24,7 @@
 
 #include <cJSON.h>
 #include <cblas.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,15 +167,12 @@ static int st_sgemm(void *arg)
 
 static int read_file(const char *path, rt_buf *out)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
+    char *text = NULL;
+    size_t n = 0;
+    if (rt_read_file(AT_FDCWD, path, 1u << 30, 0, &text, &n, NULL) != RT_OK)
         return -1;
-    char tmp[4096];
-    size_t n;
-    int rc = 0;
-    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0)
-        rc |= rt_buf_append(out, tmp, n);
-    fclose(fp);
+    int rc = rt_buf_append(out, text, n);
+    free(text);
     while (out->len > 0 && (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == ' '))
         out->data[--out->len] = '\0';
     return rc;

@@ -102,6 +102,24 @@ int rt_buf_json_string(rt_buf *b, const char *s, size_t n);
 int rt_buf_json_float(rt_buf *b, float v);
 int rt_buf_json_double(rt_buf *b, double v);
 
+/* ------------------------------------------------------ files (rt_file.c) */
+
+/* rt_read_file flags. */
+#define RT_READ_ANY_FILE 1 /* also pipes and devices (may block until their end) */
+
+/*
+ * Reads the whole file at path (relative to directory descriptor dfd, or
+ * AT_FDCWD) into *data: malloc'd, NUL-terminated after its *len bytes (len
+ * may be NULL); the caller frees it. Opened O_NONBLOCK (a FIFO cannot block
+ * the caller) and refused unless a regular file, unless flags has
+ * RT_READ_ANY_FILE. Errors name the path: RT_ERR_NOTFOUND / RT_ERR_IO
+ * ("PATH: cannot open: No such file or directory"), RT_ERR_FORMAT ("PATH:
+ * not a regular file"), RT_ERR_LIMIT (more than max bytes), RT_ERR_NOMEM.
+ * max must be below SIZE_MAX. Thread-safe.
+ */
+rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **data,
+                       size_t *len, rt_err *err);
+
 /* FarmHash Fingerprint64 (farmhashna::Hash64), as TensorFlow's
  * tf.strings.to_hash_bucket_fast and hashed feature columns use it. */
 uint64_t rt_fingerprint64(const void *data, size_t len);

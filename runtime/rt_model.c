@@ -444,61 +444,6 @@ out:
     return st;
 }
 
-/* Reads all of model.pb (at most MODEL_PB_MAX bytes). */
-static rt_status read_model_pb(int dfd, const char *dir, uint8_t **buf, size_t *len, rt_err *err)
-{
-    rt_status st = RT_OK;
-    struct stat sb;
-    uint8_t *p = NULL;
-    *buf = NULL;
-    *len = 0;
-    int fd = openat(dfd, "model.pb", O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO never blocks */
-    if (fd < 0)
-        return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
-                          "model.pb: cannot open %s/model.pb: %s", dir, strerror(errno));
-    if (fstat(fd, &sb) != 0) {
-        st = rt_err_set(err, RT_ERR_IO, "model.pb: fstat: %s", strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = rt_err_set(err, RT_ERR_FORMAT, "model.pb: not a regular file");
-        goto out;
-    }
-    if (sb.st_size < 0 || (uint64_t)sb.st_size > MODEL_PB_MAX) {
-        st = rt_err_set(err, RT_ERR_LIMIT, "model.pb: %lld bytes exceeds the limit of %zu",
-                        (long long)sb.st_size, MODEL_PB_MAX);
-        goto out;
-    }
-    size_t want = (size_t)sb.st_size, got = 0;
-    p = malloc(want ? want : 1);
-    if (!p) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "model.pb: out of memory for %zu bytes", want);
-        goto out;
-    }
-    while (got < want) {
-        ssize_t r = read(fd, p + got, want - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            st = rt_err_set(err, RT_ERR_IO, "model.pb: read: %s", strerror(errno));
-            goto out;
-        }
-        if (r == 0) {
-            st = rt_err_set(err, RT_ERR_IO, "model.pb: file shrank while being read");
-            goto out;
-        }
-        got += (size_t)r;
-    }
-    *buf = p;
-    *len = want;
-    p = NULL;
-out:
-    free(p);
-    close(fd);
-    return st;
-}
-
-/* Maps variables.bin read-only (an empty file is left unmapped). */
 static rt_status map_vars(rt_model *m, int dfd, const char *dir, rt_err *err)
 {
     rt_status st = RT_OK;
@@ -542,7 +487,7 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
 {
     rt_status st;
     rt_model *m = NULL;
-    uint8_t *pb = NULL;
+    char *pb = NULL;
     size_t pb_len = 0;
     int dfd = -1;
     char assets[4096];
@@ -561,9 +506,9 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if ((st = read_model_pb(dfd, dir, &pb, &pb_len, err)) != RT_OK)
+    if ((st = rt_read_file(dfd, "model.pb", MODEL_PB_MAX, 0, &pb, &pb_len, err)) != RT_OK)
         goto out;
-    if ((st = unpack_def(pb, pb_len, &m->def, err)) != RT_OK)
+    if ((st = unpack_def((const uint8_t *)pb, pb_len, &m->def, err)) != RT_OK)
         goto out;
     if ((st = map_vars(m, dfd, dir, err)) != RT_OK)
         goto out;

@@ -6,6 +6,7 @@
 #include "rt_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,39 +107,18 @@ void rt_vocab_free(rt_vocab *v)
     memset(v, 0, sizeof *v);
 }
 
-
 rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool trim,
                              char ***words, size_t *n_words, rt_err *err)
 {
     rt_status st = RT_OK;
-    FILE *fp = NULL;
     char *text = NULL;
+    size_t size = 0;
     *words = NULL;
     *n_words = 0;
-    if (!(fp = fopen(path, "rb")))
-        return rt_err_set(err, RT_ERR_IO, "%s: %s", path, strerror(errno));
-    if (fseek(fp, 0, SEEK_END) != 0) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: %s", path, strerror(errno));
-        goto out;
-    }
-    long size = ftell(fp);
-    if (size < 0 || (uint64_t)size > VOCAB_MAX_FILE) {
-        st = rt_err_set(err, RT_ERR_LIMIT, "%s: unreadable or larger than %llu bytes", path,
-                        (unsigned long long)VOCAB_MAX_FILE);
-        goto out;
-    }
-    rewind(fp);
-    if (!(text = malloc((size_t)size + 1))) {
-        st = NOMEM(err);
-        goto out;
-    }
-    if (fread(text, 1, (size_t)size, fp) != (size_t)size) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: short read", path);
-        goto out;
-    }
-    text[size] = '\0';
+    if ((st = rt_read_file(AT_FDCWD, path, VOCAB_MAX_FILE, 0, &text, &size, err)) != RT_OK)
+        return st;
     /* A file of `size` bytes has at most size + 1 lines. */
-    size_t cap = want < (size_t)size + 1 ? want : (size_t)size + 1;
+    size_t cap = want < size + 1 ? want : size + 1;
     if (!(*words = calloc(cap ? cap : 1, sizeof **words))) {
         st = NOMEM(err);
         goto out;
@@ -171,7 +151,5 @@ rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool tr
         rt_err_prefix(err, "%s", path);
 out:
     free(text);
-    if (fp)
-        fclose(fp);
     return st;
 }

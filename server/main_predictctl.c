@@ -70,27 +70,6 @@ static int fail(const char *fmt, ...)
     return 1;
 }
 
-static char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    struct stat sb;
-    char *buf = NULL;
-    if (fstat(fileno(f), &sb) == 0 && sb.st_size < (16 << 20) &&
-        (buf = malloc((size_t)sb.st_size + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[sb.st_size] = '\0';
-            *len = (size_t)sb.st_size;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 /* The temp file an edit writes before renaming it over the config. */
 #define TEMP_TAG ".predictctl-"
 
@@ -591,8 +570,10 @@ int main(int argc, char **argv)
         remove_stale_temps(&c);
     }
     /* status and models need the file only to find the daemon. */
-    if (!(c.orig = read_text(c.config, &c.orig_len)) && !(read_only && url)) {
-        r = fail("%s: cannot read: %s (see --config)", c.config, strerror(errno));
+    rt_err rerr;
+    if (rt_read_file(AT_FDCWD, c.config, 16u << 20, 0, &c.orig, &c.orig_len, &rerr) != RT_OK &&
+        !(read_only && url)) {
+        r = fail("%s (see --config)", rerr.msg);
         goto out;
     }
     if ((r = resolve_url(&c, url)) != 0)

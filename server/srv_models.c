@@ -31,6 +31,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -722,38 +723,6 @@ static rt_status scan_base(const char *base, found **fs, size_t *n, rt_err *err)
     return st;
 }
 
-static rt_status read_small_file(const char *path, char **text, size_t *len, rt_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    *text = NULL;
-    if (!f)
-        return rt_err_set(err, RT_ERR_IO, "%s", strerror(errno));
-    rt_status st = RT_OK;
-    struct stat sb;
-    char *buf = NULL;
-    if (fstat(fileno(f), &sb) != 0 || (unsigned long long)sb.st_size > WARMUP_MAX_BYTES) {
-        st = rt_err_set(err, RT_ERR_LIMIT, "larger than %u bytes", WARMUP_MAX_BYTES);
-        goto out;
-    }
-    buf = malloc((size_t)sb.st_size + 1);
-    if (!buf) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    if (sb.st_size && fread(buf, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size) {
-        st = rt_err_set(err, RT_ERR_IO, "short read");
-        goto out;
-    }
-    buf[sb.st_size] = '\0';
-    *len = (size_t)sb.st_size;
-    *text = buf;
-    buf = NULL;
-out:
-    free(buf);
-    fclose(f);
-    return st;
-}
-
 /* Runs the requests of assets.extra/warmup.json: an array of request bodies
  * (predict) or of {"method": "predict|classify|regress", "body": {...}}. */
 static rt_status warmup_file(const rt_model *model, const char *path, rt_ctx *ctx, rt_err *err)
@@ -764,7 +733,7 @@ static rt_status warmup_file(const rt_model *model, const char *path, rt_ctx *ct
     rt_buf out;
     rt_buf_init(&out);
     rt_json_params jp = rt_json_default_params();
-    rt_status st = read_small_file(path, &text, &len, err);
+    rt_status st = rt_read_file(AT_FDCWD, path, WARMUP_MAX_BYTES, 0, &text, &len, err);
     if (st != RT_OK)
         goto out;
     root = cJSON_ParseWithLength(text, len);

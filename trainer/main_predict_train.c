@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,35 +38,6 @@ static void usage(FILE *fp)
           "  --progress auto|bar|lines|quiet\n"
           "  -h, --help\n",
           fp);
-}
-
-static char *read_file(const char *path, rt_err *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        rt_err_set(err, RT_ERR_IO, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    rt_buf b;
-    rt_buf_init(&b);
-    char tmp[65536];
-    size_t k;
-    while ((k = fread(tmp, 1, sizeof tmp, fp)) > 0) {
-        if (rt_buf_append(&b, tmp, k) != 0 || b.len > (64u << 20)) {
-            rt_err_set(err, RT_ERR_LIMIT, "%s: too large or out of memory", path);
-            rt_buf_free(&b);
-            fclose(fp);
-            return NULL;
-        }
-    }
-    int bad = ferror(fp);
-    fclose(fp);
-    if (bad || !b.data) {
-        rt_err_set(err, RT_ERR_IO, "%s: read error or empty file", path);
-        rt_buf_free(&b);
-        return NULL;
-    }
-    return b.data;
 }
 
 static int parse_i64(const char *flag, const char *s, int64_t lo, int64_t *out)
@@ -183,8 +155,8 @@ int main(int argc, char **argv)
     trn_config c;
     trn_config_init(&c);
     cJSON *spec = NULL;
-    char *text = read_file(spec_path, &err);
-    if (!text) {
+    char *text = NULL; /* a pipe is fine too: --spec <(...) */
+    if (rt_read_file(AT_FDCWD, spec_path, 64u << 20, RT_READ_ANY_FILE, &text, NULL, &err)) {
         fprintf(stderr, "predict-train: %s\n", err.msg);
         goto out;
     }

@@ -28,6 +28,7 @@
 #define CKPT_MAGIC "PDCKPT\0\0"
 #define CKPT_VERSION 1u
 #define CKPT_PREFIX "model.ckpt-"
+#define CKPT_MAX_BYTES ((size_t)1 << 40) /* far above any model the trainer holds */
 
 /* Buffered writer that keeps a running CRC. */
 typedef struct wr {
@@ -282,47 +283,6 @@ out:
     return st;
 }
 
-/* Reads a whole file. */
-static rt_status slurp(const char *path, unsigned char **data, size_t *len, rt_err *err)
-{
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    rt_status st = RT_OK;
-    unsigned char *buf = NULL;
-    if (fstat(fd, &sb) != 0 || sb.st_size < 0) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: stat: %s", path, strerror(errno));
-        goto out;
-    }
-    size_t size = (size_t)sb.st_size, off = 0;
-    buf = malloc(size ? size : 1);
-    if (!buf) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    while (off < size) {
-        ssize_t k = read(fd, buf + off, size - off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            st = rt_err_set(err, RT_ERR_IO, "%s: read: %s", path,
-                            k < 0 ? strerror(errno) : "short file");
-            goto out;
-        }
-        off += (size_t)k;
-    }
-    *data = buf;
-    *len = size;
-    buf = NULL;
-out:
-    free(buf);
-    close(fd);
-    return st;
-}
-
 /* Validates a checkpoint image against m; copies it in when apply is set. */
 static rt_status load_image(trn_model *m, const unsigned char *b, size_t len, const char *path,
                             int apply, int64_t *step, rt_err *err)
@@ -409,15 +369,16 @@ rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_
         if (snprintf(path, sizeof path, "%s/" CKPT_PREFIX "%lld", job_dir,
                      (long long)steps[i]) >= (int)sizeof path)
             continue;
-        unsigned char *img;
+        char *img;
         size_t len;
         rt_err e;
-        st = slurp(path, &img, &len, &e);
+        st = rt_read_file(AT_FDCWD, path, CKPT_MAX_BYTES, 0, &img, &len, &e);
         if (st == RT_OK) {
+            const unsigned char *b = (const unsigned char *)img;
             int64_t s;
-            st = load_image(m, img, len, path, 0, &s, &e);
+            st = load_image(m, b, len, path, 0, &s, &e);
             if (st == RT_OK)
-                st = load_image(m, img, len, path, 1, step, &e);
+                st = load_image(m, b, len, path, 1, step, &e);
             free(img);
         }
         if (st == RT_OK)

@@ -6,6 +6,7 @@
 #include "fz_util.h"
 
 #include <cJSON.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +35,6 @@ const char *fz_root(void)
 int fz_read_file(const char *relpath, uint8_t **data, size_t *len)
 {
     char path[4096];
-    uint8_t *buf = NULL;
-    FILE *fp = NULL;
-    int rc = -1;
     *data = NULL;
     *len = 0;
     int w = snprintf(path, sizeof path, "%s/%s", fz_root(), relpath);
@@ -44,32 +42,14 @@ int fz_read_file(const char *relpath, uint8_t **data, size_t *len)
         fprintf(stderr, "fuzz: path too long: %s\n", relpath);
         return -1;
     }
-    fp = fopen(path, "rb");
-    if (!fp) {
-        perror(path);
+    char *text = NULL;
+    rt_err err;
+    if (rt_read_file(AT_FDCWD, path, (size_t)1 << 30, 0, &text, len, &err) != RT_OK) {
+        fprintf(stderr, "fuzz: %s\n", err.msg);
         return -1;
     }
-    if (fseek(fp, 0, SEEK_END) != 0)
-        goto out;
-    long size = ftell(fp);
-    if (size < 0 || fseek(fp, 0, SEEK_SET) != 0)
-        goto out;
-    buf = malloc((size_t)size + 1);
-    if (!buf)
-        goto out;
-    if (size > 0 && fread(buf, 1, (size_t)size, fp) != (size_t)size)
-        goto out;
-    buf[size] = 0;
-    *data = buf;
-    *len = (size_t)size;
-    buf = NULL;
-    rc = 0;
-out:
-    if (rc != 0)
-        fprintf(stderr, "fuzz: cannot read %s\n", path);
-    free(buf);
-    fclose(fp);
-    return rc;
+    *data = (uint8_t *)text;
+    return 0;
 }
 
 const rt_model *fz_model(fz_model_kind kind)

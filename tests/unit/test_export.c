@@ -176,17 +176,11 @@ static void write_file(const char *dir, const char *name, const void *p, size_t 
 
 static size_t read_file(const char *path, uint8_t **out)
 {
-    FILE *fp = fopen(path, "rb");
-    assert_non_null(fp);
-    assert_int_equal(fseek(fp, 0, SEEK_END), 0);
-    long n = ftell(fp);
-    assert_true(n >= 0);
-    rewind(fp);
-    *out = malloc((size_t)n + 1);
-    assert_non_null(*out);
-    assert_int_equal(fread(*out, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    return (size_t)n;
+    char *s = NULL;
+    size_t n = 0;
+    assert_int_equal(rt_read_file(AT_FDCWD, path, 1u << 30, 0, &s, &n, NULL), RT_OK);
+    *out = (uint8_t *)s;
+    return n;
 }
 
 static int exists(const char *dir, const char *name)

@@ -2,6 +2,7 @@
  * columns, feature columns, head, signatures and tensor specs; small specs
  * with one thing wrong are each refused with the key path named; the graph
  * compiled from a ModelDef refuses broken references. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,21 +23,8 @@ static char *read_text(const char *rel)
     const char *root = getenv("PREDICTD_ROOT");
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = '\0';
-    fclose(f);
-    return s;
+    char *s = NULL;
+    return rt_read_file(AT_FDCWD, path, 1u << 26, 0, &s, NULL, NULL) == RT_OK ? s : NULL;
 }
 
 static const char *const train_eval[] = {"train", "eval", NULL};

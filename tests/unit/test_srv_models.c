@@ -11,6 +11,7 @@
  * builtin:linear, builtin:regressor) with random weights from SEED into
  * BASE/VERSION atomically, and prints its path.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,21 +30,8 @@
 
 static char *read_all(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
-    return buf;
+    char *s = NULL;
+    return rt_read_file(AT_FDCWD, path, 1u << 26, 0, &s, NULL, NULL) == RT_OK ? s : NULL;
 }
 
 static const char *builtin_spec(const char *name)

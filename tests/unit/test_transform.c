@@ -4,6 +4,7 @@
  * and without OOV buckets, bucket edges, embedding combiners from the
  * lookup's known table, indicators, defaults and missing inputs, trimming,
  * the DNN input layout, raw batches and memory reuse. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,21 +64,8 @@ static char *read_text(const char *rel)
     const char *root = getenv("PREDICTD_ROOT");
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    rewind(fp);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = '\0';
-    fclose(fp);
-    return s;
+    char *s = NULL;
+    return rt_read_file(AT_FDCWD, path, 1u << 26, 0, &s, NULL, NULL) == RT_OK ? s : NULL;
 }
 
 static fixture *fixture_from_text(const char *text, const char *assets)
@@ -776,7 +764,8 @@ static void test_vocabulary_file(void **state)
     tensors t = {{0}, 0};
     assert_int_not_equal(rt_graph_build(fx->def, lookup, &t, NULL, &g, &err), RT_OK);
     assert_non_null(strstr(err.msg, "cities.txt"));
-    assert_int_equal(rt_graph_build(fx->def, lookup, &t, "/nonexistent", &g, &err), RT_ERR_IO);
+    assert_int_equal(rt_graph_build(fx->def, lookup, &t, "/nonexistent", &g, &err),
+                     RT_ERR_NOTFOUND);
     assert_non_null(strstr(err.msg, "/nonexistent/cities.txt"));
     assert_null(g);
     /* Fewer words than vocabulary_size. */

@@ -4,6 +4,7 @@
  * the same checkpoint bit for bit, checkpoints restore exactly (and a damaged
  * newest one is skipped), a run resumes from --job-dir, exports load in the
  * runtime; and the spec/flags parsing refuses bad input naming the key. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -242,16 +243,10 @@ static void test_learns_regression(void **state)
 /* Reads a whole file into a malloc'd buffer. */
 static unsigned char *slurp(const char *path, size_t *len)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    fseek(fp, 0, SEEK_END);
-    long sz = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)sz + 1);
-    *len = fread(b, 1, (size_t)sz, fp);
-    fclose(fp);
-    return b;
+    char *s = NULL;
+    *len = 0;
+    return rt_read_file(AT_FDCWD, path, 1u << 30, 0, &s, len, NULL) == RT_OK ? (unsigned char *)s
+                                                                           : NULL;
 }
 
 static void test_same_seed_same_model(void **state)
