@@ -25,6 +25,7 @@
 #ifndef PREDICTD_RT_H
 #define PREDICTD_RT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -157,6 +158,52 @@ uint64_t rt_rng_below(rt_rng *r, uint64_t n); /* [0, n), n > 0 */
 struct cJSON;
 rt_status rt_spec_to_modeldef(const struct cJSON *spec, const char *const *other_keys,
                               Predictd__ModelDef **out, rt_err *err);
+
+/* ------------------------------- JSON settings, path-named errors (rt_cfg.c) */
+
+/*
+ * Getters for settings in a cJSON tree (specs, the trainer's sections, the
+ * daemon config): `path` is the enclosing object's path ("" or NULL at the
+ * top, e.g. "estimator" or "models[2]"), `key` the member; errors name both:
+ * "train.batch_size: 0 is out of range [1, 1048576]". A member that is absent
+ * or JSON null leaves *out as it is (the default) unless flags has
+ * RT_CFG_REQUIRED ("path.key: missing (required)"); a wrong type ("expected an
+ * integer, got a string"), a non-finite or out-of-range number is refused
+ * with RT_ERR_INVALID. Strings returned point into the tree. Thread-safe
+ * (the tree is only read).
+ */
+#define RT_CFG_REQUIRED 1
+
+/* "path.key: <printf message>" (either part may be empty) into err;
+ * returns RT_ERR_INVALID. */
+rt_status rt_cfg_fail(rt_err *err, const char *path, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Writes "path.key" (and "[index]" when index >= 0) into buf; returns buf. */
+const char *rt_cfg_path(char *buf, size_t cap, const char *path, const char *key, long index);
+/* "a number", "a string", "a boolean", "null", "a list", "an object". */
+const char *rt_cfg_type_name(const struct cJSON *j);
+/* Refuses obj unless an object, and its members named in neither allowed nor
+ * extra (NULL-terminated lists; extra may be NULL) or given twice. */
+rt_status rt_cfg_check_keys(const struct cJSON *obj, const char *path, const char *const *allowed,
+                         const char *const *extra, rt_err *err);
+rt_status rt_cfg_str(const struct cJSON *o, const char *path, const char *key, int flags,
+                      const char **out, rt_err *err);
+/* An integral number in [lo, hi]. */
+rt_status rt_cfg_int(const struct cJSON *o, const char *path, const char *key, int flags,
+                      int64_t lo, int64_t hi, int64_t *out, rt_err *err);
+/* The same for a value already in hand (a list item: key may be "[3]"-less,
+ * name it in path). */
+rt_status rt_cfg_to_int(const struct cJSON *j, const char *path, const char *key, int64_t lo,
+                     int64_t hi, int64_t *out, rt_err *err);
+/* A finite number in [lo, hi]. */
+rt_status rt_cfg_num(const struct cJSON *o, const char *path, const char *key, int flags,
+                      double lo, double hi, double *out, rt_err *err);
+rt_status rt_cfg_bool(const struct cJSON *o, const char *path, const char *key, int flags,
+                       bool *out, rt_err *err);
+rt_status rt_cfg_array(const struct cJSON *o, const char *path, const char *key, int flags,
+                        const struct cJSON **out, rt_err *err);
+rt_status rt_cfg_object(const struct cJSON *o, const char *path, const char *key, int flags,
+                         const struct cJSON **out, rt_err *err);
 
 /* Frees a ModelDef built by rt_spec_to_modeldef, unpacked from model.pb, or
  * built by hand with malloc'd fields. NULL is fine. */

@@ -25,10 +25,10 @@ static rt_status parse_columns(spec_ctx *s, const cJSON *arr)
     Predictd__ModelDef *def = s->def;
     int n = cJSON_GetArraySize(arr);
     if (n <= 0)
-        return spec_fail(err, "", "columns", "must list at least one column");
+        return rt_cfg_fail(err, "", "columns", "must list at least one column");
     if (n > RT_SPEC_MAX_ITEMS)
-        return spec_fail(err, "", "columns", "too many columns (%d, limit %d)", n,
-                         RT_SPEC_MAX_ITEMS);
+        return rt_cfg_fail(err, "", "columns", "too many columns (%d, limit %d)", n,
+                           RT_SPEC_MAX_ITEMS);
     def->raw_columns = calloc((size_t)n, sizeof *def->raw_columns);
     if (!def->raw_columns)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
@@ -38,19 +38,19 @@ static rt_status parse_columns(spec_ctx *s, const cJSON *arr)
         char path[64];
         snprintf(path, sizeof path, "columns[%d]", i);
         if (!cJSON_IsObject(c))
-            return spec_fail(err, path, "", "expected an object, got %s", spec_type_name(c));
-        rt_status st = spec_check_keys(c, path, keys, NULL, err);
+            return rt_cfg_fail(err, path, "", "expected an object, got %s", rt_cfg_type_name(c));
+        rt_status st = rt_cfg_check_keys(c, path, keys, NULL, err);
         const char *name = NULL, *type = NULL;
         if (!st)
-            st = spec_get_str(c, path, "name", true, &name, err);
+            st = rt_cfg_str(c, path, "name", RT_CFG_REQUIRED, &name, err);
         if (!st)
             st = spec_check_name(name, path, "name", err);
         if (!st)
-            st = spec_get_str(c, path, "type", true, &type, err);
+            st = rt_cfg_str(c, path, "type", RT_CFG_REQUIRED, &type, err);
         if (st)
             return st;
         if (spec_find_raw(def, name) >= 0)
-            return spec_fail(err, path, "name", "column \"%s\" is listed twice", name);
+            return rt_cfg_fail(err, path, "name", "column \"%s\" is listed twice", name);
         Predictd__RawColumn *rc = malloc(sizeof *rc);
         if (!rc)
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
@@ -64,8 +64,8 @@ static rt_status parse_columns(spec_ctx *s, const cJSON *arr)
         } else if (strcmp(type, "string") == 0) {
             rc->dtype = PREDICTD__DTYPE__DT_STRING;
         } else {
-            return spec_fail(err, path, "type", "\"%.64s\" is not one of int, float, string",
-                             type);
+            return rt_cfg_fail(err, path, "type", "\"%.64s\" is not one of int, float, string",
+                               type);
         }
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "default");
         if (!d)
@@ -73,18 +73,19 @@ static rt_status parse_columns(spec_ctx *s, const cJSON *arr)
         rc->has_default = true;
         if (rc->dtype == PREDICTD__DTYPE__DT_STRING) {
             if (!cJSON_IsString(d))
-                return spec_fail(err, path, "default", "expected a string, got %s",
-                                 spec_type_name(d));
+                return rt_cfg_fail(err, path, "default", "expected a string, got %s",
+                                   rt_cfg_type_name(d));
             if (!(rc->default_string = spec_dup_trimmed(d->valuestring, s->trim)))
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         } else if (rc->is_int) {
             int64_t v = 0;
-            if ((st = spec_num_to_int(d, path, "default", -(INT64_C(1) << 53), INT64_C(1) << 53, &v,
-                                 err)))
+            if ((st = rt_cfg_to_int(d, path, "default", -(INT64_C(1) << 53), INT64_C(1) << 53, &v,
+                                    err)))
                 return st;
             rc->default_number = (double)v;
         } else {
-            if ((st = spec_get_num(c, path, "default", true, &rc->default_number, err)))
+            if ((st = rt_cfg_num(c, path, "default", RT_CFG_REQUIRED, -RT_SPEC_MAX_F32,
+                                 RT_SPEC_MAX_F32, &rc->default_number, err)))
                 return st;
         }
     }
@@ -97,26 +98,26 @@ static rt_status parse_label(spec_ctx *s, const cJSON *lab)
     Predictd__ModelDef *def = s->def;
     static const char *const keys[] = {"column", "vocabulary", NULL};
     if (!cJSON_IsObject(lab))
-        return spec_fail(err, "", "label", "expected an object, got %s", spec_type_name(lab));
+        return rt_cfg_fail(err, "", "label", "expected an object, got %s", rt_cfg_type_name(lab));
     const char *col = NULL;
     const cJSON *voc = NULL;
-    rt_status st = spec_check_keys(lab, "label", keys, NULL, err);
+    rt_status st = rt_cfg_check_keys(lab, "label", keys, NULL, err);
     if (!st)
-        st = spec_get_str(lab, "label", "column", true, &col, err);
+        st = rt_cfg_str(lab, "label", "column", RT_CFG_REQUIRED, &col, err);
     if (!st)
-        st = spec_get_array(lab, "label", "vocabulary", false, &voc, err);
+        st = rt_cfg_array(lab, "label", "vocabulary", 0, &voc, err);
     if (st)
         return st;
     long r = spec_find_raw(def, col);
     if (r < 0)
-        return spec_fail(err, "label", "column", "\"%.64s\" is not one of the columns", col);
+        return rt_cfg_fail(err, "label", "column", "\"%.64s\" is not one of the columns", col);
     def->raw_columns[r]->is_label = true;
     if (!voc)
         return RT_OK;
     int n = cJSON_GetArraySize(voc);
     if (n < 2 || n > RT_SPEC_MAX_ITEMS)
-        return spec_fail(err, "label", "vocabulary", "must list 2..%d classes, got %d",
-                         RT_SPEC_MAX_ITEMS, n);
+        return rt_cfg_fail(err, "label", "vocabulary", "must list 2..%d classes, got %d",
+                           RT_SPEC_MAX_ITEMS, n);
     if (!(def->head->label_vocabulary = calloc((size_t)n, sizeof(char *))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     int i = 0;
@@ -124,17 +125,17 @@ static rt_status parse_label(spec_ctx *s, const cJSON *lab)
         char key[48];
         snprintf(key, sizeof key, "vocabulary[%d]", i);
         if (!cJSON_IsString(w))
-            return spec_fail(err, "label", key, "expected a string, got %s", spec_type_name(w));
+            return rt_cfg_fail(err, "label", key, "expected a string, got %s", rt_cfg_type_name(w));
         char *t = spec_dup_trimmed(w->valuestring, s->trim);
         if (!t)
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         Predictd__Head *h = def->head;
         h->label_vocabulary[h->n_label_vocabulary++] = t;
         if (*t == '\0')
-            return spec_fail(err, "label", key, "must not be empty");
+            return rt_cfg_fail(err, "label", key, "must not be empty");
         for (size_t k = 0; k + 1 < h->n_label_vocabulary; k++)
             if (strcmp(h->label_vocabulary[k], t) == 0)
-                return spec_fail(err, "label", key, "\"%.64s\" is listed twice", t);
+                return rt_cfg_fail(err, "label", key, "\"%.64s\" is listed twice", t);
     }
     return RT_OK;
 }
@@ -146,13 +147,13 @@ static rt_status parse_unused(spec_ctx *s, const cJSON *arr)
         char key[48];
         snprintf(key, sizeof key, "unused_columns[%d]", i);
         if (!cJSON_IsString(c))
-            return spec_fail(s->err, "", key, "expected a string, got %s", spec_type_name(c));
+            return rt_cfg_fail(s->err, "", key, "expected a string, got %s", rt_cfg_type_name(c));
         long r = spec_find_raw(s->def, c->valuestring);
         if (r < 0)
-            return spec_fail(s->err, "", key, "\"%.64s\" is not one of the columns",
-                             c->valuestring);
+            return rt_cfg_fail(s->err, "", key, "\"%.64s\" is not one of the columns",
+                               c->valuestring);
         if (s->def->raw_columns[r]->is_label)
-            return spec_fail(s->err, "", key, "\"%.64s\" is the label column", c->valuestring);
+            return rt_cfg_fail(s->err, "", key, "\"%.64s\" is the label column", c->valuestring);
         s->def->raw_columns[r]->unused = true;
     }
     return RT_OK;
@@ -167,14 +168,14 @@ static rt_status parse_export(spec_ctx *s, const cJSON *ex)
     const char *name = "model", *format = "JSON";
     const cJSON *exporters = NULL;
     if (!cJSON_IsObject(ex))
-        return spec_fail(err, "", "export", "expected an object, got %s", spec_type_name(ex));
-    rt_status st = spec_check_keys(ex, "export", keys, NULL, err);
+        return rt_cfg_fail(err, "", "export", "expected an object, got %s", rt_cfg_type_name(ex));
+    rt_status st = rt_cfg_check_keys(ex, "export", keys, NULL, err);
     if (!st)
-        st = spec_get_str(ex, "export", "name", false, &name, err);
+        st = rt_cfg_str(ex, "export", "name", 0, &name, err);
     if (!st)
-        st = spec_get_str(ex, "export", "format", false, &format, err);
+        st = rt_cfg_str(ex, "export", "format", 0, &format, err);
     if (!st)
-        st = spec_get_array(ex, "export", "exporters", false, &exporters, err);
+        st = rt_cfg_array(ex, "export", "exporters", 0, &exporters, err);
     if (!st)
         st = spec_check_name(name, "export", "name", err);
     if (st)
@@ -186,8 +187,8 @@ static rt_status parse_export(spec_ctx *s, const cJSON *ex)
     else if (strcmp(format, "EXAMPLE") == 0)
         s->def->receiver = PREDICTD__RECEIVER__RECEIVER_EXAMPLE;
     else
-        return spec_fail(err, "export", "format", "\"%.32s\" is not one of JSON, CSV, EXAMPLE",
-                         format);
+        return rt_cfg_fail(err, "export", "format", "\"%.32s\" is not one of JSON, CSV, EXAMPLE",
+                           format);
     if (s->def->model_name != protobuf_c_empty_string)
         free(s->def->model_name);
     if (!(s->def->model_name = spec_strndup(name, strlen(name))))
@@ -210,9 +211,9 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
     *out = NULL;
     if (!spec || !cJSON_IsObject(spec))
         return rt_err_set(err, RT_ERR_INVALID, "spec: expected a JSON object");
-    if ((st = spec_check_keys(spec, "", keys, other_keys, err)))
+    if ((st = rt_cfg_check_keys(spec, "", keys, other_keys, err)))
         return st;
-    if ((st = spec_get_bool(spec, "", "trim_strings", &s.trim, err)))
+    if ((st = rt_cfg_bool(spec, "", "trim_strings", 0, &s.trim, err)))
         return st;
 
     Predictd__ModelDef *def = malloc(sizeof *def);
@@ -240,25 +241,25 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
     const cJSON *label = cJSON_GetObjectItemCaseSensitive(spec, "label");
     const cJSON *est = cJSON_GetObjectItemCaseSensitive(spec, "estimator");
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(spec, "export");
-    if ((st = spec_get_array(spec, "", "columns", true, &cols, err)) ||
+    if ((st = rt_cfg_array(spec, "", "columns", RT_CFG_REQUIRED, &cols, err)) ||
         (st = parse_columns(&s, cols)))
         goto out;
     if (!label) {
-        st = spec_fail(err, "", "label", "missing (required)");
+        st = rt_cfg_fail(err, "", "label", "missing (required)");
         goto out;
     }
     if ((st = parse_label(&s, label)))
         goto out;
-    if ((st = spec_get_array(spec, "", "unused_columns", false, &unused, err)) ||
+    if ((st = rt_cfg_array(spec, "", "unused_columns", 0, &unused, err)) ||
         (unused && (st = parse_unused(&s, unused))))
         goto out;
-    if ((st = spec_get_array(spec, "", "feature_columns", true, &fcs, err)) ||
+    if ((st = rt_cfg_array(spec, "", "feature_columns", RT_CFG_REQUIRED, &fcs, err)) ||
         (st = spec_parse_feature_columns(&s, fcs)))
         goto out;
     if (ex && (st = parse_export(&s, ex)))
         goto out;
     if (!est) {
-        st = spec_fail(err, "", "estimator", "missing (required)");
+        st = rt_cfg_fail(err, "", "estimator", "missing (required)");
         goto out;
     }
     if ((st = spec_parse_estimator(&s, est)))

@@ -54,17 +54,17 @@ static rt_status fc_raw_key(spec_ctx *s, const cJSON *c, const char *path, const
                             Predictd__FeatureColumn *fc)
 {
     const char *k = NULL;
-    rt_status st = spec_get_str(c, path, key, true, &k, s->err);
+    rt_status st = rt_cfg_str(c, path, key, RT_CFG_REQUIRED, &k, s->err);
     if (st)
         return st;
     long r = spec_find_raw(s->def, k);
     if (r < 0)
-        return spec_fail(s->err, path, key, "\"%.64s\" is not one of the columns", k);
+        return rt_cfg_fail(s->err, path, key, "\"%.64s\" is not one of the columns", k);
     const Predictd__RawColumn *rc = s->def->raw_columns[r];
     if (rc->is_label)
-        return spec_fail(s->err, path, key, "\"%.64s\" is the label column", k);
+        return rt_cfg_fail(s->err, path, key, "\"%.64s\" is the label column", k);
     if (rc->unused)
-        return spec_fail(s->err, path, key, "\"%.64s\" is listed in unused_columns", k);
+        return rt_cfg_fail(s->err, path, key, "\"%.64s\" is listed in unused_columns", k);
     if (!(fc->key = spec_strndup(k, strlen(k))))
         return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     return RT_OK;
@@ -74,7 +74,7 @@ static rt_status fc_categorical_ref(spec_ctx *s, const cJSON *c, const char *pat
                                     Predictd__FeatureColumn *fc)
 {
     const char *k = NULL;
-    rt_status st = spec_get_str(c, path, "categorical_column", true, &k, s->err);
+    rt_status st = rt_cfg_str(c, path, "categorical_column", RT_CFG_REQUIRED, &k, s->err);
     if (st)
         return st;
     if (!(fc->categorical_column = spec_strndup(k, strlen(k))))
@@ -91,12 +91,12 @@ static rt_status fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
         return st;
     const Predictd__RawColumn *rc = s->def->raw_columns[spec_find_raw(s->def, fc->key)];
     if (rc->dtype != PREDICTD__DTYPE__DT_FLOAT)
-        return spec_fail(err, path, "key",
-                         "\"%.64s\" is a string column; numeric_column needs an int or float "
-                         "column",
-                         fc->key);
+        return rt_cfg_fail(err, path, "key",
+                           "\"%.64s\" is a string column; numeric_column needs an int or float "
+                           "column",
+                           fc->key);
     int64_t shape = 1;
-    if ((st = spec_get_int(c, path, "shape", false, 1, RT_SPEC_MAX_WIDTH, &shape, err)))
+    if ((st = rt_cfg_int(c, path, "shape", 0, 1, RT_SPEC_MAX_WIDTH, &shape, err)))
         return st;
     fc->shape = (uint32_t)shape;
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "default_value");
@@ -106,25 +106,26 @@ static rt_status fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
         fc->n_default_value = (size_t)shape;
         if (cJSON_IsNumber(d)) {
             double v = 0;
-            if ((st = spec_get_num(c, path, "default_value", true, &v, err)))
+            if ((st = rt_cfg_num(c, path, "default_value", RT_CFG_REQUIRED, -RT_SPEC_MAX_F32,
+                                 RT_SPEC_MAX_F32, &v, err)))
                 return st;
             for (int64_t k = 0; k < shape; k++)
                 fc->default_value[k] = (float)v;
         } else if (cJSON_IsArray(d)) {
             if (cJSON_GetArraySize(d) != shape)
-                return spec_fail(err, path, "default_value", "has %d values but shape is %lld",
-                                 cJSON_GetArraySize(d), (long long)shape);
+                return rt_cfg_fail(err, path, "default_value", "has %d values but shape is %lld",
+                                   cJSON_GetArraySize(d), (long long)shape);
             int k = 0;
             for (const cJSON *v = d->child; v; v = v->next, k++) {
                 if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-                    return spec_fail(err, path, "default_value",
-                                     "item %d: expected a finite number, got %s", k,
-                                     spec_type_name(v));
+                    return rt_cfg_fail(err, path, "default_value",
+                                       "item %d: expected a finite number, got %s", k,
+                                       rt_cfg_type_name(v));
                 fc->default_value[k] = (float)v->valuedouble;
             }
         } else {
-            return spec_fail(err, path, "default_value", "expected a number or a list, got %s",
-                             spec_type_name(d));
+            return rt_cfg_fail(err, path, "default_value", "expected a number or a list, got %s",
+                               rt_cfg_type_name(d));
         }
     }
     const cJSON *nz = cJSON_GetObjectItemCaseSensitive(c, "normalizer");
@@ -133,14 +134,16 @@ static rt_status fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
         snprintf(npath, sizeof npath, "%s.normalizer", path);
         static const char *const nkeys[] = {"mean", "std", NULL};
         if (!cJSON_IsObject(nz))
-            return spec_fail(err, path, "normalizer", "expected an object {\"mean\", \"std\"}");
+            return rt_cfg_fail(err, path, "normalizer", "expected an object {\"mean\", \"std\"}");
         double mean = 0, sd = 1;
-        if ((st = spec_check_keys(nz, npath, nkeys, NULL, err)) ||
-            (st = spec_get_num(nz, npath, "mean", true, &mean, err)) ||
-            (st = spec_get_num(nz, npath, "std", true, &sd, err)))
+        if ((st = rt_cfg_check_keys(nz, npath, nkeys, NULL, err)) ||
+            (st = rt_cfg_num(nz, npath, "mean", RT_CFG_REQUIRED, -RT_SPEC_MAX_F32, RT_SPEC_MAX_F32,
+                             &mean, err)) ||
+            (st = rt_cfg_num(nz, npath, "std", RT_CFG_REQUIRED, -RT_SPEC_MAX_F32, RT_SPEC_MAX_F32,
+                             &sd, err)))
             return st;
         if (!(sd > 0))
-            return spec_fail(err, npath, "std", "must be greater than 0");
+            return rt_cfg_fail(err, npath, "std", "must be greater than 0");
         fc->has_normalizer = true;
         fc->norm_mean = (float)mean;
         fc->norm_std = (float)sd;
@@ -154,29 +157,30 @@ static rt_status fc_bucketized(spec_ctx *s, const cJSON *c, const char *path,
     rt_err *err = s->err;
     const char *src = NULL;
     const cJSON *b = NULL;
-    rt_status st = spec_get_str(c, path, "source", true, &src, err);
+    rt_status st = rt_cfg_str(c, path, "source", RT_CFG_REQUIRED, &src, err);
     if (!st)
-        st = spec_get_array(c, path, "boundaries", true, &b, err);
+        st = rt_cfg_array(c, path, "boundaries", RT_CFG_REQUIRED, &b, err);
     if (st)
         return st;
     if (!(fc->source = spec_strndup(src, strlen(src))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     int n = cJSON_GetArraySize(b);
     if (n < 1 || n > RT_SPEC_MAX_ITEMS)
-        return spec_fail(err, path, "boundaries", "must list 1..%d numbers, got %d",
-                         RT_SPEC_MAX_ITEMS, n);
+        return rt_cfg_fail(err, path, "boundaries", "must list 1..%d numbers, got %d",
+                           RT_SPEC_MAX_ITEMS, n);
     if (!(fc->boundaries = calloc((size_t)n, sizeof(float))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     int i = 0;
     for (const cJSON *v = b->child; v; v = v->next, i++) {
-        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 3.4e38)
-            return spec_fail(err, path, "boundaries", "item %d: expected a finite number, got %s",
-                             i, spec_type_name(v));
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+            fabs(v->valuedouble) > RT_SPEC_MAX_F32)
+            return rt_cfg_fail(err, path, "boundaries", "item %d: expected a finite number, got %s",
+                               i, rt_cfg_type_name(v));
         float f = (float)v->valuedouble;
         if (i > 0 && !(f > fc->boundaries[i - 1]))
-            return spec_fail(err, path, "boundaries",
-                             "must be strictly increasing (item %d, %g, follows %g)", i,
-                             (double)f, (double)fc->boundaries[i - 1]);
+            return rt_cfg_fail(err, path, "boundaries",
+                               "must be strictly increasing (item %d, %g, follows %g)", i,
+                               (double)f, (double)fc->boundaries[i - 1]);
         fc->boundaries[fc->n_boundaries++] = f;
     }
     return RT_OK;
@@ -187,15 +191,15 @@ static rt_status fc_vocab_common(spec_ctx *s, const cJSON *c, const char *path,
                                  Predictd__FeatureColumn *fc, int64_t vocab_size)
 {
     int64_t oov = 0, dflt = -1;
-    rt_status st = spec_get_int(c, path, "num_oov_buckets", false, 0, RT_SPEC_MAX_BUCKETS, &oov,
-                           s->err);
+    rt_status st = rt_cfg_int(c, path, "num_oov_buckets", 0, 0, RT_SPEC_MAX_BUCKETS, &oov,
+                              s->err);
     if (!st)
-        st = spec_get_int(c, path, "default_value", false, -1, vocab_size - 1, &dflt, s->err);
+        st = rt_cfg_int(c, path, "default_value", 0, -1, vocab_size - 1, &dflt, s->err);
     if (st)
         return st;
     if (oov > 0 && dflt != -1)
-        return spec_fail(s->err, path, "default_value",
-                         "can't be given together with num_oov_buckets > 0");
+        return rt_cfg_fail(s->err, path, "default_value",
+                           "can't be given together with num_oov_buckets > 0");
     fc->num_oov_buckets = oov;
     fc->default_id = dflt;
     return RT_OK;
@@ -208,13 +212,13 @@ static rt_status fc_vocab_list(spec_ctx *s, const cJSON *c, const char *path,
     const cJSON *voc = NULL;
     rt_status st = fc_raw_key(s, c, path, "key", fc);
     if (!st)
-        st = spec_get_array(c, path, "vocabulary_list", true, &voc, err);
+        st = rt_cfg_array(c, path, "vocabulary_list", RT_CFG_REQUIRED, &voc, err);
     if (st)
         return st;
     int n = cJSON_GetArraySize(voc);
     if (n < 1 || n > RT_SPEC_MAX_VOCAB)
-        return spec_fail(err, path, "vocabulary_list", "must list 1..%d words, got %d",
-                         RT_SPEC_MAX_VOCAB, n);
+        return rt_cfg_fail(err, path, "vocabulary_list", "must list 1..%d words, got %d",
+                           RT_SPEC_MAX_VOCAB, n);
     if (!(fc->vocabulary = calloc((size_t)n, sizeof(char *))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rt_vocab seen = {0};
@@ -229,8 +233,9 @@ static rt_status fc_vocab_list(spec_ctx *s, const cJSON *c, const char *path,
             snprintf(num, sizeof num, "%lld", (long long)w->valuedouble);
             t = spec_strndup(num, strlen(num));
         } else {
-            st = spec_fail(err, path, "vocabulary_list",
-                           "item %d: expected a string or an integer, got %s", i, spec_type_name(w));
+            st = rt_cfg_fail(err, path, "vocabulary_list",
+                             "item %d: expected a string or an integer, got %s", i,
+                             rt_cfg_type_name(w));
             goto out;
         }
         if (!t) {
@@ -259,16 +264,17 @@ static rt_status fc_vocab_file(spec_ctx *s, const cJSON *c, const char *path,
     int64_t size = 0;
     rt_status st = fc_raw_key(s, c, path, "key", fc);
     if (!st)
-        st = spec_get_str(c, path, "vocabulary_file", true, &file, err);
+        st = rt_cfg_str(c, path, "vocabulary_file", RT_CFG_REQUIRED, &file, err);
     if (!st)
-        st = spec_get_int(c, path, "vocabulary_size", true, 1, RT_SPEC_MAX_VOCAB, &size, err);
+        st = rt_cfg_int(c, path, "vocabulary_size", RT_CFG_REQUIRED, 1, RT_SPEC_MAX_VOCAB, &size,
+                        err);
     if (st)
         return st;
     if (!rt_asset_path_ok(file))
-        return spec_fail(err, path, "vocabulary_file",
-                         "\"%.64s\" must be a relative path inside assets/ (no \"..\", no "
-                         "leading /)",
-                         file);
+        return rt_cfg_fail(err, path, "vocabulary_file",
+                           "\"%.64s\" must be a relative path inside assets/ (no \"..\", no "
+                           "leading /)",
+                           file);
     if (!(fc->vocabulary_file = spec_strndup(file, strlen(file))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     fc->vocabulary_size = size;
@@ -281,14 +287,15 @@ static rt_status fc_hash(spec_ctx *s, const cJSON *c, const char *path,
     int64_t size = 0;
     rt_status st = fc_raw_key(s, c, path, "key", fc);
     if (!st)
-        st = spec_get_int(c, path, "hash_bucket_size", true, 1, RT_SPEC_MAX_BUCKETS, &size, s->err);
+        st = rt_cfg_int(c, path, "hash_bucket_size", RT_CFG_REQUIRED, 1, RT_SPEC_MAX_BUCKETS,
+                        &size, s->err);
     if (st)
         return st;
     const Predictd__RawColumn *rc = s->def->raw_columns[spec_find_raw(s->def, fc->key)];
     if (rc->dtype == PREDICTD__DTYPE__DT_FLOAT && !rc->is_int)
-        return spec_fail(s->err, path, "key",
-                         "\"%.64s\" is a float column; hash buckets need a string or int column",
-                         fc->key);
+        return rt_cfg_fail(s->err, path, "key",
+                           "\"%.64s\" is a float column; hash buckets need a string or int column",
+                           fc->key);
     fc->hash_bucket_size = size;
     return RT_OK;
 }
@@ -333,9 +340,10 @@ static rt_status fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
     rt_err *err = s->err;
     const cJSON *keys = NULL;
     int64_t size = 0;
-    rt_status st = spec_get_array(c, path, "keys", true, &keys, err);
+    rt_status st = rt_cfg_array(c, path, "keys", RT_CFG_REQUIRED, &keys, err);
     if (!st)
-        st = spec_get_int(c, path, "hash_bucket_size", true, 1, RT_SPEC_MAX_BUCKETS, &size, err);
+        st = rt_cfg_int(c, path, "hash_bucket_size", RT_CFG_REQUIRED, 1, RT_SPEC_MAX_BUCKETS,
+                        &size, err);
     if (st)
         return st;
     fc->hash_bucket_size = size;
@@ -347,22 +355,22 @@ static rt_status fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
             char *end = NULL;
             v = strtoull(hk->valuestring, &end, 0);
             if (!*hk->valuestring || *end)
-                return spec_fail(err, path, "hash_key", "\"%.64s\" is not an integer",
-                                 hk->valuestring);
+                return rt_cfg_fail(err, path, "hash_key", "\"%.64s\" is not an integer",
+                                   hk->valuestring);
         } else {
             int64_t iv = 0;
-            if ((st = spec_num_to_int(hk, path, "hash_key", 0, INT64_C(1) << 53, &iv, err)))
+            if ((st = rt_cfg_to_int(hk, path, "hash_key", 0, INT64_C(1) << 53, &iv, err)))
                 return st;
             v = (uint64_t)iv;
         }
         if (v == 0)
-            return spec_fail(err, path, "hash_key", "must not be 0");
+            return rt_cfg_fail(err, path, "hash_key", "must not be 0");
         fc->hash_key = v;
     }
     int n = cJSON_GetArraySize(keys);
     if (n < 2 || n > RT_SPEC_MAX_CROSS)
-        return spec_fail(err, path, "keys", "must list 2..%d keys, got %d", RT_SPEC_MAX_CROSS,
-                         n);
+        return rt_cfg_fail(err, path, "keys", "must list 2..%d keys, got %d", RT_SPEC_MAX_CROSS,
+                           n);
     if (!(fc->cross_keys = calloc((size_t)n, sizeof *fc->cross_keys)))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     int i = 0;
@@ -377,32 +385,32 @@ static rt_status fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
         if (cJSON_IsString(k)) {
             long r = spec_find_raw(s->def, k->valuestring);
             if (r < 0)
-                return spec_fail(err, kp, "", "\"%.64s\" is not one of the columns",
-                                 k->valuestring);
+                return rt_cfg_fail(err, kp, "", "\"%.64s\" is not one of the columns",
+                                   k->valuestring);
             const Predictd__RawColumn *rc = s->def->raw_columns[r];
             if (rc->is_label || rc->unused)
-                return spec_fail(err, kp, "", "\"%.64s\" is the label or an unused column",
-                                 k->valuestring);
+                return rt_cfg_fail(err, kp, "", "\"%.64s\" is the label or an unused column",
+                                   k->valuestring);
             if (rc->dtype == PREDICTD__DTYPE__DT_FLOAT && !rc->is_int)
-                return spec_fail(err, kp, "",
-                                 "\"%.64s\" is a float column; bucketize it and cross "
-                                 "{\"column\": ...}",
-                                 k->valuestring);
+                return rt_cfg_fail(err, kp, "",
+                                   "\"%.64s\" is a float column; bucketize it and cross "
+                                   "{\"column\": ...}",
+                                   k->valuestring);
             if (!(ck->raw_key = spec_strndup(k->valuestring, strlen(k->valuestring))))
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         } else if (cJSON_IsObject(k)) {
             static const char *const ckeys[] = {"column", NULL};
             const char *col = NULL;
-            if ((st = spec_check_keys(k, kp, ckeys, NULL, err)) ||
-                (st = spec_get_str(k, kp, "column", true, &col, err)))
+            if ((st = rt_cfg_check_keys(k, kp, ckeys, NULL, err)) ||
+                (st = rt_cfg_str(k, kp, "column", RT_CFG_REQUIRED, &col, err)))
                 return st;
             if (!(ck->column = spec_strndup(col, strlen(col))))
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         } else {
-            return spec_fail(err, kp, "",
-                             "expected a column name or {\"column\": \"<feature column>\"}, "
-                             "got %s",
-                             spec_type_name(k));
+            return rt_cfg_fail(err, kp, "",
+                               "expected a column name or {\"column\": \"<feature column>\"}, "
+                               "got %s",
+                               rt_cfg_type_name(k));
         }
     }
     return RT_OK;
@@ -417,11 +425,11 @@ static rt_status fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
     double max_norm = 0;
     rt_status st = fc_categorical_ref(s, c, path, fc);
     if (!st)
-        st = spec_get_int(c, path, "dimension", true, 1, RT_SPEC_MAX_WIDTH, &dim, err);
+        st = rt_cfg_int(c, path, "dimension", RT_CFG_REQUIRED, 1, RT_SPEC_MAX_WIDTH, &dim, err);
     if (!st)
-        st = spec_get_str(c, path, "combiner", false, &comb, err);
+        st = rt_cfg_str(c, path, "combiner", 0, &comb, err);
     if (!st)
-        st = spec_get_num(c, path, "max_norm", false, &max_norm, err);
+        st = rt_cfg_num(c, path, "max_norm", 0, -RT_SPEC_MAX_F32, RT_SPEC_MAX_F32, &max_norm, err);
     if (st)
         return st;
     fc->dimension = (uint32_t)dim;
@@ -432,9 +440,9 @@ static rt_status fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
     else if (strcmp(comb, "sqrtn") == 0)
         fc->combiner = PREDICTD__COMBINER__COMBINER_SQRTN;
     else
-        return spec_fail(err, path, "combiner", "\"%.32s\" is not one of mean, sum, sqrtn", comb);
+        return rt_cfg_fail(err, path, "combiner", "\"%.32s\" is not one of mean, sum, sqrtn", comb);
     if (max_norm < 0)
-        return spec_fail(err, path, "max_norm", "must be greater than 0");
+        return rt_cfg_fail(err, path, "max_norm", "must be greater than 0");
     fc->max_norm = (float)max_norm;
     return RT_OK;
 }
@@ -444,7 +452,7 @@ static rt_status fc_default_name(spec_ctx *s, const cJSON *c, const char *path,
                                  Predictd__FeatureColumn *fc)
 {
     const char *name = NULL;
-    rt_status st = spec_get_str(c, path, "name", false, &name, s->err);
+    rt_status st = rt_cfg_str(c, path, "name", 0, &name, s->err);
     if (st)
         return st;
     char buf[RT_SPEC_MAX_NAME * 2 + 32];
@@ -475,7 +483,7 @@ static rt_status fc_default_name(spec_ctx *s, const cJSON *c, const char *path,
     }
     st = spec_check_name(name, path, "name", s->err);
     if (!st && spec_find_fc(s->def, name) >= 0)
-        st = spec_fail(s->err, path, "name", "feature column \"%s\" is defined twice", name);
+        st = rt_cfg_fail(s->err, path, "name", "feature column \"%s\" is defined twice", name);
     if (!st && !(fc->name = spec_strndup(name, strlen(name))))
         st = rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     free(owned);
@@ -487,23 +495,23 @@ static rt_status parse_feature_column(spec_ctx *s, const cJSON *c, const char *p
     rt_err *err = s->err;
     Predictd__ModelDef *def = s->def;
     if (!cJSON_IsObject(c))
-        return spec_fail(err, path, "", "expected an object, got %s", spec_type_name(c));
+        return rt_cfg_fail(err, path, "", "expected an object, got %s", rt_cfg_type_name(c));
     const char *type = NULL;
-    rt_status st = spec_get_str(c, path, "type", true, &type, err);
+    rt_status st = rt_cfg_str(c, path, "type", RT_CFG_REQUIRED, &type, err);
     if (st)
         return st;
     size_t k = 0;
     while (k < N_FC_KINDS && strcmp(fc_kinds[k].name, type) != 0)
         k++;
     if (k == N_FC_KINDS)
-        return spec_fail(err, path, "type",
-                         "\"%.64s\" is not a feature column type (numeric_column, "
-                         "bucketized_column, categorical_column_with_vocabulary_list, "
-                         "categorical_column_with_vocabulary_file, "
-                         "categorical_column_with_hash_bucket, crossed_column, "
-                         "embedding_column, indicator_column)",
-                         type);
-    if ((st = spec_check_keys(c, path, fc_kinds[k].keys, NULL, err)))
+        return rt_cfg_fail(err, path, "type",
+                           "\"%.64s\" is not a feature column type (numeric_column, "
+                           "bucketized_column, categorical_column_with_vocabulary_list, "
+                           "categorical_column_with_vocabulary_file, "
+                           "categorical_column_with_hash_bucket, crossed_column, "
+                           "embedding_column, indicator_column)",
+                           type);
+    if ((st = rt_cfg_check_keys(c, path, fc_kinds[k].keys, NULL, err)))
         return st;
     Predictd__FeatureColumn *fc = malloc(sizeof *fc);
     if (!fc)
@@ -522,7 +530,7 @@ static rt_status parse_feature_column(spec_ctx *s, const cJSON *c, const char *p
     case PREDICTD__COLUMN_TYPE__CROSSED: st = fc_crossed(s, c, path, fc); break;
     case PREDICTD__COLUMN_TYPE__EMBEDDING: st = fc_embedding(s, c, path, fc); break;
     case PREDICTD__COLUMN_TYPE__INDICATOR: st = fc_categorical_ref(s, c, path, fc); break;
-    default: st = spec_fail(err, path, "type", "unsupported"); break;
+    default: st = rt_cfg_fail(err, path, "type", "unsupported"); break;
     }
     if (!st)
         st = fc_default_name(s, c, path, fc);
@@ -546,8 +554,8 @@ static rt_status resolve_feature_column(spec_ctx *s, size_t i)
     if (fc->type == PREDICTD__COLUMN_TYPE__BUCKETIZED) {
         long r = spec_find_fc(def, fc->source);
         if (r < 0 || def->feature_columns[r]->type != PREDICTD__COLUMN_TYPE__NUMERIC)
-            return spec_fail(err, path, "source",
-                             "\"%.64s\" must name a numeric_column feature column", fc->source);
+            return rt_cfg_fail(err, path, "source",
+                               "\"%.64s\" must name a numeric_column feature column", fc->source);
         const char *key = def->feature_columns[r]->key;
         if (!(fc->key = spec_strndup(key, strlen(key))))
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
@@ -555,10 +563,10 @@ static rt_status resolve_feature_column(spec_ctx *s, size_t i)
                fc->type == PREDICTD__COLUMN_TYPE__INDICATOR) {
         long r = spec_find_fc(def, fc->categorical_column);
         if (r < 0 || !spec_is_categorical(def->feature_columns[r]->type))
-            return spec_fail(err, path, "categorical_column",
-                             "\"%.64s\" must name a categorical feature column (vocabulary, "
-                             "hash bucket, bucketized or crossed)",
-                             fc->categorical_column);
+            return rt_cfg_fail(err, path, "categorical_column",
+                               "\"%.64s\" must name a categorical feature column (vocabulary, "
+                               "hash bucket, bucketized or crossed)",
+                               fc->categorical_column);
     } else if (fc->type == PREDICTD__COLUMN_TYPE__CROSSED) {
         for (size_t k = 0; k < fc->n_cross_keys; k++) {
             const char *col = fc->cross_keys[k]->column;
@@ -568,18 +576,18 @@ static rt_status resolve_feature_column(spec_ctx *s, size_t i)
             snprintf(kp, sizeof kp, "%s.keys[%zu].column", path, k);
             long r = spec_find_fc(def, col);
             if (r < 0)
-                return spec_fail(err, kp, "", "\"%.64s\" is not a feature column", col);
+                return rt_cfg_fail(err, kp, "", "\"%.64s\" is not a feature column", col);
             Predictd__ColumnType t = def->feature_columns[r]->type;
             if (t == PREDICTD__COLUMN_TYPE__HASH_BUCKET)
-                return spec_fail(err, kp, "",
-                                 "\"%.64s\" is a hash bucket column: hashing before crossing "
-                                 "increases collisions; cross the raw column name instead",
-                                 col);
+                return rt_cfg_fail(err, kp, "",
+                                   "\"%.64s\" is a hash bucket column: hashing before crossing "
+                                   "increases collisions; cross the raw column name instead",
+                                   col);
             if (t != PREDICTD__COLUMN_TYPE__BUCKETIZED &&
                 t != PREDICTD__COLUMN_TYPE__VOCABULARY_LIST &&
                 t != PREDICTD__COLUMN_TYPE__VOCABULARY_FILE)
-                return spec_fail(err, kp, "",
-                                 "\"%.64s\" must be a vocabulary or bucketized column", col);
+                return rt_cfg_fail(err, kp, "",
+                                   "\"%.64s\" must be a vocabulary or bucketized column", col);
         }
     } else if (fc->type == PREDICTD__COLUMN_TYPE__NUMERIC) {
         /* Every numeric column reading one raw column must agree on its shape. */
@@ -587,10 +595,10 @@ static rt_status resolve_feature_column(spec_ctx *s, size_t i)
             const Predictd__FeatureColumn *o = def->feature_columns[k];
             if (o->type == PREDICTD__COLUMN_TYPE__NUMERIC && strcmp(o->key, fc->key) == 0 &&
                 o->shape != fc->shape)
-                return spec_fail(err, path, "shape",
-                                 "column \"%.64s\" is read with shape %u by \"%.64s\" and %u "
-                                 "here",
-                                 fc->key, o->shape, o->name, fc->shape);
+                return rt_cfg_fail(err, path, "shape",
+                                   "column \"%.64s\" is read with shape %u by \"%.64s\" and %u "
+                                   "here",
+                                   fc->key, o->shape, o->name, fc->shape);
         }
     }
     return RT_OK;
@@ -600,10 +608,10 @@ rt_status spec_parse_feature_columns(spec_ctx *s, const cJSON *arr)
 {
     int n = cJSON_GetArraySize(arr);
     if (n <= 0)
-        return spec_fail(s->err, "", "feature_columns", "must list at least one column");
+        return rt_cfg_fail(s->err, "", "feature_columns", "must list at least one column");
     if (n > RT_SPEC_MAX_ITEMS)
-        return spec_fail(s->err, "", "feature_columns", "too many (%d, limit %d)", n,
-                         RT_SPEC_MAX_ITEMS);
+        return rt_cfg_fail(s->err, "", "feature_columns", "too many (%d, limit %d)", n,
+                           RT_SPEC_MAX_ITEMS);
     s->def->feature_columns = calloc((size_t)n, sizeof *s->def->feature_columns);
     if (!s->def->feature_columns)
         return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");

@@ -57,12 +57,12 @@ static rt_status parse_col_list(spec_ctx *s, const cJSON *est, const char *key, 
 {
     rt_err *err = s->err;
     const cJSON *arr = NULL;
-    rt_status st = spec_get_array(est, "estimator", key, false, &arr, err);
+    rt_status st = rt_cfg_array(est, "estimator", key, 0, &arr, err);
     if (st || !arr)
         return st;
     int cnt = cJSON_GetArraySize(arr);
     if (cnt > RT_SPEC_MAX_ITEMS)
-        return spec_fail(err, "estimator", key, "too many columns");
+        return rt_cfg_fail(err, "estimator", key, "too many columns");
     if (cnt == 0)
         return RT_OK;
     if (!(*names = calloc((size_t)cnt, sizeof(char *))))
@@ -72,27 +72,27 @@ static rt_status parse_col_list(spec_ctx *s, const cJSON *est, const char *key, 
         char path[64];
         snprintf(path, sizeof path, "estimator.%s[%d]", key, i);
         if (!cJSON_IsString(c))
-            return spec_fail(err, path, "", "expected a feature column name, got %s",
-                             spec_type_name(c));
+            return rt_cfg_fail(err, path, "", "expected a feature column name, got %s",
+                               rt_cfg_type_name(c));
         long r = spec_find_fc(s->def, c->valuestring);
         if (r < 0)
-            return spec_fail(err, path, "", "\"%.64s\" is not one of the feature_columns",
-                             c->valuestring);
+            return rt_cfg_fail(err, path, "", "\"%.64s\" is not one of the feature_columns",
+                               c->valuestring);
         Predictd__ColumnType t = s->def->feature_columns[r]->type;
         if (dnn && !dnn_ok(t))
-            return spec_fail(err, path, "",
-                             "\"%.64s\" is a %s, a categorical column: the DNN part takes "
-                             "dense columns; wrap it in an indicator_column or an "
-                             "embedding_column",
-                             c->valuestring, spec_fc_kind_name(t));
+            return rt_cfg_fail(err, path, "",
+                               "\"%.64s\" is a %s, a categorical column: the DNN part takes "
+                               "dense columns; wrap it in an indicator_column or an "
+                               "embedding_column",
+                               c->valuestring, spec_fc_kind_name(t));
         if (!dnn && !linear_ok(t))
-            return spec_fail(err, path, "",
-                             "\"%.64s\" is an embedding_column: the linear part takes "
-                             "categorical, numeric and indicator columns",
-                             c->valuestring);
+            return rt_cfg_fail(err, path, "",
+                               "\"%.64s\" is an embedding_column: the linear part takes "
+                               "categorical, numeric and indicator columns",
+                               c->valuestring);
         for (size_t k = 0; k < *n; k++)
             if (strcmp((*names)[k], c->valuestring) == 0)
-                return spec_fail(err, path, "", "\"%.64s\" is listed twice", c->valuestring);
+                return rt_cfg_fail(err, path, "", "\"%.64s\" is listed twice", c->valuestring);
         if (!((*names)[*n] = spec_strndup(c->valuestring, strlen(c->valuestring))))
             return NOMEM(err);
         (*n)++;
@@ -104,7 +104,7 @@ static rt_status parse_activation(spec_ctx *s, const cJSON *est, const char *key
                                   Predictd__Activation *out)
 {
     const char *a = "relu";
-    rt_status st = spec_get_str(est, "estimator", key, false, &a, s->err);
+    rt_status st = rt_cfg_str(est, "estimator", key, 0, &a, s->err);
     if (st)
         return st;
     static const struct {
@@ -120,8 +120,8 @@ static rt_status parse_activation(spec_ctx *s, const cJSON *est, const char *key
             *out = acts[k].act;
             return RT_OK;
         }
-    return spec_fail(s->err, "estimator", key,
-                     "\"%.32s\" is not one of relu, tanh, sigmoid, elu, linear", a);
+    return rt_cfg_fail(s->err, "estimator", key,
+                       "\"%.32s\" is not one of relu, tanh, sigmoid, elu, linear", a);
 }
 
 static Predictd__DenseLayer *new_layer(uint32_t units, Predictd__Activation act,
@@ -148,7 +148,7 @@ static rt_status parse_dropout(spec_ctx *s, const cJSON *est, const char *key)
     if (!d || cJSON_IsNull(d))
         return RT_OK;
     if (!cJSON_IsNumber(d) || !(d->valuedouble >= 0 && d->valuedouble < 1))
-        return spec_fail(s->err, "estimator", key, "expected a number in [0, 1) or null");
+        return rt_cfg_fail(s->err, "estimator", key, "expected a number in [0, 1) or null");
     return RT_OK;
 }
 
@@ -164,32 +164,32 @@ static rt_status parse_head(spec_ctx *s, const cJSON *est, const est_kind *k)
     rt_status st;
     if (k->classifier) {
         int64_t n = 2;
-        if ((st = spec_get_int(est, "estimator", "n_classes", false, 2, RT_SPEC_MAX_ITEMS, &n,
-                               err)))
+        if ((st = rt_cfg_int(est, "estimator", "n_classes", 0, 2, RT_SPEC_MAX_ITEMS, &n,
+                             err)))
             return st;
         if (h->n_label_vocabulary && h->n_label_vocabulary != (size_t)n)
-            return spec_fail(err, "label", "vocabulary",
-                             "lists %zu classes but estimator.n_classes is %lld",
-                             h->n_label_vocabulary, (long long)n);
+            return rt_cfg_fail(err, "label", "vocabulary",
+                               "lists %zu classes but estimator.n_classes is %lld",
+                               h->n_label_vocabulary, (long long)n);
         if (!h->n_label_vocabulary && label && label->dtype == PREDICTD__DTYPE__DT_STRING)
-            return spec_fail(err, "label", "vocabulary",
-                             "missing: the label column \"%s\" holds strings, so the classes "
-                             "must be listed",
-                             label->name);
+            return rt_cfg_fail(err, "label", "vocabulary",
+                               "missing: the label column \"%s\" holds strings, so the classes "
+                               "must be listed",
+                               label->name);
         h->type = n == 2 ? PREDICTD__HEAD_TYPE__HEAD_BINARY : PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS;
         h->n_classes = (uint32_t)n;
         def->graph->logits_dimension = n == 2 ? 1 : (uint32_t)n;
     } else {
         int64_t dim = 1;
-        if ((st = spec_get_int(est, "estimator", "label_dimension", false, 1, RT_SPEC_MAX_WIDTH,
-                               &dim, err)))
+        if ((st = rt_cfg_int(est, "estimator", "label_dimension", 0, 1, RT_SPEC_MAX_WIDTH,
+                             &dim, err)))
             return st;
         if (h->n_label_vocabulary)
-            return spec_fail(err, "label", "vocabulary", "a regressor has no label vocabulary");
+            return rt_cfg_fail(err, "label", "vocabulary", "a regressor has no label vocabulary");
         if (label && label->dtype != PREDICTD__DTYPE__DT_FLOAT)
-            return spec_fail(err, "label", "column",
-                             "\"%s\" is a string column; a regressor needs an int or float label",
-                             label->name);
+            return rt_cfg_fail(err, "label", "column",
+                               "\"%s\" is a string column; a regressor needs an int or float label",
+                               label->name);
         h->type = PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
         h->label_dimension = (uint32_t)dim;
         def->graph->logits_dimension = (uint32_t)dim;
@@ -230,15 +230,15 @@ static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation
     Predictd__Graph *g = s->def->graph;
     if (!g->n_dnn_columns) {
         if (units && cJSON_GetArraySize(units) > 0)
-            return spec_fail(err, "estimator", units_key, "given, but there are no DNN columns");
+            return rt_cfg_fail(err, "estimator", units_key, "given, but there are no DNN columns");
         return RT_OK;
     }
     if (!units)
-        return spec_fail(err, "estimator", units_key, "missing (required for the DNN part)");
+        return rt_cfg_fail(err, "estimator", units_key, "missing (required for the DNN part)");
     int n = cJSON_GetArraySize(units);
     if (n > RT_SPEC_MAX_LAYERS)
-        return spec_fail(err, "estimator", units_key, "too many layers (%d, limit %d)", n,
-                         RT_SPEC_MAX_LAYERS);
+        return rt_cfg_fail(err, "estimator", units_key, "too many layers (%d, limit %d)", n,
+                           RT_SPEC_MAX_LAYERS);
     /* Embedding tables of the DNN part. */
     size_t n_emb = 0;
     for (size_t i = 0; i < g->n_dnn_columns; i++)
@@ -270,12 +270,12 @@ static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation
         int64_t v = 0;
         snprintf(key, sizeof key, "%s[%d]", units_key, i);
         if (!cJSON_IsNumber(u))
-            return spec_fail(err, "estimator", key, "expected a positive integer, got %s",
-                             spec_type_name(u));
+            return rt_cfg_fail(err, "estimator", key, "expected a positive integer, got %s",
+                               rt_cfg_type_name(u));
         if (!(u->valuedouble >= 1 && u->valuedouble <= RT_SPEC_MAX_WIDTH) ||
             u->valuedouble != (double)(int64_t)u->valuedouble)
-            return spec_fail(err, "estimator", key, "must be an integer in [1, %d], got %g",
-                             RT_SPEC_MAX_WIDTH, u->valuedouble);
+            return rt_cfg_fail(err, "estimator", key, "must be an integer in [1, %d], got %g",
+                               RT_SPEC_MAX_WIDTH, u->valuedouble);
         v = (int64_t)u->valuedouble;
         char scope[48];
         snprintf(scope, sizeof scope, "dnn/hiddenlayer_%d", i);
@@ -294,10 +294,10 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
 {
     rt_err *err = s->err;
     if (!cJSON_IsObject(est))
-        return spec_fail(err, "", "estimator", "expected an object, got %s",
-                         spec_type_name(est));
+        return rt_cfg_fail(err, "", "estimator", "expected an object, got %s",
+                           rt_cfg_type_name(est));
     const char *type = NULL;
-    rt_status st = spec_get_str(est, "estimator", "type", true, &type, err);
+    rt_status st = rt_cfg_str(est, "estimator", "type", RT_CFG_REQUIRED, &type, err);
     if (st)
         return st;
     const est_kind *k = NULL;
@@ -305,11 +305,11 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         if (strcmp(est_kinds[i].name, type) == 0)
             k = &est_kinds[i];
     if (!k)
-        return spec_fail(err, "estimator", "type",
-                         "\"%.64s\" is not one of LinearClassifier, LinearRegressor, "
-                         "DNNClassifier, DNNRegressor, DNNLinearCombinedClassifier, "
-                         "DNNLinearCombinedRegressor",
-                         type);
+        return rt_cfg_fail(err, "estimator", "type",
+                           "\"%.64s\" is not one of LinearClassifier, LinearRegressor, "
+                           "DNNClassifier, DNNRegressor, DNNLinearCombinedClassifier, "
+                           "DNNLinearCombinedRegressor",
+                           type);
     const char *keys[16];
     size_t nk = 0;
     keys[nk++] = "type";
@@ -333,7 +333,7 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         }
     }
     keys[nk] = NULL;
-    if ((st = spec_check_keys(est, "estimator", keys, NULL, err)))
+    if ((st = rt_cfg_check_keys(est, "estimator", keys, NULL, err)))
         return st;
     Predictd__Graph *g = s->def->graph;
     if (g->estimator != protobuf_c_empty_string)
@@ -355,19 +355,20 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         (st = parse_col_list(s, est, dnn_key, true, &g->dnn_columns, &g->n_dnn_columns)))
         return st;
     if (!g->n_linear_columns && !g->n_dnn_columns)
-        return spec_fail(err, "estimator", k->combined ? "linear_feature_columns" : "feature_columns",
-                         k->combined ? "at least one of linear_feature_columns and "
+        return rt_cfg_fail(err, "estimator",
+                           k->combined ? "linear_feature_columns" : "feature_columns",
+                           k->combined ? "at least one of linear_feature_columns and "
                                        "dnn_feature_columns must list a column"
                                      : "must list at least one feature column");
     Predictd__Activation act = PREDICTD__ACTIVATION__ACT_RELU;
     const cJSON *units = NULL;
     if (k->dnn) {
         if ((st = parse_activation(s, est, act_key, &act)) ||
-            (st = spec_get_array(est, "estimator", units_key, false, &units, err)) ||
+            (st = rt_cfg_array(est, "estimator", units_key, 0, &units, err)) ||
             (st = parse_dropout(s, est, drop_key)))
             return st;
         if (!k->combined && !units)
-            return spec_fail(err, "estimator", units_key, "missing (required)");
+            return rt_cfg_fail(err, "estimator", units_key, "missing (required)");
     }
     if ((st = build_linear(s)) || (st = build_dnn(s, units, act, units_key)))
         return st;

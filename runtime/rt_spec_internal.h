@@ -18,6 +18,7 @@ struct cJSON;
 #define RT_SPEC_MAX_WIDTH 65536       /* numeric shape, embedding dimension, layer units */
 #define RT_SPEC_MAX_CROSS 16          /* keys of a crossed column */
 #define RT_SPEC_MAX_LAYERS 64         /* hidden layers */
+#define RT_SPEC_MAX_F32 3.4e38        /* numbers stored as float32 */
 
 typedef struct spec_ctx {
     Predictd__ModelDef *def; /* being built */
@@ -27,31 +28,9 @@ typedef struct spec_ctx {
 
 /* ---- rt_spec_util.c */
 
-/* "path.key: message" into err; returns RT_ERR_INVALID. */
-rt_status spec_fail(rt_err *err, const char *path, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 char *spec_strndup(const char *s, size_t n);
 /* Copies s, without leading/trailing white space when trim is set. */
 char *spec_dup_trimmed(const char *s, bool trim);
-/* "a number", "a string", ... for messages. */
-const char *spec_type_name(const struct cJSON *j);
-/* Refuses keys of obj in neither allowed nor extra (NULL-terminated lists,
- * extra may be NULL), and keys given twice. */
-rt_status spec_check_keys(const struct cJSON *obj, const char *path,
-                          const char *const *allowed, const char *const *extra, rt_err *err);
-/* Getters: an absent key leaves *out unchanged, or is an error if required. */
-rt_status spec_get_str(const struct cJSON *o, const char *path, const char *key, bool required,
-                       const char **out, rt_err *err);
-rt_status spec_num_to_int(const struct cJSON *j, const char *path, const char *key, int64_t lo,
-                          int64_t hi, int64_t *out, rt_err *err);
-rt_status spec_get_int(const struct cJSON *o, const char *path, const char *key, bool required,
-                       int64_t lo, int64_t hi, int64_t *out, rt_err *err);
-rt_status spec_get_num(const struct cJSON *o, const char *path, const char *key, bool required,
-                       double *out, rt_err *err);
-rt_status spec_get_bool(const struct cJSON *o, const char *path, const char *key, bool *out,
-                        rt_err *err);
-rt_status spec_get_array(const struct cJSON *o, const char *path, const char *key,
-                         bool required, const struct cJSON **out, rt_err *err);
 bool spec_valid_name(const char *s);
 rt_status spec_check_name(const char *s, const char *path, const char *key, rt_err *err);
 long spec_find_raw(const Predictd__ModelDef *def, const char *name);

@@ -60,55 +60,6 @@ void trn_config_free(trn_config *c)
 
 /* ------------------------------------------------------------ JSON helpers */
 
-/* Refuses keys of obj not in allowed (NULL-terminated). */
-static rt_status check_keys(const cJSON *obj, const char *const *allowed, const char *path,
-                            rt_err *err)
-{
-    if (!cJSON_IsObject(obj))
-        return rt_err_set(err, RT_ERR_INVALID, "%s: must be an object", path);
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        int ok = 0;
-        for (size_t i = 0; allowed[i]; i++)
-            if (it->string && strcmp(it->string, allowed[i]) == 0)
-                ok = 1;
-        if (!ok)
-            return rt_err_set(err, RT_ERR_INVALID, "%s.%s: unknown key", path,
-                              it->string ? it->string : "?");
-    }
-    return RT_OK;
-}
-
-/* Reads an integer in [lo, hi] if present. */
-static rt_status get_int(const cJSON *obj, const char *key, const char *path, int64_t lo,
-                         int64_t hi, int64_t *out, rt_err *err)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v || cJSON_IsNull(v))
-        return RT_OK;
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
-        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be an integer", path, key);
-    if (v->valuedouble < (double)lo || v->valuedouble > (double)hi)
-        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be between %lld and %lld", path,
-                          key, (long long)lo, (long long)hi);
-    *out = (int64_t)v->valuedouble;
-    return RT_OK;
-}
-
-static rt_status get_num(const cJSON *obj, const char *key, const char *path, double lo,
-                         double hi, double *out, rt_err *err)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v || cJSON_IsNull(v))
-        return RT_OK;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be a number", path, key);
-    if (v->valuedouble < lo || v->valuedouble > hi)
-        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be between %g and %g", path, key,
-                          lo, hi);
-    *out = v->valuedouble;
-    return RT_OK;
-}
-
 /* A string or an array of strings -> a malloc'd list (appended). */
 static rt_status get_files(const cJSON *obj, const char *key, const char *path, char ***list,
                            size_t *n, rt_err *err)
@@ -118,8 +69,8 @@ static rt_status get_files(const cJSON *obj, const char *key, const char *path, 
         return RT_OK;
     size_t cnt = cJSON_IsString(v) ? 1 : cJSON_IsArray(v) ? (size_t)cJSON_GetArraySize(v) : 0;
     if (!cJSON_IsString(v) && !cJSON_IsArray(v))
-        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be a string or a list of strings",
-                          path, key);
+        return rt_cfg_fail(err, path, key, "expected a string or a list of strings, got %s",
+                           rt_cfg_type_name(v));
     free_list(*list, *n);
     *list = NULL;
     *n = 0;
@@ -133,8 +84,10 @@ static rt_status get_files(const cJSON *obj, const char *key, const char *path, 
     for (; it && i < cnt; it = cJSON_IsString(v) ? NULL : it->next, i++) {
         if (!cJSON_IsString(it) || it->valuestring[0] == '\0') {
             free_list(l, i);
-            return rt_err_set(err, RT_ERR_INVALID, "%s.%s[%zu]: must be a non-empty string",
-                              path, key, i);
+            char at[256];
+            return rt_cfg_fail(err, rt_cfg_path(at, sizeof at, path, key, (long)i), NULL,
+                               "expected a non-empty string, got %s",
+                               cJSON_IsString(it) ? "\"\"" : rt_cfg_type_name(it));
         }
         l[i] = strdup(it->valuestring);
         if (!l[i]) {
@@ -150,28 +103,24 @@ static rt_status get_files(const cJSON *obj, const char *key, const char *path, 
 static rt_status get_name(const cJSON *obj, const char *key, const char *path, char *dst,
                           size_t cap, rt_err *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v || cJSON_IsNull(v))
-        return RT_OK;
-    if (!cJSON_IsString(v))
-        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be a string", path, key);
-    size_t len = strlen(v->valuestring);
+    const char *name = NULL;
+    rt_status st = rt_cfg_str(obj, path, key, 0, &name, err);
+    if (st || !name)
+        return st;
+    size_t len = strlen(name);
     if (len == 0 || len >= cap)
-        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: must be 1 to %zu characters", path,
-                          key, cap - 1);
+        return rt_cfg_fail(err, path, key, "must be 1 to %zu characters", cap - 1);
     for (size_t i = 0; i < len; i++) {
-        char ch = v->valuestring[i];
+        char ch = name[i];
         int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.' || ch == '/';
         if (!ok || (ch == '.' && i == 0))
-            return rt_err_set(err, RT_ERR_INVALID,
-                              "%s.%s: \"%s\" may hold only letters, digits, _ - . /", path,
-                              key, v->valuestring);
+            return rt_cfg_fail(err, path, key, "\"%s\" may hold only letters, digits, _ - . /",
+                               name);
     }
-    if (strstr(v->valuestring, "..") || strchr(v->valuestring, '/'))
-        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: \"%s\" must be a plain name", path,
-                          key, v->valuestring);
-    memcpy(dst, v->valuestring, len + 1);
+    if (strstr(name, "..") || strchr(name, '/'))
+        return rt_cfg_fail(err, path, key, "\"%s\" must be a plain name", name);
+    memcpy(dst, name, len + 1);
     return RT_OK;
 }
 
@@ -185,18 +134,18 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
                                        "initial_accumulator_value", "beta1", "beta2",
                                        "epsilon", NULL};
     const char *type = NULL;
+    rt_status st;
     if (cJSON_IsString(v))
         type = v->valuestring;
     else if (cJSON_IsObject(v)) {
-        rt_status st = check_keys(v, keys, path, err);
+        st = rt_cfg_check_keys(v, path, keys, NULL, err);
         if (st)
             return st;
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
-        if (!cJSON_IsString(t))
-            return rt_err_set(err, RT_ERR_INVALID, "%s.type: must be a string", path);
-        type = t->valuestring;
+        if ((st = rt_cfg_str(v, path, "type", RT_CFG_REQUIRED, &type, err)))
+            return st;
     } else
-        return rt_err_set(err, RT_ERR_INVALID, "%s: must be a name or an object", path);
+        return rt_cfg_fail(err, path, NULL, "expected a name or an object, got %s",
+                           rt_cfg_type_name(v));
 
     if (strcmp(type, "Ftrl") == 0)
         o->type = TRN_OPT_FTRL;
@@ -207,25 +156,22 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
     else if (strcmp(type, "SGD") == 0 || strcmp(type, "GradientDescent") == 0)
         o->type = TRN_OPT_SGD;
     else
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "%s.type: \"%s\" is not Ftrl, Adagrad, Adam or SGD", path, type);
+        return rt_cfg_fail(err, path, "type", "\"%s\" is not Ftrl, Adagrad, Adam or SGD", type);
     if (!cJSON_IsObject(v))
         return RT_OK;
-    rt_status st;
-    if ((st = get_num(v, "learning_rate", path, 1e-12, 1e6, &o->learning_rate, err)) ||
-        (st = get_num(v, "l1_regularization_strength", path, 0, 1e9, &o->l1, err)) ||
-        (st = get_num(v, "l2_regularization_strength", path, 0, 1e9, &o->l2, err)) ||
-        (st = get_num(v, "learning_rate_power", path, -1e3, 0, &o->lr_power, err)) ||
-        (st = get_num(v, "initial_accumulator_value", path, 0, 1e9, &o->initial_accumulator,
-                      err)) ||
-        (st = get_num(v, "beta1", path, 0, 0.999999, &o->beta1, err)) ||
-        (st = get_num(v, "beta2", path, 0, 0.999999999, &o->beta2, err)) ||
-        (st = get_num(v, "epsilon", path, 1e-30, 1, &o->epsilon, err)))
+    if ((st = rt_cfg_num(v, path, "learning_rate", 0, 1e-12, 1e6, &o->learning_rate, err)) ||
+        (st = rt_cfg_num(v, path, "l1_regularization_strength", 0, 0, 1e9, &o->l1, err)) ||
+        (st = rt_cfg_num(v, path, "l2_regularization_strength", 0, 0, 1e9, &o->l2, err)) ||
+        (st = rt_cfg_num(v, path, "learning_rate_power", 0, -1e3, 0, &o->lr_power, err)) ||
+        (st = rt_cfg_num(v, path, "initial_accumulator_value", 0, 0, 1e9, &o->initial_accumulator,
+                         err)) ||
+        (st = rt_cfg_num(v, path, "beta1", 0, 0, 0.999999, &o->beta1, err)) ||
+        (st = rt_cfg_num(v, path, "beta2", 0, 0, 0.999999999, &o->beta2, err)) ||
+        (st = rt_cfg_num(v, path, "epsilon", 0, 1e-30, 1, &o->epsilon, err)))
         return st;
     if (o->type == TRN_OPT_ADAGRAD && cJSON_GetObjectItemCaseSensitive(v, "initial_accumulator_value") &&
         o->initial_accumulator <= 0)
-        return rt_err_set(err, RT_ERR_INVALID, "%s.initial_accumulator_value: must be > 0",
-                          path);
+        return rt_cfg_fail(err, path, "initial_accumulator_value", "must be > 0");
     return RT_OK;
 }
 
@@ -249,67 +195,70 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
                                        "log_step_count_steps", "on_bad_row",
                                        "skip_header_lines", "memory_limit_mb", NULL};
     const char *p = "train";
-    rt_status st = check_keys(t, keys, p, err);
+    rt_status st = rt_cfg_check_keys(t, p, keys, NULL, err);
     if (st)
         return st;
     int64_t v;
     if ((st = get_files(t, "files", p, &c->train_files, &c->n_train_files, err)))
         return st;
     v = c->max_steps;
-    if ((st = get_int(t, "max_steps", p, 0, INT64_C(1) << 50, &v, err)))
+    if ((st = rt_cfg_int(t, p, "max_steps", 0, 0, INT64_C(1) << 50, &v, err)))
         return st;
     c->max_steps = v;
     v = c->num_epochs;
-    if ((st = get_int(t, "num_epochs", p, 0, INT64_C(1) << 30, &v, err)))
+    if ((st = rt_cfg_int(t, p, "num_epochs", 0, 0, INT64_C(1) << 30, &v, err)))
         return st;
     c->num_epochs = v;
     v = (int64_t)c->batch_size;
-    if ((st = get_int(t, "batch_size", p, 1, 1 << 20, &v, err)))
+    if ((st = rt_cfg_int(t, p, "batch_size", 0, 1, 1 << 20, &v, err)))
         return st;
     c->batch_size = (size_t)v;
     v = (int64_t)c->shuffle_buffer_size;
-    if ((st = get_int(t, "shuffle_buffer_size", p, 0, 1 << 26, &v, err)))
+    if ((st = rt_cfg_int(t, p, "shuffle_buffer_size", 0, 0, 1 << 26, &v, err)))
         return st;
     c->shuffle_buffer_size = (size_t)v;
     v = (int64_t)c->seed;
-    if ((st = get_int(t, "seed", p, 0, INT64_C(1) << 53, &v, err)))
+    if ((st = rt_cfg_int(t, p, "seed", 0, 0, INT64_C(1) << 53, &v, err)))
         return st;
     c->seed = (uint64_t)v;
     v = c->save_checkpoints_steps;
-    if ((st = get_int(t, "save_checkpoints_steps", p, 0, INT64_C(1) << 50, &v, err)))
+    if ((st = rt_cfg_int(t, p, "save_checkpoints_steps", 0, 0, INT64_C(1) << 50, &v, err)))
         return st;
     c->save_checkpoints_steps = v;
-    if ((st = get_num(t, "save_checkpoints_secs", p, 0, 1e9, &c->save_checkpoints_secs, err)))
+    if ((st = rt_cfg_num(t, p, "save_checkpoints_secs", 0, 0, 1e9, &c->save_checkpoints_secs,
+                         err)))
         return st;
     if (cJSON_GetObjectItemCaseSensitive(t, "save_checkpoints_steps") &&
         cJSON_GetObjectItemCaseSensitive(t, "save_checkpoints_secs"))
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "train.save_checkpoints_secs: give either it or "
-                          "save_checkpoints_steps, not both");
+        return rt_cfg_fail(err, p, "save_checkpoints_secs",
+                           "give either it or save_checkpoints_steps, not both");
     if (c->save_checkpoints_steps > 0)
         c->save_checkpoints_secs = 0;
     v = c->keep_checkpoint_max;
-    if ((st = get_int(t, "keep_checkpoint_max", p, 0, 1000000, &v, err)))
+    if ((st = rt_cfg_int(t, p, "keep_checkpoint_max", 0, 0, 1000000, &v, err)))
         return st;
     c->keep_checkpoint_max = (int)v;
     v = c->log_step_count_steps;
-    if ((st = get_int(t, "log_step_count_steps", p, 1, INT64_C(1) << 40, &v, err)))
+    if ((st = rt_cfg_int(t, p, "log_step_count_steps", 0, 1, INT64_C(1) << 40, &v, err)))
         return st;
     c->log_step_count_steps = v;
     v = (int64_t)c->skip_header_lines;
-    if ((st = get_int(t, "skip_header_lines", p, 0, 1000000, &v, err)))
+    if ((st = rt_cfg_int(t, p, "skip_header_lines", 0, 0, 1000000, &v, err)))
         return st;
     c->skip_header_lines = (size_t)v;
-    if ((st = get_int(t, "memory_limit_mb", p, 0, INT64_C(1) << 40, &c->memory_limit_mb, err)))
+    if ((st = rt_cfg_int(t, p, "memory_limit_mb", 0, 0, INT64_C(1) << 40, &c->memory_limit_mb,
+                         err)))
         return st;
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(t, "on_bad_row");
-    if (b) {
-        if (cJSON_IsString(b) && strcmp(b->valuestring, "skip") == 0)
+    const char *bad = NULL;
+    if ((st = rt_cfg_str(t, p, "on_bad_row", 0, &bad, err)))
+        return st;
+    if (bad) {
+        if (strcmp(bad, "skip") == 0)
             c->bad_rows = TRN_BAD_ROW_SKIP;
-        else if (cJSON_IsString(b) && strcmp(b->valuestring, "stop") == 0)
+        else if (strcmp(bad, "stop") == 0)
             c->bad_rows = TRN_BAD_ROW_STOP;
         else
-            return rt_err_set(err, RT_ERR_INVALID, "train.on_bad_row: must be \"skip\" or \"stop\"");
+            return rt_cfg_fail(err, p, "on_bad_row", "must be \"skip\" or \"stop\"");
     }
     return RT_OK;
 }
@@ -319,26 +268,26 @@ static rt_status parse_eval(const cJSON *e, trn_config *c, rt_err *err)
     static const char *const keys[] = {"files", "steps", "batch_size", "throttle_secs",
                                        "start_delay_secs", "skip_header_lines", NULL};
     const char *p = "eval";
-    rt_status st = check_keys(e, keys, p, err);
+    rt_status st = rt_cfg_check_keys(e, p, keys, NULL, err);
     if (st)
         return st;
     if ((st = get_files(e, "files", p, &c->eval_files, &c->n_eval_files, err)))
         return st;
     int64_t v = c->eval_steps;
-    if ((st = get_int(e, "steps", p, 0, INT64_C(1) << 40, &v, err)))
+    if ((st = rt_cfg_int(e, p, "steps", 0, 0, INT64_C(1) << 40, &v, err)))
         return st;
     c->eval_steps = v;
     v = (int64_t)c->eval_batch_size;
-    if ((st = get_int(e, "batch_size", p, 1, 1 << 20, &v, err)))
+    if ((st = rt_cfg_int(e, p, "batch_size", 0, 1, 1 << 20, &v, err)))
         return st;
     c->eval_batch_size = (size_t)v;
     v = (int64_t)c->eval_skip_header_lines;
-    if ((st = get_int(e, "skip_header_lines", p, 0, 1000000, &v, err)))
+    if ((st = rt_cfg_int(e, p, "skip_header_lines", 0, 0, 1000000, &v, err)))
         return st;
     c->eval_skip_header_lines = (size_t)v;
     double d = 0;
-    if ((st = get_num(e, "throttle_secs", p, 0, 1e9, &c->throttle_secs, err)) ||
-        (st = get_num(e, "start_delay_secs", p, 0, 1e9, &d, err)))
+    if ((st = rt_cfg_num(e, p, "throttle_secs", 0, 0, 1e9, &c->throttle_secs, err)) ||
+        (st = rt_cfg_num(e, p, "start_delay_secs", 0, 0, 1e9, &d, err)))
         return st;
     return RT_OK;
 }
@@ -348,7 +297,8 @@ static rt_status parse_exporters(const cJSON *ex, trn_config *c, rt_err *err)
     static const char *const keys[] = {"type", "name", "exports_to_keep", "metric",
                                        "higher_is_better", NULL};
     if (!cJSON_IsArray(ex))
-        return rt_err_set(err, RT_ERR_INVALID, "export.exporters: must be a list");
+        return rt_cfg_fail(err, "export", "exporters", "expected a list, got %s",
+                           rt_cfg_type_name(ex));
     size_t i = 0;
     for (const cJSON *it = ex->child; it; it = it->next, i++) {
         char p[64];
@@ -356,58 +306,55 @@ static rt_status parse_exporters(const cJSON *ex, trn_config *c, rt_err *err)
         if (i >= TRN_MAX_EXPORTERS)
             return rt_err_set(err, RT_ERR_LIMIT, "%s: at most %d exporters", p,
                               TRN_MAX_EXPORTERS);
-        rt_status st = check_keys(it, keys, p, err);
+        rt_status st = rt_cfg_check_keys(it, p, keys, NULL, err);
         if (st)
             return st;
         trn_exporter_conf *x = &c->exporters[i];
         memset(x, 0, sizeof *x);
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(it, "type");
-        if (!cJSON_IsString(t))
-            return rt_err_set(err, RT_ERR_INVALID, "%s.type: must be a string", p);
-        if (strcmp(t->valuestring, "FinalExporter") == 0) {
+        const char *type = NULL;
+        if ((st = rt_cfg_str(it, p, "type", RT_CFG_REQUIRED, &type, err)))
+            return st;
+        if (strcmp(type, "FinalExporter") == 0) {
             x->type = TRN_EXPORTER_FINAL;
             snprintf(x->name, sizeof x->name, "%s", c->export_name);
-        } else if (strcmp(t->valuestring, "LatestExporter") == 0) {
+        } else if (strcmp(type, "LatestExporter") == 0) {
             x->type = TRN_EXPORTER_LATEST;
             snprintf(x->name, sizeof x->name, "latest");
-        } else if (strcmp(t->valuestring, "BestExporter") == 0) {
+        } else if (strcmp(type, "BestExporter") == 0) {
             x->type = TRN_EXPORTER_BEST;
             snprintf(x->name, sizeof x->name, "best");
         } else
-            return rt_err_set(err, RT_ERR_INVALID,
-                              "%s.type: \"%s\" is not FinalExporter, LatestExporter or "
-                              "BestExporter", p, t->valuestring);
+            return rt_cfg_fail(err, p, "type",
+                               "\"%s\" is not FinalExporter, LatestExporter or BestExporter",
+                               type);
         x->exports_to_keep = 5;
         snprintf(x->metric, sizeof x->metric, "loss");
         if ((st = get_name(it, "name", p, x->name, sizeof x->name, err)))
             return st;
         int64_t k = x->exports_to_keep;
-        if ((st = get_int(it, "exports_to_keep", p, 0, 1000000, &k, err)))
+        if ((st = rt_cfg_int(it, p, "exports_to_keep", 0, 0, 1000000, &k, err)))
             return st;
         x->exports_to_keep = (int)k;
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(it, "metric");
-        if (m) {
+        const char *metric = NULL;
+        if ((st = rt_cfg_str(it, p, "metric", 0, &metric, err)))
+            return st;
+        if (metric) {
             if (x->type != TRN_EXPORTER_BEST)
-                return rt_err_set(err, RT_ERR_INVALID, "%s.metric: only for BestExporter", p);
-            if (!cJSON_IsString(m) || !m->valuestring[0] ||
-                strlen(m->valuestring) >= sizeof x->metric)
-                return rt_err_set(err, RT_ERR_INVALID, "%s.metric: must be a metric name", p);
-            snprintf(x->metric, sizeof x->metric, "%s", m->valuestring);
+                return rt_cfg_fail(err, p, "metric", "only for BestExporter");
+            if (!metric[0] || strlen(metric) >= sizeof x->metric)
+                return rt_cfg_fail(err, p, "metric", "must be a metric name");
+            snprintf(x->metric, sizeof x->metric, "%s", metric);
             /* loss-like metrics go down, the others up */
             x->higher_is_better = !(strstr(x->metric, "loss") != NULL);
         }
-        const cJSON *h = cJSON_GetObjectItemCaseSensitive(it, "higher_is_better");
-        if (h) {
-            if (!cJSON_IsBool(h))
-                return rt_err_set(err, RT_ERR_INVALID, "%s.higher_is_better: must be a boolean",
-                                  p);
-            x->higher_is_better = cJSON_IsTrue(h);
-        }
+        bool hib = x->higher_is_better;
+        if ((st = rt_cfg_bool(it, p, "higher_is_better", 0, &hib, err)))
+            return st;
+        x->higher_is_better = hib;
         for (size_t j = 0; j < i; j++)
             if (strcmp(c->exporters[j].name, x->name) == 0)
-                return rt_err_set(err, RT_ERR_INVALID,
-                                  "%s.name: \"%s\" is used by exporters[%zu] too", p, x->name,
-                                  j);
+                return rt_cfg_fail(err, p, "name", "\"%s\" is used by exporters[%zu] too", x->name,
+                                   j);
     }
     c->n_exporters = i;
     return RT_OK;
@@ -418,16 +365,17 @@ rt_status trn_config_from_spec(const cJSON *spec, trn_config *c, rt_err *err)
     rt_status st;
     if (!cJSON_IsObject(spec))
         return rt_err_set(err, RT_ERR_INVALID, "spec: must be a JSON object");
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(spec, "train");
-    if (t && (st = parse_train(t, c, err)))
+    const cJSON *t = NULL, *e = NULL;
+    if ((st = rt_cfg_object(spec, "", "train", 0, &t, err)) ||
+        (t && (st = parse_train(t, c, err))))
         return st;
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(spec, "eval");
-    if (e && (st = parse_eval(e, c, err)))
+    if ((st = rt_cfg_object(spec, "", "eval", 0, &e, err)) || (e && (st = parse_eval(e, c, err))))
         return st;
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(spec, "export");
-    if (x) {
+    if (x && !cJSON_IsNull(x)) {
         if (!cJSON_IsObject(x))
-            return rt_err_set(err, RT_ERR_INVALID, "export: must be an object");
+            return rt_cfg_fail(err, "export", NULL, "expected an object, got %s",
+                               rt_cfg_type_name(x));
         if ((st = get_name(x, "name", "export", c->export_name, sizeof c->export_name, err)))
             return st;
         const cJSON *ex = cJSON_GetObjectItemCaseSensitive(x, "exporters");
@@ -462,15 +410,17 @@ rt_status trn_config_from_spec(const cJSON *spec, trn_config *c, rt_err *err)
             return st;
         if (dop && (st = parse_optimizer(dop, "estimator.dnn_optimizer", &c->dnn_opt, err)))
             return st;
-        const cJSON *lr = cJSON_GetObjectItemCaseSensitive(est, "loss_reduction");
+        const char *lr = NULL;
+        if ((st = rt_cfg_str(est, "estimator", "loss_reduction", 0, &lr, err)))
+            return st;
         if (lr) {
-            if (cJSON_IsString(lr) && strcmp(lr->valuestring, "SUM") == 0)
+            if (strcmp(lr, "SUM") == 0)
                 c->loss_sum = 1;
-            else if (cJSON_IsString(lr) && strcmp(lr->valuestring, "SUM_OVER_BATCH_SIZE") == 0)
+            else if (strcmp(lr, "SUM_OVER_BATCH_SIZE") == 0)
                 c->loss_sum = 0;
             else
-                return rt_err_set(err, RT_ERR_INVALID, "estimator.loss_reduction: must be "
-                                  "\"SUM_OVER_BATCH_SIZE\" or \"SUM\"");
+                return rt_cfg_fail(err, "estimator", "loss_reduction",
+                                   "must be \"SUM_OVER_BATCH_SIZE\" or \"SUM\"");
         }
         const cJSON *dr = cJSON_GetObjectItemCaseSensitive(est, "dnn_dropout");
         if (!dr)

@@ -581,14 +581,22 @@ static void test_spec_errors_name_the_key(void **state)
         const char *expect;
     } cases[] = {
         {"{\"bogus\": 1}", "train", "train.bogus: unknown key"},
-        {"{\"batch_size\": 0}", "train", "train.batch_size: must be between"},
-        {"{\"batch_size\": \"big\"}", "train", "train.batch_size: must be an integer"},
+        {"{\"batch_size\": 0}", "train", "train.batch_size: 0 is out of range [1, 1048576]"},
+        {"{\"batch_size\": \"big\"}", "train",
+         "train.batch_size: expected an integer, got a string"},
+        {"{\"batch_size\": 2.5}", "train", "train.batch_size: expected an integer, got 2.5"},
+        {"{\"files\": [\"a.csv\", 7]}", "train",
+         "train.files[1]: expected a non-empty string, got a number"},
         {"{\"on_bad_row\": \"maybe\"}", "train", "train.on_bad_row"},
         {"{\"throttle_secs\": -1}", "eval", "eval.throttle_secs"},
         {"{\"exporters\": [{\"type\": \"SometimesExporter\"}]}", "export",
          "export.exporters[0].type"},
         {"{\"exporters\": [{\"type\": \"LatestExporter\", \"metric\": \"auc\"}]}", "export",
          "export.exporters[0].metric: only for BestExporter"},
+        {"{\"exporters\": [{\"name\": \"x\"}]}", "export",
+         "export.exporters[0].type: missing (required)"},
+        {"{\"exporters\": [{\"type\": \"BestExporter\", \"higher_is_better\": 1}]}",
+         "export", "export.exporters[0].higher_is_better: expected true or false, got a number"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *spec = cJSON_Parse(CLS_SPEC);
