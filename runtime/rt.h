@@ -248,6 +248,10 @@ void rt_graph_free(rt_graph *g);
 const Predictd__ModelDef *rt_graph_def(const rt_graph *g);
 size_t rt_graph_logits_dim(const rt_graph *g);
 
+/* True for the feature-column kinds that produce ids (bucketized, vocabulary
+ * list/file, hash bucket, crossed); the others produce dense values. */
+bool rt_column_is_categorical(Predictd__ColumnType t);
+
 /* The raw inputs the feature columns read (the JSON receiver's inputs), in
  * ModelDef raw_columns order, skipping the label and unused columns. */
 size_t rt_graph_num_inputs(const rt_graph *g);

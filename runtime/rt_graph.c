@@ -37,13 +37,6 @@ static long find_raw(const Predictd__ModelDef *def, const char *name)
     return -1;
 }
 
-bool rt_column_is_categorical(Predictd__ColumnType t)
-{
-    return t == PREDICTD__COLUMN_TYPE__BUCKETIZED || t == PREDICTD__COLUMN_TYPE__VOCABULARY_LIST ||
-           t == PREDICTD__COLUMN_TYPE__VOCABULARY_FILE ||
-           t == PREDICTD__COLUMN_TYPE__HASH_BUCKET || t == PREDICTD__COLUMN_TYPE__CROSSED;
-}
-
 /* Raw column `name` read by a feature column: must exist and not be the
  * label or unused. Marks it in `read`; returns its raw index. */
 static rt_status use_raw(const Predictd__ModelDef *def, const char *col, const char *name,
@@ -63,191 +56,207 @@ static rt_status use_raw(const Predictd__ModelDef *def, const char *col, const c
     return RT_OK;
 }
 
-/* Resolves sources, id spaces and widths, kind by kind (references only point
- * at kinds resolved in an earlier pass, so no cycle is possible). raw[c] is
- * the raw index of column c's key; cross parts' raw indexes are kept in
- * cross_input until inputs are numbered. */
-static rt_status compile_fcol(rt_graph *g, size_t c, int pass, bool *read, long *raw,
-                              rt_err *err)
+/* The kinds' compile functions (rt_fc.c's table runs them in their passes;
+ * references only point at kinds compiled in an earlier pass, so no cycle
+ * is possible): sources, id spaces and widths. raw[c] is the raw index of
+ * column c's key; cross parts' raw indexes are kept in cross_input until
+ * inputs are numbered. */
+
+/* numeric_column: reads an int or float raw column. */
+rt_status rt_fc_compile_numeric(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
     const Predictd__ModelDef *def = g->def;
     rt_fcol *f = &g->fcols[c];
     const Predictd__FeatureColumn *d = f->def;
     const char *nm = d->name;
     rt_status st = RT_OK;
-    switch (d->type) {
-    case PREDICTD__COLUMN_TYPE__NUMERIC:
-        if (pass != 0)
-            return RT_OK;
-        if ((st = use_raw(def, nm, d->key, read, &raw[c], err)))
-            return st;
-        if (def->raw_columns[raw[c]]->dtype != PREDICTD__DTYPE__DT_FLOAT)
-            return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: reads string column %s",
-                              nm, d->key);
-        if (d->shape == 0 || d->shape > G_MAX_SHAPE)
-            return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: shape %u out of range",
-                              nm, d->shape);
-        if (d->n_default_value && d->n_default_value != d->shape)
-            return rt_err_set(err, RT_ERR_FORMAT,
-                              "feature column %s: %zu default values for shape %u", nm,
-                              d->n_default_value, d->shape);
-        if (d->has_normalizer && !(d->norm_std > 0 && isfinite(d->norm_std) &&
-                                   isfinite(d->norm_mean)))
-            return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: bad normalizer", nm);
-        f->width = d->shape;
-        return RT_OK;
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST:
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE:
-    case PREDICTD__COLUMN_TYPE__HASH_BUCKET: {
-        if (pass != 0)
-            return RT_OK;
-        if ((st = use_raw(def, nm, d->key, read, &raw[c], err)))
-            return st;
-        int64_t size;
-        if (d->type == PREDICTD__COLUMN_TYPE__HASH_BUCKET) {
-            if (d->hash_bucket_size < 1 || d->hash_bucket_size > G_MAX_BUCKETS)
-                return rt_err_set(err, RT_ERR_FORMAT,
-                                  "feature column %s: hash_bucket_size %lld out of range", nm,
-                                  (long long)d->hash_bucket_size);
-            f->num_buckets = d->hash_bucket_size;
-            return RT_OK;
-        }
-        if (d->type == PREDICTD__COLUMN_TYPE__VOCABULARY_LIST) {
-            size = (int64_t)d->n_vocabulary;
-        } else {
-            size = d->vocabulary_size;
-            if (!rt_asset_path_ok(d->vocabulary_file))
-                return rt_err_set(err, RT_ERR_FORMAT,
-                                  "feature column %s: vocabulary_file \"%.64s\" is not a path "
-                                  "inside assets/",
-                                  nm, d->vocabulary_file);
-        }
-        if (size < 1 || size > G_MAX_BUCKETS || d->num_oov_buckets < 0 ||
-            d->num_oov_buckets > G_MAX_BUCKETS)
-            return rt_err_set(err, RT_ERR_FORMAT,
-                              "feature column %s: vocabulary size %lld or num_oov_buckets %lld "
-                              "out of range",
-                              nm, (long long)size, (long long)d->num_oov_buckets);
-        if (d->default_id < -1 || d->default_id >= size ||
-            (d->default_id != -1 && d->num_oov_buckets > 0))
-            return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: bad default_value %lld",
-                              nm, (long long)d->default_id);
-        f->num_buckets = size + d->num_oov_buckets;
-        return RT_OK;
-    }
-    case PREDICTD__COLUMN_TYPE__BUCKETIZED: {
-        if (pass != 1)
-            return RT_OK;
-        long s = find_fcol(g, d->source);
-        if (s < 0 || g->fcols[s].type != PREDICTD__COLUMN_TYPE__NUMERIC)
-            return rt_err_set(err, RT_ERR_FORMAT,
-                              "feature column %s: source \"%.64s\" is not a numeric column", nm,
-                              d->source);
-        for (size_t k = 0; k < d->n_boundaries; k++)
-            if (!isfinite(d->boundaries[k]) || (k && !(d->boundaries[k] > d->boundaries[k - 1])))
-                return rt_err_set(err, RT_ERR_FORMAT,
-                                  "feature column %s: boundaries must be strictly increasing",
-                                  nm);
-        f->source = s;
-        f->num_buckets = (int64_t)(d->n_boundaries + 1) * (int64_t)g->fcols[s].width;
-        if (d->n_boundaries > (size_t)G_MAX_BUCKETS || f->num_buckets > G_MAX_BUCKETS)
-            return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: too many buckets", nm);
-        return RT_OK;
-    }
-    case PREDICTD__COLUMN_TYPE__CROSSED: {
-        if (pass != 2)
-            return RT_OK;
-        if (d->n_cross_keys < 1 || d->n_cross_keys > 64)
-            return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: %zu cross keys", nm,
-                              d->n_cross_keys);
+    if ((st = use_raw(def, nm, d->key, read, &raw[c], err)))
+        return st;
+    if (def->raw_columns[raw[c]]->dtype != PREDICTD__DTYPE__DT_FLOAT)
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: reads string column %s",
+                          nm, d->key);
+    if (d->shape == 0 || d->shape > G_MAX_SHAPE)
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: shape %u out of range",
+                          nm, d->shape);
+    if (d->n_default_value && d->n_default_value != d->shape)
+        return rt_err_set(err, RT_ERR_FORMAT,
+                          "feature column %s: %zu default values for shape %u", nm,
+                          d->n_default_value, d->shape);
+    if (d->has_normalizer && !(d->norm_std > 0 && isfinite(d->norm_std) &&
+                               isfinite(d->norm_mean)))
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: bad normalizer", nm);
+    f->width = d->shape;
+    return RT_OK;
+}
+
+/* Vocabulary list/file and hash bucket columns: read a raw column. */
+rt_status rt_fc_compile_lookup(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+{
+    const Predictd__ModelDef *def = g->def;
+    rt_fcol *f = &g->fcols[c];
+    const Predictd__FeatureColumn *d = f->def;
+    const char *nm = d->name;
+    rt_status st = RT_OK;
+    if ((st = use_raw(def, nm, d->key, read, &raw[c], err)))
+        return st;
+    int64_t size;
+    if (d->type == PREDICTD__COLUMN_TYPE__HASH_BUCKET) {
         if (d->hash_bucket_size < 1 || d->hash_bucket_size > G_MAX_BUCKETS)
             return rt_err_set(err, RT_ERR_FORMAT,
                               "feature column %s: hash_bucket_size %lld out of range", nm,
                               (long long)d->hash_bucket_size);
-        f->n_cross = d->n_cross_keys;
-        f->cross_input = malloc(f->n_cross * sizeof *f->cross_input);
-        f->cross_col = malloc(f->n_cross * sizeof *f->cross_col);
-        if (!f->cross_input || !f->cross_col)
-            return NOMEM(err);
-        for (size_t k = 0; k < f->n_cross; k++) {
-            const Predictd__CrossKey *ck = d->cross_keys[k];
-            f->cross_input[k] = -1;
-            f->cross_col[k] = -1;
-            if (!ck || (*ck->raw_key != '\0') == (*ck->column != '\0'))
-                return rt_err_set(err, RT_ERR_FORMAT,
-                                  "feature column %s: cross key %zu must name a column or a "
-                                  "raw input",
-                                  nm, k);
-            if (*ck->raw_key) {
-                long r;
-                if ((st = use_raw(def, nm, ck->raw_key, read, &r, err)))
-                    return st;
-                f->cross_input[k] = r; /* raw index for now */
-                continue;
-            }
-            long s = find_fcol(g, ck->column);
-            if (s < 0 || !rt_column_is_categorical(g->fcols[s].type) ||
-                g->fcols[s].type == PREDICTD__COLUMN_TYPE__CROSSED)
-                return rt_err_set(err, RT_ERR_FORMAT,
-                                  "feature column %s: cross key \"%.64s\" is not a "
-                                  "vocabulary, hash or bucketized column",
-                                  nm, ck->column);
-            f->cross_col[k] = s;
-        }
-        /* TensorFlow's sparse_cross hashes its sparse inputs (the
-         * categorical columns' ids) before its dense ones (raw inputs),
-         * each group in key order: keep the parts in that order. */
-        size_t at = 0;
-        for (int group = 0; group < 2; group++)
-            for (size_t k = 0; k < f->n_cross; k++) {
-                bool is_col = *d->cross_keys[k]->column != '\0';
-                if (is_col != (group == 0))
-                    continue;
-                long r = -1, s = -1;
-                if (is_col)
-                    s = find_fcol(g, d->cross_keys[k]->column);
-                else
-                    r = find_raw(def, d->cross_keys[k]->raw_key);
-                f->cross_input[at] = r;
-                f->cross_col[at] = s;
-                at++;
-            }
         f->num_buckets = d->hash_bucket_size;
         return RT_OK;
     }
-    case PREDICTD__COLUMN_TYPE__EMBEDDING:
-    case PREDICTD__COLUMN_TYPE__INDICATOR: {
-        if (pass != 3)
-            return RT_OK;
-        long s = find_fcol(g, d->categorical_column);
-        if (s < 0 || !rt_column_is_categorical(g->fcols[s].type))
+    if (d->type == PREDICTD__COLUMN_TYPE__VOCABULARY_LIST) {
+        size = (int64_t)d->n_vocabulary;
+    } else {
+        size = d->vocabulary_size;
+        if (!rt_asset_path_ok(d->vocabulary_file))
             return rt_err_set(err, RT_ERR_FORMAT,
-                              "feature column %s: categorical_column \"%.64s\" is not a "
-                              "categorical column",
-                              nm, d->categorical_column);
-        f->source = s;
-        if (d->type == PREDICTD__COLUMN_TYPE__INDICATOR) {
-            if ((uint64_t)g->fcols[s].num_buckets > G_MAX_WIDTH)
-                return rt_err_set(err, RT_ERR_LIMIT,
-                                  "feature column %s: indicator of %lld buckets is too wide", nm,
-                                  (long long)g->fcols[s].num_buckets);
-            f->width = (size_t)g->fcols[s].num_buckets;
-        } else {
-            if (d->dimension == 0 || d->dimension > G_MAX_SHAPE ||
-                (d->combiner != PREDICTD__COMBINER__COMBINER_MEAN &&
-                 d->combiner != PREDICTD__COMBINER__COMBINER_SUM &&
-                 d->combiner != PREDICTD__COMBINER__COMBINER_SQRTN))
-                return rt_err_set(err, RT_ERR_FORMAT,
-                                  "feature column %s: bad dimension %u or combiner", nm,
-                                  d->dimension);
-            f->width = d->dimension;
+                              "feature column %s: vocabulary_file \"%.64s\" is not a path "
+                              "inside assets/",
+                              nm, d->vocabulary_file);
+    }
+    if (size < 1 || size > G_MAX_BUCKETS || d->num_oov_buckets < 0 ||
+        d->num_oov_buckets > G_MAX_BUCKETS)
+        return rt_err_set(err, RT_ERR_FORMAT,
+                          "feature column %s: vocabulary size %lld or num_oov_buckets %lld "
+                          "out of range",
+                          nm, (long long)size, (long long)d->num_oov_buckets);
+    if (d->default_id < -1 || d->default_id >= size ||
+        (d->default_id != -1 && d->num_oov_buckets > 0))
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: bad default_value %lld",
+                          nm, (long long)d->default_id);
+    f->num_buckets = size + d->num_oov_buckets;
+    return RT_OK;
+}
+
+/* bucketized_column: buckets of a numeric column. */
+rt_status rt_fc_compile_bucketized(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+{
+    (void)read;
+    (void)raw;
+    rt_fcol *f = &g->fcols[c];
+    const Predictd__FeatureColumn *d = f->def;
+    const char *nm = d->name;
+    long s = find_fcol(g, d->source);
+    if (s < 0 || g->fcols[s].type != PREDICTD__COLUMN_TYPE__NUMERIC)
+        return rt_err_set(err, RT_ERR_FORMAT,
+                          "feature column %s: source \"%.64s\" is not a numeric column", nm,
+                          d->source);
+    for (size_t k = 0; k < d->n_boundaries; k++)
+        if (!isfinite(d->boundaries[k]) || (k && !(d->boundaries[k] > d->boundaries[k - 1])))
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "feature column %s: boundaries must be strictly increasing",
+                              nm);
+    f->source = s;
+    f->num_buckets = (int64_t)(d->n_boundaries + 1) * (int64_t)g->fcols[s].width;
+    if (d->n_boundaries > (size_t)G_MAX_BUCKETS || f->num_buckets > G_MAX_BUCKETS)
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: too many buckets", nm);
+    return RT_OK;
+}
+
+/* crossed_column: parts are raw inputs or vocabulary/bucketized columns. */
+rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+{
+    (void)raw;
+    const Predictd__ModelDef *def = g->def;
+    rt_fcol *f = &g->fcols[c];
+    const Predictd__FeatureColumn *d = f->def;
+    const char *nm = d->name;
+    rt_status st = RT_OK;
+    if (d->n_cross_keys < 1 || d->n_cross_keys > 64)
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: %zu cross keys", nm,
+                          d->n_cross_keys);
+    if (d->hash_bucket_size < 1 || d->hash_bucket_size > G_MAX_BUCKETS)
+        return rt_err_set(err, RT_ERR_FORMAT,
+                          "feature column %s: hash_bucket_size %lld out of range", nm,
+                          (long long)d->hash_bucket_size);
+    f->n_cross = d->n_cross_keys;
+    f->cross_input = malloc(f->n_cross * sizeof *f->cross_input);
+    f->cross_col = malloc(f->n_cross * sizeof *f->cross_col);
+    if (!f->cross_input || !f->cross_col)
+        return NOMEM(err);
+    for (size_t k = 0; k < f->n_cross; k++) {
+        const Predictd__CrossKey *ck = d->cross_keys[k];
+        f->cross_input[k] = -1;
+        f->cross_col[k] = -1;
+        if (!ck || (*ck->raw_key != '\0') == (*ck->column != '\0'))
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "feature column %s: cross key %zu must name a column or a "
+                              "raw input",
+                              nm, k);
+        if (*ck->raw_key) {
+            long r;
+            if ((st = use_raw(def, nm, ck->raw_key, read, &r, err)))
+                return st;
+            f->cross_input[k] = r; /* raw index for now */
+            continue;
         }
-        return RT_OK;
+        long s = find_fcol(g, ck->column);
+        if (s < 0 || !rt_column_is_categorical(g->fcols[s].type) ||
+            g->fcols[s].type == PREDICTD__COLUMN_TYPE__CROSSED)
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "feature column %s: cross key \"%.64s\" is not a "
+                              "vocabulary, hash or bucketized column",
+                              nm, ck->column);
+        f->cross_col[k] = s;
     }
-    default:
-        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: unknown type %d", nm,
-                          (int)d->type);
+    /* TensorFlow's sparse_cross hashes its sparse inputs (the
+     * categorical columns' ids) before its dense ones (raw inputs),
+     * each group in key order: keep the parts in that order. */
+    size_t at = 0;
+    for (int group = 0; group < 2; group++)
+        for (size_t k = 0; k < f->n_cross; k++) {
+            bool is_col = *d->cross_keys[k]->column != '\0';
+            if (is_col != (group == 0))
+                continue;
+            long r = -1, s = -1;
+            if (is_col)
+                s = find_fcol(g, d->cross_keys[k]->column);
+            else
+                r = find_raw(def, d->cross_keys[k]->raw_key);
+            f->cross_input[at] = r;
+            f->cross_col[at] = s;
+            at++;
+        }
+    f->num_buckets = d->hash_bucket_size;
+    return RT_OK;
+}
+
+/* Embedding and indicator columns: dense values of a categorical column. */
+rt_status rt_fc_compile_of_ids(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+{
+    (void)read;
+    (void)raw;
+    rt_fcol *f = &g->fcols[c];
+    const Predictd__FeatureColumn *d = f->def;
+    const char *nm = d->name;
+    long s = find_fcol(g, d->categorical_column);
+    if (s < 0 || !rt_column_is_categorical(g->fcols[s].type))
+        return rt_err_set(err, RT_ERR_FORMAT,
+                          "feature column %s: categorical_column \"%.64s\" is not a "
+                          "categorical column",
+                          nm, d->categorical_column);
+    f->source = s;
+    if (d->type == PREDICTD__COLUMN_TYPE__INDICATOR) {
+        if ((uint64_t)g->fcols[s].num_buckets > G_MAX_WIDTH)
+            return rt_err_set(err, RT_ERR_LIMIT,
+                              "feature column %s: indicator of %lld buckets is too wide", nm,
+                              (long long)g->fcols[s].num_buckets);
+        f->width = (size_t)g->fcols[s].num_buckets;
+    } else {
+        if (d->dimension == 0 || d->dimension > G_MAX_SHAPE ||
+            (d->combiner != PREDICTD__COMBINER__COMBINER_MEAN &&
+             d->combiner != PREDICTD__COMBINER__COMBINER_SUM &&
+             d->combiner != PREDICTD__COMBINER__COMBINER_SQRTN))
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "feature column %s: bad dimension %u or combiner", nm,
+                              d->dimension);
+        f->width = d->dimension;
     }
+    return RT_OK;
 }
 
 static rt_status compile_columns(rt_graph *g, rt_err *err)
@@ -306,9 +315,16 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
         }
     }
     for (int pass = 0; pass < 4; pass++)
-        for (size_t c = 0; c < g->n_fcols; c++)
-            if ((st = compile_fcol(g, c, pass, read, raw, err)))
+        for (size_t c = 0; c < g->n_fcols; c++) {
+            const rt_fc_kind *k = rt_fc_kind_of(g->fcols[c].type);
+            if (!k) {
+                st = rt_err_set(err, RT_ERR_FORMAT, "feature column %s: unknown type %d",
+                                g->fcols[c].def->name, (int)g->fcols[c].type);
                 goto out;
+            }
+            if (k->compile_pass == pass && (st = k->compile(g, c, read, raw, err)))
+                goto out;
+        }
     /* Number the inputs in raw column order. */
     for (size_t i = 0; i < def->n_raw_columns; i++)
         g->n_inputs += read[i];

@@ -112,10 +112,57 @@ rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool tr
  * leading '/', no empty component). */
 bool rt_asset_path_ok(const char *path);
 
-/* True for the kinds that produce ids (bucketized, vocabulary list/file,
- * hash bucket, crossed); the others produce dense values. One place to ask,
- * so a new kind is added once. */
-bool rt_column_is_categorical(Predictd__ColumnType t);
+/*
+ * One feature-column kind: everything the runtime does for it, as one row of
+ * the table in rt_fc.c. A new kind is its functions plus one row there (and,
+ * in the trainer, nothing when it is categorical or dense like the others).
+ *   parse       spec keys -> the FeatureColumn (rt_spec_columns.c)
+ *   resolve     spec, second pass: references to other columns (may be NULL)
+ *   default_name  malloc'd name when the spec gives none (rt_spec_columns.c)
+ *   compile     FeatureColumn -> rt_fcol: sources, id space, width (rt_graph.c)
+ *   transform   raw values or earlier columns -> ids or values (rt_transform.c)
+ * compile_pass and transform_pass order the kinds so that a column runs after
+ * the kinds it reads (0 raw inputs, 1 bucketized, 2 crossed, 3 of ids).
+ */
+struct spec_ctx;
+struct cJSON;
+typedef struct rt_fc_kind {
+    Predictd__ColumnType type;
+    const char *spec_name;         /* the spec's "type" (TensorFlow's function) */
+    const char *const *spec_keys;  /* keys it takes, NULL-terminated */
+    bool categorical;              /* produces ids (else dense values) */
+    int compile_pass, transform_pass;
+    rt_status (*parse)(struct spec_ctx *s, const struct cJSON *c, const char *path,
+                       Predictd__FeatureColumn *fc);
+    rt_status (*resolve)(struct spec_ctx *s, size_t i, const char *path);
+    char *(*default_name)(const Predictd__FeatureColumn *fc);
+    rt_status (*compile)(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
+    rt_status (*transform)(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                           rt_err *err);
+} rt_fc_kind;
+
+/* The kind of type t / named spec_name in a spec; NULL when unknown. */
+const rt_fc_kind *rt_fc_kind_of(Predictd__ColumnType t);
+const rt_fc_kind *rt_fc_kind_named(const char *spec_name);
+/* Kind number i (0, 1, ...), NULL past the last: to list them. */
+const rt_fc_kind *rt_fc_kind_at(size_t i);
+
+/* The kinds' compile functions (rt_graph.c) and transforms (rt_transform.c). */
+rt_status rt_fc_compile_numeric(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
+rt_status rt_fc_compile_lookup(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
+rt_status rt_fc_compile_bucketized(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
+rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
+rt_status rt_fc_compile_of_ids(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
+rt_status rt_fc_run_numeric(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                            rt_err *err);
+rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                           rt_err *err);
+rt_status rt_fc_run_bucketized(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                               rt_err *err);
+rt_status rt_fc_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                            rt_err *err);
+rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                           rt_err *err);
 
 /* Checks that def compiles into a graph (everything rt_graph_build checks
  * except tensor data and vocabulary files). */

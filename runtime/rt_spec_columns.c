@@ -16,37 +16,10 @@
 
 /* ------------------------------------------------------ feature columns */
 
-static const struct {
-    const char *name;
-    Predictd__ColumnType type;
-    const char *const keys[8];
-} fc_kinds[] = {
-    {"numeric_column", PREDICTD__COLUMN_TYPE__NUMERIC,
-     {"type", "name", "key", "shape", "default_value", "normalizer", NULL}},
-    {"bucketized_column", PREDICTD__COLUMN_TYPE__BUCKETIZED,
-     {"type", "name", "source", "boundaries", NULL}},
-    {"categorical_column_with_vocabulary_list", PREDICTD__COLUMN_TYPE__VOCABULARY_LIST,
-     {"type", "name", "key", "vocabulary_list", "num_oov_buckets", "default_value", NULL}},
-    {"categorical_column_with_vocabulary_file", PREDICTD__COLUMN_TYPE__VOCABULARY_FILE,
-     {"type", "name", "key", "vocabulary_file", "vocabulary_size", "num_oov_buckets",
-      "default_value", NULL}},
-    {"categorical_column_with_hash_bucket", PREDICTD__COLUMN_TYPE__HASH_BUCKET,
-     {"type", "name", "key", "hash_bucket_size", NULL}},
-    {"crossed_column", PREDICTD__COLUMN_TYPE__CROSSED,
-     {"type", "name", "keys", "hash_bucket_size", "hash_key", NULL}},
-    {"embedding_column", PREDICTD__COLUMN_TYPE__EMBEDDING,
-     {"type", "name", "categorical_column", "dimension", "combiner", "max_norm", NULL}},
-    {"indicator_column", PREDICTD__COLUMN_TYPE__INDICATOR,
-     {"type", "name", "categorical_column", NULL}},
-};
-#define N_FC_KINDS (sizeof fc_kinds / sizeof fc_kinds[0])
-
 const char *spec_fc_kind_name(Predictd__ColumnType t)
 {
-    for (size_t k = 0; k < N_FC_KINDS; k++)
-        if (fc_kinds[k].type == t)
-            return fc_kinds[k].name;
-    return "unknown column";
+    const rt_fc_kind *k = rt_fc_kind_of(t);
+    return k ? k->spec_name : "unknown column";
 }
 
 /* Raw column `key` read by feature column at path; checks it is usable. */
@@ -82,8 +55,8 @@ static rt_status fc_categorical_ref(spec_ctx *s, const cJSON *c, const char *pat
     return RT_OK;
 }
 
-static rt_status fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
-                            Predictd__FeatureColumn *fc)
+rt_status spec_fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
+                          Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
     rt_status st = fc_raw_key(s, c, path, "key", fc);
@@ -151,8 +124,8 @@ static rt_status fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
     return RT_OK;
 }
 
-static rt_status fc_bucketized(spec_ctx *s, const cJSON *c, const char *path,
-                               Predictd__FeatureColumn *fc)
+rt_status spec_fc_bucketized(spec_ctx *s, const cJSON *c, const char *path,
+                             Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
     const char *src = NULL;
@@ -205,8 +178,8 @@ static rt_status fc_vocab_common(spec_ctx *s, const cJSON *c, const char *path,
     return RT_OK;
 }
 
-static rt_status fc_vocab_list(spec_ctx *s, const cJSON *c, const char *path,
-                               Predictd__FeatureColumn *fc)
+rt_status spec_fc_vocab_list(spec_ctx *s, const cJSON *c, const char *path,
+                             Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
     const cJSON *voc = NULL;
@@ -256,8 +229,8 @@ out:
     return st;
 }
 
-static rt_status fc_vocab_file(spec_ctx *s, const cJSON *c, const char *path,
-                               Predictd__FeatureColumn *fc)
+rt_status spec_fc_vocab_file(spec_ctx *s, const cJSON *c, const char *path,
+                             Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
     const char *file = NULL;
@@ -281,8 +254,8 @@ static rt_status fc_vocab_file(spec_ctx *s, const cJSON *c, const char *path,
     return fc_vocab_common(s, c, path, fc, size);
 }
 
-static rt_status fc_hash(spec_ctx *s, const cJSON *c, const char *path,
-                         Predictd__FeatureColumn *fc)
+rt_status spec_fc_hash(spec_ctx *s, const cJSON *c, const char *path,
+                       Predictd__FeatureColumn *fc)
 {
     int64_t size = 0;
     rt_status st = fc_raw_key(s, c, path, "key", fc);
@@ -305,9 +278,9 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Builds the default crossed name: the keys' names sorted, joined by "_X_"
+/* The default crossed name: the keys' names sorted, joined by "_X_"
  * (TensorFlow's CrossedColumn.name). */
-static char *crossed_name(const Predictd__FeatureColumn *fc)
+char *spec_name_crossed(const Predictd__FeatureColumn *fc)
 {
     const char *names[RT_SPEC_MAX_CROSS];
     size_t len = 0;
@@ -334,8 +307,8 @@ static char *crossed_name(const Predictd__FeatureColumn *fc)
     return out;
 }
 
-static rt_status fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
-                            Predictd__FeatureColumn *fc)
+rt_status spec_fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
+                          Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
     const cJSON *keys = NULL;
@@ -416,8 +389,8 @@ static rt_status fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
     return RT_OK;
 }
 
-static rt_status fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
-                              Predictd__FeatureColumn *fc)
+rt_status spec_fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
+                            Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
     int64_t dim = 0;
@@ -447,40 +420,57 @@ static rt_status fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
     return RT_OK;
 }
 
-/* Fills in the default name of fc (after its kind-specific keys). */
-static rt_status fc_default_name(spec_ctx *s, const cJSON *c, const char *path,
-                                 Predictd__FeatureColumn *fc)
+rt_status spec_fc_indicator(spec_ctx *s, const cJSON *c, const char *path,
+                            Predictd__FeatureColumn *fc)
+{
+    return fc_categorical_ref(s, c, path, fc);
+}
+
+/* Default names: the key; the source's or categorical column's name with
+ * the kind's suffix (TensorFlow's names). Malloc'd, NULL out of memory. */
+static char *name_of(const char *base, const char *suffix)
+{
+    size_t a = strlen(base), b = strlen(suffix);
+    char *out = malloc(a + b + 1);
+    if (out) {
+        memcpy(out, base, a);
+        memcpy(out + a, suffix, b + 1);
+    }
+    return out;
+}
+
+char *spec_name_key(const Predictd__FeatureColumn *fc)
+{
+    return name_of(fc->key, "");
+}
+
+char *spec_name_bucketized(const Predictd__FeatureColumn *fc)
+{
+    return name_of(fc->source, "_bucketized");
+}
+
+char *spec_name_embedding(const Predictd__FeatureColumn *fc)
+{
+    return name_of(fc->categorical_column, "_embedding");
+}
+
+char *spec_name_indicator(const Predictd__FeatureColumn *fc)
+{
+    return name_of(fc->categorical_column, "_indicator");
+}
+
+/* Fills in the name of fc (after its kind-specific keys): the spec's, else
+ * the kind's default. */
+static rt_status fc_name(spec_ctx *s, const rt_fc_kind *k, const cJSON *c, const char *path,
+                         Predictd__FeatureColumn *fc)
 {
     const char *name = NULL;
     rt_status st = rt_cfg_str(c, path, "name", 0, &name, s->err);
     if (st)
         return st;
-    char buf[RT_SPEC_MAX_NAME * 2 + 32];
     char *owned = NULL;
-    if (!name) {
-        switch (fc->type) {
-        case PREDICTD__COLUMN_TYPE__BUCKETIZED:
-            snprintf(buf, sizeof buf, "%s_bucketized", fc->source);
-            name = buf;
-            break;
-        case PREDICTD__COLUMN_TYPE__EMBEDDING:
-            snprintf(buf, sizeof buf, "%s_embedding", fc->categorical_column);
-            name = buf;
-            break;
-        case PREDICTD__COLUMN_TYPE__INDICATOR:
-            snprintf(buf, sizeof buf, "%s_indicator", fc->categorical_column);
-            name = buf;
-            break;
-        case PREDICTD__COLUMN_TYPE__CROSSED:
-            if (!(owned = crossed_name(fc)))
-                return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
-            name = owned;
-            break;
-        default:
-            name = fc->key;
-            break;
-        }
-    }
+    if (!name && !(name = owned = k->default_name(fc)))
+        return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     st = spec_check_name(name, path, "name", s->err);
     if (!st && spec_find_fc(s->def, name) >= 0)
         st = rt_cfg_fail(s->err, path, "name", "feature column \"%s\" is defined twice", name);
@@ -500,40 +490,29 @@ static rt_status parse_feature_column(spec_ctx *s, const cJSON *c, const char *p
     rt_status st = rt_cfg_str(c, path, "type", RT_CFG_REQUIRED, &type, err);
     if (st)
         return st;
-    size_t k = 0;
-    while (k < N_FC_KINDS && strcmp(fc_kinds[k].name, type) != 0)
-        k++;
-    if (k == N_FC_KINDS)
-        return rt_cfg_fail(err, path, "type",
-                           "\"%.64s\" is not a feature column type (numeric_column, "
-                           "bucketized_column, categorical_column_with_vocabulary_list, "
-                           "categorical_column_with_vocabulary_file, "
-                           "categorical_column_with_hash_bucket, crossed_column, "
-                           "embedding_column, indicator_column)",
-                           type);
-    if ((st = rt_cfg_check_keys(c, path, fc_kinds[k].keys, NULL, err)))
+    const rt_fc_kind *k = rt_fc_kind_named(type);
+    if (!k) {
+        char names[512];
+        size_t at = 0;
+        for (size_t i = 0; rt_fc_kind_at(i) && at < sizeof names; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "",
+                                   rt_fc_kind_at(i)->spec_name);
+        return rt_cfg_fail(err, path, "type", "\"%.64s\" is not a feature column type (%s)",
+                           type, names);
+    }
+    if ((st = rt_cfg_check_keys(c, path, k->spec_keys, NULL, err)))
         return st;
     Predictd__FeatureColumn *fc = malloc(sizeof *fc);
     if (!fc)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     predictd__feature_column__init(fc);
-    fc->type = fc_kinds[k].type;
+    fc->type = k->type;
     fc->default_id = -1;
     /* Owned by def from here on, even when incomplete (freed as a whole). */
     def->feature_columns[def->n_feature_columns] = fc;
-    switch (fc->type) {
-    case PREDICTD__COLUMN_TYPE__NUMERIC: st = fc_numeric(s, c, path, fc); break;
-    case PREDICTD__COLUMN_TYPE__BUCKETIZED: st = fc_bucketized(s, c, path, fc); break;
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST: st = fc_vocab_list(s, c, path, fc); break;
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE: st = fc_vocab_file(s, c, path, fc); break;
-    case PREDICTD__COLUMN_TYPE__HASH_BUCKET: st = fc_hash(s, c, path, fc); break;
-    case PREDICTD__COLUMN_TYPE__CROSSED: st = fc_crossed(s, c, path, fc); break;
-    case PREDICTD__COLUMN_TYPE__EMBEDDING: st = fc_embedding(s, c, path, fc); break;
-    case PREDICTD__COLUMN_TYPE__INDICATOR: st = fc_categorical_ref(s, c, path, fc); break;
-    default: st = rt_cfg_fail(err, path, "type", "unsupported"); break;
-    }
+    st = k->parse(s, c, path, fc);
     if (!st)
-        st = fc_default_name(s, c, path, fc);
+        st = fc_name(s, k, c, path, fc);
     def->n_feature_columns++;
     return st;
 }
@@ -543,63 +522,78 @@ bool spec_is_categorical(Predictd__ColumnType t)
     return rt_column_is_categorical(t);
 }
 
-/* Second pass: references between feature columns exist and fit. */
-static rt_status resolve_feature_column(spec_ctx *s, size_t i)
+/* Second pass, per kind: references between feature columns exist and fit. */
+
+rt_status spec_resolve_bucketized(spec_ctx *s, size_t i, const char *path)
 {
     rt_err *err = s->err;
     const Predictd__ModelDef *def = s->def;
     Predictd__FeatureColumn *fc = def->feature_columns[i];
-    char path[64];
-    snprintf(path, sizeof path, "feature_columns[%zu]", i);
-    if (fc->type == PREDICTD__COLUMN_TYPE__BUCKETIZED) {
-        long r = spec_find_fc(def, fc->source);
-        if (r < 0 || def->feature_columns[r]->type != PREDICTD__COLUMN_TYPE__NUMERIC)
-            return rt_cfg_fail(err, path, "source",
-                               "\"%.64s\" must name a numeric_column feature column", fc->source);
-        const char *key = def->feature_columns[r]->key;
-        if (!(fc->key = spec_strndup(key, strlen(key))))
-            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    } else if (fc->type == PREDICTD__COLUMN_TYPE__EMBEDDING ||
-               fc->type == PREDICTD__COLUMN_TYPE__INDICATOR) {
-        long r = spec_find_fc(def, fc->categorical_column);
-        if (r < 0 || !spec_is_categorical(def->feature_columns[r]->type))
-            return rt_cfg_fail(err, path, "categorical_column",
-                               "\"%.64s\" must name a categorical feature column (vocabulary, "
-                               "hash bucket, bucketized or crossed)",
-                               fc->categorical_column);
-    } else if (fc->type == PREDICTD__COLUMN_TYPE__CROSSED) {
-        for (size_t k = 0; k < fc->n_cross_keys; k++) {
-            const char *col = fc->cross_keys[k]->column;
-            if (!*col)
-                continue;
-            char kp[160];
-            snprintf(kp, sizeof kp, "%s.keys[%zu].column", path, k);
-            long r = spec_find_fc(def, col);
-            if (r < 0)
-                return rt_cfg_fail(err, kp, "", "\"%.64s\" is not a feature column", col);
-            Predictd__ColumnType t = def->feature_columns[r]->type;
-            if (t == PREDICTD__COLUMN_TYPE__HASH_BUCKET)
-                return rt_cfg_fail(err, kp, "",
-                                   "\"%.64s\" is a hash bucket column: hashing before crossing "
-                                   "increases collisions; cross the raw column name instead",
-                                   col);
-            if (t != PREDICTD__COLUMN_TYPE__BUCKETIZED &&
-                t != PREDICTD__COLUMN_TYPE__VOCABULARY_LIST &&
-                t != PREDICTD__COLUMN_TYPE__VOCABULARY_FILE)
-                return rt_cfg_fail(err, kp, "",
-                                   "\"%.64s\" must be a vocabulary or bucketized column", col);
-        }
-    } else if (fc->type == PREDICTD__COLUMN_TYPE__NUMERIC) {
-        /* Every numeric column reading one raw column must agree on its shape. */
-        for (size_t k = 0; k < i; k++) {
-            const Predictd__FeatureColumn *o = def->feature_columns[k];
-            if (o->type == PREDICTD__COLUMN_TYPE__NUMERIC && strcmp(o->key, fc->key) == 0 &&
-                o->shape != fc->shape)
-                return rt_cfg_fail(err, path, "shape",
-                                   "column \"%.64s\" is read with shape %u by \"%.64s\" and %u "
-                                   "here",
-                                   fc->key, o->shape, o->name, fc->shape);
-        }
+    long r = spec_find_fc(def, fc->source);
+    if (r < 0 || def->feature_columns[r]->type != PREDICTD__COLUMN_TYPE__NUMERIC)
+        return rt_cfg_fail(err, path, "source",
+                           "\"%.64s\" must name a numeric_column feature column", fc->source);
+    const char *key = def->feature_columns[r]->key;
+    if (!(fc->key = spec_strndup(key, strlen(key))))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    return RT_OK;
+}
+
+rt_status spec_resolve_of_categorical(spec_ctx *s, size_t i, const char *path)
+{
+    const Predictd__ModelDef *def = s->def;
+    const Predictd__FeatureColumn *fc = def->feature_columns[i];
+    long r = spec_find_fc(def, fc->categorical_column);
+    if (r < 0 || !spec_is_categorical(def->feature_columns[r]->type))
+        return rt_cfg_fail(s->err, path, "categorical_column",
+                           "\"%.64s\" must name a categorical feature column (vocabulary, "
+                           "hash bucket, bucketized or crossed)",
+                           fc->categorical_column);
+    return RT_OK;
+}
+
+rt_status spec_resolve_crossed(spec_ctx *s, size_t i, const char *path)
+{
+    rt_err *err = s->err;
+    const Predictd__ModelDef *def = s->def;
+    const Predictd__FeatureColumn *fc = def->feature_columns[i];
+    for (size_t k = 0; k < fc->n_cross_keys; k++) {
+        const char *col = fc->cross_keys[k]->column;
+        if (!*col)
+            continue;
+        char kp[160];
+        snprintf(kp, sizeof kp, "%s.keys[%zu].column", path, k);
+        long r = spec_find_fc(def, col);
+        if (r < 0)
+            return rt_cfg_fail(err, kp, "", "\"%.64s\" is not a feature column", col);
+        Predictd__ColumnType t = def->feature_columns[r]->type;
+        if (t == PREDICTD__COLUMN_TYPE__HASH_BUCKET)
+            return rt_cfg_fail(err, kp, "",
+                               "\"%.64s\" is a hash bucket column: hashing before crossing "
+                               "increases collisions; cross the raw column name instead",
+                               col);
+        if (t != PREDICTD__COLUMN_TYPE__BUCKETIZED &&
+            t != PREDICTD__COLUMN_TYPE__VOCABULARY_LIST &&
+            t != PREDICTD__COLUMN_TYPE__VOCABULARY_FILE)
+            return rt_cfg_fail(err, kp, "",
+                               "\"%.64s\" must be a vocabulary or bucketized column", col);
+    }
+    return RT_OK;
+}
+
+rt_status spec_resolve_numeric(spec_ctx *s, size_t i, const char *path)
+{
+    const Predictd__ModelDef *def = s->def;
+    const Predictd__FeatureColumn *fc = def->feature_columns[i];
+    /* Every numeric column reading one raw column must agree on its shape. */
+    for (size_t k = 0; k < i; k++) {
+        const Predictd__FeatureColumn *o = def->feature_columns[k];
+        if (o->type == PREDICTD__COLUMN_TYPE__NUMERIC && strcmp(o->key, fc->key) == 0 &&
+            o->shape != fc->shape)
+            return rt_cfg_fail(s->err, path, "shape",
+                               "column \"%.64s\" is read with shape %u by \"%.64s\" and %u "
+                               "here",
+                               fc->key, o->shape, o->name, fc->shape);
     }
     return RT_OK;
 }
@@ -624,7 +618,10 @@ rt_status spec_parse_feature_columns(spec_ctx *s, const cJSON *arr)
             return st;
     }
     for (size_t k = 0; k < s->def->n_feature_columns; k++) {
-        rt_status st = resolve_feature_column(s, k);
+        const rt_fc_kind *kind = rt_fc_kind_of(s->def->feature_columns[k]->type);
+        char path[64];
+        snprintf(path, sizeof path, "feature_columns[%zu]", k);
+        rt_status st = kind && kind->resolve ? kind->resolve(s, k, path) : RT_OK;
         if (st)
             return st;
     }

@@ -36,7 +36,34 @@ rt_status spec_check_name(const char *s, const char *path, const char *key, rt_e
 long spec_find_raw(const Predictd__ModelDef *def, const char *name);
 long spec_find_fc(const Predictd__ModelDef *def, const char *name);
 
-/* ---- rt_spec_columns.c */
+/* ---- rt_spec_columns.c: each kind's spec keys, references and default
+ * name (the kinds' table, rt_fc.c, points at them) */
+
+rt_status spec_fc_numeric(spec_ctx *s, const struct cJSON *c, const char *path,
+                          Predictd__FeatureColumn *fc);
+rt_status spec_fc_bucketized(spec_ctx *s, const struct cJSON *c, const char *path,
+                             Predictd__FeatureColumn *fc);
+rt_status spec_fc_vocab_list(spec_ctx *s, const struct cJSON *c, const char *path,
+                             Predictd__FeatureColumn *fc);
+rt_status spec_fc_vocab_file(spec_ctx *s, const struct cJSON *c, const char *path,
+                             Predictd__FeatureColumn *fc);
+rt_status spec_fc_hash(spec_ctx *s, const struct cJSON *c, const char *path,
+                       Predictd__FeatureColumn *fc);
+rt_status spec_fc_crossed(spec_ctx *s, const struct cJSON *c, const char *path,
+                          Predictd__FeatureColumn *fc);
+rt_status spec_fc_embedding(spec_ctx *s, const struct cJSON *c, const char *path,
+                            Predictd__FeatureColumn *fc);
+rt_status spec_fc_indicator(spec_ctx *s, const struct cJSON *c, const char *path,
+                            Predictd__FeatureColumn *fc);
+rt_status spec_resolve_numeric(spec_ctx *s, size_t i, const char *path);
+rt_status spec_resolve_bucketized(spec_ctx *s, size_t i, const char *path);
+rt_status spec_resolve_crossed(spec_ctx *s, size_t i, const char *path);
+rt_status spec_resolve_of_categorical(spec_ctx *s, size_t i, const char *path);
+char *spec_name_key(const Predictd__FeatureColumn *fc);
+char *spec_name_bucketized(const Predictd__FeatureColumn *fc);
+char *spec_name_crossed(const Predictd__FeatureColumn *fc);
+char *spec_name_embedding(const Predictd__FeatureColumn *fc);
+char *spec_name_indicator(const Predictd__FeatureColumn *fc);
 
 bool spec_is_categorical(Predictd__ColumnType t);
 const char *spec_fc_kind_name(Predictd__ColumnType t);

@@ -264,8 +264,8 @@ static rt_status value_text(const rt_graph *g, size_t i, long input, const rt_va
 
 /* ------------------------------------------------------------- columns */
 
-static rt_status run_numeric(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                             rt_err *err)
+rt_status rt_fc_run_numeric(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                            rt_err *err)
 {
     const rt_fcol *fc = &g->fcols[c];
     const Predictd__FeatureColumn *d = fc->def;
@@ -304,8 +304,10 @@ static rt_status run_numeric(const rt_graph *g, const rt_batch *b, rt_features *
     return RT_OK;
 }
 
-static rt_status run_bucketized(const rt_graph *g, rt_features *f, size_t c, rt_err *err)
+rt_status rt_fc_run_bucketized(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                               rt_err *err)
 {
+    (void)b; /* reads its numeric source column */
     const rt_fcol *fc = &g->fcols[c];
     const Predictd__FeatureColumn *d = fc->def;
     size_t w = g->fcols[fc->source].width, nb = d->n_boundaries, cnt = 0;
@@ -358,8 +360,8 @@ static int64_t lookup_id(const rt_fcol *fc, const char *s, size_t len)
 }
 
 /* Vocabulary and hash bucket columns. */
-static rt_status run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                            rt_err *err)
+rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                           rt_err *err)
 {
     const rt_fcol *fc = &g->fcols[c];
     size_t cnt = 0;
@@ -458,8 +460,8 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
     return RT_OK;
 }
 
-static rt_status run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                             rt_err *err)
+rt_status rt_fc_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                            rt_err *err)
 {
     const rt_fcol *fc = &g->fcols[c];
     size_t np = fc->n_cross, cnt = 0;
@@ -509,8 +511,11 @@ static rt_status run_crossed(const rt_graph *g, const rt_batch *b, rt_features *
     return RT_OK;
 }
 
-static void run_dense_of_ids(const rt_graph *g, rt_features *f, size_t c)
+rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                           rt_err *err)
 {
+    (void)b; /* reads its categorical source column */
+    (void)err;
     const rt_fcol *fc = &g->fcols[c];
     const rt_ids *src = &f->ids[fc->source];
     size_t w = fc->width;
@@ -544,6 +549,7 @@ static void run_dense_of_ids(const rt_graph *g, rt_features *f, size_t c)
             for (size_t j = 0; j < w; j++)
                 out[j] *= scale;
     }
+    return RT_OK;
 }
 
 rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err)
@@ -555,38 +561,14 @@ rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_
     rt_status st = prepare(f, g, rt_batch_size(b), err);
     if (st)
         return st;
+    /* Kind by kind in their passes (rt_fc.c), so every source is ready. */
     for (int pass = 0; pass < 4; pass++) {
         for (size_t c = 0; c < g->n_fcols; c++) {
-            Predictd__ColumnType t = g->fcols[c].type;
-            switch (t) {
-            case PREDICTD__COLUMN_TYPE__NUMERIC:
-                if (pass == 0)
-                    st = run_numeric(g, b, f, c, err);
-                break;
-            case PREDICTD__COLUMN_TYPE__BUCKETIZED:
-                if (pass == 1)
-                    st = run_bucketized(g, f, c, err);
-                break;
-            case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST:
-            case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE:
-            case PREDICTD__COLUMN_TYPE__HASH_BUCKET:
-                if (pass == 1)
-                    st = run_lookup(g, b, f, c, err);
-                break;
-            case PREDICTD__COLUMN_TYPE__CROSSED:
-                if (pass == 2)
-                    st = run_crossed(g, b, f, c, err);
-                break;
-            case PREDICTD__COLUMN_TYPE__EMBEDDING:
-            case PREDICTD__COLUMN_TYPE__INDICATOR:
-                if (pass == 3)
-                    run_dense_of_ids(g, f, c);
-                break;
-            default:
-                st = rt_err_set(err, RT_ERR_FORMAT, "unknown feature column type %d", (int)t);
-                break;
-            }
-            if (st)
+            const rt_fc_kind *k = rt_fc_kind_of(g->fcols[c].type);
+            if (!k)
+                return rt_err_set(err, RT_ERR_FORMAT, "unknown feature column type %d",
+                                  (int)g->fcols[c].type);
+            if (k->transform_pass == pass && (st = k->transform(g, b, f, c, err)))
                 return st;
         }
     }

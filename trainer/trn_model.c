@@ -29,14 +29,6 @@ static long param_index(const trn_model *m, const char *name)
     return -1;
 }
 
-static int is_categorical(Predictd__ColumnType t)
-{
-    return t == PREDICTD__COLUMN_TYPE__BUCKETIZED ||
-           t == PREDICTD__COLUMN_TYPE__VOCABULARY_LIST ||
-           t == PREDICTD__COLUMN_TYPE__VOCABULARY_FILE ||
-           t == PREDICTD__COLUMN_TYPE__HASH_BUCKET || t == PREDICTD__COLUMN_TYPE__CROSSED;
-}
-
 static const float *lookup(void *ctx, const char *name, uint64_t count, rt_err *err)
 {
     trn_model *m = ctx;
@@ -116,7 +108,7 @@ static rt_status classify_params(trn_model *m, rt_err *err)
         lc->fc = (size_t)fc;
         lc->param = (size_t)k;
         const Predictd__FeatureColumn *c = m->def->feature_columns[fc];
-        if (is_categorical(c->type))
+        if (rt_column_is_categorical(c->type))
             lc->kind = LC_IDS;
         else if (c->type == PREDICTD__COLUMN_TYPE__INDICATOR) {
             long src = fc_index(m->def, c->categorical_column);
