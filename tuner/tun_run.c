@@ -278,7 +278,7 @@ static void finish(const tun_spec *s, running *r, int status)
     e.msg[0] = '\0';
     t->end_time = now_real();
     int found = tun_read_metrics(r->metric_file, r->dir, s->metric_tag, t, &e) == RT_OK;
-    char why[256] = "";
+    char why[RT_ERR_MAX + 64] = "";
     if (r->stopping) {
         t->stopped_early = 1;
         t->state = found ? TUN_SUCCEEDED : TUN_FAILED;
@@ -481,6 +481,8 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
                 trials[n++] = run[i].t;
                 memset(&run[i].t, 0, sizeof run[i].t);
                 run[i] = run[--nr];
+                if (i != nr)
+                    memset(&run[nr], 0, sizeof run[nr]);
                 if ((st = tun_trials_save(s, tpath, trials, n, err)))
                     goto stop;
                 if (!p->quiet)
@@ -536,7 +538,8 @@ out:
         }
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
     }
-    for (size_t i = 0; i < nr; i++)
+    /* every slot: one being filled when an error stopped the loop holds values too */
+    for (int64_t i = 0; i < max_par; i++)
         tun_trial_free(&run[i].t, 0);
     for (size_t i = 0; i < n; i++)
         tun_trial_free(&trials[i], 0);
