@@ -172,12 +172,13 @@ class Daemon:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
 
-    def stop(self):
-        """SIGTERM, then SIGKILL after a generous wait; returns the exit code."""
+    def stop(self, timeout=20):
+        """SIGTERM, then SIGKILL after a generous wait (timeout seconds);
+        returns the exit code."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=20)
+                self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
