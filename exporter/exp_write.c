@@ -272,10 +272,16 @@ static rt_status write_file_at(int dfd, const char *label, const char *name, con
         }
     } else {
         uint8_t buf[65536];
-        src = open(src_path, O_RDONLY | O_CLOEXEC);
+        struct stat sb;
+        src = open(src_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO cannot block */
         if (src < 0) {
             st = rt_err_set(err, RT_ERR_IO, "%s: cannot open source %s: %s", label, src_path,
                             strerror(errno));
+            goto out;
+        }
+        if (fstat(src, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            st = rt_err_set(err, RT_ERR_IO, "%s: source %s is not a regular file", label,
+                            src_path);
             goto out;
         }
         for (;;) {

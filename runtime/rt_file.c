@@ -6,7 +6,7 @@
  * refused when it is not a regular file, capped at the caller's size, and
  * read to its end with EINTR retried.
  */
-#include "rt.h"
+#include "rt_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,33 +15,91 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m) || S_ISBLK(m)          ? "a device"
+                                               : "not a plain file";
+}
+
+/* Opens path the way both readers do: O_NONBLOCK unless any, refused
+ * unless a regular file (unless any), a regular file capped at max bytes.
+ * Returns the descriptor (>= 0) with *sb filled, or -1 with *st set. */
+static int open_checked(int dfd, const char *path, size_t max, bool any, struct stat *sb,
+                        rt_status *st, rt_err *err)
+{
+    int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (any ? 0 : O_NONBLOCK));
+    if (fd < 0) {
+        *st = rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
+                         "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, sb) != 0)
+        *st = rt_err_set(err, RT_ERR_IO, "%s: fstat: %s", path, strerror(errno));
+    else if (!S_ISREG(sb->st_mode) && !any)
+        *st = rt_err_set(err, RT_ERR_FORMAT, "%s: not a regular file (%s)", path,
+                         file_kind(sb->st_mode));
+    else if (S_ISREG(sb->st_mode) && (sb->st_size < 0 || (uint64_t)sb->st_size > max))
+        *st = rt_err_set(err, RT_ERR_LIMIT, "%s: %lld bytes exceeds the limit of %zu", path,
+                         (long long)sb->st_size, max);
+    else
+        return fd;
+    close(fd);
+    return -1;
+}
+
+rt_status rt_read_file_aligned(int dfd, const char *path, size_t max, size_t align, void **data,
+                               size_t *len, rt_err *err)
+{
+    struct stat sb;
+    rt_status st = RT_OK;
+    *data = NULL;
+    *len = 0;
+    int fd = open_checked(dfd, path, max < SIZE_MAX - align ? max : SIZE_MAX - align - 1, false,
+                          &sb, &st, err);
+    if (fd < 0)
+        return st;
+    size_t want = (size_t)sb.st_size, got = 0;
+    char *buf = aligned_alloc(align, (want + align) / align * align); /* + 1 byte at least */
+    if (!buf) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory for %zu bytes", path, want);
+        goto out;
+    }
+    while (got < want) {
+        ssize_t k = read(fd, buf + got, want - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            st = k < 0 ? rt_err_set(err, RT_ERR_IO, "%s: read: %s", path, strerror(errno))
+                       : rt_err_set(err, RT_ERR_FORMAT,
+                                    "%s: the file shrank from %zu to %zu bytes while read", path,
+                                    want, got);
+            goto out;
+        }
+        got += (size_t)k;
+    }
+    *data = buf;
+    *len = want;
+    buf = NULL;
+out:
+    free(buf);
+    close(fd);
+    return st;
+}
+
 rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **data,
                        size_t *len, rt_err *err)
 {
     *data = NULL;
     if (len)
         *len = 0;
-    int any = (flags & RT_READ_ANY_FILE) != 0;
-    int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | (any ? 0 : O_NONBLOCK));
-    if (fd < 0)
-        return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
-                          "%s: cannot open: %s", path, strerror(errno));
+    bool any = (flags & RT_READ_ANY_FILE) != 0;
     rt_status st = RT_OK;
-    char *buf = NULL;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: fstat: %s", path, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode) && !any) {
-        st = rt_err_set(err, RT_ERR_FORMAT, "%s: not a regular file", path);
-        goto out;
-    }
-    if (S_ISREG(sb.st_mode) && (sb.st_size < 0 || (uint64_t)sb.st_size > max)) {
-        st = rt_err_set(err, RT_ERR_LIMIT, "%s: %lld bytes exceeds the limit of %zu", path,
-                        (long long)sb.st_size, max);
-        goto out;
-    }
+    int fd = open_checked(dfd, path, max, any, &sb, &st, err);
+    if (fd < 0)
+        return st;
+    char *buf = NULL;
     /* A regular file's size is only a hint (it may change while read): read
      * to the end, never more than max bytes. cap counts the NUL too. */
     size_t cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size : 65536, got = 0;

@@ -105,6 +105,12 @@ void rt_vocab_free(rt_vocab *v); /* v may be zeroed; keeps nothing */
  * else without a trailing CR) into *words (n_words, owned by the caller:
  * free each and the array, also on failure) and builds v over them.
  * RT_ERR_IO / RT_ERR_FORMAT (fewer lines) naming the file. */
+/* rt_read_file for a regular file (never a pipe) into memory aligned to
+ * align bytes (a power of two), of the exact size the file had when opened
+ * (a file that shrinks while read is refused: RT_ERR_FORMAT). For tensors
+ * read into memory at load. OUT: *data (free it), *len. Thread-safe. */
+rt_status rt_read_file_aligned(int dfd, const char *path, size_t max, size_t align, void **data,
+                               size_t *len, rt_err *err);
 rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool trim,
                              char ***words, size_t *n_words, rt_err *err);
 

@@ -1,12 +1,13 @@
 /*
  * rt_model.c — opens and validates an export (model.pb + variables.bin +
- * assets/) and binds the compiled graph to the read-only mapped tensors.
+ * assets/) and binds the compiled graph to the tensors, read into private
+ * memory at load (never a shared mapping of the file).
  *
  * Nothing from the files is trusted: every length, offset, count and
  * checksum is checked before use, and a refusal names the file and the
  * problem. The byte layout and the rules are in docs/export-format.md.
  */
-#include "rt.h"
+#include "rt_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,10 +31,8 @@ typedef struct tensor_ref {
 
 struct rt_model {
     Predictd__ModelDef *def;
-    const uint8_t *vars; /* mapped file or aligned copy */
+    const uint8_t *vars; /* the aligned copy below */
     size_t vars_len;
-    void *map;           /* munmap(map, map_len) when set */
-    size_t map_len;
     void *copy;          /* free(copy) when set */
     tensor_ref *refs;    /* [n_refs] sorted by name */
     size_t n_refs;
@@ -276,7 +274,7 @@ static rt_status check_index(rt_model *m, rt_err *err)
         }
     }
     for (size_t i = 0; i < n; i++) {
-        const tensor_ref *r = order[i]; /* file order: sequential reads of the mapping */
+        const tensor_ref *r = order[i]; /* file order: sequential reads */
         uint32_t crc = rt_crc32c(0, m->vars + r->offset, (size_t)r->length);
         if (crc != r->info->crc32c) {
             st = rt_err_set(err, RT_ERR_FORMAT,
@@ -386,8 +384,6 @@ void rt_model_close(rt_model *m)
         return;
     rt_graph_free(m->graph);
     free(m->refs);
-    if (m->map)
-        munmap(m->map, m->map_len);
     free(m->copy);
     if (m->def)
         rt_modeldef_free(m->def);
@@ -444,42 +440,17 @@ out:
     return st;
 }
 
-static rt_status map_vars(rt_model *m, int dfd, const char *dir, rt_err *err)
+/* Reads variables.bin into private, aligned memory (an empty file is left to
+ * check_header). Not mapped: a mapping would follow the file, so bytes changed in
+ * place (dd conv=notrunc, cp over, rsync --inplace) would change the answers
+ * of a version validated at load, and a file truncated in place would kill
+ * the process with SIGBUS. The checksums are computed over this copy, so
+ * what serves is exactly what was validated. */
+static rt_status read_vars(rt_model *m, int dfd, rt_err *err)
 {
-    rt_status st = RT_OK;
-    struct stat sb;
-    int fd = openat(dfd, "variables.bin", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
-                          "variables.bin: cannot open %s/variables.bin: %s", dir,
-                          strerror(errno));
-    if (fstat(fd, &sb) != 0) {
-        st = rt_err_set(err, RT_ERR_IO, "variables.bin: fstat: %s", strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = rt_err_set(err, RT_ERR_FORMAT, "variables.bin: not a regular file");
-        goto out;
-    }
-    if (sb.st_size < 0 || (uint64_t)sb.st_size > (uint64_t)SIZE_MAX) {
-        st = rt_err_set(err, RT_ERR_LIMIT, "variables.bin: size %lld cannot be mapped",
-                        (long long)sb.st_size);
-        goto out;
-    }
-    m->vars_len = (size_t)sb.st_size;
-    if (m->vars_len == 0)
-        goto out;
-    void *p = mmap(NULL, m->vars_len, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-        st = rt_err_set(err, RT_ERR_IO, "variables.bin: mmap of %zu bytes: %s", m->vars_len,
-                        strerror(errno));
-        goto out;
-    }
-    m->map = p;
-    m->map_len = m->vars_len;
-    m->vars = p;
-out:
-    close(fd);
+    rt_status st = rt_read_file_aligned(dfd, "variables.bin", SIZE_MAX, RT_VARS_ALIGN, &m->copy,
+                                        &m->vars_len, err);
+    m->vars = m->copy;
     return st;
 }
 
@@ -510,7 +481,7 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
         goto out;
     if ((st = unpack_def((const uint8_t *)pb, pb_len, &m->def, err)) != RT_OK)
         goto out;
-    if ((st = map_vars(m, dfd, dir, err)) != RT_OK)
+    if ((st = read_vars(m, dfd, err)) != RT_OK)
         goto out;
     st = finish_open(m, assets, err);
 out:

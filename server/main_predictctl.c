@@ -340,7 +340,9 @@ static int64_t label_version(cJSON *model, const char *label)
 }
 
 /* The daemon must hold VERSION of MODEL AVAILABLE. */
-static int check_available(const ctl *c, const char *model, int64_t v)
+/* 0 when the daemon holds VERSION of MODEL AVAILABLE; else 1, with a message
+ * unless quiet. */
+static int check_available(const ctl *c, const char *model, int64_t v, bool quiet)
 {
     char path[512];
     snprintf(path, sizeof path, "/v1/models/%s/versions/%lld", model, (long long)v);
@@ -352,6 +354,8 @@ static int check_available(const ctl *c, const char *model, int64_t v)
     int r = 0;
     if (!doc)
         r = 1;
+    else if ((code != 200 || !state || strcmp(state, "AVAILABLE") != 0) && quiet)
+        r = 1;
     else if (code != 200 || !state || strcmp(state, "AVAILABLE") != 0)
         r = fail("version %lld of model %s is not AVAILABLE on predictd (%s); nothing changed",
                  (long long)v, model,
@@ -361,6 +365,20 @@ static int check_available(const ctl *c, const char *model, int64_t v)
                              : "unknown");
     cJSON_Delete(doc);
     return r;
+}
+
+/* Points the label previous at old, if the daemon still holds it; a label
+ * may only point at an AVAILABLE version, so when old is gone (its
+ * directory removed) previous is dropped: promote and rollback still work. */
+static void keep_previous(const ctl *c, const char *model, cJSON *labels, int64_t old)
+{
+    if (check_available(c, model, old, true) == 0) {
+        set_number(labels, "previous", (double)old);
+        return;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(labels, "previous");
+    fprintf(stderr, "predictctl: note: version %lld is not AVAILABLE on predictd any more; "
+                    "the label 'previous' is removed\n", (long long)old);
 }
 
 static int64_t parse_version_arg(const char *s)
@@ -393,13 +411,13 @@ static int edit(ctl *c, int argc, char **argv)
             r = fail("'%s' is not a version number", argv[3]);
             goto out;
         }
-        if (check_available(c, argv[1], v))
+        if (check_available(c, argv[1], v, false))
             goto out;
         set_number(labels_of(model), argv[2], (double)v);
     } else if (!strcmp(cmd, "default") && argc == 3) {
         int64_t v = parse_version_arg(argv[2]);
         if (v >= 0) {
-            if (check_available(c, argv[1], v))
+            if (check_available(c, argv[1], v, false))
                 goto out;
             set_number(model, "default_version", (double)v);
         } else {
@@ -411,12 +429,12 @@ static int edit(ctl *c, int argc, char **argv)
             r = fail("'%s' is not a version number", argv[2]);
             goto out;
         }
-        if (check_available(c, argv[1], v))
+        if (check_available(c, argv[1], v, false))
             goto out;
         int64_t old = label_version(model, "stable");
         cJSON *labels = labels_of(model);
         if (old >= 0 && old != v)
-            set_number(labels, "previous", (double)old);
+            keep_previous(c, argv[1], labels, old);
         set_number(labels, "stable", (double)v);
         set_string(model, "default_version", "stable");
     } else if (!strcmp(cmd, "rollback") && argc == 2) {
@@ -426,12 +444,12 @@ static int edit(ctl *c, int argc, char **argv)
             r = fail("model %s has no 'previous' label to roll back to", argv[1]);
             goto out;
         }
-        if (check_available(c, argv[1], prev))
+        if (check_available(c, argv[1], prev, false))
             goto out;
         cJSON *labels = labels_of(model);
         set_number(labels, "stable", (double)prev);
         if (cur >= 0)
-            set_number(labels, "previous", (double)cur);
+            keep_previous(c, argv[1], labels, cur);
         set_string(model, "default_version", "stable");
     } else if (!strcmp(cmd, "reload") && argc == 1) {
         /* rewrite as is */

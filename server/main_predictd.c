@@ -38,6 +38,7 @@ typedef struct daemon {
     _Atomic int draining;
     int sig_pipe[2]; /* [0] read by the main loop, [1] written by on_signal */
     bool notified_ready;
+    bool was_ready; /* readiness at the last look of the main loop */
     struct stat cfg_stat; /* of the config file when last read */
     bool have_cfg_stat;
 } daemon_t;
@@ -79,7 +80,7 @@ static void reload(daemon_t *d, const char *why)
     if (!(d->args.set & SRV_ARG_CONFIG)) {
         srv_log(SRV_LOG_INFO, "reload (%s): no --model_config_file, rescanning base paths",
                 why);
-        srv_manager_poll(d->mgr);
+        srv_manager_wake(d->mgr); /* on the loader thread: signals stay answered */
         return;
     }
     sd_notify(0, "RELOADING=1\nSTATUS=reloading the config");
@@ -216,9 +217,17 @@ static int run(daemon_t *d)
     double last_ping = 0, drain_until = 0;
     bool draining = false;
     for (;;) {
-        if (!d->notified_ready && srv_manager_ready(d->mgr, NULL, 0)) {
+        char why[512] = "";
+        bool ready = srv_manager_ready(d->mgr, why, sizeof why);
+        if (ready != d->was_ready) { /* each change of readiness is one log line */
+            if (ready)
+                srv_log(SRV_LOG_INFO, "ready: every model's default version answers");
+            else if (d->notified_ready)
+                srv_log(SRV_LOG_WARN, "not ready: %s", why);
+            d->was_ready = ready;
+        }
+        if (!d->notified_ready && ready) {
             d->notified_ready = true;
-            srv_log(SRV_LOG_INFO, "ready: every configured model has an AVAILABLE version");
             sd_notifyf(0, "READY=1\nSTATUS=serving %zu model(s) on port %d", d->cfg->n_models,
                        srv_http_port(d->http));
         }

@@ -6,7 +6,8 @@
  *   srv_config.c  command-line flags + JSON config file -> srv_config
  *   srv_router.c  method + URL -> srv_route (pure; no model lookups)
  *   srv_cpu.c     CPUs the process may use (affinity, cgroup v2 cpu.max)
- *   srv_models.c  model manager: versions, reference counts, hot-loading
+ *   srv_models.c  model manager: versions, reference counts, readiness
+ *   srv_loader.c  its loader: base path scans, loading, warm-up, inotify
  *   srv_metrics.c request counts, latency histograms, in-flight (Prometheus)
  *   srv_pool.c    bounded job queue + worker threads (inference off the I/O threads)
  *   srv_batch.c   cross-request batch scheduler (max_batch_size, batch_timeout_micros)
@@ -230,7 +231,9 @@ void srv_manager_free(srv_manager *m);
 
 /* Checks that config c may replace the running one: labels of models that
  * are already running may only point at AVAILABLE versions (a model new in
- * c may name versions that are not loaded yet). Thread-safe. */
+ * c may name versions that are not loaded yet: they are pinned, so loaded);
+ * after the first config, a model added (or moved to another base path)
+ * must have a base path that is a directory. Thread-safe. */
 rt_status srv_manager_check(srv_manager *m, const srv_config *c, rt_err *err);
 /* srv_manager_check, then switches to c atomically (models added, removed,
  * policies and labels changed). Takes a copy; c stays the caller's. Wakes
@@ -239,8 +242,12 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err);
 
 /* One scan of every base path: loads new versions (with warm-up), retries
  * refused ones whose files changed, unloads versions the policy no longer
- * wants or whose directory vanished. Runs on the caller's thread. */
+ * wants (a version a label or default_version names is pinned) or whose
+ * directory vanished; a base path that cannot be read changes nothing.
+ * Runs on the caller's thread (srv_loader.c). */
 void srv_manager_poll(srv_manager *m);
+/* Asks the loader thread for a scan now (returns at once). */
+void srv_manager_wake(srv_manager *m);
 /* Starts a loader thread calling srv_manager_poll every poll_seconds
  * (0 = only when srv_manager_apply wakes it). */
 rt_status srv_manager_start(srv_manager *m, int poll_seconds, rt_err *err);
@@ -268,8 +275,12 @@ rt_status srv_manager_status_json(srv_manager *m, const char *model, int64_t ver
 /* {"models": [{"name", "versions": [{"version","state"}], "labels", "default_version"}],
  *  "config": {"generation": N, "last_reload": "none|ok|refused", "last_error": "..."}} */
 rt_status srv_manager_list_json(srv_manager *m, rt_buf *out);
-/* True when every configured model has an AVAILABLE version; else writes
- * the reason into why (may be NULL). */
+/* True when the default route (no version, no label) of every model that
+ * readiness counts answers, and at least one model does: the models of the
+ * first config, and a model added by a reload once its default route has
+ * answered (a mistyped new model never takes a serving instance out of its
+ * load balancer; a WARN line says it is not counted). Else false with the
+ * reason in why (may be NULL). */
 bool srv_manager_ready(srv_manager *m, char *why, size_t why_len);
 /* Records the outcome of a config reload (msg: the refusal, or NULL), shown
  * by srv_manager_list_json as "config": {"generation", "last_reload",
@@ -281,7 +292,8 @@ bool srv_manager_has_model(srv_manager *m, const char *model);
 /* Number of AVAILABLE versions of model (0 if unknown). */
 size_t srv_manager_available(srv_manager *m, const char *model);
 /* Appends Prometheus lines about loaded versions: predictd_model_versions
- * {model,state} and predictd_version_load_seconds{model,version}. */
+ * {model,state}, predictd_model_ready{model} and
+ * predictd_version_load_seconds{model,version}. */
 rt_status srv_manager_metrics(srv_manager *m, rt_buf *out);
 
 /* --------------------------------------------------------------- metrics */

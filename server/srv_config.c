@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -742,44 +743,6 @@ rt_status srv_args_parse(int argc, char **argv, srv_args *a, rt_err *err)
     return RT_OK;
 }
 
-static rt_status read_file(const char *path, char **text, size_t *len, rt_err *err)
-{
-    rt_status st = RT_ERR_IO;
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    *text = NULL;
-    if (!f)
-        return rt_err_set(err, RT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        rt_err_set(err, RT_ERR_IO, "%s: not a regular file", path);
-        goto out;
-    }
-    if ((unsigned long long)sb.st_size > CONFIG_MAX_BYTES) {
-        st = rt_err_set(err, RT_ERR_LIMIT, "%s: larger than %u bytes", path, CONFIG_MAX_BYTES);
-        goto out;
-    }
-    size_t n = (size_t)sb.st_size;
-    buf = malloc(n + 1);
-    if (!buf) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    if (n && fread(buf, 1, n, f) != n) {
-        rt_err_set(err, RT_ERR_IO, "%s: short read", path);
-        goto out;
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *len = n;
-    buf = NULL;
-    st = RT_OK;
-out:
-    free(buf);
-    fclose(f);
-    return st;
-}
-
 /* Directory of path, made absolute. Malloc'd, or NULL. */
 static char *dir_of(const char *path)
 {
@@ -803,7 +766,7 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
     if (a->set & SRV_ARG_CONFIG) {
         const char *path = a->values.model_config_file;
         size_t len = 0;
-        if ((st = read_file(path, &text, &len, err)) != RT_OK)
+        if ((st = rt_read_file(AT_FDCWD, path, CONFIG_MAX_BYTES, 0, &text, &len, err)) != RT_OK)
             goto out;
         dir = dir_of(path);
         if ((st = srv_config_parse(text, len, dir, &c, err)) != RT_OK) {

@@ -10,82 +10,27 @@
  * when the last request using it finishes, like nginx's old cycles.
  *
  * One mutex guards the model table and every record's state; it is held
- * only for lookups and pointer swaps, never while a model loads. Loading,
- * warm-up and directory scans run on the loader thread (srv_manager_start)
- * or the caller of srv_manager_poll, serialised by poll_mu.
+ * only for lookups and pointer swaps, never while a model loads. Scans,
+ * loading and warm-up are srv_loader.c's.
  *
- * Besides polling, a watcher thread listens to inotify events on the base
- * paths (a version renamed in or removed) and wakes the loader at once, so a
- * new export is usually served within milliseconds; the poll remains the
- * safety net (NFS, files changed inside a version directory).
+ * Pinning: a version that a label or default_version names is loaded and
+ * kept whatever the version policy says, until the label moves.
  *
- * A version whose load or warm-up fails becomes END with its error, and is
- * retried only when its files change (a signature of inode, size and mtime
- * of the directory, model.pb, variables.bin, assets/ and the warm-up file).
- * Policies choose among the versions that are not refused, and old versions
- * are unloaded only after new ones are AVAILABLE, so a broken export never
- * takes down the version that serves.
+ * Readiness (srv_manager_ready): every model that readiness counts has a
+ * default route that answers. It counts the models of the first config, and
+ * a model added by a reload from the moment its default route first
+ * answers: an operator's mistake in a new model (a wrong path, a broken
+ * export) never takes a serving instance out of its load balancer. A reload
+ * that adds a model whose base path cannot be read at all is refused.
  */
-#include "srv.h"
+#include "srv_models_internal.h"
 
-#include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <poll.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
-
-#define WARMUP_FILE "assets.extra/warmup.json"
-#define WARMUP_MAX_BYTES (64u << 20)
-#define MAX_VERSIONS_SCANNED 100000
-
-struct srv_version {
-    atomic_int refs;
-    int64_t version;
-    srv_state state;          /* guarded by the manager's mutex */
-    rt_status err_code;       /* END after a failure: why */
-    char error[RT_ERR_MAX];
-    uint64_t sig;             /* files' signature when loading was tried */
-    rt_model *model;          /* set once AVAILABLE; closed on the last release */
-    double load_seconds;
-};
-
-typedef struct mmodel {
-    srv_model_conf conf; /* deep copy */
-    srv_version **vers;  /* ascending by version */
-    size_t n_vers, cap;
-    char scan_error[RT_ERR_MAX]; /* last base path error, logged once */
-} mmodel;
-
-struct srv_manager {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    mmodel **models;
-    size_t n_models;
-    bool stop, wake, started;
-    int poll_seconds;
-    pthread_t thread;
-    pthread_t watcher;       /* inotify on the base paths */
-    bool watcher_started;
-    pthread_mutex_t poll_mu; /* one poll at a time; guards warm_ctx */
-    rt_ctx *warm_ctx;
-    uint64_t reload_generation; /* reload attempts */
-    int last_reload;            /* 0 none, 1 ok, -1 refused */
-    char last_error[RT_ERR_MAX];
-};
-
-typedef struct found {
-    int64_t version;
-    uint64_t sig;
-} found;
 
 /* ------------------------------------------------------------- basics */
 
@@ -118,7 +63,7 @@ static const char *code_name(rt_status s)
     return "UNKNOWN";
 }
 
-static char *dup_str(const char *s)
+char *srv_dup_str(const char *s)
 {
     if (!s)
         return NULL;
@@ -169,11 +114,11 @@ static bool conf_copy(srv_model_conf *d, const srv_model_conf *s)
     d->policy = s->policy;
     d->latest_n = s->latest_n;
     d->default_version = s->default_version;
-    d->name = dup_str(s->name);
-    d->base_path = dup_str(s->base_path);
+    d->name = srv_dup_str(s->name);
+    d->base_path = srv_dup_str(s->base_path);
     if (!d->name || !d->base_path)
         goto fail;
-    if (s->default_label && !(d->default_label = dup_str(s->default_label)))
+    if (s->default_label && !(d->default_label = srv_dup_str(s->default_label)))
         goto fail;
     if (s->n_specific) {
         d->specific = malloc(s->n_specific * sizeof *d->specific);
@@ -188,7 +133,7 @@ static bool conf_copy(srv_model_conf *d, const srv_model_conf *s)
             goto fail;
         for (size_t i = 0; i < s->n_labels; i++) {
             d->labels[i].version = s->labels[i].version;
-            if (!(d->labels[i].name = dup_str(s->labels[i].name)))
+            if (!(d->labels[i].name = srv_dup_str(s->labels[i].name)))
                 goto fail;
             d->n_labels = i + 1;
         }
@@ -207,11 +152,12 @@ static void mmodel_free(mmodel *mm)
     for (size_t i = 0; i < mm->n_vers; i++)
         srv_version_release(mm->vers[i]);
     free(mm->vers);
+    free(mm->ignored);
     conf_clear(&mm->conf);
     free(mm);
 }
 
-static mmodel *find_model(const srv_manager *m, const char *name)
+mmodel *srv_mm_find(const srv_manager *m, const char *name)
 {
     for (size_t i = 0; i < m->n_models; i++)
         if (!strcmp(m->models[i]->conf.name, name))
@@ -219,15 +165,22 @@ static mmodel *find_model(const srv_manager *m, const char *name)
     return NULL;
 }
 
-static srv_version *find_rec(const mmodel *mm, int64_t version)
+srv_version *srv_mm_version(const mmodel *mm, int64_t version)
 {
-    for (size_t i = 0; i < mm->n_vers; i++)
-        if (mm->vers[i]->version == version)
-            return mm->vers[i];
+    size_t lo = 0, hi = mm->n_vers;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (mm->vers[mid]->version == version)
+            return mm->vers[mid];
+        if (mm->vers[mid]->version < version)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 
-static bool rec_insert(mmodel *mm, srv_version *v)
+bool srv_mm_insert(mmodel *mm, srv_version *v)
 {
     if (mm->n_vers == mm->cap) {
         size_t cap = mm->cap ? mm->cap * 2 : 4;
@@ -248,7 +201,7 @@ static bool rec_insert(mmodel *mm, srv_version *v)
 }
 
 /* Takes v out of the list; the caller releases the list's reference. */
-static bool rec_remove(mmodel *mm, srv_version *v)
+bool srv_mm_remove(mmodel *mm, srv_version *v)
 {
     for (size_t i = 0; i < mm->n_vers; i++)
         if (mm->vers[i] == v) {
@@ -265,6 +218,16 @@ static const srv_label *find_label(const srv_model_conf *c, const char *label)
         if (!strcmp(c->labels[i].name, label))
             return &c->labels[i];
     return NULL;
+}
+
+bool srv_mm_pinned(const mmodel *mm, int64_t version)
+{
+    if (mm->conf.default_version == version)
+        return true;
+    for (size_t i = 0; i < mm->conf.n_labels; i++)
+        if (mm->conf.labels[i].version == version)
+            return true;
+    return false;
 }
 
 static srv_version *newest_available(const mmodel *mm)
@@ -317,18 +280,56 @@ void srv_manager_free(srv_manager *m)
     free(m);
 }
 
+/* A reload may not add a model (or move one to a base path) that cannot be
+ * read: one mistyped path would otherwise hold a model that can never
+ * serve. Checked outside the mutex (a slow file system must not stall
+ * requests); the first config is not checked (a base path may appear after
+ * the start: the model then waits, and readiness with it). */
+static rt_status check_paths(srv_manager *m, const srv_config *c, rt_err *err)
+{
+    bool *fresh = calloc(c->n_models ? c->n_models : 1, sizeof *fresh);
+    if (!fresh)
+        return rt_err_set(err, RT_ERR_NOMEM, "model manager: out of memory");
+    pthread_mutex_lock(&m->mu);
+    bool reload = m->applied;
+    for (size_t i = 0; reload && i < c->n_models; i++) {
+        const mmodel *mm = srv_mm_find(m, c->models[i].name);
+        fresh[i] = !mm || strcmp(mm->conf.base_path, c->models[i].base_path) != 0;
+    }
+    pthread_mutex_unlock(&m->mu);
+    rt_status st = RT_OK;
+    for (size_t i = 0; st == RT_OK && i < c->n_models; i++) {
+        struct stat sb;
+        const char *bp = c->models[i].base_path;
+        if (!fresh[i])
+            continue;
+        if (stat(bp, &sb) != 0)
+            st = rt_err_set(err, RT_ERR_INVALID,
+                            "models[%zu].base_path: %s: %s; a reload may not add a model "
+                            "whose base path cannot be read (the running config stays)",
+                            i, bp, strerror(errno));
+        else if (!S_ISDIR(sb.st_mode))
+            st = rt_err_set(err, RT_ERR_INVALID,
+                            "models[%zu].base_path: %s is not a directory; a reload may not "
+                            "add a model whose base path cannot be read (the running config "
+                            "stays)", i, bp);
+    }
+    free(fresh);
+    return st;
+}
+
 static rt_status check_locked(srv_manager *m, const srv_config *c, rt_err *err)
 {
     for (size_t i = 0; i < c->n_models; i++) {
         const srv_model_conf *nc = &c->models[i];
-        mmodel *mm = find_model(m, nc->name);
+        mmodel *mm = srv_mm_find(m, nc->name);
         if (!mm)
             continue; /* a new model may name versions that are not loaded yet */
         for (size_t j = 0; j < nc->n_labels; j++) {
             const srv_label *old = find_label(&mm->conf, nc->labels[j].name);
             if (old && old->version == nc->labels[j].version)
                 continue; /* unchanged */
-            srv_version *v = find_rec(mm, nc->labels[j].version);
+            srv_version *v = srv_mm_version(mm, nc->labels[j].version);
             if (!v || v->state != SRV_STATE_AVAILABLE)
                 return rt_err_set(err, RT_ERR_INVALID,
                                   "models[%zu].version_labels.%s: version %lld of model '%s' "
@@ -343,6 +344,8 @@ static rt_status check_locked(srv_manager *m, const srv_config *c, rt_err *err)
 
 rt_status srv_manager_check(srv_manager *m, const srv_config *c, rt_err *err)
 {
+    if (check_paths(m, c, err) != RT_OK)
+        return RT_ERR_INVALID;
     pthread_mutex_lock(&m->mu);
     rt_status st = check_locked(m, c, err);
     pthread_mutex_unlock(&m->mu);
@@ -360,6 +363,8 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
         st = rt_err_set(err, RT_ERR_NOMEM, "model manager: out of memory");
         goto out;
     }
+    if ((st = check_paths(m, c, err)) != RT_OK)
+        goto out;
     /* Copies first, so nothing can fail half-way through the switch. */
     for (size_t i = 0; i < c->n_models; i++)
         if (!conf_copy(&confs[i], &c->models[i])) {
@@ -379,7 +384,7 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
     mmodel **fresh = calloc(c->n_models ? c->n_models : 1, sizeof *fresh);
     bool ok = gone && fresh;
     for (size_t i = 0; ok && i < c->n_models; i++)
-        if (!find_model(m, confs[i].name))
+        if (!srv_mm_find(m, confs[i].name))
             ok = (fresh[i] = calloc(1, sizeof **fresh)) != NULL;
     if (!ok) {
         pthread_mutex_unlock(&m->mu);
@@ -392,13 +397,15 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
         goto out;
     }
     for (size_t i = 0; i < c->n_models; i++) {
-        mmodel *mm = find_model(m, confs[i].name);
+        mmodel *mm = srv_mm_find(m, confs[i].name);
         if (mm) {
             conf_clear(&mm->conf);
         } else {
             mm = fresh[i];
-            srv_log(SRV_LOG_INFO, "model %s: added (base path %s)", confs[i].name,
-                    confs[i].base_path);
+            mm->required = !m->applied;
+            srv_log(SRV_LOG_INFO, "model %s: added (base path %s)%s", confs[i].name,
+                    confs[i].base_path,
+                    m->applied ? "; readiness counts it once its default version answers" : "");
         }
         mm->conf = confs[i];
         next[i] = mm;
@@ -414,6 +421,7 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
     free(m->models);
     m->models = next;
     m->n_models = c->n_models;
+    m->applied = true;
     next = NULL;
     m->wake = true;
     pthread_cond_broadcast(&m->cv);
@@ -440,7 +448,7 @@ static rt_status resolve_label(const mmodel *mm, const char *label, rt_status mi
     if (!l)
         return rt_err_set(err, RT_ERR_INVALID, "model '%s' has no version label '%s'",
                           mm->conf.name, label);
-    srv_version *v = find_rec(mm, l->version);
+    srv_version *v = srv_mm_version(mm, l->version);
     if (!v || v->state != SRV_STATE_AVAILABLE)
         return rt_err_set(err, missing_code,
                           "label '%s' of model '%s' points at version %lld, which is not "
@@ -455,7 +463,7 @@ static rt_status resolve_label(const mmodel *mm, const char *label, rt_status mi
 static rt_status resolve(srv_manager *m, const char *model, int64_t version, const char *label,
                          bool require_available, srv_version **out, rt_err *err)
 {
-    mmodel *mm = find_model(m, model);
+    mmodel *mm = srv_mm_find(m, model);
     *out = NULL;
     if (!mm)
         return rt_err_set(err, RT_ERR_NOTFOUND, "model '%s' not found", model);
@@ -465,7 +473,7 @@ static rt_status resolve(srv_manager *m, const char *model, int64_t version, con
             return rt_err_set(err, RT_ERR_INVALID, "model '%s' has no version label '%s'",
                               model, label);
         if (!require_available) {
-            srv_version *v = find_rec(mm, l->version);
+            srv_version *v = srv_mm_version(mm, l->version);
             if (!v)
                 return rt_err_set(err, RT_ERR_NOTFOUND,
                                   "label '%s' of model '%s' points at version %lld, which is "
@@ -477,7 +485,7 @@ static rt_status resolve(srv_manager *m, const char *model, int64_t version, con
         return resolve_label(mm, label, RT_ERR_NOTFOUND, out, err);
     }
     if (version >= 0) {
-        srv_version *v = find_rec(mm, version);
+        srv_version *v = srv_mm_version(mm, version);
         if (!v || (require_available && v->state != SRV_STATE_AVAILABLE))
             return rt_err_set(err, RT_ERR_NOTFOUND,
                               "version %lld of model '%s' is not available (%s)",
@@ -486,11 +494,15 @@ static rt_status resolve(srv_manager *m, const char *model, int64_t version, con
         *out = v;
         return RT_OK;
     }
-    /* The default version. */
+    /* The default version. No version at all under a base path that has
+     * none, or that cannot be read: 404 with TF Serving's hint. */
+    if (mm->n_vers == 0 && (mm->hint[0] || mm->scan_error[0]))
+        return rt_err_set(err, RT_ERR_NOTFOUND, "model '%s': %s", model,
+                          mm->hint[0] ? mm->hint : mm->scan_error);
     if (mm->conf.default_label)
         return resolve_label(mm, mm->conf.default_label, RT_ERR_UNSUPPORTED, out, err);
     if (mm->conf.default_version >= 0) {
-        srv_version *v = find_rec(mm, mm->conf.default_version);
+        srv_version *v = srv_mm_version(mm, mm->conf.default_version);
         if (!v || v->state != SRV_STATE_AVAILABLE)
             return rt_err_set(err, RT_ERR_UNSUPPORTED,
                               "default version %lld of model '%s' is not available",
@@ -545,7 +557,7 @@ rt_status srv_manager_status_json(srv_manager *m, const char *model, int64_t ver
         r |= put_version_status(out, v, true);
         r |= rt_buf_puts(out, "]}");
     } else {
-        mmodel *mm = find_model(m, model);
+        mmodel *mm = srv_mm_find(m, model);
         if (!mm) {
             st = rt_err_set(err, RT_ERR_NOTFOUND, "model '%s' not found", model);
             goto out;
@@ -614,19 +626,35 @@ void srv_manager_note_reload(srv_manager *m, bool ok, const char *msg)
 bool srv_manager_ready(srv_manager *m, char *why, size_t why_len)
 {
     bool ready = true;
+    size_t counted = 0;
     pthread_mutex_lock(&m->mu);
-    if (m->n_models == 0) {
-        ready = false;
-        if (why)
-            snprintf(why, why_len, "no model is configured");
-    }
-    for (size_t i = 0; ready && i < m->n_models; i++)
-        if (!newest_available(m->models[i])) {
+    for (size_t i = 0; i < m->n_models; i++) {
+        mmodel *mm = m->models[i];
+        srv_version *v = NULL;
+        rt_err e = {{0}};
+        if (resolve(m, mm->conf.name, -1, NULL, true, &v, &e) == RT_OK) {
+            mm->required = true; /* it served: from now on readiness waits for it */
+            mm->not_serving_logged = false;
+            counted++;
+        } else if (!mm->required) {
+            if (!mm->not_serving_logged)
+                srv_log(SRV_LOG_WARN, "model %s: not serving (%s); it was added by a reload "
+                                      "and has never served, so readiness does not wait for it",
+                        mm->conf.name, e.msg);
+            mm->not_serving_logged = true;
+        } else if (ready) {
             ready = false;
             if (why)
-                snprintf(why, why_len, "model '%s' has no AVAILABLE version",
-                         m->models[i]->conf.name);
+                snprintf(why, why_len, "model '%s': the default version cannot answer: %s",
+                         mm->conf.name, e.msg);
         }
+    }
+    if (ready && counted == 0) {
+        ready = false;
+        if (why)
+            snprintf(why, why_len, "%s", m->n_models ? "no model is serving"
+                                                     : "no model is configured");
+    }
     pthread_mutex_unlock(&m->mu);
     return ready;
 }
@@ -634,7 +662,7 @@ bool srv_manager_ready(srv_manager *m, char *why, size_t why_len)
 bool srv_manager_has_model(srv_manager *m, const char *model)
 {
     pthread_mutex_lock(&m->mu);
-    bool r = find_model(m, model) != NULL;
+    bool r = srv_mm_find(m, model) != NULL;
     pthread_mutex_unlock(&m->mu);
     return r;
 }
@@ -643,554 +671,11 @@ size_t srv_manager_available(srv_manager *m, const char *model)
 {
     size_t n = 0;
     pthread_mutex_lock(&m->mu);
-    mmodel *mm = find_model(m, model);
+    mmodel *mm = srv_mm_find(m, model);
     for (size_t i = 0; mm && i < mm->n_vers; i++)
         n += mm->vers[i]->state == SRV_STATE_AVAILABLE;
     pthread_mutex_unlock(&m->mu);
     return n;
-}
-
-/* ------------------------------------------------------------ loading */
-
-/* Mixes the identity and times of path into *h; missing files count too. */
-static void sig_add(uint64_t *h, const char *dir, const char *rel)
-{
-    char path[4096];
-    struct stat sb;
-    uint64_t parts[6] = {0};
-    snprintf(path, sizeof path, "%s%s%s", dir, rel[0] ? "/" : "", rel);
-    if (stat(path, &sb) == 0) {
-        parts[0] = (uint64_t)sb.st_dev;
-        parts[1] = (uint64_t)sb.st_ino;
-        parts[2] = (uint64_t)sb.st_size;
-        parts[3] = (uint64_t)sb.st_mtim.tv_sec;
-        parts[4] = (uint64_t)sb.st_mtim.tv_nsec;
-        parts[5] = (uint64_t)sb.st_ctim.tv_nsec;
-    }
-    *h = rt_fingerprint_cat64(*h, rt_fingerprint64(parts, sizeof parts));
-}
-
-static uint64_t dir_signature(const char *dir)
-{
-    uint64_t h = 1;
-    sig_add(&h, dir, "");
-    sig_add(&h, dir, "model.pb");
-    sig_add(&h, dir, "variables.bin");
-    sig_add(&h, dir, "assets");
-    sig_add(&h, dir, WARMUP_FILE);
-    return h;
-}
-
-/* Integer-named directories of base_path. OUT: *fs malloc'd. */
-static rt_status scan_base(const char *base, found **fs, size_t *n, rt_err *err)
-{
-    *fs = NULL;
-    *n = 0;
-    DIR *d = opendir(base);
-    if (!d)
-        return rt_err_set(err, RT_ERR_IO, "base path %s: %s", base, strerror(errno));
-    size_t cap = 0;
-    struct dirent *e;
-    rt_status st = RT_OK;
-    while ((e = readdir(d)) != NULL) {
-        int64_t v = srv_parse_version(e->d_name, strlen(e->d_name));
-        if (v < 0)
-            continue; /* temporary and other non-integer names are ignored */
-        char path[4096];
-        struct stat sb;
-        int pn = snprintf(path, sizeof path, "%s/%s", base, e->d_name);
-        if (pn < 0 || (size_t)pn >= sizeof path || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            continue;
-        if (*n == cap) {
-            if (cap >= MAX_VERSIONS_SCANNED) {
-                st = rt_err_set(err, RT_ERR_LIMIT, "base path %s: more than %d versions", base,
-                                MAX_VERSIONS_SCANNED);
-                break;
-            }
-            cap = cap ? cap * 2 : 16;
-            found *p = realloc(*fs, cap * sizeof *p);
-            if (!p) {
-                st = rt_err_set(err, RT_ERR_NOMEM, "base path %s: out of memory", base);
-                break;
-            }
-            *fs = p;
-        }
-        (*fs)[*n].version = v;
-        (*fs)[*n].sig = dir_signature(path);
-        (*n)++;
-    }
-    closedir(d);
-    return st;
-}
-
-/* Runs the requests of assets.extra/warmup.json: an array of request bodies
- * (predict) or of {"method": "predict|classify|regress", "body": {...}}. */
-static rt_status warmup_file(const rt_model *model, const char *path, rt_ctx *ctx, rt_err *err)
-{
-    char *text = NULL;
-    size_t len = 0;
-    cJSON *root = NULL;
-    rt_buf out;
-    rt_buf_init(&out);
-    rt_json_params jp = rt_json_default_params();
-    rt_status st = rt_read_file(AT_FDCWD, path, WARMUP_MAX_BYTES, 0, &text, &len, err);
-    if (st != RT_OK)
-        goto out;
-    root = cJSON_ParseWithLength(text, len);
-    if (!root || !(cJSON_IsArray(root) || cJSON_IsObject(root))) {
-        st = rt_err_set(err, RT_ERR_FORMAT, "not a JSON array or object of requests");
-        goto out;
-    }
-    size_t n = cJSON_IsArray(root) ? (size_t)cJSON_GetArraySize(root) : 1;
-    for (size_t i = 0; i < n; i++) {
-        const cJSON *req = cJSON_IsArray(root) ? cJSON_GetArrayItem(root, (int)i) : root;
-        const cJSON *body = req;
-        rt_method method = RT_METHOD_PREDICT;
-        const cJSON *jm = cJSON_GetObjectItemCaseSensitive(req, "method");
-        if (jm) {
-            const char *s = cJSON_GetStringValue(jm);
-            if (s && !strcmp(s, "classify"))
-                method = RT_METHOD_CLASSIFY;
-            else if (s && !strcmp(s, "regress"))
-                method = RT_METHOD_REGRESS;
-            else if (!s || strcmp(s, "predict") != 0) {
-                st = rt_err_set(err, RT_ERR_FORMAT,
-                                "request %zu: method must be predict, classify or regress", i);
-                goto out;
-            }
-            body = cJSON_GetObjectItemCaseSensitive(req, "body");
-        }
-        char *txt = body ? cJSON_PrintUnformatted(body) : NULL;
-        if (!txt) {
-            st = rt_err_set(err, RT_ERR_FORMAT, "request %zu: no body", i);
-            goto out;
-        }
-        rt_buf_reset(&out);
-        st = rt_json_handle(model, method, txt, strlen(txt), &jp, ctx, &out, err);
-        cJSON_free(txt);
-        if (st != RT_OK) {
-            rt_err_prefix(err, "request %zu", i);
-            goto out;
-        }
-    }
-out:
-    if (st != RT_OK)
-        rt_err_prefix(err, "%s", WARMUP_FILE);
-    cJSON_Delete(root);
-    free(text);
-    rt_buf_free(&out);
-    return st;
-}
-
-/* One dummy prediction: every raw input at its default value. */
-static rt_status warmup_dummy(const rt_model *model, rt_ctx *ctx, rt_err *err)
-{
-    const Predictd__ModelDef *def = rt_model_def(model);
-    if (def && def->receiver != PREDICTD__RECEIVER__RECEIVER_JSON)
-        return RT_OK; /* CSV / tf.Example receivers: nothing generic to send */
-    const rt_graph *g = rt_model_graph(model);
-    rt_buf body, out;
-    rt_buf_init(&body);
-    rt_buf_init(&out);
-    int r = rt_buf_puts(&body, "{\"instances\": [{");
-    size_t n = rt_graph_num_inputs(g);
-    for (size_t i = 0; i < n; i++) {
-        const char *name = rt_graph_input_name(g, i);
-        const Predictd__RawColumn *rc = NULL;
-        for (size_t k = 0; def && k < def->n_raw_columns; k++)
-            if (!strcmp(def->raw_columns[k]->name, name))
-                rc = def->raw_columns[k];
-        r |= rt_buf_puts(&body, i ? ", " : "");
-        r |= rt_buf_json_string(&body, name, strlen(name));
-        r |= rt_buf_puts(&body, ": ");
-        if (rt_graph_input_dtype(g, i) == PREDICTD__DTYPE__DT_STRING) {
-            const char *s = rc && rc->default_string ? rc->default_string : "";
-            r |= rt_buf_json_string(&body, s, strlen(s));
-        } else {
-            r |= rt_buf_json_double(&body, rc ? rc->default_number : 0.0);
-        }
-    }
-    r |= rt_buf_puts(&body, "}]}");
-    rt_status st;
-    if (r) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "warm-up: out of memory");
-    } else {
-        rt_json_params jp = rt_json_default_params();
-        st = rt_json_handle(model, RT_METHOD_PREDICT, body.data, body.len, &jp, ctx, &out, err);
-        if (st != RT_OK)
-            rt_err_prefix(err, "warm-up prediction");
-    }
-    rt_buf_free(&body);
-    rt_buf_free(&out);
-    return st;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Loads one version off the request path and publishes it. poll_mu held. */
-static void load_one(srv_manager *m, const char *name, const char *base, int64_t version,
-                     uint64_t sig)
-{
-    srv_version *old = NULL;
-    srv_version *v = calloc(1, sizeof *v);
-    if (!v) {
-        srv_log(SRV_LOG_ERROR, "model %s version %lld: out of memory", name, (long long)version);
-        return;
-    }
-    atomic_init(&v->refs, 2); /* the list's and ours */
-    v->version = version;
-    v->state = SRV_STATE_LOADING;
-    v->sig = sig;
-    pthread_mutex_lock(&m->mu);
-    mmodel *mm = find_model(m, name);
-    if (mm && (old = find_rec(mm, version)) != NULL)
-        rec_remove(mm, old); /* a refused record being retried */
-    bool inserted = mm && rec_insert(mm, v);
-    pthread_mutex_unlock(&m->mu);
-    srv_version_release(old);
-    if (!inserted) {
-        free(v);
-        return;
-    }
-
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/%lld", base, (long long)version);
-    srv_log(SRV_LOG_INFO, "model %s version %lld: LOADING from %s", name, (long long)version,
-            dir);
-    double t0 = now_seconds();
-    rt_err err = {{0}};
-    rt_model *model = NULL;
-    rt_status st = rt_model_open(dir, &model, &err);
-    if (st == RT_OK) {
-        if (!m->warm_ctx)
-            m->warm_ctx = rt_ctx_new();
-        char wpath[4200];
-        struct stat sb;
-        snprintf(wpath, sizeof wpath, "%s/%s", dir, WARMUP_FILE);
-        if (!m->warm_ctx) {
-            st = rt_err_set(&err, RT_ERR_NOMEM, "warm-up: out of memory");
-        } else if (stat(wpath, &sb) == 0) {
-            st = warmup_file(model, wpath, m->warm_ctx, &err);
-        } else {
-            rt_err derr = {{0}};
-            rt_status ds = warmup_dummy(model, m->warm_ctx, &derr);
-            if (ds == RT_ERR_INVALID || ds == RT_ERR_LIMIT)
-                srv_log(SRV_LOG_WARN, "model %s version %lld: %s (serving it anyway)", name,
-                        (long long)version, derr.msg);
-            else if (ds != RT_OK) {
-                st = ds;
-                err = derr;
-            }
-        }
-    }
-    double secs = now_seconds() - t0;
-
-    pthread_mutex_lock(&m->mu);
-    mm = find_model(m, name);
-    bool listed = false;
-    for (size_t i = 0; mm && i < mm->n_vers; i++)
-        listed = listed || mm->vers[i] == v;
-    v->load_seconds = secs;
-    if (st == RT_OK) {
-        v->model = model; /* freed with v from now on */
-        model = NULL;
-        v->state = listed ? SRV_STATE_AVAILABLE : SRV_STATE_END;
-    } else {
-        v->state = SRV_STATE_END;
-        v->err_code = st;
-        memcpy(v->error, err.msg, sizeof v->error);
-        v->error[sizeof v->error - 1] = '\0';
-    }
-    pthread_mutex_unlock(&m->mu);
-    rt_model_close(model);
-    if (st == RT_OK && listed)
-        srv_log(SRV_LOG_INFO, "model %s version %lld: AVAILABLE (loaded and warmed up in %.3f s)",
-                name, (long long)version, secs);
-    else if (st != RT_OK)
-        srv_log(SRV_LOG_ERROR,
-                "model %s version %lld: refused, state END: %s (retried when its files change)",
-                name, (long long)version, err.msg);
-    srv_version_release(v);
-}
-
-static int cmp_found_desc(const void *a, const void *b)
-{
-    int64_t x = ((const found *)a)->version, y = ((const found *)b)->version;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-/* Marks fs[i].version aspired (want[i]) per the policy, among the versions
- * not refused. fs is sorted newest first. Locked (reads records). */
-static void choose(const mmodel *mm, const found *fs, size_t n, bool *want)
-{
-    uint32_t taken = 0;
-    for (size_t i = 0; i < n; i++) {
-        want[i] = false;
-        const srv_version *v = find_rec(mm, fs[i].version);
-        bool refused = v && v->state == SRV_STATE_END && v->err_code != RT_OK &&
-                       v->sig == fs[i].sig;
-        if (refused)
-            continue;
-        switch (mm->conf.policy) {
-        case SRV_POLICY_LATEST:
-            if (taken < mm->conf.latest_n) {
-                want[i] = true;
-                taken++;
-            }
-            break;
-        case SRV_POLICY_ALL:
-            want[i] = true;
-            break;
-        case SRV_POLICY_SPECIFIC:
-            for (size_t k = 0; k < mm->conf.n_specific; k++)
-                want[i] = want[i] || mm->conf.specific[k] == fs[i].version;
-            break;
-        }
-    }
-}
-
-static void poll_model(srv_manager *m, const char *name)
-{
-    found *fs = NULL;
-    size_t n = 0;
-    bool *want = NULL;
-    srv_version **drop = NULL;
-    size_t n_drop = 0;
-    char *base = NULL;
-    rt_err err = {{0}};
-
-    pthread_mutex_lock(&m->mu);
-    mmodel *mm = find_model(m, name);
-    if (mm)
-        base = dup_str(mm->conf.base_path);
-    pthread_mutex_unlock(&m->mu);
-    if (!base)
-        return;
-
-    rt_status st = scan_base(base, &fs, &n, &err);
-    pthread_mutex_lock(&m->mu);
-    mm = find_model(m, name);
-    if (mm && st != RT_OK && strcmp(mm->scan_error, err.msg) != 0) {
-        snprintf(mm->scan_error, sizeof mm->scan_error, "%s", err.msg);
-        srv_log(SRV_LOG_WARN, "model %s: %s", name, err.msg);
-    } else if (mm && st == RT_OK) {
-        mm->scan_error[0] = '\0';
-    }
-    pthread_mutex_unlock(&m->mu);
-    if (st != RT_OK && st != RT_ERR_IO)
-        goto out; /* partial listing: change nothing */
-    if (n)
-        qsort(fs, n, sizeof *fs, cmp_found_desc);
-    want = calloc(n ? n : 1, sizeof *want);
-    if (!want)
-        goto out;
-
-    /* 1. Load what the policy wants and is not loaded (newest first). */
-    for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&m->mu);
-        mm = find_model(m, name);
-        bool load = false;
-        if (mm) {
-            choose(mm, fs, n, want);
-            const srv_version *v = find_rec(mm, fs[i].version);
-            load = want[i] && (!v || v->state == SRV_STATE_END);
-        }
-        pthread_mutex_unlock(&m->mu);
-        if (!mm)
-            goto out;
-        if (load)
-            load_one(m, name, base, fs[i].version, fs[i].sig);
-    }
-
-    /* 2. Unload what is no longer wanted or whose directory vanished; only
-     * now, so a new version is AVAILABLE before the old one goes. */
-    pthread_mutex_lock(&m->mu);
-    mm = find_model(m, name);
-    if (mm) {
-        choose(mm, fs, n, want);
-        drop = calloc(mm->n_vers ? mm->n_vers : 1, sizeof *drop);
-        for (size_t i = 0; drop && i < mm->n_vers;) {
-            srv_version *v = mm->vers[i];
-            long at = -1;
-            for (size_t k = 0; k < n; k++)
-                if (fs[k].version == v->version)
-                    at = (long)k;
-            bool keep;
-            if (v->state == SRV_STATE_LOADING)
-                keep = true;
-            else if (v->state == SRV_STATE_END)
-                keep = at >= 0; /* refused: reported while its directory exists */
-            else
-                keep = at >= 0 && want[at];
-            if (keep) {
-                i++;
-                continue;
-            }
-            if (v->state == SRV_STATE_AVAILABLE) {
-                srv_log(SRV_LOG_INFO, "model %s version %lld: UNLOADING (%s)", name,
-                        (long long)v->version,
-                        at < 0 ? "its directory is gone" : "not wanted by the version policy");
-                v->state = SRV_STATE_UNLOADING;
-            }
-            rec_remove(mm, v);
-            drop[n_drop++] = v;
-        }
-    }
-    pthread_mutex_unlock(&m->mu);
-    for (size_t i = 0; i < n_drop; i++) {
-        /* Freed now, or when the last request holding it finishes. */
-        if (drop[i]->state == SRV_STATE_UNLOADING)
-            srv_log(SRV_LOG_INFO, "model %s version %lld: END (unloaded)", name,
-                    (long long)drop[i]->version);
-        pthread_mutex_lock(&m->mu);
-        drop[i]->state = SRV_STATE_END;
-        pthread_mutex_unlock(&m->mu);
-        srv_version_release(drop[i]);
-    }
-out:
-    free(drop);
-    free(want);
-    free(fs);
-    free(base);
-}
-
-void srv_manager_poll(srv_manager *m)
-{
-    pthread_mutex_lock(&m->poll_mu);
-    pthread_mutex_lock(&m->mu);
-    size_t n = m->n_models;
-    char **names = calloc(n ? n : 1, sizeof *names);
-    for (size_t i = 0; names && i < n; i++)
-        names[i] = dup_str(m->models[i]->conf.name);
-    pthread_mutex_unlock(&m->mu);
-    for (size_t i = 0; names && i < n; i++) {
-        if (names[i])
-            poll_model(m, names[i]);
-        free(names[i]);
-    }
-    free(names);
-    pthread_mutex_unlock(&m->poll_mu);
-}
-
-static void *loader_main(void *arg)
-{
-    srv_manager *m = arg;
-    pthread_mutex_lock(&m->mu);
-    while (!m->stop) {
-        m->wake = false;
-        pthread_mutex_unlock(&m->mu);
-        srv_manager_poll(m);
-        pthread_mutex_lock(&m->mu);
-        if (m->stop || m->wake)
-            continue;
-        if (m->poll_seconds > 0) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += m->poll_seconds;
-            while (!m->stop && !m->wake &&
-                   pthread_cond_timedwait(&m->cv, &m->mu, &ts) != ETIMEDOUT) {
-            }
-        } else {
-            while (!m->stop && !m->wake)
-                pthread_cond_wait(&m->cv, &m->mu);
-        }
-    }
-    pthread_mutex_unlock(&m->mu);
-    return NULL;
-}
-
-/* Watches the base paths with inotify and wakes the loader on any change
- * of their entries. Re-reads the set of base paths every half second (a
- * reload may change it; a missing base path is retried). */
-static void *watcher_main(void *arg)
-{
-    srv_manager *m = arg;
-    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (fd < 0) {
-        srv_log(SRV_LOG_WARN, "inotify: %s; relying on polling", strerror(errno));
-        return NULL;
-    }
-    enum { MAX_WATCH = 256 };
-    char *paths[MAX_WATCH];
-    int wds[MAX_WATCH];
-    size_t n = 0;
-    for (;;) {
-        /* The current base paths, once per round. */
-        char *want[MAX_WATCH];
-        size_t nw = 0;
-        pthread_mutex_lock(&m->mu);
-        bool stop = m->stop;
-        for (size_t i = 0; i < m->n_models && nw < MAX_WATCH; i++)
-            if ((want[nw] = dup_str(m->models[i]->conf.base_path)) != NULL)
-                nw++;
-        pthread_mutex_unlock(&m->mu);
-        if (stop) {
-            for (size_t i = 0; i < nw; i++)
-                free(want[i]);
-            break;
-        }
-        bool same = nw == n;
-        for (size_t i = 0; same && i < n; i++)
-            same = !strcmp(want[i], paths[i]) && wds[i] >= 0;
-        if (same) {
-            for (size_t i = 0; i < nw; i++)
-                free(want[i]);
-        } else {
-            for (size_t i = 0; i < n; i++) {
-                if (wds[i] >= 0)
-                    inotify_rm_watch(fd, wds[i]);
-                free(paths[i]);
-            }
-            for (size_t i = 0; i < nw; i++) {
-                paths[i] = want[i];
-                wds[i] = inotify_add_watch(fd, want[i],
-                                           IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
-                                               IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
-            }
-            n = nw;
-        }
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 500) > 0) {
-            char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-            while (read(fd, buf, sizeof buf) > 0) {
-            }
-            pthread_mutex_lock(&m->mu);
-            m->wake = true;
-            pthread_cond_broadcast(&m->cv);
-            pthread_mutex_unlock(&m->mu);
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        free(paths[i]);
-    close(fd);
-    return NULL;
-}
-
-void srv_manager_set_poll(srv_manager *m, int poll_seconds)
-{
-    pthread_mutex_lock(&m->mu);
-    m->poll_seconds = poll_seconds;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
-}
-
-rt_status srv_manager_start(srv_manager *m, int poll_seconds, rt_err *err)
-{
-    if (m->started)
-        return RT_OK;
-    m->poll_seconds = poll_seconds;
-    int e = pthread_create(&m->thread, NULL, loader_main, m);
-    if (e != 0)
-        return rt_err_set(err, RT_ERR_IO, "loader thread: %s", strerror(e));
-    m->started = true;
-    if (poll_seconds > 0)
-        m->watcher_started = pthread_create(&m->watcher, NULL, watcher_main, m) == 0;
-    return RT_OK;
 }
 
 rt_status srv_manager_metrics(srv_manager *m, rt_buf *out)
@@ -1207,6 +692,14 @@ rt_status srv_manager_metrics(srv_manager *m, rt_buf *out)
         for (int s = SRV_STATE_LOADING; s <= SRV_STATE_END; s++)
             r |= rt_buf_printf(out, "predictd_model_versions{model=\"%s\",state=\"%s\"} %zu\n",
                                mm->conf.name, srv_state_name((srv_state)s), by_state[s]);
+    }
+    r |= rt_buf_puts(out, "# HELP predictd_model_ready 1 when the model's default version "
+                          "answers.\n# TYPE predictd_model_ready gauge\n");
+    for (size_t i = 0; i < m->n_models; i++) {
+        srv_version *v = NULL;
+        bool ok = resolve(m, m->models[i]->conf.name, -1, NULL, true, &v, NULL) == RT_OK;
+        r |= rt_buf_printf(out, "predictd_model_ready{model=\"%s\"} %d\n",
+                           m->models[i]->conf.name, ok);
     }
     r |= rt_buf_puts(out, "# HELP predictd_version_load_seconds Time to load and warm up "
                           "each AVAILABLE version.\n"

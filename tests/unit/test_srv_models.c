@@ -437,21 +437,41 @@ static void test_vanishing_versions_and_models(void **state)
     snprintf(dir, sizeof dir, "%s/5", f->base);
     assert_int_equal(support_rmtree(dir), 0);
     srv_manager_poll(f->mgr);
+    /* No version left: 404 with TF Serving's hint naming what was found. */
     rt_status code;
     assert_int_equal(answering(f, -1, NULL, &code), -1);
-    assert_int_equal(code, RT_ERR_UNSUPPORTED);
+    assert_int_equal(code, RT_ERR_NOTFOUND);
+    srv_version *none = NULL;
+    rt_err herr = {{0}};
+    assert_int_equal(srv_manager_acquire(f->mgr, "m", -1, NULL, &none, &herr), RT_ERR_NOTFOUND);
+    assert_non_null(strstr(herr.msg, "no versions found under base path"));
+    assert_non_null(strstr(herr.msg, "'7x/'"));
+    assert_null(strstr(herr.msg, ".tmp-7-1"));
     assert_false(srv_manager_ready(f->mgr, NULL, 0));
 
-    /* A model removed from the config is gone. */
+    /* A reload adding a model whose base path does not exist is refused,
+     * naming it; the running config stays. */
     srv_config *c = NULL;
     rt_err err = {{0}};
     const char *text = "{\"models\": [{\"name\": \"n\", \"base_path\": \"/nonexistent\"}]}";
     assert_int_equal(srv_config_parse(text, strlen(text), NULL, &c, &err), RT_OK);
+    assert_int_equal(srv_manager_apply(f->mgr, c, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "models[0].base_path: /nonexistent"));
+    srv_config_free(c);
+    assert_true(srv_manager_has_model(f->mgr, "m"));
+    assert_false(srv_manager_has_model(f->mgr, "n"));
+
+    /* A model removed from the config is gone. */
+    char empty[4200], js[4400];
+    snprintf(empty, sizeof empty, "%s/.empty", f->base);
+    assert_int_equal(mkdir(empty, 0755), 0);
+    snprintf(js, sizeof js, "{\"models\": [{\"name\": \"n\", \"base_path\": \"%s\"}]}", empty);
+    assert_int_equal(srv_config_parse(js, strlen(js), NULL, &c, &err), RT_OK);
     assert_int_equal(srv_manager_apply(f->mgr, c, &err), RT_OK);
     srv_config_free(c);
     assert_false(srv_manager_has_model(f->mgr, "m"));
     assert_true(srv_manager_has_model(f->mgr, "n"));
-    srv_manager_poll(f->mgr); /* a missing base path is logged, not fatal */
+    srv_manager_poll(f->mgr); /* an empty base path is logged, not fatal */
     assert_int_equal(srv_manager_available(f->mgr, "n"), 0);
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -772,6 +773,14 @@ static void test_vocabulary_file(void **state)
     fx->def->feature_columns[0]->vocabulary_size = 9;
     assert_int_equal(rt_graph_build(fx->def, lookup, &t, dir, &g, &err), RT_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "vocabulary_size"));
+    /* A FIFO in the file's place is refused at once (it used to block the
+     * loader until a writer came). */
+    fx->def->feature_columns[0]->vocabulary_size = 3;
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(rt_graph_build(fx->def, lookup, &t, dir, &g, &err), RT_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "cities.txt: not a regular file (a FIFO)"));
+    assert_null(g);
     for (size_t k = 0; k < t.n; k++)
         free(t.bufs[k]);
     void *st = fx;
