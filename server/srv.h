@@ -11,6 +11,7 @@
  *   srv_pool.c    bounded job queue + worker threads (inference off the I/O threads)
  *   srv_batch.c   cross-request batch scheduler (max_batch_size, batch_timeout_micros)
  *   srv_http.c    libmicrohttpd glue: bodies, limits, answers
+ *   srv_framing.c request framing checks against request smuggling (RFC 9112)
  *   srv_client.c  a small blocking HTTP/1.1 client (predictctl, probes)
  *   main_predictd.c  the daemon's single context, signals, reload loop
  *   main_predictctl.c  the operator's tool: status, labels, promote, rollback
@@ -193,6 +194,34 @@ typedef struct srv_route {
  * SRV_ROUTE_NONE (404), a wrong method SRV_ROUTE_BAD with 405, a bad
  * version/label/name SRV_ROUTE_BAD with 400 and a message. */
 void srv_route_request(const char *method, const char *url, srv_route *r);
+
+/* --------------------------------------------------------------- framing */
+
+/* One request header as the HTTP parser left it: name and value point into
+ * the parser's buffer (not NUL-terminated here). */
+typedef struct srv_field {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+} srv_field;
+
+/* Checks the framing of a request with headers f[0..n) in the order
+ * received (http10: an HTTP/1.0 request). Returns 0 when acceptable, else
+ * the HTTP status to refuse it with, closing the connection: 400 for
+ * Content-Length and Transfer-Encoding together, either given twice,
+ * Transfer-Encoding in HTTP/1.0, a header name that is not a token (white
+ * space before the colon), a control character other than HTAB in a value;
+ * 501 for a transfer coding other than "chunked". msg says which. Pure. */
+int srv_framing_check(const srv_field *f, size_t n, bool http10, char *msg, size_t msg_len);
+/* Checks the raw header block as libmicrohttpd 0.9.x leaves it after
+ * parsing it in place (block: the request's method, block_len: its header
+ * size; version: the request line's HTTP version, f: the headers, all
+ * pointing into block): each line must end in CRLF (now "\0\0") and be
+ * "NAME\0 OWS VALUE" exactly, so that bare LF line ends, obsolete line
+ * folding and NUL bytes are refused (400 and msg; 0 when clean). Pure. */
+int srv_framing_check_block(const char *block, size_t block_len, const char *version,
+                            const srv_field *f, size_t n, char *msg, size_t msg_len);
 
 /* ------------------------------------------------------------------- cpu */
 

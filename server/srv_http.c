@@ -112,6 +112,10 @@ struct conn_state {
     unsigned watch_gen;
     long long watch_start;    /* ms: first byte of the current request; 0 unknown */
     bool shut;                /* closed by the sweeper */
+    /* the I/O thread's own: the current request's headers (framing check) */
+    srv_field *fields;
+    size_t n_fields, cap_fields;
+    bool fields_oom;
 };
 
 /* Buffers larger than this are freed when their request completes, so idle
@@ -188,8 +192,8 @@ static void ctx_give(srv_http *h, rt_ctx *c)
 /* Queues b as the answer. With keep, b must stay untouched until the request
  * completes (a connection's own answer buffer): no copy is made. Otherwise
  * the response takes b's bytes (b is left empty). */
-static enum MHD_Result send_buf_ex(srv_http *h, struct MHD_Connection *conn, unsigned code,
-                                   rt_buf *b, const char *ctype, bool keep)
+static enum MHD_Result send_buf_close(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                      rt_buf *b, const char *ctype, bool keep, bool close)
 {
     struct MHD_Response *resp;
     if (b->data && keep) {
@@ -208,10 +212,18 @@ static enum MHD_Result send_buf_ex(srv_http *h, struct MHD_Connection *conn, uns
         MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
     if (code == 503 || code == 429)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (close) /* libmicrohttpd closes the connection after this answer */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     srv_metrics_http(h->p.metrics, (int)code);
     enum MHD_Result r = MHD_queue_response(conn, code, resp);
     MHD_destroy_response(resp);
     return r;
+}
+
+static enum MHD_Result send_buf_ex(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                   rt_buf *b, const char *ctype, bool keep)
+{
+    return send_buf_close(h, conn, code, b, ctype, keep, false);
 }
 
 static enum MHD_Result send_buf(srv_http *h, struct MHD_Connection *conn, unsigned code,
@@ -226,17 +238,10 @@ static enum MHD_Result send_json(srv_http *h, struct MHD_Connection *conn, unsig
     return send_buf(h, conn, code, b, "application/json");
 }
 
-static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
-                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
-                                  const char *fmt, ...)
+/* {"error": msg} with code; close: the connection is closed after it. */
+static enum MHD_Result send_error_msg(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                      bool close, const char *msg)
 {
-    char msg[RT_ERR_MAX + 128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     rt_buf b;
     rt_buf_init(&b);
     int r = rt_buf_puts(&b, "{\"error\": ");
@@ -248,9 +253,23 @@ static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsi
     }
     if (code >= 500 && code != 503)
         srv_log(SRV_LOG_WARN, "answered %u: %s", code, msg);
-    enum MHD_Result res = send_json(h, conn, code, &b);
+    enum MHD_Result res = send_buf_close(h, conn, code, &b, "application/json", false, close);
     rt_buf_free(&b);
     return res;
+}
+
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                  const char *fmt, ...)
+{
+    char msg[RT_ERR_MAX + 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return send_error_msg(h, conn, code, false, msg);
 }
 
 static unsigned status_to_http(rt_status s)
@@ -686,12 +705,65 @@ static enum MHD_Result answer(srv_http *h, struct MHD_Connection *conn, req *rq,
 
 /* ------------------------------------------------ libmicrohttpd glue */
 
+/* Collects one header into the connection's reused field array. */
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    conn_state *cs = cls;
+    if (cs->n_fields == cs->cap_fields) {
+        size_t cap = cs->cap_fields ? cs->cap_fields * 2 : 32;
+        srv_field *f = realloc(cs->fields, cap * sizeof *f);
+        if (!f) {
+            cs->fields_oom = true;
+            return MHD_NO;
+        }
+        cs->fields = f;
+        cs->cap_fields = cap;
+    }
+    cs->fields[cs->n_fields++] =
+        (srv_field){key, key_size, value ? value : "", value ? value_size : 0};
+    return MHD_YES;
+}
+
+/* The framing checks of srv_framing.c on a request whose headers have just
+ * been parsed: 0, or the status to refuse it with (why says what). The
+ * raw block check relies on libmicrohttpd 0.9.x's in-place parser (checked
+ * against 0.9.75, Debian 12's); later versions refuse these shapes
+ * themselves (MHD_OPTION_CLIENT_DISCIPLINE_LVL, see srv_http_start). */
+static unsigned check_framing(struct MHD_Connection *conn, conn_state *cs, const char *method,
+                              const char *version, char *why, size_t why_len)
+{
+    cs->n_fields = 0;
+    cs->fields_oom = false;
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_field, cs);
+    if (cs->fields_oom) {
+        snprintf(why, why_len, "out of memory checking the request headers");
+        return 503;
+    }
+    int code = 0;
+#if MHD_VERSION < 0x00097700
+    /* first: it names folding, which also leaves odd header names behind */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (ci)
+        code = srv_framing_check_block(method, ci->header_size, version, cs->fields,
+                                       cs->n_fields, why, why_len);
+#else
+    (void)method;
+#endif
+    if (!code)
+        code = srv_framing_check(cs->fields, cs->n_fields,
+                                 version && !strcmp(version, MHD_HTTP_VERSION_1_0), why,
+                                 why_len);
+    return (unsigned)code;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
-    (void)version;
     srv_http *h = cls;
     req *rq = *con_cls;
     if (!rq) {
@@ -712,6 +784,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = rq;
         rq->counted = true;
         atomic_fetch_add(&h->active, 1);
+        char why[256];
+        unsigned bad = check_framing(conn, cs, method, version, why, sizeof why);
+        if (bad) {
+            rq->answered = true;
+            srv_metrics_rejected(h->p.metrics, bad == 501 ? "unsupported_coding" : "bad_framing");
+            if (bad != 501) /* send_error_msg logs 501 itself */
+                srv_log(SRV_LOG_WARN, "refused a request (400, connection closed): %s", why);
+            return send_error_msg(h, conn, bad, true, why);
+        }
         if (h->p.enable_cors && !strcmp(method, "OPTIONS")) {
             struct MHD_Response *resp =
                 MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
@@ -867,6 +948,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     pthread_mutex_unlock(&h->conn_mu);
     rt_buf_free(&cs->rq.body);
     rt_buf_free(&cs->rq.resp);
+    free(cs->fields);
     free(cs);
     *socket_context = NULL;
 }
@@ -1121,6 +1203,10 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
          * the headers (bodies are gathered in our own buffer). */
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)SRV_CONN_MEMORY, NULL},
         {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape_url, h},
+#if MHD_VERSION >= 0x01000000
+        /* refuses bare LF, folding, NUL, white space before ':' itself */
+        {MHD_OPTION_CLIENT_DISCIPLINE_LVL, 1, NULL},
+#endif
         /* libmicrohttpd warns about a pool of one: leave it out then */
         {io_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, io_threads, NULL},
         {MHD_OPTION_END, 0, NULL},
