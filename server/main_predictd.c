@@ -114,6 +114,8 @@ static void reload(daemon_t *d, const char *why)
         c->rest_api_timeout_in_ms != d->cfg->rest_api_timeout_in_ms ||
         c->connection_timeout_seconds != d->cfg->connection_timeout_seconds ||
         c->request_read_timeout_seconds != d->cfg->request_read_timeout_seconds ||
+        c->max_connections != d->cfg->max_connections ||
+        c->request_header_timeout_seconds != d->cfg->request_header_timeout_seconds ||
         c->max_queue_depth != d->cfg->max_queue_depth || c->enable_cors != d->cfg->enable_cors ||
         c->enable_batching != d->cfg->enable_batching ||
         c->max_batch_size != d->cfg->max_batch_size ||
@@ -163,6 +165,8 @@ static int run(daemon_t *d)
     hp.timeout_ms = d->cfg->rest_api_timeout_in_ms;
     hp.connection_timeout_s = d->cfg->connection_timeout_seconds;
     hp.request_read_timeout_s = d->cfg->request_read_timeout_seconds;
+    hp.max_connections = d->cfg->max_connections;
+    hp.header_timeout_s = d->cfg->request_header_timeout_seconds;
     hp.max_request_bytes = d->cfg->max_request_bytes;
     hp.enable_cors = d->cfg->enable_cors;
     hp.max_queue = (size_t)d->cfg->max_queue_depth;

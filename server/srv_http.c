@@ -12,12 +12,13 @@
  * it stays untouched until the request completes). Contexts for requests
  * that leave their I/O thread (batching) come from a small mutex-guarded pool.
  *
- * Slow clients: libmicrohttpd's connection timeout is an idle timeout, which
- * a client sending a byte a second never reaches. A sweeper thread closes
- * (shutdown) every connection whose current request has not been read whole
- * request_read_timeout_s after its first byte arrived (seen through TCP_INFO's
- * time of the last data received, compared with the time the connection
- * became idle).
+ * Connections are registered with srv_conn.c, which keeps their number
+ * under max_connections (libmicrohttpd's accept policy callback asks it;
+ * idle keep-alive connections are reclaimed first) and closes those that
+ * are too slow to send a request header or a whole request. The systemd
+ * watchdog's probe does not need a free slot: it is a socketpair handed to
+ * libmicrohttpd with MHD_add_connection, admitted outside the limit (whose
+ * libmicrohttpd-side value is set above max_connections for it).
  *
  * With cross-request batching (enable_batching), a :predict body is parsed on
  * the I/O thread into its own rt_ctx (a parse error answers 400 at once),
@@ -29,6 +30,7 @@
 #include "srv.h"
 
 #include <arpa/inet.h>
+#include <stddef.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -40,7 +42,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,12 +75,10 @@ struct srv_http {
     rt_ctx **bctx;           /* [batch threads] the merged batch of each */
     pthread_key_t tkey;      /* -> this I/O thread's tstate */
     bool tkey_made;
-    pthread_mutex_t conn_mu; /* guards conns and tstates (links), sweep_stop */
-    pthread_cond_t sweep_cv; /* wakes the sweeper to stop */
-    conn_state *conns;       /* open connections */
+    pthread_mutex_t conn_mu; /* guards tstates (links) */
     tstate *tstates;         /* every I/O thread's state */
-    pthread_t sweeper;
-    bool sweeper_on, sweep_stop;
+    srv_conns *conns;        /* open connections: limit, deadlines */
+    atomic_int probe_fd;     /* the watchdog probe's server end, or -1 */
 };
 
 /* One request's state between libmicrohttpd's calls. */
@@ -103,15 +105,7 @@ typedef struct req {
 struct conn_state {
     req rq;                   /* first member: the request in progress; its
                                  buffers are reused by the next request */
-    conn_state *prev, *next;  /* srv_http.conns, under conn_mu */
-    int fd;
-    atomic_uint gen;          /* requests completed on this connection */
-    atomic_bool read_done;    /* the current request has been read whole */
-    atomic_llong idle_since;  /* ms (monotonic): start, or last completion */
-    /* the sweeper's own */
-    unsigned watch_gen;
-    long long watch_start;    /* ms: first byte of the current request; 0 unknown */
-    bool shut;                /* closed by the sweeper */
+    srv_conn *c;              /* its record in srv_http.conns */
     /* the I/O thread's own: the current request's headers (framing check) */
     srv_field *fields;
     size_t n_fields, cap_fields;
@@ -121,9 +115,6 @@ struct conn_state {
 /* Buffers larger than this are freed when their request completes, so idle
  * keep-alive connections do not each hold a large body. */
 #define CONN_BUF_KEEP (64 * 1024)
-
-/* See sweep_one: TCP_INFO's time of the last data received is coarse. */
-#define READ_CLOCK_SLACK_MS 50
 
 srv_http_params srv_http_default_params(void)
 {
@@ -136,6 +127,8 @@ srv_http_params srv_http_default_params(void)
     p.timeout_ms = 30000;
     p.connection_timeout_s = 60;
     p.request_read_timeout_s = 30;
+    p.max_connections = 1024;
+    p.header_timeout_s = 10;
     p.max_request_bytes = 1572864;
     p.enable_cors = false;
     p.json = rt_json_default_params();
@@ -784,6 +777,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = rq;
         rq->counted = true;
         atomic_fetch_add(&h->active, 1);
+        srv_conn_headers_done(cs->c);
         char why[256];
         unsigned bad = check_framing(conn, cs, method, version, why, sizeof why);
         if (bad) {
@@ -843,7 +837,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     /* The request has been read whole: the read deadline is over for it. */
-    atomic_store_explicit(&((conn_state *)rq)->read_done, true, memory_order_relaxed);
+    srv_conn_read_done(((conn_state *)rq)->c);
     if (rq->done) {
         /* Resumed after a worker ran it. */
         rq->done = false;
@@ -900,10 +894,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         rt_buf_free(&rq->resp);
     rq->counted = false;
     *con_cls = NULL;
-    conn_state *cs = (conn_state *)rq;
-    atomic_store_explicit(&cs->read_done, false, memory_order_relaxed);
-    atomic_store_explicit(&cs->idle_since, (long long)now_ms(), memory_order_relaxed);
-    atomic_fetch_add_explicit(&cs->gen, 1, memory_order_release);
+    srv_conn_request_done(((conn_state *)rq)->c);
 }
 
 /* libmicrohttpd's connection notices: a connection's record is made when it
@@ -916,36 +907,24 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     srv_http *h = cls;
     conn_state *cs = *socket_context;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        cs = calloc(1, sizeof *cs);
-        if (!cs)
-            return; /* on_request refuses such a connection */
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        cs->fd = ci ? ci->connect_fd : -1;
+        int fd = ci ? ci->connect_fd : -1;
+        cs = calloc(1, sizeof *cs);
+        if (cs && !(cs->c = srv_conns_add(h->conns, fd, fd >= 0 && fd == atomic_load(&h->probe_fd)))) {
+            free(cs);
+            cs = NULL;
+        }
+        if (!cs)
+            return; /* on_request refuses such a connection */
         rt_buf_init(&cs->rq.body);
         rt_buf_init(&cs->rq.resp);
-        atomic_init(&cs->gen, 0);
-        atomic_init(&cs->read_done, false);
-        atomic_init(&cs->idle_since, (long long)now_ms());
-        pthread_mutex_lock(&h->conn_mu);
-        cs->next = h->conns;
-        if (h->conns)
-            h->conns->prev = cs;
-        h->conns = cs;
-        pthread_mutex_unlock(&h->conn_mu);
         *socket_context = cs;
         return;
     }
     if (!cs)
         return;
-    pthread_mutex_lock(&h->conn_mu);
-    if (cs->prev)
-        cs->prev->next = cs->next;
-    else
-        h->conns = cs->next;
-    if (cs->next)
-        cs->next->prev = cs->prev;
-    pthread_mutex_unlock(&h->conn_mu);
+    srv_conns_remove(h->conns, cs->c);
     rt_buf_free(&cs->rq.body);
     rt_buf_free(&cs->rq.resp);
     free(cs->fields);
@@ -953,85 +932,48 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     *socket_context = NULL;
 }
 
-/* ------------------------------------------------- the read deadline */
-
-/* Checks one connection (conn_mu held): finds when its current request's
- * first byte arrived — data received after the connection became idle,
- * per TCP_INFO — and shuts it down once that is older than limit_ms while
- * the request is still not read whole. Idle connections are left to
- * libmicrohttpd's idle timeout. */
-static void sweep_one(srv_http *h, conn_state *cs, long long now, long long limit_ms)
+/* libmicrohttpd's URI callback: a request line arrived (the header
+ * deadline of a keep-alive connection's next request starts). Returns the
+ * request's first context: none. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-    (void)h;
-    if (cs->shut || cs->fd < 0)
-        return;
-    unsigned g = atomic_load_explicit(&cs->gen, memory_order_acquire);
-    if (g != cs->watch_gen) {
-        cs->watch_gen = g;
-        cs->watch_start = 0;
-    }
-    if (atomic_load_explicit(&cs->read_done, memory_order_relaxed))
-        return;
-    if (!cs->watch_start) {
-        long long idle = atomic_load_explicit(&cs->idle_since, memory_order_relaxed);
-        struct tcp_info ti;
-        socklen_t len = sizeof ti;
-        memset(&ti, 0, sizeof ti);
-        if (getsockopt(cs->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-            return; /* not TCP: only the idle timeout applies */
-        /* TCP_INFO counts in jiffies (1-10 ms): data that came just before
-         * the connection became idle can look as if it came after. Only
-         * data clearly after it starts the clock. */
-        long long last = now - (long long)ti.tcpi_last_data_recv;
-        if (last > idle + READ_CLOCK_SLACK_MS)
-            cs->watch_start = last > 0 ? last : 1;
-    }
-    if (cs->watch_start && now - cs->watch_start > limit_ms) {
-        cs->shut = true;
-        shutdown(cs->fd, SHUT_RDWR); /* libmicrohttpd sees the end and closes it */
-    }
+    (void)cls;
+    (void)uri;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_state *cs = ci ? ci->socket_context : NULL;
+    if (cs)
+        srv_conn_request_began(cs->c);
+    return NULL;
 }
 
-static void *sweeper_main(void *arg)
+/* The watchdog probe's address (MHD_add_connection wants one): an abstract
+ * Unix socket name that is never bound. */
+#define PROBE_NAME "\0predictd-watchdog-probe"
+static const struct sockaddr_un PROBE_ADDR = {AF_UNIX, PROBE_NAME};
+#define PROBE_ADDR_LEN (offsetof(struct sockaddr_un, sun_path) + sizeof PROBE_NAME - 1)
+
+/* libmicrohttpd's accept policy: every new connection but the probe must
+ * fit under max_connections. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
-    srv_http *h = arg;
-    long long limit = (long long)h->p.request_read_timeout_s * 1000;
-    long long period = limit / 4 < 50 ? 50 : limit / 4 > 1000 ? 1000 : limit / 4;
-    pthread_mutex_lock(&h->conn_mu);
-    while (!h->sweep_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += (long)(period % 1000) * 1000000L;
-        ts.tv_sec += (time_t)(period / 1000) + ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&h->sweep_cv, &h->conn_mu, &ts);
-        if (h->sweep_stop)
-            break;
-        long long now = (long long)now_ms();
-        size_t closed = 0;
-        for (conn_state *cs = h->conns; cs; cs = cs->next) {
-            bool was = cs->shut;
-            sweep_one(h, cs, now, limit);
-            closed += !was && cs->shut;
-        }
-        if (closed)
-            srv_log(SRV_LOG_WARN,
-                    "closed %zu connection(s) whose request was not read whole within "
-                    "request_read_timeout_seconds=%d",
-                    closed, h->p.request_read_timeout_s);
-    }
-    pthread_mutex_unlock(&h->conn_mu);
-    return NULL;
+    srv_http *h = cls;
+    if (addrlen == PROBE_ADDR_LEN && !memcmp(addr, &PROBE_ADDR, PROBE_ADDR_LEN))
+        return MHD_YES;
+    return srv_conns_admit(h->conns) ? MHD_YES : MHD_NO;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    srv_http *h = cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
+    /* libmicrohttpd's own limit (per I/O thread) refused a connection */
+    if (strstr(msg, "reached connection limit"))
+        srv_metrics_connections(h->p.metrics, -1, true, NULL);
     srv_log(SRV_LOG_WARN, "http: %s", msg);
 }
 
@@ -1119,6 +1061,26 @@ static size_t unescape_url(void *cls, struct MHD_Connection *c, char *s)
     return (size_t)(w - s);
 }
 
+/* Connections libmicrohttpd admits per I/O thread beyond max_connections:
+ * the watchdog probe, and connections being reclaimed. */
+#define PROBE_SLOTS 8
+
+/* Raises the soft limit of open files to need (at most the hard limit), so
+ * that max_connections sockets can be open. */
+static void raise_fd_limit(rlim_t need)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+        return;
+    rlim_t want = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+    rl.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || want < need)
+        srv_log(SRV_LOG_WARN,
+                "open files limit is %llu: max_connections needs about %llu (raise "
+                "LimitNOFILE= or ulimit -n)",
+                (unsigned long long)want, (unsigned long long)need);
+}
+
 rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
                          const _Atomic int *draining, srv_http **out, rt_err *err)
 {
@@ -1134,14 +1096,15 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
     h->mgr = mgr;
     h->draining = draining;
     h->fd = -1;
+    atomic_init(&h->probe_fd, -1);
     pthread_mutex_init(&h->pool_mu, NULL);
     pthread_mutex_init(&h->conn_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->sweep_cv, &ca);
-    pthread_condattr_destroy(&ca);
     rt_status st;
+    srv_conns_params cp = {p->max_connections, p->header_timeout_s, p->request_read_timeout_s,
+                           p->metrics};
+    if ((st = srv_conns_new(&cp, &h->conns, err)) != RT_OK)
+        goto fail;
+    raise_fd_limit((rlim_t)p->max_connections + 256);
     if (pthread_key_create(&h->tkey, NULL) != 0) {
         st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot create a thread key");
         goto fail;
@@ -1199,6 +1162,12 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
          (intptr_t)(p->connection_timeout_s > 0 ? p->connection_timeout_s : 60), NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_request_line, h},
+        /* on_accept holds clients to max_connections; libmicrohttpd splits
+         * its own limit between I/O threads, so each gets all of it and
+         * room for the watchdog probe */
+        {MHD_OPTION_CONNECTION_LIMIT,
+         (intptr_t)((unsigned)io_threads * ((unsigned)p->max_connections + PROBE_SLOTS)), NULL},
         /* libmicrohttpd clears this pool for every request; it holds only
          * the headers (bodies are gathered in our own buffer). */
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)SRV_CONN_MEMORY, NULL},
@@ -1211,20 +1180,12 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
         {io_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, io_threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
-    h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, opts,
+    h->mhd = MHD_start_daemon(flags, 0, on_accept, h, on_request, h, MHD_OPTION_ARRAY, opts,
                               MHD_OPTION_END);
     if (!h->mhd) {
         st = rt_err_set(err, RT_ERR_IO, "http: libmicrohttpd failed to start on port %d",
                         h->port);
         goto fail;
-    }
-    if (p->request_read_timeout_s > 0) {
-        if (pthread_create(&h->sweeper, NULL, sweeper_main, h) != 0) {
-            MHD_stop_daemon(h->mhd);
-            st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot start the sweeper thread");
-            goto fail;
-        }
-        h->sweeper_on = true;
     }
     *out = h;
     return RT_OK;
@@ -1241,9 +1202,9 @@ fail:
         close(h->fd);
     if (h->tkey_made)
         pthread_key_delete(h->tkey);
+    srv_conns_free(h->conns);
     pthread_mutex_destroy(&h->pool_mu);
     pthread_mutex_destroy(&h->conn_mu);
-    pthread_cond_destroy(&h->sweep_cv);
     free(h);
     return st;
 }
@@ -1257,13 +1218,6 @@ void srv_http_stop(srv_http *h)
 {
     if (!h)
         return;
-    if (h->sweeper_on) {
-        pthread_mutex_lock(&h->conn_mu);
-        h->sweep_stop = true;
-        pthread_cond_signal(&h->sweep_cv);
-        pthread_mutex_unlock(&h->conn_mu);
-        pthread_join(h->sweeper, NULL);
-    }
     if (h->mhd) {
         /* Stop accepting first; then MHD leaves the socket to us. */
         MHD_socket fd = MHD_quiesce_daemon(h->mhd);
@@ -1302,9 +1256,9 @@ void srv_http_stop(srv_http *h)
     }
     if (h->tkey_made)
         pthread_key_delete(h->tkey);
+    srv_conns_free(h->conns); /* after libmicrohttpd closed every connection */
     pthread_mutex_destroy(&h->pool_mu);
     pthread_mutex_destroy(&h->conn_mu);
-    pthread_cond_destroy(&h->sweep_cv);
     free(h);
 }
 
@@ -1315,37 +1269,26 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-bool srv_http_probe(const srv_http *h, int timeout_ms)
+bool srv_http_probe(srv_http *h, int timeout_ms)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    if (!h || getsockname(h->fd, (struct sockaddr *)&ss, &len) != 0)
+    int sv[2];
+    if (!h || !h->mhd || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
         return false;
-    char host[INET6_ADDRSTRLEN];
-    int port;
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        if (a->sin_addr.s_addr == htonl(INADDR_ANY))
-            a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (!inet_ntop(AF_INET, &a->sin_addr, host, sizeof host))
-            return false;
-        port = ntohs(a->sin_port);
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        if (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr))
-            a->sin6_addr = in6addr_loopback;
-        if (!inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host))
-            return false;
-        port = ntohs(a->sin6_port);
-    } else {
+    /* Outside max_connections (on_accept knows its address, on_connection
+     * its descriptor), through the same I/O threads and handler as clients. */
+    atomic_store(&h->probe_fd, sv[0]);
+    if (MHD_add_connection(h->mhd, sv[0], (const struct sockaddr *)&PROBE_ADDR,
+                           (socklen_t)PROBE_ADDR_LEN) != MHD_YES) {
+        atomic_store(&h->probe_fd, -1);
+        close(sv[1]); /* libmicrohttpd closed sv[0] */
         return false;
     }
-    /* Through the daemon's own listening socket, as a client would. */
     int status = 0;
     rt_buf body;
     rt_buf_init(&body);
-    rt_status st = srv_client_request(host, port, "GET", "/healthz", NULL, timeout_ms, &status,
-                                      &body, NULL);
+    rt_status st = srv_client_request_fd(sv[1], "watchdog", "GET", "/healthz", NULL, timeout_ms,
+                                         &status, &body, NULL);
     rt_buf_free(&body);
+    atomic_store(&h->probe_fd, -1);
     return st == RT_OK && status == 200;
 }
