@@ -84,6 +84,8 @@ typedef struct srv_config {
     int rest_api_timeout_in_ms;   /* per-request deadline; default 30000 */
     int file_system_poll_wait_seconds; /* default 1; 0 = scan only at start/reload */
     size_t max_request_bytes;     /* default 1572864 */
+    size_t max_total_request_bytes; /* request body bytes held at once; past it 429
+                                       (default 256 MiB, >= max_request_bytes) */
     int connection_timeout_seconds; /* idle keep-alive connections; default 60 */
     int request_read_timeout_seconds; /* a request must be read whole within this
                                          from its first byte; default 30; 0 = off */
@@ -138,6 +140,7 @@ enum {
     SRV_ARG_READTIMEOUT = 1u << 16,
     SRV_ARG_MAXCONN = 1u << 17,
     SRV_ARG_HDRTIMEOUT = 1u << 18,
+    SRV_ARG_TOTALREQ = 1u << 19,
 };
 
 /* Parses argv (TF Serving's flag names; "--flag=value" or "--flag value").
@@ -448,8 +451,6 @@ typedef struct srv_conns_params {
     srv_metrics *metrics;  /* may be NULL: predictd_open_connections, ... */
 } srv_conns_params;
 
-/* max_connections 1024, header_timeout_s 10, read_timeout_s 30. */
-srv_conns_params srv_conns_default_params(void);
 /* Starts the sweeper thread when a timeout is on. OUT: *out. */
 rt_status srv_conns_new(const srv_conns_params *p, srv_conns **out, rt_err *err);
 /* Stops the sweeper and frees; call after every connection's socket is
@@ -496,6 +497,7 @@ typedef struct srv_http_params {
                               whole this long after it opened or after the next
                               request's first byte; 0 = off */
     size_t max_request_bytes;
+    size_t max_total_request_bytes; /* bodies held at once; past it 429 */
     bool enable_cors;
     rt_json_params json;
     srv_metrics *metrics;  /* may be NULL; the caller owns it */

@@ -73,16 +73,6 @@ static long long now_ms(void)
     return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-srv_conns_params srv_conns_default_params(void)
-{
-    srv_conns_params p;
-    memset(&p, 0, sizeof p);
-    p.max_connections = 1024;
-    p.header_timeout_s = 10;
-    p.read_timeout_s = 30;
-    return p;
-}
-
 /* Shuts c down (mu held); libmicrohttpd then closes it. */
 static void shut(srv_conns *t, srv_conn *c, const char *reason)
 {

@@ -40,6 +40,7 @@
 #include <stdatomic.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -79,6 +80,8 @@ struct srv_http {
     tstate *tstates;         /* every I/O thread's state */
     srv_conns *conns;        /* open connections: limit, deadlines */
     atomic_int probe_fd;     /* the watchdog probe's server end, or -1 */
+    atomic_size_t held;      /* request body bytes held now (max_total_request_bytes) */
+    atomic_bool trim_due;    /* held passed TRIM_AFTER since the last malloc_trim */
 };
 
 /* One request's state between libmicrohttpd's calls. */
@@ -87,6 +90,7 @@ typedef struct req {
     rt_buf body;
     bool answered;    /* a response was queued (or the request handed over) */
     bool counted;     /* counted in h->active */
+    size_t held;      /* bytes of srv_http.held this request's body holds */
     struct timespec start;
     /* worker hand-over (SRV_ROUTE_INFER with a pool) */
     struct MHD_Connection *conn;
@@ -130,6 +134,7 @@ srv_http_params srv_http_default_params(void)
     p.max_connections = 1024;
     p.header_timeout_s = 10;
     p.max_request_bytes = 1572864;
+    p.max_total_request_bytes = (size_t)256 << 20;
     p.enable_cors = false;
     p.json = rt_json_default_params();
     p.batching = false;
@@ -178,6 +183,56 @@ static void ctx_give(srv_http *h, rt_ctx *c)
     }
     pthread_mutex_unlock(&h->pool_mu);
     rt_ctx_free(c);
+}
+
+/* ------------------------------------------ request bodies held at once */
+
+/* After a burst that held more than this, the heap is trimmed once the
+ * last body is let go. */
+#define TRIM_AFTER ((size_t)32 << 20)
+
+/* Takes n bytes of the budget for request bodies held at once (a
+ * Content-Length when the headers arrive, else each chunk as it comes);
+ * false, taking nothing, when they do not fit under max_total_request_bytes. */
+static bool hold_body(srv_http *h, req *rq, size_t n)
+{
+    size_t was = atomic_fetch_add(&h->held, n);
+    if (n > h->p.max_total_request_bytes || was > h->p.max_total_request_bytes - n) {
+        atomic_fetch_sub(&h->held, n);
+        return false;
+    }
+    rq->held += n;
+    if (was + n > TRIM_AFTER)
+        atomic_store(&h->trim_due, true);
+    return true;
+}
+
+/* Gives rq's bytes back when its request completes (its buffer is freed
+ * then when large); the last request of a large burst trims the heap so
+ * that RSS comes back. */
+static void release_body(srv_http *h, req *rq)
+{
+    if (!rq->held)
+        return;
+    size_t left = atomic_fetch_sub(&h->held, rq->held) - rq->held;
+    rq->held = 0;
+    if (left == 0 && atomic_exchange(&h->trim_due, false))
+        malloc_trim(0);
+}
+
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* 429 for a body that does not fit under max_total_request_bytes. */
+static enum MHD_Result refuse_body(srv_http *h, struct MHD_Connection *conn, req *rq,
+                                   unsigned long long n)
+{
+    rq->answered = true;
+    srv_metrics_rejected(h->p.metrics, "body_memory");
+    return send_error(h, conn, 429,
+                      "overloaded: %zu bytes of request bodies are being received and %llu "
+                      "more would pass max_total_request_bytes=%zu; retry later",
+                      (size_t)atomic_load(&h->held), n, h->p.max_total_request_bytes);
 }
 
 /* ----------------------------------------------------------- answers */
@@ -250,9 +305,6 @@ static enum MHD_Result send_error_msg(srv_http *h, struct MHD_Connection *conn, 
     rt_buf_free(&b);
     return res;
 }
-
-static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
-                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
                                   const char *fmt, ...)
@@ -814,6 +866,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   "(max_request_bytes)",
                                   n, h->p.max_request_bytes);
             }
+            /* the whole body's bytes are held from now on */
+            if (end && *end == '\0' && n > 0 && !hold_body(h, rq, (size_t)n))
+                return refuse_body(h, conn, rq, n);
         }
         return MHD_YES;
     }
@@ -829,6 +884,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return send_error(h, conn, 413,
                               "request body is over the limit of %zu bytes (max_request_bytes)",
                               h->p.max_request_bytes);
+        }
+        /* a chunked body is held chunk by chunk (past the budget the
+         * connection is closed: no answer can be queued mid-upload) */
+        if (rq->held < rq->body.len + n && !hold_body(h, rq, rq->body.len + n - rq->held))
+            return refuse_body(h, conn, rq, n);
+        /* one allocation of the announced size rather than doublings */
+        if (rq->held > rq->body.cap && rt_buf_reserve(&rq->body, rq->held) != 0) {
+            rq->answered = true;
+            return send_error(h, conn, 500, "out of memory reading the request body");
         }
         if (rt_buf_append(&rq->body, upload_data, n) != 0) {
             rq->answered = true;
@@ -890,6 +954,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         atomic_fetch_sub(&h->active, 1);
     if (rq->body.cap > CONN_BUF_KEEP)
         rt_buf_free(&rq->body);
+    release_body(h, rq);
     if (rq->resp.cap > CONN_BUF_KEEP)
         rt_buf_free(&rq->resp);
     rq->counted = false;
