@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -112,9 +113,12 @@ static void reload(daemon_t *d, const char *why)
         strcmp(c->rest_api_host, d->cfg->rest_api_host) != 0 ||
         c->rest_api_num_threads != d->cfg->rest_api_num_threads ||
         c->max_request_bytes != d->cfg->max_request_bytes ||
+        c->max_total_request_bytes != d->cfg->max_total_request_bytes ||
         c->rest_api_timeout_in_ms != d->cfg->rest_api_timeout_in_ms ||
         c->connection_timeout_seconds != d->cfg->connection_timeout_seconds ||
         c->request_read_timeout_seconds != d->cfg->request_read_timeout_seconds ||
+        c->max_connections != d->cfg->max_connections ||
+        c->request_header_timeout_seconds != d->cfg->request_header_timeout_seconds ||
         c->max_queue_depth != d->cfg->max_queue_depth || c->enable_cors != d->cfg->enable_cors ||
         c->enable_batching != d->cfg->enable_batching ||
         c->max_batch_size != d->cfg->max_batch_size ||
@@ -164,7 +168,10 @@ static int run(daemon_t *d)
     hp.timeout_ms = d->cfg->rest_api_timeout_in_ms;
     hp.connection_timeout_s = d->cfg->connection_timeout_seconds;
     hp.request_read_timeout_s = d->cfg->request_read_timeout_seconds;
+    hp.max_connections = d->cfg->max_connections;
+    hp.header_timeout_s = d->cfg->request_header_timeout_seconds;
     hp.max_request_bytes = d->cfg->max_request_bytes;
+    hp.max_total_request_bytes = d->cfg->max_total_request_bytes;
     hp.enable_cors = d->cfg->enable_cors;
     hp.max_queue = (size_t)d->cfg->max_queue_depth;
     hp.batching = d->cfg->enable_batching;
@@ -323,6 +330,10 @@ int main(int argc, char **argv)
     /* Each request thread runs its own small matrix products: OpenBLAS's own
      * thread pool would only compete with them for the same cores. */
     openblas_set_num_threads(1);
+    /* Request bodies and answers over 256 KiB get their own mapping, given
+     * back when freed: with glibc's default (a threshold that rises to the
+     * largest block freed) a burst of large bodies would stay in the heap. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     rc = run(&D);
 out:
     srv_http_stop(D.http);

@@ -12,6 +12,9 @@
  *   srv_pool.c    bounded job queue + worker threads (inference off the I/O threads)
  *   srv_batch.c   cross-request batch scheduler (max_batch_size, batch_timeout_micros)
  *   srv_http.c    libmicrohttpd glue: bodies, limits, answers
+ *   srv_conn.c    open connections: max_connections, idle reclaim, header and
+ *                 read deadlines
+ *   srv_framing.c request framing checks against request smuggling (RFC 9112)
  *   srv_client.c  a small blocking HTTP/1.1 client (predictctl, probes)
  *   main_predictd.c  the daemon's single context, signals, reload loop
  *   main_predictctl.c  the operator's tool: status, labels, promote, rollback
@@ -82,9 +85,16 @@ typedef struct srv_config {
     int rest_api_timeout_in_ms;   /* per-request deadline; default 30000 */
     int file_system_poll_wait_seconds; /* default 1; 0 = scan only at start/reload */
     size_t max_request_bytes;     /* default 1572864 */
+    size_t max_total_request_bytes; /* request body bytes held at once; past it 429
+                                       (default 256 MiB, >= max_request_bytes) */
     int connection_timeout_seconds; /* idle keep-alive connections; default 60 */
     int request_read_timeout_seconds; /* a request must be read whole within this
                                          from its first byte; default 30; 0 = off */
+    int max_connections;          /* client connections open at once; default 1024 */
+    int request_header_timeout_seconds; /* a connection must send a whole request
+                                           header this soon after it opens (or after
+                                           its next request's first byte); default 10;
+                                           0 = off */
     bool enable_cors;             /* Access-Control-Allow-Origin: * */
     int max_queue_depth;          /* > 0: inference on workers, at most this many
                                      waiting, past it 429; 0 (default): inference
@@ -129,6 +139,9 @@ enum {
     SRV_ARG_BATCH_QUEUE = 1u << 14,
     SRV_ARG_BATCH_THREADS = 1u << 15,
     SRV_ARG_READTIMEOUT = 1u << 16,
+    SRV_ARG_MAXCONN = 1u << 17,
+    SRV_ARG_HDRTIMEOUT = 1u << 18,
+    SRV_ARG_TOTALREQ = 1u << 19,
 };
 
 /* Parses argv (TF Serving's flag names; "--flag=value" or "--flag value").
@@ -194,6 +207,34 @@ typedef struct srv_route {
  * SRV_ROUTE_NONE (404), a wrong method SRV_ROUTE_BAD with 405, a bad
  * version/label/name SRV_ROUTE_BAD with 400 and a message. */
 void srv_route_request(const char *method, const char *url, srv_route *r);
+
+/* --------------------------------------------------------------- framing */
+
+/* One request header as the HTTP parser left it: name and value point into
+ * the parser's buffer (not NUL-terminated here). */
+typedef struct srv_field {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+} srv_field;
+
+/* Checks the framing of a request with headers f[0..n) in the order
+ * received (http10: an HTTP/1.0 request). Returns 0 when acceptable, else
+ * the HTTP status to refuse it with, closing the connection: 400 for
+ * Content-Length and Transfer-Encoding together, either given twice,
+ * Transfer-Encoding in HTTP/1.0, a header name that is not a token (white
+ * space before the colon), a control character other than HTAB in a value;
+ * 501 for a transfer coding other than "chunked". msg says which. Pure. */
+int srv_framing_check(const srv_field *f, size_t n, bool http10, char *msg, size_t msg_len);
+/* Checks the raw header block as libmicrohttpd 0.9.x leaves it after
+ * parsing it in place (block: the request's method, block_len: its header
+ * size; version: the request line's HTTP version, f: the headers, all
+ * pointing into block): each line must end in CRLF (now "\0\0") and be
+ * "NAME\0 OWS VALUE" exactly, so that bare LF line ends, obsolete line
+ * folding and NUL bytes are refused (400 and msg; 0 when clean). Pure. */
+int srv_framing_check_block(const char *block, size_t block_len, const char *version,
+                            const srv_field *f, size_t n, char *msg, size_t msg_len);
 
 /* ------------------------------------------------------------------- cpu */
 
@@ -319,6 +360,11 @@ void srv_metrics_in_flight(srv_metrics *m, int delta, double busy_seconds);
 void srv_metrics_queue_depth(srv_metrics *m, long depth);
 /* A request refused before running: reason "too_large", "overloaded", ... */
 void srv_metrics_rejected(srv_metrics *m, const char *reason);
+/* Connections: open >= 0 sets the open-connections gauge; refused counts a
+ * new connection refused at max_connections; closed (may be NULL) counts
+ * one connection predictd closed, by reason ("idle_reclaimed",
+ * "header_timeout", "read_timeout"). */
+void srv_metrics_connections(srv_metrics *m, long open, bool refused, const char *closed);
 void srv_metrics_reload(srv_metrics *m, bool ok);
 /* One merged batch ran: instances in it (predictd_batch_size histogram),
  * requests in it, and whether it had to fall back to one run per request. */
@@ -398,6 +444,49 @@ void srv_batcher_stop(srv_batcher *b);
 /* srv_batcher_stop, then frees. NULL is fine. */
 void srv_batcher_free(srv_batcher *b);
 
+/* ----------------------------------------------------------- connections */
+
+/* The HTTP server's open client connections (srv_conn.c): at most
+ * max_connections (when all are taken the longest-idle keep-alive one is
+ * closed for a new one; with none idle the new one is refused), and a
+ * sweeper thread that shuts down connections whose request header is not
+ * whole header_timeout_s after they opened (or after the next request's
+ * first byte), or whose request is not read whole read_timeout_s after its
+ * first byte. Thread-safe. */
+typedef struct srv_conns srv_conns;
+typedef struct srv_conn srv_conn;
+
+typedef struct srv_conns_params {
+    int max_connections;   /* >= 1 */
+    int header_timeout_s;  /* 0 = off */
+    int read_timeout_s;    /* 0 = off */
+    srv_metrics *metrics;  /* may be NULL: predictd_open_connections, ... */
+} srv_conns_params;
+
+/* Starts the sweeper thread when a timeout is on. OUT: *out. */
+rt_status srv_conns_new(const srv_conns_params *p, srv_conns **out, rt_err *err);
+/* Stops the sweeper and frees; call after every connection's socket is
+ * closed (records still registered are freed). NULL is fine. */
+void srv_conns_free(srv_conns *t);
+/* Whether a new connection may be accepted: true when fewer than
+ * max_connections are open, or after shutting down the longest-idle
+ * keep-alive connection for it; false (counted and logged) when none is
+ * idle. */
+bool srv_conns_admit(srv_conns *t);
+/* Registers a connection on socket fd; exempt ones (the watchdog probe)
+ * are neither counted nor closed. NULL when out of memory. The socket must
+ * stay open until srv_conns_remove. */
+srv_conn *srv_conns_add(srv_conns *t, int fd, bool exempt);
+/* Unregisters and frees c. NULL is fine. */
+void srv_conns_remove(srv_conns *t, srv_conn *c);
+/* Request progress, from the connection's I/O thread (NULL is fine): its
+ * request line arrived; its header is whole; its body is read whole; it
+ * completed (idle now). */
+void srv_conn_request_began(srv_conn *c);
+void srv_conn_headers_done(srv_conn *c);
+void srv_conn_read_done(srv_conn *c);
+void srv_conn_request_done(srv_conn *c);
+
 /* ------------------------------------------------------------------ http */
 
 typedef struct srv_http srv_http;
@@ -414,7 +503,13 @@ typedef struct srv_http_params {
     int connection_timeout_s;
     int request_read_timeout_s; /* close a connection whose request is not read
                                    whole this long after its first byte; 0 = off */
+    int max_connections;   /* client connections at once; idle keep-alive ones
+                              are reclaimed first, then new ones refused */
+    int header_timeout_s;  /* close a connection whose request header is not
+                              whole this long after it opened or after the next
+                              request's first byte; 0 = off */
     size_t max_request_bytes;
+    size_t max_total_request_bytes; /* bodies held at once; past it 429 */
     bool enable_cors;
     rt_json_params json;
     srv_metrics *metrics;  /* may be NULL; the caller owns it */
@@ -430,10 +525,11 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
                          const _Atomic int *draining, srv_http **out, rt_err *err);
 /* The port actually bound. */
 int srv_http_port(const srv_http *h);
-/* Sends GET /healthz through the listening socket (loopback when it listens
- * on a wildcard address) and waits up to timeout_ms for a 200: true when
- * request handling is alive. For the systemd watchdog. */
-bool srv_http_probe(const srv_http *h, int timeout_ms);
+/* Sends GET /healthz over a socketpair handed to libmicrohttpd (so it needs
+ * no free connection slot, and runs on the I/O threads and request handler
+ * clients use) and waits up to timeout_ms for a 200: true when request
+ * handling is alive. For the systemd watchdog; one caller at a time. */
+bool srv_http_probe(srv_http *h, int timeout_ms);
 /* Stops accepting, lets in-flight requests finish, frees. NULL is fine. */
 void srv_http_stop(srv_http *h);
 
@@ -446,6 +542,12 @@ void srv_http_stop(srv_http *h);
 rt_status srv_client_request(const char *host, int port, const char *method, const char *path,
                              const char *body, int timeout_ms, int *status, rt_buf *out,
                              rt_err *err);
+/* The same exchange on an already connected non-blocking socket fd, which
+ * is closed here in every case; name is sent as the Host header and names
+ * the peer in messages. */
+rt_status srv_client_request_fd(int fd, const char *name, const char *method, const char *path,
+                                const char *body, int timeout_ms, int *status, rt_buf *out,
+                                rt_err *err);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /*
- * srv_client.c — a small blocking HTTP/1.1 client for predictctl: one
- * request per connection (Connection: close), a deadline for the whole
- * exchange, Content-Length or read-to-EOF bodies.
+ * srv_client.c — a small blocking HTTP/1.1 client for predictctl and the
+ * daemon's watchdog probe: one request per connection (Connection: close),
+ * a deadline for the whole exchange, Content-Length or read-to-EOF bodies.
  */
 #include "srv.h"
 
@@ -77,35 +77,34 @@ static int dial(const char *host, int port, double deadline, rt_err *err)
     return fd;
 }
 
-rt_status srv_client_request(const char *host, int port, const char *method, const char *path,
-                             const char *body, int timeout_ms, int *status, rt_buf *out,
-                             rt_err *err)
+/* The request on connected socket fd (non-blocking; closed here) before
+ * deadline; name ("host:port") is the Host header and names the peer in
+ * messages. As srv_client_request otherwise. */
+static rt_status exchange(int fd, const char *name, const char *method, const char *path,
+                          const char *body, double deadline, int *status, rt_buf *out,
+                          rt_err *err)
 {
-    double deadline = now_ms() + timeout_ms;
     rt_buf req, resp;
     rt_buf_init(&req);
     rt_buf_init(&resp);
     rt_status st = RT_ERR_IO;
     size_t blen = body ? strlen(body) : 0;
-    int fd = dial(host, port, deadline, err);
-    if (fd < 0)
-        goto out;
     if (rt_buf_printf(&req,
-                      "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n"
+                      "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
                       "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                      method, path, host, port, blen) != 0 ||
+                      method, path, name, blen) != 0 ||
         (blen && rt_buf_append(&req, body, blen) != 0)) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
     for (size_t off = 0; off < req.len;) {
         if (!wait_fd(fd, POLLOUT, deadline)) {
-            rt_err_set(err, RT_ERR_IO, "%s:%d: timed out sending", host, port);
+            rt_err_set(err, RT_ERR_IO, "%s: timed out sending", name);
             goto out;
         }
         ssize_t n = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            rt_err_set(err, RT_ERR_IO, "%s:%d: send: %s", host, port, strerror(errno));
+            rt_err_set(err, RT_ERR_IO, "%s: send: %s", name, strerror(errno));
             goto out;
         }
         if (n > 0)
@@ -113,7 +112,7 @@ rt_status srv_client_request(const char *host, int port, const char *method, con
     }
     for (;;) {
         if (!wait_fd(fd, POLLIN, deadline)) {
-            rt_err_set(err, RT_ERR_IO, "%s:%d: timed out waiting for the answer", host, port);
+            rt_err_set(err, RT_ERR_IO, "%s: timed out waiting for the answer", name);
             goto out;
         }
         if (rt_buf_reserve(&resp, 65536) != 0) {
@@ -126,7 +125,7 @@ rt_status srv_client_request(const char *host, int port, const char *method, con
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR)
                 continue;
-            rt_err_set(err, RT_ERR_IO, "%s:%d: recv: %s", host, port, strerror(errno));
+            rt_err_set(err, RT_ERR_IO, "%s: recv: %s", name, strerror(errno));
             goto out;
         }
         resp.len += (size_t)n;
@@ -139,7 +138,7 @@ rt_status srv_client_request(const char *host, int port, const char *method, con
     const char *hdr_end = resp.data ? strstr(resp.data, "\r\n\r\n") : NULL;
     int code = 0;
     if (!hdr_end || sscanf(resp.data, "HTTP/1.%*d %d", &code) != 1 || code < 100 || code > 599) {
-        st = rt_err_set(err, RT_ERR_FORMAT, "%s:%d: not an HTTP answer", host, port);
+        st = rt_err_set(err, RT_ERR_FORMAT, "%s: not an HTTP answer", name);
         goto out;
     }
     const char *b = hdr_end + 4;
@@ -150,9 +149,28 @@ rt_status srv_client_request(const char *host, int port, const char *method, con
     *status = code;
     st = RT_OK;
 out:
-    if (fd >= 0)
-        close(fd);
+    close(fd);
     rt_buf_free(&req);
     rt_buf_free(&resp);
     return st;
+}
+
+rt_status srv_client_request(const char *host, int port, const char *method, const char *path,
+                             const char *body, int timeout_ms, int *status, rt_buf *out,
+                             rt_err *err)
+{
+    double deadline = now_ms() + timeout_ms;
+    int fd = dial(host, port, deadline, err);
+    if (fd < 0)
+        return RT_ERR_IO;
+    char name[300];
+    snprintf(name, sizeof name, "%s:%d", host, port);
+    return exchange(fd, name, method, path, body, deadline, status, out, err);
+}
+
+rt_status srv_client_request_fd(int fd, const char *name, const char *method, const char *path,
+                                const char *body, int timeout_ms, int *status, rt_buf *out,
+                                rt_err *err)
+{
+    return exchange(fd, name, method, path, body, now_ms() + timeout_ms, status, out, err);
 }

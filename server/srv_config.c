@@ -94,8 +94,11 @@ static void config_defaults(srv_config *c)
     c->rest_api_timeout_in_ms = 30000;
     c->file_system_poll_wait_seconds = 1;
     c->max_request_bytes = 1572864;
+    c->max_total_request_bytes = (size_t)256 << 20;
     c->connection_timeout_seconds = 60;
     c->request_read_timeout_seconds = 30;
+    c->max_connections = 1024;
+    c->request_header_timeout_seconds = 10;
     c->enable_cors = false;
     c->drain_grace_seconds = 0;
     c->max_queue_depth = 0;
@@ -425,6 +428,10 @@ rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
             if (json_int(it, k, 1, 1 << 30, &v, err) != RT_OK)
                 goto out;
             c->max_request_bytes = (size_t)v;
+        } else if (!strcmp(k, "max_total_request_bytes")) {
+            if (json_int(it, k, 1, 1LL << 40, &v, err) != RT_OK)
+                goto out;
+            c->max_total_request_bytes = (size_t)v;
         } else if (!strcmp(k, "connection_timeout_seconds")) {
             if (json_int(it, k, 1, 86400, &v, err) != RT_OK)
                 goto out;
@@ -433,6 +440,14 @@ rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
             if (json_int(it, k, 0, 86400, &v, err) != RT_OK)
                 goto out;
             c->request_read_timeout_seconds = (int)v;
+        } else if (!strcmp(k, "max_connections")) {
+            if (json_int(it, k, 1, 1000000, &v, err) != RT_OK)
+                goto out;
+            c->max_connections = (int)v;
+        } else if (!strcmp(k, "request_header_timeout_seconds")) {
+            if (json_int(it, k, 0, 86400, &v, err) != RT_OK)
+                goto out;
+            c->request_header_timeout_seconds = (int)v;
         } else if (!strcmp(k, "max_queue_depth")) {
             if (json_int(it, k, 0, 1000000, &v, err) != RT_OK)
                 goto out;
@@ -500,7 +515,9 @@ rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
                        "%s: unknown key (known: rest_api_host, rest_api_port, "
                        "rest_api_num_threads, rest_api_timeout_in_ms, "
                        "file_system_poll_wait_seconds, max_request_bytes, "
-                       "connection_timeout_seconds, request_read_timeout_seconds, max_queue_depth, "
+                       "max_total_request_bytes, "
+                       "connection_timeout_seconds, request_read_timeout_seconds, "
+                       "max_connections, request_header_timeout_seconds, max_queue_depth, "
                        "drain_grace_seconds, "
                        "enable_cors, enable_batching, max_batch_size, batch_timeout_micros, "
                        "max_enqueued_batches, num_batch_threads, models)",
@@ -542,10 +559,16 @@ static const flag_def FLAGS[] = {
      "request threads (default 0 = the CPUs this process may use)"},
     {"rest_api_timeout_in_ms", SRV_ARG_TIMEOUT, "per-request deadline, else 504 (default 30000)"},
     {"max_request_bytes", SRV_ARG_MAXREQ, "largest request body, else 413 (default 1572864)"},
+    {"max_total_request_bytes", SRV_ARG_TOTALREQ,
+     "request body bytes held at once, else 429 (default 268435456)"},
     {"connection_timeout_seconds", SRV_ARG_CONNTIMEOUT,
      "idle keep-alive connections are closed after this (default 60)"},
     {"request_read_timeout_seconds", SRV_ARG_READTIMEOUT,
      "a request not read whole this long after its first byte is closed (default 30)"},
+    {"max_connections", SRV_ARG_MAXCONN,
+     "client connections open at once; idle ones are reclaimed first (default 1024)"},
+    {"request_header_timeout_seconds", SRV_ARG_HDRTIMEOUT,
+     "a request header not received whole this soon is closed (default 10)"},
     {"enable_cors", SRV_ARG_CORS, "answer with Access-Control-Allow-Origin: * (default false)"},
     {"max_queue_depth", SRV_ARG_QUEUE, "inference requests waiting; past it 429 (0 = no queue)"},
     {"drain_grace_seconds", SRV_ARG_DRAIN, "after SIGTERM keep answering this long (default 0)"},
@@ -572,10 +595,19 @@ const char *srv_args_usage(void)
            "  --rest_api_num_threads=N      request threads (default: usable CPUs)\n"
            "  --rest_api_timeout_in_ms=N    per-request deadline, else 504 (default 30000)\n"
            "  --max_request_bytes=N         largest body, else 413 (default 1572864)\n"
+           "  --max_total_request_bytes=N   request body bytes held at once; a request\n"
+           "                                that does not fit gets 429 + Retry-After\n"
+           "                                (default 268435456)\n"
            "  --connection_timeout_seconds=N  idle connection timeout (default 60)\n"
            "  --request_read_timeout_seconds=N  close a connection whose request is not\n"
            "                                read whole N s after its first byte (default 30;\n"
            "                                0 = off)\n"
+           "  --max_connections=N           client connections open at once; when all are\n"
+           "                                taken, idle keep-alive ones are closed first,\n"
+           "                                then new ones refused (default 1024)\n"
+           "  --request_header_timeout_seconds=N  close a connection whose request header\n"
+           "                                is not in N s after it opened (or after the\n"
+           "                                next request's first byte) (default 10; 0 = off)\n"
            "  --enable_cors[=true|false]    add Access-Control-Allow-Origin: *\n"
            "  --max_queue_depth=N           run inference on worker threads with at most N\n"
            "                                requests waiting; more answer 429 + Retry-After\n"
@@ -650,6 +682,10 @@ static rt_status set_flag(srv_args *a, const flag_def *f, const char *val, rt_er
         if (parse_long(val, 1, 1L << 30, what, &v, err) != RT_OK)
             return RT_ERR_INVALID;
         a->values.max_request_bytes = (size_t)v;
+    } else if (f->bit == SRV_ARG_TOTALREQ) {
+        if (parse_long(val, 1, 1L << 40, what, &v, err) != RT_OK)
+            return RT_ERR_INVALID;
+        a->values.max_total_request_bytes = (size_t)v;
     } else if (f->bit == SRV_ARG_CONNTIMEOUT) {
         if (parse_long(val, 1, 86400, what, &v, err) != RT_OK)
             return RT_ERR_INVALID;
@@ -658,6 +694,14 @@ static rt_status set_flag(srv_args *a, const flag_def *f, const char *val, rt_er
         if (parse_long(val, 0, 86400, what, &v, err) != RT_OK)
             return RT_ERR_INVALID;
         a->values.request_read_timeout_seconds = (int)v;
+    } else if (f->bit == SRV_ARG_MAXCONN) {
+        if (parse_long(val, 1, 1000000, what, &v, err) != RT_OK)
+            return RT_ERR_INVALID;
+        a->values.max_connections = (int)v;
+    } else if (f->bit == SRV_ARG_HDRTIMEOUT) {
+        if (parse_long(val, 0, 86400, what, &v, err) != RT_OK)
+            return RT_ERR_INVALID;
+        a->values.request_header_timeout_seconds = (int)v;
     } else if (f->bit == SRV_ARG_QUEUE) {
         if (parse_long(val, 0, 1000000, what, &v, err) != RT_OK)
             return RT_ERR_INVALID;
@@ -821,10 +865,16 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         c->file_system_poll_wait_seconds = a->values.file_system_poll_wait_seconds;
     if (a->set & SRV_ARG_MAXREQ)
         c->max_request_bytes = a->values.max_request_bytes;
+    if (a->set & SRV_ARG_TOTALREQ)
+        c->max_total_request_bytes = a->values.max_total_request_bytes;
     if (a->set & SRV_ARG_CONNTIMEOUT)
         c->connection_timeout_seconds = a->values.connection_timeout_seconds;
     if (a->set & SRV_ARG_READTIMEOUT)
         c->request_read_timeout_seconds = a->values.request_read_timeout_seconds;
+    if (a->set & SRV_ARG_MAXCONN)
+        c->max_connections = a->values.max_connections;
+    if (a->set & SRV_ARG_HDRTIMEOUT)
+        c->request_header_timeout_seconds = a->values.request_header_timeout_seconds;
     if (a->set & SRV_ARG_CORS)
         c->enable_cors = a->values.enable_cors;
     if (a->set & SRV_ARG_QUEUE)
@@ -843,6 +893,13 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         c->num_batch_threads = a->values.num_batch_threads;
     if (c->n_models == 0) {
         st = rt_err_set(err, RT_ERR_INVALID, "models: at least one model must be configured");
+        goto out;
+    }
+    if (c->max_total_request_bytes < c->max_request_bytes) {
+        st = rt_err_set(err, RT_ERR_INVALID,
+                        "max_total_request_bytes: %zu is less than max_request_bytes (%zu): a "
+                        "request of the largest size could never be received",
+                        c->max_total_request_bytes, c->max_request_bytes);
         goto out;
     }
 out:

@@ -12,12 +12,13 @@
  * it stays untouched until the request completes). Contexts for requests
  * that leave their I/O thread (batching) come from a small mutex-guarded pool.
  *
- * Slow clients: libmicrohttpd's connection timeout is an idle timeout, which
- * a client sending a byte a second never reaches. A sweeper thread closes
- * (shutdown) every connection whose current request has not been read whole
- * request_read_timeout_s after its first byte arrived (seen through TCP_INFO's
- * time of the last data received, compared with the time the connection
- * became idle).
+ * Connections are registered with srv_conn.c, which keeps their number
+ * under max_connections (libmicrohttpd's accept policy callback asks it;
+ * idle keep-alive connections are reclaimed first) and closes those that
+ * are too slow to send a request header or a whole request. The systemd
+ * watchdog's probe does not need a free slot: it is a socketpair handed to
+ * libmicrohttpd with MHD_add_connection, admitted outside the limit (whose
+ * libmicrohttpd-side value is set above max_connections for it).
  *
  * With cross-request batching (enable_batching), a :predict body is parsed on
  * the I/O thread into its own rt_ctx (a parse error answers 400 at once),
@@ -29,6 +30,7 @@
 #include "srv.h"
 
 #include <arpa/inet.h>
+#include <stddef.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -38,9 +40,12 @@
 #include <stdatomic.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,12 +76,12 @@ struct srv_http {
     rt_ctx **bctx;           /* [batch threads] the merged batch of each */
     pthread_key_t tkey;      /* -> this I/O thread's tstate */
     bool tkey_made;
-    pthread_mutex_t conn_mu; /* guards conns and tstates (links), sweep_stop */
-    pthread_cond_t sweep_cv; /* wakes the sweeper to stop */
-    conn_state *conns;       /* open connections */
+    pthread_mutex_t conn_mu; /* guards tstates (links) */
     tstate *tstates;         /* every I/O thread's state */
-    pthread_t sweeper;
-    bool sweeper_on, sweep_stop;
+    srv_conns *conns;        /* open connections: limit, deadlines */
+    atomic_int probe_fd;     /* the watchdog probe's server end, or -1 */
+    atomic_size_t held;      /* request body bytes held now (max_total_request_bytes) */
+    atomic_bool trim_due;    /* held passed TRIM_AFTER since the last malloc_trim */
 };
 
 /* One request's state between libmicrohttpd's calls. */
@@ -85,6 +90,7 @@ typedef struct req {
     rt_buf body;
     bool answered;    /* a response was queued (or the request handed over) */
     bool counted;     /* counted in h->active */
+    size_t held;      /* bytes of srv_http.held this request's body holds */
     struct timespec start;
     /* worker hand-over (SRV_ROUTE_INFER with a pool) */
     struct MHD_Connection *conn;
@@ -103,23 +109,16 @@ typedef struct req {
 struct conn_state {
     req rq;                   /* first member: the request in progress; its
                                  buffers are reused by the next request */
-    conn_state *prev, *next;  /* srv_http.conns, under conn_mu */
-    int fd;
-    atomic_uint gen;          /* requests completed on this connection */
-    atomic_bool read_done;    /* the current request has been read whole */
-    atomic_llong idle_since;  /* ms (monotonic): start, or last completion */
-    /* the sweeper's own */
-    unsigned watch_gen;
-    long long watch_start;    /* ms: first byte of the current request; 0 unknown */
-    bool shut;                /* closed by the sweeper */
+    srv_conn *c;              /* its record in srv_http.conns */
+    /* the I/O thread's own: the current request's headers (framing check) */
+    srv_field *fields;
+    size_t n_fields, cap_fields;
+    bool fields_oom;
 };
 
 /* Buffers larger than this are freed when their request completes, so idle
  * keep-alive connections do not each hold a large body. */
 #define CONN_BUF_KEEP (64 * 1024)
-
-/* See sweep_one: TCP_INFO's time of the last data received is coarse. */
-#define READ_CLOCK_SLACK_MS 50
 
 srv_http_params srv_http_default_params(void)
 {
@@ -132,7 +131,10 @@ srv_http_params srv_http_default_params(void)
     p.timeout_ms = 30000;
     p.connection_timeout_s = 60;
     p.request_read_timeout_s = 30;
+    p.max_connections = 1024;
+    p.header_timeout_s = 10;
     p.max_request_bytes = 1572864;
+    p.max_total_request_bytes = (size_t)256 << 20;
     p.enable_cors = false;
     p.json = rt_json_default_params();
     p.batching = false;
@@ -183,13 +185,63 @@ static void ctx_give(srv_http *h, rt_ctx *c)
     rt_ctx_free(c);
 }
 
+/* ------------------------------------------ request bodies held at once */
+
+/* After a burst that held more than this, the heap is trimmed once the
+ * last body is let go. */
+#define TRIM_AFTER ((size_t)32 << 20)
+
+/* Takes n bytes of the budget for request bodies held at once (a
+ * Content-Length when the headers arrive, else each chunk as it comes);
+ * false, taking nothing, when they do not fit under max_total_request_bytes. */
+static bool hold_body(srv_http *h, req *rq, size_t n)
+{
+    size_t was = atomic_fetch_add(&h->held, n);
+    if (n > h->p.max_total_request_bytes || was > h->p.max_total_request_bytes - n) {
+        atomic_fetch_sub(&h->held, n);
+        return false;
+    }
+    rq->held += n;
+    if (was + n > TRIM_AFTER)
+        atomic_store(&h->trim_due, true);
+    return true;
+}
+
+/* Gives rq's bytes back when its request completes (its buffer is freed
+ * then when large); the last request of a large burst trims the heap so
+ * that RSS comes back. */
+static void release_body(srv_http *h, req *rq)
+{
+    if (!rq->held)
+        return;
+    size_t left = atomic_fetch_sub(&h->held, rq->held) - rq->held;
+    rq->held = 0;
+    if (left == 0 && atomic_exchange(&h->trim_due, false))
+        malloc_trim(0);
+}
+
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* 429 for a body that does not fit under max_total_request_bytes. */
+static enum MHD_Result refuse_body(srv_http *h, struct MHD_Connection *conn, req *rq,
+                                   unsigned long long n)
+{
+    rq->answered = true;
+    srv_metrics_rejected(h->p.metrics, "body_memory");
+    return send_error(h, conn, 429,
+                      "overloaded: %zu bytes of request bodies are being received and %llu "
+                      "more would pass max_total_request_bytes=%zu; retry later",
+                      (size_t)atomic_load(&h->held), n, h->p.max_total_request_bytes);
+}
+
 /* ----------------------------------------------------------- answers */
 
 /* Queues b as the answer. With keep, b must stay untouched until the request
  * completes (a connection's own answer buffer): no copy is made. Otherwise
  * the response takes b's bytes (b is left empty). */
-static enum MHD_Result send_buf_ex(srv_http *h, struct MHD_Connection *conn, unsigned code,
-                                   rt_buf *b, const char *ctype, bool keep)
+static enum MHD_Result send_buf_close(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                      rt_buf *b, const char *ctype, bool keep, bool close)
 {
     struct MHD_Response *resp;
     if (b->data && keep) {
@@ -208,10 +260,18 @@ static enum MHD_Result send_buf_ex(srv_http *h, struct MHD_Connection *conn, uns
         MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
     if (code == 503 || code == 429)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (close) /* libmicrohttpd closes the connection after this answer */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     srv_metrics_http(h->p.metrics, (int)code);
     enum MHD_Result r = MHD_queue_response(conn, code, resp);
     MHD_destroy_response(resp);
     return r;
+}
+
+static enum MHD_Result send_buf_ex(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                   rt_buf *b, const char *ctype, bool keep)
+{
+    return send_buf_close(h, conn, code, b, ctype, keep, false);
 }
 
 static enum MHD_Result send_buf(srv_http *h, struct MHD_Connection *conn, unsigned code,
@@ -226,17 +286,10 @@ static enum MHD_Result send_json(srv_http *h, struct MHD_Connection *conn, unsig
     return send_buf(h, conn, code, b, "application/json");
 }
 
-static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
-                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
-                                  const char *fmt, ...)
+/* {"error": msg} with code; close: the connection is closed after it. */
+static enum MHD_Result send_error_msg(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                      bool close, const char *msg)
 {
-    char msg[RT_ERR_MAX + 128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     rt_buf b;
     rt_buf_init(&b);
     int r = rt_buf_puts(&b, "{\"error\": ");
@@ -248,9 +301,20 @@ static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsi
     }
     if (code >= 500 && code != 503)
         srv_log(SRV_LOG_WARN, "answered %u: %s", code, msg);
-    enum MHD_Result res = send_json(h, conn, code, &b);
+    enum MHD_Result res = send_buf_close(h, conn, code, &b, "application/json", false, close);
     rt_buf_free(&b);
     return res;
+}
+
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                  const char *fmt, ...)
+{
+    char msg[RT_ERR_MAX + 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return send_error_msg(h, conn, code, false, msg);
 }
 
 static unsigned status_to_http(rt_status s)
@@ -686,12 +750,65 @@ static enum MHD_Result answer(srv_http *h, struct MHD_Connection *conn, req *rq,
 
 /* ------------------------------------------------ libmicrohttpd glue */
 
+/* Collects one header into the connection's reused field array. */
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    conn_state *cs = cls;
+    if (cs->n_fields == cs->cap_fields) {
+        size_t cap = cs->cap_fields ? cs->cap_fields * 2 : 32;
+        srv_field *f = realloc(cs->fields, cap * sizeof *f);
+        if (!f) {
+            cs->fields_oom = true;
+            return MHD_NO;
+        }
+        cs->fields = f;
+        cs->cap_fields = cap;
+    }
+    cs->fields[cs->n_fields++] =
+        (srv_field){key, key_size, value ? value : "", value ? value_size : 0};
+    return MHD_YES;
+}
+
+/* The framing checks of srv_framing.c on a request whose headers have just
+ * been parsed: 0, or the status to refuse it with (why says what). The
+ * raw block check relies on libmicrohttpd 0.9.x's in-place parser (checked
+ * against 0.9.75, Debian 12's); later versions refuse these shapes
+ * themselves (MHD_OPTION_CLIENT_DISCIPLINE_LVL, see srv_http_start). */
+static unsigned check_framing(struct MHD_Connection *conn, conn_state *cs, const char *method,
+                              const char *version, char *why, size_t why_len)
+{
+    cs->n_fields = 0;
+    cs->fields_oom = false;
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_field, cs);
+    if (cs->fields_oom) {
+        snprintf(why, why_len, "out of memory checking the request headers");
+        return 503;
+    }
+    int code = 0;
+#if MHD_VERSION < 0x00097700
+    /* first: it names folding, which also leaves odd header names behind */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (ci)
+        code = srv_framing_check_block(method, ci->header_size, version, cs->fields,
+                                       cs->n_fields, why, why_len);
+#else
+    (void)method;
+#endif
+    if (!code)
+        code = srv_framing_check(cs->fields, cs->n_fields,
+                                 version && !strcmp(version, MHD_HTTP_VERSION_1_0), why,
+                                 why_len);
+    return (unsigned)code;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
-    (void)version;
     srv_http *h = cls;
     req *rq = *con_cls;
     if (!rq) {
@@ -712,6 +829,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = rq;
         rq->counted = true;
         atomic_fetch_add(&h->active, 1);
+        srv_conn_headers_done(cs->c);
+        char why[256];
+        unsigned bad = check_framing(conn, cs, method, version, why, sizeof why);
+        if (bad) {
+            rq->answered = true;
+            srv_metrics_rejected(h->p.metrics, bad == 501 ? "unsupported_coding" : "bad_framing");
+            if (bad != 501) /* send_error_msg logs 501 itself */
+                srv_log(SRV_LOG_WARN, "refused a request (400, connection closed): %s", why);
+            return send_error_msg(h, conn, bad, true, why);
+        }
         if (h->p.enable_cors && !strcmp(method, "OPTIONS")) {
             struct MHD_Response *resp =
                 MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
@@ -739,6 +866,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   "(max_request_bytes)",
                                   n, h->p.max_request_bytes);
             }
+            /* the whole body's bytes are held from now on */
+            if (end && *end == '\0' && n > 0 && !hold_body(h, rq, (size_t)n))
+                return refuse_body(h, conn, rq, n);
         }
         return MHD_YES;
     }
@@ -755,6 +885,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                               "request body is over the limit of %zu bytes (max_request_bytes)",
                               h->p.max_request_bytes);
         }
+        /* a chunked body is held chunk by chunk (past the budget the
+         * connection is closed: no answer can be queued mid-upload) */
+        if (rq->held < rq->body.len + n && !hold_body(h, rq, rq->body.len + n - rq->held))
+            return refuse_body(h, conn, rq, n);
+        /* one allocation of the announced size rather than doublings */
+        if (rq->held > rq->body.cap && rt_buf_reserve(&rq->body, rq->held) != 0) {
+            rq->answered = true;
+            return send_error(h, conn, 500, "out of memory reading the request body");
+        }
         if (rt_buf_append(&rq->body, upload_data, n) != 0) {
             rq->answered = true;
             return send_error(h, conn, 500, "out of memory reading the request body");
@@ -762,7 +901,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     /* The request has been read whole: the read deadline is over for it. */
-    atomic_store_explicit(&((conn_state *)rq)->read_done, true, memory_order_relaxed);
+    srv_conn_read_done(((conn_state *)rq)->c);
     if (rq->done) {
         /* Resumed after a worker ran it. */
         rq->done = false;
@@ -815,14 +954,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         atomic_fetch_sub(&h->active, 1);
     if (rq->body.cap > CONN_BUF_KEEP)
         rt_buf_free(&rq->body);
+    release_body(h, rq);
     if (rq->resp.cap > CONN_BUF_KEEP)
         rt_buf_free(&rq->resp);
     rq->counted = false;
     *con_cls = NULL;
-    conn_state *cs = (conn_state *)rq;
-    atomic_store_explicit(&cs->read_done, false, memory_order_relaxed);
-    atomic_store_explicit(&cs->idle_since, (long long)now_ms(), memory_order_relaxed);
-    atomic_fetch_add_explicit(&cs->gen, 1, memory_order_release);
+    srv_conn_request_done(((conn_state *)rq)->c);
 }
 
 /* libmicrohttpd's connection notices: a connection's record is made when it
@@ -835,121 +972,73 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     srv_http *h = cls;
     conn_state *cs = *socket_context;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        cs = calloc(1, sizeof *cs);
-        if (!cs)
-            return; /* on_request refuses such a connection */
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        cs->fd = ci ? ci->connect_fd : -1;
+        int fd = ci ? ci->connect_fd : -1;
+        cs = calloc(1, sizeof *cs);
+        if (cs && !(cs->c = srv_conns_add(h->conns, fd, fd >= 0 && fd == atomic_load(&h->probe_fd)))) {
+            free(cs);
+            cs = NULL;
+        }
+        if (!cs)
+            return; /* on_request refuses such a connection */
         rt_buf_init(&cs->rq.body);
         rt_buf_init(&cs->rq.resp);
-        atomic_init(&cs->gen, 0);
-        atomic_init(&cs->read_done, false);
-        atomic_init(&cs->idle_since, (long long)now_ms());
-        pthread_mutex_lock(&h->conn_mu);
-        cs->next = h->conns;
-        if (h->conns)
-            h->conns->prev = cs;
-        h->conns = cs;
-        pthread_mutex_unlock(&h->conn_mu);
         *socket_context = cs;
         return;
     }
     if (!cs)
         return;
-    pthread_mutex_lock(&h->conn_mu);
-    if (cs->prev)
-        cs->prev->next = cs->next;
-    else
-        h->conns = cs->next;
-    if (cs->next)
-        cs->next->prev = cs->prev;
-    pthread_mutex_unlock(&h->conn_mu);
+    srv_conns_remove(h->conns, cs->c);
     rt_buf_free(&cs->rq.body);
     rt_buf_free(&cs->rq.resp);
+    free(cs->fields);
     free(cs);
     *socket_context = NULL;
 }
 
-/* ------------------------------------------------- the read deadline */
-
-/* Checks one connection (conn_mu held): finds when its current request's
- * first byte arrived — data received after the connection became idle,
- * per TCP_INFO — and shuts it down once that is older than limit_ms while
- * the request is still not read whole. Idle connections are left to
- * libmicrohttpd's idle timeout. */
-static void sweep_one(srv_http *h, conn_state *cs, long long now, long long limit_ms)
+/* libmicrohttpd's URI callback: a request line arrived (the header
+ * deadline of a keep-alive connection's next request starts). Returns the
+ * request's first context: none. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-    (void)h;
-    if (cs->shut || cs->fd < 0)
-        return;
-    unsigned g = atomic_load_explicit(&cs->gen, memory_order_acquire);
-    if (g != cs->watch_gen) {
-        cs->watch_gen = g;
-        cs->watch_start = 0;
-    }
-    if (atomic_load_explicit(&cs->read_done, memory_order_relaxed))
-        return;
-    if (!cs->watch_start) {
-        long long idle = atomic_load_explicit(&cs->idle_since, memory_order_relaxed);
-        struct tcp_info ti;
-        socklen_t len = sizeof ti;
-        memset(&ti, 0, sizeof ti);
-        if (getsockopt(cs->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-            return; /* not TCP: only the idle timeout applies */
-        /* TCP_INFO counts in jiffies (1-10 ms): data that came just before
-         * the connection became idle can look as if it came after. Only
-         * data clearly after it starts the clock. */
-        long long last = now - (long long)ti.tcpi_last_data_recv;
-        if (last > idle + READ_CLOCK_SLACK_MS)
-            cs->watch_start = last > 0 ? last : 1;
-    }
-    if (cs->watch_start && now - cs->watch_start > limit_ms) {
-        cs->shut = true;
-        shutdown(cs->fd, SHUT_RDWR); /* libmicrohttpd sees the end and closes it */
-    }
+    (void)cls;
+    (void)uri;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_state *cs = ci ? ci->socket_context : NULL;
+    if (cs)
+        srv_conn_request_began(cs->c);
+    return NULL;
 }
 
-static void *sweeper_main(void *arg)
+/* The watchdog probe's address (MHD_add_connection wants one): an abstract
+ * Unix socket name that is never bound. */
+#define PROBE_NAME "\0predictd-watchdog-probe"
+static const struct sockaddr_un PROBE_ADDR = {AF_UNIX, PROBE_NAME};
+#define PROBE_ADDR_LEN (offsetof(struct sockaddr_un, sun_path) + sizeof PROBE_NAME - 1)
+
+/* libmicrohttpd's accept policy: every new connection but the probe must
+ * fit under max_connections. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
-    srv_http *h = arg;
-    long long limit = (long long)h->p.request_read_timeout_s * 1000;
-    long long period = limit / 4 < 50 ? 50 : limit / 4 > 1000 ? 1000 : limit / 4;
-    pthread_mutex_lock(&h->conn_mu);
-    while (!h->sweep_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += (long)(period % 1000) * 1000000L;
-        ts.tv_sec += (time_t)(period / 1000) + ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&h->sweep_cv, &h->conn_mu, &ts);
-        if (h->sweep_stop)
-            break;
-        long long now = (long long)now_ms();
-        size_t closed = 0;
-        for (conn_state *cs = h->conns; cs; cs = cs->next) {
-            bool was = cs->shut;
-            sweep_one(h, cs, now, limit);
-            closed += !was && cs->shut;
-        }
-        if (closed)
-            srv_log(SRV_LOG_WARN,
-                    "closed %zu connection(s) whose request was not read whole within "
-                    "request_read_timeout_seconds=%d",
-                    closed, h->p.request_read_timeout_s);
-    }
-    pthread_mutex_unlock(&h->conn_mu);
-    return NULL;
+    srv_http *h = cls;
+    if (addrlen == PROBE_ADDR_LEN && !memcmp(addr, &PROBE_ADDR, PROBE_ADDR_LEN))
+        return MHD_YES;
+    return srv_conns_admit(h->conns) ? MHD_YES : MHD_NO;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    srv_http *h = cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
+    /* libmicrohttpd's own limit (per I/O thread) refused a connection */
+    if (strstr(msg, "reached connection limit"))
+        srv_metrics_connections(h->p.metrics, -1, true, NULL);
     srv_log(SRV_LOG_WARN, "http: %s", msg);
 }
 
@@ -1037,6 +1126,26 @@ static size_t unescape_url(void *cls, struct MHD_Connection *c, char *s)
     return (size_t)(w - s);
 }
 
+/* Connections libmicrohttpd admits per I/O thread beyond max_connections:
+ * the watchdog probe, and connections being reclaimed. */
+#define PROBE_SLOTS 8
+
+/* Raises the soft limit of open files to need (at most the hard limit), so
+ * that max_connections sockets can be open. */
+static void raise_fd_limit(rlim_t need)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+        return;
+    rlim_t want = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+    rl.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || want < need)
+        srv_log(SRV_LOG_WARN,
+                "open files limit is %llu: max_connections needs about %llu (raise "
+                "LimitNOFILE= or ulimit -n)",
+                (unsigned long long)want, (unsigned long long)need);
+}
+
 rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
                          const _Atomic int *draining, srv_http **out, rt_err *err)
 {
@@ -1052,14 +1161,15 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
     h->mgr = mgr;
     h->draining = draining;
     h->fd = -1;
+    atomic_init(&h->probe_fd, -1);
     pthread_mutex_init(&h->pool_mu, NULL);
     pthread_mutex_init(&h->conn_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->sweep_cv, &ca);
-    pthread_condattr_destroy(&ca);
     rt_status st;
+    srv_conns_params cp = {p->max_connections, p->header_timeout_s, p->request_read_timeout_s,
+                           p->metrics};
+    if ((st = srv_conns_new(&cp, &h->conns, err)) != RT_OK)
+        goto fail;
+    raise_fd_limit((rlim_t)p->max_connections + 256);
     if (pthread_key_create(&h->tkey, NULL) != 0) {
         st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot create a thread key");
         goto fail;
@@ -1117,28 +1227,30 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
          (intptr_t)(p->connection_timeout_s > 0 ? p->connection_timeout_s : 60), NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_request_line, h},
+        /* on_accept holds clients to max_connections; libmicrohttpd splits
+         * its own limit between I/O threads, so each gets all of it and
+         * room for the watchdog probe */
+        {MHD_OPTION_CONNECTION_LIMIT,
+         (intptr_t)((unsigned)io_threads * ((unsigned)p->max_connections + PROBE_SLOTS)), NULL},
         /* libmicrohttpd clears this pool for every request; it holds only
          * the headers (bodies are gathered in our own buffer). */
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)SRV_CONN_MEMORY, NULL},
         {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape_url, h},
+#if MHD_VERSION >= 0x01000000
+        /* refuses bare LF, folding, NUL, white space before ':' itself */
+        {MHD_OPTION_CLIENT_DISCIPLINE_LVL, 1, NULL},
+#endif
         /* libmicrohttpd warns about a pool of one: leave it out then */
         {io_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, io_threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
-    h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, opts,
+    h->mhd = MHD_start_daemon(flags, 0, on_accept, h, on_request, h, MHD_OPTION_ARRAY, opts,
                               MHD_OPTION_END);
     if (!h->mhd) {
         st = rt_err_set(err, RT_ERR_IO, "http: libmicrohttpd failed to start on port %d",
                         h->port);
         goto fail;
-    }
-    if (p->request_read_timeout_s > 0) {
-        if (pthread_create(&h->sweeper, NULL, sweeper_main, h) != 0) {
-            MHD_stop_daemon(h->mhd);
-            st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot start the sweeper thread");
-            goto fail;
-        }
-        h->sweeper_on = true;
     }
     *out = h;
     return RT_OK;
@@ -1155,9 +1267,9 @@ fail:
         close(h->fd);
     if (h->tkey_made)
         pthread_key_delete(h->tkey);
+    srv_conns_free(h->conns);
     pthread_mutex_destroy(&h->pool_mu);
     pthread_mutex_destroy(&h->conn_mu);
-    pthread_cond_destroy(&h->sweep_cv);
     free(h);
     return st;
 }
@@ -1171,13 +1283,6 @@ void srv_http_stop(srv_http *h)
 {
     if (!h)
         return;
-    if (h->sweeper_on) {
-        pthread_mutex_lock(&h->conn_mu);
-        h->sweep_stop = true;
-        pthread_cond_signal(&h->sweep_cv);
-        pthread_mutex_unlock(&h->conn_mu);
-        pthread_join(h->sweeper, NULL);
-    }
     if (h->mhd) {
         /* Stop accepting first; then MHD leaves the socket to us. */
         MHD_socket fd = MHD_quiesce_daemon(h->mhd);
@@ -1216,9 +1321,9 @@ void srv_http_stop(srv_http *h)
     }
     if (h->tkey_made)
         pthread_key_delete(h->tkey);
+    srv_conns_free(h->conns); /* after libmicrohttpd closed every connection */
     pthread_mutex_destroy(&h->pool_mu);
     pthread_mutex_destroy(&h->conn_mu);
-    pthread_cond_destroy(&h->sweep_cv);
     free(h);
 }
 
@@ -1229,37 +1334,26 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-bool srv_http_probe(const srv_http *h, int timeout_ms)
+bool srv_http_probe(srv_http *h, int timeout_ms)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    if (!h || getsockname(h->fd, (struct sockaddr *)&ss, &len) != 0)
+    int sv[2];
+    if (!h || !h->mhd || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
         return false;
-    char host[INET6_ADDRSTRLEN];
-    int port;
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        if (a->sin_addr.s_addr == htonl(INADDR_ANY))
-            a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (!inet_ntop(AF_INET, &a->sin_addr, host, sizeof host))
-            return false;
-        port = ntohs(a->sin_port);
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        if (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr))
-            a->sin6_addr = in6addr_loopback;
-        if (!inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host))
-            return false;
-        port = ntohs(a->sin6_port);
-    } else {
+    /* Outside max_connections (on_accept knows its address, on_connection
+     * its descriptor), through the same I/O threads and handler as clients. */
+    atomic_store(&h->probe_fd, sv[0]);
+    if (MHD_add_connection(h->mhd, sv[0], (const struct sockaddr *)&PROBE_ADDR,
+                           (socklen_t)PROBE_ADDR_LEN) != MHD_YES) {
+        atomic_store(&h->probe_fd, -1);
+        close(sv[1]); /* libmicrohttpd closed sv[0] */
         return false;
     }
-    /* Through the daemon's own listening socket, as a client would. */
     int status = 0;
     rt_buf body;
     rt_buf_init(&body);
-    rt_status st = srv_client_request(host, port, "GET", "/healthz", NULL, timeout_ms, &status,
-                                      &body, NULL);
+    rt_status st = srv_client_request_fd(sv[1], "watchdog", "GET", "/healthz", NULL, timeout_ms,
+                                         &status, &body, NULL);
     rt_buf_free(&body);
+    atomic_store(&h->probe_fd, -1);
     return st == RT_OK && status == 200;
 }

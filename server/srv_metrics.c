@@ -9,6 +9,8 @@
  *   predictd_in_flight_requests, predictd_workers,
  *   predictd_worker_busy_seconds_total (busy fraction = rate / workers)
  *   predictd_rejected_requests_total{reason}
+ *   predictd_open_connections, predictd_connections_refused_total,
+ *   predictd_connections_closed_total{reason} (connection limit, timeouts)
  *   predictd_config_reloads_total{result}
  *   predictd_batch_size (histogram of instances per merged batch),
  *   predictd_batch_queue_depth, predictd_batched_requests_total,
@@ -68,6 +70,10 @@ struct srv_metrics {
     double busy_seconds;
     reason reasons[8];
     size_t n_reasons;
+    reason conn_closed[8];   /* connections predictd closed, by reason */
+    size_t n_conn_closed;
+    uint64_t conns_refused;  /* new connections refused at max_connections */
+    long open_conns;
     uint64_t reloads_ok, reloads_refused;
     uint64_t dropped; /* series not recorded: cap reached */
     uint64_t batch_buckets[N_BATCH_BUCKETS]; /* non-cumulative */
@@ -221,24 +227,45 @@ void srv_metrics_queue_depth(srv_metrics *m, long depth)
     pthread_mutex_unlock(&m->mu);
 }
 
+/* Counts one `why` in rs[0..*n) (at most cap reasons; m->mu held). */
+static void count_reason(reason *rs, size_t *n, size_t cap, const char *why)
+{
+    reason *r = NULL;
+    for (size_t i = 0; i < *n && !r; i++)
+        if (!strcmp(rs[i].name, why))
+            r = &rs[i];
+    if (!r && *n < cap) {
+        r = &rs[(*n)++];
+        size_t len = strnlen(why, sizeof r->name - 1);
+        memcpy(r->name, why, len);
+        r->name[len] = '\0';
+        r->count = 0;
+    }
+    if (r)
+        r->count++;
+}
+
 void srv_metrics_rejected(srv_metrics *m, const char *why)
 {
     if (!m || !why)
         return;
     pthread_mutex_lock(&m->mu);
-    reason *r = NULL;
-    for (size_t i = 0; i < m->n_reasons && !r; i++)
-        if (!strcmp(m->reasons[i].name, why))
-            r = &m->reasons[i];
-    if (!r && m->n_reasons < sizeof m->reasons / sizeof m->reasons[0]) {
-        r = &m->reasons[m->n_reasons++];
-        size_t n = strnlen(why, sizeof r->name - 1);
-        memcpy(r->name, why, n);
-        r->name[n] = '\0';
-        r->count = 0;
-    }
-    if (r)
-        r->count++;
+    count_reason(m->reasons, &m->n_reasons, sizeof m->reasons / sizeof m->reasons[0], why);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void srv_metrics_connections(srv_metrics *m, long open, bool refused, const char *closed)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    if (open >= 0)
+        m->open_conns = open;
+    if (refused)
+        m->conns_refused++;
+    if (closed)
+        count_reason(m->conn_closed, &m->n_conn_closed,
+                     sizeof m->conn_closed / sizeof m->conn_closed[0], closed);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -419,6 +446,22 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
         for (size_t i = 0; i < m->n_reasons; i++)
             r |= rt_buf_printf(o, "predictd_rejected_requests_total{reason=\"%s\"} %llu\n",
                                m->reasons[i].name, (unsigned long long)m->reasons[i].count);
+        r |= rt_buf_printf(o,
+                           "# HELP predictd_open_connections Client connections open now.\n"
+                           "# TYPE predictd_open_connections gauge\n"
+                           "predictd_open_connections %ld\n"
+                           "# HELP predictd_connections_refused_total New connections closed "
+                           "at once: max_connections were open and none was idle.\n"
+                           "# TYPE predictd_connections_refused_total counter\n"
+                           "predictd_connections_refused_total %llu\n"
+                           "# HELP predictd_connections_closed_total Open connections "
+                           "predictd closed, by reason.\n"
+                           "# TYPE predictd_connections_closed_total counter\n",
+                           m->open_conns, (unsigned long long)m->conns_refused);
+        for (size_t i = 0; i < m->n_conn_closed; i++)
+            r |= rt_buf_printf(o, "predictd_connections_closed_total{reason=\"%s\"} %llu\n",
+                               m->conn_closed[i].name,
+                               (unsigned long long)m->conn_closed[i].count);
         r |= rt_buf_printf(o,
                            "# HELP predictd_config_reloads_total Config reloads by result.\n"
                            "# TYPE predictd_config_reloads_total counter\n"

@@ -288,6 +288,78 @@ static void test_request_read_timeout(void **state)
     assert_non_null(strstr(srv_args_usage(), "--request_read_timeout_seconds"));
 }
 
+/* max_connections and request_header_timeout_seconds: defaults, the file's
+ * keys, the flags over the file, out-of-range values refused by name. */
+static void test_connection_settings(void **state)
+{
+    (void)state;
+    srv_config *c = parse_ok("{\"models\": [{\"name\": \"m\", \"base_path\": \"/m\"}]}");
+    assert_int_equal(c->max_connections, 1024);
+    assert_int_equal(c->request_header_timeout_seconds, 10);
+    srv_config_free(c);
+    c = parse_ok("{\"max_connections\": 50, \"request_header_timeout_seconds\": 0, "
+                 "\"models\": [{\"name\": \"m\", \"base_path\": \"/m\"}]}");
+    assert_int_equal(c->max_connections, 50);
+    assert_int_equal(c->request_header_timeout_seconds, 0);
+    srv_config_free(c);
+    parse_bad("{\"max_connections\": 0}", "max_connections: 0 is out of range");
+    parse_bad("{\"request_header_timeout_seconds\": -1}",
+              "request_header_timeout_seconds: -1 is out of range");
+
+    srv_args a;
+    rt_err err = {{0}};
+    char *argv1[] = {"predictd", "--model_name=m", "--model_base_path=/m",
+                     "--max_connections=200", "--request_header_timeout_seconds=3", NULL};
+    assert_int_equal(srv_args_parse(5, argv1, &a, &err), RT_OK);
+    assert_true(a.set & SRV_ARG_MAXCONN);
+    assert_true(a.set & SRV_ARG_HDRTIMEOUT);
+    c = NULL;
+    assert_int_equal(srv_config_build(&a, &c, &err), RT_OK);
+    assert_int_equal(c->max_connections, 200);
+    assert_int_equal(c->request_header_timeout_seconds, 3);
+    srv_config_free(c);
+    srv_args_free(&a);
+    char *argv2[] = {"predictd", "--max_connections=lots", NULL};
+    assert_int_not_equal(srv_args_parse(2, argv2, &a, &err), RT_OK);
+    assert_non_null(strstr(err.msg, "--max_connections"));
+    srv_args_free(&a);
+    assert_non_null(strstr(srv_args_usage(), "--max_connections"));
+    assert_non_null(strstr(srv_args_usage(), "--request_header_timeout_seconds"));
+}
+
+/* max_total_request_bytes: default, key, flag, and never below
+ * max_request_bytes (a largest request could never be received). */
+static void test_total_request_bytes(void **state)
+{
+    (void)state;
+    srv_config *c = parse_ok("{\"models\": [{\"name\": \"m\", \"base_path\": \"/m\"}]}");
+    assert_true(c->max_total_request_bytes == (size_t)256 << 20);
+    srv_config_free(c);
+    c = parse_ok("{\"max_total_request_bytes\": 5000000, "
+                 "\"models\": [{\"name\": \"m\", \"base_path\": \"/m\"}]}");
+    assert_true(c->max_total_request_bytes == 5000000);
+    srv_config_free(c);
+    parse_bad("{\"max_total_request_bytes\": 0}", "max_total_request_bytes: 0 is out of range");
+
+    srv_args a;
+    rt_err err = {{0}};
+    char *argv1[] = {"predictd", "--model_name=m", "--model_base_path=/m",
+                     "--max_total_request_bytes=3000000", NULL};
+    assert_int_equal(srv_args_parse(4, argv1, &a, &err), RT_OK);
+    c = NULL;
+    assert_int_equal(srv_config_build(&a, &c, &err), RT_OK);
+    assert_true(c->max_total_request_bytes == 3000000);
+    srv_config_free(c);
+    srv_args_free(&a);
+    char *argv2[] = {"predictd", "--model_name=m", "--model_base_path=/m",
+                     "--max_total_request_bytes=1000", NULL};
+    assert_int_equal(srv_args_parse(4, argv2, &a, &err), RT_OK);
+    c = NULL;
+    assert_int_not_equal(srv_config_build(&a, &c, &err), RT_OK);
+    assert_non_null(strstr(err.msg, "less than max_request_bytes"));
+    srv_args_free(&a);
+}
+
 static void test_cpu_quota(void **state)
 {
     (void)state;
@@ -335,6 +407,8 @@ int main(void)
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_file_and_flag_override),
         cmocka_unit_test(test_request_read_timeout),
+        cmocka_unit_test(test_connection_settings),
+        cmocka_unit_test(test_total_request_bytes),
         cmocka_unit_test(test_cpu_quota),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -450,7 +450,7 @@ raw("header without a colon", b"GET /v1/models/census HTTP/1.1\r\nHost: x\r\nbog
 raw("HTTP/1.0 without Host", b"GET /v1/models/census HTTP/1.0\r\n\r\n",
     {"status": 200, "body": "model_version_status"})
 raw("bare LF line ends", b"GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n",
-    {"status": 200, "body": "alive"})
+    {"status": 400, "error": "bare LF line ending"})
 
 if __name__ == "__main__":
     names = set()
