@@ -161,23 +161,9 @@ static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *
         }
         if (k == 0) {
             *have_sig = 1;
-            if ((st = rt_jr_value(r, &v)) != RT_OK)
-                return st;
-            rt_status ss;
-            if (v.kind != RT_JV_STRING) {
-                char got[64];
-                rt_json_describe(&v, got, sizeof got);
-                ss = rt_err_set(&e, RT_ERR_INVALID, "\"signature_name\" must be a string, got "
-                                "%s", got);
-                if ((st = rt_jr_skip_to(r, 1)) != RT_OK)
-                    return st;
-            } else {
-                char name[256];
-                size_t nl = v.n < sizeof name - 1 ? v.n : sizeof name - 1;
-                memcpy(name, v.s, nl);
-                name[nl] = '\0';
-                ss = rt_json_find_signature(def, name, sig, &e);
-            }
+            rt_status ss = rt_json_read_signature(r, def, sig, &e);
+            if (r->hard)
+                return r->hard;
             if (ss != RT_OK && rank > 2) {
                 rank = 2;
                 *pst = ss;
@@ -192,15 +178,9 @@ static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *
         m->kind = v.kind;
         m->count = 0;
         if (v.kind == RT_JV_LIST) {
-            for (;;) {
-                if ((st = rt_jr_element(r, &more)) != RT_OK)
-                    return st;
-                if (!more)
-                    break;
-                if ((st = rt_jr_skip(r)) != RT_OK)
-                    return st;
-                m->count++;
-            }
+            if ((st = rt_jr_element(r, &more)) != RT_OK ||
+                (more && (st = rt_jr_count_rest(r, &m->count)) != RT_OK))
+                return st;
         } else if (v.kind == RT_JV_OBJECT && (st = rt_jr_skip_to(r, 1)) != RT_OK) {
             return st;
         }

@@ -200,15 +200,10 @@ static rt_status parse_columns(rt_jfill *q, const rt_json_params *p)
                     return rt_err_set(q->sem, st, "inputs: %s", rt_status_str(st));
             } else if (i >= n) {
                 /* count them all for the message */
-                long cnt = i + 1;
-                if ((st = rt_jr_skip(r)) != RT_OK)
+                size_t cnt = (size_t)i;
+                if ((st = rt_jr_count_rest(r, &cnt)) != RT_OK)
                     return st;
-                while ((st = rt_jr_element(r, &more)) == RT_OK && more &&
-                       (st = rt_jr_skip(r)) == RT_OK)
-                    cnt++;
-                if (st != RT_OK)
-                    return st;
-                return rt_err_set(q->sem, RT_ERR_INVALID, "inputs.%.*s: %ld values, but "
+                return rt_err_set(q->sem, RT_ERR_INVALID, "inputs.%.*s: %zu values, but "
                                   "inputs.%s has %ld", kl, path.key, cnt, first, n);
             }
             path.i = i;
@@ -297,23 +292,9 @@ rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
         }
         if (k == 0) {
             have_sig = 1;
-            if ((st = rt_jr_value(&r, &v)) != RT_OK)
+            rt_status ss = rt_json_read_signature(&r, def, &named, &sem);
+            if ((st = r.hard) != RT_OK)
                 goto out;
-            if (v.kind != RT_JV_STRING) {
-                char got[64];
-                rt_json_describe(&v, got, sizeof got);
-                rt_err_set(&sem, RT_ERR_INVALID, "\"signature_name\" must be a string, got %s",
-                           got);
-                note(&pd, RANK_SIG, RT_ERR_INVALID, &sem);
-                if ((st = rt_jr_skip_to(&r, 1)) != RT_OK)
-                    goto out;
-                continue;
-            }
-            char name[256];
-            size_t nl = v.n < sizeof name - 1 ? v.n : sizeof name - 1;
-            memcpy(name, v.s, nl);
-            name[nl] = '\0';
-            rt_status ss = rt_json_find_signature(def, name, &named, &sem);
             if (ss != RT_OK)
                 note(&pd, RANK_SIG, ss, &sem);
             else if (payload)

@@ -129,3 +129,24 @@ rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err)
                       ":predict", list);
 }
 
+
+rt_status rt_json_read_signature(rt_jr *r, const Predictd__ModelDef *def,
+                                 const Predictd__SignatureDef **sig, rt_err *sem)
+{
+    rt_jv v;
+    rt_status st = rt_jr_value(r, &v);
+    if (st != RT_OK)
+        return st;
+    if (v.kind != RT_JV_STRING) {
+        char got[64];
+        rt_json_describe(&v, got, sizeof got);
+        st = rt_err_set(sem, RT_ERR_INVALID, "\"signature_name\" must be a string, got %s", got);
+        rt_status sk = rt_jr_skip_to(r, r->depth - (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST));
+        return sk != RT_OK ? sk : st;
+    }
+    char name[256];
+    size_t nl = v.n < sizeof name - 1 ? v.n : sizeof name - 1;
+    memcpy(name, v.s, nl);
+    name[nl] = '\0';
+    return rt_json_find_signature(def, name, sig, sem);
+}

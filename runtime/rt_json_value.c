@@ -208,14 +208,16 @@ long rt_jfill_find(rt_jfill *q, const char *key, size_t klen)
     const rt_graph *g = q->g;
     if (q->md.kind != RT_IN_FEATURES)
         return strlen(q->md.name) == klen && memcmp(q->md.name, key, klen) == 0 ? 0 : -1;
+    if (q->r->key_nul)
+        return -1; /* no name holds a NUL */
     /* Clients usually send the inputs in the model's order: try the one
      * after the last match before searching. */
     if (q->hint >= 0 && (size_t)q->hint < g->n_inputs) {
         const char *cand = g->inputs[q->hint].name;
-        if (strncmp(cand, key, klen) == 0 && cand[klen] == '\0' && !memchr(key, '\0', klen))
+        if (strncmp(cand, key, klen) == 0 && cand[klen] == '\0')
             return q->hint++;
     }
-    long in = memchr(key, '\0', klen) ? -1 : rt_graph_find_input(g, key, klen);
+    long in = rt_graph_find_input(g, key, klen);
     if (in >= 0) {
         q->hint = in + 1;
         return in;
@@ -287,22 +289,10 @@ rt_status rt_jfill_is_b64(rt_jfill *q, int *yes)
 
 rt_status rt_jfill_limit(rt_jfill *q, const rt_json_params *p, const char *what, size_t have)
 {
-    rt_jr *r = q->r;
-    size_t n = have + 1;
-    rt_status st0 = rt_jr_skip(r); /* the element already announced */
-    if (st0 != RT_OK)
-        return st0;
-    for (;;) {
-        int more;
-        rt_status st = rt_jr_element(r, &more);
-        if (st != RT_OK)
-            return st;
-        if (!more)
-            break;
-        if ((st = rt_jr_skip(r)) != RT_OK)
-            return st;
-        n++;
-    }
+    size_t n = have;
+    rt_status st = rt_jr_count_rest(q->r, &n);
+    if (st != RT_OK)
+        return st;
     return rt_err_set(q->sem, RT_ERR_LIMIT, "%s: %zu instances, the limit is %zu", what, n,
                       p->max_instances);
 }
