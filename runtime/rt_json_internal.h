@@ -186,6 +186,11 @@ void rt_json_list_signatures(const Predictd__ModelDef *def, char *buf, size_t ca
  * hard error (r->hard set). */
 rt_status rt_json_read_signature(rt_jr *r, const Predictd__ModelDef *def,
                                  const Predictd__SignatureDef **sig, rt_err *sem);
+/* :classify / :regress naming a signature of another method: refused as TF
+ * Serving refuses it (its message included); RT_OK for predict, for NULL
+ * and for a signature of the method's kind. */
+rt_status rt_json_check_signature_method(const Predictd__SignatureDef *sig, rt_method method,
+                                         rt_err *err);
 /* RT_ERR_INVALID when the model has no signature for method (classify on a
  * regressor, regress on a multi-class classifier), else RT_OK. */
 rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err);

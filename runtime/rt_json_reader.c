@@ -448,6 +448,9 @@ static rt_status read_value(rt_jr *r, rt_jv *v, rt_buf *buf)
     case 'I':
         break;
     default:
+        if (ch < 0 && r->depth == 0)
+            return syntax_error(r, p, "the body is empty (JSON Parse error: The document is "
+                                "empty)");
         if (!is_digit(ch))
             return unexpected(r, p, "a value");
     number:

@@ -119,16 +119,15 @@ static rt_status push_scalar(rt_jfill *q, size_t idx, size_t in, int is_num, con
             return rt_jfill_type_error(q, path, "a number", v);
         double d = v->num;
         /* every numeric input is DT_FLOAT; the tokens stand for NaN and
-         * the infinities, a literal must fit */
-        if (!v->token && !(fabs(d) <= FLT_MAX)) {
+         * the infinities; a literal beyond float32 becomes ±inf when the
+         * transform converts it, as TF Serving converts it; a literal
+         * beyond a double is refused, as TF Serving's JSON parser does */
+        if (!v->token && !isfinite(d)) {
             char where[200];
             rt_jpath_format(path, where, sizeof where);
-            if (!isfinite(d))
-                return rt_err_set(q->sem, RT_ERR_INVALID, "%s: number out of range: beyond a "
-                                  "double's (write Infinity or -Infinity for those)", where);
-            return rt_err_set(q->sem, RT_ERR_INVALID, "%s: number out of range: %.9g is beyond "
-                              "float32's (the input is DT_FLOAT, at most %.9g in magnitude)",
-                              where, d, (double)FLT_MAX);
+            return rt_err_set(q->sem, RT_ERR_INVALID, "%s: number out of range: beyond a "
+                              "double's (write Infinity or -Infinity for those; JSON Parse "
+                              "error: Number too big to be stored in double)", where);
         }
         st = rt_batch_push_num(q->c->batch, idx, in, d);
     } else if (v->kind == RT_JV_OBJECT) {
@@ -253,8 +252,9 @@ rt_status rt_jfill_object(rt_jfill *q, size_t idx, const rt_jpath *path)
             char names[320], where[200];
             rt_json_list_inputs(q->g, &q->md, names, sizeof names);
             rt_jpath_format(&mp, where, sizeof where);
-            return rt_err_set(q->sem, RT_ERR_INVALID, "%s: unknown input; the model's inputs: %s",
-                              where, names);
+            return rt_err_set(q->sem, RT_ERR_INVALID, "%s: unknown input; the model's inputs: %s "
+                              "(JSON object: does not have named input: %.*s)", where, names,
+                              (int)(mp.klen > 80 ? 80 : mp.klen), mp.key);
         }
         if (q->seen[in])
         {

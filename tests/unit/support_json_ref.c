@@ -6,7 +6,10 @@
  * depth; NaN / Infinity / -Infinity rewritten as strings marked by a 0xFF
  * byte), parses it with cJSON and walks the tree into the batch. Changed
  * from predictd's old code only where the new parser is deliberately
- * stricter: white space is JSON's four bytes (cJSON skips every byte up to
+ * stricter, and where issue 17 changed the rules (unknown top-level keys and
+ * columns the signature lacks are ignored, a number beyond float32 is taken
+ * (the transform makes it ±inf), :classify / :regress check the method of
+ * a named signature): white space is JSON's four bytes (cJSON skips every byte up to
  * 0x20), and \u takes four hex digits (cJSON reads a bad one as 0).
  * Signatures are looked up by the runtime's rt_json_signature.c (not the
  * parser's business). Its messages are not compared, only accept / refuse and values.
@@ -408,7 +411,7 @@ static rt_status push_scalar(rt_batch *b, size_t idx, size_t in, int is_num, con
             return type_error(err, path, "a number", v);
         /* every numeric input is DT_FLOAT; the tokens stand for NaN and
          * the infinities, a literal must fit */
-        if (cJSON_IsNumber(v) && !(fabs(d) <= FLT_MAX)) {
+        if (cJSON_IsNumber(v) && !isfinite(d)) { /* beyond float32: ±inf later */
             if (!isfinite(d))
                 return rt_err_set(err, RT_ERR_INVALID, "%s: number out of range: beyond a "
                                   "double's (write Infinity or -Infinity for those)", path->s);
@@ -672,15 +675,8 @@ static rt_status parse_columns(const rt_graph *g, const in_mode *md, const cJSON
     for (const cJSON *m = inputs->child; m; m = m->next) {
         const char *name = m->string ? m->string : "";
         long in = find_sig_input(g, md, name);
-        if (in == -2)
-            continue;
         if (in < 0)
-        {
-            char names[320];
-            list_inputs(g, md, names, sizeof names);
-            return rt_err_set(err, RT_ERR_INVALID, "inputs.%.80s: unknown input; the model's "
-                              "inputs: %s", name, names);
-        }
+            continue; /* not read by the signature: ignored, as TF Serving does */
         if (seen[in])
             return rt_err_set(err, RT_ERR_INVALID, "inputs.%.80s: given more than once", name);
         seen[in] = 1;
@@ -710,6 +706,8 @@ static rt_status parse_columns(const rt_graph *g, const in_mode *md, const cJSON
                 return st;
         }
     }
+    if (n < 0 && inputs->child) /* columns given, none the signature reads */
+        return rt_err_set(err, RT_ERR_INVALID, "inputs: none of the model's inputs is given");
     return RT_OK;
 }
 
@@ -723,7 +721,7 @@ static rt_status check_top_keys(const cJSON *root, const char *const *allowed, r
         for (size_t a = 0; allowed[a]; a++)
             ok |= strcmp(k, allowed[a]) == 0;
         if (!ok)
-            return rt_err_set(err, RT_ERR_INVALID, "unknown key \"%.80s\" in the request", k);
+            continue; /* TF Serving's rule: other keys are ignored */
         for (const cJSON *q = root->child; q != m; q = q->next)
             if (q->string && strcmp(q->string, k) == 0)
                 return rt_err_set(err, RT_ERR_INVALID, "key \"%.80s\" given twice", k);
@@ -797,8 +795,8 @@ static rt_status tidy_message(rt_status st, rt_err *err)
 
 /* --------------------------------------------------- classify / regress */
 
-static rt_status parse_examples(const rt_graph *g, const cJSON *root, const rt_json_params *p,
-                                rt_ctx *c, rt_err *err)
+static rt_status parse_examples(const rt_graph *g, rt_method method, const cJSON *root,
+                                const rt_json_params *p, rt_ctx *c, rt_err *err)
 {
     static const char *const keys[] = {"signature_name", "examples", "context", NULL};
     rt_status st = check_top_keys(root, keys, err);
@@ -806,6 +804,9 @@ static rt_status parse_examples(const rt_graph *g, const cJSON *root, const rt_j
         return st;
     const Predictd__SignatureDef *sig = NULL;
     if ((st = get_signature(g, root, &sig, err)) != RT_OK)
+        return st;
+    if (cJSON_GetObjectItemCaseSensitive(root, "signature_name") &&
+        (st = rt_json_check_signature_method(sig, method, err)) != RT_OK)
         return st;
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(root, "examples");
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(root, "context");
@@ -895,7 +896,7 @@ rt_status support_json_ref_parse(const rt_model *m, rt_method method, const char
     if (method == RT_METHOD_PREDICT)
         st = parse_predict_root(g, root, p, c, columnar, &s, err);
     else if ((st = rt_json_check_method(g, method, err)) == RT_OK)
-        st = parse_examples(g, root, p, c, err);
+        st = parse_examples(g, method, root, p, c, err);
     cJSON_Delete(root);
     *sig = s;
     return tidy_message(st, err);
