@@ -180,7 +180,7 @@ rt_status rt_jfill_value(rt_jfill *q, size_t idx, size_t in, const rt_jpath *pat
 {
     if (q->md.kind != RT_IN_FEATURES)
         return push_serialized(q, idx, path);
-    int is_num = rt_graph_input_dtype(q->g, in) != PREDICTD__DTYPE__DT_STRING;
+    int is_num = q->g->inputs[in].dtype != PREDICTD__DTYPE__DT_STRING;
     rt_jr *r = q->r;
     rt_jv v;
     rt_status st = rt_jr_value(r, &v);
@@ -212,8 +212,8 @@ long rt_jfill_find(rt_jfill *q, const char *key, size_t klen)
     /* Clients usually send the inputs in the model's order: try the one
      * after the last match before searching. */
     if (q->hint >= 0 && (size_t)q->hint < g->n_inputs) {
-        const char *cand = g->inputs[q->hint].name;
-        if (strncmp(cand, key, klen) == 0 && cand[klen] == '\0')
+        const rt_input *cand = &g->inputs[q->hint];
+        if (cand->name_len == klen && memcmp(cand->name, key, klen) == 0)
             return q->hint++;
     }
     long in = rt_graph_find_input(g, key, klen);
