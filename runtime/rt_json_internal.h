@@ -158,6 +158,10 @@ typedef struct rt_jpath {
 
 void rt_jpath_format(const rt_jpath *p, char *out, size_t cap);
 
+/* The transform names rows "instances[i]"; a classify / regress request
+ * sent them as "examples[i]": the message is renamed so. */
+void rt_json_name_examples(rt_err *err);
+
 /* Every byte of err->msg that is not valid UTF-8 becomes '?' (messages
  * quote client names cut to a length). Returns st. */
 rt_status rt_json_tidy_message(rt_status st, rt_err *err);

@@ -196,20 +196,38 @@ rt_status rt_json_tidy_message(rt_status st, rt_err *err)
     return st;
 }
 
+/* The transform names rows "instances[i]": copies such a message into old
+ * (RT_ERR_MAX bytes) and returns the text after "instances", else NULL. */
+static const char *rows_message(const rt_err *err, char *old)
+{
+    static const char rows[] = "instances[";
+    if (!err || strncmp(err->msg, rows, sizeof rows - 1) != 0)
+        return NULL;
+    memcpy(old, err->msg, RT_ERR_MAX);
+    old[RT_ERR_MAX - 1] = '\0';
+    return old + sizeof rows - 2;
+}
+
+void rt_json_name_examples(rt_err *err)
+{
+    char old[RT_ERR_MAX];
+    const char *rest = rows_message(err, old);
+    if (rest)
+        snprintf(err->msg, sizeof err->msg, "examples%s", rest);
+}
+
 /* A columnar request's transform errors name the column: "instances[3].age:
  * expected 1 value, got 2" -> "inputs.age[3]: ...". A missing input lists
  * every input the request did not give (no values in any instance), with
  * TF Serving's message for the first. */
 void rt_json_name_columns(const rt_graph *g, const rt_batch *b, rt_err *err)
 {
-    static const char rows[] = "instances[";
-    if (!err || strncmp(err->msg, rows, sizeof rows - 1) != 0)
-        return;
     char old[RT_ERR_MAX];
-    memcpy(old, err->msg, sizeof old);
-    old[sizeof old - 1] = '\0';
+    const char *rest = rows_message(err, old);
+    if (!rest)
+        return;
     char *end = NULL;
-    unsigned long i = strtoul(old + sizeof rows - 1, &end, 10);
+    unsigned long i = strtoul(rest + 1, &end, 10);
     if (!end || strncmp(end, "].", 2) != 0)
         return;
     const char *name = end + 2, *colon = strstr(name, ": ");
