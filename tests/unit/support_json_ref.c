@@ -931,6 +931,12 @@ int support_json_ref_compare(const rt_model *m, rt_method method, const char *bo
                        ? rt_json_parse_predict(g, body, len, p, a, &col_a, &sig_a, &ea)
                        : rt_json_parse_examples(g, method, body, len, p, a, &ea);
     rt_status sb = support_json_ref_parse(m, method, body, len, p, b, &col_b, &sig_b, &eb);
+    if ((sa == RT_OK) != (sb == RT_OK) && memmem(body, len, "\\u0000", 6)) {
+        /* cJSON cuts a string at an escaped NUL; the runtime keeps the
+         * bytes and lets the receiver decide (the CSV receiver refuses a
+         * NUL in a field): such bodies may be judged differently */
+        return 0;
+    }
     if ((sa == RT_OK) != (sb == RT_OK)) {
         snprintf(why, cap, "new parser %s (%s), reference %s (%s)", sa ? "refuses" : "accepts",
                  sa ? ea.msg : "", sb ? "refuses" : "accepts", sb ? eb.msg : "");
