@@ -98,8 +98,10 @@ int rt_buf_printf(rt_buf *b, const char *fmt, ...) __attribute__((format(printf,
  * that is not part of valid UTF-8 becomes \ufffd, so the text is always
  * valid UTF-8 JSON whatever s holds. */
 int rt_buf_json_string(rt_buf *b, const char *s, size_t n);
-/* Appends a float as JSON: shortest text that reads back to the same float;
- * NaN and infinities as NaN, Infinity, -Infinity (TF Serving's tokens). */
+/* Appends a float as JSON: shortest text that reads back to the same float,
+ * always with a fraction or an exponent (42.0, never 42: TF Serving writes
+ * floats so, and typed clients rely on it); NaN and infinities as NaN,
+ * Infinity, -Infinity (TF Serving's tokens). */
 int rt_buf_json_float(rt_buf *b, float v);
 int rt_buf_json_double(rt_buf *b, double v);
 

@@ -389,13 +389,32 @@ static size_t float_shortest_fast(float f, char *out)
     return format_g(out, neg, best_d, hi_p, best_x);
 }
 
+/* 1 when the number text s[0..n) has neither a fraction nor an exponent
+ * (nor is a NaN / Infinity token): "42", "-0". */
+static int whole_number_text(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '.' || s[i] == 'e' || s[i] == 'N' || s[i] == 'I')
+            return 0;
+    return 1;
+}
+
 int rt_buf_json_float(rt_buf *b, float v)
 {
     char tmp[40];
     size_t n = float_shortest_fast(v, tmp);
-    if (n > 0)
+    if (n > 0) {
+        if (whole_number_text(tmp, n)) {
+            memcpy(tmp + n, ".0", 2); /* a float stays a float: TF Serving's 42.0 */
+            n += 2;
+        }
         return rt_buf_append(b, tmp, n);
-    return put_shortest(b, (double)v, 1, 9, 1);
+    }
+    size_t start = b->len;
+    int rc = put_shortest(b, (double)v, 1, 9, 1);
+    if (rc == 0 && whole_number_text(b->data + start, b->len - start))
+        rc = rt_buf_append(b, ".0", 2);
+    return rc;
 }
 
 int rt_buf_json_double(rt_buf *b, double v)

@@ -338,6 +338,7 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
         if (!read[i])
             continue;
         g->inputs[k].name = def->raw_columns[i]->name;
+        g->inputs[k].name_len = g->inputs[k].name ? strlen(g->inputs[k].name) : 0;
         g->inputs[k].dtype = def->raw_columns[i]->dtype;
         g->inputs[k].raw = def->raw_columns[i];
         raw_to_input[i] = (long)k++;
@@ -815,7 +816,7 @@ long rt_graph_find_input(const rt_graph *g, const char *name, size_t len)
     if (!g || !name)
         return -1;
     for (size_t i = 0; i < g->n_inputs; i++)
-        if (strlen(g->inputs[i].name) == len && memcmp(g->inputs[i].name, name, len) == 0)
+        if (g->inputs[i].name_len == len && memcmp(g->inputs[i].name, name, len) == 0)
             return (long)i;
     return -1;
 }

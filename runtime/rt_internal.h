@@ -31,6 +31,7 @@ int64_t rt_vocab_find(const rt_vocab *v, const char *word, size_t len);
 /* A raw input (a CSV/JSON feature). */
 typedef struct rt_input {
     const char *name;       /* points into the ModelDef */
+    size_t name_len;        /* strlen(name) */
     Predictd__DType dtype;  /* DT_FLOAT or DT_STRING */
     const Predictd__RawColumn *raw;
 } rt_input;
@@ -225,6 +226,11 @@ rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name
 rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
                                 const rt_json_params *p, rt_ctx *c, int *columnar,
                                 const Predictd__SignatureDef **sig, rt_err *err);
+
+/* A columnar request's transform error, named as the client sent it:
+ * "instances[3].age: ..." -> "inputs.age[3]: ..."; a missing input lists
+ * every input without values in b (rt_json_where.c). */
+void rt_json_name_columns(const rt_graph *g, const rt_batch *b, rt_err *err);
 
 /* Renders c->outputs for a predict request: {"predictions": [...]} (rows) or
  * {"outputs": ...} (columnar) with the signature's outputs (sig may be NULL:

@@ -9,6 +9,11 @@
  * turns each example into a tf.Example, a feature an example lacks has no
  * values (numeric columns then need their default_value).
  *
+ * Other top-level keys are ignored (TF Serving's rule); "instances" or
+ * "inputs" there make the missing "examples" message say what to send. A
+ * signature_name must name a signature of the method (TF Serving refuses
+ * :classify on a predict signature, with the message quoted).
+ *
  * The members may come in any order, so the body is read twice: once
  * whole (checking it, and noting where "examples" and "context" are), then
  * the context's members and the examples are read from where they stand.
@@ -115,7 +120,8 @@ static rt_status read_example(rt_jfill *q, size_t i, const ctx_entry *ce, size_t
 }
 
 /* The first pass: the top level, checked whole; where things are. */
-static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *ex, member_at *ctx, int *have_sig,
+static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *ex,
+                            member_at *ctx, int *have_sig, int *rows,
                             const Predictd__SignatureDef **sig, rt_status *pst, rt_err *pe,
                             int *not_object)
 {
@@ -145,11 +151,18 @@ static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *
                 : klen == 7 && memcmp(key, "context", 7) == 0      ? 2
                                                                    : -1;
         member_at *m = k == 1 ? ex : k == 2 ? ctx : NULL;
-        if (k < 0 || (k == 0 && *have_sig) || (m && m->given)) {
-            rt_status es = k < 0 ? rt_err_set(&e, RT_ERR_INVALID, "unknown key \"%.*s\" in the "
-                                              "request", kl, key)
-                                 : rt_err_set(&e, RT_ERR_INVALID, "key \"%.*s\" given twice",
-                                              kl, key);
+        if (k < 0) {
+            /* TF Serving's rule: other top-level keys are ignored; a
+             * predict body's keys are remembered for the message */
+            if ((klen == 9 && memcmp(key, "instances", 9) == 0) ||
+                (klen == 6 && memcmp(key, "inputs", 6) == 0))
+                *rows = 1;
+            if ((st = rt_jr_skip(r)) != RT_OK)
+                return st;
+            continue;
+        }
+        if ((k == 0 && *have_sig) || (m && m->given)) {
+            rt_status es = rt_err_set(&e, RT_ERR_INVALID, "key \"%.*s\" given twice", kl, key);
             if (rank > 1) {
                 rank = 1;
                 *pst = es;
@@ -161,23 +174,9 @@ static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *
         }
         if (k == 0) {
             *have_sig = 1;
-            if ((st = rt_jr_value(r, &v)) != RT_OK)
-                return st;
-            rt_status ss;
-            if (v.kind != RT_JV_STRING) {
-                char got[64];
-                rt_json_describe(&v, got, sizeof got);
-                ss = rt_err_set(&e, RT_ERR_INVALID, "\"signature_name\" must be a string, got "
-                                "%s", got);
-                if ((st = rt_jr_skip_to(r, 1)) != RT_OK)
-                    return st;
-            } else {
-                char name[256];
-                size_t nl = v.n < sizeof name - 1 ? v.n : sizeof name - 1;
-                memcpy(name, v.s, nl);
-                name[nl] = '\0';
-                ss = rt_json_find_signature(def, name, sig, &e);
-            }
+            rt_status ss = rt_json_read_signature(r, def, sig, &e);
+            if (r->hard)
+                return r->hard;
             if (ss != RT_OK && rank > 2) {
                 rank = 2;
                 *pst = ss;
@@ -192,15 +191,9 @@ static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *
         m->kind = v.kind;
         m->count = 0;
         if (v.kind == RT_JV_LIST) {
-            for (;;) {
-                if ((st = rt_jr_element(r, &more)) != RT_OK)
-                    return st;
-                if (!more)
-                    break;
-                if ((st = rt_jr_skip(r)) != RT_OK)
-                    return st;
-                m->count++;
-            }
+            if ((st = rt_jr_element(r, &more)) != RT_OK ||
+                (more && (st = rt_jr_count_rest(r, &m->count)) != RT_OK))
+                return st;
         } else if (v.kind == RT_JV_OBJECT && (st = rt_jr_skip_to(r, 1)) != RT_OK) {
             return st;
         }
@@ -232,8 +225,8 @@ rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char
     ctx_entry *ce = NULL;
     size_t n_ctx = 0;
     rt_status pst;
-    int not_object = 0;
-    if ((st = first_pass(&r, rt_graph_def(g), &ex, &cx, &have_sig, &sig, &pst, &sem,
+    int not_object = 0, rows = 0;
+    if ((st = first_pass(&r, rt_graph_def(g), &ex, &cx, &have_sig, &rows, &sig, &pst, &sem,
                          &not_object)) != RT_OK)
         goto out;
     if (not_object) {
@@ -245,12 +238,19 @@ rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char
         goto out;
     if (pst == RT_OK && !have_sig)
         pst = rt_json_find_signature(rt_graph_def(g), NULL, &sig, &sem);
+    else if (pst == RT_OK)
+        pst = rt_json_check_signature_method(sig, method, &sem);
     if ((st = pst) != RT_OK)
         goto semantic;
     if (!ex.given)
-        st = rt_err_set(&sem, RT_ERR_INVALID, "missing \"examples\"");
+        st = rt_err_set(&sem, RT_ERR_INVALID, "missing \"examples\"%s (When method is classify, "
+                        "key 'examples' is expected and was not found)", rows ?
+                        ": :classify and :regress read \"examples\" (a list of objects keyed by "
+                        "feature name, with an optional \"context\"), not \"instances\" or "
+                        "\"inputs\"; send {\"examples\": [...]}, or use :predict" : "");
     else if (ex.kind != RT_JV_LIST)
-        st = rt_err_set(&sem, RT_ERR_INVALID, "\"examples\" must be a list of objects");
+        st = rt_err_set(&sem, RT_ERR_INVALID, "\"examples\" must be a list of objects "
+                        "(Expecting 'examples' value to be an list/array)");
     else if (cx.given && cx.kind != RT_JV_OBJECT)
         st = rt_err_set(&sem, RT_ERR_INVALID, "\"context\" must be an object");
     else if (ex.count > p->max_instances)

@@ -6,22 +6,8 @@
  */
 #include "rt_json_internal.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* The transform names rows "instances[i]"; a classify / regress request
- * sent them as "examples[i]": the message names what the client sent. */
-static void name_examples(rt_err *err)
-{
-    static const char rows[] = "instances[";
-    if (!err || strncmp(err->msg, rows, sizeof rows - 1) != 0)
-        return;
-    char old[RT_ERR_MAX];
-    memcpy(old, err->msg, sizeof old);
-    old[sizeof old - 1] = '\0';
-    snprintf(err->msg, sizeof err->msg, "examples%s", old + strlen("instances"));
-}
 
 rt_json_params rt_json_default_params(void)
 {
@@ -60,7 +46,9 @@ static rt_status handle(const rt_model *m, rt_method method, const char *body, s
         c->outputs.n = 0; /* nothing to run: an empty answer */
     } else if ((st = rt_ctx_run(c, g, err)) != RT_OK) {
         if (method != RT_METHOD_PREDICT)
-            name_examples(err);
+            rt_json_name_examples(err);
+        else if (columnar)
+            rt_json_name_columns(g, c->batch, err);
         return st;
     }
     switch (method) {

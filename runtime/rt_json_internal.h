@@ -48,6 +48,7 @@ typedef struct rt_jr {
     int depth, max_depth;
     rt_jr_state state;
     int hard;             /* a hard error was reported */
+    int key_nul;          /* the last key read holds a NUL (from \u0000) */
     rt_err *err;          /* where a hard error goes (may be NULL) */
     rt_buf *sbuf, *kbuf;  /* decoded string values / keys with escapes */
     unsigned char *stack; /* per depth: 1 object, 0 list */
@@ -102,6 +103,10 @@ rt_status rt_jr_skip(rt_jr *r);
  * document) is complete: used after a semantic error to finish the check
  * of what remains. */
 rt_status rt_jr_skip_to(rt_jr *r, int depth);
+/* In an open list, an element announced by rt_jr_element and not read:
+ * skips it and every element after it, closing the list; *n += their
+ * count. */
+rt_status rt_jr_count_rest(rt_jr *r, size_t *n);
 /* After the top-level value: only white space may follow. */
 rt_status rt_jr_end(rt_jr *r);
 
@@ -153,6 +158,10 @@ typedef struct rt_jpath {
 
 void rt_jpath_format(const rt_jpath *p, char *out, size_t cap);
 
+/* The transform names rows "instances[i]"; a classify / regress request
+ * sent them as "examples[i]": the message is renamed so. */
+void rt_json_name_examples(rt_err *err);
+
 /* Every byte of err->msg that is not valid UTF-8 becomes '?' (messages
  * quote client names cut to a length). Returns st. */
 rt_status rt_json_tidy_message(rt_status st, rt_err *err);
@@ -175,6 +184,17 @@ size_t rt_json_mode_inputs(const rt_graph *g, const rt_in_mode *md);
 void rt_json_list_inputs(const rt_graph *g, const rt_in_mode *md, char *buf, size_t cap);
 /* "classification, predict, serving_default": the model's signatures. */
 void rt_json_list_signatures(const Predictd__ModelDef *def, char *buf, size_t cap);
+/* Reads the value of "signature_name" (the reader before it) and finds
+ * the signature: RT_OK and *sig; a semantic error in sem (not a string,
+ * no such signature: the reader then after the value); or the reader's
+ * hard error (r->hard set). */
+rt_status rt_json_read_signature(rt_jr *r, const Predictd__ModelDef *def,
+                                 const Predictd__SignatureDef **sig, rt_err *sem);
+/* :classify / :regress naming a signature of another method: refused as TF
+ * Serving refuses it (its message included); RT_OK for predict, for NULL
+ * and for a signature of the method's kind. */
+rt_status rt_json_check_signature_method(const Predictd__SignatureDef *sig, rt_method method,
+                                         rt_err *err);
 /* RT_ERR_INVALID when the model has no signature for method (classify on a
  * regressor, regress on a multi-class classifier), else RT_OK. */
 rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err);

@@ -13,10 +13,13 @@
  * until "signature_name" is read); when a later "signature_name" changes
  * how inputs are read, that member is read again.
  *
+ * Other top-level keys are ignored (TF Serving's rule), and so are columns
+ * of "inputs" that the signature does not read.
+ *
  * One body may hold several faults; the one reported is the first of the
  * highest rank, as a parser that read the whole body before looking at it
- * would: not JSON (hard, rt_json_reader.c) > not an object > top-level keys
- * > signature_name > neither / both payloads > the payload itself.
+ * would: not JSON (hard, rt_json_reader.c) > not an object > a key given
+ * twice > signature_name > neither / both payloads > the payload itself.
  */
 #include "rt_json_internal.h"
 
@@ -76,7 +79,8 @@ static rt_status parse_rows(rt_jfill *q, const rt_json_params *p)
     if (st != RT_OK)
         return st;
     if (v.kind != RT_JV_LIST)
-        return rt_err_set(q->sem, RT_ERR_INVALID, "\"instances\" must be a list");
+        return rt_err_set(q->sem, RT_ERR_INVALID, "\"instances\" must be a list (Expecting "
+                          "'instances' to be an list/array)");
     for (size_t i = 0;; i++) {
         int more;
         if ((st = rt_jr_element(r, &more)) != RT_OK || !more)
@@ -159,23 +163,29 @@ static rt_status parse_columns(rt_jfill *q, const rt_json_params *p)
     memset(q->seen, 0, q->nin);
     long n = -1;
     char first[84] = "";
-    for (;;) {
+    for (size_t members = 0;; members++) {
         int more;
         rt_jpath path = {"inputs", -1, NULL, 0, 1, -1};
-        if ((st = rt_jr_member(r, &more, &path.key, &path.klen)) != RT_OK || !more)
+        if ((st = rt_jr_member(r, &more, &path.key, &path.klen)) != RT_OK)
             return st;
+        if (!more && members > 0 && n < 0) {
+            char names[320];
+            rt_json_list_inputs(q->g, &q->md, names, sizeof names);
+            return rt_err_set(q->sem, RT_ERR_INVALID, "inputs: none of the model's inputs is "
+                              "given; its inputs: %s (Missing named input: %s in 'inputs' "
+                              "object.)", names, q->md.kind == RT_IN_FEATURES ?
+                              rt_graph_input_name(q->g, 0) : q->md.name);
+        }
+        if (!more)
+            return RT_OK;
         int kl = (int)(path.klen > 80 ? 80 : path.klen);
         long in = rt_jfill_find(q, path.key, path.klen);
-        if (in == -2) {
+        if (in < 0) {
+            /* not an input of the signature: ignored, as TF Serving reads
+             * only the signature's inputs from "inputs" */
             if ((st = rt_jr_skip(r)) != RT_OK)
                 return st;
             continue;
-        }
-        if (in < 0) {
-            char names[320];
-            rt_json_list_inputs(q->g, &q->md, names, sizeof names);
-            return rt_err_set(q->sem, RT_ERR_INVALID, "inputs.%.*s: unknown input; the model's "
-                              "inputs: %s", kl, path.key, names);
         }
         if (q->seen[in])
             return rt_err_set(q->sem, RT_ERR_INVALID, "inputs.%.*s: given more than once", kl,
@@ -200,15 +210,10 @@ static rt_status parse_columns(rt_jfill *q, const rt_json_params *p)
                     return rt_err_set(q->sem, st, "inputs: %s", rt_status_str(st));
             } else if (i >= n) {
                 /* count them all for the message */
-                long cnt = i + 1;
-                if ((st = rt_jr_skip(r)) != RT_OK)
+                size_t cnt = (size_t)i;
+                if ((st = rt_jr_count_rest(r, &cnt)) != RT_OK)
                     return st;
-                while ((st = rt_jr_element(r, &more)) == RT_OK && more &&
-                       (st = rt_jr_skip(r)) == RT_OK)
-                    cnt++;
-                if (st != RT_OK)
-                    return st;
-                return rt_err_set(q->sem, RT_ERR_INVALID, "inputs.%.*s: %ld values, but "
+                return rt_err_set(q->sem, RT_ERR_INVALID, "inputs.%.*s: %zu values, but "
                                   "inputs.%s has %ld", kl, path.key, cnt, first, n);
             }
             path.i = i;
@@ -285,11 +290,14 @@ rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
                 : klen == 9 && memcmp(key, "instances", 9) == 0    ? 1
                 : klen == 6 && memcmp(key, "inputs", 6) == 0       ? 2
                                                                    : -1;
-        if (k < 0 || (k == 0 && have_sig) || (k > 0 && payload == k)) {
-            if (k < 0)
-                rt_err_set(&sem, RT_ERR_INVALID, "unknown key \"%.*s\" in the request", kl, key);
-            else
-                rt_err_set(&sem, RT_ERR_INVALID, "key \"%.*s\" given twice", kl, key);
+        if (k < 0) {
+            /* TF Serving's rule: other top-level keys are ignored */
+            if ((st = rt_jr_skip(&r)) != RT_OK)
+                goto out;
+            continue;
+        }
+        if ((k == 0 && have_sig) || (k > 0 && payload == k)) {
+            rt_err_set(&sem, RT_ERR_INVALID, "key \"%.*s\" given twice", kl, key);
             note(&pd, RANK_KEYS, RT_ERR_INVALID, &sem);
             if ((st = rt_jr_skip(&r)) != RT_OK)
                 goto out;
@@ -297,23 +305,9 @@ rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
         }
         if (k == 0) {
             have_sig = 1;
-            if ((st = rt_jr_value(&r, &v)) != RT_OK)
+            rt_status ss = rt_json_read_signature(&r, def, &named, &sem);
+            if ((st = r.hard) != RT_OK)
                 goto out;
-            if (v.kind != RT_JV_STRING) {
-                char got[64];
-                rt_json_describe(&v, got, sizeof got);
-                rt_err_set(&sem, RT_ERR_INVALID, "\"signature_name\" must be a string, got %s",
-                           got);
-                note(&pd, RANK_SIG, RT_ERR_INVALID, &sem);
-                if ((st = rt_jr_skip_to(&r, 1)) != RT_OK)
-                    goto out;
-                continue;
-            }
-            char name[256];
-            size_t nl = v.n < sizeof name - 1 ? v.n : sizeof name - 1;
-            memcpy(name, v.s, nl);
-            name[nl] = '\0';
-            rt_status ss = rt_json_find_signature(def, name, &named, &sem);
             if (ss != RT_OK)
                 note(&pd, RANK_SIG, ss, &sem);
             else if (payload)
@@ -323,7 +317,9 @@ rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
             continue;
         }
         if (payload) {
-            rt_err_set(&sem, RT_ERR_INVALID, "give either \"instances\" or \"inputs\", not both");
+            rt_err_set(&sem, RT_ERR_INVALID, "give either \"instances\" or \"inputs\", not both "
+                       "(Not formatted correctly expecting only one of 'inputs' or "
+                       "'instances' keys to exist)");
             note(&pd, RANK_SHAPE, RT_ERR_INVALID, &sem);
             if ((st = rt_jr_skip(&r)) != RT_OK)
                 goto out;
@@ -349,7 +345,8 @@ end:
     if (!have_sig && default_st != RT_OK)
         note(&pd, RANK_SIG, default_st, &no_default);
     if (!payload) {
-        rt_err_set(&sem, RT_ERR_INVALID, "missing \"instances\" (rows) or \"inputs\" (columns)");
+        rt_err_set(&sem, RT_ERR_INVALID, "missing \"instances\" (rows) or \"inputs\" (columns) "
+                   "(Missing 'inputs' or 'instances' key)");
         note(&pd, RANK_SHAPE, RT_ERR_INVALID, &sem);
     }
     if (payload && sig_after && pd.rank >= RANK_PAYLOAD) {

@@ -110,6 +110,7 @@ void rt_jr_init(rt_jr *r, const char *body, size_t len, int max_depth, rt_buf *s
     r->max_depth = max_depth > 0 ? max_depth : 1;
     r->state = RT_JR_VALUE;
     r->hard = 0;
+    r->key_nul = 0;
     r->err = err;
     r->sbuf = sbuf;
     r->kbuf = kbuf;
@@ -127,9 +128,11 @@ void rt_jr_done(rt_jr *r)
 
 /* ------------------------------------------------------------ scanning */
 
-static void skip_ws(rt_jr *r)
+static inline void skip_ws(rt_jr *r)
 {
     const char *p = r->p, *e = r->end;
+    if (p < e && (unsigned char)*p > ' ')
+        return;
     while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
         p++;
     r->p = p;
@@ -434,10 +437,27 @@ static rt_status read_value(rt_jr *r, rt_jv *v, rt_buf *buf)
             return st;
         after_scalar(r);
         return RT_OK;
-    case -1:
-        return unexpected(r, p, "a value");
-    default:
+    case '-':
+        if (r->end - p < 2 || p[1] != 'I')
+            goto number;
         break;
+    case 't':
+    case 'f':
+    case 'n':
+    case 'N':
+    case 'I':
+        break;
+    default:
+        if (ch < 0 && r->depth == 0)
+            return syntax_error(r, p, "the body is empty (JSON Parse error: The document is "
+                                "empty)");
+        if (!is_digit(ch))
+            return unexpected(r, p, "a value");
+    number:
+        if ((st = read_number(r, v)) != RT_OK)
+            return st;
+        after_scalar(r);
+        return RT_OK;
     }
     for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
         if ((size_t)(r->end - p) >= words[w].n && memcmp(p, words[w].text, words[w].n) == 0) {
@@ -450,12 +470,6 @@ static rt_status read_value(rt_jr *r, rt_jv *v, rt_buf *buf)
             after_scalar(r);
             return RT_OK;
         }
-    }
-    if (ch == '-' || is_digit(ch)) {
-        if ((st = read_number(r, v)) != RT_OK)
-            return st;
-        after_scalar(r);
-        return RT_OK;
     }
     return unexpected(r, p, "a value");
 }
@@ -477,6 +491,7 @@ static rt_status read_key(rt_jr *r, rt_buf *buf, const char **key, size_t *klen)
     rt_status st = read_string(r, buf, key, klen);
     if (st != RT_OK)
         return st;
+    r->key_nul = buf && *key == buf->data && memchr(*key, '\0', *klen) != NULL;
     if (rt_jr_peek(r) != ':')
         return unexpected(r, r->p, "':' after the key");
     r->p++;
@@ -595,6 +610,18 @@ rt_status rt_jr_skip(rt_jr *r)
     if (r->state != RT_JR_VALUE)
         return unexpected(r, r->p, "a value (reader misuse)");
     return rt_jr_skip_to(r, r->depth);
+}
+
+rt_status rt_jr_count_rest(rt_jr *r, size_t *n)
+{
+    rt_status st = rt_jr_skip(r);
+    int more = 1;
+    if (st == RT_OK)
+        ++*n;
+    while (st == RT_OK && (st = rt_jr_element(r, &more)) == RT_OK && more)
+        if ((st = rt_jr_skip(r)) == RT_OK)
+            ++*n;
+    return st;
 }
 
 rt_status rt_jr_end(rt_jr *r)

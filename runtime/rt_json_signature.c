@@ -106,7 +106,7 @@ rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name
     char list[256];
     rt_json_list_signatures(def, list, sizeof list);
     return rt_err_set(err, RT_ERR_INVALID, "signature_name \"%.100s\" not found; the model "
-                      "has: %s", name, list);
+                      "has: %s (Serving signature key \"%.100s\" not found.)", name, list, name);
 }
 
 /* :classify on a regressor or :regress on a multi-class classifier: the
@@ -129,3 +129,42 @@ rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err)
                       ":predict", list);
 }
 
+
+rt_status rt_json_read_signature(rt_jr *r, const Predictd__ModelDef *def,
+                                 const Predictd__SignatureDef **sig, rt_err *sem)
+{
+    rt_jv v;
+    rt_status st = rt_jr_value(r, &v);
+    if (st != RT_OK)
+        return st;
+    if (v.kind != RT_JV_STRING) {
+        char got[64];
+        rt_json_describe(&v, got, sizeof got);
+        st = rt_err_set(sem, RT_ERR_INVALID, "\"signature_name\" must be a string, got %s "
+                        "('signature_name' key must be a string value.)", got);
+        rt_status sk = rt_jr_skip_to(r, r->depth - (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST));
+        return sk != RT_OK ? sk : st;
+    }
+    char name[256];
+    size_t nl = v.n < sizeof name - 1 ? v.n : sizeof name - 1;
+    memcpy(name, v.s, nl);
+    name[nl] = '\0';
+    return rt_json_find_signature(def, name, sig, sem);
+}
+
+rt_status rt_json_check_signature_method(const Predictd__SignatureDef *sig, rt_method method,
+                                         rt_err *err)
+{
+    if (!sig || method == RT_METHOD_PREDICT)
+        return RT_OK;
+    const char *want = method == RT_METHOD_CLASSIFY ? "tensorflow/serving/classify"
+                                                     : "tensorflow/serving/regress";
+    const char *was = sig->method_name ? sig->method_name : "";
+    if (strcmp(was, want) == 0)
+        return RT_OK;
+    return rt_err_set(err, RT_ERR_INVALID, "signature_name \"%.100s\" is not a %s signature "
+                      "(Expected %s signature method_name to be %s. Was: %.100s)",
+                      sig->name ? sig->name : "",
+                      method == RT_METHOD_CLASSIFY ? "classification" : "regression",
+                      method == RT_METHOD_CLASSIFY ? "classification" : "regression", want, was);
+}

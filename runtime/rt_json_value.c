@@ -119,16 +119,15 @@ static rt_status push_scalar(rt_jfill *q, size_t idx, size_t in, int is_num, con
             return rt_jfill_type_error(q, path, "a number", v);
         double d = v->num;
         /* every numeric input is DT_FLOAT; the tokens stand for NaN and
-         * the infinities, a literal must fit */
-        if (!v->token && !(fabs(d) <= FLT_MAX)) {
+         * the infinities; a literal beyond float32 becomes ±inf when the
+         * transform converts it, as TF Serving converts it; a literal
+         * beyond a double is refused, as TF Serving's JSON parser does */
+        if (!v->token && !isfinite(d)) {
             char where[200];
             rt_jpath_format(path, where, sizeof where);
-            if (!isfinite(d))
-                return rt_err_set(q->sem, RT_ERR_INVALID, "%s: number out of range: beyond a "
-                                  "double's (write Infinity or -Infinity for those)", where);
-            return rt_err_set(q->sem, RT_ERR_INVALID, "%s: number out of range: %.9g is beyond "
-                              "float32's (the input is DT_FLOAT, at most %.9g in magnitude)",
-                              where, d, (double)FLT_MAX);
+            return rt_err_set(q->sem, RT_ERR_INVALID, "%s: number out of range: beyond a "
+                              "double's (write Infinity or -Infinity for those; JSON Parse "
+                              "error: Number too big to be stored in double)", where);
         }
         st = rt_batch_push_num(q->c->batch, idx, in, d);
     } else if (v->kind == RT_JV_OBJECT) {
@@ -181,7 +180,7 @@ rt_status rt_jfill_value(rt_jfill *q, size_t idx, size_t in, const rt_jpath *pat
 {
     if (q->md.kind != RT_IN_FEATURES)
         return push_serialized(q, idx, path);
-    int is_num = rt_graph_input_dtype(q->g, in) != PREDICTD__DTYPE__DT_STRING;
+    int is_num = q->g->inputs[in].dtype != PREDICTD__DTYPE__DT_STRING;
     rt_jr *r = q->r;
     rt_jv v;
     rt_status st = rt_jr_value(r, &v);
@@ -208,14 +207,16 @@ long rt_jfill_find(rt_jfill *q, const char *key, size_t klen)
     const rt_graph *g = q->g;
     if (q->md.kind != RT_IN_FEATURES)
         return strlen(q->md.name) == klen && memcmp(q->md.name, key, klen) == 0 ? 0 : -1;
+    if (q->r->key_nul)
+        return -1; /* no name holds a NUL */
     /* Clients usually send the inputs in the model's order: try the one
      * after the last match before searching. */
     if (q->hint >= 0 && (size_t)q->hint < g->n_inputs) {
-        const char *cand = g->inputs[q->hint].name;
-        if (strncmp(cand, key, klen) == 0 && cand[klen] == '\0' && !memchr(key, '\0', klen))
+        const rt_input *cand = &g->inputs[q->hint];
+        if (cand->name_len == klen && memcmp(cand->name, key, klen) == 0)
             return q->hint++;
     }
-    long in = memchr(key, '\0', klen) ? -1 : rt_graph_find_input(g, key, klen);
+    long in = rt_graph_find_input(g, key, klen);
     if (in >= 0) {
         q->hint = in + 1;
         return in;
@@ -251,8 +252,9 @@ rt_status rt_jfill_object(rt_jfill *q, size_t idx, const rt_jpath *path)
             char names[320], where[200];
             rt_json_list_inputs(q->g, &q->md, names, sizeof names);
             rt_jpath_format(&mp, where, sizeof where);
-            return rt_err_set(q->sem, RT_ERR_INVALID, "%s: unknown input; the model's inputs: %s",
-                              where, names);
+            return rt_err_set(q->sem, RT_ERR_INVALID, "%s: unknown input; the model's inputs: %s "
+                              "(JSON object: does not have named input: %.*s)", where, names,
+                              (int)(mp.klen > 80 ? 80 : mp.klen), mp.key);
         }
         if (q->seen[in])
         {
@@ -287,22 +289,10 @@ rt_status rt_jfill_is_b64(rt_jfill *q, int *yes)
 
 rt_status rt_jfill_limit(rt_jfill *q, const rt_json_params *p, const char *what, size_t have)
 {
-    rt_jr *r = q->r;
-    size_t n = have + 1;
-    rt_status st0 = rt_jr_skip(r); /* the element already announced */
-    if (st0 != RT_OK)
-        return st0;
-    for (;;) {
-        int more;
-        rt_status st = rt_jr_element(r, &more);
-        if (st != RT_OK)
-            return st;
-        if (!more)
-            break;
-        if ((st = rt_jr_skip(r)) != RT_OK)
-            return st;
-        n++;
-    }
+    size_t n = have;
+    rt_status st = rt_jr_count_rest(q->r, &n);
+    if (st != RT_OK)
+        return st;
     return rt_err_set(q->sem, RT_ERR_LIMIT, "%s: %zu instances, the limit is %zu", what, n,
                       p->max_instances);
 }

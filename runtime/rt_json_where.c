@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Frames of open containers remembered for error paths (deeper ones are
@@ -193,4 +194,68 @@ rt_status rt_json_tidy_message(rt_status st, rt_err *err)
         i += k;
     }
     return st;
+}
+
+/* The transform names rows "instances[i]": copies such a message into old
+ * (RT_ERR_MAX bytes) and returns the text after "instances", else NULL. */
+static const char *rows_message(const rt_err *err, char *old)
+{
+    static const char rows[] = "instances[";
+    if (!err || strncmp(err->msg, rows, sizeof rows - 1) != 0)
+        return NULL;
+    memcpy(old, err->msg, RT_ERR_MAX);
+    old[RT_ERR_MAX - 1] = '\0';
+    return old + sizeof rows - 2;
+}
+
+void rt_json_name_examples(rt_err *err)
+{
+    char old[RT_ERR_MAX];
+    const char *rest = rows_message(err, old);
+    if (rest)
+        snprintf(err->msg, sizeof err->msg, "examples%s", rest);
+}
+
+/* A columnar request's transform errors name the column: "instances[3].age:
+ * expected 1 value, got 2" -> "inputs.age[3]: ...". A missing input lists
+ * every input the request did not give (no values in any instance), with
+ * TF Serving's message for the first. */
+void rt_json_name_columns(const rt_graph *g, const rt_batch *b, rt_err *err)
+{
+    char old[RT_ERR_MAX];
+    const char *rest = rows_message(err, old);
+    if (!rest)
+        return;
+    char *end = NULL;
+    unsigned long i = strtoul(rest + 1, &end, 10);
+    if (!end || strncmp(end, "].", 2) != 0)
+        return;
+    const char *name = end + 2, *colon = strstr(name, ": ");
+    if (!colon)
+        return;
+    int nl = (int)(colon - name);
+    if (strcmp(colon, ": missing input") != 0) {
+        snprintf(err->msg, sizeof err->msg, "inputs.%.*s[%lu]%s", nl, name, i, colon);
+        return;
+    }
+    char lacking[320];
+    size_t used = 0;
+    lacking[0] = '\0';
+    for (size_t in = 0; in < rt_graph_num_inputs(g) && used + 1 < sizeof lacking; in++) {
+        int given = 0;
+        for (size_t k = 0; k < rt_batch_size(b) && !given; k++) {
+            size_t n = 0;
+            rt_batch_cell(b, k, in, &n);
+            given = n > 0;
+        }
+        if (given)
+            continue;
+        int w = snprintf(lacking + used, sizeof lacking - used, "%s%s", used ? ", " : "",
+                         rt_graph_input_name(g, in));
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    snprintf(err->msg, sizeof err->msg, "inputs.%.*s: missing input; not given: %s (Missing "
+             "named input: %.*s in 'inputs' object.)", nl, name, lacking, nl, name);
 }

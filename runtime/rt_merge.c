@@ -48,8 +48,11 @@ rt_status rt_json_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, 
     rt_status st;
     if (rt_batch_size(c->batch) == 0)
         c->outputs.n = 0; /* nothing to run: an empty answer (as rt_json_handle) */
-    else if ((st = rt_ctx_run(c, g, err)) != RT_OK)
+    else if ((st = rt_ctx_run(c, g, err)) != RT_OK) {
+        if (pr->columnar)
+            rt_json_name_columns(g, c->batch, err);
         return st;
+    }
     return rt_json_render_predict(g, pr->sig, &c->outputs, pr->columnar, out);
 }
 

@@ -264,16 +264,18 @@ def raw_exchange(port, data, timeout=30, body_after=None):
             k, _, v = ln.partition(":")
             hdrs[k.strip().lower()] = v.strip()
         want = int(hdrs.get("content-length", "-1") or -1)
+        body = bytearray(body)  # appended in place: a 20 MB answer must not be
+        # copied at every chunk, or the client stalls and the server's
+        # connection_timeout_seconds closes it mid-answer
         while want < 0 or len(body) < want:
             try:
-                chunk = s.recv(65536)
+                chunk = s.recv(1 << 20)
             except (ConnectionResetError, socket.timeout):
                 break
             if not chunk:
                 break
             body += chunk
-        if want >= 0:
-            body = body[:want]
+        body = bytes(body[:want] if want >= 0 else body)
         return status, hdrs, body, False
     finally:
         s.close()

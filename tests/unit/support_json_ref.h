@@ -19,7 +19,9 @@ rt_status support_json_ref_parse(const rt_model *m, rt_method method, const char
 /* Parses body with both the runtime's parser (rt_json_parse_predict /
  * rt_json_parse_examples, into a) and the reference (into b): 0 when both
  * refuse it (the runtime with a message) or both accept it with the same
- * instances, values, signature and form; else -1 with why. */
+ * instances, values, signature and form; else -1 with why. A body with an
+ * escaped NUL (\u0000) may be judged differently (cJSON's strings end at
+ * it): only its accepted values are compared. */
 int support_json_ref_compare(const rt_model *m, rt_method method, const char *body, size_t len,
                              const rt_json_params *p, rt_ctx *a, rt_ctx *b, char *why,
                              size_t cap);

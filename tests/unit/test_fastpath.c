@@ -26,7 +26,8 @@
 #include "support_json_ref.h"
 #include "support_models.h"
 
-/* The reference: shortest precision 1..9 whose %g text reads back. */
+/* The reference: shortest precision 1..9 whose %g text reads back, with
+ * ".0" when that text is a whole number. */
 static void reference_float(float v, char *out, size_t cap)
 {
     if (isnan(v)) {
@@ -40,8 +41,10 @@ static void reference_float(float v, char *out, size_t cap)
     for (int p = 1; p <= 9; p++) {
         snprintf(out, cap, "%.*g", p, (double)v);
         if (strtof(out, NULL) == v)
-            return;
+            break;
     }
+    if (!strpbrk(out, ".e"))
+        strncat(out, ".0", cap - strlen(out) - 1); /* TF Serving's 42.0 */
 }
 
 static int check_float(float v)

@@ -117,11 +117,13 @@ case("instance is a list", e400("expected an object keyed by input name"),
 case("instance is a number", e400("instances[0]"), body='{"instances": [5]}')
 case("second instance broken", e400("instances[1]"),
      body='{"instances": [' + I + ', 7]}')
-case("neither instances nor inputs", e400('unknown key "foo"'), body='{"foo": 1}')
+case("neither instances nor inputs", e400("Missing 'inputs' or 'instances' key"),
+     body='{"foo": 1}')
 case("empty object", e400("instances"), body='{}')
 case("instances and inputs", e400("not both"),
      body='{"instances": [' + I + '], "inputs": {"age": [25]}}')
-case("unknown top-level key", e400("extra"), body='{"instances": [' + I + '], "extra": 1}')
+case("unknown top-level key is ignored (TF Serving's rule)",
+     {"status": 200, "body": '"predictions"'}, body='{"instances": [' + I + '], "extra": 1}')
 case("signature_name unknown", e400('signature_name "nope" not found'),
      body='{"signature_name": "nope", "instances": [' + I + ']}')
 case("signature_name a number", e400('"signature_name" must be a string'),
@@ -158,8 +160,12 @@ case("columnar lengths differ", e400("inputs.color: 1 values, but inputs.x has 2
 case("columnar duplicate key", e400("inputs.x: given more than once"), path=LP,
      body='{"inputs": {"x": [1], "x": [2], "color": ["red"]}}')
 case("columnar not an object", e400("inputs"), path=LP, body='{"inputs": 5}')
-case("columnar unknown input", e400("inputs.zz: unknown input"), path=LP,
-     body='{"inputs": {"x": [1], "color": ["red"], "zz": [1]}}')
+case("columnar input the signature lacks is ignored", {"status": 200, "body": '"outputs"'},
+     path=LP, body='{"inputs": {"x": [1], "color": ["red"], "zz": [1]}}')
+case("columnar missing inputs are all named", e400("not given: color"), path=LP,
+     body='{"inputs": {"x": [1]}}')
+case("classify given instances says to send examples", e400('send {"examples"'),
+     path="/v1/models/lin:classify", body='{"instances": [{"x": 1, "color": "red"}]}')
 case("classify without examples", e400('missing \\"examples\\"'.replace('\\"', '"')),
      path="/v1/models/lin:classify", body='{"context": {"x": 2}}')
 case("classify examples not a list", e400('"examples" must be a list of objects'),
@@ -196,14 +202,18 @@ case("NaN as signature_name", e400('"signature_name" must be a string, got NaN')
      body='{"signature_name": NaN, "instances": [' + I + ']}')
 case("nan lower case", e400("not valid JSON"),
      body='{"instances": [' + inst_with("age", "nan") + ']}')
-case("huge integer literal", e400("instances[0].age: number out of range"),
+case("huge integer literal (beyond a double)", e400("instances[0].age: number out of range"),
+     body='{"instances": [' + inst_with("age", "9" * 400) + ']}')
+case("300-digit integer becomes Infinity for a float input",
+     {"status": 200, "body": '"predictions"'},
      body='{"instances": [' + inst_with("age", "9" * 300) + ']}')
 case("leading zero in a column", e400("inputs.x[1]: number 007 has a leading zero"),
      path=LP,
      body='{"inputs": {"x": [1, 007], "color": ["red", "red"]}}')
 case("malformed number 1.", e400("instances[0].age: number 1. is malformed"),
      body='{"instances": [' + inst_with("age", "1.") + ']}')
-case("3.5e38 is beyond float32", e400("instances[0].age: number out of range"),
+case("3.5e38 becomes Infinity for a float input, as TF Serving converts it",
+     {"status": 200, "body": '"predictions"'},
      body='{"instances": [' + inst_with("age", "3.5e38") + ']}')
 case("-3.4028234e38 fits float32", {"status": 200, "body": '"predictions"'},
      body='{"instances": [' + inst_with("age", "-3.4028234e38") + ']}')
