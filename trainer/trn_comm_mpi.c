@@ -1,0 +1,149 @@
+/*
+ * trn_comm_mpi.c — the trainer's trn_comm over MPI (Open MPI): the only file
+ * of the project that includes mpi.h, linked into predict-train alone.
+ *
+ * MPI is initialised only when a launcher started the process (its rank is
+ * in the environment): a plain predict-train does not pay MPI_Init. Errors
+ * keep MPI's default handler (MPI_ERRORS_ARE_FATAL): a failed collective or a
+ * dead peer ends the job instead of leaving ranks waiting.
+ */
+#include "trn.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+int trn_comm_mpi_launched(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", NULL};
+    for (size_t i = 0; vars[i]; i++)
+        if (getenv(vars[i]))
+            return 1;
+    return 0;
+}
+
+/* MPI counts are ints: larger messages go in pieces. */
+#define PIECE ((size_t)1 << 30)
+
+static int sum_f32(void *ctx, float *buf, size_t n)
+{
+    (void)ctx;
+    for (size_t off = 0; off < n; off += PIECE / sizeof(float)) {
+        size_t k = n - off < PIECE / sizeof(float) ? n - off : PIECE / sizeof(float);
+        if (MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)k, MPI_FLOAT, MPI_SUM,
+                          MPI_COMM_WORLD) != MPI_SUCCESS)
+            return -1;
+    }
+    return 0;
+}
+
+static int sum_f64(void *ctx, double *buf, size_t n)
+{
+    (void)ctx;
+    for (size_t off = 0; off < n; off += PIECE / sizeof(double)) {
+        size_t k = n - off < PIECE / sizeof(double) ? n - off : PIECE / sizeof(double);
+        if (MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)k, MPI_DOUBLE, MPI_SUM,
+                          MPI_COMM_WORLD) != MPI_SUCCESS)
+            return -1;
+    }
+    return 0;
+}
+
+static int allgather(void *ctx, const void *send, size_t len, void *recv)
+{
+    (void)ctx;
+    if (len > INT_MAX)
+        return -1;
+    return MPI_Allgather(send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE,
+                         MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+}
+
+/* MPI's int counts and displacements from byte lengths; -1 when too large. */
+static int displs(const size_t *lens, int n, int **cnt, int **dsp)
+{
+    *cnt = malloc((size_t)n * sizeof **cnt);
+    *dsp = malloc((size_t)n * sizeof **dsp);
+    if (!*cnt || !*dsp)
+        return -1;
+    size_t off = 0;
+    for (int r = 0; r < n; r++) {
+        if (lens[r] > INT_MAX || off > INT_MAX)
+            return -1;
+        (*cnt)[r] = (int)lens[r];
+        (*dsp)[r] = (int)off;
+        off += lens[r];
+    }
+    return 0;
+}
+
+static int allgatherv(void *ctx, const void *send, size_t len, void *recv, const size_t *lens)
+{
+    (void)ctx;
+    int n, rc = -1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int *cnt = NULL, *dsp = NULL;
+    if (len <= INT_MAX && displs(lens, n, &cnt, &dsp) == 0)
+        rc = MPI_Allgatherv(send, (int)len, MPI_BYTE, recv, cnt, dsp, MPI_BYTE,
+                            MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+    free(cnt);
+    free(dsp);
+    return rc;
+}
+
+static int gatherv(void *ctx, const void *send, size_t len, void *recv, const size_t *lens,
+                   int root)
+{
+    (void)ctx;
+    int n, rc = -1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int *cnt = NULL, *dsp = NULL;
+    if (len <= INT_MAX && displs(lens, n, &cnt, &dsp) == 0)
+        rc = MPI_Gatherv(send, (int)len, MPI_BYTE, recv, cnt, dsp, MPI_BYTE, root,
+                         MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+    free(cnt);
+    free(dsp);
+    return rc;
+}
+
+static int bcast(void *ctx, void *buf, size_t len, int root)
+{
+    (void)ctx;
+    for (size_t off = 0; off < len; off += PIECE) {
+        size_t k = len - off < PIECE ? len - off : PIECE;
+        if (MPI_Bcast((char *)buf + off, (int)k, MPI_BYTE, root, MPI_COMM_WORLD) !=
+            MPI_SUCCESS)
+            return -1;
+    }
+    return 0;
+}
+
+static void abort_(void *ctx, int code)
+{
+    (void)ctx;
+    MPI_Abort(MPI_COMM_WORLD, code);
+    abort(); /* MPI_Abort does not return; in case it does */
+}
+
+rt_status trn_comm_mpi_open(int *argc, char ***argv, trn_comm *c, rt_err *err)
+{
+    memset(c, 0, sizeof *c);
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+        return rt_err_set(err, RT_ERR_IO, "MPI_Init failed");
+    MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &c->size);
+    c->sum_f32 = sum_f32;
+    c->sum_f64 = sum_f64;
+    c->allgather = allgather;
+    c->allgatherv = allgatherv;
+    c->gatherv = gatherv;
+    c->bcast = bcast;
+    c->abort = abort_;
+    return RT_OK;
+}
+
+void trn_comm_mpi_close(trn_comm *c)
+{
+    if (c && c->sum_f32)
+        MPI_Finalize();
+}
