@@ -26,28 +26,29 @@ int trn_comm_mpi_launched(void)
 /* MPI counts are ints: larger messages go in pieces. */
 #define PIECE ((size_t)1 << 30)
 
-static int sum_f32(void *ctx, float *buf, size_t n)
+/* In-place MPI_SUM of n elements of el bytes each. */
+static int sum(void *buf, size_t n, size_t el, MPI_Datatype type)
 {
-    (void)ctx;
-    for (size_t off = 0; off < n; off += PIECE / sizeof(float)) {
-        size_t k = n - off < PIECE / sizeof(float) ? n - off : PIECE / sizeof(float);
-        if (MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)k, MPI_FLOAT, MPI_SUM,
+    size_t piece = PIECE / el;
+    for (size_t off = 0; off < n; off += piece) {
+        size_t k = n - off < piece ? n - off : piece;
+        if (MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * el, (int)k, type, MPI_SUM,
                           MPI_COMM_WORLD) != MPI_SUCCESS)
             return -1;
     }
     return 0;
 }
 
+static int sum_f32(void *ctx, float *buf, size_t n)
+{
+    (void)ctx;
+    return sum(buf, n, sizeof *buf, MPI_FLOAT);
+}
+
 static int sum_f64(void *ctx, double *buf, size_t n)
 {
     (void)ctx;
-    for (size_t off = 0; off < n; off += PIECE / sizeof(double)) {
-        size_t k = n - off < PIECE / sizeof(double) ? n - off : PIECE / sizeof(double);
-        if (MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)k, MPI_DOUBLE, MPI_SUM,
-                          MPI_COMM_WORLD) != MPI_SUCCESS)
-            return -1;
-    }
-    return 0;
+    return sum(buf, n, sizeof *buf, MPI_DOUBLE);
 }
 
 static int allgather(void *ctx, const void *send, size_t len, void *recv)
