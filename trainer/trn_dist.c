@@ -118,31 +118,6 @@ static int reserve(unsigned char **p, size_t *cap, size_t need)
     return 0;
 }
 
-/* Every rank's byte buffer (send, len) into d->recv, lengths in d->lens. */
-static rt_status exchange(trn_dist *d, const void *send, size_t len, size_t *total, rt_err *err)
-{
-    uint64_t mine = len;
-    uint64_t *all = malloc((size_t)d->c->size * sizeof *all);
-    if (!all)
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    if (d->c->allgather(d->c->ctx, &mine, sizeof mine, all)) {
-        free(all);
-        return comm_failed(err, "allgather");
-    }
-    size_t sum = 0;
-    for (int r = 0; r < d->c->size; r++) {
-        d->lens[r] = (size_t)all[r];
-        sum += d->lens[r];
-    }
-    free(all);
-    if (reserve(&d->recv, &d->recv_cap, sum ? sum : 1))
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory (%zu bytes of gradients)", sum);
-    if (d->c->allgatherv(d->c->ctx, send, len, d->recv, d->lens))
-        return comm_failed(err, "allgatherv");
-    *total = sum;
-    return RT_OK;
-}
-
 /* Packs this rank's touched rows: per sparse tensor u32 count, u32 ids,
  * float rows. */
 static rt_status pack_sparse(trn_dist *d, const trn_model *m, size_t *len, rt_err *err)
@@ -174,8 +149,9 @@ static rt_status pack_sparse(trn_dist *d, const trn_model *m, size_t *len, rt_er
     return RT_OK;
 }
 
-/* Clears this rank's rows, then adds every rank's rows in rank order. */
-static rt_status unpack_sparse(trn_dist *d, trn_model *m, rt_err *err)
+/* Clears this rank's rows, then adds every rank's rows in rank order and
+ * scales the sums. */
+static rt_status unpack_sparse(trn_dist *d, trn_model *m, float scale, rt_err *err)
 {
     for (size_t i = 0; i < m->n_params; i++) {
         tparam *p = &m->p[i];
@@ -190,6 +166,8 @@ static rt_status unpack_sparse(trn_dist *d, trn_model *m, rt_err *err)
     const unsigned char *rd = d->recv;
     for (int r = 0; r < d->c->size; r++) {
         const unsigned char *end = rd + d->lens[r];
+        if (d->lens[r] == 0) /* nothing from this rank */
+            continue;
         for (size_t i = 0; i < m->n_params; i++) {
             tparam *p = &m->p[i];
             if (!p->sparse)
@@ -225,28 +203,43 @@ static rt_status unpack_sparse(trn_dist *d, trn_model *m, rt_err *err)
         if (rd != end)
             goto bad;
     }
+    for (size_t i = 0; scale != 1.0f && i < m->n_params; i++) {
+        tparam *p = &m->p[i];
+        for (size_t t = 0; p->sparse && t < p->n_touched; t++) {
+            float *g = p->grad + (uint64_t)p->touched[t] * p->cols;
+            for (uint64_t j = 0; j < p->cols; j++)
+                g[j] *= scale;
+        }
+    }
     return RT_OK;
 bad:
     return rt_err_set(err, RT_ERR_FORMAT, "distributed: a rank sent malformed sparse "
                       "gradients (ranks run different models?)");
 }
 
-rt_status trn_dist_reduce(trn_dist *d, trn_model *m, double *loss, size_t n_local,
-                          size_t n_global, rt_err *err)
+rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
+                        float *flags, size_t n_flags, size_t *n_global, rt_err *err)
 {
     if (!d)
         return RT_OK;
-    size_t nd = 1;
+    size_t nr = (size_t)d->c->size, nd = 0;
     for (size_t i = 0; i < m->n_params; i++)
         if (!m->p[i].sparse)
             nd += m->p[i].count;
-    if (nd > d->n_dense) {
-        float *f = realloc(d->dense, nd * sizeof *f);
+    /* [dense gradients][loss][examples][flags][message lengths, hi and lo
+     * 16 bits: exact in floats] */
+    size_t total_n = nd + 2 + n_flags + 2 * nr;
+    if (total_n > d->n_dense) {
+        float *f = realloc(d->dense, total_n * sizeof *f);
         if (!f)
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         d->dense = f;
-        d->n_dense = nd;
+        d->n_dense = total_n;
     }
+    size_t len = 0;
+    rt_status st = pack_sparse(d, m, &len, err);
+    if (st)
+        return st;
     float *w = d->dense;
     for (size_t i = 0; i < m->n_params; i++) {
         const tparam *p = &m->p[i];
@@ -255,32 +248,54 @@ rt_status trn_dist_reduce(trn_dist *d, trn_model *m, double *loss, size_t n_loca
             w += p->count;
         }
     }
-    *w = n_global ? (float)(*loss * (double)n_local / (double)n_global) : 0.0f;
-    size_t len = 0;
-    rt_status st = pack_sparse(d, m, &len, err);
-    if (st)
-        return st;
+    *w++ = (float)(m->loss_sum ? *loss : *loss * (double)n_local);
+    *w++ = (float)n_local;
+    memcpy(w, flags, n_flags * sizeof *flags);
+    w += n_flags;
+    memset(w, 0, 2 * nr * sizeof *w);
+    w[2 * (size_t)d->c->rank] = (float)(len >> 16);
+    w[2 * (size_t)d->c->rank + 1] = (float)(len & 0xffff);
     double t = now_s();
-    int rc = d->c->sum_f32(d->c->ctx, d->dense, nd);
-    size_t total = 0;
-    if (rc == 0)
-        st = exchange(d, d->send, len, &total, err);
-    d->comm_s += now_s() - t;
+    int rc = d->c->sum_f32(d->c->ctx, d->dense, total_n);
     d->rounds++;
+    if (rc) {
+        d->comm_s += now_s() - t;
+        return comm_failed(err, "allreduce of the gradients");
+    }
+    const float *s = d->dense + nd;
+    double loss_all = s[0];
+    *n_global = (size_t)s[1];
+    memcpy(flags, s + 2, n_flags * sizeof *flags);
+    s += 2 + n_flags;
+    size_t total = 0;
+    for (size_t r = 0; r < nr; r++) {
+        d->lens[r] = ((size_t)s[2 * r] << 16) + (size_t)s[2 * r + 1];
+        total += d->lens[r];
+    }
+    if (*n_global == 0) { /* no examples anywhere: not a step */
+        d->comm_s += now_s() - t;
+        return RT_OK;
+    }
+    if (reserve(&d->recv, &d->recv_cap, total ? total : 1))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory (%zu bytes of gradients)", total);
+    rc = d->c->allgatherv(d->c->ctx, d->send, len, d->recv, d->lens);
+    d->comm_s += now_s() - t;
     if (rc)
-        return comm_failed(err, "allreduce of the dense gradients");
-    if (st)
-        return st;
-    const float *s = d->dense;
+        return comm_failed(err, "allgatherv of the sparse gradients");
+    /* the ranks' gradients are sums over their examples: the mean over the
+     * global batch (loss_reduction SUM: the sum) */
+    float scale = m->loss_sum ? 1.0f : (float)(1.0 / (double)*n_global);
+    const float *g = d->dense;
     for (size_t i = 0; i < m->n_params; i++) {
         tparam *p = &m->p[i];
-        if (!p->sparse) {
-            memcpy(p->grad, s, p->count * sizeof(float));
-            s += p->count;
-        }
+        if (p->sparse)
+            continue;
+        for (uint64_t k = 0; k < p->count; k++)
+            p->grad[k] = g[k] * scale;
+        g += p->count;
     }
-    *loss = *s;
-    return unpack_sparse(d, m, err);
+    *loss = m->loss_sum ? loss_all : loss_all / (double)*n_global;
+    return unpack_sparse(d, m, scale, err);
 }
 
 rt_status trn_dist_bcast_model(trn_dist *d, trn_model *m, rt_err *err)

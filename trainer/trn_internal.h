@@ -79,8 +79,8 @@ struct trn_model {
     Predictd__HeadType head;
     int64_t step;
     int loss_sum;         /* loss_reduction SUM: batch loss = sum, not mean */
-    size_t grad_denom;    /* > 0: gradients are of the mean over this many
-                             examples (the global batch of a distributed step) */
+    size_t grad_denom;    /* > 0: d loss / d logits are scaled by 1/grad_denom
+                             instead of 1/n (1: sums, for a distributed step) */
     trn_dist *dist;       /* distributed run (not owned); NULL = one process */
 
     size_t n_lin;
@@ -156,11 +156,19 @@ int trn_dist_size(const trn_dist *d);
 void trn_dist_slice(const trn_dist *d, size_t n, size_t *lo, size_t *hi);
 /* v[0..n) summed over the ranks. */
 rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err);
-/* Sums the gradients of the ranks into every rank's buffers (dense ones by
- * allreduce, sparse ones as touched rows in rank order) and *loss (this
- * rank's mean over n_local) into the mean over n_global. */
-rt_status trn_dist_reduce(trn_dist *d, trn_model *m, double *loss, size_t n_local,
-                          size_t n_global, rt_err *err);
+/*
+ * One distributed step's communication, after this rank's gradients were
+ * computed with grad_denom = 1 (sums over its n_local examples): one
+ * allreduce carries the dense gradients, the loss, the example counts, the
+ * caller's flags (each rank's n_flags values, summed on return) and the
+ * sparse message lengths; one allgatherv the touched rows, added in rank
+ * order. Leaves every rank's buffers holding the gradient of the mean over
+ * the n_global examples of all ranks (the sum for loss_reduction SUM) and
+ * *loss (this rank's mean over n_local) the global mean. When *n_global is 0
+ * nothing was exchanged and nothing is to be applied.
+ */
+rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
+                        float *flags, size_t n_flags, size_t *n_global, rt_err *err);
 /* Rank 0's step, parameters and optimizer slots onto every rank. */
 rt_status trn_dist_bcast_model(trn_dist *d, trn_model *m, rt_err *err);
 /* Fails (naming the rank) unless every replica has rank 0's checksum. */

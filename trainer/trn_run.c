@@ -746,30 +746,33 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                     n_local = rt_batch_size(b);
                 }
             }
-            /* one small allreduce: the step's examples, the ranks still
-             * reading, and the chief's clock-based decisions */
-            double sync[4] = {(double)n_local, local_end ? 0.0 : 1.0,
+            /* flags: this rank still reads; the clock-based decisions (rank
+             * 0's, under MPI: summed with the gradients, every rank learns
+             * them) */
+            float flags[3] = {local_end ? 0.0f : 1.0f,
                               is_chief(&c) && c.save_checkpoints_secs > 0 &&
-                                      now_s() - last_ckpt >= c.save_checkpoints_secs,
+                                  now_s() - last_ckpt >= c.save_checkpoints_secs,
                               is_chief(&c) && now_s() - last_eval >= c.throttle_secs};
-            if ((st = trn_dist_sum(dist, sync, 4, err)))
-                goto out;
-            if (sync[1] == 0) /* every rank's data has ended */
-                break;
-            size_t n_global = (size_t)sync[0];
-            if (n_global == 0) /* every row skipped: not a step */
-                continue;
             double loss = 0;
+            size_t n_global = n_local;
             if (!dist) {
+                if (local_end)
+                    break;
+                if (n_local == 0) /* every row skipped: not a step */
+                    continue;
                 st = trn_model_train_step(R.m, b, labels, &loss, err);
             } else {
-                R.m->grad_denom = n_global;
+                R.m->grad_denom = 1; /* sums: scaled once the global count is known */
                 if (n_local)
                     st = trn_model_gradients(R.m, b, labels, &loss, err);
                 else
                     trn_model_clear_grads(R.m);
                 if (st == RT_OK)
-                    st = trn_dist_reduce(dist, R.m, &loss, n_local, n_global, err);
+                    st = trn_dist_step(dist, R.m, &loss, n_local, flags, 3, &n_global, err);
+                if (st == RT_OK && flags[0] == 0) /* every rank's data has ended */
+                    break;
+                if (st == RT_OK && n_global == 0) /* every row skipped: not a step */
+                    continue;
                 if (st == RT_OK)
                     trn_model_apply(R.m);
             }
@@ -785,7 +788,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                 progress_show(&pg, step, c.max_steps, epoch_fraction(rd, c.num_epochs), 0);
             int ckpt_due = c.job_dir && ((c.save_checkpoints_steps > 0 &&
                                           step - last_ckpt_step >= c.save_checkpoints_steps) ||
-                                         sync[2] > 0);
+                                         flags[1] > 0);
             if (ckpt_due) {
                 if ((st = save_checkpoint(&R, dist, err)))
                     goto out;
@@ -794,7 +797,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                           (long long)step, c.job_dir, (long long)step);
                 last_ckpt = now_s();
                 last_ckpt_step = step;
-                if (sync[3] > 0 && (c.max_steps == 0 || step < c.max_steps)) {
+                if (flags[2] > 0 && (c.max_steps == 0 || step < c.max_steps)) {
                     if ((st = evaluate_and_export(&R, 0, NULL, err)))
                         goto out;
                     last_eval = now_s();

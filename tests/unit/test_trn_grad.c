@@ -406,7 +406,7 @@ typedef struct fake_peer {
 static int fake_sum_f32(void *ctx, float *buf, size_t n)
 {
     fake_peer *f = ctx;
-    if (f->record) {
+    if (f->record) { /* rank 1 (its result is not used): rank 0 sent nothing */
         f->dense = malloc(n * sizeof *buf);
         memcpy(f->dense, buf, n * sizeof *buf);
         f->n_dense = n;
@@ -422,16 +422,9 @@ static int fake_allgather(void *ctx, const void *send, size_t len, void *recv)
 {
     fake_peer *f = ctx;
     unsigned char *r = recv;
-    memcpy(r, send, len);
-    if (f->record) { /* rank 1 (its result is not used): rank 0 "sent" the same */
-        memcpy(r + len, send, len);
-        memcpy(&f->len, send, len);
-    } else if (len == sizeof f->len) { /* message lengths */
-        memcpy(r + len, &f->len, len);
-    } else { /* checksums */
-        memcpy(r + len, send, len);
-        r[len] ^= (unsigned char)f->corrupt;
-    }
+    memcpy(r, send, len); /* checksums: rank 1's differs by a bit when corrupt */
+    memcpy(r + len, send, len);
+    r[len] ^= (unsigned char)f->corrupt;
     return 0;
 }
 
@@ -441,9 +434,9 @@ static int fake_allgatherv(void *ctx, const void *send, size_t len, void *recv,
     fake_peer *f = ctx;
     if (f->record) {
         f->rows = malloc(len ? len : 1);
+        f->len = len;
         memcpy(f->rows, send, len);
-        memcpy(recv, send, len);
-        memcpy((unsigned char *)recv + len, send, len);
+        memcpy(recv, send, len); /* lens[0] == 0 */
         return 0;
     }
     assert_int_equal(lens[0], len);
@@ -473,10 +466,15 @@ static void rank_step(fixture *fx, trn_comm *c, double *loss)
     trn_dist *d = NULL;
     assert_int_equal(trn_dist_new(c, &d, &err), RT_OK);
     assert_non_null(d);
-    fx->m->grad_denom = N;
-    size_t n = rt_batch_size(fx->b);
+    fx->m->grad_denom = 1;
+    size_t n = rt_batch_size(fx->b), n_global = 0;
+    float flags[1] = {(float)c->rank + 1};
     assert_int_equal(trn_model_gradients(fx->m, fx->b, fx->labels, loss, &err), RT_OK);
-    assert_int_equal(trn_dist_reduce(d, fx->m, loss, n, N, &err), RT_OK);
+    assert_int_equal(trn_dist_step(d, fx->m, loss, n, flags, 1, &n_global, &err), RT_OK);
+    if (c->rank == 0) { /* the peer's count and flag arrived */
+        assert_int_equal(n_global, N);
+        assert_true(flags[0] == 3.0f);
+    }
     trn_dist_free(d);
 }
 
