@@ -818,8 +818,8 @@ def g7():
     return out
 
 
-@group(9, "distributed training: census examples/s at 1 and 2 ranks (mpirun), batch 40 and 512")
-def g9():
+@group(10, "distributed training: census examples/s at 1 and 2 ranks (mpirun), batch 40 and 512")
+def g10():
     script = os.path.join(ROOT, "bench", "train_mpi_bench.sh")
     r = subprocess.run(["sh", script, str(RUNS)], capture_output=True, text=True,
                        env=dict(os.environ, BUILD=BUILD), timeout=1800)
@@ -976,7 +976,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10):
             g()
     finally:
         for p in STARTED:
