@@ -261,15 +261,16 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
         else
             return rt_cfg_fail(err, p, "on_bad_row", "must be \"skip\" or \"stop\"");
     }
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(t, "shard_policy");
+    const char *sp = NULL;
+    if ((st = rt_cfg_str(t, p, "shard_policy", 0, &sp, err)))
+        return st;
     if (sp) {
-        if (cJSON_IsString(sp) && strcmp(sp->valuestring, "AUTO") == 0)
+        if (strcmp(sp, "AUTO") == 0)
             c->shard_policy = TRN_SHARD_AUTO;
-        else if (cJSON_IsString(sp) && strcmp(sp->valuestring, "BATCH") == 0)
+        else if (strcmp(sp, "BATCH") == 0)
             c->shard_policy = TRN_SHARD_BATCH;
         else
-            return rt_err_set(err, RT_ERR_INVALID,
-                              "train.shard_policy: must be \"AUTO\" or \"BATCH\"");
+            return rt_cfg_fail(err, p, "shard_policy", "must be \"AUTO\" or \"BATCH\"");
     }
     return RT_OK;
 }
