@@ -48,6 +48,9 @@ DEPFLAGS     = -MMD -MP
 RT_PKGS  := libcjson libprotobuf-c openblas
 SRV_PKGS := libmicrohttpd libsystemd
 TUN_PKGS := yaml-0.1
+# Open MPI: only trainer/trn_comm_mpi.c includes mpi.h and only predict-train
+# links it (docs/distributed.md); -isystem keeps mpi.h out of -Werror.
+MPI_PKGS := ompi-c
 
 # On a fresh machine the packages must be there before anything compiles and
 # before pkg-config is asked for flags. $(BUILD)/config.mk is an included
@@ -64,9 +67,11 @@ $(BUILD)/config.mk: Makefile scripts/install-deps.sh
 	@rt_c=$$(pkg-config --cflags $(RT_PKGS)) && rt_l=$$(pkg-config --libs $(RT_PKGS)) && \
 	 srv_c=$$(pkg-config --cflags $(SRV_PKGS)) && srv_l=$$(pkg-config --libs $(SRV_PKGS)) && \
 	 tun_c=$$(pkg-config --cflags $(TUN_PKGS)) && tun_l=$$(pkg-config --libs $(TUN_PKGS)) && \
+	 mpi_c=$$(pkg-config --cflags $(MPI_PKGS)) && mpi_l=$$(pkg-config --libs $(MPI_PKGS)) && \
 	 printf 'RT_PKG_CFLAGS := %s\nRT_PKG_LIBS := %s\nSRV_PKG_CFLAGS := %s\nSRV_PKG_LIBS := %s\n' \
 	     "$$rt_c" "$$rt_l" "$$srv_c" "$$srv_l" > $@.tmp && \
 	 printf 'TUN_PKG_CFLAGS := %s\nTUN_PKG_LIBS := %s\n' "$$tun_c" "$$tun_l" >> $@.tmp && \
+	 printf 'MPI_PKG_CFLAGS := %s\nMPI_PKG_LIBS := %s\n' "$$mpi_c" "$$mpi_l" >> $@.tmp && \
 	 mv $@.tmp $@
 
 # The rest (cmocka, clang, test peers, benchmark tools) once, before the
@@ -189,6 +194,8 @@ $(BUILD)/$(call bin_name,$(1)): $(call objs,$(1)) $(LIBS_$(call mod_of,$(1)))
 	    $$(PKGLIBS_$(call mod_of,$(1))) -lm -pthread $$(LDLIBS)
 endef
 $(foreach m,$(MAIN_SRCS),$(eval $(call BIN_RULE,$(m))))
+$(BUILD)/obj/trainer/trn_comm_mpi.o: CPPFLAGS += $(patsubst -I%,-isystem %,$(MPI_PKG_CFLAGS))
+$(BUILD)/predict-train: LDLIBS += $(MPI_PKG_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT) $(ALL_LIBS)
 	@mkdir -p $(dir $@)

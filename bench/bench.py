@@ -818,6 +818,26 @@ def g7():
     return out
 
 
+@group(10, "distributed training: census examples/s at 1 and 2 ranks (mpirun), batch 40 and 512")
+def g10():
+    script = os.path.join(ROOT, "bench", "train_mpi_bench.sh")
+    r = subprocess.run(["sh", script, str(RUNS)], capture_output=True, text=True,
+                       env=dict(os.environ, BUILD=BUILD), timeout=1800)
+    out = {"source": "bench/train_mpi_bench.sh (mpirun -np 2, AUTO sharding; median of %d)"
+                     % RUNS}
+    for m in re.finditer(r"batch (\d+): 1 rank (\d+) examples/s \(([^)]*)\); 2 ranks (\d+) "
+                         r"examples/s \(([^)]*)\); speed-up ([0-9.?]+)x; communication "
+                         r"([0-9.]+) us per step \((\d+)% of the time\)", r.stdout):
+        out["batch %s" % m.group(1)] = {
+            "1 rank examples/s": int(m.group(2)), "2 ranks examples/s": int(m.group(4)),
+            "speed-up": m.group(6), "communication us/step": float(m.group(7)),
+            "communication share %": int(m.group(8))}
+    out["raw"] = r.stdout.strip().splitlines()
+    if len(out) == 2:
+        out["error"] = "no figures: " + (r.stdout + r.stderr).strip()[-300:]
+    return out
+
+
 def callgrind_per_request(model_dir, instance):
     if not shutil.which("valgrind"):
         return None
@@ -956,7 +976,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10):
             g()
     finally:
         for p in STARTED:

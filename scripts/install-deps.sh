@@ -8,12 +8,12 @@
 #                                              (make, make install: the Makefile)
 set -eu
 
-# Compiling and linking the binaries.
+# Compiling and linking the binaries (libopenmpi-dev: predict-train).
 BUILD_PACKAGES="build-essential pkg-config libmicrohttpd-dev libcjson-dev libopenblas-dev libyaml-dev \
-libprotobuf-c-dev protobuf-c-compiler libsystemd-dev"
-# Tests (cmocka, test peers), make CC=clang / make fuzz, make bench, make demo.
+libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev"
+# Tests (cmocka, test peers, mpirun), make CC=clang / make fuzz, make bench, make demo.
 OTHER_PACKAGES="clang libclang-rt-14-dev libcmocka-dev curl python3 systemd wrk nginx-light \
-haproxy valgrind"
+haproxy valgrind openmpi-bin"
 PACKAGES="$BUILD_PACKAGES $OTHER_PACKAGES"
 [ "${2:-all}" = build ] && PACKAGES=$BUILD_PACKAGES
 

@@ -6,6 +6,10 @@
  *   predict-train --spec conf/census.json --train-files data/census/adult.data.csv \
  *       --eval-files data/census/adult.test.csv --job-dir /tmp/census
  *
+ * Under an MPI launcher (mpirun -np N predict-train ..., srun --mpi=pmix)
+ * the same command trains data-parallel on N ranks (docs/distributed.md);
+ * MPI is initialised only then.
+ *
  * Exit status: 0 done, 1 training or I/O failed, 2 bad command line or spec.
  */
 #include "trn.h"
@@ -36,7 +40,8 @@ static void usage(FILE *fp)
           "                         default: the memory this machine can give)\n"
           "  --on-bad-row skip|stop malformed CSV rows: skip and count, or stop (default)\n"
           "  --progress auto|bar|lines|quiet\n"
-          "  -h, --help\n",
+          "  -h, --help\n"
+          "Distributed: mpirun -np N predict-train ... (the same flags; docs/distributed.md)\n",
           fp);
 }
 
@@ -54,7 +59,86 @@ static int parse_i64(const char *flag, const char *s, int64_t lo, int64_t *out)
     return 0;
 }
 
+/*
+ * TF_CONFIG (TensorFlow's and Cloud ML Engine's cluster spec) is not how
+ * predict-train distributes: with more than one task in it, say so and show
+ * the mpirun line that trains on that many ranks instead of training alone.
+ * Returns the number of tasks (0 when TF_CONFIG is unset or unreadable).
+ */
+static int tf_config_tasks(void)
+{
+    const char *s = getenv("TF_CONFIG");
+    if (!s)
+        return 0;
+    cJSON *j = cJSON_Parse(s);
+    int n = 0;
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(j, "cluster");
+    static const char *const roles[] = {"chief", "master", "worker", NULL};
+    for (size_t i = 0; roles[i]; i++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(cl, roles[i]);
+        if (cJSON_IsArray(a))
+            n += cJSON_GetArraySize(a);
+    }
+    cJSON_Delete(j);
+    return n;
+}
+
+static void print_mpirun_line(FILE *fp, int tasks, int argc, char **argv)
+{
+    fprintf(fp, "  mpirun -np %d", tasks);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int plain = *a != '\0';
+        for (const char *p = a; *p; p++)
+            plain &= strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                             "-_./=,:@%+", *p) != NULL;
+        if (plain) {
+            fprintf(fp, " %s", a);
+            continue;
+        }
+        fputs(" '", fp);
+        for (const char *p = a; *p; p++)
+            fputs(*p == '\'' ? "'\\''" : (char[2]){*p, 0}, fp);
+        fputc('\'', fp);
+    }
+    fputc('\n', fp);
+}
+
+static int run_main(int argc, char **argv, const trn_comm *comm);
+
 int main(int argc, char **argv)
+{
+    if (!trn_comm_mpi_launched()) {
+        int tasks = tf_config_tasks();
+        if (tasks > 1) {
+            fprintf(stderr, "predict-train: TF_CONFIG describes a cluster of %d tasks, but "
+                            "predict-train trains with MPI, not TensorFlow's cluster spec.\n"
+                            "Start it on %d ranks with the same flags instead "
+                            "(docs/distributed.md):\n", tasks, tasks);
+            print_mpirun_line(stderr, tasks, argc, argv);
+            return 2;
+        }
+        if (tasks == 1)
+            fprintf(stderr, "INFO: TF_CONFIG names one task: training in this process "
+                            "(predict-train distributes with MPI: docs/distributed.md)\n");
+        return run_main(argc, argv, NULL);
+    }
+    trn_comm comm;
+    rt_err err;
+    if (trn_comm_mpi_open(&argc, &argv, &comm, &err) != RT_OK) {
+        fprintf(stderr, "predict-train: %s\n", err.msg);
+        return 1;
+    }
+    int code = run_main(argc, argv, &comm);
+    if (code != 0 && code != 3 && comm.size > 1)
+        comm.abort(comm.ctx, code); /* a failed rank ends the whole job */
+    trn_comm_mpi_close(&comm);
+    return code == 3 ? 2 : code;
+}
+
+/* main's work; comm is the MPI world or NULL. Returns the exit status, or 3
+ * for a refusal every rank makes alike (the ranks then finish together). */
+static int run_main(int argc, char **argv, const trn_comm *comm)
 {
     const char *spec_path = NULL, *job_dir = NULL, *bad_row = NULL, *progress = NULL;
     trn_overrides o;
@@ -212,9 +296,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "predict-train: out of memory\n");
         goto out;
     }
+    c.comm = comm;
+    if (trn_dist_check_spec(comm, spec, &c, &err) != RT_OK) {
+        if (err.msg[0])
+            fprintf(stderr, "predict-train: %s\n", err.msg);
+        code = 3;
+        goto out;
+    }
     rt_status st = trn_train_and_evaluate(spec, &c, NULL, &err);
     if (st != RT_OK) {
-        fprintf(stderr, "predict-train: %s\n", err.msg);
+        if (comm && comm->size > 1 && comm->rank > 0)
+            fprintf(stderr, "predict-train: rank %d: %s\n", comm->rank, err.msg);
+        else
+            fprintf(stderr, "predict-train: %s\n", err.msg);
         code = st == RT_ERR_INVALID ? 2 : 1;
         goto out;
     }

@@ -84,6 +84,67 @@ typedef enum {
     TRN_PROGRESS_QUIET = 3,
 } trn_progress_mode;
 
+/*
+ * How the ranks of a distributed run talk (trn_comm_mpi.c implements it over
+ * MPI; docs/distributed.md). A run without one (trn_config.comm == NULL) is a
+ * single process and never calls it. Every operation is collective: all
+ * ranks call it in the same order. Each returns 0, or -1 when the transport
+ * failed. Lengths are bytes unless said otherwise.
+ */
+typedef struct trn_comm {
+    int rank, size;
+    void *ctx;
+    /* buf[0..n) = element-wise sum over the ranks, on every rank */
+    int (*sum_f32)(void *ctx, float *buf, size_t n);
+    int (*sum_f64)(void *ctx, double *buf, size_t n);
+    /* every rank's len bytes, in rank order, into recv (size * len bytes) */
+    int (*allgather)(void *ctx, const void *send, size_t len, void *recv);
+    /* rank r's lens[r] bytes at recv + sum(lens[< r]); lens known to all */
+    int (*allgatherv)(void *ctx, const void *send, size_t len, void *recv,
+                      const size_t *lens);
+    /* rank r's lens[r] bytes at recv + sum(lens[< r]) on root only */
+    int (*gatherv)(void *ctx, const void *send, size_t len, void *recv, const size_t *lens,
+                   int root);
+    /* root's len bytes into buf on every rank */
+    int (*bcast)(void *ctx, void *buf, size_t len, int root);
+    /* ends every rank of the job with exit status code; does not return */
+    void (*abort)(void *ctx, int code);
+} trn_comm;
+
+/*
+ * 1 when this process was started by an MPI launcher (mpirun/mpiexec, srun
+ * --mpi=pmix, a Kubeflow MPIJob): its environment names a rank
+ * (OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK). Only then is MPI initialised:
+ * a plain predict-train never pays MPI_Init's start-up cost.
+ */
+int trn_comm_mpi_launched(void);
+
+/*
+ * Initialises MPI and fills *c for MPI_COMM_WORLD (c->ctx is MPI's). Call
+ * once, from main's thread, when trn_comm_mpi_launched(); trn_comm_mpi_close
+ * finalises. Thread safety: only the calling thread may use c.
+ */
+rt_status trn_comm_mpi_open(int *argc, char ***argv, trn_comm *c, rt_err *err);
+void trn_comm_mpi_close(trn_comm *c);
+
+/*
+ * Compares the spec (after the command-line overrides) and the flags that
+ * are not in it (job dir, bad-row policy) across the ranks, by a hash. When
+ * they differ, every rank fails with RT_ERR_INVALID; rank 0's err names the
+ * first difference ("rank 1 has train.batch_size = 512, rank 0 has
+ * train.batch_size = 40"), the others' err is empty. Collective; a no-op
+ * without c or with one rank.
+ */
+struct trn_config;
+rt_status trn_dist_check_spec(const trn_comm *c, const struct cJSON *spec,
+                              const struct trn_config *cfg, rt_err *err);
+
+typedef enum {
+    TRN_SHARD_AUTO = 0,  /* each rank reads its files (>= N files) or rows */
+    TRN_SHARD_BATCH = 1, /* each rank reads everything and takes its slice of
+                            every global batch: the single-process model */
+} trn_shard_policy;
+
 /* Everything a run needs besides the model. Strings are malloc-owned; free
  * with trn_config_free(). */
 typedef struct trn_config {
@@ -126,6 +187,8 @@ typedef struct trn_config {
     int64_t memory_limit_mb; /* train.memory_limit_mb: -1 (default) the memory this
                                 machine can give (trn_memory_available), 0 no check,
                                 N a limit of N MiB */
+    trn_shard_policy shard_policy; /* train.shard_policy: "AUTO" or "BATCH" */
+    const trn_comm *comm;    /* distributed run (not owned); NULL = one process */
 } trn_config;
 
 void trn_config_init(trn_config *c);
@@ -254,6 +317,10 @@ typedef struct trn_reader_params {
     trn_bad_row_policy bad_rows;
     size_t prefetch_batches;  /* batches queued ahead (4) */
     size_t skip_header_lines; /* first lines of every file ignored (0) */
+    size_t shard_count;       /* > 1: read one shard of the data: with at least */
+    size_t shard_index;       /* shard_count files, files i with i % count == index;
+                                 otherwise data rows j (per epoch, in file order)
+                                 with j % count == index (0 = everything) */
 } trn_reader_params;
 
 typedef struct trn_reader trn_reader;

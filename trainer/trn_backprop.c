@@ -23,11 +23,11 @@
 #include <string.h>
 
 double trn_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
-                     const float *labels, size_t n, float *dlogits)
+                     const float *labels, size_t n, size_t denom, float *dlogits)
 {
     if (n == 0)
         return 0.0;
-    double total = 0.0, inv = 1.0 / (double)n;
+    double total = 0.0, inv = 1.0 / (double)(denom ? denom : n);
     for (size_t i = 0; i < n; i++) {
         const float *z = logits + i * ld;
         float *d = dlogits ? dlogits + i * ld : NULL;
@@ -58,7 +58,7 @@ double trn_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
                 d[0] = (float)(2.0 * e * inv);
         }
     }
-    return total * inv;
+    return total * (1.0 / (double)n);
 }
 
 /* Marks row r of a sparse parameter as touched. */

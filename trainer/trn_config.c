@@ -193,7 +193,8 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
                                        "shuffle_buffer_size", "seed", "save_checkpoints_steps",
                                        "save_checkpoints_secs", "keep_checkpoint_max",
                                        "log_step_count_steps", "on_bad_row",
-                                       "skip_header_lines", "memory_limit_mb", NULL};
+                                       "skip_header_lines", "memory_limit_mb", "shard_policy",
+                                       NULL};
     const char *p = "train";
     rt_status st = rt_cfg_check_keys(t, p, keys, NULL, err);
     if (st)
@@ -259,6 +260,17 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
             c->bad_rows = TRN_BAD_ROW_STOP;
         else
             return rt_cfg_fail(err, p, "on_bad_row", "must be \"skip\" or \"stop\"");
+    }
+    const char *sp = NULL;
+    if ((st = rt_cfg_str(t, p, "shard_policy", 0, &sp, err)))
+        return st;
+    if (sp) {
+        if (strcmp(sp, "AUTO") == 0)
+            c->shard_policy = TRN_SHARD_AUTO;
+        else if (strcmp(sp, "BATCH") == 0)
+            c->shard_policy = TRN_SHARD_BATCH;
+        else
+            return rt_cfg_fail(err, p, "shard_policy", "must be \"AUTO\" or \"BATCH\"");
     }
     return RT_OK;
 }

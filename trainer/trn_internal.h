@@ -13,6 +13,8 @@
 
 #include "trn.h"
 
+typedef struct trn_dist trn_dist;
+
 /* What a parameter tensor is in the graph. */
 typedef enum {
     TP_LINEAR_W = 0,  /* linear weights of one feature column */
@@ -77,6 +79,9 @@ struct trn_model {
     Predictd__HeadType head;
     int64_t step;
     int loss_sum;         /* loss_reduction SUM: batch loss = sum, not mean */
+    size_t grad_denom;    /* > 0: d loss / d logits are scaled by 1/grad_denom
+                             instead of 1/n (1: sums, for a distributed step) */
+    trn_dist *dist;       /* distributed run (not owned); NULL = one process */
 
     size_t n_lin;
     lin_col *lin;
@@ -128,8 +133,52 @@ void trn_dropout_free(trn_model *m);
 rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *labels,
                                double *loss, rt_err *err);
 
-/* Per-example loss and d loss / d logits (scaled by 1/n) (trn_backprop.c). */
+/* Mean per-example loss of n rows and d loss / d logits scaled by 1/denom
+ * (denom = n for the batch mean) (trn_backprop.c). */
 double trn_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
-                     const float *labels, size_t n, float *dlogits);
+                     const float *labels, size_t n, size_t denom, float *dlogits);
+
+/* Zeroes the gradient buffers (touched rows only for sparse tensors). */
+void trn_model_clear_grads(trn_model *m);
+
+/* CRC-32C of the step, every tensor and its optimizer slots. */
+uint32_t trn_model_checksum(const trn_model *m);
+
+/* ------------------------------------------- distributed steps (trn_dist.c) */
+
+/* Exists only for two ranks or more; every function accepts NULL (one
+ * process: nothing to do). Collective: every rank calls in the same order. */
+rt_status trn_dist_new(const trn_comm *c, trn_dist **out, rt_err *err);
+void trn_dist_free(trn_dist *d);
+int trn_dist_rank(const trn_dist *d);
+int trn_dist_size(const trn_dist *d);
+/* This rank's rows [lo, hi) of n (contiguous, in rank order). */
+void trn_dist_slice(const trn_dist *d, size_t n, size_t *lo, size_t *hi);
+/* v[0..n) summed over the ranks. */
+rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err);
+/*
+ * One distributed step's communication, after this rank's gradients were
+ * computed with grad_denom = 1 (sums over its n_local examples): one
+ * allreduce carries the dense gradients, the loss, the example counts, the
+ * caller's flags (each rank's n_flags values, summed on return) and the
+ * sparse message lengths; one allgatherv the touched rows, added in rank
+ * order. Leaves every rank's buffers holding the gradient of the mean over
+ * the n_global examples of all ranks (the sum for loss_reduction SUM) and
+ * *loss (this rank's mean over n_local) the global mean. When *n_global is 0
+ * nothing was exchanged and nothing is to be applied.
+ */
+rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
+                        float *flags, size_t n_flags, size_t *n_global, rt_err *err);
+/* Rank 0's step, parameters and optimizer slots onto every rank. */
+rt_status trn_dist_bcast_model(trn_dist *d, trn_model *m, rt_err *err);
+/* Fails (naming the rank) unless every replica has rank 0's checksum. */
+rt_status trn_dist_check_replicas(trn_dist *d, const trn_model *m, rt_err *err);
+/* Every rank's len bytes, in rank order, into *recv on rank 0; (*lens)[r]
+ * is rank r's length (both owned by d, valid until the next call). Not for
+ * NULL d. */
+rt_status trn_dist_gather(trn_dist *d, const void *send, size_t len, void **recv,
+                          const size_t **lens, rt_err *err);
+/* Seconds spent in collectives, gradient reductions done. */
+void trn_dist_stats(const trn_dist *d, double *comm_s, uint64_t *rounds);
 
 #endif /* PREDICTD_TRN_INTERNAL_H */

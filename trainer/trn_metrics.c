@@ -74,7 +74,7 @@ rt_status trn_metrics_add(trn_metrics *mt, const float *logits, const float *lab
         mt->cap = cap;
     }
     size_t ld = mt->ld;
-    double per = trn_head_loss(mt->head, ld, logits, labels, n, NULL);
+    double per = trn_head_loss(mt->head, ld, logits, labels, n, n, NULL);
     mt->loss_sum += per * (double)n;
     mt->batch_loss_sum += batch_loss;
     mt->batches++;

@@ -363,12 +363,12 @@ static rt_status reserve(trn_model *m, size_t n, rt_err *err)
     return RT_OK;
 }
 
-static void clear_grads(trn_model *m);
 
 /* Mean loss and 1/n-scaled dlogits; times n for loss_reduction SUM. */
 static double batch_loss(trn_model *m, const float *labels, size_t n)
 {
-    double l = trn_head_loss(m->head, m->ld, m->logits, labels, n, m->dlogits);
+    size_t denom = m->grad_denom && !m->loss_sum ? m->grad_denom : n;
+    double l = trn_head_loss(m->head, m->ld, m->logits, labels, n, denom, m->dlogits);
     if (m->loss_sum && n > 1) {
         l *= (double)n;
         for (size_t k = 0; k < n * m->ld; k++)
@@ -430,15 +430,14 @@ rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labe
     double l = batch_loss(m, labels, n);
     if (loss)
         *loss = l;
-    clear_grads(m);
+    trn_model_clear_grads(m);
     if (!isfinite(l))
         return rt_err_set(err, RT_ERR_INVALID, "loss is %g at step %lld: diverged (lower the "
                           "learning rate)", l, (long long)m->step);
     return trn_backprop(m, n, err);
 }
 
-/* Zeroes the gradient buffers (touched rows only for sparse tensors). */
-static void clear_grads(trn_model *m)
+void trn_model_clear_grads(trn_model *m)
 {
     for (size_t i = 0; i < m->n_params; i++) {
         tparam *p = &m->p[i];

@@ -190,6 +190,7 @@ typedef struct prod {
     trn_rng rng;
     rec **buf; /* shuffle buffer */
     size_t buf_n, buf_cap;
+    uint64_t row_no; /* data lines seen this epoch (row striping) */
     batch *cur;
 } prod;
 
@@ -328,6 +329,12 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
             k++;
         if (k == len)
             continue; /* blank line */
+        if (r->p.shard_count > 1 && pr->row_no++ % r->p.shard_count != r->p.shard_index) {
+            pthread_mutex_lock(&r->mu); /* another shard's row: not even split */
+            r->stats.bytes += (uint64_t)got;
+            pthread_mutex_unlock(&r->mu);
+            continue;
+        }
         if (len > UINT32_MAX / 2) {
             st = rt_err_set(e, RT_ERR_LIMIT, "%s:%llu: line too long", path,
                             (unsigned long long)lineno);
@@ -398,6 +405,7 @@ static void *producer(void *arg)
     }
     for (int64_t ep = 0; r->p.num_epochs == 0 || ep < r->p.num_epochs; ep++) {
         uint64_t before = r->stats.rows;
+        pr.row_no = 0;
         for (size_t i = 0; i < r->n_files; i++) {
             if (stopped(r)) {
                 st = RT_ERR_NOTFOUND;
@@ -486,6 +494,18 @@ rt_status trn_reader_open(const trn_reader_params *p, trn_reader **out, rt_err *
     if (r->n_files == 0) {
         st = rt_err_set(err, RT_ERR_INVALID, "reader: no input files");
         goto out;
+    }
+    if (r->p.shard_count > 1 && r->n_files >= r->p.shard_count) {
+        /* whole files: this shard keeps files shard_index, + shard_count, ... */
+        size_t kept = 0;
+        for (size_t i = 0; i < r->n_files; i++) {
+            if (i % r->p.shard_count == r->p.shard_index)
+                r->files[kept++] = r->files[i];
+            else
+                free(r->files[i]);
+        }
+        r->n_files = kept;
+        r->p.shard_count = 0; /* no row striping */
     }
     for (size_t i = 0; i < r->n_files; i++) {
         struct stat sb;

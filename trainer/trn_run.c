@@ -28,9 +28,18 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logf_(const char *fmt, ...)
+static int is_chief(const trn_config *c)
 {
+    return !c || !c->comm || c->comm->rank == 0;
+}
+
+/* An INFO line, from the chief (rank 0) only. */
+static void logf_(const trn_config *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void logf_(const trn_config *c, const char *fmt, ...)
+{
+    if (!is_chief(c))
+        return;
     va_list ap;
     va_start(ap, fmt);
     fputs("INFO: ", stderr);
@@ -44,8 +53,8 @@ static void logf_(const char *fmt, ...)
 /* Opens a reader over files with the model's CSV schema. */
 static rt_status open_reader(const trn_feeder *fd, char *const *files, size_t n_files,
                              size_t batch, size_t shuffle, int64_t epochs, uint64_t seed,
-                             trn_bad_row_policy bad, size_t skip_header, trn_reader **r,
-                             rt_err *err)
+                             trn_bad_row_policy bad, size_t skip_header, size_t shards,
+                             size_t shard, trn_reader **r, rt_err *err)
 {
     trn_reader_params p = trn_reader_default_params();
     size_t ncol;
@@ -60,7 +69,56 @@ static rt_status open_reader(const trn_feeder *fd, char *const *files, size_t n_
     p.seed = seed;
     p.bad_rows = bad;
     p.skip_header_lines = skip_header;
+    p.shard_count = shards;
+    p.shard_index = shard;
     return trn_reader_open(&p, r, err);
+}
+
+/* Rows [lo, hi) of rows as a trn_rows of their own (no copy). */
+static trn_rows rows_slice(const trn_rows *rows, size_t lo, size_t hi)
+{
+    trn_rows v = *rows;
+    v.n = hi - lo;
+    v.fields = rows->fields + lo * rows->n_fields;
+    v.src_file = rows->src_file + lo;
+    v.src_line = rows->src_line + lo;
+    return v;
+}
+
+/*
+ * Distributed evaluation: every rank reads the eval stream (unshuffled) and
+ * runs the model on its slice of each batch; rank 0 gathers the slices'
+ * labels and logits in rank order, which is exactly the single-process batch,
+ * and adds it to the metrics. So every metric (the exact AUC and the mean of
+ * the batch losses too) is the one a single process computes. On rank 0,
+ * labels/logits (room for the whole batch) receive the batch and *nb its size.
+ */
+static rt_status eval_gather(trn_model *m, size_t *nb, float *labels, float *logits,
+                             rt_err *err)
+{
+    size_t ld = m->ld, n = *nb, row = (1 + ld) * sizeof(float);
+    float *send = malloc(n ? n * row : 1);
+    if (!send)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    memcpy(send, labels, n * sizeof(float));
+    memcpy(send + n, logits, n * ld * sizeof(float));
+    void *recv;
+    const size_t *lens;
+    rt_status st = trn_dist_gather(m->dist, send, n * row, &recv, &lens, err);
+    free(send);
+    if (st || trn_dist_rank(m->dist) != 0)
+        return st;
+    const float *in = recv;
+    size_t at = 0;
+    for (int r = 0; r < trn_dist_size(m->dist); r++) {
+        size_t k = lens[r] / row;
+        memcpy(labels + at, in, k * sizeof(float));
+        memcpy(logits + at * ld, in + k, k * ld * sizeof(float));
+        in += k * (1 + ld);
+        at += k;
+    }
+    *nb = at;
+    return RT_OK;
 }
 
 rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, rt_err *err)
@@ -72,6 +130,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, 
     float *labels = NULL, *logits = NULL;
     trn_metrics *mt = NULL;
     uint64_t bad_labels = 0;
+    int chief = trn_dist_rank(m->dist) == 0;
     rt_status st;
     if (c->n_eval_files == 0)
         return rt_err_set(err, RT_ERR_INVALID, "eval.files: no evaluation files given "
@@ -80,7 +139,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, 
     if ((st = trn_feeder_new(m->g, &fd, err)))
         goto out;
     if ((st = open_reader(fd, c->eval_files, c->n_eval_files, bs, 0, 1, c->seed, c->bad_rows,
-                          c->eval_skip_header_lines, &r, err)))
+                          c->eval_skip_header_lines, 0, 0, &r, err)))
         goto out;
     b = rt_batch_new(m->g);
     labels = malloc(bs * sizeof *labels);
@@ -97,18 +156,35 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, 
             break;
         if (st)
             goto out;
-        if ((st = trn_feeder_fill(fd, rows, b, labels, c->bad_rows, &bad_labels, err)))
+        size_t lo, hi;
+        trn_dist_slice(m->dist, rows->n, &lo, &hi);
+        trn_rows mine = rows_slice(rows, lo, hi);
+        if ((st = trn_feeder_fill(fd, &mine, b, labels, c->bad_rows, &bad_labels, err)))
             goto out;
         size_t nb = rt_batch_size(b);
+        double loss = 0;
+        if (nb && (st = trn_model_loss(m, b, labels, &loss, logits, err)))
+            goto out;
+        if (m->dist) {
+            if ((st = eval_gather(m, &nb, labels, logits, err)))
+                goto out;
+            if (!chief)
+                continue;
+            loss = trn_head_loss(m->head, m->ld, logits, labels, nb, nb, NULL);
+            if (m->loss_sum && nb > 1)
+                loss *= (double)nb;
+        }
         if (nb == 0)
             continue;
-        double loss;
-        if ((st = trn_model_loss(m, b, labels, &loss, logits, err)))
-            goto out;
         if ((st = trn_metrics_add(mt, logits, labels, nb, loss))) {
             rt_err_set(err, st, "metrics: out of memory");
             goto out;
         }
+    }
+    if (!chief) {
+        memset(out, 0, sizeof *out);
+        st = RT_OK;
+        goto out;
     }
     st = trn_metrics_result(mt, m->step, out);
     if (st == RT_ERR_NOTFOUND)
@@ -117,10 +193,10 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, 
         trn_reader_stats rs;
         trn_reader_get_stats(r, &rs);
         if (rs.bad_rows)
-            logf_("evaluation skipped %llu malformed rows (first: %s)",
+            logf_(c, "evaluation skipped %llu malformed rows (first: %s)",
                   (unsigned long long)rs.bad_rows, rs.first_bad);
         if (bad_labels)
-            logf_("evaluation skipped %llu rows with an unknown label",
+            logf_(c, "evaluation skipped %llu rows with an unknown label",
                   (unsigned long long)bad_labels);
     }
 out:
@@ -266,12 +342,12 @@ static rt_status do_export(run *R, const trn_exporter_conf *x, const trn_metric_
     free(ts);
     if (st)
         return st;
-    logf_("%s: exported global step %lld to %s", x->name, (long long)m->step, res.path);
+    logf_(R->c, "%s: exported global step %lld to %s", x->name, (long long)m->step, res.path);
     if (x->type != TRN_EXPORTER_FINAL && x->exports_to_keep > 0) {
         rt_err e;
         size_t removed = 0;
         if (exp_retain_latest(base, (size_t)x->exports_to_keep, &removed, &e) != RT_OK)
-            logf_("%s: retention: %s", x->name, e.msg);
+            logf_(R->c, "%s: retention: %s", x->name, e.msg);
     }
     return RT_OK;
 }
@@ -292,7 +368,7 @@ static rt_status run_exporters(run *R, const trn_metric_list *ml, int final, rt_
         } else {
             double v = trn_metric_get(ml, x->metric);
             if (isnan(v)) {
-                logf_("%s: metric %s not computed for this head; not exporting", x->name,
+                logf_(R->c, "%s: metric %s not computed for this head; not exporting", x->name,
                       x->metric);
                 continue;
             }
@@ -362,7 +438,7 @@ static rt_status report_eval(const trn_config *c, const trn_metric_list *ml, int
     rt_buf_init(&b);
     rt_status st = RT_OK;
     if (trn_metrics_format(ml, &b) == 0)
-        logf_("Saving dict for global step %lld: %s", (long long)step, b.data);
+        logf_(c, "Saving dict for global step %lld: %s", (long long)step, b.data);
     rt_buf_reset(&b);
     if (!c->job_dir)
         goto out;
@@ -406,9 +482,11 @@ static rt_status evaluate_and_export(run *R, int final, trn_metric_list *out, rt
     trn_metric_list ml;
     rt_status st = RT_OK;
     if (R->c->n_eval_files > 0) {
-        logf_("Starting evaluation at global step %lld", (long long)R->m->step);
+        logf_(R->c, "Starting evaluation at global step %lld", (long long)R->m->step);
         if ((st = trn_evaluate(R->m, R->c, &ml, err)))
             return st;
+        if (!is_chief(R->c)) /* rank 0 alone reports and exports */
+            return RT_OK;
         if ((st = report_eval(R->c, &ml, R->m->step, err)))
             return st;
         if (out)
@@ -418,7 +496,7 @@ static rt_status evaluate_and_export(run *R, int final, trn_metric_list *out, rt
         if (out)
             memset(out, 0, sizeof *out);
     }
-    return run_exporters(R, &ml, final, err);
+    return is_chief(R->c) ? run_exporters(R, &ml, final, err) : RT_OK;
 }
 
 /* -------------------------------------------------------------- progress */
@@ -488,13 +566,23 @@ static void progress_show(progress *p, int64_t step, int64_t max_steps, double e
         if (force)
             fputc('\n', stderr);
     } else {
-        logf_("global_step %lld: loss = %.5f, %.1f steps/s, %.0f examples/s, ETA %s",
+        logf_(NULL, "global_step %lld: loss = %.5f, %.1f steps/s, %.0f examples/s, ETA %s",
               (long long)step, loss, sps, sps * (double)p->batch, etas);
     }
     fflush(stderr);
     p->last = t;
     p->loss_sum = 0;
     p->loss_n = 0;
+}
+
+/* Checks that every replica holds the same parameters, then rank 0 writes
+ * the checkpoint (collective under MPI). */
+static rt_status save_checkpoint(run *R, trn_dist *dist, rt_err *err)
+{
+    rt_status st = trn_dist_check_replicas(dist, R->m, err);
+    if (st == RT_OK && is_chief(R->c))
+        st = trn_ckpt_save(R->m, R->c->job_dir, R->c->keep_checkpoint_max, err);
+    return st;
 }
 
 /* --------------------------------------------------------------- the run */
@@ -510,6 +598,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     trn_reader *rd = NULL;
     rt_batch *b = NULL;
     float *labels = NULL;
+    trn_dist *dist = NULL;
     rt_status st;
     if (final)
         memset(final, 0, sizeof *final);
@@ -518,14 +607,20 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         goto out;
     if ((st = trn_config_resolve(&c, R.def, err)))
         goto out;
-    if (c.job_dir && (st = trn_job_dir_check(c.job_dir, err)))
+    if (c.job_dir && is_chief(&c) && (st = trn_job_dir_check(c.job_dir, err)))
         goto out;
     R.spec = spec;
     R.c = &c;
     R.spec_json = cJSON_PrintUnformatted(spec);
     if ((st = trn_model_new(R.def, &c, c.seed, &R.m, err)))
         goto out;
-    if (c.job_dir) {
+    if ((st = trn_dist_new(c.comm, &dist, err)))
+        goto out;
+    R.m->dist = dist;
+    if (dist && trn_dist_rank(dist) > 0) /* dropout masks differ by rank */
+        trn_rng_seed(&R.m->drop_rng, c.seed ^ 0xd0d0d0d0ULL ^
+                                         ((uint64_t)trn_dist_rank(dist) * 0x9e3779b97f4a7c15ULL));
+    if (c.job_dir && is_chief(&c)) {
         rt_buf warn;
         rt_buf_init(&warn);
         int64_t step = 0;
@@ -534,13 +629,16 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             fprintf(stderr, "WARNING: %s", warn.data);
         rt_buf_free(&warn);
         if (st == RT_OK)
-            logf_("Restoring parameters from %s/model.ckpt-%lld", c.job_dir, (long long)step);
+            logf_(&c, "Restoring parameters from %s/model.ckpt-%lld", c.job_dir, (long long)step);
         else if (st != RT_ERR_NOTFOUND)
             goto out;
         st = RT_OK;
         load_best(&R);
     }
-    logf_("%s: %zu parameter tensors; linear optimizer %s lr %g, DNN optimizer %s lr %g",
+    /* every replica starts from rank 0's parameters (restored or initial) */
+    if ((st = trn_dist_bcast_model(dist, R.m, err)))
+        goto out;
+    logf_(&c, "%s: %zu parameter tensors; linear optimizer %s lr %g, DNN optimizer %s lr %g",
           R.def->graph->estimator, R.m->n_params,
           c.linear_opt.type == TRN_OPT_FTRL      ? "Ftrl"
           : c.linear_opt.type == TRN_OPT_ADAGRAD ? "Adagrad"
@@ -554,7 +652,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
           c.dnn_opt.learning_rate);
     int done = c.max_steps > 0 && R.m->step >= c.max_steps;
     if (done)
-        logf_("Skipping training: global step %lld has reached max_steps %lld",
+        logf_(&c, "Skipping training: global step %lld has reached max_steps %lld",
               (long long)R.m->step, (long long)c.max_steps);
     if (!done && c.n_train_files == 0) {
         st = rt_err_set(err, RT_ERR_INVALID, "train.files: no training files given "
@@ -567,11 +665,26 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         goto out;
     }
     if (!done) {
+        /* AUTO: this rank reads its files or rows, batches of its share of
+         * batch_size; BATCH (or one process): the whole stream, global
+         * batches, of which this rank takes its slice */
+        int nr = trn_dist_size(dist), rank = trn_dist_rank(dist);
+        int by_rows = dist && c.shard_policy == TRN_SHARD_AUTO;
+        size_t local_bs = c.batch_size;
+        if (by_rows) {
+            if (c.batch_size < (size_t)nr) {
+                st = rt_err_set(err, RT_ERR_INVALID, "train.batch_size: %zu is smaller than "
+                                "the number of ranks (%d)", c.batch_size, nr);
+                goto out;
+            }
+            local_bs = c.batch_size / (size_t)nr + ((size_t)rank < c.batch_size % (size_t)nr);
+        }
         if ((st = trn_feeder_new(R.m->g, &fd, err)))
             goto out;
-        if ((st = open_reader(fd, c.train_files, c.n_train_files, c.batch_size,
+        if ((st = open_reader(fd, c.train_files, c.n_train_files, local_bs,
                               c.shuffle_buffer_size, c.num_epochs, c.seed, c.bad_rows,
-                              c.skip_header_lines, &rd, err)))
+                              c.skip_header_lines, by_rows ? (size_t)nr : 0, (size_t)rank,
+                              &rd, err)))
             goto out;
         /* A resumed run replays the (seeded, deterministic) input stream up to
          * the restored step without doing any math, so it continues exactly
@@ -585,7 +698,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             if (st != RT_OK && st != RT_ERR_NOTFOUND)
                 goto out;
             st = RT_OK;
-            logf_("Input position restored: skipped %lld batches already trained%s",
+            logf_(&c, "Input position restored: skipped %lld batches already trained%s",
                   (long long)skipped,
                   skipped < R.m->step ? " (the data ends there: nothing left to train)" : "");
         }
@@ -600,6 +713,8 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         pg.mode = c.progress;
         if (pg.mode == TRN_PROGRESS_AUTO)
             pg.mode = isatty(2) ? TRN_PROGRESS_BAR : TRN_PROGRESS_LINES;
+        if (!is_chief(&c))
+            pg.mode = TRN_PROGRESS_QUIET;
         pg.t0 = pg.last = now_s();
         pg.step0 = R.m->step;
         pg.batch = c.batch_size;
@@ -607,45 +722,82 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         double last_ckpt = now_s(), last_eval = now_s();
         int64_t last_ckpt_step = R.m->step;
         uint64_t examples = 0, bad_labels = 0;
+        int local_end = 0;
         while (c.max_steps == 0 || R.m->step < c.max_steps) {
             const trn_rows *rows;
-            st = trn_reader_next(rd, &rows, err);
-            if (st == RT_ERR_NOTFOUND) {
-                st = RT_OK;
-                break;
+            size_t n_local = 0;
+            if (!local_end) {
+                st = trn_reader_next(rd, &rows, err);
+                if (st == RT_ERR_NOTFOUND) {
+                    st = RT_OK;
+                    local_end = 1;
+                } else if (st) {
+                    goto out;
+                } else {
+                    trn_rows part = *rows;
+                    if (dist && !by_rows) {
+                        size_t lo, hi;
+                        trn_dist_slice(dist, rows->n, &lo, &hi);
+                        part = rows_slice(rows, lo, hi);
+                    }
+                    if ((st = trn_feeder_fill(fd, &part, b, labels, c.bad_rows, &bad_labels,
+                                              err)))
+                        goto out;
+                    n_local = rt_batch_size(b);
+                }
             }
-            if (st)
-                goto out;
-            if ((st = trn_feeder_fill(fd, rows, b, labels, c.bad_rows, &bad_labels, err)))
-                goto out;
-            if (rt_batch_size(b) == 0) /* every row skipped: not a step */
-                continue;
-            double loss;
-            if ((st = trn_model_train_step(R.m, b, labels, &loss, err))) {
+            /* flags: this rank still reads; the clock-based decisions (rank
+             * 0's, under MPI: summed with the gradients, every rank learns
+             * them) */
+            float flags[3] = {local_end ? 0.0f : 1.0f,
+                              is_chief(&c) && c.save_checkpoints_secs > 0 &&
+                                  now_s() - last_ckpt >= c.save_checkpoints_secs,
+                              is_chief(&c) && now_s() - last_eval >= c.throttle_secs};
+            double loss = 0;
+            size_t n_global = n_local;
+            if (!dist) {
+                if (local_end)
+                    break;
+                if (n_local == 0) /* every row skipped: not a step */
+                    continue;
+                st = trn_model_train_step(R.m, b, labels, &loss, err);
+            } else {
+                R.m->grad_denom = 1; /* sums: scaled once the global count is known */
+                if (n_local)
+                    st = trn_model_gradients(R.m, b, labels, &loss, err);
+                else
+                    trn_model_clear_grads(R.m);
+                if (st == RT_OK)
+                    st = trn_dist_step(dist, R.m, &loss, n_local, flags, 3, &n_global, err);
+                if (st == RT_OK && flags[0] == 0) /* every rank's data has ended */
+                    break;
+                if (st == RT_OK && n_global == 0) /* every row skipped: not a step */
+                    continue;
+                if (st == RT_OK)
+                    trn_model_apply(R.m);
+            }
+            if (st) {
                 rt_err_prefix(err, "step %lld", (long long)R.m->step);
                 goto out;
             }
-            examples += rt_batch_size(b);
+            examples += n_global;
             pg.loss_sum += loss;
             pg.loss_n++;
             int64_t step = R.m->step;
             if (step % c.log_step_count_steps == 0 || pg.mode == TRN_PROGRESS_BAR)
                 progress_show(&pg, step, c.max_steps, epoch_fraction(rd, c.num_epochs), 0);
-            int ckpt_due = c.job_dir &&
-                           ((c.save_checkpoints_steps > 0 &&
-                             step - last_ckpt_step >= c.save_checkpoints_steps) ||
-                            (c.save_checkpoints_secs > 0 &&
-                             now_s() - last_ckpt >= c.save_checkpoints_secs));
+            int ckpt_due = c.job_dir && ((c.save_checkpoints_steps > 0 &&
+                                          step - last_ckpt_step >= c.save_checkpoints_steps) ||
+                                         flags[1] > 0);
             if (ckpt_due) {
-                if ((st = trn_ckpt_save(R.m, c.job_dir, c.keep_checkpoint_max, err)))
+                if ((st = save_checkpoint(&R, dist, err)))
                     goto out;
                 if (pg.mode != TRN_PROGRESS_BAR && pg.mode != TRN_PROGRESS_QUIET)
-                    logf_("Saving checkpoints for %lld into %s/model.ckpt-%lld",
+                    logf_(&c, "Saving checkpoints for %lld into %s/model.ckpt-%lld",
                           (long long)step, c.job_dir, (long long)step);
                 last_ckpt = now_s();
                 last_ckpt_step = step;
-                if (now_s() - last_eval >= c.throttle_secs &&
-                    (c.max_steps == 0 || step < c.max_steps)) {
+                if (flags[2] > 0 && (c.max_steps == 0 || step < c.max_steps)) {
                     if ((st = evaluate_and_export(&R, 0, NULL, err)))
                         goto out;
                     last_eval = now_s();
@@ -656,18 +808,32 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         double el = now_s() - pg.t0;
         trn_reader_stats rs;
         trn_reader_get_stats(rd, &rs);
-        logf_("trained %lld steps, %llu examples in %.2fs (%.0f examples/s), %lld epochs",
+        logf_(&c, "trained %lld steps, %llu examples in %.2fs (%.0f examples/s), %lld epochs",
               (long long)(R.m->step - pg.step0), (unsigned long long)examples, el,
               el > 0 ? (double)examples / el : 0.0, (long long)rs.epochs);
+        if (dist) {
+            double cs;
+            uint64_t rounds;
+            trn_dist_stats(dist, &cs, &rounds);
+            logf_(&c, "distributed: %d ranks, communication %.3fs (%.1f us per step, %.0f%% of "
+                  "the time; includes waiting for the slowest rank)", nr, cs,
+                  rounds ? cs * 1e6 / (double)rounds : 0.0, el > 0 ? 100.0 * cs / el : 0.0);
+        }
+        double skips[2] = {(double)rs.bad_rows, (double)bad_labels}; /* all ranks' */
+        if ((st = trn_dist_sum(dist, skips, 2, err)))
+            goto out;
+        rs.bad_rows = (uint64_t)skips[0];
+        bad_labels = (uint64_t)skips[1];
         if (rs.bad_rows)
-            logf_("skipped %llu malformed rows (first: %s)", (unsigned long long)rs.bad_rows,
-                  rs.first_bad);
+            logf_(&c, "skipped %llu malformed rows (first%s: %s)",
+                  (unsigned long long)rs.bad_rows, dist ? " of rank 0's" : "",
+                  rs.first_bad[0] ? rs.first_bad : "none, all on other ranks");
         if (bad_labels)
-            logf_("skipped %llu rows with an unknown label", (unsigned long long)bad_labels);
+            logf_(&c, "skipped %llu rows with an unknown label", (unsigned long long)bad_labels);
         if (c.job_dir && last_ckpt_step != R.m->step) {
-            if ((st = trn_ckpt_save(R.m, c.job_dir, c.keep_checkpoint_max, err)))
+            if ((st = save_checkpoint(&R, dist, err)))
                 goto out;
-            logf_("Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)R.m->step,
+            logf_(&c, "Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)R.m->step,
                   c.job_dir, (long long)R.m->step);
         }
     }
@@ -678,6 +844,7 @@ out:
     trn_reader_close(rd);
     trn_feeder_free(fd);
     trn_model_free(R.m);
+    trn_dist_free(dist);
     rt_modeldef_free(R.def);
     free(R.spec_json);
     return st;

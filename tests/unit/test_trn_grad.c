@@ -88,7 +88,9 @@ static void fixture_free(fixture *fx)
     cJSON_Delete(fx->spec);
 }
 
-static void build(fixture *fx, cJSON *spec, uint64_t seed)
+/* The model of spec with random parameters (from seed) and rows [lo, hi)
+ * of a random batch of N rows (the same rows for the same seed). */
+static void build_rows(fixture *fx, cJSON *spec, uint64_t seed, size_t lo, size_t hi)
 {
     static const char *const mine[] = {"train", "eval", NULL};
     rt_err err;
@@ -120,25 +122,36 @@ static void build(fixture *fx, cJSON *spec, uint64_t seed)
     assert_non_null(fx->b);
     size_t nclass = fx->def->head->n_classes;
     for (size_t i = 0; i < N; i++) {
-        size_t idx;
-        assert_int_equal(rt_batch_add(fx->b, &idx), RT_OK);
+        int keep = i >= lo && i < hi;
+        size_t idx = 0;
+        if (keep)
+            assert_int_equal(rt_batch_add(fx->b, &idx), RT_OK);
         for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
             if (rt_graph_input_dtype(g, in) == PREDICTD__DTYPE__DT_FLOAT) {
                 double x = 4.0 * trn_rng_uniform(&r) - 2.0;
-                assert_int_equal(rt_batch_push_num(fx->b, idx, in, x), RT_OK);
+                if (keep)
+                    assert_int_equal(rt_batch_push_num(fx->b, idx, in, x), RT_OK);
             } else {
                 size_t nv = 1 + (size_t)trn_rng_below(&r, 3); /* 1..3 values */
                 for (size_t k = 0; k < nv; k++) {
                     const char *w = words[trn_rng_below(&r, 7)];
-                    assert_int_equal(rt_batch_push_str(fx->b, idx, in, w, strlen(w)), RT_OK);
+                    if (keep)
+                        assert_int_equal(rt_batch_push_str(fx->b, idx, in, w, strlen(w)),
+                                         RT_OK);
                 }
             }
         }
-        if (fx->def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION)
-            fx->labels[i] = (float)(3.0 * trn_rng_uniform(&r) - 1.0);
-        else
-            fx->labels[i] = (float)trn_rng_below(&r, nclass);
+        float y = fx->def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION
+                      ? (float)(3.0 * trn_rng_uniform(&r) - 1.0)
+                      : (float)trn_rng_below(&r, nclass);
+        if (keep)
+            fx->labels[i - lo] = y;
     }
+}
+
+static void build(fixture *fx, cJSON *spec, uint64_t seed)
+{
+    build_rows(fx, spec, seed, 0, N);
 }
 
 static double loss_at(fixture *fx)
@@ -377,6 +390,172 @@ static void test_dropout_gradients(void **state)
     fixture_free(&fx);
 }
 
+/* ------------------------------------------------- the distributed step */
+
+/* A trn_comm of two ranks inside one process: "rank 1" records what it
+ * sends, "rank 0" then receives it as the peer's contribution. */
+typedef struct fake_peer {
+    int record;          /* 1: this is rank 1, keep what it sends */
+    float *dense;        /* rank 1's dense buffer */
+    size_t n_dense;
+    unsigned char *rows; /* rank 1's touched-row message */
+    uint64_t len;
+    int corrupt;         /* allgather: rank 1's value differs by one bit */
+} fake_peer;
+
+static int fake_sum_f32(void *ctx, float *buf, size_t n)
+{
+    fake_peer *f = ctx;
+    if (f->record) { /* rank 1 (its result is not used): rank 0 sent nothing */
+        f->dense = malloc(n * sizeof *buf);
+        memcpy(f->dense, buf, n * sizeof *buf);
+        f->n_dense = n;
+        return 0;
+    }
+    assert_int_equal(n, f->n_dense);
+    for (size_t i = 0; i < n; i++)
+        buf[i] += f->dense[i];
+    return 0;
+}
+
+static int fake_allgather(void *ctx, const void *send, size_t len, void *recv)
+{
+    fake_peer *f = ctx;
+    unsigned char *r = recv;
+    memcpy(r, send, len); /* checksums: rank 1's differs by a bit when corrupt */
+    memcpy(r + len, send, len);
+    r[len] ^= (unsigned char)f->corrupt;
+    return 0;
+}
+
+static int fake_allgatherv(void *ctx, const void *send, size_t len, void *recv,
+                           const size_t *lens)
+{
+    fake_peer *f = ctx;
+    if (f->record) {
+        f->rows = malloc(len ? len : 1);
+        f->len = len;
+        memcpy(f->rows, send, len);
+        memcpy(recv, send, len); /* lens[0] == 0 */
+        return 0;
+    }
+    assert_int_equal(lens[0], len);
+    assert_int_equal(lens[1], f->len);
+    memcpy(recv, send, len);
+    memcpy((unsigned char *)recv + len, f->rows, f->len);
+    return 0;
+}
+
+static trn_comm fake_comm(fake_peer *f, int rank)
+{
+    trn_comm c;
+    memset(&c, 0, sizeof c);
+    c.rank = rank;
+    c.size = 2;
+    c.ctx = f;
+    c.sum_f32 = fake_sum_f32;
+    c.allgather = fake_allgather;
+    c.allgatherv = fake_allgatherv;
+    return c;
+}
+
+/* Gradients of rows [lo, hi) as one rank of two, reduced over fake comm c. */
+static void rank_step(fixture *fx, trn_comm *c, double *loss)
+{
+    rt_err err;
+    trn_dist *d = NULL;
+    assert_int_equal(trn_dist_new(c, &d, &err), RT_OK);
+    assert_non_null(d);
+    fx->m->grad_denom = 1;
+    size_t n = rt_batch_size(fx->b), n_global = 0;
+    float flags[1] = {(float)c->rank + 1};
+    assert_int_equal(trn_model_gradients(fx->m, fx->b, fx->labels, loss, &err), RT_OK);
+    assert_int_equal(trn_dist_step(d, fx->m, loss, n, flags, 1, &n_global, &err), RT_OK);
+    if (c->rank == 0) { /* the peer's count and flag arrived */
+        assert_int_equal(n_global, N);
+        assert_true(flags[0] == 3.0f);
+    }
+    trn_dist_free(d);
+}
+
+#define WD_SPEC                                                                            \
+    "{\"type\": \"DNNLinearCombinedClassifier\", \"dnn_hidden_units\": [5, 3],"            \
+    " \"linear_feature_columns\": [\"a_b\", \"color\", \"cx\", \"cy\", \"b\", \"tag_ind\"]," \
+    " \"dnn_feature_columns\": [\"a\", \"color_ind\", \"tag_mean\", \"tag_sum\","           \
+    " \"color_sqrtn\"]}"
+
+/* Two ranks' halves, dense gradients summed and touched rows exchanged,
+ * give every tensor the gradient of the whole batch (up to float summation
+ * order) and the whole batch's mean loss. */
+static void test_dist_reduce_equals_whole_batch(void **state)
+{
+    (void)state;
+    fixture whole, r0, r1;
+    build(&whole, make_spec(0, BIN_LABEL, WD_SPEC), 21);
+    build_rows(&r0, make_spec(0, BIN_LABEL, WD_SPEC), 21, 0, N / 2);
+    build_rows(&r1, make_spec(0, BIN_LABEL, WD_SPEC), 21, N / 2, N);
+    rt_err err;
+    double lw, l0, l1;
+    assert_int_equal(trn_model_gradients(whole.m, whole.b, whole.labels, &lw, &err), RT_OK);
+    fake_peer f;
+    memset(&f, 0, sizeof f);
+    f.record = 1;
+    trn_comm c1 = fake_comm(&f, 1), c0 = fake_comm(&f, 0);
+    rank_step(&r1, &c1, &l1);
+    f.record = 0;
+    rank_step(&r0, &c0, &l0);
+    assert_true(fabs(l0 - lw) < 1e-6 * fabs(lw) + 1e-7);
+    size_t compared = 0, sparse_rows = 0;
+    for (size_t i = 0; i < trn_model_num_params(whole.m); i++) {
+        trn_param_view a, b;
+        trn_model_param(whole.m, i, &a);
+        trn_model_param(r0.m, i, &b);
+        for (uint64_t k = 0; k < a.count; k++) {
+            double tol = 1e-6 * fabs(a.grad[k]) + 1e-7;
+            if (fabs(a.grad[k] - b.grad[k]) > tol)
+                fail_msg("%s[%llu]: whole batch %g, two ranks %g", a.name,
+                         (unsigned long long)k, a.grad[k], b.grad[k]);
+            compared += a.grad[k] != 0.0f;
+        }
+        if (a.sparse)
+            sparse_rows += r0.m->p[i].n_touched;
+        if (a.sparse)
+            assert_int_equal(r0.m->p[i].n_touched, whole.m->p[i].n_touched);
+    }
+    assert_true(compared > 100);
+    assert_true(sparse_rows > 10);
+    free(f.dense);
+    free(f.rows);
+    fixture_free(&whole);
+    fixture_free(&r0);
+    fixture_free(&r1);
+}
+
+/* A replica whose parameters differ is named at the checkpoint check. */
+static void test_dist_replica_mismatch(void **state)
+{
+    (void)state;
+    fixture fx;
+    build(&fx, make_spec(0, BIN_LABEL, WD_SPEC), 22);
+    fake_peer f;
+    memset(&f, 0, sizeof f);
+    trn_comm c = fake_comm(&f, 0);
+    trn_dist *d = NULL;
+    rt_err err;
+    assert_int_equal(trn_dist_new(&c, &d, &err), RT_OK);
+    assert_int_equal(trn_dist_check_replicas(d, fx.m, &err), RT_OK);
+    f.corrupt = 1;
+    assert_int_equal(trn_dist_check_replicas(d, fx.m, &err), RT_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "replicas diverged"));
+    assert_non_null(strstr(err.msg, "rank 1's parameters"));
+    trn_dist_free(d);
+    /* one process: no trn_dist, nothing to check */
+    assert_int_equal(trn_dist_new(NULL, &d, &err), RT_OK);
+    assert_null(d);
+    assert_int_equal(trn_dist_check_replicas(NULL, fx.m, &err), RT_OK);
+    fixture_free(&fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +567,8 @@ int main(void)
         cmocka_unit_test(test_wide_deep_binary_elu),
         cmocka_unit_test(test_check_detects_wrong_gradient),
         cmocka_unit_test(test_dropout_gradients),
+        cmocka_unit_test(test_dist_reduce_equals_whole_batch),
+        cmocka_unit_test(test_dist_replica_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
