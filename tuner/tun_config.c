@@ -433,36 +433,24 @@ out:
 
 rt_status tun_spec_load(const char *path, tun_spec *s, rt_err *err)
 {
-    rt_status st = RT_OK;
     cJSON *root = NULL;
-    rt_buf b;
-    rt_buf_init(&b);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return rt_err_set(err, RT_ERR_IO, "%s: %s", path, strerror(errno));
-    char tmp[8192];
-    size_t k;
-    while ((k = fread(tmp, 1, sizeof tmp, fp)) > 0)
-        if (rt_buf_append(&b, tmp, k) != 0 || b.len > (1u << 20)) {
-            st = rt_err_set(err, RT_ERR_LIMIT, "%s: larger than 1 MiB", path);
-            goto out;
-        }
-    if (ferror(fp) || !b.data) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: read error or empty file", path);
-        goto out;
-    }
-    const char *p = b.data;
+    char *text;
+    size_t len;
+    rt_status st = tun_read_text(path, 1u << 20, &text, &len, err);
+    if (st)
+        return st;
+    const char *p = text;
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
         p++;
     if (*p == '{') {
-        root = cJSON_ParseWithLength(b.data, b.len);
+        root = cJSON_ParseWithLength(text, len);
         if (!root) {
             const char *at = cJSON_GetErrorPtr();
             st = rt_err_set(err, RT_ERR_FORMAT, "%s: invalid JSON near byte %ld", path,
-                            at ? (long)(at - b.data) : -1L);
+                            at ? (long)(at - text) : -1L);
             goto out;
         }
-    } else if (!(root = tun_yaml_parse(b.data, b.len, err))) {
+    } else if (!(root = tun_yaml_parse(text, len, err))) {
         rt_err_prefix(err, "%s", path);
         st = RT_ERR_FORMAT;
         goto out;
@@ -470,9 +458,7 @@ rt_status tun_spec_load(const char *path, tun_spec *s, rt_err *err)
     if ((st = tun_spec_from_json(root, s, err)))
         rt_err_prefix(err, "%s", path);
 out:
-    if (fp)
-        fclose(fp);
     cJSON_Delete(root);
-    rt_buf_free(&b);
+    free(text);
     return st;
 }

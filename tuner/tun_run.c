@@ -136,13 +136,13 @@ static rt_status check_space(const tun_spec *s, const char *dir, rt_err *err)
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    FILE *fp = fopen(path, "rb");
-    if (fp) {
-        char buf[65536];
-        size_t k = fread(buf, 1, sizeof buf - 1, fp);
-        fclose(fp);
-        buf[k] = '\0';
-        old = cJSON_Parse(buf);
+    char *prev;
+    st = tun_read_text(path, 64u << 20, &prev, NULL, err);
+    if (st != RT_ERR_NOTFOUND) {
+        if (st)
+            goto out;
+        old = cJSON_Parse(prev);
+        free(prev);
         if (!old || !cJSON_Compare(old, mine, 1))
             st = rt_err_set(err, RT_ERR_INVALID,
                             "%s: this directory holds a study with another goal, metric, "

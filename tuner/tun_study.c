@@ -37,22 +37,37 @@ int tun_better(const tun_spec *s, double a, double b)
 
 /* ------------------------------------------------------------ metrics */
 
-static char *slurp(const char *path, size_t max)
+rt_status tun_read_text(const char *path, size_t max, char **text, size_t *len, rt_err *err)
 {
+    *text = NULL;
     FILE *fp = fopen(path, "rb");
     if (!fp)
-        return NULL;
+        return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO, "%s: %s", path,
+                          strerror(errno));
+    rt_status st = RT_OK;
     rt_buf b;
     rt_buf_init(&b);
     char tmp[8192];
     size_t k;
-    while ((k = fread(tmp, 1, sizeof tmp, fp)) > 0)
-        if (rt_buf_append(&b, tmp, k) != 0 || b.len > max)
-            break;
+    while (!st && (k = fread(tmp, 1, sizeof tmp, fp)) > 0) {
+        if (b.len + k > max)
+            st = rt_err_set(err, RT_ERR_LIMIT, "%s: larger than %zu bytes", path, max);
+        else if (rt_buf_append(&b, tmp, k) != 0)
+            st = rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (!st && ferror(fp))
+        st = rt_err_set(err, RT_ERR_IO, "%s: read error", path);
+    if (!st && !b.data && rt_buf_puts(&b, "") != 0)
+        st = rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", path);
     fclose(fp);
-    if (!b.data)
-        rt_buf_puts(&b, "");
-    return b.data;
+    if (st) {
+        rt_buf_free(&b);
+        return st;
+    }
+    *text = b.data;
+    if (len)
+        *len = b.len;
+    return RT_OK;
 }
 
 static int json_num(const cJSON *c, double *v)
@@ -89,15 +104,18 @@ rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const
 {
     char path[4096];
     char *text = NULL;
+    rt_status st = RT_ERR_NOTFOUND;
     if (metric_file)
-        text = slurp(metric_file, 64u << 20);
-    if (!text) {
+        st = tun_read_text(metric_file, 64u << 20, &text, NULL, err);
+    if (st == RT_ERR_NOTFOUND) {
         snprintf(path, sizeof path, "%s/eval/metrics.jsonl", trial_dir);
-        text = slurp(path, 64u << 20);
+        st = tun_read_text(path, 64u << 20, &text, NULL, err);
     }
     t->n_curve = 0;
-    if (!text)
+    if (st == RT_ERR_NOTFOUND)
         return rt_err_set(err, RT_ERR_NOTFOUND, "no metrics written");
+    if (st)
+        return st;
     for (char *line = text, *nl; line && *line; line = nl) {
         nl = strchr(line, '\n');
         if (nl)
@@ -105,11 +123,11 @@ rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const
         else
             break; /* a line still being written */
         cJSON *o = cJSON_Parse(line);
-        double v, st;
+        double v, step;
         if (o && json_num(cJSON_GetObjectItemCaseSensitive(o, tag), &v) == 0 && isfinite(v)) {
-            if (json_num(cJSON_GetObjectItemCaseSensitive(o, "global_step"), &st) != 0)
-                st = (double)t->n_curve + 1;
-            if (curve_push(t, st, v) != 0) {
+            if (json_num(cJSON_GetObjectItemCaseSensitive(o, "global_step"), &step) != 0)
+                step = (double)t->n_curve + 1;
+            if (curve_push(t, step, v) != 0) {
                 cJSON_Delete(o);
                 free(text);
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
@@ -281,11 +299,10 @@ rt_status tun_trials_load(const tun_spec *s, const char *path, tun_trial **trial
 {
     *trials = NULL;
     *n = 0;
-    char *text = slurp(path, 256u << 20);
-    if (!text)
-        return errno == ENOENT ? RT_OK : rt_err_set(err, RT_ERR_IO, "%s: %s", path,
-                                                    strerror(errno));
-    rt_status st = RT_OK;
+    char *text;
+    rt_status st = tun_read_text(path, 256u << 20, &text, NULL, err);
+    if (st)
+        return st == RT_ERR_NOTFOUND ? RT_OK : st; /* no file yet: no trials */
     size_t lineno = 0;
     for (char *line = text, *nl; *line; line = nl) {
         lineno++;
