@@ -85,13 +85,19 @@ PROTOS := $(wildcard runtime/*.proto)
 GEN_C  := $(patsubst runtime/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
 GEN_H  := $(GEN_C:.c=.h)
 GEN_O  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_C))
+# The trainer's own messages (TensorBoard's Event): generated apart, in
+# $(BUILD)/gen/trainer, which only the trainer (and tests) see.
+TRN_PROTOS := $(wildcard trainer/*.proto)
+TRN_GEN_C  := $(patsubst trainer/%.proto,$(BUILD)/gen/trainer/%.pb-c.c,$(TRN_PROTOS))
+TRN_GEN_H  := $(TRN_GEN_C:.c=.h)
+TRN_GEN_O  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(TRN_GEN_C))
 
 mod_srcs = $(filter-out $(1)/main_%.c,$(wildcard $(1)/*.c))
 objs     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 RT_OBJS  := $(call objs,$(call mod_srcs,runtime)) $(GEN_O)
 EXP_OBJS := $(call objs,$(call mod_srcs,exporter))
-TRN_OBJS := $(call objs,$(call mod_srcs,trainer))
+TRN_OBJS := $(call objs,$(call mod_srcs,trainer)) $(TRN_GEN_O)
 SRV_OBJS := $(call objs,$(call mod_srcs,server))
 TUN_OBJS := $(call objs,$(call mod_srcs,tuner))
 
@@ -111,10 +117,10 @@ ALL_LIBS := $(LIB_TUN) $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 # Tests and benchmarks see everything.
 INC_runtime  = -Iruntime -I$(BUILD)/gen $(RT_PKG_CFLAGS)
 INC_exporter = -Iexporter $(INC_runtime)
-INC_trainer  = -Itrainer -Iexporter $(INC_runtime)
+INC_trainer  = -Itrainer -Iexporter -I$(BUILD)/gen/trainer $(INC_runtime)
 INC_server   = -Iserver $(INC_runtime) $(SRV_PKG_CFLAGS)
 INC_tuner    = -Ituner $(INC_runtime) $(TUN_PKG_CFLAGS)
-INC_all      = -Iserver -Itrainer -Iexporter -Ituner $(INC_runtime) $(SRV_PKG_CFLAGS) \
+INC_all      = -Iserver -Itrainer -Iexporter -Ituner -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
                $(TUN_PKG_CFLAGS)
 INC_gen      = $(INC_runtime)
 INC_tests    = $(INC_all)
@@ -161,11 +167,15 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: runtime/%.proto
 	@mkdir -p $(BUILD)/gen
 	protoc-c --c_out=$(BUILD)/gen -Iruntime $<
 
+$(BUILD)/gen/trainer/%.pb-c.c $(BUILD)/gen/trainer/%.pb-c.h: trainer/%.proto
+	@mkdir -p $(BUILD)/gen/trainer
+	protoc-c --c_out=$(BUILD)/gen/trainer -Itrainer $<
+
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CPPFLAGS) $(INC_gen) $(filter-out -Wpedantic -Werror,$(ALL_CFLAGS)) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c $(GEN_H)
+$(BUILD)/obj/%.o: %.c $(GEN_H) $(TRN_GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CPPFLAGS) $(call mod_flags,$(call mod_of,$<)) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 

@@ -163,6 +163,7 @@ typedef struct trn_config {
     double save_checkpoints_secs;   /* 600 when neither is given */
     int keep_checkpoint_max; /* 5; 0 = keep all */
     int64_t log_step_count_steps;   /* 100 */
+    int64_t save_summary_steps;     /* 100: TensorBoard loss, global_step/sec; 0 = none */
     size_t skip_header_lines;       /* train.skip_header_lines: per file (0) */
     size_t eval_skip_header_lines;  /* eval.skip_header_lines (0) */
     trn_bad_row_policy bad_rows;

@@ -24,6 +24,7 @@ void trn_config_init(trn_config *c)
     c->save_checkpoints_secs = 600;
     c->keep_checkpoint_max = 5;
     c->log_step_count_steps = 100;
+    c->save_summary_steps = 100;
     c->bad_rows = TRN_BAD_ROW_STOP;
     c->progress = TRN_PROGRESS_AUTO;
     c->eval_batch_size = 0;
@@ -192,9 +193,9 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
     static const char *const keys[] = {"files", "max_steps", "num_epochs", "batch_size",
                                        "shuffle_buffer_size", "seed", "save_checkpoints_steps",
                                        "save_checkpoints_secs", "keep_checkpoint_max",
-                                       "log_step_count_steps", "on_bad_row",
-                                       "skip_header_lines", "memory_limit_mb", "shard_policy",
-                                       NULL};
+                                       "log_step_count_steps", "save_summary_steps",
+                                       "on_bad_row", "skip_header_lines", "memory_limit_mb",
+                                       "shard_policy", NULL};
     const char *p = "train";
     rt_status st = rt_cfg_check_keys(t, p, keys, NULL, err);
     if (st)
@@ -243,6 +244,10 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
     if ((st = rt_cfg_int(t, p, "log_step_count_steps", 0, 1, INT64_C(1) << 40, &v, err)))
         return st;
     c->log_step_count_steps = v;
+    v = c->save_summary_steps;
+    if ((st = rt_cfg_int(t, p, "save_summary_steps", 0, 0, INT64_C(1) << 40, &v, err)))
+        return st;
+    c->save_summary_steps = v;
     v = (int64_t)c->skip_header_lines;
     if ((st = rt_cfg_int(t, p, "skip_header_lines", 0, 0, 1000000, &v, err)))
         return st;

@@ -181,4 +181,30 @@ rt_status trn_dist_gather(trn_dist *d, const void *send, size_t len, void **recv
 /* Seconds spent in collectives, gradient reductions done. */
 void trn_dist_stats(const trn_dist *d, double *comm_s, uint64_t *rounds);
 
+/* ------------------------------------------ summaries (trn_events.c) */
+
+/* Appends data to DIR/NAME (mkdir DIR) with one write (and an fsync when
+ * sync); a failed write is cut off again and is RT_ERR_IO
+ * "DIR/NAME: what: reason". */
+rt_status trn_append_file(const char *dir, const char *name, const void *data, size_t len,
+                          int sync, const char *what, rt_err *err);
+
+/* TensorBoard event files of one run (a new file per run, as TF writes). */
+typedef struct trn_summary trn_summary;
+
+/* Starts JOB_DIR/events.out.tfevents.<secs>.<host> (TFRecords of
+ * tensorflow.Event, first file_version "brain.Event:2"); step is the global
+ * step the run starts at (for global_step/sec). Not thread-safe. */
+rt_status trn_summary_open(const char *job_dir, size_t batch_size, int64_t step,
+                           trn_summary **out, rt_err *err);
+/* A summary point: `loss` and `global_step/sec` (since the last point) at
+ * step to the event file, and a line to JOB_DIR/train/metrics.jsonl. */
+rt_status trn_summary_train(trn_summary *s, int64_t step, double loss, rt_err *err);
+/* Every metric but global_step at step to JOB_DIR/eval/events.out.tfevents.*
+ * (created at the first evaluation of the run). */
+rt_status trn_summary_eval(trn_summary *s, const trn_metric_list *ml, int64_t step,
+                           rt_err *err);
+/* Syncs and closes the files; NULL is a no-op. */
+void trn_summary_close(trn_summary *s);
+
 #endif /* PREDICTD_TRN_INTERNAL_H */

@@ -219,6 +219,7 @@ typedef struct run {
     double best[TRN_MAX_EXPORTERS];
     int have_best[TRN_MAX_EXPORTERS];
     char *spec_json;
+    trn_summary *sum;   /* TensorBoard event files (with a job dir) */
 } run;
 
 /* Records step and metrics in def->training (malloc'd, freed with def). */
@@ -426,14 +427,15 @@ static void load_best(run *R)
 }
 
 /*
- * Logs the TF-style line and appends the JSON to JOB_DIR/eval/metrics.jsonl
- * with one write and an fsync. A failed write (disk full, EIO) is an error,
- * and a partly written line is cut off again so the file stays one JSON
- * object a line.
+ * Logs the TF-style line, appends the JSON to JOB_DIR/eval/metrics.jsonl
+ * (one write and an fsync; a failed write is an error and is cut off again,
+ * so the file stays one JSON object a line) and writes the metrics to the
+ * run's evaluation event file.
  */
-static rt_status report_eval(const trn_config *c, const trn_metric_list *ml, int64_t step,
+static rt_status report_eval(const run *R, const trn_metric_list *ml, int64_t step,
                              rt_err *err)
 {
+    const trn_config *c = R->c;
     rt_buf b;
     rt_buf_init(&b);
     rt_status st = RT_OK;
@@ -446,32 +448,13 @@ static rt_status report_eval(const trn_config *c, const trn_metric_list *ml, int
         st = rt_err_set(err, RT_ERR_NOMEM, "eval metrics: out of memory");
         goto out;
     }
-    char dir[4096], path[4200];
+    char dir[4096], what[96];
     snprintf(dir, sizeof dir, "%s/eval", c->job_dir);
-    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: mkdir: %s", dir, strerror(errno));
+    snprintf(what, sizeof what, "cannot write the metrics of global step %lld", (long long)step);
+    if ((st = trn_append_file(dir, "metrics.jsonl", b.data, b.len, 1, what, err)))
         goto out;
-    }
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: %s", path, strerror(errno));
-        goto out;
-    }
-    off_t before = lseek(fd, 0, SEEK_END);
-    errno = 0;
-    ssize_t n = write(fd, b.data, b.len);
-    int e = n == (ssize_t)b.len ? 0 : errno ? errno : ENOSPC; /* short: the disk is full */
-    if (!e && fsync(fd) != 0 && errno != EINVAL) /* EINVAL: a file that cannot sync */
-        e = errno;
-    if (e && n > 0 && before >= 0 && ftruncate(fd, before) != 0) {
-        /* the partial line stays; readers skip a last line that is not JSON */
-    }
-    if (close(fd) != 0 && !e)
-        e = errno;
-    if (e)
-        st = rt_err_set(err, RT_ERR_IO, "%s: cannot write the metrics of global step %lld: %s",
-                        path, (long long)step, strerror(e));
+    if (R->sum)
+        st = trn_summary_eval(R->sum, ml, step, err);
 out:
     rt_buf_free(&b);
     return st;
@@ -487,7 +470,7 @@ static rt_status evaluate_and_export(run *R, int final, trn_metric_list *out, rt
             return st;
         if (!is_chief(R->c)) /* rank 0 alone reports and exports */
             return RT_OK;
-        if ((st = report_eval(R->c, &ml, R->m->step, err)))
+        if ((st = report_eval(R, &ml, R->m->step, err)))
             return st;
         if (out)
             *out = ml;
@@ -634,6 +617,8 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             goto out;
         st = RT_OK;
         load_best(&R);
+        if ((st = trn_summary_open(c.job_dir, c.batch_size, R.m->step, &R.sum, err)))
+            goto out;
     }
     /* every replica starts from rank 0's parameters (restored or initial) */
     if ((st = trn_dist_bcast_model(dist, R.m, err)))
@@ -784,6 +769,9 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             pg.loss_sum += loss;
             pg.loss_n++;
             int64_t step = R.m->step;
+            if (R.sum && c.save_summary_steps > 0 && step % c.save_summary_steps == 0 &&
+                (st = trn_summary_train(R.sum, step, loss, err)))
+                goto out;
             if (step % c.log_step_count_steps == 0 || pg.mode == TRN_PROGRESS_BAR)
                 progress_show(&pg, step, c.max_steps, epoch_fraction(rd, c.num_epochs), 0);
             int ckpt_due = c.job_dir && ((c.save_checkpoints_steps > 0 &&
@@ -839,6 +827,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     }
     st = evaluate_and_export(&R, 1, final, err);
 out:
+    trn_summary_close(R.sum);
     free(labels);
     rt_batch_free(b);
     trn_reader_close(rd);
