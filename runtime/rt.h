@@ -123,6 +123,10 @@ int rt_buf_json_double(rt_buf *b, double v);
 rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **data,
                        size_t *len, rt_err *err);
 
+/* Seconds as a double: wall 0, CLOCK_MONOTONIC (for intervals); wall 1,
+ * CLOCK_REALTIME (since the epoch). Thread-safe. */
+double rt_seconds(int wall);
+
 /* FarmHash Fingerprint64 (farmhashna::Hash64), as TensorFlow's
  * tf.strings.to_hash_bucket_fast and hashed feature columns use it. */
 uint64_t rt_fingerprint64(const void *data, size_t len);

@@ -35,20 +35,6 @@ struct trn_summary {
     double last_time;       /* CLOCK_MONOTONIC seconds */
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* TFRecord's masked CRC: rotate right by 15 bits, add TF's kMaskDelta. */
 static uint32_t masked_crc(const void *p, size_t n)
 {
@@ -138,7 +124,7 @@ static rt_status open_event_file(const char *dir, int *out, rt_err *err)
     if (fd < 0)
         return rt_err_set(err, RT_ERR_IO, "%s: cannot create a new event file", dir);
     Tensorflow__Event ev = TENSORFLOW__EVENT__INIT;
-    ev.wall_time = wall_s();
+    ev.wall_time = rt_seconds(1);
     ev.what_case = TENSORFLOW__EVENT__WHAT_FILE_VERSION;
     ev.file_version = (char *)EVENT_FILE_VERSION;
     rt_status st = write_event(fd, &ev, path, err);
@@ -187,7 +173,7 @@ rt_status trn_summary_open(const char *job_dir, size_t batch_size, int64_t step,
     s->batch_size = batch_size;
     s->train_fd = s->eval_fd = -1;
     s->last_step = step;
-    s->last_time = mono_s();
+    s->last_time = rt_seconds(0);
     rt_status st = open_event_file(s->job_dir, &s->train_fd, err);
     if (st) {
         trn_summary_close(s);
@@ -215,11 +201,11 @@ void trn_summary_close(trn_summary *s)
 
 rt_status trn_summary_train(trn_summary *s, int64_t step, double loss, rt_err *err)
 {
-    double t = mono_s(), el = t - s->last_time;
+    double t = rt_seconds(0), el = t - s->last_time;
     double sps = el > 0 ? (double)(step - s->last_step) / el : 0;
     s->last_step = step;
     s->last_time = t;
-    double wall = wall_s();
+    double wall = rt_seconds(1);
     rt_status st;
     static const char *const tags[] = {"loss", "global_step/sec"};
     const double vals[] = {loss, sps};
@@ -262,5 +248,5 @@ rt_status trn_summary_eval(trn_summary *s, const trn_metric_list *ml, int64_t st
         if ((st = open_event_file(dir, &s->eval_fd, err)))
             return st;
     }
-    return write_scalars(s->eval_fd, wall_s(), step, tags, vals, n, "evaluation", err);
+    return write_scalars(s->eval_fd, rt_seconds(1), step, tags, vals, n, "evaluation", err);
 }

@@ -1,0 +1,14 @@
+/*
+ * rt_time.c — the clock as seconds in a double, one way for every module
+ * (the trainer's rates and event wall times, the tuner's deadlines).
+ */
+#include "rt.h"
+
+#include <time.h>
+
+double rt_seconds(int wall)
+{
+    struct timespec ts;
+    clock_gettime(wall ? CLOCK_REALTIME : CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
