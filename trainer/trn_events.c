@@ -16,6 +16,7 @@
 #include "trn_event.pb-c.h"
 
 #include <errno.h>
+#include <float.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +34,8 @@ struct trn_summary {
     int train_fd, eval_fd;  /* -1 until opened */
     int64_t last_step;      /* global_step/sec: since the last summary point */
     double last_time;       /* CLOCK_MONOTONIC seconds */
+    double *limits;         /* TF's histogram bucket limits */
+    size_t n_limits;
 };
 
 /* TFRecord's masked CRC: rotate right by 15 bits, add TF's kMaskDelta. */
@@ -136,23 +139,12 @@ static rt_status open_event_file(const char *dir, int *out, rt_err *err)
     return RT_OK;
 }
 
-/* An event at step with n scalars. */
-static rt_status write_scalars(int fd, double wall, int64_t step, const char *const *tags,
-                               const double *values, size_t n, const char *what, rt_err *err)
+/* An event at step with n summary values. */
+static rt_status write_values(int fd, double wall, int64_t step, Tensorflow__Summary__Value **vp,
+                              size_t n, const char *what, rt_err *err)
 {
-    Tensorflow__Summary__Value vs[TRN_MAX_METRICS];
-    Tensorflow__Summary__Value *vp[TRN_MAX_METRICS];
     Tensorflow__Summary sum = TENSORFLOW__SUMMARY__INIT;
     Tensorflow__Event ev = TENSORFLOW__EVENT__INIT;
-    if (n > TRN_MAX_METRICS)
-        n = TRN_MAX_METRICS;
-    for (size_t i = 0; i < n; i++) {
-        tensorflow__summary__value__init(&vs[i]);
-        vs[i].tag = (char *)tags[i];
-        vs[i].value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_SIMPLE_VALUE;
-        vs[i].simple_value = (float)values[i];
-        vp[i] = &vs[i];
-    }
     sum.n_value = n;
     sum.value = vp;
     ev.wall_time = wall;
@@ -160,6 +152,79 @@ static rt_status write_scalars(int fd, double wall, int64_t step, const char *co
     ev.what_case = TENSORFLOW__EVENT__WHAT_SUMMARY;
     ev.summary = &sum;
     return write_event(fd, &ev, what, err);
+}
+
+static void set_scalar(Tensorflow__Summary__Value *v, const char *tag, double x)
+{
+    tensorflow__summary__value__init(v);
+    v->tag = (char *)tag;
+    v->value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_SIMPLE_VALUE;
+    v->simple_value = (float)x;
+}
+
+/* TF's default histogram bucket limits (core/lib/histogram): 0, +-1e-12
+ * growing by 1.1 up to 1e20, and +-DBL_MAX at the ends. */
+static rt_status histo_limits(trn_summary *s, rt_err *err)
+{
+    size_t np = 0;
+    for (double v = 1e-12; v < 1e20; v *= 1.1)
+        np++;
+    s->n_limits = 2 * (np + 1) + 1;
+    s->limits = malloc(s->n_limits * sizeof *s->limits);
+    if (!s->limits)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    size_t k = np + 1;
+    s->limits[k] = 0;
+    double v = 1e-12;
+    for (size_t i = 1; i <= np; i++, v *= 1.1) {
+        s->limits[k + i] = v;
+        s->limits[k - i] = -v;
+    }
+    s->limits[s->n_limits - 1] = DBL_MAX;
+    s->limits[0] = -DBL_MAX;
+    return RT_OK;
+}
+
+/* The histogram of x[0..n) with s's limits, empty runs of buckets folded
+ * into their last (as TF encodes it); h's arrays are malloc'd. */
+static int histogram(const trn_summary *s, const float *x, size_t n,
+                     Tensorflow__HistogramProto *h)
+{
+    tensorflow__histogram_proto__init(h);
+    double *cnt = calloc(s->n_limits, sizeof *cnt);
+    h->bucket_limit = malloc(s->n_limits * sizeof *h->bucket_limit);
+    h->bucket = malloc(s->n_limits * sizeof *h->bucket);
+    if (!cnt || !h->bucket_limit || !h->bucket) {
+        free(cnt);
+        return -1;
+    }
+    h->min = n ? DBL_MAX : 0;
+    h->max = n ? -DBL_MAX : 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i];
+        size_t lo = 0, hi = s->n_limits - 1; /* first limit > v */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (s->limits[mid] > v)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        cnt[lo]++;
+        h->min = v < h->min ? v : h->min;
+        h->max = v > h->max ? v : h->max;
+        h->sum += v;
+        h->sum_squares += v * v;
+    }
+    h->num = (double)n;
+    for (size_t i = 0; i < s->n_limits; i++) {
+        if (cnt[i] == 0 && i + 1 < s->n_limits && cnt[i + 1] == 0)
+            continue;
+        h->bucket_limit[h->n_bucket_limit++] = s->limits[i];
+        h->bucket[h->n_bucket++] = cnt[i];
+    }
+    free(cnt);
+    return 0;
 }
 
 rt_status trn_summary_open(const char *job_dir, size_t batch_size, int64_t step,
@@ -174,7 +239,9 @@ rt_status trn_summary_open(const char *job_dir, size_t batch_size, int64_t step,
     s->train_fd = s->eval_fd = -1;
     s->last_step = step;
     s->last_time = rt_seconds(0);
-    rt_status st = open_event_file(s->job_dir, &s->train_fd, err);
+    rt_status st = histo_limits(s, err);
+    if (!st)
+        st = open_event_file(s->job_dir, &s->train_fd, err);
     if (st) {
         trn_summary_close(s);
         return st;
@@ -195,24 +262,83 @@ void trn_summary_close(trn_summary *s)
         fsync(s->eval_fd);
         close(s->eval_fd);
     }
+    free(s->limits);
     free(s->job_dir);
     free(s);
 }
 
-rt_status trn_summary_train(trn_summary *s, int64_t step, double loss, rt_err *err)
+/* Hidden layer l's output for the last training batch, as TF's summary sees
+ * it (after dropout): the input of layer l + 1. */
+static const float *hidden_output(const trn_model *m, size_t l, size_t *width)
 {
+    if (m->drop_active) {
+        *width = m->layers[l + 1].in;
+        return m->dx[l + 1];
+    }
+    return rt_workspace_layer(m->ws, l + 1, width);
+}
+
+/* dnn/hiddenlayer_N/fraction_of_zero_values and .../activation for every
+ * hidden layer into v (2 per layer; tags and histograms malloc'd). */
+static size_t hidden_values(const trn_summary *s, const trn_model *m, size_t rows,
+                            Tensorflow__Summary__Value *v)
+{
+    size_t nh = m->def->graph->n_hidden_layers, k = 0;
+    for (size_t l = 0; l < nh && l + 1 < m->n_layers; l++) {
+        size_t w = 0;
+        const float *x = hidden_output(m, l, &w);
+        if (!x || !w)
+            continue;
+        size_t zeros = 0, cnt = rows * w;
+        for (size_t i = 0; i < cnt; i++)
+            zeros += x[i] == 0.0f;
+        char tag[64];
+        snprintf(tag, sizeof tag, "dnn/hiddenlayer_%zu/fraction_of_zero_values", l);
+        set_scalar(&v[k], strdup(tag), cnt ? (double)zeros / (double)cnt : 0);
+        Tensorflow__HistogramProto *h = malloc(sizeof *h);
+        if (!v[k].tag || !h || histogram(s, x, cnt, h) != 0) {
+            free(v[k].tag);
+            free(h);
+            break;
+        }
+        k++;
+        tensorflow__summary__value__init(&v[k]);
+        snprintf(tag, sizeof tag, "dnn/hiddenlayer_%zu/activation", l);
+        v[k].tag = strdup(tag);
+        v[k].value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_HISTO;
+        v[k].histo = h;
+        k++;
+    }
+    return k;
+}
+
+rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, double loss,
+                            rt_err *err)
+{
+    int64_t step = m->step;
     double t = rt_seconds(0), el = t - s->last_time;
     double sps = el > 0 ? (double)(step - s->last_step) / el : 0;
     s->last_step = step;
     s->last_time = t;
     double wall = rt_seconds(1);
-    rt_status st;
-    static const char *const tags[] = {"loss", "global_step/sec"};
-    const double vals[] = {loss, sps};
-    if ((st = write_scalars(s->train_fd, wall, step, tags, vals, 2, "training", err)))
-        return st;
+    rt_status st = RT_OK;
+    size_t nh = m->def->graph->n_hidden_layers;
+    Tensorflow__Summary__Value *v = calloc(2 + 2 * nh, sizeof *v);
+    Tensorflow__Summary__Value **vp = calloc(2 + 2 * nh, sizeof *vp);
+    size_t n = 2;
     rt_buf b;
     rt_buf_init(&b);
+    if (!v || !vp) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    set_scalar(&v[0], "loss", loss);
+    set_scalar(&v[1], "global_step/sec", sps);
+    n += hidden_values(s, m, rows, v + 2);
+    for (size_t i = 0; i < n; i++)
+        vp[i] = &v[i];
+    if ((st = write_values(s->train_fd, wall, step, vp, n, "training", err)))
+        goto out;
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/train", s->job_dir);
     int rc = rt_buf_printf(&b, "{\"global_step\": %lld, \"loss\": ", (long long)step);
@@ -224,7 +350,18 @@ rt_status trn_summary_train(trn_summary *s, int64_t step, double loss, rt_err *e
          rt_buf_puts(&b, "}\n");
     st = rc ? rt_err_set(err, RT_ERR_NOMEM, "out of memory")
             : trn_append_file(dir, "metrics.jsonl", b.data, b.len, 0,
-                                    "cannot write the training metrics", err);
+                              "cannot write the training metrics", err);
+out:
+    for (size_t i = 2; v && i < n; i++) {
+        free(v[i].tag);
+        if (v[i].value_case == TENSORFLOW__SUMMARY__VALUE__VALUE_HISTO) {
+            free(v[i].histo->bucket_limit);
+            free(v[i].histo->bucket);
+            free(v[i].histo);
+        }
+    }
+    free(v);
+    free(vp);
     rt_buf_free(&b);
     return st;
 }
@@ -232,15 +369,15 @@ rt_status trn_summary_train(trn_summary *s, int64_t step, double loss, rt_err *e
 rt_status trn_summary_eval(trn_summary *s, const trn_metric_list *ml, int64_t step,
                            rt_err *err)
 {
-    const char *tags[TRN_MAX_METRICS];
-    double vals[TRN_MAX_METRICS];
+    Tensorflow__Summary__Value v[TRN_MAX_METRICS], *vp[TRN_MAX_METRICS];
     size_t n = 0;
     rt_status st;
     for (size_t i = 0; i < ml->n && n < TRN_MAX_METRICS; i++) {
         if (strcmp(ml->m[i].name, "global_step") == 0)
             continue; /* TF writes the step as the event's step, not as a value */
-        tags[n] = ml->m[i].name;
-        vals[n++] = ml->m[i].value;
+        set_scalar(&v[n], ml->m[i].name, ml->m[i].value);
+        vp[n] = &v[n];
+        n++;
     }
     if (s->eval_fd < 0) {
         char dir[4200];
@@ -248,5 +385,5 @@ rt_status trn_summary_eval(trn_summary *s, const trn_metric_list *ml, int64_t st
         if ((st = open_event_file(dir, &s->eval_fd, err)))
             return st;
     }
-    return write_scalars(s->eval_fd, rt_seconds(1), step, tags, vals, n, "evaluation", err);
+    return write_values(s->eval_fd, rt_seconds(1), step, vp, n, "evaluation", err);
 }
