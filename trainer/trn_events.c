@@ -5,7 +5,8 @@
  * length, masked CRC-32C of those 8 bytes, the bytes, masked CRC-32C of the
  * bytes) around tensorflow.Event protos (trn_event.proto): first an event
  * with file_version "brain.Event:2", then events with wall_time, step and a
- * summary of (tag, simple_value) values. Each record goes out in one write(),
+ * summary of (tag, simple_value or histo) values; with a job dir under MPI,
+ * rank 0 alone writes them. Each record goes out in one write(),
  * so a killed trainer leaves complete records and at most a torn last one,
  * which TensorFlow's readers skip. Every run starts new files, as TF does:
  * JOB_DIR/events.out.tfevents.<secs>.<host> for training and
@@ -30,7 +31,7 @@
 
 struct trn_summary {
     char *job_dir;
-    size_t batch_size;
+    uint64_t last_examples; /* examples/sec: since the last summary point */
     int train_fd, eval_fd;  /* -1 until opened */
     int64_t last_step;      /* global_step/sec: since the last summary point */
     double last_time;       /* CLOCK_MONOTONIC seconds */
@@ -227,15 +228,13 @@ static int histogram(const trn_summary *s, const float *x, size_t n,
     return 0;
 }
 
-rt_status trn_summary_open(const char *job_dir, size_t batch_size, int64_t step,
-                           trn_summary **out, rt_err *err)
+rt_status trn_summary_open(const char *job_dir, int64_t step, trn_summary **out, rt_err *err)
 {
     trn_summary *s = calloc(1, sizeof *s);
     if (!s || !(s->job_dir = strdup(job_dir))) {
         free(s);
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     }
-    s->batch_size = batch_size;
     s->train_fd = s->eval_fd = -1;
     s->last_step = step;
     s->last_time = rt_seconds(0);
@@ -287,7 +286,7 @@ static size_t hidden_values(const trn_summary *s, const trn_model *m, size_t row
     for (size_t l = 0; l < nh && l + 1 < m->n_layers; l++) {
         size_t w = 0;
         const float *x = hidden_output(m, l, &w);
-        if (!x || !w)
+        if (!x || !w || !rows) /* no batch on this rank at this step */
             continue;
         size_t zeros = 0, cnt = rows * w;
         for (size_t i = 0; i < cnt; i++)
@@ -313,12 +312,14 @@ static size_t hidden_values(const trn_summary *s, const trn_model *m, size_t row
 }
 
 rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, double loss,
-                            rt_err *err)
+                            uint64_t examples, rt_err *err)
 {
     int64_t step = m->step;
     double t = rt_seconds(0), el = t - s->last_time;
     double sps = el > 0 ? (double)(step - s->last_step) / el : 0;
+    double eps = el > 0 ? (double)(examples - s->last_examples) / el : 0;
     s->last_step = step;
+    s->last_examples = examples;
     s->last_time = t;
     double wall = rt_seconds(1);
     rt_status st = RT_OK;
@@ -345,7 +346,7 @@ rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, dou
     rc = rc || (isfinite(loss) ? rt_buf_json_double(&b, loss) : rt_buf_puts(&b, "null"));
     rc = rc || rt_buf_puts(&b, ", \"global_step/sec\": ") || rt_buf_json_double(&b, sps) ||
          rt_buf_puts(&b, ", \"examples/sec\": ") ||
-         rt_buf_json_double(&b, sps * (double)s->batch_size) ||
+         rt_buf_json_double(&b, eps) ||
          rt_buf_puts(&b, ", \"wall_time\": ") || rt_buf_json_double(&b, wall) ||
          rt_buf_puts(&b, "}\n");
     st = rc ? rt_err_set(err, RT_ERR_NOMEM, "out of memory")

@@ -195,15 +195,15 @@ typedef struct trn_summary trn_summary;
 /* Starts JOB_DIR/events.out.tfevents.<secs>.<host> (TFRecords of
  * tensorflow.Event, first file_version "brain.Event:2"); step is the global
  * step the run starts at (for global_step/sec). Not thread-safe. */
-rt_status trn_summary_open(const char *job_dir, size_t batch_size, int64_t step,
-                           trn_summary **out, rt_err *err);
+rt_status trn_summary_open(const char *job_dir, int64_t step, trn_summary **out, rt_err *err);
 /* A summary point at m's global step: `loss` (of the last batch, `rows`
- * rows) and `global_step/sec` (since the last point), and per hidden layer
- * TF's dnn/hiddenlayer_N/fraction_of_zero_values and .../activation (a
- * histogram) of that batch, to the event file; step, loss, rates and wall
- * time as a line of JOB_DIR/train/metrics.jsonl. */
+ * rows on this process) and `global_step/sec` (since the last point), and
+ * per hidden layer TF's dnn/hiddenlayer_N/fraction_of_zero_values and
+ * .../activation (a histogram) of that batch, to the event file; step,
+ * loss, global_step/sec, examples/sec (from `examples`, the run's running
+ * count) and wall time as a line of JOB_DIR/train/metrics.jsonl. */
 rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, double loss,
-                            rt_err *err);
+                            uint64_t examples, rt_err *err);
 /* Every metric but global_step at step to JOB_DIR/eval/events.out.tfevents.*
  * (created at the first evaluation of the run). */
 rt_status trn_summary_eval(trn_summary *s, const trn_metric_list *ml, int64_t step,

@@ -615,7 +615,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             goto out;
         st = RT_OK;
         load_best(&R);
-        if ((st = trn_summary_open(c.job_dir, c.batch_size, R.m->step, &R.sum, err)))
+        if ((st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
             goto out;
     }
     /* every replica starts from rank 0's parameters (restored or initial) */
@@ -768,7 +768,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             pg.loss_n++;
             int64_t step = R.m->step;
             if (R.sum && c.save_summary_steps > 0 && step % c.save_summary_steps == 0 &&
-                (st = trn_summary_train(R.sum, R.m, rt_batch_size(b), loss, err)))
+                (st = trn_summary_train(R.sum, R.m, n_local, loss, examples, err)))
                 goto out;
             if (step % c.log_step_count_steps == 0 || pg.mode == TRN_PROGRESS_BAR)
                 progress_show(&pg, step, c.max_steps, epoch_fraction(rd, c.num_epochs), 0);
