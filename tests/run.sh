@@ -24,7 +24,8 @@ cd "$ROOT" || exit 2
 LOGS="$BUILD/test-logs"
 mkdir -p "$LOGS"
 # Reasons (extended regular expression) a test may give for skipping on CI:
-# RSS figures mean nothing under a sanitizer's allocator and shadow memory.
+# RSS figures and address-space limits mean nothing under a sanitizer's
+# allocator and shadow memory.
 ALLOWED_SKIPS='# SKIP (AddressSanitizer|ThreadSanitizer) build'
 passed=0
 failed=0
