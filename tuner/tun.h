@@ -203,11 +203,6 @@ int tun_better(const tun_spec *s, double a, double b);
 int tun_median_stop(const tun_spec *s, const tun_trial *running, const tun_trial *trials,
                     size_t n);
 
-/* Reads a whole file into a new NUL-terminated string (*text, the caller
- * frees it; *len its length, may be NULL). RT_ERR_NOTFOUND when the file does
- * not exist, RT_ERR_LIMIT when it is longer than max bytes, RT_ERR_IO. */
-rt_status tun_read_text(const char *path, size_t max, char **text, size_t *len, rt_err *err);
-
 /* Writes len bytes to path atomically (temp, fsync, rename, fsync dir). */
 rt_status tun_write_atomic(const char *path, const char *data, size_t len, rt_err *err);
 

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -436,7 +437,7 @@ rt_status tun_spec_load(const char *path, tun_spec *s, rt_err *err)
     cJSON *root = NULL;
     char *text;
     size_t len;
-    rt_status st = tun_read_text(path, 1u << 20, &text, &len, err);
+    rt_status st = rt_read_file(AT_FDCWD, path, 1u << 20, RT_READ_ANY_FILE, &text, &len, err);
     if (st)
         return st;
     const char *p = text;

@@ -133,7 +133,7 @@ static rt_status check_space(const tun_spec *s, const char *dir, rt_err *err)
         goto out;
     }
     char *prev;
-    st = tun_read_text(path, 64u << 20, &prev, NULL, err);
+    st = rt_read_file(AT_FDCWD, path, 64u << 20, 0, &prev, NULL, err);
     if (st != RT_ERR_NOTFOUND) {
         if (st)
             goto out;

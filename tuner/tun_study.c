@@ -37,39 +37,6 @@ int tun_better(const tun_spec *s, double a, double b)
 
 /* ------------------------------------------------------------ metrics */
 
-rt_status tun_read_text(const char *path, size_t max, char **text, size_t *len, rt_err *err)
-{
-    *text = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO, "%s: %s", path,
-                          strerror(errno));
-    rt_status st = RT_OK;
-    rt_buf b;
-    rt_buf_init(&b);
-    char tmp[8192];
-    size_t k;
-    while (!st && (k = fread(tmp, 1, sizeof tmp, fp)) > 0) {
-        if (b.len + k > max)
-            st = rt_err_set(err, RT_ERR_LIMIT, "%s: larger than %zu bytes", path, max);
-        else if (rt_buf_append(&b, tmp, k) != 0)
-            st = rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", path);
-    }
-    if (!st && ferror(fp))
-        st = rt_err_set(err, RT_ERR_IO, "%s: read error", path);
-    if (!st && !b.data && rt_buf_puts(&b, "") != 0)
-        st = rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", path);
-    fclose(fp);
-    if (st) {
-        rt_buf_free(&b);
-        return st;
-    }
-    *text = b.data;
-    if (len)
-        *len = b.len;
-    return RT_OK;
-}
-
 static int json_num(const cJSON *c, double *v)
 {
     if (cJSON_IsNumber(c)) {
@@ -106,10 +73,10 @@ rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const
     char *text = NULL;
     rt_status st = RT_ERR_NOTFOUND;
     if (metric_file)
-        st = tun_read_text(metric_file, 64u << 20, &text, NULL, err);
+        st = rt_read_file(AT_FDCWD, metric_file, 64u << 20, 0, &text, NULL, err);
     if (st == RT_ERR_NOTFOUND) {
         snprintf(path, sizeof path, "%s/eval/metrics.jsonl", trial_dir);
-        st = tun_read_text(path, 64u << 20, &text, NULL, err);
+        st = rt_read_file(AT_FDCWD, path, 64u << 20, 0, &text, NULL, err);
     }
     t->n_curve = 0;
     if (st == RT_ERR_NOTFOUND)
@@ -300,7 +267,7 @@ rt_status tun_trials_load(const tun_spec *s, const char *path, tun_trial **trial
     *trials = NULL;
     *n = 0;
     char *text;
-    rt_status st = tun_read_text(path, 256u << 20, &text, NULL, err);
+    rt_status st = rt_read_file(AT_FDCWD, path, 256u << 20, 0, &text, NULL, err);
     if (st)
         return st == RT_ERR_NOTFOUND ? RT_OK : st; /* no file yet: no trials */
     size_t lineno = 0;
