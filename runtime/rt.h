@@ -584,6 +584,57 @@ const char *rt_dtype_name(Predictd__DType t);
  * Serving's GET .../metadata answer) for model `name` version `version`. */
 rt_status rt_json_metadata(const rt_model *m, const char *name, int64_t version, rt_buf *out);
 
+/* ------------------------------------------------ metrics (rt_metrics.c) */
+
+/* Mean per-example loss of the head over n rows (labels: class ids or
+ * values) and, when dlogits is not NULL, d loss / d logits scaled by 1/denom
+ * (denom = n for the batch mean). Thread-safe. */
+double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
+                    const float *labels, size_t n, size_t denom, float *dlogits);
+
+#define RT_METRIC_NAME_MAX 64
+
+typedef struct rt_metric {
+    char name[RT_METRIC_NAME_MAX];
+    double value;
+} rt_metric;
+
+#define RT_MAX_METRICS 24
+
+typedef struct rt_metric_list {
+    size_t n;
+    rt_metric m[RT_MAX_METRICS];
+} rt_metric_list;
+
+typedef struct rt_metrics rt_metrics;
+
+/* head: HEAD_BINARY, HEAD_MULTI_CLASS or HEAD_REGRESSION. */
+rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n_classes);
+void rt_metrics_free(rt_metrics *mt);
+/* Adds a batch: logits (n x logits_dim), labels (class ids or values) and the
+ * batch's mean loss. */
+rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels, size_t n,
+                         double batch_loss);
+/*
+ * Binary: accuracy, accuracy_baseline, auc (exact ROC AUC, ties averaged),
+ * auc_precision_recall (exact, step-wise average precision), average_loss,
+ * label/mean, loss, precision, prediction/mean, recall, global_step.
+ * Multi-class: accuracy, average_loss, loss, global_step.
+ * Regression: average_loss, label/mean, loss, prediction/mean, global_step.
+ * Names sorted as TensorFlow prints them.
+ */
+rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric_list *out);
+/* Value of metric `name` or NAN. */
+double rt_metric_get(const rt_metric_list *l, const char *name);
+/* "accuracy = 0.85, auc = 0.9, ..." appended to b; and the JSON object. */
+int rt_metrics_format(const rt_metric_list *l, rt_buf *b);
+int rt_metrics_json(const rt_metric_list *l, rt_buf *b);
+
+/* Exact ROC AUC of scores against 0/1 labels (ties count one half). */
+double rt_auc_roc(const float *scores, const float *labels, size_t n);
+/* Exact area under the precision-recall curve (average precision). */
+double rt_auc_pr(const float *scores, const float *labels, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

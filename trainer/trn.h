@@ -14,7 +14,8 @@
  *                rt_graph so the forward pass is the serving code; loss,
  *                backprop and optimizers (trn_model.c, trn_backprop.c,
  *                trn_optim.c)
- *   trn_metrics  evaluation metrics in TensorFlow's names (trn_metrics.c)
+ *   (metrics)    evaluation metrics: rt_metrics in runtime/rt_metrics.c,
+ *                shared with predict-model evaluate
  *   trn_ckpt     atomic checkpoints with retention and resume (trn_ckpt.c)
  *   trn_run      train_and_evaluate: the loop, evaluation, exporters
  *                (trn_run.c)
@@ -433,49 +434,6 @@ void trn_model_param(const trn_model *m, size_t i, trn_param_view *v);
 /* Optimizer state (slots) of parameter i: up to 2 arrays of count floats. */
 size_t trn_model_slots(const trn_model *m, size_t i, float **slots);
 
-/* ---------------------------------------------------------------- metrics */
-
-typedef struct trn_metric {
-    char name[TRN_NAME_MAX];
-    double value;
-} trn_metric;
-
-#define TRN_MAX_METRICS 24
-
-typedef struct trn_metric_list {
-    size_t n;
-    trn_metric m[TRN_MAX_METRICS];
-} trn_metric_list;
-
-typedef struct trn_metrics trn_metrics;
-
-/* head: HEAD_BINARY, HEAD_MULTI_CLASS or HEAD_REGRESSION. */
-trn_metrics *trn_metrics_new(Predictd__HeadType head, size_t n_classes);
-void trn_metrics_free(trn_metrics *mt);
-/* Adds a batch: logits (n x logits_dim), labels (class ids or values) and the
- * batch's mean loss. */
-rt_status trn_metrics_add(trn_metrics *mt, const float *logits, const float *labels, size_t n,
-                          double batch_loss);
-/*
- * Binary: accuracy, accuracy_baseline, auc (exact ROC AUC, ties averaged),
- * auc_precision_recall (exact, step-wise average precision), average_loss,
- * label/mean, loss, precision, prediction/mean, recall, global_step.
- * Multi-class: accuracy, average_loss, loss, global_step.
- * Regression: average_loss, label/mean, loss, prediction/mean, global_step.
- * Names sorted as TensorFlow prints them.
- */
-rt_status trn_metrics_result(const trn_metrics *mt, int64_t global_step, trn_metric_list *out);
-/* Value of metric `name` or NAN. */
-double trn_metric_get(const trn_metric_list *l, const char *name);
-/* "accuracy = 0.85, auc = 0.9, ..." appended to b; and the JSON object. */
-int trn_metrics_format(const trn_metric_list *l, rt_buf *b);
-int trn_metrics_json(const trn_metric_list *l, rt_buf *b);
-
-/* Exact ROC AUC of scores against 0/1 labels (ties count one half). */
-double trn_auc_roc(const float *scores, const float *labels, size_t n);
-/* Exact area under the precision-recall curve (average precision). */
-double trn_auc_pr(const float *scores, const float *labels, size_t n);
-
 /* ------------------------------------------------------------- checkpoints */
 
 /*
@@ -515,10 +473,10 @@ rt_status trn_ckpt_list(const char *job_dir, int64_t **steps, size_t *n, rt_err 
  * with exports. final (optional) receives the last evaluation's metrics.
  */
 rt_status trn_train_and_evaluate(const struct cJSON *spec, const trn_config *c,
-                                 trn_metric_list *final, rt_err *err);
+                                 rt_metric_list *final, rt_err *err);
 
 /* Evaluates m on files (c's eval settings). */
-rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, rt_err *err);
+rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, rt_err *err);
 
 /* ----------------------------------------------------------------- random */
 

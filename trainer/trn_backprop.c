@@ -1,11 +1,6 @@
 /*
- * trn_backprop.c — losses of the heads and backprop through the model.
- *
- * Heads (loss averaged over the batch, TensorFlow's SUM_OVER_BATCH_SIZE):
- *   binary      sigmoid cross-entropy  max(z,0) - z y + log(1 + e^-|z|)
- *               dz = sigmoid(z) - y
- *   multi-class softmax cross-entropy  logsumexp(z) - z_y;  dz = softmax(z) - 1_y
- *   regression  squared error (z - y)^2;  dz = 2 (z - y)
+ * trn_backprop.c — backprop through the model, from the d loss / d logits
+ * of the head's loss (rt_head_loss, runtime/rt_metrics.c).
  *
  * Backprop mirrors rt_forward (rt_forward.c): the linear part's gradients go
  * to the weight rows of each instance's ids (sparse, rows marked) or to
@@ -21,45 +16,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-double trn_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
-                     const float *labels, size_t n, size_t denom, float *dlogits)
-{
-    if (n == 0)
-        return 0.0;
-    double total = 0.0, inv = 1.0 / (double)(denom ? denom : n);
-    for (size_t i = 0; i < n; i++) {
-        const float *z = logits + i * ld;
-        float *d = dlogits ? dlogits + i * ld : NULL;
-        if (head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
-            double x = z[0], y = labels[i];
-            total += (x > 0 ? x : 0) - x * y + log1p(exp(-fabs(x)));
-            double s = x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-            if (d)
-                d[0] = (float)((s - y) * inv);
-        } else if (head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS) {
-            size_t y = (size_t)labels[i];
-            double mx = z[0];
-            for (size_t j = 1; j < ld; j++)
-                if (z[j] > mx)
-                    mx = z[j];
-            double sum = 0.0;
-            for (size_t j = 0; j < ld; j++)
-                sum += exp(z[j] - mx);
-            double lse = mx + log(sum);
-            total += lse - (y < ld ? z[y] : 0.0);
-            if (d)
-                for (size_t j = 0; j < ld; j++)
-                    d[j] = (float)((exp(z[j] - lse) - (j == y ? 1.0 : 0.0)) * inv);
-        } else {
-            double e = (double)z[0] - labels[i];
-            total += e * e;
-            if (d)
-                d[0] = (float)(2.0 * e * inv);
-        }
-    }
-    return total * (1.0 / (double)n);
-}
 
 /* Marks row r of a sparse parameter as touched. */
 static inline void touch(tparam *p, uint64_t r)

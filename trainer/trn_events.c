@@ -367,13 +367,13 @@ out:
     return st;
 }
 
-rt_status trn_summary_eval(trn_summary *s, const trn_metric_list *ml, int64_t step,
+rt_status trn_summary_eval(trn_summary *s, const rt_metric_list *ml, int64_t step,
                            rt_err *err)
 {
-    Tensorflow__Summary__Value v[TRN_MAX_METRICS], *vp[TRN_MAX_METRICS];
+    Tensorflow__Summary__Value v[RT_MAX_METRICS], *vp[RT_MAX_METRICS];
     size_t n = 0;
     rt_status st;
-    for (size_t i = 0; i < ml->n && n < TRN_MAX_METRICS; i++) {
+    for (size_t i = 0; i < ml->n && n < RT_MAX_METRICS; i++) {
         if (strcmp(ml->m[i].name, "global_step") == 0)
             continue; /* TF writes the step as the event's step, not as a value */
         set_scalar(&v[n], ml->m[i].name, ml->m[i].value);

@@ -133,11 +133,6 @@ void trn_dropout_free(trn_model *m);
 rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *labels,
                                double *loss, rt_err *err);
 
-/* Mean per-example loss of n rows and d loss / d logits scaled by 1/denom
- * (denom = n for the batch mean) (trn_backprop.c). */
-double trn_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
-                     const float *labels, size_t n, size_t denom, float *dlogits);
-
 /* Zeroes the gradient buffers (touched rows only for sparse tensors). */
 void trn_model_clear_grads(trn_model *m);
 
@@ -206,7 +201,7 @@ rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, dou
                             uint64_t examples, rt_err *err);
 /* Every metric but global_step at step to JOB_DIR/eval/events.out.tfevents.*
  * (created at the first evaluation of the run). */
-rt_status trn_summary_eval(trn_summary *s, const trn_metric_list *ml, int64_t step,
+rt_status trn_summary_eval(trn_summary *s, const rt_metric_list *ml, int64_t step,
                            rt_err *err);
 /* Syncs and closes the files; NULL is a no-op. */
 void trn_summary_close(trn_summary *s);

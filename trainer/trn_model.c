@@ -368,7 +368,7 @@ static rt_status reserve(trn_model *m, size_t n, rt_err *err)
 static double batch_loss(trn_model *m, const float *labels, size_t n)
 {
     size_t denom = m->grad_denom && !m->loss_sum ? m->grad_denom : n;
-    double l = trn_head_loss(m->head, m->ld, m->logits, labels, n, denom, m->dlogits);
+    double l = rt_head_loss(m->head, m->ld, m->logits, labels, n, denom, m->dlogits);
     if (m->loss_sum && n > 1) {
         l *= (double)n;
         for (size_t k = 0; k < n * m->ld; k++)

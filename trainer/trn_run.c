@@ -119,14 +119,14 @@ static rt_status eval_gather(trn_model *m, size_t *nb, float *labels, float *log
     return RT_OK;
 }
 
-rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, rt_err *err)
+rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, rt_err *err)
 {
     const Predictd__ModelDef *def = m->def;
     trn_feeder *fd = NULL;
     trn_reader *r = NULL;
     rt_batch *b = NULL;
     float *labels = NULL, *logits = NULL;
-    trn_metrics *mt = NULL;
+    rt_metrics *mt = NULL;
     uint64_t bad_labels = 0;
     int chief = trn_dist_rank(m->dist) == 0;
     rt_status st;
@@ -142,7 +142,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, 
     b = rt_batch_new(m->g);
     labels = malloc(bs * sizeof *labels);
     logits = malloc(bs * m->ld * sizeof *logits);
-    mt = trn_metrics_new(def->head->type, m->ld > 1 ? m->ld : def->head->n_classes);
+    mt = rt_metrics_new(def->head->type, m->ld > 1 ? m->ld : def->head->n_classes);
     if (!b || !labels || !logits || !mt) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
@@ -168,13 +168,13 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, 
                 goto out;
             if (!chief)
                 continue;
-            loss = trn_head_loss(m->head, m->ld, logits, labels, nb, nb, NULL);
+            loss = rt_head_loss(m->head, m->ld, logits, labels, nb, nb, NULL);
             if (m->loss_sum && nb > 1)
                 loss *= (double)nb;
         }
         if (nb == 0)
             continue;
-        if ((st = trn_metrics_add(mt, logits, labels, nb, loss))) {
+        if ((st = rt_metrics_add(mt, logits, labels, nb, loss))) {
             rt_err_set(err, st, "metrics: out of memory");
             goto out;
         }
@@ -184,7 +184,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, 
         st = RT_OK;
         goto out;
     }
-    st = trn_metrics_result(mt, m->step, out);
+    st = rt_metrics_result(mt, m->step, out);
     if (st == RT_ERR_NOTFOUND)
         rt_err_set(err, st, "evaluation: the eval files hold no rows");
     {
@@ -198,7 +198,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, trn_metric_list *out, 
                   (unsigned long long)bad_labels);
     }
 out:
-    trn_metrics_free(mt);
+    rt_metrics_free(mt);
     free(labels);
     free(logits);
     rt_batch_free(b);
@@ -221,7 +221,7 @@ typedef struct run {
 } run;
 
 /* Records step and metrics in def->training (malloc'd, freed with def). */
-static rt_status set_training_info(run *R, const trn_metric_list *ml, rt_err *err)
+static rt_status set_training_info(run *R, const rt_metric_list *ml, rt_err *err)
 {
     Predictd__ModelDef *def = R->def;
     if (!def->training) {
@@ -269,7 +269,7 @@ static rt_status set_training_info(run *R, const trn_metric_list *ml, rt_err *er
     return RT_OK;
 }
 
-static rt_status do_export(run *R, const trn_exporter_conf *x, const trn_metric_list *ml,
+static rt_status do_export(run *R, const trn_exporter_conf *x, const rt_metric_list *ml,
                            rt_err *err)
 {
     char base[4096];
@@ -352,7 +352,7 @@ static rt_status do_export(run *R, const trn_exporter_conf *x, const trn_metric_
 }
 
 /* Latest and Best exporters after an evaluation; Final too when final. */
-static rt_status run_exporters(run *R, const trn_metric_list *ml, int final, rt_err *err)
+static rt_status run_exporters(run *R, const rt_metric_list *ml, int final, rt_err *err)
 {
     if (!R->c->job_dir)
         return RT_OK;
@@ -365,7 +365,7 @@ static rt_status run_exporters(run *R, const trn_metric_list *ml, int final, rt_
         } else if (x->type == TRN_EXPORTER_LATEST) {
             st = do_export(R, x, ml, err);
         } else {
-            double v = trn_metric_get(ml, x->metric);
+            double v = rt_metric_get(ml, x->metric);
             if (isnan(v)) {
                 logf_(R->c, "%s: metric %s not computed for this head; not exporting", x->name,
                       x->metric);
@@ -430,19 +430,19 @@ static void load_best(run *R)
  * so the file stays one JSON object a line) and writes the metrics to the
  * run's evaluation event file.
  */
-static rt_status report_eval(const run *R, const trn_metric_list *ml, int64_t step,
+static rt_status report_eval(const run *R, const rt_metric_list *ml, int64_t step,
                              rt_err *err)
 {
     const trn_config *c = R->c;
     rt_buf b;
     rt_buf_init(&b);
     rt_status st = RT_OK;
-    if (trn_metrics_format(ml, &b) == 0)
+    if (rt_metrics_format(ml, &b) == 0)
         logf_(c, "Saving dict for global step %lld: %s", (long long)step, b.data);
     rt_buf_reset(&b);
     if (!c->job_dir)
         goto out;
-    if (trn_metrics_json(ml, &b) != 0 || rt_buf_puts(&b, "\n") != 0) {
+    if (rt_metrics_json(ml, &b) != 0 || rt_buf_puts(&b, "\n") != 0) {
         st = rt_err_set(err, RT_ERR_NOMEM, "eval metrics: out of memory");
         goto out;
     }
@@ -458,9 +458,9 @@ out:
     return st;
 }
 
-static rt_status evaluate_and_export(run *R, int final, trn_metric_list *out, rt_err *err)
+static rt_status evaluate_and_export(run *R, int final, rt_metric_list *out, rt_err *err)
 {
-    trn_metric_list ml;
+    rt_metric_list ml;
     rt_status st = RT_OK;
     if (R->c->n_eval_files > 0) {
         logf_(R->c, "Starting evaluation at global step %lld", (long long)R->m->step);
@@ -569,7 +569,7 @@ static rt_status save_checkpoint(run *R, trn_dist *dist, rt_err *err)
 /* --------------------------------------------------------------- the run */
 
 rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
-                                 trn_metric_list *final, rt_err *err)
+                                 rt_metric_list *final, rt_err *err)
 {
     static const char *const mine[] = {"train", "eval", NULL};
     run R;

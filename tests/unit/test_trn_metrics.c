@@ -1,4 +1,4 @@
-/* test_trn_metrics.c — the trainer's metrics and optimizers against
+/* test_trn_metrics.c — the metrics (runtime/rt_metrics.c) and the trainer's optimizers against
  * independent computations: ROC AUC against brute-force pair counting, PR AUC
  * and the binary metrics on hand-checkable data, and one step of each
  * optimizer against TensorFlow's formulas written out in double. */
@@ -38,12 +38,12 @@ static void test_auc_matches_pair_counting(void **state)
             /* coarse scores make many ties */
             s[i] = (float)floor((trn_rng_uniform(&r) + 0.3 * y[i]) * (trial + 2)) / 10.0f;
         }
-        assert_true(fabs(trn_auc_roc(s, y, N) - brute_auc(s, y, N)) < 1e-12);
+        assert_true(fabs(rt_auc_roc(s, y, N) - brute_auc(s, y, N)) < 1e-12);
     }
     /* perfect and reversed rankings */
     float s2[4] = {0.1f, 0.2f, 0.8f, 0.9f}, y2[4] = {0, 0, 1, 1}, y3[4] = {1, 1, 0, 0};
-    assert_true(trn_auc_roc(s2, y2, 4) == 1.0);
-    assert_true(trn_auc_roc(s2, y3, 4) == 0.0);
+    assert_true(rt_auc_roc(s2, y2, 4) == 1.0);
+    assert_true(rt_auc_roc(s2, y3, 4) == 0.0);
 }
 
 static void test_auc_pr_hand_example(void **state)
@@ -51,72 +51,72 @@ static void test_auc_pr_hand_example(void **state)
     (void)state;
     /* ranked: 0.9 pos, 0.8 neg, 0.7 pos, 0.1 neg: AP = 0.5*1 + 0.5*(2/3) */
     float s[4] = {0.9f, 0.8f, 0.7f, 0.1f}, y[4] = {1, 0, 1, 0};
-    assert_true(fabs(trn_auc_pr(s, y, 4) - (0.5 + 1.0 / 3.0)) < 1e-12);
+    assert_true(fabs(rt_auc_pr(s, y, 4) - (0.5 + 1.0 / 3.0)) < 1e-12);
 }
 
 static void test_binary_metrics(void **state)
 {
     (void)state;
-    trn_metrics *mt = trn_metrics_new(PREDICTD__HEAD_TYPE__HEAD_BINARY, 2);
+    rt_metrics *mt = rt_metrics_new(PREDICTD__HEAD_TYPE__HEAD_BINARY, 2);
     assert_non_null(mt);
     /* logits: 2 (pos, right), -1 (neg, right), 0.5 (neg, wrong), -3 (pos, wrong) */
     float z[4] = {2.0f, -1.0f, 0.5f, -3.0f}, y[4] = {1, 0, 0, 1};
-    assert_int_equal(trn_metrics_add(mt, z, y, 2, 0.25), RT_OK);
-    assert_int_equal(trn_metrics_add(mt, z + 2, y + 2, 2, 0.75), RT_OK);
-    trn_metric_list l;
-    assert_int_equal(trn_metrics_result(mt, 17, &l), RT_OK);
-    assert_true(trn_metric_get(&l, "accuracy") == 0.5);
-    assert_true(trn_metric_get(&l, "accuracy_baseline") == 0.5);
-    assert_true(trn_metric_get(&l, "precision") == 0.5);
-    assert_true(trn_metric_get(&l, "recall") == 0.5);
-    assert_true(trn_metric_get(&l, "label/mean") == 0.5);
-    assert_true(trn_metric_get(&l, "loss") == 0.5);
-    assert_true(trn_metric_get(&l, "global_step") == 17);
+    assert_int_equal(rt_metrics_add(mt, z, y, 2, 0.25), RT_OK);
+    assert_int_equal(rt_metrics_add(mt, z + 2, y + 2, 2, 0.75), RT_OK);
+    rt_metric_list l;
+    assert_int_equal(rt_metrics_result(mt, 17, &l), RT_OK);
+    assert_true(rt_metric_get(&l, "accuracy") == 0.5);
+    assert_true(rt_metric_get(&l, "accuracy_baseline") == 0.5);
+    assert_true(rt_metric_get(&l, "precision") == 0.5);
+    assert_true(rt_metric_get(&l, "recall") == 0.5);
+    assert_true(rt_metric_get(&l, "label/mean") == 0.5);
+    assert_true(rt_metric_get(&l, "loss") == 0.5);
+    assert_true(rt_metric_get(&l, "global_step") == 17);
     double avg = 0;
     for (int i = 0; i < 4; i++) {
         double p = 1.0 / (1.0 + exp(-z[i]));
         avg += -(y[i] * log(p) + (1 - y[i]) * log(1 - p)) / 4.0;
     }
-    assert_true(fabs(trn_metric_get(&l, "average_loss") - avg) < 1e-9);
+    assert_true(fabs(rt_metric_get(&l, "average_loss") - avg) < 1e-9);
     double pm = 0;
     for (int i = 0; i < 4; i++)
         pm += 1.0 / (1.0 + exp(-z[i])) / 4.0;
-    assert_true(fabs(trn_metric_get(&l, "prediction/mean") - pm) < 1e-6);
+    assert_true(fabs(rt_metric_get(&l, "prediction/mean") - pm) < 1e-6);
     /* sorted names, TF's log line */
     for (size_t i = 1; i < l.n; i++)
         assert_true(strcmp(l.m[i - 1].name, l.m[i].name) < 0);
     rt_buf b;
     rt_buf_init(&b);
-    assert_int_equal(trn_metrics_format(&l, &b), 0);
+    assert_int_equal(rt_metrics_format(&l, &b), 0);
     assert_non_null(strstr(b.data, "accuracy = 0.5, accuracy_baseline = 0.5, auc = "));
     assert_non_null(strstr(b.data, "global_step = 17"));
     rt_buf_reset(&b);
-    assert_int_equal(trn_metrics_json(&l, &b), 0);
+    assert_int_equal(rt_metrics_json(&l, &b), 0);
     assert_non_null(strstr(b.data, "\"global_step\": 17"));
     rt_buf_free(&b);
-    trn_metrics_free(mt);
+    rt_metrics_free(mt);
 }
 
 static void test_multiclass_and_regression_metrics(void **state)
 {
     (void)state;
-    trn_metrics *mt = trn_metrics_new(PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS, 3);
+    rt_metrics *mt = rt_metrics_new(PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS, 3);
     float z[6] = {1, 2, 3, 5, 0, 0}, y[2] = {2, 1};
-    assert_int_equal(trn_metrics_add(mt, z, y, 2, 1.0), RT_OK);
-    trn_metric_list l;
-    assert_int_equal(trn_metrics_result(mt, 1, &l), RT_OK);
-    assert_true(trn_metric_get(&l, "accuracy") == 0.5);
-    assert_true(isnan(trn_metric_get(&l, "auc")));
-    trn_metrics_free(mt);
+    assert_int_equal(rt_metrics_add(mt, z, y, 2, 1.0), RT_OK);
+    rt_metric_list l;
+    assert_int_equal(rt_metrics_result(mt, 1, &l), RT_OK);
+    assert_true(rt_metric_get(&l, "accuracy") == 0.5);
+    assert_true(isnan(rt_metric_get(&l, "auc")));
+    rt_metrics_free(mt);
 
-    mt = trn_metrics_new(PREDICTD__HEAD_TYPE__HEAD_REGRESSION, 0);
+    mt = rt_metrics_new(PREDICTD__HEAD_TYPE__HEAD_REGRESSION, 0);
     float p[3] = {1, 2, 4}, t[3] = {1, 3, 2};
-    assert_int_equal(trn_metrics_add(mt, p, t, 3, 5.0 / 3.0), RT_OK);
-    assert_int_equal(trn_metrics_result(mt, 1, &l), RT_OK);
-    assert_true(fabs(trn_metric_get(&l, "average_loss") - 5.0 / 3.0) < 1e-12);
-    assert_true(fabs(trn_metric_get(&l, "label/mean") - 2.0) < 1e-12);
-    assert_true(fabs(trn_metric_get(&l, "prediction/mean") - 7.0 / 3.0) < 1e-6);
-    trn_metrics_free(mt);
+    assert_int_equal(rt_metrics_add(mt, p, t, 3, 5.0 / 3.0), RT_OK);
+    assert_int_equal(rt_metrics_result(mt, 1, &l), RT_OK);
+    assert_true(fabs(rt_metric_get(&l, "average_loss") - 5.0 / 3.0) < 1e-12);
+    assert_true(fabs(rt_metric_get(&l, "label/mean") - 2.0) < 1e-12);
+    assert_true(fabs(rt_metric_get(&l, "prediction/mean") - 7.0 / 3.0) < 1e-6);
+    rt_metrics_free(mt);
 }
 
 /* One optimizer step on a 3-element tensor, compared with double math. */

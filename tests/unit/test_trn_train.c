@@ -118,7 +118,7 @@ static int teardown(void **state)
 
 /* Runs train_and_evaluate on spec with overrides into job (may be NULL). */
 static rt_status train(const char *spec_text, const trn_overrides *o, const char *job,
-                       trn_metric_list *ml, rt_err *err)
+                       rt_metric_list *ml, rt_err *err)
 {
     cJSON *spec = cJSON_Parse(spec_text);
     assert_non_null(spec);
@@ -151,16 +151,16 @@ static void test_learns_synthetic_rule(void **state)
     o.eval_files = eval_csv;
     char job[300];
     job_path(job, sizeof job, "job-learn");
-    trn_metric_list ml;
+    rt_metric_list ml;
     rt_err err;
     rt_status st = train(CLS_SPEC, &o, job, &ml, &err);
     if (st)
         fail_msg("train: %s", err.msg);
-    double acc = trn_metric_get(&ml, "accuracy"), auc = trn_metric_get(&ml, "auc");
+    double acc = rt_metric_get(&ml, "accuracy"), auc = rt_metric_get(&ml, "auc");
     print_message("synthetic rule: accuracy %.4f auc %.4f\n", acc, auc);
     assert_true(acc > 0.95);
     assert_true(auc > 0.99);
-    assert_true(trn_metric_get(&ml, "global_step") == 1000); /* 8 x 4000 / 32 */
+    assert_true(rt_metric_get(&ml, "global_step") == 1000); /* 8 x 4000 / 32 */
 
     /* metrics.jsonl has the evaluation, the exports load and predict */
     char p[400];
@@ -229,14 +229,14 @@ static void test_learns_regression(void **state)
     trn_overrides_init(&o);
     o.train_files = reg_csv;
     o.eval_files = reg_csv;
-    trn_metric_list ml;
+    rt_metric_list ml;
     rt_err err;
     rt_status st = train(REG_SPEC, &o, NULL, &ml, &err);
     if (st)
         fail_msg("train: %s", err.msg);
-    print_message("regression: average_loss %.6f\n", trn_metric_get(&ml, "average_loss"));
-    assert_true(trn_metric_get(&ml, "average_loss") < 1e-3);
-    assert_true(fabs(trn_metric_get(&ml, "label/mean") - trn_metric_get(&ml, "prediction/mean")) <
+    print_message("regression: average_loss %.6f\n", rt_metric_get(&ml, "average_loss"));
+    assert_true(rt_metric_get(&ml, "average_loss") < 1e-3);
+    assert_true(fabs(rt_metric_get(&ml, "label/mean") - rt_metric_get(&ml, "prediction/mean")) <
                 0.01);
 }
 
@@ -413,13 +413,13 @@ static void test_resume_from_job_dir(void **state)
     o.train_steps = 150;
     char job[300];
     job_path(job, sizeof job, "job-resume");
-    trn_metric_list ml;
+    rt_metric_list ml;
     rt_err err;
     assert_int_equal(train(CLS_SPEC, &o, job, &ml, &err), RT_OK);
-    assert_true(trn_metric_get(&ml, "global_step") == 150);
+    assert_true(rt_metric_get(&ml, "global_step") == 150);
     o.train_steps = 420; /* absolute, as max_steps */
     assert_int_equal(train(CLS_SPEC, &o, job, &ml, &err), RT_OK);
-    assert_true(trn_metric_get(&ml, "global_step") == 420);
+    assert_true(rt_metric_get(&ml, "global_step") == 420);
     int64_t *steps;
     size_t n;
     assert_int_equal(trn_ckpt_list(job, &steps, &n, &err), RT_OK);
@@ -429,7 +429,7 @@ static void test_resume_from_job_dir(void **state)
     free(steps);
     /* already there: no training, still an evaluation */
     assert_int_equal(train(CLS_SPEC, &o, job, &ml, &err), RT_OK);
-    assert_true(trn_metric_get(&ml, "global_step") == 420);
+    assert_true(rt_metric_get(&ml, "global_step") == 420);
     /* two evaluations appended per finished run */
     char p[400];
     snprintf(p, sizeof p, "%s/eval/metrics.jsonl", job);

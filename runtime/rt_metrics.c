@@ -1,5 +1,7 @@
 /*
- * trn_metrics.c — evaluation metrics with TensorFlow's canned-head names.
+ * rt_metrics.c — the heads' losses and evaluation metrics with TensorFlow's
+ * canned-head names, shared by the trainer's evaluation and predict-model
+ * evaluate (one implementation, so both give the same numbers).
  *
  * Predictions are kept for the whole evaluation so AUC is exact: the ROC AUC
  * by the rank-sum (Mann-Whitney) formula with tied scores averaged, and the
@@ -7,15 +9,21 @@
  * tf.metrics.auc approximates both with 200 thresholds; on the census test
  * set the two agree to about 1e-3.) "loss" is the mean of the batch losses
  * and "average_loss" the mean per-example loss, as in TF 2's heads.
+ *
+ * Heads' losses (averaged over the batch, TensorFlow's SUM_OVER_BATCH_SIZE):
+ *   binary      sigmoid cross-entropy  max(z,0) - z y + log(1 + e^-|z|)
+ *               dz = sigmoid(z) - y
+ *   multi-class softmax cross-entropy  logsumexp(z) - z_y;  dz = softmax(z) - 1_y
+ *   regression  squared error (z - y)^2;  dz = 2 (z - y)
  */
-#include "trn_internal.h"
+#include "rt_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct trn_metrics {
+struct rt_metrics {
     Predictd__HeadType head;
     size_t n_classes, ld;
     float *scores;  /* binary: logistic; regression: prediction */
@@ -29,9 +37,9 @@ struct trn_metrics {
     double label_sum, pred_sum;
 };
 
-trn_metrics *trn_metrics_new(Predictd__HeadType head, size_t n_classes)
+rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n_classes)
 {
-    trn_metrics *mt = calloc(1, sizeof *mt);
+    rt_metrics *mt = calloc(1, sizeof *mt);
     if (!mt)
         return NULL;
     mt->head = head;
@@ -40,7 +48,7 @@ trn_metrics *trn_metrics_new(Predictd__HeadType head, size_t n_classes)
     return mt;
 }
 
-void trn_metrics_free(trn_metrics *mt)
+void rt_metrics_free(rt_metrics *mt)
 {
     if (!mt)
         return;
@@ -49,13 +57,52 @@ void trn_metrics_free(trn_metrics *mt)
     free(mt);
 }
 
+double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
+                     const float *labels, size_t n, size_t denom, float *dlogits)
+{
+    if (n == 0)
+        return 0.0;
+    double total = 0.0, inv = 1.0 / (double)(denom ? denom : n);
+    for (size_t i = 0; i < n; i++) {
+        const float *z = logits + i * ld;
+        float *d = dlogits ? dlogits + i * ld : NULL;
+        if (head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
+            double x = z[0], y = labels[i];
+            total += (x > 0 ? x : 0) - x * y + log1p(exp(-fabs(x)));
+            double s = x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+            if (d)
+                d[0] = (float)((s - y) * inv);
+        } else if (head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS) {
+            size_t y = (size_t)labels[i];
+            double mx = z[0];
+            for (size_t j = 1; j < ld; j++)
+                if (z[j] > mx)
+                    mx = z[j];
+            double sum = 0.0;
+            for (size_t j = 0; j < ld; j++)
+                sum += exp(z[j] - mx);
+            double lse = mx + log(sum);
+            total += lse - (y < ld ? z[y] : 0.0);
+            if (d)
+                for (size_t j = 0; j < ld; j++)
+                    d[j] = (float)((exp(z[j] - lse) - (j == y ? 1.0 : 0.0)) * inv);
+        } else {
+            double e = (double)z[0] - labels[i];
+            total += e * e;
+            if (d)
+                d[0] = (float)(2.0 * e * inv);
+        }
+    }
+    return total * (1.0 / (double)n);
+}
+
 static double sigmoid(double x)
 {
     return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
 }
 
-rt_status trn_metrics_add(trn_metrics *mt, const float *logits, const float *labels, size_t n,
-                          double batch_loss)
+rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels, size_t n,
+                         double batch_loss)
 {
     if (n == 0)
         return RT_OK;
@@ -74,7 +121,7 @@ rt_status trn_metrics_add(trn_metrics *mt, const float *logits, const float *lab
         mt->cap = cap;
     }
     size_t ld = mt->ld;
-    double per = trn_head_loss(mt->head, ld, logits, labels, n, n, NULL);
+    double per = rt_head_loss(mt->head, ld, logits, labels, n, n, NULL);
     mt->loss_sum += per * (double)n;
     mt->batch_loss_sum += batch_loss;
     mt->batches++;
@@ -132,7 +179,7 @@ static scored *sorted_desc(const float *scores, const float *labels, size_t n)
     return v;
 }
 
-double trn_auc_roc(const float *scores, const float *labels, size_t n)
+double rt_auc_roc(const float *scores, const float *labels, size_t n)
 {
     scored *v = sorted_desc(scores, labels, n);
     if (!v)
@@ -160,7 +207,7 @@ double trn_auc_roc(const float *scores, const float *labels, size_t n)
     return auc / (P * N);
 }
 
-double trn_auc_pr(const float *scores, const float *labels, size_t n)
+double rt_auc_pr(const float *scores, const float *labels, size_t n)
 {
     scored *v = sorted_desc(scores, labels, n);
     if (!v)
@@ -185,9 +232,9 @@ double trn_auc_pr(const float *scores, const float *labels, size_t n)
     return P > 0 ? ap : NAN;
 }
 
-static void put(trn_metric_list *l, const char *name, double v)
+static void put(rt_metric_list *l, const char *name, double v)
 {
-    if (l->n >= TRN_MAX_METRICS)
+    if (l->n >= RT_MAX_METRICS)
         return;
     size_t k = l->n;
     /* keep sorted by name */
@@ -200,7 +247,7 @@ static void put(trn_metric_list *l, const char *name, double v)
     l->n++;
 }
 
-rt_status trn_metrics_result(const trn_metrics *mt, int64_t global_step, trn_metric_list *out)
+rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric_list *out)
 {
     memset(out, 0, sizeof *out);
     double n = (double)mt->n;
@@ -213,8 +260,8 @@ rt_status trn_metrics_result(const trn_metrics *mt, int64_t global_step, trn_met
         double lm = mt->label_sum / n;
         put(out, "accuracy", (double)mt->correct / n);
         put(out, "accuracy_baseline", lm > 0.5 ? lm : 1.0 - lm);
-        put(out, "auc", trn_auc_roc(mt->scores, mt->labels, mt->n));
-        put(out, "auc_precision_recall", trn_auc_pr(mt->scores, mt->labels, mt->n));
+        put(out, "auc", rt_auc_roc(mt->scores, mt->labels, mt->n));
+        put(out, "auc_precision_recall", rt_auc_pr(mt->scores, mt->labels, mt->n));
         put(out, "label/mean", lm);
         put(out, "prediction/mean", mt->pred_sum / n);
         put(out, "precision", mt->tp + mt->fp ? (double)mt->tp / (double)(mt->tp + mt->fp) : 0);
@@ -228,7 +275,7 @@ rt_status trn_metrics_result(const trn_metrics *mt, int64_t global_step, trn_met
     return RT_OK;
 }
 
-double trn_metric_get(const trn_metric_list *l, const char *name)
+double rt_metric_get(const rt_metric_list *l, const char *name)
 {
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->m[i].name, name) == 0)
@@ -236,10 +283,10 @@ double trn_metric_get(const trn_metric_list *l, const char *name)
     return NAN;
 }
 
-int trn_metrics_format(const trn_metric_list *l, rt_buf *b)
+int rt_metrics_format(const rt_metric_list *l, rt_buf *b)
 {
     for (size_t i = 0; i < l->n; i++) {
-        const trn_metric *m = &l->m[i];
+        const rt_metric *m = &l->m[i];
         int rc = strcmp(m->name, "global_step") == 0
                      ? rt_buf_printf(b, "%s%s = %lld", i ? ", " : "", m->name,
                                      (long long)m->value)
@@ -250,12 +297,12 @@ int trn_metrics_format(const trn_metric_list *l, rt_buf *b)
     return 0;
 }
 
-int trn_metrics_json(const trn_metric_list *l, rt_buf *b)
+int rt_metrics_json(const rt_metric_list *l, rt_buf *b)
 {
     if (rt_buf_puts(b, "{"))
         return -1;
     for (size_t i = 0; i < l->n; i++) {
-        const trn_metric *m = &l->m[i];
+        const rt_metric *m = &l->m[i];
         if ((i && rt_buf_puts(b, ", ")) || rt_buf_json_string(b, m->name, strlen(m->name)) ||
             rt_buf_puts(b, ": "))
             return -1;
