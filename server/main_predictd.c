@@ -78,7 +78,7 @@ static void remember_cfg_stat(daemon_t *d)
 /* Re-reads the config file and applies it; the old one stays on error. */
 static void reload(daemon_t *d, const char *why)
 {
-    if (!(d->args.set & SRV_ARG_CONFIG)) {
+    if (!(srv_args_given(&d->args, "model_config_file"))) {
         srv_log(SRV_LOG_INFO, "reload (%s): no --model_config_file, rescanning base paths",
                 why);
         srv_manager_wake(d->mgr); /* on the loader thread: signals stay answered */
@@ -288,7 +288,7 @@ static int run(daemon_t *d)
                     name, d->cfg->drain_grace_seconds);
             continue;
         }
-        if (!draining && (d->args.set & SRV_ARG_CONFIG)) {
+        if (!draining && (srv_args_given(&d->args, "model_config_file"))) {
             struct stat sb;
             if (stat(d->args.values.model_config_file, &sb) == 0 &&
                 (!d->have_cfg_stat || !same_file_state(&sb, &d->cfg_stat)))
@@ -310,11 +310,20 @@ int main(int argc, char **argv)
     int rc = 2;
     if (srv_args_parse(argc, argv, &D.args, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
-        fputs(srv_args_usage(), stderr);
+        char *text = srv_args_usage(false);
+        if (text)
+            fputs(text, stderr);
+        free(text);
         goto out;
     }
-    if (D.args.help) {
-        fputs(srv_args_usage(), stdout);
+    if (D.args.help || D.args.help_config) {
+        char *text = srv_args_usage(D.args.help_config);
+        if (!text) {
+            srv_log(SRV_LOG_ERROR, "out of memory");
+            goto out;
+        }
+        fputs(text, stdout);
+        free(text);
         rc = 0;
         goto out;
     }

@@ -3,7 +3,8 @@
  *
  * Pieces, each in its own file:
  *   srv_log.c     one log line per event, with a level (stderr / journal)
- *   srv_config.c  command-line flags + JSON config file -> srv_config
+ *   srv_config.c  the settings table: defaults, flags, config file keys, --help
+ *   srv_config_models.c  the config file's "models" list (policies, labels)
  *   srv_router.c  method + URL -> srv_route (pure; no model lookups)
  *   srv_cpu.c     CPUs the process may use (affinity, cgroup v2 cpu.max)
  *   srv_models.c  model manager: versions, reference counts, readiness
@@ -106,51 +107,75 @@ typedef struct srv_config {
     int max_enqueued_batches;     /* batches waiting; past it 429; default 64 */
     int num_batch_threads;        /* 0 (default) = the request thread count */
     char *model_config_file;      /* the file this came from, or NULL */
+    char *model_name;             /* --model_name (flag only), or NULL */
+    char *model_base_path;        /* --model_base_path (flag only), or NULL */
     srv_model_conf *models;
     size_t n_models;
 } srv_config;
 
+/*
+ * The daemon's settings, one table (srv_config.c): each line gives a
+ * setting's name (its JSON key and its flag), type, range, default, the
+ * srv_config field it fills and its help text. The table makes the
+ * defaults, the config file's keys, the command-line flags, --help, the
+ * config file's key list (--help_config) and the unknown-key message.
+ * Adding a setting is one line there (and its field above).
+ */
+typedef enum {
+    SRV_SET_INT,  /* int, an integer in [lo, hi] */
+    SRV_SET_SIZE, /* size_t, an integer in [lo, hi] */
+    SRV_SET_BOOL, /* bool: JSON true/false; --x, --x=true|false|1|0 */
+    SRV_SET_STR,  /* char * (owned): a non-empty string */
+    SRV_SET_NAME, /* char * (owned): a model name (srv_name_valid) */
+} srv_setting_type;
+
+enum {
+    SRV_SET_JSON = 1u << 0, /* a key of the config file */
+    SRV_SET_FLAG = 1u << 1, /* a command-line flag --name */
+};
+
+typedef struct srv_setting {
+    const char *name;      /* JSON key and flag name (TF Serving's where it has one) */
+    srv_setting_type type;
+    unsigned where;        /* SRV_SET_JSON | SRV_SET_FLAG */
+    int64_t lo, hi;        /* range (INT, SIZE) */
+    int64_t def;           /* default (INT, SIZE; BOOL 0/1) */
+    const char *def_str;   /* default (STR, NAME), NULL for none */
+    size_t offset;         /* offsetof(srv_config, <field>) */
+    const char *arg;       /* the value's name in --help: "N", "ADDR", "FILE" */
+    const char *help;      /* what it does; the default is appended by --help */
+} srv_setting;
+
+/* The table and its length (static; thread-safe). */
+const srv_setting *srv_settings(size_t *n);
+/* The setting called name, or NULL. */
+const srv_setting *srv_setting_find(const char *name);
+
 /* The command line, kept so that a reload re-applies the same flags over
  * the re-read file (a flag given on the command line wins). */
 typedef struct srv_args {
-    unsigned set;                 /* bit mask of SRV_ARG_* given */
-    srv_config values;            /* scalar flags; strings owned */
-    char *model_name;
-    char *model_base_path;
-    bool help;
-    bool version;
+    uint64_t set;                 /* bit i: srv_settings()[i] was given */
+    srv_config values;            /* every setting, defaults where not given;
+                                     strings owned */
+    bool help;                    /* --help / -h */
+    bool help_config;             /* --help_config */
+    bool version;                 /* --version */
 } srv_args;
 
-enum {
-    SRV_ARG_HOST = 1u << 0,
-    SRV_ARG_PORT = 1u << 1,
-    SRV_ARG_THREADS = 1u << 2,
-    SRV_ARG_TIMEOUT = 1u << 3,
-    SRV_ARG_POLL = 1u << 4,
-    SRV_ARG_MAXREQ = 1u << 5,
-    SRV_ARG_CORS = 1u << 6,
-    SRV_ARG_CONFIG = 1u << 7,
-    SRV_ARG_CONNTIMEOUT = 1u << 8,
-    SRV_ARG_DRAIN = 1u << 9,
-    SRV_ARG_QUEUE = 1u << 10,
-    SRV_ARG_BATCHING = 1u << 11,
-    SRV_ARG_BATCH_SIZE = 1u << 12,
-    SRV_ARG_BATCH_TIMEOUT = 1u << 13,
-    SRV_ARG_BATCH_QUEUE = 1u << 14,
-    SRV_ARG_BATCH_THREADS = 1u << 15,
-    SRV_ARG_READTIMEOUT = 1u << 16,
-    SRV_ARG_MAXCONN = 1u << 17,
-    SRV_ARG_HDRTIMEOUT = 1u << 18,
-    SRV_ARG_TOTALREQ = 1u << 19,
-};
-
-/* Parses argv (TF Serving's flag names; "--flag=value" or "--flag value").
- * Unknown flags and bad values are refused naming the flag.
- * OUT: args owns its strings; free with srv_args_free(). */
+/* Parses argv with getopt_long (TF Serving's flag names; "--flag=value" or
+ * "--flag value"; a bool flag alone means true). Unknown or abbreviated
+ * flags and bad values are refused naming the flag ("--rest_api_porte:
+ * unknown flag (did you mean --rest_api_port?)").
+ * OUT: args owns its strings; free with srv_args_free(). Not thread-safe
+ * (getopt's globals). */
 rt_status srv_args_parse(int argc, char **argv, srv_args *args, rt_err *err);
 void srv_args_free(srv_args *args);
-/* The --help text (static string). */
-const char *srv_args_usage(void);
+/* True when the flag called name was given. */
+bool srv_args_given(const srv_args *args, const char *name);
+/* The --help text (flags), or with config_keys the config file's keys
+ * (--help_config), made from the table. OUT: malloc'd, caller frees; NULL
+ * when out of memory. */
+char *srv_args_usage(bool config_keys);
 
 /* Builds the effective config: the file named by --model_config_file (if
  * any), then the command-line flags over it, or one model from

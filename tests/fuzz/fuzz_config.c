@@ -100,7 +100,7 @@ static void fuzz_flags(char *text)
     fz_note("srv_args_parse", st, &err);
     if (st != RT_OK) {
         FZ_CHECK(err.msg[0] != '\0', "refused flags without a message");
-    } else if (!(args.set & SRV_ARG_CONFIG)) {
+    } else if (!srv_args_given(&args, "model_config_file")) {
         /* A config file named by the input is not read: the fuzzer must not
          * open arbitrary paths (a FIFO would block it). */
         srv_config *c = NULL;

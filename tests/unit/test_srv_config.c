@@ -38,6 +38,15 @@ static void parse_bad(const char *text, const char *want)
     assert_non_null(strstr(err.msg, want));
 }
 
+/* --help mentions want. */
+static void assert_usage_has(const char *want)
+{
+    char *usage = srv_args_usage(false);
+    assert_non_null(usage);
+    assert_non_null(strstr(usage, want));
+    free(usage);
+}
+
 static void test_full_config(void **state)
 {
     (void)state;
@@ -109,8 +118,8 @@ static void test_refusals_name_the_key(void **state)
     parse_bad("[]", "top level");
     parse_bad("{\"rest_api_prot\": 1}", "rest_api_prot: unknown key");
     parse_bad("{\"rest_api_port\": 70000}", "rest_api_port: 70000 is out of range");
-    parse_bad("{\"rest_api_port\": \"80\"}", "rest_api_port: must be a number");
-    parse_bad("{\"max_request_bytes\": 1.5}", "max_request_bytes: must be an integer");
+    parse_bad("{\"rest_api_port\": \"80\"}", "rest_api_port: expected an integer, got a string");
+    parse_bad("{\"max_request_bytes\": 1.5}", "max_request_bytes: expected an integer, got 1.5");
     parse_bad("{\"enable_cors\": 1}", "enable_cors");
     parse_bad("{\"max_queue_depth\": -1}", "max_queue_depth: -1 is out of range");
     parse_bad("{\"drain_grace_seconds\": 99999}", "drain_grace_seconds");
@@ -171,8 +180,8 @@ static void test_flags(void **state)
                      "--model_base_path=/tmp", "--enable_cors", "--rest_api_num_threads", "2",
                      NULL};
     assert_int_equal(srv_args_parse(8, argv1, &a, &err), RT_OK);
-    assert_true(a.set & SRV_ARG_PORT);
-    assert_true(a.set & SRV_ARG_CORS);
+    assert_true(srv_args_given(&a, "rest_api_port"));
+    assert_true(srv_args_given(&a, "enable_cors"));
     srv_config *c = NULL;
     assert_int_equal(srv_config_build(&a, &c, &err), RT_OK);
     assert_int_equal(c->rest_api_port, 0);
@@ -205,7 +214,7 @@ static void test_flags(void **state)
     assert_int_not_equal(srv_config_build(&a, &c, &err), RT_OK);
     assert_non_null(strstr(err.msg, "no model"));
     srv_args_free(&a);
-    assert_non_null(strstr(srv_args_usage(), "--model_config_file"));
+    assert_usage_has("--model_config_file");
 }
 
 static void test_file_and_flag_override(void **state)
@@ -275,7 +284,7 @@ static void test_request_read_timeout(void **state)
     char *argv1[] = {"predictd", "--model_name=m", "--model_base_path=/m",
                      "--request_read_timeout_seconds=12", NULL};
     assert_int_equal(srv_args_parse(4, argv1, &a, &err), RT_OK);
-    assert_true(a.set & SRV_ARG_READTIMEOUT);
+    assert_true(srv_args_given(&a, "request_read_timeout_seconds"));
     c = NULL;
     assert_int_equal(srv_config_build(&a, &c, &err), RT_OK);
     assert_int_equal(c->request_read_timeout_seconds, 12);
@@ -285,7 +294,7 @@ static void test_request_read_timeout(void **state)
     assert_int_not_equal(srv_args_parse(2, argv2, &a, &err), RT_OK);
     assert_non_null(strstr(err.msg, "--request_read_timeout_seconds"));
     srv_args_free(&a);
-    assert_non_null(strstr(srv_args_usage(), "--request_read_timeout_seconds"));
+    assert_usage_has("--request_read_timeout_seconds");
 }
 
 /* max_connections and request_header_timeout_seconds: defaults, the file's
@@ -311,8 +320,8 @@ static void test_connection_settings(void **state)
     char *argv1[] = {"predictd", "--model_name=m", "--model_base_path=/m",
                      "--max_connections=200", "--request_header_timeout_seconds=3", NULL};
     assert_int_equal(srv_args_parse(5, argv1, &a, &err), RT_OK);
-    assert_true(a.set & SRV_ARG_MAXCONN);
-    assert_true(a.set & SRV_ARG_HDRTIMEOUT);
+    assert_true(srv_args_given(&a, "max_connections"));
+    assert_true(srv_args_given(&a, "request_header_timeout_seconds"));
     c = NULL;
     assert_int_equal(srv_config_build(&a, &c, &err), RT_OK);
     assert_int_equal(c->max_connections, 200);
@@ -323,8 +332,8 @@ static void test_connection_settings(void **state)
     assert_int_not_equal(srv_args_parse(2, argv2, &a, &err), RT_OK);
     assert_non_null(strstr(err.msg, "--max_connections"));
     srv_args_free(&a);
-    assert_non_null(strstr(srv_args_usage(), "--max_connections"));
-    assert_non_null(strstr(srv_args_usage(), "--request_header_timeout_seconds"));
+    assert_usage_has("--max_connections");
+    assert_usage_has("--request_header_timeout_seconds");
 }
 
 /* max_total_request_bytes: default, key, flag, and never below
@@ -357,6 +366,214 @@ static void test_total_request_bytes(void **state)
     c = NULL;
     assert_int_not_equal(srv_config_build(&a, &c, &err), RT_OK);
     assert_non_null(strstr(err.msg, "less than max_request_bytes"));
+    srv_args_free(&a);
+}
+
+/* The value of s's field in c, as an integer (strings: 0). */
+static long long field_int(const srv_config *c, const srv_setting *s)
+{
+    const char *p = (const char *)c + s->offset;
+    if (s->type == SRV_SET_INT)
+        return *(const int *)p;
+    if (s->type == SRV_SET_SIZE)
+        return (long long)*(const size_t *)p;
+    if (s->type == SRV_SET_BOOL)
+        return *(const bool *)p;
+    return 0;
+}
+
+static const char *field_str(const srv_config *c, const srv_setting *s)
+{
+    return *(char *const *)((const char *)c + s->offset);
+}
+
+/* A value of s other than its default, as JSON and as flag text. */
+static void other_value(const srv_setting *s, char *json, char *text, size_t cap)
+{
+    if (s->type == SRV_SET_BOOL) {
+        snprintf(json, cap, "%s", s->def ? "false" : "true");
+        snprintf(text, cap, "%s", s->def ? "false" : "true");
+    } else if (s->type == SRV_SET_INT || s->type == SRV_SET_SIZE) {
+        long long v = s->def < s->hi ? s->def + 1 : s->def - 1;
+        snprintf(json, cap, "%lld", v);
+        snprintf(text, cap, "%lld", v);
+    } else {
+        snprintf(json, cap, "\"x-%s\"", s->name);
+        snprintf(text, cap, "x-%s", s->name);
+    }
+}
+
+/* Walks the settings table: every entry is named, helped, has a default in
+ * its range that the parsers apply; each JSON key and each flag reads back
+ * the value written; out-of-range values are refused naming the key / flag;
+ * --help and --help_config list them all; a flag wins over the file. */
+static void test_settings_table(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    const srv_setting *tab = srv_settings(&n);
+    assert_true(n > 20);
+    srv_config *defaults = parse_ok("{}");
+    char *usage = srv_args_usage(false), *keys = srv_args_usage(true);
+    assert_non_null(usage);
+    assert_non_null(keys);
+    for (size_t i = 0; i < n; i++) {
+        const srv_setting *s = &tab[i];
+        char what[160], json[256], text[256], arg[300], doc[200];
+        snprintf(what, sizeof what, "setting %s", s->name);
+        assert_non_null(s->name);
+        assert_true(s->help && strlen(s->help) > 5);
+        assert_null(strstr(s->help, "(default")); /* --help appends it */
+        assert_true(s->where & (SRV_SET_JSON | SRV_SET_FLAG));
+        assert_ptr_equal(srv_setting_find(s->name), s);
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(tab[j].name, s->name);
+        if (s->type == SRV_SET_INT || s->type == SRV_SET_SIZE) {
+            assert_true(s->lo <= s->def && s->def <= s->hi);
+            assert_true(s->lo < s->hi);
+            if (s->type == SRV_SET_INT)
+                assert_true(s->hi <= INT32_MAX);
+        }
+        if (s->type == SRV_SET_BOOL)
+            assert_true(s->def == 0 || s->def == 1);
+        /* The default is what a config without the key gets. */
+        if (s->type == SRV_SET_STR || s->type == SRV_SET_NAME) {
+            if (s->def_str)
+                assert_string_equal(field_str(defaults, s), s->def_str);
+            else
+                assert_null(field_str(defaults, s));
+        } else {
+            assert_int_equal(field_int(defaults, s), s->def);
+        }
+        other_value(s, json, text, sizeof json);
+        if (s->where & SRV_SET_FLAG) {
+            snprintf(doc, sizeof doc, "--%s", s->name);
+            if (!strstr(usage, doc))
+                fail_msg("%s: not in --help", what);
+            if (s->type != SRV_SET_BOOL)
+                assert_non_null(s->arg);
+            /* Flag round trip, "--name=value" form. */
+            snprintf(arg, sizeof arg, "--%s=%s", s->name, text);
+            char *argv[] = {"predictd", arg, "--model_name=m", "--model_base_path=/m", NULL};
+            int argc = !strcmp(s->name, "model_name") || !strcmp(s->name, "model_base_path") ||
+                               !strcmp(s->name, "model_config_file")
+                           ? 2
+                           : 4;
+            srv_args a;
+            rt_err err = {{0}};
+            rt_status st = srv_args_parse(argc, argv, &a, &err);
+            if (!strcmp(s->name, "model_name") || !strcmp(s->name, "model_base_path")) {
+                assert_int_equal(st, RT_ERR_INVALID); /* the pair is given together */
+                srv_args_free(&a);
+                argv[1] = "--model_name=m";
+                argv[2] = "--model_base_path=/m";
+                argv[3] = arg;
+                st = srv_args_parse(4, argv, &a, &err);
+            }
+            if (st != RT_OK)
+                fail_msg("%s: %s", what, err.msg);
+            assert_true(srv_args_given(&a, s->name));
+            if (s->type == SRV_SET_STR || s->type == SRV_SET_NAME)
+                assert_string_equal(field_str(&a.values, s), text);
+            else
+                assert_int_equal(field_int(&a.values, s), strcmp(text, "true") == 0 ? 1
+                                                          : strcmp(text, "false") == 0
+                                                              ? 0
+                                                              : strtoll(text, NULL, 10));
+            /* Over the defaults of a config built from flags. */
+            if ((s->where & SRV_SET_JSON) && argc == 4) {
+                srv_config *c = NULL;
+                assert_int_equal(srv_config_build(&a, &c, &err), RT_OK);
+                if (s->type == SRV_SET_STR || s->type == SRV_SET_NAME)
+                    assert_string_equal(field_str(c, s), text);
+                else
+                    assert_int_equal(field_int(c, s), field_int(&a.values, s));
+                srv_config_free(c);
+            }
+            srv_args_free(&a);
+            /* Out of range, or a bad value: refused naming the flag. */
+            if (s->type == SRV_SET_INT || s->type == SRV_SET_SIZE) {
+                snprintf(arg, sizeof arg, "--%s=%lld", s->name, (long long)s->lo - 1);
+                char *bad[] = {"predictd", arg, NULL};
+                assert_int_equal(srv_args_parse(2, bad, &a, &err), RT_ERR_INVALID);
+                snprintf(doc, sizeof doc, "--%s: %lld is out of range", s->name,
+                         (long long)s->lo - 1);
+                if (!strstr(err.msg, doc))
+                    fail_msg("%s: got '%s', want '%s'", what, err.msg, doc);
+                srv_args_free(&a);
+            }
+        }
+        if (s->where & SRV_SET_JSON) {
+            snprintf(doc, sizeof doc, "\n  %s  ", s->name);
+            if (!strstr(keys, doc))
+                fail_msg("%s: not in --help_config", what);
+            /* JSON round trip. */
+            char cfg[400];
+            snprintf(cfg, sizeof cfg, "{\"%s\": %s}", s->name, json);
+            srv_config *c = parse_ok(cfg);
+            if (s->type == SRV_SET_STR || s->type == SRV_SET_NAME)
+                assert_string_equal(field_str(c, s), text);
+            else
+                assert_int_not_equal(field_int(c, s), s->def);
+            srv_config_free(c);
+            if (s->type == SRV_SET_INT || s->type == SRV_SET_SIZE) {
+                snprintf(cfg, sizeof cfg, "{\"%s\": %lld}", s->name, (long long)s->hi + 1);
+                snprintf(doc, sizeof doc, "%s: ", s->name);
+                parse_bad(cfg, doc);
+                parse_bad(cfg, "is out of range");
+                snprintf(cfg, sizeof cfg, "{\"%s\": \"1\"}", s->name);
+                parse_bad(cfg, doc);
+            } else {
+                snprintf(cfg, sizeof cfg, "{\"%s\": %s}", s->name,
+                         s->type == SRV_SET_BOOL ? "\"true\"" : "7");
+                snprintf(doc, sizeof doc, "%s: expected", s->name);
+                parse_bad(cfg, doc);
+            }
+        } else {
+            /* A flag only: not a key of the file. */
+            char cfg[300];
+            snprintf(cfg, sizeof cfg, "{\"%s\": %s}", s->name, json);
+            snprintf(doc, sizeof doc, "%s: unknown key", s->name);
+            parse_bad(cfg, doc);
+        }
+    }
+    free(usage);
+    free(keys);
+    srv_config_free(defaults);
+}
+
+/* Typos get a suggestion, in the file and on the command line; prefixes of
+ * flags are not taken (getopt_long would; TF Serving does not). */
+static void test_unknown_names(void **state)
+{
+    (void)state;
+    parse_bad("{\"rest_api_prot\": 1}", "rest_api_prot: unknown key (did you mean rest_api_port?)");
+    parse_bad("{\"model\": []}", "model: unknown key (did you mean models?)");
+    parse_bad("{\"zzzzzz\": 1}", "zzzzzz: unknown key (predictd --help_config lists the keys)");
+    srv_args a;
+    rt_err err = {{0}};
+    char *typo[] = {"predictd", "--max_batch_sise=3", NULL};
+    assert_int_equal(srv_args_parse(2, typo, &a, &err), RT_ERR_INVALID);
+    assert_string_equal(err.msg, "--max_batch_sise: unknown flag (did you mean --max_batch_size?)");
+    srv_args_free(&a);
+    char *prefix[] = {"predictd", "--rest_api_po=3", NULL};
+    assert_int_equal(srv_args_parse(2, prefix, &a, &err), RT_ERR_INVALID);
+    assert_string_equal(err.msg, "--rest_api_po: unknown flag (did you mean --rest_api_port?)");
+    srv_args_free(&a);
+    char *far[] = {"predictd", "--frobnicate", NULL};
+    assert_int_equal(srv_args_parse(2, far, &a, &err), RT_ERR_INVALID);
+    assert_string_equal(err.msg, "--frobnicate: unknown flag (see --help)");
+    srv_args_free(&a);
+    char *stray[] = {"predictd", "--enable_cors", "true", NULL};
+    assert_int_equal(srv_args_parse(3, stray, &a, &err), RT_ERR_INVALID);
+    assert_string_equal(err.msg, "true: unexpected argument (flags start with --)");
+    srv_args_free(&a);
+    /* "--flag value" and a bool alone, as before getopt_long. */
+    char *spaced[] = {"predictd", "--max_batch_size", "7", "--enable_cors", "-h", NULL};
+    assert_int_equal(srv_args_parse(5, spaced, &a, &err), RT_OK);
+    assert_int_equal(a.values.max_batch_size, 7);
+    assert_true(a.values.enable_cors);
+    assert_true(a.help);
     srv_args_free(&a);
 }
 
@@ -409,6 +626,8 @@ int main(void)
         cmocka_unit_test(test_request_read_timeout),
         cmocka_unit_test(test_connection_settings),
         cmocka_unit_test(test_total_request_bytes),
+        cmocka_unit_test(test_settings_table),
+        cmocka_unit_test(test_unknown_names),
         cmocka_unit_test(test_cpu_quota),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
