@@ -23,54 +23,62 @@
 /* ------------------------------------------------------------ the table */
 
 /* offsetof(srv_config, f), refused at compile time unless f has type T. */
-#define FIELD(f, T) \
-    (offsetof(srv_config, f) + 0 * sizeof(char[_Generic(((srv_config *)0)->f, T: 1, default: -1)]))
+#define FIELD(f, T)                                                                                \
+    (offsetof(srv_config, f) +                                                                     \
+     0 * sizeof(char[_Generic(((srv_config *)0)->f, T: 1, default: -1)]))
 #define BOTH (SRV_SET_JSON | SRV_SET_FLAG)
-#define INT(f, lo, hi, def, arg, help) {#f, SRV_SET_INT, BOTH, lo, hi, def, NULL, FIELD(f, int), arg, help}
-#define SIZE(f, lo, hi, def, help) {#f, SRV_SET_SIZE, BOTH, lo, hi, def, NULL, FIELD(f, size_t), "N", help}
-#define BOOL(f, def, help) {#f, SRV_SET_BOOL, BOTH, 0, 1, def, NULL, FIELD(f, bool), NULL, help}
-#define STR(f, where, def, arg, help) {#f, SRV_SET_STR, where, 0, 0, 0, def, FIELD(f, char *), arg, help}
-#define NAME(f, where, arg, help) {#f, SRV_SET_NAME, where, 0, 0, 0, NULL, FIELD(f, char *), arg, help}
+#define INT(f, where, lo, hi, def, arg, help) \
+    {#f, SRV_SET_INT, where, lo, hi, def, NULL, FIELD(f, int), arg, help}
+#define SIZE(f, where, lo, hi, def, help) \
+    {#f, SRV_SET_SIZE, where, lo, hi, def, NULL, FIELD(f, size_t), "N", help}
+#define BOOL(f, where, def, help) \
+    {#f, SRV_SET_BOOL, where, 0, 1, def, NULL, FIELD(f, bool), NULL, help}
+#define STR(f, where, def, arg, help) \
+    {#f, SRV_SET_STR, where, 0, 0, 0, def, FIELD(f, char *), arg, help}
+#define NAME(f, where, arg, help) \
+    {#f, SRV_SET_NAME, where, 0, 0, 0, NULL, FIELD(f, char *), arg, help}
 
-/* In --help order. */
+/* In --help order. where: BOTH (config key and flag), SRV_SET_FLAG (flag
+ * only) or SRV_SET_JSON (config key only). */
 static const srv_setting SETTINGS[] = {
-    INT(rest_api_port, 0, 65535, 8501, "N", "port of the REST API; 0 = any free port"),
+    INT(rest_api_port, BOTH, 0, 65535, 8501, "N", "port of the REST API; 0 = any free port"),
     STR(rest_api_host, BOTH, "0.0.0.0", "ADDR", "address to listen on"),
     NAME(model_name, SRV_SET_FLAG, "NAME", "the one model to serve (no config file)"),
     STR(model_base_path, SRV_SET_FLAG, NULL, "DIR", "its directory of integer-named versions"),
     STR(model_config_file, SRV_SET_FLAG, NULL, "FILE",
         "JSON config (see conf/predictd.json, predictd --help_config); flags given on the "
         "command line win over the file"),
-    INT(file_system_poll_wait_seconds, 0, 86400, 1, "N",
+    INT(file_system_poll_wait_seconds, BOTH, 0, 86400, 1, "N",
         "seconds between scans of the base paths; 0 = only at start and reload"),
-    INT(rest_api_num_threads, 0, 1024, 0, "N", "request threads; 0 = the CPUs this process may use"),
-    INT(rest_api_timeout_in_ms, 1, 3600000, 30000, "N", "per-request deadline, else 504"),
-    SIZE(max_request_bytes, 1, INT64_C(1) << 30, 1572864, "largest request body, else 413"),
-    SIZE(max_total_request_bytes, 1, INT64_C(1) << 40, INT64_C(256) << 20,
+    INT(rest_api_num_threads, BOTH, 0, 1024, 0, "N",
+        "request threads; 0 = the CPUs this process may use"),
+    INT(rest_api_timeout_in_ms, BOTH, 1, 3600000, 30000, "N", "per-request deadline, else 504"),
+    SIZE(max_request_bytes, BOTH, 1, INT64_C(1) << 30, 1572864, "largest request body, else 413"),
+    SIZE(max_total_request_bytes, BOTH, 1, INT64_C(1) << 40, INT64_C(256) << 20,
          "request body bytes held at once; a request that does not fit gets 429 + Retry-After"),
-    INT(connection_timeout_seconds, 1, 86400, 60, "N", "idle connection timeout"),
-    INT(request_read_timeout_seconds, 0, 86400, 30, "N",
+    INT(connection_timeout_seconds, BOTH, 1, 86400, 60, "N", "idle connection timeout"),
+    INT(request_read_timeout_seconds, BOTH, 0, 86400, 30, "N",
         "close a connection whose request is not read whole N s after its first byte; 0 = off"),
-    INT(max_connections, 1, 1000000, 1024, "N",
+    INT(max_connections, BOTH, 1, 1000000, 1024, "N",
         "client connections open at once; when all are taken, idle keep-alive ones are closed "
         "first, then new ones refused"),
-    INT(request_header_timeout_seconds, 0, 86400, 10, "N",
+    INT(request_header_timeout_seconds, BOTH, 0, 86400, 10, "N",
         "close a connection whose request header is not in N s after it opened (or after the "
         "next request's first byte); 0 = off"),
-    BOOL(enable_cors, 0, "add Access-Control-Allow-Origin: *"),
-    INT(max_queue_depth, 0, 1000000, 0, "N",
+    BOOL(enable_cors, BOTH, 0, "add Access-Control-Allow-Origin: *"),
+    INT(max_queue_depth, BOTH, 0, 1000000, 0, "N",
         "run inference on worker threads with at most N requests waiting; more answer 429 + "
         "Retry-After; 0 = inference on the HTTP threads"),
-    INT(drain_grace_seconds, 0, 3600, 0, "N",
+    INT(drain_grace_seconds, BOTH, 0, 3600, 0, "N",
         "after SIGTERM, readyz answers 503 but requests are still served for N seconds"),
-    BOOL(enable_batching, 0,
+    BOOL(enable_batching, BOTH, 0,
          "merge concurrent :predict requests for the same model version and signature into one "
          "batch"),
-    INT(max_batch_size, 1, 100000, 128, "N", "instances per merged batch"),
-    INT(batch_timeout_micros, 0, 10000000, 1000, "N",
+    INT(max_batch_size, BOTH, 1, 100000, 128, "N", "instances per merged batch"),
+    INT(batch_timeout_micros, BOTH, 0, 10000000, 1000, "N",
         "a batch's first request waits this long for company"),
-    INT(max_enqueued_batches, 1, 1000000, 64, "N", "batches waiting; past it 429"),
-    INT(num_batch_threads, 0, 1024, 0, "N", "batch threads; 0 = the request threads"),
+    INT(max_enqueued_batches, BOTH, 1, 1000000, 64, "N", "batches waiting; past it 429"),
+    INT(num_batch_threads, BOTH, 0, 1024, 0, "N", "batch threads; 0 = the request threads"),
 };
 #define N_SETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
 _Static_assert(N_SETTINGS <= 64, "srv_args.set has 64 bits");
@@ -631,10 +639,12 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         const srv_config *from = &a->values;
         if (is_string(s))
             st = set_string(c, s, *(char **)field(from, s), err);
+        else if (s->type == SRV_SET_INT)
+            *(int *)field(c, s) = *(int *)field(from, s);
+        else if (s->type == SRV_SET_SIZE)
+            *(size_t *)field(c, s) = *(size_t *)field(from, s);
         else
-            memcpy(field(c, s), field(from, s),
-                   s->type == SRV_SET_INT ? sizeof(int)
-                                          : s->type == SRV_SET_SIZE ? sizeof(size_t) : sizeof(bool));
+            *(bool *)field(c, s) = *(bool *)field(from, s);
         if (st != RT_OK)
             goto out;
     }
