@@ -64,17 +64,68 @@ HOT static void ftrl(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi
     }
 }
 
-HOT static void adagrad(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi)
+/* Adagrad's element k, the reference the vector loops below must equal:
+ * sqrt and division are correctly rounded in IEEE arithmetic, so the same
+ * float operations in the same order give the same bits at any width. */
+static inline void adagrad_one(float *w, float *acc, const float *g, float lr, size_t k)
 {
-    float *restrict w = p->data, *restrict acc = p->slot[0];
-    const float *restrict g = p->grad;
-    float lr = (float)o->learning_rate;
-    for (uint64_t k = lo; k < hi; k++) {
-        float gk = g[k];
-        float a = acc[k] + gk * gk;
-        acc[k] = a;
-        w[k] -= lr * gk / sqrtf(a); /* g = 0: w unchanged */
+    float gk = g[k];
+    float a = acc[k] + gk * gk;
+    acc[k] = a;
+    w[k] -= lr * gk / sqrtf(a); /* g = 0: w unchanged */
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TRN_OPTIM_X86 1
+
+/* 8 floats at a time (AVX: vsqrtps, vdivps), only mul/add/sub/div/sqrt, no
+ * fused multiply-add: bit for bit adagrad_one. Chosen at run time. */
+__attribute__((target("avx"))) static void adagrad_avx(float *w, float *acc, const float *g,
+                                                     float lr, size_t lo, size_t hi)
+{
+    size_t k = lo;
+    __m256 vlr = _mm256_set1_ps(lr);
+    for (; k + 8 <= hi; k += 8) {
+        __m256 gk = _mm256_loadu_ps(g + k);
+        __m256 a = _mm256_add_ps(_mm256_loadu_ps(acc + k), _mm256_mul_ps(gk, gk));
+        _mm256_storeu_ps(acc + k, a);
+        __m256 step = _mm256_div_ps(_mm256_mul_ps(vlr, gk), _mm256_sqrt_ps(a));
+        _mm256_storeu_ps(w + k, _mm256_sub_ps(_mm256_loadu_ps(w + k), step));
     }
+    for (; k < hi; k++)
+        adagrad_one(w, acc, g, lr, k);
+}
+
+/* 4 at a time with SSE2 (every x86-64). */
+static void adagrad_sse2(float *w, float *acc, const float *g, float lr, size_t lo, size_t hi)
+{
+    size_t k = lo;
+    __m128 vlr = _mm_set1_ps(lr);
+    for (; k + 4 <= hi; k += 4) {
+        __m128 gk = _mm_loadu_ps(g + k);
+        __m128 a = _mm_add_ps(_mm_loadu_ps(acc + k), _mm_mul_ps(gk, gk));
+        _mm_storeu_ps(acc + k, a);
+        __m128 step = _mm_div_ps(_mm_mul_ps(vlr, gk), _mm_sqrt_ps(a));
+        _mm_storeu_ps(w + k, _mm_sub_ps(_mm_loadu_ps(w + k), step));
+    }
+    for (; k < hi; k++)
+        adagrad_one(w, acc, g, lr, k);
+}
+#endif
+
+static void adagrad(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi)
+{
+    float lr = (float)o->learning_rate;
+#ifdef TRN_OPTIM_X86
+    if (hi - lo >= 8 && __builtin_cpu_supports("avx"))
+        adagrad_avx(p->data, p->slot[0], p->grad, lr, lo, hi);
+    else
+        adagrad_sse2(p->data, p->slot[0], p->grad, lr, lo, hi);
+#else
+    for (uint64_t k = lo; k < hi; k++)
+        adagrad_one(p->data, p->slot[0], p->grad, lr, k);
+#endif
 }
 
 HOT static void adam(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi, int64_t step)
