@@ -273,8 +273,8 @@ static rt_status dnn_backprop(trn_model *m, size_t n, rt_err *err)
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j < L->out; j++)
                 B->grad[j] += delta[i * L->out + j];
-        if (l == 0 && !need_input)
-            break;
+        if (l == 0)
+            break; /* the input's gradient: only its embedding slices, below */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)L->in,
                     (blasint)L->out, 1.0f, delta, (blasint)L->out, K->data, (blasint)L->out,
                     0.0f, prev, (blasint)L->in);
@@ -292,22 +292,30 @@ static rt_status dnn_backprop(trn_model *m, size_t n, rt_err *err)
     }
     if (!need_input)
         return RT_OK;
-    /* delta is now d loss / d dnn_input (n x dnn_dim) */
+    /* delta is now the first layer's (n x out): d loss / d dnn_input = delta
+     * K^T, needed only in the embedding columns' slices (the one-hot and
+     * numeric inputs have no parameters), so only those slices are computed:
+     * slice = delta K[off..off+w)^T, added to the embedding's gradient. */
+    const dnn_layer *L0 = &m->layers[0];
+    const tparam *K0 = &m->p[L0->kernel];
     const size_t *cols, *off, *wid;
     size_t dim;
     size_t nc = rt_graph_dnn_layout(m->g, &cols, &off, &wid, &dim);
+    if (dim != L0->in)
+        return rt_err_set(err, RT_ERR_INVALID, "backprop: DNN input width %zu != %zu", dim,
+                          L0->in);
     for (size_t k = 0; k < nc; k++) {
         long e = emb_of_fc(m, cols[k]);
         if (e < 0)
             continue;
         size_t w = m->emb[e].dim;
-        if (wid[k] != w)
+        if (wid[k] != w || off[k] + w > dim)
             return rt_err_set(err, RT_ERR_INVALID, "backprop: embedding width %zu != %zu",
                               wid[k], w);
-        float *g = m->emb_grad_in[e];
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < w; j++)
-                g[i * w + j] += delta[i * dim + off[k] + j];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)w,
+                    (blasint)L0->out, 1.0f, delta, (blasint)L0->out,
+                    K0->data + off[k] * L0->out, (blasint)L0->out, 1.0f, m->emb_grad_in[e],
+                    (blasint)w);
     }
     return RT_OK;
 }
