@@ -336,6 +336,11 @@ int main(int argc, char **argv)
         srv_log(SRV_LOG_ERROR, "config refused: %s", err.msg);
         goto out;
     }
+    if (srv_args_given(&D.args, "port"))
+        srv_log(SRV_LOG_WARN,
+                "--port=%d: TF Serving's gRPC port is accepted but unused: predictd has no "
+                "gRPC API and serves REST only, on --rest_api_port (%d)",
+                D.cfg->port, D.cfg->rest_api_port);
     /* Each request thread runs its own small matrix products: OpenBLAS's own
      * thread pool would only compete with them for the same cores. */
     openblas_set_num_threads(1);

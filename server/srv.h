@@ -106,6 +106,11 @@ typedef struct srv_config {
     int batch_timeout_micros;     /* a batch's first request waits this long; 1000 */
     int max_enqueued_batches;     /* batches waiting; past it 429; default 64 */
     int num_batch_threads;        /* 0 (default) = the request thread count */
+    bool enable_model_warmup;     /* warm versions up before they serve (default true) */
+    bool allow_version_labels_for_unavailable_models; /* a new label may name a version
+                                     that is not available (warned); default false:
+                                     refused (TF Serving's rule) */
+    int port;                     /* --port, TF Serving's gRPC port: warned, unused */
     char *model_config_file;      /* the file this came from, or NULL */
     char *model_name;             /* --model_name (flag only), or NULL */
     char *model_base_path;        /* --model_base_path (flag only), or NULL */

@@ -79,6 +79,16 @@ static const srv_setting SETTINGS[] = {
         "a batch's first request waits this long for company"),
     INT(max_enqueued_batches, BOTH, 1, 1000000, 64, "N", "batches waiting; past it 429"),
     INT(num_batch_threads, BOTH, 0, 1024, 0, "N", "batch threads; 0 = the request threads"),
+    BOOL(enable_model_warmup, BOTH, 1,
+         "warm each version up before it serves: the requests of its assets.extra/warmup.json, "
+         "else one prediction from default inputs; false: serve without warm-up"),
+    BOOL(allow_version_labels_for_unavailable_models, BOTH, 0,
+         "accept, with a warning, a new version label that points at a version that is not "
+         "available (at start: missing from the base path); without it such a config is "
+         "refused"),
+    INT(port, SRV_SET_FLAG, 0, 65535, 8500, "N",
+        "TF Serving's gRPC port: accepted so that TF Serving command lines run, with a "
+        "warning; predictd has no gRPC API and serves REST on --rest_api_port"),
 };
 #define N_SETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
 _Static_assert(N_SETTINGS <= 64, "srv_args.set has 64 bits");

@@ -444,7 +444,8 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
     rt_err err = {{0}};
     rt_model *model = NULL;
     rt_status st = rt_model_open(dir, &model, &err);
-    if (st == RT_OK) {
+    bool warm = atomic_load(&m->warmup); /* enable_model_warmup */
+    if (st == RT_OK && warm) {
         if (!m->warm_ctx)
             m->warm_ctx = rt_ctx_new();
         char wpath[4200];
@@ -485,8 +486,8 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
     pthread_mutex_unlock(&m->mu);
     rt_model_close(model);
     if (st == RT_OK && listed)
-        srv_log(SRV_LOG_INFO, "model %s version %lld: AVAILABLE (loaded and warmed up in %.3f s)",
-                name, (long long)version, secs);
+        srv_log(SRV_LOG_INFO, "model %s version %lld: AVAILABLE (loaded %s in %.3f s)", name,
+                (long long)version, warm ? "and warmed up" : "without warm-up", secs);
     else if (st != RT_OK)
         srv_log(SRV_LOG_ERROR,
                 "model %s version %lld: refused, state END: %s (retried when its files change)",

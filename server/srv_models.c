@@ -253,6 +253,7 @@ rt_status srv_manager_new(srv_manager **out, rt_err *err)
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->poll_mu, NULL);
+    atomic_init(&m->warmup, true);
     *out = m;
     return RT_OK;
 }
@@ -288,13 +289,18 @@ void srv_manager_free(srv_manager *m)
 static rt_status check_paths(srv_manager *m, const srv_config *c, rt_err *err)
 {
     bool *fresh = calloc(c->n_models ? c->n_models : 1, sizeof *fresh);
-    if (!fresh)
+    bool *added = calloc(c->n_models ? c->n_models : 1, sizeof *added);
+    if (!fresh || !added) {
+        free(fresh);
+        free(added);
         return rt_err_set(err, RT_ERR_NOMEM, "model manager: out of memory");
+    }
     pthread_mutex_lock(&m->mu);
     bool reload = m->applied;
-    for (size_t i = 0; reload && i < c->n_models; i++) {
+    for (size_t i = 0; i < c->n_models; i++) {
         const mmodel *mm = srv_mm_find(m, c->models[i].name);
-        fresh[i] = !mm || strcmp(mm->conf.base_path, c->models[i].base_path) != 0;
+        added[i] = !mm;
+        fresh[i] = reload && (!mm || strcmp(mm->conf.base_path, c->models[i].base_path) != 0);
     }
     pthread_mutex_unlock(&m->mu);
     rt_status st = RT_OK;
@@ -314,7 +320,34 @@ static rt_status check_paths(srv_manager *m, const srv_config *c, rt_err *err)
                             "add a model whose base path cannot be read (the running config "
                             "stays)", i, bp);
     }
+    /* A model not running yet (every model at start): its labels name
+     * versions that are loaded once found, so a label on a version missing
+     * from the base path is what TF Serving refuses at start. */
+    for (size_t i = 0; st == RT_OK && i < c->n_models; i++)
+        for (size_t j = 0; st == RT_OK && added[i] && j < c->models[i].n_labels; j++) {
+            const srv_model_conf *mc = &c->models[i];
+            const srv_label *l = &mc->labels[j];
+            char dir[4200];
+            struct stat sb;
+            snprintf(dir, sizeof dir, "%s/%lld", mc->base_path, (long long)l->version);
+            if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+                continue;
+            if (c->allow_version_labels_for_unavailable_models)
+                srv_log(SRV_LOG_WARN,
+                        "models[%zu].version_labels.%s: version %lld of model '%s' is not "
+                        "available (no directory %s); accepted under "
+                        "--allow_version_labels_for_unavailable_models",
+                        i, l->name, (long long)l->version, mc->name, dir);
+            else
+                st = rt_err_set(err, RT_ERR_INVALID,
+                                "models[%zu].version_labels.%s: version %lld of model '%s' is "
+                                "not available (no directory %s); a label may only point at "
+                                "an available version unless "
+                                "--allow_version_labels_for_unavailable_models is given",
+                                i, l->name, (long long)l->version, mc->name, dir);
+        }
     free(fresh);
+    free(added);
     return st;
 }
 
@@ -330,13 +363,30 @@ static rt_status check_locked(srv_manager *m, const srv_config *c, rt_err *err)
             if (old && old->version == nc->labels[j].version)
                 continue; /* unchanged */
             srv_version *v = srv_mm_version(mm, nc->labels[j].version);
-            if (!v || v->state != SRV_STATE_AVAILABLE)
-                return rt_err_set(err, RT_ERR_INVALID,
-                                  "models[%zu].version_labels.%s: version %lld of model '%s' "
-                                  "is not AVAILABLE (%s); a label may only point at an "
-                                  "AVAILABLE version",
-                                  i, nc->labels[j].name, (long long)nc->labels[j].version,
-                                  nc->name, v ? srv_state_name(v->state) : "not loaded");
+            if (v && v->state == SRV_STATE_AVAILABLE)
+                continue;
+            const char *state = v ? srv_state_name(v->state) : "not loaded";
+            /* TF Serving's rule: only a label not assigned yet may be put on
+             * a version that is not available, and only when allowed (a
+             * label moved early would fail its requests while it loads). */
+            if (!old && c->allow_version_labels_for_unavailable_models) {
+                srv_log(SRV_LOG_WARN,
+                        "models[%zu].version_labels.%s: version %lld of model '%s' is not "
+                        "AVAILABLE (%s); accepted under "
+                        "--allow_version_labels_for_unavailable_models",
+                        i, nc->labels[j].name, (long long)nc->labels[j].version, nc->name,
+                        state);
+                continue;
+            }
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "models[%zu].version_labels.%s: version %lld of model '%s' "
+                              "is not AVAILABLE (%s); a label may only point at an "
+                              "AVAILABLE version%s",
+                              i, nc->labels[j].name, (long long)nc->labels[j].version,
+                              nc->name, state,
+                              old ? " (a label in use moves only onto an AVAILABLE version)"
+                                  : " unless --allow_version_labels_for_unavailable_models "
+                                    "is given");
         }
     }
     return RT_OK;
@@ -422,6 +472,7 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
     m->models = next;
     m->n_models = c->n_models;
     m->applied = true;
+    atomic_store(&m->warmup, c->enable_model_warmup);
     next = NULL;
     m->wake = true;
     pthread_cond_broadcast(&m->cv);

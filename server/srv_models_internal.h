@@ -57,6 +57,7 @@ struct srv_manager {
     bool watcher_started;
     pthread_mutex_t poll_mu; /* one poll at a time; guards warm_ctx */
     rt_ctx *warm_ctx;
+    atomic_bool warmup;      /* enable_model_warmup of the config applied last */
     uint64_t reload_generation; /* reload attempts */
     int last_reload;            /* 0 none, 1 ok, -1 refused */
     char last_error[RT_ERR_MAX];

@@ -177,11 +177,13 @@ static void good_warmup(const char *dir)
     fclose(fp);
 }
 
-static void apply(fx *f, const char *extra_model_json)
+/* Applies {top "models": [{"name": "m", "base_path": BASE extra}]}; top is
+ * "" or top-level keys ending in a comma. */
+static void apply_with(fx *f, const char *top, const char *extra_model_json)
 {
     char text[2048];
-    snprintf(text, sizeof text, "{\"models\": [{\"name\": \"m\", \"base_path\": \"%s\"%s}]}",
-             f->base, extra_model_json);
+    snprintf(text, sizeof text, "{%s\"models\": [{\"name\": \"m\", \"base_path\": \"%s\"%s}]}",
+             top, f->base, extra_model_json);
     srv_config *c = NULL;
     rt_err err = {{0}};
     rt_status st = srv_config_parse(text, strlen(text), NULL, &c, &err);
@@ -195,12 +197,18 @@ static void apply(fx *f, const char *extra_model_json)
     srv_config_free(c);
 }
 
+static void apply(fx *f, const char *extra_model_json)
+{
+    apply_with(f, "", extra_model_json);
+}
+
 /* Applies a config that must be refused with a message holding want. */
-static void apply_refused(fx *f, const char *extra_model_json, const char *want)
+static void apply_refused_with(fx *f, const char *top, const char *extra_model_json,
+                               const char *want)
 {
     char text[2048];
-    snprintf(text, sizeof text, "{\"models\": [{\"name\": \"m\", \"base_path\": \"%s\"%s}]}",
-             f->base, extra_model_json);
+    snprintf(text, sizeof text, "{%s\"models\": [{\"name\": \"m\", \"base_path\": \"%s\"%s}]}",
+             top, f->base, extra_model_json);
     srv_config *c = NULL;
     rt_err err = {{0}};
     assert_int_equal(srv_config_parse(text, strlen(text), NULL, &c, &err), RT_OK);
@@ -209,6 +217,11 @@ static void apply_refused(fx *f, const char *extra_model_json, const char *want)
         fprintf(stderr, "message '%s' lacks '%s'\n", err.msg, want);
     assert_non_null(strstr(err.msg, want));
     srv_config_free(c);
+}
+
+static void apply_refused(fx *f, const char *extra_model_json, const char *want)
+{
+    apply_refused_with(f, "", extra_model_json, want);
 }
 
 /* The version that answers model m's default / label, or -1 with code. */
@@ -359,6 +372,52 @@ static void test_warmup_file(void **state)
     assert_non_null(strstr(s, "warmup.json"));
     assert_non_null(strstr(s, "\"state\": \"END\""));
     free(s);
+}
+
+/* enable_model_warmup false: a version loads without running its warm-up
+ * file (whose bad request would otherwise refuse it). */
+static void test_warmup_off(void **state)
+{
+    fx *f = *state;
+    add_staged(f, 1, 11, bad_warmup);
+    apply_with(f, "\"enable_model_warmup\": false, ", "");
+    srv_manager_poll(f->mgr);
+    assert_int_equal(answering(f, -1, NULL, NULL), 1);
+    /* Back on: the next version's bad warm-up file refuses it. */
+    apply(f, "");
+    add_staged(f, 2, 22, bad_warmup);
+    srv_manager_poll(f->mgr);
+    assert_int_equal(answering(f, -1, NULL, NULL), 1);
+    char *s = status_of(f, 2);
+    assert_non_null(strstr(s, "\"state\": \"END\""));
+    free(s);
+}
+
+/* TF Serving's rule for labels on versions that are not available, and
+ * --allow_version_labels_for_unavailable_models. */
+static void test_labels_unavailable(void **state)
+{
+    fx *f = *state;
+    static const char allow[] = "\"allow_version_labels_for_unavailable_models\": true, ";
+    add_version(f, 1, 11);
+    /* At start: a label on a version missing from the base path. */
+    apply_refused(f, ", \"version_labels\": {\"stable\": 5}",
+                  "models[0].version_labels.stable: version 5 of model 'm' is not available "
+                  "(no directory");
+    apply_refused(f, ", \"version_labels\": {\"stable\": 5}",
+                  "unless --allow_version_labels_for_unavailable_models is given");
+    apply_with(f, allow, ", \"version_labels\": {\"stable\": 5}");
+    srv_manager_poll(f->mgr);
+    assert_int_equal(srv_manager_available(f->mgr, "m"), 1);
+    /* Running: a new label may go onto a version not loaded, when allowed. */
+    apply_refused(f, ", \"version_labels\": {\"stable\": 5, \"canary\": 7}",
+                  "version_labels.canary: version 7 of model 'm' is not AVAILABLE");
+    apply_with(f, allow, ", \"version_labels\": {\"stable\": 5, \"canary\": 7}");
+    /* A label in use moves only onto an AVAILABLE version, flag or not. */
+    apply_refused_with(f, allow, ", \"version_labels\": {\"stable\": 9, \"canary\": 7}",
+                       "a label in use moves only onto an AVAILABLE version");
+    apply_with(f, allow, ", \"version_labels\": {\"stable\": 1, \"canary\": 7}");
+    assert_int_equal(answering(f, -1, "stable", NULL), 1);
 }
 
 static void test_policies_labels_default(void **state)
@@ -527,6 +586,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_broken_version_refused_then_retried, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_warmup_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warmup_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_labels_unavailable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policies_labels_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vanishing_versions_and_models, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loader_thread, setup, teardown),
