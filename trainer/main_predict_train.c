@@ -10,16 +10,19 @@
  * the same command trains data-parallel on N ranks (docs/distributed.md);
  * MPI is initialised only then.
  *
- * Exit status: 0 done, 1 training or I/O failed, 2 bad command line or spec.
+ * Exit status: 0 done, 1 training, data or I/O failed, 2 bad command line or
+ * spec, 130 / 143 stopped by SIGINT / SIGTERM (after a checkpoint).
  */
 #include "trn.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *fp)
 {
@@ -30,7 +33,8 @@ static void usage(FILE *fp)
           "  --train-steps N        max_steps (absolute global step)\n"
           "  --num-epochs N         passes over the training files (0 = until max_steps)\n"
           "  --eval-steps N         evaluation batches (0 = the whole eval set)\n"
-          "  --batch-size N\n"
+          "  --batch-size N         (also --train-batch-size, task.py's name)\n"
+          "  --eval-batch-size N    evaluation batch size (eval.batch_size)\n"
           "  --export-format F      JSON | CSV | EXAMPLE (the serving input function)\n"
           "  --seed N\n"
           "  --first-layer-size N --num-layers N --scale-factor X\n"
@@ -40,6 +44,10 @@ static void usage(FILE *fp)
           "                         default: the memory this machine can give)\n"
           "  --on-bad-row skip|stop malformed CSV rows: skip and count, or stop (default)\n"
           "  --progress auto|bar|lines|quiet\n"
+          "  --verbosity LEVEL      DEBUG | INFO (default) | WARN | ERROR | FATAL: INFO lines\n"
+          "                         and progress only up to INFO (TF's logging verbosity)\n"
+          "Without --job-dir a temporary directory is used (its path is printed).\n"
+          "SIGINT/SIGTERM: the current step ends, a checkpoint is written, exit 130/143.\n"
           "  -h, --help\n"
           "Distributed: mpirun -np N predict-train ... (the same flags; docs/distributed.md)\n",
           fp);
@@ -104,6 +112,36 @@ static void print_mpirun_line(FILE *fp, int tasks, int argc, char **argv)
     fputc('\n', fp);
 }
 
+/*
+ * No --job-dir: as TensorFlow's Estimator, a temporary directory
+ * (mkdtemp under $TMPDIR or /tmp), named on stderr so the run's checkpoints
+ * and exports are not lost. Under MPI rank 0 makes it and every rank gets
+ * its path. Returns it malloc'd, or NULL after saying why.
+ */
+static char *temp_job_dir(const trn_comm *comm, int log_level)
+{
+    char path[4096] = "";
+    if (!comm || comm->rank == 0) {
+        const char *tmp = getenv("TMPDIR");
+        if (!tmp || !*tmp)
+            tmp = "/tmp";
+        if (snprintf(path, sizeof path, "%s/predict-train-XXXXXX", tmp) >= (int)sizeof path ||
+            !mkdtemp(path)) {
+            fprintf(stderr, "predict-train: no --job-dir given and no temporary directory "
+                            "under %s: %s\n", tmp, strerror(errno));
+            path[0] = '\0';
+        } else if (log_level <= 2) {
+            fprintf(stderr, "WARNING: no --job-dir given: using the temporary directory %s "
+                            "(checkpoints, metrics, exports)\n", path);
+        }
+    }
+    if (comm && comm->size > 1 && comm->bcast(comm->ctx, path, sizeof path, 0) != 0) {
+        fprintf(stderr, "predict-train: rank %d: MPI broadcast failed\n", comm->rank);
+        return NULL;
+    }
+    return path[0] ? strdup(path) : NULL;
+}
+
 static int run_main(int argc, char **argv, const trn_comm *comm);
 
 int main(int argc, char **argv)
@@ -130,7 +168,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int code = run_main(argc, argv, &comm);
-    if (code != 0 && code != 3 && comm.size > 1)
+    if (code != 0 && code != 3 && code != 130 && code != 143 && comm.size > 1)
         comm.abort(comm.ctx, code); /* a failed rank ends the whole job */
     trn_comm_mpi_close(&comm);
     return code == 3 ? 2 : code;
@@ -140,7 +178,8 @@ int main(int argc, char **argv)
  * for a refusal every rank makes alike (the ranks then finish together). */
 static int run_main(int argc, char **argv, const trn_comm *comm)
 {
-    const char *spec_path = NULL, *job_dir = NULL, *bad_row = NULL, *progress = NULL;
+    const char *spec_path = NULL, *job_dir = NULL, *bad_row = NULL, *progress = NULL,
+               *verbosity = NULL;
     trn_overrides o;
     trn_overrides_init(&o);
     for (int i = 1; i < argc; i++) {
@@ -188,8 +227,12 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
             rc = parse_i64(flag, val, 0, &o.num_epochs);
         else if (strcmp(flag, "--eval-steps") == 0)
             rc = parse_i64(flag, val, 0, &o.eval_steps);
-        else if (strcmp(flag, "--batch-size") == 0)
+        else if (strcmp(flag, "--batch-size") == 0 || strcmp(flag, "--train-batch-size") == 0)
             rc = parse_i64(flag, val, 1, &o.batch_size);
+        else if (strcmp(flag, "--eval-batch-size") == 0)
+            rc = parse_i64(flag, val, 1, &o.eval_batch_size);
+        else if (strcmp(flag, "--verbosity") == 0)
+            verbosity = val;
         else if (strcmp(flag, "--export-format") == 0)
             o.export_format = val;
         else if (strcmp(flag, "--seed") == 0)
@@ -235,7 +278,7 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
 
     rt_err err;
     err.msg[0] = '\0';
-    int code = 2;
+    int code = 2, sig = 0;
     trn_config c;
     trn_config_init(&c);
     cJSON *spec = NULL;
@@ -282,6 +325,21 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
             goto out;
         }
     }
+    if (verbosity) {
+        static const char *const levels[] = {"DEBUG", "INFO", "WARN", "ERROR", "FATAL", NULL};
+        int lv = -1;
+        for (int k = 0; levels[k]; k++)
+            if (strcmp(verbosity, levels[k]) == 0)
+                lv = k;
+        if (lv < 0) {
+            fprintf(stderr, "predict-train: --verbosity: \"%s\" is not DEBUG, INFO, WARN, "
+                            "ERROR or FATAL\n", verbosity);
+            goto out;
+        }
+        c.log_level = lv;
+        if (lv > 1 && (!progress || c.progress == TRN_PROGRESS_LINES))
+            c.progress = TRN_PROGRESS_QUIET; /* the progress lines are INFO lines */
+    }
     {
         /* vocabulary_file columns name files next to the spec */
         const char *slash = strrchr(spec_path, '/');
@@ -296,7 +354,12 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
         fprintf(stderr, "predict-train: out of memory\n");
         goto out;
     }
+    if (!job_dir && !(c.job_dir = temp_job_dir(comm, c.log_level))) {
+        code = 1;
+        goto out;
+    }
     c.comm = comm;
+    c.stop_signal = &sig;
     if (trn_dist_check_spec(comm, spec, &c, &err) != RT_OK) {
         if (err.msg[0])
             fprintf(stderr, "predict-train: %s\n", err.msg);
@@ -312,8 +375,17 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
         code = st == RT_ERR_INVALID ? 2 : 1;
         goto out;
     }
-    code = 0;
+    code = sig == SIGINT ? 130 : sig ? 143 : 0;
 out:
+    if (code != 0 && !job_dir && c.job_dir && (!comm || comm->rank == 0)) {
+        /* a temporary job dir of a run refused before it wrote anything goes
+         * again (rmdir fails, and the directory stays, when it holds more) */
+        char lock[4200];
+        snprintf(lock, sizeof lock, "%s/.predict-train.lock", c.job_dir);
+        unlink(lock);
+        if (rmdir(c.job_dir) != 0)
+            fprintf(stderr, "predict-train: the run's files are in %s\n", c.job_dir);
+    }
     cJSON_Delete(spec);
     free(text);
     trn_config_free(&c);

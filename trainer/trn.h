@@ -191,6 +191,12 @@ typedef struct trn_config {
                                 N a limit of N MiB */
     trn_shard_policy shard_policy; /* train.shard_policy: "AUTO" or "BATCH" */
     const trn_comm *comm;    /* distributed run (not owned); NULL = one process */
+    int log_level;           /* TF's verbosity: 0 DEBUG, 1 INFO (default), 2 WARN,
+                                3 ERROR, 4 FATAL; INFO lines only up to INFO */
+    int *stop_signal;        /* non-NULL (predict-train's main): SIGINT and SIGTERM are
+                                blocked while training and end it after the current
+                                step with a checkpoint; *stop_signal receives the
+                                signal, 0 when none came */
 } trn_config;
 
 void trn_config_init(trn_config *c);
@@ -220,7 +226,8 @@ typedef struct trn_overrides {
     int64_t train_steps;
     int64_t num_epochs;
     int64_t eval_steps;
-    int64_t batch_size;
+    int64_t batch_size;        /* --batch-size, --train-batch-size */
+    int64_t eval_batch_size;   /* --eval-batch-size: eval.batch_size */
     const char *export_format; /* JSON | CSV | EXAMPLE */
     int64_t seed;
     int64_t first_layer_size;
@@ -458,14 +465,27 @@ rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_
  */
 rt_status trn_job_dir_check(const char *job_dir, rt_err *err);
 
+/*
+ * Locks job_dir for this process: flock on JOB_DIR/.predict-train.lock,
+ * which then holds this process's PID. A second trainer gets RT_ERR_EXISTS
+ * with a message naming the holder's PID. *fd is the lock (released by
+ * trn_job_dir_unlock, or when the process ends, however it ends).
+ */
+rt_status trn_job_dir_lock(const char *job_dir, int *fd, rt_err *err);
+void trn_job_dir_unlock(int fd);
+
 /* Steps of the checkpoints in job_dir, ascending. *steps is malloc'd. */
 rt_status trn_ckpt_list(const char *job_dir, int64_t **steps, size_t *n, rt_err *err);
 
 /* ---------------------------------------------------------- train_and_eval */
 
 /*
- * train_and_evaluate: resumes from the newest checkpoint in c->job_dir,
- * trains until max_steps or the epochs end, checkpoints, evaluates after a
+ * train_and_evaluate: resumes from the newest checkpoint in c->job_dir
+ * (locked for the run: trn_job_dir_lock), trains until max_steps (the input
+ * restarts, num_epochs more, when it ends before) or, without max_steps, to
+ * the end of the epochs; a run with nothing left to train evaluates and
+ * exports only when no export of that step exists yet (TF: "Skipping
+ * training"). It checkpoints, evaluates after a
  * checkpoint when throttle_secs have passed and always at the end (logging
  * "Saving dict for global step N: ..." and appending to
  * JOB_DIR/eval/metrics.jsonl), runs the exporters into

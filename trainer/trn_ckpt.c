@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,6 +114,56 @@ rt_status trn_job_dir_check(const char *job_dir, rt_err *err)
                           "eval/metrics.jsonl and exports go there; nothing was trained)",
                           job_dir, strerror(e));
     return RT_OK;
+}
+
+#define LOCK_NAME ".predict-train.lock"
+
+rt_status trn_job_dir_lock(const char *job_dir, int *fd_out, rt_err *err)
+{
+    char path[4200];
+    *fd_out = -1;
+    if (snprintf(path, sizeof path, "%s/" LOCK_NAME, job_dir) >= (int)sizeof path)
+        return rt_err_set(err, RT_ERR_LIMIT, "--job-dir %s: path too long", job_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return rt_err_set(err, RT_ERR_IO, "%s: cannot open the job dir's lock: %s", path,
+                          strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char holder[32] = "";
+        ssize_t k = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0) : -1;
+        close(fd);
+        if (e != EWOULDBLOCK)
+            return rt_err_set(err, RT_ERR_IO, "%s: cannot lock: %s", path, strerror(e));
+        long pid = k > 0 ? strtol(holder, NULL, 10) : 0;
+        char who[48] = "PID unknown";
+        if (pid > 0)
+            snprintf(who, sizeof who, "PID %ld", pid);
+        return rt_err_set(err, RT_ERR_EXISTS, "--job-dir %s is in use by another predict-train "
+                          "(%s, holding %s); wait for it to end or give another --job-dir "
+                          "(nothing was trained)", job_dir, who, path);
+    }
+    /* the holder's PID, for the message a second trainer prints */
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+        int e = errno;
+        close(fd);
+        return rt_err_set(err, RT_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    }
+    *fd_out = fd;
+    return RT_OK;
+}
+
+void trn_job_dir_unlock(int fd)
+{
+    if (fd < 0)
+        return;
+    /* emptied first: a PID left in the file would name a process that ended */
+    if (ftruncate(fd, 0) != 0) {
+        /* nothing to do: the lock goes with the descriptor anyway */
+    }
+    close(fd);
 }
 
 static int parse_step(const char *name, int64_t *step)

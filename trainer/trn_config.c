@@ -36,6 +36,7 @@ void trn_config_init(trn_config *c)
     c->dnn_opt.type = TRN_OPT_DEFAULT;
     c->dnn_opt.learning_rate = -1;
     c->memory_limit_mb = -1;
+    c->log_level = 1;
 }
 
 static void free_list(char **l, size_t n)
@@ -499,6 +500,7 @@ void trn_overrides_init(trn_overrides *o)
     o->num_epochs = -1;
     o->eval_steps = -1;
     o->batch_size = -1;
+    o->eval_batch_size = -1;
     o->seed = -1;
     o->first_layer_size = -1;
     o->num_layers = -1;
@@ -593,6 +595,12 @@ rt_status trn_spec_apply_overrides(cJSON *spec, const trn_overrides *o, rt_err *
         return st;
     if (o->eval_steps >= 0 && (st = set_num(eval, "steps", (double)o->eval_steps, err)))
         return st;
+    if (o->eval_batch_size >= 0) {
+        if (o->eval_batch_size < 1)
+            return rt_err_set(err, RT_ERR_INVALID, "--eval-batch-size: must be >= 1");
+        if ((st = set_num(eval, "batch_size", (double)o->eval_batch_size, err)))
+            return st;
+    }
     if (o->export_format) {
         if (strcmp(o->export_format, "JSON") != 0 && strcmp(o->export_format, "CSV") != 0 &&
             strcmp(o->export_format, "EXAMPLE") != 0)

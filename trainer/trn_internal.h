@@ -139,6 +139,15 @@ void trn_model_clear_grads(trn_model *m);
 /* CRC-32C of the step, every tensor and its optimizer slots. */
 uint32_t trn_model_checksum(const trn_model *m);
 
+/*
+ * The progress line's ETA in seconds (-1 unknown), trn_run.c: with max_steps
+ * from the steps per second of this run (steps step0..step in elapsed s);
+ * otherwise from the reader's position in the epochs, efrac (0..1), of which
+ * only efrac - efrac0 was read by this run (efrac0 > 0 after a resume).
+ */
+double trn_eta(int64_t step0, int64_t step, int64_t max_steps, double efrac0, double efrac,
+               double elapsed);
+
 /* ------------------------------------------- distributed steps (trn_dist.c) */
 
 /* Exists only for two ranks or more; every function accepts NULL (one

@@ -13,12 +13,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static double now_s(void)
@@ -36,7 +39,7 @@ static void logf_(const trn_config *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void logf_(const trn_config *c, const char *fmt, ...)
 {
-    if (!is_chief(c))
+    if (!is_chief(c) || (c && c->log_level > 1))
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -44,6 +47,62 @@ static void logf_(const trn_config *c, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+/* ------------------------------------------------------------- data errors */
+
+/*
+ * A data file's first line that fails to parse and holds the columns' names
+ * is a CSV header: say which spec key skips it. err holds "FILE:1: ...".
+ */
+static void hint_header(const trn_feeder *fd, const char *key, rt_err *err)
+{
+    const char *at = strstr(err->msg, ":1: ");
+    if (!at || at == err->msg || (size_t)(at - err->msg) >= 4096)
+        return;
+    char path[4096];
+    memcpy(path, err->msg, (size_t)(at - err->msg));
+    path[at - err->msg] = '\0';
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return;
+    char line[8192];
+    int have = fgets(line, sizeof line, fp) != NULL;
+    fclose(fp);
+    if (!have)
+        return;
+    size_t ncol, names = 0, fields = 0;
+    (void)trn_feeder_numeric(fd, &ncol);
+    const char *const *cols = trn_feeder_names(fd);
+    for (char *tok = strtok(line, ",\r\n"); tok; tok = strtok(NULL, ",\r\n")) {
+        while (*tok == ' ' || *tok == '"')
+            tok++;
+        size_t len = strlen(tok);
+        while (len && (tok[len - 1] == ' ' || tok[len - 1] == '"'))
+            len--;
+        fields++;
+        for (size_t i = 0; cols && i < ncol; i++)
+            if (strlen(cols[i]) == len && strncmp(cols[i], tok, len) == 0) {
+                names++;
+                break;
+            }
+    }
+    if (names == 0 || names * 2 < fields)
+        return;
+    char msg[RT_ERR_MAX];
+    if (snprintf(msg, sizeof msg, "%s (line 1 holds column names: a header row? set \"%s\": 1 "
+             "in the spec to skip it)", err->msg, key) < 0)
+        return;
+    snprintf(err->msg, sizeof err->msg, "%s", msg);
+}
+
+/* A row the feeder refused (a label outside label.vocabulary, ...) is a data
+ * error like the reader's malformed rows: FILE:LINE, exit status 1. */
+static rt_status feed(const trn_feeder *fd, const trn_rows *rows, rt_batch *b, float *labels,
+                      trn_bad_row_policy bad, uint64_t *skipped, rt_err *err)
+{
+    rt_status st = trn_feeder_fill(fd, rows, b, labels, bad, skipped, err);
+    return st == RT_ERR_INVALID ? RT_ERR_FORMAT : st;
 }
 
 /* ------------------------------------------------------------ evaluation */
@@ -152,12 +211,14 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
         st = trn_reader_next(r, &rows, err);
         if (st == RT_ERR_NOTFOUND)
             break;
+        if (st == RT_ERR_FORMAT)
+            hint_header(fd, "eval.skip_header_lines", err);
         if (st)
             goto out;
         size_t lo, hi;
         trn_dist_slice(m->dist, rows->n, &lo, &hi);
         trn_rows mine = rows_slice(rows, lo, hi);
-        if ((st = trn_feeder_fill(fd, &mine, b, labels, c->bad_rows, &bad_labels, err)))
+        if ((st = feed(fd, &mine, b, labels, c->bad_rows, &bad_labels, err)))
             goto out;
         size_t nb = rt_batch_size(b);
         double loss = 0;
@@ -486,6 +547,7 @@ typedef struct progress {
     trn_progress_mode mode;
     double t0, last;
     int64_t step0, last_step;
+    double efrac0;    /* the reader's position when this run started (after a resume's replay) */
     double loss_sum;
     double last_loss; /* shown again when no step ran since the last show */
     int64_t loss_n;
@@ -506,6 +568,21 @@ static double epoch_fraction(trn_reader *rd, int64_t num_epochs)
     return f > 1 ? 1 : f;
 }
 
+double trn_eta(int64_t step0, int64_t step, int64_t max_steps, double efrac0, double efrac,
+               double elapsed)
+{
+    if (!(elapsed > 0))
+        return -1;
+    if (max_steps > 0) { /* the run goes to max_steps (the input restarts when it ends) */
+        double sps = (double)(step - step0) / elapsed;
+        return sps > 0 && step <= max_steps ? (double)(max_steps - step) / sps : -1;
+    }
+    /* by the reader's position: only the part this run read counts */
+    if (efrac0 >= 0 && efrac > efrac0)
+        return elapsed * (1.0 - efrac) / (efrac - efrac0);
+    return -1;
+}
+
 static void progress_show(progress *p, int64_t step, int64_t max_steps, double efrac,
                           int force)
 {
@@ -520,25 +597,16 @@ static void progress_show(progress *p, int64_t step, int64_t max_steps, double e
     double sps = el > 0 ? (double)(step - p->step0) / el : 0;
     double loss = p->loss_n ? p->loss_sum / (double)p->loss_n : p->last_loss;
     p->last_loss = loss;
-    double eta = (max_steps > 0 && sps > 0) ? (double)(max_steps - step) / sps : -1;
-    if (efrac > 0) { /* by epochs: the reader's position in the data */
-        double e2 = el * (1.0 - efrac) / efrac;
-        if (eta < 0 || e2 < eta)
-            eta = e2;
-    }
-    if (force)
-        eta = 0;
+    double eta = force ? 0 : trn_eta(p->step0, step, max_steps, p->efrac0, efrac, el);
     char etas[32] = "?";
     if (eta >= 0)
         snprintf(etas, sizeof etas, "%.0fs", eta);
     if (p->mode == TRN_PROGRESS_BAR) {
         char bar[31];
-        double frac = max_steps > 0 ? (double)step / (double)max_steps : 0;
-        if (efrac > frac)
-            frac = efrac;
+        double frac = max_steps > 0 ? (double)step / (double)max_steps : efrac;
         if (force)
             frac = 1;
-        int fill = (int)(frac * 30);
+        int fill = frac > 0 ? (int)(frac * 30) : 0;
         for (int i = 0; i < 30; i++)
             bar[i] = i < fill ? '=' : ' ';
         bar[30] = '\0';
@@ -566,7 +634,150 @@ static rt_status save_checkpoint(run *R, trn_dist *dist, rt_err *err)
     return st;
 }
 
+/* --------------------------------------------------------------- helpers */
+
+/* 1 when an exporter's newest export holds the model at global step step
+ * (a re-run with nothing to train then writes no second copy). */
+static int exported_at(const run *R, int64_t step)
+{
+    int found = 0;
+    for (size_t i = 0; !found && R->c->job_dir && i < R->c->n_exporters; i++) {
+        char base[4096];
+        if (snprintf(base, sizeof base, "%s/export/%s", R->c->job_dir,
+                     R->c->exporters[i].name) >= (int)sizeof base)
+            continue;
+        int64_t *vers = NULL;
+        size_t nv = 0;
+        if (exp_list_versions(base, &vers, &nv, NULL) == RT_OK && nv > 0) {
+            char dir[4200];
+            snprintf(dir, sizeof dir, "%s/%lld", base, (long long)vers[nv - 1]);
+            rt_model *om = NULL;
+            if (rt_model_open(dir, &om, NULL) == RT_OK) {
+                const Predictd__ModelDef *od = rt_model_def(om);
+                found = od->training && od->training->global_step == step;
+                rt_model_close(om);
+            }
+        }
+        free(vers);
+    }
+    return found;
+}
+
+/*
+ * SIGINT/SIGTERM while training. The training threads block them and the
+ * loop looks for a pending one after each step (no handler state, no
+ * global). Threads that libraries started before main() (OpenBLAS's pool)
+ * do not block them, and the kernel may deliver the signal to one of those:
+ * this handler then blocks the signal in that thread for good (the mask in
+ * its ucontext is the one restored on return) and sends it to the process
+ * again, where it stays pending for the loop to see.
+ */
+static void on_stop_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)si;
+    sigaddset(&((ucontext_t *)uc)->uc_sigmask, sig);
+    kill(getpid(), sig);
+}
+
+/* SIGINT or SIGTERM pending (blocked while training), else 0. */
+static int stop_pending(void)
+{
+    sigset_t p;
+    if (sigpending(&p) != 0)
+        return 0;
+    return sigismember(&p, SIGINT) ? SIGINT : sigismember(&p, SIGTERM) ? SIGTERM : 0;
+}
+
+/* Takes a pending SIGINT/SIGTERM off the queue (so unblocking them does not
+ * end the process); returns it, or 0. */
+static int stop_take(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    struct timespec zero = {0, 0};
+    int sig = sigtimedwait(&set, NULL, &zero);
+    return sig > 0 ? sig : 0;
+}
+
+/* The dispositions and mask from before training: a signal from now on
+ * (the final evaluation and export) acts as it did before. */
+static void unmask(const struct sigaction old[2], const sigset_t *oldmask)
+{
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
+    pthread_sigmask(SIG_SETMASK, oldmask, NULL);
+}
+
 /* --------------------------------------------------------------- the run */
+
+/* The training input: every rank's reader with the run's parameters. */
+typedef struct input {
+    trn_feeder *fd;
+    char *const *files;
+    size_t n_files, batch, shards, shard;
+    const trn_config *c;
+} input;
+
+static rt_status input_open(const input *in, trn_reader **rd, rt_err *err)
+{
+    const trn_config *c = in->c;
+    trn_reader_close(*rd);
+    *rd = NULL;
+    rt_status st = open_reader(in->fd, in->files, in->n_files, in->batch,
+                               c->shuffle_buffer_size, c->num_epochs, c->seed, c->bad_rows,
+                               c->skip_header_lines, in->shards, in->shard, rd, err);
+    if (st == RT_ERR_FORMAT)
+        hint_header(in->fd, "train.skip_header_lines", err);
+    return st;
+}
+
+/* The next training batch (RT_ERR_NOTFOUND at the end of a pass). */
+static rt_status input_next(const input *in, trn_reader *rd, const trn_rows **rows, rt_err *err)
+{
+    rt_status st = trn_reader_next(rd, rows, err);
+    if (st == RT_ERR_FORMAT)
+        hint_header(in->fd, "train.skip_header_lines", err);
+    return st;
+}
+
+/*
+ * A resumed run replays the (seeded, deterministic) input stream up to the
+ * restored step without doing any math, so it continues exactly where the
+ * interrupted run was: same seed, files and batch size give the model an
+ * uninterrupted run would have given. With num_epochs the stream is a
+ * sequence of passes of num_epochs epochs each (the input restarts when a
+ * run with a larger max_steps reaches its end): whole passes are skipped
+ * after the first one has told how many batches a pass holds.
+ */
+static rt_status input_replay(const input *in, trn_reader **rd, int64_t step, int64_t *pass,
+                              rt_err *err)
+{
+    int64_t skipped = 0, in_pass = 0;
+    *pass = 0;
+    while (skipped < step) {
+        const trn_rows *rows;
+        rt_status st = input_next(in, *rd, &rows, err);
+        if (st == RT_OK) {
+            skipped++;
+            in_pass++;
+            continue;
+        }
+        if (st != RT_ERR_NOTFOUND)
+            return st;
+        if (in_pass == 0) /* no data at all */
+            break;
+        *pass = in_pass;
+        if ((st = input_open(in, rd, err)))
+            return st;
+        /* whole passes, but the last one is read: a step at the end of a
+         * pass leaves the reader at its end, as the run that stopped there */
+        skipped += (step - skipped - 1) / in_pass * in_pass;
+        in_pass = 0;
+    }
+    return RT_OK;
+}
 
 rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                                  rt_metric_list *final, rt_err *err)
@@ -580,15 +791,21 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     rt_batch *b = NULL;
     float *labels = NULL;
     trn_dist *dist = NULL;
+    int lock = -1, masked = 0, sig = 0;
+    sigset_t stopset, oldmask;
+    struct sigaction oldact[2];
     rt_status st;
     if (final)
         memset(final, 0, sizeof *final);
+    if (c.stop_signal)
+        *c.stop_signal = 0;
     openblas_set_num_threads(1);
     if ((st = rt_spec_to_modeldef(spec, mine, &R.def, err)))
         goto out;
     if ((st = trn_config_resolve(&c, R.def, err)))
         goto out;
-    if (c.job_dir && is_chief(&c) && (st = trn_job_dir_check(c.job_dir, err)))
+    if (c.job_dir && is_chief(&c) &&
+        ((st = trn_job_dir_check(c.job_dir, err)) || (st = trn_job_dir_lock(c.job_dir, &lock, err))))
         goto out;
     R.spec = spec;
     R.c = &c;
@@ -615,8 +832,6 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             goto out;
         st = RT_OK;
         load_best(&R);
-        if ((st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
-            goto out;
     }
     /* every replica starts from rank 0's parameters (restored or initial) */
     if ((st = trn_dist_bcast_model(dist, R.m, err)))
@@ -633,9 +848,11 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
           : c.dnn_opt.type == TRN_OPT_ADAM    ? "Adam"
                                               : "SGD",
           c.dnn_opt.learning_rate);
+    int64_t start_step = R.m->step;
     int done = c.max_steps > 0 && R.m->step >= c.max_steps;
     if (done)
-        logf_(&c, "Skipping training: global step %lld has reached max_steps %lld",
+        logf_(&c, "Skipping training since max_steps has already saved: global step %lld "
+              "has reached max_steps %lld (a larger --train-steps trains on)",
               (long long)R.m->step, (long long)c.max_steps);
     if (!done && c.n_train_files == 0) {
         st = rt_err_set(err, RT_ERR_INVALID, "train.files: no training files given "
@@ -662,29 +879,41 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             }
             local_bs = c.batch_size / (size_t)nr + ((size_t)rank < c.batch_size % (size_t)nr);
         }
+        if (c.stop_signal) {
+            /* blocked before the reader threads start, so they inherit it: a
+             * signal stays pending until the loop looks, after a step */
+            sigemptyset(&stopset);
+            sigaddset(&stopset, SIGINT);
+            sigaddset(&stopset, SIGTERM);
+            pthread_sigmask(SIG_BLOCK, &stopset, &oldmask);
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_sigaction = on_stop_signal;
+            sa.sa_flags = SA_SIGINFO | SA_RESTART;
+            sigfillset(&sa.sa_mask);
+            sigaction(SIGINT, &sa, &oldact[0]);
+            sigaction(SIGTERM, &sa, &oldact[1]);
+            masked = 1;
+        }
         if ((st = trn_feeder_new(R.m->g, &fd, err)))
             goto out;
-        if ((st = open_reader(fd, c.train_files, c.n_train_files, local_bs,
-                              c.shuffle_buffer_size, c.num_epochs, c.seed, c.bad_rows,
-                              c.skip_header_lines, by_rows ? (size_t)nr : 0, (size_t)rank,
-                              &rd, err)))
+        input in = {fd, c.train_files, c.n_train_files, local_bs, by_rows ? (size_t)nr : 0,
+                    (size_t)rank, &c};
+        if ((st = input_open(&in, &rd, err)))
             goto out;
-        /* A resumed run replays the (seeded, deterministic) input stream up to
-         * the restored step without doing any math, so it continues exactly
-         * where the interrupted run was: same seed, files and batch size give
-         * the model an uninterrupted run would have given. */
+        int64_t pass = 0; /* batches in one pass of num_epochs epochs, once known */
         if (R.m->step > 0) {
-            int64_t skipped = 0;
-            const trn_rows *rows;
-            while (skipped < R.m->step && (st = trn_reader_next(rd, &rows, err)) == RT_OK)
-                skipped++;
-            if (st != RT_OK && st != RT_ERR_NOTFOUND)
+            if ((st = input_replay(&in, &rd, R.m->step, &pass, err)))
                 goto out;
-            st = RT_OK;
-            logf_(&c, "Input position restored: skipped %lld batches already trained%s",
-                  (long long)skipped,
-                  skipped < R.m->step ? " (the data ends there: nothing left to train)" : "");
+            logf_(&c, "Input position restored: global step %lld is batch %lld of a pass "
+                  "over the input%s", (long long)R.m->step,
+                  (long long)(pass ? R.m->step % pass : R.m->step),
+                  pass ? " (the input restarted: the steps trained so far went past "
+                         "num_epochs)" : "");
         }
+        if (c.job_dir && is_chief(&c) &&
+            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
+            goto out;
         b = rt_batch_new(R.m->g);
         labels = malloc(c.batch_size * sizeof *labels);
         if (!b || !labels) {
@@ -700,17 +929,18 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             pg.mode = TRN_PROGRESS_QUIET;
         pg.t0 = pg.last = now_s();
         pg.step0 = R.m->step;
+        pg.efrac0 = epoch_fraction(rd, c.num_epochs);
         pg.batch = c.batch_size;
         pg.last_loss = NAN;
         double last_ckpt = now_s(), last_eval = now_s();
-        int64_t last_ckpt_step = R.m->step;
+        int64_t last_ckpt_step = R.m->step, in_pass = 0, epochs = 0;
         uint64_t examples = 0, bad_labels = 0;
-        int local_end = 0;
+        int local_end = 0, restarted = 0;
         while (c.max_steps == 0 || R.m->step < c.max_steps) {
             const trn_rows *rows;
             size_t n_local = 0;
             if (!local_end) {
-                st = trn_reader_next(rd, &rows, err);
+                st = input_next(&in, rd, &rows, err);
                 if (st == RT_ERR_NOTFOUND) {
                     st = RT_OK;
                     local_end = 1;
@@ -723,27 +953,26 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                         trn_dist_slice(dist, rows->n, &lo, &hi);
                         part = rows_slice(rows, lo, hi);
                     }
-                    if ((st = trn_feeder_fill(fd, &part, b, labels, c.bad_rows, &bad_labels,
-                                              err)))
+                    if ((st = feed(fd, &part, b, labels, c.bad_rows, &bad_labels, err)))
                         goto out;
                     n_local = rt_batch_size(b);
                 }
             }
             /* flags: this rank still reads; the clock-based decisions (rank
              * 0's, under MPI: summed with the gradients, every rank learns
-             * them) */
-            float flags[3] = {local_end ? 0.0f : 1.0f,
+             * them); a stop signal seen by any rank */
+            float flags[4] = {local_end ? 0.0f : 1.0f,
                               is_chief(&c) && c.save_checkpoints_secs > 0 &&
                                   now_s() - last_ckpt >= c.save_checkpoints_secs,
-                              is_chief(&c) && now_s() - last_eval >= c.throttle_secs};
+                              is_chief(&c) && now_s() - last_eval >= c.throttle_secs,
+                              masked && stop_pending() ? 1.0f : 0.0f};
             double loss = 0;
             size_t n_global = n_local;
+            int ended = 0;
             if (!dist) {
-                if (local_end)
-                    break;
-                if (n_local == 0) /* every row skipped: not a step */
-                    continue;
-                st = trn_model_train_step(R.m, b, labels, &loss, err);
+                ended = local_end;
+                if (!ended && n_local > 0)
+                    st = trn_model_train_step(R.m, b, labels, &loss, err);
             } else {
                 R.m->grad_denom = 1; /* sums: scaled once the global count is known */
                 if (n_local)
@@ -751,18 +980,45 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                 else
                     trn_model_clear_grads(R.m);
                 if (st == RT_OK)
-                    st = trn_dist_step(dist, R.m, &loss, n_local, flags, 3, &n_global, err);
-                if (st == RT_OK && flags[0] == 0) /* every rank's data has ended */
-                    break;
-                if (st == RT_OK && n_global == 0) /* every row skipped: not a step */
-                    continue;
-                if (st == RT_OK)
+                    st = trn_dist_step(dist, R.m, &loss, n_local, flags, 4, &n_global, err);
+                ended = st == RT_OK && flags[0] == 0; /* every rank's data has ended */
+                if (st == RT_OK && !ended && n_global > 0)
                     trn_model_apply(R.m);
             }
             if (st) {
                 rt_err_prefix(err, "step %lld", (long long)R.m->step);
                 goto out;
             }
+            if (flags[3] > 0) { /* after this step (if it was one): checkpoint and stop */
+                sig = masked ? stop_take() : 0;
+                if (!sig)
+                    sig = SIGTERM; /* another rank's */
+                if (!ended && n_global > 0)
+                    examples += n_global;
+                break;
+            }
+            if (ended) {
+                /* the end of a pass over the input (num_epochs epochs); with
+                 * max_steps not reached, the input restarts from the beginning,
+                 * as estimator.train(max_steps) calls input_fn again */
+                if (c.max_steps == 0 || (in_pass == 0 && restarted))
+                    break; /* no max_steps, or a whole pass without a step */
+                trn_reader_stats rs;
+                trn_reader_get_stats(rd, &rs);
+                epochs += rs.epochs;
+                restarted = 1;
+                logf_(&c, "Input exhausted at global step %lld (%lld epochs); restarting it "
+                      "to reach max_steps %lld", (long long)R.m->step,
+                      (long long)c.num_epochs, (long long)c.max_steps);
+                if ((st = input_open(&in, &rd, err)))
+                    goto out;
+                local_end = 0;
+                in_pass = 0;
+                continue;
+            }
+            if (n_global == 0) /* every row skipped: not a step */
+                continue;
+            in_pass++;
             examples += n_global;
             pg.loss_sum += loss;
             pg.loss_n++;
@@ -790,41 +1046,85 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                 }
             }
         }
-        progress_show(&pg, R.m->step, c.max_steps, epoch_fraction(rd, c.num_epochs), 1);
-        double el = now_s() - pg.t0;
-        trn_reader_stats rs;
-        trn_reader_get_stats(rd, &rs);
-        logf_(&c, "trained %lld steps, %llu examples in %.2fs (%.0f examples/s), %lld epochs",
-              (long long)(R.m->step - pg.step0), (unsigned long long)examples, el,
-              el > 0 ? (double)examples / el : 0.0, (long long)rs.epochs);
-        if (dist) {
-            double cs;
-            uint64_t rounds;
-            trn_dist_stats(dist, &cs, &rounds);
-            logf_(&c, "distributed: %d ranks, communication %.3fs (%.1f us per step, %.0f%% of "
-                  "the time; includes waiting for the slowest rank)", nr, cs,
-                  rounds ? cs * 1e6 / (double)rounds : 0.0, el > 0 ? 100.0 * cs / el : 0.0);
+        if (R.m->step > start_step || sig) {
+            progress_show(&pg, R.m->step, c.max_steps, epoch_fraction(rd, c.num_epochs), 1);
+            double el = now_s() - pg.t0;
+            trn_reader_stats rs;
+            trn_reader_get_stats(rd, &rs);
+            logf_(&c, "trained %lld steps, %llu examples in %.2fs (%.0f examples/s), %lld "
+                  "epochs", (long long)(R.m->step - pg.step0), (unsigned long long)examples, el,
+                  el > 0 ? (double)examples / el : 0.0, (long long)(epochs + rs.epochs));
+            if (dist) {
+                double cs;
+                uint64_t rounds;
+                trn_dist_stats(dist, &cs, &rounds);
+                logf_(&c, "distributed: %d ranks, communication %.3fs (%.1f us per step, %.0f%% "
+                      "of the time; includes waiting for the slowest rank)", nr, cs,
+                      rounds ? cs * 1e6 / (double)rounds : 0.0, el > 0 ? 100.0 * cs / el : 0.0);
+            }
+            double skips[2] = {(double)rs.bad_rows, (double)bad_labels}; /* all ranks' */
+            if ((st = trn_dist_sum(dist, skips, 2, err)))
+                goto out;
+            rs.bad_rows = (uint64_t)skips[0];
+            bad_labels = (uint64_t)skips[1];
+            if (rs.bad_rows)
+                logf_(&c, "skipped %llu malformed rows (first%s: %s)",
+                      (unsigned long long)rs.bad_rows, dist ? " of rank 0's" : "",
+                      rs.first_bad[0] ? rs.first_bad : "none, all on other ranks");
+            if (bad_labels)
+                logf_(&c, "skipped %llu rows with an unknown label",
+                      (unsigned long long)bad_labels);
+        } else if (R.m->step > 0) {
+            done = 1;
+            logf_(&c, "Skipping training: the input (num_epochs %lld) was trained through at "
+                  "global step %lld; give --train-steps above it to train on",
+                  (long long)c.num_epochs, (long long)R.m->step);
+        } else {
+            logf_(&c, "the training files hold no usable rows: nothing trained");
         }
-        double skips[2] = {(double)rs.bad_rows, (double)bad_labels}; /* all ranks' */
-        if ((st = trn_dist_sum(dist, skips, 2, err)))
-            goto out;
-        rs.bad_rows = (uint64_t)skips[0];
-        bad_labels = (uint64_t)skips[1];
-        if (rs.bad_rows)
-            logf_(&c, "skipped %llu malformed rows (first%s: %s)",
-                  (unsigned long long)rs.bad_rows, dist ? " of rank 0's" : "",
-                  rs.first_bad[0] ? rs.first_bad : "none, all on other ranks");
-        if (bad_labels)
-            logf_(&c, "skipped %llu rows with an unknown label", (unsigned long long)bad_labels);
         if (c.job_dir && last_ckpt_step != R.m->step) {
             if ((st = save_checkpoint(&R, dist, err)))
                 goto out;
             logf_(&c, "Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)R.m->step,
                   c.job_dir, (long long)R.m->step);
         }
+        if (masked) {
+            if (!sig)
+                sig = stop_take(); /* came during the last checkpoint */
+            unmask(oldact, &oldmask);
+            masked = 0;
+        }
+        if (sig) {
+            if (c.job_dir && is_chief(&c))
+                fprintf(stderr, "interrupted at step %lld, checkpoint saved; re-run to resume\n",
+                        (long long)R.m->step);
+            else if (is_chief(&c))
+                fprintf(stderr, "interrupted at step %lld (no job dir: nothing saved)\n",
+                        (long long)R.m->step);
+            if (c.stop_signal)
+                *c.stop_signal = sig;
+            goto out;
+        }
+    }
+    if (done) {
+        /* nothing trained: as TF, no new evaluation or export, unless the
+         * run that reached this step ended before exporting it */
+        double have = is_chief(&c) && exported_at(&R, R.m->step);
+        if ((st = trn_dist_sum(dist, &have, 1, err)))
+            goto out;
+        if (have > 0) {
+            logf_(&c, "global step %lld is already exported: nothing to do",
+                  (long long)R.m->step);
+            goto out;
+        }
+        if (!R.sum && c.job_dir && is_chief(&c) &&
+            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
+            goto out;
     }
     st = evaluate_and_export(&R, 1, final, err);
 out:
+    if (masked)
+        unmask(oldact, &oldmask);
     trn_summary_close(R.sum);
     free(labels);
     rt_batch_free(b);
@@ -834,5 +1134,6 @@ out:
     trn_dist_free(dist);
     rt_modeldef_free(R.def);
     free(R.spec_json);
+    trn_job_dir_unlock(lock);
     return st;
 }
