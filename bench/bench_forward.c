@@ -6,6 +6,8 @@
  *   bench_forward EXPORT_DIR INSTANCE_JSON --loop N [BATCH]   N rt_json_handle
  *       calls of BATCH instances (default 1) and nothing else (for callgrind /
  *       perf stat: run with two N and subtract to get instructions per request)
+ *   bench_forward EXPORT_DIR BODY_JSON --loop-body N   the same with a whole
+ *       request body from a file (e.g. group 2's 1000 distinct census rows)
  *
  * Figures (each the median of RUNS timed runs, ns per instance unless said):
  *   sgemm_gflops        OpenBLAS sgemm 512x512x512, one thread
@@ -233,9 +235,11 @@ static void put_series(const char *name, const double *v, int last)
     printf("}%s\n", last ? "" : ",");
 }
 
+/* n rt_json_handle calls of b->body, or of batch copies of inst when inst
+ * is not NULL. */
 static int loop_mode(bench *b, const rt_buf *inst, long n, size_t batch)
 {
-    if (rows_body(inst, batch, &b->body) != 0)
+    if (inst && rows_body(inst, batch, &b->body) != 0)
         return 1;
     for (long i = 0; i < n; i++) {
         if (st_handle(b) != 0) {
@@ -249,8 +253,10 @@ static int loop_mode(bench *b, const rt_buf *inst, long n, size_t batch)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 && !((argc == 5 || argc == 6) && strcmp(argv[3], "--loop") == 0)) {
-        fprintf(stderr, "usage: bench_forward EXPORT_DIR INSTANCE_JSON [--loop N [BATCH]]\n");
+    int body_loop = argc == 5 && strcmp(argv[3], "--loop-body") == 0;
+    if (argc != 3 && !body_loop && !((argc == 5 || argc == 6) && strcmp(argv[3], "--loop") == 0)) {
+        fprintf(stderr, "usage: bench_forward EXPORT_DIR INSTANCE_JSON [--loop N [BATCH]]\n"
+                        "       bench_forward EXPORT_DIR BODY_JSON --loop-body N\n");
         return 2;
     }
     openblas_set_num_threads(1);
@@ -271,6 +277,11 @@ int main(int argc, char **argv)
     b.g = rt_model_graph(m);
     if (!(b.c = rt_ctx_new()) || read_file(argv[2], &inst) != 0) {
         fprintf(stderr, "bench_forward: cannot read %s\n", argv[2]);
+        goto out;
+    }
+    if (body_loop) {
+        rc = rt_buf_append(&b.body, inst.data, inst.len) != 0 ||
+             loop_mode(&b, NULL, strtol(argv[4], NULL, 10), 0);
         goto out;
     }
     if (argc >= 5) {
