@@ -3,6 +3,9 @@
  * zero or more values (numbers or strings). Values of one cell are kept
  * contiguous in one growing array; strings are copied into a chunked arena
  * whose chunks never move, so rt_value.str stays valid until clear/free.
+ * Beside each string value its rt_skey (trimmed text and fingerprint) is
+ * kept, so the transform hashes every string once however many columns
+ * read it.
  * Cleared batches keep their memory: after warm-up no call allocates.
  */
 #include "rt_internal.h"
@@ -30,6 +33,7 @@ struct rt_batch {
     size_t n, cap;        /* instances, capacity in instances */
     cell *cells;          /* cap x n_inputs */
     rt_value *vals;
+    rt_skey *keys;        /* [vals_cap], parallel to vals */
     size_t n_vals, vals_cap;
     chunk *first, *cur;   /* arena */
     rt_missing_policy missing; /* what a missing input means */
@@ -59,6 +63,7 @@ void rt_batch_free(rt_batch *b)
     }
     free(b->cells);
     free(b->vals);
+    free(b->keys);
     free(b);
 }
 
@@ -136,13 +141,17 @@ static rt_status reserve_vals(rt_batch *b, size_t extra)
     if (!v)
         return RT_ERR_NOMEM;
     b->vals = v;
+    rt_skey *k = realloc(b->keys, cap * sizeof *k);
+    if (!k)
+        return RT_ERR_NOMEM; /* vals grew, keys not: vals_cap still fits both */
+    b->keys = k;
     b->vals_cap = cap;
     return RT_OK;
 }
 
 /* Appends v to cell (idx, input), moving the cell's values to the end of the
  * array first when another cell was filled in between. */
-static rt_status push(rt_batch *b, size_t idx, size_t input, rt_value v)
+static rt_status push(rt_batch *b, size_t idx, size_t input, rt_value v, rt_skey key)
 {
     if (!b || idx >= b->n || input >= b->n_inputs)
         return RT_ERR_INVALID;
@@ -153,11 +162,13 @@ static rt_status push(rt_batch *b, size_t idx, size_t input, rt_value v)
         return st;
     if (!at_end) {
         memmove(&b->vals[b->n_vals], &b->vals[c->start], c->count * sizeof(rt_value));
+        memmove(&b->keys[b->n_vals], &b->keys[c->start], c->count * sizeof(rt_skey));
         c->start = (uint32_t)b->n_vals;
         b->n_vals += c->count;
     } else if (c->count == 0) {
         c->start = (uint32_t)b->n_vals;
     }
+    b->keys[b->n_vals] = key;
     b->vals[b->n_vals++] = v;
     c->count++;
     return RT_OK;
@@ -166,7 +177,8 @@ static rt_status push(rt_batch *b, size_t idx, size_t input, rt_value v)
 rt_status rt_batch_push_num(rt_batch *b, size_t idx, size_t input, double v)
 {
     rt_value val = {.str = NULL, .len = 0, .num = v};
-    return push(b, idx, input, val);
+    rt_skey key = {NULL, 0, 0};
+    return push(b, idx, input, val, key);
 }
 
 /* Copies n bytes (+ NUL) into the arena. */
@@ -217,7 +229,11 @@ rt_status rt_batch_push_str(rt_batch *b, size_t idx, size_t input, const char *s
     if (!p)
         return RT_ERR_NOMEM;
     rt_value val = {.str = p, .len = len, .num = 0};
-    return push(b, idx, input, val);
+    rt_skey key = {p, len, 0};
+    if (b->g->def->trim_strings)
+        key.s = rt_trim_span(p, &key.len);
+    key.fp = rt_fingerprint64(key.s, key.len);
+    return push(b, idx, input, val, key);
 }
 
 const rt_value *rt_batch_cell(const rt_batch *b, size_t idx, size_t input, size_t *n)
@@ -231,6 +247,14 @@ const rt_value *rt_batch_cell(const rt_batch *b, size_t idx, size_t input, size_
     if (n)
         *n = c->count;
     return c->count ? &b->vals[c->start] : NULL;
+}
+
+const rt_skey *rt_batch_cell_keys(const rt_batch *b, size_t idx, size_t input)
+{
+    if (!b || idx >= b->n || input >= b->n_inputs)
+        return NULL;
+    const cell *c = &b->cells[idx * b->n_inputs + input];
+    return c->count ? &b->keys[c->start] : NULL;
 }
 
 void rt_batch_set_missing(rt_batch *b, rt_missing_policy policy)

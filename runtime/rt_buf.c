@@ -269,16 +269,6 @@ static size_t format_g(char *out, int neg, uint64_t digits, int p, int x10)
     return n;
 }
 
-/*
- * The same text as put_shortest(v, 1, 9, float) without printf or strtof:
- * for p = 1.. the p-digit rounding of v is computed in double (one
- * correctly rounded operation with an exact power of ten), then checked
- * against the midpoints between v and its float neighbours (exact in
- * double). Rounding is monotonic, so a computed value strictly inside
- * (strictly outside) the interval proves the exact one is too; anything
- * too close to call (a tie, a value on a midpoint, exponents beyond exact
- * powers of ten) returns 0 and the caller uses put_shortest.
- */
 /* floor(x) as an int for |x| well inside int range, without libm. */
 static int floor_int(double x)
 {
@@ -286,63 +276,38 @@ static int floor_int(double x)
     return i - (x < (double)i);
 }
 
-/* The p-digit rounding of a (digits, exponent x10) for the fast path; 0
- * when too close to a tie or beyond exact powers of ten. */
-static int round_digits(double a, int p, int base, uint64_t *digits, int *x10, int *k)
+/* x * 10^k in one correctly rounded operation (|k| <= POW10_MAX). */
+static double scale10(double x, int k)
 {
-    int e = base;
-    for (int tries = 0; tries < 3; tries++) {
-        int kk = e - p + 1;
-        if (kk > POW10_MAX || kk < -POW10_MAX)
-            return 0;
-        double y = kk >= 0 ? a / POW10[kk] : a * POW10[-kk];
-        uint64_t fl = (uint64_t)y; /* 0 < y < 2^63: truncation is floor */
-        double frac = y - (double)fl;
-        if (frac > 0.5 - 1e-6 && frac < 0.5 + 1e-6)
-            return 0; /* near a tie: let printf decide */
-        uint64_t d = fl + (frac > 0.5);
-        if (d >= (uint64_t)POW10[p]) {
-            e++;
-        } else if (d < (uint64_t)POW10[p - 1]) {
-            e--;
-        } else {
-            *digits = d;
-            *x10 = e;
-            *k = kk;
-            return 1;
-        }
-    }
-    return 0;
+    return k >= 0 ? x * POW10[k] : x / POW10[-k];
 }
 
-/* 1: the p-digit rounding reads back as the float (strictly inside the
- * interval), 0: it does not, -1: too close to call. */
-static int round_trips(double a, double lo, double hi, int p, int base, uint64_t *digits,
-                       int *x10)
-{
-    int k;
-    if (!round_digits(a, p, base, digits, x10, &k))
-        return -1;
-    double c = k >= 0 ? (double)*digits * POW10[k] : (double)*digits / POW10[-k];
-    if (c == lo || c == hi)
-        return -1;
-    return c > lo && c < hi;
-}
+/* Distance from a computed value to the exact one it stands for, and more:
+ * every scaled value below is under 2^30, where a double's rounding error
+ * is at most 2^-24 (6e-8). Anything closer than this to a decision point is
+ * left to the printf loop. */
+#define NEAR 1e-6
 
 /*
- * The same text as put_shortest(v, 1, 9, float) without printf or strtof:
- * the p-digit rounding of v is computed in double (one correctly rounded
- * operation with an exact power of ten), then checked against the
- * midpoints between v and its float neighbours (exact in double). Rounding
- * is monotonic, so a computed value strictly inside (strictly outside) the
- * interval proves the exact one is too; anything too close to call (a tie,
- * a value on a midpoint, exponents beyond exact powers of ten) returns 0
- * and the caller uses put_shortest. Reading back is monotonic in p (the
- * nearest p+1 digit number is never farther than the nearest p digit one),
- * so the shortest p is found by bisection.
+ * The same text as put_shortest(v, 1, 9, float) without printf or strtof.
+ * v, and the midpoints lo / hi between v and its float neighbours (exact in
+ * double), are scaled by one power of ten so that v has nine digits before
+ * the point: y = v * 10^k in [1e8, 1e9), each a single correctly rounded
+ * operation, so within 2^-24 of the exact value. For p = 9, 8, ... digits,
+ * the p-digit rounding of v is then an integer rounding of y to a multiple
+ * of 10^(9-p) (exact in integers, unless y is within NEAR of a tie), and it
+ * reads back as v when that multiple lies strictly between the scaled lo and
+ * hi (unless within NEAR of one: strtof's ties). Reading back is monotonic
+ * in p (the nearest p+1 digit number is never farther than the nearest p
+ * digit one), so the first p that fails ends the search. Returns the length
+ * written to out (32 bytes at least), or 0 when too close to call or out of
+ * the range handled (NaN, Inf, zero is handled, below 1e-14 or from 1e30):
+ * the caller then uses put_shortest.
  */
 static size_t float_shortest_fast(float f, char *out)
 {
+    static const uint32_t P10[] = {1,      10,      100,      1000,      10000,
+                                   100000, 1000000, 10000000, 100000000, 1000000000};
     double a = fabs((double)f);
     int neg = signbit(f) != 0;
     if (a == 0.0) {
@@ -352,8 +317,8 @@ static size_t float_shortest_fast(float f, char *out)
         out[n++] = '0';
         return n;
     }
-    if (!(a >= 1e-30 && a <= 1e30))
-        return 0; /* NaN, Inf, denormals and far exponents: the slow path */
+    if (!(a >= 1e-14 && a < 1e30))
+        return 0;
     /* neighbours of a positive normal float: its bit pattern +- 1 */
     float af = (float)a, up, dn;
     uint32_t bits;
@@ -363,30 +328,46 @@ static size_t float_shortest_fast(float f, char *out)
     memcpy(&dn, &db, sizeof dn);
     double hi = (a + (double)up) / 2, lo = (a + (double)dn) / 2;
     int e2 = (int)((bits >> 23) & 0xFF) - 127;
-    int base = floor_int((double)e2 * 0.30102999566398120); /* may be one low */
-    int lo_p = 1, hi_p = 9; /* the answer is in [lo_p, hi_p] */
-    uint64_t best_d = 0;
-    int best_x = 0, have = 0;
-    while (lo_p < hi_p || !have) {
-        int p = have ? (lo_p + hi_p) / 2 : hi_p;
-        uint64_t d;
-        int x;
-        int r = round_trips(a, lo, hi, p, base, &d, &x);
-        if (r < 0)
+    int x10 = floor_int((double)e2 * 0.30102999566398120); /* floor(log10 a), or one low */
+    int k = 8 - x10;
+    if (k > POW10_MAX || k < -POW10_MAX)
+        return 0;
+    double y = scale10(a, k);
+    if (y >= 1e9) {
+        x10++;
+        if (--k < -POW10_MAX)
             return 0;
-        if (!have && !r)
-            return 0; /* 9 digits always read back; be safe */
-        if (r) {
-            best_d = d;
-            best_x = x;
-            hi_p = p;
-            have = 1;
-        } else {
-            lo_p = p + 1;
-        }
+        y = scale10(a, k);
     }
-    /* best_d holds the rounding at hi_p (the last success is at hi_p) */
-    return format_g(out, neg, best_d, hi_p, best_x);
+    if (!(y >= 1e8 && y < 1e9))
+        return 0; /* at the edge of a decade: let printf decide */
+    double L = scale10(lo, k), H = scale10(hi, k);
+    uint64_t Y = (uint64_t)y;   /* 0 < y < 2^30: truncation is floor */
+    double fr = y - (double)Y;  /* exact */
+    uint64_t best = 0;
+    int best_j = -1;
+    for (int j = 0; j <= 8; j++) {
+        uint64_t P = P10[j], q = Y / P;
+        double r = (double)(Y - q * P) + fr, half = 0.5 * (double)P; /* both exact */
+        if (fabs(r - half) < NEAR)
+            return 0; /* near a tie: let printf decide */
+        uint64_t d = q + (r > half);
+        double c = (double)(d * P);
+        if (fabs(c - L) < NEAR || fabs(c - H) < NEAR)
+            return 0; /* on a midpoint: strtof's tie rule decides */
+        if (!(c > L && c < H))
+            break;
+        best = d;
+        best_j = j;
+    }
+    if (best_j < 0)
+        return 0; /* nine digits always read back; be safe */
+    int p = 9 - best_j;
+    if (best == P10[p]) { /* rounded up to the next power of ten */
+        best /= 10;
+        x10++;
+    }
+    return format_g(out, neg, best, p, x10);
 }
 
 /* 1 when the number text s[0..n) has neither a fraction nor an exponent

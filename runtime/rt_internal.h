@@ -27,6 +27,8 @@ typedef struct rt_vocab {
 
 /* Returns the id of word (len bytes) or -1. */
 int64_t rt_vocab_find(const rt_vocab *v, const char *word, size_t len);
+/* The same with the word's rt_fingerprint64 already known (fp). */
+int64_t rt_vocab_find_fp(const rt_vocab *v, const char *word, size_t len, uint64_t fp);
 
 /* A raw input (a CSV/JSON feature). */
 typedef struct rt_input {
@@ -174,6 +176,20 @@ rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f,
 /* Checks that def compiles into a graph (everything rt_graph_build checks
  * except tensor data and vocabulary files). */
 rt_status rt_graph_check(const Predictd__ModelDef *def, rt_err *err);
+
+/* What the transform needs of a string value, computed once when the value
+ * enters the batch: its text trimmed as the model says (def->trim_strings)
+ * and the rt_fingerprint64 of that text (vocabulary lookups, hash buckets
+ * and crosses all start from it). s is NULL for a number. */
+typedef struct rt_skey {
+    const char *s;
+    size_t len;
+    uint64_t fp;
+} rt_skey;
+
+/* The keys of cell (idx, input), parallel to rt_batch_cell's values; NULL
+ * when the cell is empty. Valid until the batch changes. */
+const rt_skey *rt_batch_cell_keys(const rt_batch *b, size_t idx, size_t input);
 
 /* Clears b and makes it hold instances for graph g (reuses its memory). */
 rt_status rt_batch_rebind(rt_batch *b, const rt_graph *g);

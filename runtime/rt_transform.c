@@ -344,19 +344,46 @@ static bool ignored_value(const rt_graph *g, long input, const rt_value *v, size
     return !v->str && v->num == -1.0;
 }
 
-/* The id of text s in vocabulary or hash column fc; -1 = no id. */
-static int64_t lookup_id(const rt_fcol *fc, const char *s, size_t len)
+/* The id of text s (fingerprint fp) in vocabulary or hash column fc; -1 =
+ * no id. */
+static int64_t lookup_id(const rt_fcol *fc, const char *s, size_t len, uint64_t fp)
 {
     const Predictd__FeatureColumn *d = fc->def;
     if (fc->type == PREDICTD__COLUMN_TYPE__HASH_BUCKET)
-        return (int64_t)(rt_fingerprint64(s, len) % (uint64_t)fc->num_buckets);
-    int64_t id = rt_vocab_find(&fc->vocab, s, len);
+        return (int64_t)(fp % (uint64_t)fc->num_buckets);
+    int64_t id = rt_vocab_find_fp(&fc->vocab, s, len, fp);
     if (id >= 0)
         return id;
     if (d->num_oov_buckets > 0)
         return fc->num_buckets - d->num_oov_buckets +
-               (int64_t)(rt_fingerprint64(s, len) % (uint64_t)d->num_oov_buckets);
+               (int64_t)(fp % (uint64_t)d->num_oov_buckets);
     return d->default_id;
+}
+
+/* Value k of a cell of a string input read as text: its trimmed text and
+ * fingerprint, from the batch's key when it has one (a string value), else
+ * (a number, a default) from value_text. */
+static rt_status value_key(const rt_graph *g, size_t i, long input, const rt_value *v,
+                           const rt_skey *keys, size_t k, char buf[40], const char **s,
+                           size_t *len, uint64_t *fp, rt_err *err)
+{
+    if (keys && keys[k].s && g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING) {
+        *s = keys[k].s;
+        *len = keys[k].len;
+        *fp = keys[k].fp;
+        return RT_OK;
+    }
+    rt_status st = value_text(g, i, input, &v[k], buf, s, len, err);
+    if (st == RT_OK)
+        *fp = rt_fingerprint64(*s, *len);
+    return st;
+}
+
+/* The keys of a cell get_cell returned (NULL for a default value). */
+static const rt_skey *cell_keys(const rt_batch *b, size_t i, long input, const rt_value *dflt,
+                                const rt_value *v)
+{
+    return v == dflt ? NULL : rt_batch_cell_keys(b, i, (size_t)input);
 }
 
 /* Vocabulary and hash bucket columns. */
@@ -372,15 +399,17 @@ rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f,
         rt_status st = get_cell(g, b, i, fc->input, &dflt, &v, &n, err);
         if (st)
             return st;
+        const rt_skey *keys = cell_keys(b, i, fc->input, &dflt, v);
         for (size_t k = 0; k < n; k++) {
             char buf[40];
             const char *s;
             size_t len;
-            if ((st = value_text(g, i, fc->input, &v[k], buf, &s, &len, err)))
+            uint64_t fp;
+            if ((st = value_key(g, i, fc->input, v, keys, k, buf, &s, &len, &fp, err)))
                 return st;
             if (ignored_value(g, fc->input, &v[k], len))
                 continue;
-            int64_t id = lookup_id(fc, s, len);
+            int64_t id = lookup_id(fc, s, len, fp);
             if (id < 0)
                 continue; /* TensorFlow's -1: pruned by linear, embedding, indicator */
             if ((st = push_id(f, c, &cnt, id, err)))
@@ -409,14 +438,16 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
             return st;
         if (grow(&p->cross, &p->cross_cap, *at + n + 1, sizeof(uint64_t)))
             return NOMEM(err);
+        const rt_skey *keys = cell_keys(b, i, src->input, &dflt, v);
         for (size_t k = 0; k < n; k++) {
             char buf[40];
             const char *s;
             size_t len;
-            if ((st = value_text(g, i, src->input, &v[k], buf, &s, &len, err)))
+            uint64_t fp;
+            if ((st = value_key(g, i, src->input, v, keys, k, buf, &s, &len, &fp, err)))
                 return st;
             if (!ignored_value(g, src->input, &v[k], len))
-                p->cross[(*at)++] = (uint64_t)lookup_id(src, s, len);
+                p->cross[(*at)++] = (uint64_t)lookup_id(src, s, len, fp);
         }
         return RT_OK;
     }
@@ -438,14 +469,16 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
         return st;
     if (grow(&p->cross, &p->cross_cap, *at + n + 1, sizeof(uint64_t)))
         return NOMEM(err);
+    const rt_skey *keys = cell_keys(b, i, input, &dflt, v);
     for (size_t k = 0; k < n; k++) {
         if (g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING) {
             char buf[40];
             const char *s;
             size_t len;
-            if ((st = value_text(g, i, input, &v[k], buf, &s, &len, err)))
+            uint64_t fp;
+            if ((st = value_key(g, i, input, v, keys, k, buf, &s, &len, &fp, err)))
                 return st;
-            p->cross[(*at)++] = rt_fingerprint64(s, len);
+            p->cross[(*at)++] = fp;
         } else {
             if (v[k].str)
                 return not_a_number(g, i, input, &v[k], err);

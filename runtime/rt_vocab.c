@@ -85,8 +85,14 @@ int64_t rt_vocab_find(const rt_vocab *v, const char *word, size_t len)
 {
     if (!v || !v->cap)
         return -1;
-    uint64_t h = rt_fingerprint64(word, len);
-    h = h ? h : 1;
+    return rt_vocab_find_fp(v, word, len, rt_fingerprint64(word, len));
+}
+
+int64_t rt_vocab_find_fp(const rt_vocab *v, const char *word, size_t len, uint64_t fp)
+{
+    if (!v || !v->cap)
+        return -1;
+    uint64_t h = fp ? fp : 1;
     size_t at = (size_t)h & (v->cap - 1);
     while (v->hashes[at]) {
         if (v->hashes[at] == h && v->lens[at] == len && memcmp(v->words[at], word, len) == 0)

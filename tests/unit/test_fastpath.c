@@ -112,6 +112,59 @@ static void test_float_random_bits(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Known answers of a different kind, without the reference's printf: the
+ * text reads back (strtof) as the float exactly, no text with fewer
+ * significant digits does, it always has a fraction or an exponent, and it
+ * is the reference's text. Random mantissas in every decade a float has,
+ * including the edges of the fast path's range (1e-14, 1e30) and the
+ * values logits and probabilities take. */
+static void test_float_decades_round_trip(void **state)
+{
+    (void)state;
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    int bad = 0;
+    for (int e = -45; e <= 38 && bad < 5; e++) {
+        for (int i = 0; i < 3000 && bad < 5; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            double m = 1.0 + 9.0 * (double)(x >> 11) / 9007199254740992.0; /* [1, 10) */
+            float v = (float)(m * pow(10.0, e));
+            if (i & 1)
+                v = -v;
+            if (!isfinite(v))
+                continue;
+            rt_buf b;
+            rt_buf_init(&b);
+            rt_buf_json_float(&b, v);
+            const char *t = b.data ? b.data : "";
+            int ok = strtof(t, NULL) == v && strpbrk(t, ".e") != NULL;
+            /* significant digits of t (the mantissa without leading and
+             * trailing zeros): one fewer must not read back */
+            const char *m0 = t, *m1 = strchr(t, 'e');
+            m1 = m1 ? m1 : t + strlen(t);
+            while (*m0 == '-' || *m0 == '0' || *m0 == '.')
+                m0++;
+            while (m1 > m0 && (m1[-1] == '0' || m1[-1] == '.'))
+                m1--;
+            int digits = 0;
+            for (const char *c = m0; c < m1; c++)
+                digits += *c >= '0' && *c <= '9';
+            if (ok && digits > 1 && v != 0.0f) {
+                char shorter[512];
+                snprintf(shorter, sizeof shorter, "%.*g", digits - 1, (double)v);
+                ok = strtof(shorter, NULL) != v;
+            }
+            ok = ok && check_float(v);
+            if (!ok)
+                fprintf(stderr, "float %a: %s\n", (double)v, t);
+            bad += !ok;
+            rt_buf_free(&b);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* ------------------------------------------------ fast JSON parser */
 
 static const char *const GOOD[] = {
@@ -393,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_float_special_values),
         cmocka_unit_test(test_float_halves_and_integers),
         cmocka_unit_test(test_float_random_bits),
+        cmocka_unit_test(test_float_decades_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
