@@ -249,12 +249,19 @@ const rt_value *rt_batch_cell(const rt_batch *b, size_t idx, size_t input, size_
     return c->count ? &b->vals[c->start] : NULL;
 }
 
-const rt_skey *rt_batch_cell_keys(const rt_batch *b, size_t idx, size_t input)
+const rt_value *rt_batch_cell_keys(const rt_batch *b, size_t idx, size_t input, size_t *n,
+                                   const rt_skey **keys)
 {
+    *keys = NULL;
+    *n = 0;
     if (!b || idx >= b->n || input >= b->n_inputs)
         return NULL;
     const cell *c = &b->cells[idx * b->n_inputs + input];
-    return c->count ? &b->keys[c->start] : NULL;
+    if (!c->count)
+        return NULL;
+    *n = c->count;
+    *keys = &b->keys[c->start];
+    return &b->vals[c->start];
 }
 
 void rt_batch_set_missing(rt_batch *b, rt_missing_policy policy)

@@ -184,23 +184,25 @@ int rt_buf_json_string(rt_buf *b, const char *s, size_t n)
     return 0;
 }
 
-/* Shortest %.*g text (precision lo..hi) that reads back exactly: the
- * reference algorithm, used for doubles and whenever the fast float path
- * below is unsure. */
-static int put_shortest(rt_buf *b, double v, int lo, int hi, int is_float)
+/* Shortest %.*g text (precision lo..hi) that reads back exactly, into out
+ * (40 bytes), returning its length: the reference algorithm, used for
+ * doubles and whenever the fast float path below is unsure. */
+static size_t shortest_text(double v, int lo, int hi, int is_float, char *out)
 {
-    if (isnan(v))
-        return rt_buf_puts(b, "NaN");
-    if (isinf(v))
-        return rt_buf_puts(b, v > 0 ? "Infinity" : "-Infinity");
-    char tmp[40];
+    const char *word = isnan(v) ? "NaN" : !isinf(v) ? NULL : v > 0 ? "Infinity" : "-Infinity";
+    if (word) {
+        size_t n = strlen(word);
+        memcpy(out, word, n + 1);
+        return n;
+    }
+    int k = 0;
     for (int prec = lo; prec <= hi; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-        int same = is_float ? (strtof(tmp, NULL) == (float)v) : (strtod(tmp, NULL) == v);
+        k = snprintf(out, 40, "%.*g", prec, v);
+        int same = is_float ? (strtof(out, NULL) == (float)v) : (strtod(out, NULL) == v);
         if (same)
             break;
     }
-    return rt_buf_puts(b, tmp);
+    return k > 0 ? (size_t)k : 0;
 }
 
 /* Powers of ten that a double holds exactly. */
@@ -289,7 +291,7 @@ static double scale10(double x, int k)
 #define NEAR 1e-6
 
 /*
- * The same text as put_shortest(v, 1, 9, float) without printf or strtof.
+ * The same text as shortest_text(v, 1, 9, float) without printf or strtof.
  * v, and the midpoints lo / hi between v and its float neighbours (exact in
  * double), are scaled by one power of ten so that v has nine digits before
  * the point: y = v * 10^k in [1e8, 1e9), each a single correctly rounded
@@ -302,7 +304,7 @@ static double scale10(double x, int k)
  * digit one), so the first p that fails ends the search. Returns the length
  * written to out (32 bytes at least), or 0 when too close to call or out of
  * the range handled (NaN, Inf, zero is handled, below 1e-14 or from 1e30):
- * the caller then uses put_shortest.
+ * the caller then uses shortest_text.
  */
 static size_t float_shortest_fast(float f, char *out)
 {
@@ -380,25 +382,26 @@ static int whole_number_text(const char *s, size_t n)
     return 1;
 }
 
+size_t rt_json_float_text(float v, char *out)
+{
+    size_t n = float_shortest_fast(v, out);
+    if (n == 0)
+        n = shortest_text((double)v, 1, 9, 1, out);
+    if (whole_number_text(out, n)) {
+        memcpy(out + n, ".0", 2); /* a float stays a float: TF Serving's 42.0 */
+        n += 2;
+    }
+    return n;
+}
+
 int rt_buf_json_float(rt_buf *b, float v)
 {
-    char tmp[40];
-    size_t n = float_shortest_fast(v, tmp);
-    if (n > 0) {
-        if (whole_number_text(tmp, n)) {
-            memcpy(tmp + n, ".0", 2); /* a float stays a float: TF Serving's 42.0 */
-            n += 2;
-        }
-        return rt_buf_append(b, tmp, n);
-    }
-    size_t start = b->len;
-    int rc = put_shortest(b, (double)v, 1, 9, 1);
-    if (rc == 0 && whole_number_text(b->data + start, b->len - start))
-        rc = rt_buf_append(b, ".0", 2);
-    return rc;
+    char tmp[RT_JSON_FLOAT_MAX];
+    return rt_buf_append(b, tmp, rt_json_float_text(v, tmp));
 }
 
 int rt_buf_json_double(rt_buf *b, double v)
 {
-    return put_shortest(b, v, 1, 17, 0);
+    char tmp[40];
+    return rt_buf_append(b, tmp, shortest_text(v, 1, 17, 0, tmp));
 }

@@ -187,9 +187,10 @@ typedef struct rt_skey {
     uint64_t fp;
 } rt_skey;
 
-/* The keys of cell (idx, input), parallel to rt_batch_cell's values; NULL
- * when the cell is empty. Valid until the batch changes. */
-const rt_skey *rt_batch_cell_keys(const rt_batch *b, size_t idx, size_t input);
+/* rt_batch_cell with the cell's keys (parallel to its values; NULL when
+ * the cell is empty) in *keys. Valid until the batch changes. */
+const rt_value *rt_batch_cell_keys(const rt_batch *b, size_t idx, size_t input, size_t *n,
+                                   const rt_skey **keys);
 
 /* Clears b and makes it hold instances for graph g (reuses its memory). */
 rt_status rt_batch_rebind(rt_batch *b, const rt_graph *g);
@@ -268,6 +269,15 @@ rt_status rt_json_render_regress(const rt_graph *g, const rt_outputs *o, rt_buf 
  * names the fault ("a truncated sequence", "an overlong encoding", ...).
  * n must be at least 1. Thread-safe, no allocation. */
 size_t rt_utf8_seq(const char *s, size_t n, const char **why);
+
+/* ------------------------------------------- float text (rt_buf.c) */
+
+/* Room rt_json_float_text needs. */
+#define RT_JSON_FLOAT_MAX 48
+
+/* rt_buf_json_float's text of v into out (RT_JSON_FLOAT_MAX bytes, not
+ * NUL-terminated); returns its length. Thread-safe, no allocation. */
+size_t rt_json_float_text(float v, char *out);
 
 /* ------------------------------------------------- CRC-32C (rt_hash.c) */
 

@@ -122,15 +122,26 @@ static size_t list_outputs(const rt_graph *g, const Predictd__SignatureDef *sig,
     return n;
 }
 
+/* [v0, v1, ...]: room for all of it reserved once, each float's text
+ * written in place. */
 static int put_floats(rt_buf *b, const float *v, size_t n)
 {
-    int rc = rt_buf_puts(b, "[");
-    for (size_t k = 0; k < n && rc == 0; k++) {
-        if (k)
-            rc |= rt_buf_puts(b, ", ");
-        rc |= rt_buf_json_float(b, v[k]);
+    if (n > (SIZE_MAX - 2) / (RT_JSON_FLOAT_MAX + 2) ||
+        rt_buf_reserve(b, 2 + n * (RT_JSON_FLOAT_MAX + 2)) != 0)
+        return -1;
+    char *o = b->data + b->len;
+    *o++ = '[';
+    for (size_t k = 0; k < n; k++) {
+        if (k) {
+            *o++ = ',';
+            *o++ = ' ';
+        }
+        o += rt_json_float_text(v[k], o);
     }
-    return rc | rt_buf_puts(b, "]");
+    *o++ = ']';
+    *o = '\0';
+    b->len = (size_t)(o - b->data);
+    return 0;
 }
 
 /* A non-negative or negative integer in decimal, without printf. */

@@ -164,7 +164,7 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
 }
 
 /* Appends id to column c of instance being built (count so far in *cnt). */
-static rt_status push_id(rt_features *f, size_t c, size_t *cnt, int64_t id, rt_err *err)
+static rt_status push_id_slow(rt_features *f, size_t c, size_t *cnt, int64_t id, rt_err *err)
 {
     feat_priv *p = f->priv;
     if (*cnt >= UINT32_MAX)
@@ -174,6 +174,16 @@ static rt_status push_id(rt_features *f, size_t c, size_t *cnt, int64_t id, rt_e
     f->ids[c].ids = p->ids[c];
     p->ids[c][(*cnt)++] = id;
     return RT_OK;
+}
+
+static inline rt_status push_id(rt_features *f, size_t c, size_t *cnt, int64_t id, rt_err *err)
+{
+    feat_priv *p = f->priv;
+    if (*cnt < p->ids_cap[c] && *cnt < UINT32_MAX) { /* room: the common case */
+        p->ids[c][(*cnt)++] = id;
+        return RT_OK;
+    }
+    return push_id_slow(f, c, cnt, id, err);
 }
 
 /* ------------------------------------------------------------- raw values */
@@ -212,12 +222,14 @@ static bool csv_default(const rt_graph *g, const rt_batch *b, long input, rt_val
     return true;
 }
 
-/* The values of (i, input); a missing input follows the batch's policy
- * (rt_missing_policy): an error, no values, or the CSV default. */
+/* The values of (i, input) and their keys (NULL for a default); a missing
+ * input follows the batch's policy (rt_missing_policy): an error, no
+ * values, or the CSV default. */
 static rt_status get_cell(const rt_graph *g, const rt_batch *b, size_t i, long input,
-                          rt_value *dflt, const rt_value **vals, size_t *n, rt_err *err)
+                          rt_value *dflt, const rt_value **vals, size_t *n,
+                          const rt_skey **keys, rt_err *err)
 {
-    *vals = rt_batch_cell(b, i, (size_t)input, n);
+    *vals = rt_batch_cell_keys(b, i, (size_t)input, n, keys);
     if (*n)
         return RT_OK;
     if (g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING &&
@@ -379,13 +391,6 @@ static rt_status value_key(const rt_graph *g, size_t i, long input, const rt_val
     return st;
 }
 
-/* The keys of a cell get_cell returned (NULL for a default value). */
-static const rt_skey *cell_keys(const rt_batch *b, size_t i, long input, const rt_value *dflt,
-                                const rt_value *v)
-{
-    return v == dflt ? NULL : rt_batch_cell_keys(b, i, (size_t)input);
-}
-
 /* Vocabulary and hash bucket columns. */
 rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                            rt_err *err)
@@ -396,10 +401,10 @@ rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f,
         rt_value dflt;
         const rt_value *v;
         size_t n;
-        rt_status st = get_cell(g, b, i, fc->input, &dflt, &v, &n, err);
+        const rt_skey *keys;
+        rt_status st = get_cell(g, b, i, fc->input, &dflt, &v, &n, &keys, err);
         if (st)
             return st;
-        const rt_skey *keys = cell_keys(b, i, fc->input, &dflt, v);
         for (size_t k = 0; k < n; k++) {
             char buf[40];
             const char *s;
@@ -433,12 +438,12 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
         rt_value dflt;
         const rt_value *v;
         size_t n;
-        rt_status st = get_cell(g, b, i, src->input, &dflt, &v, &n, err);
+        const rt_skey *keys;
+        rt_status st = get_cell(g, b, i, src->input, &dflt, &v, &n, &keys, err);
         if (st)
             return st;
         if (grow(&p->cross, &p->cross_cap, *at + n + 1, sizeof(uint64_t)))
             return NOMEM(err);
-        const rt_skey *keys = cell_keys(b, i, src->input, &dflt, v);
         for (size_t k = 0; k < n; k++) {
             char buf[40];
             const char *s;
@@ -464,12 +469,12 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
     rt_value dflt;
     const rt_value *v;
     size_t n;
-    rt_status st = get_cell(g, b, i, input, &dflt, &v, &n, err);
+    const rt_skey *keys;
+    rt_status st = get_cell(g, b, i, input, &dflt, &v, &n, &keys, err);
     if (st)
         return st;
     if (grow(&p->cross, &p->cross_cap, *at + n + 1, sizeof(uint64_t)))
         return NOMEM(err);
-    const rt_skey *keys = cell_keys(b, i, input, &dflt, v);
     for (size_t k = 0; k < n; k++) {
         if (g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING) {
             char buf[40];
