@@ -151,7 +151,7 @@ static rt_status reserve_vals(rt_batch *b, size_t extra)
 
 /* Appends v to cell (idx, input), moving the cell's values to the end of the
  * array first when another cell was filled in between. */
-static rt_status push(rt_batch *b, size_t idx, size_t input, rt_value v, rt_skey key)
+static rt_status push_any(rt_batch *b, size_t idx, size_t input, rt_value v, rt_skey key)
 {
     if (!b || idx >= b->n || input >= b->n_inputs)
         return RT_ERR_INVALID;
@@ -172,6 +172,25 @@ static rt_status push(rt_batch *b, size_t idx, size_t input, rt_value v, rt_skey
     b->vals[b->n_vals++] = v;
     c->count++;
     return RT_OK;
+}
+
+/* push_any for the common case, inlined: a cell's first value, or the next
+ * one of the cell filled last, with room in the arrays. */
+static inline rt_status push(rt_batch *b, size_t idx, size_t input, rt_value v, rt_skey key)
+{
+    if (b && idx < b->n && input < b->n_inputs && b->n_vals < b->vals_cap &&
+        b->n_vals < BATCH_MAX_VALUES) {
+        cell *c = &b->cells[idx * b->n_inputs + input];
+        if (c->count == 0)
+            c->start = (uint32_t)b->n_vals;
+        else if ((size_t)c->start + c->count != b->n_vals)
+            return push_any(b, idx, input, v, key);
+        b->keys[b->n_vals] = key;
+        b->vals[b->n_vals++] = v;
+        c->count++;
+        return RT_OK;
+    }
+    return push_any(b, idx, input, v, key);
 }
 
 rt_status rt_batch_push_num(rt_batch *b, size_t idx, size_t input, double v)

@@ -216,11 +216,16 @@ static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind
 #define TMPL_TEXT 2048
 #define TMPL_MIN_ROWS 2 /* one row: rendering the keys directly is cheaper */
 
+#define TMPL_CLASSES 16 /* class_ids / classes of each class rendered once, up to this many */
+
 typedef struct row_tmpl {
     char text[TMPL_TEXT];
     size_t used;
     size_t key_off[MAX_OUTPUTS], key_len[MAX_OUTPUTS];
     size_t val_off[MAX_OUTPUTS], val_len[MAX_OUTPUTS]; /* val_len 0: per instance */
+    /* class_ids / classes: the value for class c, when per_class[k] */
+    int per_class[MAX_OUTPUTS];
+    uint16_t cls_off[MAX_OUTPUTS][TMPL_CLASSES], cls_len[MAX_OUTPUTS][TMPL_CLASSES];
 } row_tmpl;
 
 /* Moves out[mark..len) into the template (out's length goes back to mark);
@@ -255,10 +260,26 @@ static int tmpl_build(row_tmpl *t, const rt_graph *g, const rt_outputs *o, const
         if (rc || !tmpl_take(t, out, mark, &t->key_off[k], &t->key_len[k]))
             return 0;
         t->val_len[k] = 0;
+        t->per_class[k] = 0;
         if (items[k].kind == OUT_ALL_CLASS_IDS || items[k].kind == OUT_ALL_CLASSES) {
             if (put_value(out, g, o, items[k].kind, 0) != 0 ||
                 !tmpl_take(t, out, mark, &t->val_off[k], &t->val_len[k]))
                 return 0;
+        } else if ((items[k].kind == OUT_CLASS_IDS || items[k].kind == OUT_CLASSES) &&
+                   g->n_classes <= TMPL_CLASSES) {
+            /* what put_value writes for an instance of class c */
+            for (size_t c = 0; c < g->n_classes; c++) {
+                int crc = rt_buf_append(out, "[", 1);
+                crc |= items[k].kind == OUT_CLASS_IDS ? put_int(out, (int64_t)c)
+                                                      : put_class_name(out, g, c);
+                crc |= rt_buf_append(out, "]", 1);
+                size_t off, len;
+                if (crc || !tmpl_take(t, out, mark, &off, &len))
+                    return 0;
+                t->cls_off[k][c] = (uint16_t)off; /* below TMPL_TEXT */
+                t->cls_len[k][c] = (uint16_t)len;
+            }
+            t->per_class[k] = 1;
         }
     }
     return 1;
@@ -278,8 +299,11 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
             rc |= rt_buf_append(out, i ? ", {" : "{", i ? 3 : 1);
             for (size_t k = 0; k < n_items; k++) {
                 rc |= rt_buf_append(out, t.text + t.key_off[k], t.key_len[k]);
+                size_t c = t.per_class[k] ? (size_t)o->class_ids[i] : SIZE_MAX;
                 if (t.val_len[k])
                     rc |= rt_buf_append(out, t.text + t.val_off[k], t.val_len[k]);
+                else if (c < g->n_classes)
+                    rc |= rt_buf_append(out, t.text + t.cls_off[k][c], t.cls_len[k][c]);
                 else
                     rc |= put_value(out, g, o, items[k].kind, i);
             }

@@ -249,8 +249,10 @@ static rt_status read_escape(rt_jr *r, const char *q, char *out, size_t *outn, s
 }
 
 /* The string whose opening quote is at r->p. Escaped strings are unescaped
- * into buf (when buf is NULL they are only checked). */
-static rt_status read_string(rt_jr *r, rt_buf *buf, const char **s, size_t *n)
+ * into buf (when buf is NULL they are only checked). All strings can take
+ * this way; read_string below takes the plain ones without it. */
+static __attribute__((noinline)) rt_status read_string_any(rt_jr *r, rt_buf *buf,
+                                                           const char **s, size_t *n)
 {
     const char *start = r->p + 1, *q = start, *end = r->end, *seg = start;
     int copying = 0;
@@ -310,6 +312,38 @@ static rt_status read_string(rt_jr *r, rt_buf *buf, const char **s, size_t *n)
     }
     r->p = q + 1;
     return RT_OK;
+}
+
+/* read_string_any for the common string: printable ASCII up to the closing
+ * quote, handed out in place. Anything else (an escape, UTF-8, a control
+ * byte, the end of the body) goes to read_string_any, which reads it from
+ * the start. Kept small (no locals in memory) so that the plain case costs
+ * a few instructions per eight bytes. */
+static inline rt_status read_string(rt_jr *r, rt_buf *buf, const char **s, size_t *n)
+{
+    const char *start = r->p + 1, *q = start, *end = r->end;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (end - q >= 8) {
+        uint64_t m = special_in_word(q);
+        if (m) {
+            q += (unsigned)__builtin_ctzll(m) >> 3;
+            goto found;
+        }
+        q += 8;
+    }
+#endif
+    while (q < end && plain_ascii(*q))
+        q++;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+found:
+#endif
+    if (q < end && *q == '"') {
+        *s = start;
+        *n = (size_t)(q - start);
+        r->p = q + 1;
+        return RT_OK;
+    }
+    return read_string_any(r, buf, s, n);
 }
 
 /* The number literal at r->p (a '-' or a digit), in JSON's grammar. */

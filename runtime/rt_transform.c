@@ -225,13 +225,10 @@ static bool csv_default(const rt_graph *g, const rt_batch *b, long input, rt_val
 /* The values of (i, input) and their keys (NULL for a default); a missing
  * input follows the batch's policy (rt_missing_policy): an error, no
  * values, or the CSV default. */
-static rt_status get_cell(const rt_graph *g, const rt_batch *b, size_t i, long input,
-                          rt_value *dflt, const rt_value **vals, size_t *n,
-                          const rt_skey **keys, rt_err *err)
+static rt_status get_cell_missing(const rt_graph *g, const rt_batch *b, size_t i, long input,
+                                  rt_value *dflt, const rt_value **vals, size_t *n,
+                                  rt_err *err)
 {
-    *vals = rt_batch_cell_keys(b, i, (size_t)input, n, keys);
-    if (*n)
-        return RT_OK;
     if (g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING &&
         rt_batch_missing(b) == RT_MISSING_EMPTY)
         return RT_OK;
@@ -242,6 +239,16 @@ static rt_status get_cell(const rt_graph *g, const rt_batch *b, size_t i, long i
     }
     return rt_err_set(err, RT_ERR_INVALID, "instances[%zu].%s: missing input", i,
                       input_name(g, input));
+}
+
+static inline rt_status get_cell(const rt_graph *g, const rt_batch *b, size_t i, long input,
+                                 rt_value *dflt, const rt_value **vals, size_t *n,
+                                 const rt_skey **keys, rt_err *err)
+{
+    *vals = rt_batch_cell_keys(b, i, (size_t)input, n, keys);
+    if (*n)
+        return RT_OK;
+    return get_cell_missing(g, b, i, input, dflt, vals, n, err);
 }
 
 static rt_status not_a_number(const rt_graph *g, size_t i, long input, const rt_value *v,
@@ -375,9 +382,9 @@ static int64_t lookup_id(const rt_fcol *fc, const char *s, size_t len, uint64_t 
 /* Value k of a cell of a string input read as text: its trimmed text and
  * fingerprint, from the batch's key when it has one (a string value), else
  * (a number, a default) from value_text. */
-static rt_status value_key(const rt_graph *g, size_t i, long input, const rt_value *v,
-                           const rt_skey *keys, size_t k, char buf[40], const char **s,
-                           size_t *len, uint64_t *fp, rt_err *err)
+static inline rt_status value_key(const rt_graph *g, size_t i, long input, const rt_value *v,
+                                  const rt_skey *keys, size_t k, char buf[40], const char **s,
+                                  size_t *len, uint64_t *fp, rt_err *err)
 {
     if (keys && keys[k].s && g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING) {
         *s = keys[k].s;
