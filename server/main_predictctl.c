@@ -1,7 +1,7 @@
 /*
  * main_predictctl.c — predictctl, the operator's tool for a predictd on this
  * machine: show status, move version labels, set the default version,
- * promote and roll back.
+ * promote and roll back, run a canary (traffic split).
  *
  * The daemon's config file stays the single source of truth: predictctl
  * edits it (keeping every other key), validates the result with the
@@ -48,8 +48,12 @@ static const char USAGE[] =
     "  models                      models with versions, labels and default version\n"
     "  label MODEL LABEL VERSION   point LABEL at VERSION (must be AVAILABLE)\n"
     "  default MODEL VERSION|LABEL make VERSION or LABEL the default version\n"
-    "  promote MODEL VERSION       stable -> VERSION (old stable -> previous), default stable\n"
-    "  rollback MODEL              stable <-> previous, default stable\n"
+    "  promote MODEL VERSION       stable -> VERSION (old stable -> previous), default stable;\n"
+    "                              ends a traffic split\n"
+    "  rollback MODEL              with a traffic split: end it (all traffic to stable);\n"
+    "                              without: stable <-> previous, default stable\n"
+    "  canary MODEL VERSION PERCENT  label VERSION canary and send PERCENT of the requests\n"
+    "                              naming no version to it (traffic_split stable/canary)\n"
     "  reload                      ask the daemon to re-read its config file\n"
     "--config defaults to /etc/predictd/predictd.json; --url to that file's\n"
     "rest_api_host/rest_api_port (a wildcard host means 127.0.0.1). --timeout\n"
@@ -386,6 +390,60 @@ static int64_t parse_version_arg(const char *s)
     return srv_parse_version(s, strlen(s));
 }
 
+/* The version the daemon answers MODEL's default route with, or -1. */
+static int64_t daemon_default(const ctl *c, const char *model)
+{
+    cJSON *doc = get_json(c, "/v1/models", NULL);
+    int64_t v = -1;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(doc, "models"))
+    {
+        const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name"));
+        const char *dv =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "default_version"));
+        if (n && dv && !strcmp(n, model))
+            v = srv_parse_version(dv, strlen(dv));
+    }
+    cJSON_Delete(doc);
+    return v;
+}
+
+/* predictctl canary MODEL VERSION PERCENT: labels VERSION canary and sets
+ * traffic_split {"stable": 100-PERCENT, "canary": PERCENT}. Without a
+ * stable label, the version the daemon answers by default becomes stable. */
+static int set_canary(const ctl *c, cJSON *model, const char *name, const char *ver,
+                      const char *pct_text)
+{
+    int64_t v = parse_version_arg(ver);
+    char *end = NULL;
+    long pct = strtol(pct_text, &end, 10);
+    if (v < 0)
+        return fail("'%s' is not a version number", ver);
+    if (!end || *end || end == pct_text || pct < 0 || pct > 100)
+        return fail("'%s' is not a percentage (an integer from 0 to 100)", pct_text);
+    if (check_available(c, name, v, false))
+        return 1;
+    cJSON *labels = labels_of(model);
+    if (label_version(model, "stable") < 0) {
+        int64_t cur = daemon_default(c, name);
+        if (cur < 0)
+            return fail("model %s has no 'stable' label and no default version answering; "
+                        "run predictctl promote %s VERSION first (nothing changed)",
+                        name, name);
+        set_number(labels, "stable", (double)cur);
+        fprintf(stderr, "predictctl: note: model %s had no 'stable' label; it now points at "
+                        "version %lld, the version answering by default\n",
+                name, (long long)cur);
+    }
+    set_number(labels, "canary", (double)v);
+    cJSON *split = cJSON_CreateObject();
+    cJSON_AddNumberToObject(split, "stable", (double)(100 - pct));
+    cJSON_AddNumberToObject(split, "canary", (double)pct);
+    cJSON_DeleteItemFromObjectCaseSensitive(model, "traffic_split");
+    cJSON_AddItemToObject(model, "traffic_split", split);
+    return 0;
+}
+
 static int edit(ctl *c, int argc, char **argv)
 {
     const char *cmd = argv[0];
@@ -437,6 +495,14 @@ static int edit(ctl *c, int argc, char **argv)
             keep_previous(c, argv[1], labels, old);
         set_number(labels, "stable", (double)v);
         set_string(model, "default_version", "stable");
+        cJSON_DeleteItemFromObjectCaseSensitive(model, "traffic_split");
+    } else if (!strcmp(cmd, "canary") && argc == 4) {
+        if (set_canary(c, model, argv[1], argv[2], argv[3]))
+            goto out;
+    } else if (!strcmp(cmd, "rollback") && argc == 2 &&
+               cJSON_GetObjectItemCaseSensitive(model, "traffic_split")) {
+        /* a canary is running: end it, every request back on the default */
+        cJSON_DeleteItemFromObjectCaseSensitive(model, "traffic_split");
     } else if (!strcmp(cmd, "rollback") && argc == 2) {
         int64_t prev = label_version(model, "previous");
         int64_t cur = label_version(model, "stable");
@@ -488,6 +554,20 @@ static int show_models(const ctl *c)
         const char *dv =
             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "default_version"));
         printf("\n  default: %s\n", dv ? dv : "(none available)");
+        const cJSON *arm;
+        const cJSON *split = cJSON_GetObjectItemCaseSensitive(m, "traffic_split");
+        if (split)
+            printf("  traffic split:");
+        cJSON_ArrayForEach(arm, split)
+        {
+            const char *ver = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(arm, "version"));
+            printf(" %s(%s)=%d%%",
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(arm, "target")),
+                   ver ? ver : "none",
+                   (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(arm, "percent")));
+        }
+        if (split)
+            printf("\n");
     }
     cJSON_Delete(doc);
     return 0;
@@ -576,7 +656,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[i];
     bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models");
     if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
-        strcmp(cmd, "rollback") && strcmp(cmd, "reload")) {
+        strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary")) {
         fputs(USAGE, stderr);
         return 2;
     }

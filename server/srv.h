@@ -6,6 +6,7 @@
  *   srv_config.c  the settings table: defaults, flags, config file keys, --help
  *   srv_config_models.c  the config file's "models" list (policies, labels)
  *   srv_router.c  method + URL -> srv_route (pure; no model lookups)
+ *   srv_rollout.c a model's traffic split (canary): parsing, the arm of a draw
  *   srv_cpu.c     CPUs the process may use (affinity, cgroup v2 cpu.max)
  *   srv_models.c  model manager: versions, reference counts, readiness
  *   srv_loader.c  its loader: base path scans, loading, warm-up, inotify
@@ -18,7 +19,8 @@
  *   srv_framing.c request framing checks against request smuggling (RFC 9112)
  *   srv_client.c  a small blocking HTTP/1.1 client (predictctl, probes)
  *   main_predictd.c  the daemon's single context, signals, reload loop
- *   main_predictctl.c  the operator's tool: status, labels, promote, rollback
+ *   main_predictctl.c  the operator's tool: status, labels, promote, rollback,
+ *                 canary
  *
  * The server depends on the runtime (rt.h) only. Conventions as in the
  * runtime: rt_status returns, rt_err messages that name what was wrong,
@@ -66,6 +68,33 @@ typedef struct srv_label {
     int64_t version;
 } srv_label;
 
+/* Where a traffic split arm or the shadow sends requests: a version label
+ * of the model (label set) or a version number (label NULL). */
+typedef struct srv_target {
+    char *label;
+    int64_t version;
+} srv_target;
+
+typedef struct srv_split_arm {
+    srv_target to;
+    uint32_t percent;        /* 0..100; a split's arms sum to 100 */
+} srv_split_arm;
+
+/* A model's rollout keys (srv_rollout.c): "traffic_split", "shadow",
+ * "request_logging". All zero: none configured. */
+typedef struct srv_rollout_conf {
+    srv_split_arm *split;    /* traffic_split, in the file's order */
+    size_t n_split;          /* 0: no split */
+    bool shadow;             /* shadow configured */
+    srv_target shadow_to;
+    uint32_t shadow_percent; /* 0..100 */
+    bool logging;            /* request_logging configured */
+    double log_rate;         /* sampling_rate, 0..1 */
+    char *log_dir;           /* absolute, or made absolute at load time */
+    uint64_t log_max_bytes;  /* max_file_mb in bytes */
+    uint32_t log_max_files;  /* files kept, the one being written included */
+} srv_rollout_conf;
+
 typedef struct srv_model_conf {
     char *name;            /* [A-Za-z0-9_.-]+, never used as a path */
     char *base_path;       /* absolute, or made absolute at load time */
@@ -77,6 +106,7 @@ typedef struct srv_model_conf {
     size_t n_labels;
     int64_t default_version; /* -1: none (newest AVAILABLE answers) */
     char *default_label;     /* or a label; NULL when not set */
+    srv_rollout_conf rollout; /* traffic split, shadow, prediction logs */
 } srv_model_conf;
 
 typedef struct srv_config {
@@ -201,6 +231,38 @@ const srv_model_conf *srv_config_find_model(const srv_config *c, const char *nam
 bool srv_name_valid(const char *name, size_t len);
 /* Parses a version number: decimal digits only, fits int64. -1 if not. */
 int64_t srv_parse_version(const char *s, size_t len);
+
+/* ---------------------------------------------------------------- rollout */
+
+struct cJSON;
+
+/* True when key is one of a model's rollout keys (traffic_split). */
+bool srv_rollout_is_key(const char *key);
+/* Parses the rollout key it->string of a model into r; path names the key
+ * in errors ("models[0].traffic_split"); base_dir resolves a relative log
+ * dir (NULL: kept as is). */
+rt_status srv_rollout_parse(const struct cJSON *it, const char *path, const char *base_dir,
+                            srv_rollout_conf *r, rt_err *err);
+/* After the whole model is parsed: every label a split or shadow names must
+ * be in version_labels. key: "models[N]". */
+rt_status srv_rollout_check(const srv_model_conf *mc, const char *key, rt_err *err);
+/* Deep copy (false: out of memory, d cleared); clear frees and zeroes. */
+bool srv_rollout_copy(srv_rollout_conf *d, const srv_rollout_conf *s);
+void srv_rollout_clear(srv_rollout_conf *r);
+/* The version target t names in mc (a label's version), or -1. */
+int64_t srv_target_version(const srv_model_conf *mc, const srv_target *t);
+/* The split arm a request with draw falls on (draw % 100 against the
+ * cumulative percentages), or NULL without a split. Pure. */
+const srv_split_arm *srv_split_pick(const srv_rollout_conf *r, uint64_t draw);
+/* The draw of a request carrying X-Predictd-Route-Key: key (a 64-bit hash,
+ * so one key always falls on the same arm of a split). Pure. */
+uint64_t srv_route_key_hash(const char *key, size_t len);
+/* Appends a model's rollout as extra JSON members (", \"traffic_split\":
+ * [...], \"shadow\": {...}"), nothing when none is configured. */
+int srv_rollout_json(rt_buf *out, const srv_model_conf *mc);
+/* Appends Prometheus lines predictd_traffic_split_percent{model,version,
+ * target} (shadow: predictd_shadow_percent) of a model, without HELP. */
+int srv_rollout_metrics(rt_buf *out, const srv_model_conf *mc, bool shadow);
 
 /* ---------------------------------------------------------------- router */
 
@@ -334,6 +396,24 @@ void srv_manager_set_poll(srv_manager *m, int poll_seconds);
  * (Cloud ML Engine's {v}), which the router leaves in label. */
 rt_status srv_manager_acquire(srv_manager *m, const char *model, int64_t version,
                               const char *label, srv_version **out, rt_err *err);
+/* A request's routing: in, its draws; out, what it chose besides the
+ * version that answers. */
+typedef struct srv_pick {
+    uint64_t draw;        /* IN: the traffic split's draw (srv_route_key_hash of
+                             X-Predictd-Route-Key, else a random number) */
+    uint64_t sample;      /* IN: a random number (shadow and log sampling) */
+    srv_version *shadow;  /* OUT: a reference to the shadow version when this
+                             request is shadowed (release it), else NULL */
+    bool log;             /* OUT: sampled for the prediction log */
+} srv_pick;
+/* srv_manager_acquire for an inference request: one that names no version
+ * and no label follows the model's traffic split (an arm whose version is
+ * not AVAILABLE falls back to the default version: a split never fails a
+ * request). Samples the shadow and the prediction log. pick may be NULL
+ * (no split, no sampling). Takes the manager's mutex once, like acquire. */
+rt_status srv_manager_acquire_routed(srv_manager *m, const char *model, int64_t version,
+                                     const char *label, srv_pick *pick, srv_version **out,
+                                     rt_err *err);
 void srv_version_release(srv_version *v); /* NULL is fine */
 const rt_model *srv_version_model(const srv_version *v);
 int64_t srv_version_number(const srv_version *v);

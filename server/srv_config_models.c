@@ -50,6 +50,7 @@ void srv_model_conf_clear(srv_model_conf *mc)
         free(mc->labels[i].name);
     free(mc->labels);
     free(mc->default_label);
+    srv_rollout_clear(&mc->rollout);
     memset(mc, 0, sizeof *mc);
 }
 
@@ -240,10 +241,13 @@ static rt_status parse_model(const cJSON *jm, size_t idx, const char *base_dir,
                 if (json_version(it, kk, &mc->default_version, err) != RT_OK)
                     return RT_ERR_INVALID;
             }
+        } else if (srv_rollout_is_key(k)) {
+            if (srv_rollout_parse(it, kk, base_dir, &mc->rollout, err) != RT_OK)
+                return RT_ERR_INVALID;
         } else {
             return rt_err_set(err, RT_ERR_INVALID,
                               "%s: unknown key (known: name, base_path, version_policy, "
-                              "version_labels, default_version)",
+                              "version_labels, default_version, traffic_split)",
                               kk);
         }
     }
@@ -260,7 +264,7 @@ static rt_status parse_model(const cJSON *jm, size_t idx, const char *base_dir,
                               "%s.default_version: label '%s' is not in version_labels", key,
                               mc->default_label);
     }
-    return RT_OK;
+    return srv_rollout_check(mc, key, err);
 }
 
 rt_status srv_config_parse_models(const cJSON *arr, const char *base_dir, srv_config *c,

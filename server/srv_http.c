@@ -54,6 +54,7 @@ typedef struct conn_state conn_state;
 /* One I/O thread's own state, found through srv_http.tkey. */
 typedef struct tstate {
     rt_ctx *ctx;          /* inference on this thread */
+    rt_rng rng;           /* traffic split and sampling draws of its requests */
     struct tstate *next;  /* srv_http.tstates (freed at stop) */
 } tstate;
 
@@ -87,6 +88,8 @@ struct srv_http {
 /* One request's state between libmicrohttpd's calls. */
 typedef struct req {
     srv_route route;
+    srv_pick pick;    /* the split's draw in; the shadow and log choice out */
+    int64_t served;   /* the version that answered (X-Predictd-Model-Version), or -1 */
     rt_buf body;
     bool answered;    /* a response was queued (or the request handed over) */
     bool counted;     /* counted in h->active */
@@ -241,7 +244,8 @@ static enum MHD_Result refuse_body(srv_http *h, struct MHD_Connection *conn, req
  * completes (a connection's own answer buffer): no copy is made. Otherwise
  * the response takes b's bytes (b is left empty). */
 static enum MHD_Result send_buf_close(srv_http *h, struct MHD_Connection *conn, unsigned code,
-                                      rt_buf *b, const char *ctype, bool keep, bool close)
+                                      rt_buf *b, const char *ctype, bool keep, bool close,
+                                      int64_t version)
 {
     struct MHD_Response *resp;
     if (b->data && keep) {
@@ -262,22 +266,21 @@ static enum MHD_Result send_buf_close(srv_http *h, struct MHD_Connection *conn, 
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (close) /* libmicrohttpd closes the connection after this answer */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (version >= 0) {
+        char v[24];
+        snprintf(v, sizeof v, "%lld", (long long)version);
+        MHD_add_response_header(resp, "X-Predictd-Model-Version", v);
+    }
     srv_metrics_http(h->p.metrics, (int)code);
     enum MHD_Result r = MHD_queue_response(conn, code, resp);
     MHD_destroy_response(resp);
     return r;
 }
 
-static enum MHD_Result send_buf_ex(srv_http *h, struct MHD_Connection *conn, unsigned code,
-                                   rt_buf *b, const char *ctype, bool keep)
-{
-    return send_buf_close(h, conn, code, b, ctype, keep, false);
-}
-
 static enum MHD_Result send_buf(srv_http *h, struct MHD_Connection *conn, unsigned code,
                                 rt_buf *b, const char *ctype)
 {
-    return send_buf_ex(h, conn, code, b, ctype, false);
+    return send_buf_close(h, conn, code, b, ctype, false, false, -1);
 }
 
 static enum MHD_Result send_json(srv_http *h, struct MHD_Connection *conn, unsigned code,
@@ -301,7 +304,8 @@ static enum MHD_Result send_error_msg(srv_http *h, struct MHD_Connection *conn, 
     }
     if (code >= 500 && code != 503)
         srv_log(SRV_LOG_WARN, "answered %u: %s", code, msg);
-    enum MHD_Result res = send_buf_close(h, conn, code, &b, "application/json", false, close);
+    enum MHD_Result res =
+        send_buf_close(h, conn, code, &b, "application/json", false, close, -1);
     rt_buf_free(&b);
     return res;
 }
@@ -367,7 +371,8 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
         put_error(out, err.msg);
         return;
     }
-    rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
+    rt_status st =
+        srv_manager_acquire_routed(h->mgr, r->model, r->version, r->label, &rq->pick, &v, &err);
     if (st != RT_OK) {
         *code = status_to_http(st);
         srv_metrics_request(h->p.metrics,
@@ -376,7 +381,7 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
         put_error(out, err.msg);
         return;
     }
-    int64_t vnum = srv_version_number(v);
+    int64_t vnum = rq->served = srv_version_number(v);
     st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
                         rq->body.len, &h->p.json, ctx, out, &err);
     srv_version_release(v);
@@ -401,15 +406,15 @@ static enum MHD_Result send_computed(srv_http *h, struct MHD_Connection *conn, u
     rt_buf *out = &rq->resp;
     if (code >= 500 && code != 503)
         srv_log(SRV_LOG_WARN, "answered %u: %.300s", code, out->data ? out->data : "");
-    return send_buf_ex(h, conn, code, out, "application/json", true);
+    return send_buf_close(h, conn, code, out, "application/json", true, false, rq->served);
 }
 
-/* This I/O thread's rt_ctx, made on its first request (no lock after that). */
-static rt_ctx *thread_ctx(srv_http *h)
+/* This I/O thread's state, made on its first request (no lock after that). */
+static tstate *thread_state(srv_http *h)
 {
     tstate *t = pthread_getspecific(h->tkey);
     if (t)
-        return t->ctx;
+        return t;
     t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
@@ -418,11 +423,34 @@ static rt_ctx *thread_ctx(srv_http *h)
         free(t);
         return NULL;
     }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    rt_rng_seed(&t->rng, (uint64_t)(uintptr_t)t ^ ((uint64_t)now.tv_nsec << 20) ^
+                             ((uint64_t)getpid() << 40) ^ (uint64_t)now.tv_sec);
     pthread_mutex_lock(&h->conn_mu);
     t->next = h->tstates;
     h->tstates = t;
     pthread_mutex_unlock(&h->conn_mu);
-    return t->ctx;
+    return t;
+}
+
+static rt_ctx *thread_ctx(srv_http *h)
+{
+    tstate *t = thread_state(h);
+    return t ? t->ctx : NULL;
+}
+
+/* An inference request's draws, on its I/O thread: the traffic split's
+ * (the hash of X-Predictd-Route-Key, else random) and the sampling one. */
+static bool draw_route(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
+    tstate *t = thread_state(h);
+    if (!t)
+        return false;
+    const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Predictd-Route-Key");
+    rq->pick.draw = key ? srv_route_key_hash(key, strlen(key)) : rt_rng_next(&t->rng);
+    rq->pick.sample = rt_rng_next(&t->rng);
+    return true;
 }
 
 static enum MHD_Result answer_infer(srv_http *h, struct MHD_Connection *conn, req *rq)
@@ -574,7 +602,8 @@ static enum MHD_Result batch_enter(srv_http *h, struct MHD_Connection *conn, req
 {
     const srv_route *r = &rq->route;
     rt_err err = {{0}};
-    rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &rq->ver, &err);
+    rt_status st = srv_manager_acquire_routed(h->mgr, r->model, r->version, r->label, &rq->pick,
+                                              &rq->ver, &err);
     if (st != RT_OK) {
         unsigned code = status_to_http(st);
         srv_metrics_request(h->p.metrics,
@@ -583,6 +612,7 @@ static enum MHD_Result batch_enter(srv_http *h, struct MHD_Connection *conn, req
         return send_error(h, conn, code, "%s", err.msg);
     }
     const rt_model *m = srv_version_model(rq->ver);
+    rq->served = srv_version_number(rq->ver);
     rq->ctx = ctx_take(h);
     if (!rq->ctx)
         st = rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
@@ -605,6 +635,7 @@ static enum MHD_Result batch_enter(srv_http *h, struct MHD_Connection *conn, req
         srv_metrics_request(h->p.metrics, r->model, -1, r->method, 429,
                             ms_since(&rq->start) / 1e3);
         rq->code = 429;
+        rq->served = -1;
         char msg[160];
         snprintf(msg, sizeof msg,
                  "overloaded: %zu batches are already waiting (max_enqueued_batches); "
@@ -825,6 +856,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->resp = keep_resp;
         rt_buf_reset(&rq->body);
         rt_buf_reset(&rq->resp);
+        rq->served = -1;
         clock_gettime(CLOCK_MONOTONIC, &rq->start);
         *con_cls = rq;
         rq->counted = true;
@@ -853,6 +885,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return r;
         }
         srv_route_request(method, url, &rq->route);
+        if (rq->route.kind == SRV_ROUTE_INFER && !draw_route(h, conn, rq)) {
+            rq->answered = true;
+            return send_error(h, conn, 503, "out of memory");
+        }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
@@ -952,6 +988,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     if (rq->counted)
         atomic_fetch_sub(&h->active, 1);
+    srv_version_release(rq->pick.shadow);
+    rq->pick.shadow = NULL;
     if (rq->body.cap > CONN_BUF_KEEP)
         rt_buf_free(&rq->body);
     release_body(h, rq);

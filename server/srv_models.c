@@ -105,6 +105,7 @@ static void conf_clear(srv_model_conf *c)
         free(c->labels[i].name);
     free(c->labels);
     free(c->default_label);
+    srv_rollout_clear(&c->rollout);
     memset(c, 0, sizeof *c);
 }
 
@@ -119,6 +120,8 @@ static bool conf_copy(srv_model_conf *d, const srv_model_conf *s)
     if (!d->name || !d->base_path)
         goto fail;
     if (s->default_label && !(d->default_label = srv_dup_str(s->default_label)))
+        goto fail;
+    if (!srv_rollout_copy(&d->rollout, &s->rollout))
         goto fail;
     if (s->n_specific) {
         d->specific = malloc(s->n_specific * sizeof *d->specific);
@@ -227,7 +230,11 @@ bool srv_mm_pinned(const mmodel *mm, int64_t version)
     for (size_t i = 0; i < mm->conf.n_labels; i++)
         if (mm->conf.labels[i].version == version)
             return true;
-    return false;
+    const srv_rollout_conf *r = &mm->conf.rollout;
+    for (size_t i = 0; i < r->n_split; i++)
+        if (!r->split[i].to.label && r->split[i].to.version == version)
+            return true;
+    return r->shadow && !r->shadow_to.label && r->shadow_to.version == version;
 }
 
 static srv_version *newest_available(const mmodel *mm)
@@ -351,6 +358,52 @@ static rt_status check_paths(srv_manager *m, const srv_config *c, rt_err *err)
     return st;
 }
 
+/* True when the running conf old already sent split or shadow traffic to
+ * version (so a reload that keeps it is not refused if it went away). */
+static bool rollout_had(const srv_model_conf *old, int64_t version)
+{
+    const srv_rollout_conf *r = &old->rollout;
+    for (size_t i = 0; i < r->n_split; i++)
+        if (srv_target_version(old, &r->split[i].to) == version)
+            return true;
+    return r->shadow && srv_target_version(old, &r->shadow_to) == version;
+}
+
+/* A traffic split or shadow of a running model may only send requests to
+ * AVAILABLE versions, unless allow (TF Serving's
+ * allow_version_labels_for_unavailable_models). */
+static rt_status check_rollout(const mmodel *mm, const srv_model_conf *nc, size_t idx,
+                               bool allow, rt_err *err)
+{
+    const srv_rollout_conf *r = &nc->rollout;
+    for (size_t j = 0; !allow && j <= r->n_split; j++) {
+        const srv_target *t = j < r->n_split ? &r->split[j].to
+                                             : r->shadow ? &r->shadow_to : NULL;
+        if (!t)
+            break;
+        int64_t want = srv_target_version(nc, t);
+        if (rollout_had(&mm->conf, want))
+            continue; /* unchanged */
+        srv_version *v = srv_mm_version(mm, want);
+        if (v && v->state == SRV_STATE_AVAILABLE)
+            continue;
+        char path[200];
+        if (j < r->n_split && t->label)
+            snprintf(path, sizeof path, "models[%zu].traffic_split.%s", idx, t->label);
+        else if (j < r->n_split)
+            snprintf(path, sizeof path, "models[%zu].traffic_split.%lld", idx, (long long)want);
+        else
+            snprintf(path, sizeof path, "models[%zu].shadow.version", idx);
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "%s: version %lld of model '%s' is not AVAILABLE (%s); traffic may "
+                          "only be sent to an AVAILABLE version (unless "
+                          "allow_version_labels_for_unavailable_models is set)",
+                          path, (long long)want, nc->name,
+                          v ? srv_state_name(v->state) : "not loaded");
+    }
+    return RT_OK;
+}
+
 static rt_status check_locked(srv_manager *m, const srv_config *c, rt_err *err)
 {
     for (size_t i = 0; i < c->n_models; i++) {
@@ -388,6 +441,8 @@ static rt_status check_locked(srv_manager *m, const srv_config *c, rt_err *err)
                                   : " unless --allow_version_labels_for_unavailable_models "
                                     "is given");
         }
+        if (check_rollout(mm, nc, i, false, err) != RT_OK)
+            return RT_ERR_INVALID;
     }
     return RT_OK;
 }
@@ -569,6 +624,58 @@ static rt_status resolve(srv_manager *m, const char *model, int64_t version, con
     return RT_OK;
 }
 
+/* The version the split sends a request with draw to, when AVAILABLE;
+ * else the default version. Locked. */
+static rt_status resolve_split(srv_manager *m, const mmodel *mm, uint64_t draw,
+                               srv_version **out, rt_err *err)
+{
+    const srv_split_arm *arm = srv_split_pick(&mm->conf.rollout, draw);
+    srv_version *v = srv_mm_version(mm, srv_target_version(&mm->conf, &arm->to));
+    if (v && v->state == SRV_STATE_AVAILABLE) {
+        *out = v;
+        return RT_OK;
+    }
+    return resolve(m, mm->conf.name, -1, NULL, true, out, err);
+}
+
+/* Whether this request is shadowed and logged (pick->sample's low 32 bits
+ * for the shadow, its high 32 bits for the log). Locked. */
+static void sample(const mmodel *mm, const srv_version *served, srv_pick *pick)
+{
+    const srv_rollout_conf *r = &mm->conf.rollout;
+    if (r->shadow && (uint32_t)pick->sample % 100 < r->shadow_percent) {
+        srv_version *v = srv_mm_version(mm, srv_target_version(&mm->conf, &r->shadow_to));
+        if (v && v != served && v->state == SRV_STATE_AVAILABLE) {
+            atomic_fetch_add(&v->refs, 1);
+            pick->shadow = v;
+        }
+    }
+    pick->log = r->logging && (double)(pick->sample >> 32) < r->log_rate * 4294967296.0;
+}
+
+rt_status srv_manager_acquire_routed(srv_manager *m, const char *model, int64_t version,
+                                     const char *label, srv_pick *pick, srv_version **out,
+                                     rt_err *err)
+{
+    if (!pick)
+        return srv_manager_acquire(m, model, version, label, out, err);
+    pick->shadow = NULL;
+    pick->log = false;
+    pthread_mutex_lock(&m->mu);
+    rt_status st;
+    const mmodel *mm = srv_mm_find(m, model);
+    if (mm && mm->conf.rollout.n_split && version < 0 && !(label && label[0]))
+        st = resolve_split(m, mm, pick->draw, out, err);
+    else
+        st = resolve(m, model, version, label, true, out, err);
+    if (st == RT_OK) {
+        atomic_fetch_add(&(*out)->refs, 1);
+        sample(mm, *out, pick);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return st;
+}
+
 rt_status srv_manager_acquire(srv_manager *m, const char *model, int64_t version,
                               const char *label, srv_version **out, rt_err *err)
 {
@@ -616,7 +723,9 @@ rt_status srv_manager_status_json(srv_manager *m, const char *model, int64_t ver
         r |= rt_buf_puts(out, "{\"model_version_status\": [");
         for (size_t i = mm->n_vers; i > 0; i--)
             r |= put_version_status(out, mm->vers[i - 1], i == mm->n_vers);
-        r |= rt_buf_puts(out, "]}");
+        r |= rt_buf_puts(out, "]");
+        r |= srv_rollout_json(out, &mm->conf);
+        r |= rt_buf_puts(out, "}");
     }
     if (r)
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
@@ -651,9 +760,11 @@ rt_status srv_manager_list_json(srv_manager *m, rt_buf *out)
         r |= rt_buf_puts(out, "}, \"default_version\": ");
         srv_version *dv = NULL;
         if (resolve(m, mm->conf.name, -1, NULL, true, &dv, NULL) == RT_OK)
-            r |= rt_buf_printf(out, "\"%lld\"}", (long long)dv->version);
+            r |= rt_buf_printf(out, "\"%lld\"", (long long)dv->version);
         else
-            r |= rt_buf_puts(out, "null}");
+            r |= rt_buf_puts(out, "null");
+        r |= srv_rollout_json(out, &mm->conf);
+        r |= rt_buf_puts(out, "}");
     }
     r |= rt_buf_printf(out, "], \"config\": {\"generation\": %llu, \"last_reload\": \"%s\", "
                             "\"last_error\": ",
@@ -765,6 +876,16 @@ rt_status srv_manager_metrics(srv_manager *m, rt_buf *out)
                                    mm->conf.name, (long long)mm->vers[j]->version,
                                    mm->vers[j]->load_seconds);
     }
+    r |= rt_buf_puts(out, "# HELP predictd_traffic_split_percent Configured share of the "
+                          "requests naming no version that each split target gets.\n"
+                          "# TYPE predictd_traffic_split_percent gauge\n");
+    for (size_t i = 0; i < m->n_models; i++)
+        r |= srv_rollout_metrics(out, &m->models[i]->conf, false);
+    r |= rt_buf_puts(out, "# HELP predictd_shadow_percent Configured share of the requests "
+                          "also run on the shadow version.\n"
+                          "# TYPE predictd_shadow_percent gauge\n");
+    for (size_t i = 0; i < m->n_models; i++)
+        r |= srv_rollout_metrics(out, &m->models[i]->conf, true);
     pthread_mutex_unlock(&m->mu);
     return r ? RT_ERR_NOMEM : RT_OK;
 }
