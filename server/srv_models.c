@@ -370,13 +370,15 @@ static bool rollout_had(const srv_model_conf *old, int64_t version)
 }
 
 /* A traffic split or shadow of a running model may only send requests to
- * AVAILABLE versions, unless allow (TF Serving's
- * allow_version_labels_for_unavailable_models). */
+ * AVAILABLE versions; with allow (TF Serving's
+ * allow_version_labels_for_unavailable_models) a new target on a version
+ * that is not AVAILABLE is accepted with a warning (its share is answered
+ * by the default version until it is). */
 static rt_status check_rollout(const mmodel *mm, const srv_model_conf *nc, size_t idx,
                                bool allow, rt_err *err)
 {
     const srv_rollout_conf *r = &nc->rollout;
-    for (size_t j = 0; !allow && j <= r->n_split; j++) {
+    for (size_t j = 0; j <= r->n_split; j++) {
         const srv_target *t = j < r->n_split ? &r->split[j].to
                                              : r->shadow ? &r->shadow_to : NULL;
         if (!t)
@@ -394,12 +396,20 @@ static rt_status check_rollout(const mmodel *mm, const srv_model_conf *nc, size_
             snprintf(path, sizeof path, "models[%zu].traffic_split.%lld", idx, (long long)want);
         else
             snprintf(path, sizeof path, "models[%zu].shadow.version", idx);
+        const char *state = v ? srv_state_name(v->state) : "not loaded";
+        if (allow) {
+            srv_log(SRV_LOG_WARN,
+                    "%s: version %lld of model '%s' is not AVAILABLE (%s); accepted under "
+                    "--allow_version_labels_for_unavailable_models (the default version "
+                    "answers its share until it is)",
+                    path, (long long)want, nc->name, state);
+            continue;
+        }
         return rt_err_set(err, RT_ERR_INVALID,
                           "%s: version %lld of model '%s' is not AVAILABLE (%s); traffic may "
-                          "only be sent to an AVAILABLE version (unless "
-                          "allow_version_labels_for_unavailable_models is set)",
-                          path, (long long)want, nc->name,
-                          v ? srv_state_name(v->state) : "not loaded");
+                          "only be sent to an AVAILABLE version unless "
+                          "--allow_version_labels_for_unavailable_models is given",
+                          path, (long long)want, nc->name, state);
     }
     return RT_OK;
 }
@@ -441,7 +451,8 @@ static rt_status check_locked(srv_manager *m, const srv_config *c, rt_err *err)
                                   : " unless --allow_version_labels_for_unavailable_models "
                                     "is given");
         }
-        if (check_rollout(mm, nc, i, false, err) != RT_OK)
+        if (check_rollout(mm, nc, i, c->allow_version_labels_for_unavailable_models, err) !=
+            RT_OK)
             return RT_ERR_INVALID;
     }
     return RT_OK;
