@@ -12,27 +12,31 @@
 
 #include "srv.h"
 
-static srv_config *parse_ok(const char *models)
+/* Parses {"models": [models]}; NULL with err set when refused. */
+static srv_config *parse(const char *models, rt_err *err)
 {
     char text[2048];
     snprintf(text, sizeof text, "{\"models\": [%s]}", models);
     srv_config *c = NULL;
+    if (srv_config_parse(text, strlen(text), "/etc/predictd", &c, err) != RT_OK)
+        assert_null(c);
+    return c;
+}
+
+static srv_config *parse_ok(const char *models)
+{
     rt_err err = {{0}};
-    rt_status st = srv_config_parse(text, strlen(text), "/etc/predictd", &c, &err);
-    if (st != RT_OK)
+    srv_config *c = parse(models, &err);
+    if (!c)
         fprintf(stderr, "unexpected error: %s\n", err.msg);
-    assert_int_equal(st, RT_OK);
+    assert_non_null(c);
     return c;
 }
 
 static void parse_bad(const char *models, const char *want)
 {
-    char text[2048];
-    snprintf(text, sizeof text, "{\"models\": [%s]}", models);
-    srv_config *c = NULL;
     rt_err err = {{0}};
-    assert_int_not_equal(srv_config_parse(text, strlen(text), NULL, &c, &err), RT_OK);
-    assert_null(c);
+    assert_null(parse(models, &err));
     if (!strstr(err.msg, want))
         fprintf(stderr, "message '%s' lacks '%s'\n", err.msg, want);
     assert_non_null(strstr(err.msg, want));
