@@ -7,16 +7,24 @@
  * keep MPI's default handler (MPI_ERRORS_ARE_FATAL): a failed collective or a
  * dead peer ends the job instead of leaving ranks waiting.
  *
- * Collectives are started non-blocking and waited for by polling a little,
- * then sleeping 20 us between polls: Open MPI's blocking calls spin, and a
- * spinning rank takes the core its peer (or its own reader thread) needs
- * whenever there are more threads than cores. Measured on 2 shared cores:
- * batch 512 steps waited 7-40 ms in a spinning allreduce, about 1 ms here.
+ * Collectives are started non-blocking and waited for in three phases:
+ * MPI_Test in a tight loop for the first 50 us (a step's exchange between
+ * two running ranks completes within that), then MPI_Test and sched_yield
+ * in turn up to 2 ms (a thread waiting for this core, such as the rank's own
+ * reader thread or a peer on an oversubscribed core, runs instead of the
+ * spin; with nothing else runnable the rank keeps polling at full speed),
+ * then 20 us sleeps between polls (a long wait: rank 0 writing a checkpoint
+ * or evaluating). Open MPI's own blocking calls spin without yielding, and
+ * a spinning rank takes the core its peer or its reader thread needs
+ * whenever there are more threads than cores; the earlier sleep-poll (sleep
+ * after 200 polls) added the sleep's wake-up latency (20 us plus the
+ * kernel's timer slack) to every exchange: a tenth of a batch-40 step.
  */
 #include "trn.h"
 
 #include <limits.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,16 +38,30 @@ int trn_comm_mpi_launched(void)
     return 0;
 }
 
-/* Completes req: polls 200 times, then sleeps 20 us between polls. */
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Completes req: spins, then yields, then sleeps between polls (above). */
 static int wait_for(MPI_Request *req)
 {
-    for (int polls = 0;; polls++) {
+    double t0 = mono_s(), waited = 0;
+    for (unsigned polls = 1;; polls++) {
         int done = 0;
         if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return -1;
         if (done)
             return 0;
-        if (polls >= 200) {
+        if (waited < 50e-6) { /* spinning: the clock only every 16 polls */
+            if (polls % 16 == 0)
+                waited = mono_s() - t0;
+        } else if (waited < 2e-3) {
+            sched_yield();
+            waited = mono_s() - t0;
+        } else {
             struct timespec ts = {0, 20000};
             nanosleep(&ts, NULL);
         }

@@ -28,6 +28,8 @@ struct trn_dist {
     size_t *lens;        /* [size] */
     double comm_s;       /* seconds inside collectives */
     uint64_t rounds;     /* gradient reductions */
+    double last_exit;    /* when the previous step's exchange ended (0: none yet) */
+    trn_dist_timing tm;  /* the steps' time split (trn_dist_stats) */
 };
 
 static double now_s(void)
@@ -87,10 +89,14 @@ void trn_dist_slice(const trn_dist *d, size_t n, size_t *lo, size_t *hi)
     *hi = n * (r + 1) / k;
 }
 
-void trn_dist_stats(const trn_dist *d, double *comm_s, uint64_t *rounds)
+void trn_dist_stats(const trn_dist *d, trn_dist_timing *t)
 {
-    *comm_s = d ? d->comm_s : 0;
-    *rounds = d ? d->rounds : 0;
+    memset(t, 0, sizeof *t);
+    if (!d)
+        return;
+    *t = d->tm;
+    t->comm_s = d->comm_s;
+    t->rounds = d->rounds;
 }
 
 rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err)
@@ -227,8 +233,9 @@ rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
         if (!m->p[i].sparse)
             nd += m->p[i].count;
     /* [dense gradients][loss][examples][flags][message lengths, hi and lo
-     * 16 bits: exact in floats] */
-    size_t total_n = nd + 2 + n_flags + 2 * nr;
+     * 16 bits: exact in floats][each rank's time since the previous step's
+     * exchange, in us: who waits for whom] */
+    size_t total_n = nd + 2 + n_flags + 3 * nr;
     if (total_n > d->n_dense) {
         float *f = realloc(d->dense, total_n * sizeof *f);
         if (!f)
@@ -252,10 +259,12 @@ rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
     *w++ = (float)n_local;
     memcpy(w, flags, n_flags * sizeof *flags);
     w += n_flags;
-    memset(w, 0, 2 * nr * sizeof *w);
+    memset(w, 0, 3 * nr * sizeof *w);
     w[2 * (size_t)d->c->rank] = (float)(len >> 16);
     w[2 * (size_t)d->c->rank + 1] = (float)(len & 0xffff);
     double t = now_s();
+    double own = d->last_exit > 0 ? t - d->last_exit : 0;
+    w[2 * nr + (size_t)d->c->rank] = (float)(own * 1e6);
     int rc = d->c->sum_f32(d->c->ctx, d->dense, total_n);
     d->rounds++;
     if (rc) {
@@ -268,9 +277,12 @@ rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
     memcpy(flags, s + 2, n_flags * sizeof *flags);
     s += 2 + n_flags;
     size_t total = 0;
+    double slowest = 0;
     for (size_t r = 0; r < nr; r++) {
         d->lens[r] = ((size_t)s[2 * r] << 16) + (size_t)s[2 * r + 1];
         total += d->lens[r];
+        if (s[2 * nr + r] * 1e-6 > slowest)
+            slowest = s[2 * nr + r] * 1e-6;
     }
     if (*n_global == 0) { /* no examples anywhere: not a step */
         d->comm_s += now_s() - t;
@@ -279,9 +291,20 @@ rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
     if (reserve(&d->recv, &d->recv_cap, total ? total : 1))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory (%zu bytes of gradients)", total);
     rc = d->c->allgatherv(d->c->ctx, d->send, len, d->recv, d->lens);
-    d->comm_s += now_s() - t;
+    double t_end = now_s();
+    d->comm_s += t_end - t;
     if (rc)
         return comm_failed(err, "allgatherv of the sparse gradients");
+    if (d->last_exit > 0) { /* a whole step seen: split it */
+        double in_comm = t_end - t, wait = slowest - own;
+        wait = wait < 0 ? 0 : wait > in_comm ? in_comm : wait;
+        d->tm.steps++;
+        d->tm.compute_s += own;
+        d->tm.slowest_s += slowest;
+        d->tm.wait_s += wait;
+        d->tm.exchange_s += in_comm - wait;
+    }
+    d->last_exit = t_end;
     /* the ranks' gradients are sums over their examples: the mean over the
      * global batch (loss_reduction SUM: the sum) */
     float scale = m->loss_sum ? 1.0f : (float)(1.0 / (double)*n_global);

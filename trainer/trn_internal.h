@@ -182,8 +182,23 @@ rt_status trn_dist_check_replicas(trn_dist *d, const trn_model *m, rt_err *err);
  * NULL d. */
 rt_status trn_dist_gather(trn_dist *d, const void *send, size_t len, void **recv,
                           const size_t **lens, rt_err *err);
-/* Seconds spent in collectives, gradient reductions done. */
-void trn_dist_stats(const trn_dist *d, double *comm_s, uint64_t *rounds);
+/* Where a distributed run's time went, this rank's view. A step's time is
+ * measured from the end of one gradient exchange to the end of the next:
+ * compute (reading, the forward and backward passes, applying the update)
+ * then the exchange, split into waiting for the slowest rank (its compute
+ * time minus this rank's, sent along with the gradients) and the exchange
+ * proper. */
+typedef struct trn_dist_timing {
+    double comm_s;       /* every collective (evaluation, checkpoints too) */
+    uint64_t rounds;     /* gradient exchanges */
+    uint64_t steps;      /* steps measured whole (all but the first) */
+    double compute_s;    /* this rank's compute */
+    double slowest_s;    /* the slowest rank's compute, step by step */
+    double wait_s;       /* waiting for the slowest rank */
+    double exchange_s;   /* the exchange itself (in_collective - wait) */
+} trn_dist_timing;
+/* Fills *t (zeros for NULL d). */
+void trn_dist_stats(const trn_dist *d, trn_dist_timing *t);
 
 /* ------------------------------------------ summaries (trn_events.c) */
 

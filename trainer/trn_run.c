@@ -1055,12 +1055,17 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                   "epochs", (long long)(R.m->step - pg.step0), (unsigned long long)examples, el,
                   el > 0 ? (double)examples / el : 0.0, (long long)(epochs + rs.epochs));
             if (dist) {
-                double cs;
-                uint64_t rounds;
-                trn_dist_stats(dist, &cs, &rounds);
+                trn_dist_timing tm;
+                trn_dist_stats(dist, &tm);
+                double k = tm.steps ? 1e6 / (double)tm.steps : 0.0;
+                double stp = (tm.compute_s + tm.wait_s + tm.exchange_s) * k;
                 logf_(&c, "distributed: %d ranks, communication %.3fs (%.1f us per step, %.0f%% "
-                      "of the time; includes waiting for the slowest rank)", nr, cs,
-                      rounds ? cs * 1e6 / (double)rounds : 0.0, el > 0 ? 100.0 * cs / el : 0.0);
+                      "of the time; includes waiting for the slowest rank)", nr, tm.comm_s,
+                      tm.rounds ? tm.comm_s * 1e6 / (double)tm.rounds : 0.0,
+                      el > 0 ? 100.0 * tm.comm_s / el : 0.0);
+                logf_(&c, "distributed: a step %.1f us = compute %.1f us (slowest rank %.1f us) "
+                      "+ waiting for the slowest rank %.1f us + exchange %.1f us", stp,
+                      tm.compute_s * k, tm.slowest_s * k, tm.wait_s * k, tm.exchange_s * k);
             }
             double skips[2] = {(double)rs.bad_rows, (double)bad_labels}; /* all ranks' */
             if ((st = trn_dist_sum(dist, skips, 2, err)))
