@@ -19,9 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rows the reader holds besides the shuffle buffer: 4 queued batches, the one
- * being filled and the one handed out (trn_reader_default_params). */
-#define QUEUED_BATCHES 6
+/* Rows the reader holds besides the shuffle buffer: 4 queued batches, up to 4
+ * handed back and not yet freed by the reader thread, the one being filled
+ * and the one handed out (trn_reader_default_params). */
+#define QUEUED_BATCHES 10
 /* A buffered CSV row: record and batch slots, plus per field its offset and
  * length, its trn_field and about 16 bytes of text. */
 #define ROW_BYTES 64

@@ -60,6 +60,9 @@ struct trn_reader {
     trn_reader_stats stats;
 
     batch *current;     /* handed to the caller */
+    batch *spent;       /* handed back by the caller; the producer frees them (the
+                           rows were allocated in its thread: freeing them there
+                           keeps the work and glibc's arena off the training thread) */
     trn_rows view;
 };
 
@@ -195,6 +198,15 @@ typedef struct prod {
 } prod;
 
 /* Queues a batch; returns 0, or -1 when the consumer stopped us. */
+static void batch_free_list(batch *b)
+{
+    while (b) {
+        batch *n = b->next;
+        batch_free(b);
+        b = n;
+    }
+}
+
 static int push_batch(trn_reader *r, batch *b)
 {
     pthread_mutex_lock(&r->mu);
@@ -213,7 +225,10 @@ static int push_batch(trn_reader *r, batch *b)
     r->tail = b;
     r->queued++;
     pthread_cond_signal(&r->cv_get);
+    batch *spent = r->spent;
+    r->spent = NULL;
     pthread_mutex_unlock(&r->mu);
+    batch_free_list(spent);
     return 0;
 }
 
@@ -288,12 +303,15 @@ static int shuffle_drain(prod *pr)
 static void finish(trn_reader *r, rt_status st, const rt_err *e)
 {
     pthread_mutex_lock(&r->mu);
+    batch *spent = r->spent; /* from now on the consumer frees its own */
+    r->spent = NULL;
     r->done = 1;
     r->status = st;
     if (st != RT_OK && e)
         memcpy(&r->err, e, sizeof r->err);
     pthread_cond_broadcast(&r->cv_get);
     pthread_mutex_unlock(&r->mu);
+    batch_free_list(spent);
 }
 
 static int stopped(trn_reader *r)
@@ -529,9 +547,14 @@ out:
 rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err)
 {
     *rows = NULL;
-    batch_free(r->current);
+    batch *old = r->current;
     r->current = NULL;
     pthread_mutex_lock(&r->mu);
+    if (old && !r->done) { /* the producer frees it */
+        old->next = r->spent;
+        r->spent = old;
+        old = NULL;
+    }
     while (!r->head && !r->done)
         pthread_cond_wait(&r->cv_get, &r->mu);
     batch *b = r->head;
@@ -547,6 +570,7 @@ rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err)
     }
     rt_status st = r->status;
     pthread_mutex_unlock(&r->mu);
+    batch_free(old);
     if (!b) {
         if (st != RT_OK && st != RT_ERR_NOTFOUND) {
             if (err)
@@ -590,6 +614,7 @@ void trn_reader_close(trn_reader *r)
         r->head = n;
     }
     batch_free(r->current);
+    batch_free_list(r->spent);
     for (size_t i = 0; i < r->n_files; i++)
         free(r->files[i]);
     free(r->files);
