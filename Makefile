@@ -9,7 +9,8 @@
 #   make CC=clang     builds with clang (any target; CI: make CC=clang BUILD=build-clang test)
 #   make bench        benchmarks (figures, never pass/fail)
 #   make demo         train the census model, serve it, curl a prediction
-#   make install      binaries, units, conf, docs: PREFIX=/usr/local DESTDIR=
+#   make man          the man pages into build/man/ (also made by make)
+#   make install      binaries, man pages, units, conf, docs: PREFIX=/usr/local DESTDIR=
 #   make uninstall    removes them (same PREFIX, DESTDIR)
 #   make clean
 #
@@ -147,6 +148,11 @@ MAIN_SRCS := $(wildcard runtime/main_*.c exporter/main_*.c trainer/main_*.c serv
 bin_name   = $(subst _,-,$(patsubst main_%.c,%,$(notdir $(1))))
 BINS      := $(foreach m,$(MAIN_SRCS),$(BUILD)/$(call bin_name,$(m)))
 
+# Man pages: man/PAGE.in (the hand-written part) + the binaries' --help
+# (scripts/man.sh) -> $(BUILD)/man/PAGE, installed under share/man/manN.
+MAN_SRCS := $(wildcard man/*.in)
+MAN      := $(patsubst man/%.in,$(BUILD)/man/%,$(MAN_SRCS))
+
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 TEST_SUPPORT := $(call objs,$(wildcard tests/unit/support_*.c))
@@ -154,9 +160,10 @@ TEST_SUPPORT := $(call objs,$(wildcard tests/unit/support_*.c))
 # Keep generated sources and test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all bins deps test soak unit-test integration-test asan tsan bench demo install uninstall \
-        clean fuzz print-compile
-all: $(BINS) $(TEST_BINS)
+.PHONY: all bins man deps test soak unit-test integration-test asan tsan bench demo install \
+        uninstall clean fuzz print-compile
+all: $(BINS) $(TEST_BINS) $(MAN)
+man: $(MAN)
 bins: $(BINS)
 
 # Everything the project uses, tests and benchmarks included (CI: .ci/run).
@@ -206,6 +213,10 @@ endef
 $(foreach m,$(MAIN_SRCS),$(eval $(call BIN_RULE,$(m))))
 $(BUILD)/obj/trainer/trn_comm_mpi.o: CPPFLAGS += $(patsubst -I%,-isystem %,$(MPI_PKG_CFLAGS))
 $(BUILD)/predict-train: LDLIBS += $(MPI_PKG_LIBS)
+
+$(BUILD)/man/%: man/%.in scripts/man.sh $(BINS)
+	@mkdir -p $(dir $@)
+	scripts/man.sh $(BUILD) $< > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
@@ -260,7 +271,8 @@ tsan:
 bench: all $(BENCH_BINS)
 	@BUILD=$(BUILD) bench/run.sh
 
-demo: all
+# demo.sh builds quietly itself (no compiler lines in the demo's output).
+demo:
 	@BUILD=$(BUILD) scripts/demo.sh
 
 # Units go where systemd looks for a PREFIX (/usr/local/lib/systemd/system for
@@ -272,9 +284,13 @@ TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 UNITS := predictd.service predictd@.service predictd.socket
 
 # Builds and installs the binaries only: no test programs, no cmocka.
-install: $(BINS)
+install: $(BINS) $(MAN)
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(filter-out %-testfn,$(BINS)) $(DESTDIR)$(PREFIX)/bin/
+	for p in $(MAN); do \
+	    d=$(DESTDIR)$(PREFIX)/share/man/man$${p##*.}; \
+	    install -d $$d && install -m 0644 $$p $$d/ || exit 1; \
+	done
 	install -d $(DESTDIR)$(PREFIX)/share/predictd/conf $(DESTDIR)$(PREFIX)/share/doc/predictd
 	install -m 0644 conf/*.json conf/*.yaml conf/haproxy.cfg $(DESTDIR)$(PREFIX)/share/predictd/conf/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/predictd/
@@ -293,6 +309,7 @@ uninstall:
 	rm -f $(patsubst %,$(DESTDIR)$(UNITDIR)/%,$(UNITS))
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/predictd.conf $(DESTDIR)$(TMPFILESDIR)/predictd.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/predictd $(DESTDIR)$(PREFIX)/share/doc/predictd
+	for p in $(notdir $(MAN_SRCS:.in=)); do rm -f $(DESTDIR)$(PREFIX)/share/man/man$${p##*.}/$$p; done
 
 clean:
 	rm -rf build build-asan build-asan-clang build-tsan build-clang build-fuzz

@@ -11,9 +11,9 @@ set -eu
 # Compiling and linking the binaries (libopenmpi-dev: predict-train).
 BUILD_PACKAGES="build-essential pkg-config libmicrohttpd-dev libcjson-dev libopenblas-dev libyaml-dev \
 libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev"
-# Tests (cmocka, test peers, mpirun), make CC=clang / make fuzz, make bench, make demo.
+# Tests (cmocka, test peers, mpirun, man -l), make CC=clang / make fuzz, make bench, make demo.
 OTHER_PACKAGES="clang libclang-rt-14-dev libcmocka-dev curl python3 systemd wrk nginx-light \
-haproxy valgrind openmpi-bin"
+haproxy valgrind openmpi-bin man-db groff-base"
 PACKAGES="$BUILD_PACKAGES $OTHER_PACKAGES"
 [ "${2:-all}" = build ] && PACKAGES=$BUILD_PACKAGES
 

@@ -47,7 +47,7 @@ static const char USAGE[] =
     "  status [MODEL]              versions and their states (all models without MODEL)\n"
     "  models                      models with versions, labels and default version\n"
     "  label MODEL LABEL VERSION   point LABEL at VERSION (must be AVAILABLE)\n"
-    "  default MODEL VERSION|LABEL make VERSION or LABEL the default version\n"
+    "  default MODEL VERSION|LABEL  make VERSION or LABEL the default version\n"
     "  promote MODEL VERSION       stable -> VERSION (old stable -> previous), default stable;\n"
     "                              ends a traffic split\n"
     "  rollback MODEL              with a traffic split: end it (all traffic to stable);\n"
@@ -657,7 +657,7 @@ int main(int argc, char **argv)
     bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models");
     if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
         strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary")) {
-        fputs(USAGE, stderr);
+        fprintf(stderr, "predictctl: %s: unknown command\n%s", cmd, USAGE);
         return 2;
     }
     /* An edit holds the lock from reading the file to the daemon's verdict. */

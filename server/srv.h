@@ -225,6 +225,9 @@ rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
                            srv_config **out, rt_err *err);
 
 void srv_config_free(srv_config *c);
+/* Frees what one model's config owns (name, base path, versions, labels)
+ * and zeroes it. NULL members are fine. */
+void srv_model_conf_clear(srv_model_conf *mc);
 /* The model called name, or NULL. */
 const srv_model_conf *srv_config_find_model(const srv_config *c, const char *name);
 /* True when name is a valid model or label name ([A-Za-z0-9_.-]+, 1..128). */

@@ -531,14 +531,14 @@ char *srv_args_usage(bool config_keys)
             if (!(s->where & SRV_SET_JSON))
                 continue;
             if (s->type == SRV_SET_INT || s->type == SRV_SET_SIZE)
-                r |= rt_buf_printf(&b, "  %s  integer %lld..%lld\n", s->name,
+                r |= rt_buf_printf(&b, "  %s  (integer %lld..%lld)\n", s->name,
                                    (long long)s->lo, (long long)s->hi);
             else
-                r |= rt_buf_printf(&b, "  %s  %s\n", s->name, type_of(s));
+                r |= rt_buf_printf(&b, "  %s  (%s)\n", s->name, type_of(s));
             r |= rt_buf_puts(&b, "      ");
             r |= help_of(&b, s, 6, 6);
         }
-        r |= rt_buf_puts(&b, "  models  list\n      ");
+        r |= rt_buf_puts(&b, "  models  (list)\n      ");
         r |= wrap(&b,
                   "the models to serve, each {\"name\", \"base_path\", \"version_policy\" (or "
                   "\"model_version_policy\"): {\"latest\": N} | {\"all\": true} | "

@@ -28,7 +28,4 @@ const char *srv_json_dup_key(const cJSON *obj);
 rt_status srv_config_parse_models(const cJSON *arr, const char *base_dir, srv_config *c,
                                   rt_err *err);
 
-/* Frees what one model's config owns and zeroes it. */
-void srv_model_conf_clear(srv_model_conf *mc);
-
 #endif

@@ -96,18 +96,6 @@ int64_t srv_version_number(const srv_version *v)
     return v->version;
 }
 
-static void conf_clear(srv_model_conf *c)
-{
-    free(c->name);
-    free(c->base_path);
-    free(c->specific);
-    for (size_t i = 0; i < c->n_labels; i++)
-        free(c->labels[i].name);
-    free(c->labels);
-    free(c->default_label);
-    srv_rollout_clear(&c->rollout);
-    memset(c, 0, sizeof *c);
-}
 
 static bool conf_copy(srv_model_conf *d, const srv_model_conf *s)
 {
@@ -143,7 +131,7 @@ static bool conf_copy(srv_model_conf *d, const srv_model_conf *s)
     }
     return true;
 fail:
-    conf_clear(d);
+    srv_model_conf_clear(d);
     return false;
 }
 
@@ -156,7 +144,7 @@ static void mmodel_free(mmodel *mm)
         srv_version_release(mm->vers[i]);
     free(mm->vers);
     free(mm->ignored);
-    conf_clear(&mm->conf);
+    srv_model_conf_clear(&mm->conf);
     free(mm);
 }
 
@@ -485,7 +473,7 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
     for (size_t i = 0; i < c->n_models; i++)
         if (!conf_copy(&confs[i], &c->models[i])) {
             for (size_t j = 0; j < i; j++)
-                conf_clear(&confs[j]);
+                srv_model_conf_clear(&confs[j]);
             st = rt_err_set(err, RT_ERR_NOMEM, "model manager: out of memory");
             goto out;
         }
@@ -493,7 +481,7 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
     if ((st = check_locked(m, c, err)) != RT_OK) {
         pthread_mutex_unlock(&m->mu);
         for (size_t i = 0; i < c->n_models; i++)
-            conf_clear(&confs[i]);
+            srv_model_conf_clear(&confs[i]);
         goto out;
     }
     gone = calloc(m->n_models ? m->n_models : 1, sizeof *gone);
@@ -506,7 +494,7 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
         pthread_mutex_unlock(&m->mu);
         for (size_t i = 0; i < c->n_models; i++) {
             free(fresh ? fresh[i] : NULL);
-            conf_clear(&confs[i]);
+            srv_model_conf_clear(&confs[i]);
         }
         free(fresh);
         st = rt_err_set(err, RT_ERR_NOMEM, "model manager: out of memory");
@@ -515,7 +503,7 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
     for (size_t i = 0; i < c->n_models; i++) {
         mmodel *mm = srv_mm_find(m, confs[i].name);
         if (mm) {
-            conf_clear(&mm->conf);
+            srv_model_conf_clear(&mm->conf);
         } else {
             mm = fresh[i];
             mm->required = !m->applied;
