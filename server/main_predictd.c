@@ -109,25 +109,11 @@ static void reload(daemon_t *d, const char *why)
     }
     if (c->file_system_poll_wait_seconds != d->cfg->file_system_poll_wait_seconds)
         srv_manager_set_poll(d->mgr, c->file_system_poll_wait_seconds);
-    if (c->rest_api_port != d->cfg->rest_api_port ||
-        strcmp(c->rest_api_host, d->cfg->rest_api_host) != 0 ||
-        c->rest_api_num_threads != d->cfg->rest_api_num_threads ||
-        c->max_request_bytes != d->cfg->max_request_bytes ||
-        c->max_total_request_bytes != d->cfg->max_total_request_bytes ||
-        c->rest_api_timeout_in_ms != d->cfg->rest_api_timeout_in_ms ||
-        c->connection_timeout_seconds != d->cfg->connection_timeout_seconds ||
-        c->request_read_timeout_seconds != d->cfg->request_read_timeout_seconds ||
-        c->max_connections != d->cfg->max_connections ||
-        c->request_header_timeout_seconds != d->cfg->request_header_timeout_seconds ||
-        c->max_queue_depth != d->cfg->max_queue_depth || c->enable_cors != d->cfg->enable_cors ||
-        c->enable_batching != d->cfg->enable_batching ||
-        c->max_batch_size != d->cfg->max_batch_size ||
-        c->batch_timeout_micros != d->cfg->batch_timeout_micros ||
-        c->max_enqueued_batches != d->cfg->max_enqueued_batches ||
-        c->num_batch_threads != d->cfg->num_batch_threads)
-        srv_log(SRV_LOG_WARN, "config reload: listener, thread, queue, batching and limit "
-                              "settings take effect at the next restart; models, policies, "
-                              "labels, poll interval and drain grace now");
+    const char *later = srv_config_restart_change(c, d->cfg);
+    if (later)
+        srv_log(SRV_LOG_WARN, "config reload: %s changed: listener, thread, queue, batching and "
+                              "limit settings take effect at the next restart; models, policies, "
+                              "labels, poll interval, warm-up and drain grace now", later);
     srv_config_free(d->cfg);
     d->cfg = c;
     srv_log(SRV_LOG_INFO, "config reloaded (%s): %zu model(s)", why, c->n_models);

@@ -167,12 +167,13 @@ typedef enum {
 enum {
     SRV_SET_JSON = 1u << 0, /* a key of the config file */
     SRV_SET_FLAG = 1u << 1, /* a command-line flag --name */
+    SRV_SET_LIVE = 1u << 2, /* a reload applies it at once (others: at the next start) */
 };
 
 typedef struct srv_setting {
     const char *name;      /* JSON key and flag name (TF Serving's where it has one) */
     srv_setting_type type;
-    unsigned where;        /* SRV_SET_JSON | SRV_SET_FLAG */
+    unsigned where;        /* SRV_SET_JSON | SRV_SET_FLAG | SRV_SET_LIVE */
     int64_t lo, hi;        /* range (INT, SIZE) */
     int64_t def;           /* default (INT, SIZE; BOOL 0/1) */
     const char *def_str;   /* default (STR, NAME), NULL for none */
@@ -185,6 +186,10 @@ typedef struct srv_setting {
 const srv_setting *srv_settings(size_t *n);
 /* The setting called name, or NULL. */
 const srv_setting *srv_setting_find(const char *name);
+/* The first setting whose value differs between a and b and that a reload
+ * cannot apply (not SRV_SET_LIVE: listener, threads, limits, batching), or
+ * NULL. */
+const char *srv_config_restart_change(const srv_config *a, const srv_config *b);
 
 /* The command line, kept so that a reload re-applies the same flags over
  * the re-read file (a flag given on the command line wins). */

@@ -27,6 +27,7 @@
     (offsetof(srv_config, f) +                                                                     \
      0 * sizeof(char[_Generic(((srv_config *)0)->f, T: 1, default: -1)]))
 #define BOTH (SRV_SET_JSON | SRV_SET_FLAG)
+#define LIVE (BOTH | SRV_SET_LIVE)
 #define INT(f, where, lo, hi, def, arg, help) \
     {#f, SRV_SET_INT, where, lo, hi, def, NULL, FIELD(f, int), arg, help}
 #define SIZE(f, where, lo, hi, def, help) \
@@ -38,8 +39,9 @@
 #define NAME(f, where, arg, help) \
     {#f, SRV_SET_NAME, where, 0, 0, 0, NULL, FIELD(f, char *), arg, help}
 
-/* In --help order. where: BOTH (config key and flag), SRV_SET_FLAG (flag
- * only) or SRV_SET_JSON (config key only). */
+/* In --help order. where: BOTH (config key and flag), LIVE (the same, and a
+ * reload applies it at once; the others wait for the next start),
+ * SRV_SET_FLAG (flag only) or SRV_SET_JSON (config key only). */
 static const srv_setting SETTINGS[] = {
     INT(rest_api_port, BOTH, 0, 65535, 8501, "N", "port of the REST API; 0 = any free port"),
     STR(rest_api_host, BOTH, "0.0.0.0", "ADDR", "address to listen on"),
@@ -48,7 +50,7 @@ static const srv_setting SETTINGS[] = {
     STR(model_config_file, SRV_SET_FLAG, NULL, "FILE",
         "JSON config (see conf/predictd.json, predictd --help_config); flags given on the "
         "command line win over the file"),
-    INT(file_system_poll_wait_seconds, BOTH, 0, 86400, 1, "N",
+    INT(file_system_poll_wait_seconds, LIVE, 0, 86400, 1, "N",
         "seconds between scans of the base paths; 0 = only at start and reload"),
     INT(rest_api_num_threads, BOTH, 0, 1024, 0, "N",
         "request threads; 0 = the CPUs this process may use"),
@@ -69,7 +71,7 @@ static const srv_setting SETTINGS[] = {
     INT(max_queue_depth, BOTH, 0, 1000000, 0, "N",
         "run inference on worker threads with at most N requests waiting; more answer 429 + "
         "Retry-After; 0 = inference on the HTTP threads"),
-    INT(drain_grace_seconds, BOTH, 0, 3600, 0, "N",
+    INT(drain_grace_seconds, LIVE, 0, 3600, 0, "N",
         "after SIGTERM, readyz answers 503 but requests are still served for N seconds"),
     BOOL(enable_batching, BOTH, 0,
          "merge concurrent :predict requests for the same model version and signature into one "
@@ -79,10 +81,10 @@ static const srv_setting SETTINGS[] = {
         "a batch's first request waits this long for company"),
     INT(max_enqueued_batches, BOTH, 1, 1000000, 64, "N", "batches waiting; past it 429"),
     INT(num_batch_threads, BOTH, 0, 1024, 0, "N", "batch threads; 0 = the request threads"),
-    BOOL(enable_model_warmup, BOTH, 1,
+    BOOL(enable_model_warmup, LIVE, 1,
          "warm each version up before it serves: the requests of its assets.extra/warmup.json, "
          "else one prediction from default inputs; false: serve without warm-up"),
-    BOOL(allow_version_labels_for_unavailable_models, BOTH, 0,
+    BOOL(allow_version_labels_for_unavailable_models, LIVE, 0,
          "accept, with a warning, a new version label that points at a version that is not "
          "available (at start: missing from the base path); without it such a config is "
          "refused"),
@@ -111,6 +113,29 @@ const srv_setting *srv_setting_find(const char *name)
 static void *field(const srv_config *c, const srv_setting *s)
 {
     return (char *)(uintptr_t)c + s->offset;
+}
+
+const char *srv_config_restart_change(const srv_config *a, const srv_config *b)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const srv_setting *s = &SETTINGS[i];
+        const void *x = field(a, s), *y = field(b, s);
+        bool same;
+        if (s->where & SRV_SET_LIVE)
+            continue;
+        if (s->type == SRV_SET_INT)
+            same = *(const int *)x == *(const int *)y;
+        else if (s->type == SRV_SET_SIZE)
+            same = *(const size_t *)x == *(const size_t *)y;
+        else if (s->type == SRV_SET_BOOL)
+            same = *(const bool *)x == *(const bool *)y;
+        else
+            same = !*(char *const *)x == !*(char *const *)y &&
+                   (!*(char *const *)x || !strcmp(*(char *const *)x, *(char *const *)y));
+        if (!same)
+            return s->name;
+    }
+    return NULL;
 }
 
 static bool is_string(const srv_setting *s)
@@ -496,18 +521,22 @@ static int wrap(rt_buf *b, const char *text, size_t col, size_t indent)
     return r | rt_buf_puts(b, "\n");
 }
 
-/* s's help with its default: "... (default 8501)". */
-static int help_of(rt_buf *b, const srv_setting *s, size_t col, size_t indent)
+/* s's help with its default: "... (default 8501)"; with reload, what a
+ * reload does with it. */
+static int help_of(rt_buf *b, const srv_setting *s, bool reload, size_t col, size_t indent)
 {
-    char text[1024];
+    char text[1024], def[64] = "";
     if (s->type == SRV_SET_BOOL)
-        snprintf(text, sizeof text, "%s (default %s)", s->help, s->def ? "true" : "false");
+        snprintf(def, sizeof def, " (default %s)", s->def ? "true" : "false");
     else if (is_string(s) && s->def_str)
-        snprintf(text, sizeof text, "%s (default %s)", s->help, s->def_str);
-    else if (is_string(s))
-        snprintf(text, sizeof text, "%s", s->help);
-    else
-        snprintf(text, sizeof text, "%s (default %lld)", s->help, (long long)s->def);
+        snprintf(def, sizeof def, " (default %s)", s->def_str);
+    else if (!is_string(s))
+        snprintf(def, sizeof def, " (default %lld)", (long long)s->def);
+    snprintf(text, sizeof text, "%s%s%s", s->help,
+             !reload                     ? ""
+             : s->where & SRV_SET_LIVE ? "; a reload applies it at once"
+                                       : "; a change takes effect at the next start",
+             def);
     return wrap(b, text, col, indent);
 }
 
@@ -536,7 +565,7 @@ char *srv_args_usage(bool config_keys)
             else
                 r |= rt_buf_printf(&b, "  %s  (%s)\n", s->name, type_of(s));
             r |= rt_buf_puts(&b, "      ");
-            r |= help_of(&b, s, 6, 6);
+            r |= help_of(&b, s, true, 6, 6);
         }
         r |= rt_buf_puts(&b, "  models  (list)\n      ");
         r |= wrap(&b,
@@ -560,7 +589,7 @@ char *srv_args_usage(bool config_keys)
                 r |= rt_buf_printf(&b, "%-*s", COL, flag);
             else
                 r |= rt_buf_printf(&b, "%s  ", flag);
-            r |= help_of(&b, s, n <= COL - 2 ? COL : (size_t)n + 2, COL);
+            r |= help_of(&b, s, false, n <= COL - 2 ? COL : (size_t)n + 2, COL);
         }
         r |= rt_buf_printf(&b, "%-*s%s\n%-*s%s\n%-*s%s\n", COL, "  --help", "this text", COL,
                            "  --help_config", "the config file's keys (JSON)", COL,

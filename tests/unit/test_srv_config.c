@@ -577,6 +577,40 @@ static void test_unknown_names(void **state)
     srv_args_free(&a);
 }
 
+/* A reload applies the LIVE settings; a change of any other is named. */
+static void test_restart_change(void **state)
+{
+    (void)state;
+    srv_config *a = parse_ok("{\"rest_api_port\": 9000}");
+    srv_config *b = parse_ok("{\"rest_api_port\": 9000, \"file_system_poll_wait_seconds\": 7, "
+                             "\"drain_grace_seconds\": 3, \"enable_model_warmup\": false, "
+                             "\"allow_version_labels_for_unavailable_models\": true}");
+    assert_null(srv_config_restart_change(a, b));
+    srv_config_free(b);
+    b = parse_ok("{\"rest_api_port\": 9001}");
+    assert_string_equal(srv_config_restart_change(a, b), "rest_api_port");
+    srv_config_free(b);
+    b = parse_ok("{\"rest_api_port\": 9000, \"rest_api_host\": \"127.0.0.1\"}");
+    assert_string_equal(srv_config_restart_change(a, b), "rest_api_host");
+    srv_config_free(b);
+    b = parse_ok("{\"rest_api_port\": 9000, \"enable_batching\": true}");
+    assert_string_equal(srv_config_restart_change(a, b), "enable_batching");
+    srv_config_free(b);
+    srv_config_free(a);
+    /* --help_config, its lines joined (wrapping may fall anywhere). */
+    char *keys = srv_args_usage(true);
+    size_t n = 0;
+    for (const char *p = keys; *p; p++)
+        if (*p != ' ' && *p != '\n')
+            keys[n++] = *p;
+        else if (n > 0 && keys[n - 1] != ' ')
+            keys[n++] = ' ';
+    keys[n] = '\0';
+    assert_non_null(strstr(keys, "only at start and reload; a reload applies it at once"));
+    assert_non_null(strstr(keys, "0 = any free port; a change takes effect at the next start"));
+    free(keys);
+}
+
 static void test_cpu_quota(void **state)
 {
     (void)state;
@@ -628,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_total_request_bytes),
         cmocka_unit_test(test_settings_table),
         cmocka_unit_test(test_unknown_names),
+        cmocka_unit_test(test_restart_change),
         cmocka_unit_test(test_cpu_quota),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
