@@ -196,7 +196,7 @@ static inline rt_status push(rt_batch *b, size_t idx, size_t input, rt_value v, 
 rt_status rt_batch_push_num(rt_batch *b, size_t idx, size_t input, double v)
 {
     rt_value val = {.str = NULL, .len = 0, .num = v};
-    rt_skey key = {NULL, 0, 0};
+    rt_skey key = {0, RT_SKEY_NONE, 0};
     return push(b, idx, input, val, key);
 }
 
@@ -248,10 +248,14 @@ rt_status rt_batch_push_str(rt_batch *b, size_t idx, size_t input, const char *s
     if (!p)
         return RT_ERR_NOMEM;
     rt_value val = {.str = p, .len = len, .num = 0};
-    rt_skey key = {p, len, 0};
-    if (b->g->def->trim_strings)
-        key.s = rt_trim_span(p, &key.len);
-    key.fp = rt_fingerprint64(key.s, key.len);
+    rt_skey key = {0, RT_SKEY_NONE, 0};
+    if (len < RT_SKEY_NONE) {
+        size_t tl = len;
+        const char *t = b->g->def->trim_strings ? rt_trim_span(p, &tl) : p;
+        key.fp = rt_fingerprint64(t, tl);
+        key.skip = (uint32_t)(t - p);
+        key.len = (uint32_t)tl;
+    }
     return push(b, idx, input, val, key);
 }
 

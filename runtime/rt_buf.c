@@ -217,11 +217,18 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
  * fraction dropped. Returns the length (out holds at least 32 bytes). */
 static size_t format_g(char *out, int neg, uint64_t digits, int p, int x10)
 {
+    static const char PAIRS[] = "00010203040506070809101112131415161718192021222324"
+                                "25262728293031323334353637383940414243444546474849"
+                                "50515253545556575859606162636465666768697071727374"
+                                "75767778798081828384858687888990919293949596979899";
     char d[20];
-    for (int i = p - 1; i >= 0; i--) {
-        d[i] = (char)('0' + digits % 10);
-        digits /= 10;
+    int left = p;
+    for (; left >= 2; left -= 2) { /* two digits per division */
+        memcpy(d + left - 2, PAIRS + 2 * (digits % 100), 2);
+        digits /= 100;
     }
+    if (left)
+        d[0] = (char)('0' + digits);
     int nd = p;
     size_t n = 0;
     if (neg)

@@ -178,13 +178,15 @@ rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f,
 rt_status rt_graph_check(const Predictd__ModelDef *def, rt_err *err);
 
 /* What the transform needs of a string value, computed once when the value
- * enters the batch: its text trimmed as the model says (def->trim_strings)
- * and the rt_fingerprint64 of that text (vocabulary lookups, hash buckets
- * and crosses all start from it). s is NULL for a number. */
+ * enters the batch: where its text starts and how long it is once trimmed
+ * as the model says (def->trim_strings): value.str + skip, len bytes; and
+ * the rt_fingerprint64 of that text (vocabulary lookups, hash buckets and
+ * crosses all start from it). skip is RT_SKEY_NONE for a number (and for a
+ * string too long to describe so: the transform then works it out itself). */
+#define RT_SKEY_NONE UINT32_MAX
 typedef struct rt_skey {
-    const char *s;
-    size_t len;
     uint64_t fp;
+    uint32_t skip, len;
 } rt_skey;
 
 /* rt_batch_cell with the cell's keys (parallel to its values; NULL when

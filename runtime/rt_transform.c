@@ -386,8 +386,9 @@ static inline rt_status value_key(const rt_graph *g, size_t i, long input, const
                                   const rt_skey *keys, size_t k, char buf[40], const char **s,
                                   size_t *len, uint64_t *fp, rt_err *err)
 {
-    if (keys && keys[k].s && g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING) {
-        *s = keys[k].s;
+    if (keys && v[k].str && keys[k].skip != RT_SKEY_NONE &&
+        g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING) {
+        *s = v[k].str + keys[k].skip;
         *len = keys[k].len;
         *fp = keys[k].fp;
         return RT_OK;
