@@ -569,6 +569,9 @@ def g1():
     return out
 
 
+BATCH_1000_GOAL = 600000  # census instances per CPU-second at batch 1000 (issue 11)
+
+
 @group(2, "batched requests: instances/s and latency")
 def g2():
     m = census_model()
@@ -585,6 +588,9 @@ def g2():
             r["instances_per_s"] = r["rps"] * n
             if r.get("cpu_us_per_request"):
                 r["instances_per_cpu_s"] = n * 1e6 / r["cpu_us_per_request"]
+                if n == 1000:  # issue 11's goal
+                    r["goal_instances_per_cpu_s"] = BATCH_1000_GOAL
+                    r["goal_met"] = r["instances_per_cpu_s"] >= BATCH_1000_GOAL
             r["body_bytes"] = os.path.getsize(body)
             out["batch_%d" % n] = r
     finally:
@@ -838,20 +844,22 @@ def g10():
     return out
 
 
-def callgrind_per_request(model_dir, instance):
+def callgrind_per_request(model_dir, instance, mode="--loop", counts=(200, 400)):
+    """Instructions of one rt_json_handle call: callgrind of bench_forward
+    MODE N for two N, difference / their difference (loading cancels out)."""
     if not shutil.which("valgrind"):
         return None
     irs = []
-    for n in (200, 400):
+    for n in counts:
         outf = os.path.join(TMP, "cg.%d" % n)
         r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + outf,
-                            BENCH_FORWARD, model_dir, instance, "--loop", str(n)],
-                           capture_output=True, text=True, timeout=300)
+                            BENCH_FORWARD, model_dir, instance, mode, str(n)],
+                           capture_output=True, text=True, timeout=600)
         m = re.search(r"Collected : (\d+)", r.stderr)
         if not m:
             return None
         irs.append(int(m.group(1)))
-    return (irs[1] - irs[0]) / 200.0
+    return (irs[1] - irs[0]) / float(counts[1] - counts[0])
 
 
 @group(8, "compute ceiling: forward pass, sgemm peak, runtime stages")
@@ -881,6 +889,11 @@ def g8():
     ir = callgrind_per_request(m["dir"], inst)
     if ir:
         out["instructions_per_request"] = round(ir)
+    # group 2's batch of 1000 (the issue-11 goal), in process, per instance
+    body = write_body("rows-1000.json", rows_body(1000))
+    ir = callgrind_per_request(m["dir"], body, "--loop-body", (2, 4))
+    if ir:
+        out["instructions_per_instance_batch_1000"] = round(ir / 1000)
     return out
 
 
@@ -946,6 +959,9 @@ def table():
                     extra = "  (%s instances/s" % fmt(v["instances_per_s"])
                     if v.get("instances_per_cpu_s"):
                         extra += ", %s per CPU-second" % fmt(v["instances_per_cpu_s"])
+                    if v.get("goal_instances_per_cpu_s"):
+                        extra += "; goal %s: %s" % (fmt(v["goal_instances_per_cpu_s"]),
+                                                    "met" if v.get("goal_met") else "not met")
                     extra += ")"
                 lines.append("   %-26s %s%s" % (k, lat(v), extra))
             elif isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()):
