@@ -1,7 +1,7 @@
 /*
  * main_predictctl.c — predictctl, the operator's tool for a predictd on this
  * machine: show status, move version labels, set the default version,
- * promote and roll back, run a canary (traffic split).
+ * promote and roll back, run a canary (traffic split), shadow a version.
  *
  * The daemon's config file stays the single source of truth: predictctl
  * edits it (keeping every other key), validates the result with the
@@ -54,6 +54,9 @@ static const char USAGE[] =
     "                              without: stable <-> previous, default stable\n"
     "  canary MODEL VERSION PERCENT  label VERSION canary and send PERCENT of the requests\n"
     "                              naming no version to it (traffic_split stable/canary)\n"
+    "  shadow MODEL VERSION PERCENT  also run PERCENT of the requests on VERSION, after\n"
+    "                              answering, and compare (metrics predictd_shadow_*)\n"
+    "  shadow MODEL off            stop shadowing\n"
     "  reload                      ask the daemon to re-read its config file\n"
     "--config defaults to /etc/predictd/predictd.json; --url to that file's\n"
     "rest_api_host/rest_api_port (a wildcard host means 127.0.0.1). --timeout\n"
@@ -411,17 +414,42 @@ static int64_t daemon_default(const ctl *c, const char *model)
 /* predictctl canary MODEL VERSION PERCENT: labels VERSION canary and sets
  * traffic_split {"stable": 100-PERCENT, "canary": PERCENT}. Without a
  * stable label, the version the daemon answers by default becomes stable. */
+/* VERSION and PERCENT arguments: 0, or 1 with a message. */
+static int version_and_percent(const ctl *c, const char *name, const char *ver,
+                               const char *pct_text, int64_t *v, long *pct)
+{
+    char *end = NULL;
+    *v = parse_version_arg(ver);
+    *pct = strtol(pct_text, &end, 10);
+    if (*v < 0)
+        return fail("'%s' is not a version number", ver);
+    if (!end || *end || end == pct_text || *pct < 0 || *pct > 100)
+        return fail("'%s' is not a percentage (an integer from 0 to 100)", pct_text);
+    return check_available(c, name, *v, false);
+}
+
+/* predictctl shadow MODEL VERSION PERCENT | shadow MODEL off */
+static int set_shadow(const ctl *c, cJSON *model, int argc, char **argv)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(model, "shadow");
+    if (argc == 3 && !strcmp(argv[2], "off"))
+        return 0;
+    int64_t v;
+    long pct;
+    if (argc != 4 || version_and_percent(c, argv[1], argv[2], argv[3], &v, &pct))
+        return argc != 4 ? fail("usage: shadow MODEL VERSION PERCENT | shadow MODEL off") : 1;
+    cJSON *sh = cJSON_AddObjectToObject(model, "shadow");
+    cJSON_AddNumberToObject(sh, "version", (double)v);
+    cJSON_AddNumberToObject(sh, "percent", (double)pct);
+    return 0;
+}
+
 static int set_canary(const ctl *c, cJSON *model, const char *name, const char *ver,
                       const char *pct_text)
 {
-    int64_t v = parse_version_arg(ver);
-    char *end = NULL;
-    long pct = strtol(pct_text, &end, 10);
-    if (v < 0)
-        return fail("'%s' is not a version number", ver);
-    if (!end || *end || end == pct_text || pct < 0 || pct > 100)
-        return fail("'%s' is not a percentage (an integer from 0 to 100)", pct_text);
-    if (check_available(c, name, v, false))
+    int64_t v;
+    long pct;
+    if (version_and_percent(c, name, ver, pct_text, &v, &pct))
         return 1;
     cJSON *labels = labels_of(model);
     if (label_version(model, "stable") < 0) {
@@ -499,6 +527,9 @@ static int edit(ctl *c, int argc, char **argv)
     } else if (!strcmp(cmd, "canary") && argc == 4) {
         if (set_canary(c, model, argv[1], argv[2], argv[3]))
             goto out;
+    } else if (!strcmp(cmd, "shadow")) {
+        if (set_shadow(c, model, argc, argv))
+            goto out;
     } else if (!strcmp(cmd, "rollback") && argc == 2 &&
                cJSON_GetObjectItemCaseSensitive(model, "traffic_split")) {
         /* a canary is running: end it, every request back on the default */
@@ -568,6 +599,13 @@ static int show_models(const ctl *c)
         }
         if (split)
             printf("\n");
+        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(m, "shadow");
+        const char *sv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sh, "version"));
+        if (sh)
+            printf("  shadow: %s(%s) %d%%\n",
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sh, "target")),
+                   sv ? sv : "none",
+                   (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sh, "percent")));
     }
     cJSON_Delete(doc);
     return 0;
@@ -656,7 +694,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[i];
     bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models");
     if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
-        strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary")) {
+        strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary") &&
+        strcmp(cmd, "shadow")) {
         fprintf(stderr, "predictctl: %s: unknown command\n%s", cmd, USAGE);
         return 2;
     }

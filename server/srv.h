@@ -6,7 +6,12 @@
  *   srv_config.c  the settings table: defaults, flags, config file keys, --help
  *   srv_config_models.c  the config file's "models" list (policies, labels)
  *   srv_router.c  method + URL -> srv_route (pure; no model lookups)
- *   srv_rollout.c a model's traffic split (canary): parsing, the arm of a draw
+ *   srv_rollout.c a model's rollout keys (traffic split, shadow, prediction
+ *                 logs): parsing, the arm of a draw
+ *   srv_shadow.c  shadow traffic: sampled requests re-run on the shadow version
+ *                 off the request path, answers compared (divergence metrics)
+ *   srv_predlog.c prediction logs: sampled requests and answers as JSON lines,
+ *                 written by a writer thread to rotating 0600 files
  *   srv_cpu.c     CPUs the process may use (affinity, cgroup v2 cpu.max)
  *   srv_models.c  model manager: versions, reference counts, readiness
  *   srv_loader.c  its loader: base path scans, loading, warm-up, inotify
@@ -244,7 +249,8 @@ int64_t srv_parse_version(const char *s, size_t len);
 
 struct cJSON;
 
-/* True when key is one of a model's rollout keys (traffic_split). */
+/* True when key is one of a model's rollout keys (traffic_split, shadow,
+ * request_logging). */
 bool srv_rollout_is_key(const char *key);
 /* Parses the rollout key it->string of a model into r; path names the key
  * in errors ("models[0].traffic_split"); base_dir resolves a relative log
@@ -271,6 +277,8 @@ int srv_rollout_json(rt_buf *out, const srv_model_conf *mc);
 /* Appends Prometheus lines predictd_traffic_split_percent{model,version,
  * target} (shadow: predictd_shadow_percent) of a model, without HELP. */
 int srv_rollout_metrics(rt_buf *out, const srv_model_conf *mc, bool shadow);
+/* A malloc'd copy of n bytes plus a NUL (p may be NULL when n is 0), or NULL. */
+char *srv_copy_bytes(const char *p, size_t n);
 
 /* ---------------------------------------------------------------- router */
 
@@ -454,6 +462,54 @@ size_t srv_manager_available(srv_manager *m, const char *model);
  * {model,state}, predictd_model_ready{model} and
  * predictd_version_load_seconds{model,version}. */
 rt_status srv_manager_metrics(srv_manager *m, rt_buf *out);
+
+/* Copies model's request_logging settings (dir into dir[0..dir_len)); false
+ * when the model is unknown or logs nothing. Thread-safe. */
+bool srv_manager_log_conf(srv_manager *m, const char *model, char *dir, size_t dir_len,
+                          uint64_t *max_bytes, uint32_t *max_files);
+
+/* -------------------------------------------------------- shadow and logs */
+
+/* One answered inference request, as srv_shadow / srv_predlog take it
+ * (they copy what they keep). */
+typedef struct srv_served {
+    const char *model;
+    int64_t version;        /* the version that answered */
+    rt_method method;
+    int code;               /* HTTP status */
+    double seconds;         /* latency */
+    double unix_time;       /* when it was answered (CLOCK_REALTIME) */
+    const char *body;
+    size_t body_len;
+    const char *answer;
+    size_t answer_len;
+} srv_served;
+
+/* Shadow traffic (srv_shadow.c): one thread re-runs submitted requests on
+ * their shadow version and compares the answers. Thread-safe. */
+typedef struct srv_shadow srv_shadow;
+rt_status srv_shadow_new(size_t max_queue, const rt_json_params *json, srv_shadow **out,
+                         rt_err *err);
+/* Runs what is queued, joins, frees. NULL is fine. */
+void srv_shadow_free(srv_shadow *s);
+/* Queues r (copied) to run on shadow, whose reference it takes over; false
+ * (dropped, counted, the reference released) when the queue is full.
+ * Never blocks. */
+bool srv_shadow_submit(srv_shadow *s, const srv_served *r, srv_version *shadow);
+/* Appends predictd_shadow_* lines. */
+rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *out);
+
+/* Prediction logs (srv_predlog.c): one writer thread appends a JSON line per
+ * submitted request to the model's request_logging dir. Thread-safe. */
+typedef struct srv_predlog srv_predlog;
+rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, srv_predlog **out, rt_err *err);
+/* Writes what is queued, joins, closes, frees. NULL is fine. */
+void srv_predlog_free(srv_predlog *l);
+/* Queues r (copied); false (dropped, counted) when the queue is full.
+ * Never blocks. */
+bool srv_predlog_submit(srv_predlog *l, const srv_served *r);
+/* Appends predictd_prediction_log_* lines. */
+rt_status srv_predlog_metrics(srv_predlog *l, rt_buf *out);
 
 /* --------------------------------------------------------------- metrics */
 

@@ -247,7 +247,8 @@ static rt_status parse_model(const cJSON *jm, size_t idx, const char *base_dir,
         } else {
             return rt_err_set(err, RT_ERR_INVALID,
                               "%s: unknown key (known: name, base_path, version_policy, "
-                              "version_labels, default_version, traffic_split)",
+                              "version_labels, default_version, traffic_split, shadow, "
+                              "request_logging)",
                               kk);
         }
     }

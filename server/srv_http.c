@@ -82,6 +82,8 @@ struct srv_http {
     srv_conns *conns;        /* open connections: limit, deadlines */
     atomic_int probe_fd;     /* the watchdog probe's server end, or -1 */
     atomic_size_t held;      /* request body bytes held now (max_total_request_bytes) */
+    srv_shadow *shadow;      /* shadow runs, after the answer was sent */
+    srv_predlog *predlog;    /* prediction log writer */
     atomic_bool trim_due;    /* held passed TRIM_AFTER since the last malloc_trim */
 };
 
@@ -118,6 +120,11 @@ struct conn_state {
     size_t n_fields, cap_fields;
     bool fields_oom;
 };
+
+/* Sampled requests waiting for their shadow run / for the log writer; past
+ * these, more are dropped and counted. */
+#define SHADOW_QUEUE 256
+#define LOG_QUEUE 4096
 
 /* Buffers larger than this are freed when their request completes, so idle
  * keep-alive connections do not each hold a large body. */
@@ -458,10 +465,10 @@ static enum MHD_Result answer_infer(srv_http *h, struct MHD_Connection *conn, re
     rt_ctx *ctx = thread_ctx(h);
     if (!ctx)
         return send_error(h, conn, 500, "out of memory");
-    unsigned code = 500;
+    rq->code = 500;
     rt_buf_reset(&rq->resp);
-    compute_infer(h, rq, ctx, &code, &rq->resp);
-    return send_computed(h, conn, code, rq);
+    compute_infer(h, rq, ctx, &rq->code, &rq->resp);
+    return send_computed(h, conn, rq->code, rq);
 }
 
 /* A worker runs a queued request, then hands the connection back. */
@@ -768,7 +775,9 @@ static enum MHD_Result answer(srv_http *h, struct MHD_Connection *conn, req *rq,
                             "# HELP predictd_draining 1 after SIGTERM.\n"
                             "# TYPE predictd_draining gauge\npredictd_draining %d\n",
                       !is_draining(h) && srv_manager_ready(h->mgr, NULL, 0), is_draining(h));
-        if (srv_metrics_render(h->p.metrics, h->mgr, &out) != RT_OK) {
+        if (srv_metrics_render(h->p.metrics, h->mgr, &out) != RT_OK ||
+            srv_shadow_metrics(h->shadow, &out) != RT_OK ||
+            srv_predlog_metrics(h->predlog, &out) != RT_OK) {
             rt_buf_free(&out);
             return send_error(h, conn, 500, "out of memory");
         }
@@ -977,6 +986,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return res;
 }
 
+/* Queues what a request's routing sampled, now that its answer is sent:
+ * its shadow run (if the served version answered 200) and its log line.
+ * Both copy; neither blocks (a full queue drops and counts). */
+static void tap_request(srv_http *h, req *rq)
+{
+    srv_version *shadow = rq->pick.shadow;
+    rq->pick.shadow = NULL;
+    if (rq->served < 0 || !(shadow || rq->pick.log)) {
+        srv_version_release(shadow);
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    srv_served s = {rq->route.model, rq->served, rq->route.method, (int)rq->code,
+                    ms_since(&rq->start) / 1e3, (double)now.tv_sec + (double)now.tv_nsec / 1e9,
+                    rq->body.data, rq->body.len, rq->resp.data, rq->resp.len};
+    if (rq->pick.log)
+        srv_predlog_submit(h->predlog, &s);
+    if (shadow && rq->code == 200)
+        srv_shadow_submit(h->shadow, &s, shadow);
+    else
+        srv_version_release(shadow);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -988,8 +1021,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     if (rq->counted)
         atomic_fetch_sub(&h->active, 1);
-    srv_version_release(rq->pick.shadow);
-    rq->pick.shadow = NULL;
+    tap_request(h, rq);
     if (rq->body.cap > CONN_BUF_KEEP)
         rt_buf_free(&rq->body);
     release_body(h, rq);
@@ -1208,6 +1240,9 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
     if ((st = srv_conns_new(&cp, &h->conns, err)) != RT_OK)
         goto fail;
     raise_fd_limit((rlim_t)p->max_connections + 256);
+    if ((st = srv_shadow_new(SHADOW_QUEUE, &p->json, &h->shadow, err)) != RT_OK ||
+        (st = srv_predlog_new(mgr, LOG_QUEUE, &h->predlog, err)) != RT_OK)
+        goto fail;
     if (pthread_key_create(&h->tkey, NULL) != 0) {
         st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot create a thread key");
         goto fail;
@@ -1306,6 +1341,8 @@ fail:
     if (h->tkey_made)
         pthread_key_delete(h->tkey);
     srv_conns_free(h->conns);
+    srv_shadow_free(h->shadow);
+    srv_predlog_free(h->predlog);
     pthread_mutex_destroy(&h->pool_mu);
     pthread_mutex_destroy(&h->conn_mu);
     free(h);
@@ -1360,6 +1397,8 @@ void srv_http_stop(srv_http *h)
     if (h->tkey_made)
         pthread_key_delete(h->tkey);
     srv_conns_free(h->conns); /* after libmicrohttpd closed every connection */
+    srv_shadow_free(h->shadow); /* after the last request queued its run */
+    srv_predlog_free(h->predlog);
     pthread_mutex_destroy(&h->pool_mu);
     pthread_mutex_destroy(&h->conn_mu);
     free(h);

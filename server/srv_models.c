@@ -839,6 +839,22 @@ size_t srv_manager_available(srv_manager *m, const char *model)
     return n;
 }
 
+bool srv_manager_log_conf(srv_manager *m, const char *model, char *dir, size_t dir_len,
+                          uint64_t *max_bytes, uint32_t *max_files)
+{
+    pthread_mutex_lock(&m->mu);
+    const mmodel *mm = srv_mm_find(m, model);
+    const srv_rollout_conf *r = mm ? &mm->conf.rollout : NULL;
+    bool on = r && r->logging;
+    if (on) {
+        snprintf(dir, dir_len, "%s", r->log_dir);
+        *max_bytes = r->log_max_bytes;
+        *max_files = r->log_max_files;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return on;
+}
+
 rt_status srv_manager_metrics(srv_manager *m, rt_buf *out)
 {
     int r = 0;

@@ -20,7 +20,8 @@
 
 bool srv_rollout_is_key(const char *key)
 {
-    return !strcmp(key, "traffic_split");
+    return !strcmp(key, "traffic_split") || !strcmp(key, "shadow") ||
+           !strcmp(key, "request_logging");
 }
 
 /* A target named by text (a version's digits or a label's name). */
@@ -94,11 +95,116 @@ static rt_status parse_split(const cJSON *it, const char *path, srv_rollout_conf
     return RT_OK;
 }
 
+static rt_status parse_shadow(const cJSON *it, const char *path, srv_rollout_conf *r,
+                              rt_err *err)
+{
+    char k[400];
+    if (!cJSON_IsObject(it))
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "%s: must be an object such as {\"version\": \"canary\", "
+                          "\"percent\": 5}",
+                          path);
+    bool have_v = false, have_p = false;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, it)
+    {
+        snprintf(k, sizeof k, "%.200s.%.150s", path, a->string);
+        if (!strcmp(a->string, "version") && !have_v) {
+            char digits[32];
+            const char *text = cJSON_GetStringValue(a);
+            if (cJSON_IsNumber(a) && a->valuedouble >= 0 && a->valuedouble < 1e18 &&
+                a->valuedouble == floor(a->valuedouble)) {
+                snprintf(digits, sizeof digits, "%lld", (long long)a->valuedouble);
+                text = digits;
+            }
+            if (!text || !text[0])
+                return rt_err_set(err, RT_ERR_INVALID,
+                                  "%s: must be a version number or a label name", k);
+            if (target_from_text(text, k, &r->shadow_to, err) != RT_OK)
+                return RT_ERR_INVALID;
+            have_v = true;
+        } else if (!strcmp(a->string, "percent") && !have_p) {
+            double pct = 0;
+            if (whole_number(a, k, 0, 100, &pct, err) != RT_OK)
+                return RT_ERR_INVALID;
+            r->shadow_percent = (uint32_t)pct;
+            have_p = true;
+        } else {
+            return rt_err_set(err, RT_ERR_INVALID, "%s: unknown or repeated key (known: "
+                                                   "version, percent)",
+                              k);
+        }
+    }
+    if (!have_v || !have_p)
+        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: missing", path,
+                          have_v ? "percent" : "version");
+    r->shadow = true;
+    return RT_OK;
+}
+
+static rt_status parse_logging(const cJSON *it, const char *path, const char *base_dir,
+                               srv_rollout_conf *r, rt_err *err)
+{
+    char k[400];
+    if (!cJSON_IsObject(it))
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "%s: must be an object such as {\"sampling_rate\": 0.01, \"dir\": "
+                          "\"/var/log/predictd\"}",
+                          path);
+    bool have_rate = false;
+    r->log_max_bytes = (uint64_t)64 << 20;
+    r->log_max_files = 10;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, it)
+    {
+        snprintf(k, sizeof k, "%.200s.%.150s", path, a->string);
+        double v = 0;
+        if (!strcmp(a->string, "sampling_rate") && !have_rate) {
+            if (!cJSON_IsNumber(a) || !(a->valuedouble >= 0 && a->valuedouble <= 1))
+                return rt_err_set(err, RT_ERR_INVALID, "%s: must be a number from 0 to 1", k);
+            r->log_rate = a->valuedouble;
+            have_rate = true;
+        } else if (!strcmp(a->string, "dir") && !r->log_dir) {
+            const char *d = cJSON_GetStringValue(a);
+            if (!d || !d[0])
+                return rt_err_set(err, RT_ERR_INVALID, "%s: must be a non-empty path", k);
+            size_t n = strlen(d) + (base_dir ? strlen(base_dir) : 0) + 2;
+            if (!(r->log_dir = malloc(n)))
+                return rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", k);
+            if (d[0] != '/' && base_dir)
+                snprintf(r->log_dir, n, "%s/%s", base_dir, d);
+            else
+                snprintf(r->log_dir, n, "%s", d);
+        } else if (!strcmp(a->string, "max_file_mb")) {
+            if (whole_number(a, k, 1, 1 << 20, &v, err) != RT_OK)
+                return RT_ERR_INVALID;
+            r->log_max_bytes = (uint64_t)v << 20;
+        } else if (!strcmp(a->string, "max_files")) {
+            if (whole_number(a, k, 1, 10000, &v, err) != RT_OK)
+                return RT_ERR_INVALID;
+            r->log_max_files = (uint32_t)v;
+        } else {
+            return rt_err_set(err, RT_ERR_INVALID, "%s: unknown or repeated key (known: "
+                                                   "sampling_rate, dir, max_file_mb, "
+                                                   "max_files)",
+                              k);
+        }
+    }
+    if (!have_rate || !r->log_dir)
+        return rt_err_set(err, RT_ERR_INVALID, "%s.%s: missing", path,
+                          have_rate ? "dir" : "sampling_rate");
+    r->logging = true;
+    return RT_OK;
+}
+
 rt_status srv_rollout_parse(const cJSON *it, const char *path, const char *base_dir,
                             srv_rollout_conf *r, rt_err *err)
 {
-    (void)base_dir;
-    return parse_split(it, path, r, err);
+    if (!strcmp(it->string, "traffic_split"))
+        return parse_split(it, path, r, err);
+    if (!strcmp(it->string, "shadow"))
+        return parse_shadow(it, path, r, err);
+    return parse_logging(it, path, base_dir, r, err);
 }
 
 static const srv_label *label_of(const srv_model_conf *mc, const char *name)
@@ -249,4 +355,14 @@ int srv_rollout_metrics(rt_buf *out, const srv_model_conf *mc, bool shadow)
                            shadow ? r->shadow_percent : r->split[i].percent);
     }
     return e;
+}
+
+char *srv_copy_bytes(const char *p, size_t n)
+{
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, p ? p : "", n);
+        c[n] = '\0';
+    }
+    return c;
 }

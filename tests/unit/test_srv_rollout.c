@@ -48,7 +48,10 @@ static void parse_bad(const char *models, const char *want)
 static void test_parse_all_keys(void **state)
 {
     (void)state;
-    srv_config *c = parse_ok(M "\"traffic_split\": {\"stable\": 85, \"canary\": 10, \"7\": 5}}");
+    srv_config *c = parse_ok(M "\"traffic_split\": {\"stable\": 85, \"canary\": 10, \"7\": 5},"
+                               "\"shadow\": {\"version\": 9, \"percent\": 25},"
+                               "\"request_logging\": {\"sampling_rate\": 0.5, \"dir\": \"logs\","
+                               " \"max_file_mb\": 2, \"max_files\": 3}}");
     const srv_model_conf *mc = &c->models[0];
     const srv_rollout_conf *r = &mc->rollout;
     assert_int_equal(r->n_split, 3);
@@ -60,14 +63,34 @@ static void test_parse_all_keys(void **state)
     assert_int_equal(srv_target_version(mc, &r->split[0].to), 1);
     assert_int_equal(srv_target_version(mc, &r->split[1].to), 2);
     assert_int_equal(srv_target_version(mc, &r->split[2].to), 7);
+    assert_true(r->shadow);
+    assert_null(r->shadow_to.label);
+    assert_int_equal(r->shadow_to.version, 9);
+    assert_int_equal(r->shadow_percent, 25);
+    assert_true(r->logging);
+    assert_true(r->log_rate == 0.5);
+    assert_string_equal(r->log_dir, "/etc/predictd/logs");
+    assert_int_equal(r->log_max_bytes, 2u << 20);
+    assert_int_equal(r->log_max_files, 3);
+
     /* a deep copy survives the original */
     srv_rollout_conf copy;
     assert_true(srv_rollout_copy(&copy, r));
     srv_config_free(c);
     assert_string_equal(copy.split[1].to.label, "canary");
+    assert_string_equal(copy.log_dir, "/etc/predictd/logs");
     srv_rollout_clear(&copy);
     assert_int_equal(copy.n_split, 0);
 
+    /* logging defaults; a shadow named by a label */
+    c = parse_ok(M "\"shadow\": {\"version\": \"canary\", \"percent\": 0},"
+                   "\"request_logging\": {\"sampling_rate\": 1, \"dir\": \"/l\"}}");
+    r = &c->models[0].rollout;
+    assert_string_equal(r->shadow_to.label, "canary");
+    assert_int_equal(r->log_max_bytes, (uint64_t)64 << 20);
+    assert_int_equal(r->log_max_files, 10);
+    assert_int_equal(r->n_split, 0);
+    srv_config_free(c);
 }
 
 static void test_refusals(void **state)
@@ -87,7 +110,26 @@ static void test_refusals(void **state)
     parse_bad(M "\"traffic_split\": [90, 10]}", "models[0].traffic_split: must be an object");
     parse_bad(M "\"traffic_split\": {\"3\": 50, \"03\": 50}}",
               "models[0].traffic_split.03: given twice");
-    parse_bad(M "\"shadow\": {\"version\": 2, \"percent\": 1}}", "models[0].shadow: unknown key");
+    parse_bad(M "\"shadow\": {\"version\": 2}}", "models[0].shadow.percent: missing");
+    parse_bad(M "\"shadow\": {\"percent\": 2}}", "models[0].shadow.version: missing");
+    parse_bad(M "\"shadow\": {\"version\": \"nope\", \"percent\": 2}}",
+              "models[0].shadow.version: label 'nope' is not in version_labels");
+    parse_bad(M "\"shadow\": {\"version\": 2, \"percent\": 101}}",
+              "models[0].shadow.percent: must be an integer from 0 to 100");
+    parse_bad(M "\"shadow\": {\"version\": 2, \"percent\": 1, \"x\": 1}}",
+              "models[0].shadow.x: unknown or repeated key");
+    parse_bad(M "\"request_logging\": {\"dir\": \"/l\"}}",
+              "models[0].request_logging.sampling_rate: missing");
+    parse_bad(M "\"request_logging\": {\"sampling_rate\": 0.1}}",
+              "models[0].request_logging.dir: missing");
+    parse_bad(M "\"request_logging\": {\"sampling_rate\": 1.5, \"dir\": \"/l\"}}",
+              "models[0].request_logging.sampling_rate: must be a number from 0 to 1");
+    parse_bad(M "\"request_logging\": {\"sampling_rate\": 1, \"dir\": \"/l\", "
+                "\"max_files\": 0}}",
+              "models[0].request_logging.max_files: must be an integer from 1 to 10000");
+    parse_bad(M "\"request_logging\": {\"sampling_rate\": 1, \"dir\": \"/l\", "
+                "\"max_file_mb\": \"64\"}}",
+              "models[0].request_logging.max_file_mb: must be an integer");
     parse_bad(M "\"traffic\": {}}", "models[0].traffic: unknown key");
 }
 

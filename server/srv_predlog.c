@@ -1,0 +1,328 @@
+/*
+ * srv_predlog.c — prediction logs (TF Serving's logging_config, in
+ * predictd's form): a sampled request and its answer become one JSON line
+ * in DIR/MODEL.jsonl, written by one writer thread fed by a bounded queue
+ * (srv_pool: a full queue drops the line and counts it; the request never
+ * waits). Files are created 0600 (they hold user data) and rotated by size:
+ * MODEL.jsonl -> MODEL.jsonl.1 -> ... -> MODEL.jsonl.(max_files-1), the
+ * oldest removed. The line (docs/daemon.md, "Prediction logs"):
+ *
+ *   {"time": "2026-11-23T22:10:00.123456Z", "model": "census",
+ *    "version": "1700000000", "method": "predict",
+ *    "signature": "serving_default", "status": 200, "latency_ms": 0.41,
+ *    "instances": [...], "outputs": [...]}
+ *
+ * The writer thread alone touches the open files; a model's settings are
+ * read from the manager for each line (so a reload moves the log at once).
+ */
+#include "srv.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_FILES_OPEN 256
+
+typedef struct logfile {
+    char model[SRV_NAME_MAX + 1];
+    char *path;               /* DIR/MODEL.jsonl */
+    int fd;
+    uint64_t size;
+} logfile;
+
+typedef struct line_job {
+    char model[SRV_NAME_MAX + 1];
+    int64_t version;
+    rt_method method;
+    int code;
+    double seconds, unix_time;
+    char *body, *answer;
+    size_t body_len, answer_len;
+} line_job;
+
+struct srv_predlog {
+    srv_manager *mgr;
+    srv_pool *pool;
+    logfile files[MAX_FILES_OPEN]; /* the writer thread's */
+    size_t n_files;
+    pthread_mutex_t mu;            /* guards the counters */
+    uint64_t lines, bytes, dropped, errors;
+};
+
+static void count(srv_predlog *l, uint64_t *what, uint64_t n)
+{
+    pthread_mutex_lock(&l->mu);
+    *what += n;
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void file_close(logfile *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    free(f->path);
+    f->path = NULL;
+}
+
+/* Opens (creating, 0600) the file at f->path for appending. */
+static bool file_open(logfile *f, const char *dir)
+{
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return false;
+    f->fd = open(f->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    struct stat sb;
+    if (f->fd < 0 || fchmod(f->fd, 0600) != 0 || fstat(f->fd, &sb) != 0 ||
+        !S_ISREG(sb.st_mode)) {
+        if (f->fd >= 0)
+            close(f->fd);
+        f->fd = -1;
+        return false;
+    }
+    f->size = (uint64_t)sb.st_size;
+    return true;
+}
+
+/* MODEL.jsonl -> .1 -> ... -> .(max_files-1); the oldest is removed. */
+static void rotate(logfile *f, uint32_t max_files)
+{
+    size_t n = strlen(f->path) + 16;
+    char *a = malloc(n), *b = malloc(n);
+    if (a && b) {
+        snprintf(a, n, "%s.%u", f->path, max_files - 1);
+        unlink(a);
+        for (uint32_t i = max_files - 1; i > 1; i--) {
+            snprintf(a, n, "%s.%u", f->path, i - 1);
+            snprintf(b, n, "%s.%u", f->path, i);
+            rename(a, b);
+        }
+        snprintf(b, n, "%s.1", f->path);
+        if (max_files > 1)
+            rename(f->path, b);
+        else
+            unlink(f->path);
+    }
+    free(a);
+    free(b);
+    close(f->fd);
+    f->fd = -1;
+}
+
+/* The open file of model under dir (reopened when dir changed), or NULL. */
+static logfile *file_for(srv_predlog *l, const char *model, const char *dir)
+{
+    logfile *f = NULL;
+    for (size_t i = 0; i < l->n_files && !f; i++)
+        if (!strcmp(l->files[i].model, model))
+            f = &l->files[i];
+    if (!f && l->n_files == MAX_FILES_OPEN)
+        return NULL;
+    if (!f) {
+        f = &l->files[l->n_files++];
+        memset(f, 0, sizeof *f);
+        f->fd = -1;
+        snprintf(f->model, sizeof f->model, "%s", model);
+    }
+    size_t n = strlen(dir) + strlen(model) + 8;
+    if (f->path && (strncmp(f->path, dir, strlen(dir)) || f->path[strlen(dir)] != '/'))
+        file_close(f); /* a reload moved the log */
+    if (!f->path && (f->path = malloc(n)))
+        snprintf(f->path, n, "%s/%s.jsonl", dir, model);
+    if (f->path && f->fd < 0 && !file_open(f, dir))
+        return NULL;
+    return f->path ? f : NULL;
+}
+
+static const char *method_name(rt_method m)
+{
+    return m == RT_METHOD_CLASSIFY ? "classify" : m == RT_METHOD_REGRESS ? "regress" : "predict";
+}
+
+/* Moves member key of from (if any) into to. */
+static void move_item(cJSON *to, cJSON *from, const char *key)
+{
+    cJSON *it = cJSON_DetachItemFromObjectCaseSensitive(from, key);
+    if (it)
+        cJSON_AddItemToObject(to, key, it);
+}
+
+/* The JSON line of a job (malloc'd, no newline), or NULL. */
+static char *render(const line_job *j)
+{
+    cJSON *line = cJSON_CreateObject();
+    cJSON *req = cJSON_ParseWithLength(j->body, j->body_len);
+    cJSON *ans = cJSON_ParseWithLength(j->answer, j->answer_len);
+    char when[64], ver[24];
+    time_t secs = (time_t)j->unix_time;
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t k = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + k, sizeof when - k, ".%06dZ",
+             (int)((j->unix_time - (double)secs) * 1e6) % 1000000);
+    snprintf(ver, sizeof ver, "%lld", (long long)j->version);
+    const char *sig = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "signature_name"));
+    cJSON_AddStringToObject(line, "time", when);
+    cJSON_AddStringToObject(line, "model", j->model);
+    cJSON_AddStringToObject(line, "version", ver);
+    cJSON_AddStringToObject(line, "method", method_name(j->method));
+    cJSON_AddStringToObject(line, "signature", sig ? sig : "serving_default");
+    cJSON_AddNumberToObject(line, "status", j->code);
+    cJSON_AddNumberToObject(line, "latency_ms", j->seconds * 1e3);
+    if (req) {
+        move_item(line, req, "instances");
+        move_item(line, req, "inputs");
+        move_item(line, req, "examples");
+        move_item(line, req, "context");
+    } else { /* not plain JSON (NaN tokens, say): the body as it came */
+        cJSON_AddItemToObject(line, "request",
+                              cJSON_CreateString(j->body ? j->body : ""));
+    }
+    cJSON *out = cJSON_DetachItemFromObjectCaseSensitive(ans, "predictions");
+    if (!out)
+        out = cJSON_DetachItemFromObjectCaseSensitive(ans, "outputs");
+    if (!out)
+        out = cJSON_DetachItemFromObjectCaseSensitive(ans, "results");
+    cJSON_AddItemToObject(line, "outputs", out ? out : cJSON_CreateNull());
+    move_item(line, ans, "error");
+    char *text = cJSON_PrintUnformatted(line);
+    cJSON_Delete(line);
+    cJSON_Delete(req);
+    cJSON_Delete(ans);
+    return text;
+}
+
+static void job_free(line_job *j)
+{
+    if (j) {
+        free(j->body);
+        free(j->answer);
+        free(j);
+    }
+}
+
+/* The writer thread: one line per job. */
+static void write_job(void *fn_ctx, void *arg, int worker)
+{
+    (void)worker;
+    srv_predlog *l = fn_ctx;
+    line_job *j = arg;
+    char dir[4096];
+    uint64_t max_bytes = 0;
+    uint32_t max_files = 1;
+    char *text = NULL;
+    if (!srv_manager_log_conf(l->mgr, j->model, dir, sizeof dir, &max_bytes, &max_files))
+        goto out; /* logging was turned off meanwhile */
+    logfile *f = file_for(l, j->model, dir);
+    if (!f || !(text = render(j))) {
+        count(l, &l->errors, 1);
+        goto out;
+    }
+    size_t n = strlen(text);
+    text[n++] = '\n'; /* over the NUL: written by length */
+    if (f->size > 0 && f->size + n > max_bytes) {
+        rotate(f, max_files);
+        if (!file_open(f, dir)) {
+            count(l, &l->errors, 1);
+            goto out;
+        }
+    }
+    ssize_t w = write(f->fd, text, n);
+    if (w == (ssize_t)n) {
+        f->size += n;
+        pthread_mutex_lock(&l->mu);
+        l->lines++;
+        l->bytes += n;
+        pthread_mutex_unlock(&l->mu);
+    } else {
+        count(l, &l->errors, 1);
+        srv_log(SRV_LOG_WARN, "prediction log %s: write failed: %s", f->path,
+                w < 0 ? strerror(errno) : "short write");
+    }
+out:
+    cJSON_free(text);
+    job_free(j);
+}
+
+rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, srv_predlog **out, rt_err *err)
+{
+    *out = NULL;
+    srv_predlog *l = calloc(1, sizeof *l);
+    if (!l)
+        return rt_err_set(err, RT_ERR_NOMEM, "prediction log: out of memory");
+    l->mgr = mgr;
+    pthread_mutex_init(&l->mu, NULL);
+    rt_status st = srv_pool_new(1, max_queue, write_job, l, &l->pool, err);
+    if (st != RT_OK) {
+        pthread_mutex_destroy(&l->mu);
+        free(l);
+        return st;
+    }
+    *out = l;
+    return RT_OK;
+}
+
+void srv_predlog_free(srv_predlog *l)
+{
+    if (!l)
+        return;
+    srv_pool_free(l->pool); /* writes what is queued, then joins */
+    for (size_t i = 0; i < l->n_files; i++)
+        file_close(&l->files[i]);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+bool srv_predlog_submit(srv_predlog *l, const srv_served *r)
+{
+    line_job *j = calloc(1, sizeof *j);
+    if (j) {
+        snprintf(j->model, sizeof j->model, "%s", r->model);
+        j->version = r->version;
+        j->method = r->method;
+        j->code = r->code;
+        j->seconds = r->seconds;
+        j->unix_time = r->unix_time;
+        j->body = srv_copy_bytes(r->body, r->body_len);
+        j->body_len = r->body_len;
+        j->answer = srv_copy_bytes(r->answer, r->answer_len);
+        j->answer_len = r->answer_len;
+    }
+    if (j && j->body && j->answer && srv_pool_submit(l->pool, j))
+        return true;
+    job_free(j);
+    count(l, &l->dropped, 1);
+    return false;
+}
+
+rt_status srv_predlog_metrics(srv_predlog *l, rt_buf *o)
+{
+    if (!l)
+        return RT_OK;
+    pthread_mutex_lock(&l->mu);
+    int r = rt_buf_printf(
+        o,
+        "# HELP predictd_prediction_log_lines_total Requests written to prediction logs.\n"
+        "# TYPE predictd_prediction_log_lines_total counter\n"
+        "predictd_prediction_log_lines_total %llu\n"
+        "# HELP predictd_prediction_log_bytes_total Bytes written to prediction logs.\n"
+        "# TYPE predictd_prediction_log_bytes_total counter\n"
+        "predictd_prediction_log_bytes_total %llu\n"
+        "# HELP predictd_prediction_log_dropped_total Sampled requests not logged: the "
+        "writer's queue was full.\n"
+        "# TYPE predictd_prediction_log_dropped_total counter\n"
+        "predictd_prediction_log_dropped_total %llu\n"
+        "# HELP predictd_prediction_log_errors_total Lines that could not be written.\n"
+        "# TYPE predictd_prediction_log_errors_total counter\n"
+        "predictd_prediction_log_errors_total %llu\n",
+        (unsigned long long)l->lines, (unsigned long long)l->bytes,
+        (unsigned long long)l->dropped, (unsigned long long)l->errors);
+    pthread_mutex_unlock(&l->mu);
+    return r ? RT_ERR_NOMEM : RT_OK;
+}
