@@ -16,6 +16,8 @@ the same machine, prints a table and writes bench/results.json:
   7 training: census examples/s and time to the accuracy target
   8 the compute ceiling: forward pass alone by batch size, OpenBLAS sgemm
     peak, the runtime's stages, instructions per request (callgrind)
+  11 rollouts: a traffic split, shadow at 0% and logging at 0% against a
+    plain daemon, side by side
 
 Server and load generator run pinned to different CPUs when there are two
 or more. Every figure is the median of RUNS runs (default 3). A figure that
@@ -844,6 +846,47 @@ def g10():
     return out
 
 
+@group(11, "rollouts: traffic split, shadow at 0%, logging at 0% vs none (keep-alive, wrk)")
+def g11():
+    """Two daemons on the same export side by side, their wrk runs
+    alternating: one plain, one whose model has a traffic split (all to its
+    label), a shadow at 0% and request logging at 0%. ratio = median of the
+    per-pair req/s ratios (rollout / plain); cpu_ratio the same for the
+    server's CPU time per request (plain / rollout)."""
+    m = census_model()
+    body = write_body("rows-1.json", rows_body(1))
+    conf = os.path.join(TMP, "rollout.json")
+    with open(conf, "w") as f:
+        json.dump({"models": [{
+            "name": "census", "base_path": m["base"],
+            "version_labels": {"stable": m["version"]}, "traffic_split": {"stable": 100},
+            "shadow": {"version": m["version"], "percent": 0},
+            "request_logging": {"sampling_rate": 0, "dir": os.path.join(TMP, "predlog")}}]}, f)
+    out = {"method": g11.__doc__.split("\n\n")[0].strip()}
+    plain = roll = None
+    try:
+        plain = Daemon(m["base"])
+        roll = Daemon(config=conf, name="predictd-rollout")
+        for c in (16, 64):
+            a, b = [], []
+            for _ in range(RUNS):
+                a.append(wrk(plain.url(), body, c, pid=plain.p.pid))
+                b.append(wrk(roll.url(), body, c, pid=roll.p.pid))
+            out["plain_c%d" % c] = summarize(a)
+            out["rollout_c%d" % c] = summarize(b)
+            out["ratio_c%d" % c] = round(median([y["rps"] / x["rps"] for x, y in zip(a, b)
+                                                 if x["rps"]]), 3)
+            cr = [x["cpu_us_per_request"] / y["cpu_us_per_request"] for x, y in zip(a, b)
+                  if x.get("cpu_us_per_request") and y.get("cpu_us_per_request")]
+            if cr:
+                out["cpu_ratio_c%d" % c] = round(median(cr), 3)
+    finally:
+        for d in (plain, roll):
+            if d:
+                d.close()
+    return out
+
+
 def callgrind_per_request(model_dir, instance, mode="--loop", counts=(200, 400)):
     """Instructions of one rt_json_handle call: callgrind of bench_forward
     MODE N for two N, difference / their difference (loading cancels out)."""
@@ -992,7 +1035,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11):
             g()
     finally:
         for p in STARTED:
