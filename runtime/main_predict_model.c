@@ -2,15 +2,20 @@
  * main_predict_model.c — build/predict-model: inspect an export and predict
  * locally, without a daemon.
  *
- *   predict-model show --dir EXPORT [--signature_def NAME]
+ *   predict-model show --dir EXPORT [--all | --signature_def NAME]
  *       like `saved_model_cli show --all` (or one signature), plus the
  *       feature columns, the graph and the training metadata.
- *   predict-model predict --model-dir EXPORT --json-instances FILE
+ *   predict-model predict --dir EXPORT --json-instances FILE
  *                         [--format table|json] [--signature_def NAME]
  *       like `gcloud ml-engine local predict`: one JSON instance per line.
- *   predict-model transform --model-dir EXPORT --json-instances FILE
+ *   predict-model transform --dir EXPORT --json-instances FILE
  *                           [--format text|json]
  *       what the serving input function produced for each instance.
+ *   predict-model evaluate --dir EXPORT --data FILE.csv [--slice COLUMN]...
+ *                          [--report REPORT.html] [--format table|json]
+ *       TensorFlow Model Analysis's report: metrics overall and per slice,
+ *       curves, calibration, confusion matrix (runtime/rt_eval.c, rt_report.c).
+ * --model-dir is another name of --dir in every command.
  *
  * EXPORT is a version directory (holding model.pb) or a base directory
  * holding versions, in which case the newest version is used.
@@ -20,6 +25,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,41 +36,77 @@
 #define EXIT_USAGE 2
 
 static const char USAGE[] =
-    "usage: predict-model show --dir EXPORT [--signature_def NAME]\n"
-    "       predict-model predict --model-dir EXPORT --json-instances FILE\n"
+    "usage: predict-model show --dir EXPORT [--all | --signature_def NAME]\n"
+    "       predict-model predict --dir EXPORT --json-instances FILE\n"
     "                             [--format table|json] [--signature_def NAME]\n"
-    "       predict-model transform --model-dir EXPORT --json-instances FILE\n"
+    "       predict-model transform --dir EXPORT --json-instances FILE\n"
     "                               [--format text|json]\n"
-    "       predict-model COMMAND --help\n";
+    "       predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
+    "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
+    "                              [--format table|json] [--batch-size N]\n"
+    "                              [--skip-header-lines N]\n"
+    "       predict-model COMMAND --help\n"
+    "--model-dir is another name of --dir in every command.\n";
 
 static const char HELP_SHOW[] =
-    "usage: predict-model show --dir EXPORT [--signature_def NAME]\n"
+    "usage: predict-model show --dir EXPORT [--all | --signature_def NAME]\n"
     "\n"
     "Prints the export's signatures (inputs and outputs with dtype, shape and\n"
     "tensor name, method name) as saved_model_cli show --all does, then the\n"
-    "receiver, feature columns, graph, head and training metadata. With\n"
-    "--signature_def only that signature is printed.\n"
-    "EXPORT is a version directory or a base directory (newest version).\n";
+    "receiver, feature columns, graph, head and training metadata (--all, as\n"
+    "saved_model_cli's flag, is the default). With --signature_def only that\n"
+    "signature is printed.\n"
+    "EXPORT is a version directory or a base directory (newest version);\n"
+    "--model-dir is another name of --dir.\n";
 
 static const char HELP_PREDICT[] =
-    "usage: predict-model predict --model-dir EXPORT --json-instances FILE\n"
+    "usage: predict-model predict --dir EXPORT --json-instances FILE\n"
     "                             [--format table|json] [--signature_def NAME]\n"
     "\n"
     "Runs the model on FILE, one JSON instance per line (as gcloud ml-engine\n"
     "local predict takes them; blank lines are skipped). --format table\n"
     "(default) prints one upper-case column per output (CLASS_IDS CLASSES\n"
     "LOGISTIC LOGITS PROBABILITIES ...), one row per instance; --format json\n"
-    "prints TensorFlow Serving's answer {\"predictions\": [...]}.\n";
+    "prints TensorFlow Serving's answer {\"predictions\": [...]}.\n"
+    "--model-dir is another name of --dir.\n";
 
 static const char HELP_TRANSFORM[] =
-    "usage: predict-model transform --model-dir EXPORT --json-instances FILE\n"
+    "usage: predict-model transform --dir EXPORT --json-instances FILE\n"
     "                               [--format text|json]\n"
     "\n"
     "Prints, per instance, what the serving input function produced: the ids\n"
     "of each categorical column (vocabulary, hash, bucketized, crossed), the\n"
     "values of each dense column (numeric, embedding, indicator) and the DNN\n"
     "input vector. --format json prints one object per line keyed by feature\n"
-    "column name: {\"ids\": [...]} or {\"values\": [...]}, plus \"dnn_input\".\n";
+    "column name: {\"ids\": [...]} or {\"values\": [...]}, plus \"dnn_input\".\n"
+    "--model-dir is another name of --dir.\n";
+
+static const char HELP_EVALUATE[] =
+    "usage: predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
+    "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
+    "                              [--format table|json] [--batch-size N]\n"
+    "                              [--skip-header-lines N]\n"
+    "\n"
+    "Evaluates the export on labelled CSV files of the spec's columns (the\n"
+    "training data's format, label included), as TensorFlow Model Analysis\n"
+    "does: the trainer's evaluation metrics (the same code: accuracy, auc,\n"
+    "auc_precision_recall, precision, recall, loss, average_loss, label/mean,\n"
+    "prediction/mean, accuracy_baseline, ...) overall and per slice: --slice\n"
+    "gender gives the metrics of each value of column gender, --slice\n"
+    "gender,race of each combination; repeat --slice for more. A binary\n"
+    "classifier also gets the ROC and precision-recall curves, a calibration\n"
+    "plot with the expected calibration error, the confusion matrix and a\n"
+    "threshold table; a multi-class one the confusion matrix.\n"
+    "  --format table  (default) metrics, slices (worst marked *) and tables\n"
+    "  --format json   everything as one JSON object, curves included\n"
+    "  --report FILE   also writes a self-contained HTML report (no scripts)\n"
+    "  --batch-size N  rows per batch, 256 by default as the trainer's\n"
+    "                  eval.batch_size (\"loss\" is the mean of batch losses)\n"
+    "  --skip-header-lines N  lines skipped at the top of each file\n"
+    "--model-dir is another name of --dir. docs/evaluation.md defines every\n"
+    "metric.\n";
+
+#define MAX_LIST 64
 
 typedef struct opts {
     const char *cmd;
@@ -72,6 +114,14 @@ typedef struct opts {
     const char *instances;
     const char *format;
     const char *signature;
+    const char *report;
+    const char *batch_size;
+    const char *skip_header;
+    const char *data[MAX_LIST];
+    size_t n_data;
+    const char *slices[MAX_LIST];
+    size_t n_slices;
+    int all;
     int help;
 } opts;
 
@@ -97,15 +147,19 @@ static int parse_args(int argc, char **argv, opts *o)
         o->cmd = NULL;
         return 0;
     }
-    if (strcmp(o->cmd, "show") != 0 && strcmp(o->cmd, "predict") != 0 &&
-        strcmp(o->cmd, "transform") != 0)
+    int show = strcmp(o->cmd, "show") == 0, predict = strcmp(o->cmd, "predict") == 0,
+        transform = strcmp(o->cmd, "transform") == 0, evaluate = strcmp(o->cmd, "evaluate") == 0;
+    if (!show && !predict && !transform && !evaluate)
         return usage_error("unknown command \"%s\"", o->cmd);
-    int is_show = strcmp(o->cmd, "show") == 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             o->help = 1;
             return 0;
+        }
+        if (show && strcmp(a, "--all") == 0) {
+            o->all = 1;
+            continue;
         }
         const char *val = NULL;
         const char *eq = strchr(a, '=');
@@ -115,36 +169,58 @@ static int parse_args(int argc, char **argv, opts *o)
         else if (i + 1 < argc)
             val = argv[i + 1];
         const char **slot = NULL;
+        const char **list = NULL;
+        size_t *count = NULL;
 #define KEY(s) (klen == strlen(s) && strncmp(a, s, klen) == 0)
-        if (is_show && KEY("--dir"))
+        if (KEY("--dir") || KEY("--model-dir"))
             slot = &o->dir;
-        else if (!is_show && KEY("--model-dir"))
-            slot = &o->dir;
-        else if (!is_show && KEY("--json-instances"))
+        else if ((predict || transform) && KEY("--json-instances"))
             slot = &o->instances;
-        else if (!is_show && KEY("--format"))
+        else if (!show && KEY("--format"))
             slot = &o->format;
-        else if (strcmp(o->cmd, "transform") != 0 && KEY("--signature_def"))
+        else if ((show || predict) && KEY("--signature_def"))
             slot = &o->signature;
+        else if (evaluate && KEY("--report"))
+            slot = &o->report;
+        else if (evaluate && KEY("--batch-size"))
+            slot = &o->batch_size;
+        else if (evaluate && KEY("--skip-header-lines"))
+            slot = &o->skip_header;
+        else if (evaluate && KEY("--data"))
+            list = o->data, count = &o->n_data;
+        else if (evaluate && KEY("--slice"))
+            list = o->slices, count = &o->n_slices;
 #undef KEY
-        if (!slot)
+        if (!slot && !list)
             return usage_error("unknown option \"%s\"", a);
         if (!val)
             return usage_error("option \"%s\" needs a value", a);
-        if (*slot)
-            return usage_error("option \"%s\" given twice", a);
-        *slot = val;
+        if (list) {
+            if (*count == MAX_LIST)
+                return usage_error("option \"%s\" given more than 64 times", a);
+            if (!*val)
+                return usage_error("option \"%s\" needs a value", a);
+            list[(*count)++] = val;
+        } else {
+            if (*slot)
+                return usage_error("option \"%s\" given twice (--model-dir is --dir)", a);
+            *slot = val;
+        }
         if (!eq)
             i++;
     }
     if (!o->dir)
-        return usage_error("%s", is_show ? "missing --dir EXPORT" : "missing --model-dir EXPORT");
-    if (!is_show && !o->instances)
+        return usage_error("%s", "missing --dir EXPORT (or --model-dir EXPORT)");
+    if ((predict || transform) && !o->instances)
         return usage_error("%s", "missing --json-instances FILE");
+    if (evaluate && !o->n_data)
+        return usage_error("%s", "missing --data FILE.csv");
+    if (show && o->all && o->signature)
+        return usage_error("%s", "--all and --signature_def: give one of them");
     if (o->format) {
         int ok = strcmp(o->format, "json") == 0 ||
-                 (strcmp(o->cmd, "predict") == 0 && strcmp(o->format, "table") == 0) ||
-                 (strcmp(o->cmd, "transform") == 0 && strcmp(o->format, "text") == 0);
+                 ((predict || evaluate) && strcmp(o->format, "table") == 0) ||
+                 (transform && strcmp(o->format, "text") == 0);
         if (!ok)
             return usage_error("unknown --format \"%s\"", o->format);
     }
@@ -770,6 +846,194 @@ out:
     return ret;
 }
 
+/* -------------------------------------------------------------- evaluate */
+
+/* Parses a count flag ("--batch-size 256"); 0 ok, else prints the error. */
+static int parse_count(const char *flag, const char *s, size_t min, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+    if (!s) {
+        *out = 0;
+        return 0;
+    }
+    if (errno || end == s || *end || *s == '-' || v < min || v > (1u << 24)) {
+        fprintf(stderr, "predict-model: %s: expected an integer in [%zu, %u], got \"%s\"\n",
+                flag, min, 1u << 24, s);
+        return EXIT_USAGE;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+static void print_num(double v, int w)
+{
+    if (isfinite(v))
+        printf(" %*.4f", w, v);
+    else
+        printf(" %*s", w, "-");
+}
+
+static int col_width(const char *name)
+{
+    int n = (int)strlen(name);
+    return n > 9 ? n : 9;
+}
+
+/* The metric columns of the slices table, by head. */
+static const char *const *table_metrics(const rt_eval *e)
+{
+    static const char *const binary[] = {"accuracy", "auc", "precision", "recall",
+                                         "average_loss", "label/mean", "prediction/mean",
+                                         NULL};
+    static const char *const multi[] = {"accuracy", "average_loss", NULL};
+    static const char *const regression[] = {"average_loss", "label/mean", "prediction/mean",
+                                             NULL};
+    return e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? binary
+           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
+                                                              : regression;
+}
+
+static void print_eval_table(const rt_eval *e, const char *dir)
+{
+    printf("model %s at global step %lld: %llu examples\n\n", dir, (long long)e->global_step,
+           (unsigned long long)e->examples);
+    for (size_t k = 0; k < e->metrics.n; k++) {
+        const rt_metric *m = &e->metrics.m[k];
+        if (strcmp(m->name, "global_step") == 0)
+            continue;
+        printf("  %-26s", m->name);
+        print_num(m->value, 9);
+        printf("\n");
+    }
+    if (e->has_plots)
+        printf("  %-26s %9.4f\n", "expected_calibration_error", e->ece);
+    const char *const *names = table_metrics(e);
+    for (size_t s = 0; s < e->n_specs; s++) {
+        const rt_eval_spec *sp = &e->specs[s];
+        int w = 5;
+        for (size_t k = 0; k < e->n_slices; k++) {
+            if (e->slices[k].spec != s)
+                continue;
+            int len = 0;
+            for (size_t q = 0; q < sp->n_columns; q++)
+                len += (int)strlen(e->slices[k].values[q]) + (q ? 1 : 0);
+            if (len > w)
+                w = len;
+        }
+        if ((int)strlen(sp->name) > w)
+            w = (int)strlen(sp->name);
+        printf("\nslices by %s (* worst %s)\n  %-*s %8s", sp->name,
+               e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? "average_loss" : "accuracy", w,
+               sp->name, "count");
+        for (size_t m = 0; names[m]; m++)
+            printf(" %*s", col_width(names[m]), names[m]);
+        printf("\n");
+        for (size_t k = 0; k < e->n_slices; k++) {
+            const rt_eval_slice *sl = &e->slices[k];
+            if (sl->spec != s)
+                continue;
+            rt_buf v;
+            rt_buf_init(&v);
+            for (size_t q = 0; q < sp->n_columns; q++)
+                rt_buf_printf(&v, "%s%s", q ? "," : "", sl->values[q]);
+            printf("%c %-*s %8zu", sl->worst ? '*' : ' ', w, v.data ? v.data : "", sl->count);
+            rt_buf_free(&v);
+            for (size_t m = 0; names[m]; m++)
+                print_num(rt_metric_get(&sl->metrics, names[m]), col_width(names[m]));
+            printf("\n");
+        }
+    }
+    if (e->confusion) {
+        printf("\nconfusion matrix (rows: label, columns: predicted)\n  %12s", "");
+        for (size_t j = 0; j < e->n_classes; j++)
+            printf(" %12.12s", e->class_names[j]);
+        printf("\n");
+        for (size_t i = 0; i < e->n_classes; i++) {
+            printf("  %12.12s", e->class_names[i]);
+            for (size_t j = 0; j < e->n_classes; j++)
+                printf(" %12llu", (unsigned long long)e->confusion[i * e->n_classes + j]);
+            printf("\n");
+        }
+    }
+    if (e->has_plots) {
+        printf("\nthresholds (positive when logistic > threshold)\n  %9s %8s %8s %8s %8s "
+               "%9s %9s %9s %9s\n",
+               "threshold", "tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy");
+        for (size_t k = 0; k < RT_EVAL_THRESHOLDS; k++) {
+            const rt_eval_threshold *t = &e->thresholds[k];
+            printf("  %9.1f %8llu %8llu %8llu %8llu", t->threshold, (unsigned long long)t->tp,
+                   (unsigned long long)t->fp, (unsigned long long)t->tn,
+                   (unsigned long long)t->fn);
+            print_num(t->precision, 9);
+            print_num(t->recall, 9);
+            print_num(t->f1, 9);
+            print_num(t->accuracy, 9);
+            printf("\n");
+        }
+    }
+}
+
+static int cmd_evaluate(const opts *o)
+{
+    rt_eval_opts eo = {0};
+    eo.files = o->data;
+    eo.n_files = o->n_data;
+    eo.slices = o->slices;
+    eo.n_slices = o->n_slices;
+    if (parse_count("--batch-size", o->batch_size, 1, &eo.batch_size) ||
+        parse_count("--skip-header-lines", o->skip_header, 0, &eo.skip_header_lines))
+        return EXIT_USAGE;
+    rt_model *m = open_model(o->dir);
+    if (!m)
+        return 1;
+    rt_err err = {{0}};
+    rt_eval *e = NULL;
+    rt_buf b;
+    rt_buf_init(&b);
+    int ret = 1;
+    rt_status st = rt_eval_run(m, &eo, &e, &err);
+    if (st) {
+        fprintf(stderr, "predict-model: %s\n", err.msg);
+        goto out;
+    }
+    if (o->report) {
+        rt_buf data;
+        rt_buf_init(&data);
+        for (size_t i = 0; i < o->n_data; i++)
+            rt_buf_printf(&data, "%s%s", i ? ", " : "", o->data[i]);
+        int rc = rt_eval_html(e, o->dir, data.data ? data.data : "", &b);
+        rt_buf_free(&data);
+        if (rc) {
+            fprintf(stderr, "predict-model: out of memory\n");
+            goto out;
+        }
+        if ((st = rt_write_file(o->report, b.data, b.len, &err))) {
+            fprintf(stderr, "predict-model: --report: %s\n", err.msg);
+            goto out;
+        }
+        rt_buf_reset(&b);
+    }
+    if (o->format && strcmp(o->format, "json") == 0) {
+        if (rt_eval_json(e, &b) || rt_buf_puts(&b, "\n")) {
+            fprintf(stderr, "predict-model: out of memory\n");
+            goto out;
+        }
+        fwrite(b.data, 1, b.len, stdout);
+    } else {
+        print_eval_table(e, o->dir);
+    }
+    if (o->report)
+        fprintf(stderr, "predict-model: report written to %s\n", o->report);
+    ret = fflush(stdout) == 0 ? 0 : 1;
+out:
+    rt_buf_free(&b);
+    rt_eval_free(e);
+    rt_model_close(m);
+    return ret;
+}
+
 int main(int argc, char **argv)
 {
     opts o;
@@ -783,6 +1047,8 @@ int main(int argc, char **argv)
             fputs(HELP_SHOW, stdout);
         else if (strcmp(o.cmd, "predict") == 0)
             fputs(HELP_PREDICT, stdout);
+        else if (strcmp(o.cmd, "evaluate") == 0)
+            fputs(HELP_EVALUATE, stdout);
         else
             fputs(HELP_TRANSFORM, stdout);
         return 0;
@@ -791,5 +1057,7 @@ int main(int argc, char **argv)
         return cmd_show(&o);
     if (strcmp(o.cmd, "predict") == 0)
         return cmd_predict(&o);
+    if (strcmp(o.cmd, "evaluate") == 0)
+        return cmd_evaluate(&o);
     return cmd_transform(&o);
 }

@@ -123,6 +123,12 @@ int rt_buf_json_double(rt_buf *b, double v);
 rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **data,
                        size_t *len, rt_err *err);
 
+/* Writes len bytes of data to path atomically: a temp file beside it
+ * (PATH.tmp-PID), fsync, rename(2) over path, so a reader or a crash sees
+ * the old file or the new one, never half of it. An existing file's mode is
+ * kept (else 0644). Errors name the path. Thread-safe. */
+rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err);
+
 /* Seconds as a double: wall 0, CLOCK_MONOTONIC (for intervals); wall 1,
  * CLOCK_REALTIME (since the epoch). Thread-safe. */
 double rt_seconds(int wall);
@@ -375,6 +381,15 @@ rt_status rt_raw_number_error(rt_err *err, size_t field, const char *name, const
 rt_status rt_raw_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
                            size_t field, const char *s, size_t len, rt_err *err);
 
+/* The label of CSV cell s[0..len) for def's head: a class id (its index in
+ * the head's label vocabulary, after trimming when def->trim_strings; or an
+ * integer class id in [0, n_classes) without a vocabulary) or a regression
+ * value, in *out. RT_ERR_INVALID names the label column ("label
+ * income_bracket: \"x\" is not in the label vocabulary"). Training and
+ * predict-model evaluate read labels with it. Thread-safe. */
+rt_status rt_raw_label(const Predictd__ModelDef *def, const char *s, size_t len, float *out,
+                       rt_err *err);
+
 /* The part of s[0..*len) without leading/trailing white space (space, \t,
  * \n, \r, \v, \f); updates *len. trim_strings, vocabularies and labels. */
 const char *rt_trim_span(const char *s, size_t *len);
@@ -624,6 +639,10 @@ rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *label
  * Names sorted as TensorFlow prints them.
  */
 rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric_list *out);
+/* The examples added so far: per example its score (binary: the logistic;
+ * multi-class: the predicted class id; regression: the prediction) and its
+ * label; pointers valid until the next rt_metrics_add. Returns the count. */
+size_t rt_metrics_data(const rt_metrics *mt, const float **scores, const float **labels);
 /* Value of metric `name` or NAN. */
 double rt_metric_get(const rt_metric_list *l, const char *name);
 /* "accuracy = 0.85, auc = 0.9, ..." appended to b; and the JSON object. */
@@ -634,6 +653,100 @@ int rt_metrics_json(const rt_metric_list *l, rt_buf *b);
 double rt_auc_roc(const float *scores, const float *labels, size_t n);
 /* Exact area under the precision-recall curve (average precision). */
 double rt_auc_pr(const float *scores, const float *labels, size_t n);
+
+/* --------------------------------------- evaluating an export (rt_eval.c) */
+
+/* What to evaluate: labelled CSV files of the spec's columns (the export's
+ * raw columns, in order) and the slices. */
+typedef struct rt_eval_opts {
+    const char *const *files;
+    size_t n_files;
+    /* slice specs: a column name ("gender") or crossed columns
+     * ("gender,race": one slice per combination of values) */
+    const char *const *slices;
+    size_t n_slices;
+    size_t batch_size;        /* rows per batch ("loss" is a mean of batch
+                                 losses); 0 = 256, the trainer's default */
+    size_t skip_header_lines; /* per file, as eval.skip_header_lines */
+} rt_eval_opts;
+
+#define RT_EVAL_MAX_SLICES 10000
+#define RT_EVAL_BINS 10       /* calibration bins */
+#define RT_EVAL_THRESHOLDS 9  /* threshold table: 0.1, 0.2, ..., 0.9 */
+
+typedef struct rt_eval_spec {
+    char *name;           /* as given: "gender,race" */
+    const char **columns; /* [n_columns], into the model's ModelDef */
+    size_t n_columns;
+} rt_eval_spec;
+
+typedef struct rt_eval_slice {
+    size_t spec;          /* index into specs */
+    char **values;        /* [specs[spec].n_columns] trimmed cell texts */
+    char *key;            /* private */
+    size_t count;
+    rt_metric_list metrics;
+    int worst;            /* the worst slice of its spec: lowest accuracy
+                             (classifiers), highest average_loss (regression) */
+} rt_eval_slice;
+
+typedef struct rt_eval_point {
+    double x, y, threshold;
+} rt_eval_point;
+
+typedef struct rt_eval_curve {
+    rt_eval_point *p;
+    size_t n, cap;
+} rt_eval_curve;
+
+typedef struct rt_eval_bin {
+    double lower, upper;  /* predicted probability in [lower, upper) */
+    uint64_t count;
+    double mean_prediction, mean_label; /* NAN when count is 0 */
+} rt_eval_bin;
+
+typedef struct rt_eval_threshold {
+    double threshold;     /* predicted positive when logistic > threshold */
+    uint64_t tp, fp, tn, fn;
+    double precision, recall, f1, accuracy; /* NAN when undefined */
+} rt_eval_threshold;
+
+/* The result. Plots (roc, pr, calibration, ece, thresholds) only for a
+ * binary classifier (has_plots); confusion for classifiers. */
+typedef struct rt_eval {
+    Predictd__HeadType head;
+    size_t n_classes;             /* 0 for regression */
+    char **class_names;           /* [n_classes] */
+    int64_t global_step;          /* the export's training step */
+    size_t batch_size;
+    uint64_t examples;
+    rt_metric_list metrics;       /* as the trainer's evaluation names them */
+    rt_eval_spec *specs;
+    size_t n_specs;
+    rt_eval_slice *slices;        /* by spec, then larger count first */
+    size_t n_slices;
+    uint64_t *confusion;          /* [label * n_classes + predicted] */
+    int has_plots;
+    rt_eval_curve roc;            /* x = false positive rate, y = true positive rate */
+    rt_eval_curve pr;             /* x = recall, y = precision */
+    rt_eval_bin calibration[RT_EVAL_BINS];
+    double ece;                   /* expected calibration error */
+    rt_eval_threshold thresholds[RT_EVAL_THRESHOLDS];
+} rt_eval;
+
+/*
+ * Evaluates model m on o's files. Errors name FILE:LINE and what is wrong
+ * (field count, label, a cell), or the slice spec. *out is the caller's
+ * (rt_eval_free); its column names point into m's ModelDef: keep m open
+ * while using it. One thread.
+ */
+rt_status rt_eval_run(const rt_model *m, const rt_eval_opts *o, rt_eval **out, rt_err *err);
+void rt_eval_free(rt_eval *e);
+/* Appends the result as one JSON object (docs/evaluation.md). */
+int rt_eval_json(const rt_eval *e, rt_buf *b);
+/* Appends a self-contained HTML report (inline CSS and SVG, no script,
+ * nothing fetched) titled by model and data (rt_report.c). */
+int rt_eval_html(const rt_eval *e, const char *model, const char *data, rt_buf *b);
 
 #ifdef __cplusplus
 }

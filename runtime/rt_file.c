@@ -1,5 +1,6 @@
 /*
- * rt_file.c — reading a whole file, one way for every module: exports
+ * rt_file.c — reading a whole file, one way for every module (and writing
+ * one atomically: rt_write_file): exports
  * (model.pb), vocabulary files, specs, checkpoints, warm-up requests and the
  * operator's config. The file is opened without blocking (a FIFO put where
  * a file should be cannot stall the daemon) unless the caller allows pipes,
@@ -10,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -155,5 +157,43 @@ rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **
 out:
     free(buf);
     close(fd);
+    return st;
+}
+
+rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err)
+{
+    rt_buf tmp;
+    rt_buf_init(&tmp);
+    if (rt_buf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid()))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    struct stat sb;
+    mode_t mode = stat(path, &sb) == 0 ? (sb.st_mode & 07777) : 0644;
+    rt_status st = RT_OK;
+    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) {
+        st = rt_err_set(err, RT_ERR_IO, "%s: cannot create: %s", tmp.data, strerror(errno));
+        goto out;
+    }
+    for (size_t off = 0; off < len;) {
+        ssize_t n = write(fd, (const char *)data + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            st = rt_err_set(err, RT_ERR_IO, "%s: write: %s", tmp.data,
+                            n < 0 ? strerror(errno) : "no progress");
+            break;
+        }
+        off += (size_t)n;
+    }
+    if (!st && (fchmod(fd, mode) != 0 || fsync(fd) != 0))
+        st = rt_err_set(err, RT_ERR_IO, "%s: %s", tmp.data, strerror(errno));
+    if (close(fd) != 0 && !st)
+        st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", tmp.data, strerror(errno));
+    if (!st && rename(tmp.data, path) != 0)
+        st = rt_err_set(err, RT_ERR_IO, "%s: rename: %s", path, strerror(errno));
+    if (st)
+        unlink(tmp.data);
+out:
+    rt_buf_free(&tmp);
     return st;
 }

@@ -275,6 +275,13 @@ rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric
     return RT_OK;
 }
 
+size_t rt_metrics_data(const rt_metrics *mt, const float **scores, const float **labels)
+{
+    *scores = mt->scores;
+    *labels = mt->labels;
+    return mt->n;
+}
+
 double rt_metric_get(const rt_metric_list *l, const char *name)
 {
     for (size_t i = 0; i < l->n; i++)

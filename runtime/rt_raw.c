@@ -152,6 +152,39 @@ rt_status rt_raw_push_cell(rt_batch *b, size_t idx, long input, const Predictd__
     return rt_batch_push_str(b, idx, (size_t)input, s, len);
 }
 
+rt_status rt_raw_label(const Predictd__ModelDef *def, const char *s, size_t len, float *out,
+                       rt_err *err)
+{
+    const Predictd__Head *h = def->head;
+    const char *name = "?";
+    for (size_t j = 0; j < def->n_raw_columns; j++)
+        if (def->raw_columns[j]->is_label)
+            name = def->raw_columns[j]->name;
+    int regression = h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    if (regression || h->n_label_vocabulary == 0) {
+        double v = 0;
+        if (rt_raw_number(s, len, &v) != RT_OK || !isfinite(v))
+            return rt_err_set(err, RT_ERR_INVALID, "label %s: expected a number, got \"%.*s\"",
+                              name, (int)(len > 40 ? 40 : len), s);
+        if (!regression && (v != floor(v) || v < 0 || v >= (double)h->n_classes))
+            return rt_err_set(err, RT_ERR_INVALID, "label %s: class id %g not in [0, %u)", name,
+                              v, h->n_classes);
+        *out = (float)v;
+        return RT_OK;
+    }
+    if (def->trim_strings)
+        s = rt_trim_span(s, &len);
+    for (size_t k = 0; k < h->n_label_vocabulary; k++) {
+        const char *w = h->label_vocabulary[k];
+        if (strlen(w) == len && memcmp(w, s, len) == 0) {
+            *out = (float)k;
+            return RT_OK;
+        }
+    }
+    return rt_err_set(err, RT_ERR_INVALID, "label %s: \"%.*s\" is not in the label vocabulary",
+                      name, (int)(len > 40 ? 40 : len), s);
+}
+
 const char *rt_trim_span(const char *s, size_t *len)
 {
     size_t n = *len;

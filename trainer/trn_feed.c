@@ -3,7 +3,8 @@
  * inputs the feature columns read) and the labels.
  *
  * Column j of the CSV is the ModelDef's raw_columns[j]. Unused columns are
- * dropped; the label becomes a class id (its index in the label vocabulary,
+ * dropped; the label becomes (rt_raw_label, shared with predict-model
+ * evaluate) a class id (its index in the label vocabulary,
  * after trimming when the spec trims strings, or an integer class id without
  * a vocabulary) or a regression value; the other columns are pushed to the
  * graph input of the same name by rt_raw_push_cell, the serving CSV
@@ -27,8 +28,6 @@ struct trn_feeder {
     const char **names; /* [n_cols] into def */
     long label_col;
     int regression;
-    size_t n_classes;
-    int trim;
 };
 
 void trn_feeder_free(trn_feeder *f)
@@ -55,9 +54,7 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
     f->def = def;
     f->n_cols = def->n_raw_columns;
     f->label_col = -1;
-    f->trim = def->trim_strings;
     f->regression = def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-    f->n_classes = def->head->n_classes;
     if (f->regression && def->head->label_dimension > 1) {
         st = rt_err_set(err, RT_ERR_UNSUPPORTED,
                         "label: regression with label_dimension %u is not supported by the "
@@ -113,41 +110,6 @@ size_t trn_feeder_label_dim(const trn_feeder *f)
     return 1;
 }
 
-/* The row's label; errors name the column (the caller prefixes the row). */
-static rt_status label_of(const trn_feeder *f, const trn_field *c, float *out, rt_err *err)
-{
-    const Predictd__Head *h = f->def->head;
-    const char *name = f->def->raw_columns[f->label_col]->name;
-    if (f->regression || h->n_label_vocabulary == 0) {
-        double v = 0;
-        if (rt_raw_number(c->s, c->len, &v) != RT_OK || !isfinite(v))
-            return rt_err_set(err, RT_ERR_INVALID, "label %s: expected a number, "
-                              "got \"%.*s\"", name, (int)(c->len > 40 ? 40 : c->len), c->s);
-        if (!f->regression) {
-            if (v != floor(v) || v < 0 || v >= (double)f->n_classes)
-                return rt_err_set(err, RT_ERR_INVALID,
-                                  "label %s: class id %g not in [0, %zu)", name,
-                                  v, f->n_classes);
-        }
-        *out = (float)v;
-        return RT_OK;
-    }
-    const char *s = c->s;
-    size_t len = c->len;
-    if (f->trim)
-        s = rt_trim_span(s, &len);
-    for (size_t k = 0; k < h->n_label_vocabulary; k++) {
-        const char *w = h->label_vocabulary[k];
-        if (strlen(w) == len && memcmp(w, s, len) == 0) {
-            *out = (float)k;
-            return RT_OK;
-        }
-    }
-    return rt_err_set(err, RT_ERR_INVALID,
-                      "label %s: \"%.*s\" is not in the label vocabulary", name,
-                      (int)(len > 40 ? 40 : len), s);
-}
-
 /* "FILE:LINE" of row r, or "row R" without provenance. */
 static void where(const trn_rows *rows, size_t r, char *buf, size_t cap)
 {
@@ -173,7 +135,8 @@ rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b
         /* the label first: a row without a usable one is malformed */
         float label = 0.0f;
         rt_err lerr;
-        rt_status st = label_of(f, &row[f->label_col], &label, &lerr);
+        rt_status st = rt_raw_label(f->def, row[f->label_col].s, row[f->label_col].len, &label,
+                                    &lerr);
         if (st) { /* "FILE:LINE" formatted only for an error */
             where(rows, r, at, sizeof at);
             rt_err_prefix(&lerr, "%s", at);

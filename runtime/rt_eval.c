@@ -1,0 +1,805 @@
+/*
+ * rt_eval.c — evaluating an export on labelled CSV files, as TensorFlow
+ * Model Analysis does: the trainer's metrics (rt_metrics.c, the same code as
+ * predict-train's evaluation) overall and per slice, plus, for a binary
+ * classifier, the ROC and precision-recall curves, a calibration plot with
+ * the expected calibration error, the confusion matrix and a threshold
+ * table; for a multi-class classifier the confusion matrix.
+ *
+ * Rows are read as the trainer reads them (rt_csv_split, rt_raw_label,
+ * rt_raw_push_cell: the spec's columns in file order, blank lines skipped,
+ * empty cells taking the spec's defaults) in batches of batch_size, so
+ * "loss" (the mean of the batch losses) equals the trainer's for the same
+ * batch size. Each row also gets, per slice spec, the id of its slice (the
+ * trimmed cells of the spec's columns), found in a hash table.
+ */
+#include "rt_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BATCH 256
+#define KEY_SEP '\x1f'
+
+typedef struct slice_acc {
+    rt_metrics *mt;
+    size_t *pending; /* rows of the current batch */
+    size_t n_pending, cap_pending;
+    int touched;
+} slice_acc;
+
+typedef struct evaluator {
+    const rt_graph *g;
+    const Predictd__ModelDef *def;
+    const rt_eval_opts *o;
+    rt_eval *e;
+    size_t ld, n_cols, bs;
+    long *input;        /* [n_cols] graph input or -1 (label, unused) */
+    long label_col;
+    size_t **spec_cols; /* [n_specs][e->specs[s].n_columns] raw column indexes */
+    rt_batch *b;
+    rt_features f;
+    rt_workspace *ws;
+    float *labels, *logits, *glabels, *glogits;
+    size_t *sid;         /* [n_specs][bs] slice ids of the batch's rows */
+    slice_acc *acc;      /* [e->n_slices] */
+    size_t acc_cap;
+    size_t *touched;     /* slices with pending rows */
+    size_t n_touched;
+    /* slice key -> index + 1 (0 = empty), open addressing */
+    size_t *table;
+    size_t table_cap;
+    rt_buf key;
+    rt_metrics *all;
+    const char *file;
+    uint64_t first_line, last_line;
+} evaluator;
+
+/* ----------------------------------------------------------------- slices */
+
+static uint64_t key_hash(const char *s, size_t n)
+{
+    return rt_fingerprint64(s, n);
+}
+
+static rt_status table_grow(evaluator *v)
+{
+    size_t cap = v->table_cap ? v->table_cap * 2 : 64;
+    size_t *t = calloc(cap, sizeof *t);
+    if (!t)
+        return RT_ERR_NOMEM;
+    for (size_t i = 0; i < v->table_cap; i++) {
+        size_t k = v->table[i];
+        if (!k)
+            continue;
+        const char *key = v->e->slices[k - 1].key;
+        size_t h = (size_t)key_hash(key, strlen(key)) & (cap - 1);
+        while (t[h])
+            h = (h + 1) & (cap - 1);
+        t[h] = k;
+    }
+    free(v->table);
+    v->table = t;
+    v->table_cap = cap;
+    return RT_OK;
+}
+
+/* Splits key (values joined by KEY_SEP, after the spec's index) into the
+ * slice's value copies. */
+static rt_status slice_values(rt_eval_slice *sl, const char *key, size_t n_values)
+{
+    sl->values = calloc(n_values ? n_values : 1, sizeof *sl->values);
+    if (!sl->values)
+        return RT_ERR_NOMEM;
+    const char *p = strchr(key, KEY_SEP) + 1;
+    for (size_t k = 0; k < n_values; k++) {
+        const char *end = strchr(p, KEY_SEP);
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        sl->values[k] = strndup(p, len);
+        if (!sl->values[k])
+            return RT_ERR_NOMEM;
+        p = end ? end + 1 : p + len;
+    }
+    return RT_OK;
+}
+
+/* The slice of spec s whose key is in v->key, created when new. */
+static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
+{
+    rt_eval *e = v->e;
+    if (2 * (e->n_slices + 1) > v->table_cap && table_grow(v))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    size_t mask = v->table_cap - 1;
+    size_t h = (size_t)key_hash(v->key.data, v->key.len) & mask;
+    while (v->table[h]) {
+        rt_eval_slice *sl = &e->slices[v->table[h] - 1];
+        if (strcmp(sl->key, v->key.data) == 0) {
+            *out = v->table[h] - 1;
+            return RT_OK;
+        }
+        h = (h + 1) & mask;
+    }
+    if (e->n_slices >= RT_EVAL_MAX_SLICES)
+        return rt_err_set(err, RT_ERR_LIMIT, "--slice %s: more than %d slices in all",
+                          e->specs[s].name, RT_EVAL_MAX_SLICES);
+    if (e->n_slices == v->acc_cap) {
+        size_t cap = v->acc_cap ? v->acc_cap * 2 : 16;
+        rt_eval_slice *ns = realloc(e->slices, cap * sizeof *ns);
+        if (ns)
+            e->slices = ns;
+        slice_acc *na = realloc(v->acc, cap * sizeof *na);
+        if (na)
+            v->acc = na;
+        if (!ns || !na)
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        v->acc_cap = cap;
+    }
+    size_t k = e->n_slices;
+    rt_eval_slice *sl = &e->slices[k];
+    memset(sl, 0, sizeof *sl);
+    memset(&v->acc[k], 0, sizeof v->acc[k]);
+    e->n_slices++;
+    sl->spec = s;
+    sl->key = strdup(v->key.data);
+    v->acc[k].mt = rt_metrics_new(e->head, e->n_classes);
+    if (!sl->key || !v->acc[k].mt || slice_values(sl, sl->key, e->specs[s].n_columns))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    v->table[h] = k + 1;
+    *out = k;
+    return RT_OK;
+}
+
+/* Parses the slice specs ("gender", crossed "gender,race") into e->specs. */
+static rt_status parse_specs(evaluator *v, rt_err *err)
+{
+    rt_eval *e = v->e;
+    const rt_eval_opts *o = v->o;
+    e->specs = calloc(o->n_slices ? o->n_slices : 1, sizeof *e->specs);
+    v->spec_cols = calloc(o->n_slices ? o->n_slices : 1, sizeof *v->spec_cols);
+    if (!e->specs || !v->spec_cols)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    for (size_t s = 0; s < o->n_slices; s++) {
+        const char *spec = o->slices[s];
+        rt_eval_spec *sp = &e->specs[e->n_specs];
+        sp->name = strdup(spec);
+        size_t n = 1;
+        for (const char *p = spec; *p; p++)
+            n += *p == ',';
+        sp->columns = calloc(n, sizeof *sp->columns);
+        v->spec_cols[e->n_specs] = calloc(n, sizeof **v->spec_cols);
+        e->n_specs++;
+        if (!sp->name || !sp->columns || !v->spec_cols[e->n_specs - 1])
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        const char *p = spec;
+        for (size_t k = 0; k < n; k++) {
+            const char *end = strchr(p, ',');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            size_t tl = len;
+            const char *t = rt_trim_span(p, &tl);
+            long col = -1;
+            for (size_t j = 0; j < v->n_cols; j++) {
+                const char *name = v->def->raw_columns[j]->name;
+                if (strlen(name) == tl && memcmp(name, t, tl) == 0)
+                    col = (long)j;
+            }
+            if (col < 0) {
+                rt_buf names;
+                rt_buf_init(&names);
+                for (size_t j = 0; j < v->n_cols; j++)
+                    rt_buf_printf(&names, "%s%s", j ? ", " : "", v->def->raw_columns[j]->name);
+                rt_status st = rt_err_set(err, RT_ERR_INVALID,
+                                          "--slice %s: no column \"%.*s\" in the spec (columns: "
+                                          "%s)", spec, (int)tl, t, names.data ? names.data : "");
+                rt_buf_free(&names);
+                return st;
+            }
+            for (size_t q = 0; q < sp->n_columns; q++)
+                if (sp->columns[q] == v->def->raw_columns[col]->name)
+                    return rt_err_set(err, RT_ERR_INVALID, "--slice %s: column \"%.*s\" twice",
+                                      spec, (int)tl, t);
+            sp->columns[sp->n_columns] = v->def->raw_columns[col]->name;
+            v->spec_cols[e->n_specs - 1][sp->n_columns++] = (size_t)col;
+            p = end ? end + 1 : p + len;
+        }
+    }
+    return RT_OK;
+}
+
+/* ------------------------------------------------------------- batches */
+
+static rt_status add_pending(slice_acc *a, size_t row)
+{
+    if (a->n_pending == a->cap_pending) {
+        size_t cap = a->cap_pending ? a->cap_pending * 2 : 16;
+        size_t *p = realloc(a->pending, cap * sizeof *p);
+        if (!p)
+            return RT_ERR_NOMEM;
+        a->pending = p;
+        a->cap_pending = cap;
+    }
+    a->pending[a->n_pending++] = row;
+    return RT_OK;
+}
+
+/* Confusion matrix cell of one example: rows the label, columns the
+ * predicted class (binary: logit > 0, as the accuracy counts it). */
+static void confuse(evaluator *v, const float *z, float y)
+{
+    rt_eval *e = v->e;
+    size_t pred;
+    if (e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
+        pred = z[0] > 0.0f;
+        y = y > 0.5f ? 1.0f : 0.0f;
+    } else {
+        pred = 0;
+        for (size_t j = 1; j < v->ld; j++)
+            if (z[j] > z[pred])
+                pred = j;
+    }
+    size_t lab = (size_t)y;
+    if (lab < e->n_classes && pred < e->n_classes)
+        e->confusion[lab * e->n_classes + pred]++;
+}
+
+/* Runs the model on the batch and adds it to every accumulator. */
+static rt_status flush(evaluator *v, rt_err *err)
+{
+    size_t n = rt_batch_size(v->b);
+    if (n == 0)
+        return RT_OK;
+    rt_eval *e = v->e;
+    rt_status st = rt_transform(v->g, v->b, &v->f, err);
+    if (!st)
+        st = rt_forward(v->g, &v->f, v->ws, v->logits, err);
+    if (st) {
+        rt_err_prefix(err, "%s:%llu-%llu", v->file, (unsigned long long)v->first_line,
+                      (unsigned long long)v->last_line);
+        return st;
+    }
+    double loss = rt_head_loss(e->head, v->ld, v->logits, v->labels, n, n, NULL);
+    if ((st = rt_metrics_add(v->all, v->logits, v->labels, n, loss)))
+        return rt_err_set(err, st, "out of memory");
+    if (e->confusion)
+        for (size_t i = 0; i < n; i++)
+            confuse(v, v->logits + i * v->ld, v->labels[i]);
+    v->n_touched = 0;
+    for (size_t s = 0; s < e->n_specs; s++) {
+        for (size_t i = 0; i < n; i++) {
+            size_t k = v->sid[s * v->bs + i];
+            if (!v->acc[k].touched) {
+                v->acc[k].touched = 1;
+                v->touched[v->n_touched++] = k;
+            }
+            if (add_pending(&v->acc[k], i))
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        }
+    }
+    for (size_t t = 0; t < v->n_touched; t++) {
+        slice_acc *a = &v->acc[v->touched[t]];
+        for (size_t q = 0; q < a->n_pending; q++) {
+            size_t i = a->pending[q];
+            memcpy(v->glogits + q * v->ld, v->logits + i * v->ld, v->ld * sizeof(float));
+            v->glabels[q] = v->labels[i];
+        }
+        double l = rt_head_loss(e->head, v->ld, v->glogits, v->glabels, a->n_pending,
+                                a->n_pending, NULL);
+        if ((st = rt_metrics_add(a->mt, v->glogits, v->glabels, a->n_pending, l)))
+            return rt_err_set(err, st, "out of memory");
+        a->n_pending = 0;
+        a->touched = 0;
+    }
+    rt_batch_clear(v->b);
+    rt_batch_set_missing(v->b, RT_MISSING_CSV_DEFAULT);
+    return RT_OK;
+}
+
+/* One CSV row (line end removed) into the batch. */
+static rt_status add_row(evaluator *v, const char *line, size_t len, char *buf,
+                         rt_csv_span *spans, rt_err *err)
+{
+    long nf = rt_csv_split(line, len, buf, spans, v->n_cols, err);
+    if (nf < 0)
+        return RT_ERR_INVALID;
+    if ((size_t)nf != v->n_cols)
+        return rt_err_set(err, RT_ERR_INVALID, "%ld fields, the spec has %zu columns", nf,
+                          v->n_cols);
+    rt_eval *e = v->e;
+    size_t idx;
+    float label;
+    rt_status st = rt_raw_label(v->def, buf + spans[v->label_col].off,
+                                spans[v->label_col].len, &label, err);
+    if (st)
+        return st;
+    if ((st = rt_batch_add(v->b, &idx)))
+        return rt_err_set(err, st, "out of memory");
+    v->labels[idx] = label;
+    for (size_t j = 0; j < v->n_cols; j++) {
+        if (v->input[j] < 0)
+            continue;
+        st = rt_raw_push_cell(v->b, idx, v->input[j], v->def->raw_columns[j], j,
+                              buf + spans[j].off, spans[j].len, err);
+        if (st)
+            return st;
+    }
+    for (size_t s = 0; s < e->n_specs; s++) {
+        rt_buf_reset(&v->key);
+        if (rt_buf_printf(&v->key, "%zu", s))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        for (size_t k = 0; k < e->specs[s].n_columns; k++) {
+            rt_csv_span sp = spans[v->spec_cols[s][k]];
+            size_t cl = sp.len;
+            const char *c = rt_trim_span(buf + sp.off, &cl);
+            char sep = KEY_SEP;
+            if (rt_buf_append(&v->key, &sep, 1) || rt_buf_append(&v->key, c, cl))
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        }
+        if ((st = slice_find(v, s, &v->sid[s * v->bs + idx], err)))
+            return st;
+    }
+    e->examples++;
+    return RT_OK;
+}
+
+static rt_status read_file(evaluator *v, const char *path, rt_err *err)
+{
+    FILE *fp = fopen(path, "re");
+    if (!fp)
+        return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
+                          "%s: cannot open: %s", path, strerror(errno));
+    char *line = NULL, *buf = NULL;
+    size_t cap = 0, buf_cap = 0;
+    rt_csv_span *spans = calloc(v->n_cols ? v->n_cols : 1, sizeof *spans);
+    ssize_t got;
+    uint64_t lineno = 0;
+    rt_status st = spans ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    v->file = path;
+    while (!st && (got = getline(&line, &cap, fp)) >= 0) {
+        lineno++;
+        if (lineno <= v->o->skip_header_lines)
+            continue;
+        size_t len = (size_t)got;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        size_t tl = len;
+        rt_trim_span(line, &tl);
+        if (tl == 0)
+            continue; /* blank line, as the trainer's reader skips it */
+        if (len + 1 > buf_cap) {
+            char *nb = realloc(buf, len + 1);
+            if (!nb) {
+                st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            buf = nb;
+            buf_cap = len + 1;
+        }
+        if (rt_batch_size(v->b) == 0)
+            v->first_line = lineno;
+        v->last_line = lineno;
+        if ((st = add_row(v, line, len, buf, spans, err))) {
+            rt_err_prefix(err, "%s:%llu", path, (unsigned long long)lineno);
+            break;
+        }
+        if (rt_batch_size(v->b) == v->bs)
+            st = flush(v, err);
+    }
+    if (!st && ferror(fp))
+        st = rt_err_set(err, RT_ERR_IO, "%s: read error: %s", path, strerror(errno));
+    /* batches run across files, as the trainer's reader fills them */
+    free(spans);
+    free(buf);
+    free(line);
+    fclose(fp);
+    return st;
+}
+
+/* --------------------------------------------------------- plots (binary) */
+
+typedef struct scored {
+    float s, y;
+} scored;
+
+static int by_score_desc(const void *a, const void *b)
+{
+    float x = ((const scored *)a)->s, y = ((const scored *)b)->s;
+    return (x < y) - (x > y);
+}
+
+/* Appends (x, y, threshold) unless it is within 0.002 of the last point in
+ * both coordinates (the curves stay readable and small); last forces it. */
+static rt_status curve_push(rt_eval_curve *c, double x, double y, double t, int last)
+{
+    if (c->n && !last) {
+        const rt_eval_point *p = &c->p[c->n - 1];
+        if (fabs(p->x - x) < 0.002 && fabs(p->y - y) < 0.002)
+            return RT_OK;
+    }
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 256;
+        rt_eval_point *np = realloc(c->p, cap * sizeof *np);
+        if (!np)
+            return RT_ERR_NOMEM;
+        c->p = np;
+        c->cap = cap;
+    }
+    c->p[c->n++] = (rt_eval_point){x, y, t};
+    return RT_OK;
+}
+
+static rt_status binary_plots(rt_eval *e, const float *scores, const float *labels, size_t n)
+{
+    scored *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return RT_ERR_NOMEM;
+    double P = 0, N = 0;
+    for (size_t i = 0; i < n; i++) {
+        v[i].s = scores[i];
+        v[i].y = labels[i] > 0.5f ? 1.0f : 0.0f;
+        P += v[i].y;
+    }
+    N = (double)n - P;
+    qsort(v, n, sizeof *v, by_score_desc);
+    rt_status st = RT_OK;
+    /* ROC from (0, 0) and PR from recall 0; a point per distinct score
+     * (predicted positive when score >= threshold) */
+    if (P > 0 && N > 0)
+        st = curve_push(&e->roc, 0, 0, 1.0, 1);
+    double tp = 0, fp = 0;
+    for (size_t i = 0; !st && i < n;) {
+        size_t j = i;
+        while (j < n && v[j].s == v[i].s) {
+            tp += v[j].y;
+            fp += 1.0 - v[j].y;
+            j++;
+        }
+        int last = j == n;
+        if (P > 0 && N > 0)
+            st = curve_push(&e->roc, fp / N, tp / P, v[i].s, last);
+        if (!st && P > 0)
+            st = curve_push(&e->pr, tp / P, tp / (tp + fp), v[i].s, last || e->pr.n == 0);
+        i = j;
+    }
+    /* calibration: equal-width bins of the predicted probability */
+    for (size_t k = 0; k < RT_EVAL_BINS; k++) {
+        e->calibration[k].lower = (double)k / RT_EVAL_BINS;
+        e->calibration[k].upper = (double)(k + 1) / RT_EVAL_BINS;
+    }
+    double sp[RT_EVAL_BINS] = {0}, sy[RT_EVAL_BINS] = {0};
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (size_t)(v[i].s * RT_EVAL_BINS);
+        if (k >= RT_EVAL_BINS)
+            k = RT_EVAL_BINS - 1;
+        e->calibration[k].count++;
+        sp[k] += v[i].s;
+        sy[k] += v[i].y;
+    }
+    e->ece = 0;
+    for (size_t k = 0; k < RT_EVAL_BINS; k++) {
+        rt_eval_bin *b = &e->calibration[k];
+        b->mean_prediction = b->count ? sp[k] / (double)b->count : NAN;
+        b->mean_label = b->count ? sy[k] / (double)b->count : NAN;
+        if (b->count)
+            e->ece += (double)b->count / (double)n * fabs(b->mean_prediction - b->mean_label);
+    }
+    /* threshold table: predicted positive when score > threshold (at 0.5
+     * as the accuracy, precision and recall metrics count it) */
+    for (size_t k = 0; k < RT_EVAL_THRESHOLDS; k++) {
+        rt_eval_threshold *t = &e->thresholds[k];
+        memset(t, 0, sizeof *t);
+        t->threshold = (double)(k + 1) / (RT_EVAL_THRESHOLDS + 1);
+        for (size_t i = 0; i < n; i++) {
+            int pos = v[i].s > t->threshold, y = v[i].y > 0.5f;
+            t->tp += pos && y;
+            t->fp += pos && !y;
+            t->tn += !pos && !y;
+            t->fn += !pos && y;
+        }
+        t->precision = t->tp + t->fp ? (double)t->tp / (double)(t->tp + t->fp) : NAN;
+        t->recall = t->tp + t->fn ? (double)t->tp / (double)(t->tp + t->fn) : NAN;
+        t->f1 = t->tp ? 2.0 * t->precision * t->recall / (t->precision + t->recall) : 0.0;
+        t->accuracy = n ? (double)(t->tp + t->tn) / (double)n : NAN;
+    }
+    free(v);
+    return st;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static double badness(const rt_eval *e, const rt_metric_list *l)
+{
+    return e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? rt_metric_get(l, "average_loss")
+                                                            : -rt_metric_get(l, "accuracy");
+}
+
+static rt_status setup(evaluator *v, rt_err *err)
+{
+    rt_eval *e = v->e;
+    const Predictd__ModelDef *def = v->def;
+    if (!def->head)
+        return rt_err_set(err, RT_ERR_INVALID, "the export has no head");
+    e->head = def->head->type;
+    e->n_classes = e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 0 : def->head->n_classes;
+    e->global_step = def->training ? def->training->global_step : 0;
+    v->ld = rt_graph_logits_dim(v->g);
+    if (e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION && v->ld != 1)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED,
+                          "regression with label_dimension %zu: not supported", v->ld);
+    v->n_cols = def->n_raw_columns;
+    v->label_col = -1;
+    v->input = calloc(v->n_cols ? v->n_cols : 1, sizeof *v->input);
+    if (!v->input)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    for (size_t j = 0; j < v->n_cols; j++) {
+        const Predictd__RawColumn *rc = def->raw_columns[j];
+        v->input[j] = -1;
+        if (rc->is_label)
+            v->label_col = (long)j;
+        else if (!rc->unused)
+            v->input[j] = rt_graph_find_input(v->g, rc->name, strlen(rc->name));
+    }
+    if (v->label_col < 0)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "the export's columns have no label column: it cannot be evaluated");
+    rt_status st = parse_specs(v, err);
+    if (st)
+        return st;
+    v->bs = v->o->batch_size ? v->o->batch_size : DEFAULT_BATCH;
+    e->batch_size = v->bs;
+    v->b = rt_batch_new(v->g);
+    v->ws = rt_workspace_new();
+    v->labels = malloc(v->bs * sizeof *v->labels);
+    v->glabels = malloc(v->bs * sizeof *v->glabels);
+    v->logits = malloc(v->bs * v->ld * sizeof *v->logits);
+    v->glogits = malloc(v->bs * v->ld * sizeof *v->glogits);
+    v->sid = malloc((e->n_specs ? e->n_specs : 1) * v->bs * sizeof *v->sid);
+    v->touched = malloc((e->n_specs ? e->n_specs : 1) * v->bs * sizeof *v->touched);
+    v->all = rt_metrics_new(e->head, e->n_classes);
+    if (e->n_classes) {
+        e->confusion = calloc(e->n_classes * e->n_classes, sizeof *e->confusion);
+        e->class_names = calloc(e->n_classes, sizeof *e->class_names);
+        for (size_t k = 0; e->class_names && k < e->n_classes; k++)
+            if (!(e->class_names[k] = strdup(rt_graph_class_name(v->g, k))))
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    }
+    if (!v->b || !v->ws || !v->labels || !v->glabels || !v->logits || !v->glogits || !v->sid ||
+        !v->touched || !v->all || (e->n_classes && (!e->confusion || !e->class_names)))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    rt_batch_set_missing(v->b, RT_MISSING_CSV_DEFAULT);
+    rt_features_init(&v->f);
+    return RT_OK;
+}
+
+static int by_spec_count(const void *a, const void *b)
+{
+    const rt_eval_slice *x = a, *y = b;
+    if (x->spec != y->spec)
+        return (x->spec > y->spec) - (x->spec < y->spec);
+    if (x->count != y->count)
+        return (x->count < y->count) - (x->count > y->count);
+    return strcmp(x->key, y->key);
+}
+
+static rt_status finish(evaluator *v, rt_err *err)
+{
+    rt_eval *e = v->e;
+    rt_status st = rt_metrics_result(v->all, e->global_step, &e->metrics);
+    if (st == RT_ERR_NOTFOUND)
+        return rt_err_set(err, RT_ERR_INVALID, "the data files hold no rows");
+    if (st)
+        return rt_err_set(err, st, "metrics failed");
+    for (size_t k = 0; k < e->n_slices; k++) {
+        rt_eval_slice *sl = &e->slices[k];
+        const float *s, *y;
+        sl->count = rt_metrics_data(v->acc[k].mt, &s, &y);
+        if ((st = rt_metrics_result(v->acc[k].mt, e->global_step, &sl->metrics)))
+            return rt_err_set(err, st, "metrics failed");
+    }
+    /* each spec's slices together, larger first */
+    qsort(e->slices, e->n_slices, sizeof *e->slices, by_spec_count);
+    /* the worst slice of each spec, by accuracy (classifiers) or
+     * average_loss (regression) */
+    for (size_t s = 0; s < e->n_specs; s++) {
+        long worst = -1;
+        for (size_t k = 0; k < e->n_slices; k++) {
+            if (e->slices[k].spec != s || isnan(badness(e, &e->slices[k].metrics)))
+                continue;
+            if (worst < 0 || badness(e, &e->slices[k].metrics) >
+                                 badness(e, &e->slices[(size_t)worst].metrics))
+                worst = (long)k;
+        }
+        if (worst >= 0)
+            e->slices[worst].worst = 1;
+    }
+    if (e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
+        const float *s, *y;
+        size_t n = rt_metrics_data(v->all, &s, &y);
+        if (binary_plots(e, s, y, n))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        e->has_plots = 1;
+    }
+    return RT_OK;
+}
+
+static void evaluator_free(evaluator *v)
+{
+    for (size_t k = 0; k < v->e->n_slices && v->acc; k++) {
+        rt_metrics_free(v->acc[k].mt);
+        free(v->acc[k].pending);
+    }
+    free(v->acc);
+    for (size_t s = 0; s < v->o->n_slices && v->spec_cols; s++)
+        free(v->spec_cols[s]);
+    free(v->spec_cols);
+    free(v->input);
+    rt_batch_free(v->b);
+    rt_features_free(&v->f);
+    rt_workspace_free(v->ws);
+    free(v->labels);
+    free(v->glabels);
+    free(v->logits);
+    free(v->glogits);
+    free(v->sid);
+    free(v->touched);
+    free(v->table);
+    rt_buf_free(&v->key);
+    rt_metrics_free(v->all);
+}
+
+rt_status rt_eval_run(const rt_model *m, const rt_eval_opts *o, rt_eval **out, rt_err *err)
+{
+    *out = NULL;
+    evaluator v;
+    memset(&v, 0, sizeof v);
+    rt_features_init(&v.f);
+    rt_buf_init(&v.key);
+    v.g = rt_model_graph(m);
+    v.def = rt_model_def(m);
+    v.o = o;
+    v.e = calloc(1, sizeof *v.e);
+    if (!v.e)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    rt_status st = setup(&v, err);
+    for (size_t i = 0; !st && i < o->n_files; i++)
+        st = read_file(&v, o->files[i], err);
+    if (!st)
+        st = flush(&v, err);
+    if (!st)
+        st = finish(&v, err);
+    evaluator_free(&v);
+    if (st) {
+        rt_eval_free(v.e);
+        return st;
+    }
+    *out = v.e;
+    return RT_OK;
+}
+
+void rt_eval_free(rt_eval *e)
+{
+    if (!e)
+        return;
+    for (size_t k = 0; k < e->n_slices; k++) {
+        rt_eval_slice *sl = &e->slices[k];
+        for (size_t q = 0; sl->values && q < e->specs[sl->spec].n_columns; q++)
+            free(sl->values[q]);
+        free(sl->values);
+        free(sl->key);
+    }
+    free(e->slices);
+    for (size_t s = 0; s < e->n_specs; s++) {
+        free(e->specs[s].name);
+        free(e->specs[s].columns);
+    }
+    free(e->specs);
+    for (size_t k = 0; e->class_names && k < e->n_classes; k++)
+        free(e->class_names[k]);
+    free(e->class_names);
+    free(e->confusion);
+    free(e->roc.p);
+    free(e->pr.p);
+    free(e);
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+static int jnum(rt_buf *b, double v)
+{
+    return isfinite(v) ? rt_buf_json_double(b, v) : rt_buf_puts(b, "null");
+}
+
+static int jstr(rt_buf *b, const char *s)
+{
+    return rt_buf_json_string(b, s, strlen(s));
+}
+
+static int json_curve(rt_buf *b, const char *name, const char *x, const char *y,
+                      const rt_eval_curve *c)
+{
+    int rc = rt_buf_printf(b, ", \"%s\": {\"thresholds\": [", name);
+    for (size_t i = 0; !rc && i < c->n; i++)
+        rc = (i && rt_buf_puts(b, ", ")) || jnum(b, c->p[i].threshold);
+    rc = rc || rt_buf_printf(b, "], \"%s\": [", x);
+    for (size_t i = 0; !rc && i < c->n; i++)
+        rc = (i && rt_buf_puts(b, ", ")) || jnum(b, c->p[i].x);
+    rc = rc || rt_buf_printf(b, "], \"%s\": [", y);
+    for (size_t i = 0; !rc && i < c->n; i++)
+        rc = (i && rt_buf_puts(b, ", ")) || jnum(b, c->p[i].y);
+    return rc || rt_buf_puts(b, "]}");
+}
+
+static const char *head_name(Predictd__HeadType h)
+{
+    return h == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? "binary_classification"
+           : h == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? "multi_class_classification"
+                                                        : "regression";
+}
+
+int rt_eval_json(const rt_eval *e, rt_buf *b)
+{
+    int rc = rt_buf_printf(b, "{\"head\": \"%s\", \"global_step\": %lld, \"examples\": %llu, "
+                           "\"batch_size\": %zu, \"metrics\": ",
+                           head_name(e->head), (long long)e->global_step,
+                           (unsigned long long)e->examples, e->batch_size);
+    rc = rc || rt_metrics_json(&e->metrics, b) || rt_buf_puts(b, ", \"slices\": [");
+    for (size_t k = 0; !rc && k < e->n_slices; k++) {
+        const rt_eval_slice *sl = &e->slices[k];
+        const rt_eval_spec *sp = &e->specs[sl->spec];
+        rc = (k && rt_buf_puts(b, ", ")) || rt_buf_puts(b, "{\"slice\": ") ||
+             jstr(b, sp->name) || rt_buf_puts(b, ", \"values\": {");
+        for (size_t q = 0; !rc && q < sp->n_columns; q++)
+            rc = (q && rt_buf_puts(b, ", ")) || jstr(b, sp->columns[q]) ||
+                 rt_buf_puts(b, ": ") || jstr(b, sl->values[q]);
+        rc = rc || rt_buf_printf(b, "}, \"count\": %zu, \"worst\": %s, \"metrics\": ", sl->count,
+                                 sl->worst ? "true" : "false") ||
+             rt_metrics_json(&sl->metrics, b) || rt_buf_puts(b, "}");
+    }
+    rc = rc || rt_buf_puts(b, "]");
+    if (!rc && e->confusion) {
+        rc = rt_buf_puts(b, ", \"confusion_matrix\": {\"classes\": [");
+        for (size_t k = 0; !rc && k < e->n_classes; k++)
+            rc = (k && rt_buf_puts(b, ", ")) || jstr(b, e->class_names[k]);
+        rc = rc || rt_buf_puts(b, "], \"matrix\": [");
+        for (size_t i = 0; !rc && i < e->n_classes; i++) {
+            rc = (i && rt_buf_puts(b, ", ")) || rt_buf_puts(b, "[");
+            for (size_t j = 0; !rc && j < e->n_classes; j++)
+                rc = rt_buf_printf(b, "%s%llu", j ? ", " : "",
+                                   (unsigned long long)e->confusion[i * e->n_classes + j]);
+            rc = rc || rt_buf_puts(b, "]");
+        }
+        rc = rc || rt_buf_puts(b, "]}");
+    }
+    if (!rc && e->has_plots) {
+        rc = json_curve(b, "roc_curve", "false_positive_rate", "true_positive_rate", &e->roc) ||
+             json_curve(b, "pr_curve", "recall", "precision", &e->pr) ||
+             rt_buf_puts(b, ", \"calibration\": {\"expected_calibration_error\": ") ||
+             jnum(b, e->ece) || rt_buf_puts(b, ", \"bins\": [");
+        for (size_t k = 0; !rc && k < RT_EVAL_BINS; k++) {
+            const rt_eval_bin *c = &e->calibration[k];
+            rc = rt_buf_printf(b, "%s{\"lower\": ", k ? ", " : "") || jnum(b, c->lower) ||
+                 rt_buf_puts(b, ", \"upper\": ") || jnum(b, c->upper) ||
+                 rt_buf_printf(b, ", \"count\": %llu, \"mean_prediction\": ",
+                               (unsigned long long)c->count) ||
+                 jnum(b, c->mean_prediction) || rt_buf_puts(b, ", \"mean_label\": ") ||
+                 jnum(b, c->mean_label) || rt_buf_puts(b, "}");
+        }
+        rc = rc || rt_buf_puts(b, "]}, \"thresholds\": [");
+        for (size_t k = 0; !rc && k < RT_EVAL_THRESHOLDS; k++) {
+            const rt_eval_threshold *t = &e->thresholds[k];
+            rc = rt_buf_printf(b, "%s{\"threshold\": ", k ? ", " : "") ||
+                 jnum(b, t->threshold) ||
+                 rt_buf_printf(b, ", \"tp\": %llu, \"fp\": %llu, \"tn\": %llu, \"fn\": %llu, "
+                               "\"precision\": ", (unsigned long long)t->tp,
+                               (unsigned long long)t->fp, (unsigned long long)t->tn,
+                               (unsigned long long)t->fn) ||
+                 jnum(b, t->precision) || rt_buf_puts(b, ", \"recall\": ") ||
+                 jnum(b, t->recall) || rt_buf_puts(b, ", \"f1\": ") || jnum(b, t->f1) ||
+                 rt_buf_puts(b, ", \"accuracy\": ") || jnum(b, t->accuracy) ||
+                 rt_buf_puts(b, "}");
+        }
+        rc = rc || rt_buf_puts(b, "]");
+    }
+    return rc || rt_buf_puts(b, "}");
+}
