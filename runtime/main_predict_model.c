@@ -881,20 +881,6 @@ static int col_width(const char *name)
     return n > 9 ? n : 9;
 }
 
-/* The metric columns of the slices table, by head. */
-static const char *const *table_metrics(const rt_eval *e)
-{
-    static const char *const binary[] = {"accuracy", "auc", "precision", "recall",
-                                         "average_loss", "label/mean", "prediction/mean",
-                                         NULL};
-    static const char *const multi[] = {"accuracy", "average_loss", NULL};
-    static const char *const regression[] = {"average_loss", "label/mean", "prediction/mean",
-                                             NULL};
-    return e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? binary
-           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
-                                                              : regression;
-}
-
 static void print_eval_table(const rt_eval *e, const char *dir)
 {
     printf("model %s at global step %lld: %llu examples\n\n", dir, (long long)e->global_step,
@@ -909,7 +895,7 @@ static void print_eval_table(const rt_eval *e, const char *dir)
     }
     if (e->has_plots)
         printf("  %-26s %9.4f\n", "expected_calibration_error", e->ece);
-    const char *const *names = table_metrics(e);
+    const char *const *names = rt_eval_slice_metrics(e);
     for (size_t s = 0; s < e->n_specs; s++) {
         const rt_eval_spec *sp = &e->specs[s];
         int w = 5;

@@ -742,6 +742,8 @@ typedef struct rt_eval {
  */
 rt_status rt_eval_run(const rt_model *m, const rt_eval_opts *o, rt_eval **out, rt_err *err);
 void rt_eval_free(rt_eval *e);
+/* The metrics the slices tables show for e's head (NULL-terminated). */
+const char *const *rt_eval_slice_metrics(const rt_eval *e);
 /* Appends the result as one JSON object (docs/evaluation.md). */
 int rt_eval_json(const rt_eval *e, rt_buf *b);
 /* Appends a self-contained HTML report (inline CSS and SVG, no script,

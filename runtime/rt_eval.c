@@ -398,16 +398,6 @@ static rt_status read_file(evaluator *v, const char *path, rt_err *err)
 
 /* --------------------------------------------------------- plots (binary) */
 
-typedef struct scored {
-    float s, y;
-} scored;
-
-static int by_score_desc(const void *a, const void *b)
-{
-    float x = ((const scored *)a)->s, y = ((const scored *)b)->s;
-    return (x < y) - (x > y);
-}
-
 /* Appends (x, y, threshold) unless it is within 0.002 of the last point in
  * both coordinates (the curves stay readable and small); last forces it. */
 static rt_status curve_push(rt_eval_curve *c, double x, double y, double t, int last)
@@ -431,17 +421,13 @@ static rt_status curve_push(rt_eval_curve *c, double x, double y, double t, int 
 
 static rt_status binary_plots(rt_eval *e, const float *scores, const float *labels, size_t n)
 {
-    scored *v = malloc((n ? n : 1) * sizeof *v);
+    rt_scored *v = rt_sorted_desc(scores, labels, n);
     if (!v)
         return RT_ERR_NOMEM;
-    double P = 0, N = 0;
-    for (size_t i = 0; i < n; i++) {
-        v[i].s = scores[i];
-        v[i].y = labels[i] > 0.5f ? 1.0f : 0.0f;
+    double P = 0;
+    for (size_t i = 0; i < n; i++)
         P += v[i].y;
-    }
-    N = (double)n - P;
-    qsort(v, n, sizeof *v, by_score_desc);
+    double N = (double)n - P;
     rt_status st = RT_OK;
     /* ROC from (0, 0) and PR from recall 0; a point per distinct score
      * (predicted positive when score >= threshold) */
@@ -504,6 +490,19 @@ static rt_status binary_plots(rt_eval *e, const float *scores, const float *labe
     }
     free(v);
     return st;
+}
+
+const char *const *rt_eval_slice_metrics(const rt_eval *e)
+{
+    static const char *const binary[] = {"accuracy", "auc", "precision", "recall",
+                                         "average_loss", "label/mean", "prediction/mean",
+                                         NULL};
+    static const char *const multi[] = {"accuracy", "average_loss", NULL};
+    static const char *const regression[] = {"average_loss", "label/mean", "prediction/mean",
+                                             NULL};
+    return e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? binary
+           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
+                                                              : regression;
 }
 
 /* ---------------------------------------------------------------- driver */

@@ -289,4 +289,14 @@ uint32_t rt_crc32c_portable(uint32_t crc, const void *data, size_t len);
 /* 1 when rt_crc32c uses the SSE4.2 crc32 instruction on this CPU. */
 int rt_crc32c_hw_available(void);
 
+/* ------------------------------------------ scored examples (rt_metrics.c) */
+
+typedef struct rt_scored {
+    float s, y; /* score; label as 0 or 1 */
+} rt_scored;
+
+/* scores and labels (positive when > 0.5) paired and sorted by score,
+ * highest first; malloc'd (free it), NULL when out of memory. */
+rt_scored *rt_sorted_desc(const float *scores, const float *labels, size_t n);
+
 #endif /* PREDICTD_RT_INTERNAL_H */

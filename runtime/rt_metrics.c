@@ -156,19 +156,15 @@ rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *label
     return RT_OK;
 }
 
-typedef struct scored {
-    float s, y;
-} scored;
-
 static int by_score_desc(const void *a, const void *b)
 {
-    float x = ((const scored *)a)->s, y = ((const scored *)b)->s;
+    float x = ((const rt_scored *)a)->s, y = ((const rt_scored *)b)->s;
     return (x < y) - (x > y);
 }
 
-static scored *sorted_desc(const float *scores, const float *labels, size_t n)
+rt_scored *rt_sorted_desc(const float *scores, const float *labels, size_t n)
 {
-    scored *v = malloc((n ? n : 1) * sizeof *v);
+    rt_scored *v = malloc((n ? n : 1) * sizeof *v);
     if (!v)
         return NULL;
     for (size_t i = 0; i < n; i++) {
@@ -181,7 +177,7 @@ static scored *sorted_desc(const float *scores, const float *labels, size_t n)
 
 double rt_auc_roc(const float *scores, const float *labels, size_t n)
 {
-    scored *v = sorted_desc(scores, labels, n);
+    rt_scored *v = rt_sorted_desc(scores, labels, n);
     if (!v)
         return NAN;
     /* Walk down the thresholds; each tie group adds a trapezoid. */
@@ -209,7 +205,7 @@ double rt_auc_roc(const float *scores, const float *labels, size_t n)
 
 double rt_auc_pr(const float *scores, const float *labels, size_t n)
 {
-    scored *v = sorted_desc(scores, labels, n);
+    rt_scored *v = rt_sorted_desc(scores, labels, n);
     if (!v)
         return NAN;
     double P = 0;

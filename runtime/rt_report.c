@@ -322,23 +322,9 @@ static int threshold_table(rt_buf *b, const rt_eval *e)
                                 "logistic is above the threshold.</p></div>");
 }
 
-/* The metric columns of the slices tables, by head. */
-static const char *const *slice_metrics(const rt_eval *e)
-{
-    static const char *const binary[] = {"accuracy", "auc", "precision", "recall",
-                                         "average_loss", "label/mean", "prediction/mean",
-                                         NULL};
-    static const char *const multi[] = {"accuracy", "average_loss", NULL};
-    static const char *const regression[] = {"average_loss", "label/mean", "prediction/mean",
-                                             NULL};
-    return e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? binary
-           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
-                                                              : regression;
-}
-
 static int slices(rt_buf *b, const rt_eval *e)
 {
-    const char *const *names = slice_metrics(e);
+    const char *const *names = rt_eval_slice_metrics(e);
     int classifier = e->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     int rc = 0;
     for (size_t s = 0; !rc && s < e->n_specs; s++) {
