@@ -2,7 +2,9 @@
  * contents and length exact (empty, small, larger than the first read),
  * NUL-terminated, relative to a directory descriptor, the size cap, a
  * missing file, a directory and a FIFO refused without blocking (and read
- * to its end when the caller allows pipes). */
+ * to its end when the caller allows pipes); rt_write_file: the new bytes
+ * replace the old whole, an existing file's mode is kept, no temp file is
+ * left, and a directory that does not exist is named. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -126,11 +128,40 @@ static void test_refusals(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+static void test_write(void **state)
+{
+    (void)state;
+    char path[128], *data = NULL;
+    size_t len = 0;
+    rt_err err;
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    assert_int_equal(rt_write_file(path, "first version", 13, &err), RT_OK);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0644);
+    assert_int_equal(chmod(path, 0600), 0);
+    assert_int_equal(rt_write_file(path, "second", 6, &err), RT_OK);
+    assert_int_equal(rt_read_file(AT_FDCWD, path, 100, 0, &data, &len, &err), RT_OK);
+    assert_int_equal(len, 6);
+    assert_memory_equal(data, "second", 6);
+    free(data);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "test \"$(ls '%s' | grep -c tmp)\" = 0", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/no/such/dir/r.html", dir);
+    assert_int_equal(rt_write_file(path, "x", 1, &err), RT_ERR_IO);
+    assert_non_null(strstr(err.msg, "/no/such/dir/r.html.tmp-"));
+    assert_non_null(strstr(err.msg, "No such file or directory"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_contents),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_write),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
