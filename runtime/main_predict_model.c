@@ -100,8 +100,8 @@ static const char HELP_EVALUATE[] =
     "  --format table  (default) metrics, slices (worst marked *) and tables\n"
     "  --format json   everything as one JSON object, curves included\n"
     "  --report FILE   also writes a self-contained HTML report (no scripts)\n"
-    "  --batch-size N  rows per batch, 256 by default as the trainer's\n"
-    "                  eval.batch_size (\"loss\" is the mean of batch losses)\n"
+    "  --batch-size N  rows per batch (\"loss\" is the mean of batch losses);\n"
+    "                  by default the spec's eval.batch_size, else 256\n"
     "  --skip-header-lines N  lines skipped at the top of each file\n"
     "--model-dir is another name of --dir. docs/evaluation.md defines every\n"
     "metric.\n";

@@ -666,7 +666,9 @@ typedef struct rt_eval_opts {
     const char *const *slices;
     size_t n_slices;
     size_t batch_size;        /* rows per batch ("loss" is a mean of batch
-                                 losses); 0 = 256, the trainer's default */
+                                 losses); 0 = the export's spec's
+                                 eval.batch_size, else 256 (the trainer's
+                                 default) */
     size_t skip_header_lines; /* per file, as eval.skip_header_lines */
 } rt_eval_opts;
 

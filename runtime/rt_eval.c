@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
+
 #define DEFAULT_BATCH 256
 #define KEY_SEP '\x1f'
 
@@ -37,6 +39,7 @@ typedef struct evaluator {
     const rt_eval_opts *o;
     rt_eval *e;
     size_t ld, n_cols, bs;
+    int loss_sum;       /* the spec's loss_reduction "SUM" */
     long *input;        /* [n_cols] graph input or -1 (label, unused) */
     long label_col;
     size_t **spec_cols; /* [n_specs][e->specs[s].n_columns] raw column indexes */
@@ -244,6 +247,14 @@ static void confuse(evaluator *v, const float *z, float y)
         e->confusion[lab * e->n_classes + pred]++;
 }
 
+/* A batch's loss as the trainer reports it: the mean per-example loss, times
+ * the rows under loss_reduction SUM (trn_model.c's batch_loss). */
+static double batch_loss(const evaluator *v, const float *logits, const float *labels, size_t n)
+{
+    double l = rt_head_loss(v->e->head, v->ld, logits, labels, n, n, NULL);
+    return v->loss_sum && n > 1 ? l * (double)n : l;
+}
+
 /* Runs the model on the batch and adds it to every accumulator. */
 static rt_status flush(evaluator *v, rt_err *err)
 {
@@ -259,7 +270,7 @@ static rt_status flush(evaluator *v, rt_err *err)
                       (unsigned long long)v->last_line);
         return st;
     }
-    double loss = rt_head_loss(e->head, v->ld, v->logits, v->labels, n, n, NULL);
+    double loss = batch_loss(v, v->logits, v->labels, n);
     if ((st = rt_metrics_add(v->all, v->logits, v->labels, n, loss)))
         return rt_err_set(err, st, "out of memory");
     if (e->confusion)
@@ -284,8 +295,7 @@ static rt_status flush(evaluator *v, rt_err *err)
             memcpy(v->glogits + q * v->ld, v->logits + i * v->ld, v->ld * sizeof(float));
             v->glabels[q] = v->labels[i];
         }
-        double l = rt_head_loss(e->head, v->ld, v->glogits, v->glabels, a->n_pending,
-                                a->n_pending, NULL);
+        double l = batch_loss(v, v->glogits, v->glabels, a->n_pending);
         if ((st = rt_metrics_add(a->mt, v->glogits, v->glabels, a->n_pending, l)))
             return rt_err_set(err, st, "out of memory");
         a->n_pending = 0;
@@ -513,6 +523,22 @@ static double badness(const rt_eval *e, const rt_metric_list *l)
                                                             : -rt_metric_get(l, "accuracy");
 }
 
+/* What the trainer's evaluation took from the spec it stored in the export:
+ * eval.batch_size (unless the caller gave one) and estimator.loss_reduction. */
+static void spec_defaults(evaluator *v)
+{
+    const Predictd__TrainingInfo *t = v->def->training;
+    cJSON *spec = t && t->spec_json ? cJSON_Parse(t->spec_json) : NULL;
+    const cJSON *bs = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(spec, "eval"), "batch_size");
+    const cJSON *lr = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(spec, "estimator"), "loss_reduction");
+    if (!v->bs && cJSON_IsNumber(bs) && bs->valuedouble >= 1 && bs->valuedouble <= (1 << 20))
+        v->bs = (size_t)bs->valuedouble;
+    v->loss_sum = cJSON_IsString(lr) && strcmp(lr->valuestring, "SUM") == 0;
+    cJSON_Delete(spec);
+}
+
 static rt_status setup(evaluator *v, rt_err *err)
 {
     rt_eval *e = v->e;
@@ -545,7 +571,10 @@ static rt_status setup(evaluator *v, rt_err *err)
     rt_status st = parse_specs(v, err);
     if (st)
         return st;
-    v->bs = v->o->batch_size ? v->o->batch_size : DEFAULT_BATCH;
+    v->bs = v->o->batch_size;
+    spec_defaults(v);
+    if (!v->bs)
+        v->bs = DEFAULT_BATCH;
     e->batch_size = v->bs;
     v->b = rt_batch_new(v->g);
     v->ws = rt_workspace_new();
