@@ -43,6 +43,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -119,6 +120,8 @@ struct conn_state {
     srv_field *fields;
     size_t n_fields, cap_fields;
     bool fields_oom;
+    const char *route_key;    /* X-Predictd-Route-Key of the current request, or NULL */
+    size_t route_key_len;
 };
 
 /* Sampled requests waiting for their shadow run / for the log writer; past
@@ -273,10 +276,14 @@ static enum MHD_Result send_buf_close(srv_http *h, struct MHD_Connection *conn, 
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (close) /* libmicrohttpd closes the connection after this answer */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (version >= 0) {
-        char v[24];
-        snprintf(v, sizeof v, "%lld", (long long)version);
-        MHD_add_response_header(resp, "X-Predictd-Model-Version", v);
+    if (version >= 0) { /* digits by hand: snprintf costs more than the header */
+        char v[24], *d = v + sizeof v - 1;
+        uint64_t u = (uint64_t)version;
+        *d = '\0';
+        do
+            *--d = (char)('0' + u % 10);
+        while (u /= 10);
+        MHD_add_response_header(resp, "X-Predictd-Model-Version", d);
     }
     srv_metrics_http(h->p.metrics, (int)code);
     enum MHD_Result r = MHD_queue_response(conn, code, resp);
@@ -448,14 +455,15 @@ static rt_ctx *thread_ctx(srv_http *h)
 }
 
 /* An inference request's draws, on its I/O thread: the traffic split's
- * (the hash of X-Predictd-Route-Key, else random) and the sampling one. */
-static bool draw_route(srv_http *h, struct MHD_Connection *conn, req *rq)
+ * (the hash of X-Predictd-Route-Key, which check_framing's header walk
+ * found, else random) and the sampling one. */
+static bool draw_route(srv_http *h, const conn_state *cs, req *rq)
 {
     tstate *t = thread_state(h);
     if (!t)
         return false;
-    const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Predictd-Route-Key");
-    rq->pick.draw = key ? srv_route_key_hash(key, strlen(key)) : rt_rng_next(&t->rng);
+    rq->pick.draw = cs->route_key ? srv_route_key_hash(cs->route_key, cs->route_key_len)
+                                  : rt_rng_next(&t->rng);
     rq->pick.sample = rt_rng_next(&t->rng);
     return true;
 }
@@ -808,6 +816,10 @@ static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const c
     }
     cs->fields[cs->n_fields++] =
         (srv_field){key, key_size, value ? value : "", value ? value_size : 0};
+    if (key_size == 20 && value && !strncasecmp(key, "X-Predictd-Route-Key", 20)) {
+        cs->route_key = value;
+        cs->route_key_len = value_size;
+    }
     return MHD_YES;
 }
 
@@ -821,6 +833,7 @@ static unsigned check_framing(struct MHD_Connection *conn, conn_state *cs, const
 {
     cs->n_fields = 0;
     cs->fields_oom = false;
+    cs->route_key = NULL;
     MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_field, cs);
     if (cs->fields_oom) {
         snprintf(why, why_len, "out of memory checking the request headers");
@@ -894,7 +907,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return r;
         }
         srv_route_request(method, url, &rq->route);
-        if (rq->route.kind == SRV_ROUTE_INFER && !draw_route(h, conn, rq)) {
+        if (rq->route.kind == SRV_ROUTE_INFER && !draw_route(h, cs, rq)) {
             rq->answered = true;
             return send_error(h, conn, 503, "out of memory");
         }
