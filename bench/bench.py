@@ -862,7 +862,10 @@ def g11():
             "version_labels": {"stable": m["version"]}, "traffic_split": {"stable": 100},
             "shadow": {"version": m["version"], "percent": 0},
             "request_logging": {"sampling_rate": 0, "dir": os.path.join(TMP, "predlog")}}]}, f)
-    out = {"method": g11.__doc__.split("\n\n")[0].strip()}
+    out = {"method": "a plain daemon and one whose model has traffic_split {stable: 100}, "
+           "shadow at 0% and request_logging at 0%, side by side, wrk runs alternating; "
+           "ratio = median of per-pair req/s ratios (rollout / plain), cpu_ratio = plain's "
+           "CPU time per request over the rollout daemon's"}
     plain = roll = None
     try:
         plain = Daemon(m["base"])
