@@ -572,7 +572,8 @@ char *srv_args_usage(bool config_keys)
                   "the models to serve, each {\"name\", \"base_path\", \"version_policy\" (or "
                   "\"model_version_policy\"): {\"latest\": N} | {\"all\": true} | "
                   "{\"specific\": [versions]} (default {\"latest\": 1}), \"version_labels\": "
-                  "{\"label\": version}, \"default_version\": version or label}",
+                  "{\"label\": version}, \"default_version\": version or label, "
+                  "\"traffic_split\": {\"label or version\": percent, ...} summing to 100}",
                   6, 6);
     } else {
         r |= rt_buf_puts(&b, "usage: predictd [flags]\n"
