@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,8 +43,17 @@ typedef struct ctl {
     size_t orig_len;
 } ctl;
 
+/* predictctl's flags, one line each: X(name, value, help). They make the
+ * getopt_long table and the usage text below. */
+#define CTL_FLAGS(X)                                                                               \
+    X(config, "FILE", "the daemon's config file (default /etc/predictd/predictd.json)")           \
+    X(url, "URL", "the daemon, http://HOST:PORT (default: the config file's)")                   \
+    X(timeout, "SECONDS", "wait for another edit and the verdict, 1..3600 (default 15)")
+#define CTL_SYNOPSIS(name, value, help) " [--" #name " " value "]"
+#define CTL_HELP(name, value, help) "  --" #name " " value "  " help "\n"
+
 static const char USAGE[] =
-    "usage: predictctl [--config FILE] [--url http://HOST:PORT] [--timeout SECONDS] COMMAND\n"
+    "usage: predictctl" CTL_FLAGS(CTL_SYNOPSIS) " COMMAND\n"
     "  status [MODEL]              versions and their states (all models without MODEL)\n"
     "  models                      models with versions, labels and default version\n"
     "  label MODEL LABEL VERSION   point LABEL at VERSION (must be AVAILABLE)\n"
@@ -58,12 +68,12 @@ static const char USAGE[] =
     "                              answering, and compare (metrics predictd_shadow_*)\n"
     "  shadow MODEL off            stop shadowing\n"
     "  reload                      ask the daemon to re-read its config file\n"
-    "--config defaults to /etc/predictd/predictd.json; --url to that file's\n"
-    "rest_api_host/rest_api_port (a wildcard host means 127.0.0.1). --timeout\n"
-    "(15) bounds the wait for another predictctl's edit and for the verdict.\n"
-    "Edits keep every other key of the file, are validated, written atomically,\n"
-    "and undone if the daemon refuses them; concurrent edits take turns (a lock\n"
-    "on FILE.lock). Exit 0 ok, 1 refused/failed, 2 usage.\n";
+    CTL_FLAGS(CTL_HELP)
+    "  --help  this text\n"
+    "The config file's rest_api_host/rest_api_port give the URL (a wildcard host\n"
+    "means 127.0.0.1). Edits keep every other key of the file, are validated,\n"
+    "written atomically, and undone if the daemon refuses them; concurrent edits\n"
+    "take turns (a lock on FILE.lock). Exit 0 ok, 1 refused/failed, 2 usage.\n";
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -655,37 +665,46 @@ int main(int argc, char **argv)
     c.config = "/etc/predictd/predictd.json";
     c.timeout_s = 15;
     const char *url = NULL;
-    int i = 1;
-    for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help")) {
-            fputs(USAGE, stdout);
-            return 0;
-        }
-        const char *eq = strchr(a, '=');
-        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
-        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!val) {
-            fputs(USAGE, stderr);
-            return 2;
-        }
-        if (nlen == 8 && !strncmp(a, "--config", 8)) {
-            c.config = val;
-        } else if (nlen == 5 && !strncmp(a, "--url", 5)) {
-            url = val;
-        } else if (nlen == 9 && !strncmp(a, "--timeout", 9)) {
-            char *end = NULL;
-            long v = strtol(val, &end, 10);
-            if (!end || *end != '\0' || v < 1 || v > 3600) {
-                fprintf(stderr, "predictctl: --timeout %s: expected 1..3600 seconds\n", val);
-                return 2;
-            }
-            c.timeout_s = (int)v;
-        } else {
+    enum { OPT_HELP = 1, OPT_FLAG = 2 };
+#define CTL_OPTION(name, value, help) {#name, required_argument, NULL, OPT_FLAG},
+    static const struct option opts[] = {CTL_FLAGS(CTL_OPTION){"help", no_argument, NULL, OPT_HELP},
+                                         {NULL, 0, NULL, 0}};
+    opterr = 0; /* our own messages; '+': the command ends the flags */
+    for (;;) {
+        int at = optind, idx = -1;
+        int o = getopt_long(argc, argv, "+:", opts, &idx);
+        if (o == -1)
+            break;
+        const char *a = argv[at];
+        size_t nlen = strcspn(a, "=");
+        /* the whole name only (getopt_long would take a prefix) */
+        if (o == '?' || (idx >= 0 && strlen(opts[idx].name) + 2 != nlen)) {
             fprintf(stderr, "predictctl: %.*s: unknown option\n%s", (int)nlen, a, USAGE);
             return 2;
         }
+        if (o == ':') {
+            fprintf(stderr, "predictctl: %s: needs a value\n%s", a, USAGE);
+            return 2;
+        }
+        if (o == OPT_HELP) {
+            fputs(USAGE, stdout);
+            return 0;
+        }
+        if (!strcmp(opts[idx].name, "config")) {
+            c.config = optarg;
+        } else if (!strcmp(opts[idx].name, "url")) {
+            url = optarg;
+        } else {
+            char *end = NULL;
+            long v = strtol(optarg, &end, 10);
+            if (!end || *end != '\0' || v < 1 || v > 3600) {
+                fprintf(stderr, "predictctl: --timeout %s: expected 1..3600 seconds\n", optarg);
+                return 2;
+            }
+            c.timeout_s = (int)v;
+        }
     }
+    int i = optind;
     if (i >= argc) {
         fputs(USAGE, stderr);
         return 2;
