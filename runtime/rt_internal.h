@@ -14,6 +14,37 @@
 #include "rt.h"
 
 #include <stdbool.h>
+#include <string.h>
+
+/* a[0..n) == b[0..n), by words, for the few bytes of a name or a word (no
+ * libc call; every load stays inside the n bytes). */
+static inline int rt_same_bytes(const char *a, const char *b, size_t n)
+{
+    if (n >= 8) {
+        uint64_t x, y;
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return 0;
+        }
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    if (n >= 4) {
+        uint32_t x, y, z, w;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        memcpy(&z, a + n - 4, 4);
+        memcpy(&w, b + n - 4, 4);
+        return x == y && z == w;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
 
 /* Open-addressing string -> id table for vocabularies (built once). */
 typedef struct rt_vocab {

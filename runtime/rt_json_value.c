@@ -213,7 +213,7 @@ long rt_jfill_find(rt_jfill *q, const char *key, size_t klen)
      * after the last match before searching. */
     if (q->hint >= 0 && (size_t)q->hint < g->n_inputs) {
         const rt_input *cand = &g->inputs[q->hint];
-        if (cand->name_len == klen && memcmp(cand->name, key, klen) == 0)
+        if (cand->name_len == klen && rt_same_bytes(cand->name, key, klen))
             return q->hint++;
     }
     long in = rt_graph_find_input(g, key, klen);

@@ -81,36 +81,6 @@ rt_status rt_vocab_build(rt_vocab *v, const char *const *words, size_t n, rt_err
     return RT_OK;
 }
 
-/* a[0..n) == b[0..n), by words for the few bytes a vocabulary word has
- * (no libc call; every load stays inside the n bytes). */
-static inline int same_bytes(const char *a, const char *b, size_t n)
-{
-    if (n >= 8) {
-        uint64_t x, y;
-        for (size_t i = 0; i + 8 < n; i += 8) {
-            memcpy(&x, a + i, 8);
-            memcpy(&y, b + i, 8);
-            if (x != y)
-                return 0;
-        }
-        memcpy(&x, a + n - 8, 8);
-        memcpy(&y, b + n - 8, 8);
-        return x == y;
-    }
-    if (n >= 4) {
-        uint32_t x, y, z, w;
-        memcpy(&x, a, 4);
-        memcpy(&y, b, 4);
-        memcpy(&z, a + n - 4, 4);
-        memcpy(&w, b + n - 4, 4);
-        return x == y && z == w;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i])
-            return 0;
-    return 1;
-}
-
 int64_t rt_vocab_find(const rt_vocab *v, const char *word, size_t len)
 {
     if (!v || !v->cap)
@@ -125,7 +95,7 @@ int64_t rt_vocab_find_fp(const rt_vocab *v, const char *word, size_t len, uint64
     uint64_t h = fp ? fp : 1;
     size_t at = (size_t)h & (v->cap - 1);
     while (v->hashes[at]) {
-        if (v->hashes[at] == h && v->lens[at] == len && same_bytes(v->words[at], word, len))
+        if (v->hashes[at] == h && v->lens[at] == len && rt_same_bytes(v->words[at], word, len))
             return v->ids[at];
         at = (at + 1) & (v->cap - 1);
     }
