@@ -626,7 +626,8 @@ static rt_status finish(evaluator *v, rt_err *err)
             return rt_err_set(err, st, "metrics failed");
     }
     /* each spec's slices together, larger first */
-    qsort(e->slices, e->n_slices, sizeof *e->slices, by_spec_count);
+    if (e->n_slices)
+        qsort(e->slices, e->n_slices, sizeof *e->slices, by_spec_count);
     /* the worst slice of each spec, by accuracy (classifiers) or
      * average_loss (regression) */
     for (size_t s = 0; s < e->n_specs; s++) {
