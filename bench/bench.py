@@ -18,6 +18,9 @@ the same machine, prints a table and writes bench/results.json:
     peak, the runtime's stages, instructions per request (callgrind)
   11 rollouts: a traffic split, shadow at 0% and logging at 0% against a
     plain daemon, side by side
+ 12 many models: BENCH_MANY_MODELS (10,000) small models in one daemon: time
+    until all are AVAILABLE, RSS, idle CPU over 10 s, req/s on one of them
+    next to a one-model daemon
 
 Server and load generator run pinned to different CPUs when there are two
 or more. Every figure is the median of RUNS runs (default 3). A figure that
@@ -887,6 +890,103 @@ def g11():
         for d in (plain, roll):
             if d:
                 d.close()
+HELPER = os.path.join(BUILD, "tests", "test_srv_models")  # writes small exports
+MANY = max(1, int(os.environ.get("BENCH_MANY_MODELS", "10000")))
+
+
+def many_models(root, n, proto):
+    """n base paths under root, each holding a copy of the export proto as
+    version 1, and a config serving them all (names m00000, m00001, ...)."""
+    os.makedirs(root, exist_ok=True)
+    models = []
+    for i in range(n):
+        name = "m%05d" % i
+        base = os.path.join(root, name)
+        shutil.copytree(proto, os.path.join(base, "1"))
+        models.append({"name": name, "base_path": base})
+    cfg = os.path.join(root, "many.json")
+    with open(cfg, "w") as f:
+        json.dump({"rest_api_host": "127.0.0.1", "file_system_poll_wait_seconds": 1,
+                   "models": models}, f)
+    return cfg
+
+
+def all_available(port, n):
+    code, body = http("GET", "http://127.0.0.1:%d/v1/models" % port, timeout=30)
+    if code != 200:
+        return False
+    doc = json.loads(body)
+    up = sum(1 for mm in doc["models"]
+             if any(v["state"] == "AVAILABLE" for v in mm["versions"]))
+    return up == n
+
+
+@group(12, "many models: %d small models in one daemon (load, RSS, idle CPU, req/s on one)"
+       % MANY)
+def g12():
+    """Goals (issue 11): all AVAILABLE in <= 5 s, RSS <= 200 MB, idle CPU <=
+    2% of a core, req/s on one of them within 10% of a one-model daemon."""
+    if not os.path.exists(HELPER):
+        raise RuntimeError("%s not built" % HELPER)
+    stage = os.path.join(TMP, "many-stage")
+    r = subprocess.run([HELPER, "--write-export", "builtin:linear", stage, "1", "7"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError("export helper: " + r.stderr.strip())
+    proto = r.stdout.strip()
+    cfg = many_models(os.path.join(TMP, "many"), MANY, proto)
+    one = many_models(os.path.join(TMP, "many-one"), 1, proto)
+    body = write_body("linear-1.json", {"instances": [{"x": 0.5, "color": "green"}]})
+    out = {"models": MANY, "model": "builtin:linear of tests/unit/support_models.h "
+                                    "(2 inputs, 3 classes; a 1 KB model.pb)"}
+    loads, rss, idle = [], [], []
+    many_rps, one_rps = [], []
+    for k in range(RUNS):
+        port = free_port()
+        log_path = os.path.join(TMP, "many-%d.log" % port)
+        t0 = time.monotonic()
+        p = start([PREDICTD, "--model_config_file=%s" % cfg, "--rest_api_port=%d" % port],
+                  log_path)
+        ok = False
+        while time.monotonic() - t0 < 120 and p.poll() is None:
+            code, _ = http("GET", "http://127.0.0.1:%d/readyz" % port, timeout=30)
+            if code == 200 and all_available(port, MANY):
+                ok = True
+                break
+            time.sleep(0.02)
+        if not ok:
+            stop(p)
+            raise RuntimeError("not every model became AVAILABLE within 120 s")
+        loads.append(time.monotonic() - t0)
+        time.sleep(2.0)  # let the first safety rescans and log writes pass
+        with open("/proc/%d/status" % p.pid) as f:
+            rss.append(int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024.0)
+        c0 = cpu_seconds(p.pid)
+        time.sleep(10.0)
+        idle.append((cpu_seconds(p.pid) - c0) / 10.0 * 100)
+        url = "http://127.0.0.1:%d/v1/models/m%05d:predict" % (port, MANY // 2)
+        many_rps.append(wrk(url, body, 16, pid=p.pid))
+        stop(p)
+        # the same export alone, right after (alternating keeps the load comparable)
+        port = free_port()
+        p = start([PREDICTD, "--model_config_file=%s" % one, "--rest_api_port=%d" % port],
+                  os.path.join(TMP, "one-%d.log" % port))
+        if wait_available(port, "m00000", timeout=20):
+            url = "http://127.0.0.1:%d/v1/models/m00000:predict" % port
+            one_rps.append(wrk(url, body, 16, pid=p.pid))
+        stop(p)
+    out["all_available_s"] = median(loads)
+    out["all_available_s_all"] = [round(x, 2) for x in loads]
+    out["rss_mb"] = median(rss)
+    out["idle_cpu_percent_of_a_core"] = median(idle)
+    out["idle_cpu_all"] = [round(x, 2) for x in idle]
+    out["predict_one_of_many_c16"] = summarize(many_rps)
+    out["predict_one_model_daemon_c16"] = summarize(one_rps) if one_rps else None
+    if one_rps:
+        out["rps_many_over_one"] = round(out["predict_one_of_many_c16"]["rps"] /
+                                         out["predict_one_model_daemon_c16"]["rps"], 3)
+    out["goals"] = ("all AVAILABLE <= 5 s, RSS <= 200 MB, idle CPU <= 2% of a core, "
+                    "req/s ratio >= 0.9")
     return out
 
 
@@ -1038,7 +1138,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12):
             g()
     finally:
         for p in STARTED:

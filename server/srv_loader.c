@@ -33,11 +33,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +44,10 @@
 #define WARMUP_MAX_BYTES ((size_t)64 << 20)
 #define MAX_VERSIONS_SCANNED 100000
 #define NAMES_QUOTED 5 /* names quoted in one log line or hint */
+/* Watched base paths rescanned per tick, in turn, in case an event was
+ * missed: at 10,000 models each is rescanned every ~2.6 minutes at the
+ * default tick of 1 s. */
+#define SAFETY_SCANS_PER_TICK 64
 
 typedef struct found {
     int64_t version;
@@ -673,15 +675,9 @@ out:
     free(base);
 }
 
-void srv_manager_poll(srv_manager *m)
+/* Scans the named models (poll_mu held by the caller); frees names. */
+static void scan_names(srv_manager *m, char **names, size_t n)
 {
-    pthread_mutex_lock(&m->poll_mu);
-    pthread_mutex_lock(&m->mu);
-    size_t n = m->n_models;
-    char **names = calloc(n ? n : 1, sizeof *names);
-    for (size_t i = 0; names && i < n; i++)
-        names[i] = srv_dup_str(m->models[i]->conf.name);
-    pthread_mutex_unlock(&m->mu);
     for (size_t i = 0; names && i < n; i++) {
         pthread_mutex_lock(&m->mu);
         bool stop = m->stop;
@@ -691,30 +687,123 @@ void srv_manager_poll(srv_manager *m)
         free(names[i]);
     }
     free(names);
+}
+
+void srv_manager_poll(srv_manager *m)
+{
+    pthread_mutex_lock(&m->poll_mu);
+    pthread_mutex_lock(&m->mu);
+    size_t n = m->n_models;
+    char **names = calloc(n ? n : 1, sizeof *names);
+    for (size_t i = 0; names && i < n; i++) {
+        names[i] = srv_dup_str(m->models[i]->conf.name);
+        m->models[i]->dirty = false;
+    }
+    m->dirty = false;
+    pthread_mutex_unlock(&m->mu);
+    scan_names(m, names, n);
     pthread_mutex_unlock(&m->poll_mu);
 }
 
+/* Whether mm holds a refused version (END with an error): its directory may
+ * be repaired in place, which no event on the base path tells. Locked. */
+static bool has_refused(const mmodel *mm)
+{
+    for (size_t i = 0; i < mm->n_vers; i++)
+        if (mm->vers[i]->state == SRV_STATE_END && mm->vers[i]->err_code != RT_OK)
+            return true;
+    return false;
+}
+
+static bool push_name(char ***names, size_t *n, size_t *cap, const char *name)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        char **p = realloc(*names, c * sizeof *p);
+        if (!p)
+            return false;
+        *names = p;
+        *cap = c;
+    }
+    return ((*names)[*n] = srv_dup_str(name)) != NULL && ++*n;
+}
+
+/* The models to scan now, their dirty flags cleared: the dirty ones, and at
+ * a tick the polled ones, those holding a refused version, and the safety
+ * rescan's next SAFETY_SCANS_PER_TICK models. Without a working watcher
+ * every model is polled. Locked. */
+static char **pick(srv_manager *m, bool tick, size_t *n_out)
+{
+    char **names = NULL;
+    size_t n = 0, cap = 0, n_models = m->n_models;
+    bool all = !m->watching;
+    for (size_t i = 0; i < n_models; i++) {
+        mmodel *mm = m->models[i];
+        if (mm->dirty || (tick && (all || mm->polled || has_refused(mm))))
+            push_name(&names, &n, &cap, mm->conf.name);
+        mm->dirty = false;
+    }
+    m->dirty = false;
+    if (tick && !all && n_models) {
+        size_t k = n_models < SAFETY_SCANS_PER_TICK ? n_models : SAFETY_SCANS_PER_TICK;
+        for (size_t j = 0; j < k; j++) {
+            mmodel *mm = m->models[(m->rescan_at + j) % n_models];
+            if (!mm->polled)
+                push_name(&names, &n, &cap, mm->conf.name);
+        }
+        m->rescan_at = (m->rescan_at + k) % n_models;
+    }
+    *n_out = n;
+    return names;
+}
+
+/* The loader thread. A wake (start, reload, SIGHUP, lost inotify events)
+ * scans every model; otherwise it scans what pick() says: dirty models at
+ * once, the rest at each tick of poll_seconds. Idle, a tick costs one pass
+ * over the model table and at most SAFETY_SCANS_PER_TICK scans (plus the
+ * polled base paths), whatever the number of models. */
 static void *loader_main(void *arg)
 {
     srv_manager *m = arg;
     pthread_mutex_lock(&m->mu);
+    /* Watches first, so that nothing changes unseen between them and the
+     * first scan. */
+    while (m->watcher_started && !m->watch_ready && !m->stop)
+        pthread_cond_wait(&m->cv, &m->mu);
+    double next_tick = now_seconds() + m->poll_seconds;
     while (!m->stop) {
-        m->wake = false;
-        pthread_mutex_unlock(&m->mu);
-        srv_manager_poll(m);
-        pthread_mutex_lock(&m->mu);
-        if (m->stop || m->wake)
+        if (m->wake) {
+            m->wake = false;
+            pthread_mutex_unlock(&m->mu);
+            srv_manager_poll(m);
+            pthread_mutex_lock(&m->mu);
+            next_tick = now_seconds() + m->poll_seconds;
             continue;
+        }
+        double now = now_seconds();
+        if (m->poll_seconds > 0 && next_tick > now + m->poll_seconds)
+            next_tick = now + m->poll_seconds; /* the interval was shortened */
+        bool tick = m->poll_seconds > 0 && now >= next_tick;
+        if (m->dirty || tick) {
+            if (tick)
+                next_tick = now + m->poll_seconds;
+            size_t n = 0;
+            char **names = pick(m, tick, &n);
+            pthread_mutex_unlock(&m->mu);
+            pthread_mutex_lock(&m->poll_mu);
+            scan_names(m, names, n);
+            pthread_mutex_unlock(&m->poll_mu);
+            pthread_mutex_lock(&m->mu);
+            continue;
+        }
         if (m->poll_seconds > 0) {
             struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += m->poll_seconds;
-            while (!m->stop && !m->wake &&
-                   pthread_cond_timedwait(&m->cv, &m->mu, &ts) != ETIMEDOUT) {
-            }
+            double at = next_tick;
+            ts.tv_sec = (time_t)at;
+            ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
+            pthread_cond_timedwait(&m->cv, &m->mu, &ts);
         } else {
-            while (!m->stop && !m->wake)
-                pthread_cond_wait(&m->cv, &m->mu);
+            pthread_cond_wait(&m->cv, &m->mu);
         }
     }
     pthread_mutex_unlock(&m->mu);
@@ -727,136 +816,6 @@ void srv_manager_wake(srv_manager *m)
     m->wake = true;
     pthread_cond_broadcast(&m->cv);
     pthread_mutex_unlock(&m->mu);
-}
-
-/* One watched base path: wd < 0 while it is missing (retried each round). */
-typedef struct watch {
-    char *path;
-    int wd;
-} watch;
-
-static int cmp_str_ptr(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Brings the watches in line with the configured base paths (sorted,
- * unique); a path that appeared counts as a change. Returns true when the
- * loader should scan. */
-static bool sync_watches(int fd, watch **ws, size_t *n, char **want, size_t nw)
-{
-    bool changed = false;
-    watch *next = calloc(nw ? nw : 1, sizeof *next);
-    if (!next) {
-        for (size_t i = 0; i < nw; i++)
-            free(want[i]);
-        return false;
-    }
-    size_t j = 0, k = 0;
-    for (size_t i = 0; i < nw; i++) {
-        while (j < *n && strcmp((*ws)[j].path, want[i]) < 0) { /* gone from the config */
-            if ((*ws)[j].wd >= 0)
-                inotify_rm_watch(fd, (*ws)[j].wd);
-            free((*ws)[j++].path);
-        }
-        if (j < *n && !strcmp((*ws)[j].path, want[i])) {
-            next[k++] = (*ws)[j++];
-            free(want[i]);
-        } else {
-            next[k].path = want[i];
-            next[k++].wd = -1;
-        }
-    }
-    for (; j < *n; j++) {
-        if ((*ws)[j].wd >= 0)
-            inotify_rm_watch(fd, (*ws)[j].wd);
-        free((*ws)[j].path);
-    }
-    for (size_t i = 0; i < k; i++)
-        if (next[i].wd < 0) {
-            next[i].wd = inotify_add_watch(fd, next[i].path,
-                                           IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
-                                               IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
-            changed = changed || next[i].wd >= 0; /* it (re)appeared */
-        }
-    free(*ws);
-    *ws = next;
-    *n = k;
-    return changed;
-}
-
-/* Watches the base paths with inotify and wakes the loader when their
- * entries change or a missing base path appears. Re-reads the set of base
- * paths every half second (a reload may change it). Events about the
- * watches themselves (IN_IGNORED after a removal) only mark the watch
- * gone; a base path moved away or deleted is watched again by name once it
- * is back. Nothing else wakes it: an idle daemon stays idle whatever mix of
- * present, missing, appearing and vanishing base paths it has. */
-static void *watcher_main(void *arg)
-{
-    srv_manager *m = arg;
-    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (fd < 0) {
-        srv_log(SRV_LOG_WARN, "inotify: %s; relying on polling", strerror(errno));
-        return NULL;
-    }
-    watch *ws = NULL;
-    size_t n = 0;
-    for (;;) {
-        pthread_mutex_lock(&m->mu);
-        bool stop = m->stop;
-        size_t nw = 0;
-        char **want = calloc(m->n_models ? m->n_models : 1, sizeof *want);
-        for (size_t i = 0; want && i < m->n_models; i++)
-            if ((want[nw] = srv_dup_str(m->models[i]->conf.base_path)) != NULL)
-                nw++;
-        pthread_mutex_unlock(&m->mu);
-        if (stop || !want) {
-            for (size_t i = 0; i < nw; i++)
-                free(want[i]);
-            free(want);
-            if (stop)
-                break;
-            poll(NULL, 0, 500);
-            continue;
-        }
-        qsort(want, nw, sizeof *want, cmp_str_ptr);
-        size_t u = 0;
-        for (size_t i = 0; i < nw; i++) {
-            if (u && !strcmp(want[u - 1], want[i]))
-                free(want[i]); /* two models, one base path: one watch */
-            else
-                want[u++] = want[i];
-        }
-        bool wake = sync_watches(fd, &ws, &n, want, u);
-        free(want);
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 500) > 0) {
-            char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-            ssize_t len;
-            while ((len = read(fd, buf, sizeof buf)) > 0) {
-                for (ssize_t off = 0; off < len;) {
-                    const struct inotify_event *ev = (const void *)(buf + off);
-                    off += (ssize_t)(sizeof *ev + ev->len);
-                    bool self = ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF);
-                    for (size_t i = 0; self && i < n; i++)
-                        if (ws[i].wd == ev->wd) {
-                            if (!(ev->mask & IN_IGNORED))
-                                inotify_rm_watch(fd, ws[i].wd); /* watched by name again */
-                            ws[i].wd = -1;
-                        }
-                    wake = wake || !(ev->mask & IN_IGNORED);
-                }
-            }
-        }
-        if (wake)
-            srv_manager_wake(m);
-    }
-    for (size_t i = 0; i < n; i++)
-        free(ws[i].path);
-    free(ws);
-    close(fd);
-    return NULL;
 }
 
 void srv_manager_set_poll(srv_manager *m, int poll_seconds)
@@ -872,11 +831,19 @@ rt_status srv_manager_start(srv_manager *m, int poll_seconds, rt_err *err)
     if (m->started)
         return RT_OK;
     m->poll_seconds = poll_seconds;
-    int e = pthread_create(&m->thread, NULL, loader_main, m);
-    if (e != 0)
-        return rt_err_set(err, RT_ERR_IO, "loader thread: %s", strerror(e));
-    m->started = true;
     if (poll_seconds > 0)
-        m->watcher_started = pthread_create(&m->watcher, NULL, watcher_main, m) == 0;
+        m->watcher_started = srv_watcher_start(m);
+    int e = pthread_create(&m->thread, NULL, loader_main, m);
+    if (e != 0) {
+        pthread_mutex_lock(&m->mu);
+        m->stop = true;
+        pthread_mutex_unlock(&m->mu);
+        srv_watcher_kick(m);
+        if (m->watcher_started)
+            pthread_join(m->watcher, NULL);
+        m->watcher_started = false;
+        return rt_err_set(err, RT_ERR_IO, "loader thread: %s", strerror(e));
+    }
+    m->started = true;
     return RT_OK;
 }

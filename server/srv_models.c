@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------- basics */
 
@@ -150,10 +151,45 @@ static void mmodel_free(mmodel *mm)
 
 mmodel *srv_mm_find(const srv_manager *m, const char *name)
 {
-    for (size_t i = 0; i < m->n_models; i++)
-        if (!strcmp(m->models[i]->conf.name, name))
-            return m->models[i];
+    size_t lo = 0, hi = m->n_models; /* by_name: sorted by name, unique */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->by_name[mid]->conf.name, name);
+        if (c == 0)
+            return m->by_name[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
+}
+
+static int cmp_mm_name(const void *a, const void *b)
+{
+    return strcmp((*(mmodel *const *)a)->conf.name, (*(mmodel *const *)b)->conf.name);
+}
+
+static int cmp_mm_path(const void *a, const void *b)
+{
+    return strcmp((*(mmodel *const *)a)->conf.base_path, (*(mmodel *const *)b)->conf.base_path);
+}
+
+size_t srv_mm_by_path(const srv_manager *m, const char *base_path, mmodel ***first)
+{
+    size_t lo = 0, hi = m->n_models; /* the first model whose base path is >= base_path */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(m->by_path[mid]->conf.base_path, base_path) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t n = 0;
+    while (lo + n < m->n_models && !strcmp(m->by_path[lo + n]->conf.base_path, base_path))
+        n++;
+    *first = m->by_path + lo;
+    return n;
 }
 
 srv_version *srv_mm_version(const mmodel *mm, int64_t version)
@@ -249,6 +285,7 @@ rt_status srv_manager_new(srv_manager **out, rt_err *err)
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->poll_mu, NULL);
     atomic_init(&m->warmup, true);
+    m->watch_efd = -1;
     *out = m;
     return RT_OK;
 }
@@ -262,13 +299,18 @@ void srv_manager_free(srv_manager *m)
         m->stop = true;
         pthread_cond_broadcast(&m->cv);
         pthread_mutex_unlock(&m->mu);
+        srv_watcher_kick(m);
         pthread_join(m->thread, NULL);
         if (m->watcher_started)
             pthread_join(m->watcher, NULL);
     }
+    if (m->watch_efd >= 0)
+        close(m->watch_efd);
     for (size_t i = 0; i < m->n_models; i++)
         mmodel_free(m->models[i]);
     free(m->models);
+    free(m->by_name);
+    free(m->by_path);
     rt_ctx_free(m->warm_ctx);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->poll_mu);
@@ -461,9 +503,11 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
     rt_status st = RT_OK;
     mmodel **next = calloc(c->n_models ? c->n_models : 1, sizeof *next);
     srv_model_conf *confs = calloc(c->n_models ? c->n_models : 1, sizeof *confs);
+    mmodel **by_name = calloc(c->n_models ? c->n_models : 1, sizeof *by_name);
+    mmodel **by_path = calloc(c->n_models ? c->n_models : 1, sizeof *by_path);
     mmodel **gone = NULL;
     size_t n_gone = 0;
-    if (!next || !confs) {
+    if (!next || !confs || !by_name || !by_path) {
         st = rt_err_set(err, RT_ERR_NOMEM, "model manager: out of memory");
         goto out;
     }
@@ -525,12 +569,23 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
     free(m->models);
     m->models = next;
     m->n_models = c->n_models;
+    memcpy(by_name, next, c->n_models * sizeof *by_name);
+    memcpy(by_path, next, c->n_models * sizeof *by_path);
+    qsort(by_name, c->n_models, sizeof *by_name, cmp_mm_name);
+    qsort(by_path, c->n_models, sizeof *by_path, cmp_mm_path);
+    free(m->by_name);
+    free(m->by_path);
+    m->by_name = by_name;
+    m->by_path = by_path;
+    by_name = by_path = NULL;
     m->applied = true;
     atomic_store(&m->warmup, c->enable_model_warmup);
     next = NULL;
     m->wake = true;
+    m->watch_gen++; /* the watcher follows the new set of base paths */
     pthread_cond_broadcast(&m->cv);
     pthread_mutex_unlock(&m->mu);
+    srv_watcher_kick(m);
     for (size_t i = 0; i < n_gone; i++) {
         srv_log(SRV_LOG_INFO, "model %s: removed from the config; unloading its versions",
                 gone[i]->conf.name);
@@ -540,6 +595,8 @@ out:
     free(gone);
     free(next);
     free(confs);
+    free(by_name);
+    free(by_path);
     return st;
 }
 
@@ -565,13 +622,11 @@ static rt_status resolve_label(const mmodel *mm, const char *label, rt_status mi
 
 /* Resolves model/version/label to a record. require_available: the record
  * must be AVAILABLE (requests); else any known record (status). Locked. */
-static rt_status resolve(srv_manager *m, const char *model, int64_t version, const char *label,
-                         bool require_available, srv_version **out, rt_err *err)
+static rt_status resolve_mm(const mmodel *mm, int64_t version, const char *label,
+                            bool require_available, srv_version **out, rt_err *err)
 {
-    mmodel *mm = srv_mm_find(m, model);
+    const char *model = mm->conf.name;
     *out = NULL;
-    if (!mm)
-        return rt_err_set(err, RT_ERR_NOTFOUND, "model '%s' not found", model);
     if (label && label[0]) {
         const srv_label *l = find_label(&mm->conf, label);
         if (!l)
@@ -623,10 +678,20 @@ static rt_status resolve(srv_manager *m, const char *model, int64_t version, con
     return RT_OK;
 }
 
+static rt_status resolve(srv_manager *m, const char *model, int64_t version, const char *label,
+                         bool require_available, srv_version **out, rt_err *err)
+{
+    const mmodel *mm = srv_mm_find(m, model);
+    *out = NULL;
+    if (!mm)
+        return rt_err_set(err, RT_ERR_NOTFOUND, "model '%s' not found", model);
+    return resolve_mm(mm, version, label, require_available, out, err);
+}
+
 /* The version the split sends a request with draw to, when AVAILABLE;
  * else the default version. Locked. */
-static rt_status resolve_split(srv_manager *m, const mmodel *mm, uint64_t draw,
-                               srv_version **out, rt_err *err)
+static rt_status resolve_split(const mmodel *mm, uint64_t draw, srv_version **out,
+                               rt_err *err)
 {
     const srv_split_arm *arm = srv_split_pick(&mm->conf.rollout, draw);
     srv_version *v = srv_mm_version(mm, srv_target_version(&mm->conf, &arm->to));
@@ -634,7 +699,7 @@ static rt_status resolve_split(srv_manager *m, const mmodel *mm, uint64_t draw,
         *out = v;
         return RT_OK;
     }
-    return resolve(m, mm->conf.name, -1, NULL, true, out, err);
+    return resolve_mm(mm, -1, NULL, true, out, err);
 }
 
 /* Whether this request is shadowed and logged (pick->sample's low 32 bits
@@ -664,7 +729,7 @@ rt_status srv_manager_acquire_routed(srv_manager *m, const char *model, int64_t 
     rt_status st;
     const mmodel *mm = srv_mm_find(m, model);
     if (mm && mm->conf.rollout.n_split && version < 0 && !(label && label[0]))
-        st = resolve_split(m, mm, pick->draw, out, err);
+        st = resolve_split(mm, pick->draw, out, err);
     else
         st = resolve(m, model, version, label, true, out, err);
     if (st == RT_OK) {
@@ -758,7 +823,7 @@ rt_status srv_manager_list_json(srv_manager *m, rt_buf *out)
         }
         r |= rt_buf_puts(out, "}, \"default_version\": ");
         srv_version *dv = NULL;
-        if (resolve(m, mm->conf.name, -1, NULL, true, &dv, NULL) == RT_OK)
+        if (resolve_mm(mm, -1, NULL, true, &dv, NULL) == RT_OK)
             r |= rt_buf_printf(out, "\"%lld\"", (long long)dv->version);
         else
             r |= rt_buf_puts(out, "null");
@@ -793,7 +858,7 @@ bool srv_manager_ready(srv_manager *m, char *why, size_t why_len)
         mmodel *mm = m->models[i];
         srv_version *v = NULL;
         rt_err e = {{0}};
-        if (resolve(m, mm->conf.name, -1, NULL, true, &v, &e) == RT_OK) {
+        if (resolve_mm(mm, -1, NULL, true, &v, &e) == RT_OK) {
             mm->required = true; /* it served: from now on readiness waits for it */
             mm->not_serving_logged = false;
             counted++;
@@ -874,7 +939,7 @@ rt_status srv_manager_metrics(srv_manager *m, rt_buf *out)
                           "answers.\n# TYPE predictd_model_ready gauge\n");
     for (size_t i = 0; i < m->n_models; i++) {
         srv_version *v = NULL;
-        bool ok = resolve(m, m->models[i]->conf.name, -1, NULL, true, &v, NULL) == RT_OK;
+        bool ok = resolve_mm(m->models[i], -1, NULL, true, &v, NULL) == RT_OK;
         r |= rt_buf_printf(out, "predictd_model_ready{model=\"%s\"} %d\n",
                            m->models[i]->conf.name, ok);
     }

@@ -5,7 +5,8 @@
  * Not part of the server's public header (srv.h).
  *
  * Locking: m->mu guards the model table, every record's state and every
- * mmodel field; m->poll_mu serialises scans (and guards warm_ctx).
+ * mmodel field; m->poll_mu serialises scans (and guards warm_ctx). The
+ * watcher's own table of watches is its thread's alone.
  */
 #ifndef PREDICTD_SRV_MODELS_INTERNAL_H
 #define PREDICTD_SRV_MODELS_INTERNAL_H
@@ -42,19 +43,31 @@ typedef struct mmodel {
     size_t n_ignored;            /* sorted, so that each is logged once */
     bool required;               /* readiness waits for it (see srv_manager_ready) */
     bool not_serving_logged;
+    bool dirty;                  /* the watcher saw its base path change: scan it soon */
+    bool polled;                 /* its base path has no inotify watch: scan it every tick */
 } mmodel;
 
 struct srv_manager {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    mmodel **models;
+    mmodel **models;         /* in config order */
+    mmodel **by_name;        /* the same, sorted by name (srv_mm_find) */
+    mmodel **by_path;        /* the same, sorted by base path (srv_mm_by_path) */
     size_t n_models;
-    bool stop, wake, started;
+    bool stop, started;
+    bool wake;               /* scan every model (start, reload, SIGHUP, lost events) */
+    bool dirty;              /* some model is dirty */
+    size_t rescan_at;        /* the safety rescan's next model (index into models) */
     bool applied;            /* a config was applied: later ones are reloads */
     int poll_seconds;
     pthread_t thread;
     pthread_t watcher;       /* inotify on the base paths */
     bool watcher_started;
+    bool watch_ready;        /* the watcher's first sync is done (or it gave up) */
+    bool watching;           /* inotify works: models without a watch are marked polled
+                                (without it every model is polled) */
+    uint64_t watch_gen;      /* bumped when the set of base paths may have changed */
+    int watch_efd;           /* eventfd that wakes the watcher (-1 none) */
     pthread_mutex_t poll_mu; /* one poll at a time; guards warm_ctx */
     rt_ctx *warm_ctx;
     atomic_bool warmup;      /* enable_model_warmup of the config applied last */
@@ -68,10 +81,19 @@ char *srv_dup_str(const char *s);
 mmodel *srv_mm_find(const srv_manager *m, const char *name);
 /* The record of version in mm (binary search), or NULL. */
 srv_version *srv_mm_version(const mmodel *mm, int64_t version);
+/* The models whose base path is base_path: *first points at n of them in
+ * m->by_path (valid while m->mu is held). */
+size_t srv_mm_by_path(const srv_manager *m, const char *base_path, mmodel ***first);
 bool srv_mm_insert(mmodel *mm, srv_version *v);
 bool srv_mm_remove(mmodel *mm, srv_version *v);
 /* True when a label or default_version of mm names version: it stays
  * loaded whatever the version policy says. */
 bool srv_mm_pinned(const mmodel *mm, int64_t version);
+/* Wakes the watcher thread (srv_loader.c) to follow a new config or stop;
+ * any thread, m->mu not held. */
+void srv_watcher_kick(srv_manager *m);
+/* Starts the watcher thread (srv_watch.c); false if it could not start
+ * (then every base path is polled). */
+bool srv_watcher_start(srv_manager *m);
 
 #endif /* PREDICTD_SRV_MODELS_INTERNAL_H */
