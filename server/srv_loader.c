@@ -593,6 +593,7 @@ static void poll_model(srv_manager *m, const char *name)
     if (st == RT_OK && sc.n == 0)
         make_hint(base, &sc, hint, sizeof hint);
     pthread_mutex_lock(&m->mu);
+    m->scans++;
     if ((mm = srv_mm_find(m, name)) != NULL)
         note_scan(mm, st, &err, &sc, hint);
     pthread_mutex_unlock(&m->mu);

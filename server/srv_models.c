@@ -935,6 +935,12 @@ rt_status srv_manager_metrics(srv_manager *m, rt_buf *out)
             r |= rt_buf_printf(out, "predictd_model_versions{model=\"%s\",state=\"%s\"} %zu\n",
                                mm->conf.name, srv_state_name((srv_state)s), by_state[s]);
     }
+    r |= rt_buf_printf(out, "# HELP predictd_base_path_scans_total Scans of a model's base "
+                            "path (at start and reload, on an inotify event, at the safety "
+                            "rescan, and every poll for base paths that are not watched).\n"
+                            "# TYPE predictd_base_path_scans_total counter\n"
+                            "predictd_base_path_scans_total %llu\n",
+                       (unsigned long long)m->scans);
     r |= rt_buf_puts(out, "# HELP predictd_model_ready 1 when the model's default version "
                           "answers.\n# TYPE predictd_model_ready gauge\n");
     for (size_t i = 0; i < m->n_models; i++) {

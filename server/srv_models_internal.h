@@ -58,6 +58,7 @@ struct srv_manager {
     bool wake;               /* scan every model (start, reload, SIGHUP, lost events) */
     bool dirty;              /* some model is dirty */
     size_t rescan_at;        /* the safety rescan's next model (index into models) */
+    uint64_t scans;          /* base path scans so far (predictd_base_path_scans_total) */
     bool applied;            /* a config was applied: later ones are reloads */
     int poll_seconds;
     pthread_t thread;

@@ -383,10 +383,12 @@ static bool read_events(watcher *W)
         watch *w = &W->ws[i];
         if (lost && w->wd < 0 && !w->polled)
             w->redo = true;
-        if (w->redo && watch_one(W, w))
-            w->dirty = true; /* it appeared */
-        if (w->redo)
-            w->dirty = true; /* a swapped link, or it went away */
+        if (w->redo) {
+            /* it appeared, went away, or a link was swapped: scan it (a
+             * base path still missing costs one failed opendir) */
+            watch_one(W, w);
+            w->dirty = true;
+        }
     }
     free(wds);
     free(self);
