@@ -397,8 +397,12 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err);
 void srv_manager_poll(srv_manager *m);
 /* Asks the loader thread for a scan now (returns at once). */
 void srv_manager_wake(srv_manager *m);
-/* Starts a loader thread calling srv_manager_poll every poll_seconds
- * (0 = only when srv_manager_apply wakes it). */
+/* Starts the loader thread and, with poll_seconds > 0, the inotify watcher:
+ * a changed base path is scanned at once; at every tick of poll_seconds the
+ * base paths that cannot be watched, and a few watched ones in turn, are
+ * scanned (0 = scan only when srv_manager_apply or srv_manager_wake asks).
+ * Call once, after the first srv_manager_apply; srv_manager_free stops
+ * both threads. */
 rt_status srv_manager_start(srv_manager *m, int poll_seconds, rt_err *err);
 
 /* Changes the loader's poll interval (applied from its next wait). */

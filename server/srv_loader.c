@@ -1,8 +1,13 @@
 /*
  * srv_loader.c — the model manager's loader: scans each base path for
  * version directories, loads and warms up what the version policy (and the
- * versions labels pin) want, unloads the rest; and a watcher thread that
- * turns inotify events on the base paths into prompt scans.
+ * versions labels pin) want, unloads the rest. What it scans: every model
+ * at start, reload, SIGHUP and lost events; the models the watcher
+ * (srv_watch.c) marked dirty at once; at each tick of poll_seconds the
+ * models whose base path is not watched, those holding a refused version,
+ * and the next SAFETY_SCANS_PER_TICK models in turn (a safety net for what
+ * inotify does not report). So the idle cost does not grow with the number
+ * of models.
  *
  * Scans, loads and warm-ups run on the loader thread (srv_manager_start) or
  * the caller of srv_manager_poll, serialised by poll_mu, never under the

@@ -11,7 +11,10 @@
  *
  * One mutex guards the model table and every record's state; it is held
  * only for lookups and pointer swaps, never while a model loads. Scans,
- * loading and warm-up are srv_loader.c's.
+ * loading and warm-up are srv_loader.c's, watching srv_watch.c's. Models
+ * are found by name (requests, status) and by base path (the watcher) in
+ * two sorted indexes rebuilt at each apply: lookups stay logarithmic with
+ * 10,000 models.
  *
  * Pinning: a version that a label or default_version names is loaded and
  * kept whatever the version policy says, until the label moves.
