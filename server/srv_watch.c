@@ -50,6 +50,9 @@
     (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | IN_DELETE_SELF |        \
      IN_MOVE_SELF | IN_ONLYDIR)
 
+#define DEBOUNCE_MS 10      /* quiet time that ends a burst of events */
+#define DEBOUNCE_MAX_MS 200 /* a steady stream is published at least this often */
+
 /* One base path (however many models share it). */
 typedef struct watch {
     char *path;
@@ -422,7 +425,14 @@ static void *watcher_main(void *arg)
             }
         }
         if (p[0].revents & POLLIN) {
+            /* A burst (a copy of many files, several directories made in a
+             * row) is taken as one change: events are gathered until none
+             * came for DEBOUNCE_MS (at most DEBOUNCE_MAX_MS). */
             bool complete = read_events(W);
+            struct pollfd q = {.fd = W->fd, .events = POLLIN};
+            for (int waited = 0; waited < DEBOUNCE_MAX_MS && poll(&q, 1, DEBOUNCE_MS) > 0;
+                 waited += DEBOUNCE_MS)
+                complete = read_events(W) && complete;
             publish(W, false);
             if (!complete) {
                 srv_log(SRV_LOG_WARN, "inotify: events were lost (the queue overflowed); "
