@@ -49,8 +49,10 @@ DEPFLAGS     = -MMD -MP
 RT_PKGS  := libcjson libprotobuf-c openblas
 SRV_PKGS := libmicrohttpd libsystemd
 TUN_PKGS := yaml-0.1
-# Open MPI: only trainer/trn_comm_mpi.c includes mpi.h and only predict-train
-# links it (docs/distributed.md); -isystem keeps mpi.h out of -Werror.
+# Open MPI: only trainer/trn_comm_mpi.c (predict-train) and tuner/tun_comm_mpi.c
+# (predict-tune) include mpi.h, one file per binary, and only those two
+# binaries link it (docs/distributed.md, docs/tuning.md); -isystem keeps mpi.h
+# out of -Werror.
 MPI_PKGS := ompi-c
 
 # On a fresh machine the packages must be there before anything compiles and
@@ -213,6 +215,8 @@ endef
 $(foreach m,$(MAIN_SRCS),$(eval $(call BIN_RULE,$(m))))
 $(BUILD)/obj/trainer/trn_comm_mpi.o: CPPFLAGS += $(patsubst -I%,-isystem %,$(MPI_PKG_CFLAGS))
 $(BUILD)/predict-train: LDLIBS += $(MPI_PKG_LIBS)
+$(BUILD)/obj/tuner/tun_comm_mpi.o: CPPFLAGS += $(patsubst -I%,-isystem %,$(MPI_PKG_CFLAGS))
+$(BUILD)/predict-tune: LDLIBS += $(MPI_PKG_LIBS)
 
 $(BUILD)/man/%: man/%.in scripts/man.sh $(BINS)
 	@mkdir -p $(dir $@)

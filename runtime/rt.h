@@ -78,6 +78,19 @@ int rt_cgroup_path(const char *proc_cgroup, char *rel, size_t len);
  *   if (rt_cgroup_path(proc, rel, sizeof rel)) do { ... } while (rt_cgroup_parent(rel)); */
 int rt_cgroup_parent(char *rel);
 
+/* ------------------------------------------------ MPI launcher (rt_launch.c) */
+
+/* 1 when an MPI launcher (mpirun/mpiexec, srun --mpi=pmix, a Kubeflow
+ * MPIJob) started this process: its environment names a rank
+ * (OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK). Binaries initialise MPI only
+ * then. Thread-safe (reads the environment). */
+int rt_mpi_launched(void);
+
+/* Removes the launchers' variables (OMPI_*, PMIX_*, PMI_*) from the
+ * environment, so a program a rank starts is a plain process, not another
+ * rank. Changes the environment: call it in a forked child before exec. */
+void rt_mpi_forget_launcher(void);
+
 /* ---------------------------------------------------- byte buffer and hashes */
 
 /* A growable byte buffer; always NUL-terminated after any append. */

@@ -146,7 +146,7 @@ static int run_main(int argc, char **argv, const trn_comm *comm);
 
 int main(int argc, char **argv)
 {
-    if (!trn_comm_mpi_launched()) {
+    if (!rt_mpi_launched()) {
         int tasks = tf_config_tasks();
         if (tasks > 1) {
             fprintf(stderr, "predict-train: TF_CONFIG describes a cluster of %d tasks, but "

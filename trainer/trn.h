@@ -113,16 +113,8 @@ typedef struct trn_comm {
 } trn_comm;
 
 /*
- * 1 when this process was started by an MPI launcher (mpirun/mpiexec, srun
- * --mpi=pmix, a Kubeflow MPIJob): its environment names a rank
- * (OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK). Only then is MPI initialised:
- * a plain predict-train never pays MPI_Init's start-up cost.
- */
-int trn_comm_mpi_launched(void);
-
-/*
  * Initialises MPI and fills *c for MPI_COMM_WORLD (c->ctx is MPI's). Call
- * once, from main's thread, when trn_comm_mpi_launched(); trn_comm_mpi_close
+ * once, from main's thread, when rt_mpi_launched(); trn_comm_mpi_close
  * finalises. Thread safety: only the calling thread may use c.
  */
 rt_status trn_comm_mpi_open(int *argc, char ***argv, trn_comm *c, rt_err *err);

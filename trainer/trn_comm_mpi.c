@@ -1,11 +1,12 @@
 /*
  * trn_comm_mpi.c — the trainer's trn_comm over MPI (Open MPI): the only file
- * of the project that includes mpi.h, linked into predict-train alone.
+ * of predict-train that includes mpi.h (predict-tune's is tuner/tun_comm_mpi.c).
  *
  * MPI is initialised only when a launcher started the process (its rank is
- * in the environment): a plain predict-train does not pay MPI_Init. Errors
- * keep MPI's default handler (MPI_ERRORS_ARE_FATAL): a failed collective or a
- * dead peer ends the job instead of leaving ranks waiting.
+ * in the environment: rt_mpi_launched): a plain predict-train does not pay
+ * MPI_Init. Errors keep MPI's default handler (MPI_ERRORS_ARE_FATAL): a
+ * failed collective or a dead peer ends the job instead of leaving ranks
+ * waiting.
  *
  * Collectives are started non-blocking and waited for in three phases:
  * MPI_Test in a tight loop for the first 50 us (a step's exchange between
@@ -28,15 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-int trn_comm_mpi_launched(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", NULL};
-    for (size_t i = 0; vars[i]; i++)
-        if (getenv(vars[i]))
-            return 1;
-    return 0;
-}
 
 static double mono_s(void)
 {

@@ -5,6 +5,10 @@
  *   predict-tune --config conf/hptuning_census.yaml --job-dir /tmp/tune -- \
  *       build/predict-train --spec conf/census.json --train-files ... --eval-files ...
  *
+ * Under mpirun (mpirun -np K predict-tune ...) rank 0 runs the study and
+ * ranks 1..K-1 run the trials, each as a child on its own machine; MPI is
+ * initialised only under a launcher (rt_mpi_launched).
+ *
  * Exit status: 0 at least one trial succeeded; 1 no trial succeeded or I/O
  * failed; 2 bad command line or config; 130 interrupted (the study resumes
  * when the same command runs again).
@@ -28,7 +32,25 @@ static void usage(FILE *fp)
           fp);
 }
 
+static int run_main(int argc, char **argv, const tun_comm *comm);
+
 int main(int argc, char **argv)
+{
+    if (!rt_mpi_launched())
+        return run_main(argc, argv, NULL);
+    tun_comm comm;
+    rt_err err;
+    if (tun_comm_mpi_open(&argc, &argv, &comm, &err) != RT_OK) {
+        fprintf(stderr, "predict-tune: %s\n", err.msg);
+        return 1;
+    }
+    int code = run_main(argc, argv, comm.size > 1 ? &comm : NULL);
+    tun_comm_mpi_close(&comm);
+    return code;
+}
+
+/* main's work; comm is the MPI world of 2 ranks or more, or NULL. */
+static int run_main(int argc, char **argv, const tun_comm *comm)
 {
     const char *config = NULL, *job_dir = NULL;
     tun_run_params p = {0};
@@ -99,6 +121,14 @@ int main(int argc, char **argv)
     }
     int64_t ok = 0;
     int interrupted = 0;
+    p.comm = comm;
+    if (comm && comm->rank > 0) { /* a trial rank: rank 0 runs the study */
+        rt_status ws = tun_worker(&s, &p, &interrupted, &err);
+        if (ws != RT_OK)
+            fprintf(stderr, "predict-tune: rank %d: %s\n", comm->rank, err.msg);
+        tun_spec_free(&s);
+        return ws != RT_OK ? 1 : interrupted ? 130 : 0;
+    }
     rt_status st = tun_run(&s, &p, &ok, &interrupted, &err);
     int code;
     if (st != RT_OK) {

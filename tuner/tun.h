@@ -163,6 +163,7 @@ typedef struct tun_trial {
     double *curve_step, *curve_value; /* every reported value, in order */
     size_t n_curve;
     char *error;           /* FAILED: the reason and the tail of the log */
+    int rank;              /* under mpirun: the rank that ran it (>= 1); 0 = this process */
 } tun_trial;
 
 void tun_trial_free(tun_trial *t, int free_struct);
@@ -208,11 +209,30 @@ rt_status tun_write_atomic(const char *path, const char *data, size_t len, rt_er
 
 /* ------------------------------------------------------------ the loop */
 
+/*
+ * How the ranks of predict-tune under mpirun talk (tun_comm_mpi.c over MPI;
+ * docs/tuning.md): point-to-point messages of bytes with a tag, in order
+ * between two ranks. Each returns 0, or -1 when the transport failed.
+ */
+typedef struct tun_comm {
+    int rank, size;
+    void *ctx;
+    int (*send)(void *ctx, int to, int tag, const void *buf, size_t len);
+    /* 1 and the next message's sender, tag and length when one is waiting,
+     * 0 when none is, -1 on failure; does not block */
+    int (*poll)(void *ctx, int *from, int *tag, size_t *len);
+    /* receives the message poll announced into buf (len bytes) */
+    int (*recv)(void *ctx, int from, int tag, void *buf, size_t len);
+} tun_comm;
+
 typedef struct tun_run_params {
     const char *job_dir;     /* DIR */
     char *const *command;    /* COMMAND ARGS..., NULL-terminated */
     uint64_t seed;
     int quiet;               /* no progress lines */
+    const tun_comm *comm;    /* mpirun with 2 ranks or more: rank 0 runs the study
+                                (tun_run), the others run trials (tun_worker); NULL:
+                                trials are this process's children */
 } tun_run_params;
 
 /* Runs (or resumes) the study. Returns RT_OK when it ran to the end (see
@@ -222,5 +242,24 @@ typedef struct tun_run_params {
  * SIGINT, SIGTERM and SIGCHLD in the calling thread while it runs. */
 rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded,
                   int *interrupted, rt_err *err);
+
+/*
+ * A rank > 0 of a distributed study: runs the trials rank 0 sends, one at a
+ * time, as its children (DIR/<id> on this rank's machine), reports each
+ * one's metrics while it runs and its record when it ends, stops it when
+ * rank 0 says so, and returns when rank 0 says the study is over.
+ * *interrupted = 1 when SIGINT/SIGTERM reached this rank (rank 0 then stops
+ * the whole study). Blocks SIGINT, SIGTERM and SIGCHLD while it runs.
+ */
+rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupted,
+                     rt_err *err);
+
+/*
+ * Under an MPI launcher (rt_mpi_launched): initialises MPI and fills *c for
+ * MPI_COMM_WORLD (tun_comm_mpi.c, the one file of predict-tune that includes
+ * mpi.h); tun_comm_mpi_close finalises. Main's thread only.
+ */
+rt_status tun_comm_mpi_open(int *argc, char ***argv, tun_comm *c, rt_err *err);
+void tun_comm_mpi_close(tun_comm *c);
 
 #endif

@@ -5,6 +5,11 @@
  * the median stopping rule to running trials, and on SIGINT/SIGTERM stops the
  * running trials and leaves a study that resumes from trials.jsonl.
  *
+ * Under mpirun (a tun_comm of 2 ranks or more) rank 0 runs the same loop but
+ * sends each trial to an idle rank instead of forking it; tun_worker, on
+ * every other rank, runs it as its child with the same launch code and
+ * sends back its reports while it runs and its record when it ends.
+ *
  * Signals are blocked and taken synchronously with sigtimedwait(), so there
  * is no handler and no global flag.
  */
@@ -19,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,7 +35,8 @@
 #define TAIL_BYTES 1500
 
 typedef struct running {
-    pid_t pid;
+    pid_t pid;         /* the child; 0 for a trial on another rank */
+    int rank;          /* distributed: the rank running it (>= 1) */
     tun_trial t;
     char dir[4096];
     char metric_file[4200];
@@ -215,11 +222,17 @@ static pid_t launch(const tun_spec *s, const tun_run_params *p, running *r,
         free(flags);
         return -1;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
         /* the child: own process group (Ctrl-C reaches the tuner, which stops
-         * its trials), the caller's signal mask, output to trial.log */
+         * its trials), the caller's signal mask, output to trial.log; and
+         * SIGTERM when the tuner dies (kill -9, a dead rank under mpirun), so
+         * no trial outlives its study unseen */
         setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(127); /* the tuner died before prctl took effect */
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         sigprocmask(SIG_SETMASK, oldmask, NULL);
@@ -228,6 +241,7 @@ static pid_t launch(const tun_spec *s, const tun_run_params *p, running *r,
             dup2(in, 0);
         dup2(fd, 1);
         dup2(fd, 2);
+        rt_mpi_forget_launcher(); /* under mpirun: a trial is not another rank */
         setenv("CLOUD_ML_HP_METRIC_FILE", r->metric_file, 1);
         setenv("CLOUD_ML_HP_METRIC_TAG", s->metric_tag, 1);
         setenv("CLOUD_ML_TRIAL_ID", idbuf, 1);
@@ -366,21 +380,180 @@ static void stop_all(running *run, size_t nr)
     }
 }
 
+/* ------------------------------------------------------------ ranks */
+
+/* Messages between rank 0 and the trial ranks (payloads: a trial as its
+ * trials.jsonl line, or nothing). */
+enum {
+    MSG_RUN = 1,      /* 0 -> r: run this trial (id, hyperparameters) */
+    MSG_STOP = 2,     /* 0 -> r: stop trial <id> (payload: the id as text) */
+    MSG_QUIT = 3,     /* 0 -> r: the study is over */
+    MSG_DONE = 4,     /* r -> 0: the trial's record */
+    MSG_REPORT = 5,   /* r -> 0: the running trial with its reports so far */
+    MSG_SIGNAL = 6,   /* r -> 0: SIGINT/SIGTERM reached rank r */
+};
+
+static rt_status send_trial(const tun_comm *c, int to, int tag, const tun_spec *s,
+                            const tun_trial *t, rt_err *err)
+{
+    rt_buf b;
+    rt_buf_init(&b);
+    rt_status st = tun_trial_to_json(s, t, &b);
+    if (st == RT_OK && c->send(c->ctx, to, tag, b.data, b.len + 1) != 0)
+        st = rt_err_set(err, RT_ERR_IO, "rank %d: cannot send to rank %d", c->rank, to);
+    else if (st)
+        rt_err_set(err, st, "out of memory");
+    rt_buf_free(&b);
+    return st;
+}
+
+static rt_status send_text(const tun_comm *c, int to, int tag, const char *text, rt_err *err)
+{
+    if (c->send(c->ctx, to, tag, text, strlen(text) + 1) != 0)
+        return rt_err_set(err, RT_ERR_IO, "rank %d: cannot send to rank %d", c->rank, to);
+    return RT_OK;
+}
+
+/* The next message, if one waits: 1 with *buf (malloc'd, NUL-terminated),
+ * *from and *tag; 0 none; -1 a transport failure (err set). */
+static int next_msg(const tun_comm *c, int *from, int *tag, char **buf, rt_err *err)
+{
+    size_t len;
+    int got = c->poll(c->ctx, from, tag, &len);
+    if (got <= 0) {
+        if (got < 0)
+            rt_err_set(err, RT_ERR_IO, "rank %d: MPI probe failed", c->rank);
+        return got;
+    }
+    *buf = malloc(len + 1);
+    if (!*buf || c->recv(c->ctx, *from, *tag, *buf, len) != 0) {
+        free(*buf);
+        *buf = NULL;
+        rt_err_set(err, RT_ERR_IO, "rank %d: cannot receive from rank %d", c->rank, *from);
+        return -1;
+    }
+    (*buf)[len] = '\0';
+    return 1;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* SIGINT, SIGTERM and SIGCHLD blocked (taken with sigtimedwait: no handler,
+ * no global); *old receives the caller's mask. */
+static void block_signals(sigset_t *mask, sigset_t *old)
+{
+    sigemptyset(mask);
+    sigaddset(mask, SIGINT);
+    sigaddset(mask, SIGTERM);
+    sigaddset(mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, mask, old);
+}
+
+/* The caller's mask again; a SIGCHLD left pending must not reach it. */
+static void unblock_signals(const sigset_t *old)
+{
+    struct timespec zero = {0, 0};
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    while (sigtimedwait(&chld, NULL, &zero) > 0) {
+    }
+    sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* ------------------------------------------------------------ the study */
+
+/* Moves a finished trial into the study: trials.jsonl rewritten, its line
+ * printed. t is emptied (the study owns its contents). */
+static rt_status record(const tun_spec *s, const tun_run_params *p, const char *tpath,
+                        tun_trial **trials, size_t *n, tun_trial *t, int64_t limit,
+                        rt_err *err)
+{
+    tun_trial *grown = realloc(*trials, (*n + 1) * sizeof *grown);
+    if (!grown)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    *trials = grown;
+    grown[(*n)++] = *t;
+    memset(t, 0, sizeof *t);
+    rt_status st = tun_trials_save(s, tpath, grown, *n, err);
+    if (st == RT_OK && !p->quiet)
+        progress(s, &grown[*n - 1], limit);
+    return st;
+}
+
+/* Frees slot i's trial and fills the hole with the last slot. */
+static void drop_slot(running *run, size_t *nr, size_t i)
+{
+    tun_trial_free(&run[i].t, 0);
+    run[i] = run[--*nr];
+    if (i != *nr)
+        memset(&run[*nr], 0, sizeof run[*nr]);
+}
+
+/* Distributed stop: every rank running a trial is told to stop it, and its
+ * record (not kept: the trial runs again on resume) is awaited, so no trial
+ * outlives the study. Ranks always answer: they SIGKILL a trial that
+ * ignores SIGTERM for TERM_GRACE_S. */
+static void stop_remote(const tun_comm *c, running *run, size_t nr)
+{
+    rt_err e;
+    size_t left = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (run[i].rank <= 0)
+            continue;
+        char id[32];
+        snprintf(id, sizeof id, "%lld", (long long)run[i].t.id);
+        if (send_text(c, run[i].rank, MSG_STOP, id, &e) == RT_OK)
+            left++;
+        else
+            run[i].rank = -run[i].rank;
+    }
+    while (left > 0) {
+        int from, tag;
+        char *buf = NULL;
+        int got = next_msg(c, &from, &tag, &buf, &e);
+        if (got < 0)
+            break;
+        if (got == 0) {
+            nap_ms(20);
+            continue;
+        }
+        free(buf);
+        if (tag != MSG_DONE)
+            continue;
+        for (size_t i = 0; i < nr; i++)
+            if (run[i].rank == from) {
+                run[i].rank = -from;
+                left--;
+            }
+    }
+}
+
 rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded,
                   int *interrupted, rt_err *err)
 {
     rt_status st = RT_OK;
     tun_trial *trials = NULL, *prior = NULL;
     size_t n = 0, n_prior = 0, nr = 0;
+    const tun_comm *comm = p->comm && p->comm->size > 1 ? p->comm : NULL;
     int64_t max_par = s->max_parallel > 64 ? 64 : s->max_parallel;
+    if (comm && max_par > comm->size - 1)
+        max_par = comm->size - 1; /* one trial per rank at a time */
     running *run = calloc((size_t)max_par, sizeof *run);
+    char *busy = comm ? calloc((size_t)comm->size, 1) : NULL;
     char tpath[4200], spath[4200];
     sigset_t mask, oldmask;
     int masked = 0;
     *succeeded = 0;
     *interrupted = 0;
-    if (!run)
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (!run || (comm && !busy)) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
     if ((st = mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
         goto out;
     snprintf(tpath, sizeof tpath, "%s/trials.jsonl", p->job_dir);
@@ -407,16 +580,15 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
     }
     if (n > 0 && !p->quiet)
         printf("resuming: %zu trials recorded in %s\n", n, tpath);
+    if (comm && !p->quiet)
+        printf("distributed: rank 0 runs the study, ranks 1-%d the trials (%lld at a time)\n",
+               comm->size - 1, (long long)max_par);
     int64_t limit = s->max_trials;
     if (s->algorithm == TUN_GRID && tun_grid_size(s) < limit)
         limit = tun_grid_size(s);
     int64_t max_failed = s->max_failed > 0 ? s->max_failed : s->max_trials;
 
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &mask, &oldmask);
+    block_signals(&mask, &oldmask);
     masked = 1;
 
     for (;;) {
@@ -440,9 +612,22 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
                 goto stop;
             snprintf(r->dir, sizeof r->dir, "%s/%lld", p->job_dir, (long long)id);
             snprintf(r->metric_file, sizeof r->metric_file, "%s/hypertune.metrics", r->dir);
+            r->t.start_time = now_real();
+            if (comm) {
+                /* the lowest idle rank runs it, in its own DIR/<id> */
+                int to = 1;
+                while (to < comm->size && busy[to])
+                    to++;
+                r->t.state = TUN_FAILED; /* not run yet */
+                if ((st = send_trial(comm, to, MSG_RUN, s, &r->t, err)))
+                    goto stop;
+                busy[to] = 1;
+                r->rank = to;
+                nr++;
+                continue;
+            }
             if ((st = fresh_dir(r->dir, err)))
                 goto stop;
-            r->t.start_time = now_real();
             if ((r->pid = launch(s, p, r, &oldmask, err)) < 0) {
                 st = RT_ERR_IO;
                 goto stop;
@@ -451,7 +636,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
         }
         if (nr == 0)
             break;
-        struct timespec ts = {0, POLL_MS * 1000000L};
+        struct timespec ts = {0, (comm ? 20 : POLL_MS) * 1000000L};
         int sig = sigtimedwait(&mask, NULL, &ts);
         if (sig == SIGINT || sig == SIGTERM) {
             if (!p->quiet)
@@ -463,52 +648,94 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
         }
         int status;
         pid_t w;
-        while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+        while (!comm && (w = waitpid(-1, &status, WNOHANG)) > 0) {
             for (size_t i = 0; i < nr; i++) {
                 if (run[i].pid != w)
                     continue;
                 finish(s, &run[i], status);
-                tun_trial *grown = realloc(trials, (n + 1) * sizeof *grown);
-                if (!grown) {
-                    st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+                st = record(s, p, tpath, &trials, &n, &run[i].t, limit, err);
+                drop_slot(run, &nr, i);
+                if (st)
                     goto stop;
-                }
-                trials = grown;
-                trials[n++] = run[i].t;
-                memset(&run[i].t, 0, sizeof run[i].t);
-                run[i] = run[--nr];
-                if (i != nr)
-                    memset(&run[nr], 0, sizeof run[nr]);
-                if ((st = tun_trials_save(s, tpath, trials, n, err)))
-                    goto stop;
-                if (!p->quiet)
-                    progress(s, &trials[n - 1], limit);
                 break;
             }
+        }
+        for (int from, tag, got; comm;) {
+            char *buf = NULL;
+            if ((got = next_msg(comm, &from, &tag, &buf, err)) <= 0) {
+                if (got < 0) {
+                    st = RT_ERR_IO;
+                    goto stop;
+                }
+                break;
+            }
+            if (tag == MSG_SIGNAL) {
+                free(buf);
+                if (!p->quiet)
+                    fprintf(stderr, "predict-tune: a signal reached rank %d: stopping %zu "
+                                    "running trial(s); run the same command again to resume\n",
+                            from, nr);
+                *interrupted = 1;
+                goto stop;
+            }
+            size_t i = 0;
+            while (i < nr && run[i].rank != from)
+                i++;
+            tun_trial t;
+            rt_err e;
+            if (i == nr || (tag != MSG_DONE && tag != MSG_REPORT) ||
+                tun_trial_from_json(s, buf, &t, &e) != RT_OK || t.id != run[i].t.id) {
+                free(buf);
+                continue; /* stale (a report racing the record) */
+            }
+            free(buf);
+            if (tag == MSG_REPORT) { /* the reports so far, for early stopping */
+                tun_trial_free(&run[i].t, 0);
+                run[i].t = t;
+                continue;
+            }
+            t.rank = from;
+            busy[from] = 0;
+            st = record(s, p, tpath, &trials, &n, &t, limit, err);
+            tun_trial_free(&t, 0);
+            drop_slot(run, &nr, i);
+            if (st)
+                goto stop;
         }
         if (s->early_stopping) {
             for (size_t i = 0; i < nr; i++) {
                 running *r = &run[i];
                 if (r->stopping) {
-                    if (now_mono() > r->kill_at) {
+                    if (!comm && now_mono() > r->kill_at) {
                         kill(-r->pid, SIGKILL);
                         r->kill_at = now_mono() + 3600;
                     }
                     continue;
                 }
-                if (tun_read_metrics(r->metric_file, r->dir, s->metric_tag, &r->t, NULL) ==
-                        RT_OK &&
-                    tun_median_stop(s, &r->t, trials, n)) {
+                int have = comm ? r->t.n_curve > 0
+                                : tun_read_metrics(r->metric_file, r->dir, s->metric_tag, &r->t,
+                                                   NULL) == RT_OK;
+                if (!have || !tun_median_stop(s, &r->t, trials, n))
+                    continue;
+                r->stopping = 1;
+                r->kill_at = now_mono() + TERM_GRACE_S;
+                if (!comm) {
                     kill(-r->pid, SIGTERM);
-                    r->stopping = 1;
-                    r->kill_at = now_mono() + TERM_GRACE_S;
+                    continue;
                 }
+                char id[32];
+                snprintf(id, sizeof id, "%lld", (long long)r->t.id);
+                if ((st = send_text(comm, r->rank, MSG_STOP, id, err)))
+                    goto stop;
             }
         }
     }
     goto done;
 stop:
-    stop_all(run, nr);
+    if (comm)
+        stop_remote(comm, run, nr);
+    else
+        stop_all(run, nr);
 done:
     for (size_t i = 0; i < n; i++)
         *succeeded += trials[i].state == TUN_SUCCEEDED;
@@ -524,18 +751,14 @@ done:
         fflush(stdout);
     }
 out:
-    if (masked) {
-        /* a SIGCHLD left pending must not reach the caller */
-        struct timespec zero = {0, 0};
-        sigset_t chld;
-        sigemptyset(&chld);
-        sigaddset(&chld, SIGCHLD);
-        while (sigtimedwait(&chld, NULL, &zero) > 0) {
-        }
-        sigprocmask(SIG_SETMASK, &oldmask, NULL);
+    for (int r = 1; comm && r < comm->size; r++) {
+        rt_err e3;
+        send_text(comm, r, MSG_QUIT, "", &e3); /* every rank returns, whatever happened */
     }
+    if (masked)
+        unblock_signals(&oldmask);
     /* every slot: one being filled when an error stopped the loop holds values too */
-    for (int64_t i = 0; i < max_par; i++)
+    for (int64_t i = 0; run && i < max_par; i++)
         tun_trial_free(&run[i].t, 0);
     for (size_t i = 0; i < n; i++)
         tun_trial_free(&trials[i], 0);
@@ -544,5 +767,119 @@ out:
     free(trials);
     free(prior);
     free(run);
+    free(busy);
+    return st;
+}
+
+/* ------------------------------------------------------------ a trial rank */
+
+rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupted,
+                     rt_err *err)
+{
+    const tun_comm *c = p->comm;
+    running r;
+    memset(&r, 0, sizeof r);
+    sigset_t mask, oldmask;
+    rt_status st = RT_OK;
+    size_t reported = 0;
+    double next_read = 0;
+    *interrupted = 0;
+    block_signals(&mask, &oldmask);
+    for (int quit = 0; !quit || r.pid > 0;) {
+        struct timespec ts = {0, 20 * 1000000L};
+        int sig = sigtimedwait(&mask, NULL, &ts);
+        if ((sig == SIGINT || sig == SIGTERM) && !*interrupted) {
+            /* the whole study stops: rank 0 is told; this rank's trial ends */
+            *interrupted = 1;
+            rt_err e;
+            send_text(c, 0, MSG_SIGNAL, "", &e);
+            if (r.pid > 0 && !r.kill_at) {
+                kill(-r.pid, SIGTERM);
+                r.kill_at = now_mono() + TERM_GRACE_S;
+            }
+        }
+        int status;
+        if (r.pid > 0 && waitpid(r.pid, &status, WNOHANG) == r.pid) {
+            finish(s, &r, status);
+            r.t.rank = c->rank;
+            r.pid = 0;
+            st = send_trial(c, 0, MSG_DONE, s, &r.t, err);
+            tun_trial_free(&r.t, 0);
+            if (st)
+                break;
+        }
+        if (r.pid > 0 && r.kill_at && now_mono() > r.kill_at) {
+            kill(-r.pid, SIGKILL);
+            r.kill_at = now_mono() + 3600;
+        }
+        if (r.pid > 0 && s->early_stopping && now_mono() >= next_read) {
+            /* the reports so far, for rank 0's median stopping rule */
+            next_read = now_mono() + POLL_MS / 1000.0;
+            if (tun_read_metrics(r.metric_file, r.dir, s->metric_tag, &r.t, NULL) == RT_OK &&
+                r.t.n_curve != reported) {
+                reported = r.t.n_curve;
+                if ((st = send_trial(c, 0, MSG_REPORT, s, &r.t, err)))
+                    break;
+            }
+        }
+        int from, tag, got;
+        char *buf = NULL;
+        if ((got = next_msg(c, &from, &tag, &buf, err)) < 0) {
+            st = RT_ERR_IO;
+            break;
+        }
+        if (got == 0)
+            continue;
+        if (tag == MSG_QUIT) {
+            quit = 1;
+            if (r.pid > 0 && !r.kill_at) {
+                kill(-r.pid, SIGTERM);
+                r.kill_at = now_mono() + TERM_GRACE_S;
+            }
+        } else if (tag == MSG_STOP && r.pid > 0 && atoll(buf) == r.t.id) {
+            r.stopping = !*interrupted; /* early stopping; an interrupt is not recorded */
+            if (!r.kill_at) {
+                kill(-r.pid, SIGTERM);
+                r.kill_at = now_mono() + TERM_GRACE_S;
+            }
+        } else if (tag == MSG_RUN && r.pid == 0) {
+            memset(&r, 0, sizeof r);
+            reported = 0;
+            next_read = 0;
+            rt_err e;
+            if (tun_trial_from_json(s, buf, &r.t, &e) != RT_OK) {
+                st = rt_err_set(err, RT_ERR_FORMAT, "rank %d: a bad trial from rank 0: %s",
+                                c->rank, e.msg);
+                free(buf);
+                break;
+            }
+            r.t.state = TUN_FAILED;
+            r.t.start_time = now_real();
+            snprintf(r.dir, sizeof r.dir, "%s/%lld", p->job_dir, (long long)r.t.id);
+            snprintf(r.metric_file, sizeof r.metric_file, "%s/hypertune.metrics", r.dir);
+            if ((st = mkdirs(p->job_dir, err)) || (st = fresh_dir(r.dir, err)) ||
+                (r.pid = launch(s, p, &r, &oldmask, err)) < 0) {
+                /* this trial fails, the rank goes on */
+                r.pid = 0;
+                r.t.end_time = now_real();
+                free(r.t.error);
+                r.t.error = strdup(err->msg);
+                r.t.rank = c->rank;
+                st = send_trial(c, 0, MSG_DONE, s, &r.t, err);
+                tun_trial_free(&r.t, 0);
+                if (st) {
+                    free(buf);
+                    break;
+                }
+            }
+        }
+        free(buf);
+    }
+    if (r.pid > 0) { /* only after a transport failure */
+        kill(-r.pid, SIGKILL);
+        waitpid(r.pid, NULL, 0);
+    }
+    tun_trial_free(&r.t, 0);
+    unblock_signals(&oldmask);
     return st;
 }

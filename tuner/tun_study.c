@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,8 @@ static cJSON *trial_json(const tun_spec *s, const tun_trial *t, int with_curve)
     cJSON_AddNumberToObject(o, "wallSeconds", (double)(llround(t->end_time * 1000) - llround(t->start_time * 1000)) / 1000);
     if (t->error)
         cJSON_AddStringToObject(o, "error", t->error);
+    if (t->rank > 0)
+        cJSON_AddNumberToObject(o, "rank", t->rank);
     return o;
 }
 
@@ -251,6 +254,9 @@ rt_status tun_trial_from_json(const tun_spec *s, const char *line, tun_trial *t,
     const cJSON *te = cJSON_GetObjectItemCaseSensitive(o, "endTime");
     t->start_time = cJSON_IsString(ts) ? parse_rfc3339(ts->valuestring) : 0;
     t->end_time = cJSON_IsString(te) ? parse_rfc3339(te->valuestring) : 0;
+    if (json_num(cJSON_GetObjectItemCaseSensitive(o, "rank"), &d) == 0 && d >= 1 &&
+        d <= INT_MAX)
+        t->rank = (int)d;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
     if (cJSON_IsString(e) && !(t->error = strdup(e->valuestring)))
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
