@@ -28,7 +28,8 @@ static void usage(FILE *fp)
           "                  running again with the same DIR resumes the study\n"
           "  --seed N        suggestions are a function of the seed and the results (default 1)\n"
           "  --quiet         no progress lines or table\n"
-          "  each trial runs COMMAND ARGS... --job-dir DIR/<id> --<parameterName>=<value>...\n",
+          "  each trial runs COMMAND ARGS... --job-dir DIR/<id> --<parameterName>=<value>...\n"
+          "Under mpirun -np K: rank 0 runs the study, ranks 1..K-1 the trials (docs/tuning.md)\n",
           fp);
 }
 
