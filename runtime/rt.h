@@ -91,6 +91,18 @@ int rt_mpi_launched(void);
  * rank. Changes the environment: call it in a forked child before exec. */
 void rt_mpi_forget_launcher(void);
 
+/* ------------------------------------------------------ signals (rt_signal.c) */
+
+struct sigaction;
+/*
+ * For a program that blocks sig in its threads and takes it synchronously
+ * (sigpending, sigtimedwait): a handler that moves sig, when the kernel
+ * delivers it to a library's thread that does not block it (OpenBLAS, Open
+ * MPI), back to the process as a pending signal. old (may be NULL) receives
+ * the previous action, for sigaction(sig, old, NULL) afterwards.
+ */
+void rt_signal_hold(int sig, struct sigaction *old);
+
 /* ---------------------------------------------------- byte buffer and hashes */
 
 /* A growable byte buffer; always NUL-terminated after any append. */

@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 static double now_s(void)
@@ -664,21 +663,10 @@ static int exported_at(const run *R, int64_t step)
 }
 
 /*
- * SIGINT/SIGTERM while training. The training threads block them and the
+ * SIGINT/SIGTERM while training: the training threads block them and the
  * loop looks for a pending one after each step (no handler state, no
- * global). Threads that libraries started before main() (OpenBLAS's pool)
- * do not block them, and the kernel may deliver the signal to one of those:
- * this handler then blocks the signal in that thread for good (the mask in
- * its ucontext is the one restored on return) and sends it to the process
- * again, where it stays pending for the loop to see.
+ * global); rt_signal_hold brings back one the kernel gave a library's thread.
  */
-static void on_stop_signal(int sig, siginfo_t *si, void *uc)
-{
-    (void)si;
-    sigaddset(&((ucontext_t *)uc)->uc_sigmask, sig);
-    kill(getpid(), sig);
-}
-
 /* SIGINT or SIGTERM pending (blocked while training), else 0. */
 static int stop_pending(void)
 {
@@ -886,13 +874,8 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             sigaddset(&stopset, SIGINT);
             sigaddset(&stopset, SIGTERM);
             pthread_sigmask(SIG_BLOCK, &stopset, &oldmask);
-            struct sigaction sa;
-            memset(&sa, 0, sizeof sa);
-            sa.sa_sigaction = on_stop_signal;
-            sa.sa_flags = SA_SIGINFO | SA_RESTART;
-            sigfillset(&sa.sa_mask);
-            sigaction(SIGINT, &sa, &oldact[0]);
-            sigaction(SIGTERM, &sa, &oldact[1]);
+            rt_signal_hold(SIGINT, &oldact[0]);
+            rt_signal_hold(SIGTERM, &oldact[1]);
             masked = 1;
         }
         if ((st = trn_feeder_new(R.m->g, &fd, err)))
@@ -1100,6 +1083,11 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             masked = 0;
         }
         if (sig) {
+            /* the other ranks end once rank 0's checkpoint is on disk: under
+             * mpirun the first rank to exit non-zero ends the job */
+            double one = 1;
+            if ((st = trn_dist_sum(dist, &one, 1, err)))
+                goto out;
             if (c.job_dir && is_chief(&c))
                 fprintf(stderr, "interrupted at step %lld, checkpoint saved; re-run to resume\n",
                         (long long)R.m->step);

@@ -442,20 +442,27 @@ static void nap_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* SIGINT, SIGTERM and SIGCHLD blocked (taken with sigtimedwait: no handler,
- * no global); *old receives the caller's mask. */
-static void block_signals(sigset_t *mask, sigset_t *old)
+/* SIGINT, SIGTERM and SIGCHLD blocked (taken with sigtimedwait: no state,
+ * no global; rt_signal_hold brings back a SIGINT/SIGTERM the kernel gave a
+ * library's thread, such as Open MPI's); *old and act receive the caller's
+ * mask and actions. */
+static void block_signals(sigset_t *mask, sigset_t *old, struct sigaction act[2])
 {
     sigemptyset(mask);
     sigaddset(mask, SIGINT);
     sigaddset(mask, SIGTERM);
     sigaddset(mask, SIGCHLD);
     sigprocmask(SIG_BLOCK, mask, old);
+    rt_signal_hold(SIGINT, &act[0]);
+    rt_signal_hold(SIGTERM, &act[1]);
 }
 
-/* The caller's mask again; a SIGCHLD left pending must not reach it. */
-static void unblock_signals(const sigset_t *old)
+/* The caller's mask and actions again; a SIGCHLD left pending must not
+ * reach it. */
+static void unblock_signals(const sigset_t *old, const struct sigaction act[2])
 {
+    sigaction(SIGINT, &act[0], NULL);
+    sigaction(SIGTERM, &act[1], NULL);
     struct timespec zero = {0, 0};
     sigset_t chld;
     sigemptyset(&chld);
@@ -547,6 +554,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
     char *busy = comm ? calloc((size_t)comm->size, 1) : NULL;
     char tpath[4200], spath[4200];
     sigset_t mask, oldmask;
+    struct sigaction oldact[2];
     int masked = 0;
     *succeeded = 0;
     *interrupted = 0;
@@ -588,7 +596,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
         limit = tun_grid_size(s);
     int64_t max_failed = s->max_failed > 0 ? s->max_failed : s->max_trials;
 
-    block_signals(&mask, &oldmask);
+    block_signals(&mask, &oldmask, oldact);
     masked = 1;
 
     for (;;) {
@@ -756,7 +764,7 @@ out:
         send_text(comm, r, MSG_QUIT, "", &e3); /* every rank returns, whatever happened */
     }
     if (masked)
-        unblock_signals(&oldmask);
+        unblock_signals(&oldmask, oldact);
     /* every slot: one being filled when an error stopped the loop holds values too */
     for (int64_t i = 0; run && i < max_par; i++)
         tun_trial_free(&run[i].t, 0);
@@ -780,11 +788,12 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
     running r;
     memset(&r, 0, sizeof r);
     sigset_t mask, oldmask;
+    struct sigaction oldact[2];
     rt_status st = RT_OK;
     size_t reported = 0;
     double next_read = 0;
     *interrupted = 0;
-    block_signals(&mask, &oldmask);
+    block_signals(&mask, &oldmask, oldact);
     for (int quit = 0; !quit || r.pid > 0;) {
         struct timespec ts = {0, 20 * 1000000L};
         int sig = sigtimedwait(&mask, NULL, &ts);
@@ -880,6 +889,6 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
         waitpid(r.pid, NULL, 0);
     }
     tun_trial_free(&r.t, 0);
-    unblock_signals(&oldmask);
+    unblock_signals(&oldmask, oldact);
     return st;
 }
