@@ -21,6 +21,10 @@ the same machine, prints a table and writes bench/results.json:
  12 many models: BENCH_MANY_MODELS (10,000) small models in one daemon: time
     until all are AVAILABLE, RSS, idle CPU over 10 s, req/s on one of them
     next to a one-model daemon
+ 13 overload: with max_queue_depth BENCH_QUEUE_DEPTH (32), alone and with
+    max_queue_wait_ms BENCH_QUEUE_WAIT_MS (2), constant-rate load
+    (bench/bench_load, wrk2-style) at 0.5x..3x the measured capacity:
+    answered req/s, share of 429, p50/p99 of the accepted, p99 of the 429s
 
 Server and load generator run pinned to different CPUs when there are two
 or more. Every figure is the median of RUNS runs (default 3). A figure that
@@ -939,7 +943,7 @@ def g12():
     body = write_body("linear-1.json", {"instances": [{"x": 0.5, "color": "green"}]})
     out = {"models": MANY, "model": "builtin:linear of tests/unit/support_models.h "
                                     "(2 inputs, 3 classes; a 1 KB model.pb)"}
-    loads, rss, idle = [], [], []
+    loads, load_cpu, rss, idle = [], [], [], []
     many_rps, one_rps = [], []
     for k in range(RUNS):
         port = free_port()
@@ -948,16 +952,20 @@ def g12():
         p = start([PREDICTD, "--model_config_file=%s" % cfg, "--rest_api_port=%d" % port],
                   log_path)
         ok = False
+        # /readyz answers 200 once every model of the first config answers
+        # (cheap to ask); /v1/models (a 1 MB answer) confirms it once.
         while time.monotonic() - t0 < 120 and p.poll() is None:
             code, _ = http("GET", "http://127.0.0.1:%d/readyz" % port, timeout=30)
-            if code == 200 and all_available(port, MANY):
+            if code == 200:
                 ok = True
                 break
             time.sleep(0.02)
-        if not ok:
+        took, cpu = time.monotonic() - t0, cpu_seconds(p.pid)
+        if not ok or not all_available(port, MANY):
             stop(p)
             raise RuntimeError("not every model became AVAILABLE within 120 s")
-        loads.append(time.monotonic() - t0)
+        loads.append(took)
+        load_cpu.append(cpu)
         time.sleep(2.0)  # let the first safety rescans and log writes pass
         with open("/proc/%d/status" % p.pid) as f:
             rss.append(int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024.0)
@@ -977,6 +985,7 @@ def g12():
         stop(p)
     out["all_available_s"] = median(loads)
     out["all_available_s_all"] = [round(x, 2) for x in loads]
+    out["cpu_s_to_all_available"] = median(load_cpu)  # moves less with the machine's load
     out["rss_mb"] = median(rss)
     out["idle_cpu_percent_of_a_core"] = median(idle)
     out["idle_cpu_all"] = [round(x, 2) for x in idle]
@@ -987,6 +996,74 @@ def g12():
                                          out["predict_one_model_daemon_c16"]["rps"], 3)
     out["goals"] = ("all AVAILABLE <= 5 s, RSS <= 200 MB, idle CPU <= 2% of a core, "
                     "req/s ratio >= 0.9")
+    return out
+
+
+BENCH_LOAD = os.path.join(BUILD, "bench", "bench_load")
+QUEUE_DEPTH = max(1, int(os.environ.get("BENCH_QUEUE_DEPTH", "32")))
+QUEUE_WAIT_MS = max(1, int(os.environ.get("BENCH_QUEUE_WAIT_MS", "2")))
+
+
+def bench_load(port, path, body, rate, seconds, conns=256):
+    """One constant-rate run of bench/bench_load (pinned to the load CPU)."""
+    argv = pinned(LOAD_CPU, [BENCH_LOAD, "127.0.0.1", str(port), path, body,
+                             "%.0f" % rate, str(seconds), str(conns)])
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
+    if r.returncode != 0:
+        raise RuntimeError("bench_load: " + (r.stderr or r.stdout).strip()[-300:])
+    return json.loads(r.stdout)
+
+
+def overload_curve(d, body, capacity):
+    """bench_load at 0.5x..3x capacity against daemon d: one row per load."""
+    rows = {}
+    for f in (0.5, 1.0, 1.5, 2.0, 3.0):
+        runs = [bench_load(d.port, "/v1/models/census:predict", body, f * capacity, SECONDS)
+                for _ in range(RUNS)]
+        row = {"offered_rps": round(f * capacity)}
+        for k in ("answered_rps", "ok_rps"):
+            row[k] = round(median([r[k] for r in runs]))
+        row["share_429"] = round(median([r["n_429"] / max(1, r["answered"]) for r in runs]), 3)
+        row["not_answered"] = sum(r["n_errors"] + r["n_other"] + r["not_sent"] for r in runs)
+        row["ok_p50_ms"] = median([r["ok"]["p50_ms"] for r in runs if r["ok"]["n"]])
+        row["ok_p99_ms"] = median([r["ok"]["p99_ms"] for r in runs if r["ok"]["n"]])
+        row["429_p99_ms"] = median([r["429"]["p99_ms"] for r in runs if r["429"]["n"]])
+        rows["%.1fx" % f] = row
+        log("   %.1fx: %s" % (f, json.dumps(row)))
+    return rows
+
+
+@group(13, "overload: constant-rate load at 0.5x-3x capacity, max_queue_depth %d"
+       % QUEUE_DEPTH)
+def g13():
+    """Goal (issue 11): at 2x the measured capacity, with max_queue_depth set,
+    the accepted requests keep p99 <= 5 ms and the rest get 429 at once.
+    Capacity = wrk -c16 req/s against the queue-only daemon (closed loop);
+    then bench/bench_load offers a constant rate (latency counted from when
+    each request was due, as wrk2 does) over 256 connections, to the daemon
+    with max_queue_depth alone and with max_queue_wait_ms as well."""
+    if not os.path.exists(BENCH_LOAD):
+        raise RuntimeError("%s not built (make bench builds it)" % BENCH_LOAD)
+    m = census_model()
+    body = write_body("rows-1.json", rows_body(1))
+    out = {"max_queue_depth": QUEUE_DEPTH, "max_queue_wait_ms": QUEUE_WAIT_MS,
+           "connections": 256}
+    for name, flags in (("queue", []), ("queue_and_wait", ["--max_queue_wait_ms=%d"
+                                                           % QUEUE_WAIT_MS])):
+        d = Daemon(m["base"], flags=["--max_queue_depth=%d" % QUEUE_DEPTH] + flags)
+        try:
+            if name == "queue":
+                cap = wrk_median(d.url(), body, 16, pid=d.p.pid)
+                out["capacity_c16"] = cap
+                capacity = cap["rps"]
+            log("   %s" % name)
+            out["curve_" + name] = overload_curve(d, body, capacity)
+        finally:
+            d.close()
+        at2 = out["curve_" + name]["2.0x"]
+        out["at_2x_" + name] = ("accepted p99 %s ms (goal <= 5), 429 p99 %s ms, %s of "
+                                "answers 429" % (at2["ok_p99_ms"], at2["429_p99_ms"],
+                                                 at2["share_429"]))
     return out
 
 
@@ -1138,7 +1215,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13):
             g()
     finally:
         for p in STARTED:

@@ -160,6 +160,7 @@ static int run(daemon_t *d)
     hp.max_total_request_bytes = d->cfg->max_total_request_bytes;
     hp.enable_cors = d->cfg->enable_cors;
     hp.max_queue = (size_t)d->cfg->max_queue_depth;
+    hp.max_queue_wait_ms = d->cfg->max_queue_wait_ms;
     hp.batching = d->cfg->enable_batching;
     hp.batch.max_batch_size = (size_t)d->cfg->max_batch_size;
     hp.batch.timeout_us = d->cfg->batch_timeout_micros;

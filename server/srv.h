@@ -135,6 +135,8 @@ typedef struct srv_config {
     int max_queue_depth;          /* > 0: inference on workers, at most this many
                                      waiting, past it 429; 0 (default): inference
                                      on the HTTP threads, no queue */
+    int max_queue_wait_ms;        /* with max_queue_depth: 429 while the oldest
+                                     waiting request has waited longer; 0 = off */
     int drain_grace_seconds;      /* after SIGTERM: keep answering (readyz 503) */
     bool enable_batching;         /* cross-request batching of :predict (default off) */
     int max_batch_size;           /* instances per merged batch; default 128 */
@@ -571,6 +573,10 @@ bool srv_pool_submit(srv_pool *p, void *job);
  * resume a connection before it was suspended.) */
 bool srv_pool_reserve(srv_pool *p);
 void srv_pool_submit_reserved(srv_pool *p, void *job);
+/* From now on srv_pool_reserve (and srv_pool_submit) also refuse while the
+ * oldest waiting job has waited more than max_wait_ms; 0 = no such limit.
+ * Any thread. */
+void srv_pool_set_max_wait(srv_pool *p, int max_wait_ms);
 /* Jobs waiting (not yet running). */
 size_t srv_pool_depth(srv_pool *p);
 /* Jobs running now. */
@@ -677,6 +683,8 @@ typedef struct srv_http_params {
     int io_threads;        /* libmicrohttpd threads; 0 = derived from threads */
     size_t max_queue;      /* inference requests waiting; past it 429. 0 = run
                               inference on the I/O threads (no queue) */
+    int max_queue_wait_ms; /* with max_queue: 429 while the oldest waiting
+                              request has waited longer; 0 = off */
     int timeout_ms;        /* per-request deadline -> 504 */
     int connection_timeout_s;
     int request_read_timeout_s; /* close a connection whose request is not read

@@ -51,7 +51,9 @@ static const srv_setting SETTINGS[] = {
         "JSON config (see conf/predictd.json, predictd --help_config); flags given on the "
         "command line win over the file"),
     INT(file_system_poll_wait_seconds, LIVE, 0, 86400, 1, "N",
-        "seconds between scans of the base paths; 0 = only at start and reload"),
+        "seconds between ticks of the loader: base paths are watched with inotify and "
+        "scanned when they change; at each tick 64 are rescanned in turn, and those inotify "
+        "cannot watch (network file systems) all; 0 = scan only at start and reload"),
     INT(rest_api_num_threads, BOTH, 0, 1024, 0, "N",
         "request threads; 0 = the CPUs this process may use"),
     INT(rest_api_timeout_in_ms, BOTH, 1, 3600000, 30000, "N", "per-request deadline, else 504"),
@@ -71,6 +73,9 @@ static const srv_setting SETTINGS[] = {
     INT(max_queue_depth, BOTH, 0, 1000000, 0, "N",
         "run inference on worker threads with at most N requests waiting; more answer 429 + "
         "Retry-After; 0 = inference on the HTTP threads"),
+    INT(max_queue_wait_ms, BOTH, 0, 3600000, 0, "N",
+        "with max_queue_depth: also answer 429 at once while the oldest waiting request has "
+        "waited more than N ms (the workers are not keeping up); 0 = off"),
     INT(drain_grace_seconds, LIVE, 0, 3600, 0, "N",
         "after SIGTERM, readyz answers 503 but requests are still served for N seconds"),
     BOOL(enable_batching, BOTH, 0,

@@ -987,9 +987,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                                                            : "",
                             -1, rq->route.method, 429, ms_since(&rq->start) / 1e3);
         return send_error(h, conn, 429,
-                          "overloaded: %zu requests are already waiting (max_queue_depth); "
-                          "retry later",
-                          h->p.max_queue);
+                          "overloaded: the inference queue is full (max_queue_depth=%zu) or "
+                          "its oldest request has waited over max_queue_wait_ms=%d; retry "
+                          "later",
+                          h->p.max_queue, h->p.max_queue_wait_ms);
     }
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1286,6 +1287,7 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
         if ((st = srv_pool_new(p->threads, p->max_queue, worker_job, h, &h->workers, err)) !=
             RT_OK)
             goto fail;
+        srv_pool_set_max_wait(h->workers, p->max_queue_wait_ms);
     } else if (p->io_threads > 0) {
         io_threads = p->io_threads;
     }

@@ -2,17 +2,27 @@
  * srv_pool.c — inference workers: a fixed set of threads fed by a bounded
  * FIFO ring. When the ring is full, srv_pool_submit says so at once and the
  * caller answers 429 with Retry-After instead of queueing without bound.
+ *
+ * With a wait limit (srv_pool_set_max_wait) the ring also refuses while its
+ * oldest job has waited longer than the limit: the workers are not keeping
+ * up, and a job taken now would wait at least that long. A count alone
+ * cannot say so: how long N waiting jobs take depends on the model and on
+ * how much CPU the workers get. Refusing at admission keeps the wait of the
+ * jobs taken bounded and answers the others at once.
  */
 #include "srv.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct srv_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     void **ring;
+    int64_t *since; /* when each queued job was queued (ns, monotonic) */
+    int64_t max_wait_ns; /* 0: no wait limit */
     size_t cap, head, count;
     size_t reserved; /* slots promised by srv_pool_reserve */
     size_t running;
@@ -27,6 +37,13 @@ typedef struct worker_arg {
     srv_pool *p;
     int index;
 } worker_arg;
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
 
 static void *worker_main(void *arg)
 {
@@ -67,8 +84,9 @@ rt_status srv_pool_new(int workers, size_t max_queue, srv_job_fn fn, void *fn_ct
     p->fn_ctx = fn_ctx;
     p->cap = max_queue;
     p->ring = calloc(max_queue, sizeof *p->ring);
+    p->since = calloc(max_queue, sizeof *p->since);
     p->threads = calloc((size_t)workers, sizeof *p->threads);
-    if (!p->ring || !p->threads) {
+    if (!p->ring || !p->since || !p->threads) {
         srv_pool_free(p);
         return rt_err_set(err, RT_ERR_NOMEM, "pool: out of memory");
     }
@@ -98,7 +116,8 @@ bool srv_pool_reserve(srv_pool *p)
 {
     bool ok = false;
     pthread_mutex_lock(&p->mu);
-    if (!p->stop && p->count + p->reserved < p->cap) {
+    if (!p->stop && p->count + p->reserved < p->cap &&
+        !(p->max_wait_ns && p->count && now_ns() - p->since[p->head] > p->max_wait_ns)) {
         p->reserved++;
         ok = true;
     }
@@ -106,11 +125,19 @@ bool srv_pool_reserve(srv_pool *p)
     return ok;
 }
 
+void srv_pool_set_max_wait(srv_pool *p, int max_wait_ms)
+{
+    pthread_mutex_lock(&p->mu);
+    p->max_wait_ns = max_wait_ms > 0 ? (int64_t)max_wait_ms * 1000000 : 0;
+    pthread_mutex_unlock(&p->mu);
+}
+
 void srv_pool_submit_reserved(srv_pool *p, void *job)
 {
     pthread_mutex_lock(&p->mu);
     p->reserved--;
     p->ring[(p->head + p->count) % p->cap] = job;
+    p->since[(p->head + p->count) % p->cap] = now_ns();
     p->count++;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
@@ -145,6 +172,7 @@ void srv_pool_free(srv_pool *p)
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     free(p->ring);
+    free(p->since);
     free(p->threads);
     free(p);
 }

@@ -1,6 +1,7 @@
 /* test_srv_pool.c — the inference worker pool: every job runs exactly once,
  * on a valid worker; a full queue refuses at once; reservations cannot be
- * overtaken; freeing runs what is queued. */
+ * overtaken; freeing runs what is queued; a wait limit refuses while the
+ * oldest job has waited past it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,22 +54,31 @@ static void test_every_job_runs_once(void **state)
     assert_int_equal(atomic_load(&c.bad_worker), 0);
 }
 
-static void test_full_queue_refuses(void **state)
+/* A pool of one worker held in job 0 (c->gate_mu locked) and an empty
+ * queue of max_queue slots. */
+static srv_pool *gated_pool(counter *c, size_t max_queue, int max_wait_ms)
 {
-    (void)state;
-    static counter c;
-    memset(&c, 0, sizeof c);
-    c.workers = 1;
-    pthread_mutex_init(&c.gate_mu, NULL);
-    pthread_mutex_lock(&c.gate_mu); /* the worker blocks in its first job */
+    memset(c, 0, sizeof *c);
+    c->workers = 1;
+    pthread_mutex_init(&c->gate_mu, NULL);
+    pthread_mutex_lock(&c->gate_mu); /* the worker blocks in its first job */
     srv_pool *p = NULL;
     rt_err err = {{0}};
-    assert_int_equal(srv_pool_new(1, 2, job_gated, &c, &p, &err), RT_OK);
+    assert_int_equal(srv_pool_new(1, max_queue, job_gated, c, &p, &err), RT_OK);
+    srv_pool_set_max_wait(p, max_wait_ms);
     assert_true(srv_pool_submit(p, (void *)0));
     /* Wait (bounded) until the worker took job 0, so the queue is empty. */
     for (int i = 0; i < 2000 && srv_pool_running(p) == 0; i++)
         usleep(1000);
     assert_int_equal(srv_pool_running(p), 1);
+    return p;
+}
+
+static void test_full_queue_refuses(void **state)
+{
+    (void)state;
+    static counter c;
+    srv_pool *p = gated_pool(&c, 2, 0);
     assert_true(srv_pool_reserve(p));       /* slot 1 promised */
     assert_true(srv_pool_submit(p, (void *)2)); /* slot 2 */
     assert_false(srv_pool_submit(p, (void *)3)); /* full: promised + queued */
@@ -96,11 +106,41 @@ static void test_bad_params(void **state)
     srv_pool_free(NULL);
 }
 
+/* With a wait limit, a queue whose oldest job has waited past it refuses
+ * new jobs (at once) though it has room; once the workers catch up it takes
+ * them again. The test only waits longer than the limit, never bounds a
+ * duration from above. */
+static void test_wait_limit_refuses(void **state)
+{
+    (void)state;
+    static counter c;
+    srv_pool *p = gated_pool(&c, 100, 5);
+    assert_true(srv_pool_submit(p, (void *)1)); /* the queue is empty: taken */
+    usleep(20000);                              /* job 1 has now waited > 5 ms */
+    assert_false(srv_pool_submit(p, (void *)2)); /* room for 99 more, refused */
+    assert_false(srv_pool_reserve(p));
+    assert_int_equal(srv_pool_depth(p), 1);
+    srv_pool_set_max_wait(p, 0); /* no limit: only the count matters */
+    assert_true(srv_pool_submit(p, (void *)2));
+    srv_pool_set_max_wait(p, 5);
+    pthread_mutex_unlock(&c.gate_mu); /* the worker catches up */
+    for (int i = 0; i < 2000 && srv_pool_depth(p) > 0; i++)
+        usleep(1000);
+    assert_int_equal(srv_pool_depth(p), 0);
+    assert_true(srv_pool_submit(p, (void *)3)); /* empty again: taken */
+    srv_pool_free(p);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(atomic_load(&c.runs[i]), 1);
+    assert_int_equal(atomic_load(&c.runs[4]), 0);
+    pthread_mutex_destroy(&c.gate_mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_job_runs_once),
         cmocka_unit_test(test_full_queue_refuses),
+        cmocka_unit_test(test_wait_limit_refuses),
         cmocka_unit_test(test_bad_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
