@@ -5,6 +5,8 @@
  *   :tensorflow:serving:request_latency{model_name,API,entrypoint} (us)
  *   predictd_requests_total{model,version,method,code}
  *   predictd_request_duration_seconds{model,method}             histogram
+ *   predictd_version_request_duration_seconds{model,version,method} (the same
+ *   histograms by the version that answered: a canary's latency)
  *   predictd_http_responses_total{code}
  *   predictd_in_flight_requests, predictd_workers,
  *   predictd_worker_busy_seconds_total (busy fraction = rate / workers)
@@ -46,6 +48,7 @@ typedef struct series {
 
 typedef struct hist {
     char model[SRV_NAME_MAX + 1];
+    int64_t version;             /* -1: no version answered */
     rt_method method;
     uint64_t buckets[N_BUCKETS]; /* non-cumulative */
     uint64_t count;
@@ -179,13 +182,15 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
         m->dropped++;
     hist *h = NULL;
     for (size_t i = 0; i < m->n_hists && !h; i++)
-        if (m->hists[i].method == method && !strcmp(m->hists[i].model, model ? model : ""))
+        if (m->hists[i].method == method && m->hists[i].version == version &&
+            !strcmp(m->hists[i].model, model ? model : ""))
             h = &m->hists[i];
     if (!h && grow((void **)&m->hists, &m->cap_hists, m->n_hists, sizeof *h, MAX_HISTS)) {
         h = &m->hists[m->n_hists++];
         memset(h, 0, sizeof *h);
         copy_name(h->model, model);
         h->method = method;
+        h->version = version;
     }
     if (h) {
         size_t b = 0;
@@ -359,6 +364,28 @@ static int put_hist(rt_buf *o, const char *name, const char *labels, const hist 
     return r;
 }
 
+/* The histogram of hists[i]'s model and method over every version, into
+ * *all; false when an earlier entry has the same model and method (it was
+ * summed there). Locked. */
+static bool model_hist(const srv_metrics *m, size_t i, hist *all)
+{
+    const hist *h = &m->hists[i];
+    for (size_t j = 0; j < i; j++)
+        if (m->hists[j].method == h->method && !strcmp(m->hists[j].model, h->model))
+            return false;
+    *all = *h;
+    for (size_t j = i + 1; j < m->n_hists; j++) {
+        const hist *x = &m->hists[j];
+        if (x->method != h->method || strcmp(x->model, h->model))
+            continue;
+        for (size_t b = 0; b < N_BUCKETS; b++)
+            all->buckets[b] += x->buckets[b];
+        all->count += x->count;
+        all->sum += x->sum;
+    }
+    return true;
+}
+
 rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
 {
     int r = 0;
@@ -391,12 +418,15 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
                             "# TYPE :tensorflow:serving:request_latency histogram\n");
         for (size_t i = 0; i < m->n_hists; i++) {
             char labels[256];
+            hist all;
+            if (!model_hist(m, i, &all))
+                continue;
             const char *api = m->hists[i].method == RT_METHOD_PREDICT    ? "Predict"
                               : m->hists[i].method == RT_METHOD_CLASSIFY ? "Classify"
                                                                          : "Regress";
             snprintf(labels, sizeof labels,
                      "model_name=\"%s\",API=\"%s\",entrypoint=\"REST\"", m->hists[i].model, api);
-            r |= put_hist(o, ":tensorflow:serving:request_latency", labels, &m->hists[i], 1e6);
+            r |= put_hist(o, ":tensorflow:serving:request_latency", labels, &all, 1e6);
         }
         r |= rt_buf_puts(o, "# HELP predictd_requests_total Inference requests by model, "
                             "version, method and HTTP code.\n"
@@ -416,9 +446,25 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
                             "latency.\n# TYPE predictd_request_duration_seconds histogram\n");
         for (size_t i = 0; i < m->n_hists; i++) {
             char labels[256];
+            hist all;
+            if (!model_hist(m, i, &all))
+                continue;
             snprintf(labels, sizeof labels, "model=\"%s\",method=\"%s\"", m->hists[i].model,
                      method_name(m->hists[i].method));
-            r |= put_hist(o, "predictd_request_duration_seconds", labels, &m->hists[i], 1);
+            r |= put_hist(o, "predictd_request_duration_seconds", labels, &all, 1);
+        }
+        r |= rt_buf_puts(o, "# HELP predictd_version_request_duration_seconds Inference "
+                            "request latency by the version that answered.\n"
+                            "# TYPE predictd_version_request_duration_seconds histogram\n");
+        for (size_t i = 0; i < m->n_hists; i++) {
+            char labels[300];
+            if (m->hists[i].version < 0)
+                continue;
+            snprintf(labels, sizeof labels, "model=\"%s\",version=\"%lld\",method=\"%s\"",
+                     m->hists[i].model, (long long)m->hists[i].version,
+                     method_name(m->hists[i].method));
+            r |= put_hist(o, "predictd_version_request_duration_seconds", labels, &m->hists[i],
+                          1);
         }
         r |= rt_buf_puts(o, "# HELP predictd_http_responses_total HTTP answers by code.\n"
                             "# TYPE predictd_http_responses_total counter\n");
