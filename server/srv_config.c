@@ -578,7 +578,10 @@ char *srv_args_usage(bool config_keys)
                   "\"model_version_policy\"): {\"latest\": N} | {\"all\": true} | "
                   "{\"specific\": [versions]} (default {\"latest\": 1}), \"version_labels\": "
                   "{\"label\": version}, \"default_version\": version or label, "
-                  "\"traffic_split\": {\"label or version\": percent, ...} summing to 100}",
+                  "\"traffic_split\": {\"label or version\": percent, ...} summing to 100, "
+                  "\"shadow\": {\"version\": label or version, \"percent\": P}, "
+                  "\"request_logging\": {\"sampling_rate\": 0..1, \"dir\": path, "
+                  "\"max_file_mb\": 64, \"max_files\": 10}}",
                   6, 6);
     } else {
         r |= rt_buf_puts(&b, "usage: predictd [flags]\n"
