@@ -847,6 +847,13 @@ def g10():
             "1 rank examples/s": int(m.group(2)), "2 ranks examples/s": int(m.group(4)),
             "speed-up": m.group(6), "communication us/step": float(m.group(7)),
             "communication share %": int(m.group(8))}
+    for m in re.finditer(r"batch (\d+), 2 ranks, a step \(medians, rank 0\): ([0-9.]+) us = "
+                         r"compute ([0-9.]+) us \+ waiting for the slower rank ([0-9.]+) us \+ "
+                         r"exchange ([0-9.]+) us", r.stdout):
+        key = "batch %s" % m.group(1)
+        if key in out:
+            out[key]["step us = compute + wait + exchange"] = [
+                float(m.group(k)) for k in (2, 3, 4, 5)]
     out["raw"] = r.stdout.strip().splitlines()
     if len(out) == 2:
         out["error"] = "no figures: " + (r.stdout + r.stderr).strip()[-300:]
