@@ -415,6 +415,16 @@ rt_status rt_raw_push_cell(rt_batch *b, size_t idx, long input, const Predictd__
 rt_status rt_raw_label(const Predictd__ModelDef *def, const char *s, size_t len, float *out,
                        rt_err *err);
 
+/*
+ * rt_raw_push_cell's second half for a numeric cell already read with
+ * rt_raw_number (parsed: its RT_OK with v, or RT_ERR_NOTFOUND for an empty
+ * cell): pushes v, or the column's default, or nothing, exactly as
+ * rt_raw_push_cell would for that cell. For a reader that checked the cell
+ * on another thread and keeps the value, so it is not parsed twice.
+ */
+rt_status rt_raw_push_number(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+                             rt_status parsed, double v);
+
 /* The part of s[0..*len) without leading/trailing white space (space, \t,
  * \n, \r, \v, \f); updates *len. trim_strings, vocabularies and labels. */
 const char *rt_trim_span(const char *s, size_t *len);

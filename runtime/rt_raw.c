@@ -123,32 +123,24 @@ rt_status rt_raw_number_error(rt_err *err, size_t field, const char *name, const
 rt_status rt_raw_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
                            size_t field, const char *s, size_t len, rt_err *err)
 {
-    int is_num = rc->dtype != PREDICTD__DTYPE__DT_STRING;
-    double v = 0;
-    int empty;
-    if (is_num) {
+    if (rc->dtype != PREDICTD__DTYPE__DT_STRING) {
+        double v = 0;
         rt_status st = rt_raw_number(s, len, &v);
         if (st == RT_ERR_INVALID)
             return rt_raw_number_error(err, field, rc->name, s, len);
-        empty = st == RT_ERR_NOTFOUND;
-    } else {
-        size_t k = 0;
-        while (k < len && is_blank(s[k]))
-            k++;
-        empty = k == len;
+        return rt_raw_push_number(b, idx, input, rc, st, v);
     }
+    size_t k = 0;
+    while (k < len && is_blank(s[k]))
+        k++;
     if (input < 0)
         return RT_OK; /* checked, but no feature column reads it */
-    if (empty) { /* tf.decode_csv's record_defaults */
+    if (k == len) { /* empty: tf.decode_csv's record_defaults */
         if (!rc->has_default)
             return RT_OK; /* missing: the transform decides */
-        if (is_num)
-            return rt_batch_push_num(b, idx, (size_t)input, rc->default_number);
         const char *d = rc->default_string ? rc->default_string : "";
         return rt_batch_push_str(b, idx, (size_t)input, d, strlen(d));
     }
-    if (is_num)
-        return rt_batch_push_num(b, idx, (size_t)input, v);
     return rt_batch_push_str(b, idx, (size_t)input, s, len);
 }
 
@@ -183,6 +175,19 @@ rt_status rt_raw_label(const Predictd__ModelDef *def, const char *s, size_t len,
     }
     return rt_err_set(err, RT_ERR_INVALID, "label %s: \"%.*s\" is not in the label vocabulary",
                       name, (int)(len > 40 ? 40 : len), s);
+}
+
+rt_status rt_raw_push_number(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+                             rt_status parsed, double v)
+{
+    if (input < 0)
+        return RT_OK; /* checked, but no feature column reads it */
+    if (parsed == RT_ERR_NOTFOUND) { /* empty: tf.decode_csv's record_defaults */
+        if (!rc->has_default)
+            return RT_OK; /* missing: the transform decides */
+        return rt_batch_push_num(b, idx, (size_t)input, rc->default_number);
+    }
+    return rt_batch_push_num(b, idx, (size_t)input, v);
 }
 
 const char *rt_trim_span(const char *s, size_t *len)

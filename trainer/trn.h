@@ -287,10 +287,14 @@ rt_status trn_memory_check(const Predictd__ModelDef *def, const trn_config *c, r
 
 /* ------------------------------------------------------------------ reader */
 
-/* One CSV field (not NUL-terminated; points into the row block). */
+/* One CSV field (not NUL-terminated; points into the row block). The reader
+ * checks the numeric columns' fields with rt_raw_number and keeps what it
+ * read, so the feeder does not parse them again. */
 typedef struct trn_field {
     const char *s;
     size_t len;
+    double num;       /* num_state 1: the value */
+    int num_state;    /* 0: not read (parse s); 1: num holds it; 2: an empty cell */
 } trn_field;
 
 /* A block of rows handed out by the reader. Row r has fields

@@ -158,7 +158,12 @@ rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b
             long in = f->input[j];
             if ((long)j == f->label_col || in < 0)
                 continue;
-            st = rt_raw_push_cell(b, idx, in, f->def->raw_columns[j], j, c->s, c->len, err);
+            const Predictd__RawColumn *rc = f->def->raw_columns[j];
+            if (c->num_state && rc->dtype != PREDICTD__DTYPE__DT_STRING) /* read by the reader */
+                st = rt_raw_push_number(b, idx, in, rc, c->num_state == 1 ? RT_OK : RT_ERR_NOTFOUND,
+                                        c->num);
+            else
+                st = rt_raw_push_cell(b, idx, in, rc, j, c->s, c->len, err);
             if (st)
                 where(rows, r, at, sizeof at);
             if (st == RT_ERR_INVALID) {

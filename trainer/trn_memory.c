@@ -24,9 +24,10 @@
  * and the one handed out (trn_reader_default_params). */
 #define QUEUED_BATCHES 10
 /* A buffered CSV row: record and batch slots, plus per field its offset and
- * length, its trn_field and about 16 bytes of text. */
+ * length, the number read and its state, its trn_field and about 16 bytes of
+ * text. */
 #define ROW_BYTES 64
-#define FIELD_BYTES 40
+#define FIELD_BYTES 72
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {

@@ -27,6 +27,8 @@
 /* One row: the line's bytes (unquoted) and its field slices. */
 typedef struct rec {
     rt_csv_span *span; /* [n_fields] */
+    double *num;       /* [n_fields] numeric columns: the value read */
+    uint8_t *num_state; /* [n_fields] as trn_field.num_state */
     char *text;
     size_t file;   /* index into trn_reader.files */
     uint64_t line;
@@ -157,14 +159,16 @@ static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err
                        int *nomem)
 {
     size_t nf = r->p.n_fields;
-    rec *x = malloc(sizeof *x + nf * sizeof(rt_csv_span) + len + 1);
+    rec *x = malloc(sizeof *x + nf * (sizeof(rt_csv_span) + sizeof(double) + 1) + len + 1);
     *nomem = 0;
     if (!x) {
         *nomem = 1;
         return NULL;
     }
     x->span = (rt_csv_span *)(x + 1);
-    x->text = (char *)(x->span + nf);
+    x->num = (double *)(void *)(x->span + nf); /* spans are 8 bytes: aligned */
+    x->num_state = (uint8_t *)(x->num + nf);
+    x->text = (char *)(x->num_state + nf);
     long got = rt_csv_split(line, len, x->text, x->span, nf, err);
     if (got < 0)
         goto bad;
@@ -172,13 +176,20 @@ static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err
         rt_err_set(err, RT_ERR_INVALID, "expected %zu fields, got %ld", nf, got);
         goto bad;
     }
-    for (size_t f = 0; r->numeric && f < nf; f++) {
-        double v;
+    for (size_t f = 0; f < nf; f++) {
+        x->num[f] = 0;
+        x->num_state[f] = 0;
+        if (!r->numeric || !r->numeric[f])
+            continue;
+        double v = 0;
         const char *s = x->text + x->span[f].off;
-        if (r->numeric[f] && rt_raw_number(s, x->span[f].len, &v) == RT_ERR_INVALID) {
+        rt_status st = rt_raw_number(s, x->span[f].len, &v);
+        if (st == RT_ERR_INVALID) {
             rt_raw_number_error(err, f, r->p.names ? r->p.names[f] : NULL, s, x->span[f].len);
             goto bad;
         }
+        x->num[f] = v;
+        x->num_state[f] = st == RT_OK ? 1 : 2;
     }
     return x;
 bad:
@@ -259,8 +270,11 @@ static int emit(prod *pr, rec *x)
     }
     batch *b = pr->cur;
     for (size_t f = 0; f < nf; f++) {
-        b->fields[b->n * nf + f].s = x->text + x->span[f].off;
-        b->fields[b->n * nf + f].len = x->span[f].len;
+        trn_field *fd = &b->fields[b->n * nf + f];
+        fd->s = x->text + x->span[f].off;
+        fd->len = x->span[f].len;
+        fd->num = x->num[f];
+        fd->num_state = x->num_state[f];
     }
     b->src_file[b->n] = r->files[x->file];
     b->src_line[b->n] = x->line;
