@@ -1,5 +1,5 @@
 /*
- * srv_http.c — predictd's HTTP front: libmicrohttpd with its own epoll
+ * srv_http.c — predictd's HTTP front: libmicrohttpd with its own poll(2)
  * thread pool, request bodies gathered under a hard cap (413 without reading
  * the rest), and the answers of every route in TensorFlow Serving's shapes:
  * JSON with Content-Type application/json, and errors as {"error": "..."}.
@@ -1305,7 +1305,14 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
         if ((st = srv_batcher_new(&p->batch, batch_job, h, &h->batcher, err)) != RT_OK)
             goto fail;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+    /* poll(2), not epoll: libmicrohttpd 0.9.75's epoll loop takes 128
+     * events per epoll_wait and, after a full batch, waits again with the
+     * whole idle timeout before handling any of them, so 128 or more
+     * requests arriving together (a descheduled I/O thread, a burst over
+     * many keep-alive connections) sit unread until the idle timeout or
+     * the header deadline; its poll loop is level-triggered and has no
+     * such batch (docs/daemon.md, "HTTP and workers"). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
                      MHD_USE_ITC |
                      (h->workers || h->batcher ? MHD_ALLOW_SUSPEND_RESUME : 0);
     struct MHD_OptionItem opts[] = {
