@@ -296,7 +296,7 @@ install: $(BINS) $(MAN)
 	    install -d $$d && install -m 0644 $$p $$d/ || exit 1; \
 	done
 	install -d $(DESTDIR)$(PREFIX)/share/predictd/conf $(DESTDIR)$(PREFIX)/share/doc/predictd
-	install -m 0644 conf/*.json conf/*.yaml conf/haproxy.cfg $(DESTDIR)$(PREFIX)/share/predictd/conf/
+	install -m 0644 conf/*.json conf/*.yaml conf/*.config conf/haproxy.cfg $(DESTDIR)$(PREFIX)/share/predictd/conf/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/predictd/
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
 	for u in $(UNITS); do \

@@ -219,6 +219,10 @@ rt_status rt_cfg_fail(rt_err *err, const char *path, const char *key, const char
 const char *rt_cfg_path(char *buf, size_t cap, const char *path, const char *key, long index);
 /* "a number", "a string", "a boolean", "null", "a list", "an object". */
 const char *rt_cfg_type_name(const struct cJSON *j);
+/* Parses a JSON document (a file's text, len bytes). A syntax error is
+ * RT_ERR_INVALID "invalid JSON at line L, column C" (the position where
+ * cJSON stopped; columns count bytes from 1). OUT: *out, cJSON_Delete it. */
+rt_status rt_cfg_parse_json(const char *text, size_t len, struct cJSON **out, rt_err *err);
 /* Refuses obj unless an object, and its members named in neither allowed nor
  * extra (NULL-terminated lists; extra may be NULL) or given twice. */
 rt_status rt_cfg_check_keys(const struct cJSON *obj, const char *path, const char *const *allowed,

@@ -15,6 +15,7 @@
 #include "rt.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +58,37 @@ const char *rt_cfg_type_name(const cJSON *j)
     if (cJSON_IsArray(j))
         return "a list";
     return "an object";
+}
+
+rt_status rt_cfg_parse_json(const char *text, size_t len, cJSON **out, rt_err *err)
+{
+    const char *end = NULL;
+    *out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+    bool trailing = false;
+    if (*out) {
+        while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r' ||
+                            text[at] == '\n' || text[at] == '\0'))
+            at++;
+        if (at >= len)
+            return RT_OK;
+        cJSON_Delete(*out);
+        *out = NULL;
+        trailing = true;
+    }
+    int line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < at; i++)
+        if (text[i] == '\n') {
+            line++;
+            line_start = i + 1;
+        }
+    if (trailing)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "invalid JSON at line %d, column %zu: text after the JSON value", line,
+                          at - line_start + 1);
+    return rt_err_set(err, RT_ERR_INVALID, "invalid JSON at line %d, column %zu", line,
+                      at - line_start + 1);
 }
 
 rt_status rt_cfg_check_keys(const cJSON *obj, const char *path, const char *const *allowed,

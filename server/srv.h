@@ -5,6 +5,8 @@
  *   srv_log.c     one log line per event, with a level (stderr / journal)
  *   srv_config.c  the settings table: defaults, flags, config file keys, --help
  *   srv_config_models.c  the config file's "models" list (policies, labels)
+ *   srv_textproto.c  protobuf text-format reader (TF Serving's config files)
+ *   srv_tfconf.c  TF Serving's text-format files -> predictd's config
  *   srv_router.c  method + URL -> srv_route (pure; no model lookups)
  *   srv_rollout.c a model's rollout keys (traffic split, shadow, prediction
  *                 logs): parsing, the arm of a draw
@@ -281,6 +283,82 @@ int srv_rollout_json(rt_buf *out, const srv_model_conf *mc);
 int srv_rollout_metrics(rt_buf *out, const srv_model_conf *mc, bool shadow);
 /* A malloc'd copy of n bytes plus a NUL (p may be NULL when n is 0), or NULL. */
 char *srv_copy_bytes(const char *p, size_t n);
+
+/* ------------------------------------- protobuf text format (srv_textproto.c) */
+
+#define SRV_TP_MAX_DEPTH 32     /* messages nested deeper are refused */
+#define SRV_TP_MAX_NODES 100000 /* fields in one file */
+
+typedef enum {
+    SRV_TP_MESSAGE = 0,    /* name { ... } */
+    SRV_TP_STRING,         /* name: "..." (text decoded, len may hold NULs) */
+    SRV_TP_NUMBER,         /* name: 12, -3.5e2, 0x1F, inf (text as written) */
+    SRV_TP_IDENT,          /* name: TENSORFLOW, true (text as written) */
+    SRV_TP_LIST_EMPTY,     /* name: [] (no value) */
+} srv_tp_kind;
+
+/* One field of a parsed text-format file. A list `name: [1, 2]` gives one
+ * node per value. Offsets index the text that was parsed: name_off is the
+ * field name's first byte; val_off..val_end a scalar's token(s) or a
+ * message's braces ('{' .. after '}'). The root is a message named "". */
+typedef struct srv_tp_node {
+    char *name;
+    srv_tp_kind kind;
+    char *text;            /* scalar value, NUL-terminated; NULL for messages */
+    size_t len;
+    int line, col;         /* 1-based, of the field name */
+    size_t name_off, val_off, val_end;
+    struct srv_tp_node *parent, *child, *last, *next;
+} srv_tp_node;
+
+/* Parses text (len bytes; NUL bytes refused). Errors say "line L, column C:
+ * field.path: what" (RT_ERR_INVALID; RT_ERR_LIMIT past the limits above).
+ * OUT: *root, free with srv_tp_free(). Pure: thread-safe. */
+rt_status srv_tp_parse(const char *text, size_t len, srv_tp_node **root, rt_err *err);
+void srv_tp_free(srv_tp_node *root);
+/* The first field called name of message msg, or NULL. */
+const srv_tp_node *srv_tp_get(const srv_tp_node *msg, const char *name);
+/* The dotted field path of n ("model_config_list.config.name") into buf. */
+const char *srv_tp_path(const srv_tp_node *n, char *buf, size_t cap);
+/* Sets err to "line L, column C: path: <fmt>" for node n; RT_ERR_INVALID. */
+rt_status srv_tp_fail(const srv_tp_node *n, rt_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ------------------------ TF Serving's text-format files (srv_tfconf.c) */
+
+/* Where each value of a converted file came from (line, column, field path). */
+typedef struct srv_tfconf_map srv_tfconf_map;
+void srv_tfconf_map_free(srv_tfconf_map *map);
+/* If err->msg starts with the JSON path of a converted value
+ * ("models[0].version_policy.latest: ..."), rewrites it to name the text
+ * file's line, column and field path instead. No-op otherwise. */
+void srv_tfconf_locate(const srv_tfconf_map *map, rt_err *err);
+
+/* True when a config file's text is protobuf text format rather than JSON
+ * (its first non-blank character is not '{' or '['). */
+bool srv_tfconf_is_text(const char *text, size_t len);
+
+/* TF Serving's ModelServerConfig (model_config_list { config { ... } }) ->
+ * the JSON config's tree {"models": [{"name", "base_path", "version_policy",
+ * "version_labels"}]}. Unknown fields, wrong kinds, model_platform other
+ * than "tensorflow" are refused with line and column; value ranges are left
+ * to the JSON config's checks (use *map with srv_tfconf_locate on their
+ * errors). OUT: *out (cJSON_Delete) and *map (srv_tfconf_map_free). */
+rt_status srv_tfconf_model_config(const char *text, size_t len, struct cJSON **out,
+                                  srv_tfconf_map **map, rt_err *err);
+
+/* TF Serving's MonitoringConfig: prometheus_config { enable: true path:
+ * "/p" }. OUT: *enable, *path (malloc'd; TF's default path when not given). */
+rt_status srv_tfconf_monitoring(const char *text, size_t len, bool *enable, char **path,
+                                rt_err *err);
+
+/* TF Serving's BatchingParameters -> {"max_batch_size": N,
+ * "batch_timeout_micros": N, "max_enqueued_batches": N, "num_batch_threads":
+ * N} (those given), the JSON config's batching keys.
+ * pad_variable_length_inputs and enable_large_batch_splitting are accepted
+ * and have no effect (docs/daemon.md). OUT: as srv_tfconf_model_config. */
+rt_status srv_tfconf_batching(const char *text, size_t len, struct cJSON **out,
+                              srv_tfconf_map **map, rt_err *err);
 
 /* ---------------------------------------------------------------- router */
 

@@ -309,20 +309,22 @@ rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
 {
     rt_status st = RT_ERR_INVALID;
     cJSON *root = NULL;
+    srv_tfconf_map *map = NULL;
     srv_config *c = calloc(1, sizeof *c);
     *out = NULL;
     if (!c)
         return rt_err_set(err, RT_ERR_NOMEM, "config: out of memory");
     if ((st = config_defaults(c, err)) != RT_OK)
         goto out;
-    st = RT_ERR_INVALID;
-    const char *end = NULL;
-    root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root) {
-        size_t at = end && end >= text ? (size_t)(end - text) : 0;
-        rt_err_set(err, RT_ERR_INVALID, "config: malformed JSON near byte %zu", at);
+    /* TF Serving's text format or JSON, told apart by content; the text
+     * format becomes the same tree, so the checks below are the same. */
+    if (srv_tfconf_is_text(text, len)) {
+        if ((st = srv_tfconf_model_config(text, len, &root, &map, err)) != RT_OK)
+            goto out;
+    } else if ((st = rt_cfg_parse_json(text, len, &root, err)) != RT_OK) {
         goto out;
     }
+    st = RT_ERR_INVALID;
     if (!cJSON_IsObject(root)) {
         rt_err_set(err, RT_ERR_INVALID, "config: the top level must be a JSON object");
         goto out;
@@ -347,6 +349,9 @@ rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
     }
     st = RT_OK;
 out:
+    if (st != RT_OK)
+        srv_tfconf_locate(map, err);
+    srv_tfconf_map_free(map);
     cJSON_Delete(root);
     if (st != RT_OK)
         srv_config_free(c);

@@ -320,8 +320,11 @@ static rt_status warmup_file(const rt_model *model, const char *path, rt_ctx *ct
     rt_status st = rt_read_file(AT_FDCWD, path, WARMUP_MAX_BYTES, 0, &text, &len, err);
     if (st != RT_OK)
         return st; /* the message names the file */
-    root = cJSON_ParseWithLength(text, len);
-    if (!root || !(cJSON_IsArray(root) || cJSON_IsObject(root))) {
+    if ((st = rt_cfg_parse_json(text, len, &root, err)) != RT_OK) {
+        st = RT_ERR_FORMAT;
+        goto out;
+    }
+    if (!(cJSON_IsArray(root) || cJSON_IsObject(root))) {
         st = rt_err_set(err, RT_ERR_FORMAT, "not a JSON array or object of requests");
         goto out;
     }

@@ -287,11 +287,8 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
         fprintf(stderr, "predict-train: %s\n", err.msg);
         goto out;
     }
-    spec = cJSON_Parse(text);
-    if (!spec) {
-        const char *at = cJSON_GetErrorPtr();
-        fprintf(stderr, "predict-train: %s: invalid JSON near byte %ld\n", spec_path,
-                at ? (long)(at - text) : -1L);
+    if (rt_cfg_parse_json(text, strlen(text), &spec, &err) != RT_OK) {
+        fprintf(stderr, "predict-train: %s: %s\n", spec_path, err.msg);
         goto out;
     }
     if (trn_spec_apply_overrides(spec, &o, &err) != RT_OK ||

@@ -444,11 +444,9 @@ rt_status tun_spec_load(const char *path, tun_spec *s, rt_err *err)
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
         p++;
     if (*p == '{') {
-        root = cJSON_ParseWithLength(text, len);
-        if (!root) {
-            const char *at = cJSON_GetErrorPtr();
-            st = rt_err_set(err, RT_ERR_FORMAT, "%s: invalid JSON near byte %ld", path,
-                            at ? (long)(at - text) : -1L);
+        if (rt_cfg_parse_json(text, len, &root, err) != RT_OK) {
+            rt_err_prefix(err, "%s", path);
+            st = RT_ERR_FORMAT;
             goto out;
         }
     } else if (!(root = tun_yaml_parse(text, len, err))) {

@@ -169,6 +169,28 @@ def seed_config():
                                   "--rest_api_timeout_in_ms=500")
 
 
+def seed_textproto():
+    # TF Serving's three text-format files, in the shapes its docs show
+    write("textproto", "model_config", "model_config_list {\n"
+          "  config {\n    name: 'census'\n    base_path: '/srv/census/'\n"
+          "    model_platform: 'tensorflow'\n"
+          "    model_version_policy { specific { versions: 42 versions: 43 } }\n"
+          "    version_labels { key: 'stable' value: 42 }\n"
+          "    version_labels { key: 'canary' value: 43 }\n  }\n"
+          "  config { name: \"b\" base_path: \"rel/b\" # comment\n"
+          "    model_version_policy: < latest { num_versions: 2 } > }\n"
+          "  config { name: \"c\" base_path: \"/c\" model_version_policy { all {} } }\n}\n")
+    write("textproto", "monitoring", 'prometheus_config {\n  enable: true,\n'
+                                     '  path: "/monitoring/prometheus/metrics"\n}\n')
+    write("textproto", "batching", "max_batch_size { value: 128 }\n"
+                                   "batch_timeout_micros { value: 0 }\n"
+                                   "max_enqueued_batches { value: 1000000 }\n"
+                                   "num_batch_threads { value: 8 }\n"
+                                   "pad_variable_length_inputs: false\n")
+    write("textproto", "scalars", "a: \"x\\n\\t\\101\\x42\\u00e9\" 'y'; b: -12, c: 0x1F "
+                                  "d: 1.5e-3 e: -inf f: [1, 2, 3] g: [] h: True\n")
+
+
 def seed_router():
     urls = [
         "GET\n/v1/models", "GET\n/v1/models/census", "GET\n/v1/models/census/versions/17",
@@ -253,6 +275,7 @@ def main():
     seed_json_request(rows, instance)
     seed_export_load()
     seed_config()
+    seed_textproto()
     seed_router()
     seed_csv_row(rows)
     seed_spec()

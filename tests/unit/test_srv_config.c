@@ -114,7 +114,7 @@ static void test_defaults(void **state)
 static void test_refusals_name_the_key(void **state)
 {
     (void)state;
-    parse_bad("{\"models\": [", "malformed JSON");
+    parse_bad("{\"models\": [", "invalid JSON at line 1, column 12");
     parse_bad("[]", "top level");
     parse_bad("{\"rest_api_prot\": 1}", "rest_api_prot: unknown key");
     parse_bad("{\"rest_api_port\": 70000}", "rest_api_port: 70000 is out of range");
