@@ -11,6 +11,11 @@
  * last_error). If the daemon refuses the change, the old file is put back
  * and the operator sees why. A promotion therefore survives a restart.
  *
+ * The config may be JSON (printed back in its own indentation) or TF
+ * Serving's text format (edited token by token through srv_tfconf.c, so
+ * comments and layout stay). Before editing, predictctl asks the daemon
+ * which file it reloads: a flags-only daemon has none and is told at once.
+ *
  * Edits are serialized: each holds an exclusive flock(2) on CONFIG.lock (a
  * file beside the config, since the config itself is replaced by rename) from
  * reading the file until the daemon's verdict, so two operators' edits never
@@ -73,7 +78,9 @@ static const char USAGE[] =
     "The config file's rest_api_host/rest_api_port give the URL (a wildcard host\n"
     "means 127.0.0.1). Edits keep every other key of the file, are validated,\n"
     "written atomically, and undone if the daemon refuses them; concurrent edits\n"
-    "take turns (a lock on FILE.lock). Exit 0 ok, 1 refused/failed, 2 usage.\n";
+    "take turns (a lock on FILE.lock). FILE may be JSON or TF Serving's text\n"
+    "format (models.config: edited in place, comments kept; it has no default\n"
+    "version). Exit 0 ok, 1 refused/failed, 2 usage.\n";
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -271,6 +278,35 @@ static long long config_state(const ctl *c, char *outcome, size_t olen, char *er
     return gen;
 }
 
+/* 0 when the daemon reloads c->config; else 1 with a message: a daemon
+ * started with flags only (--model_name/--model_base_path) has no config
+ * file and would never answer an edit, one started with another file would
+ * not see this one. */
+static int check_daemon_file(const ctl *c)
+{
+    cJSON *doc = get_json(c, "/v1/models", NULL);
+    if (!doc)
+        return 1;
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(doc, "config"), "model_config_file");
+    int r = 0;
+    if (cJSON_IsNull(f)) {
+        r = fail("predictd at %s:%d was started without --model_config_file (flags only): it "
+                 "has no config file to reload, so an edit of %s would never take effect; "
+                 "nothing changed. Start it with --model_config_file=%s",
+                 c->host, c->port, c->config, c->config);
+    } else if (cJSON_IsString(f) && f->valuestring[0] == '/') {
+        char *mine = realpath(c->config, NULL), *theirs = realpath(f->valuestring, NULL);
+        if (mine && theirs && strcmp(mine, theirs) != 0)
+            r = fail("predictd at %s:%d reloads %s, not %s; nothing changed (see --config, "
+                     "--url)", c->host, c->port, theirs, mine);
+        free(mine);
+        free(theirs);
+    }
+    cJSON_Delete(doc);
+    return r;
+}
+
 /* Writes the edited config, waits for the daemon's verdict, restores the
  * old file if it refused. */
 static int apply_text(ctl *c, const char *text)
@@ -304,6 +340,18 @@ static int apply_text(ctl *c, const char *text)
                 w == 0 ? "file restored" : "file could NOT be restored");
 }
 
+/*
+ * The config being edited: JSON (a cJSON tree, printed back in the file's
+ * own indentation) or TF Serving's text format (the text itself, edited
+ * token by token by srv_tfconf_set_label so comments and layout stay).
+ */
+typedef struct edit_doc {
+    const char *model;   /* the model being edited */
+    cJSON *root, *jm;    /* JSON: the tree and the model's object */
+    char *text;          /* text format: the current text */
+    size_t len;
+} edit_doc;
+
 /* The config's model called name (an item of "models"), or NULL. */
 static cJSON *find_model(cJSON *root, const char *name)
 {
@@ -327,18 +375,8 @@ static cJSON *labels_of(cJSON *model)
     return l;
 }
 
-static void set_number(cJSON *obj, const char *key, double v)
+static void set_item(cJSON *obj, const char *key, cJSON *n)
 {
-    cJSON *n = cJSON_CreateNumber(v);
-    if (cJSON_GetObjectItemCaseSensitive(obj, key))
-        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, n);
-    else
-        cJSON_AddItemToObject(obj, key, n);
-}
-
-static void set_string(cJSON *obj, const char *key, const char *v)
-{
-    cJSON *n = cJSON_CreateString(v);
     if (cJSON_GetObjectItemCaseSensitive(obj, key))
         cJSON_ReplaceItemInObjectCaseSensitive(obj, key, n);
     else
@@ -346,14 +384,117 @@ static void set_string(cJSON *obj, const char *key, const char *v)
 }
 
 /* A label's version in the config, or -1. */
-static int64_t label_version(cJSON *model, const char *label)
+static int64_t doc_label(const edit_doc *d, const char *label)
 {
+    if (d->text) {
+        int64_t v = -1;
+        rt_err err = {{0}};
+        return srv_tfconf_label(d->text, d->len, d->model, label, &v, &err) == RT_OK ? v : -1;
+    }
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(model, "version_labels"), label);
+        cJSON_GetObjectItemCaseSensitive(d->jm, "version_labels"), label);
     if (cJSON_IsNumber(l))
         return (int64_t)l->valuedouble;
     const char *s = cJSON_GetStringValue(l);
     return s ? srv_parse_version(s, strlen(s)) : -1;
+}
+
+/* Points label at v (v < 0: removes it). 0, or 1 with a message. */
+static int doc_set_label(edit_doc *d, const char *label, int64_t v)
+{
+    if (!d->text) {
+        if (v < 0)
+            cJSON_DeleteItemFromObjectCaseSensitive(labels_of(d->jm), label);
+        else
+            set_item(labels_of(d->jm), label, cJSON_CreateNumber((double)v));
+        return 0;
+    }
+    char *out = NULL;
+    size_t n = 0;
+    rt_err err = {{0}};
+    if (srv_tfconf_set_label(d->text, d->len, d->model, label, v, &out, &n, &err) != RT_OK)
+        return fail("%s", err.msg);
+    free(d->text);
+    d->text = out;
+    d->len = n;
+    return 0;
+}
+
+/* default_version: JSON only (TF Serving's ModelConfig has none). */
+static int doc_set_default(edit_doc *d, cJSON *value, bool required)
+{
+    if (!d->text) {
+        set_item(d->jm, "default_version", value);
+        return 0;
+    }
+    cJSON_Delete(value);
+    return required ? fail("the text-format config (TF Serving's ModelConfig) has no default "
+                           "version: without one the newest AVAILABLE version answers; "
+                           "clients name a label (/labels/stable) or use a JSON config")
+                    : 0;
+}
+
+/* The indentation unit of a JSON text: the first indented line's leading
+ * blanks (a tab, or N spaces); two spaces when nothing is indented. */
+static void json_indent_unit(const char *t, char *unit, size_t cap)
+{
+    snprintf(unit, cap, "  ");
+    for (const char *p = strchr(t, '\n'); p; p = strchr(p + 1, '\n')) {
+        size_t n = p[1] == '\t' ? strspn(p + 1, "\t") : strspn(p + 1, " ");
+        if (n > 0 && n < cap && p[1 + n] != '\n' && p[1 + n] != '\0') {
+            memcpy(unit, p + 1, n);
+            unit[n] = '\0';
+            return;
+        }
+    }
+}
+
+/* Prints j at depth d into b: one member or element per line, indented
+ * by unit, "key": value, empty containers as {} and []. */
+static int json_pretty(rt_buf *b, const cJSON *j, const char *unit, int d)
+{
+    bool obj = cJSON_IsObject(j);
+    if ((!obj && !cJSON_IsArray(j)) || !j->child) {
+        char *s = cJSON_PrintUnformatted(j);
+        int r = s ? rt_buf_puts(b, s) : -1;
+        cJSON_free(s);
+        return r;
+    }
+    int r = rt_buf_puts(b, obj ? "{\n" : "[\n");
+    for (const cJSON *c = j->child; c && !r; c = c->next) {
+        for (int i = 0; i <= d; i++)
+            r |= rt_buf_puts(b, unit);
+        if (obj) {
+            r |= rt_buf_json_string(b, c->string, strlen(c->string));
+            r |= rt_buf_puts(b, ": ");
+        }
+        r |= json_pretty(b, c, unit, d + 1);
+        r |= rt_buf_puts(b, c->next ? ",\n" : "\n");
+    }
+    for (int i = 0; i < d; i++)
+        r |= rt_buf_puts(b, unit);
+    return r | rt_buf_puts(b, obj ? "}" : "]");
+}
+
+/* root printed in the layout of the file's text orig (its indentation
+ * unit, one member per line). Malloc'd, or NULL. */
+static char *json_print_like(const cJSON *root, const char *orig)
+{
+    char unit[16];
+    json_indent_unit(orig, unit, sizeof unit);
+    rt_buf b;
+    rt_buf_init(&b);
+    if (json_pretty(&b, root, unit, 0) || rt_buf_puts(&b, "\n")) {
+        rt_buf_free(&b);
+        return NULL;
+    }
+    char *out = malloc(b.len + 1);
+    if (out) {
+        memcpy(out, b.data, b.len);
+        out[b.len] = '\0';
+    }
+    rt_buf_free(&b);
+    return out;
 }
 
 /* The daemon must hold VERSION of MODEL AVAILABLE. */
@@ -387,15 +528,13 @@ static int check_available(const ctl *c, const char *model, int64_t v, bool quie
 /* Points the label previous at old, if the daemon still holds it; a label
  * may only point at an AVAILABLE version, so when old is gone (its
  * directory removed) previous is dropped: promote and rollback still work. */
-static void keep_previous(const ctl *c, const char *model, cJSON *labels, int64_t old)
+static int keep_previous(const ctl *c, edit_doc *d, int64_t old)
 {
-    if (check_available(c, model, old, true) == 0) {
-        set_number(labels, "previous", (double)old);
-        return;
-    }
-    cJSON_DeleteItemFromObjectCaseSensitive(labels, "previous");
+    if (check_available(c, d->model, old, true) == 0)
+        return doc_set_label(d, "previous", old);
     fprintf(stderr, "predictctl: note: version %lld is not AVAILABLE on predictd any more; "
                     "the label 'previous' is removed\n", (long long)old);
+    return doc_set_label(d, "previous", -1);
 }
 
 static int64_t parse_version_arg(const char *s)
@@ -454,50 +593,64 @@ static int set_shadow(const ctl *c, cJSON *model, int argc, char **argv)
     return 0;
 }
 
-static int set_canary(const ctl *c, cJSON *model, const char *name, const char *ver,
-                      const char *pct_text)
+static int set_canary(const ctl *c, edit_doc *d, const char *ver, const char *pct_text)
 {
+    const char *name = d->model;
     int64_t v;
     long pct;
+    if (!d->jm)
+        return fail("canary needs a JSON config: TF Serving's text format (ModelConfig) has "
+                    "no traffic split (nothing changed)");
     if (version_and_percent(c, name, ver, pct_text, &v, &pct))
         return 1;
-    cJSON *labels = labels_of(model);
-    if (label_version(model, "stable") < 0) {
+    if (doc_label(d, "stable") < 0) {
         int64_t cur = daemon_default(c, name);
         if (cur < 0)
             return fail("model %s has no 'stable' label and no default version answering; "
                         "run predictctl promote %s VERSION first (nothing changed)",
                         name, name);
-        set_number(labels, "stable", (double)cur);
+        doc_set_label(d, "stable", cur);
         fprintf(stderr, "predictctl: note: model %s had no 'stable' label; it now points at "
                         "version %lld, the version answering by default\n",
                 name, (long long)cur);
     }
-    set_number(labels, "canary", (double)v);
+    doc_set_label(d, "canary", v);
     cJSON *split = cJSON_CreateObject();
     cJSON_AddNumberToObject(split, "stable", (double)(100 - pct));
     cJSON_AddNumberToObject(split, "canary", (double)pct);
-    cJSON_DeleteItemFromObjectCaseSensitive(model, "traffic_split");
-    cJSON_AddItemToObject(model, "traffic_split", split);
+    set_item(d->jm, "traffic_split", split);
     return 0;
 }
 
 static int edit(ctl *c, int argc, char **argv)
 {
     const char *cmd = argv[0];
-    cJSON *root = cJSON_ParseWithLength(c->orig, c->orig_len);
-    if (!root)
-        return fail("%s: not valid JSON", c->config);
+    edit_doc d = {.model = argc > 1 ? argv[1] : ""};
+    rt_err err = {{0}};
     int r = 1;
-    cJSON *model = NULL;
+    if (srv_tfconf_is_text(c->orig, c->orig_len)) {
+        if (!(d.text = malloc(c->orig_len + 1)))
+            return fail("out of memory");
+        memcpy(d.text, c->orig, c->orig_len);
+        d.text[c->orig_len] = '\0';
+        d.len = c->orig_len;
+    } else if (rt_cfg_parse_json(c->orig, c->orig_len, &d.root, &err) != RT_OK) {
+        return fail("%s: %s", c->config, err.msg);
+    }
+    if (check_daemon_file(c))
+        goto out;
     if (strcmp(cmd, "reload") != 0) {
         if (argc < 2) {
             fputs(USAGE, stderr);
             r = 2;
             goto out;
         }
-        if (!(model = find_model(root, argv[1]))) {
-            r = fail("model %s is not in %s", argv[1], c->config);
+        int64_t probe = 0;
+        if (d.text ? srv_tfconf_label(d.text, d.len, d.model, "", &probe, &err) != RT_OK
+                   : !(d.jm = find_model(d.root, d.model))) {
+            r = d.text && !strstr(err.msg, "is not in the config")
+                    ? fail("%s: %s", c->config, err.msg)
+                    : fail("model %s is not in %s", d.model, c->config);
             goto out;
         }
     }
@@ -507,57 +660,57 @@ static int edit(ctl *c, int argc, char **argv)
             r = fail("'%s' is not a version number", argv[3]);
             goto out;
         }
-        if (check_available(c, argv[1], v, false))
+        if (check_available(c, d.model, v, false) || doc_set_label(&d, argv[2], v))
             goto out;
-        set_number(labels_of(model), argv[2], (double)v);
     } else if (!strcmp(cmd, "default") && argc == 3) {
         int64_t v = parse_version_arg(argv[2]);
-        if (v >= 0) {
-            if (check_available(c, argv[1], v, false))
-                goto out;
-            set_number(model, "default_version", (double)v);
-        } else {
-            set_string(model, "default_version", argv[2]);
-        }
+        if (v >= 0 && check_available(c, d.model, v, false))
+            goto out;
+        if (doc_set_default(&d, v >= 0 ? cJSON_CreateNumber((double)v)
+                                       : cJSON_CreateString(argv[2]),
+                            true))
+            goto out;
     } else if (!strcmp(cmd, "promote") && argc == 3) {
         int64_t v = parse_version_arg(argv[2]);
         if (v < 0) {
             r = fail("'%s' is not a version number", argv[2]);
             goto out;
         }
-        if (check_available(c, argv[1], v, false))
+        if (check_available(c, d.model, v, false))
             goto out;
-        int64_t old = label_version(model, "stable");
-        cJSON *labels = labels_of(model);
-        if (old >= 0 && old != v)
-            keep_previous(c, argv[1], labels, old);
-        set_number(labels, "stable", (double)v);
-        set_string(model, "default_version", "stable");
-        cJSON_DeleteItemFromObjectCaseSensitive(model, "traffic_split");
+        int64_t old = doc_label(&d, "stable");
+        if ((old >= 0 && old != v && keep_previous(c, &d, old)) ||
+            doc_set_label(&d, "stable", v) ||
+            doc_set_default(&d, cJSON_CreateString("stable"), false))
+            goto out;
+        if (d.jm) /* a promotion ends a canary */
+            cJSON_DeleteItemFromObjectCaseSensitive(d.jm, "traffic_split");
     } else if (!strcmp(cmd, "canary") && argc == 4) {
-        if (set_canary(c, model, argv[1], argv[2], argv[3]))
+        if (set_canary(c, &d, argv[2], argv[3]))
             goto out;
     } else if (!strcmp(cmd, "shadow")) {
-        if (set_shadow(c, model, argc, argv))
-            goto out;
-    } else if (!strcmp(cmd, "rollback") && argc == 2 &&
-               cJSON_GetObjectItemCaseSensitive(model, "traffic_split")) {
-        /* a canary is running: end it, every request back on the default */
-        cJSON_DeleteItemFromObjectCaseSensitive(model, "traffic_split");
-    } else if (!strcmp(cmd, "rollback") && argc == 2) {
-        int64_t prev = label_version(model, "previous");
-        int64_t cur = label_version(model, "stable");
-        if (prev < 0) {
-            r = fail("model %s has no 'previous' label to roll back to", argv[1]);
+        if (!d.jm) {
+            r = fail("shadow needs a JSON config: TF Serving's text format (ModelConfig) has "
+                     "no shadow traffic (nothing changed)");
             goto out;
         }
-        if (check_available(c, argv[1], prev, false))
+        if (set_shadow(c, d.jm, argc, argv))
             goto out;
-        cJSON *labels = labels_of(model);
-        set_number(labels, "stable", (double)prev);
-        if (cur >= 0)
-            keep_previous(c, argv[1], labels, cur);
-        set_string(model, "default_version", "stable");
+    } else if (!strcmp(cmd, "rollback") && argc == 2 && d.jm &&
+               cJSON_GetObjectItemCaseSensitive(d.jm, "traffic_split")) {
+        /* a canary is running: end it, every request back on the default */
+        cJSON_DeleteItemFromObjectCaseSensitive(d.jm, "traffic_split");
+    } else if (!strcmp(cmd, "rollback") && argc == 2) {
+        int64_t prev = doc_label(&d, "previous");
+        int64_t cur = doc_label(&d, "stable");
+        if (prev < 0) {
+            r = fail("model %s has no 'previous' label to roll back to", d.model);
+            goto out;
+        }
+        if (check_available(c, d.model, prev, false) || doc_set_label(&d, "stable", prev) ||
+            (cur >= 0 && keep_previous(c, &d, cur)) ||
+            doc_set_default(&d, cJSON_CreateString("stable"), false))
+            goto out;
     } else if (!strcmp(cmd, "reload") && argc == 1) {
         /* rewrite as is */
     } else {
@@ -565,13 +718,17 @@ static int edit(ctl *c, int argc, char **argv)
         r = 2;
         goto out;
     }
-    char *text = !strcmp(cmd, "reload") ? NULL : cJSON_Print(root);
+    char *text = NULL;
+    if (strcmp(cmd, "reload") != 0)
+        text = d.text ? d.text : json_print_like(d.root, c->orig);
     r = apply_text(c, text ? text : c->orig);
     if (r == 0)
         printf("ok: predictd reloaded %s\n", c->config);
-    cJSON_free(text);
+    if (text != d.text)
+        free(text);
 out:
-    cJSON_Delete(root);
+    free(d.text);
+    cJSON_Delete(d.root);
     return r;
 }
 

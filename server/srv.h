@@ -360,6 +360,20 @@ rt_status srv_tfconf_monitoring(const char *text, size_t len, bool *enable, char
 rt_status srv_tfconf_batching(const char *text, size_t len, struct cJSON **out,
                               srv_tfconf_map **map, rt_err *err);
 
+/* predictctl's edits of a text-format model config. The version of label
+ * of model (-1: no such label); RT_ERR_NOTFOUND when the model is not in
+ * the file, RT_ERR_INVALID (line, column) when the file is not valid. */
+rt_status srv_tfconf_label(const char *text, size_t len, const char *model, const char *label,
+                           int64_t *version, rt_err *err);
+/* The text with label of model pointing at version (version < 0: the label
+ * removed), every other byte kept: an existing entry gets its value token
+ * replaced; a new one is written in the style of the model's existing
+ * entries (or `version_labels { key: "L" value: N }`) on its own line after
+ * them, with their indentation. OUT: *out malloc'd (NUL-terminated). */
+rt_status srv_tfconf_set_label(const char *text, size_t len, const char *model,
+                               const char *label, int64_t version, char **out, size_t *out_len,
+                               rt_err *err);
+
 /* ---------------------------------------------------------------- router */
 
 typedef enum {

@@ -534,6 +534,8 @@ rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err)
     gone = calloc(m->n_models ? m->n_models : 1, sizeof *gone);
     mmodel **fresh = calloc(c->n_models ? c->n_models : 1, sizeof *fresh);
     bool ok = gone && fresh;
+    snprintf(m->config_file, sizeof m->config_file, "%s",
+             c->model_config_file ? c->model_config_file : "");
     for (size_t i = 0; ok && i < c->n_models; i++)
         if (!srv_mm_find(m, confs[i].name))
             ok = (fresh[i] = calloc(1, sizeof **fresh)) != NULL;
@@ -838,6 +840,11 @@ rt_status srv_manager_list_json(srv_manager *m, rt_buf *out)
                        (unsigned long long)m->reload_generation,
                        m->last_reload == 0 ? "none" : m->last_reload > 0 ? "ok" : "refused");
     r |= rt_buf_json_string(out, m->last_error, strlen(m->last_error));
+    r |= rt_buf_puts(out, ", \"model_config_file\": ");
+    if (m->config_file[0])
+        r |= rt_buf_json_string(out, m->config_file, strlen(m->config_file));
+    else
+        r |= rt_buf_puts(out, "null");
     r |= rt_buf_puts(out, "}}");
     pthread_mutex_unlock(&m->mu);
     return r ? RT_ERR_NOMEM : RT_OK;

@@ -75,6 +75,7 @@ struct srv_manager {
     uint64_t reload_generation; /* reload attempts */
     int last_reload;            /* 0 none, 1 ok, -1 refused */
     char last_error[RT_ERR_MAX];
+    char config_file[4096];     /* --model_config_file as given, "" without one */
 };
 
 /* Helpers of srv_models.c; all but srv_dup_str need m->mu held. */

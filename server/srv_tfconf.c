@@ -502,3 +502,223 @@ rt_status srv_tfconf_batching(const char *text, size_t len, cJSON **out,
     *map_out = cv.map;
     return RT_OK;
 }
+
+/* ----------------------------------- in-place edits (predictctl's labels) */
+
+/* The config { } of model `model`, or NULL. */
+static const srv_tp_node *find_config(const srv_tp_node *root, const char *model)
+{
+    const srv_tp_node *list = srv_tp_get(root, "model_config_list");
+    for (const srv_tp_node *c = list ? list->child : NULL; c; c = c->next) {
+        const srv_tp_node *n = srv_tp_get(c, "name");
+        if (c->kind == SRV_TP_MESSAGE && n && n->text && !strcmp(n->text, model))
+            return c;
+    }
+    return NULL;
+}
+
+/* The version_labels { } entry of cfg whose key is label, or NULL. */
+static const srv_tp_node *find_label(const srv_tp_node *cfg, const char *label)
+{
+    for (const srv_tp_node *c = cfg->child; c; c = c->next) {
+        const srv_tp_node *k = strcmp(c->name, "version_labels") ? NULL : srv_tp_get(c, "key");
+        if (k && k->text && !strcmp(k->text, label))
+            return c;
+    }
+    return NULL;
+}
+
+/* Parses and checks text as a ModelServerConfig and finds model's config. */
+static rt_status edit_open(const char *text, size_t len, const char *model, srv_tp_node **root,
+                           const srv_tp_node **cfg, rt_err *err)
+{
+    rt_status st = parse_checked(text, len, F_SERVER, root, err);
+    if (st != RT_OK)
+        return st;
+    if (!(*cfg = find_config(*root, model))) {
+        srv_tp_free(*root);
+        *root = NULL;
+        return rt_err_set(err, RT_ERR_NOTFOUND, "model %s is not in the config", model);
+    }
+    return RT_OK;
+}
+
+rt_status srv_tfconf_label(const char *text, size_t len, const char *model, const char *label,
+                           int64_t *version, rt_err *err)
+{
+    srv_tp_node *root = NULL;
+    const srv_tp_node *cfg = NULL;
+    *version = -1;
+    rt_status st = edit_open(text, len, model, &root, &cfg, err);
+    if (st != RT_OK)
+        return st;
+    const srv_tp_node *e = find_label(cfg, label);
+    long long v = -1;
+    if (e && srv_tp_get(e, "value") && parse_int(srv_tp_get(e, "value"), &v) && v >= 0)
+        *version = v;
+    srv_tp_free(root);
+    return RT_OK;
+}
+
+/* text[0..len) with bytes [from, to) replaced by rep. Malloc'd, or NULL. */
+static char *splice(const char *text, size_t len, size_t from, size_t to, const char *rep,
+                    size_t rep_len, size_t *out_len)
+{
+    size_t n = len - (to - from) + rep_len;
+    char *out = malloc(n + 1);
+    if (!out)
+        return NULL;
+    memcpy(out, text, from);
+    memcpy(out + from, rep, rep_len);
+    memcpy(out + from + rep_len, text + to, len - to);
+    out[n] = '\0';
+    *out_len = n;
+    return out;
+}
+
+/* Offset of the start of the line holding off, and whether only blanks
+ * stand between it and off. */
+static size_t line_start(const char *t, size_t off, bool *blank_before)
+{
+    size_t s = off;
+    while (s > 0 && t[s - 1] != '\n')
+        s--;
+    *blank_before = true;
+    for (size_t i = s; i < off; i++)
+        if (t[i] != ' ' && t[i] != '\t')
+            *blank_before = false;
+    return s;
+}
+
+/* Offset just after the end of the line holding off ('\n' included) when
+ * only blanks, separators and a comment follow off on it; else (size_t)-1. */
+static size_t rest_of_line(const char *t, size_t len, size_t off)
+{
+    size_t i = off;
+    while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\r' || t[i] == ',' || t[i] == ';'))
+        i++;
+    if (i < len && t[i] == '#')
+        while (i < len && t[i] != '\n')
+            i++;
+    if (i < len && t[i] != '\n')
+        return (size_t)-1;
+    return i < len ? i + 1 : i;
+}
+
+/* A new entry for label -> version, in the style of `like` (an existing
+ * entry: its bytes with key and value replaced) or a one-line default. */
+static char *new_entry(const char *t, const srv_tp_node *like, const char *label,
+                       int64_t version, size_t *n)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)version);
+    const srv_tp_node *k = like ? srv_tp_get(like, "key") : NULL;
+    const srv_tp_node *v = like ? srv_tp_get(like, "value") : NULL;
+    char q = k && t[k->val_off] == '\'' ? '\'' : '"';
+    char key[SRV_NAME_MAX + 3];
+    snprintf(key, sizeof key, "%c%s%c", q, label, q);
+    if (!k || !v || k->val_off > v->val_off) {
+        size_t cap = strlen(key) + strlen(num) + 48;
+        char *s = malloc(cap);
+        if (s)
+            *n = (size_t)snprintf(s, cap, "version_labels { key: %s value: %s }", key, num);
+        return s;
+    }
+    /* like's bytes: [name_off, k) key [k_end, v) num [v_end, end) */
+    size_t a = like->name_off, e = like->val_end;
+    size_t cap = (e - a) + strlen(key) + strlen(num) + 1;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    size_t o = 0;
+    memcpy(s + o, t + a, k->val_off - a), o += k->val_off - a;
+    memcpy(s + o, key, strlen(key)), o += strlen(key);
+    memcpy(s + o, t + k->val_end, v->val_off - k->val_end), o += v->val_off - k->val_end;
+    memcpy(s + o, num, strlen(num)), o += strlen(num);
+    memcpy(s + o, t + v->val_end, e - v->val_end), o += e - v->val_end;
+    s[o] = '\0';
+    *n = o;
+    return s;
+}
+
+rt_status srv_tfconf_set_label(const char *text, size_t len, const char *model,
+                               const char *label, int64_t version, char **out, size_t *out_len,
+                               rt_err *err)
+{
+    srv_tp_node *root = NULL;
+    const srv_tp_node *cfg = NULL;
+    *out = NULL;
+    rt_status st = edit_open(text, len, model, &root, &cfg, err);
+    if (st != RT_OK)
+        return st;
+    const srv_tp_node *e = find_label(cfg, label);
+    const srv_tp_node *val = e ? srv_tp_get(e, "value") : NULL;
+    char *res = NULL;
+    if (e && version >= 0 && val) {
+        /* the value token only: comments and layout stay */
+        char num[32];
+        int k = snprintf(num, sizeof num, "%lld", (long long)version);
+        res = splice(text, len, val->val_off, val->val_end, num, (size_t)k, out_len);
+    } else if (e && version < 0) {
+        bool blank;
+        size_t from = line_start(text, e->name_off, &blank);
+        size_t to = rest_of_line(text, len, e->val_end);
+        if (!blank || to == (size_t)-1) { /* shares its line: the entry alone goes */
+            from = e->name_off;
+            while (from > 0 && (text[from - 1] == ' ' || text[from - 1] == '\t'))
+                from--;
+            to = e->val_end;
+        }
+        res = splice(text, len, from, to, "", 0, out_len);
+    } else if (!e && version < 0) {
+        res = splice(text, len, 0, 0, "", 0, out_len); /* nothing to remove */
+    } else {
+        /* A new entry after the last label (or the last field), on a line
+         * of its own with that field's indentation; inside the braces when
+         * the config is written on one line. */
+        const srv_tp_node *like = NULL, *anchor = cfg->last;
+        for (const srv_tp_node *c = cfg->child; c; c = c->next)
+            if (!strcmp(c->name, "version_labels") && c->kind == SRV_TP_MESSAGE)
+                like = anchor = c;
+        size_t n = 0;
+        char *ent = new_entry(text, like, label, version, &n);
+        bool blank = false;
+        size_t ls = anchor ? line_start(text, anchor->name_off, &blank) : 0;
+        size_t after = anchor ? rest_of_line(text, len, anchor->val_end) : (size_t)-1;
+        if (ent && anchor && blank && after != (size_t)-1) {
+            size_t ind = anchor->name_off - ls;
+            char *ins = malloc(ind + n + 2);
+            if (ins) {
+                memcpy(ins, text + ls, ind);
+                memcpy(ins + ind, ent, n);
+                ins[ind + n] = '\n';
+                bool nl = after > 0 && text[after - 1] == '\n';
+                /* a file without a final newline gets one before the entry */
+                if (!nl) {
+                    memmove(ins + 1, ins, ind + n + 1);
+                    ins[0] = '\n';
+                }
+                res = splice(text, len, after, after, ins, ind + n + 1, out_len);
+                free(ins);
+            }
+        } else if (ent) {
+            size_t close = cfg->val_end - 1; /* the config's '}' */
+            char *ins = malloc(n + 3);
+            if (ins) {
+                size_t o = 0;
+                if (close > 0 && text[close - 1] != ' ' && text[close - 1] != '\n')
+                    ins[o++] = ' ';
+                memcpy(ins + o, ent, n), o += n;
+                ins[o++] = ' ';
+                res = splice(text, len, close, close, ins, o, out_len);
+                free(ins);
+            }
+        }
+        free(ent);
+    }
+    srv_tp_free(root);
+    if (!res)
+        return rt_err_set(err, RT_ERR_NOMEM, "config edit: out of memory");
+    *out = res;
+    return RT_OK;
+}

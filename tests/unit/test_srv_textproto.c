@@ -358,6 +358,108 @@ static void test_batching(void **state)
     assert_non_null(strstr(err.msg, "line 1, column 1: allowed_batch_sizes: unknown field"));
 }
 
+/* ------------------------------------------- predictctl's in-place edits */
+
+static char *edit_ok(const char *text, const char *model, const char *label, int64_t v)
+{
+    char *out = NULL;
+    size_t n = 0;
+    rt_err err = {{0}};
+    rt_status st = srv_tfconf_set_label(text, strlen(text), model, label, v, &out, &n, &err);
+    if (st != RT_OK)
+        fprintf(stderr, "unexpected error: %s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+    assert_int_equal(strlen(out), n);
+    int64_t got = -2;
+    assert_int_equal(srv_tfconf_label(out, n, model, label, &got, &err), RT_OK);
+    assert_int_equal(got, v < 0 ? -1 : v); /* read back */
+    return out;
+}
+
+static void test_label_edits_keep_the_rest(void **state)
+{
+    (void)state;
+    const char *text = "# production models\n"
+                       "model_config_list {\n"
+                       "  config {\n"
+                       "    name: 'census'  # the census model\n"
+                       "    base_path: '/srv/census'\n"
+                       "    version_labels {\n"
+                       "      key: 'stable'\n"
+                       "      value: 42  # promoted on Monday\n"
+                       "    }\n"
+                       "  }\n"
+                       "  config { name: 'b' base_path: '/b' }\n"
+                       "}\n";
+    /* an existing label: only its value token changes */
+    char *out = edit_ok(text, "census", "stable", 1700000000);
+    const char *want1 = "# production models\n"
+                        "model_config_list {\n"
+                        "  config {\n"
+                        "    name: 'census'  # the census model\n"
+                        "    base_path: '/srv/census'\n"
+                        "    version_labels {\n"
+                        "      key: 'stable'\n"
+                        "      value: 1700000000  # promoted on Monday\n"
+                        "    }\n"
+                        "  }\n"
+                        "  config { name: 'b' base_path: '/b' }\n"
+                        "}\n";
+    assert_string_equal(out, want1);
+    /* a new label: a copy of the existing entry's layout, after it */
+    char *out2 = edit_ok(out, "census", "previous", 42);
+    const char *want2 = "# production models\n"
+                        "model_config_list {\n"
+                        "  config {\n"
+                        "    name: 'census'  # the census model\n"
+                        "    base_path: '/srv/census'\n"
+                        "    version_labels {\n"
+                        "      key: 'stable'\n"
+                        "      value: 1700000000  # promoted on Monday\n"
+                        "    }\n"
+                        "    version_labels {\n"
+                        "      key: 'previous'\n"
+                        "      value: 42  # promoted on Monday\n"
+                        "    }\n"
+                        "  }\n"
+                        "  config { name: 'b' base_path: '/b' }\n"
+                        "}\n";
+    assert_string_equal(out2, want2);
+    /* removing it gives the previous text back, byte for byte */
+    char *out3 = edit_ok(out2, "census", "previous", -1);
+    assert_string_equal(out3, want1);
+    /* a config written on one line gets the entry inside its braces */
+    char *out4 = edit_ok(out3, "b", "canary", 7);
+    assert_non_null(strstr(out4, "  config { name: 'b' base_path: '/b' version_labels { key: "
+                                 "\"canary\" value: 7 } }\n}\n"));
+    char *out5 = edit_ok(out4, "b", "canary", -1);
+    assert_string_equal(out5, want1);
+    /* a model without labels, fields on lines of their own */
+    const char *plain = "model_config_list {\n  config {\n    name: \"m\"\n"
+                        "    base_path: \"/m\"\n  }\n}";
+    char *out6 = edit_ok(plain, "m", "stable", 3);
+    assert_string_equal(out6, "model_config_list {\n  config {\n    name: \"m\"\n"
+                              "    base_path: \"/m\"\n"
+                              "    version_labels { key: \"stable\" value: 3 }\n  }\n}");
+    /* every edit is still a valid config with the same models */
+    srv_config *c = cfg_ok(out2);
+    assert_int_equal(c->n_models, 2);
+    assert_int_equal(c->models[0].n_labels, 2);
+    srv_config_free(c);
+    char *o = NULL;
+    size_t n = 0;
+    rt_err err = {{0}};
+    assert_int_equal(srv_tfconf_set_label(text, strlen(text), "nope", "s", 1, &o, &n, &err),
+                     RT_ERR_NOTFOUND);
+    assert_non_null(strstr(err.msg, "model nope is not in the config"));
+    free(out);
+    free(out2);
+    free(out3);
+    free(out4);
+    free(out5);
+    free(out6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -370,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_json_errors_line_column),
         cmocka_unit_test(test_monitoring),
         cmocka_unit_test(test_batching),
+        cmocka_unit_test(test_label_edits_keep_the_rest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
