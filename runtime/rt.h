@@ -123,6 +123,11 @@ int rt_buf_printf(rt_buf *b, const char *fmt, ...) __attribute__((format(printf,
  * that is not part of valid UTF-8 becomes \ufffd, so the text is always
  * valid UTF-8 JSON whatever s holds. */
 int rt_buf_json_string(rt_buf *b, const char *s, size_t n);
+/* The value of hexadecimal digit c (0-9, a-f, A-F), or -1. Pure. */
+int rt_hex_digit(char c);
+/* Writes code point cp (at most 0x10FFFF) as UTF-8 into o, which has room
+ * for 4 bytes; returns the bytes written. Pure. */
+size_t rt_utf8_put(char *o, uint32_t cp);
 /* Appends a float as JSON: shortest text that reads back to the same float,
  * always with a fraction or an exponent (42.0, never 42: TF Serving writes
  * floats so, and typed clients rely on it); NaN and infinities as NaN,

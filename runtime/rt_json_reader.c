@@ -165,28 +165,33 @@ static uint64_t special_in_word(const char *p)
     return (zq | zb | lt | v) & highs;
 }
 
+int rt_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 static int hex4(const char *p, const char *end, unsigned *out)
 {
     if (end - p < 4)
         return 0;
     unsigned v = 0;
     for (int k = 0; k < 4; k++) {
-        char ch = p[k];
-        v <<= 4;
-        if (ch >= '0' && ch <= '9')
-            v |= (unsigned)(ch - '0');
-        else if (ch >= 'a' && ch <= 'f')
-            v |= (unsigned)(ch - 'a' + 10);
-        else if (ch >= 'A' && ch <= 'F')
-            v |= (unsigned)(ch - 'A' + 10);
-        else
+        int d = rt_hex_digit(p[k]);
+        if (d < 0)
             return 0;
+        v = v << 4 | (unsigned)d;
     }
     *out = v;
     return 1;
 }
 
-static size_t put_utf8(char *o, unsigned cp)
+size_t rt_utf8_put(char *o, uint32_t cp)
 {
     if (cp < 0x80) {
         o[0] = (char)cp;
@@ -244,7 +249,7 @@ static rt_status read_escape(rt_jr *r, const char *q, char *out, size_t *outn, s
         cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         *used = 12;
     }
-    *outn = put_utf8(out, cp);
+    *outn = rt_utf8_put(out, cp);
     return RT_OK;
 }
 

@@ -1175,18 +1175,6 @@ static int bound_port(int fd)
     return -1;
 }
 
-
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* libmicrohttpd's URL unescaping, except that "%00" stays as it is: a
  * decoded NUL would end the path early ("census%00.json" would name
  * "census"); left encoded, it is a character no route or name accepts. */
@@ -1197,8 +1185,8 @@ static size_t unescape_url(void *cls, struct MHD_Connection *c, char *s)
     char *w = s;
     const char *r = s;
     while (*r) {
-        int hi = r[0] == '%' ? hex_digit(r[1]) : -1;
-        int lo = hi >= 0 ? hex_digit(r[2]) : -1;
+        int hi = r[0] == '%' ? rt_hex_digit(r[1]) : -1;
+        int lo = hi >= 0 ? rt_hex_digit(r[2]) : -1;
         if (lo >= 0 && (hi | lo) != 0) {
             *w++ = (char)(hi * 16 + lo);
             r += 3;

@@ -136,42 +136,6 @@ static srv_tp_node *new_node(tp_parser *p, srv_tp_node *parent, const char *name
     return n;
 }
 
-static int hex_val(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Appends code point cp as UTF-8 to out (room for 4 bytes assured). */
-static size_t put_utf8(char *out, unsigned long cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* Reads one or more adjacent quoted strings at p->pos into n->text. */
 static rt_status read_string(tp_parser *p, srv_tp_node *n)
 {
@@ -216,8 +180,8 @@ static rt_status read_string(tp_parser *p, srv_tp_node *n)
             case '\\': case '\'': case '"': case '?': out[o++] = c; break;
             case 'x': case 'X': {
                 int v = 0, k = 0;
-                while (k < 2 && p->pos < p->len && hex_val(p->s[p->pos]) >= 0)
-                    v = v * 16 + hex_val(p->s[p->pos++]), k++;
+                while (k < 2 && p->pos < p->len && rt_hex_digit(p->s[p->pos]) >= 0)
+                    v = v * 16 + rt_hex_digit(p->s[p->pos++]), k++;
                 if (k == 0) {
                     free(out);
                     return fail_at(p, esc, n, "\\x needs a hexadecimal digit");
@@ -229,11 +193,11 @@ static rt_status read_string(tp_parser *p, srv_tp_node *n)
                 int want = c == 'u' ? 4 : 8;
                 unsigned long cp = 0;
                 for (int k = 0; k < want; k++) {
-                    if (p->pos >= p->len || hex_val(p->s[p->pos]) < 0) {
+                    if (p->pos >= p->len || rt_hex_digit(p->s[p->pos]) < 0) {
                         free(out);
                         return fail_at(p, esc, n, "\\u needs 4 and \\U 8 hexadecimal digits");
                     }
-                    cp = cp * 16 + (unsigned long)hex_val(p->s[p->pos++]);
+                    cp = cp * 16 + (unsigned long)rt_hex_digit(p->s[p->pos++]);
                 }
                 if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
                     free(out);
@@ -241,7 +205,7 @@ static rt_status read_string(tp_parser *p, srv_tp_node *n)
                 }
                 /* \uXXXX is 6 source bytes for at most 3 output bytes; \U
                  * 10 for 4: the output stays shorter than the source. */
-                o += put_utf8(out + o, cp);
+                o += rt_utf8_put(out + o, (uint32_t)cp);
                 break;
             }
             default:

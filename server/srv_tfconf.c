@@ -528,9 +528,11 @@ static const srv_tp_node *find_label(const srv_tp_node *cfg, const char *label)
     return NULL;
 }
 
-/* Parses and checks text as a ModelServerConfig and finds model's config. */
-static rt_status edit_open(const char *text, size_t len, const char *model, srv_tp_node **root,
-                           const srv_tp_node **cfg, rt_err *err)
+/* Parses and checks text as a ModelServerConfig, finds model's config and
+ * its entry for label (NULL when there is none). */
+static rt_status edit_open(const char *text, size_t len, const char *model, const char *label,
+                           srv_tp_node **root, const srv_tp_node **cfg,
+                           const srv_tp_node **entry, rt_err *err)
 {
     rt_status st = parse_checked(text, len, F_SERVER, root, err);
     if (st != RT_OK)
@@ -540,6 +542,7 @@ static rt_status edit_open(const char *text, size_t len, const char *model, srv_
         *root = NULL;
         return rt_err_set(err, RT_ERR_NOTFOUND, "model %s is not in the config", model);
     }
+    *entry = find_label(*cfg, label);
     return RT_OK;
 }
 
@@ -547,12 +550,11 @@ rt_status srv_tfconf_label(const char *text, size_t len, const char *model, cons
                            int64_t *version, rt_err *err)
 {
     srv_tp_node *root = NULL;
-    const srv_tp_node *cfg = NULL;
+    const srv_tp_node *cfg = NULL, *e = NULL;
     *version = -1;
-    rt_status st = edit_open(text, len, model, &root, &cfg, err);
+    rt_status st = edit_open(text, len, model, label, &root, &cfg, &e, err);
     if (st != RT_OK)
         return st;
-    const srv_tp_node *e = find_label(cfg, label);
     long long v = -1;
     if (e && srv_tp_get(e, "value") && parse_int(srv_tp_get(e, "value"), &v) && v >= 0)
         *version = v;
@@ -646,12 +648,11 @@ rt_status srv_tfconf_set_label(const char *text, size_t len, const char *model,
                                rt_err *err)
 {
     srv_tp_node *root = NULL;
-    const srv_tp_node *cfg = NULL;
+    const srv_tp_node *cfg = NULL, *e = NULL;
     *out = NULL;
-    rt_status st = edit_open(text, len, model, &root, &cfg, err);
+    rt_status st = edit_open(text, len, model, label, &root, &cfg, &e, err);
     if (st != RT_OK)
         return st;
-    const srv_tp_node *e = find_label(cfg, label);
     const srv_tp_node *val = e ? srv_tp_get(e, "value") : NULL;
     char *res = NULL;
     if (e && version >= 0 && val) {
