@@ -42,6 +42,8 @@ typedef struct daemon {
     bool was_ready; /* readiness at the last look of the main loop */
     struct stat cfg_stat; /* of the config file when last read */
     bool have_cfg_stat;
+    uint64_t cfg_fp;      /* fingerprint of the config file's bytes when last read */
+    double next_cfg_poll; /* --model_config_file_poll_wait_seconds: next re-read */
 } daemon_t;
 
 static daemon_t D; /* the daemon's single context */
@@ -75,6 +77,21 @@ static void remember_cfg_stat(daemon_t *d)
                        stat(d->cfg->model_config_file, &d->cfg_stat) == 0;
 }
 
+/* The fingerprint of the config file's bytes, 0 when it cannot be read. */
+static uint64_t cfg_fingerprint(const daemon_t *d)
+{
+    char *text = NULL;
+    size_t len = 0;
+    rt_err err;
+    if (!d->args.values.model_config_file ||
+        rt_read_file(AT_FDCWD, d->args.values.model_config_file, 16u << 20, 0, &text, &len,
+                     &err) != RT_OK)
+        return 0;
+    uint64_t fp = rt_fingerprint64(text, len);
+    free(text);
+    return fp;
+}
+
 /* Re-reads the config file and applies it; the old one stays on error. */
 static void reload(daemon_t *d, const char *why)
 {
@@ -91,6 +108,7 @@ static void reload(daemon_t *d, const char *why)
      * changes again. */
     struct stat before;
     bool have = stat(d->args.values.model_config_file, &before) == 0;
+    d->cfg_fp = cfg_fingerprint(d);
     rt_status st = srv_config_build(&d->args, &c, &err);
     if (st == RT_OK)
         st = srv_manager_apply(d->mgr, c, &err);
@@ -142,6 +160,8 @@ static int run(daemon_t *d)
         return 1;
     }
     remember_cfg_stat(d);
+    d->cfg_fp = cfg_fingerprint(d);
+    d->next_cfg_poll = mono_seconds() + d->cfg->model_config_file_poll_wait_seconds;
     if (srv_manager_start(d->mgr, d->cfg->file_system_poll_wait_seconds, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
@@ -171,6 +191,7 @@ static int run(daemon_t *d)
         return 1;
     }
     hp.metrics = d->metrics;
+    hp.metrics_path = d->cfg->metrics_path;
     /* Socket activation: systemd holds the port and hands it over. */
     int nfds = sd_listen_fds(1);
     if (nfds > 0) {
@@ -280,6 +301,16 @@ static int run(daemon_t *d)
             if (stat(d->args.values.model_config_file, &sb) == 0 &&
                 (!d->have_cfg_stat || !same_file_state(&sb, &d->cfg_stat)))
                 reload(d, "config file changed");
+        }
+        /* TF Serving's periodic re-read: catches changes the stat check
+         * cannot see (same inode, size and mtime); reloads only when the
+         * bytes differ from those last read. */
+        int poll_s = d->cfg->model_config_file_poll_wait_seconds;
+        if (!draining && poll_s > 0 && mono_seconds() >= d->next_cfg_poll) {
+            d->next_cfg_poll = mono_seconds() + poll_s;
+            uint64_t fp = cfg_fingerprint(d);
+            if (fp != 0 && fp != d->cfg_fp)
+                reload(d, "model_config_file_poll_wait_seconds: the file's bytes changed");
         }
     }
     atomic_store(&d->draining, 1);

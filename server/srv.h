@@ -153,6 +153,14 @@ typedef struct srv_config {
     char *model_config_file;      /* the file this came from, or NULL */
     char *model_name;             /* --model_name (flag only), or NULL */
     char *model_base_path;        /* --model_base_path (flag only), or NULL */
+    int model_config_file_poll_wait_seconds; /* > 0: the file is re-read this often
+                                                and reloaded when its bytes changed
+                                                (TF Serving's flag; default 0 = off) */
+    char *monitoring_config_file; /* TF Serving's MonitoringConfig (flag only) */
+    char *batching_parameters_file; /* TF Serving's BatchingParameters (flag only) */
+    char *metrics_path;           /* where the Prometheus metrics are served:
+                                     /monitoring/prometheus/metrics, or the
+                                     monitoring config's path; NULL = nowhere */
     srv_model_conf *models;
     size_t n_models;
 } srv_config;
@@ -793,6 +801,8 @@ typedef struct srv_http_params {
     srv_metrics *metrics;  /* may be NULL; the caller owns it */
     bool batching;         /* cross-request batching of :predict */
     srv_batcher_params batch; /* its knobs (threads: batch threads) */
+    const char *metrics_path; /* GET path of the Prometheus metrics (copied at
+                                 start, at most 255 bytes); NULL = not served */
 } srv_http_params;
 
 srv_http_params srv_http_default_params(void);

@@ -48,8 +48,21 @@ static const srv_setting SETTINGS[] = {
     NAME(model_name, SRV_SET_FLAG, "NAME", "the one model to serve (no config file)"),
     STR(model_base_path, SRV_SET_FLAG, NULL, "DIR", "its directory of integer-named versions"),
     STR(model_config_file, SRV_SET_FLAG, NULL, "FILE",
-        "JSON config (see conf/predictd.json, predictd --help_config); flags given on the "
-        "command line win over the file"),
+        "JSON config (see conf/predictd.json, predictd --help_config) or TF Serving's "
+        "text-format model config (conf/models.config); flags given on the command line win "
+        "over the file"),
+    INT(model_config_file_poll_wait_seconds, SRV_SET_FLAG | SRV_SET_LIVE, 0, 86400, 0, "N",
+        "re-read --model_config_file every N seconds and reload it when its bytes changed "
+        "(TF Serving's flag); 0 = off. Changes are noticed anyway: SIGHUP, and a check of the "
+        "file's inode, size and mtime every second"),
+    STR(monitoring_config_file, SRV_SET_FLAG, NULL, "FILE",
+        "TF Serving's MonitoringConfig (text format, conf/monitoring.config): "
+        "prometheus_config { enable: true path: \"/P\" } serves the Prometheus metrics at /P "
+        "only, enable: false nowhere; without it they are at /monitoring/prometheus/metrics"),
+    STR(batching_parameters_file, SRV_SET_FLAG, NULL, "FILE",
+        "TF Serving's BatchingParameters (text format, conf/batching.config): max_batch_size, "
+        "batch_timeout_micros, max_enqueued_batches, num_batch_threads { value: N }; needs "
+        "--enable_batching; the batching flags win over it"),
     INT(file_system_poll_wait_seconds, LIVE, 0, 86400, 1, "N",
         "seconds between ticks of the loader: base paths are watched with inotify and "
         "scanned when they change; at each tick 64 are rescanned in turn, and those inotify "
@@ -140,6 +153,10 @@ const char *srv_config_restart_change(const srv_config *a, const srv_config *b)
         if (!same)
             return s->name;
     }
+    /* the monitoring config's content (its path is a flag, the same) */
+    if (!a->metrics_path != !b->metrics_path ||
+        (a->metrics_path && strcmp(a->metrics_path, b->metrics_path) != 0))
+        return "monitoring_config_file";
     return NULL;
 }
 
@@ -201,6 +218,7 @@ void srv_config_free(srv_config *c)
     if (!c)
         return;
     free_strings(c);
+    free(c->metrics_path);
     for (size_t i = 0; i < c->n_models; i++)
         srv_model_conf_clear(&c->models[i]);
     free(c->models);
@@ -658,6 +676,75 @@ static rt_status flag_model(const srv_args *a, srv_config *c, rt_err *err)
     return RT_OK;
 }
 
+/* Reads TF Serving's BatchingParameters file at path into c's batching
+ * settings (the table's ranges; errors name the file's line and column). */
+static rt_status apply_batching_file(const char *path, srv_config *c, rt_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cJSON *j = NULL;
+    srv_tfconf_map *map = NULL;
+    rt_status st = rt_read_file(AT_FDCWD, path, CONFIG_MAX_BYTES, 0, &text, &len, err);
+    if (st == RT_OK && (st = srv_tfconf_batching(text, len, &j, &map, err)) == RT_OK) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, j)
+        {
+            if ((st = set_from_json(j, srv_setting_find(it->string), c, err)) != RT_OK) {
+                srv_tfconf_locate(map, err);
+                break;
+            }
+        }
+    }
+    if (st != RT_OK)
+        rt_err_prefix(err, "--batching_parameters_file %s", path);
+    cJSON_Delete(j);
+    srv_tfconf_map_free(map);
+    free(text);
+    return st;
+}
+
+/* c->metrics_path: TF's path from --monitoring_config_file (NULL when it
+ * says enable: false), else predictd's default. A path that is one of the
+ * API's own is refused. */
+static rt_status set_metrics_path(srv_config *c, rt_err *err)
+{
+    static const char DEFAULT_PATH[] = "/monitoring/prometheus/metrics";
+    free(c->metrics_path);
+    c->metrics_path = NULL;
+    if (!c->monitoring_config_file)
+        return (c->metrics_path = strdup(DEFAULT_PATH))
+                   ? RT_OK
+                   : rt_err_set(err, RT_ERR_NOMEM, "config: out of memory");
+    const char *path = c->monitoring_config_file;
+    char *text = NULL;
+    size_t len = 0;
+    bool enable = false;
+    char *mp = NULL;
+    rt_status st = rt_read_file(AT_FDCWD, path, CONFIG_MAX_BYTES, 0, &text, &len, err);
+    if (st == RT_OK)
+        st = srv_tfconf_monitoring(text, len, &enable, &mp, err);
+    free(text);
+    if (st != RT_OK) {
+        rt_err_prefix(err, "--monitoring_config_file %s", path);
+        return st;
+    }
+    srv_route r;
+    srv_route_request("GET", mp, &r);
+    if (r.kind != SRV_ROUTE_NONE && r.kind != SRV_ROUTE_METRICS) {
+        st = rt_err_set(err, RT_ERR_INVALID,
+                        "--monitoring_config_file %s: prometheus_config.path: %s is a path of "
+                        "predictd's API; choose another",
+                        path, mp);
+        free(mp);
+        return st;
+    }
+    if (enable)
+        c->metrics_path = mp;
+    else
+        free(mp);
+    return RT_OK;
+}
+
 rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
 {
     rt_status st = RT_OK;
@@ -684,6 +771,10 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
                         "--model_config_file (see --help)");
         goto out;
     }
+    /* TF Serving's batching file over the config file, the flags over both. */
+    if (srv_args_given(a, "batching_parameters_file") &&
+        (st = apply_batching_file(a->values.batching_parameters_file, c, err)) != RT_OK)
+        goto out;
     /* Command-line flags win over the file. */
     for (size_t i = 0; i < N_SETTINGS; i++) {
         const srv_setting *s = &SETTINGS[i];
@@ -705,6 +796,15 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         st = rt_err_set(err, RT_ERR_INVALID, "models: at least one model must be configured");
         goto out;
     }
+    if (c->batching_parameters_file && !c->enable_batching) {
+        /* TF Serving refuses it too: the file would silently do nothing. */
+        st = rt_err_set(err, RT_ERR_INVALID,
+                        "--batching_parameters_file is set without --enable_batching (as in TF "
+                        "Serving, the file only takes effect with batching on)");
+        goto out;
+    }
+    if ((st = set_metrics_path(c, err)) != RT_OK)
+        goto out;
     if (c->max_total_request_bytes < c->max_request_bytes) {
         st = rt_err_set(err, RT_ERR_INVALID,
                         "max_total_request_bytes: %zu is less than max_request_bytes (%zu): a "

@@ -62,6 +62,7 @@ typedef struct tstate {
 struct srv_http {
     struct MHD_Daemon *mhd;
     srv_http_params p;
+    char metrics_path[256]; /* p.metrics_path's copy; "" = metrics not served */
     srv_manager *mgr;
     const _Atomic int *draining;
     int fd;        /* listening socket */
@@ -133,6 +134,8 @@ struct conn_state {
  * keep-alive connections do not each hold a large body. */
 #define CONN_BUF_KEEP (64 * 1024)
 
+static void route_metrics(const srv_http *h, const char *method, const char *url, srv_route *r);
+
 srv_http_params srv_http_default_params(void)
 {
     srv_http_params p;
@@ -151,6 +154,7 @@ srv_http_params srv_http_default_params(void)
     p.enable_cors = false;
     p.json = rt_json_default_params();
     p.batching = false;
+    p.metrics_path = "/monitoring/prometheus/metrics";
     p.batch = srv_batcher_default_params();
     return p;
 }
@@ -907,6 +911,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return r;
         }
         srv_route_request(method, url, &rq->route);
+        route_metrics(h, method, url, &rq->route);
         if (rq->route.kind == SRV_ROUTE_INFER && !draw_route(h, cs, rq)) {
             rq->answered = true;
             return send_error(h, conn, 503, "out of memory");
@@ -1175,6 +1180,27 @@ static int bound_port(int fd)
     return -1;
 }
 
+/* The Prometheus metrics answer at h->metrics_path only (TF Serving's
+ * monitoring config may move them, or turn them off). */
+static void route_metrics(const srv_http *h, const char *method, const char *url, srv_route *r)
+{
+    bool here = h->metrics_path[0] && !strcmp(url, h->metrics_path);
+    if (r->kind == SRV_ROUTE_METRICS && !here) {
+        memset(r, 0, sizeof *r);
+        r->kind = SRV_ROUTE_NONE;
+        r->version = -1;
+    } else if (here && r->kind != SRV_ROUTE_METRICS) {
+        memset(r, 0, sizeof *r);
+        r->kind = SRV_ROUTE_METRICS;
+        r->version = -1;
+        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+            r->kind = SRV_ROUTE_BAD;
+            r->http_code = 405;
+            snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed here; use GET", method);
+        }
+    }
+}
+
 /* libmicrohttpd's URL unescaping, except that "%00" stays as it is: a
  * decoded NUL would end the path early ("census%00.json" would name
  * "census"); left encoded, it is a character no route or name accepts. */
@@ -1229,6 +1255,8 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
     if (!h)
         return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
     h->p = *p;
+    snprintf(h->metrics_path, sizeof h->metrics_path, "%s", p->metrics_path ? p->metrics_path : "");
+    h->p.metrics_path = NULL; /* the caller's string may not outlive the start */
     h->p.host = NULL; /* not kept */
     h->mgr = mgr;
     h->draining = draining;
