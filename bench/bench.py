@@ -901,6 +901,9 @@ def g11():
         for d in (plain, roll):
             if d:
                 d.close()
+    return out
+
+
 HELPER = os.path.join(BUILD, "tests", "test_srv_models")  # writes small exports
 MANY = max(1, int(os.environ.get("BENCH_MANY_MODELS", "10000")))
 
