@@ -20,7 +20,13 @@
  *   srv_metrics.c request counts, latency histograms, in-flight (Prometheus)
  *   srv_pool.c    bounded job queue + worker threads (inference off the I/O threads)
  *   srv_batch.c   cross-request batch scheduler (max_batch_size, batch_timeout_micros)
- *   srv_http.c    libmicrohttpd glue: bodies, limits, answers
+ *   srv_http.c    the HTTP front's start and stop (libmicrohttpd, listener,
+ *                 accept policy, watchdog probe); its pieces, sharing
+ *                 srv_http_internal.h: srv_http_request.c (a request on its
+ *                 I/O thread: framing, routing, body limits, dispatch),
+ *                 srv_http_answer.c (answers, non-inference routes),
+ *                 srv_http_infer.c (inference, workers, admission),
+ *                 srv_http_batch.c (cross-request batching)
  *   srv_conn.c    open connections: max_connections, idle reclaim, header and
  *                 read deadlines
  *   srv_framing.c request framing checks against request smuggling (RFC 9112)

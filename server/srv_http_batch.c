@@ -1,0 +1,231 @@
+/*
+ * srv_http_batch.c — cross-request batching (enable_batching): a :predict
+ * body is parsed on the I/O thread into its own rt_ctx (a parse error
+ * answers 400 at once), the connection is suspended and the request joins
+ * a batch of its model version and signature (srv_batch.c); a batch thread
+ * merges the batch, runs it once (rt_merge_run), renders each request's
+ * answer and resumes each connection. classify / regress bypass batching.
+ * The requests' contexts come from a small mutex-guarded pool.
+ */
+#include "srv_http_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------ context pool */
+
+static rt_ctx *ctx_take(srv_http *h)
+{
+    rt_ctx *c = NULL;
+    pthread_mutex_lock(&h->pool_mu);
+    if (h->n_pool)
+        c = h->pool[--h->n_pool];
+    pthread_mutex_unlock(&h->pool_mu);
+    return c ? c : rt_ctx_new();
+}
+
+/* Contexts kept for reuse at most. Without batching at most one per I/O
+ * thread is ever out; with it one per queued request, so a burst could
+ * leave thousands (each with its arenas) behind: the rest are freed. */
+#define CTX_POOL_KEEP 256
+
+static void ctx_give(srv_http *h, rt_ctx *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&h->pool_mu);
+    if (h->n_pool == h->cap_pool && h->cap_pool < CTX_POOL_KEEP) {
+        size_t cap = h->cap_pool ? h->cap_pool * 2 : 8;
+        rt_ctx **p = realloc(h->pool, cap * sizeof *p);
+        if (p) {
+            h->pool = p;
+            h->cap_pool = cap;
+        }
+    }
+    if (h->n_pool < h->cap_pool) {
+        h->pool[h->n_pool++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&h->pool_mu);
+    rt_ctx_free(c);
+}
+
+/* ------------------------------------------------------------ batches */
+
+/* The end of a batched request's computation, as compute_infer ends one:
+ * the code from st and the time taken, the metrics, an error body. */
+static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
+{
+    const srv_route *r = &rq->route;
+    double ms = srv_http_ms_since(&rq->start);
+    rq->code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);
+    srv_metrics_request(h->p.metrics, r->model, srv_version_number(rq->ver), r->method,
+                        (int)rq->code, ms / 1e3);
+    if (rq->code != 200) {
+        char msg[RT_ERR_MAX + 128];
+        if (rq->code == 504)
+            snprintf(msg, sizeof msg,
+                     "deadline exceeded: the request took %.0f ms, over "
+                     "rest_api_timeout_in_ms=%d",
+                     ms, h->p.timeout_ms);
+        else
+            snprintf(msg, sizeof msg, "%s", err->msg);
+        rt_buf_reset(&rq->resp);
+        srv_http_put_error(&rq->resp, msg);
+    }
+}
+
+/* Lets go of what a batched request held (its version and context). */
+static void batch_release(srv_http *h, req *rq)
+{
+    srv_version_release(rq->ver);
+    rq->ver = NULL;
+    ctx_give(h, rq->ctx);
+    rq->ctx = NULL;
+}
+
+/* A batch thread runs one batch: requests past their deadline answer 504
+ * without running; the rest are merged and run once, or, when there is
+ * only one or the merged run fails (one request's input is invalid), run
+ * one by one, so that each gets exactly its own answer. */
+void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
+{
+    srv_http *h = fn_ctx;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));
+    srv_metrics_in_flight(h->p.metrics, (int)n, 0);
+    rt_ctx **ctxs = malloc(n * sizeof *ctxs);
+    rt_parsed *parsed = malloc(n * sizeof *parsed);
+    req **live = malloc(n * sizeof *live);
+    size_t k = 0, instances = 0;
+    for (size_t i = 0; i < n; i++) {
+        req *rq = jobs[i];
+        double ms = srv_http_ms_since(&rq->start);
+        if (ms > h->p.timeout_ms) {
+            /* It waited past its deadline: not run (as in compute_infer). */
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "deadline exceeded: the request waited %.0f ms, over "
+                     "rest_api_timeout_in_ms=%d",
+                     ms, h->p.timeout_ms);
+            rq->code = 504;
+            srv_metrics_request(h->p.metrics, rq->route.model, -1, rq->route.method, 504, ms / 1e3);
+            rt_buf_reset(&rq->resp);
+            srv_http_put_error(&rq->resp, msg);
+            continue;
+        }
+        if (live && ctxs && parsed) {
+            live[k] = rq;
+            ctxs[k] = rq->ctx;
+            parsed[k] = rq->parsed;
+        }
+        k++;
+        instances += rq->parsed.n;
+    }
+    bool merged = false, fallback = false;
+    if (k >= 2 && live && ctxs && parsed) {
+        const rt_model *m = srv_version_model(live[0]->ver);
+        rt_err err = {{0}};
+        merged = rt_merge_run(m, h->bctx[thread], ctxs, parsed, k, &err) == RT_OK;
+        fallback = !merged;
+        size_t start = 0;
+        for (size_t i = 0; merged && i < k; i++) {
+            rt_status st = rt_merge_render(m, h->bctx[thread], start, &parsed[i], &live[i]->resp);
+            rt_err e2 = {{0}};
+            if (st != RT_OK)
+                rt_err_set(&e2, st, "rendering the answer: %s", rt_status_str(st));
+            batch_finish(h, live[i], st, &e2);
+            start += parsed[i].n;
+        }
+    }
+    for (size_t i = 0; !merged && i < n; i++) {
+        req *rq = jobs[i];
+        if (rq->code != 0)
+            continue; /* answered above (deadline) */
+        rt_err err = {{0}};
+        rt_status st = live && ctxs && parsed
+                           ? rt_json_run_parsed(srv_version_model(rq->ver), rq->ctx, &rq->parsed,
+                                                &rq->resp, &err)
+                           : rt_err_set(&err, RT_ERR_NOMEM, "batch: out of memory");
+        batch_finish(h, rq, st, &err);
+    }
+    if (k > 0)
+        srv_metrics_batch(h->p.metrics, instances, k, fallback);
+    free(ctxs);
+    free(parsed);
+    free(live);
+    srv_metrics_in_flight(h->p.metrics, -(int)n, srv_http_ms_since(&t0) / 1e3);
+    for (size_t i = 0; i < n; i++) {
+        req *rq = jobs[i];
+        batch_release(h, rq);
+        rq->done = true;
+        MHD_resume_connection(rq->conn);
+    }
+}
+
+/* A :predict request with batching on: parse here, then join a batch (the
+ * connection suspended until a batch thread answers it). Empty requests and
+ * requests over max_batch_size run alone, here; a full queue answers 429. */
+enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
+    const srv_route *r = &rq->route;
+    rt_err err = {{0}};
+    rt_status st = srv_manager_acquire_routed(h->mgr, r->model, r->version, r->label, &rq->pick,
+                                              &rq->ver, &err);
+    if (st != RT_OK) {
+        unsigned code = srv_http_status(st);
+        srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
+                            -1, r->method, (int)code, srv_http_ms_since(&rq->start) / 1e3);
+        return srv_http_send_error(h, conn, code, "%s", err.msg);
+    }
+    const rt_model *m = srv_version_model(rq->ver);
+    rq->served = srv_version_number(rq->ver);
+    rq->ctx = ctx_take(h);
+    if (!rq->ctx)
+        st = rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
+    else
+        st = rt_json_parse_only(m, rq->body.data ? rq->body.data : "", rq->body.len, &h->p.json,
+                                rq->ctx, &rq->parsed, &err);
+    if (st == RT_OK && rq->parsed.n >= 1 && rq->parsed.n <= h->p.batch.max_batch_size) {
+        rq->conn = conn;
+        rq->h = h;
+        /* Suspended before it can be answered: a batch thread may resume
+         * it as soon as it is submitted. */
+        MHD_suspend_connection(conn);
+        if (srv_batcher_submit(h->batcher, m, rq->parsed.sig, rq->parsed.n, rq) ==
+            SRV_BATCH_QUEUED) {
+            srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));
+            return MHD_YES;
+        }
+        /* Not taken: 429, sent when libmicrohttpd resumes the connection. */
+        srv_metrics_rejected(h->p.metrics, "overloaded");
+        srv_metrics_request(h->p.metrics, r->model, -1, r->method, 429,
+                            srv_http_ms_since(&rq->start) / 1e3);
+        rq->code = 429;
+        rq->served = -1;
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "overloaded: %zu batches are already waiting (max_enqueued_batches); "
+                 "retry later",
+                 h->p.batch.max_enqueued_batches);
+        rt_buf_reset(&rq->resp);
+        srv_http_put_error(&rq->resp, msg);
+        batch_release(h, rq);
+        rq->done = true;
+        MHD_resume_connection(conn);
+        return MHD_YES;
+    }
+    if (st == RT_OK) {
+        /* Empty, or larger than a batch: it runs alone, here. */
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        srv_metrics_in_flight(h->p.metrics, 1, 0);
+        st = rt_json_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
+        srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(&t0) / 1e3);
+    }
+    batch_finish(h, rq, st, &err);
+    batch_release(h, rq);
+    return srv_http_send_computed(h, conn, rq->code, rq);
+}

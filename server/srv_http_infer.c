@@ -1,0 +1,154 @@
+/*
+ * srv_http_infer.c — inference requests (:predict, :classify, :regress and
+ * Cloud ML Engine's predict) without batching. Without workers a request
+ * runs on its I/O thread with that thread's own rt_ctx (found through a
+ * pthread key held in srv_http, made on the thread's first request, so the
+ * hot path takes no lock); with max_queue_depth it is queued to the
+ * workers (srv_pool.c), its connection suspended until a worker answers it,
+ * or refused with 429 at once when the queue does not take it.
+ */
+#include "srv_http_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Runs one inference request: fills *code and out (the JSON answer or an
+ * error object). Used on I/O threads (no pool) and on workers. */
+static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_buf *out)
+{
+    const srv_route *r = &rq->route;
+    rt_err err = {{0}};
+    srv_version *v = NULL;
+    double ms = srv_http_ms_since(&rq->start);
+    if (ms > h->p.timeout_ms) {
+        /* It waited in the queue past its deadline: do not run it. */
+        *code = 504;
+        snprintf(err.msg, sizeof err.msg,
+                 "deadline exceeded: the request waited %.0f ms, over "
+                 "rest_api_timeout_in_ms=%d",
+                 ms, h->p.timeout_ms);
+        srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
+                            -1, r->method, 504, ms / 1e3);
+        srv_http_put_error(out, err.msg);
+        return;
+    }
+    rt_status st =
+        srv_manager_acquire_routed(h->mgr, r->model, r->version, r->label, &rq->pick, &v, &err);
+    if (st != RT_OK) {
+        *code = srv_http_status(st);
+        srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
+                            -1, r->method, (int)*code, srv_http_ms_since(&rq->start) / 1e3);
+        srv_http_put_error(out, err.msg);
+        return;
+    }
+    int64_t vnum = rq->served = srv_version_number(v);
+    st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
+                        rq->body.len, &h->p.json, ctx, out, &err);
+    srv_version_release(v);
+    ms = srv_http_ms_since(&rq->start);
+    *code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);
+    srv_metrics_request(h->p.metrics, r->model, vnum, r->method, (int)*code, ms / 1e3);
+    if (*code != 200) {
+        rt_buf_reset(out);
+        if (*code == 504)
+            snprintf(err.msg, sizeof err.msg,
+                     "deadline exceeded: the request took %.0f ms, over "
+                     "rest_api_timeout_in_ms=%d",
+                     ms, h->p.timeout_ms);
+        srv_http_put_error(out, err.msg);
+    }
+}
+
+/* This I/O thread's state, made on its first request (no lock after that). */
+static tstate *thread_state(srv_http *h)
+{
+    tstate *t = pthread_getspecific(h->tkey);
+    if (t)
+        return t;
+    t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    if (!(t->ctx = rt_ctx_new()) || pthread_setspecific(h->tkey, t) != 0) {
+        rt_ctx_free(t->ctx);
+        free(t);
+        return NULL;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    rt_rng_seed(&t->rng, (uint64_t)(uintptr_t)t ^ ((uint64_t)now.tv_nsec << 20) ^
+                             ((uint64_t)getpid() << 40) ^ (uint64_t)now.tv_sec);
+    pthread_mutex_lock(&h->conn_mu);
+    t->next = h->tstates;
+    h->tstates = t;
+    pthread_mutex_unlock(&h->conn_mu);
+    return t;
+}
+
+static rt_ctx *thread_ctx(srv_http *h)
+{
+    tstate *t = thread_state(h);
+    return t ? t->ctx : NULL;
+}
+
+/* An inference request's draws, on its I/O thread: the traffic split's
+ * (the hash of X-Predictd-Route-Key, which check_framing's header walk
+ * found, else random) and the sampling one. */
+bool srv_http_draw_route(srv_http *h, const conn_state *cs, req *rq)
+{
+    tstate *t = thread_state(h);
+    if (!t)
+        return false;
+    rq->pick.draw =
+        cs->route_key ? srv_route_key_hash(cs->route_key, cs->route_key_len) : rt_rng_next(&t->rng);
+    rq->pick.sample = rt_rng_next(&t->rng);
+    return true;
+}
+
+enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
+    rt_ctx *ctx = thread_ctx(h);
+    if (!ctx)
+        return srv_http_send_error(h, conn, 500, "out of memory");
+    rq->code = 500;
+    rt_buf_reset(&rq->resp);
+    compute_infer(h, rq, ctx, &rq->code, &rq->resp);
+    return srv_http_send_computed(h, conn, rq->code, rq);
+}
+
+/* A worker runs a queued request, then hands the connection back. */
+void srv_http_worker_job(void *fn_ctx, void *job, int worker)
+{
+    srv_http *h = fn_ctx;
+    req *rq = job;
+    srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
+    srv_metrics_in_flight(h->p.metrics, 1, 0);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp);
+    srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(&t0) / 1e3);
+    rq->done = true;
+    MHD_resume_connection(rq->conn);
+}
+
+enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
+    rq->conn = conn;
+    rq->h = h;
+    if (srv_pool_reserve(h->workers)) {
+        MHD_suspend_connection(conn);
+        srv_pool_submit_reserved(h->workers, rq);
+        srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
+        return MHD_YES;
+    }
+    srv_metrics_rejected(h->p.metrics, "overloaded");
+    srv_metrics_request(h->p.metrics,
+                        srv_manager_has_model(h->mgr, rq->route.model) ? rq->route.model : "", -1,
+                        rq->route.method, 429, srv_http_ms_since(&rq->start) / 1e3);
+    return srv_http_send_error(h, conn, 429,
+                               "overloaded: the inference queue is full (max_queue_depth=%zu) or "
+                               "its oldest request has waited over max_queue_wait_ms=%d; retry "
+                               "later",
+                               h->p.max_queue, h->p.max_queue_wait_ms);
+}

@@ -1,0 +1,181 @@
+/*
+ * srv_http_internal.h — what the pieces of predictd's HTTP front share:
+ * the front's state (srv_http), a connection's and a request's records, and
+ * the functions one piece calls in another. Not part of the server's public
+ * header (srv.h). The pieces:
+ *   srv_http.c          start and stop: listener, libmicrohttpd's options, accept
+ *                       policy, its log, URL unescaping, the watchdog probe
+ *   srv_http_request.c  a request's life on its I/O thread: headers (framing
+ *                       check, routing), the body under its limits, dispatch,
+ *                       completion (shadow / prediction-log taps), connections
+ *   srv_http_answer.c   answers in TF Serving's shapes, errors, and the routes
+ *                       that are not inference (health, status, metadata, metrics)
+ *   srv_http_infer.c    inference requests: on the I/O thread or queued to the
+ *                       workers (admission, 429), per-I/O-thread state
+ *   srv_http_batch.c    cross-request batching: parse, join a batch, run merged
+ *
+ * Threads: libmicrohttpd's I/O threads call the request and answer code; a
+ * request handed to a worker or a batch thread is the hand-over's alone
+ * until that thread resumes its connection (req.done). Fields of srv_http
+ * are set at start and read-only after it, except those marked atomic or
+ * guarded by a mutex (pool_mu, conn_mu).
+ */
+#ifndef PREDICTD_SRV_HTTP_INTERNAL_H
+#define PREDICTD_SRV_HTTP_INTERNAL_H
+
+/* The build defines PREDICTD_MODULE_<folder> for each source (Makefile). */
+#if !defined(PREDICTD_MODULE_server) && !defined(PREDICTD_MODULE_tests)
+#error "srv_http_internal.h is server's own; other modules include srv.h (docs/design.md)"
+#endif
+
+#include "srv.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+typedef struct conn_state conn_state;
+
+/* One I/O thread's own state, found through srv_http.tkey. */
+typedef struct tstate {
+    rt_ctx *ctx;         /* inference on this thread */
+    rt_rng rng;          /* traffic split and sampling draws of its requests */
+    struct tstate *next; /* srv_http.tstates (freed at stop) */
+} tstate;
+
+struct srv_http {
+    struct MHD_Daemon *mhd;
+    srv_http_params p;
+    char metrics_path[256]; /* p.metrics_path's copy; "" = metrics not served */
+    srv_manager *mgr;
+    const _Atomic int *draining;
+    int fd; /* listening socket */
+    bool own_fd;
+    int port;
+    pthread_mutex_t pool_mu; /* guards pool */
+    rt_ctx **pool;
+    size_t n_pool, cap_pool;
+    srv_pool *workers;    /* NULL: inference runs on the I/O threads */
+    rt_ctx **wctx;        /* [threads] one per worker */
+    atomic_long active;   /* requests from their first call until libmicrohttpd
+                             reports completion (stop waits for them) */
+    srv_batcher *batcher; /* NULL: no cross-request batching */
+    rt_ctx **bctx;        /* [batch threads] the merged batch of each */
+    pthread_key_t tkey;   /* -> this I/O thread's tstate */
+    bool tkey_made;
+    pthread_mutex_t conn_mu; /* guards tstates (links) */
+    tstate *tstates;         /* every I/O thread's state */
+    srv_conns *conns;        /* open connections: limit, deadlines */
+    atomic_int probe_fd;     /* the watchdog probe's server end, or -1 */
+    atomic_size_t held;      /* request body bytes held now (max_total_request_bytes) */
+    srv_shadow *shadow;      /* shadow runs, after the answer was sent */
+    srv_predlog *predlog;    /* prediction log writer */
+    atomic_bool trim_due;    /* held passed TRIM_AFTER since the last malloc_trim */
+};
+
+/* One request's state between libmicrohttpd's calls. */
+typedef struct req {
+    srv_route route;
+    srv_pick pick;  /* the split's draw in; the shadow and log choice out */
+    int64_t served; /* the version that answered (X-Predictd-Model-Version), or -1 */
+    rt_buf body;
+    bool answered; /* a response was queued (or the request handed over) */
+    bool counted;  /* counted in h->active */
+    size_t held;   /* bytes of srv_http.held this request's body holds */
+    struct timespec start;
+    /* worker hand-over (SRV_ROUTE_INFER with a pool) */
+    struct MHD_Connection *conn;
+    srv_http *h;
+    bool done; /* the worker filled code/resp and resumed conn */
+    unsigned code;
+    rt_buf resp; /* JSON answer or {"error": ...} */
+    /* cross-request batching: held from parsing until answered */
+    srv_version *ver;
+    rt_ctx *ctx; /* holds the parsed batch */
+    rt_parsed parsed;
+} req;
+
+/* One connection, from libmicrohttpd's STARTED notice to its CLOSED notice
+ * (which comes after the completion of its last request). */
+struct conn_state {
+    req rq;      /* first member: the request in progress; its
+                    buffers are reused by the next request */
+    srv_conn *c; /* its record in srv_http.conns */
+    /* the I/O thread's own: the current request's headers (framing check) */
+    srv_field *fields;
+    size_t n_fields, cap_fields;
+    bool fields_oom;
+    const char *route_key; /* X-Predictd-Route-Key of the current request, or NULL */
+    size_t route_key_len;
+};
+
+/* ------------------------------------------------ srv_http_answer.c */
+
+/* Queues b as the answer, with code's Retry-After (429, 503), CORS and
+ * X-Predictd-Model-Version (version >= 0) headers. keep: b stays untouched
+ * until the request completes (a connection's own buffer; no copy); else
+ * the response takes b's bytes (b is left empty). close: libmicrohttpd
+ * closes the connection after it. I/O thread of conn. */
+enum MHD_Result srv_http_send(srv_http *h, struct MHD_Connection *conn, unsigned code, rt_buf *b,
+                              const char *ctype, bool keep, bool close, int64_t version);
+/* {"error": msg} with code (5xx but 503 are logged); close as above. */
+enum MHD_Result srv_http_send_error_msg(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                        bool close, const char *msg);
+/* {"error": printf(fmt, ...)} with code. */
+enum MHD_Result srv_http_send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Sends rq->resp, the connection's own answer buffer, with code (no copy). */
+enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                       req *rq);
+/* The HTTP status of a runtime status (400 bad input, 404, 503, 500). */
+unsigned srv_http_status(rt_status s);
+/* Appends {"error": msg} to out; nonzero when out of memory. */
+int srv_http_put_error(rt_buf *out, const char *msg);
+/* Milliseconds since t0 (CLOCK_MONOTONIC). */
+double srv_http_ms_since(const struct timespec *t0);
+/* Answers a routed request whose body has been read (every route but
+ * batched :predict and queued inference), on its I/O thread. */
+enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *rq,
+                                const char *method, const char *url);
+
+/* ------------------------------------------------- srv_http_infer.c */
+
+/* Draws an inference request's traffic split (X-Predictd-Route-Key's hash,
+ * else random) and sampling numbers from the I/O thread's generator; false
+ * when the thread's state cannot be made (out of memory). I/O thread. */
+bool srv_http_draw_route(srv_http *h, const conn_state *cs, req *rq);
+/* Runs an inference request here, on its I/O thread, and answers it. */
+enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* With workers: queues rq (its connection suspended until a worker has
+ * answered it: req.done) or answers 429 at once when the queue refuses it. */
+enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* The workers' job function (srv_pool): runs a queued request, resumes its
+ * connection. */
+void srv_http_worker_job(void *fn_ctx, void *job, int worker);
+
+/* ------------------------------------------------- srv_http_batch.c */
+
+/* A :predict request with batching on: parsed here, then it joins a batch
+ * (connection suspended until a batch thread resumes it) or runs alone
+ * (empty, or over max_batch_size); a full batch queue answers 429. */
+enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* The batch threads' job function (srv_batcher): runs one batch. */
+void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread);
+
+/* ----------------------------------------------- srv_http_request.c */
+
+/* libmicrohttpd's callbacks (srv_http_start installs them; cls is the
+ * srv_http): a request's calls, its completion, connection notices and
+ * the request line's arrival. */
+enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                    const char *method, const char *version,
+                                    const char *upload_data, size_t *upload_data_size,
+                                    void **con_cls);
+void srv_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                           enum MHD_RequestTerminationCode toe);
+void srv_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                            enum MHD_ConnectionNotificationCode toe);
+void *srv_http_on_request_line(void *cls, const char *uri, struct MHD_Connection *conn);
+
+#endif /* PREDICTD_SRV_HTTP_INTERNAL_H */

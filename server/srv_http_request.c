@@ -1,0 +1,388 @@
+/*
+ * srv_http_request.c — a request's life on its libmicrohttpd I/O thread:
+ * the headers (framing checks against smuggling, routing, the traffic
+ * split's draws), the body gathered under its hard caps (413 without
+ * reading the rest; 429 past the budget of bodies held at once), dispatch
+ * (answered here, queued to the workers, or batched), and completion (the
+ * shadow and prediction-log taps, buffers kept or freed). Each connection
+ * keeps one request record whose body and answer buffers are reused by
+ * every request of the connection (the answer is handed to libmicrohttpd
+ * without a copy: it stays untouched until the request completes).
+ *
+ * Connections are registered with srv_conn.c, which keeps their number
+ * under max_connections and closes those that are too slow to send a
+ * request header or a whole request.
+ */
+#include "srv_http_internal.h"
+
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Buffers larger than this are freed when their request completes, so idle
+ * keep-alive connections do not each hold a large body. */
+#define CONN_BUF_KEEP (64 * 1024)
+
+/* ------------------------------------------ request bodies held at once */
+
+/* After a burst that held more than this, the heap is trimmed once the
+ * last body is let go. */
+#define TRIM_AFTER ((size_t)32 << 20)
+
+/* Takes n bytes of the budget for request bodies held at once (a
+ * Content-Length when the headers arrive, else each chunk as it comes);
+ * false, taking nothing, when they do not fit under max_total_request_bytes. */
+static bool hold_body(srv_http *h, req *rq, size_t n)
+{
+    size_t was = atomic_fetch_add(&h->held, n);
+    if (n > h->p.max_total_request_bytes || was > h->p.max_total_request_bytes - n) {
+        atomic_fetch_sub(&h->held, n);
+        return false;
+    }
+    rq->held += n;
+    if (was + n > TRIM_AFTER)
+        atomic_store(&h->trim_due, true);
+    return true;
+}
+
+/* Gives rq's bytes back when its request completes (its buffer is freed
+ * then when large); the last request of a large burst trims the heap so
+ * that RSS comes back. */
+static void release_body(srv_http *h, req *rq)
+{
+    if (!rq->held)
+        return;
+    size_t left = atomic_fetch_sub(&h->held, rq->held) - rq->held;
+    rq->held = 0;
+    if (left == 0 && atomic_exchange(&h->trim_due, false))
+        malloc_trim(0);
+}
+
+enum MHD_Result srv_http_send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* 429 for a body that does not fit under max_total_request_bytes. */
+static enum MHD_Result refuse_body(srv_http *h, struct MHD_Connection *conn, req *rq,
+                                   unsigned long long n)
+{
+    rq->answered = true;
+    srv_metrics_rejected(h->p.metrics, "body_memory");
+    return srv_http_send_error(
+        h, conn, 429,
+        "overloaded: %zu bytes of request bodies are being received and %llu "
+        "more would pass max_total_request_bytes=%zu; retry later",
+        (size_t)atomic_load(&h->held), n, h->p.max_total_request_bytes);
+}
+
+/* The Prometheus metrics answer at h->metrics_path only (TF Serving's
+ * monitoring config may move them, or turn them off). */
+static void route_metrics(const srv_http *h, const char *method, const char *url, srv_route *r)
+{
+    bool here = h->metrics_path[0] && !strcmp(url, h->metrics_path);
+    if (r->kind == SRV_ROUTE_METRICS && !here) {
+        memset(r, 0, sizeof *r);
+        r->kind = SRV_ROUTE_NONE;
+        r->version = -1;
+    } else if (here && r->kind != SRV_ROUTE_METRICS) {
+        memset(r, 0, sizeof *r);
+        r->kind = SRV_ROUTE_METRICS;
+        r->version = -1;
+        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+            r->kind = SRV_ROUTE_BAD;
+            r->http_code = 405;
+            snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed here; use GET", method);
+        }
+    }
+}
+
+/* ------------------------------------------------ libmicrohttpd glue */
+
+/* Collects one header into the connection's reused field array. */
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    conn_state *cs = cls;
+    if (cs->n_fields == cs->cap_fields) {
+        size_t cap = cs->cap_fields ? cs->cap_fields * 2 : 32;
+        srv_field *f = realloc(cs->fields, cap * sizeof *f);
+        if (!f) {
+            cs->fields_oom = true;
+            return MHD_NO;
+        }
+        cs->fields = f;
+        cs->cap_fields = cap;
+    }
+    cs->fields[cs->n_fields++] =
+        (srv_field){key, key_size, value ? value : "", value ? value_size : 0};
+    if (key_size == 20 && value && !strncasecmp(key, "X-Predictd-Route-Key", 20)) {
+        cs->route_key = value;
+        cs->route_key_len = value_size;
+    }
+    return MHD_YES;
+}
+
+/* The framing checks of srv_framing.c on a request whose headers have just
+ * been parsed: 0, or the status to refuse it with (why says what). The
+ * raw block check relies on libmicrohttpd 0.9.x's in-place parser (checked
+ * against 0.9.75, Debian 12's); later versions refuse these shapes
+ * themselves (MHD_OPTION_CLIENT_DISCIPLINE_LVL, see srv_http_start). */
+static unsigned check_framing(struct MHD_Connection *conn, conn_state *cs, const char *method,
+                              const char *version, char *why, size_t why_len)
+{
+    cs->n_fields = 0;
+    cs->fields_oom = false;
+    cs->route_key = NULL;
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_field, cs);
+    if (cs->fields_oom) {
+        snprintf(why, why_len, "out of memory checking the request headers");
+        return 503;
+    }
+    int code = 0;
+#if MHD_VERSION < 0x00097700
+    /* first: it names folding, which also leaves odd header names behind */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (ci)
+        code = srv_framing_check_block(method, ci->header_size, version, cs->fields, cs->n_fields,
+                                       why, why_len);
+#else
+    (void)method;
+#endif
+    if (!code)
+        code = srv_framing_check(cs->fields, cs->n_fields,
+                                 version && !strcmp(version, MHD_HTTP_VERSION_1_0), why, why_len);
+    return (unsigned)code;
+}
+
+enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                    const char *method, const char *version,
+                                    const char *upload_data, size_t *upload_data_size,
+                                    void **con_cls)
+{
+    srv_http *h = cls;
+    req *rq = *con_cls;
+    if (!rq) {
+        /* A new request on this connection: reuse its record and buffers. */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        conn_state *cs = ci ? ci->socket_context : NULL;
+        if (!cs)
+            return MHD_NO;
+        rq = &cs->rq;
+        rt_buf keep_body = rq->body, keep_resp = rq->resp;
+        memset(rq, 0, sizeof *rq);
+        rq->body = keep_body;
+        rq->resp = keep_resp;
+        rt_buf_reset(&rq->body);
+        rt_buf_reset(&rq->resp);
+        rq->served = -1;
+        clock_gettime(CLOCK_MONOTONIC, &rq->start);
+        *con_cls = rq;
+        rq->counted = true;
+        atomic_fetch_add(&h->active, 1);
+        srv_conn_headers_done(cs->c);
+        char why[256];
+        unsigned bad = check_framing(conn, cs, method, version, why, sizeof why);
+        if (bad) {
+            rq->answered = true;
+            srv_metrics_rejected(h->p.metrics, bad == 501 ? "unsupported_coding" : "bad_framing");
+            if (bad != 501) /* srv_http_send_error_msg logs 501 itself */
+                srv_log(SRV_LOG_WARN, "refused a request (400, connection closed): %s", why);
+            return srv_http_send_error_msg(h, conn, bad, true, why);
+        }
+        if (h->p.enable_cors && !strcmp(method, "OPTIONS")) {
+            struct MHD_Response *resp =
+                MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+            if (!resp)
+                return MHD_NO;
+            MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+            MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Content-Type");
+            rq->answered = true;
+            enum MHD_Result r = MHD_queue_response(conn, 204, resp);
+            MHD_destroy_response(resp);
+            return r;
+        }
+        srv_route_request(method, url, &rq->route);
+        route_metrics(h, method, url, &rq->route);
+        if (rq->route.kind == SRV_ROUTE_INFER && !srv_http_draw_route(h, cs, rq)) {
+            rq->answered = true;
+            return srv_http_send_error(h, conn, 503, "out of memory");
+        }
+        const char *cl =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl) {
+            char *end = NULL;
+            unsigned long long n = strtoull(cl, &end, 10);
+            if (end && *end == '\0' && n > h->p.max_request_bytes) {
+                rq->answered = true;
+                srv_metrics_rejected(h->p.metrics, "too_large");
+                return srv_http_send_error(
+                    h, conn, 413,
+                    "request body of %llu bytes is over the limit of %zu bytes "
+                    "(max_request_bytes)",
+                    n, h->p.max_request_bytes);
+            }
+            /* the whole body's bytes are held from now on */
+            if (end && *end == '\0' && n > 0 && !hold_body(h, rq, (size_t)n))
+                return refuse_body(h, conn, rq, n);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (rq->answered)
+            return MHD_YES; /* discard */
+        if (n > h->p.max_request_bytes || rq->body.len > h->p.max_request_bytes - n) {
+            rq->answered = true;
+            srv_metrics_rejected(h->p.metrics, "too_large");
+            rt_buf_free(&rq->body);
+            return srv_http_send_error(
+                h, conn, 413, "request body is over the limit of %zu bytes (max_request_bytes)",
+                h->p.max_request_bytes);
+        }
+        /* a chunked body is held chunk by chunk (past the budget the
+         * connection is closed: no answer can be queued mid-upload) */
+        if (rq->held < rq->body.len + n && !hold_body(h, rq, rq->body.len + n - rq->held))
+            return refuse_body(h, conn, rq, n);
+        /* one allocation of the announced size rather than doublings */
+        if (rq->held > rq->body.cap && rt_buf_reserve(&rq->body, rq->held) != 0) {
+            rq->answered = true;
+            return srv_http_send_error(h, conn, 500, "out of memory reading the request body");
+        }
+        if (rt_buf_append(&rq->body, upload_data, n) != 0) {
+            rq->answered = true;
+            return srv_http_send_error(h, conn, 500, "out of memory reading the request body");
+        }
+        return MHD_YES;
+    }
+    /* The request has been read whole: the read deadline is over for it. */
+    srv_conn_read_done(((conn_state *)rq)->c);
+    if (rq->done) {
+        /* Resumed after a worker ran it. */
+        rq->done = false;
+        enum MHD_Result res = srv_http_send_computed(h, conn, rq->code, rq);
+        return res;
+    }
+    if (rq->answered)
+        return MHD_YES;
+    rq->answered = true;
+    if (h->batcher && rq->route.kind == SRV_ROUTE_INFER && rq->route.method == RT_METHOD_PREDICT)
+        return srv_http_batch_enter(h, conn, rq);
+    if (h->workers && rq->route.kind == SRV_ROUTE_INFER)
+        return srv_http_enqueue(h, conn, rq);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    srv_metrics_in_flight(h->p.metrics, 1, 0);
+    enum MHD_Result res = srv_http_answer(h, conn, rq, method, url);
+    srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(&t0) / 1e3);
+    return res;
+}
+
+/* Queues what a request's routing sampled, now that its answer is sent:
+ * its shadow run (if the served version answered 200) and its log line.
+ * Both copy; neither blocks (a full queue drops and counts). */
+static void tap_request(srv_http *h, req *rq)
+{
+    srv_version *shadow = rq->pick.shadow;
+    rq->pick.shadow = NULL;
+    if (rq->served < 0 || !(shadow || rq->pick.log)) {
+        srv_version_release(shadow);
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    srv_served s = {rq->route.model,
+                    rq->served,
+                    rq->route.method,
+                    (int)rq->code,
+                    srv_http_ms_since(&rq->start) / 1e3,
+                    (double)now.tv_sec + (double)now.tv_nsec / 1e9,
+                    rq->body.data,
+                    rq->body.len,
+                    rq->resp.data,
+                    rq->resp.len};
+    if (rq->pick.log)
+        srv_predlog_submit(h->predlog, &s);
+    if (shadow && rq->code == 200)
+        srv_shadow_submit(h->shadow, &s, shadow);
+    else
+        srv_version_release(shadow);
+}
+
+void srv_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                           enum MHD_RequestTerminationCode toe)
+{
+    srv_http *h = cls;
+    (void)conn;
+    (void)toe;
+    req *rq = *con_cls;
+    if (!rq)
+        return;
+    if (rq->counted)
+        atomic_fetch_sub(&h->active, 1);
+    tap_request(h, rq);
+    if (rq->body.cap > CONN_BUF_KEEP)
+        rt_buf_free(&rq->body);
+    release_body(h, rq);
+    if (rq->resp.cap > CONN_BUF_KEEP)
+        rt_buf_free(&rq->resp);
+    rq->counted = false;
+    *con_cls = NULL;
+    srv_conn_request_done(((conn_state *)rq)->c);
+}
+
+/* libmicrohttpd's connection notices: a connection's record is made when it
+ * opens and freed when it closes (after its last request completed; the
+ * socket is closed only after this notice, so the sweeper may shut it down
+ * while holding conn_mu). */
+void srv_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                            enum MHD_ConnectionNotificationCode toe)
+{
+    srv_http *h = cls;
+    conn_state *cs = *socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int fd = ci ? ci->connect_fd : -1;
+        cs = calloc(1, sizeof *cs);
+        if (cs &&
+            !(cs->c = srv_conns_add(h->conns, fd, fd >= 0 && fd == atomic_load(&h->probe_fd)))) {
+            free(cs);
+            cs = NULL;
+        }
+        if (!cs)
+            return; /* srv_http_on_request refuses such a connection */
+        rt_buf_init(&cs->rq.body);
+        rt_buf_init(&cs->rq.resp);
+        *socket_context = cs;
+        return;
+    }
+    if (!cs)
+        return;
+    srv_conns_remove(h->conns, cs->c);
+    rt_buf_free(&cs->rq.body);
+    rt_buf_free(&cs->rq.resp);
+    free(cs->fields);
+    free(cs);
+    *socket_context = NULL;
+}
+
+/* libmicrohttpd's URI callback: a request line arrived (the header
+ * deadline of a keep-alive connection's next request starts). Returns the
+ * request's first context: none. */
+void *srv_http_on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)uri;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_state *cs = ci ? ci->socket_context : NULL;
+    if (cs)
+        srv_conn_request_began(cs->c);
+    return NULL;
+}
