@@ -44,16 +44,23 @@ typedef enum {
     TRN_OPT_ADAGRAD,
     TRN_OPT_ADAM,
     TRN_OPT_SGD,
+    TRN_OPT_RMSPROP,           /* tf.compat.v1.train.RMSPropOptimizer */
+    TRN_OPT_PROXIMAL_ADAGRAD,  /* tf.compat.v1.train.ProximalAdagradOptimizer */
 } trn_opt_type;
+
+/* Most optimizer slots a tensor can have (RMSProp centered: rms, momentum, mg). */
+#define TRN_OPT_SLOTS_MAX 3
 
 /* An optimizer and its hyperparameters (TensorFlow's names and defaults). */
 typedef struct trn_optimizer {
     trn_opt_type type;
     double learning_rate;       /* < 0: the estimator's default */
-    double l1, l2;              /* Ftrl: l1/l2_regularization_strength */
+    double l1, l2;              /* Ftrl, ProximalAdagrad: l1/l2_regularization_strength */
     double lr_power;            /* Ftrl: learning_rate_power (-0.5) */
-    double initial_accumulator; /* Ftrl and Adagrad (0.1) */
-    double beta1, beta2, epsilon; /* Adam (0.9, 0.999, 1e-8) */
+    double initial_accumulator; /* Ftrl, Adagrad, ProximalAdagrad (0.1) */
+    double beta1, beta2, epsilon; /* Adam (0.9, 0.999, 1e-8); RMSProp epsilon (1e-10) */
+    double decay, momentum;     /* RMSProp (0.9, 0) */
+    int centered;               /* RMSProp (0) */
 } trn_optimizer;
 
 typedef enum {
@@ -247,7 +254,8 @@ rt_status trn_spec_apply_overrides(struct cJSON *spec, const trn_overrides *o, r
 typedef struct trn_memory {
     uint64_t weights;     /* parameter tensors, 4 bytes a value */
     uint64_t gradients;   /* one dense gradient buffer per tensor */
-    uint64_t slots;       /* optimizer state (Ftrl 2, Adagrad 1, Adam 2, SGD 0 per value) */
+    uint64_t slots;       /* optimizer state (Ftrl 2, Adagrad 1, Adam 2, RMSProp 2 or 3,
+                             ProximalAdagrad 1, SGD 0 per value) */
     uint64_t sparse;      /* touched-row marks and lists of sparsely updated tensors */
     uint64_t checkpoint;  /* with a job dir: a checkpoint read whole on resume */
     uint64_t activations; /* the largest batch's DNN input, layer outputs, deltas */
@@ -434,7 +442,8 @@ typedef struct trn_param_view {
 } trn_param_view;
 void trn_model_param(const trn_model *m, size_t i, trn_param_view *v);
 
-/* Optimizer state (slots) of parameter i: up to 2 arrays of count floats. */
+/* Optimizer state (slots) of parameter i: up to TRN_OPT_SLOTS_MAX arrays of
+ * count floats into slots[], their number returned. */
 size_t trn_model_slots(const trn_model *m, size_t i, float **slots);
 
 /* ------------------------------------------------------------- checkpoints */

@@ -134,7 +134,7 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
     static const char *const keys[] = {"type", "learning_rate", "l1_regularization_strength",
                                        "l2_regularization_strength", "learning_rate_power",
                                        "initial_accumulator_value", "beta1", "beta2",
-                                       "epsilon", NULL};
+                                       "epsilon", "decay", "momentum", "centered", NULL};
     const char *type = NULL;
     rt_status st;
     if (cJSON_IsString(v))
@@ -157,10 +157,18 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
         o->type = TRN_OPT_ADAM;
     else if (strcmp(type, "SGD") == 0 || strcmp(type, "GradientDescent") == 0)
         o->type = TRN_OPT_SGD;
+    else if (strcmp(type, "RMSProp") == 0) {
+        o->type = TRN_OPT_RMSPROP;
+        o->epsilon = 1e-10; /* RMSPropOptimizer's default (Adam's is 1e-8) */
+    } else if (strcmp(type, "ProximalAdagrad") == 0)
+        o->type = TRN_OPT_PROXIMAL_ADAGRAD;
     else
-        return rt_cfg_fail(err, path, "type", "\"%s\" is not Ftrl, Adagrad, Adam or SGD", type);
+        return rt_cfg_fail(err, path, "type",
+                           "\"%s\" is not Ftrl, Adagrad, Adam, SGD, RMSProp or ProximalAdagrad",
+                           type);
     if (!cJSON_IsObject(v))
         return RT_OK;
+    bool centered = o->centered;
     if ((st = rt_cfg_num(v, path, "learning_rate", 0, 1e-12, 1e6, &o->learning_rate, err)) ||
         (st = rt_cfg_num(v, path, "l1_regularization_strength", 0, 0, 1e9, &o->l1, err)) ||
         (st = rt_cfg_num(v, path, "l2_regularization_strength", 0, 0, 1e9, &o->l2, err)) ||
@@ -169,9 +177,14 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
                          err)) ||
         (st = rt_cfg_num(v, path, "beta1", 0, 0, 0.999999, &o->beta1, err)) ||
         (st = rt_cfg_num(v, path, "beta2", 0, 0, 0.999999999, &o->beta2, err)) ||
-        (st = rt_cfg_num(v, path, "epsilon", 0, 1e-30, 1, &o->epsilon, err)))
+        (st = rt_cfg_num(v, path, "epsilon", 0, 1e-30, 1, &o->epsilon, err)) ||
+        (st = rt_cfg_num(v, path, "decay", 0, 0, 1, &o->decay, err)) ||
+        (st = rt_cfg_num(v, path, "momentum", 0, 0, 1, &o->momentum, err)) ||
+        (st = rt_cfg_bool(v, path, "centered", 0, &centered, err)))
         return st;
-    if (o->type == TRN_OPT_ADAGRAD && cJSON_GetObjectItemCaseSensitive(v, "initial_accumulator_value") &&
+    o->centered = centered;
+    if ((o->type == TRN_OPT_ADAGRAD || o->type == TRN_OPT_PROXIMAL_ADAGRAD) &&
+        cJSON_GetObjectItemCaseSensitive(v, "initial_accumulator_value") &&
         o->initial_accumulator <= 0)
         return rt_cfg_fail(err, path, "initial_accumulator_value", "must be > 0");
     return RT_OK;
@@ -187,6 +200,9 @@ static void optimizer_defaults(trn_optimizer *o)
     o->beta1 = 0.9;
     o->beta2 = 0.999;
     o->epsilon = 1e-8;
+    o->decay = 0.9;
+    o->momentum = 0;
+    o->centered = 0;
 }
 
 static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
@@ -481,7 +497,8 @@ rt_status trn_config_resolve(trn_config *c, const Predictd__ModelDef *def, rt_er
         dop->type = TRN_OPT_ADAGRAD;
     if (dop->learning_rate < 0)
         dop->learning_rate = combined ? 0.001 : 0.05;
-    if (lo->type == TRN_OPT_ADAGRAD && lo->initial_accumulator <= 0)
+    if ((lo->type == TRN_OPT_ADAGRAD || lo->type == TRN_OPT_PROXIMAL_ADAGRAD) &&
+        lo->initial_accumulator <= 0)
         return rt_err_set(err, RT_ERR_INVALID,
                           "estimator.linear_optimizer.initial_accumulator_value: must be > 0");
     if (c->eval_batch_size == 0)

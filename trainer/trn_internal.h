@@ -31,7 +31,9 @@ typedef struct tparam {
     uint64_t count, rows, cols;
     float *data;
     float *grad;        /* dense buffer, zero between steps */
-    float *slot[2];     /* Ftrl: accum, linear; Adagrad: accum; Adam: m, v */
+    float *slot[TRN_OPT_SLOTS_MAX]; /* Ftrl: accum, linear; Adagrad: accum; Adam: m, v;
+                                       RMSProp: rms, momentum (, mg when centered);
+                                       ProximalAdagrad: accum */
     size_t n_slots;
     int sparse;         /* updated by touched rows */
     int dnn;            /* DNN optimizer */
@@ -116,8 +118,10 @@ struct trn_model {
 /* Optimizer update of elements [lo, hi) of p (trn_optim.c). */
 void trn_optim_update(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi,
                       int64_t step);
+/* The optimizer's spec name ("Ftrl", "RMSProp", ...); static storage. */
+const char *trn_optim_name(trn_opt_type t);
 /* Number of slots the optimizer keeps and their initial values. */
-size_t trn_optim_slots(const trn_optimizer *o, float init[2]);
+size_t trn_optim_slots(const trn_optimizer *o, float init[TRN_OPT_SLOTS_MAX]);
 
 /* Backprop of dlogits through the model into the gradient buffers, after a
  * forward pass over m->f (trn_backprop.c). */

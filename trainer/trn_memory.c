@@ -109,7 +109,7 @@ static void add_tensor(trn_memory *e, share *sh, size_t *nsh, const trn_config *
 {
     if (!t)
         return;
-    float init[2];
+    float init[TRN_OPT_SLOTS_MAX];
     uint64_t slots = trn_optim_slots(dnn ? &c->dnn_opt : &c->linear_opt, init);
     uint64_t w = sat_mul(t->count, sizeof(float));
     uint64_t sl = sat_mul(w, slots);

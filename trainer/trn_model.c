@@ -54,8 +54,8 @@ void trn_model_free(trn_model *m)
         tparam *p = &m->p[i];
         free(p->data);
         free(p->grad);
-        free(p->slot[0]);
-        free(p->slot[1]);
+        for (size_t s = 0; s < TRN_OPT_SLOTS_MAX; s++)
+            free(p->slot[s]);
         free(p->mark);
         free(p->touched);
     }
@@ -261,7 +261,7 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
     for (size_t i = 0; i < m->n_params; i++) {
         tparam *p = &m->p[i];
         const trn_optimizer *o = p->dnn ? &m->dnn_opt : &m->linear_opt;
-        float init[2];
+        float init[TRN_OPT_SLOTS_MAX];
         p->n_slots = trn_optim_slots(o, init);
         for (size_t s = 0; s < p->n_slots; s++) {
             p->slot[s] = malloc(p->count * sizeof(float));
@@ -340,8 +340,8 @@ void trn_model_param(const trn_model *m, size_t i, trn_param_view *v)
 size_t trn_model_slots(const trn_model *m, size_t i, float **slots)
 {
     const tparam *p = &m->p[i];
-    slots[0] = p->slot[0];
-    slots[1] = p->slot[1];
+    for (size_t s = 0; s < TRN_OPT_SLOTS_MAX; s++)
+        slots[s] = p->slot[s];
     return p->n_slots;
 }
 

@@ -12,6 +12,15 @@
  *            w -= lr sqrt(1-b2^t)/(1-b1^t) m / (sqrt(v) + eps), t = step + 1
  *            (on sparse tensors only the touched rows: "lazy" Adam)
  *   SGD:     w -= lr g
+ *   RMSProp (TF ApplyRMSProp / ApplyCenteredRMSProp; rms starts at 1):
+ *            rms += (g^2 - rms)(1 - decay); [centered: mg += (g - mg)(1 - decay)]
+ *            mom = momentum mom + lr g / sqrt(rms [- mg^2] + eps); w -= mom
+ *   ProximalAdagrad (TF ApplyProximalAdagrad, FOBOS with Adagrad's rate):
+ *            a += g^2; r = lr / sqrt(a); v = w - r g;
+ *            w = sign(v) max(|v| - r l1, 0) / (1 + r l2)
+ * On a sparse tensor every one runs on the touched rows only (TF's sparse
+ * kernels: an untouched row's slots do not decay, its momentum is not
+ * applied); on a dense one on every element, a zero gradient included.
  */
 #include "trn_internal.h"
 
@@ -25,14 +34,39 @@
 #define HOT
 #endif
 
-size_t trn_optim_slots(const trn_optimizer *o, float init[2])
+const char *trn_optim_name(trn_opt_type t)
 {
-    init[0] = init[1] = 0.0f;
+    switch (t) {
+    case TRN_OPT_FTRL:
+        return "Ftrl";
+    case TRN_OPT_ADAGRAD:
+        return "Adagrad";
+    case TRN_OPT_ADAM:
+        return "Adam";
+    case TRN_OPT_RMSPROP:
+        return "RMSProp";
+    case TRN_OPT_PROXIMAL_ADAGRAD:
+        return "ProximalAdagrad";
+    case TRN_OPT_SGD:
+    case TRN_OPT_DEFAULT:
+    default:
+        return "SGD";
+    }
+}
+
+size_t trn_optim_slots(const trn_optimizer *o, float init[TRN_OPT_SLOTS_MAX])
+{
+    for (size_t s = 0; s < TRN_OPT_SLOTS_MAX; s++)
+        init[s] = 0.0f;
     switch (o->type) {
+    case TRN_OPT_RMSPROP:
+        init[0] = 1.0f; /* TF's "rms" slot starts at ones; "momentum", "mg" at 0 */
+        return o->centered ? 3 : 2;
     case TRN_OPT_FTRL:
         init[0] = (float)o->initial_accumulator;
         return 2;
     case TRN_OPT_ADAGRAD:
+    case TRN_OPT_PROXIMAL_ADAGRAD:
         init[0] = (float)o->initial_accumulator;
         return 1;
     case TRN_OPT_ADAM:
@@ -143,6 +177,41 @@ HOT static void adam(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi
     }
 }
 
+HOT static void rmsprop(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi)
+{
+    float *w = p->data, *g = p->grad, *ms = p->slot[0], *mom = p->slot[1], *mg = p->slot[2];
+    float lr = (float)o->learning_rate, one_rho = 1.0f - (float)o->decay; /* in float, as TF */
+    float mu = (float)o->momentum, eps = (float)o->epsilon;
+    for (uint64_t k = lo; k < hi; k++) {
+        float gk = g[k];
+        ms[k] += (gk * gk - ms[k]) * one_rho;
+        float denom = ms[k];
+        if (mg) {
+            mg[k] += (gk - mg[k]) * one_rho;
+            denom -= mg[k] * mg[k];
+        }
+        mom[k] = mom[k] * mu + gk * lr / sqrtf(denom + eps);
+        w[k] -= mom[k];
+    }
+}
+
+HOT static void proximal_adagrad(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi)
+{
+    float *w = p->data, *g = p->grad, *acc = p->slot[0];
+    float lr = (float)o->learning_rate, l1 = (float)o->l1, l2 = (float)o->l2;
+    for (uint64_t k = lo; k < hi; k++) {
+        float gk = g[k];
+        acc[k] += gk * gk;
+        float r = lr / sqrtf(acc[k]);
+        float v = w[k] - gk * r;
+        if (l1 > 0.0f) {
+            float mag = fmaxf(fabsf(v) - r * l1, 0.0f);
+            w[k] = (v > 0.0f ? mag : v < 0.0f ? -mag : 0.0f) / (1.0f + r * l2);
+        } else
+            w[k] = v / (1.0f + r * l2);
+    }
+}
+
 HOT static void sgd(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi)
 {
     float lr = (float)o->learning_rate;
@@ -161,6 +230,12 @@ void trn_optim_update(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t h
         break;
     case TRN_OPT_ADAM:
         adam(o, p, lo, hi, step);
+        break;
+    case TRN_OPT_RMSPROP:
+        rmsprop(o, p, lo, hi);
+        break;
+    case TRN_OPT_PROXIMAL_ADAGRAD:
+        proximal_adagrad(o, p, lo, hi);
         break;
     case TRN_OPT_SGD:
     case TRN_OPT_DEFAULT:

@@ -825,17 +825,8 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     if ((st = trn_dist_bcast_model(dist, R.m, err)))
         goto out;
     logf_(&c, "%s: %zu parameter tensors; linear optimizer %s lr %g, DNN optimizer %s lr %g",
-          R.def->graph->estimator, R.m->n_params,
-          c.linear_opt.type == TRN_OPT_FTRL      ? "Ftrl"
-          : c.linear_opt.type == TRN_OPT_ADAGRAD ? "Adagrad"
-          : c.linear_opt.type == TRN_OPT_ADAM    ? "Adam"
-                                                 : "SGD",
-          c.linear_opt.learning_rate,
-          c.dnn_opt.type == TRN_OPT_FTRL      ? "Ftrl"
-          : c.dnn_opt.type == TRN_OPT_ADAGRAD ? "Adagrad"
-          : c.dnn_opt.type == TRN_OPT_ADAM    ? "Adam"
-                                              : "SGD",
-          c.dnn_opt.learning_rate);
+          R.def->graph->estimator, R.m->n_params, trn_optim_name(c.linear_opt.type),
+          c.linear_opt.learning_rate, trn_optim_name(c.dnn_opt.type), c.dnn_opt.learning_rate);
     int64_t start_step = R.m->step;
     int done = c.max_steps > 0 && R.m->step >= c.max_steps;
     if (done)

@@ -305,7 +305,7 @@ static void assert_models_equal(const trn_model *a, const trn_model *b)
         trn_model_param(a, i, &va);
         trn_model_param(b, i, &vb);
         assert_memory_equal(va.data, vb.data, va.count * sizeof(float));
-        float *sa[2], *sb[2];
+        float *sa[TRN_OPT_SLOTS_MAX], *sb[TRN_OPT_SLOTS_MAX];
         size_t na = trn_model_slots(a, i, sa), nb = trn_model_slots(b, i, sb);
         assert_int_equal(na, nb);
         for (size_t s = 0; s < na; s++)
@@ -444,25 +444,28 @@ static void test_resume_from_job_dir(void **state)
 
 /* Interrupted at 150 and resumed to 300 == one run to 300, bit for bit:
  * the checkpoint holds every optimizer slot and the input stream is
- * replayed to the restored step. */
-static void test_resume_equals_uninterrupted(void **state)
+ * replayed to the restored step. Trains spec to 300 steps once, and to 150
+ * then resumed to 300 in another job dir; the checkpoints must be the same
+ * bytes. */
+static void resume_check(const char *spec, const char *tag)
 {
-    (void)state;
     trn_overrides o;
     trn_overrides_init(&o);
     o.train_files = train_csv;
     o.num_epochs = 0;
     rt_err err;
-    char ja[300], jb[300];
-    job_path(ja, sizeof ja, "job-once");
-    job_path(jb, sizeof jb, "job-twice");
+    char ja[400], jb[400], na[32], nb[32];
+    snprintf(na, sizeof na, "job-once%s", tag);
+    snprintf(nb, sizeof nb, "job-twice%s", tag);
+    job_path(ja, sizeof ja, na);
+    job_path(jb, sizeof jb, nb);
     o.train_steps = 300;
-    assert_int_equal(train(CLS_SPEC, &o, ja, NULL, &err), RT_OK);
+    assert_int_equal(train(spec, &o, ja, NULL, &err), RT_OK);
     o.train_steps = 150;
-    assert_int_equal(train(CLS_SPEC, &o, jb, NULL, &err), RT_OK);
+    assert_int_equal(train(spec, &o, jb, NULL, &err), RT_OK);
     o.train_steps = 300;
-    assert_int_equal(train(CLS_SPEC, &o, jb, NULL, &err), RT_OK);
-    char pa[400], pb[400];
+    assert_int_equal(train(spec, &o, jb, NULL, &err), RT_OK);
+    char pa[500], pb[500];
     snprintf(pa, sizeof pa, "%s/model.ckpt-300", ja);
     snprintf(pb, sizeof pb, "%s/model.ckpt-300", jb);
     size_t la, lb;
@@ -473,6 +476,35 @@ static void test_resume_equals_uninterrupted(void **state)
     assert_memory_equal(a, b, la);
     free(a);
     free(b);
+}
+
+/* CLS_SPEC with other optimizers (a malloc'd string). */
+static char *with_optimizers(const char *linear, const char *dnn)
+{
+    cJSON *spec = cJSON_Parse(CLS_SPEC);
+    assert_non_null(spec);
+    cJSON *est = cJSON_GetObjectItemCaseSensitive(spec, "estimator");
+    cJSON_ReplaceItemInObject(est, "linear_optimizer", cJSON_Parse(linear));
+    cJSON_ReplaceItemInObject(est, "dnn_optimizer", cJSON_Parse(dnn));
+    char *text = cJSON_PrintUnformatted(spec);
+    cJSON_Delete(spec);
+    assert_non_null(text);
+    return text;
+}
+
+static void test_resume_equals_uninterrupted(void **state)
+{
+    (void)state;
+    resume_check(CLS_SPEC, "");
+    /* RMSProp's three slots and ProximalAdagrad's accumulator resume too */
+    char *spec = with_optimizers("{\"type\": \"ProximalAdagrad\", \"learning_rate\": 0.1,"
+                                 " \"l1_regularization_strength\": 0.001}",
+                                 "{\"type\": \"RMSProp\", \"learning_rate\": 0.01,"
+                                 " \"momentum\": 0.9, \"centered\": true}");
+    resume_check(spec, "-rms");
+    free(spec);
+    trn_overrides o;
+    rt_err err;
     /* with epochs: a finished run resumed trains nothing more */
     trn_overrides_init(&o);
     o.train_files = train_csv;

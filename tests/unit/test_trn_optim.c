@@ -1,0 +1,269 @@
+/* test_trn_optim.c — the RMSProp and ProximalAdagrad updates against known
+ * answers (three steps on five elements, one gradient always zero), computed
+ * independently by tests/unit/optim_ref.py from TensorFlow's kernel formulas
+ * in float32; their sparse semantics in a model (rows a batch does not touch
+ * keep their weights and slots: no decay, no momentum); and the spec keys
+ * with TensorFlow's defaults and refusals. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "trn_internal.h"
+
+#define K 5
+
+static const float W0[K] = {0.5f, -0.25f, 0.0f, 1.0f, 0.02f};
+static const float GRADS[3][K] = {{0.1f, -0.2f, 0.0f, 0.4f, 0.01f},
+                                  {0.3f, 0.0f, 0.0f, -0.1f, 0.0f},
+                                  {-0.2f, 0.05f, 0.0f, 0.4f, -0.01f}};
+
+/* Runs the three steps of o on a fresh tensor; slots (n_slots x K) out. */
+static void run_steps(const trn_optimizer *o, float w[K], float slots[TRN_OPT_SLOTS_MAX][K],
+                      size_t *n_slots)
+{
+    float g[K], init[TRN_OPT_SLOTS_MAX];
+    tparam p;
+    memset(&p, 0, sizeof p);
+    p.count = p.rows = K;
+    p.cols = 1;
+    p.data = w;
+    p.grad = g;
+    p.n_slots = trn_optim_slots(o, init);
+    for (size_t s = 0; s < p.n_slots; s++) {
+        p.slot[s] = slots[s];
+        for (size_t k = 0; k < K; k++)
+            slots[s][k] = init[s];
+    }
+    memcpy(w, W0, sizeof W0);
+    for (int t = 0; t < 3; t++) {
+        memcpy(g, GRADS[t], sizeof g);
+        trn_optim_update(o, &p, 0, K, t);
+    }
+    *n_slots = p.n_slots;
+}
+
+static void assert_close(const char *what, const float *got, const double *want)
+{
+    for (size_t k = 0; k < K; k++)
+        if (fabs((double)got[k] - want[k]) > 2e-7 * fmax(1.0, fabs(want[k])))
+            fail_msg("%s[%zu]: %.9g, want %.9g", what, k, (double)got[k], want[k]);
+}
+
+static trn_optimizer base(trn_opt_type type, double lr)
+{
+    trn_optimizer o;
+    memset(&o, 0, sizeof o);
+    o.type = type;
+    o.learning_rate = lr;
+    o.initial_accumulator = 0.1;
+    o.decay = 0.9;
+    o.epsilon = 1e-10;
+    return o;
+}
+
+static void test_rmsprop_known_answers(void **state)
+{
+    (void)state;
+    float w[K], sl[TRN_OPT_SLOTS_MAX][K];
+    size_t ns;
+    trn_optimizer o = base(TRN_OPT_RMSPROP, 0.01);
+    run_steps(&o, w, sl, &ns);
+    assert_int_equal(ns, 2); /* rms, momentum */
+    static const double w1[K] = {0.497955292, -0.248480693, 0, 0.992329597, 0.02001171};
+    static const double rms1[K] = {0.741909921, 0.732489944, 0.728999913, 0.758859992,
+                                   0.729018092};
+    static const double mom1[K] = {-0.00232195831, 0.000584210269, 0, 0.00459176023,
+                                   -0.00011711994};
+    assert_close("w", w, w1);
+    assert_close("rms", sl[0], rms1);
+    assert_close("momentum", sl[1], mom1);
+
+    o.decay = 0.8;
+    o.momentum = 0.5;
+    o.centered = 1;
+    run_steps(&o, w, sl, &ns);
+    assert_int_equal(ns, 3); /* rms, momentum, mg */
+    static const double w2[K] = {0.495213866, -0.246797577, 0, 0.98875463, 0.019944096};
+    static const double rms2[K] = {0.535680056, 0.517620027, 0.511999965, 0.566080034,
+                                   0.512032747};
+    static const double mom2[K] = {-0.000599410152, 0.000138336618, 0, 0.00586760882,
+                                   -0.000111799287};
+    static const double mg2[K] = {0.0208000019, -0.0155999977, 0, 0.115199998,
+                                  -0.000719999894};
+    assert_close("w", w, w2);
+    assert_close("rms", sl[0], rms2);
+    assert_close("momentum", sl[1], mom2);
+    assert_close("mg", sl[2], mg2);
+}
+
+static void test_proximal_adagrad_known_answers(void **state)
+{
+    (void)state;
+    float w[K], sl[TRN_OPT_SLOTS_MAX][K];
+    size_t ns;
+    trn_optimizer o = base(TRN_OPT_PROXIMAL_ADAGRAD, 0.1);
+    run_steps(&o, w, sl, &ns);
+    assert_int_equal(ns, 1);
+    static const double acc[K] = {0.24000001, 0.142499998, 0.100000001, 0.430000007,
+                                  0.100200005};
+    static const double w1[K] = {0.443591654, -0.209793076, 0, 0.879799128, 0.0199984219};
+    assert_close("w", w, w1);
+    assert_close("accumulator", sl[0], acc);
+    o.l1 = 0.05;
+    o.l2 = 0.2;
+    run_steps(&o, w, sl, &ns);
+    /* the last element is shrunk to exactly 0 by l1 */
+    static const double w2[K] = {0.351889461, -0.144714519, 0, 0.762212992, 0};
+    assert_close("w", w, w2);
+    assert_true(w[4] == 0.0f);
+    assert_close("accumulator", sl[0], acc);
+}
+
+static const char *SPARSE_SPEC =
+    "{\"columns\": [{\"name\": \"x\", \"type\": \"float\", \"default\": 0},"
+    " {\"name\": \"c\", \"type\": \"string\", \"default\": \"\"},"
+    " {\"name\": \"y\", \"type\": \"string\", \"default\": \"\"}],"
+    " \"label\": {\"column\": \"y\", \"vocabulary\": [\"no\", \"yes\"]},"
+    " \"feature_columns\": [{\"type\": \"numeric_column\", \"key\": \"x\"},"
+    "  {\"type\": \"categorical_column_with_vocabulary_list\", \"key\": \"c\","
+    "   \"vocabulary_list\": [\"p\", \"q\", \"r\"]}],"
+    " \"estimator\": {\"type\": \"LinearClassifier\", \"feature_columns\": [\"x\", \"c\"],"
+    "  \"optimizer\": %s}}";
+
+/* One step of a linear model touching only row "q" of c's weights: the other
+ * rows keep weight 0 and their initial slots (TF's sparse kernels), the
+ * dense tensors (x's weight, the bias) move. */
+static void sparse_step(const char *opt, float rms0)
+{
+    char text[2048];
+    snprintf(text, sizeof text, SPARSE_SPEC, opt);
+    cJSON *spec = cJSON_Parse(text);
+    assert_non_null(spec);
+    static const char *const mine[] = {"train", "eval", NULL};
+    rt_err err;
+    Predictd__ModelDef *def = NULL;
+    if (rt_spec_to_modeldef(spec, mine, &def, &err))
+        fail_msg("spec: %s", err.msg);
+    trn_config c;
+    trn_config_init(&c);
+    assert_int_equal(trn_config_from_spec(spec, &c, &err), RT_OK);
+    assert_int_equal(trn_config_resolve(&c, def, &err), RT_OK);
+    trn_model *m = NULL;
+    if (trn_model_new(def, &c, 1, &m, &err))
+        fail_msg("model: %s", err.msg);
+    const rt_graph *g = trn_model_graph(m);
+    rt_batch *b = rt_batch_new(g);
+    assert_non_null(b);
+    float labels[2] = {1, 1};
+    for (size_t i = 0; i < 2; i++) {
+        size_t idx;
+        assert_int_equal(rt_batch_add(b, &idx), RT_OK);
+        for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
+            if (rt_graph_input_dtype(g, in) == PREDICTD__DTYPE__DT_FLOAT)
+                assert_int_equal(rt_batch_push_num(b, idx, in, i ? -1.0 : 2.0), RT_OK);
+            else
+                assert_int_equal(rt_batch_push_str(b, idx, in, "q", 1), RT_OK);
+        }
+    }
+    double loss;
+    assert_int_equal(trn_model_train_step(m, b, labels, &loss, &err), RT_OK);
+    int seen_sparse = 0, seen_dense = 0;
+    for (size_t i = 0; i < trn_model_num_params(m); i++) {
+        trn_param_view v;
+        float *sl[TRN_OPT_SLOTS_MAX];
+        trn_model_param(m, i, &v);
+        size_t ns = trn_model_slots(m, i, sl);
+        assert_true(ns >= 1);
+        if (v.sparse) {
+            assert_int_equal(v.rows, 3);
+            seen_sparse = 1;
+            for (uint64_t r = 0; r < v.rows; r++) {
+                int touched = r == 1; /* "q" */
+                assert_int_equal(v.data[r] != 0.0f, touched);
+                assert_int_equal(sl[0][r] != rms0, touched);
+            }
+        } else {
+            seen_dense = 1;
+            for (uint64_t k = 0; k < v.count; k++)
+                assert_true(sl[0][k] != rms0);
+        }
+    }
+    assert_true(seen_sparse && seen_dense);
+    rt_batch_free(b);
+    trn_model_free(m);
+    trn_config_free(&c);
+    rt_modeldef_free(def);
+    cJSON_Delete(spec);
+}
+
+static void test_sparse_rows_untouched(void **state)
+{
+    (void)state;
+    sparse_step("{\"type\": \"RMSProp\", \"learning_rate\": 0.1, \"momentum\": 0.9,"
+                " \"centered\": true}", 1.0f);
+    sparse_step("{\"type\": \"ProximalAdagrad\", \"learning_rate\": 0.1,"
+                " \"l1_regularization_strength\": 0.001}", 0.1f);
+}
+
+static rt_status parse_opt(const char *opt, trn_config *c, rt_err *err)
+{
+    char text[2048];
+    snprintf(text, sizeof text, SPARSE_SPEC, opt);
+    cJSON *spec = cJSON_Parse(text);
+    assert_non_null(spec);
+    trn_config_init(c);
+    rt_status st = trn_config_from_spec(spec, c, err);
+    cJSON_Delete(spec);
+    return st;
+}
+
+static void test_spec_defaults_and_refusals(void **state)
+{
+    (void)state;
+    trn_config c;
+    rt_err err;
+    assert_int_equal(parse_opt("\"RMSProp\"", &c, &err), RT_OK);
+    assert_int_equal(c.linear_opt.type, TRN_OPT_RMSPROP);
+    assert_true(c.linear_opt.decay == 0.9 && c.linear_opt.momentum == 0 &&
+                c.linear_opt.epsilon == 1e-10 && !c.linear_opt.centered);
+    trn_config_free(&c);
+    assert_int_equal(parse_opt("{\"type\": \"RMSProp\", \"decay\": 0.5, \"momentum\": 0.25,"
+                               " \"epsilon\": 0.001, \"centered\": true}", &c, &err), RT_OK);
+    assert_true(c.linear_opt.decay == 0.5 && c.linear_opt.momentum == 0.25 &&
+                c.linear_opt.epsilon == 0.001 && c.linear_opt.centered);
+    trn_config_free(&c);
+    assert_int_equal(parse_opt("\"ProximalAdagrad\"", &c, &err), RT_OK);
+    assert_int_equal(c.linear_opt.type, TRN_OPT_PROXIMAL_ADAGRAD);
+    assert_true(c.linear_opt.initial_accumulator == 0.1 && c.linear_opt.l1 == 0 &&
+                c.linear_opt.l2 == 0);
+    trn_config_free(&c);
+    assert_int_equal(parse_opt("{\"type\": \"ProximalAdagrad\", \"initial_accumulator_value\": 0}",
+                               &c, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "estimator.optimizer.initial_accumulator_value"));
+    trn_config_free(&c);
+    assert_int_equal(parse_opt("{\"type\": \"RMSProp\", \"centered\": 1}", &c, &err),
+                     RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "estimator.optimizer.centered"));
+    trn_config_free(&c);
+    assert_int_equal(parse_opt("{\"type\": \"RMSprop\"}", &c, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "RMSProp or ProximalAdagrad"));
+    trn_config_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rmsprop_known_answers),
+        cmocka_unit_test(test_proximal_adagrad_known_answers),
+        cmocka_unit_test(test_sparse_rows_untouched),
+        cmocka_unit_test(test_spec_defaults_and_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
