@@ -51,6 +51,25 @@ typedef enum {
 /* Most optimizer slots a tensor can have (RMSProp centered: rms, momentum, mg). */
 #define TRN_OPT_SLOTS_MAX 3
 
+/* A learning-rate schedule by global step (tf.compat.v1.train's functions). */
+typedef enum {
+    TRN_LR_CONSTANT = 0,
+    TRN_LR_EXPONENTIAL,   /* exponential_decay */
+    TRN_LR_COSINE,        /* cosine_decay */
+    TRN_LR_POLYNOMIAL,    /* polynomial_decay */
+} trn_lr_decay_type;
+
+typedef struct trn_lr_decay {
+    trn_lr_decay_type type;
+    int64_t decay_steps;      /* all three: required, >= 1 */
+    double decay_rate;        /* exponential: required */
+    int staircase;            /* exponential (0) */
+    double alpha;             /* cosine: the floor, a fraction of the rate (0) */
+    double end_learning_rate; /* polynomial (0.0001) */
+    double power;             /* polynomial (1) */
+    int cycle;                /* polynomial (0) */
+} trn_lr_decay;
+
 /* An optimizer and its hyperparameters (TensorFlow's names and defaults). */
 typedef struct trn_optimizer {
     trn_opt_type type;
@@ -61,7 +80,15 @@ typedef struct trn_optimizer {
     double beta1, beta2, epsilon; /* Adam (0.9, 0.999, 1e-8); RMSProp epsilon (1e-10) */
     double decay, momentum;     /* RMSProp (0.9, 0) */
     int centered;               /* RMSProp (0) */
+    trn_lr_decay lr_decay;      /* "learning_rate_decay": none by default */
 } trn_optimizer;
+
+/*
+ * The learning rate o applies in the update at global step `step` (the
+ * step counted before that update, as TF's schedules read global_step):
+ * o->learning_rate decayed by o->lr_decay. Pure; thread-safe.
+ */
+double trn_optim_lr(const trn_optimizer *o, int64_t step);
 
 typedef enum {
     TRN_EXPORTER_FINAL = 0,  /* once, at the end */

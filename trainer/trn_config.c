@@ -128,13 +128,74 @@ static rt_status get_name(const cJSON *obj, const char *key, const char *path, c
 
 /* ------------------------------------------------------------- sections */
 
+/* "learning_rate_decay": {"type": "exponential_decay" | "cosine_decay" |
+ * "polynomial_decay", and that function's parameters (TF's names)}. */
+static rt_status parse_lr_decay(const cJSON *v, const char *opath, trn_lr_decay *d, rt_err *err)
+{
+    static const char *const keys[] = {"type", "decay_steps", "decay_rate", "staircase",
+                                       "alpha", "end_learning_rate", "power", "cycle", NULL};
+    static const char *const exp_keys[] = {"decay_rate", "staircase", NULL};
+    static const char *const cos_keys[] = {"alpha", NULL};
+    static const char *const poly_keys[] = {"end_learning_rate", "power", "cycle", NULL};
+    char path[160];
+    snprintf(path, sizeof path, "%s.learning_rate_decay", opath);
+    if (!cJSON_IsObject(v))
+        return rt_cfg_fail(err, path, NULL, "expected an object, got %s", rt_cfg_type_name(v));
+    rt_status st = rt_cfg_check_keys(v, path, keys, NULL, err);
+    if (st)
+        return st;
+    const char *type = NULL;
+    if ((st = rt_cfg_str(v, path, "type", RT_CFG_REQUIRED, &type, err)))
+        return st;
+    const char *const *own;
+    memset(d, 0, sizeof *d);
+    d->end_learning_rate = 0.0001;
+    d->power = 1.0;
+    if (strcmp(type, "exponential_decay") == 0) {
+        d->type = TRN_LR_EXPONENTIAL;
+        own = exp_keys;
+    } else if (strcmp(type, "cosine_decay") == 0) {
+        d->type = TRN_LR_COSINE;
+        own = cos_keys;
+    } else if (strcmp(type, "polynomial_decay") == 0) {
+        d->type = TRN_LR_POLYNOMIAL;
+        own = poly_keys;
+    } else
+        return rt_cfg_fail(err, path, "type",
+                           "\"%s\" is not exponential_decay, cosine_decay or polynomial_decay",
+                           type);
+    /* a parameter of another schedule is a mistake, not something to ignore */
+    for (size_t i = 3; keys[i]; i++) {
+        int mine = 0;
+        for (size_t j = 0; own[j]; j++)
+            mine |= strcmp(own[j], keys[i]) == 0;
+        if (!mine && cJSON_GetObjectItemCaseSensitive(v, keys[i]))
+            return rt_cfg_fail(err, path, keys[i], "is not a parameter of %s", type);
+    }
+    bool staircase = false, cycle = false;
+    if ((st = rt_cfg_int(v, path, "decay_steps", RT_CFG_REQUIRED, 1, INT64_C(1) << 50,
+                         &d->decay_steps, err)) ||
+        (st = rt_cfg_num(v, path, "decay_rate", d->type == TRN_LR_EXPONENTIAL ? RT_CFG_REQUIRED : 0,
+                         1e-12, 1e6, &d->decay_rate, err)) ||
+        (st = rt_cfg_bool(v, path, "staircase", 0, &staircase, err)) ||
+        (st = rt_cfg_num(v, path, "alpha", 0, 0, 1, &d->alpha, err)) ||
+        (st = rt_cfg_num(v, path, "end_learning_rate", 0, 0, 1e6, &d->end_learning_rate, err)) ||
+        (st = rt_cfg_num(v, path, "power", 0, 1e-6, 1e3, &d->power, err)) ||
+        (st = rt_cfg_bool(v, path, "cycle", 0, &cycle, err)))
+        return st;
+    d->staircase = staircase;
+    d->cycle = cycle;
+    return RT_OK;
+}
+
 static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer *o,
                                  rt_err *err)
 {
     static const char *const keys[] = {"type", "learning_rate", "l1_regularization_strength",
                                        "l2_regularization_strength", "learning_rate_power",
                                        "initial_accumulator_value", "beta1", "beta2",
-                                       "epsilon", "decay", "momentum", "centered", NULL};
+                                       "epsilon", "decay", "momentum", "centered",
+                                       "learning_rate_decay", NULL};
     const char *type = NULL;
     rt_status st;
     if (cJSON_IsString(v))
@@ -183,6 +244,19 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
         (st = rt_cfg_bool(v, path, "centered", 0, &centered, err)))
         return st;
     o->centered = centered;
+    const cJSON *lrd = cJSON_GetObjectItemCaseSensitive(v, "learning_rate_decay");
+    if (lrd && !cJSON_IsNull(lrd)) {
+        if ((st = parse_lr_decay(lrd, path, &o->lr_decay, err)))
+            return st;
+        /* TF's ApplyFtrl refuses a rate of 0, which these schedules reach */
+        if (o->type == TRN_OPT_FTRL &&
+            ((o->lr_decay.type == TRN_LR_COSINE && o->lr_decay.alpha == 0) ||
+             (o->lr_decay.type == TRN_LR_POLYNOMIAL && o->lr_decay.end_learning_rate == 0)))
+            return rt_cfg_fail(err, path, "learning_rate_decay",
+                               "Ftrl needs a learning rate > 0, and this schedule reaches 0 "
+                               "(give %s > 0)",
+                               o->lr_decay.type == TRN_LR_COSINE ? "alpha" : "end_learning_rate");
+    }
     if ((o->type == TRN_OPT_ADAGRAD || o->type == TRN_OPT_PROXIMAL_ADAGRAD) &&
         cJSON_GetObjectItemCaseSensitive(v, "initial_accumulator_value") &&
         o->initial_accumulator <= 0)

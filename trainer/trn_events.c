@@ -311,6 +311,27 @@ static size_t hidden_values(const trn_summary *s, const trn_model *m, size_t row
     return k;
 }
 
+/* The decayed learning rates of the update that reached m's step, of the
+ * optimizers in use that have a schedule: "learning_rate", or with both a
+ * linear and a DNN part "linear/learning_rate" and "dnn/learning_rate".
+ * Returns how many (at most 2) went into tags[] and lr[]. */
+static size_t learning_rates(const trn_model *m, const char *tags[2], double lr[2])
+{
+    int used[2] = {0, 0};
+    for (size_t i = 0; i < m->n_params; i++)
+        used[m->p[i].dnn ? 1 : 0] = 1;
+    const trn_optimizer *o[2] = {&m->linear_opt, &m->dnn_opt};
+    static const char *const part[2] = {"linear/learning_rate", "dnn/learning_rate"};
+    size_t n = 0;
+    for (int k = 0; k < 2; k++) {
+        if (!used[k] || o[k]->lr_decay.type == TRN_LR_CONSTANT)
+            continue;
+        tags[n] = used[0] && used[1] ? part[k] : "learning_rate";
+        lr[n++] = trn_optim_lr(o[k], m->step > 0 ? m->step - 1 : 0);
+    }
+    return n;
+}
+
 rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, double loss,
                             uint64_t examples, rt_err *err)
 {
@@ -324,9 +345,12 @@ rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, dou
     double wall = rt_seconds(1);
     rt_status st = RT_OK;
     size_t nh = m->def->graph->n_hidden_layers;
-    Tensorflow__Summary__Value *v = calloc(2 + 2 * nh, sizeof *v);
-    Tensorflow__Summary__Value **vp = calloc(2 + 2 * nh, sizeof *vp);
-    size_t n = 2;
+    const char *lr_tag[2];
+    double lr[2];
+    size_t n_lr = learning_rates(m, lr_tag, lr);
+    Tensorflow__Summary__Value *v = calloc(4 + 2 * nh, sizeof *v);
+    Tensorflow__Summary__Value **vp = calloc(4 + 2 * nh, sizeof *vp);
+    size_t n = 2, first_lr = SIZE_MAX;
     rt_buf b;
     rt_buf_init(&b);
     if (!v || !vp) {
@@ -336,6 +360,9 @@ rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, dou
     set_scalar(&v[0], "loss", loss);
     set_scalar(&v[1], "global_step/sec", sps);
     n += hidden_values(s, m, rows, v + 2);
+    first_lr = n;
+    for (size_t i = 0; i < n_lr; i++)
+        set_scalar(&v[n++], lr_tag[i], lr[i]);
     for (size_t i = 0; i < n; i++)
         vp[i] = &v[i];
     if ((st = write_values(s->train_fd, wall, step, vp, n, "training", err)))
@@ -346,14 +373,16 @@ rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, dou
     rc = rc || (isfinite(loss) ? rt_buf_json_double(&b, loss) : rt_buf_puts(&b, "null"));
     rc = rc || rt_buf_puts(&b, ", \"global_step/sec\": ") || rt_buf_json_double(&b, sps) ||
          rt_buf_puts(&b, ", \"examples/sec\": ") ||
-         rt_buf_json_double(&b, eps) ||
-         rt_buf_puts(&b, ", \"wall_time\": ") || rt_buf_json_double(&b, wall) ||
+         rt_buf_json_double(&b, eps);
+    for (size_t i = 0; i < n_lr; i++)
+        rc = rc || rt_buf_printf(&b, ", \"%s\": ", lr_tag[i]) || rt_buf_json_double(&b, lr[i]);
+    rc = rc || rt_buf_puts(&b, ", \"wall_time\": ") || rt_buf_json_double(&b, wall) ||
          rt_buf_puts(&b, "}\n");
     st = rc ? rt_err_set(err, RT_ERR_NOMEM, "out of memory")
             : trn_append_file(dir, "metrics.jsonl", b.data, b.len, 0,
                               "cannot write the training metrics", err);
 out:
-    for (size_t i = 2; v && i < n; i++) {
+    for (size_t i = 2; v && i < n && i < first_lr; i++) { /* the rates' tags are static */
         free(v[i].tag);
         if (v[i].value_case == TENSORFLOW__SUMMARY__VALUE__VALUE_HISTO) {
             free(v[i].histo->bucket_limit);

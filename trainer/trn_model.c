@@ -456,9 +456,13 @@ void trn_model_clear_grads(trn_model *m)
 
 void trn_model_apply(trn_model *m)
 {
+    /* the rates of this step's update (decayed by global step) */
+    trn_optimizer lin = m->linear_opt, dnn = m->dnn_opt;
+    lin.learning_rate = trn_optim_lr(&m->linear_opt, m->step);
+    dnn.learning_rate = trn_optim_lr(&m->dnn_opt, m->step);
     for (size_t i = 0; i < m->n_params; i++) {
         tparam *p = &m->p[i];
-        const trn_optimizer *o = p->dnn ? &m->dnn_opt : &m->linear_opt;
+        const trn_optimizer *o = p->dnn ? &dnn : &lin;
         if (p->sparse) {
             for (size_t t = 0; t < p->n_touched; t++) {
                 uint64_t r = p->touched[t];

@@ -18,6 +18,12 @@
  *   ProximalAdagrad (TF ApplyProximalAdagrad, FOBOS with Adagrad's rate):
  *            a += g^2; r = lr / sqrt(a); v = w - r g;
  *            w = sign(v) max(|v| - r l1, 0) / (1 + r l2)
+ * The learning rate of every one may follow a schedule by global step s
+ * (trn_optim_lr; tf.compat.v1.train's, lr0 the given rate, n = decay_steps):
+ *   exponential_decay: lr0 rate^(s/n)     (staircase: rate^floor(s/n))
+ *   cosine_decay:      lr0 ((1 - alpha) (1 + cos(pi min(s, n)/n))/2 + alpha)
+ *   polynomial_decay:  (lr0 - end) (1 - min(s, n)/n)^power + end; with cycle
+ *                      n is n ceil(s/n) instead (n at s = 0) and s is not capped
  * On a sparse tensor every one runs on the touched rows only (TF's sparse
  * kernels: an untouched row's slots do not decay, its momentum is not
  * applied); on a dense one on every element, a zero gradient included.
@@ -33,6 +39,31 @@
 #else
 #define HOT
 #endif
+
+double trn_optim_lr(const trn_optimizer *o, int64_t step)
+{
+    const trn_lr_decay *d = &o->lr_decay;
+    double lr = o->learning_rate, s = (double)step, n = (double)d->decay_steps;
+    switch (d->type) {
+    case TRN_LR_EXPONENTIAL: {
+        double p = s / n;
+        return lr * pow(d->decay_rate, d->staircase ? floor(p) : p);
+    }
+    case TRN_LR_COSINE: {
+        double c = 0.5 * (1.0 + cos(M_PI * fmin(s, n) / n));
+        return lr * ((1.0 - d->alpha) * c + d->alpha);
+    }
+    case TRN_LR_POLYNOMIAL:
+        if (d->cycle)
+            n *= step <= 0 ? 1.0 : ceil(s / n);
+        else
+            s = fmin(s, n);
+        return (lr - d->end_learning_rate) * pow(1.0 - s / n, d->power) + d->end_learning_rate;
+    case TRN_LR_CONSTANT:
+    default:
+        return lr;
+    }
+}
 
 const char *trn_optim_name(trn_opt_type t)
 {

@@ -2,8 +2,10 @@
  * answers (three steps on five elements, one gradient always zero), computed
  * independently by tests/unit/optim_ref.py from TensorFlow's kernel formulas
  * in float32; their sparse semantics in a model (rows a batch does not touch
- * keep their weights and slots: no decay, no momentum); and the spec keys
- * with TensorFlow's defaults and refusals. */
+ * keep their weights and slots: no decay, no momentum); the learning-rate
+ * schedules (exponential, cosine, polynomial decay) against known answers of
+ * the same script and applied by global step in a model's update; and the
+ * spec keys with TensorFlow's defaults and refusals. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -212,6 +214,135 @@ static void test_sparse_rows_untouched(void **state)
                 " \"l1_regularization_strength\": 0.001}", 0.1f);
 }
 
+static double lr_at(trn_lr_decay d, int64_t step)
+{
+    trn_optimizer o;
+    memset(&o, 0, sizeof o);
+    o.learning_rate = 0.1;
+    o.lr_decay = d;
+    return trn_optim_lr(&o, step);
+}
+
+static void expect_lr(trn_lr_decay d, const int64_t *steps, const double *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double got = lr_at(d, steps[i]);
+        if (fabs(got - want[i]) > 1e-9 * fmax(1e-3, fabs(want[i])))
+            fail_msg("schedule %d at step %lld: %.12g, want %.12g", (int)d.type,
+                     (long long)steps[i], got, want[i]);
+    }
+}
+
+static void test_decay_known_answers(void **state)
+{
+    (void)state;
+    trn_lr_decay d;
+    memset(&d, 0, sizeof d);
+    assert_true(lr_at(d, 123456) == 0.1); /* no schedule */
+    d.type = TRN_LR_EXPONENTIAL;
+    d.decay_steps = 100;
+    d.decay_rate = 0.96;
+    static const int64_t es[] = {0, 50, 150, 1000};
+    static const double smooth[] = {0.1, 0.0979795897, 0.0940604061, 0.0664832636};
+    static const double stair[] = {0.1, 0.1, 0.096, 0.0664832636};
+    expect_lr(d, es, smooth, 4);
+    d.staircase = 1;
+    expect_lr(d, es, stair, 4);
+
+    memset(&d, 0, sizeof d);
+    d.type = TRN_LR_COSINE;
+    d.decay_steps = 1000;
+    static const int64_t cs[] = {0, 250, 500, 1000, 2000};
+    static const double a0[] = {0.1, 0.0853553391, 0.05, 0, 0};
+    static const double a1[] = {0.1, 0.0868198052, 0.055, 0.01, 0.01};
+    expect_lr(d, cs, a0, 5);
+    d.alpha = 0.1;
+    expect_lr(d, cs, a1, 5);
+
+    memset(&d, 0, sizeof d);
+    d.type = TRN_LR_POLYNOMIAL;
+    d.decay_steps = 1000;
+    d.end_learning_rate = 0.01;
+    d.power = 2;
+    static const int64_t ps[] = {0, 500, 1000, 1500};
+    static const double nc[] = {0.1, 0.0325, 0.01, 0.01};
+    static const double cy[] = {0.1, 0.0325, 0.01, 0.015625};
+    expect_lr(d, ps, nc, 4);
+    d.cycle = 1;
+    expect_lr(d, ps, cy, 4);
+}
+
+/* The model's update uses the rate of its global step: SGD with
+ * exponential_decay(rate 0.5, 1 step, staircase) moves the bias by
+ * -0.1 * 0.5^step * gradient. */
+static void test_decay_applied_by_step(void **state)
+{
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text, SPARSE_SPEC,
+             "{\"type\": \"SGD\", \"learning_rate\": 0.1, \"learning_rate_decay\":"
+             " {\"type\": \"exponential_decay\", \"decay_steps\": 1, \"decay_rate\": 0.5,"
+             " \"staircase\": true}}");
+    cJSON *spec = cJSON_Parse(text);
+    assert_non_null(spec);
+    static const char *const mine[] = {"train", "eval", NULL};
+    rt_err err;
+    Predictd__ModelDef *def = NULL;
+    if (rt_spec_to_modeldef(spec, mine, &def, &err))
+        fail_msg("spec: %s", err.msg);
+    trn_config c;
+    trn_config_init(&c);
+    assert_int_equal(trn_config_from_spec(spec, &c, &err), RT_OK);
+    assert_int_equal(trn_config_resolve(&c, def, &err), RT_OK);
+    trn_model *m = NULL;
+    if (trn_model_new(def, &c, 1, &m, &err))
+        fail_msg("model: %s", err.msg);
+    const rt_graph *g = trn_model_graph(m);
+    rt_batch *b = rt_batch_new(g);
+    assert_non_null(b);
+    size_t idx;
+    assert_int_equal(rt_batch_add(b, &idx), RT_OK);
+    for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
+        if (rt_graph_input_dtype(g, in) == PREDICTD__DTYPE__DT_FLOAT)
+            assert_int_equal(rt_batch_push_num(b, idx, in, 1.0), RT_OK);
+        else
+            assert_int_equal(rt_batch_push_str(b, idx, in, "p", 1), RT_OK);
+    }
+    float label = 1;
+    static const int64_t steps[] = {0, 1, 2, 10};
+    for (size_t t = 0; t < 4; t++) {
+        trn_model_set_step(m, steps[t]);
+        double loss;
+        assert_int_equal(trn_model_gradients(m, b, &label, &loss, &err), RT_OK);
+        float w[8], gr[8];
+        size_t n = trn_model_num_params(m), checked = 0;
+        assert_true(n <= 8);
+        for (size_t i = 0; i < n; i++) {
+            trn_param_view v;
+            trn_model_param(m, i, &v);
+            w[i] = v.data[0];
+            gr[i] = v.grad[0];
+        }
+        trn_model_apply(m);
+        float lr = (float)(0.1 * pow(0.5, (double)steps[t]));
+        for (size_t i = 0; i < n; i++) {
+            trn_param_view v;
+            trn_model_param(m, i, &v);
+            if (v.sparse)
+                continue; /* x's weight and the bias */
+            assert_true(gr[i] != 0.0f);
+            assert_true(v.data[0] == w[i] - lr * gr[i]);
+            checked++;
+        }
+        assert_int_equal(checked, 2);
+    }
+    rt_batch_free(b);
+    trn_model_free(m);
+    trn_config_free(&c);
+    rt_modeldef_free(def);
+    cJSON_Delete(spec);
+}
+
 static rt_status parse_opt(const char *opt, trn_config *c, rt_err *err)
 {
     char text[2048];
@@ -252,6 +383,33 @@ static void test_spec_defaults_and_refusals(void **state)
                      RT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "estimator.optimizer.centered"));
     trn_config_free(&c);
+    assert_int_equal(parse_opt("{\"type\": \"Adam\", \"learning_rate_decay\": {\"type\":"
+                               " \"polynomial_decay\", \"decay_steps\": 10}}", &c, &err), RT_OK);
+    assert_int_equal(c.linear_opt.lr_decay.type, TRN_LR_POLYNOMIAL);
+    assert_true(c.linear_opt.lr_decay.end_learning_rate == 0.0001 &&
+                c.linear_opt.lr_decay.power == 1 && !c.linear_opt.lr_decay.cycle);
+    trn_config_free(&c);
+    static const char *const bad[][2] = {
+        {"{\"type\": \"Adam\", \"learning_rate_decay\": {\"type\": \"exponential_decay\","
+         " \"decay_steps\": 10}}", "learning_rate_decay.decay_rate: missing"},
+        {"{\"type\": \"Adam\", \"learning_rate_decay\": {\"type\": \"cosine_decay\"}}",
+         "learning_rate_decay.decay_steps: missing"},
+        {"{\"type\": \"Adam\", \"learning_rate_decay\": {\"type\": \"cosine_decay\","
+         " \"decay_steps\": 0}}", "learning_rate_decay.decay_steps"},
+        {"{\"type\": \"Adam\", \"learning_rate_decay\": {\"type\": \"cosine_decay\","
+         " \"decay_steps\": 5, \"staircase\": true}}",
+         "learning_rate_decay.staircase: is not a parameter of cosine_decay"},
+        {"{\"type\": \"Adam\", \"learning_rate_decay\": {\"type\": \"linear_decay\","
+         " \"decay_steps\": 5}}", "learning_rate_decay.type"},
+        {"{\"type\": \"Ftrl\", \"learning_rate_decay\": {\"type\": \"cosine_decay\","
+         " \"decay_steps\": 5}}", "Ftrl needs a learning rate > 0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(parse_opt(bad[i][0], &c, &err), RT_ERR_INVALID);
+        if (!strstr(err.msg, bad[i][1]))
+            fail_msg("%s: got \"%s\", want \"%s\"", bad[i][0], err.msg, bad[i][1]);
+        trn_config_free(&c);
+    }
     assert_int_equal(parse_opt("{\"type\": \"RMSprop\"}", &c, &err), RT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "RMSProp or ProximalAdagrad"));
     trn_config_free(&c);
@@ -263,6 +421,8 @@ int main(void)
         cmocka_unit_test(test_rmsprop_known_answers),
         cmocka_unit_test(test_proximal_adagrad_known_answers),
         cmocka_unit_test(test_sparse_rows_untouched),
+        cmocka_unit_test(test_decay_known_answers),
+        cmocka_unit_test(test_decay_applied_by_step),
         cmocka_unit_test(test_spec_defaults_and_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
