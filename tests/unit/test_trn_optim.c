@@ -139,43 +139,69 @@ static const char *SPARSE_SPEC =
     " \"estimator\": {\"type\": \"LinearClassifier\", \"feature_columns\": [\"x\", \"c\"],"
     "  \"optimizer\": %s}}";
 
+/* SPARSE_SPEC's model with optimizer opt and a batch of n rows, x = xs[i]
+ * and c = word. */
+typedef struct small {
+    cJSON *spec;
+    Predictd__ModelDef *def;
+    trn_config c;
+    trn_model *m;
+    rt_batch *b;
+} small;
+
+static void small_new(small *s, const char *opt, const double *xs, size_t n, const char *word)
+{
+    char text[2048];
+    snprintf(text, sizeof text, SPARSE_SPEC, opt);
+    memset(s, 0, sizeof *s);
+    s->spec = cJSON_Parse(text);
+    assert_non_null(s->spec);
+    static const char *const mine[] = {"train", "eval", NULL};
+    rt_err err;
+    if (rt_spec_to_modeldef(s->spec, mine, &s->def, &err))
+        fail_msg("spec: %s", err.msg);
+    trn_config_init(&s->c);
+    assert_int_equal(trn_config_from_spec(s->spec, &s->c, &err), RT_OK);
+    assert_int_equal(trn_config_resolve(&s->c, s->def, &err), RT_OK);
+    if (trn_model_new(s->def, &s->c, 1, &s->m, &err))
+        fail_msg("model: %s", err.msg);
+    const rt_graph *g = trn_model_graph(s->m);
+    s->b = rt_batch_new(g);
+    assert_non_null(s->b);
+    for (size_t i = 0; i < n; i++) {
+        size_t idx;
+        assert_int_equal(rt_batch_add(s->b, &idx), RT_OK);
+        for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
+            if (rt_graph_input_dtype(g, in) == PREDICTD__DTYPE__DT_FLOAT)
+                assert_int_equal(rt_batch_push_num(s->b, idx, in, xs[i]), RT_OK);
+            else
+                assert_int_equal(rt_batch_push_str(s->b, idx, in, word, strlen(word)), RT_OK);
+        }
+    }
+}
+
+static void small_free(small *s)
+{
+    rt_batch_free(s->b);
+    trn_model_free(s->m);
+    trn_config_free(&s->c);
+    rt_modeldef_free(s->def);
+    cJSON_Delete(s->spec);
+}
+
 /* One step of a linear model touching only row "q" of c's weights: the other
  * rows keep weight 0 and their initial slots (TF's sparse kernels), the
  * dense tensors (x's weight, the bias) move. */
 static void sparse_step(const char *opt, float rms0)
 {
-    char text[2048];
-    snprintf(text, sizeof text, SPARSE_SPEC, opt);
-    cJSON *spec = cJSON_Parse(text);
-    assert_non_null(spec);
-    static const char *const mine[] = {"train", "eval", NULL};
+    small sm;
+    static const double xs[2] = {2.0, -1.0};
+    small_new(&sm, opt, xs, 2, "q");
+    trn_model *m = sm.m;
     rt_err err;
-    Predictd__ModelDef *def = NULL;
-    if (rt_spec_to_modeldef(spec, mine, &def, &err))
-        fail_msg("spec: %s", err.msg);
-    trn_config c;
-    trn_config_init(&c);
-    assert_int_equal(trn_config_from_spec(spec, &c, &err), RT_OK);
-    assert_int_equal(trn_config_resolve(&c, def, &err), RT_OK);
-    trn_model *m = NULL;
-    if (trn_model_new(def, &c, 1, &m, &err))
-        fail_msg("model: %s", err.msg);
-    const rt_graph *g = trn_model_graph(m);
-    rt_batch *b = rt_batch_new(g);
-    assert_non_null(b);
     float labels[2] = {1, 1};
-    for (size_t i = 0; i < 2; i++) {
-        size_t idx;
-        assert_int_equal(rt_batch_add(b, &idx), RT_OK);
-        for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
-            if (rt_graph_input_dtype(g, in) == PREDICTD__DTYPE__DT_FLOAT)
-                assert_int_equal(rt_batch_push_num(b, idx, in, i ? -1.0 : 2.0), RT_OK);
-            else
-                assert_int_equal(rt_batch_push_str(b, idx, in, "q", 1), RT_OK);
-        }
-    }
     double loss;
-    assert_int_equal(trn_model_train_step(m, b, labels, &loss, &err), RT_OK);
+    assert_int_equal(trn_model_train_step(m, sm.b, labels, &loss, &err), RT_OK);
     int seen_sparse = 0, seen_dense = 0;
     for (size_t i = 0; i < trn_model_num_params(m); i++) {
         trn_param_view v;
@@ -198,11 +224,7 @@ static void sparse_step(const char *opt, float rms0)
         }
     }
     assert_true(seen_sparse && seen_dense);
-    rt_batch_free(b);
-    trn_model_free(m);
-    trn_config_free(&c);
-    rt_modeldef_free(def);
-    cJSON_Delete(spec);
+    small_free(&sm);
 }
 
 static void test_sparse_rows_untouched(void **state)
@@ -278,42 +300,20 @@ static void test_decay_known_answers(void **state)
 static void test_decay_applied_by_step(void **state)
 {
     (void)state;
-    char text[2048];
-    snprintf(text, sizeof text, SPARSE_SPEC,
-             "{\"type\": \"SGD\", \"learning_rate\": 0.1, \"learning_rate_decay\":"
-             " {\"type\": \"exponential_decay\", \"decay_steps\": 1, \"decay_rate\": 0.5,"
-             " \"staircase\": true}}");
-    cJSON *spec = cJSON_Parse(text);
-    assert_non_null(spec);
-    static const char *const mine[] = {"train", "eval", NULL};
+    small sm;
+    static const double xs[1] = {1.0};
+    small_new(&sm, "{\"type\": \"SGD\", \"learning_rate\": 0.1, \"learning_rate_decay\":"
+                   " {\"type\": \"exponential_decay\", \"decay_steps\": 1, \"decay_rate\": 0.5,"
+                   " \"staircase\": true}}",
+              xs, 1, "p");
+    trn_model *m = sm.m;
     rt_err err;
-    Predictd__ModelDef *def = NULL;
-    if (rt_spec_to_modeldef(spec, mine, &def, &err))
-        fail_msg("spec: %s", err.msg);
-    trn_config c;
-    trn_config_init(&c);
-    assert_int_equal(trn_config_from_spec(spec, &c, &err), RT_OK);
-    assert_int_equal(trn_config_resolve(&c, def, &err), RT_OK);
-    trn_model *m = NULL;
-    if (trn_model_new(def, &c, 1, &m, &err))
-        fail_msg("model: %s", err.msg);
-    const rt_graph *g = trn_model_graph(m);
-    rt_batch *b = rt_batch_new(g);
-    assert_non_null(b);
-    size_t idx;
-    assert_int_equal(rt_batch_add(b, &idx), RT_OK);
-    for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
-        if (rt_graph_input_dtype(g, in) == PREDICTD__DTYPE__DT_FLOAT)
-            assert_int_equal(rt_batch_push_num(b, idx, in, 1.0), RT_OK);
-        else
-            assert_int_equal(rt_batch_push_str(b, idx, in, "p", 1), RT_OK);
-    }
     float label = 1;
     static const int64_t steps[] = {0, 1, 2, 10};
     for (size_t t = 0; t < 4; t++) {
         trn_model_set_step(m, steps[t]);
         double loss;
-        assert_int_equal(trn_model_gradients(m, b, &label, &loss, &err), RT_OK);
+        assert_int_equal(trn_model_gradients(m, sm.b, &label, &loss, &err), RT_OK);
         float w[8], gr[8];
         size_t n = trn_model_num_params(m), checked = 0;
         assert_true(n <= 8);
@@ -336,11 +336,7 @@ static void test_decay_applied_by_step(void **state)
         }
         assert_int_equal(checked, 2);
     }
-    rt_batch_free(b);
-    trn_model_free(m);
-    trn_config_free(&c);
-    rt_modeldef_free(def);
-    cJSON_Delete(spec);
+    small_free(&sm);
 }
 
 static rt_status parse_opt(const char *opt, trn_config *c, rt_err *err)
