@@ -486,7 +486,8 @@ typedef struct rt_workspace rt_workspace;
 rt_workspace *rt_workspace_new(void);
 void rt_workspace_free(rt_workspace *ws);
 
-/* logits (n x logits_dim, caller-allocated) = linear(f) + dnn(f.dnn_input).
+/* logits (n x logits_dim, caller-allocated) = linear(f) + dnn(f.dnn_input),
+ * or for a BoostedTrees graph bias + the sum of the leaves reached.
  * Hidden activations stay in ws until the next call (for backprop). */
 rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
                      rt_err *err);

@@ -1,5 +1,6 @@
 /*
- * rt_forward.c — the forward pass: linear part + DNN part -> logits.
+ * rt_forward.c — the forward pass: linear part + DNN part -> logits (or a
+ * tree ensemble -> logits: rt_trees.c).
  *
  * Linear part: logits[i] = bias + sum over linear columns of
  *   categorical (bucketized, vocabulary, hash, crossed): the weight rows of
@@ -447,6 +448,20 @@ rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, 
     ws->n_seg = n_seg;
     ws->seg_ends = ends;
     memset(logits, 0, n * ld * sizeof(float));
+    if (g->trees) {
+        /* Trees replace the linear and DNN parts; matrix 0 is their scratch. */
+        size_t w = rt_trees_gather_width(g->trees);
+        rt_status st = ws_reserve_mats(ws, 1);
+        if (st == RT_OK)
+            st = ws_mat_size(ws, 0, n, w);
+        if (st == RT_OK)
+            st = rt_trees_forward(g, f, ws->mats[0].data, logits, err);
+        else
+            rt_err_set(err, st, "trees: workspace for %zu x %zu inputs", n, w);
+        ws->n_seg = 0;
+        ws->seg_ends = NULL;
+        return st;
+    }
     rt_status st = forward_linear(g, f, logits, err);
     if (st == RT_OK && g->n_layers > 0)
         st = forward_dnn(g, f, ws, logits, err);

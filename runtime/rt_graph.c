@@ -429,6 +429,13 @@ static rt_status compile_head(rt_graph *g, rt_err *err)
 static rt_status compile_parts(rt_graph *g, rt_err *err)
 {
     const Predictd__Graph *gd = g->def->graph;
+    if (gd->trees) {
+        if (gd->n_linear_columns || gd->n_dnn_columns || gd->n_hidden_layers ||
+            gd->logits_layer || gd->n_embeddings || gd->n_linear_weights)
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "a tree ensemble cannot have linear or DNN parts too");
+        return rt_trees_compile(g, &g->trees, err);
+    }
     g->n_linear = gd->n_linear_columns;
     if (g->n_linear) {
         g->linear_cols = calloc(g->n_linear, sizeof *g->linear_cols);
@@ -778,6 +785,7 @@ void rt_graph_free(rt_graph *g)
     free(g->dnn_offset);
     free(g->dnn_width);
     free(g->layers);
+    rt_trees_free(g->trees);
     for (size_t k = 0; g->class_names && k < g->n_classes; k++)
         free(g->class_names[k]);
     free(g->class_names);

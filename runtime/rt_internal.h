@@ -95,6 +95,10 @@ typedef struct rt_layer {
     const float *bias;   /* [out] */
 } rt_layer;
 
+/* A compiled tree ensemble (rt_trees.c); NULL in a graph without trees. */
+typedef struct rt_trees rt_trees;
+#define RT_TREES_MAX_DEPTH 32 /* deepest leaf of a tree */
+
 struct rt_graph {
     const Predictd__ModelDef *def;
     size_t n_inputs;
@@ -118,11 +122,35 @@ struct rt_graph {
     size_t n_layers;         /* hidden layers + the logits layer; 0 = no DNN */
     rt_layer *layers;
 
+    /* BoostedTrees (graph.trees), instead of the linear and DNN parts */
+    rt_trees *trees;
+
     /* head */
     Predictd__HeadType head;
     size_t n_classes;
     char **class_names;      /* [n_classes] owned */
 };
+
+/* ------------------------------------------------ trees (rt_trees.c) */
+
+/* Checks g->def->graph->trees against g's compiled columns and head and lays
+ * it out for serving into *out (NULL when the graph has no trees). Messages
+ * name the input, or the tree and node ("trees: tree 3 node 7: ..."). */
+rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err);
+void rt_trees_free(rt_trees *t); /* accepts NULL */
+/* Floats of scratch per instance that rt_trees_forward / _leaves need. */
+size_t rt_trees_gather_width(const rt_trees *t);
+/* logits (f->n x logits_dim) += bias + the leaves f's instances reach;
+ * x is scratch of f->n * rt_trees_gather_width floats. Thread-safe (g is
+ * only read). */
+rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, float *logits,
+                           rt_err *err);
+/* The leaf each instance reaches in each tree, as the node's index in its
+ * tree of the ModelDef: leaves[i * trees + t]. x as for rt_trees_forward. */
+rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uint32_t *leaves,
+                          rt_err *err);
+/* Trees of g's ensemble (0 without one). */
+size_t rt_trees_count(const rt_graph *g);
 
 /* struct rt_batch is private to rt_batch.c; other files use rt_batch_cell(). */
 

@@ -1,8 +1,9 @@
 /*
  * rt_spec_graph.c — the "estimator" part of a spec: head (classifier or
  * regressor), linear and DNN column lists, hidden layers, the tensor names
- * of TensorFlow's canned estimators, and the signatures they export
- * (serving_default, predict, classification / regression).
+ * of TensorFlow's canned estimators, the inputs of a BoostedTrees ensemble
+ * (Graph.trees, no trees yet: the trainer grows them), and the signatures
+ * they export (serving_default, predict, classification / regression).
  */
 #include "rt_spec_internal.h"
 
@@ -20,16 +21,30 @@ typedef struct est_kind {
     bool linear; /* has a linear part */
     bool dnn;    /* has a DNN part */
     bool combined;
+    bool trees;  /* BoostedTrees: a TreeEnsemble over feature_columns */
 } est_kind;
 
 static const est_kind est_kinds[] = {
-    {"LinearClassifier", true, true, false, false},
-    {"LinearRegressor", false, true, false, false},
-    {"DNNClassifier", true, false, true, false},
-    {"DNNRegressor", false, false, true, false},
-    {"DNNLinearCombinedClassifier", true, true, true, true},
-    {"DNNLinearCombinedRegressor", false, true, true, true},
+    {"LinearClassifier", true, true, false, false, false},
+    {"LinearRegressor", false, true, false, false, false},
+    {"DNNClassifier", true, false, true, false, false},
+    {"DNNRegressor", false, false, true, false, false},
+    {"DNNLinearCombinedClassifier", true, true, true, true, false},
+    {"DNNLinearCombinedRegressor", false, true, true, true, false},
+    {"BoostedTreesClassifier", true, false, false, false, true},
+    {"BoostedTreesRegressor", false, false, false, false, true},
 };
+
+/* BoostedTrees' training parameters (TensorFlow's names): the trainer reads
+ * and checks them (trainer/trn_config.c); the model part only lets them by. */
+static const char *const trees_train_keys[] = {
+    "n_trees",        "max_depth",     "learning_rate",           "l1_regularization",
+    "l2_regularization", "tree_complexity", "min_node_weight",    "center_bias",
+    "pruning_mode",   "quantile_sketch_epsilon", "n_batches_per_layer", NULL};
+
+/* Categories a tree input may have (category-set splits and the trainer's
+ * histograms are per category). */
+#define SPEC_MAX_TREE_CATEGORIES 1000000
 
 static char *fmt_dup(const char *fmt, const char *a)
 {
@@ -290,6 +305,116 @@ static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation
     return RT_OK;
 }
 
+/* The id space a tree input splits on: 0 for a numeric column (thresholds on
+ * its value), else its categories; -1 with *why set when trees cannot read
+ * the column. */
+static int64_t tree_categories(const Predictd__ModelDef *def, const Predictd__FeatureColumn *fc,
+                               const char **why)
+{
+    switch (fc->type) {
+    case PREDICTD__COLUMN_TYPE__NUMERIC:
+        if (fc->shape > 1) {
+            *why = "a numeric_column of shape > 1: trees split on one value (give each value "
+                   "its own numeric_column)";
+            return -1;
+        }
+        return 0;
+    case PREDICTD__COLUMN_TYPE__BUCKETIZED: {
+        long r = spec_find_fc(def, fc->source);
+        if (r >= 0 && def->feature_columns[r]->shape > 1) {
+            *why = "a bucketized_column of a numeric_column of shape > 1: trees split on one "
+                   "bucket id";
+            return -1;
+        }
+        return (int64_t)fc->n_boundaries + 1;
+    }
+    case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST:
+        return (int64_t)fc->n_vocabulary + fc->num_oov_buckets;
+    case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE:
+        return fc->vocabulary_size + fc->num_oov_buckets;
+    case PREDICTD__COLUMN_TYPE__HASH_BUCKET:
+        return fc->hash_bucket_size;
+    case PREDICTD__COLUMN_TYPE__INDICATOR: {
+        long r = spec_find_fc(def, fc->categorical_column);
+        if (r < 0 || def->feature_columns[r]->type == PREDICTD__COLUMN_TYPE__INDICATOR)
+            return -1;
+        return tree_categories(def, def->feature_columns[r], why);
+    }
+    case PREDICTD__COLUMN_TYPE__CROSSED:
+        *why = "a crossed_column: BoostedTrees do not take crossed columns (the trees find "
+               "interactions themselves); list the columns it crosses instead";
+        return -1;
+    case PREDICTD__COLUMN_TYPE__EMBEDDING:
+        *why = "an embedding_column: BoostedTrees take numeric, bucketized, indicator and "
+               "categorical columns; list its categorical column instead";
+        return -1;
+    default:
+        *why = "of an unknown kind";
+        return -1;
+    }
+}
+
+/* BoostedTrees*: estimator.feature_columns -> Graph.trees (one input per
+ * column, in spec order, no trees yet; bias zeros). The trainer fills the
+ * numeric inputs' bin_upper and grows the trees. */
+static rt_status build_trees(spec_ctx *s, const cJSON *est)
+{
+    rt_err *err = s->err;
+    Predictd__ModelDef *def = s->def;
+    Predictd__Graph *g = def->graph;
+    const cJSON *arr = NULL;
+    rt_status st = rt_cfg_array(est, "estimator", "feature_columns", RT_CFG_REQUIRED, &arr, err);
+    if (st)
+        return st;
+    int cnt = cJSON_GetArraySize(arr);
+    if (cnt == 0)
+        return rt_cfg_fail(err, "estimator", "feature_columns",
+                           "must list at least one feature column");
+    if (cnt > RT_SPEC_MAX_ITEMS)
+        return rt_cfg_fail(err, "estimator", "feature_columns", "too many columns");
+    Predictd__TreeEnsemble *te = malloc(sizeof *te);
+    if (!te)
+        return NOMEM(err);
+    predictd__tree_ensemble__init(te);
+    g->trees = te;
+    if (!(te->inputs = calloc((size_t)cnt, sizeof *te->inputs)) ||
+        !(te->bias = calloc(g->logits_dimension, sizeof *te->bias)))
+        return NOMEM(err);
+    te->n_bias = g->logits_dimension;
+    int i = 0;
+    for (const cJSON *c = arr->child; c; c = c->next, i++) {
+        char path[64];
+        snprintf(path, sizeof path, "estimator.feature_columns[%d]", i);
+        if (!cJSON_IsString(c))
+            return rt_cfg_fail(err, path, "", "expected a feature column name, got %s",
+                               rt_cfg_type_name(c));
+        long r = spec_find_fc(def, c->valuestring);
+        if (r < 0)
+            return rt_cfg_fail(err, path, "", "\"%.64s\" is not one of the feature_columns",
+                               c->valuestring);
+        const char *why = "of an unknown kind";
+        int64_t cats = tree_categories(def, def->feature_columns[r], &why);
+        if (cats < 0)
+            return rt_cfg_fail(err, path, "", "\"%.64s\" is %s", c->valuestring, why);
+        if (cats > SPEC_MAX_TREE_CATEGORIES)
+            return rt_cfg_fail(err, path, "",
+                               "\"%.64s\" has %lld categories; BoostedTrees take at most %d",
+                               c->valuestring, (long long)cats, SPEC_MAX_TREE_CATEGORIES);
+        for (size_t k = 0; k < te->n_inputs; k++)
+            if (strcmp(te->inputs[k]->column, c->valuestring) == 0)
+                return rt_cfg_fail(err, path, "", "\"%.64s\" is listed twice", c->valuestring);
+        Predictd__TreeInput *in = malloc(sizeof *in);
+        if (!in)
+            return NOMEM(err);
+        predictd__tree_input__init(in);
+        te->inputs[te->n_inputs++] = in;
+        in->num_categories = (uint32_t)cats;
+        if (!(in->column = spec_strndup(c->valuestring, strlen(c->valuestring))))
+            return NOMEM(err);
+    }
+    return RT_OK;
+}
+
 rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
 {
     rt_err *err = s->err;
@@ -308,14 +433,17 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         return rt_cfg_fail(err, "estimator", "type",
                            "\"%.64s\" is not one of LinearClassifier, LinearRegressor, "
                            "DNNClassifier, DNNRegressor, DNNLinearCombinedClassifier, "
-                           "DNNLinearCombinedRegressor",
+                           "DNNLinearCombinedRegressor, BoostedTreesClassifier, "
+                           "BoostedTreesRegressor",
                            type);
     const char *keys[16];
     size_t nk = 0;
     keys[nk++] = "type";
     keys[nk++] = k->classifier ? "n_classes" : "label_dimension";
-    keys[nk++] = "loss_reduction";
-    if (k->combined) {
+    if (k->trees) {
+        keys[nk++] = "feature_columns";
+    } else if (k->combined) {
+        keys[nk++] = "loss_reduction";
         keys[nk++] = "linear_feature_columns";
         keys[nk++] = "dnn_feature_columns";
         keys[nk++] = "dnn_hidden_units";
@@ -324,6 +452,7 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         keys[nk++] = "dnn_optimizer";
         keys[nk++] = "dnn_dropout";
     } else {
+        keys[nk++] = "loss_reduction";
         keys[nk++] = "feature_columns";
         keys[nk++] = "optimizer";
         if (k->dnn) {
@@ -333,7 +462,8 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         }
     }
     keys[nk] = NULL;
-    if ((st = rt_cfg_check_keys(est, "estimator", keys, NULL, err)))
+    if ((st = rt_cfg_check_keys(est, "estimator", keys, k->trees ? trees_train_keys : NULL,
+                                err)))
         return st;
     Predictd__Graph *g = s->def->graph;
     if (g->estimator != protobuf_c_empty_string)
@@ -342,6 +472,13 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         return NOMEM(err);
     if ((st = parse_head(s, est, k)))
         return st;
+    if (k->trees) {
+        if (!k->classifier && g->logits_dimension != 1)
+            return rt_cfg_fail(err, "estimator", "label_dimension",
+                               "BoostedTreesRegressor takes one target (label_dimension 1), as "
+                               "TensorFlow's");
+        return build_trees(s, est);
+    }
 
     const char *lin_key = k->combined ? "linear_feature_columns" : "feature_columns";
     const char *dnn_key = k->combined ? "dnn_feature_columns" : "feature_columns";

@@ -790,6 +790,11 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     openblas_set_num_threads(1);
     if ((st = rt_spec_to_modeldef(spec, mine, &R.def, err)))
         goto out;
+    if (R.def->graph->trees) { /* the runtime serves them; training is issue 13's other half */
+        st = rt_err_set(err, RT_ERR_INVALID, "estimator.type: %s: this predict-train cannot "
+                        "train tree ensembles yet", R.def->graph->estimator);
+        goto out;
+    }
     if ((st = trn_config_resolve(&c, R.def, err)))
         goto out;
     if (c.job_dir && is_chief(&c) &&

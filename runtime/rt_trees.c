@@ -1,0 +1,579 @@
+/*
+ * rt_trees.c — a BoostedTrees ensemble (Graph.trees, model.proto): checked
+ * when a graph compiles, laid out for serving, and evaluated batch-wise.
+ *
+ * Checks (the export may be untrusted): every input names a feature column
+ * trees can read (numeric of shape 1, bucketized, vocabulary, hash bucket,
+ * indicator of one of those) once, with that column's id space; every node
+ * reads an input in range, its children are greater than itself and in
+ * range, every node but the root is some node's child exactly once (so the
+ * nodes form one tree, all reachable, no cycle), depth <= RT_TREES_MAX_DEPTH,
+ * thresholds and leaf values finite, category sets increasing and inside the
+ * input's id space, bins increasing. Messages name the tree and the node.
+ *
+ * Layout: the nodes of all trees in one index space, structure of arrays
+ * (input and flags, threshold or category-set offset, next), renumbered
+ * breadth-first so that a node's children are adjacent: right = left + 1.
+ * A leaf points at itself and reads a column that is always 0 against a
+ * threshold of +inf (so it always "goes left" to itself): a walk of exactly
+ * the tree's depth steps ends at the leaf from any node, with no branch.
+ * Leaf values are separate ([leaf row x logits_dim]).
+ *
+ * Evaluation: the instances' inputs are gathered once into a row-major
+ * matrix of floats (numeric: the value; categorical: the id, NaN when
+ * missing or out of range; a last column of zeros), then tree by tree, eight
+ * instances at a time walk in lock step. A node sends x left when
+ * x <= threshold, or x is NaN and the node's default is left.
+ */
+#include "rt_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOMEM(err) rt_err_set((err), RT_ERR_NOMEM, "out of memory")
+
+#define MAX_INPUTS 4096u              /* inputs of an ensemble */
+#define MAX_TREE_NODES (1u << 20)     /* nodes of one tree */
+#define MAX_NODES (1u << 26)          /* nodes of all trees */
+#define MAX_CATEGORIES (1u << 24)     /* ids of one input (exact as floats) */
+#define MAX_BINS 65536u               /* bin_upper of one input */
+
+/* Node flags, in the bits above the input index. */
+#define F_INPUT 0x00ffffffu
+#define F_DEFAULT_LEFT 0x01000000u
+#define F_CATSET 0x02000000u
+#define F_LEAF 0x04000000u
+
+struct rt_trees {
+    size_t n_inputs;
+    long *col;           /* [n_inputs] feature column whose ids / values are read */
+    bool *numeric;       /* [n_inputs] values, else ids */
+    uint32_t *cats;      /* [n_inputs] id space (0 numeric) */
+    size_t n_trees;
+    uint32_t *root;      /* [n_trees] node index of each root */
+    uint32_t *depth;     /* [n_trees] steps from the root to the deepest leaf */
+    uint32_t *orig;      /* [n_nodes] index of the node in its tree's proto */
+    size_t n_nodes;
+    uint32_t *flags;     /* [n_nodes] input | F_* */
+    float *thr;          /* [n_nodes] threshold (+inf at leaves) */
+    uint32_t *set;       /* [n_nodes] category sets: word offset into bits */
+    uint32_t *next;      /* [n_nodes] left child (right = left + 1); leaf: itself */
+    uint32_t *leaf;      /* [n_nodes] leaf row (leaves only) */
+    size_t n_bits;
+    uint32_t *bits;      /* category-set bitsets */
+    size_t ld;
+    float *values;       /* [leaf rows x ld] */
+    float *bias;         /* [ld] */
+    bool has_sets;
+    uint32_t max_depth;
+};
+
+void rt_trees_free(rt_trees *t)
+{
+    if (!t)
+        return;
+    free(t->col);
+    free(t->numeric);
+    free(t->cats);
+    free(t->root);
+    free(t->depth);
+    free(t->orig);
+    free(t->flags);
+    free(t->thr);
+    free(t->set);
+    free(t->next);
+    free(t->leaf);
+    free(t->bits);
+    free(t->values);
+    free(t->bias);
+    free(t);
+}
+
+/* ------------------------------------------------------------- checks */
+
+static long find_col(const rt_graph *g, const char *name)
+{
+    for (size_t i = 0; i < g->n_fcols; i++)
+        if (strcmp(g->fcols[i].def->name, name) == 0)
+            return (long)i;
+    return -1;
+}
+
+static bool one_id_kind(Predictd__ColumnType t)
+{
+    return t == PREDICTD__COLUMN_TYPE__BUCKETIZED || t == PREDICTD__COLUMN_TYPE__VOCABULARY_LIST ||
+           t == PREDICTD__COLUMN_TYPE__VOCABULARY_FILE || t == PREDICTD__COLUMN_TYPE__HASH_BUCKET;
+}
+
+/* Input k: the column it reads, its kind and id space. */
+static rt_status check_input(const rt_graph *g, rt_trees *t, size_t k,
+                             const Predictd__TreeInput *in, rt_err *err)
+{
+    if (!in || !in->column)
+        return rt_err_set(err, RT_ERR_FORMAT, "trees: input %zu is empty", k);
+    long c = find_col(g, in->column);
+    if (c < 0)
+        return rt_err_set(err, RT_ERR_FORMAT, "trees: input %zu: \"%.64s\" is not a feature column",
+                          k, in->column);
+    const rt_fcol *f = &g->fcols[c];
+    uint64_t cats = 0;
+    long read = c;
+    if (f->type == PREDICTD__COLUMN_TYPE__NUMERIC) {
+        if (f->width != 1)
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "trees: input %zu: numeric column %s has shape %zu, trees read 1",
+                              k, in->column, f->width);
+    } else if (f->type == PREDICTD__COLUMN_TYPE__INDICATOR &&
+               one_id_kind(g->fcols[f->source].type)) {
+        read = f->source;
+        cats = (uint64_t)g->fcols[read].num_buckets;
+    } else if (one_id_kind(f->type)) {
+        cats = (uint64_t)f->num_buckets;
+    } else {
+        return rt_err_set(err, RT_ERR_FORMAT,
+                          "trees: input %zu: %s (%s): trees read numeric, bucketized, "
+                          "vocabulary, hash bucket and indicator columns",
+                          k, in->column, rt_fc_kind_of(f->type)->spec_name);
+    }
+    if (g->fcols[read].type == PREDICTD__COLUMN_TYPE__BUCKETIZED &&
+        g->fcols[g->fcols[read].source].width != 1)
+        return rt_err_set(err, RT_ERR_FORMAT,
+                          "trees: input %zu: %s buckets a numeric column of shape > 1", k,
+                          in->column);
+    if (cats > MAX_CATEGORIES)
+        return rt_err_set(err, RT_ERR_LIMIT, "trees: input %zu: %s has %llu categories (limit %u)",
+                          k, in->column, (unsigned long long)cats, MAX_CATEGORIES);
+    if (in->num_categories != cats)
+        return rt_err_set(err, RT_ERR_FORMAT,
+                          "trees: input %zu: %s has num_categories %u, the column has %llu", k,
+                          in->column, in->num_categories, (unsigned long long)cats);
+    if (in->n_bin_upper && cats)
+        return rt_err_set(err, RT_ERR_FORMAT, "trees: input %zu: %s is categorical but has bins",
+                          k, in->column);
+    if (in->n_bin_upper > MAX_BINS)
+        return rt_err_set(err, RT_ERR_LIMIT, "trees: input %zu: %s has %zu bins (limit %u)", k,
+                          in->column, in->n_bin_upper, MAX_BINS);
+    for (size_t b = 0; b < in->n_bin_upper; b++)
+        if (!isfinite(in->bin_upper[b]) || (b && !(in->bin_upper[b] > in->bin_upper[b - 1])))
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "trees: input %zu: %s: bin_upper must be finite and increasing "
+                              "(at %zu)",
+                              k, in->column, b);
+    for (size_t j = 0; j < k; j++)
+        if (t->col[j] == read)
+            return rt_err_set(err, RT_ERR_FORMAT, "trees: input %zu: %s is read twice", k,
+                              in->column);
+    t->col[k] = read;
+    t->numeric[k] = cats == 0;
+    t->cats[k] = (uint32_t)cats;
+    return RT_OK;
+}
+
+/* Tree ti: node by node. parent[] (scratch, n entries) gets each node's
+ * parent, depth[] its depth; counts leaves and set words into *leaves,
+ * *words. */
+static rt_status check_tree(const rt_trees *t, size_t ti, const Predictd__Tree *tr, size_t ld,
+                            uint32_t *parent, uint32_t *depth, size_t *leaves, size_t *words,
+                            uint32_t *tree_depth, rt_err *err)
+{
+    if (!tr || tr->n_nodes == 0)
+        return rt_err_set(err, RT_ERR_FORMAT, "trees: tree %zu has no nodes", ti);
+    size_t n = tr->n_nodes;
+    if (n > MAX_TREE_NODES)
+        return rt_err_set(err, RT_ERR_LIMIT, "trees: tree %zu has %zu nodes (limit %u)", ti, n,
+                          MAX_TREE_NODES);
+    for (size_t i = 0; i < n; i++)
+        parent[i] = UINT32_MAX;
+    depth[0] = 0;
+    *tree_depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Predictd__TreeNode *nd = tr->nodes[i];
+        if (!nd)
+            return rt_err_set(err, RT_ERR_FORMAT, "trees: tree %zu node %zu is empty", ti, i);
+        if (i && parent[i] == UINT32_MAX)
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "trees: tree %zu node %zu is no node's child (unreachable)", ti, i);
+        if (nd->input < 0) {
+            if (nd->input != -1)
+                return rt_err_set(err, RT_ERR_FORMAT, "trees: tree %zu node %zu: input %d", ti, i,
+                                  (int)nd->input);
+            if (nd->n_leaf_value != ld)
+                return rt_err_set(err, RT_ERR_FORMAT,
+                                  "trees: tree %zu node %zu (leaf): %zu leaf values, the head "
+                                  "needs %zu",
+                                  ti, i, nd->n_leaf_value, ld);
+            for (size_t j = 0; j < ld; j++)
+                if (!isfinite(nd->leaf_value[j]))
+                    return rt_err_set(err, RT_ERR_FORMAT,
+                                      "trees: tree %zu node %zu (leaf): leaf value %zu is not "
+                                      "finite",
+                                      ti, i, j);
+            if (nd->n_left_categories)
+                return rt_err_set(err, RT_ERR_FORMAT,
+                                  "trees: tree %zu node %zu (leaf) has a category set", ti, i);
+            (*leaves)++;
+            continue;
+        }
+        if ((size_t)nd->input >= t->n_inputs)
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "trees: tree %zu node %zu: input %d out of range (%zu inputs)", ti,
+                              i, (int)nd->input, t->n_inputs);
+        if (nd->n_leaf_value)
+            return rt_err_set(err, RT_ERR_FORMAT, "trees: tree %zu node %zu (split) has leaf "
+                              "values", ti, i);
+        if (nd->left <= i || nd->right <= i || nd->left >= n || nd->right >= n ||
+            nd->left == nd->right)
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "trees: tree %zu node %zu: children %u and %u must be two nodes "
+                              "after it (the tree has %zu)",
+                              ti, i, nd->left, nd->right, n);
+        uint32_t kids[2] = {nd->left, nd->right};
+        for (int s = 0; s < 2; s++) {
+            if (parent[kids[s]] != UINT32_MAX)
+                return rt_err_set(err, RT_ERR_FORMAT,
+                                  "trees: tree %zu node %zu: child %u is also node %u's child",
+                                  ti, i, kids[s], parent[kids[s]]);
+            parent[kids[s]] = (uint32_t)i;
+            depth[kids[s]] = depth[i] + 1;
+            if (depth[kids[s]] > RT_TREES_MAX_DEPTH)
+                return rt_err_set(err, RT_ERR_LIMIT,
+                                  "trees: tree %zu node %u is deeper than %d", ti, kids[s],
+                                  RT_TREES_MAX_DEPTH);
+            if (depth[kids[s]] > *tree_depth)
+                *tree_depth = depth[kids[s]];
+        }
+        uint32_t cats = t->cats[nd->input];
+        if (nd->kind == PREDICTD__TREE_SPLIT_KIND__SPLIT_THRESHOLD) {
+            if (!isfinite(nd->threshold))
+                return rt_err_set(err, RT_ERR_FORMAT,
+                                  "trees: tree %zu node %zu: threshold is not finite", ti, i);
+            if (nd->n_left_categories)
+                return rt_err_set(err, RT_ERR_FORMAT,
+                                  "trees: tree %zu node %zu: a threshold split with a category "
+                                  "set",
+                                  ti, i);
+        } else if (nd->kind == PREDICTD__TREE_SPLIT_KIND__SPLIT_CATEGORY_SET) {
+            if (!cats)
+                return rt_err_set(err, RT_ERR_FORMAT,
+                                  "trees: tree %zu node %zu: a category set on numeric input %d",
+                                  ti, i, (int)nd->input);
+            for (size_t j = 0; j < nd->n_left_categories; j++)
+                if (nd->left_categories[j] >= cats ||
+                    (j && nd->left_categories[j] <= nd->left_categories[j - 1]))
+                    return rt_err_set(err, RT_ERR_FORMAT,
+                                      "trees: tree %zu node %zu: left_categories must be "
+                                      "increasing and below %u (at %zu)",
+                                      ti, i, cats, j);
+            *words += (cats + 31) / 32;
+        } else {
+            return rt_err_set(err, RT_ERR_FORMAT, "trees: tree %zu node %zu: unknown split kind %d",
+                              ti, i, (int)nd->kind);
+        }
+    }
+    return RT_OK;
+}
+
+/* Tree ti into t's arrays from node *at on (breadth-first: children
+ * adjacent). queue (n entries) is scratch. */
+static void lay_out(rt_trees *t, size_t ti, const Predictd__Tree *tr, uint32_t *queue,
+                    size_t *at, size_t *leaf_row, size_t *word)
+{
+    size_t ld = t->ld, base = *at, head = 0, tail = 0;
+    queue[tail++] = 0;
+    t->root[ti] = (uint32_t)base;
+    size_t next_free = base + 1;
+    while (head < tail) {
+        uint32_t o = queue[head];
+        size_t me = base + head++;
+        const Predictd__TreeNode *nd = tr->nodes[o];
+        t->orig[me] = o;
+        t->set[me] = 0;
+        if (nd->input < 0) {
+            t->flags[me] = F_LEAF | F_DEFAULT_LEFT | (uint32_t)t->n_inputs; /* the zero column */
+            t->thr[me] = INFINITY;
+            t->next[me] = (uint32_t)me;
+            t->leaf[me] = (uint32_t)*leaf_row;
+            memcpy(t->values + *leaf_row * ld, nd->leaf_value, ld * sizeof(float));
+            (*leaf_row)++;
+            continue;
+        }
+        t->flags[me] = (uint32_t)nd->input | (nd->default_left ? F_DEFAULT_LEFT : 0);
+        t->thr[me] = nd->threshold;
+        t->leaf[me] = 0;
+        if (nd->kind == PREDICTD__TREE_SPLIT_KIND__SPLIT_CATEGORY_SET) {
+            t->flags[me] |= F_CATSET;
+            t->set[me] = (uint32_t)*word;
+            for (size_t j = 0; j < nd->n_left_categories; j++) {
+                uint32_t id = nd->left_categories[j];
+                t->bits[*word + id / 32] |= UINT32_C(1) << (id % 32);
+            }
+            *word += (t->cats[nd->input] + 31) / 32;
+            t->has_sets = true;
+        }
+        t->next[me] = (uint32_t)next_free;
+        next_free += 2;
+        queue[tail++] = nd->left;
+        queue[tail++] = nd->right;
+    }
+    *at = base + tr->n_nodes;
+}
+
+rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
+{
+    *out = NULL;
+    const Predictd__TreeEnsemble *te = g->def->graph->trees;
+    if (!te)
+        return RT_OK;
+    rt_status st = RT_OK;
+    uint32_t *parent = NULL, *depth = NULL;
+    rt_trees *t = calloc(1, sizeof *t);
+    if (!t)
+        return NOMEM(err);
+    t->ld = g->logits_dim;
+    if (te->n_inputs == 0 || te->n_inputs > MAX_INPUTS) {
+        st = rt_err_set(err, RT_ERR_FORMAT, "trees: %zu inputs (1 to %u)", te->n_inputs,
+                        MAX_INPUTS);
+        goto out;
+    }
+    if (te->n_bias && te->n_bias != t->ld) {
+        st = rt_err_set(err, RT_ERR_FORMAT, "trees: %zu bias values, the head needs %zu",
+                        te->n_bias, t->ld);
+        goto out;
+    }
+    t->n_inputs = te->n_inputs;
+    t->n_trees = te->n_trees;
+    if (!(t->col = calloc(t->n_inputs, sizeof *t->col)) ||
+        !(t->numeric = calloc(t->n_inputs, sizeof *t->numeric)) ||
+        !(t->cats = calloc(t->n_inputs, sizeof *t->cats)) ||
+        !(t->bias = calloc(t->ld, sizeof *t->bias)) ||
+        !(t->root = calloc(t->n_trees + 1, sizeof *t->root)) ||
+        !(t->depth = calloc(t->n_trees + 1, sizeof *t->depth))) {
+        st = NOMEM(err);
+        goto out;
+    }
+    for (size_t k = 0; k < t->n_inputs; k++)
+        if ((st = check_input(g, t, k, te->inputs[k], err)))
+            goto out;
+    for (size_t j = 0; j < te->n_bias; j++) {
+        if (!isfinite(te->bias[j])) {
+            st = rt_err_set(err, RT_ERR_FORMAT, "trees: bias %zu is not finite", j);
+            goto out;
+        }
+        t->bias[j] = te->bias[j];
+    }
+    size_t max_n = 1, leaves = 0, words = 0;
+    for (size_t ti = 0; ti < t->n_trees; ti++) {
+        size_t n = te->trees[ti] ? te->trees[ti]->n_nodes : 0;
+        if (n > max_n)
+            max_n = n;
+        t->n_nodes += n;
+        if (t->n_nodes > MAX_NODES) {
+            st = rt_err_set(err, RT_ERR_LIMIT, "trees: more than %u nodes", MAX_NODES);
+            goto out;
+        }
+    }
+    parent = malloc(max_n * sizeof *parent);
+    depth = malloc(max_n * sizeof *depth);
+    if (!parent || !depth) {
+        st = NOMEM(err);
+        goto out;
+    }
+    for (size_t ti = 0; ti < t->n_trees; ti++) {
+        if ((st = check_tree(t, ti, te->trees[ti], t->ld, parent, depth, &leaves, &words,
+                             &t->depth[ti], err)))
+            goto out;
+        if (t->depth[ti] > t->max_depth)
+            t->max_depth = t->depth[ti];
+    }
+    if (words > (size_t)MAX_NODES * 4) {
+        st = rt_err_set(err, RT_ERR_LIMIT, "trees: category sets too large");
+        goto out;
+    }
+    size_t nn = t->n_nodes ? t->n_nodes : 1;
+    t->n_bits = words;
+    if (!(t->orig = malloc(nn * sizeof *t->orig)) || !(t->flags = malloc(nn * sizeof *t->flags)) ||
+        !(t->thr = malloc(nn * sizeof *t->thr)) || !(t->set = malloc(nn * sizeof *t->set)) ||
+        !(t->next = malloc(nn * sizeof *t->next)) || !(t->leaf = malloc(nn * sizeof *t->leaf)) ||
+        !(t->bits = calloc(words ? words : 1, sizeof *t->bits)) ||
+        !(t->values = malloc((leaves ? leaves : 1) * t->ld * sizeof *t->values))) {
+        st = NOMEM(err);
+        goto out;
+    }
+    size_t at = 0, leaf_row = 0, word = 0;
+    for (size_t ti = 0; ti < t->n_trees; ti++)
+        lay_out(t, ti, te->trees[ti], parent, &at, &leaf_row, &word);
+out:
+    free(parent);
+    free(depth);
+    if (st) {
+        rt_trees_free(t);
+        return st;
+    }
+    *out = t;
+    return RT_OK;
+}
+
+/* ------------------------------------------------------------- serving */
+
+size_t rt_trees_gather_width(const rt_trees *t)
+{
+    return t ? t->n_inputs + 1 : 0;
+}
+
+/* x (n x (n_inputs + 1)) = the inputs of f's instances; the last column 0. */
+static rt_status gather(const rt_graph *g, const rt_trees *t, const rt_features *f, float *x,
+                        rt_err *err)
+{
+    size_t n = f->n, w = t->n_inputs + 1;
+    for (size_t k = 0; k < t->n_inputs; k++) {
+        size_t c = (size_t)t->col[k];
+        if (t->numeric[k]) {
+            if (!f->values || !f->values[c] || f->width[c] != 1)
+                return rt_err_set(err, RT_ERR_INVALID, "trees: column %s has no values",
+                                  g->fcols[c].def->name);
+            const float *v = f->values[c];
+            for (size_t i = 0; i < n; i++)
+                x[i * w + k] = v[i];
+            continue;
+        }
+        if (!f->ids || !f->ids[c].offsets)
+            return rt_err_set(err, RT_ERR_INVALID, "trees: column %s has no ids",
+                              g->fcols[c].def->name);
+        const rt_ids *ids = &f->ids[c];
+        uint32_t cats = t->cats[k];
+        for (size_t i = 0; i < n; i++) {
+            float v = NAN;
+            if (ids->offsets[i + 1] > ids->offsets[i]) {
+                int64_t id = ids->ids[ids->offsets[i]];
+                if (id >= 0 && (uint64_t)id < cats)
+                    v = (float)id;
+            }
+            x[i * w + k] = v;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        x[i * w + t->n_inputs] = 0.0f;
+    return RT_OK;
+}
+
+/* One step from node j for the instance whose inputs are row. */
+static inline uint32_t step(const rt_trees *t, uint32_t j, const float *row)
+{
+    uint32_t fl = t->flags[j];
+    float v = row[fl & F_INPUT];
+    uint32_t left = (v <= t->thr[j]) | ((fl & F_DEFAULT_LEFT) && v != v);
+    if (fl & F_CATSET && v == v) {
+        uint32_t id = (uint32_t)v;
+        left = (t->bits[t->set[j] + id / 32] >> (id % 32)) & 1u;
+    }
+    return t->next[j] + 1 - left;
+}
+
+/* The same for trees without category sets. */
+static inline uint32_t step_thr(const uint32_t *flags, const float *thr, const uint32_t *next,
+                                uint32_t j, const float *row)
+{
+    uint32_t fl = flags[j];
+    float v = row[fl & F_INPUT];
+    uint32_t left = (uint32_t)(v <= thr[j]) | ((fl >> 24) & (uint32_t)(v != v));
+    return next[j] + 1 - left;
+}
+
+#define LANES 8
+
+/* leaf node of each instance [i0, i1) in tree ti into out[i - i0]. */
+static void walk(const rt_trees *t, size_t ti, const float *x, size_t w, size_t i0, size_t i1,
+                 uint32_t *out)
+{
+    uint32_t r = t->root[ti], d = t->depth[ti];
+    size_t i = i0;
+    if (!t->has_sets) {
+        const uint32_t *flags = t->flags, *next = t->next;
+        const float *thr = t->thr;
+        for (; i + LANES <= i1; i += LANES) {
+            uint32_t j[LANES];
+            for (int l = 0; l < LANES; l++)
+                j[l] = r;
+            for (uint32_t s = 0; s < d; s++)
+                for (int l = 0; l < LANES; l++)
+                    j[l] = step_thr(flags, thr, next, j[l], x + (i + (size_t)l) * w);
+            for (int l = 0; l < LANES; l++)
+                out[i - i0 + (size_t)l] = j[l];
+        }
+        for (; i < i1; i++) {
+            uint32_t j = r;
+            for (uint32_t s = 0; s < d; s++)
+                j = step_thr(flags, thr, next, j, x + i * w);
+            out[i - i0] = j;
+        }
+        return;
+    }
+    for (; i < i1; i++) {
+        uint32_t j = r;
+        for (uint32_t s = 0; s < d; s++)
+            j = step(t, j, x + i * w);
+        out[i - i0] = j;
+    }
+}
+
+#define BLOCK 256 /* instances per block: their inputs stay in L1/L2 */
+
+rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, float *logits,
+                           rt_err *err)
+{
+    const rt_trees *t = g->trees;
+    size_t n = f->n, ld = t->ld, w = t->n_inputs + 1;
+    rt_status st = gather(g, t, f, x, err);
+    if (st)
+        return st;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < ld; j++)
+            logits[i * ld + j] += t->bias[j];
+    uint32_t at[BLOCK];
+    for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
+        size_t i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
+        for (size_t ti = 0; ti < t->n_trees; ti++) {
+            walk(t, ti, x, w, i0, i1, at);
+            if (ld == 1) {
+                for (size_t i = i0; i < i1; i++)
+                    logits[i] += t->values[t->leaf[at[i - i0]]];
+            } else {
+                for (size_t i = i0; i < i1; i++) {
+                    const float *v = t->values + (size_t)t->leaf[at[i - i0]] * ld;
+                    for (size_t j = 0; j < ld; j++)
+                        logits[i * ld + j] += v[j];
+                }
+            }
+        }
+    }
+    return RT_OK;
+}
+
+rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uint32_t *leaves,
+                          rt_err *err)
+{
+    const rt_trees *t = g->trees;
+    if (!t)
+        return rt_err_set(err, RT_ERR_INVALID, "the model has no trees");
+    size_t n = f->n, w = t->n_inputs + 1;
+    rt_status st = gather(g, t, f, x, err);
+    if (st)
+        return st;
+    uint32_t at[BLOCK];
+    for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
+        size_t i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
+        for (size_t ti = 0; ti < t->n_trees; ti++) {
+            walk(t, ti, x, w, i0, i1, at);
+            for (size_t i = i0; i < i1; i++)
+                leaves[i * t->n_trees + ti] = t->orig[at[i - i0]];
+        }
+    }
+    return RT_OK;
+}
+
+size_t rt_trees_count(const rt_graph *g)
+{
+    return g && g->trees ? g->trees->n_trees : 0;
+}
