@@ -508,7 +508,13 @@ static void m_bias_count(Predictd__ModelDef *d)
     d->graph->trees->n_bias = 2;
 }
 static void m_bias_inf(Predictd__ModelDef *d) { d->graph->trees->bias[0] = INFINITY; }
-static void m_no_nodes(Predictd__ModelDef *d) { d->graph->trees->trees[1]->n_nodes = 0; }
+static void m_no_nodes(Predictd__ModelDef *d)
+{
+    Predictd__Tree *t = d->graph->trees->trees[1];
+    for (size_t i = 0; i < t->n_nodes; i++)
+        predictd__tree_node__free_unpacked(t->nodes[i], NULL);
+    t->n_nodes = 0;
+}
 static void m_child_back(Predictd__ModelDef *d) { nd(d, 0, 2)->left = 1; }
 static void m_child_self(Predictd__ModelDef *d) { nd(d, 0, 0)->left = 0; }
 static void m_child_range(Predictd__ModelDef *d) { nd(d, 0, 2)->right = 9; }
