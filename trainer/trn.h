@@ -172,6 +172,30 @@ typedef enum {
                             every global batch: the single-process model */
 } trn_shard_policy;
 
+/* BoostedTreesClassifier / BoostedTreesRegressor training parameters, with
+ * TensorFlow's names and defaults (docs/trainer.md, "BoostedTrees"). */
+typedef enum {
+    TRN_PRUNE_NONE = 0, /* "none": grow every layer to max_depth */
+    TRN_PRUNE_PRE = 1,  /* "pre": a split with negative gain is not made */
+    TRN_PRUNE_POST = 2, /* "post": grow, then prune back negative-gain splits */
+} trn_pruning_mode;
+
+#define TRN_GBDT_MAX_DEPTH 16
+
+typedef struct trn_gbdt_params {
+    int64_t n_trees;              /* 100 */
+    int64_t max_depth;            /* 6 */
+    double learning_rate;         /* 0.1: shrinkage, included in leaf values */
+    double l1, l2;                /* l1_regularization, l2_regularization (0) */
+    double tree_complexity;       /* 0: gain penalty per split (one more leaf) */
+    double min_node_weight;       /* 0: least mean hessian of a child */
+    int center_bias;              /* false: bias from the label mean when true */
+    trn_pruning_mode pruning;     /* none */
+    double quantile_sketch_epsilon; /* 0.01: numeric inputs get up to
+                                       min(255, 1/epsilon) quantile bins */
+    int64_t n_batches_per_layer;  /* 1 (every layer sees the whole data) */
+} trn_gbdt_params;
+
 /* Everything a run needs besides the model. Strings are malloc-owned; free
  * with trn_config_free(). */
 typedef struct trn_config {
@@ -219,6 +243,7 @@ typedef struct trn_config {
     const trn_comm *comm;    /* distributed run (not owned); NULL = one process */
     int log_level;           /* TF's verbosity: 0 DEBUG, 1 INFO (default), 2 WARN,
                                 3 ERROR, 4 FATAL; INFO lines only up to INFO */
+    trn_gbdt_params gbdt;    /* BoostedTrees* estimators: estimator.n_trees, ... */
     int *stop_signal;        /* non-NULL (predict-train's main): SIGINT and SIGTERM are
                                 blocked while training and end it after the current
                                 step with a checkpoint; *stop_signal receives the

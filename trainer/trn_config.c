@@ -37,6 +37,12 @@ void trn_config_init(trn_config *c)
     c->dnn_opt.learning_rate = -1;
     c->memory_limit_mb = -1;
     c->log_level = 1;
+    c->gbdt.n_trees = 100;
+    c->gbdt.max_depth = 6;
+    c->gbdt.learning_rate = 0.1;
+    c->gbdt.quantile_sketch_epsilon = 0.01;
+    c->gbdt.n_batches_per_layer = 1;
+    c->gbdt.pruning = TRN_PRUNE_NONE;
 }
 
 static void free_list(char **l, size_t n)
@@ -279,6 +285,52 @@ static void optimizer_defaults(trn_optimizer *o)
     o->centered = 0;
 }
 
+/* BoostedTrees*: the tree parameters of the estimator object (TF's names;
+ * the spec parser checks which keys an estimator takes). */
+static rt_status parse_gbdt(const cJSON *est, trn_gbdt_params *g, rt_err *err)
+{
+    const char *p = "estimator";
+    rt_status st;
+    if ((st = rt_cfg_int(est, p, "n_trees", 0, 1, 1000000, &g->n_trees, err)) ||
+        (st = rt_cfg_int(est, p, "max_depth", 0, 1, TRN_GBDT_MAX_DEPTH, &g->max_depth, err)) ||
+        (st = rt_cfg_num(est, p, "learning_rate", 0, 1e-12, 1e6, &g->learning_rate, err)) ||
+        (st = rt_cfg_num(est, p, "l1_regularization", 0, 0, 1e12, &g->l1, err)) ||
+        (st = rt_cfg_num(est, p, "l2_regularization", 0, 0, 1e12, &g->l2, err)) ||
+        (st = rt_cfg_num(est, p, "tree_complexity", 0, 0, 1e12, &g->tree_complexity, err)) ||
+        (st = rt_cfg_num(est, p, "min_node_weight", 0, 0, 1e12, &g->min_node_weight, err)) ||
+        (st = rt_cfg_num(est, p, "quantile_sketch_epsilon", 0, 1e-6, 1,
+                         &g->quantile_sketch_epsilon, err)) ||
+        (st = rt_cfg_int(est, p, "n_batches_per_layer", 0, 1, INT64_C(1) << 40,
+                         &g->n_batches_per_layer, err)))
+        return st;
+    if (cJSON_GetObjectItemCaseSensitive(est, "learning_rate") &&
+        !(g->learning_rate > 0))
+        return rt_cfg_fail(err, p, "learning_rate", "must be > 0");
+    bool cb = g->center_bias != 0;
+    if ((st = rt_cfg_bool(est, p, "center_bias", 0, &cb, err)))
+        return st;
+    g->center_bias = cb;
+    const char *pm = NULL;
+    if ((st = rt_cfg_str(est, p, "pruning_mode", 0, &pm, err)))
+        return st;
+    if (pm) {
+        if (strcmp(pm, "none") == 0)
+            g->pruning = TRN_PRUNE_NONE;
+        else if (strcmp(pm, "pre") == 0)
+            g->pruning = TRN_PRUNE_PRE;
+        else if (strcmp(pm, "post") == 0)
+            g->pruning = TRN_PRUNE_POST;
+        else
+            return rt_cfg_fail(err, p, "pruning_mode", "\"%.32s\" is not \"none\", \"pre\" "
+                               "or \"post\"", pm);
+    }
+    /* as TF: pruning compares gains with the per-split penalty */
+    if (g->pruning != TRN_PRUNE_NONE && !(g->tree_complexity > 0))
+        return rt_cfg_fail(err, p, "tree_complexity", "must be > 0 with pruning_mode \"%s\"",
+                           g->pruning == TRN_PRUNE_PRE ? "pre" : "post");
+    return RT_OK;
+}
+
 static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
 {
     static const char *const keys[] = {"files", "max_steps", "num_epochs", "batch_size",
@@ -498,6 +550,8 @@ rt_status trn_config_from_spec(const cJSON *spec, trn_config *c, rt_err *err)
         const char *type = cJSON_IsString(t_) ? t_->valuestring : "";
         int linear_only = strncmp(type, "Linear", 6) == 0;
         int dnn_only = strncmp(type, "DNN", 3) == 0 && strncmp(type, "DNNLinear", 9) != 0;
+        if (strstr(type, "BoostedTrees") == type && (st = parse_gbdt(est, &c->gbdt, err)))
+            return st;
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(est, "optimizer");
         const cJSON *lo = cJSON_GetObjectItemCaseSensitive(est, "linear_optimizer");
         const cJSON *dop = cJSON_GetObjectItemCaseSensitive(est, "dnn_optimizer");

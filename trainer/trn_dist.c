@@ -109,6 +109,26 @@ rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err)
     return rc ? comm_failed(err, "allreduce") : RT_OK;
 }
 
+rt_status trn_dist_max(trn_dist *d, double *v, size_t n, rt_err *err)
+{
+    if (!d)
+        return RT_OK;
+    size_t size = (size_t)d->c->size;
+    double *all = malloc(size * n * sizeof *all);
+    if (!all)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    double t = now_s();
+    int rc = d->c->allgather(d->c->ctx, v, n * sizeof *v, all);
+    d->comm_s += now_s() - t;
+    if (rc == 0)
+        for (size_t r = 0; r < size; r++)
+            for (size_t i = 0; i < n; i++)
+                if (all[r * n + i] > v[i])
+                    v[i] = all[r * n + i];
+    free(all);
+    return rc ? comm_failed(err, "allgather") : RT_OK;
+}
+
 static int reserve(unsigned char **p, size_t *cap, size_t need)
 {
     if (need <= *cap)

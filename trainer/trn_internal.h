@@ -164,6 +164,8 @@ int trn_dist_size(const trn_dist *d);
 void trn_dist_slice(const trn_dist *d, size_t n, size_t *lo, size_t *hi);
 /* v[0..n) summed over the ranks. */
 rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err);
+/* v[0..n) the element-wise maximum over the ranks. */
+rt_status trn_dist_max(trn_dist *d, double *v, size_t n, rt_err *err);
 /*
  * One distributed step's communication, after this rank's gradients were
  * computed with grad_denom = 1 (sums over its n_local examples): one
@@ -203,6 +205,123 @@ typedef struct trn_dist_timing {
 } trn_dist_timing;
 /* Fills *t (zeros for NULL d). */
 void trn_dist_stats(const trn_dist *d, trn_dist_timing *t);
+
+/* ------------------------------------------ boosted trees (trn_gbdt_*.c) */
+
+/* How the trees read an input's bins. */
+typedef enum {
+    TG_NUMERIC = 0,     /* quantile bins of a numeric column: value <= edge */
+    TG_ORDINAL = 1,     /* bucketized ids: id <= threshold */
+    TG_CATEGORICAL = 2, /* vocabulary / hash / identity / indicator ids: sets */
+} tg_kind;
+
+/* The binned training set of this process (its shard under MPI). Input j
+ * of row i is bins[j][i] in [0, n_bins[j]); the last bin, n_bins[j] - 1,
+ * holds the missing values (NaN, no id, an id out of range). A numeric
+ * input's value bins are edges[j][0..n_bins[j] - 1) (TreeInput.bin_upper);
+ * a categorical or ordinal input's value bins are its ids. */
+typedef struct tg_data {
+    size_t n_rows, n_inputs;
+    tg_kind *kind;
+    uint32_t *n_bins;
+    float **edges;       /* numeric inputs; NULL for the others */
+    uint16_t **bins;
+} tg_data;
+
+/* At most this many bins of values per input (and categories per input). */
+#define TG_MAX_BINS 255
+#define TG_MAX_CATEGORIES 65534
+/* At most this many logits (classes of a multi-class head). */
+#define TG_MAX_LD 1024
+
+/*
+ * The bin edges of a numeric input from its non-missing values v[0..n)
+ * (sorted in place): every distinct value when there are at most
+ * q = min(255, round(1 / epsilon)) of them, else the values at the q
+ * quantile ranks ceil(k n / q) - 1, k = 1..q, without repeats. The last edge
+ * is the largest value. *edges is malloc'd (NULL and 0 for n = 0).
+ */
+rt_status trn_gbdt_edges(float *v, size_t n, double epsilon, float **edges, size_t *n_edges,
+                         rt_err *err);
+/* The bin of value x for edges e[0..n): the first edge >= x; NaN and x above
+ * the last edge are missing (n). */
+uint32_t trn_gbdt_bin(const float *e, size_t n, float x);
+
+/* The split search's view of a histogram and the regularization. A node's
+ * histogram holds, for input j from off[j], n_bins[j] slots of stride =
+ * 2 ld + 1 doubles: the gradient sums [ld], hessian sums [ld], the count.
+ * The sums are integers (quantized gradients, so sums are exact and their
+ * order does not matter); gk and hk turn them into the mean gradient and
+ * hessian over the n examples of the layer (TF averages over the batch). */
+typedef struct tg_ctx {
+    size_t ld, n_inputs, stride, hist_len;
+    const tg_kind *kind;
+    const uint32_t *n_bins;
+    const size_t *off;
+    double gk, hk;
+    const trn_gbdt_params *p;
+} tg_ctx;
+
+/* A candidate split of a node. */
+typedef struct tg_split {
+    long input;          /* -1: no valid split */
+    uint32_t threshold;  /* numeric / ordinal: bins <= threshold go left */
+    uint8_t *left;       /* categorical: [n_bins - 1] 1 = goes left (malloc'd,
+                            owned by the split; free with tg_split_clear) */
+    int default_left;    /* missing values go left */
+    double gain;
+    double count_left, count_right;
+} tg_split;
+
+void tg_split_clear(tg_split *s);
+
+/* The score of a node's sums (histogram units): sum over the logits of
+ * T(G)^2 / (H + l2), T the L1 soft threshold max(|G| - l1, 0). */
+double trn_gbdt_score(const tg_ctx *c, const double *g, const double *h);
+/* The leaf values of sums g, h: learning_rate * -T(G) / (H + l2) each. */
+void trn_gbdt_leaf(const tg_ctx *c, const double *g, const double *h, float *out);
+/* The node's totals (stride doubles) from its histogram. */
+void trn_gbdt_totals(const tg_ctx *c, const double *hist, double *tot);
+/* The best split of a node with histogram hist and totals tot (the best gain
+ * wins; ties go to the lower input, then the lower threshold or the first
+ * prefix, then missing-right). Candidates leave both children non-empty and
+ * each child's mean hessian at least min_node_weight. */
+rt_status trn_gbdt_best_split(const tg_ctx *c, const double *hist, const double *tot,
+                              tg_split *best, rt_err *err);
+
+/* One boosting run over a binned data set (trn_gbdt_boost.c). */
+typedef struct tg_booster tg_booster;
+
+/*
+ * A booster for d (not owned; must outlive it) with labels[n_rows *
+ * label_dim] (copied): head type decides the loss (binary: logistic,
+ * multi-class: softmax with one leaf vector of ld values a tree, diagonal
+ * hessian; regression: squared error / 2). dist (may be NULL) sums the
+ * histograms and counts across the ranks. The ensemble starts empty with a
+ * bias of zeros, or from the label mean with center_bias.
+ */
+rt_status trn_gbdt_new(const tg_data *d, const float *labels, Predictd__HeadType head,
+                       size_t ld, const trn_gbdt_params *p, trn_dist *dist, tg_booster **out,
+                       rt_err *err);
+void trn_gbdt_free(tg_booster *b);
+/* Grows one more tree and adds it to the ensemble and the training logits. */
+rt_status trn_gbdt_step(tg_booster *b, rt_err *err);
+/* The trees so far; the inputs' column names and num_categories are the
+ * caller's to fill (bin_upper is filled). Owned by b. */
+Predictd__TreeEnsemble *trn_gbdt_ensemble(tg_booster *b);
+size_t trn_gbdt_num_trees(const tg_booster *b);
+/* Replaces the ensemble by e's trees and bias (a checkpoint's) and
+ * recomputes the training logits by walking them over the bins, so the run
+ * continues exactly as the one that wrote e. Takes e's trees (e is left
+ * with none). RT_ERR_FORMAT when e does not fit the data. */
+rt_status trn_gbdt_restore(tg_booster *b, Predictd__TreeEnsemble *e, rt_err *err);
+/* The training logits (n_rows x ld) and the mean training loss. */
+const float *trn_gbdt_logits(const tg_booster *b);
+double trn_gbdt_train_loss(const tg_booster *b);
+/* The leaf row i of d reaches in tree t of e, walking the bins (numeric:
+ * edges[bin] <= threshold). */
+uint32_t trn_gbdt_walk(const Predictd__TreeEnsemble *e, const Predictd__Tree *t,
+                       const tg_data *d, size_t i);
 
 /* ------------------------------------------ summaries (trn_events.c) */
 
