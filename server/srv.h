@@ -19,6 +19,7 @@
  *   srv_loader.c  its loader: base path scans, loading, warm-up, inotify
  *   srv_metrics.c request counts, latency histograms, in-flight (Prometheus)
  *   srv_pool.c    bounded job queue + worker threads (inference off the I/O threads)
+ *   srv_admit.c   adaptive admission limit of that queue (target wait)
  *   srv_batch.c   cross-request batch scheduler (max_batch_size, batch_timeout_micros)
  *   srv_http.c    the HTTP front's start and stop (libmicrohttpd, listener,
  *                 accept policy, watchdog probe); its pieces, sharing
@@ -659,6 +660,33 @@ void srv_metrics_batch(srv_metrics *m, size_t instances, size_t requests, bool f
 void srv_metrics_batch_queue(srv_metrics *m, long depth);
 /* Appends the Prometheus text (format 0.0.4) of m and of mgr's versions. */
 rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *out);
+
+/* ------------------------------------------------------------- admission */
+
+/* The adaptive limit on inference requests admitted and not yet answered
+ * (srv_admit.c): additive increase while they wait no longer than a target,
+ * a cut by a quarter when one waits longer. Any thread. */
+typedef struct srv_admit srv_admit;
+
+/* A limit starting at max (>= 1), for a target wait of target_ns (>= 1).
+ * OUT: *out, free with srv_admit_free(). */
+rt_status srv_admit_new(size_t max, int64_t target_ns, srv_admit **out, rt_err *err);
+/* Takes one slot while fewer than the limit are in flight: returns its
+ * ticket (>= 1), to be given back with srv_admit_done; 0 (nothing taken)
+ * when the request is to be refused. */
+uint64_t srv_admit_take(srv_admit *a);
+/* Gives back the slot of ticket. answered: the request was answered and
+ * wait_ns is how long it waited (in the queue, and from the end of its run
+ * until its answer was sent), which adapts the limit (a wait over the target
+ * cuts it, once per episode: only tickets issued after the last cut can cut
+ * again). Not answered (refused after all, or its connection died): the
+ * slot only. */
+void srv_admit_done(srv_admit *a, uint64_t ticket, bool answered, int64_t wait_ns);
+/* The limit now (whole requests), and the requests in flight. */
+size_t srv_admit_limit(srv_admit *a);
+size_t srv_admit_in_flight(srv_admit *a);
+/* NULL is fine. */
+void srv_admit_free(srv_admit *a);
 
 /* ------------------------------------------------------------------ pool */
 

@@ -245,6 +245,13 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
                                err)) != RT_OK)
             goto fail;
         srv_pool_set_max_wait(h->workers, p->max_queue_wait_ms);
+        /* with a target wait, the number in flight adapts to it: at most
+         * what can wait plus what can run */
+        if (p->max_queue_wait_ms > 0 &&
+            (st = srv_admit_new(p->max_queue + (size_t)p->threads,
+                                (int64_t)p->max_queue_wait_ms * 1000000, &h->admit, err)) !=
+                RT_OK)
+            goto fail;
     } else if (p->io_threads > 0) {
         io_threads = p->io_threads;
     }
@@ -310,6 +317,7 @@ fail:
         rt_ctx_free(h->bctx[i]);
     free(h->bctx);
     srv_pool_free(h->workers);
+    srv_admit_free(h->admit);
     for (int i = 0; h->wctx && i < p->threads; i++)
         rt_ctx_free(h->wctx[i]);
     free(h->wctx);
@@ -355,6 +363,7 @@ void srv_http_stop(srv_http *h)
         close(h->fd);
     }
     srv_pool_free(h->workers);
+    srv_admit_free(h->admit);
     for (int i = 0; h->wctx && i < h->p.threads; i++)
         rt_ctx_free(h->wctx[i]);
     free(h->wctx);

@@ -236,6 +236,16 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
                       "# HELP predictd_draining 1 after SIGTERM.\n"
                       "# TYPE predictd_draining gauge\npredictd_draining %d\n",
                       !is_draining(h) && srv_manager_ready(h->mgr, NULL, 0), is_draining(h));
+        if (h->admit)
+            rt_buf_printf(&out,
+                          "# HELP predictd_admission_limit Inference requests that may be in "
+                          "flight now (adapted to max_queue_wait_ms).\n"
+                          "# TYPE predictd_admission_limit gauge\npredictd_admission_limit %zu\n"
+                          "# HELP predictd_admission_in_flight Inference requests admitted and "
+                          "not yet answered.\n"
+                          "# TYPE predictd_admission_in_flight gauge\n"
+                          "predictd_admission_in_flight %zu\n",
+                          srv_admit_limit(h->admit), srv_admit_in_flight(h->admit));
         if (srv_metrics_render(h->p.metrics, h->mgr, &out) != RT_OK ||
             srv_shadow_metrics(h->shadow, &out) != RT_OK ||
             srv_predlog_metrics(h->predlog, &out) != RT_OK) {

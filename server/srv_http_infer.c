@@ -117,6 +117,13 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
     return srv_http_send_computed(h, conn, rq->code, rq);
 }
 
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 /* A worker runs a queued request, then hands the connection back. */
 void srv_http_worker_job(void *fn_ctx, void *job, int worker)
 {
@@ -124,31 +131,60 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     req *rq = job;
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
     srv_metrics_in_flight(h->p.metrics, 1, 0);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rq->t_run = now_ns();
     compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp);
-    srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(&t0) / 1e3);
+    rq->t_done = now_ns();
+    srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
     rq->done = true;
     MHD_resume_connection(rq->conn);
+}
+
+/* 429 at once, on the I/O thread: the request is not queued. */
+static enum MHD_Result refuse(srv_http *h, struct MHD_Connection *conn, req *rq, bool by_limit)
+{
+    srv_metrics_rejected(h->p.metrics, "overloaded");
+    srv_metrics_request(h->p.metrics,
+                        srv_manager_has_model(h->mgr, rq->route.model) ? rq->route.model : "", -1,
+                        rq->route.method, 429, srv_http_ms_since(&rq->start) / 1e3);
+    if (by_limit)
+        return srv_http_send_error(h, conn, 429,
+                                   "overloaded: %zu inference requests are in flight, the "
+                                   "admission limit that keeps their wait under "
+                                   "max_queue_wait_ms=%d; retry later",
+                                   srv_admit_in_flight(h->admit), h->p.max_queue_wait_ms);
+    return srv_http_send_error(h, conn, 429,
+                               "overloaded: the inference queue is full (max_queue_depth=%zu) or "
+                               "its oldest request has waited over max_queue_wait_ms=%d; retry "
+                               "later",
+                               h->p.max_queue, h->p.max_queue_wait_ms);
 }
 
 enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
     rq->conn = conn;
     rq->h = h;
-    if (srv_pool_reserve(h->workers)) {
-        MHD_suspend_connection(conn);
-        srv_pool_submit_reserved(h->workers, rq);
-        srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
-        return MHD_YES;
+    uint64_t ticket = h->admit ? srv_admit_take(h->admit) : 0;
+    if (h->admit && !ticket)
+        return refuse(h, conn, rq, true);
+    if (!srv_pool_reserve(h->workers)) {
+        if (ticket)
+            srv_admit_done(h->admit, ticket, false, 0);
+        return refuse(h, conn, rq, false);
     }
-    srv_metrics_rejected(h->p.metrics, "overloaded");
-    srv_metrics_request(h->p.metrics,
-                        srv_manager_has_model(h->mgr, rq->route.model) ? rq->route.model : "", -1,
-                        rq->route.method, 429, srv_http_ms_since(&rq->start) / 1e3);
-    return srv_http_send_error(h, conn, 429,
-                               "overloaded: the inference queue is full (max_queue_depth=%zu) or "
-                               "its oldest request has waited over max_queue_wait_ms=%d; retry "
-                               "later",
-                               h->p.max_queue, h->p.max_queue_wait_ms);
+    rq->ticket = ticket;
+    rq->t_admit = now_ns();
+    MHD_suspend_connection(conn);
+    srv_pool_submit_reserved(h->workers, rq);
+    srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
+    return MHD_YES;
+}
+
+void srv_http_admit_release(srv_http *h, req *rq, bool answered)
+{
+    if (!rq->ticket)
+        return;
+    /* its waits: in the queue, and from its run's end until sent whole */
+    int64_t wait = (rq->t_run - rq->t_admit) + (now_ns() - rq->t_done);
+    srv_admit_done(h->admit, rq->ticket, answered && rq->t_done, wait);
+    rq->ticket = 0;
 }

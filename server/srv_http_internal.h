@@ -60,6 +60,7 @@ struct srv_http {
     rt_ctx **wctx;        /* [threads] one per worker */
     atomic_long active;   /* requests from their first call until libmicrohttpd
                              reports completion (stop waits for them) */
+    srv_admit *admit;     /* NULL: no adaptive admission limit (max_queue_wait_ms 0) */
     srv_batcher *batcher; /* NULL: no cross-request batching */
     rt_ctx **bctx;        /* [batch threads] the merged batch of each */
     pthread_key_t tkey;   /* -> this I/O thread's tstate */
@@ -88,6 +89,9 @@ typedef struct req {
     struct MHD_Connection *conn;
     srv_http *h;
     bool done; /* the worker filled code/resp and resumed conn */
+    uint64_t ticket; /* its slot of srv_http.admit (released at completion), or 0 */
+    int64_t t_admit; /* CLOCK_MONOTONIC ns: queued, taken by a worker, run done */
+    int64_t t_run, t_done;
     unsigned code;
     rt_buf resp; /* JSON answer or {"error": ...} */
     /* cross-request batching: held from parsing until answered */
@@ -150,6 +154,9 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
 /* With workers: queues rq (its connection suspended until a worker has
  * answered it: req.done) or answers 429 at once when the queue refuses it. */
 enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* At a request's completion: gives back its admission slot, if it holds
+ * one; answered (sent whole) reports its wait to the limit. */
+void srv_http_admit_release(srv_http *h, req *rq, bool answered);
 /* The workers' job function (srv_pool): runs a queued request, resumes its
  * connection. */
 void srv_http_worker_job(void *fn_ctx, void *job, int worker);

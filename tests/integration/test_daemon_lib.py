@@ -11,6 +11,7 @@ import base64
 import http.client
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -220,6 +221,58 @@ def wait_until(fn, timeout=20, step=0.05):
 
 
 # ------------------------------------------------ added for test_robust_*
+def all_stopped(pid):
+    """True once every thread of pid is stopped (SIGSTOP takes effect
+    asynchronously, after kill returns)."""
+    tasks = "/proc/%d/task" % pid
+    for tid in os.listdir(tasks):
+        try:
+            with open(os.path.join(tasks, tid, "stat")) as f:
+                if f.read().rpartition(")")[2].split()[0] != "T":
+                    return False
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return True
+
+
+def read_answers(socks, hang):
+    """Reads one whole answer on each of socks (raw sockets; Content-Length
+    framed). Returns one entry per socket: (status, headers dict lower-case,
+    body bytes); (0, {}, b"") for a connection closed first; None for one not
+    answered when nothing had arrived on any connection for hang seconds."""
+    bufs = {s: b"" for s in socks}
+    got = {}
+    pending = set(socks)
+    while pending:
+        r, _, _ = select.select(list(pending), [], [], hang)
+        if not r:
+            break
+        for s in r:
+            chunk = b""
+            try:
+                chunk = s.recv(65536)
+            except OSError:
+                pass
+            if not chunk:
+                got[s] = (0, {}, b"")
+                pending.discard(s)
+                continue
+            bufs[s] += chunk
+            head, sep, body = bufs[s].partition(b"\r\n\r\n")
+            if not sep:
+                continue
+            hdrs = {}
+            for line in head.split(b"\r\n")[1:]:
+                k, _, v = line.partition(b":")
+                hdrs[k.strip().lower().decode()] = v.strip().decode()
+            n = int(hdrs.get("content-length", "0"))
+            if len(body) >= n:
+                got[s] = (int(head.split(b" ")[1]), hdrs, body[:n])
+                bufs[s] = b""
+                pending.discard(s)
+    return [got.get(s) for s in socks]
+
+
 def rss_kib(pid):
     """Resident set size of a process in KiB (VmRSS), or None."""
     try:

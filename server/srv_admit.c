@@ -1,0 +1,110 @@
+/*
+ * srv_admit.c — the adaptive admission limit of the inference queue
+ * (max_queue_depth with max_queue_wait_ms): how many inference requests
+ * may be admitted and not yet answered, adapted to what the daemon answers
+ * within the target wait, the way TCP adapts its window (additive increase,
+ * multiplicative decrease).
+ *
+ * Each admitted request, once answered, reports how long it waited: in the
+ * queue before a worker took it, plus from the worker's end until its I/O
+ * thread had sent the answer. The second part is what a queue count cannot
+ * see: when the I/O threads are behind (every request, accepted or refused,
+ * costs them reading and answering), a resumed connection waits for the
+ * loop to come round, as do the requests not yet read. A wait over the
+ * target shrinks the limit by a quarter, once per episode: only a request
+ * admitted after the last cut can cut again (the ones admitted before it
+ * waited behind the old limit; TCP cuts once per round trip likewise). A
+ * wait within the target grows the limit by 1/limit (about one per limit
+ * answers), up to max. Requests past the
+ * limit are refused at once (429) on the I/O thread, which costs a fraction
+ * of running them: under overload the daemon spends its CPU on the requests
+ * it can answer in time and on refusing the rest quickly, instead of letting
+ * every request wait in socket buffers.
+ *
+ * Waits come in as arguments and episodes are counted in admissions, not
+ * in time, so the policy is tested without clocks. Thread safety: every function may be called from
+ * any thread (one mutex).
+ */
+#include "srv.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct srv_admit {
+    pthread_mutex_t mu;
+    double limit;          /* current limit, in [1, max] */
+    double max;
+    size_t in_flight;      /* admitted, not yet done */
+    int64_t target_ns;
+    uint64_t issued;       /* tickets handed out (the last one's number) */
+    uint64_t cut_at;       /* the last ticket issued when the limit was cut */
+};
+
+rt_status srv_admit_new(size_t max, int64_t target_ns, srv_admit **out, rt_err *err)
+{
+    *out = NULL;
+    if (max < 1 || target_ns < 1)
+        return rt_err_set(err, RT_ERR_INVALID, "admission: limit and target must be >= 1");
+    srv_admit *a = calloc(1, sizeof *a);
+    if (!a)
+        return rt_err_set(err, RT_ERR_NOMEM, "admission: out of memory");
+    pthread_mutex_init(&a->mu, NULL);
+    a->limit = a->max = (double)max;
+    a->target_ns = target_ns;
+    *out = a;
+    return RT_OK;
+}
+
+uint64_t srv_admit_take(srv_admit *a)
+{
+    uint64_t ticket = 0;
+    pthread_mutex_lock(&a->mu);
+    if ((double)a->in_flight + 1 <= a->limit) {
+        a->in_flight++;
+        ticket = ++a->issued;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return ticket;
+}
+
+void srv_admit_done(srv_admit *a, uint64_t ticket, bool answered, int64_t wait_ns)
+{
+    pthread_mutex_lock(&a->mu);
+    if (a->in_flight)
+        a->in_flight--;
+    if (answered && wait_ns > a->target_ns) {
+        if (ticket > a->cut_at) {
+            a->limit = a->limit * 0.75 < 1 ? 1 : a->limit * 0.75;
+            a->cut_at = a->issued;
+        }
+    } else if (answered) {
+        a->limit += 1 / a->limit;
+        if (a->limit > a->max)
+            a->limit = a->max;
+    }
+    pthread_mutex_unlock(&a->mu);
+}
+
+size_t srv_admit_limit(srv_admit *a)
+{
+    pthread_mutex_lock(&a->mu);
+    size_t n = (size_t)a->limit;
+    pthread_mutex_unlock(&a->mu);
+    return n;
+}
+
+size_t srv_admit_in_flight(srv_admit *a)
+{
+    pthread_mutex_lock(&a->mu);
+    size_t n = a->in_flight;
+    pthread_mutex_unlock(&a->mu);
+    return n;
+}
+
+void srv_admit_free(srv_admit *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+}
