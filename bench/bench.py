@@ -1024,12 +1024,28 @@ def bench_load(port, path, body, rate, seconds, conns=256):
     return json.loads(r.stdout)
 
 
+def admission_limit(d):
+    """predictd_admission_limit now (with max_queue_wait_ms), else None."""
+    st, text = http("GET", "http://127.0.0.1:%d/monitoring/prometheus/metrics" % d.port)
+    m = re.search(rb"^predictd_admission_limit (\d+)$", text or b"", re.M)
+    return int(m.group(1)) if st == 200 and m else None
+
+
 def overload_curve(d, body, capacity):
-    """bench_load at 0.5x..3x capacity against daemon d: one row per load."""
+    """bench_load at 0.5x..3x capacity against daemon d: one row per load,
+    with the daemon's CPU time per answer (accepted or refused) and, with
+    max_queue_wait_ms, the admission limit at the end of each run."""
     rows = {}
     for f in (0.5, 1.0, 1.5, 2.0, 3.0):
-        runs = [bench_load(d.port, "/v1/models/census:predict", body, f * capacity, SECONDS)
-                for _ in range(RUNS)]
+        runs, cpu_us, limits = [], [], []
+        for _ in range(RUNS):
+            c0 = cpu_seconds(d.p.pid)
+            r = bench_load(d.port, "/v1/models/census:predict", body, f * capacity, SECONDS)
+            c1 = cpu_seconds(d.p.pid)
+            runs.append(r)
+            if c0 is not None and c1 is not None and r["answered"]:
+                cpu_us.append((c1 - c0) * 1e6 / r["answered"])
+            limits.append(admission_limit(d))
         row = {"offered_rps": round(f * capacity)}
         for k in ("answered_rps", "ok_rps"):
             row[k] = round(median([r[k] for r in runs]))
@@ -1038,6 +1054,9 @@ def overload_curve(d, body, capacity):
         row["ok_p50_ms"] = median([r["ok"]["p50_ms"] for r in runs if r["ok"]["n"]])
         row["ok_p99_ms"] = median([r["ok"]["p99_ms"] for r in runs if r["ok"]["n"]])
         row["429_p99_ms"] = median([r["429"]["p99_ms"] for r in runs if r["429"]["n"]])
+        row["cpu_us_per_answer"] = round(median(cpu_us), 1) if cpu_us else None
+        if any(x is not None for x in limits):
+            row["admission_limit_after"] = limits
         rows["%.1fx" % f] = row
         log("   %.1fx: %s" % (f, json.dumps(row)))
     return rows

@@ -87,8 +87,9 @@ static const srv_setting SETTINGS[] = {
         "run inference on worker threads with at most N requests waiting; more answer 429 + "
         "Retry-After; 0 = inference on the HTTP threads"),
     INT(max_queue_wait_ms, BOTH, 0, 3600000, 0, "N",
-        "with max_queue_depth: also answer 429 at once while the oldest waiting request has "
-        "waited more than N ms (the workers are not keeping up); 0 = off"),
+        "with max_queue_depth: target wait of an admitted request; 429 at once while the "
+        "oldest waiting one has waited more than N ms, and an adaptive limit on requests in "
+        "flight shrinks when one waited longer; 0 = off"),
     INT(drain_grace_seconds, LIVE, 0, 3600, 0, "N",
         "after SIGTERM, readyz answers 503 but requests are still served for N seconds"),
     BOOL(enable_batching, BOTH, 0,

@@ -252,6 +252,11 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
                                 (int64_t)p->max_queue_wait_ms * 1000000, &h->admit, err)) !=
                 RT_OK)
             goto fail;
+        for (int i = 0; i < 2; i++) {
+            char msg[256];
+            srv_http_busy_message(h, i == 1, msg, sizeof msg);
+            h->busy[i] = srv_http_error_response(h, 429, msg); /* NULL: made per refusal */
+        }
     } else if (p->io_threads > 0) {
         io_threads = p->io_threads;
     }
@@ -318,6 +323,9 @@ fail:
     free(h->bctx);
     srv_pool_free(h->workers);
     srv_admit_free(h->admit);
+    for (int i = 0; i < 2; i++)
+        if (h->busy[i])
+            MHD_destroy_response(h->busy[i]);
     for (int i = 0; h->wctx && i < p->threads; i++)
         rt_ctx_free(h->wctx[i]);
     free(h->wctx);
@@ -364,6 +372,9 @@ void srv_http_stop(srv_http *h)
     }
     srv_pool_free(h->workers);
     srv_admit_free(h->admit);
+    for (int i = 0; i < 2; i++)
+        if (h->busy[i])
+            MHD_destroy_response(h->busy[i]);
     for (int i = 0; h->wctx && i < h->p.threads; i++)
         rt_ctx_free(h->wctx[i]);
     free(h->wctx);

@@ -12,11 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Queues b as the answer. With keep, b must stay untouched until the request
- * completes (a connection's own answer buffer): no copy is made. Otherwise
- * the response takes b's bytes (b is left empty). */
-enum MHD_Result srv_http_send(srv_http *h, struct MHD_Connection *conn, unsigned code, rt_buf *b,
-                              const char *ctype, bool keep, bool close, int64_t version)
+/* The response srv_http_send queues (see there), or NULL. */
+static struct MHD_Response *make_response(srv_http *h, unsigned code, rt_buf *b,
+                                          const char *ctype, bool keep, bool close,
+                                          int64_t version)
 {
     struct MHD_Response *resp;
     if (b->data && keep) {
@@ -46,10 +45,40 @@ enum MHD_Result srv_http_send(srv_http *h, struct MHD_Connection *conn, unsigned
         while (u /= 10);
         MHD_add_response_header(resp, "X-Predictd-Model-Version", d);
     }
+    return resp;
+}
+
+/* Queues b as the answer. With keep, b must stay untouched until the request
+ * completes (a connection's own answer buffer): no copy is made. Otherwise
+ * the response takes b's bytes (b is left empty). */
+enum MHD_Result srv_http_send(srv_http *h, struct MHD_Connection *conn, unsigned code, rt_buf *b,
+                              const char *ctype, bool keep, bool close, int64_t version)
+{
+    struct MHD_Response *resp = make_response(h, code, b, ctype, keep, close, version);
+    if (!resp)
+        return MHD_NO;
     srv_metrics_http(h->p.metrics, (int)code);
     enum MHD_Result r = MHD_queue_response(conn, code, resp);
     MHD_destroy_response(resp);
     return r;
+}
+
+struct MHD_Response *srv_http_error_response(srv_http *h, unsigned code, const char *msg)
+{
+    rt_buf b;
+    rt_buf_init(&b);
+    struct MHD_Response *resp = NULL;
+    if (srv_http_put_error(&b, msg) == 0)
+        resp = make_response(h, code, &b, "application/json", false, false, -1);
+    rt_buf_free(&b);
+    return resp;
+}
+
+enum MHD_Result srv_http_send_shared(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                     struct MHD_Response *resp)
+{
+    srv_metrics_http(h->p.metrics, (int)code);
+    return MHD_queue_response(conn, code, resp);
 }
 
 static enum MHD_Result send_buf(srv_http *h, struct MHD_Connection *conn, unsigned code, rt_buf *b,

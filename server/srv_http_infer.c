@@ -139,24 +139,36 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     MHD_resume_connection(rq->conn);
 }
 
-/* 429 at once, on the I/O thread: the request is not queued. */
+/* The message of srv_http_enqueue's 429s (by_limit: over the admission
+ * limit, else the queue refused). */
+void srv_http_busy_message(const srv_http *h, bool by_limit, char *msg, size_t len)
+{
+    if (by_limit)
+        snprintf(msg, len,
+                 "overloaded: the inference requests in flight are at the admission limit, "
+                 "which keeps their wait under max_queue_wait_ms=%d; retry later",
+                 h->p.max_queue_wait_ms);
+    else
+        snprintf(msg, len,
+                 "overloaded: the inference queue is full (max_queue_depth=%zu) or its oldest "
+                 "request has waited over max_queue_wait_ms=%d; retry later",
+                 h->p.max_queue, h->p.max_queue_wait_ms);
+}
+
+/* 429 at once, on the I/O thread: the request is not queued. The answer is
+ * made once at start (srv_http_start) and shared: refusing must cost much
+ * less than serving. */
 static enum MHD_Result refuse(srv_http *h, struct MHD_Connection *conn, req *rq, bool by_limit)
 {
     srv_metrics_rejected(h->p.metrics, "overloaded");
     srv_metrics_request(h->p.metrics,
                         srv_manager_has_model(h->mgr, rq->route.model) ? rq->route.model : "", -1,
                         rq->route.method, 429, srv_http_ms_since(&rq->start) / 1e3);
-    if (by_limit)
-        return srv_http_send_error(h, conn, 429,
-                                   "overloaded: %zu inference requests are in flight, the "
-                                   "admission limit that keeps their wait under "
-                                   "max_queue_wait_ms=%d; retry later",
-                                   srv_admit_in_flight(h->admit), h->p.max_queue_wait_ms);
-    return srv_http_send_error(h, conn, 429,
-                               "overloaded: the inference queue is full (max_queue_depth=%zu) or "
-                               "its oldest request has waited over max_queue_wait_ms=%d; retry "
-                               "later",
-                               h->p.max_queue, h->p.max_queue_wait_ms);
+    if (h->busy[by_limit])
+        return srv_http_send_shared(h, conn, 429, h->busy[by_limit]);
+    char msg[256];
+    srv_http_busy_message(h, by_limit, msg, sizeof msg);
+    return srv_http_send_error_msg(h, conn, 429, false, msg);
 }
 
 enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq)

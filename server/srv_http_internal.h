@@ -61,6 +61,8 @@ struct srv_http {
     atomic_long active;   /* requests from their first call until libmicrohttpd
                              reports completion (stop waits for them) */
     srv_admit *admit;     /* NULL: no adaptive admission limit (max_queue_wait_ms 0) */
+    struct MHD_Response *busy[2]; /* the 429s of srv_http_enqueue: [0] queue full or
+                                     its oldest waited too long, [1] over the limit */
     srv_batcher *batcher; /* NULL: no cross-request batching */
     rt_ctx **bctx;        /* [batch threads] the merged batch of each */
     pthread_key_t tkey;   /* -> this I/O thread's tstate */
@@ -123,6 +125,14 @@ struct conn_state {
  * closes the connection after it. I/O thread of conn. */
 enum MHD_Result srv_http_send(srv_http *h, struct MHD_Connection *conn, unsigned code, rt_buf *b,
                               const char *ctype, bool keep, bool close, int64_t version);
+/* A response {"error": msg} with code's headers (as srv_http_send), made
+ * once to be queued any number of times with srv_http_send_shared (the
+ * cheap answers under overload); NULL when out of memory. Free with
+ * MHD_destroy_response. */
+struct MHD_Response *srv_http_error_response(srv_http *h, unsigned code, const char *msg);
+/* Queues a response made by srv_http_error_response (counted in metrics). */
+enum MHD_Result srv_http_send_shared(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                                     struct MHD_Response *resp);
 /* {"error": msg} with code (5xx but 503 are logged); close as above. */
 enum MHD_Result srv_http_send_error_msg(srv_http *h, struct MHD_Connection *conn, unsigned code,
                                         bool close, const char *msg);
@@ -154,6 +164,9 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
 /* With workers: queues rq (its connection suspended until a worker has
  * answered it: req.done) or answers 429 at once when the queue refuses it. */
 enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* The message of those 429s into msg (by_limit: over the admission limit;
+ * else the queue refused). */
+void srv_http_busy_message(const srv_http *h, bool by_limit, char *msg, size_t len);
 /* At a request's completion: gives back its admission slot, if it holds
  * one; answered (sent whole) reports its wait to the limit. */
 void srv_http_admit_release(srv_http *h, req *rq, bool answered);
