@@ -18,7 +18,7 @@
  *                shared with predict-model evaluate
  *   trn_ckpt     atomic checkpoints with retention and resume (trn_ckpt.c)
  *   trn_run      train_and_evaluate: the loop, evaluation, exporters
- *                (trn_run.c)
+ *                (trn_run.c); early-stopping hooks (trn_hooks.c)
  *
  * Conventions as the runtime's (rt.h): rt_status returns, a caller's rt_err,
  * free functions accept NULL, nothing exits. Objects belong to one thread at
@@ -106,6 +106,23 @@ typedef struct trn_exporter_conf {
     char metric[TRN_NAME_MAX]; /* Best: metric compared ("loss") */
     int higher_is_better;      /* Best: 1 for auc/accuracy-like metrics */
 } trn_exporter_conf;
+
+/*
+ * An early-stopping hook (tf.estimator.experimental.stop_if_no_increase_hook
+ * / stop_if_no_decrease_hook) in "train.hooks": stop when the evaluations at
+ * global steps >= min_steps show no increase (decrease) of the metric for
+ * max_steps steps, checked every run_every_steps steps or run_every_secs.
+ */
+typedef struct trn_stop_hook {
+    int increase;               /* 1: stop_if_no_increase_hook */
+    char metric[TRN_NAME_MAX];  /* metric_name */
+    int64_t max_steps;          /* max_steps_without_increase / _decrease */
+    int64_t min_steps;          /* 0 */
+    int64_t run_every_steps;    /* 0: by seconds */
+    double run_every_secs;      /* 60 when run_every_steps is not given (TF) */
+} trn_stop_hook;
+
+#define TRN_MAX_HOOKS 4
 
 typedef enum {
     TRN_BAD_ROW_STOP = 0, /* a malformed row fails the run with file:line */
@@ -227,6 +244,8 @@ typedef struct trn_config {
     char export_name[TRN_NAME_MAX]; /* "export.name", "model" by default */
     trn_exporter_conf exporters[TRN_MAX_EXPORTERS];
     size_t n_exporters;      /* none given: one FinalExporter */
+    trn_stop_hook hooks[TRN_MAX_HOOKS]; /* train.hooks: early stopping */
+    size_t n_hooks;
 
     trn_optimizer linear_opt; /* Linear* and the linear part of wide & deep */
     trn_optimizer dnn_opt;    /* DNN* and the DNN part (embeddings included) */

@@ -331,6 +331,66 @@ static rt_status parse_gbdt(const cJSON *est, trn_gbdt_params *g, rt_err *err)
     return RT_OK;
 }
 
+/* "train.hooks": [{"type": "stop_if_no_increase_hook" | "stop_if_no_decrease_hook",
+ * "metric_name", "max_steps_without_increase" | "max_steps_without_decrease",
+ * "min_steps", "run_every_steps" | "run_every_secs"}] */
+static rt_status parse_hooks(const cJSON *hooks, trn_config *c, rt_err *err)
+{
+    static const char *const keys[] = {"type", "metric_name", "max_steps_without_increase",
+                                       "max_steps_without_decrease", "min_steps",
+                                       "run_every_steps", "run_every_secs", NULL};
+    if (!cJSON_IsArray(hooks))
+        return rt_cfg_fail(err, "train", "hooks", "expected a list, got %s",
+                           rt_cfg_type_name(hooks));
+    size_t i = 0;
+    for (const cJSON *it = hooks->child; it; it = it->next, i++) {
+        char p[64];
+        snprintf(p, sizeof p, "train.hooks[%zu]", i);
+        if (i >= TRN_MAX_HOOKS)
+            return rt_err_set(err, RT_ERR_LIMIT, "%s: at most %d hooks", p, TRN_MAX_HOOKS);
+        rt_status st = rt_cfg_check_keys(it, p, keys, NULL, err);
+        if (st)
+            return st;
+        trn_stop_hook *h = &c->hooks[i];
+        memset(h, 0, sizeof *h);
+        const char *type = NULL, *metric = NULL;
+        if ((st = rt_cfg_str(it, p, "type", RT_CFG_REQUIRED, &type, err)))
+            return st;
+        if (strcmp(type, "stop_if_no_increase_hook") == 0)
+            h->increase = 1;
+        else if (strcmp(type, "stop_if_no_decrease_hook") != 0)
+            return rt_cfg_fail(err, p, "type", "\"%s\" is not stop_if_no_increase_hook or "
+                               "stop_if_no_decrease_hook", type);
+        const char *max_key = h->increase ? "max_steps_without_increase"
+                                          : "max_steps_without_decrease";
+        const char *other = h->increase ? "max_steps_without_decrease"
+                                        : "max_steps_without_increase";
+        if (cJSON_GetObjectItemCaseSensitive(it, other))
+            return rt_cfg_fail(err, p, other, "is not a parameter of %s (%s is)", type, max_key);
+        if ((st = rt_cfg_str(it, p, "metric_name", RT_CFG_REQUIRED, &metric, err)))
+            return st;
+        if (!metric[0] || strlen(metric) >= sizeof h->metric)
+            return rt_cfg_fail(err, p, "metric_name", "must be a metric name");
+        snprintf(h->metric, sizeof h->metric, "%s", metric);
+        h->run_every_secs = 60;
+        if ((st = rt_cfg_int(it, p, max_key, RT_CFG_REQUIRED, 0, INT64_C(1) << 50,
+                             &h->max_steps, err)) ||
+            (st = rt_cfg_int(it, p, "min_steps", 0, 0, INT64_C(1) << 50, &h->min_steps, err)) ||
+            (st = rt_cfg_int(it, p, "run_every_steps", 0, 1, INT64_C(1) << 50,
+                             &h->run_every_steps, err)) ||
+            (st = rt_cfg_num(it, p, "run_every_secs", 0, 0, 1e9, &h->run_every_secs, err)))
+            return st;
+        if (cJSON_GetObjectItemCaseSensitive(it, "run_every_steps") &&
+            cJSON_GetObjectItemCaseSensitive(it, "run_every_secs"))
+            return rt_cfg_fail(err, p, "run_every_secs",
+                               "give either it or run_every_steps, not both");
+        if (h->run_every_steps > 0)
+            h->run_every_secs = 0;
+    }
+    c->n_hooks = i;
+    return RT_OK;
+}
+
 static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
 {
     static const char *const keys[] = {"files", "max_steps", "num_epochs", "batch_size",
@@ -338,7 +398,7 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
                                        "save_checkpoints_secs", "keep_checkpoint_max",
                                        "log_step_count_steps", "save_summary_steps",
                                        "on_bad_row", "skip_header_lines", "memory_limit_mb",
-                                       "shard_policy", NULL};
+                                       "shard_policy", "hooks", NULL};
     const char *p = "train";
     rt_status st = rt_cfg_check_keys(t, p, keys, NULL, err);
     if (st)
@@ -409,6 +469,9 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
         else
             return rt_cfg_fail(err, p, "on_bad_row", "must be \"skip\" or \"stop\"");
     }
+    const cJSON *hooks = cJSON_GetObjectItemCaseSensitive(t, "hooks");
+    if (hooks && !cJSON_IsNull(hooks) && (st = parse_hooks(hooks, c, err)))
+        return st;
     const char *sp = NULL;
     if ((st = rt_cfg_str(t, p, "shard_policy", 0, &sp, err)))
         return st;

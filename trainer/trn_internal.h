@@ -152,6 +152,32 @@ uint32_t trn_model_checksum(const trn_model *m);
 double trn_eta(int64_t step0, int64_t step, int64_t max_steps, double efrac0, double efrac,
                double elapsed);
 
+/* ------------------------------------------- early stopping (trn_hooks.c) */
+
+/* The early-stopping hooks of c ("train.hooks") and the evaluations they
+ * judge. One per run, used by its thread only. */
+typedef struct trn_early_stop trn_early_stop;
+/* *out = NULL when c has no hooks; fails when it has some but no evaluation
+ * files. Reads earlier runs' evaluations from JOB_DIR/eval/metrics.jsonl.
+ * c must outlive *out. */
+rt_status trn_early_stop_new(const trn_config *c, trn_early_stop **out, rt_err *err);
+void trn_early_stop_free(trn_early_stop *e);
+/* Adds an evaluation at step; a hook's metric not among ml is an error
+ * naming train.hooks[i].metric_name and the metrics there are. NULL e: no-op. */
+rt_status trn_early_stop_record(trn_early_stop *e, const rt_metric_list *ml, int64_t step,
+                                rt_err *err);
+/* 1 when a hook timed by run_every_secs is due at now (the chief's clock). */
+int trn_early_stop_secs_due(const trn_early_stop *e, double now);
+/* After the update that reached step: runs the hooks whose timer triggers
+ * (secs_due: trn_early_stop_secs_due's answer for this step). -1 none ran,
+ * 0 ran and training goes on, 1 a hook asks to stop (reason filled). */
+int trn_early_stop_check(trn_early_stop *e, int64_t step, int secs_due, double now,
+                         char *reason, size_t len);
+/* Appends {"global_step": step, "early_stopping": reason} to
+ * JOB_DIR/train/metrics.jsonl (fsynced). No job dir: nothing. */
+rt_status trn_early_stop_report(const trn_early_stop *e, int64_t step, const char *reason,
+                                rt_err *err);
+
 /* ------------------------------------------- distributed steps (trn_dist.c) */
 
 /* Exists only for two ranks or more; every function accepts NULL (one

@@ -278,6 +278,10 @@ typedef struct run {
     int have_best[TRN_MAX_EXPORTERS];
     char *spec_json;
     trn_summary *sum;   /* TensorBoard event files (with a job dir) */
+    trn_early_stop *es; /* train.hooks; NULL without */
+    int stopped_early;  /* a hook ended training */
+    rt_metric_list last_ml; /* the last evaluation (valid when last_ml_step >= 0) */
+    int64_t last_ml_step;
 } run;
 
 /* Records step and metrics in def->training (malloc'd, freed with def). */
@@ -412,6 +416,8 @@ static rt_status do_export(run *R, const trn_exporter_conf *x, const rt_metric_l
 }
 
 /* Latest and Best exporters after an evaluation; Final too when final. */
+/* final: 0 after an evaluation while training, 1 at the end, 2 at the end
+ * with only the FinalExporters (the others ran on these metrics already). */
 static rt_status run_exporters(run *R, const rt_metric_list *ml, int final, rt_err *err)
 {
     if (!R->c->job_dir)
@@ -419,6 +425,8 @@ static rt_status run_exporters(run *R, const rt_metric_list *ml, int final, rt_e
     for (size_t i = 0; i < R->c->n_exporters; i++) {
         const trn_exporter_conf *x = &R->c->exporters[i];
         rt_status st = RT_OK;
+        if (final == 2 && x->type != TRN_EXPORTER_FINAL)
+            continue;
         if (x->type == TRN_EXPORTER_FINAL) {
             if (final)
                 st = do_export(R, x, ml, err);
@@ -500,8 +508,10 @@ static rt_status report_eval(const run *R, const rt_metric_list *ml, int64_t ste
     if (rt_metrics_format(ml, &b) == 0)
         logf_(c, "Saving dict for global step %lld: %s", (long long)step, b.data);
     rt_buf_reset(&b);
-    if (!c->job_dir)
+    if (!c->job_dir) {
+        st = trn_early_stop_record(R->es, ml, step, err);
         goto out;
+    }
     if (rt_metrics_json(ml, &b) != 0 || rt_buf_puts(&b, "\n") != 0) {
         st = rt_err_set(err, RT_ERR_NOMEM, "eval metrics: out of memory");
         goto out;
@@ -511,8 +521,9 @@ static rt_status report_eval(const run *R, const rt_metric_list *ml, int64_t ste
     snprintf(what, sizeof what, "cannot write the metrics of global step %lld", (long long)step);
     if ((st = trn_append_file(dir, "metrics.jsonl", b.data, b.len, 1, what, err)))
         goto out;
-    if (R->sum)
-        st = trn_summary_eval(R->sum, ml, step, err);
+    if (R->sum && (st = trn_summary_eval(R->sum, ml, step, err)))
+        goto out;
+    st = trn_early_stop_record(R->es, ml, step, err);
 out:
     rt_buf_free(&b);
     return st;
@@ -522,10 +533,19 @@ static rt_status evaluate_and_export(run *R, int final, rt_metric_list *out, rt_
 {
     rt_metric_list ml;
     rt_status st = RT_OK;
+    if (final && R->stopped_early && R->last_ml_step == R->m->step) {
+        /* stopped right after evaluating this step: the final exporters
+         * take that evaluation (the others already ran on it) */
+        if (out)
+            *out = R->last_ml;
+        return is_chief(R->c) ? run_exporters(R, &R->last_ml, 2, err) : RT_OK;
+    }
     if (R->c->n_eval_files > 0) {
         logf_(R->c, "Starting evaluation at global step %lld", (long long)R->m->step);
         if ((st = trn_evaluate(R->m, R->c, &ml, err)))
             return st;
+        R->last_ml = ml;
+        R->last_ml_step = R->m->step;
         if (!is_chief(R->c)) /* rank 0 alone reports and exports */
             return RT_OK;
         if ((st = report_eval(R, &ml, R->m->step, err)))
@@ -767,6 +787,26 @@ static rt_status input_replay(const input *in, trn_reader **rd, int64_t step, in
     return RT_OK;
 }
 
+/* Runs the early-stopping hooks due after the update that reached step (on
+ * rank 0, which holds the evaluations; its answer goes to every rank) and,
+ * when one asks to stop, logs and records it and sets R->stopped_early. */
+static rt_status early_stop(run *R, trn_dist *dist, int64_t step, int secs_due, rt_err *err)
+{
+    char reason[512] = "";
+    int r = trn_early_stop_check(R->es, step, secs_due, now_s(), reason, sizeof reason);
+    if (r < 0)
+        return RT_OK;
+    double stop = is_chief(R->c) && r > 0;
+    rt_status st = trn_dist_sum(dist, &stop, 1, err);
+    if (st || stop == 0)
+        return st;
+    R->stopped_early = 1;
+    if (!is_chief(R->c))
+        return RT_OK;
+    logf_(R->c, "Requesting early stopping at global step %lld: %s", (long long)step, reason);
+    return trn_early_stop_report(R->es, step, reason, err);
+}
+
 rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                                  rt_metric_list *final, rt_err *err)
 {
@@ -802,6 +842,9 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         goto out;
     R.spec = spec;
     R.c = &c;
+    R.last_ml_step = -1;
+    if ((st = trn_early_stop_new(&c, &R.es, err)))
+        goto out;
     R.spec_json = cJSON_PrintUnformatted(spec);
     if ((st = trn_model_new(R.def, &c, c.seed, &R.m, err)))
         goto out;
@@ -940,11 +983,12 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             /* flags: this rank still reads; the clock-based decisions (rank
              * 0's, under MPI: summed with the gradients, every rank learns
              * them); a stop signal seen by any rank */
-            float flags[4] = {local_end ? 0.0f : 1.0f,
+            float flags[5] = {local_end ? 0.0f : 1.0f,
                               is_chief(&c) && c.save_checkpoints_secs > 0 &&
                                   now_s() - last_ckpt >= c.save_checkpoints_secs,
                               is_chief(&c) && now_s() - last_eval >= c.throttle_secs,
-                              masked && stop_pending() ? 1.0f : 0.0f};
+                              masked && stop_pending() ? 1.0f : 0.0f,
+                              is_chief(&c) && trn_early_stop_secs_due(R.es, now_s())};
             double loss = 0;
             size_t n_global = n_local;
             int ended = 0;
@@ -959,7 +1003,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                 else
                     trn_model_clear_grads(R.m);
                 if (st == RT_OK)
-                    st = trn_dist_step(dist, R.m, &loss, n_local, flags, 4, &n_global, err);
+                    st = trn_dist_step(dist, R.m, &loss, n_local, flags, 5, &n_global, err);
                 ended = st == RT_OK && flags[0] == 0; /* every rank's data has ended */
                 if (st == RT_OK && !ended && n_global > 0)
                     trn_model_apply(R.m);
@@ -1024,6 +1068,10 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                     last_eval = now_s();
                 }
             }
+            if (R.es && (st = early_stop(&R, dist, step, flags[4] > 0, err)))
+                goto out;
+            if (R.stopped_early)
+                break;
         }
         if (R.m->step > start_step || sig) {
             progress_show(&pg, R.m->step, c.max_steps, epoch_fraction(rd, c.num_epochs), 1);
@@ -1115,6 +1163,7 @@ out:
     if (masked)
         unmask(oldact, &oldmask);
     trn_summary_close(R.sum);
+    trn_early_stop_free(R.es);
     free(labels);
     rt_batch_free(b);
     trn_reader_close(rd);
