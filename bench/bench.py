@@ -24,7 +24,9 @@ the same machine, prints a table and writes bench/results.json:
  13 overload: with max_queue_depth BENCH_QUEUE_DEPTH (32), alone and with
     max_queue_wait_ms BENCH_QUEUE_WAIT_MS (2), constant-rate load
     (bench/bench_load, wrk2-style) at 0.5x..3x the measured capacity:
-    answered req/s, share of 429, p50/p99 of the accepted, p99 of the 429s
+    answered req/s, share of 429, p50/p99 of the accepted, p99 of the 429s,
+    the daemon's CPU time per answer, and (with max_queue_wait_ms) the
+    adaptive admission limit after each run
 
 Server and load generator run pinned to different CPUs when there are two
 or more. Every figure is the median of RUNS runs (default 3). A figure that
@@ -1070,7 +1072,8 @@ def g13():
     Capacity = wrk -c16 req/s against the queue-only daemon (closed loop);
     then bench/bench_load offers a constant rate (latency counted from when
     each request was due, as wrk2 does) over 256 connections, to the daemon
-    with max_queue_depth alone and with max_queue_wait_ms as well."""
+    with max_queue_depth alone and with max_queue_wait_ms as well (the
+    target wait of the adaptive admission limit, docs/daemon.md "Overload")."""
     if not os.path.exists(BENCH_LOAD):
         raise RuntimeError("%s not built (make bench builds it)" % BENCH_LOAD)
     m = census_model()
