@@ -5,7 +5,12 @@
  * pthread key held in srv_http, made on the thread's first request, so the
  * hot path takes no lock); with max_queue_depth it is queued to the
  * workers (srv_pool.c), its connection suspended until a worker answers it,
- * or refused with 429 at once when the queue does not take it.
+ * or refused with 429 at once when the queue does not take it or, with
+ * max_queue_wait_ms, when the adaptive admission limit (srv_admit.c) is
+ * reached. A request holds its admission slot until its answer has been
+ * sent (srv_http_admit_release), and reports its wait then: in the queue
+ * and from its run's end until sent, which is where a busy I/O thread
+ * shows. The 429 answers are made once at start and shared.
  */
 #include "srv_http_internal.h"
 
