@@ -353,10 +353,10 @@ static size_t float_shortest_fast(float f, char *out)
     double L = scale10(lo, k), H = scale10(hi, k);
     uint64_t Y = (uint64_t)y;   /* 0 < y < 2^30: truncation is floor */
     double fr = y - (double)Y;  /* exact */
-    uint64_t best = 0;
+    uint64_t best = 0, q = Y; /* q = Y / 10^j, one constant division per step */
     int best_j = -1;
-    for (int j = 0; j <= 8; j++) {
-        uint64_t P = P10[j], q = Y / P;
+    for (int j = 0; j <= 8; j++, q /= 10) {
+        uint64_t P = P10[j];
         double r = (double)(Y - q * P) + fr, half = 0.5 * (double)P; /* both exact */
         if (fabs(r - half) < NEAR)
             return 0; /* near a tie: let printf decide */

@@ -75,6 +75,8 @@ struct srv_http {
     srv_shadow *shadow;      /* shadow runs, after the answer was sent */
     srv_predlog *predlog;    /* prediction log writer */
     atomic_bool trim_due;    /* held passed TRIM_AFTER since the last malloc_trim */
+    atomic_size_t kept;      /* bytes of large buffers kept by connections between
+                                requests (under CONN_KEEP_TOTAL, srv_http_request.c) */
 };
 
 /* One request's state between libmicrohttpd's calls. */
@@ -114,6 +116,7 @@ struct conn_state {
     bool fields_oom;
     const char *route_key; /* X-Predictd-Route-Key of the current request, or NULL */
     size_t route_key_len;
+    size_t kept;           /* bytes of srv_http.kept its buffers count for */
 };
 
 /* ------------------------------------------------ srv_http_answer.c */

@@ -21,9 +21,15 @@
 #include <string.h>
 #include <strings.h>
 
-/* Buffers larger than this are freed when their request completes, so idle
- * keep-alive connections do not each hold a large body. */
+/* Buffers up to this size stay with their connection for its next request.
+ * Larger ones (batches: a body of 1000 census rows is 319 KB) stay too while
+ * all connections together keep at most CONN_KEEP_TOTAL bytes of them; past
+ * that they are freed when their request completes, so idle keep-alive
+ * connections cannot pile up large buffers. Keeping them spares a request
+ * the fresh pages (page faults) and the munmap of buffers above glibc's mmap
+ * threshold. */
 #define CONN_BUF_KEEP (64 * 1024)
+#define CONN_KEEP_TOTAL ((size_t)16 << 20)
 
 /* ------------------------------------------ request bodies held at once */
 
@@ -314,6 +320,37 @@ static void tap_request(srv_http *h, req *rq)
         srv_version_release(shadow);
 }
 
+/* The bytes of cs's buffers over CONN_BUF_KEEP, which count in h->kept. */
+static size_t large_bytes(const conn_state *cs)
+{
+    return (cs->rq.body.cap > CONN_BUF_KEEP ? cs->rq.body.cap : 0) +
+           (cs->rq.resp.cap > CONN_BUF_KEEP ? cs->rq.resp.cap : 0);
+}
+
+/* After a request: cs keeps its large buffers for the next one when they
+ * fit under CONN_KEEP_TOTAL with every other connection's, else frees them. */
+static void keep_buffers(srv_http *h, conn_state *cs)
+{
+    size_t want = large_bytes(cs);
+    if (want <= cs->kept) {
+        atomic_fetch_sub(&h->kept, cs->kept - want);
+        cs->kept = want;
+        return;
+    }
+    size_t more = want - cs->kept;
+    size_t was = atomic_fetch_add(&h->kept, more);
+    if (was + more <= CONN_KEEP_TOTAL) {
+        cs->kept = want;
+        return;
+    }
+    atomic_fetch_sub(&h->kept, more + cs->kept);
+    cs->kept = 0;
+    if (cs->rq.body.cap > CONN_BUF_KEEP)
+        rt_buf_free(&cs->rq.body);
+    if (cs->rq.resp.cap > CONN_BUF_KEEP)
+        rt_buf_free(&cs->rq.resp);
+}
+
 void srv_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                            enum MHD_RequestTerminationCode toe)
 {
@@ -326,11 +363,8 @@ void srv_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cl
         atomic_fetch_sub(&h->active, 1);
     srv_http_admit_release(h, rq, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
     tap_request(h, rq);
-    if (rq->body.cap > CONN_BUF_KEEP)
-        rt_buf_free(&rq->body);
+    keep_buffers(h, (conn_state *)rq);
     release_body(h, rq);
-    if (rq->resp.cap > CONN_BUF_KEEP)
-        rt_buf_free(&rq->resp);
     rq->counted = false;
     *con_cls = NULL;
     srv_conn_request_done(((conn_state *)rq)->c);
@@ -365,6 +399,7 @@ void srv_http_on_connection(void *cls, struct MHD_Connection *conn, void **socke
     if (!cs)
         return;
     srv_conns_remove(h->conns, cs->c);
+    atomic_fetch_sub(&h->kept, cs->kept);
     rt_buf_free(&cs->rq.body);
     rt_buf_free(&cs->rq.resp);
     free(cs->fields);
