@@ -128,6 +128,12 @@ rt_status rt_batch_add(rt_batch *b, size_t *idx)
     return RT_OK;
 }
 
+void rt_batch_clear_instance(rt_batch *b, size_t idx)
+{
+    if (b && idx < b->n && b->n_inputs)
+        memset(&b->cells[idx * b->n_inputs], 0, b->n_inputs * sizeof(cell));
+}
+
 static rt_status reserve_vals(rt_batch *b, size_t extra)
 {
     if (b->n_vals + extra <= b->vals_cap)

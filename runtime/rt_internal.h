@@ -256,6 +256,10 @@ const rt_value *rt_batch_cell_keys(const rt_batch *b, size_t idx, size_t input, 
 /* Clears b and makes it hold instances for graph g (reuses its memory). */
 rt_status rt_batch_rebind(rt_batch *b, const rt_graph *g);
 
+/* Empties every cell of instance idx (the values pushed to them are left
+ * unused): a reader that gave up on an instance half-way reads it again. */
+void rt_batch_clear_instance(rt_batch *b, size_t idx);
+
 /* The graph batch b was created for (rt_batch_new's argument); the receivers
  * need it to map CSV columns and tf.Example features to raw inputs. */
 const rt_graph *rt_batch_graph(const rt_batch *b);

@@ -18,6 +18,8 @@
 
 #include "rt_internal.h"
 
+#include <string.h>
+
 /* ------------------------------------------------ reader (rt_json_reader.c) */
 
 /* Where the reader stands between two calls. */
@@ -133,6 +135,27 @@ static inline void rt_jr_restore(rt_jr *r, rt_jr_mark m)
 
 /* The next significant byte (after white space) without consuming it, or -1. */
 int rt_jr_peek(rt_jr *r);
+
+/* An ASCII byte that may stand in a string as it is. */
+static inline int rt_jr_plain_ascii(char c)
+{
+    unsigned char ch = (unsigned char)c;
+    return ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\';
+}
+
+/* Eight bytes at once (SWAR): non-zero when any of them is not plain_ascii
+ * (the closing quote, a backslash, below 0x20, or 0x80 and above). The
+ * lowest flag marks the first such byte exactly (borrows only run upwards). */
+static inline uint64_t rt_jr_special_in_word(const char *p)
+{
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+    uint64_t zq = (q - ones) & ~q, zb = (b - ones) & ~b;
+    uint64_t lt = (v - ones * 0x20) & ~v;
+    return (zq | zb | lt | v) & highs;
+}
 
 /* ------------------------------------------- messages (rt_json_where.c) */
 

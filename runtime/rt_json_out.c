@@ -122,9 +122,51 @@ static size_t list_outputs(const rt_graph *g, const Predictd__SignatureDef *sig,
     return n;
 }
 
+/* The last few floats written and their text. An answer repeats values (a
+ * binary head's logistic is its probabilities' second) and a float's text
+ * depends only on its bits, so a repeated one is copied, not worked out. */
+#define MEMO_SLOTS 4
+#define MEMO_TEXT 24 /* longer texts are not kept (none is: at most 16 bytes) */
+
+typedef struct float_memo {
+    uint32_t bits[MEMO_SLOTS];
+    size_t len[MEMO_SLOTS]; /* 0: empty */
+    size_t next;
+    char text[MEMO_SLOTS][MEMO_TEXT];
+} float_memo;
+
+static void memo_init(float_memo *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+/* v's text into o (RT_JSON_FLOAT_MAX bytes of room), through memo when
+ * there is one; returns its length. */
+static size_t float_text(float v, char *o, float_memo *m)
+{
+    if (!m)
+        return rt_json_float_text(v, o);
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    for (size_t s = 0; s < MEMO_SLOTS; s++) {
+        if (m->bits[s] == bits && m->len[s]) {
+            memcpy(o, m->text[s], MEMO_TEXT); /* room: RT_JSON_FLOAT_MAX */
+            return m->len[s];
+        }
+    }
+    size_t n = rt_json_float_text(v, o);
+    if (n <= MEMO_TEXT) {
+        size_t s = m->next++ % MEMO_SLOTS;
+        m->bits[s] = bits;
+        m->len[s] = n;
+        memcpy(m->text[s], o, n);
+    }
+    return n;
+}
+
 /* [v0, v1, ...]: room for all of it reserved once, each float's text
  * written in place. */
-static int put_floats(rt_buf *b, const float *v, size_t n)
+static int put_floats(rt_buf *b, const float *v, size_t n, float_memo *memo)
 {
     if (n > (SIZE_MAX - 2) / (RT_JSON_FLOAT_MAX + 2) ||
         rt_buf_reserve(b, 2 + n * (RT_JSON_FLOAT_MAX + 2)) != 0)
@@ -136,7 +178,7 @@ static int put_floats(rt_buf *b, const float *v, size_t n)
             *o++ = ',';
             *o++ = ' ';
         }
-        o += rt_json_float_text(v[k], o);
+        o += float_text(v[k], o, memo);
     }
     *o++ = ']';
     *o = '\0';
@@ -167,8 +209,10 @@ static int put_class_name(rt_buf *b, const rt_graph *g, size_t k)
     return rt_buf_json_string(b, s, strlen(s));
 }
 
-/* Writes the value of output `kind` for instance i. */
-static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind kind, size_t i)
+/* Writes the value of output `kind` for instance i (floats through memo,
+ * which may be NULL). */
+static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind kind, size_t i,
+                     float_memo *memo)
 {
     size_t nc = g->n_classes, ld = g->logits_dim;
     int rc = 0;
@@ -198,13 +242,13 @@ static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind
         rc |= put_class_name(b, g, (size_t)o->class_ids[i]);
         return rc | rt_buf_puts(b, "]");
     case OUT_LOGISTIC:
-        return put_floats(b, o->logistic + i, 1);
+        return put_floats(b, o->logistic + i, 1, memo);
     case OUT_LOGITS:
-        return put_floats(b, o->logits + i * ld, ld);
+        return put_floats(b, o->logits + i * ld, ld, memo);
     case OUT_PROBABILITIES:
-        return put_floats(b, o->probabilities + i * nc, nc);
+        return put_floats(b, o->probabilities + i * nc, nc, memo);
     case OUT_PREDICTIONS:
-        return put_floats(b, o->predictions + i * ld, ld);
+        return put_floats(b, o->predictions + i * ld, ld, memo);
     default:
         return rt_buf_puts(b, "null");
     }
@@ -262,7 +306,7 @@ static int tmpl_build(row_tmpl *t, const rt_graph *g, const rt_outputs *o, const
         t->val_len[k] = 0;
         t->per_class[k] = 0;
         if (items[k].kind == OUT_ALL_CLASS_IDS || items[k].kind == OUT_ALL_CLASSES) {
-            if (put_value(out, g, o, items[k].kind, 0) != 0 ||
+            if (put_value(out, g, o, items[k].kind, 0, NULL) != 0 ||
                 !tmpl_take(t, out, mark, &t->val_off[k], &t->val_len[k]))
                 return 0;
         } else if ((items[k].kind == OUT_CLASS_IDS || items[k].kind == OUT_CLASSES) &&
@@ -294,6 +338,8 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
     int rc = 0;
     row_tmpl t;
     if (!columnar && n_items > 1 && n >= TMPL_MIN_ROWS && tmpl_build(&t, g, o, items, n_items, out)) {
+        float_memo memo;
+        memo_init(&memo);
         rc |= rt_buf_append(out, "{\"predictions\": [", 17);
         for (size_t i = 0; i < n && rc == 0; i++) {
             rc |= rt_buf_append(out, i ? ", {" : "{", i ? 3 : 1);
@@ -305,7 +351,7 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
                 else if (c < g->n_classes)
                     rc |= rt_buf_append(out, t.text + t.cls_off[k][c], t.cls_len[k][c]);
                 else
-                    rc |= put_value(out, g, o, items[k].kind, i);
+                    rc |= put_value(out, g, o, items[k].kind, i, &memo);
             }
             rc |= rt_buf_append(out, "}", 1);
         }
@@ -318,7 +364,7 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
             if (i)
                 rc |= rt_buf_puts(out, ", ");
             if (n_items == 1) {
-                rc |= put_value(out, g, o, items[0].kind, i);
+                rc |= put_value(out, g, o, items[0].kind, i, NULL);
                 continue;
             }
             rc |= rt_buf_puts(out, "{");
@@ -327,7 +373,7 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
                     rc |= rt_buf_puts(out, ", ");
                 rc |= rt_buf_json_string(out, items[k].name, strlen(items[k].name));
                 rc |= rt_buf_puts(out, ": ");
-                rc |= put_value(out, g, o, items[k].kind, i);
+                rc |= put_value(out, g, o, items[k].kind, i, NULL);
             }
             rc |= rt_buf_puts(out, "}");
         }
@@ -345,7 +391,7 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
             for (size_t i = 0; i < n; i++) {
                 if (i)
                     rc |= rt_buf_puts(out, ", ");
-                rc |= put_value(out, g, o, items[k].kind, i);
+                rc |= put_value(out, g, o, items[k].kind, i, NULL);
             }
             rc |= rt_buf_puts(out, "]");
         }
@@ -389,7 +435,7 @@ rt_status rt_json_render_regress(const rt_graph *g, const rt_outputs *o, rt_buf 
         else if (ld == 1)
             rc |= rt_buf_json_float(out, o->predictions[i]);
         else
-            rc |= put_floats(out, o->predictions + i * ld, ld);
+            rc |= put_floats(out, o->predictions + i * ld, ld, NULL);
     }
     rc |= rt_buf_puts(out, "]}");
     return rc ? rt_err_set(err, RT_ERR_NOMEM, "answer: out of memory") : RT_OK;

@@ -144,27 +144,6 @@ int rt_jr_peek(rt_jr *r)
     return r->p < r->end ? (unsigned char)*r->p : -1;
 }
 
-/* An ASCII byte that may stand in a string as it is. */
-static int plain_ascii(char c)
-{
-    unsigned char ch = (unsigned char)c;
-    return ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\';
-}
-
-/* Eight bytes at once (SWAR): non-zero when any of them is not plain_ascii
- * (the closing quote, a backslash, below 0x20, or 0x80 and above). The
- * lowest flag marks the first such byte exactly (borrows only run upwards). */
-static uint64_t special_in_word(const char *p)
-{
-    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
-    uint64_t zq = (q - ones) & ~q, zb = (b - ones) & ~b;
-    uint64_t lt = (v - ones * 0x20) & ~v;
-    return (zq | zb | lt | v) & highs;
-}
-
 int rt_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
@@ -263,7 +242,7 @@ static __attribute__((noinline)) rt_status read_string_any(rt_jr *r, rt_buf *buf
     int copying = 0;
     for (;;) {
         while (end - q >= 8) {
-            uint64_t m = special_in_word(q);
+            uint64_t m = rt_jr_special_in_word(q);
             if (m) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
                 q += (unsigned)__builtin_ctzll(m) >> 3;
@@ -272,7 +251,7 @@ static __attribute__((noinline)) rt_status read_string_any(rt_jr *r, rt_buf *buf
             }
             q += 8;
         }
-        while (q < end && plain_ascii(*q))
+        while (q < end && rt_jr_plain_ascii(*q))
             q++;
         if (q >= end)
             return unexpected(r, end, "the closing '\"' of a string");
@@ -329,7 +308,7 @@ static inline rt_status read_string(rt_jr *r, rt_buf *buf, const char **s, size_
     const char *start = r->p + 1, *q = start, *end = r->end;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     while (end - q >= 8) {
-        uint64_t m = special_in_word(q);
+        uint64_t m = rt_jr_special_in_word(q);
         if (m) {
             q += (unsigned)__builtin_ctzll(m) >> 3;
             goto found;
@@ -337,7 +316,7 @@ static inline rt_status read_string(rt_jr *r, rt_buf *buf, const char **s, size_
         q += 8;
     }
 #endif
-    while (q < end && plain_ascii(*q))
+    while (q < end && rt_jr_plain_ascii(*q))
         q++;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 found:

@@ -231,11 +231,131 @@ long rt_jfill_find(rt_jfill *q, const char *key, size_t klen)
     return -1;
 }
 
+/* White space as the reader skips it. */
+static inline const char *skip_space(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* The closing quote of the string whose opening quote is at p, when the
+ * string is plain (printable ASCII, no escape: the reader hands it out in
+ * place); NULL otherwise. */
+static inline const char *plain_string_end(const char *p, const char *e)
+{
+    const char *q = p + 1;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (e - q >= 8) {
+        uint64_t m = rt_jr_special_in_word(q);
+        if (m) {
+            q += (unsigned)__builtin_ctzll(m) >> 3;
+            return *q == '"' ? q : NULL;
+        }
+        q += 8;
+    }
+#endif
+    while (q < e && rt_jr_plain_ascii(*q))
+        q++;
+    return q < e && *q == '"' ? q : NULL;
+}
+
+/*
+ * rt_jfill_object for the common instance, straight from the bytes: plain
+ * keys, each naming an input of the signature once, with a plain string for
+ * a string input or an integer literal of up to 15 digits for a numeric one
+ * (the values, exact in a double, that the reader gives). Returns 1 when it
+ * read the whole object and left the reader as rt_jr_member leaves it after
+ * the closing brace; 0 when the object is anything else (an escape, a
+ * fraction, a list, a label column, a fault): nothing of it is kept (idx's
+ * cells emptied, the reader where it was) and the general path reads it,
+ * reporting what is wrong as it always has.
+ */
+static int fast_object(rt_jfill *q, size_t idx)
+{
+    rt_jr *r = q->r;
+    if (q->md.kind != RT_IN_FEATURES || r->state != RT_JR_FIRST_KEY || r->hard)
+        return 0;
+    rt_batch *b = q->c->batch;
+    const char *p = skip_space(r->p, r->end), *e = r->end;
+    r->key_nul = 0;
+    for (;;) {
+        if (p >= e || *p != '"')
+            goto general;
+        const char *ke = plain_string_end(p, e);
+        if (!ke)
+            goto general;
+        const char *key = p + 1;
+        p = skip_space(ke + 1, e);
+        if (p >= e || *p != ':')
+            goto general;
+        p = skip_space(p + 1, e);
+        long in = rt_jfill_find(q, key, (size_t)(ke - key));
+        if (in < 0 || q->seen[in] || p >= e)
+            goto general;
+        q->seen[in] = 1;
+        rt_status st;
+        if (q->g->inputs[in].dtype == PREDICTD__DTYPE__DT_STRING) {
+            const char *se = *p == '"' ? plain_string_end(p, e) : NULL;
+            if (!se)
+                goto general;
+            st = rt_batch_push_str(b, idx, (size_t)in, p + 1, (size_t)(se - p - 1));
+            p = se + 1;
+        } else {
+            int neg = *p == '-';
+            p += neg;
+            if (p >= e || *p < '0' || *p > '9')
+                goto general;
+            uint64_t v = 0;
+            int digits = 0;
+            if (*p == '0') {
+                p++;
+                digits = 1;
+            } else {
+                while (p < e && *p >= '0' && *p <= '9' && digits < 16) {
+                    v = v * 10 + (uint64_t)(*p - '0');
+                    p++;
+                    digits++;
+                }
+            }
+            /* more digits (a leading zero, 16 or more), a fraction or an
+             * exponent: the reader's */
+            if (digits > 15 || (p < e && ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' ||
+                                          *p == 'E' || *p == '+' || *p == '-')))
+                goto general;
+            double d = (double)v;
+            st = rt_batch_push_num(b, idx, (size_t)in, neg ? -d : d);
+        }
+        if (st != RT_OK)
+            goto general;
+        p = skip_space(p, e);
+        if (p < e && *p == ',') {
+            p = skip_space(p + 1, e);
+            continue;
+        }
+        if (p < e && *p == '}')
+            break;
+        goto general;
+    }
+    /* closed, as the reader closes a container */
+    r->p = p + 1;
+    r->depth--;
+    r->state = r->depth == 0 ? RT_JR_DONE : RT_JR_AFTER;
+    return 1;
+general:
+    rt_batch_clear_instance(b, idx);
+    memset(q->seen, 0, q->nin);
+    q->hint = 0;
+    return 0;
+}
+
 rt_status rt_jfill_object(rt_jfill *q, size_t idx, const rt_jpath *path)
 {
     rt_jr *r = q->r;
     memset(q->seen, 0, q->nin);
     q->hint = 0;
+    if (fast_object(q, idx))
+        return RT_OK;
     for (;;) {
         int more;
         rt_jpath mp = *path;

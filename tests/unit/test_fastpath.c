@@ -187,6 +187,17 @@ static const char *const GOOD[] = {
     " { \"instances\" : [ { \"age\" : 1 , \"gender\":\"Female\"} ] }\r\n\t",
     "{\"instances\": []}",
     "{\"inputs\": {\"age\": []}}",
+    /* instances the object fast path (rt_json_value.c) reads whole, and
+     * ones it gives up on half-way (an escaped key, a label, a fraction,
+     * a list, a 16-digit integer after plain members): the general path
+     * then reads the instance again from its start */
+    "{\"instances\": [{\"age\": 25, \"gender\": \"Male\", \"hours\": -0},"
+    " {\"gender\": \"F\", \"occupation\": \"x\", \"\\u0061ge\": 7},"
+    " {\"age\": 1, \"gender\": \"M\", \"label\": \"yes\"},"
+    " {\"age\": 2, \"occupation\": \"y\", \"hours\": 40.5},"
+    " {\"age\": 3, \"gender\": \"z\", \"hours\": [1, 2]},"
+    " {\"age\": 999999999999999, \"hours\": 1000000000000000},"
+    " {\"hours\":1,\"age\":-12 ,\"gender\" :\"a\"\n}, {\"age\": 0}]}",
 };
 
 static const char *const UNUSUAL[] = {
@@ -245,6 +256,16 @@ static const char *const UNUSUAL[] = {
     "{\"instances\": [{\"age\": 999999999999999999999999999999999999999999}]}",
     "{\"instances\": [{\"gender\": \"a\x01" "b\"}]}",
     "{\"signature_name\": NaN, \"instances\": []}",
+    /* faults after members the object fast path has read */
+    "{\"instances\": [{\"age\": 1, \"gender\": \"a\", \"age\": 2}]}",
+    "{\"instances\": [{\"age\": 1, \"gender\": \"a\", \"nope\": 2}]}",
+    "{\"instances\": [{\"age\": 1, \"gender\": \"a\",}]}",
+    "{\"instances\": [{\"age\": 1, \"gender\": \"a\" \"hours\": 2}]}",
+    "{\"instances\": [{\"age\": 1, \"gender\": 2}]}",
+    "{\"instances\": [{\"age\": 1, \"hours\": 3-1}]}",
+    "{\"instances\": [{\"age\": 1, \"hours\": 00}]}",
+    "{\"instances\": [{\"age\": 1, \"gender\": \"a\"",
+    "{\"instances\": [{\"age\": 1, \"gender\": \"a\x01\"}]}",
 };
 
 typedef struct fast_fixture {
