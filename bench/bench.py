@@ -835,6 +835,35 @@ def g7():
     return out
 
 
+@group(15, "BoostedTrees training: census, 100 trees, CPU seconds next to scikit-learn")
+def g15():
+    script = os.path.join(ROOT, "bench", "train_trees_bench.sh")
+    r = subprocess.run(["sh", script, str(RUNS)], capture_output=True, text=True,
+                       env=dict(os.environ, BUILD=BUILD), timeout=600)
+    out = {"source": "bench/train_trees_bench.sh (median of %d)" % RUNS}
+    ours = re.findall(r"trees run \d+: grew (\d+) trees from (\d+) examples in ([0-9.]+)s, cpu "
+                      r"([0-9.]+)s \((\d+) examples/s per tree and cpu second\).*accuracy = "
+                      r"([0-9.]+), auc = ([0-9.]+)", r.stdout)
+    if ours:
+        out["grow_cpu_s"] = median([float(x[3]) for x in ours])
+        out["grow_wall_s"] = median([float(x[2]) for x in ours])
+        out["examples_per_tree_cpu_s"] = median([int(x[4]) for x in ours])
+        out["accuracy"] = float(ours[0][5])
+        out["auc"] = float(ours[0][6])
+    base = re.findall(r"baseline run \d+: .* in ([0-9.]+)s, cpu ([0-9.]+)s \((\d+) examples/s "
+                      r"per tree and cpu second\); accuracy = ([0-9.]+), auc = ([0-9.]+)",
+                      r.stdout)
+    if base:
+        out["sklearn_fit_cpu_s"] = median([float(x[1]) for x in base])
+        out["sklearn_examples_per_tree_cpu_s"] = median([int(x[2]) for x in base])
+        out["sklearn_accuracy"] = float(base[0][3])
+        out["sklearn_auc"] = float(base[0][4])
+    else:
+        out["sklearn"] = "python3-sklearn not installed (docs/trainer.md: 0.56-0.59 cpu s)"
+    out["raw"] = r.stdout.strip().splitlines()
+    return out
+
+
 @group(10, "distributed training: census examples/s at 1 and 2 ranks (mpirun), batch 40 and 512")
 def g10():
     script = os.path.join(ROOT, "bench", "train_mpi_bench.sh")
@@ -1247,7 +1276,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g15):
             g()
     finally:
         for p in STARTED:

@@ -6,6 +6,8 @@
  *   char[8] "PDCKPT\0\0", u32 version (1), u32 tensor count, i64 global step
  *   per tensor: u32 name length, name bytes, u64 float count, u32 slots,
  *               float data[count], then slots x float[count]
+ *   BoostedTrees models only: u64 length, the packed TreeEnsemble (inputs
+ *               with their bins, bias, the trees grown so far)
  *   u32 CRC-32C of everything before it
  * Written to a hidden temporary file in JOB_DIR, fsynced, renamed to its
  * final name and the directory fsynced: a kill -9 at any moment leaves
@@ -287,6 +289,18 @@ rt_status trn_ckpt_save(const trn_model *m, const char *job_dir, int keep_max, r
         for (size_t s = 0; s < p->n_slots; s++)
             wr_put(w, p->slot[s], c * sizeof(float));
     }
+    if (m->trees) {
+        uint64_t tl = predictd__tree_ensemble__get_packed_size(m->trees);
+        uint8_t *tb = malloc(tl ? (size_t)tl : 1);
+        if (!tb) {
+            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        predictd__tree_ensemble__pack(m->trees, tb);
+        wr_put(w, &tl, 8);
+        wr_put(w, tb, (size_t)tl);
+        free(tb);
+    }
     uint32_t crc = w->crc;
     wr_put(w, &crc, 4);
     wr_flush(w);
@@ -331,6 +345,34 @@ out:
     } else if (st)
         unlink(tmp);
     free(w);
+    return st;
+}
+
+/* A checkpoint's tree ensemble: its inputs must be m's (names and id
+ * spaces); with apply, it replaces m's ensemble. */
+static rt_status load_trees(trn_model *m, const uint8_t *b, size_t len, const char *path,
+                            int apply, rt_err *err)
+{
+    Predictd__TreeEnsemble *e = predictd__tree_ensemble__unpack(NULL, len, b);
+    if (!e)
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: the trees do not unpack", path);
+    rt_status st = RT_OK;
+    if (e->n_inputs != m->trees->n_inputs)
+        st = rt_err_set(err, RT_ERR_FORMAT, "%s: %zu tree inputs, the model has %zu (the spec "
+                        "changed? use a new --job-dir)", path, e->n_inputs,
+                        m->trees->n_inputs);
+    for (size_t j = 0; st == RT_OK && j < e->n_inputs; j++)
+        if (strcmp(e->inputs[j]->column, m->trees->inputs[j]->column) != 0 ||
+            e->inputs[j]->num_categories != m->trees->inputs[j]->num_categories)
+            st = rt_err_set(err, RT_ERR_FORMAT, "%s: tree input %zu is %.80s, the model's is %s "
+                            "(the spec changed? use a new --job-dir)", path, j,
+                            e->inputs[j]->column, m->trees->inputs[j]->column);
+    if (st == RT_OK && apply) {
+        Predictd__TreeEnsemble old = *m->trees;
+        *m->trees = *e;
+        *e = old;
+    }
+    predictd__tree_ensemble__free_unpacked(e, NULL);
     return st;
 }
 
@@ -395,6 +437,17 @@ static rt_status load_image(trn_model *m, const unsigned char *b, size_t len, co
                 memcpy(p->slot[k], b + off + bytes * (k + 1), bytes);
         }
         off += bytes * (1 + ns);
+    }
+    if (m->trees) {
+        uint64_t tl;
+        NEED(8, "the trees");
+        memcpy(&tl, b + off, 8);
+        off += 8;
+        NEED(tl, "the trees");
+        rt_status st = load_trees(m, b + off, (size_t)tl, path, apply, err);
+        if (st)
+            return st;
+        off += (size_t)tl;
     }
     if (off != len)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: %zu bytes of trailing data", path,

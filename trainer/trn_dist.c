@@ -109,6 +109,16 @@ rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err)
     return rc ? comm_failed(err, "allreduce") : RT_OK;
 }
 
+rt_status trn_dist_bcast(trn_dist *d, void *buf, size_t len, rt_err *err)
+{
+    if (!d)
+        return RT_OK;
+    double t = now_s();
+    int rc = d->c->bcast(d->c->ctx, buf, len, 0);
+    d->comm_s += now_s() - t;
+    return rc ? comm_failed(err, "broadcast") : RT_OK;
+}
+
 rt_status trn_dist_max(trn_dist *d, double *v, size_t n, rt_err *err)
 {
     if (!d)
@@ -341,6 +351,34 @@ rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
     return unpack_sparse(d, m, scale, err);
 }
 
+/* A BoostedTrees model's ensemble (rank 0's restored trees) onto every rank:
+ * its packed bytes, unpacked in place of the others' ensembles. */
+static rt_status bcast_trees(trn_dist *d, trn_model *m, rt_err *err)
+{
+    uint64_t len = d->c->rank == 0 ? predictd__tree_ensemble__get_packed_size(m->trees) : 0;
+    rt_status st = trn_dist_bcast(d, &len, sizeof len, err);
+    if (st)
+        return st;
+    uint8_t *buf = malloc(len ? (size_t)len : 1);
+    if (!buf)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (d->c->rank == 0)
+        predictd__tree_ensemble__pack(m->trees, buf);
+    if ((st = trn_dist_bcast(d, buf, (size_t)len, err)) || d->c->rank == 0) {
+        free(buf);
+        return st;
+    }
+    Predictd__TreeEnsemble *e = predictd__tree_ensemble__unpack(NULL, (size_t)len, buf);
+    free(buf);
+    if (!e)
+        return rt_err_set(err, RT_ERR_FORMAT, "distributed: rank 0's trees do not unpack");
+    Predictd__TreeEnsemble old = *m->trees;
+    *m->trees = *e;
+    *e = old;
+    predictd__tree_ensemble__free_unpacked(e, NULL);
+    return RT_OK;
+}
+
 rt_status trn_dist_bcast_model(trn_dist *d, trn_model *m, rt_err *err)
 {
     if (!d)
@@ -358,12 +396,23 @@ rt_status trn_dist_bcast_model(trn_dist *d, trn_model *m, rt_err *err)
     if (rc)
         return comm_failed(err, "broadcast of the model");
     m->step = step;
-    return RT_OK;
+    return m->trees ? bcast_trees(d, m, err) : RT_OK;
 }
 
 uint32_t trn_model_checksum(const trn_model *m)
 {
     uint32_t crc = rt_crc32c(0, &m->step, sizeof m->step);
+    if (m->trees) {
+        size_t len = predictd__tree_ensemble__get_packed_size(m->trees);
+        uint8_t *buf = malloc(len ? len : 1);
+        if (buf) {
+            predictd__tree_ensemble__pack(m->trees, buf);
+            crc = rt_crc32c(crc, buf, len);
+        } else {
+            crc = ~crc; /* no memory: this replica cannot prove it agrees */
+        }
+        free(buf);
+    }
     for (size_t i = 0; i < m->n_params; i++) {
         const tparam *p = &m->p[i];
         crc = rt_crc32c(crc, p->data, p->count * sizeof(float));

@@ -45,13 +45,19 @@ static rt_status nomem(rt_err *err)
     return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
 }
 
+static rt_status check_tree(const tg_booster *b, const Predictd__Tree *t, size_t ti,
+                           rt_err *err);
+static void walk_all(tg_booster *b);
+
 rt_status trn_gbdt_new(const tg_data *d, const float *labels, Predictd__HeadType head,
-                       size_t ld, const trn_gbdt_params *p, trn_dist *dist, tg_booster **out,
-                       rt_err *err)
+                       size_t ld, const trn_gbdt_params *p, trn_dist *dist,
+                       Predictd__TreeEnsemble *ens, tg_booster **out, rt_err *err)
 {
     *out = NULL;
     if (ld == 0 || d->n_inputs == 0)
         return rt_err_set(err, RT_ERR_INVALID, "boosted trees: no inputs or no logits");
+    if (ld > TG_MAX_LD)
+        return rt_err_set(err, RT_ERR_LIMIT, "boosted trees: at most %d logits", TG_MAX_LD);
     tg_booster *b = calloc(1, sizeof *b);
     if (!b)
         return nomem(err);
@@ -63,6 +69,7 @@ rt_status trn_gbdt_new(const tg_data *d, const float *labels, Predictd__HeadType
     b->label_dim = head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? ld : 1;
     b->p = *p;
     b->dist = dist;
+    b->ens = ens;
     size_t nn = n ? n : 1;
     b->labels = malloc(nn * b->label_dim * sizeof *b->labels);
     b->logits = malloc(nn * ld * sizeof *b->logits);
@@ -71,13 +78,10 @@ rt_status trn_gbdt_new(const tg_data *d, const float *labels, Predictd__HeadType
     b->idx = malloc(nn * sizeof *b->idx);
     b->tmp = malloc(nn * sizeof *b->tmp);
     b->off = malloc(d->n_inputs * sizeof *b->off);
-    b->ens = malloc(sizeof *b->ens);
-    if (!b->labels || !b->logits || !b->gq || !b->hq || !b->idx || !b->tmp || !b->off ||
-        !b->ens) {
+    if (!b->labels || !b->logits || !b->gq || !b->hq || !b->idx || !b->tmp || !b->off) {
         st = nomem(err);
         goto out;
     }
-    predictd__tree_ensemble__init(b->ens);
     memcpy(b->labels, labels, n * b->label_dim * sizeof *b->labels);
     tg_ctx *c = &b->ctx;
     c->ld = ld;
@@ -93,11 +97,10 @@ rt_status trn_gbdt_new(const tg_data *d, const float *labels, Predictd__HeadType
         at += (size_t)d->n_bins[j] * c->stride;
     }
     c->hist_len = at;
-    /* the bias: zeros, or the label mean's logits (center_bias) */
-    double sums[TG_MAX_LD + 1];
-    memset(sums, 0, sizeof sums);
-    if (ld > TG_MAX_LD) {
-        st = rt_err_set(err, RT_ERR_LIMIT, "boosted trees: at most %d logits", TG_MAX_LD);
+    /* the label sums (center_bias) and the examples of every rank */
+    double *sums = calloc(ld + 1, sizeof *sums);
+    if (!sums) {
+        st = nomem(err);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
@@ -113,31 +116,42 @@ rt_status trn_gbdt_new(const tg_data *d, const float *labels, Predictd__HeadType
         }
     }
     sums[ld] = (double)n;
-    if ((st = trn_dist_sum(dist, sums, ld + 1, err)))
-        goto out;
+    st = trn_dist_sum(dist, sums, ld + 1, err);
     b->n_global = sums[ld];
-    b->ens->bias = calloc(ld, sizeof *b->ens->bias);
-    if (!b->ens->bias) {
-        st = nomem(err);
-        goto out;
-    }
-    b->ens->n_bias = ld;
-    if (p->center_bias && b->n_global > 0) {
-        for (size_t k = 0; k < ld; k++) {
-            double m = sums[k] / b->n_global;
-            double v;
+    if (st == RT_OK && ens->n_trees > 0) {
+        /* a checkpoint's ensemble: the logits its trees give */
+        if (ens->n_bias != ld)
+            st = rt_err_set(err, RT_ERR_FORMAT, "trees: %zu bias values, expected %zu",
+                            ens->n_bias, ld);
+        for (size_t t = 0; st == RT_OK && t < ens->n_trees; t++)
+            st = check_tree(b, ens->trees[t], t, err);
+        if (st == RT_OK)
+            walk_all(b);
+    } else if (st == RT_OK) {
+        /* a new ensemble: zeros, or the label mean's logits (center_bias) */
+        float *bias = calloc(ld, sizeof *bias);
+        if (!bias)
+            st = nomem(err);
+        for (size_t k = 0; bias && p->center_bias && b->n_global > 0 && k < ld; k++) {
+            double m = sums[k] / b->n_global, v;
             if (head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION)
                 v = m;
             else if (head == PREDICTD__HEAD_TYPE__HEAD_BINARY)
                 v = m > 0 && m < 1 ? log(m / (1 - m)) : 0;
             else
                 v = log(m > 1e-12 ? m : 1e-12);
-            b->ens->bias[k] = (float)v;
+            bias[k] = (float)v;
+        }
+        if (bias) {
+            free(ens->bias);
+            ens->bias = bias;
+            ens->n_bias = ld;
+            walk_all(b);
         }
     }
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < ld; k++)
-            b->logits[i * ld + k] = b->ens->bias[k];
+    free(sums);
+    if (st)
+        goto out;
     *out = b;
     b = NULL;
 out:
@@ -156,19 +170,7 @@ void trn_gbdt_free(tg_booster *b)
     free(b->idx);
     free(b->tmp);
     free(b->off);
-    if (b->ens)
-        predictd__tree_ensemble__free_unpacked(b->ens, NULL);
     free(b);
-}
-
-Predictd__TreeEnsemble *trn_gbdt_ensemble(tg_booster *b)
-{
-    return b->ens;
-}
-
-size_t trn_gbdt_num_trees(const tg_booster *b)
-{
-    return b->ens->n_trees;
 }
 
 const float *trn_gbdt_logits(const tg_booster *b)
@@ -686,34 +688,21 @@ static rt_status check_tree(const tg_booster *b, const Predictd__Tree *t, size_t
     return RT_OK;
 }
 
-rt_status trn_gbdt_restore(tg_booster *b, Predictd__TreeEnsemble *e, rt_err *err)
+/* The training logits: the bias plus each tree's leaf, in tree order (the
+ * order training adds them in, so a resumed run has the same bits). */
+static void walk_all(tg_booster *b)
 {
     size_t ld = b->ld, n = b->d->n_rows;
-    if (e->n_bias != ld)
-        return rt_err_set(err, RT_ERR_FORMAT, "%zu bias values, expected %zu", e->n_bias, ld);
-    for (size_t t = 0; t < e->n_trees; t++) {
-        rt_status st = check_tree(b, e->trees[t], t, err);
-        if (st)
-            return st;
-    }
-    memcpy(b->ens->bias, e->bias, ld * sizeof *e->bias);
-    for (size_t t = 0; t < b->ens->n_trees; t++)
-        predictd__tree__free_unpacked(b->ens->trees[t], NULL);
-    free(b->ens->trees);
-    b->ens->trees = e->trees;
-    b->ens->n_trees = e->n_trees;
-    e->trees = NULL;
-    e->n_trees = 0;
+    const Predictd__TreeEnsemble *e = b->ens;
     for (size_t i = 0; i < n; i++) {
         float *f = b->logits + i * ld;
         for (size_t k = 0; k < ld; k++)
-            f[k] = b->ens->bias[k];
-        for (size_t t = 0; t < b->ens->n_trees; t++) {
-            const Predictd__Tree *tr = b->ens->trees[t];
-            const Predictd__TreeNode *leaf = tr->nodes[trn_gbdt_walk(b->ens, tr, b->d, i)];
+            f[k] = e->bias[k];
+        for (size_t t = 0; t < e->n_trees; t++) {
+            const Predictd__Tree *tr = e->trees[t];
+            const Predictd__TreeNode *leaf = tr->nodes[trn_gbdt_walk(e, tr, b->d, i)];
             for (size_t k = 0; k < ld; k++)
                 f[k] += leaf->leaf_value[k];
         }
     }
-    return RT_OK;
 }

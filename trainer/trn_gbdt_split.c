@@ -29,23 +29,27 @@ rt_status trn_gbdt_edges(float *v, size_t n, double epsilon, float **edges, size
     double qd = floor(1.0 / epsilon + 0.5);
     size_t q = qd >= TG_MAX_BINS ? TG_MAX_BINS : qd < 1 ? 1 : (size_t)qd;
     size_t distinct = 1;
-    for (size_t i = 1; i < n && distinct <= q; i++)
+    for (size_t i = 1; i < n; i++)
         distinct += v[i] != v[i - 1];
     float *e = malloc((distinct <= q ? distinct : q) * sizeof *e);
     if (!e)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    size_t k = 0;
-    if (distinct <= q) {
-        e[k++] = v[0];
-        for (size_t i = 1; i < n; i++)
-            if (v[i] != v[i - 1])
-                e[k++] = v[i];
-    } else {
-        for (size_t j = 1; j <= q; j++) {
-            /* rank ceil(j n / q) - 1, in integers */
-            size_t r = (j * n + q - 1) / q - 1;
-            if (k == 0 || v[r] != e[k - 1])
-                e[k++] = v[r];
+    /* equal-frequency bins over the distinct values: a bin closes at the
+     * first value that brings it to its share of the rows left (rows left /
+     * bins left), so a value heavier than a share gets a bin of its own and
+     * the other values share the rest; once no more values are left than
+     * bins, every value closes one */
+    size_t k = 0, left = n, acc = 0, values_left = distinct;
+    for (size_t i = 0; i < n; i++) {
+        acc++;
+        if (i + 1 < n && v[i + 1] == v[i])
+            continue;
+        values_left--;
+        size_t bins_left = q - k;
+        if (i + 1 == n || values_left < bins_left || acc * bins_left >= left) {
+            e[k++] = v[i];
+            left -= acc;
+            acc = 0;
         }
     }
     *edges = e;

@@ -72,6 +72,9 @@ typedef struct dnn_layer {
 
 struct trn_model {
     const Predictd__ModelDef *def;
+    Predictd__TreeEnsemble *trees; /* BoostedTrees: def's ensemble (set by the run,
+                                      checkpointed and broadcast with the model) */
+    char *assets_dir;     /* for graph rebuilds */
     trn_optimizer linear_opt, dnn_opt;
     rt_tensor_spec *specs;
     size_t n_params;
@@ -114,6 +117,18 @@ struct trn_model {
     float **dmask;        /* [n_layers] 0 or 1/keep */
     size_t cap_drop;      /* rows */
 };
+
+/* A reader over files with f's CSV schema (trn_run.c): batch rows a batch,
+ * shuffle buffer, epochs, seed, bad-row policy, header lines per file, and
+ * shards > 0: this reader's share (shard of shards) of the files or rows. */
+rt_status trn_open_reader(const trn_feeder *f, char *const *files, size_t n_files, size_t batch,
+                          size_t shuffle, int64_t epochs, uint64_t seed, trn_bad_row_policy bad,
+                          size_t skip_header, size_t shards, size_t shard, trn_reader **r,
+                          rt_err *err);
+
+/* Rebuilds m's graph from its ModelDef (a BoostedTrees model's after trees
+ * were added: the runtime compiles them into the graph). */
+rt_status trn_model_rebuild_graph(trn_model *m, rt_err *err);
 
 /* Optimizer update of elements [lo, hi) of p (trn_optim.c). */
 void trn_optim_update(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi,
@@ -190,6 +205,8 @@ int trn_dist_size(const trn_dist *d);
 void trn_dist_slice(const trn_dist *d, size_t n, size_t *lo, size_t *hi);
 /* v[0..n) summed over the ranks. */
 rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err);
+/* Rank 0's len bytes at buf onto every rank. */
+rt_status trn_dist_bcast(trn_dist *d, void *buf, size_t len, rt_err *err);
 /* v[0..n) the element-wise maximum over the ranks. */
 rt_status trn_dist_max(trn_dist *d, double *v, size_t n, rt_err *err);
 /*
@@ -323,24 +340,33 @@ typedef struct tg_booster tg_booster;
  * label_dim] (copied): head type decides the loss (binary: logistic,
  * multi-class: softmax with one leaf vector of ld values a tree, diagonal
  * hessian; regression: squared error / 2). dist (may be NULL) sums the
- * histograms and counts across the ranks. The ensemble starts empty with a
- * bias of zeros, or from the label mean with center_bias.
+ * histograms and counts across the ranks. ens (not owned; must outlive b)
+ * receives the bias and the trees: without trees it gets a bias of zeros,
+ * or the label mean's logits with center_bias; with trees (a checkpoint's)
+ * they are checked against d and walked over its bins to give the training
+ * logits, so the run continues exactly as the one that wrote them
+ * (RT_ERR_FORMAT when they do not fit).
  */
 rt_status trn_gbdt_new(const tg_data *d, const float *labels, Predictd__HeadType head,
-                       size_t ld, const trn_gbdt_params *p, trn_dist *dist, tg_booster **out,
-                       rt_err *err);
+                       size_t ld, const trn_gbdt_params *p, trn_dist *dist,
+                       Predictd__TreeEnsemble *ens, tg_booster **out, rt_err *err);
 void trn_gbdt_free(tg_booster *b);
-/* Grows one more tree and adds it to the ensemble and the training logits. */
+/* Grows one more tree and appends it to the ensemble and the training
+ * logits. */
 rt_status trn_gbdt_step(tg_booster *b, rt_err *err);
-/* The trees so far; the inputs' column names and num_categories are the
- * caller's to fill (bin_upper is filled). Owned by b. */
-Predictd__TreeEnsemble *trn_gbdt_ensemble(tg_booster *b);
-size_t trn_gbdt_num_trees(const tg_booster *b);
-/* Replaces the ensemble by e's trees and bias (a checkpoint's) and
- * recomputes the training logits by walking them over the bins, so the run
- * continues exactly as the one that wrote e. Takes e's trees (e is left
- * with none). RT_ERR_FORMAT when e does not fit the data. */
-rt_status trn_gbdt_restore(tg_booster *b, Predictd__TreeEnsemble *e, rt_err *err);
+/*
+ * Reads the training files (c->train_files, one pass, unshuffled; under MPI
+ * this rank's shard as train.shard_policy says) through g's feeder and
+ * transform into a binned data set for ens's inputs: numeric inputs by
+ * quantile edges of every rank's values (stored in ens's bin_upper; a
+ * checkpoint's bin_upper must equal them), the others by their ids (a
+ * missing or out-of-range id in its own bin). *labels receives n_rows x
+ * label dim labels. Collective under MPI. Free with trn_gbdt_data_free.
+ */
+rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const trn_config *c,
+                        trn_dist *dist, tg_data **out, float **labels, rt_err *err);
+void trn_gbdt_data_free(tg_data *d);
+
 /* The training logits (n_rows x ld) and the mean training loss. */
 const float *trn_gbdt_logits(const tg_booster *b);
 double trn_gbdt_train_loss(const tg_booster *b);

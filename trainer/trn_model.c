@@ -50,6 +50,7 @@ void trn_model_free(trn_model *m)
     if (!m)
         return;
     rt_graph_free(m->g);
+    free(m->assets_dir);
     for (size_t i = 0; i < m->n_params; i++) {
         tparam *p = &m->p[i];
         free(p->data);
@@ -282,6 +283,10 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
         }
     }
     init_params(m, seed);
+    if (c->assets_dir && !(m->assets_dir = strdup(c->assets_dir))) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
     if ((st = rt_graph_build(def, lookup, m, c->assets_dir, &m->g, err)))
         goto out;
     m->ld = rt_graph_logits_dim(m->g);
@@ -482,5 +487,16 @@ rt_status trn_model_train_step(trn_model *m, const rt_batch *b, const float *lab
     if (st)
         return st;
     trn_model_apply(m);
+    return RT_OK;
+}
+
+rt_status trn_model_rebuild_graph(trn_model *m, rt_err *err)
+{
+    rt_graph *g = NULL;
+    rt_status st = rt_graph_build(m->def, lookup, m, m->assets_dir, &g, err);
+    if (st)
+        return st;
+    rt_graph_free(m->g);
+    m->g = g;
     return RT_OK;
 }

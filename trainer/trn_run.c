@@ -28,6 +28,14 @@ static double now_s(void)
     return rt_seconds(0);
 }
 
+/* CPU seconds of the calling thread (speed figures on a shared machine). */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int is_chief(const trn_config *c)
 {
     return !c || !c->comm || c->comm->rank == 0;
@@ -106,11 +114,10 @@ static rt_status feed(const trn_feeder *fd, const trn_rows *rows, rt_batch *b, f
 
 /* ------------------------------------------------------------ evaluation */
 
-/* Opens a reader over files with the model's CSV schema. */
-static rt_status open_reader(const trn_feeder *fd, char *const *files, size_t n_files,
-                             size_t batch, size_t shuffle, int64_t epochs, uint64_t seed,
-                             trn_bad_row_policy bad, size_t skip_header, size_t shards,
-                             size_t shard, trn_reader **r, rt_err *err)
+rt_status trn_open_reader(const trn_feeder *fd, char *const *files, size_t n_files,
+                          size_t batch, size_t shuffle, int64_t epochs, uint64_t seed,
+                          trn_bad_row_policy bad, size_t skip_header, size_t shards,
+                          size_t shard, trn_reader **r, rt_err *err)
 {
     trn_reader_params p = trn_reader_default_params();
     size_t ncol;
@@ -194,7 +201,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
     size_t bs = c->eval_batch_size ? c->eval_batch_size : 256;
     if ((st = trn_feeder_new(m->g, &fd, err)))
         goto out;
-    if ((st = open_reader(fd, c->eval_files, c->n_eval_files, bs, 0, 1, c->seed, c->bad_rows,
+    if ((st = trn_open_reader(fd, c->eval_files, c->n_eval_files, bs, 0, 1, c->seed, c->bad_rows,
                           c->eval_skip_header_lines, 0, 0, &r, err)))
         goto out;
     b = rt_batch_new(m->g);
@@ -540,6 +547,9 @@ static rt_status evaluate_and_export(run *R, int final, rt_metric_list *out, rt_
             *out = R->last_ml;
         return is_chief(R->c) ? run_exporters(R, &R->last_ml, 2, err) : RT_OK;
     }
+    /* a tree ensemble is compiled into the graph: evaluate what serves */
+    if (R->m->trees && (st = trn_model_rebuild_graph(R->m, err)))
+        return st;
     if (R->c->n_eval_files > 0) {
         logf_(R->c, "Starting evaluation at global step %lld", (long long)R->m->step);
         if ((st = trn_evaluate(R->m, R->c, &ml, err)))
@@ -733,7 +743,7 @@ static rt_status input_open(const input *in, trn_reader **rd, rt_err *err)
     const trn_config *c = in->c;
     trn_reader_close(*rd);
     *rd = NULL;
-    rt_status st = open_reader(in->fd, in->files, in->n_files, in->batch,
+    rt_status st = trn_open_reader(in->fd, in->files, in->n_files, in->batch,
                                c->shuffle_buffer_size, c->num_epochs, c->seed, c->bad_rows,
                                c->skip_header_lines, in->shards, in->shard, rd, err);
     if (st == RT_ERR_FORMAT)
@@ -807,6 +817,135 @@ static rt_status early_stop(run *R, trn_dist *dist, int64_t step, int secs_due, 
     return trn_early_stop_report(R->es, step, reason, err);
 }
 
+/* A run stopped by signal sig after its checkpoint: the other ranks end once
+ * rank 0's checkpoint is on disk (under mpirun the first rank to exit
+ * non-zero ends the job); the message, and sig for predict-train's exit
+ * status. */
+static rt_status interrupted(const run *R, trn_dist *dist, int sig, rt_err *err)
+{
+    const trn_config *c = R->c;
+    double one = 1;
+    rt_status st = trn_dist_sum(dist, &one, 1, err);
+    if (st)
+        return st;
+    if (c->job_dir && is_chief(c))
+        fprintf(stderr, "interrupted at step %lld, checkpoint saved; re-run to resume\n",
+                (long long)R->m->step);
+    else if (is_chief(c))
+        fprintf(stderr, "interrupted at step %lld (no job dir: nothing saved)\n",
+                (long long)R->m->step);
+    if (c->stop_signal)
+        *c->stop_signal = sig;
+    return RT_OK;
+}
+
+/*
+ * BoostedTrees: the training set is read and binned once (trn_gbdt_load),
+ * then one tree is a step: global_step counts the trees. Checkpoints (the
+ * ensemble so far) every save_checkpoints_steps trees or
+ * save_checkpoints_secs, evaluation after a checkpoint once throttle_secs
+ * passed, SIGINT/SIGTERM after the current tree with a checkpoint, as the
+ * other estimators. *sig receives the signal that stopped the run, 0 else.
+ */
+static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
+{
+    const trn_config *c = R->c;
+    trn_model *m = R->m;
+    tg_data *d = NULL;
+    float *labels = NULL;
+    tg_booster *bo = NULL;
+    sigset_t stopset, oldmask;
+    struct sigaction oldact[2];
+    int masked = 0;
+    rt_status st;
+    *sig = 0;
+    if (c->stop_signal) {
+        sigemptyset(&stopset);
+        sigaddset(&stopset, SIGINT);
+        sigaddset(&stopset, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &stopset, &oldmask);
+        rt_signal_hold(SIGINT, &oldact[0]);
+        rt_signal_hold(SIGTERM, &oldact[1]);
+        masked = 1;
+    }
+    double t0 = now_s();
+    if ((st = trn_gbdt_load(m->g, R->def->graph->trees, c, dist, &d, &labels, err)))
+        goto out;
+    double nall = (double)d->n_rows;
+    if ((st = trn_dist_sum(dist, &nall, 1, err)))
+        goto out;
+    if (nall == 0) {
+        st = rt_err_set(err, RT_ERR_INVALID, "train.files: no usable rows to grow trees from");
+        goto out;
+    }
+    logf_(c, "BoostedTrees: %.0f examples, %zu inputs binned in %.2fs", nall, d->n_inputs,
+          now_s() - t0);
+    if ((st = trn_gbdt_new(d, labels, R->def->head->type, m->ld, &c->gbdt, dist,
+                           R->def->graph->trees, &bo, err)))
+        goto out;
+    int64_t start = m->step, last_ckpt_step = m->step;
+    int64_t every = c->gbdt.n_trees >= 10 ? c->gbdt.n_trees / 10 : 1;
+    double last_ckpt = now_s(), last_eval = now_s(), t1 = now_s(), cpu1 = thread_cpu_s();
+    while (m->step < c->gbdt.n_trees) {
+        if ((st = trn_gbdt_step(bo, err))) {
+            rt_err_prefix(err, "tree %lld", (long long)m->step);
+            goto out;
+        }
+        m->step++;
+        /* rank 0's clocks and any rank's stop signal decide for all */
+        double flags[3] = {is_chief(c) && c->save_checkpoints_secs > 0 &&
+                               now_s() - last_ckpt >= c->save_checkpoints_secs,
+                           is_chief(c) && now_s() - last_eval >= c->throttle_secs,
+                           masked && stop_pending() ? 1.0 : 0.0};
+        if ((st = trn_dist_sum(dist, flags, 3, err)))
+            goto out;
+        if (m->step % every == 0 || m->step == c->gbdt.n_trees)
+            logf_(c, "tree %lld of %lld: loss = %.6g (training set), %.2fs", (long long)m->step,
+                  (long long)c->gbdt.n_trees, trn_gbdt_train_loss(bo), now_s() - t1);
+        if (flags[2] > 0) {
+            *sig = masked ? stop_take() : 0;
+            if (!*sig)
+                *sig = SIGTERM; /* another rank's */
+            break;
+        }
+        int due = c->job_dir && ((c->save_checkpoints_steps > 0 &&
+                                  m->step - last_ckpt_step >= c->save_checkpoints_steps) ||
+                                 flags[0] > 0);
+        if (due && m->step < c->gbdt.n_trees) {
+            if ((st = save_checkpoint(R, dist, err)))
+                goto out;
+            logf_(c, "Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)m->step,
+                  c->job_dir, (long long)m->step);
+            last_ckpt = now_s();
+            last_ckpt_step = m->step;
+            if (flags[1] > 0) {
+                if ((st = evaluate_and_export(R, 0, NULL, err)))
+                    goto out;
+                last_eval = now_s();
+            }
+        }
+    }
+    double el = now_s() - t1, cpu = thread_cpu_s() - cpu1;
+    logf_(c, "grew %lld trees from %.0f examples in %.2fs, cpu %.2fs (%.0f examples/s per "
+          "tree and cpu second)", (long long)(m->step - start), nall, el, cpu,
+          cpu > 0 ? nall * (double)(m->step - start) / cpu : 0.0);
+    if (c->job_dir && last_ckpt_step != m->step) {
+        if ((st = save_checkpoint(R, dist, err)))
+            goto out;
+        logf_(c, "Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)m->step,
+              c->job_dir, (long long)m->step);
+    }
+    if (masked && !*sig)
+        *sig = stop_take();
+out:
+    if (masked)
+        unmask(oldact, &oldmask);
+    trn_gbdt_free(bo);
+    trn_gbdt_data_free(d);
+    free(labels);
+    return st;
+}
+
 rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                                  rt_metric_list *final, rt_err *err)
 {
@@ -830,11 +969,6 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     openblas_set_num_threads(1);
     if ((st = rt_spec_to_modeldef(spec, mine, &R.def, err)))
         goto out;
-    if (R.def->graph->trees) { /* the runtime serves them; training is issue 13's other half */
-        st = rt_err_set(err, RT_ERR_INVALID, "estimator.type: %s: this predict-train cannot "
-                        "train tree ensembles yet", R.def->graph->estimator);
-        goto out;
-    }
     if ((st = trn_config_resolve(&c, R.def, err)))
         goto out;
     if (c.job_dir && is_chief(&c) &&
@@ -843,11 +977,17 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     R.spec = spec;
     R.c = &c;
     R.last_ml_step = -1;
+    if (R.def->graph->trees && c.n_hooks > 0) {
+        st = rt_err_set(err, RT_ERR_UNSUPPORTED, "train.hooks: early stopping is not "
+                        "implemented for %s (n_trees bounds the run)", R.def->graph->estimator);
+        goto out;
+    }
     if ((st = trn_early_stop_new(&c, &R.es, err)))
         goto out;
     R.spec_json = cJSON_PrintUnformatted(spec);
     if ((st = trn_model_new(R.def, &c, c.seed, &R.m, err)))
         goto out;
+    R.m->trees = R.def->graph->trees; /* BoostedTrees: checkpointed with the model */
     if ((st = trn_dist_new(c.comm, &dist, err)))
         goto out;
     R.m->dist = dist;
@@ -872,12 +1012,26 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     /* every replica starts from rank 0's parameters (restored or initial) */
     if ((st = trn_dist_bcast_model(dist, R.m, err)))
         goto out;
+    if (R.m->trees)
+        logf_(&c, "%s: %lld trees of depth %lld, learning rate %g, l1 %g, l2 %g, "
+              "tree_complexity %g, pruning %s", R.def->graph->estimator,
+              (long long)c.gbdt.n_trees, (long long)c.gbdt.max_depth, c.gbdt.learning_rate,
+              c.gbdt.l1, c.gbdt.l2, c.gbdt.tree_complexity,
+              c.gbdt.pruning == TRN_PRUNE_PRE ? "pre" : c.gbdt.pruning == TRN_PRUNE_POST ? "post"
+                                                                                 : "none");
+    else
     logf_(&c, "%s: %zu parameter tensors; linear optimizer %s lr %g, DNN optimizer %s lr %g",
           R.def->graph->estimator, R.m->n_params, trn_optim_name(c.linear_opt.type),
           c.linear_opt.learning_rate, trn_optim_name(c.dnn_opt.type), c.dnn_opt.learning_rate);
     int64_t start_step = R.m->step;
     int done = c.max_steps > 0 && R.m->step >= c.max_steps;
-    if (done)
+    if (R.m->trees) {
+        done = R.m->step >= c.gbdt.n_trees;
+        if (done)
+            logf_(&c, "Skipping training: global step %lld has grown estimator.n_trees %lld "
+                  "trees (a larger n_trees grows on)", (long long)R.m->step,
+                  (long long)c.gbdt.n_trees);
+    } else if (done)
         logf_(&c, "Skipping training since max_steps has already saved: global step %lld "
               "has reached max_steps %lld (a larger --train-steps trains on)",
               (long long)R.m->step, (long long)c.max_steps);
@@ -885,6 +1039,19 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         st = rt_err_set(err, RT_ERR_INVALID, "train.files: no training files given "
                         "(--train-files)");
         goto out;
+    }
+    if (!done && R.m->trees) {
+        st = train_trees(&R, dist, &sig, err);
+        if (st)
+            goto out;
+        if (sig) {
+            st = interrupted(&R, dist, sig, err);
+            goto out;
+        }
+        done = 2; /* trained: evaluate and export below */
+        if (c.job_dir && is_chief(&c) &&
+            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
+            goto out;
     }
     if (!done && c.max_steps == 0 && c.num_epochs == 0) {
         st = rt_err_set(err, RT_ERR_INVALID, "train: give max_steps (--train-steps) or "
@@ -1127,23 +1294,11 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             masked = 0;
         }
         if (sig) {
-            /* the other ranks end once rank 0's checkpoint is on disk: under
-             * mpirun the first rank to exit non-zero ends the job */
-            double one = 1;
-            if ((st = trn_dist_sum(dist, &one, 1, err)))
-                goto out;
-            if (c.job_dir && is_chief(&c))
-                fprintf(stderr, "interrupted at step %lld, checkpoint saved; re-run to resume\n",
-                        (long long)R.m->step);
-            else if (is_chief(&c))
-                fprintf(stderr, "interrupted at step %lld (no job dir: nothing saved)\n",
-                        (long long)R.m->step);
-            if (c.stop_signal)
-                *c.stop_signal = sig;
+            st = interrupted(&R, dist, sig, err);
             goto out;
         }
     }
-    if (done) {
+    if (done == 1) {
         /* nothing trained: as TF, no new evaluation or export, unless the
          * run that reached this step ended before exporting it */
         double have = is_chief(&c) && exported_at(&R, R.m->step);

@@ -50,6 +50,20 @@ static trn_gbdt_params params(void)
     return c.gbdt;
 }
 
+/* An empty ensemble the test owns (the trainer's is the ModelDef's). */
+static Predictd__TreeEnsemble *ens_new(void)
+{
+    Predictd__TreeEnsemble *e = malloc(sizeof *e);
+    assert_non_null(e);
+    predictd__tree_ensemble__init(e);
+    return e;
+}
+
+static void ens_free(Predictd__TreeEnsemble *e)
+{
+    predictd__tree_ensemble__free_unpacked(e, NULL);
+}
+
 static uint64_t lcg(uint64_t *s)
 {
     *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -89,8 +103,17 @@ static void test_edges(void **state)
     for (int i = 0; i < 1000; i++)
         many[i] = (float)i;
     assert_int_equal(trn_gbdt_edges(many, 1000, 1e-6, &e, &n, NULL), RT_OK);
-    assert_int_equal(n, 255);
-    assert_true(e[254] == 999);
+    assert_true(n >= 250 && n <= 255);
+    assert_true(e[n - 1] == 999);
+    free(e);
+    /* a heavy value (90 % zeros) takes one bin; the others share the rest:
+     * 10 bins for 100 values, 90 zeros, then 1..10: zeros, then 9 bins for
+     * 10 values (1 and 2 share one: a share is 10 / 9 rows) */
+    for (int i = 0; i < 100; i++)
+        many[i] = i < 90 ? 0.0f : (float)(i - 89);
+    assert_int_equal(trn_gbdt_edges(many, 100, 0.1, &e, &n, NULL), RT_OK);
+    assert_int_equal(n, 10);
+    assert_true(e[0] == 0 && e[1] == 2 && e[2] == 3 && e[9] == 10);
     free(e);
     free(many);
 }
@@ -112,16 +135,20 @@ static void setup_four(tdata *t, float *edges)
     t->edges[0] = edges;
 }
 
+static Predictd__TreeEnsemble *ens;
+
 static const Predictd__Tree *one_tree(tdata *t, const float *y, trn_gbdt_params p,
                                       tg_booster **bo)
 {
+    if (ens)
+        ens_free(ens);
+    ens = ens_new();
     assert_int_equal(trn_gbdt_new(&t->d, y, PREDICTD__HEAD_TYPE__HEAD_REGRESSION, 1, &p, NULL,
-                                  bo, NULL),
+                                  ens, bo, NULL),
                      RT_OK);
     assert_int_equal(trn_gbdt_step(*bo, NULL), RT_OK);
-    Predictd__TreeEnsemble *e = trn_gbdt_ensemble(*bo);
-    assert_int_equal(e->n_trees, 1);
-    return e->trees[0];
+    assert_int_equal(ens->n_trees, 1);
+    return ens->trees[0];
 }
 
 static void test_hand_gain(void **state)
@@ -293,7 +320,8 @@ static void test_brute_force(void **state)
         p.tree_complexity = seed % 2 ? 0.0 : 0.001;
         p.min_node_weight = seed == 3 ? 0.05 : 0;
         tg_booster *bo;
-        assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL,
+        Predictd__TreeEnsemble *e = ens_new();
+        assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, e,
                                       &bo, NULL),
                          RT_OK);
         /* two trees: the second one's gradients have hessians that differ
@@ -308,11 +336,12 @@ static void test_brute_force(void **state)
             long want_input;
             double want = brute_best(&t, g, h, &p, &want_input);
             assert_int_equal(trn_gbdt_step(bo, NULL), RT_OK);
-            const Predictd__TreeNode *root = trn_gbdt_ensemble(bo)->trees[k]->nodes[0];
+            const Predictd__TreeNode *root = e->trees[k]->nodes[0];
             assert_int_equal(root->input, want_input);
             assert_true(fabs(root->gain - want) <= 1e-5 * fabs(want) + 1e-7);
         }
         trn_gbdt_free(bo);
+        ens_free(e);
     }
 }
 
@@ -359,12 +388,12 @@ static void test_pruning(void **state)
     for (int mode = 0; mode < 3; mode++) {
         p.pruning = (trn_pruning_mode)mode;
         tg_booster *bo;
-        assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL,
+        Predictd__TreeEnsemble *e = ens_new();
+        assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, e,
                                       &bo, NULL),
                          RT_OK);
         for (int k = 0; k < 3; k++)
             assert_int_equal(trn_gbdt_step(bo, NULL), RT_OK);
-        const Predictd__TreeEnsemble *e = trn_gbdt_ensemble(bo);
         splits[mode] = count_splits(e, 0);
         if (mode == TRN_PRUNE_NONE)
             assert_true(count_negative(e) > 0); /* the test needs some */
@@ -382,6 +411,7 @@ static void test_pruning(void **state)
                     assert_int_equal(nd->n_leaf_value, 1);
             }
         trn_gbdt_free(bo);
+        ens_free(e);
     }
     assert_true(splits[TRN_PRUNE_PRE] < splits[TRN_PRUNE_NONE]);
     assert_true(splits[TRN_PRUNE_POST] < splits[TRN_PRUNE_NONE]);
@@ -404,11 +434,12 @@ static void test_resume_same_bytes(void **state)
     trn_gbdt_params p = params();
     p.center_bias = 1;
     tg_booster *full, *part, *resumed;
-    assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, &full,
-                                  NULL),
+    Predictd__TreeEnsemble *ef = ens_new(), *ep = ens_new();
+    assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, ef,
+                                  &full, NULL),
                      RT_OK);
-    assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, &part,
-                                  NULL),
+    assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, ep,
+                                  &part, NULL),
                      RT_OK);
     double loss0 = trn_gbdt_train_loss(full);
     for (int k = 0; k < 6; k++)
@@ -418,36 +449,43 @@ static void test_resume_same_bytes(void **state)
         assert_int_equal(trn_gbdt_step(part, NULL), RT_OK);
     /* the checkpoint: the partial ensemble's bytes, read back */
     size_t len;
-    uint8_t *buf = pack(trn_gbdt_ensemble(part), &len);
+    uint8_t *buf = pack(ep, &len);
     Predictd__TreeEnsemble *ck = predictd__tree_ensemble__unpack(NULL, len, buf);
     free(buf);
     assert_non_null(ck);
     trn_gbdt_free(part);
-    assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL,
+    ens_free(ep);
+    assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, ck,
                                   &resumed, NULL),
                      RT_OK);
-    assert_int_equal(trn_gbdt_restore(resumed, ck, NULL), RT_OK);
-    predictd__tree_ensemble__free_unpacked(ck, NULL);
     for (int k = 0; k < 3; k++)
         assert_int_equal(trn_gbdt_step(resumed, NULL), RT_OK);
     size_t la, lb;
-    uint8_t *a = pack(trn_gbdt_ensemble(full), &la);
-    uint8_t *b = pack(trn_gbdt_ensemble(resumed), &lb);
+    uint8_t *a = pack(ef, &la);
+    uint8_t *b = pack(ck, &lb);
     assert_int_equal(la, lb);
     assert_memory_equal(a, b, la);
     assert_memory_equal(trn_gbdt_logits(full), trn_gbdt_logits(resumed), 300 * sizeof(float));
     /* walking the trees gives the training logits */
-    const Predictd__TreeEnsemble *e = trn_gbdt_ensemble(full);
     for (size_t i = 0; i < 300; i++) {
-        float f = e->bias[0];
-        for (size_t k = 0; k < e->n_trees; k++)
-            f += e->trees[k]->nodes[trn_gbdt_walk(e, e->trees[k], &t.d, i)]->leaf_value[0];
+        float f = ef->bias[0];
+        for (size_t k = 0; k < ef->n_trees; k++)
+            f += ef->trees[k]->nodes[trn_gbdt_walk(ef, ef->trees[k], &t.d, i)]->leaf_value[0];
         assert_true(f == trn_gbdt_logits(full)[i]);
     }
+    /* a tree that does not fit the data is refused */
+    ck->trees[0]->nodes[0]->input = 7;
+    rt_err err;
+    assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, ck,
+                                  &part, &err),
+                     RT_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "tree 0 node 0"));
     free(a);
     free(b);
     trn_gbdt_free(full);
     trn_gbdt_free(resumed);
+    ens_free(ef);
+    ens_free(ck);
 }
 
 static void test_center_bias_multiclass(void **state)
@@ -463,22 +501,25 @@ static void test_center_bias_multiclass(void **state)
     trn_gbdt_params p = params();
     p.center_bias = 1;
     tg_booster *bo;
-    assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, &bo,
+    Predictd__TreeEnsemble *e = ens_new();
+    assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, &p, NULL, e, &bo,
                                   NULL),
                      RT_OK);
     double m = pos / 300;
-    assert_true(fabs(trn_gbdt_ensemble(bo)->bias[0] - log(m / (1 - m))) < 1e-6);
+    assert_true(fabs(e->bias[0] - log(m / (1 - m))) < 1e-6);
+    assert_true(trn_gbdt_logits(bo)[7] == e->bias[0]);
     trn_gbdt_free(bo);
+    ens_free(e);
+    e = ens_new();
     /* three classes from the categorical input: one leaf vector a tree */
     for (int i = 0; i < 300; i++)
         y[i] = (float)(t.store[1][i] % 3);
     assert_int_equal(trn_gbdt_new(&t.d, y, PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS, 3, &p, NULL,
-                                  &bo, NULL),
+                                  e, &bo, NULL),
                      RT_OK);
     double l0 = trn_gbdt_train_loss(bo);
     for (int k = 0; k < 10; k++)
         assert_int_equal(trn_gbdt_step(bo, NULL), RT_OK);
-    const Predictd__TreeEnsemble *e = trn_gbdt_ensemble(bo);
     assert_int_equal(e->n_trees, 10);
     assert_int_equal(e->n_bias, 3);
     const Predictd__Tree *t0 = e->trees[0];
@@ -489,6 +530,7 @@ static void test_center_bias_multiclass(void **state)
             assert_int_equal(t0->nodes[k]->n_leaf_value, 3);
     assert_true(trn_gbdt_train_loss(bo) < 0.5 * l0);
     trn_gbdt_free(bo);
+    ens_free(e);
 }
 
 /* ------------------------------------------------------------ the spec */
@@ -577,5 +619,8 @@ int main(void)
         cmocka_unit_test(test_center_bias_multiclass),
         cmocka_unit_test(test_spec_params),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    if (ens)
+        ens_free(ens);
+    return rc;
 }
