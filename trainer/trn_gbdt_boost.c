@@ -22,6 +22,7 @@ struct tg_booster {
     float *labels;  /* n_rows x label_dim */
     float *logits;  /* n_rows x ld */
     double *gq, *hq; /* quantized gradients and hessians, n_rows x ld */
+    double *og, *oh; /* one node's gradients in its row order (ld = 1) */
     double n_global; /* examples of every rank */
     size_t *off;
     tg_ctx ctx;
@@ -75,10 +76,13 @@ rt_status trn_gbdt_new(const tg_data *d, const float *labels, Predictd__HeadType
     b->logits = malloc(nn * ld * sizeof *b->logits);
     b->gq = malloc(nn * ld * sizeof *b->gq);
     b->hq = malloc(nn * ld * sizeof *b->hq);
+    b->og = malloc(nn * sizeof *b->og);
+    b->oh = malloc(nn * sizeof *b->oh);
     b->idx = malloc(nn * sizeof *b->idx);
     b->tmp = malloc(nn * sizeof *b->tmp);
     b->off = malloc(d->n_inputs * sizeof *b->off);
-    if (!b->labels || !b->logits || !b->gq || !b->hq || !b->idx || !b->tmp || !b->off) {
+    if (!b->labels || !b->logits || !b->gq || !b->hq || !b->og || !b->oh || !b->idx ||
+        !b->tmp || !b->off) {
         st = nomem(err);
         goto out;
     }
@@ -167,6 +171,8 @@ void trn_gbdt_free(tg_booster *b)
     free(b->logits);
     free(b->gq);
     free(b->hq);
+    free(b->og);
+    free(b->oh);
     free(b->idx);
     free(b->tmp);
     free(b->off);
@@ -216,6 +222,13 @@ static void row_grad(const tg_booster *b, size_t i, double *g, double *h)
     }
 }
 
+/* x rounded to an integer, halves away from zero (|x| <= 2^30 here; no libm
+ * call in the loop). */
+static inline double round_half_away(double x)
+{
+    return (double)(int64_t)(x + (x >= 0 ? 0.5 : -0.5));
+}
+
 /*
  * Quantizes every row's gradients and hessians to integers: q = round(x /
  * scale * 2^bits), scale the largest |x| of all ranks, bits as many as keep
@@ -245,8 +258,8 @@ static rt_status gradients(tg_booster *b, rt_err *err)
     double gs = mx[0] > 0 ? mx[0] : 1, hs = mx[1] > 0 ? mx[1] : 1;
     double qg = ldexp(1, bits) / gs, qh = ldexp(1, bits) / hs;
     for (size_t i = 0; i < n * ld; i++) {
-        b->gq[i] = nearbyint(b->gq[i] * qg);
-        b->hq[i] = nearbyint(b->hq[i] * qh);
+        b->gq[i] = round_half_away(b->gq[i] * qg);
+        b->hq[i] = round_half_away(b->hq[i] * qh);
     }
     double nz = b->n_global > 0 ? b->n_global : 1;
     b->ctx.gk = 1.0 / (qg * nz);
@@ -262,19 +275,30 @@ static void build_hist(const tg_booster *b, size_t lo, size_t hi, double *hist)
     const tg_data *d = b->d;
     size_t ld = b->ld, st = b->ctx.stride;
     memset(hist, 0, b->ctx.hist_len * sizeof *hist);
+    if (ld == 1) {
+        /* the node's gradients in row order once, then one pass per input
+         * that reads only its bins */
+        const uint32_t *idx = b->idx + lo;
+        size_t m = hi - lo;
+        for (size_t r = 0; r < m; r++) {
+            b->og[r] = b->gq[idx[r]];
+            b->oh[r] = b->hq[idx[r]];
+        }
+        for (size_t j = 0; j < d->n_inputs; j++) {
+            double *h = hist + b->off[j];
+            const uint16_t *bins = d->bins[j];
+            for (size_t r = 0; r < m; r++) {
+                double *s = h + (size_t)bins[idx[r]] * 3;
+                s[0] += b->og[r];
+                s[1] += b->oh[r];
+                s[2] += 1;
+            }
+        }
+        return;
+    }
     for (size_t j = 0; j < d->n_inputs; j++) {
         double *h = hist + b->off[j];
         const uint16_t *bins = d->bins[j];
-        if (ld == 1) {
-            for (size_t r = lo; r < hi; r++) {
-                uint32_t i = b->idx[r];
-                double *s = h + (size_t)bins[i] * 3;
-                s[0] += b->gq[i];
-                s[1] += b->hq[i];
-                s[2] += 1;
-            }
-            continue;
-        }
         for (size_t r = lo; r < hi; r++) {
             uint32_t i = b->idx[r];
             double *s = h + (size_t)bins[i] * st;
@@ -287,25 +311,18 @@ static void build_hist(const tg_booster *b, size_t lo, size_t hi, double *hist)
     }
 }
 
-/* Whether row i goes left at split s of input j. */
-static int goes_left(const tg_data *d, const tg_split *s, size_t i)
-{
-    size_t j = (size_t)s->input;
-    uint32_t bin = d->bins[j][i];
-    if (bin == d->n_bins[j] - 1)
-        return s->default_left;
-    if (d->kind[j] == TG_CATEGORICAL)
-        return s->left[bin];
-    return bin <= s->threshold;
-}
-
 /* Stable partition of idx[lo..hi) by s; returns the first right row. */
 static size_t partition(tg_booster *b, const tg_split *s, size_t lo, size_t hi)
 {
-    size_t nl = lo, nr = 0;
+    const tg_data *d = b->d;
+    size_t j = (size_t)s->input, nl = lo, nr = 0;
+    const uint16_t *bins = d->bins[j];
+    uint32_t miss = d->n_bins[j] - 1, thr = s->threshold;
+    int cat = d->kind[j] == TG_CATEGORICAL, dl = s->default_left;
     for (size_t r = lo; r < hi; r++) {
-        uint32_t i = b->idx[r];
-        if (goes_left(b->d, s, i))
+        uint32_t i = b->idx[r], bin = bins[i];
+        int left = bin == miss ? dl : cat ? s->left[bin] : bin <= thr;
+        if (left)
             b->idx[nl++] = i;
         else
             b->tmp[nr++] = i;
