@@ -491,8 +491,10 @@ void rt_workspace_free(rt_workspace *ws);
  * Hidden activations stay in ws until the next call (for backprop). */
 rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
                      rt_err *err);
-/* Activations of layer k after the last rt_forward: k = 0 is the DNN input,
- * 1..H the hidden layers (after activation), H+1 the DNN logits. n x width. */
+/* Activations of layer k after the last rt_forward: k = 0 is the DNN input
+ * (the features' dnn_input itself, not a copy: valid while they are
+ * unchanged), 1..H the hidden layers (after activation), H+1 the DNN logits.
+ * n x width. */
 const float *rt_workspace_layer(const rt_workspace *ws, size_t k, size_t *width);
 
 /* ------------------------------------------------------------------ head */

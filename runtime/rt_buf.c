@@ -214,14 +214,16 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
 /* Writes what printf("%.*g", p, x) writes for x = sign * digits * 10^(x10 -
  * p + 1), where digits has exactly p decimal digits (the first non-zero):
  * fixed notation when -4 <= x10 < p, else d.ddde+XX; trailing zeros of the
- * fraction dropped. Returns the length (out holds at least 32 bytes). */
-static size_t format_g(char *out, int neg, uint64_t digits, int p, int x10)
+ * fraction dropped. Returns the length (out holds at least 32 bytes: digits
+ * are copied in fixed blocks, the bytes past the length are scratch);
+ * *whole = 1 when the text is a whole number (no point, no exponent). */
+static size_t format_g(char *out, int neg, uint64_t digits, int p, int x10, int *whole)
 {
     static const char PAIRS[] = "00010203040506070809101112131415161718192021222324"
                                 "25262728293031323334353637383940414243444546474849"
                                 "50515253545556575859606162636465666768697071727374"
                                 "75767778798081828384858687888990919293949596979899";
-    char d[20];
+    char d[32] = {0};
     int left = p;
     for (; left >= 2; left -= 2) { /* two digits per division */
         memcpy(d + left - 2, PAIRS + 2 * (digits % 100), 2);
@@ -231,6 +233,7 @@ static size_t format_g(char *out, int neg, uint64_t digits, int p, int x10)
         d[0] = (char)('0' + digits);
     int nd = p;
     size_t n = 0;
+    *whole = 0;
     if (neg)
         out[n++] = '-';
     if (x10 < -4 || x10 >= p) {
@@ -239,8 +242,8 @@ static size_t format_g(char *out, int neg, uint64_t digits, int p, int x10)
         out[n++] = d[0];
         if (nd > 1) {
             out[n++] = '.';
-            for (int i = 1; i < nd; i++)
-                out[n++] = d[i];
+            memcpy(out + n, d + 1, 16);
+            n += (size_t)nd - 1;
         }
         int e = x10;
         out[n++] = 'e';
@@ -256,26 +259,25 @@ static size_t format_g(char *out, int neg, uint64_t digits, int p, int x10)
     if (x10 >= 0) {
         /* x10 + 1 integer digits, then the fraction without trailing zeros */
         int ip = x10 + 1;
-        for (int i = 0; i < ip; i++)
-            out[n++] = d[i];
+        memcpy(out + n, d, 16);
+        n += (size_t)ip;
         while (nd > ip && d[nd - 1] == '0')
             nd--;
         if (nd > ip) {
             out[n++] = '.';
-            for (int i = ip; i < nd; i++)
-                out[n++] = d[i];
+            memcpy(out + n, d + ip, 16);
+            n += (size_t)(nd - ip);
+        } else {
+            *whole = 1;
         }
         return n;
     }
     while (nd > 1 && d[nd - 1] == '0')
         nd--;
-    out[n++] = '0';
-    out[n++] = '.';
-    for (int i = 0; i < -x10 - 1; i++)
-        out[n++] = '0';
-    for (int i = 0; i < nd; i++)
-        out[n++] = d[i];
-    return n;
+    memcpy(out + n, "0.000", 5); /* -4 <= x10 <= -1: "0." and -x10 - 1 zeros */
+    n += (size_t)(1 - x10);
+    memcpy(out + n, d, 16);
+    return n + (size_t)nd;
 }
 
 /* floor(x) as an int for |x| well inside int range, without libm. */
@@ -313,7 +315,7 @@ static double scale10(double x, int k)
  * the range handled (NaN, Inf, zero is handled, below 1e-14 or from 1e30):
  * the caller then uses shortest_text.
  */
-static size_t float_shortest_fast(float f, char *out)
+static size_t float_shortest_fast(float f, char *out, int *whole)
 {
     static const uint32_t P10[] = {1,      10,      100,      1000,      10000,
                                    100000, 1000000, 10000000, 100000000, 1000000000};
@@ -324,6 +326,7 @@ static size_t float_shortest_fast(float f, char *out)
         if (neg)
             out[n++] = '-';
         out[n++] = '0';
+        *whole = 1;
         return n;
     }
     if (!(a >= 1e-14 && a < 1e30))
@@ -376,7 +379,7 @@ static size_t float_shortest_fast(float f, char *out)
         best /= 10;
         x10++;
     }
-    return format_g(out, neg, best, p, x10);
+    return format_g(out, neg, best, p, x10, whole);
 }
 
 /* 1 when the number text s[0..n) has neither a fraction nor an exponent
@@ -391,10 +394,13 @@ static int whole_number_text(const char *s, size_t n)
 
 size_t rt_json_float_text(float v, char *out)
 {
-    size_t n = float_shortest_fast(v, out);
-    if (n == 0)
+    int whole = 0;
+    size_t n = float_shortest_fast(v, out, &whole);
+    if (n == 0) {
         n = shortest_text((double)v, 1, 9, 1, out);
-    if (whole_number_text(out, n)) {
+        whole = whole_number_text(out, n);
+    }
+    if (whole) {
         memcpy(out + n, ".0", 2); /* a float stays a float: TF Serving's 42.0 */
         n += 2;
     }

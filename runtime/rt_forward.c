@@ -43,6 +43,9 @@ struct rt_workspace {
     size_t used;     /* matrices valid after the last call */
     const size_t *seg_ends; /* rt_workspace_set_segments (next call only) */
     size_t n_seg;
+    const float *in; /* the last call's DNN input (f->dnn_input, not copied:
+                        layer 0), or NULL (mats[0] then) */
+    size_t in_width;
 };
 
 rt_workspace *rt_workspace_new(void)
@@ -74,6 +77,11 @@ const float *rt_workspace_layer(const rt_workspace *ws, size_t k, size_t *width)
         if (width)
             *width = 0;
         return NULL;
+    }
+    if (k == 0 && ws->in) {
+        if (width)
+            *width = ws->in_width;
+        return ws->in;
     }
     if (width)
         *width = ws->mats[k].width;
@@ -376,10 +384,9 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
                           "or logits (%zu) dimension", g->dnn_dim, ld);
     if ((st = ws_reserve_mats(ws, g->n_layers + 1)) != RT_OK)
         return rt_err_set(err, st, "DNN workspace: out of memory");
-    if ((st = ws_mat_size(ws, 0, n, g->dnn_dim)) != RT_OK)
-        return rt_err_set(err, st, "DNN workspace: %zu x %zu too large", n, g->dnn_dim);
-    if (n > 0 && g->dnn_dim > 0)
-        memcpy(ws->mats[0].data, f->dnn_input, n * g->dnn_dim * sizeof(float));
+    /* layer 0 reads the features' DNN input where it is (no copy) */
+    ws->in = f->dnn_input;
+    ws->in_width = g->dnn_dim;
     for (size_t l = 0; l < g->n_layers; l++) {
         const rt_layer *L = &g->layers[l];
         if (l > 0 && L->in != g->layers[l - 1].out)
@@ -394,7 +401,7 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
          * bits. */
         for (size_t sg = 0, s0 = 0; s0 < n; sg++) {
             size_t s1 = sg < ws->n_seg ? ws->seg_ends[sg] : n, m = s1 - s0;
-            const float *x = ws->mats[l].data + s0 * L->in;
+            const float *x = (l ? ws->mats[l].data : f->dnn_input) + s0 * L->in;
             float *y = ws->mats[l + 1].data + s0 * L->out;
             if (m < SMALL_BATCH) {
                 for (size_t i = 0; i < m; i++)
@@ -434,6 +441,7 @@ rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, 
                           f->n_columns, g->n_fcols);
     ws->used = 0;
     ws->n = n;
+    ws->in = NULL;
     /* Segments apply to this call only; they must cover [0, n) in order. */
     size_t n_seg = ws->n_seg;
     const size_t *ends = ws->seg_ends;

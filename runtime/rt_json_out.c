@@ -164,14 +164,12 @@ static size_t float_text(float v, char *o, float_memo *m)
     return n;
 }
 
-/* [v0, v1, ...]: room for all of it reserved once, each float's text
- * written in place. */
-static int put_floats(rt_buf *b, const float *v, size_t n, float_memo *memo)
+/* Room [v0, v1, ...] of n floats may take. */
+#define FLOATS_ROOM(n) (2 + (n) * (RT_JSON_FLOAT_MAX + 2))
+
+/* Writes [v0, v1, ...] at o (FLOATS_ROOM(n) bytes of room); returns the end. */
+static char *write_floats(char *o, const float *v, size_t n, float_memo *memo)
 {
-    if (n > (SIZE_MAX - 2) / (RT_JSON_FLOAT_MAX + 2) ||
-        rt_buf_reserve(b, 2 + n * (RT_JSON_FLOAT_MAX + 2)) != 0)
-        return -1;
-    char *o = b->data + b->len;
     *o++ = '[';
     for (size_t k = 0; k < n; k++) {
         if (k) {
@@ -181,9 +179,34 @@ static int put_floats(rt_buf *b, const float *v, size_t n, float_memo *memo)
         o += float_text(v[k], o, memo);
     }
     *o++ = ']';
+    return o;
+}
+
+/* [v0, v1, ...]: room for all of it reserved once, each float's text
+ * written in place. */
+static int put_floats(rt_buf *b, const float *v, size_t n, float_memo *memo)
+{
+    if (n > (SIZE_MAX - 2) / (RT_JSON_FLOAT_MAX + 2) || rt_buf_reserve(b, FLOATS_ROOM(n)) != 0)
+        return -1;
+    char *o = write_floats(b->data + b->len, v, n, memo);
     *o = '\0';
     b->len = (size_t)(o - b->data);
     return 0;
+}
+
+/* The floats of output `kind` for instance i (*n of them), or NULL when
+ * the kind is not a float output. */
+static const float *float_span(const rt_graph *g, const rt_outputs *o, out_kind kind, size_t i,
+                               size_t *n)
+{
+    size_t nc = g->n_classes, ld = g->logits_dim;
+    switch (kind) {
+    case OUT_LOGISTIC: *n = 1; return o->logistic + i;
+    case OUT_LOGITS: *n = ld; return o->logits + i * ld;
+    case OUT_PROBABILITIES: *n = nc; return o->probabilities + i * nc;
+    case OUT_PREDICTIONS: *n = ld; return o->predictions + i * ld;
+    default: *n = 0; return NULL;
+    }
 }
 
 /* A non-negative or negative integer in decimal, without printf. */
@@ -214,7 +237,7 @@ static int put_class_name(rt_buf *b, const rt_graph *g, size_t k)
 static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind kind, size_t i,
                      float_memo *memo)
 {
-    size_t nc = g->n_classes, ld = g->logits_dim;
+    size_t nc = g->n_classes;
     int rc = 0;
     switch (kind) {
     case OUT_ALL_CLASS_IDS:
@@ -242,13 +265,13 @@ static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind
         rc |= put_class_name(b, g, (size_t)o->class_ids[i]);
         return rc | rt_buf_puts(b, "]");
     case OUT_LOGISTIC:
-        return put_floats(b, o->logistic + i, 1, memo);
     case OUT_LOGITS:
-        return put_floats(b, o->logits + i * ld, ld, memo);
     case OUT_PROBABILITIES:
-        return put_floats(b, o->probabilities + i * nc, nc, memo);
-    case OUT_PREDICTIONS:
-        return put_floats(b, o->predictions + i * ld, ld, memo);
+    case OUT_PREDICTIONS: {
+        size_t cnt;
+        const float *v = float_span(g, o, kind, i, &cnt);
+        return put_floats(b, v, cnt, memo);
+    }
     default:
         return rt_buf_puts(b, "null");
     }
@@ -270,6 +293,10 @@ typedef struct row_tmpl {
     /* class_ids / classes: the value for class c, when per_class[k] */
     int per_class[MAX_OUTPUTS];
     uint16_t cls_off[MAX_OUTPUTS][TMPL_CLASSES], cls_len[MAX_OUTPUTS][TMPL_CLASSES];
+    /* direct: every per-instance value is floats or a class's template, so
+     * an instance takes at most `room` bytes and is written in place */
+    int direct;
+    size_t room;
 } row_tmpl;
 
 /* Moves out[mark..len) into the template (out's length goes back to mark);
@@ -296,6 +323,8 @@ static int tmpl_build(row_tmpl *t, const rt_graph *g, const rt_outputs *o, const
                       size_t n_items, rt_buf *out)
 {
     t->used = 0;
+    t->direct = 1;
+    t->room = 4; /* ", {" and "}" */
     size_t mark = out->len;
     for (size_t k = 0; k < n_items; k++) {
         int rc = k ? rt_buf_append(out, ", ", 2) : 0;
@@ -325,7 +354,61 @@ static int tmpl_build(row_tmpl *t, const rt_graph *g, const rt_outputs *o, const
             }
             t->per_class[k] = 1;
         }
+        size_t cnt = 0, longest = 0;
+        t->room += t->key_len[k] + t->val_len[k];
+        if (t->per_class[k]) {
+            for (size_t c = 0; c < g->n_classes; c++)
+                longest = t->cls_len[k][c] > longest ? t->cls_len[k][c] : longest;
+            t->room += longest;
+        } else if (!t->val_len[k]) {
+            if (float_span(g, o, items[k].kind, 0, &cnt) && cnt < 4096)
+                t->room += FLOATS_ROOM(cnt);
+            else
+                t->direct = 0;
+        }
     }
+    return 1;
+}
+
+/* One instance of a direct template (t->direct) written in place; 0 when
+ * its class is not one the template holds (the caller writes it then). */
+static int tmpl_write(const row_tmpl *t, const rt_graph *g, const rt_outputs *o,
+                      const out_item *items, size_t n_items, size_t i, float_memo *memo,
+                      rt_buf *out)
+{
+    size_t c = SIZE_MAX;
+    for (size_t k = 0; k < n_items; k++) {
+        if (t->per_class[k]) {
+            c = (size_t)o->class_ids[i];
+            if (c >= g->n_classes)
+                return 0;
+        }
+    }
+    char *w = out->data + out->len;
+    if (i) {
+        memcpy(w, ", {", 3);
+        w += 3;
+    } else {
+        *w++ = '{';
+    }
+    for (size_t k = 0; k < n_items; k++) {
+        memcpy(w, t->text + t->key_off[k], t->key_len[k]);
+        w += t->key_len[k];
+        if (t->val_len[k]) {
+            memcpy(w, t->text + t->val_off[k], t->val_len[k]);
+            w += t->val_len[k];
+        } else if (t->per_class[k]) {
+            memcpy(w, t->text + t->cls_off[k][c], t->cls_len[k][c]);
+            w += t->cls_len[k][c];
+        } else {
+            size_t cnt;
+            const float *v = float_span(g, o, items[k].kind, i, &cnt);
+            w = write_floats(w, v, cnt, memo);
+        }
+    }
+    *w++ = '}';
+    *w = '\0';
+    out->len = (size_t)(w - out->data);
     return 1;
 }
 
@@ -342,6 +425,14 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
         memo_init(&memo);
         rc |= rt_buf_append(out, "{\"predictions\": [", 17);
         for (size_t i = 0; i < n && rc == 0; i++) {
+            if (t.direct) {
+                if (rt_buf_reserve(out, t.room) != 0) {
+                    rc = -1;
+                    break;
+                }
+                if (tmpl_write(&t, g, o, items, n_items, i, &memo, out))
+                    continue;
+            }
             rc |= rt_buf_append(out, i ? ", {" : "{", i ? 3 : 1);
             for (size_t k = 0; k < n_items; k++) {
                 rc |= rt_buf_append(out, t.text + t.key_off[k], t.key_len[k]);
