@@ -21,6 +21,10 @@ the same machine, prints a table and writes bench/results.json:
  12 many models: BENCH_MANY_MODELS (10,000) small models in one daemon: time
     until all are AVAILABLE, RSS, idle CPU over 10 s, req/s on one of them
     next to a one-model daemon
+ 14 tree serving: a census BoostedTreesClassifier of 100 random complete
+    trees of depth 6 (synthetic, see g14) through predictd: instances per
+    CPU-second at batch 1000 (goal 300k), single-instance req/s, and the
+    runtime alone (bench_forward, callgrind instructions per instance)
  13 overload: with max_queue_depth BENCH_QUEUE_DEPTH (32), alone and with
     max_queue_wait_ms BENCH_QUEUE_WAIT_MS (2), constant-rate load
     (bench/bench_load, wrk2-style) at 0.5x..3x the measured capacity:
@@ -1181,6 +1185,81 @@ def g8():
     return out
 
 
+TREES_GOAL = 300000  # instances per CPU-second at batch 1000, 100 trees of depth 6 (issue 13)
+SRV_MODELS = os.path.join(BUILD, "tests", "test_srv_models")
+
+
+def trees_model():
+    """A census BoostedTreesClassifier export: conf/census.json's columns, its
+    feature columns that trees read (vocabulary, hash, numeric, bucketized),
+    100 random complete trees of depth 6 (thresholds, category sets, defaults
+    both ways) written by tests/unit/support_trees.c through
+    `test_srv_models --write-export`: synthetic, no trainer involved, and a
+    complete tree is the slowest shape of its depth (every walk takes 6
+    steps)."""
+    if not os.path.exists(SRV_MODELS):
+        subprocess.run(["make", "-s", "BUILD=" + BUILD, SRV_MODELS], cwd=ROOT,
+                       capture_output=True, timeout=900)
+    with open(SPEC) as f:
+        spec = json.load(f)
+    spec["feature_columns"] = [fc for fc in spec["feature_columns"]
+                               if fc["type"] not in ("crossed_column", "embedding_column",
+                                                     "indicator_column")]
+    names = [fc.get("name", fc.get("key")) for fc in spec["feature_columns"]]
+    spec["estimator"] = {"type": "BoostedTreesClassifier", "n_classes": 2,
+                         "feature_columns": names, "n_trees": 100, "max_depth": 6}
+    path = os.path.join(TMP, "census_trees.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    base = os.path.join(TMP, "trees")
+    r = subprocess.run([SRV_MODELS, "--write-export", path, base, "1", "13"],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError("trees export: %s" % (r.stderr or r.stdout)[-300:])
+    return base, r.stdout.strip()
+
+
+@group(14, "tree serving: census, 100 random trees of depth 6 (synthetic ensemble)")
+def g14():
+    base, vdir = trees_model()
+    out = {"model": "synthetic: 100 complete random trees of depth 6 over census's 14 "
+                    "tree-readable columns (support_trees.c), not a trained model"}
+    d = Daemon(base)
+    try:
+        for n in (1, 1000):
+            body = write_body("rows-%d.json" % n, rows_body(n))
+            code, _ = http("POST", d.url(), open(body, "rb").read(), timeout=30)
+            if code != 200:
+                out["batch_%d" % n] = "not measured: predict answered %s" % code
+                continue
+            r = wrk_median(d.url(), body, 16 if n == 1 else 4, pid=d.p.pid)
+            r["instances_per_s"] = r["rps"] * n
+            if r.get("cpu_us_per_request"):
+                r["instances_per_cpu_s"] = n * 1e6 / r["cpu_us_per_request"]
+                if n == 1000:
+                    r["goal_instances_per_cpu_s"] = TREES_GOAL
+                    r["goal_met"] = r["instances_per_cpu_s"] >= TREES_GOAL
+            out["batch_%d" % n] = r
+    finally:
+        d.close()
+    if os.path.exists(BENCH_FORWARD):
+        runs = []
+        for _ in range(RUNS):
+            r = subprocess.run(pinned(SERVER_CPU, [BENCH_FORWARD, vdir,
+                                                   os.path.join(CENSUS, "test.json")]),
+                               capture_output=True, text=True, timeout=300)
+            runs.append(json.loads(r.stdout))
+        out["ns_per_instance"] = {
+            stage: {b: median([r["ns_per_instance"][stage][b] for r in runs])
+                    for b in ("1", "1000")}
+            for stage in ("forward", "transform", "parse", "render", "handle")}
+        ir = callgrind_per_request(vdir, write_body("rows-1000.json", rows_body(1000)),
+                                   "--loop-body", (2, 4))
+        if ir:
+            out["instructions_per_instance_batch_1000"] = round(ir / 1000)
+    return out
+
+
 # ------------------------------------------------------------------ report
 
 def fmt(x, nd=0):
@@ -1276,7 +1355,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g15):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15):
             g()
     finally:
         for p in STARTED:

@@ -9,8 +9,9 @@
  *                         [--format table|json] [--signature_def NAME]
  *       like `gcloud ml-engine local predict`: one JSON instance per line.
  *   predict-model transform --dir EXPORT --json-instances FILE
- *                           [--format text|json]
- *       what the serving input function produced for each instance.
+ *                           [--format text|json] [--leaves]
+ *       what the serving input function produced for each instance (and,
+ *       with --leaves, the leaf it reaches in each tree).
  *   predict-model evaluate --dir EXPORT --data FILE.csv [--slice COLUMN]...
  *                          [--report REPORT.html] [--format table|json]
  *       TensorFlow Model Analysis's report: metrics overall and per slice,
@@ -40,7 +41,7 @@ static const char USAGE[] =
     "       predict-model predict --dir EXPORT --json-instances FILE\n"
     "                             [--format table|json] [--signature_def NAME]\n"
     "       predict-model transform --dir EXPORT --json-instances FILE\n"
-    "                               [--format text|json]\n"
+    "                               [--format text|json] [--leaves]\n"
     "       predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
     "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
     "                              [--format table|json] [--batch-size N]\n"
@@ -54,8 +55,10 @@ static const char HELP_SHOW[] =
     "Prints the export's signatures (inputs and outputs with dtype, shape and\n"
     "tensor name, method name) as saved_model_cli show --all does, then the\n"
     "receiver, feature columns, graph, head and training metadata (--all, as\n"
-    "saved_model_cli's flag, is the default). With --signature_def only that\n"
-    "signature is printed.\n"
+    "saved_model_cli's flag, is the default). A BoostedTrees model also shows\n"
+    "its ensemble (trees, nodes, leaves, depth, inputs) and the feature\n"
+    "importances: per input, its split count and the total gain of its splits,\n"
+    "by gain. With --signature_def only that signature is printed.\n"
     "EXPORT is a version directory or a base directory (newest version);\n"
     "--model-dir is another name of --dir.\n";
 
@@ -72,13 +75,15 @@ static const char HELP_PREDICT[] =
 
 static const char HELP_TRANSFORM[] =
     "usage: predict-model transform --dir EXPORT --json-instances FILE\n"
-    "                               [--format text|json]\n"
+    "                               [--format text|json] [--leaves]\n"
     "\n"
     "Prints, per instance, what the serving input function produced: the ids\n"
     "of each categorical column (vocabulary, hash, bucketized, crossed), the\n"
     "values of each dense column (numeric, embedding, indicator) and the DNN\n"
     "input vector. --format json prints one object per line keyed by feature\n"
     "column name: {\"ids\": [...]} or {\"values\": [...]}, plus \"dnn_input\".\n"
+    "--leaves (BoostedTrees models) adds the leaf each instance reaches in each\n"
+    "tree, as node numbers of model.pb's trees (\"leaves\": [...] in json).\n"
     "--model-dir is another name of --dir.\n";
 
 static const char HELP_EVALUATE[] =
@@ -123,6 +128,7 @@ typedef struct opts {
     size_t n_slices;
     int all;
     int help;
+    int leaves; /* transform --leaves */
 } opts;
 
 /* ------------------------------------------------------------ arguments */
@@ -159,6 +165,10 @@ static int parse_args(int argc, char **argv, opts *o)
         }
         if (show && strcmp(a, "--all") == 0) {
             o->all = 1;
+            continue;
+        }
+        if (transform && strcmp(a, "--leaves") == 0) {
+            o->leaves = 1;
             continue;
         }
         const char *val = NULL;
@@ -516,6 +526,42 @@ static void print_column(const rt_graph *g, size_t c)
     printf("\n");
 }
 
+/* The ensemble's shape, inputs and feature importances. */
+static int print_trees(const rt_graph *g)
+{
+    const Predictd__TreeEnsemble *te = g->def->graph->trees;
+    rt_trees_shape sh;
+    rt_trees_importance *imp = NULL;
+    rt_err err = {{0}};
+    if (rt_trees_describe(g, &sh, &imp, &err) != RT_OK) {
+        fprintf(stderr, "predict-model: %s\n", err.msg);
+        return 1;
+    }
+    printf("  trees: %zu, nodes %zu (%zu leaves), depth at most %zu, bias [", sh.trees, sh.nodes,
+           sh.leaves, sh.max_depth);
+    for (size_t k = 0; k < te->n_bias; k++)
+        printf("%s%.9g", k ? ", " : "", te->bias[k]);
+    printf("]\n  inputs:");
+    for (size_t k = 0; k < te->n_inputs; k++) {
+        const Predictd__TreeInput *in = te->inputs[k];
+        if (in->num_categories)
+            printf(" %s(%u categories)", in->column, in->num_categories);
+        else
+            printf(" %s(numeric, %zu bins)", in->column, in->n_bin_upper);
+    }
+    int w = 6;
+    for (size_t k = 0; k < te->n_inputs; k++)
+        if ((int)strlen(imp[k].column) > w)
+            w = (int)strlen(imp[k].column);
+    printf("\n  feature importances (by total gain):\n    %-*s  %8s  %14s\n", w, "input",
+           "splits", "gain");
+    for (size_t k = 0; k < te->n_inputs; k++)
+        printf("    %-*s  %8llu  %14.6g\n", w, imp[k].column, (unsigned long long)imp[k].splits,
+               imp[k].gain);
+    free(imp);
+    return 0;
+}
+
 static int cmd_show(const opts *o)
 {
     rt_model *m = open_model(o->dir);
@@ -569,6 +615,10 @@ static int cmd_show(const opts *o)
         for (size_t l = 0; l < g->n_layers; l++)
             printf(" %zu", g->layers[l].out);
         printf(" (last = logits)\n");
+    }
+    if (g->trees && print_trees(g) != 0) {
+        rt_model_close(m);
+        return 1;
     }
     static const char *const heads[] = {"binary classification", "multi-class classification",
                                         "regression"};
@@ -757,6 +807,8 @@ static int cmd_transform(const opts *o)
     instances in;
     memset(&in, 0, sizeof in);
     rt_ctx *c = NULL;
+    float *x = NULL;
+    uint32_t *leaves = NULL;
     rt_model *m = open_model(o->dir);
     if (!m)
         goto out;
@@ -783,6 +835,23 @@ static int cmd_transform(const opts *o)
     }
     int json = o->format && strcmp(o->format, "json") == 0;
     const rt_features *f = &c->features;
+    size_t n_trees = rt_trees_count(g);
+    if (o->leaves) {
+        if (!n_trees) {
+            fprintf(stderr, "predict-model: --leaves: the model has no trees\n");
+            goto out;
+        }
+        x = malloc(f->n * rt_trees_gather_width(g->trees) * sizeof *x + 1);
+        leaves = malloc(f->n * n_trees * sizeof *leaves + 1);
+        if (!x || !leaves) {
+            fprintf(stderr, "predict-model: out of memory\n");
+            goto out;
+        }
+        if (rt_trees_leaves(g, f, x, leaves, &err) != RT_OK) {
+            fprintf(stderr, "predict-model: %s\n", err.msg);
+            goto out;
+        }
+    }
     if (!json && f->dnn_input) {
         /* Where each DNN column sits in dnn_input: name@offset(+width). */
         const size_t *cols, *off, *wid;
@@ -829,6 +898,12 @@ static int cmd_transform(const opts *o)
             if (!json)
                 rt_buf_puts(&line, "\n");
         }
+        if (o->leaves) {
+            rt_buf_puts(&line, json ? ", \"leaves\": [" : "  leaves [");
+            for (size_t t = 0; t < n_trees; t++)
+                rt_buf_printf(&line, t ? ", %u" : "%u", leaves[i * n_trees + t]);
+            rt_buf_puts(&line, json ? "]" : "]\n");
+        }
         if (json)
             rt_buf_puts(&line, "}");
         if (!line.data) {
@@ -839,6 +914,8 @@ static int cmd_transform(const opts *o)
     }
     ret = 0;
 out:
+    free(x);
+    free(leaves);
     rt_ctx_free(c);
     rt_model_close(m);
     instances_free(&in);

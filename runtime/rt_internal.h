@@ -152,6 +152,23 @@ rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uin
 /* Trees of g's ensemble (0 without one). */
 size_t rt_trees_count(const rt_graph *g);
 
+/* The shape of g's ensemble and, per input, its split count and the sum of
+ * its splits' gain (TensorFlow's gain-based feature importances, unscaled),
+ * sorted by gain, then splits, highest first: *imp has one entry per input
+ * (free() it; column points into g's ModelDef). RT_ERR_INVALID without
+ * trees. */
+typedef struct rt_trees_shape {
+    size_t trees, nodes, leaves, max_depth;
+} rt_trees_shape;
+typedef struct rt_trees_importance {
+    size_t input;       /* index in TreeEnsemble.inputs */
+    const char *column;
+    uint64_t splits;
+    double gain;
+} rt_trees_importance;
+rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_trees_importance **imp,
+                            rt_err *err);
+
 /* struct rt_batch is private to rt_batch.c; other files use rt_batch_cell(). */
 
 /* ------------------------------- feature-column helpers (rt_graph.c etc.) */

@@ -11,19 +11,23 @@
  * thresholds and leaf values finite, category sets increasing and inside the
  * input's id space, bins increasing. Messages name the tree and the node.
  *
- * Layout: the nodes of all trees in one index space, structure of arrays
- * (input and flags, threshold or category-set offset, next), renumbered
- * breadth-first so that a node's children are adjacent: right = left + 1.
- * A leaf points at itself and reads a column that is always 0 against a
- * threshold of +inf (so it always "goes left" to itself): a walk of exactly
- * the tree's depth steps ends at the leaf from any node, with no branch.
- * Leaf values are separate ([leaf row x logits_dim]).
+ * Layout: the nodes of all trees in one array, renumbered breadth-first so
+ * that a node's children are adjacent (right = left + 1); per node the 16
+ * bytes a step reads (slot, threshold, next, set), the rest (leaf rows,
+ * node numbers of the ModelDef) in arrays of their own, leaf values apart
+ * ([leaf row x logits_dim]). A categorical split, threshold or set, becomes
+ * a bitset of the ids going left, with one more bit (id num_categories) for
+ * a missing id: the node's default.
  *
- * Evaluation: the instances' inputs are gathered once into a row-major
- * matrix of floats (numeric: the value; categorical: the id, NaN when
- * missing or out of range; a last column of zeros), then tree by tree, eight
- * instances at a time walk in lock step. A node sends x left when
- * x <= threshold, or x is NaN and the node's default is left.
+ * Evaluation: the inputs of a batch are gathered once into rows of slots
+ * (gather): a numeric input twice, its NaN as -inf in one slot and +inf in
+ * the other, and each node reads the slot whose NaN goes its default way,
+ * so "left when value <= threshold" needs no NaN test; a categorical input
+ * as an id. A leaf reads a slot that is always 0 against +inf and points at
+ * itself, so a walk of exactly the tree's depth steps ends at the leaf from
+ * any path: then per tree, 8 instances walk in lock step without a branch
+ * (independent chains of loads the CPU overlaps), over blocks of 256
+ * instances whose rows stay in cache.
  */
 #include "rt_internal.h"
 
@@ -39,12 +43,19 @@
 #define MAX_NODES (1u << 26)          /* nodes of all trees */
 #define MAX_CATEGORIES (1u << 24)     /* ids of one input (exact as floats) */
 #define MAX_BINS 65536u               /* bin_upper of one input */
+#define MAX_SET_WORDS (1u << 25)      /* 32-bit words of all id sets (128 MiB) */
 
-/* Node flags, in the bits above the input index. */
-#define F_INPUT 0x00ffffffu
-#define F_DEFAULT_LEFT 0x01000000u
-#define F_CATSET 0x02000000u
-#define F_LEAF 0x04000000u
+
+/* What one step reads of a node, together (16 bytes: a quarter of a cache
+ * line; a depth-6 tree's 127 nodes are 2 KiB). */
+typedef struct tnode {
+    uint32_t slot;  /* gathered slot read (gather) */
+    float thr;      /* left when the slot's value <= thr (+inf at leaves,
+                       -inf at categorical nodes) */
+    uint32_t next;  /* left child (right = left + 1); leaf: itself */
+    uint32_t set;   /* categorical nodes: word offset of the ids going left
+                       (bit num_categories: the default); else 0, zero words */
+} tnode;
 
 struct rt_trees {
     size_t n_inputs;
@@ -56,17 +67,14 @@ struct rt_trees {
     uint32_t *depth;     /* [n_trees] steps from the root to the deepest leaf */
     uint32_t *orig;      /* [n_nodes] index of the node in its tree's proto */
     size_t n_nodes;
-    uint32_t *flags;     /* [n_nodes] input | F_* */
-    float *thr;          /* [n_nodes] threshold (+inf at leaves) */
-    uint32_t *set;       /* [n_nodes] category sets: word offset into bits */
-    uint32_t *next;      /* [n_nodes] left child (right = left + 1); leaf: itself */
+    tnode *node;         /* [n_nodes] what a step reads */
     uint32_t *leaf;      /* [n_nodes] leaf row (leaves only) */
     size_t n_bits;
     uint32_t *bits;      /* category-set bitsets */
     size_t ld;
     float *values;       /* [leaf rows x ld] */
     float *bias;         /* [ld] */
-    bool has_sets;
+    bool *sets;          /* [n_trees] the tree has category-set nodes */
     uint32_t max_depth;
 };
 
@@ -79,11 +87,9 @@ void rt_trees_free(rt_trees *t)
     free(t->cats);
     free(t->root);
     free(t->depth);
+    free(t->sets);
     free(t->orig);
-    free(t->flags);
-    free(t->thr);
-    free(t->set);
-    free(t->next);
+    free(t->node);
     free(t->leaf);
     free(t->bits);
     free(t->values);
@@ -245,6 +251,8 @@ static rt_status check_tree(const rt_trees *t, size_t ti, const Predictd__Tree *
                 *tree_depth = depth[kids[s]];
         }
         uint32_t cats = t->cats[nd->input];
+        if (cats) /* served as a set, a threshold on ids too (lay_out) */
+            *words += cats / 32 + 1;
         if (nd->kind == PREDICTD__TREE_SPLIT_KIND__SPLIT_THRESHOLD) {
             if (!isfinite(nd->threshold))
                 return rt_err_set(err, RT_ERR_FORMAT,
@@ -266,7 +274,6 @@ static rt_status check_tree(const rt_trees *t, size_t ti, const Predictd__Tree *
                                       "trees: tree %zu node %zu: left_categories must be "
                                       "increasing and below %u (at %zu)",
                                       ti, i, cats, j);
-            *words += (cats + 31) / 32;
         } else {
             return rt_err_set(err, RT_ERR_FORMAT, "trees: tree %zu node %zu: unknown split kind %d",
                               ti, i, (int)nd->kind);
@@ -288,31 +295,43 @@ static void lay_out(rt_trees *t, size_t ti, const Predictd__Tree *tr, uint32_t *
         uint32_t o = queue[head];
         size_t me = base + head++;
         const Predictd__TreeNode *nd = tr->nodes[o];
+        tnode *n = &t->node[me];
         t->orig[me] = o;
-        t->set[me] = 0;
-        if (nd->input < 0) {
-            t->flags[me] = F_LEAF | F_DEFAULT_LEFT | (uint32_t)t->n_inputs; /* the zero column */
-            t->thr[me] = INFINITY;
-            t->next[me] = (uint32_t)me;
+        t->leaf[me] = 0;
+        n->set = 0;
+        if (nd->input < 0) { /* 0 <= +inf: left, to itself */
+            n->slot = (uint32_t)(2 * t->n_inputs);
+            n->thr = INFINITY;
+            n->next = (uint32_t)me;
             t->leaf[me] = (uint32_t)*leaf_row;
             memcpy(t->values + *leaf_row * ld, nd->leaf_value, ld * sizeof(float));
             (*leaf_row)++;
             continue;
         }
-        t->flags[me] = (uint32_t)nd->input | (nd->default_left ? F_DEFAULT_LEFT : 0);
-        t->thr[me] = nd->threshold;
-        t->leaf[me] = 0;
-        if (nd->kind == PREDICTD__TREE_SPLIT_KIND__SPLIT_CATEGORY_SET) {
-            t->flags[me] |= F_CATSET;
-            t->set[me] = (uint32_t)*word;
-            for (size_t j = 0; j < nd->n_left_categories; j++) {
-                uint32_t id = nd->left_categories[j];
-                t->bits[*word + id / 32] |= UINT32_C(1) << (id % 32);
+        uint32_t k = (uint32_t)nd->input, cats = t->cats[k];
+        if (!cats) { /* the slot whose NaN goes the node's default way */
+            n->slot = 2 * k + (nd->default_left ? 0 : 1);
+            n->thr = nd->threshold;
+        } else { /* a set of ids (a threshold on ids: those <= it) */
+            n->slot = 2 * k;
+            n->thr = -INFINITY; /* a categorical slot's float is 0: never left */
+            n->set = (uint32_t)*word;
+            uint32_t *bits = t->bits + *word;
+            if (nd->kind == PREDICTD__TREE_SPLIT_KIND__SPLIT_CATEGORY_SET) {
+                for (size_t j = 0; j < nd->n_left_categories; j++) {
+                    uint32_t id = nd->left_categories[j];
+                    bits[id / 32] |= UINT32_C(1) << (id % 32);
+                }
+            } else {
+                for (uint32_t id = 0; id < cats && (double)id <= nd->threshold; id++)
+                    bits[id / 32] |= UINT32_C(1) << (id % 32);
             }
-            *word += (t->cats[nd->input] + 31) / 32;
-            t->has_sets = true;
+            if (nd->default_left) /* a missing id reads as id cats */
+                bits[cats / 32] |= UINT32_C(1) << (cats % 32);
+            *word += cats / 32 + 1;
+            t->sets[ti] = true;
         }
-        t->next[me] = (uint32_t)next_free;
+        n->next = (uint32_t)next_free;
         next_free += 2;
         queue[tail++] = nd->left;
         queue[tail++] = nd->right;
@@ -349,7 +368,8 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
         !(t->cats = calloc(t->n_inputs, sizeof *t->cats)) ||
         !(t->bias = calloc(t->ld, sizeof *t->bias)) ||
         !(t->root = calloc(t->n_trees + 1, sizeof *t->root)) ||
-        !(t->depth = calloc(t->n_trees + 1, sizeof *t->depth))) {
+        !(t->depth = calloc(t->n_trees + 1, sizeof *t->depth)) ||
+        !(t->sets = calloc(t->n_trees + 1, sizeof *t->sets))) {
         st = NOMEM(err);
         goto out;
     }
@@ -363,7 +383,13 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
         }
         t->bias[j] = te->bias[j];
     }
-    size_t max_n = 1, leaves = 0, words = 0;
+    /* The bits start with zero words that any id (missing: cats) of any
+     * input reads as "not in the set" at a threshold node (set offset 0). */
+    size_t zero_words = 1;
+    for (size_t k = 0; k < t->n_inputs; k++)
+        if (t->cats[k] / 32 + 1 > zero_words)
+            zero_words = t->cats[k] / 32 + 1;
+    size_t max_n = 1, leaves = 0, words = zero_words;
     for (size_t ti = 0; ti < t->n_trees; ti++) {
         size_t n = te->trees[ti] ? te->trees[ti]->n_nodes : 0;
         if (n > max_n)
@@ -387,21 +413,22 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
         if (t->depth[ti] > t->max_depth)
             t->max_depth = t->depth[ti];
     }
-    if (words > (size_t)MAX_NODES * 4) {
-        st = rt_err_set(err, RT_ERR_LIMIT, "trees: category sets too large");
+    if (words > MAX_SET_WORDS) {
+        st = rt_err_set(err, RT_ERR_LIMIT,
+                        "trees: the categorical splits need %zu MiB of id sets (limit %u MiB)",
+                        words / (1u << 18), MAX_SET_WORDS / (1u << 18));
         goto out;
     }
     size_t nn = t->n_nodes ? t->n_nodes : 1;
     t->n_bits = words;
-    if (!(t->orig = malloc(nn * sizeof *t->orig)) || !(t->flags = malloc(nn * sizeof *t->flags)) ||
-        !(t->thr = malloc(nn * sizeof *t->thr)) || !(t->set = malloc(nn * sizeof *t->set)) ||
-        !(t->next = malloc(nn * sizeof *t->next)) || !(t->leaf = malloc(nn * sizeof *t->leaf)) ||
-        !(t->bits = calloc(words ? words : 1, sizeof *t->bits)) ||
+    if (!(t->orig = malloc(nn * sizeof *t->orig)) || !(t->node = malloc(nn * sizeof *t->node)) ||
+        !(t->leaf = malloc(nn * sizeof *t->leaf)) ||
+        !(t->bits = calloc(words, sizeof *t->bits)) ||
         !(t->values = malloc((leaves ? leaves : 1) * t->ld * sizeof *t->values))) {
         st = NOMEM(err);
         goto out;
     }
-    size_t at = 0, leaf_row = 0, word = 0;
+    size_t at = 0, leaf_row = 0, word = zero_words;
     for (size_t ti = 0; ti < t->n_trees; ti++)
         lay_out(t, ti, te->trees[ti], parent, &at, &leaf_row, &word);
 out:
@@ -419,14 +446,19 @@ out:
 
 size_t rt_trees_gather_width(const rt_trees *t)
 {
-    return t ? t->n_inputs + 1 : 0;
+    return t ? 2 * (2 * t->n_inputs + 1) : 0;
 }
 
-/* x (n x (n_inputs + 1)) = the inputs of f's instances; the last column 0. */
+/* The inputs of f's instances into x, one row per instance of w = 2 n + 1
+ * float slots then w uint32 id slots (n inputs). Input k has slots 2k and
+ * 2k+1: numeric, its value with NaN as -inf in 2k (for nodes whose default
+ * is left) and +inf in 2k+1 (default right), ids 0; categorical, floats 0
+ * and the id in both, num_categories when missing or out of range. Slot
+ * 2n is 0, id 0 (leaves read it). */
 static rt_status gather(const rt_graph *g, const rt_trees *t, const rt_features *f, float *x,
                         rt_err *err)
 {
-    size_t n = f->n, w = t->n_inputs + 1;
+    size_t n = f->n, w = 2 * t->n_inputs + 1, stride = 2 * w;
     for (size_t k = 0; k < t->n_inputs; k++) {
         size_t c = (size_t)t->col[k];
         if (t->numeric[k]) {
@@ -434,88 +466,105 @@ static rt_status gather(const rt_graph *g, const rt_trees *t, const rt_features 
                 return rt_err_set(err, RT_ERR_INVALID, "trees: column %s has no values",
                                   g->fcols[c].def->name);
             const float *v = f->values[c];
-            for (size_t i = 0; i < n; i++)
-                x[i * w + k] = v[i];
+            for (size_t i = 0; i < n; i++) {
+                float *row = x + i * stride;
+                uint32_t *ids = (uint32_t *)(row + w);
+                bool nan = v[i] != v[i];
+                row[2 * k] = nan ? -INFINITY : v[i];
+                row[2 * k + 1] = nan ? INFINITY : v[i];
+                ids[2 * k] = ids[2 * k + 1] = 0;
+            }
             continue;
         }
         if (!f->ids || !f->ids[c].offsets)
             return rt_err_set(err, RT_ERR_INVALID, "trees: column %s has no ids",
                               g->fcols[c].def->name);
-        const rt_ids *ids = &f->ids[c];
+        const rt_ids *idc = &f->ids[c];
         uint32_t cats = t->cats[k];
         for (size_t i = 0; i < n; i++) {
-            float v = NAN;
-            if (ids->offsets[i + 1] > ids->offsets[i]) {
-                int64_t id = ids->ids[ids->offsets[i]];
-                if (id >= 0 && (uint64_t)id < cats)
-                    v = (float)id;
+            float *row = x + i * stride;
+            uint32_t *ids = (uint32_t *)(row + w);
+            uint32_t id = cats;
+            if (idc->offsets[i + 1] > idc->offsets[i]) {
+                int64_t v = idc->ids[idc->offsets[i]];
+                if (v >= 0 && (uint64_t)v < cats)
+                    id = (uint32_t)v;
             }
-            x[i * w + k] = v;
+            row[2 * k] = row[2 * k + 1] = 0.0f;
+            ids[2 * k] = ids[2 * k + 1] = id;
         }
     }
-    for (size_t i = 0; i < n; i++)
-        x[i * w + t->n_inputs] = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        x[i * stride + w - 1] = 0.0f;
+        ((uint32_t *)(x + i * stride + w))[w - 1] = 0;
+    }
     return RT_OK;
 }
 
-/* One step from node j for the instance whose inputs are row. */
-static inline uint32_t step(const rt_trees *t, uint32_t j, const float *row)
+/* One step from node j for the instance whose slots are row: left when
+ * the slot's value <= threshold (NaN became -inf or +inf as the node's
+ * default says). No branch. For trees without categorical nodes. */
+static inline uint32_t step_thr(const tnode *nodes, uint32_t j, const float *row)
 {
-    uint32_t fl = t->flags[j];
-    float v = row[fl & F_INPUT];
-    uint32_t left = (v <= t->thr[j]) | ((fl & F_DEFAULT_LEFT) && v != v);
-    if (fl & F_CATSET && v == v) {
-        uint32_t id = (uint32_t)v;
-        left = (t->bits[t->set[j] + id / 32] >> (id % 32)) & 1u;
-    }
-    return t->next[j] + 1 - left;
+    const tnode *n = &nodes[j];
+    return n->next + 1 - (uint32_t)(row[n->slot] <= n->thr);
 }
 
-/* The same for trees without category sets. */
-static inline uint32_t step_thr(const uint32_t *flags, const float *thr, const uint32_t *next,
-                                uint32_t j, const float *row)
+/* The same in a tree with categorical nodes: also left when the slot's id
+ * is in the node's set. A numeric node's set is the zero words (its ids are
+ * 0); a categorical node's threshold is -inf (its floats are 0). No branch
+ * either. ids is row's id half. */
+static inline uint32_t step_any(const tnode *nodes, const uint32_t *bits, uint32_t j,
+                                const float *row, const uint32_t *ids)
 {
-    uint32_t fl = flags[j];
-    float v = row[fl & F_INPUT];
-    uint32_t left = (uint32_t)(v <= thr[j]) | ((fl >> 24) & (uint32_t)(v != v));
-    return next[j] + 1 - left;
+    const tnode *n = &nodes[j];
+    uint32_t id = ids[n->slot];
+    uint32_t left = (uint32_t)(row[n->slot] <= n->thr) |
+                    ((bits[n->set + id / 32] >> (id % 32)) & 1u);
+    return n->next + 1 - left;
 }
 
 #define LANES 8
 
-/* leaf node of each instance [i0, i1) in tree ti into out[i - i0]. */
+/* The leaf node of each instance [i0, i1) in tree ti into out[i - i0]:
+ * LANES instances walk together (independent chains of loads for the CPU
+ * to overlap), exactly depth steps each. */
 static void walk(const rt_trees *t, size_t ti, const float *x, size_t w, size_t i0, size_t i1,
                  uint32_t *out)
 {
     uint32_t r = t->root[ti], d = t->depth[ti];
-    size_t i = i0;
-    if (!t->has_sets) {
-        const uint32_t *flags = t->flags, *next = t->next;
-        const float *thr = t->thr;
-        for (; i + LANES <= i1; i += LANES) {
-            uint32_t j[LANES];
-            for (int l = 0; l < LANES; l++)
-                j[l] = r;
-            for (uint32_t s = 0; s < d; s++)
-                for (int l = 0; l < LANES; l++)
-                    j[l] = step_thr(flags, thr, next, j[l], x + (i + (size_t)l) * w);
-            for (int l = 0; l < LANES; l++)
-                out[i - i0 + (size_t)l] = j[l];
-        }
-        for (; i < i1; i++) {
-            uint32_t j = r;
-            for (uint32_t s = 0; s < d; s++)
-                j = step_thr(flags, thr, next, j, x + i * w);
-            out[i - i0] = j;
-        }
-        return;
+    const tnode *nodes = t->node;
+    const uint32_t *bits = t->bits;
+    size_t i = i0, hw = w / 2; /* w: the row stride; ids after hw floats */
+#define WALK(STEP)                                                                              \
+    for (; i + LANES <= i1; i += LANES) {                                                       \
+        uint32_t j[LANES];                                                                      \
+        const float *row[LANES];                                                                \
+        _Pragma("GCC unroll 8") for (int l = 0; l < LANES; l++)                                 \
+        {                                                                                       \
+            j[l] = r;                                                                           \
+            row[l] = x + (i + (size_t)l) * w;                                                   \
+        }                                                                                       \
+        for (uint32_t s = 0; s < d; s++)                                                        \
+            _Pragma("GCC unroll 8") for (int l = 0; l < LANES; l++) j[l] = STEP(j[l], row[l]);  \
+        _Pragma("GCC unroll 8") for (int l = 0; l < LANES; l++) out[i - i0 + (size_t)l] = j[l]; \
+    }                                                                                           \
+    for (; i < i1; i++) {                                                                       \
+        uint32_t j = r;                                                                         \
+        for (uint32_t s = 0; s < d; s++)                                                        \
+            j = STEP(j, x + i * w);                                                             \
+        out[i - i0] = j;                                                                        \
     }
-    for (; i < i1; i++) {
-        uint32_t j = r;
-        for (uint32_t s = 0; s < d; s++)
-            j = step(t, j, x + i * w);
-        out[i - i0] = j;
+#define STEP_THR(j, row) step_thr(nodes, (j), (row))
+#define STEP_ANY(j, row) step_any(nodes, bits, (j), (row), (const uint32_t *)((row) + hw))
+    if (!t->sets[ti]) {
+        WALK(STEP_THR)
+    } else {
+        WALK(STEP_ANY)
     }
+#undef STEP_THR
+#undef STEP_ANY
+#undef WALK
 }
 
 #define BLOCK 256 /* instances per block: their inputs stay in L1/L2 */
@@ -524,7 +573,7 @@ rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, fl
                            rt_err *err)
 {
     const rt_trees *t = g->trees;
-    size_t n = f->n, ld = t->ld, w = t->n_inputs + 1;
+    size_t n = f->n, ld = t->ld, w = rt_trees_gather_width(t);
     rt_status st = gather(g, t, f, x, err);
     if (st)
         return st;
@@ -557,7 +606,7 @@ rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uin
     const rt_trees *t = g->trees;
     if (!t)
         return rt_err_set(err, RT_ERR_INVALID, "the model has no trees");
-    size_t n = f->n, w = t->n_inputs + 1;
+    size_t n = f->n, w = rt_trees_gather_width(t);
     rt_status st = gather(g, t, f, x, err);
     if (st)
         return st;
@@ -576,4 +625,52 @@ rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uin
 size_t rt_trees_count(const rt_graph *g)
 {
     return g && g->trees ? g->trees->n_trees : 0;
+}
+
+/* ------------------------------------------------------------- inspection */
+
+static int cmp_importance(const void *a, const void *b)
+{
+    const rt_trees_importance *x = a, *y = b;
+    if (x->gain != y->gain)
+        return x->gain < y->gain ? 1 : -1;
+    if (x->splits != y->splits)
+        return x->splits < y->splits ? 1 : -1;
+    return strcmp(x->column, y->column);
+}
+
+rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_trees_importance **imp,
+                            rt_err *err)
+{
+    *imp = NULL;
+    memset(shape, 0, sizeof *shape);
+    const rt_trees *t = g ? g->trees : NULL;
+    if (!t)
+        return rt_err_set(err, RT_ERR_INVALID, "the model has no trees");
+    const Predictd__TreeEnsemble *te = g->def->graph->trees;
+    rt_trees_importance *v = calloc(t->n_inputs, sizeof *v);
+    if (!v)
+        return NOMEM(err);
+    for (size_t k = 0; k < t->n_inputs; k++) {
+        v[k].input = k;
+        v[k].column = te->inputs[k]->column;
+    }
+    shape->trees = t->n_trees;
+    shape->nodes = t->n_nodes;
+    shape->max_depth = t->max_depth;
+    for (size_t ti = 0; ti < t->n_trees; ti++) {
+        const Predictd__Tree *tr = te->trees[ti];
+        for (size_t i = 0; i < tr->n_nodes; i++) {
+            const Predictd__TreeNode *n = tr->nodes[i];
+            if (n->input < 0) {
+                shape->leaves++;
+                continue;
+            }
+            v[n->input].splits++;
+            v[n->input].gain += n->gain;
+        }
+    }
+    qsort(v, t->n_inputs, sizeof *v, cmp_importance);
+    *imp = v;
+    return RT_OK;
 }

@@ -14,10 +14,11 @@
 #include "exp.h"
 #include "rt.h"
 
-/* A small wide & deep binary classifier over every feature column kind:
- * inputs age, hours (numbers), gender, occupation (strings). */
-#define SUPPORT_SPEC_WIDE_DEEP                                                                  \
-    "{\"columns\": ["                                                                           \
+/* Columns, label (no, yes) and one feature column of every kind over the
+ * inputs age, hours (numbers), gender, occupation (strings): the model part
+ * of SUPPORT_SPEC_WIDE_DEEP and SUPPORT_SPEC_TREES (support_trees.h). */
+#define SUPPORT_SPEC_WIDE_DEEP_COLUMNS                                                          \
+    "\"columns\": ["                                                                            \
     "  {\"name\": \"age\", \"type\": \"int\", \"default\": 0},"                                 \
     "  {\"name\": \"hours\", \"type\": \"float\", \"default\": 0},"                             \
     "  {\"name\": \"gender\", \"type\": \"string\", \"default\": \"\"},"                        \
@@ -39,6 +40,10 @@
     "   \"categorical_column\": \"occupation\", \"dimension\": 3, \"combiner\": \"mean\"},"     \
     "  {\"type\": \"indicator_column\", \"name\": \"gender_indicator\","                        \
     "   \"categorical_column\": \"gender\"}],"                                                  \
+
+/* A small wide & deep binary classifier over every feature column kind. */
+#define SUPPORT_SPEC_WIDE_DEEP                                                                  \
+    "{" SUPPORT_SPEC_WIDE_DEEP_COLUMNS                                                          \
     " \"estimator\": {\"type\": \"DNNLinearCombinedClassifier\", \"n_classes\": 2,"             \
     "  \"linear_feature_columns\": [\"age_buckets\", \"gender\", \"occupation\","               \
     "                              \"age_x_gender\"],"                                          \

@@ -9,7 +9,10 @@
  *   test_srv_models --write-export SPEC BASE VERSION SEED
  * writes an export of SPEC (a spec file, or builtin:wide_deep,
  * builtin:linear, builtin:regressor) with random weights from SEED into
- * BASE/VERSION atomically, and prints its path.
+ * BASE/VERSION atomically, and prints its path. A BoostedTrees spec gets
+ * random complete trees (estimator.n_trees, default 100, of depth
+ * estimator.max_depth, default 6); builtin:trees is support_trees_tiny's
+ * hand-built ensemble.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -23,8 +26,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <cJSON.h>
+
 #include "srv.h"
 #include "support_models.h"
+#include "support_trees.h"
 
 /* ----------------------------------------------------- export helpers */
 
@@ -45,16 +51,32 @@ static const char *builtin_spec(const char *name)
     return NULL;
 }
 
-/* Writes an export of spec_json with weights from seed; -1 on error. */
+/* estimator.<key> of spec_json as a count, or dflt. */
+static size_t estimator_count(const char *spec_json, const char *key, size_t dflt)
+{
+    cJSON *j = cJSON_Parse(spec_json);
+    const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "estimator"), key);
+    size_t n = cJSON_IsNumber(v) && v->valuedouble >= 0 ? (size_t)v->valuedouble : dflt;
+    cJSON_Delete(j);
+    return n;
+}
+
+/* Writes an export of spec_json with weights (or trees) from seed; -1 on
+ * error. */
 static int64_t write_export(const char *spec_json, const char *base, int64_t version,
                             uint64_t seed, char *path, size_t cap)
 {
-    Predictd__ModelDef *def = support_spec_modeldef(spec_json);
+    bool tiny = spec_json == NULL;
+    Predictd__ModelDef *def = tiny ? support_trees_tiny() : support_spec_modeldef(spec_json);
     if (!def)
         return -1;
     support_tensors st = {0};
     int64_t v = -1;
-    if (support_random_tensors(def, seed, 0.5f, &st) == 0)
+    int ok = support_random_tensors(def, seed, 0.5f, &st);
+    if (ok == 0 && def->graph->trees && !tiny)
+        ok = support_random_trees(def, seed, estimator_count(spec_json, "n_trees", 100),
+                                  estimator_count(spec_json, "max_depth", 6));
+    if (ok == 0)
         v = support_write_export(base, def, &st, version, path, cap);
     support_tensors_free(&st);
     rt_modeldef_free(def);
@@ -69,7 +91,7 @@ static int helper_main(int argc, char **argv)
     }
     const char *spec = builtin_spec(argv[2]);
     char *text = NULL;
-    if (!spec) {
+    if (!spec && strcmp(argv[2], "builtin:trees") != 0) {
         text = read_all(argv[2]);
         if (!text) {
             fprintf(stderr, "%s: cannot read\n", argv[2]);

@@ -19,51 +19,14 @@
 
 #include "rt_internal.h"
 #include "support_models.h"
+#include "support_trees.h"
 
-/* Columns of every spec here: two numbers, two strings, a string label. */
-#define COLUMNS                                                                                 \
-    "\"columns\": ["                                                                            \
-    "  {\"name\": \"age\", \"type\": \"float\", \"default\": 0},"                               \
-    "  {\"name\": \"hours\", \"type\": \"float\", \"default\": 0},"                             \
-    "  {\"name\": \"gender\", \"type\": \"string\", \"default\": \"\"},"                        \
-    "  {\"name\": \"occupation\", \"type\": \"string\", \"default\": \"\"},"                    \
-    "  {\"name\": \"label\", \"type\": \"string\", \"default\": \"\"}],"
-
-#define FEATURE_COLUMNS                                                                         \
-    "\"feature_columns\": ["                                                                    \
-    "  {\"type\": \"numeric_column\", \"key\": \"age\"},"                                       \
-    "  {\"type\": \"numeric_column\", \"key\": \"hours\", \"shape\": 2},"                       \
-    "  {\"type\": \"bucketized_column\", \"name\": \"age_buckets\", \"source\": \"age\","       \
-    "   \"boundaries\": [20, 30, 40, 50]},"                                                     \
-    "  {\"type\": \"categorical_column_with_vocabulary_list\", \"key\": \"gender\","            \
-    "   \"vocabulary_list\": [\"Female\", \"Male\"]},"                                          \
-    "  {\"type\": \"categorical_column_with_hash_bucket\", \"key\": \"occupation\","            \
-    "   \"hash_bucket_size\": 20},"                                                             \
-    "  {\"type\": \"crossed_column\", \"name\": \"age_x_gender\","                              \
-    "   \"keys\": [{\"column\": \"age_buckets\"}, \"gender\"], \"hash_bucket_size\": 50},"      \
-    "  {\"type\": \"embedding_column\", \"name\": \"occupation_embedding\","                    \
-    "   \"categorical_column\": \"occupation\", \"dimension\": 3},"                             \
-    "  {\"type\": \"indicator_column\", \"name\": \"gender_indicator\","                        \
-    "   \"categorical_column\": \"gender\"}],"
-
-/* A binary BoostedTreesClassifier reading age, age_buckets, gender (through
- * its indicator) and occupation. */
-static const char trees_spec[] =
-    "{" COLUMNS " \"label\": {\"column\": \"label\", \"vocabulary\": [\"no\", \"yes\"]},"
-    FEATURE_COLUMNS
-    " \"estimator\": {\"type\": \"BoostedTreesClassifier\", \"n_classes\": 2,"
-    "  \"feature_columns\": [\"age\", \"age_buckets\", \"gender_indicator\", \"occupation\"],"
-    "  \"n_trees\": 3, \"max_depth\": 2, \"learning_rate\": 0.1, \"l1_regularization\": 0,"
-    "  \"l2_regularization\": 1, \"tree_complexity\": 0, \"min_node_weight\": 0,"
-    "  \"center_bias\": false, \"pruning_mode\": \"none\", \"quantile_sketch_epsilon\": 0.01,"
-    "  \"n_batches_per_layer\": 1},"
-    " \"export\": {\"name\": \"trees\", \"format\": \"JSON\"}}";
+static const char trees_spec[] = SUPPORT_SPEC_TREES;
 
 /* The same columns under a LinearClassifier: what a client sees must not
  * differ. */
 static const char linear_spec[] =
-    "{" COLUMNS " \"label\": {\"column\": \"label\", \"vocabulary\": [\"no\", \"yes\"]},"
-    FEATURE_COLUMNS
+    "{" SUPPORT_SPEC_WIDE_DEEP_COLUMNS
     " \"estimator\": {\"type\": \"LinearClassifier\", \"n_classes\": 2,"
     "  \"feature_columns\": [\"age\", \"age_buckets\", \"gender_indicator\", \"occupation\"]},"
     " \"export\": {\"name\": \"trees\", \"format\": \"JSON\"}}";
@@ -80,6 +43,22 @@ static char *replace(const char *text, const char *from, const char *to)
     memcpy(out + a, to, tl);
     memcpy(out + a + tl, at + fl, n - a - fl + 1);
     return out;
+}
+
+/* trees_spec as a BoostedTreesRegressor of hours (label_dimension 1 when
+ * dim1, else the key is left out). malloc'd. */
+static char *regressor_spec(bool dim1)
+{
+    char *t = replace(trees_spec,
+                      "\"label\": {\"column\": \"label\", \"vocabulary\": [\"no\", \"yes\"]}",
+                      "\"label\": {\"column\": \"hours\"}");
+    char *t2 = replace(t, "\"type\": \"BoostedTreesClassifier\", \"n_classes\": 2",
+                       dim1 ? "\"type\": \"BoostedTreesRegressor\", \"label_dimension\": 1"
+                            : "\"type\": \"BoostedTreesRegressor\"");
+    char *t3 = replace(t2, "{\"type\": \"numeric_column\", \"key\": \"hours\"},", "");
+    free(t);
+    free(t2);
+    return t3;
 }
 
 /* Parses text expecting a refusal whose message contains want. */
@@ -174,11 +153,7 @@ static void test_spec_modeldef(void **state)
     rt_modeldef_free(def);
     free(t);
     free(t2);
-    t = replace(trees_spec, "\"label\": {\"column\": \"label\", \"vocabulary\": [\"no\", \"yes\"]}",
-                "\"label\": {\"column\": \"hours\"}");
-    t2 = replace(t, "\"type\": \"BoostedTreesClassifier\", \"n_classes\": 2",
-                 "\"type\": \"BoostedTreesRegressor\", \"label_dimension\": 1");
-    char *t3 = replace(t2, "{\"type\": \"numeric_column\", \"key\": \"hours\", \"shape\": 2},", "");
+    char *t3 = regressor_spec(true);
     def = support_spec_modeldef(t3);
     assert_non_null(def);
     assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_REGRESSION);
@@ -187,8 +162,6 @@ static void test_spec_modeldef(void **state)
     rt_modeldef_free(def);
     char *t4 = replace(t3, "\"label_dimension\": 1", "\"label_dimension\": 2");
     spec_bad(t4, "estimator.label_dimension: BoostedTreesRegressor takes one target");
-    free(t);
-    free(t2);
     free(t3);
     free(t4);
 }
@@ -202,8 +175,11 @@ static void test_spec_refusals(void **state)
                       "embedding_column");
     spec_bad_replaced(list, "[\"age_x_gender\"]",
                       "estimator.feature_columns[0]: \"age_x_gender\" is a crossed_column");
-    spec_bad_replaced(list, "[\"hours\"]",
-                      "estimator.feature_columns[0]: \"hours\" is a numeric_column of shape > 1");
+    char *h = replace(trees_spec, "\"key\": \"hours\"}", "\"key\": \"hours\", \"shape\": 2}");
+    char *h2 = replace(h, list, "[\"hours\"]");
+    spec_bad(h2, "estimator.feature_columns[0]: \"hours\" is a numeric_column of shape > 1");
+    free(h);
+    free(h2);
     spec_bad_replaced(list, "[\"age\", \"nope\"]",
                       "estimator.feature_columns[1]: \"nope\" is not one of the feature_columns");
     spec_bad_replaced(list, "[\"age\", \"age\"]",
@@ -214,11 +190,11 @@ static void test_spec_refusals(void **state)
                       "\"occupation\"],",
                       "", "estimator.feature_columns: missing");
     /* The DNN and linear estimators' keys are not BoostedTrees' ... */
-    spec_bad_replaced("\"n_trees\": 3", "\"hidden_units\": [3]",
+    spec_bad_replaced("\"n_trees\": 2", "\"hidden_units\": [3]",
                       "estimator.hidden_units: unknown key");
-    spec_bad_replaced("\"n_trees\": 3", "\"optimizer\": \"Adagrad\"",
+    spec_bad_replaced("\"n_trees\": 2", "\"optimizer\": \"Adagrad\"",
                       "estimator.optimizer: unknown key");
-    spec_bad_replaced("\"n_trees\": 3", "\"n_tree\": 3", "estimator.n_tree: unknown key");
+    spec_bad_replaced("\"n_trees\": 2", "\"n_tree\": 3", "estimator.n_tree: unknown key");
     /* ... and the training parameters stay off the DNN estimators. */
     char *t = replace(linear_spec, "\"n_classes\": 2", "\"n_classes\": 2, \"max_depth\": 3");
     spec_bad(t, "estimator.max_depth: unknown key");
@@ -229,80 +205,14 @@ static void test_spec_refusals(void **state)
 
 /* ------------------------------------------------------------ ensembles */
 
-static Predictd__TreeNode *node_new(void)
-{
-    Predictd__TreeNode *n = calloc(1, sizeof *n);
-    assert_non_null(n);
-    predictd__tree_node__init(n);
-    return n;
-}
+#define leaf support_tree_leaf
+#define split support_tree_split
+#define add_tree support_tree_add
 
-static Predictd__TreeNode *leaf(size_t ld, const float *v)
-{
-    Predictd__TreeNode *n = node_new();
-    n->input = -1;
-    n->leaf_value = malloc(ld * sizeof(float));
-    memcpy(n->leaf_value, v, ld * sizeof(float));
-    n->n_leaf_value = ld;
-    return n;
-}
-
-static Predictd__TreeNode *split(int input, float thr, bool dl, uint32_t l, uint32_t r)
-{
-    Predictd__TreeNode *n = node_new();
-    n->input = input;
-    n->kind = PREDICTD__TREE_SPLIT_KIND__SPLIT_THRESHOLD;
-    n->threshold = thr;
-    n->default_left = dl;
-    n->left = l;
-    n->right = r;
-    n->gain = 2.0f * (float)(input + 1);
-    return n;
-}
-
-static Predictd__TreeNode *catset(int input, const uint32_t *ids, size_t k, bool dl, uint32_t l,
-                                  uint32_t r)
-{
-    Predictd__TreeNode *n = split(input, 0, dl, l, r);
-    n->kind = PREDICTD__TREE_SPLIT_KIND__SPLIT_CATEGORY_SET;
-    n->left_categories = malloc((k ? k : 1) * sizeof(uint32_t));
-    memcpy(n->left_categories, ids, k * sizeof(uint32_t));
-    n->n_left_categories = k;
-    return n;
-}
-
-static void add_tree(Predictd__TreeEnsemble *te, Predictd__TreeNode **nodes, size_t n)
-{
-    Predictd__Tree *t = calloc(1, sizeof *t);
-    assert_non_null(t);
-    predictd__tree__init(t);
-    t->nodes = malloc(n * sizeof *nodes);
-    memcpy(t->nodes, nodes, n * sizeof *nodes);
-    t->n_nodes = n;
-    te->trees = realloc(te->trees, (te->n_trees + 1) * sizeof *te->trees);
-    te->trees[te->n_trees++] = t;
-}
-
-/* The two trees of the binary model (inputs: 0 age, 1 age_buckets,
- * 2 gender_indicator, 3 occupation):
- *   tree 0: age <= 30 (missing: left) ? 0.25
- *           : gender in {Male} (missing: right) ? 1.0 : -0.5
- *   tree 1: age_buckets <= 2 (missing: right) ? -0.125 : 0.125
- *           (children stored as right = 1, left = 2)
- *   bias 0.1 */
 static Predictd__ModelDef *binary_model(void)
 {
-    Predictd__ModelDef *def = support_spec_modeldef(trees_spec);
+    Predictd__ModelDef *def = support_trees_tiny();
     assert_non_null(def);
-    Predictd__TreeEnsemble *te = def->graph->trees;
-    te->bias[0] = 0.1f;
-    static const uint32_t male[] = {1};
-    const float a = 0.25f, b = 1.0f, c = -0.5f, d = 0.125f, e = -0.125f;
-    Predictd__TreeNode *t0[] = {split(0, 30.0f, true, 1, 2), leaf(1, &a),
-                                catset(2, male, 1, false, 3, 4), leaf(1, &b), leaf(1, &c)};
-    add_tree(te, t0, 5);
-    Predictd__TreeNode *t1[] = {split(1, 2.0f, false, 2, 1), leaf(1, &d), leaf(1, &e)};
-    add_tree(te, t1, 3);
     return def;
 }
 
@@ -378,11 +288,11 @@ static void test_binary_ensemble(void **state)
     /* Instances and their logits, summed as the runtime does: bias, tree 0,
      * tree 1. "Other" is no gender of the vocabulary: missing. */
     const char *body = "{\"instances\": ["
-                       "{\"age\": 25, \"gender\": \"Male\", \"occupation\": \"x\", \"hours\": [1, 2]},"
-                       "{\"age\": 45, \"gender\": \"Male\", \"occupation\": \"x\", \"hours\": [1, 2]},"
-                       "{\"age\": 45, \"gender\": \"Other\", \"occupation\": \"x\", \"hours\": [1, 2]},"
-                       "{\"age\": 30, \"gender\": \"Female\", \"occupation\": \"x\", \"hours\": [1, 2]},"
-                       "{\"age\": 60, \"gender\": \"Female\", \"occupation\": \"x\", \"hours\": [1, 2]}]}";
+                       "{\"age\": 25, \"gender\": \"Male\", \"occupation\": \"x\", \"hours\": 1},"
+                       "{\"age\": 45, \"gender\": \"Male\", \"occupation\": \"x\", \"hours\": 1},"
+                       "{\"age\": 45, \"gender\": \"Other\", \"occupation\": \"x\", \"hours\": 1},"
+                       "{\"age\": 30, \"gender\": \"Female\", \"occupation\": \"x\", \"hours\": 1},"
+                       "{\"age\": 60, \"gender\": \"Female\", \"occupation\": \"x\", \"hours\": 1}]}";
     float want[5];
     want[0] = 0.1f + 0.25f + -0.125f;  /* age 25: left; bucket 1 <= 2: left */
     want[1] = 0.1f + 1.0f + 0.125f;    /* 45: right, Male in set; bucket 3: right */
@@ -414,8 +324,8 @@ static void test_binary_ensemble(void **state)
      * sends it left. Through the features directly (JSON has no NaN). */
     const rt_graph *g = rt_model_graph(m);
     const char *one = "{\"instances\": [{\"age\": 45, \"gender\": \"Male\", "
-                      "\"occupation\": \"x\", \"hours\": [1, 2]}, {\"age\": 45, \"gender\": \"Male\", "
-                      "\"occupation\": \"x\", \"hours\": [1, 2]}]}";
+                      "\"occupation\": \"x\", \"hours\": 1}, {\"age\": 45, \"gender\": \"Male\", "
+                      "\"occupation\": \"x\", \"hours\": 1}]}";
     int columnar = 0;
     const Predictd__SignatureDef *sig = NULL;
     assert_int_equal(rt_ctx_prepare(f->c, g, &err), RT_OK);
@@ -431,7 +341,7 @@ static void test_binary_ensemble(void **state)
     assert_true(lg[0] == want[1]);
     assert_true(lg[1] == 0.1f + 0.25f + 0.125f); /* age NaN: left; its bucket 3: right */
     /* The leaves reached, as node numbers of the ModelDef's trees. */
-    float x[2 * 5];
+    float *x = malloc(2 * rt_trees_gather_width(g->trees) * sizeof *x);
     uint32_t leaves[4];
     assert_int_equal(rt_trees_count(g), 2);
     assert_int_equal(rt_trees_leaves(g, &feat, x, leaves, &err), RT_OK);
@@ -439,11 +349,12 @@ static void test_binary_ensemble(void **state)
     assert_int_equal(leaves[1], 1);
     assert_int_equal(leaves[2], 1);
     assert_int_equal(leaves[3], 1);
+    free(x);
     rt_workspace_free(ws);
     rt_features_free(&feat);
     cJSON *j2 = answer(f, m, RT_METHOD_CLASSIFY,
                        "{\"examples\": [{\"age\": 45, \"gender\": \"Male\", "
-                       "\"occupation\": \"x\", \"hours\": [1, 2]}]}");
+                       "\"occupation\": \"x\", \"hours\": 1}]}");
     const cJSON *res = cJSON_GetArrayItem(cJSON_GetObjectItem(j2, "results"), 0);
     assert_string_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(res, 1), 0)->valuestring, "yes");
     assert_float_equal(num_at(cJSON_GetArrayItem(res, 1), 1),
@@ -453,6 +364,120 @@ static void test_binary_ensemble(void **state)
     rt_modeldef_free(def);
 }
 
+
+/* A 3-class model (one tree, three leaf values) and a regressor: logits and
+ * heads exactly as hand-computed. */
+static void test_multiclass_and_regression(void **state)
+{
+    fixture *f = *state;
+    char *t = replace(trees_spec, "\"vocabulary\": [\"no\", \"yes\"]",
+                      "\"vocabulary\": [\"a\", \"b\", \"c\"]");
+    char *t2 = replace(t, "\"n_classes\": 2", "\"n_classes\": 3");
+    Predictd__ModelDef *def = support_spec_modeldef(t2);
+    assert_non_null(def);
+    Predictd__TreeEnsemble *te = def->graph->trees;
+    te->bias[0] = 0.5f;
+    te->bias[1] = 0.0f;
+    te->bias[2] = -0.5f;
+    /* occupation (hash id) <= 9 (missing: left) ? [1, 0, 0] : [0, 0, 2] */
+    const float l[] = {1, 0, 0}, r[] = {0, 0, 2};
+    Predictd__TreeNode *t0[] = {split(3, 9.0f, true, 1, 2), leaf(3, l), leaf(3, r)};
+    add_tree(te, t0, 3);
+    rt_err err = {{0}};
+    rt_model *m = export_and_open(f, "multi", def, &err);
+    assert_non_null(m);
+    /* Where does "x" hash? Ask the transform, then pick the side by hand. */
+    const rt_graph *g = rt_model_graph(m);
+    const char *body = "{\"instances\": [{\"age\": 1, \"hours\": 1, \"gender\": \"Male\", "
+                       "\"occupation\": \"x\"}]}";
+    int columnar = 0;
+    const Predictd__SignatureDef *sig = NULL;
+    assert_int_equal(rt_ctx_prepare(f->c, g, &err), RT_OK);
+    assert_int_equal(rt_json_parse_predict(g, body, strlen(body), NULL, f->c, &columnar, &sig,
+                                           &err),
+                     RT_OK);
+    rt_features feat;
+    rt_features_init(&feat);
+    assert_int_equal(rt_transform(g, f->c->batch, &feat, &err), RT_OK);
+    int64_t id = feat.ids[4].ids[0]; /* column 4 is occupation */
+    rt_features_free(&feat);
+    const float *leafv = id <= 9 ? l : r;
+    cJSON *j = answer(f, m, RT_METHOD_PREDICT, body);
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "predictions"), 0);
+    const cJSON *lg = cJSON_GetObjectItem(p, "logits");
+    double z[3], sum = 0;
+    for (int k = 0; k < 3; k++) {
+        assert_true(num_at(lg, k) == te->bias[k] + leafv[k]);
+        z[k] = exp((double)(te->bias[k] + leafv[k]));
+        sum += z[k];
+    }
+    const cJSON *pr = cJSON_GetObjectItem(p, "probabilities");
+    for (int k = 0; k < 3; k++)
+        assert_float_equal(num_at(pr, k), z[k] / sum, 1e-6);
+    assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(p, "classes"), 0)->valuestring,
+                        id <= 9 ? "a" : "c");
+    assert_null(cJSON_GetObjectItem(p, "logistic"));
+    cJSON_Delete(j);
+    rt_model_close(m);
+    rt_modeldef_free(def);
+    free(t);
+    free(t2);
+
+    /* Regression on hours: age <= 40 (missing: right) ? 10 : 20, bias 1. */
+    char *t3 = regressor_spec(false);
+    def = support_spec_modeldef(t3);
+    assert_non_null(def);
+    te = def->graph->trees;
+    te->bias[0] = 1.0f;
+    const float ten = 10, twenty = 20;
+    Predictd__TreeNode *r0[] = {split(0, 40.0f, false, 1, 2), leaf(1, &ten), leaf(1, &twenty)};
+    add_tree(te, r0, 3);
+    m = export_and_open(f, "reg", def, &err);
+    assert_non_null(m);
+    j = answer(f, m, RT_METHOD_PREDICT,
+               "{\"instances\": [{\"age\": 40, \"gender\": \"Male\", \"occupation\": \"x\"},"
+               "{\"age\": 41, \"gender\": \"Male\", \"occupation\": \"x\"}]}");
+    const cJSON *preds = cJSON_GetObjectItem(j, "predictions");
+    assert_true(num_at(cJSON_GetArrayItem(preds, 0), 0) == 11.0f);
+    assert_true(num_at(cJSON_GetArrayItem(preds, 1), 0) == 21.0f);
+    cJSON_Delete(j);
+    j = answer(f, m, RT_METHOD_REGRESS,
+               "{\"examples\": [{\"age\": 12, \"gender\": \"Male\", \"occupation\": \"x\"}]}");
+    assert_true(num_at(cJSON_GetObjectItem(j, "results"), 0) == 11.0f);
+    cJSON_Delete(j);
+    rt_model_close(m);
+    rt_modeldef_free(def);
+    free(t3);
+}
+
+/* show's figures: shape and importances from the ModelDef. */
+static void test_describe(void **state)
+{
+    fixture *f = *state;
+    Predictd__ModelDef *def = binary_model();
+    rt_err err = {{0}};
+    rt_model *m = export_and_open(f, "describe", def, &err);
+    assert_non_null(m);
+    rt_trees_shape sh;
+    rt_trees_importance *imp = NULL;
+    assert_int_equal(rt_trees_describe(rt_model_graph(m), &sh, &imp, &err), RT_OK);
+    assert_int_equal(sh.trees, 2);
+    assert_int_equal(sh.nodes, 8);
+    assert_int_equal(sh.leaves, 5);
+    assert_int_equal(sh.max_depth, 2);
+    /* Gains are 2 (input + 1) per split: gender_indicator 6, age_buckets 4,
+     * age 2, occupation 0 (no split). */
+    static const char *const order[] = {"gender_indicator", "age_buckets", "age", "occupation"};
+    static const double gain[] = {6, 4, 2, 0};
+    for (int k = 0; k < 4; k++) {
+        assert_string_equal(imp[k].column, order[k]);
+        assert_true(imp[k].gain == gain[k]);
+        assert_int_equal(imp[k].splits, k < 3 ? 1 : 0);
+    }
+    free(imp);
+    rt_model_close(m);
+    rt_modeldef_free(def);
+}
 
 /* ------------------------------------------------------------ refusals */
 
@@ -485,7 +510,11 @@ static void m_crossed(Predictd__ModelDef *d)
     set_column(d->graph->trees->inputs[3], "age_x_gender");
     d->graph->trees->inputs[3]->num_categories = 50;
 }
-static void m_shape2(Predictd__ModelDef *d) { set_column(d->graph->trees->inputs[0], "hours"); }
+static void m_shape2(Predictd__ModelDef *d)
+{
+    set_column(d->graph->trees->inputs[0], "hours");
+    d->feature_columns[1]->shape = 2;
+}
 static void m_categories(Predictd__ModelDef *d) { d->graph->trees->inputs[1]->num_categories = 4; }
 static void m_twice(Predictd__ModelDef *d)
 {
@@ -670,6 +699,8 @@ int main(void)
         cmocka_unit_test(test_spec_modeldef),
         cmocka_unit_test(test_spec_refusals),
         cmocka_unit_test_setup_teardown(test_binary_ensemble, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multiclass_and_regression, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_describe, setup, teardown),
         cmocka_unit_test(test_broken_exports_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
