@@ -817,6 +817,13 @@ static rt_status early_stop(run *R, trn_dist *dist, int64_t step, int secs_due, 
     return trn_early_stop_report(R->es, step, reason, err);
 }
 
+/* The global step a BoostedTrees run ends at: n_trees, or train.max_steps
+ * (--train-steps) when it is given and smaller (a step is a tree). */
+static int64_t trees_target(const trn_config *c)
+{
+    return c->max_steps > 0 && c->max_steps < c->gbdt.n_trees ? c->max_steps : c->gbdt.n_trees;
+}
+
 /* A run stopped by signal sig after its checkpoint: the other ranks end once
  * rank 0's checkpoint is on disk (under mpirun the first rank to exit
  * non-zero ends the job); the message, and sig for predict-train's exit
@@ -884,9 +891,10 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
                            R->def->graph->trees, &bo, err)))
         goto out;
     int64_t start = m->step, last_ckpt_step = m->step;
-    int64_t every = c->gbdt.n_trees >= 10 ? c->gbdt.n_trees / 10 : 1;
+    int64_t last = trees_target(c);
+    int64_t every = last >= 10 ? last / 10 : 1;
     double last_ckpt = now_s(), last_eval = now_s(), t1 = now_s(), cpu1 = thread_cpu_s();
-    while (m->step < c->gbdt.n_trees) {
+    while (m->step < last) {
         if ((st = trn_gbdt_step(bo, err))) {
             rt_err_prefix(err, "tree %lld", (long long)m->step);
             goto out;
@@ -899,9 +907,9 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
                            masked && stop_pending() ? 1.0 : 0.0};
         if ((st = trn_dist_sum(dist, flags, 3, err)))
             goto out;
-        if (m->step % every == 0 || m->step == c->gbdt.n_trees)
+        if (m->step % every == 0 || m->step == last)
             logf_(c, "tree %lld of %lld: loss = %.6g (training set), %.2fs", (long long)m->step,
-                  (long long)c->gbdt.n_trees, trn_gbdt_train_loss(bo), now_s() - t1);
+                  (long long)last, trn_gbdt_train_loss(bo), now_s() - t1);
         if (flags[2] > 0) {
             *sig = masked ? stop_take() : 0;
             if (!*sig)
@@ -911,7 +919,7 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
         int due = c->job_dir && ((c->save_checkpoints_steps > 0 &&
                                   m->step - last_ckpt_step >= c->save_checkpoints_steps) ||
                                  flags[0] > 0);
-        if (due && m->step < c->gbdt.n_trees) {
+        if (due && m->step < last) {
             if ((st = save_checkpoint(R, dist, err)))
                 goto out;
             logf_(c, "Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)m->step,
@@ -1026,11 +1034,12 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     int64_t start_step = R.m->step;
     int done = c.max_steps > 0 && R.m->step >= c.max_steps;
     if (R.m->trees) {
-        done = R.m->step >= c.gbdt.n_trees;
+        done = R.m->step >= trees_target(&c);
         if (done)
-            logf_(&c, "Skipping training: global step %lld has grown estimator.n_trees %lld "
-                  "trees (a larger n_trees grows on)", (long long)R.m->step,
-                  (long long)c.gbdt.n_trees);
+            logf_(&c, "Skipping training: global step %lld has grown the %lld trees of %s "
+                  "(a larger one grows on)", (long long)R.m->step,
+                  (long long)trees_target(&c),
+                  trees_target(&c) < c.gbdt.n_trees ? "train.max_steps" : "estimator.n_trees");
     } else if (done)
         logf_(&c, "Skipping training since max_steps has already saved: global step %lld "
               "has reached max_steps %lld (a larger --train-steps trains on)",
