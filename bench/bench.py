@@ -22,9 +22,10 @@ the same machine, prints a table and writes bench/results.json:
     until all are AVAILABLE, RSS, idle CPU over 10 s, req/s on one of them
     next to a one-model daemon
  14 tree serving: a census BoostedTreesClassifier of 100 random complete
-    trees of depth 6 (synthetic, see g14) through predictd: instances per
-    CPU-second at batch 1000 (goal 300k), single-instance req/s, and the
-    runtime alone (bench_forward, callgrind instructions per instance)
+    trees of depth 6 (synthetic, see trees_model) and conf/census_trees.json
+    trained by predict-train, through predictd: instances per CPU-second at
+    batch 1000 (goal 300k), single-instance req/s; the runtime alone on the
+    synthetic one (bench_forward, callgrind instructions per instance)
  13 overload: with max_queue_depth BENCH_QUEUE_DEPTH (32), alone and with
     max_queue_wait_ms BENCH_QUEUE_WAIT_MS (2), constant-rate load
     (bench/bench_load, wrk2-style) at 0.5x..3x the measured capacity:
@@ -1219,18 +1220,16 @@ def trees_model():
     return base, r.stdout.strip()
 
 
-@group(14, "tree serving: census, 100 random trees of depth 6 (synthetic ensemble)")
-def g14():
-    base, vdir = trees_model()
-    out = {"model": "synthetic: 100 complete random trees of depth 6 over census's 14 "
-                    "tree-readable columns (support_trees.c), not a trained model"}
-    d = Daemon(base)
+def trees_batches(base, model, out, prefix):
+    """Batches of 1 and 1000 census rows through predictd serving base (as
+    model) into out[prefix + "batch_N"]."""
+    d = Daemon(base, model=model)
     try:
         for n in (1, 1000):
             body = write_body("rows-%d.json" % n, rows_body(n))
             code, _ = http("POST", d.url(), open(body, "rb").read(), timeout=30)
             if code != 200:
-                out["batch_%d" % n] = "not measured: predict answered %s" % code
+                out[prefix + "batch_%d" % n] = "not measured: predict answered %s" % code
                 continue
             r = wrk_median(d.url(), body, 16 if n == 1 else 4, pid=d.p.pid)
             r["instances_per_s"] = r["rps"] * n
@@ -1239,9 +1238,18 @@ def g14():
                 if n == 1000:
                     r["goal_instances_per_cpu_s"] = TREES_GOAL
                     r["goal_met"] = r["instances_per_cpu_s"] >= TREES_GOAL
-            out["batch_%d" % n] = r
+            out[prefix + "batch_%d" % n] = r
     finally:
         d.close()
+
+
+@group(14, "tree serving: census, 100 trees of depth 6 (synthetic and trained)")
+def g14():
+    base, vdir = trees_model()
+    out = {"model": "batch_N: synthetic, 100 complete random trees of depth 6 over census's 14 "
+                    "tree-readable columns (support_trees.c); trained_batch_N: "
+                    "conf/census_trees.json trained by predict-train (100 trees, depth <= 6)"}
+    trees_batches(base, "census", out, "")
     if os.path.exists(BENCH_FORWARD):
         runs = []
         for _ in range(RUNS):
@@ -1257,6 +1265,9 @@ def g14():
                                    "--loop-body", (2, 4))
         if ir:
             out["instructions_per_instance_batch_1000"] = round(ir / 1000)
+    tbase, _ = train(os.path.join(TMP, "job-trees"), os.path.join(ROOT, "conf",
+                                                                  "census_trees.json"))
+    trees_batches(tbase, "census_trees", out, "trained_")
     return out
 
 
