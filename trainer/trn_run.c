@@ -719,6 +719,19 @@ static int stop_take(void)
     return sig > 0 ? sig : 0;
 }
 
+/* Blocks SIGINT and SIGTERM for training (old: the dispositions and mask to
+ * give back with unmask): a signal stays pending until the loop looks. */
+static void mask_stops(struct sigaction old[2], sigset_t *oldmask)
+{
+    sigset_t stopset;
+    sigemptyset(&stopset);
+    sigaddset(&stopset, SIGINT);
+    sigaddset(&stopset, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stopset, oldmask);
+    rt_signal_hold(SIGINT, &old[0]);
+    rt_signal_hold(SIGTERM, &old[1]);
+}
+
 /* The dispositions and mask from before training: a signal from now on
  * (the final evaluation and export) acts as it did before. */
 static void unmask(const struct sigaction old[2], const sigset_t *oldmask)
@@ -861,18 +874,13 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
     tg_data *d = NULL;
     float *labels = NULL;
     tg_booster *bo = NULL;
-    sigset_t stopset, oldmask;
+    sigset_t oldmask;
     struct sigaction oldact[2];
     int masked = 0;
     rt_status st;
     *sig = 0;
     if (c->stop_signal) {
-        sigemptyset(&stopset);
-        sigaddset(&stopset, SIGINT);
-        sigaddset(&stopset, SIGTERM);
-        pthread_sigmask(SIG_BLOCK, &stopset, &oldmask);
-        rt_signal_hold(SIGINT, &oldact[0]);
-        rt_signal_hold(SIGTERM, &oldact[1]);
+        mask_stops(oldact, &oldmask);
         masked = 1;
     }
     double t0 = now_s();
@@ -967,7 +975,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     float *labels = NULL;
     trn_dist *dist = NULL;
     int lock = -1, masked = 0, sig = 0;
-    sigset_t stopset, oldmask;
+    sigset_t oldmask;
     struct sigaction oldact[2];
     rt_status st;
     if (final)
@@ -1085,12 +1093,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         if (c.stop_signal) {
             /* blocked before the reader threads start, so they inherit it: a
              * signal stays pending until the loop looks, after a step */
-            sigemptyset(&stopset);
-            sigaddset(&stopset, SIGINT);
-            sigaddset(&stopset, SIGTERM);
-            pthread_sigmask(SIG_BLOCK, &stopset, &oldmask);
-            rt_signal_hold(SIGINT, &oldact[0]);
-            rt_signal_hold(SIGTERM, &oldact[1]);
+            mask_stops(oldact, &oldmask);
             masked = 1;
         }
         if ((st = trn_feeder_new(R.m->g, &fd, err)))
