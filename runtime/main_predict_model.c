@@ -441,21 +441,6 @@ static void print_signature(int ind, const Predictd__SignatureDef *s)
     printf("%*sMethod name is: %s\n", ind, "", s->method_name);
 }
 
-static const char *column_kind(Predictd__ColumnType t)
-{
-    switch (t) {
-    case PREDICTD__COLUMN_TYPE__NUMERIC: return "numeric_column";
-    case PREDICTD__COLUMN_TYPE__BUCKETIZED: return "bucketized_column";
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST: return "categorical_column_with_vocabulary_list";
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE: return "categorical_column_with_vocabulary_file";
-    case PREDICTD__COLUMN_TYPE__HASH_BUCKET: return "categorical_column_with_hash_bucket";
-    case PREDICTD__COLUMN_TYPE__CROSSED: return "crossed_column";
-    case PREDICTD__COLUMN_TYPE__EMBEDDING: return "embedding_column";
-    case PREDICTD__COLUMN_TYPE__INDICATOR: return "indicator_column";
-    default: return "?";
-    }
-}
-
 /* The longest feature column name (for aligned listings). */
 static int name_width(const rt_graph *g)
 {
@@ -469,58 +454,11 @@ static int name_width(const rt_graph *g)
 static void print_column(const rt_graph *g, size_t c)
 {
     const rt_fcol *f = &g->fcols[c];
-    const Predictd__FeatureColumn *d = f->def;
-    printf("  %-*s  %s", name_width(g), d->name, column_kind(f->type));
-    switch (f->type) {
-    case PREDICTD__COLUMN_TYPE__NUMERIC:
-        printf(" key=%s shape=%u", d->key, d->shape ? d->shape : 1);
-        if (d->n_default_value)
-            printf(" default=%g", (double)d->default_value[0]);
-        if (d->has_normalizer)
-            printf(" normalizer=(x-%g)/%g", (double)d->norm_mean, (double)d->norm_std);
-        break;
-    case PREDICTD__COLUMN_TYPE__BUCKETIZED:
-        printf(" source=%s boundaries=[", d->source);
-        for (size_t k = 0; k < d->n_boundaries; k++)
-            printf("%s%g", k ? ", " : "", (double)d->boundaries[k]);
-        printf("]");
-        break;
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST:
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE:
-        printf(" key=%s", d->key);
-        if (f->type == PREDICTD__COLUMN_TYPE__VOCABULARY_FILE)
-            printf(" vocabulary_file=%s", d->vocabulary_file);
-        else
-            printf(" vocabulary_size=%zu", d->n_vocabulary);
-        printf(" num_oov_buckets=%lld", (long long)d->num_oov_buckets);
-        break;
-    case PREDICTD__COLUMN_TYPE__HASH_BUCKET:
-        printf(" key=%s", d->key);
-        break;
-    case PREDICTD__COLUMN_TYPE__CROSSED:
-        printf(" keys=[");
-        for (size_t k = 0; k < d->n_cross_keys; k++) {
-            const Predictd__CrossKey *ck = d->cross_keys[k];
-            if (ck->column && *ck->column)
-                printf("%s{column: %s}", k ? ", " : "", ck->column);
-            else
-                printf("%s%s", k ? ", " : "", ck->raw_key);
-        }
-        printf("]");
-        break;
-    case PREDICTD__COLUMN_TYPE__EMBEDDING:
-        printf(" categorical_column=%s dimension=%u combiner=%s", d->categorical_column,
-               d->dimension,
-               d->combiner == PREDICTD__COMBINER__COMBINER_SUM     ? "sum"
-               : d->combiner == PREDICTD__COMBINER__COMBINER_SQRTN ? "sqrtn"
-                                                                    : "mean");
-        break;
-    case PREDICTD__COLUMN_TYPE__INDICATOR:
-        printf(" categorical_column=%s", d->categorical_column);
-        break;
-    default:
-        break;
-    }
+    const rt_fc_kind *k = rt_fc_kind_of(f->type);
+    char about[1024] = "";
+    if (k)
+        k->describe(f->def, about, sizeof about);
+    printf("  %-*s  %s %s", name_width(g), f->def->name, rt_column_kind_name(f->type), about);
     if (f->num_buckets > 0)
         printf(" buckets=%lld", (long long)f->num_buckets);
     printf("\n");

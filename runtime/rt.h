@@ -295,8 +295,15 @@ const Predictd__ModelDef *rt_graph_def(const rt_graph *g);
 size_t rt_graph_logits_dim(const rt_graph *g);
 
 /* True for the feature-column kinds that produce ids (bucketized, vocabulary
- * list/file, hash bucket, crossed); the others produce dense values. */
+ * list/file, hash bucket, crossed); the others produce dense values.
+ * Thread-safe (reads rt_fc.c's constant table of kinds). */
 bool rt_column_is_categorical(Predictd__ColumnType t);
+/* The spec's name of kind t ("numeric_column", ...), "?" when unknown. */
+const char *rt_column_kind_name(Predictd__ColumnType t);
+/* The spec key of kind t that sets its number of ids or values
+ * ("hash_bucket_size", "boundaries", "shape", ...); NULL for the kinds that
+ * take it from their categorical_column (embedding, indicator). */
+const char *rt_column_size_key(Predictd__ColumnType t);
 
 /* The raw inputs the feature columns read (the JSON receiver's inputs), in
  * ModelDef raw_columns order, skipping the label and unused columns. */

@@ -1,15 +1,18 @@
 /*
  * rt_fc.c — the feature-column kinds, one row each: the spec's name and
- * keys, whether the kind produces ids, its passes, and its functions to
- * parse the spec, resolve references, name itself, compile and transform
- * (rt_internal.h, struct rt_fc_kind). The spec reader, rt_graph_build and
- * rt_transform dispatch through this table and nothing else, so a new kind
- * is its functions plus one row here. The trainer needs nothing per kind: it
- * asks rt_column_is_categorical and handles dense and categorical columns,
- * indicators and embeddings generically.
+ * keys, whether the kind produces ids, where it may be used (linear part,
+ * DNN part), its passes, and its functions to parse the spec, resolve
+ * references, name itself, list the raw columns it reads, compile,
+ * transform and describe itself (rt_internal.h, struct rt_fc_kind). The spec
+ * reader, rt_graph_build, rt_transform, rt_forward and predict-model
+ * dispatch through this table and nothing else, so a new kind is its
+ * functions plus one row here (and one row of the trainer's gradient table,
+ * trainer/trn_fc.c).
  */
 #include "rt_spec_internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const numeric_keys[] = {"type", "name", "key", "shape", "default_value",
@@ -27,31 +30,228 @@ static const char *const embedding_keys[] = {"type", "name", "categorical_column
                                              "combiner", "max_norm", NULL};
 static const char *const indicator_keys[] = {"type", "name", "categorical_column", NULL};
 
+/* ------------------------------------------------ raw columns read */
+
+static uint32_t reads_key(const Predictd__FeatureColumn *fc, const char *raw)
+{
+    return fc->key && strcmp(fc->key, raw) == 0 ? 1 : 0;
+}
+
+static uint32_t reads_numeric(const Predictd__FeatureColumn *fc, const char *raw)
+{
+    return reads_key(fc, raw) ? (fc->shape > 0 ? fc->shape : 1) : 0;
+}
+
+static uint32_t reads_cross(const Predictd__FeatureColumn *fc, const char *raw)
+{
+    for (size_t k = 0; k < fc->n_cross_keys; k++)
+        if (fc->cross_keys[k]->raw_key && strcmp(fc->cross_keys[k]->raw_key, raw) == 0)
+            return 1;
+    return 0;
+}
+
+/* Kinds that read other feature columns, not raw ones. */
+static uint32_t reads_none(const Predictd__FeatureColumn *fc, const char *raw)
+{
+    (void)fc;
+    (void)raw;
+    return 0;
+}
+
+/* ------------------------------------------------ descriptions */
+
+/* Appends printf text to buf (n bytes, NUL-terminated, cut when full). */
+__attribute__((format(printf, 3, 4))) static void put(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t at = strnlen(buf, n);
+    if (at + 1 >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + at, n - at, fmt, ap);
+    va_end(ap);
+}
+
+static const char *combiner_name(Predictd__Combiner c)
+{
+    return c == PREDICTD__COMBINER__COMBINER_SUM     ? "sum"
+           : c == PREDICTD__COMBINER__COMBINER_SQRTN ? "sqrtn"
+                                                      : "mean";
+}
+
+static void describe_numeric(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "key=%s shape=%u", d->key, d->shape ? d->shape : 1);
+    if (d->n_default_value)
+        put(buf, n, " default=%g", (double)d->default_value[0]);
+    if (d->has_normalizer)
+        put(buf, n, " normalizer=(x-%g)/%g", (double)d->norm_mean, (double)d->norm_std);
+}
+
+static void describe_bucketized(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "source=%s boundaries=[", d->source);
+    for (size_t k = 0; k < d->n_boundaries; k++)
+        put(buf, n, "%s%g", k ? ", " : "", (double)d->boundaries[k]);
+    put(buf, n, "]");
+}
+
+static void describe_vocab_list(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "key=%s vocabulary_size=%zu num_oov_buckets=%lld", d->key, d->n_vocabulary,
+        (long long)d->num_oov_buckets);
+}
+
+static void describe_vocab_file(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "key=%s vocabulary_file=%s num_oov_buckets=%lld", d->key, d->vocabulary_file,
+        (long long)d->num_oov_buckets);
+}
+
+static void describe_key(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "key=%s", d->key);
+}
+
+static void describe_crossed(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "keys=[");
+    for (size_t k = 0; k < d->n_cross_keys; k++) {
+        const Predictd__CrossKey *ck = d->cross_keys[k];
+        if (ck->column && *ck->column)
+            put(buf, n, "%s{column: %s}", k ? ", " : "", ck->column);
+        else
+            put(buf, n, "%s%s", k ? ", " : "", ck->raw_key);
+    }
+    put(buf, n, "]");
+}
+
+static void describe_embedding(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "categorical_column=%s dimension=%u combiner=%s", d->categorical_column,
+        d->dimension, combiner_name(d->combiner));
+}
+
+static void describe_indicator(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "categorical_column=%s", d->categorical_column);
+}
+
+/* ------------------------------------------------ the table */
+
 /* In the order the spec's messages list them. Passes: compile after the
  * kinds a column references; transform after the kinds whose output it reads. */
 static const rt_fc_kind kinds[] = {
-    {PREDICTD__COLUMN_TYPE__NUMERIC, "numeric_column", numeric_keys, false, 0, 0,
-     spec_fc_numeric, spec_resolve_numeric, spec_name_key, rt_fc_compile_numeric,
-     rt_fc_run_numeric},
-    {PREDICTD__COLUMN_TYPE__BUCKETIZED, "bucketized_column", bucketized_keys, true, 1, 1,
-     spec_fc_bucketized, spec_resolve_bucketized, spec_name_bucketized,
-     rt_fc_compile_bucketized, rt_fc_run_bucketized},
-    {PREDICTD__COLUMN_TYPE__VOCABULARY_LIST, "categorical_column_with_vocabulary_list",
-     vocab_list_keys, true, 0, 1, spec_fc_vocab_list, NULL, spec_name_key,
-     rt_fc_compile_lookup, rt_fc_run_lookup},
-    {PREDICTD__COLUMN_TYPE__VOCABULARY_FILE, "categorical_column_with_vocabulary_file",
-     vocab_file_keys, true, 0, 1, spec_fc_vocab_file, NULL, spec_name_key,
-     rt_fc_compile_lookup, rt_fc_run_lookup},
-    {PREDICTD__COLUMN_TYPE__HASH_BUCKET, "categorical_column_with_hash_bucket", hash_keys, true,
-     0, 1, spec_fc_hash, NULL, spec_name_key, rt_fc_compile_lookup, rt_fc_run_lookup},
-    {PREDICTD__COLUMN_TYPE__CROSSED, "crossed_column", crossed_keys, true, 2, 2, spec_fc_crossed,
-     spec_resolve_crossed, spec_name_crossed, rt_fc_compile_crossed, rt_fc_run_crossed},
-    {PREDICTD__COLUMN_TYPE__EMBEDDING, "embedding_column", embedding_keys, false, 3, 3,
-     spec_fc_embedding, spec_resolve_of_categorical, spec_name_embedding, rt_fc_compile_of_ids,
-     rt_fc_run_of_ids},
-    {PREDICTD__COLUMN_TYPE__INDICATOR, "indicator_column", indicator_keys, false, 3, 3,
-     spec_fc_indicator, spec_resolve_of_categorical, spec_name_indicator, rt_fc_compile_of_ids,
-     rt_fc_run_of_ids},
+    {.type = PREDICTD__COLUMN_TYPE__NUMERIC,
+     .spec_name = "numeric_column",
+     .spec_keys = numeric_keys,
+     .size_key = "shape",
+     .linear_ok = true,
+     .dnn_ok = true,
+     .parse = spec_fc_numeric,
+     .resolve = spec_resolve_numeric,
+     .default_name = spec_name_key,
+     .raw_shape = reads_numeric,
+     .compile = rt_fc_compile_numeric,
+     .transform = rt_fc_run_numeric,
+     .describe = describe_numeric},
+    {.type = PREDICTD__COLUMN_TYPE__BUCKETIZED,
+     .spec_name = "bucketized_column",
+     .spec_keys = bucketized_keys,
+     .size_key = "boundaries",
+     .categorical = true,
+     .linear_ok = true,
+     .compile_pass = 1,
+     .transform_pass = 1,
+     .parse = spec_fc_bucketized,
+     .resolve = spec_resolve_bucketized,
+     .default_name = spec_name_bucketized,
+     .raw_shape = reads_none, /* its numeric source reads the raw column */
+     .compile = rt_fc_compile_bucketized,
+     .transform = rt_fc_run_bucketized,
+     .describe = describe_bucketized},
+    {.type = PREDICTD__COLUMN_TYPE__VOCABULARY_LIST,
+     .spec_name = "categorical_column_with_vocabulary_list",
+     .spec_keys = vocab_list_keys,
+     .size_key = "vocabulary_list",
+     .categorical = true,
+     .linear_ok = true,
+     .transform_pass = 1,
+     .parse = spec_fc_vocab_list,
+     .default_name = spec_name_key,
+     .raw_shape = reads_key,
+     .compile = rt_fc_compile_lookup,
+     .transform = rt_fc_run_lookup,
+     .describe = describe_vocab_list},
+    {.type = PREDICTD__COLUMN_TYPE__VOCABULARY_FILE,
+     .spec_name = "categorical_column_with_vocabulary_file",
+     .spec_keys = vocab_file_keys,
+     .size_key = "vocabulary_size",
+     .categorical = true,
+     .linear_ok = true,
+     .transform_pass = 1,
+     .parse = spec_fc_vocab_file,
+     .default_name = spec_name_key,
+     .raw_shape = reads_key,
+     .compile = rt_fc_compile_lookup,
+     .transform = rt_fc_run_lookup,
+     .describe = describe_vocab_file},
+    {.type = PREDICTD__COLUMN_TYPE__HASH_BUCKET,
+     .spec_name = "categorical_column_with_hash_bucket",
+     .spec_keys = hash_keys,
+     .size_key = "hash_bucket_size",
+     .categorical = true,
+     .linear_ok = true,
+     .transform_pass = 1,
+     .parse = spec_fc_hash,
+     .default_name = spec_name_key,
+     .raw_shape = reads_key,
+     .compile = rt_fc_compile_lookup,
+     .transform = rt_fc_run_lookup,
+     .describe = describe_key},
+    {.type = PREDICTD__COLUMN_TYPE__CROSSED,
+     .spec_name = "crossed_column",
+     .spec_keys = crossed_keys,
+     .size_key = "hash_bucket_size",
+     .categorical = true,
+     .linear_ok = true,
+     .compile_pass = 2,
+     .transform_pass = 2,
+     .parse = spec_fc_crossed,
+     .resolve = spec_resolve_crossed,
+     .default_name = spec_name_crossed,
+     .raw_shape = reads_cross,
+     .compile = rt_fc_compile_crossed,
+     .transform = rt_fc_run_crossed,
+     .describe = describe_crossed},
+    {.type = PREDICTD__COLUMN_TYPE__EMBEDDING,
+     .spec_name = "embedding_column",
+     .spec_keys = embedding_keys,
+     .dnn_ok = true,
+     .table = true,
+     .compile_pass = 3,
+     .transform_pass = 3,
+     .parse = spec_fc_embedding,
+     .resolve = spec_resolve_of_categorical,
+     .default_name = spec_name_embedding,
+     .raw_shape = reads_none,
+     .compile = rt_fc_compile_of_ids,
+     .transform = rt_fc_run_of_ids,
+     .describe = describe_embedding},
+    {.type = PREDICTD__COLUMN_TYPE__INDICATOR,
+     .spec_name = "indicator_column",
+     .spec_keys = indicator_keys,
+     .linear_ok = true,
+     .dnn_ok = true,
+     .compile_pass = 3,
+     .transform_pass = 3,
+     .parse = spec_fc_indicator,
+     .resolve = spec_resolve_of_categorical,
+     .default_name = spec_name_indicator,
+     .raw_shape = reads_none,
+     .compile = rt_fc_compile_of_ids,
+     .transform = rt_fc_run_of_ids,
+     .describe = describe_indicator},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 
@@ -80,4 +280,16 @@ bool rt_column_is_categorical(Predictd__ColumnType t)
 {
     const rt_fc_kind *k = rt_fc_kind_of(t);
     return k && k->categorical;
+}
+
+const char *rt_column_kind_name(Predictd__ColumnType t)
+{
+    const rt_fc_kind *k = rt_fc_kind_of(t);
+    return k ? k->spec_name : "?";
+}
+
+const char *rt_column_size_key(Predictd__ColumnType t)
+{
+    const rt_fc_kind *k = rt_fc_kind_of(t);
+    return k ? k->size_key : NULL;
 }

@@ -274,13 +274,6 @@ static void dense_row(const float *x, size_t in, const float *w, const float *bi
 }
 #endif
 
-static int is_categorical(Predictd__ColumnType t)
-{
-    return t == PREDICTD__COLUMN_TYPE__BUCKETIZED || t == PREDICTD__COLUMN_TYPE__VOCABULARY_LIST ||
-           t == PREDICTD__COLUMN_TYPE__VOCABULARY_FILE ||
-           t == PREDICTD__COLUMN_TYPE__HASH_BUCKET || t == PREDICTD__COLUMN_TYPE__CROSSED;
-}
-
 /* Adds the weight rows of ids[offsets[i]..offsets[i+1]) to logits row i. */
 static rt_status add_id_rows(const rt_ids *ids, size_t n, const float *w, uint64_t dim,
                              size_t ld, float *logits, const char *col, rt_err *err)
@@ -346,7 +339,7 @@ static rt_status forward_linear(const rt_graph *g, const rt_features *f, float *
             return rt_err_set(err, RT_ERR_INVALID, "linear column %s has no weights",
                               fcol_name(col));
         rt_status st = RT_OK;
-        if (is_categorical(col->type)) {
+        if (rt_column_is_categorical(col->type)) {
             if (!f->ids || !f->ids[c].offsets)
                 return rt_err_set(err, RT_ERR_INVALID, "linear column %s: no ids",
                                   fcol_name(col));

@@ -358,6 +358,12 @@ out:
     return st;
 }
 
+/* The kind of compiled column c (compile_columns checked it is known). */
+static const rt_fc_kind *kind_of(const rt_graph *g, size_t c)
+{
+    return rt_fc_kind_of(g->fcols[c].type);
+}
+
 /* Values per instance a column contributes to the linear part. */
 static size_t linear_dim(const rt_fcol *f)
 {
@@ -447,8 +453,9 @@ static rt_status compile_parts(rt_graph *g, rt_err *err)
     }
     for (size_t i = 0; i < g->n_linear; i++) {
         long c = find_fcol(g, gd->linear_columns[i]);
-        if (c < 0 || g->fcols[c].type == PREDICTD__COLUMN_TYPE__EMBEDDING)
-            return rt_err_set(err, RT_ERR_FORMAT, "linear column \"%.64s\": unknown or embedding",
+        if (c < 0 || !kind_of(g, (size_t)c)->linear_ok)
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "linear column \"%.64s\": unknown or not for the linear part",
                               gd->linear_columns[i]);
         for (size_t k = 0; k < i; k++)
             if (g->linear_cols[k] == (size_t)c)
@@ -471,9 +478,7 @@ static rt_status compile_parts(rt_graph *g, rt_err *err)
         return NOMEM(err);
     for (size_t i = 0; i < g->n_dnn; i++) {
         long c = find_fcol(g, gd->dnn_columns[i]);
-        if (c < 0 || (g->fcols[c].type != PREDICTD__COLUMN_TYPE__NUMERIC &&
-                      g->fcols[c].type != PREDICTD__COLUMN_TYPE__INDICATOR &&
-                      g->fcols[c].type != PREDICTD__COLUMN_TYPE__EMBEDDING))
+        if (c < 0 || !kind_of(g, (size_t)c)->dnn_ok)
             return rt_err_set(err, RT_ERR_FORMAT, "DNN column \"%.64s\": unknown or not dense",
                               gd->dnn_columns[i]);
         /* Insertion sort by name (TensorFlow's input_layer order). */
@@ -503,12 +508,12 @@ static rt_status compile_parts(rt_graph *g, rt_err *err)
     for (size_t i = 0; i < gd->n_embeddings; i++) {
         const Predictd__EmbeddingWeight *e = gd->embeddings[i];
         long c = e ? find_fcol(g, e->column) : -1;
-        if (c < 0 || g->fcols[c].type != PREDICTD__COLUMN_TYPE__EMBEDDING || !*e->tensor)
+        if (c < 0 || !kind_of(g, (size_t)c)->table || !*e->tensor)
             return rt_err_set(err, RT_ERR_FORMAT, "embedding table %zu: bad column or tensor", i);
     }
     for (size_t i = 0; i < g->n_dnn; i++) {
         const rt_fcol *f = &g->fcols[g->dnn_cols[i]];
-        if (f->type != PREDICTD__COLUMN_TYPE__EMBEDDING)
+        if (!kind_of(g, g->dnn_cols[i])->table)
             continue;
         size_t found = 0;
         for (size_t k = 0; k < gd->n_embeddings; k++)
@@ -626,7 +631,7 @@ static size_t graph_specs(const rt_graph *g, rt_tensor_spec *s)
         push_spec(s, &n, gd->linear_bias, g->logits_dim, 0, 1);
     for (size_t i = 0; i < g->n_dnn; i++) {
         const rt_fcol *f = &g->fcols[g->dnn_cols[i]];
-        if (f->type == PREDICTD__COLUMN_TYPE__EMBEDDING)
+        if (kind_of(g, g->dnn_cols[i])->table)
             push_spec(s, &n, embedding_tensor(gd, f->def->name),
                       (uint64_t)g->fcols[f->source].num_buckets, f->width, 2);
     }
@@ -723,7 +728,7 @@ static rt_status bind(rt_graph *g, rt_tensor_lookup_fn lookup, void *ctx,
     }
     for (size_t i = 0; i < g->n_dnn; i++) {
         rt_fcol *f = &g->fcols[g->dnn_cols[i]];
-        if (f->type != PREDICTD__COLUMN_TYPE__EMBEDDING)
+        if (!kind_of(g, g->dnn_cols[i])->table)
             continue;
         if (!(p = get_tensor(lookup, ctx, &s[k++], err)))
             goto fail;

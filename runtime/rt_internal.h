@@ -200,12 +200,15 @@ bool rt_asset_path_ok(const char *path);
 /*
  * One feature-column kind: everything the runtime does for it, as one row of
  * the table in rt_fc.c. A new kind is its functions plus one row there (and,
- * in the trainer, nothing when it is categorical or dense like the others).
+ * in the trainer, one row of trn_fc.c's gradient table).
  *   parse       spec keys -> the FeatureColumn (rt_spec_columns.c)
  *   resolve     spec, second pass: references to other columns (may be NULL)
  *   default_name  malloc'd name when the spec gives none (rt_spec_columns.c)
+ *   raw_shape   values per instance it reads from raw column `raw`, 0 when
+ *               it does not read it (the JSON signature's inputs)
  *   compile     FeatureColumn -> rt_fcol: sources, id space, width (rt_graph.c)
  *   transform   raw values or earlier columns -> ids or values (rt_transform.c)
+ *   describe    its settings as "key=value ..." text (predict-model show)
  * compile_pass and transform_pass order the kinds so that a column runs after
  * the kinds it reads (0 raw inputs, 1 bucketized, 2 crossed, 3 of ids).
  */
@@ -215,15 +218,20 @@ typedef struct rt_fc_kind {
     Predictd__ColumnType type;
     const char *spec_name;         /* the spec's "type" (TensorFlow's function) */
     const char *const *spec_keys;  /* keys it takes, NULL-terminated */
+    const char *size_key;          /* the spec key that sets its ids or width */
     bool categorical;              /* produces ids (else dense values) */
+    bool linear_ok, dnn_ok;        /* may be listed in the linear / DNN part */
+    bool table;                    /* has an embedding table (DNN part) */
     int compile_pass, transform_pass;
     rt_status (*parse)(struct spec_ctx *s, const struct cJSON *c, const char *path,
                        Predictd__FeatureColumn *fc);
     rt_status (*resolve)(struct spec_ctx *s, size_t i, const char *path);
     char *(*default_name)(const Predictd__FeatureColumn *fc);
+    uint32_t (*raw_shape)(const Predictd__FeatureColumn *fc, const char *raw);
     rt_status (*compile)(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
     rt_status (*transform)(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                            rt_err *err);
+    void (*describe)(const Predictd__FeatureColumn *fc, char *buf, size_t n);
 } rt_fc_kind;
 
 /* The kind of type t / named spec_name in a spec; NULL when unknown. */

@@ -57,13 +57,21 @@ static char *fmt_dup(const char *fmt, const char *a)
 
 static bool linear_ok(Predictd__ColumnType t)
 {
-    return t != PREDICTD__COLUMN_TYPE__EMBEDDING;
+    const rt_fc_kind *k = rt_fc_kind_of(t);
+    return k && k->linear_ok;
 }
 
 static bool dnn_ok(Predictd__ColumnType t)
 {
-    return t == PREDICTD__COLUMN_TYPE__NUMERIC || t == PREDICTD__COLUMN_TYPE__INDICATOR ||
-           t == PREDICTD__COLUMN_TYPE__EMBEDDING;
+    const rt_fc_kind *k = rt_fc_kind_of(t);
+    return k && k->dnn_ok;
+}
+
+/* Does feature column `name` (of the DNN part) have an embedding table? */
+static bool has_table(const Predictd__ModelDef *def, const char *name)
+{
+    const rt_fc_kind *k = rt_fc_kind_of(def->feature_columns[spec_find_fc(def, name)]->type);
+    return k && k->table;
 }
 
 /* Reads a list of feature column names into *names / *n. */
@@ -102,9 +110,9 @@ static rt_status parse_col_list(spec_ctx *s, const cJSON *est, const char *key, 
                                c->valuestring, spec_fc_kind_name(t));
         if (!dnn && !linear_ok(t))
             return rt_cfg_fail(err, path, "",
-                               "\"%.64s\" is an embedding_column: the linear part takes "
+                               "\"%.64s\" is an %s: the linear part takes "
                                "categorical, numeric and indicator columns",
-                               c->valuestring);
+                               c->valuestring, spec_fc_kind_name(t));
         for (size_t k = 0; k < *n; k++)
             if (strcmp((*names)[k], c->valuestring) == 0)
                 return rt_cfg_fail(err, path, "", "\"%.64s\" is listed twice", c->valuestring);
@@ -257,15 +265,12 @@ static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation
     /* Embedding tables of the DNN part. */
     size_t n_emb = 0;
     for (size_t i = 0; i < g->n_dnn_columns; i++)
-        if (s->def->feature_columns[spec_find_fc(s->def, g->dnn_columns[i])]->type ==
-            PREDICTD__COLUMN_TYPE__EMBEDDING)
-            n_emb++;
+        n_emb += has_table(s->def, g->dnn_columns[i]);
     if (n_emb && !(g->embeddings = calloc(n_emb, sizeof *g->embeddings)))
         return NOMEM(err);
     for (size_t i = 0; i < g->n_dnn_columns; i++) {
         const char *name = g->dnn_columns[i];
-        if (s->def->feature_columns[spec_find_fc(s->def, name)]->type !=
-            PREDICTD__COLUMN_TYPE__EMBEDDING)
+        if (!has_table(s->def, name))
             continue;
         Predictd__EmbeddingWeight *e = malloc(sizeof *e);
         if (!e)
@@ -550,26 +555,10 @@ static uint32_t raw_read_shape(const Predictd__ModelDef *def, const char *name)
 {
     uint32_t shape = 0;
     for (size_t i = 0; i < def->n_feature_columns; i++) {
-        const Predictd__FeatureColumn *fc = def->feature_columns[i];
-        switch (fc->type) {
-        case PREDICTD__COLUMN_TYPE__NUMERIC:
-            if (strcmp(fc->key, name) == 0)
-                shape = fc->shape > 0 ? fc->shape : 1;
-            break;
-        case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST:
-        case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE:
-        case PREDICTD__COLUMN_TYPE__HASH_BUCKET:
-            if (strcmp(fc->key, name) == 0 && !shape)
-                shape = 1;
-            break;
-        case PREDICTD__COLUMN_TYPE__CROSSED:
-            for (size_t k = 0; k < fc->n_cross_keys; k++)
-                if (strcmp(fc->cross_keys[k]->raw_key, name) == 0 && !shape)
-                    shape = 1;
-            break;
-        default:
-            break;
-        }
+        const rt_fc_kind *k = rt_fc_kind_of(def->feature_columns[i]->type);
+        uint32_t s = k ? k->raw_shape(def->feature_columns[i], name) : 0;
+        if (s > shape)
+            shape = s;
     }
     return shape;
 }

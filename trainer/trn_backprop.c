@@ -8,7 +8,8 @@
  * cblas_sgemm (dW = X^T D, dX = D W^T, times the activation's derivative)
  * down to the input vector, whose embedding slices are spread over the
  * embedding rows of the source column's ids by the combiner (mean, sum,
- * sqrtn).
+ * sqrtn). What each feature-column kind contributes is its row in
+ * trn_fc.c's table, which points at the functions here.
  */
 #include "trn_internal.h"
 
@@ -86,11 +87,58 @@ static long emb_of_fc(const trn_model *m, size_t fc)
     return -1;
 }
 
-static rt_status linear_backprop(trn_model *m, size_t n, rt_err *err)
+/* The kinds' linear gradients (trn_fc.c's rows point at them). */
+
+/* A categorical column's weights: the rows of its ids. */
+rt_status trn_grad_linear_ids(trn_model *m, const lin_col *lc, size_t n, rt_err *err)
+{
+    return ids_grad(&m->p[lc->param], &m->f.ids[lc->fc], n, m->dlogits, m->ld, err);
+}
+
+/* A dense column's weights: its values times d loss / d logits (and, for a
+ * column with a table, d loss / d its values for the table's gradient). */
+rt_status trn_grad_linear_dense(trn_model *m, const lin_col *lc, size_t n, rt_err *err)
 {
     size_t ld = m->ld;
     const float *dl = m->dlogits;
     const rt_features *f = &m->f;
+    tparam *p = &m->p[lc->param];
+    size_t w = f->width[lc->fc];
+    const float *v = f->values ? f->values[lc->fc] : NULL;
+    if (!v || w != p->rows)
+        return rt_err_set(err, RT_ERR_INVALID, "backprop %s: expected %llu values", p->name,
+                          (unsigned long long)p->rows);
+    if (p->sparse) { /* indicator without ids: every row may change */
+        for (uint64_t r = 0; r < p->rows; r++)
+            touch(p, r);
+    }
+    long e = emb_of_fc(m, lc->fc);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < w; k++) {
+            float x = v[i * w + k];
+            float acc = 0.0f;
+            for (size_t j = 0; j < ld; j++) {
+                p->grad[k * ld + j] += x * dl[i * ld + j];
+                acc += p->data[k * ld + j] * dl[i * ld + j];
+            }
+            if (e >= 0)
+                m->emb_grad_in[e][i * w + k] += acc;
+        }
+    return RT_OK;
+}
+
+/* An indicator's weights: the rows of its source's ids (its one-hot). */
+rt_status trn_grad_linear_src_ids(trn_model *m, const lin_col *lc, size_t n, rt_err *err)
+{
+    if (!m->f.ids || !m->f.ids[lc->src].offsets)
+        return trn_grad_linear_dense(m, lc, n, err);
+    return ids_grad(&m->p[lc->param], &m->f.ids[lc->src], n, m->dlogits, m->ld, err);
+}
+
+static rt_status linear_backprop(trn_model *m, size_t n, rt_err *err)
+{
+    size_t ld = m->ld;
+    const float *dl = m->dlogits;
     if (m->lin_bias >= 0) {
         float *g = m->p[m->lin_bias].grad;
         for (size_t i = 0; i < n; i++)
@@ -98,36 +146,7 @@ static rt_status linear_backprop(trn_model *m, size_t n, rt_err *err)
                 g[j] += dl[i * ld + j];
     }
     for (size_t l = 0; l < m->n_lin; l++) {
-        const lin_col *lc = &m->lin[l];
-        tparam *p = &m->p[lc->param];
-        rt_status st = RT_OK;
-        if (lc->kind == LC_IDS) {
-            st = ids_grad(p, &f->ids[lc->fc], n, dl, ld, err);
-        } else if (lc->kind == LC_SRC_IDS && f->ids && f->ids[lc->src].offsets) {
-            st = ids_grad(p, &f->ids[lc->src], n, dl, ld, err);
-        } else {
-            size_t w = f->width[lc->fc];
-            const float *v = f->values ? f->values[lc->fc] : NULL;
-            if (!v || w != p->rows)
-                return rt_err_set(err, RT_ERR_INVALID, "backprop %s: expected %llu values",
-                                  p->name, (unsigned long long)p->rows);
-            if (p->sparse) { /* indicator without ids: every row may change */
-                for (uint64_t r = 0; r < p->rows; r++)
-                    touch(p, r);
-            }
-            long e = emb_of_fc(m, lc->fc);
-            for (size_t i = 0; i < n; i++)
-                for (size_t k = 0; k < w; k++) {
-                    float x = v[i * w + k];
-                    float acc = 0.0f;
-                    for (size_t j = 0; j < ld; j++) {
-                        p->grad[k * ld + j] += x * dl[i * ld + j];
-                        acc += p->data[k * ld + j] * dl[i * ld + j];
-                    }
-                    if (e >= 0)
-                        m->emb_grad_in[e][i * w + k] += acc;
-                }
-        }
+        rt_status st = m->lin[l].grad->linear(m, &m->lin[l], n, err);
         if (st)
             return st;
     }
@@ -320,42 +339,50 @@ static rt_status dnn_backprop(trn_model *m, size_t n, rt_err *err)
     return RT_OK;
 }
 
-/* Spreads d loss / d embedding values over the table rows. */
+/* An embedding table: d loss / d the column's values (emb_grad_in) spread
+ * over the rows of its source's ids by the combiner. */
+rt_status trn_grad_table(trn_model *m, const emb_col *ec, size_t n, rt_err *err)
+{
+    tparam *p = &m->p[ec->param];
+    const rt_ids *ids = &m->f.ids[ec->src];
+    if (!ids->offsets)
+        return rt_err_set(err, RT_ERR_INVALID, "backprop %s: source has no ids", p->name);
+    const float *gin = m->emb_grad_in[ec - m->emb];
+    size_t w = ec->dim;
+    for (size_t i = 0; i < n; i++) {
+        size_t cnt = 0;
+        for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++)
+            if (ids->ids[k] >= 0)
+                cnt++;
+        if (cnt == 0)
+            continue;
+        float scale = 1.0f;
+        if (ec->combiner == PREDICTD__COMBINER__COMBINER_MEAN)
+            scale = 1.0f / (float)cnt;
+        else if (ec->combiner == PREDICTD__COMBINER__COMBINER_SQRTN)
+            scale = 1.0f / sqrtf((float)cnt);
+        for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++) {
+            int64_t id = ids->ids[k];
+            if (id < 0)
+                continue;
+            if ((uint64_t)id >= p->rows)
+                return rt_err_set(err, RT_ERR_INVALID, "backprop %s: id %lld out of range",
+                                  p->name, (long long)id);
+            touch(p, (uint64_t)id);
+            float *g = p->grad + (size_t)id * w;
+            for (size_t j = 0; j < w; j++)
+                g[j] += scale * gin[i * w + j];
+        }
+    }
+    return RT_OK;
+}
+
 static rt_status embedding_backprop(trn_model *m, size_t n, rt_err *err)
 {
     for (size_t e = 0; e < m->n_emb; e++) {
-        const emb_col *ec = &m->emb[e];
-        tparam *p = &m->p[ec->param];
-        const rt_ids *ids = &m->f.ids[ec->src];
-        if (!ids->offsets)
-            return rt_err_set(err, RT_ERR_INVALID, "backprop %s: source has no ids", p->name);
-        const float *gin = m->emb_grad_in[e];
-        size_t w = ec->dim;
-        for (size_t i = 0; i < n; i++) {
-            size_t cnt = 0;
-            for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++)
-                if (ids->ids[k] >= 0)
-                    cnt++;
-            if (cnt == 0)
-                continue;
-            float scale = 1.0f;
-            if (ec->combiner == PREDICTD__COMBINER__COMBINER_MEAN)
-                scale = 1.0f / (float)cnt;
-            else if (ec->combiner == PREDICTD__COMBINER__COMBINER_SQRTN)
-                scale = 1.0f / sqrtf((float)cnt);
-            for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++) {
-                int64_t id = ids->ids[k];
-                if (id < 0)
-                    continue;
-                if ((uint64_t)id >= p->rows)
-                    return rt_err_set(err, RT_ERR_INVALID, "backprop %s: id %lld out of range",
-                                      p->name, (long long)id);
-                touch(p, (uint64_t)id);
-                float *g = p->grad + (size_t)id * w;
-                for (size_t j = 0; j < w; j++)
-                    g[j] += scale * gin[i * w + j];
-            }
-        }
+        rt_status st = m->emb[e].grad->table(m, &m->emb[e], n, err);
+        if (st)
+            return st;
     }
     return RT_OK;
 }

@@ -42,27 +42,51 @@ typedef struct tparam {
     size_t n_touched;
 } tparam;
 
-/* A linear column: where its gradient comes from. */
-typedef enum {
-    LC_IDS = 0,   /* the column's own ids */
-    LC_SRC_IDS,   /* indicator: its source column's ids */
-    LC_DENSE,     /* values[c] */
-} lc_kind;
+typedef struct lin_col lin_col;
+typedef struct emb_col emb_col;
 
-typedef struct lin_col {
+/*
+ * One feature-column kind's gradients, as one row of trn_fc.c's table (the
+ * trainer's side of runtime/rt_fc.c's kinds): a new kind is its row there
+ * and, when it needs new arithmetic, its functions in trn_backprop.c.
+ *   linear   d loss / d its linear weights (NULL: the kind is not in the
+ *            linear part), with lin->src set to `via_source` columns' source
+ *   table    d loss / d its embedding table, from the gradient of its DNN
+ *            input slice (NULL: no table)
+ */
+typedef struct trn_fc_grad {
+    Predictd__ColumnType type;
+    int via_source; /* the linear gradient reads its categorical_column's ids */
+    rt_status (*linear)(trn_model *m, const lin_col *lc, size_t n, rt_err *err);
+    rt_status (*table)(trn_model *m, const emb_col *ec, size_t n, rt_err *err);
+} trn_fc_grad;
+
+/* The gradient row of kind t; NULL when the trainer does not know it. */
+const trn_fc_grad *trn_fc_grad_of(Predictd__ColumnType t);
+
+/* The gradient functions the rows point at (trn_backprop.c). */
+rt_status trn_grad_linear_ids(trn_model *m, const lin_col *lc, size_t n, rt_err *err);
+rt_status trn_grad_linear_src_ids(trn_model *m, const lin_col *lc, size_t n, rt_err *err);
+rt_status trn_grad_linear_dense(trn_model *m, const lin_col *lc, size_t n, rt_err *err);
+rt_status trn_grad_table(trn_model *m, const emb_col *ec, size_t n, rt_err *err);
+
+/* A linear column and its gradient function (from its kind's row). */
+struct lin_col {
     size_t fc;     /* feature column index */
     size_t param;  /* weight tensor */
-    lc_kind kind;
-    size_t src;    /* LC_SRC_IDS: source feature column */
-} lin_col;
+    size_t src;    /* via_source kinds: the source feature column */
+    const trn_fc_grad *grad;
+};
 
-typedef struct emb_col {
+/* An embedding column (one table may serve several: shared tables). */
+struct emb_col {
     size_t fc;     /* the embedding feature column */
     size_t src;    /* its categorical column */
     size_t param;  /* table [buckets x dim] */
     size_t dim;
     Predictd__Combiner combiner;
-} emb_col;
+    const trn_fc_grad *grad;
+};
 
 typedef struct dnn_layer {
     size_t in, out;

@@ -72,23 +72,16 @@ static void column_key(const Predictd__ModelDef *def, long i, uint64_t rows, cha
                        char *what)
 {
     const Predictd__FeatureColumn *c = def->feature_columns[i];
-    if (c->type == PREDICTD__COLUMN_TYPE__INDICATOR ||
-        c->type == PREDICTD__COLUMN_TYPE__EMBEDDING) {
+    const char *k = rt_column_size_key(c->type);
+    if (!k && c->categorical_column && *c->categorical_column) {
         long src = fc_find(def, c->categorical_column);
-        if (src >= 0) {
+        if (src >= 0 && src != i) {
             column_key(def, src, rows, key, what);
             return;
         }
     }
-    const char *k;
-    switch (c->type) {
-    case PREDICTD__COLUMN_TYPE__HASH_BUCKET:
-    case PREDICTD__COLUMN_TYPE__CROSSED: k = "hash_bucket_size"; break;
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST: k = "vocabulary_list"; break;
-    case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE: k = "vocabulary_size"; break;
-    case PREDICTD__COLUMN_TYPE__BUCKETIZED: k = "boundaries"; break;
-    default: k = "shape"; break;
-    }
+    if (!k)
+        k = "shape";
     snprintf(key, TRN_MEM_KEY_MAX, "feature_columns[%ld].%s", i, k);
     snprintf(what, TRN_MEM_KEY_MAX, "column %.64s, %llu %s", c->name, (unsigned long long)rows,
              c->type == PREDICTD__COLUMN_TYPE__NUMERIC ? "values" : "ids");

@@ -105,24 +105,26 @@ static rt_status classify_params(trn_model *m, rt_err *err)
         if (fc < 0 || k < 0)
             return rt_err_set(err, RT_ERR_FORMAT, "graph: linear weight %s of column %s "
                               "unknown", lw->tensor, lw->column);
+        const Predictd__FeatureColumn *c = m->def->feature_columns[fc];
+        const trn_fc_grad *gk = trn_fc_grad_of(c->type);
+        if (!gk || !gk->linear)
+            return rt_err_set(err, RT_ERR_FORMAT, "graph: linear column %s: the trainer has "
+                              "no linear gradient for a %s", c->name,
+                              rt_column_kind_name(c->type));
         lin_col *lc = &m->lin[m->n_lin++];
         lc->fc = (size_t)fc;
         lc->param = (size_t)k;
-        const Predictd__FeatureColumn *c = m->def->feature_columns[fc];
-        if (rt_column_is_categorical(c->type))
-            lc->kind = LC_IDS;
-        else if (c->type == PREDICTD__COLUMN_TYPE__INDICATOR) {
+        lc->grad = gk;
+        if (gk->via_source) {
             long src = fc_index(m->def, c->categorical_column);
             if (src < 0)
-                return rt_err_set(err, RT_ERR_FORMAT, "indicator %s: no source column",
-                                  c->name);
-            lc->kind = LC_SRC_IDS;
+                return rt_err_set(err, RT_ERR_FORMAT, "%s %s: no source column",
+                                  rt_column_kind_name(c->type), c->name);
             lc->src = (size_t)src;
-        } else
-            lc->kind = LC_DENSE;
+        }
         tparam *p = &m->p[k];
         p->kind = TP_LINEAR_W;
-        p->sparse = lc->kind != LC_DENSE;
+        p->sparse = gk->linear != trn_grad_linear_dense;
     }
     for (size_t i = 0; i < gr->n_embeddings; i++) {
         const Predictd__EmbeddingWeight *ew = gr->embeddings[i];
@@ -131,10 +133,16 @@ static rt_status classify_params(trn_model *m, rt_err *err)
             return rt_err_set(err, RT_ERR_FORMAT, "graph: embedding %s of column %s unknown",
                               ew->tensor, ew->column);
         const Predictd__FeatureColumn *c = m->def->feature_columns[fc];
+        const trn_fc_grad *gk = trn_fc_grad_of(c->type);
+        if (!gk || !gk->table)
+            return rt_err_set(err, RT_ERR_FORMAT, "graph: embedding column %s: the trainer "
+                              "has no table gradient for a %s", c->name,
+                              rt_column_kind_name(c->type));
         long src = fc_index(m->def, c->categorical_column);
         if (src < 0)
             return rt_err_set(err, RT_ERR_FORMAT, "embedding %s: no source column", c->name);
         emb_col *e = &m->emb[m->n_emb++];
+        e->grad = gk;
         e->fc = (size_t)fc;
         e->src = (size_t)src;
         e->param = (size_t)k;
