@@ -729,11 +729,21 @@ static void print_floats(rt_buf *b, const float *v, size_t n)
     rt_buf_puts(b, "]");
 }
 
+/* [id, ...], or [[id, weight], ...] for a weighted column's ids. */
 static void print_ids(rt_buf *b, const rt_ids *ids, size_t i)
 {
     rt_buf_puts(b, "[");
-    for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++)
-        rt_buf_printf(b, k > ids->offsets[i] ? ", %lld" : "%lld", (long long)ids->ids[k]);
+    for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++) {
+        if (k > ids->offsets[i])
+            rt_buf_puts(b, ", ");
+        if (!ids->weights) {
+            rt_buf_printf(b, "%lld", (long long)ids->ids[k]);
+            continue;
+        }
+        rt_buf_printf(b, "[%lld, ", (long long)ids->ids[k]);
+        rt_buf_json_float(b, ids->weights[k]);
+        rt_buf_puts(b, "]");
+    }
     rt_buf_puts(b, "]");
 }
 

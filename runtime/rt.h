@@ -295,7 +295,8 @@ const Predictd__ModelDef *rt_graph_def(const rt_graph *g);
 size_t rt_graph_logits_dim(const rt_graph *g);
 
 /* True for the feature-column kinds that produce ids (bucketized, vocabulary
- * list/file, hash bucket, crossed); the others produce dense values.
+ * list/file, identity, hash bucket, crossed, weighted); the others produce
+ * dense values.
  * Thread-safe (reads rt_fc.c's constant table of kinds). */
 bool rt_column_is_categorical(Predictd__ColumnType t);
 /* The spec's name of kind t ("numeric_column", ...), "?" when unknown. */
@@ -453,16 +454,21 @@ void rt_activate(Predictd__Activation act, float *y, size_t n);
 /* ------------------------------------------------------------- transform */
 
 /* Ids of a categorical feature column in CSR form: instance i has ids
- * ids[offsets[i] .. offsets[i+1]). */
+ * ids[offsets[i] .. offsets[i+1]). A weighted_categorical_column also has
+ * weights[k] beside ids[k] (never 0: TensorFlow drops zero weights); the
+ * linear part and embeddings use only the pairs with a weight > 0 (its
+ * safe_embedding_lookup_sparse), an indicator adds every weight. */
 typedef struct rt_ids {
     uint32_t *offsets; /* n + 1 */
     int64_t *ids;
+    float *weights;    /* NULL: every id weighs 1 */
 } rt_ids;
 
 /*
  * The serving input function's output for a batch. For feature column c:
- * categorical kinds (bucketized, vocabulary, hash, crossed) fill ids[c];
- * dense kinds (numeric, indicator, embedding) fill values[c], n x width.
+ * categorical kinds (bucketized, vocabulary, identity, hash, crossed,
+ * weighted) fill ids[c]; dense kinds (numeric, indicator, embedding, shared
+ * embedding) fill values[c], n x width.
  * dnn_input is n x dnn_dim (rt_graph_dnn_layout). Memory is owned by the
  * rt_features and reused across calls.
  */

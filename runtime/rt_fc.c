@@ -29,6 +29,13 @@ static const char *const crossed_keys[] = {"type", "name", "keys", "hash_bucket_
 static const char *const embedding_keys[] = {"type", "name", "categorical_column", "dimension",
                                              "combiner", "max_norm", NULL};
 static const char *const indicator_keys[] = {"type", "name", "categorical_column", NULL};
+static const char *const identity_keys[] = {"type", "name", "key", "num_buckets",
+                                            "default_value", NULL};
+static const char *const weighted_keys[] = {"type", "name", "categorical_column",
+                                            "weight_feature_key", NULL};
+static const char *const shared_keys[] = {"type", "categorical_columns", "dimension",
+                                          "combiner", "shared_embedding_collection_name",
+                                          "max_norm", NULL};
 
 /* ------------------------------------------------ raw columns read */
 
@@ -48,6 +55,11 @@ static uint32_t reads_cross(const Predictd__FeatureColumn *fc, const char *raw)
         if (fc->cross_keys[k]->raw_key && strcmp(fc->cross_keys[k]->raw_key, raw) == 0)
             return 1;
     return 0;
+}
+
+static uint32_t reads_weights(const Predictd__FeatureColumn *fc, const char *raw)
+{
+    return fc->weight_feature_key && strcmp(fc->weight_feature_key, raw) == 0 ? 1 : 0;
 }
 
 /* Kinds that read other feature columns, not raw ones. */
@@ -135,6 +147,25 @@ static void describe_embedding(const Predictd__FeatureColumn *d, char *buf, size
 static void describe_indicator(const Predictd__FeatureColumn *d, char *buf, size_t n)
 {
     put(buf, n, "categorical_column=%s", d->categorical_column);
+}
+
+static void describe_identity(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "key=%s num_buckets=%lld", d->key, (long long)d->num_buckets);
+    if (d->default_id >= 0)
+        put(buf, n, " default_value=%lld", (long long)d->default_id);
+}
+
+static void describe_weighted(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    put(buf, n, "categorical_column=%s weight_feature_key=%s", d->categorical_column,
+        d->weight_feature_key);
+}
+
+static void describe_shared(const Predictd__FeatureColumn *d, char *buf, size_t n)
+{
+    describe_embedding(d, buf, n);
+    put(buf, n, " shared_embedding_collection_name=%s", d->shared_embedding_collection_name);
 }
 
 /* ------------------------------------------------ the table */
@@ -252,6 +283,48 @@ static const rt_fc_kind kinds[] = {
      .compile = rt_fc_compile_of_ids,
      .transform = rt_fc_run_of_ids,
      .describe = describe_indicator},
+    {.type = PREDICTD__COLUMN_TYPE__IDENTITY,
+     .spec_name = "categorical_column_with_identity",
+     .spec_keys = identity_keys,
+     .size_key = "num_buckets",
+     .categorical = true,
+     .linear_ok = true,
+     .transform_pass = 1,
+     .parse = spec_fc_identity,
+     .default_name = spec_name_key,
+     .raw_shape = reads_key,
+     .compile = rt_fc_compile_identity,
+     .transform = rt_fc_run_lookup,
+     .describe = describe_identity},
+    {.type = PREDICTD__COLUMN_TYPE__WEIGHTED,
+     .spec_name = "weighted_categorical_column",
+     .spec_keys = weighted_keys,
+     .categorical = true,
+     .linear_ok = true,
+     .compile_pass = 2,
+     .transform_pass = 2,
+     .parse = spec_fc_weighted,
+     .resolve = spec_resolve_weighted,
+     .default_name = spec_name_weighted,
+     .raw_shape = reads_weights,
+     .compile = rt_fc_compile_weighted,
+     .transform = rt_fc_run_weighted,
+     .describe = describe_weighted},
+    {.type = PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING,
+     .spec_name = "shared_embedding_columns",
+     .spec_keys = shared_keys,
+     .group_key = "categorical_columns",
+     .dnn_ok = true,
+     .table = true,
+     .compile_pass = 3,
+     .transform_pass = 3,
+     .parse = spec_fc_shared_embedding,
+     .resolve = spec_resolve_shared,
+     .default_name = spec_name_shared_embedding,
+     .raw_shape = reads_none,
+     .compile = rt_fc_compile_of_ids,
+     .transform = rt_fc_run_of_ids,
+     .describe = describe_shared},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 

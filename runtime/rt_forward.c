@@ -274,23 +274,28 @@ static void dense_row(const float *x, size_t in, const float *w, const float *bi
 }
 #endif
 
-/* Adds the weight rows of ids[offsets[i]..offsets[i+1]) to logits row i. */
+/* Adds the weight rows of ids[offsets[i]..offsets[i+1]) to logits row i,
+ * each times its id's weight when the ids have weights (prune: only the
+ * weights > 0, as TensorFlow's safe_embedding_lookup_sparse; else all, as
+ * an indicator's one-hot carries them). */
 static rt_status add_id_rows(const rt_ids *ids, size_t n, const float *w, uint64_t dim,
-                             size_t ld, float *logits, const char *col, rt_err *err)
+                             size_t ld, float *logits, bool prune, const char *col, rt_err *err)
 {
+    const float *wt = ids->weights; /* read once: logits may alias it */
     for (size_t i = 0; i < n; i++) {
         float *out = logits + i * ld;
         for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++) {
             int64_t id = ids->ids[k];
-            if (id < 0)
-                continue; /* dropped (default_id -1) */
+            float x = wt ? wt[k] : 1.0f; /* x * row: exact for 1 */
+            if (id < 0 || (prune && !(x > 0.0f)))
+                continue; /* dropped (default_id -1), or a pruned weight */
             if ((uint64_t)id >= dim)
                 return rt_err_set(err, RT_ERR_INVALID,
                                   "linear column %s: id %lld out of range [0, %llu)", col,
                                   (long long)id, (unsigned long long)dim);
             const float *row = w + (size_t)id * ld;
             for (size_t j = 0; j < ld; j++)
-                out[j] += row[j];
+                out[j] += x * row[j];
         }
     }
     return RT_OK;
@@ -343,13 +348,13 @@ static rt_status forward_linear(const rt_graph *g, const rt_features *f, float *
             if (!f->ids || !f->ids[c].offsets)
                 return rt_err_set(err, RT_ERR_INVALID, "linear column %s: no ids",
                                   fcol_name(col));
-            st = add_id_rows(&f->ids[c], n, w, (uint64_t)col->num_buckets, ld, logits,
+            st = add_id_rows(&f->ids[c], n, w, (uint64_t)col->num_buckets, ld, logits, true,
                              fcol_name(col), err);
         } else if (col->type == PREDICTD__COLUMN_TYPE__INDICATOR && col->source >= 0 &&
                    (size_t)col->source < f->n_columns && f->ids &&
                    f->ids[col->source].offsets) {
             st = add_id_rows(&f->ids[col->source], n, w, (uint64_t)col->width, ld, logits,
-                             fcol_name(col), err);
+                             false, fcol_name(col), err);
         } else {
             if (!f->values || !f->values[c] || f->width[c] != col->width)
                 return rt_err_set(err, RT_ERR_INVALID,

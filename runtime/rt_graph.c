@@ -196,7 +196,8 @@ rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt
         }
         long s = find_fcol(g, ck->column);
         if (s < 0 || !rt_column_is_categorical(g->fcols[s].type) ||
-            g->fcols[s].type == PREDICTD__COLUMN_TYPE__CROSSED)
+            g->fcols[s].type == PREDICTD__COLUMN_TYPE__CROSSED ||
+            g->fcols[s].type == PREDICTD__COLUMN_TYPE__WEIGHTED)
             return rt_err_set(err, RT_ERR_FORMAT,
                               "feature column %s: cross key \"%.64s\" is not a "
                               "vocabulary, hash or bucketized column",
@@ -222,6 +223,57 @@ rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt
             at++;
         }
     f->num_buckets = d->hash_bucket_size;
+    return RT_OK;
+}
+
+/* categorical_column_with_identity: an int raw column, ids its values. */
+rt_status rt_fc_compile_identity(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+{
+    const Predictd__ModelDef *def = g->def;
+    rt_fcol *f = &g->fcols[c];
+    const Predictd__FeatureColumn *d = f->def;
+    const char *nm = d->name;
+    rt_status st = use_raw(def, nm, d->key, read, &raw[c], err);
+    if (st)
+        return st;
+    if (def->raw_columns[raw[c]]->dtype != PREDICTD__DTYPE__DT_FLOAT)
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: reads string column %s",
+                          nm, d->key);
+    if (d->num_buckets < 1 || d->num_buckets > G_MAX_BUCKETS)
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: num_buckets %lld out of range",
+                          nm, (long long)d->num_buckets);
+    if (d->default_id < -1 || d->default_id >= d->num_buckets)
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: bad default_value %lld", nm,
+                          (long long)d->default_id);
+    f->num_buckets = d->num_buckets;
+    return RT_OK;
+}
+
+/* weighted_categorical_column: a keyed or bucketized column's ids and a
+ * numeric raw column of weights (f->input). */
+rt_status rt_fc_compile_weighted(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+{
+    const Predictd__ModelDef *def = g->def;
+    rt_fcol *f = &g->fcols[c];
+    const Predictd__FeatureColumn *d = f->def;
+    const char *nm = d->name;
+    long s = find_fcol(g, d->categorical_column);
+    Predictd__ColumnType t = s >= 0 ? g->fcols[s].type : PREDICTD__COLUMN_TYPE__NUMERIC;
+    if (t != PREDICTD__COLUMN_TYPE__IDENTITY && t != PREDICTD__COLUMN_TYPE__VOCABULARY_LIST &&
+        t != PREDICTD__COLUMN_TYPE__VOCABULARY_FILE && t != PREDICTD__COLUMN_TYPE__HASH_BUCKET &&
+        t != PREDICTD__COLUMN_TYPE__BUCKETIZED)
+        return rt_err_set(err, RT_ERR_FORMAT,
+                          "feature column %s: categorical_column \"%.64s\" is not an identity, "
+                          "vocabulary, hash bucket or bucketized column",
+                          nm, d->categorical_column);
+    rt_status st = use_raw(def, nm, d->weight_feature_key, read, &raw[c], err);
+    if (st)
+        return st;
+    if (def->raw_columns[raw[c]]->dtype != PREDICTD__DTYPE__DT_FLOAT)
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: weights in string column %s",
+                          nm, d->weight_feature_key);
+    f->source = s;
+    f->num_buckets = g->fcols[s].num_buckets;
     return RT_OK;
 }
 
@@ -564,6 +616,53 @@ static const char *embedding_tensor(const Predictd__Graph *gd, const char *col)
     return NULL;
 }
 
+/* The first DNN column (index into dnn_cols, <= i) whose embedding table
+ * is the tensor of DNN column i's: i itself unless the table is shared. */
+static size_t shared_with(const rt_graph *g, size_t i)
+{
+    const Predictd__Graph *gd = g->def->graph;
+    const char *t = embedding_tensor(gd, g->fcols[g->dnn_cols[i]].def->name);
+    for (size_t k = 0; k < i; k++)
+        if (kind_of(g, g->dnn_cols[k])->table &&
+            strcmp(embedding_tensor(gd, g->fcols[g->dnn_cols[k]].def->name), t) == 0)
+            return k;
+    return i;
+}
+
+/* Columns may share a table only as shared_embedding_columns do: all of
+ * them SHARED_EMBEDDING with one collection name, the same dimension and
+ * categorical columns with the same number of buckets. */
+static rt_status check_shared_tables(const rt_graph *g, rt_err *err)
+{
+    for (size_t i = 0; i < g->n_dnn; i++) {
+        if (!kind_of(g, g->dnn_cols[i])->table)
+            continue;
+        size_t k = shared_with(g, i);
+        if (k == i)
+            continue;
+        const rt_fcol *a = &g->fcols[g->dnn_cols[k]], *b = &g->fcols[g->dnn_cols[i]];
+        bool shared = a->type == PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING &&
+                      b->type == PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING &&
+                      strcmp(a->def->shared_embedding_collection_name,
+                             b->def->shared_embedding_collection_name) == 0;
+        if (!shared)
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "embedding columns %s and %s use one table but are not "
+                              "shared_embedding_columns of one collection",
+                              a->def->name, b->def->name);
+        if (a->width != b->width ||
+            g->fcols[a->source].num_buckets != g->fcols[b->source].num_buckets)
+            return rt_err_set(err, RT_ERR_FORMAT,
+                              "shared embedding columns %s and %s: their categorical columns "
+                              "have %lld and %lld buckets, dimensions %zu and %zu (a shared "
+                              "table needs the same)",
+                              a->def->name, b->def->name,
+                              (long long)g->fcols[a->source].num_buckets,
+                              (long long)g->fcols[b->source].num_buckets, a->width, b->width);
+    }
+    return RT_OK;
+}
+
 /* Compiles def without binding tensors or reading vocabulary files. */
 static rt_status compile(const Predictd__ModelDef *def, rt_graph **out, rt_err *err)
 {
@@ -579,6 +678,8 @@ static rt_status compile(const Predictd__ModelDef *def, rt_graph **out, rt_err *
         st = compile_head(g, err);
     if (!st)
         st = compile_parts(g, err);
+    if (!st)
+        st = check_shared_tables(g, err);
     if (!st) {
         const Predictd__Graph *gd = def->graph;
         for (size_t i = 0; i < g->n_linear && !st; i++) {
@@ -631,7 +732,7 @@ static size_t graph_specs(const rt_graph *g, rt_tensor_spec *s)
         push_spec(s, &n, gd->linear_bias, g->logits_dim, 0, 1);
     for (size_t i = 0; i < g->n_dnn; i++) {
         const rt_fcol *f = &g->fcols[g->dnn_cols[i]];
-        if (kind_of(g, g->dnn_cols[i])->table)
+        if (kind_of(g, g->dnn_cols[i])->table && shared_with(g, i) == i)
             push_spec(s, &n, embedding_tensor(gd, f->def->name),
                       (uint64_t)g->fcols[f->source].num_buckets, f->width, 2);
     }
@@ -730,6 +831,11 @@ static rt_status bind(rt_graph *g, rt_tensor_lookup_fn lookup, void *ctx,
         rt_fcol *f = &g->fcols[g->dnn_cols[i]];
         if (!kind_of(g, g->dnn_cols[i])->table)
             continue;
+        size_t first = shared_with(g, i);
+        if (first != i) { /* a shared table: bound with its first user */
+            f->embedding = g->fcols[g->dnn_cols[first]].embedding;
+            continue;
+        }
         if (!(p = get_tensor(lookup, ctx, &s[k++], err)))
             goto fail;
         f->embedding = p;

@@ -73,9 +73,10 @@ typedef struct rt_input {
 typedef struct rt_fcol {
     const Predictd__FeatureColumn *def;
     Predictd__ColumnType type;
-    long input;          /* raw input index (numeric, vocabulary, hash); -1 */
+    long input;          /* raw input index (numeric, vocabulary, identity,
+                            hash; weighted: its weights); -1 */
     long source;         /* feature column index: bucketized -> numeric,
-                            embedding/indicator -> categorical; -1 */
+                            embedding/indicator/weighted -> categorical; -1 */
     int64_t num_buckets; /* id space of a categorical column */
     size_t width;        /* values per instance: numeric shape, indicator
                             buckets, embedding dimension; 0 categorical */
@@ -83,7 +84,8 @@ typedef struct rt_fcol {
     size_t n_cross;      /* crossed: parts */
     long *cross_input;   /* [n_cross] raw input index, or -1 */
     long *cross_col;     /* [n_cross] feature column index, or -1 */
-    const float *embedding; /* embedding: [source buckets x width] */
+    const float *embedding; /* embedding: [source buckets x width] (a shared
+                               table: the same memory for every user) */
     char **file_vocab;   /* vocabulary_file words (owned), or NULL */
     size_t n_file_vocab;
 } rt_fcol;
@@ -219,6 +221,10 @@ typedef struct rt_fc_kind {
     const char *spec_name;         /* the spec's "type" (TensorFlow's function) */
     const char *const *spec_keys;  /* keys it takes, NULL-terminated */
     const char *size_key;          /* the spec key that sets its ids or width */
+    const char *group_key;         /* one spec item makes a column per item of
+                                      this list (shared_embedding_columns);
+                                      parse sees the item's index in
+                                      spec_ctx.group_item */
     bool categorical;              /* produces ids (else dense values) */
     bool linear_ok, dnn_ok;        /* may be listed in the linear / DNN part */
     bool table;                    /* has an embedding table (DNN part) */
@@ -246,6 +252,8 @@ rt_status rt_fc_compile_lookup(rt_graph *g, size_t c, bool *read, long *raw, rt_
 rt_status rt_fc_compile_bucketized(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
 rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
 rt_status rt_fc_compile_of_ids(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
+rt_status rt_fc_compile_identity(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
+rt_status rt_fc_compile_weighted(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
 rt_status rt_fc_run_numeric(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                             rt_err *err);
 rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
@@ -256,6 +264,8 @@ rt_status rt_fc_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f
                             rt_err *err);
 rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                            rt_err *err);
+rt_status rt_fc_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                             rt_err *err);
 
 /* Checks that def compiles into a graph (everything rt_graph_build checks
  * except tensor data and vocabulary files). */

@@ -389,16 +389,16 @@ rt_status spec_fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
     return RT_OK;
 }
 
-rt_status spec_fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
-                            Predictd__FeatureColumn *fc)
+/* dimension, combiner and max_norm of the embedding kinds. */
+static rt_status fc_embedding_common(spec_ctx *s, const cJSON *c, const char *path,
+                                     Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
     int64_t dim = 0;
     const char *comb = "mean";
     double max_norm = 0;
-    rt_status st = fc_categorical_ref(s, c, path, fc);
-    if (!st)
-        st = rt_cfg_int(c, path, "dimension", RT_CFG_REQUIRED, 1, RT_SPEC_MAX_WIDTH, &dim, err);
+    rt_status st = rt_cfg_int(c, path, "dimension", RT_CFG_REQUIRED, 1, RT_SPEC_MAX_WIDTH, &dim,
+                              err);
     if (!st)
         st = rt_cfg_str(c, path, "combiner", 0, &comb, err);
     if (!st)
@@ -418,6 +418,129 @@ rt_status spec_fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
         return rt_cfg_fail(err, path, "max_norm", "must be greater than 0");
     fc->max_norm = (float)max_norm;
     return RT_OK;
+}
+
+rt_status spec_fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
+                            Predictd__FeatureColumn *fc)
+{
+    rt_status st = fc_categorical_ref(s, c, path, fc);
+    return st ? st : fc_embedding_common(s, c, path, fc);
+}
+
+rt_status spec_fc_identity(spec_ctx *s, const cJSON *c, const char *path,
+                           Predictd__FeatureColumn *fc)
+{
+    int64_t size = 0, dflt = -1;
+    rt_status st = fc_raw_key(s, c, path, "key", fc);
+    if (!st)
+        st = rt_cfg_int(c, path, "num_buckets", RT_CFG_REQUIRED, 1, RT_SPEC_MAX_BUCKETS, &size,
+                        s->err);
+    if (!st)
+        st = rt_cfg_int(c, path, "default_value", 0, 0, size - 1, &dflt, s->err);
+    if (st)
+        return st;
+    const Predictd__RawColumn *rc = s->def->raw_columns[spec_find_raw(s->def, fc->key)];
+    if (rc->dtype != PREDICTD__DTYPE__DT_FLOAT || !rc->is_int)
+        return rt_cfg_fail(s->err, path, "key",
+                           "\"%.64s\" is a %s column; categorical_column_with_identity needs "
+                           "an int column",
+                           fc->key, rc->dtype == PREDICTD__DTYPE__DT_STRING ? "string" : "float");
+    fc->num_buckets = size;
+    fc->default_id = dflt;
+    return RT_OK;
+}
+
+rt_status spec_fc_weighted(spec_ctx *s, const cJSON *c, const char *path,
+                           Predictd__FeatureColumn *fc)
+{
+    const char *k = NULL;
+    rt_status st = fc_categorical_ref(s, c, path, fc);
+    if (!st)
+        st = rt_cfg_str(c, path, "weight_feature_key", RT_CFG_REQUIRED, &k, s->err);
+    if (st)
+        return st;
+    long r = spec_find_raw(s->def, k);
+    if (r < 0)
+        return rt_cfg_fail(s->err, path, "weight_feature_key",
+                           "\"%.64s\" is not one of the columns", k);
+    const Predictd__RawColumn *rc = s->def->raw_columns[r];
+    if (rc->is_label || rc->unused)
+        return rt_cfg_fail(s->err, path, "weight_feature_key",
+                           "\"%.64s\" is the label or an unused column", k);
+    if (rc->dtype != PREDICTD__DTYPE__DT_FLOAT)
+        return rt_cfg_fail(s->err, path, "weight_feature_key",
+                           "\"%.64s\" is a string column; weights need an int or float column",
+                           k);
+    if (!(fc->weight_feature_key = spec_strndup(k, strlen(k))))
+        return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
+    return RT_OK;
+}
+
+/* The names in a shared_embedding_columns item's categorical_columns,
+ * sorted, joined by "_", then "_shared_embedding": TensorFlow's default
+ * shared_embedding_collection_name. Malloc'd; NULL out of memory. */
+static char *default_collection(const cJSON *list)
+{
+    const char *names[RT_SPEC_MAX_ITEMS];
+    size_t n = 0, len = strlen("_shared_embedding") + 1;
+    for (const cJSON *v = list->child; v && n < RT_SPEC_MAX_ITEMS; v = v->next) {
+        names[n++] = v->valuestring;
+        len += strlen(v->valuestring) + 1;
+    }
+    qsort(names, n, sizeof names[0], cmp_str);
+    char *out = malloc(len);
+    if (!out)
+        return NULL;
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t l = strlen(names[k]);
+        if (k)
+            out[at++] = '_';
+        memcpy(out + at, names[k], l);
+        at += l;
+    }
+    memcpy(out + at, "_shared_embedding", strlen("_shared_embedding") + 1);
+    return out;
+}
+
+/* One column of a shared_embedding_columns item: the one for item
+ * s->group_item of its categorical_columns. */
+rt_status spec_fc_shared_embedding(spec_ctx *s, const cJSON *c, const char *path,
+                                   Predictd__FeatureColumn *fc)
+{
+    rt_err *err = s->err;
+    const cJSON *list = NULL;
+    const char *coll = NULL;
+    rt_status st = rt_cfg_array(c, path, "categorical_columns", RT_CFG_REQUIRED, &list, err);
+    if (!st)
+        st = rt_cfg_str(c, path, "shared_embedding_collection_name", 0, &coll, err);
+    if (st)
+        return st;
+    int n = cJSON_GetArraySize(list);
+    if (n < 1 || n > RT_SPEC_MAX_ITEMS)
+        return rt_cfg_fail(err, path, "categorical_columns",
+                           "must list 1..%d categorical columns, got %d", RT_SPEC_MAX_ITEMS, n);
+    int k = 0;
+    for (const cJSON *v = list->child; v; v = v->next, k++)
+        if (!cJSON_IsString(v))
+            return rt_cfg_fail(err, path, "categorical_columns",
+                               "item %d: expected a feature column name, got %s", k,
+                               rt_cfg_type_name(v));
+    const cJSON *item = cJSON_GetArrayItem(list, s->group_item);
+    if (!item)
+        return rt_err_set(err, RT_ERR_INVALID, "%s: internal: no item %d", path, s->group_item);
+    if (!(fc->categorical_column = spec_strndup(item->valuestring, strlen(item->valuestring))))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (coll) {
+        if ((st = spec_check_name(coll, path, "shared_embedding_collection_name", err)))
+            return st;
+        fc->shared_embedding_collection_name = spec_strndup(coll, strlen(coll));
+    } else {
+        fc->shared_embedding_collection_name = default_collection(list);
+    }
+    if (!fc->shared_embedding_collection_name)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    return fc_embedding_common(s, c, path, fc);
 }
 
 rt_status spec_fc_indicator(spec_ctx *s, const cJSON *c, const char *path,
@@ -459,6 +582,24 @@ char *spec_name_indicator(const Predictd__FeatureColumn *fc)
     return name_of(fc->categorical_column, "_indicator");
 }
 
+char *spec_name_shared_embedding(const Predictd__FeatureColumn *fc)
+{
+    return name_of(fc->categorical_column, "_shared_embedding");
+}
+
+/* TensorFlow's WeightedCategoricalColumn.name. */
+char *spec_name_weighted(const Predictd__FeatureColumn *fc)
+{
+    size_t a = strlen(fc->categorical_column), b = strlen(fc->weight_feature_key);
+    char *out = malloc(a + strlen("_weighted_by_") + b + 1);
+    if (out) {
+        memcpy(out, fc->categorical_column, a);
+        memcpy(out + a, "_weighted_by_", strlen("_weighted_by_"));
+        memcpy(out + a + strlen("_weighted_by_"), fc->weight_feature_key, b + 1);
+    }
+    return out;
+}
+
 /* Fills in the name of fc (after its kind-specific keys): the spec's, else
  * the kind's default. */
 static rt_status fc_name(spec_ctx *s, const rt_fc_kind *k, const cJSON *c, const char *path,
@@ -478,6 +619,17 @@ static rt_status fc_name(spec_ctx *s, const rt_fc_kind *k, const cJSON *c, const
         st = rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     free(owned);
     return st;
+}
+
+/* Feature columns spec item c makes (a group kind: one per list item). */
+static size_t columns_of(const cJSON *c)
+{
+    const cJSON *t = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "type") : NULL;
+    const rt_fc_kind *k = cJSON_IsString(t) ? rt_fc_kind_named(t->valuestring) : NULL;
+    if (!k || !k->group_key)
+        return 1;
+    int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(c, k->group_key));
+    return n > 1 && n <= RT_SPEC_MAX_ITEMS ? (size_t)n : 1;
 }
 
 static rt_status parse_feature_column(spec_ctx *s, const cJSON *c, const char *path)
@@ -502,20 +654,27 @@ static rt_status parse_feature_column(spec_ctx *s, const cJSON *c, const char *p
     }
     if ((st = rt_cfg_check_keys(c, path, k->spec_keys, NULL, err)))
         return st;
-    Predictd__FeatureColumn *fc = malloc(sizeof *fc);
-    if (!fc)
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    predictd__feature_column__init(fc);
-    fc->type = k->type;
-    fc->default_id = -1;
-    /* Owned by def from here on, even when incomplete (freed as a whole). */
-    def->feature_columns[def->n_feature_columns] = fc;
-    st = k->parse(s, c, path, fc);
-    if (!st)
-        st = fc_name(s, k, c, path, fc);
-    def->n_feature_columns++;
+    /* A group kind makes one column per item of its list (at least one:
+     * its parse refuses an empty list). */
+    size_t items = columns_of(c);
+    for (size_t j = 0; j < items && !st; j++) {
+        Predictd__FeatureColumn *fc = malloc(sizeof *fc);
+        if (!fc)
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        predictd__feature_column__init(fc);
+        fc->type = k->type;
+        fc->default_id = -1;
+        /* Owned by def from here on, even when incomplete (freed as a whole). */
+        def->feature_columns[def->n_feature_columns] = fc;
+        s->group_item = (int)j;
+        st = k->parse(s, c, path, fc);
+        if (!st)
+            st = fc_name(s, k, c, path, fc);
+        def->n_feature_columns++;
+    }
     return st;
 }
+
 
 bool spec_is_categorical(Predictd__ColumnType t)
 {
@@ -539,16 +698,119 @@ rt_status spec_resolve_bucketized(spec_ctx *s, size_t i, const char *path)
     return RT_OK;
 }
 
-rt_status spec_resolve_of_categorical(spec_ctx *s, size_t i, const char *path)
+/* Feature column i's categorical_column names a categorical column; key
+ * is the spec key that named it. */
+static rt_status check_categorical(spec_ctx *s, size_t i, const char *path, const char *key)
 {
     const Predictd__ModelDef *def = s->def;
     const Predictd__FeatureColumn *fc = def->feature_columns[i];
     long r = spec_find_fc(def, fc->categorical_column);
     if (r < 0 || !spec_is_categorical(def->feature_columns[r]->type))
-        return rt_cfg_fail(s->err, path, "categorical_column",
+        return rt_cfg_fail(s->err, path, key,
                            "\"%.64s\" must name a categorical feature column (vocabulary, "
-                           "hash bucket, bucketized or crossed)",
+                           "identity, hash bucket, bucketized, crossed or weighted)",
                            fc->categorical_column);
+    return RT_OK;
+}
+
+rt_status spec_resolve_of_categorical(spec_ctx *s, size_t i, const char *path)
+{
+    return check_categorical(s, i, path, "categorical_column");
+}
+
+rt_status spec_resolve_weighted(spec_ctx *s, size_t i, const char *path)
+{
+    const Predictd__ModelDef *def = s->def;
+    const Predictd__FeatureColumn *fc = def->feature_columns[i];
+    long r = spec_find_fc(def, fc->categorical_column);
+    Predictd__ColumnType t = r >= 0 ? def->feature_columns[r]->type : PREDICTD__COLUMN_TYPE__NUMERIC;
+    if (t != PREDICTD__COLUMN_TYPE__IDENTITY && t != PREDICTD__COLUMN_TYPE__VOCABULARY_LIST &&
+        t != PREDICTD__COLUMN_TYPE__VOCABULARY_FILE && t != PREDICTD__COLUMN_TYPE__HASH_BUCKET &&
+        t != PREDICTD__COLUMN_TYPE__BUCKETIZED)
+        return rt_cfg_fail(s->err, path, "categorical_column",
+                           "\"%.64s\" must name an identity, vocabulary, hash bucket or "
+                           "bucketized column (one id per value, to pair with a weight)",
+                           fc->categorical_column);
+    const char *key = def->feature_columns[r]->key;
+    if (key && strcmp(key, fc->weight_feature_key) == 0)
+        return rt_cfg_fail(s->err, path, "weight_feature_key",
+                           "\"%.64s\" is the column the ids come from; the weights need a "
+                           "column of their own",
+                           fc->weight_feature_key);
+    return RT_OK;
+}
+
+/* Ids of categorical feature column i as the spec defines them. */
+static int64_t spec_buckets(const Predictd__ModelDef *def, long i)
+{
+    const Predictd__FeatureColumn *fc = def->feature_columns[i];
+    switch (fc->type) {
+    case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST:
+        return (int64_t)fc->n_vocabulary + fc->num_oov_buckets;
+    case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE:
+        return fc->vocabulary_size + fc->num_oov_buckets;
+    case PREDICTD__COLUMN_TYPE__IDENTITY:
+        return fc->num_buckets;
+    case PREDICTD__COLUMN_TYPE__BUCKETIZED: {
+        long src = spec_find_fc(def, fc->source);
+        uint32_t shape = src >= 0 && def->feature_columns[src]->shape ? def->feature_columns[src]->shape : 1;
+        return (int64_t)(fc->n_boundaries + 1) * shape;
+    }
+    case PREDICTD__COLUMN_TYPE__WEIGHTED: {
+        long src = spec_find_fc(def, fc->categorical_column);
+        return src >= 0 && src != i ? spec_buckets(def, src) : 0;
+    }
+    default:
+        return fc->hash_bucket_size;
+    }
+}
+
+/* The kind a shared table's user reads, a weighted column's own source
+ * counting as that kind (TensorFlow's rule for shared_embedding_columns). */
+static Predictd__ColumnType unweighted_kind(const Predictd__ModelDef *def, long i)
+{
+    const Predictd__FeatureColumn *fc = def->feature_columns[i];
+    long src = spec_find_fc(def, fc->categorical_column);
+    if (fc->type == PREDICTD__COLUMN_TYPE__WEIGHTED && src >= 0)
+        return def->feature_columns[src]->type;
+    return fc->type;
+}
+
+/* shared_embedding_columns: a categorical column each, and every column of
+ * one collection reads the same kind with the same number of buckets. */
+rt_status spec_resolve_shared(spec_ctx *s, size_t i, const char *path)
+{
+    rt_status st = check_categorical(s, i, path, "categorical_columns");
+    if (st)
+        return st;
+    const Predictd__ModelDef *def = s->def;
+    const Predictd__FeatureColumn *fc = def->feature_columns[i];
+    long r = spec_find_fc(def, fc->categorical_column);
+    for (size_t k = 0; k < i; k++) {
+        const Predictd__FeatureColumn *o = def->feature_columns[k];
+        if (o->type != PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING ||
+            strcmp(o->shared_embedding_collection_name, fc->shared_embedding_collection_name))
+            continue;
+        long q = spec_find_fc(def, o->categorical_column);
+        if (unweighted_kind(def, q) != unweighted_kind(def, r))
+            return rt_cfg_fail(s->err, path, "categorical_columns",
+                               "\"%.64s\" is a %s and \"%.64s\" a %s: the columns of a "
+                               "shared embedding must be of the same kind",
+                               o->categorical_column, spec_fc_kind_name(unweighted_kind(def, q)),
+                               fc->categorical_column,
+                               spec_fc_kind_name(unweighted_kind(def, r)));
+        if (spec_buckets(def, q) != spec_buckets(def, r))
+            return rt_cfg_fail(s->err, path, "categorical_columns",
+                               "\"%.64s\" has %lld buckets and \"%.64s\" %lld: the columns of "
+                               "a shared embedding must have the same number of buckets",
+                               o->categorical_column, (long long)spec_buckets(def, q),
+                               fc->categorical_column, (long long)spec_buckets(def, r));
+        if (o->dimension != fc->dimension)
+            return rt_cfg_fail(s->err, path, "dimension",
+                               "collection \"%.64s\" has dimension %u already, %u here",
+                               fc->shared_embedding_collection_name, o->dimension,
+                               fc->dimension);
+    }
     return RT_OK;
 }
 
@@ -574,9 +836,10 @@ rt_status spec_resolve_crossed(spec_ctx *s, size_t i, const char *path)
                                col);
         if (t != PREDICTD__COLUMN_TYPE__BUCKETIZED &&
             t != PREDICTD__COLUMN_TYPE__VOCABULARY_LIST &&
-            t != PREDICTD__COLUMN_TYPE__VOCABULARY_FILE)
+            t != PREDICTD__COLUMN_TYPE__VOCABULARY_FILE && t != PREDICTD__COLUMN_TYPE__IDENTITY)
             return rt_cfg_fail(err, kp, "",
-                               "\"%.64s\" must be a vocabulary or bucketized column", col);
+                               "\"%.64s\" must be a vocabulary, identity or bucketized column",
+                               col);
     }
     return RT_OK;
 }
@@ -606,7 +869,13 @@ rt_status spec_parse_feature_columns(spec_ctx *s, const cJSON *arr)
     if (n > RT_SPEC_MAX_ITEMS)
         return rt_cfg_fail(s->err, "", "feature_columns", "too many (%d, limit %d)", n,
                            RT_SPEC_MAX_ITEMS);
-    s->def->feature_columns = calloc((size_t)n, sizeof *s->def->feature_columns);
+    size_t cap = 0;
+    for (const cJSON *c = arr->child; c; c = c->next)
+        cap += columns_of(c);
+    if (cap > RT_SPEC_MAX_ITEMS)
+        return rt_cfg_fail(s->err, "", "feature_columns", "too many (%zu, limit %d)", cap,
+                           RT_SPEC_MAX_ITEMS);
+    s->def->feature_columns = calloc(cap, sizeof *s->def->feature_columns);
     if (!s->def->feature_columns)
         return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     int i = 0;

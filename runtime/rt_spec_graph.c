@@ -277,8 +277,16 @@ static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation
             return NOMEM(err);
         predictd__embedding_weight__init(e);
         g->embeddings[g->n_embeddings++] = e;
+        /* A shared table's scope is its collection (TensorFlow's
+         * _SharedEmbeddingColumn._var_scope_name), so its users name one
+         * tensor. */
+        const Predictd__FeatureColumn *fc = s->def->feature_columns[spec_find_fc(s->def, name)];
+        const char *scope = fc->shared_embedding_collection_name &&
+                                    *fc->shared_embedding_collection_name
+                                ? fc->shared_embedding_collection_name
+                                : name;
         e->column = spec_strndup(name, strlen(name));
-        e->tensor = fmt_dup("dnn/input_from_feature_columns/%s/embedding_weights", name);
+        e->tensor = fmt_dup("dnn/input_from_feature_columns/%s/embedding_weights", scope);
         if (!e->column || !e->tensor)
             return NOMEM(err);
     }

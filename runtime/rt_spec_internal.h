@@ -24,6 +24,7 @@ typedef struct spec_ctx {
     Predictd__ModelDef *def; /* being built */
     rt_err *err;
     bool trim;               /* trim_strings */
+    int group_item;          /* a group kind's parse: which item of its list */
 } spec_ctx;
 
 /* ---- rt_spec_util.c */
@@ -55,6 +56,16 @@ rt_status spec_fc_embedding(spec_ctx *s, const struct cJSON *c, const char *path
                             Predictd__FeatureColumn *fc);
 rt_status spec_fc_indicator(spec_ctx *s, const struct cJSON *c, const char *path,
                             Predictd__FeatureColumn *fc);
+rt_status spec_fc_identity(spec_ctx *s, const struct cJSON *c, const char *path,
+                           Predictd__FeatureColumn *fc);
+rt_status spec_fc_weighted(spec_ctx *s, const struct cJSON *c, const char *path,
+                           Predictd__FeatureColumn *fc);
+rt_status spec_fc_shared_embedding(spec_ctx *s, const struct cJSON *c, const char *path,
+                                   Predictd__FeatureColumn *fc);
+rt_status spec_resolve_weighted(spec_ctx *s, size_t i, const char *path);
+rt_status spec_resolve_shared(spec_ctx *s, size_t i, const char *path);
+char *spec_name_weighted(const Predictd__FeatureColumn *fc);
+char *spec_name_shared_embedding(const Predictd__FeatureColumn *fc);
 rt_status spec_resolve_numeric(spec_ctx *s, size_t i, const char *path);
 rt_status spec_resolve_bucketized(spec_ctx *s, size_t i, const char *path);
 rt_status spec_resolve_crossed(spec_ctx *s, size_t i, const char *path);

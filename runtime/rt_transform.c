@@ -2,8 +2,9 @@
  * rt_transform.c — the serving input function's transforms: runs a graph's
  * feature columns over a batch of raw instances, with TensorFlow's
  * semantics (bit-exact ids): numeric (defaults, normalizer), bucketized,
- * vocabulary (list/file, OOV buckets, default id), hash bucket, crossed
- * (sparse_cross_hashed), embedding (mean/sum/sqrtn) and indicator, then
+ * vocabulary (list/file, OOV buckets, default id), identity, hash bucket,
+ * crossed (sparse_cross_hashed), weighted, embedding (mean/sum/sqrtn,
+ * shared tables too) and indicator, then
  * the DNN input vector in rt_graph_dnn_layout order. Memory lives in the
  * rt_features and is reused from call to call.
  */
@@ -26,6 +27,8 @@ typedef struct feat_priv {
     size_t *offs_cap;
     int64_t **ids;
     size_t *ids_cap;
+    float **wts;         /* weighted columns: a weight per id */
+    size_t *wts_cap;
     float **vals;
     size_t *vals_cap;
     float *dnn;          /* n x dnn_dim */
@@ -49,12 +52,15 @@ void rt_features_free(rt_features *f)
         for (size_t c = 0; c < p->slots; c++) {
             free(p->offs[c]);
             free(p->ids[c]);
+            free(p->wts[c]);
             free(p->vals[c]);
         }
         free(p->offs);
         free(p->offs_cap);
         free(p->ids);
         free(p->ids_cap);
+        free(p->wts);
+        free(p->wts_cap);
         free(p->vals);
         free(p->vals_cap);
         free(p->cross);
@@ -114,6 +120,8 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
         if (resize((void **)&p->offs, nc, sizeof *p->offs) ||
             resize((void **)&p->ids, nc, sizeof *p->ids) ||
             resize((void **)&p->vals, nc, sizeof *p->vals) ||
+            resize((void **)&p->wts, nc, sizeof *p->wts) ||
+            resize((void **)&p->wts_cap, nc, sizeof *p->wts_cap) ||
             resize((void **)&p->offs_cap, nc, sizeof *p->offs_cap) ||
             resize((void **)&p->ids_cap, nc, sizeof *p->ids_cap) ||
             resize((void **)&p->vals_cap, nc, sizeof *p->vals_cap) ||
@@ -125,7 +133,8 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
             p->offs[c] = NULL;
             p->ids[c] = NULL;
             p->vals[c] = NULL;
-            p->offs_cap[c] = p->ids_cap[c] = p->vals_cap[c] = 0;
+            p->wts[c] = NULL;
+            p->offs_cap[c] = p->ids_cap[c] = p->vals_cap[c] = p->wts_cap[c] = 0;
         }
         p->slots = nc;
     }
@@ -136,6 +145,7 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
         f->width[c] = fc->width;
         f->ids[c].offsets = NULL;
         f->ids[c].ids = NULL;
+        f->ids[c].weights = NULL;
         f->values[c] = NULL;
         if (fc->width == 0) {
             if (grow(&p->offs[c], &p->offs_cap[c], n + 1, sizeof(uint32_t)) ||
@@ -399,7 +409,58 @@ static inline rt_status value_key(const rt_graph *g, size_t i, long input, const
     return st;
 }
 
-/* Vocabulary and hash bucket columns. */
+/* categorical_column_with_identity: value v of instance i -> *id (-1: no
+ * id). As TensorFlow: an integer in [0, num_buckets) is the id; -1 is the
+ * ignore value (dropped); another value takes default_value, or is refused
+ * when the column has none (TF's assert on the bucket index). */
+static rt_status identity_id(const rt_graph *g, const rt_fcol *fc, size_t i, const rt_value *v,
+                             int64_t *id, rt_err *err)
+{
+    if (v->str)
+        return not_a_number(g, i, fc->input, v, err);
+    double x = v->num;
+    if (!(x == floor(x) && fabs(x) < 9.2e18))
+        return rt_err_set(err, RT_ERR_INVALID, "instances[%zu].%s: expected an integer, got %g",
+                          i, input_name(g, fc->input), x);
+    if (x == -1.0)
+        *id = -1;
+    else if (x >= 0.0 && x < (double)fc->num_buckets)
+        *id = (int64_t)x;
+    else if (fc->def->default_id >= 0)
+        *id = fc->def->default_id;
+    else
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "instances[%zu].%s: %lld is out of range [0, %lld) of "
+                          "categorical_column_with_identity %s, which has no default_value",
+                          i, input_name(g, fc->input), (long long)x,
+                          (long long)fc->num_buckets, fc->def->name);
+    return RT_OK;
+}
+
+/* The id value k of a keyed column's input gets (-1: none), as that
+ * column's own transform computes it (identity, vocabulary, hash). */
+#if defined(__GNUC__)
+__attribute__((always_inline)) /* the vocabulary transform's inner loop */
+#endif
+static inline rt_status keyed_id(const rt_graph *g, const rt_fcol *src, size_t i,
+                                 const rt_value *v, const rt_skey *keys, size_t k, int64_t *id,
+                                 rt_err *err)
+{
+    if (src->type == PREDICTD__COLUMN_TYPE__IDENTITY)
+        return identity_id(g, src, i, &v[k], id, err);
+    char buf[40];
+    const char *s;
+    size_t len;
+    uint64_t fp;
+    rt_status st = value_key(g, i, src->input, v, keys, k, buf, &s, &len, &fp, err);
+    if (st)
+        return st;
+    *id = ignored_value(g, src->input, &v[k], len) ? -1 : lookup_id(src, s, len, fp);
+    return RT_OK;
+}
+
+/* Vocabulary, identity and hash bucket columns: an id per value of the
+ * raw input (keyed_id). */
 rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                            rt_err *err)
 {
@@ -414,15 +475,9 @@ rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f,
         if (st)
             return st;
         for (size_t k = 0; k < n; k++) {
-            char buf[40];
-            const char *s;
-            size_t len;
-            uint64_t fp;
-            if ((st = value_key(g, i, fc->input, v, keys, k, buf, &s, &len, &fp, err)))
+            int64_t id;
+            if ((st = keyed_id(g, fc, i, v, keys, k, &id, err)))
                 return st;
-            if (ignored_value(g, fc->input, &v[k], len))
-                continue;
-            int64_t id = lookup_id(fc, s, len, fp);
             if (id < 0)
                 continue; /* TensorFlow's -1: pruned by linear, embedding, indicator */
             if ((st = push_id(f, c, &cnt, id, err)))
@@ -433,13 +488,72 @@ rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f,
     return RT_OK;
 }
 
+/* weighted_categorical_column: its categorical column's ids, each with the
+ * weight input's value at the same position (TensorFlow pairs the two
+ * tensors by index). A value that gives no id drops its weight; a zero
+ * weight drops its id (TF's _to_sparse_input_and_drop_ignore_values with
+ * 0.0). The weights must be as many as the values. */
+rt_status rt_fc_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                             rt_err *err)
+{
+    const rt_fcol *fc = &g->fcols[c];
+    const rt_fcol *src = &g->fcols[fc->source];
+    const rt_ids *sids = &f->ids[fc->source];
+    feat_priv *p = f->priv;
+    bool bucketized = src->type == PREDICTD__COLUMN_TYPE__BUCKETIZED;
+    long key_input = bucketized ? g->fcols[src->source].input : src->input;
+    size_t cnt = 0;
+    rt_status st;
+    for (size_t i = 0; i < f->n; i++) {
+        rt_value dflt, wdflt;
+        const rt_value *v = NULL, *wv = NULL;
+        size_t n = 0, wn = 0;
+        const rt_skey *keys = NULL, *wkeys = NULL;
+        if (bucketized)
+            n = sids->offsets[i + 1] - sids->offsets[i]; /* one id per value */
+        else if ((st = get_cell(g, b, i, src->input, &dflt, &v, &n, &keys, err)))
+            return st;
+        if (n > 0 && (st = get_cell(g, b, i, fc->input, &wdflt, &wv, &wn, &wkeys, err)))
+            return st;
+        if (wn != n)
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "instances[%zu].%s: %zu weight%s for %zu value%s of %s "
+                              "(weighted_categorical_column %s takes one weight per value)",
+                              i, input_name(g, fc->input), wn, wn == 1 ? "" : "s", n,
+                              n == 1 ? "" : "s", input_name(g, key_input), fc->def->name);
+        for (size_t k = 0; k < n; k++) {
+            if (wv[k].str)
+                return not_a_number(g, i, fc->input, &wv[k], err);
+            float x = to_float(wv[k].num);
+            int64_t id;
+            if (bucketized)
+                id = sids->ids[sids->offsets[i] + k];
+            else if ((st = keyed_id(g, src, i, v, keys, k, &id, err)))
+                return st;
+            if (id < 0 || x == 0.0f)
+                continue;
+            if ((st = push_id(f, c, &cnt, id, err)))
+                return st;
+            if (grow(&p->wts[c], &p->wts_cap[c], cnt, sizeof(float)))
+                return NOMEM(err);
+            p->wts[c][cnt - 1] = x;
+        }
+        f->ids[c].offsets[i + 1] = (uint32_t)cnt;
+    }
+    if (grow(&p->wts[c], &p->wts_cap[c], cnt + 1, sizeof(float)))
+        return NOMEM(err);
+    f->ids[c].weights = p->wts[c];
+    return RT_OK;
+}
+
 /* Part hashes of one crossed key for instance i, appended to p->cross. */
 static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f,
                             const rt_fcol *fc, size_t part, size_t i, size_t *at, rt_err *err)
 {
     feat_priv *p = f->priv;
     long col = fc->cross_col[part];
-    if (col >= 0 && g->fcols[col].type != PREDICTD__COLUMN_TYPE__BUCKETIZED) {
+    if (col >= 0 && (g->fcols[col].type == PREDICTD__COLUMN_TYPE__VOCABULARY_LIST ||
+                     g->fcols[col].type == PREDICTD__COLUMN_TYPE__VOCABULARY_FILE)) {
         /* A vocabulary column: its ids again, with TensorFlow's -1 for a
          * miss kept (crossed as 0xffffffffffffffff, as TensorFlow does). */
         const rt_fcol *src = &g->fcols[col];
@@ -564,33 +678,45 @@ rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f,
     (void)err;
     const rt_fcol *fc = &g->fcols[c];
     const rt_ids *src = &f->ids[fc->source];
+    const float *wt = src->weights; /* NULL: every id weighs 1 */
+    bool indicator = fc->type == PREDICTD__COLUMN_TYPE__INDICATOR;
     size_t w = fc->width;
     int64_t buckets = g->fcols[fc->source].num_buckets;
     for (size_t i = 0; i < f->n; i++) {
         float *out = &f->values[c][i * w];
         memset(out, 0, w * sizeof(float));
         uint32_t s = src->offsets[i], e = src->offsets[i + 1];
-        size_t count = 0;
+        float sum = 0.0f, squares = 0.0f; /* of the weights used */
         for (uint32_t k = s; k < e; k++) {
             int64_t id = src->ids[k];
             if (id < 0 || id >= buckets)
                 continue;
-            count++;
-            if (fc->type == PREDICTD__COLUMN_TYPE__INDICATOR) {
-                out[id] += 1.0f;
-            } else if (fc->embedding) {
+            float x = wt ? wt[k] : 1.0f;
+            if (indicator) {
+                out[id] += x; /* every weight, as TensorFlow's scatter_nd */
+                continue;
+            }
+            if (!(x > 0.0f))
+                continue; /* safe_embedding_lookup_sparse prunes weights <= 0 */
+            sum += x;
+            squares += x * x;
+            if (fc->embedding) {
                 const float *row = &fc->embedding[(size_t)id * w];
-                for (size_t j = 0; j < w; j++)
-                    out[j] += row[j];
+                if (wt)
+                    for (size_t j = 0; j < w; j++)
+                        out[j] += x * row[j];
+                else
+                    for (size_t j = 0; j < w; j++)
+                        out[j] += row[j];
             }
         }
-        if (fc->type != PREDICTD__COLUMN_TYPE__EMBEDDING || count == 0)
+        if (indicator || sum == 0.0f)
             continue;
         float scale = 1.0f;
         if (fc->def->combiner == PREDICTD__COMBINER__COMBINER_MEAN)
-            scale = 1.0f / (float)count;
+            scale = 1.0f / sum;
         else if (fc->def->combiner == PREDICTD__COMBINER__COMBINER_SQRTN)
-            scale = 1.0f / sqrtf((float)count);
+            scale = 1.0f / sqrtf(squares);
         if (scale != 1.0f)
             for (size_t j = 0; j < w; j++)
                 out[j] *= scale;

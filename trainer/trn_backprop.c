@@ -27,16 +27,19 @@ static inline void touch(tparam *p, uint64_t r)
     }
 }
 
-/* grad rows of ids += dlogits rows. */
+/* grad rows of ids += dlogits rows, times the ids' weights when they have
+ * some (prune: only weights > 0, as rt_forward's linear part). */
 static rt_status ids_grad(tparam *p, const rt_ids *ids, size_t n, const float *dl, size_t ld,
-                          rt_err *err)
+                          bool prune, rt_err *err)
 {
     if (!ids || !ids->offsets)
         return rt_err_set(err, RT_ERR_INVALID, "backprop %s: no ids", p->name);
+    const float *wt = ids->weights;
     for (size_t i = 0; i < n; i++) {
         for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++) {
             int64_t id = ids->ids[k];
-            if (id < 0)
+            float x = wt ? wt[k] : 1.0f; /* x * dl: exact for 1 */
+            if (id < 0 || (prune && !(x > 0.0f)))
                 continue;
             if ((uint64_t)id >= p->rows)
                 return rt_err_set(err, RT_ERR_INVALID, "backprop %s: id %lld out of range",
@@ -44,7 +47,7 @@ static rt_status ids_grad(tparam *p, const rt_ids *ids, size_t n, const float *d
             touch(p, (uint64_t)id);
             float *g = p->grad + (size_t)id * ld;
             for (size_t j = 0; j < ld; j++)
-                g[j] += dl[i * ld + j];
+                g[j] += x * dl[i * ld + j];
         }
     }
     return RT_OK;
@@ -92,7 +95,7 @@ static long emb_of_fc(const trn_model *m, size_t fc)
 /* A categorical column's weights: the rows of its ids. */
 rt_status trn_grad_linear_ids(trn_model *m, const lin_col *lc, size_t n, rt_err *err)
 {
-    return ids_grad(&m->p[lc->param], &m->f.ids[lc->fc], n, m->dlogits, m->ld, err);
+    return ids_grad(&m->p[lc->param], &m->f.ids[lc->fc], n, m->dlogits, m->ld, true, err);
 }
 
 /* A dense column's weights: its values times d loss / d logits (and, for a
@@ -132,7 +135,7 @@ rt_status trn_grad_linear_src_ids(trn_model *m, const lin_col *lc, size_t n, rt_
 {
     if (!m->f.ids || !m->f.ids[lc->src].offsets)
         return trn_grad_linear_dense(m, lc, n, err);
-    return ids_grad(&m->p[lc->param], &m->f.ids[lc->src], n, m->dlogits, m->ld, err);
+    return ids_grad(&m->p[lc->param], &m->f.ids[lc->src], n, m->dlogits, m->ld, false, err);
 }
 
 static rt_status linear_backprop(trn_model *m, size_t n, rt_err *err)
@@ -340,7 +343,9 @@ static rt_status dnn_backprop(trn_model *m, size_t n, rt_err *err)
 }
 
 /* An embedding table: d loss / d the column's values (emb_grad_in) spread
- * over the rows of its source's ids by the combiner. */
+ * over the rows of its source's ids by the combiner, each row's share times
+ * its id's weight (weights > 0 only, as rt_transform). A shared table gets
+ * the sum of its users' gradients: each user adds into the same buffer. */
 rt_status trn_grad_table(trn_model *m, const emb_col *ec, size_t n, rt_err *err)
 {
     tparam *p = &m->p[ec->param];
@@ -348,30 +353,37 @@ rt_status trn_grad_table(trn_model *m, const emb_col *ec, size_t n, rt_err *err)
     if (!ids->offsets)
         return rt_err_set(err, RT_ERR_INVALID, "backprop %s: source has no ids", p->name);
     const float *gin = m->emb_grad_in[ec - m->emb];
+    const float *wt = ids->weights;
     size_t w = ec->dim;
     for (size_t i = 0; i < n; i++) {
-        size_t cnt = 0;
-        for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++)
-            if (ids->ids[k] >= 0)
-                cnt++;
-        if (cnt == 0)
+        float sum = 0.0f, squares = 0.0f;
+        for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++) {
+            float x = wt ? wt[k] : 1.0f;
+            if (ids->ids[k] >= 0 && x > 0.0f) {
+                sum += x;
+                squares += x * x;
+            }
+        }
+        if (sum == 0.0f)
             continue;
         float scale = 1.0f;
         if (ec->combiner == PREDICTD__COMBINER__COMBINER_MEAN)
-            scale = 1.0f / (float)cnt;
+            scale = 1.0f / sum;
         else if (ec->combiner == PREDICTD__COMBINER__COMBINER_SQRTN)
-            scale = 1.0f / sqrtf((float)cnt);
+            scale = 1.0f / sqrtf(squares);
         for (uint32_t k = ids->offsets[i]; k < ids->offsets[i + 1]; k++) {
             int64_t id = ids->ids[k];
-            if (id < 0)
+            float x = wt ? wt[k] : 1.0f;
+            if (id < 0 || !(x > 0.0f))
                 continue;
             if ((uint64_t)id >= p->rows)
                 return rt_err_set(err, RT_ERR_INVALID, "backprop %s: id %lld out of range",
                                   p->name, (long long)id);
             touch(p, (uint64_t)id);
             float *g = p->grad + (size_t)id * w;
+            float sx = wt ? scale * x : scale;
             for (size_t j = 0; j < w; j++)
-                g[j] += scale * gin[i * w + j];
+                g[j] += sx * gin[i * w + j];
         }
     }
     return RT_OK;

@@ -865,7 +865,8 @@ rt_status trn_spec_apply_overrides(cJSON *spec, const trn_overrides *o, rt_err *
         cJSON_ArrayForEach(it, fc)
         {
             cJSON *t = cJSON_GetObjectItemCaseSensitive(it, "type");
-            if (cJSON_IsString(t) && strcmp(t->valuestring, "embedding_column") == 0 &&
+            if (cJSON_IsString(t) && (strcmp(t->valuestring, "embedding_column") == 0 ||
+                                      strcmp(t->valuestring, "shared_embedding_columns") == 0) &&
                 (st = set_num(it, "dimension", (double)o->embedding_size, err)))
                 return st;
         }

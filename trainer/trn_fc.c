@@ -23,6 +23,9 @@ static const trn_fc_grad rows[] = {
     {.type = PREDICTD__COLUMN_TYPE__INDICATOR,
      .via_source = 1,
      .linear = trn_grad_linear_src_ids},
+    {.type = PREDICTD__COLUMN_TYPE__IDENTITY, .linear = trn_grad_linear_ids},
+    {.type = PREDICTD__COLUMN_TYPE__WEIGHTED, .linear = trn_grad_linear_ids},
+    {.type = PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING, .table = trn_grad_table},
 };
 
 const trn_fc_grad *trn_fc_grad_of(Predictd__ColumnType t)

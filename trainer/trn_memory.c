@@ -150,7 +150,10 @@ rt_status trn_memory_estimate(const Predictd__ModelDef *def, const trn_config *c
     for (size_t i = 0; i < gr->n_embeddings; i++) {
         const rt_tensor_spec *t = spec_named(ts, nt, gr->embeddings[i]->tensor);
         long fc = fc_find(def, gr->embeddings[i]->column);
-        if (!t || fc < 0)
+        bool counted = false; /* a shared table, counted with its first user */
+        for (size_t k = 0; k < i; k++)
+            counted |= strcmp(gr->embeddings[k]->tensor, gr->embeddings[i]->tensor) == 0;
+        if (!t || fc < 0 || counted)
             continue;
         if (t->shape[0] >= t->shape[1]) {
             column_key(def, fc, t->shape[0], key, what);

@@ -99,7 +99,7 @@ static void tiny_init(tiny *t)
     t->offsets[2] = 2;
     t->idv[0] = 0;
     t->idv[1] = 2;
-    t->ids[0] = (rt_ids){t->offsets, t->idv};
+    t->ids[0] = (rt_ids){t->offsets, t->idv, NULL};
     t->x[0] = 1;
     t->x[1] = 2;
     t->x[2] = -1;

@@ -899,6 +899,225 @@ static void test_census_instance(void **state)
     free(inst);
 }
 
+/* --------------------------- identity, weighted and shared embeddings */
+
+static const char *KINDS_SPEC =
+    "{\"columns\": [{\"name\": \"k\", \"type\": \"int\"}, {\"name\": \"v\", \"type\": \"float\"},"
+    " {\"name\": \"city\", \"type\": \"string\"}, {\"name\": \"w\", \"type\": \"float\"},"
+    " {\"name\": \"y\", \"type\": \"float\"}],"
+    " \"label\": {\"column\": \"y\"},"
+    " \"feature_columns\": ["
+    "  {\"type\": \"categorical_column_with_identity\", \"key\": \"k\", \"num_buckets\": 4},"
+    "  {\"type\": \"categorical_column_with_identity\", \"name\": \"kd\", \"key\": \"k\","
+    "   \"num_buckets\": 4, \"default_value\": 3},"
+    "  {\"type\": \"categorical_column_with_vocabulary_list\", \"key\": \"city\","
+    "   \"vocabulary_list\": [\"a\", \"b\", \"c\"]},"
+    "  {\"type\": \"weighted_categorical_column\", \"categorical_column\": \"city\","
+    "   \"weight_feature_key\": \"w\"},"
+    "  {\"type\": \"weighted_categorical_column\", \"categorical_column\": \"kd\","
+    "   \"weight_feature_key\": \"v\"},"
+    "  {\"type\": \"indicator_column\", \"categorical_column\": \"city_weighted_by_w\"},"
+    "  {\"type\": \"shared_embedding_columns\","
+    "   \"categorical_columns\": [\"city_weighted_by_w\", \"city\"], \"dimension\": 2}],"
+    " \"estimator\": {\"type\": \"DNNLinearCombinedRegressor\","
+    "  \"linear_feature_columns\": [\"k\", \"kd\", \"city_weighted_by_w\", \"kd_weighted_by_v\","
+    "   \"city_weighted_by_w_indicator\"],"
+    "  \"dnn_feature_columns\": [\"city_shared_embedding\", \"city_weighted_by_w_shared_embedding\"],"
+    "  \"dnn_hidden_units\": [2]}}";
+enum { K_K, K_KD, K_CITY, K_CITY_W, K_KD_V, K_IND, K_SH_W, K_SH_CITY };
+enum { KI_K, KI_V, KI_CITY, KI_W };
+
+static int setup_kinds(void **state)
+{
+    *state = fixture_from_text(KINDS_SPEC, NULL);
+    return 0;
+}
+
+static void expect_weights(const fixture *fx, size_t c, size_t i, const float *want, size_t n)
+{
+    const rt_ids *r = &fx->f.ids[c];
+    assert_non_null(r->weights);
+    assert_int_equal(r->offsets[i + 1] - r->offsets[i], n);
+    for (size_t j = 0; j < n; j++)
+        expect_near(r->weights[r->offsets[i] + j], want[j]);
+}
+
+static void test_fc_kinds_transform(void **state)
+{
+    fixture *fx = *state;
+    rt_err err = {{0}};
+    /* 0: k 2, v 4, city b, w 0.5 */
+    size_t i = add_bare(fx);
+    push_n(fx, i, KI_K, 2);
+    push_n(fx, i, KI_V, 4);
+    push_s(fx, i, KI_CITY, "b");
+    push_n(fx, i, KI_W, 0.5);
+    /* 1: k -1 (TF's ignore value), v 3, cities a b c with weights 2 -1 0.5 */
+    i = add_bare(fx);
+    push_n(fx, i, KI_K, -1);
+    push_n(fx, i, KI_V, 3);
+    push_s(fx, i, KI_CITY, "a");
+    push_s(fx, i, KI_CITY, "b");
+    push_s(fx, i, KI_CITY, "c");
+    push_n(fx, i, KI_W, 2);
+    push_n(fx, i, KI_W, -1);
+    push_n(fx, i, KI_W, 0.5);
+    /* 2: k 3, city "zz" (no id: its weight goes with it) and "a" with
+     * weight 0 (dropped, as TF drops 0.0) */
+    i = add_bare(fx);
+    push_n(fx, i, KI_K, 3);
+    push_n(fx, i, KI_V, 1);
+    push_s(fx, i, KI_CITY, "zz");
+    push_s(fx, i, KI_CITY, "a");
+    push_s(fx, i, KI_CITY, "c");
+    push_n(fx, i, KI_W, 7);
+    push_n(fx, i, KI_W, 0);
+    push_n(fx, i, KI_W, 1.5);
+    assert_int_equal(rt_transform(fx->g, fx->b, &fx->f, &err), RT_OK);
+    expect_ids(fx, K_K, 0, (int64_t[]){2}, 1);
+    expect_ids(fx, K_K, 1, NULL, 0);
+    expect_ids(fx, K_K, 2, (int64_t[]){3}, 1);
+    expect_ids(fx, K_KD, 1, NULL, 0);
+    assert_null(fx->f.ids[K_CITY].weights);
+    expect_ids(fx, K_CITY_W, 0, (int64_t[]){1}, 1);
+    expect_weights(fx, K_CITY_W, 0, (float[]){0.5f}, 1);
+    expect_ids(fx, K_CITY_W, 1, (int64_t[]){0, 1, 2}, 3);
+    expect_weights(fx, K_CITY_W, 1, (float[]){2, -1, 0.5f}, 3);
+    expect_ids(fx, K_CITY_W, 2, (int64_t[]){2}, 1);
+    expect_weights(fx, K_CITY_W, 2, (float[]){1.5f}, 1);
+    expect_ids(fx, K_KD_V, 0, (int64_t[]){2}, 1);
+    expect_weights(fx, K_KD_V, 0, (float[]){4}, 1);
+    expect_ids(fx, K_KD_V, 1, NULL, 0);
+    /* the indicator carries every weight, negative ones too */
+    const float *ind = fx->f.values[K_IND];
+    float want_ind[3][3] = {{0, 0.5f, 0}, {2, -1, 0.5f}, {0, 0, 1.5f}};
+    for (size_t r = 0; r < 3; r++)
+        for (size_t j = 0; j < 3; j++)
+            expect_near(ind[r * 3 + j], want_ind[r][j]);
+    /* One table for both shared columns (t[k] = k: row r is [2r, 2r+1]);
+     * mean combiner, weighted by the weights > 0: (2 * [0, 1] + 0.5 *
+     * [4, 5]) / 2.5 for instance 1; the unweighted column averages a b c. */
+    assert_true(fx->g->fcols[K_SH_W].embedding == fx->g->fcols[K_SH_CITY].embedding);
+    const float *ew = fx->f.values[K_SH_W], *ec = fx->f.values[K_SH_CITY];
+    expect_near(ew[0], 2), expect_near(ew[1], 3);     /* b alone */
+    expect_near(ew[2], 0.8), expect_near(ew[3], 1.8); /* a (2), c (0.5) */
+    expect_near(ew[4], 4), expect_near(ew[5], 5);     /* c alone */
+    expect_near(ec[2], 2), expect_near(ec[3], 3);     /* mean of a, b, c */
+
+    /* The linear part: weights times the weight values (> 0 only), the
+     * indicator's one-hot with every weight. */
+    float *wc = NULL, *wi = NULL, *wk = NULL;
+    for (size_t l = 0; l < fx->g->n_linear; l++) {
+        size_t c = fx->g->linear_cols[l];
+        float *w = (float *)(uintptr_t)fx->g->linear_w[l];
+        if (c == K_CITY_W)
+            wc = w;
+        else if (c == K_IND)
+            wi = w;
+        else if (c == K_KD_V)
+            wk = w;
+    }
+    assert_true(wc && wi && wk);
+    for (size_t j = 0; j < 4; j++) {
+        if (j < 3) {
+            wc[j] = 10.0f * (float)(j + 1);
+            wi[j] = 100.0f * (float)(j + 1);
+        }
+        wk[j] = (float)(j + 1);
+    }
+    rt_workspace *ws = rt_workspace_new();
+    float logits[3];
+    assert_int_equal(rt_forward(fx->g, &fx->f, ws, logits, &err), RT_OK);
+    expect_near(logits[0], 0.5 * 20 + 0.5 * 200 + 4 * 3);
+    expect_near(logits[1], 2 * 10 + 0.5 * 30 + (2 * 100 - 200 + 0.5 * 300)); /* kd: no id */
+    expect_near(logits[2], 1.5 * 30 + 1.5 * 300 + 1 * 4);
+    rt_workspace_free(ws);
+}
+
+static void test_fc_kinds_errors(void **state)
+{
+    fixture *fx = *state;
+    rt_err err = {{0}};
+    size_t i = add_bare(fx);
+    push_n(fx, i, KI_K, 4);
+    push_n(fx, i, KI_V, 1);
+    push_s(fx, i, KI_CITY, "a");
+    push_n(fx, i, KI_W, 1);
+    assert_int_equal(rt_transform(fx->g, fx->b, &fx->f, &err), RT_ERR_INVALID);
+    assert_string_equal(err.msg, "instances[0].k: 4 is out of range [0, 4) of "
+                                 "categorical_column_with_identity k, which has no "
+                                 "default_value");
+    rt_batch_clear(fx->b);
+    i = add_bare(fx);
+    push_n(fx, i, KI_K, 1.5);
+    assert_int_equal(rt_transform(fx->g, fx->b, &fx->f, &err), RT_ERR_INVALID);
+    assert_string_equal(err.msg, "instances[0].k: expected an integer, got 1.5");
+    rt_batch_clear(fx->b);
+    i = add_bare(fx);
+    push_n(fx, i, KI_K, 1);
+    push_n(fx, i, KI_V, 1);
+    push_s(fx, i, KI_CITY, "a");
+    push_s(fx, i, KI_CITY, "b");
+    push_n(fx, i, KI_W, 1);
+    assert_int_equal(rt_transform(fx->g, fx->b, &fx->f, &err), RT_ERR_INVALID);
+    assert_string_equal(err.msg, "instances[0].w: 1 weight for 2 values of city "
+                                 "(weighted_categorical_column city_weighted_by_w takes one "
+                                 "weight per value)");
+    /* One tensor for the shared table, named after the collection. */
+    rt_tensor_spec *ts = NULL;
+    size_t nt = 0, tables = 0;
+    assert_int_equal(rt_modeldef_tensor_specs(fx->def, &ts, &nt, &err), RT_OK);
+    for (size_t k = 0; k < nt; k++)
+        if (strstr(ts[k].name, "embedding_weights")) {
+            tables++;
+            assert_string_equal(ts[k].name, "dnn/input_from_feature_columns/"
+                                            "city_city_weighted_by_w_shared_embedding/"
+                                            "embedding_weights");
+            assert_true(ts[k].shape[0] == 3 && ts[k].shape[1] == 2);
+        }
+    assert_int_equal(tables, 1);
+    free(ts);
+}
+
+/* Spec refusals of the three kinds, each naming the key. */
+static void test_fc_kinds_spec_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *from, *to, *want;
+    } cases[] = {
+        {"\"key\": \"k\", \"num_buckets\": 4}", "\"key\": \"city\", \"num_buckets\": 4}",
+         "feature_columns[0].key: \"city\" is a string column; "
+         "categorical_column_with_identity needs an int column"},
+        {"\"num_buckets\": 4, \"default_value\": 3}", "\"num_buckets\": 4, \"default_value\": 4}",
+         "feature_columns[1].default_value"},
+        {"\"weight_feature_key\": \"w\"}", "\"weight_feature_key\": \"city\"}",
+         "feature_columns[3].weight_feature_key: \"city\" is a string column"},
+        {"\"categorical_column\": \"kd\",", "\"categorical_column\": \"city_weighted_by_w\",",
+         "feature_columns[4].categorical_column: \"city_weighted_by_w\" must name an identity"},
+        {"[\"city_weighted_by_w\", \"city\"]", "[\"kd\", \"city\"]",
+         "the columns of a shared embedding must be of the same kind"},
+        {"[\"city_weighted_by_w\", \"city\"]", "[\"kd\", \"k\"], \"name\": \"x\"",
+         "feature_columns[6].name: unknown key"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *at = strstr(KINDS_SPEC, cases[c].from);
+        assert_non_null(at);
+        char text[4096];
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - KINDS_SPEC), KINDS_SPEC, cases[c].to,
+                 at + strlen(cases[c].from));
+        cJSON *j = cJSON_Parse(text);
+        assert_non_null(j);
+        Predictd__ModelDef *def = NULL;
+        rt_err err = {{0}};
+        assert_true(rt_spec_to_modeldef(j, NULL, &def, &err) != RT_OK);
+        if (!strstr(err.msg, cases[c].want))
+            print_error("case %zu: \"%s\" lacks \"%s\"\n", c, err.msg, cases[c].want);
+        assert_non_null(strstr(err.msg, cases[c].want));
+        cJSON_Delete(j);
+    }
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -919,6 +1138,9 @@ int main(void)
         T(test_missing_tensor),
         T(test_missing_policies),
         cmocka_unit_test(test_census_instance),
+        cmocka_unit_test_setup_teardown(test_fc_kinds_transform, setup_kinds, teardown),
+        cmocka_unit_test_setup_teardown(test_fc_kinds_errors, setup_kinds, teardown),
+        cmocka_unit_test(test_fc_kinds_spec_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

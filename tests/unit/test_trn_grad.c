@@ -57,6 +57,33 @@ static const char *FEATURES =
     "{\"type\": \"embedding_column\", \"name\": \"color_sqrtn\", \"categorical_column\": \"color\","
     " \"dimension\": 4, \"combiner\": \"sqrtn\"}],";
 
+/* Columns and features for the identity, weighted and shared kinds: an int
+ * k (values -1..4: -1 dropped, 4 out of range -> default 3) and weights w
+ * in [-2, 2] (those <= 0 pruned from the linear part and embeddings, kept
+ * in the indicator); a_b (4 buckets) weighted by w; two shared tables. */
+static const char *KIND_COLUMNS =
+    "\"columns\": [{\"name\": \"a\", \"type\": \"float\", \"default\": 0},"
+    "{\"name\": \"k\", \"type\": \"int\", \"default\": 0},"
+    "{\"name\": \"w\", \"type\": \"float\", \"default\": 1},"
+    "{\"name\": \"y\", \"type\": \"string\", \"default\": \"\"}],";
+static const char *KIND_FEATURES =
+    "\"feature_columns\": ["
+    "{\"type\": \"numeric_column\", \"key\": \"a\"},"
+    "{\"type\": \"bucketized_column\", \"name\": \"a_b\", \"source\": \"a\","
+    " \"boundaries\": [-1, 0, 1]},"
+    "{\"type\": \"categorical_column_with_identity\", \"key\": \"k\", \"num_buckets\": 4,"
+    " \"default_value\": 3},"
+    "{\"type\": \"weighted_categorical_column\", \"categorical_column\": \"k\","
+    " \"weight_feature_key\": \"w\"},"
+    "{\"type\": \"weighted_categorical_column\", \"categorical_column\": \"a_b\","
+    " \"weight_feature_key\": \"w\"},"
+    "{\"type\": \"indicator_column\", \"categorical_column\": \"k_weighted_by_w\"},"
+    "{\"type\": \"shared_embedding_columns\", \"categorical_columns\": [\"k\","
+    " \"k_weighted_by_w\"], \"dimension\": 3},"
+    "{\"type\": \"shared_embedding_columns\", \"categorical_columns\": [\"a_b\","
+    " \"a_b_weighted_by_w\"], \"dimension\": 2, \"combiner\": \"sqrtn\","
+    " \"shared_embedding_collection_name\": \"ab_shared\"}],";
+
 /* Builds a spec from the shared columns/features and an estimator. */
 static cJSON *make_spec(int regression, const char *label, const char *estimator)
 {
@@ -118,6 +145,7 @@ static void build_rows(fixture *fx, cJSON *spec, uint64_t seed, size_t lo, size_
             v.data[k] = (float)(trn_rng_uniform(&r) - 0.5);
     }
     const rt_graph *g = trn_model_graph(fx->m);
+    long k_input = rt_graph_find_input(g, "k", 1);
     fx->b = rt_batch_new(g);
     assert_non_null(fx->b);
     size_t nclass = fx->def->head->n_classes;
@@ -129,6 +157,8 @@ static void build_rows(fixture *fx, cJSON *spec, uint64_t seed, size_t lo, size_
         for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
             if (rt_graph_input_dtype(g, in) == PREDICTD__DTYPE__DT_FLOAT) {
                 double x = 4.0 * trn_rng_uniform(&r) - 2.0;
+                if ((long)in == k_input) /* identity ids: -1..4 */
+                    x = (double)trn_rng_below(&r, 6) - 1.0;
                 if (keep)
                     assert_int_equal(rt_batch_push_num(fx->b, idx, in, x), RT_OK);
             } else {
@@ -299,6 +329,36 @@ static void test_wide_deep_binary_elu(void **state)
 
 /* A wrong gradient must fail the check: scale one tensor's gradient and
  * confirm the comparison notices (guards against a vacuous test). */
+/* Identity, weighted (linear, indicator, embeddings with mean and sqrtn)
+ * and shared tables (the gradients of both users summed into one tensor). */
+static void test_fc_kinds_gradients(void **state)
+{
+    (void)state;
+    char buf[8192];
+    snprintf(buf, sizeof buf,
+             "{%s \"label\": %s, %s \"estimator\": {\"type\": \"DNNLinearCombinedClassifier\","
+             " \"linear_feature_columns\": [\"k\", \"k_weighted_by_w\", \"a_b_weighted_by_w\","
+             " \"k_weighted_by_w_indicator\"], \"dnn_feature_columns\": [\"k_shared_embedding\","
+             " \"k_weighted_by_w_shared_embedding\", \"a_b_shared_embedding\","
+             " \"a_b_weighted_by_w_shared_embedding\", \"k_weighted_by_w_indicator\"],"
+             " \"dnn_hidden_units\": [5], \"dnn_activation_fn\": \"tanh\"}}",
+             KIND_COLUMNS, BIN_LABEL, KIND_FEATURES);
+    cJSON *spec = cJSON_Parse(buf);
+    assert_non_null(spec);
+    fixture fx;
+    build(&fx, spec, 29);
+    /* two tables, not four */
+    size_t tables = 0;
+    for (size_t i = 0; i < trn_model_num_params(fx.m); i++) {
+        trn_param_view v;
+        trn_model_param(fx.m, i, &v);
+        tables += strstr(v.name, "embedding_weights") != NULL;
+    }
+    assert_int_equal(tables, 2);
+    assert_true(check_gradients(&fx, 1e-2, 2e-4, 1e-2) > 10);
+    fixture_free(&fx);
+}
+
 static void test_check_detects_wrong_gradient(void **state)
 {
     (void)state;
@@ -565,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_dnn_binary_sigmoid),
         cmocka_unit_test(test_wide_deep_regression_relu),
         cmocka_unit_test(test_wide_deep_binary_elu),
+        cmocka_unit_test(test_fc_kinds_gradients),
         cmocka_unit_test(test_check_detects_wrong_gradient),
         cmocka_unit_test(test_dropout_gradients),
         cmocka_unit_test(test_dist_reduce_equals_whole_batch),
