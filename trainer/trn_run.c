@@ -864,8 +864,9 @@ static rt_status interrupted(const run *R, trn_dist *dist, int sig, rt_err *err)
  * then one tree is a step: global_step counts the trees. Checkpoints (the
  * ensemble so far) every save_checkpoints_steps trees or
  * save_checkpoints_secs, evaluation after a checkpoint once throttle_secs
- * passed, SIGINT/SIGTERM after the current tree with a checkpoint, as the
- * other estimators. *sig receives the signal that stopped the run, 0 else.
+ * passed, SIGINT/SIGTERM after the current tree with a checkpoint, the
+ * early-stopping hooks after each tree but the last, as the other
+ * estimators. *sig receives the signal that stopped the run, 0 else.
  */
 static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
 {
@@ -909,11 +910,12 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
         }
         m->step++;
         /* rank 0's clocks and any rank's stop signal decide for all */
-        double flags[3] = {is_chief(c) && c->save_checkpoints_secs > 0 &&
+        double flags[4] = {is_chief(c) && c->save_checkpoints_secs > 0 &&
                                now_s() - last_ckpt >= c->save_checkpoints_secs,
                            is_chief(c) && now_s() - last_eval >= c->throttle_secs,
-                           masked && stop_pending() ? 1.0 : 0.0};
-        if ((st = trn_dist_sum(dist, flags, 3, err)))
+                           masked && stop_pending() ? 1.0 : 0.0,
+                           is_chief(c) && trn_early_stop_secs_due(R->es, now_s())};
+        if ((st = trn_dist_sum(dist, flags, 4, err)))
             goto out;
         if (m->step % every == 0 || m->step == last)
             logf_(c, "tree %lld of %lld: loss = %.6g (training set), %.2fs", (long long)m->step,
@@ -940,6 +942,12 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
                 last_eval = now_s();
             }
         }
+        /* the hooks as in the other loop: after the tree's checkpoint and
+         * evaluation; the tree that reached the stop step is kept */
+        if (R->es && m->step < last && (st = early_stop(R, dist, m->step, flags[3] > 0, err)))
+            goto out;
+        if (R->stopped_early)
+            break;
     }
     double el = now_s() - t1, cpu = thread_cpu_s() - cpu1;
     logf_(c, "grew %lld trees from %.0f examples in %.2fs, cpu %.2fs (%.0f examples/s per "
@@ -993,11 +1001,6 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     R.spec = spec;
     R.c = &c;
     R.last_ml_step = -1;
-    if (R.def->graph->trees && c.n_hooks > 0) {
-        st = rt_err_set(err, RT_ERR_UNSUPPORTED, "train.hooks: early stopping is not "
-                        "implemented for %s (n_trees bounds the run)", R.def->graph->estimator);
-        goto out;
-    }
     if ((st = trn_early_stop_new(&c, &R.es, err)))
         goto out;
     R.spec_json = cJSON_PrintUnformatted(spec);
