@@ -28,12 +28,28 @@ static double now_s(void)
     return rt_seconds(0);
 }
 
-/* CPU seconds of the calling thread (speed figures on a shared machine). */
-static double thread_cpu_s(void)
+/* CPU seconds of the whole process (every thread) or of the calling thread. */
+static double cpu_s(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    if (clock_gettime(clock, &ts) != 0)
+        return 0.0;
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* OpenBLAS's pthread build starts a pool of worker threads when it loads;
+ * an idle worker spins (sched_yield) for about 2^28 cycles before it
+ * sleeps: ~0.1 s of the other core in every trainer process, which computes
+ * on one thread. So after choosing one thread the pool is stopped with
+ * blas_thread_shutdown_, what OpenBLAS's own fork handler calls (a weak
+ * reference: absent from other BLAS builds, then nothing happens). */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+static void blas_one_thread(void)
+{
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_)
+        blas_thread_shutdown_();
 }
 
 static int is_chief(const trn_config *c)
@@ -902,7 +918,7 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
     int64_t start = m->step, last_ckpt_step = m->step;
     int64_t last = trees_target(c);
     int64_t every = last >= 10 ? last / 10 : 1;
-    double last_ckpt = now_s(), last_eval = now_s(), t1 = now_s(), cpu1 = thread_cpu_s();
+    double last_ckpt = now_s(), last_eval = now_s(), t1 = now_s(), cpu1 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
     while (m->step < last) {
         if ((st = trn_gbdt_step(bo, err))) {
             rt_err_prefix(err, "tree %lld", (long long)m->step);
@@ -949,7 +965,7 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
         if (R->stopped_early)
             break;
     }
-    double el = now_s() - t1, cpu = thread_cpu_s() - cpu1;
+    double el = now_s() - t1, cpu = cpu_s(CLOCK_THREAD_CPUTIME_ID) - cpu1;
     logf_(c, "grew %lld trees from %.0f examples in %.2fs, cpu %.2fs (%.0f examples/s per "
           "tree and cpu second)", (long long)(m->step - start), nall, el, cpu,
           cpu > 0 ? nall * (double)(m->step - start) / cpu : 0.0);
@@ -990,7 +1006,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         memset(final, 0, sizeof *final);
     if (c.stop_signal)
         *c.stop_signal = 0;
-    openblas_set_num_threads(1);
+    blas_one_thread();
     if ((st = rt_spec_to_modeldef(spec, mine, &R.def, err)))
         goto out;
     if ((st = trn_config_resolve(&c, R.def, err)))
@@ -1132,6 +1148,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         if (!is_chief(&c))
             pg.mode = TRN_PROGRESS_QUIET;
         pg.t0 = pg.last = now_s();
+        double cpu0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), tcpu0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
         pg.step0 = R.m->step;
         pg.efrac0 = epoch_fraction(rd, c.num_epochs);
         pg.batch = c.batch_size;
@@ -1258,11 +1275,16 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         if (R.m->step > start_step || sig) {
             progress_show(&pg, R.m->step, c.max_steps, epoch_fraction(rd, c.num_epochs), 1);
             double el = now_s() - pg.t0;
+            double cpu = cpu_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+            double tcpu = cpu_s(CLOCK_THREAD_CPUTIME_ID) - tcpu0;
             trn_reader_stats rs;
             trn_reader_get_stats(rd, &rs);
             logf_(&c, "trained %lld steps, %llu examples in %.2fs (%.0f examples/s), %lld "
-                  "epochs", (long long)(R.m->step - pg.step0), (unsigned long long)examples, el,
-                  el > 0 ? (double)examples / el : 0.0, (long long)(epochs + rs.epochs));
+                  "epochs; CPU %.2fs (%.0f examples per CPU-second; training thread %.2fs, "
+                  "other threads %.2fs)", (long long)(R.m->step - pg.step0),
+                  (unsigned long long)examples, el, el > 0 ? (double)examples / el : 0.0,
+                  (long long)(epochs + rs.epochs), cpu, cpu > 0 ? (double)examples / cpu : 0.0,
+                  tcpu, cpu - tcpu);
             if (dist) {
                 trn_dist_timing tm;
                 trn_dist_stats(dist, &tm);
