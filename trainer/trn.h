@@ -527,6 +527,23 @@ size_t trn_model_slots(const trn_model *m, size_t i, float **slots);
 rt_status trn_ckpt_save(const trn_model *m, const char *job_dir, int keep_max, rt_err *err);
 
 /*
+ * The same in the background (the training loop's checkpoints):
+ * trn_ckpt_save_async copies m's state into the writer's image of the file
+ * (the exact bytes trn_ckpt_save writes) and returns while a thread writes,
+ * fsyncs and renames it; the training thread goes on at once. It first waits
+ * for the writer's previous save and returns that save's error, if any,
+ * starting nothing. trn_ckpt_wait waits for the save in flight and returns
+ * its status (the file is then on disk). trn_ckpt_writer_free waits too.
+ * A writer belongs to one thread at a time; NULL from _new: out of memory.
+ */
+typedef struct trn_ckpt_writer trn_ckpt_writer;
+trn_ckpt_writer *trn_ckpt_writer_new(void);
+rt_status trn_ckpt_save_async(trn_ckpt_writer *w, const trn_model *m, const char *job_dir,
+                              int keep_max, rt_err *err);
+rt_status trn_ckpt_wait(trn_ckpt_writer *w, rt_err *err);
+void trn_ckpt_writer_free(trn_ckpt_writer *w);
+
+/*
  * Loads the newest valid checkpoint of job_dir into m (a damaged newest one
  * is skipped with a warning in warn, when not NULL). RT_ERR_NOTFOUND when
  * there is none; RT_ERR_FORMAT when a checkpoint does not match the model.

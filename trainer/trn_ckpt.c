@@ -13,6 +13,10 @@
  * final name and the directory fsynced: a kill -9 at any moment leaves
  * either the previous set of checkpoints or the new one, never half a file
  * under a checkpoint name (and a damaged file fails its CRC and is skipped).
+ * The training loop's checkpoints are written in the background
+ * (trn_ckpt_save_async): the file's bytes are copied from the model in the
+ * training thread, and a thread of their own writes, fsyncs and renames
+ * them while training goes on (about 30 ms of a census step's time each).
  */
 #include "trn_internal.h"
 
@@ -21,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,47 +37,6 @@
 #define CKPT_VERSION 1u
 #define CKPT_PREFIX "model.ckpt-"
 #define CKPT_MAX_BYTES ((size_t)1 << 40) /* far above any model the trainer holds */
-
-/* Buffered writer that keeps a running CRC. */
-typedef struct wr {
-    int fd;
-    uint32_t crc;
-    unsigned char buf[1 << 16];
-    size_t len;
-    int failed;
-} wr;
-
-static void wr_flush(wr *w)
-{
-    size_t off = 0;
-    while (off < w->len && !w->failed) {
-        ssize_t k = write(w->fd, w->buf + off, w->len - off);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            w->failed = errno ? errno : EIO;
-            break;
-        }
-        off += (size_t)k;
-    }
-    w->len = 0;
-}
-
-static void wr_put(wr *w, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    w->crc = rt_crc32c(w->crc, p, n);
-    while (n > 0 && !w->failed) {
-        size_t room = sizeof w->buf - w->len;
-        size_t k = n < room ? n : room;
-        memcpy(w->buf + w->len, s, k);
-        w->len += k;
-        s += k;
-        n -= k;
-        if (w->len == sizeof w->buf)
-            wr_flush(w);
-    }
-}
 
 static rt_status fsync_dir(const char *dir, rt_err *err)
 {
@@ -251,10 +215,59 @@ static void remove_temps(const char *job_dir)
     closedir(d);
 }
 
-rt_status trn_ckpt_save(const trn_model *m, const char *job_dir, int keep_max, rt_err *err)
+/* Bytes of m's checkpoint file. */
+static size_t image_size(const trn_model *m)
+{
+    size_t len = 24 + 4;
+    for (size_t i = 0; i < m->n_params; i++) {
+        const tparam *p = &m->p[i];
+        len += 4 + strlen(p->name) + 12 + (size_t)p->count * sizeof(float) * (1 + p->n_slots);
+    }
+    if (m->trees)
+        len += 8 + predictd__tree_ensemble__get_packed_size(m->trees);
+    return len;
+}
+
+static unsigned char *put(unsigned char *o, const void *p, size_t n)
+{
+    memcpy(o, p, n);
+    return o + n;
+}
+
+/* m's checkpoint file into img (image_size bytes), all but the CRC. */
+static void image_fill(const trn_model *m, unsigned char *img)
+{
+    uint32_t ver = CKPT_VERSION, cnt = (uint32_t)m->n_params;
+    int64_t step = m->step;
+    unsigned char *o = put(img, CKPT_MAGIC, 8);
+    o = put(o, &ver, 4);
+    o = put(o, &cnt, 4);
+    o = put(o, &step, 8);
+    for (size_t i = 0; i < m->n_params; i++) {
+        const tparam *p = &m->p[i];
+        uint32_t nl = (uint32_t)strlen(p->name), ns = (uint32_t)p->n_slots;
+        uint64_t c = p->count;
+        o = put(o, &nl, 4);
+        o = put(o, p->name, nl);
+        o = put(o, &c, 8);
+        o = put(o, &ns, 4);
+        o = put(o, p->data, c * sizeof(float));
+        for (size_t k = 0; k < p->n_slots; k++)
+            o = put(o, p->slot[k], c * sizeof(float));
+    }
+    if (m->trees) {
+        uint64_t tl = predictd__tree_ensemble__get_packed_size(m->trees);
+        o = put(o, &tl, 8);
+        predictd__tree_ensemble__pack(m->trees, o);
+    }
+}
+
+/* Writes the image of step's checkpoint (its CRC computed here) through a
+ * temporary file, fsync and rename; fsyncs the directory; keeps keep_max. */
+static rt_status write_image(const char *job_dir, int64_t step, int keep_max,
+                             unsigned char *img, size_t len, rt_err *err)
 {
     char tmp[4096], fin[4096];
-    int64_t step = m->step;
     if (mkdir(job_dir, 0755) != 0 && errno != EEXIST)
         return rt_err_set(err, RT_ERR_IO, "%s: %s", job_dir, strerror(errno));
     remove_temps(job_dir);
@@ -263,67 +276,40 @@ rt_status trn_ckpt_save(const trn_model *m, const char *job_dir, int keep_max, r
         snprintf(fin, sizeof fin, "%s/" CKPT_PREFIX "%lld", job_dir, (long long)step) >=
             (int)sizeof fin)
         return rt_err_set(err, RT_ERR_LIMIT, "%s: path too long", job_dir);
-    wr *w = calloc(1, sizeof *w);
-    if (!w)
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    uint32_t crc = rt_crc32c(0, img, len - 4);
+    memcpy(img + len - 4, &crc, 4);
     rt_status st = RT_OK;
-    w->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w->fd < 0) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    uint32_t ver = CKPT_VERSION, cnt = (uint32_t)m->n_params;
-    wr_put(w, CKPT_MAGIC, 8);
-    wr_put(w, &ver, 4);
-    wr_put(w, &cnt, 4);
-    wr_put(w, &step, 8);
-    for (size_t i = 0; i < m->n_params; i++) {
-        const tparam *p = &m->p[i];
-        uint32_t nl = (uint32_t)strlen(p->name), ns = (uint32_t)p->n_slots;
-        uint64_t c = p->count;
-        wr_put(w, &nl, 4);
-        wr_put(w, p->name, nl);
-        wr_put(w, &c, 8);
-        wr_put(w, &ns, 4);
-        wr_put(w, p->data, c * sizeof(float));
-        for (size_t s = 0; s < p->n_slots; s++)
-            wr_put(w, p->slot[s], c * sizeof(float));
-    }
-    if (m->trees) {
-        uint64_t tl = predictd__tree_ensemble__get_packed_size(m->trees);
-        uint8_t *tb = malloc(tl ? (size_t)tl : 1);
-        if (!tb) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return rt_err_set(err, RT_ERR_IO, "%s: %s", tmp, strerror(errno));
+    for (size_t off = 0; off < len;) {
+        size_t chunk = len - off < ((size_t)1 << 30) ? len - off : ((size_t)1 << 30);
+        ssize_t k = write(fd, img + off, chunk);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            st = rt_err_set(err, RT_ERR_IO, "%s: write: %s", tmp,
+                            strerror(k < 0 && errno ? errno : EIO));
             goto out;
         }
-        predictd__tree_ensemble__pack(m->trees, tb);
-        wr_put(w, &tl, 8);
-        wr_put(w, tb, (size_t)tl);
-        free(tb);
+        off += (size_t)k;
     }
-    uint32_t crc = w->crc;
-    wr_put(w, &crc, 4);
-    wr_flush(w);
-    if (w->failed) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: write: %s", tmp, strerror(w->failed));
-        goto out;
-    }
-    if (fsync(w->fd) != 0) {
+    if (fsync(fd) != 0) {
         st = rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", tmp, strerror(errno));
         goto out;
     }
-    if (close(w->fd) != 0) {
-        w->fd = -1;
+    int rc = close(fd);
+    fd = -1;
+    if (rc != 0) {
         st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", tmp, strerror(errno));
         goto out;
     }
-    w->fd = -1;
     if (rename(tmp, fin) != 0) {
         st = rt_err_set(err, RT_ERR_IO, "rename %s: %s", fin, strerror(errno));
         goto out;
     }
     if ((st = fsync_dir(job_dir, err)))
-        goto out;
+        return st;
     if (keep_max > 0) {
         int64_t *steps;
         size_t n;
@@ -339,12 +325,10 @@ rt_status trn_ckpt_save(const trn_model *m, const char *job_dir, int keep_max, r
         }
     }
 out:
-    if (w->fd >= 0) {
-        close(w->fd);
+    if (fd >= 0)
+        close(fd);
+    if (st)
         unlink(tmp);
-    } else if (st)
-        unlink(tmp);
-    free(w);
     return st;
 }
 
@@ -374,6 +358,101 @@ static rt_status load_trees(trn_model *m, const uint8_t *b, size_t len, const ch
     }
     predictd__tree_ensemble__free_unpacked(e, NULL);
     return st;
+}
+
+rt_status trn_ckpt_save(const trn_model *m, const char *job_dir, int keep_max, rt_err *err)
+{
+    size_t len = image_size(m);
+    unsigned char *img = malloc(len);
+    if (!img)
+        return rt_err_set(err, RT_ERR_NOMEM, "checkpoint: out of memory (%zu bytes)", len);
+    image_fill(m, img);
+    rt_status st = write_image(job_dir, m->step, keep_max, img, len, err);
+    free(img);
+    return st;
+}
+
+/* ------------------------------------------------- checkpoints in the background */
+
+struct trn_ckpt_writer {
+    unsigned char *img; /* the file's bytes, reused from save to save */
+    size_t len, cap;
+    char *job_dir;
+    int64_t step;
+    int keep_max;
+    pthread_t thread;
+    int running;
+    rt_status st; /* of the last save */
+    rt_err err;
+};
+
+trn_ckpt_writer *trn_ckpt_writer_new(void)
+{
+    return calloc(1, sizeof(trn_ckpt_writer));
+}
+
+static void *writer_main(void *arg)
+{
+    trn_ckpt_writer *w = arg;
+    w->st = write_image(w->job_dir, w->step, w->keep_max, w->img, w->len, &w->err);
+    return NULL;
+}
+
+rt_status trn_ckpt_wait(trn_ckpt_writer *w, rt_err *err)
+{
+    if (!w)
+        return RT_OK;
+    if (w->running) {
+        pthread_join(w->thread, NULL);
+        w->running = 0;
+    }
+    rt_status st = w->st;
+    if (st && err)
+        *err = w->err;
+    w->st = RT_OK;
+    return st;
+}
+
+rt_status trn_ckpt_save_async(trn_ckpt_writer *w, const trn_model *m, const char *job_dir,
+                              int keep_max, rt_err *err)
+{
+    rt_status st = trn_ckpt_wait(w, err);
+    if (st)
+        return st;
+    size_t len = image_size(m);
+    if (len > w->cap) {
+        unsigned char *q = realloc(w->img, len);
+        if (!q)
+            return rt_err_set(err, RT_ERR_NOMEM, "checkpoint: out of memory (%zu bytes)", len);
+        w->img = q;
+        w->cap = len;
+    }
+    if (!w->job_dir || strcmp(w->job_dir, job_dir) != 0) {
+        char *d = strdup(job_dir);
+        if (!d)
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        free(w->job_dir);
+        w->job_dir = d;
+    }
+    image_fill(m, w->img);
+    w->len = len;
+    w->step = m->step;
+    w->keep_max = keep_max;
+    if (pthread_create(&w->thread, NULL, writer_main, w) == 0) {
+        w->running = 1;
+        return RT_OK;
+    }
+    return write_image(job_dir, w->step, keep_max, w->img, len, err); /* no thread: here */
+}
+
+void trn_ckpt_writer_free(trn_ckpt_writer *w)
+{
+    if (!w)
+        return;
+    trn_ckpt_wait(w, NULL);
+    free(w->img);
+    free(w->job_dir);
+    free(w);
 }
 
 /* Validates a checkpoint image against m; copies it in when apply is set. */

@@ -305,6 +305,7 @@ typedef struct run {
     int stopped_early;  /* a hook ended training */
     rt_metric_list last_ml; /* the last evaluation (valid when last_ml_step >= 0) */
     int64_t last_ml_step;
+    trn_ckpt_writer *ckw; /* checkpoints written in the background (the chief's) */
 } run;
 
 /* Records step and metrics in def->training (malloc'd, freed with def). */
@@ -671,11 +672,18 @@ static void progress_show(progress *p, int64_t step, int64_t max_steps, double e
 
 /* Checks that every replica holds the same parameters, then rank 0 writes
  * the checkpoint (collective under MPI). */
-static rt_status save_checkpoint(run *R, trn_dist *dist, rt_err *err)
+/* The loop's checkpoints are written in the background (the copy of the
+ * state is made here); wait: return once this one is on disk. */
+static rt_status save_checkpoint(run *R, trn_dist *dist, int wait, rt_err *err)
 {
     rt_status st = trn_dist_check_replicas(dist, R->m, err);
-    if (st == RT_OK && is_chief(R->c))
-        st = trn_ckpt_save(R->m, R->c->job_dir, R->c->keep_checkpoint_max, err);
+    if (st == RT_OK && is_chief(R->c)) {
+        if (!R->ckw && !(R->ckw = trn_ckpt_writer_new()))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        st = trn_ckpt_save_async(R->ckw, R->m, R->c->job_dir, R->c->keep_checkpoint_max, err);
+        if (st == RT_OK && wait)
+            st = trn_ckpt_wait(R->ckw, err);
+    }
     return st;
 }
 
@@ -861,7 +869,9 @@ static rt_status interrupted(const run *R, trn_dist *dist, int sig, rt_err *err)
 {
     const trn_config *c = R->c;
     double one = 1;
-    rt_status st = trn_dist_sum(dist, &one, 1, err);
+    rt_status st = trn_ckpt_wait(R->ckw, err); /* "saved": on disk, a background one too */
+    if (st == RT_OK)
+        st = trn_dist_sum(dist, &one, 1, err);
     if (st)
         return st;
     if (c->job_dir && is_chief(c))
@@ -918,7 +928,8 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
     int64_t start = m->step, last_ckpt_step = m->step;
     int64_t last = trees_target(c);
     int64_t every = last >= 10 ? last / 10 : 1;
-    double last_ckpt = now_s(), last_eval = now_s(), t1 = now_s(), cpu1 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
+    double last_ckpt = now_s(), last_eval = now_s(), t1 = now_s();
+    double cpu1 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
     while (m->step < last) {
         if ((st = trn_gbdt_step(bo, err))) {
             rt_err_prefix(err, "tree %lld", (long long)m->step);
@@ -946,7 +957,7 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
                                   m->step - last_ckpt_step >= c->save_checkpoints_steps) ||
                                  flags[0] > 0);
         if (due && m->step < last) {
-            if ((st = save_checkpoint(R, dist, err)))
+            if ((st = save_checkpoint(R, dist, 0, err)))
                 goto out;
             logf_(c, "Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)m->step,
                   c->job_dir, (long long)m->step);
@@ -970,7 +981,7 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
           "tree and cpu second)", (long long)(m->step - start), nall, el, cpu,
           cpu > 0 ? nall * (double)(m->step - start) / cpu : 0.0);
     if (c->job_dir && last_ckpt_step != m->step) {
-        if ((st = save_checkpoint(R, dist, err)))
+        if ((st = save_checkpoint(R, dist, 1, err)))
             goto out;
         logf_(c, "Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)m->step,
               c->job_dir, (long long)m->step);
@@ -1254,7 +1265,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                                           step - last_ckpt_step >= c.save_checkpoints_steps) ||
                                          flags[1] > 0);
             if (ckpt_due) {
-                if ((st = save_checkpoint(&R, dist, err)))
+                if ((st = save_checkpoint(&R, dist, 0, err)))
                     goto out;
                 if (pg.mode != TRN_PROGRESS_BAR && pg.mode != TRN_PROGRESS_QUIET)
                     logf_(&c, "Saving checkpoints for %lld into %s/model.ckpt-%lld",
@@ -1319,11 +1330,14 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             logf_(&c, "the training files hold no usable rows: nothing trained");
         }
         if (c.job_dir && last_ckpt_step != R.m->step) {
-            if ((st = save_checkpoint(&R, dist, err)))
+            if ((st = save_checkpoint(&R, dist, 1, err)))
                 goto out;
             logf_(&c, "Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)R.m->step,
                   c.job_dir, (long long)R.m->step);
         }
+        /* the loop's last checkpoint may still be on its way to the disk */
+        if ((st = trn_ckpt_wait(R.ckw, err)))
+            goto out;
         if (masked) {
             if (!sig)
                 sig = stop_take(); /* came during the last checkpoint */
@@ -1352,6 +1366,12 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     }
     st = evaluate_and_export(&R, 1, final, err);
 out:
+    if (R.ckw) { /* a save in flight ends before the job dir is unlocked */
+        rt_status cst = trn_ckpt_wait(R.ckw, st ? NULL : err);
+        if (st == RT_OK)
+            st = cst;
+        trn_ckpt_writer_free(R.ckw);
+    }
     if (masked)
         unmask(oldact, &oldmask);
     trn_summary_close(R.sum);
