@@ -492,6 +492,26 @@ void rt_features_free(rt_features *f);
  * ("instances[3].age: ..."). */
 rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err);
 
+/*
+ * rt_transform in two halves, for a caller that keeps each instance's first
+ * half across calls (the trainer's rows, seen once per epoch):
+ * rt_transform_inputs runs the columns that read the batch (numeric,
+ * bucketized, vocabulary, hash, crossed); rt_transform_finish the ones that
+ * read only other columns and the weights (indicator, embedding) and builds
+ * dnn_input. inputs + finish = rt_transform, bit for bit.
+ * rt_features_row_size / _row_save copy instance i's first-half results
+ * into a record (an opaque byte string, row_size bytes, any alignment);
+ * rt_features_rows_load makes f the batch of n saved records (as
+ * rt_transform_inputs would have made it for their instances), ready for
+ * rt_transform_finish. Records belong to the graph that made them.
+ */
+rt_status rt_transform_inputs(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err);
+rt_status rt_transform_finish(const rt_graph *g, rt_features *f, rt_err *err);
+size_t rt_features_row_size(const rt_graph *g, const rt_features *f, size_t i);
+void rt_features_row_save(const rt_graph *g, const rt_features *f, size_t i, void *out);
+rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *const *rows,
+                                size_t n, rt_err *err);
+
 /* ---------------------------------------------------------- forward pass */
 
 /* Per-thread scratch for forward passes (layer activations). */

@@ -19,6 +19,10 @@
 #define NOMEM(err) rt_err_set((err), RT_ERR_NOMEM, "out of memory")
 #define MAX_CROSS_PRODUCT (1u << 20) /* crossed ids of one instance */
 #define MAX_PARTS 64
+/* The kinds' transform passes (rt_fc.c): those below RT_FC_PASS_OF_IDS read
+ * the batch; the last one reads only other columns' ids (and the weights). */
+#define RT_FC_PASS_OF_IDS 3
+#define RT_FC_PASSES 4
 
 /* Storage behind rt_features, per feature column slot. */
 typedef struct feat_priv {
@@ -35,6 +39,9 @@ typedef struct feat_priv {
     size_t dnn_cap;
     uint64_t *cross;     /* crossed: part hashes of one instance */
     size_t cross_cap;
+    const struct rt_fc_kind **kinds; /* [slots] each column's kind (prepare) */
+    size_t *first;       /* the columns of the passes that read the batch, in order: */
+    size_t n_first;      /* what a record holds (rt_features_row_save) */
 } feat_priv;
 
 void rt_features_init(rt_features *f)
@@ -64,6 +71,8 @@ void rt_features_free(rt_features *f)
         free(p->vals);
         free(p->vals_cap);
         free(p->cross);
+        free(p->kinds);
+        free(p->first);
         free(p->dnn);
         free(p);
     }
@@ -127,7 +136,9 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
             resize((void **)&p->vals_cap, nc, sizeof *p->vals_cap) ||
             resize((void **)&f->ids, nc, sizeof *f->ids) ||
             resize((void **)&f->values, nc, sizeof *f->values) ||
-            resize((void **)&f->width, nc, sizeof *f->width))
+            resize((void **)&f->width, nc, sizeof *f->width) ||
+            resize((void **)&p->kinds, nc, sizeof *p->kinds) ||
+            resize((void **)&p->first, nc, sizeof *p->first))
             return NOMEM(err);
         for (size_t c = old; c < nc; c++) {
             p->offs[c] = NULL;
@@ -140,8 +151,13 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
     }
     f->n = n;
     f->n_columns = nc;
+    p->n_first = 0;
     for (size_t c = 0; c < nc; c++) {
         const rt_fcol *fc = &g->fcols[c];
+        const rt_fc_kind *k = rt_fc_kind_of(fc->type);
+        p->kinds[c] = k;
+        if (k && k->transform_pass < RT_FC_PASS_OF_IDS)
+            p->first[p->n_first++] = c;
         f->width[c] = fc->width;
         f->ids[c].offsets = NULL;
         f->ids[c].ids = NULL;
@@ -682,9 +698,9 @@ rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f,
     bool indicator = fc->type == PREDICTD__COLUMN_TYPE__INDICATOR;
     size_t w = fc->width;
     int64_t buckets = g->fcols[fc->source].num_buckets;
+    memset(f->values[c], 0, f->n * w * sizeof(float));
     for (size_t i = 0; i < f->n; i++) {
         float *out = &f->values[c][i * w];
-        memset(out, 0, w * sizeof(float));
         uint32_t s = src->offsets[i], e = src->offsets[i + 1];
         float sum = 0.0f, squares = 0.0f; /* of the weights used */
         for (uint32_t k = s; k < e; k++) {
@@ -724,7 +740,27 @@ rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f,
     return RT_OK;
 }
 
-rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err)
+/* The kinds of transform passes [from, to) in their order, so every source
+ * is ready (the kinds as prepare found them). */
+static rt_status run_passes(const rt_graph *g, const rt_batch *b, rt_features *f, int from,
+                            int to, rt_err *err)
+{
+    const feat_priv *p = f->priv;
+    for (int pass = from; pass < to; pass++) {
+        for (size_t c = 0; c < g->n_fcols; c++) {
+            const rt_fc_kind *k = p->kinds[c];
+            if (!k)
+                return rt_err_set(err, RT_ERR_FORMAT, "unknown feature column type %d",
+                                  (int)g->fcols[c].type);
+            rt_status st;
+            if (k->transform_pass == pass && (st = k->transform(g, b, f, c, err)))
+                return st;
+        }
+    }
+    return RT_OK;
+}
+
+rt_status rt_transform_inputs(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err)
 {
     if (!g || !b || !f)
         return rt_err_set(err, RT_ERR_INVALID, "rt_transform: NULL argument");
@@ -733,24 +769,92 @@ rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_
     rt_status st = prepare(f, g, rt_batch_size(b), err);
     if (st)
         return st;
-    /* Kind by kind in their passes (rt_fc.c), so every source is ready. */
-    for (int pass = 0; pass < 4; pass++) {
-        for (size_t c = 0; c < g->n_fcols; c++) {
-            const rt_fc_kind *k = rt_fc_kind_of(g->fcols[c].type);
-            if (!k)
-                return rt_err_set(err, RT_ERR_FORMAT, "unknown feature column type %d",
-                                  (int)g->fcols[c].type);
-            if (k->transform_pass == pass && (st = k->transform(g, b, f, c, err)))
-                return st;
-        }
-    }
-    if (!g->n_dnn)
-        return RT_OK;
+    return run_passes(g, b, f, 0, RT_FC_PASS_OF_IDS, err);
+}
+
+rt_status rt_transform_finish(const rt_graph *g, rt_features *f, rt_err *err)
+{
+    rt_status st = run_passes(g, NULL, f, RT_FC_PASS_OF_IDS, RT_FC_PASSES, err);
+    if (st || !g->n_dnn)
+        return st;
     for (size_t i = 0; i < f->n; i++) {
         float *row = &f->dnn_input[i * g->dnn_dim];
         for (size_t k = 0; k < g->n_dnn; k++) {
             size_t w = g->dnn_width[k];
             memcpy(row + g->dnn_offset[k], &f->values[g->dnn_cols[k]][i * w], w * sizeof(float));
+        }
+    }
+    return RT_OK;
+}
+
+rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err)
+{
+    rt_status st = rt_transform_inputs(g, b, f, err);
+    return st ? st : rt_transform_finish(g, f, err);
+}
+
+/* A record: per column of the first passes, in column order, a categorical
+ * column's id count (u32) and ids (i64 each), a dense one's width floats.
+ * f was made for g by rt_transform_inputs (prepare listed the columns). */
+size_t rt_features_row_size(const rt_graph *g, const rt_features *f, size_t i)
+{
+    const feat_priv *p = f->priv;
+    size_t len = 0;
+    for (size_t j = 0; j < p->n_first; j++) {
+        size_t c = p->first[j];
+        if (g->fcols[c].width == 0)
+            len += 4 + 8 * (size_t)(f->ids[c].offsets[i + 1] - f->ids[c].offsets[i]);
+        else
+            len += 4 * g->fcols[c].width;
+    }
+    return len;
+}
+
+void rt_features_row_save(const rt_graph *g, const rt_features *f, size_t i, void *out)
+{
+    const feat_priv *p = f->priv;
+    unsigned char *o = out;
+    for (size_t j = 0; j < p->n_first; j++) {
+        size_t c = p->first[j], w = g->fcols[c].width;
+        if (w == 0) {
+            uint32_t s = f->ids[c].offsets[i], k = f->ids[c].offsets[i + 1] - s;
+            memcpy(o, &k, 4);
+            memcpy(o + 4, f->ids[c].ids + s, 8 * (size_t)k);
+            o += 4 + 8 * (size_t)k;
+        } else {
+            memcpy(o, f->values[c] + i * w, 4 * w);
+            o += 4 * w;
+        }
+    }
+}
+
+rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *const *rows,
+                                size_t n, rt_err *err)
+{
+    rt_status st = prepare(f, g, n, err);
+    if (st)
+        return st;
+    const feat_priv *p = f->priv;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *o = rows[i];
+        for (size_t j = 0; j < p->n_first; j++) {
+            size_t c = p->first[j], w = g->fcols[c].width;
+            if (w > 0) {
+                memcpy(f->values[c] + i * w, o, 4 * w);
+                o += 4 * w;
+                continue;
+            }
+            uint32_t k;
+            memcpy(&k, o, 4);
+            size_t cnt = f->ids[c].offsets[i];
+            for (uint32_t q = 0; q < k; q++) {
+                int64_t id;
+                memcpy(&id, o + 4 + 8 * (size_t)q, 8);
+                if ((st = push_id(f, c, &cnt, id, err)))
+                    return st;
+            }
+            o += 4 + 8 * (size_t)k;
+            f->ids[c].offsets[i + 1] = (uint32_t)cnt;
         }
     }
     return RT_OK;

@@ -364,6 +364,10 @@ const char *trn_memory_format(uint64_t bytes, char *out, size_t len);
  */
 rt_status trn_memory_check(const Predictd__ModelDef *def, const trn_config *c, rt_err *err);
 
+/* What the limit trn_memory_check applies (what the machine can give when
+ * the check is off) leaves beyond the estimate: room for caches. */
+uint64_t trn_memory_spare(const Predictd__ModelDef *def, const trn_config *c);
+
 /* ------------------------------------------------------------------ reader */
 
 /* One CSV field (not NUL-terminated; points into the row block). The reader
@@ -384,8 +388,12 @@ typedef struct trn_rows {
     trn_field *fields;
     const char **src_file;  /* [n] the file each row came from */
     uint64_t *src_line;     /* [n] its line number (1-based) */
+    const uint64_t *ordinal; /* [n] or NULL: the row's number in a pass over the
+                                input, the same in every epoch (TRN_NO_ORDINAL: none) */
     void *priv;
 } trn_rows;
+
+#define TRN_NO_ORDINAL UINT64_MAX
 
 typedef struct trn_reader_params {
     const char *const *files; /* patterns; each may be a glob or a comma list */
@@ -405,6 +413,10 @@ typedef struct trn_reader_params {
     size_t shard_index;       /* shard_count files, files i with i % count == index;
                                  otherwise data rows j (per epoch, in file order)
                                  with j % count == index (0 = everything) */
+    uint64_t cache_bytes;     /* > 0 with num_epochs != 1: the first epoch's rows are
+                                 kept in memory (up to this many bytes) and later
+                                 epochs replay them instead of reading the files
+                                 again; the rows then carry ordinals. 0: off */
 } trn_reader_params;
 
 typedef struct trn_reader trn_reader;
@@ -458,7 +470,33 @@ const char *const *trn_feeder_names(const trn_feeder *f);
  */
 rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b, float *labels,
                           trn_bad_row_policy bad, uint64_t *skipped, rt_err *err);
+/* The same; row_of (NULL, or room for rows->n) gets each appended row's
+ * index in rows. */
+rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_batch *b,
+                               float *labels, size_t *row_of, trn_bad_row_policy bad,
+                               uint64_t *skipped, rt_err *err);
 size_t trn_feeder_label_dim(const trn_feeder *f);
+
+/* -------------------------------------------------------------- row cache */
+
+/*
+ * The training rows' transformed features kept across epochs (trn_cache.c):
+ * a row the reader numbers (trn_rows.ordinal) is fed and transformed the
+ * first time only; its label and the input half of rt_transform are kept,
+ * up to max_bytes. trn_cache_fill makes f (the model's features, for a
+ * training step with b NULL) and labels from rows: from the kept records
+ * when every row is known, else with the feeder (b is its scratch) and
+ * rt_transform, keeping the new rows. Skipped rows and errors as
+ * trn_feeder_fill; *n instances. trn_cache_clear forgets every row (a new
+ * reader numbers them again). One thread at a time.
+ */
+typedef struct trn_cache trn_cache;
+trn_cache *trn_cache_new(const rt_graph *g, uint64_t max_bytes);
+void trn_cache_clear(trn_cache *c);
+void trn_cache_free(trn_cache *c);
+rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *rows, rt_batch *b,
+                         rt_features *f, float *labels, trn_bad_row_policy bad,
+                         uint64_t *skipped, size_t *n, rt_err *err);
 
 /* ------------------------------------------------------------------- model */
 
@@ -486,8 +524,14 @@ void trn_model_set_step(trn_model *m, int64_t step);
 rt_status trn_model_loss(trn_model *m, const rt_batch *b, const float *labels, double *loss,
                          float *logits, rt_err *err);
 
+/* The model's rt_features: the batch the next trn_model_gradients /
+ * trn_model_train_step with b NULL trains on, filled by the caller
+ * (rt_transform, or trn_cache_fill from its rows kept across epochs). */
+rt_features *trn_model_features(trn_model *m);
+
 /* Loss and gradients of a batch into the model's gradient buffers
- * (trn_model_param's grad), without updating anything. */
+ * (trn_model_param's grad), without updating anything. b NULL: the batch is
+ * already transformed in trn_model_features. */
 rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labels,
                               double *loss, rt_err *err);
 

@@ -122,6 +122,13 @@ static void where(const trn_rows *rows, size_t r, char *buf, size_t cap)
 rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b, float *labels,
                           trn_bad_row_policy bad, uint64_t *skipped, rt_err *err)
 {
+    return trn_feeder_fill_rows(f, rows, b, labels, NULL, bad, skipped, err);
+}
+
+rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_batch *b,
+                               float *labels, size_t *row_of, trn_bad_row_policy bad,
+                               uint64_t *skipped, rt_err *err)
+{
     if (rows->n_fields != f->n_cols)
         return rt_err_set(err, RT_ERR_INVALID, "rows have %zu fields, the spec %zu columns",
                           rows->n_fields, f->n_cols);
@@ -153,6 +160,8 @@ rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b
         if ((st = rt_batch_add(b, &idx)))
             return rt_err_set(err, st, "batch: out of memory");
         labels[idx] = label;
+        if (row_of)
+            row_of[idx] = r;
         for (size_t j = 0; j < f->n_cols; j++) {
             const trn_field *c = &row[j];
             long in = f->input[j];

@@ -209,7 +209,7 @@ rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const tr
     if ((st = trn_open_reader(fd, c->train_files, c->n_train_files, bs, 0, 1, c->seed,
                               c->bad_rows, c->skip_header_lines,
                               by_rows ? (size_t)trn_dist_size(dist) : 0,
-                              (size_t)trn_dist_rank(dist), &rd, err)))
+                              (size_t)trn_dist_rank(dist), 0, &rd, err)))
         goto out;
     b = rt_batch_new(g);
     bl = malloc(bs * ldim * sizeof *bl);

@@ -332,3 +332,15 @@ rt_status trn_memory_check(const Predictd__ModelDef *def, const trn_config *c, r
         trn_memory_format(limit, l, sizeof l), source, e.key, e.what,
         trn_memory_format(e.key_bytes, k, sizeof k));
 }
+
+uint64_t trn_memory_spare(const Predictd__ModelDef *def, const trn_config *c)
+{
+    trn_memory e;
+    if (trn_memory_estimate(def, c, &e, NULL) != RT_OK)
+        return 0;
+    char source[256];
+    uint64_t limit = c->memory_limit_mb > 0
+                         ? sat_mul((uint64_t)c->memory_limit_mb, UINT64_C(1) << 20)
+                         : trn_memory_available(NULL, source, sizeof source);
+    return e.total < limit ? limit - e.total : 0;
+}

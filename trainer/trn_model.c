@@ -390,14 +390,24 @@ static double batch_loss(trn_model *m, const float *labels, size_t n)
     return l;
 }
 
-/* Transform + forward into m->logits. */
+rt_features *trn_model_features(trn_model *m)
+{
+    return &m->f;
+}
+
+/* Instances of the step: b's, or (b NULL) the features already made. */
+static size_t batch_n(const trn_model *m, const rt_batch *b)
+{
+    return b ? rt_batch_size(b) : m->f.n;
+}
+
+/* Transform (unless b is NULL: m->f holds the batch) + forward into m->logits. */
 static rt_status forward(trn_model *m, const rt_batch *b, rt_err *err)
 {
-    size_t n = rt_batch_size(b);
-    rt_status st = reserve(m, n, err);
+    rt_status st = reserve(m, batch_n(m, b), err);
     if (st)
         return st;
-    if ((st = rt_transform(m->g, b, &m->f, err)))
+    if (b && (st = rt_transform(m->g, b, &m->f, err)))
         return st;
     return rt_forward(m->g, &m->f, m->ws, m->logits, err);
 }
@@ -405,7 +415,7 @@ static rt_status forward(trn_model *m, const rt_batch *b, rt_err *err)
 rt_status trn_model_loss(trn_model *m, const rt_batch *b, const float *labels, double *loss,
                          float *logits, rt_err *err)
 {
-    size_t n = rt_batch_size(b);
+    size_t n = batch_n(m, b);
     rt_status st = forward(m, b, err);
     if (st)
         return st;
@@ -420,7 +430,7 @@ rt_status trn_model_loss(trn_model *m, const rt_batch *b, const float *labels, d
 rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *labels,
                                double *loss, rt_err *err)
 {
-    size_t n = rt_batch_size(b);
+    size_t n = batch_n(m, b);
     rt_status st = forward(m, b, err);
     if (st == RT_OK && m->dropout > 0 && n > 0)
         st = trn_dropout_forward(m, n, err);
@@ -433,7 +443,7 @@ rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *lab
 rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labels,
                               double *loss, rt_err *err)
 {
-    size_t n = rt_batch_size(b);
+    size_t n = batch_n(m, b);
     m->drop_active = 0;
     rt_status st = forward(m, b, err);
     if (st == RT_OK && m->dropout > 0 && n > 0)

@@ -32,6 +32,12 @@ typedef struct rec {
     char *text;
     size_t file;   /* index into trn_reader.files */
     uint64_t line;
+    uint64_t ordinal;  /* kept for replay: its index in trn_reader.kept, else TRN_NO_ORDINAL */
+    uint64_t bytes;    /* replay: bytes the epoch's count advances by at this row (its
+                          line and other shards' lines before it) */
+    uint64_t bad_before; /* replay: malformed rows skipped just before it */
+    int kept;          /* owned by trn_reader.kept (freed by trn_reader_close), not by
+                          the batch that carries it; set before the row is emitted */
 } rec;
 
 typedef struct batch {
@@ -40,6 +46,7 @@ typedef struct batch {
     trn_field *fields;
     const char **src_file;
     uint64_t *src_line;
+    uint64_t *ordinal;
     struct batch *next;
 } batch;
 
@@ -66,6 +73,15 @@ struct trn_reader {
                            rows were allocated in its thread: freeing them there
                            keeps the work and glibc's arena off the training thread) */
     trn_rows view;
+
+    /* the first epoch's rows, replayed by later epochs (params.cache_bytes);
+     * written by the producer only, freed by trn_reader_close */
+    rec **kept;
+    size_t n_kept, kept_cap;
+    uint64_t kept_bytes;
+    uint64_t tail_bad;  /* malformed rows after the last kept row */
+    int keeping;        /* the first epoch is being kept */
+    int replay;         /* complete: later epochs replay it */
 };
 
 trn_reader_params trn_reader_default_params(void)
@@ -81,16 +97,23 @@ trn_reader_params trn_reader_default_params(void)
     return p;
 }
 
+static void rec_free(rec *x)
+{
+    if (x && !x->kept)
+        free(x);
+}
+
 static void batch_free(batch *b)
 {
     if (!b)
         return;
     for (size_t i = 0; i < b->n; i++)
-        free(b->rows[i]);
+        rec_free(b->rows[i]);
     free(b->rows);
     free(b->fields);
     free(b->src_file);
     free(b->src_line);
+    free(b->ordinal);
     free(b);
 }
 
@@ -165,6 +188,9 @@ static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err
         *nomem = 1;
         return NULL;
     }
+    x->ordinal = TRN_NO_ORDINAL;
+    x->bytes = x->bad_before = 0;
+    x->kept = 0;
     x->span = (rt_csv_span *)(x + 1);
     x->num = (double *)(void *)(x->span + nf); /* spans are 8 bytes: aligned */
     x->num_state = (uint8_t *)(x->num + nf);
@@ -205,6 +231,7 @@ typedef struct prod {
     rec **buf; /* shuffle buffer */
     size_t buf_n, buf_cap;
     uint64_t row_no; /* data lines seen this epoch (row striping) */
+    uint64_t pend_bytes, pend_bad; /* since the last good row (replay's counts) */
     batch *cur;
 } prod;
 
@@ -252,7 +279,8 @@ static batch *batch_new(size_t cap, size_t nf)
     b->fields = calloc(cap * (nf ? nf : 1), sizeof *b->fields);
     b->src_file = calloc(cap, sizeof *b->src_file);
     b->src_line = calloc(cap, sizeof *b->src_line);
-    if (!b->rows || !b->fields || !b->src_file || !b->src_line) {
+    b->ordinal = calloc(cap, sizeof *b->ordinal);
+    if (!b->rows || !b->fields || !b->src_file || !b->src_line || !b->ordinal) {
         batch_free(b);
         return NULL;
     }
@@ -265,7 +293,7 @@ static int emit(prod *pr, rec *x)
     trn_reader *r = pr->r;
     size_t nf = r->p.n_fields;
     if (!pr->cur && !(pr->cur = batch_new(r->p.batch_size, nf))) {
-        free(x);
+        rec_free(x);
         return -2;
     }
     batch *b = pr->cur;
@@ -278,6 +306,7 @@ static int emit(prod *pr, rec *x)
     }
     b->src_file[b->n] = r->files[x->file];
     b->src_line[b->n] = x->line;
+    b->ordinal[b->n] = x->ordinal;
     b->rows[b->n++] = x;
     if (b->n == r->p.batch_size) {
         pr->cur = NULL;
@@ -336,6 +365,60 @@ static int stopped(trn_reader *r)
     return s;
 }
 
+/*
+ * Keeps row x of the first epoch for replay (x->kept: the batches that carry
+ * it do not free it). Past params.cache_bytes keeping stops: what was kept
+ * stays until trn_reader_close, later epochs read the files. -1 no memory.
+ */
+static int keep(trn_reader *r, rec *x, size_t len, uint64_t bytes, uint64_t bad_before)
+{
+    uint64_t size = sizeof *x + r->p.n_fields * (sizeof(rt_csv_span) + sizeof(double) + 1) +
+                    len + 1 + sizeof(rec *);
+    if (r->kept_bytes + size > r->p.cache_bytes) {
+        r->keeping = 0;
+        return 0;
+    }
+    if (r->n_kept == r->kept_cap) {
+        size_t cap = r->kept_cap ? r->kept_cap * 2 : 1024;
+        rec **q = realloc(r->kept, cap * sizeof *q);
+        if (!q)
+            return -1;
+        r->kept = q;
+        r->kept_cap = cap;
+    }
+    x->ordinal = r->n_kept;
+    x->bytes = bytes;
+    x->bad_before = bad_before;
+    x->kept = 1;
+    r->kept[r->n_kept++] = x;
+    r->kept_bytes += size;
+    return 0;
+}
+
+/* One epoch from the kept rows: the same rows, counts and order as reading
+ * the files again would give (they are the first epoch's rows). */
+static rt_status replay(prod *pr)
+{
+    trn_reader *r = pr->r;
+    for (size_t k = 0; k < r->n_kept; k++) {
+        rec *x = r->kept[k];
+        pthread_mutex_lock(&r->mu);
+        r->stats.rows++;
+        r->stats.bytes += x->bytes;
+        r->stats.bad_rows += x->bad_before;
+        pthread_mutex_unlock(&r->mu);
+        int rc = shuffle_add(pr, x);
+        if (rc == -1)
+            return RT_ERR_NOTFOUND; /* stopped: nobody listens */
+        if (rc == -2)
+            return RT_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&r->mu);
+    r->stats.bad_rows += r->tail_bad;
+    pthread_mutex_unlock(&r->mu);
+    return RT_OK;
+}
+
 /* Reads file number fi through the pipeline. */
 static rt_status read_file(prod *pr, size_t fi, rt_err *e)
 {
@@ -365,6 +448,7 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
             pthread_mutex_lock(&r->mu); /* another shard's row: not even split */
             r->stats.bytes += (uint64_t)got;
             pthread_mutex_unlock(&r->mu);
+            pr->pend_bytes += (uint64_t)got;
             continue;
         }
         if (len > UINT32_MAX / 2) {
@@ -391,10 +475,17 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
             if (r->stats.bad_rows++ == 0)
                 memcpy(r->stats.first_bad, why.msg, sizeof r->stats.first_bad);
             pthread_mutex_unlock(&r->mu);
+            pr->pend_bad++;
             continue;
         }
         x->file = fi;
         x->line = lineno;
+        if (r->keeping && keep(r, x, len, pr->pend_bytes + (uint64_t)got, pr->pend_bad)) {
+            st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
+            free(x);
+            goto out;
+        }
+        pr->pend_bytes = pr->pend_bad = 0;
         pthread_mutex_lock(&r->mu);
         r->stats.rows++;
         r->stats.bytes += (uint64_t)got;
@@ -435,10 +526,23 @@ static void *producer(void *arg)
             goto out;
         }
     }
+    r->keeping = r->p.cache_bytes > 0 && r->p.num_epochs != 1;
     for (int64_t ep = 0; r->p.num_epochs == 0 || ep < r->p.num_epochs; ep++) {
         uint64_t before = r->stats.rows;
         pr.row_no = 0;
-        for (size_t i = 0; i < r->n_files; i++) {
+        pr.pend_bytes = pr.pend_bad = 0;
+        if (r->replay) {
+            if (stopped(r)) {
+                st = RT_ERR_NOTFOUND;
+                goto out;
+            }
+            if ((st = replay(&pr))) {
+                if (st == RT_ERR_NOMEM)
+                    rt_err_set(&e, st, "out of memory");
+                goto out;
+            }
+        }
+        for (size_t i = 0; !r->replay && i < r->n_files; i++) {
             if (stopped(r)) {
                 st = RT_ERR_NOTFOUND;
                 goto out;
@@ -446,6 +550,11 @@ static void *producer(void *arg)
             st = read_file(&pr, i, &e);
             if (st)
                 goto out;
+        }
+        if (r->keeping) { /* the whole first epoch was kept */
+            r->keeping = 0;
+            r->replay = 1;
+            r->tail_bad = pr.pend_bad;
         }
         pthread_mutex_lock(&r->mu);
         r->stats.epochs = ep + 1;
@@ -465,7 +574,7 @@ static void *producer(void *arg)
     }
 out:
     for (size_t i = 0; i < pr.buf_n; i++)
-        free(pr.buf[i]);
+        rec_free(pr.buf[i]);
     free(pr.buf);
     batch_free(pr.cur);
     finish(r, st, &e);
@@ -599,6 +708,7 @@ rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err)
     r->view.fields = b->fields;
     r->view.src_file = b->src_file;
     r->view.src_line = b->src_line;
+    r->view.ordinal = b->ordinal;
     r->view.priv = b;
     *rows = &r->view;
     return RT_OK;
@@ -629,6 +739,9 @@ void trn_reader_close(trn_reader *r)
     }
     batch_free(r->current);
     batch_free_list(r->spent);
+    for (size_t i = 0; i < r->n_kept; i++) /* after every batch that could carry them */
+        free(r->kept[i]);
+    free(r->kept);
     for (size_t i = 0; i < r->n_files; i++)
         free(r->files[i]);
     free(r->files);

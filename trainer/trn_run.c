@@ -133,7 +133,7 @@ static rt_status feed(const trn_feeder *fd, const trn_rows *rows, rt_batch *b, f
 rt_status trn_open_reader(const trn_feeder *fd, char *const *files, size_t n_files,
                           size_t batch, size_t shuffle, int64_t epochs, uint64_t seed,
                           trn_bad_row_policy bad, size_t skip_header, size_t shards,
-                          size_t shard, trn_reader **r, rt_err *err)
+                          size_t shard, uint64_t cache_bytes, trn_reader **r, rt_err *err)
 {
     trn_reader_params p = trn_reader_default_params();
     size_t ncol;
@@ -150,6 +150,7 @@ rt_status trn_open_reader(const trn_feeder *fd, char *const *files, size_t n_fil
     p.skip_header_lines = skip_header;
     p.shard_count = shards;
     p.shard_index = shard;
+    p.cache_bytes = cache_bytes;
     return trn_reader_open(&p, r, err);
 }
 
@@ -161,6 +162,7 @@ static trn_rows rows_slice(const trn_rows *rows, size_t lo, size_t hi)
     v.fields = rows->fields + lo * rows->n_fields;
     v.src_file = rows->src_file + lo;
     v.src_line = rows->src_line + lo;
+    v.ordinal = rows->ordinal ? rows->ordinal + lo : NULL;
     return v;
 }
 
@@ -218,7 +220,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
     if ((st = trn_feeder_new(m->g, &fd, err)))
         goto out;
     if ((st = trn_open_reader(fd, c->eval_files, c->n_eval_files, bs, 0, 1, c->seed, c->bad_rows,
-                          c->eval_skip_header_lines, 0, 0, &r, err)))
+                              c->eval_skip_header_lines, 0, 0, 0, &r, err)))
         goto out;
     b = rt_batch_new(m->g);
     labels = malloc(bs * sizeof *labels);
@@ -773,6 +775,8 @@ typedef struct input {
     char *const *files;
     size_t n_files, batch, shards, shard;
     const trn_config *c;
+    trn_cache *cache;     /* the rows' features across epochs (numbered by the reader) */
+    uint64_t cache_bytes; /* the reader's kept rows, and the cache's, each at most */
 } input;
 
 static rt_status input_open(const input *in, trn_reader **rd, rt_err *err)
@@ -780,9 +784,11 @@ static rt_status input_open(const input *in, trn_reader **rd, rt_err *err)
     const trn_config *c = in->c;
     trn_reader_close(*rd);
     *rd = NULL;
+    trn_cache_clear(in->cache); /* the new reader numbers its rows again */
     rt_status st = trn_open_reader(in->fd, in->files, in->n_files, in->batch,
-                               c->shuffle_buffer_size, c->num_epochs, c->seed, c->bad_rows,
-                               c->skip_header_lines, in->shards, in->shard, rd, err);
+                                   c->shuffle_buffer_size, c->num_epochs, c->seed, c->bad_rows,
+                                   c->skip_header_lines, in->shards, in->shard, in->cache_bytes,
+                                   rd, err);
     if (st == RT_ERR_FORMAT)
         hint_header(in->fd, "train.skip_header_lines", err);
     return st;
@@ -1006,6 +1012,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     trn_config c = *cfg; /* shallow: strings stay cfg's */
     trn_feeder *fd = NULL;
     trn_reader *rd = NULL;
+    trn_cache *cache = NULL;
     rt_batch *b = NULL;
     float *labels = NULL;
     trn_dist *dist = NULL;
@@ -1128,8 +1135,17 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         }
         if ((st = trn_feeder_new(R.m->g, &fd, err)))
             goto out;
+        /* rows kept across epochs: a quarter of the memory the model leaves, for
+         * the reader's rows and as much for their features, at most 512 MiB each */
+        uint64_t spare = trn_memory_spare(R.def, &c) / 4;
         input in = {fd, c.train_files, c.n_train_files, local_bs, by_rows ? (size_t)nr : 0,
-                    (size_t)rank, &c};
+                    (size_t)rank, &c, NULL, spare < (UINT64_C(512) << 20) ? spare
+                                                                          : UINT64_C(512) << 20};
+        if (!(cache = trn_cache_new(R.m->g, in.cache_bytes))) {
+            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        in.cache = cache;
         if ((st = input_open(&in, &rd, err)))
             goto out;
         int64_t pass = 0; /* batches in one pass of num_epochs epochs, once known */
@@ -1185,9 +1201,14 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                         trn_dist_slice(dist, rows->n, &lo, &hi);
                         part = rows_slice(rows, lo, hi);
                     }
-                    if ((st = feed(fd, &part, b, labels, c.bad_rows, &bad_labels, err)))
+                    /* the features of the step (b NULL below); a row refused is a
+                     * data error, as feed() says */
+                    if ((st = trn_cache_fill(cache, fd, &part, b, trn_model_features(R.m),
+                                             labels, c.bad_rows, &bad_labels, &n_local, err))) {
+                        if (st == RT_ERR_INVALID)
+                            st = RT_ERR_FORMAT;
                         goto out;
-                    n_local = rt_batch_size(b);
+                    }
                 }
             }
             /* flags: this rank still reads; the clock-based decisions (rank
@@ -1204,12 +1225,12 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             int ended = 0;
             if (!dist) {
                 ended = local_end;
-                if (!ended && n_local > 0)
-                    st = trn_model_train_step(R.m, b, labels, &loss, err);
+                if (!ended && n_local > 0) /* features made by trn_cache_fill */
+                    st = trn_model_train_step(R.m, NULL, labels, &loss, err);
             } else {
                 R.m->grad_denom = 1; /* sums: scaled once the global count is known */
                 if (n_local)
-                    st = trn_model_gradients(R.m, b, labels, &loss, err);
+                    st = trn_model_gradients(R.m, NULL, labels, &loss, err);
                 else
                     trn_model_clear_grads(R.m);
                 if (st == RT_OK)
@@ -1379,6 +1400,7 @@ out:
     free(labels);
     rt_batch_free(b);
     trn_reader_close(rd);
+    trn_cache_free(cache);
     trn_feeder_free(fd);
     trn_model_free(R.m);
     trn_dist_free(dist);

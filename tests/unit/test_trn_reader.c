@@ -1,7 +1,8 @@
 /* test_trn_reader.c — the streaming CSV reader: every row exactly once per
  * epoch whatever the shuffle buffer, the same seed the same order, batches,
  * epochs, quoted fields, comma lists and globs, and malformed rows reported
- * with file:line (stop) or skipped and counted (skip). */
+ * with file:line (stop) or skipped and counted (skip); epochs replayed from
+ * memory equal epochs read again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -302,6 +303,100 @@ static void test_nul_bytes_refused(void **state)
     trn_reader_close(r);
 }
 
+/* One row as the reader gave it: file line, ordinal and field text. */
+typedef struct seen {
+    uint64_t line, ordinal;
+    char text[64];
+} seen;
+
+/* Reads a whole stream with the given cache budget (0: off). */
+static size_t read_cached(const char *files, uint64_t cache_bytes, seen *out, size_t cap,
+                          trn_reader_stats *stats)
+{
+    trn_reader_params p = trn_reader_default_params();
+    const char *f[1] = {files};
+    p.files = f;
+    p.n_files = 1;
+    p.n_fields = 3;
+    p.numeric = numeric3;
+    p.batch_size = 6;
+    p.shuffle_buffer_size = 17;
+    p.num_epochs = 3;
+    p.seed = 9;
+    p.bad_rows = TRN_BAD_ROW_SKIP;
+    p.skip_header_lines = 1;
+    p.cache_bytes = cache_bytes;
+    trn_reader *r = NULL;
+    rt_err err;
+    assert_int_equal(trn_reader_open(&p, &r, &err), RT_OK);
+    const trn_rows *rows;
+    size_t n = 0;
+    rt_status st;
+    while ((st = trn_reader_next(r, &rows, &err)) == RT_OK) {
+        for (size_t i = 0; i < rows->n; i++) {
+            assert_true(n < cap);
+            const trn_field *fl = rows->fields + i * 3;
+            out[n].line = rows->src_line[i];
+            out[n].ordinal = rows->ordinal ? rows->ordinal[i] : TRN_NO_ORDINAL;
+            snprintf(out[n].text, sizeof out[n].text, "%.*s|%.*s|%.*s|%g", (int)fl[0].len,
+                     fl[0].s, (int)fl[1].len, fl[1].s, (int)fl[2].len, fl[2].s, fl[2].num);
+            n++;
+        }
+    }
+    assert_int_equal(st, RT_ERR_NOTFOUND);
+    trn_reader_get_stats(r, stats);
+    trn_reader_close(r);
+    return n;
+}
+
+/* Epochs replayed from memory (cache_bytes) give the rows, order and counts
+ * that reading the files again gives; each row keeps its ordinal. */
+static void test_replay_from_memory(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/replay.csv", dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("id, name, x\n", fp);
+    for (int i = 0; i < 60; i++) {
+        if (i == 7 || i == 59)
+            fputs("1, 2\n", fp);   /* malformed: skipped in every epoch */
+        if (i == 20)
+            fputs("\n", fp);       /* blank */
+        fprintf(fp, "%d, row%d, %g\n", i, i, i * 0.25);
+    }
+    fputs("2, x, notanumber\n", fp);
+    fclose(fp);
+    static seen plain[400], kept[400], tiny[400];
+    trn_reader_stats sp, sk, st;
+    size_t np = read_cached(path, 0, plain, 400, &sp);
+    size_t nk = read_cached(path, 1 << 20, kept, 400, &sk);
+    size_t nt = read_cached(path, 2000, tiny, 400, &st); /* room for a few rows only */
+    assert_int_equal(np, 180);
+    assert_int_equal(nk, np);
+    assert_int_equal(nt, np);
+    for (size_t i = 0; i < np; i++) {
+        assert_int_equal(kept[i].line, plain[i].line);
+        assert_string_equal(kept[i].text, plain[i].text);
+        assert_int_equal(tiny[i].line, plain[i].line);
+        assert_string_equal(tiny[i].text, plain[i].text);
+        assert_true(plain[i].ordinal == TRN_NO_ORDINAL);
+        /* an ordinal names one row: the same line in every epoch */
+        assert_true(kept[i].ordinal < 60);
+        for (size_t j = 0; j < i; j++)
+            if (kept[j].ordinal == kept[i].ordinal)
+                assert_int_equal(kept[j].line, kept[i].line);
+    }
+    assert_int_equal(sk.rows, sp.rows);
+    assert_int_equal(sk.bad_rows, sp.bad_rows);
+    assert_int_equal(sp.bad_rows, 9);
+    assert_int_equal(sk.epochs, sp.epochs);
+    assert_string_equal(sk.first_bad, sp.first_bad);
+    assert_int_equal(st.rows, sp.rows);
+    assert_int_equal(st.bad_rows, sp.bad_rows);
+}
+
 static void test_close_while_producing(void **state)
 {
     (void)state;
@@ -327,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_malformed_rows),
         cmocka_unit_test(test_header_lines_skipped),
         cmocka_unit_test(test_nul_bytes_refused),
+        cmocka_unit_test(test_replay_from_memory),
         cmocka_unit_test(test_close_while_producing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

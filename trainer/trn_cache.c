@@ -1,0 +1,185 @@
+/*
+ * trn_cache.c — the training rows' transformed features, kept across epochs.
+ *
+ * Every epoch feeds the same rows again; what the feature columns make of a
+ * row's raw values (numbers, vocabulary ids, hash buckets, crosses: the
+ * first half of rt_transform) never changes, only what reads the weights
+ * (embeddings) does. So the first time a row comes (the reader numbers the
+ * rows of a pass: trn_rows.ordinal, when it replays them from memory), its
+ * label and that first half (rt_features_row_save, a record) are kept here;
+ * a batch whose rows are all known is rebuilt from the records
+ * (rt_features_rows_load) without parsing, feeding or transforming, and
+ * finished with rt_transform_finish. The features are those rt_transform
+ * makes, bit for bit (tests/integration/test_train_golden). Rows the budget
+ * has no room for are fed every time.
+ */
+#include "trn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MISSING UINT64_MAX
+#define BAD_LABEL (UINT64_MAX - 1) /* skipped (--on-bad-row skip): skipped again */
+
+struct trn_cache {
+    const rt_graph *g;
+    uint64_t max_bytes, used;
+    uint64_t *off;      /* [cap] record offset in arena, MISSING or BAD_LABEL */
+    float *label;       /* [cap] */
+    size_t cap;
+    unsigned char *arena;
+    size_t len, arena_cap;
+    size_t *row_of;     /* scratch: instance -> row */
+    const void **rec;   /* scratch: the batch's records */
+    size_t scratch;
+};
+
+trn_cache *trn_cache_new(const rt_graph *g, uint64_t max_bytes)
+{
+    trn_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->g = g;
+    c->max_bytes = max_bytes;
+    return c;
+}
+
+void trn_cache_clear(trn_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->cap; i++)
+        c->off[i] = MISSING;
+    c->len = 0;
+    c->used = 0;
+}
+
+void trn_cache_free(trn_cache *c)
+{
+    if (!c)
+        return;
+    free(c->off);
+    free(c->label);
+    free(c->arena);
+    free(c->row_of);
+    free(c->rec);
+    free(c);
+}
+
+/* Room for ordinal o; 0 ok, -1 no memory. */
+static int room_for(trn_cache *c, uint64_t o)
+{
+    if (o < c->cap)
+        return 0;
+    size_t cap = c->cap ? c->cap : 1024;
+    while (cap <= o)
+        cap *= 2;
+    uint64_t *q = realloc(c->off, cap * sizeof *q);
+    if (!q)
+        return -1;
+    c->off = q;
+    float *l = realloc(c->label, cap * sizeof *l);
+    if (!l)
+        return -1;
+    c->label = l;
+    for (size_t i = c->cap; i < cap; i++)
+        c->off[i] = MISSING;
+    c->cap = cap;
+    return 0;
+}
+
+/* Keeps instance i of f (row ordinal o, label y) when the budget allows. */
+static void keep(trn_cache *c, const rt_features *f, size_t i, uint64_t o, float y)
+{
+    if (o == TRN_NO_ORDINAL || (o < c->cap && c->off[o] != MISSING))
+        return;
+    size_t sz = rt_features_row_size(c->g, f, i);
+    if (c->used + sz + 12 > c->max_bytes || room_for(c, o))
+        return;
+    if (c->len + sz > c->arena_cap) {
+        size_t cap = c->arena_cap ? c->arena_cap : (size_t)1 << 16;
+        while (cap < c->len + sz)
+            cap *= 2;
+        unsigned char *q = realloc(c->arena, cap);
+        if (!q)
+            return;
+        c->arena = q;
+        c->arena_cap = cap;
+    }
+    rt_features_row_save(c->g, f, i, c->arena + c->len);
+    c->off[o] = c->len;
+    c->label[o] = y;
+    c->len += sz;
+    c->used += sz + 12;
+}
+
+rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *rows, rt_batch *b,
+                         rt_features *f, float *labels, trn_bad_row_policy bad,
+                         uint64_t *skipped, size_t *n, rt_err *err)
+{
+    *n = 0;
+    if (rows->n > c->scratch) {
+        size_t *ro = realloc(c->row_of, rows->n * sizeof *ro);
+        if (ro)
+            c->row_of = ro;
+        const void **re = realloc(c->rec, rows->n * sizeof *re);
+        if (re)
+            c->rec = re;
+        if (!ro || !re)
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        c->scratch = rows->n;
+    }
+    int known = rows->ordinal != NULL;
+    for (size_t r = 0; known && r < rows->n; r++) {
+        uint64_t o = rows->ordinal[r];
+        known = o != TRN_NO_ORDINAL && o < c->cap && c->off[o] != MISSING &&
+                (c->off[o] != BAD_LABEL || bad == TRN_BAD_ROW_SKIP);
+    }
+    rt_status st;
+    if (known) { /* every row seen before: from the records */
+        /* the rows come shuffled, their records from all over the arena:
+         * ask for them all before reading the first */
+        for (size_t r = 0; r < rows->n; r++) {
+            uint64_t o = rows->ordinal[r];
+            if (c->off[o] != BAD_LABEL)
+                for (size_t at = 0; at < 256; at += 64)
+                    __builtin_prefetch(c->arena + c->off[o] + at);
+        }
+        size_t k = 0;
+        for (size_t r = 0; r < rows->n; r++) {
+            uint64_t o = rows->ordinal[r];
+            if (c->off[o] == BAD_LABEL) {
+                if (skipped)
+                    (*skipped)++;
+                continue;
+            }
+            c->rec[k] = c->arena + c->off[o];
+            labels[k++] = c->label[o];
+        }
+        if ((st = rt_features_rows_load(c->g, f, c->rec, k, err)))
+            return st;
+        *n = k;
+        return rt_transform_finish(c->g, f, err);
+    }
+    /* the feeder and the first half of rt_transform, whose results are kept */
+    if ((st = trn_feeder_fill_rows(fd, rows, b, labels, c->row_of, bad, skipped, err)))
+        return st;
+    if ((st = rt_transform_inputs(c->g, b, f, err)))
+        return st;
+    size_t k = rt_batch_size(b);
+    if (rows->ordinal) {
+        for (size_t i = 0, r = 0; r < rows->n; r++) {
+            uint64_t o = rows->ordinal[r];
+            if (i < k && c->row_of[i] == r) {
+                keep(c, f, i, o, labels[i]);
+                i++;
+            } else if (o != TRN_NO_ORDINAL && c->used + 12 <= c->max_bytes &&
+                       room_for(c, o) == 0 && c->off[o] == MISSING) {
+                c->off[o] = BAD_LABEL; /* left out by the feeder */
+                c->used += 12;
+            }
+        }
+    }
+    *n = k;
+    return rt_transform_finish(c->g, f, err);
+}
