@@ -50,15 +50,22 @@ static void write_csv(const char *name, int lo, int hi, const char *extra)
 
 static const uint8_t numeric3[3] = {1, 0, 1};
 
-static trn_reader *open3(const char *files, size_t batch, size_t shuffle, int64_t epochs,
-                         uint64_t seed, trn_bad_row_policy bad, rt_status *st, rt_err *err)
+/* Default parameters for one file f[0] of the 3-column rows above. */
+static trn_reader_params params3(const char *const *f)
 {
     trn_reader_params p = trn_reader_default_params();
-    const char *f[1] = {files};
     p.files = f;
     p.n_files = 1;
     p.n_fields = 3;
     p.numeric = numeric3;
+    return p;
+}
+
+static trn_reader *open3(const char *files, size_t batch, size_t shuffle, int64_t epochs,
+                         uint64_t seed, trn_bad_row_policy bad, rt_status *st, rt_err *err)
+{
+    const char *f[1] = {files};
+    trn_reader_params p = params3(f);
     p.batch_size = batch;
     p.shuffle_buffer_size = shuffle;
     p.num_epochs = epochs;
@@ -214,12 +221,8 @@ static void test_header_lines_skipped(void **state)
     assert_non_null(fp);
     fputs("id, name, value\n1, a, 2\n2, b, 3\n", fp);
     fclose(fp);
-    trn_reader_params p = trn_reader_default_params();
     const char *f[1] = {path};
-    p.files = f;
-    p.n_files = 1;
-    p.n_fields = 3;
-    p.numeric = numeric3;
+    trn_reader_params p = params3(f);
     p.skip_header_lines = 1;
     trn_reader *r;
     rt_err err;
@@ -278,13 +281,9 @@ static void test_nul_bytes_refused(void **state)
     trn_reader_close(r);
 
     /* with names, a bad number names its column */
-    trn_reader_params p = trn_reader_default_params();
     const char *f[1] = {path};
     static const char *const names[3] = {"id", "name", "value"};
-    p.files = f;
-    p.n_files = 1;
-    p.n_fields = 3;
-    p.numeric = numeric3;
+    trn_reader_params p = params3(f);
     p.names = names;
     p.bad_rows = TRN_BAD_ROW_SKIP;
     assert_int_equal(trn_reader_open(&p, &r, &err), RT_OK);
@@ -313,12 +312,8 @@ typedef struct seen {
 static size_t read_cached(const char *files, uint64_t cache_bytes, seen *out, size_t cap,
                           trn_reader_stats *stats)
 {
-    trn_reader_params p = trn_reader_default_params();
     const char *f[1] = {files};
-    p.files = f;
-    p.n_files = 1;
-    p.n_fields = 3;
-    p.numeric = numeric3;
+    trn_reader_params p = params3(f);
     p.batch_size = 6;
     p.shuffle_buffer_size = 17;
     p.num_epochs = 3;
