@@ -821,11 +821,13 @@ def g7():
         r = subprocess.run(["sh", script, str(RUNS)], capture_output=True, text=True,
                            env=dict(os.environ, BUILD=BUILD), timeout=600)
         eps = [int(x) for x in re.findall(r"\((\d+) examples/s\)", r.stdout)]
+        cpu_eps = [int(x) for x in re.findall(r"(\d+) examples per CPU-second", r.stdout)]
         walls = [float(x) for x in re.findall(r"whole run \(train \+ eval \+ export\) "
                                               r"([0-9.]+)s", r.stdout)]
         accs = [float(x) for x in re.findall(r"accuracy = ([0-9.]+)", r.stdout)]
         out["source"] = "bench/train_bench.sh (the trainer's)"
         out["examples_per_s"] = median(eps)
+        out["examples_per_cpu_s"] = median(cpu_eps)
         out["whole_run_s"] = median(walls)
         out["accuracy"] = median(accs)
         out["runs"] = len(eps)
