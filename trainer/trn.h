@@ -10,6 +10,8 @@
  *                a shuffle buffer, batches, epochs, malformed-row policy
  *                (trn_reader.c)
  *   trn_feeder   CSV rows -> rt_batch + labels (trn_feed.c)
+ *   trn_cache    each training row's label and input-side features, kept
+ *                across epochs (trn_cache.c)
  *   trn_model    parameters shaped by rt_modeldef_tensor_specs, bound to an
  *                rt_graph so the forward pass is the serving code; loss,
  *                backprop and optimizers (trn_model.c, trn_backprop.c,
