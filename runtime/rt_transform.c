@@ -794,16 +794,22 @@ rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_
 }
 
 /* A record: per column of the first passes, in column order, a categorical
- * column's id count (u32) and ids (i64 each), a dense one's width floats.
- * f was made for g by rt_transform_inputs (prepare listed the columns). */
+ * column's id count (u32; its top bit set when the ids carry weights), ids
+ * (i64 each) and weights (f32 each, weighted columns), a dense one's width
+ * floats. f was made for g by rt_transform_inputs (prepare listed the
+ * columns). */
+#define REC_WEIGHTED 0x80000000u
+
 size_t rt_features_row_size(const rt_graph *g, const rt_features *f, size_t i)
 {
     const feat_priv *p = f->priv;
     size_t len = 0;
     for (size_t j = 0; j < p->n_first; j++) {
         size_t c = p->first[j];
+        size_t k = (size_t)(f->ids[c].offsets ? f->ids[c].offsets[i + 1] - f->ids[c].offsets[i]
+                                              : 0);
         if (g->fcols[c].width == 0)
-            len += 4 + 8 * (size_t)(f->ids[c].offsets[i + 1] - f->ids[c].offsets[i]);
+            len += 4 + (f->ids[c].weights ? 12 : 8) * k;
         else
             len += 4 * g->fcols[c].width;
     }
@@ -818,9 +824,15 @@ void rt_features_row_save(const rt_graph *g, const rt_features *f, size_t i, voi
         size_t c = p->first[j], w = g->fcols[c].width;
         if (w == 0) {
             uint32_t s = f->ids[c].offsets[i], k = f->ids[c].offsets[i + 1] - s;
-            memcpy(o, &k, 4);
+            const float *wt = f->ids[c].weights;
+            uint32_t tag = k | (wt ? REC_WEIGHTED : 0);
+            memcpy(o, &tag, 4);
             memcpy(o + 4, f->ids[c].ids + s, 8 * (size_t)k);
             o += 4 + 8 * (size_t)k;
+            if (wt) {
+                memcpy(o, wt + s, 4 * (size_t)k);
+                o += 4 * (size_t)k;
+            }
         } else {
             memcpy(o, f->values[c] + i * w, 4 * w);
             o += 4 * w;
@@ -834,7 +846,7 @@ rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *c
     rt_status st = prepare(f, g, n, err);
     if (st)
         return st;
-    const feat_priv *p = f->priv;
+    feat_priv *p = f->priv;
     for (size_t i = 0; i < n; i++) {
         const unsigned char *o = rows[i];
         for (size_t j = 0; j < p->n_first; j++) {
@@ -844,9 +856,10 @@ rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *c
                 o += 4 * w;
                 continue;
             }
-            uint32_t k;
-            memcpy(&k, o, 4);
-            size_t cnt = f->ids[c].offsets[i];
+            uint32_t tag, k;
+            memcpy(&tag, o, 4);
+            k = tag & ~REC_WEIGHTED;
+            size_t cnt = f->ids[c].offsets[i], at = cnt;
             for (uint32_t q = 0; q < k; q++) {
                 int64_t id;
                 memcpy(&id, o + 4 + 8 * (size_t)q, 8);
@@ -855,6 +868,13 @@ rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *c
             }
             o += 4 + 8 * (size_t)k;
             f->ids[c].offsets[i + 1] = (uint32_t)cnt;
+            if (tag & REC_WEIGHTED) {
+                if (grow(&p->wts[c], &p->wts_cap[c], cnt + 1, sizeof(float)))
+                    return NOMEM(err);
+                memcpy(p->wts[c] + at, o, 4 * (size_t)k);
+                o += 4 * (size_t)k;
+                f->ids[c].weights = p->wts[c];
+            }
         }
     }
     return RT_OK;
