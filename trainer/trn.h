@@ -126,6 +126,31 @@ typedef struct trn_stop_hook {
 
 #define TRN_MAX_HOOKS 4
 
+/* A list of words: given in the spec (words) or a file of one word a line
+ * (file, relative to the spec's directory unless absolute). */
+typedef struct trn_words {
+    char **words;
+    size_t n;
+    char *file;
+} trn_words;
+
+/* TF's VocabInfo for one tensor of "var_name_to_vocab_info". */
+typedef struct trn_vocab_info {
+    char *var;          /* tensor name */
+    trn_words new_vocab; /* none given: the column's vocabulary_list */
+    trn_words old_vocab; /* none given: the source export's column's */
+    int64_t old_vocab_size; /* -1: all of old_vocab */
+} trn_vocab_info;
+
+/* "train.warm_start_from" (TF's WarmStartSettings). */
+typedef struct trn_warm_start {
+    char *from;         /* export dir or job dir (its newest checkpoint); NULL = none */
+    char *vars;         /* vars_to_warm_start, a POSIX extended regex matched at the
+                           start of tensor names (TF's re.match); NULL = ".*" */
+    trn_vocab_info *vocab;
+    size_t n_vocab;
+} trn_warm_start;
+
 typedef enum {
     TRN_BAD_ROW_STOP = 0, /* a malformed row fails the run with file:line */
     TRN_BAD_ROW_SKIP = 1, /* skipped, counted and reported */
@@ -248,6 +273,7 @@ typedef struct trn_config {
     size_t n_exporters;      /* none given: one FinalExporter */
     trn_stop_hook hooks[TRN_MAX_HOOKS]; /* train.hooks: early stopping */
     size_t n_hooks;
+    trn_warm_start warm;     /* train.warm_start_from */
 
     trn_optimizer linear_opt; /* Linear* and the linear part of wide & deep */
     trn_optimizer dnn_opt;    /* DNN* and the DNN part (embeddings included) */

@@ -620,3 +620,90 @@ rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_
     free(steps);
     return st;
 }
+
+/* ------------------------------------------------------ any checkpoint */
+
+/* Indexes a checkpoint image of any model (CRC and layout checked). */
+static rt_status view_image(trn_ckpt_view *v, size_t len, rt_err *err)
+{
+    const unsigned char *b = (const unsigned char *)v->img;
+    if (len < 28)
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: too short (%zu bytes)", v->path, len);
+    uint32_t crc_file, ver, cnt;
+    memcpy(&crc_file, b + len - 4, 4);
+    if (rt_crc32c(0, b, len - 4) != crc_file)
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: checksum mismatch", v->path);
+    len -= 4;
+    memcpy(&ver, b + 8, 4);
+    memcpy(&cnt, b + 12, 4);
+    memcpy(&v->step, b + 16, 8);
+    if (memcmp(b, CKPT_MAGIC, 8) != 0 || ver != CKPT_VERSION)
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: not a checkpoint of this version", v->path);
+    v->t = calloc(cnt ? cnt : 1, sizeof *v->t);
+    if (!v->t)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    size_t off = 24;
+    for (uint32_t i = 0; i < cnt; i++) {
+        trn_ckpt_tensor *t = &v->t[i];
+        uint32_t nl, ns;
+        if (len - off < 4)
+            goto trunc;
+        memcpy(&nl, b + off, 4);
+        off += 4;
+        if (len - off < (size_t)nl + 12)
+            goto trunc;
+        t->name = (const char *)b + off;
+        t->name_len = nl;
+        off += nl;
+        memcpy(&t->count, b + off, 8);
+        memcpy(&ns, b + off + 8, 4);
+        off += 12;
+        if (t->count > (len - off) / sizeof(float) / (1 + (uint64_t)ns))
+            goto trunc;
+        t->data = b + off;
+        off += (size_t)t->count * sizeof(float) * (1 + ns);
+        v->n++;
+    }
+    if (off != len)
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: %zu bytes of trailing data", v->path,
+                          len - off);
+    return RT_OK;
+trunc:
+    return rt_err_set(err, RT_ERR_FORMAT, "%s: truncated", v->path);
+}
+
+void trn_ckpt_view_free(trn_ckpt_view *v)
+{
+    if (!v)
+        return;
+    free(v->img);
+    free(v->t);
+    v->img = NULL;
+    v->t = NULL;
+    v->n = 0;
+}
+
+rt_status trn_ckpt_view_newest(const char *job_dir, trn_ckpt_view *v, rt_err *err)
+{
+    memset(v, 0, sizeof *v);
+    int64_t *steps;
+    size_t n;
+    rt_status st = trn_ckpt_list(job_dir, &steps, &n, err);
+    if (st)
+        return st;
+    st = rt_err_set(err, RT_ERR_NOTFOUND, "%s: no checkpoint", job_dir);
+    for (size_t i = n; i-- > 0;) {
+        if (snprintf(v->path, sizeof v->path, "%s/" CKPT_PREFIX "%lld", job_dir,
+                     (long long)steps[i]) >= (int)sizeof v->path)
+            continue;
+        size_t len;
+        st = rt_read_file(AT_FDCWD, v->path, CKPT_MAX_BYTES, 0, &v->img, &len, err);
+        if (st == RT_OK)
+            st = view_image(v, len, err);
+        if (st == RT_OK)
+            break;
+        trn_ckpt_view_free(v); /* damaged: the one before */
+    }
+    free(steps);
+    return st;
+}

@@ -60,6 +60,18 @@ void trn_config_free(trn_config *c)
     free_list(c->eval_files, c->n_eval_files);
     free(c->job_dir);
     free(c->assets_dir);
+    free(c->warm.from);
+    free(c->warm.vars);
+    for (size_t i = 0; i < c->warm.n_vocab; i++) {
+        trn_vocab_info *v = &c->warm.vocab[i];
+        free(v->var);
+        free_list(v->new_vocab.words, v->new_vocab.n);
+        free(v->new_vocab.file);
+        free_list(v->old_vocab.words, v->old_vocab.n);
+        free(v->old_vocab.file);
+    }
+    free(c->warm.vocab);
+    memset(&c->warm, 0, sizeof c->warm);
     c->assets_dir = NULL;
     c->train_files = c->eval_files = NULL;
     c->n_train_files = c->n_eval_files = 0;
@@ -331,6 +343,82 @@ static rt_status parse_gbdt(const cJSON *est, trn_gbdt_params *g, rt_err *err)
     return RT_OK;
 }
 
+/* A list of strings, or one string naming a file of words. */
+static rt_status get_words(const cJSON *obj, const char *key, const char *path, trn_words *w,
+                           rt_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsNull(v))
+        return RT_OK;
+    if (cJSON_IsString(v)) {
+        if (!v->valuestring[0])
+            return rt_cfg_fail(err, path, key, "expected a file name or a list of words");
+        w->file = strdup(v->valuestring);
+        return w->file ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    }
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
+        return rt_cfg_fail(err, path, key, "expected a file name or a list of words, got %s",
+                           rt_cfg_type_name(v));
+    return get_files(obj, key, path, &w->words, &w->n, err);
+}
+
+/* "train.warm_start_from": "PATH" or {"ckpt_to_initialize_from": PATH,
+ * "vars_to_warm_start": REGEX, "var_name_to_vocab_info": {TENSOR: {...}}} */
+static rt_status parse_warm(const cJSON *v, trn_warm_start *w, rt_err *err)
+{
+    static const char *const keys[] = {"ckpt_to_initialize_from", "vars_to_warm_start",
+                                       "var_name_to_vocab_info", NULL};
+    static const char *const vkeys[] = {"new_vocab", "old_vocab", "old_vocab_size", NULL};
+    const char *p = "train.warm_start_from";
+    const char *from = NULL, *vars = NULL;
+    rt_status st;
+    if (cJSON_IsString(v))
+        from = v->valuestring;
+    else if (cJSON_IsObject(v)) {
+        if ((st = rt_cfg_check_keys(v, p, keys, NULL, err)) ||
+            (st = rt_cfg_str(v, p, "ckpt_to_initialize_from", RT_CFG_REQUIRED, &from, err)) ||
+            (st = rt_cfg_str(v, p, "vars_to_warm_start", 0, &vars, err)))
+            return st;
+    } else
+        return rt_cfg_fail(err, p, NULL, "expected a path or an object, got %s",
+                           rt_cfg_type_name(v));
+    if (!from[0])
+        return rt_cfg_fail(err, p, NULL, "expected a path, got \"\"");
+    w->from = strdup(from);
+    w->vars = vars ? strdup(vars) : NULL;
+    if (!w->from || (vars && !w->vars))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    const cJSON *vi = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v,
+                                                                           "var_name_to_vocab_info")
+                                        : NULL;
+    if (!vi || cJSON_IsNull(vi))
+        return RT_OK;
+    if (!cJSON_IsObject(vi))
+        return rt_cfg_fail(err, p, "var_name_to_vocab_info", "expected an object, got %s",
+                           rt_cfg_type_name(vi));
+    size_t n = (size_t)cJSON_GetArraySize(vi);
+    w->vocab = calloc(n ? n : 1, sizeof *w->vocab);
+    if (!w->vocab)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    for (const cJSON *it = vi->child; it; it = it->next) {
+        char vp[512];
+        snprintf(vp, sizeof vp, "%s.var_name_to_vocab_info.%.300s", p, it->string);
+        trn_vocab_info *x = &w->vocab[w->n_vocab++];
+        x->old_vocab_size = -1;
+        if (!(x->var = strdup(it->string)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        if ((st = rt_cfg_check_keys(it, vp, vkeys, NULL, err)) ||
+            (st = get_words(it, "new_vocab", vp, &x->new_vocab, err)) ||
+            (st = get_words(it, "old_vocab", vp, &x->old_vocab, err)) ||
+            (st = rt_cfg_int(it, vp, "old_vocab_size", 0, -1, INT64_C(1) << 40,
+                             &x->old_vocab_size, err)))
+            return st;
+        if (x->old_vocab_size == 0)
+            return rt_cfg_fail(err, vp, "old_vocab_size", "must be -1 (all) or >= 1");
+    }
+    return RT_OK;
+}
+
 /* "train.hooks": [{"type": "stop_if_no_increase_hook" | "stop_if_no_decrease_hook",
  * "metric_name", "max_steps_without_increase" | "max_steps_without_decrease",
  * "min_steps", "run_every_steps" | "run_every_secs"}] */
@@ -398,7 +486,7 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
                                        "save_checkpoints_secs", "keep_checkpoint_max",
                                        "log_step_count_steps", "save_summary_steps",
                                        "on_bad_row", "skip_header_lines", "memory_limit_mb",
-                                       "shard_policy", "hooks", NULL};
+                                       "shard_policy", "hooks", "warm_start_from", NULL};
     const char *p = "train";
     rt_status st = rt_cfg_check_keys(t, p, keys, NULL, err);
     if (st)
@@ -472,6 +560,21 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
     const cJSON *hooks = cJSON_GetObjectItemCaseSensitive(t, "hooks");
     if (hooks && !cJSON_IsNull(hooks) && (st = parse_hooks(hooks, c, err)))
         return st;
+    const cJSON *warm = cJSON_GetObjectItemCaseSensitive(t, "warm_start_from");
+    if (warm && !cJSON_IsNull(warm)) {
+        trn_config tmp; /* c's warm start replaced only by a complete parse */
+        memset(&tmp, 0, sizeof tmp);
+        st = parse_warm(warm, &tmp.warm, err);
+        if (st) {
+            trn_config_free(&tmp);
+            return st;
+        }
+        trn_warm_start old = c->warm;
+        c->warm = tmp.warm;
+        memset(&tmp, 0, sizeof tmp);
+        tmp.warm = old;
+        trn_config_free(&tmp);
+    }
     const char *sp = NULL;
     if ((st = rt_cfg_str(t, p, "shard_policy", 0, &sp, err)))
         return st;

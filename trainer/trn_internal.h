@@ -192,6 +192,42 @@ uint32_t trn_model_checksum(const trn_model *m);
 double trn_eta(int64_t step0, int64_t step, int64_t max_steps, double efrac0, double efrac,
                double elapsed);
 
+/* ------------------------------------------- checkpoint contents (trn_ckpt.c) */
+
+/* One tensor of a checkpoint read whole (weights only; data unaligned). */
+typedef struct trn_ckpt_tensor {
+    const char *name;           /* not NUL-terminated */
+    size_t name_len;
+    uint64_t count;
+    const unsigned char *data;  /* count floats, little-endian as written */
+} trn_ckpt_tensor;
+
+typedef struct trn_ckpt_view {
+    char *img;
+    int64_t step;
+    trn_ckpt_tensor *t;
+    size_t n;
+    char path[4096];
+} trn_ckpt_view;
+
+/* Reads job_dir's newest checkpoint that passes its CRC and format checks,
+ * for any model. RT_ERR_NOTFOUND when there is none. Free with
+ * trn_ckpt_view_free. */
+rt_status trn_ckpt_view_newest(const char *job_dir, trn_ckpt_view *v, rt_err *err);
+void trn_ckpt_view_free(trn_ckpt_view *v);
+
+/* ------------------------------------------------ warm start (trn_warm.c) */
+
+/*
+ * Initializes m's tensors that c->warm.vars selects from c->warm.from (an
+ * export directory, or a job dir's newest checkpoint), by name: same-sized
+ * tensors copied, tensors of vocabulary columns whose vocabulary changed
+ * remapped row by row (words in both keep their rows, new words keep m's
+ * fresh initialization). Optimizer slots and the step are left alone.
+ * Appends a one-line summary to log. Errors name the key and the tensor.
+ */
+rt_status trn_warm_start_apply(trn_model *m, const trn_config *c, rt_buf *log, rt_err *err);
+
 /* ------------------------------------------- early stopping (trn_hooks.c) */
 
 /* The early-stopping hooks of c ("train.hooks") and the evaluations they

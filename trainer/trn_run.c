@@ -1047,6 +1047,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     if (dist && trn_dist_rank(dist) > 0) /* dropout masks differ by rank */
         trn_rng_seed(&R.m->drop_rng, c.seed ^ 0xd0d0d0d0ULL ^
                                          ((uint64_t)trn_dist_rank(dist) * 0x9e3779b97f4a7c15ULL));
+    int restored = 0;
     if (c.job_dir && is_chief(&c)) {
         rt_buf warn;
         rt_buf_init(&warn);
@@ -1059,8 +1060,19 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             logf_(&c, "Restoring parameters from %s/model.ckpt-%lld", c.job_dir, (long long)step);
         else if (st != RT_ERR_NOTFOUND)
             goto out;
+        restored = st == RT_OK;
         st = RT_OK;
         load_best(&R);
+    }
+    if (!restored && c.warm.from && is_chief(&c)) { /* a fresh start only, as TF */
+        rt_buf msg;
+        rt_buf_init(&msg);
+        st = trn_warm_start_apply(R.m, &c, &msg, err);
+        if (st == RT_OK && msg.len)
+            logf_(&c, "%s", msg.data);
+        rt_buf_free(&msg);
+        if (st)
+            goto out;
     }
     /* every replica starts from rank 0's parameters (restored or initial) */
     if ((st = trn_dist_bcast_model(dist, R.m, err)))
