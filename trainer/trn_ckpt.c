@@ -580,8 +580,13 @@ static rt_status load_image(trn_model *m, const unsigned char *b, size_t len, co
     return RT_OK;
 }
 
-rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_buf *warn,
-                           rt_err *err)
+/* Tries job_dir's checkpoints newest first with fn until one loads: a
+ * damaged one is skipped (with a line in warn) unless fn sets *fatal (a
+ * checkpoint of another model is no damage). RT_ERR_NOTFOUND when none. */
+typedef rt_status (*ckpt_try_fn)(void *ctx, const char *path, int *fatal, rt_err *err);
+
+static rt_status newest_good(const char *job_dir, ckpt_try_fn fn, void *ctx, rt_buf *warn,
+                             rt_err *err)
 {
     int64_t *steps;
     size_t n;
@@ -594,24 +599,14 @@ rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_
         if (snprintf(path, sizeof path, "%s/" CKPT_PREFIX "%lld", job_dir,
                      (long long)steps[i]) >= (int)sizeof path)
             continue;
-        char *img;
-        size_t len;
         rt_err e;
-        st = rt_read_file(AT_FDCWD, path, CKPT_MAX_BYTES, 0, &img, &len, &e);
-        if (st == RT_OK) {
-            const unsigned char *b = (const unsigned char *)img;
-            int64_t s;
-            st = load_image(m, b, len, path, 0, &s, &e);
-            if (st == RT_OK)
-                st = load_image(m, b, len, path, 1, step, &e);
-            free(img);
-        }
+        int fatal = 0;
+        st = fn(ctx, path, &fatal, &e);
         if (st == RT_OK)
             break;
         if (err)
             *err = e;
-        /* a model mismatch is not damage: say so instead of falling back */
-        if (strstr(e.msg, "changed?"))
+        if (fatal)
             break;
         if (warn)
             rt_buf_printf(warn, "skipping damaged checkpoint: %s\n", e.msg);
@@ -619,6 +614,37 @@ rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_
     }
     free(steps);
     return st;
+}
+
+typedef struct restore_ctx {
+    trn_model *m;
+    int64_t *step;
+} restore_ctx;
+
+static rt_status try_restore(void *ctx, const char *path, int *fatal, rt_err *err)
+{
+    restore_ctx *r = ctx;
+    char *img;
+    size_t len;
+    rt_status st = rt_read_file(AT_FDCWD, path, CKPT_MAX_BYTES, 0, &img, &len, err);
+    if (st)
+        return st;
+    const unsigned char *b = (const unsigned char *)img;
+    int64_t s;
+    st = load_image(r->m, b, len, path, 0, &s, err);
+    if (st == RT_OK)
+        st = load_image(r->m, b, len, path, 1, r->step, err);
+    free(img);
+    /* a model mismatch is not damage: say so instead of falling back */
+    *fatal = st != RT_OK && strstr(err->msg, "changed?") != NULL;
+    return st;
+}
+
+rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_buf *warn,
+                           rt_err *err)
+{
+    restore_ctx r = {m, step};
+    return newest_good(job_dir, try_restore, &r, warn, err);
 }
 
 /* ------------------------------------------------------ any checkpoint */
@@ -683,27 +709,24 @@ void trn_ckpt_view_free(trn_ckpt_view *v)
     v->n = 0;
 }
 
+static rt_status try_view(void *ctx, const char *path, int *fatal, rt_err *err)
+{
+    trn_ckpt_view *v = ctx;
+    *fatal = 0;
+    trn_ckpt_view_free(v);
+    snprintf(v->path, sizeof v->path, "%s", path);
+    size_t len;
+    rt_status st = rt_read_file(AT_FDCWD, path, CKPT_MAX_BYTES, 0, &v->img, &len, err);
+    if (st == RT_OK)
+        st = view_image(v, len, err);
+    return st;
+}
+
 rt_status trn_ckpt_view_newest(const char *job_dir, trn_ckpt_view *v, rt_err *err)
 {
     memset(v, 0, sizeof *v);
-    int64_t *steps;
-    size_t n;
-    rt_status st = trn_ckpt_list(job_dir, &steps, &n, err);
+    rt_status st = newest_good(job_dir, try_view, v, NULL, err);
     if (st)
-        return st;
-    st = rt_err_set(err, RT_ERR_NOTFOUND, "%s: no checkpoint", job_dir);
-    for (size_t i = n; i-- > 0;) {
-        if (snprintf(v->path, sizeof v->path, "%s/" CKPT_PREFIX "%lld", job_dir,
-                     (long long)steps[i]) >= (int)sizeof v->path)
-            continue;
-        size_t len;
-        st = rt_read_file(AT_FDCWD, v->path, CKPT_MAX_BYTES, 0, &v->img, &len, err);
-        if (st == RT_OK)
-            st = view_image(v, len, err);
-        if (st == RT_OK)
-            break;
-        trn_ckpt_view_free(v); /* damaged: the one before */
-    }
-    free(steps);
+        trn_ckpt_view_free(v);
     return st;
 }
