@@ -127,8 +127,11 @@ static rt_status words_of(const trn_words *tw, const Predictd__FeatureColumn *co
         for (size_t i = 0; i < len; i++)
             lines += out->buf[i] == '\n';
         out->own = calloc(lines, sizeof *out->own);
-        if (!out->own)
+        if (!out->own) {
+            free(out->buf);
+            out->buf = NULL;
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        }
         char *p = out->buf, *end = out->buf + len;
         while (p < end) {
             char *nl = memchr(p, '\n', (size_t)(end - p));
