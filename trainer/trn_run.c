@@ -1035,6 +1035,11 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     R.spec = spec;
     R.c = &c;
     R.last_ml_step = -1;
+    if (R.def->graph->trees && c.warm.from) {
+        st = rt_err_set(err, RT_ERR_UNSUPPORTED, "train.warm_start_from: warm starting is not "
+                        "implemented for %s", R.def->graph->estimator);
+        goto out;
+    }
     if ((st = trn_early_stop_new(&c, &R.es, err)))
         goto out;
     R.spec_json = cJSON_PrintUnformatted(spec);
