@@ -79,9 +79,12 @@ static const Predictd__FeatureColumn *row_column(const trn_model *m, size_t i)
 {
     const Predictd__ModelDef *d = m->def;
     long fc = -1;
+    if (!m->p[i].sparse)
+        return NULL; /* dense: rows are not ids */
     for (size_t k = 0; k < m->n_lin; k++)
-        if (m->lin[k].param == i && m->lin[k].kind != LC_DENSE)
-            fc = (long)(m->lin[k].kind == LC_IDS ? m->lin[k].fc : m->lin[k].src);
+        if (m->lin[k].param == i)
+            fc = (long)(m->lin[k].grad && m->lin[k].grad->via_source ? m->lin[k].src
+                                                                     : m->lin[k].fc);
     for (size_t k = 0; k < m->n_emb; k++)
         if (m->emb[k].param == i)
             fc = (long)m->emb[k].src;
