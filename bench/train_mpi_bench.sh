@@ -9,17 +9,12 @@
 # slower rank and the exchange itself. Run from anywhere: BUILD (default build).
 #   bench/train_mpi_bench.sh [RUNS]   (default 3)
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-RUNS=${1:-3}
-TRAIN="$BUILD/predict-train"
-if [ ! -x "$TRAIN" ] || ! command -v mpirun >/dev/null 2>&1; then
-    echo "train_mpi_bench: needs $TRAIN and mpirun (scripts/install-deps.sh)" >&2
+BENCH=train_mpi_bench
+. "$(dirname "$0")/train_common.sh"
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "train_mpi_bench: needs mpirun (scripts/install-deps.sh)" >&2
     exit 0
 fi
-TMP=$(mktemp -d /tmp/train_mpi_bench.XXXXXX) || exit 0
-trap 'rm -rf "$TMP"' EXIT INT TERM
 MPIRUN="mpirun --allow-run-as-root --oversubscribe"
 
 median() { sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print 0}'; }

@@ -10,38 +10,17 @@
 # figure measured once). BUILD (default build) names the build dir.
 #   bench/train_trees_bench.sh [RUNS]   (default 3)
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-RUNS=${1:-3}
-TRAIN="$BUILD/predict-train"
-if [ ! -x "$TRAIN" ]; then
-    echo "train_trees_bench: $TRAIN not built (make BUILD=$BUILD)" >&2
-    exit 0
-fi
-TMP=$(mktemp -d /tmp/train_trees_bench.XXXXXX) || exit 0
-trap 'rm -rf "$TMP"' EXIT INT TERM
+BENCH=train_trees_bench
+. "$(dirname "$0")/train_common.sh"
 echo "BoostedTrees (conf/census_trees.json, adult.data.csv -> adult.test.csv), $RUNS runs:"
 i=1
 while [ "$i" -le "$RUNS" ]; do
-    start=$(date +%s.%N)
-    "$TRAIN" --spec "$ROOT/conf/census_trees.json" \
-        --train-files "$ROOT/data/census/adult.data.csv" \
-        --eval-files "$ROOT/data/census/adult.test.csv" \
-        --job-dir "$TMP/job$i" --progress quiet >"$TMP/log$i" 2>&1
-    rc=$?
-    end=$(date +%s.%N)
-    if [ "$rc" -ne 0 ]; then
-        echo "  trees run $i: predict-train failed (exit $rc):"
-        tail -n 5 "$TMP/log$i" | sed 's/^/    /'
+    if ! census_run "$ROOT/conf/census_trees.json" "$i"; then
         i=$((i + 1))
         continue
     fi
     grew=$(grep -o 'grew [0-9]* trees from [0-9]* examples in [0-9.]*s, cpu [0-9.]*s ([0-9]* examples/s per tree and cpu second)' "$TMP/log$i")
     binned=$(grep -o 'binned in [0-9.]*s' "$TMP/log$i")
-    acc=$(grep -o 'accuracy = [0-9.]*' "$TMP/log$i" | head -n 1)
-    auc=$(grep -o ', auc = [0-9.]*' "$TMP/log$i" | head -n 1 | sed 's/^, //')
-    wall=$(echo "$start $end" | awk '{printf "%.2f", $2 - $1}')
     echo "  trees run $i: $grew; read and $binned; whole run ${wall}s; $acc, $auc"
     i=$((i + 1))
 done
