@@ -423,14 +423,30 @@ rt_status rt_raw_number_error(rt_err *err, size_t field, const char *name, const
 rt_status rt_raw_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
                            size_t field, const char *s, size_t len, rt_err *err);
 
-/* The label of CSV cell s[0..len) for def's head: a class id (its index in
- * the head's label vocabulary, after trimming when def->trim_strings; or an
- * integer class id in [0, n_classes) without a vocabulary) or a regression
- * value, in *out. RT_ERR_INVALID names the label column ("label
- * income_bracket: \"x\" is not in the label vocabulary"). Training and
- * predict-model evaluate read labels with it. Thread-safe. */
-rt_status rt_raw_label(const Predictd__ModelDef *def, const char *s, size_t len, float *out,
-                       rt_err *err);
+/* The label of CSV cell s[0..len) of label column col (raw column index)
+ * for def's head: a class id (its index in the head's label vocabulary,
+ * after trimming when def->trim_strings; or an integer class id in
+ * [0, n_classes) without a vocabulary) or a regression value, in *out.
+ * RT_ERR_INVALID names the label column ("label income_bracket: \"x\" is
+ * not in the label vocabulary"). Training and predict-model evaluate read
+ * labels with it. Thread-safe. */
+rt_status rt_raw_label(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
+                       float *out, rt_err *err);
+
+/* The example weight of CSV cell s[0..len) of the weight column col
+ * (estimator.weight_column): a finite number >= 0 (an empty cell takes the
+ * column's default when the spec gave one). A negative weight or anything
+ * else is RT_ERR_INVALID naming the column ("weight w: -1 is negative
+ * (example weights must be >= 0)"). Thread-safe. */
+rt_status rt_raw_weight(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
+                        float *out, rt_err *err);
+
+/* Raw column index of def's weight column, or -1 (no weight_column). */
+long rt_raw_weight_column(const Predictd__ModelDef *def);
+
+/* Raw column indexes of def's label columns, in file order, into cols
+ * (room for max); returns how many there are. */
+size_t rt_raw_label_columns(const Predictd__ModelDef *def, size_t *cols, size_t max);
 
 /*
  * rt_raw_push_cell's second half for a numeric cell already read with
@@ -681,11 +697,15 @@ rt_status rt_json_metadata(const rt_model *m, const char *name, int64_t version,
 
 /* ------------------------------------------------ metrics (rt_metrics.c) */
 
-/* Mean per-example loss of the head over n rows (labels: class ids or
- * values) and, when dlogits is not NULL, d loss / d logits scaled by 1/denom
- * (denom = n for the batch mean). Thread-safe. */
+/* The head's loss over n rows as TF's SUM_OVER_BATCH_SIZE reduces it:
+ * sum_i w_i l_i / n, with l_i the example's loss (regression: the squared
+ * error averaged over its ld values). labels: a class id per row, or ld
+ * values per row for regression; weights: one per row, NULL for all 1.
+ * When dlogits is not NULL it receives d (sum_i w_i l_i) / d logits scaled
+ * by 1/denom (denom = n for the batch mean). Thread-safe. */
 double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
-                    const float *labels, size_t n, size_t denom, float *dlogits);
+                    const float *labels, const float *weights, size_t n, size_t denom,
+                    float *dlogits);
 
 #define RT_METRIC_NAME_MAX 64
 
@@ -703,13 +723,16 @@ typedef struct rt_metric_list {
 
 typedef struct rt_metrics rt_metrics;
 
-/* head: HEAD_BINARY, HEAD_MULTI_CLASS or HEAD_REGRESSION. */
-rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n_classes);
+/* head: HEAD_BINARY, HEAD_MULTI_CLASS or HEAD_REGRESSION; n: the number of
+ * classes of a classifier, the label_dimension of a regressor (0 = 1). */
+rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n);
 void rt_metrics_free(rt_metrics *mt);
-/* Adds a batch: logits (n x logits_dim), labels (class ids or values) and the
- * batch's mean loss. */
-rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels, size_t n,
-                         double batch_loss);
+/* Adds a batch: logits (n x logits_dim), labels (class ids, or
+ * label_dimension values per row for regression), example weights (NULL:
+ * all 1; estimator.weight_column) and the batch's loss. Every metric but
+ * "loss" (the mean of the batch losses) is weighted as TF weights it. */
+rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels,
+                         const float *weights, size_t n, double batch_loss);
 /*
  * Binary: accuracy, accuracy_baseline, auc (exact ROC AUC, ties averaged),
  * auc_precision_recall (exact, step-wise average precision), average_loss,
@@ -720,19 +743,24 @@ rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *label
  */
 rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric_list *out);
 /* The examples added so far: per example its score (binary: the logistic;
- * multi-class: the predicted class id; regression: the prediction) and its
- * label; pointers valid until the next rt_metrics_add. Returns the count. */
-size_t rt_metrics_data(const rt_metrics *mt, const float **scores, const float **labels);
+ * multi-class: the predicted class id; regression: the prediction's first
+ * value), its label (first value) and, when weights is not NULL, its weight
+ * (*weights NULL when no batch had weights); pointers valid until the next
+ * rt_metrics_add. Returns the count. */
+size_t rt_metrics_data(const rt_metrics *mt, const float **scores, const float **labels,
+                       const float **weights);
 /* Value of metric `name` or NAN. */
 double rt_metric_get(const rt_metric_list *l, const char *name);
 /* "accuracy = 0.85, auc = 0.9, ..." appended to b; and the JSON object. */
 int rt_metrics_format(const rt_metric_list *l, rt_buf *b);
 int rt_metrics_json(const rt_metric_list *l, rt_buf *b);
 
-/* Exact ROC AUC of scores against 0/1 labels (ties count one half). */
-double rt_auc_roc(const float *scores, const float *labels, size_t n);
-/* Exact area under the precision-recall curve (average precision). */
-double rt_auc_pr(const float *scores, const float *labels, size_t n);
+/* Exact ROC AUC of scores against 0/1 labels (ties count one half), each
+ * example counting its weight (NULL: all 1). */
+double rt_auc_roc(const float *scores, const float *labels, const float *weights, size_t n);
+/* Exact area under the precision-recall curve (average precision),
+ * weighted likewise. */
+double rt_auc_pr(const float *scores, const float *labels, const float *weights, size_t n);
 
 /* --------------------------------------- evaluating an export (rt_eval.c) */
 

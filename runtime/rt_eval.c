@@ -40,13 +40,16 @@ typedef struct evaluator {
     rt_eval *e;
     size_t ld, n_cols, bs;
     int loss_sum;       /* the spec's loss_reduction "SUM" */
-    long *input;        /* [n_cols] graph input or -1 (label, unused) */
-    long label_col;
+    long *input;        /* [n_cols] graph input or -1 (label, weight, unused) */
+    size_t *label_cols; /* [ls] the label columns, in file order */
+    size_t ls;          /* label values per row: label_dimension (regression) or 1 */
+    long weight_col;    /* estimator.weight_column or -1 */
     size_t **spec_cols; /* [n_specs][e->specs[s].n_columns] raw column indexes */
     rt_batch *b;
     rt_features f;
     rt_workspace *ws;
     float *labels, *logits, *glabels, *glogits;
+    float *weights, *gweights; /* NULL without a weight column */
     size_t *sid;         /* [n_specs][bs] slice ids of the batch's rows */
     slice_acc *acc;      /* [e->n_slices] */
     size_t acc_cap;
@@ -147,7 +150,7 @@ static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
     e->n_slices++;
     sl->spec = s;
     sl->key = strdup(v->key.data);
-    v->acc[k].mt = rt_metrics_new(e->head, e->n_classes);
+    v->acc[k].mt = rt_metrics_new(e->head, e->n_classes ? e->n_classes : v->ld);
     if (!sl->key || !v->acc[k].mt || slice_values(sl, sl->key, e->specs[s].n_columns))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     v->table[h] = k + 1;
@@ -249,10 +252,12 @@ static void confuse(evaluator *v, const float *z, float y)
 
 /* A batch's loss as the trainer reports it: the mean per-example loss, times
  * the rows under loss_reduction SUM (trn_model.c's batch_loss). */
-static double batch_loss(const evaluator *v, const float *logits, const float *labels, size_t n)
+static double batch_loss(const evaluator *v, const float *logits, const float *labels,
+                         const float *weights, size_t n)
 {
-    double l = rt_head_loss(v->e->head, v->ld, logits, labels, n, n, NULL);
-    return v->loss_sum && n > 1 ? l * (double)n : l;
+    double l = rt_head_loss(v->e->head, v->ld, logits, labels, weights, n, n, NULL);
+    double scale = (double)n * (double)v->ls; /* SUM: every loss value, not their mean */
+    return v->loss_sum && scale > 1 ? l * scale : l;
 }
 
 /* Runs the model on the batch and adds it to every accumulator. */
@@ -270,8 +275,8 @@ static rt_status flush(evaluator *v, rt_err *err)
                       (unsigned long long)v->last_line);
         return st;
     }
-    double loss = batch_loss(v, v->logits, v->labels, n);
-    if ((st = rt_metrics_add(v->all, v->logits, v->labels, n, loss)))
+    double loss = batch_loss(v, v->logits, v->labels, v->weights, n);
+    if ((st = rt_metrics_add(v->all, v->logits, v->labels, v->weights, n, loss)))
         return rt_err_set(err, st, "out of memory");
     if (e->confusion)
         for (size_t i = 0; i < n; i++)
@@ -293,10 +298,12 @@ static rt_status flush(evaluator *v, rt_err *err)
         for (size_t q = 0; q < a->n_pending; q++) {
             size_t i = a->pending[q];
             memcpy(v->glogits + q * v->ld, v->logits + i * v->ld, v->ld * sizeof(float));
-            v->glabels[q] = v->labels[i];
+            memcpy(v->glabels + q * v->ls, v->labels + i * v->ls, v->ls * sizeof(float));
+            if (v->weights)
+                v->gweights[q] = v->weights[i];
         }
-        double l = batch_loss(v, v->glogits, v->glabels, a->n_pending);
-        if ((st = rt_metrics_add(a->mt, v->glogits, v->glabels, a->n_pending, l)))
+        double l = batch_loss(v, v->glogits, v->glabels, v->gweights, a->n_pending);
+        if ((st = rt_metrics_add(a->mt, v->glogits, v->glabels, v->gweights, a->n_pending, l)))
             return rt_err_set(err, st, "out of memory");
         a->n_pending = 0;
         a->touched = 0;
@@ -317,15 +324,20 @@ static rt_status add_row(evaluator *v, const char *line, size_t len, char *buf,
         return rt_err_set(err, RT_ERR_INVALID, "%ld fields, the spec has %zu columns", nf,
                           v->n_cols);
     rt_eval *e = v->e;
-    size_t idx;
-    float label;
-    rt_status st = rt_raw_label(v->def, buf + spans[v->label_col].off,
-                                spans[v->label_col].len, &label, err);
+    size_t idx = rt_batch_size(v->b);
+    rt_status st = RT_OK;
+    for (size_t k = 0; k < v->ls && !st; k++) {
+        rt_csv_span sp = spans[v->label_cols[k]];
+        st = rt_raw_label(v->def, v->label_cols[k], buf + sp.off, sp.len,
+                          &v->labels[idx * v->ls + k], err);
+    }
+    if (!st && v->weights)
+        st = rt_raw_weight(v->def, (size_t)v->weight_col, buf + spans[v->weight_col].off,
+                           spans[v->weight_col].len, &v->weights[idx], err);
     if (st)
         return st;
     if ((st = rt_batch_add(v->b, &idx)))
         return rt_err_set(err, st, "out of memory");
-    v->labels[idx] = label;
     for (size_t j = 0; j < v->n_cols; j++) {
         if (v->input[j] < 0)
             continue;
@@ -431,7 +443,7 @@ static rt_status curve_push(rt_eval_curve *c, double x, double y, double t, int 
 
 static rt_status binary_plots(rt_eval *e, const float *scores, const float *labels, size_t n)
 {
-    rt_scored *v = rt_sorted_desc(scores, labels, n);
+    rt_scored *v = rt_sorted_desc(scores, labels, NULL, n);
     if (!v)
         return RT_ERR_NOMEM;
     double P = 0;
@@ -549,25 +561,28 @@ static rt_status setup(evaluator *v, rt_err *err)
     e->n_classes = e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 0 : def->head->n_classes;
     e->global_step = def->training ? def->training->global_step : 0;
     v->ld = rt_graph_logits_dim(v->g);
-    if (e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION && v->ld != 1)
-        return rt_err_set(err, RT_ERR_UNSUPPORTED,
-                          "regression with label_dimension %zu: not supported", v->ld);
+    v->ls = e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? v->ld : 1;
     v->n_cols = def->n_raw_columns;
-    v->label_col = -1;
+    v->weight_col = rt_raw_weight_column(def);
     v->input = calloc(v->n_cols ? v->n_cols : 1, sizeof *v->input);
     if (!v->input)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     for (size_t j = 0; j < v->n_cols; j++) {
         const Predictd__RawColumn *rc = def->raw_columns[j];
         v->input[j] = -1;
-        if (rc->is_label)
-            v->label_col = (long)j;
-        else if (!rc->unused)
+        if (!rc->is_label && !rc->unused && !rc->is_weight)
             v->input[j] = rt_graph_find_input(v->g, rc->name, strlen(rc->name));
     }
-    if (v->label_col < 0)
+    size_t n_labels = rt_raw_label_columns(def, NULL, 0);
+    if (!(v->label_cols = malloc((n_labels ? n_labels : 1) * sizeof *v->label_cols)))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    rt_raw_label_columns(def, v->label_cols, n_labels);
+    if (n_labels == 0)
         return rt_err_set(err, RT_ERR_INVALID,
                           "the export's columns have no label column: it cannot be evaluated");
+    if (n_labels != v->ls)
+        return rt_err_set(err, RT_ERR_INVALID, "the export has %zu label columns for %zu label "
+                          "values", n_labels, v->ls);
     rt_status st = parse_specs(v, err);
     if (st)
         return st;
@@ -578,13 +593,16 @@ static rt_status setup(evaluator *v, rt_err *err)
     e->batch_size = v->bs;
     v->b = rt_batch_new(v->g);
     v->ws = rt_workspace_new();
-    v->labels = malloc(v->bs * sizeof *v->labels);
-    v->glabels = malloc(v->bs * sizeof *v->glabels);
+    v->labels = malloc(v->bs * v->ls * sizeof *v->labels);
+    v->glabels = malloc(v->bs * v->ls * sizeof *v->glabels);
+    if (v->weight_col >= 0 && (!(v->weights = malloc(v->bs * sizeof *v->weights)) ||
+                               !(v->gweights = malloc(v->bs * sizeof *v->gweights))))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     v->logits = malloc(v->bs * v->ld * sizeof *v->logits);
     v->glogits = malloc(v->bs * v->ld * sizeof *v->glogits);
     v->sid = malloc((e->n_specs ? e->n_specs : 1) * v->bs * sizeof *v->sid);
     v->touched = malloc((e->n_specs ? e->n_specs : 1) * v->bs * sizeof *v->touched);
-    v->all = rt_metrics_new(e->head, e->n_classes);
+    v->all = rt_metrics_new(e->head, e->n_classes ? e->n_classes : v->ld);
     if (e->n_classes) {
         e->confusion = calloc(e->n_classes * e->n_classes, sizeof *e->confusion);
         e->class_names = calloc(e->n_classes, sizeof *e->class_names);
@@ -621,7 +639,7 @@ static rt_status finish(evaluator *v, rt_err *err)
     for (size_t k = 0; k < e->n_slices; k++) {
         rt_eval_slice *sl = &e->slices[k];
         const float *s, *y;
-        sl->count = rt_metrics_data(v->acc[k].mt, &s, &y);
+        sl->count = rt_metrics_data(v->acc[k].mt, &s, &y, NULL);
         if ((st = rt_metrics_result(v->acc[k].mt, e->global_step, &sl->metrics)))
             return rt_err_set(err, st, "metrics failed");
     }
@@ -644,7 +662,7 @@ static rt_status finish(evaluator *v, rt_err *err)
     }
     if (e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
         const float *s, *y;
-        size_t n = rt_metrics_data(v->all, &s, &y);
+        size_t n = rt_metrics_data(v->all, &s, &y, NULL);
         if (binary_plots(e, s, y, n))
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         e->has_plots = 1;
@@ -663,11 +681,14 @@ static void evaluator_free(evaluator *v)
         free(v->spec_cols[s]);
     free(v->spec_cols);
     free(v->input);
+    free(v->label_cols);
     rt_batch_free(v->b);
     rt_features_free(&v->f);
     rt_workspace_free(v->ws);
     free(v->labels);
     free(v->glabels);
+    free(v->weights);
+    free(v->gweights);
     free(v->logits);
     free(v->glogits);
     free(v->sid);

@@ -47,10 +47,11 @@ static rt_status use_raw(const Predictd__ModelDef *def, const char *col, const c
         return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: reads \"%.64s\", not a column",
                           col, name);
     const Predictd__RawColumn *rc = def->raw_columns[r];
-    if (rc->is_label || rc->unused)
+    if (rc->is_label || rc->unused || rc->is_weight)
         return rt_err_set(err, RT_ERR_FORMAT,
-                          "feature column %s: reads \"%.64s\", the label or an unused column", col,
-                          name);
+                          "feature column %s: reads \"%.64s\", the label, the weight or an unused "
+                          "column",
+                          col, name);
     read[r] = true;
     *raw = r;
     return RT_OK;
@@ -322,7 +323,7 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
         st = NOMEM(err);
         goto out;
     }
-    size_t n_labels = 0;
+    size_t n_labels = 0, n_weights = 0;
     for (size_t i = 0; i < def->n_raw_columns; i++) {
         const Predictd__RawColumn *rc = def->raw_columns[i];
         if (!rc || !rc->name || !*rc->name || find_raw(def, rc->name) != (long)i) {
@@ -335,6 +336,16 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
             goto out;
         }
         n_labels += rc->is_label;
+        n_weights += rc->is_weight;
+        if (rc->is_weight && (rc->is_label || rc->dtype != PREDICTD__DTYPE__DT_FLOAT)) {
+            st = rt_err_set(err, RT_ERR_FORMAT, "raw column %s: a weight column must be a "
+                            "numeric column other than the label", rc->name);
+            goto out;
+        }
+    }
+    if (n_weights > 1) {
+        st = rt_err_set(err, RT_ERR_FORMAT, "%zu weight columns", n_weights);
+        goto out;
     }
     if (n_labels > 1) {
         st = rt_err_set(err, RT_ERR_FORMAT, "%zu label columns", n_labels);

@@ -391,10 +391,13 @@ int rt_crc32c_hw_available(void);
 
 typedef struct rt_scored {
     float s, y; /* score; label as 0 or 1 */
+    float w;    /* example weight (1 without weights) */
 } rt_scored;
 
-/* scores and labels (positive when > 0.5) paired and sorted by score,
- * highest first; malloc'd (free it), NULL when out of memory. */
-rt_scored *rt_sorted_desc(const float *scores, const float *labels, size_t n);
+/* scores, labels (positive when > 0.5) and weights (NULL: all 1) paired and
+ * sorted by score, highest first; malloc'd (free it), NULL when out of
+ * memory. */
+rt_scored *rt_sorted_desc(const float *scores, const float *labels, const float *weights,
+                          size_t n);
 
 #endif /* PREDICTD_RT_INTERNAL_H */

@@ -224,7 +224,7 @@ long rt_jfill_find(rt_jfill *q, const char *key, size_t klen)
     const Predictd__ModelDef *def = rt_graph_def(g);
     for (size_t k = 0; k < def->n_raw_columns; k++) {
         const Predictd__RawColumn *rc = def->raw_columns[k];
-        if (rc->name && (rc->is_label || rc->unused) && strlen(rc->name) == klen &&
+        if (rc->name && (rc->is_label || rc->unused || rc->is_weight) && strlen(rc->name) == klen &&
             memcmp(rc->name, key, klen) == 0)
             return -2;
     }

@@ -14,7 +14,16 @@
  *   binary      sigmoid cross-entropy  max(z,0) - z y + log(1 + e^-|z|)
  *               dz = sigmoid(z) - y
  *   multi-class softmax cross-entropy  logsumexp(z) - z_y;  dz = softmax(z) - 1_y
- *   regression  squared error (z - y)^2;  dz = 2 (z - y)
+ *   regression  squared error averaged over the label_dimension d values
+ *               (1/d) sum_j (z_j - y_j)^2;  dz_j = 2 (z_j - y_j) / d
+ *
+ * Example weights (estimator.weight_column) enter as TF's heads take them:
+ * the batch loss is sum_i w_i l_i / n (SUM_OVER_BATCH_SIZE divides by the
+ * batch size, not by the weights' sum), and every metric is a weighted one
+ * (tf.keras.metrics with sample_weight): a mean is sum w x / sum w, counts
+ * (accuracy, precision, recall, the AUCs' confusion counts) add w per example.
+ * NULL weights are all 1, and the result is then bit for bit the unweighted
+ * one.
  */
 #include "rt_internal.h"
 
@@ -26,15 +35,17 @@
 struct rt_metrics {
     Predictd__HeadType head;
     size_t n_classes, ld;
-    float *scores;  /* binary: logistic; regression: prediction */
-    float *labels;
+    float *scores;  /* binary: logistic; regression: prediction (first value) */
+    float *labels;  /* regression: the first value */
+    float *weights; /* NULL until a weighted batch comes (then 1 for the earlier) */
     size_t n, cap;
-    double loss_sum;     /* per-example */
+    double loss_sum;     /* per-example, weighted */
     double batch_loss_sum;
     size_t batches;
-    size_t correct;
-    size_t tp, fp, fn;
-    double label_sum, pred_sum;
+    double weight_sum;   /* sum of w (n when unweighted) */
+    double correct;      /* weighted counts */
+    double tp, fp, fn;
+    double label_sum, pred_sum; /* weighted; regression: over the d values */
 };
 
 rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n_classes)
@@ -44,7 +55,7 @@ rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n_classes)
         return NULL;
     mt->head = head;
     mt->n_classes = n_classes;
-    mt->ld = head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? n_classes : 1;
+    mt->ld = head == PREDICTD__HEAD_TYPE__HEAD_BINARY ? 1 : n_classes ? n_classes : 1;
     return mt;
 }
 
@@ -54,11 +65,13 @@ void rt_metrics_free(rt_metrics *mt)
         return;
     free(mt->scores);
     free(mt->labels);
+    free(mt->weights);
     free(mt);
 }
 
 double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
-                     const float *labels, size_t n, size_t denom, float *dlogits)
+                    const float *labels, const float *weights, size_t n, size_t denom,
+                    float *dlogits)
 {
     if (n == 0)
         return 0.0;
@@ -66,12 +79,14 @@ double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
     for (size_t i = 0; i < n; i++) {
         const float *z = logits + i * ld;
         float *d = dlogits ? dlogits + i * ld : NULL;
+        double w = weights ? weights[i] : 1.0, g = w * inv;
         if (head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
             double x = z[0], y = labels[i];
-            total += (x > 0 ? x : 0) - x * y + log1p(exp(-fabs(x)));
+            double l = (x > 0 ? x : 0) - x * y + log1p(exp(-fabs(x)));
+            total += weights ? w * l : l;
             double s = x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
             if (d)
-                d[0] = (float)((s - y) * inv);
+                d[0] = (float)((s - y) * g);
         } else if (head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS) {
             size_t y = (size_t)labels[i];
             double mx = z[0];
@@ -82,15 +97,23 @@ double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
             for (size_t j = 0; j < ld; j++)
                 sum += exp(z[j] - mx);
             double lse = mx + log(sum);
-            total += lse - (y < ld ? z[y] : 0.0);
+            double l = lse - (y < ld ? z[y] : 0.0);
+            total += weights ? w * l : l;
             if (d)
                 for (size_t j = 0; j < ld; j++)
-                    d[j] = (float)((exp(z[j] - lse) - (j == y ? 1.0 : 0.0)) * inv);
+                    d[j] = (float)((exp(z[j] - lse) - (j == y ? 1.0 : 0.0)) * g);
         } else {
-            double e = (double)z[0] - labels[i];
-            total += e * e;
-            if (d)
-                d[0] = (float)(2.0 * e * inv);
+            const float *y = labels + i * ld;
+            double l = 0.0;
+            for (size_t j = 0; j < ld; j++) {
+                double e = (double)z[j] - y[j];
+                l += e * e;
+                if (d)
+                    d[j] = (float)(2.0 * e * g / (double)ld);
+            }
+            if (ld > 1)
+                l /= (double)ld;
+            total += weights ? w * l : l;
         }
     }
     return total * (1.0 / (double)n);
@@ -101,11 +124,9 @@ static double sigmoid(double x)
     return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
 }
 
-rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels, size_t n,
-                         double batch_loss)
+/* Makes room for n more examples (and the weights once weighted). */
+static rt_status grow(rt_metrics *mt, size_t n, int weighted)
 {
-    if (n == 0)
-        return RT_OK;
     if (mt->n + n > mt->cap) {
         size_t cap = mt->cap ? mt->cap : 4096;
         while (cap < mt->n + n)
@@ -118,39 +139,79 @@ rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *label
             mt->labels = l;
         if (!s || !l)
             return RT_ERR_NOMEM;
+        if (mt->weights) {
+            float *w = realloc(mt->weights, cap * sizeof *w);
+            if (!w)
+                return RT_ERR_NOMEM;
+            mt->weights = w;
+        }
         mt->cap = cap;
     }
+    if (weighted && !mt->weights) {
+        if (!(mt->weights = malloc((mt->cap ? mt->cap : 1) * sizeof *mt->weights)))
+            return RT_ERR_NOMEM;
+        for (size_t i = 0; i < mt->n; i++)
+            mt->weights[i] = 1.0f;
+    }
+    return RT_OK;
+}
+
+rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels,
+                         const float *weights, size_t n, double batch_loss)
+{
+    if (n == 0)
+        return RT_OK;
+    if (grow(mt, n, weights != NULL))
+        return RT_ERR_NOMEM;
     size_t ld = mt->ld;
-    double per = rt_head_loss(mt->head, ld, logits, labels, n, n, NULL);
+    int regression = mt->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    double per = rt_head_loss(mt->head, ld, logits, labels, weights, n, n, NULL);
     mt->loss_sum += per * (double)n;
     mt->batch_loss_sum += batch_loss;
     mt->batches++;
     for (size_t i = 0; i < n; i++) {
         const float *z = logits + i * ld;
-        float y = labels[i];
+        const float *yv = labels + (regression ? i * ld : i);
+        float y = yv[0];
+        double w = weights ? weights[i] : 1.0;
         float score;
         if (mt->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
             score = (float)sigmoid(z[0]);
             int cls = z[0] > 0.0f;
             int pos = y > 0.5f;
-            mt->correct += cls == pos;
-            mt->tp += cls && pos;
-            mt->fp += cls && !pos;
-            mt->fn += !cls && pos;
+            if (cls == pos)
+                mt->correct += w;
+            if (cls && pos)
+                mt->tp += w;
+            if (cls && !pos)
+                mt->fp += w;
+            if (!cls && pos)
+                mt->fn += w;
+            mt->label_sum += w * y;
+            mt->pred_sum += w * score;
         } else if (mt->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS) {
             size_t best = 0;
             for (size_t j = 1; j < ld; j++)
                 if (z[j] > z[best])
                     best = j;
-            mt->correct += (float)best == y;
+            if ((float)best == y)
+                mt->correct += w;
             score = (float)best;
         } else {
             score = z[0];
+            double ls = 0, ps = 0;
+            for (size_t j = 0; j < ld; j++) {
+                ls += yv[j];
+                ps += z[j];
+            }
+            mt->label_sum += w * ls / (double)ld;
+            mt->pred_sum += w * ps / (double)ld;
         }
+        mt->weight_sum += w;
         mt->scores[mt->n + i] = score;
         mt->labels[mt->n + i] = y;
-        mt->label_sum += y;
-        mt->pred_sum += score;
+        if (mt->weights)
+            mt->weights[mt->n + i] = (float)w;
     }
     mt->n += n;
     return RT_OK;
@@ -162,7 +223,8 @@ static int by_score_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-rt_scored *rt_sorted_desc(const float *scores, const float *labels, size_t n)
+rt_scored *rt_sorted_desc(const float *scores, const float *labels, const float *weights,
+                          size_t n)
 {
     rt_scored *v = malloc((n ? n : 1) * sizeof *v);
     if (!v)
@@ -170,27 +232,29 @@ rt_scored *rt_sorted_desc(const float *scores, const float *labels, size_t n)
     for (size_t i = 0; i < n; i++) {
         v[i].s = scores[i];
         v[i].y = labels[i] > 0.5f ? 1.0f : 0.0f;
+        v[i].w = weights ? weights[i] : 1.0f;
     }
     qsort(v, n, sizeof *v, by_score_desc);
     return v;
 }
 
-double rt_auc_roc(const float *scores, const float *labels, size_t n)
+double rt_auc_roc(const float *scores, const float *labels, const float *weights, size_t n)
 {
-    rt_scored *v = rt_sorted_desc(scores, labels, n);
+    rt_scored *v = rt_sorted_desc(scores, labels, weights, n);
     if (!v)
         return NAN;
-    /* Walk down the thresholds; each tie group adds a trapezoid. */
+    /* Walk down the thresholds; each tie group adds a trapezoid. Counts are
+     * weighted: an example counts w positives or negatives. */
     double P = 0, N = 0;
     for (size_t i = 0; i < n; i++)
-        P += v[i].y, N += 1.0 - v[i].y;
+        P += v[i].w * v[i].y, N += v[i].w * (1.0 - v[i].y);
     double auc = 0, tp = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i;
         double gp = 0, gn = 0;
         while (j < n && v[j].s == v[i].s) {
-            gp += v[j].y;
-            gn += 1.0 - v[j].y;
+            gp += v[j].w * v[j].y;
+            gn += v[j].w * (1.0 - v[j].y);
             j++;
         }
         auc += gn * (tp + gp / 2.0);
@@ -203,23 +267,23 @@ double rt_auc_roc(const float *scores, const float *labels, size_t n)
     return auc / (P * N);
 }
 
-double rt_auc_pr(const float *scores, const float *labels, size_t n)
+double rt_auc_pr(const float *scores, const float *labels, const float *weights, size_t n)
 {
-    rt_scored *v = rt_sorted_desc(scores, labels, n);
+    rt_scored *v = rt_sorted_desc(scores, labels, weights, n);
     if (!v)
         return NAN;
     double P = 0;
     for (size_t i = 0; i < n; i++)
-        P += v[i].y;
+        P += v[i].w * v[i].y;
     double ap = 0, tp = 0, fp = 0, prev_recall = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i;
         while (j < n && v[j].s == v[i].s) {
-            tp += v[j].y;
-            fp += 1.0 - v[j].y;
+            tp += v[j].w * v[j].y;
+            fp += v[j].w * (1.0 - v[j].y);
             j++;
         }
-        double recall = P > 0 ? tp / P : 0, precision = tp / (tp + fp);
+        double recall = P > 0 ? tp / P : 0, precision = tp + fp > 0 ? tp / (tp + fp) : 0;
         ap += (recall - prev_recall) * precision;
         prev_recall = recall;
         i = j;
@@ -246,35 +310,38 @@ static void put(rt_metric_list *l, const char *name, double v)
 rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric_list *out)
 {
     memset(out, 0, sizeof *out);
-    double n = (double)mt->n;
     if (mt->n == 0)
         return RT_ERR_NOTFOUND;
-    put(out, "average_loss", mt->loss_sum / n);
+    double n = mt->weight_sum; /* weighted means: sum w x / sum w */
+    put(out, "average_loss", n > 0 ? mt->loss_sum / n : NAN);
     put(out, "loss", mt->batches ? mt->batch_loss_sum / (double)mt->batches : NAN);
     put(out, "global_step", (double)global_step);
     if (mt->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
-        double lm = mt->label_sum / n;
-        put(out, "accuracy", (double)mt->correct / n);
+        double lm = n > 0 ? mt->label_sum / n : NAN;
+        put(out, "accuracy", n > 0 ? mt->correct / n : NAN);
         put(out, "accuracy_baseline", lm > 0.5 ? lm : 1.0 - lm);
-        put(out, "auc", rt_auc_roc(mt->scores, mt->labels, mt->n));
-        put(out, "auc_precision_recall", rt_auc_pr(mt->scores, mt->labels, mt->n));
+        put(out, "auc", rt_auc_roc(mt->scores, mt->labels, mt->weights, mt->n));
+        put(out, "auc_precision_recall", rt_auc_pr(mt->scores, mt->labels, mt->weights, mt->n));
         put(out, "label/mean", lm);
-        put(out, "prediction/mean", mt->pred_sum / n);
-        put(out, "precision", mt->tp + mt->fp ? (double)mt->tp / (double)(mt->tp + mt->fp) : 0);
-        put(out, "recall", mt->tp + mt->fn ? (double)mt->tp / (double)(mt->tp + mt->fn) : 0);
+        put(out, "prediction/mean", n > 0 ? mt->pred_sum / n : NAN);
+        put(out, "precision", mt->tp + mt->fp > 0 ? mt->tp / (mt->tp + mt->fp) : 0);
+        put(out, "recall", mt->tp + mt->fn > 0 ? mt->tp / (mt->tp + mt->fn) : 0);
     } else if (mt->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS) {
-        put(out, "accuracy", (double)mt->correct / n);
+        put(out, "accuracy", n > 0 ? mt->correct / n : NAN);
     } else {
-        put(out, "label/mean", mt->label_sum / n);
-        put(out, "prediction/mean", mt->pred_sum / n);
+        put(out, "label/mean", n > 0 ? mt->label_sum / n : NAN);
+        put(out, "prediction/mean", n > 0 ? mt->pred_sum / n : NAN);
     }
     return RT_OK;
 }
 
-size_t rt_metrics_data(const rt_metrics *mt, const float **scores, const float **labels)
+size_t rt_metrics_data(const rt_metrics *mt, const float **scores, const float **labels,
+                       const float **weights)
 {
     *scores = mt->scores;
     *labels = mt->labels;
+    if (weights)
+        *weights = mt->weights;
     return mt->n;
 }
 

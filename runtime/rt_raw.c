@@ -11,6 +11,7 @@
 #include "rt_internal.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,14 +145,11 @@ rt_status rt_raw_push_cell(rt_batch *b, size_t idx, long input, const Predictd__
     return rt_batch_push_str(b, idx, (size_t)input, s, len);
 }
 
-rt_status rt_raw_label(const Predictd__ModelDef *def, const char *s, size_t len, float *out,
-                       rt_err *err)
+rt_status rt_raw_label(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
+                       float *out, rt_err *err)
 {
     const Predictd__Head *h = def->head;
-    const char *name = "?";
-    for (size_t j = 0; j < def->n_raw_columns; j++)
-        if (def->raw_columns[j]->is_label)
-            name = def->raw_columns[j]->name;
+    const char *name = col < def->n_raw_columns ? def->raw_columns[col]->name : "?";
     int regression = h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     if (regression || h->n_label_vocabulary == 0) {
         double v = 0;
@@ -175,6 +173,27 @@ rt_status rt_raw_label(const Predictd__ModelDef *def, const char *s, size_t len,
     }
     return rt_err_set(err, RT_ERR_INVALID, "label %s: \"%.*s\" is not in the label vocabulary",
                       name, (int)(len > 40 ? 40 : len), s);
+}
+
+rt_status rt_raw_weight(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
+                        float *out, rt_err *err)
+{
+    const Predictd__RawColumn *rc = col < def->n_raw_columns ? def->raw_columns[col] : NULL;
+    const char *name = rc ? rc->name : "?";
+    double v = 0;
+    rt_status st = rt_raw_number(s, len, &v);
+    if (st == RT_ERR_NOTFOUND && rc && rc->has_default) { /* record_defaults */
+        v = rc->default_number;
+        st = RT_OK;
+    }
+    if (st != RT_OK || !isfinite(v) || (float)v > FLT_MAX)
+        return rt_err_set(err, RT_ERR_INVALID, "weight %s: expected a number, got \"%.*s\"",
+                          name, (int)(len > 40 ? 40 : len), s);
+    if (v < 0)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "weight %s: %g is negative (example weights must be >= 0)", name, v);
+    *out = (float)v;
+    return RT_OK;
 }
 
 rt_status rt_raw_push_number(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
@@ -240,4 +259,24 @@ void rt_activate(Predictd__Activation act, float *y, size_t n)
     default:
         break;
     }
+}
+
+long rt_raw_weight_column(const Predictd__ModelDef *def)
+{
+    for (size_t j = 0; j < def->n_raw_columns; j++)
+        if (def->raw_columns[j]->is_weight)
+            return (long)j;
+    return -1;
+}
+
+size_t rt_raw_label_columns(const Predictd__ModelDef *def, size_t *cols, size_t max)
+{
+    size_t n = 0;
+    for (size_t j = 0; j < def->n_raw_columns; j++)
+        if (def->raw_columns[j]->is_label) {
+            if (n < max)
+                cols[n] = j;
+            n++;
+        }
+    return n;
 }

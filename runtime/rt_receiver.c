@@ -2,9 +2,10 @@
  * rt_receiver.c — serving input functions other than JSON features.
  *
  * CSV: one string per instance, parsed with the training CSV schema (the
- * ModelDef's raw_columns in file order). The label column may be left out
- * (the usual case) or present (a line copied from the training data; its
- * value is ignored). The row is split, its numbers read and its empty cells
+ * ModelDef's raw_columns in file order). The label columns and the weight
+ * column (estimator.weight_column), together, may be left out (the usual
+ * case) or present (a line copied from the training data; their values are
+ * ignored). The row is split, its numbers read and its empty cells
  * given their defaults by rt_raw.c, the code the trainer reads CSV files
  * with (rt_csv_split, rt_raw_push_cell): a row means the same to both.
  * Unused columns are skipped.
@@ -39,9 +40,10 @@ static rt_status csv_row(const rt_graph *g, rt_batch *b, size_t idx, const char 
     /* Strip the line end. */
     while (len > 0 && (row[len - 1] == '\n' || row[len - 1] == '\r'))
         len--;
+    /* the label and weight columns (targets) may be given or left out */
     size_t ncols = def->n_raw_columns, nlabel = 0;
     for (size_t c = 0; c < ncols; c++)
-        nlabel += def->raw_columns[c]->is_label ? 1 : 0;
+        nlabel += def->raw_columns[c]->is_label || def->raw_columns[c]->is_weight ? 1 : 0;
     fields = malloc((ncols + 1) * sizeof *fields);
     text = malloc(len + 1);
     if (!fields || !text) {
@@ -67,11 +69,12 @@ static rt_status csv_row(const rt_graph *g, rt_batch *b, size_t idx, const char 
     size_t k = 0;
     for (size_t c = 0; c < ncols; c++) {
         const Predictd__RawColumn *rc = def->raw_columns[c];
-        if (rc->is_label && !with_label)
+        int target = rc->is_label || rc->is_weight;
+        if (target && !with_label)
             continue;
         size_t field = k++;
-        if (rc->is_label || rc->unused)
-            continue; /* a label's value is not read when serving */
+        if (target || rc->unused)
+            continue; /* a label's or weight's value is not read when serving */
         long in = rt_graph_find_input(g, rc->name, strlen(rc->name));
         st = rt_raw_push_cell(b, idx, in, rc, field, text + fields[field].off,
                               fields[field].len, err);

@@ -159,6 +159,38 @@ static rt_status parse_unused(spec_ctx *s, const cJSON *arr)
     return RT_OK;
 }
 
+/* estimator.weight_column (TF's weight_column, a string: the key of a numeric
+ * column): read before the feature columns, so a feature column reading it is
+ * refused by name (the weight is not a model input). */
+static rt_status parse_weight_column(spec_ctx *s, const cJSON *est)
+{
+    rt_err *err = s->err;
+    if (!cJSON_IsObject(est))
+        return RT_OK; /* spec_parse_estimator refuses it */
+    const char *name = NULL;
+    rt_status st = rt_cfg_str(est, "estimator", "weight_column", 0, &name, err);
+    if (st || !name)
+        return st;
+    long r = spec_find_raw(s->def, name);
+    if (r < 0)
+        return rt_cfg_fail(err, "estimator", "weight_column", "\"%.64s\" is not one of the columns",
+                           name);
+    Predictd__RawColumn *rc = s->def->raw_columns[r];
+    if (rc->is_label)
+        return rt_cfg_fail(err, "estimator", "weight_column", "\"%.64s\" is the label column",
+                           name);
+    if (rc->unused)
+        return rt_cfg_fail(err, "estimator", "weight_column",
+                           "\"%.64s\" is listed in unused_columns", name);
+    if (rc->dtype != PREDICTD__DTYPE__DT_FLOAT)
+        return rt_cfg_fail(err, "estimator", "weight_column",
+                           "\"%.64s\" is a string column; example weights are numbers (an int "
+                           "or float column)",
+                           name);
+    rc->is_weight = true;
+    return RT_OK;
+}
+
 /* ------------------------------------------------------------ export */
 
 static rt_status parse_export(spec_ctx *s, const cJSON *ex)
@@ -252,6 +284,8 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
         goto out;
     if ((st = rt_cfg_array(spec, "", "unused_columns", 0, &unused, err)) ||
         (unused && (st = parse_unused(&s, unused))))
+        goto out;
+    if ((st = parse_weight_column(&s, est)))
         goto out;
     if ((st = rt_cfg_array(spec, "", "feature_columns", RT_CFG_REQUIRED, &fcs, err)) ||
         (st = spec_parse_feature_columns(&s, fcs)))

@@ -38,6 +38,9 @@ static rt_status fc_raw_key(spec_ctx *s, const cJSON *c, const char *path, const
         return rt_cfg_fail(s->err, path, key, "\"%.64s\" is the label column", k);
     if (rc->unused)
         return rt_cfg_fail(s->err, path, key, "\"%.64s\" is listed in unused_columns", k);
+    if (rc->is_weight)
+        return rt_cfg_fail(s->err, path, key,
+                           "\"%.64s\" is the estimator's weight_column, not a model input", k);
     if (!(fc->key = spec_strndup(k, strlen(k))))
         return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     return RT_OK;
@@ -361,8 +364,9 @@ rt_status spec_fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
                 return rt_cfg_fail(err, kp, "", "\"%.64s\" is not one of the columns",
                                    k->valuestring);
             const Predictd__RawColumn *rc = s->def->raw_columns[r];
-            if (rc->is_label || rc->unused)
-                return rt_cfg_fail(err, kp, "", "\"%.64s\" is the label or an unused column",
+            if (rc->is_label || rc->unused || rc->is_weight)
+                return rt_cfg_fail(err, kp, "",
+                                   "\"%.64s\" is the label, the weight or an unused column",
                                    k->valuestring);
             if (rc->dtype == PREDICTD__DTYPE__DT_FLOAT && !rc->is_int)
                 return rt_cfg_fail(err, kp, "",

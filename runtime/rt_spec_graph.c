@@ -457,6 +457,7 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         keys[nk++] = "feature_columns";
     } else if (k->combined) {
         keys[nk++] = "loss_reduction";
+        keys[nk++] = "weight_column"; /* read by rt_spec.c, before the feature columns */
         keys[nk++] = "linear_feature_columns";
         keys[nk++] = "dnn_feature_columns";
         keys[nk++] = "dnn_hidden_units";
@@ -466,6 +467,7 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         keys[nk++] = "dnn_dropout";
     } else {
         keys[nk++] = "loss_reduction";
+        keys[nk++] = "weight_column";
         keys[nk++] = "feature_columns";
         keys[nk++] = "optimizer";
         if (k->dnn) {
@@ -585,7 +587,7 @@ static rt_status signature_inputs(spec_ctx *s, Predictd__SignatureDef *sig)
                         PREDICTD__DTYPE__DT_STRING, 0, s->err);
     for (size_t i = 0; i < def->n_raw_columns; i++) {
         const Predictd__RawColumn *rc = def->raw_columns[i];
-        if (rc->is_label || rc->unused)
+        if (rc->is_label || rc->unused || rc->is_weight)
             continue;
         uint32_t shape = raw_read_shape(def, rc->name);
         if (!shape)

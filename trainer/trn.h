@@ -488,34 +488,41 @@ const uint8_t *trn_feeder_numeric(const trn_feeder *f, size_t *n_columns);
 /* The CSV columns' names ([n_columns], owned by f: the reader's names). */
 const char *const *trn_feeder_names(const trn_feeder *f);
 /*
- * Clears b and appends the rows; labels gets one float per appended row
- * (class id for classifiers, the value for regressors); labels must hold
- * rows->n floats. A row whose label is not in the vocabulary (or not a
- * number) is malformed: with TRN_BAD_ROW_STOP the call fails with
- * "FILE:LINE: label y: ..."; with TRN_BAD_ROW_SKIP the row is left out and
- * counted in *skipped (may be NULL). rt_batch_size(b) tells how many rows
+ * Clears b and appends the rows; labels gets trn_feeder_label_dim floats per
+ * appended row (class id for classifiers, the label_dimension values for
+ * regressors) and must hold that many times rows->n; weights (when the model
+ * has an estimator.weight_column, else it may be NULL and is not written)
+ * one float per appended row, rows->n floats. A row whose label is not in the
+ * vocabulary (or not a number), or whose weight is not a number >= 0, is
+ * malformed: with TRN_BAD_ROW_STOP the call fails with "FILE:LINE: label y:
+ * ..." / "FILE:LINE: weight w: ..."; with TRN_BAD_ROW_SKIP the row is left out
+ * and counted in *skipped (may be NULL). rt_batch_size(b) tells how many rows
  * were appended.
  */
 rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b, float *labels,
-                          trn_bad_row_policy bad, uint64_t *skipped, rt_err *err);
+                          float *weights, trn_bad_row_policy bad, uint64_t *skipped, rt_err *err);
 /* The same; row_of (NULL, or room for rows->n) gets each appended row's
  * index in rows. */
 rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_batch *b,
-                               float *labels, size_t *row_of, trn_bad_row_policy bad,
-                               uint64_t *skipped, rt_err *err);
+                               float *labels, float *weights, size_t *row_of,
+                               trn_bad_row_policy bad, uint64_t *skipped, rt_err *err);
+/* Label values per row: label_dimension for regressors, 1 for classifiers. */
 size_t trn_feeder_label_dim(const trn_feeder *f);
+/* 1 when the model has an estimator.weight_column (fill writes weights). */
+int trn_feeder_weighted(const trn_feeder *f);
 
 /* -------------------------------------------------------------- row cache */
 
 /*
  * The training rows' transformed features kept across epochs (trn_cache.c):
  * a row the reader numbers (trn_rows.ordinal) is fed and transformed the
- * first time only; its label and the input half of rt_transform are kept,
- * up to max_bytes. trn_cache_fill makes f (the model's features, for a
- * training step with b NULL) and labels from rows: from the kept records
- * when every row is known, else with the feeder (b is its scratch) and
- * rt_transform, keeping the new rows. Skipped rows and errors as
- * trn_feeder_fill; *n instances. trn_cache_clear forgets every row (a new
+ * first time only; its labels, its weight (with a weight column) and the
+ * input half of rt_transform are kept, up to max_bytes. trn_cache_fill makes
+ * f (the model's features, for a training step with b NULL), labels and
+ * weights (as trn_feeder_fill writes them) from rows: from the kept records
+ * when every row is known, else with the feeder fd (the same every call; b is
+ * its scratch) and rt_transform, keeping the new rows. Skipped rows and
+ * errors as trn_feeder_fill; *n instances. trn_cache_clear forgets every row (a new
  * reader numbers them again). One thread at a time.
  */
 typedef struct trn_cache trn_cache;
@@ -523,7 +530,7 @@ trn_cache *trn_cache_new(const rt_graph *g, uint64_t max_bytes);
 void trn_cache_clear(trn_cache *c);
 void trn_cache_free(trn_cache *c);
 rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *rows, rt_batch *b,
-                         rt_features *f, float *labels, trn_bad_row_policy bad,
+                         rt_features *f, float *labels, float *weights, trn_bad_row_policy bad,
                          uint64_t *skipped, size_t *n, rt_err *err);
 
 /* ------------------------------------------------------------------- model */
@@ -547,10 +554,13 @@ const rt_graph *trn_model_graph(const trn_model *m);
 int64_t trn_model_step(const trn_model *m);
 void trn_model_set_step(trn_model *m, int64_t step);
 
-/* Loss of a batch: mean over instances (SUM_OVER_BATCH_SIZE). Fills logits
- * (n x logits_dim) when not NULL. Forward only, no state change. */
-rt_status trn_model_loss(trn_model *m, const rt_batch *b, const float *labels, double *loss,
-                         float *logits, rt_err *err);
+/* Loss of a batch as estimator.loss_reduction reduces it (the weighted mean
+ * over instances, SUM_OVER_BATCH_SIZE, or the sum). labels: as
+ * trn_feeder_fill writes them; weights: one per instance (the weight column),
+ * NULL for all 1. Fills logits (n x logits_dim) when not NULL. Forward only,
+ * no state change. */
+rt_status trn_model_loss(trn_model *m, const rt_batch *b, const float *labels,
+                         const float *weights, double *loss, float *logits, rt_err *err);
 
 /* The model's rt_features: the batch the next trn_model_gradients /
  * trn_model_train_step with b NULL trains on, filled by the caller
@@ -561,7 +571,7 @@ rt_features *trn_model_features(trn_model *m);
  * (trn_model_param's grad), without updating anything. b NULL: the batch is
  * already transformed in trn_model_features. */
 rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labels,
-                              double *loss, rt_err *err);
+                              const float *weights, double *loss, rt_err *err);
 
 /* Applies the gradients with the optimizers (dense tensors whole, sparse
  * ones on the rows the batch touched), step += 1. */
@@ -569,7 +579,7 @@ void trn_model_apply(trn_model *m);
 
 /* One training step: gradients + apply. */
 rt_status trn_model_train_step(trn_model *m, const rt_batch *b, const float *labels,
-                               double *loss, rt_err *err);
+                               const float *weights, double *loss, rt_err *err);
 
 /* The parameter tensors (in rt_modeldef_tensor_specs order). */
 size_t trn_model_num_params(const trn_model *m);

@@ -6,7 +6,8 @@
  * first half of rt_transform) never changes, only what reads the weights
  * (embeddings) does. So the first time a row comes (the reader numbers the
  * rows of a pass: trn_rows.ordinal, when it replays them from memory), its
- * label and that first half (rt_features_row_save, a record) are kept here;
+ * targets (trn_feeder_label_dim labels, and its weight with a weight column)
+ * and that first half (rt_features_row_save, a record) are kept here;
  * a batch whose rows are all known is rebuilt from the records
  * (rt_features_rows_load) without parsing, feeding or transforming, and
  * finished with rt_transform_finish. The features are those rt_transform
@@ -24,9 +25,10 @@
 struct trn_cache {
     const rt_graph *g;
     uint64_t max_bytes, used;
-    uint64_t *off;      /* [cap] record offset in arena, MISSING or BAD_LABEL */
-    float *label;       /* [cap] */
+    uint64_t *off;      /* [cap] offset in arena, MISSING or BAD_LABEL */
     size_t cap;
+    size_t ls, tsz;     /* labels per row; the targets' bytes before each record */
+    int weighted;       /* a weight after the labels */
     unsigned char *arena;
     size_t len, arena_cap;
     size_t *row_of;     /* scratch: instance -> row */
@@ -59,7 +61,6 @@ void trn_cache_free(trn_cache *c)
     if (!c)
         return;
     free(c->off);
-    free(c->label);
     free(c->arena);
     free(c->row_of);
     free(c->rec);
@@ -78,23 +79,21 @@ static int room_for(trn_cache *c, uint64_t o)
     if (!q)
         return -1;
     c->off = q;
-    float *l = realloc(c->label, cap * sizeof *l);
-    if (!l)
-        return -1;
-    c->label = l;
     for (size_t i = c->cap; i < cap; i++)
         c->off[i] = MISSING;
     c->cap = cap;
     return 0;
 }
 
-/* Keeps instance i of f (row ordinal o, label y) when the budget allows. */
-static void keep(trn_cache *c, const rt_features *f, size_t i, uint64_t o, float y)
+/* Keeps instance i of f (row ordinal o, labels y, weight w), its targets
+ * then its record, when the budget allows. */
+static void keep(trn_cache *c, const rt_features *f, size_t i, uint64_t o, const float *y,
+                 float w)
 {
     if (o == TRN_NO_ORDINAL || (o < c->cap && c->off[o] != MISSING))
         return;
-    size_t sz = rt_features_row_size(c->g, f, i);
-    if (c->used + sz + 12 > c->max_bytes || room_for(c, o))
+    size_t sz = c->tsz + rt_features_row_size(c->g, f, i);
+    if (c->used + sz + 8 > c->max_bytes || room_for(c, o))
         return;
     if (c->len + sz > c->arena_cap) {
         size_t cap = c->arena_cap ? c->arena_cap : (size_t)1 << 16;
@@ -106,18 +105,23 @@ static void keep(trn_cache *c, const rt_features *f, size_t i, uint64_t o, float
         c->arena = q;
         c->arena_cap = cap;
     }
-    rt_features_row_save(c->g, f, i, c->arena + c->len);
+    memcpy(c->arena + c->len, y, c->ls * sizeof *y);
+    if (c->weighted)
+        memcpy(c->arena + c->len + c->ls * sizeof *y, &w, sizeof w);
+    rt_features_row_save(c->g, f, i, c->arena + c->len + c->tsz);
     c->off[o] = c->len;
-    c->label[o] = y;
     c->len += sz;
-    c->used += sz + 12;
+    c->used += sz + 8;
 }
 
 rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *rows, rt_batch *b,
-                         rt_features *f, float *labels, trn_bad_row_policy bad,
+                         rt_features *f, float *labels, float *weights, trn_bad_row_policy bad,
                          uint64_t *skipped, size_t *n, rt_err *err)
 {
     *n = 0;
+    c->ls = trn_feeder_label_dim(fd); /* the same feeder every call */
+    c->weighted = trn_feeder_weighted(fd);
+    c->tsz = (c->ls + (size_t)c->weighted) * sizeof(float);
     if (rows->n > c->scratch) {
         size_t *ro = realloc(c->row_of, rows->n * sizeof *ro);
         if (ro)
@@ -153,8 +157,11 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
                     (*skipped)++;
                 continue;
             }
-            c->rec[k] = c->arena + c->off[o];
-            labels[k++] = c->label[o];
+            const unsigned char *t = c->arena + c->off[o];
+            memcpy(labels + k * c->ls, t, c->ls * sizeof *labels);
+            if (c->weighted && weights)
+                memcpy(&weights[k], t + c->ls * sizeof *labels, sizeof *weights);
+            c->rec[k++] = t + c->tsz;
         }
         if ((st = rt_features_rows_load(c->g, f, c->rec, k, err)))
             return st;
@@ -162,7 +169,7 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
         return rt_transform_finish(c->g, f, err);
     }
     /* the feeder and the first half of rt_transform, whose results are kept */
-    if ((st = trn_feeder_fill_rows(fd, rows, b, labels, c->row_of, bad, skipped, err)))
+    if ((st = trn_feeder_fill_rows(fd, rows, b, labels, weights, c->row_of, bad, skipped, err)))
         return st;
     if ((st = rt_transform_inputs(c->g, b, f, err)))
         return st;
@@ -171,12 +178,12 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
         for (size_t i = 0, r = 0; r < rows->n; r++) {
             uint64_t o = rows->ordinal[r];
             if (i < k && c->row_of[i] == r) {
-                keep(c, f, i, o, labels[i]);
+                keep(c, f, i, o, labels + i * c->ls, weights ? weights[i] : 1.0f);
                 i++;
-            } else if (o != TRN_NO_ORDINAL && c->used + 12 <= c->max_bytes &&
+            } else if (o != TRN_NO_ORDINAL && c->used + 8 <= c->max_bytes &&
                        room_for(c, o) == 0 && c->off[o] == MISSING) {
                 c->off[o] = BAD_LABEL; /* left out by the feeder */
-                c->used += 12;
+                c->used += 8;
             }
         }
     }

@@ -6,7 +6,9 @@
  * dropped; the label becomes (rt_raw_label, shared with predict-model
  * evaluate) a class id (its index in the label vocabulary,
  * after trimming when the spec trims strings, or an integer class id without
- * a vocabulary) or a regression value; the other columns are pushed to the
+ * a vocabulary) or a regression value (label_dimension label columns: that
+ * many values, in file order); the weight column (estimator.weight_column)
+ * an example weight (rt_raw_weight); the other columns are pushed to the
  * graph input of the same name by rt_raw_push_cell, the serving CSV
  * receiver's own code (numbers, and an empty cell's default as in
  * tf.decode_csv's record_defaults).
@@ -26,7 +28,9 @@ struct trn_feeder {
     long *input;      /* [n_cols] graph input or -1 */
     uint8_t *numeric; /* [n_cols] */
     const char **names; /* [n_cols] into def */
-    long label_col;
+    size_t *label_cols; /* [ls] the label columns, in file order */
+    size_t ls;        /* label values per row */
+    long weight_col;  /* -1: no weight column */
     int regression;
 };
 
@@ -37,6 +41,7 @@ void trn_feeder_free(trn_feeder *f)
     free(f->input);
     free(f->numeric);
     free(f->names);
+    free(f->label_cols);
     free(f);
 }
 
@@ -53,18 +58,14 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
     f->g = g;
     f->def = def;
     f->n_cols = def->n_raw_columns;
-    f->label_col = -1;
     f->regression = def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-    if (f->regression && def->head->label_dimension > 1) {
-        st = rt_err_set(err, RT_ERR_UNSUPPORTED,
-                        "label: regression with label_dimension %u is not supported by the "
-                        "trainer", def->head->label_dimension);
-        goto out;
-    }
+    f->ls = f->regression ? def->head->label_dimension : 1;
+    f->weight_col = rt_raw_weight_column(def);
     f->input = calloc(f->n_cols ? f->n_cols : 1, sizeof *f->input);
     f->numeric = calloc(f->n_cols ? f->n_cols : 1, 1);
     f->names = calloc(f->n_cols ? f->n_cols : 1, sizeof *f->names);
-    if (!f->input || !f->numeric || !f->names) {
+    f->label_cols = calloc(f->ls ? f->ls : 1, sizeof *f->label_cols);
+    if (!f->input || !f->numeric || !f->names || !f->label_cols) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -73,17 +74,24 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
         f->input[j] = -1;
         f->names[j] = rc->name;
         if (rc->is_label) {
-            f->label_col = (long)j;
             f->numeric[j] = f->regression || def->head->n_label_vocabulary == 0;
             continue;
         }
         if (rc->unused)
             continue;
+        if (rc->is_weight) {
+            f->numeric[j] = 1;
+            continue;
+        }
         f->numeric[j] = rc->dtype == PREDICTD__DTYPE__DT_FLOAT;
         f->input[j] = rt_graph_find_input(g, rc->name, strlen(rc->name));
     }
-    if (f->label_col < 0)
+    size_t n_labels = rt_raw_label_columns(def, f->label_cols, f->ls);
+    if (n_labels == 0)
         st = rt_err_set(err, RT_ERR_INVALID, "label: no label column among the columns");
+    else if (n_labels != f->ls)
+        st = rt_err_set(err, RT_ERR_INVALID, "label: %zu label columns for label_dimension %zu",
+                        n_labels, f->ls);
 out:
     if (st) {
         trn_feeder_free(f);
@@ -106,8 +114,12 @@ const char *const *trn_feeder_names(const trn_feeder *f)
 
 size_t trn_feeder_label_dim(const trn_feeder *f)
 {
-    (void)f;
-    return 1;
+    return f->ls;
+}
+
+int trn_feeder_weighted(const trn_feeder *f)
+{
+    return f->weight_col >= 0;
 }
 
 /* "FILE:LINE" of row r, or "row R" without provenance. */
@@ -119,15 +131,31 @@ static void where(const trn_rows *rows, size_t r, char *buf, size_t cap)
         snprintf(buf, cap, "row %zu", r);
 }
 
-rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b, float *labels,
-                          trn_bad_row_policy bad, uint64_t *skipped, rt_err *err)
+/* The targets of one row: its labels and weight. */
+static rt_status row_targets(const trn_feeder *f, const trn_field *row, float *labels,
+                             float *weight, rt_err *err)
 {
-    return trn_feeder_fill_rows(f, rows, b, labels, NULL, bad, skipped, err);
+    rt_status st = RT_OK;
+    for (size_t k = 0; k < f->ls && !st; k++) {
+        const trn_field *c = &row[f->label_cols[k]];
+        st = rt_raw_label(f->def, f->label_cols[k], c->s, c->len, &labels[k], err);
+    }
+    if (!st && f->weight_col >= 0) {
+        const trn_field *c = &row[f->weight_col];
+        st = rt_raw_weight(f->def, (size_t)f->weight_col, c->s, c->len, weight, err);
+    }
+    return st;
+}
+
+rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b, float *labels,
+                          float *weights, trn_bad_row_policy bad, uint64_t *skipped, rt_err *err)
+{
+    return trn_feeder_fill_rows(f, rows, b, labels, weights, NULL, bad, skipped, err);
 }
 
 rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_batch *b,
-                               float *labels, size_t *row_of, trn_bad_row_policy bad,
-                               uint64_t *skipped, rt_err *err)
+                               float *labels, float *weights, size_t *row_of,
+                               trn_bad_row_policy bad, uint64_t *skipped, rt_err *err)
 {
     if (rows->n_fields != f->n_cols)
         return rt_err_set(err, RT_ERR_INVALID, "rows have %zu fields, the spec %zu columns",
@@ -139,11 +167,12 @@ rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_bat
     char at[600];
     for (size_t r = 0; r < rows->n; r++) {
         const trn_field *row = rows->fields + r * f->n_cols;
-        /* the label first: a row without a usable one is malformed */
-        float label = 0.0f;
+        /* the targets first: a row without a usable label or weight is
+         * malformed */
+        size_t idx = rt_batch_size(b);
+        float weight = 1.0f;
         rt_err lerr;
-        rt_status st = rt_raw_label(f->def, row[f->label_col].s, row[f->label_col].len, &label,
-                                    &lerr);
+        rt_status st = row_targets(f, row, labels + idx * f->ls, &weight, &lerr);
         if (st) { /* "FILE:LINE" formatted only for an error */
             where(rows, r, at, sizeof at);
             rt_err_prefix(&lerr, "%s", at);
@@ -156,16 +185,16 @@ rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_bat
                 *err = lerr;
             return st;
         }
-        size_t idx;
         if ((st = rt_batch_add(b, &idx)))
             return rt_err_set(err, st, "batch: out of memory");
-        labels[idx] = label;
+        if (weights && f->weight_col >= 0)
+            weights[idx] = weight;
         if (row_of)
             row_of[idx] = r;
         for (size_t j = 0; j < f->n_cols; j++) {
             const trn_field *c = &row[j];
             long in = f->input[j];
-            if ((long)j == f->label_col || in < 0)
+            if (in < 0)
                 continue;
             const Predictd__RawColumn *rc = f->def->raw_columns[j];
             if (c->num_state && rc->dtype != PREDICTD__DTYPE__DT_STRING) /* read by the reader */

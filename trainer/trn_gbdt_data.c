@@ -236,7 +236,7 @@ rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const tr
             part.src_file = rows->src_file + lo;
             part.src_line = rows->src_line + lo;
         }
-        st = trn_feeder_fill(fd, &part, b, bl, c->bad_rows, &bad_labels, err);
+        st = trn_feeder_fill(fd, &part, b, bl, NULL, c->bad_rows, &bad_labels, err);
         if (st)
             goto out;
         size_t nb = rt_batch_size(b);

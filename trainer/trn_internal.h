@@ -175,7 +175,7 @@ void trn_dropout_free(trn_model *m);
 /* Loss of a batch with the training-time forward pass (dropout with the
  * current masks when m->drop_reuse); for tests. */
 rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *labels,
-                               double *loss, rt_err *err);
+                               const float *weights, double *loss, rt_err *err);
 
 /* Zeroes the gradient buffers (touched rows only for sparse tensors). */
 void trn_model_clear_grads(trn_model *m);

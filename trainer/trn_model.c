@@ -377,15 +377,20 @@ static rt_status reserve(trn_model *m, size_t n, rt_err *err)
 }
 
 
-/* Mean loss and 1/n-scaled dlogits; times n for loss_reduction SUM. */
-static double batch_loss(trn_model *m, const float *labels, size_t n)
+/* Weighted mean loss (sum w l / n) and 1/n-scaled dlogits; for
+ * loss_reduction SUM the sum over every loss value: times n, and times
+ * label_dimension for regression (whose per-example loss is the mean over its
+ * values), as TF sums a [batch, label_dimension] loss. */
+static double batch_loss(trn_model *m, const float *labels, const float *weights, size_t n)
 {
     size_t denom = m->grad_denom && !m->loss_sum ? m->grad_denom : n;
-    double l = rt_head_loss(m->head, m->ld, m->logits, labels, n, denom, m->dlogits);
-    if (m->loss_sum && n > 1) {
-        l *= (double)n;
+    double l = rt_head_loss(m->head, m->ld, m->logits, labels, weights, n, denom, m->dlogits);
+    size_t values = m->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? m->ld : 1;
+    if (m->loss_sum && n * values > 1) {
+        float scale = (float)(n * values);
+        l *= (double)(n * values);
         for (size_t k = 0; k < n * m->ld; k++)
-            m->dlogits[k] *= (float)n;
+            m->dlogits[k] *= scale;
     }
     return l;
 }
@@ -412,14 +417,14 @@ static rt_status forward(trn_model *m, const rt_batch *b, rt_err *err)
     return rt_forward(m->g, &m->f, m->ws, m->logits, err);
 }
 
-rt_status trn_model_loss(trn_model *m, const rt_batch *b, const float *labels, double *loss,
-                         float *logits, rt_err *err)
+rt_status trn_model_loss(trn_model *m, const rt_batch *b, const float *labels,
+                         const float *weights, double *loss, float *logits, rt_err *err)
 {
     size_t n = batch_n(m, b);
     rt_status st = forward(m, b, err);
     if (st)
         return st;
-    double l = batch_loss(m, labels, n);
+    double l = batch_loss(m, labels, weights, n);
     if (loss)
         *loss = l;
     if (logits && n)
@@ -428,7 +433,7 @@ rt_status trn_model_loss(trn_model *m, const rt_batch *b, const float *labels, d
 }
 
 rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *labels,
-                               double *loss, rt_err *err)
+                               const float *weights, double *loss, rt_err *err)
 {
     size_t n = batch_n(m, b);
     rt_status st = forward(m, b, err);
@@ -436,12 +441,12 @@ rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *lab
         st = trn_dropout_forward(m, n, err);
     if (st)
         return st;
-    *loss = batch_loss(m, labels, n);
+    *loss = batch_loss(m, labels, weights, n);
     return RT_OK;
 }
 
 rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labels,
-                              double *loss, rt_err *err)
+                              const float *weights, double *loss, rt_err *err)
 {
     size_t n = batch_n(m, b);
     m->drop_active = 0;
@@ -450,7 +455,7 @@ rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labe
         st = trn_dropout_forward(m, n, err);
     if (st)
         return st;
-    double l = batch_loss(m, labels, n);
+    double l = batch_loss(m, labels, weights, n);
     if (loss)
         *loss = l;
     trn_model_clear_grads(m);
@@ -499,9 +504,9 @@ void trn_model_apply(trn_model *m)
 }
 
 rt_status trn_model_train_step(trn_model *m, const rt_batch *b, const float *labels,
-                               double *loss, rt_err *err)
+                               const float *weights, double *loss, rt_err *err)
 {
-    rt_status st = trn_model_gradients(m, b, labels, loss, err);
+    rt_status st = trn_model_gradients(m, b, labels, weights, loss, err);
     if (st)
         return st;
     trn_model_apply(m);

@@ -119,12 +119,34 @@ static void hint_header(const trn_feeder *fd, const char *key, rt_err *err)
     snprintf(err->msg, sizeof err->msg, "%s", msg);
 }
 
+/* A batch's targets: labels (ls per row) and, with a weight column, weights. */
+typedef struct targets {
+    float *labels;
+    float *weights; /* NULL: no estimator.weight_column */
+    size_t ls;
+} targets;
+
+static int targets_alloc(targets *t, const trn_feeder *fd, size_t rows)
+{
+    t->ls = trn_feeder_label_dim(fd);
+    t->labels = malloc((rows ? rows : 1) * t->ls * sizeof *t->labels);
+    t->weights = trn_feeder_weighted(fd) ? malloc((rows ? rows : 1) * sizeof *t->weights) : NULL;
+    return t->labels && (t->weights || !trn_feeder_weighted(fd)) ? 0 : -1;
+}
+
+static void targets_free(targets *t)
+{
+    free(t->labels);
+    free(t->weights);
+    t->labels = t->weights = NULL;
+}
+
 /* A row the feeder refused (a label outside label.vocabulary, ...) is a data
  * error like the reader's malformed rows: FILE:LINE, exit status 1. */
-static rt_status feed(const trn_feeder *fd, const trn_rows *rows, rt_batch *b, float *labels,
+static rt_status feed(const trn_feeder *fd, const trn_rows *rows, rt_batch *b, targets *t,
                       trn_bad_row_policy bad, uint64_t *skipped, rt_err *err)
 {
-    rt_status st = trn_feeder_fill(fd, rows, b, labels, bad, skipped, err);
+    rt_status st = trn_feeder_fill(fd, rows, b, t->labels, t->weights, bad, skipped, err);
     return st == RT_ERR_INVALID ? RT_ERR_FORMAT : st;
 }
 
@@ -174,15 +196,17 @@ static trn_rows rows_slice(const trn_rows *rows, size_t lo, size_t hi)
  * the batch losses too) is the one a single process computes. On rank 0,
  * labels/logits (room for the whole batch) receive the batch and *nb its size.
  */
-static rt_status eval_gather(trn_model *m, size_t *nb, float *labels, float *logits,
-                             rt_err *err)
+static rt_status eval_gather(trn_model *m, size_t *nb, targets *t, float *logits, rt_err *err)
 {
-    size_t ld = m->ld, n = *nb, row = (1 + ld) * sizeof(float);
+    size_t ld = m->ld, ls = t->ls, nw = t->weights ? 1 : 0, n = *nb;
+    size_t per = ls + nw + ld, row = per * sizeof(float);
     float *send = malloc(n ? n * row : 1);
     if (!send)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    memcpy(send, labels, n * sizeof(float));
-    memcpy(send + n, logits, n * ld * sizeof(float));
+    memcpy(send, t->labels, n * ls * sizeof(float));
+    if (nw)
+        memcpy(send + n * ls, t->weights, n * sizeof(float));
+    memcpy(send + n * (ls + nw), logits, n * ld * sizeof(float));
     void *recv;
     const size_t *lens;
     rt_status st = trn_dist_gather(m->dist, send, n * row, &recv, &lens, err);
@@ -193,9 +217,11 @@ static rt_status eval_gather(trn_model *m, size_t *nb, float *labels, float *log
     size_t at = 0;
     for (int r = 0; r < trn_dist_size(m->dist); r++) {
         size_t k = lens[r] / row;
-        memcpy(labels + at, in, k * sizeof(float));
-        memcpy(logits + at * ld, in + k, k * ld * sizeof(float));
-        in += k * (1 + ld);
+        memcpy(t->labels + at * ls, in, k * ls * sizeof(float));
+        if (nw)
+            memcpy(t->weights + at, in + k * ls, k * sizeof(float));
+        memcpy(logits + at * ld, in + k * (ls + nw), k * ld * sizeof(float));
+        in += k * per;
         at += k;
     }
     *nb = at;
@@ -208,7 +234,8 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
     trn_feeder *fd = NULL;
     trn_reader *r = NULL;
     rt_batch *b = NULL;
-    float *labels = NULL, *logits = NULL;
+    targets t = {0};
+    float *logits = NULL;
     rt_metrics *mt = NULL;
     uint64_t bad_labels = 0;
     int chief = trn_dist_rank(m->dist) == 0;
@@ -223,10 +250,10 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
                               c->eval_skip_header_lines, 0, 0, 0, &r, err)))
         goto out;
     b = rt_batch_new(m->g);
-    labels = malloc(bs * sizeof *labels);
+    int t_bad = targets_alloc(&t, fd, bs);
     logits = malloc(bs * m->ld * sizeof *logits);
     mt = rt_metrics_new(def->head->type, m->ld > 1 ? m->ld : def->head->n_classes);
-    if (!b || !labels || !logits || !mt) {
+    if (!b || t_bad || !logits || !mt) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -242,24 +269,25 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
         size_t lo, hi;
         trn_dist_slice(m->dist, rows->n, &lo, &hi);
         trn_rows mine = rows_slice(rows, lo, hi);
-        if ((st = feed(fd, &mine, b, labels, c->bad_rows, &bad_labels, err)))
+        if ((st = feed(fd, &mine, b, &t, c->bad_rows, &bad_labels, err)))
             goto out;
         size_t nb = rt_batch_size(b);
         double loss = 0;
-        if (nb && (st = trn_model_loss(m, b, labels, &loss, logits, err)))
+        if (nb && (st = trn_model_loss(m, b, t.labels, t.weights, &loss, logits, err)))
             goto out;
         if (m->dist) {
-            if ((st = eval_gather(m, &nb, labels, logits, err)))
+            if ((st = eval_gather(m, &nb, &t, logits, err)))
                 goto out;
             if (!chief)
                 continue;
-            loss = rt_head_loss(m->head, m->ld, logits, labels, nb, nb, NULL);
-            if (m->loss_sum && nb > 1)
-                loss *= (double)nb;
+            /* trn_model_loss's batch_loss over the gathered batch */
+            loss = rt_head_loss(m->head, m->ld, logits, t.labels, t.weights, nb, nb, NULL);
+            if (m->loss_sum && nb * t.ls > 1)
+                loss *= (double)(nb * t.ls);
         }
         if (nb == 0)
             continue;
-        if ((st = rt_metrics_add(mt, logits, labels, nb, loss))) {
+        if ((st = rt_metrics_add(mt, logits, t.labels, t.weights, nb, loss))) {
             rt_err_set(err, st, "metrics: out of memory");
             goto out;
         }
@@ -284,7 +312,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
     }
 out:
     rt_metrics_free(mt);
-    free(labels);
+    targets_free(&t);
     free(logits);
     rt_batch_free(b);
     trn_reader_close(r);
@@ -1014,7 +1042,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     trn_reader *rd = NULL;
     trn_cache *cache = NULL;
     rt_batch *b = NULL;
-    float *labels = NULL;
+    targets tg = {0};
     trn_dist *dist = NULL;
     int lock = -1, masked = 0, sig = 0;
     sigset_t oldmask;
@@ -1179,8 +1207,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
             goto out;
         b = rt_batch_new(R.m->g);
-        labels = malloc(c.batch_size * sizeof *labels);
-        if (!b || !labels) {
+        if (!b || targets_alloc(&tg, fd, c.batch_size)) {
             st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
             goto out;
         }
@@ -1221,7 +1248,8 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                     /* the features of the step (b NULL below); a row refused is a
                      * data error, as feed() says */
                     if ((st = trn_cache_fill(cache, fd, &part, b, trn_model_features(R.m),
-                                             labels, c.bad_rows, &bad_labels, &n_local, err))) {
+                                             tg.labels, tg.weights, c.bad_rows, &bad_labels,
+                                             &n_local, err))) {
                         if (st == RT_ERR_INVALID)
                             st = RT_ERR_FORMAT;
                         goto out;
@@ -1243,11 +1271,11 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             if (!dist) {
                 ended = local_end;
                 if (!ended && n_local > 0) /* features made by trn_cache_fill */
-                    st = trn_model_train_step(R.m, NULL, labels, &loss, err);
+                    st = trn_model_train_step(R.m, NULL, tg.labels, tg.weights, &loss, err);
             } else {
                 R.m->grad_denom = 1; /* sums: scaled once the global count is known */
                 if (n_local)
-                    st = trn_model_gradients(R.m, NULL, labels, &loss, err);
+                    st = trn_model_gradients(R.m, NULL, tg.labels, tg.weights, &loss, err);
                 else
                     trn_model_clear_grads(R.m);
                 if (st == RT_OK)
@@ -1414,7 +1442,7 @@ out:
         unmask(oldact, &oldmask);
     trn_summary_close(R.sum);
     trn_early_stop_free(R.es);
-    free(labels);
+    targets_free(&tg);
     rt_batch_free(b);
     trn_reader_close(rd);
     trn_cache_free(cache);

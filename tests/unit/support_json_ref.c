@@ -534,7 +534,7 @@ static long find_sig_input(const rt_graph *g, const in_mode *md, const char *nam
         return in;
     for (size_t k = 0; k < def->n_raw_columns; k++) {
         const Predictd__RawColumn *rc = def->raw_columns[k];
-        if (rc->name && strcmp(rc->name, name) == 0 && (rc->is_label || rc->unused))
+        if (rc->name && strcmp(rc->name, name) == 0 && (rc->is_label || rc->unused || rc->is_weight))
             return -2;
     }
     return -1;

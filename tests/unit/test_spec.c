@@ -394,6 +394,38 @@ static void test_receivers_and_heads(void **state)
     free(t);
 }
 
+/* estimator.weight_column: a numeric column marked is_weight, not an input
+ * of any signature; each canned estimator takes it. */
+static void test_weight_column(void **state)
+{
+    (void)state;
+    char *t = replace(base_spec, "{\"name\":\"y\",\"type\":\"string\"}",
+                      "{\"name\":\"y\",\"type\":\"string\"},{\"name\":\"w\",\"type\":\"float\"}");
+    char *t2 = replace(t, "{\"type\":\"DNNLinearCombinedClassifier\",",
+                       "{\"type\":\"DNNLinearCombinedClassifier\",\"weight_column\":\"w\",");
+    Predictd__ModelDef *def = parse_ok(t2, NULL);
+    assert_true(def->raw_columns[4]->is_weight);
+    assert_false(def->raw_columns[3]->is_weight);
+    const Predictd__SignatureDef *sd = find_sig(def, "serving_default");
+    assert_int_equal(sd->n_inputs, 3); /* age, city, tags: not w */
+    for (size_t i = 0; i < sd->n_inputs; i++)
+        assert_string_not_equal(sd->inputs[i]->name, "w");
+    rt_modeldef_free(def);
+    /* the other canned estimators take it too */
+    char *t3 = replace(t2, "\"type\":\"DNNLinearCombinedClassifier\"",
+                       "\"type\":\"DNNLinearCombinedRegressor\"");
+    char *t4 = replace(t3, ",\"vocabulary\":[\"no\",\"yes\"]", "");
+    char *t5 = replace(t4, "{\"name\":\"y\",\"type\":\"string\"}", "{\"name\":\"y\",\"type\":\"float\"}");
+    def = parse_ok(t5, NULL);
+    assert_true(def->raw_columns[4]->is_weight);
+    rt_modeldef_free(def);
+    free(t5);
+    free(t4);
+    free(t3);
+    free(t2);
+    free(t);
+}
+
 /* One thing wrong each; the message must name the key path. */
 static void test_bad_specs(void **state)
 {
@@ -467,6 +499,21 @@ static void test_bad_specs(void **state)
          "trim_strings: expected true or false"},
         {"\"feature_columns\":[", "\"feature_columns\":[{\"type\":\"numeric_column\"},",
          "feature_columns[0].key: missing"},
+        {"{\"type\":\"DNNLinearCombinedClassifier\",",
+         "{\"type\":\"DNNLinearCombinedClassifier\",\"weight_column\":\"city\",",
+         "estimator.weight_column: \"city\" is a string column"},
+        {"{\"type\":\"DNNLinearCombinedClassifier\",",
+         "{\"type\":\"DNNLinearCombinedClassifier\",\"weight_column\":\"y\",",
+         "estimator.weight_column: \"y\" is the label column"},
+        {"{\"type\":\"DNNLinearCombinedClassifier\",",
+         "{\"type\":\"DNNLinearCombinedClassifier\",\"weight_column\":\"w\",",
+         "estimator.weight_column: \"w\" is not one of the columns"},
+        {"{\"type\":\"DNNLinearCombinedClassifier\",",
+         "{\"type\":\"DNNLinearCombinedClassifier\",\"weight_column\":\"age\",",
+         "feature_columns[0].key: \"age\" is the estimator's weight_column, not a model input"},
+        {"{\"type\":\"DNNLinearCombinedClassifier\",",
+         "{\"type\":\"DNNLinearCombinedClassifier\",\"weight_column\":1,",
+         "estimator.weight_column"},
     };
     size_t n = sizeof cases / sizeof cases[0];
     for (size_t i = 0; i < n; i++) {
@@ -662,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_small_spec_ok),
         cmocka_unit_test(test_receivers_and_heads),
         cmocka_unit_test(test_bad_specs),
+        cmocka_unit_test(test_weight_column),
         cmocka_unit_test(test_modeldef_refs_checked),
         cmocka_unit_test(test_mutated_modeldefs),
         cmocka_unit_test(test_mutated_specs),

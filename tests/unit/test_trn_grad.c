@@ -104,7 +104,9 @@ typedef struct fixture {
     Predictd__ModelDef *def;
     trn_model *m;
     rt_batch *b;
-    float labels[N];
+    float labels[N * 4]; /* N x label values */
+    float *weights;      /* NULL, or wbuf: example weights */
+    float wbuf[N];
 } fixture;
 
 static void fixture_free(fixture *fx)
@@ -188,7 +190,7 @@ static double loss_at(fixture *fx)
 {
     double l;
     rt_err err;
-    rt_status st = trn_model_loss(fx->m, fx->b, fx->labels, &l, NULL, &err);
+    rt_status st = trn_model_loss(fx->m, fx->b, fx->labels, fx->weights, &l, NULL, &err);
     if (st)
         fail_msg("loss: %s", err.msg);
     return l;
@@ -200,7 +202,7 @@ static size_t check_gradients(fixture *fx, double h, double atol, double rtol)
 {
     rt_err err;
     double l0;
-    rt_status st = trn_model_gradients(fx->m, fx->b, fx->labels, &l0, &err);
+    rt_status st = trn_model_gradients(fx->m, fx->b, fx->labels, fx->weights, &l0, &err);
     if (st)
         fail_msg("gradients: %s", err.msg);
     size_t checked = 0, nonzero = 0;
@@ -370,7 +372,7 @@ static void test_check_detects_wrong_gradient(void **state)
           17);
     rt_err err;
     double l0;
-    assert_int_equal(trn_model_gradients(fx.m, fx.b, fx.labels, &l0, &err), RT_OK);
+    assert_int_equal(trn_model_gradients(fx.m, fx.b, fx.labels, fx.weights, &l0, &err), RT_OK);
     size_t bad = 0;
     for (size_t i = 0; i < trn_model_num_params(fx.m); i++) {
         trn_param_view v;
@@ -410,7 +412,7 @@ static void test_dropout_gradients(void **state)
     rt_err err;
     double l0;
     assert_true(fx.m->dropout > 0.39 && fx.m->dropout < 0.41);
-    assert_int_equal(trn_model_gradients(fx.m, fx.b, fx.labels, &l0, &err), RT_OK);
+    assert_int_equal(trn_model_gradients(fx.m, fx.b, fx.labels, fx.weights, &l0, &err), RT_OK);
     assert_true(fx.m->drop_active);
     /* some units are dropped, some kept */
     size_t zeros = 0;
@@ -430,9 +432,9 @@ static void test_dropout_gradients(void **state)
             float w = v.data[k];
             double lp, lm;
             v.data[k] = w + 1e-2f;
-            assert_int_equal(trn_model_train_loss(fx.m, fx.b, fx.labels, &lp, &err), RT_OK);
+            assert_int_equal(trn_model_train_loss(fx.m, fx.b, fx.labels, fx.weights, &lp, &err), RT_OK);
             v.data[k] = w - 1e-2f;
-            assert_int_equal(trn_model_train_loss(fx.m, fx.b, fx.labels, &lm, &err), RT_OK);
+            assert_int_equal(trn_model_train_loss(fx.m, fx.b, fx.labels, fx.weights, &lm, &err), RT_OK);
             v.data[k] = w;
             double fd = (lp - lm) / 2e-2;
             if (fabs(fd - g[k]) > 2e-4 + 2e-2 * fabs(fd))
@@ -445,7 +447,7 @@ static void test_dropout_gradients(void **state)
     assert_true(checked > 50);
     /* the loss with dropout differs from the plain one */
     double plain;
-    assert_int_equal(trn_model_loss(fx.m, fx.b, fx.labels, &plain, NULL, &err), RT_OK);
+    assert_int_equal(trn_model_loss(fx.m, fx.b, fx.labels, fx.weights, &plain, NULL, &err), RT_OK);
     assert_true(fabs(plain - l0) > 1e-6);
     fixture_free(&fx);
 }
@@ -529,7 +531,7 @@ static void rank_step(fixture *fx, trn_comm *c, double *loss)
     fx->m->grad_denom = 1;
     size_t n = rt_batch_size(fx->b), n_global = 0;
     float flags[1] = {(float)c->rank + 1};
-    assert_int_equal(trn_model_gradients(fx->m, fx->b, fx->labels, loss, &err), RT_OK);
+    assert_int_equal(trn_model_gradients(fx->m, fx->b, fx->labels, fx->weights, loss, &err), RT_OK);
     assert_int_equal(trn_dist_step(d, fx->m, loss, n, flags, 1, &n_global, &err), RT_OK);
     if (c->rank == 0) { /* the peer's count and flag arrived */
         assert_int_equal(n_global, N);
@@ -556,7 +558,7 @@ static void test_dist_reduce_equals_whole_batch(void **state)
     build_rows(&r1, make_spec(0, BIN_LABEL, WD_SPEC), 21, N / 2, N);
     rt_err err;
     double lw, l0, l1;
-    assert_int_equal(trn_model_gradients(whole.m, whole.b, whole.labels, &lw, &err), RT_OK);
+    assert_int_equal(trn_model_gradients(whole.m, whole.b, whole.labels, whole.weights, &lw, &err), RT_OK);
     fake_peer f;
     memset(&f, 0, sizeof f);
     f.record = 1;
@@ -589,6 +591,115 @@ static void test_dist_reduce_equals_whole_batch(void **state)
     fixture_free(&whole);
     fixture_free(&r0);
     fixture_free(&r1);
+}
+
+/* ------------------------------------------------- example weights */
+
+/* Every gradient of the batch, concatenated (malloc'd), after a gradients
+ * pass with weights w (NULL: none); *n the count, *loss the loss. */
+static float *all_grads(fixture *fx, float *w, size_t *n, double *loss)
+{
+    rt_err err;
+    fx->weights = w;
+    assert_int_equal(trn_model_gradients(fx->m, fx->b, fx->labels, fx->weights, loss, &err),
+                     RT_OK);
+    size_t total = 0;
+    for (size_t i = 0; i < trn_model_num_params(fx->m); i++) {
+        trn_param_view v;
+        trn_model_param(fx->m, i, &v);
+        total += v.count;
+    }
+    float *g = malloc(total * sizeof *g), *at = g;
+    assert_non_null(g);
+    for (size_t i = 0; i < trn_model_num_params(fx->m); i++) {
+        trn_param_view v;
+        trn_model_param(fx->m, i, &v);
+        memcpy(at, v.grad, v.count * sizeof *g);
+        at += v.count;
+    }
+    *n = total;
+    return g;
+}
+
+/* Weighted loss (weights in [0, 3), one of them 0) against finite
+ * differences, for the three heads. */
+static void test_weighted_gradients(void **state)
+{
+    (void)state;
+    static const struct {
+        int regression;
+        const char **label;
+        const char *est;
+    } cases[] = {
+        {0, &BIN_LABEL, WD_SPEC},
+        {0, &MULTI_LABEL,
+         "{\"type\": \"DNNClassifier\", \"n_classes\": 3, \"hidden_units\": [5],"
+         " \"activation_fn\": \"tanh\", \"feature_columns\": [\"a\", \"tag_mean\"]}"},
+        {1, &REG_LABEL,
+         "{\"type\": \"DNNLinearCombinedRegressor\", \"dnn_hidden_units\": [4],"
+         " \"dnn_activation_fn\": \"tanh\", \"linear_feature_columns\": [\"color\", \"b\"],"
+         " \"dnn_feature_columns\": [\"a\", \"tag_sum\"]}"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        fixture fx;
+        build(&fx, make_spec(cases[c].regression, *cases[c].label, cases[c].est), 31 + c);
+        trn_rng r;
+        trn_rng_seed(&r, 5 + c);
+        for (size_t i = 0; i < N; i++)
+            fx.wbuf[i] = i == 3 ? 0.0f : (float)(3.0 * trn_rng_uniform(&r));
+        fx.weights = fx.wbuf;
+        assert_true(check_gradients(&fx, 2e-3, 5e-4, 2e-2) > 20);
+        fixture_free(&fx);
+    }
+}
+
+/* Weights all 1 are no weights, bit for bit; with loss_reduction SUM a
+ * weight of 2 is the row counted twice: the gradient of the unweighted batch
+ * plus that row's own. */
+static void test_weights_one_and_two(void **state)
+{
+    (void)state;
+    fixture fx;
+    build(&fx, make_spec(0, BIN_LABEL, WD_SPEC), 41);
+    size_t n0, n1;
+    double l0, l1;
+    float ones[N];
+    for (size_t i = 0; i < N; i++)
+        ones[i] = 1.0f;
+    float *g0 = all_grads(&fx, NULL, &n0, &l0), *g1 = all_grads(&fx, ones, &n1, &l1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(&l0, &l1, sizeof l0);
+    assert_memory_equal(g0, g1, n0 * sizeof *g0);
+    free(g0);
+    free(g1);
+    fixture_free(&fx);
+
+    cJSON *spec = make_spec(0, BIN_LABEL, WD_SPEC);
+    cJSON *est = cJSON_GetObjectItemCaseSensitive(spec, "estimator");
+    cJSON_AddStringToObject(est, "loss_reduction", "SUM");
+    build(&fx, spec, 42);
+    float two[N], only[N];
+    for (size_t i = 0; i < N; i++) {
+        two[i] = i == 5 ? 2.0f : 1.0f;
+        only[i] = i == 5 ? 1.0f : 0.0f;
+    }
+    double lb, lt, lo;
+    size_t n;
+    float *gb = all_grads(&fx, NULL, &n, &lb), *gt = all_grads(&fx, two, &n, &lt);
+    float *go = all_grads(&fx, only, &n, &lo);
+    assert_true(fabs(lt - (lb + lo)) < 1e-9 * fabs(lt));
+    size_t nonzero = 0;
+    for (size_t k = 0; k < n; k++) {
+        double want = (double)gb[k] + go[k];
+        if (fabs(gt[k] - want) > 1e-5 * fabs(want) + 1e-7)
+            fail_msg("gradient %zu: weight 2 %g, batch + row %g", k, (double)gt[k], want);
+        nonzero += go[k] != 0.0f;
+    }
+    assert_true(nonzero > 10);
+    free(gb);
+    free(gt);
+    free(go);
+    fixture_free(&fx);
 }
 
 /* A replica whose parameters differ is named at the checkpoint check. */
@@ -630,6 +741,8 @@ int main(void)
         cmocka_unit_test(test_dropout_gradients),
         cmocka_unit_test(test_dist_reduce_equals_whole_batch),
         cmocka_unit_test(test_dist_replica_mismatch),
+        cmocka_unit_test(test_weighted_gradients),
+        cmocka_unit_test(test_weights_one_and_two),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,7 +201,7 @@ static void sparse_step(const char *opt, float rms0)
     rt_err err;
     float labels[2] = {1, 1};
     double loss;
-    assert_int_equal(trn_model_train_step(m, sm.b, labels, &loss, &err), RT_OK);
+    assert_int_equal(trn_model_train_step(m, sm.b, labels, NULL, &loss, &err), RT_OK);
     int seen_sparse = 0, seen_dense = 0;
     for (size_t i = 0; i < trn_model_num_params(m); i++) {
         trn_param_view v;
@@ -313,7 +313,7 @@ static void test_decay_applied_by_step(void **state)
     for (size_t t = 0; t < 4; t++) {
         trn_model_set_step(m, steps[t]);
         double loss;
-        assert_int_equal(trn_model_gradients(m, sm.b, &label, &loss, &err), RT_OK);
+        assert_int_equal(trn_model_gradients(m, sm.b, &label, NULL, &loss, &err), RT_OK);
         float w[8], gr[8];
         size_t n = trn_model_num_params(m), checked = 0;
         assert_true(n <= 8);

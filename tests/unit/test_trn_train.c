@@ -342,10 +342,10 @@ static void test_checkpoint_round_trip_and_damage(void **state)
     for (int s = 0; s < 30; s++) {
         const trn_rows *rows;
         assert_int_equal(trn_reader_next(r, &rows, &err), RT_OK);
-        assert_int_equal(trn_feeder_fill(fd, rows, b, labels, TRN_BAD_ROW_STOP, NULL, &err),
+        assert_int_equal(trn_feeder_fill(fd, rows, b, labels, NULL, TRN_BAD_ROW_STOP, NULL, &err),
                          RT_OK);
         double loss;
-        assert_int_equal(trn_model_train_step(m, b, labels, &loss, &err), RT_OK);
+        assert_int_equal(trn_model_train_step(m, b, labels, NULL, &loss, &err), RT_OK);
         if (s == 9 || s == 19 || s == 29)
             assert_int_equal(trn_ckpt_save(m, job, 5, &err), RT_OK);
     }
