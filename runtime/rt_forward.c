@@ -13,6 +13,12 @@
  * DNN part: X = f->dnn_input (n x dnn_dim); every hidden layer
  * Y = act(X W + b) with one cblas_sgemm over the whole batch (row-major);
  * the last layer (logits) is linear whatever its stored activation says.
+ * A hidden layer with batch normalization (estimator.batch_norm) is then
+ * scaled per unit with its moving statistics, y' = y s + t with
+ * s = gamma / sqrt(moving_variance + epsilon), t = beta - moving_mean s,
+ * computed in double for each call (units square roots: nothing next to the
+ * product; not folded into the next layer's kernel, which would need a copy
+ * of it and round differently from the trainer's evaluation).
  * Activations stay in the rt_workspace for the trainer's backprop.
  *
  * Segments (rt_workspace_set_segments): a merged batch of several requests
@@ -46,6 +52,8 @@ struct rt_workspace {
     const float *in; /* the last call's DNN input (f->dnn_input, not copied:
                         layer 0), or NULL (mats[0] then) */
     size_t in_width;
+    float *bn;       /* batch normalization's scale and shift, 2 x units */
+    size_t bn_cap;
 };
 
 rt_workspace *rt_workspace_new(void)
@@ -60,6 +68,7 @@ void rt_workspace_free(rt_workspace *ws)
     for (size_t i = 0; i < ws->mats_cap; i++)
         free(ws->mats[i].data);
     free(ws->mats);
+    free(ws->bn);
     free(ws);
 }
 
@@ -368,6 +377,31 @@ static rt_status forward_linear(const rt_graph *g, const rt_features *f, float *
     return RT_OK;
 }
 
+/* Batch normalization with the moving statistics of layer L on y (n x out). */
+static rt_status batch_norm(const rt_layer *L, rt_workspace *ws, float *y, size_t n)
+{
+    size_t out = L->out;
+    if (2 * out > ws->bn_cap) {
+        float *p = realloc(ws->bn, 2 * out * sizeof(float));
+        if (!p)
+            return RT_ERR_NOMEM;
+        ws->bn = p;
+        ws->bn_cap = 2 * out;
+    }
+    float *scale = ws->bn, *shift = ws->bn + out;
+    for (size_t j = 0; j < out; j++) {
+        double s = (double)L->bn_gamma[j] / sqrt((double)L->bn_var[j] + (double)L->bn_eps);
+        scale[j] = (float)s;
+        shift[j] = (float)((double)L->bn_beta[j] - (double)L->bn_mean[j] * s);
+    }
+    for (size_t i = 0; i < n; i++) {
+        float *r = y + i * out;
+        for (size_t j = 0; j < out; j++)
+            r[j] = r[j] * scale[j] + shift[j];
+    }
+    return RT_OK;
+}
+
 /* logits (n x ld) += the DNN part; activations into ws. */
 static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspace *ws,
                              float *logits, rt_err *err)
@@ -416,6 +450,8 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
         }
         if (l + 1 < g->n_layers) /* the logits layer has none */
             rt_activate(L->act, ws->mats[l + 1].data, n * L->out);
+        if (L->bn_gamma && (st = batch_norm(L, ws, ws->mats[l + 1].data, n)) != RT_OK)
+            return rt_err_set(err, st, "DNN workspace: out of memory");
     }
     ws->used = g->n_layers + 1;
     const float *out = ws->mats[g->n_layers].data;

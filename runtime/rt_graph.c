@@ -347,7 +347,8 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
         st = rt_err_set(err, RT_ERR_FORMAT, "%zu weight columns", n_weights);
         goto out;
     }
-    if (n_labels > 1) {
+    if (n_labels > 1 && !(def->head && def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION &&
+                          n_labels == def->head->label_dimension)) {
         st = rt_err_set(err, RT_ERR_FORMAT, "%zu label columns", n_labels);
         goto out;
     }
@@ -606,6 +607,15 @@ static rt_status compile_parts(rt_graph *g, rt_err *err)
         g->layers[i].in = in;
         g->layers[i].out = l->units;
         g->layers[i].act = l->activation;
+        const Predictd__BatchNorm *bn = l->batch_norm;
+        if (bn && (i + 1 == g->n_layers || !bn->gamma || !*bn->gamma || !bn->beta ||
+                   !*bn->beta || !bn->moving_mean || !*bn->moving_mean ||
+                   !bn->moving_variance || !*bn->moving_variance ||
+                   !(bn->epsilon > 0 && bn->epsilon < 1) ||
+                   !(bn->momentum >= 0 && bn->momentum < 1)))
+            return rt_err_set(err, RT_ERR_FORMAT, "DNN layer %zu: bad batch_norm (tensor names, "
+                              "epsilon in (0, 1), momentum in [0, 1); hidden layers only)", i);
+        g->layers[i].bn_eps = bn ? bn->epsilon : 0.0f;
         in = l->units;
     }
     return RT_OK;
@@ -730,7 +740,15 @@ static rt_status push_spec(rt_tensor_spec *s, size_t *n, const char *name, uint6
     return RT_OK;
 }
 
-/* Fills specs (room for n_linear + 1 + n_dnn + 2 * n_layers). */
+/* Tensor specs of the graph, at most this many. */
+static size_t graph_specs_cap(const rt_graph *g)
+{
+    return g->n_linear + 1 + g->n_dnn + 6 * g->n_layers;
+}
+
+/* Fills specs (room for graph_specs_cap(g)): the linear weights and bias,
+ * the embeddings, then per layer its kernel, bias and batch normalization's
+ * gamma, beta, moving_mean, moving_variance. */
 static size_t graph_specs(const rt_graph *g, rt_tensor_spec *s)
 {
     const Predictd__Graph *gd = g->def->graph;
@@ -752,6 +770,12 @@ static size_t graph_specs(const rt_graph *g, rt_tensor_spec *s)
                                                                 : gd->logits_layer;
         push_spec(s, &n, l->kernel, g->layers[i].in, g->layers[i].out, 2);
         push_spec(s, &n, l->bias, g->layers[i].out, 0, 1);
+        if (l->batch_norm) {
+            const Predictd__BatchNorm *bn = l->batch_norm;
+            const char *names[4] = {bn->gamma, bn->beta, bn->moving_mean, bn->moving_variance};
+            for (size_t k = 0; k < 4; k++)
+                push_spec(s, &n, names[k], g->layers[i].out, 0, 1);
+        }
     }
     return n;
 }
@@ -765,8 +789,7 @@ rt_status rt_modeldef_tensor_specs(const Predictd__ModelDef *def, rt_tensor_spec
     rt_status st = compile(def, &g, err);
     if (st)
         return st;
-    size_t cap = g->n_linear + 1 + g->n_dnn + 2 * g->n_layers;
-    rt_tensor_spec *s = calloc(cap, sizeof *s);
+    rt_tensor_spec *s = calloc(graph_specs_cap(g), sizeof *s);
     if (!s) {
         rt_graph_free(g);
         return NOMEM(err);
@@ -820,8 +843,7 @@ static rt_status bind(rt_graph *g, rt_tensor_lookup_fn lookup, void *ctx,
                 return st;
         }
     }
-    size_t cap = g->n_linear + 1 + g->n_dnn + 2 * g->n_layers;
-    rt_tensor_spec *s = calloc(cap, sizeof *s);
+    rt_tensor_spec *s = calloc(graph_specs_cap(g), sizeof *s);
     if (!s)
         return NOMEM(err);
     size_t n = graph_specs(g, s), k = 0;
@@ -858,6 +880,27 @@ static rt_status bind(rt_graph *g, rt_tensor_lookup_fn lookup, void *ctx,
         if (!(p = get_tensor(lookup, ctx, &s[k++], err)))
             goto fail;
         g->layers[i].bias = p;
+        const Predictd__DenseLayer *l = i < g->def->graph->n_hidden_layers
+                                            ? g->def->graph->hidden_layers[i]
+                                            : g->def->graph->logits_layer;
+        if (!l->batch_norm)
+            continue;
+        const float *bn[4];
+        for (size_t q = 0; q < 4; q++)
+            if (!(bn[q] = get_tensor(lookup, ctx, &s[k++], err)))
+                goto fail;
+        for (size_t j = 0; j < g->layers[i].out; j++)
+            if (!isfinite(bn[0][j]) || !isfinite(bn[1][j]) || !isfinite(bn[2][j]) ||
+                !(bn[3][j] >= 0.0f) || !isfinite(bn[3][j])) {
+                rt_err_set(err, RT_ERR_FORMAT, "DNN layer %zu: batch normalization value %zu "
+                           "is not finite or a moving variance is negative", i, j);
+                free(s);
+                return RT_ERR_FORMAT;
+            }
+        g->layers[i].bn_gamma = bn[0];
+        g->layers[i].bn_beta = bn[1];
+        g->layers[i].bn_mean = bn[2];
+        g->layers[i].bn_var = bn[3];
     }
     free(s);
     return k == n ? RT_OK : rt_err_set(err, RT_ERR_FORMAT, "internal: tensor count");

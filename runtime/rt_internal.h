@@ -95,6 +95,9 @@ typedef struct rt_layer {
     Predictd__Activation act;
     const float *kernel; /* [in x out], row-major */
     const float *bias;   /* [out] */
+    /* batch normalization after the activation (NULL gamma: none) */
+    const float *bn_gamma, *bn_beta, *bn_mean, *bn_var; /* [out] each */
+    float bn_eps;
 } rt_layer;
 
 /* A compiled tree ensemble (rt_trees.c); NULL in a graph without trees. */

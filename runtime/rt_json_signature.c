@@ -3,7 +3,7 @@
  * messages, and what it says about how inputs are read (raw features by
  * name, or one serialized CSV line / tf.Example). Also the methods a model
  * can answer (TF Serving has no classify signature for a regressor, no
- * regress one for a multi-class classifier).
+ * regress one for a multi-class classifier or a regressor of several values).
  */
 #include "rt_json_internal.h"
 
@@ -115,11 +115,21 @@ rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err)
 {
     Predictd__HeadType head = rt_graph_def(g)->head ? rt_graph_def(g)->head->type
                                                     : PREDICTD__HEAD_TYPE__HEAD_BINARY;
+    /* label_dimension > 1: TF Serving's regress takes one value per example
+     * ("Expected output Tensor shape to be either [batch_size] or
+     * [batch_size, 1]"), so such a regressor exports no regression signature */
+    int multi_value = head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION && rt_graph_logits_dim(g) > 1;
     if (!(method == RT_METHOD_CLASSIFY && head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION) &&
-        !(method == RT_METHOD_REGRESS && head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS))
+        !(method == RT_METHOD_REGRESS && head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS) &&
+        !(method == RT_METHOD_REGRESS && multi_value))
         return RT_OK;
     char list[256];
     rt_json_list_signatures(rt_graph_def(g), list, sizeof list);
+    if (multi_value)
+        return rt_err_set(err, RT_ERR_INVALID, "regress: the model has no regression signature "
+                          "(it predicts label_dimension %zu values per example, regress one; "
+                          "its signatures: %s); use :predict",
+                          rt_graph_logits_dim(g), list);
     if (method == RT_METHOD_CLASSIFY)
         return rt_err_set(err, RT_ERR_INVALID, "classify: the model has no classification "
                           "signature (it is a regressor; its signatures: %s); use :regress or "

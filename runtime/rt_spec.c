@@ -92,26 +92,69 @@ static rt_status parse_columns(spec_ctx *s, const cJSON *arr)
     return RT_OK;
 }
 
+/* label.columns: a regressor's label_dimension label columns (the
+ * estimator checks the count), in the order of "columns": label value k is
+ * the k-th label column of the CSV. */
+static rt_status parse_label_columns(spec_ctx *s, const cJSON *cols)
+{
+    rt_err *err = s->err;
+    int n = cJSON_GetArraySize(cols);
+    if (n < 1)
+        return rt_cfg_fail(err, "label", "columns", "must list at least one column");
+    long prev = -1;
+    int i = 0;
+    for (const cJSON *c = cols->child; c; c = c->next, i++) {
+        char key[48];
+        snprintf(key, sizeof key, "columns[%d]", i);
+        if (!cJSON_IsString(c))
+            return rt_cfg_fail(err, "label", key, "expected a column name, got %s",
+                               rt_cfg_type_name(c));
+        long r = spec_find_raw(s->def, c->valuestring);
+        if (r < 0)
+            return rt_cfg_fail(err, "label", key, "\"%.64s\" is not one of the columns",
+                               c->valuestring);
+        if (s->def->raw_columns[r]->is_label)
+            return rt_cfg_fail(err, "label", key, "\"%.64s\" is listed twice", c->valuestring);
+        if (r < prev)
+            return rt_cfg_fail(err, "label", key,
+                               "\"%.64s\" comes before \"%s\" in \"columns\": list the label "
+                               "columns in the order of \"columns\" (label value k is the k-th)",
+                               c->valuestring, s->def->raw_columns[prev]->name);
+        s->def->raw_columns[r]->is_label = true;
+        prev = r;
+    }
+    return RT_OK;
+}
+
 static rt_status parse_label(spec_ctx *s, const cJSON *lab)
 {
     rt_err *err = s->err;
     Predictd__ModelDef *def = s->def;
-    static const char *const keys[] = {"column", "vocabulary", NULL};
+    static const char *const keys[] = {"column", "columns", "vocabulary", NULL};
     if (!cJSON_IsObject(lab))
         return rt_cfg_fail(err, "", "label", "expected an object, got %s", rt_cfg_type_name(lab));
     const char *col = NULL;
-    const cJSON *voc = NULL;
+    const cJSON *voc = NULL, *cols = NULL;
     rt_status st = rt_cfg_check_keys(lab, "label", keys, NULL, err);
     if (!st)
-        st = rt_cfg_str(lab, "label", "column", RT_CFG_REQUIRED, &col, err);
+        st = rt_cfg_array(lab, "label", "columns", 0, &cols, err);
+    if (!st)
+        st = rt_cfg_str(lab, "label", "column", cols ? 0 : RT_CFG_REQUIRED, &col, err);
     if (!st)
         st = rt_cfg_array(lab, "label", "vocabulary", 0, &voc, err);
     if (st)
         return st;
-    long r = spec_find_raw(def, col);
-    if (r < 0)
-        return rt_cfg_fail(err, "label", "column", "\"%.64s\" is not one of the columns", col);
-    def->raw_columns[r]->is_label = true;
+    if (col && cols)
+        return rt_cfg_fail(err, "label", "columns", "give \"column\" or \"columns\", not both");
+    if (col) {
+        long r = spec_find_raw(def, col);
+        if (r < 0)
+            return rt_cfg_fail(err, "label", "column", "\"%.64s\" is not one of the columns",
+                               col);
+        def->raw_columns[r]->is_label = true;
+    } else if ((st = parse_label_columns(s, cols))) {
+        return st;
+    }
     if (!voc)
         return RT_OK;
     int n = cJSON_GetArraySize(voc);

@@ -181,10 +181,18 @@ static rt_status parse_head(spec_ctx *s, const cJSON *est, const est_kind *k)
     Predictd__ModelDef *def = s->def;
     Predictd__Head *h = def->head;
     const Predictd__RawColumn *label = NULL;
+    size_t n_labels = 0;
     for (size_t i = 0; i < def->n_raw_columns; i++)
-        if (def->raw_columns[i]->is_label)
-            label = def->raw_columns[i];
+        if (def->raw_columns[i]->is_label) {
+            if (!label || label->dtype == PREDICTD__DTYPE__DT_FLOAT)
+                label = def->raw_columns[i]; /* a string one if any */
+            n_labels++;
+        }
     rt_status st;
+    if (k->classifier && n_labels > 1)
+        return rt_cfg_fail(err, "label", "columns",
+                           "a classifier has one label column (\"column\"); several are a "
+                           "regressor's label_dimension values");
     if (k->classifier) {
         int64_t n = 2;
         if ((st = rt_cfg_int(est, "estimator", "n_classes", 0, 2, RT_SPEC_MAX_ITEMS, &n,
@@ -210,9 +218,14 @@ static rt_status parse_head(spec_ctx *s, const cJSON *est, const est_kind *k)
         if (h->n_label_vocabulary)
             return rt_cfg_fail(err, "label", "vocabulary", "a regressor has no label vocabulary");
         if (label && label->dtype != PREDICTD__DTYPE__DT_FLOAT)
-            return rt_cfg_fail(err, "label", "column",
+            return rt_cfg_fail(err, "label", n_labels > 1 ? "columns" : "column",
                                "\"%s\" is a string column; a regressor needs an int or float label",
                                label->name);
+        if (n_labels != (size_t)dim && !(k->trees && dim != 1)) /* trees: refused below */
+            return rt_cfg_fail(err, "label", n_labels > 1 ? "columns" : "column",
+                               "%zu label column%s for estimator.label_dimension %lld (list "
+                               "label_dimension columns in label.columns)",
+                               n_labels, n_labels == 1 ? "" : "s", (long long)dim);
         h->type = PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
         h->label_dimension = (uint32_t)dim;
         def->graph->logits_dimension = (uint32_t)dim;
@@ -246,8 +259,31 @@ static rt_status build_linear(spec_ctx *s)
     return RT_OK;
 }
 
+/* TF's canned DNN batch_norm=True: tf.layers.BatchNormalization named
+ * batchnorm_<i> in hiddenlayer_<i>'s scope, momentum 0.999, epsilon 0.001. */
+static Predictd__BatchNorm *new_batch_norm(int i)
+{
+    Predictd__BatchNorm *b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    predictd__batch_norm__init(b);
+    char scope[64];
+    snprintf(scope, sizeof scope, "dnn/hiddenlayer_%d/batchnorm_%d", i, i);
+    b->gamma = fmt_dup("%s/gamma", scope);
+    b->beta = fmt_dup("%s/beta", scope);
+    b->moving_mean = fmt_dup("%s/moving_mean", scope);
+    b->moving_variance = fmt_dup("%s/moving_variance", scope);
+    b->epsilon = 0.001f;
+    b->momentum = 0.999f;
+    if (!b->gamma || !b->beta || !b->moving_mean || !b->moving_variance) {
+        predictd__batch_norm__free_unpacked(b, NULL);
+        return NULL;
+    }
+    return b;
+}
+
 static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation act,
-                           const char *units_key)
+                           const char *units_key, bool batch_norm)
 {
     rt_err *err = s->err;
     Predictd__Graph *g = s->def->graph;
@@ -311,6 +347,8 @@ static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation
         if (!l)
             return NOMEM(err);
         g->hidden_layers[g->n_hidden_layers++] = l;
+        if (batch_norm && !(l->batch_norm = new_batch_norm(i)))
+            return NOMEM(err);
     }
     if (!(g->logits_layer =
               new_layer(g->logits_dimension, PREDICTD__ACTIVATION__ACT_LINEAR, "dnn/logits")))
@@ -476,6 +514,8 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
             keys[nk++] = "dropout";
         }
     }
+    if (k->dnn)
+        keys[nk++] = "batch_norm";
     keys[nk] = NULL;
     if ((st = rt_cfg_check_keys(est, "estimator", keys, k->trees ? trees_train_keys : NULL,
                                 err)))
@@ -514,6 +554,9 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
                                      : "must list at least one feature column");
     Predictd__Activation act = PREDICTD__ACTIVATION__ACT_RELU;
     const cJSON *units = NULL;
+    bool batch_norm = false;
+    if (k->dnn && (st = rt_cfg_bool(est, "estimator", "batch_norm", 0, &batch_norm, err)))
+        return st;
     if (k->dnn) {
         if ((st = parse_activation(s, est, act_key, &act)) ||
             (st = rt_cfg_array(est, "estimator", units_key, 0, &units, err)) ||
@@ -522,7 +565,7 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         if (!k->combined && !units)
             return rt_cfg_fail(err, "estimator", units_key, "missing (required)");
     }
-    if ((st = build_linear(s)) || (st = build_dnn(s, units, act, units_key)))
+    if ((st = build_linear(s)) || (st = build_dnn(s, units, act, units_key, batch_norm)))
         return st;
     return RT_OK;
 }

@@ -5,7 +5,8 @@
  * Backprop mirrors rt_forward (rt_forward.c): the linear part's gradients go
  * to the weight rows of each instance's ids (sparse, rows marked) or to
  * dense rows times the values; the DNN's go backwards through the layers with
- * cblas_sgemm (dW = X^T D, dX = D W^T, times the activation's derivative)
+ * cblas_sgemm (dW = X^T D, dX = D W^T, through batch normalization with the
+ * batch's statistics, the dropout mask and the activation's derivative)
  * down to the input vector, whose embedding slices are spread over the
  * embedding rows of the source column's ids by the combiner (mean, sum,
  * sqrtn). What each feature-column kind contributes is its row in
@@ -202,46 +203,103 @@ void trn_dropout_free(trn_model *m)
             free(m->dx[l]);
         free(m->dy[l]);
         free(m->dmask[l]);
+        free(m->bn_xhat[l]);
+        free(m->bn_istd[l]);
     }
     free(m->dx);
     free(m->dy);
     free(m->dmask);
-    m->dx = m->dy = m->dmask = NULL;
+    free(m->bn_xhat);
+    free(m->bn_istd);
+    m->dx = m->dy = m->dmask = m->bn_xhat = m->bn_istd = NULL;
     m->cap_drop = 0;
 }
 
-rt_status trn_dropout_forward(trn_model *m, size_t n, rt_err *err)
+/* Scratch of the training forward pass for n rows. */
+static rt_status train_scratch(trn_model *m, size_t n, rt_err *err)
 {
-    size_t L = m->n_layers, ld = m->ld;
-    if (L < 2 || m->dropout <= 0)
-        return RT_OK;
+    size_t L = m->n_layers;
     if (!m->dx) {
         m->dx = calloc(L, sizeof *m->dx);
         m->dy = calloc(L, sizeof *m->dy);
         m->dmask = calloc(L, sizeof *m->dmask);
-        if (!m->dx || !m->dy || !m->dmask)
+        m->bn_xhat = calloc(L, sizeof *m->bn_xhat);
+        m->bn_istd = calloc(L, sizeof *m->bn_istd);
+        if (!m->dx || !m->dy || !m->dmask || !m->bn_xhat || !m->bn_istd)
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     }
-    if (n > m->cap_drop) {
-        if (m->drop_reuse)
-            return rt_err_set(err, RT_ERR_INVALID, "dropout: masks to reuse are too small");
-        for (size_t l = 0; l + 1 < L; l++) {
-            size_t w = m->layers[l].out;
-            float *y = realloc(m->dy[l], n * w * sizeof(float));
-            if (y)
-                m->dy[l] = y;
-            float *k = realloc(m->dmask[l], n * w * sizeof(float));
-            if (k)
-                m->dmask[l] = k;
-            float *x = realloc(m->dx[l + 1], n * w * sizeof(float));
+    if (n <= m->cap_drop)
+        return RT_OK;
+    if (m->drop_reuse)
+        return rt_err_set(err, RT_ERR_INVALID, "dropout: masks to reuse are too small");
+    for (size_t l = 0; l + 1 < L; l++) {
+        size_t w = m->layers[l].out;
+        float **bufs[3] = {&m->dy[l], &m->dmask[l], &m->dx[l + 1]};
+        for (size_t q = 0; q < 3; q++) {
+            float *x = realloc(*bufs[q], n * w * sizeof(float));
+            if (!x)
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            *bufs[q] = x;
+        }
+        if (m->layers[l].bn_gamma >= 0) {
+            float *x = realloc(m->bn_xhat[l], n * w * sizeof(float));
             if (x)
-                m->dx[l + 1] = x;
-            if (!y || !k || !x)
+                m->bn_xhat[l] = x;
+            if (!m->bn_istd[l])
+                m->bn_istd[l] = malloc(w * sizeof(float));
+            if (!x || !m->bn_istd[l])
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         }
-        m->cap_drop = n;
     }
+    m->cap_drop = n;
+    return RT_OK;
+}
+
+/* Batch normalization of x (n x w) in place with the batch's statistics
+ * (biased variance, as tf.layers.BatchNormalization in training), keeping
+ * the normalized values and 1/std for backprop; moves the moving statistics
+ * by the layer's momentum when update. */
+static void bn_train(trn_model *m, const dnn_layer *D, size_t l, float *x, size_t n, int update)
+{
+    size_t w = D->out;
+    const float *gamma = m->p[D->bn_gamma].data, *beta = m->p[D->bn_beta].data;
+    float *mm = m->p[D->bn_mean].data, *mv = m->p[D->bn_var].data;
+    float *xh = m->bn_xhat[l], *istd = m->bn_istd[l];
+    for (size_t j = 0; j < w; j++) {
+        double mean = 0, var = 0;
+        for (size_t i = 0; i < n; i++)
+            mean += x[i * w + j];
+        mean /= (double)n;
+        for (size_t i = 0; i < n; i++) {
+            double e = x[i * w + j] - mean;
+            var += e * e;
+        }
+        var /= (double)n;
+        double is = 1.0 / sqrt(var + (double)D->bn_eps);
+        istd[j] = (float)is;
+        for (size_t i = 0; i < n; i++) {
+            float h = (float)((x[i * w + j] - mean) * is);
+            xh[i * w + j] = h;
+            x[i * w + j] = gamma[j] * h + beta[j];
+        }
+        if (update) {
+            double mo = D->bn_momentum;
+            mm[j] = (float)(mm[j] * mo + mean * (1.0 - mo));
+            mv[j] = (float)(mv[j] * mo + var * (1.0 - mo));
+        }
+    }
+}
+
+rt_status trn_dropout_forward(trn_model *m, size_t n, int update_moving, rt_err *err)
+{
+    size_t L = m->n_layers, ld = m->ld;
+    if (L < 2 || (m->dropout <= 0 && !m->batch_norm))
+        return RT_OK;
+    rt_status st = train_scratch(m, n, err);
+    if (st)
+        return st;
     m->dx[0] = m->f.dnn_input;
+    int drop = m->dropout > 0;
     float keep = (float)(1.0 - m->dropout), inv = 1.0f / keep;
     for (size_t l = 0; l + 1 < L; l++) {
         const dnn_layer *D = &m->layers[l];
@@ -256,11 +314,14 @@ rt_status trn_dropout_forward(trn_model *m, size_t n, rt_err *err)
         rt_activate(D->act, y, n * D->out); /* serving's activation */
         for (size_t k = 0; k < n * D->out; k++) {
             if (!m->drop_reuse)
-                mk[k] = trn_rng_uniform(&m->drop_rng) < keep ? inv : 0.0f;
+                mk[k] = !drop || trn_rng_uniform(&m->drop_rng) < keep ? (drop ? inv : 1.0f)
+                                                                      : 0.0f;
             x[k] = y[k] * mk[k];
         }
+        if (D->bn_gamma >= 0) /* after the dropout, as TF's canned DNN */
+            bn_train(m, D, l, x, n, update_moving);
     }
-    /* logits: swap the dropout-free DNN logits for the masked ones */
+    /* logits: swap the serving forward's DNN logits for the training ones */
     const dnn_layer *D = &m->layers[L - 1];
     size_t w;
     const float *plain = rt_workspace_layer(m->ws, L, &w);
@@ -275,6 +336,30 @@ rt_status trn_dropout_forward(trn_model *m, size_t n, rt_err *err)
                 m->logits, (blasint)ld);
     m->drop_active = 1;
     return RT_OK;
+}
+
+/* Backprop through layer l's batch normalization: d (n x w) holds d loss /
+ * d output and becomes d loss / d input; gamma's and beta's gradients are
+ * added. With the batch's statistics the input of every row moves the mean
+ * and variance, hence the two batch sums:
+ * dx = gamma istd / n (n dy - sum dy - xhat sum dy xhat). */
+static void bn_backward(trn_model *m, const dnn_layer *D, size_t l, float *d, size_t n)
+{
+    size_t w = D->out;
+    const float *gamma = m->p[D->bn_gamma].data, *xh = m->bn_xhat[l], *istd = m->bn_istd[l];
+    float *gg = m->p[D->bn_gamma].grad, *gb = m->p[D->bn_beta].grad;
+    for (size_t j = 0; j < w; j++) {
+        double sd = 0, sdx = 0;
+        for (size_t i = 0; i < n; i++) {
+            sd += d[i * w + j];
+            sdx += (double)d[i * w + j] * xh[i * w + j];
+        }
+        gg[j] += (float)sdx;
+        gb[j] += (float)sd;
+        double c = (double)gamma[j] * istd[j] / (double)n;
+        for (size_t i = 0; i < n; i++)
+            d[i * w + j] = (float)(c * ((double)n * d[i * w + j] - sd - xh[i * w + j] * sdx));
+    }
 }
 
 static rt_status dnn_backprop(trn_model *m, size_t n, rt_err *err)
@@ -308,6 +393,8 @@ static rt_status dnn_backprop(trn_model *m, size_t n, rt_err *err)
                     (blasint)L->out, 1.0f, delta, (blasint)L->out, K->data, (blasint)L->out,
                     0.0f, prev, (blasint)L->in);
         if (l > 0 && m->drop_active) {
+            if (m->layers[l - 1].bn_gamma >= 0)
+                bn_backward(m, &m->layers[l - 1], l - 1, prev, n);
             const float *mk = m->dmask[l - 1];
             for (size_t k = 0; k < n * L->in; k++)
                 prev[k] *= mk[k];

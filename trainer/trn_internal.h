@@ -22,6 +22,10 @@ typedef enum {
     TP_EMBEDDING,
     TP_KERNEL,
     TP_BIAS,
+    TP_BN_GAMMA,      /* batch normalization's scale (starts at 1) */
+    TP_BN_BETA,       /* and offset (0): trained by the DNN optimizer */
+    TP_BN_MOVING,     /* moving mean (0) / variance (1): moved by the training
+                         forward pass, never by an optimizer (no slots) */
 } tp_kind;
 
 /* One parameter tensor with its gradient and optimizer slots. */
@@ -92,6 +96,10 @@ typedef struct dnn_layer {
     size_t in, out;
     size_t kernel, bias; /* params */
     Predictd__Activation act; /* after this layer (the last one: linear) */
+    /* batch normalization after the activation and dropout (bn_gamma < 0:
+     * none): params, epsilon, momentum */
+    long bn_gamma, bn_beta, bn_mean, bn_var;
+    float bn_eps, bn_momentum;
 } dnn_layer;
 
 struct trn_model {
@@ -131,14 +139,18 @@ struct trn_model {
     float **emb_grad_in;  /* [n_emb] n x dim: d loss / d embedding values */
     size_t cap_emb;       /* rows */
 
-    /* dropout (training only): the DNN is recomputed with masks */
+    /* dropout and batch normalization (training only): the DNN is
+     * recomputed with masks and batch statistics */
     double dropout;       /* rate; 0 = off */
+    int batch_norm;       /* some hidden layer has batch normalization */
     trn_rng drop_rng;
-    int drop_active;      /* the last gradients used dropout */
+    int drop_active;      /* the last gradients used the training forward */
     int drop_reuse;       /* tests: keep the last masks */
     float **dx;           /* [n_layers] input of layer l (l = 0: dnn_input) */
     float **dy;           /* [n_layers] hidden layer l output before the mask */
-    float **dmask;        /* [n_layers] 0 or 1/keep */
+    float **dmask;        /* [n_layers] 0 or 1/keep (dropout) */
+    float **bn_xhat;      /* [n_layers] normalized output (batch normalization) */
+    float **bn_istd;      /* [n_layers] 1 / sqrt(batch variance + epsilon) per unit */
     size_t cap_drop;      /* rows */
 };
 
@@ -167,9 +179,13 @@ size_t trn_optim_slots(const trn_optimizer *o, float init[TRN_OPT_SLOTS_MAX]);
  * forward pass over m->f (trn_backprop.c). */
 rt_status trn_backprop(trn_model *m, size_t n, rt_err *err);
 
-/* Replaces the DNN part of m->logits by a forward pass with dropout masks
- * (new ones unless m->drop_reuse), keeping the activations for backprop. */
-rt_status trn_dropout_forward(trn_model *m, size_t n, rt_err *err);
+/* Replaces the DNN part of m->logits by the training forward pass: dropout
+ * masks (new ones unless m->drop_reuse) and batch normalization with the
+ * batch's statistics, keeping the activations for backprop; a no-op for a
+ * DNN with neither. update_moving: also move the batch normalization's
+ * moving statistics toward the batch's (a training step; not for tests'
+ * finite differences). */
+rt_status trn_dropout_forward(trn_model *m, size_t n, int update_moving, rt_err *err);
 void trn_dropout_free(trn_model *m);
 
 /* Loss of a batch with the training-time forward pass (dropout with the

@@ -195,8 +195,11 @@ rt_status trn_memory_estimate(const Predictd__ModelDef *def, const trn_config *c
     uint64_t ld = gr->logits_dimension ? gr->logits_dimension : 1;
     uint64_t per_row = sat_add(sat_add(sat_mul(2, dnn_in), outs), sat_mul(2, widest));
     per_row = sat_add(per_row, sat_mul(3, ld));
-    if (c->dropout > 0)
-        per_row = sat_add(per_row, sat_mul(3, sat_add(dnn_in, outs)));
+    int bn = 0;
+    for (size_t l = 0; l < gr->n_hidden_layers; l++)
+        bn |= gr->hidden_layers[l]->batch_norm != NULL;
+    if (c->dropout > 0 || bn) /* the training forward's copies (+ normalized values) */
+        per_row = sat_add(per_row, sat_mul(bn ? 4 : 3, sat_add(dnn_in, outs)));
     per_row = sat_add(sat_mul(per_row, sizeof(float)), 16 * (uint64_t)def->n_feature_columns);
     e->activations = sat_mul(per_row, rows);
     snprintf(what, sizeof what, "%zu rows", rows);

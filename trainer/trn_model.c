@@ -168,6 +168,27 @@ static rt_status classify_params(trn_model *m, rt_err *err)
         m->p[kk].kind = TP_KERNEL;
         m->p[kb].kind = TP_BIAS;
         m->p[kk].dnn = m->p[kb].dnn = 1;
+        d->bn_gamma = d->bn_beta = d->bn_mean = d->bn_var = -1;
+        if (L->batch_norm) {
+            const Predictd__BatchNorm *bn = L->batch_norm;
+            long *ix[4] = {&d->bn_gamma, &d->bn_beta, &d->bn_mean, &d->bn_var};
+            const char *names[4] = {bn->gamma, bn->beta, bn->moving_mean, bn->moving_variance};
+            static const tp_kind kinds[4] = {TP_BN_GAMMA, TP_BN_BETA, TP_BN_MOVING,
+                                             TP_BN_MOVING};
+            for (size_t q = 0; q < 4; q++) {
+                long k = param_index(m, names[q]);
+                if (k < 0 || m->p[k].count != d->out)
+                    return rt_err_set(err, RT_ERR_FORMAT, "graph: layer %zu batch "
+                                      "normalization tensor %s unknown or not [%zu]", l,
+                                      names[q], d->out);
+                *ix[q] = k;
+                m->p[k].kind = kinds[q];
+                m->p[k].dnn = 1;
+            }
+            d->bn_eps = bn->epsilon;
+            d->bn_momentum = bn->momentum;
+            m->batch_norm = 1;
+        }
         if (m->p[kb].count != d->out)
             return rt_err_set(err, RT_ERR_FORMAT, "graph: layer %zu bias has %llu values, "
                               "kernel %zu units", l, (unsigned long long)m->p[kb].count,
@@ -210,6 +231,14 @@ static void init_params(trn_model *m, uint64_t seed)
             memset(p->data, 0, p->count * sizeof(float));
             break;
         }
+    }
+    /* batch normalization: gamma and the moving variance start at 1 */
+    for (size_t l = 0; l < m->n_layers; l++) {
+        const dnn_layer *d = &m->layers[l];
+        if (d->bn_gamma < 0)
+            continue;
+        for (size_t j = 0; j < d->out; j++)
+            m->p[d->bn_gamma].data[j] = m->p[d->bn_var].data[j] = 1.0f;
     }
 }
 
@@ -271,7 +300,7 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
         tparam *p = &m->p[i];
         const trn_optimizer *o = p->dnn ? &m->dnn_opt : &m->linear_opt;
         float init[TRN_OPT_SLOTS_MAX];
-        p->n_slots = trn_optim_slots(o, init);
+        p->n_slots = p->kind == TP_BN_MOVING ? 0 : trn_optim_slots(o, init);
         for (size_t s = 0; s < p->n_slots; s++) {
             p->slot[s] = malloc(p->count * sizeof(float));
             if (!p->slot[s]) {
@@ -437,8 +466,8 @@ rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *lab
 {
     size_t n = batch_n(m, b);
     rt_status st = forward(m, b, err);
-    if (st == RT_OK && m->dropout > 0 && n > 0)
-        st = trn_dropout_forward(m, n, err);
+    if (st == RT_OK && n > 0)
+        st = trn_dropout_forward(m, n, 0, err);
     if (st)
         return st;
     *loss = batch_loss(m, labels, weights, n);
@@ -451,8 +480,8 @@ rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labe
     size_t n = batch_n(m, b);
     m->drop_active = 0;
     rt_status st = forward(m, b, err);
-    if (st == RT_OK && m->dropout > 0 && n > 0)
-        st = trn_dropout_forward(m, n, err);
+    if (st == RT_OK && n > 0)
+        st = trn_dropout_forward(m, n, 1, err);
     if (st)
         return st;
     double l = batch_loss(m, labels, weights, n);
@@ -491,6 +520,8 @@ void trn_model_apply(trn_model *m)
     for (size_t i = 0; i < m->n_params; i++) {
         tparam *p = &m->p[i];
         const trn_optimizer *o = p->dnn ? &dnn : &lin;
+        if (p->kind == TP_BN_MOVING)
+            continue; /* moved by the training forward pass */
         if (p->sparse) {
             for (size_t t = 0; t < p->n_touched; t++) {
                 uint64_t r = p->touched[t];

@@ -1077,6 +1077,13 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     if ((st = trn_dist_new(c.comm, &dist, err)))
         goto out;
     R.m->dist = dist;
+    if (dist && R.m->batch_norm) {
+        st = rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.batch_norm: not supported under "
+                        "mpirun (each rank's batch statistics would move its own moving "
+                        "mean and variance, and the replicas would differ); train it in one "
+                        "process");
+        goto out;
+    }
     if (dist && trn_dist_rank(dist) > 0) /* dropout masks differ by rank */
         trn_rng_seed(&R.m->drop_rng, c.seed ^ 0xd0d0d0d0ULL ^
                                          ((uint64_t)trn_dist_rank(dist) * 0x9e3779b97f4a7c15ULL));

@@ -73,9 +73,11 @@ static void tiny_init(tiny *t)
     t->lin_cols[1] = 1;
     t->lin_w[0] = W0;
     t->lin_w[1] = W1;
-    t->layers[0] = (rt_layer){2, 2, PREDICTD__ACTIVATION__ACT_RELU, K1, KB1};
+    t->layers[0] = (rt_layer){
+        .in = 2, .out = 2, .act = PREDICTD__ACTIVATION__ACT_RELU, .kernel = K1, .bias = KB1};
     /* The stored activation of the logits layer is ignored (proto default RELU). */
-    t->layers[1] = (rt_layer){2, 1, PREDICTD__ACTIVATION__ACT_RELU, K2, KB2};
+    t->layers[1] = (rt_layer){
+        .in = 2, .out = 1, .act = PREDICTD__ACTIVATION__ACT_RELU, .kernel = K2, .bias = KB2};
     t->class_names[0] = "<=50K";
     t->class_names[1] = ">50K";
 
@@ -321,7 +323,7 @@ static void run_random_model(uint64_t *rs, size_t n, size_t ld, size_t n_hidden)
     float *bias = rand_floats(rs, ld);
 
     size_t dnn_dim = NW + B1;
-    rt_layer layers[5];
+    rt_layer layers[5] = {{0}};
     size_t in = dnn_dim;
     static const Predictd__Activation acts[] = {
         PREDICTD__ACTIVATION__ACT_RELU, PREDICTD__ACTIVATION__ACT_TANH,

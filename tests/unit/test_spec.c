@@ -426,6 +426,76 @@ static void test_weight_column(void **state)
     free(t);
 }
 
+/* label.columns (a regressor's label_dimension values) and batch_norm. */
+static void test_label_columns_and_batch_norm(void **state)
+{
+    (void)state;
+    /* a regressor of y and z (floats; z after y in the CSV) */
+    char *t = replace(base_spec, "{\"name\":\"y\",\"type\":\"string\"}",
+                      "{\"name\":\"y\",\"type\":\"float\"},{\"name\":\"z\",\"type\":\"int\"}");
+    char *t2 = replace(t, "\"label\":{\"column\":\"y\",\"vocabulary\":[\"no\",\"yes\"]}",
+                       "\"label\":{\"columns\":[\"y\",\"z\"]}");
+    char *t3 = replace(t2, "\"type\":\"DNNLinearCombinedClassifier\",",
+                       "\"type\":\"DNNLinearCombinedRegressor\",\"label_dimension\":2,"
+                       "\"batch_norm\":true,");
+    Predictd__ModelDef *def = parse_ok(t3, NULL);
+    assert_int_equal(def->head->label_dimension, 2);
+    assert_true(def->raw_columns[3]->is_label && def->raw_columns[4]->is_label);
+    for (size_t i = 0; i < def->n_signatures; i++) /* no regression signature */
+        assert_string_not_equal(def->signatures[i]->name, "regression");
+    const Predictd__SignatureDef *sd = find_sig(def, "predict");
+    expect_tspec(sd->outputs[0], "predictions", PREDICTD__DTYPE__DT_FLOAT, 2);
+    const Predictd__BatchNorm *bn = def->graph->hidden_layers[0]->batch_norm;
+    assert_non_null(bn);
+    assert_null(def->graph->logits_layer->batch_norm);
+    assert_string_equal(bn->moving_variance, "dnn/hiddenlayer_0/batchnorm_0/moving_variance");
+    assert_true(bn->epsilon == 0.001f && bn->momentum == 0.999f);
+    rt_tensor_spec *specs = NULL;
+    size_t n = 0;
+    rt_err err = {{0}};
+    assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_OK);
+    expect_tensor(specs, n, "dnn/hiddenlayer_0/batchnorm_0/gamma", 4, 0);
+    expect_tensor(specs, n, "dnn/hiddenlayer_0/batchnorm_0/moving_mean", 4, 0);
+    expect_tensor(specs, n, "dnn/logits/kernel", 4, 2);
+    free(specs);
+    rt_modeldef_free(def);
+    static const struct {
+        const char *from, *to, *want;
+    } bad[] = {
+        {"\"columns\":[\"y\",\"z\"]", "\"columns\":[\"z\",\"y\"]",
+         "label.columns[1]: \"y\" comes before \"z\" in \"columns\""},
+        {"\"label_dimension\":2,", "\"label_dimension\":3,",
+         "label.columns: 2 label columns for estimator.label_dimension 3"},
+        {"\"columns\":[\"y\",\"z\"]", "\"columns\":[\"y\",\"y\"]",
+         "label.columns[1]: \"y\" is listed twice"},
+        {"\"columns\":[\"y\",\"z\"]", "\"columns\":[\"y\",\"z\"],\"column\":\"y\"",
+         "label.columns: give \"column\" or \"columns\", not both"},
+        {"\"DNNLinearCombinedRegressor\",\"label_dimension\":2,",
+         "\"DNNLinearCombinedClassifier\",", "label.columns: a classifier has one label column"},
+        {"\"batch_norm\":true", "\"batch_norm\":\"yes\"", "estimator.batch_norm"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *b = replace(t3, bad[i].from, bad[i].to);
+        parse_bad(b, bad[i].want);
+        free(b);
+    }
+    /* batch_norm belongs to the DNN types */
+    char *lin = replace(base_spec,
+                        "\"estimator\":{\"type\":\"DNNLinearCombinedClassifier\","
+                        "\"linear_feature_columns\"",
+                        "\"estimator\":{\"type\":\"LinearClassifier\",\"batch_norm\":true,"
+                        "\"feature_columns\"");
+    char *lin2 = replace(lin, ",\"dnn_feature_columns\":[\"age\",\"tags_embedding\",\"city_indicator\"],"
+                              "\"dnn_hidden_units\":[4]",
+                         "");
+    parse_bad(lin2, "estimator.batch_norm: unknown key");
+    free(lin2);
+    free(lin);
+    free(t3);
+    free(t2);
+    free(t);
+}
+
 /* One thing wrong each; the message must name the key path. */
 static void test_bad_specs(void **state)
 {
@@ -710,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_receivers_and_heads),
         cmocka_unit_test(test_bad_specs),
         cmocka_unit_test(test_weight_column),
+        cmocka_unit_test(test_label_columns_and_batch_norm),
         cmocka_unit_test(test_modeldef_refs_checked),
         cmocka_unit_test(test_mutated_modeldefs),
         cmocka_unit_test(test_mutated_specs),

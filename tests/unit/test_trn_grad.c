@@ -107,6 +107,7 @@ typedef struct fixture {
     float labels[N * 4]; /* N x label values */
     float *weights;      /* NULL, or wbuf: example weights */
     float wbuf[N];
+    int train;           /* the loss of the training forward (batch norm, dropout) */
 } fixture;
 
 static void fixture_free(fixture *fx)
@@ -145,6 +146,9 @@ static void build_rows(fixture *fx, cJSON *spec, uint64_t seed, size_t lo, size_
         trn_model_param(fx->m, i, &v);
         for (uint64_t k = 0; k < v.count; k++)
             v.data[k] = (float)(trn_rng_uniform(&r) - 0.5);
+        if (strstr(v.name, "moving_variance")) /* a variance is >= 0 */
+            for (uint64_t k = 0; k < v.count; k++)
+                v.data[k] += 1.0f;
     }
     const rt_graph *g = trn_model_graph(fx->m);
     long k_input = rt_graph_find_input(g, "k", 1);
@@ -173,11 +177,15 @@ static void build_rows(fixture *fx, cJSON *spec, uint64_t seed, size_t lo, size_
                 }
             }
         }
-        float y = fx->def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION
-                      ? (float)(3.0 * trn_rng_uniform(&r) - 1.0)
-                      : (float)trn_rng_below(&r, nclass);
-        if (keep)
-            fx->labels[i - lo] = y;
+        int regression = fx->def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+        size_t ls = regression ? fx->def->head->label_dimension : 1;
+        assert_true(ls <= 4);
+        for (size_t j = 0; j < ls; j++) {
+            float y = regression ? (float)(3.0 * trn_rng_uniform(&r) - 1.0)
+                                 : (float)trn_rng_below(&r, nclass);
+            if (keep)
+                fx->labels[(i - lo) * ls + j] = y;
+        }
     }
 }
 
@@ -190,7 +198,9 @@ static double loss_at(fixture *fx)
 {
     double l;
     rt_err err;
-    rt_status st = trn_model_loss(fx->m, fx->b, fx->labels, fx->weights, &l, NULL, &err);
+    rt_status st = fx->train
+                       ? trn_model_train_loss(fx->m, fx->b, fx->labels, fx->weights, &l, &err)
+                       : trn_model_loss(fx->m, fx->b, fx->labels, fx->weights, &l, NULL, &err);
     if (st)
         fail_msg("loss: %s", err.msg);
     return l;
@@ -205,10 +215,14 @@ static size_t check_gradients(fixture *fx, double h, double atol, double rtol)
     rt_status st = trn_model_gradients(fx->m, fx->b, fx->labels, fx->weights, &l0, &err);
     if (st)
         fail_msg("gradients: %s", err.msg);
+    if (fx->m->dropout > 0)
+        fx->m->drop_reuse = 1; /* the finite differences use the same masks */
     size_t checked = 0, nonzero = 0;
     for (size_t i = 0; i < trn_model_num_params(fx->m); i++) {
         trn_param_view v;
         trn_model_param(fx->m, i, &v);
+        if (fx->m->p[i].kind == TP_BN_MOVING)
+            continue; /* not a function of the loss: moved by the forward pass */
         float *g = malloc(v.count * sizeof(float));
         assert_non_null(g);
         memcpy(g, v.grad, v.count * sizeof(float));
@@ -326,6 +340,126 @@ static void test_wide_deep_binary_elu(void **state)
                     " \"dnn_feature_columns\": [\"a\", \"tag_ind\", \"tag_sum\"]}"),
           16);
     assert_true(check_gradients(&fx, 2e-3, 5e-4, 2e-2) > 30);
+    fixture_free(&fx);
+}
+
+/* label_dimension 3: three label columns, the loss averaged over the values
+ * (and summed under loss_reduction SUM), with weights. */
+static void test_regression_label_dimension(void **state)
+{
+    (void)state;
+    for (int sum = 0; sum < 2; sum++) {
+        cJSON *spec = make_spec(1, "{\"columns\": [\"y\", \"z\", \"v\"]}",
+                                "{\"type\": \"DNNLinearCombinedRegressor\", \"label_dimension\": 3,"
+                                " \"dnn_hidden_units\": [5], \"dnn_activation_fn\": \"tanh\","
+                                " \"linear_feature_columns\": [\"color\", \"cx\", \"b\"],"
+                                " \"dnn_feature_columns\": [\"a\", \"tag_mean\"]}");
+        cJSON *cols = cJSON_GetObjectItemCaseSensitive(spec, "columns");
+        cJSON_AddItemToArray(cols, cJSON_Parse("{\"name\": \"z\", \"type\": \"float\"}"));
+        cJSON_AddItemToArray(cols, cJSON_Parse("{\"name\": \"v\", \"type\": \"int\"}"));
+        if (sum)
+            cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(spec, "estimator"),
+                                    "loss_reduction", "SUM");
+        fixture fx;
+        build(&fx, spec, 51 + sum);
+        assert_int_equal(fx.m->ld, 3);
+        for (size_t i = 0; i < N; i++)
+            fx.wbuf[i] = (float)(i % 4) * 0.5f;
+        fx.weights = fx.wbuf;
+        assert_true(check_gradients(&fx, 2e-3, 5e-4, 2e-2) > 30);
+        /* the loss by hand from the logits: sum w (1/3) sum_j e^2 / N (SUM: sum w e^2) */
+        float logits[N * 3];
+        double l, want = 0;
+        rt_err err;
+        assert_int_equal(trn_model_loss(fx.m, fx.b, fx.labels, fx.weights, &l, logits, &err),
+                         RT_OK);
+        for (size_t i = 0; i < N; i++)
+            for (size_t j = 0; j < 3; j++) {
+                double e = (double)logits[i * 3 + j] - fx.labels[i * 3 + j];
+                want += fx.wbuf[i] * e * e;
+            }
+        want = sum ? want : want / (3.0 * N);
+        assert_true(fabs(l - want) < 1e-6 * fabs(want));
+        fixture_free(&fx);
+    }
+}
+
+/* batch_norm: the training loss (batch statistics, after the activation and
+ * the dropout mask) against finite differences, gamma and beta included;
+ * the moving statistics move by momentum 0.999 in a training step only;
+ * serving (rt_forward) uses the moving statistics, checked against a forward
+ * pass written out here in double. */
+static void test_batch_norm(void **state)
+{
+    (void)state;
+    static const char *ests[] = {
+        "{\"type\": \"DNNClassifier\", \"n_classes\": 3, \"hidden_units\": [6, 5],"
+        " \"activation_fn\": \"tanh\", \"batch_norm\": true, \"feature_columns\": [\"a\","
+        " \"b\", \"color_ind\", \"tag_mean\"]}",
+        "{\"type\": \"DNNLinearCombinedClassifier\", \"dnn_hidden_units\": [7, 4],"
+        " \"dnn_activation_fn\": \"sigmoid\", \"batch_norm\": true, \"dnn_dropout\": 0.3,"
+        " \"linear_feature_columns\": [\"color\"],"
+        " \"dnn_feature_columns\": [\"a\", \"b\", \"tag_sum\"]}",
+    };
+    for (size_t c = 0; c < 2; c++) {
+        fixture fx;
+        build(&fx, make_spec(0, c ? BIN_LABEL : MULTI_LABEL, ests[c]), 61 + c);
+        assert_true(fx.m->batch_norm);
+        fx.train = 1;
+        assert_true(check_gradients(&fx, 2e-3, 5e-4, 2e-2) > 40);
+        fixture_free(&fx);
+    }
+
+    /* the moving statistics: a training step moves them, a loss does not */
+    fixture fx;
+    build(&fx, make_spec(0, BIN_LABEL,
+                         "{\"type\": \"DNNClassifier\", \"hidden_units\": [4],"
+                         " \"activation_fn\": \"relu\", \"batch_norm\": true,"
+                         " \"feature_columns\": [\"a\", \"b\"]}"),
+          63);
+    const dnn_layer *D = &fx.m->layers[0];
+    assert_true(D->bn_gamma >= 0 && fabsf(D->bn_eps - 0.001f) < 1e-9f &&
+                fabsf(D->bn_momentum - 0.999f) < 1e-9f);
+    assert_string_equal(fx.m->p[D->bn_mean].name, "dnn/hiddenlayer_0/batchnorm_0/moving_mean");
+    float mm0[4], mv0[4];
+    memcpy(mm0, fx.m->p[D->bn_mean].data, sizeof mm0);
+    memcpy(mv0, fx.m->p[D->bn_var].data, sizeof mv0);
+    double l;
+    rt_err err;
+    assert_int_equal(trn_model_train_loss(fx.m, fx.b, fx.labels, NULL, &l, &err), RT_OK);
+    assert_memory_equal(mm0, fx.m->p[D->bn_mean].data, sizeof mm0);
+    assert_int_equal(trn_model_gradients(fx.m, fx.b, fx.labels, NULL, &l, &err), RT_OK);
+    for (size_t j = 0; j < 4; j++) {
+        double mean = 0, var = 0;
+        for (size_t i = 0; i < N; i++)
+            mean += fx.m->dy[0][i * 4 + j] / (double)N;
+        for (size_t i = 0; i < N; i++)
+            var += pow(fx.m->dy[0][i * 4 + j] - mean, 2) / (double)N;
+        assert_true(fabs(fx.m->p[D->bn_mean].data[j] - (0.999 * mm0[j] + 0.001 * mean)) < 1e-6);
+        assert_true(fabs(fx.m->p[D->bn_var].data[j] - (0.999 * mv0[j] + 0.001 * var)) < 1e-6);
+    }
+    /* serving: moving statistics, by hand */
+    float logits[N];
+    assert_int_equal(trn_model_loss(fx.m, fx.b, fx.labels, NULL, &l, logits, &err), RT_OK);
+    const float *x = fx.m->f.dnn_input;
+    const float *W1 = fx.m->p[D->kernel].data, *b1 = fx.m->p[D->bias].data;
+    const float *ga = fx.m->p[D->bn_gamma].data, *be = fx.m->p[D->bn_beta].data;
+    const float *mm = fx.m->p[D->bn_mean].data, *mv = fx.m->p[D->bn_var].data;
+    const dnn_layer *O = &fx.m->layers[1];
+    const float *W2 = fx.m->p[O->kernel].data, *b2 = fx.m->p[O->bias].data;
+    for (size_t i = 0; i < N; i++) {
+        double z = b2[0];
+        for (size_t j = 0; j < 4; j++) {
+            double h = b1[j];
+            for (size_t k = 0; k < D->in; k++)
+                h += (double)x[i * D->in + k] * W1[k * 4 + j];
+            h = h > 0 ? h : 0;
+            h = ga[j] * (h - mm[j]) / sqrt(mv[j] + 0.001) + be[j];
+            z += h * W2[j];
+        }
+        if (fabs(z - logits[i]) > 1e-5 * (1 + fabs(z)))
+            fail_msg("row %zu: serving logit %g, by hand %g", i, (double)logits[i], z);
+    }
     fixture_free(&fx);
 }
 
@@ -742,6 +876,8 @@ int main(void)
         cmocka_unit_test(test_dist_reduce_equals_whole_batch),
         cmocka_unit_test(test_dist_replica_mismatch),
         cmocka_unit_test(test_weighted_gradients),
+        cmocka_unit_test(test_regression_label_dimension),
+        cmocka_unit_test(test_batch_norm),
         cmocka_unit_test(test_weights_one_and_two),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
