@@ -3,7 +3,8 @@
  * rule, a linear regressor recovers known coefficients, the same seed gives
  * the same checkpoint bit for bit, checkpoints restore exactly (and a damaged
  * newest one is skipped), a run resumes from --job-dir, exports load in the
- * runtime; and the spec/flags parsing refuses bad input naming the key. */
+ * runtime; the row cache gives back each row's labels and weight; and the
+ * spec/flags parsing refuses bad input naming the key. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -715,6 +716,89 @@ static void test_overrides_and_defaults(void **state)
     cJSON_Delete(spec);
 }
 
+/* The row cache (trn_cache.c) keeps each row's targets: with label_dimension
+ * 2 and a weight column, rows fed from their records (a later epoch, another
+ * order) come back with their two labels and their weight, and the model's
+ * loss on them equals the loss on the same rows fed and transformed anew. */
+static void test_cache_keeps_labels_and_weights(void **state)
+{
+    (void)state;
+    static const char *SPEC =
+        "{\"columns\": [{\"name\": \"x\", \"type\": \"float\"}, {\"name\": \"y0\", \"type\": \"float\"},"
+        " {\"name\": \"y1\", \"type\": \"float\"}, {\"name\": \"w\", \"type\": \"float\"}],"
+        " \"label\": {\"columns\": [\"y0\", \"y1\"]},"
+        " \"feature_columns\": [{\"type\": \"numeric_column\", \"key\": \"x\"},"
+        "  {\"type\": \"bucketized_column\", \"name\": \"x_b\", \"source\": \"x\","
+        "   \"boundaries\": [0, 1]}],"
+        " \"estimator\": {\"type\": \"LinearRegressor\", \"feature_columns\": [\"x\", \"x_b\"],"
+        "  \"label_dimension\": 2, \"weight_column\": \"w\","
+        "  \"optimizer\": {\"type\": \"SGD\", \"learning_rate\": 0.1}},"
+        " \"train\": {\"batch_size\": 4, \"num_epochs\": 2, \"seed\": 3}}";
+    static const char *cells[4][4] = {{"1.5", "2", "-1", "0.5"}, {"-0.5", "3", "4", "2"},
+                                      {"2", "0", "1", "3"}, {"0.25", "-2", "5", "1"}};
+    cJSON *spec = cJSON_Parse(SPEC);
+    Predictd__ModelDef *def;
+    trn_model *m;
+    trn_config c;
+    make_model(spec, &def, &m, &c);
+    rt_err err;
+    trn_feeder *fd;
+    assert_int_equal(trn_feeder_new(trn_model_graph(m), &fd, &err), RT_OK);
+    assert_int_equal(trn_feeder_label_dim(fd), 2);
+    assert_int_equal(trn_feeder_weighted(fd), 1);
+    trn_cache *cache = trn_cache_new(trn_model_graph(m), UINT64_C(1) << 20);
+    rt_batch *b = rt_batch_new(trn_model_graph(m));
+    assert_non_null(cache);
+    assert_non_null(b);
+    static const size_t order[2][4] = {{0, 1, 2, 3}, {3, 1, 0, 2}};
+    for (int pass = 0; pass < 2; pass++) { /* fed and kept, then from the records */
+        trn_field fields[16];
+        uint64_t ord[4];
+        memset(fields, 0, sizeof fields);
+        for (size_t r = 0; r < 4; r++) {
+            size_t o = order[pass][r];
+            ord[r] = o;
+            for (size_t j = 0; j < 4; j++) {
+                fields[r * 4 + j].s = cells[o][j];
+                fields[r * 4 + j].len = strlen(cells[o][j]);
+            }
+        }
+        trn_rows rows = {.n = 4, .n_fields = 4, .fields = fields, .ordinal = ord};
+        float labels[8], weights[4], fl[8], fw[4];
+        size_t n = 0;
+        assert_int_equal(trn_cache_fill(cache, fd, &rows, b, trn_model_features(m), labels,
+                                        weights, TRN_BAD_ROW_STOP, NULL, &n, &err), RT_OK);
+        assert_int_equal(n, 4);
+        for (size_t r = 0; r < 4; r++) {
+            size_t o = order[pass][r];
+            assert_true(labels[2 * r] == strtof(cells[o][1], NULL));
+            assert_true(labels[2 * r + 1] == strtof(cells[o][2], NULL));
+            assert_true(weights[r] == strtof(cells[o][3], NULL));
+        }
+        double loss_cached, loss_fed;
+        if (pass == 0) { /* move the weights off zero: the features count */
+            assert_int_equal(trn_model_train_step(m, NULL, labels, weights, &loss_cached, &err),
+                             RT_OK);
+            continue;
+        }
+        assert_int_equal(trn_model_loss(m, NULL, labels, weights, &loss_cached, NULL, &err), RT_OK);
+        assert_int_equal(trn_feeder_fill(fd, &rows, b, fl, fw, TRN_BAD_ROW_STOP, NULL, &err),
+                         RT_OK);
+        assert_memory_equal(fl, labels, sizeof fl);
+        assert_memory_equal(fw, weights, sizeof fw);
+        assert_int_equal(trn_model_loss(m, b, fl, fw, &loss_fed, NULL, &err), RT_OK);
+        assert_memory_equal(&loss_cached, &loss_fed, sizeof loss_fed);
+        assert_true(loss_fed > 0);
+    }
+    rt_batch_free(b);
+    trn_cache_free(cache);
+    trn_feeder_free(fd);
+    trn_model_free(m);
+    rt_modeldef_free(def);
+    trn_config_free(&c);
+    cJSON_Delete(spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -727,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_latest_and_best_exporters),
         cmocka_unit_test(test_spec_errors_name_the_key),
         cmocka_unit_test(test_overrides_and_defaults),
+        cmocka_unit_test(test_cache_keeps_labels_and_weights),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
