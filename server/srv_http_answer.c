@@ -28,7 +28,7 @@ static struct MHD_Response *make_response(srv_http *h, unsigned code, rt_buf *b,
         resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     }
     if (!resp)
-        return MHD_NO;
+        return NULL;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     if (h->p.enable_cors)
         MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
