@@ -120,11 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > FZ_CONFIG_MAX)
         return 0;
-    char *text = malloc(size + 1);
+    char *text = fz_cstr(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     if (size >= 2 && text[0] == '-' && text[1] == '-')
         fuzz_flags(text);
     else

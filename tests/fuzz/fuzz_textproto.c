@@ -98,11 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > FZ_TP_MAX)
         return 0;
-    char *text = malloc(size + 1);
+    char *text = fz_cstr(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     rt_err err;
     err.msg[0] = '\0';
     srv_tp_node *root = NULL;

@@ -151,6 +151,16 @@ out:
     return rc;
 }
 
+char *fz_cstr(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (text) {
+        memcpy(text, data, size);
+        text[size] = '\0';
+    }
+    return text;
+}
+
 int fz_json_valid(const char *text, size_t len)
 {
     char *copy = malloc(len + 1);

@@ -51,6 +51,10 @@ void fz_note(const char *what, rt_status st, const rt_err *err);
  * when the batch ran, -1 when the transform refused it. */
 int fz_run_batch(const rt_graph *g, const rt_batch *b);
 
+/* A NUL-terminated copy of the fuzz input (caller frees), NULL when out of
+ * memory. */
+char *fz_cstr(const uint8_t *data, size_t size);
+
 /* True when text (len bytes) is one valid JSON value, allowing the bare
  * NaN, Infinity and -Infinity tokens that TF Serving's answers use. */
 int fz_json_valid(const char *text, size_t len);
