@@ -40,7 +40,12 @@ HARDEN_CPPFLAGS = $(if $(filter -O0,$(OPT) $(CFLAGS)),,-U_FORTIFY_SOURCE -D_FORT
 HARDEN_CFLAGS   := -fstack-protector-strong -fPIE
 HARDEN_LDFLAGS  := -pie -Wl,-z,relro,-z,now
 ALL_CPPFLAGS = -D_GNU_SOURCE $(HARDEN_CPPFLAGS) $(CPPFLAGS)
-ALL_CFLAGS   = $(WARN) $(OPT) $(SAN) -fno-strict-aliasing -pthread $(HARDEN_CFLAGS) $(CFLAGS)
+# -ffp-contract=off comes last, after the user's flags: a fused multiply-add
+# rounds once where the code rounds twice, and the forward pass promises the
+# same bits on every CPU and in every batch (runtime/rt_dense.c); clang
+# contracts by default, gcc does with -march=native in GNU mode.
+ALL_CFLAGS   = $(WARN) $(OPT) $(SAN) -fno-strict-aliasing -pthread $(HARDEN_CFLAGS) $(CFLAGS) \
+               -ffp-contract=off
 ALL_LDFLAGS  = $(SAN) $(HARDEN_LDFLAGS) $(LDFLAGS)
 DEPFLAGS     = -MMD -MP
 

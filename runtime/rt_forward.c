@@ -11,8 +11,9 @@
  * Each weight tensor is [dim x logits_dim], row-major.
  *
  * DNN part: X = f->dnn_input (n x dnn_dim); every hidden layer
- * Y = act(X W + b) with one cblas_sgemm over the whole batch (row-major);
- * the last layer (logits) is linear whatever its stored activation says.
+ * Y = act(X W + b) with rt_dense_rows (rt_dense.c), whose result per row does
+ * not depend on the batch; the last layer (logits) is linear whatever its
+ * stored activation says.
  * A hidden layer with batch normalization (estimator.batch_norm) is then
  * scaled per unit with its moving statistics, y' = y s + t with
  * s = gamma / sqrt(moving_variance + epsilon), t = beta - moving_mean s,
@@ -21,15 +22,15 @@
  * of it and round differently from the trainer's evaluation).
  * Activations stay in the rt_workspace for the trainer's backprop.
  *
- * Segments (rt_workspace_set_segments): a merged batch of several requests
- * runs each request's rows with the kernel its own size would choose, so
- * cross-request batching changes no bit of any answer.
- *
- * OpenBLAS threading is left as the process configured it.
+ * Batch invariance: the linear part, batch normalization, the activations
+ * and the trees work row by row and rt_dense_rows computes each row on its
+ * own, so an instance's logits have the same bits alone, in a batch of any
+ * size, merged with other requests (rt_merge.c) or in the trainer's
+ * evaluation batches. OpenBLAS is not used here (the trainer's backprop
+ * uses it).
  */
 #include "rt_internal.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +48,6 @@ struct rt_workspace {
     size_t mats_cap;
     size_t n;        /* batch size of the last call */
     size_t used;     /* matrices valid after the last call */
-    const size_t *seg_ends; /* rt_workspace_set_segments (next call only) */
-    size_t n_seg;
     const float *in; /* the last call's DNN input (f->dnn_input, not copied:
                         layer 0), or NULL (mats[0] then) */
     size_t in_width;
@@ -70,14 +69,6 @@ void rt_workspace_free(rt_workspace *ws)
     free(ws->mats);
     free(ws->bn);
     free(ws);
-}
-
-void rt_workspace_set_segments(rt_workspace *ws, const size_t *ends, size_t n_seg)
-{
-    if (!ws)
-        return;
-    ws->seg_ends = n_seg ? ends : NULL;
-    ws->n_seg = ends ? n_seg : 0;
 }
 
 const float *rt_workspace_layer(const rt_workspace *ws, size_t k, size_t *width)
@@ -132,156 +123,6 @@ static rt_status ws_mat_size(rt_workspace *ws, size_t k, size_t n, size_t width)
     m->width = width;
     return RT_OK;
 }
-
-/* Batches below this size run the DNN with row_layer (no sgemm call: its
- * packing of the weights costs more than the product at batch 1). */
-#define SMALL_BATCH 8
-
-/* Four floats: one SSE register on any x86-64 (and NEON on arm64). */
-typedef float v4f __attribute__((vector_size(16)));
-
-/*
- * y[0..out) = bias + x[0..in) W for one instance, W row-major [in x out].
- * Zero inputs are skipped (one-hot indicator columns and ReLU outputs are
- * mostly zero), so the work is the non-zero inputs times out. Sums run in
- * input order, as a reference loop would; results match sgemm to rounding.
- */
-static void row_layer(const float *restrict x, size_t in, const float *restrict w,
-                      const float *restrict bias, size_t out, float *restrict y)
-{
-    memcpy(y, bias, out * sizeof(float));
-    size_t vec = out & ~(size_t)7; /* two vectors per step */
-    for (size_t k = 0; k < in; k++) {
-        float xk = x[k];
-        if (xk == 0.0f)
-            continue;
-        const float *restrict wr = w + k * out;
-        v4f xv = {xk, xk, xk, xk};
-        size_t j = 0;
-        for (; j < vec; j += 8) {
-            v4f a0, a1, b0, b1;
-            memcpy(&a0, y + j, sizeof a0);
-            memcpy(&a1, y + j + 4, sizeof a1);
-            memcpy(&b0, wr + j, sizeof b0);
-            memcpy(&b1, wr + j + 4, sizeof b1);
-            a0 += xv * b0;
-            a1 += xv * b1;
-            memcpy(y + j, &a0, sizeof a0);
-            memcpy(y + j + 4, &a1, sizeof a1);
-        }
-        if (j + 4 <= out) {
-            v4f a0, b0;
-            memcpy(&a0, y + j, sizeof a0);
-            memcpy(&b0, wr + j, sizeof b0);
-            a0 += xv * b0;
-            memcpy(y + j, &a0, sizeof a0);
-            j += 4;
-        }
-        for (; j < out; j++)
-            y[j] += xk * wr[j];
-    }
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/* The same loop eight floats wide, for CPUs with AVX2 (chosen at run time;
- * no FMA contraction in ISO C mode, so results equal row_layer's bit for
- * bit). */
-typedef float v8f __attribute__((vector_size(32)));
-
-#define MAX_NZ 1024 /* inputs of a layer handled by the blocked kernel */
-
-/* Four 8-float accumulators over the non-zero inputs, 32 outputs at a time:
- * the weights are streamed once and y is written once (no read-modify-write
- * per input). Per output the sum still starts at the bias and runs in input
- * order, so the bits equal row_layer's. */
-__attribute__((target("avx2"))) static void row_layer_avx2(const float *restrict x, size_t in,
-                                                           const float *restrict w,
-                                                           const float *restrict bias,
-                                                           size_t out, float *restrict y)
-{
-    size_t idx[MAX_NZ];
-    float xs[MAX_NZ];
-    size_t nz = 0;
-    if (in > MAX_NZ) {
-        row_layer(x, in, w, bias, out, y);
-        return;
-    }
-    for (size_t k = 0; k < in; k++) {
-        if (x[k] != 0.0f) {
-            idx[nz] = k * out;
-            xs[nz++] = x[k];
-        }
-    }
-    size_t j = 0;
-    for (; j + 32 <= out; j += 32) {
-        v8f a0, a1, a2, a3;
-        memcpy(&a0, bias + j, sizeof a0);
-        memcpy(&a1, bias + j + 8, sizeof a1);
-        memcpy(&a2, bias + j + 16, sizeof a2);
-        memcpy(&a3, bias + j + 24, sizeof a3);
-        for (size_t t = 0; t < nz; t++) {
-            const float *wr = w + idx[t] + j;
-            float xk = xs[t];
-            v8f xv = {xk, xk, xk, xk, xk, xk, xk, xk}, b0, b1, b2, b3;
-            memcpy(&b0, wr, sizeof b0);
-            memcpy(&b1, wr + 8, sizeof b1);
-            memcpy(&b2, wr + 16, sizeof b2);
-            memcpy(&b3, wr + 24, sizeof b3);
-            a0 += xv * b0;
-            a1 += xv * b1;
-            a2 += xv * b2;
-            a3 += xv * b3;
-        }
-        memcpy(y + j, &a0, sizeof a0);
-        memcpy(y + j + 8, &a1, sizeof a1);
-        memcpy(y + j + 16, &a2, sizeof a2);
-        memcpy(y + j + 24, &a3, sizeof a3);
-    }
-    for (; j + 8 <= out; j += 8) {
-        v8f a0;
-        memcpy(&a0, bias + j, sizeof a0);
-        for (size_t t = 0; t < nz; t++) {
-            float xk = xs[t];
-            v8f xv = {xk, xk, xk, xk, xk, xk, xk, xk}, b0;
-            memcpy(&b0, w + idx[t] + j, sizeof b0);
-            a0 += xv * b0;
-        }
-        memcpy(y + j, &a0, sizeof a0);
-    }
-    for (; j + 4 <= out; j += 4) {
-        v4f a0;
-        memcpy(&a0, bias + j, sizeof a0);
-        for (size_t t = 0; t < nz; t++) {
-            float xk = xs[t];
-            v4f xv = {xk, xk, xk, xk}, b0;
-            memcpy(&b0, w + idx[t] + j, sizeof b0);
-            a0 += xv * b0;
-        }
-        memcpy(y + j, &a0, sizeof a0);
-    }
-    for (; j < out; j++) {
-        float a = bias[j];
-        for (size_t t = 0; t < nz; t++)
-            a += xs[t] * w[idx[t] + j];
-        y[j] = a;
-    }
-}
-
-static void dense_row(const float *x, size_t in, const float *w, const float *bias, size_t out,
-                      float *y)
-{
-    if (__builtin_cpu_supports("avx2"))
-        row_layer_avx2(x, in, w, bias, out, y);
-    else
-        row_layer(x, in, w, bias, out, y);
-}
-#else
-static void dense_row(const float *x, size_t in, const float *w, const float *bias, size_t out,
-                      float *y)
-{
-    row_layer(x, in, w, bias, out, y);
-}
-#endif
 
 /* Adds the weight rows of ids[offsets[i]..offsets[i+1]) to logits row i,
  * each times its id's weight when the ids have weights (prune: only the
@@ -428,26 +269,8 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
             return rt_err_set(err, RT_ERR_INVALID, "DNN layer %zu has no weights", l);
         if ((st = ws_mat_size(ws, l + 1, n, L->out)) != RT_OK)
             return rt_err_set(err, st, "DNN workspace: %zu x %zu too large", n, L->out);
-        /* Each segment (the whole batch unless rt_workspace_set_segments)
-         * runs as if it were a batch of its own: the same kernel, the same
-         * bits. */
-        for (size_t sg = 0, s0 = 0; s0 < n; sg++) {
-            size_t s1 = sg < ws->n_seg ? ws->seg_ends[sg] : n, m = s1 - s0;
-            const float *x = (l ? ws->mats[l].data : f->dnn_input) + s0 * L->in;
-            float *y = ws->mats[l + 1].data + s0 * L->out;
-            if (m < SMALL_BATCH) {
-                for (size_t i = 0; i < m; i++)
-                    dense_row(x + i * L->in, L->in, L->kernel, L->bias, L->out, y + i * L->out);
-            } else {
-                for (size_t i = 0; i < m; i++)
-                    memcpy(y + i * L->out, L->bias, L->out * sizeof(float));
-            }
-            if (m >= SMALL_BATCH && L->in > 0 && L->out > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m,
-                            (blasint)L->out, (blasint)L->in, 1.0f, x, (blasint)L->in, L->kernel,
-                            (blasint)L->out, 1.0f, y, (blasint)L->out);
-            s0 = s1;
-        }
+        const float *x = l ? ws->mats[l].data : f->dnn_input;
+        rt_dense_rows(x, n, L->in, L->kernel, L->bias, L->out, ws->mats[l + 1].data);
         if (l + 1 < g->n_layers) /* the logits layer has none */
             rt_activate(L->act, ws->mats[l + 1].data, n * L->out);
         if (L->bn_gamma && (st = batch_norm(L, ws, ws->mats[l + 1].data, n)) != RT_OK)
@@ -476,19 +299,8 @@ rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, 
     ws->used = 0;
     ws->n = n;
     ws->in = NULL;
-    /* Segments apply to this call only; they must cover [0, n) in order. */
-    size_t n_seg = ws->n_seg;
-    const size_t *ends = ws->seg_ends;
-    ws->n_seg = 0;
-    ws->seg_ends = NULL;
-    for (size_t k = 0; k < n_seg; k++)
-        if (ends[k] <= (k ? ends[k - 1] : 0) || ends[k] > n || (k + 1 == n_seg && ends[k] != n))
-            return rt_err_set(err, RT_ERR_INVALID, "forward: segment %zu ends at %zu, batch "
-                              "of %zu instances", k, ends[k], n);
     if (n == 0)
         return RT_OK;
-    ws->n_seg = n_seg;
-    ws->seg_ends = ends;
     memset(logits, 0, n * ld * sizeof(float));
     if (g->trees) {
         /* Trees replace the linear and DNN parts; matrix 0 is their scratch. */
@@ -500,14 +312,10 @@ rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, 
             st = rt_trees_forward(g, f, ws->mats[0].data, logits, err);
         else
             rt_err_set(err, st, "trees: workspace for %zu x %zu inputs", n, w);
-        ws->n_seg = 0;
-        ws->seg_ends = NULL;
         return st;
     }
     rt_status st = forward_linear(g, f, logits, err);
     if (st == RT_OK && g->n_layers > 0)
         st = forward_dnn(g, f, ws, logits, err);
-    ws->n_seg = 0;
-    ws->seg_ends = NULL;
     return st;
 }

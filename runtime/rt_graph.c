@@ -876,6 +876,15 @@ static rt_status bind(rt_graph *g, rt_tensor_lookup_fn lookup, void *ctx,
     for (size_t i = 0; i < g->n_layers; i++) {
         if (!(p = get_tensor(lookup, ctx, &s[k++], err)))
             goto fail;
+        /* rt_dense_rows skips zero inputs, which is exact only for finite
+         * weights (0 * Inf = NaN). */
+        for (size_t q = 0; q < g->layers[i].in * g->layers[i].out; q++)
+            if (!isfinite(p[q])) {
+                rt_err_set(err, RT_ERR_FORMAT, "DNN layer %zu: kernel value %zu is not finite",
+                           i, q);
+                free(s);
+                return RT_ERR_FORMAT;
+            }
         g->layers[i].kernel = p;
         if (!(p = get_tensor(lookup, ctx, &s[k++], err)))
             goto fail;

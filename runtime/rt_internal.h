@@ -324,13 +324,25 @@ rt_status rt_ctx_prepare(rt_ctx *c, const rt_graph *g, rt_err *err);
 /* transform + forward + head of c->batch into c->outputs. */
 rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err);
 
-/* Makes the next rt_forward on ws (that call only) run its DNN part as
- * n_seg separate batches: rows [0, ends[0]), [ends[0], ends[1]), ...; the
- * last end must be the batch size. Each segment gets the kernel (per-row or
- * sgemm) and so the bits it would get as a batch of its own; the linear part
- * and the head are per row anyway. ends must stay valid until that call.
- * For cross-request batching (rt_merge.c). */
-void rt_workspace_set_segments(rt_workspace *ws, const size_t *ends, size_t n_seg);
+/* ------------------------------------------- dense layers (rt_dense.c) */
+
+/* Instruction sets of the dense kernel, in increasing width. */
+typedef enum { RT_DENSE_BASE, RT_DENSE_AVX2, RT_DENSE_AVX512 } rt_dense_isa;
+
+/* y (m x out) = bias + x (m x in) W (in x out), all row-major, with every
+ * output summed from bias[j] + 0 in increasing input order, each product and
+ * sum rounded to float: each row's bits depend only on that row, the
+ * weights and bias, never on m, the other rows or the instruction set
+ * (rt_dense.c explains why skipping zero inputs keeps that true). W must
+ * be finite. x and y must not overlap. Thread-safe (no shared state). */
+void rt_dense_rows(const float *x, size_t m, size_t in, const float *w, const float *bias,
+                   size_t out, float *y);
+/* The widest instruction set this CPU runs. */
+rt_dense_isa rt_dense_best_isa(void);
+/* rt_dense_rows with a chosen instruction set (a wider one than the CPU runs
+ * falls back to rt_dense_best_isa()): for the tests that compare them. */
+void rt_dense_rows_isa(rt_dense_isa isa, const float *x, size_t m, size_t in, const float *w,
+                       const float *bias, size_t out, float *y);
 
 /* ------------------------------------------- JSON serving (rt_json_*.c) */
 

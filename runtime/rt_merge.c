@@ -4,18 +4,15 @@
  * run through one transform, forward pass and head, and the outputs split
  * back into one answer per request.
  *
- * The rule is that batching changes no byte of any answer. The transform,
- * the linear part and the head work row by row, so a row's result does not
- * depend on its neighbours; the DNN does (a batch of under 8 rows takes the
- * per-row kernel, a larger one sgemm, and sgemm's rounding depends on the
- * number of rows), so the merged forward pass runs each request's rows as a
- * segment of their own (rt_workspace_set_segments). Errors are never merged:
+ * The rule is that batching changes no byte of any answer. It holds because
+ * every stage works row by row: the transform, the forward pass (its dense
+ * layers compute each row on its own, rt_dense.c) and the head, so a row's
+ * result does not depend on its neighbours. Errors are never merged:
  * when a merged run fails, the caller runs each request alone and each gets
  * its own answer or message.
  */
 #include "rt_internal.h"
 
-#include <stdlib.h>
 
 rt_status rt_json_parse_only(const rt_model *m, const char *body, size_t len,
                              const rt_json_params *p, rt_ctx *c, rt_parsed *out, rt_err *err)
@@ -96,38 +93,27 @@ rt_status rt_merge_run(const rt_model *m, rt_ctx *mc, rt_ctx *const *reqs,
     rt_status st = rt_ctx_prepare(mc, g, err);
     if (st != RT_OK)
         return st;
-    size_t *ends = malloc((n ? n : 1) * sizeof *ends);
-    if (!ends)
-        return rt_err_set(err, RT_ERR_NOMEM, "merged batch of %zu requests: out of memory", n);
     size_t total = 0;
     for (size_t k = 0; k < n; k++) {
         const rt_ctx *rc = reqs[k];
         if (!rc || rc->graph != g || !rc->batch) {
-            st = rt_err_set(err, RT_ERR_INVALID, "request %zu was not parsed for this model", k);
-            goto out;
+            return rt_err_set(err, RT_ERR_INVALID, "request %zu was not parsed for this model",
+                              k);
         }
         size_t nk = rt_batch_size(rc->batch);
         if (nk == 0 || nk != parsed[k].n) {
-            st = rt_err_set(err, RT_ERR_INVALID, "request %zu: %zu instances (parsed %zu); "
-                            "empty requests are not merged", k, nk, parsed[k].n);
-            goto out;
+            return rt_err_set(err, RT_ERR_INVALID, "request %zu: %zu instances (parsed %zu); "
+                              "empty requests are not merged", k, nk, parsed[k].n);
         }
         if ((st = rt_batch_append(mc->batch, rc->batch, err)) != RT_OK)
-            goto out;
+            return st;
         total += nk;
-        ends[k] = total;
     }
     if (total == 0) {
         mc->outputs.n = 0;
-        goto out;
+        return RT_OK;
     }
-    rt_workspace_set_segments(mc->ws, ends, n);
-    st = rt_ctx_run(mc, g, err);
-out:
-    /* The segments must not outlive ends (a failed transform leaves them). */
-    rt_workspace_set_segments(mc->ws, NULL, 0);
-    free(ends);
-    return st;
+    return rt_ctx_run(mc, g, err);
 }
 
 rt_status rt_merge_render(const rt_model *m, const rt_ctx *mc, size_t start,
