@@ -145,12 +145,12 @@ class Client:
 class Daemon:
     """build/predictd on 127.0.0.1:<free port>; stopped at exit."""
 
-    def __init__(self, workdir, args, port=None):
+    def __init__(self, workdir, args, port=None, env=None):
         self.port = port or free_port()
         self.log_path = os.path.join(workdir, "predictd-%d.log" % self.port)
         self.log = open(self.log_path, "w")
         cmd = [PREDICTD, "--rest_api_host=127.0.0.1", "--rest_api_port=%d" % self.port] + args
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         atexit.register(self.stop)
 
     def wait_ready(self, timeout=60):
