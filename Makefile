@@ -167,7 +167,7 @@ TEST_SUPPORT := $(call objs,$(wildcard tests/unit/support_*.c))
 # Keep generated sources and test objects (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all bins man deps test soak unit-test integration-test asan tsan bench demo install \
+.PHONY: all bins man deps test test-other-kernel soak unit-test integration-test asan tsan bench demo install \
         uninstall clean fuzz print-compile
 all: $(BINS) $(TEST_BINS) $(MAN)
 man: $(MAN)
@@ -252,6 +252,18 @@ integration-test: all
 	@BUILD=$(BUILD) tests/run.sh integration
 
 soak: all ; @BUILD=$(BUILD) tests/soak/soak.py
+
+# The tests that compare floats across code paths, run again under another
+# OpenBLAS kernel than the one this CPU gets by default (Haswell, SkylakeX or
+# Prescott: scripts/other-openblas-core.sh), so a result that depends on the
+# kernel fails here and not on a user's machine (CI runs it after make test).
+NUMERIC_TESTS ?= unit integration/test_invariance integration/test_train_golden \
+    integration/test_evaluate integration/test_serve_batch integration/test_train_columns \
+    integration/test_train_options integration/test_train_trees integration/test_daemon_trees
+test-other-kernel: all
+	@core=$$(scripts/other-openblas-core.sh) || { echo "no other OpenBLAS kernel found"; exit 1; }; \
+	echo "OPENBLAS_CORETYPE=$$core"; \
+	OPENBLAS_CORETYPE=$$core BUILD=$(BUILD) tests/run.sh $(NUMERIC_TESTS)
 
 # build-asan/ (gcc) or build-asan-clang/ (make CC=clang asan).
 asan:
