@@ -451,6 +451,14 @@ typedef struct trn_reader trn_reader;
 
 trn_reader_params trn_reader_default_params(void);
 
+/* Expands the patterns as trn_reader_open does and opens every regular file
+ * named (and closes it again): RT_ERR_NOTFOUND "PATH: No such file or
+ * directory" / "GLOB: no file matches" / "no file named" (patterns that
+ * name nothing), RT_ERR_IO "PATH: cannot open: reason", RT_ERR_INVALID "PATH:
+ * not a regular file". Pipes are only stat'ed. So a run refuses a wrong path
+ * before its first step, not when it reaches the file. */
+rt_status trn_files_check(const char *const *patterns, size_t n_patterns, rt_err *err);
+
 /* Expands the patterns (comma lists and globs) and starts the reader thread.
  * Fails when a pattern matches no file. */
 rt_status trn_reader_open(const trn_reader_params *p, trn_reader **out, rt_err *err);

@@ -1057,6 +1057,19 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         goto out;
     if ((st = trn_config_resolve(&c, R.def, err)))
         goto out;
+    /* every input file opens before anything is trained (a wrong eval path
+     * is not found only after training); a path that names nothing is a
+     * bad argument (exit 2), one that cannot be opened an I/O error */
+    for (int k = 0; k < 2; k++) {
+        char *const *files = k ? c.eval_files : c.train_files;
+        size_t n = k ? c.n_eval_files : c.n_train_files;
+        if (n && (st = trn_files_check((const char *const *)files, n, err))) {
+            rt_err_prefix(err, "%s", k ? "eval.files (--eval-files)" : "train.files (--train-files)");
+            if (st == RT_ERR_NOTFOUND)
+                st = RT_ERR_INVALID;
+            goto out;
+        }
+    }
     if (c.job_dir && is_chief(&c) &&
         ((st = trn_job_dir_check(c.job_dir, err)) || (st = trn_job_dir_lock(c.job_dir, &lock, err))))
         goto out;
