@@ -919,6 +919,23 @@ static rt_status interrupted(const run *R, trn_dist *dist, int sig, rt_err *err)
     return RT_OK;
 }
 
+/* A BoostedTrees summary point at the model's step: the training set's loss
+ * (the rows of rank 0 under MPI) and TF's ensemble/num_trees,
+ * ensemble/num_finalized_trees (every tree is grown whole in its step) and
+ * ensemble/num_attempted_layers; examples: rows x trees grown this run. */
+static rt_status tree_summary(run *R, const tg_booster *bo, uint64_t examples, rt_err *err)
+{
+    static const char *const tags[] = {"ensemble/num_trees", "ensemble/num_finalized_trees",
+                                       "ensemble/num_attempted_layers"};
+    const Predictd__TreeEnsemble *e = R->m->trees;
+    int64_t layers = trn_gbdt_attempted_layers(e, R->c->gbdt.max_depth);
+    if (layers < 0)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    double v[3] = {(double)e->n_trees, (double)e->n_trees, (double)layers};
+    return trn_summary_scalars(R->sum, R->m->step, trn_gbdt_train_loss(bo), examples, tags, v,
+                               3, err);
+}
+
 /*
  * BoostedTrees: the training set is read and binned once (trn_gbdt_load),
  * then one tree is a step: global_step counts the trees. Checkpoints (the
@@ -981,6 +998,10 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
         if (m->step % every == 0 || m->step == last)
             logf_(c, "tree %lld of %lld: loss = %.6g (training set), %.2fs", (long long)m->step,
                   (long long)last, trn_gbdt_train_loss(bo), now_s() - t1);
+        if (R->sum && c->save_summary_steps > 0 &&
+            (m->step % c->save_summary_steps == 0 || m->step == last) &&
+            (st = tree_summary(R, bo, (uint64_t)(nall * (double)(m->step - start)), err)))
+            goto out;
         if (flags[2] > 0) {
             *sig = masked ? stop_take() : 0;
             if (!*sig)
@@ -1160,6 +1181,9 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         goto out;
     }
     if (!done && R.m->trees) {
+        if (c.job_dir && is_chief(&c) &&
+            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
+            goto out;
         st = train_trees(&R, dist, &sig, err);
         if (st)
             goto out;
@@ -1168,9 +1192,6 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             goto out;
         }
         done = 2; /* trained: evaluate and export below */
-        if (c.job_dir && is_chief(&c) &&
-            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
-            goto out;
     }
     if (!done && c.max_steps == 0 && c.num_epochs == 0) {
         st = rt_err_set(err, RT_ERR_INVALID, "train: give max_steps (--train-steps) or "
