@@ -476,6 +476,8 @@ typedef struct trn_reader_stats {
     uint64_t bytes;     /* bytes read in the current epoch */
     uint64_t epoch_bytes; /* total size of the files (one epoch) */
     uint64_t bad_rows;  /* skipped */
+    uint64_t bad_rows_distinct; /* skipped in the first epoch: distinct rows (later
+                                   epochs skip the same rows again) */
     int64_t epochs;     /* completed passes */
     char first_bad[RT_ERR_MAX]; /* the first skipped row's reason */
 } trn_reader_stats;
@@ -540,6 +542,9 @@ void trn_cache_free(trn_cache *c);
 rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *rows, rt_batch *b,
                          rt_features *f, float *labels, float *weights, trn_bad_row_policy bad,
                          uint64_t *skipped, size_t *n, rt_err *err);
+/* How many distinct rows (by file and line) the fills of c skipped, however
+ * many times each (*skipped counts every time); trn_cache_clear keeps it. */
+uint64_t trn_cache_distinct_skips(const trn_cache *c);
 
 /* ------------------------------------------------------------------- model */
 

@@ -530,6 +530,8 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
             pthread_mutex_lock(&r->mu);
             if (r->stats.bad_rows++ == 0)
                 memcpy(r->stats.first_bad, why.msg, sizeof r->stats.first_bad);
+            if (r->stats.epochs == 0)
+                r->stats.bad_rows_distinct++;
             pthread_mutex_unlock(&r->mu);
             pr->pend_bad++;
             continue;

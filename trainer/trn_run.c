@@ -868,6 +868,23 @@ static rt_status input_replay(const input *in, trn_reader **rd, int64_t step, in
     return RT_OK;
 }
 
+/* "skipped 1 malformed row (first: ...)", or with rows skipped again in later
+ * epochs "skipped 1 row with an unknown label (3 times over 3 epochs)":
+ * distinct rows, then how many times. */
+static void skip_report(const trn_config *c, uint64_t distinct, uint64_t times, int64_t epochs,
+                        const char *noun, const char *tail, const char *first)
+{
+    if (distinct == 0 || distinct > times)
+        distinct = times;
+    char again[128] = "";
+    if (times > distinct)
+        snprintf(again, sizeof again, "%llu times over %lld epochs", (unsigned long long)times,
+                 (long long)(epochs > 1 ? epochs : 1));
+    logf_(c, "skipped %llu %s%s%s%s%s%s%s%s", (unsigned long long)distinct, noun,
+          distinct == 1 ? "" : "s", tail, again[0] || first ? " (" : "", again,
+          again[0] && first ? "; " : "", first ? first : "", again[0] || first ? ")" : "");
+}
+
 /* Runs the early-stopping hooks due after the update that reached step (on
  * rank 0, which holds the evaluations; its answer goes to every rank) and,
  * when one asks to stop, logs and records it and sets R->stopped_early. */
@@ -1267,6 +1284,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         pg.last_loss = NAN;
         double last_ckpt = now_s(), last_eval = now_s();
         int64_t last_ckpt_step = R.m->step, in_pass = 0, epochs = 0;
+        uint64_t bad_before = 0, bad_distinct = 0; /* the readers' before the restarts */
         uint64_t examples = 0, bad_labels = 0;
         int local_end = 0, restarted = 0;
         while (c.max_steps == 0 || R.m->step < c.max_steps) {
@@ -1346,6 +1364,9 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                 trn_reader_stats rs;
                 trn_reader_get_stats(rd, &rs);
                 epochs += rs.epochs;
+                bad_before += rs.bad_rows;
+                bad_distinct = rs.bad_rows_distinct > bad_distinct ? rs.bad_rows_distinct
+                                                                    : bad_distinct;
                 restarted = 1;
                 logf_(&c, "Input exhausted at global step %lld (%lld epochs); restarting it "
                       "to reach max_steps %lld", (long long)R.m->step,
@@ -1416,18 +1437,24 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                       "+ waiting for the slowest rank %.1f us + exchange %.1f us", stp,
                       tm.compute_s * k, tm.slowest_s * k, tm.wait_s * k, tm.exchange_s * k);
             }
-            double skips[2] = {(double)rs.bad_rows, (double)bad_labels}; /* all ranks' */
-            if ((st = trn_dist_sum(dist, skips, 2, err)))
+            /* every epoch skips the same rows again: the distinct rows, and how
+             * many times over how many epochs (all ranks') */
+            if (rs.bad_rows_distinct > bad_distinct)
+                bad_distinct = rs.bad_rows_distinct;
+            double skips[4] = {(double)(bad_before + rs.bad_rows), (double)bad_labels,
+                               (double)bad_distinct, (double)trn_cache_distinct_skips(cache)};
+            if ((st = trn_dist_sum(dist, skips, 4, err)))
                 goto out;
-            rs.bad_rows = (uint64_t)skips[0];
-            bad_labels = (uint64_t)skips[1];
-            if (rs.bad_rows)
-                logf_(&c, "skipped %llu malformed rows (first%s: %s)",
-                      (unsigned long long)rs.bad_rows, dist ? " of rank 0's" : "",
-                      rs.first_bad[0] ? rs.first_bad : "none, all on other ranks");
-            if (bad_labels)
-                logf_(&c, "skipped %llu rows with an unknown label",
-                      (unsigned long long)bad_labels);
+            int64_t ep = epochs + rs.epochs + (rs.bytes > 0);
+            char first[RT_ERR_MAX + 64];
+            snprintf(first, sizeof first, "first%s: %s", dist ? " of rank 0's" : "",
+                     rs.first_bad[0] ? rs.first_bad : "none, all on other ranks");
+            if (skips[0] > 0)
+                skip_report(&c, (uint64_t)skips[2], (uint64_t)skips[0], ep, "malformed row",
+                            "", first);
+            if (skips[1] > 0)
+                skip_report(&c, (uint64_t)skips[3], (uint64_t)skips[1], ep, "row",
+                            " with an unknown label", NULL);
         } else if (R.m->step > 0) {
             done = 1;
             logf_(&c, "Skipping training: the input (num_epochs %lld) was trained through at "
