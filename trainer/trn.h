@@ -639,9 +639,12 @@ rt_status trn_ckpt_wait(trn_ckpt_writer *w, rt_err *err);
 void trn_ckpt_writer_free(trn_ckpt_writer *w);
 
 /*
- * Loads the newest valid checkpoint of job_dir into m (a damaged newest one
- * is skipped with a warning in warn, when not NULL). RT_ERR_NOTFOUND when
- * there is none; RT_ERR_FORMAT when a checkpoint does not match the model.
+ * Loads the newest valid checkpoint of job_dir into m (a damaged newer one
+ * is skipped with a line "PATH: why" in warn, when not NULL; the steps above
+ * *step are those lost). RT_ERR_NOTFOUND when there is none; RT_ERR_FORMAT
+ * when a checkpoint does not match the model ("changed?"), or when there
+ * are checkpoints and none restores ("JOB: none of its 2 checkpoints
+ * restores (model.ckpt-100: checksum mismatch; ...)"). Changes no file.
  */
 rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_buf *warn,
                            rt_err *err);

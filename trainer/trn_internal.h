@@ -227,8 +227,8 @@ typedef struct trn_ckpt_view {
 } trn_ckpt_view;
 
 /* Reads job_dir's newest checkpoint that passes its CRC and format checks,
- * for any model. RT_ERR_NOTFOUND when there is none. Free with
- * trn_ckpt_view_free. */
+ * for any model. RT_ERR_NOTFOUND when there is none, RT_ERR_FORMAT naming
+ * each file and why when none passes. Free with trn_ckpt_view_free. */
 rt_status trn_ckpt_view_newest(const char *job_dir, trn_ckpt_view *v, rt_err *err);
 void trn_ckpt_view_free(trn_ckpt_view *v);
 

@@ -885,6 +885,82 @@ static void skip_report(const trn_config *c, uint64_t distinct, uint64_t times, 
           again[0] && first ? "; " : "", first ? first : "", again[0] || first ? ")" : "");
 }
 
+/*
+ * The newest checkpoints were damaged and an older one, of step `step`, was
+ * restored (warn: a line "PATH: why" per damaged file): the steps after it
+ * are lost and trained again. Says so in one ERROR line and in
+ * JOB_DIR/train/metrics.jsonl, and renames each damaged file to
+ * model.ckpt-N.damaged, out of the checkpoints' names, so neither the
+ * retention of keep_checkpoint_max nor the new checkpoint of step N removes
+ * it.
+ */
+static rt_status damaged_fallback(const trn_config *c, int64_t step, const rt_buf *warn,
+                                  rt_err *err)
+{
+    int64_t *steps = NULL;
+    size_t n = 0;
+    rt_status st = trn_ckpt_list(c->job_dir, &steps, &n, err);
+    if (st)
+        return st;
+    rt_buf why, kept, line;
+    rt_buf_init(&why);
+    rt_buf_init(&kept);
+    rt_buf_init(&line);
+    for (size_t i = 0; i < warn->len;) { /* the reasons, one line */
+        size_t e = i;
+        while (e < warn->len && warn->data[e] != '\n')
+            e++;
+        rt_buf_printf(&why, "%s%.*s", why.len ? "; " : "", (int)(e - i), warn->data + i);
+        i = e + 1;
+    }
+    int64_t lost_to = step;
+    for (size_t i = 0; i < n; i++) {
+        if (steps[i] <= step)
+            continue;
+        lost_to = steps[i] > lost_to ? steps[i] : lost_to;
+        char from[4200], to[4300];
+        snprintf(from, sizeof from, "%s/model.ckpt-%lld", c->job_dir, (long long)steps[i]);
+        for (int k = 0; k < 100; k++) { /* never over an earlier .damaged file */
+            if (k)
+                snprintf(to, sizeof to, "%s.damaged.%d", from, k);
+            else
+                snprintf(to, sizeof to, "%s.damaged", from);
+            if (access(to, F_OK) != 0)
+                break;
+        }
+        if (rename(from, to) != 0) {
+            st = rt_err_set(err, RT_ERR_IO, "cannot set the damaged checkpoint %s aside: %s",
+                            from, strerror(errno));
+            goto out;
+        }
+        const char *base = strrchr(to, '/');
+        rt_buf_printf(&kept, "%s%s", kept.len ? ", " : "", base ? base + 1 : to);
+    }
+    if (c->log_level <= 3)
+        fprintf(stderr, "ERROR: global steps %lld to %lld are lost: damaged checkpoint (%s); "
+                "restored model.ckpt-%lld and training them again (the damaged file is kept "
+                "as %s)\n", (long long)step + 1, (long long)lost_to, why.data ? why.data : "",
+                (long long)step, kept.data ? kept.data : "");
+    rt_buf_printf(&line, "{\"global_step\": %lld, \"lost_steps\": [%lld, %lld], "
+                  "\"damaged_checkpoints\": \"", (long long)step, (long long)step + 1,
+                  (long long)lost_to);
+    for (const char *p = kept.data ? kept.data : ""; *p; p++) /* file names: no quotes */
+        rt_buf_printf(&line, "%c", *p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ? '?' : *p);
+    rt_buf_printf(&line, "\", \"wall_time\": ");
+    rt_buf_json_double(&line, rt_seconds(1));
+    rt_buf_puts(&line, "}\n");
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/train", c->job_dir);
+    st = trn_append_file(dir, "metrics.jsonl", line.data, line.len, 1,
+                         "cannot record the lost steps", err);
+out:
+    rt_buf_free(&why);
+    rt_buf_free(&kept);
+    rt_buf_free(&line);
+    free(steps);
+    return st;
+}
+
 /* Runs the early-stopping hooks due after the update that reached step (on
  * rank 0, which holds the evaluations; its answer goes to every rank) and,
  * when one asks to stop, logs and records it and sets R->stopped_early. */
@@ -1144,9 +1220,13 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         rt_buf_init(&warn);
         int64_t step = 0;
         st = trn_ckpt_restore(R.m, c.job_dir, &step, &warn, err);
-        if (warn.len)
-            fprintf(stderr, "WARNING: %s", warn.data);
+        if (st == RT_OK && warn.len)
+            st = damaged_fallback(&c, step, &warn, err);
         rt_buf_free(&warn);
+        if (st == RT_ERR_FORMAT && !strstr(err->msg, "changed?"))
+            rt_err_prefix(err, "refusing to train from step 0 over damaged checkpoints "
+                          "(TF's DataLossError; nothing was changed: restore a good copy, or "
+                          "move them away to start again)");
         if (st == RT_OK)
             logf_(&c, "Restoring parameters from %s/model.ckpt-%lld", c.job_dir, (long long)step);
         else if (st != RT_ERR_NOTFOUND)
