@@ -706,6 +706,14 @@ static rt_status view_image(trn_ckpt_view *v, size_t len, rt_err *err)
         off += (size_t)t->count * sizeof(float) * (1 + ns);
         v->n++;
     }
+    if (off != len && len - off >= 8) { /* a BoostedTrees model's trees */
+        uint64_t tl;
+        memcpy(&tl, b + off, 8);
+        if (tl == len - off - 8) {
+            v->trees_bytes = (size_t)tl;
+            off = len;
+        }
+    }
     if (off != len)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: %zu bytes of trailing data", v->path,
                           len - off);

@@ -223,6 +223,7 @@ typedef struct trn_ckpt_view {
     int64_t step;
     trn_ckpt_tensor *t;
     size_t n;
+    size_t trees_bytes; /* > 0: a BoostedTrees model's checkpoint (its packed trees) */
     char path[4096];
 } trn_ckpt_view;
 
