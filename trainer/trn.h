@@ -516,6 +516,14 @@ rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b
 rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_batch *b,
                                float *labels, float *weights, size_t *row_of,
                                trn_bad_row_policy bad, uint64_t *skipped, rt_err *err);
+/* A runtime error about one instance of a batch filled from rows
+ * ("instances[34].education_num: 17 is out of range ...": instance i is row
+ * row_of[i], or row i when row_of is NULL; n instances) is rewritten to name
+ * the row's file and line, as the reader's errors do ("adult.data.csv:1207:
+ * education_num: 17 is out of range ..."). Returns st; other errors are left
+ * as they are. */
+rt_status trn_err_at_row(rt_status st, const trn_rows *rows, const size_t *row_of, size_t n,
+                         rt_err *err);
 /* Label values per row: label_dimension for regressors, 1 for classifiers. */
 size_t trn_feeder_label_dim(const trn_feeder *f);
 /* 1 when the model has an estimator.weight_column (fill writes weights). */

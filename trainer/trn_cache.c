@@ -218,6 +218,7 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
                     (*skipped)++;
                 continue;
             }
+            c->row_of[k] = r;
             const unsigned char *t = c->arena + c->off[o];
             memcpy(labels + k * c->ls, t, c->ls * sizeof *labels);
             if (c->weighted && weights)
@@ -227,7 +228,7 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
         if ((st = rt_features_rows_load(c->g, f, c->rec, k, err)))
             return st;
         *n = k;
-        return rt_transform_finish(c->g, f, err);
+        return trn_err_at_row(rt_transform_finish(c->g, f, err), rows, c->row_of, k, err);
     }
     /* the feeder and the first half of rt_transform, whose results are kept */
     if ((st = trn_feeder_fill_rows(fd, rows, b, labels, weights, c->row_of, bad, skipped, err)))
@@ -239,8 +240,8 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
         else
             note_skip(c, rows, r);
     }
-    if ((st = rt_transform_inputs(c->g, b, f, err)))
-        return st;
+    if ((st = rt_transform_inputs(c->g, b, f, err))) /* named by FILE:LINE */
+        return trn_err_at_row(st, rows, c->row_of, k, err);
     if (rows->ordinal) {
         for (size_t i = 0, r = 0; r < rows->n; r++) {
             uint64_t o = rows->ordinal[r];
@@ -255,5 +256,5 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
         }
     }
     *n = k;
-    return rt_transform_finish(c->g, f, err);
+    return trn_err_at_row(rt_transform_finish(c->g, f, err), rows, c->row_of, k, err);
 }

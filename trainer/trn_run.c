@@ -123,6 +123,7 @@ static void hint_header(const trn_feeder *fd, const char *key, rt_err *err)
 typedef struct targets {
     float *labels;
     float *weights; /* NULL: no estimator.weight_column */
+    size_t *row_of; /* each instance's row (for FILE:LINE in errors) */
     size_t ls;
 } targets;
 
@@ -131,14 +132,17 @@ static int targets_alloc(targets *t, const trn_feeder *fd, size_t rows)
     t->ls = trn_feeder_label_dim(fd);
     t->labels = malloc((rows ? rows : 1) * t->ls * sizeof *t->labels);
     t->weights = trn_feeder_weighted(fd) ? malloc((rows ? rows : 1) * sizeof *t->weights) : NULL;
-    return t->labels && (t->weights || !trn_feeder_weighted(fd)) ? 0 : -1;
+    t->row_of = malloc((rows ? rows : 1) * sizeof *t->row_of);
+    return t->labels && t->row_of && (t->weights || !trn_feeder_weighted(fd)) ? 0 : -1;
 }
 
 static void targets_free(targets *t)
 {
     free(t->labels);
     free(t->weights);
+    free(t->row_of);
     t->labels = t->weights = NULL;
+    t->row_of = NULL;
 }
 
 /* A row the feeder refused (a label outside label.vocabulary, ...) is a data
@@ -146,7 +150,8 @@ static void targets_free(targets *t)
 static rt_status feed(const trn_feeder *fd, const trn_rows *rows, rt_batch *b, targets *t,
                       trn_bad_row_policy bad, uint64_t *skipped, rt_err *err)
 {
-    rt_status st = trn_feeder_fill(fd, rows, b, t->labels, t->weights, bad, skipped, err);
+    rt_status st = trn_feeder_fill_rows(fd, rows, b, t->labels, t->weights, t->row_of, bad,
+                                        skipped, err);
     return st == RT_ERR_INVALID ? RT_ERR_FORMAT : st;
 }
 
@@ -273,8 +278,11 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
             goto out;
         size_t nb = rt_batch_size(b);
         double loss = 0;
-        if (nb && (st = trn_model_loss(m, b, t.labels, t.weights, &loss, logits, err)))
+        if (nb && (st = trn_model_loss(m, b, t.labels, t.weights, &loss, logits, err))) {
+            st = trn_err_at_row(st == RT_ERR_INVALID ? RT_ERR_FORMAT : st, &mine, t.row_of, nb,
+                                err);
             goto out;
+        }
         if (m->dist) {
             if ((st = eval_gather(m, &nb, &t, logits, err)))
                 goto out;
