@@ -218,3 +218,45 @@ rt_status rt_cfg_object(const cJSON *o, const char *path, const char *key, int f
     *out = j;
     return RT_OK;
 }
+
+/* Edit distance of a and b, '-' and '_' alike (each under 64 bytes). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        char ca = a[i - 1] == '_' ? '-' : a[i - 1];
+        for (size_t j = 1; j <= lb; j++) {
+            char cb = b[j - 1] == '_' ? '-' : b[j - 1];
+            size_t up = row[j], best = diag + (ca != cb);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *rt_nearest_name(const char *name, const char *const *names, size_t n)
+{
+    if (!name || strlen(name) >= 64)
+        return NULL;
+    const char *best = NULL;
+    size_t best_d = strlen(name) / 3 + 2; /* at most a third off, plus one */
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i] || strlen(names[i]) >= 64)
+            continue;
+        size_t d = edit_distance(name, names[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = names[i];
+        }
+    }
+    return best;
+}

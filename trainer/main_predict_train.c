@@ -47,11 +47,69 @@ static void usage(FILE *fp)
           "  --progress auto|bar|lines|quiet\n"
           "  --verbosity LEVEL      DEBUG | INFO (default) | WARN | ERROR | FATAL: INFO lines\n"
           "                         and progress only up to INFO (TF's logging verbosity)\n"
+          "Flags may be spelled with underscores (task.py's --train_files); TensorFlow's\n"
+          "--max_steps is --train-steps and --model_dir is --job-dir.\n"
           "Without --job-dir a temporary directory is used (its path is printed).\n"
           "SIGINT/SIGTERM: the current step ends, a checkpoint is written, exit 130/143.\n"
           "  -h, --help\n"
           "Distributed: mpirun -np N predict-train ... (the same flags; docs/distributed.md)\n",
           fp);
+}
+
+/* The flags (without "--"), as --help lists them. */
+static const char *const FLAGS[] = {
+    "spec", "train-files", "eval-files", "job-dir", "train-steps", "num-epochs", "eval-steps",
+    "batch-size", "train-batch-size", "eval-batch-size", "export-format", "seed",
+    "first-layer-size", "num-layers", "scale-factor", "embedding-size", "memory-limit-mb",
+    "on-bad-row", "progress", "verbosity", "help"};
+
+/*
+ * The flag arg names ("--name", no value), as FLAGS spells it, or NULL.
+ * Underscores are dashes (task.py's and TF's --train_files, --num_epochs),
+ * and TensorFlow's names of the same settings are aliases: --max_steps is
+ * --train-steps (an absolute global step in both), --model_dir is --job-dir.
+ */
+/* TensorFlow's names of the same settings: --max_steps is --train-steps (an
+ * absolute global step in both), --model_dir is --job-dir. */
+static const char *const ALIASES[][2] = {{"max-steps", "train-steps"}, {"model-dir", "job-dir"}};
+
+/*
+ * The flag arg names ("--name", no value), as FLAGS spells it, or NULL.
+ * Underscores are dashes (task.py's and TF's --train_files, --num_epochs),
+ * and ALIASES are their flags.
+ */
+static const char *canonical_flag(const char *arg)
+{
+    char n[64];
+    size_t len = strlen(arg);
+    if (len < 3 || len - 2 >= sizeof n || strncmp(arg, "--", 2) != 0)
+        return strcmp(arg, "-h") == 0 ? "help" : NULL;
+    for (size_t i = 0; i + 2 <= len; i++)
+        n[i] = arg[2 + i] == '_' ? '-' : arg[2 + i];
+    for (size_t i = 0; i < sizeof ALIASES / sizeof *ALIASES; i++)
+        if (strcmp(n, ALIASES[i][0]) == 0)
+            return ALIASES[i][1];
+    for (size_t i = 0; i < sizeof FLAGS / sizeof *FLAGS; i++)
+        if (strcmp(n, FLAGS[i]) == 0)
+            return FLAGS[i];
+    return NULL;
+}
+
+/* The flag an unknown "--name" probably meant (an alias's flag when the
+ * alias is nearest), or NULL. */
+static const char *suggest_flag(const char *arg)
+{
+    enum { NF = sizeof FLAGS / sizeof *FLAGS, NA = sizeof ALIASES / sizeof *ALIASES };
+    const char *names[NF + NA];
+    for (size_t i = 0; i < NF; i++)
+        names[i] = FLAGS[i];
+    for (size_t i = 0; i < NA; i++)
+        names[NF + i] = ALIASES[i][0];
+    const char *near = rt_nearest_name(arg + 2, names, NF + NA);
+    for (size_t i = 0; near && i < NA; i++)
+        if (near == ALIASES[i][0])
+            near = ALIASES[i][1];
+    return near;
 }
 
 static int parse_i64(const char *flag, const char *s, int64_t lo, int64_t *out)
@@ -189,22 +247,37 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
             usage(stdout);
             return 0;
         }
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "predict-train: unexpected argument \"%s\"\n", a);
-            usage(stderr);
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            fprintf(stderr, "predict-train: unexpected argument \"%s\" (flags start with --; "
+                            "see --help)\n", a);
             return 2;
         }
-        /* --flag=value or --flag value */
+        /* --flag=value or --flag value; TF's and task.py's spellings too */
         char flag[64];
         const char *val = NULL;
         const char *eq = strchr(a, '=');
         size_t fl = eq ? (size_t)(eq - a) : strlen(a);
         if (fl >= sizeof flag) {
-            fprintf(stderr, "predict-train: unknown flag %s\n", a);
+            fprintf(stderr, "predict-train: unknown flag %.*s (see --help)\n", (int)fl, a);
             return 2;
         }
         memcpy(flag, a, fl);
         flag[fl] = '\0';
+        const char *known = canonical_flag(flag);
+        if (!known) {
+            const char *near = suggest_flag(flag);
+            if (near)
+                fprintf(stderr, "predict-train: unknown flag %s (did you mean --%s?)\n", flag,
+                        near);
+            else
+                fprintf(stderr, "predict-train: unknown flag %s (see --help)\n", flag);
+            return 2;
+        }
+        if (strcmp(known, "help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        snprintf(flag, sizeof flag, "--%s", known);
         if (eq)
             val = eq + 1;
         else if (i + 1 < argc)
@@ -258,17 +331,12 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
             bad_row = val;
         else if (strcmp(flag, "--progress") == 0)
             progress = val;
-        else {
-            fprintf(stderr, "predict-train: unknown flag %s\n", flag);
-            usage(stderr);
-            return 2;
-        }
+        /* every name of FLAGS is handled above */
         if (rc)
             return 2;
     }
     if (!spec_path) {
-        fprintf(stderr, "predict-train: --spec FILE is required\n");
-        usage(stderr);
+        fprintf(stderr, "predict-train: --spec FILE is required (see --help)\n");
         return 2;
     }
     if (o.first_layer_size < 0 && (o.num_layers >= 0 || o.scale_factor >= 0)) {

@@ -451,6 +451,14 @@ typedef struct trn_reader trn_reader;
 
 trn_reader_params trn_reader_default_params(void);
 
+/* Expands the patterns as trn_reader_open does and opens every regular file
+ * named (and closes it again): RT_ERR_NOTFOUND "PATH: No such file or
+ * directory" / "GLOB: no file matches" / "no file named" (patterns that
+ * name nothing), RT_ERR_IO "PATH: cannot open: reason", RT_ERR_INVALID "PATH:
+ * not a regular file". Pipes are only stat'ed. So a run refuses a wrong path
+ * before its first step, not when it reaches the file. */
+rt_status trn_files_check(const char *const *patterns, size_t n_patterns, rt_err *err);
+
 /* Expands the patterns (comma lists and globs) and starts the reader thread.
  * Fails when a pattern matches no file. */
 rt_status trn_reader_open(const trn_reader_params *p, trn_reader **out, rt_err *err);
@@ -468,6 +476,8 @@ typedef struct trn_reader_stats {
     uint64_t bytes;     /* bytes read in the current epoch */
     uint64_t epoch_bytes; /* total size of the files (one epoch) */
     uint64_t bad_rows;  /* skipped */
+    uint64_t bad_rows_distinct; /* skipped in the first epoch: distinct rows (later
+                                   epochs skip the same rows again) */
     int64_t epochs;     /* completed passes */
     char first_bad[RT_ERR_MAX]; /* the first skipped row's reason */
 } trn_reader_stats;
@@ -506,6 +516,14 @@ rt_status trn_feeder_fill(const trn_feeder *f, const trn_rows *rows, rt_batch *b
 rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_batch *b,
                                float *labels, float *weights, size_t *row_of,
                                trn_bad_row_policy bad, uint64_t *skipped, rt_err *err);
+/* A runtime error about one instance of a batch filled from rows
+ * ("instances[34].education_num: 17 is out of range ...": instance i is row
+ * row_of[i], or row i when row_of is NULL; n instances) is rewritten to name
+ * the row's file and line, as the reader's errors do ("adult.data.csv:1207:
+ * education_num: 17 is out of range ..."). Returns st; other errors are left
+ * as they are. */
+rt_status trn_err_at_row(rt_status st, const trn_rows *rows, const size_t *row_of, size_t n,
+                         rt_err *err);
 /* Label values per row: label_dimension for regressors, 1 for classifiers. */
 size_t trn_feeder_label_dim(const trn_feeder *f);
 /* 1 when the model has an estimator.weight_column (fill writes weights). */
@@ -532,6 +550,9 @@ void trn_cache_free(trn_cache *c);
 rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *rows, rt_batch *b,
                          rt_features *f, float *labels, float *weights, trn_bad_row_policy bad,
                          uint64_t *skipped, size_t *n, rt_err *err);
+/* How many distinct rows (by file and line) the fills of c skipped, however
+ * many times each (*skipped counts every time); trn_cache_clear keeps it. */
+uint64_t trn_cache_distinct_skips(const trn_cache *c);
 
 /* ------------------------------------------------------------------- model */
 
@@ -626,9 +647,12 @@ rt_status trn_ckpt_wait(trn_ckpt_writer *w, rt_err *err);
 void trn_ckpt_writer_free(trn_ckpt_writer *w);
 
 /*
- * Loads the newest valid checkpoint of job_dir into m (a damaged newest one
- * is skipped with a warning in warn, when not NULL). RT_ERR_NOTFOUND when
- * there is none; RT_ERR_FORMAT when a checkpoint does not match the model.
+ * Loads the newest valid checkpoint of job_dir into m (a damaged newer one
+ * is skipped with a line "PATH: why" in warn, when not NULL; the steps above
+ * *step are those lost). RT_ERR_NOTFOUND when there is none; RT_ERR_FORMAT
+ * when a checkpoint does not match the model ("changed?"), or when there
+ * are checkpoints and none restores ("JOB: none of its 2 checkpoints
+ * restores (model.ckpt-100: checksum mismatch; ...)"). Changes no file.
  */
 rt_status trn_ckpt_restore(trn_model *m, const char *job_dir, int64_t *step, rt_buf *warn,
                            rt_err *err);

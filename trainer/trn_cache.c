@@ -13,6 +13,10 @@
  * finished with rt_transform_finish. The features are those rt_transform
  * makes, bit for bit (tests/integration/test_train_golden). Rows the budget
  * has no room for are fed every time.
+ *
+ * Rows skipped for their label or weight (--on-bad-row skip) are remembered
+ * by file and line, so the run can say how many distinct rows it skipped,
+ * not only how many times (every epoch skips them again).
  */
 #include "trn.h"
 
@@ -34,7 +38,13 @@ struct trn_cache {
     size_t *row_of;     /* scratch: instance -> row */
     const void **rec;   /* scratch: the batch's records */
     size_t scratch;
+    uint64_t *skip_set; /* open addressing: hashes of (file, line) of skipped rows; 0 empty */
+    size_t skip_cap, skip_n;
+    uint64_t skip_distinct;
 };
+
+/* Distinct rows remembered at most (8 MiB); beyond, every skip counts as new. */
+#define SKIP_SET_MAX ((size_t)1 << 20)
 
 trn_cache *trn_cache_new(const rt_graph *g, uint64_t max_bytes)
 {
@@ -64,7 +74,58 @@ void trn_cache_free(trn_cache *c)
     free(c->arena);
     free(c->row_of);
     free(c->rec);
+    free(c->skip_set);
     free(c);
+}
+
+/* FNV-1a of the file name, mixed with the line: a skipped row's key. */
+static uint64_t row_key(const char *file, uint64_t line)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = file ? file : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h ^= (line + 1) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+    return h ? h : 1;
+}
+
+/* Counts row r of rows, skipped, as a distinct row unless seen before. */
+static void note_skip(trn_cache *c, const trn_rows *rows, size_t r)
+{
+    uint64_t k = row_key(rows->src_file ? rows->src_file[r] : NULL,
+                         rows->src_line ? rows->src_line[r] : r);
+    if (c->skip_n + 1 > c->skip_cap / 2) { /* grow: at most half full */
+        size_t cap = c->skip_cap ? c->skip_cap * 2 : 64;
+        uint64_t *q = cap <= 2 * SKIP_SET_MAX ? calloc(cap, sizeof *q) : NULL;
+        if (!q) {
+            c->skip_distinct++; /* no room to remember: counted as new */
+            return;
+        }
+        for (size_t i = 0; i < c->skip_cap; i++) {
+            if (!c->skip_set[i])
+                continue;
+            size_t j = (size_t)(c->skip_set[i] & (cap - 1));
+            while (q[j])
+                j = (j + 1) & (cap - 1);
+            q[j] = c->skip_set[i];
+        }
+        free(c->skip_set);
+        c->skip_set = q;
+        c->skip_cap = cap;
+    }
+    size_t j = (size_t)(k & (c->skip_cap - 1));
+    while (c->skip_set[j] && c->skip_set[j] != k)
+        j = (j + 1) & (c->skip_cap - 1);
+    if (c->skip_set[j])
+        return;
+    c->skip_set[j] = k;
+    c->skip_n++;
+    c->skip_distinct++;
+}
+
+uint64_t trn_cache_distinct_skips(const trn_cache *c)
+{
+    return c ? c->skip_distinct : 0;
 }
 
 /* Room for ordinal o; 0 ok, -1 no memory. */
@@ -157,6 +218,7 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
                     (*skipped)++;
                 continue;
             }
+            c->row_of[k] = r;
             const unsigned char *t = c->arena + c->off[o];
             memcpy(labels + k * c->ls, t, c->ls * sizeof *labels);
             if (c->weighted && weights)
@@ -166,14 +228,20 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
         if ((st = rt_features_rows_load(c->g, f, c->rec, k, err)))
             return st;
         *n = k;
-        return rt_transform_finish(c->g, f, err);
+        return trn_err_at_row(rt_transform_finish(c->g, f, err), rows, c->row_of, k, err);
     }
     /* the feeder and the first half of rt_transform, whose results are kept */
     if ((st = trn_feeder_fill_rows(fd, rows, b, labels, weights, c->row_of, bad, skipped, err)))
         return st;
-    if ((st = rt_transform_inputs(c->g, b, f, err)))
-        return st;
     size_t k = rt_batch_size(b);
+    for (size_t i = 0, r = 0; k < rows->n && r < rows->n; r++) { /* the rows left out */
+        if (i < k && c->row_of[i] == r)
+            i++;
+        else
+            note_skip(c, rows, r);
+    }
+    if ((st = rt_transform_inputs(c->g, b, f, err))) /* named by FILE:LINE */
+        return trn_err_at_row(st, rows, c->row_of, k, err);
     if (rows->ordinal) {
         for (size_t i = 0, r = 0; r < rows->n; r++) {
             uint64_t o = rows->ordinal[r];
@@ -188,5 +256,5 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
         }
     }
     *n = k;
-    return rt_transform_finish(c->g, f, err);
+    return trn_err_at_row(rt_transform_finish(c->g, f, err), rows, c->row_of, k, err);
 }

@@ -581,8 +581,11 @@ static rt_status load_image(trn_model *m, const unsigned char *b, size_t len, co
 }
 
 /* Tries job_dir's checkpoints newest first with fn until one loads: a
- * damaged one is skipped (with a line in warn) unless fn sets *fatal (a
- * checkpoint of another model is no damage). RT_ERR_NOTFOUND when none. */
+ * damaged one is skipped (with a line "PATH: why" in warn) unless fn sets
+ * *fatal (a checkpoint of another model is no damage). RT_ERR_NOTFOUND when
+ * there is no checkpoint; RT_ERR_FORMAT naming each file and why when there
+ * are checkpoints and none loads (training from step 0 over them would
+ * silently lose them). */
 typedef rt_status (*ckpt_try_fn)(void *ctx, const char *path, int *fatal, rt_err *err);
 
 static rt_status newest_good(const char *job_dir, ckpt_try_fn fn, void *ctx, rt_buf *warn,
@@ -594,24 +597,37 @@ static rt_status newest_good(const char *job_dir, ckpt_try_fn fn, void *ctx, rt_
     if (st)
         return st;
     st = rt_err_set(err, RT_ERR_NOTFOUND, "%s: no checkpoint", job_dir);
+    rt_buf why;
+    rt_buf_init(&why);
+    int loaded = 0, fatal = 0;
     for (size_t i = n; i-- > 0;) {
         char path[4096];
         if (snprintf(path, sizeof path, "%s/" CKPT_PREFIX "%lld", job_dir,
                      (long long)steps[i]) >= (int)sizeof path)
             continue;
         rt_err e;
-        int fatal = 0;
         st = fn(ctx, path, &fatal, &e);
-        if (st == RT_OK)
+        if (st == RT_OK) {
+            loaded = 1;
             break;
+        }
         if (err)
             *err = e;
         if (fatal)
             break;
         if (warn)
-            rt_buf_printf(warn, "skipping damaged checkpoint: %s\n", e.msg);
-        st = RT_ERR_NOTFOUND;
+            rt_buf_printf(warn, "%s\n", e.msg);
+        /* "model.ckpt-100: checksum mismatch" (the job dir is said once) */
+        const char *m = strncmp(e.msg, job_dir, strlen(job_dir)) == 0 &&
+                                e.msg[strlen(job_dir)] == '/'
+                            ? e.msg + strlen(job_dir) + 1
+                            : e.msg;
+        rt_buf_printf(&why, "%s%s", why.len ? "; " : "", m);
     }
+    if (!loaded && !fatal && n > 0)
+        st = rt_err_set(err, RT_ERR_FORMAT, "%s: none of its %zu checkpoint%s restores (%s)",
+                        job_dir, n, n == 1 ? "" : "s", why.len ? why.data : "");
+    rt_buf_free(&why);
     free(steps);
     return st;
 }
@@ -689,6 +705,14 @@ static rt_status view_image(trn_ckpt_view *v, size_t len, rt_err *err)
         t->data = b + off;
         off += (size_t)t->count * sizeof(float) * (1 + ns);
         v->n++;
+    }
+    if (off != len && len - off >= 8) { /* a BoostedTrees model's trees */
+        uint64_t tl;
+        memcpy(&tl, b + off, 8);
+        if (tl == len - off - 8) {
+            v->trees_bytes = (size_t)tl;
+            off = len;
+        }
     }
     if (off != len)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: %zu bytes of trailing data", v->path,

@@ -332,10 +332,17 @@ static size_t learning_rates(const trn_model *m, const char *tags[2], double lr[
     return n;
 }
 
-rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, double loss,
-                            uint64_t examples, rt_err *err)
+/*
+ * One training summary point at step: v[0..n) are the event's values, of
+ * which v[first_scalar..n) are scalars also written to the JSON line, with
+ * their tags and the values x[0..n - first_scalar) in full precision (the
+ * event's are float32); v[0] and v[1] are filled here (loss,
+ * global_step/sec).
+ */
+static rt_status train_point(trn_summary *s, int64_t step, double loss, uint64_t examples,
+                             Tensorflow__Summary__Value *v, size_t n, size_t first_scalar,
+                             const double *x, rt_err *err)
 {
-    int64_t step = m->step;
     double t = rt_seconds(0), el = t - s->last_time;
     double sps = el > 0 ? (double)(step - s->last_step) / el : 0;
     double eps = el > 0 ? (double)(examples - s->last_examples) / el : 0;
@@ -343,30 +350,19 @@ rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, dou
     s->last_examples = examples;
     s->last_time = t;
     double wall = rt_seconds(1);
-    rt_status st = RT_OK;
-    size_t nh = m->def->graph->n_hidden_layers;
-    const char *lr_tag[2];
-    double lr[2];
-    size_t n_lr = learning_rates(m, lr_tag, lr);
-    Tensorflow__Summary__Value *v = calloc(4 + 2 * nh, sizeof *v);
-    Tensorflow__Summary__Value **vp = calloc(4 + 2 * nh, sizeof *vp);
-    size_t n = 2, first_lr = SIZE_MAX;
-    rt_buf b;
-    rt_buf_init(&b);
-    if (!v || !vp) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        goto out;
-    }
     set_scalar(&v[0], "loss", loss);
     set_scalar(&v[1], "global_step/sec", sps);
-    n += hidden_values(s, m, rows, v + 2);
-    first_lr = n;
-    for (size_t i = 0; i < n_lr; i++)
-        set_scalar(&v[n++], lr_tag[i], lr[i]);
+    Tensorflow__Summary__Value **vp = calloc(n, sizeof *vp);
+    if (!vp)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < n; i++)
         vp[i] = &v[i];
-    if ((st = write_values(s->train_fd, wall, step, vp, n, "training", err)))
-        goto out;
+    rt_status st = write_values(s->train_fd, wall, step, vp, n, "training", err);
+    free(vp);
+    if (st)
+        return st;
+    rt_buf b;
+    rt_buf_init(&b);
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/train", s->job_dir);
     int rc = rt_buf_printf(&b, "{\"global_step\": %lld, \"loss\": ", (long long)step);
@@ -374,15 +370,40 @@ rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, dou
     rc = rc || rt_buf_puts(&b, ", \"global_step/sec\": ") || rt_buf_json_double(&b, sps) ||
          rt_buf_puts(&b, ", \"examples/sec\": ") ||
          rt_buf_json_double(&b, eps);
-    for (size_t i = 0; i < n_lr; i++)
-        rc = rc || rt_buf_printf(&b, ", \"%s\": ", lr_tag[i]) || rt_buf_json_double(&b, lr[i]);
+    for (size_t i = first_scalar; i < n; i++) {
+        double xi = x[i - first_scalar]; /* counts as integers: 150, not 1.5e+02 */
+        rc = rc || rt_buf_printf(&b, ", \"%s\": ", v[i].tag) ||
+             (xi == floor(xi) && fabs(xi) < 9007199254740992.0
+                  ? rt_buf_printf(&b, "%lld", (long long)xi)
+                  : rt_buf_json_double(&b, xi));
+    }
     rc = rc || rt_buf_puts(&b, ", \"wall_time\": ") || rt_buf_json_double(&b, wall) ||
          rt_buf_puts(&b, "}\n");
     st = rc ? rt_err_set(err, RT_ERR_NOMEM, "out of memory")
             : trn_append_file(dir, "metrics.jsonl", b.data, b.len, 0,
                               "cannot write the training metrics", err);
-out:
-    for (size_t i = 2; v && i < n && i < first_lr; i++) { /* the rates' tags are static */
+    rt_buf_free(&b);
+    return st;
+}
+
+rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, double loss,
+                            uint64_t examples, rt_err *err)
+{
+    rt_status st = RT_OK;
+    size_t nh = m->def->graph->n_hidden_layers;
+    const char *lr_tag[2];
+    double lr[2];
+    size_t n_lr = learning_rates(m, lr_tag, lr);
+    Tensorflow__Summary__Value *v = calloc(4 + 2 * nh, sizeof *v);
+    size_t n = 2, first_lr = SIZE_MAX;
+    if (!v)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    n += hidden_values(s, m, rows, v + 2);
+    first_lr = n;
+    for (size_t i = 0; i < n_lr; i++)
+        set_scalar(&v[n++], lr_tag[i], lr[i]);
+    st = train_point(s, m->step, loss, examples, v, n, first_lr, lr, err);
+    for (size_t i = 2; i < first_lr; i++) { /* the rates' tags are static */
         free(v[i].tag);
         if (v[i].value_case == TENSORFLOW__SUMMARY__VALUE__VALUE_HISTO) {
             free(v[i].histo->bucket_limit);
@@ -391,8 +412,20 @@ out:
         }
     }
     free(v);
-    free(vp);
-    rt_buf_free(&b);
+    return st;
+}
+
+rt_status trn_summary_scalars(trn_summary *s, int64_t step, double loss, uint64_t examples,
+                              const char *const *tags, const double *values, size_t n,
+                              rt_err *err)
+{
+    Tensorflow__Summary__Value *v = calloc(2 + n, sizeof *v);
+    if (!v)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        set_scalar(&v[2 + i], tags[i], values[i]);
+    rt_status st = train_point(s, step, loss, examples, v, 2 + n, 2, values, err);
+    free(v);
     return st;
 }
 

@@ -215,3 +215,28 @@ rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_bat
     }
     return RT_OK;
 }
+
+rt_status trn_err_at_row(rt_status st, const trn_rows *rows, const size_t *row_of, size_t n,
+                         rt_err *err)
+{
+    static const char pre[] = "instances[";
+    if (!st || !err || strncmp(err->msg, pre, sizeof pre - 1) != 0)
+        return st;
+    char *end;
+    unsigned long long i = strtoull(err->msg + sizeof pre - 1, &end, 10);
+    if (*end != ']' || i >= n)
+        return st;
+    size_t r = row_of ? row_of[i] : (size_t)i;
+    if (r >= rows->n)
+        return st;
+    const char *rest = end + 1;
+    if (*rest == '.')
+        rest++;
+    else if (*rest == ':')
+        rest += *(rest + 1) == ' ' ? 2 : 1;
+    char at[600], msg[RT_ERR_MAX];
+    where(rows, r, at, sizeof at);
+    snprintf(msg, sizeof msg, "%s", rest);
+    rt_err_set(err, st, "%s: %s", at, msg);
+    return st;
+}

@@ -190,6 +190,34 @@ double trn_gbdt_train_loss(const tg_booster *b)
     return n ? rt_head_loss(b->head, b->ld, b->logits, b->labels, NULL, n, n, NULL) : 0.0;
 }
 
+int64_t trn_gbdt_attempted_layers(const Predictd__TreeEnsemble *e, int64_t max_depth)
+{
+    int64_t sum = 0;
+    size_t most = 0;
+    for (size_t t = 0; e && t < e->n_trees; t++)
+        most = e->trees[t]->n_nodes > most ? e->trees[t]->n_nodes : most;
+    uint32_t *depth = most ? calloc(most, sizeof *depth) : NULL;
+    if (most && !depth)
+        return -1;
+    for (size_t t = 0; e && t < e->n_trees; t++) {
+        const Predictd__Tree *tr = e->trees[t];
+        size_t n = tr->n_nodes;
+        uint32_t d = 0;
+        if (n)
+            memset(depth, 0, n * sizeof *depth);
+        for (size_t k = 0; k < n; k++) { /* children come after their parent */
+            const Predictd__TreeNode *nd = tr->nodes[k];
+            d = depth[k] > d ? depth[k] : d;
+            if (nd->input >= 0 && nd->left > k && nd->left < n && nd->right > k &&
+                nd->right < n)
+                depth[nd->left] = depth[nd->right] = depth[k] + 1;
+        }
+        sum += (int64_t)d + 1 < max_depth ? (int64_t)d + 1 : max_depth;
+    }
+    free(depth);
+    return sum;
+}
+
 /* ------------------------------------------------------------ gradients */
 
 /* g, h of the loss at row i's logits, per logit. */

@@ -194,6 +194,7 @@ rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const tr
     rt_features f;
     rt_features_init(&f);
     float *labels = NULL, *bl = NULL;
+    size_t *row_of = NULL; /* each instance's row (FILE:LINE in errors) */
     tg_data *d = NULL;
     col_buf *cb = calloc(ni, sizeof *cb);
     rt_status st = RT_OK;
@@ -213,7 +214,8 @@ rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const tr
         goto out;
     b = rt_batch_new(g);
     bl = malloc(bs * ldim * sizeof *bl);
-    if (!b || !bl) {
+    row_of = malloc(bs * sizeof *row_of);
+    if (!b || !bl || !row_of) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -236,14 +238,18 @@ rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const tr
             part.src_file = rows->src_file + lo;
             part.src_line = rows->src_line + lo;
         }
-        st = trn_feeder_fill(fd, &part, b, bl, NULL, c->bad_rows, &bad_labels, err);
+        st = trn_feeder_fill_rows(fd, &part, b, bl, NULL, row_of, c->bad_rows, &bad_labels,
+                                  err);
         if (st)
             goto out;
         size_t nb = rt_batch_size(b);
         if (nb == 0)
             continue;
-        if ((st = rt_transform(g, b, &f, err)))
+        if ((st = rt_transform(g, b, &f, err))) {
+            st = trn_err_at_row(st == RT_ERR_INVALID ? RT_ERR_FORMAT : st, &part, row_of, nb,
+                                err);
             goto out;
+        }
         if (n + nb > cap) {
             size_t nc = cap ? cap * 2 : 65536;
             while (nc < n + nb)
@@ -321,6 +327,7 @@ out:
     free(cb);
     free(labels);
     free(bl);
+    free(row_of);
     trn_gbdt_data_free(d);
     rt_features_free(&f);
     rt_batch_free(b);

@@ -223,12 +223,13 @@ typedef struct trn_ckpt_view {
     int64_t step;
     trn_ckpt_tensor *t;
     size_t n;
+    size_t trees_bytes; /* > 0: a BoostedTrees model's checkpoint (its packed trees) */
     char path[4096];
 } trn_ckpt_view;
 
 /* Reads job_dir's newest checkpoint that passes its CRC and format checks,
- * for any model. RT_ERR_NOTFOUND when there is none. Free with
- * trn_ckpt_view_free. */
+ * for any model. RT_ERR_NOTFOUND when there is none, RT_ERR_FORMAT naming
+ * each file and why when none passes. Free with trn_ckpt_view_free. */
 rt_status trn_ckpt_view_newest(const char *job_dir, trn_ckpt_view *v, rt_err *err);
 void trn_ckpt_view_free(trn_ckpt_view *v);
 
@@ -447,6 +448,10 @@ void trn_gbdt_data_free(tg_data *d);
 /* The training logits (n_rows x ld) and the mean training loss. */
 const float *trn_gbdt_logits(const tg_booster *b);
 double trn_gbdt_train_loss(const tg_booster *b);
+/* TF's ensemble/num_attempted_layers for the trees of e grown to at most
+ * max_depth: a tree of depth d attempted d + 1 layers (the last found no
+ * split), or max_depth when it reached it. */
+int64_t trn_gbdt_attempted_layers(const Predictd__TreeEnsemble *e, int64_t max_depth);
 /* The leaf row i of d reaches in tree t of e, walking the bins (numeric:
  * edges[bin] <= threshold). */
 uint32_t trn_gbdt_walk(const Predictd__TreeEnsemble *e, const Predictd__Tree *t,
@@ -475,6 +480,13 @@ rt_status trn_summary_open(const char *job_dir, int64_t step, trn_summary **out,
  * count) and wall time as a line of JOB_DIR/train/metrics.jsonl. */
 rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, double loss,
                             uint64_t examples, rt_err *err);
+/* A summary point at step as trn_summary_train writes it (loss,
+ * global_step/sec; examples/sec and wall time in the JSON line) with the n
+ * scalars tags[i] = values[i] instead of a DNN's layers and learning rates,
+ * in the event and in the JSON line: BoostedTrees' ensemble/num_trees, ... */
+rt_status trn_summary_scalars(trn_summary *s, int64_t step, double loss, uint64_t examples,
+                              const char *const *tags, const double *values, size_t n,
+                              rt_err *err);
 /* Every metric but global_step at step to JOB_DIR/eval/events.out.tfevents.*
  * (created at the first evaluation of the run). */
 rt_status trn_summary_eval(trn_summary *s, const rt_metric_list *ml, int64_t step,

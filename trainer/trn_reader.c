@@ -17,12 +17,14 @@
 #include "trn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* One row: the line's bytes (unquoted) and its field slices. */
 typedef struct rec {
@@ -124,20 +126,21 @@ static int has_glob(const char *s)
     return strpbrk(s, "*?[") != NULL;
 }
 
-static rt_status add_file(trn_reader *r, const char *path, rt_err *err)
+static rt_status add_file(char ***files, size_t *n, const char *path, rt_err *err)
 {
-    char **nf = realloc(r->files, (r->n_files + 1) * sizeof *nf);
+    char **nf = realloc(*files, (*n + 1) * sizeof *nf);
     if (!nf)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    r->files = nf;
-    r->files[r->n_files] = strdup(path);
-    if (!r->files[r->n_files])
+    *files = nf;
+    nf[*n] = strdup(path);
+    if (!nf[*n])
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    r->n_files++;
+    (*n)++;
     return RT_OK;
 }
 
-static rt_status expand_pattern(trn_reader *r, const char *pat, rt_err *err)
+/* Appends the files pat names (itself, or a glob's matches) to the list. */
+static rt_status expand_pattern(char ***files, size_t *n, const char *pat, rt_err *err)
 {
     struct stat sb;
     if (!has_glob(pat)) {
@@ -145,7 +148,7 @@ static rt_status expand_pattern(trn_reader *r, const char *pat, rt_err *err)
             return rt_err_set(err, RT_ERR_NOTFOUND, "%s: %s", pat, strerror(errno));
         if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode))
             return rt_err_set(err, RT_ERR_INVALID, "%s: not a regular file", pat);
-        return add_file(r, pat, err);
+        return add_file(files, n, pat, err);
     }
     glob_t g;
     memset(&g, 0, sizeof g);
@@ -160,8 +163,61 @@ static rt_status expand_pattern(trn_reader *r, const char *pat, rt_err *err)
     }
     rt_status st = RT_OK;
     for (size_t i = 0; i < g.gl_pathc && st == RT_OK; i++)
-        st = add_file(r, g.gl_pathv[i], err);
+        st = add_file(files, n, g.gl_pathv[i], err);
     globfree(&g);
+    return st;
+}
+
+/* Every file the patterns name (comma lists and globs), in order. */
+static rt_status expand_all(const char *const *pats, size_t n_pats, char ***files, size_t *n,
+                            rt_err *err)
+{
+    for (size_t i = 0; i < n_pats; i++) {
+        /* a pattern may itself be a comma-separated list */
+        const char *s = pats[i];
+        while (*s) {
+            const char *e = strchr(s, ',');
+            size_t len = e ? (size_t)(e - s) : strlen(s);
+            if (len > 0) {
+                char *one = strndup(s, len);
+                if (!one)
+                    return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+                rt_status st = expand_pattern(files, n, one, err);
+                free(one);
+                if (st)
+                    return st;
+            }
+            if (!e)
+                break;
+            s = e + 1;
+        }
+    }
+    return RT_OK;
+}
+
+rt_status trn_files_check(const char *const *pats, size_t n_pats, rt_err *err)
+{
+    char **files = NULL;
+    size_t n = 0;
+    rt_status st = expand_all(pats, n_pats, &files, &n, err);
+    for (size_t i = 0; st == RT_OK && i < n; i++) {
+        struct stat sb;
+        if (stat(files[i], &sb) != 0) {
+            st = rt_err_set(err, RT_ERR_NOTFOUND, "%s: %s", files[i], strerror(errno));
+        } else if (S_ISREG(sb.st_mode)) { /* a pipe is not opened: it would be spent */
+            int fd = open(files[i], O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                st = rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
+                                "%s: cannot open: %s", files[i], strerror(errno));
+            else
+                close(fd);
+        }
+    }
+    if (st == RT_OK && n == 0)
+        st = rt_err_set(err, RT_ERR_NOTFOUND, "no file named");
+    for (size_t i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
     return st;
 }
 
@@ -474,6 +530,8 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
             pthread_mutex_lock(&r->mu);
             if (r->stats.bad_rows++ == 0)
                 memcpy(r->stats.first_bad, why.msg, sizeof r->stats.first_bad);
+            if (r->stats.epochs == 0)
+                r->stats.bad_rows_distinct++;
             pthread_mutex_unlock(&r->mu);
             pr->pend_bad++;
             continue;
@@ -610,28 +668,8 @@ rt_status trn_reader_open(const trn_reader_params *p, trn_reader **out, rt_err *
     }
     r->p.files = NULL;
     r->p.numeric = NULL;
-    for (size_t i = 0; i < p->n_files; i++) {
-        /* a pattern may itself be a comma-separated list */
-        const char *s = p->files[i];
-        while (*s) {
-            const char *e = strchr(s, ',');
-            size_t len = e ? (size_t)(e - s) : strlen(s);
-            if (len > 0) {
-                char *one = strndup(s, len);
-                if (!one) {
-                    st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-                    goto out;
-                }
-                st = expand_pattern(r, one, err);
-                free(one);
-                if (st)
-                    goto out;
-            }
-            if (!e)
-                break;
-            s = e + 1;
-        }
-    }
+    if ((st = expand_all(p->files, p->n_files, &r->files, &r->n_files, err)))
+        goto out;
     if (r->n_files == 0) {
         st = rt_err_set(err, RT_ERR_INVALID, "reader: no input files");
         goto out;

@@ -123,6 +123,7 @@ static void hint_header(const trn_feeder *fd, const char *key, rt_err *err)
 typedef struct targets {
     float *labels;
     float *weights; /* NULL: no estimator.weight_column */
+    size_t *row_of; /* each instance's row (for FILE:LINE in errors) */
     size_t ls;
 } targets;
 
@@ -131,14 +132,17 @@ static int targets_alloc(targets *t, const trn_feeder *fd, size_t rows)
     t->ls = trn_feeder_label_dim(fd);
     t->labels = malloc((rows ? rows : 1) * t->ls * sizeof *t->labels);
     t->weights = trn_feeder_weighted(fd) ? malloc((rows ? rows : 1) * sizeof *t->weights) : NULL;
-    return t->labels && (t->weights || !trn_feeder_weighted(fd)) ? 0 : -1;
+    t->row_of = malloc((rows ? rows : 1) * sizeof *t->row_of);
+    return t->labels && t->row_of && (t->weights || !trn_feeder_weighted(fd)) ? 0 : -1;
 }
 
 static void targets_free(targets *t)
 {
     free(t->labels);
     free(t->weights);
+    free(t->row_of);
     t->labels = t->weights = NULL;
+    t->row_of = NULL;
 }
 
 /* A row the feeder refused (a label outside label.vocabulary, ...) is a data
@@ -146,7 +150,8 @@ static void targets_free(targets *t)
 static rt_status feed(const trn_feeder *fd, const trn_rows *rows, rt_batch *b, targets *t,
                       trn_bad_row_policy bad, uint64_t *skipped, rt_err *err)
 {
-    rt_status st = trn_feeder_fill(fd, rows, b, t->labels, t->weights, bad, skipped, err);
+    rt_status st = trn_feeder_fill_rows(fd, rows, b, t->labels, t->weights, t->row_of, bad,
+                                        skipped, err);
     return st == RT_ERR_INVALID ? RT_ERR_FORMAT : st;
 }
 
@@ -273,8 +278,11 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
             goto out;
         size_t nb = rt_batch_size(b);
         double loss = 0;
-        if (nb && (st = trn_model_loss(m, b, t.labels, t.weights, &loss, logits, err)))
+        if (nb && (st = trn_model_loss(m, b, t.labels, t.weights, &loss, logits, err))) {
+            st = trn_err_at_row(st == RT_ERR_INVALID ? RT_ERR_FORMAT : st, &mine, t.row_of, nb,
+                                err);
             goto out;
+        }
         if (m->dist) {
             if ((st = eval_gather(m, &nb, &t, logits, err)))
                 goto out;
@@ -868,6 +876,99 @@ static rt_status input_replay(const input *in, trn_reader **rd, int64_t step, in
     return RT_OK;
 }
 
+/* "skipped 1 malformed row (first: ...)", or with rows skipped again in later
+ * epochs "skipped 1 row with an unknown label (3 times over 3 epochs)":
+ * distinct rows, then how many times. */
+static void skip_report(const trn_config *c, uint64_t distinct, uint64_t times, int64_t epochs,
+                        const char *noun, const char *tail, const char *first)
+{
+    if (distinct == 0 || distinct > times)
+        distinct = times;
+    char again[128] = "";
+    if (times > distinct)
+        snprintf(again, sizeof again, "%llu times over %lld epochs", (unsigned long long)times,
+                 (long long)(epochs > 1 ? epochs : 1));
+    logf_(c, "skipped %llu %s%s%s%s%s%s%s%s", (unsigned long long)distinct, noun,
+          distinct == 1 ? "" : "s", tail, again[0] || first ? " (" : "", again,
+          again[0] && first ? "; " : "", first ? first : "", again[0] || first ? ")" : "");
+}
+
+/*
+ * The newest checkpoints were damaged and an older one, of step `step`, was
+ * restored (warn: a line "PATH: why" per damaged file): the steps after it
+ * are lost and trained again. Says so in one ERROR line and in
+ * JOB_DIR/train/metrics.jsonl, and renames each damaged file to
+ * model.ckpt-N.damaged, out of the checkpoints' names, so neither the
+ * retention of keep_checkpoint_max nor the new checkpoint of step N removes
+ * it.
+ */
+static rt_status damaged_fallback(const trn_config *c, int64_t step, const rt_buf *warn,
+                                  rt_err *err)
+{
+    int64_t *steps = NULL;
+    size_t n = 0;
+    rt_status st = trn_ckpt_list(c->job_dir, &steps, &n, err);
+    if (st)
+        return st;
+    rt_buf why, kept, line;
+    rt_buf_init(&why);
+    rt_buf_init(&kept);
+    rt_buf_init(&line);
+    for (size_t i = 0; i < warn->len;) { /* the reasons, one line */
+        size_t e = i;
+        while (e < warn->len && warn->data[e] != '\n')
+            e++;
+        rt_buf_printf(&why, "%s%.*s", why.len ? "; " : "", (int)(e - i), warn->data + i);
+        i = e + 1;
+    }
+    int64_t lost_to = step;
+    for (size_t i = 0; i < n; i++) {
+        if (steps[i] <= step)
+            continue;
+        lost_to = steps[i] > lost_to ? steps[i] : lost_to;
+        char from[4200], to[4300];
+        snprintf(from, sizeof from, "%s/model.ckpt-%lld", c->job_dir, (long long)steps[i]);
+        for (int k = 0; k < 100; k++) { /* never over an earlier .damaged file */
+            if (k)
+                snprintf(to, sizeof to, "%s.damaged.%d", from, k);
+            else
+                snprintf(to, sizeof to, "%s.damaged", from);
+            if (access(to, F_OK) != 0)
+                break;
+        }
+        if (rename(from, to) != 0) {
+            st = rt_err_set(err, RT_ERR_IO, "cannot set the damaged checkpoint %s aside: %s",
+                            from, strerror(errno));
+            goto out;
+        }
+        const char *base = strrchr(to, '/');
+        rt_buf_printf(&kept, "%s%s", kept.len ? ", " : "", base ? base + 1 : to);
+    }
+    if (c->log_level <= 3)
+        fprintf(stderr, "ERROR: global steps %lld to %lld are lost: damaged checkpoint (%s); "
+                "restored model.ckpt-%lld and training them again (the damaged file is kept "
+                "as %s)\n", (long long)step + 1, (long long)lost_to, why.data ? why.data : "",
+                (long long)step, kept.data ? kept.data : "");
+    rt_buf_printf(&line, "{\"global_step\": %lld, \"lost_steps\": [%lld, %lld], "
+                  "\"damaged_checkpoints\": \"", (long long)step, (long long)step + 1,
+                  (long long)lost_to);
+    for (const char *p = kept.data ? kept.data : ""; *p; p++) /* file names: no quotes */
+        rt_buf_printf(&line, "%c", *p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ? '?' : *p);
+    rt_buf_printf(&line, "\", \"wall_time\": ");
+    rt_buf_json_double(&line, rt_seconds(1));
+    rt_buf_puts(&line, "}\n");
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/train", c->job_dir);
+    st = trn_append_file(dir, "metrics.jsonl", line.data, line.len, 1,
+                         "cannot record the lost steps", err);
+out:
+    rt_buf_free(&why);
+    rt_buf_free(&kept);
+    rt_buf_free(&line);
+    free(steps);
+    return st;
+}
+
 /* Runs the early-stopping hooks due after the update that reached step (on
  * rank 0, which holds the evaluations; its answer goes to every rank) and,
  * when one asks to stop, logs and records it and sets R->stopped_early. */
@@ -917,6 +1018,23 @@ static rt_status interrupted(const run *R, trn_dist *dist, int sig, rt_err *err)
     if (c->stop_signal)
         *c->stop_signal = sig;
     return RT_OK;
+}
+
+/* A BoostedTrees summary point at the model's step: the training set's loss
+ * (the rows of rank 0 under MPI) and TF's ensemble/num_trees,
+ * ensemble/num_finalized_trees (every tree is grown whole in its step) and
+ * ensemble/num_attempted_layers; examples: rows x trees grown this run. */
+static rt_status tree_summary(run *R, const tg_booster *bo, uint64_t examples, rt_err *err)
+{
+    static const char *const tags[] = {"ensemble/num_trees", "ensemble/num_finalized_trees",
+                                       "ensemble/num_attempted_layers"};
+    const Predictd__TreeEnsemble *e = R->m->trees;
+    int64_t layers = trn_gbdt_attempted_layers(e, R->c->gbdt.max_depth);
+    if (layers < 0)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    double v[3] = {(double)e->n_trees, (double)e->n_trees, (double)layers};
+    return trn_summary_scalars(R->sum, R->m->step, trn_gbdt_train_loss(bo), examples, tags, v,
+                               3, err);
 }
 
 /*
@@ -981,6 +1099,10 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
         if (m->step % every == 0 || m->step == last)
             logf_(c, "tree %lld of %lld: loss = %.6g (training set), %.2fs", (long long)m->step,
                   (long long)last, trn_gbdt_train_loss(bo), now_s() - t1);
+        if (R->sum && c->save_summary_steps > 0 &&
+            (m->step % c->save_summary_steps == 0 || m->step == last) &&
+            (st = tree_summary(R, bo, (uint64_t)(nall * (double)(m->step - start)), err)))
+            goto out;
         if (flags[2] > 0) {
             *sig = masked ? stop_take() : 0;
             if (!*sig)
@@ -1057,6 +1179,19 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         goto out;
     if ((st = trn_config_resolve(&c, R.def, err)))
         goto out;
+    /* every input file opens before anything is trained (a wrong eval path
+     * is not found only after training); a path that names nothing is a
+     * bad argument (exit 2), one that cannot be opened an I/O error */
+    for (int k = 0; k < 2; k++) {
+        char *const *files = k ? c.eval_files : c.train_files;
+        size_t n = k ? c.n_eval_files : c.n_train_files;
+        if (n && (st = trn_files_check((const char *const *)files, n, err))) {
+            rt_err_prefix(err, "%s", k ? "eval.files (--eval-files)" : "train.files (--train-files)");
+            if (st == RT_ERR_NOTFOUND)
+                st = RT_ERR_INVALID;
+            goto out;
+        }
+    }
     if (c.job_dir && is_chief(&c) &&
         ((st = trn_job_dir_check(c.job_dir, err)) || (st = trn_job_dir_lock(c.job_dir, &lock, err))))
         goto out;
@@ -1093,9 +1228,13 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         rt_buf_init(&warn);
         int64_t step = 0;
         st = trn_ckpt_restore(R.m, c.job_dir, &step, &warn, err);
-        if (warn.len)
-            fprintf(stderr, "WARNING: %s", warn.data);
+        if (st == RT_OK && warn.len)
+            st = damaged_fallback(&c, step, &warn, err);
         rt_buf_free(&warn);
+        if (st == RT_ERR_FORMAT && !strstr(err->msg, "changed?"))
+            rt_err_prefix(err, "refusing to train from step 0 over damaged checkpoints "
+                          "(TF's DataLossError; nothing was changed: restore a good copy, or "
+                          "move them away to start again)");
         if (st == RT_OK)
             logf_(&c, "Restoring parameters from %s/model.ckpt-%lld", c.job_dir, (long long)step);
         else if (st != RT_ERR_NOTFOUND)
@@ -1147,6 +1286,9 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         goto out;
     }
     if (!done && R.m->trees) {
+        if (c.job_dir && is_chief(&c) &&
+            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
+            goto out;
         st = train_trees(&R, dist, &sig, err);
         if (st)
             goto out;
@@ -1155,9 +1297,6 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             goto out;
         }
         done = 2; /* trained: evaluate and export below */
-        if (c.job_dir && is_chief(&c) &&
-            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
-            goto out;
     }
     if (!done && c.max_steps == 0 && c.num_epochs == 0) {
         st = rt_err_set(err, RT_ERR_INVALID, "train: give max_steps (--train-steps) or "
@@ -1233,6 +1372,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         pg.last_loss = NAN;
         double last_ckpt = now_s(), last_eval = now_s();
         int64_t last_ckpt_step = R.m->step, in_pass = 0, epochs = 0;
+        uint64_t bad_before = 0, bad_distinct = 0; /* the readers' before the restarts */
         uint64_t examples = 0, bad_labels = 0;
         int local_end = 0, restarted = 0;
         while (c.max_steps == 0 || R.m->step < c.max_steps) {
@@ -1312,6 +1452,9 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                 trn_reader_stats rs;
                 trn_reader_get_stats(rd, &rs);
                 epochs += rs.epochs;
+                bad_before += rs.bad_rows;
+                bad_distinct = rs.bad_rows_distinct > bad_distinct ? rs.bad_rows_distinct
+                                                                    : bad_distinct;
                 restarted = 1;
                 logf_(&c, "Input exhausted at global step %lld (%lld epochs); restarting it "
                       "to reach max_steps %lld", (long long)R.m->step,
@@ -1382,18 +1525,24 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                       "+ waiting for the slowest rank %.1f us + exchange %.1f us", stp,
                       tm.compute_s * k, tm.slowest_s * k, tm.wait_s * k, tm.exchange_s * k);
             }
-            double skips[2] = {(double)rs.bad_rows, (double)bad_labels}; /* all ranks' */
-            if ((st = trn_dist_sum(dist, skips, 2, err)))
+            /* every epoch skips the same rows again: the distinct rows, and how
+             * many times over how many epochs (all ranks') */
+            if (rs.bad_rows_distinct > bad_distinct)
+                bad_distinct = rs.bad_rows_distinct;
+            double skips[4] = {(double)(bad_before + rs.bad_rows), (double)bad_labels,
+                               (double)bad_distinct, (double)trn_cache_distinct_skips(cache)};
+            if ((st = trn_dist_sum(dist, skips, 4, err)))
                 goto out;
-            rs.bad_rows = (uint64_t)skips[0];
-            bad_labels = (uint64_t)skips[1];
-            if (rs.bad_rows)
-                logf_(&c, "skipped %llu malformed rows (first%s: %s)",
-                      (unsigned long long)rs.bad_rows, dist ? " of rank 0's" : "",
-                      rs.first_bad[0] ? rs.first_bad : "none, all on other ranks");
-            if (bad_labels)
-                logf_(&c, "skipped %llu rows with an unknown label",
-                      (unsigned long long)bad_labels);
+            int64_t ep = epochs + rs.epochs + (rs.bytes > 0);
+            char first[RT_ERR_MAX + 64];
+            snprintf(first, sizeof first, "first%s: %s", dist ? " of rank 0's" : "",
+                     rs.first_bad[0] ? rs.first_bad : "none, all on other ranks");
+            if (skips[0] > 0)
+                skip_report(&c, (uint64_t)skips[2], (uint64_t)skips[0], ep, "malformed row",
+                            "", first);
+            if (skips[1] > 0)
+                skip_report(&c, (uint64_t)skips[3], (uint64_t)skips[1], ep, "row",
+                            " with an unknown label", NULL);
         } else if (R.m->step > 0) {
             done = 1;
             logf_(&c, "Skipping training: the input (num_epochs %lld) was trained through at "

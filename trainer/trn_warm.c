@@ -56,10 +56,24 @@ static rt_status open_source(const char *path, source *s, rt_err *err)
         if (rt_model_open(path, &s->exp, &e))
             return rt_err_set(err, RT_ERR_FORMAT, "train.warm_start_from: %s", e.msg);
         s->def = rt_model_def(s->exp);
+        if (s->def && s->def->graph && s->def->graph->trees) {
+            rt_model_close(s->exp);
+            s->exp = NULL;
+            return rt_err_set(err, RT_ERR_INVALID, "train.warm_start_from: %s is a BoostedTrees "
+                              "export: trees cannot warm-start a DNN/linear model (they have "
+                              "no weights to copy)", path);
+        }
         return RT_OK;
     }
     rt_err e;
     rt_status st = trn_ckpt_view_newest(path, &s->ck, &e);
+    if (st == RT_OK && s->ck.trees_bytes > 0) {
+        st = rt_err_set(err, RT_ERR_INVALID, "train.warm_start_from: %s is a BoostedTrees "
+                        "checkpoint: tree checkpoints cannot warm-start a DNN/linear model "
+                        "(they hold trees, no weights to copy)", s->ck.path);
+        trn_ckpt_view_free(&s->ck);
+        return st;
+    }
     if (st == RT_OK)
         return RT_OK;
     if (st == RT_ERR_NOTFOUND || st == RT_ERR_IO)

@@ -110,12 +110,34 @@ static void test_keys(void **state)
     cJSON_Delete(o);
 }
 
+/* rt_nearest_name: a typo finds its name, '-' and '_' alike; far names and
+ * names too long for the table give NULL. */
+static void test_nearest_name(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"train-files", "eval-files", "train-steps", "job-dir",
+                                        "num-layers", "seed"};
+    size_t n = sizeof names / sizeof *names;
+    assert_string_equal(rt_nearest_name("train_files", names, n), "train-files");
+    assert_string_equal(rt_nearest_name("trian-steps", names, n), "train-steps");
+    assert_string_equal(rt_nearest_name("num_layer", names, n), "num-layers");
+    assert_string_equal(rt_nearest_name("jobdir", names, n), "job-dir");
+    assert_null(rt_nearest_name("frobnicate", names, n));
+    assert_null(rt_nearest_name("x", names, n));
+    char longname[100];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    assert_null(rt_nearest_name(longname, names, n));
+    assert_null(rt_nearest_name("seed", names, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_and_messages),
         cmocka_unit_test(test_getters),
         cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_nearest_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
