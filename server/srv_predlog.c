@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,7 +35,9 @@ typedef struct logfile {
     char model[SRV_NAME_MAX + 1];
     char *path;               /* DIR/MODEL.jsonl */
     int fd;
-    uint64_t size;
+    uint64_t size;            /* bytes of whole lines (the end of the last one) */
+    bool torn;                /* the file may end inside a line: the next
+                                 line starts with a newline */
 } logfile;
 
 typedef struct line_job {
@@ -87,7 +90,25 @@ static bool file_open(logfile *f, const char *dir)
         return false;
     }
     f->size = (uint64_t)sb.st_size;
+    /* a file that does not end with a newline (a crash mid-write, a torn
+     * write that could not be undone): the next line starts on a new line */
+    char last = '\n';
+    f->torn = sb.st_size > 0 && pread(f->fd, &last, 1, sb.st_size - 1) == 1 && last != '\n';
     return true;
+}
+
+/* After a write of a line at offset at that wrote only got of its bytes (a
+ * full disk): undo it, cutting the file back to its last whole line; when
+ * that fails the next line starts with a newline, so that the torn one
+ * stays a line of its own (not JSON, but never glued to a good one). */
+static void undo_torn(logfile *f, off_t at, size_t got)
+{
+    if (got == 0)
+        return;
+    if (at >= 0 && ftruncate(f->fd, at) == 0)
+        return;
+    f->size += got;
+    f->torn = true;
 }
 
 /* MODEL.jsonl -> .1 -> ... -> .(max_files-1); the oldest is removed. */
@@ -233,17 +254,33 @@ static void write_job(void *fn_ctx, void *arg, int worker)
             goto out;
         }
     }
-    ssize_t w = write(f->fd, text, n);
-    if (w == (ssize_t)n) {
-        f->size += n;
+    /* one write of the whole line (O_APPEND), a newline first when the
+     * file may end inside a line */
+    struct iovec iov[2] = {{(void *)"\n", 1}, {text, n}};
+    int first = f->torn ? 0 : 1;
+    size_t want = n + (f->torn ? 1 : 0);
+    off_t at = lseek(f->fd, 0, SEEK_END); /* where the line goes */
+    ssize_t w = writev(f->fd, iov + first, 2 - first);
+    int e = errno;
+    if (w == (ssize_t)want) {
+        f->size += want;
+        f->torn = false;
         pthread_mutex_lock(&l->mu);
         l->lines++;
-        l->bytes += n;
+        l->bytes += want;
         pthread_mutex_unlock(&l->mu);
     } else {
+        /* the line is lost (counted); what was written of it is undone */
+        undo_torn(f, at, w > 0 ? (size_t)w : 0);
         count(l, &l->errors, 1);
-        srv_log(SRV_LOG_WARN, "prediction log %s: write failed: %s", f->path,
-                w < 0 ? strerror(errno) : "short write");
+        srv_log(SRV_LOG_WARN,
+                "prediction log %s: write failed: %s (%zu of %zu bytes written%s); the line "
+                "is lost",
+                f->path, w < 0 ? strerror(e) : "short write (file system full?)",
+                w > 0 ? (size_t)w : 0, want,
+                w <= 0    ? ""
+                : f->torn ? ", not cut off: the next line starts on a new line"
+                          : ", cut off again");
     }
 out:
     cJSON_free(text);
