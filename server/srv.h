@@ -135,7 +135,8 @@ typedef struct srv_config {
     int connection_timeout_seconds; /* idle keep-alive connections; default 60 */
     int request_read_timeout_seconds; /* a request must be read whole within this
                                          from its first byte; default 30; 0 = off */
-    int max_connections;          /* client connections open at once; default 1024 */
+    int max_connections;          /* client connections open at once; 0 (default) =
+                                     1024, or fewer to fit the open-files limit */
     int request_header_timeout_seconds; /* a connection must send a whole request
                                            header this soon after it opens (or after
                                            its next request's first byte); default 10;
@@ -765,8 +766,9 @@ void srv_batcher_free(srv_batcher *b);
 /* ----------------------------------------------------------- connections */
 
 /* The HTTP server's open client connections (srv_conn.c): at most
- * max_connections (when all are taken the longest-idle keep-alive one is
- * closed for a new one; with none idle the new one is refused), and a
+ * max_connections (when all are taken the oldest one that has sent nothing
+ * since it was accepted, else the longest-idle keep-alive one, is closed
+ * for a new one; with neither the new one is refused), and a
  * sweeper thread that shuts down connections whose request header is not
  * whole header_timeout_s after they opened (or after the next request's
  * first byte), or whose request is not read whole read_timeout_s after its
@@ -787,9 +789,10 @@ rt_status srv_conns_new(const srv_conns_params *p, srv_conns **out, rt_err *err)
  * closed (records still registered are freed). NULL is fine. */
 void srv_conns_free(srv_conns *t);
 /* Whether a new connection may be accepted: true when fewer than
- * max_connections are open, or after shutting down the longest-idle
- * keep-alive connection for it; false (counted and logged) when none is
- * idle. */
+ * max_connections are open, or after shutting down the oldest silent
+ * connection (nothing received since it was accepted) or else the
+ * longest-idle keep-alive one for it; false (counted and logged) when none
+ * is silent or idle. */
 bool srv_conns_admit(srv_conns *t);
 /* Registers a connection on socket fd; exempt ones (the watchdog probe)
  * are neither counted nor closed. NULL when out of memory. The socket must
@@ -823,8 +826,10 @@ typedef struct srv_http_params {
     int connection_timeout_s;
     int request_read_timeout_s; /* close a connection whose request is not read
                                    whole this long after its first byte; 0 = off */
-    int max_connections;   /* client connections at once; idle keep-alive ones
-                              are reclaimed first, then new ones refused */
+    int max_connections;   /* client connections at once (0: 1024, or fewer to
+                              fit RLIMIT_NOFILE); silent ones (nothing sent
+                              since accept) are reclaimed first, then idle
+                              keep-alive ones, then new ones refused */
     int header_timeout_s;  /* close a connection whose request header is not
                               whole this long after it opened or after the next
                               request's first byte; 0 = off */

@@ -76,9 +76,11 @@ static const srv_setting SETTINGS[] = {
     INT(connection_timeout_seconds, BOTH, 1, 86400, 60, "N", "idle connection timeout"),
     INT(request_read_timeout_seconds, BOTH, 0, 86400, 30, "N",
         "close a connection whose request is not read whole N s after its first byte; 0 = off"),
-    INT(max_connections, BOTH, 1, 1000000, 1024, "N",
-        "client connections open at once; when all are taken, idle keep-alive ones are closed "
-        "first, then new ones refused"),
+    INT(max_connections, BOTH, 0, 1000000, 0, "N",
+        "client connections open at once; when all are taken, one that has sent nothing since "
+        "it was accepted is closed for a new one, else the longest-idle keep-alive one, else "
+        "the new one is refused; 0 = 1024, or fewer when the open-files limit (less 256) is "
+        "lower"),
     INT(request_header_timeout_seconds, BOTH, 0, 86400, 10, "N",
         "close a connection whose request header is not in N s after it opened (or after the "
         "next request's first byte); 0 = off"),
