@@ -30,7 +30,8 @@
 #include <unistd.h>
 
 /* Sampled requests waiting for their shadow run / for the log writer; past
- * these, more are dropped and counted. */
+ * these (or past their byte budgets, shadow_queue_bytes and
+ * prediction_log_queue_bytes), more are dropped and counted. */
 #define SHADOW_QUEUE 256
 #define LOG_QUEUE 4096
 
@@ -49,6 +50,8 @@ srv_http_params srv_http_default_params(void)
     p.header_timeout_s = 10;
     p.max_request_bytes = 1572864;
     p.max_total_request_bytes = (size_t)256 << 20;
+    p.log_queue_bytes = (size_t)64 << 20;
+    p.shadow_queue_bytes = (size_t)64 << 20;
     p.enable_cors = false;
     p.json = rt_json_default_params();
     p.batching = false;
@@ -244,8 +247,9 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
                            p->request_read_timeout_s, p->metrics};
     if ((st = srv_conns_new(&cp, &h->conns, err)) != RT_OK)
         goto fail;
-    if ((st = srv_shadow_new(SHADOW_QUEUE, &p->json, &h->shadow, err)) != RT_OK ||
-        (st = srv_predlog_new(mgr, LOG_QUEUE, &h->predlog, err)) != RT_OK)
+    if ((st = srv_shadow_new(SHADOW_QUEUE, p->shadow_queue_bytes, &p->json, &h->shadow, err)) !=
+            RT_OK ||
+        (st = srv_predlog_new(mgr, LOG_QUEUE, p->log_queue_bytes, &h->predlog, err)) != RT_OK)
         goto fail;
     if (pthread_key_create(&h->tkey, NULL) != 0) {
         st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot create a thread key");
