@@ -628,6 +628,7 @@ typedef enum {
 typedef struct rt_json_params {
     size_t max_instances; /* per request; default 100000 */
     int max_depth;        /* JSON nesting; default 64 */
+    size_t max_answer_bytes; /* largest answer; 0 = no limit (the default) */
 } rt_json_params;
 
 rt_json_params rt_json_default_params(void);

@@ -375,6 +375,13 @@ rt_status rt_json_render_classify(const rt_graph *g, const rt_outputs *o, rt_buf
  * classifiers: logistic). */
 rt_status rt_json_render_regress(const rt_graph *g, const rt_outputs *o, rt_buf *out,
                                  rt_err *err);
+/* Before running a parsed request of n instances: RT_ERR_LIMIT, with a
+ * message naming max_answer_bytes, when its answer (method; for predict
+ * the outputs of sig) could pass p->max_answer_bytes, counting every float
+ * at its longest text; RT_OK when it cannot, or when there is no limit. */
+rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *sig,
+                               rt_method method, size_t n, const rt_json_params *p,
+                               rt_err *err);
 
 /* ------------------------------------------------------ UTF-8 (rt_buf.c) */
 

@@ -42,6 +42,9 @@ static rt_status handle(const rt_model *m, rt_method method, const char *body, s
     }
     if (st != RT_OK)
         return st;
+    /* an answer too large is refused before any work is done for it */
+    if ((st = rt_json_check_answer(g, sig, method, rt_batch_size(c->batch), p, err)) != RT_OK)
+        return st;
     if (rt_batch_size(c->batch) == 0) {
         c->outputs.n = 0; /* nothing to run: an empty answer */
     } else if ((st = rt_ctx_run(c, g, err)) != RT_OK) {

@@ -532,6 +532,98 @@ rt_status rt_json_render_regress(const rt_graph *g, const rt_outputs *o, rt_buf 
     return rc ? rt_err_set(err, RT_ERR_NOMEM, "answer: out of memory") : RT_OK;
 }
 
+/* ------------------------------------------------------ the answer's size */
+
+/* The longest text of one float (rt_json_float_text: 9 significant digits,
+ * sign, point and exponent) plus its ", ". */
+#define FLOAT_BOUND (16 + 2)
+
+/* a + b, a * b, saturating at SIZE_MAX. */
+static size_t sat_add(size_t a, size_t b)
+{
+    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+static size_t sat_mul(size_t a, size_t b)
+{
+    return b && a > SIZE_MAX / b ? SIZE_MAX : a * b;
+}
+
+/* Bytes at most of class k's name as a JSON string: the quotes, and each
+ * byte as itself or, when JSON escapes it, as \u00XX. */
+static size_t name_bound(const rt_graph *g, size_t k)
+{
+    const unsigned char *s = (const unsigned char *)rt_graph_class_name(g, k);
+    size_t n = 2;
+    for (; s && *s; s++)
+        n += *s < 0x20 || *s == '"' || *s == '\\' || *s == 0x7f ? 6 : 1;
+    return n;
+}
+
+/* Decimal digits of v. */
+static size_t digits(size_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* Bytes at most of one instance's value of output kind. */
+static size_t value_bound(const rt_graph *g, out_kind kind)
+{
+    size_t nc = g->n_classes, ld = g->logits_dim, b = 2, longest = 0;
+    switch (kind) {
+    case OUT_ALL_CLASS_IDS: return 2 + nc * (digits(nc) + 2);
+    case OUT_ALL_CLASSES:
+        for (size_t k = 0; k < nc; k++)
+            b = sat_add(b, name_bound(g, k) + 2);
+        return b;
+    case OUT_CLASS_IDS: return 2 + 20;
+    case OUT_CLASSES:
+        for (size_t k = 0; k < nc; k++)
+            longest = name_bound(g, k) > longest ? name_bound(g, k) : longest;
+        return 2 + longest;
+    case OUT_LOGISTIC: return 2 + FLOAT_BOUND;
+    case OUT_LOGITS:
+    case OUT_PREDICTIONS: return 2 + ld * FLOAT_BOUND;
+    case OUT_PROBABILITIES: return 2 + nc * FLOAT_BOUND;
+    default: return 4;
+    }
+}
+
+rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *sig,
+                               rt_method method, size_t n, const rt_json_params *p,
+                               rt_err *err)
+{
+    if (!p || !p->max_answer_bytes || n == 0)
+        return RT_OK;
+    size_t per = 4; /* "{", "}" or "[", "]", and ", " */
+    if (method == RT_METHOD_CLASSIFY) {
+        for (size_t k = 0; k < g->n_classes; k++)
+            per = sat_add(per, 4 + name_bound(g, k) + FLOAT_BOUND + 2);
+    } else if (method == RT_METHOD_REGRESS) {
+        per = sat_add(per, value_bound(g, OUT_PREDICTIONS));
+    } else {
+        out_item items[MAX_OUTPUTS];
+        size_t n_items = list_outputs(g, sig, items);
+        for (size_t k = 0; k < n_items; k++)
+            per = sat_add(per, sat_add(strlen(items[k].name) + 6,
+                                       value_bound(g, items[k].kind)));
+    }
+    size_t bound = sat_add(sat_mul(per, n), 64);
+    if (bound <= p->max_answer_bytes)
+        return RT_OK;
+    return rt_err_set(err, RT_ERR_LIMIT,
+                      "the answer to %zu instances could take %zu bytes (%zu per instance), "
+                      "over the limit of %zu bytes (max_answer_bytes); send at most %zu "
+                      "instances per request",
+                      n, bound, per, p->max_answer_bytes,
+                      p->max_answer_bytes > 64 ? (p->max_answer_bytes - 64) / per : 0);
+}
+
 /* ------------------------------------------------------------ metadata */
 
 const char *rt_dtype_name(Predictd__DType t)

@@ -25,6 +25,8 @@ rt_status rt_json_parse_only(const rt_model *m, const char *body, size_t len,
     const Predictd__SignatureDef *sig = NULL;
     int columnar = 0;
     rt_status st = rt_json_parse_predict(g, body ? body : "", len, p, c, &columnar, &sig, err);
+    if (st == RT_OK)
+        st = rt_json_check_answer(g, sig, RT_METHOD_PREDICT, rt_batch_size(c->batch), p, err);
     if (st != RT_OK)
         return st;
     out->sig = sig;

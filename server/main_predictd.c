@@ -178,6 +178,9 @@ static int run(daemon_t *d)
     hp.header_timeout_s = d->cfg->request_header_timeout_seconds;
     hp.max_request_bytes = d->cfg->max_request_bytes;
     hp.max_total_request_bytes = d->cfg->max_total_request_bytes;
+    hp.json.max_answer_bytes = d->cfg->max_answer_bytes;
+    hp.log_queue_bytes = d->cfg->prediction_log_queue_bytes;
+    hp.shadow_queue_bytes = d->cfg->shadow_queue_bytes;
     hp.enable_cors = d->cfg->enable_cors;
     hp.max_queue = (size_t)d->cfg->max_queue_depth;
     hp.max_queue_wait_ms = d->cfg->max_queue_wait_ms;

@@ -132,10 +132,16 @@ typedef struct srv_config {
     size_t max_request_bytes;     /* default 1572864 */
     size_t max_total_request_bytes; /* request body bytes held at once; past it 429
                                        (default 256 MiB, >= max_request_bytes) */
+    size_t max_answer_bytes;      /* largest answer; past it 400 (default 64 MiB) */
+    size_t prediction_log_queue_bytes; /* requests + answers waiting for the log
+                                          writer (default 64 MiB) */
+    size_t shadow_queue_bytes;    /* requests + answers waiting for their shadow
+                                     run (default 64 MiB) */
     int connection_timeout_seconds; /* idle keep-alive connections; default 60 */
     int request_read_timeout_seconds; /* a request must be read whole within this
                                          from its first byte; default 30; 0 = off */
-    int max_connections;          /* client connections open at once; default 1024 */
+    int max_connections;          /* client connections open at once; 0 (default) =
+                                     1024, or fewer to fit the open-files limit */
     int request_header_timeout_seconds; /* a connection must send a whole request
                                            header this soon after it opens (or after
                                            its next request's first byte); default 10;
@@ -599,26 +605,32 @@ typedef struct srv_served {
 } srv_served;
 
 /* Shadow traffic (srv_shadow.c): one thread re-runs submitted requests on
- * their shadow version and compares the answers. Thread-safe. */
+ * their shadow version and compares the answers; at most max_queue runs and
+ * max_bytes bytes of copied requests and answers wait. Thread-safe. */
 typedef struct srv_shadow srv_shadow;
-rt_status srv_shadow_new(size_t max_queue, const rt_json_params *json, srv_shadow **out,
-                         rt_err *err);
+rt_status srv_shadow_new(size_t max_queue, size_t max_bytes, const rt_json_params *json,
+                         srv_shadow **out, rt_err *err);
 /* Runs what is queued, joins, frees. NULL is fine. */
 void srv_shadow_free(srv_shadow *s);
 /* Queues r (copied) to run on shadow, whose reference it takes over; false
- * (dropped, counted, the reference released) when the queue is full.
+ * (dropped, counted, the reference released) when the queue is full or r
+ * does not fit in its byte budget.
  * Never blocks. */
 bool srv_shadow_submit(srv_shadow *s, const srv_served *r, srv_version *shadow);
 /* Appends predictd_shadow_* lines. */
 rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *out);
 
 /* Prediction logs (srv_predlog.c): one writer thread appends a JSON line per
- * submitted request to the model's request_logging dir. Thread-safe. */
+ * submitted request to the model's request_logging dir; at most max_queue
+ * lines and max_bytes bytes of copied requests and answers wait.
+ * Thread-safe. */
 typedef struct srv_predlog srv_predlog;
-rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, srv_predlog **out, rt_err *err);
+rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, size_t max_bytes,
+                          srv_predlog **out, rt_err *err);
 /* Writes what is queued, joins, closes, frees. NULL is fine. */
 void srv_predlog_free(srv_predlog *l);
-/* Queues r (copied); false (dropped, counted) when the queue is full.
+/* Queues r (copied); false (dropped, counted) when the queue is full or r
+ * does not fit in its byte budget.
  * Never blocks. */
 bool srv_predlog_submit(srv_predlog *l, const srv_served *r);
 /* Appends predictd_prediction_log_* lines. */
@@ -765,8 +777,9 @@ void srv_batcher_free(srv_batcher *b);
 /* ----------------------------------------------------------- connections */
 
 /* The HTTP server's open client connections (srv_conn.c): at most
- * max_connections (when all are taken the longest-idle keep-alive one is
- * closed for a new one; with none idle the new one is refused), and a
+ * max_connections (when all are taken the oldest one that has sent nothing
+ * since it was accepted, else the longest-idle keep-alive one, is closed
+ * for a new one; with neither the new one is refused), and a
  * sweeper thread that shuts down connections whose request header is not
  * whole header_timeout_s after they opened (or after the next request's
  * first byte), or whose request is not read whole read_timeout_s after its
@@ -787,9 +800,10 @@ rt_status srv_conns_new(const srv_conns_params *p, srv_conns **out, rt_err *err)
  * closed (records still registered are freed). NULL is fine. */
 void srv_conns_free(srv_conns *t);
 /* Whether a new connection may be accepted: true when fewer than
- * max_connections are open, or after shutting down the longest-idle
- * keep-alive connection for it; false (counted and logged) when none is
- * idle. */
+ * max_connections are open, or after shutting down the oldest silent
+ * connection (nothing received since it was accepted) or else the
+ * longest-idle keep-alive one for it; false (counted and logged) when none
+ * is silent or idle. */
 bool srv_conns_admit(srv_conns *t);
 /* Registers a connection on socket fd; exempt ones (the watchdog probe)
  * are neither counted nor closed. NULL when out of memory. The socket must
@@ -823,13 +837,17 @@ typedef struct srv_http_params {
     int connection_timeout_s;
     int request_read_timeout_s; /* close a connection whose request is not read
                                    whole this long after its first byte; 0 = off */
-    int max_connections;   /* client connections at once; idle keep-alive ones
-                              are reclaimed first, then new ones refused */
+    int max_connections;   /* client connections at once (0: 1024, or fewer to
+                              fit RLIMIT_NOFILE); silent ones (nothing sent
+                              since accept) are reclaimed first, then idle
+                              keep-alive ones, then new ones refused */
     int header_timeout_s;  /* close a connection whose request header is not
                               whole this long after it opened or after the next
                               request's first byte; 0 = off */
     size_t max_request_bytes;
     size_t max_total_request_bytes; /* bodies held at once; past it 429 */
+    size_t log_queue_bytes;    /* prediction-log queue's byte budget */
+    size_t shadow_queue_bytes; /* shadow queue's byte budget */
     bool enable_cors;
     rt_json_params json;
     srv_metrics *metrics;  /* may be NULL; the caller owns it */

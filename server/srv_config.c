@@ -73,12 +73,23 @@ static const srv_setting SETTINGS[] = {
     SIZE(max_request_bytes, BOTH, 1, INT64_C(1) << 30, 1572864, "largest request body, else 413"),
     SIZE(max_total_request_bytes, BOTH, 1, INT64_C(1) << 40, INT64_C(256) << 20,
          "request body bytes held at once; a request that does not fit gets 429 + Retry-After"),
+    SIZE(max_answer_bytes, BOTH, 1, INT64_C(1) << 40, INT64_C(64) << 20,
+         "largest answer to an inference request: one whose estimated size passes it is "
+         "refused with 400 before it is computed, one that grows past it while written too"),
+    SIZE(prediction_log_queue_bytes, BOTH, 1, INT64_C(1) << 40, INT64_C(64) << 20,
+         "bytes of requests and answers waiting for the prediction-log writer; a sampled "
+         "request that does not fit is not logged (predictd_prediction_log_dropped_total)"),
+    SIZE(shadow_queue_bytes, BOTH, 1, INT64_C(1) << 40, INT64_C(64) << 20,
+         "bytes of requests and answers waiting for their shadow run; a run that does not "
+         "fit is dropped (predictd_shadow_dropped_total)"),
     INT(connection_timeout_seconds, BOTH, 1, 86400, 60, "N", "idle connection timeout"),
     INT(request_read_timeout_seconds, BOTH, 0, 86400, 30, "N",
         "close a connection whose request is not read whole N s after its first byte; 0 = off"),
-    INT(max_connections, BOTH, 1, 1000000, 1024, "N",
-        "client connections open at once; when all are taken, idle keep-alive ones are closed "
-        "first, then new ones refused"),
+    INT(max_connections, BOTH, 0, 1000000, 0, "N",
+        "client connections open at once; when all are taken, one that has sent nothing since "
+        "it was accepted is closed for a new one, else the longest-idle keep-alive one, else "
+        "the new one is refused; 0 = 1024, or fewer when the open-files limit (less 256) is "
+        "lower"),
     INT(request_header_timeout_seconds, BOTH, 0, 86400, 10, "N",
         "close a connection whose request header is not in N s after it opened (or after the "
         "next request's first byte); 0 = off"),

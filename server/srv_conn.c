@@ -3,9 +3,11 @@
  * are, and which to close.
  *
  * - At most max_connections are open. When a new one arrives and all are
- *   taken, the connection idle the longest between two keep-alive requests
- *   is closed to make room (nginx reuses idle keep-alive connections the
- *   same way); when none is idle the new connection is refused (closed at
+ *   taken, one is closed to make room: first the oldest of those that have
+ *   sent nothing since they were accepted (a flood of silent sockets cannot
+ *   lock clients out), else the connection idle the longest between two
+ *   keep-alive requests (nginx reuses idle keep-alive connections the same
+ *   way); when there is neither the new connection is refused (closed at
  *   once), counted and logged (at most one line a second).
  * - A sweeper thread closes connections that hold a slot without sending:
  *   a request header not whole header_timeout after the connection opened
@@ -25,6 +27,7 @@
  */
 #include "srv.h"
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -108,6 +111,19 @@ static long long first_byte(srv_conn *c, long long now)
     return c->watch_start;
 }
 
+/* Nothing received since c was accepted (mu held): no request yet, none
+ * begun, no byte waiting in the socket, and TCP_INFO shows no data after
+ * the connection opened. */
+static bool is_silent(srv_conn *c, long long now)
+{
+    if (c->shut || c->exempt || atomic_load(&c->gen) > 0 || atomic_load(&c->headers_done) ||
+        first_byte(c, now) != 0)
+        return false;
+    char b;
+    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 /* Between two requests of a keep-alive connection, nothing of the next
  * one received (mu held). */
 static bool is_idle(srv_conn *c, long long now)
@@ -122,19 +138,25 @@ bool srv_conns_admit(srv_conns *t)
     pthread_mutex_lock(&t->mu);
     if (t->n_open - t->n_shut >= t->p.max_connections) {
         long long now = now_ms();
-        srv_conn *oldest = NULL;
+        srv_conn *oldest = NULL, *silent = NULL;
         long long oldest_at = 0;
-        for (srv_conn *c = t->list; c; c = c->next) {
+        /* the list runs newest first: the last silent one is the oldest */
+        for (srv_conn *c = t->list; c; c = c->next)
+            if (is_silent(c, now))
+                silent = c;
+        for (srv_conn *c = t->list; c && !silent; c = c->next) {
             if (!is_idle(c, now))
                 continue;
             long long at = atomic_load(&c->idle_since);
-            /* the list runs newest first: on a tie the older one wins */
+            /* on a tie the older one wins */
             if (!oldest || at <= oldest_at) {
                 oldest = c;
                 oldest_at = at;
             }
         }
-        if (oldest) {
+        if (silent) {
+            shut(t, silent, "silent_reclaimed");
+        } else if (oldest) {
             shut(t, oldest, "idle_reclaimed");
         } else {
             ok = false;
@@ -143,7 +165,7 @@ bool srv_conns_admit(srv_conns *t)
             if (now - t->refused_logged_at >= 1000) {
                 srv_log(SRV_LOG_WARN,
                         "connection limit: refused %lu new connection(s): all "
-                        "max_connections=%d are busy and none is idle",
+                        "max_connections=%d are busy and none is idle or silent",
                         t->refused_unlogged, t->p.max_connections);
                 t->refused_unlogged = 0;
                 t->refused_logged_at = now;

@@ -30,7 +30,8 @@
 #include <unistd.h>
 
 /* Sampled requests waiting for their shadow run / for the log writer; past
- * these, more are dropped and counted. */
+ * these (or past their byte budgets, shadow_queue_bytes and
+ * prediction_log_queue_bytes), more are dropped and counted. */
 #define SHADOW_QUEUE 256
 #define LOG_QUEUE 4096
 
@@ -45,10 +46,12 @@ srv_http_params srv_http_default_params(void)
     p.timeout_ms = 30000;
     p.connection_timeout_s = 60;
     p.request_read_timeout_s = 30;
-    p.max_connections = 1024;
+    p.max_connections = 0; /* from the open-files limit */
     p.header_timeout_s = 10;
     p.max_request_bytes = 1572864;
     p.max_total_request_bytes = (size_t)256 << 20;
+    p.log_queue_bytes = (size_t)64 << 20;
+    p.shadow_queue_bytes = (size_t)64 << 20;
     p.enable_cors = false;
     p.json = rt_json_default_params();
     p.batching = false;
@@ -168,20 +171,53 @@ static size_t unescape_url(void *cls, struct MHD_Connection *c, char *s)
  * the watchdog probe, and connections being reclaimed. */
 #define PROBE_SLOTS 8
 
-/* Raises the soft limit of open files to need (at most the hard limit), so
- * that max_connections sockets can be open. */
-static void raise_fd_limit(rlim_t need)
+/* Open files kept for the daemon's own use beside its client connections
+ * (listener, models, logs, libmicrohttpd's and systemd's descriptors). */
+#define FD_RESERVE 256
+/* max_connections when it is not set: this many, fewer when the open-files
+ * limit is lower. */
+#define AUTO_MAX_CONNECTIONS 1024
+
+/* Raises the soft limit of open files to need (at most the hard limit);
+ * returns the soft limit in force. */
+static rlim_t raise_fd_limit(rlim_t need)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
-        return;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return need;
+    if (rl.rlim_cur >= need)
+        return rl.rlim_cur;
     rlim_t want = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+    rlim_t was = rl.rlim_cur;
     rl.rlim_cur = want;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || want < need)
-        srv_log(SRV_LOG_WARN,
-                "open files limit is %llu: max_connections needs about %llu (raise "
-                "LimitNOFILE= or ulimit -n)",
-                (unsigned long long)want, (unsigned long long)need);
+    return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? want : was;
+}
+
+/* max_connections in force: the configured one (the open-files limit
+ * raised to fit it, a warning when it cannot be), or, when it is 0,
+ * AUTO_MAX_CONNECTIONS or what the open-files limit leaves room for
+ * (at least 16): a cap above that limit would let accept(2) fail first,
+ * before a silent or idle connection could be closed to make room. */
+static int resolve_max_connections(int configured)
+{
+    rlim_t want = (rlim_t)(configured > 0 ? configured : AUTO_MAX_CONNECTIONS) + FD_RESERVE;
+    rlim_t got = raise_fd_limit(want);
+    if (configured > 0) {
+        if (got < want)
+            srv_log(SRV_LOG_WARN,
+                    "open files limit is %llu: max_connections=%d needs about %llu (raise "
+                    "LimitNOFILE= or ulimit -n)",
+                    (unsigned long long)got, configured, (unsigned long long)want);
+        return configured;
+    }
+    int n = got >= want ? AUTO_MAX_CONNECTIONS
+            : got > FD_RESERVE + 16 ? (int)(got - FD_RESERVE) : 16;
+    if (n < AUTO_MAX_CONNECTIONS)
+        srv_log(SRV_LOG_INFO,
+                "max_connections=%d (the open files limit is %llu, %d of them kept for the "
+                "daemon's own files)",
+                n, (unsigned long long)got, FD_RESERVE);
+    return n;
 }
 
 rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atomic int *draining,
@@ -196,6 +232,7 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
     if (!h)
         return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
     h->p = *p;
+    h->p.max_connections = resolve_max_connections(p->max_connections);
     snprintf(h->metrics_path, sizeof h->metrics_path, "%s", p->metrics_path ? p->metrics_path : "");
     h->p.metrics_path = NULL; /* the caller's string may not outlive the start */
     h->p.host = NULL;         /* not kept */
@@ -206,13 +243,13 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
     pthread_mutex_init(&h->pool_mu, NULL);
     pthread_mutex_init(&h->conn_mu, NULL);
     rt_status st;
-    srv_conns_params cp = {p->max_connections, p->header_timeout_s, p->request_read_timeout_s,
-                           p->metrics};
+    srv_conns_params cp = {h->p.max_connections, p->header_timeout_s,
+                           p->request_read_timeout_s, p->metrics};
     if ((st = srv_conns_new(&cp, &h->conns, err)) != RT_OK)
         goto fail;
-    raise_fd_limit((rlim_t)p->max_connections + 256);
-    if ((st = srv_shadow_new(SHADOW_QUEUE, &p->json, &h->shadow, err)) != RT_OK ||
-        (st = srv_predlog_new(mgr, LOG_QUEUE, &h->predlog, err)) != RT_OK)
+    if ((st = srv_shadow_new(SHADOW_QUEUE, p->shadow_queue_bytes, &p->json, &h->shadow, err)) !=
+            RT_OK ||
+        (st = srv_predlog_new(mgr, LOG_QUEUE, p->log_queue_bytes, &h->predlog, err)) != RT_OK)
         goto fail;
     if (pthread_key_create(&h->tkey, NULL) != 0) {
         st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot create a thread key");
@@ -295,7 +332,8 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
          * its own limit between I/O threads, so each gets all of it and
          * room for the watchdog probe */
         {MHD_OPTION_CONNECTION_LIMIT,
-         (intptr_t)((unsigned)io_threads * ((unsigned)p->max_connections + PROBE_SLOTS)), NULL},
+         (intptr_t)((unsigned)io_threads * ((unsigned)h->p.max_connections + PROBE_SLOTS)),
+         NULL},
         /* libmicrohttpd clears this pool for every request; it holds only
          * the headers (bodies are gathered in our own buffer). */
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)SRV_CONN_MEMORY, NULL},

@@ -2,8 +2,9 @@
  * srv_predlog.c — prediction logs (TF Serving's logging_config, in
  * predictd's form): a sampled request and its answer become one JSON line
  * in DIR/MODEL.jsonl, written by one writer thread fed by a bounded queue
- * (srv_pool: a full queue drops the line and counts it; the request never
- * waits). Files are created 0600 (they hold user data) and rotated by size:
+ * (srv_pool: at most max_queue lines and max_bytes bytes of copied requests
+ * and answers wait; what does not fit is dropped and counted; the request
+ * never waits). Files are created 0600 (they hold user data) and rotated by size:
  * MODEL.jsonl -> MODEL.jsonl.1 -> ... -> MODEL.jsonl.(max_files-1), the
  * oldest removed. The line (docs/daemon.md, "Prediction logs"):
  *
@@ -21,10 +22,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,10 +37,14 @@ typedef struct logfile {
     char model[SRV_NAME_MAX + 1];
     char *path;               /* DIR/MODEL.jsonl */
     int fd;
-    uint64_t size;
+    uint64_t size;            /* bytes of whole lines (the end of the last one) */
+    bool torn;                /* the file may end inside a line: the next
+                                 line starts with a newline */
 } logfile;
 
 typedef struct line_job {
+    srv_predlog *l;
+    size_t held;              /* bytes of l->queued it holds */
     char model[SRV_NAME_MAX + 1];
     int64_t version;
     rt_method method;
@@ -52,6 +59,8 @@ struct srv_predlog {
     srv_pool *pool;
     logfile files[MAX_FILES_OPEN]; /* the writer thread's */
     size_t n_files;
+    size_t max_bytes;              /* budget of the queued jobs' bytes */
+    atomic_size_t queued;          /* bytes the queued (and running) jobs hold */
     pthread_mutex_t mu;            /* guards the counters */
     uint64_t lines, bytes, dropped, errors;
 };
@@ -87,7 +96,25 @@ static bool file_open(logfile *f, const char *dir)
         return false;
     }
     f->size = (uint64_t)sb.st_size;
+    /* a file that does not end with a newline (a crash mid-write, a torn
+     * write that could not be undone): the next line starts on a new line */
+    char last = '\n';
+    f->torn = sb.st_size > 0 && pread(f->fd, &last, 1, sb.st_size - 1) == 1 && last != '\n';
     return true;
+}
+
+/* After a write of a line at offset at that wrote only got of its bytes (a
+ * full disk): undo it, cutting the file back to its last whole line; when
+ * that fails the next line starts with a newline, so that the torn one
+ * stays a line of its own (not JSON, but never glued to a good one). */
+static void undo_torn(logfile *f, off_t at, size_t got)
+{
+    if (got == 0)
+        return;
+    if (at >= 0 && ftruncate(f->fd, at) == 0)
+        return;
+    f->size += got;
+    f->torn = true;
 }
 
 /* MODEL.jsonl -> .1 -> ... -> .(max_files-1); the oldest is removed. */
@@ -201,6 +228,7 @@ static char *render(const line_job *j)
 static void job_free(line_job *j)
 {
     if (j) {
+        atomic_fetch_sub(&j->l->queued, j->held);
         free(j->body);
         free(j->answer);
         free(j);
@@ -233,30 +261,49 @@ static void write_job(void *fn_ctx, void *arg, int worker)
             goto out;
         }
     }
-    ssize_t w = write(f->fd, text, n);
-    if (w == (ssize_t)n) {
-        f->size += n;
+    /* one write of the whole line (O_APPEND), a newline first when the
+     * file may end inside a line */
+    struct iovec iov[2] = {{(void *)"\n", 1}, {text, n}};
+    int first = f->torn ? 0 : 1;
+    size_t want = n + (f->torn ? 1 : 0);
+    off_t at = lseek(f->fd, 0, SEEK_END); /* where the line goes */
+    ssize_t w = writev(f->fd, iov + first, 2 - first);
+    int e = errno;
+    if (w == (ssize_t)want) {
+        f->size += want;
+        f->torn = false;
         pthread_mutex_lock(&l->mu);
         l->lines++;
-        l->bytes += n;
+        l->bytes += want;
         pthread_mutex_unlock(&l->mu);
     } else {
+        /* the line is lost (counted); what was written of it is undone */
+        undo_torn(f, at, w > 0 ? (size_t)w : 0);
         count(l, &l->errors, 1);
-        srv_log(SRV_LOG_WARN, "prediction log %s: write failed: %s", f->path,
-                w < 0 ? strerror(errno) : "short write");
+        srv_log(SRV_LOG_WARN,
+                "prediction log %s: write failed: %s (%zu of %zu bytes written%s); the line "
+                "is lost",
+                f->path, w < 0 ? strerror(e) : "short write (file system full?)",
+                w > 0 ? (size_t)w : 0, want,
+                w <= 0    ? ""
+                : f->torn ? ", not cut off: the next line starts on a new line"
+                          : ", cut off again");
     }
 out:
     cJSON_free(text);
     job_free(j);
 }
 
-rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, srv_predlog **out, rt_err *err)
+rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, size_t max_bytes,
+                          srv_predlog **out, rt_err *err)
 {
     *out = NULL;
     srv_predlog *l = calloc(1, sizeof *l);
     if (!l)
         return rt_err_set(err, RT_ERR_NOMEM, "prediction log: out of memory");
     l->mgr = mgr;
+    l->max_bytes = max_bytes;
+    atomic_init(&l->queued, 0);
     pthread_mutex_init(&l->mu, NULL);
     rt_status st = srv_pool_new(1, max_queue, write_job, l, &l->pool, err);
     if (st != RT_OK) {
@@ -281,8 +328,20 @@ void srv_predlog_free(srv_predlog *l)
 
 bool srv_predlog_submit(srv_predlog *l, const srv_served *r)
 {
+    /* the budget first: nothing is copied for a line that does not fit */
+    size_t need = sizeof(line_job) + r->body_len + r->answer_len;
+    size_t was = atomic_fetch_add(&l->queued, need);
+    if (need > l->max_bytes || was > l->max_bytes - need) {
+        atomic_fetch_sub(&l->queued, need);
+        count(l, &l->dropped, 1);
+        return false;
+    }
     line_job *j = calloc(1, sizeof *j);
+    if (!j)
+        atomic_fetch_sub(&l->queued, need);
     if (j) {
+        j->l = l;
+        j->held = need;
         snprintf(j->model, sizeof j->model, "%s", r->model);
         j->version = r->version;
         j->method = r->method;
@@ -315,14 +374,19 @@ rt_status srv_predlog_metrics(srv_predlog *l, rt_buf *o)
         "# TYPE predictd_prediction_log_bytes_total counter\n"
         "predictd_prediction_log_bytes_total %llu\n"
         "# HELP predictd_prediction_log_dropped_total Sampled requests not logged: the "
-        "writer's queue was full.\n"
+        "writer's queue was full (4096 lines or prediction_log_queue_bytes).\n"
         "# TYPE predictd_prediction_log_dropped_total counter\n"
         "predictd_prediction_log_dropped_total %llu\n"
         "# HELP predictd_prediction_log_errors_total Lines that could not be written.\n"
         "# TYPE predictd_prediction_log_errors_total counter\n"
-        "predictd_prediction_log_errors_total %llu\n",
+        "predictd_prediction_log_errors_total %llu\n"
+        "# HELP predictd_prediction_log_queued_bytes Bytes of requests and answers waiting "
+        "for the writer (at most prediction_log_queue_bytes).\n"
+        "# TYPE predictd_prediction_log_queued_bytes gauge\n"
+        "predictd_prediction_log_queued_bytes %zu\n",
         (unsigned long long)l->lines, (unsigned long long)l->bytes,
-        (unsigned long long)l->dropped, (unsigned long long)l->errors);
+        (unsigned long long)l->dropped, (unsigned long long)l->errors,
+        (size_t)atomic_load(&l->queued));
     pthread_mutex_unlock(&l->mu);
     return r ? RT_ERR_NOMEM : RT_OK;
 }

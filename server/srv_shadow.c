@@ -1,8 +1,9 @@
 /*
  * srv_shadow.c — shadow traffic: a sampled request that a version answered
  * is run again on the model's shadow version, after the client's answer was
- * sent, on a thread of its own fed by a bounded queue (srv_pool: when it is
- * full the request is dropped and counted, never waited for). The shadow's
+ * sent, on a thread of its own fed by a bounded queue (srv_pool: at most
+ * max_queue runs and max_bytes bytes of copied requests and answers wait;
+ * what does not fit is dropped and counted, never waited for). The shadow's
  * answer is compared with the served one instance by instance: the class
  * (class_ids, classes, or the best label of :classify) and the score
  * (logistic, predictions, or :regress's value), and the divergence goes to
@@ -16,6 +17,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,7 @@ typedef struct pair {
 
 typedef struct job {
     srv_shadow *s;
+    size_t held;                       /* bytes of s->queued it holds */
     srv_version *shadow;               /* its reference */
     char model[SRV_NAME_MAX + 1];
     int64_t version;
@@ -47,6 +50,8 @@ struct srv_shadow {
     srv_pool *pool;
     rt_json_params json;
     rt_ctx *ctx;                       /* the shadow thread's */
+    size_t max_bytes;                  /* budget of the queued jobs' bytes */
+    atomic_size_t queued;              /* bytes the queued (and running) jobs hold */
     pthread_mutex_t mu;                /* guards the counters below */
     pair pairs[MAX_PAIRS];
     size_t n_pairs;
@@ -156,6 +161,7 @@ static void job_free(job *j)
     if (!j)
         return;
     srv_version_release(j->shadow);
+    atomic_fetch_sub(&j->s->queued, j->held);
     free(j->body);
     free(j->answer);
     free(j);
@@ -219,8 +225,8 @@ static void run_job(void *fn_ctx, void *arg, int worker)
     job_free(j);
 }
 
-rt_status srv_shadow_new(size_t max_queue, const rt_json_params *json, srv_shadow **out,
-                         rt_err *err)
+rt_status srv_shadow_new(size_t max_queue, size_t max_bytes, const rt_json_params *json,
+                         srv_shadow **out, rt_err *err)
 {
     *out = NULL;
     srv_shadow *s = calloc(1, sizeof *s);
@@ -229,6 +235,8 @@ rt_status srv_shadow_new(size_t max_queue, const rt_json_params *json, srv_shado
         return rt_err_set(err, RT_ERR_NOMEM, "shadow: out of memory");
     }
     s->json = *json;
+    s->max_bytes = max_bytes;
+    atomic_init(&s->queued, 0);
     pthread_mutex_init(&s->mu, NULL);
     rt_status st = srv_pool_new(1, max_queue, run_job, s, &s->pool, err);
     if (st != RT_OK) {
@@ -253,9 +261,17 @@ void srv_shadow_free(srv_shadow *s)
 
 bool srv_shadow_submit(srv_shadow *s, const srv_served *r, srv_version *shadow)
 {
-    job *j = calloc(1, sizeof *j);
+    /* the budget first: nothing is copied for a run that does not fit */
+    size_t need = sizeof(job) + r->body_len + r->answer_len;
+    size_t was = atomic_fetch_add(&s->queued, need);
+    job *j = NULL;
+    if (need <= s->max_bytes && was <= s->max_bytes - need)
+        j = calloc(1, sizeof *j);
+    if (!j)
+        atomic_fetch_sub(&s->queued, need);
     if (j) {
         j->s = s;
+        j->held = need;
         j->shadow = shadow;
         snprintf(j->model, sizeof j->model, "%s", r->model);
         j->version = r->version;
@@ -284,9 +300,14 @@ rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *o)
     int r = 0;
     pthread_mutex_lock(&s->mu);
     r |= rt_buf_printf(o, "# HELP predictd_shadow_dropped_total Shadow runs dropped: the shadow "
-                          "queue was full.\n# TYPE predictd_shadow_dropped_total counter\n"
-                          "predictd_shadow_dropped_total %llu\n",
-                       (unsigned long long)(s->dropped + s->lost));
+                          "queue was full (256 runs or shadow_queue_bytes).\n"
+                          "# TYPE predictd_shadow_dropped_total counter\n"
+                          "predictd_shadow_dropped_total %llu\n"
+                          "# HELP predictd_shadow_queued_bytes Bytes of requests and answers "
+                          "waiting for their shadow run (at most shadow_queue_bytes).\n"
+                          "# TYPE predictd_shadow_queued_bytes gauge\n"
+                          "predictd_shadow_queued_bytes %zu\n",
+                       (unsigned long long)(s->dropped + s->lost), (size_t)atomic_load(&s->queued));
     static const char *const names[] = {
         "requests_total", "errors_total", "instances_total", "class_differs_total",
         "abs_diff_sum", "scored_instances_total", "seconds_total", "class_differs_ratio",

@@ -54,7 +54,7 @@ static void test_full_queue_drops(void **state)
     srv_manager *mgr = manager_logging_to(dir);
     srv_predlog *l = NULL;
     rt_err err = {{0}};
-    assert_int_equal(srv_predlog_new(mgr, 4, &l, &err), RT_OK);
+    assert_int_equal(srv_predlog_new(mgr, 4, (size_t)64 << 20, &l, &err), RT_OK);
     const char *body = "{\"instances\": [{\"x\": 1}]}", *answer = "{\"predictions\": [0.5]}";
     srv_served r = {"m", 7, RT_METHOD_PREDICT, 200, 0.001, 1.8e9,
                     body, strlen(body), answer, strlen(answer)};
