@@ -242,8 +242,8 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
         srv_version *v = NULL;
         rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
         srv_version_release(v);
-        if (st == RT_ERR_NOTFOUND && !srv_manager_has_model(h->mgr, r->model))
-            return srv_http_send_error(h, conn, 404, "%s", err.msg);
+        if (st == RT_ERR_NOTFOUND || st == RT_ERR_INVALID) /* unknown: /v1's 404, 400 */
+            return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
         bool ok = st == RT_OK;
         int e = rt_buf_puts(&out, "{\"name\": ");
         e |= rt_buf_json_string(&out, r->model, strlen(r->model));
