@@ -351,7 +351,7 @@ static rt_status read_input(v2p *p, size_t pos)
         return st;
     if (v.kind != RT_JV_OBJECT)
         return type_error(p, where, "an object (a tensor)", &v);
-    char dtype[24] = "";
+    char dtype[24] = "", wn[120];
     size_t dlen = 0;
     for (;;) {
         int more;
@@ -377,8 +377,8 @@ static rt_status read_input(v2p *p, size_t pos)
             if ((st = rt_jr_value(r, &v)) != RT_OK)
                 return st;
             if (v.kind != RT_JV_STRING)
-                return type_error(p, where, k ? "a string in \"datatype\"" : "a string in "
-                                  "\"name\"", &v);
+                return type_error(p, where_in(p, in, wn, sizeof wn),
+                                  k ? "a string in \"datatype\"" : "a string in \"name\"", &v);
             if (k == 0) {
                 size_t n = v.n < sizeof in->name - 8 ? v.n : sizeof in->name - 8;
                 memcpy(in->name, v.s, n);
@@ -394,18 +394,19 @@ static rt_status read_input(v2p *p, size_t pos)
             }
             break;
         case 1:
-            if ((st = read_shape(p, in, where)) != RT_OK)
+            if ((st = read_shape(p, in, where_in(p, in, wn, sizeof wn))) != RT_OK)
                 return st;
             break;
         case 3:
-            if ((st = read_params(p, PAR_INPUT, where, in, NULL, NULL)) != RT_OK)
+            if ((st = read_params(p, PAR_INPUT, where_in(p, in, wn, sizeof wn), in, NULL,
+                                  NULL)) != RT_OK)
                 return st;
             break;
         case 4:
             if (rt_jr_peek(r) != '[') {
                 if ((st = rt_jr_value(r, &v)) != RT_OK)
                     return st;
-                return type_error(p, where, "a list in \"data\"", &v);
+                return type_error(p, where_in(p, in, wn, sizeof wn), "a list in \"data\"", &v);
             }
             in->data = rt_jr_save(r);
             in->has_data = true;
