@@ -242,7 +242,11 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
         srv_version *v = NULL;
         rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
         srv_version_release(v);
-        if (st == RT_ERR_NOTFOUND || st == RT_ERR_INVALID) /* unknown: /v1's 404, 400 */
+        /* an unknown model, version or label: /v1's 404 or 400; a known
+         * model without a version yet: not ready (503) */
+        if ((st == RT_ERR_NOTFOUND &&
+             (r->version >= 0 || !srv_manager_has_model(h->mgr, r->model))) ||
+            st == RT_ERR_INVALID)
             return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
         bool ok = st == RT_OK;
         int e = rt_buf_puts(&out, "{\"name\": ");
