@@ -206,8 +206,10 @@ rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_
     q->answer_header = 0;
     int rc = rt_buf_puts(out, "{\"model_name\": ");
     rc |= rt_buf_json_string(out, q->name.data ? q->name.data : "", q->name.len);
-    if (q->version >= 0)
-        rc |= rt_buf_printf(out, ", \"model_version\": \"%" PRId64 "\"", q->version);
+    if (q->version >= 0) {
+        rc |= rt_buf_puts(out, ", \"model_version\": \"");
+        rc |= put_int(out, q->version) | rt_buf_append(out, "\"", 1);
+    }
     if (q->id.len) {
         rc |= rt_buf_puts(out, ", \"id\": ");
         rc |= rt_buf_append(out, q->id.data, q->id.len);
@@ -230,13 +232,16 @@ rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_
         }
         rc |= rt_buf_puts(out, k ? ", {\"name\": " : "{\"name\": ");
         rc |= rt_buf_json_string(out, t->name, strlen(t->name));
-        rc |= rt_buf_printf(out, ", \"datatype\": \"%s\", \"shape\": [%zu, %zu], ", dt, o->n,
-                            width);
+        /* appended piece by piece: no printf on the hot path */
+        rc |= rt_buf_puts(out, ", \"datatype\": \"") | rt_buf_puts(out, dt);
+        rc |= rt_buf_puts(out, "\", \"shape\": [") | put_int(out, (int64_t)o->n);
+        rc |= rt_buf_append(out, ", ", 2) | put_int(out, (int64_t)width);
+        rc |= rt_buf_append(out, "], ", 3);
         if (sel->binary) {
             size_t before = q->bin.len;
             rc |= put_elements(&q->bin, g, o, t, sel, width, &tmp, taken);
-            rc |= rt_buf_printf(out, "\"parameters\": {\"binary_data_size\": %zu}}",
-                                q->bin.len - before);
+            rc |= rt_buf_puts(out, "\"parameters\": {\"binary_data_size\": ");
+            rc |= put_int(out, (int64_t)(q->bin.len - before)) | rt_buf_append(out, "}}", 2);
             any_bin = true;
         } else {
             rc |= rt_buf_puts(out, "\"data\": [");

@@ -161,7 +161,8 @@ static rt_status type_error(v2p *p, const char *where, const char *want, const r
 typedef enum { PAR_REQUEST, PAR_INPUT, PAR_OUTPUT } par_kind;
 
 /* Reads a "parameters" object (the reader before its value). The known
- * keys are checked and taken; others are skipped. */
+ * keys are checked and taken; others are skipped. where names the owner
+ * in messages (NULL: input in's). */
 static rt_status read_params(v2p *p, par_kind kind, const char *where, v2_in *in, int *binary,
                              int64_t *classes)
 {
@@ -170,8 +171,10 @@ static rt_status read_params(v2p *p, par_kind kind, const char *where, v2_in *in
     rt_status st = rt_jr_value(r, &v);
     if (st != RT_OK)
         return st;
+    char wb0[120];
     if (v.kind != RT_JV_OBJECT)
-        return type_error(p, where, "an object in \"parameters\"", &v);
+        return type_error(p, where ? where : where_in(p, in, wb0, sizeof wb0),
+                          "an object in \"parameters\"", &v);
     for (;;) {
         int more;
         const char *key;
@@ -189,21 +192,26 @@ static rt_status read_params(v2p *p, par_kind kind, const char *where, v2_in *in
                 return st;
             continue;
         }
-        char name[40];
-        snprintf(name, sizeof name, "%.*s", (int)(klen < 30 ? klen : 30), key);
+        const char *name = want_bool ? (kind == PAR_REQUEST ? "binary_data_output" : "binary_data")
+                           : want_size ? "binary_data_size"
+                                       : "classification";
         if ((st = rt_jr_value(r, &v)) != RT_OK)
             return st;
-        char at[160];
-        snprintf(at, sizeof at, "%s: parameters.%s", where, name);
+        char at[200];
+        char wb[120];
+#define AT()                                                                                 \
+    (snprintf(at, sizeof at, "%s: parameters.%s", where ? where : where_in(p, in, wb, sizeof wb), \
+              name),                                                                         \
+     at)
         if (want_bool) {
             if (v.kind != RT_JV_TRUE && v.kind != RT_JV_FALSE)
-                return type_error(p, at, "true or false", &v);
+                return type_error(p, AT(), "true or false", &v);
             *binary = v.kind == RT_JV_TRUE;
         } else {
             uint64_t x;
             if (!read_uint(&v, &x) || (want_cls && (x == 0 || x > INT32_MAX)))
-                return type_error(p, at, want_cls ? "a positive integer (how many classes)"
-                                                  : "a non-negative integer (bytes)", &v);
+                return type_error(p, AT(), want_cls ? "a positive integer (how many classes)"
+                                                    : "a non-negative integer (bytes)", &v);
             if (want_size) {
                 in->has_bin = true;
                 in->bin_size = x;
@@ -211,23 +219,24 @@ static rt_status read_params(v2p *p, par_kind kind, const char *where, v2_in *in
                 *classes = (int64_t)x;
             }
         }
+#undef AT
     }
 }
 
 /* ------------------------------------------------------------- inputs */
 
 /* Reads a "shape" list into in (the reader before its value). */
-static rt_status read_shape(v2p *p, v2_in *in, const char *where)
+static rt_status read_shape(v2p *p, v2_in *in)
 {
     rt_jr *r = p->r;
     rt_jv v;
     rt_status st = rt_jr_value(r, &v);
     if (st != RT_OK)
         return st;
-    char at[160];
-    snprintf(at, sizeof at, "%s: shape", where);
+    char at[160], wb[120];
+#define AT() (snprintf(at, sizeof at, "%s: shape", where_in(p, in, wb, sizeof wb)), at)
     if (v.kind != RT_JV_LIST)
-        return type_error(p, at, "a list of dimensions", &v);
+        return type_error(p, AT(), "a list of dimensions", &v);
     in->rank = 0;
     for (;;) {
         int more;
@@ -237,23 +246,27 @@ static rt_status read_shape(v2p *p, v2_in *in, const char *where)
             return st;
         uint64_t x;
         if (!read_uint(&v, &x))
-            return type_error(p, at, "non-negative integer dimensions", &v);
+            return type_error(p, AT(), "non-negative integer dimensions", &v);
         if (in->rank < MAX_RANK)
             in->shape[in->rank] = x;
         in->rank++;
     }
     in->has_shape = true;
     return st;
+#undef AT
 }
 
 /* The checks of one input once its object is read. */
 static rt_status check_input(v2p *p, v2_in *in, const char *dtype, size_t dlen)
 {
+    /* messages are formatted only when one is needed: this runs per input */
     char where[120], decl[64], got[96];
+#define WHERE() where_in(p, in, where, sizeof where)
+#define DECL() (declared(p, in->idx, decl, sizeof decl), decl)
+#define GOT() (shape_text(in->shape, in->rank, got, sizeof got), got)
     size_t pos = (size_t)(in - p->ins);
     if (!in->has_name)
         return rt_err_set(p->sem, RT_ERR_INVALID, "inputs[%zu]: missing \"name\"", pos);
-    where_in(p, in, where, sizeof where);
     if (in->odd_name)
         in->idx = -1;
     else if (p->md.kind == RT_IN_FEATURES)
@@ -264,68 +277,69 @@ static rt_status check_input(v2p *p, v2_in *in, const char *dtype, size_t dlen)
         char names[320];
         rt_json_list_inputs(p->g, &p->md, names, sizeof names);
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: unknown input \"%s\"; the model's "
-                          "inputs: %s", where, in->name, names);
+                          "inputs: %s", WHERE(), in->name, names);
     }
     for (size_t k = 0; k < pos; k++)
         if (p->ins[k].idx == in->idx)
             return rt_err_set(p->sem, RT_ERR_INVALID, "%s: given twice (also inputs[%zu])",
-                              where, k);
-    declared(p, in->idx, decl, sizeof decl);
+                              WHERE(), k);
     if (!in->has_dtype)
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: missing \"datatype\" (the model's "
-                          "input %s is %s)", where, in->name, decl);
+                          "input %s is %s)", WHERE(), in->name, DECL());
     in->bytes = p->md.kind != RT_IN_FEATURES ||
                 p->g->inputs[in->idx].dtype == PREDICTD__DTYPE__DT_STRING;
     const char *want = in->bytes ? "BYTES" : "FP32";
     if (dlen != strlen(want) || memcmp(dtype, want, dlen) != 0)
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: datatype \"%.*s\", but the model's "
-                          "input %s is %s", where, (int)(dlen > 20 ? 20 : dlen), dtype, in->name,
-                          decl);
+                          "input %s is %s", WHERE(), (int)(dlen > 20 ? 20 : dlen), dtype, in->name,
+                          DECL());
     if (!in->has_shape)
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: missing \"shape\" (the model's input "
-                          "%s is %s)", where, in->name, decl);
+                          "%s is %s)", WHERE(), in->name, DECL());
     in->width = p->md.kind == RT_IN_FEATURES ? rt_v2_input_width(p->g, p->sig, (size_t)in->idx)
                                              : 1;
     size_t rank = in->width > 1 ? 2 : 1;
-    shape_text(in->shape, in->rank, got, sizeof got);
     if (in->rank != rank || (rank == 2 && in->shape[1] != in->width))
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: shape %s, but the model's input %s is "
-                          "%s (-1: any number of instances)", where, got, in->name, decl);
+                          "%s (-1: any number of instances)", WHERE(), GOT(), in->name, DECL());
     if (in->shape[0] > p->params->max_instances)
         return rt_err_set(p->sem, RT_ERR_LIMIT, "%s: shape %s holds %llu instances, the limit "
-                          "is %zu", where, got, (unsigned long long)in->shape[0],
+                          "is %zu", WHERE(), GOT(), (unsigned long long)in->shape[0],
                           p->params->max_instances);
     if (pos > 0 && in->shape[0] != p->ins[0].shape[0]) {
         char first[120];
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: shape %s, but %s has %llu instances "
-                          "(every input needs the same first dimension)", where, got,
+                          "(every input needs the same first dimension)", WHERE(), GOT(),
                           where_in(p, &p->ins[0], first, sizeof first),
                           (unsigned long long)p->ins[0].shape[0]);
     }
     if (in->has_data && in->has_bin)
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: give \"data\" or "
-                          "parameters.binary_data_size, not both", where);
+                          "parameters.binary_data_size, not both", WHERE());
     if (!in->has_data && !in->has_bin)
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: missing \"data\" (or "
                           "parameters.binary_data_size with the binary tensor data extension)",
-                          where);
+                          WHERE());
     if (in->has_bin) {
         if (!p->has_header)
             return rt_err_set(p->sem, RT_ERR_INVALID, "%s: parameters.binary_data_size needs "
                               "the Inference-Header-Content-Length header (the binary tensor "
-                              "data extension)", where);
+                              "data extension)", WHERE());
         uint64_t count = in->shape[0] * (uint64_t)in->width;
         if (!in->bytes && in->bin_size != count * 4)
             return rt_err_set(p->sem, RT_ERR_INVALID, "%s: binary_data_size %llu, but shape %s "
-                              "of FP32 takes %llu bytes", where,
-                              (unsigned long long)in->bin_size, got,
+                              "of FP32 takes %llu bytes", WHERE(),
+                              (unsigned long long)in->bin_size, GOT(),
                               (unsigned long long)(count * 4));
         if (in->bin_size > UINT64_MAX / 2 - p->bin_total)
-            return rt_err_set(p->sem, RT_ERR_INVALID, "%s: binary_data_size too large", where);
+            return rt_err_set(p->sem, RT_ERR_INVALID, "%s: binary_data_size too large", WHERE());
         in->bin_off = (size_t)p->bin_total;
         p->bin_total += in->bin_size;
     }
     return RT_OK;
+#undef WHERE
+#undef DECL
+#undef GOT
 }
 
 /* One element of "inputs" (the reader before it). */
@@ -343,15 +357,14 @@ static rt_status read_input(v2p *p, size_t pos)
     }
     v2_in *in = &p->ins[p->n_ins++];
     memset(in, 0, sizeof *in);
-    char where[40];
-    snprintf(where, sizeof where, "inputs[%zu]", pos);
+    char wn[120];
     rt_jv v;
     rt_status st = rt_jr_value(r, &v);
     if (st != RT_OK)
         return st;
     if (v.kind != RT_JV_OBJECT)
-        return type_error(p, where, "an object (a tensor)", &v);
-    char dtype[24] = "", wn[120];
+        return type_error(p, where_in(p, in, wn, sizeof wn), "an object (a tensor)", &v);
+    char dtype[24] = "";
     size_t dlen = 0;
     for (;;) {
         int more;
@@ -369,8 +382,8 @@ static rt_status read_input(v2p *p, size_t pos)
                                                              : -1;
         if ((k == 0 && in->has_name) || (k == 1 && in->has_shape) ||
             (k == 2 && in->has_dtype) || (k == 4 && in->has_data))
-            return rt_err_set(p->sem, RT_ERR_INVALID, "%s: key \"%.*s\" given twice", where,
-                              (int)klen, key);
+            return rt_err_set(p->sem, RT_ERR_INVALID, "%s: key \"%.*s\" given twice",
+                              where_in(p, in, wn, sizeof wn), (int)klen, key);
         switch (k) {
         case 0:
         case 2:
@@ -394,12 +407,11 @@ static rt_status read_input(v2p *p, size_t pos)
             }
             break;
         case 1:
-            if ((st = read_shape(p, in, where_in(p, in, wn, sizeof wn))) != RT_OK)
+            if ((st = read_shape(p, in)) != RT_OK)
                 return st;
             break;
         case 3:
-            if ((st = read_params(p, PAR_INPUT, where_in(p, in, wn, sizeof wn), in, NULL,
-                                  NULL)) != RT_OK)
+            if ((st = read_params(p, PAR_INPUT, NULL, in, NULL, NULL)) != RT_OK)
                 return st;
             break;
         case 4:
