@@ -49,6 +49,7 @@ import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -252,6 +253,11 @@ local f = io.open(os.getenv("BENCH_BODY"), "rb")
 wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/json"
+-- BENCH_HEADERS: more headers, "Name: value" a line (they win over the above)
+for line in (os.getenv("BENCH_HEADERS") or ""):gmatch("[^\n]+") do
+  local k, v = line:match("^([^:]+):%s*(.*)$")
+  if k then wrk.headers[k] = v end
+end
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
@@ -272,10 +278,10 @@ def cpu_seconds(pid):
         return None
 
 
-def wrk(url, body_path, conns, seconds=None, pid=None):
+def wrk(url, body_path, conns, seconds=None, pid=None, headers=None):
     """One wrk run; returns a dict or raises. With pid, also the server's CPU
     time per request (a figure that other work on the machine moves much
-    less than req/s)."""
+    less than req/s). headers: more request headers (a dict)."""
     seconds = seconds or SECONDS
     cpu0 = cpu_seconds(pid) if pid else None
     lua = os.path.join(TMP, "post.lua")
@@ -284,7 +290,8 @@ def wrk(url, body_path, conns, seconds=None, pid=None):
             f.write(WRK_LUA)
     argv = pinned(LOAD_CPU, ["wrk", "-t1", "-c%d" % conns, "-d%ds" % seconds,
                              "--timeout", "10s", "-s", lua, url])
-    env = dict(os.environ, BENCH_BODY=body_path)
+    env = dict(os.environ, BENCH_BODY=body_path,
+               BENCH_HEADERS="".join("%s: %s\n" % kv for kv in (headers or {}).items()))
     out = subprocess.run(argv, env=env, capture_output=True, text=True,
                          timeout=seconds + 30).stdout
     m = re.search(r"BENCH requests=(\d+) duration_us=(\d+) errors=(\d+) non2xx=(\d+) "
@@ -1283,6 +1290,95 @@ def fmt(x, nd=0):
     return str(x)
 
 
+V2_SINGLE_GOAL = 0.95  # v2 JSON single instance over /v1 :predict req/s (issue 24)
+
+
+def v2_body(insts, datatypes, binary):
+    """An Open Inference Protocol infer body for insts: JSON tensors, or binary
+    tensors after the JSON header. Returns (bytes, headers)."""
+    tensors, tail = [], b""
+    for name, dt in datatypes.items():
+        vals = [d[name] for d in insts]
+        t = {"name": name, "shape": [len(insts)], "datatype": dt}
+        if not binary:
+            t["data"] = vals
+        else:
+            raw = struct.pack("<%df" % len(vals), *vals) if dt == "FP32" else b"".join(
+                struct.pack("<I", len(v.encode())) + v.encode() for v in vals)
+            t["parameters"] = {"binary_data_size": len(raw)}
+            tail += raw
+        tensors.append(t)
+    head = json.dumps({"inputs": tensors}).encode()
+    if not binary:
+        return head, {}
+    return head + tail, {"Inference-Header-Content-Length": str(len(head)),
+                         "Content-Type": "application/octet-stream"}
+
+
+@group(16, "Open Inference Protocol (KServe v2): one instance as v2 JSON vs /v1 :predict; "
+           "batch 1000 as binary tensors vs /v1 JSON")
+def g16():
+    m = census_model()
+    out = {"method": "one daemon; /v1 and /v2 wrk runs alternate; ratio = median of per-pair "
+                     "req/s ratios (single instance, goal >= %.2f), instances per CPU-second "
+                     "of the server at batch 1000 (binary must beat /v1 JSON)" % V2_SINGLE_GOAL}
+    d = Daemon(m["base"])
+    try:
+        code, meta = http("GET", "http://127.0.0.1:%d/v2/models/census" % d.port)
+        if code != 200:
+            raise RuntimeError("v2 metadata answered %s" % code)
+        dts = {t["name"]: t["datatype"] for t in json.loads(meta)["inputs"]}
+        v2url = "http://127.0.0.1:%d/v2/models/census/infer" % d.port
+        one = [tutorial_instance()]
+        v1b = write_body("rows-1.json", rows_body(1))
+        body, _ = v2_body(one, dts, False)
+        v2b = os.path.join(TMP, "v2-1.json")
+        with open(v2b, "wb") as f:
+            f.write(body)
+        if http("POST", v2url, body)[0] != 200:
+            raise RuntimeError("v2 infer of one instance was refused")
+        p1, p2 = [], []
+        for _ in range(RUNS):
+            p1.append(wrk(d.url(), v1b, 16, pid=d.p.pid))
+            p2.append(wrk(v2url, v2b, 16, pid=d.p.pid))
+        out["v1_predict_single_c16"] = summarize(p1)
+        out["v2_json_single_c16"] = summarize(p2)
+        ratio = median([b["rps"] / a["rps"] for a, b in zip(p1, p2) if a["rps"]])
+        out["v2_over_v1_single"] = round(ratio, 3) if ratio else None
+        out["v2_single_goal"] = V2_SINGLE_GOAL
+        out["v2_single_goal_met"] = bool(ratio and ratio >= V2_SINGLE_GOAL)
+        insts = csv_instances(1000)[0]
+        v1k = write_body("rows-1000.json", rows_body(1000))
+        body, hd = v2_body(insts, dts, True)
+        v2k = os.path.join(TMP, "v2-1000.bin")
+        with open(v2k, "wb") as f:
+            f.write(body)
+        req = urllib.request.Request(v2url, data=body, headers=hd, method="POST")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            if r.status != 200:
+                raise RuntimeError("v2 binary batch of 1000 was refused")
+        b1, b2 = [], []
+        for _ in range(RUNS):
+            b1.append(wrk(d.url(), v1k, 4, pid=d.p.pid))
+            b2.append(wrk(v2url, v2k, 4, pid=d.p.pid, headers=hd))
+        for key, runs, path in (("v1_json_batch_1000", b1, v1k),
+                                ("v2_binary_batch_1000", b2, v2k)):
+            r = summarize(runs)
+            r["instances_per_s"] = r["rps"] * 1000
+            if r.get("cpu_us_per_request"):
+                r["instances_per_cpu_s"] = 1000 * 1e6 / r["cpu_us_per_request"]
+            r["body_bytes"] = os.path.getsize(path)
+            out[key] = r
+        a = out["v1_json_batch_1000"].get("instances_per_cpu_s")
+        b = out["v2_binary_batch_1000"].get("instances_per_cpu_s")
+        if a and b:
+            out["v2_binary_over_v1_json_batch_1000"] = round(b / a, 3)
+            out["v2_binary_beats_v1_json"] = b > a
+    finally:
+        d.close()
+    return out
+
+
 @group(9, "tuning: Bayesian vs random search regret (Branin, Hartmann-6)")
 def g9():
     script = os.path.join(ROOT, "bench", "tune_bench.py")
@@ -1368,7 +1464,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15, g16):
             g()
     finally:
         for p in STARTED:

@@ -6,6 +6,8 @@
  *       like `saved_model_cli show --all` (or one signature), plus the
  *       feature columns, the graph and the training metadata.
  *   predict-model predict --dir EXPORT --json-instances FILE
+ *   predict-model predict --dir EXPORT --v2-request FILE (an Open Inference
+ *       Protocol body: prints the answer predictd sends for it)
  *                         [--format table|json] [--signature_def NAME]
  *       like `gcloud ml-engine local predict`: one JSON instance per line.
  *   predict-model transform --dir EXPORT --json-instances FILE
@@ -26,6 +28,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +43,8 @@ static const char USAGE[] =
     "usage: predict-model show --dir EXPORT [--all | --signature_def NAME]\n"
     "       predict-model predict --dir EXPORT --json-instances FILE\n"
     "                             [--format table|json] [--signature_def NAME]\n"
+    "       predict-model predict --dir EXPORT --v2-request FILE\n"
+    "                             [--v2-header-length N] [--model-name NAME]\n"
     "       predict-model transform --dir EXPORT --json-instances FILE\n"
     "                               [--format text|json] [--leaves]\n"
     "       predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
@@ -65,12 +70,21 @@ static const char HELP_SHOW[] =
 static const char HELP_PREDICT[] =
     "usage: predict-model predict --dir EXPORT --json-instances FILE\n"
     "                             [--format table|json] [--signature_def NAME]\n"
+    "       predict-model predict --dir EXPORT --v2-request FILE\n"
+    "                             [--v2-header-length N] [--model-name NAME]\n"
     "\n"
     "Runs the model on FILE, one JSON instance per line (as gcloud ml-engine\n"
     "local predict takes them; blank lines are skipped). --format table\n"
     "(default) prints one upper-case column per output (CLASS_IDS CLASSES\n"
     "LOGISTIC LOGITS PROBABILITIES ...), one row per instance; --format json\n"
     "prints TensorFlow Serving's answer {\"predictions\": [...]}.\n"
+    "--v2-request FILE reads an Open Inference Protocol (KServe v2) infer\n"
+    "body instead and prints the answer predictd sends for it, byte for byte\n"
+    "(docs/v2-protocol.md): --v2-header-length N is the request's\n"
+    "Inference-Header-Content-Length (binary tensors follow the first N\n"
+    "bytes; without it the whole file is JSON), --model-name the model_name\n"
+    "to answer with (the export's name by default). A binary answer's JSON\n"
+    "length goes to stderr as \"Inference-Header-Content-Length: N\".\n"
     "--model-dir is another name of --dir.\n";
 
 static const char HELP_TRANSFORM[] =
@@ -122,6 +136,9 @@ typedef struct opts {
     const char *report;
     const char *batch_size;
     const char *skip_header;
+    const char *v2_request;  /* predict --v2-request */
+    const char *v2_header;   /* predict --v2-header-length */
+    const char *model_name;  /* predict --model-name */
     const char *data[MAX_LIST];
     size_t n_data;
     const char *slices[MAX_LIST];
@@ -186,6 +203,12 @@ static int parse_args(int argc, char **argv, opts *o)
             slot = &o->dir;
         else if ((predict || transform) && KEY("--json-instances"))
             slot = &o->instances;
+        else if (predict && KEY("--v2-request"))
+            slot = &o->v2_request;
+        else if (predict && KEY("--v2-header-length"))
+            slot = &o->v2_header;
+        else if (predict && KEY("--model-name"))
+            slot = &o->model_name;
         else if (!show && KEY("--format"))
             slot = &o->format;
         else if ((show || predict) && KEY("--signature_def"))
@@ -221,8 +244,16 @@ static int parse_args(int argc, char **argv, opts *o)
     }
     if (!o->dir)
         return usage_error("%s", "missing --dir EXPORT (or --model-dir EXPORT)");
-    if ((predict || transform) && !o->instances)
-        return usage_error("%s", "missing --json-instances FILE");
+    if (predict && o->v2_request && o->instances)
+        return usage_error("%s", "--json-instances and --v2-request: give one of them");
+    if (predict && !o->v2_request && (o->v2_header || o->model_name))
+        return usage_error("%s", "--v2-header-length and --model-name go with --v2-request");
+    if (predict && o->v2_request && (o->format || o->signature))
+        return usage_error("%s", "--v2-request prints the v2 answer: no --format or "
+                                 "--signature_def");
+    if ((predict && !o->instances && !o->v2_request) || (transform && !o->instances))
+        return usage_error("%s", predict ? "missing --json-instances FILE (or --v2-request FILE)"
+                                         : "missing --json-instances FILE");
     if (evaluate && !o->n_data)
         return usage_error("%s", "missing --data FILE.csv");
     if (show && o->all && o->signature)
@@ -674,8 +705,73 @@ static int print_table(const char *answer)
     return rc ? 1 : 0;
 }
 
+/* predict --v2-request: the answer predictd sends for an infer body. */
+static int cmd_predict_v2(const opts *o)
+{
+    int ret = 1;
+    char *body = NULL, *path = NULL;
+    size_t len = 0, hlen = RT_V2_NO_HEADER;
+    rt_buf out;
+    rt_buf_init(&out);
+    rt_ctx *c = NULL;
+    rt_model *m = NULL;
+    rt_err err = {{0}};
+    if (o->v2_header) {
+        char *end = NULL;
+        unsigned long long n = strtoull(o->v2_header, &end, 10);
+        if (!*o->v2_header || *end || o->v2_header[0] == '-' || n >= RT_V2_FIND_HEADER) {
+            fprintf(stderr, "predict-model: --v2-header-length \"%s\" is not a number of "
+                            "bytes\n", o->v2_header);
+            return EXIT_USAGE;
+        }
+        hlen = (size_t)n;
+    }
+    rt_status st = resolve_export(o->dir, &path, &err);
+    if (st == RT_OK)
+        st = rt_model_open(path, &m, &err);
+    if (st != RT_OK) {
+        fprintf(stderr, "predict-model: %s\n", err.msg);
+        goto out;
+    }
+    /* the version predictd would report: the export directory's name */
+    const char *base = strrchr(path, '/');
+    int64_t version = -1;
+    if (!rt_version_parse(base ? base + 1 : path, &version))
+        version = -1;
+    if ((st = rt_read_file(AT_FDCWD, o->v2_request, (size_t)1 << 31, RT_READ_ANY_FILE, &body,
+                           &len, &err)) != RT_OK) {
+        fprintf(stderr, "predict-model: %s\n", err.msg);
+        goto out;
+    }
+    if (!(c = rt_ctx_new())) {
+        fprintf(stderr, "predict-model: out of memory\n");
+        goto out;
+    }
+    st = rt_v2_handle(m, o->model_name, version, body, len, hlen, NULL, c, &out, &err);
+    if (st != RT_OK) {
+        fprintf(stderr, "predict-model: %s: %s\n", o->v2_request, err.msg);
+        goto out;
+    }
+    if (rt_v2_answer_header_len(c))
+        fprintf(stderr, "Inference-Header-Content-Length: %zu\n", rt_v2_answer_header_len(c));
+    if (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+        fprintf(stderr, "predict-model: writing the answer: %s\n", strerror(errno));
+        goto out;
+    }
+    ret = 0;
+out:
+    rt_buf_free(&out);
+    rt_ctx_free(c);
+    rt_model_close(m);
+    free(body);
+    free(path);
+    return ret;
+}
+
 static int cmd_predict(const opts *o)
 {
+    if (o->v2_request)
+        return cmd_predict_v2(o);
     int ret = 1;
     rt_buf out;
     rt_buf_init(&out);

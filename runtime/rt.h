@@ -623,6 +623,7 @@ typedef enum {
     RT_METHOD_PREDICT = 0,
     RT_METHOD_CLASSIFY = 1,
     RT_METHOD_REGRESS = 2,
+    RT_METHOD_INFER = 3, /* an Open Inference Protocol (KServe v2) infer body (rt_v2_*.c) */
 } rt_method;
 
 typedef struct rt_json_params {
@@ -642,7 +643,9 @@ void rt_ctx_free(rt_ctx *c);
 /*
  * Handles one TensorFlow Serving REST body against model m:
  *   predict: {"instances": [...]} or {"inputs": ...}, optional "signature_name";
- *   classify / regress: {"examples": [...], "context": {...}}.
+ *   classify / regress: {"examples": [...], "context": {...}};
+ *   infer: an Open Inference Protocol body (rt_v2_handle, its JSON header
+ *   ending where its value ends: RT_V2_FIND_HEADER; for replays).
  * On success appends the JSON answer to out ({"predictions": [...]},
  * {"outputs": ...} or {"results": [...]}). On bad input returns
  * RT_ERR_INVALID (HTTP 400) or RT_ERR_LIMIT and a message naming the
@@ -660,6 +663,9 @@ typedef struct rt_parsed {
                          with the same model and sig may be merged) */
     int columnar;     /* answered as {"outputs"} instead of {"predictions"} */
     size_t n;         /* instances */
+    const void *v2;   /* an Open Inference Protocol request (rt_v2_parse): its
+                         answer's settings, held by the request's rt_ctx; NULL
+                         for a TF Serving body */
 } rt_parsed;
 
 /* Parses a :predict body for model m into c's batch, without running it.
@@ -702,6 +708,54 @@ const char *rt_dtype_name(Predictd__DType t);
 /* Appends {"model_spec": ..., "metadata": {"signature_def": ...}} (TF
  * Serving's GET .../metadata answer) for model `name` version `version`. */
 rt_status rt_json_metadata(const rt_model *m, const char *name, int64_t version, rt_buf *out);
+
+/* ------------------------- Open Inference Protocol, KServe v2 (rt_v2_*.c) */
+
+/*
+ * The Open Inference Protocol's REST bodies (docs/v2-protocol.md): model
+ * metadata, and infer requests whose input tensors (JSON "data", or raw
+ * little-endian bytes after the JSON header: Triton's binary tensor data
+ * extension) fill the same rt_batch a :predict body fills, read by the same
+ * JSON reader with the same rules for values. Answers are rendered from the
+ * same rt_outputs, as JSON or binary tensors, with Triton's classification
+ * extension. One input per raw feature (FP32 or BYTES, shape [-1] or
+ * [-1, k]), or the one BYTES input of a CSV / tf.Example receiver; outputs
+ * are the serving_default signature's.
+ */
+
+/* header_len values besides a length: no Inference-Header-Content-Length
+ * (the whole body is JSON), or the JSON header ends where its value ends
+ * (a replayed body whose header length was not kept). */
+#define RT_V2_NO_HEADER SIZE_MAX
+#define RT_V2_FIND_HEADER (SIZE_MAX - 1)
+
+/*
+ * Parses an infer body (header_len: the Inference-Header-Content-Length,
+ * or one of the values above) for model m into c's batch without running
+ * it; the answer's settings (requested outputs, binary, classification,
+ * id, model_name and version to report) stay in c for rendering. out->v2 is
+ * set (see rt_parsed): rt_json_run_parsed and rt_merge_render render a v2
+ * answer for it. RT_ERR_INVALID / RT_ERR_LIMIT (400) name the tensor, what
+ * was sent and what the model expects. name: the model's name in answers
+ * (NULL: the export's); version < 0: no model_version. c: the caller's.
+ */
+rt_status rt_v2_parse(const rt_model *m, const char *name, int64_t version, const char *body,
+                      size_t len, size_t header_len, const rt_json_params *p, rt_ctx *c,
+                      rt_parsed *out, rt_err *err);
+/* rt_v2_parse, run, and the answer appended to out (the bytes
+ * rt_json_run_parsed would give). */
+rt_status rt_v2_handle(const rt_model *m, const char *name, int64_t version, const char *body,
+                       size_t len, size_t header_len, const rt_json_params *p, rt_ctx *c,
+                       rt_buf *out, rt_err *err);
+/* After a v2 answer was rendered for the request parsed into c: the length
+ * of its JSON part when binary tensors follow it (the answer's
+ * Inference-Header-Content-Length), else 0. */
+size_t rt_v2_answer_header_len(const rt_ctx *c);
+/* Appends the model metadata answer {"name", "versions", "platform",
+ * "inputs", "outputs"} for m, served as model `name` with the given
+ * versions (the ones a client may ask for, ascending). */
+rt_status rt_v2_metadata(const rt_model *m, const char *name, const int64_t *versions,
+                         size_t n_versions, rt_buf *out);
 
 /* ------------------------------------------------ metrics (rt_metrics.c) */
 

@@ -40,6 +40,7 @@ void rt_ctx_free(rt_ctx *c)
     rt_buf_free(&c->text);
     rt_buf_free(&c->key);
     rt_buf_free(&c->bytes);
+    rt_v2_req_free(c->v2);
     free(c);
 }
 

@@ -67,5 +67,7 @@ static rt_status handle(const rt_model *m, rt_method method, const char *body, s
 rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, size_t len,
                          const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err)
 {
+    if (method == RT_METHOD_INFER) /* the JSON header ends where its value ends */
+        return rt_v2_handle(m, NULL, -1, body, len, RT_V2_FIND_HEADER, p, c, out, err);
     return rt_json_tidy_message(handle(m, method, body, len, p, c, out, err), err);
 }

@@ -11,7 +11,7 @@
  * when a merged run fails, the caller runs each request alone and each gets
  * its own answer or message.
  */
-#include "rt_internal.h"
+#include "rt_v2_internal.h"
 
 
 rt_status rt_json_parse_only(const rt_model *m, const char *body, size_t len,
@@ -32,6 +32,7 @@ rt_status rt_json_parse_only(const rt_model *m, const char *body, size_t len,
     out->sig = sig;
     out->columnar = columnar;
     out->n = rt_batch_size(c->batch);
+    out->v2 = NULL;
     return RT_OK;
 }
 
@@ -52,6 +53,8 @@ rt_status rt_json_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, 
             rt_json_name_columns(g, c->batch, err);
         return st;
     }
+    if (pr->v2)
+        return rt_v2_render(g, (rt_v2_req *)pr->v2, &c->outputs, out);
     return rt_json_render_predict(g, pr->sig, &c->outputs, pr->columnar, out);
 }
 
@@ -136,5 +139,7 @@ rt_status rt_merge_render(const rt_model *m, const rt_ctx *mc, size_t start,
     v.class_ids = o->class_ids ? o->class_ids + start : NULL;
     v.predictions = o->predictions ? o->predictions + start * ld : NULL;
     v.priv = NULL; /* a view: owns nothing */
+    if (pr->v2)
+        return rt_v2_render(g, (rt_v2_req *)pr->v2, &v, out);
     return rt_json_render_predict(g, pr->sig, &v, pr->columnar, out);
 }

@@ -403,11 +403,13 @@ typedef enum {
     SRV_ROUTE_HEALTHZ,      /* GET /healthz, /v2/health/live */
     SRV_ROUTE_READYZ,       /* GET /readyz */
     SRV_ROUTE_V2_READY,     /* GET /v2/health/ready */
-    SRV_ROUTE_V2_MODEL_READY, /* GET /v2/models/{m}/ready */
+    SRV_ROUTE_V2_MODEL_READY, /* GET /v2/models/{m}[/versions/{v}]/ready */
+    SRV_ROUTE_V2_SERVER,    /* GET /v2 (server metadata) */
+    SRV_ROUTE_V2_METADATA,  /* GET /v2/models/{m}[/versions/{v}] */
     SRV_ROUTE_LIST,         /* GET /v1/models */
     SRV_ROUTE_STATUS,       /* GET /v1/models/{m}[/versions/{v}|/labels/{l}] */
     SRV_ROUTE_METADATA,     /* GET .../metadata */
-    SRV_ROUTE_INFER,        /* POST ...:predict|:classify|:regress */
+    SRV_ROUTE_INFER,        /* POST ...:predict|:classify|:regress, /v2/.../infer */
     SRV_ROUTE_METRICS,      /* GET /monitoring/prometheus/metrics */
 } srv_route_kind;
 
@@ -422,7 +424,7 @@ typedef struct srv_route {
     char model[SRV_NAME_MAX + 1];
     int64_t version;          /* -1 when not given */
     char label[SRV_NAME_MAX + 1]; /* "" when not given */
-    rt_method method;         /* SRV_ROUTE_INFER */
+    rt_method method;         /* SRV_ROUTE_INFER (RT_METHOD_INFER: /v2) */
 } srv_route;
 
 /* Routes one request. method is the HTTP method ("GET", "POST", ...), url
@@ -577,6 +579,9 @@ void srv_manager_note_reload(srv_manager *m, bool ok, const char *msg);
 bool srv_manager_has_model(srv_manager *m, const char *model);
 /* Number of AVAILABLE versions of model (0 if unknown). */
 size_t srv_manager_available(srv_manager *m, const char *model);
+/* The AVAILABLE versions of model, ascending, into out[0..max) (the
+ * smallest max of them); returns how many there are. Thread-safe. */
+size_t srv_manager_versions(srv_manager *m, const char *model, int64_t *out, size_t max);
 /* Appends Prometheus lines about loaded versions: predictd_model_versions
  * {model,state}, predictd_model_ready{model} and
  * predictd_version_load_seconds{model,version}. */

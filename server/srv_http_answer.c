@@ -159,7 +159,20 @@ enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn,
     rt_buf *out = &rq->resp;
     if (code >= 500 && code != 503)
         srv_log(SRV_LOG_WARN, "answered %u: %.300s", code, out->data ? out->data : "");
-    return srv_http_send(h, conn, code, out, "application/json", true, false, rq->served);
+    if (code != 200 || !rq->v2_answer)
+        return srv_http_send(h, conn, code, out, "application/json", true, false, rq->served);
+    /* binary tensors follow the JSON (the binary tensor data extension) */
+    struct MHD_Response *resp = make_response(h, code, out, "application/octet-stream", true,
+                                              false, rq->served);
+    if (!resp)
+        return MHD_NO;
+    char n[24];
+    snprintf(n, sizeof n, "%zu", rq->v2_answer);
+    MHD_add_response_header(resp, "Inference-Header-Content-Length", n);
+    srv_metrics_http(h->p.metrics, (int)code);
+    enum MHD_Result r = MHD_queue_response(conn, code, resp);
+    MHD_destroy_response(resp);
+    return r;
 }
 
 static enum MHD_Result answer_metadata(srv_http *h, struct MHD_Connection *conn, const srv_route *r)
@@ -227,10 +240,14 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
         return answer_simple(h, conn, 200, "{\"ready\": true}");
     case SRV_ROUTE_V2_MODEL_READY: {
         srv_version *v = NULL;
-        rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, NULL, &v, &err);
+        rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
         srv_version_release(v);
-        if (st == RT_ERR_NOTFOUND && !srv_manager_has_model(h->mgr, r->model))
-            return srv_http_send_error(h, conn, 404, "%s", err.msg);
+        /* an unknown model, version or label: /v1's 404 or 400; a known
+         * model without a version yet: not ready (503) */
+        if ((st == RT_ERR_NOTFOUND &&
+             (r->version >= 0 || !srv_manager_has_model(h->mgr, r->model))) ||
+            st == RT_ERR_INVALID)
+            return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
         bool ok = st == RT_OK;
         int e = rt_buf_puts(&out, "{\"name\": ");
         e |= rt_buf_json_string(&out, r->model, strlen(r->model));
@@ -239,6 +256,8 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
         rt_buf_free(&out);
         return res;
     }
+    case SRV_ROUTE_V2_SERVER: return srv_http_v2_server(h, conn);
+    case SRV_ROUTE_V2_METADATA: return srv_http_v2_metadata(h, conn, r);
     case SRV_ROUTE_LIST:
         if (srv_manager_list_json(h->mgr, &out) != RT_OK) {
             rt_buf_free(&out);

@@ -4,7 +4,9 @@
  * answers 400 at once), the connection is suspended and the request joins
  * a batch of its model version and signature (srv_batch.c); a batch thread
  * merges the batch, runs it once (rt_merge_run), renders each request's
- * answer and resumes each connection. classify / regress bypass batching.
+ * answer and resumes each connection. classify / regress bypass batching;
+ * /v2 infer requests are parsed by the v2 parser and may share a batch with
+ * :predict requests (same model version, the default signature).
  * The requests' contexts come from a small mutex-guarded pool.
  */
 #include "srv_http_internal.h"
@@ -62,6 +64,7 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
     rq->code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);
     srv_metrics_request(h->p.metrics, r->model, srv_version_number(rq->ver), r->method,
                         (int)rq->code, ms / 1e3);
+    rq->v2_answer = rq->code == 200 && rq->parsed.v2 ? rt_v2_answer_header_len(rq->ctx) : 0;
     if (rq->code != 200) {
         char msg[RT_ERR_MAX + 128];
         if (rq->code == 504)
@@ -185,6 +188,9 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     rq->ctx = ctx_take(h);
     if (!rq->ctx)
         st = rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
+    else if (r->method == RT_METHOD_INFER) /* /v2: may share a batch with /v1 */
+        st = rt_v2_parse(m, r->model, rq->served, rq->body.data, rq->body.len, rq->v2_header,
+                         &h->p.json, rq->ctx, &rq->parsed, &err);
     else
         st = rt_json_parse_only(m, rq->body.data ? rq->body.data : "", rq->body.len, &h->p.json,
                                 rq->ctx, &rq->parsed, &err);

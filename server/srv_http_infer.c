@@ -49,8 +49,16 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
         return;
     }
     int64_t vnum = rq->served = srv_version_number(v);
-    st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
-                        rq->body.len, &h->p.json, ctx, out, &err);
+    rq->v2_answer = 0;
+    if (r->method == RT_METHOD_INFER) { /* /v2: same path, the v2 parser and answer */
+        st = rt_v2_handle(srv_version_model(v), r->model, vnum, rq->body.data, rq->body.len,
+                          rq->v2_header, &h->p.json, ctx, out, &err);
+        if (st == RT_OK)
+            rq->v2_answer = rt_v2_answer_header_len(ctx);
+    } else {
+        st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
+                            rq->body.len, &h->p.json, ctx, out, &err);
+    }
     srv_version_release(v);
     ms = srv_http_ms_since(&rq->start);
     *code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);

@@ -13,6 +13,7 @@
  *   srv_http_infer.c    inference requests: on the I/O thread or queued to the
  *                       workers (admission, 429), per-I/O-thread state
  *   srv_http_batch.c    cross-request batching: parse, join a batch, run merged
+ *   srv_http_v2.c       the Open Inference Protocol's metadata answers
  *
  * Threads: libmicrohttpd's I/O threads call the request and answer code; a
  * request handed to a worker or a batch thread is the hand-over's alone
@@ -98,6 +99,10 @@ typedef struct req {
     int64_t t_run, t_done;
     unsigned code;
     rt_buf resp; /* JSON answer or {"error": ...} */
+    size_t v2_header;   /* /v2 infer: the request's Inference-Header-Content-Length
+                           (RT_V2_NO_HEADER when absent) */
+    size_t v2_answer;   /* the answer's JSON length when binary tensors follow
+                           it (its Inference-Header-Content-Length), else 0 */
     /* cross-request batching: held from parsing until answered */
     srv_version *ver;
     rt_ctx *ctx; /* holds the parsed batch */
@@ -155,6 +160,19 @@ double srv_http_ms_since(const struct timespec *t0);
  * batched :predict and queued inference), on its I/O thread. */
 enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *rq,
                                 const char *method, const char *url);
+
+/* ---------------------------------------------------- srv_http_v2.c */
+
+/* GET /v2: the server metadata answer. */
+enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn);
+/* GET /v2/models/{m}[/versions/{v}]: the model metadata answer (404/400/503
+ * as the model's other routes). */
+enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn,
+                                     const srv_route *r);
+/* Reads a /v2 infer request's Inference-Header-Content-Length into
+ * rq->v2_header (RT_V2_NO_HEADER when absent); false when it is not a
+ * decimal number. */
+bool srv_http_v2_header(struct MHD_Connection *conn, req *rq);
 
 /* ------------------------------------------------- srv_http_infer.c */
 

@@ -218,6 +218,13 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
             rq->answered = true;
             return srv_http_send_error(h, conn, 503, "out of memory");
         }
+        if (rq->route.kind == SRV_ROUTE_INFER && rq->route.method == RT_METHOD_INFER &&
+            !srv_http_v2_header(conn, rq)) {
+            rq->answered = true;
+            return srv_http_send_error(h, conn, 400,
+                                       "Inference-Header-Content-Length must be a number of "
+                                       "bytes (the length of the JSON header)");
+        }
         const char *cl =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
@@ -277,7 +284,8 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
     if (rq->answered)
         return MHD_YES;
     rq->answered = true;
-    if (h->batcher && rq->route.kind == SRV_ROUTE_INFER && rq->route.method == RT_METHOD_PREDICT)
+    if (h->batcher && rq->route.kind == SRV_ROUTE_INFER &&
+        (rq->route.method == RT_METHOD_PREDICT || rq->route.method == RT_METHOD_INFER))
         return srv_http_batch_enter(h, conn, rq);
     if (h->workers && rq->route.kind == SRV_ROUTE_INFER)
         return srv_http_enqueue(h, conn, rq);

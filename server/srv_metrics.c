@@ -91,6 +91,7 @@ static const char *method_name(rt_method m)
     case RT_METHOD_PREDICT: return "predict";
     case RT_METHOD_CLASSIFY: return "classify";
     case RT_METHOD_REGRESS: return "regress";
+    case RT_METHOD_INFER: return "infer"; /* the Open Inference Protocol's (/v2) */
     }
     return "predict";
 }
@@ -421,9 +422,11 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
             hist all;
             if (!model_hist(m, i, &all))
                 continue;
-            const char *api = m->hists[i].method == RT_METHOD_PREDICT    ? "Predict"
-                              : m->hists[i].method == RT_METHOD_CLASSIFY ? "Classify"
-                                                                         : "Regress";
+            rt_method hm = m->hists[i].method;
+            const char *api = hm == RT_METHOD_PREDICT    ? "Predict"
+                              : hm == RT_METHOD_CLASSIFY ? "Classify"
+                              : hm == RT_METHOD_REGRESS  ? "Regress"
+                                                         : "ModelInfer";
             snprintf(labels, sizeof labels,
                      "model_name=\"%s\",API=\"%s\",entrypoint=\"REST\"", m->hists[i].model, api);
             r |= put_hist(o, ":tensorflow:serving:request_latency", labels, &all, 1e6);

@@ -914,6 +914,27 @@ size_t srv_manager_available(srv_manager *m, const char *model)
     return n;
 }
 
+size_t srv_manager_versions(srv_manager *m, const char *model, int64_t *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&m->mu);
+    mmodel *mm = srv_mm_find(m, model);
+    for (size_t i = 0; mm && i < mm->n_vers; i++) {
+        if (mm->vers[i]->state != SRV_STATE_AVAILABLE)
+            continue;
+        int64_t v = mm->vers[i]->version;
+        size_t j = n < max ? n : max;
+        for (; j > 0 && out[j - 1] > v; j--)
+            if (j < max)
+                out[j] = out[j - 1];
+        if (j < max)
+            out[j] = v;
+        n++;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
 bool srv_manager_log_conf(srv_manager *m, const char *model, char *dir, size_t dir_len,
                           uint64_t *max_bytes, uint32_t *max_files)
 {

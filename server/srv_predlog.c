@@ -169,7 +169,10 @@ static logfile *file_for(srv_predlog *l, const char *model, const char *dir)
 
 static const char *method_name(rt_method m)
 {
-    return m == RT_METHOD_CLASSIFY ? "classify" : m == RT_METHOD_REGRESS ? "regress" : "predict";
+    return m == RT_METHOD_CLASSIFY  ? "classify"
+           : m == RT_METHOD_REGRESS ? "regress"
+           : m == RT_METHOD_INFER   ? "infer" /* the Open Inference Protocol's (/v2) */
+                                    : "predict";
 }
 
 /* Moves member key of from (if any) into to. */

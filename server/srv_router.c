@@ -1,7 +1,8 @@
 /*
  * srv_router.c — maps an HTTP method and path to a route: TensorFlow
  * Serving's REST paths, Cloud ML Engine's predict path, the model list,
- * health and readiness probes (ours and KServe v2's). Pure: it knows no
+ * health and readiness probes, and the Open Inference Protocol's (KServe
+ * v2) paths. Pure: it knows no
  * models, so it is tested on its own (tests/unit/test_srv_router.c).
  */
 #include "srv.h"
@@ -188,6 +189,60 @@ static void route_cmle(srv_route *r, const char *method, const seg *s, size_t ns
     r->kind = SRV_ROUTE_INFER;
 }
 
+/* The Open Inference Protocol (KServe v2): /v2, /v2/health/{live,ready},
+ * /v2/models/{m}[/versions/{v}][/ready|/infer]; {v} a version number or a
+ * label. */
+static void route_v2(srv_route *r, const char *method, const seg *s, size_t ns)
+{
+    if (ns == 1) {
+        want_get(r, method, SRV_ROUTE_V2_SERVER);
+        return;
+    }
+    if (ns == 3 && seg_is(&s[1], "health") && seg_is(&s[2], "live")) {
+        want_get(r, method, SRV_ROUTE_HEALTHZ);
+        return;
+    }
+    if (ns == 3 && seg_is(&s[1], "health") && seg_is(&s[2], "ready")) {
+        want_get(r, method, SRV_ROUTE_V2_READY);
+        return;
+    }
+    if (ns < 3 || !seg_is(&s[1], "models"))
+        return;
+    size_t i = 3;
+    bool versioned = ns >= 5 && seg_is(&s[3], "versions");
+    if (versioned)
+        i = 5;
+    if (ns > i + 1 || (ns == 4 && !versioned && !seg_is(&s[3], "ready") &&
+                       !seg_is(&s[3], "infer")))
+        return;
+    const seg *tail = ns == i + 1 ? &s[i] : NULL;
+    if (tail && !seg_is(tail, "ready") && !seg_is(tail, "infer"))
+        return;
+    if (!take_model(r, &s[2]))
+        return;
+    if (versioned) {
+        if (srv_parse_version(s[4].p, s[4].n) >= 0) {
+            if (!take_version(r, &s[4]))
+                return;
+        } else if (!take_label(r, &s[4])) {
+            return;
+        }
+    }
+    if (!tail) {
+        want_get(r, method, SRV_ROUTE_V2_METADATA);
+    } else if (seg_is(tail, "ready")) {
+        want_get(r, method, SRV_ROUTE_V2_MODEL_READY);
+    } else if (strcmp(method, "POST") != 0) {
+        r->kind = SRV_ROUTE_BAD;
+        r->http_code = 405;
+        snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed for /infer; use POST",
+                 method);
+    } else {
+        r->method = RT_METHOD_INFER;
+        r->kind = SRV_ROUTE_INFER;
+    }
+}
+
 void srv_route_request(const char *method, const char *url, srv_route *r)
 {
     memset(r, 0, sizeof *r);
@@ -244,22 +299,8 @@ void srv_route_request(const char *method, const char *url, srv_route *r)
         want_get(r, method, SRV_ROUTE_METRICS);
     } else if (seg_is(&s[0], "v2")) {
         r->v2 = true;
-        if (verb)
-            return;
-        if (ns == 3 && seg_is(&s[1], "health") && seg_is(&s[2], "live")) {
-            want_get(r, method, SRV_ROUTE_HEALTHZ);
-        } else if (ns == 3 && seg_is(&s[1], "health") && seg_is(&s[2], "ready")) {
-            want_get(r, method, SRV_ROUTE_V2_READY);
-        } else if ((ns == 4 || ns == 6) && seg_is(&s[1], "models") &&
-                   seg_is(&s[ns - 1], "ready")) {
-            if (ns == 6 && !seg_is(&s[3], "versions"))
-                return;
-            if (!take_model(r, &s[2]))
-                return;
-            if (ns == 6 && !take_version(r, &s[4]))
-                return;
-            want_get(r, method, SRV_ROUTE_V2_MODEL_READY);
-        }
+        if (!verb)
+            route_v2(r, method, s, ns);
     } else if (seg_is(&s[0], "v1") && ns >= 2) {
         if (seg_is(&s[1], "models")) {
             if (ns == 2) {

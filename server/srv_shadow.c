@@ -7,7 +7,10 @@
  * answer is compared with the served one instance by instance: the class
  * (class_ids, classes, or the best label of :classify) and the score
  * (logistic, predictions, or :regress's value), and the divergence goes to
- * the metrics per model, served version and shadow version.
+ * the metrics per model, served version and shadow version. A /v2 infer
+ * request is replayed as one (its JSON header ends where its value ends)
+ * and compared by its class_ids / classes and logistic / predictions
+ * tensors.
  *
  * Answers are parsed with cJSON here, on the shadow thread: never on the
  * request path.
@@ -81,11 +84,46 @@ static double class_of(const cJSON *x)
     return s ? (double)srv_route_key_hash(s, strlen(s)) : NAN;
 }
 
-/* Instance i of a :predict answer (rows or columns) or of :classify /
- * :regress results. */
+/* An Open Inference Protocol answer: "outputs" is a list of tensors. */
+static bool is_v2(const cJSON *o)
+{
+    return cJSON_IsArray(o) && cJSON_IsObject(o->child) &&
+           cJSON_GetObjectItemCaseSensitive(o->child, "datatype") != NULL;
+}
+
+/* Element i * width of output tensor `name` of a v2 answer (NULL: none, or
+ * sent as binary data). */
+static const cJSON *v2_element(const cJSON *o, const char *name, size_t i)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, o)
+    {
+        const char *tn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"));
+        if (!tn || strcmp(tn, name) != 0)
+            continue;
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
+        double w = cJSON_GetArraySize(shape) == 2
+                       ? cJSON_GetArrayItem(shape, 1)->valuedouble
+                       : 1;
+        return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t, "data"),
+                                  (int)(i * (size_t)(w > 0 ? w : 1)));
+    }
+    return NULL;
+}
+
+/* Instance i of a :predict answer (rows or columns), of :classify /
+ * :regress results, or of a /v2 infer answer. */
 static verdict instance(const cJSON *doc, size_t i)
 {
     verdict v = {NAN, NAN};
+    const cJSON *o2 = cJSON_GetObjectItemCaseSensitive(doc, "outputs");
+    if (is_v2(o2)) {
+        const cJSON *c = v2_element(o2, "class_ids", i);
+        v.cls = class_of(c ? c : v2_element(o2, "classes", i));
+        const cJSON *s = v2_element(o2, "logistic", i);
+        v.score = first_number(s ? s : v2_element(o2, "predictions", i));
+        return v;
+    }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(doc, "predictions");
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(doc, "outputs");
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(doc, "results");
@@ -135,6 +173,12 @@ static size_t instances(const cJSON *doc)
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(doc, "results");
     if (p || r)
         return (size_t)cJSON_GetArraySize(p ? p : r);
+    if (is_v2(o)) { /* the first dimension of its first output */
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o->child, "shape");
+        return cJSON_IsNumber(cJSON_GetArrayItem(shape, 0))
+                   ? (size_t)cJSON_GetArrayItem(shape, 0)->valuedouble
+                   : 0;
+    }
     if (cJSON_IsObject(o))
         return o->child ? (size_t)cJSON_GetArraySize(o->child) : 0;
     return (size_t)cJSON_GetArraySize(o);

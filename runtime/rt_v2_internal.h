@@ -1,0 +1,90 @@
+/*
+ * rt_v2_internal.h — the Open Inference Protocol's (KServe v2) parts in the
+ * runtime, shared by:
+ *
+ *   rt_v2_model.c   the model as v2 shows it: input and output tensors
+ *                   (names, datatypes, shapes), the metadata answer
+ *   rt_v2_parse.c   an infer body (JSON tensors, binary tensors after the
+ *                   JSON header) into the request's rt_batch
+ *   rt_v2_out.c     the answer from rt_outputs: JSON or binary tensors,
+ *                   requested outputs, the classification extension
+ *
+ * Not for other modules (they use rt.h), nor for the rest of the runtime.
+ */
+#ifndef PREDICTD_RT_V2_INTERNAL_H
+#define PREDICTD_RT_V2_INTERNAL_H
+
+#include "rt_json_internal.h"
+
+/* What an output tensor holds (the serving_default signature's names). */
+typedef enum {
+    RT_V2_OUT_NONE = 0,
+    RT_V2_OUT_ALL_CLASS_IDS, /* INT32 [n, classes] */
+    RT_V2_OUT_ALL_CLASSES,   /* BYTES [n, classes] */
+    RT_V2_OUT_CLASS_IDS,     /* INT64 [n, 1] */
+    RT_V2_OUT_CLASSES,       /* BYTES [n, 1] */
+    RT_V2_OUT_LOGISTIC,      /* FP32 [n, 1] (binary classifiers) */
+    RT_V2_OUT_LOGITS,        /* FP32 [n, logits_dim] */
+    RT_V2_OUT_PROBABILITIES, /* FP32 [n, classes] */
+    RT_V2_OUT_PREDICTIONS,   /* FP32 [n, label_dimension] (regressors) */
+} rt_v2_out_kind;
+
+#define RT_V2_MAX_OUTPUTS 16
+
+/* One output tensor of the model. */
+typedef struct rt_v2_output {
+    const char *name;
+    rt_v2_out_kind kind;
+    const char *datatype; /* "FP32", "INT64", "INT32", "BYTES" */
+    size_t width;         /* values per instance */
+} rt_v2_output;
+
+/* The v2 datatype of a ModelDef dtype ("FP32", "BYTES", "INT64", "INT32"). */
+const char *rt_v2_datatype(Predictd__DType t);
+
+/* The signature v2 serves (serving_default, or predict), NULL when the
+ * model lists none. */
+const Predictd__SignatureDef *rt_v2_signature(const rt_graph *g);
+
+/* The model's output tensors, in the signature's order (the head's usual
+ * outputs without one) into outs[RT_V2_MAX_OUTPUTS]; returns their count. */
+size_t rt_v2_outputs(const rt_graph *g, const Predictd__SignatureDef *sig, rt_v2_output *outs);
+
+/* Values per instance of raw input `in` (features mode): the signature's
+ * second dimension, else 1. hint: where to look first in sig->inputs. */
+size_t rt_v2_input_width(const rt_graph *g, const Predictd__SignatureDef *sig, size_t in);
+
+/* One requested output: which one and how it is answered. */
+typedef struct rt_v2_sel {
+    size_t out;      /* index into the model's outputs */
+    int binary;      /* answered as binary tensor data */
+    int64_t classes; /* the classification extension's count, 0: off */
+} rt_v2_sel;
+
+/* The answer settings of a parsed infer request, kept in its rt_ctx
+ * (struct rt_ctx's v2) from rt_v2_parse until rendered. */
+typedef struct rt_v2_req {
+    rt_buf name;    /* model_name (text) */
+    int64_t version; /* model_version, -1: none */
+    rt_buf id;      /* the request's "id" as a JSON string (quoted), empty: none */
+    rt_v2_output outs[RT_V2_MAX_OUTPUTS];
+    size_t n_outs;
+    rt_v2_sel sel[RT_V2_MAX_OUTPUTS];
+    size_t n_sel;
+    size_t answer_header; /* after rendering: the answer's JSON length when
+                             binary tensors follow, else 0 */
+    rt_buf bin;      /* scratch: binary tensor data of an answer */
+    void *ins;       /* scratch: the parser's per-input records */
+    size_t cap_ins;
+} rt_v2_req;
+
+/* c's request settings, made on first use; NULL when out of memory. */
+rt_v2_req *rt_v2_req_of(rt_ctx *c);
+/* Frees what rt_v2_req_of made (rt_ctx_free calls it). NULL is fine. */
+void rt_v2_req_free(rt_v2_req *q);
+
+/* Renders the answer of request q over outputs o (o->n instances) into out
+ * and sets q->answer_header. */
+rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_buf *out);
+
+#endif /* PREDICTD_RT_V2_INTERNAL_H */

@@ -1,0 +1,165 @@
+/*
+ * rt_v2_model.c — a model as the Open Inference Protocol shows it: one input
+ * tensor per raw feature of the serving signature (the names, types and
+ * shapes TF Serving's metadata shows, in v2's datatype names: FP32 for
+ * DT_FLOAT, BYTES for DT_STRING; -1 for the batch dimension), or the one
+ * BYTES input of a CSV / tf.Example receiver; the signature's outputs; and
+ * GET /v2/models/{m}'s answer.
+ */
+#include "rt_v2_internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *rt_v2_datatype(Predictd__DType t)
+{
+    switch (t) {
+    case PREDICTD__DTYPE__DT_FLOAT: return "FP32";
+    case PREDICTD__DTYPE__DT_STRING: return "BYTES";
+    case PREDICTD__DTYPE__DT_INT64: return "INT64";
+    case PREDICTD__DTYPE__DT_INT32: return "INT32";
+    default: return "FP32";
+    }
+}
+
+const Predictd__SignatureDef *rt_v2_signature(const rt_graph *g)
+{
+    const Predictd__SignatureDef *sig = NULL;
+    if (rt_json_find_signature(rt_graph_def(g), NULL, &sig, NULL) != RT_OK)
+        return NULL;
+    return sig;
+}
+
+/* What output `name` holds for this head (RT_V2_OUT_NONE: not produced). */
+static rt_v2_out_kind kind_of(const rt_graph *g, const char *name)
+{
+    static const struct {
+        const char *name;
+        rt_v2_out_kind kind;
+    } names[] = {
+        {"all_class_ids", RT_V2_OUT_ALL_CLASS_IDS}, {"all_classes", RT_V2_OUT_ALL_CLASSES},
+        {"class_ids", RT_V2_OUT_CLASS_IDS},         {"classes", RT_V2_OUT_CLASSES},
+        {"logistic", RT_V2_OUT_LOGISTIC},           {"logits", RT_V2_OUT_LOGITS},
+        {"probabilities", RT_V2_OUT_PROBABILITIES}, {"predictions", RT_V2_OUT_PREDICTIONS},
+    };
+    rt_v2_out_kind k = RT_V2_OUT_NONE;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i].name))
+            k = names[i].kind;
+    bool regression = g->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    if (regression && k != RT_V2_OUT_PREDICTIONS && k != RT_V2_OUT_LOGITS)
+        return RT_V2_OUT_NONE;
+    if (!regression && k == RT_V2_OUT_PREDICTIONS)
+        return RT_V2_OUT_NONE;
+    if (g->head != PREDICTD__HEAD_TYPE__HEAD_BINARY && k == RT_V2_OUT_LOGISTIC)
+        return RT_V2_OUT_NONE;
+    return k;
+}
+
+static rt_v2_output make_output(const rt_graph *g, const char *name, rt_v2_out_kind k)
+{
+    rt_v2_output o = {name, k, "FP32", 1};
+    switch (k) {
+    case RT_V2_OUT_ALL_CLASS_IDS: o.datatype = "INT32"; o.width = g->n_classes; break;
+    case RT_V2_OUT_ALL_CLASSES: o.datatype = "BYTES"; o.width = g->n_classes; break;
+    case RT_V2_OUT_CLASS_IDS: o.datatype = "INT64"; break;
+    case RT_V2_OUT_CLASSES: o.datatype = "BYTES"; break;
+    case RT_V2_OUT_LOGITS:
+    case RT_V2_OUT_PREDICTIONS: o.width = g->logits_dim; break;
+    case RT_V2_OUT_PROBABILITIES: o.width = g->n_classes; break;
+    default: break;
+    }
+    return o;
+}
+
+size_t rt_v2_outputs(const rt_graph *g, const Predictd__SignatureDef *sig, rt_v2_output *outs)
+{
+    size_t n = 0;
+    if (sig && sig->n_outputs > 0) {
+        for (size_t k = 0; k < sig->n_outputs && n < RT_V2_MAX_OUTPUTS; k++) {
+            const char *name = sig->outputs[k]->name;
+            rt_v2_out_kind kind = name ? kind_of(g, name) : RT_V2_OUT_NONE;
+            if (kind != RT_V2_OUT_NONE)
+                outs[n++] = make_output(g, name, kind);
+        }
+        return n;
+    }
+    static const char *const all[] = {"all_class_ids", "all_classes", "class_ids",
+                                      "classes",       "logistic",    "logits",
+                                      "probabilities", "predictions"};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        rt_v2_out_kind kind = kind_of(g, all[k]);
+        if (kind != RT_V2_OUT_NONE)
+            outs[n++] = make_output(g, all[k], kind);
+    }
+    return n;
+}
+
+size_t rt_v2_input_width(const rt_graph *g, const Predictd__SignatureDef *sig, size_t in)
+{
+    if (!sig || in >= g->n_inputs)
+        return 1;
+    const char *name = g->inputs[in].name;
+    /* the signature lists the raw inputs in the graph's order: look there first */
+    for (size_t k = 0; k < sig->n_inputs; k++) {
+        const Predictd__TensorSpec *t = sig->inputs[(k + in) % sig->n_inputs];
+        if (t->name && !strcmp(t->name, name))
+            return t->n_shape >= 2 && t->shape[1] > 0 ? (size_t)t->shape[1] : 1;
+    }
+    return 1;
+}
+
+/* {"name": ..., "datatype": ..., "shape": [-1] or [-1, w]} */
+static int put_tensor(rt_buf *b, const char *name, const char *datatype, size_t width,
+                      bool two_dims)
+{
+    int rc = rt_buf_puts(b, "{\"name\": ");
+    rc |= rt_buf_json_string(b, name, strlen(name));
+    rc |= rt_buf_printf(b, ", \"datatype\": \"%s\", \"shape\": [-1", datatype);
+    if (two_dims)
+        rc |= rt_buf_printf(b, ", %zu", width);
+    return rc | rt_buf_puts(b, "]}");
+}
+
+rt_status rt_v2_metadata(const rt_model *m, const char *name, const int64_t *versions,
+                         size_t n_versions, rt_buf *out)
+{
+    if (!m || !out || (!versions && n_versions))
+        return RT_ERR_INVALID;
+    const rt_graph *g = rt_model_graph(m);
+    const Predictd__ModelDef *def = rt_model_def(m);
+    if (!g)
+        return RT_ERR_INVALID;
+    if (!name)
+        name = def->model_name ? def->model_name : "";
+    const Predictd__SignatureDef *sig = rt_v2_signature(g);
+    int rc = rt_buf_puts(out, "{\"name\": ");
+    rc |= rt_buf_json_string(out, name, strlen(name));
+    rc |= rt_buf_puts(out, ", \"versions\": [");
+    for (size_t i = 0; i < n_versions; i++)
+        rc |= rt_buf_printf(out, "%s\"%" PRId64 "\"", i ? ", " : "", versions[i]);
+    rc |= rt_buf_puts(out, "], \"platform\": \"predictd_export\", \"inputs\": [");
+    rt_in_mode md = rt_json_mode_for(g, sig);
+    if (md.kind != RT_IN_FEATURES) {
+        rc |= put_tensor(out, md.name, "BYTES", 1, false);
+    } else {
+        for (size_t i = 0; i < g->n_inputs; i++) {
+            size_t w = rt_v2_input_width(g, sig, i);
+            if (i)
+                rc |= rt_buf_puts(out, ", ");
+            rc |= put_tensor(out, g->inputs[i].name, rt_v2_datatype(g->inputs[i].dtype), w,
+                             w > 1);
+        }
+    }
+    rc |= rt_buf_puts(out, "], \"outputs\": [");
+    rt_v2_output outs[RT_V2_MAX_OUTPUTS];
+    size_t n = rt_v2_outputs(g, sig, outs);
+    for (size_t k = 0; k < n; k++) {
+        if (k)
+            rc |= rt_buf_puts(out, ", ");
+        rc |= put_tensor(out, outs[k].name, outs[k].datatype, outs[k].width, true);
+    }
+    rc |= rt_buf_puts(out, "]}");
+    return rc ? RT_ERR_NOMEM : RT_OK;
+}

@@ -1,0 +1,260 @@
+/*
+ * rt_v2_out.c — an Open Inference Protocol answer from a request's
+ * rt_outputs: {"model_name", "model_version", "id"?, "outputs": [{"name",
+ * "datatype", "shape": [n, width], "data": [...]}]}, row-major and flat,
+ * floats as the shortest text that reads back to the same float32 (the
+ * numbers of the /v1 answer). An output asked for as binary (Triton's binary
+ * tensor data extension) gives parameters.binary_data_size instead of
+ * "data", and its little-endian bytes follow the JSON in output order (the
+ * JSON's length goes to the Inference-Header-Content-Length header). An
+ * output with parameters.classification K (Triton's classification
+ * extension) is BYTES [n, min(K, width)]: per instance the K highest values,
+ * highest first (ties: the lower index first), as "value:index" or
+ * "value:index:label" where the index is a class (probabilities,
+ * all_class_ids, and logits of a multi-class head).
+ */
+#include "rt_v2_internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The float of a float output at instance i, position j. */
+static float float_at(const rt_graph *g, const rt_outputs *o, rt_v2_out_kind k, size_t i,
+                      size_t j)
+{
+    switch (k) {
+    case RT_V2_OUT_LOGISTIC: return o->logistic[i];
+    case RT_V2_OUT_LOGITS: return o->logits[i * g->logits_dim + j];
+    case RT_V2_OUT_PROBABILITIES: return o->probabilities[i * g->n_classes + j];
+    case RT_V2_OUT_PREDICTIONS: return o->predictions[i * g->logits_dim + j];
+    default: return 0;
+    }
+}
+
+static bool is_float(rt_v2_out_kind k)
+{
+    return k == RT_V2_OUT_LOGISTIC || k == RT_V2_OUT_LOGITS || k == RT_V2_OUT_PROBABILITIES ||
+           k == RT_V2_OUT_PREDICTIONS;
+}
+
+/* The integer of an integer output at instance i, position j. */
+static int64_t int_at(const rt_outputs *o, rt_v2_out_kind k, size_t i, size_t j)
+{
+    return k == RT_V2_OUT_ALL_CLASS_IDS ? (int64_t)j : o->class_ids[i];
+}
+
+/* The string of a BYTES output at instance i, position j. */
+static const char *str_at(const rt_graph *g, const rt_outputs *o, rt_v2_out_kind k, size_t i,
+                          size_t j)
+{
+    size_t c = k == RT_V2_OUT_ALL_CLASSES ? j : (size_t)o->class_ids[i];
+    const char *s = rt_graph_class_name(g, c);
+    return s ? s : "";
+}
+
+static int put_int(rt_buf *b, int64_t v)
+{
+    char tmp[24];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--n] = '-';
+    return rt_buf_append(b, tmp + n, sizeof tmp - n);
+}
+
+static int put_le(rt_buf *b, uint64_t v, size_t bytes)
+{
+    unsigned char t[8];
+    for (size_t k = 0; k < bytes; k++)
+        t[k] = (unsigned char)(v >> (8 * k));
+    return rt_buf_append(b, t, bytes);
+}
+
+/* A string element: JSON text, or 4-byte length + bytes. */
+static int put_str(rt_buf *b, const char *s, size_t n, bool binary)
+{
+    if (!binary)
+        return rt_buf_json_string(b, s, n);
+    return put_le(b, (uint64_t)n, 4) | rt_buf_append(b, s, n);
+}
+
+/* Does position j of output k have a class label? */
+static bool has_label(const rt_graph *g, rt_v2_out_kind k)
+{
+    return k == RT_V2_OUT_PROBABILITIES || k == RT_V2_OUT_ALL_CLASS_IDS ||
+           (k == RT_V2_OUT_LOGITS && g->n_classes > 2 && g->logits_dim == g->n_classes);
+}
+
+/* The classification extension's elements of instance i: the top `top` of
+ * width values, each "value:index[:label]", as JSON strings (comma
+ * separated) or binary. tmp: scratch. */
+static int put_classes(rt_buf *b, const rt_graph *g, const rt_outputs *o, const rt_v2_output *t,
+                       size_t i, size_t top, bool binary, bool first, rt_buf *tmp,
+                       unsigned char *taken)
+{
+    int rc = 0;
+    memset(taken, 0, t->width);
+    for (size_t r = 0; r < top; r++) {
+        size_t best = SIZE_MAX;
+        double bv = 0;
+        for (size_t j = 0; j < t->width; j++) {
+            if (taken[j])
+                continue;
+            double v = is_float(t->kind) ? (double)float_at(g, o, t->kind, i, j)
+                                         : (double)int_at(o, t->kind, i, j);
+            if (isnan(v))
+                v = -INFINITY;
+            if (best == SIZE_MAX || v > bv) {
+                best = j;
+                bv = v;
+            }
+        }
+        taken[best] = 1;
+        rt_buf_reset(tmp);
+        if (is_float(t->kind)) {
+            char f[RT_JSON_FLOAT_MAX];
+            rc |= rt_buf_append(tmp, f, rt_json_float_text(float_at(g, o, t->kind, i, best), f));
+        } else {
+            rc |= put_int(tmp, int_at(o, t->kind, i, best));
+        }
+        rc |= rt_buf_append(tmp, ":", 1) | put_int(tmp, (int64_t)best);
+        if (has_label(g, t->kind)) {
+            const char *l = rt_graph_class_name(g, best);
+            rc |= rt_buf_append(tmp, ":", 1) | rt_buf_puts(tmp, l ? l : "");
+        }
+        if (!binary && !(first && r == 0))
+            rc |= rt_buf_append(b, ", ", 2);
+        rc |= put_str(b, tmp->data ? tmp->data : "", tmp->len, binary);
+    }
+    return rc;
+}
+
+/* Output t's n x width elements (width: top classes with classification)
+ * into b: JSON elements (comma separated) or binary. */
+static int put_elements(rt_buf *b, const rt_graph *g, const rt_outputs *o, const rt_v2_output *t,
+                        const rt_v2_sel *sel, size_t width, rt_buf *tmp, unsigned char *taken)
+{
+    size_t n = o->n;
+    bool bin = sel->binary;
+    int rc = 0;
+    if (sel->classes) {
+        for (size_t i = 0; i < n && !rc; i++)
+            rc |= put_classes(b, g, o, t, i, width, bin, i == 0, tmp, taken);
+        return rc;
+    }
+    if (is_float(t->kind)) {
+        if (bin) {
+            if (rt_buf_reserve(b, n * width * 4) != 0)
+                return -1;
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < width; j++) {
+                    float f = float_at(g, o, t->kind, i, j);
+                    uint32_t u;
+                    memcpy(&u, &f, sizeof u);
+                    put_le(b, u, 4);
+                }
+            return 0;
+        }
+        if (n && width > (SIZE_MAX / n) / (RT_JSON_FLOAT_MAX + 2))
+            return -1;
+        if (rt_buf_reserve(b, n * width * (RT_JSON_FLOAT_MAX + 2) + 1) != 0)
+            return -1;
+        char *w = b->data + b->len;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < width; j++) {
+                if (i || j) {
+                    *w++ = ',';
+                    *w++ = ' ';
+                }
+                w += rt_json_float_text(float_at(g, o, t->kind, i, j), w);
+            }
+        *w = '\0';
+        b->len = (size_t)(w - b->data);
+        return 0;
+    }
+    bool ints = t->kind == RT_V2_OUT_ALL_CLASS_IDS || t->kind == RT_V2_OUT_CLASS_IDS;
+    size_t bytes = t->kind == RT_V2_OUT_CLASS_IDS ? 8 : 4;
+    for (size_t i = 0; i < n && !rc; i++)
+        for (size_t j = 0; j < width; j++) {
+            if (!bin && (i || j))
+                rc |= rt_buf_append(b, ", ", 2);
+            if (ints) {
+                int64_t v = int_at(o, t->kind, i, j);
+                rc |= bin ? put_le(b, (uint64_t)v, bytes) : put_int(b, v);
+            } else {
+                const char *s = str_at(g, o, t->kind, i, j);
+                rc |= put_str(b, s, strlen(s), bin);
+            }
+        }
+    return rc;
+}
+
+rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_buf *out)
+{
+    size_t base = out->len;
+    bool any_bin = false;
+    rt_buf tmp;
+    rt_buf_init(&tmp);
+    unsigned char *taken = NULL;
+    rt_buf_reset(&q->bin);
+    q->answer_header = 0;
+    int rc = rt_buf_puts(out, "{\"model_name\": ");
+    rc |= rt_buf_json_string(out, q->name.data ? q->name.data : "", q->name.len);
+    if (q->version >= 0) {
+        rc |= rt_buf_puts(out, ", \"model_version\": \"");
+        rc |= put_int(out, q->version) | rt_buf_append(out, "\"", 1);
+    }
+    if (q->id.len) {
+        rc |= rt_buf_puts(out, ", \"id\": ");
+        rc |= rt_buf_append(out, q->id.data, q->id.len);
+    }
+    rc |= rt_buf_puts(out, ", \"outputs\": [");
+    for (size_t k = 0; k < q->n_sel && !rc; k++) {
+        const rt_v2_sel *sel = &q->sel[k];
+        const rt_v2_output *t = &q->outs[sel->out];
+        size_t width = t->width;
+        const char *dt = t->datatype;
+        if (sel->classes) {
+            width = (size_t)sel->classes < width ? (size_t)sel->classes : width;
+            dt = "BYTES";
+            unsigned char *more = realloc(taken, t->width ? t->width : 1);
+            if (!more) {
+                rc = -1;
+                break;
+            }
+            taken = more;
+        }
+        rc |= rt_buf_puts(out, k ? ", {\"name\": " : "{\"name\": ");
+        rc |= rt_buf_json_string(out, t->name, strlen(t->name));
+        /* appended piece by piece: no printf on the hot path */
+        rc |= rt_buf_puts(out, ", \"datatype\": \"") | rt_buf_puts(out, dt);
+        rc |= rt_buf_puts(out, "\", \"shape\": [") | put_int(out, (int64_t)o->n);
+        rc |= rt_buf_append(out, ", ", 2) | put_int(out, (int64_t)width);
+        rc |= rt_buf_append(out, "], ", 3);
+        if (sel->binary) {
+            size_t before = q->bin.len;
+            rc |= put_elements(&q->bin, g, o, t, sel, width, &tmp, taken);
+            rc |= rt_buf_puts(out, "\"parameters\": {\"binary_data_size\": ");
+            rc |= put_int(out, (int64_t)(q->bin.len - before)) | rt_buf_append(out, "}}", 2);
+            any_bin = true;
+        } else {
+            rc |= rt_buf_puts(out, "\"data\": [");
+            rc |= put_elements(out, g, o, t, sel, width, &tmp, taken);
+            rc |= rt_buf_puts(out, "]}");
+        }
+    }
+    rc |= rt_buf_puts(out, "]}");
+    if (!rc && any_bin) {
+        q->answer_header = out->len - base;
+        rc |= rt_buf_append(out, q->bin.data ? q->bin.data : "", q->bin.len);
+    }
+    rt_buf_free(&tmp);
+    free(taken);
+    return rc ? RT_ERR_NOMEM : RT_OK;
+}
