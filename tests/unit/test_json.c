@@ -1249,6 +1249,22 @@ static void test_tf_serving_json_rules(void **state)
                  RT_ERR_INVALID, "not given: gender, occupation (Missing named input: ");
     expect_error(f, f->wd, P, "{\"inputs\": {\"zz\": [1]}}", NULL, RT_ERR_INVALID,
                  "inputs: none of the model's inputs is given");
+    /* Rows name every input the instance lacks in one 400, not one per
+     * request (issue 22); :classify's examples too; one alone stays as it was. */
+    expect_error(f, f->wd, P, "{\"instances\": [{\"age\": 1, \"hours\": 1}]}", NULL,
+                 RT_ERR_INVALID, "instances[0].gender: missing input; not given: gender, "
+                 "occupation");
+    expect_error(f, f->wd, P, "{\"instances\": [{" ROW3 ", \"age\": 1}, {\"hours\": 2}]}",
+                 NULL, RT_ERR_INVALID, "instances[1].age: missing input; not given: age, gender, "
+                 "occupation");
+    /* (a string feature absent from a tf.Example is empty, not missing) */
+    expect_error(f, f->wd, C, "{\"examples\": [{\"gender\": \"Male\"}]}", NULL, RT_ERR_INVALID,
+                 "examples[0].age: missing input; not given: age, hours");
+    rt_err one = {{0}};
+    assert_int_equal(run(f, f->wd, P, "{\"instances\": [{\"age\": 1, \"hours\": 1, "
+                                      "\"gender\": \"Male\"}]}", NULL, NULL, &one),
+                     RT_ERR_INVALID);
+    assert_string_equal(one.msg, "instances[0].occupation: missing input");
     /* :classify given "instances": says to send "examples". */
     expect_error(f, f->wd, C, "{\"instances\": [{\"age\": 1}]}", NULL, RT_ERR_INVALID,
                  "send {\"examples\": [...]}, or use :predict");
