@@ -277,6 +277,13 @@ rt_status rt_fc_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *
  * refuses as "instances[i].NAME: missing input". For error messages. */
 bool rt_transform_needs(const rt_graph *g, const rt_batch *b, size_t i, size_t input);
 
+/* TensorFlow's binary classifier head exports a "regression" signature
+ * (method regress, the serialized examples "inputs" in, the logistic as
+ * "outputs") beside "classification": adds it to a binary classifier's def
+ * that has "classification" and lacks it (exports written before predictd
+ * listed it), keeping the signatures sorted by name. Others: unchanged. */
+rt_status rt_modeldef_add_regression_signature(Predictd__ModelDef *def, rt_err *err);
+
 /* Checks that def compiles into a graph (everything rt_graph_build checks
  * except tensor data and vocabulary files). */
 rt_status rt_graph_check(const Predictd__ModelDef *def, rt_err *err);

@@ -413,7 +413,8 @@ rt_status rt_model_open_buffers(const void *model_pb, size_t pb_len, const void 
     m = calloc(1, sizeof *m);
     if (!m)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    if ((st = unpack_def(model_pb, pb_len, &m->def, err)) != RT_OK)
+    if ((st = unpack_def(model_pb, pb_len, &m->def, err)) != RT_OK ||
+        (st = rt_modeldef_add_regression_signature(m->def, err)) != RT_OK)
         goto out;
     if (vars_len > 0) {
         if (vars_len > SIZE_MAX - RT_VARS_ALIGN) {
@@ -499,7 +500,8 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
             saved_model_note(dfd, dir, err);
         goto out;
     }
-    if ((st = unpack_def((const uint8_t *)pb, pb_len, &m->def, err)) != RT_OK)
+    if ((st = unpack_def((const uint8_t *)pb, pb_len, &m->def, err)) != RT_OK ||
+        (st = rt_modeldef_add_regression_signature(m->def, err)) != RT_OK)
         goto out;
     if ((st = read_vars(m, dfd, err)) != RT_OK)
         goto out;
