@@ -281,6 +281,11 @@ static rt_status resolve_export(const char *dir, char **path, rt_err *err)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     int direct = stat(b.data, &sb) == 0;
     rt_buf_free(&b);
+    /* a TensorFlow SavedModel's version directory: rt_model_open says what it is */
+    rt_buf_init(&b);
+    if (!direct && rt_buf_printf(&b, "%s/saved_model.pb", dir) == 0)
+        direct = stat(b.data, &sb) == 0;
+    rt_buf_free(&b);
     if (direct) {
         *path = strdup(dir);
         return *path ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");

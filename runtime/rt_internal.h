@@ -269,6 +269,20 @@ rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f,
                            rt_err *err);
 rt_status rt_fc_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                              rt_err *err);
+/* Whether instance i of b lacks raw input `input` where the transform needs
+ * it: no values, no default under the batch's missing-input policy, and some
+ * column reads it without a default of its own (a numeric column's
+ * default_value; a weighted column's weights only where its values are
+ * given). The inputs for which this is true are exactly those the transform
+ * refuses as "instances[i].NAME: missing input". For error messages. */
+bool rt_transform_needs(const rt_graph *g, const rt_batch *b, size_t i, size_t input);
+
+/* TensorFlow's binary classifier head exports a "regression" signature
+ * (method regress, the serialized examples "inputs" in, the logistic as
+ * "outputs") beside "classification": adds it to a binary classifier's def
+ * that has "classification" and lacks it (exports written before predictd
+ * listed it), keeping the signatures sorted by name. Others: unchanged. */
+rt_status rt_modeldef_add_regression_signature(Predictd__ModelDef *def, rt_err *err);
 
 /* Checks that def compiles into a graph (everything rt_graph_build checks
  * except tensor data and vocabulary files). */
@@ -366,8 +380,12 @@ rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
 
 /* A columnar request's transform error, named as the client sent it:
  * "instances[3].age: ..." -> "inputs.age[3]: ..."; a missing input lists
- * every input without values in b (rt_json_where.c). */
+ * every input the request lacks (rt_transform_needs) (rt_json_where.c). */
 void rt_json_name_columns(const rt_graph *g, const rt_batch *b, rt_err *err);
+/* A row request's "instances[i].NAME: missing input" gets every input that
+ * instance lacks appended: "...; not given: age, education" (one 400 names
+ * them all). Other messages are left as they are. */
+void rt_json_name_missing(const rt_graph *g, const rt_batch *b, rt_err *err);
 
 /* Renders c->outputs for a predict request: {"predictions": [...]} (rows) or
  * {"outputs": ...} (columnar) with the signature's outputs (sig may be NULL:

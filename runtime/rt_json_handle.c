@@ -48,6 +48,8 @@ static rt_status handle(const rt_model *m, rt_method method, const char *body, s
     if (rt_batch_size(c->batch) == 0) {
         c->outputs.n = 0; /* nothing to run: an empty answer */
     } else if ((st = rt_ctx_run(c, g, err)) != RT_OK) {
+        if (!columnar)
+            rt_json_name_missing(g, c->batch, err);
         if (method != RT_METHOD_PREDICT)
             rt_json_name_examples(err);
         else if (columnar)

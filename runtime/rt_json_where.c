@@ -216,6 +216,26 @@ void rt_json_name_examples(rt_err *err)
         snprintf(err->msg, sizeof err->msg, "examples%s", rest);
 }
 
+/* "a, b, c": the inputs instance i of b lacks where the transform needs
+ * them (rt_transform_needs), cut with "..." when long. */
+static void list_lacking(const rt_graph *g, const rt_batch *b, size_t i, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
+        if (!rt_transform_needs(g, b, i, in))
+            continue;
+        int w = snprintf(buf + used, cap - used, "%s%s", used ? ", " : "",
+                         rt_graph_input_name(g, in));
+        if (w < 0 || (size_t)w >= cap - used) {
+            if (cap > 4)
+                memcpy(buf + cap - 4, "...", 4);
+            return;
+        }
+        used += (size_t)w;
+    }
+}
+
 /* A columnar request's transform errors name the column: "instances[3].age:
  * expected 1 value, got 2" -> "inputs.age[3]: ...". A missing input lists
  * every input the request did not give (no values in any instance), with
@@ -239,23 +259,25 @@ void rt_json_name_columns(const rt_graph *g, const rt_batch *b, rt_err *err)
         return;
     }
     char lacking[320];
-    size_t used = 0;
-    lacking[0] = '\0';
-    for (size_t in = 0; in < rt_graph_num_inputs(g) && used + 1 < sizeof lacking; in++) {
-        int given = 0;
-        for (size_t k = 0; k < rt_batch_size(b) && !given; k++) {
-            size_t n = 0;
-            rt_batch_cell(b, k, in, &n);
-            given = n > 0;
-        }
-        if (given)
-            continue;
-        int w = snprintf(lacking + used, sizeof lacking - used, "%s%s", used ? ", " : "",
-                         rt_graph_input_name(g, in));
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
+    list_lacking(g, b, i, lacking, sizeof lacking);
     snprintf(err->msg, sizeof err->msg, "inputs.%.*s: missing input; not given: %s (Missing "
              "named input: %.*s in 'inputs' object.)", nl, name, lacking, nl, name);
+}
+
+void rt_json_name_missing(const rt_graph *g, const rt_batch *b, rt_err *err)
+{
+    static const char rows[] = "instances[", tail[] = ": missing input";
+    if (!err || strncmp(err->msg, rows, sizeof rows - 1) != 0)
+        return;
+    size_t len = strlen(err->msg);
+    if (len < sizeof tail - 1 || strcmp(err->msg + len - (sizeof tail - 1), tail) != 0)
+        return;
+    char *end = NULL;
+    unsigned long i = strtoul(err->msg + sizeof rows - 1, &end, 10);
+    if (!end || *end != ']')
+        return;
+    char lacking[320];
+    list_lacking(g, b, i, lacking, sizeof lacking);
+    if (strchr(lacking, ','))
+        snprintf(err->msg + len, sizeof err->msg - len, "; not given: %s", lacking);
 }

@@ -51,6 +51,8 @@ rt_status rt_json_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, 
     else if ((st = rt_ctx_run(c, g, err)) != RT_OK) {
         if (pr->columnar)
             rt_json_name_columns(g, c->batch, err);
+        else
+            rt_json_name_missing(g, c->batch, err);
         return st;
     }
     if (pr->v2)

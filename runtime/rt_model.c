@@ -413,7 +413,8 @@ rt_status rt_model_open_buffers(const void *model_pb, size_t pb_len, const void 
     m = calloc(1, sizeof *m);
     if (!m)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    if ((st = unpack_def(model_pb, pb_len, &m->def, err)) != RT_OK)
+    if ((st = unpack_def(model_pb, pb_len, &m->def, err)) != RT_OK ||
+        (st = rt_modeldef_add_regression_signature(m->def, err)) != RT_OK)
         goto out;
     if (vars_len > 0) {
         if (vars_len > SIZE_MAX - RT_VARS_ALIGN) {
@@ -454,6 +455,23 @@ static rt_status read_vars(rt_model *m, int dfd, rt_err *err)
     return st;
 }
 
+/* A directory holding TensorFlow's saved_model.pb (or .pbtxt) instead of
+ * model.pb: says what it is and what predictd serves, in place of
+ * "model.pb: cannot open". */
+static void saved_model_note(int dfd, const char *dir, rt_err *err)
+{
+    const char *pb = faccessat(dfd, "saved_model.pb", F_OK, 0) == 0      ? "saved_model.pb"
+                     : faccessat(dfd, "saved_model.pbtxt", F_OK, 0) == 0 ? "saved_model.pbtxt"
+                                                                         : NULL;
+    if (pb)
+        rt_err_set(err, RT_ERR_NOTFOUND,
+                   "%s is a TensorFlow SavedModel (%s), not a predictd export: predictd serves "
+                   "the exports predict-train writes (model.pb + variables.bin, "
+                   "docs/export-format.md); train the model with predict-train, or serve the "
+                   "SavedModel with TensorFlow Serving",
+                   dir, pb);
+}
+
 rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
 {
     rt_status st;
@@ -477,9 +495,13 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if ((st = rt_read_file(dfd, "model.pb", MODEL_PB_MAX, 0, &pb, &pb_len, err)) != RT_OK)
+    if ((st = rt_read_file(dfd, "model.pb", MODEL_PB_MAX, 0, &pb, &pb_len, err)) != RT_OK) {
+        if (st == RT_ERR_NOTFOUND)
+            saved_model_note(dfd, dir, err);
         goto out;
-    if ((st = unpack_def((const uint8_t *)pb, pb_len, &m->def, err)) != RT_OK)
+    }
+    if ((st = unpack_def((const uint8_t *)pb, pb_len, &m->def, err)) != RT_OK ||
+        (st = rt_modeldef_add_regression_signature(m->def, err)) != RT_OK)
         goto out;
     if ((st = read_vars(m, dfd, err)) != RT_OK)
         goto out;

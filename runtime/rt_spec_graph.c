@@ -728,5 +728,44 @@ rt_status spec_build_signatures(spec_ctx *s)
         if ((st = signature_inputs(s, sig)) || (st = predict_outputs(s, sig)))
             return st;
     }
+    return rt_modeldef_add_regression_signature(def, err);
+}
+
+rt_status rt_modeldef_add_regression_signature(Predictd__ModelDef *def, rt_err *err)
+{
+    bool classification = false;
+    if (!def->head || def->head->type != PREDICTD__HEAD_TYPE__HEAD_BINARY)
+        return RT_OK;
+    for (size_t k = 0; k < def->n_signatures; k++) {
+        const char *name = def->signatures[k]->name ? def->signatures[k]->name : "";
+        if (!strcmp(name, "regression"))
+            return RT_OK;
+        classification |= !strcmp(name, "classification");
+    }
+    if (!classification)
+        return RT_OK; /* it reads the same serialized examples ("inputs") */
+    Predictd__SignatureDef **grown =
+        realloc(def->signatures, (def->n_signatures + 1) * sizeof *grown);
+    if (!grown)
+        return NOMEM(err);
+    def->signatures = grown;
+    Predictd__SignatureDef *sig = new_sig(def, "regression", "tensorflow/serving/regress");
+    if (!sig || !(sig->inputs = calloc(1, sizeof *sig->inputs)) ||
+        !(sig->outputs = calloc(1, sizeof *sig->outputs)))
+        return NOMEM(err);
+    rt_status st;
+    if ((st = add_spec(sig->inputs, &sig->n_inputs, "inputs", PREDICTD__DTYPE__DT_STRING, 0,
+                       err)) ||
+        (st = add_spec(sig->outputs, &sig->n_outputs, "outputs", PREDICTD__DTYPE__DT_FLOAT, 1,
+                       err)))
+        return st;
+    /* new_sig appended it: move it to its place by name */
+    size_t at = def->n_signatures - 1;
+    while (at > 0 && strcmp(def->signatures[at - 1]->name ? def->signatures[at - 1]->name : "",
+                            "regression") > 0) {
+        def->signatures[at] = def->signatures[at - 1];
+        def->signatures[at - 1] = sig;
+        at--;
+    }
     return RT_OK;
 }

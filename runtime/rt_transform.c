@@ -267,6 +267,68 @@ static rt_status get_cell_missing(const rt_graph *g, const rt_batch *b, size_t i
                       input_name(g, input));
 }
 
+/* get_cell's verdict on a cell without values: true when it is an error. */
+static bool missing_fails(const rt_graph *g, const rt_batch *b, long input)
+{
+    rt_value dflt;
+    if (g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING &&
+        rt_batch_missing(b) == RT_MISSING_EMPTY)
+        return false;
+    return !csv_default(g, b, input, &dflt);
+}
+
+static bool has_values(const rt_batch *b, size_t i, long input)
+{
+    size_t n = 0;
+    rt_batch_cell(b, i, (size_t)input, &n);
+    return n > 0;
+}
+
+bool rt_transform_needs(const rt_graph *g, const rt_batch *b, size_t i, size_t input)
+{
+    long in = (long)input;
+    if (input >= g->n_inputs || i >= rt_batch_size(b) || has_values(b, i, in) ||
+        !missing_fails(g, b, in))
+        return false;
+    for (size_t c = 0; c < g->n_fcols; c++) {
+        const rt_fcol *fc = &g->fcols[c];
+        switch (fc->type) {
+        case PREDICTD__COLUMN_TYPE__NUMERIC:
+            if (fc->input == in && fc->def->n_default_value != fc->width)
+                return true;
+            break;
+        case PREDICTD__COLUMN_TYPE__VOCABULARY_LIST:
+        case PREDICTD__COLUMN_TYPE__VOCABULARY_FILE:
+        case PREDICTD__COLUMN_TYPE__HASH_BUCKET:
+        case PREDICTD__COLUMN_TYPE__IDENTITY:
+            if (fc->input == in)
+                return true;
+            break;
+        case PREDICTD__COLUMN_TYPE__CROSSED:
+            for (size_t part = 0; part < fc->n_cross; part++) {
+                long col = fc->cross_col[part];
+                if (col < 0 ? fc->cross_input[part] == in
+                            : ((g->fcols[col].type == PREDICTD__COLUMN_TYPE__VOCABULARY_LIST ||
+                                g->fcols[col].type == PREDICTD__COLUMN_TYPE__VOCABULARY_FILE) &&
+                               g->fcols[col].input == in))
+                    return true;
+            }
+            break;
+        case PREDICTD__COLUMN_TYPE__WEIGHTED: {
+            /* the weights are read where the categorical column has values */
+            const rt_fcol *src = &g->fcols[fc->source];
+            if (fc->input == in && (src->type == PREDICTD__COLUMN_TYPE__BUCKETIZED ||
+                                    has_values(b, i, src->input)))
+                return true;
+            break;
+        }
+        default:
+            break; /* reads other columns, not raw inputs */
+        }
+    }
+    return false;
+}
+
 static inline rt_status get_cell(const rt_graph *g, const rt_batch *b, size_t i, long input,
                                  rt_value *dflt, const rt_value **vals, size_t *n,
                                  const rt_skey **keys, rt_err *err)

@@ -41,6 +41,8 @@
 
 typedef struct ctl {
     const char *config;  /* the daemon's config file */
+    char *config_owned;  /* the daemon's own file when no --config was given */
+    bool json;           /* --json: status as the daemon's JSON */
     char host[256];
     int port;
     int timeout_s;
@@ -58,8 +60,9 @@ typedef struct ctl {
 #define CTL_HELP(name, value, help) "  --" #name " " value "  " help "\n"
 
 static const char USAGE[] =
-    "usage: predictctl" CTL_FLAGS(CTL_SYNOPSIS) " COMMAND\n"
-    "  status [MODEL]              versions and their states (all models without MODEL)\n"
+    "usage: predictctl" CTL_FLAGS(CTL_SYNOPSIS) " [--json] COMMAND\n"
+    "  status [MODEL] [--json]     versions, states, labels and errors as a table (all\n"
+    "                              models without MODEL); --json: the daemon's JSON\n"
     "  models                      models with versions, labels and default version\n"
     "  label MODEL LABEL VERSION   point LABEL at VERSION (must be AVAILABLE)\n"
     "  default MODEL VERSION|LABEL  make VERSION or LABEL the default version\n"
@@ -74,13 +77,16 @@ static const char USAGE[] =
     "  shadow MODEL off            stop shadowing\n"
     "  reload                      ask the daemon to re-read its config file\n"
     CTL_FLAGS(CTL_HELP)
+    "  --json  status: the daemon's JSON answer instead of the table\n"
     "  --help  this text\n"
     "The config file's rest_api_host/rest_api_port give the URL (a wildcard host\n"
-    "means 127.0.0.1). Edits keep every other key of the file, are validated,\n"
-    "written atomically, and undone if the daemon refuses them; concurrent edits\n"
-    "take turns (a lock on FILE.lock). FILE may be JSON or TF Serving's text\n"
-    "format (models.config: edited in place, comments kept; it has no default\n"
-    "version). Exit 0 ok, 1 refused/failed, 2 usage.\n";
+    "means 127.0.0.1). Without --config and without the default file, the daemon\n"
+    "is --url or http://127.0.0.1:8501, and an edit goes to the file it reloads\n"
+    "(one started with flags only has none to edit). Edits keep every other key\n"
+    "of the file, are validated, written atomically, and undone if the daemon\n"
+    "refuses them; concurrent edits take turns (a lock on FILE.lock). FILE may\n"
+    "be JSON or TF Serving's text format (models.config: edited in place,\n"
+    "comments kept; it has no default version). Exit 0 ok, 1 refused/failed, 2 usage.\n";
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -778,6 +784,167 @@ static int show_models(const ctl *c)
     return 0;
 }
 
+/* A table of up to 256 rows of 5 cells (owned strings). */
+typedef struct table {
+    char *cell[256][5];
+    size_t rows;
+} table;
+
+/* Adds a row; NULL cells are "". */
+static void table_add(table *t, const char *a, const char *b, const char *c, const char *d,
+                      const char *e)
+{
+    if (t->rows >= sizeof t->cell / sizeof t->cell[0])
+        return;
+    const char *v[5] = {a, b, c, d, e};
+    for (int k = 0; k < 5; k++)
+        t->cell[t->rows][k] = strdup(v[k] ? v[k] : "");
+    t->rows++;
+}
+
+/* Prints the rows in aligned columns (the last one unpadded) and frees them. */
+static void table_print(table *t)
+{
+    size_t w[5] = {0};
+    for (size_t r = 0; r < t->rows; r++)
+        for (int k = 0; k < 5; k++)
+            if (t->cell[r][k] && strlen(t->cell[r][k]) > w[k])
+                w[k] = strlen(t->cell[r][k]);
+    for (size_t r = 0; r < t->rows; r++) {
+        for (int k = 0; k < 4; k++)
+            printf("%-*s  ", (int)w[k], t->cell[r][k] ? t->cell[r][k] : "");
+        printf("%s\n", t->cell[r][4] ? t->cell[r][4] : "");
+        for (int k = 0; k < 5; k++)
+            free(t->cell[r][k]);
+    }
+    t->rows = 0;
+}
+
+/* "stable,canary,default": the labels of model m (an item of GET /v1/models)
+ * that point at version ver, and "default" when it answers by default. */
+static void labels_of_version(const cJSON *m, const char *ver, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(m, "labels"))
+    {
+        const char *v = cJSON_GetStringValue(l);
+        if (v && !strcmp(v, ver) && used < cap)
+            used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? "," : "", l->string);
+    }
+    const char *dv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "default_version"));
+    if (dv && !strcmp(dv, ver) && used < cap)
+        snprintf(out + used, cap - used, "%sdefault", used ? "," : "");
+}
+
+/* predictctl status [MODEL]: one line per version (model, version, state,
+ * labels, error) from GET /v1/models and each model's status, then the
+ * config file's state; --json prints the daemon's answer instead. */
+static int show_status(const ctl *c, const char *model)
+{
+    char path[512];
+    int code = 0;
+    if (c->json) {
+        snprintf(path, sizeof path, "/v1/models%s%s", model ? "/" : "", model ? model : "");
+        cJSON *doc = get_json(c, path, &code);
+        if (doc)
+            print_json(doc);
+        cJSON_Delete(doc);
+        return doc && code == 200 ? 0 : 1;
+    }
+    cJSON *all = get_json(c, "/v1/models", NULL);
+    if (!all)
+        return 1;
+    int r = 0;
+    bool found = model == NULL;
+    table t;
+    t.rows = 0;
+    table_add(&t, "MODEL", "VERSION", "STATE", "LABELS", "ERROR");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(all, "models"))
+    {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name"));
+        if (!name || (model && strcmp(name, model) != 0))
+            continue;
+        found = true;
+        snprintf(path, sizeof path, "/v1/models/%s", name);
+        cJSON *st = get_json(c, path, &code);
+        const cJSON *v;
+        cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(st, "model_version_status"))
+        {
+            const char *ver = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "version"));
+            const cJSON *status = cJSON_GetObjectItemCaseSensitive(v, "status");
+            const char *msg = cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(status, "error_message"));
+            char labels[256];
+            labels_of_version(m, ver ? ver : "", labels, sizeof labels);
+            table_add(&t, name, ver,
+                      cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "state")),
+                      labels, msg && *msg ? msg : "-");
+        }
+        if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(st, "model_version_status")))
+            table_add(&t, name, "-", "(no version)", "", "-");
+        cJSON_Delete(st);
+    }
+    if (!found) {
+        r = fail("model %s is not served by predictd at %s:%d", model, c->host, c->port);
+    } else {
+        table_print(&t);
+        if (!model) {
+            const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(all, "config");
+            const char *f =
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "model_config_file"));
+            const char *lr =
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "last_reload"));
+            const char *le =
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "last_error"));
+            if (f)
+                printf("config file: %s (generation %d, last reload: %s%s%s)\n", f,
+                       (int)cJSON_GetNumberValue(
+                           cJSON_GetObjectItemCaseSensitive(cfg, "generation")),
+                       lr ? lr : "?", le && *le ? ": " : "", le && *le ? le : "");
+            else
+                printf("config file: none (started with flags only)\n");
+        }
+    }
+    for (size_t row = 0; row < t.rows; row++) /* not printed: freed */
+        for (int k = 0; k < 5; k++)
+            free(t.cell[row][k]);
+    cJSON_Delete(all);
+    return r;
+}
+
+/* Without --config and without the default file: the file the daemon
+ * reloads becomes the one to edit; a daemon started with flags only has
+ * none, and is told so (rather than failing on a lock beside a file that is
+ * not there). 0, or 1 with a message. */
+static int adopt_daemon_file(ctl *c, const char *default_config)
+{
+    cJSON *doc = get_json(c, "/v1/models", NULL);
+    if (!doc)
+        return fail("no config file to edit: %s does not exist, and no predictd answered at "
+                    "%s:%d to say which file it reloads; give --config FILE (the daemon's "
+                    "--model_config_file) and --url", default_config, c->host, c->port);
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(doc, "config"), "model_config_file");
+    int r = 0;
+    if (cJSON_IsString(f) && f->valuestring[0]) {
+        if (!(c->config_owned = strdup(f->valuestring)))
+            r = fail("out of memory");
+        c->config = c->config_owned;
+    } else {
+        r = fail("predictd at %s:%d was started without --model_config_file (flags only): it has "
+                 "no config file to edit, so labels, default versions, promotions, canaries "
+                 "and shadows cannot be changed; nothing changed. Start it with "
+                 "--model_config_file=FILE (conf/predictd.json shows one), then run predictctl "
+                 "--config FILE",
+                 c->host, c->port);
+    }
+    cJSON_Delete(doc);
+    return r;
+}
+
 /* Fills host/port from --url or from the config file. */
 static int resolve_url(ctl *c, const char *url)
 {
@@ -822,9 +989,11 @@ int main(int argc, char **argv)
     c.config = "/etc/predictd/predictd.json";
     c.timeout_s = 15;
     const char *url = NULL;
-    enum { OPT_HELP = 1, OPT_FLAG = 2 };
+    enum { OPT_HELP = 1, OPT_FLAG = 2, OPT_JSON = 3 };
+    bool config_given = false;
 #define CTL_OPTION(name, value, help) {#name, required_argument, NULL, OPT_FLAG},
-    static const struct option opts[] = {CTL_FLAGS(CTL_OPTION){"help", no_argument, NULL, OPT_HELP},
+    static const struct option opts[] = {CTL_FLAGS(CTL_OPTION){"json", no_argument, NULL, OPT_JSON},
+                                         {"help", no_argument, NULL, OPT_HELP},
                                          {NULL, 0, NULL, 0}};
     opterr = 0; /* our own messages; '+': the command ends the flags */
     for (;;) {
@@ -847,8 +1016,11 @@ int main(int argc, char **argv)
             fputs(USAGE, stdout);
             return 0;
         }
-        if (!strcmp(opts[idx].name, "config")) {
+        if (o == OPT_JSON) {
+            c.json = true;
+        } else if (!strcmp(opts[idx].name, "config")) {
             c.config = optarg;
+            config_given = true;
         } else if (!strcmp(opts[idx].name, "url")) {
             url = optarg;
         } else {
@@ -875,8 +1047,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "predictctl: %s: unknown command\n%s", cmd, USAGE);
         return 2;
     }
-    /* An edit holds the lock from reading the file to the daemon's verdict. */
+    /* status MODEL --json: the flag after the command too */
+    int nargs = argc - i;
+    if (!strcmp(cmd, "status") && nargs > 1 && !strcmp(argv[argc - 1], "--json")) {
+        c.json = true;
+        nargs--;
+    }
+    if (!strcmp(cmd, "status") && nargs > 2) {
+        fprintf(stderr, "predictctl: status takes at most one MODEL\n%s", USAGE);
+        return 2;
+    }
+    /* No --config and no default file: find the daemon at --url or TF
+     * Serving's default REST port, and edit the file it reloads, if any. */
     int lock_fd = -1;
+    const char *default_config = c.config;
+    if (!config_given && access(c.config, F_OK) != 0 && errno == ENOENT) {
+        if (!url)
+            url = "http://127.0.0.1:8501";
+        if (!read_only && ((r = resolve_url(&c, url)) != 0 ||
+                           (r = adopt_daemon_file(&c, default_config)) != 0))
+            goto out;
+    }
+    /* An edit holds the lock from reading the file to the daemon's verdict. */
     if (!read_only) {
         if ((lock_fd = lock_config(&c)) < 0)
             return 1;
@@ -892,15 +1084,7 @@ int main(int argc, char **argv)
     if ((r = resolve_url(&c, url)) != 0)
         goto out;
     if (!strcmp(cmd, "status")) {
-        char path[512];
-        snprintf(path, sizeof path, "/v1/models%s%s", i + 1 < argc ? "/" : "",
-                 i + 1 < argc ? argv[i + 1] : "");
-        int code = 0;
-        cJSON *doc = get_json(&c, path, &code);
-        if (doc)
-            print_json(doc);
-        r = doc && code == 200 ? 0 : 1;
-        cJSON_Delete(doc);
+        r = show_status(&c, nargs > 1 ? argv[i + 1] : NULL);
     } else if (!strcmp(cmd, "models")) {
         r = show_models(&c);
     } else {
@@ -908,6 +1092,7 @@ int main(int argc, char **argv)
     }
 out:
     free(c.orig);
+    free(c.config_owned);
     if (lock_fd >= 0)
         close(lock_fd); /* releases the lock */
     return r;

@@ -362,6 +362,8 @@ int main(int argc, char **argv)
                 "--port=%d: TF Serving's gRPC port is accepted but unused: predictd has no "
                 "gRPC API and serves REST only, on --rest_api_port (%d)",
                 D.cfg->port, D.cfg->rest_api_port);
+    for (size_t i = 0; i < D.args.n_warnings; i++)
+        srv_log(SRV_LOG_WARN, "%s", D.args.warnings[i]);
     /* Each request thread runs its own small matrix products: OpenBLAS's own
      * thread pool would only compete with them for the same cores. */
     openblas_set_num_threads(1);

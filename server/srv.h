@@ -230,6 +230,9 @@ typedef struct srv_args {
     bool help;                    /* --help / -h */
     bool help_config;             /* --help_config */
     bool version;                 /* --version */
+    char **warnings;              /* [n_warnings] one line each (owned): TF
+                                     Serving flags accepted without effect */
+    size_t n_warnings;
 } srv_args;
 
 /* Parses argv with getopt_long (TF Serving's flag names; "--flag=value" or
@@ -242,6 +245,9 @@ rt_status srv_args_parse(int argc, char **argv, srv_args *args, rt_err *err);
 void srv_args_free(srv_args *args);
 /* True when the flag called name was given. */
 bool srv_args_given(const srv_args *args, const char *name);
+/* Sets the setting called name from its flag text value (NULL: a bool flag
+ * alone), as if --name=value had been given. Errors name the flag. */
+rt_status srv_args_set(srv_args *args, const char *name, const char *value, rt_err *err);
 /* The --help text (flags), or with config_keys the config file's keys
  * (--help_config), made from the table. OUT: malloc'd, caller frees; NULL
  * when out of memory. */

@@ -237,52 +237,113 @@ void srv_config_free(srv_config *c)
     free(c);
 }
 
-/* Edit distance of a and b (each at most 63 bytes, else a large number). */
+/* Edit distance of a and b (each at most 63 bytes, else a large number):
+ * insertions, deletions, substitutions and swaps of two neighbours cost 1;
+ * '-' and '_' are the same letter (--rest-api-port is --rest_api_port). */
 static size_t distance(const char *a, const char *b)
 {
-    size_t la = strlen(a), lb = strlen(b), row[64];
+    size_t la = strlen(a), lb = strlen(b), d[64][64];
     if (la >= 64 || lb >= 64)
         return SIZE_MAX;
+#define SAME(x, y) ((x) == (y) || (((x) == '-' || (x) == '_') && ((y) == '-' || (y) == '_')))
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
     for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
         for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+            size_t best = d[i - 1][j - 1] + !SAME(a[i - 1], b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && SAME(a[i - 1], b[j - 2]) && SAME(a[i - 2], b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
         }
-    }
-    return row[lb];
+#undef SAME
+    return d[la][lb];
 }
 
-/* The known name (settings where `where` says, plus extra) nearest to name,
- * if near enough to be a typo (at most a third of its letters off), or NULL. */
+/* True when every word of name (split at '_' or '-') is a word of cand, in
+ * the same order: --rest_port for --rest_api_port. */
+static bool words_within(const char *name, const char *cand)
+{
+    const char *c = cand;
+    size_t words = 0;
+    while (*name) {
+        size_t n = strcspn(name, "_-");
+        bool found = false;
+        while (*c && !found) {
+            size_t m = strcspn(c, "_-");
+            found = m == n && n > 0 && !strncmp(c, name, n);
+            c += m;
+            c += strspn(c, "_-");
+        }
+        if (!found)
+            return false;
+        words++;
+        name += n;
+        name += strspn(name, "_-");
+    }
+    return words >= 2;
+}
+
+/* How near cand is to name as a suggestion: 0 not near; else a rank (lower
+ * is nearer) from the edit distance. Near means a typo — at most one edit
+ * per six letters (at least one) — or the start of the name (an
+ * abbreviation), or a name missing a word (every word of name is one of
+ * cand's, at least two), when only one name is; a name that differs in a whole word
+ * (--ssl_config_file, --num_load_threads) is not near --model_config_file
+ * or --num_batch_threads. */
+static size_t nearness(const char *name, const char *cand)
+{
+    size_t len = strlen(name), d = distance(name, cand);
+    size_t bound = len / 6 > 1 ? len / 6 : 1;
+    if (d == SIZE_MAX)
+        return 0;
+    if (d <= bound)
+        return 1 + d;
+    if (len >= 3 && !strncmp(cand, name, len))
+        return 64; /* all abbreviations alike: two of them are a tie */
+    if (words_within(name, cand))
+        return 128; /* the same */
+    return 0;
+}
+
+/* The known name (settings where `where` says, TF Serving's other flags
+ * when `where` includes flags, plus extra) nearest to name, if near enough
+ * (nearness), or NULL. Of two equally near, neither: no guess. */
 static const char *did_you_mean(const char *name, unsigned where, const char *const *extra)
 {
     const char *best = NULL;
-    size_t best_d = strlen(name) / 3 + 1;
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        size_t d = (SETTINGS[i].where & where) ? distance(name, SETTINGS[i].name) : SIZE_MAX;
-        if (d < best_d) {
-            best_d = d;
-            best = SETTINGS[i].name;
+    size_t best_r = SIZE_MAX;
+    bool tie = false;
+    size_t n_tf = (where & SRV_SET_FLAG) ? srv_tfflag_count() : 0;
+    for (size_t i = 0; i < N_SETTINGS + n_tf; i++) {
+        const char *cand = i < N_SETTINGS ? ((SETTINGS[i].where & where) ? SETTINGS[i].name : NULL)
+                                          : srv_tfflag_name(i - N_SETTINGS, NULL);
+        size_t r = cand ? nearness(name, cand) : 0;
+        if (r && r < best_r) {
+            best_r = r;
+            best = cand;
+            tie = false;
+        } else if (r && r == best_r) {
+            tie = true;
         }
     }
     for (; extra && *extra; extra++) {
-        size_t d = distance(name, *extra);
-        if (d < best_d) {
-            best_d = d;
+        size_t r = nearness(name, *extra);
+        if (r && r < best_r) {
+            best_r = r;
             best = *extra;
+            tie = false;
+        } else if (r && r == best_r) {
+            tie = true;
         }
     }
-    return best;
+    return tie ? NULL : best;
 }
 
 /* --------------------------------------------------------- JSON parsing */
@@ -438,6 +499,9 @@ void srv_args_free(srv_args *a)
     if (!a)
         return;
     free_strings(&a->values);
+    for (size_t i = 0; i < a->n_warnings; i++)
+        free(a->warnings[i]);
+    free(a->warnings);
     memset(a, 0, sizeof *a);
 }
 
@@ -447,7 +511,26 @@ bool srv_args_given(const srv_args *a, const char *name)
     return s && (a->set >> (size_t)(s - SETTINGS) & 1);
 }
 
-enum { OPT_HELP = 'h', OPT_HELP_CONFIG = 1, OPT_VERSION = 2, OPT_SETTING = 256 };
+rt_status srv_args_set(srv_args *a, const char *name, const char *value, rt_err *err)
+{
+    const srv_setting *s = srv_setting_find(name);
+    if (!s || !(s->where & SRV_SET_FLAG))
+        return rt_err_set(err, RT_ERR_INVALID, "--%s: unknown flag", name);
+    if (s->type != SRV_SET_BOOL && !value)
+        return rt_err_set(err, RT_ERR_INVALID, "--%s: needs a value", name);
+    if (set_from_text(s, value, &a->values, err) != RT_OK)
+        return RT_ERR_INVALID;
+    a->set |= UINT64_C(1) << (size_t)(s - SETTINGS);
+    return RT_OK;
+}
+
+enum {
+    OPT_HELP = 'h',
+    OPT_HELP_CONFIG = 1,
+    OPT_VERSION = 2,
+    OPT_SETTING = 256,
+    OPT_TFFLAG = 512
+};
 
 /* "--name: unknown flag (did you mean --x?)" for the text of an argument. */
 static rt_status unknown_flag(const char *arg, rt_err *err)
@@ -477,17 +560,27 @@ static bool spelled_out(const char *arg, const char *name)
 
 rt_status srv_args_parse(int argc, char **argv, srv_args *a, rt_err *err)
 {
-    struct option opts[N_SETTINGS + 4];
-    size_t n = 0;
+    size_t n = 0, n_tf = srv_tfflag_count();
+    rt_status st = RT_ERR_INVALID;
     memset(a, 0, sizeof *a);
     if (config_defaults(&a->values, err) != RT_OK)
         return RT_ERR_NOMEM;
+    struct option *opts = calloc(N_SETTINGS + n_tf + 4, sizeof *opts);
+    if (!opts)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < N_SETTINGS; i++)
         if (SETTINGS[i].where & SRV_SET_FLAG)
             opts[n++] = (struct option){SETTINGS[i].name,
                                         SETTINGS[i].type == SRV_SET_BOOL ? optional_argument
                                                                          : required_argument,
                                         NULL, OPT_SETTING + (int)i};
+    for (size_t i = 0; i < n_tf; i++) {
+        srv_tfflag_type type;
+        const char *name = srv_tfflag_name(i, &type);
+        opts[n++] = (struct option){name, type == SRV_TF_BOOL ? optional_argument
+                                                              : required_argument,
+                                    NULL, OPT_TFFLAG + (int)i};
+    }
     opts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
     opts[n++] = (struct option){"help_config", no_argument, NULL, OPT_HELP_CONFIG};
     opts[n++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
@@ -503,35 +596,54 @@ rt_status srv_args_parse(int argc, char **argv, srv_args *a, rt_err *err)
         if (o == -1)
             break;
         const char *arg = at < argc ? argv[at] : "";
-        if (o == '?')
-            return unknown_flag(arg, err);
-        if (o == ':')
-            return rt_err_set(err, RT_ERR_INVALID, "%s: needs a value", arg);
-        if (idx >= 0 && !spelled_out(arg, opts[idx].name))
-            return unknown_flag(arg, err);
+        if (o == '?') {
+            unknown_flag(arg, err);
+            goto out;
+        }
+        if (o == ':') {
+            bool whole = false; /* not an abbreviation (getopt_long takes those) */
+            for (size_t k = 0; k < n && !whole; k++)
+                whole = spelled_out(arg, opts[k].name);
+            if (whole)
+                rt_err_set(err, RT_ERR_INVALID, "%s: needs a value", arg);
+            else
+                unknown_flag(arg, err);
+            goto out;
+        }
+        if (idx >= 0 && !spelled_out(arg, opts[idx].name)) {
+            unknown_flag(arg, err);
+            goto out;
+        }
         if (o == OPT_HELP) {
             a->help = true;
         } else if (o == OPT_HELP_CONFIG) {
             a->help_config = true;
         } else if (o == OPT_VERSION) {
             a->version = true;
+        } else if (o >= OPT_TFFLAG) {
+            if ((st = srv_tfflag_apply((size_t)(o - OPT_TFFLAG), optarg, a, err)) != RT_OK)
+                goto out;
+            st = RT_ERR_INVALID;
         } else {
             const srv_setting *s = &SETTINGS[o - OPT_SETTING];
             if (set_from_text(s, optarg, &a->values, err) != RT_OK)
-                return RT_ERR_INVALID;
+                goto out;
             a->set |= UINT64_C(1) << (o - OPT_SETTING);
         }
     }
     if (optind < argc)
-        return unknown_flag(argv[optind], err);
-    if (srv_args_given(a, "model_name") && srv_args_given(a, "model_config_file"))
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "--model_name: give either --model_name/--model_base_path or "
-                          "--model_config_file, not both");
-    if (srv_args_given(a, "model_name") != srv_args_given(a, "model_base_path"))
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "--model_name and --model_base_path must be given together");
-    return RT_OK;
+        unknown_flag(argv[optind], err);
+    else if (srv_args_given(a, "model_name") && srv_args_given(a, "model_config_file"))
+        rt_err_set(err, RT_ERR_INVALID,
+                   "--model_name: give either --model_name/--model_base_path or "
+                   "--model_config_file, not both");
+    else if (srv_args_given(a, "model_name") != srv_args_given(a, "model_base_path"))
+        rt_err_set(err, RT_ERR_INVALID, "--model_name and --model_base_path must be given together");
+    else
+        st = RT_OK;
+out:
+    free(opts);
+    return st;
 }
 
 /* ------------------------------------------------------------- --help */

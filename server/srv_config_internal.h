@@ -28,4 +28,17 @@ const char *srv_json_dup_key(const cJSON *obj);
 rt_status srv_config_parse_models(const cJSON *arr, const char *base_dir, srv_config *c,
                                   rt_err *err);
 
+/* TensorFlow Serving's flags that predictd has no setting for
+ * (srv_tfflags.c): their count, and the name and value type of the i-th
+ * (NULL past the end). */
+typedef enum { SRV_TF_BOOL, SRV_TF_INT, SRV_TF_FLOAT, SRV_TF_STR } srv_tfflag_type;
+size_t srv_tfflag_count(void);
+const char *srv_tfflag_name(size_t i, srv_tfflag_type *type);
+/* The i-th TF Serving flag given with value (NULL: a bool flag alone): a
+ * value TF would not parse is refused naming the flag; one whose meaning
+ * predictd cannot honour is refused saying why; an alias sets its predictd
+ * setting; any other adds one warning line to a->warnings (what predictd
+ * does instead). */
+rt_status srv_tfflag_apply(size_t i, const char *value, srv_args *a, rt_err *err);
+
 #endif

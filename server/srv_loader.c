@@ -218,6 +218,11 @@ static void make_hint(const char *base, const scan *s, char *out, size_t cap)
     if (stat(path, &sb) == 0) {
         r |= rt_buf_puts(&b, "; it holds model.pb itself: it is a version directory, give its "
                              "parent as the base path");
+    } else if (snprintf(path, sizeof path, "%s/saved_model.pb", base) > 0 &&
+               stat(path, &sb) == 0) {
+        r |= rt_buf_puts(&b, "; it holds saved_model.pb: it is a TensorFlow SavedModel, which "
+                             "predictd does not serve: it serves the exports predict-train "
+                             "writes (model.pb + variables.bin, docs/export-format.md)");
     } else if (s->n_odd == 0) {
         r |= rt_buf_puts(&b, "; the directory is empty");
     } else {

@@ -640,6 +640,69 @@ static void test_metadata(void **state)
     rt_buf_free(&out);
 }
 
+/* The signature list is what is served: a binary classifier answers
+ * :regress (TF's binary head exports a "regression" signature, the
+ * logistic), so its metadata lists "regression" — also for an export written
+ * before predictd listed it (issue 22). */
+static void test_regression_signature_listed(void **state)
+{
+    fixture *f = *state;
+    /* an export whose model.pb has no regression signature, as older ones */
+    Predictd__ModelDef *def = support_spec_modeldef(SUPPORT_SPEC_WIDE_DEEP);
+    assert_non_null(def);
+    size_t kept = 0;
+    for (size_t k = 0; k < def->n_signatures; k++) {
+        if (!strcmp(def->signatures[k]->name, "regression"))
+            predictd__signature_def__free_unpacked(def->signatures[k], NULL);
+        else
+            def->signatures[kept++] = def->signatures[k];
+    }
+    assert_int_equal(kept, 3);
+    def->n_signatures = kept;
+    support_tensors st = {0};
+    char base[600], path[1024];
+    snprintf(base, sizeof base, "%s/old", f->dir);
+    assert_int_equal(support_random_tensors(def, 11, 0.7f, &st), 0);
+    assert_true(support_write_export(base, def, &st, 1700000000, path, sizeof path) > 0);
+    support_tensors_free(&st);
+    rt_modeldef_free(def);
+    rt_model *old = NULL;
+    rt_err err = {{0}};
+    assert_int_equal(rt_model_open(path, &old, &err), RT_OK);
+    const rt_model *models[] = {f->wd, old};
+    for (size_t i = 0; i < 2; i++) {
+        rt_buf out;
+        rt_buf_init(&out);
+        assert_int_equal(rt_json_metadata(models[i], "m", 1, &out), RT_OK);
+        cJSON *j = cJSON_Parse(out.data);
+        const cJSON *defs = cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(j, "metadata"), "signature_def"),
+            "signature_def");
+        assert_int_equal(cJSON_GetArraySize(defs), 4);
+        const cJSON *rg = cJSON_GetObjectItem(defs, "regression");
+        assert_non_null(rg);
+        assert_string_equal(cJSON_GetObjectItem(rg, "method_name")->valuestring,
+                            "tensorflow/serving/regress");
+        assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(rg, "inputs"), "inputs"));
+        assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(rg, "outputs"), "outputs"));
+        cJSON_Delete(j);
+        rt_buf_free(&out);
+        /* and it answers, by name, the logistic that :regress gives */
+        cJSON *a = NULL, *b = NULL;
+        static const char ex[] = "{\"examples\": [{\"age\": 31, \"hours\": 1, "
+                                 "\"gender\": \"Male\", \"occupation\": \"x\"}]}";
+        static const char named[] = "{\"signature_name\": \"regression\", \"examples\": "
+                                    "[{\"age\": 31, \"hours\": 1, \"gender\": \"Male\", "
+                                    "\"occupation\": \"x\"}]}";
+        assert_int_equal(run(f, models[i], RT_METHOD_REGRESS, ex, NULL, &a, &err), RT_OK);
+        assert_int_equal(run(f, models[i], RT_METHOD_REGRESS, named, NULL, &b, &err), RT_OK);
+        assert_true(cJSON_Compare(a, b, true));
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    rt_model_close(old);
+}
+
 static void test_render_single_output(void **state)
 {
     fixture *f = *state;
@@ -1249,6 +1312,22 @@ static void test_tf_serving_json_rules(void **state)
                  RT_ERR_INVALID, "not given: gender, occupation (Missing named input: ");
     expect_error(f, f->wd, P, "{\"inputs\": {\"zz\": [1]}}", NULL, RT_ERR_INVALID,
                  "inputs: none of the model's inputs is given");
+    /* Rows name every input the instance lacks in one 400, not one per
+     * request (issue 22); :classify's examples too; one alone stays as it was. */
+    expect_error(f, f->wd, P, "{\"instances\": [{\"age\": 1, \"hours\": 1}]}", NULL,
+                 RT_ERR_INVALID, "instances[0].gender: missing input; not given: gender, "
+                 "occupation");
+    expect_error(f, f->wd, P, "{\"instances\": [{" ROW3 ", \"age\": 1}, {\"hours\": 2}]}",
+                 NULL, RT_ERR_INVALID, "instances[1].age: missing input; not given: age, gender, "
+                 "occupation");
+    /* (a string feature absent from a tf.Example is empty, not missing) */
+    expect_error(f, f->wd, C, "{\"examples\": [{\"gender\": \"Male\"}]}", NULL, RT_ERR_INVALID,
+                 "examples[0].age: missing input; not given: age, hours");
+    rt_err one = {{0}};
+    assert_int_equal(run(f, f->wd, P, "{\"instances\": [{\"age\": 1, \"hours\": 1, "
+                                      "\"gender\": \"Male\"}]}", NULL, NULL, &one),
+                     RT_ERR_INVALID);
+    assert_string_equal(one.msg, "instances[0].occupation: missing input");
     /* :classify given "instances": says to send "examples". */
     expect_error(f, f->wd, C, "{\"instances\": [{\"age\": 1}]}", NULL, RT_ERR_INVALID,
                  "send {\"examples\": [...]}, or use :predict");
@@ -1412,6 +1491,7 @@ int main(void)
         cmocka_unit_test(test_classify_and_regress),
         cmocka_unit_test(test_multiclass),
         cmocka_unit_test(test_metadata),
+        cmocka_unit_test(test_regression_signature_listed),
         cmocka_unit_test(test_render_single_output),
         cmocka_unit_test(test_mutated_bodies_refused_cleanly),
         cmocka_unit_test(test_utf8_seq_known_answers),

@@ -173,11 +173,19 @@ static void test_census_spec(void **state)
     assert_string_equal(g->logits_layer->bias, "dnn/logits/bias");
     assert_int_equal(g->logits_layer->units, 1);
 
-    /* Signatures, sorted by name. */
-    assert_int_equal(def->n_signatures, 3);
+    /* Signatures, sorted by name: a binary classifier's are TF's binary
+     * head's, regression (the logistic, for :regress) included. */
+    assert_int_equal(def->n_signatures, 4);
     assert_string_equal(def->signatures[0]->name, "classification");
     assert_string_equal(def->signatures[1]->name, "predict");
-    assert_string_equal(def->signatures[2]->name, "serving_default");
+    assert_string_equal(def->signatures[2]->name, "regression");
+    assert_string_equal(def->signatures[3]->name, "serving_default");
+    const Predictd__SignatureDef *rg = find_sig(def, "regression");
+    assert_string_equal(rg->method_name, "tensorflow/serving/regress");
+    assert_int_equal(rg->n_inputs, 1);
+    expect_tspec(rg->inputs[0], "inputs", PREDICTD__DTYPE__DT_STRING, 0);
+    assert_int_equal(rg->n_outputs, 1);
+    expect_tspec(rg->outputs[0], "outputs", PREDICTD__DTYPE__DT_FLOAT, 1);
     const Predictd__SignatureDef *cl = find_sig(def, "classification");
     assert_string_equal(cl->method_name, "tensorflow/serving/classify");
     assert_int_equal(cl->n_inputs, 1);

@@ -577,6 +577,85 @@ static void test_unknown_names(void **state)
     srv_args_free(&a);
 }
 
+/* The message srv_args_parse gives for one argument (RT_ERR_INVALID). */
+static void flag_bad(const char *arg, const char *msg)
+{
+    srv_args a;
+    rt_err err = {{0}};
+    char *argv[] = {"predictd", (char *)arg, NULL};
+    assert_int_equal(srv_args_parse(2, argv, &a, &err), RT_ERR_INVALID);
+    if (strcmp(err.msg, msg) != 0)
+        fail_msg("%s: got \"%s\", want \"%s\"", arg, err.msg, msg);
+    srv_args_free(&a);
+}
+
+/* "Did you mean" only for a typo (an edit per six letters), an
+ * abbreviation or a missing word, never for a name that differs in a whole
+ * word (issue 22: --ssl_config_file was told --model_config_file,
+ * --num_load_threads --num_batch_threads). */
+static void test_suggestions(void **state)
+{
+    (void)state;
+    flag_bad("--tls_setup_file=x", "--tls_setup_file: unknown flag (see --help)");
+    flag_bad("--num_save_threads=2", "--num_save_threads: unknown flag (see --help)");
+    flag_bad("--cert_config_file=x", "--cert_config_file: unknown flag (see --help)");
+    flag_bad("--num_io_threads=2", "--num_io_threads: unknown flag (see --help)");
+    /* a name missing a word that several flags have: no guess */
+    flag_bad("--config_file=x", "--config_file: unknown flag (see --help)");
+    flag_bad("--num_threads=2", "--num_threads: unknown flag (see --help)");
+    /* typos of TF Serving's flags point at them, '-' is '_', swaps count once */
+    flag_bad("--ssl_config_fil=x", "--ssl_config_fil: unknown flag (did you mean --ssl_config_file?)");
+    flag_bad("--num_laod_threads=2",
+             "--num_laod_threads: unknown flag (did you mean --num_load_threads?)");
+    flag_bad("--rest-api-port=1", "--rest-api-port: unknown flag (did you mean --rest_api_port?)");
+    flag_bad("--rest_port=1", "--rest_port: unknown flag (did you mean --rest_api_port?)");
+    flag_bad("--tensorflow_intra_op_paralelism=2", "--tensorflow_intra_op_paralelism: unknown "
+             "flag (did you mean --tensorflow_intra_op_parallelism?)");
+    /* an abbreviation missing its value is an abbreviation, not a flag */
+    flag_bad("--max_batch_siz", "--max_batch_siz: unknown flag (did you mean --max_batch_size?)");
+    flag_bad("--max_batch_size", "--max_batch_size: needs a value");
+}
+
+/* TF Serving's flags that mean nothing here are accepted with one warning
+ * each; values TF would not parse, and those predictd cannot honour, are
+ * refused saying why; TF's name of enable_cors sets it. */
+static void test_tf_flags(void **state)
+{
+    (void)state;
+    srv_args a;
+    rt_err err = {{0}};
+    char *argv[] = {"predictd", "--tensorflow_intra_op_parallelism=4",
+                    "--tensorflow_inter_op_parallelism", "2",
+                    "--tensorflow_session_parallelism=0", "--saved_model_tags=serve",
+                    "--grpc_max_threads=8", "--per_process_gpu_memory_fraction=0.5",
+                    "--enable_signature_method_name_check", "--ssl_config_file=/etc/ssl.conf",
+                    "--num_load_threads=4", "--rest_api_enable_cors_support=true", NULL};
+    assert_int_equal(srv_args_parse(12, argv, &a, &err), RT_OK);
+    assert_int_equal(a.n_warnings, 9);
+    assert_non_null(strstr(a.warnings[0], "--tensorflow_intra_op_parallelism=4: TF Serving's "
+                                          "flag is accepted but has no effect: "));
+    assert_non_null(strstr(a.warnings[1], "--tensorflow_inter_op_parallelism=2: "));
+    assert_non_null(strstr(a.warnings[4], "--grpc_max_threads=8: "));
+    assert_non_null(strstr(a.warnings[4], "no gRPC API"));
+    assert_non_null(strstr(a.warnings[6], "--enable_signature_method_name_check=true: "));
+    assert_true(a.values.enable_cors);
+    assert_true(srv_args_given(&a, "enable_cors"));
+    srv_args_free(&a);
+    flag_bad("--saved_model_tags=serve,gpu",
+             "--saved_model_tags=serve,gpu: TF Serving's flag is refused: predictd's exports "
+             "hold one graph, the one TF tags \"serve\" (the default); there is no graph with "
+             "other tags to load");
+    flag_bad("--platform_config_file=/p", "--platform_config_file=/p: TF Serving's flag is "
+             "refused: a PlatformConfigMap chooses the platform that loads models; predictd "
+             "loads only the exports predict-train writes (docs/export-format.md) and has no "
+             "other platform");
+    flag_bad("--grpc_max_threads=many", "--grpc_max_threads: 'many' is not an integer");
+    flag_bad("--per_process_gpu_memory_fraction=half",
+             "--per_process_gpu_memory_fraction: 'half' is not a number");
+    flag_bad("--enable_profiler=yes", "--enable_profiler: 'yes' is not true or false");
+    flag_bad("--tensorflow_intra_op_parallelism", "--tensorflow_intra_op_parallelism: needs a value");
+}
+
 /* A reload applies the LIVE settings; a change of any other is named. */
 static void test_restart_change(void **state)
 {
@@ -662,6 +741,8 @@ int main(void)
         cmocka_unit_test(test_total_request_bytes),
         cmocka_unit_test(test_settings_table),
         cmocka_unit_test(test_unknown_names),
+        cmocka_unit_test(test_suggestions),
+        cmocka_unit_test(test_tf_flags),
         cmocka_unit_test(test_restart_change),
         cmocka_unit_test(test_cpu_quota),
     };

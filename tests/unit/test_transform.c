@@ -458,6 +458,56 @@ static void test_missing_policies(void **state)
     assert_int_equal(rt_batch_missing(fx->b), RT_MISSING_ERROR);
 }
 
+/* rt_transform_needs names exactly the inputs the transform refuses as
+ * missing, under each policy (issue 22: one 400 lists them all). */
+static void test_needs_matches_transform(void **state)
+{
+    fixture *fx = *state;
+    size_t i = add_bare(fx); /* nothing given */
+    rt_batch_set_missing(fx->b, RT_MISSING_ERROR);
+    bool need[N_INPUTS];
+    for (size_t in = 0; in < N_INPUTS; in++)
+        need[in] = rt_transform_needs(fx->g, fx->b, i, in);
+    /* give the needed ones one by one: each run fails on a needed input
+     * until none is left, then it runs */
+    for (size_t round = 0; round <= N_INPUTS; round++) {
+        rt_err err = {{0}};
+        rt_status st = rt_transform(fx->g, fx->b, &fx->f, &err);
+        if (st == RT_OK)
+            break;
+        size_t hit = N_INPUTS;
+        for (size_t in = 0; in < N_INPUTS; in++) {
+            char want[128];
+            snprintf(want, sizeof want, "instances[0].%s: missing input",
+                     rt_graph_input_name(fx->g, in));
+            if (!strcmp(err.msg, want))
+                hit = in;
+        }
+        if (hit == N_INPUTS)
+            print_error("not a missing input: %s\n", err.msg);
+        assert_true(hit < N_INPUTS && need[hit]);
+        assert_true(rt_transform_needs(fx->g, fx->b, i, hit));
+        if (rt_graph_input_dtype(fx->g, hit) == PREDICTD__DTYPE__DT_STRING)
+            push_s(fx, i, hit, "1");
+        else
+            push_n(fx, i, hit, 1);
+        assert_false(rt_transform_needs(fx->g, fx->b, i, hit)); /* given now */
+        need[hit] = false;
+    }
+    for (size_t in = 0; in < N_INPUTS; in++)
+        assert_false(need[in]); /* every input it named was refused in turn */
+    /* tf.Example: a string input lacking is empty, not missing; CSV rows: a
+     * column's CSV default applies (n has one) */
+    rt_batch_clear(fx->b);
+    i = add_bare(fx);
+    rt_batch_set_missing(fx->b, RT_MISSING_EMPTY);
+    assert_false(rt_transform_needs(fx->g, fx->b, i, I_CITY));
+    assert_true(rt_transform_needs(fx->g, fx->b, i, I_N));
+    rt_batch_set_missing(fx->b, RT_MISSING_CSV_DEFAULT);
+    assert_false(rt_transform_needs(fx->g, fx->b, i, I_N));
+    rt_batch_clear(fx->b);
+}
+
 static void test_numeric_defaults_and_errors(void **state)
 {
     fixture *fx = *state;
@@ -1128,6 +1178,7 @@ int main(void)
         T(test_bucketized_edges),
         T(test_embedding_combiners),
         T(test_indicator),
+        T(test_needs_matches_transform),
         T(test_numeric_defaults_and_errors),
         T(test_dnn_layout),
         T(test_memory_reused),
