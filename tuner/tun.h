@@ -162,7 +162,7 @@ typedef struct tun_trial {
     double start_time, end_time; /* Unix seconds */
     double *curve_step, *curve_value; /* every reported value, in order */
     size_t n_curve;
-    char *error;           /* FAILED: the reason and the tail of the log */
+    char *error;           /* FAILED: the reason and the line of the log saying why */
     int rank;              /* under mpirun: the rank that ran it (>= 1); 0 = this process */
 } tun_trial;
 
