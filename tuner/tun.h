@@ -103,7 +103,9 @@ double tun_matern52(const double *a, const double *b, size_t d, const double *ls
 double tun_gp_lml(const double *x, const double *y, size_t n, size_t d, const double *ls,
                   double s2, double noise);
 
-/* Fits a GP: standardises y, chooses (ls, s2, noise) by maximum marginal
+/* Fits a GP: standardises y (finite, with a finite variance: else
+ * RT_ERR_INVALID; the search scales objectives of any magnitude first),
+ * chooses (ls, s2, noise) by maximum marginal
  * likelihood (Nelder-Mead on their logs from a few deterministic starts within
  * bounds) and factors K. With fixed != NULL, uses fixed->ls/s2/noise instead of
  * fitting (fixed is another fitted GP of the same d). g is overwritten. */
@@ -134,7 +136,12 @@ int64_t tun_grid_size(const tun_spec *s);
 
 /* Suggests trial number `index` (0-based) of the study: grid point `index`,
  * a random point, or the Bayesian choice given the completed and pending
- * points. Deterministic in (seed, index, points). out gets n_params values. */
+ * points. Deterministic in (seed, index, points). out gets n_params values.
+ * Completed objectives may be any finite numbers (1e-300, 1e200, DBL_MAX,
+ * mixed): the GP sees them centred, scaled and with far outliers brought
+ * near the others, in the same order; a non-finite one is RT_ERR_INVALID.
+ * out is always a point the search chose: when no candidate has a usable
+ * expected improvement, an unseen random point. */
 rt_status tun_suggest(const tun_spec *s, uint64_t seed, int64_t index, const tun_point *pts,
                       size_t n_pts, double *out, rt_err *err);
 
