@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -299,6 +300,38 @@ static void test_config_refusals_name_the_key(void **state)
 
 /* ------------------------------------------------------------ search */
 
+static void test_yaml_aliases_are_bounded(void **state)
+{
+    (void)state;
+    /* "billion laughs": 9 levels of 9 aliases, 9^9 nodes from ~500 bytes */
+    char doc[2048];
+    size_t off = (size_t)snprintf(doc, sizeof doc, "a0: &a0 [lol]\n");
+    for (int l = 1; l <= 9; l++) {
+        off += (size_t)snprintf(doc + off, sizeof doc - off, "a%d: &a%d [", l, l);
+        for (int k = 0; k < 9; k++)
+            off += (size_t)snprintf(doc + off, sizeof doc - off, "%s*a%d", k ? "," : "", l - 1);
+        off += (size_t)snprintf(doc + off, sizeof doc - off, "]\n");
+    }
+    rt_err err;
+    err.msg[0] = '\0';
+    cJSON *t = tun_yaml_parse(doc, strlen(doc), &err);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "expands to more than 10000 nodes"));
+    /* an alias inside its own anchor */
+    static const char rec[] = "a: &x [1, *x]\n";
+    err.msg[0] = '\0';
+    t = tun_yaml_parse(rec, strlen(rec), &err);
+    assert_null(t);
+    assert_true(err.msg[0] != '\0');
+    /* a few aliases, as a config may use them, still work */
+    static const char ok[] = "vals: &v [1, 2, 4]\nagain: *v\nmore: [*v, *v]\n";
+    t = tun_yaml_parse(ok, strlen(ok), &err);
+    assert_non_null(t);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(t, "again")), 3);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(t, "more")), 2);
+    cJSON_Delete(t);
+}
+
 static void test_scales_round_trip(void **state)
 {
     (void)state;
@@ -523,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_expected_improvement_known_values),
         cmocka_unit_test(test_config_census_yaml),
         cmocka_unit_test(test_config_refusals_name_the_key),
+        cmocka_unit_test(test_yaml_aliases_are_bounded),
         cmocka_unit_test(test_scales_round_trip),
         cmocka_unit_test(test_grid_enumerates_every_point),
         cmocka_unit_test(test_bayesian_is_seeded_and_uses_pending),
