@@ -178,10 +178,15 @@ void tun_trial_free(tun_trial *t, int free_struct);
 /* Reads the objective curve of a trial: the metric file (hypertune's JSON
  * lines, values as strings or numbers) if it exists, else
  * <trial dir>/eval/metrics.jsonl. Fills curve_* (replacing), and
- * objective/step with the last report. Returns RT_ERR_NOTFOUND when nothing
- * reports the tag (not an error while a trial runs). */
+ * objective/step with the last report. While the trial runs (ended = 0) a
+ * last line without its newline is still being written and is not read;
+ * once it has ended (ended = 1) that line counts. A global_step that is not
+ * a finite integer >= 0 ("nan", 1e300, 2.5) is RT_ERR_FORMAT naming
+ * FILE:LINE; a line without global_step gets its report's number. Returns
+ * RT_ERR_NOTFOUND when nothing reports the tag (not an error while a trial
+ * runs). */
 rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const char *tag,
-                           tun_trial *t, rt_err *err);
+                           int ended, tun_trial *t, rt_err *err);
 
 /* One trial as a trials.jsonl line (no newline) / back. */
 rt_status tun_trial_to_json(const tun_spec *s, const tun_trial *t, rt_buf *out);

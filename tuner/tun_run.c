@@ -337,7 +337,7 @@ static void finish(const tun_spec *s, running *r, int status)
     rt_err e;
     e.msg[0] = '\0';
     t->end_time = now_real();
-    int found = tun_read_metrics(r->metric_file, r->dir, s->metric_tag, t, &e) == RT_OK;
+    int found = tun_read_metrics(r->metric_file, r->dir, s->metric_tag, 1, t, &e) == RT_OK;
     char why[RT_ERR_MAX + 64] = "";
     if (r->stopping) {
         t->stopped_early = 1;
@@ -776,7 +776,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
                     continue;
                 }
                 int have = comm ? r->t.n_curve > 0
-                                : tun_read_metrics(r->metric_file, r->dir, s->metric_tag, &r->t,
+                                : tun_read_metrics(r->metric_file, r->dir, s->metric_tag, 0, &r->t,
                                                    NULL) == RT_OK;
                 if (!have || !tun_median_stop(s, &r->t, trials, n))
                     continue;
@@ -879,7 +879,7 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
         if (r.pid > 0 && s->early_stopping && now_mono() >= next_read) {
             /* the reports so far, for rank 0's median stopping rule */
             next_read = now_mono() + POLL_MS / 1000.0;
-            if (tun_read_metrics(r.metric_file, r.dir, s->metric_tag, &r.t, NULL) == RT_OK &&
+            if (tun_read_metrics(r.metric_file, r.dir, s->metric_tag, 0, &r.t, NULL) == RT_OK &&
                 r.t.n_curve != reported) {
                 reported = r.t.n_curve;
                 if ((st = send_trial(c, 0, MSG_REPORT, s, &r.t, err)))
