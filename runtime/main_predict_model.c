@@ -3,8 +3,9 @@
  * locally, without a daemon.
  *
  *   predict-model show --dir EXPORT [--all | --signature_def NAME]
- *       like `saved_model_cli show --all` (or one signature), plus the
- *       feature columns, the graph and the training metadata.
+ *       a summary (name, version, inputs, signatures, sizes); --all like
+ *       `saved_model_cli show --all` plus the feature columns, the graph and
+ *       the training metadata; or one signature.
  *   predict-model predict --dir EXPORT --json-instances FILE
  *   predict-model predict --dir EXPORT --v2-request FILE (an Open Inference
  *       Protocol body: prints the answer predictd sends for it)
@@ -34,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cJSON.h>
 
@@ -58,12 +60,17 @@ static const char HELP_SHOW[] =
     "usage: predict-model show --dir EXPORT [--all | --signature_def NAME]\n"
     "\n"
     "Prints the export's signatures (inputs and outputs with dtype, shape and\n"
-    "tensor name, method name) as saved_model_cli show --all does, then the\n"
-    "receiver, feature columns, graph, head and training metadata (--all, as\n"
-    "saved_model_cli's flag, is the default). A BoostedTrees model also shows\n"
-    "its ensemble (trees, nodes, leaves, depth, inputs) and the feature\n"
-    "importances: per input, its split count and the total gain of its splits,\n"
-    "by gain. With --signature_def only that signature is printed.\n"
+    "Without a flag, a summary: model name and version, estimator, head and\n"
+    "classes, serving input function, inputs with their types, signatures\n"
+    "(method, outputs), feature column count, DNN layers or ensemble shape,\n"
+    "global step, export time, last evaluation, tensor and file sizes.\n"
+    "--all prints everything: the signatures (inputs and outputs with dtype,\n"
+    "shape and tensor name, method name) as saved_model_cli show --all does,\n"
+    "then the receiver, feature columns, graph, head and training metadata;\n"
+    "a BoostedTrees model also its ensemble (trees, nodes, leaves, depth,\n"
+    "inputs) and the feature importances: per input, its split count and the\n"
+    "total gain of its splits, by gain. With --signature_def only that\n"
+    "signature is printed.\n"
     "EXPORT is a version directory or a base directory (newest version);\n"
     "--model-dir is another name of --dir.\n";
 
@@ -311,7 +318,9 @@ static rt_status resolve_export(const char *dir, char **path, rt_err *err)
     return RT_OK;
 }
 
-static rt_model *open_model(const char *dir)
+/* Opens the export dir names (resolve_export); with where != NULL, *where
+ * gets the version directory opened (malloc'd) when it succeeds. */
+static rt_model *open_model_at(const char *dir, char **where)
 {
     rt_err err = {{0}};
     char *path = NULL;
@@ -321,8 +330,17 @@ static rt_model *open_model(const char *dir)
         st = rt_model_open(path, &m, &err);
     if (st != RT_OK)
         fprintf(stderr, "predict-model: %s\n", err.msg);
+    if (m && where) {
+        *where = path;
+        path = NULL;
+    }
     free(path);
     return m;
+}
+
+static rt_model *open_model(const char *dir)
+{
+    return open_model_at(dir, NULL);
 }
 
 /* The instances of a --json-instances file: the request body and, per
@@ -536,11 +554,126 @@ static int print_trees(const rt_graph *g)
     return 0;
 }
 
+static const char *const RECEIVERS[] = {"JSON features", "CSV row (csv_row)",
+                                         "serialized tf.Example (example_proto)"};
+static const char *const HEADS[] = {"binary classification", "multi-class classification",
+                                    "regression"};
+
+/* A byte count as "4163588 bytes (4.0 MiB)". */
+static void print_bytes(unsigned long long n)
+{
+    if (n >= 1024ull * 1024)
+        printf("%llu bytes (%.1f MiB)", n, (double)n / (1024.0 * 1024.0));
+    else if (n >= 1024)
+        printf("%llu bytes (%.1f KiB)", n, (double)n / 1024.0);
+    else
+        printf("%llu bytes", n);
+}
+
+/* show without --all: what a user needs to call the model and to know which
+ * one it is, one line per item; --all prints everything. */
+static int show_summary(const rt_model *m, const char *path)
+{
+    const Predictd__ModelDef *def = rt_model_def(m);
+    const rt_graph *g = rt_model_graph(m);
+    const Predictd__Graph *gd = def->graph;
+    const char *slash = strrchr(path, '/');
+    const char *version = slash && slash[1] ? slash + 1 : path;
+    printf("Model: %s, version %s (%s)\n", def->model_name, version, path);
+    printf("Estimator: %s\n", gd->estimator);
+    printf("Head: %s", g->head <= 2 ? HEADS[g->head] : "unknown");
+    if (g->n_classes) {
+        printf(", classes [");
+        for (size_t k = 0; k < g->n_classes; k++)
+            printf("%s\"%s\"", k ? ", " : "", rt_graph_class_name(g, k));
+        printf("]");
+    }
+    printf("\nServing input function: %s\n",
+           def->receiver <= 2 ? RECEIVERS[def->receiver] : "unknown");
+    printf("Inputs (%zu):", rt_graph_num_inputs(g));
+    for (size_t i = 0; i < rt_graph_num_inputs(g); i++)
+        printf(" %s(%s)", rt_graph_input_name(g, i), rt_dtype_name(rt_graph_input_dtype(g, i)));
+    printf("\nSignatures (%zu):\n", def->n_signatures);
+    for (size_t k = 0; k < def->n_signatures; k++) {
+        const Predictd__SignatureDef *sg = def->signatures[k];
+        printf("  %-16s %s, %zu input(s) -> ", sg->name, sg->method_name, sg->n_inputs);
+        for (size_t j = 0; j < sg->n_outputs; j++)
+            printf("%s%s", j ? " " : "", sg->outputs[j]->name);
+        printf("\n");
+    }
+    printf("Feature columns: %zu", g->n_fcols);
+    if (gd->n_linear_columns || gd->n_dnn_columns)
+        printf(" (linear part %zu, dnn part %zu)", gd->n_linear_columns, gd->n_dnn_columns);
+    printf("\n");
+    if (g->n_layers) {
+        printf("DNN: input dimension %zu, layers", g->dnn_dim);
+        for (size_t l = 0; l < g->n_layers; l++)
+            printf(" %zu", g->layers[l].out);
+        printf(" (last = logits)\n");
+    }
+    if (g->trees) {
+        rt_trees_shape sh;
+        rt_trees_importance *imp = NULL;
+        rt_err err = {{0}};
+        if (rt_trees_describe(g, &sh, &imp, &err) != RT_OK) {
+            fprintf(stderr, "predict-model: %s\n", err.msg);
+            return 1;
+        }
+        free(imp);
+        printf("Ensemble: trees: %zu, nodes %zu (%zu leaves), depth at most %zu\n", sh.trees,
+               sh.nodes, sh.leaves, sh.max_depth);
+    }
+    const Predictd__TrainingInfo *t = def->training;
+    if (t) {
+        printf("Training: global_step: %lld", (long long)t->global_step);
+        if (t->export_time) {
+            time_t et = (time_t)t->export_time;
+            struct tm tm;
+            char when[64];
+            if (gmtime_r(&et, &tm) && strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm))
+                printf(", exported %s", when);
+        }
+        if (t->producer && *t->producer)
+            printf(" by %s", t->producer);
+        printf("\n");
+        if (t->n_eval_metrics) {
+            printf("Last evaluation:");
+            for (size_t k = 0; k < t->n_eval_metrics; k++)
+                if (strcmp(t->eval_metrics[k]->name, "global_step") != 0)
+                    printf(" %s %.6g", t->eval_metrics[k]->name, t->eval_metrics[k]->value);
+            printf("\n");
+        }
+    }
+    unsigned long long params = 0;
+    for (size_t k = 0; k < def->n_tensors; k++)
+        params += def->tensors[k]->length / 4;
+    struct stat sb;
+    char pb[4200];
+    snprintf(pb, sizeof pb, "%s/model.pb", path);
+    printf("Size: %zu tensors, %llu parameters; variables.bin ", def->n_tensors, params);
+    print_bytes((unsigned long long)def->variables_size);
+    if (stat(pb, &sb) == 0) {
+        printf(", model.pb ");
+        print_bytes((unsigned long long)sb.st_size);
+    }
+    printf("\n(predict-model show --all: every signature's tensors, the feature columns, the "
+           "graph and all metadata)\n");
+    return 0;
+}
+
 static int cmd_show(const opts *o)
 {
-    rt_model *m = open_model(o->dir);
+    char *path = NULL;
+    rt_model *m = open_model_at(o->dir, &path);
     if (!m)
         return 1;
+    if (!o->all && !o->signature) {
+        int rc = show_summary(m, path);
+        free(path);
+        rt_model_close(m);
+        return rc;
+    }
+    free(path);
     const Predictd__ModelDef *def = rt_model_def(m);
     const rt_graph *g = rt_model_graph(m);
     if (o->signature) {
@@ -562,11 +695,9 @@ static int cmd_show(const opts *o)
         printf("\nsignature_def['%s']:\n", def->signatures[k]->name);
         print_signature(2, def->signatures[k]);
     }
-    static const char *const receivers[] = {"JSON features", "CSV row (csv_row)",
-                                            "serialized tf.Example (example_proto)"};
     printf("\nModel: %s (export format %u)\n", def->model_name, def->format_version);
     printf("Serving input function: %s\n",
-           def->receiver <= 2 ? receivers[def->receiver] : "unknown");
+           def->receiver <= 2 ? RECEIVERS[def->receiver] : "unknown");
     printf("Raw inputs:");
     for (size_t i = 0; i < rt_graph_num_inputs(g); i++)
         printf(" %s(%s)", rt_graph_input_name(g, i), rt_dtype_name(rt_graph_input_dtype(g, i)));
@@ -594,9 +725,7 @@ static int cmd_show(const opts *o)
         rt_model_close(m);
         return 1;
     }
-    static const char *const heads[] = {"binary classification", "multi-class classification",
-                                        "regression"};
-    printf("Head: %s", g->head <= 2 ? heads[g->head] : "unknown");
+    printf("Head: %s", g->head <= 2 ? HEADS[g->head] : "unknown");
     if (g->n_classes) {
         printf(", classes [");
         for (size_t k = 0; k < g->n_classes; k++)

@@ -15,11 +15,34 @@ esc() {
     sed -e 's/\\/\\e/g' -e 's/-/\\-/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"
 }
 
+# Help lines whose tag runs into its description with one space
+# ("  --on-bad-row skip|stop malformed ...", a tag as long as the column) get
+# the second space: the column is the one most descriptions of the help
+# start at, and the text before it must read as a flag with arguments.
+align() {
+    awk '
+        { line[NR] = $0 }
+        /^  -/ && match(substr($0, 3), /[^ ]  +[^ ]/) { col[2 + RSTART + RLENGTH - 1]++ }
+        END {
+            best = 0
+            for (c in col) if (col[c] > col[best] || best == 0) best = c + 0
+            for (i = 1; i <= NR; i++) {
+                l = line[i]
+                if (best > 4 && l ~ /^  -/ && !match(substr(l, 3), /[^ ]  +[^ ]/) &&
+                    length(l) > best && substr(l, best - 1, 1) == " " &&
+                    substr(l, best, 1) != " " && substr(l, best - 2, 1) != " " &&
+                    substr(l, 3, best - 4) ~ /^-[-A-Za-z0-9_=]+( [^ ]+)*$/)
+                    l = substr(l, 1, best - 1) " " substr(l, best)
+                print l
+            }
+        }'
+}
+
 help_roff() {
     # no hyphenation: a flag is never split across lines
     echo ".nh"
     # shellcheck disable=SC2086
-    "$build/$1" $2 | esc | awk '
+    "$build/$1" $2 | align | esc | awk '
         function flush() { if (text != "") print text; text = "" }
         function leave() { flush(); if (mode == "nf") print ".fi"; mode = "" }
         # the synopsis: "usage: ..." and the lines aligned under it, as they are

@@ -103,7 +103,9 @@ double tun_matern52(const double *a, const double *b, size_t d, const double *ls
 double tun_gp_lml(const double *x, const double *y, size_t n, size_t d, const double *ls,
                   double s2, double noise);
 
-/* Fits a GP: standardises y, chooses (ls, s2, noise) by maximum marginal
+/* Fits a GP: standardises y (finite, with a finite variance: else
+ * RT_ERR_INVALID; the search scales objectives of any magnitude first),
+ * chooses (ls, s2, noise) by maximum marginal
  * likelihood (Nelder-Mead on their logs from a few deterministic starts within
  * bounds) and factors K. With fixed != NULL, uses fixed->ls/s2/noise instead of
  * fitting (fixed is another fitted GP of the same d). g is overwritten. */
@@ -134,7 +136,12 @@ int64_t tun_grid_size(const tun_spec *s);
 
 /* Suggests trial number `index` (0-based) of the study: grid point `index`,
  * a random point, or the Bayesian choice given the completed and pending
- * points. Deterministic in (seed, index, points). out gets n_params values. */
+ * points. Deterministic in (seed, index, points). out gets n_params values.
+ * Completed objectives may be any finite numbers (1e-300, 1e200, DBL_MAX,
+ * mixed): the GP sees them centred, scaled and with far outliers brought
+ * near the others, in the same order; a non-finite one is RT_ERR_INVALID.
+ * out is always a point the search chose: when no candidate has a usable
+ * expected improvement, an unseen random point. */
 rt_status tun_suggest(const tun_spec *s, uint64_t seed, int64_t index, const tun_point *pts,
                       size_t n_pts, double *out, rt_err *err);
 
@@ -162,7 +169,7 @@ typedef struct tun_trial {
     double start_time, end_time; /* Unix seconds */
     double *curve_step, *curve_value; /* every reported value, in order */
     size_t n_curve;
-    char *error;           /* FAILED: the reason and the tail of the log */
+    char *error;           /* FAILED: the reason and the line of the log saying why */
     int rank;              /* under mpirun: the rank that ran it (>= 1); 0 = this process */
 } tun_trial;
 
@@ -171,10 +178,15 @@ void tun_trial_free(tun_trial *t, int free_struct);
 /* Reads the objective curve of a trial: the metric file (hypertune's JSON
  * lines, values as strings or numbers) if it exists, else
  * <trial dir>/eval/metrics.jsonl. Fills curve_* (replacing), and
- * objective/step with the last report. Returns RT_ERR_NOTFOUND when nothing
- * reports the tag (not an error while a trial runs). */
+ * objective/step with the last report. While the trial runs (ended = 0) a
+ * last line without its newline is still being written and is not read;
+ * once it has ended (ended = 1) that line counts. A global_step that is not
+ * a finite integer >= 0 ("nan", 1e300, 2.5) is RT_ERR_FORMAT naming
+ * FILE:LINE; a line without global_step gets its report's number. Returns
+ * RT_ERR_NOTFOUND when nothing reports the tag (not an error while a trial
+ * runs). */
 rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const char *tag,
-                           tun_trial *t, rt_err *err);
+                           int ended, tun_trial *t, rt_err *err);
 
 /* One trial as a trials.jsonl line (no newline) / back. */
 rt_status tun_trial_to_json(const tun_spec *s, const tun_trial *t, rt_buf *out);

@@ -43,6 +43,13 @@ void tun_spec_free(tun_spec *s)
 
 /* ------------------------------------------------------------------ YAML */
 
+/* A config is a few hundred nodes; an alias repeats a node, so a document of
+ * a few hundred bytes can stand for billions of them ("billion laughs": 9
+ * levels of 9 aliases are 9^9 nodes). The tree is built only when the nodes
+ * it would hold, aliases counted each time they appear, are at most this. */
+#define YAML_MAX_NODES 10000
+#define YAML_MAX_DEPTH 32
+
 static cJSON *yaml_scalar(const yaml_node_t *n)
 {
     const char *v = (const char *)n->data.scalar.value;
@@ -66,7 +73,7 @@ static cJSON *yaml_scalar(const yaml_node_t *n)
 
 static cJSON *yaml_node(yaml_document_t *doc, yaml_node_t *n, int depth, rt_err *err)
 {
-    if (depth > 32) {
+    if (depth > YAML_MAX_DEPTH) {
         rt_err_set(err, RT_ERR_LIMIT, "line %zu: nested too deeply", n->start_mark.line + 1);
         return NULL;
     }
@@ -122,6 +129,38 @@ static cJSON *yaml_node(yaml_document_t *doc, yaml_node_t *n, int depth, rt_err 
     return out;
 }
 
+/* The count of nodes node idx (1-based) expands to, aliases included, capped
+ * at YAML_MAX_NODES + 1: memo[idx] keeps each node's count (0 = not yet,
+ * SIZE_MAX = being counted: an alias inside its own anchor). */
+static size_t yaml_expanded(yaml_document_t *doc, int idx, size_t *memo, int depth, int *cycle)
+{
+    yaml_node_t *n = yaml_document_get_node(doc, idx);
+    if (!n || depth > YAML_MAX_DEPTH)
+        return 1; /* yaml_node reports these */
+    if (memo[idx] == SIZE_MAX) {
+        *cycle = (int)n->start_mark.line + 1;
+        return YAML_MAX_NODES + 1;
+    }
+    if (memo[idx])
+        return memo[idx];
+    memo[idx] = SIZE_MAX;
+    size_t total = 1;
+    if (n->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = n->data.sequence.items.start;
+             it < n->data.sequence.items.top && total <= YAML_MAX_NODES; it++)
+            total += yaml_expanded(doc, *it, memo, depth + 1, cycle);
+    } else if (n->type == YAML_MAPPING_NODE) {
+        for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
+             pr < n->data.mapping.pairs.top && total <= YAML_MAX_NODES; pr++)
+            total += yaml_expanded(doc, pr->key, memo, depth + 1, cycle) +
+                     yaml_expanded(doc, pr->value, memo, depth + 1, cycle);
+    }
+    if (total > YAML_MAX_NODES)
+        total = YAML_MAX_NODES + 1;
+    memo[idx] = total;
+    return total;
+}
+
 cJSON *tun_yaml_parse(const char *text, size_t len, rt_err *err)
 {
     yaml_parser_t parser;
@@ -140,8 +179,23 @@ cJSON *tun_yaml_parse(const char *text, size_t len, rt_err *err)
         return NULL;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
+    size_t n_nodes = (size_t)(doc.nodes.top - doc.nodes.start);
+    size_t *memo = root ? calloc(n_nodes + 2, sizeof *memo) : NULL;
+    int cycle = 0;
+    size_t total = memo ? yaml_expanded(&doc, 1, memo, 0, &cycle) : 0;
+    free(memo);
     if (!root)
         rt_err_set(err, RT_ERR_FORMAT, "empty YAML document");
+    else if (!total)
+        rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    else if (cycle)
+        rt_err_set(err, RT_ERR_FORMAT, "YAML line %d: an alias inside the node it names "
+                   "(a recursive document)", cycle);
+    else if (total > YAML_MAX_NODES)
+        rt_err_set(err, RT_ERR_LIMIT, "the YAML document expands to more than %d nodes with its "
+                   "aliases (*name) counted each time they appear; a tuning config has a few "
+                   "hundred: refused before expanding (a \"billion laughs\" document?)",
+                   YAML_MAX_NODES);
     else
         out = yaml_node(&doc, root, 0, err);
     yaml_document_delete(&doc);

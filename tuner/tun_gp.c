@@ -236,6 +236,13 @@ rt_status tun_gp_fit(tun_gp *g, const double *x, const double *y, size_t n, size
     for (size_t i = 0; i < n; i++)
         var += (y[i] - mean) * (y[i] - mean);
     var /= (double)n;
+    if (!isfinite(mean) || !isfinite(var)) {
+        /* the search scales objectives first (tun_search.c); a caller that
+         * does not gets an error, never a NaN posterior */
+        st = rt_err_set(err, RT_ERR_INVALID,
+                        "the GP's targets are not finite or too large to standardise");
+        goto out;
+    }
     g->y_mean = mean;
     g->y_std = var > 1e-24 ? sqrt(var) : 1.0;
     for (size_t i = 0; i < n; i++)

@@ -32,7 +32,8 @@
 
 #define POLL_MS 200
 #define TERM_GRACE_S 10.0
-#define TAIL_BYTES 1500
+#define ERR_LINE_MAX 300          /* bytes of a failed trial's reason line */
+#define ERR_SCAN_BYTES (16u << 20) /* how much of trial.log is searched for it */
 
 typedef struct running {
     pid_t pid;         /* the child; 0 for a trial on another rank */
@@ -160,30 +161,77 @@ out:
     return st;
 }
 
-/* The last TAIL_BYTES of a trial's log, from a line start. */
-static char *log_tail(const char *dir)
+/* Whether a log line says something went wrong: an ERROR/FATAL level, or a
+ * word programs use for it. INFO and DEBUG lines never do (metric names). */
+static int error_like(const char *line)
+{
+    static const char *const words[] = {"error", "fatal", "unknown", "cannot", "can't",
+                                        "fail", "invalid", "not found", "no such", "denied",
+                                        "refused", "exception", "traceback", "usage:",
+                                        "out of memory", "killed", "abort", "must "};
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (strncmp(line, "INFO", 4) == 0 || strncmp(line, "DEBUG", 5) == 0 ||
+        strncmp(line, "I0", 2) == 0 || strncmp(line, "I1", 2) == 0)
+        return 0;
+    char low[512];
+    size_t k = 0;
+    for (; line[k] && k + 1 < sizeof low; k++)
+        low[k] = (char)(line[k] >= 'A' && line[k] <= 'Z' ? line[k] - 'A' + 'a' : line[k]);
+    low[k] = '\0';
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(low, words[i]))
+            return 1;
+    return 0;
+}
+
+/* The line of a trial's log that says why it failed (malloc'd, at most
+ * ERR_LINE_MAX bytes, no newline), or NULL when the log is empty: the first
+ * line that reads as an error (for a Python traceback, its last unindented
+ * line: the exception), else the last non-empty line. Reads at most the
+ * first ERR_SCAN_BYTES of the log; the whole log stays in trial.log. */
+static char *log_reason(const char *dir)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/trial.log", dir);
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return NULL;
-    char buf[TAIL_BYTES + 1];
-    long start = 0;
-    if (fseek(fp, 0, SEEK_END) == 0) {
-        long end = ftell(fp);
-        start = end > TAIL_BYTES ? end - TAIL_BYTES : 0;
+    char line[ERR_LINE_MAX + 1], last[ERR_LINE_MAX + 1] = "", pick[ERR_LINE_MAX + 1] = "";
+    int traceback = 0;
+    size_t scanned = 0;
+    while (scanned < ERR_SCAN_BYTES && fgets(line, sizeof line, fp)) {
+        size_t len = strlen(line);
+        scanned += len;
+        int whole = len > 0 && line[len - 1] == '\n';
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        if (!whole) { /* a longer line: keep its start, skip the rest */
+            int c;
+            while ((c = fgetc(fp)) != EOF && c != '\n')
+                scanned++;
+        }
+        for (size_t i = 0; i < len; i++) /* one line of text in the record */
+            if ((unsigned char)line[i] < 0x20)
+                line[i] = ' ';
+        if (!len)
+            continue;
+        snprintf(last, sizeof last, "%s", line);
+        if (traceback) {
+            if (line[0] != ' ' && line[0] != '\t')
+                snprintf(pick, sizeof pick, "%s", line); /* the exception */
+            continue;
+        }
+        if (!pick[0] && error_like(line)) {
+            snprintf(pick, sizeof pick, "%s", line);
+            traceback = strncmp(line, "Traceback", 9) == 0;
+            if (!traceback)
+                break;
+        }
     }
-    fseek(fp, start, SEEK_SET);
-    size_t k = fread(buf, 1, TAIL_BYTES, fp);
     fclose(fp);
-    buf[k] = '\0';
-    char *p = buf;
-    if (start > 0 && (p = strchr(buf, '\n')))
-        p++;
-    else
-        p = buf;
-    return strdup(p);
+    const char *r = pick[0] ? pick : last;
+    return r[0] ? strdup(r) : NULL;
 }
 
 static pid_t launch(const tun_spec *s, const tun_run_params *p, running *r,
@@ -266,6 +314,8 @@ static void progress(const tun_spec *s, const tun_trial *t, int64_t limit)
     printf("trial %lld/%lld %s", (long long)t->id, (long long)limit,
            t->state == TUN_SUCCEEDED ? (t->stopped_early ? "STOPPED_EARLY" : "SUCCEEDED")
                                      : "FAILED");
+    if (t->state == TUN_FAILED && t->error)
+        printf(" (%s)", t->error);
     if (t->has_objective)
         printf(" %s=%.6g step=%lld", s->metric_tag, t->objective, (long long)t->step);
     for (size_t i = 0; i < s->n_params; i++) {
@@ -287,7 +337,7 @@ static void finish(const tun_spec *s, running *r, int status)
     rt_err e;
     e.msg[0] = '\0';
     t->end_time = now_real();
-    int found = tun_read_metrics(r->metric_file, r->dir, s->metric_tag, t, &e) == RT_OK;
+    int found = tun_read_metrics(r->metric_file, r->dir, s->metric_tag, 1, t, &e) == RT_OK;
     char why[RT_ERR_MAX + 64] = "";
     if (r->stopping) {
         t->stopped_early = 1;
@@ -306,11 +356,16 @@ static void finish(const tun_spec *s, running *r, int status)
             snprintf(why, sizeof why, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     }
     if (t->state == TUN_FAILED) {
-        char *tail = log_tail(r->dir);
+        /* one line: the reason and the log's line that says why; the whole
+         * log stays in DIR/<id>/trial.log */
+        char *reason = log_reason(r->dir);
         rt_buf b;
         rt_buf_init(&b);
-        rt_buf_printf(&b, "%s; log tail:\n%s", why, tail ? tail : "");
-        free(tail);
+        if (reason)
+            rt_buf_printf(&b, "%s: %s", why, reason);
+        else
+            rt_buf_printf(&b, "%s (trial.log is empty)", why);
+        free(reason);
         free(t->error);
         t->error = b.data;
     }
@@ -721,7 +776,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
                     continue;
                 }
                 int have = comm ? r->t.n_curve > 0
-                                : tun_read_metrics(r->metric_file, r->dir, s->metric_tag, &r->t,
+                                : tun_read_metrics(r->metric_file, r->dir, s->metric_tag, 0, &r->t,
                                                    NULL) == RT_OK;
                 if (!have || !tun_median_stop(s, &r->t, trials, n))
                     continue;
@@ -824,7 +879,7 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
         if (r.pid > 0 && s->early_stopping && now_mono() >= next_read) {
             /* the reports so far, for rank 0's median stopping rule */
             next_read = now_mono() + POLL_MS / 1000.0;
-            if (tun_read_metrics(r.metric_file, r.dir, s->metric_tag, &r.t, NULL) == RT_OK &&
+            if (tun_read_metrics(r.metric_file, r.dir, s->metric_tag, 0, &r.t, NULL) == RT_OK &&
                 r.t.n_curve != reported) {
                 reported = r.t.n_curve;
                 if ((st = send_trial(c, 0, MSG_REPORT, s, &r.t, err)))

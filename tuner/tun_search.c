@@ -7,6 +7,7 @@
  */
 #include "tun.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,7 +275,8 @@ static double ei_at(bo *b, double *u)
     }
     double m, sd;
     tun_gp_predict(b->gp, u, &m, &sd);
-    return tun_expected_improvement(m, sd, b->best);
+    double e = tun_expected_improvement(m, sd, b->best);
+    return isfinite(e) ? e : -1; /* never chosen */
 }
 
 static int same_values(const tun_spec *s, const double *a, const double *b)
@@ -293,6 +295,75 @@ static int seen(const tun_spec *s, const double *v, const tun_point *pts, size_t
     return 0;
 }
 
+static int dcmp_search(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (n > 0); tmp has room for n values (tmp == v: v is
+ * sorted in place). */
+static double median(const double *v, size_t n, double *tmp)
+{
+    if (tmp != v)
+        memcpy(tmp, v, n * sizeof *v);
+    qsort(tmp, n, sizeof *tmp, dcmp_search);
+    return n % 2 ? tmp[n / 2] : tmp[n / 2 - 1] / 2 + tmp[n / 2] / 2;
+}
+
+/* (a - b) / s without overflow: clamped to +-DBL_MAX. */
+static double scaled_diff(double a, double b, double s)
+{
+    double d = a - b;
+    if (!isfinite(d))
+        d = a > b ? DBL_MAX : -DBL_MAX;
+    double q = d / s;
+    if (!isfinite(q))
+        q = d > 0 ? DBL_MAX : -DBL_MAX;
+    return q;
+}
+
+/*
+ * The objectives as the GP sees them: any finite values, whatever their
+ * magnitudes (a diverging loss of 1e200 beside 0.3, objectives of 1e-300),
+ * become numbers of moderate size in the same order. They are centred on
+ * their median and divided by their median absolute deviation (the mean
+ * one, or 1, when that is 0), so tiny objectives keep their resolution;
+ * values more than WARP_AT deviations out (a diverging trial) are brought
+ * next to the others: with B the farthest of the others (at least 1),
+ * q -> B (1 + log(1 + log(|q| / WARP_AT)) / 4) with q's sign, so DBL_MAX
+ * deviations out becomes 2.6 B and one such trial does not flatten the
+ * rest. The order of the values, and so which one is best, does not
+ * change; a study whose values all lie within WARP_AT deviations is only
+ * shifted and scaled.
+ */
+#define WARP_AT 100.0
+static void objective_scale(double *y, size_t n, double *tmp)
+{
+    if (n == 0)
+        return;
+    double c = median(y, n, tmp);
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = fabs(scaled_diff(y[i], c, 1.0));
+    double s = median(tmp, n, tmp);
+    if (!(s > 0) || !isfinite(s)) {
+        s = 0;
+        for (size_t i = 0; i < n; i++)
+            s += fabs(scaled_diff(y[i], c, 1.0)) / (double)n;
+        if (!(s > 0) || !isfinite(s))
+            s = 1.0;
+    }
+    double b = 1;
+    for (size_t i = 0; i < n; i++) {
+        y[i] = scaled_diff(y[i], c, s);
+        if (fabs(y[i]) <= WARP_AT)
+            b = fmax(b, fabs(y[i]));
+    }
+    for (size_t i = 0; i < n; i++)
+        if (fabs(y[i]) > WARP_AT)
+            y[i] = copysign(b * (1 + log1p(log(fabs(y[i]) / WARP_AT)) / 4), y[i]);
+}
+
 static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_t n_pts,
                        double *out, rt_err *err)
 {
@@ -302,9 +373,10 @@ static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_
         n_done += pts[i].done != 0;
     tun_gp gp = {0}, gpl = {0};
     double *x = calloc((n_pts + 1) * d, sizeof *x), *y = calloc(n_pts + 1, sizeof *y);
-    double *cand = malloc(d * sizeof *cand), *bestu = malloc(d * sizeof *bestu),
-           *tryu = malloc(d * sizeof *tryu), *v = malloc(s->n_params * sizeof *v);
-    if (!x || !y || !cand || !bestu || !tryu || !v) {
+    double *cand = malloc(d * sizeof *cand), *bestu = calloc(d ? d : 1, sizeof *bestu),
+           *tryu = malloc(d * sizeof *tryu), *v = malloc(s->n_params * sizeof *v),
+           *tmp = malloc((n_pts + 1) * sizeof *tmp);
+    if (!x || !y || !cand || !bestu || !tryu || !v || !tmp) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -313,11 +385,17 @@ static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_
     double ybest = INFINITY;
     for (size_t i = 0; i < n_pts; i++)
         if (pts[i].done) {
+            if (!isfinite(pts[i].objective)) {
+                st = rt_err_set(err, RT_ERR_INVALID, "an objective is not a finite number");
+                goto out;
+            }
             encode(s, pts[i].v, x + n * d);
             y[n] = s->maximize ? -pts[i].objective : pts[i].objective;
-            ybest = fmin(ybest, y[n]);
             n++;
         }
+    objective_scale(y, n, tmp);
+    for (size_t i = 0; i < n; i++)
+        ybest = fmin(ybest, y[i]);
     if ((st = tun_gp_fit(&gp, x, y, n, d, NULL, err)))
         goto out;
     const tun_gp *model = &gp;
@@ -387,8 +465,10 @@ static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_
     }
     free(top);
     decode(s, bestu, out);
-    if (seen(s, out, pts, n_pts)) {
-        /* EI found nothing new (a small discrete space): an unseen random point */
+    if (!(best_ei >= 0) || seen(s, out, pts, n_pts)) {
+        /* no candidate had a usable EI (none is chosen, so none is
+         * suggested), or EI found nothing new (a small discrete space): an
+         * unseen random point */
         for (int k = 0; k < 1000; k++) {
             random_values(s, r, out);
             if (!seen(s, out, pts, n_pts))
@@ -404,6 +484,7 @@ out:
     free(bestu);
     free(tryu);
     free(v);
+    free(tmp);
     return st;
 }
 

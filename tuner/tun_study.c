@@ -67,16 +67,30 @@ static int curve_push(tun_trial *t, double step, double value)
     return 0;
 }
 
+/* A global_step as the study records it: a finite integer in [0, 2^63).
+ * 0 with *step set, -1 otherwise ("nan", 1e300, -1, 2.5, "12abc"). */
+static int step_value(const cJSON *c, int64_t *step)
+{
+    double d;
+    if (json_num(c, &d) != 0 || !isfinite(d) || d < 0 || d >= 9223372036854775808.0 ||
+        d != floor(d))
+        return -1;
+    *step = (int64_t)d;
+    return 0;
+}
+
 rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const char *tag,
-                           tun_trial *t, rt_err *err)
+                           int ended, tun_trial *t, rt_err *err)
 {
     char path[4096];
     char *text = NULL;
+    const char *name = metric_file;
     rt_status st = RT_ERR_NOTFOUND;
     if (metric_file)
         st = rt_read_file(AT_FDCWD, metric_file, 64u << 20, 0, &text, NULL, err);
     if (st == RT_ERR_NOTFOUND) {
         snprintf(path, sizeof path, "%s/eval/metrics.jsonl", trial_dir);
+        name = path;
         st = rt_read_file(AT_FDCWD, path, 64u << 20, 0, &text, NULL, err);
     }
     t->n_curve = 0;
@@ -84,24 +98,40 @@ rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const
         return rt_err_set(err, RT_ERR_NOTFOUND, "no metrics written");
     if (st)
         return st;
+    size_t lineno = 0;
     for (char *line = text, *nl; line && *line; line = nl) {
+        lineno++;
         nl = strchr(line, '\n');
         if (nl)
             *nl++ = '\0';
-        else
+        else if (!ended)
             break; /* a line still being written */
+        /* else: the trial has ended, its last line is whole without a newline */
         cJSON *o = cJSON_Parse(line);
-        double v, step;
+        double v;
         if (o && json_num(cJSON_GetObjectItemCaseSensitive(o, tag), &v) == 0 && isfinite(v)) {
-            if (json_num(cJSON_GetObjectItemCaseSensitive(o, "global_step"), &step) != 0)
-                step = (double)t->n_curve + 1;
-            if (curve_push(t, step, v) != 0) {
+            const cJSON *gs = cJSON_GetObjectItemCaseSensitive(o, "global_step");
+            int64_t step = (int64_t)t->n_curve + 1;
+            if (gs && step_value(gs, &step) != 0) {
+                char *shown = cJSON_PrintUnformatted(gs);
+                rt_err_set(err, RT_ERR_FORMAT,
+                           "%s:%zu: global_step %s is not a finite integer >= 0", name, lineno,
+                           shown ? shown : "?");
+                free(shown);
+                cJSON_Delete(o);
+                free(text);
+                t->n_curve = 0;
+                return RT_ERR_FORMAT;
+            }
+            if (curve_push(t, (double)step, v) != 0) {
                 cJSON_Delete(o);
                 free(text);
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
             }
         }
         cJSON_Delete(o);
+        if (!nl)
+            break;
     }
     free(text);
     if (t->n_curve == 0)
@@ -230,8 +260,9 @@ rt_status tun_trial_from_json(const tun_spec *s, const char *line, tun_trial *t,
     const cJSON *fm = cJSON_GetObjectItemCaseSensitive(o, "finalMetric");
     if (fm && json_num(cJSON_GetObjectItemCaseSensitive(fm, "objectiveValue"), &t->objective) == 0) {
         t->has_objective = 1;
-        if (json_num(cJSON_GetObjectItemCaseSensitive(fm, "trainingStep"), &d) == 0)
-            t->step = (int64_t)d;
+        int64_t step;
+        if (step_value(cJSON_GetObjectItemCaseSensitive(fm, "trainingStep"), &step) == 0)
+            t->step = step;
     }
     if (t->state == TUN_SUCCEEDED && !t->has_objective) {
         st = rt_err_set(err, RT_ERR_FORMAT, "trial %lld: SUCCEEDED without finalMetric",

@@ -7,7 +7,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -298,6 +300,38 @@ static void test_config_refusals_name_the_key(void **state)
 
 /* ------------------------------------------------------------ search */
 
+static void test_yaml_aliases_are_bounded(void **state)
+{
+    (void)state;
+    /* "billion laughs": 9 levels of 9 aliases, 9^9 nodes from ~500 bytes */
+    char doc[2048];
+    size_t off = (size_t)snprintf(doc, sizeof doc, "a0: &a0 [lol]\n");
+    for (int l = 1; l <= 9; l++) {
+        off += (size_t)snprintf(doc + off, sizeof doc - off, "a%d: &a%d [", l, l);
+        for (int k = 0; k < 9; k++)
+            off += (size_t)snprintf(doc + off, sizeof doc - off, "%s*a%d", k ? "," : "", l - 1);
+        off += (size_t)snprintf(doc + off, sizeof doc - off, "]\n");
+    }
+    rt_err err;
+    err.msg[0] = '\0';
+    cJSON *t = tun_yaml_parse(doc, strlen(doc), &err);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "expands to more than 10000 nodes"));
+    /* an alias inside its own anchor */
+    static const char rec[] = "a: &x [1, *x]\n";
+    err.msg[0] = '\0';
+    t = tun_yaml_parse(rec, strlen(rec), &err);
+    assert_null(t);
+    assert_true(err.msg[0] != '\0');
+    /* a few aliases, as a config may use them, still work */
+    static const char ok[] = "vals: &v [1, 2, 4]\nagain: *v\nmore: [*v, *v]\n";
+    t = tun_yaml_parse(ok, strlen(ok), &err);
+    assert_non_null(t);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(t, "again")), 3);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(t, "more")), 2);
+    cJSON_Delete(t);
+}
+
 static void test_scales_round_trip(void **state)
 {
     (void)state;
@@ -392,6 +426,94 @@ static void test_bayesian_is_seeded_and_uses_pending(void **state)
     tun_spec_free(&s);
 }
 
+/* A Bayesian study on Branin (x1 in [-5, 10], x2 in [0, 15]) where trial
+ * `odd` reports `odd_value` instead (or every objective is multiplied by
+ * `scale`): every suggestion must be a real choice (in range, no subnormal
+ * garbage, not a point already run), and the search must still find Branin's
+ * valley. Returns the best Branin value of the T trials. */
+static double study_with(double odd_value, int odd, double scale, int maximize)
+{
+    tun_spec s;
+    tun_spec_init(&s);
+    rt_err err;
+    assert_int_equal(load_yaml(maximize ? "trainingInput:\n  hyperparameters:\n    goal: MAXIMIZE\n"
+                                          "    params:\n"
+                                          "      - {parameterName: x1, type: DOUBLE, minValue: -5, maxValue: 10}\n"
+                                          "      - {parameterName: x2, type: DOUBLE, minValue: 0, maxValue: 15}\n"
+                                        : HPY "    params:\n"
+                                              "      - {parameterName: x1, type: DOUBLE, minValue: -5, maxValue: 10}\n"
+                                              "      - {parameterName: x2, type: DOUBLE, minValue: 0, maxValue: 15}\n",
+                               &s, &err),
+                     RT_OK);
+    enum { T = 24 };
+    double vals[T][2];
+    tun_point pts[T];
+    double best = INFINITY;
+    for (int i = 0; i < T; i++) {
+        rt_status st = tun_suggest(&s, 11, i, pts, (size_t)i, vals[i], &err);
+        if (st != RT_OK)
+            fail_msg("trial %d: %s", i, err.msg);
+        for (int k = 0; k < 2; k++) {
+            double v = vals[i][k];
+            assert_true(isfinite(v));
+            assert_true(v == 0 || fabs(v) >= 1e-200); /* no uninitialised bytes */
+        }
+        assert_true(vals[i][0] >= -5 && vals[i][0] <= 10 && vals[i][1] >= 0 && vals[i][1] <= 15);
+        for (int j = 0; j < i; j++)
+            assert_false(vals[i][0] == vals[j][0] && vals[i][1] == vals[j][1]);
+        double f = branin(vals[i]);
+        best = fmin(best, f);
+        double obj = i == odd ? odd_value : f * scale;
+        pts[i] = (tun_point){vals[i], maximize ? -obj : obj, 1};
+    }
+    tun_spec_free(&s);
+    return best;
+}
+
+static void test_bayesian_any_finite_objective(void **state)
+{
+    (void)state;
+    /* one diverging trial (a float64 loss of 1e200, or -1e200 as a
+     * "maximised" score), then ordinary values */
+    double b1 = study_with(1e200, 4, 1, 0), b2 = study_with(-1e200, 4, 1, 0);
+    double b3 = study_with(1e300, 4, 1, 1), b4 = study_with(DBL_MAX, 5, 1, 0);
+    print_message("best with one 1e200: %g, -1e200: %g, 1e300 maximised: %g, DBL_MAX: %g\n", b1,
+                  b2, b3, b4);
+    /* the search goes on as a search (Branin runs to 308; random search's
+     * median best after 24 trials is about 2): it is not stuck on one point */
+    assert_true(b1 < 10 && b2 < 10 && b3 < 10 && b4 < 10);
+    /* tiny and huge magnitudes throughout: the search is the same */
+    double t1 = study_with(0, -1, 1e-300, 0), t2 = study_with(0, -1, 1e200, 0);
+    double t0 = study_with(0, -1, 1, 0);
+    print_message("best at scale 1: %g, 1e-300: %g, 1e200: %g\n", t0, t1, t2);
+    assert_true(t0 < 2.0 && t1 < 2.0 && t2 < 2.0);
+    /* mixed magnitudes in one study */
+    tun_spec s;
+    tun_spec_init(&s);
+    rt_err err;
+    assert_int_equal(load_yaml(HPY "    params:\n"
+                                   "      - {parameterName: x1, type: DOUBLE, minValue: -5, maxValue: 10}\n",
+                               &s, &err),
+                     RT_OK);
+    static const double objs[] = {1e-300, 1, 1e200, -1e200, 1e300, 3, -1e-300, 0, 5e-324, -DBL_MAX};
+    enum { NOBJ = sizeof objs / sizeof objs[0] };
+    double v[NOBJ + 3][1];
+    tun_point pts[NOBJ + 3];
+    for (int i = 0; i < NOBJ + 3; i++) {
+        assert_int_equal(tun_suggest(&s, 3, i, pts, (size_t)i, v[i], &err), RT_OK);
+        assert_true(isfinite(v[i][0]) && v[i][0] >= -5 && v[i][0] <= 10);
+        assert_true(v[i][0] == 0 || fabs(v[i][0]) >= 1e-200);
+        for (int j = 0; j < i; j++)
+            assert_true(v[i][0] != v[j][0]);
+        pts[i] = (tun_point){v[i], i < NOBJ ? objs[i] : 1.0, 1};
+    }
+    /* a non-finite objective is refused, not decoded into a point */
+    pts[0].objective = NAN;
+    double w[1];
+    assert_int_equal(tun_suggest(&s, 3, NOBJ + 3, pts, NOBJ + 3, w, &err), RT_ERR_INVALID);
+    tun_spec_free(&s);
+}
+
 static void test_median_stopping_rule(void **state)
 {
     (void)state;
@@ -434,9 +556,11 @@ int main(void)
         cmocka_unit_test(test_expected_improvement_known_values),
         cmocka_unit_test(test_config_census_yaml),
         cmocka_unit_test(test_config_refusals_name_the_key),
+        cmocka_unit_test(test_yaml_aliases_are_bounded),
         cmocka_unit_test(test_scales_round_trip),
         cmocka_unit_test(test_grid_enumerates_every_point),
         cmocka_unit_test(test_bayesian_is_seeded_and_uses_pending),
+        cmocka_unit_test(test_bayesian_any_finite_objective),
         cmocka_unit_test(test_median_stopping_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
