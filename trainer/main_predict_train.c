@@ -44,6 +44,11 @@ static void usage(FILE *fp)
           "  --memory-limit-mb N    refuse a model needing more than N MiB (0 = no check;\n"
           "                         default: the memory this machine can give)\n"
           "  --on-bad-row skip|stop malformed CSV rows: skip and count, or stop (default)\n"
+          "  --mpi-stall-warn-secs S   distributed: rank 0 names the ranks it has waited\n"
+          "                         for S seconds in one exchange (default 60; 0 = never)\n"
+          "  --mpi-stall-abort-secs S  distributed: rank 0 ends the job with an error\n"
+          "                         naming them after S seconds (default 0 = never:\n"
+          "                         synchronous training waits)\n"
           "  --progress auto|bar|lines|quiet\n"
           "  --verbosity LEVEL      DEBUG | INFO (default) | WARN | ERROR | FATAL: INFO lines\n"
           "                         and progress only up to INFO (TF's logging verbosity)\n"
@@ -61,7 +66,8 @@ static const char *const FLAGS[] = {
     "spec", "train-files", "eval-files", "job-dir", "train-steps", "num-epochs", "eval-steps",
     "batch-size", "train-batch-size", "eval-batch-size", "export-format", "seed",
     "first-layer-size", "num-layers", "scale-factor", "embedding-size", "memory-limit-mb",
-    "on-bad-row", "progress", "verbosity", "help"};
+    "on-bad-row", "progress", "verbosity", "mpi-stall-warn-secs", "mpi-stall-abort-secs",
+    "help"};
 
 /*
  * The flag arg names ("--name", no value), as FLAGS spells it, or NULL.
@@ -327,6 +333,18 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
                         val);
                 rc = -1;
             }
+        } else if (strcmp(flag, "--mpi-stall-warn-secs") == 0 ||
+                   strcmp(flag, "--mpi-stall-abort-secs") == 0) {
+            char *end;
+            double v = strtod(val, &end);
+            if (end == val || *end || !(v >= 0 && v <= 1e7)) {
+                fprintf(stderr, "predict-train: %s: \"%s\" is not a number of seconds in "
+                                "[0, 1e7]\n", flag, val);
+                rc = -1;
+            } else if (strstr(flag, "warn"))
+                o.mpi_stall_warn_secs = v;
+            else
+                o.mpi_stall_abort_secs = v;
         } else if (strcmp(flag, "--on-bad-row") == 0)
             bad_row = val;
         else if (strcmp(flag, "--progress") == 0)
@@ -426,6 +444,8 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
     }
     c.comm = comm;
     c.stop_signal = &sig;
+    if (comm && comm->set_stall)
+        comm->set_stall(comm->ctx, c.mpi_stall_warn_secs, c.mpi_stall_abort_secs, c.log_level);
     if (trn_dist_check_spec(comm, spec, &c, &err) != RT_OK) {
         if (err.msg[0])
             fprintf(stderr, "predict-train: %s\n", err.msg);

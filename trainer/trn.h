@@ -188,6 +188,15 @@ typedef struct trn_comm {
     int (*bcast)(void *ctx, void *buf, size_t len, int root);
     /* ends every rank of the job with exit status code; does not return */
     void (*abort)(void *ctx, int code);
+    /* Optional (NULL: the transport has no stall watch). How long a rank
+     * may wait in one collective before rank 0 names, in a WARNING line
+     * (log_level <= 2), the ranks that have not reached it (warn_s, then
+     * again at 2, 4, 8... times it), and before the job is ended with an
+     * ERROR line naming them (abort_s: rank 0; 2 * abort_s: any other rank,
+     * for a rank 0 that stopped). 0 = never. Call on every rank alike. */
+    void (*set_stall)(void *ctx, double warn_s, double abort_s, int log_level);
+    /* Optional: the global step those messages name. */
+    void (*set_step)(void *ctx, int64_t step);
 } trn_comm;
 
 /*
@@ -288,6 +297,10 @@ typedef struct trn_config {
                                 N a limit of N MiB */
     trn_shard_policy shard_policy; /* train.shard_policy: "AUTO" or "BATCH" */
     const trn_comm *comm;    /* distributed run (not owned); NULL = one process */
+    double mpi_stall_warn_secs;  /* train.mpi_stall_warn_secs: rank 0 names the ranks it
+                                    has waited for this long in one exchange (60; 0 off) */
+    double mpi_stall_abort_secs; /* train.mpi_stall_abort_secs: and ends the job (0, the
+                                    default: never, synchronous training waits) */
     int log_level;           /* TF's verbosity: 0 DEBUG, 1 INFO (default), 2 WARN,
                                 3 ERROR, 4 FATAL; INFO lines only up to INFO */
     trn_gbdt_params gbdt;    /* BoostedTrees* estimators: estimator.n_trees, ... */
@@ -333,6 +346,8 @@ typedef struct trn_overrides {
     double scale_factor;       /* default 0.7 (task.py), num_layers 4 */
     int64_t embedding_size;
     int64_t memory_limit_mb;   /* train.memory_limit_mb */
+    double mpi_stall_warn_secs;  /* train.mpi_stall_warn_secs */
+    double mpi_stall_abort_secs; /* train.mpi_stall_abort_secs */
 } trn_overrides;
 
 void trn_overrides_init(trn_overrides *o);

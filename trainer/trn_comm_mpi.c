@@ -20,12 +20,31 @@
  * whenever there are more threads than cores; the earlier sleep-poll (sleep
  * after 200 polls) added the sleep's wake-up latency (20 us plus the
  * kernel's timer slack) to every exchange: a tenth of a batch-40 step.
+ * After 100 ms of waiting the sleeps are 1 ms long: a rank waiting for a
+ * stopped or far slower peer uses about 1% of a core instead of 17%, and an
+ * exchange that ends after such a wait ends at most 1 ms later.
+ *
+ * The stall watch (set_stall; train.mpi_stall_warn_secs and
+ * train.mpi_stall_abort_secs, docs/distributed.md). Every rank counts the
+ * collectives it starts (all ranks start the same ones in the same order,
+ * so the counts agree). A rank other than 0 that has waited in collective K
+ * for half the smaller of the two times sends rank 0 a notice "I wait in K"
+ * (8 bytes, MPI_Isend on a duplicate of MPI_COMM_WORLD, at most one per
+ * collective: a run without stalls sends none). Rank 0, once it has waited
+ * in K for the warning time, reads the notices: a rank that sent none for K
+ * has not reached K (stopped, hung, or still computing), and the WARNING
+ * names it; again at 2, 4, 8... times the warning time, and an INFO line
+ * when the collective completes at last. At the abort time rank 0 names the
+ * ranks in an ERROR line and calls MPI_Abort; any other rank does so after
+ * twice the abort time (rank 0 itself stopped). The training's numbers do
+ * not depend on any of it.
  */
 #include "trn.h"
 
 #include <limits.h>
 #include <mpi.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,16 +56,137 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The stall watch of this process (one MPI_COMM_WORLD per process). */
+#define NOTICE_TAG 1
+static struct {
+    int on;               /* set_stall was given a time */
+    MPI_Comm side;        /* MPI_COMM_WORLD's duplicate: the notices */
+    int rank, size, log_level;
+    double warn_s, abort_s, notice_s; /* 0 = off */
+    int64_t step;         /* set_step */
+    int64_t seq;          /* collectives started by this rank */
+    int64_t *heard;       /* rank 0: [size] the collective each rank last waited in */
+    MPI_Request rx;       /* rank 0: the posted receive of a notice */
+    int64_t rx_buf;
+    MPI_Request tx;       /* other ranks: the last notice sent */
+    int64_t tx_buf;
+} S;
+
+static void post_rx(void)
+{
+    if (MPI_Irecv(&S.rx_buf, 1, MPI_INT64_T, MPI_ANY_SOURCE, NOTICE_TAG, S.side, &S.rx) !=
+        MPI_SUCCESS)
+        S.rx = MPI_REQUEST_NULL;
+}
+
+/* Rank 0: records the notices that have arrived. */
+static void drain(void)
+{
+    for (;;) {
+        int done = 0;
+        MPI_Status st;
+        if (S.rx == MPI_REQUEST_NULL || MPI_Test(&S.rx, &done, &st) != MPI_SUCCESS || !done)
+            return;
+        if (st.MPI_SOURCE > 0 && st.MPI_SOURCE < S.size && S.rx_buf > S.heard[st.MPI_SOURCE])
+            S.heard[st.MPI_SOURCE] = S.rx_buf;
+        post_rx();
+    }
+}
+
+/* Other ranks: tells rank 0 this rank waits in collective seq; 0 when the
+ * previous notice is still on its way (then try again later). */
+static int notice(int64_t seq)
+{
+    int done = 1;
+    if (S.tx != MPI_REQUEST_NULL && MPI_Test(&S.tx, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return 1; /* give up on notices rather than fail the collective */
+    if (!done)
+        return 0;
+    S.tx_buf = seq;
+    if (MPI_Isend(&S.tx_buf, 1, MPI_INT64_T, 0, NOTICE_TAG, S.side, &S.tx) != MPI_SUCCESS)
+        S.tx = MPI_REQUEST_NULL;
+    return 1;
+}
+
+/* Rank 0: "1, 3" — the ranks that have not said they wait in seq. */
+static void missing(int64_t seq, char *out, size_t cap)
+{
+    size_t len = 0;
+    int n = 0;
+    out[0] = '\0';
+    for (int r = 1; r < S.size; r++) {
+        if (S.heard[r] >= seq) /* waits in seq, or passed it (a gather) */
+            continue;
+        if (++n <= 16 && len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", n > 1 ? ", " : "", r);
+    }
+    if (n > 16 && len < cap)
+        snprintf(out + len, cap - len, ", ... (%d ranks)", n);
+    if (n == 0)
+        snprintf(out, cap, "none: every rank has reached it, the transport itself is stalled");
+}
+
+/* One poll's look at the clock during a long wait in collective seq. */
+static void watch(int64_t seq, double waited, int *noticed, double *next_warn, int *warned)
+{
+    if (S.rank != 0) {
+        if (!*noticed && waited >= S.notice_s)
+            *noticed = notice(seq);
+        if (S.abort_s > 0 && waited >= 2 * S.abort_s) {
+            fprintf(stderr, "ERROR: rank %d: global step %lld: no progress for %.0f s in an "
+                            "exchange between the ranks (twice train.mpi_stall_abort_secs = "
+                            "%g): rank 0 did not end the job, it may itself be stopped; "
+                            "ending the job\n", S.rank, (long long)S.step, waited, S.abort_s);
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        return;
+    }
+    drain();
+    char who[200];
+    if (S.abort_s > 0 && waited >= S.abort_s) {
+        missing(seq, who, sizeof who);
+        fprintf(stderr, "ERROR: global step %lld: no progress for %.0f s: rank 0 waits in an "
+                        "exchange for rank(s) %s, which have not reached it "
+                        "(train.mpi_stall_abort_secs = %g); ending the job\n",
+                (long long)S.step, waited, who, S.abort_s);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (*next_warn > 0 && waited >= *next_warn) {
+        missing(seq, who, sizeof who);
+        if (S.log_level <= 2) {
+            fprintf(stderr, "WARNING: global step %lld: rank 0 has waited %.0f s in an exchange "
+                            "for rank(s) %s, which have not reached it "
+                            "(train.mpi_stall_warn_secs = %g%s)\n",
+                    (long long)S.step, waited, who, S.warn_s,
+                    S.abort_s > 0 ? "" : "; train.mpi_stall_abort_secs ends such a job");
+            fflush(stderr);
+        }
+        *warned = 1;
+        *next_warn *= 2;
+    }
+}
+
 /* Completes req: spins, then yields, then sleeps between polls (above). */
 static int wait_for(MPI_Request *req)
 {
-    double t0 = mono_s(), waited = 0;
+    int64_t seq = ++S.seq;
+    double t0 = mono_s(), waited = 0, next_warn = S.warn_s;
+    int noticed = 0, warned = 0;
     for (unsigned polls = 1;; polls++) {
         int done = 0;
         if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return -1;
-        if (done)
+        if (done) {
+            if (warned && S.log_level <= 1) {
+                fprintf(stderr, "INFO: global step %lld: the exchange rank 0 waited in "
+                                "completed after %.0f s\n", (long long)S.step,
+                        mono_s() - t0);
+                fflush(stderr);
+            }
             return 0;
+        }
         if (waited < 50e-6) { /* spinning: the clock only every 16 polls */
             if (polls % 16 == 0)
                 waited = mono_s() - t0;
@@ -54,8 +194,11 @@ static int wait_for(MPI_Request *req)
             sched_yield();
             waited = mono_s() - t0;
         } else {
-            struct timespec ts = {0, 20000};
+            struct timespec ts = {0, waited < 0.1 ? 20000 : 1000000};
             nanosleep(&ts, NULL);
+            waited = mono_s() - t0;
+            if (S.on && waited >= S.notice_s)
+                watch(seq, waited, &noticed, &next_warn, &warned);
         }
     }
 }
@@ -173,6 +316,26 @@ static void abort_(void *ctx, int code)
     abort(); /* MPI_Abort does not return; in case it does */
 }
 
+static void set_stall(void *ctx, double warn_s, double abort_s, int log_level)
+{
+    (void)ctx;
+    S.warn_s = warn_s > 0 ? warn_s : 0;
+    S.abort_s = abort_s > 0 ? abort_s : 0;
+    S.log_level = log_level;
+    double lo = S.warn_s > 0 && (S.abort_s == 0 || S.warn_s < S.abort_s) ? S.warn_s : S.abort_s;
+    S.notice_s = lo / 2;
+    int on = lo > 0 && S.side != MPI_COMM_NULL && (S.rank != 0 || S.heard);
+    if (on && S.rank == 0 && S.rx == MPI_REQUEST_NULL)
+        post_rx();
+    S.on = on;
+}
+
+static void set_step(void *ctx, int64_t step)
+{
+    (void)ctx;
+    S.step = step;
+}
+
 rt_status trn_comm_mpi_open(int *argc, char ***argv, trn_comm *c, rt_err *err)
 {
     memset(c, 0, sizeof *c);
@@ -187,11 +350,37 @@ rt_status trn_comm_mpi_open(int *argc, char ***argv, trn_comm *c, rt_err *err)
     c->gatherv = gatherv;
     c->bcast = bcast;
     c->abort = abort_;
+    c->set_stall = set_stall;
+    c->set_step = set_step;
+    S.rank = c->rank;
+    S.size = c->size;
+    S.side = MPI_COMM_NULL;
+    S.rx = S.tx = MPI_REQUEST_NULL;
+    if (c->size > 1) {
+        /* without the duplicate (or rank 0's table) the watch stays off */
+        if (MPI_Comm_dup(MPI_COMM_WORLD, &S.side) != MPI_SUCCESS)
+            S.side = MPI_COMM_NULL;
+        if (c->rank == 0)
+            S.heard = calloc((size_t)c->size, sizeof *S.heard);
+        set_stall(NULL, 60, 0, 1);
+    }
     return RT_OK;
 }
 
 void trn_comm_mpi_close(trn_comm *c)
 {
-    if (c && c->sum_f32)
-        MPI_Finalize();
+    if (!c || !c->sum_f32)
+        return;
+    S.on = 0;
+    if (S.rx != MPI_REQUEST_NULL) {
+        MPI_Cancel(&S.rx);
+        MPI_Wait(&S.rx, MPI_STATUS_IGNORE);
+    }
+    if (S.tx != MPI_REQUEST_NULL) /* 8 bytes: delivered eagerly */
+        MPI_Request_free(&S.tx);
+    if (S.side != MPI_COMM_NULL)
+        MPI_Comm_free(&S.side);
+    free(S.heard);
+    S.heard = NULL;
+    MPI_Finalize();
 }

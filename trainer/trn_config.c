@@ -36,6 +36,8 @@ void trn_config_init(trn_config *c)
     c->dnn_opt.type = TRN_OPT_DEFAULT;
     c->dnn_opt.learning_rate = -1;
     c->memory_limit_mb = -1;
+    c->mpi_stall_warn_secs = 60;
+    c->mpi_stall_abort_secs = 0;
     c->log_level = 1;
     c->gbdt.n_trees = 100;
     c->gbdt.max_depth = 6;
@@ -486,7 +488,8 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
                                        "save_checkpoints_secs", "keep_checkpoint_max",
                                        "log_step_count_steps", "save_summary_steps",
                                        "on_bad_row", "skip_header_lines", "memory_limit_mb",
-                                       "shard_policy", "hooks", "warm_start_from", NULL};
+                                       "shard_policy", "hooks", "warm_start_from",
+                                       "mpi_stall_warn_secs", "mpi_stall_abort_secs", NULL};
     const char *p = "train";
     rt_status st = rt_cfg_check_keys(t, p, keys, NULL, err);
     if (st)
@@ -544,6 +547,11 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
         return st;
     c->skip_header_lines = (size_t)v;
     if ((st = rt_cfg_int(t, p, "memory_limit_mb", 0, 0, INT64_C(1) << 40, &c->memory_limit_mb,
+                         err)))
+        return st;
+    if ((st = rt_cfg_num(t, p, "mpi_stall_warn_secs", 0, 0, 1e7, &c->mpi_stall_warn_secs,
+                         err)) ||
+        (st = rt_cfg_num(t, p, "mpi_stall_abort_secs", 0, 0, 1e7, &c->mpi_stall_abort_secs,
                          err)))
         return st;
     const char *bad = NULL;
@@ -818,6 +826,8 @@ void trn_overrides_init(trn_overrides *o)
     o->scale_factor = -1;
     o->embedding_size = -1;
     o->memory_limit_mb = -1;
+    o->mpi_stall_warn_secs = -1;
+    o->mpi_stall_abort_secs = -1;
 }
 
 /* Returns spec[key], creating an empty object when missing. */
@@ -903,6 +913,12 @@ rt_status trn_spec_apply_overrides(cJSON *spec, const trn_overrides *o, rt_err *
         return st;
     if (o->memory_limit_mb >= 0 &&
         (st = set_num(train, "memory_limit_mb", (double)o->memory_limit_mb, err)))
+        return st;
+    if (o->mpi_stall_warn_secs >= 0 &&
+        (st = set_num(train, "mpi_stall_warn_secs", o->mpi_stall_warn_secs, err)))
+        return st;
+    if (o->mpi_stall_abort_secs >= 0 &&
+        (st = set_num(train, "mpi_stall_abort_secs", o->mpi_stall_abort_secs, err)))
         return st;
     if (o->eval_steps >= 0 && (st = set_num(eval, "steps", (double)o->eval_steps, err)))
         return st;

@@ -99,6 +99,12 @@ void trn_dist_stats(const trn_dist *d, trn_dist_timing *t)
     t->rounds = d->rounds;
 }
 
+void trn_dist_at_step(trn_dist *d, int64_t step)
+{
+    if (d && d->c->set_step)
+        d->c->set_step(d->c->ctx, step);
+}
+
 rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err)
 {
     if (!d)
@@ -258,6 +264,7 @@ rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
 {
     if (!d)
         return RT_OK;
+    trn_dist_at_step(d, m->step);
     size_t nr = (size_t)d->c->size, nd = 0;
     for (size_t i = 0; i < m->n_params; i++)
         if (!m->p[i].sparse)

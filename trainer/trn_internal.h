@@ -281,6 +281,9 @@ int trn_dist_rank(const trn_dist *d);
 int trn_dist_size(const trn_dist *d);
 /* This rank's rows [lo, hi) of n (contiguous, in rank order). */
 void trn_dist_slice(const trn_dist *d, size_t n, size_t *lo, size_t *hi);
+/* The global step the comm's stall messages name (trn_comm.set_step);
+ * trn_dist_step sets it itself. */
+void trn_dist_at_step(trn_dist *d, int64_t step);
 /* v[0..n) summed over the ranks. */
 rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err);
 /* Rank 0's len bytes at buf onto every rank. */

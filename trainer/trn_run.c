@@ -1083,6 +1083,7 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
     double last_ckpt = now_s(), last_eval = now_s(), t1 = now_s();
     double cpu1 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
     while (m->step < last) {
+        trn_dist_at_step(dist, m->step);
         if ((st = trn_gbdt_step(bo, err))) {
             rt_err_prefix(err, "tree %lld", (long long)m->step);
             goto out;
