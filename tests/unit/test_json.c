@@ -1441,7 +1441,7 @@ static void test_predict_model_tool(void **state)
     assert_int_equal(i, N_INST);
 
     /* Show. */
-    snprintf(cmd, sizeof cmd, "%s show --dir %s/wd", tool, f->dir);
+    snprintf(cmd, sizeof cmd, "%s show --dir %s/wd --all", tool, f->dir);
     assert_int_equal(run_cmd(cmd, &out), 0);
     assert_non_null(strstr(out.data, "signature_def['serving_default']:"));
     assert_non_null(strstr(out.data, "    inputs['age'] tensor_info:"));
