@@ -8,7 +8,8 @@
  * gives RT_ERR_NOMEM with a message or the very bytes of the untortured
  * answer; after a failure the same rt_ctx answers the request again with
  * those bytes (what a failure leaves in a thread's scratch does not spoil
- * the next request); never a crash, a leak or another error. */
+ * the next request); never a crash, a leak or another error. A serialized
+ * tf.Example read by the receiver likewise. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -247,12 +248,59 @@ static void test_merge(void **state)
     torture("parse, merge, render", &r);
 }
 
+/* A serialized tf.Example (an EXAMPLE receiver's instance) read into a
+ * batch: protobuf-c's unpacking failing for want of memory is
+ * RT_ERR_NOMEM, not "not a serialized tf.Example". */
+typedef struct example_run {
+    const rt_graph *g;
+    rt_batch *b;
+} example_run;
+
+static const uint8_t EXAMPLE_PB[] = {
+    0x0a, 0x21,                                     /* Example.features (33 bytes) */
+    0x0a, 0x10,                                     /* feature entry (16) */
+    0x0a, 0x05, 'c', 'o', 'l', 'o', 'r',            /* key */
+    0x12, 0x07, 0x0a, 0x05, 0x0a, 0x03, 'r', 'e', 'd', /* bytes_list ["red"] */
+    0x0a, 0x0d,                                     /* feature entry (13) */
+    0x0a, 0x01, 'x',                                /* key */
+    0x12, 0x08, 0x12, 0x06, 0x0a, 0x04, 0, 0, 0xc0, 0x3f}; /* float_list [1.5] */
+
+static rt_status read_example(void *ctx, rt_err *err)
+{
+    example_run *r = ctx;
+    size_t idx = 0;
+    if (!(r->b = rt_batch_new(r->g)))
+        return rt_err_set(err, RT_ERR_NOMEM, "rt_batch_new: out of memory");
+    rt_status st = rt_batch_add(r->b, &idx);
+    if (st != RT_OK)
+        return rt_err_set(err, st, "rt_batch_add: failed");
+    return rt_receiver_example(r->b, idx, EXAMPLE_PB, sizeof EXAMPLE_PB, err);
+}
+
+static void free_example(void *ctx, rt_status st, bool injected)
+{
+    example_run *r = ctx;
+    (void)st;
+    (void)injected;
+    rt_batch_free(r->b);
+    r->b = NULL;
+}
+
+static void test_example(void **state)
+{
+    fixture *f = *state;
+    example_run r = {.g = rt_model_graph(f->lin.m)};
+    uint64_t n = support_torture("tf.Example", read_example, free_example, &r, 1, false);
+    print_message("tf.Example: %llu allocations, each failed once\n", (unsigned long long)n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_predict_rows),  cmocka_unit_test(test_predict_columns),
         cmocka_unit_test(test_classify),      cmocka_unit_test(test_v2_json),
         cmocka_unit_test(test_v2_binary),     cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_example),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
