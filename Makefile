@@ -162,7 +162,12 @@ MAN      := $(patsubst man/%.in,$(BUILD)/man/%,$(MAN_SRCS))
 
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
-TEST_SUPPORT := $(call objs,$(wildcard tests/unit/support_*.c))
+TEST_SUPPORT := $(call objs,$(filter-out tests/unit/support_alloc.c,$(wildcard tests/unit/support_*.c)))
+# The torture tests (test_torture_*: the n-th allocation fails) link
+# support_alloc.c, whose __wrap_ functions the linker puts in place of these
+# for every object of the program (tests/unit/support_alloc.h).
+TORTURE_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup \
+    -Wl,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=realpath,--wrap=protobuf_c_message_unpack
 
 # Keep generated sources and test objects (make would delete them as intermediates).
 .SECONDARY:
@@ -230,6 +235,12 @@ $(BUILD)/man/%: man/%.in scripts/man.sh $(BINS)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(ALL_LIBS) $(ALL_LDLIBS) -lcmocka
+
+$(BUILD)/tests/test_torture_%: $(BUILD)/obj/tests/unit/test_torture_%.o $(TEST_SUPPORT) \
+        $(BUILD)/obj/tests/unit/support_alloc.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $(TORTURE_WRAP) -o $@ $< $(TEST_SUPPORT) $(BUILD)/obj/tests/unit/support_alloc.o \
+	    $(ALL_LIBS) $(ALL_LDLIBS) -lcmocka
 
 # bench/bench_<x>.c -> $(BUILD)/bench/bench_<x> (built by make bench only;
 # they time the runtime, so they link the runtime library alone).

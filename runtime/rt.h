@@ -226,7 +226,9 @@ const char *rt_cfg_path(char *buf, size_t cap, const char *path, const char *key
 const char *rt_cfg_type_name(const struct cJSON *j);
 /* Parses a JSON document (a file's text, len bytes). A syntax error is
  * RT_ERR_INVALID "invalid JSON at line L, column C" (the position where
- * cJSON stopped; columns count bytes from 1). OUT: *out, cJSON_Delete it. */
+ * cJSON stopped; columns count bytes from 1); running out of memory is
+ * RT_ERR_NOMEM (rt_cfg.c's cJSON hooks tell the two apart). OUT: *out,
+ * cJSON_Delete it. */
 rt_status rt_cfg_parse_json(const char *text, size_t len, struct cJSON **out, rt_err *err);
 /* Refuses obj unless an object, and its members named in neither allowed nor
  * extra (NULL-terminated lists; extra may be NULL) or given twice. */

@@ -18,9 +18,38 @@
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cJSON.h>
+
+/* cJSON tells a parse that ran out of memory from one that met bad JSON in
+ * no way (both give NULL and a position), so its allocations go through
+ * these hooks, which note a failure on the calling thread: rt_cfg_parse_json
+ * then says "out of memory" rather than "invalid JSON at line L". The hooks
+ * are installed before main (cJSON's hooks are one global, set before any
+ * thread exists) and call malloc, so the torture tests' fault injection
+ * (tests/unit/support_alloc.h) reaches cJSON's allocations too. */
+static _Thread_local bool cjson_out_of_memory;
+
+static void *cjson_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p)
+        cjson_out_of_memory = true;
+    return p;
+}
+
+static void cjson_free(void *p)
+{
+    free(p);
+}
+
+__attribute__((constructor)) static void cjson_install_hooks(void)
+{
+    cJSON_Hooks h = {cjson_malloc, cjson_free};
+    cJSON_InitHooks(&h);
+}
 
 rt_status rt_cfg_fail(rt_err *err, const char *path, const char *key, const char *fmt, ...)
 {
@@ -63,7 +92,10 @@ const char *rt_cfg_type_name(const cJSON *j)
 rt_status rt_cfg_parse_json(const char *text, size_t len, cJSON **out, rt_err *err)
 {
     const char *end = NULL;
+    cjson_out_of_memory = false;
     *out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!*out && cjson_out_of_memory)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory reading JSON");
     size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
     bool trailing = false;
     if (*out) {

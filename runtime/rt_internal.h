@@ -424,6 +424,18 @@ size_t rt_utf8_seq(const char *s, size_t n, const char **why);
  * NUL-terminated); returns its length. Thread-safe, no allocation. */
 size_t rt_json_float_text(float v, char *out);
 
+/* ----------------------------------------- protobuf unpacking (rt_pb.c) */
+
+/* protobuf-c's unpack gives NULL for bad bytes and for want of memory
+ * alike: unpacking with rt_pb_alloc's allocator (malloc and free) tells
+ * them apart, failed being set when an allocation failed. A message it
+ * unpacked is freed with free_unpacked(msg, NULL) as any other. */
+typedef struct rt_pb_alloc {
+    ProtobufCAllocator a;
+    bool failed;
+} rt_pb_alloc;
+void rt_pb_alloc_init(rt_pb_alloc *pa);
+
 /* ------------------------------------------------- CRC-32C (rt_hash.c) */
 
 /* The table-driven CRC-32C, byte at a time; same results as rt_crc32c,

@@ -58,12 +58,16 @@ static rt_status handle(const rt_model *m, rt_method method, const char *body, s
     }
     switch (method) {
     case RT_METHOD_CLASSIFY:
-        return rt_json_render_classify(g, &c->outputs, out);
+        st = rt_json_render_classify(g, &c->outputs, out);
+        break;
     case RT_METHOD_REGRESS:
-        return rt_json_render_regress(g, &c->outputs, out, err);
+        st = rt_json_render_regress(g, &c->outputs, out, err);
+        break;
     default:
-        return rt_json_render_predict(g, sig, &c->outputs, columnar, out);
+        st = rt_json_render_predict(g, sig, &c->outputs, columnar, out);
     }
+    /* the renderers report no message of their own for want of memory */
+    return st == RT_ERR_NOMEM ? rt_err_set(err, st, "out of memory writing the answer") : st;
 }
 
 rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, size_t len,

@@ -319,7 +319,7 @@ static int tmpl_take(row_tmpl *t, rt_buf *out, size_t mark, size_t *off, size_t 
 
 /* Builds the template, rendering each piece once at the end of out (and
  * taking it back): no allocation. 0 = too large, render the plain way. */
-static int tmpl_build(row_tmpl *t, const rt_graph *g, const rt_outputs *o, const out_item *items,
+static int tmpl_build_pieces(row_tmpl *t, const rt_graph *g, const rt_outputs *o, const out_item *items,
                       size_t n_items, rt_buf *out)
 {
     t->used = 0;
@@ -368,6 +368,20 @@ static int tmpl_build(row_tmpl *t, const rt_graph *g, const rt_outputs *o, const
         }
     }
     return 1;
+}
+
+/* tmpl_build_pieces; when it gives up (too large, or out of memory midway
+ * through a piece), out is as it was: the plain way starts clean. */
+static int tmpl_build(row_tmpl *t, const rt_graph *g, const rt_outputs *o, const out_item *items,
+                      size_t n_items, rt_buf *out)
+{
+    size_t mark = out->len;
+    int ok = tmpl_build_pieces(t, g, o, items, n_items, out);
+    if (!ok && out->data) {
+        out->len = mark;
+        out->data[mark] = '\0';
+    }
+    return ok;
 }
 
 /* One instance of a direct template (t->direct) written in place; 0 when

@@ -55,9 +55,10 @@ rt_status rt_json_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, 
             rt_json_name_missing(g, c->batch, err);
         return st;
     }
-    if (pr->v2)
-        return rt_v2_render(g, (rt_v2_req *)pr->v2, &c->outputs, out);
-    return rt_json_render_predict(g, pr->sig, &c->outputs, pr->columnar, out);
+    st = pr->v2 ? rt_v2_render(g, (rt_v2_req *)pr->v2, &c->outputs, out)
+                : rt_json_render_predict(g, pr->sig, &c->outputs, pr->columnar, out);
+    /* the renderers report no message of their own for want of memory */
+    return st == RT_ERR_NOMEM ? rt_err_set(err, st, "out of memory writing the answer") : st;
 }
 
 rt_status rt_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err)

@@ -104,7 +104,11 @@ static rt_status unpack_def(const uint8_t *pb, size_t len, Predictd__ModelDef **
     if (len > MODEL_PB_MAX)
         return rt_err_set(err, RT_ERR_LIMIT, "model.pb: %zu bytes exceeds the limit of %zu",
                           len, MODEL_PB_MAX);
-    Predictd__ModelDef *def = predictd__model_def__unpack(NULL, len, pb);
+    rt_pb_alloc pa;
+    rt_pb_alloc_init(&pa);
+    Predictd__ModelDef *def = predictd__model_def__unpack(&pa.a, len, pb);
+    if (!def && pa.failed)
+        return rt_err_set(err, RT_ERR_NOMEM, "model.pb: out of memory unpacking %zu bytes", len);
     if (!def)
         return rt_err_set(err, RT_ERR_FORMAT, "model.pb: not a valid ModelDef protobuf");
     if (def->format_version != RT_FORMAT_VERSION) {

@@ -150,7 +150,12 @@ static rt_status example(const rt_graph *g, rt_batch *b, size_t idx, const uint8
                          size_t len, rt_err *err)
 {
     rt_status st = RT_OK;
-    Tensorflow__Example *ex = tensorflow__example__unpack(NULL, len, bytes);
+    rt_pb_alloc pa;
+    rt_pb_alloc_init(&pa);
+    Tensorflow__Example *ex = tensorflow__example__unpack(&pa.a, len, bytes);
+    if (!ex && pa.failed)
+        return rt_err_set(err, RT_ERR_NOMEM, "example_proto: out of memory unpacking %zu bytes",
+                          len);
     if (!ex)
         return rt_err_set(err, RT_ERR_INVALID, "example_proto: not a serialized tf.Example "
                           "(%zu bytes)", len);

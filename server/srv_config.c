@@ -880,7 +880,11 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         size_t len = 0;
         if ((st = rt_read_file(AT_FDCWD, path, CONFIG_MAX_BYTES, 0, &text, &len, err)) != RT_OK)
             goto out;
-        dir = dir_of(path);
+        /* Without its directory, relative paths would stay relative. */
+        if (!(dir = dir_of(path)) && errno == ENOMEM) {
+            st = rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
         if ((st = srv_config_parse(text, len, dir, &c, err)) != RT_OK) {
             rt_err_prefix(err, "%s", path);
             goto out;

@@ -196,8 +196,9 @@ static rt_status parse_model(const cJSON *jm, size_t idx, const char *base_dir,
             if (!mc->base_path)
                 return rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", kk);
         } else if (!strcmp(k, "version_policy") || !strcmp(k, "model_version_policy")) {
-            if (parse_policy(it, kk, mc, err) != RT_OK)
-                return RT_ERR_INVALID;
+            rt_status pst = parse_policy(it, kk, mc, err);
+            if (pst != RT_OK)
+                return pst; /* RT_ERR_NOMEM stays itself */
         } else if (!strcmp(k, "version_labels")) {
             if (!cJSON_IsObject(it))
                 return rt_err_set(err, RT_ERR_INVALID,
@@ -242,8 +243,9 @@ static rt_status parse_model(const cJSON *jm, size_t idx, const char *base_dir,
                     return RT_ERR_INVALID;
             }
         } else if (srv_rollout_is_key(k)) {
-            if (srv_rollout_parse(it, kk, base_dir, &mc->rollout, err) != RT_OK)
-                return RT_ERR_INVALID;
+            rt_status rst = srv_rollout_parse(it, kk, base_dir, &mc->rollout, err);
+            if (rst != RT_OK)
+                return rst;
         } else {
             return rt_err_set(err, RT_ERR_INVALID,
                               "%s: unknown key (known: name, base_path, version_policy, "

@@ -82,9 +82,11 @@ static rt_status parse_split(const cJSON *it, const char *path, srv_rollout_conf
         }
         srv_split_arm *arm = &r->split[r->n_split];
         double pct = 0;
-        if (whole_number(a, k, 0, 100, &pct, err) != RT_OK ||
-            target_from_text(a->string, k, &arm->to, err) != RT_OK)
-            return RT_ERR_INVALID;
+        rt_status st = whole_number(a, k, 0, 100, &pct, err);
+        if (st == RT_OK)
+            st = target_from_text(a->string, k, &arm->to, err);
+        if (st != RT_OK)
+            return st; /* RT_ERR_NOMEM stays itself */
         r->n_split++;
         arm->percent = (uint32_t)pct;
         sum += arm->percent;
@@ -120,8 +122,9 @@ static rt_status parse_shadow(const cJSON *it, const char *path, srv_rollout_con
             if (!text || !text[0])
                 return rt_err_set(err, RT_ERR_INVALID,
                                   "%s: must be a version number or a label name", k);
-            if (target_from_text(text, k, &r->shadow_to, err) != RT_OK)
-                return RT_ERR_INVALID;
+            rt_status st = target_from_text(text, k, &r->shadow_to, err);
+            if (st != RT_OK)
+                return st;
             have_v = true;
         } else if (!strcmp(a->string, "percent") && !have_p) {
             double pct = 0;

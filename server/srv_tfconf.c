@@ -283,10 +283,12 @@ static void put(conv *cv, cJSON *obj, const char *key, cJSON *item, const srv_tp
         cv->nomem = true;
         return;
     }
-    if (key)
-        cJSON_AddItemToObject(obj, key, item);
-    else
-        cJSON_AddItemToArray(obj, item);
+    /* Adding to an object copies the key: it can fail, and then the item is
+     * not the object's. */
+    if (!(key ? cJSON_AddItemToObject(obj, key, item) : cJSON_AddItemToArray(obj, item))) {
+        cJSON_Delete(item);
+        cv->nomem = true;
+    }
 }
 
 static rt_status conv_policy(conv *cv, const srv_tp_node *pol, cJSON *jm, const char *jp,
@@ -305,7 +307,7 @@ static rt_status conv_policy(conv *cv, const srv_tp_node *pol, cJSON *jm, const 
     snprintf(t, sizeof t, "%s.model_version_policy", tp);
     put(cv, jm, "version_policy", jpol, pol, j, t);
     if (cv->nomem)
-        return RT_ERR_NOMEM;
+        return rt_err_set(cv->err, RT_ERR_NOMEM, "config: out of memory");
     char j2[300], t2[400];
     snprintf(j2, sizeof j2, "%s.%s", j, kind->name);
     snprintf(t2, sizeof t2, "%s.%s", t, kind->name);
