@@ -194,8 +194,14 @@ static rt_status parse_specs(evaluator *v, rt_err *err)
             if (col < 0) {
                 rt_buf names;
                 rt_buf_init(&names);
+                int rc = 0;
                 for (size_t j = 0; j < v->n_cols; j++)
-                    rt_buf_printf(&names, "%s%s", j ? ", " : "", v->def->raw_columns[j]->name);
+                    rc |= rt_buf_printf(&names, "%s%s", j ? ", " : "",
+                                        v->def->raw_columns[j]->name);
+                if (rc) {
+                    rt_buf_free(&names);
+                    return rt_err_set(err, RT_ERR_NOMEM, "--slice %s: out of memory", spec);
+                }
                 rt_status st = rt_err_set(err, RT_ERR_INVALID,
                                           "--slice %s: no column \"%.*s\" in the spec (columns: "
                                           "%s)", spec, (int)tl, t, names.data ? names.data : "");
