@@ -118,8 +118,8 @@ int pm_cmd_transform(const pm_opts *o)
                 rc |= rt_buf_json_string(&line, name, strlen(name));
                 rc |= rt_buf_puts(&line, is_ids ? ": {\"ids\": " : ": {\"values\": ");
             } else {
-                rc |= rt_buf_printf(&line, "  %-*s  %-6s ", name_w, name,
-                                    is_ids ? "ids" : "values");
+                rc |=
+                    rt_buf_printf(&line, "  %-*s  %-6s ", name_w, name, is_ids ? "ids" : "values");
             }
             if (is_ids)
                 rc |= print_ids(&line, &f->ids[col], i);
@@ -161,4 +161,3 @@ out:
     rt_buf_free(&line);
     return ret;
 }
-

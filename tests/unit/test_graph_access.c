@@ -134,9 +134,8 @@ static void test_json_transform(void **state)
     /* the transform's own message, as rt_transform gives it */
     rt_err e1 = {{0}}, e2 = {{0}};
     rt_status s1 = rt_json_transform(g, missing, strlen(missing), NULL, c1, &f, &e1);
-    assert_int_equal(rt_json_parse_predict(g, missing, strlen(missing), NULL, c2, &columnar, &sig,
-                                           &e2),
-                     RT_OK);
+    assert_int_equal(
+        rt_json_parse_predict(g, missing, strlen(missing), NULL, c2, &columnar, &sig, &e2), RT_OK);
     rt_status s2 = rt_transform(g, c2->batch, &c2->features, &e2);
     assert_int_not_equal(s1, RT_OK);
     assert_int_equal(s1, s2);
