@@ -18,7 +18,7 @@
 # are added after the project's own (make CFLAGS=-O0 keeps the warnings).
 #
 # Module = folder = prefix: runtime/ (rt_), exporter/ (exp_), trainer/ (trn_),
-# server/ (srv_), tuner/ (tun_). A module's main_<binary>.c files are binaries, the rest its
+# server/ (srv_), tuner/ (tun_), pmodel/ (pm_, predict-model). A module's main_<binary>.c files are binaries, the rest its
 # library. tests/unit/test_<name>.c each become $(BUILD)/tests/test_<name>.
 
 BUILD   ?= build
@@ -108,17 +108,20 @@ EXP_OBJS := $(call objs,$(call mod_srcs,exporter))
 TRN_OBJS := $(call objs,$(call mod_srcs,trainer)) $(TRN_GEN_O)
 SRV_OBJS := $(call objs,$(call mod_srcs,server))
 TUN_OBJS := $(call objs,$(call mod_srcs,tuner))
+PM_OBJS  := $(call objs,$(call mod_srcs,pmodel))
 
 LIB_RT  := $(BUILD)/libpredict_rt.a
 LIB_EXP := $(BUILD)/libpredict_exp.a
 LIB_TRN := $(BUILD)/libpredict_trn.a
 LIB_SRV := $(BUILD)/libpredict_srv.a
 LIB_TUN := $(BUILD)/libpredict_tun.a
+LIB_PM  := $(BUILD)/libpredict_pm.a
 # Link order: dependents first.
-ALL_LIBS := $(LIB_TUN) $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
+ALL_LIBS := $(LIB_PM) $(LIB_TUN) $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 
 # The dependency rule (docs/design.md): runtime alone; exporter -> runtime;
-# trainer -> runtime + exporter; server -> runtime; tuner -> runtime. A module's sources see
+# trainer -> runtime + exporter; server -> runtime; tuner -> runtime;
+# pmodel -> runtime. A module's sources see
 # only the headers of the modules it may use (an #include of another is a
 # compile error, as is including another module's private header) and its
 # binaries link only those libraries (a call into another is a link error).
@@ -128,7 +131,8 @@ INC_exporter = -Iexporter $(INC_runtime)
 INC_trainer  = -Itrainer -Iexporter -I$(BUILD)/gen/trainer $(INC_runtime)
 INC_server   = -Iserver $(INC_runtime) $(SRV_PKG_CFLAGS)
 INC_tuner    = -Ituner $(INC_runtime) $(TUN_PKG_CFLAGS)
-INC_all      = -Iserver -Itrainer -Iexporter -Ituner -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
+INC_pmodel   = -Ipmodel $(INC_runtime)
+INC_all      = -Iserver -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
                $(TUN_PKG_CFLAGS)
 INC_gen      = $(INC_runtime)
 INC_tests    = $(INC_all)
@@ -138,11 +142,13 @@ LIBS_exporter = $(LIB_EXP) $(LIB_RT)
 LIBS_trainer  = $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 LIBS_server   = $(LIB_SRV) $(LIB_RT)
 LIBS_tuner    = $(LIB_TUN) $(LIB_RT)
+LIBS_pmodel   = $(LIB_PM) $(LIB_RT)
 PKGLIBS_runtime  = $(RT_PKG_LIBS)
 PKGLIBS_exporter = $(RT_PKG_LIBS)
 PKGLIBS_trainer  = $(RT_PKG_LIBS)
 PKGLIBS_server   = $(SRV_PKG_LIBS) $(RT_PKG_LIBS)
 PKGLIBS_tuner    = $(TUN_PKG_LIBS) $(RT_PKG_LIBS)
+PKGLIBS_pmodel   = $(RT_PKG_LIBS)
 # A module's private headers (rt_internal.h, ...) refuse to compile outside
 # it: each source is compiled with -DPREDICTD_MODULE_<its folder>.
 mod_flags = -DPREDICTD_MODULE_$(1) $(INC_$(1))
@@ -151,7 +157,8 @@ mod_of  = $(firstword $(subst /, ,$(patsubst $(BUILD)/obj/%,%,$(patsubst $(BUILD
 ALL_LDLIBS = $(SRV_PKG_LIBS) $(TUN_PKG_LIBS) $(RT_PKG_LIBS) -lm -pthread $(LDLIBS)
 
 # main_<name>.c -> binary <name> with '_' turned into '-' (predict_model -> predict-model).
-MAIN_SRCS := $(wildcard runtime/main_*.c exporter/main_*.c trainer/main_*.c server/main_*.c tuner/main_*.c)
+MAIN_SRCS := $(wildcard runtime/main_*.c exporter/main_*.c trainer/main_*.c server/main_*.c tuner/main_*.c \
+                         pmodel/main_*.c)
 bin_name   = $(subst _,-,$(patsubst main_%.c,%,$(notdir $(1))))
 BINS      := $(foreach m,$(MAIN_SRCS),$(BUILD)/$(call bin_name,$(m)))
 
@@ -212,6 +219,7 @@ $(LIB_EXP): $(EXP_OBJS)
 $(LIB_TRN): $(TRN_OBJS)
 $(LIB_SRV): $(SRV_OBJS)
 $(LIB_TUN): $(TUN_OBJS)
+$(LIB_PM): $(PM_OBJS)
 $(ALL_LIBS):
 	@mkdir -p $(dir $@)
 	rm -f $@

@@ -329,6 +329,30 @@ long rt_graph_find_input(const rt_graph *g, const char *name, size_t len);
 size_t rt_graph_dnn_layout(const rt_graph *g, const size_t **cols, const size_t **offset,
                            const size_t **width, size_t *total_dim);
 
+/* What a tool that lists a compiled graph needs (predict-model show and
+ * transform). All read g only: thread-safe, no allocation. Indexes past the
+ * end give 0 / NULL. */
+/* The head's type (the ModelDef's graph.head.type). */
+Predictd__HeadType rt_graph_head(const rt_graph *g);
+/* Classes of a classifier (2 for a binary one), 0 for a regressor. */
+size_t rt_graph_num_classes(const rt_graph *g);
+/* Feature columns, in ModelDef order; column c's definition (points into the
+ * ModelDef) and the id space of a categorical column (0 for dense ones). */
+size_t rt_graph_num_columns(const rt_graph *g);
+const Predictd__FeatureColumn *rt_graph_column(const rt_graph *g, size_t c);
+int64_t rt_graph_column_buckets(const rt_graph *g, size_t c);
+/* Column fc's settings as "key=value ..." text into buf (n bytes,
+ * NUL-terminated; "" for an unknown kind). */
+void rt_column_describe(const Predictd__FeatureColumn *fc, char *buf, size_t n);
+/* The DNN: its layers (hidden layers and the logits layer; 0 without a DNN
+ * part), layer l's output width, and the input vector's width. */
+size_t rt_graph_num_layers(const rt_graph *g);
+size_t rt_graph_layer_width(const rt_graph *g, size_t l);
+size_t rt_graph_dnn_dim(const rt_graph *g);
+/* True when g is a BoostedTrees graph (the ModelDef's graph.trees), whose
+ * ensemble the rt_trees_* functions below describe. */
+bool rt_graph_has_trees(const rt_graph *g);
+
 /* ------------------------------------------------------ raw input batches */
 
 /* One raw value: a number or a string (not NUL-terminated). */
@@ -576,6 +600,37 @@ rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_o
 /* The class string for class id k ("0", "1", ... without a vocabulary). */
 const char *rt_graph_class_name(const rt_graph *g, size_t k);
 
+/* ------------------------------------------- tree ensembles (rt_trees.c) */
+
+/* Trees of g's ensemble (0 without one). */
+size_t rt_trees_count(const rt_graph *g);
+/* Floats of scratch per instance that rt_trees_leaves needs (0 without an
+ * ensemble). */
+size_t rt_trees_scratch(const rt_graph *g);
+/* The leaf each instance of f reaches in each tree, as the node's index in
+ * its tree of the ModelDef: leaves[i * trees + t] (f->n x rt_trees_count).
+ * x is scratch of f->n * rt_trees_scratch(g) floats. Thread-safe (g is only
+ * read). */
+rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uint32_t *leaves,
+                          rt_err *err);
+
+/* The shape of g's ensemble and, per input, its split count and the sum of
+ * its splits' gain (TensorFlow's gain-based feature importances, unscaled),
+ * sorted by gain, then splits, highest first: *imp has one entry per input
+ * (free() it; column points into g's ModelDef). RT_ERR_INVALID without
+ * trees. */
+typedef struct rt_trees_shape {
+    size_t trees, nodes, leaves, max_depth;
+} rt_trees_shape;
+typedef struct rt_trees_importance {
+    size_t input;       /* index in TreeEnsemble.inputs */
+    const char *column;
+    uint64_t splits;
+    double gain;
+} rt_trees_importance;
+rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_trees_importance **imp,
+                            rt_err *err);
+
 /* ------------------------------------------------------- exported models */
 
 /* An opened export directory: ModelDef, variables.bin mapped read-only, and
@@ -655,6 +710,23 @@ void rt_ctx_free(rt_ctx *c);
  */
 rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, size_t len,
                          const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err);
+
+/* The signature a request names (NULL or "" = serving_default; "predict" and
+ * "serving_default" stand in for each other). *sig is NULL when the model
+ * lists no signatures at all. RT_ERR_INVALID naming it when unknown. */
+rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name,
+                                 const Predictd__SignatureDef **sig, rt_err *err);
+
+/* A :predict body ({"instances"} or {"inputs"}, "signature_name") read into
+ * c's batch as rt_json_handle reads it, then only the serving input function
+ * run on it (rt_transform; no forward pass, no head): *f gets the features,
+ * held by c and valid until c's next use. With f NULL the body is only read.
+ * Errors are the parser's and the transform's own messages, as they are
+ * ("instances[3].age: ..."; rt_json_handle words some of them for the
+ * client). For predict-model transform. c: one thread at a time. */
+rt_status rt_json_transform(const rt_graph *g, const char *body, size_t len,
+                            const rt_json_params *p, rt_ctx *c, const rt_features **f,
+                            rt_err *err);
 
 /* ------------------------------------------ cross-request batching (rt_merge.c) */
 
@@ -826,103 +898,18 @@ double rt_auc_roc(const float *scores, const float *labels, const float *weights
  * weighted likewise. */
 double rt_auc_pr(const float *scores, const float *labels, const float *weights, size_t n);
 
-/* --------------------------------------- evaluating an export (rt_eval.c) */
+/* One example for the curves: its score, label and weight. */
+typedef struct rt_scored {
+    float s, y; /* score; label as 0 or 1 */
+    float w;    /* example weight (1 without weights) */
+} rt_scored;
 
-/* What to evaluate: labelled CSV files of the spec's columns (the export's
- * raw columns, in order) and the slices. */
-typedef struct rt_eval_opts {
-    const char *const *files;
-    size_t n_files;
-    /* slice specs: a column name ("gender") or crossed columns
-     * ("gender,race": one slice per combination of values) */
-    const char *const *slices;
-    size_t n_slices;
-    size_t batch_size;        /* rows per batch ("loss" is a mean of batch
-                                 losses); 0 = the export's spec's
-                                 eval.batch_size, else 256 (the trainer's
-                                 default) */
-    size_t skip_header_lines; /* per file, as eval.skip_header_lines */
-} rt_eval_opts;
-
-#define RT_EVAL_MAX_SLICES 10000
-#define RT_EVAL_BINS 10       /* calibration bins */
-#define RT_EVAL_THRESHOLDS 9  /* threshold table: 0.1, 0.2, ..., 0.9 */
-
-typedef struct rt_eval_spec {
-    char *name;           /* as given: "gender,race" */
-    const char **columns; /* [n_columns], into the model's ModelDef */
-    size_t n_columns;
-} rt_eval_spec;
-
-typedef struct rt_eval_slice {
-    size_t spec;          /* index into specs */
-    char **values;        /* [specs[spec].n_columns] trimmed cell texts */
-    char *key;            /* private */
-    size_t count;
-    rt_metric_list metrics;
-    int worst;            /* the worst slice of its spec: lowest accuracy
-                             (classifiers), highest average_loss (regression) */
-} rt_eval_slice;
-
-typedef struct rt_eval_point {
-    double x, y, threshold;
-} rt_eval_point;
-
-typedef struct rt_eval_curve {
-    rt_eval_point *p;
-    size_t n, cap;
-} rt_eval_curve;
-
-typedef struct rt_eval_bin {
-    double lower, upper;  /* predicted probability in [lower, upper) */
-    uint64_t count;
-    double mean_prediction, mean_label; /* NAN when count is 0 */
-} rt_eval_bin;
-
-typedef struct rt_eval_threshold {
-    double threshold;     /* predicted positive when logistic > threshold */
-    uint64_t tp, fp, tn, fn;
-    double precision, recall, f1, accuracy; /* NAN when undefined */
-} rt_eval_threshold;
-
-/* The result. Plots (roc, pr, calibration, ece, thresholds) only for a
- * binary classifier (has_plots); confusion for classifiers. */
-typedef struct rt_eval {
-    Predictd__HeadType head;
-    size_t n_classes;             /* 0 for regression */
-    char **class_names;           /* [n_classes] */
-    int64_t global_step;          /* the export's training step */
-    size_t batch_size;
-    uint64_t examples;
-    rt_metric_list metrics;       /* as the trainer's evaluation names them */
-    rt_eval_spec *specs;
-    size_t n_specs;
-    rt_eval_slice *slices;        /* by spec, then larger count first */
-    size_t n_slices;
-    uint64_t *confusion;          /* [label * n_classes + predicted] */
-    int has_plots;
-    rt_eval_curve roc;            /* x = false positive rate, y = true positive rate */
-    rt_eval_curve pr;             /* x = recall, y = precision */
-    rt_eval_bin calibration[RT_EVAL_BINS];
-    double ece;                   /* expected calibration error */
-    rt_eval_threshold thresholds[RT_EVAL_THRESHOLDS];
-} rt_eval;
-
-/*
- * Evaluates model m on o's files. Errors name FILE:LINE and what is wrong
- * (field count, label, a cell), or the slice spec. *out is the caller's
- * (rt_eval_free); its column names point into m's ModelDef: keep m open
- * while using it. One thread.
- */
-rt_status rt_eval_run(const rt_model *m, const rt_eval_opts *o, rt_eval **out, rt_err *err);
-void rt_eval_free(rt_eval *e);
-/* The metrics the slices tables show for e's head (NULL-terminated). */
-const char *const *rt_eval_slice_metrics(const rt_eval *e);
-/* Appends the result as one JSON object (docs/evaluation.md). */
-int rt_eval_json(const rt_eval *e, rt_buf *b);
-/* Appends a self-contained HTML report (inline CSS and SVG, no script,
- * nothing fetched) titled by model and data (rt_report.c). */
-int rt_eval_html(const rt_eval *e, const char *model, const char *data, rt_buf *b);
+/* scores, labels (positive when > 0.5) and weights (NULL: all 1) paired and
+ * sorted by score, highest first (the order the AUCs and an evaluation's
+ * ROC and precision-recall curves walk); malloc'd (free it), NULL when out
+ * of memory. Thread-safe. */
+rt_scored *rt_sorted_desc(const float *scores, const float *labels, const float *weights,
+                          size_t n);
 
 #ifdef __cplusplus
 }

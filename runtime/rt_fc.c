@@ -361,6 +361,16 @@ const char *rt_column_kind_name(Predictd__ColumnType t)
     return k ? k->spec_name : "?";
 }
 
+void rt_column_describe(const Predictd__FeatureColumn *fc, char *buf, size_t n)
+{
+    if (!buf || !n)
+        return;
+    buf[0] = '\0';
+    const rt_fc_kind *k = fc ? rt_fc_kind_of(fc->type) : NULL;
+    if (k)
+        k->describe(fc, buf, n);
+}
+
 const char *rt_column_size_key(Predictd__ColumnType t)
 {
     const rt_fc_kind *k = rt_fc_kind_of(t);

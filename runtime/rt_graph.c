@@ -1021,3 +1021,48 @@ const char *rt_graph_class_name(const rt_graph *g, size_t k)
 {
     return g && k < g->n_classes && g->class_names ? g->class_names[k] : NULL;
 }
+
+Predictd__HeadType rt_graph_head(const rt_graph *g)
+{
+    return g ? g->head : PREDICTD__HEAD_TYPE__HEAD_BINARY;
+}
+
+size_t rt_graph_num_classes(const rt_graph *g)
+{
+    return g ? g->n_classes : 0;
+}
+
+size_t rt_graph_num_columns(const rt_graph *g)
+{
+    return g ? g->n_fcols : 0;
+}
+
+const Predictd__FeatureColumn *rt_graph_column(const rt_graph *g, size_t c)
+{
+    return g && c < g->n_fcols ? g->fcols[c].def : NULL;
+}
+
+int64_t rt_graph_column_buckets(const rt_graph *g, size_t c)
+{
+    return g && c < g->n_fcols ? g->fcols[c].num_buckets : 0;
+}
+
+size_t rt_graph_num_layers(const rt_graph *g)
+{
+    return g ? g->n_layers : 0;
+}
+
+size_t rt_graph_layer_width(const rt_graph *g, size_t l)
+{
+    return g && l < g->n_layers ? g->layers[l].out : 0;
+}
+
+size_t rt_graph_dnn_dim(const rt_graph *g)
+{
+    return g ? g->dnn_dim : 0;
+}
+
+bool rt_graph_has_trees(const rt_graph *g)
+{
+    return g && g->trees;
+}

@@ -150,29 +150,6 @@ size_t rt_trees_gather_width(const rt_trees *t);
  * only read). */
 rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, float *logits,
                            rt_err *err);
-/* The leaf each instance reaches in each tree, as the node's index in its
- * tree of the ModelDef: leaves[i * trees + t]. x as for rt_trees_forward. */
-rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uint32_t *leaves,
-                          rt_err *err);
-/* Trees of g's ensemble (0 without one). */
-size_t rt_trees_count(const rt_graph *g);
-
-/* The shape of g's ensemble and, per input, its split count and the sum of
- * its splits' gain (TensorFlow's gain-based feature importances, unscaled),
- * sorted by gain, then splits, highest first: *imp has one entry per input
- * (free() it; column points into g's ModelDef). RT_ERR_INVALID without
- * trees. */
-typedef struct rt_trees_shape {
-    size_t trees, nodes, leaves, max_depth;
-} rt_trees_shape;
-typedef struct rt_trees_importance {
-    size_t input;       /* index in TreeEnsemble.inputs */
-    const char *column;
-    uint64_t splits;
-    double gain;
-} rt_trees_importance;
-rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_trees_importance **imp,
-                            rt_err *err);
 
 /* struct rt_batch is private to rt_batch.c; other files use rt_batch_cell(). */
 
@@ -365,15 +342,10 @@ void rt_dense_rows_isa(rt_dense_isa isa, const float *x, size_t m, size_t in, co
 
 /* ------------------------------------------- JSON serving (rt_json_*.c) */
 
-/* The signature a request names (NULL or "" = serving_default; "predict" and
- * "serving_default" stand in for each other). *sig is NULL when the model
- * lists no signatures at all. RT_ERR_INVALID naming it when unknown. */
-rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name,
-                                 const Predictd__SignatureDef **sig, rt_err *err);
 
 /* Parses a predict body into c's batch (rt_ctx_prepare'd for g) without
  * running the model: *columnar tells "inputs" from "instances", *sig the
- * signature. For predict-model's transform command and rt_json_handle. */
+ * signature. For rt_json_handle and rt_json_transform. */
 rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
                                 const rt_json_params *p, rt_ctx *c, int *columnar,
                                 const Predictd__SignatureDef **sig, rt_err *err);
@@ -443,18 +415,5 @@ void rt_pb_alloc_init(rt_pb_alloc *pa);
 uint32_t rt_crc32c_portable(uint32_t crc, const void *data, size_t len);
 /* 1 when rt_crc32c uses the SSE4.2 crc32 instruction on this CPU. */
 int rt_crc32c_hw_available(void);
-
-/* ------------------------------------------ scored examples (rt_metrics.c) */
-
-typedef struct rt_scored {
-    float s, y; /* score; label as 0 or 1 */
-    float w;    /* example weight (1 without weights) */
-} rt_scored;
-
-/* scores, labels (positive when > 0.5) and weights (NULL: all 1) paired and
- * sorted by score, highest first; malloc'd (free it), NULL when out of
- * memory. */
-rt_scored *rt_sorted_desc(const float *scores, const float *labels, const float *weights,
-                          size_t n);
 
 #endif /* PREDICTD_RT_INTERNAL_H */

@@ -2,7 +2,8 @@
  * rt_json_handle.c — one TensorFlow Serving REST request against a model:
  * the body parsed into the batch (rt_json_predict.c, rt_json_examples.c),
  * transform, forward pass and head (rt_ctx_run), the answer rendered
- * (rt_json_out.c).
+ * (rt_json_out.c); and for predict-model transform, the parse and the
+ * transform alone (rt_json_transform).
  */
 #include "rt_json_internal.h"
 
@@ -76,4 +77,19 @@ rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, 
     if (method == RT_METHOD_INFER) /* the JSON header ends where its value ends */
         return rt_v2_handle(m, NULL, -1, body, len, RT_V2_FIND_HEADER, p, c, out, err);
     return rt_json_tidy_message(handle(m, method, body, len, p, c, out, err), err);
+}
+
+rt_status rt_json_transform(const rt_graph *g, const char *body, size_t len,
+                            const rt_json_params *p, rt_ctx *c, const rt_features **f,
+                            rt_err *err)
+{
+    int columnar = 0;
+    const Predictd__SignatureDef *sig = NULL;
+    rt_status st = rt_json_parse_predict(g, body, len, p, c, &columnar, &sig, err);
+    if (st != RT_OK || !f)
+        return st;
+    if ((st = rt_transform(g, c->batch, &c->features, err)) != RT_OK)
+        return st;
+    *f = &c->features;
+    return RT_OK;
 }

@@ -627,6 +627,11 @@ size_t rt_trees_count(const rt_graph *g)
     return g && g->trees ? g->trees->n_trees : 0;
 }
 
+size_t rt_trees_scratch(const rt_graph *g)
+{
+    return g ? rt_trees_gather_width(g->trees) : 0;
+}
+
 /* ------------------------------------------------------------- inspection */
 
 static int cmp_importance(const void *a, const void *b)

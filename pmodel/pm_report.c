@@ -1,13 +1,13 @@
 /*
- * rt_report.c — the evaluation report: one self-contained HTML page (inline
+ * pm_report.c — the evaluation report: one self-contained HTML page (inline
  * CSS and SVG; no script, no font, image or style fetched) rendered from an
- * rt_eval. A reader sees at a glance the headline metrics, the ROC,
+ * pm_eval. A reader sees at a glance the headline metrics, the ROC,
  * precision-recall and calibration plots, the confusion matrix, the
  * threshold table and the slices with the worst one of each highlighted.
  * Every number shown also sits, unrounded, in a data-value attribute (with
  * data-metric naming it) so a program can read the page back.
  */
-#include "rt_internal.h"
+#include "pm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -144,7 +144,7 @@ static int frame(rt_buf *b, const char *label, const char *xt, const char *yt)
                          Y0 + IH / 2, yt);
 }
 
-static int polyline(rt_buf *b, const rt_eval_curve *c, const char *color, int fill)
+static int polyline(rt_buf *b, const pm_eval_curve *c, const char *color, int fill)
 {
     int rc = 0;
     if (fill) {
@@ -174,7 +174,7 @@ static int legend(rt_buf *b, double x, double y, const char *color, const char *
 
 /* --------------------------------------------------------------- plots */
 
-static int plot_roc(rt_buf *b, const rt_eval *e)
+static int plot_roc(rt_buf *b, const pm_eval *e)
 {
     double auc = rt_metric_get(&e->metrics, "auc");
     char lab[64];
@@ -189,7 +189,7 @@ static int plot_roc(rt_buf *b, const rt_eval *e)
            legend(b, px(0.42), py(0.08), "#94a3b8", "chance", 1) || rt_buf_puts(b, "</svg></div>");
 }
 
-static int plot_pr(rt_buf *b, const rt_eval *e)
+static int plot_pr(rt_buf *b, const pm_eval *e)
 {
     double ap = rt_metric_get(&e->metrics, "auc_precision_recall");
     double base = rt_metric_get(&e->metrics, "label/mean");
@@ -206,10 +206,10 @@ static int plot_pr(rt_buf *b, const rt_eval *e)
            legend(b, px(0.06), py(0.08), "#94a3b8", blab, 1) || rt_buf_puts(b, "</svg></div>");
 }
 
-static int plot_calibration(rt_buf *b, const rt_eval *e)
+static int plot_calibration(rt_buf *b, const pm_eval *e)
 {
     uint64_t most = 1;
-    for (size_t k = 0; k < RT_EVAL_BINS; k++)
+    for (size_t k = 0; k < PM_EVAL_BINS; k++)
         if (e->calibration[k].count > most)
             most = e->calibration[k].count;
     int rc = rt_buf_printf(b, "<div class=\"panel\" id=\"calibration\"><h3>Calibration "
@@ -219,13 +219,13 @@ static int plot_calibration(rt_buf *b, const rt_eval *e)
              frame(b, "calibration plot", "mean predicted probability",
                    "observed positive rate");
     /* examples per bin, as bars along the bottom (a third of the height) */
-    for (size_t k = 0; !rc && k < RT_EVAL_BINS; k++) {
-        const rt_eval_bin *c = &e->calibration[k];
+    for (size_t k = 0; !rc && k < PM_EVAL_BINS; k++) {
+        const pm_eval_bin *c = &e->calibration[k];
         double h = IH / 3.0 * (double)c->count / (double)most;
         rc = rt_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                            "fill=\"#fdba74\" fill-opacity=\"0.55\"><title>%llu examples</title>"
                            "</rect>",
-                           px(c->lower) + 1.5, Y0 + IH - h, IW / RT_EVAL_BINS - 3.0, h,
+                           px(c->lower) + 1.5, Y0 + IH - h, IW / PM_EVAL_BINS - 3.0, h,
                            (unsigned long long)c->count);
     }
     rc = rc || rt_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -234,8 +234,8 @@ static int plot_calibration(rt_buf *b, const rt_eval *e)
     rc = rc || rt_buf_puts(b, "<polyline fill=\"none\" stroke=\"#ea580c\" stroke-width=\"2.2\" "
                               "points=\"");
     int first = 1;
-    for (size_t k = 0; !rc && k < RT_EVAL_BINS; k++) {
-        const rt_eval_bin *c = &e->calibration[k];
+    for (size_t k = 0; !rc && k < PM_EVAL_BINS; k++) {
+        const pm_eval_bin *c = &e->calibration[k];
         if (!c->count)
             continue;
         rc = rt_buf_printf(b, "%s%.1f,%.1f", first ? "" : " ", px(c->mean_prediction),
@@ -243,8 +243,8 @@ static int plot_calibration(rt_buf *b, const rt_eval *e)
         first = 0;
     }
     rc = rc || rt_buf_puts(b, "\"/>");
-    for (size_t k = 0; !rc && k < RT_EVAL_BINS; k++) {
-        const rt_eval_bin *c = &e->calibration[k];
+    for (size_t k = 0; !rc && k < PM_EVAL_BINS; k++) {
+        const pm_eval_bin *c = &e->calibration[k];
         if (c->count)
             rc = rt_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#ea580c\" "
                                "stroke=\"#fff\" stroke-width=\"1.5\"/>",
@@ -261,7 +261,7 @@ static int plot_calibration(rt_buf *b, const rt_eval *e)
 
 /* ------------------------------------------------------------- tables */
 
-static int confusion(rt_buf *b, const rt_eval *e)
+static int confusion(rt_buf *b, const pm_eval *e)
 {
     size_t n = e->n_classes;
     uint64_t most = 1;
@@ -296,13 +296,13 @@ static int confusion(rt_buf *b, const rt_eval *e)
                                 "predicted class (binary: logistic &gt; 0.5).</p></div>");
 }
 
-static int threshold_table(rt_buf *b, const rt_eval *e)
+static int threshold_table(rt_buf *b, const pm_eval *e)
 {
     int rc = rt_buf_puts(b, "<div><h2>Thresholds</h2><table id=\"thresholds\"><tr>"
                             "<th>threshold</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th>"
                             "<th>precision</th><th>recall</th><th>F1</th><th>accuracy</th></tr>");
-    for (size_t k = 0; !rc && k < RT_EVAL_THRESHOLDS; k++) {
-        const rt_eval_threshold *t = &e->thresholds[k];
+    for (size_t k = 0; !rc && k < PM_EVAL_THRESHOLDS; k++) {
+        const pm_eval_threshold *t = &e->thresholds[k];
         rc = rt_buf_printf(b, "<tr data-threshold=\"%.17g\"%s><td>%.1f</td>", t->threshold,
                            fabs(t->threshold - 0.5) < 1e-9 ? " style=\"font-weight:600\"" : "",
                            t->threshold) ||
@@ -322,13 +322,13 @@ static int threshold_table(rt_buf *b, const rt_eval *e)
                                 "logistic is above the threshold.</p></div>");
 }
 
-static int slices(rt_buf *b, const rt_eval *e)
+static int slices(rt_buf *b, const pm_eval *e)
 {
-    const char *const *names = rt_eval_slice_metrics(e);
+    const char *const *names = pm_eval_slice_metrics(e);
     int classifier = e->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     int rc = 0;
     for (size_t s = 0; !rc && s < e->n_specs; s++) {
-        const rt_eval_spec *sp = &e->specs[s];
+        const pm_eval_spec *sp = &e->specs[s];
         rc = rt_buf_puts(b, "<h2>Slices by ") || esc(b, sp->name) ||
              rt_buf_puts(b, "</h2><table class=\"slices\" data-slice=\"") || esc(b, sp->name) ||
              rt_buf_puts(b, "\"><tr>");
@@ -340,7 +340,7 @@ static int slices(rt_buf *b, const rt_eval *e)
             rc = rt_buf_puts(b, "<th>") || esc(b, names[m]) || rt_buf_puts(b, "</th>");
         rc = rc || rt_buf_puts(b, "</tr>");
         for (size_t k = 0; !rc && k < e->n_slices; k++) {
-            const rt_eval_slice *sl = &e->slices[k];
+            const pm_eval_slice *sl = &e->slices[k];
             if (sl->spec != s)
                 continue;
             rc = rt_buf_printf(b, "<tr class=\"slice%s\" data-count=\"%zu\">",
@@ -375,7 +375,7 @@ static int slices(rt_buf *b, const rt_eval *e)
 
 /* ----------------------------------------------------------------- page */
 
-int rt_eval_html(const rt_eval *e, const char *model, const char *data, rt_buf *b)
+int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *b)
 {
     static const char *const binary[] = {"accuracy", "auc", "auc_precision_recall",
                                          "precision", "recall", "average_loss", "loss",

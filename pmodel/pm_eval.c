@@ -1,7 +1,7 @@
 /*
- * rt_eval.c — evaluating an export on labelled CSV files, as TensorFlow
- * Model Analysis does: the trainer's metrics (rt_metrics.c, the same code as
- * predict-train's evaluation) overall and per slice, plus, for a binary
+ * pm_eval.c — evaluating an export on labelled CSV files, as TensorFlow
+ * Model Analysis does: the trainer's metrics (runtime/rt_metrics.c, the same code
+ * as predict-train's evaluation) overall and per slice, plus, for a binary
  * classifier, the ROC and precision-recall curves, a calibration plot with
  * the expected calibration error, the confusion matrix and a threshold
  * table; for a multi-class classifier the confusion matrix.
@@ -13,7 +13,7 @@
  * batch size. Each row also gets, per slice spec, the id of its slice (the
  * trimmed cells of the spec's columns), found in a hash table.
  */
-#include "rt_internal.h"
+#include "pm.h"
 
 #include <errno.h>
 #include <math.h>
@@ -36,8 +36,8 @@ typedef struct slice_acc {
 typedef struct evaluator {
     const rt_graph *g;
     const Predictd__ModelDef *def;
-    const rt_eval_opts *o;
-    rt_eval *e;
+    const pm_eval_opts *o;
+    pm_eval *e;
     size_t ld, n_cols, bs;
     int loss_sum;       /* the spec's loss_reduction "SUM" */
     long *input;        /* [n_cols] graph input or -1 (label, weight, unused) */
@@ -95,7 +95,7 @@ static rt_status table_grow(evaluator *v)
 
 /* Splits key (values joined by KEY_SEP, after the spec's index) into the
  * slice's value copies. */
-static rt_status slice_values(rt_eval_slice *sl, const char *key, size_t n_values)
+static rt_status slice_values(pm_eval_slice *sl, const char *key, size_t n_values)
 {
     sl->values = calloc(n_values ? n_values : 1, sizeof *sl->values);
     if (!sl->values)
@@ -115,25 +115,25 @@ static rt_status slice_values(rt_eval_slice *sl, const char *key, size_t n_value
 /* The slice of spec s whose key is in v->key, created when new. */
 static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
 {
-    rt_eval *e = v->e;
+    pm_eval *e = v->e;
     if (2 * (e->n_slices + 1) > v->table_cap && table_grow(v))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     size_t mask = v->table_cap - 1;
     size_t h = (size_t)key_hash(v->key.data, v->key.len) & mask;
     while (v->table[h]) {
-        rt_eval_slice *sl = &e->slices[v->table[h] - 1];
+        pm_eval_slice *sl = &e->slices[v->table[h] - 1];
         if (strcmp(sl->key, v->key.data) == 0) {
             *out = v->table[h] - 1;
             return RT_OK;
         }
         h = (h + 1) & mask;
     }
-    if (e->n_slices >= RT_EVAL_MAX_SLICES)
+    if (e->n_slices >= PM_EVAL_MAX_SLICES)
         return rt_err_set(err, RT_ERR_LIMIT, "--slice %s: more than %d slices in all",
-                          e->specs[s].name, RT_EVAL_MAX_SLICES);
+                          e->specs[s].name, PM_EVAL_MAX_SLICES);
     if (e->n_slices == v->acc_cap) {
         size_t cap = v->acc_cap ? v->acc_cap * 2 : 16;
-        rt_eval_slice *ns = realloc(e->slices, cap * sizeof *ns);
+        pm_eval_slice *ns = realloc(e->slices, cap * sizeof *ns);
         if (ns)
             e->slices = ns;
         slice_acc *na = realloc(v->acc, cap * sizeof *na);
@@ -144,7 +144,7 @@ static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
         v->acc_cap = cap;
     }
     size_t k = e->n_slices;
-    rt_eval_slice *sl = &e->slices[k];
+    pm_eval_slice *sl = &e->slices[k];
     memset(sl, 0, sizeof *sl);
     memset(&v->acc[k], 0, sizeof v->acc[k]);
     e->n_slices++;
@@ -161,15 +161,15 @@ static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
 /* Parses the slice specs ("gender", crossed "gender,race") into e->specs. */
 static rt_status parse_specs(evaluator *v, rt_err *err)
 {
-    rt_eval *e = v->e;
-    const rt_eval_opts *o = v->o;
+    pm_eval *e = v->e;
+    const pm_eval_opts *o = v->o;
     e->specs = calloc(o->n_slices ? o->n_slices : 1, sizeof *e->specs);
     v->spec_cols = calloc(o->n_slices ? o->n_slices : 1, sizeof *v->spec_cols);
     if (!e->specs || !v->spec_cols)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     for (size_t s = 0; s < o->n_slices; s++) {
         const char *spec = o->slices[s];
-        rt_eval_spec *sp = &e->specs[e->n_specs];
+        pm_eval_spec *sp = &e->specs[e->n_specs];
         sp->name = strdup(spec);
         size_t n = 1;
         for (const char *p = spec; *p; p++)
@@ -194,8 +194,14 @@ static rt_status parse_specs(evaluator *v, rt_err *err)
             if (col < 0) {
                 rt_buf names;
                 rt_buf_init(&names);
+                int rc = 0;
                 for (size_t j = 0; j < v->n_cols; j++)
-                    rt_buf_printf(&names, "%s%s", j ? ", " : "", v->def->raw_columns[j]->name);
+                    rc |= rt_buf_printf(&names, "%s%s", j ? ", " : "",
+                                        v->def->raw_columns[j]->name);
+                if (rc) {
+                    rt_buf_free(&names);
+                    return rt_err_set(err, RT_ERR_NOMEM, "--slice %s: out of memory", spec);
+                }
                 rt_status st = rt_err_set(err, RT_ERR_INVALID,
                                           "--slice %s: no column \"%.*s\" in the spec (columns: "
                                           "%s)", spec, (int)tl, t, names.data ? names.data : "");
@@ -234,7 +240,7 @@ static rt_status add_pending(slice_acc *a, size_t row)
  * predicted class (binary: logit > 0, as the accuracy counts it). */
 static void confuse(evaluator *v, const float *z, float y)
 {
-    rt_eval *e = v->e;
+    pm_eval *e = v->e;
     size_t pred;
     if (e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
         pred = z[0] > 0.0f;
@@ -266,7 +272,7 @@ static rt_status flush(evaluator *v, rt_err *err)
     size_t n = rt_batch_size(v->b);
     if (n == 0)
         return RT_OK;
-    rt_eval *e = v->e;
+    pm_eval *e = v->e;
     rt_status st = rt_transform(v->g, v->b, &v->f, err);
     if (!st)
         st = rt_forward(v->g, &v->f, v->ws, v->logits, err);
@@ -323,7 +329,7 @@ static rt_status add_row(evaluator *v, const char *line, size_t len, char *buf,
     if ((size_t)nf != v->n_cols)
         return rt_err_set(err, RT_ERR_INVALID, "%ld fields, the spec has %zu columns", nf,
                           v->n_cols);
-    rt_eval *e = v->e;
+    pm_eval *e = v->e;
     size_t idx = rt_batch_size(v->b);
     rt_status st = RT_OK;
     for (size_t k = 0; k < v->ls && !st; k++) {
@@ -422,26 +428,26 @@ static rt_status read_file(evaluator *v, const char *path, rt_err *err)
 
 /* Appends (x, y, threshold) unless it is within 0.002 of the last point in
  * both coordinates (the curves stay readable and small); last forces it. */
-static rt_status curve_push(rt_eval_curve *c, double x, double y, double t, int last)
+static rt_status curve_push(pm_eval_curve *c, double x, double y, double t, int last)
 {
     if (c->n && !last) {
-        const rt_eval_point *p = &c->p[c->n - 1];
+        const pm_eval_point *p = &c->p[c->n - 1];
         if (fabs(p->x - x) < 0.002 && fabs(p->y - y) < 0.002)
             return RT_OK;
     }
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 256;
-        rt_eval_point *np = realloc(c->p, cap * sizeof *np);
+        pm_eval_point *np = realloc(c->p, cap * sizeof *np);
         if (!np)
             return RT_ERR_NOMEM;
         c->p = np;
         c->cap = cap;
     }
-    c->p[c->n++] = (rt_eval_point){x, y, t};
+    c->p[c->n++] = (pm_eval_point){x, y, t};
     return RT_OK;
 }
 
-static rt_status binary_plots(rt_eval *e, const float *scores, const float *labels, size_t n)
+static rt_status binary_plots(pm_eval *e, const float *scores, const float *labels, size_t n)
 {
     rt_scored *v = rt_sorted_desc(scores, labels, NULL, n);
     if (!v)
@@ -471,22 +477,22 @@ static rt_status binary_plots(rt_eval *e, const float *scores, const float *labe
         i = j;
     }
     /* calibration: equal-width bins of the predicted probability */
-    for (size_t k = 0; k < RT_EVAL_BINS; k++) {
-        e->calibration[k].lower = (double)k / RT_EVAL_BINS;
-        e->calibration[k].upper = (double)(k + 1) / RT_EVAL_BINS;
+    for (size_t k = 0; k < PM_EVAL_BINS; k++) {
+        e->calibration[k].lower = (double)k / PM_EVAL_BINS;
+        e->calibration[k].upper = (double)(k + 1) / PM_EVAL_BINS;
     }
-    double sp[RT_EVAL_BINS] = {0}, sy[RT_EVAL_BINS] = {0};
+    double sp[PM_EVAL_BINS] = {0}, sy[PM_EVAL_BINS] = {0};
     for (size_t i = 0; i < n; i++) {
-        size_t k = (size_t)(v[i].s * RT_EVAL_BINS);
-        if (k >= RT_EVAL_BINS)
-            k = RT_EVAL_BINS - 1;
+        size_t k = (size_t)(v[i].s * PM_EVAL_BINS);
+        if (k >= PM_EVAL_BINS)
+            k = PM_EVAL_BINS - 1;
         e->calibration[k].count++;
         sp[k] += v[i].s;
         sy[k] += v[i].y;
     }
     e->ece = 0;
-    for (size_t k = 0; k < RT_EVAL_BINS; k++) {
-        rt_eval_bin *b = &e->calibration[k];
+    for (size_t k = 0; k < PM_EVAL_BINS; k++) {
+        pm_eval_bin *b = &e->calibration[k];
         b->mean_prediction = b->count ? sp[k] / (double)b->count : NAN;
         b->mean_label = b->count ? sy[k] / (double)b->count : NAN;
         if (b->count)
@@ -494,10 +500,10 @@ static rt_status binary_plots(rt_eval *e, const float *scores, const float *labe
     }
     /* threshold table: predicted positive when score > threshold (at 0.5
      * as the accuracy, precision and recall metrics count it) */
-    for (size_t k = 0; k < RT_EVAL_THRESHOLDS; k++) {
-        rt_eval_threshold *t = &e->thresholds[k];
+    for (size_t k = 0; k < PM_EVAL_THRESHOLDS; k++) {
+        pm_eval_threshold *t = &e->thresholds[k];
         memset(t, 0, sizeof *t);
-        t->threshold = (double)(k + 1) / (RT_EVAL_THRESHOLDS + 1);
+        t->threshold = (double)(k + 1) / (PM_EVAL_THRESHOLDS + 1);
         for (size_t i = 0; i < n; i++) {
             int pos = v[i].s > t->threshold, y = v[i].y > 0.5f;
             t->tp += pos && y;
@@ -514,7 +520,7 @@ static rt_status binary_plots(rt_eval *e, const float *scores, const float *labe
     return st;
 }
 
-const char *const *rt_eval_slice_metrics(const rt_eval *e)
+const char *const *pm_eval_slice_metrics(const pm_eval *e)
 {
     static const char *const binary[] = {"accuracy", "auc", "precision", "recall",
                                          "average_loss", "label/mean", "prediction/mean",
@@ -529,7 +535,7 @@ const char *const *rt_eval_slice_metrics(const rt_eval *e)
 
 /* ---------------------------------------------------------------- driver */
 
-static double badness(const rt_eval *e, const rt_metric_list *l)
+static double badness(const pm_eval *e, const rt_metric_list *l)
 {
     return e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? rt_metric_get(l, "average_loss")
                                                             : -rt_metric_get(l, "accuracy");
@@ -553,7 +559,7 @@ static void spec_defaults(evaluator *v)
 
 static rt_status setup(evaluator *v, rt_err *err)
 {
-    rt_eval *e = v->e;
+    pm_eval *e = v->e;
     const Predictd__ModelDef *def = v->def;
     if (!def->head)
         return rt_err_set(err, RT_ERR_INVALID, "the export has no head");
@@ -620,7 +626,7 @@ static rt_status setup(evaluator *v, rt_err *err)
 
 static int by_spec_count(const void *a, const void *b)
 {
-    const rt_eval_slice *x = a, *y = b;
+    const pm_eval_slice *x = a, *y = b;
     if (x->spec != y->spec)
         return (x->spec > y->spec) - (x->spec < y->spec);
     if (x->count != y->count)
@@ -630,14 +636,14 @@ static int by_spec_count(const void *a, const void *b)
 
 static rt_status finish(evaluator *v, rt_err *err)
 {
-    rt_eval *e = v->e;
+    pm_eval *e = v->e;
     rt_status st = rt_metrics_result(v->all, e->global_step, &e->metrics);
     if (st == RT_ERR_NOTFOUND)
         return rt_err_set(err, RT_ERR_INVALID, "the data files hold no rows");
     if (st)
         return rt_err_set(err, st, "metrics failed");
     for (size_t k = 0; k < e->n_slices; k++) {
-        rt_eval_slice *sl = &e->slices[k];
+        pm_eval_slice *sl = &e->slices[k];
         const float *s, *y;
         sl->count = rt_metrics_data(v->acc[k].mt, &s, &y, NULL);
         if ((st = rt_metrics_result(v->acc[k].mt, e->global_step, &sl->metrics)))
@@ -698,7 +704,7 @@ static void evaluator_free(evaluator *v)
     rt_metrics_free(v->all);
 }
 
-rt_status rt_eval_run(const rt_model *m, const rt_eval_opts *o, rt_eval **out, rt_err *err)
+rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, rt_err *err)
 {
     *out = NULL;
     evaluator v;
@@ -720,19 +726,19 @@ rt_status rt_eval_run(const rt_model *m, const rt_eval_opts *o, rt_eval **out, r
         st = finish(&v, err);
     evaluator_free(&v);
     if (st) {
-        rt_eval_free(v.e);
+        pm_eval_free(v.e);
         return st;
     }
     *out = v.e;
     return RT_OK;
 }
 
-void rt_eval_free(rt_eval *e)
+void pm_eval_free(pm_eval *e)
 {
     if (!e)
         return;
     for (size_t k = 0; k < e->n_slices; k++) {
-        rt_eval_slice *sl = &e->slices[k];
+        pm_eval_slice *sl = &e->slices[k];
         for (size_t q = 0; sl->values && q < e->specs[sl->spec].n_columns; q++)
             free(sl->values[q]);
         free(sl->values);
@@ -766,7 +772,7 @@ static int jstr(rt_buf *b, const char *s)
 }
 
 static int json_curve(rt_buf *b, const char *name, const char *x, const char *y,
-                      const rt_eval_curve *c)
+                      const pm_eval_curve *c)
 {
     int rc = rt_buf_printf(b, ", \"%s\": {\"thresholds\": [", name);
     for (size_t i = 0; !rc && i < c->n; i++)
@@ -787,7 +793,7 @@ static const char *head_name(Predictd__HeadType h)
                                                         : "regression";
 }
 
-int rt_eval_json(const rt_eval *e, rt_buf *b)
+int pm_eval_json(const pm_eval *e, rt_buf *b)
 {
     int rc = rt_buf_printf(b, "{\"head\": \"%s\", \"global_step\": %lld, \"examples\": %llu, "
                            "\"batch_size\": %zu, \"metrics\": ",
@@ -795,8 +801,8 @@ int rt_eval_json(const rt_eval *e, rt_buf *b)
                            (unsigned long long)e->examples, e->batch_size);
     rc = rc || rt_metrics_json(&e->metrics, b) || rt_buf_puts(b, ", \"slices\": [");
     for (size_t k = 0; !rc && k < e->n_slices; k++) {
-        const rt_eval_slice *sl = &e->slices[k];
-        const rt_eval_spec *sp = &e->specs[sl->spec];
+        const pm_eval_slice *sl = &e->slices[k];
+        const pm_eval_spec *sp = &e->specs[sl->spec];
         rc = (k && rt_buf_puts(b, ", ")) || rt_buf_puts(b, "{\"slice\": ") ||
              jstr(b, sp->name) || rt_buf_puts(b, ", \"values\": {");
         for (size_t q = 0; !rc && q < sp->n_columns; q++)
@@ -826,8 +832,8 @@ int rt_eval_json(const rt_eval *e, rt_buf *b)
              json_curve(b, "pr_curve", "recall", "precision", &e->pr) ||
              rt_buf_puts(b, ", \"calibration\": {\"expected_calibration_error\": ") ||
              jnum(b, e->ece) || rt_buf_puts(b, ", \"bins\": [");
-        for (size_t k = 0; !rc && k < RT_EVAL_BINS; k++) {
-            const rt_eval_bin *c = &e->calibration[k];
+        for (size_t k = 0; !rc && k < PM_EVAL_BINS; k++) {
+            const pm_eval_bin *c = &e->calibration[k];
             rc = rt_buf_printf(b, "%s{\"lower\": ", k ? ", " : "") || jnum(b, c->lower) ||
                  rt_buf_puts(b, ", \"upper\": ") || jnum(b, c->upper) ||
                  rt_buf_printf(b, ", \"count\": %llu, \"mean_prediction\": ",
@@ -836,8 +842,8 @@ int rt_eval_json(const rt_eval *e, rt_buf *b)
                  jnum(b, c->mean_label) || rt_buf_puts(b, "}");
         }
         rc = rc || rt_buf_puts(b, "]}, \"thresholds\": [");
-        for (size_t k = 0; !rc && k < RT_EVAL_THRESHOLDS; k++) {
-            const rt_eval_threshold *t = &e->thresholds[k];
+        for (size_t k = 0; !rc && k < PM_EVAL_THRESHOLDS; k++) {
+            const pm_eval_threshold *t = &e->thresholds[k];
             rc = rt_buf_printf(b, "%s{\"threshold\": ", k ? ", " : "") ||
                  jnum(b, t->threshold) ||
                  rt_buf_printf(b, ", \"tp\": %llu, \"fp\": %llu, \"tn\": %llu, \"fn\": %llu, "

@@ -1,0 +1,192 @@
+/*
+ * pm.h — predict-model, the local tool: inspect an export, predict,
+ * transform and evaluate without a daemon. The module's one header: the
+ * command line (pm_args.c), opening the export and reading instance files
+ * (pm_io.c), one file per command (pm_show.c, pm_predict.c,
+ * pm_transform.c, pm_evaluate.c) and the evaluation with its HTML report
+ * (pm_eval.c, pm_report.c). It reaches the runtime through rt.h only.
+ */
+#ifndef PREDICTD_PM_H
+#define PREDICTD_PM_H
+
+#include "rt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PM_EXIT_USAGE 2 /* bad arguments; 1 is a failed run */
+#define PM_MAX_LIST 64  /* --data and --slice given at most this often */
+
+/* ------------------------------------------------- command line (pm_args.c) */
+
+/* What the command line asked for. Strings point into argv. */
+typedef struct pm_opts {
+    const char *cmd;
+    const char *dir;
+    const char *instances;
+    const char *format;
+    const char *signature;
+    const char *report;
+    const char *batch_size;
+    const char *skip_header;
+    const char *v2_request;  /* predict --v2-request */
+    const char *v2_header;   /* predict --v2-header-length */
+    const char *model_name;  /* predict --model-name */
+    const char *data[PM_MAX_LIST];
+    size_t n_data;
+    const char *slices[PM_MAX_LIST];
+    size_t n_slices;
+    int all;
+    int help;
+    int leaves; /* transform --leaves */
+} pm_opts;
+
+/* Parses argv into *o: the command, then its flags (--flag VALUE or
+ * --flag=VALUE; --help anywhere). Returns 0, or an exit status after printing
+ * the error and the usage to stderr. */
+int pm_parse_args(int argc, char **argv, pm_opts *o);
+/* Prints the help of cmd (NULL: the usage of every command) to stdout. */
+void pm_print_help(const char *cmd);
+
+/* ----------------------------------------- exports, instance files (pm_io.c) */
+
+/* dir itself when it holds model.pb (or a SavedModel's saved_model.pb),
+ * else its newest version subdirectory. OUT: *path malloc'd. */
+rt_status pm_resolve_export(const char *dir, char **path, rt_err *err);
+/* Opens the export dir names (pm_resolve_export), printing the error on
+ * failure; with where != NULL, *where gets the version directory opened
+ * (malloc'd) when it succeeds. NULL on failure. */
+rt_model *pm_open_model(const char *dir, char **where);
+
+/* The instances of a --json-instances file: the request body and, per
+ * instance, its line number in the file. */
+typedef struct pm_instances {
+    rt_buf body;     /* {"signature_name"?, "instances": [line, line, ...]} */
+    size_t count;
+    size_t *lineno;  /* [count] */
+    size_t *start;   /* [count] offset of the instance in body */
+    size_t *len;     /* [count] */
+} pm_instances;
+
+/* Reads FILE (one JSON instance per line, blank lines skipped; "-" is
+ * stdin) into *in, naming signature in the body when not NULL. Returns 0 or
+ * -1 (message printed); pm_instances_free(in) either way. */
+int pm_read_instances(const char *file, const char *signature, pm_instances *in);
+void pm_instances_free(pm_instances *in);
+/* Prints a request error as FILE:LINE: message, finding the line from the
+ * message's instances[k], or (for a JSON syntax error) by parsing each line
+ * on its own. */
+void pm_report_error(const char *file, const rt_graph *g, const pm_instances *in,
+                     const char *msg);
+
+/* ------------------------------------------------------------- the commands */
+
+/* Each returns the exit status: 0, 1 (model or instance error, message
+ * printed) or PM_EXIT_USAGE. Output goes to stdout, errors to stderr. */
+int pm_cmd_show(const pm_opts *o);      /* pm_show.c */
+int pm_cmd_predict(const pm_opts *o);   /* pm_predict.c */
+int pm_cmd_transform(const pm_opts *o); /* pm_transform.c */
+int pm_cmd_evaluate(const pm_opts *o);  /* pm_evaluate.c */
+
+/* The longest feature column name of g, at most 64 (for aligned listings:
+ * show --all, transform). pm_show.c. */
+int pm_name_width(const rt_graph *g);
+
+/* ------------------------------------ evaluating an export (pm_eval.c) */
+/* What to evaluate: labelled CSV files of the spec's columns (the export's
+ * raw columns, in order) and the slices. */
+typedef struct pm_eval_opts {
+    const char *const *files;
+    size_t n_files;
+    /* slice specs: a column name ("gender") or crossed columns
+     * ("gender,race": one slice per combination of values) */
+    const char *const *slices;
+    size_t n_slices;
+    size_t batch_size;        /* rows per batch ("loss" is a mean of batch
+                                 losses); 0 = the export's spec's
+                                 eval.batch_size, else 256 (the trainer's
+                                 default) */
+    size_t skip_header_lines; /* per file, as eval.skip_header_lines */
+} pm_eval_opts;
+
+#define PM_EVAL_MAX_SLICES 10000
+#define PM_EVAL_BINS 10       /* calibration bins */
+#define PM_EVAL_THRESHOLDS 9  /* threshold table: 0.1, 0.2, ..., 0.9 */
+
+typedef struct pm_eval_spec {
+    char *name;           /* as given: "gender,race" */
+    const char **columns; /* [n_columns], into the model's ModelDef */
+    size_t n_columns;
+} pm_eval_spec;
+
+typedef struct pm_eval_slice {
+    size_t spec;          /* index into specs */
+    char **values;        /* [specs[spec].n_columns] trimmed cell texts */
+    char *key;            /* private */
+    size_t count;
+    rt_metric_list metrics;
+    int worst;            /* the worst slice of its spec: lowest accuracy
+                             (classifiers), highest average_loss (regression) */
+} pm_eval_slice;
+
+typedef struct pm_eval_point {
+    double x, y, threshold;
+} pm_eval_point;
+
+typedef struct pm_eval_curve {
+    pm_eval_point *p;
+    size_t n, cap;
+} pm_eval_curve;
+
+typedef struct pm_eval_bin {
+    double lower, upper;  /* predicted probability in [lower, upper) */
+    uint64_t count;
+    double mean_prediction, mean_label; /* NAN when count is 0 */
+} pm_eval_bin;
+
+typedef struct pm_eval_threshold {
+    double threshold;     /* predicted positive when logistic > threshold */
+    uint64_t tp, fp, tn, fn;
+    double precision, recall, f1, accuracy; /* NAN when undefined */
+} pm_eval_threshold;
+
+/* The result. Plots (roc, pr, calibration, ece, thresholds) only for a
+ * binary classifier (has_plots); confusion for classifiers. */
+typedef struct pm_eval {
+    Predictd__HeadType head;
+    size_t n_classes;             /* 0 for regression */
+    char **class_names;           /* [n_classes] */
+    int64_t global_step;          /* the export's training step */
+    size_t batch_size;
+    uint64_t examples;
+    rt_metric_list metrics;       /* as the trainer's evaluation names them */
+    pm_eval_spec *specs;
+    size_t n_specs;
+    pm_eval_slice *slices;        /* by spec, then larger count first */
+    size_t n_slices;
+    uint64_t *confusion;          /* [label * n_classes + predicted] */
+    int has_plots;
+    pm_eval_curve roc;            /* x = false positive rate, y = true positive rate */
+    pm_eval_curve pr;             /* x = recall, y = precision */
+    pm_eval_bin calibration[PM_EVAL_BINS];
+    double ece;                   /* expected calibration error */
+    pm_eval_threshold thresholds[PM_EVAL_THRESHOLDS];
+} pm_eval;
+
+/*
+ * Evaluates model m on o's files. Errors name FILE:LINE and what is wrong
+ * (field count, label, a cell), or the slice spec. *out is the caller's
+ * (pm_eval_free); its column names point into m's ModelDef: keep m open
+ * while using it. One thread.
+ */
+rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, rt_err *err);
+void pm_eval_free(pm_eval *e);
+/* The metrics the slices tables show for e's head (NULL-terminated). */
+const char *const *pm_eval_slice_metrics(const pm_eval *e);
+/* Appends the result as one JSON object (docs/evaluation.md). */
+int pm_eval_json(const pm_eval *e, rt_buf *b);
+/* Appends a self-contained HTML report (inline CSS and SVG, no script,
+ * nothing fetched) titled by model and data (pm_report.c). */
+int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *b);
+
+#endif /* PREDICTD_PM_H */
