@@ -86,12 +86,9 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
         }
         m->step++;
         /* rank 0's clocks and any rank's stop signal decide for all */
-        double flags[4] = {trn_is_chief(c) && c->save_checkpoints_secs > 0 &&
-                               trn_now_s() - last_ckpt >= c->save_checkpoints_secs,
-                           trn_is_chief(c) && trn_now_s() - last_eval >= c->throttle_secs,
-                           masked && trn_stop_pending() ? 1.0 : 0.0,
-                           trn_is_chief(c) && trn_early_stop_secs_due(R->es, trn_now_s())};
-        if ((st = trn_dist_sum(dist, flags, 4, err)))
+        trn_votes v;
+        trn_votes_cast(R, masked, 1, last_ckpt, last_eval, &v);
+        if ((st = trn_votes_sum(dist, &v, err)))
             goto out;
         if (m->step % every == 0 || m->step == last)
             trn_logf(c, "tree %lld of %lld: loss = %.6g (training set), %.2fs", (long long)m->step,
@@ -100,7 +97,7 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
             (m->step % c->save_summary_steps == 0 || m->step == last) &&
             (st = tree_summary(R, bo, (uint64_t)(nall * (double)(m->step - start)), err)))
             goto out;
-        if (flags[2] > 0) {
+        if (v.stop) {
             *sig = masked ? trn_stop_take() : 0;
             if (!*sig)
                 *sig = SIGTERM; /* another rank's */
@@ -108,7 +105,7 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
         }
         int due = c->job_dir && ((c->save_checkpoints_steps > 0 &&
                                   m->step - last_ckpt_step >= c->save_checkpoints_steps) ||
-                                 flags[0] > 0);
+                                 v.ckpt_due);
         if (due && m->step < last) {
             if ((st = trn_run_checkpoint(R, dist, 0, err)))
                 goto out;
@@ -116,7 +113,7 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
                   c->job_dir, (long long)m->step);
             last_ckpt = trn_now_s();
             last_ckpt_step = m->step;
-            if (flags[1] > 0) {
+            if (v.eval_due) {
                 if ((st = trn_evaluate_and_export(R, 0, NULL, err)))
                     goto out;
                 last_eval = trn_now_s();
@@ -124,7 +121,8 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
         }
         /* the hooks as in the other loop: after the tree's checkpoint and
          * evaluation; the tree that reached the stop step is kept */
-        if (R->es && m->step < last && (st = trn_run_early_stop(R, dist, m->step, flags[3] > 0, err)))
+        if (R->es && m->step < last &&
+            (st = trn_run_early_stop(R, dist, m->step, v.hooks_due, err)))
             goto out;
         if (R->stopped_early)
             break;

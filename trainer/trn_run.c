@@ -226,460 +226,287 @@ rt_status trn_run_interrupted(const trn_run *R, trn_dist *dist, int sig, rt_err 
     return RT_OK;
 }
 
-rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
-                                 rt_metric_list *final, rt_err *err)
+/* ------------------------------------------------------------- the votes */
+
+void trn_votes_cast(const trn_run *R, int masked, int reading, double last_ckpt,
+                    double last_eval, trn_votes *v)
+{
+    const trn_config *c = R->c;
+    v->reading = reading;
+    v->ckpt_due = trn_is_chief(c) && c->save_checkpoints_secs > 0 &&
+                  trn_now_s() - last_ckpt >= c->save_checkpoints_secs;
+    v->eval_due = trn_is_chief(c) && trn_now_s() - last_eval >= c->throttle_secs;
+    v->stop = masked && trn_stop_pending();
+    v->hooks_due = trn_is_chief(c) && trn_early_stop_secs_due(R->es, trn_now_s());
+}
+
+rt_status trn_votes_sum(trn_dist *dist, trn_votes *v, rt_err *err)
+{
+    double d[4] = {v->ckpt_due, v->eval_due, v->stop, v->hooks_due};
+    rt_status st = trn_dist_sum(dist, d, 4, err);
+    if (st)
+        return st;
+    v->ckpt_due = d[0] > 0;
+    v->eval_due = d[1] > 0;
+    v->stop = d[2] > 0;
+    v->hooks_due = d[3] > 0;
+    return RT_OK;
+}
+
+rt_status trn_votes_step(trn_dist *dist, trn_model *m, double *loss, size_t n_local,
+                         trn_votes *v, size_t *n_global, rt_err *err)
+{
+    float f[5] = {v->reading, v->ckpt_due, v->eval_due, v->stop, v->hooks_due};
+    rt_status st = trn_dist_step(dist, m, loss, n_local, f, 5, n_global, err);
+    if (st)
+        return st;
+    v->reading = f[0] > 0;
+    v->ckpt_due = f[1] > 0;
+    v->eval_due = f[2] > 0;
+    v->stop = f[3] > 0;
+    v->hooks_due = f[4] > 0;
+    return RT_OK;
+}
+
+/* --------------------------------------------------------------- the run */
+
+/*
+ * Opens the run R of spec with a copy of cfg: the ModelDef, the resolved
+ * config, every input file checked, the job dir locked, the hooks, the
+ * model (initial parameters) and the ranks. R is closed by run_close in
+ * any case.
+ */
+static rt_status run_open(trn_run *R, const cJSON *spec, const trn_config *cfg, rt_err *err)
 {
     static const char *const mine[] = {"train", "eval", NULL};
-    trn_run R;
-    memset(&R, 0, sizeof R);
-    trn_config c = *cfg; /* shallow: strings stay cfg's */
-    trn_feeder *fd = NULL;
-    trn_reader *rd = NULL;
-    trn_cache *cache = NULL;
-    rt_batch *b = NULL;
-    trn_targets tg = {0};
-    trn_dist *dist = NULL;
-    int lock = -1, masked = 0, sig = 0;
-    sigset_t oldmask;
-    struct sigaction oldact[2];
+    memset(R, 0, sizeof *R);
+    R->cfg = *cfg; /* shallow: strings stay cfg's */
+    R->lock = -1;
+    trn_config *c = &R->cfg;
     rt_status st;
-    if (final)
-        memset(final, 0, sizeof *final);
-    if (c.stop_signal)
-        *c.stop_signal = 0;
+    if (c->stop_signal)
+        *c->stop_signal = 0;
     blas_one_thread();
-    if ((st = rt_spec_to_modeldef(spec, mine, &R.def, err)))
-        goto out;
-    if ((st = trn_config_resolve(&c, R.def, err)))
-        goto out;
+    if ((st = rt_spec_to_modeldef(spec, mine, &R->def, err)))
+        return st;
+    if ((st = trn_config_resolve(c, R->def, err)))
+        return st;
     /* every input file opens before anything is trained (a wrong eval path
      * is not found only after training); a path that names nothing is a
      * bad argument (exit 2), one that cannot be opened an I/O error */
     for (int k = 0; k < 2; k++) {
-        char *const *files = k ? c.eval_files : c.train_files;
-        size_t n = k ? c.n_eval_files : c.n_train_files;
+        char *const *files = k ? c->eval_files : c->train_files;
+        size_t n = k ? c->n_eval_files : c->n_train_files;
         if (n && (st = trn_files_check((const char *const *)files, n, err))) {
-            rt_err_prefix(err, "%s", k ? "eval.files (--eval-files)" : "train.files (--train-files)");
-            if (st == RT_ERR_NOTFOUND)
-                st = RT_ERR_INVALID;
-            goto out;
+            rt_err_prefix(err, "%s",
+                          k ? "eval.files (--eval-files)" : "train.files (--train-files)");
+            return st == RT_ERR_NOTFOUND ? RT_ERR_INVALID : st;
         }
     }
-    if (c.job_dir && trn_is_chief(&c) &&
-        ((st = trn_job_dir_check(c.job_dir, err)) || (st = trn_job_dir_lock(c.job_dir, &lock, err))))
-        goto out;
-    R.spec = spec;
-    R.c = &c;
-    R.last_ml_step = -1;
-    if (R.def->graph->trees && c.warm.from) {
-        st = rt_err_set(err, RT_ERR_UNSUPPORTED, "train.warm_start_from: warm starting is not "
-                        "implemented for %s", R.def->graph->estimator);
-        goto out;
-    }
-    if ((st = trn_early_stop_new(&c, &R.es, err)))
-        goto out;
-    R.spec_json = cJSON_PrintUnformatted(spec);
-    if ((st = trn_model_new(R.def, &c, c.seed, &R.m, err)))
-        goto out;
-    R.m->trees = R.def->graph->trees; /* BoostedTrees: checkpointed with the model */
-    if ((st = trn_dist_new(c.comm, &dist, err)))
-        goto out;
-    R.m->dist = dist;
-    if (dist && R.m->batch_norm) {
-        st = rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.batch_norm: not supported under "
-                        "mpirun (each rank's batch statistics would move its own moving "
-                        "mean and variance, and the replicas would differ); train it in one "
-                        "process");
-        goto out;
-    }
-    if (dist && trn_dist_rank(dist) > 0) /* dropout masks differ by rank */
-        trn_rng_seed(&R.m->drop_rng, c.seed ^ 0xd0d0d0d0ULL ^
-                                         ((uint64_t)trn_dist_rank(dist) * 0x9e3779b97f4a7c15ULL));
+    if (c->job_dir && trn_is_chief(c) &&
+        ((st = trn_job_dir_check(c->job_dir, err)) ||
+         (st = trn_job_dir_lock(c->job_dir, &R->lock, err))))
+        return st;
+    R->spec = spec;
+    R->c = c;
+    R->last_ml_step = -1;
+    if (R->def->graph->trees && c->warm.from)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "train.warm_start_from: warm starting is "
+                          "not implemented for %s", R->def->graph->estimator);
+    if ((st = trn_early_stop_new(c, &R->es, err)))
+        return st;
+    R->spec_json = cJSON_PrintUnformatted(spec);
+    if ((st = trn_model_new(R->def, c, c->seed, &R->m, err)))
+        return st;
+    R->m->trees = R->def->graph->trees; /* BoostedTrees: checkpointed with the model */
+    if ((st = trn_dist_new(c->comm, &R->dist, err)))
+        return st;
+    R->m->dist = R->dist;
+    if (R->dist && R->m->batch_norm)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.batch_norm: not supported under "
+                          "mpirun (each rank's batch statistics would move its own moving "
+                          "mean and variance, and the replicas would differ); train it in one "
+                          "process");
+    if (R->dist && trn_dist_rank(R->dist) > 0) /* dropout masks differ by rank */
+        trn_rng_seed(&R->m->drop_rng,
+                     c->seed ^ 0xd0d0d0d0ULL ^
+                         ((uint64_t)trn_dist_rank(R->dist) * 0x9e3779b97f4a7c15ULL));
+    return RT_OK;
+}
+
+/*
+ * Rank 0 restores the newest good checkpoint of the job dir (damaged newer
+ * ones set aside) and the BestExporters' best values, or on a fresh start
+ * warm-starts; then every replica takes rank 0's parameters.
+ */
+static rt_status run_restore(trn_run *R, rt_err *err)
+{
+    const trn_config *c = R->c;
+    rt_status st;
     int restored = 0;
-    if (c.job_dir && trn_is_chief(&c)) {
+    if (c->job_dir && trn_is_chief(c)) {
         rt_buf warn;
         rt_buf_init(&warn);
         int64_t step = 0;
-        st = trn_ckpt_restore(R.m, c.job_dir, &step, &warn, err);
+        st = trn_ckpt_restore(R->m, c->job_dir, &step, &warn, err);
         if (st == RT_OK && warn.len)
-            st = damaged_fallback(&c, step, &warn, err);
+            st = damaged_fallback(c, step, &warn, err);
         rt_buf_free(&warn);
         if (st == RT_ERR_FORMAT && !strstr(err->msg, "changed?"))
             rt_err_prefix(err, "refusing to train from step 0 over damaged checkpoints "
                           "(TF's DataLossError; nothing was changed: restore a good copy, or "
                           "move them away to start again)");
         if (st == RT_OK)
-            trn_logf(&c, "Restoring parameters from %s/model.ckpt-%lld", c.job_dir, (long long)step);
+            trn_logf(c, "Restoring parameters from %s/model.ckpt-%lld", c->job_dir,
+                     (long long)step);
         else if (st != RT_ERR_NOTFOUND)
-            goto out;
+            return st;
         restored = st == RT_OK;
-        st = RT_OK;
-        trn_load_best(&R);
+        trn_load_best(R);
     }
-    if (!restored && c.warm.from && trn_is_chief(&c)) { /* a fresh start only, as TF */
+    if (!restored && c->warm.from && trn_is_chief(c)) { /* a fresh start only, as TF */
         rt_buf msg;
         rt_buf_init(&msg);
-        st = trn_warm_start_apply(R.m, &c, &msg, err);
+        st = trn_warm_start_apply(R->m, c, &msg, err);
         if (st == RT_OK && msg.len)
-            trn_logf(&c, "%s", msg.data);
+            trn_logf(c, "%s", msg.data);
         rt_buf_free(&msg);
         if (st)
-            goto out;
+            return st;
     }
     /* every replica starts from rank 0's parameters (restored or initial) */
-    if ((st = trn_dist_bcast_model(dist, R.m, err)))
-        goto out;
-    if (R.m->trees)
-        trn_logf(&c, "%s: %lld trees of depth %lld, learning rate %g, l1 %g, l2 %g, "
-              "tree_complexity %g, pruning %s", R.def->graph->estimator,
-              (long long)c.gbdt.n_trees, (long long)c.gbdt.max_depth, c.gbdt.learning_rate,
-              c.gbdt.l1, c.gbdt.l2, c.gbdt.tree_complexity,
-              c.gbdt.pruning == TRN_PRUNE_PRE ? "pre" : c.gbdt.pruning == TRN_PRUNE_POST ? "post"
-                                                                                 : "none");
+    return trn_dist_bcast_model(R->dist, R->m, err);
+}
+
+/* Says what is trained and decides R->state: TRN_RUN_TO_TRAIN, or
+ * TRN_RUN_TRAINED_BEFORE when the restored step already reached the end. */
+static rt_status run_plan(trn_run *R, rt_err *err)
+{
+    const trn_config *c = R->c;
+    if (R->m->trees)
+        trn_logf(c, "%s: %lld trees of depth %lld, learning rate %g, l1 %g, l2 %g, "
+                 "tree_complexity %g, pruning %s", R->def->graph->estimator,
+                 (long long)c->gbdt.n_trees, (long long)c->gbdt.max_depth,
+                 c->gbdt.learning_rate, c->gbdt.l1, c->gbdt.l2, c->gbdt.tree_complexity,
+                 c->gbdt.pruning == TRN_PRUNE_PRE    ? "pre"
+                 : c->gbdt.pruning == TRN_PRUNE_POST ? "post"
+                                                     : "none");
     else
-    trn_logf(&c, "%s: %zu parameter tensors; linear optimizer %s lr %g, DNN optimizer %s lr %g",
-          R.def->graph->estimator, R.m->n_params, trn_optim_name(c.linear_opt.type),
-          c.linear_opt.learning_rate, trn_optim_name(c.dnn_opt.type), c.dnn_opt.learning_rate);
-    int64_t start_step = R.m->step;
-    int done = c.max_steps > 0 && R.m->step >= c.max_steps;
-    if (R.m->trees) {
-        done = R.m->step >= trn_trees_target(&c);
+        trn_logf(c, "%s: %zu parameter tensors; linear optimizer %s lr %g, DNN optimizer %s "
+                 "lr %g", R->def->graph->estimator, R->m->n_params,
+                 trn_optim_name(c->linear_opt.type), c->linear_opt.learning_rate,
+                 trn_optim_name(c->dnn_opt.type), c->dnn_opt.learning_rate);
+    R->start_step = R->m->step;
+    int done = c->max_steps > 0 && R->m->step >= c->max_steps;
+    if (R->m->trees) {
+        done = R->m->step >= trn_trees_target(c);
         if (done)
-            trn_logf(&c, "Skipping training: global step %lld has grown the %lld trees of %s "
-                  "(a larger one grows on)", (long long)R.m->step,
-                  (long long)trn_trees_target(&c),
-                  trn_trees_target(&c) < c.gbdt.n_trees ? "train.max_steps" : "estimator.n_trees");
+            trn_logf(c, "Skipping training: global step %lld has grown the %lld trees of %s "
+                     "(a larger one grows on)", (long long)R->m->step,
+                     (long long)trn_trees_target(c),
+                     trn_trees_target(c) < c->gbdt.n_trees ? "train.max_steps"
+                                                           : "estimator.n_trees");
     } else if (done)
-        trn_logf(&c, "Skipping training since max_steps has already saved: global step %lld "
-              "has reached max_steps %lld (a larger --train-steps trains on)",
-              (long long)R.m->step, (long long)c.max_steps);
-    if (!done && c.n_train_files == 0) {
-        st = rt_err_set(err, RT_ERR_INVALID, "train.files: no training files given "
-                        "(--train-files)");
-        goto out;
+        trn_logf(c, "Skipping training since max_steps has already saved: global step %lld "
+                 "has reached max_steps %lld (a larger --train-steps trains on)",
+                 (long long)R->m->step, (long long)c->max_steps);
+    R->state = done ? TRN_RUN_TRAINED_BEFORE : TRN_RUN_TO_TRAIN;
+    if (done)
+        return RT_OK;
+    if (c->n_train_files == 0)
+        return rt_err_set(err, RT_ERR_INVALID, "train.files: no training files given "
+                          "(--train-files)");
+    if (!R->m->trees && c->max_steps == 0 && c->num_epochs == 0)
+        return rt_err_set(err, RT_ERR_INVALID, "train: give max_steps (--train-steps) or "
+                          "num_epochs (--num-epochs), or training never ends");
+    return RT_OK;
+}
+
+/* Trains: trees (a tree a step) or the step loop. A stop signal ends the
+ * run with its checkpoint (TRN_RUN_STOPPED), else it goes on to evaluate
+ * (TRN_RUN_TRAINED, or TRN_RUN_TRAINED_BEFORE when the input had been
+ * trained through). */
+static rt_status run_train(trn_run *R, rt_err *err)
+{
+    const trn_config *c = R->c;
+    int sig = 0;
+    rt_status st;
+    if (R->m->trees) {
+        if (c->job_dir && trn_is_chief(c) &&
+            (st = trn_summary_open(c->job_dir, R->m->step, &R->sum, err)))
+            return st;
+        st = trn_train_trees(R, R->dist, &sig, err);
+    } else {
+        st = trn_train_steps(R, &sig, err);
     }
-    if (!done && R.m->trees) {
-        if (c.job_dir && trn_is_chief(&c) &&
-            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
-            goto out;
-        st = trn_train_trees(&R, dist, &sig, err);
-        if (st)
-            goto out;
-        if (sig) {
-            st = trn_run_interrupted(&R, dist, sig, err);
-            goto out;
-        }
-        done = 2; /* trained: evaluate and export below */
+    if (st)
+        return st;
+    if (sig) {
+        R->state = TRN_RUN_STOPPED;
+        return trn_run_interrupted(R, R->dist, sig, err);
     }
-    if (!done && c.max_steps == 0 && c.num_epochs == 0) {
-        st = rt_err_set(err, RT_ERR_INVALID, "train: give max_steps (--train-steps) or "
-                        "num_epochs (--num-epochs), or training never ends");
-        goto out;
-    }
-    if (!done) {
-        /* AUTO: this rank reads its files or rows, batches of its share of
-         * batch_size; BATCH (or one process): the whole stream, global
-         * batches, of which this rank takes its slice */
-        int nr = trn_dist_size(dist), rank = trn_dist_rank(dist);
-        int by_rows = dist && c.shard_policy == TRN_SHARD_AUTO;
-        size_t local_bs = c.batch_size;
-        if (by_rows) {
-            if (c.batch_size < (size_t)nr) {
-                st = rt_err_set(err, RT_ERR_INVALID, "train.batch_size: %zu is smaller than "
-                                "the number of ranks (%d)", c.batch_size, nr);
-                goto out;
-            }
-            local_bs = c.batch_size / (size_t)nr + ((size_t)rank < c.batch_size % (size_t)nr);
-        }
-        if (c.stop_signal) {
-            /* blocked before the reader threads start, so they inherit it: a
-             * signal stays pending until the loop looks, after a step */
-            trn_stops_block(oldact, &oldmask);
-            masked = 1;
-        }
-        if ((st = trn_feeder_new(R.m->g, &fd, err)))
-            goto out;
-        /* rows kept across epochs: a quarter of the memory the model leaves, for
-         * the reader's rows and as much for their features, at most 512 MiB each */
-        uint64_t spare = trn_memory_spare(R.def, &c) / 4;
-        trn_input in = {fd, c.train_files, c.n_train_files, local_bs, by_rows ? (size_t)nr : 0,
-                    (size_t)rank, &c, NULL, spare < (UINT64_C(512) << 20) ? spare
-                                                                          : UINT64_C(512) << 20};
-        if (!(cache = trn_cache_new(R.m->g, in.cache_bytes))) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        in.cache = cache;
-        if ((st = trn_input_open(&in, &rd, err)))
-            goto out;
-        int64_t pass = 0; /* batches in one pass of num_epochs epochs, once known */
-        if (R.m->step > 0) {
-            if ((st = trn_input_replay(&in, &rd, R.m->step, &pass, err)))
-                goto out;
-            trn_logf(&c, "Input position restored: global step %lld is batch %lld of a pass "
-                  "over the input%s", (long long)R.m->step,
-                  (long long)(pass ? R.m->step % pass : R.m->step),
-                  pass ? " (the input restarted: the steps trained so far went past "
-                         "num_epochs)" : "");
-        }
-        if (c.job_dir && trn_is_chief(&c) &&
-            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
-            goto out;
-        b = rt_batch_new(R.m->g);
-        if (!b || trn_targets_alloc(&tg, fd, c.batch_size)) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        trn_progress pg;
-        memset(&pg, 0, sizeof pg);
-        pg.mode = c.progress;
-        if (pg.mode == TRN_PROGRESS_AUTO)
-            pg.mode = isatty(2) ? TRN_PROGRESS_BAR : TRN_PROGRESS_LINES;
-        if (!trn_is_chief(&c))
-            pg.mode = TRN_PROGRESS_QUIET;
-        pg.t0 = pg.last = trn_now_s();
-        double cpu0 = trn_cpu_s(CLOCK_PROCESS_CPUTIME_ID), tcpu0 = trn_cpu_s(CLOCK_THREAD_CPUTIME_ID);
-        pg.step0 = R.m->step;
-        pg.efrac0 = trn_epoch_fraction(rd, c.num_epochs);
-        pg.batch = c.batch_size;
-        pg.last_loss = NAN;
-        double last_ckpt = trn_now_s(), last_eval = trn_now_s();
-        int64_t last_ckpt_step = R.m->step, in_pass = 0, epochs = 0;
-        uint64_t bad_before = 0, bad_distinct = 0; /* the readers' before the restarts */
-        uint64_t examples = 0, bad_labels = 0;
-        int local_end = 0, restarted = 0;
-        while (c.max_steps == 0 || R.m->step < c.max_steps) {
-            const trn_rows *rows;
-            size_t n_local = 0;
-            if (!local_end) {
-                st = trn_input_next(&in, rd, &rows, err);
-                if (st == RT_ERR_NOTFOUND) {
-                    st = RT_OK;
-                    local_end = 1;
-                } else if (st) {
-                    goto out;
-                } else {
-                    trn_rows part = *rows;
-                    if (dist && !by_rows) {
-                        size_t lo, hi;
-                        trn_dist_slice(dist, rows->n, &lo, &hi);
-                        part = trn_rows_slice(rows, lo, hi);
-                    }
-                    /* the features of the step (b NULL below); a row refused is a
-                     * data error, as trn_feed_targets() says */
-                    if ((st = trn_cache_fill(cache, fd, &part, b, trn_model_features(R.m),
-                                             tg.labels, tg.weights, c.bad_rows, &bad_labels,
-                                             &n_local, err))) {
-                        if (st == RT_ERR_INVALID)
-                            st = RT_ERR_FORMAT;
-                        goto out;
-                    }
-                }
-            }
-            /* flags: this rank still reads; the clock-based decisions (rank
-             * 0's, under MPI: summed with the gradients, every rank learns
-             * them); a stop signal seen by any rank */
-            float flags[5] = {local_end ? 0.0f : 1.0f,
-                              trn_is_chief(&c) && c.save_checkpoints_secs > 0 &&
-                                  trn_now_s() - last_ckpt >= c.save_checkpoints_secs,
-                              trn_is_chief(&c) && trn_now_s() - last_eval >= c.throttle_secs,
-                              masked && trn_stop_pending() ? 1.0f : 0.0f,
-                              trn_is_chief(&c) && trn_early_stop_secs_due(R.es, trn_now_s())};
-            double loss = 0;
-            size_t n_global = n_local;
-            int ended = 0;
-            if (!dist) {
-                ended = local_end;
-                if (!ended && n_local > 0) /* features made by trn_cache_fill */
-                    st = trn_model_train_step(R.m, NULL, tg.labels, tg.weights, &loss, err);
-            } else {
-                R.m->grad_denom = 1; /* sums: scaled once the global count is known */
-                if (n_local)
-                    st = trn_model_gradients(R.m, NULL, tg.labels, tg.weights, &loss, err);
-                else
-                    trn_model_clear_grads(R.m);
-                if (st == RT_OK)
-                    st = trn_dist_step(dist, R.m, &loss, n_local, flags, 5, &n_global, err);
-                ended = st == RT_OK && flags[0] == 0; /* every rank's data has ended */
-                if (st == RT_OK && !ended && n_global > 0)
-                    trn_model_apply(R.m);
-            }
-            if (st) {
-                rt_err_prefix(err, "step %lld", (long long)R.m->step);
-                goto out;
-            }
-            if (flags[3] > 0) { /* after this step (if it was one): checkpoint and stop */
-                sig = masked ? trn_stop_take() : 0;
-                if (!sig)
-                    sig = SIGTERM; /* another rank's */
-                if (!ended && n_global > 0)
-                    examples += n_global;
-                break;
-            }
-            if (ended) {
-                /* the end of a pass over the input (num_epochs epochs); with
-                 * max_steps not reached, the input restarts from the beginning,
-                 * as estimator.train(max_steps) calls input_fn again */
-                if (c.max_steps == 0 || (in_pass == 0 && restarted))
-                    break; /* no max_steps, or a whole pass without a step */
-                trn_reader_stats rs;
-                trn_reader_get_stats(rd, &rs);
-                epochs += rs.epochs;
-                bad_before += rs.bad_rows;
-                bad_distinct = rs.bad_rows_distinct > bad_distinct ? rs.bad_rows_distinct
-                                                                    : bad_distinct;
-                restarted = 1;
-                trn_logf(&c, "Input exhausted at global step %lld (%lld epochs); restarting it "
-                      "to reach max_steps %lld", (long long)R.m->step,
-                      (long long)c.num_epochs, (long long)c.max_steps);
-                if ((st = trn_input_open(&in, &rd, err)))
-                    goto out;
-                local_end = 0;
-                in_pass = 0;
-                continue;
-            }
-            if (n_global == 0) /* every row skipped: not a step */
-                continue;
-            in_pass++;
-            examples += n_global;
-            pg.loss_sum += loss;
-            pg.loss_n++;
-            int64_t step = R.m->step;
-            if (R.sum && c.save_summary_steps > 0 && step % c.save_summary_steps == 0 &&
-                (st = trn_summary_train(R.sum, R.m, n_local, loss, examples, err)))
-                goto out;
-            if (step % c.log_step_count_steps == 0 || pg.mode == TRN_PROGRESS_BAR)
-                trn_progress_show(&pg, step, c.max_steps, trn_epoch_fraction(rd, c.num_epochs), 0);
-            int ckpt_due = c.job_dir && ((c.save_checkpoints_steps > 0 &&
-                                          step - last_ckpt_step >= c.save_checkpoints_steps) ||
-                                         flags[1] > 0);
-            if (ckpt_due) {
-                if ((st = trn_run_checkpoint(&R, dist, 0, err)))
-                    goto out;
-                if (pg.mode != TRN_PROGRESS_BAR && pg.mode != TRN_PROGRESS_QUIET)
-                    trn_logf(&c, "Saving checkpoints for %lld into %s/model.ckpt-%lld",
-                          (long long)step, c.job_dir, (long long)step);
-                last_ckpt = trn_now_s();
-                last_ckpt_step = step;
-                if (flags[2] > 0 && (c.max_steps == 0 || step < c.max_steps)) {
-                    if ((st = trn_evaluate_and_export(&R, 0, NULL, err)))
-                        goto out;
-                    last_eval = trn_now_s();
-                }
-            }
-            if (R.es && (st = trn_run_early_stop(&R, dist, step, flags[4] > 0, err)))
-                goto out;
-            if (R.stopped_early)
-                break;
-        }
-        if (R.m->step > start_step || sig) {
-            trn_progress_show(&pg, R.m->step, c.max_steps, trn_epoch_fraction(rd, c.num_epochs), 1);
-            double el = trn_now_s() - pg.t0;
-            double cpu = trn_cpu_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-            double tcpu = trn_cpu_s(CLOCK_THREAD_CPUTIME_ID) - tcpu0;
-            trn_reader_stats rs;
-            trn_reader_get_stats(rd, &rs);
-            trn_logf(&c, "trained %lld steps, %llu examples in %.2fs (%.0f examples/s), %lld "
-                  "epochs; CPU %.2fs (%.0f examples per CPU-second; training thread %.2fs, "
-                  "other threads %.2fs)", (long long)(R.m->step - pg.step0),
-                  (unsigned long long)examples, el, el > 0 ? (double)examples / el : 0.0,
-                  (long long)(epochs + rs.epochs), cpu, cpu > 0 ? (double)examples / cpu : 0.0,
-                  tcpu, cpu - tcpu);
-            if (dist) {
-                trn_dist_timing tm;
-                trn_dist_stats(dist, &tm);
-                double k = tm.steps ? 1e6 / (double)tm.steps : 0.0;
-                double stp = (tm.compute_s + tm.wait_s + tm.exchange_s) * k;
-                trn_logf(&c, "distributed: %d ranks, communication %.3fs (%.1f us per step, %.0f%% "
-                      "of the time; includes waiting for the slowest rank)", nr, tm.comm_s,
-                      tm.rounds ? tm.comm_s * 1e6 / (double)tm.rounds : 0.0,
-                      el > 0 ? 100.0 * tm.comm_s / el : 0.0);
-                trn_logf(&c, "distributed: a step %.1f us = compute %.1f us (slowest rank %.1f us) "
-                      "+ waiting for the slowest rank %.1f us + exchange %.1f us", stp,
-                      tm.compute_s * k, tm.slowest_s * k, tm.wait_s * k, tm.exchange_s * k);
-            }
-            /* every epoch skips the same rows again: the distinct rows, and how
-             * many times over how many epochs (all ranks') */
-            if (rs.bad_rows_distinct > bad_distinct)
-                bad_distinct = rs.bad_rows_distinct;
-            double skips[4] = {(double)(bad_before + rs.bad_rows), (double)bad_labels,
-                               (double)bad_distinct, (double)trn_cache_distinct_skips(cache)};
-            if ((st = trn_dist_sum(dist, skips, 4, err)))
-                goto out;
-            int64_t ep = epochs + rs.epochs + (rs.bytes > 0);
-            char first[RT_ERR_MAX + 64];
-            snprintf(first, sizeof first, "first%s: %s", dist ? " of rank 0's" : "",
-                     rs.first_bad[0] ? rs.first_bad : "none, all on other ranks");
-            if (skips[0] > 0)
-                trn_skip_report(&c, (uint64_t)skips[2], (uint64_t)skips[0], ep, "malformed row",
-                            "", first);
-            if (skips[1] > 0)
-                trn_skip_report(&c, (uint64_t)skips[3], (uint64_t)skips[1], ep, "row",
-                            " with an unknown label", NULL);
-        } else if (R.m->step > 0) {
-            done = 1;
-            trn_logf(&c, "Skipping training: the input (num_epochs %lld) was trained through at "
-                  "global step %lld; give --train-steps above it to train on",
-                  (long long)c.num_epochs, (long long)R.m->step);
-        } else {
-            trn_logf(&c, "the training files hold no usable rows: nothing trained");
-        }
-        if (c.job_dir && last_ckpt_step != R.m->step) {
-            if ((st = trn_run_checkpoint(&R, dist, 1, err)))
-                goto out;
-            trn_logf(&c, "Saving checkpoints for %lld into %s/model.ckpt-%lld", (long long)R.m->step,
-                  c.job_dir, (long long)R.m->step);
-        }
-        /* the loop's last checkpoint may still be on its way to the disk */
-        if ((st = trn_ckpt_wait(R.ckw, err)))
-            goto out;
-        if (masked) {
-            if (!sig)
-                sig = trn_stop_take(); /* came during the last checkpoint */
-            trn_stops_restore(oldact, &oldmask);
-            masked = 0;
-        }
-        if (sig) {
-            st = trn_run_interrupted(&R, dist, sig, err);
-            goto out;
-        }
-    }
-    if (done == 1) {
-        /* nothing trained: as TF, no new evaluation or export, unless the
-         * run that reached this step ended before exporting it */
-        double have = trn_is_chief(&c) && trn_exported_at(&R, R.m->step);
-        if ((st = trn_dist_sum(dist, &have, 1, err)))
-            goto out;
+    if (R->state == TRN_RUN_TO_TRAIN)
+        R->state = TRN_RUN_TRAINED;
+    return RT_OK;
+}
+
+/* The final evaluation and exports. Nothing trained: as TF, no new
+ * evaluation or export, unless the run that reached this step ended before
+ * exporting it. */
+static rt_status run_finish(trn_run *R, rt_metric_list *final, rt_err *err)
+{
+    const trn_config *c = R->c;
+    rt_status st;
+    if (R->state == TRN_RUN_TRAINED_BEFORE) {
+        double have = trn_is_chief(c) && trn_exported_at(R, R->m->step);
+        if ((st = trn_dist_sum(R->dist, &have, 1, err)))
+            return st;
         if (have > 0) {
-            trn_logf(&c, "global step %lld is already exported: nothing to do",
-                  (long long)R.m->step);
-            goto out;
+            trn_logf(c, "global step %lld is already exported: nothing to do",
+                     (long long)R->m->step);
+            return RT_OK;
         }
-        if (!R.sum && c.job_dir && trn_is_chief(&c) &&
-            (st = trn_summary_open(c.job_dir, R.m->step, &R.sum, err)))
-            goto out;
+        if (!R->sum && c->job_dir && trn_is_chief(c) &&
+            (st = trn_summary_open(c->job_dir, R->m->step, &R->sum, err)))
+            return st;
     }
-    st = trn_evaluate_and_export(&R, 1, final, err);
-out:
-    if (R.ckw) { /* a save in flight ends before the job dir is unlocked */
-        rt_status cst = trn_ckpt_wait(R.ckw, st ? NULL : err);
+    return trn_evaluate_and_export(R, 1, final, err);
+}
+
+/* Frees R (after the checkpoint in flight, whose failure is the run's when
+ * st is RT_OK) and unlocks the job dir; returns the run's status. */
+static rt_status run_close(trn_run *R, rt_status st, rt_err *err)
+{
+    if (R->ckw) { /* a save in flight ends before the job dir is unlocked */
+        rt_status cst = trn_ckpt_wait(R->ckw, st ? NULL : err);
         if (st == RT_OK)
             st = cst;
-        trn_ckpt_writer_free(R.ckw);
+        trn_ckpt_writer_free(R->ckw);
     }
-    if (masked)
-        trn_stops_restore(oldact, &oldmask);
-    trn_summary_close(R.sum);
-    trn_early_stop_free(R.es);
-    trn_targets_free(&tg);
-    rt_batch_free(b);
-    trn_reader_close(rd);
-    trn_cache_free(cache);
-    trn_feeder_free(fd);
-    trn_model_free(R.m);
-    trn_dist_free(dist);
-    rt_modeldef_free(R.def);
-    free(R.spec_json);
-    trn_job_dir_unlock(lock);
+    trn_summary_close(R->sum);
+    trn_early_stop_free(R->es);
+    trn_model_free(R->m);
+    trn_dist_free(R->dist);
+    rt_modeldef_free(R->def);
+    free(R->spec_json);
+    trn_job_dir_unlock(R->lock);
     return st;
+}
+
+rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
+                                 rt_metric_list *final, rt_err *err)
+{
+    trn_run R;
+    if (final)
+        memset(final, 0, sizeof *final);
+    rt_status st = run_open(&R, spec, cfg, err);
+    if (st == RT_OK)
+        st = run_restore(&R, err);
+    if (st == RT_OK)
+        st = run_plan(&R, err);
+    if (st == RT_OK && R.state == TRN_RUN_TO_TRAIN)
+        st = run_train(&R, err);
+    if (st == RT_OK && R.state != TRN_RUN_STOPPED)
+        st = run_finish(&R, final, err);
+    return run_close(&R, st, err);
 }

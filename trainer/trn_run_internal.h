@@ -1,8 +1,9 @@
 /*
  * trn_run_internal.h — the pieces of train_and_evaluate shared by its files:
- * the run object (trn_run.c), the input (trn_input.c), evaluation
- * (trn_eval_run.c), the exporters (trn_exporters.c), progress and the INFO
- * lines (trn_progress.c) and the BoostedTrees run (trn_gbdt_run.c).
+ * the run object (trn_run.c), the step loop (trn_loop.c), the input
+ * (trn_input.c), evaluation (trn_eval_run.c), the exporters
+ * (trn_exporters.c), progress and the INFO lines (trn_progress.c) and the
+ * BoostedTrees run (trn_gbdt_run.c).
  */
 #ifndef PREDICTD_TRN_RUN_INTERNAL_H
 #define PREDICTD_TRN_RUN_INTERNAL_H
@@ -22,13 +23,27 @@ struct cJSON;
 
 /* ------------------------------------------------ the run (trn_run.c) */
 
+/* Where a run is: what it does next (trn_run.c's trn_train_and_evaluate). */
+typedef enum trn_run_state {
+    TRN_RUN_TO_TRAIN = 0,   /* steps are left to train */
+    TRN_RUN_TRAINED_BEFORE, /* nothing was left to train: an earlier run reached this
+                               step; evaluate and export unless it exported it */
+    TRN_RUN_TRAINED,        /* training is over: evaluate and export */
+    TRN_RUN_STOPPED,        /* a stop signal ended it after its checkpoint */
+} trn_run_state;
+
 /* One train_and_evaluate: the spec, the resolved config, the model and what
  * the run keeps between its steps, evaluations and exports. */
 typedef struct trn_run {
     const struct cJSON *spec;
-    const trn_config *c;
+    const trn_config *c; /* &cfg */
+    trn_config cfg;      /* the caller's, resolved against the model (strings the caller's) */
     Predictd__ModelDef *def;
     trn_model *m;
+    trn_dist *dist;      /* the ranks (NULL: one process) */
+    int lock;            /* the job dir's lock (-1: none) */
+    trn_run_state state;
+    int64_t start_step;  /* the global step the run started at (restored) */
     double best[TRN_MAX_EXPORTERS];
     int have_best[TRN_MAX_EXPORTERS];
     char *spec_json;
@@ -39,6 +54,30 @@ typedef struct trn_run {
     int64_t last_ml_step;
     trn_ckpt_writer *ckw; /* checkpoints written in the background (the chief's) */
 } trn_run;
+
+/*
+ * What the ranks decide together after a step (under MPI summed over the
+ * ranks: a vote of any rank carries; reading: some rank still reads). The
+ * clock-based ones are rank 0's, so every rank checkpoints, evaluates and
+ * runs the hooks at the same step.
+ */
+typedef struct trn_votes {
+    int reading;   /* this rank's input has not ended (this pass) */
+    int ckpt_due;  /* save_checkpoints_secs passed since the last checkpoint */
+    int eval_due;  /* throttle_secs passed since the last evaluation */
+    int stop;      /* SIGINT/SIGTERM pending (blocked while training) */
+    int hooks_due; /* an early-stopping hook's every_secs passed */
+} trn_votes;
+
+/* This rank's votes: masked (the stop signals are blocked), reading, and
+ * the times of the last checkpoint and evaluation (trn_now_s). */
+void trn_votes_cast(const trn_run *R, int masked, int reading, double last_ckpt,
+                    double last_eval, trn_votes *v);
+/* Sums v over the ranks (all but reading; nothing without MPI). */
+rt_status trn_votes_sum(trn_dist *dist, trn_votes *v, rt_err *err);
+/* trn_dist_step with the votes exchanged along with the gradients. */
+rt_status trn_votes_step(trn_dist *dist, trn_model *m, double *loss, size_t n_local,
+                         trn_votes *v, size_t *n_global, rt_err *err);
 
 /* Writes a checkpoint of R's model: every replica is checked to hold the
  * same parameters, then rank 0 saves in the background (collective under
@@ -164,6 +203,14 @@ void trn_progress_show(trn_progress *p, int64_t step, int64_t max_steps, double 
 /* Logs "skipped N <noun>s<tail> (T times over E epochs; first)". */
 void trn_skip_report(const trn_config *c, uint64_t distinct, uint64_t times, int64_t epochs,
                      const char *noun, const char *tail, const char *first);
+
+/* ------------------------------------------------ the step loop (trn_loop.c) */
+
+/* Trains R by gradient steps from its restored step until max_steps, the
+ * end of the input or a hook, then writes the last checkpoint; sets
+ * R->state to TRN_RUN_TRAINED_BEFORE when the input had been trained
+ * through. *sig receives the stop signal that ended it, 0 else. */
+rt_status trn_train_steps(trn_run *R, int *sig, rt_err *err);
 
 /* ------------------------------------------ BoostedTrees (trn_gbdt_run.c) */
 
