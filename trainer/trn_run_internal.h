@@ -1,9 +1,9 @@
 /*
  * trn_run_internal.h — the pieces of train_and_evaluate shared by its files:
- * the run object (trn_run.c), the step loop (trn_loop.c), the input
- * (trn_input.c), evaluation (trn_eval_run.c), the exporters
- * (trn_exporters.c), progress and the INFO lines (trn_progress.c) and the
- * BoostedTrees run (trn_gbdt_run.c).
+ * the run object (trn_run.c), the step loop (trn_loop.c), what the ranks
+ * do after a step (trn_after_step.c), the input (trn_input.c), evaluation
+ * (trn_eval_run.c), the exporters (trn_exporters.c), progress and the INFO
+ * lines (trn_progress.c) and the BoostedTrees run (trn_gbdt_run.c).
  */
 #ifndef PREDICTD_TRN_RUN_INTERNAL_H
 #define PREDICTD_TRN_RUN_INTERNAL_H
@@ -54,6 +54,8 @@ typedef struct trn_run {
     int64_t last_ml_step;
     trn_ckpt_writer *ckw; /* checkpoints written in the background (the chief's) */
 } trn_run;
+
+/* ------------------------------------- after a step (trn_after_step.c) */
 
 /*
  * What the ranks decide together after a step (under MPI summed over the
