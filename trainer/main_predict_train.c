@@ -208,6 +208,9 @@ static char *temp_job_dir(const trn_comm *comm, int log_level)
 }
 
 static int run_main(int argc, char **argv, const trn_comm *comm);
+static int train_main(const char *spec_path, const char *job_dir, const trn_overrides *ov,
+                      const char *bad_row, const char *progress, const char *verbosity,
+                      const trn_comm *comm);
 
 int main(int argc, char **argv)
 {
@@ -363,6 +366,66 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
         return 2;
     }
 
+    return train_main(spec_path, job_dir, &o, bad_row, progress, verbosity, comm);
+}
+
+/* The choices given by name on the command line (--on-bad-row, --progress,
+ * --verbosity; NULL: not given) into c; -1 after saying which is wrong. */
+static int apply_choices(trn_config *c, const char *bad_row, const char *progress,
+                         const char *verbosity)
+{
+    if (bad_row) {
+        if (strcmp(bad_row, "skip") == 0)
+            c->bad_rows = TRN_BAD_ROW_SKIP;
+        else if (strcmp(bad_row, "stop") == 0)
+            c->bad_rows = TRN_BAD_ROW_STOP;
+        else {
+            fprintf(stderr, "predict-train: --on-bad-row: \"%s\" is not skip or stop\n",
+                    bad_row);
+            return -1;
+        }
+    }
+    if (progress) {
+        if (strcmp(progress, "auto") == 0)
+            c->progress = TRN_PROGRESS_AUTO;
+        else if (strcmp(progress, "bar") == 0)
+            c->progress = TRN_PROGRESS_BAR;
+        else if (strcmp(progress, "lines") == 0)
+            c->progress = TRN_PROGRESS_LINES;
+        else if (strcmp(progress, "quiet") == 0)
+            c->progress = TRN_PROGRESS_QUIET;
+        else {
+            fprintf(stderr, "predict-train: --progress: \"%s\" is not auto, bar, lines or "
+                            "quiet\n", progress);
+            return -1;
+        }
+    }
+    if (verbosity) {
+        static const char *const levels[] = {"DEBUG", "INFO", "WARN", "ERROR", "FATAL", NULL};
+        int lv = -1;
+        for (int k = 0; levels[k]; k++)
+            if (strcmp(verbosity, levels[k]) == 0)
+                lv = k;
+        if (lv < 0) {
+            fprintf(stderr, "predict-train: --verbosity: \"%s\" is not DEBUG, INFO, WARN, "
+                            "ERROR or FATAL\n", verbosity);
+            return -1;
+        }
+        c->log_level = lv;
+        if (lv > 1 && (!progress || c->progress == TRN_PROGRESS_LINES))
+            c->progress = TRN_PROGRESS_QUIET; /* the progress lines are INFO lines */
+    }
+    return 0;
+}
+
+/* main's work once the flags are read: the spec with its overrides, the
+ * config, the job dir (a temporary one without --job-dir, removed again
+ * when the run is refused before it writes), then trn_train_and_evaluate.
+ * Returns the exit status as run_main does. */
+static int train_main(const char *spec_path, const char *job_dir, const trn_overrides *ov,
+                      const char *bad_row, const char *progress, const char *verbosity,
+                      const trn_comm *comm)
+{
     rt_err err;
     err.msg[0] = '\0';
     int code = 2, sig = 0;
@@ -378,52 +441,13 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
         fprintf(stderr, "predict-train: %s: %s\n", spec_path, err.msg);
         goto out;
     }
-    if (trn_spec_apply_overrides(spec, &o, &err) != RT_OK ||
+    if (trn_spec_apply_overrides(spec, ov, &err) != RT_OK ||
         trn_config_from_spec(spec, &c, &err) != RT_OK) {
         fprintf(stderr, "predict-train: %s: %s\n", spec_path, err.msg);
         goto out;
     }
-    if (bad_row) {
-        if (strcmp(bad_row, "skip") == 0)
-            c.bad_rows = TRN_BAD_ROW_SKIP;
-        else if (strcmp(bad_row, "stop") == 0)
-            c.bad_rows = TRN_BAD_ROW_STOP;
-        else {
-            fprintf(stderr, "predict-train: --on-bad-row: \"%s\" is not skip or stop\n",
-                    bad_row);
-            goto out;
-        }
-    }
-    if (progress) {
-        if (strcmp(progress, "auto") == 0)
-            c.progress = TRN_PROGRESS_AUTO;
-        else if (strcmp(progress, "bar") == 0)
-            c.progress = TRN_PROGRESS_BAR;
-        else if (strcmp(progress, "lines") == 0)
-            c.progress = TRN_PROGRESS_LINES;
-        else if (strcmp(progress, "quiet") == 0)
-            c.progress = TRN_PROGRESS_QUIET;
-        else {
-            fprintf(stderr, "predict-train: --progress: \"%s\" is not auto, bar, lines or "
-                            "quiet\n", progress);
-            goto out;
-        }
-    }
-    if (verbosity) {
-        static const char *const levels[] = {"DEBUG", "INFO", "WARN", "ERROR", "FATAL", NULL};
-        int lv = -1;
-        for (int k = 0; levels[k]; k++)
-            if (strcmp(verbosity, levels[k]) == 0)
-                lv = k;
-        if (lv < 0) {
-            fprintf(stderr, "predict-train: --verbosity: \"%s\" is not DEBUG, INFO, WARN, "
-                            "ERROR or FATAL\n", verbosity);
-            goto out;
-        }
-        c.log_level = lv;
-        if (lv > 1 && (!progress || c.progress == TRN_PROGRESS_LINES))
-            c.progress = TRN_PROGRESS_QUIET; /* the progress lines are INFO lines */
-    }
+    if (apply_choices(&c, bad_row, progress, verbosity) != 0)
+        goto out;
     {
         /* vocabulary_file columns name files next to the spec */
         const char *slash = strrchr(spec_path, '/');

@@ -19,8 +19,9 @@
  *   (metrics)    evaluation metrics: rt_metrics in runtime/rt_metrics.c,
  *                shared with predict-model evaluate
  *   trn_ckpt     atomic checkpoints with retention and resume (trn_ckpt.c)
- *   trn_run      train_and_evaluate: the loop, evaluation, exporters
- *                (trn_run.c); early-stopping hooks (trn_hooks.c)
+ *   trn_run      train_and_evaluate: the run object (trn_run.c), its loop
+ *                (trn_loop.c), evaluation (trn_eval_run.c), exporters
+ *                (trn_exporters.c); early-stopping hooks (trn_hooks.c)
  *
  * Conventions as the runtime's (rt.h): rt_status returns, a caller's rt_err,
  * free functions accept NULL, nothing exits. Objects belong to one thread at

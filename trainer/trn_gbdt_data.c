@@ -178,31 +178,24 @@ out:
     return st;
 }
 
-rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const trn_config *c,
-                        trn_dist *dist, tg_data **out, float **labels_out, rt_err *err)
+/*
+ * Reads the training files (this rank's files or rows) through the feeder
+ * and the serving transform into the inputs' columns cb and the labels
+ * (*labels, ldim a row; *n rows; both grown here, freed by the caller).
+ */
+static rt_status read_inputs(const rt_graph *g, const trn_config *c, trn_dist *dist,
+                             col_buf *cb, size_t ni, float **labels, size_t *n_out, rt_err *err)
 {
-    const Predictd__ModelDef *def = rt_graph_def(g);
-    size_t ni = ens->n_inputs, n = 0, cap = 0;
-    *out = NULL;
-    *labels_out = NULL;
-    if (ni == 0)
-        return rt_err_set(err, RT_ERR_INVALID, "estimator.feature_columns: the trees read no "
-                          "column");
     trn_feeder *fd = NULL;
     trn_reader *rd = NULL;
     rt_batch *b = NULL;
     rt_features f;
     rt_features_init(&f);
-    float *labels = NULL, *bl = NULL;
+    float *bl = NULL;
     size_t *row_of = NULL; /* each instance's row (FILE:LINE in errors) */
-    tg_data *d = NULL;
-    col_buf *cb = calloc(ni, sizeof *cb);
-    rt_status st = RT_OK;
-    if (!cb) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    if ((st = plan_inputs(def, ens, cb, err)) || (st = trn_feeder_new(g, &fd, err)))
+    size_t n = 0, cap = 0;
+    rt_status st;
+    if ((st = trn_feeder_new(g, &fd, err)))
         goto out;
     size_t ldim = trn_feeder_label_dim(fd), bs = 4096;
     /* AUTO: this rank's files or rows; BATCH: every batch, this rank's slice */
@@ -254,7 +247,7 @@ rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const tr
             size_t nc = cap ? cap * 2 : 65536;
             while (nc < n + nb)
                 nc *= 2;
-            if (nc > UINT32_MAX || grow_to(cb, ni, &labels, ldim, nc) != 0) {
+            if (nc > UINT32_MAX || grow_to(cb, ni, labels, ldim, nc) != 0) {
                 st = rt_err_set(err, RT_ERR_NOMEM, "trees: out of memory holding %zu "
                                 "training rows", n + nb);
                 goto out;
@@ -262,10 +255,31 @@ rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const tr
             cap = nc;
         }
         take_batch(&f, cb, ni, n);
-        memcpy(labels + n * ldim, bl, nb * ldim * sizeof *bl);
+        memcpy(*labels + n * ldim, bl, nb * ldim * sizeof *bl);
         n += nb;
     }
-    d = calloc(1, sizeof *d);
+    *n_out = n;
+out:
+    free(bl);
+    free(row_of);
+    rt_features_free(&f);
+    rt_batch_free(b);
+    trn_reader_close(rd);
+    trn_feeder_free(fd);
+    return st;
+}
+
+/*
+ * The binned training set of the n rows read into cb: ids as they are,
+ * numeric values cut at the edges every rank agrees on (which must be a
+ * restored checkpoint's, and are recorded in ens's inputs else).
+ */
+static rt_status bin_inputs(Predictd__TreeEnsemble *ens, const col_buf *cb, size_t n,
+                            const trn_config *c, trn_dist *dist, tg_data **out, rt_err *err)
+{
+    size_t ni = ens->n_inputs;
+    rt_status st = RT_OK;
+    tg_data *d = calloc(1, sizeof *d);
     if (!d || !(d->kind = calloc(ni, sizeof *d->kind)) ||
         !(d->n_bins = calloc(ni, sizeof *d->n_bins)) ||
         !(d->edges = calloc(ni, sizeof *d->edges)) || !(d->bins = calloc(ni, sizeof *d->bins))) {
@@ -315,8 +329,34 @@ rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const tr
         in->n_bin_upper = ne;
     }
     *out = d;
-    *labels_out = labels;
     d = NULL;
+out:
+    trn_gbdt_data_free(d);
+    return st;
+}
+
+rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const trn_config *c,
+                        trn_dist *dist, tg_data **out, float **labels_out, rt_err *err)
+{
+    const Predictd__ModelDef *def = rt_graph_def(g);
+    size_t ni = ens->n_inputs, n = 0;
+    *out = NULL;
+    *labels_out = NULL;
+    if (ni == 0)
+        return rt_err_set(err, RT_ERR_INVALID, "estimator.feature_columns: the trees read no "
+                          "column");
+    float *labels = NULL;
+    col_buf *cb = calloc(ni, sizeof *cb);
+    rt_status st = RT_OK;
+    if (!cb) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((st = plan_inputs(def, ens, cb, err)) ||
+        (st = read_inputs(g, c, dist, cb, ni, &labels, &n, err)) ||
+        (st = bin_inputs(ens, cb, n, c, dist, out, err)))
+        goto out;
+    *labels_out = labels;
     labels = NULL;
 out:
     if (cb)
@@ -326,12 +366,5 @@ out:
         }
     free(cb);
     free(labels);
-    free(bl);
-    free(row_of);
-    trn_gbdt_data_free(d);
-    rt_features_free(&f);
-    rt_batch_free(b);
-    trn_reader_close(rd);
-    trn_feeder_free(fd);
     return st;
 }

@@ -154,7 +154,7 @@ struct trn_model {
     size_t cap_drop;      /* rows */
 };
 
-/* A reader over files with f's CSV schema (trn_run.c): batch rows a batch,
+/* A reader over files with f's CSV schema (trn_input.c): batch rows a batch,
  * shuffle buffer, epochs, seed, bad-row policy, header lines per file,
  * shards > 0: this reader's share (shard of shards) of the files or rows, and
  * cache_bytes (trn_reader_params): the first epoch's rows kept for the others. */
@@ -200,7 +200,7 @@ void trn_model_clear_grads(trn_model *m);
 uint32_t trn_model_checksum(const trn_model *m);
 
 /*
- * The progress line's ETA in seconds (-1 unknown), trn_run.c: with max_steps
+ * The progress line's ETA in seconds (-1 unknown), trn_progress.c: with max_steps
  * from the steps per second of this run (steps step0..step in elapsed s);
  * otherwise from the reader's position in the epochs, efrac (0..1), of which
  * only efrac - efrac0 was read by this run (efrac0 > 0 after a resume).

@@ -1,0 +1,165 @@
+/*
+ * trn_after_step.c — what the ranks of a run do together after a step
+ * (the step loop's and the BoostedTrees run's alike): their votes, summed
+ * with the gradients or on their own; a checkpoint; the early-stopping
+ * hooks; the stop signals, blocked while training and looked for after
+ * each step, and the end of a run one of them stopped.
+ */
+#include "trn_run_internal.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+
+/* Checks that every replica holds the same parameters, then rank 0 writes
+ * the checkpoint (collective under MPI). */
+/* The loop's checkpoints are written in the background (the copy of the
+ * state is made here); wait: return once this one is on disk. */
+rt_status trn_run_checkpoint(trn_run *R, trn_dist *dist, int wait, rt_err *err)
+{
+    rt_status st = trn_dist_check_replicas(dist, R->m, err);
+    if (st == RT_OK && trn_is_chief(R->c)) {
+        if (!R->ckw && !(R->ckw = trn_ckpt_writer_new()))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        st = trn_ckpt_save_async(R->ckw, R->m, R->c->job_dir, R->c->keep_checkpoint_max, err);
+        if (st == RT_OK && wait)
+            st = trn_ckpt_wait(R->ckw, err);
+    }
+    return st;
+}
+
+/*
+ * SIGINT/SIGTERM while training: the training threads block them and the
+ * loop looks for a pending one after each step (no handler state, no
+ * global); rt_signal_hold brings back one the kernel gave a library's thread.
+ */
+/* SIGINT or SIGTERM pending (blocked while training), else 0. */
+int trn_stop_pending(void)
+{
+    sigset_t p;
+    if (sigpending(&p) != 0)
+        return 0;
+    return sigismember(&p, SIGINT) ? SIGINT : sigismember(&p, SIGTERM) ? SIGTERM : 0;
+}
+
+/* Takes a pending SIGINT/SIGTERM off the queue (so unblocking them does not
+ * end the process); returns it, or 0. */
+int trn_stop_take(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    struct timespec zero = {0, 0};
+    int sig = sigtimedwait(&set, NULL, &zero);
+    return sig > 0 ? sig : 0;
+}
+
+/* Blocks SIGINT and SIGTERM for training (old: the dispositions and mask to
+ * give back with unmask): a signal stays pending until the loop looks. */
+void trn_stops_block(struct sigaction old[2], sigset_t *oldmask)
+{
+    sigset_t stopset;
+    sigemptyset(&stopset);
+    sigaddset(&stopset, SIGINT);
+    sigaddset(&stopset, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stopset, oldmask);
+    rt_signal_hold(SIGINT, &old[0]);
+    rt_signal_hold(SIGTERM, &old[1]);
+}
+
+/* The dispositions and mask from before training: a signal from now on
+ * (the final evaluation and export) acts as it did before. */
+void trn_stops_restore(const struct sigaction old[2], const sigset_t *oldmask)
+{
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
+    pthread_sigmask(SIG_SETMASK, oldmask, NULL);
+}
+
+/* Runs the early-stopping hooks due after the update that reached step (on
+ * rank 0, which holds the evaluations; its answer goes to every rank) and,
+ * when one asks to stop, logs and records it and sets R->stopped_early. */
+rt_status trn_run_early_stop(trn_run *R, trn_dist *dist, int64_t step, int secs_due, rt_err *err)
+{
+    char reason[512] = "";
+    int r = trn_early_stop_check(R->es, step, secs_due, trn_now_s(), reason, sizeof reason);
+    if (r < 0)
+        return RT_OK;
+    double stop = trn_is_chief(R->c) && r > 0;
+    rt_status st = trn_dist_sum(dist, &stop, 1, err);
+    if (st || stop == 0)
+        return st;
+    R->stopped_early = 1;
+    if (!trn_is_chief(R->c))
+        return RT_OK;
+    trn_logf(R->c, "Requesting early stopping at global step %lld: %s", (long long)step, reason);
+    return trn_early_stop_report(R->es, step, reason, err);
+}
+
+/* A run stopped by signal sig after its checkpoint: the other ranks end once
+ * rank 0's checkpoint is on disk (under mpirun the first rank to exit
+ * non-zero ends the job); the message, and sig for predict-train's exit
+ * status. */
+rt_status trn_run_interrupted(const trn_run *R, trn_dist *dist, int sig, rt_err *err)
+{
+    const trn_config *c = R->c;
+    double one = 1;
+    rt_status st = trn_ckpt_wait(R->ckw, err); /* "saved": on disk, a background one too */
+    if (st == RT_OK)
+        st = trn_dist_sum(dist, &one, 1, err);
+    if (st)
+        return st;
+    if (c->job_dir && trn_is_chief(c))
+        fprintf(stderr, "interrupted at step %lld, checkpoint saved; re-run to resume\n",
+                (long long)R->m->step);
+    else if (trn_is_chief(c))
+        fprintf(stderr, "interrupted at step %lld (no job dir: nothing saved)\n",
+                (long long)R->m->step);
+    if (c->stop_signal)
+        *c->stop_signal = sig;
+    return RT_OK;
+}
+
+/* ------------------------------------------------------------- the votes */
+
+void trn_votes_cast(const trn_run *R, int masked, int reading, double last_ckpt,
+                    double last_eval, trn_votes *v)
+{
+    const trn_config *c = R->c;
+    v->reading = reading;
+    v->ckpt_due = trn_is_chief(c) && c->save_checkpoints_secs > 0 &&
+                  trn_now_s() - last_ckpt >= c->save_checkpoints_secs;
+    v->eval_due = trn_is_chief(c) && trn_now_s() - last_eval >= c->throttle_secs;
+    v->stop = masked && trn_stop_pending();
+    v->hooks_due = trn_is_chief(c) && trn_early_stop_secs_due(R->es, trn_now_s());
+}
+
+rt_status trn_votes_sum(trn_dist *dist, trn_votes *v, rt_err *err)
+{
+    double d[4] = {v->ckpt_due, v->eval_due, v->stop, v->hooks_due};
+    rt_status st = trn_dist_sum(dist, d, 4, err);
+    if (st)
+        return st;
+    v->ckpt_due = d[0] > 0;
+    v->eval_due = d[1] > 0;
+    v->stop = d[2] > 0;
+    v->hooks_due = d[3] > 0;
+    return RT_OK;
+}
+
+rt_status trn_votes_step(trn_dist *dist, trn_model *m, double *loss, size_t n_local,
+                         trn_votes *v, size_t *n_global, rt_err *err)
+{
+    float f[5] = {v->reading, v->ckpt_due, v->eval_due, v->stop, v->hooks_due};
+    rt_status st = trn_dist_step(dist, m, loss, n_local, f, 5, n_global, err);
+    if (st)
+        return st;
+    v->reading = f[0] > 0;
+    v->ckpt_due = f[1] > 0;
+    v->eval_due = f[2] > 0;
+    v->stop = f[3] > 0;
+    v->hooks_due = f[4] > 0;
+    return RT_OK;
+}
