@@ -8,7 +8,8 @@
  * equal the reference's for rows alone, in whole batches of every size
  * 1..64 and 1000, in random groupings, with inputs full of zeros, -0, NaN
  * and Inf, and biases of -0. A reordered sum, a fused multiply-add or a
- * skipped zero that changed a sign would fail here. */
+ * skipped zero that changed a sign would fail here (NaNs compare equal to
+ * each other whatever their sign and payload: see same_float). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,17 +96,22 @@ static void free_layer(layer *L)
     free(L->b);
 }
 
+/* Equal bits, or both NaN: which NaN an invalid sum yields (its sign and
+ * payload) depends on the order the compiler puts an addition's operands
+ * in, and every NaN is answered as NaN. */
+static int same_float(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
+}
+
 static void assert_rows_equal(const float *got, const float *want, size_t rows, size_t out,
                               const char *what, int isa)
 {
     for (size_t i = 0; i < rows; i++)
-        if (memcmp(got + i * out, want + i * out, out * sizeof(float)) != 0) {
-            size_t j = 0;
-            while (memcmp(got + i * out + j, want + i * out + j, sizeof(float)) == 0)
-                j++;
-            fail_msg("%s, isa %d: row %zu output %zu: %a, reference %a", what, isa, i, j,
-                     (double)got[i * out + j], (double)want[i * out + j]);
-        }
+        for (size_t j = 0; j < out; j++)
+            if (!same_float(got[i * out + j], want[i * out + j]))
+                fail_msg("%s, isa %d: row %zu output %zu: %a, reference %a", what, isa, i, j,
+                         (double)got[i * out + j], (double)want[i * out + j]);
 }
 
 /* Every way of running the batch x (m rows) gives the reference's bits. */
