@@ -23,6 +23,7 @@
  * (CONFIG.predictctl-PID) that killed editors left behind.
  */
 #include "srv.h"
+#include "srv_sec.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -73,6 +74,10 @@ static const char USAGE[] =
     "                              answering, and compare (metrics predictd_shadow_*)\n"
     "  shadow MODEL off            stop shadowing\n"
     "  reload                      ask the daemon to re-read its config file\n"
+    "  token add --scopes infer,read[,metrics] [--tokens-file FILE] [--name NAME]\n"
+    "                              print a new bearer token once and append its SHA-256\n"
+    "                              to FILE (default: the config file's auth_tokens_file);\n"
+    "                              the daemon takes it at its next reload\n"
     CTL_FLAGS(CTL_HELP)
     "  --help  this text\n"
     "The config file's rest_api_host/rest_api_port give the URL (a wildcard host\n"
@@ -815,6 +820,62 @@ static int resolve_url(ctl *c, const char *url)
     return c->port > 0 ? 0 : fail("%s: rest_api_port is 0; give --url", c->config);
 }
 
+/* predictctl token add --scopes S [--tokens-file FILE] [--name NAME]: the
+ * file is the flag's, else the config file's auth_tokens_file. */
+static int token_cmd(const ctl *c, int argc, char **argv)
+{
+    const char *scopes = NULL, *file = NULL, *name = NULL;
+    if (argc < 2 || strcmp(argv[1], "add") != 0) {
+        fprintf(stderr, "predictctl: token: expected 'token add --scopes ...'\n%s", USAGE);
+        return 2;
+    }
+    for (int k = 2; k < argc; k++) {
+        const char **dst = !strcmp(argv[k], "--scopes")        ? &scopes
+                           : !strcmp(argv[k], "--tokens-file") ? &file
+                           : !strcmp(argv[k], "--name")        ? &name
+                                                               : NULL;
+        if (!dst || k + 1 >= argc) {
+            fprintf(stderr, "predictctl: token add: %s: %s\n%s", argv[k],
+                    dst ? "needs a value" : "unknown option", USAGE);
+            return 2;
+        }
+        *dst = argv[++k];
+    }
+    unsigned bits = scopes ? srv_auth_parse_scopes(scopes, strlen(scopes)) : 0;
+    if (!bits) {
+        fprintf(stderr, "predictctl: token add: --scopes '%s': expected a comma list of infer, "
+                        "read, metrics\n", scopes ? scopes : "");
+        return 2;
+    }
+    char *cfg_text = NULL;
+    cJSON *doc = NULL;
+    if (!file) {
+        rt_err e;
+        if (rt_read_file(AT_FDCWD, c->config, 16u << 20, 0, &cfg_text, NULL, &e) != RT_OK)
+            return fail("%s (give --tokens-file or --config)", e.msg);
+        doc = cJSON_Parse(cfg_text);
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(doc, "auth_tokens_file");
+        if (!cJSON_IsString(f)) {
+            free(cfg_text);
+            cJSON_Delete(doc);
+            return fail("%s: no auth_tokens_file key (give --tokens-file)", c->config);
+        }
+        file = f->valuestring;
+    }
+    char token[69];
+    rt_err err = {{0}};
+    rt_status st = srv_auth_add_token(file, bits, name, token, &err);
+    if (st == RT_OK) {
+        printf("%s\n", token);
+        fprintf(stderr, "predictctl: token added to %s (only its SHA-256 is stored; this is "
+                        "the one time it is shown); the daemon takes it at its next reload\n",
+                file);
+    }
+    free(cfg_text);
+    cJSON_Delete(doc);
+    return st == RT_OK ? 0 : fail("%s", err.msg);
+}
+
 int main(int argc, char **argv)
 {
     ctl c;
@@ -868,6 +929,8 @@ int main(int argc, char **argv)
     }
     int r;
     const char *cmd = argv[i];
+    if (!strcmp(cmd, "token"))
+        return token_cmd(&c, argc - i, argv + i);
     bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models");
     if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
         strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary") &&

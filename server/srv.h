@@ -157,6 +157,13 @@ typedef struct srv_config {
                                      that is not available (warned); default false:
                                      refused (TF Serving's rule) */
     int port;                     /* --port, TF Serving's gRPC port: warned, unused */
+    char *tls_cert_file;          /* HTTPS certificate chain (PEM); NULL = plain HTTP */
+    char *tls_key_file;           /* its private key (PEM) */
+    char *tls_client_ca_file;     /* mutual TLS: the clients' CA (PEM), or NULL */
+    char *tls_min_version;        /* "TLS1.2" (default) or "TLS1.3" */
+    char *tls_priorities;         /* GnuTLS priority string */
+    char *auth_tokens_file;       /* bearer tokens (hashes + scopes), or NULL = none */
+    bool metrics_require_token;   /* with tokens: metrics need the metrics scope */
     char *model_config_file;      /* the file this came from, or NULL */
     char *model_name;             /* --model_name (flag only), or NULL */
     char *model_base_path;        /* --model_base_path (flag only), or NULL */
@@ -837,6 +844,9 @@ typedef struct srv_http_params {
     srv_batcher_params batch; /* its knobs (threads: batch threads) */
     const char *metrics_path; /* GET path of the Prometheus metrics (copied at
                                  start, at most 255 bytes); NULL = not served */
+    struct srv_tls *tls;   /* non-NULL: HTTPS with it (the caller owns it) */
+    struct srv_auth *auth; /* non-NULL: bearer tokens required (the caller owns it) */
+    bool metrics_require_token; /* with auth: the metrics path needs a token */
 } srv_http_params;
 
 srv_http_params srv_http_default_params(void);

@@ -277,7 +277,7 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
                           srv_admit_limit(h->admit), srv_admit_in_flight(h->admit));
         if (srv_metrics_render(h->p.metrics, h->mgr, &out) != RT_OK ||
             srv_shadow_metrics(h->shadow, &out) != RT_OK ||
-            srv_predlog_metrics(h->predlog, &out) != RT_OK) {
+            srv_predlog_metrics(h->predlog, &out) != RT_OK || srv_http_sec_metrics(h, &out)) {
             rt_buf_free(&out);
             return srv_http_send_error(h, conn, 500, "out of memory");
         }

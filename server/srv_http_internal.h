@@ -201,4 +201,14 @@ void srv_http_on_connection(void *cls, struct MHD_Connection *conn, void **socke
                             enum MHD_ConnectionNotificationCode toe);
 void *srv_http_on_request_line(void *cls, const char *uri, struct MHD_Connection *conn);
 
+/* ------------------------------------------------ srv_http_sec.c */
+
+/* The security gate of a routed request (mutual TLS, bearer tokens): -1
+ * when it may go on, else the result of the refusal it queued. */
+int srv_http_sec_gate(srv_http *h, struct MHD_Connection *conn, const srv_route *route,
+                      const char *method);
+/* Appends the TLS and token metrics (nothing when neither is on); nonzero
+ * when out of memory. */
+int srv_http_sec_metrics(srv_http *h, rt_buf *out);
+
 #endif /* PREDICTD_SRV_HTTP_INTERNAL_H */

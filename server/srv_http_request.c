@@ -214,6 +214,11 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
         }
         srv_route_request(method, url, &rq->route);
         route_metrics(h, method, url, &rq->route);
+        int gate = srv_http_sec_gate(h, conn, &rq->route, method);
+        if (gate >= 0) {
+            rq->answered = true;
+            return (enum MHD_Result)gate;
+        }
         if (rq->route.kind == SRV_ROUTE_INFER && !srv_http_draw_route(h, cs, rq)) {
             rq->answered = true;
             return srv_http_send_error(h, conn, 503, "out of memory");
