@@ -109,4 +109,16 @@ rt_status srv_auth_add_token(const char *path, unsigned scopes, const char *name
 int srv_auth_metrics(srv_auth *a, rt_buf *out);
 void srv_auth_free(srv_auth *a);
 
+/* ------------------------------------------------- gzip request bodies */
+
+/* The request's Content-Encoding (NULL: none): 0 identity, 1 gzip, -1 a
+ * coding predictd does not take (415). Case-insensitive; "x-gzip" is gzip. */
+int srv_gzip_coding(const char *content_encoding);
+/* Inflates the gzip stream in (one member, or several concatenated) into
+ * out (appended), counting the inflated bytes as it goes: more than limit
+ * stops at once with RT_ERR_LIMIT ("inflates to more than LIMIT bytes"), so
+ * a small body that would inflate to gigabytes costs at most limit bytes.
+ * Damaged, truncated or trailing data: RT_ERR_FORMAT naming the problem. */
+rt_status srv_gunzip(const void *in, size_t len, size_t limit, rt_buf *out, rt_err *err);
+
 #endif
