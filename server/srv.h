@@ -32,6 +32,10 @@
  *                 read deadlines
  *   srv_framing.c request framing checks against request smuggling (RFC 9112)
  *   srv_client.c  a small blocking HTTP/1.1 client (predictctl, probes)
+ *   srv_tls.c, srv_auth.c, srv_auth_file.c, srv_http_sec.c, srv_gzip.c
+ *                 TLS and mutual TLS, bearer tokens (and predictctl token
+ *                 add), the HTTP front's gate, gzip request bodies; their
+ *                 header is srv_sec.h (the server's own)
  *   main_predictd.c  the daemon's single context, signals, reload loop
  *   main_predictctl.c  the operator's tool: status, labels, promote, rollback,
  *                 canary

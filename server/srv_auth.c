@@ -47,7 +47,9 @@ unsigned srv_auth_parse_scopes(const char *s, size_t len)
 {
     unsigned bits = 0;
     size_t i = 0;
-    while (i < len) {
+    if (len == 0)
+        return 0;
+    while (i <= len) { /* every segment, an empty last one ("infer,") too */
         size_t j = i;
         while (j < len && s[j] != ',')
             j++;
