@@ -47,14 +47,20 @@ typedef struct ctl {
     int timeout_s;
     char *orig;          /* the config file's text as read */
     size_t orig_len;
+    srv_client_opts cli; /* HTTPS (https:// or the config's tls_cert_file), --cacert,
+                            the token of --token-file */
+    char token[512];
 } ctl;
 
 /* predictctl's flags, one line each: X(name, value, help). They make the
  * getopt_long table and the usage text below. */
 #define CTL_FLAGS(X)                                                                               \
     X(config, "FILE", "the daemon's config file (default /etc/predictd/predictd.json)")           \
-    X(url, "URL", "the daemon, http://HOST:PORT (default: the config file's)")                   \
-    X(timeout, "SECONDS", "wait for another edit and the verdict, 1..3600 (default 15)")
+    X(url, "URL", "the daemon, http[s]://HOST:PORT (default: the config file's; https when it sets tls_cert_file)")                   \
+    X(timeout, "SECONDS", "wait for another edit and the verdict, 1..3600 (default 15)")        \
+    X(token_file, "FILE", "(or --token-file) send the bearer token this file holds (daemons "   \
+                          "with auth_tokens_file)")                                               \
+    X(cacert, "FILE", "verify an HTTPS daemon's certificate with this CA (default: the system's)")
 #define CTL_SYNOPSIS(name, value, help) " [--" #name " " value "]"
 #define CTL_HELP(name, value, help) "  --" #name " " value "  " help "\n"
 
@@ -127,6 +133,26 @@ static int write_atomic(const char *path, const char *text, size_t len)
         return -1;
     }
     return 0;
+}
+
+/* The first line of the token file at path into out (a bearer token, as
+ * predictctl token add printed it); 0, else 1 with a message. */
+static int read_token(const char *path, char *out, size_t len)
+{
+    char *text = NULL;
+    rt_err e;
+    if (rt_read_file(AT_FDCWD, path, 4096, 0, &text, NULL, &e) != RT_OK)
+        return fail("--token-file %s", e.msg);
+    size_t n = strcspn(text, "\r\n");
+    while (n && (text[n - 1] == ' ' || text[n - 1] == '\t'))
+        n--;
+    int r = 0;
+    if (n == 0 || n >= len || strcspn(text, " \t") < n)
+        r = fail("--token-file %s: expected the token on its first line", path);
+    else
+        snprintf(out, len, "%.*s", (int)n, text);
+    free(text);
+    return r;
 }
 
 static void on_alarm(int sig)
@@ -246,8 +272,8 @@ static cJSON *get_json(const ctl *c, const char *path, int *code_out)
     rt_err err = {{0}};
     int code = 0;
     cJSON *doc = NULL;
-    if (srv_client_request(c->host, c->port, "GET", path, NULL, 10000, &code, &b, &err) !=
-        RT_OK) {
+    if (srv_client_request_opts(&c->cli, c->host, c->port, "GET", path, NULL, 10000, &code, &b,
+                                &err) != RT_OK) {
         fail("%s (is predictd running? see --url)", err.msg);
     } else {
         doc = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
@@ -787,18 +813,19 @@ static int show_models(const ctl *c)
 static int resolve_url(ctl *c, const char *url)
 {
     if (url) {
-        const char *p = strncmp(url, "http://", 7) ? url : url + 7;
+        c->cli.tls = !strncmp(url, "https://", 8);
+        const char *p = c->cli.tls ? url + 8 : strncmp(url, "http://", 7) ? url : url + 7;
         const char *colon = strrchr(p, ':');
         size_t hl = colon ? (size_t)(colon - p) : strcspn(p, "/");
         if (hl == 0 || hl >= sizeof c->host)
-            return fail("--url %s: expected http://HOST:PORT", url);
+            return fail("--url %s: expected http[s]://HOST:PORT", url);
         memcpy(c->host, p, hl);
         c->host[hl] = '\0';
         if (c->host[0] == '[' && c->host[hl - 1] == ']') {
             memmove(c->host, c->host + 1, hl - 2);
             c->host[hl - 2] = '\0';
         }
-        c->port = 80;
+        c->port = c->cli.tls ? 443 : 80;
         if (colon) {
             char *end = NULL;
             long port = strtol(colon + 1, &end, 10);
@@ -816,6 +843,7 @@ static int resolve_url(ctl *c, const char *url)
     snprintf(c->host, sizeof c->host, "%s",
              !strcmp(h, "0.0.0.0") ? "127.0.0.1" : !strcmp(h, "::") ? "::1" : h);
     c->port = cfg->rest_api_port;
+    c->cli.tls = cfg->tls_cert_file != NULL;
     srv_config_free(cfg);
     return c->port > 0 ? 0 : fail("%s: rest_api_port is 0; give --url", c->config);
 }
@@ -886,6 +914,7 @@ int main(int argc, char **argv)
     enum { OPT_HELP = 1, OPT_FLAG = 2 };
 #define CTL_OPTION(name, value, help) {#name, required_argument, NULL, OPT_FLAG},
     static const struct option opts[] = {CTL_FLAGS(CTL_OPTION){"help", no_argument, NULL, OPT_HELP},
+                                         {"token-file", required_argument, NULL, OPT_FLAG},
                                          {NULL, 0, NULL, 0}};
     opterr = 0; /* our own messages; '+': the command ends the flags */
     for (;;) {
@@ -912,6 +941,13 @@ int main(int argc, char **argv)
             c.config = optarg;
         } else if (!strcmp(opts[idx].name, "url")) {
             url = optarg;
+        } else if (!strcmp(opts[idx].name, "cacert")) {
+            c.cli.ca_file = optarg;
+        } else if (!strcmp(opts[idx].name, "token_file") ||
+                   !strcmp(opts[idx].name, "token-file")) {
+            if (read_token(optarg, c.token, sizeof c.token) != 0)
+                return 1;
+            c.cli.token = c.token;
         } else {
             char *end = NULL;
             long v = strtol(optarg, &end, 10);

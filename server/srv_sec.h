@@ -121,4 +121,18 @@ int srv_gzip_coding(const char *content_encoding);
  * Damaged, truncated or trailing data: RT_ERR_FORMAT naming the problem. */
 rt_status srv_gunzip(const void *in, size_t len, size_t limit, rt_buf *out, rt_err *err);
 
+/* ------------------------------------------------- client (srv_client.c) */
+
+typedef struct srv_client_opts {
+    bool tls;            /* HTTPS: the server's certificate is verified, and its name */
+    const char *ca_file; /* PEM CA(s) to verify it with; NULL: the system's trust store */
+    const char *token;   /* sent as Authorization: Bearer, or NULL */
+} srv_client_opts;
+
+/* srv_client_request with options (o may be NULL: plain HTTP, no token);
+ * TLS errors name the host and what failed (handshake, verification). */
+rt_status srv_client_request_opts(const srv_client_opts *o, const char *host, int port,
+                                  const char *method, const char *path, const char *body,
+                                  int timeout_ms, int *status, rt_buf *out, rt_err *err);
+
 #endif
