@@ -117,6 +117,7 @@ struct conn_state {
     const char *route_key; /* X-Predictd-Route-Key of the current request, or NULL */
     size_t route_key_len;
     size_t kept;           /* bytes of srv_http.kept its buffers count for */
+    bool client_verified;  /* mutual TLS: its client certificate checked (srv_http_sec.c) */
 };
 
 /* ------------------------------------------------ srv_http_answer.c */

@@ -54,12 +54,21 @@ int srv_http_sec_gate(srv_http *h, struct MHD_Connection *conn, const srv_route 
                       const char *method)
 {
     if (h->p.tls && srv_tls_client_ca(h->p.tls)) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-        if (!srv_tls_client_ok(h->p.tls, ci ? ci->tls_session : NULL)) {
-            srv_metrics_rejected(h->p.metrics, "client_certificate");
-            return refuse(h, conn, 403, NULL,
-                          "a client certificate signed by tls_client_ca_file is required", true);
+        /* once per connection: the session's certificate does not change */
+        const union MHD_ConnectionInfo *sc =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        conn_state *cs = sc ? sc->socket_context : NULL;
+        if (!cs || !cs->client_verified) {
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+            if (!srv_tls_client_ok(h->p.tls, ci ? ci->tls_session : NULL)) {
+                srv_metrics_rejected(h->p.metrics, "client_certificate");
+                return refuse(h, conn, 403, NULL,
+                              "a client certificate signed by tls_client_ca_file is required",
+                              true);
+            }
+            if (cs)
+                cs->client_verified = true;
         }
     }
     if (!h->p.auth)
