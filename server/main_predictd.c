@@ -235,6 +235,7 @@ static int run(daemon_t *d)
     hp.tls = d->tls;
     hp.auth = d->auth;
     hp.metrics_require_token = d->cfg->metrics_require_token;
+    hp.gzip_response_min_bytes = d->cfg->gzip_response_min_bytes;
     /* Socket activation: systemd holds the port and hands it over. */
     int nfds = sd_listen_fds(1);
     if (nfds > 0) {

@@ -168,6 +168,8 @@ typedef struct srv_config {
     char *tls_priorities;         /* GnuTLS priority string */
     char *auth_tokens_file;       /* bearer tokens (hashes + scopes), or NULL = none */
     bool metrics_require_token;   /* with tokens: metrics need the metrics scope */
+    size_t gzip_response_min_bytes; /* > 0: gzip answers of at least this many bytes
+                                       (Accept-Encoding: gzip); default 0 = never */
     char *model_config_file;      /* the file this came from, or NULL */
     char *model_name;             /* --model_name (flag only), or NULL */
     char *model_base_path;        /* --model_base_path (flag only), or NULL */
@@ -851,6 +853,8 @@ typedef struct srv_http_params {
     struct srv_tls *tls;   /* non-NULL: HTTPS with it (the caller owns it) */
     struct srv_auth *auth; /* non-NULL: bearer tokens required (the caller owns it) */
     bool metrics_require_token; /* with auth: the metrics path needs a token */
+    size_t gzip_response_min_bytes; /* > 0: answers this long or longer are gzip for
+                                       clients that accept it; 0 = never */
 } srv_http_params;
 
 srv_http_params srv_http_default_params(void);

@@ -127,6 +127,9 @@ static const srv_setting SETTINGS[] = {
         "this file lists (predictctl token add); re-read on reload; health probes stay open"),
     BOOL(metrics_require_token, BOTH, 1,
          "with auth_tokens_file: the Prometheus path needs a token with the metrics scope"),
+    SIZE(gzip_response_min_bytes, BOTH, 0, INT64_C(1) << 30, 0,
+         "answer in gzip (Content-Encoding: gzip) when the answer has at least N bytes and the "
+         "request's Accept-Encoding takes gzip; 0 = never"),
 };
 #define N_SETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
 _Static_assert(N_SETTINGS <= 64, "srv_args.set has 64 bits");

@@ -3,10 +3,12 @@
  * received is inflated with zlib in pieces of 64 KiB, and the inflated size
  * is checked against the limit after every piece, never trusted from the
  * gzip trailer, so a "zip bomb" costs at most the limit in memory and the
- * work of inflating that much.
+ * work of inflating that much. Also answers in gzip for clients that
+ * accept it (gzip_response_min_bytes).
  */
 #include "srv_sec.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
@@ -90,4 +92,57 @@ rt_status srv_gunzip(const void *in, size_t len, size_t limit, rt_buf *out, rt_e
     }
     inflateEnd(&z);
     return st;
+}
+
+bool srv_gzip_accepted(const char *ae)
+{
+    if (!ae)
+        return false;
+    const char *p = ae;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *tok = p;
+        while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
+            p++;
+        size_t tl = (size_t)(p - tok);
+        double q = 1;
+        const char *end = p + strcspn(p, ",");
+        const char *qs = p;
+        while (qs < end && (qs = strchr(qs, ';')) && qs < end) {
+            qs++;
+            while (*qs == ' ' || *qs == '\t')
+                qs++;
+            if ((qs[0] == 'q' || qs[0] == 'Q') && qs[1] == '=')
+                q = strtod(qs + 2, NULL);
+        }
+        p = end;
+        if (q > 0 && ((tl == 4 && !strncasecmp(tok, "gzip", 4)) ||
+                      (tl == 6 && !strncasecmp(tok, "x-gzip", 6)) || (tl == 1 && *tok == '*')))
+            return true;
+    }
+    return false;
+}
+
+int srv_gzip_compress(const void *in, size_t len, rt_buf *out)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -1;
+    size_t bound = deflateBound(&z, (uLong)len);
+    int rc = -1;
+    if (len <= UINT32_MAX && rt_buf_reserve(out, bound) == 0) {
+        z.next_in = (unsigned char *)(uintptr_t)in;
+        z.avail_in = (uInt)len;
+        z.next_out = (unsigned char *)out->data + out->len;
+        z.avail_out = (uInt)bound;
+        if (deflate(&z, Z_FINISH) == Z_STREAM_END) {
+            out->len += bound - z.avail_out;
+            out->data[out->len] = '\0';
+            rc = 0;
+        }
+    }
+    deflateEnd(&z);
+    return rc;
 }

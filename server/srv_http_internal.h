@@ -211,5 +211,9 @@ int srv_http_sec_gate(srv_http *h, struct MHD_Connection *conn, const srv_route 
 /* Appends the TLS and token metrics (nothing when neither is on); nonzero
  * when out of memory. */
 int srv_http_sec_metrics(srv_http *h, rt_buf *out);
+/* With gzip_response_min_bytes: when b is at least that long and the
+ * request accepts gzip, z (initialized here, the caller frees it) holds b
+ * compressed and true is returned. */
+bool srv_http_gzip_answer(srv_http *h, struct MHD_Connection *conn, const rt_buf *b, rt_buf *z);
 
 #endif /* PREDICTD_SRV_HTTP_INTERNAL_H */

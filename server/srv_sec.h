@@ -120,6 +120,12 @@ int srv_gzip_coding(const char *content_encoding);
  * a small body that would inflate to gigabytes costs at most limit bytes.
  * Damaged, truncated or trailing data: RT_ERR_FORMAT naming the problem. */
 rt_status srv_gunzip(const void *in, size_t len, size_t limit, rt_buf *out, rt_err *err);
+/* True when an Accept-Encoding value (NULL: none) takes gzip: "gzip",
+ * "x-gzip" or "*" with a q-value above 0 (RFC 9110 §12.5.3). */
+bool srv_gzip_accepted(const char *accept_encoding);
+/* Appends the gzip of len bytes at in to out (zlib level 1: fast); nonzero
+ * when out of memory. */
+int srv_gzip_compress(const void *in, size_t len, rt_buf *out);
 
 /* ------------------------------------------------- client (srv_client.c) */
 

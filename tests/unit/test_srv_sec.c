@@ -202,6 +202,25 @@ static void test_gunzip(void **state)
     assert_int_equal(srv_gzip_coding("br"), -1);
     assert_int_equal(srv_gzip_coding("gzip, br"), -1);
     assert_int_equal(srv_gzip_coding("deflate"), -1);
+    assert_false(srv_gzip_accepted(NULL));
+    assert_false(srv_gzip_accepted(""));
+    assert_true(srv_gzip_accepted("gzip"));
+    assert_true(srv_gzip_accepted("br, GZIP;q=0.5"));
+    assert_true(srv_gzip_accepted("deflate, *"));
+    assert_false(srv_gzip_accepted("gzip;q=0"));
+    assert_false(srv_gzip_accepted("gzip; q=0.000, br"));
+    assert_false(srv_gzip_accepted("deflate, br, identity"));
+    assert_false(srv_gzip_accepted("gzipx"));
+    /* round trip through the answer side */
+    rt_buf zb, back;
+    rt_buf_init(&zb);
+    rt_buf_init(&back);
+    const char *text = "{\"predictions\": [[0.25], [0.75]]}";
+    assert_int_equal(srv_gzip_compress(text, strlen(text), &zb), 0);
+    assert_int_equal(srv_gunzip(zb.data, zb.len, 1000, &back, &err), RT_OK);
+    assert_string_equal(back.data, text);
+    rt_buf_free(&zb);
+    rt_buf_free(&back);
 }
 
 int main(void)
