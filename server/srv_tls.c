@@ -9,6 +9,11 @@
  * Mutual TLS: the client CA is given to libmicrohttpd (which asks for a
  * client certificate) and each connection's certificate is verified
  * against it (srv_tls_client_ok) before a request is answered.
+ *
+ * libmicrohttpd's certificate callback has no closure argument, so the
+ * srv_tls it serves is found through `current`, an atomic pointer set once
+ * at start (srv_tls_set_current): like main_predictd.c's D, a process-wide
+ * global that one daemon per process makes safe.
  */
 #include "srv_sec.h"
 
