@@ -10,11 +10,11 @@ set -eu
 
 # Compiling and linking the binaries (libopenmpi-dev: predict-train).
 BUILD_PACKAGES="build-essential pkg-config libmicrohttpd-dev libcjson-dev libopenblas-dev libyaml-dev \
-libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev"
+libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev libgnutls28-dev zlib1g-dev"
 # Tests (cmocka, test peers, mpirun, man -l; chromium renders predict-model evaluate's
 # HTML report headless in test_evaluate), make CC=clang / make fuzz, make bench, make demo.
 OTHER_PACKAGES="clang libclang-rt-14-dev libcmocka-dev curl python3 systemd wrk nginx-light \
-haproxy valgrind openmpi-bin man-db groff-base chromium"
+haproxy valgrind openmpi-bin man-db groff-base chromium openssl"
 PACKAGES="$BUILD_PACKAGES $OTHER_PACKAGES"
 [ "${2:-all}" = build ] && PACKAGES=$BUILD_PACKAGES
 

@@ -23,6 +23,7 @@
  * (CONFIG.predictctl-PID) that killed editors left behind.
  */
 #include "srv.h"
+#include "srv_sec.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -48,14 +49,20 @@ typedef struct ctl {
     int timeout_s;
     char *orig;          /* the config file's text as read */
     size_t orig_len;
+    srv_client_opts cli; /* HTTPS (https:// or the config's tls_cert_file), --cacert,
+                            the token of --token-file */
+    char token[512];
 } ctl;
 
 /* predictctl's flags, one line each: X(name, value, help). They make the
  * getopt_long table and the usage text below. */
 #define CTL_FLAGS(X)                                                                               \
     X(config, "FILE", "the daemon's config file (default /etc/predictd/predictd.json)")           \
-    X(url, "URL", "the daemon, http://HOST:PORT (default: the config file's)")                   \
-    X(timeout, "SECONDS", "wait for another edit and the verdict, 1..3600 (default 15)")
+    X(url, "URL", "the daemon, http[s]://HOST:PORT (default: the config file's; https when it sets tls_cert_file)")                   \
+    X(timeout, "SECONDS", "wait for another edit and the verdict, 1..3600 (default 15)")        \
+    X(token_file, "FILE", "(or --token-file) send the bearer token this file holds (daemons "   \
+                          "with auth_tokens_file)")                                               \
+    X(cacert, "FILE", "verify an HTTPS daemon's certificate with this CA (default: the system's)")
 #define CTL_SYNOPSIS(name, value, help) " [--" #name " " value "]"
 #define CTL_HELP(name, value, help) "  --" #name " " value "  " help "\n"
 
@@ -76,6 +83,10 @@ static const char USAGE[] =
     "                              answering, and compare (metrics predictd_shadow_*)\n"
     "  shadow MODEL off            stop shadowing\n"
     "  reload                      ask the daemon to re-read its config file\n"
+    "  token add --scopes infer,read[,metrics] [--tokens-file FILE] [--name NAME]\n"
+    "                              print a new bearer token once and append its SHA-256\n"
+    "                              to FILE (default: the config file's auth_tokens_file);\n"
+    "                              the daemon takes it at its next reload\n"
     CTL_FLAGS(CTL_HELP)
     "  --json  status: the daemon's JSON answer instead of the table\n"
     "  --help  this text\n"
@@ -128,6 +139,26 @@ static int write_atomic(const char *path, const char *text, size_t len)
         return -1;
     }
     return 0;
+}
+
+/* The first line of the token file at path into out (a bearer token, as
+ * predictctl token add printed it); 0, else 1 with a message. */
+static int read_token(const char *path, char *out, size_t len)
+{
+    char *text = NULL;
+    rt_err e;
+    if (rt_read_file(AT_FDCWD, path, 4096, 0, &text, NULL, &e) != RT_OK)
+        return fail("--token-file %s", e.msg);
+    size_t n = strcspn(text, "\r\n");
+    while (n && (text[n - 1] == ' ' || text[n - 1] == '\t'))
+        n--;
+    int r = 0;
+    if (n == 0 || n >= len || strcspn(text, " \t") < n)
+        r = fail("--token-file %s: expected the token on its first line", path);
+    else
+        snprintf(out, len, "%.*s", (int)n, text);
+    free(text);
+    return r;
 }
 
 static void on_alarm(int sig)
@@ -247,8 +278,8 @@ static cJSON *get_json(const ctl *c, const char *path, int *code_out)
     rt_err err = {{0}};
     int code = 0;
     cJSON *doc = NULL;
-    if (srv_client_request(c->host, c->port, "GET", path, NULL, 10000, &code, &b, &err) !=
-        RT_OK) {
+    if (srv_client_request_opts(&c->cli, c->host, c->port, "GET", path, NULL, 10000, &code, &b,
+                                &err) != RT_OK) {
         fail("%s (is predictd running? see --url)", err.msg);
     } else {
         doc = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
@@ -949,18 +980,19 @@ static int adopt_daemon_file(ctl *c, const char *default_config)
 static int resolve_url(ctl *c, const char *url)
 {
     if (url) {
-        const char *p = strncmp(url, "http://", 7) ? url : url + 7;
+        c->cli.tls = !strncmp(url, "https://", 8);
+        const char *p = c->cli.tls ? url + 8 : strncmp(url, "http://", 7) ? url : url + 7;
         const char *colon = strrchr(p, ':');
         size_t hl = colon ? (size_t)(colon - p) : strcspn(p, "/");
         if (hl == 0 || hl >= sizeof c->host)
-            return fail("--url %s: expected http://HOST:PORT", url);
+            return fail("--url %s: expected http[s]://HOST:PORT", url);
         memcpy(c->host, p, hl);
         c->host[hl] = '\0';
         if (c->host[0] == '[' && c->host[hl - 1] == ']') {
             memmove(c->host, c->host + 1, hl - 2);
             c->host[hl - 2] = '\0';
         }
-        c->port = 80;
+        c->port = c->cli.tls ? 443 : 80;
         if (colon) {
             char *end = NULL;
             long port = strtol(colon + 1, &end, 10);
@@ -978,8 +1010,65 @@ static int resolve_url(ctl *c, const char *url)
     snprintf(c->host, sizeof c->host, "%s",
              !strcmp(h, "0.0.0.0") ? "127.0.0.1" : !strcmp(h, "::") ? "::1" : h);
     c->port = cfg->rest_api_port;
+    c->cli.tls = cfg->tls_cert_file != NULL;
     srv_config_free(cfg);
     return c->port > 0 ? 0 : fail("%s: rest_api_port is 0; give --url", c->config);
+}
+
+/* predictctl token add --scopes S [--tokens-file FILE] [--name NAME]: the
+ * file is the flag's, else the config file's auth_tokens_file. */
+static int token_cmd(const ctl *c, int argc, char **argv)
+{
+    const char *scopes = NULL, *file = NULL, *name = NULL;
+    if (argc < 2 || strcmp(argv[1], "add") != 0) {
+        fprintf(stderr, "predictctl: token: expected 'token add --scopes ...'\n%s", USAGE);
+        return 2;
+    }
+    for (int k = 2; k < argc; k++) {
+        const char **dst = !strcmp(argv[k], "--scopes")        ? &scopes
+                           : !strcmp(argv[k], "--tokens-file") ? &file
+                           : !strcmp(argv[k], "--name")        ? &name
+                                                               : NULL;
+        if (!dst || k + 1 >= argc) {
+            fprintf(stderr, "predictctl: token add: %s: %s\n%s", argv[k],
+                    dst ? "needs a value" : "unknown option", USAGE);
+            return 2;
+        }
+        *dst = argv[++k];
+    }
+    unsigned bits = scopes ? srv_auth_parse_scopes(scopes, strlen(scopes)) : 0;
+    if (!bits) {
+        fprintf(stderr, "predictctl: token add: --scopes '%s': expected a comma list of infer, "
+                        "read, metrics\n", scopes ? scopes : "");
+        return 2;
+    }
+    char *cfg_text = NULL;
+    cJSON *doc = NULL;
+    if (!file) {
+        rt_err e;
+        if (rt_read_file(AT_FDCWD, c->config, 16u << 20, 0, &cfg_text, NULL, &e) != RT_OK)
+            return fail("%s (give --tokens-file or --config)", e.msg);
+        doc = cJSON_Parse(cfg_text);
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(doc, "auth_tokens_file");
+        if (!cJSON_IsString(f)) {
+            free(cfg_text);
+            cJSON_Delete(doc);
+            return fail("%s: no auth_tokens_file key (give --tokens-file)", c->config);
+        }
+        file = f->valuestring;
+    }
+    char token[69];
+    rt_err err = {{0}};
+    rt_status st = srv_auth_add_token(file, bits, name, token, &err);
+    if (st == RT_OK) {
+        printf("%s\n", token);
+        fprintf(stderr, "predictctl: token added to %s (only its SHA-256 is stored; this is "
+                        "the one time it is shown); the daemon takes it at its next reload\n",
+                file);
+    }
+    free(cfg_text);
+    cJSON_Delete(doc);
+    return st == RT_OK ? 0 : fail("%s", err.msg);
 }
 
 int main(int argc, char **argv)
@@ -994,6 +1083,7 @@ int main(int argc, char **argv)
 #define CTL_OPTION(name, value, help) {#name, required_argument, NULL, OPT_FLAG},
     static const struct option opts[] = {CTL_FLAGS(CTL_OPTION){"json", no_argument, NULL, OPT_JSON},
                                          {"help", no_argument, NULL, OPT_HELP},
+                                         {"token-file", required_argument, NULL, OPT_FLAG},
                                          {NULL, 0, NULL, 0}};
     opterr = 0; /* our own messages; '+': the command ends the flags */
     for (;;) {
@@ -1023,6 +1113,13 @@ int main(int argc, char **argv)
             config_given = true;
         } else if (!strcmp(opts[idx].name, "url")) {
             url = optarg;
+        } else if (!strcmp(opts[idx].name, "cacert")) {
+            c.cli.ca_file = optarg;
+        } else if (!strcmp(opts[idx].name, "token_file") ||
+                   !strcmp(opts[idx].name, "token-file")) {
+            if (read_token(optarg, c.token, sizeof c.token) != 0)
+                return 1;
+            c.cli.token = c.token;
         } else {
             char *end = NULL;
             long v = strtol(optarg, &end, 10);
@@ -1040,6 +1137,8 @@ int main(int argc, char **argv)
     }
     int r;
     const char *cmd = argv[i];
+    if (!strcmp(cmd, "token"))
+        return token_cmd(&c, argc - i, argv + i);
     bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models");
     if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
         strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary") &&

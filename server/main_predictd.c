@@ -14,6 +14,7 @@
  */
 #include <cblas.h>
 #include "srv.h"
+#include "srv_sec.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -36,6 +37,8 @@ typedef struct daemon {
     srv_manager *mgr;
     srv_http *http;
     srv_metrics *metrics;
+    srv_tls *tls;   /* tls_cert_file set: HTTPS (srv_tls.c), else NULL */
+    srv_auth *auth; /* auth_tokens_file set: bearer tokens (srv_auth.c), else NULL */
     _Atomic int draining;
     int sig_pipe[2]; /* [0] read by the main loop, [1] written by on_signal */
     bool notified_ready;
@@ -92,9 +95,28 @@ static uint64_t cfg_fingerprint(const daemon_t *d)
     return fp;
 }
 
+/* Re-reads the TLS certificate and key and the tokens file (the files the
+ * running settings name); each keeps its old content on error. */
+static void reload_security(daemon_t *d, const char *why)
+{
+    rt_err err = {{0}};
+    if (d->tls) {
+        if (srv_tls_reload(d->tls, &err) != RT_OK)
+            srv_log(SRV_LOG_ERROR, "TLS reload (%s) refused, the running certificate stays: %s",
+                    why, err.msg);
+        else
+            srv_log(SRV_LOG_INFO, "TLS reload (%s): certificate %s for new connections", why,
+                    d->cfg->tls_cert_file);
+    }
+    if (d->auth && srv_auth_reload(d->auth, &err) != RT_OK)
+        srv_log(SRV_LOG_ERROR, "auth_tokens_file reload (%s) refused, the running tokens stay: "
+                "%s", why, err.msg);
+}
+
 /* Re-reads the config file and applies it; the old one stays on error. */
 static void reload(daemon_t *d, const char *why)
 {
+    reload_security(d, why);
     if (!(srv_args_given(&d->args, "model_config_file"))) {
         srv_log(SRV_LOG_INFO, "reload (%s): no --model_config_file, rescanning base paths",
                 why);
@@ -155,6 +177,24 @@ static int run(daemon_t *d)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* TLS and tokens first: a bad certificate or key stops the start at once */
+    if (d->cfg->tls_cert_file || d->cfg->tls_key_file) {
+        srv_tls_params tp = {d->cfg->tls_cert_file, d->cfg->tls_key_file,
+                             d->cfg->tls_client_ca_file, d->cfg->tls_min_version,
+                             d->cfg->tls_priorities};
+        if (srv_tls_new(&tp, &d->tls, &err) != RT_OK) {
+            srv_log(SRV_LOG_ERROR, "TLS refused: %s", err.msg);
+            return 1;
+        }
+    } else if (d->cfg->tls_client_ca_file) {
+        srv_log(SRV_LOG_ERROR, "tls_client_ca_file: needs tls_cert_file and tls_key_file");
+        return 1;
+    }
+    if (d->cfg->auth_tokens_file &&
+        srv_auth_new(d->cfg->auth_tokens_file, &d->auth, &err) != RT_OK) {
+        srv_log(SRV_LOG_ERROR, "%s", err.msg);
+        return 1;
+    }
     if (srv_manager_new(&d->mgr, &err) != RT_OK || srv_manager_apply(d->mgr, d->cfg, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
@@ -195,6 +235,10 @@ static int run(daemon_t *d)
     }
     hp.metrics = d->metrics;
     hp.metrics_path = d->cfg->metrics_path;
+    hp.tls = d->tls;
+    hp.auth = d->auth;
+    hp.metrics_require_token = d->cfg->metrics_require_token;
+    hp.gzip_response_min_bytes = d->cfg->gzip_response_min_bytes;
     /* Socket activation: systemd holds the port and hands it over. */
     int nfds = sd_listen_fds(1);
     if (nfds > 0) {
@@ -220,8 +264,11 @@ static int run(daemon_t *d)
                  "max_enqueued_batches %zu, %d batch thread(s))",
                  hp.batch.max_batch_size, hp.batch.timeout_us, hp.batch.max_enqueued_batches,
                  hp.batch.threads);
-    srv_log(SRV_LOG_INFO, "%s listening on %s:%d%s with %d %s thread(s)%s, %zu model(s)",
-            SRV_VERSION_STRING, nfds > 0 ? "(socket activation)" : hp.host,
+    srv_log(SRV_LOG_INFO, "%s listening (%s%s%s) on %s:%d%s with %d %s thread(s)%s, %zu model(s)",
+            SRV_VERSION_STRING,
+            d->tls ? (srv_tls_client_ca(d->tls) ? "HTTPS, mutual TLS" : "HTTPS")
+                   : "plain HTTP: no tls_cert_file",
+            d->auth ? ", bearer tokens" : "", d->auth ? "" : ", no auth_tokens_file", nfds > 0 ? "(socket activation)" : hp.host,
             srv_http_port(d->http), nfds > 0 ? " (fd 3)" : "", hp.threads,
             hp.max_queue ? "inference worker" : "request", queue_txt, d->cfg->n_models);
 
@@ -376,6 +423,8 @@ out:
     srv_http_stop(D.http);
     srv_manager_free(D.mgr);
     srv_metrics_free(D.metrics);
+    srv_tls_free(D.tls);
+    srv_auth_free(D.auth);
     srv_config_free(D.cfg);
     srv_args_free(&D.args);
     for (int i = 0; i < 2; i++)

@@ -32,6 +32,10 @@
  *                 read deadlines
  *   srv_framing.c request framing checks against request smuggling (RFC 9112)
  *   srv_client.c  a small blocking HTTP/1.1 client (predictctl, probes)
+ *   srv_tls.c, srv_auth.c, srv_auth_file.c, srv_http_sec.c, srv_gzip.c
+ *                 TLS and mutual TLS, bearer tokens (and predictctl token
+ *                 add), the HTTP front's gate, gzip request bodies; their
+ *                 header is srv_sec.h (the server's own)
  *   main_predictd.c  the daemon's single context, signals, reload loop
  *   main_predictctl.c  the operator's tool: status, labels, promote, rollback,
  *                 canary
@@ -163,6 +167,15 @@ typedef struct srv_config {
                                      that is not available (warned); default false:
                                      refused (TF Serving's rule) */
     int port;                     /* --port, TF Serving's gRPC port: warned, unused */
+    char *tls_cert_file;          /* HTTPS certificate chain (PEM); NULL = plain HTTP */
+    char *tls_key_file;           /* its private key (PEM) */
+    char *tls_client_ca_file;     /* mutual TLS: the clients' CA (PEM), or NULL */
+    char *tls_min_version;        /* "TLS1.2" (default) or "TLS1.3" */
+    char *tls_priorities;         /* GnuTLS priority string */
+    char *auth_tokens_file;       /* bearer tokens (hashes + scopes), or NULL = none */
+    bool metrics_require_token;   /* with tokens: metrics need the metrics scope */
+    size_t gzip_response_min_bytes; /* > 0: gzip answers of at least this many bytes
+                                       (Accept-Encoding: gzip); default 0 = never */
     char *model_config_file;      /* the file this came from, or NULL */
     char *model_name;             /* --model_name (flag only), or NULL */
     char *model_base_path;        /* --model_base_path (flag only), or NULL */
@@ -866,6 +879,11 @@ typedef struct srv_http_params {
     srv_batcher_params batch; /* its knobs (threads: batch threads) */
     const char *metrics_path; /* GET path of the Prometheus metrics (copied at
                                  start, at most 255 bytes); NULL = not served */
+    struct srv_tls *tls;   /* non-NULL: HTTPS with it (the caller owns it) */
+    struct srv_auth *auth; /* non-NULL: bearer tokens required (the caller owns it) */
+    bool metrics_require_token; /* with auth: the metrics path needs a token */
+    size_t gzip_response_min_bytes; /* > 0: answers this long or longer are gzip for
+                                       clients that accept it; 0 = never */
 } srv_http_params;
 
 srv_http_params srv_http_default_params(void);

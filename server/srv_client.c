@@ -2,10 +2,15 @@
  * srv_client.c — a small blocking HTTP/1.1 client for predictctl and the
  * daemon's watchdog probe: one request per connection (Connection: close),
  * a deadline for the whole exchange, Content-Length or read-to-EOF bodies.
+ * With srv_client_opts (srv_sec.h): HTTPS through GnuTLS (the server's
+ * certificate verified against a CA file or the system's trust store, and
+ * its name or IP address checked) and a bearer token.
  */
 #include "srv.h"
+#include "srv_sec.h"
 
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -77,41 +82,131 @@ static int dial(const char *host, int port, double deadline, rt_err *err)
     return fd;
 }
 
+/* A TLS session on fd for host, handshaken before deadline; NULL with err
+ * on failure (a certificate that does not verify is named). */
+static gnutls_session_t tls_open(int fd, const char *host, const srv_client_opts *o,
+                                 double deadline, gnutls_certificate_credentials_t *cred,
+                                 rt_err *err)
+{
+    gnutls_session_t s = NULL;
+    int r = gnutls_certificate_allocate_credentials(cred);
+    if (r >= 0)
+        r = o->ca_file ? gnutls_certificate_set_x509_trust_file(*cred, o->ca_file,
+                                                                GNUTLS_X509_FMT_PEM)
+                       : gnutls_certificate_set_x509_system_trust(*cred);
+    if (r <= 0) {
+        rt_err_set(err, RT_ERR_INVALID, "%s: no CA certificate to verify the server with%s%s",
+                   o->ca_file ? o->ca_file : "the system trust store", r < 0 ? ": " : "",
+                   r < 0 ? gnutls_strerror(r) : "");
+        return NULL;
+    }
+    if ((r = gnutls_init(&s, GNUTLS_CLIENT | GNUTLS_NONBLOCK)) < 0 ||
+        (r = gnutls_set_default_priority(s)) < 0 ||
+        (r = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, *cred)) < 0) {
+        rt_err_set(err, RT_ERR_NOMEM, "TLS: %s", gnutls_strerror(r));
+        if (s)
+            gnutls_deinit(s);
+        return NULL;
+    }
+    bool ip = strspn(host, "0123456789.") == strlen(host) || strchr(host, ':');
+    if (!ip)
+        gnutls_server_name_set(s, GNUTLS_NAME_DNS, host, strlen(host));
+    gnutls_session_set_verify_cert(s, host, 0);
+    gnutls_transport_set_int(s, fd);
+    gnutls_handshake_set_timeout(s, 0);
+    while ((r = gnutls_handshake(s)) < 0) {
+        if (gnutls_error_is_fatal(r)) {
+            if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+                gnutls_datum_t why = {NULL, 0};
+                gnutls_certificate_verification_status_print(
+                    gnutls_session_get_verify_cert_status(s), GNUTLS_CRT_X509, &why, 0);
+                rt_err_set(err, RT_ERR_IO, "%s: TLS: the server's certificate: %s", host,
+                           why.data ? (char *)why.data : "does not verify");
+                gnutls_free(why.data);
+            } else {
+                rt_err_set(err, RT_ERR_IO, "%s: TLS handshake: %s", host, gnutls_strerror(r));
+            }
+            gnutls_deinit(s);
+            return NULL;
+        }
+        if (!wait_fd(fd, gnutls_record_get_direction(s) ? POLLOUT : POLLIN, deadline)) {
+            rt_err_set(err, RT_ERR_IO, "%s: timed out in the TLS handshake", host);
+            gnutls_deinit(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+/* send/recv on fd, or through the TLS session s: bytes moved, 0 at the
+ * end, -1 with errno EAGAIN (wait), else -2 with msg set. */
+static ssize_t io(gnutls_session_t s, int fd, bool out, void *p, size_t n, const char **msg)
+{
+    if (!s) {
+        ssize_t r = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+        if (r < 0 && errno != EAGAIN && errno != EINTR) {
+            *msg = strerror(errno);
+            return -2;
+        }
+        if (r < 0)
+            errno = EAGAIN;
+        return r;
+    }
+    ssize_t r = out ? gnutls_record_send(s, p, n) : gnutls_record_recv(s, p, n);
+    if (r >= 0)
+        return r;
+    if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (!out && r == GNUTLS_E_PREMATURE_TERMINATION)
+        return 0; /* closed without close_notify: the body ends at EOF anyway */
+    *msg = gnutls_strerror((int)r);
+    return -2;
+}
+
 /* The request on connected socket fd (non-blocking; closed here) before
  * deadline; name ("host:port") is the Host header and names the peer in
- * messages. As srv_client_request otherwise. */
-static rt_status exchange(int fd, const char *name, const char *method, const char *path,
-                          const char *body, double deadline, int *status, rt_buf *out,
-                          rt_err *err)
+ * messages; host is the name the server's certificate must carry (o may be
+ * NULL: plain HTTP, no token). As srv_client_request otherwise. */
+static rt_status exchange(int fd, const char *name, const char *host, const srv_client_opts *o,
+                          const char *method, const char *path, const char *body,
+                          double deadline, int *status, rt_buf *out, rt_err *err)
 {
     rt_buf req, resp;
     rt_buf_init(&req);
     rt_buf_init(&resp);
     rt_status st = RT_ERR_IO;
+    gnutls_session_t tls = NULL;
+    gnutls_certificate_credentials_t cred = NULL;
+    const char *msg = "";
     size_t blen = body ? strlen(body) : 0;
     if (rt_buf_printf(&req,
                       "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
-                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n",
                       method, path, name, blen) != 0 ||
-        (blen && rt_buf_append(&req, body, blen) != 0)) {
+        (o && o->token && rt_buf_printf(&req, "Authorization: Bearer %s\r\n", o->token) != 0) ||
+        rt_buf_append(&req, "\r\n", 2) != 0 || (blen && rt_buf_append(&req, body, blen) != 0)) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
+    if (o && o->tls && !(tls = tls_open(fd, host, o, deadline, &cred, err)))
+        goto out;
     for (size_t off = 0; off < req.len;) {
         if (!wait_fd(fd, POLLOUT, deadline)) {
             rt_err_set(err, RT_ERR_IO, "%s: timed out sending", name);
             goto out;
         }
-        ssize_t n = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
-        if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            rt_err_set(err, RT_ERR_IO, "%s: send: %s", name, strerror(errno));
+        ssize_t n = io(tls, fd, true, req.data + off, req.len - off, &msg);
+        if (n == -2) {
+            rt_err_set(err, RT_ERR_IO, "%s: send: %s", name, msg);
             goto out;
         }
         if (n > 0)
             off += (size_t)n;
     }
     for (;;) {
-        if (!wait_fd(fd, POLLIN, deadline)) {
+        if (!(tls && gnutls_record_check_pending(tls) > 0) && !wait_fd(fd, POLLIN, deadline)) {
             rt_err_set(err, RT_ERR_IO, "%s: timed out waiting for the answer", name);
             goto out;
         }
@@ -119,13 +214,13 @@ static rt_status exchange(int fd, const char *name, const char *method, const ch
             st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
             goto out;
         }
-        ssize_t n = recv(fd, resp.data + resp.len, 65536, 0);
+        ssize_t n = io(tls, fd, false, resp.data + resp.len, 65536, &msg);
         if (n == 0)
             break;
         if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
+            if (n == -1)
                 continue;
-            rt_err_set(err, RT_ERR_IO, "%s: recv: %s", name, strerror(errno));
+            rt_err_set(err, RT_ERR_IO, "%s: recv: %s", name, msg);
             goto out;
         }
         resp.len += (size_t)n;
@@ -149,6 +244,10 @@ static rt_status exchange(int fd, const char *name, const char *method, const ch
     *status = code;
     st = RT_OK;
 out:
+    if (tls)
+        gnutls_deinit(tls);
+    if (cred)
+        gnutls_certificate_free_credentials(cred);
     close(fd);
     rt_buf_free(&req);
     rt_buf_free(&resp);
@@ -165,12 +264,26 @@ rt_status srv_client_request(const char *host, int port, const char *method, con
         return RT_ERR_IO;
     char name[300];
     snprintf(name, sizeof name, "%s:%d", host, port);
-    return exchange(fd, name, method, path, body, deadline, status, out, err);
+    return exchange(fd, name, host, NULL, method, path, body, deadline, status, out, err);
+}
+
+rt_status srv_client_request_opts(const srv_client_opts *o, const char *host, int port,
+                                  const char *method, const char *path, const char *body,
+                                  int timeout_ms, int *status, rt_buf *out, rt_err *err)
+{
+    double deadline = now_ms() + timeout_ms;
+    int fd = dial(host, port, deadline, err);
+    if (fd < 0)
+        return RT_ERR_IO;
+    char name[300];
+    snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    return exchange(fd, name, host, o, method, path, body, deadline, status, out, err);
 }
 
 rt_status srv_client_request_fd(int fd, const char *name, const char *method, const char *path,
                                 const char *body, int timeout_ms, int *status, rt_buf *out,
                                 rt_err *err)
 {
-    return exchange(fd, name, method, path, body, now_ms() + timeout_ms, status, out, err);
+    return exchange(fd, name, name, NULL, method, path, body, now_ms() + timeout_ms, status, out,
+                    err);
 }

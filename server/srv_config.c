@@ -121,6 +121,26 @@ static const srv_setting SETTINGS[] = {
     INT(port, SRV_SET_FLAG, 0, 65535, 8500, "N",
         "TF Serving's gRPC port: accepted so that TF Serving command lines run, with a "
         "warning; predictd has no gRPC API and serves REST on --rest_api_port"),
+    STR(tls_cert_file, BOTH, NULL, "FILE",
+        "serve HTTPS: PEM certificate, then its chain (needs tls_key_file); refused at start "
+        "when expired, warned within 14 days of expiry; re-read on SIGHUP for new connections "
+        "(a bad new one keeps the old); unset = plain HTTP"),
+    STR(tls_key_file, BOTH, NULL, "FILE",
+        "PEM private key of tls_cert_file; refused when it does not match the certificate or "
+        "others may read it"),
+    STR(tls_client_ca_file, BOTH, NULL, "FILE",
+        "mutual TLS: PEM CA certificate(s); a client must show a certificate they signed"),
+    STR(tls_min_version, BOTH, "TLS1.2", "VER", "lowest TLS version accepted: TLS1.2 or TLS1.3"),
+    STR(tls_priorities, BOTH, "SECURE128:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305",
+        "PRIO", "GnuTLS priority string (ciphers); the versions of tls_min_version are added"),
+    STR(auth_tokens_file, BOTH, NULL, "FILE",
+        "require Authorization: Bearer tokens whose SHA-256 and scopes (infer, read, metrics) "
+        "this file lists (predictctl token add); re-read on reload; health probes stay open"),
+    BOOL(metrics_require_token, BOTH, 1,
+         "with auth_tokens_file: the Prometheus path needs a token with the metrics scope"),
+    SIZE(gzip_response_min_bytes, BOTH, 0, INT64_C(1) << 30, 0,
+         "answer in gzip (Content-Encoding: gzip) when the answer has at least N bytes and the "
+         "request's Accept-Encoding takes gzip; 0 = never"),
 };
 #define N_SETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
 _Static_assert(N_SETTINGS <= 64, "srv_args.set has 64 bits");

@@ -14,6 +14,7 @@
  * outside max_connections (whose libmicrohttpd-side value is set above it).
  */
 #include "srv_http_internal.h"
+#include "srv_sec.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -319,7 +320,14 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
      * the header deadline; its poll loop is level-triggered and has no
      * such batch (docs/daemon.md, "HTTP and workers"). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
-                     MHD_USE_ITC | (h->workers || h->batcher ? MHD_ALLOW_SUSPEND_RESUME : 0);
+                     MHD_USE_ITC | (h->workers || h->batcher ? MHD_ALLOW_SUSPEND_RESUME : 0) |
+                     (p->tls ? MHD_USE_TLS : 0);
+    /* HTTPS (srv_tls.c): the certificate through the callback, so that a
+     * reload reaches new connections; the client CA makes libmicrohttpd
+     * ask for a client certificate (srv_http_sec.c verifies it) */
+    if (p->tls)
+        srv_tls_set_current(p->tls);
+    const char *ca = p->tls ? srv_tls_client_ca(p->tls) : NULL;
     struct MHD_OptionItem opts[] = {
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, h},
         {MHD_OPTION_LISTEN_SOCKET, h->fd, NULL},
@@ -342,10 +350,26 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
         /* refuses bare LF, folding, NUL, white space before ':' itself */
         {MHD_OPTION_CLIENT_DISCIPLINE_LVL, 1, NULL},
 #endif
-        /* libmicrohttpd warns about a pool of one: leave it out then */
-        {io_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, io_threads, NULL},
-        {MHD_OPTION_END, 0, NULL},
+        /* the optional ones below, then the end */
+        {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL},
+        {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL},
     };
+    size_t n_opt = sizeof opts / sizeof opts[0] - 5;
+    /* libmicrohttpd warns about a pool of one: leave it out then */
+    if (io_threads > 1)
+        opts[n_opt++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, io_threads, NULL};
+    if (p->tls) {
+        /* pointers in both fields: libmicrohttpd reads one or the other */
+        void *cb = srv_tls_cert_callback();
+        const char *prio = srv_tls_priority_string(p->tls);
+        opts[n_opt++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, (intptr_t)cb, cb};
+        opts[n_opt++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, (intptr_t)prio,
+                                                (void *)(uintptr_t)prio};
+    }
+    if (ca)
+        opts[n_opt++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, (intptr_t)ca,
+                                                (void *)(uintptr_t)ca};
     h->mhd = MHD_start_daemon(flags, 0, on_accept, h, srv_http_on_request, h, MHD_OPTION_ARRAY,
                               opts, MHD_OPTION_END);
     if (!h->mhd) {
@@ -448,6 +472,10 @@ static double now_ms(void)
 
 bool srv_http_probe(srv_http *h, int timeout_ms)
 {
+    /* over HTTPS the probe would need a TLS client: the daemon's answer
+     * is not probed then (docs/daemon.md, "systemd") */
+    if (h && h->mhd && h->p.tls)
+        return true;
     int sv[2];
     if (!h || !h->mhd || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
         return false;

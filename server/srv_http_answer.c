@@ -54,7 +54,19 @@ static struct MHD_Response *make_response(srv_http *h, unsigned code, rt_buf *b,
 enum MHD_Result srv_http_send(srv_http *h, struct MHD_Connection *conn, unsigned code, rt_buf *b,
                               const char *ctype, bool keep, bool close, int64_t version)
 {
-    struct MHD_Response *resp = make_response(h, code, b, ctype, keep, close, version);
+    rt_buf z; /* Accept-Encoding: gzip, over gzip_response_min_bytes (srv_http_sec.c) */
+    bool gz = srv_http_gzip_answer(h, conn, b, &z);
+    struct MHD_Response *resp = make_response(h, code, gz ? &z : b, ctype, keep && !gz, close,
+                                              version);
+    if (gz) {
+        rt_buf_free(&z);
+        if (!keep)
+            rt_buf_free(b); /* as if the response had taken it */
+        if (resp) {
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+        }
+    }
     if (!resp)
         return MHD_NO;
     srv_metrics_http(h->p.metrics, (int)code);
@@ -296,7 +308,7 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
                           srv_admit_limit(h->admit), srv_admit_in_flight(h->admit));
         if (srv_metrics_render(h->p.metrics, h->mgr, &out) != RT_OK ||
             srv_shadow_metrics(h->shadow, &out) != RT_OK ||
-            srv_predlog_metrics(h->predlog, &out) != RT_OK) {
+            srv_predlog_metrics(h->predlog, &out) != RT_OK || srv_http_sec_metrics(h, &out)) {
             rt_buf_free(&out);
             return srv_http_send_error(h, conn, 500, "out of memory");
         }

@@ -122,6 +122,7 @@ struct conn_state {
     const char *route_key; /* X-Predictd-Route-Key of the current request, or NULL */
     size_t route_key_len;
     size_t kept;           /* bytes of srv_http.kept its buffers count for */
+    bool client_verified;  /* mutual TLS: its client certificate checked (srv_http_sec.c) */
 };
 
 /* ------------------------------------------------ srv_http_answer.c */
@@ -218,5 +219,19 @@ void srv_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cl
 void srv_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                             enum MHD_ConnectionNotificationCode toe);
 void *srv_http_on_request_line(void *cls, const char *uri, struct MHD_Connection *conn);
+
+/* ------------------------------------------------ srv_http_sec.c */
+
+/* The security gate of a routed request (mutual TLS, bearer tokens): -1
+ * when it may go on, else the result of the refusal it queued. */
+int srv_http_sec_gate(srv_http *h, struct MHD_Connection *conn, const srv_route *route,
+                      const char *method);
+/* Appends the TLS and token metrics (nothing when neither is on); nonzero
+ * when out of memory. */
+int srv_http_sec_metrics(srv_http *h, rt_buf *out);
+/* With gzip_response_min_bytes: when b is at least that long and the
+ * request accepts gzip, z (initialized here, the caller frees it) holds b
+ * compressed and true is returned. */
+bool srv_http_gzip_answer(srv_http *h, struct MHD_Connection *conn, const rt_buf *b, rt_buf *z);
 
 #endif /* PREDICTD_SRV_HTTP_INTERNAL_H */

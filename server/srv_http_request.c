@@ -14,6 +14,7 @@
  * request header or a whole request.
  */
 #include "srv_http_internal.h"
+#include "srv_sec.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -214,6 +215,20 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
         }
         srv_route_request(method, url, &rq->route);
         route_metrics(h, method, url, &rq->route);
+        int gate = srv_http_sec_gate(h, conn, &rq->route, method);
+        if (gate >= 0) {
+            rq->answered = true;
+            return (enum MHD_Result)gate;
+        }
+        const char *ce =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
+        if (srv_gzip_coding(ce) < 0) {
+            rq->answered = true;
+            srv_metrics_rejected(h->p.metrics, "unsupported_coding");
+            return srv_http_send_error(h, conn, 415,
+                                       "Content-Encoding '%.64s' is not supported (gzip and "
+                                       "identity are)", ce);
+        }
         if (rq->route.kind == SRV_ROUTE_INFER && !srv_http_draw_route(h, cs, rq)) {
             rq->answered = true;
             return srv_http_send_error(h, conn, 503, "out of memory");
@@ -283,6 +298,29 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
     }
     if (rq->answered)
         return MHD_YES;
+    /* Content-Encoding: gzip: inflated under max_request_bytes (srv_gzip.c),
+     * the inflated bytes held like a body's */
+    if (srv_gzip_coding(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_CONTENT_ENCODING)) == 1) {
+        rt_buf plain;
+        rt_buf_init(&plain);
+        rt_err gerr = {{0}};
+        rt_status gs = srv_gunzip(rq->body.data, rq->body.len, h->p.max_request_bytes, &plain,
+                                  &gerr);
+        rt_buf_free(&rq->body);
+        rq->body = plain;
+        if (gs != RT_OK) {
+            rq->answered = true;
+            rt_buf_free(&rq->body);
+            srv_metrics_rejected(h->p.metrics, gs == RT_ERR_LIMIT ? "too_large" : "bad_gzip");
+            return srv_http_send_error(h, conn, gs == RT_ERR_LIMIT ? 413 : 400, "%s", gerr.msg);
+        }
+        size_t inflated = rq->body.len;
+        if (inflated > rq->held && !hold_body(h, rq, inflated - rq->held)) {
+            rt_buf_free(&rq->body);
+            return refuse_body(h, conn, rq, inflated);
+        }
+    }
     rq->answered = true;
     if (h->batcher && rq->route.kind == SRV_ROUTE_INFER &&
         (rq->route.method == RT_METHOD_PREDICT || rq->route.method == RT_METHOD_INFER))

@@ -1,0 +1,123 @@
+/*
+ * srv_http_sec.c — the HTTP front's security gate, run once per request
+ * after routing: with mutual TLS, the connection's client certificate must
+ * verify against the client CA (else 403, connection closed); with bearer
+ * tokens, the request's route needs a scope (inference: infer; status,
+ * metadata, model lists: read; the metrics path: metrics, unless
+ * metrics_require_token is off) and health and readiness probes none.
+ * Refusals follow RFC 6750 §3: 401 with WWW-Authenticate: Bearer
+ * realm="predictd" (and error="invalid_token" when a token was given),
+ * 403 with error="insufficient_scope". Also the TLS and token metrics,
+ * and the choice to answer in gzip.
+ */
+#include "srv_http_internal.h"
+#include "srv_sec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The scope a route needs; 0 = open (health and readiness probes). */
+static unsigned route_scope(const srv_http *h, const srv_route *r, const char *method)
+{
+    switch (r->kind) {
+    case SRV_ROUTE_HEALTHZ:
+    case SRV_ROUTE_READYZ:
+    case SRV_ROUTE_V2_READY:
+    case SRV_ROUTE_V2_MODEL_READY: return 0;
+    case SRV_ROUTE_INFER: return SRV_SCOPE_INFER;
+    case SRV_ROUTE_METRICS: return h->p.metrics_require_token ? SRV_SCOPE_METRICS : 0;
+    case SRV_ROUTE_LIST:
+    case SRV_ROUTE_STATUS:
+    case SRV_ROUTE_METADATA: return SRV_SCOPE_READ;
+    default:
+        /* routes added later, unknown paths (no 404 before the token):
+         * POST runs models, the rest reads */
+        return !strcmp(method, "POST") ? SRV_SCOPE_INFER : SRV_SCOPE_READ;
+    }
+}
+
+static enum MHD_Result refuse(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                              const char *www, const char *msg, bool close)
+{
+    struct MHD_Response *resp = srv_http_error_response(h, code, msg);
+    if (!resp)
+        return MHD_NO;
+    if (www)
+        MHD_add_response_header(resp, "WWW-Authenticate", www);
+    if (close)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result r = srv_http_send_shared(h, conn, code, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+int srv_http_sec_gate(srv_http *h, struct MHD_Connection *conn, const srv_route *route,
+                      const char *method)
+{
+    if (h->p.tls && srv_tls_client_ca(h->p.tls)) {
+        /* once per connection: the session's certificate does not change */
+        const union MHD_ConnectionInfo *sc =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        conn_state *cs = sc ? sc->socket_context : NULL;
+        if (!cs || !cs->client_verified) {
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+            if (!srv_tls_client_ok(h->p.tls, ci ? ci->tls_session : NULL)) {
+                srv_metrics_rejected(h->p.metrics, "client_certificate");
+                return refuse(h, conn, 403, NULL,
+                              "a client certificate signed by tls_client_ca_file is required",
+                              true);
+            }
+            if (cs)
+                cs->client_verified = true;
+        }
+    }
+    if (!h->p.auth)
+        return -1;
+    unsigned scope = route_scope(h, route, method);
+    if (!scope)
+        return -1;
+    const char *ah =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    switch (srv_auth_check(h->p.auth, ah, scope)) {
+    case SRV_AUTH_OK: return -1;
+    case SRV_AUTH_MISSING:
+        return refuse(h, conn, 401, "Bearer realm=\"predictd\"",
+                      "this request needs an Authorization: Bearer token", false);
+    case SRV_AUTH_INVALID:
+        return refuse(h, conn, 401, "Bearer realm=\"predictd\", error=\"invalid_token\"",
+                      "the bearer token is not valid", false);
+    case SRV_AUTH_SCOPE: {
+        char names[64], www[160], msg[128];
+        srv_auth_scope_names(scope, names, sizeof names);
+        snprintf(www, sizeof www,
+                 "Bearer realm=\"predictd\", error=\"insufficient_scope\", scope=\"%s\"", names);
+        snprintf(msg, sizeof msg, "the bearer token lacks the '%s' scope", names);
+        return refuse(h, conn, 403, www, msg, false);
+    }
+    }
+    return -1;
+}
+
+int srv_http_sec_metrics(srv_http *h, rt_buf *out)
+{
+    if (h->p.tls && srv_tls_metrics(h->p.tls, out) != 0)
+        return -1;
+    if (h->p.auth && srv_auth_metrics(h->p.auth, out) != 0)
+        return -1;
+    return 0;
+}
+
+bool srv_http_gzip_answer(srv_http *h, struct MHD_Connection *conn, const rt_buf *b, rt_buf *z)
+{
+    if (!h->p.gzip_response_min_bytes || b->len < h->p.gzip_response_min_bytes ||
+        !srv_gzip_accepted(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                       MHD_HTTP_HEADER_ACCEPT_ENCODING)))
+        return false;
+    rt_buf_init(z);
+    if (srv_gzip_compress(b->data, b->len, z) != 0) {
+        rt_buf_free(z);
+        return false; /* answered uncompressed */
+    }
+    return true;
+}
