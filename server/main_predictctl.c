@@ -884,9 +884,15 @@ static int show_status(const ctl *c, const char *model)
         cJSON_Delete(doc);
         return doc && code == 200 ? 0 : 1;
     }
-    cJSON *all = get_json(c, "/v1/models", NULL);
+    int all_code = 0;
+    cJSON *all = get_json(c, "/v1/models", &all_code);
     if (!all)
         return 1;
+    if (all_code != 200) { /* the daemon's error (401, 403, ...) as it sent it */
+        print_json(all);
+        cJSON_Delete(all);
+        return 1;
+    }
     int r = 0;
     bool found = model == NULL;
     table t;

@@ -8,7 +8,7 @@ exports), build/demo/job/export/census (the same, where `make demo` puts
 its export). Each command runs there with only these substitutions, so that
 it touches nothing outside and takes seconds:
   /tmp/X -> SANDBOX/tmp/X;  /srv/models/ -> SANDBOX/models/;
-  /etc/predictd/predictd.json (predictctl's default config) -> SANDBOX/conf/predictd.json;
+  /etc/predictd/ (predictctl's default config, the tokens file) -> SANDBOX/conf/;
   ports 8500, 8501, 8502, 9000 -> free loopback ports;  curl -> curl -sSf (an
   HTTP error fails the example);  the daemon listens on 127.0.0.1.
 A daemon example (predictd ...) is started in the background and must get
@@ -166,7 +166,7 @@ class Sandbox:
         W = self.dir
         cmd = re.sub(r"(?<![\w.])/tmp/", W + "/tmp/", cmd)
         cmd = cmd.replace("/srv/models/", W + "/models/")
-        cmd = cmd.replace("/etc/predictd/predictd.json", W + "/conf/predictd.json")
+        cmd = cmd.replace("/etc/predictd/", W + "/conf/")
         for p, q in self.ports.items():
             cmd = re.sub(r"(?<![\d.])%d(?!\d)" % p, str(q), cmd)
         cmd = re.sub(r"(^|[;&|]\s*)curl ", r"\1curl -sSf --max-time 60 ", cmd)
