@@ -154,10 +154,32 @@ rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **
                        size_t *len, rt_err *err);
 
 /* Writes len bytes of data to path atomically: a temp file beside it
- * (PATH.tmp-PID), fsync, rename(2) over path, so a reader or a crash sees
- * the old file or the new one, never half of it. An existing file's mode is
- * kept (else 0644). Errors name the path. Thread-safe. */
+ * (PATH.tmp-PID), fsync, rename(2) over path, fsync of the directory, so a
+ * reader or a crash sees the old file or the new one, never half of it. An
+ * existing file's mode is kept (else 0644). Errors name the path (the temp
+ * file's, for a failed write); on error the temp file is gone. Thread-safe. */
 rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err);
+/* rt_write_file with the temp file named PATH + tag + PID (tag NULL or "":
+ * ".tmp-"), for a program that finds its own killed runs' leftovers. */
+rt_status rt_write_file_tag(const char *path, const char *tag, const void *data, size_t len,
+                            rt_err *err);
+/* Writes all len bytes to fd (EINTR and short writes retried). Errors name
+ * name: "NAME: write: ...". */
+rt_status rt_write_fd(int fd, const void *data, size_t len, const char *name, rt_err *err);
+/* rename(2) from over to, then fsync of to's directory, so the rename
+ * survives a crash. Errors: "rename FROM to TO: ...", "DIR: fsync: ...". */
+rt_status rt_rename_durable(const char *from, const char *to, rt_err *err);
+/* fsync of directory dir (a file system that cannot sync directories,
+ * EINVAL, is not an error). */
+rt_status rt_fsync_dir(const char *dir, rt_err *err);
+/* mkdir -p dir (mode 0755, less the umask): each missing component in turn;
+ * existing ones are fine. Errors: RT_ERR_INVALID (empty), RT_ERR_IO
+ * ("mkdir PATH: ..." naming the component that failed), RT_ERR_NOMEM. */
+rt_status rt_mkdirs(const char *dir, rt_err *err);
+/* rm -rf name, relative to directory descriptor dfd (or AT_FDCWD): a file,
+ * or a directory and all below it (32 levels at most; symbolic links are
+ * removed, never followed). A missing name is fine. 0, or -1 with errno. */
+int rt_rmtree_at(int dfd, const char *name);
 
 /* Seconds as a double: wall 0, CLOCK_MONOTONIC (for intervals); wall 1,
  * CLOCK_REALTIME (since the epoch). Thread-safe. */

@@ -18,7 +18,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -55,41 +54,13 @@ static double now_mono(void)
     return rt_seconds(0);
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 /* A fresh, empty trial directory (an interrupted trial's leftovers go). */
 static rt_status fresh_dir(const char *dir, rt_err *err)
 {
-    struct stat st;
-    if (lstat(dir, &st) == 0 && nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    if (rt_rmtree_at(AT_FDCWD, dir) != 0)
         return rt_err_set(err, RT_ERR_IO, "%s: cannot remove: %s", dir, strerror(errno));
     if (mkdir(dir, 0755) != 0)
         return rt_err_set(err, RT_ERR_IO, "%s: %s", dir, strerror(errno));
-    return RT_OK;
-}
-
-static rt_status mkdirs(const char *path, rt_err *err)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return rt_err_set(err, RT_ERR_LIMIT, "%s: path too long", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-                return rt_err_set(err, RT_ERR_IO, "%s: %s", buf, strerror(errno));
-            *p = c;
-            if (!c)
-                break;
-        }
-    }
     return RT_OK;
 }
 
@@ -153,7 +124,7 @@ static rt_status check_space(const tun_spec *s, const char *dir, rt_err *err)
                             "algorithm or parameters; use a new --job-dir", path);
         goto out;
     }
-    st = tun_write_atomic(path, text, strlen(text), err);
+    st = rt_write_file(path, text, strlen(text), err);
 out:
     free(text);
     cJSON_Delete(mine);
@@ -617,7 +588,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if ((st = mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
+    if ((st = rt_mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
         goto out;
     snprintf(tpath, sizeof tpath, "%s/trials.jsonl", p->job_dir);
     snprintf(spath, sizeof spath, "%s/study.json", p->job_dir);
@@ -921,7 +892,7 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
             r.t.start_time = now_real();
             snprintf(r.dir, sizeof r.dir, "%s/%lld", p->job_dir, (long long)r.t.id);
             snprintf(r.metric_file, sizeof r.metric_file, "%s/hypertune.metrics", r.dir);
-            if ((st = mkdirs(p->job_dir, err)) || (st = fresh_dir(r.dir, err)) ||
+            if ((st = rt_mkdirs(p->job_dir, err)) || (st = fresh_dir(r.dir, err)) ||
                 (r.pid = launch(s, p, &r, &oldmask, err)) < 0) {
                 /* this trial fails, the rank goes on */
                 r.pid = 0;
