@@ -25,6 +25,7 @@
 #ifndef PREDICTD_RT_H
 #define PREDICTD_RT_H
 
+#include <signal.h> /* rt_stops */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -93,7 +94,6 @@ void rt_mpi_forget_launcher(void);
 
 /* ------------------------------------------------------ signals (rt_signal.c) */
 
-struct sigaction;
 /*
  * For a program that blocks sig in its threads and takes it synchronously
  * (sigpending, sigtimedwait): a handler that moves sig, when the kernel
@@ -102,6 +102,30 @@ struct sigaction;
  * the previous action, for sigaction(sig, old, NULL) afterwards.
  */
 void rt_signal_hold(int sig, struct sigaction *old);
+
+/* SIGINT and SIGTERM blocked while a program works, taken synchronously
+ * (rt_stops_pending / rt_stops_take, or sigtimedwait on mask): what
+ * rt_stops_block changed, for rt_stops_restore. */
+typedef struct rt_stops {
+    sigset_t mask;             /* SIGINT, SIGTERM and also (for sigtimedwait) */
+    sigset_t old_mask;         /* the caller's mask before (for a forked child) */
+    struct sigaction old_act[2]; /* SIGINT's and SIGTERM's actions before */
+    int also;                  /* the extra signal blocked, or 0 */
+} rt_stops;
+/* Blocks SIGINT, SIGTERM and also (another signal, e.g. SIGCHLD, or 0) in
+ * the calling thread (threads it starts inherit the mask), and holds
+ * SIGINT/SIGTERM with rt_signal_hold: a stop stays pending until the
+ * program looks. Call it before starting threads. */
+void rt_stops_block(rt_stops *s, int also);
+/* The actions and mask from before rt_stops_block; a pending also signal is
+ * discarded first (a pending SIGINT/SIGTERM is not: take it first unless it
+ * should act as before). */
+void rt_stops_restore(const rt_stops *s);
+/* SIGINT or SIGTERM pending for the process or the thread, else 0. */
+int rt_stops_pending(void);
+/* Takes a pending SIGINT/SIGTERM off the queue without waiting; returns it,
+ * or 0. */
+int rt_stops_take(void);
 
 /* ---------------------------------------------------- byte buffer and hashes */
 

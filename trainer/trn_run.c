@@ -754,55 +754,6 @@ static int exported_at(const run *R, int64_t step)
     return found;
 }
 
-/*
- * SIGINT/SIGTERM while training: the training threads block them and the
- * loop looks for a pending one after each step (no handler state, no
- * global); rt_signal_hold brings back one the kernel gave a library's thread.
- */
-/* SIGINT or SIGTERM pending (blocked while training), else 0. */
-static int stop_pending(void)
-{
-    sigset_t p;
-    if (sigpending(&p) != 0)
-        return 0;
-    return sigismember(&p, SIGINT) ? SIGINT : sigismember(&p, SIGTERM) ? SIGTERM : 0;
-}
-
-/* Takes a pending SIGINT/SIGTERM off the queue (so unblocking them does not
- * end the process); returns it, or 0. */
-static int stop_take(void)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    struct timespec zero = {0, 0};
-    int sig = sigtimedwait(&set, NULL, &zero);
-    return sig > 0 ? sig : 0;
-}
-
-/* Blocks SIGINT and SIGTERM for training (old: the dispositions and mask to
- * give back with unmask): a signal stays pending until the loop looks. */
-static void mask_stops(struct sigaction old[2], sigset_t *oldmask)
-{
-    sigset_t stopset;
-    sigemptyset(&stopset);
-    sigaddset(&stopset, SIGINT);
-    sigaddset(&stopset, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stopset, oldmask);
-    rt_signal_hold(SIGINT, &old[0]);
-    rt_signal_hold(SIGTERM, &old[1]);
-}
-
-/* The dispositions and mask from before training: a signal from now on
- * (the final evaluation and export) acts as it did before. */
-static void unmask(const struct sigaction old[2], const sigset_t *oldmask)
-{
-    sigaction(SIGINT, &old[0], NULL);
-    sigaction(SIGTERM, &old[1], NULL);
-    pthread_sigmask(SIG_SETMASK, oldmask, NULL);
-}
-
 /* --------------------------------------------------------------- the run */
 
 /* The training input: every rank's reader with the run's parameters. */
@@ -1053,13 +1004,12 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
     tg_data *d = NULL;
     float *labels = NULL;
     tg_booster *bo = NULL;
-    sigset_t oldmask;
-    struct sigaction oldact[2];
+    rt_stops stops; /* SIGINT/SIGTERM blocked while training */
     int masked = 0;
     rt_status st;
     *sig = 0;
     if (c->stop_signal) {
-        mask_stops(oldact, &oldmask);
+        rt_stops_block(&stops, 0);
         masked = 1;
     }
     double t0 = now_s();
@@ -1093,7 +1043,7 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
         double flags[4] = {is_chief(c) && c->save_checkpoints_secs > 0 &&
                                now_s() - last_ckpt >= c->save_checkpoints_secs,
                            is_chief(c) && now_s() - last_eval >= c->throttle_secs,
-                           masked && stop_pending() ? 1.0 : 0.0,
+                           masked && rt_stops_pending() ? 1.0 : 0.0,
                            is_chief(c) && trn_early_stop_secs_due(R->es, now_s())};
         if ((st = trn_dist_sum(dist, flags, 4, err)))
             goto out;
@@ -1105,7 +1055,7 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
             (st = tree_summary(R, bo, (uint64_t)(nall * (double)(m->step - start)), err)))
             goto out;
         if (flags[2] > 0) {
-            *sig = masked ? stop_take() : 0;
+            *sig = masked ? rt_stops_take() : 0;
             if (!*sig)
                 *sig = SIGTERM; /* another rank's */
             break;
@@ -1144,10 +1094,10 @@ static rt_status train_trees(run *R, trn_dist *dist, int *sig, rt_err *err)
               c->job_dir, (long long)m->step);
     }
     if (masked && !*sig)
-        *sig = stop_take();
+        *sig = rt_stops_take();
 out:
     if (masked)
-        unmask(oldact, &oldmask);
+        rt_stops_restore(&stops);
     trn_gbdt_free(bo);
     trn_gbdt_data_free(d);
     free(labels);
@@ -1168,8 +1118,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
     targets tg = {0};
     trn_dist *dist = NULL;
     int lock = -1, masked = 0, sig = 0;
-    sigset_t oldmask;
-    struct sigaction oldact[2];
+    rt_stops stops; /* SIGINT/SIGTERM blocked while training */
     rt_status st;
     if (final)
         memset(final, 0, sizeof *final);
@@ -1322,7 +1271,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         if (c.stop_signal) {
             /* blocked before the reader threads start, so they inherit it: a
              * signal stays pending until the loop looks, after a step */
-            mask_stops(oldact, &oldmask);
+            rt_stops_block(&stops, 0);
             masked = 1;
         }
         if ((st = trn_feeder_new(R.m->g, &fd, err)))
@@ -1411,7 +1360,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                               is_chief(&c) && c.save_checkpoints_secs > 0 &&
                                   now_s() - last_ckpt >= c.save_checkpoints_secs,
                               is_chief(&c) && now_s() - last_eval >= c.throttle_secs,
-                              masked && stop_pending() ? 1.0f : 0.0f,
+                              masked && rt_stops_pending() ? 1.0f : 0.0f,
                               is_chief(&c) && trn_early_stop_secs_due(R.es, now_s())};
             double loss = 0;
             size_t n_global = n_local;
@@ -1437,7 +1386,7 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                 goto out;
             }
             if (flags[3] > 0) { /* after this step (if it was one): checkpoint and stop */
-                sig = masked ? stop_take() : 0;
+                sig = masked ? rt_stops_take() : 0;
                 if (!sig)
                     sig = SIGTERM; /* another rank's */
                 if (!ended && n_global > 0)
@@ -1563,8 +1512,8 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
             goto out;
         if (masked) {
             if (!sig)
-                sig = stop_take(); /* came during the last checkpoint */
-            unmask(oldact, &oldmask);
+                sig = rt_stops_take(); /* came during the last checkpoint */
+            rt_stops_restore(&stops);
             masked = 0;
         }
         if (sig) {
@@ -1596,7 +1545,7 @@ out:
         trn_ckpt_writer_free(R.ckw);
     }
     if (masked)
-        unmask(oldact, &oldmask);
+        rt_stops_restore(&stops);
     trn_summary_close(R.sum);
     trn_early_stop_free(R.es);
     targets_free(&tg);

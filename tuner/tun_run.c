@@ -468,36 +468,6 @@ static void nap_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* SIGINT, SIGTERM and SIGCHLD blocked (taken with sigtimedwait: no state,
- * no global; rt_signal_hold brings back a SIGINT/SIGTERM the kernel gave a
- * library's thread, such as Open MPI's); *old and act receive the caller's
- * mask and actions. */
-static void block_signals(sigset_t *mask, sigset_t *old, struct sigaction act[2])
-{
-    sigemptyset(mask);
-    sigaddset(mask, SIGINT);
-    sigaddset(mask, SIGTERM);
-    sigaddset(mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, mask, old);
-    rt_signal_hold(SIGINT, &act[0]);
-    rt_signal_hold(SIGTERM, &act[1]);
-}
-
-/* The caller's mask and actions again; a SIGCHLD left pending must not
- * reach it. */
-static void unblock_signals(const sigset_t *old, const struct sigaction act[2])
-{
-    sigaction(SIGINT, &act[0], NULL);
-    sigaction(SIGTERM, &act[1], NULL);
-    struct timespec zero = {0, 0};
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    while (sigtimedwait(&chld, NULL, &zero) > 0) {
-    }
-    sigprocmask(SIG_SETMASK, old, NULL);
-}
-
 /* ------------------------------------------------------------ the study */
 
 /* Moves a finished trial into the study: trials.jsonl rewritten, its line
@@ -579,8 +549,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
     running *run = calloc((size_t)max_par, sizeof *run);
     char *busy = comm ? calloc((size_t)comm->size, 1) : NULL;
     char tpath[4200], spath[4200];
-    sigset_t mask, oldmask;
-    struct sigaction oldact[2];
+    rt_stops stops; /* SIGINT, SIGTERM and SIGCHLD blocked, taken with sigtimedwait */
     int masked = 0;
     *succeeded = 0;
     *interrupted = 0;
@@ -622,7 +591,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
         limit = tun_grid_size(s);
     int64_t max_failed = s->max_failed > 0 ? s->max_failed : s->max_trials;
 
-    block_signals(&mask, &oldmask, oldact);
+    rt_stops_block(&stops, SIGCHLD);
     masked = 1;
 
     for (;;) {
@@ -662,7 +631,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
             }
             if ((st = fresh_dir(r->dir, err)))
                 goto stop;
-            if ((r->pid = launch(s, p, r, &oldmask, err)) < 0) {
+            if ((r->pid = launch(s, p, r, &stops.old_mask, err)) < 0) {
                 st = RT_ERR_IO;
                 goto stop;
             }
@@ -671,7 +640,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
         if (nr == 0)
             break;
         struct timespec ts = {0, (comm ? 20 : POLL_MS) * 1000000L};
-        int sig = sigtimedwait(&mask, NULL, &ts);
+        int sig = sigtimedwait(&stops.mask, NULL, &ts);
         if (sig == SIGINT || sig == SIGTERM) {
             if (!p->quiet)
                 fprintf(stderr, "predict-tune: %s: stopping %zu running trial(s); run the same "
@@ -790,7 +759,7 @@ out:
         send_text(comm, r, MSG_QUIT, "", &e3); /* every rank returns, whatever happened */
     }
     if (masked)
-        unblock_signals(&oldmask, oldact);
+        rt_stops_restore(&stops);
     /* every slot: one being filled when an error stopped the loop holds values too */
     for (int64_t i = 0; run && i < max_par; i++)
         tun_trial_free(&run[i].t, 0);
@@ -813,16 +782,15 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
     const tun_comm *c = p->comm;
     running r;
     memset(&r, 0, sizeof r);
-    sigset_t mask, oldmask;
-    struct sigaction oldact[2];
+    rt_stops stops; /* SIGINT, SIGTERM and SIGCHLD blocked, taken with sigtimedwait */
     rt_status st = RT_OK;
     size_t reported = 0;
     double next_read = 0;
     *interrupted = 0;
-    block_signals(&mask, &oldmask, oldact);
+    rt_stops_block(&stops, SIGCHLD);
     for (int quit = 0; !quit || r.pid > 0;) {
         struct timespec ts = {0, 20 * 1000000L};
-        int sig = sigtimedwait(&mask, NULL, &ts);
+        int sig = sigtimedwait(&stops.mask, NULL, &ts);
         if ((sig == SIGINT || sig == SIGTERM) && !*interrupted) {
             /* the whole study stops: rank 0 is told; this rank's trial ends */
             *interrupted = 1;
@@ -893,7 +861,7 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
             snprintf(r.dir, sizeof r.dir, "%s/%lld", p->job_dir, (long long)r.t.id);
             snprintf(r.metric_file, sizeof r.metric_file, "%s/hypertune.metrics", r.dir);
             if ((st = rt_mkdirs(p->job_dir, err)) || (st = fresh_dir(r.dir, err)) ||
-                (r.pid = launch(s, p, &r, &oldmask, err)) < 0) {
+                (r.pid = launch(s, p, &r, &stops.old_mask, err)) < 0) {
                 /* this trial fails, the rank goes on */
                 r.pid = 0;
                 r.t.end_time = now_real();
@@ -915,6 +883,6 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
         waitpid(r.pid, NULL, 0);
     }
     tun_trial_free(&r.t, 0);
-    unblock_signals(&oldmask, oldact);
+    rt_stops_restore(&stops);
     return st;
 }
