@@ -85,15 +85,9 @@ static rt_status list_at(int dfd, const char *base, int64_t **versions, size_t *
             continue;
         if (fstatat(dfd, de->d_name, &sb, 0) != 0 || !S_ISDIR(sb.st_mode))
             continue;
-        if (count == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            int64_t *nv = realloc(v, ncap * sizeof *nv);
-            if (!nv) {
-                st = rt_err_set(err, RT_ERR_NOMEM, "export base %s: out of memory", base);
-                goto out;
-            }
-            v = nv;
-            cap = ncap;
+        if (rt_grow(&v, &cap, count + 1, sizeof *v) != 0) {
+            st = rt_err_set(err, RT_ERR_NOMEM, "export base %s: out of memory", base);
+            goto out;
         }
         v[count++] = ver;
     }

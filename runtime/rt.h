@@ -129,6 +129,18 @@ int rt_stops_take(void);
 
 /* ---------------------------------------------------- byte buffer and hashes */
 
+/*
+ * Grows the array *arrp (a T **, holding *cap elements of elem bytes) so
+ * that it holds need elements: unchanged when need <= *cap, else realloc'd
+ * to the capacity doubled (from RT_GROW_FIRST) until need fits, or need
+ * itself where doubling would overflow. 0 ok (the array may have moved; the
+ * new elements are uninitialised); -1 when need * elem overflows size_t or
+ * memory runs out, *arrp and *cap unchanged. Usage:
+ *   if (rt_grow(&a->items, &a->cap, a->n + 1, sizeof *a->items) != 0) ...
+ */
+#define RT_GROW_FIRST 16
+int rt_grow(void *arrp, size_t *cap, size_t need, size_t elem);
+
 /* A growable byte buffer; always NUL-terminated after any append. */
 typedef struct rt_buf {
     char *data;

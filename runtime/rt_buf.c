@@ -1,5 +1,6 @@
-/* rt_buf.c — growable byte buffer with JSON string and float writers, and
- * the UTF-8 check they (and the request parsers) share. */
+/* rt_buf.c — growable byte buffer with JSON string and float writers, the
+ * UTF-8 check they (and the request parsers) share, and rt_grow, the one
+ * way every module grows an array. */
 #include "rt_internal.h"
 
 #include <math.h>
@@ -45,6 +46,27 @@ int rt_buf_reserve(rt_buf *b, size_t extra)
         return -1;
     b->data = p;
     b->cap = cap;
+    return 0;
+}
+
+int rt_grow(void *arrp, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    if (elem == 0 || need > SIZE_MAX / elem)
+        return -1;
+    size_t n = *cap ? *cap : RT_GROW_FIRST;
+    while (n < need)
+        n = n > SIZE_MAX / 2 ? need : n * 2;
+    if (n > SIZE_MAX / elem)
+        n = need; /* doubling would overflow; need itself fits */
+    void *old;
+    memcpy(&old, arrp, sizeof old);
+    void *p = realloc(old, n * elem);
+    if (!p)
+        return -1;
+    memcpy(arrp, &p, sizeof p);
+    *cap = n;
     return 0;
 }
 

@@ -138,24 +138,6 @@ static void copy_name(char *dst, const char *src)
     dst[n] = '\0';
 }
 
-/* Grows *arr (elements of size sz) to hold one more; false at the cap. */
-static bool grow(void **arr, size_t *cap, size_t n, size_t sz, size_t max)
-{
-    if (n < *cap)
-        return true;
-    if (n >= max)
-        return false;
-    size_t nc = *cap ? *cap * 2 : 16;
-    if (nc > max)
-        nc = max;
-    void *p = realloc(*arr, nc * sz);
-    if (!p)
-        return false;
-    *arr = p;
-    *cap = nc;
-    return true;
-}
-
 void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_method method,
                          int http_code, double seconds)
 {
@@ -169,7 +151,8 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
             !strcmp(x->model, model ? model : ""))
             s = x;
     }
-    if (!s && grow((void **)&m->series, &m->cap_series, m->n_series, sizeof *s, MAX_SERIES)) {
+    if (!s && m->n_series < MAX_SERIES &&
+        rt_grow(&m->series, &m->cap_series, m->n_series + 1, sizeof *s) == 0) {
         s = &m->series[m->n_series++];
         memset(s, 0, sizeof *s);
         copy_name(s->model, model);
@@ -186,7 +169,8 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
         if (m->hists[i].method == method && m->hists[i].version == version &&
             !strcmp(m->hists[i].model, model ? model : ""))
             h = &m->hists[i];
-    if (!h && grow((void **)&m->hists, &m->cap_hists, m->n_hists, sizeof *h, MAX_HISTS)) {
+    if (!h && m->n_hists < MAX_HISTS &&
+        rt_grow(&m->hists, &m->cap_hists, m->n_hists + 1, sizeof *h) == 0) {
         h = &m->hists[m->n_hists++];
         memset(h, 0, sizeof *h);
         copy_name(h->model, model);

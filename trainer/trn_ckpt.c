@@ -160,14 +160,9 @@ rt_status trn_ckpt_list(const char *job_dir, int64_t **steps, size_t *n, rt_err 
         int64_t s;
         if (!parse_step(de->d_name, &s))
             continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            int64_t *q = realloc(*steps, cap * sizeof *q);
-            if (!q) {
-                st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-                break;
-            }
-            *steps = q;
+        if (rt_grow(steps, &cap, *n + 1, sizeof **steps) != 0) {
+            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            break;
         }
         (*steps)[(*n)++] = s;
     }

@@ -434,14 +434,8 @@ static int keep(trn_reader *r, rec *x, size_t len, uint64_t bytes, uint64_t bad_
         r->keeping = 0;
         return 0;
     }
-    if (r->n_kept == r->kept_cap) {
-        size_t cap = r->kept_cap ? r->kept_cap * 2 : 1024;
-        rec **q = realloc(r->kept, cap * sizeof *q);
-        if (!q)
-            return -1;
-        r->kept = q;
-        r->kept_cap = cap;
-    }
+    if (rt_grow(&r->kept, &r->kept_cap, r->n_kept + 1, sizeof *r->kept) != 0)
+        return -1;
     x->ordinal = r->n_kept;
     x->bytes = bytes;
     x->bad_before = bad_before;
