@@ -68,6 +68,8 @@ struct trn_reader {
     int stop;           /* consumer wants the producer to stop */
     rt_status status;   /* producer's final status */
     rt_err err;
+    size_t fail_file;   /* with RT_ERR_FORMAT: the malformed row's file index */
+    uint64_t fail_line; /* and line number (0: none) */
     trn_reader_stats stats;
 
     batch *current;     /* handed to the caller */
@@ -518,6 +520,8 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
             if (r->p.bad_rows == TRN_BAD_ROW_STOP) {
                 if (e)
                     *e = why;
+                r->fail_file = fi; /* published by finish() under the mutex */
+                r->fail_line = lineno;
                 st = RT_ERR_FORMAT;
                 goto out;
             }
@@ -744,6 +748,15 @@ rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err)
     r->view.priv = b;
     *rows = &r->view;
     return RT_OK;
+}
+
+const char *trn_reader_failed_at(trn_reader *r, uint64_t *line)
+{
+    pthread_mutex_lock(&r->mu);
+    int failed = r->done && r->status == RT_ERR_FORMAT && r->fail_line > 0;
+    pthread_mutex_unlock(&r->mu);
+    *line = failed ? r->fail_line : 0;
+    return failed ? r->files[r->fail_file] : NULL;
 }
 
 void trn_reader_get_stats(trn_reader *r, trn_reader_stats *s)
