@@ -141,17 +141,27 @@ int rt_stops_take(void);
 #define RT_GROW_FIRST 16
 int rt_grow(void *arrp, size_t *cap, size_t need, size_t elem);
 
-/* A growable byte buffer; always NUL-terminated after any append. */
+/*
+ * A growable byte buffer; always NUL-terminated after any append. Its error
+ * sticks (as curl's dynbuf's): once an append or reserve fails (out of
+ * memory, size_t overflow), every later one is a no-op returning -1 and
+ * rt_buf_failed says so, so a writer may append many pieces unchecked and
+ * check once at the end. What was appended before the failure stays.
+ */
 typedef struct rt_buf {
     char *data;
     size_t len;
     size_t cap;
+    int failed; /* an append failed since init / reset: see rt_buf_failed */
 } rt_buf;
 
 void rt_buf_init(rt_buf *b);
 void rt_buf_free(rt_buf *b);            /* frees data; b may be reused after init */
-void rt_buf_reset(rt_buf *b);           /* len = 0, keeps capacity */
-int rt_buf_reserve(rt_buf *b, size_t extra); /* 0 ok, -1 out of memory */
+void rt_buf_reset(rt_buf *b);           /* len = 0, keeps capacity, clears the error */
+int rt_buf_reserve(rt_buf *b, size_t extra); /* 0 ok, -1 out of memory (sticks) */
+/* -1 when an append or reserve failed since rt_buf_init / rt_buf_reset (the
+ * text is incomplete), else 0. */
+int rt_buf_failed(const rt_buf *b);
 int rt_buf_append(rt_buf *b, const void *p, size_t n);
 int rt_buf_puts(rt_buf *b, const char *s);
 int rt_buf_printf(rt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

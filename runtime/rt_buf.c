@@ -14,6 +14,7 @@ void rt_buf_init(rt_buf *b)
     b->data = NULL;
     b->len = 0;
     b->cap = 0;
+    b->failed = 0;
 }
 
 void rt_buf_free(rt_buf *b)
@@ -27,14 +28,24 @@ void rt_buf_free(rt_buf *b)
 void rt_buf_reset(rt_buf *b)
 {
     b->len = 0;
+    b->failed = 0;
     if (b->data)
         b->data[0] = '\0';
 }
 
+int rt_buf_failed(const rt_buf *b)
+{
+    return b->failed ? -1 : 0;
+}
+
 int rt_buf_reserve(rt_buf *b, size_t extra)
 {
-    if (extra > SIZE_MAX - b->len - 1)
+    if (b->failed)
         return -1;
+    if (extra > SIZE_MAX - b->len - 1) {
+        b->failed = 1;
+        return -1;
+    }
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return 0;
@@ -42,8 +53,10 @@ int rt_buf_reserve(rt_buf *b, size_t extra)
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     char *p = realloc(b->data, cap);
-    if (!p)
+    if (!p) {
+        b->failed = 1;
         return -1;
+    }
     b->data = p;
     b->cap = cap;
     return 0;
@@ -92,6 +105,8 @@ int rt_buf_printf(rt_buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    if (n < 0)
+        b->failed = 1;
     if (n < 0 || rt_buf_reserve(b, (size_t)n) != 0)
         return -1;
     va_start(ap, fmt);
@@ -150,6 +165,8 @@ int rt_buf_json_string(rt_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     /* Worst case: every byte becomes \u00XX or \ufffd (six bytes). */
+    if (n > (SIZE_MAX - 3) / 6)
+        b->failed = 1;
     if (n > (SIZE_MAX - 3) / 6 || rt_buf_reserve(b, n * 6 + 2) != 0)
         return -1;
     char *o = b->data + b->len;

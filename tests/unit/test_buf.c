@@ -1,7 +1,10 @@
 /* test_buf.c — the runtime's growable memory: rt_grow (the one way every
  * module grows an array) keeps the elements, doubles from RT_GROW_FIRST,
  * reaches a need past the doubling at once, and refuses a size that
- * overflows size_t leaving the array as it was. */
+ * overflows size_t leaving the array as it was; rt_buf's error sticks: after
+ * a failed reserve every append (bytes, printf, JSON string, float) is a
+ * no-op returning -1, the text before the failure stays, rt_buf_failed
+ * tells, and rt_buf_reset / rt_buf_free clear it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,10 +47,41 @@ static void test_grow(void **state)
     free(b);
 }
 
+static void test_sticky(void **state)
+{
+    (void)state;
+    rt_buf b;
+    rt_buf_init(&b);
+    assert_int_equal(rt_buf_failed(&b), 0);
+    assert_int_equal(rt_buf_puts(&b, "kept"), 0);
+    assert_int_equal(rt_buf_reserve(&b, SIZE_MAX), -1); /* overflows: fails */
+    assert_int_equal(rt_buf_failed(&b), -1);
+    assert_int_equal(rt_buf_puts(&b, "x"), -1); /* would fit: still refused */
+    assert_int_equal(rt_buf_printf(&b, "%d", 42), -1);
+    assert_int_equal(rt_buf_json_string(&b, "s", 1), -1);
+    assert_int_equal(rt_buf_json_float(&b, 1.5f), -1);
+    assert_int_equal(rt_buf_append(&b, "", 0), -1);
+    assert_int_equal(b.len, 4);
+    assert_string_equal(b.data, "kept");
+    assert_int_equal(rt_buf_failed(&b), -1);
+    rt_buf_reset(&b); /* new text: the error goes with the old */
+    assert_int_equal(rt_buf_failed(&b), 0);
+    assert_int_equal(rt_buf_puts(&b, "new"), 0);
+    assert_string_equal(b.data, "new");
+    assert_int_equal(rt_buf_json_string(&b, "s", SIZE_MAX / 2), -1); /* too long */
+    assert_int_equal(rt_buf_failed(&b), -1);
+    rt_buf_free(&b);
+    assert_int_equal(rt_buf_failed(&b), 0);
+    assert_int_equal(rt_buf_puts(&b, "again"), 0);
+    assert_string_equal(b.data, "again");
+    rt_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grow),
+        cmocka_unit_test(test_sticky),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
