@@ -34,7 +34,7 @@
  */
 #include "srv_models_internal.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,7 @@
  */
 #include "srv.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>

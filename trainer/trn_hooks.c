@@ -11,7 +11,7 @@
  */
 #include "trn_internal.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

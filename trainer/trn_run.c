@@ -9,7 +9,7 @@
 #include "exp.h"
 
 #include <cblas.h>
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
