@@ -110,10 +110,6 @@ typedef struct exp_result {
 rt_status exp_write(const char *base, Predictd__ModelDef *def, const exp_tensor *tensors,
                     size_t n, const exp_params *p, exp_result *res, rt_err *err);
 
-/* Creates dir and its missing parents, mode 0755 (mkdir -p). RT_ERR_IO
- * ("mkdir PATH: reason") when a component cannot be made. */
-rt_status exp_mkdirs(const char *dir, rt_err *err);
-
 /*
  * Lists the versions in BASE: entries whose name is a canonical integer
  * (rt_version_parse) and that are directories, ascending. Hidden .tmp-* and

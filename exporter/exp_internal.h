@@ -19,11 +19,6 @@
 /* Writes a fresh hidden temp name for version v into buf. 0 ok, -1 too small. */
 int exp_temp_name(char *buf, size_t cap, int64_t v);
 
-/* Removes the entry `name` in directory dfd and, if it is a directory,
- * everything below it (symlinks are removed, never followed). 0 ok, else
- * -1 with errno set. */
-int exp_rmtree_at(int dfd, const char *name);
-
 /* Opens (creating with mkdir -p when create != 0) the base directory.
  * Returns an O_DIRECTORY fd or -1 with a message in err. */
 int exp_open_base(const char *base, int create, rt_status *st, rt_err *err);

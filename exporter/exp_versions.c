@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RMTREE_MAX_DEPTH 32
 #define EXP_LIVE_AGE_FACTOR 24 /* see exp_clean_temp */
 
 int exp_temp_name(char *buf, size_t cap, int64_t v)
@@ -34,72 +33,6 @@ int exp_temp_name(char *buf, size_t cap, int64_t v)
     return (w < 0 || (size_t)w >= cap) ? -1 : 0;
 }
 
-static int rmtree_depth(int dfd, const char *name, int depth)
-{
-    if (unlinkat(dfd, name, 0) == 0)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return errno == ENOENT ? 0 : -1;
-    if (depth >= RMTREE_MAX_DEPTH) {
-        errno = ELOOP;
-        return -1;
-    }
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    int rc = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (rmtree_depth(dirfd(d), de->d_name, depth + 1) != 0) {
-            rc = -1;
-            break;
-        }
-    }
-    int e = errno;
-    closedir(d);
-    if (rc != 0) {
-        errno = e;
-        return -1;
-    }
-    if (unlinkat(dfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
-        return -1;
-    return 0;
-}
-
-int exp_rmtree_at(int dfd, const char *name)
-{
-    return rmtree_depth(dfd, name, 0);
-}
-
-rt_status exp_mkdirs(const char *dir, rt_err *err)
-{
-    char path[4096];
-    size_t len = dir ? strlen(dir) : 0;
-    if (len == 0 || len >= sizeof path)
-        return rt_err_set(err, RT_ERR_INVALID, "directory path is empty or too long");
-    memcpy(path, dir, len + 1);
-    /* Create each missing component in turn. */
-    for (size_t i = 1; i <= len; i++) {
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        char c = path[i];
-        path[i] = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return rt_err_set(err, RT_ERR_IO, "mkdir %s: %s", path, strerror(errno));
-        path[i] = c;
-    }
-    return RT_OK;
-}
-
 int exp_open_base(const char *base, int create, rt_status *st, rt_err *err)
 {
     size_t len = base ? strlen(base) : 0;
@@ -107,7 +40,7 @@ int exp_open_base(const char *base, int create, rt_status *st, rt_err *err)
         *st = rt_err_set(err, RT_ERR_INVALID, "export base path is empty or too long");
         return -1;
     }
-    if (create && (*st = exp_mkdirs(base, err)) != RT_OK) {
+    if (create && (*st = rt_mkdirs(base, err)) != RT_OK) {
         rt_err_prefix(err, "export base %s", base);
         return -1;
     }
@@ -152,15 +85,9 @@ static rt_status list_at(int dfd, const char *base, int64_t **versions, size_t *
             continue;
         if (fstatat(dfd, de->d_name, &sb, 0) != 0 || !S_ISDIR(sb.st_mode))
             continue;
-        if (count == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            int64_t *nv = realloc(v, ncap * sizeof *nv);
-            if (!nv) {
-                st = rt_err_set(err, RT_ERR_NOMEM, "export base %s: out of memory", base);
-                goto out;
-            }
-            v = nv;
-            cap = ncap;
+        if (rt_grow(&v, &cap, count + 1, sizeof *v) != 0) {
+            st = rt_err_set(err, RT_ERR_NOMEM, "export base %s: out of memory", base);
+            goto out;
         }
         v[count++] = ver;
     }
@@ -203,7 +130,7 @@ static rt_status remove_at(int dfd, const char *base, int64_t version, rt_err *e
         return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
                           "export %s/%s: rename to %s: %s", base, name, tmp, strerror(errno));
     fsync(dfd);
-    if (exp_rmtree_at(dfd, tmp) != 0)
+    if (rt_rmtree_at(dfd, tmp) != 0)
         return rt_err_set(err, RT_ERR_IO,
                           "export %s/%s: hidden as %s but not fully removed: %s", base, name,
                           tmp, strerror(errno));
@@ -307,7 +234,7 @@ rt_status exp_clean_temp(const char *base, int64_t max_age_secs, size_t *removed
         int old = alive ? age > EXP_LIVE_AGE_FACTOR * max_age_secs : age > max_age_secs;
         if (!dead && !old)
             continue;
-        if (exp_rmtree_at(dfd, de->d_name) != 0) {
+        if (rt_rmtree_at(dfd, de->d_name) != 0) {
             if (first == RT_OK)
                 first = rt_err_set(err, RT_ERR_IO, "export base %s: removing %s: %s", base,
                                    de->d_name, strerror(errno));

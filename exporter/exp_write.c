@@ -545,7 +545,7 @@ out:
     if (tfd >= 0)
         close(tfd);
     if (have_tmp)
-        (void)exp_rmtree_at(bfd, tmp);
+        (void)rt_rmtree_at(bfd, tmp);
     if (bfd >= 0)
         close(bfd);
     exp_blobs_free(&blobs);

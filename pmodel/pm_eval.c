@@ -131,18 +131,11 @@ static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
     if (e->n_slices >= PM_EVAL_MAX_SLICES)
         return rt_err_set(err, RT_ERR_LIMIT, "--slice %s: more than %d slices in all",
                           e->specs[s].name, PM_EVAL_MAX_SLICES);
-    if (e->n_slices == v->acc_cap) {
-        size_t cap = v->acc_cap ? v->acc_cap * 2 : 16;
-        pm_eval_slice *ns = realloc(e->slices, cap * sizeof *ns);
-        if (ns)
-            e->slices = ns;
-        slice_acc *na = realloc(v->acc, cap * sizeof *na);
-        if (na)
-            v->acc = na;
-        if (!ns || !na)
-            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        v->acc_cap = cap;
-    }
+    size_t scap = v->acc_cap, acap = v->acc_cap;
+    if (rt_grow(&e->slices, &scap, e->n_slices + 1, sizeof *e->slices) != 0 ||
+        rt_grow(&v->acc, &acap, e->n_slices + 1, sizeof *v->acc) != 0)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    v->acc_cap = acap; /* == scap */
     size_t k = e->n_slices;
     pm_eval_slice *sl = &e->slices[k];
     memset(sl, 0, sizeof *sl);
@@ -224,14 +217,8 @@ static rt_status parse_specs(evaluator *v, rt_err *err)
 
 static rt_status add_pending(slice_acc *a, size_t row)
 {
-    if (a->n_pending == a->cap_pending) {
-        size_t cap = a->cap_pending ? a->cap_pending * 2 : 16;
-        size_t *p = realloc(a->pending, cap * sizeof *p);
-        if (!p)
-            return RT_ERR_NOMEM;
-        a->pending = p;
-        a->cap_pending = cap;
-    }
+    if (rt_grow(&a->pending, &a->cap_pending, a->n_pending + 1, sizeof *a->pending) != 0)
+        return RT_ERR_NOMEM;
     a->pending[a->n_pending++] = row;
     return RT_OK;
 }
@@ -435,14 +422,8 @@ static rt_status curve_push(pm_eval_curve *c, double x, double y, double t, int 
         if (fabs(p->x - x) < 0.002 && fabs(p->y - y) < 0.002)
             return RT_OK;
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 256;
-        pm_eval_point *np = realloc(c->p, cap * sizeof *np);
-        if (!np)
-            return RT_ERR_NOMEM;
-        c->p = np;
-        c->cap = cap;
-    }
+    if (rt_grow(&c->p, &c->cap, c->n + 1, sizeof *c->p) != 0)
+        return RT_ERR_NOMEM;
     c->p[c->n++] = (pm_eval_point){x, y, t};
     return RT_OK;
 }

@@ -25,6 +25,7 @@
 #ifndef PREDICTD_RT_H
 #define PREDICTD_RT_H
 
+#include <signal.h> /* rt_stops */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -93,7 +94,6 @@ void rt_mpi_forget_launcher(void);
 
 /* ------------------------------------------------------ signals (rt_signal.c) */
 
-struct sigaction;
 /*
  * For a program that blocks sig in its threads and takes it synchronously
  * (sigpending, sigtimedwait): a handler that moves sig, when the kernel
@@ -103,19 +103,65 @@ struct sigaction;
  */
 void rt_signal_hold(int sig, struct sigaction *old);
 
+/* SIGINT and SIGTERM blocked while a program works, taken synchronously
+ * (rt_stops_pending / rt_stops_take, or sigtimedwait on mask): what
+ * rt_stops_block changed, for rt_stops_restore. */
+typedef struct rt_stops {
+    sigset_t mask;             /* SIGINT, SIGTERM and also (for sigtimedwait) */
+    sigset_t old_mask;         /* the caller's mask before (for a forked child) */
+    struct sigaction old_act[2]; /* SIGINT's and SIGTERM's actions before */
+    int also;                  /* the extra signal blocked, or 0 */
+} rt_stops;
+/* Blocks SIGINT, SIGTERM and also (another signal, e.g. SIGCHLD, or 0) in
+ * the calling thread (threads it starts inherit the mask), and holds
+ * SIGINT/SIGTERM with rt_signal_hold: a stop stays pending until the
+ * program looks. Call it before starting threads. */
+void rt_stops_block(rt_stops *s, int also);
+/* The actions and mask from before rt_stops_block; a pending also signal is
+ * discarded first (a pending SIGINT/SIGTERM is not: take it first unless it
+ * should act as before). */
+void rt_stops_restore(const rt_stops *s);
+/* SIGINT or SIGTERM pending for the process or the thread, else 0. */
+int rt_stops_pending(void);
+/* Takes a pending SIGINT/SIGTERM off the queue without waiting; returns it,
+ * or 0. */
+int rt_stops_take(void);
+
 /* ---------------------------------------------------- byte buffer and hashes */
 
-/* A growable byte buffer; always NUL-terminated after any append. */
+/*
+ * Grows the array *arrp (a T **, holding *cap elements of elem bytes) so
+ * that it holds need elements: unchanged when need <= *cap, else realloc'd
+ * to the capacity doubled (from RT_GROW_FIRST) until need fits, or need
+ * itself where doubling would overflow. 0 ok (the array may have moved; the
+ * new elements are uninitialised); -1 when need * elem overflows size_t or
+ * memory runs out, *arrp and *cap unchanged. Usage:
+ *   if (rt_grow(&a->items, &a->cap, a->n + 1, sizeof *a->items) != 0) ...
+ */
+#define RT_GROW_FIRST 16
+int rt_grow(void *arrp, size_t *cap, size_t need, size_t elem);
+
+/*
+ * A growable byte buffer; always NUL-terminated after any append. Its error
+ * sticks (as curl's dynbuf's): once an append or reserve fails (out of
+ * memory, size_t overflow), every later one is a no-op returning -1 and
+ * rt_buf_failed says so, so a writer may append many pieces unchecked and
+ * check once at the end. What was appended before the failure stays.
+ */
 typedef struct rt_buf {
     char *data;
     size_t len;
     size_t cap;
+    int failed; /* an append failed since init / reset: see rt_buf_failed */
 } rt_buf;
 
 void rt_buf_init(rt_buf *b);
 void rt_buf_free(rt_buf *b);            /* frees data; b may be reused after init */
-void rt_buf_reset(rt_buf *b);           /* len = 0, keeps capacity */
-int rt_buf_reserve(rt_buf *b, size_t extra); /* 0 ok, -1 out of memory */
+void rt_buf_reset(rt_buf *b);           /* len = 0, keeps capacity, clears the error */
+int rt_buf_reserve(rt_buf *b, size_t extra); /* 0 ok, -1 out of memory (sticks) */
+/* -1 when an append or reserve failed since rt_buf_init / rt_buf_reset (the
+ * text is incomplete), else 0. */
+int rt_buf_failed(const rt_buf *b);
 int rt_buf_append(rt_buf *b, const void *p, size_t n);
 int rt_buf_puts(rt_buf *b, const char *s);
 int rt_buf_printf(rt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -154,10 +200,32 @@ rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **
                        size_t *len, rt_err *err);
 
 /* Writes len bytes of data to path atomically: a temp file beside it
- * (PATH.tmp-PID), fsync, rename(2) over path, so a reader or a crash sees
- * the old file or the new one, never half of it. An existing file's mode is
- * kept (else 0644). Errors name the path. Thread-safe. */
+ * (PATH.tmp-PID), fsync, rename(2) over path, fsync of the directory, so a
+ * reader or a crash sees the old file or the new one, never half of it. An
+ * existing file's mode is kept (else 0644). Errors name the path (the temp
+ * file's, for a failed write); on error the temp file is gone. Thread-safe. */
 rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err);
+/* rt_write_file with the temp file named PATH + tag + PID (tag NULL or "":
+ * ".tmp-"), for a program that finds its own killed runs' leftovers. */
+rt_status rt_write_file_tag(const char *path, const char *tag, const void *data, size_t len,
+                            rt_err *err);
+/* Writes all len bytes to fd (EINTR and short writes retried). Errors name
+ * name: "NAME: write: ...". */
+rt_status rt_write_fd(int fd, const void *data, size_t len, const char *name, rt_err *err);
+/* rename(2) from over to, then fsync of to's directory, so the rename
+ * survives a crash. Errors: "rename FROM to TO: ...", "DIR: fsync: ...". */
+rt_status rt_rename_durable(const char *from, const char *to, rt_err *err);
+/* fsync of directory dir (a file system that cannot sync directories,
+ * EINVAL, is not an error). */
+rt_status rt_fsync_dir(const char *dir, rt_err *err);
+/* mkdir -p dir (mode 0755, less the umask): each missing component in turn;
+ * existing ones are fine. Errors: RT_ERR_INVALID (empty), RT_ERR_IO
+ * ("mkdir PATH: ..." naming the component that failed), RT_ERR_NOMEM. */
+rt_status rt_mkdirs(const char *dir, rt_err *err);
+/* rm -rf name, relative to directory descriptor dfd (or AT_FDCWD): a file,
+ * or a directory and all below it (32 levels at most; symbolic links are
+ * removed, never followed). A missing name is fine. 0, or -1 with errno. */
+int rt_rmtree_at(int dfd, const char *name);
 
 /* Seconds as a double: wall 0, CLOCK_MONOTONIC (for intervals); wall 1,
  * CLOCK_REALTIME (since the epoch). Thread-safe. */

@@ -111,15 +111,9 @@ rt_status rt_batch_add(rt_batch *b, size_t *idx)
         return RT_ERR_INVALID;
     if (b->n >= BATCH_MAX_INSTANCES)
         return RT_ERR_LIMIT;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 16;
-        size_t row = b->n_inputs ? b->n_inputs : 1;
-        cell *c = realloc(b->cells, cap * row * sizeof *c);
-        if (!c)
-            return RT_ERR_NOMEM;
-        b->cells = c;
-        b->cap = cap;
-    }
+    size_t row = b->n_inputs ? b->n_inputs : 1; /* b->cap counts rows of cells */
+    if (rt_grow(&b->cells, &b->cap, b->n + 1, row * sizeof *b->cells) != 0)
+        return RT_ERR_NOMEM;
     if (b->n_inputs)
         memset(&b->cells[b->n * b->n_inputs], 0, b->n_inputs * sizeof(cell));
     if (idx)
@@ -140,18 +134,11 @@ static rt_status reserve_vals(rt_batch *b, size_t extra)
         return RT_OK;
     if (b->n_vals + extra > BATCH_MAX_VALUES)
         return RT_ERR_LIMIT;
-    size_t cap = b->vals_cap ? b->vals_cap : 64;
-    while (cap < b->n_vals + extra)
-        cap *= 2;
-    rt_value *v = realloc(b->vals, cap * sizeof *v);
-    if (!v)
-        return RT_ERR_NOMEM;
-    b->vals = v;
-    rt_skey *k = realloc(b->keys, cap * sizeof *k);
-    if (!k)
-        return RT_ERR_NOMEM; /* vals grew, keys not: vals_cap still fits both */
-    b->keys = k;
-    b->vals_cap = cap;
+    size_t vcap = b->vals_cap, kcap = b->vals_cap;
+    if (rt_grow(&b->vals, &vcap, b->n_vals + extra, sizeof *b->vals) != 0 ||
+        rt_grow(&b->keys, &kcap, b->n_vals + extra, sizeof *b->keys) != 0)
+        return RT_ERR_NOMEM; /* vals may have grown, keys not: vals_cap still fits both */
+    b->vals_cap = vcap; /* == kcap: the same growth from the same capacity */
     return RT_OK;
 }
 

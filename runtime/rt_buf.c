@@ -1,5 +1,6 @@
-/* rt_buf.c — growable byte buffer with JSON string and float writers, and
- * the UTF-8 check they (and the request parsers) share. */
+/* rt_buf.c — growable byte buffer with JSON string and float writers, the
+ * UTF-8 check they (and the request parsers) share, and rt_grow, the one
+ * way every module grows an array. */
 #include "rt_internal.h"
 
 #include <math.h>
@@ -13,6 +14,7 @@ void rt_buf_init(rt_buf *b)
     b->data = NULL;
     b->len = 0;
     b->cap = 0;
+    b->failed = 0;
 }
 
 void rt_buf_free(rt_buf *b)
@@ -26,14 +28,24 @@ void rt_buf_free(rt_buf *b)
 void rt_buf_reset(rt_buf *b)
 {
     b->len = 0;
+    b->failed = 0;
     if (b->data)
         b->data[0] = '\0';
 }
 
+int rt_buf_failed(const rt_buf *b)
+{
+    return b->failed ? -1 : 0;
+}
+
 int rt_buf_reserve(rt_buf *b, size_t extra)
 {
-    if (extra > SIZE_MAX - b->len - 1)
+    if (b->failed)
         return -1;
+    if (extra > SIZE_MAX - b->len - 1) {
+        b->failed = 1;
+        return -1;
+    }
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return 0;
@@ -41,10 +53,33 @@ int rt_buf_reserve(rt_buf *b, size_t extra)
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     char *p = realloc(b->data, cap);
-    if (!p)
+    if (!p) {
+        b->failed = 1;
         return -1;
+    }
     b->data = p;
     b->cap = cap;
+    return 0;
+}
+
+int rt_grow(void *arrp, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    if (elem == 0 || need > SIZE_MAX / elem)
+        return -1;
+    size_t n = *cap ? *cap : RT_GROW_FIRST;
+    while (n < need)
+        n = n > SIZE_MAX / 2 ? need : n * 2;
+    if (n > SIZE_MAX / elem)
+        n = need; /* doubling would overflow; need itself fits */
+    void *old;
+    memcpy(&old, arrp, sizeof old);
+    void *p = realloc(old, n * elem);
+    if (!p)
+        return -1;
+    memcpy(arrp, &p, sizeof p);
+    *cap = n;
     return 0;
 }
 
@@ -70,6 +105,8 @@ int rt_buf_printf(rt_buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    if (n < 0)
+        b->failed = 1;
     if (n < 0 || rt_buf_reserve(b, (size_t)n) != 0)
         return -1;
     va_start(ap, fmt);
@@ -128,6 +165,8 @@ int rt_buf_json_string(rt_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     /* Worst case: every byte becomes \u00XX or \ufffd (six bytes). */
+    if (n > (SIZE_MAX - 3) / 6)
+        b->failed = 1;
     if (n > (SIZE_MAX - 3) / 6 || rt_buf_reserve(b, n * 6 + 2) != 0)
         return -1;
     char *o = b->data + b->len;

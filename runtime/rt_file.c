@@ -1,6 +1,7 @@
 /*
- * rt_file.c — reading a whole file, one way for every module (and writing
- * one atomically: rt_write_file): exports
+ * rt_file.c — files, one way for every module: reading a whole one, writing
+ * one atomically (rt_write_file, the rename and directory fsync under it),
+ * mkdir -p and rm -rf. Read: exports
  * (model.pb), vocabulary files, specs, checkpoints, warm-up requests and the
  * operator's config. The file is opened without blocking (a FIFO put where
  * a file should be cannot stall the daemon) unless the caller allows pipes,
@@ -9,6 +10,7 @@
  */
 #include "rt_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -160,12 +162,58 @@ out:
     return st;
 }
 
-rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err)
+rt_status rt_fsync_dir(const char *dir, rt_err *err)
+{
+    int fd = open(dir && dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return rt_err_set(err, RT_ERR_IO, "%s: cannot open the directory: %s", dir,
+                          strerror(errno));
+    int rc = fsync(fd), e = errno;
+    close(fd);
+    if (rc != 0 && e != EINVAL) /* EINVAL: a file system whose directories do not sync */
+        return rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", dir, strerror(e));
+    return RT_OK;
+}
+
+rt_status rt_rename_durable(const char *from, const char *to, rt_err *err)
+{
+    if (rename(from, to) != 0)
+        return rt_err_set(err, RT_ERR_IO, "rename %s to %s: %s", from, to, strerror(errno));
+    const char *slash = strrchr(to, '/');
+    if (!slash)
+        return rt_fsync_dir(".", err);
+    if (slash == to)
+        return rt_fsync_dir("/", err);
+    rt_buf dir;
+    rt_buf_init(&dir);
+    if (rt_buf_append(&dir, to, (size_t)(slash - to)) != 0)
+        return rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", to);
+    rt_status st = rt_fsync_dir(dir.data, err);
+    rt_buf_free(&dir);
+    return st;
+}
+
+rt_status rt_write_fd(int fd, const void *data, size_t len, const char *name, rt_err *err)
+{
+    for (size_t off = 0; off < len;) {
+        ssize_t n = write(fd, (const char *)data + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return rt_err_set(err, RT_ERR_IO, "%s: write: %s", name,
+                              n < 0 ? strerror(errno) : "no progress");
+        off += (size_t)n;
+    }
+    return RT_OK;
+}
+
+rt_status rt_write_file_tag(const char *path, const char *tag, const void *data, size_t len,
+                            rt_err *err)
 {
     rt_buf tmp;
     rt_buf_init(&tmp);
-    if (rt_buf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid()))
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (rt_buf_printf(&tmp, "%s%s%ld", path, tag && tag[0] ? tag : ".tmp-", (long)getpid()))
+        return rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", path);
     struct stat sb;
     mode_t mode = stat(path, &sb) == 0 ? (sb.st_mode & 07777) : 0644;
     rt_status st = RT_OK;
@@ -174,26 +222,93 @@ rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *
         st = rt_err_set(err, RT_ERR_IO, "%s: cannot create: %s", tmp.data, strerror(errno));
         goto out;
     }
-    for (size_t off = 0; off < len;) {
-        ssize_t n = write(fd, (const char *)data + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            st = rt_err_set(err, RT_ERR_IO, "%s: write: %s", tmp.data,
-                            n < 0 ? strerror(errno) : "no progress");
-            break;
-        }
-        off += (size_t)n;
-    }
+    st = rt_write_fd(fd, data, len, tmp.data, err);
     if (!st && (fchmod(fd, mode) != 0 || fsync(fd) != 0))
         st = rt_err_set(err, RT_ERR_IO, "%s: %s", tmp.data, strerror(errno));
     if (close(fd) != 0 && !st)
         st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", tmp.data, strerror(errno));
-    if (!st && rename(tmp.data, path) != 0)
-        st = rt_err_set(err, RT_ERR_IO, "%s: rename: %s", path, strerror(errno));
+    if (!st)
+        st = rt_rename_durable(tmp.data, path, err);
     if (st)
-        unlink(tmp.data);
+        unlink(tmp.data); /* ENOENT once renamed: the fsync of the directory failed */
 out:
     rt_buf_free(&tmp);
     return st;
+}
+
+rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err)
+{
+    return rt_write_file_tag(path, NULL, data, len, err);
+}
+
+rt_status rt_mkdirs(const char *dir, rt_err *err)
+{
+    size_t len = dir ? strlen(dir) : 0;
+    if (len == 0)
+        return rt_err_set(err, RT_ERR_INVALID, "directory path is empty");
+    char *path = malloc(len + 1);
+    if (!path)
+        return rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", dir);
+    memcpy(path, dir, len + 1);
+    rt_status st = RT_OK;
+    /* each missing component in turn */
+    for (size_t i = 1; i <= len && !st; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        char c = path[i];
+        path[i] = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            st = rt_err_set(err, RT_ERR_IO, "mkdir %s: %s", path, strerror(errno));
+        path[i] = c;
+    }
+    free(path);
+    return st;
+}
+
+#define RMTREE_MAX_DEPTH 32
+
+static int rmtree_depth(int dfd, const char *name, int depth)
+{
+    if (unlinkat(dfd, name, 0) == 0)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return errno == ENOENT ? 0 : -1;
+    if (depth >= RMTREE_MAX_DEPTH) {
+        errno = ELOOP;
+        return -1;
+    }
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (rmtree_depth(dirfd(d), de->d_name, depth + 1) != 0) {
+            rc = -1;
+            break;
+        }
+    }
+    int e = errno;
+    closedir(d);
+    if (rc != 0) {
+        errno = e;
+        return -1;
+    }
+    if (unlinkat(dfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+        return -1;
+    return 0;
+}
+
+int rt_rmtree_at(int dfd, const char *name)
+{
+    return rmtree_depth(dfd, name, 0);
 }

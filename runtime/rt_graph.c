@@ -29,7 +29,7 @@ static long find_fcol(const rt_graph *g, const char *name)
     return -1;
 }
 
-static long find_raw(const Predictd__ModelDef *def, const char *name)
+long rt_def_find_raw(const Predictd__ModelDef *def, const char *name)
 {
     for (size_t i = 0; i < def->n_raw_columns; i++)
         if (strcmp(def->raw_columns[i]->name, name) == 0)
@@ -42,7 +42,7 @@ static long find_raw(const Predictd__ModelDef *def, const char *name)
 static rt_status use_raw(const Predictd__ModelDef *def, const char *col, const char *name,
                          bool *read, long *raw, rt_err *err)
 {
-    long r = find_raw(def, name);
+    long r = rt_def_find_raw(def, name);
     if (r < 0)
         return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: reads \"%.64s\", not a column",
                           col, name);
@@ -218,7 +218,7 @@ rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt
             if (is_col)
                 s = find_fcol(g, d->cross_keys[k]->column);
             else
-                r = find_raw(def, d->cross_keys[k]->raw_key);
+                r = rt_def_find_raw(def, d->cross_keys[k]->raw_key);
             f->cross_input[at] = r;
             f->cross_col[at] = s;
             at++;
@@ -326,7 +326,7 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
     size_t n_labels = 0, n_weights = 0;
     for (size_t i = 0; i < def->n_raw_columns; i++) {
         const Predictd__RawColumn *rc = def->raw_columns[i];
-        if (!rc || !rc->name || !*rc->name || find_raw(def, rc->name) != (long)i) {
+        if (!rc || !rc->name || !*rc->name || rt_def_find_raw(def, rc->name) != (long)i) {
             st = rt_err_set(err, RT_ERR_FORMAT, "raw column %zu: empty or repeated name", i);
             goto out;
         }

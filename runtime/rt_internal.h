@@ -261,6 +261,9 @@ bool rt_transform_needs(const rt_graph *g, const rt_batch *b, size_t i, size_t i
  * listed it), keeping the signatures sorted by name. Others: unchanged. */
 rt_status rt_modeldef_add_regression_signature(Predictd__ModelDef *def, rt_err *err);
 
+/* The index of raw column `name` in def (exact match), or -1. Pure. */
+long rt_def_find_raw(const Predictd__ModelDef *def, const char *name);
+
 /* Checks that def compiles into a graph (everything rt_graph_build checks
  * except tensor data and vocabulary files). */
 rt_status rt_graph_check(const Predictd__ModelDef *def, rt_err *err);

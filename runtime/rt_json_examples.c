@@ -55,14 +55,8 @@ static rt_status read_context(rt_jfill *q, const member_at *ctx, ctx_entry **out
         size_t klen;
         if (st != RT_OK || (st = rt_jr_member(r, &more, &key, &klen)) != RT_OK || !more)
             return st;
-        if (*n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            ctx_entry *ne = realloc(*out, nc * sizeof *ne);
-            if (!ne)
-                return rt_err_set(q->sem, RT_ERR_NOMEM, "context: out of memory");
-            *out = ne;
-            cap = nc;
-        }
+        if (rt_grow(out, &cap, *n + 1, sizeof **out) != 0)
+            return rt_err_set(q->sem, RT_ERR_NOMEM, "context: out of memory");
         ctx_entry *e = &(*out)[(*n)++];
         e->in = rt_jfill_find(q, key, klen);
         e->value = rt_jr_save(r);

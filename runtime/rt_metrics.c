@@ -127,25 +127,15 @@ static double sigmoid(double x)
 /* Makes room for n more examples (and the weights once weighted). */
 static rt_status grow(rt_metrics *mt, size_t n, int weighted)
 {
-    if (mt->n + n > mt->cap) {
-        size_t cap = mt->cap ? mt->cap : 4096;
-        while (cap < mt->n + n)
-            cap *= 2;
-        float *s = realloc(mt->scores, cap * sizeof *s);
-        if (s)
-            mt->scores = s;
-        float *l = realloc(mt->labels, cap * sizeof *l);
-        if (l)
-            mt->labels = l;
-        if (!s || !l)
+    if (n > SIZE_MAX - mt->n)
+        return RT_ERR_NOMEM;
+    if (mt->n + n > mt->cap) { /* the same growth for each: they share cap */
+        size_t need = mt->n + n, cs = mt->cap, cl = mt->cap, cw = mt->cap;
+        if (rt_grow(&mt->scores, &cs, need, sizeof *mt->scores) != 0 ||
+            rt_grow(&mt->labels, &cl, need, sizeof *mt->labels) != 0 ||
+            (mt->weights && rt_grow(&mt->weights, &cw, need, sizeof *mt->weights) != 0))
             return RT_ERR_NOMEM;
-        if (mt->weights) {
-            float *w = realloc(mt->weights, cap * sizeof *w);
-            if (!w)
-                return RT_ERR_NOMEM;
-            mt->weights = w;
-        }
-        mt->cap = cap;
+        mt->cap = cs;
     }
     if (weighted && !mt->weights) {
         if (!(mt->weights = malloc((mt->cap ? mt->cap : 1) * sizeof *mt->weights)))

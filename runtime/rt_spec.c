@@ -49,7 +49,7 @@ static rt_status parse_columns(spec_ctx *s, const cJSON *arr)
             st = rt_cfg_str(c, path, "type", RT_CFG_REQUIRED, &type, err);
         if (st)
             return st;
-        if (spec_find_raw(def, name) >= 0)
+        if (rt_def_find_raw(def, name) >= 0)
             return rt_cfg_fail(err, path, "name", "column \"%s\" is listed twice", name);
         Predictd__RawColumn *rc = malloc(sizeof *rc);
         if (!rc)
@@ -109,7 +109,7 @@ static rt_status parse_label_columns(spec_ctx *s, const cJSON *cols)
         if (!cJSON_IsString(c))
             return rt_cfg_fail(err, "label", key, "expected a column name, got %s",
                                rt_cfg_type_name(c));
-        long r = spec_find_raw(s->def, c->valuestring);
+        long r = rt_def_find_raw(s->def, c->valuestring);
         if (r < 0)
             return rt_cfg_fail(err, "label", key, "\"%.64s\" is not one of the columns",
                                c->valuestring);
@@ -147,7 +147,7 @@ static rt_status parse_label(spec_ctx *s, const cJSON *lab)
     if (col && cols)
         return rt_cfg_fail(err, "label", "columns", "give \"column\" or \"columns\", not both");
     if (col) {
-        long r = spec_find_raw(def, col);
+        long r = rt_def_find_raw(def, col);
         if (r < 0)
             return rt_cfg_fail(err, "label", "column", "\"%.64s\" is not one of the columns",
                                col);
@@ -191,7 +191,7 @@ static rt_status parse_unused(spec_ctx *s, const cJSON *arr)
         snprintf(key, sizeof key, "unused_columns[%d]", i);
         if (!cJSON_IsString(c))
             return rt_cfg_fail(s->err, "", key, "expected a string, got %s", rt_cfg_type_name(c));
-        long r = spec_find_raw(s->def, c->valuestring);
+        long r = rt_def_find_raw(s->def, c->valuestring);
         if (r < 0)
             return rt_cfg_fail(s->err, "", key, "\"%.64s\" is not one of the columns",
                                c->valuestring);
@@ -214,7 +214,7 @@ static rt_status parse_weight_column(spec_ctx *s, const cJSON *est)
     rt_status st = rt_cfg_str(est, "estimator", "weight_column", 0, &name, err);
     if (st || !name)
         return st;
-    long r = spec_find_raw(s->def, name);
+    long r = rt_def_find_raw(s->def, name);
     if (r < 0)
         return rt_cfg_fail(err, "estimator", "weight_column", "\"%.64s\" is not one of the columns",
                            name);

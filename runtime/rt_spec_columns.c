@@ -30,7 +30,7 @@ static rt_status fc_raw_key(spec_ctx *s, const cJSON *c, const char *path, const
     rt_status st = rt_cfg_str(c, path, key, RT_CFG_REQUIRED, &k, s->err);
     if (st)
         return st;
-    long r = spec_find_raw(s->def, k);
+    long r = rt_def_find_raw(s->def, k);
     if (r < 0)
         return rt_cfg_fail(s->err, path, key, "\"%.64s\" is not one of the columns", k);
     const Predictd__RawColumn *rc = s->def->raw_columns[r];
@@ -65,7 +65,7 @@ rt_status spec_fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
     rt_status st = fc_raw_key(s, c, path, "key", fc);
     if (st)
         return st;
-    const Predictd__RawColumn *rc = s->def->raw_columns[spec_find_raw(s->def, fc->key)];
+    const Predictd__RawColumn *rc = s->def->raw_columns[rt_def_find_raw(s->def, fc->key)];
     if (rc->dtype != PREDICTD__DTYPE__DT_FLOAT)
         return rt_cfg_fail(err, path, "key",
                            "\"%.64s\" is a string column; numeric_column needs an int or float "
@@ -267,7 +267,7 @@ rt_status spec_fc_hash(spec_ctx *s, const cJSON *c, const char *path,
                         &size, s->err);
     if (st)
         return st;
-    const Predictd__RawColumn *rc = s->def->raw_columns[spec_find_raw(s->def, fc->key)];
+    const Predictd__RawColumn *rc = s->def->raw_columns[rt_def_find_raw(s->def, fc->key)];
     if (rc->dtype == PREDICTD__DTYPE__DT_FLOAT && !rc->is_int)
         return rt_cfg_fail(s->err, path, "key",
                            "\"%.64s\" is a float column; hash buckets need a string or int column",
@@ -359,7 +359,7 @@ rt_status spec_fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
         predictd__cross_key__init(ck);
         fc->cross_keys[fc->n_cross_keys++] = ck;
         if (cJSON_IsString(k)) {
-            long r = spec_find_raw(s->def, k->valuestring);
+            long r = rt_def_find_raw(s->def, k->valuestring);
             if (r < 0)
                 return rt_cfg_fail(err, kp, "", "\"%.64s\" is not one of the columns",
                                    k->valuestring);
@@ -443,7 +443,7 @@ rt_status spec_fc_identity(spec_ctx *s, const cJSON *c, const char *path,
         st = rt_cfg_int(c, path, "default_value", 0, 0, size - 1, &dflt, s->err);
     if (st)
         return st;
-    const Predictd__RawColumn *rc = s->def->raw_columns[spec_find_raw(s->def, fc->key)];
+    const Predictd__RawColumn *rc = s->def->raw_columns[rt_def_find_raw(s->def, fc->key)];
     if (rc->dtype != PREDICTD__DTYPE__DT_FLOAT || !rc->is_int)
         return rt_cfg_fail(s->err, path, "key",
                            "\"%.64s\" is a %s column; categorical_column_with_identity needs "
@@ -463,7 +463,7 @@ rt_status spec_fc_weighted(spec_ctx *s, const cJSON *c, const char *path,
         st = rt_cfg_str(c, path, "weight_feature_key", RT_CFG_REQUIRED, &k, s->err);
     if (st)
         return st;
-    long r = spec_find_raw(s->def, k);
+    long r = rt_def_find_raw(s->def, k);
     if (r < 0)
         return rt_cfg_fail(s->err, path, "weight_feature_key",
                            "\"%.64s\" is not one of the columns", k);

@@ -34,7 +34,6 @@ char *spec_strndup(const char *s, size_t n);
 char *spec_dup_trimmed(const char *s, bool trim);
 bool spec_valid_name(const char *s);
 rt_status spec_check_name(const char *s, const char *path, const char *key, rt_err *err);
-long spec_find_raw(const Predictd__ModelDef *def, const char *name);
 long spec_find_fc(const Predictd__ModelDef *def, const char *name);
 
 /* ---- rt_spec_columns.c: each kind's spec keys, references and default

@@ -60,14 +60,6 @@ rt_status spec_check_name(const char *s, const char *path, const char *key, rt_e
     return RT_OK;
 }
 
-long spec_find_raw(const Predictd__ModelDef *def, const char *name)
-{
-    for (size_t i = 0; i < def->n_raw_columns; i++)
-        if (strcmp(def->raw_columns[i]->name, name) == 0)
-            return (long)i;
-    return -1;
-}
-
 long spec_find_fc(const Predictd__ModelDef *def, const char *name)
 {
     for (size_t i = 0; i < def->n_feature_columns; i++)

@@ -346,15 +346,9 @@ static rt_status check_input(v2p *p, v2_in *in, const char *dtype, size_t dlen)
 static rt_status read_input(v2p *p, size_t pos)
 {
     rt_jr *r = p->r;
-    if (p->n_ins == p->q->cap_ins) {
-        size_t cap = p->q->cap_ins ? p->q->cap_ins * 2 : 16;
-        void *n = realloc(p->q->ins, cap * sizeof(v2_in));
-        if (!n)
-            return rt_err_set(p->sem, RT_ERR_NOMEM, "inputs[%zu]: out of memory", pos);
-        p->q->ins = n;
-        p->q->cap_ins = cap;
-        p->ins = n;
-    }
+    if (rt_grow(&p->q->ins, &p->q->cap_ins, p->n_ins + 1, sizeof(v2_in)) != 0)
+        return rt_err_set(p->sem, RT_ERR_NOMEM, "inputs[%zu]: out of memory", pos);
+    p->ins = p->q->ins;
     v2_in *in = &p->ins[p->n_ins++];
     memset(in, 0, sizeof *in);
     char wn[120];

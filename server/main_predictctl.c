@@ -25,7 +25,7 @@
 #include "srv.h"
 #include "srv_sec.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -113,33 +113,6 @@ static int fail(const char *fmt, ...)
 
 /* The temp file an edit writes before renaming it over the config. */
 #define TEMP_TAG ".predictctl-"
-
-/* Writes text to path atomically, keeping the file's mode. 0 ok. */
-static int write_atomic(const char *path, const char *text, size_t len)
-{
-    char tmp[4200];
-    struct stat sb;
-    mode_t mode = stat(path, &sb) == 0 ? (sb.st_mode & 07777) : 0644;
-    snprintf(tmp, sizeof tmp, "%s" TEMP_TAG "%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return -1;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t n = write(fd, text + off, len - off);
-        if (n <= 0) {
-            close(fd);
-            unlink(tmp);
-            return -1;
-        }
-        off += (size_t)n;
-    }
-    if (fchmod(fd, mode) != 0 || fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
 
 /* The first line of the token file at path into out (a bearer token, as
  * predictctl token add printed it); 0, else 1 with a message. */
@@ -357,8 +330,9 @@ static int apply_text(ctl *c, const char *text)
     long long g0 = config_state(c, outcome, sizeof outcome, error, sizeof error);
     if (g0 < 0)
         return 1;
-    if (write_atomic(c->config, text, strlen(text)) != 0)
-        return fail("%s: cannot write: %s", c->config, strerror(errno));
+    rt_err werr = {{0}};
+    if (rt_write_file_tag(c->config, TEMP_TAG, text, strlen(text), &werr) != RT_OK)
+        return fail("%s: cannot write: %s", c->config, werr.msg);
     long long g = g0;
     for (int i = 0; i < c->timeout_s * 10 && g <= g0; i++) {
         struct timespec ts = {0, 100000000L};
@@ -369,7 +343,7 @@ static int apply_text(ctl *c, const char *text)
     }
     if (g > g0 && !strcmp(outcome, "ok"))
         return 0;
-    int w = write_atomic(c->config, c->orig, c->orig_len);
+    int w = rt_write_file_tag(c->config, TEMP_TAG, c->orig, c->orig_len, &werr);
     if (g > g0)
         return fail("predictd refused the change: %s\n%s %s", error, c->config,
                     w == 0 ? "restored" : "could NOT be restored");

@@ -179,14 +179,8 @@ static batch *open_batch(srv_batcher *b, const void *key_a, const void *key_b)
 
 static bool batch_push(batch *bt, void *job, size_t size)
 {
-    if (bt->n_jobs == bt->cap_jobs) {
-        size_t cap = bt->cap_jobs ? bt->cap_jobs * 2 : 8;
-        void **j = realloc(bt->jobs, cap * sizeof *j);
-        if (!j)
-            return false;
-        bt->jobs = j;
-        bt->cap_jobs = cap;
-    }
+    if (rt_grow(&bt->jobs, &bt->cap_jobs, bt->n_jobs + 1, sizeof *bt->jobs) != 0)
+        return false;
     bt->jobs[bt->n_jobs++] = job;
     bt->size += size;
     return true;

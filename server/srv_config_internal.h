@@ -15,7 +15,7 @@
 
 #include "srv.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 
 /* The first key that appears twice in object obj, or NULL. (cJSON keeps
  * duplicates; a config that says a thing twice is ambiguous: refused.) */

@@ -110,9 +110,9 @@ enum MHD_Result srv_http_send_error_msg(srv_http *h, struct MHD_Connection *conn
 {
     rt_buf b;
     rt_buf_init(&b);
-    int r = rt_buf_puts(&b, "{\"error\": ");
-    r |= rt_buf_json_string(&b, msg, strlen(msg));
-    r |= rt_buf_puts(&b, "}");
+    rt_buf_puts(&b, "{\"error\": ");
+    rt_buf_json_string(&b, msg, strlen(msg));
+    int r = rt_buf_puts(&b, "}"); /* its errors stick: the last append's is every one's */
     if (r) {
         rt_buf_free(&b);
         return MHD_NO;
@@ -158,10 +158,9 @@ double srv_http_ms_since(const struct timespec *t0)
 /* Appends {"error": msg} to out. */
 int srv_http_put_error(rt_buf *out, const char *msg)
 {
-    int r = rt_buf_puts(out, "{\"error\": ");
-    r |= rt_buf_json_string(out, msg, strlen(msg));
-    r |= rt_buf_puts(out, "}");
-    return r;
+    rt_buf_puts(out, "{\"error\": ");
+    rt_buf_json_string(out, msg, strlen(msg));
+    return rt_buf_puts(out, "}"); /* its errors stick: the last append's is every one's */
 }
 
 /* Sends a computed answer: rq->resp, the connection's own buffer (no copy). */
@@ -261,10 +260,10 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
             st == RT_ERR_INVALID)
             return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
         bool ok = st == RT_OK;
-        int e = rt_buf_puts(&out, "{\"name\": ");
-        e |= rt_buf_json_string(&out, r->model, strlen(r->model));
-        e |= rt_buf_printf(&out, ", \"ready\": %s}", ok ? "true" : "false");
-        res = e ? MHD_NO : send_json(h, conn, ok ? 200 : 503, &out);
+        rt_buf_puts(&out, "{\"name\": ");
+        rt_buf_json_string(&out, r->model, strlen(r->model));
+        rt_buf_printf(&out, ", \"ready\": %s}", ok ? "true" : "false");
+        res = rt_buf_failed(&out) ? MHD_NO : send_json(h, conn, ok ? 200 : 503, &out);
         rt_buf_free(&out);
         return res;
     }
@@ -306,9 +305,11 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
                           "# TYPE predictd_admission_in_flight gauge\n"
                           "predictd_admission_in_flight %zu\n",
                           srv_admit_limit(h->admit), srv_admit_in_flight(h->admit));
+        /* rt_buf's errors stick: the appends above are checked with the last */
         if (srv_metrics_render(h->p.metrics, h->mgr, &out) != RT_OK ||
             srv_shadow_metrics(h->shadow, &out) != RT_OK ||
-            srv_predlog_metrics(h->predlog, &out) != RT_OK || srv_http_sec_metrics(h, &out)) {
+            srv_predlog_metrics(h->predlog, &out) != RT_OK || srv_http_sec_metrics(h, &out) ||
+            rt_buf_failed(&out)) {
             rt_buf_free(&out);
             return srv_http_send_error(h, conn, 500, "out of memory");
         }

@@ -37,14 +37,8 @@ static void ctx_give(srv_http *h, rt_ctx *c)
     if (!c)
         return;
     pthread_mutex_lock(&h->pool_mu);
-    if (h->n_pool == h->cap_pool && h->cap_pool < CTX_POOL_KEEP) {
-        size_t cap = h->cap_pool ? h->cap_pool * 2 : 8;
-        rt_ctx **p = realloc(h->pool, cap * sizeof *p);
-        if (p) {
-            h->pool = p;
-            h->cap_pool = cap;
-        }
-    }
+    if (h->n_pool == h->cap_pool && h->cap_pool < CTX_POOL_KEEP)
+        (void)rt_grow(&h->pool, &h->cap_pool, h->n_pool + 1, sizeof *h->pool); /* else freed */
     if (h->n_pool < h->cap_pool) {
         h->pool[h->n_pool++] = c;
         c = NULL;

@@ -112,15 +112,9 @@ static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const c
 {
     (void)kind;
     conn_state *cs = cls;
-    if (cs->n_fields == cs->cap_fields) {
-        size_t cap = cs->cap_fields ? cs->cap_fields * 2 : 32;
-        srv_field *f = realloc(cs->fields, cap * sizeof *f);
-        if (!f) {
-            cs->fields_oom = true;
-            return MHD_NO;
-        }
-        cs->fields = f;
-        cs->cap_fields = cap;
+    if (rt_grow(&cs->fields, &cs->cap_fields, cs->n_fields + 1, sizeof *cs->fields) != 0) {
+        cs->fields_oom = true;
+        return MHD_NO;
     }
     cs->fields[cs->n_fields++] =
         (srv_field){key, key_size, value ? value : "", value ? value_size : 0};

@@ -34,7 +34,7 @@
  */
 #include "srv_models_internal.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -78,14 +78,8 @@ static void scan_free(scan *s)
 
 static bool add_odd(scan *s, const char *name, bool dir)
 {
-    if (s->n_odd == s->cap_odd) {
-        size_t cap = s->cap_odd ? s->cap_odd * 2 : 16;
-        char **p = realloc(s->odd, cap * sizeof *p);
-        if (!p)
-            return false;
-        s->odd = p;
-        s->cap_odd = cap;
-    }
+    if (rt_grow(&s->odd, &s->cap_odd, s->n_odd + 1, sizeof *s->odd) != 0)
+        return false;
     size_t n = strlen(name);
     char *c = malloc(n + 2);
     if (!c)
@@ -171,14 +165,10 @@ static rt_status scan_base(const char *base, scan *s, rt_err *err)
                                 MAX_VERSIONS_SCANNED);
                 break;
             }
-            size_t cap = s->cap ? s->cap * 2 : 16;
-            found *p = realloc(s->fs, cap * sizeof *p);
-            if (!p) {
+            if (rt_grow(&s->fs, &s->cap, s->n + 1, sizeof *s->fs) != 0) {
                 st = rt_err_set(err, RT_ERR_NOMEM, "base path %s: out of memory", base);
                 break;
             }
-            s->fs = p;
-            s->cap = cap;
         }
         s->fs[s->n].version = v;
         s->fs[s->n].sig = dir_signature(path);
@@ -731,14 +721,8 @@ static bool has_refused(const mmodel *mm)
 
 static bool push_name(char ***names, size_t *n, size_t *cap, const char *name)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        char **p = realloc(*names, c * sizeof *p);
-        if (!p)
-            return false;
-        *names = p;
-        *cap = c;
-    }
+    if (rt_grow(names, cap, *n + 1, sizeof **names) != 0)
+        return false;
     return ((*names)[*n] = srv_dup_str(name)) != NULL && ++*n;
 }
 

@@ -138,24 +138,6 @@ static void copy_name(char *dst, const char *src)
     dst[n] = '\0';
 }
 
-/* Grows *arr (elements of size sz) to hold one more; false at the cap. */
-static bool grow(void **arr, size_t *cap, size_t n, size_t sz, size_t max)
-{
-    if (n < *cap)
-        return true;
-    if (n >= max)
-        return false;
-    size_t nc = *cap ? *cap * 2 : 16;
-    if (nc > max)
-        nc = max;
-    void *p = realloc(*arr, nc * sz);
-    if (!p)
-        return false;
-    *arr = p;
-    *cap = nc;
-    return true;
-}
-
 void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_method method,
                          int http_code, double seconds)
 {
@@ -169,7 +151,8 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
             !strcmp(x->model, model ? model : ""))
             s = x;
     }
-    if (!s && grow((void **)&m->series, &m->cap_series, m->n_series, sizeof *s, MAX_SERIES)) {
+    if (!s && m->n_series < MAX_SERIES &&
+        rt_grow(&m->series, &m->cap_series, m->n_series + 1, sizeof *s) == 0) {
         s = &m->series[m->n_series++];
         memset(s, 0, sizeof *s);
         copy_name(s->model, model);
@@ -186,7 +169,8 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
         if (m->hists[i].method == method && m->hists[i].version == version &&
             !strcmp(m->hists[i].model, model ? model : ""))
             h = &m->hists[i];
-    if (!h && grow((void **)&m->hists, &m->cap_hists, m->n_hists, sizeof *h, MAX_HISTS)) {
+    if (!h && m->n_hists < MAX_HISTS &&
+        rt_grow(&m->hists, &m->cap_hists, m->n_hists + 1, sizeof *h) == 0) {
         h = &m->hists[m->n_hists++];
         memset(h, 0, sizeof *h);
         copy_name(h->model, model);
@@ -316,53 +300,50 @@ void srv_metrics_batch_queue(srv_metrics *m, long depth)
 }
 
 /* The batching series (m locked). */
-static int put_batch(rt_buf *o, const srv_metrics *m)
+static void put_batch(rt_buf *o, const srv_metrics *m)
 {
-    int r = rt_buf_puts(o, "# HELP predictd_batch_size Instances per merged batch "
-                           "(cross-request batching).\n"
-                           "# TYPE predictd_batch_size histogram\n");
+    rt_buf_puts(o, "# HELP predictd_batch_size Instances per merged batch "
+                   "(cross-request batching).\n"
+                   "# TYPE predictd_batch_size histogram\n");
     uint64_t cum = 0;
     for (size_t b = 0; b < N_BATCH_BUCKETS; b++) {
         cum += m->batch_buckets[b];
-        r |= rt_buf_printf(o, "predictd_batch_size_bucket{le=\"%zu\"} %llu\n", (size_t)1 << b,
-                           (unsigned long long)cum);
+        rt_buf_printf(o, "predictd_batch_size_bucket{le=\"%zu\"} %llu\n", (size_t)1 << b,
+                      (unsigned long long)cum);
     }
-    r |= rt_buf_printf(o,
-                       "predictd_batch_size_bucket{le=\"+Inf\"} %llu\n"
-                       "predictd_batch_size_sum %llu\npredictd_batch_size_count %llu\n"
-                       "# HELP predictd_batch_queue_depth Batches waiting to run.\n"
-                       "# TYPE predictd_batch_queue_depth gauge\npredictd_batch_queue_depth %ld\n"
-                       "# HELP predictd_batched_requests_total Requests run through the batch "
-                       "queue.\n"
-                       "# TYPE predictd_batched_requests_total counter\n"
-                       "predictd_batched_requests_total %llu\n"
-                       "# HELP predictd_batch_fallbacks_total Merged batches that failed and ran "
-                       "request by request (one request's input was invalid).\n"
-                       "# TYPE predictd_batch_fallbacks_total counter\n"
-                       "predictd_batch_fallbacks_total %llu\n",
-                       (unsigned long long)m->batch_count, (unsigned long long)m->batch_sum,
-                       (unsigned long long)m->batch_count, m->batch_queue,
-                       (unsigned long long)m->batched_requests,
-                       (unsigned long long)m->batch_fallbacks);
-    return r;
+    rt_buf_printf(o,
+                  "predictd_batch_size_bucket{le=\"+Inf\"} %llu\n"
+                  "predictd_batch_size_sum %llu\npredictd_batch_size_count %llu\n"
+                  "# HELP predictd_batch_queue_depth Batches waiting to run.\n"
+                  "# TYPE predictd_batch_queue_depth gauge\npredictd_batch_queue_depth %ld\n"
+                  "# HELP predictd_batched_requests_total Requests run through the batch "
+                  "queue.\n"
+                  "# TYPE predictd_batched_requests_total counter\n"
+                  "predictd_batched_requests_total %llu\n"
+                  "# HELP predictd_batch_fallbacks_total Merged batches that failed and ran "
+                  "request by request (one request's input was invalid).\n"
+                  "# TYPE predictd_batch_fallbacks_total counter\n"
+                  "predictd_batch_fallbacks_total %llu\n",
+                  (unsigned long long)m->batch_count, (unsigned long long)m->batch_sum,
+                  (unsigned long long)m->batch_count, m->batch_queue,
+                  (unsigned long long)m->batched_requests,
+                  (unsigned long long)m->batch_fallbacks);
 }
 
 /* Appends the histogram of h under name with extra labels; scale converts
  * seconds to the metric's unit. */
-static int put_hist(rt_buf *o, const char *name, const char *labels, const hist *h, double scale)
+static void put_hist(rt_buf *o, const char *name, const char *labels, const hist *h, double scale)
 {
-    int r = 0;
     uint64_t cum = 0;
     for (size_t b = 0; b < N_BUCKETS; b++) {
         cum += h->buckets[b];
-        r |= rt_buf_printf(o, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels, BUCKETS[b] * scale,
-                           (unsigned long long)cum);
+        rt_buf_printf(o, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels, BUCKETS[b] * scale,
+                      (unsigned long long)cum);
     }
-    r |= rt_buf_printf(o, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels,
-                       (unsigned long long)h->count);
-    r |= rt_buf_printf(o, "%s_sum{%s} %.9g\n", name, labels, h->sum * scale);
-    r |= rt_buf_printf(o, "%s_count{%s} %llu\n", name, labels, (unsigned long long)h->count);
-    return r;
+    rt_buf_printf(o, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels,
+                  (unsigned long long)h->count);
+    rt_buf_printf(o, "%s_sum{%s} %.9g\n", name, labels, h->sum * scale);
+    rt_buf_printf(o, "%s_count{%s} %llu\n", name, labels, (unsigned long long)h->count);
 }
 
 /* The histogram of hists[i]'s model and method over every version, into
@@ -389,12 +370,11 @@ static bool model_hist(const srv_metrics *m, size_t i, hist *all)
 
 rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
 {
-    int r = 0;
     if (m) {
         pthread_mutex_lock(&m->mu);
         /* TF Serving's names first. Model names are [A-Za-z0-9_.-]: no escaping. */
-        r |= rt_buf_puts(o, "# HELP :tensorflow:serving:request_count Number of requests.\n"
-                            "# TYPE :tensorflow:serving:request_count counter\n");
+        rt_buf_puts(o, "# HELP :tensorflow:serving:request_count Number of requests.\n"
+                       "# TYPE :tensorflow:serving:request_count counter\n");
         for (size_t i = 0; i < m->n_series; i++) {
             /* Sum over versions and methods per (model, status). */
             const series *s = &m->series[i];
@@ -409,14 +389,14 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
                 if (!strcmp(m->series[j].model, s->model) &&
                     !strcmp(tf_status(m->series[j].code), tf_status(s->code)))
                     total += m->series[j].count;
-            r |= rt_buf_printf(o,
-                               ":tensorflow:serving:request_count{model_name=\"%s\","
-                               "status=\"%s\"} %llu\n",
-                               s->model, tf_status(s->code), (unsigned long long)total);
+            rt_buf_printf(o,
+                          ":tensorflow:serving:request_count{model_name=\"%s\","
+                          "status=\"%s\"} %llu\n",
+                          s->model, tf_status(s->code), (unsigned long long)total);
         }
-        r |= rt_buf_puts(o, "# HELP :tensorflow:serving:request_latency Distribution of "
-                            "request latencies in microseconds.\n"
-                            "# TYPE :tensorflow:serving:request_latency histogram\n");
+        rt_buf_puts(o, "# HELP :tensorflow:serving:request_latency Distribution of "
+                       "request latencies in microseconds.\n"
+                       "# TYPE :tensorflow:serving:request_latency histogram\n");
         for (size_t i = 0; i < m->n_hists; i++) {
             char labels[256];
             hist all;
@@ -429,24 +409,24 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
                                                          : "ModelInfer";
             snprintf(labels, sizeof labels,
                      "model_name=\"%s\",API=\"%s\",entrypoint=\"REST\"", m->hists[i].model, api);
-            r |= put_hist(o, ":tensorflow:serving:request_latency", labels, &all, 1e6);
+            put_hist(o, ":tensorflow:serving:request_latency", labels, &all, 1e6);
         }
-        r |= rt_buf_puts(o, "# HELP predictd_requests_total Inference requests by model, "
-                            "version, method and HTTP code.\n"
-                            "# TYPE predictd_requests_total counter\n");
+        rt_buf_puts(o, "# HELP predictd_requests_total Inference requests by model, "
+                       "version, method and HTTP code.\n"
+                       "# TYPE predictd_requests_total counter\n");
         for (size_t i = 0; i < m->n_series; i++) {
             const series *s = &m->series[i];
             char ver[24] = "";
             if (s->version >= 0)
                 snprintf(ver, sizeof ver, "%lld", (long long)s->version);
-            r |= rt_buf_printf(o,
-                               "predictd_requests_total{model=\"%s\",version=\"%s\","
-                               "method=\"%s\",code=\"%d\"} %llu\n",
-                               s->model, ver, method_name(s->method), s->code,
-                               (unsigned long long)s->count);
+            rt_buf_printf(o,
+                          "predictd_requests_total{model=\"%s\",version=\"%s\","
+                          "method=\"%s\",code=\"%d\"} %llu\n",
+                          s->model, ver, method_name(s->method), s->code,
+                          (unsigned long long)s->count);
         }
-        r |= rt_buf_puts(o, "# HELP predictd_request_duration_seconds Inference request "
-                            "latency.\n# TYPE predictd_request_duration_seconds histogram\n");
+        rt_buf_puts(o, "# HELP predictd_request_duration_seconds Inference request "
+                       "latency.\n# TYPE predictd_request_duration_seconds histogram\n");
         for (size_t i = 0; i < m->n_hists; i++) {
             char labels[256];
             hist all;
@@ -454,11 +434,11 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
                 continue;
             snprintf(labels, sizeof labels, "model=\"%s\",method=\"%s\"", m->hists[i].model,
                      method_name(m->hists[i].method));
-            r |= put_hist(o, "predictd_request_duration_seconds", labels, &all, 1);
+            put_hist(o, "predictd_request_duration_seconds", labels, &all, 1);
         }
-        r |= rt_buf_puts(o, "# HELP predictd_version_request_duration_seconds Inference "
-                            "request latency by the version that answered.\n"
-                            "# TYPE predictd_version_request_duration_seconds histogram\n");
+        rt_buf_puts(o, "# HELP predictd_version_request_duration_seconds Inference "
+                       "request latency by the version that answered.\n"
+                       "# TYPE predictd_version_request_duration_seconds histogram\n");
         for (size_t i = 0; i < m->n_hists; i++) {
             char labels[300];
             if (m->hists[i].version < 0)
@@ -466,67 +446,67 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
             snprintf(labels, sizeof labels, "model=\"%s\",version=\"%lld\",method=\"%s\"",
                      m->hists[i].model, (long long)m->hists[i].version,
                      method_name(m->hists[i].method));
-            r |= put_hist(o, "predictd_version_request_duration_seconds", labels, &m->hists[i],
-                          1);
+            put_hist(o, "predictd_version_request_duration_seconds", labels, &m->hists[i],
+                     1);
         }
-        r |= rt_buf_puts(o, "# HELP predictd_http_responses_total HTTP answers by code.\n"
-                            "# TYPE predictd_http_responses_total counter\n");
+        rt_buf_puts(o, "# HELP predictd_http_responses_total HTTP answers by code.\n"
+                       "# TYPE predictd_http_responses_total counter\n");
         for (int c = 0; c < N_CODES; c++)
             if (m->codes[c])
-                r |= rt_buf_printf(o, "predictd_http_responses_total{code=\"%d\"} %llu\n", c,
-                                   (unsigned long long)m->codes[c]);
-        r |= rt_buf_printf(o,
-                           "# HELP predictd_in_flight_requests Requests being handled now.\n"
-                           "# TYPE predictd_in_flight_requests gauge\n"
-                           "predictd_in_flight_requests %ld\n"
-                           "# HELP predictd_queue_depth Inference requests waiting for a "
-                           "worker.\n"
-                           "# TYPE predictd_queue_depth gauge\npredictd_queue_depth %ld\n"
-                           "# HELP predictd_workers Request threads.\n"
-                           "# TYPE predictd_workers gauge\npredictd_workers %d\n"
-                           "# HELP predictd_worker_busy_seconds_total Time request threads "
-                           "spent handling requests (busy fraction = rate / workers).\n"
-                           "# TYPE predictd_worker_busy_seconds_total counter\n"
-                           "predictd_worker_busy_seconds_total %.6f\n",
-                           m->in_flight, m->queue_depth, m->workers, m->busy_seconds);
-        r |= rt_buf_puts(o, "# HELP predictd_rejected_requests_total Requests refused before "
-                            "running, by reason.\n"
-                            "# TYPE predictd_rejected_requests_total counter\n");
+                rt_buf_printf(o, "predictd_http_responses_total{code=\"%d\"} %llu\n", c,
+                              (unsigned long long)m->codes[c]);
+        rt_buf_printf(o,
+                      "# HELP predictd_in_flight_requests Requests being handled now.\n"
+                      "# TYPE predictd_in_flight_requests gauge\n"
+                      "predictd_in_flight_requests %ld\n"
+                      "# HELP predictd_queue_depth Inference requests waiting for a "
+                      "worker.\n"
+                      "# TYPE predictd_queue_depth gauge\npredictd_queue_depth %ld\n"
+                      "# HELP predictd_workers Request threads.\n"
+                      "# TYPE predictd_workers gauge\npredictd_workers %d\n"
+                      "# HELP predictd_worker_busy_seconds_total Time request threads "
+                      "spent handling requests (busy fraction = rate / workers).\n"
+                      "# TYPE predictd_worker_busy_seconds_total counter\n"
+                      "predictd_worker_busy_seconds_total %.6f\n",
+                      m->in_flight, m->queue_depth, m->workers, m->busy_seconds);
+        rt_buf_puts(o, "# HELP predictd_rejected_requests_total Requests refused before "
+                       "running, by reason.\n"
+                       "# TYPE predictd_rejected_requests_total counter\n");
         for (size_t i = 0; i < m->n_reasons; i++)
-            r |= rt_buf_printf(o, "predictd_rejected_requests_total{reason=\"%s\"} %llu\n",
-                               m->reasons[i].name, (unsigned long long)m->reasons[i].count);
-        r |= rt_buf_printf(o,
-                           "# HELP predictd_open_connections Client connections open now.\n"
-                           "# TYPE predictd_open_connections gauge\n"
-                           "predictd_open_connections %ld\n"
-                           "# HELP predictd_connections_refused_total New connections closed "
-                           "at once: max_connections were open and none was idle.\n"
-                           "# TYPE predictd_connections_refused_total counter\n"
-                           "predictd_connections_refused_total %llu\n"
-                           "# HELP predictd_connections_closed_total Open connections "
-                           "predictd closed, by reason.\n"
-                           "# TYPE predictd_connections_closed_total counter\n",
-                           m->open_conns, (unsigned long long)m->conns_refused);
+            rt_buf_printf(o, "predictd_rejected_requests_total{reason=\"%s\"} %llu\n",
+                          m->reasons[i].name, (unsigned long long)m->reasons[i].count);
+        rt_buf_printf(o,
+                      "# HELP predictd_open_connections Client connections open now.\n"
+                      "# TYPE predictd_open_connections gauge\n"
+                      "predictd_open_connections %ld\n"
+                      "# HELP predictd_connections_refused_total New connections closed "
+                      "at once: max_connections were open and none was idle.\n"
+                      "# TYPE predictd_connections_refused_total counter\n"
+                      "predictd_connections_refused_total %llu\n"
+                      "# HELP predictd_connections_closed_total Open connections "
+                      "predictd closed, by reason.\n"
+                      "# TYPE predictd_connections_closed_total counter\n",
+                      m->open_conns, (unsigned long long)m->conns_refused);
         for (size_t i = 0; i < m->n_conn_closed; i++)
-            r |= rt_buf_printf(o, "predictd_connections_closed_total{reason=\"%s\"} %llu\n",
-                               m->conn_closed[i].name,
-                               (unsigned long long)m->conn_closed[i].count);
-        r |= rt_buf_printf(o,
-                           "# HELP predictd_config_reloads_total Config reloads by result.\n"
-                           "# TYPE predictd_config_reloads_total counter\n"
-                           "predictd_config_reloads_total{result=\"ok\"} %llu\n"
-                           "predictd_config_reloads_total{result=\"refused\"} %llu\n"
-                           "# HELP predictd_metrics_series_dropped_total Samples not recorded "
-                           "because the series cap was reached.\n"
-                           "# TYPE predictd_metrics_series_dropped_total counter\n"
-                           "predictd_metrics_series_dropped_total %llu\n",
-                           (unsigned long long)m->reloads_ok,
-                           (unsigned long long)m->reloads_refused,
-                           (unsigned long long)m->dropped);
-        r |= put_batch(o, m);
+            rt_buf_printf(o, "predictd_connections_closed_total{reason=\"%s\"} %llu\n",
+                          m->conn_closed[i].name,
+                          (unsigned long long)m->conn_closed[i].count);
+        rt_buf_printf(o,
+                      "# HELP predictd_config_reloads_total Config reloads by result.\n"
+                      "# TYPE predictd_config_reloads_total counter\n"
+                      "predictd_config_reloads_total{result=\"ok\"} %llu\n"
+                      "predictd_config_reloads_total{result=\"refused\"} %llu\n"
+                      "# HELP predictd_metrics_series_dropped_total Samples not recorded "
+                      "because the series cap was reached.\n"
+                      "# TYPE predictd_metrics_series_dropped_total counter\n"
+                      "predictd_metrics_series_dropped_total %llu\n",
+                      (unsigned long long)m->reloads_ok,
+                      (unsigned long long)m->reloads_refused,
+                      (unsigned long long)m->dropped);
+        put_batch(o, m);
         pthread_mutex_unlock(&m->mu);
     }
     if (mgr && srv_manager_metrics(mgr, o) != RT_OK)
-        r = -1;
-    return r ? RT_ERR_NOMEM : RT_OK;
+        return RT_ERR_NOMEM;
+    return rt_buf_failed(o) ? RT_ERR_NOMEM : RT_OK; /* its errors stick: checked once */
 }

@@ -212,14 +212,8 @@ srv_version *srv_mm_version(const mmodel *mm, int64_t version)
 
 bool srv_mm_insert(mmodel *mm, srv_version *v)
 {
-    if (mm->n_vers == mm->cap) {
-        size_t cap = mm->cap ? mm->cap * 2 : 4;
-        srv_version **p = realloc(mm->vers, cap * sizeof *p);
-        if (!p)
-            return false;
-        mm->vers = p;
-        mm->cap = cap;
-    }
+    if (rt_grow(&mm->vers, &mm->cap, mm->n_vers + 1, sizeof *mm->vers) != 0)
+        return false;
     size_t i = mm->n_vers;
     while (i > 0 && mm->vers[i - 1]->version > v->version) {
         mm->vers[i] = mm->vers[i - 1];

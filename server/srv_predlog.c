@@ -18,7 +18,7 @@
  */
 #include "srv.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -117,29 +117,35 @@ static void undo_torn(logfile *f, off_t at, size_t got)
     f->torn = true;
 }
 
-/* MODEL.jsonl -> .1 -> ... -> .(max_files-1); the oldest is removed. */
-static void rotate(logfile *f, uint32_t max_files)
+/* MODEL.jsonl -> .1 -> ... -> .(max_files-1); the oldest is removed. false
+ * (out of memory): nothing renamed, the file stays open; the caller drops
+ * and counts the line, so the size cap holds. */
+static bool rotate(logfile *f, uint32_t max_files)
 {
     size_t n = strlen(f->path) + 16;
     char *a = malloc(n), *b = malloc(n);
-    if (a && b) {
-        snprintf(a, n, "%s.%u", f->path, max_files - 1);
-        unlink(a);
-        for (uint32_t i = max_files - 1; i > 1; i--) {
-            snprintf(a, n, "%s.%u", f->path, i - 1);
-            snprintf(b, n, "%s.%u", f->path, i);
-            rename(a, b);
-        }
-        snprintf(b, n, "%s.1", f->path);
-        if (max_files > 1)
-            rename(f->path, b);
-        else
-            unlink(f->path);
+    if (!a || !b) { /* the file stays as it is: the line is dropped, counted */
+        free(a);
+        free(b);
+        return false;
     }
+    snprintf(a, n, "%s.%u", f->path, max_files - 1);
+    unlink(a);
+    for (uint32_t i = max_files - 1; i > 1; i--) {
+        snprintf(a, n, "%s.%u", f->path, i - 1);
+        snprintf(b, n, "%s.%u", f->path, i);
+        rename(a, b); /* ENOENT: fewer files so far */
+    }
+    snprintf(b, n, "%s.1", f->path);
+    if (max_files > 1)
+        rename(f->path, b);
+    else
+        unlink(f->path);
     free(a);
     free(b);
     close(f->fd);
     f->fd = -1;
+    return true;
 }
 
 /* The open file of model under dir (reopened when dir changed), or NULL. */
@@ -258,8 +264,7 @@ static void write_job(void *fn_ctx, void *arg, int worker)
     size_t n = strlen(text);
     text[n++] = '\n'; /* over the NUL: written by length */
     if (f->size > 0 && f->size + n > max_bytes) {
-        rotate(f, max_files);
-        if (!file_open(f, dir)) {
+        if (!rotate(f, max_files) || !file_open(f, dir)) {
             count(l, &l->errors, 1);
             goto out;
         }

@@ -12,7 +12,7 @@
  */
 #include "srv.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
  */
 #include "srv.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -341,17 +341,16 @@ rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *o)
 {
     if (!s)
         return RT_OK;
-    int r = 0;
     pthread_mutex_lock(&s->mu);
-    r |= rt_buf_printf(o, "# HELP predictd_shadow_dropped_total Shadow runs dropped: the shadow "
-                          "queue was full (256 runs or shadow_queue_bytes).\n"
-                          "# TYPE predictd_shadow_dropped_total counter\n"
-                          "predictd_shadow_dropped_total %llu\n"
-                          "# HELP predictd_shadow_queued_bytes Bytes of requests and answers "
-                          "waiting for their shadow run (at most shadow_queue_bytes).\n"
-                          "# TYPE predictd_shadow_queued_bytes gauge\n"
-                          "predictd_shadow_queued_bytes %zu\n",
-                       (unsigned long long)(s->dropped + s->lost), (size_t)atomic_load(&s->queued));
+    rt_buf_printf(o, "# HELP predictd_shadow_dropped_total Shadow runs dropped: the shadow "
+                     "queue was full (256 runs or shadow_queue_bytes).\n"
+                     "# TYPE predictd_shadow_dropped_total counter\n"
+                     "predictd_shadow_dropped_total %llu\n"
+                     "# HELP predictd_shadow_queued_bytes Bytes of requests and answers "
+                     "waiting for their shadow run (at most shadow_queue_bytes).\n"
+                     "# TYPE predictd_shadow_queued_bytes gauge\n"
+                     "predictd_shadow_queued_bytes %zu\n",
+                  (unsigned long long)(s->dropped + s->lost), (size_t)atomic_load(&s->queued));
     static const char *const names[] = {
         "requests_total", "errors_total", "instances_total", "class_differs_total",
         "abs_diff_sum", "scored_instances_total", "seconds_total", "class_differs_ratio",
@@ -368,20 +367,19 @@ rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *o)
         "Mean absolute difference of logistic / predictions."};
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         bool gauge = k >= 7;
-        r |= rt_buf_printf(o, "# HELP predictd_shadow_%s %s\n# TYPE predictd_shadow_%s %s\n",
-                           names[k], helps[k], names[k], gauge ? "gauge" : "counter");
+        rt_buf_printf(o, "# HELP predictd_shadow_%s %s\n# TYPE predictd_shadow_%s %s\n", names[k],
+                      helps[k], names[k], gauge ? "gauge" : "counter");
         for (size_t i = 0; i < s->n_pairs; i++) {
             const pair *p = &s->pairs[i];
             double v[] = {(double)p->compared, (double)p->errors, (double)p->instances,
                           (double)p->class_diff, p->abs_diff, (double)p->scored, p->seconds,
                           p->instances ? (double)p->class_diff / (double)p->instances : 0,
                           p->scored ? p->abs_diff / (double)p->scored : 0};
-            r |= rt_buf_printf(o, "predictd_shadow_%s{model=\"%s\",version=\"%lld\","
-                                  "shadow_version=\"%lld\"} %.9g\n",
-                               names[k], p->model, (long long)p->version,
-                               (long long)p->shadow, v[k]);
+            rt_buf_printf(o, "predictd_shadow_%s{model=\"%s\",version=\"%lld\","
+                             "shadow_version=\"%lld\"} %.9g\n",
+                          names[k], p->model, (long long)p->version, (long long)p->shadow, v[k]);
         }
     }
     pthread_mutex_unlock(&s->mu);
-    return r ? RT_ERR_NOMEM : RT_OK;
+    return rt_buf_failed(o) ? RT_ERR_NOMEM : RT_OK; /* its errors stick: checked once */
 }

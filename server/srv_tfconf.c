@@ -24,7 +24,7 @@
  */
 #include "srv.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,14 +222,8 @@ static char *str_dup(const char *s)
 static bool map_add(srv_tfconf_map *m, const srv_tp_node *n, const char *jpath,
                     const char *tpath)
 {
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 16;
-        tfconf_loc *l = realloc(m->locs, cap * sizeof *l);
-        if (!l)
-            return false;
-        m->locs = l;
-        m->cap = cap;
-    }
+    if (rt_grow(&m->locs, &m->cap, m->n + 1, sizeof *m->locs) != 0)
+        return false;
     tfconf_loc *l = &m->locs[m->n];
     l->jpath = str_dup(jpath);
     l->tpath = str_dup(tpath);

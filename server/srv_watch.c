@@ -332,19 +332,13 @@ static bool read_events(watcher *W)
                 lost = true;
                 continue;
             }
-            if (n == cap) {
-                size_t c = cap ? cap * 2 : 64;
-                int *p = realloc(wds, c * sizeof *p), *q = p ? realloc(self, c * sizeof *q) : NULL;
-                if (p)
-                    wds = p;
-                if (q)
-                    self = q;
-                if (!p || !q) {
-                    lost = true;
-                    continue;
-                }
-                cap = c;
+            size_t wcap = cap, scap = cap;
+            if (rt_grow(&wds, &wcap, n + 1, sizeof *wds) != 0 ||
+                rt_grow(&self, &scap, n + 1, sizeof *self) != 0) {
+                lost = true;
+                continue;
             }
+            cap = scap; /* == wcap */
             /* the directory itself went (deleted, moved, or the watch is gone):
              * the event names the wd, the flag says it must be watched again */
             wds[n] = ev->wd;

@@ -15,7 +15,7 @@
  */
 #include "trn.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -487,6 +487,11 @@ rt_status trn_reader_open(const trn_reader_params *p, trn_reader **out, rt_err *
  */
 rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err);
 
+/* After trn_reader_next returned RT_ERR_FORMAT (a malformed row under
+ * TRN_BAD_ROW_STOP): the row's file (owned by r) and *line, its line number;
+ * otherwise NULL and 0. */
+const char *trn_reader_failed_at(trn_reader *r, uint64_t *line);
+
 typedef struct trn_reader_stats {
     uint64_t rows;      /* good rows read */
     uint64_t bytes;     /* bytes read in the current epoch */

@@ -29,55 +29,6 @@ rt_status trn_run_checkpoint(trn_run *R, trn_dist *dist, int wait, rt_err *err)
     return st;
 }
 
-/*
- * SIGINT/SIGTERM while training: the training threads block them and the
- * loop looks for a pending one after each step (no handler state, no
- * global); rt_signal_hold brings back one the kernel gave a library's thread.
- */
-/* SIGINT or SIGTERM pending (blocked while training), else 0. */
-int trn_stop_pending(void)
-{
-    sigset_t p;
-    if (sigpending(&p) != 0)
-        return 0;
-    return sigismember(&p, SIGINT) ? SIGINT : sigismember(&p, SIGTERM) ? SIGTERM : 0;
-}
-
-/* Takes a pending SIGINT/SIGTERM off the queue (so unblocking them does not
- * end the process); returns it, or 0. */
-int trn_stop_take(void)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    struct timespec zero = {0, 0};
-    int sig = sigtimedwait(&set, NULL, &zero);
-    return sig > 0 ? sig : 0;
-}
-
-/* Blocks SIGINT and SIGTERM for training (old: the dispositions and mask to
- * give back with unmask): a signal stays pending until the loop looks. */
-void trn_stops_block(struct sigaction old[2], sigset_t *oldmask)
-{
-    sigset_t stopset;
-    sigemptyset(&stopset);
-    sigaddset(&stopset, SIGINT);
-    sigaddset(&stopset, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stopset, oldmask);
-    rt_signal_hold(SIGINT, &old[0]);
-    rt_signal_hold(SIGTERM, &old[1]);
-}
-
-/* The dispositions and mask from before training: a signal from now on
- * (the final evaluation and export) acts as it did before. */
-void trn_stops_restore(const struct sigaction old[2], const sigset_t *oldmask)
-{
-    sigaction(SIGINT, &old[0], NULL);
-    sigaction(SIGTERM, &old[1], NULL);
-    pthread_sigmask(SIG_SETMASK, oldmask, NULL);
-}
-
 /* Runs the early-stopping hooks due after the update that reached step (on
  * rank 0, which holds the evaluations; its answer goes to every rank) and,
  * when one asks to stop, logs and records it and sets R->stopped_early. */
@@ -132,7 +83,7 @@ void trn_votes_cast(const trn_run *R, int masked, int reading, double last_ckpt,
     v->ckpt_due = trn_is_chief(c) && c->save_checkpoints_secs > 0 &&
                   trn_now_s() - last_ckpt >= c->save_checkpoints_secs;
     v->eval_due = trn_is_chief(c) && trn_now_s() - last_eval >= c->throttle_secs;
-    v->stop = masked && trn_stop_pending();
+    v->stop = masked && rt_stops_pending();
     v->hooks_due = trn_is_chief(c) && trn_early_stop_secs_due(R->es, trn_now_s());
 }
 

@@ -133,16 +133,11 @@ static int room_for(trn_cache *c, uint64_t o)
 {
     if (o < c->cap)
         return 0;
-    size_t cap = c->cap ? c->cap : 1024;
-    while (cap <= o)
-        cap *= 2;
-    uint64_t *q = realloc(c->off, cap * sizeof *q);
-    if (!q)
+    size_t was = c->cap;
+    if (o >= SIZE_MAX || rt_grow(&c->off, &c->cap, (size_t)o + 1, sizeof *c->off) != 0)
         return -1;
-    c->off = q;
-    for (size_t i = c->cap; i < cap; i++)
+    for (size_t i = was; i < c->cap; i++)
         c->off[i] = MISSING;
-    c->cap = cap;
     return 0;
 }
 
@@ -156,16 +151,8 @@ static void keep(trn_cache *c, const rt_features *f, size_t i, uint64_t o, const
     size_t sz = c->tsz + rt_features_row_size(c->g, f, i);
     if (c->used + sz + 8 > c->max_bytes || room_for(c, o))
         return;
-    if (c->len + sz > c->arena_cap) {
-        size_t cap = c->arena_cap ? c->arena_cap : (size_t)1 << 16;
-        while (cap < c->len + sz)
-            cap *= 2;
-        unsigned char *q = realloc(c->arena, cap);
-        if (!q)
-            return;
-        c->arena = q;
-        c->arena_cap = cap;
-    }
+    if (rt_grow(&c->arena, &c->arena_cap, c->len + sz, 1) != 0)
+        return;
     memcpy(c->arena + c->len, y, c->ls * sizeof *y);
     if (c->weighted)
         memcpy(c->arena + c->len + c->ls * sizeof *y, &w, sizeof w);

@@ -38,24 +38,11 @@
 #define CKPT_PREFIX "model.ckpt-"
 #define CKPT_MAX_BYTES ((size_t)1 << 40) /* far above any model the trainer holds */
 
-static rt_status fsync_dir(const char *dir, rt_err *err)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: %s", dir, strerror(errno));
-    int rc = fsync(fd);
-    int e = errno;
-    close(fd);
-    if (rc != 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", dir, strerror(e));
-    return RT_OK;
-}
-
 rt_status trn_job_dir_check(const char *job_dir, rt_err *err)
 {
     rt_err why = {{0}};
     int dfd = -1;
-    if (exp_mkdirs(job_dir, &why) != RT_OK ||
+    if (rt_mkdirs(job_dir, &why) != RT_OK ||
         (dfd = open(job_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         if (dfd < 0 && !why.msg[0])
             snprintf(why.msg, sizeof why.msg, "%s", strerror(errno));
@@ -173,14 +160,9 @@ rt_status trn_ckpt_list(const char *job_dir, int64_t **steps, size_t *n, rt_err 
         int64_t s;
         if (!parse_step(de->d_name, &s))
             continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            int64_t *q = realloc(*steps, cap * sizeof *q);
-            if (!q) {
-                st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-                break;
-            }
-            *steps = q;
+        if (rt_grow(steps, &cap, *n + 1, sizeof **steps) != 0) {
+            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            break;
         }
         (*steps)[(*n)++] = s;
     }
@@ -344,12 +326,8 @@ static rt_status write_image(const char *job_dir, int64_t step, int keep_max,
         st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", tmp, strerror(errno));
         goto out;
     }
-    if (rename(tmp, fin) != 0) {
-        st = rt_err_set(err, RT_ERR_IO, "rename %s: %s", fin, strerror(errno));
+    if ((st = rt_rename_durable(tmp, fin, err)))
         goto out;
-    }
-    if ((st = fsync_dir(job_dir, err)))
-        return st;
     if (keep_max > 0) {
         int64_t *steps;
         size_t n;

@@ -6,7 +6,7 @@
  */
 #include "trn.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -839,16 +839,25 @@ static cJSON *section(cJSON *spec, const char *key)
     return cJSON_AddObjectToObject(spec, key);
 }
 
+/* obj[key] = item, replacing one there; item is obj's, or freed when it
+ * cannot be put (out of memory: the key's copy). */
+static rt_status put_item(cJSON *obj, const char *key, cJSON *item, rt_err *err)
+{
+    if (!item)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    cJSON_bool ok = cJSON_GetObjectItemCaseSensitive(obj, key)
+                        ? cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item)
+                        : cJSON_AddItemToObject(obj, key, item);
+    if (!ok) {
+        cJSON_Delete(item);
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    }
+    return RT_OK;
+}
+
 static rt_status set_num(cJSON *obj, const char *key, double v, rt_err *err)
 {
-    cJSON *n = cJSON_CreateNumber(v);
-    if (!n)
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    if (cJSON_GetObjectItemCaseSensitive(obj, key))
-        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, n);
-    else
-        cJSON_AddItemToObject(obj, key, n);
-    return RT_OK;
+    return put_item(obj, key, cJSON_CreateNumber(v), err);
 }
 
 static rt_status set_files(cJSON *obj, const char *key, const char *list, rt_err *err)
@@ -879,11 +888,7 @@ static rt_status set_files(cJSON *obj, const char *key, const char *list, rt_err
         return rt_err_set(err, RT_ERR_INVALID, "--%s: no file given",
                           strcmp(key, "files") == 0 ? "files" : key);
     }
-    if (cJSON_GetObjectItemCaseSensitive(obj, key))
-        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, arr);
-    else
-        cJSON_AddItemToObject(obj, key, arr);
-    return RT_OK;
+    return put_item(obj, key, arr, err);
 }
 
 rt_status trn_spec_apply_overrides(cJSON *spec, const trn_overrides *o, rt_err *err)

@@ -13,7 +13,7 @@
  */
 #include "trn_internal.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

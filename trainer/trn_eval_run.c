@@ -85,7 +85,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
         if (st == RT_ERR_NOTFOUND)
             break;
         if (st == RT_ERR_FORMAT)
-            trn_hint_header(fd, "eval.skip_header_lines", err);
+            trn_hint_header(fd, r, "eval.skip_header_lines", err);
         if (st)
             goto out;
         size_t lo, hi;

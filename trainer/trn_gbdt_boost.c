@@ -378,14 +378,8 @@ static void grow_free(grow *g)
 
 static long add_node(grow *g, size_t lo, size_t hi, uint32_t depth, size_t stride)
 {
-    if (g->n == g->cap) {
-        size_t c = g->cap ? 2 * g->cap : 64;
-        gnode *q = realloc(g->nodes, c * sizeof *q);
-        if (!q)
-            return -1;
-        g->nodes = q;
-        g->cap = c;
-    }
+    if (rt_grow(&g->nodes, &g->cap, g->n + 1, sizeof *g->nodes) != 0)
+        return -1;
     gnode *nd = &g->nodes[g->n];
     memset(nd, 0, sizeof *nd);
     nd->split.input = -1;

@@ -49,13 +49,12 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
     tg_data *d = NULL;
     float *labels = NULL;
     tg_booster *bo = NULL;
-    sigset_t oldmask;
-    struct sigaction oldact[2];
+    rt_stops stops; /* SIGINT/SIGTERM blocked while training */
     int masked = 0;
     rt_status st;
     *sig = 0;
     if (c->stop_signal) {
-        trn_stops_block(oldact, &oldmask);
+        rt_stops_block(&stops, 0);
         masked = 1;
     }
     double t0 = trn_now_s();
@@ -98,7 +97,7 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
             (st = tree_summary(R, bo, (uint64_t)(nall * (double)(m->step - start)), err)))
             goto out;
         if (v.stop) {
-            *sig = masked ? trn_stop_take() : 0;
+            *sig = masked ? rt_stops_take() : 0;
             if (!*sig)
                 *sig = SIGTERM; /* another rank's */
             break;
@@ -138,10 +137,10 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
               c->job_dir, (long long)m->step);
     }
     if (masked && !*sig)
-        *sig = trn_stop_take();
+        *sig = rt_stops_take();
 out:
     if (masked)
-        trn_stops_restore(oldact, &oldmask);
+        rt_stops_restore(&stops);
     trn_gbdt_free(bo);
     trn_gbdt_data_free(d);
     free(labels);

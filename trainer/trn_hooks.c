@@ -11,7 +11,7 @@
  */
 #include "trn_internal.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,14 +38,8 @@ static es_point *point_at(trn_early_stop *e, int64_t step)
         i--;
     if (i > 0 && e->pts[i - 1].step == step)
         return &e->pts[i - 1];
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? 2 * e->cap : 16;
-        es_point *p = realloc(e->pts, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        e->pts = p;
-        e->cap = cap;
-    }
+    if (rt_grow(&e->pts, &e->cap, e->n + 1, sizeof *e->pts) != 0)
+        return NULL;
     memmove(e->pts + i + 1, e->pts + i, (e->n - i) * sizeof *e->pts);
     e->n++;
     e->pts[i].step = step;

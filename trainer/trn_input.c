@@ -13,42 +13,47 @@
 /* ------------------------------------------------------------- data errors */
 
 /*
- * A data file's first line that fails to parse and holds the columns' names
- * is a CSV header: say which spec key skips it. err holds "FILE:1: ...".
+ * A data file's first line that fails to parse (rd stopped on it) and holds
+ * the columns' names (at least half its fields, split as the reader splits
+ * a row, blanks around them dropped) is a CSV header: err's message gets
+ * the spec key that skips it.
  */
-void trn_hint_header(const trn_feeder *fd, const char *key, rt_err *err)
+void trn_hint_header(const trn_feeder *fd, trn_reader *rd, const char *key, rt_err *err)
 {
-    const char *at = strstr(err->msg, ":1: ");
-    if (!at || at == err->msg || (size_t)(at - err->msg) >= 4096)
-        return;
-    char path[4096];
-    memcpy(path, err->msg, (size_t)(at - err->msg));
-    path[at - err->msg] = '\0';
-    FILE *fp = fopen(path, "r");
+    uint64_t lineno;
+    const char *path = trn_reader_failed_at(rd, &lineno);
+    FILE *fp = path && lineno == 1 ? fopen(path, "r") : NULL;
     if (!fp)
         return;
-    char line[8192];
-    int have = fgets(line, sizeof line, fp) != NULL;
+    char *line = NULL, *text = NULL;
+    size_t cap = 0;
+    ssize_t len = getline(&line, &cap, fp);
     fclose(fp);
-    if (!have)
-        return;
-    size_t ncol, names = 0, fields = 0;
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    rt_csv_span span[256];
+    long nf = len > 0 && (text = malloc((size_t)len + 1))
+                  ? rt_csv_split(line, (size_t)len, text, span, 256, NULL)
+                  : -1;
+    size_t ncol, names = 0;
     (void)trn_feeder_numeric(fd, &ncol);
     const char *const *cols = trn_feeder_names(fd);
-    for (char *tok = strtok(line, ",\r\n"); tok; tok = strtok(NULL, ",\r\n")) {
-        while (*tok == ' ' || *tok == '"')
-            tok++;
-        size_t len = strlen(tok);
-        while (len && (tok[len - 1] == ' ' || tok[len - 1] == '"'))
-            len--;
-        fields++;
+    for (long f = 0; f < nf && f < 256; f++) {
+        const char *tok = text + span[f].off;
+        size_t n = span[f].len;
+        while (n && (*tok == ' ' || *tok == '\t'))
+            tok++, n--;
+        while (n && (tok[n - 1] == ' ' || tok[n - 1] == '\t'))
+            n--;
         for (size_t i = 0; cols && i < ncol; i++)
-            if (strlen(cols[i]) == len && strncmp(cols[i], tok, len) == 0) {
+            if (strlen(cols[i]) == n && memcmp(cols[i], tok, n) == 0) {
                 names++;
                 break;
             }
     }
-    if (names == 0 || names * 2 < fields)
+    free(line);
+    free(text);
+    if (names == 0 || names * 2 < (size_t)nf)
         return;
     char msg[RT_ERR_MAX];
     if (snprintf(msg, sizeof msg, "%s (line 1 holds column names: a header row? set \"%s\": 1 "
@@ -56,7 +61,6 @@ void trn_hint_header(const trn_feeder *fd, const char *key, rt_err *err)
         return;
     snprintf(err->msg, sizeof err->msg, "%s", msg);
 }
-
 
 int trn_targets_alloc(trn_targets *t, const trn_feeder *fd, size_t rows)
 {
@@ -132,8 +136,6 @@ rt_status trn_input_open(const trn_input *in, trn_reader **rd, rt_err *err)
                                    c->shuffle_buffer_size, c->num_epochs, c->seed, c->bad_rows,
                                    c->skip_header_lines, in->shards, in->shard, in->cache_bytes,
                                    rd, err);
-    if (st == RT_ERR_FORMAT)
-        trn_hint_header(in->fd, "train.skip_header_lines", err);
     return st;
 }
 
@@ -142,7 +144,7 @@ rt_status trn_input_next(const trn_input *in, trn_reader *rd, const trn_rows **r
 {
     rt_status st = trn_reader_next(rd, rows, err);
     if (st == RT_ERR_FORMAT)
-        trn_hint_header(in->fd, "train.skip_header_lines", err);
+        trn_hint_header(in->fd, rd, "train.skip_header_lines", err);
     return st;
 }
 

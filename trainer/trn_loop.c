@@ -39,9 +39,8 @@ typedef struct loop {
     uint64_t examples, bad_labels;
     int local_end;        /* this rank's input has ended (this pass) */
     int restarted;        /* the input restarted at least once */
-    int masked;           /* SIGINT/SIGTERM blocked (oldact, oldmask give them back) */
-    sigset_t oldmask;
-    struct sigaction oldact[2];
+    int masked;           /* SIGINT/SIGTERM blocked (stops gives them back) */
+    rt_stops stops;
 } loop;
 
 /* Opens L's input for R (replayed to R's step on resume), its buffers and
@@ -72,7 +71,7 @@ static rt_status loop_open(loop *L, trn_run *R, rt_err *err)
     if (c->stop_signal) {
         /* blocked before the reader threads start, so they inherit it: a
          * signal stays pending until the loop looks, after a step */
-        trn_stops_block(L->oldact, &L->oldmask);
+        rt_stops_block(&L->stops, 0);
         L->masked = 1;
     }
     if ((st = trn_feeder_new(R->m->g, &L->fd, err)))
@@ -131,7 +130,7 @@ static void loop_close(loop *L, rt_status st)
     if (L->masked) {
         if (st)
             (void)trn_ckpt_wait(L->R->ckw, NULL);
-        trn_stops_restore(L->oldact, &L->oldmask);
+        rt_stops_restore(&L->stops);
         L->masked = 0;
     }
     trn_targets_free(&L->tg);
@@ -284,7 +283,7 @@ static rt_status run_steps(loop *L, int *sig, rt_err *err)
         if ((st = train_step(L, &v, n_local, &loss, &n_global, &ended, err)))
             return st;
         if (v.stop) { /* after this step (if it was one): checkpoint and stop */
-            *sig = L->masked ? trn_stop_take() : 0;
+            *sig = L->masked ? rt_stops_take() : 0;
             if (!*sig)
                 *sig = SIGTERM; /* another rank's */
             if (!ended && n_global > 0)
@@ -399,8 +398,8 @@ rt_status trn_train_steps(trn_run *R, int *sig, rt_err *err)
         goto out;
     if (L.masked) {
         if (!*sig)
-            *sig = trn_stop_take(); /* came during the last checkpoint */
-        trn_stops_restore(L.oldact, &L.oldmask);
+            *sig = rt_stops_take(); /* came during the last checkpoint */
+        rt_stops_restore(&L.stops);
         L.masked = 0;
     }
 out:

@@ -68,6 +68,8 @@ struct trn_reader {
     int stop;           /* consumer wants the producer to stop */
     rt_status status;   /* producer's final status */
     rt_err err;
+    size_t fail_file;   /* with RT_ERR_FORMAT: the malformed row's file index */
+    uint64_t fail_line; /* and line number (0: none) */
     trn_reader_stats stats;
 
     batch *current;     /* handed to the caller */
@@ -434,14 +436,8 @@ static int keep(trn_reader *r, rec *x, size_t len, uint64_t bytes, uint64_t bad_
         r->keeping = 0;
         return 0;
     }
-    if (r->n_kept == r->kept_cap) {
-        size_t cap = r->kept_cap ? r->kept_cap * 2 : 1024;
-        rec **q = realloc(r->kept, cap * sizeof *q);
-        if (!q)
-            return -1;
-        r->kept = q;
-        r->kept_cap = cap;
-    }
+    if (rt_grow(&r->kept, &r->kept_cap, r->n_kept + 1, sizeof *r->kept) != 0)
+        return -1;
     x->ordinal = r->n_kept;
     x->bytes = bytes;
     x->bad_before = bad_before;
@@ -524,6 +520,8 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
             if (r->p.bad_rows == TRN_BAD_ROW_STOP) {
                 if (e)
                     *e = why;
+                r->fail_file = fi; /* published by finish() under the mutex */
+                r->fail_line = lineno;
                 st = RT_ERR_FORMAT;
                 goto out;
             }
@@ -750,6 +748,15 @@ rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err)
     r->view.priv = b;
     *rows = &r->view;
     return RT_OK;
+}
+
+const char *trn_reader_failed_at(trn_reader *r, uint64_t *line)
+{
+    pthread_mutex_lock(&r->mu);
+    int failed = r->done && r->status == RT_ERR_FORMAT && r->fail_line > 0;
+    pthread_mutex_unlock(&r->mu);
+    *line = failed ? r->fail_line : 0;
+    return failed ? r->files[r->fail_file] : NULL;
 }
 
 void trn_reader_get_stats(trn_reader *r, trn_reader_stats *s)

@@ -9,7 +9,7 @@
 #include "trn_run_internal.h"
 
 #include <cblas.h>
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

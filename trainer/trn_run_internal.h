@@ -95,13 +95,8 @@ rt_status trn_run_early_stop(trn_run *R, trn_dist *dist, int64_t step, int secs_
  * ranks end together, says so, and stores sig in c->stop_signal. */
 rt_status trn_run_interrupted(const trn_run *R, trn_dist *dist, int sig, rt_err *err);
 
-/* SIGINT/SIGTERM while training: trn_stops_block blocks them (old receives
- * what trn_stops_restore gives back), trn_stop_pending says whether one
- * waits, trn_stop_take takes it off the queue (0: none). */
-void trn_stops_block(struct sigaction old[2], sigset_t *oldmask);
-void trn_stops_restore(const struct sigaction old[2], const sigset_t *oldmask);
-int trn_stop_pending(void);
-int trn_stop_take(void);
+/* SIGINT/SIGTERM while training: rt_stops (rt.h) blocks them, the loop looks
+ * for a pending one after each step. */
 
 /* --------------------------------------------------- input (trn_input.c) */
 
@@ -128,7 +123,7 @@ trn_rows trn_rows_slice(const trn_rows *rows, size_t lo, size_t hi);
 
 /* err holds "FILE:1: ..." of a row that failed to parse: when that line
  * holds the columns' names, adds which spec key (key) skips a header. */
-void trn_hint_header(const trn_feeder *fd, const char *key, rt_err *err);
+void trn_hint_header(const trn_feeder *fd, trn_reader *rd, const char *key, rt_err *err);
 
 /* The training input: every rank's reader with the run's parameters. */
 typedef struct trn_input {

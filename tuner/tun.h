@@ -216,9 +216,6 @@ int tun_better(const tun_spec *s, double a, double b);
 int tun_median_stop(const tun_spec *s, const tun_trial *running, const tun_trial *trials,
                     size_t n);
 
-/* Writes len bytes to path atomically (temp, fsync, rename, fsync dir). */
-rt_status tun_write_atomic(const char *path, const char *data, size_t len, rt_err *err);
-
 /* ------------------------------------------------------------ the loop */
 
 /*

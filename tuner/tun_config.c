@@ -5,7 +5,7 @@
  */
 #include "tun.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

@@ -15,10 +15,9 @@
  */
 #include "tun.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -55,41 +54,13 @@ static double now_mono(void)
     return rt_seconds(0);
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 /* A fresh, empty trial directory (an interrupted trial's leftovers go). */
 static rt_status fresh_dir(const char *dir, rt_err *err)
 {
-    struct stat st;
-    if (lstat(dir, &st) == 0 && nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    if (rt_rmtree_at(AT_FDCWD, dir) != 0)
         return rt_err_set(err, RT_ERR_IO, "%s: cannot remove: %s", dir, strerror(errno));
     if (mkdir(dir, 0755) != 0)
         return rt_err_set(err, RT_ERR_IO, "%s: %s", dir, strerror(errno));
-    return RT_OK;
-}
-
-static rt_status mkdirs(const char *path, rt_err *err)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return rt_err_set(err, RT_ERR_LIMIT, "%s: path too long", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-                return rt_err_set(err, RT_ERR_IO, "%s: %s", buf, strerror(errno));
-            *p = c;
-            if (!c)
-                break;
-        }
-    }
     return RT_OK;
 }
 
@@ -153,7 +124,7 @@ static rt_status check_space(const tun_spec *s, const char *dir, rt_err *err)
                             "algorithm or parameters; use a new --job-dir", path);
         goto out;
     }
-    st = tun_write_atomic(path, text, strlen(text), err);
+    st = rt_write_file(path, text, strlen(text), err);
 out:
     free(text);
     cJSON_Delete(mine);
@@ -497,36 +468,6 @@ static void nap_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* SIGINT, SIGTERM and SIGCHLD blocked (taken with sigtimedwait: no state,
- * no global; rt_signal_hold brings back a SIGINT/SIGTERM the kernel gave a
- * library's thread, such as Open MPI's); *old and act receive the caller's
- * mask and actions. */
-static void block_signals(sigset_t *mask, sigset_t *old, struct sigaction act[2])
-{
-    sigemptyset(mask);
-    sigaddset(mask, SIGINT);
-    sigaddset(mask, SIGTERM);
-    sigaddset(mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, mask, old);
-    rt_signal_hold(SIGINT, &act[0]);
-    rt_signal_hold(SIGTERM, &act[1]);
-}
-
-/* The caller's mask and actions again; a SIGCHLD left pending must not
- * reach it. */
-static void unblock_signals(const sigset_t *old, const struct sigaction act[2])
-{
-    sigaction(SIGINT, &act[0], NULL);
-    sigaction(SIGTERM, &act[1], NULL);
-    struct timespec zero = {0, 0};
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    while (sigtimedwait(&chld, NULL, &zero) > 0) {
-    }
-    sigprocmask(SIG_SETMASK, old, NULL);
-}
-
 /* ------------------------------------------------------------ the study */
 
 /* Moves a finished trial into the study: trials.jsonl rewritten, its line
@@ -608,8 +549,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
     running *run = calloc((size_t)max_par, sizeof *run);
     char *busy = comm ? calloc((size_t)comm->size, 1) : NULL;
     char tpath[4200], spath[4200];
-    sigset_t mask, oldmask;
-    struct sigaction oldact[2];
+    rt_stops stops; /* SIGINT, SIGTERM and SIGCHLD blocked, taken with sigtimedwait */
     int masked = 0;
     *succeeded = 0;
     *interrupted = 0;
@@ -617,7 +557,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if ((st = mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
+    if ((st = rt_mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
         goto out;
     snprintf(tpath, sizeof tpath, "%s/trials.jsonl", p->job_dir);
     snprintf(spath, sizeof spath, "%s/study.json", p->job_dir);
@@ -651,7 +591,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
         limit = tun_grid_size(s);
     int64_t max_failed = s->max_failed > 0 ? s->max_failed : s->max_trials;
 
-    block_signals(&mask, &oldmask, oldact);
+    rt_stops_block(&stops, SIGCHLD);
     masked = 1;
 
     for (;;) {
@@ -691,7 +631,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
             }
             if ((st = fresh_dir(r->dir, err)))
                 goto stop;
-            if ((r->pid = launch(s, p, r, &oldmask, err)) < 0) {
+            if ((r->pid = launch(s, p, r, &stops.old_mask, err)) < 0) {
                 st = RT_ERR_IO;
                 goto stop;
             }
@@ -700,7 +640,7 @@ rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded
         if (nr == 0)
             break;
         struct timespec ts = {0, (comm ? 20 : POLL_MS) * 1000000L};
-        int sig = sigtimedwait(&mask, NULL, &ts);
+        int sig = sigtimedwait(&stops.mask, NULL, &ts);
         if (sig == SIGINT || sig == SIGTERM) {
             if (!p->quiet)
                 fprintf(stderr, "predict-tune: %s: stopping %zu running trial(s); run the same "
@@ -819,7 +759,7 @@ out:
         send_text(comm, r, MSG_QUIT, "", &e3); /* every rank returns, whatever happened */
     }
     if (masked)
-        unblock_signals(&oldmask, oldact);
+        rt_stops_restore(&stops);
     /* every slot: one being filled when an error stopped the loop holds values too */
     for (int64_t i = 0; run && i < max_par; i++)
         tun_trial_free(&run[i].t, 0);
@@ -842,16 +782,15 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
     const tun_comm *c = p->comm;
     running r;
     memset(&r, 0, sizeof r);
-    sigset_t mask, oldmask;
-    struct sigaction oldact[2];
+    rt_stops stops; /* SIGINT, SIGTERM and SIGCHLD blocked, taken with sigtimedwait */
     rt_status st = RT_OK;
     size_t reported = 0;
     double next_read = 0;
     *interrupted = 0;
-    block_signals(&mask, &oldmask, oldact);
+    rt_stops_block(&stops, SIGCHLD);
     for (int quit = 0; !quit || r.pid > 0;) {
         struct timespec ts = {0, 20 * 1000000L};
-        int sig = sigtimedwait(&mask, NULL, &ts);
+        int sig = sigtimedwait(&stops.mask, NULL, &ts);
         if ((sig == SIGINT || sig == SIGTERM) && !*interrupted) {
             /* the whole study stops: rank 0 is told; this rank's trial ends */
             *interrupted = 1;
@@ -921,8 +860,8 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
             r.t.start_time = now_real();
             snprintf(r.dir, sizeof r.dir, "%s/%lld", p->job_dir, (long long)r.t.id);
             snprintf(r.metric_file, sizeof r.metric_file, "%s/hypertune.metrics", r.dir);
-            if ((st = mkdirs(p->job_dir, err)) || (st = fresh_dir(r.dir, err)) ||
-                (r.pid = launch(s, p, &r, &oldmask, err)) < 0) {
+            if ((st = rt_mkdirs(p->job_dir, err)) || (st = fresh_dir(r.dir, err)) ||
+                (r.pid = launch(s, p, &r, &stops.old_mask, err)) < 0) {
                 /* this trial fails, the rank goes on */
                 r.pid = 0;
                 r.t.end_time = now_real();
@@ -944,6 +883,6 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
         waitpid(r.pid, NULL, 0);
     }
     tun_trial_free(&r.t, 0);
-    unblock_signals(&oldmask, oldact);
+    rt_stops_restore(&stops);
     return st;
 }

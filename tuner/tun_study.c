@@ -6,7 +6,7 @@
  */
 #include "tun.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -348,44 +348,6 @@ out:
     return st;
 }
 
-rt_status tun_write_atomic(const char *path, const char *data, size_t len, rt_err *err)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return rt_err_set(err, RT_ERR_LIMIT, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: %s", tmp, strerror(errno));
-    size_t off = 0;
-    while (off < len) {
-        ssize_t k = write(fd, data + off, len - off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return rt_err_set(err, RT_ERR_IO, "%s: write: %s", tmp, strerror(e));
-        }
-        off += (size_t)k;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return rt_err_set(err, RT_ERR_IO, "%s: %s", path, strerror(e));
-    }
-    /* the rename itself is durable once the directory is synced */
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-    int dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
-    return RT_OK;
-}
-
 rt_status tun_trials_save(const tun_spec *s, const char *path, const tun_trial *trials, size_t n,
                           rt_err *err)
 {
@@ -396,7 +358,7 @@ rt_status tun_trials_save(const tun_spec *s, const char *path, const tun_trial *
         if ((st = tun_trial_to_json(s, &trials[i], &b)) || rt_buf_puts(&b, "\n") != 0)
             st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     if (!st)
-        st = tun_write_atomic(path, b.data ? b.data : "", b.len, err);
+        st = rt_write_file(path, b.data ? b.data : "", b.len, err);
     rt_buf_free(&b);
     return st;
 }
@@ -469,7 +431,7 @@ rt_status tun_study_save(const tun_spec *s, const char *path, const tun_trial *t
     text = nl;
     text[len++] = '\n';
     text[len] = '\0';
-    st = tun_write_atomic(path, text, len, err);
+    st = rt_write_file(path, text, len, err);
 out:
     free(text);
     free(idx);

@@ -18,7 +18,7 @@
 #include "fz_util.h"
 #include "srv.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 

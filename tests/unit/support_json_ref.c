@@ -1,18 +1,21 @@
 /*
  * support_json_ref.c — the reference request parser for differential
- * testing (test_fastpath, fuzz_json_request): the parser predictd had
- * before the streaming one (runtime/rt_json_*.c), kept here and only here.
- * It pre-scans the body (strict UTF-8, control bytes, number grammar,
- * depth; NaN / Infinity / -Infinity rewritten as strings marked by a 0xFF
- * byte), parses it with cJSON and walks the tree into the batch. Changed
- * from predictd's old code only where the new parser is deliberately
- * stricter, and where issue 17 changed the rules (unknown top-level keys and
+ * testing (test_fastpath, fuzz_json_request): the request rules of
+ * docs/serving-json.md implemented a second, independent way, against which
+ * the runtime's streaming parser (runtime/rt_json_*.c) is compared. It
+ * pre-scans the body (strict UTF-8 with its own decoder, control bytes,
+ * number grammar, depth; NaN / Infinity / -Infinity rewritten as strings
+ * marked by a 0xFF byte), parses it with cJSON and walks the tree into the
+ * batch. Where cJSON is laxer than JSON it is held to JSON: white space is
+ * JSON's four bytes (cJSON skips every byte up to 0x20), and \u takes four
+ * hex digits (cJSON reads a bad one as 0). Unknown top-level keys and
  * columns the signature lacks are ignored, a number beyond float32 is taken
- * (the transform makes it ±inf), :classify / :regress check the method of
- * a named signature): white space is JSON's four bytes (cJSON skips every byte up to
- * 0x20), and \u takes four hex digits (cJSON reads a bad one as 0).
- * Signatures are looked up by the runtime's rt_json_signature.c (not the
- * parser's business). Its messages are not compared, only accept / refuse and values.
+ * (the transform makes it ±inf), :classify / :regress check the method of a
+ * named signature. How a signature's inputs are read (features, CSV,
+ * tf.Example) is decided here by its own code; signatures are looked up by
+ * the runtime's rt_json_signature.c (not the parser's business). Messages
+ * are not compared, only accept / refuse and values; the runtime's refusals
+ * must be valid UTF-8 text, checked with this file's decoder.
  */
 #include "support_json_ref.h"
 
@@ -28,6 +31,48 @@
 #include <string.h>
 
 #define SENTINEL '\xff'
+
+/* The length of the UTF-8 sequence (RFC 3629) at s[0..n), or 0 when it is
+ * not one: decoded to its code point, which must need that many bytes and
+ * be neither a UTF-16 surrogate nor above U+10FFFF. Written apart from the
+ * runtime's rt_utf8_seq (a table of byte ranges) so that the comparison
+ * checks it. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    static const unsigned MIN[] = {0, 0, 0x80, 0x800, 0x10000};
+    unsigned c = s[0], len, cp;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0)
+        len = 2, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0)
+        len = 3, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (unsigned k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[k] & 0x3F);
+    }
+    if (cp < MIN[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* Whether the text s is valid UTF-8: the runtime's refusals must be, though
+ * they quote the client's names cut to a length. */
+static int utf8_valid(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = utf8_len((const unsigned char *)s + i, n - i)))
+            return 0;
+    return 1;
+}
 
 /* A path for error messages: "instances[3].age". */
 typedef struct jpath {
@@ -148,7 +193,6 @@ static rt_status prescan(const char *body, size_t len, int max_depth, rt_buf *ou
     int depth = 0, in_str = 0;
     char prev = '\0'; /* the last significant byte outside strings */
     size_t i = 0, run = 0; /* body[run..i) not copied yet */
-    const char *why = NULL;
     while (i < len) {
         unsigned char ch = (unsigned char)body[i];
         if (in_str) {
@@ -174,9 +218,9 @@ static rt_status prescan(const char *body, size_t len, int max_depth, rt_buf *ou
                 st = lex_error(body, len, i, LEX_CONTROL, NULL, err);
                 goto out;
             } else {
-                size_t k = rt_utf8_seq(body + i, len - i, &why);
+                size_t k = utf8_len((const unsigned char *)body + i, len - i);
                 if (!k) {
-                    st = lex_error(body, len, i, LEX_UTF8, why, err);
+                    st = lex_error(body, len, i, LEX_UTF8, "not a UTF-8 sequence", err);
                     goto out;
                 }
                 i += k;
@@ -237,9 +281,9 @@ static rt_status prescan(const char *body, size_t len, int max_depth, rt_buf *ou
                 continue;
             }
         } else if (ch >= 0x80) {
-            size_t k = rt_utf8_seq(body + i, len - i, &why);
+            size_t k = utf8_len((const unsigned char *)body + i, len - i);
             if (!k) {
-                st = lex_error(body, len, i, LEX_UTF8, why, err);
+                st = lex_error(body, len, i, LEX_UTF8, "not a UTF-8 sequence", err);
                 goto out;
             }
             i += k;
@@ -343,11 +387,6 @@ static rt_status type_error(rt_err *err, const jpath *path, const char *want, co
     char got[64];
     describe(v, got, sizeof got);
     return rt_err_set(err, RT_ERR_INVALID, "%s: expected %s, got %s", path->s, want, got);
-}
-
-static int method_is(const Predictd__SignatureDef *sig, const char *what)
-{
-    return sig && sig->method_name && strstr(sig->method_name, what) != NULL;
 }
 
 /* {"b64": "..."}: exactly one member, named b64, holding a string. */
@@ -464,29 +503,30 @@ typedef struct in_mode {
     const char *name; /* the serialized input's name */
 } in_mode;
 
+/* The rule as the documentation states it, written apart from the runtime's
+ * rt_json_mode_for so that the comparison checks it: TF's classification
+ * and regression signatures (their method names exactly, the only ones an
+ * export holds) take tf.Examples under their one input "inputs"; any other
+ * signature takes what the export's receiver reads (docs/serving-json.md). */
 static in_mode mode_for(const rt_graph *g, const Predictd__SignatureDef *sig)
 {
-    in_mode md = {IN_FEATURES, NULL};
-    if (sig && sig->n_inputs == 1 && sig->inputs[0]->name &&
-        strcmp(sig->inputs[0]->name, "inputs") == 0 &&
-        (method_is(sig, "classify") || method_is(sig, "regress"))) {
-        md.kind = IN_EXAMPLE;
-        md.name = "inputs";
-        return md;
-    }
-    switch (rt_graph_def(g)->receiver) {
-    case PREDICTD__RECEIVER__RECEIVER_CSV:
-        md.kind = IN_CSV;
-        md.name = "csv_row";
-        break;
-    case PREDICTD__RECEIVER__RECEIVER_EXAMPLE:
-        md.kind = IN_EXAMPLE;
-        md.name = "example_proto";
-        break;
-    default:
-        break;
-    }
-    return md;
+    static const struct {
+        Predictd__Receiver receiver;
+        in_mode mode;
+    } RECEIVERS[] = {
+        {PREDICTD__RECEIVER__RECEIVER_CSV, {IN_CSV, "csv_row"}},
+        {PREDICTD__RECEIVER__RECEIVER_EXAMPLE, {IN_EXAMPLE, "example_proto"}},
+    };
+    const char *method = sig && sig->method_name ? sig->method_name : "";
+    int examples = !strcmp(method, "tensorflow/serving/classify") ||
+                   !strcmp(method, "tensorflow/serving/regress");
+    if (examples && sig->n_inputs == 1 && sig->inputs[0]->name &&
+        !strcmp(sig->inputs[0]->name, "inputs"))
+        return (in_mode){IN_EXAMPLE, "inputs"};
+    for (size_t i = 0; i < sizeof RECEIVERS / sizeof *RECEIVERS; i++)
+        if (RECEIVERS[i].receiver == rt_graph_def(g)->receiver)
+            return RECEIVERS[i].mode;
+    return (in_mode){IN_FEATURES, NULL};
 }
 
 static size_t mode_num_inputs(const rt_graph *g, const in_mode *md)
@@ -774,24 +814,6 @@ static rt_status parse_predict_root(const rt_graph *g, const cJSON *root,
     return st;
 }
 
-/* Messages quote the client's names cut to a length, which may split a
- * UTF-8 character: every byte of the message that is not valid UTF-8
- * becomes '?', so a message is always valid UTF-8 text. */
-static rt_status tidy_message(rt_status st, rt_err *err)
-{
-    if (st == RT_OK || !err)
-        return st;
-    size_t n = strnlen(err->msg, sizeof err->msg - 1);
-    for (size_t i = 0; i < n;) {
-        size_t k = rt_utf8_seq(err->msg + i, n - i, NULL);
-        if (!k) {
-            err->msg[i] = '?';
-            k = 1;
-        }
-        i += k;
-    }
-    return st;
-}
 
 /* --------------------------------------------------- classify / regress */
 
@@ -899,7 +921,7 @@ rt_status support_json_ref_parse(const rt_model *m, rt_method method, const char
         st = parse_examples(g, method, root, p, c, err);
     cJSON_Delete(root);
     *sig = s;
-    return tidy_message(st, err);
+    return st;
 }
 
 /* ------------------------------------------------- differential check */
@@ -945,6 +967,10 @@ int support_json_ref_compare(const rt_model *m, rt_method method, const char *bo
     if (sa != RT_OK) {
         if (!ea.msg[0]) {
             snprintf(why, cap, "refused without a message");
+            return -1;
+        }
+        if (!utf8_valid(ea.msg)) {
+            snprintf(why, cap, "the refusal is not valid UTF-8 text");
             return -1;
         }
         return 0;

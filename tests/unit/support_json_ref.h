@@ -8,8 +8,8 @@
 
 #include "rt.h"
 
-/* Parses body for model m and method into c's batch, as the old parser
- * did: RT_OK with *columnar and *sig (a SignatureDef, by address) or an
+/* Parses body for model m and method into c's batch by the reference
+ * implementation of the request rules: RT_OK with *columnar and *sig (a SignatureDef, by address) or an
  * error status with a message. Does not run the model. Thread safety: c
  * belongs to the caller. */
 rt_status support_json_ref_parse(const rt_model *m, rt_method method, const char *body,

@@ -5,7 +5,7 @@
  */
 #include "support_models.h"
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>

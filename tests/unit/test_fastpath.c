@@ -7,11 +7,13 @@
  * random float bit patterns.
  *
  * The streaming request parser (runtime/rt_json_reader.c and its users)
- * must accept and refuse exactly what the reference parser does (the old
- * prescan + cJSON parser, tests/unit/support_json_ref.c) and fill the same
- * batch, cell by cell: on common bodies, on unusual and wrong ones, on
- * long strings with a bad byte at every position, and on classify /
- * regress bodies. */
+ * must accept and refuse exactly what the reference parser does (an
+ * independent prescan + cJSON implementation of the same rules,
+ * tests/unit/support_json_ref.c) and fill the same batch, cell by cell: on
+ * common bodies, on unusual and wrong ones, on long strings with a bad byte
+ * at every position, on classify / regress bodies, and on exports whose
+ * receiver reads a CSV row or a tf.Example; its refusals are valid UTF-8
+ * even when they quote a name cut inside a character. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -457,6 +459,58 @@ static void test_parser_mutations(void **state)
     rt_buf_free(&body);
 }
 
+/* Exports with a CSV and a tf.Example receiver: the inputs are read as the
+ * receiver says (decided by the reference on its own), and a refusal that
+ * quotes a signature name cut inside a character is valid UTF-8. */
+static void test_parser_receivers(void **state)
+{
+    fast_fixture *f = *state;
+    static const char *const FORMATS[] = {"CSV", "EXAMPLE", "JSON"};
+    static const char *const BODIES[] = {
+        "{\"instances\": [\"39,State-gov,x\", \"1,2\"]}",
+        "{\"instances\": [{\"csv_row\": \"39,State-gov\"}]}",
+        "{\"instances\": [{\"example_proto\": {\"b64\": \"CgA=\"}}]}",
+        "{\"instances\": [{\"b64\": \"CgA=\"}, {\"b64\": \"\"}]}",
+        "{\"inputs\": {\"csv_row\": [\"1,2,3\"]}}",
+        "{\"inputs\": {\"example_proto\": [{\"b64\": \"CgA=\"}]}}",
+        "{\"inputs\": [\"1,2\"]}",
+        "{\"instances\": [{\"age\": 3, \"gender\": \"x\"}]}",
+        "{\"examples\": [{\"age\": 3}]}",
+        "{\"signature_name\": \"classification\", \"instances\": [{\"b64\": \"CgA=\"}]}",
+        "{\"signature_name\": \"classification\", \"instances\": [{\"inputs\": "
+        "{\"b64\": \"CgA=\"}}]}",
+        "{\"signature_name\": \"regression\", \"inputs\": {\"inputs\": [{\"b64\": "
+        "\"CgA=\"}]}}",
+        /* 99 bytes, then a two-byte character the message's %.100s cuts */
+        "{\"signature_name\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xc3\xa9\", \"instances\": []}",
+    };
+    const char *spec = SUPPORT_SPEC_WIDE_DEEP;
+    const char *at = strstr(spec, "\"format\": \"JSON\"");
+    assert_non_null(at);
+    for (size_t k = 0; k < sizeof FORMATS / sizeof *FORMATS; k++) {
+        char text[8192], dir[256], path[1024];
+        snprintf(text, sizeof text, "%.*s\"format\": \"%s\"%s", (int)(at - spec), spec,
+                 FORMATS[k], at + strlen("\"format\": \"JSON\""));
+        Predictd__ModelDef *def = support_spec_modeldef(text);
+        assert_non_null(def);
+        support_tensors st;
+        rt_model *m = NULL;
+        rt_err err = {{0}};
+        assert_int_equal(support_random_tensors(def, 7, 0.7f, &st), 0);
+        assert_int_equal(support_mkdtemp(dir, sizeof dir), 0);
+        assert_true(support_write_export(dir, def, &st, 1700000000, path, sizeof path) > 0);
+        assert_int_equal(rt_model_open(path, &m, &err), RT_OK);
+        for (size_t t = 0; t < sizeof BODIES / sizeof *BODIES; t++)
+            for (int method = 0; method < 3; method++)
+                expect_same(f, m, (rt_method)method, BODIES[t], strlen(BODIES[t]), NULL);
+        rt_model_close(m);
+        support_tensors_free(&st);
+        rt_modeldef_free(def);
+        support_rmtree(dir);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +518,7 @@ int main(void)
                                         fast_teardown),
         cmocka_unit_test_setup_teardown(test_parser_string_scan, fast_setup, fast_teardown),
         cmocka_unit_test_setup_teardown(test_parser_mutations, fast_setup, fast_teardown),
+        cmocka_unit_test_setup_teardown(test_parser_receivers, fast_setup, fast_teardown),
         cmocka_unit_test(test_float_special_values),
         cmocka_unit_test(test_float_halves_and_integers),
         cmocka_unit_test(test_float_random_bits),

@@ -4,7 +4,11 @@
  * missing file, a directory and a FIFO refused without blocking (and read
  * to its end when the caller allows pipes); rt_write_file: the new bytes
  * replace the old whole, an existing file's mode is kept, no temp file is
- * left, and a directory that does not exist is named. */
+ * left, and a directory that does not exist is named; rt_write_file_tag
+ * names its temp file with the caller's tag; rt_mkdirs makes every missing
+ * component and names the one it cannot make; rt_rmtree_at removes a tree
+ * (a missing one is fine) and removes a symbolic link without following it;
+ * rt_rename_durable renames and names both paths when it cannot. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -156,12 +160,83 @@ static void test_write(void **state)
     assert_non_null(strstr(err.msg, "No such file or directory"));
 }
 
+static void test_tag(void **state)
+{
+    (void)state;
+    char path[160];
+    rt_err err;
+    snprintf(path, sizeof path, "%s/no/such/config.json", dir);
+    assert_int_equal(rt_write_file_tag(path, ".editor-", "{}", 2, &err), RT_ERR_IO);
+    char want[64];
+    snprintf(want, sizeof want, "config.json.editor-%ld", (long)getpid());
+    assert_non_null(strstr(err.msg, want));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    assert_int_equal(rt_write_file_tag(path, ".editor-", "{}", 2, &err), RT_OK);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "test \"$(ls -a '%s' | grep -c editor)\" = 0", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_trees(void **state)
+{
+    (void)state;
+    char path[200], file[220];
+    rt_err err;
+    snprintf(path, sizeof path, "%s/t/a/b/c", dir);
+    assert_int_equal(rt_mkdirs(path, &err), RT_OK);
+    assert_int_equal(rt_mkdirs(path, &err), RT_OK); /* existing: fine */
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    snprintf(file, sizeof file, "%s/f", path);
+    put("t/a/b/c/f", "x", 1);
+    snprintf(file, sizeof file, "%s/t/a/b/c/f/g", dir); /* under a file */
+    assert_int_equal(rt_mkdirs(file, &err), RT_ERR_IO);
+    char want[220];
+    snprintf(want, sizeof want, "mkdir %s/t/a/b/c/f/g: ", dir);
+    assert_non_null(strstr(err.msg, want));
+    assert_int_equal(rt_mkdirs("", &err), RT_ERR_INVALID);
+
+    /* a link to a directory outside the tree: removed, not followed */
+    char keep[200], link[220];
+    snprintf(keep, sizeof keep, "%s/keep", dir);
+    assert_int_equal(rt_mkdirs(keep, &err), RT_OK);
+    put("keep/precious", "y", 1);
+    snprintf(link, sizeof link, "%s/t/a/link", dir);
+    assert_int_equal(symlink(keep, link), 0);
+    snprintf(path, sizeof path, "%s/t", dir);
+    assert_int_equal(rt_rmtree_at(AT_FDCWD, path), 0);
+    assert_int_equal(lstat(path, &sb), -1);
+    snprintf(file, sizeof file, "%s/keep/precious", dir);
+    assert_int_equal(stat(file, &sb), 0);
+    assert_int_equal(rt_rmtree_at(AT_FDCWD, path), 0); /* missing: fine */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dfd >= 0);
+    assert_int_equal(rt_rmtree_at(dfd, "keep"), 0);
+    close(dfd);
+    assert_int_equal(stat(keep, &sb), -1);
+
+    char from[200], to[200];
+    snprintf(from, sizeof from, "%s/from", dir);
+    snprintf(to, sizeof to, "%s/to", dir);
+    assert_int_equal(rt_rename_durable(from, to, &err), RT_ERR_IO);
+    assert_non_null(strstr(err.msg, from));
+    assert_non_null(strstr(err.msg, to));
+    put("from", "z", 1);
+    assert_int_equal(rt_rename_durable(from, to, &err), RT_OK);
+    assert_int_equal(stat(to, &sb), 0);
+    assert_int_equal(rt_fsync_dir("/nonexistent-dir-h10", &err), RT_ERR_IO);
+    assert_non_null(strstr(err.msg, "/nonexistent-dir-h10"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_contents),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_write),
+        cmocka_unit_test(test_tag),
+        cmocka_unit_test(test_trees),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 
 #include "srv.h"
 

@@ -823,8 +823,8 @@ static void test_vocabulary_file(void **state)
     fx->def->feature_columns[0]->vocabulary_size = 9;
     assert_int_equal(rt_graph_build(fx->def, lookup, &t, dir, &g, &err), RT_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "vocabulary_size"));
-    /* A FIFO in the file's place is refused at once (it used to block the
-     * loader until a writer came). */
+    /* A FIFO in the file's place is refused at once (opening it must not
+     * block the loader until a writer comes). */
     fx->def->feature_columns[0]->vocabulary_size = 3;
     assert_int_equal(unlink(path), 0);
     assert_int_equal(mkfifo(path, 0600), 0);

@@ -1,6 +1,6 @@
 /* test_trn_eta.c — the trainer's progress ETA (trn_eta) on known cases,
  * resumes included: after a resume only what this run trained or read
- * counts toward the rate (a run resumed at 75% of its epochs used to show
+ * counts toward the rate (a run resumed at 75% of its epochs must not show
  * a third of the remaining time). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,8 +30,8 @@ static void test_eta_by_epochs_after_resume(void **state)
     (void)state;
     /* fresh: 10% of the epochs in 1 s: 9 s left */
     assert_true(fabs(trn_eta(0, 80, 0, 0.0, 0.1, 1.0) - 9.0) < 1e-9);
-    /* resumed at 75%: 5% more in 1 s, 20% left = 4 s (the old formula,
-     * elapsed * (1 - f) / f, said 0.25 s) */
+    /* resumed at 75%: 5% more in 1 s, 20% left = 4 s (not elapsed * (1 -
+     * f) / f = 0.25 s, which counts the earlier run's epochs as this one's) */
     assert_true(fabs(trn_eta(2443, 2483, 0, 0.75, 0.80, 1.0) - 4.0) < 1e-9);
     /* nothing read yet by this run: unknown */
     assert_true(trn_eta(2443, 2443, 0, 0.75, 0.75, 1.0) < 0);

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 
 #include "trn_internal.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <cmocka.h>
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 
 #include "support_models.h"
 #include "trn.h"

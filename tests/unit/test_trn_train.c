@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 
 #include "exp.h"
 #include "trn.h"

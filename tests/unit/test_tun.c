@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 
 #include "tun.h"
 
