@@ -281,9 +281,11 @@ typedef enum {
                       (.what says what it must be: "a valid name (...)") */
     RT_SET_I64,    /* int64_t, an integer in [lo, hi] */
     RT_SET_U64,    /* uint64_t, an integer in [lo, hi] (lo >= 0) */
-    RT_SET_NUM,    /* double, finite, in [dlo, dhi]; default ddef; .what
-                      names it in flag errors ("a number of seconds") */
-    RT_SET_ENUM,   /* int: the value of one of .choices, given by its name */
+    RT_SET_NUM,    /* double, finite, in [dlo, dhi]; default ddef; .what, if
+                      given, is what a flag's value must be ("a number of
+                      seconds in [0, 1e7]") */
+    RT_SET_ENUM,   /* int: the value of one of .choices, given by its name
+                      (JSON: 'must be "a" or "b"'; flag: '"x" is not a or b') */
     RT_SET_CUSTOM, /* JSON only: .custom reads the member's value */
 } rt_setting_type;
 
@@ -411,8 +413,11 @@ const char *rt_setting_default_text(const rt_setting *s, char *buf, size_t cap);
 int rt_setting_help(rt_buf *b, const rt_setting *s, const char *more, size_t col,
                     size_t indent);
 /* One --help entry per flag row: "  --flag=ARG" (a bool "--flag[=true|false]",
- * an enum "--flag=a|b") padded to col, then rt_setting_help. */
-int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col);
+ * an enum "--flag=a|b") padded to col, then rt_setting_help. A flag row that
+ * stands for a JSON key (its .section and .name are a row of keys, n_keys;
+ * keys may be NULL) shows that key's default. */
+int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,
+                     const rt_setting *keys, size_t n_keys);
 
 /* Frees a ModelDef built by rt_spec_to_modeldef, unpacked from model.pb, or
  * built by hand with malloc'd fields. NULL is fine. */

@@ -189,8 +189,8 @@ static const rt_setting_choice *choice_named(const rt_setting *s, const char *na
     return NULL;
 }
 
-/* "a, b or c" (s's choices) into buf. */
-static const char *choice_list(const rt_setting *s, char *buf, size_t cap)
+/* "a, b or c" (s's choices; with quote "\"a\", \"b\" or \"c\"") into buf. */
+static const char *choice_list(const rt_setting *s, bool quote, char *buf, size_t cap)
 {
     size_t k = 0, len = 0;
     buf[0] = '\0';
@@ -199,7 +199,7 @@ static const char *choice_list(const rt_setting *s, char *buf, size_t cap)
     size_t i = 0;
     for (const rt_setting_choice *c = s->choices; c && c->name; c++, i++) {
         const char *sep = i == 0 ? "" : i + 1 == k ? " or " : ", ";
-        int w = snprintf(buf + len, cap - len, "%s%s", sep, c->name);
+        int w = snprintf(buf + len, cap - len, quote ? "%s\"%s\"" : "%s%s", sep, c->name);
         if (w < 0 || (size_t)w >= cap - len)
             break;
         len += (size_t)w;
@@ -244,8 +244,8 @@ rt_status rt_setting_json(const rt_setting *s, const cJSON *obj, const char *pat
             return RT_ERR_INVALID;
         const rt_setting_choice *c = choice_named(s, str);
         if (!c)
-            return rt_cfg_fail(err, path, s->name, "\"%.64s\" is not %s", str,
-                               choice_list(s, buf, sizeof buf));
+            return rt_cfg_fail(err, path, s->name, "must be %s",
+                               choice_list(s, true, buf, sizeof buf));
         *(int *)field(dst, s) = c->value;
         return RT_OK;
     }
@@ -354,6 +354,9 @@ rt_status rt_setting_text(const rt_setting *s, const char *val, void *dst, rt_er
         long long v = strtoll(val, &end, 10);
         if (errno == ERANGE || !end || end == val || *end != '\0')
             return rt_err_set(err, RT_ERR_INVALID, "--%s: \"%s\" is not an integer", f, val);
+        if (v < s->lo && s->hi == INT64_MAX)
+            return rt_err_set(err, RT_ERR_INVALID, "--%s: %lld is out of range (must be >= %lld)",
+                              f, v, (long long)s->lo);
         if (v < s->lo || v > s->hi)
             return rt_err_set(err, RT_ERR_INVALID, "--%s: %lld is out of range [%lld, %lld]", f,
                               v, (long long)s->lo, (long long)s->hi);
@@ -364,9 +367,12 @@ rt_status rt_setting_text(const rt_setting *s, const char *val, void *dst, rt_er
         errno = 0;
         double v = strtod(val, &end);
         if (errno == ERANGE || !end || end == val || *end != '\0' || !isfinite(v) ||
-            !(v >= s->dlo && v <= s->dhi))
-            return rt_err_set(err, RT_ERR_INVALID, "--%s: \"%s\" is not %s in [%g, %g]", f, val,
-                              s->what ? s->what : "a number", s->dlo, s->dhi);
+            !(v >= s->dlo && v <= s->dhi)) {
+            if (s->what)
+                return rt_err_set(err, RT_ERR_INVALID, "--%s: \"%s\" is not %s", f, val, s->what);
+            return rt_err_set(err, RT_ERR_INVALID, "--%s: \"%s\" is not a number in [%g, %g]",
+                              f, val, s->dlo, s->dhi);
+        }
         *(double *)field(dst, s) = v;
         return RT_OK;
     }
@@ -382,7 +388,7 @@ rt_status rt_setting_text(const rt_setting *s, const char *val, void *dst, rt_er
         const rt_setting_choice *c = choice_named(s, val);
         if (!c)
             return rt_err_set(err, RT_ERR_INVALID, "--%s: \"%s\" is not %s", f, val,
-                              choice_list(s, buf, sizeof buf));
+                              choice_list(s, false, buf, sizeof buf));
         *(int *)field(dst, s) = c->value;
         return RT_OK;
     }
@@ -687,10 +693,13 @@ const char *rt_setting_default_text(const rt_setting *s, char *buf, size_t cap)
     return buf;
 }
 
-int rt_setting_help(rt_buf *b, const rt_setting *s, const char *more, size_t col, size_t indent)
+/* rt_setting_help with the default of row d (s itself, or the key a flag
+ * stands for). */
+static int help_with(rt_buf *b, const rt_setting *s, const rt_setting *d, const char *more,
+                     size_t col, size_t indent)
 {
     char text[1400], def[80], also[160] = "";
-    rt_setting_default_text(s, def, sizeof def);
+    rt_setting_default_text(d, def, sizeof def);
     if (s->aliases) {
         /* "(also --a, --b)": the other spellings */
         size_t len = (size_t)snprintf(also, sizeof also, " (also");
@@ -712,7 +721,13 @@ int rt_setting_help(rt_buf *b, const rt_setting *s, const char *more, size_t col
     return rt_settings_wrap(b, text, col, indent);
 }
 
-int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col)
+int rt_setting_help(rt_buf *b, const rt_setting *s, const char *more, size_t col, size_t indent)
+{
+    return help_with(b, s, s, more, col, indent);
+}
+
+int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,
+                     const rt_setting *keys, size_t n_keys)
 {
     int r = 0;
     for (size_t i = 0; i < n; i++) {
@@ -737,7 +752,10 @@ int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col)
             r |= rt_buf_printf(b, "%-*s", (int)col, flag);
         else
             r |= rt_buf_printf(b, "%s  ", flag);
-        r |= rt_setting_help(b, s, NULL, (size_t)w + 2 <= col ? col : (size_t)w + 2, col);
+        /* a flag that stands for a key of keys: that key's default */
+        const rt_setting *k = s->section ? rt_settings_find_key(keys, n_keys, s->section, s->name)
+                                         : NULL;
+        r |= help_with(b, s, k ? k : s, NULL, (size_t)w + 2 <= col ? col : (size_t)w + 2, col);
     }
     return r;
 }

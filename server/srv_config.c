@@ -423,7 +423,7 @@ char *srv_args_usage(bool config_keys)
     } else {
         r |= rt_buf_puts(&b, "usage: predictd [flags]\n"
                              "  Serves exported models over TensorFlow Serving's REST API.\n");
-        r |= rt_settings_help(&b, SETTINGS, N_SETTINGS, COL);
+        r |= rt_settings_help(&b, SETTINGS, N_SETTINGS, COL, NULL, 0);
         r |= rt_buf_printf(&b, "%-*s%s\n%-*s%s\n%-*s%s\n", COL, "  --help", "this text", COL,
                            "  --help_config", "the config file's keys (JSON)", COL,
                            "  --version", "print the version");
