@@ -71,6 +71,10 @@ rt_status tun_spec_load(const char *path, tun_spec *s, rt_err *err);
 
 /* The same from a parsed tree (JSON or converted YAML). Does not keep tree. */
 rt_status tun_spec_from_json(const struct cJSON *root, tun_spec *s, rt_err *err);
+/* A finite number, or a string holding one (proto3 JSON writes int64 as
+ * strings) into *v: 0, else -1. The tuner's one number reader (the config
+ * and DIR/trials.jsonl). */
+int tun_json_number(const struct cJSON *c, double *v);
 
 /* A YAML document as a cJSON tree (mappings -> objects, sequences -> arrays,
  * plain scalars that read as numbers / true / false / null -> those, the rest
