@@ -21,33 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The command line before "--". */
-typedef struct tune_cli {
-    char *config;  /* --config FILE */
-    char *job_dir; /* --job-dir DIR */
-    uint64_t seed; /* --seed N */
-    bool quiet;    /* --quiet */
-} tune_cli;
-
-#define CLI(f, T) \
-    (offsetof(tune_cli, f) + 0 * sizeof(char[_Generic(((tune_cli *)0)->f, T: 1, default: -1)]))
-
-/* predict-tune's flags, in --help order. */
-static const rt_setting FLAGS[] = {
-    {.name = "config", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = CLI(config, char *),
-     .arg = "FILE",
-     .help = "trainingInput.hyperparameters, YAML or JSON (Cloud ML Engine's; required)"},
-    {.name = "job-dir", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = CLI(job_dir, char *),
-     .arg = "DIR",
-     .help = "the study: DIR/<trial id>/, DIR/trials.jsonl, DIR/study.json; running again "
-             "with the same DIR resumes the study (required)"},
-    {.name = "seed", .type = RT_SET_U64, .where = RT_SET_FLAG, .lo = 0, .hi = INT64_MAX,
-     .def = 1, .offset = CLI(seed, uint64_t), .arg = "N",
-     .help = "suggestions are a function of the seed and the results"},
-    {.name = "quiet", .type = RT_SET_BOOL, .where = RT_SET_FLAG, .offset = CLI(quiet, bool),
-     .help = "no progress lines or table"},
-};
-#define N_FLAGS (sizeof FLAGS / sizeof FLAGS[0])
+static const rt_setting *FLAGS;
+static size_t N_FLAGS;
 
 static void usage(FILE *fp)
 {
@@ -98,7 +73,8 @@ int main(int argc, char **argv)
 static int run_main(int argc, char **argv, const tun_comm *comm)
 {
     static const char *const extra[] = {"help", NULL};
-    tune_cli cli;
+    tun_cli cli;
+    FLAGS = tun_flag_settings(&N_FLAGS);
     memset(&cli, 0, sizeof cli);
     rt_err err;
     err.msg[0] = '\0';

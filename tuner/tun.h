@@ -76,6 +76,16 @@ rt_status tun_spec_from_json(const struct cJSON *root, tun_spec *s, rt_err *err)
  * and DIR/trials.jsonl). */
 int tun_json_number(const struct cJSON *c, double *v);
 
+/* predict-tune's command line before "--" (tun_flag_settings' fields). */
+typedef struct tun_cli {
+    char *config;  /* --config FILE */
+    char *job_dir; /* --job-dir DIR */
+    uint64_t seed; /* --seed N (1) */
+    bool quiet;    /* --quiet */
+} tun_cli;
+/* Its flags as a settings table (rt_settings.c), in --help order. */
+const rt_setting *tun_flag_settings(size_t *n);
+
 /* A YAML document as a cJSON tree (mappings -> objects, sequences -> arrays,
  * plain scalars that read as numbers / true / false / null -> those, the rest
  * strings). Returns a new tree the caller frees with cJSON_Delete, or NULL

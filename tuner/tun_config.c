@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,4 +536,30 @@ out:
     cJSON_Delete(root);
     free(text);
     return st;
+}
+
+/* ------------------------------------------------------------ flags */
+
+#define CLI(f, T) \
+    (offsetof(tun_cli, f) + 0 * sizeof(char[_Generic(((tun_cli *)0)->f, T: 1, default: -1)]))
+
+static const rt_setting FLAGS[] = {
+    {.name = "config", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = CLI(config, char *),
+     .arg = "FILE",
+     .help = "trainingInput.hyperparameters, YAML or JSON (Cloud ML Engine's; required)"},
+    {.name = "job-dir", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = CLI(job_dir, char *),
+     .arg = "DIR",
+     .help = "the study: DIR/<trial id>/, DIR/trials.jsonl, DIR/study.json; running again "
+             "with the same DIR resumes the study (required)"},
+    {.name = "seed", .type = RT_SET_U64, .where = RT_SET_FLAG, .lo = 0, .hi = INT64_MAX,
+     .def = 1, .offset = CLI(seed, uint64_t), .arg = "N",
+     .help = "suggestions are a function of the seed and the results"},
+    {.name = "quiet", .type = RT_SET_BOOL, .where = RT_SET_FLAG, .offset = CLI(quiet, bool),
+     .help = "no progress lines or table"},
+};
+
+const rt_setting *tun_flag_settings(size_t *n)
+{
+    *n = sizeof FLAGS / sizeof FLAGS[0];
+    return FLAGS;
 }
