@@ -386,6 +386,7 @@ typedef struct rt_argv {
     bool dash_underscore;   /* --train_files is --train-files */
     bool dashdash;          /* "--" ends the flags (skipped); else it is the caller's */
     bool unknown_flag_last; /* "unknown flag --x (...)" instead of "--x: unknown flag (...)" */
+    const char *noun;       /* what the messages call a flag; NULL: "flag" */
     const char *const *extra; /* other flags for "did you mean" (NULL-ended) */
     /* A flag not in the table (name, len bytes; eq: the text after '=' or
      * NULL; next: the argument after it or NULL): returns 0 not known, 1

@@ -587,15 +587,16 @@ const char *rt_settings_suggest(const rt_setting *t, size_t n, const char *name,
 static rt_status unknown_flag(const rt_argv *a, const char *name, size_t len, rt_err *err)
 {
     char n[128];
+    const char *what = a->noun ? a->noun : "flag";
     snprintf(n, sizeof n, "%.*s", (int)(len < sizeof n ? len : sizeof n - 1), name);
     const char *near = rt_settings_suggest(a->rows, a->n, n, RT_SET_FLAG, NULL, a->extra);
     if (a->unknown_flag_last)
-        return near ? rt_err_set(err, RT_ERR_NOTFOUND, "unknown flag --%s (did you mean --%s?)",
-                                 n, near)
-                    : rt_err_set(err, RT_ERR_NOTFOUND, "unknown flag --%s (see --help)", n);
-    return near ? rt_err_set(err, RT_ERR_NOTFOUND, "--%s: unknown flag (did you mean --%s?)", n,
-                             near)
-                : rt_err_set(err, RT_ERR_NOTFOUND, "--%s: unknown flag (see --help)", n);
+        return near ? rt_err_set(err, RT_ERR_NOTFOUND, "unknown %s --%s (did you mean --%s?)",
+                                 what, n, near)
+                    : rt_err_set(err, RT_ERR_NOTFOUND, "unknown %s --%s (see --help)", what, n);
+    return near ? rt_err_set(err, RT_ERR_NOTFOUND, "--%s: unknown %s (did you mean --%s?)", n,
+                             what, near)
+                : rt_err_set(err, RT_ERR_NOTFOUND, "--%s: unknown %s (see --help)", n, what);
 }
 
 rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, uint64_t *given,

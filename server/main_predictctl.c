@@ -28,7 +28,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,17 +49,10 @@ typedef struct ctl {
     size_t orig_len;
 } ctl;
 
-/* predictctl's flags, one line each: X(name, value, help). They make the
- * getopt_long table and the usage text below. */
-#define CTL_FLAGS(X)                                                                               \
-    X(config, "FILE", "the daemon's config file (default /etc/predictd/predictd.json)")           \
-    X(url, "URL", "the daemon, http://HOST:PORT (default: the config file's)")                   \
-    X(timeout, "SECONDS", "wait for another edit and the verdict, 1..3600 (default 15)")
-#define CTL_SYNOPSIS(name, value, help) " [--" #name " " value "]"
-#define CTL_HELP(name, value, help) "  --" #name " " value "  " help "\n"
+static const rt_setting *FLAGS;
+static size_t N_FLAGS;
 
-static const char USAGE[] =
-    "usage: predictctl" CTL_FLAGS(CTL_SYNOPSIS) " [--json] COMMAND\n"
+static const char USAGE_COMMANDS[] =
     "  status [MODEL] [--json]     versions, states, labels and errors as a table (all\n"
     "                              models without MODEL); --json: the daemon's JSON\n"
     "  models                      models with versions, labels and default version\n"
@@ -75,10 +67,10 @@ static const char USAGE[] =
     "  shadow MODEL VERSION PERCENT  also run PERCENT of the requests on VERSION, after\n"
     "                              answering, and compare (metrics predictd_shadow_*)\n"
     "  shadow MODEL off            stop shadowing\n"
-    "  reload                      ask the daemon to re-read its config file\n"
-    CTL_FLAGS(CTL_HELP)
-    "  --json  status: the daemon's JSON answer instead of the table\n"
-    "  --help  this text\n"
+    "  reload                      ask the daemon to re-read its config file\n";
+
+static const char USAGE_NOTES[] =
+    "  --help                      this text\n"
     "The config file's rest_api_host/rest_api_port give the URL (a wildcard host\n"
     "means 127.0.0.1). Without --config and without the default file, the daemon\n"
     "is --url or http://127.0.0.1:8501, and an edit goes to the file it reloads\n"
@@ -87,6 +79,36 @@ static const char USAGE[] =
     "refuses them; concurrent edits take turns (a lock on FILE.lock). FILE may\n"
     "be JSON or TF Serving's text format (models.config: edited in place,\n"
     "comments kept; it has no default version). Exit 0 ok, 1 refused/failed, 2 usage.\n";
+
+/* The --help text: the commands, the flags (FLAGS), the notes. */
+static void usage(FILE *fp)
+{
+    rt_buf b;
+    rt_buf_init(&b);
+    int r = rt_buf_puts(&b, "usage: predictctl");
+    for (size_t i = 0; i < N_FLAGS; i++)
+        r |= FLAGS[i].type == RT_SET_BOOL ? rt_buf_printf(&b, " [--%s]", FLAGS[i].name)
+                                          : rt_buf_printf(&b, " [--%s %s]", FLAGS[i].name,
+                                                          FLAGS[i].arg);
+    r |= rt_buf_puts(&b, " COMMAND\n");
+    r |= rt_buf_puts(&b, USAGE_COMMANDS);
+    r |= rt_settings_help(&b, FLAGS, N_FLAGS, 30, NULL, 0);
+    r |= rt_buf_puts(&b, USAGE_NOTES);
+    fputs(r ? "predictctl: out of memory\n" : b.data, fp);
+    rt_buf_free(&b);
+}
+
+/* rt_argv.other: --help. */
+static int help_flag(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                     rt_err *err)
+{
+    (void)next;
+    (void)err;
+    if (len != 4 || strncmp(name, "help", 4) != 0 || eq)
+        return 0;
+    *(bool *)ctx = true;
+    return 1;
+}
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -647,7 +669,7 @@ static int edit(ctl *c, int argc, char **argv)
         goto out;
     if (strcmp(cmd, "reload") != 0) {
         if (argc < 2) {
-            fputs(USAGE, stderr);
+            usage(stderr);
             r = 2;
             goto out;
         }
@@ -720,7 +742,7 @@ static int edit(ctl *c, int argc, char **argv)
     } else if (!strcmp(cmd, "reload") && argc == 1) {
         /* rewrite as is */
     } else {
-        fputs(USAGE, stderr);
+        usage(stderr);
         r = 2;
         goto out;
     }
@@ -986,56 +1008,39 @@ int main(int argc, char **argv)
 {
     ctl c;
     memset(&c, 0, sizeof c);
-    c.config = "/etc/predictd/predictd.json";
-    c.timeout_s = 15;
-    const char *url = NULL;
-    enum { OPT_HELP = 1, OPT_FLAG = 2, OPT_JSON = 3 };
-    bool config_given = false;
-#define CTL_OPTION(name, value, help) {#name, required_argument, NULL, OPT_FLAG},
-    static const struct option opts[] = {CTL_FLAGS(CTL_OPTION){"json", no_argument, NULL, OPT_JSON},
-                                         {"help", no_argument, NULL, OPT_HELP},
-                                         {NULL, 0, NULL, 0}};
-    opterr = 0; /* our own messages; '+': the command ends the flags */
-    for (;;) {
-        int at = optind, idx = -1;
-        int o = getopt_long(argc, argv, "+:", opts, &idx);
-        if (o == -1)
-            break;
-        const char *a = argv[at];
-        size_t nlen = strcspn(a, "=");
-        /* the whole name only (getopt_long would take a prefix) */
-        if (o == '?' || (idx >= 0 && strlen(opts[idx].name) + 2 != nlen)) {
-            fprintf(stderr, "predictctl: %.*s: unknown option\n%s", (int)nlen, a, USAGE);
-            return 2;
-        }
-        if (o == ':') {
-            fprintf(stderr, "predictctl: %s: needs a value\n%s", a, USAGE);
-            return 2;
-        }
-        if (o == OPT_HELP) {
-            fputs(USAGE, stdout);
-            return 0;
-        }
-        if (o == OPT_JSON) {
-            c.json = true;
-        } else if (!strcmp(opts[idx].name, "config")) {
-            c.config = optarg;
-            config_given = true;
-        } else if (!strcmp(opts[idx].name, "url")) {
-            url = optarg;
-        } else {
-            char *end = NULL;
-            long v = strtol(optarg, &end, 10);
-            if (!end || *end != '\0' || v < 1 || v > 3600) {
-                fprintf(stderr, "predictctl: --timeout %s: expected 1..3600 seconds\n", optarg);
-                return 2;
-            }
-            c.timeout_s = (int)v;
-        }
+    static const char *const extra[] = {"help", NULL};
+    srv_ctl_flags fl;
+    FLAGS = srv_ctl_flag_settings(&N_FLAGS);
+    memset(&fl, 0, sizeof fl);
+    rt_err ferr;
+    bool help = false;
+    uint64_t given = 0;
+    int i = argc;
+    rt_argv spec = {.rows = FLAGS, .n = N_FLAGS, .noun = "option", .extra = extra,
+                    .other = help_flag, .ctx = &help};
+    if (rt_settings_defaults(FLAGS, N_FLAGS, &fl, &ferr) != RT_OK) {
+        fprintf(stderr, "predictctl: %s\n", ferr.msg);
+        return 1;
     }
-    int i = optind;
+    rt_status fst = rt_settings_argv(&spec, argc, argv, &fl, &given, &i, &ferr);
+    if (fst == RT_OK && help) {
+        usage(stdout);
+        rt_settings_free(FLAGS, N_FLAGS, &fl);
+        return 0;
+    }
+    if (fst != RT_OK) {
+        fprintf(stderr, "predictctl: %s\n", ferr.msg);
+        usage(stderr);
+        rt_settings_free(FLAGS, N_FLAGS, &fl);
+        return 2;
+    }
+    c.config = fl.config;
+    c.timeout_s = fl.timeout;
+    c.json = fl.json;
+    const char *url = fl.url;
+    bool config_given = given & 1; /* FLAGS[0] */
     if (i >= argc) {
-        fputs(USAGE, stderr);
+        usage(stderr);
         return 2;
     }
     int r;
@@ -1044,7 +1049,8 @@ int main(int argc, char **argv)
     if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
         strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary") &&
         strcmp(cmd, "shadow")) {
-        fprintf(stderr, "predictctl: %s: unknown command\n%s", cmd, USAGE);
+        fprintf(stderr, "predictctl: %s: unknown command\n", cmd);
+        usage(stderr);
         return 2;
     }
     /* status MODEL --json: the flag after the command too */
@@ -1054,7 +1060,8 @@ int main(int argc, char **argv)
         nargs--;
     }
     if (!strcmp(cmd, "status") && nargs > 2) {
-        fprintf(stderr, "predictctl: status takes at most one MODEL\n%s", USAGE);
+        fprintf(stderr, "predictctl: status takes at most one MODEL\n");
+        usage(stderr);
         return 2;
     }
     /* No --config and no default file: find the daemon at --url or TF
@@ -1093,6 +1100,7 @@ int main(int argc, char **argv)
 out:
     free(c.orig);
     free(c.config_owned);
+    rt_settings_free(FLAGS, N_FLAGS, &fl);
     if (lock_fd >= 0)
         close(lock_fd); /* releases the lock */
     return r;

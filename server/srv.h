@@ -240,6 +240,16 @@ rt_status srv_args_set(srv_args *args, const char *name, const char *value, rt_e
  * when out of memory. */
 char *srv_args_usage(bool config_keys);
 
+/* predictctl's flags before its command (srv_ctl_flags.c): the fields and
+ * their table, in --help order. */
+typedef struct srv_ctl_flags {
+    char *config; /* --config FILE (/etc/predictd/predictd.json) */
+    char *url;    /* --url URL, or NULL */
+    int timeout;  /* --timeout SECONDS (15) */
+    bool json;    /* --json */
+} srv_ctl_flags;
+const rt_setting *srv_ctl_flag_settings(size_t *n);
+
 /* The HTTP server's parameters from the config: the one place the
  * listener, limits, queue and batching settings reach srv_http_params
  * (request threads: rest_api_num_threads, else cpus). The strings point
