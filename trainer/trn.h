@@ -81,7 +81,7 @@ typedef struct trn_optimizer {
     double initial_accumulator; /* Ftrl, Adagrad, ProximalAdagrad (0.1) */
     double beta1, beta2, epsilon; /* Adam (0.9, 0.999, 1e-8); RMSProp epsilon (1e-10) */
     double decay, momentum;     /* RMSProp (0.9, 0) */
-    int centered;               /* RMSProp (0) */
+    bool centered;              /* RMSProp (false) */
     trn_lr_decay lr_decay;      /* "learning_rate_decay": none by default */
 } trn_optimizer;
 
@@ -242,7 +242,7 @@ typedef struct trn_gbdt_params {
     double l1, l2;                /* l1_regularization, l2_regularization (0) */
     double tree_complexity;       /* 0: gain penalty per split (one more leaf) */
     double min_node_weight;       /* 0: least mean hessian of a child */
-    int center_bias;              /* false: bias from the label mean when true */
+    bool center_bias;             /* false: bias from the label mean when true */
     trn_pruning_mode pruning;     /* none */
     double quantile_sketch_epsilon; /* 0.01: numeric inputs get up to
                                        min(255, 1/epsilon) quantile bins */

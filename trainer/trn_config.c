@@ -186,23 +186,42 @@ static rt_status parse_lr_decay(const cJSON *v, const char *opath, trn_lr_decay 
     return RT_OK;
 }
 
+/* offsetof(T, f), refused at compile time unless f has type FT. */
+#define OFS(T, f, FT) \
+    (offsetof(T, f) + 0 * sizeof(char[_Generic(((T *)0)->f, FT: 1, default: -1)]))
+#define ONUM(key, f, l, h, d) \
+    {.name = #key, .type = RT_SET_NUM, .where = RT_SET_JSON, .dlo = l, .dhi = h, .ddef = d, \
+     .offset = OFS(trn_optimizer, f, double)}
+
+/* An optimizer object's parameters (TF's names and defaults; "type" and
+ * "learning_rate_decay" are read apart). */
+static const rt_setting OPT[] = {
+    ONUM(learning_rate, learning_rate, 1e-12, 1e6, -1), /* < 0: the estimator's */
+    ONUM(l1_regularization_strength, l1, 0, 1e9, 0),
+    ONUM(l2_regularization_strength, l2, 0, 1e9, 0),
+    ONUM(learning_rate_power, lr_power, -1e3, 0, -0.5),
+    ONUM(initial_accumulator_value, initial_accumulator, 0, 1e9, 0.1),
+    ONUM(beta1, beta1, 0, 0.999999, 0.9),
+    ONUM(beta2, beta2, 0, 0.999999999, 0.999),
+    ONUM(epsilon, epsilon, 1e-30, 1, 1e-8),
+    ONUM(decay, decay, 0, 1, 0.9),
+    ONUM(momentum, momentum, 0, 1, 0),
+    {.name = "centered", .type = RT_SET_BOOL, .where = RT_SET_JSON,
+     .offset = OFS(trn_optimizer, centered, bool)},
+};
+#define N_OPT (sizeof OPT / sizeof OPT[0])
+
 static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer *o,
                                  rt_err *err)
 {
-    static const char *const keys[] = {"type", "learning_rate", "l1_regularization_strength",
-                                       "l2_regularization_strength", "learning_rate_power",
-                                       "initial_accumulator_value", "beta1", "beta2",
-                                       "epsilon", "decay", "momentum", "centered",
-                                       "learning_rate_decay", NULL};
+    static const char *const other[] = {"type", "learning_rate_decay", NULL};
     const char *type = NULL;
     rt_status st;
     if (cJSON_IsString(v))
         type = v->valuestring;
     else if (cJSON_IsObject(v)) {
-        st = rt_cfg_check_keys(v, path, keys, NULL, err);
-        if (st)
-            return st;
-        if ((st = rt_cfg_str(v, path, "type", RT_CFG_REQUIRED, &type, err)))
+        if ((st = rt_settings_json(OPT, N_OPT, v, path, NULL, other, o, err)) ||
+            (st = rt_cfg_str(v, path, "type", RT_CFG_REQUIRED, &type, err)))
             return st;
     } else
         return rt_cfg_fail(err, path, NULL, "expected a name or an object, got %s",
@@ -218,7 +237,9 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
         o->type = TRN_OPT_SGD;
     else if (strcmp(type, "RMSProp") == 0) {
         o->type = TRN_OPT_RMSPROP;
-        o->epsilon = 1e-10; /* RMSPropOptimizer's default (Adam's is 1e-8) */
+        if (!cJSON_IsObject(v) || !cJSON_GetObjectItemCaseSensitive(v, "epsilon") ||
+            cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(v, "epsilon")))
+            o->epsilon = 1e-10; /* RMSPropOptimizer's default (Adam's is 1e-8) */
     } else if (strcmp(type, "ProximalAdagrad") == 0)
         o->type = TRN_OPT_PROXIMAL_ADAGRAD;
     else
@@ -227,21 +248,6 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
                            type);
     if (!cJSON_IsObject(v))
         return RT_OK;
-    bool centered = o->centered;
-    if ((st = rt_cfg_num(v, path, "learning_rate", 0, 1e-12, 1e6, &o->learning_rate, err)) ||
-        (st = rt_cfg_num(v, path, "l1_regularization_strength", 0, 0, 1e9, &o->l1, err)) ||
-        (st = rt_cfg_num(v, path, "l2_regularization_strength", 0, 0, 1e9, &o->l2, err)) ||
-        (st = rt_cfg_num(v, path, "learning_rate_power", 0, -1e3, 0, &o->lr_power, err)) ||
-        (st = rt_cfg_num(v, path, "initial_accumulator_value", 0, 0, 1e9, &o->initial_accumulator,
-                         err)) ||
-        (st = rt_cfg_num(v, path, "beta1", 0, 0, 0.999999, &o->beta1, err)) ||
-        (st = rt_cfg_num(v, path, "beta2", 0, 0, 0.999999999, &o->beta2, err)) ||
-        (st = rt_cfg_num(v, path, "epsilon", 0, 1e-30, 1, &o->epsilon, err)) ||
-        (st = rt_cfg_num(v, path, "decay", 0, 0, 1, &o->decay, err)) ||
-        (st = rt_cfg_num(v, path, "momentum", 0, 0, 1, &o->momentum, err)) ||
-        (st = rt_cfg_bool(v, path, "centered", 0, &centered, err)))
-        return st;
-    o->centered = centered;
     const cJSON *lrd = cJSON_GetObjectItemCaseSensitive(v, "learning_rate_decay");
     if (lrd && !cJSON_IsNull(lrd)) {
         if ((st = parse_lr_decay(lrd, path, &o->lr_decay, err)))
@@ -264,57 +270,45 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
 
 static void optimizer_defaults(trn_optimizer *o)
 {
-    o->learning_rate = -1;
-    o->l1 = 0;
-    o->l2 = 0;
-    o->lr_power = -0.5;
-    o->initial_accumulator = 0.1;
-    o->beta1 = 0.9;
-    o->beta2 = 0.999;
-    o->epsilon = 1e-8;
-    o->decay = 0.9;
-    o->momentum = 0;
-    o->centered = 0;
+    (void)rt_settings_defaults(OPT, N_OPT, o, NULL); /* no strings: cannot fail */
 }
 
-/* BoostedTrees*: the tree parameters of the estimator object (TF's names;
- * the spec parser checks which keys an estimator takes). */
+#define GINT(key, f, l, h, d) \
+    {.name = #key, .type = RT_SET_I64, .where = RT_SET_JSON, .lo = l, .hi = h, .def = d, \
+     .offset = OFS(trn_gbdt_params, f, int64_t)}
+#define GNUM(key, f, l, h, d) \
+    {.name = #key, .type = RT_SET_NUM, .where = RT_SET_JSON, .dlo = l, .dhi = h, .ddef = d, \
+     .offset = OFS(trn_gbdt_params, f, double)}
+
+static const rt_setting_choice PRUNING[] = {
+    {"none", TRN_PRUNE_NONE}, {"pre", TRN_PRUNE_PRE}, {"post", TRN_PRUNE_POST}, {NULL, 0}};
+
+/* BoostedTrees*: the tree parameters of the estimator object (TF's names
+ * and defaults; the spec parser checks which keys an estimator takes). */
+static const rt_setting GBDT[] = {
+    GINT(n_trees, n_trees, 1, 1000000, 100),
+    GINT(max_depth, max_depth, 1, TRN_GBDT_MAX_DEPTH, 6),
+    GNUM(learning_rate, learning_rate, 1e-12, 1e6, 0.1),
+    GNUM(l1_regularization, l1, 0, 1e12, 0),
+    GNUM(l2_regularization, l2, 0, 1e12, 0),
+    GNUM(tree_complexity, tree_complexity, 0, 1e12, 0),
+    GNUM(min_node_weight, min_node_weight, 0, 1e12, 0),
+    GNUM(quantile_sketch_epsilon, quantile_sketch_epsilon, 1e-6, 1, 0.01),
+    GINT(n_batches_per_layer, n_batches_per_layer, 1, INT64_C(1) << 40, 1),
+    {.name = "center_bias", .type = RT_SET_BOOL, .where = RT_SET_JSON,
+     .offset = OFS(trn_gbdt_params, center_bias, bool)},
+    {.name = "pruning_mode", .type = RT_SET_ENUM, .where = RT_SET_JSON, .choices = PRUNING,
+     .def = TRN_PRUNE_NONE, .offset = OFS(trn_gbdt_params, pruning, trn_pruning_mode)},
+};
+#define N_GBDT (sizeof GBDT / sizeof GBDT[0])
+
 static rt_status parse_gbdt(const cJSON *est, trn_gbdt_params *g, rt_err *err)
 {
     const char *p = "estimator";
-    rt_status st;
-    if ((st = rt_cfg_int(est, p, "n_trees", 0, 1, 1000000, &g->n_trees, err)) ||
-        (st = rt_cfg_int(est, p, "max_depth", 0, 1, TRN_GBDT_MAX_DEPTH, &g->max_depth, err)) ||
-        (st = rt_cfg_num(est, p, "learning_rate", 0, 1e-12, 1e6, &g->learning_rate, err)) ||
-        (st = rt_cfg_num(est, p, "l1_regularization", 0, 0, 1e12, &g->l1, err)) ||
-        (st = rt_cfg_num(est, p, "l2_regularization", 0, 0, 1e12, &g->l2, err)) ||
-        (st = rt_cfg_num(est, p, "tree_complexity", 0, 0, 1e12, &g->tree_complexity, err)) ||
-        (st = rt_cfg_num(est, p, "min_node_weight", 0, 0, 1e12, &g->min_node_weight, err)) ||
-        (st = rt_cfg_num(est, p, "quantile_sketch_epsilon", 0, 1e-6, 1,
-                         &g->quantile_sketch_epsilon, err)) ||
-        (st = rt_cfg_int(est, p, "n_batches_per_layer", 0, 1, INT64_C(1) << 40,
-                         &g->n_batches_per_layer, err)))
-        return st;
-    if (cJSON_GetObjectItemCaseSensitive(est, "learning_rate") &&
-        !(g->learning_rate > 0))
-        return rt_cfg_fail(err, p, "learning_rate", "must be > 0");
-    bool cb = g->center_bias != 0;
-    if ((st = rt_cfg_bool(est, p, "center_bias", 0, &cb, err)))
-        return st;
-    g->center_bias = cb;
-    const char *pm = NULL;
-    if ((st = rt_cfg_str(est, p, "pruning_mode", 0, &pm, err)))
-        return st;
-    if (pm) {
-        if (strcmp(pm, "none") == 0)
-            g->pruning = TRN_PRUNE_NONE;
-        else if (strcmp(pm, "pre") == 0)
-            g->pruning = TRN_PRUNE_PRE;
-        else if (strcmp(pm, "post") == 0)
-            g->pruning = TRN_PRUNE_POST;
-        else
-            return rt_cfg_fail(err, p, "pruning_mode", "\"%.32s\" is not \"none\", \"pre\" "
-                               "or \"post\"", pm);
+    for (size_t i = 0; i < N_GBDT; i++) {
+        rt_status st = rt_setting_json(&GBDT[i], est, p, g, err);
+        if (st)
+            return st;
     }
     /* as TF: pruning compares gains with the per-split penalty */
     if (g->pruning != TRN_PRUNE_NONE && !(g->tree_complexity > 0))
@@ -572,12 +566,7 @@ void trn_config_init(trn_config *c)
     c->dnn_opt.type = TRN_OPT_DEFAULT;
     c->dnn_opt.learning_rate = -1;
     c->log_level = 1;
-    c->gbdt.n_trees = 100;
-    c->gbdt.max_depth = 6;
-    c->gbdt.learning_rate = 0.1;
-    c->gbdt.quantile_sketch_epsilon = 0.01;
-    c->gbdt.n_batches_per_layer = 1;
-    c->gbdt.pruning = TRN_PRUNE_NONE;
+    (void)rt_settings_defaults(GBDT, N_GBDT, &c->gbdt, NULL);
 }
 
 int64_t trn_spec_default(const char *section, const char *key)

@@ -204,6 +204,51 @@ static void test_help_lines(void **state)
     rt_buf_free(&b);
 }
 
+/* The trainer's spec sections are tables: an unknown key of "train",
+ * "eval" or an optimizer object is named with the nearest key; the rows'
+ * defaults are trn_config_init's. */
+static void test_trainer_sections(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *spec, *want;
+    } cases[] = {
+        {"{\"train\": {\"batch_sise\": 8}}",
+         "train.batch_sise: unknown key (did you mean batch_size?)"},
+        {"{\"eval\": {\"step\": 8}}", "eval.step: unknown key (did you mean steps?)"},
+        {"{\"train\": {\"on_bad_row\": \"skipp\"}}",
+         "train.on_bad_row: must be \"skip\" or \"stop\""},
+        {"{\"train\": {\"seed\": 1, \"seed\": 2}}", "train.seed: key given twice"},
+        {"{\"estimator\": {\"type\": \"DNNClassifier\", \"optimizer\": "
+         "{\"type\": \"Adam\", \"beta_1\": 0.5}}}",
+         "estimator.optimizer.beta_1: unknown key (did you mean beta1?)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *spec = cJSON_Parse(cases[i].spec);
+        assert_non_null(spec);
+        trn_config c;
+        trn_config_init(&c);
+        rt_err err;
+        err.msg[0] = '\0';
+        rt_status st = trn_config_from_spec(spec, &c, &err);
+        if (st == RT_OK || strcmp(err.msg, cases[i].want) != 0)
+            fail_msg("case %zu: got %d '%s', want '%s'", i, st, err.msg, cases[i].want);
+        trn_config_free(&c);
+        cJSON_Delete(spec);
+    }
+    trn_config c;
+    trn_config_init(&c);
+    assert_true(c.batch_size == 40 && c.shuffle_buffer_size == 1000 && c.seed == 42 &&
+                c.save_checkpoints_secs == 600 && c.keep_checkpoint_max == 5 &&
+                c.memory_limit_mb == -1 && c.mpi_stall_warn_secs == 60 &&
+                c.bad_rows == TRN_BAD_ROW_STOP && c.throttle_secs == 600 &&
+                c.gbdt.n_trees == 100 && c.gbdt.max_depth == 6 && c.gbdt.learning_rate == 0.1);
+    trn_reader_params p = trn_reader_default_params();
+    assert_true(p.batch_size == c.batch_size && p.seed == c.seed &&
+                p.shuffle_buffer_size == c.shuffle_buffer_size);
+    trn_config_free(&c);
+}
+
 /* ------------------------------------------- the programs' tables vs docs */
 
 /* The output of BUILD/prog args (malloc'd). */
@@ -313,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_defaults_and_json),
         cmocka_unit_test(test_argv),
         cmocka_unit_test(test_help_lines),
+        cmocka_unit_test(test_trainer_sections),
         cmocka_unit_test(test_tables_in_help_and_man),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
