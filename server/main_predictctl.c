@@ -49,8 +49,6 @@ typedef struct ctl {
     size_t orig_len;
 } ctl;
 
-static const rt_setting *FLAGS;
-static size_t N_FLAGS;
 
 static const char USAGE_COMMANDS[] =
     "  status [MODEL] [--json]     versions, states, labels and errors as a table (all\n"
@@ -80,19 +78,21 @@ static const char USAGE_NOTES[] =
     "be JSON or TF Serving's text format (models.config: edited in place,\n"
     "comments kept; it has no default version). Exit 0 ok, 1 refused/failed, 2 usage.\n";
 
-/* The --help text: the commands, the flags (FLAGS), the notes. */
+/* The --help text: the commands, the flags (its table), the notes. */
 static void usage(FILE *fp)
 {
+    size_t n_flags;
+    const rt_setting *flags = srv_ctl_flag_settings(&n_flags);
     rt_buf b;
     rt_buf_init(&b);
     int r = rt_buf_puts(&b, "usage: predictctl");
-    for (size_t i = 0; i < N_FLAGS; i++)
-        r |= FLAGS[i].type == RT_SET_BOOL ? rt_buf_printf(&b, " [--%s]", FLAGS[i].name)
-                                          : rt_buf_printf(&b, " [--%s %s]", FLAGS[i].name,
-                                                          FLAGS[i].arg);
+    for (size_t i = 0; i < n_flags; i++)
+        r |= flags[i].type == RT_SET_BOOL ? rt_buf_printf(&b, " [--%s]", flags[i].name)
+                                          : rt_buf_printf(&b, " [--%s %s]", flags[i].name,
+                                                          flags[i].arg);
     r |= rt_buf_puts(&b, " COMMAND\n");
     r |= rt_buf_puts(&b, USAGE_COMMANDS);
-    r |= rt_settings_help(&b, FLAGS, N_FLAGS, 30, NULL, 0);
+    r |= rt_settings_help(&b, flags, n_flags, 30, NULL, 0);
     r |= rt_buf_puts(&b, USAGE_NOTES);
     fputs(r ? "predictctl: out of memory\n" : b.data, fp);
     rt_buf_free(&b);
@@ -1010,35 +1010,36 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     static const char *const extra[] = {"help", NULL};
     srv_ctl_flags fl;
-    FLAGS = srv_ctl_flag_settings(&N_FLAGS);
+    size_t n_flags;
+    const rt_setting *flags = srv_ctl_flag_settings(&n_flags);
     memset(&fl, 0, sizeof fl);
     rt_err ferr;
     bool help = false;
     uint64_t given = 0;
     int i = argc;
-    rt_argv spec = {.rows = FLAGS, .n = N_FLAGS, .noun = "option", .extra = extra,
+    rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = extra,
                     .other = help_flag, .ctx = &help};
-    if (rt_settings_defaults(FLAGS, N_FLAGS, &fl, &ferr) != RT_OK) {
+    if (rt_settings_defaults(flags, n_flags, &fl, &ferr) != RT_OK) {
         fprintf(stderr, "predictctl: %s\n", ferr.msg);
         return 1;
     }
     rt_status fst = rt_settings_argv(&spec, argc, argv, &fl, &given, &i, &ferr);
     if (fst == RT_OK && help) {
         usage(stdout);
-        rt_settings_free(FLAGS, N_FLAGS, &fl);
+        rt_settings_free(flags, n_flags, &fl);
         return 0;
     }
     if (fst != RT_OK) {
         fprintf(stderr, "predictctl: %s\n", ferr.msg);
         usage(stderr);
-        rt_settings_free(FLAGS, N_FLAGS, &fl);
+        rt_settings_free(flags, n_flags, &fl);
         return 2;
     }
     c.config = fl.config;
     c.timeout_s = fl.timeout;
     c.json = fl.json;
     const char *url = fl.url;
-    bool config_given = given & 1; /* FLAGS[0] */
+    bool config_given = given & 1; /* flags[0]: --config */
     if (i >= argc) {
         usage(stderr);
         return 2;
@@ -1100,7 +1101,7 @@ int main(int argc, char **argv)
 out:
     free(c.orig);
     free(c.config_owned);
-    rt_settings_free(FLAGS, N_FLAGS, &fl);
+    rt_settings_free(flags, n_flags, &fl);
     if (lock_fd >= 0)
         close(lock_fd); /* releases the lock */
     return r;

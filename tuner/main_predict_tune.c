@@ -21,16 +21,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const rt_setting *FLAGS;
-static size_t N_FLAGS;
 
 static void usage(FILE *fp)
 {
+    size_t n_flags;
+    const rt_setting *flags = tun_flag_settings(&n_flags);
     rt_buf b;
     rt_buf_init(&b);
     int r = rt_buf_puts(&b, "usage: predict-tune --config FILE --job-dir DIR [--seed N] "
                             "[--quiet] -- COMMAND [ARGS...]\n");
-    r |= rt_settings_help(&b, FLAGS, N_FLAGS, 20, NULL, 0);
+    r |= rt_settings_help(&b, flags, n_flags, 20, NULL, 0);
     r |= rt_buf_puts(&b, "  -h, --help        this text\n"
                          "Each trial runs COMMAND ARGS... --job-dir DIR/<id> "
                          "--<parameterName>=<value>...\n"
@@ -74,15 +74,16 @@ static int run_main(int argc, char **argv, const tun_comm *comm)
 {
     static const char *const extra[] = {"help", NULL};
     tun_cli cli;
-    FLAGS = tun_flag_settings(&N_FLAGS);
+    size_t n_flags;
+    const rt_setting *flags = tun_flag_settings(&n_flags);
     memset(&cli, 0, sizeof cli);
     rt_err err;
     err.msg[0] = '\0';
     bool help = false;
     int i = argc, code = 2;
-    rt_argv spec = {.rows = FLAGS, .n = N_FLAGS, .dashdash = true, .extra = extra,
+    rt_argv spec = {.rows = flags, .n = n_flags, .dashdash = true, .extra = extra,
                     .other = help_flag, .ctx = &help};
-    if (rt_settings_defaults(FLAGS, N_FLAGS, &cli, &err) != RT_OK) {
+    if (rt_settings_defaults(flags, n_flags, &cli, &err) != RT_OK) {
         fprintf(stderr, "predict-tune: %s\n", err.msg);
         return 1;
     }
@@ -157,6 +158,6 @@ static int run_main(int argc, char **argv, const tun_comm *comm)
     }
     tun_spec_free(&s);
 done:
-    rt_settings_free(FLAGS, N_FLAGS, &cli);
+    rt_settings_free(flags, n_flags, &cli);
     return code;
 }
