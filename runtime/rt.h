@@ -328,6 +328,168 @@ rt_status rt_cfg_object(const struct cJSON *o, const char *path, const char *key
  * more never match. Returns a pointer into names. Thread-safe. */
 const char *rt_nearest_name(const char *name, const char *const *names, size_t n);
 
+/* ----------------------------------- settings tables (rt_settings.c) */
+
+/*
+ * A program's settings as one table: each rt_setting row is a setting's
+ * name (its JSON key, and its flag unless .flag spells it otherwise), type,
+ * range, default, the offset of its field in the program's struct, help
+ * text and, for the trainer's spec, the JSON object it sits in (.section).
+ * The functions below make from a table the defaults, the JSON keys (errors
+ * "path.key: ..."; duplicate keys refused; JSON null = absent), the
+ * command-line flags (--x=y, --x y, a bool flag alone = true; aliases),
+ * --help lines ending "(default D)", "did you mean" for unknown names, and
+ * the first difference between two structs. Tables are static data: every
+ * function is thread-safe except where it writes the caller's struct.
+ */
+typedef enum {
+    RT_SET_INT,    /* int, an integer in [lo, hi] */
+    RT_SET_SIZE,   /* size_t, an integer in [lo, hi] */
+    RT_SET_BOOL,   /* bool: JSON true/false; --x, --x=true|false|1|0 */
+    RT_SET_STR,    /* char * (owned): a non-empty string */
+    RT_SET_NAME,   /* char * (owned): a non-empty string that .check accepts
+                      (.what says what it must be: "a valid name (...)") */
+    RT_SET_I64,    /* int64_t, an integer in [lo, hi] */
+    RT_SET_U64,    /* uint64_t, an integer in [lo, hi] (lo >= 0) */
+    RT_SET_NUM,    /* double, finite, in [dlo, dhi]; default ddef; .what, if
+                      given, is what a flag's value must be ("a number of
+                      seconds in [0, 1e7]") */
+    RT_SET_ENUM,   /* int: the value of one of .choices, given by its name
+                      (JSON: 'must be "a" or "b"'; flag: '"x" is not a or b') */
+    RT_SET_CUSTOM, /* JSON only: .custom reads the member's value */
+} rt_setting_type;
+
+enum {
+    RT_SET_JSON = 1u << 0,      /* a JSON key (of .section, NULL: the top level) */
+    RT_SET_FLAG = 1u << 1,      /* a command-line flag --<flag or name> */
+    RT_SET_LIVE = 1u << 2,      /* predictd: a reload applies it at once */
+    RT_SET_NODEFAULT = 1u << 3, /* --help shows no "(default ...)" */
+};
+
+typedef struct rt_setting_choice {
+    const char *name; /* as written in JSON and on the command line */
+    int value;        /* what the int field gets */
+} rt_setting_choice;
+
+struct rt_setting;
+/* RT_SET_CUSTOM's reader: j (not null) is the member's value, path the
+ * enclosing object's path; errors name path.s->name. */
+typedef rt_status (*rt_setting_custom_fn)(const struct cJSON *j, const char *path,
+                                          const struct rt_setting *s, void *dst, rt_err *err);
+
+typedef struct rt_setting {
+    const char *name;      /* JSON key (and flag name unless .flag) */
+    rt_setting_type type;
+    unsigned where;        /* RT_SET_JSON | RT_SET_FLAG | RT_SET_LIVE | RT_SET_NODEFAULT */
+    int64_t lo, hi;        /* range of integers */
+    int64_t def;           /* default of integers, BOOL (0/1) and ENUM (a value) */
+    const char *def_str;   /* default of STR and NAME, NULL for none */
+    size_t offset;         /* offsetof(<program struct>, <field>) */
+    const char *arg;       /* the value's name in --help: "N", "ADDR", "FILE" */
+    const char *help;      /* what it does; --help appends the default */
+    /* the rest is optional (zero) */
+    double dlo, dhi, ddef;             /* NUM: range and default */
+    const rt_setting_choice *choices;  /* ENUM: ended by a NULL name */
+    const char *flag;                  /* the flag's spelling when not name */
+    const char *aliases;               /* other spellings, space-separated */
+    const char *section;               /* the JSON object holding the key */
+    bool (*check)(const char *s, size_t len); /* NAME */
+    const char *what;                  /* NAME, NUM: what a value must be */
+    rt_setting_custom_fn custom;       /* CUSTOM */
+} rt_setting;
+
+/* Every row's field of obj to its default (strings strdup'd; CUSTOM fields
+ * are left alone). Only RT_ERR_NOMEM. */
+rt_status rt_settings_defaults(const rt_setting *t, size_t n, void *obj, rt_err *err);
+/* Frees the table's strings in obj (set to NULL). */
+void rt_settings_free(const rt_setting *t, size_t n, void *obj);
+/* dst's field of row i = src's, for each bit i of mask (strings copied). */
+rt_status rt_settings_copy(const rt_setting *t, size_t n, uint64_t mask, void *dst,
+                           const void *src, rt_err *err);
+/* The first row (not CUSTOM, none of where's bits skip) whose fields in a
+ * and b differ, or NULL. */
+const struct rt_setting *rt_settings_diff(const rt_setting *t, size_t n, unsigned skip,
+                                          const void *a, const void *b);
+/* The row called name, or NULL. */
+const rt_setting *rt_settings_find(const rt_setting *t, size_t n, const char *name);
+/* The JSON key row of section (NULL: top level) called key, or NULL. */
+const rt_setting *rt_settings_find_key(const rt_setting *t, size_t n, const char *section,
+                                       const char *key);
+/* True when s's key is in section (both NULL: the top level). */
+bool rt_setting_in(const rt_setting *s, const char *section);
+
+/* Reads member s->name of obj into dst (absent or null: unchanged); errors
+ * "path.name: ..." (rt_cfg's). */
+rt_status rt_setting_json(const rt_setting *s, const struct cJSON *obj, const char *path,
+                          void *dst, rt_err *err);
+/* Reads the JSON object obj, the keys of section (NULL: rows without one):
+ * obj must be an object; a key given twice, or neither a row's nor one of
+ * extra (NULL-ended, may be NULL; the caller reads those), is refused
+ * ("path.key: unknown key (did you mean K?)"); then every row's member. */
+rt_status rt_settings_json(const rt_setting *t, size_t n, const struct cJSON *obj,
+                           const char *path, const char *section, const char *const *extra,
+                           void *dst, rt_err *err);
+/* s's field of obj as a new JSON value (STR without a value: refused).
+ * OUT: *out, cJSON_Delete it. */
+rt_status rt_setting_to_json(const rt_setting *s, const void *obj, struct cJSON **out,
+                             rt_err *err);
+/* Reads a flag's text value (NULL: a bool flag alone) into dst; errors name
+ * the flag: "--x: \"v\" is not an integer", "--x: 9 is out of range [0, 5]". */
+rt_status rt_setting_text(const rt_setting *s, const char *val, void *dst, rt_err *err);
+
+/* The row whose flag or one of whose aliases is name (len bytes, no "--");
+ * with dash, '-' and '_' are the same letter. NULL if none. */
+const rt_setting *rt_settings_flag(const rt_setting *t, size_t n, const char *name, size_t len,
+                                   bool dash);
+/* "Did you mean": of the rows' names (where has RT_SET_JSON: keys of
+ * section) or flags and aliases (RT_SET_FLAG: an alias answers its flag),
+ * and extra (NULL-ended, may be NULL), the one nearest to name if near
+ * enough to be a typo, an abbreviation or a name missing a word; of two
+ * equally near, neither. Returns a pointer into the table or extra. */
+const char *rt_settings_suggest(const rt_setting *t, size_t n, const char *name, unsigned where,
+                                const char *section, const char *const *extra);
+
+/* A command line read by rt_settings_argv. */
+typedef struct rt_argv {
+    const rt_setting *rows; /* the flags (rows with RT_SET_FLAG) */
+    size_t n;
+    bool dash_underscore;   /* --train_files is --train-files */
+    bool dashdash;          /* "--" ends the flags (skipped); else it is the caller's */
+    bool unknown_flag_last; /* "unknown flag --x (...)" instead of "--x: unknown flag (...)" */
+    const char *noun;       /* what the messages call a flag; NULL: "flag" */
+    const char *const *extra; /* other flags for "did you mean" (NULL-ended) */
+    /* A flag not in the table (name, len bytes; eq: the text after '=' or
+     * NULL; next: the argument after it or NULL): returns 0 not known, 1
+     * taken alone, 2 taken with next, -1 refused (err set). NULL: none. */
+    int (*other)(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                 rt_err *err);
+    void *ctx;
+} rt_argv;
+/* Reads argv[1..] into dst: "--flag=value", "--flag value", a bool flag
+ * alone; "-h" is --help. Stops at the first argument that is not a flag (or
+ * after "--" with dashdash): *next is its index (argc: none). Bit i of
+ * *given (may be NULL) is set for row i < 64 given. An unknown or
+ * abbreviated flag is RT_ERR_NOTFOUND "--x: unknown flag (did you mean
+ * --y?)"; a bad value RT_ERR_INVALID naming the flag. */
+rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, uint64_t *given,
+                           int *next, rt_err *err);
+
+/* Appends text wrapped at 79 columns, continuation lines indented by
+ * indent; col is where the text starts. 0, or -1 when out of memory. */
+int rt_settings_wrap(rt_buf *b, const char *text, size_t col, size_t indent);
+/* s's default as --help shows it ("" for none). Returns buf. */
+const char *rt_setting_default_text(const rt_setting *s, char *buf, size_t cap);
+/* s's help, then more (may be NULL), its aliases "(also --a)" and
+ * "(default D)", wrapped (rt_settings_wrap). */
+int rt_setting_help(rt_buf *b, const rt_setting *s, const char *more, size_t col,
+                    size_t indent);
+/* One --help entry per flag row: "  --flag=ARG" (a bool "--flag[=true|false]",
+ * an enum "--flag=a|b") padded to col, then rt_setting_help. A flag row that
+ * stands for a JSON key (its .section and .name are a row of keys, n_keys;
+ * keys may be NULL) shows that key's default. */
+int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,
+                     const rt_setting *keys, size_t n_keys);
+
 /* Frees a ModelDef built by rt_spec_to_modeldef, unpacked from model.pb, or
  * built by hand with malloc'd fields. NULL is fine. */
 void rt_modeldef_free(Predictd__ModelDef *def);

@@ -29,7 +29,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,20 +53,8 @@ typedef struct ctl {
     char token[512];
 } ctl;
 
-/* predictctl's flags, one line each: X(name, value, help). They make the
- * getopt_long table and the usage text below. */
-#define CTL_FLAGS(X)                                                                               \
-    X(config, "FILE", "the daemon's config file (default /etc/predictd/predictd.json)")           \
-    X(url, "URL", "the daemon, http[s]://HOST:PORT (default: the config file's; https when it sets tls_cert_file)")                   \
-    X(timeout, "SECONDS", "wait for another edit and the verdict, 1..3600 (default 15)")        \
-    X(token_file, "FILE", "(or --token-file) send the bearer token this file holds (daemons "   \
-                          "with auth_tokens_file)")                                               \
-    X(cacert, "FILE", "verify an HTTPS daemon's certificate with this CA (default: the system's)")
-#define CTL_SYNOPSIS(name, value, help) " [--" #name " " value "]"
-#define CTL_HELP(name, value, help) "  --" #name " " value "  " help "\n"
 
-static const char USAGE[] =
-    "usage: predictctl" CTL_FLAGS(CTL_SYNOPSIS) " [--json] COMMAND\n"
+static const char USAGE_COMMANDS[] =
     "  status [MODEL] [--json]     versions, states, labels and errors as a table (all\n"
     "                              models without MODEL); --json: the daemon's JSON\n"
     "  models                      models with versions, labels and default version\n"
@@ -86,10 +73,10 @@ static const char USAGE[] =
     "  token add --scopes infer,read[,metrics] [--tokens-file FILE] [--name NAME]\n"
     "                              print a new bearer token once and append its SHA-256\n"
     "                              to FILE (default: the config file's auth_tokens_file);\n"
-    "                              the daemon takes it at its next reload\n"
-    CTL_FLAGS(CTL_HELP)
-    "  --json  status: the daemon's JSON answer instead of the table\n"
-    "  --help  this text\n"
+    "                              the daemon takes it at its next reload\n";
+
+static const char USAGE_NOTES[] =
+    "  --help                      this text\n"
     "The config file's rest_api_host/rest_api_port give the URL (a wildcard host\n"
     "means 127.0.0.1). Without --config and without the default file, the daemon\n"
     "is --url or http://127.0.0.1:8501, and an edit goes to the file it reloads\n"
@@ -98,6 +85,38 @@ static const char USAGE[] =
     "refuses them; concurrent edits take turns (a lock on FILE.lock). FILE may\n"
     "be JSON or TF Serving's text format (models.config: edited in place,\n"
     "comments kept; it has no default version). Exit 0 ok, 1 refused/failed, 2 usage.\n";
+
+/* The --help text: the commands, the flags (its table), the notes. */
+static void usage(FILE *fp)
+{
+    size_t n_flags;
+    const rt_setting *flags = srv_ctl_flag_settings(&n_flags);
+    rt_buf b;
+    rt_buf_init(&b);
+    int r = rt_buf_puts(&b, "usage: predictctl");
+    for (size_t i = 0; i < n_flags; i++)
+        r |= flags[i].type == RT_SET_BOOL ? rt_buf_printf(&b, " [--%s]", flags[i].name)
+                                          : rt_buf_printf(&b, " [--%s %s]", flags[i].name,
+                                                          flags[i].arg);
+    r |= rt_buf_puts(&b, " COMMAND\n");
+    r |= rt_buf_puts(&b, USAGE_COMMANDS);
+    r |= rt_settings_help(&b, flags, n_flags, 30, NULL, 0);
+    r |= rt_buf_puts(&b, USAGE_NOTES);
+    fputs(r ? "predictctl: out of memory\n" : b.data, fp);
+    rt_buf_free(&b);
+}
+
+/* rt_argv.other: --help. */
+static int help_flag(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                     rt_err *err)
+{
+    (void)next;
+    (void)err;
+    if (len != 4 || strncmp(name, "help", 4) != 0 || eq)
+        return 0;
+    *(bool *)ctx = true;
+    return 1;
+}
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -652,7 +671,7 @@ static int edit(ctl *c, int argc, char **argv)
         goto out;
     if (strcmp(cmd, "reload") != 0) {
         if (argc < 2) {
-            fputs(USAGE, stderr);
+            usage(stderr);
             r = 2;
             goto out;
         }
@@ -725,7 +744,7 @@ static int edit(ctl *c, int argc, char **argv)
     } else if (!strcmp(cmd, "reload") && argc == 1) {
         /* rewrite as is */
     } else {
-        fputs(USAGE, stderr);
+        usage(stderr);
         r = 2;
         goto out;
     }
@@ -1001,7 +1020,8 @@ static int token_cmd(const ctl *c, int argc, char **argv)
 {
     const char *scopes = NULL, *file = NULL, *name = NULL;
     if (argc < 2 || strcmp(argv[1], "add") != 0) {
-        fprintf(stderr, "predictctl: token: expected 'token add --scopes ...'\n%s", USAGE);
+        fprintf(stderr, "predictctl: token: expected 'token add --scopes ...'\n");
+        usage(stderr);
         return 2;
     }
     for (int k = 2; k < argc; k++) {
@@ -1010,8 +1030,9 @@ static int token_cmd(const ctl *c, int argc, char **argv)
                            : !strcmp(argv[k], "--name")        ? &name
                                                                : NULL;
         if (!dst || k + 1 >= argc) {
-            fprintf(stderr, "predictctl: token add: %s: %s\n%s", argv[k],
-                    dst ? "needs a value" : "unknown option", USAGE);
+            fprintf(stderr, "predictctl: token add: %s: %s\n", argv[k],
+                    dst ? "needs a value" : "unknown option");
+            usage(stderr);
             return 2;
         }
         *dst = argv[++k];
@@ -1055,64 +1076,47 @@ int main(int argc, char **argv)
 {
     ctl c;
     memset(&c, 0, sizeof c);
-    c.config = "/etc/predictd/predictd.json";
-    c.timeout_s = 15;
-    const char *url = NULL;
-    enum { OPT_HELP = 1, OPT_FLAG = 2, OPT_JSON = 3 };
-    bool config_given = false;
-#define CTL_OPTION(name, value, help) {#name, required_argument, NULL, OPT_FLAG},
-    static const struct option opts[] = {CTL_FLAGS(CTL_OPTION){"json", no_argument, NULL, OPT_JSON},
-                                         {"help", no_argument, NULL, OPT_HELP},
-                                         {"token-file", required_argument, NULL, OPT_FLAG},
-                                         {NULL, 0, NULL, 0}};
-    opterr = 0; /* our own messages; '+': the command ends the flags */
-    for (;;) {
-        int at = optind, idx = -1;
-        int o = getopt_long(argc, argv, "+:", opts, &idx);
-        if (o == -1)
-            break;
-        const char *a = argv[at];
-        size_t nlen = strcspn(a, "=");
-        /* the whole name only (getopt_long would take a prefix) */
-        if (o == '?' || (idx >= 0 && strlen(opts[idx].name) + 2 != nlen)) {
-            fprintf(stderr, "predictctl: %.*s: unknown option\n%s", (int)nlen, a, USAGE);
-            return 2;
-        }
-        if (o == ':') {
-            fprintf(stderr, "predictctl: %s: needs a value\n%s", a, USAGE);
-            return 2;
-        }
-        if (o == OPT_HELP) {
-            fputs(USAGE, stdout);
-            return 0;
-        }
-        if (o == OPT_JSON) {
-            c.json = true;
-        } else if (!strcmp(opts[idx].name, "config")) {
-            c.config = optarg;
-            config_given = true;
-        } else if (!strcmp(opts[idx].name, "url")) {
-            url = optarg;
-        } else if (!strcmp(opts[idx].name, "cacert")) {
-            c.cli.ca_file = optarg;
-        } else if (!strcmp(opts[idx].name, "token_file") ||
-                   !strcmp(opts[idx].name, "token-file")) {
-            if (read_token(optarg, c.token, sizeof c.token) != 0)
-                return 1;
-            c.cli.token = c.token;
-        } else {
-            char *end = NULL;
-            long v = strtol(optarg, &end, 10);
-            if (!end || *end != '\0' || v < 1 || v > 3600) {
-                fprintf(stderr, "predictctl: --timeout %s: expected 1..3600 seconds\n", optarg);
-                return 2;
-            }
-            c.timeout_s = (int)v;
-        }
+    static const char *const extra[] = {"help", NULL};
+    srv_ctl_flags fl;
+    size_t n_flags;
+    const rt_setting *flags = srv_ctl_flag_settings(&n_flags);
+    memset(&fl, 0, sizeof fl);
+    rt_err ferr;
+    bool help = false;
+    uint64_t given = 0;
+    int i = argc;
+    rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = extra,
+                    .other = help_flag, .ctx = &help};
+    if (rt_settings_defaults(flags, n_flags, &fl, &ferr) != RT_OK) {
+        fprintf(stderr, "predictctl: %s\n", ferr.msg);
+        return 1;
     }
-    int i = optind;
+    rt_status fst = rt_settings_argv(&spec, argc, argv, &fl, &given, &i, &ferr);
+    if (fst == RT_OK && help) {
+        usage(stdout);
+        rt_settings_free(flags, n_flags, &fl);
+        return 0;
+    }
+    if (fst != RT_OK) {
+        fprintf(stderr, "predictctl: %s\n", ferr.msg);
+        usage(stderr);
+        rt_settings_free(flags, n_flags, &fl);
+        return 2;
+    }
+    c.config = fl.config;
+    c.timeout_s = fl.timeout;
+    c.json = fl.json;
+    if (fl.cacert)
+        c.cli.ca_file = fl.cacert;
+    if (fl.token_file) {
+        if (read_token(fl.token_file, c.token, sizeof c.token) != 0)
+            return 1;
+        c.cli.token = c.token;
+    }
+    const char *url = fl.url;
+    bool config_given = given & 1; /* flags[0]: --config */
     if (i >= argc) {
-        fputs(USAGE, stderr);
+        usage(stderr);
         return 2;
     }
     int r;
@@ -1123,7 +1127,8 @@ int main(int argc, char **argv)
     if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
         strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary") &&
         strcmp(cmd, "shadow")) {
-        fprintf(stderr, "predictctl: %s: unknown command\n%s", cmd, USAGE);
+        fprintf(stderr, "predictctl: %s: unknown command\n", cmd);
+        usage(stderr);
         return 2;
     }
     /* status MODEL --json: the flag after the command too */
@@ -1133,7 +1138,8 @@ int main(int argc, char **argv)
         nargs--;
     }
     if (!strcmp(cmd, "status") && nargs > 2) {
-        fprintf(stderr, "predictctl: status takes at most one MODEL\n%s", USAGE);
+        fprintf(stderr, "predictctl: status takes at most one MODEL\n");
+        usage(stderr);
         return 2;
     }
     /* No --config and no default file: find the daemon at --url or TF
@@ -1172,6 +1178,7 @@ int main(int argc, char **argv)
 out:
     free(c.orig);
     free(c.config_owned);
+    rt_settings_free(flags, n_flags, &fl);
     if (lock_fd >= 0)
         close(lock_fd); /* releases the lock */
     return r;

@@ -206,39 +206,15 @@ static int run(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
-    srv_http_params hp = srv_http_default_params();
-    hp.host = d->cfg->rest_api_host;
-    hp.port = d->cfg->rest_api_port;
-    hp.threads = d->cfg->rest_api_num_threads > 0 ? d->cfg->rest_api_num_threads
-                                                  : srv_cpu_count(NULL, NULL);
-    hp.timeout_ms = d->cfg->rest_api_timeout_in_ms;
-    hp.connection_timeout_s = d->cfg->connection_timeout_seconds;
-    hp.request_read_timeout_s = d->cfg->request_read_timeout_seconds;
-    hp.max_connections = d->cfg->max_connections;
-    hp.header_timeout_s = d->cfg->request_header_timeout_seconds;
-    hp.max_request_bytes = d->cfg->max_request_bytes;
-    hp.max_total_request_bytes = d->cfg->max_total_request_bytes;
-    hp.json.max_answer_bytes = d->cfg->max_answer_bytes;
-    hp.log_queue_bytes = d->cfg->prediction_log_queue_bytes;
-    hp.shadow_queue_bytes = d->cfg->shadow_queue_bytes;
-    hp.enable_cors = d->cfg->enable_cors;
-    hp.max_queue = (size_t)d->cfg->max_queue_depth;
-    hp.max_queue_wait_ms = d->cfg->max_queue_wait_ms;
-    hp.batching = d->cfg->enable_batching;
-    hp.batch.max_batch_size = (size_t)d->cfg->max_batch_size;
-    hp.batch.timeout_us = d->cfg->batch_timeout_micros;
-    hp.batch.max_enqueued_batches = (size_t)d->cfg->max_enqueued_batches;
-    hp.batch.threads = d->cfg->num_batch_threads > 0 ? d->cfg->num_batch_threads : hp.threads;
+    srv_http_params hp;
+    srv_config_http_params(d->cfg, srv_cpu_count(NULL, NULL), &hp);
     if (!(d->metrics = srv_metrics_new(hp.threads))) {
         srv_log(SRV_LOG_ERROR, "out of memory");
         return 1;
     }
     hp.metrics = d->metrics;
-    hp.metrics_path = d->cfg->metrics_path;
-    hp.tls = d->tls;
-    hp.auth = d->auth;
-    hp.metrics_require_token = d->cfg->metrics_require_token;
-    hp.gzip_response_min_bytes = d->cfg->gzip_response_min_bytes;
+    hp.tls = d->tls;   /* the daemon's objects; the settings come from */
+    hp.auth = d->auth; /* srv_config_http_params */
     /* Socket activation: systemd holds the port and hands it over. */
     int nfds = sd_listen_fds(1);
     if (nfds > 0) {

@@ -199,31 +199,18 @@ typedef struct srv_config {
  * config file's key list (--help_config) and the unknown-key message.
  * Adding a setting is one line there (and its field above).
  */
-typedef enum {
-    SRV_SET_INT,  /* int, an integer in [lo, hi] */
-    SRV_SET_SIZE, /* size_t, an integer in [lo, hi] */
-    SRV_SET_BOOL, /* bool: JSON true/false; --x, --x=true|false|1|0 */
-    SRV_SET_STR,  /* char * (owned): a non-empty string */
-    SRV_SET_NAME, /* char * (owned): a model name (srv_name_valid) */
-} srv_setting_type;
-
-enum {
-    SRV_SET_JSON = 1u << 0, /* a key of the config file */
-    SRV_SET_FLAG = 1u << 1, /* a command-line flag --name */
-    SRV_SET_LIVE = 1u << 2, /* a reload applies it at once (others: at the next start) */
-};
-
-typedef struct srv_setting {
-    const char *name;      /* JSON key and flag name (TF Serving's where it has one) */
-    srv_setting_type type;
-    unsigned where;        /* SRV_SET_JSON | SRV_SET_FLAG | SRV_SET_LIVE */
-    int64_t lo, hi;        /* range (INT, SIZE) */
-    int64_t def;           /* default (INT, SIZE; BOOL 0/1) */
-    const char *def_str;   /* default (STR, NAME), NULL for none */
-    size_t offset;         /* offsetof(srv_config, <field>) */
-    const char *arg;       /* the value's name in --help: "N", "ADDR", "FILE" */
-    const char *help;      /* what it does; the default is appended by --help */
-} srv_setting;
+/* The rows are the runtime's (rt_setting, rt_settings.c); these names are
+ * predictd's spellings of its types and bits. SRV_SET_NAME is a model name
+ * (srv_name_valid). */
+typedef rt_setting srv_setting;
+#define SRV_SET_INT RT_SET_INT
+#define SRV_SET_SIZE RT_SET_SIZE
+#define SRV_SET_BOOL RT_SET_BOOL
+#define SRV_SET_STR RT_SET_STR
+#define SRV_SET_NAME RT_SET_NAME
+#define SRV_SET_JSON RT_SET_JSON
+#define SRV_SET_FLAG RT_SET_FLAG
+#define SRV_SET_LIVE RT_SET_LIVE
 
 /* The table and its length (static; thread-safe). */
 const srv_setting *srv_settings(size_t *n);
@@ -265,6 +252,25 @@ rt_status srv_args_set(srv_args *args, const char *name, const char *value, rt_e
  * (--help_config), made from the table. OUT: malloc'd, caller frees; NULL
  * when out of memory. */
 char *srv_args_usage(bool config_keys);
+
+/* predictctl's flags before its command (srv_ctl_flags.c): the fields and
+ * their table, in --help order. */
+typedef struct srv_ctl_flags {
+    char *config; /* --config FILE (/etc/predictd/predictd.json) */
+    char *url;    /* --url URL, or NULL */
+    int timeout;  /* --timeout SECONDS (15) */
+    bool json;    /* --json */
+    char *token_file; /* --token_file FILE (also --token-file), or NULL */
+    char *cacert;     /* --cacert FILE, or NULL */
+} srv_ctl_flags;
+const rt_setting *srv_ctl_flag_settings(size_t *n);
+
+/* The HTTP server's parameters from the config: the one place the
+ * listener, limits, queue and batching settings reach srv_http_params
+ * (request threads: rest_api_num_threads, else cpus). The strings point
+ * into c. Pure. */
+struct srv_http_params;
+void srv_config_http_params(const srv_config *c, int cpus, struct srv_http_params *hp);
 
 /* Builds the effective config: the file named by --model_config_file (if
  * any), then the command-line flags over it, or one model from

@@ -1,18 +1,18 @@
 /*
  * srv_config.c — predictd's settings from one table: each line of SETTINGS
  * is a setting's name (its JSON key and its flag: TensorFlow Serving's names
- * where TF has the setting), type, range, default, field and help. From it
- * come the defaults, the config file's top-level keys (through rt_cfg's
- * getters, errors naming the key), the command-line flags (getopt_long),
- * --help, --help_config and the unknown-key / unknown-flag messages with a
- * "did you mean". The config file's "models" list is srv_config_models.c's.
- * A flag given on the command line wins over the file's key.
+ * where TF has the setting), type, range, default, field and help. The
+ * runtime's table functions (rt_settings.c) make from it the defaults, the
+ * config file's top-level keys (errors naming the key), the command-line
+ * flags, --help, --help_config, the unknown-key / unknown-flag messages with
+ * a "did you mean" and what a reload cannot apply. The config file's
+ * "models" list is srv_config_models.c's. A flag given on the command line
+ * wins over the file's key.
  */
 #include "srv_config_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,16 +28,20 @@
      0 * sizeof(char[_Generic(((srv_config *)0)->f, T: 1, default: -1)]))
 #define BOTH (SRV_SET_JSON | SRV_SET_FLAG)
 #define LIVE (BOTH | SRV_SET_LIVE)
+/* Each row in designated form (rt_setting's optional fields stay zero). */
+#define ROW(f, T, ty, w, l, h, d, ds, a, hl)                                                       \
+    {.name = #f, .type = ty, .where = w, .lo = l, .hi = h, .def = d, .def_str = ds,              \
+     .offset = FIELD(f, T), .arg = a, .help = hl}
 #define INT(f, where, lo, hi, def, arg, help) \
-    {#f, SRV_SET_INT, where, lo, hi, def, NULL, FIELD(f, int), arg, help}
+    ROW(f, int, SRV_SET_INT, where, lo, hi, def, NULL, arg, help)
 #define SIZE(f, where, lo, hi, def, help) \
-    {#f, SRV_SET_SIZE, where, lo, hi, def, NULL, FIELD(f, size_t), "N", help}
-#define BOOL(f, where, def, help) \
-    {#f, SRV_SET_BOOL, where, 0, 1, def, NULL, FIELD(f, bool), NULL, help}
+    ROW(f, size_t, SRV_SET_SIZE, where, lo, hi, def, NULL, "N", help)
+#define BOOL(f, where, def, help) ROW(f, bool, SRV_SET_BOOL, where, 0, 1, def, NULL, NULL, help)
 #define STR(f, where, def, arg, help) \
-    {#f, SRV_SET_STR, where, 0, 0, 0, def, FIELD(f, char *), arg, help}
-#define NAME(f, where, arg, help) \
-    {#f, SRV_SET_NAME, where, 0, 0, 0, NULL, FIELD(f, char *), arg, help}
+    ROW(f, char *, SRV_SET_STR, where, 0, 0, 0, def, arg, help)
+#define NAME(f, w, a, hl)                                                                          \
+    {.name = #f, .type = SRV_SET_NAME, .where = w, .offset = FIELD(f, char *), .arg = a,         \
+     .help = hl, .check = srv_name_valid, .what = "a valid name ([A-Za-z0-9_.-]+)"}
 
 /* In --help order. where: BOTH (config key and flag), LIVE (the same, and a
  * reload applies it at once; the others wait for the next start),
@@ -153,38 +157,14 @@ const srv_setting *srv_settings(size_t *n)
 
 const srv_setting *srv_setting_find(const char *name)
 {
-    for (size_t i = 0; i < N_SETTINGS; i++)
-        if (!strcmp(SETTINGS[i].name, name))
-            return &SETTINGS[i];
-    return NULL;
-}
-
-/* The field of c that s fills (c may be const: read it so). */
-static void *field(const srv_config *c, const srv_setting *s)
-{
-    return (char *)(uintptr_t)c + s->offset;
+    return rt_settings_find(SETTINGS, N_SETTINGS, name);
 }
 
 const char *srv_config_restart_change(const srv_config *a, const srv_config *b)
 {
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        const srv_setting *s = &SETTINGS[i];
-        const void *x = field(a, s), *y = field(b, s);
-        bool same;
-        if (s->where & SRV_SET_LIVE)
-            continue;
-        if (s->type == SRV_SET_INT)
-            same = *(const int *)x == *(const int *)y;
-        else if (s->type == SRV_SET_SIZE)
-            same = *(const size_t *)x == *(const size_t *)y;
-        else if (s->type == SRV_SET_BOOL)
-            same = *(const bool *)x == *(const bool *)y;
-        else
-            same = !*(char *const *)x == !*(char *const *)y &&
-                   (!*(char *const *)x || !strcmp(*(char *const *)x, *(char *const *)y));
-        if (!same)
-            return s->name;
-    }
+    const srv_setting *s = rt_settings_diff(SETTINGS, N_SETTINGS, SRV_SET_LIVE, a, b);
+    if (s)
+        return s->name;
     /* the monitoring config's content (its path is a flag, the same) */
     if (!a->metrics_path != !b->metrics_path ||
         (a->metrics_path && strcmp(a->metrics_path, b->metrics_path) != 0))
@@ -192,64 +172,40 @@ const char *srv_config_restart_change(const srv_config *a, const srv_config *b)
     return NULL;
 }
 
-static bool is_string(const srv_setting *s)
+void srv_config_http_params(const srv_config *c, int cpus, srv_http_params *hp)
 {
-    return s->type == SRV_SET_STR || s->type == SRV_SET_NAME;
-}
-
-/* Replaces the string field of s with a copy of v (NULL clears it). */
-static rt_status set_string(srv_config *c, const srv_setting *s, const char *v, rt_err *err)
-{
-    char **p = field(c, s);
-    char *copy = NULL;
-    if (v && !(copy = strdup(v)))
-        return rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", s->name);
-    free(*p);
-    *p = copy;
-    return RT_OK;
-}
-
-/* Every setting to its default. c holds no strings yet (zeroed). */
-static rt_status config_defaults(srv_config *c, rt_err *err)
-{
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        const srv_setting *s = &SETTINGS[i];
-        switch (s->type) {
-        case SRV_SET_INT:
-            *(int *)field(c, s) = (int)s->def;
-            break;
-        case SRV_SET_SIZE:
-            *(size_t *)field(c, s) = (size_t)s->def;
-            break;
-        case SRV_SET_BOOL:
-            *(bool *)field(c, s) = s->def != 0;
-            break;
-        case SRV_SET_STR:
-        case SRV_SET_NAME:
-            if (set_string(c, s, s->def_str, err) != RT_OK)
-                return RT_ERR_NOMEM;
-            break;
-        }
-    }
-    return RT_OK;
-}
-
-/* Frees the table's strings in c. */
-static void free_strings(srv_config *c)
-{
-    for (size_t i = 0; i < N_SETTINGS; i++)
-        if (is_string(&SETTINGS[i])) {
-            char **p = field(c, &SETTINGS[i]);
-            free(*p);
-            *p = NULL;
-        }
+    *hp = srv_http_default_params();
+    hp->host = c->rest_api_host;
+    hp->port = c->rest_api_port;
+    hp->threads = c->rest_api_num_threads > 0 ? c->rest_api_num_threads : cpus;
+    hp->timeout_ms = c->rest_api_timeout_in_ms;
+    hp->connection_timeout_s = c->connection_timeout_seconds;
+    hp->request_read_timeout_s = c->request_read_timeout_seconds;
+    hp->max_connections = c->max_connections;
+    hp->header_timeout_s = c->request_header_timeout_seconds;
+    hp->max_request_bytes = c->max_request_bytes;
+    hp->max_total_request_bytes = c->max_total_request_bytes;
+    hp->json.max_answer_bytes = c->max_answer_bytes;
+    hp->log_queue_bytes = c->prediction_log_queue_bytes;
+    hp->shadow_queue_bytes = c->shadow_queue_bytes;
+    hp->enable_cors = c->enable_cors;
+    hp->max_queue = (size_t)c->max_queue_depth;
+    hp->max_queue_wait_ms = c->max_queue_wait_ms;
+    hp->batching = c->enable_batching;
+    hp->batch.max_batch_size = (size_t)c->max_batch_size;
+    hp->batch.timeout_us = c->batch_timeout_micros;
+    hp->batch.max_enqueued_batches = (size_t)c->max_enqueued_batches;
+    hp->batch.threads = c->num_batch_threads > 0 ? c->num_batch_threads : hp->threads;
+    hp->metrics_path = c->metrics_path;
+    hp->metrics_require_token = c->metrics_require_token;
+    hp->gzip_response_min_bytes = c->gzip_response_min_bytes;
 }
 
 void srv_config_free(srv_config *c)
 {
     if (!c)
         return;
-    free_strings(c);
+    rt_settings_free(SETTINGS, N_SETTINGS, c);
     free(c->metrics_path);
     for (size_t i = 0; i < c->n_models; i++)
         srv_model_conf_clear(&c->models[i]);
@@ -257,159 +213,13 @@ void srv_config_free(srv_config *c)
     free(c);
 }
 
-/* Edit distance of a and b (each at most 63 bytes, else a large number):
- * insertions, deletions, substitutions and swaps of two neighbours cost 1;
- * '-' and '_' are the same letter (--rest-api-port is --rest_api_port). */
-static size_t distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b), d[64][64];
-    if (la >= 64 || lb >= 64)
-        return SIZE_MAX;
-#define SAME(x, y) ((x) == (y) || (((x) == '-' || (x) == '_') && ((y) == '-' || (y) == '_')))
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            size_t best = d[i - 1][j - 1] + !SAME(a[i - 1], b[j - 1]);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && SAME(a[i - 1], b[j - 2]) && SAME(a[i - 2], b[j - 1]) &&
-                d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-#undef SAME
-    return d[la][lb];
-}
-
-/* True when every word of name (split at '_' or '-') is a word of cand, in
- * the same order: --rest_port for --rest_api_port. */
-static bool words_within(const char *name, const char *cand)
-{
-    const char *c = cand;
-    size_t words = 0;
-    while (*name) {
-        size_t n = strcspn(name, "_-");
-        bool found = false;
-        while (*c && !found) {
-            size_t m = strcspn(c, "_-");
-            found = m == n && n > 0 && !strncmp(c, name, n);
-            c += m;
-            c += strspn(c, "_-");
-        }
-        if (!found)
-            return false;
-        words++;
-        name += n;
-        name += strspn(name, "_-");
-    }
-    return words >= 2;
-}
-
-/* How near cand is to name as a suggestion: 0 not near; else a rank (lower
- * is nearer) from the edit distance. Near means a typo — at most one edit
- * per six letters (at least one) — or the start of the name (an
- * abbreviation), or a name missing a word (every word of name is one of
- * cand's, at least two), when only one name is; a name that differs in a whole word
- * (--ssl_config_file, --num_load_threads) is not near --model_config_file
- * or --num_batch_threads. */
-static size_t nearness(const char *name, const char *cand)
-{
-    size_t len = strlen(name), d = distance(name, cand);
-    size_t bound = len / 6 > 1 ? len / 6 : 1;
-    if (d == SIZE_MAX)
-        return 0;
-    if (d <= bound)
-        return 1 + d;
-    if (len >= 3 && !strncmp(cand, name, len))
-        return 64; /* all abbreviations alike: two of them are a tie */
-    if (words_within(name, cand))
-        return 128; /* the same */
-    return 0;
-}
-
-/* The known name (settings where `where` says, TF Serving's other flags
- * when `where` includes flags, plus extra) nearest to name, if near enough
- * (nearness), or NULL. Of two equally near, neither: no guess. */
-static const char *did_you_mean(const char *name, unsigned where, const char *const *extra)
-{
-    const char *best = NULL;
-    size_t best_r = SIZE_MAX;
-    bool tie = false;
-    size_t n_tf = (where & SRV_SET_FLAG) ? srv_tfflag_count() : 0;
-    for (size_t i = 0; i < N_SETTINGS + n_tf; i++) {
-        const char *cand = i < N_SETTINGS ? ((SETTINGS[i].where & where) ? SETTINGS[i].name : NULL)
-                                          : srv_tfflag_name(i - N_SETTINGS, NULL);
-        size_t r = cand ? nearness(name, cand) : 0;
-        if (r && r < best_r) {
-            best_r = r;
-            best = cand;
-            tie = false;
-        } else if (r && r == best_r) {
-            tie = true;
-        }
-    }
-    for (; extra && *extra; extra++) {
-        size_t r = nearness(name, *extra);
-        if (r && r < best_r) {
-            best_r = r;
-            best = *extra;
-            tie = false;
-        } else if (r && r == best_r) {
-            tie = true;
-        }
-    }
-    return tie ? NULL : best;
-}
-
 /* --------------------------------------------------------- JSON parsing */
-
-/* Reads the member named s->name of root into c. */
-static rt_status set_from_json(const cJSON *root, const srv_setting *s, srv_config *c,
-                               rt_err *err)
-{
-    int64_t v;
-    const char *str = NULL;
-    switch (s->type) {
-    case SRV_SET_INT:
-        v = *(int *)field(c, s);
-        if (rt_cfg_int(root, "", s->name, 0, s->lo, s->hi, &v, err) != RT_OK)
-            return RT_ERR_INVALID;
-        *(int *)field(c, s) = (int)v;
-        return RT_OK;
-    case SRV_SET_SIZE:
-        v = (int64_t) * (size_t *)field(c, s);
-        if (rt_cfg_int(root, "", s->name, 0, s->lo, s->hi, &v, err) != RT_OK)
-            return RT_ERR_INVALID;
-        *(size_t *)field(c, s) = (size_t)v;
-        return RT_OK;
-    case SRV_SET_BOOL:
-        return rt_cfg_bool(root, "", s->name, 0, (bool *)field(c, s), err);
-    case SRV_SET_STR:
-    case SRV_SET_NAME:
-        if (rt_cfg_str(root, "", s->name, 0, &str, err) != RT_OK)
-            return RT_ERR_INVALID;
-        if (!str)
-            return RT_OK; /* null: the default */
-        if (str[0] == '\0')
-            return rt_cfg_fail(err, "", s->name, "must be a non-empty string");
-        if (s->type == SRV_SET_NAME && !srv_name_valid(str, strlen(str)))
-            return rt_cfg_fail(err, "", s->name, "'%s' is not a valid name ([A-Za-z0-9_.-]+)",
-                               str);
-        return set_string(c, s, str, err);
-    }
-    return RT_OK;
-}
 
 /* "k: unknown key (did you mean K?)", or where to find the keys. */
 static rt_status unknown_key(const char *k, rt_err *err)
 {
     static const char *const extra[] = {"models", NULL};
-    const char *near = did_you_mean(k, SRV_SET_JSON, extra);
+    const char *near = rt_settings_suggest(SETTINGS, N_SETTINGS, k, SRV_SET_JSON, NULL, extra);
     if (near)
         return rt_cfg_fail(err, "", k, "unknown key (did you mean %s?)", near);
     return rt_cfg_fail(err, "", k, "unknown key (predictd --help_config lists the keys)");
@@ -425,7 +235,7 @@ rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
     *out = NULL;
     if (!c)
         return rt_err_set(err, RT_ERR_NOMEM, "config: out of memory");
-    if ((st = config_defaults(c, err)) != RT_OK)
+    if ((st = rt_settings_defaults(SETTINGS, N_SETTINGS, c, err)) != RT_OK)
         goto out;
     /* TF Serving's text format or JSON, told apart by content; the text
      * format becomes the same tree, so the checks below are the same. */
@@ -448,9 +258,9 @@ rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
     const cJSON *it;
     cJSON_ArrayForEach(it, root)
     {
-        const srv_setting *s = srv_setting_find(it->string);
-        if (s && (s->where & SRV_SET_JSON))
-            st = set_from_json(root, s, c, err);
+        const srv_setting *s = rt_settings_find_key(SETTINGS, N_SETTINGS, NULL, it->string);
+        if (s)
+            st = rt_setting_json(s, root, "", c, err);
         else if (!strcmp(it->string, "models"))
             st = srv_config_parse_models(it, base_dir, c, err);
         else
@@ -473,52 +283,11 @@ out:
 
 /* ------------------------------------------------------- command line */
 
-/* Reads a flag's text value into c, errors naming "--name". */
-static rt_status set_from_text(const srv_setting *s, const char *val, srv_config *c, rt_err *err)
-{
-    char *end = NULL;
-    long long v;
-    switch (s->type) {
-    case SRV_SET_INT:
-    case SRV_SET_SIZE:
-        errno = 0;
-        v = strtoll(val, &end, 10);
-        if (errno == ERANGE || !end || end == val || *end != '\0')
-            return rt_err_set(err, RT_ERR_INVALID, "--%s: '%s' is not an integer", s->name, val);
-        if (v < s->lo || v > s->hi)
-            return rt_err_set(err, RT_ERR_INVALID, "--%s: %lld is out of range [%lld, %lld]",
-                              s->name, v, (long long)s->lo, (long long)s->hi);
-        if (s->type == SRV_SET_INT)
-            *(int *)field(c, s) = (int)v;
-        else
-            *(size_t *)field(c, s) = (size_t)v;
-        return RT_OK;
-    case SRV_SET_BOOL:
-        if (!val || !strcmp(val, "true") || !strcmp(val, "1"))
-            *(bool *)field(c, s) = true;
-        else if (!strcmp(val, "false") || !strcmp(val, "0"))
-            *(bool *)field(c, s) = false;
-        else
-            return rt_err_set(err, RT_ERR_INVALID, "--%s: '%s' is not true or false", s->name,
-                              val);
-        return RT_OK;
-    case SRV_SET_STR:
-    case SRV_SET_NAME:
-        if (val[0] == '\0')
-            return rt_err_set(err, RT_ERR_INVALID, "--%s: must not be empty", s->name);
-        if (s->type == SRV_SET_NAME && !srv_name_valid(val, strlen(val)))
-            return rt_err_set(err, RT_ERR_INVALID,
-                              "--%s: '%s' is not a valid name ([A-Za-z0-9_.-]+)", s->name, val);
-        return set_string(c, s, val, err);
-    }
-    return RT_OK;
-}
-
 void srv_args_free(srv_args *a)
 {
     if (!a)
         return;
-    free_strings(&a->values);
+    rt_settings_free(SETTINGS, N_SETTINGS, &a->values);
     for (size_t i = 0; i < a->n_warnings; i++)
         free(a->warnings[i]);
     free(a->warnings);
@@ -538,121 +307,86 @@ rt_status srv_args_set(srv_args *a, const char *name, const char *value, rt_err 
         return rt_err_set(err, RT_ERR_INVALID, "--%s: unknown flag", name);
     if (s->type != SRV_SET_BOOL && !value)
         return rt_err_set(err, RT_ERR_INVALID, "--%s: needs a value", name);
-    if (set_from_text(s, value, &a->values, err) != RT_OK)
+    if (rt_setting_text(s, value, &a->values, err) != RT_OK)
         return RT_ERR_INVALID;
     a->set |= UINT64_C(1) << (size_t)(s - SETTINGS);
     return RT_OK;
 }
 
-enum {
-    OPT_HELP = 'h',
-    OPT_HELP_CONFIG = 1,
-    OPT_VERSION = 2,
-    OPT_SETTING = 256,
-    OPT_TFFLAG = 512
-};
-
-/* "--name: unknown flag (did you mean --x?)" for the text of an argument. */
-static rt_status unknown_flag(const char *arg, rt_err *err)
+/* The flags outside the table (rt_argv.other): --help, --help_config,
+ * --version and TensorFlow Serving's flags predictd has no setting for (a
+ * bool one takes a value only after '='). */
+static int other_flag(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                      rt_err *err)
 {
-    static const char *const extra[] = {"help", "help_config", "version", NULL};
-    if (strncmp(arg, "--", 2) != 0)
-        return rt_err_set(err, RT_ERR_INVALID, "%s: unexpected argument (flags start with --)",
-                          arg);
-    char name[128];
-    size_t n = strcspn(arg + 2, "=");
-    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), arg + 2);
-    const char *near = did_you_mean(name, SRV_SET_FLAG, extra);
-    if (near)
-        return rt_err_set(err, RT_ERR_INVALID, "--%s: unknown flag (did you mean --%s?)", name,
-                          near);
-    return rt_err_set(err, RT_ERR_INVALID, "--%s: unknown flag (see --help)", name);
+    srv_args *a = ctx;
+    char n[128];
+    if (len >= sizeof n)
+        return 0;
+    memcpy(n, name, len);
+    n[len] = '\0';
+    bool *own = !strcmp(n, "help")          ? &a->help
+                : !strcmp(n, "help_config") ? &a->help_config
+                : !strcmp(n, "version")     ? &a->version
+                                            : NULL;
+    if (own && !eq) {
+        *own = true;
+        return 1;
+    }
+    for (size_t i = 0; !own && i < srv_tfflag_count(); i++) {
+        srv_tfflag_type type;
+        if (strcmp(srv_tfflag_name(i, &type), n) != 0)
+            continue;
+        const char *v = eq;
+        if (!v && type != SRV_TF_BOOL && !next) {
+            rt_err_set(err, RT_ERR_INVALID, "--%s: needs a value", n);
+            return -1;
+        }
+        if (!v && type != SRV_TF_BOOL)
+            v = next;
+        if (srv_tfflag_apply(i, v, a, err) != RT_OK)
+            return -1;
+        return v && !eq ? 2 : 1;
+    }
+    return 0;
 }
 
-/* True when arg spells --name in full ("--name" or "--name=..."): getopt_long
- * would take a prefix, TF Serving and predictd do not. */
-static bool spelled_out(const char *arg, const char *name)
+/* "arg: unexpected argument (flags start with --)" for a non-flag. */
+static rt_status unexpected(const char *arg, rt_err *err)
 {
-    size_t n = strlen(name);
-    return !strncmp(arg, "--", 2) && !strncmp(arg + 2, name, n) &&
-           (arg[2 + n] == '\0' || arg[2 + n] == '=');
+    return rt_err_set(err, RT_ERR_INVALID, "%s: unexpected argument (flags start with --)", arg);
 }
 
 rt_status srv_args_parse(int argc, char **argv, srv_args *a, rt_err *err)
 {
-    size_t n = 0, n_tf = srv_tfflag_count();
+    size_t n_tf = srv_tfflag_count(), k = 0;
     rt_status st = RT_ERR_INVALID;
     memset(a, 0, sizeof *a);
-    if (config_defaults(&a->values, err) != RT_OK)
+    if (rt_settings_defaults(SETTINGS, N_SETTINGS, &a->values, err) != RT_OK)
         return RT_ERR_NOMEM;
-    struct option *opts = calloc(N_SETTINGS + n_tf + 4, sizeof *opts);
-    if (!opts)
+    /* "did you mean" knows TF's flags and the three of its own too */
+    const char **extra = calloc(n_tf + 4, sizeof *extra);
+    if (!extra)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < N_SETTINGS; i++)
-        if (SETTINGS[i].where & SRV_SET_FLAG)
-            opts[n++] = (struct option){SETTINGS[i].name,
-                                        SETTINGS[i].type == SRV_SET_BOOL ? optional_argument
-                                                                         : required_argument,
-                                        NULL, OPT_SETTING + (int)i};
-    for (size_t i = 0; i < n_tf; i++) {
-        srv_tfflag_type type;
-        const char *name = srv_tfflag_name(i, &type);
-        opts[n++] = (struct option){name, type == SRV_TF_BOOL ? optional_argument
-                                                              : required_argument,
-                                    NULL, OPT_TFFLAG + (int)i};
-    }
-    opts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
-    opts[n++] = (struct option){"help_config", no_argument, NULL, OPT_HELP_CONFIG};
-    opts[n++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
-    opts[n] = (struct option){NULL, 0, NULL, 0};
-    /* '+': stop at the first non-flag (refused below); ':': a missing value
-     * is reported as ':' and no message is printed (opterr = 0). */
-    optind = 0; /* glibc: start over (srv_args_parse may run more than once) */
-    opterr = 0;
-    for (;;) {
-        int at = optind ? optind : 1;
-        int idx = -1;
-        int o = getopt_long(argc, argv, "+:h", opts, &idx);
-        if (o == -1)
-            break;
-        const char *arg = at < argc ? argv[at] : "";
-        if (o == '?') {
-            unknown_flag(arg, err);
-            goto out;
-        }
-        if (o == ':') {
-            bool whole = false; /* not an abbreviation (getopt_long takes those) */
-            for (size_t k = 0; k < n && !whole; k++)
-                whole = spelled_out(arg, opts[k].name);
-            if (whole)
-                rt_err_set(err, RT_ERR_INVALID, "%s: needs a value", arg);
-            else
-                unknown_flag(arg, err);
-            goto out;
-        }
-        if (idx >= 0 && !spelled_out(arg, opts[idx].name)) {
-            unknown_flag(arg, err);
-            goto out;
-        }
-        if (o == OPT_HELP) {
-            a->help = true;
-        } else if (o == OPT_HELP_CONFIG) {
-            a->help_config = true;
-        } else if (o == OPT_VERSION) {
-            a->version = true;
-        } else if (o >= OPT_TFFLAG) {
-            if ((st = srv_tfflag_apply((size_t)(o - OPT_TFFLAG), optarg, a, err)) != RT_OK)
-                goto out;
-            st = RT_ERR_INVALID;
-        } else {
-            const srv_setting *s = &SETTINGS[o - OPT_SETTING];
-            if (set_from_text(s, optarg, &a->values, err) != RT_OK)
-                goto out;
-            a->set |= UINT64_C(1) << (o - OPT_SETTING);
-        }
-    }
-    if (optind < argc)
-        unknown_flag(argv[optind], err);
+    for (size_t i = 0; i < n_tf; i++)
+        extra[k++] = srv_tfflag_name(i, NULL);
+    extra[k++] = "help";
+    extra[k++] = "help_config";
+    extra[k++] = "version";
+    rt_argv spec = {.rows = SETTINGS,
+                    .n = N_SETTINGS,
+                    .dashdash = true,
+                    .extra = extra,
+                    .other = other_flag,
+                    .ctx = a};
+    int next = argc;
+    rt_status r = rt_settings_argv(&spec, argc, argv, &a->values, &a->set, &next, err);
+    if (r == RT_ERR_NOTFOUND || r == RT_ERR_NOMEM)
+        st = r == RT_ERR_NOMEM ? r : RT_ERR_INVALID;
+    else if (r != RT_OK)
+        st = r;
+    else if (next < argc)
+        unexpected(argv[next], err);
     else if (srv_args_given(a, "model_name") && srv_args_given(a, "model_config_file"))
         rt_err_set(err, RT_ERR_INVALID,
                    "--model_name: give either --model_name/--model_base_path or "
@@ -661,61 +395,15 @@ rt_status srv_args_parse(int argc, char **argv, srv_args *a, rt_err *err)
         rt_err_set(err, RT_ERR_INVALID, "--model_name and --model_base_path must be given together");
     else
         st = RT_OK;
-out:
-    free(opts);
+    free(extra);
     return st;
 }
 
 /* ------------------------------------------------------------- --help */
 
-/* Appends text wrapped at 79 columns, continuation lines indented by
- * indent; col is the column the text starts at (the caller has put the
- * separating blanks before it). */
-static int wrap(rt_buf *b, const char *text, size_t col, size_t indent)
-{
-    int r = 0;
-    bool first = true;
-    while (*text) {
-        size_t word = strcspn(text, " ");
-        if (!first && col + 1 + word > 79) {
-            r |= rt_buf_printf(b, "\n%*s", (int)indent, "");
-            col = indent;
-        } else if (!first) {
-            r |= rt_buf_puts(b, " ");
-            col++;
-        }
-        r |= rt_buf_append(b, text, word);
-        col += word;
-        text += word;
-        text += strspn(text, " ");
-        first = false;
-    }
-    return r | rt_buf_puts(b, "\n");
-}
-
-/* s's help with its default: "... (default 8501)"; with reload, what a
- * reload does with it. */
-static int help_of(rt_buf *b, const srv_setting *s, bool reload, size_t col, size_t indent)
-{
-    char text[1024], def[64] = "";
-    if (s->type == SRV_SET_BOOL)
-        snprintf(def, sizeof def, " (default %s)", s->def ? "true" : "false");
-    else if (is_string(s) && s->def_str)
-        snprintf(def, sizeof def, " (default %s)", s->def_str);
-    else if (!is_string(s))
-        snprintf(def, sizeof def, " (default %lld)", (long long)s->def);
-    snprintf(text, sizeof text, "%s%s%s", s->help,
-             !reload                     ? ""
-             : s->where & SRV_SET_LIVE ? "; a reload applies it at once"
-                                       : "; a change takes effect at the next start",
-             def);
-    return wrap(b, text, col, indent);
-}
-
 static const char *type_of(const srv_setting *s)
 {
-    static const char *const names[] = {"integer", "integer", "true or false", "string", "name"};
-    return names[s->type];
+    return s->type == SRV_SET_BOOL ? "true or false" : s->type == SRV_SET_NAME ? "name" : "string";
 }
 
 char *srv_args_usage(bool config_keys)
@@ -737,36 +425,28 @@ char *srv_args_usage(bool config_keys)
             else
                 r |= rt_buf_printf(&b, "  %s  (%s)\n", s->name, type_of(s));
             r |= rt_buf_puts(&b, "      ");
-            r |= help_of(&b, s, true, 6, 6);
+            r |= rt_setting_help(&b, s,
+                                 s->where & SRV_SET_LIVE
+                                     ? "; a reload applies it at once"
+                                     : "; a change takes effect at the next start",
+                                 6, 6);
         }
         r |= rt_buf_puts(&b, "  models  (list)\n      ");
-        r |= wrap(&b,
-                  "the models to serve, each {\"name\", \"base_path\", \"version_policy\" (or "
-                  "\"model_version_policy\"): {\"latest\": N} | {\"all\": true} | "
-                  "{\"specific\": [versions]} (default {\"latest\": 1}), \"version_labels\": "
-                  "{\"label\": version}, \"default_version\": version or label, "
-                  "\"traffic_split\": {\"label or version\": percent, ...} summing to 100, "
-                  "\"shadow\": {\"version\": label or version, \"percent\": P}, "
-                  "\"request_logging\": {\"sampling_rate\": 0..1, \"dir\": path, "
-                  "\"max_file_mb\": 64, \"max_files\": 10}}",
-                  6, 6);
+        r |= rt_settings_wrap(
+            &b,
+            "the models to serve, each {\"name\", \"base_path\", \"version_policy\" (or "
+            "\"model_version_policy\"): {\"latest\": N} | {\"all\": true} | "
+            "{\"specific\": [versions]} (default {\"latest\": 1}), \"version_labels\": "
+            "{\"label\": version}, \"default_version\": version or label, "
+            "\"traffic_split\": {\"label or version\": percent, ...} summing to 100, "
+            "\"shadow\": {\"version\": label or version, \"percent\": P}, "
+            "\"request_logging\": {\"sampling_rate\": 0..1, \"dir\": path, "
+            "\"max_file_mb\": 64, \"max_files\": 10}}",
+            6, 6);
     } else {
         r |= rt_buf_puts(&b, "usage: predictd [flags]\n"
                              "  Serves exported models over TensorFlow Serving's REST API.\n");
-        for (size_t i = 0; i < N_SETTINGS; i++) {
-            const srv_setting *s = &SETTINGS[i];
-            if (!(s->where & SRV_SET_FLAG))
-                continue;
-            char flag[128];
-            int n = snprintf(flag, sizeof flag, s->type == SRV_SET_BOOL ? "  --%s[=true|false]"
-                                                                        : "  --%s=%s",
-                             s->name, s->arg);
-            if (n <= COL - 2)
-                r |= rt_buf_printf(&b, "%-*s", COL, flag);
-            else
-                r |= rt_buf_printf(&b, "%s  ", flag);
-            r |= help_of(&b, s, false, n <= COL - 2 ? COL : (size_t)n + 2, COL);
-        }
+        r |= rt_settings_help(&b, SETTINGS, N_SETTINGS, COL, NULL, 0);
         r |= rt_buf_printf(&b, "%-*s%s\n%-*s%s\n%-*s%s\n", COL, "  --help", "this text", COL,
                            "  --help_config", "the config file's keys (JSON)", COL,
                            "  --version", "print the version");
@@ -820,6 +500,14 @@ static rt_status flag_model(const srv_args *a, srv_config *c, rt_err *err)
     return RT_OK;
 }
 
+/* The batching file's key name into c (a key the table has: the tree is
+ * made by srv_tfconf_batching from the table's names). */
+static rt_status set_from_json_row(const cJSON *j, const char *name, srv_config *c, rt_err *err)
+{
+    const srv_setting *s = srv_setting_find(name);
+    return s ? rt_setting_json(s, j, "", c, err) : RT_OK;
+}
+
 /* Reads TF Serving's BatchingParameters file at path into c's batching
  * settings (the table's ranges; errors name the file's line and column). */
 static rt_status apply_batching_file(const char *path, srv_config *c, rt_err *err)
@@ -833,7 +521,7 @@ static rt_status apply_batching_file(const char *path, srv_config *c, rt_err *er
         const cJSON *it;
         cJSON_ArrayForEach(it, j)
         {
-            if ((st = set_from_json(j, srv_setting_find(it->string), c, err)) != RT_OK) {
+            if ((st = set_from_json_row(j, it->string, c, err)) != RT_OK) {
                 srv_tfconf_locate(map, err);
                 break;
             }
@@ -924,22 +612,8 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         (st = apply_batching_file(a->values.batching_parameters_file, c, err)) != RT_OK)
         goto out;
     /* Command-line flags win over the file. */
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        const srv_setting *s = &SETTINGS[i];
-        if (!(a->set >> i & 1))
-            continue;
-        const srv_config *from = &a->values;
-        if (is_string(s))
-            st = set_string(c, s, *(char **)field(from, s), err);
-        else if (s->type == SRV_SET_INT)
-            *(int *)field(c, s) = *(int *)field(from, s);
-        else if (s->type == SRV_SET_SIZE)
-            *(size_t *)field(c, s) = *(size_t *)field(from, s);
-        else
-            *(bool *)field(c, s) = *(bool *)field(from, s);
-        if (st != RT_OK)
-            goto out;
-    }
+    if ((st = rt_settings_copy(SETTINGS, N_SETTINGS, a->set, c, &a->values, err)) != RT_OK)
+        goto out;
     if (c->n_models == 0) {
         st = rt_err_set(err, RT_ERR_INVALID, "models: at least one model must be configured");
         goto out;

@@ -24,114 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static void usage(FILE *fp)
-{
-    fputs("usage: predict-train --spec FILE [options]\n"
-          "  --train-files LIST     training CSV files (comma-separated, globs allowed)\n"
-          "  --eval-files LIST      evaluation CSV files\n"
-          "  --job-dir DIR          checkpoints, eval/metrics.jsonl, export/<name>/<version>/\n"
-          "  --train-steps N        max_steps (absolute global step)\n"
-          "  --num-epochs N         passes over the training files (0 = until max_steps)\n"
-          "  --eval-steps N         evaluation batches (0 = the whole eval set)\n"
-          "  --batch-size N         (also --train-batch-size, task.py's name)\n"
-          "  --eval-batch-size N    evaluation batch size (eval.batch_size)\n"
-          "  --export-format F      JSON | CSV | EXAMPLE (the serving input function)\n"
-          "  --seed N\n"
-          "  --first-layer-size N --num-layers N --scale-factor X\n"
-          "                         DNN hidden units max(2, int(N * X^i)), i < num-layers\n"
-          "  --embedding-size N     dimension of every embedding_column and\n"
-          "                         shared_embedding_columns\n"
-          "  --memory-limit-mb N    refuse a model needing more than N MiB (0 = no check;\n"
-          "                         default: the memory this machine can give)\n"
-          "  --on-bad-row skip|stop malformed CSV rows: skip and count, or stop (default)\n"
-          "  --mpi-stall-warn-secs S   distributed: rank 0 names the ranks it has waited\n"
-          "                         for S seconds in one exchange (default 60; 0 = never)\n"
-          "  --mpi-stall-abort-secs S  distributed: rank 0 ends the job with an error\n"
-          "                         naming them after S seconds (default 0 = never:\n"
-          "                         synchronous training waits)\n"
-          "  --progress auto|bar|lines|quiet\n"
-          "  --verbosity LEVEL      DEBUG | INFO (default) | WARN | ERROR | FATAL: INFO lines\n"
-          "                         and progress only up to INFO (TF's logging verbosity)\n"
-          "Flags may be spelled with underscores (task.py's --train_files); TensorFlow's\n"
-          "--max_steps is --train-steps and --model_dir is --job-dir.\n"
-          "Without --job-dir a temporary directory is used (its path is printed).\n"
-          "SIGINT/SIGTERM: the current step ends, a checkpoint is written, exit 130/143.\n"
-          "  -h, --help\n"
-          "Distributed: mpirun -np N predict-train ... (the same flags; docs/distributed.md)\n",
-          fp);
-}
-
-/* The flags (without "--"), as --help lists them. */
-static const char *const FLAGS[] = {
-    "spec", "train-files", "eval-files", "job-dir", "train-steps", "num-epochs", "eval-steps",
-    "batch-size", "train-batch-size", "eval-batch-size", "export-format", "seed",
-    "first-layer-size", "num-layers", "scale-factor", "embedding-size", "memory-limit-mb",
-    "on-bad-row", "progress", "verbosity", "mpi-stall-warn-secs", "mpi-stall-abort-secs",
-    "help"};
-
-/*
- * The flag arg names ("--name", no value), as FLAGS spells it, or NULL.
- * Underscores are dashes (task.py's and TF's --train_files, --num_epochs),
- * and TensorFlow's names of the same settings are aliases: --max_steps is
- * --train-steps (an absolute global step in both), --model_dir is --job-dir.
- */
-/* TensorFlow's names of the same settings: --max_steps is --train-steps (an
- * absolute global step in both), --model_dir is --job-dir. */
-static const char *const ALIASES[][2] = {{"max-steps", "train-steps"}, {"model-dir", "job-dir"}};
-
-/*
- * The flag arg names ("--name", no value), as FLAGS spells it, or NULL.
- * Underscores are dashes (task.py's and TF's --train_files, --num_epochs),
- * and ALIASES are their flags.
- */
-static const char *canonical_flag(const char *arg)
-{
-    char n[64];
-    size_t len = strlen(arg);
-    if (len < 3 || len - 2 >= sizeof n || strncmp(arg, "--", 2) != 0)
-        return strcmp(arg, "-h") == 0 ? "help" : NULL;
-    for (size_t i = 0; i + 2 <= len; i++)
-        n[i] = arg[2 + i] == '_' ? '-' : arg[2 + i];
-    for (size_t i = 0; i < sizeof ALIASES / sizeof *ALIASES; i++)
-        if (strcmp(n, ALIASES[i][0]) == 0)
-            return ALIASES[i][1];
-    for (size_t i = 0; i < sizeof FLAGS / sizeof *FLAGS; i++)
-        if (strcmp(n, FLAGS[i]) == 0)
-            return FLAGS[i];
-    return NULL;
-}
-
-/* The flag an unknown "--name" probably meant (an alias's flag when the
- * alias is nearest), or NULL. */
-static const char *suggest_flag(const char *arg)
-{
-    enum { NF = sizeof FLAGS / sizeof *FLAGS, NA = sizeof ALIASES / sizeof *ALIASES };
-    const char *names[NF + NA];
-    for (size_t i = 0; i < NF; i++)
-        names[i] = FLAGS[i];
-    for (size_t i = 0; i < NA; i++)
-        names[NF + i] = ALIASES[i][0];
-    const char *near = rt_nearest_name(arg + 2, names, NF + NA);
-    for (size_t i = 0; near && i < NA; i++)
-        if (near == ALIASES[i][0])
-            near = ALIASES[i][1];
-    return near;
-}
-
-static int parse_i64(const char *flag, const char *s, int64_t lo, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo) {
-        fprintf(stderr, "predict-train: %s: \"%s\" is not an integer >= %lld\n", flag, s,
-                (long long)lo);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 /*
  * TF_CONFIG (TensorFlow's and Cloud ML Engine's cluster spec) is not how
  * predict-train distributes: with more than one task in it, say so and show
@@ -208,9 +100,6 @@ static char *temp_job_dir(const trn_comm *comm, int log_level)
 }
 
 static int run_main(int argc, char **argv, const trn_comm *comm);
-static int train_main(const char *spec_path, const char *job_dir, const trn_overrides *ov,
-                      const char *bad_row, const char *progress, const char *verbosity,
-                      const trn_comm *comm);
 
 int main(int argc, char **argv)
 {
@@ -246,193 +135,43 @@ int main(int argc, char **argv)
  * for a refusal every rank makes alike (the ranks then finish together). */
 static int run_main(int argc, char **argv, const trn_comm *comm)
 {
-    const char *spec_path = NULL, *job_dir = NULL, *bad_row = NULL, *progress = NULL,
-               *verbosity = NULL;
     trn_overrides o;
     trn_overrides_init(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-            fprintf(stderr, "predict-train: unexpected argument \"%s\" (flags start with --; "
-                            "see --help)\n", a);
-            return 2;
-        }
-        /* --flag=value or --flag value; TF's and task.py's spellings too */
-        char flag[64];
-        const char *val = NULL;
-        const char *eq = strchr(a, '=');
-        size_t fl = eq ? (size_t)(eq - a) : strlen(a);
-        if (fl >= sizeof flag) {
-            fprintf(stderr, "predict-train: unknown flag %.*s (see --help)\n", (int)fl, a);
-            return 2;
-        }
-        memcpy(flag, a, fl);
-        flag[fl] = '\0';
-        const char *known = canonical_flag(flag);
-        if (!known) {
-            const char *near = suggest_flag(flag);
-            if (near)
-                fprintf(stderr, "predict-train: unknown flag %s (did you mean --%s?)\n", flag,
-                        near);
-            else
-                fprintf(stderr, "predict-train: unknown flag %s (see --help)\n", flag);
-            return 2;
-        }
-        if (strcmp(known, "help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        snprintf(flag, sizeof flag, "--%s", known);
-        if (eq)
-            val = eq + 1;
-        else if (i + 1 < argc)
-            val = argv[++i];
-        else {
-            fprintf(stderr, "predict-train: %s needs a value\n", flag);
-            return 2;
-        }
-        int rc = 0;
-        if (strcmp(flag, "--spec") == 0)
-            spec_path = val;
-        else if (strcmp(flag, "--train-files") == 0)
-            o.train_files = val;
-        else if (strcmp(flag, "--eval-files") == 0)
-            o.eval_files = val;
-        else if (strcmp(flag, "--job-dir") == 0)
-            job_dir = val;
-        else if (strcmp(flag, "--train-steps") == 0)
-            rc = parse_i64(flag, val, 0, &o.train_steps);
-        else if (strcmp(flag, "--num-epochs") == 0)
-            rc = parse_i64(flag, val, 0, &o.num_epochs);
-        else if (strcmp(flag, "--eval-steps") == 0)
-            rc = parse_i64(flag, val, 0, &o.eval_steps);
-        else if (strcmp(flag, "--batch-size") == 0 || strcmp(flag, "--train-batch-size") == 0)
-            rc = parse_i64(flag, val, 1, &o.batch_size);
-        else if (strcmp(flag, "--eval-batch-size") == 0)
-            rc = parse_i64(flag, val, 1, &o.eval_batch_size);
-        else if (strcmp(flag, "--verbosity") == 0)
-            verbosity = val;
-        else if (strcmp(flag, "--export-format") == 0)
-            o.export_format = val;
-        else if (strcmp(flag, "--seed") == 0)
-            rc = parse_i64(flag, val, 0, &o.seed);
-        else if (strcmp(flag, "--first-layer-size") == 0)
-            rc = parse_i64(flag, val, 1, &o.first_layer_size);
-        else if (strcmp(flag, "--num-layers") == 0)
-            rc = parse_i64(flag, val, 1, &o.num_layers);
-        else if (strcmp(flag, "--embedding-size") == 0)
-            rc = parse_i64(flag, val, 1, &o.embedding_size);
-        else if (strcmp(flag, "--memory-limit-mb") == 0)
-            rc = parse_i64(flag, val, 0, &o.memory_limit_mb);
-        else if (strcmp(flag, "--scale-factor") == 0) {
-            char *end;
-            o.scale_factor = strtod(val, &end);
-            if (end == val || *end || !(o.scale_factor > 0)) {
-                fprintf(stderr, "predict-train: --scale-factor: \"%s\" is not a number > 0\n",
-                        val);
-                rc = -1;
-            }
-        } else if (strcmp(flag, "--mpi-stall-warn-secs") == 0 ||
-                   strcmp(flag, "--mpi-stall-abort-secs") == 0) {
-            char *end;
-            double v = strtod(val, &end);
-            if (end == val || *end || !(v >= 0 && v <= 1e7)) {
-                fprintf(stderr, "predict-train: %s: \"%s\" is not a number of seconds in "
-                                "[0, 1e7]\n", flag, val);
-                rc = -1;
-            } else if (strstr(flag, "warn"))
-                o.mpi_stall_warn_secs = v;
-            else
-                o.mpi_stall_abort_secs = v;
-        } else if (strcmp(flag, "--on-bad-row") == 0)
-            bad_row = val;
-        else if (strcmp(flag, "--progress") == 0)
-            progress = val;
-        /* every name of FLAGS is handled above */
-        if (rc)
-            return 2;
-    }
-    if (!spec_path) {
-        fprintf(stderr, "predict-train: --spec FILE is required (see --help)\n");
-        return 2;
-    }
-    if (o.first_layer_size < 0 && (o.num_layers >= 0 || o.scale_factor >= 0)) {
-        fprintf(stderr, "predict-train: --num-layers and --scale-factor need "
-                        "--first-layer-size\n");
-        return 2;
-    }
-
-    return train_main(spec_path, job_dir, &o, bad_row, progress, verbosity, comm);
-}
-
-/* The choices given by name on the command line (--on-bad-row, --progress,
- * --verbosity; NULL: not given) into c; -1 after saying which is wrong. */
-static int apply_choices(trn_config *c, const char *bad_row, const char *progress,
-                         const char *verbosity)
-{
-    if (bad_row) {
-        if (strcmp(bad_row, "skip") == 0)
-            c->bad_rows = TRN_BAD_ROW_SKIP;
-        else if (strcmp(bad_row, "stop") == 0)
-            c->bad_rows = TRN_BAD_ROW_STOP;
-        else {
-            fprintf(stderr, "predict-train: --on-bad-row: \"%s\" is not skip or stop\n",
-                    bad_row);
-            return -1;
-        }
-    }
-    if (progress) {
-        if (strcmp(progress, "auto") == 0)
-            c->progress = TRN_PROGRESS_AUTO;
-        else if (strcmp(progress, "bar") == 0)
-            c->progress = TRN_PROGRESS_BAR;
-        else if (strcmp(progress, "lines") == 0)
-            c->progress = TRN_PROGRESS_LINES;
-        else if (strcmp(progress, "quiet") == 0)
-            c->progress = TRN_PROGRESS_QUIET;
-        else {
-            fprintf(stderr, "predict-train: --progress: \"%s\" is not auto, bar, lines or "
-                            "quiet\n", progress);
-            return -1;
-        }
-    }
-    if (verbosity) {
-        static const char *const levels[] = {"DEBUG", "INFO", "WARN", "ERROR", "FATAL", NULL};
-        int lv = -1;
-        for (int k = 0; levels[k]; k++)
-            if (strcmp(verbosity, levels[k]) == 0)
-                lv = k;
-        if (lv < 0) {
-            fprintf(stderr, "predict-train: --verbosity: \"%s\" is not DEBUG, INFO, WARN, "
-                            "ERROR or FATAL\n", verbosity);
-            return -1;
-        }
-        c->log_level = lv;
-        if (lv > 1 && (!progress || c->progress == TRN_PROGRESS_LINES))
-            c->progress = TRN_PROGRESS_QUIET; /* the progress lines are INFO lines */
-    }
-    return 0;
-}
-
-/* main's work once the flags are read: the spec with its overrides, the
- * config, the job dir (a temporary one without --job-dir, removed again
- * when the run is refused before it writes), then trn_train_and_evaluate.
- * Returns the exit status as run_main does. */
-static int train_main(const char *spec_path, const char *job_dir, const trn_overrides *ov,
-                      const char *bad_row, const char *progress, const char *verbosity,
-                      const trn_comm *comm)
-{
     rt_err err;
     err.msg[0] = '\0';
-    int code = 2, sig = 0;
+    bool help = false;
+    int next = argc, code = 2, sig = 0;
     trn_config c;
     trn_config_init(&c);
     cJSON *spec = NULL;
     char *text = NULL; /* a pipe is fine too: --spec <(...) */
+    rt_status fst = trn_flags_parse(argc, argv, &o, &help, &next, &err);
+    const char *spec_path = o.spec, *job_dir = o.job_dir;
+    if (fst == RT_OK && help) {
+        char *u = trn_usage();
+        fputs(u ? u : "predict-train: out of memory\n", u ? stdout : stderr);
+        free(u);
+        code = u ? 0 : 1;
+        goto out;
+    }
+    if (fst != RT_OK) {
+        fprintf(stderr, "predict-train: %s\n", err.msg);
+        goto out;
+    }
+    if (next < argc) {
+        fprintf(stderr, "predict-train: unexpected argument \"%s\" (flags start with --; "
+                        "see --help)\n", argv[next]);
+        goto out;
+    }
+    if (!spec_path) {
+        fprintf(stderr, "predict-train: --spec FILE is required (see --help)\n");
+        goto out;
+    }
+    if (o.first_layer_size < 0 && (o.num_layers >= 0 || o.scale_factor >= 0)) {
+        fprintf(stderr, "predict-train: --num-layers and --scale-factor need "
+                        "--first-layer-size\n");
+        goto out;
+    }
     if (rt_read_file(AT_FDCWD, spec_path, 64u << 20, RT_READ_ANY_FILE, &text, NULL, &err)) {
         fprintf(stderr, "predict-train: %s\n", err.msg);
         goto out;
@@ -441,13 +180,20 @@ static int train_main(const char *spec_path, const char *job_dir, const trn_over
         fprintf(stderr, "predict-train: %s: %s\n", spec_path, err.msg);
         goto out;
     }
-    if (trn_spec_apply_overrides(spec, ov, &err) != RT_OK ||
+    if (trn_spec_apply_overrides(spec, &o, &err) != RT_OK ||
         trn_config_from_spec(spec, &c, &err) != RT_OK) {
         fprintf(stderr, "predict-train: %s: %s\n", spec_path, err.msg);
         goto out;
     }
-    if (apply_choices(&c, bad_row, progress, verbosity) != 0)
-        goto out;
+    if (o.on_bad_row >= 0)
+        c.bad_rows = (trn_bad_row_policy)o.on_bad_row;
+    if (o.progress >= 0)
+        c.progress = (trn_progress_mode)o.progress;
+    if (o.verbosity >= 0) {
+        c.log_level = o.verbosity;
+        if (o.verbosity > 1 && (o.progress < 0 || c.progress == TRN_PROGRESS_LINES))
+            c.progress = TRN_PROGRESS_QUIET; /* the progress lines are INFO lines */
+    }
     {
         /* vocabulary_file columns name files next to the spec */
         const char *slash = strrchr(spec_path, '/');
@@ -499,5 +245,6 @@ out:
     cJSON_Delete(spec);
     free(text);
     trn_config_free(&c);
+    trn_overrides_free(&o);
     return code;
 }

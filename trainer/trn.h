@@ -82,7 +82,7 @@ typedef struct trn_optimizer {
     double initial_accumulator; /* Ftrl, Adagrad, ProximalAdagrad (0.1) */
     double beta1, beta2, epsilon; /* Adam (0.9, 0.999, 1e-8); RMSProp epsilon (1e-10) */
     double decay, momentum;     /* RMSProp (0.9, 0) */
-    int centered;               /* RMSProp (0) */
+    bool centered;              /* RMSProp (false) */
     trn_lr_decay lr_decay;      /* "learning_rate_decay": none by default */
 } trn_optimizer;
 
@@ -243,7 +243,7 @@ typedef struct trn_gbdt_params {
     double l1, l2;                /* l1_regularization, l2_regularization (0) */
     double tree_complexity;       /* 0: gain penalty per split (one more leaf) */
     double min_node_weight;       /* 0: least mean hessian of a child */
-    int center_bias;              /* false: bias from the label mean when true */
+    bool center_bias;             /* false: bias from the label mean when true */
     trn_pruning_mode pruning;     /* none */
     double quantile_sketch_epsilon; /* 0.01: numeric inputs get up to
                                        min(255, 1/epsilon) quantile bins */
@@ -271,6 +271,8 @@ typedef struct trn_config {
     int64_t save_summary_steps;     /* 100: TensorBoard loss, global_step/sec; 0 = none */
     size_t skip_header_lines;       /* train.skip_header_lines: per file (0) */
     size_t eval_skip_header_lines;  /* eval.skip_header_lines (0) */
+    double eval_start_delay_secs;   /* eval.start_delay_secs: TF's, accepted (no delay:
+                                       evaluation runs between training steps) */
     trn_bad_row_policy bad_rows;
     trn_progress_mode progress;
 
@@ -312,6 +314,10 @@ typedef struct trn_config {
 } trn_config;
 
 void trn_config_init(trn_config *c);
+/* The spec's "train" and "eval" keys as a settings table (rt_settings.c):
+ * the rows, and the default of section.key (integers; 0 if no such row). */
+const rt_setting *trn_spec_settings(size_t *n);
+int64_t trn_spec_default(const char *section, const char *key);
 void trn_config_free(trn_config *c);
 
 /*
@@ -331,8 +337,12 @@ rt_status trn_config_from_spec(const struct cJSON *spec, trn_config *c, rt_err *
 rt_status trn_config_resolve(trn_config *c, const Predictd__ModelDef *def, rt_err *err);
 
 /* Command-line overrides in the style of the census tutorial's task.py.
- * Unset fields are NULL / < 0. */
+ * Unset fields are NULL / < 0. The flags are a table (trn_flag_settings):
+ * a flag whose row names a spec key (.section, .name) is written there by
+ * trn_spec_apply_overrides. */
 typedef struct trn_overrides {
+    const char *spec;          /* --spec FILE */
+    const char *job_dir;       /* --job-dir (TF's --model_dir) */
     const char *train_files;   /* comma-separated, globs allowed */
     const char *eval_files;
     int64_t train_steps;
@@ -347,11 +357,27 @@ typedef struct trn_overrides {
     double scale_factor;       /* default 0.7 (task.py), num_layers 4 */
     int64_t embedding_size;
     int64_t memory_limit_mb;   /* train.memory_limit_mb */
+    int on_bad_row;            /* a trn_bad_row_policy (not written into the spec) */
     double mpi_stall_warn_secs;  /* train.mpi_stall_warn_secs */
     double mpi_stall_abort_secs; /* train.mpi_stall_abort_secs */
+    int progress;              /* a trn_progress_mode */
+    int verbosity;             /* 0 DEBUG .. 4 FATAL */
 } trn_overrides;
 
 void trn_overrides_init(trn_overrides *o);
+/* Frees the strings trn_flags_parse copied (set to NULL). */
+void trn_overrides_free(trn_overrides *o);
+/* predict-train's flags (the table) and their --help text (malloc'd, NULL
+ * when out of memory). */
+const rt_setting *trn_flag_settings(size_t *n);
+char *trn_usage(void);
+/* Reads argv into o (trn_overrides_init first): --flag=value or --flag
+ * value, '-' and '_' alike (task.py's --train_files), TF's --max_steps and
+ * --model_dir as aliases. *help is set by -h/--help; *next is the first
+ * argument that is not a flag (argc: none). Errors name the flag; an
+ * unknown one is RT_ERR_NOTFOUND "unknown flag --x (did you mean --y?)". */
+rt_status trn_flags_parse(int argc, char **argv, trn_overrides *o, bool *help, int *next,
+                          rt_err *err);
 
 /*
  * Writes the overrides into the spec tree (train.files, train.max_steps,

@@ -2,50 +2,20 @@
  * trn_config.c — the trainer's parts of a spec ("train", "eval",
  * "export.exporters", the estimator's optimizers), the canned estimators'
  * optimizer defaults, and the task.py-style command-line overrides, which are
- * written into the spec tree itself.
+ * written into the spec tree itself. The "train" and "eval" sections and the
+ * command-line flags are two tables (TRN_SPEC, TRN_FLAGS) that the runtime's
+ * rt_settings.c turns into defaults, key checks, getters with ranges, flags
+ * and --help: a setting is one row there.
  */
 #include "trn.h"
 
 #include <cJSON.h>
+#include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void trn_config_init(trn_config *c)
-{
-    memset(c, 0, sizeof *c);
-    c->max_steps = 0;
-    c->num_epochs = 0;
-    c->batch_size = 40;
-    c->shuffle_buffer_size = 1000;
-    c->seed = 42;
-    c->save_checkpoints_steps = 0;
-    c->save_checkpoints_secs = 600;
-    c->keep_checkpoint_max = 5;
-    c->log_step_count_steps = 100;
-    c->save_summary_steps = 100;
-    c->bad_rows = TRN_BAD_ROW_STOP;
-    c->progress = TRN_PROGRESS_AUTO;
-    c->eval_batch_size = 0;
-    c->eval_steps = 0;
-    c->throttle_secs = 600;
-    snprintf(c->export_name, sizeof c->export_name, "%s", "model");
-    c->linear_opt.type = TRN_OPT_DEFAULT;
-    c->linear_opt.learning_rate = -1;
-    c->dnn_opt.type = TRN_OPT_DEFAULT;
-    c->dnn_opt.learning_rate = -1;
-    c->memory_limit_mb = -1;
-    c->mpi_stall_warn_secs = 60;
-    c->mpi_stall_abort_secs = 0;
-    c->log_level = 1;
-    c->gbdt.n_trees = 100;
-    c->gbdt.max_depth = 6;
-    c->gbdt.learning_rate = 0.1;
-    c->gbdt.quantile_sketch_epsilon = 0.01;
-    c->gbdt.n_batches_per_layer = 1;
-    c->gbdt.pruning = TRN_PRUNE_NONE;
-}
 
 static void free_list(char **l, size_t n)
 {
@@ -82,13 +52,11 @@ void trn_config_free(trn_config *c)
 
 /* ------------------------------------------------------------ JSON helpers */
 
-/* A string or an array of strings -> a malloc'd list (appended). */
-static rt_status get_files(const cJSON *obj, const char *key, const char *path, char ***list,
-                           size_t *n, rt_err *err)
+/* v, a string or an array of strings (member key of path) -> a malloc'd
+ * list that replaces *list. */
+static rt_status files_of(const cJSON *v, const char *key, const char *path, char ***list,
+                          size_t *n, rt_err *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v || cJSON_IsNull(v))
-        return RT_OK;
     size_t cnt = cJSON_IsString(v) ? 1 : cJSON_IsArray(v) ? (size_t)cJSON_GetArraySize(v) : 0;
     if (!cJSON_IsString(v) && !cJSON_IsArray(v))
         return rt_cfg_fail(err, path, key, "expected a string or a list of strings, got %s",
@@ -120,6 +88,16 @@ static rt_status get_files(const cJSON *obj, const char *key, const char *path, 
     *list = l;
     *n = cnt;
     return RT_OK;
+}
+
+/* The member key of obj as files_of reads it (absent or null: as it is). */
+static rt_status get_files(const cJSON *obj, const char *key, const char *path, char ***list,
+                           size_t *n, rt_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsNull(v))
+        return RT_OK;
+    return files_of(v, key, path, list, n, err);
 }
 
 static rt_status get_name(const cJSON *obj, const char *key, const char *path, char *dst,
@@ -208,23 +186,42 @@ static rt_status parse_lr_decay(const cJSON *v, const char *opath, trn_lr_decay 
     return RT_OK;
 }
 
+/* offsetof(T, f), refused at compile time unless f has type FT. */
+#define OFS(T, f, FT) \
+    (offsetof(T, f) + 0 * sizeof(char[_Generic(((T *)0)->f, FT: 1, default: -1)]))
+#define ONUM(key, f, l, h, d) \
+    {.name = #key, .type = RT_SET_NUM, .where = RT_SET_JSON, .dlo = l, .dhi = h, .ddef = d, \
+     .offset = OFS(trn_optimizer, f, double)}
+
+/* An optimizer object's parameters (TF's names and defaults; "type" and
+ * "learning_rate_decay" are read apart). */
+static const rt_setting OPT[] = {
+    ONUM(learning_rate, learning_rate, 1e-12, 1e6, -1), /* < 0: the estimator's */
+    ONUM(l1_regularization_strength, l1, 0, 1e9, 0),
+    ONUM(l2_regularization_strength, l2, 0, 1e9, 0),
+    ONUM(learning_rate_power, lr_power, -1e3, 0, -0.5),
+    ONUM(initial_accumulator_value, initial_accumulator, 0, 1e9, 0.1),
+    ONUM(beta1, beta1, 0, 0.999999, 0.9),
+    ONUM(beta2, beta2, 0, 0.999999999, 0.999),
+    ONUM(epsilon, epsilon, 1e-30, 1, 1e-8),
+    ONUM(decay, decay, 0, 1, 0.9),
+    ONUM(momentum, momentum, 0, 1, 0),
+    {.name = "centered", .type = RT_SET_BOOL, .where = RT_SET_JSON,
+     .offset = OFS(trn_optimizer, centered, bool)},
+};
+#define N_OPT (sizeof OPT / sizeof OPT[0])
+
 static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer *o,
                                  rt_err *err)
 {
-    static const char *const keys[] = {"type", "learning_rate", "l1_regularization_strength",
-                                       "l2_regularization_strength", "learning_rate_power",
-                                       "initial_accumulator_value", "beta1", "beta2",
-                                       "epsilon", "decay", "momentum", "centered",
-                                       "learning_rate_decay", NULL};
+    static const char *const other[] = {"type", "learning_rate_decay", NULL};
     const char *type = NULL;
     rt_status st;
     if (cJSON_IsString(v))
         type = v->valuestring;
     else if (cJSON_IsObject(v)) {
-        st = rt_cfg_check_keys(v, path, keys, NULL, err);
-        if (st)
-            return st;
-        if ((st = rt_cfg_str(v, path, "type", RT_CFG_REQUIRED, &type, err)))
+        if ((st = rt_settings_json(OPT, N_OPT, v, path, NULL, other, o, err)) ||
+            (st = rt_cfg_str(v, path, "type", RT_CFG_REQUIRED, &type, err)))
             return st;
     } else
         return rt_cfg_fail(err, path, NULL, "expected a name or an object, got %s",
@@ -240,7 +237,9 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
         o->type = TRN_OPT_SGD;
     else if (strcmp(type, "RMSProp") == 0) {
         o->type = TRN_OPT_RMSPROP;
-        o->epsilon = 1e-10; /* RMSPropOptimizer's default (Adam's is 1e-8) */
+        if (!cJSON_IsObject(v) || !cJSON_GetObjectItemCaseSensitive(v, "epsilon") ||
+            cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(v, "epsilon")))
+            o->epsilon = 1e-10; /* RMSPropOptimizer's default (Adam's is 1e-8) */
     } else if (strcmp(type, "ProximalAdagrad") == 0)
         o->type = TRN_OPT_PROXIMAL_ADAGRAD;
     else
@@ -249,21 +248,6 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
                            type);
     if (!cJSON_IsObject(v))
         return RT_OK;
-    bool centered = o->centered;
-    if ((st = rt_cfg_num(v, path, "learning_rate", 0, 1e-12, 1e6, &o->learning_rate, err)) ||
-        (st = rt_cfg_num(v, path, "l1_regularization_strength", 0, 0, 1e9, &o->l1, err)) ||
-        (st = rt_cfg_num(v, path, "l2_regularization_strength", 0, 0, 1e9, &o->l2, err)) ||
-        (st = rt_cfg_num(v, path, "learning_rate_power", 0, -1e3, 0, &o->lr_power, err)) ||
-        (st = rt_cfg_num(v, path, "initial_accumulator_value", 0, 0, 1e9, &o->initial_accumulator,
-                         err)) ||
-        (st = rt_cfg_num(v, path, "beta1", 0, 0, 0.999999, &o->beta1, err)) ||
-        (st = rt_cfg_num(v, path, "beta2", 0, 0, 0.999999999, &o->beta2, err)) ||
-        (st = rt_cfg_num(v, path, "epsilon", 0, 1e-30, 1, &o->epsilon, err)) ||
-        (st = rt_cfg_num(v, path, "decay", 0, 0, 1, &o->decay, err)) ||
-        (st = rt_cfg_num(v, path, "momentum", 0, 0, 1, &o->momentum, err)) ||
-        (st = rt_cfg_bool(v, path, "centered", 0, &centered, err)))
-        return st;
-    o->centered = centered;
     const cJSON *lrd = cJSON_GetObjectItemCaseSensitive(v, "learning_rate_decay");
     if (lrd && !cJSON_IsNull(lrd)) {
         if ((st = parse_lr_decay(lrd, path, &o->lr_decay, err)))
@@ -286,57 +270,45 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
 
 static void optimizer_defaults(trn_optimizer *o)
 {
-    o->learning_rate = -1;
-    o->l1 = 0;
-    o->l2 = 0;
-    o->lr_power = -0.5;
-    o->initial_accumulator = 0.1;
-    o->beta1 = 0.9;
-    o->beta2 = 0.999;
-    o->epsilon = 1e-8;
-    o->decay = 0.9;
-    o->momentum = 0;
-    o->centered = 0;
+    (void)rt_settings_defaults(OPT, N_OPT, o, NULL); /* no strings: cannot fail */
 }
 
-/* BoostedTrees*: the tree parameters of the estimator object (TF's names;
- * the spec parser checks which keys an estimator takes). */
+#define GINT(key, f, l, h, d) \
+    {.name = #key, .type = RT_SET_I64, .where = RT_SET_JSON, .lo = l, .hi = h, .def = d, \
+     .offset = OFS(trn_gbdt_params, f, int64_t)}
+#define GNUM(key, f, l, h, d) \
+    {.name = #key, .type = RT_SET_NUM, .where = RT_SET_JSON, .dlo = l, .dhi = h, .ddef = d, \
+     .offset = OFS(trn_gbdt_params, f, double)}
+
+static const rt_setting_choice PRUNING[] = {
+    {"none", TRN_PRUNE_NONE}, {"pre", TRN_PRUNE_PRE}, {"post", TRN_PRUNE_POST}, {NULL, 0}};
+
+/* BoostedTrees*: the tree parameters of the estimator object (TF's names
+ * and defaults; the spec parser checks which keys an estimator takes). */
+static const rt_setting GBDT[] = {
+    GINT(n_trees, n_trees, 1, 1000000, 100),
+    GINT(max_depth, max_depth, 1, TRN_GBDT_MAX_DEPTH, 6),
+    GNUM(learning_rate, learning_rate, 1e-12, 1e6, 0.1),
+    GNUM(l1_regularization, l1, 0, 1e12, 0),
+    GNUM(l2_regularization, l2, 0, 1e12, 0),
+    GNUM(tree_complexity, tree_complexity, 0, 1e12, 0),
+    GNUM(min_node_weight, min_node_weight, 0, 1e12, 0),
+    GNUM(quantile_sketch_epsilon, quantile_sketch_epsilon, 1e-6, 1, 0.01),
+    GINT(n_batches_per_layer, n_batches_per_layer, 1, INT64_C(1) << 40, 1),
+    {.name = "center_bias", .type = RT_SET_BOOL, .where = RT_SET_JSON,
+     .offset = OFS(trn_gbdt_params, center_bias, bool)},
+    {.name = "pruning_mode", .type = RT_SET_ENUM, .where = RT_SET_JSON, .choices = PRUNING,
+     .def = TRN_PRUNE_NONE, .offset = OFS(trn_gbdt_params, pruning, trn_pruning_mode)},
+};
+#define N_GBDT (sizeof GBDT / sizeof GBDT[0])
+
 static rt_status parse_gbdt(const cJSON *est, trn_gbdt_params *g, rt_err *err)
 {
     const char *p = "estimator";
-    rt_status st;
-    if ((st = rt_cfg_int(est, p, "n_trees", 0, 1, 1000000, &g->n_trees, err)) ||
-        (st = rt_cfg_int(est, p, "max_depth", 0, 1, TRN_GBDT_MAX_DEPTH, &g->max_depth, err)) ||
-        (st = rt_cfg_num(est, p, "learning_rate", 0, 1e-12, 1e6, &g->learning_rate, err)) ||
-        (st = rt_cfg_num(est, p, "l1_regularization", 0, 0, 1e12, &g->l1, err)) ||
-        (st = rt_cfg_num(est, p, "l2_regularization", 0, 0, 1e12, &g->l2, err)) ||
-        (st = rt_cfg_num(est, p, "tree_complexity", 0, 0, 1e12, &g->tree_complexity, err)) ||
-        (st = rt_cfg_num(est, p, "min_node_weight", 0, 0, 1e12, &g->min_node_weight, err)) ||
-        (st = rt_cfg_num(est, p, "quantile_sketch_epsilon", 0, 1e-6, 1,
-                         &g->quantile_sketch_epsilon, err)) ||
-        (st = rt_cfg_int(est, p, "n_batches_per_layer", 0, 1, INT64_C(1) << 40,
-                         &g->n_batches_per_layer, err)))
-        return st;
-    if (cJSON_GetObjectItemCaseSensitive(est, "learning_rate") &&
-        !(g->learning_rate > 0))
-        return rt_cfg_fail(err, p, "learning_rate", "must be > 0");
-    bool cb = g->center_bias != 0;
-    if ((st = rt_cfg_bool(est, p, "center_bias", 0, &cb, err)))
-        return st;
-    g->center_bias = cb;
-    const char *pm = NULL;
-    if ((st = rt_cfg_str(est, p, "pruning_mode", 0, &pm, err)))
-        return st;
-    if (pm) {
-        if (strcmp(pm, "none") == 0)
-            g->pruning = TRN_PRUNE_NONE;
-        else if (strcmp(pm, "pre") == 0)
-            g->pruning = TRN_PRUNE_PRE;
-        else if (strcmp(pm, "post") == 0)
-            g->pruning = TRN_PRUNE_POST;
-        else
-            return rt_cfg_fail(err, p, "pruning_mode", "\"%.32s\" is not \"none\", \"pre\" "
-                               "or \"post\"", pm);
+    for (size_t i = 0; i < N_GBDT; i++) {
+        rt_status st = rt_setting_json(&GBDT[i], est, p, g, err);
+        if (st)
+            return st;
     }
     /* as TF: pruning compares gains with the per-split penalty */
     if (g->pruning != TRN_PRUNE_NONE && !(g->tree_complexity > 0))
@@ -481,48 +453,139 @@ static rt_status parse_hooks(const cJSON *hooks, trn_config *c, rt_err *err)
     return RT_OK;
 }
 
+/* ----------------------------------------------- the "train" and "eval" rows */
+
+static rt_status custom_train_files(const cJSON *j, const char *path, const rt_setting *s,
+                                    void *dst, rt_err *err)
+{
+    trn_config *c = dst;
+    return files_of(j, s->name, path, &c->train_files, &c->n_train_files, err);
+}
+
+static rt_status custom_eval_files(const cJSON *j, const char *path, const rt_setting *s,
+                                   void *dst, rt_err *err)
+{
+    trn_config *c = dst;
+    return files_of(j, s->name, path, &c->eval_files, &c->n_eval_files, err);
+}
+
+static rt_status custom_hooks(const cJSON *j, const char *path, const rt_setting *s, void *dst,
+                              rt_err *err)
+{
+    (void)path;
+    (void)s;
+    return parse_hooks(j, dst, err);
+}
+
+/* c's warm start is replaced only by a complete parse. */
+static rt_status custom_warm(const cJSON *j, const char *path, const rt_setting *s, void *dst,
+                             rt_err *err)
+{
+    trn_config *c = dst, tmp;
+    (void)path;
+    (void)s;
+    memset(&tmp, 0, sizeof tmp);
+    rt_status st = parse_warm(j, &tmp.warm, err);
+    if (st) {
+        trn_config_free(&tmp);
+        return st;
+    }
+    trn_warm_start old = c->warm;
+    c->warm = tmp.warm;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.warm = old;
+    trn_config_free(&tmp);
+    return RT_OK;
+}
+
+static const rt_setting_choice BAD_ROWS[] = {
+    {"skip", TRN_BAD_ROW_SKIP}, {"stop", TRN_BAD_ROW_STOP}, {NULL, 0}};
+static const rt_setting_choice SHARDS[] = {
+    {"AUTO", TRN_SHARD_AUTO}, {"BATCH", TRN_SHARD_BATCH}, {NULL, 0}};
+
+/* offsetof(trn_config, f), refused at compile time unless f has type T. */
+#define CF(f, T)                                                                                   \
+    (offsetof(trn_config, f) +                                                                     \
+     0 * sizeof(char[_Generic(((trn_config *)0)->f, T: 1, default: -1)]))
+#define TINT(sec, key, f, T, ty, l, h, d) \
+    {.name = #key, .section = sec, .type = ty, .where = RT_SET_JSON, .lo = l, .hi = h, .def = d, \
+     .offset = CF(f, T)}
+#define TINT_ND(sec, key, f, T, ty, l, h, d) /* --help shows no default */ \
+    {.name = #key, .section = sec, .type = ty, .where = RT_SET_JSON | RT_SET_NODEFAULT, .lo = l, \
+     .hi = h, .def = d, .offset = CF(f, T)}
+#define TNUM(sec, key, f, l, h, d) \
+    {.name = #key, .section = sec, .type = RT_SET_NUM, .where = RT_SET_JSON, .dlo = l, .dhi = h, \
+     .ddef = d, .offset = CF(f, double)}
+#define TENUM(sec, key, f, T, ch, d) \
+    {.name = #key, .section = sec, .type = RT_SET_ENUM, .where = RT_SET_JSON, .choices = ch,    \
+     .def = d, .offset = CF(f, T)}
+#define TCUSTOM(sec, key, fn) \
+    {.name = #key, .section = sec, .type = RT_SET_CUSTOM, .where = RT_SET_JSON, .custom = fn}
+#define P50 (INT64_C(1) << 50)
+#define P40 (INT64_C(1) << 40)
+
+/* The spec's "train" and "eval" keys: name, field, range, default (TF's
+ * names and defaults; the reader's defaults are these too). */
+static const rt_setting TRN_SPEC[] = {
+    TCUSTOM("train", files, custom_train_files),
+    TINT("train", max_steps, max_steps, int64_t, RT_SET_I64, 0, P50, 0),
+    TINT("train", num_epochs, num_epochs, int64_t, RT_SET_I64, 0, INT64_C(1) << 30, 0),
+    TINT("train", batch_size, batch_size, size_t, RT_SET_SIZE, 1, 1 << 20, 40),
+    TINT("train", shuffle_buffer_size, shuffle_buffer_size, size_t, RT_SET_SIZE, 0, 1 << 26, 1000),
+    TINT("train", seed, seed, uint64_t, RT_SET_U64, 0, INT64_C(1) << 53, 42),
+    TINT("train", save_checkpoints_steps, save_checkpoints_steps, int64_t, RT_SET_I64, 0, P50, 0),
+    TNUM("train", save_checkpoints_secs, save_checkpoints_secs, 0, 1e9, 600),
+    TINT("train", keep_checkpoint_max, keep_checkpoint_max, int, RT_SET_INT, 0, 1000000, 5),
+    TINT("train", log_step_count_steps, log_step_count_steps, int64_t, RT_SET_I64, 1, P40, 100),
+    TINT("train", save_summary_steps, save_summary_steps, int64_t, RT_SET_I64, 0, P40, 100),
+    TINT("train", skip_header_lines, skip_header_lines, size_t, RT_SET_SIZE, 0, 1000000, 0),
+    TINT_ND("train", memory_limit_mb, memory_limit_mb, int64_t, RT_SET_I64, 0, P40, -1),
+    TNUM("train", mpi_stall_warn_secs, mpi_stall_warn_secs, 0, 1e7, 60),
+    TNUM("train", mpi_stall_abort_secs, mpi_stall_abort_secs, 0, 1e7, 0),
+    TENUM("train", on_bad_row, bad_rows, trn_bad_row_policy, BAD_ROWS, TRN_BAD_ROW_STOP),
+    TCUSTOM("train", hooks, custom_hooks),
+    TCUSTOM("train", warm_start_from, custom_warm),
+    TENUM("train", shard_policy, shard_policy, trn_shard_policy, SHARDS, TRN_SHARD_AUTO),
+    TCUSTOM("eval", files, custom_eval_files),
+    TINT("eval", steps, eval_steps, int64_t, RT_SET_I64, 0, P40, 0),
+    TINT_ND("eval", batch_size, eval_batch_size, size_t, RT_SET_SIZE, 1, 1 << 20, 0),
+    TNUM("eval", throttle_secs, throttle_secs, 0, 1e9, 600),
+    TNUM("eval", start_delay_secs, eval_start_delay_secs, 0, 1e9, 0),
+    TINT("eval", skip_header_lines, eval_skip_header_lines, size_t, RT_SET_SIZE, 0, 1000000, 0),
+};
+#define N_SPEC (sizeof TRN_SPEC / sizeof TRN_SPEC[0])
+
+void trn_config_init(trn_config *c)
+{
+    memset(c, 0, sizeof *c);
+    (void)rt_settings_defaults(TRN_SPEC, N_SPEC, c, NULL); /* no strings: cannot fail */
+    c->progress = TRN_PROGRESS_AUTO;
+    snprintf(c->export_name, sizeof c->export_name, "%s", "model");
+    c->linear_opt.type = TRN_OPT_DEFAULT;
+    c->linear_opt.learning_rate = -1;
+    c->dnn_opt.type = TRN_OPT_DEFAULT;
+    c->dnn_opt.learning_rate = -1;
+    c->log_level = 1;
+    (void)rt_settings_defaults(GBDT, N_GBDT, &c->gbdt, NULL);
+}
+
+int64_t trn_spec_default(const char *section, const char *key)
+{
+    const rt_setting *s = rt_settings_find_key(TRN_SPEC, N_SPEC, section, key);
+    return s ? s->def : 0;
+}
+
+const rt_setting *trn_spec_settings(size_t *n)
+{
+    *n = N_SPEC;
+    return TRN_SPEC;
+}
+
 static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
 {
-    static const char *const keys[] = {"files", "max_steps", "num_epochs", "batch_size",
-                                       "shuffle_buffer_size", "seed", "save_checkpoints_steps",
-                                       "save_checkpoints_secs", "keep_checkpoint_max",
-                                       "log_step_count_steps", "save_summary_steps",
-                                       "on_bad_row", "skip_header_lines", "memory_limit_mb",
-                                       "shard_policy", "hooks", "warm_start_from",
-                                       "mpi_stall_warn_secs", "mpi_stall_abort_secs", NULL};
     const char *p = "train";
-    rt_status st = rt_cfg_check_keys(t, p, keys, NULL, err);
+    rt_status st = rt_settings_json(TRN_SPEC, N_SPEC, t, p, "train", NULL, c, err);
     if (st)
-        return st;
-    int64_t v;
-    if ((st = get_files(t, "files", p, &c->train_files, &c->n_train_files, err)))
-        return st;
-    v = c->max_steps;
-    if ((st = rt_cfg_int(t, p, "max_steps", 0, 0, INT64_C(1) << 50, &v, err)))
-        return st;
-    c->max_steps = v;
-    v = c->num_epochs;
-    if ((st = rt_cfg_int(t, p, "num_epochs", 0, 0, INT64_C(1) << 30, &v, err)))
-        return st;
-    c->num_epochs = v;
-    v = (int64_t)c->batch_size;
-    if ((st = rt_cfg_int(t, p, "batch_size", 0, 1, 1 << 20, &v, err)))
-        return st;
-    c->batch_size = (size_t)v;
-    v = (int64_t)c->shuffle_buffer_size;
-    if ((st = rt_cfg_int(t, p, "shuffle_buffer_size", 0, 0, 1 << 26, &v, err)))
-        return st;
-    c->shuffle_buffer_size = (size_t)v;
-    v = (int64_t)c->seed;
-    if ((st = rt_cfg_int(t, p, "seed", 0, 0, INT64_C(1) << 53, &v, err)))
-        return st;
-    c->seed = (uint64_t)v;
-    v = c->save_checkpoints_steps;
-    if ((st = rt_cfg_int(t, p, "save_checkpoints_steps", 0, 0, INT64_C(1) << 50, &v, err)))
-        return st;
-    c->save_checkpoints_steps = v;
-    if ((st = rt_cfg_num(t, p, "save_checkpoints_secs", 0, 0, 1e9, &c->save_checkpoints_secs,
-                         err)))
         return st;
     if (cJSON_GetObjectItemCaseSensitive(t, "save_checkpoints_steps") &&
         cJSON_GetObjectItemCaseSensitive(t, "save_checkpoints_secs"))
@@ -530,100 +593,12 @@ static rt_status parse_train(const cJSON *t, trn_config *c, rt_err *err)
                            "give either it or save_checkpoints_steps, not both");
     if (c->save_checkpoints_steps > 0)
         c->save_checkpoints_secs = 0;
-    v = c->keep_checkpoint_max;
-    if ((st = rt_cfg_int(t, p, "keep_checkpoint_max", 0, 0, 1000000, &v, err)))
-        return st;
-    c->keep_checkpoint_max = (int)v;
-    v = c->log_step_count_steps;
-    if ((st = rt_cfg_int(t, p, "log_step_count_steps", 0, 1, INT64_C(1) << 40, &v, err)))
-        return st;
-    c->log_step_count_steps = v;
-    v = c->save_summary_steps;
-    if ((st = rt_cfg_int(t, p, "save_summary_steps", 0, 0, INT64_C(1) << 40, &v, err)))
-        return st;
-    c->save_summary_steps = v;
-    v = (int64_t)c->skip_header_lines;
-    if ((st = rt_cfg_int(t, p, "skip_header_lines", 0, 0, 1000000, &v, err)))
-        return st;
-    c->skip_header_lines = (size_t)v;
-    if ((st = rt_cfg_int(t, p, "memory_limit_mb", 0, 0, INT64_C(1) << 40, &c->memory_limit_mb,
-                         err)))
-        return st;
-    if ((st = rt_cfg_num(t, p, "mpi_stall_warn_secs", 0, 0, 1e7, &c->mpi_stall_warn_secs,
-                         err)) ||
-        (st = rt_cfg_num(t, p, "mpi_stall_abort_secs", 0, 0, 1e7, &c->mpi_stall_abort_secs,
-                         err)))
-        return st;
-    const char *bad = NULL;
-    if ((st = rt_cfg_str(t, p, "on_bad_row", 0, &bad, err)))
-        return st;
-    if (bad) {
-        if (strcmp(bad, "skip") == 0)
-            c->bad_rows = TRN_BAD_ROW_SKIP;
-        else if (strcmp(bad, "stop") == 0)
-            c->bad_rows = TRN_BAD_ROW_STOP;
-        else
-            return rt_cfg_fail(err, p, "on_bad_row", "must be \"skip\" or \"stop\"");
-    }
-    const cJSON *hooks = cJSON_GetObjectItemCaseSensitive(t, "hooks");
-    if (hooks && !cJSON_IsNull(hooks) && (st = parse_hooks(hooks, c, err)))
-        return st;
-    const cJSON *warm = cJSON_GetObjectItemCaseSensitive(t, "warm_start_from");
-    if (warm && !cJSON_IsNull(warm)) {
-        trn_config tmp; /* c's warm start replaced only by a complete parse */
-        memset(&tmp, 0, sizeof tmp);
-        st = parse_warm(warm, &tmp.warm, err);
-        if (st) {
-            trn_config_free(&tmp);
-            return st;
-        }
-        trn_warm_start old = c->warm;
-        c->warm = tmp.warm;
-        memset(&tmp, 0, sizeof tmp);
-        tmp.warm = old;
-        trn_config_free(&tmp);
-    }
-    const char *sp = NULL;
-    if ((st = rt_cfg_str(t, p, "shard_policy", 0, &sp, err)))
-        return st;
-    if (sp) {
-        if (strcmp(sp, "AUTO") == 0)
-            c->shard_policy = TRN_SHARD_AUTO;
-        else if (strcmp(sp, "BATCH") == 0)
-            c->shard_policy = TRN_SHARD_BATCH;
-        else
-            return rt_cfg_fail(err, p, "shard_policy", "must be \"AUTO\" or \"BATCH\"");
-    }
     return RT_OK;
 }
 
 static rt_status parse_eval(const cJSON *e, trn_config *c, rt_err *err)
 {
-    static const char *const keys[] = {"files", "steps", "batch_size", "throttle_secs",
-                                       "start_delay_secs", "skip_header_lines", NULL};
-    const char *p = "eval";
-    rt_status st = rt_cfg_check_keys(e, p, keys, NULL, err);
-    if (st)
-        return st;
-    if ((st = get_files(e, "files", p, &c->eval_files, &c->n_eval_files, err)))
-        return st;
-    int64_t v = c->eval_steps;
-    if ((st = rt_cfg_int(e, p, "steps", 0, 0, INT64_C(1) << 40, &v, err)))
-        return st;
-    c->eval_steps = v;
-    v = (int64_t)c->eval_batch_size;
-    if ((st = rt_cfg_int(e, p, "batch_size", 0, 1, 1 << 20, &v, err)))
-        return st;
-    c->eval_batch_size = (size_t)v;
-    v = (int64_t)c->eval_skip_header_lines;
-    if ((st = rt_cfg_int(e, p, "skip_header_lines", 0, 0, 1000000, &v, err)))
-        return st;
-    c->eval_skip_header_lines = (size_t)v;
-    double d = 0;
-    if ((st = rt_cfg_num(e, p, "throttle_secs", 0, 0, 1e9, &c->throttle_secs, err)) ||
-        (st = rt_cfg_num(e, p, "start_delay_secs", 0, 0, 1e9, &d, err)))
-        return st;
-    return RT_OK;
+    return rt_settings_json(TRN_SPEC, N_SPEC, e, "eval", "eval", NULL, c, err);
 }
 
 static rt_status parse_exporters(const cJSON *ex, trn_config *c, rt_err *err)
@@ -812,22 +787,162 @@ rt_status trn_config_resolve(trn_config *c, const Predictd__ModelDef *def, rt_er
 
 /* -------------------------------------------------------------- overrides */
 
+/* offsetof(trn_overrides, f), refused at compile time unless f has type T. */
+#define OF(f, T)                                                                                   \
+    (offsetof(trn_overrides, f) +                                                                  \
+     0 * sizeof(char[_Generic(((trn_overrides *)0)->f, T: 1, default: -1)]))
+/* A flag: its spelling, aliases, the spec key it writes (section, key; NULL
+ * for none), field, type, lowest value (the spec checks the rest), value
+ * name and help. Unset is NULL / -1. */
+#define FSTR(fl, al, sec, key, f, a, hl)                                                           \
+    {.name = key, .section = sec, .flag = fl, .aliases = al, .type = RT_SET_STR,                 \
+     .where = RT_SET_FLAG, .offset = OF(f, const char *), .arg = a, .help = hl}
+#define FINT(fl, al, sec, key, f, l, a, hl)                                                        \
+    {.name = key, .section = sec, .flag = fl, .aliases = al, .type = RT_SET_I64,                 \
+     .where = RT_SET_FLAG | RT_SET_NODEFAULT, .lo = l, .hi = INT64_MAX, .def = -1,               \
+     .offset = OF(f, int64_t), .arg = a, .help = hl}
+#define FNUM(fl, sec, key, f, l, h, wh, a, hl)                                                     \
+    {.name = key, .section = sec, .flag = fl, .type = RT_SET_NUM,                                \
+     .where = RT_SET_FLAG | RT_SET_NODEFAULT, .dlo = l, .dhi = h, .ddef = -1, .what = wh,        \
+     .offset = OF(f, double), .arg = a, .help = hl}
+#define FENUM(fl, f, ch, hl)                                                                       \
+    {.name = fl, .flag = fl, .type = RT_SET_ENUM, .where = RT_SET_FLAG | RT_SET_NODEFAULT,       \
+     .choices = ch, .def = -1, .offset = OF(f, int), .help = hl}
+
+static const rt_setting_choice PROGRESS[] = {{"auto", TRN_PROGRESS_AUTO},
+                                             {"bar", TRN_PROGRESS_BAR},
+                                             {"lines", TRN_PROGRESS_LINES},
+                                             {"quiet", TRN_PROGRESS_QUIET},
+                                             {NULL, 0}};
+static const rt_setting_choice LEVELS[] = {{"DEBUG", 0}, {"INFO", 1}, {"WARN", 2},
+                                           {"ERROR", 3}, {"FATAL", 4}, {NULL, 0}};
+static const rt_setting_choice FORMATS[] = {{"JSON", 0}, {"CSV", 1}, {"EXAMPLE", 2}, {NULL, 0}};
+
+/* predict-train's flags, in --help order. */
+static const rt_setting TRN_FLAGS[] = {
+    FSTR("spec", NULL, NULL, "spec", spec, "FILE",
+         "the JSON spec: feature columns, estimator, train, eval, export (required)"),
+    FSTR("train-files", NULL, "train", "files", train_files, "LIST",
+         "training CSV files (comma-separated, globs allowed)"),
+    FSTR("eval-files", NULL, "eval", "files", eval_files, "LIST", "evaluation CSV files"),
+    FSTR("job-dir", "model-dir", NULL, "job_dir", job_dir, "DIR",
+         "checkpoints, eval/metrics.jsonl, export/<name>/<version>/; without it a temporary "
+         "directory is used (its path is printed)"),
+    FINT("train-steps", "max-steps", "train", "max_steps", train_steps, 0, "N",
+         "max_steps (absolute global step)"),
+    FINT("num-epochs", NULL, "train", "num_epochs", num_epochs, 0, "N",
+         "passes over the training files (0 = until max_steps)"),
+    FINT("eval-steps", NULL, "eval", "steps", eval_steps, 0, "N",
+         "evaluation batches (0 = the whole eval set)"),
+    FINT("batch-size", "train-batch-size", "train", "batch_size", batch_size, 1, "N",
+         "training batch size"),
+    FINT("eval-batch-size", NULL, "eval", "batch_size", eval_batch_size, 1, "N",
+         "evaluation batch size (default: the training batch size, at least 256)"),
+    {.name = "format", .section = "export", .flag = "export-format", .type = RT_SET_STR,
+     .where = RT_SET_FLAG, .offset = OF(export_format, const char *), .arg = "JSON|CSV|EXAMPLE",
+     .help = "the serving input function of the export", .choices = FORMATS},
+    FINT("seed", NULL, "train", "seed", seed, 0, "N",
+         "seed of the initial weights and of shuffling"),
+    FINT("first-layer-size", NULL, NULL, "first_layer_size", first_layer_size, 1, "N",
+         "DNN hidden units max(2, int(N * X^i)), i < --num-layers (task.py's)"),
+    FINT("num-layers", NULL, NULL, "num_layers", num_layers, 1, "N",
+         "with --first-layer-size: the number of hidden layers, 1 to 64 (default 4)"),
+    FNUM("scale-factor", NULL, "scale_factor", scale_factor, DBL_TRUE_MIN, DBL_MAX,
+         "a number > 0", "X",
+         "with --first-layer-size: each hidden layer is X times the one before, in (0, 10] "
+         "(default 0.7)"),
+    FINT("embedding-size", NULL, NULL, "embedding_size", embedding_size, 1, "N",
+         "dimension of every embedding_column and shared_embedding_columns, 1 to 4096"),
+    FINT("memory-limit-mb", NULL, "train", "memory_limit_mb", memory_limit_mb, 0, "N",
+         "refuse a model needing more than N MiB (0 = no check; default: the memory this "
+         "machine can give)"),
+    FENUM("on-bad-row", on_bad_row, BAD_ROWS,
+          "malformed CSV rows: skip and count, or stop with FILE:LINE (default stop)"),
+    FNUM("mpi-stall-warn-secs", "train", "mpi_stall_warn_secs", mpi_stall_warn_secs, 0, 1e7,
+         "a number of seconds in [0, 1e7]", "S",
+         "distributed: rank 0 names the ranks it has waited for S seconds in one exchange "
+         "(0 = never)"),
+    FNUM("mpi-stall-abort-secs", "train", "mpi_stall_abort_secs", mpi_stall_abort_secs, 0, 1e7,
+         "a number of seconds in [0, 1e7]", "S",
+         "distributed: rank 0 ends the job with an error naming them after S seconds (0 = "
+         "never: synchronous training waits)"),
+    FENUM("progress", progress, PROGRESS,
+          "a bar on a terminal, log lines otherwise (default auto)"),
+    FENUM("verbosity", verbosity, LEVELS,
+          "INFO lines and progress only up to INFO (TF's logging verbosity; default INFO)"),
+};
+#define N_FLAGS (sizeof TRN_FLAGS / sizeof TRN_FLAGS[0])
+
+const rt_setting *trn_flag_settings(size_t *n)
+{
+    *n = N_FLAGS;
+    return TRN_FLAGS;
+}
+
 void trn_overrides_init(trn_overrides *o)
 {
     memset(o, 0, sizeof *o);
-    o->train_steps = -1;
-    o->num_epochs = -1;
-    o->eval_steps = -1;
-    o->batch_size = -1;
-    o->eval_batch_size = -1;
-    o->seed = -1;
-    o->first_layer_size = -1;
-    o->num_layers = -1;
-    o->scale_factor = -1;
-    o->embedding_size = -1;
-    o->memory_limit_mb = -1;
-    o->mpi_stall_warn_secs = -1;
-    o->mpi_stall_abort_secs = -1;
+    (void)rt_settings_defaults(TRN_FLAGS, N_FLAGS, o, NULL); /* strings: NULL */
+}
+
+void trn_overrides_free(trn_overrides *o)
+{
+    rt_settings_free(TRN_FLAGS, N_FLAGS, o);
+}
+
+/* rt_argv.other: -h / --help. */
+static int help_flag(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                     rt_err *err)
+{
+    (void)next;
+    (void)err;
+    if (len != 4 || strncmp(name, "help", 4) != 0 || eq)
+        return 0;
+    *(bool *)ctx = true;
+    return 1;
+}
+
+rt_status trn_flags_parse(int argc, char **argv, trn_overrides *o, bool *help, int *next,
+                          rt_err *err)
+{
+    static const char *const extra[] = {"help", NULL};
+    *help = false;
+    rt_argv a = {.rows = TRN_FLAGS,
+                 .n = N_FLAGS,
+                 .dash_underscore = true,
+                 .unknown_flag_last = true,
+                 .extra = extra,
+                 .other = help_flag,
+                 .ctx = help};
+    /* --help ends the reading: what follows it is not looked at */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            argc = i + 1;
+            break;
+        }
+    return rt_settings_argv(&a, argc, argv, o, NULL, next, err);
+}
+
+char *trn_usage(void)
+{
+    size_t n_spec;
+    const rt_setting *spec = trn_spec_settings(&n_spec);
+    rt_buf b;
+    rt_buf_init(&b);
+    int r = rt_buf_puts(&b, "usage: predict-train --spec FILE [options]\n");
+    r |= rt_settings_help(&b, TRN_FLAGS, N_FLAGS, 28, spec, n_spec);
+    r |= rt_buf_puts(
+        &b,
+        "  -h, --help                this text\n"
+        "Flags may be spelled with underscores (task.py's --train_files); TensorFlow's\n"
+        "--max_steps is --train-steps and --model_dir is --job-dir.\n"
+        "SIGINT/SIGTERM: the current step ends, a checkpoint is written, exit 130/143.\n"
+        "Distributed: mpirun -np N predict-train ... (the same flags; docs/distributed.md)\n");
+    if (r) {
+        rt_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
 }
 
 /* Returns spec[key], creating an empty object when missing. */
@@ -839,15 +954,13 @@ static cJSON *section(cJSON *spec, const char *key)
     return cJSON_AddObjectToObject(spec, key);
 }
 
-/* obj[key] = item, replacing one there; item is obj's, or freed when it
- * cannot be put (out of memory: the key's copy). */
+/* obj[key] = item (in place when there, else appended); item is obj's or,
+ * on failure, freed. */
 static rt_status put_item(cJSON *obj, const char *key, cJSON *item, rt_err *err)
 {
-    if (!item)
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    cJSON_bool ok = cJSON_GetObjectItemCaseSensitive(obj, key)
-                        ? cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item)
-                        : cJSON_AddItemToObject(obj, key, item);
+    bool ok = item && (cJSON_GetObjectItemCaseSensitive(obj, key)
+                           ? cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item)
+                           : cJSON_AddItemToObject(obj, key, item));
     if (!ok) {
         cJSON_Delete(item);
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
@@ -904,38 +1017,31 @@ rt_status trn_spec_apply_overrides(cJSON *spec, const trn_overrides *o, rt_err *
         return st;
     if (o->eval_files && (st = set_files(eval, "files", o->eval_files, err)))
         return st;
-    if (o->train_steps >= 0 && (st = set_num(train, "max_steps", (double)o->train_steps, err)))
-        return st;
-    if (o->num_epochs >= 0 && (st = set_num(train, "num_epochs", (double)o->num_epochs, err)))
-        return st;
-    if (o->batch_size >= 0) {
-        if (o->batch_size < 1)
-            return rt_err_set(err, RT_ERR_INVALID, "--batch-size: must be >= 1");
-        if ((st = set_num(train, "batch_size", (double)o->batch_size, err)))
-            return st;
-    }
-    if (o->seed >= 0 && (st = set_num(train, "seed", (double)o->seed, err)))
-        return st;
-    if (o->memory_limit_mb >= 0 &&
-        (st = set_num(train, "memory_limit_mb", (double)o->memory_limit_mb, err)))
-        return st;
-    if (o->mpi_stall_warn_secs >= 0 &&
-        (st = set_num(train, "mpi_stall_warn_secs", o->mpi_stall_warn_secs, err)))
-        return st;
-    if (o->mpi_stall_abort_secs >= 0 &&
-        (st = set_num(train, "mpi_stall_abort_secs", o->mpi_stall_abort_secs, err)))
-        return st;
-    if (o->eval_steps >= 0 && (st = set_num(eval, "steps", (double)o->eval_steps, err)))
-        return st;
-    if (o->eval_batch_size >= 0) {
-        if (o->eval_batch_size < 1)
-            return rt_err_set(err, RT_ERR_INVALID, "--eval-batch-size: must be >= 1");
-        if ((st = set_num(eval, "batch_size", (double)o->eval_batch_size, err)))
+    /* every flag that stands for a number of "train" or "eval" */
+    for (size_t i = 0; i < N_FLAGS; i++) {
+        const rt_setting *f = &TRN_FLAGS[i];
+        const void *v = (const char *)o + f->offset;
+        double x;
+        if (!f->section || (f->type != RT_SET_I64 && f->type != RT_SET_NUM))
+            continue;
+        if (f->type == RT_SET_I64) {
+            if (*(const int64_t *)v < 0)
+                continue; /* not given */
+            if (*(const int64_t *)v < f->lo)
+                return rt_err_set(err, RT_ERR_INVALID, "--%s: must be >= %lld", f->flag,
+                                  (long long)f->lo);
+            x = (double)*(const int64_t *)v;
+        } else if ((x = *(const double *)v) < 0) {
+            continue;
+        }
+        if ((st = set_num(strcmp(f->section, "train") == 0 ? train : eval, f->name, x, err)))
             return st;
     }
     if (o->export_format) {
-        if (strcmp(o->export_format, "JSON") != 0 && strcmp(o->export_format, "CSV") != 0 &&
-            strcmp(o->export_format, "EXAMPLE") != 0)
+        bool known = false;
+        for (const rt_setting_choice *k = FORMATS; k->name; k++)
+            known |= strcmp(k->name, o->export_format) == 0;
+        if (!known)
             return rt_err_set(err, RT_ERR_INVALID,
                               "--export-format: \"%s\" is not JSON, CSV or EXAMPLE",
                               o->export_format);

@@ -92,10 +92,10 @@ trn_reader_params trn_reader_default_params(void)
 {
     trn_reader_params p;
     memset(&p, 0, sizeof p);
-    p.batch_size = 40;
-    p.shuffle_buffer_size = 1000;
+    p.batch_size = (size_t)trn_spec_default("train", "batch_size");
+    p.shuffle_buffer_size = (size_t)trn_spec_default("train", "shuffle_buffer_size");
     p.num_epochs = 1;
-    p.seed = 42;
+    p.seed = (uint64_t)trn_spec_default("train", "seed");
     p.bad_rows = TRN_BAD_ROW_STOP;
     p.prefetch_batches = 4;
     return p;

@@ -15,22 +15,41 @@
  */
 #include "tun.h"
 
-#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+
 static void usage(FILE *fp)
 {
-    fputs("usage: predict-tune --config FILE --job-dir DIR [--seed N] [--quiet] -- COMMAND [ARGS...]\n"
-          "  --config FILE   trainingInput.hyperparameters, YAML or JSON (Cloud ML Engine's)\n"
-          "  --job-dir DIR   the study: DIR/<trial id>/, DIR/trials.jsonl, DIR/study.json;\n"
-          "                  running again with the same DIR resumes the study\n"
-          "  --seed N        suggestions are a function of the seed and the results (default 1)\n"
-          "  --quiet         no progress lines or table\n"
-          "  each trial runs COMMAND ARGS... --job-dir DIR/<id> --<parameterName>=<value>...\n"
-          "Under mpirun -np K: rank 0 runs the study, ranks 1..K-1 the trials (docs/tuning.md)\n",
-          fp);
+    size_t n_flags;
+    const rt_setting *flags = tun_flag_settings(&n_flags);
+    rt_buf b;
+    rt_buf_init(&b);
+    int r = rt_buf_puts(&b, "usage: predict-tune --config FILE --job-dir DIR [--seed N] "
+                            "[--quiet] -- COMMAND [ARGS...]\n");
+    r |= rt_settings_help(&b, flags, n_flags, 20, NULL, 0);
+    r |= rt_buf_puts(&b, "  -h, --help        this text\n"
+                         "Each trial runs COMMAND ARGS... --job-dir DIR/<id> "
+                         "--<parameterName>=<value>...\n"
+                         "Under mpirun -np K: rank 0 runs the study, ranks 1..K-1 the trials "
+                         "(docs/tuning.md)\n");
+    fputs(r ? "predict-tune: out of memory\n" : b.data, fp);
+    rt_buf_free(&b);
+}
+
+/* rt_argv.other: -h / --help. */
+static int help_flag(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                     rt_err *err)
+{
+    (void)next;
+    (void)err;
+    if (len != 4 || strncmp(name, "help", 4) != 0 || eq)
+        return 0;
+    *(bool *)ctx = true;
+    return 1;
 }
 
 static int run_main(int argc, char **argv, const tun_comm *comm);
@@ -53,72 +72,65 @@ int main(int argc, char **argv)
 /* main's work; comm is the MPI world of 2 ranks or more, or NULL. */
 static int run_main(int argc, char **argv, const tun_comm *comm)
 {
-    const char *config = NULL, *job_dir = NULL;
-    tun_run_params p = {0};
-    p.seed = 1;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
+    static const char *const extra[] = {"help", NULL};
+    tun_cli cli;
+    size_t n_flags;
+    const rt_setting *flags = tun_flag_settings(&n_flags);
+    memset(&cli, 0, sizeof cli);
+    rt_err err;
+    err.msg[0] = '\0';
+    bool help = false;
+    int i = argc, code = 2;
+    rt_argv spec = {.rows = flags, .n = n_flags, .dashdash = true, .extra = extra,
+                    .other = help_flag, .ctx = &help};
+    if (rt_settings_defaults(flags, n_flags, &cli, &err) != RT_OK) {
+        fprintf(stderr, "predict-tune: %s\n", err.msg);
+        return 1;
+    }
+    /* --help before "--" ends the reading */
+    int end = argc;
+    for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++)
+        if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help")) {
+            end = k + 1;
             break;
         }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--quiet") == 0) {
-            p.quiet = 1;
-            continue;
-        }
-        const char *eq = strchr(a, '=');
-        size_t fl = eq ? (size_t)(eq - a) : strlen(a);
-        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
-        int is_config = fl == 8 && strncmp(a, "--config", fl) == 0;
-        int is_dir = fl == 9 && strncmp(a, "--job-dir", fl) == 0;
-        int is_seed = fl == 6 && strncmp(a, "--seed", fl) == 0;
-        if (!is_config && !is_dir && !is_seed) {
-            fprintf(stderr, "predict-tune: unknown argument \"%s\" (the command goes after --)\n",
-                    a);
-            usage(stderr);
-            return 2;
-        }
-        if (!val) {
-            fprintf(stderr, "predict-tune: %.*s needs a value\n", (int)fl, a);
-            return 2;
-        }
-        if (!eq)
-            i++;
-        if (is_config)
-            config = val;
-        else if (is_dir)
-            job_dir = val;
-        else {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(val, &end, 10);
-            if (errno || end == val || *end || val[0] == '-') {
-                fprintf(stderr, "predict-tune: --seed: \"%s\" is not an integer >= 0\n", val);
-                return 2;
-            }
-            p.seed = v;
-        }
+    rt_status st0 = rt_settings_argv(&spec, end, argv, &cli, NULL, &i, &err);
+    if (st0 == RT_OK && help) {
+        usage(stdout);
+        code = 0;
+        goto done;
     }
-    if (!config || !job_dir || i >= argc) {
+    if (st0 != RT_OK) {
+        fprintf(stderr, "predict-tune: %s%s\n", err.msg,
+                st0 == RT_ERR_NOTFOUND ? "; the command goes after --" : "");
+        if (st0 == RT_ERR_NOTFOUND)
+            usage(stderr);
+        goto done;
+    }
+    if (i < argc && strcmp(argv[i - 1], "--") != 0) {
+        fprintf(stderr, "predict-tune: unknown argument \"%s\" (the command goes after --)\n",
+                argv[i]);
+        usage(stderr);
+        goto done;
+    }
+    if (!cli.config || !cli.job_dir || i >= argc) {
         fprintf(stderr, "predict-tune: --config, --job-dir and a command after -- are required\n");
         usage(stderr);
-        return 2;
+        goto done;
     }
+    tun_run_params p = {0};
+    p.seed = cli.seed;
+    p.quiet = cli.quiet;
+    const char *config = cli.config, *job_dir = cli.job_dir;
     p.job_dir = job_dir;
     p.command = argv + i;
 
-    rt_err err;
-    err.msg[0] = '\0';
     tun_spec s;
     tun_spec_init(&s);
     if (tun_spec_load(config, &s, &err) != RT_OK) {
         fprintf(stderr, "predict-tune: %s\n", err.msg);
-        return 2;
+        code = 2;
+        goto done;
     }
     int64_t ok = 0;
     int interrupted = 0;
@@ -128,10 +140,10 @@ static int run_main(int argc, char **argv, const tun_comm *comm)
         if (ws != RT_OK)
             fprintf(stderr, "predict-tune: rank %d: %s\n", comm->rank, err.msg);
         tun_spec_free(&s);
-        return ws != RT_OK ? 1 : interrupted ? 130 : 0;
+        code = ws != RT_OK ? 1 : interrupted ? 130 : 0;
+        goto done;
     }
     rt_status st = tun_run(&s, &p, &ok, &interrupted, &err);
-    int code;
     if (st != RT_OK) {
         fprintf(stderr, "predict-tune: %s\n", err.msg);
         code = st == RT_ERR_INVALID || st == RT_ERR_NOTFOUND ? 2 : 1;
@@ -145,5 +157,7 @@ static int run_main(int argc, char **argv, const tun_comm *comm)
         code = 0;
     }
     tun_spec_free(&s);
+done:
+    rt_settings_free(flags, n_flags, &cli);
     return code;
 }

@@ -71,6 +71,20 @@ rt_status tun_spec_load(const char *path, tun_spec *s, rt_err *err);
 
 /* The same from a parsed tree (JSON or converted YAML). Does not keep tree. */
 rt_status tun_spec_from_json(const struct cJSON *root, tun_spec *s, rt_err *err);
+/* A finite number, or a string holding one (proto3 JSON writes int64 as
+ * strings) into *v: 0, else -1. The tuner's one number reader (the config
+ * and DIR/trials.jsonl). */
+int tun_json_number(const struct cJSON *c, double *v);
+
+/* predict-tune's command line before "--" (tun_flag_settings' fields). */
+typedef struct tun_cli {
+    char *config;  /* --config FILE */
+    char *job_dir; /* --job-dir DIR */
+    uint64_t seed; /* --seed N (1) */
+    bool quiet;    /* --quiet */
+} tun_cli;
+/* Its flags as a settings table (rt_settings.c), in --help order. */
+const rt_setting *tun_flag_settings(size_t *n);
 
 /* A YAML document as a cJSON tree (mappings -> objects, sequences -> arrays,
  * plain scalars that read as numbers / true / false / null -> those, the rest

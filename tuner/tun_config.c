@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,23 +206,43 @@ cJSON *tun_yaml_parse(const char *text, size_t len, rt_err *err)
 
 /* ---------------------------------------------------------- validation */
 
+/* The member key of o, or NULL when absent or null (null is how JSON and
+ * YAML say "not given"). */
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNull(c) ? NULL : c;
+}
+
+/* obj must be a mapping of known keys, each once ("path.key: unknown key
+ * (did you mean K?)", "path.key: key given twice"). */
 static rt_status check_keys(const cJSON *obj, const char *path, const char *const *known,
                             rt_err *err)
 {
     if (!cJSON_IsObject(obj))
         return rt_err_set(err, RT_ERR_INVALID, "%s: must be a mapping", path);
+    size_t n = 0;
+    while (known[n])
+        n++;
     for (const cJSON *c = obj->child; c; c = c->next) {
-        int ok = 0;
-        for (size_t i = 0; known[i]; i++)
-            ok |= strcmp(c->string, known[i]) == 0;
+        bool ok = false;
+        for (size_t i = 0; i < n && !ok; i++)
+            ok = strcmp(c->string, known[i]) == 0;
+        const char *near = ok ? NULL : rt_nearest_name(c->string, known, n);
+        if (!ok && near)
+            return rt_err_set(err, RT_ERR_INVALID, "%s.%s: unknown key (did you mean %s?)", path,
+                              c->string, near);
         if (!ok)
             return rt_err_set(err, RT_ERR_INVALID, "%s.%s: unknown key", path, c->string);
+        for (const cJSON *d = c->next; d; d = d->next)
+            if (strcmp(d->string, c->string) == 0)
+                return rt_err_set(err, RT_ERR_INVALID, "%s.%s: key given twice", path,
+                                  c->string);
     }
     return RT_OK;
 }
 
-/* A number, or a string holding one (proto3 JSON writes int64 as strings). */
-static int get_number(const cJSON *c, double *v)
+int tun_json_number(const cJSON *c, double *v)
 {
     if (cJSON_IsNumber(c)) {
         *v = c->valuedouble;
@@ -234,11 +255,12 @@ static int get_number(const cJSON *c, double *v)
     }
     return -1;
 }
+#define get_number tun_json_number
 
 static rt_status get_int(const cJSON *obj, const char *key, const char *path, int64_t lo,
                          int64_t *out, rt_err *err)
 {
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *c = get(obj, key);
     if (!c)
         return RT_OK;
     double v;
@@ -252,7 +274,7 @@ static rt_status get_int(const cJSON *obj, const char *key, const char *path, in
 static rt_status get_enum(const cJSON *obj, const char *key, const char *path,
                           const char *const *names, int *out, rt_err *err)
 {
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *c = get(obj, key);
     if (!c)
         return RT_OK;
     for (int i = 0; cJSON_IsString(c) && names[i]; i++)
@@ -293,7 +315,7 @@ static rt_status parse_param(const cJSON *o, const char *path, tun_param *p, rt_
     rt_status st = check_keys(o, path, keys, err);
     if (st)
         return st;
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "parameterName");
+    const cJSON *name = get(o, "parameterName");
     if (!cJSON_IsString(name) || !name_ok(name->valuestring))
         return rt_err_set(err, RT_ERR_INVALID,
                           "%s.parameterName: required, letters, digits, '_', '-' or '.'", path);
@@ -308,10 +330,10 @@ static rt_status parse_param(const cJSON *o, const char *path, tun_param *p, rt_
                           "%s.type: required (DOUBLE, INTEGER, CATEGORICAL or DISCRETE)", path);
     p->type = (tun_type)(type - 1);
     p->scale = (tun_scale)scale;
-    const cJSON *mn = cJSON_GetObjectItemCaseSensitive(o, "minValue");
-    const cJSON *mx = cJSON_GetObjectItemCaseSensitive(o, "maxValue");
-    const cJSON *cv = cJSON_GetObjectItemCaseSensitive(o, "categoricalValues");
-    const cJSON *dv = cJSON_GetObjectItemCaseSensitive(o, "discreteValues");
+    const cJSON *mn = get(o, "minValue");
+    const cJSON *mx = get(o, "maxValue");
+    const cJSON *cv = get(o, "categoricalValues");
+    const cJSON *dv = get(o, "discreteValues");
     int numeric = p->type == TUN_DOUBLE || p->type == TUN_INTEGER;
     if (!numeric && (mn || mx))
         return rt_err_set(err, RT_ERR_INVALID, "%s.%s: only for DOUBLE and INTEGER parameters",
@@ -400,14 +422,14 @@ rt_status tun_spec_from_json(const cJSON *root, tun_spec *s, rt_err *err)
     rt_status st = check_keys(root, "(top level)", top_keys, err);
     if (st)
         goto out;
-    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(root, "trainingInput");
+    const cJSON *ti = get(root, "trainingInput");
     if (!ti) {
         st = rt_err_set(err, RT_ERR_INVALID, "trainingInput: required");
         goto out;
     }
     if ((st = check_keys(ti, "trainingInput", ti_keys, err)))
         goto out;
-    const cJSON *hp = cJSON_GetObjectItemCaseSensitive(ti, "hyperparameters");
+    const cJSON *hp = get(ti, "hyperparameters");
     if (!hp) {
         st = rt_err_set(err, RT_ERR_INVALID, HP ": required");
         goto out;
@@ -428,19 +450,19 @@ rt_status tun_spec_from_json(const cJSON *root, tun_spec *s, rt_err *err)
         (st = get_int(hp, "maxParallelTrials", HP, 1, &s->max_parallel, err)) ||
         (st = get_int(hp, "maxFailedTrials", HP, 0, &s->max_failed, err)))
         goto out;
-    const cJSON *es = cJSON_GetObjectItemCaseSensitive(hp, "enableTrialEarlyStopping");
+    const cJSON *es = get(hp, "enableTrialEarlyStopping");
     if (es && !cJSON_IsBool(es)) {
         st = rt_err_set(err, RT_ERR_INVALID, HP ".enableTrialEarlyStopping: must be true or false");
         goto out;
     }
     s->early_stopping = cJSON_IsTrue(es);
-    const cJSON *tag = cJSON_GetObjectItemCaseSensitive(hp, "hyperparameterMetricTag");
+    const cJSON *tag = get(hp, "hyperparameterMetricTag");
     if (tag && (!cJSON_IsString(tag) || !tag->valuestring[0])) {
         st = rt_err_set(err, RT_ERR_INVALID,
                         HP ".hyperparameterMetricTag: must be a non-empty string");
         goto out;
     }
-    const cJSON *res = cJSON_GetObjectItemCaseSensitive(hp, "resumePreviousJobId");
+    const cJSON *res = get(hp, "resumePreviousJobId");
     if (res && (!cJSON_IsString(res) || !res->valuestring[0])) {
         st = rt_err_set(err, RT_ERR_INVALID, HP ".resumePreviousJobId: must be a non-empty string");
         goto out;
@@ -450,7 +472,7 @@ rt_status tun_spec_from_json(const cJSON *root, tun_spec *s, rt_err *err)
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(hp, "params");
+    const cJSON *params = get(hp, "params");
     int n = cJSON_GetArraySize(params);
     if (!cJSON_IsArray(params) || n < 1 || n > 64) {
         st = rt_err_set(err, RT_ERR_INVALID, HP ".params: required, a list of 1 to 64 parameters");
@@ -514,4 +536,30 @@ out:
     cJSON_Delete(root);
     free(text);
     return st;
+}
+
+/* ------------------------------------------------------------ flags */
+
+#define CLI(f, T) \
+    (offsetof(tun_cli, f) + 0 * sizeof(char[_Generic(((tun_cli *)0)->f, T: 1, default: -1)]))
+
+static const rt_setting FLAGS[] = {
+    {.name = "config", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = CLI(config, char *),
+     .arg = "FILE",
+     .help = "trainingInput.hyperparameters, YAML or JSON (Cloud ML Engine's; required)"},
+    {.name = "job-dir", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = CLI(job_dir, char *),
+     .arg = "DIR",
+     .help = "the study: DIR/<trial id>/, DIR/trials.jsonl, DIR/study.json; running again "
+             "with the same DIR resumes the study (required)"},
+    {.name = "seed", .type = RT_SET_U64, .where = RT_SET_FLAG, .lo = 0, .hi = INT64_MAX,
+     .def = 1, .offset = CLI(seed, uint64_t), .arg = "N",
+     .help = "suggestions are a function of the seed and the results"},
+    {.name = "quiet", .type = RT_SET_BOOL, .where = RT_SET_FLAG, .offset = CLI(quiet, bool),
+     .help = "no progress lines or table"},
+};
+
+const rt_setting *tun_flag_settings(size_t *n)
+{
+    *n = sizeof FLAGS / sizeof FLAGS[0];
+    return FLAGS;
 }

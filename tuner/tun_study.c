@@ -38,20 +38,6 @@ int tun_better(const tun_spec *s, double a, double b)
 
 /* ------------------------------------------------------------ metrics */
 
-static int json_num(const cJSON *c, double *v)
-{
-    if (cJSON_IsNumber(c)) {
-        *v = c->valuedouble;
-        return 0;
-    }
-    if (cJSON_IsString(c)) {
-        char *end;
-        *v = strtod(c->valuestring, &end);
-        return end != c->valuestring && *end == '\0' ? 0 : -1;
-    }
-    return -1;
-}
-
 static int curve_push(tun_trial *t, double step, double value)
 {
     double *s = realloc(t->curve_step, (t->n_curve + 1) * sizeof *s);
@@ -72,7 +58,7 @@ static int curve_push(tun_trial *t, double step, double value)
 static int step_value(const cJSON *c, int64_t *step)
 {
     double d;
-    if (json_num(c, &d) != 0 || !isfinite(d) || d < 0 || d >= 9223372036854775808.0 ||
+    if (tun_json_number(c, &d) != 0 || !isfinite(d) || d < 0 || d >= 9223372036854775808.0 ||
         d != floor(d))
         return -1;
     *step = (int64_t)d;
@@ -109,7 +95,7 @@ rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const
         /* else: the trial has ended, its last line is whole without a newline */
         cJSON *o = cJSON_Parse(line);
         double v;
-        if (o && json_num(cJSON_GetObjectItemCaseSensitive(o, tag), &v) == 0 && isfinite(v)) {
+        if (o && tun_json_number(cJSON_GetObjectItemCaseSensitive(o, tag), &v) == 0 && isfinite(v)) {
             const cJSON *gs = cJSON_GetObjectItemCaseSensitive(o, "global_step");
             int64_t step = (int64_t)t->n_curve + 1;
             if (gs && step_value(gs, &step) != 0) {
@@ -237,7 +223,7 @@ rt_status tun_trial_from_json(const tun_spec *s, const char *line, tun_trial *t,
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "trialId");
     const cJSON *hp = cJSON_GetObjectItemCaseSensitive(o, "hyperparameters");
     const cJSON *state = cJSON_GetObjectItemCaseSensitive(o, "state");
-    if (json_num(id, &d) != 0 || d < 1 || d != floor(d) || !cJSON_IsObject(hp) ||
+    if (tun_json_number(id, &d) != 0 || d < 1 || d != floor(d) || !cJSON_IsObject(hp) ||
         !cJSON_IsString(state)) {
         st = rt_err_set(err, RT_ERR_FORMAT, "needs trialId, hyperparameters and state");
         goto out;
@@ -258,7 +244,7 @@ rt_status tun_trial_from_json(const tun_spec *s, const char *line, tun_trial *t,
         }
     }
     const cJSON *fm = cJSON_GetObjectItemCaseSensitive(o, "finalMetric");
-    if (fm && json_num(cJSON_GetObjectItemCaseSensitive(fm, "objectiveValue"), &t->objective) == 0) {
+    if (fm && tun_json_number(cJSON_GetObjectItemCaseSensitive(fm, "objectiveValue"), &t->objective) == 0) {
         t->has_objective = 1;
         int64_t step;
         if (step_value(cJSON_GetObjectItemCaseSensitive(fm, "trainingStep"), &step) == 0)
@@ -273,8 +259,8 @@ rt_status tun_trial_from_json(const tun_spec *s, const char *line, tun_trial *t,
     cJSON_ArrayForEach(m, am)
     {
         double sv, vv;
-        if (json_num(cJSON_GetObjectItemCaseSensitive(m, "trainingStep"), &sv) == 0 &&
-            json_num(cJSON_GetObjectItemCaseSensitive(m, "objectiveValue"), &vv) == 0 &&
+        if (tun_json_number(cJSON_GetObjectItemCaseSensitive(m, "trainingStep"), &sv) == 0 &&
+            tun_json_number(cJSON_GetObjectItemCaseSensitive(m, "objectiveValue"), &vv) == 0 &&
             curve_push(t, sv, vv) != 0) {
             st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
             goto out;
@@ -285,7 +271,7 @@ rt_status tun_trial_from_json(const tun_spec *s, const char *line, tun_trial *t,
     const cJSON *te = cJSON_GetObjectItemCaseSensitive(o, "endTime");
     t->start_time = cJSON_IsString(ts) ? parse_rfc3339(ts->valuestring) : 0;
     t->end_time = cJSON_IsString(te) ? parse_rfc3339(te->valuestring) : 0;
-    if (json_num(cJSON_GetObjectItemCaseSensitive(o, "rank"), &d) == 0 && d >= 1 &&
+    if (tun_json_number(cJSON_GetObjectItemCaseSensitive(o, "rank"), &d) == 0 && d >= 1 &&
         d <= INT_MAX)
         t->rank = (int)d;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");

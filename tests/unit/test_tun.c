@@ -298,6 +298,53 @@ static void test_config_refusals_name_the_key(void **state)
     expect_refusal("trainingInput: [1, 2\n", "YAML line");
 }
 
+/* A key given twice is refused naming it; null is "not given" (the
+ * default); an unknown key near a known one gets a suggestion; numbers
+ * must be finite, in the config and in DIR/trials.jsonl alike. */
+static void test_config_duplicates_nulls_numbers(void **state)
+{
+    (void)state;
+#define HPJ "{\"trainingInput\": {\"hyperparameters\": {\"goal\": \"MINIMIZE\", "
+#define PJ "\"params\": [{\"parameterName\": \"a\", \"type\": \"INTEGER\", " \
+           "\"minValue\": 1, \"maxValue\": 4}]"
+    static const struct {
+        const char *json, *want; /* want NULL: accepted */
+    } cases[] = {
+        {HPJ "\"maxTrials\": 3, \"maxTrials\": 4, " PJ "}}}",
+         "trainingInput.hyperparameters.maxTrials: key given twice"},
+        {HPJ "\"maxTrials\": null, \"algorithm\": null, " PJ "}}}", NULL},
+        {HPJ "\"maxTrial\": 3, " PJ "}}}",
+         "trainingInput.hyperparameters.maxTrial: unknown key (did you mean maxTrials?)"},
+        {HPJ "\"maxTrials\": \"inf\", " PJ "}}}", "maxTrials: must be an integer"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *root = cJSON_Parse(cases[i].json);
+        assert_non_null(root);
+        tun_spec s;
+        tun_spec_init(&s);
+        rt_err err;
+        err.msg[0] = '\0';
+        rt_status st = tun_spec_from_json(root, &s, &err);
+        if (!cases[i].want && st != RT_OK)
+            fail_msg("case %zu: refused: %s", i, err.msg);
+        if (cases[i].want && (st == RT_OK || !strstr(err.msg, cases[i].want)))
+            fail_msg("case %zu: wanted \"%s\", got %d \"%s\"", i, cases[i].want, st, err.msg);
+        if (!cases[i].want)
+            assert_int_equal(s.max_trials, 1); /* the default, as if absent */
+        tun_spec_free(&s);
+        cJSON_Delete(root);
+    }
+#undef HPJ
+#undef PJ
+    double v = 0;
+    cJSON *n = cJSON_CreateString("inf"), *m = cJSON_CreateString("2.5");
+    assert_int_equal(tun_json_number(n, &v), -1);
+    assert_int_equal(tun_json_number(m, &v), 0);
+    assert_true(v == 2.5);
+    cJSON_Delete(n);
+    cJSON_Delete(m);
+}
+
 /* ------------------------------------------------------------ search */
 
 static void test_yaml_aliases_are_bounded(void **state)
@@ -557,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_config_census_yaml),
         cmocka_unit_test(test_config_refusals_name_the_key),
         cmocka_unit_test(test_yaml_aliases_are_bounded),
+        cmocka_unit_test(test_config_duplicates_nulls_numbers),
         cmocka_unit_test(test_scales_round_trip),
         cmocka_unit_test(test_grid_enumerates_every_point),
         cmocka_unit_test(test_bayesian_is_seeded_and_uses_pending),
