@@ -8,6 +8,8 @@
  *       perf stat: run with two N and subtract to get instructions per request)
  *   bench_forward EXPORT_DIR BODY_JSON --loop-body N   the same with a whole
  *       request body from a file (e.g. group 2's 1000 distinct census rows)
+ *   bench_forward EXPORT_DIR BODY_JSON --loop-v2 N   N rt_v2_handle calls of
+ *       an Open Inference Protocol JSON body (no binary part)
  *
  * Figures (each the median of RUNS timed runs, ns per instance unless said):
  *   sgemm_gflops        OpenBLAS sgemm 512x512x512, one thread
@@ -105,6 +107,15 @@ static int st_handle(void *arg)
     rt_buf_reset(&b->out);
     rt_status st = rt_json_handle(b->m, RT_METHOD_PREDICT, b->body.data, b->body.len, NULL,
                                   b->c, &b->out, &b->err);
+    return st == RT_OK ? 0 : -1;
+}
+
+static int st_handle_v2(void *arg)
+{
+    bench *b = arg;
+    rt_buf_reset(&b->out);
+    rt_status st = rt_v2_handle(b->m, NULL, 1, b->body.data, b->body.len, RT_V2_NO_HEADER, NULL,
+                                b->c, &b->out, &b->err);
     return st == RT_OK ? 0 : -1;
 }
 
@@ -237,12 +248,12 @@ static void put_series(const char *name, const double *v, int last)
 
 /* n rt_json_handle calls of b->body, or of batch copies of inst when inst
  * is not NULL. */
-static int loop_mode(bench *b, const rt_buf *inst, long n, size_t batch)
+static int loop_mode(bench *b, const rt_buf *inst, long n, size_t batch, int v2)
 {
     if (inst && rows_body(inst, batch, &b->body) != 0)
         return 1;
     for (long i = 0; i < n; i++) {
-        if (st_handle(b) != 0) {
+        if ((v2 ? st_handle_v2(b) : st_handle(b)) != 0) {
             fprintf(stderr, "bench_forward: %s\n", b->err.msg);
             return 1;
         }
@@ -253,10 +264,12 @@ static int loop_mode(bench *b, const rt_buf *inst, long n, size_t batch)
 
 int main(int argc, char **argv)
 {
-    int body_loop = argc == 5 && strcmp(argv[3], "--loop-body") == 0;
+    int v2_loop = argc == 5 && strcmp(argv[3], "--loop-v2") == 0;
+    int body_loop = v2_loop || (argc == 5 && strcmp(argv[3], "--loop-body") == 0);
     if (argc != 3 && !body_loop && !((argc == 5 || argc == 6) && strcmp(argv[3], "--loop") == 0)) {
         fprintf(stderr, "usage: bench_forward EXPORT_DIR INSTANCE_JSON [--loop N [BATCH]]\n"
-                        "       bench_forward EXPORT_DIR BODY_JSON --loop-body N\n");
+                        "       bench_forward EXPORT_DIR BODY_JSON --loop-body N\n"
+                        "       bench_forward EXPORT_DIR BODY_JSON --loop-v2 N\n");
         return 2;
     }
     openblas_set_num_threads(1);
@@ -281,12 +294,12 @@ int main(int argc, char **argv)
     }
     if (body_loop) {
         rc = rt_buf_append(&b.body, inst.data, inst.len) != 0 ||
-             loop_mode(&b, NULL, strtol(argv[4], NULL, 10), 0);
+             loop_mode(&b, NULL, strtol(argv[4], NULL, 10), 0, v2_loop);
         goto out;
     }
     if (argc >= 5) {
         long batch = argc == 6 ? strtol(argv[5], NULL, 10) : 1;
-        rc = loop_mode(&b, &inst, strtol(argv[4], NULL, 10), batch > 0 ? (size_t)batch : 1);
+        rc = loop_mode(&b, &inst, strtol(argv[4], NULL, 10), batch > 0 ? (size_t)batch : 1, 0);
         goto out;
     }
 

@@ -44,6 +44,31 @@ static int method_is(const Predictd__SignatureDef *sig, const char *what)
 
 /* What output `name` of signature sig holds for this model (OUT_NONE when the
  * head does not produce it). */
+/* The output that name is ("all_class_ids" ... "predictions"), or OUT_NONE:
+ * one strcmp (a request looks its outputs up on every answer). */
+static out_kind kind_by_name(const char *name)
+{
+    switch (name[0]) {
+    case 'a':
+        return !strcmp(name, "all_class_ids") ? OUT_ALL_CLASS_IDS
+               : !strcmp(name, "all_classes") ? OUT_ALL_CLASSES
+                                              : OUT_NONE;
+    case 'c':
+        return !strcmp(name, "class_ids") ? OUT_CLASS_IDS
+               : !strcmp(name, "classes") ? OUT_CLASSES
+                                          : OUT_NONE;
+    case 'l':
+        return !strcmp(name, "logistic") ? OUT_LOGISTIC
+               : !strcmp(name, "logits") ? OUT_LOGITS
+                                         : OUT_NONE;
+    case 'p':
+        return !strcmp(name, "probabilities") ? OUT_PROBABILITIES
+               : !strcmp(name, "predictions") ? OUT_PREDICTIONS
+                                              : OUT_NONE;
+    default: return OUT_NONE;
+    }
+}
+
 static out_kind kind_of(const rt_graph *g, int classify, int regress, const char *name)
 {
     int binary = g->head == PREDICTD__HEAD_TYPE__HEAD_BINARY;
@@ -55,22 +80,8 @@ static out_kind kind_of(const rt_graph *g, int classify, int regress, const char
         k = OUT_PROBABILITIES;
     else if (regress && strcmp(name, "outputs") == 0)
         k = regression ? OUT_PREDICTIONS : OUT_LOGISTIC;
-    else if (strcmp(name, "all_class_ids") == 0)
-        k = OUT_ALL_CLASS_IDS;
-    else if (strcmp(name, "all_classes") == 0)
-        k = OUT_ALL_CLASSES;
-    else if (strcmp(name, "class_ids") == 0)
-        k = OUT_CLASS_IDS;
-    else if (strcmp(name, "classes") == 0)
-        k = OUT_CLASSES;
-    else if (strcmp(name, "logistic") == 0)
-        k = OUT_LOGISTIC;
-    else if (strcmp(name, "logits") == 0)
-        k = OUT_LOGITS;
-    else if (strcmp(name, "probabilities") == 0)
-        k = OUT_PROBABILITIES;
-    else if (strcmp(name, "predictions") == 0)
-        k = OUT_PREDICTIONS;
+    else
+        k = kind_by_name(name);
     /* Only what this head computes. */
     if (regression && k != OUT_PREDICTIONS && k != OUT_LOGITS)
         return OUT_NONE;

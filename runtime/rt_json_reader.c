@@ -424,15 +424,11 @@ static void after_scalar(rt_jr *r)
     r->state = r->depth == 0 ? RT_JR_DONE : RT_JR_AFTER;
 }
 
-/* A value; strings unescaped into buf (or only checked when buf is NULL). */
-static rt_status read_value(rt_jr *r, rt_jv *v, rt_buf *buf)
+/* The words JSON allows as values (true, false, null) and the number
+ * tokens :predict accepts (NaN, Infinity, -Infinity) at p; kept out of
+ * read_value so that its common cases stay small. */
+static __attribute__((noinline)) rt_status read_word(rt_jr *r, rt_jv *v, const char *p)
 {
-    if (r->hard)
-        return r->hard;
-    int ch = rt_jr_peek(r);
-    const char *p = r->p;
-    v->at = (size_t)(p - r->body);
-    v->token = 0;
     static const struct {
         const char *text;
         size_t n;
@@ -443,40 +439,6 @@ static rt_status read_value(rt_jr *r, rt_jv *v, rt_buf *buf)
         {"null", 4, RT_JV_NULL, 0},        {"NaN", 3, RT_JV_NUMBER, NAN},
         {"Infinity", 8, RT_JV_NUMBER, INFINITY}, {"-Infinity", 9, RT_JV_NUMBER, -INFINITY},
     };
-    rt_status st;
-    switch (ch) {
-    case '{':
-    case '[':
-        v->kind = ch == '{' ? RT_JV_OBJECT : RT_JV_LIST;
-        return open_container(r, ch == '{');
-    case '"':
-        v->kind = RT_JV_STRING;
-        if ((st = read_string(r, buf, &v->s, &v->n)) != RT_OK)
-            return st;
-        after_scalar(r);
-        return RT_OK;
-    case '-':
-        if (r->end - p < 2 || p[1] != 'I')
-            goto number;
-        break;
-    case 't':
-    case 'f':
-    case 'n':
-    case 'N':
-    case 'I':
-        break;
-    default:
-        if (ch < 0 && r->depth == 0)
-            return syntax_error(r, p, "the body is empty (JSON Parse error: The document is "
-                                "empty)");
-        if (!is_digit(ch))
-            return unexpected(r, p, "a value");
-    number:
-        if ((st = read_number(r, v)) != RT_OK)
-            return st;
-        after_scalar(r);
-        return RT_OK;
-    }
     for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
         if ((size_t)(r->end - p) >= words[w].n && memcmp(p, words[w].text, words[w].n) == 0) {
             v->kind = words[w].kind;
@@ -490,6 +452,39 @@ static rt_status read_value(rt_jr *r, rt_jv *v, rt_buf *buf)
         }
     }
     return unexpected(r, p, "a value");
+}
+
+/* A value; strings unescaped into buf (or only checked when buf is NULL). */
+static rt_status read_value(rt_jr *r, rt_jv *v, rt_buf *buf)
+{
+    if (r->hard)
+        return r->hard;
+    int ch = rt_jr_peek(r);
+    const char *p = r->p;
+    v->at = (size_t)(p - r->body);
+    v->token = 0;
+    rt_status st;
+    if (ch == '"') {
+        v->kind = RT_JV_STRING;
+        if ((st = read_string(r, buf, &v->s, &v->n)) != RT_OK)
+            return st;
+        after_scalar(r);
+        return RT_OK;
+    }
+    if (ch == '{' || ch == '[') {
+        v->kind = ch == '{' ? RT_JV_OBJECT : RT_JV_LIST;
+        return open_container(r, ch == '{');
+    }
+    if (is_digit(ch) || (ch == '-' && !(r->end - p >= 2 && p[1] == 'I'))) {
+        if ((st = read_number(r, v)) != RT_OK)
+            return st;
+        after_scalar(r);
+        return RT_OK;
+    }
+    if (ch < 0 && r->depth == 0)
+        return syntax_error(r, p, "the body is empty (JSON Parse error: The document is "
+                            "empty)");
+    return read_word(r, v, p);
 }
 
 rt_status rt_jr_value(rt_jr *r, rt_jv *v)

@@ -45,8 +45,10 @@ static rt_v2_out_kind kind_of(const rt_graph *g, const char *name)
     };
     rt_v2_out_kind k = RT_V2_OUT_NONE;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(name, names[i].name))
-            k = names[i].kind;
+        if (name[0] == names[i].name[0] && !strcmp(name, names[i].name)) {
+            k = names[i].kind; /* the names differ: the first match is the only one */
+            break;
+        }
     bool regression = g->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     if (regression && k != RT_V2_OUT_PREDICTIONS && k != RT_V2_OUT_LOGITS)
         return RT_V2_OUT_NONE;

@@ -13,7 +13,12 @@
  * the first reads and checks everything but the tensor data, which it only
  * checks as JSON and marks; the second, once the shapes are known, reads
  * each input's data (or its bytes) straight into the batch, instance by
- * instance. Values follow :predict's rules (rt_json_value.c): a number for
+ * instance. The common body (every input's "name", "datatype" and "shape"
+ * before its "data", nothing after it) is read in one pass: such an input
+ * is checked when its "data" comes and its values go into the batch at
+ * once; at the first input that does not fit (or whose data fails), the
+ * batch is cleared and the second pass fills every input, so errors and
+ * their order are the two-pass ones. Values follow :predict's rules (rt_json_value.c): a number for
  * FP32 (NaN, Infinity, -Infinity allowed; a literal beyond a double
  * refused), a string for BYTES. As Triton does, an input's datatype and
  * shape must be the ones the model's metadata declares (-1 takes any size,
@@ -40,6 +45,7 @@ typedef struct v2_in {
     bool has_name, has_dtype, has_shape, has_data, has_bin;
     bool odd_name;         /* cut short, or holds a NUL: matches no input */
     bool bytes;            /* BYTES (else FP32) */
+    bool filled;           /* its data is in the batch (read in the first pass) */
     rt_jr_mark data;       /* its "data" value */
     uint64_t bin_size;
     size_t bin_off;        /* from the start of the binary part */
@@ -59,6 +65,7 @@ typedef struct v2p {
     size_t n_ins;
     int bin_all;           /* parameters.binary_data_output: -1 not given */
     int sel_bin[RT_V2_MAX_OUTPUTS]; /* per requested output: -1 not given */
+    bool eager;            /* inputs are filled in the first pass (see read_input) */
     bool has_header;       /* binary data may follow the JSON */
     size_t hlen;           /* the JSON's length */
     uint64_t bin_total;
@@ -342,6 +349,60 @@ static rt_status check_input(v2p *p, v2_in *in, const char *dtype, size_t dlen)
 #undef GOT
 }
 
+static rt_status fill_list(v2p *p, const v2_in *in, uint64_t total, uint64_t *e);
+
+/* The one-pass read gives up: the batch is cleared and the second pass
+ * fills every input. */
+static void unfill(v2p *p)
+{
+    p->eager = false;
+    rt_batch_clear(p->c->batch);
+    for (size_t k = 0; k < p->n_ins; k++)
+        p->ins[k].filled = false;
+}
+
+/* The first pass at input in's "data" (the reader before its '['), every
+ * other key of in read: when in passes check_input now, its values go into
+ * the batch at once (in->filled) and the reader is after the list. Anything
+ * else (a failed check, a value of the wrong type or count) leaves the
+ * reader where it was, with the one-pass read given up (unfill) and no
+ * error: the two passes then find and report it in their order. Errors
+ * returned are hard ones (the body is not JSON, memory). */
+static rt_status fill_now(v2p *p, v2_in *in, const char *dtype, size_t dlen)
+{
+    rt_err keep = *p->sem;
+    if (check_input(p, in, dtype, dlen) != RT_OK) {
+        *p->sem = keep;
+        unfill(p);
+        return RT_OK;
+    }
+    rt_batch *b = p->c->batch;
+    size_t n = (size_t)in->shape[0];
+    if (in == p->ins) {
+        for (size_t i = 0; i < n; i++)
+            if (rt_batch_add(b, NULL) != RT_OK) {
+                unfill(p);
+                return RT_OK;
+            }
+    }
+    rt_jr *r = p->r;
+    rt_jv v;
+    uint64_t total = in->shape[0] * (uint64_t)in->width, e = 0;
+    rt_status st = rt_jr_value(r, &v);
+    if (st == RT_OK)
+        st = fill_list(p, in, total, &e);
+    if (r->hard)
+        return r->hard;
+    if (st == RT_OK && e == total) {
+        in->filled = true;
+        return RT_OK;
+    }
+    *p->sem = keep;
+    unfill(p);
+    rt_jr_restore(r, in->data);
+    return RT_OK;
+}
+
 /* One element of "inputs" (the reader before it). */
 static rt_status read_input(v2p *p, size_t pos)
 {
@@ -360,6 +421,7 @@ static rt_status read_input(v2p *p, size_t pos)
         return type_error(p, where_in(p, in, wn, sizeof wn), "an object (a tensor)", &v);
     char dtype[24] = "";
     size_t dlen = 0;
+    bool seen_params = false;
     for (;;) {
         int more;
         const char *key;
@@ -374,6 +436,9 @@ static rt_status read_input(v2p *p, size_t pos)
                 : klen == 10 && !memcmp(key, "parameters", 10) ? 3
                 : klen == 4 && !memcmp(key, "data", 4)       ? 4
                                                              : -1;
+        if (in->filled) /* a key after the data: the two passes read this body */
+            unfill(p);
+        seen_params |= k == 3;
         if ((k == 0 && in->has_name) || (k == 1 && in->has_shape) ||
             (k == 2 && in->has_dtype) || (k == 4 && in->has_data))
             return rt_err_set(p->sem, RT_ERR_INVALID, "%s: key \"%.*s\" given twice",
@@ -416,6 +481,13 @@ static rt_status read_input(v2p *p, size_t pos)
             }
             in->data = rt_jr_save(r);
             in->has_data = true;
+            if (p->eager && in->has_name && in->has_dtype && in->has_shape && !in->has_bin &&
+                !seen_params) {
+                if ((st = fill_now(p, in, dtype, dlen)) != RT_OK)
+                    return st;
+                if (in->filled)
+                    break;
+            }
             if ((st = rt_jr_skip(r)) != RT_OK)
                 return st;
             break;
@@ -424,6 +496,9 @@ static rt_status read_input(v2p *p, size_t pos)
                 return st;
         }
     }
+    if (in->filled) /* checked before its data was read, in the same state */
+        return RT_OK;
+    p->eager = false; /* the inputs after this one wait for the second pass */
     return check_input(p, in, dtype, dlen);
 }
 
@@ -758,6 +833,8 @@ static rt_status fill_binary(v2p *p, const v2_in *in, const unsigned char *bin, 
 static rt_status fill(v2p *p, const char *body)
 {
     size_t n = p->n_ins ? (size_t)p->ins[0].shape[0] : 0;
+    if (p->n_ins && p->ins[0].filled)
+        n = 0; /* the first pass made the instances */
     for (size_t i = 0; i < n; i++) {
         rt_status st = rt_batch_add(p->c->batch, NULL);
         if (st != RT_OK)
@@ -768,6 +845,8 @@ static rt_status fill(v2p *p, const char *body)
         const v2_in *in = &p->ins[k];
         uint64_t total = in->shape[0] * (uint64_t)in->width;
         rt_status st;
+        if (in->filled)
+            continue;
         if (in->has_bin) {
             st = fill_binary(p, in, bin + in->bin_off, total);
         } else {
@@ -833,6 +912,7 @@ static rt_status parse(const rt_model *m, const char *name, int64_t version, con
     p.q = q;
     p.ins = q->ins;
     p.bin_all = -1;
+    p.eager = true;
     q->n_outs = rt_v2_outputs(g, p.sig, q->outs);
     size_t jlen = len;
     if (header_len == RT_V2_NO_HEADER) {

@@ -74,7 +74,28 @@ def table(R):
         ceil = "nginx %s req/s, %.1f µs CPU/request (ratio %.2f, CPU ratio %.2f)" % (
             k(n["rps"]), n["cpu_us_per_request"], g1.get("ratio_c16", 0),
             g1.get("cpu_ratio_c16", 0))
+    if g1.get("ratio_c16_min_max"):
+        ceil += "; ratio min / max %s" % g1["ratio_c16_min_max"]
+    ir = g1.get("instructions_per_request")
+    if isinstance(ir, dict) and isinstance(ir.get("predictd"), int):
+        ours += "; %s instructions/request" % format(ir["predictd"], ",")
+        if isinstance(ir.get("nginx"), int):
+            ceil += "; nginx %s instructions/request" % format(ir["nginx"], ",")
     out.append(row("single-instance predict, wrk -c16", ours, ceil))
+    g16 = R.get("16", {})
+    if g16.get("v2_over_v1_single") is not None:
+        ir = g16.get("instructions_per_request") or {}
+        ours = "%.2fx the /v1 req/s (goal 0.95)" % g16["v2_over_v1_single"]
+        if isinstance(ir.get("v2_daemon"), int) and isinstance(ir.get("v1_daemon"), int):
+            ours += "; %s vs %s instructions/request" % (format(ir["v2_daemon"], ","),
+                                                           format(ir["v1_daemon"], ","))
+        out.append(row("one instance as v2 JSON vs /v1 :predict", ours,
+                       g16.get("v2_over_v1_single_min_max", "")))
+    g13 = R.get("13", {})
+    for key, what in (("at_2x_queue", "max_queue_depth"),
+                      ("at_2x_queue_and_wait", "max_queue_depth + max_queue_wait_ms")):
+        if g13.get(key):
+            out.append(row("overload at 2x capacity, %s" % what, g13[key]))
 
     b = get(R, "2", "batch_1000")
     ours = ("%sk instances per CPU-second, %sk instances/s" % (

@@ -314,6 +314,73 @@ static void test_rules(void **state)
     rt_buf_free(&out);
 }
 
+/* The one-pass read (inputs whose "data" comes last are filled as they are
+ * read) against the two passes: any order of keys gives the canonical
+ * body's answer, and when the one-pass read gives up midway (a key after
+ * "data", a bad value, a second input read out of order) the answer and
+ * the errors are the two-pass ones. */
+static void test_one_pass(void **state)
+{
+    fixture *f = *state;
+    rt_buf want, out;
+    rt_buf_init(&want);
+    rt_buf_init(&out);
+    rt_err err = {{0}};
+    const char *canon = JSON_REQ("");
+    assert_int_equal(v2(f, canon, strlen(canon), RT_V2_NO_HEADER, &want, &err), RT_OK);
+    const char *same[] = {
+        /* color's data before its shape: x one pass, color in the second */
+        "{\"id\": \"42\", \"inputs\": [" IN_X("FP32", "[3]", XS) ", {\"name\": \"color\", "
+        "\"datatype\": \"BYTES\", \"data\": " COLORS ", \"shape\": [3]}]}",
+        /* x's data first: both in the second pass */
+        "{\"id\": \"42\", \"inputs\": [{\"data\": " XS ", \"name\": \"x\", \"shape\": [3], "
+        "\"datatype\": \"FP32\"}, {\"name\": \"color\", \"shape\": [3], \"datatype\": "
+        "\"BYTES\", \"data\": " COLORS "}]}",
+        /* a key after x's data: the batch is cleared and filled again */
+        "{\"id\": \"42\", \"inputs\": [{\"name\": \"x\", \"shape\": [3], \"datatype\": "
+        "\"FP32\", \"data\": " XS ", \"parameters\": {}}, {\"name\": \"color\", \"shape\": [3], "
+        "\"datatype\": \"BYTES\", \"data\": " COLORS ", \"other\": 1}]}",
+        /* inputs in the other order, one pass */
+        "{\"inputs\": [{\"name\": \"color\", \"shape\": [3], \"datatype\": \"BYTES\", "
+        "\"data\": " COLORS "}, " IN_X("FP32", "[3]", "[[1.5], [-2], [0.25]]") "], \"id\": \"42\"}",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        assert_int_equal(v2(f, same[i], strlen(same[i]), RT_V2_NO_HEADER, &out, &err), RT_OK);
+        assert_string_equal(out.data, want.data);
+    }
+    struct {
+        const char *body;
+        const char *want[3];
+    } bad[] = {
+        /* a bad value in x (read first) and an unknown input after it: the
+         * first pass's error, as with two passes */
+        {"{\"inputs\": [" IN_X("FP32", "[1]", "[\"a\"]") ", {\"name\": \"nope\", \"shape\": "
+         "[1], \"datatype\": \"FP32\", \"data\": [1]}]}",
+         {"inputs[1] (nope): unknown input", NULL}},
+        /* the same with a key after the data of a good x */
+        {"{\"inputs\": [{\"name\": \"x\", \"shape\": [1], \"datatype\": \"FP32\", \"data\": "
+         "[1], \"parameters\": {\"binary_data_size\": 4}}, " IN_COLOR "]}",
+         {"inputs[0] (x)", "not both", NULL}},
+        /* x read in one pass, color's count wrong */
+        {"{\"inputs\": [" IN_X("FP32", "[1]", "[1]") ", {\"name\": \"color\", \"shape\": [1], "
+         "\"datatype\": \"BYTES\", \"data\": [\"red\", \"blue\"]}]}",
+         {"inputs[1] (color)", "2 values", NULL}},
+        /* x read in one pass, then the body is not JSON */
+        {"{\"inputs\": [" IN_X("FP32", "[1]", "[1]") ", " IN_COLOR "], \"x\": [1,]}",
+         {"byte", NULL}},
+        /* x's bad value is reported once the rest is good */
+        {"{\"inputs\": [" IN_X("FP32", "[1]", "[1, \"a\"]") ", " IN_COLOR "]}",
+         {"inputs[0] (x)", "2 values", NULL}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_error(f, bad[i].body, RT_ERR_INVALID, bad[i].want);
+    /* and a good body after all that */
+    assert_int_equal(v2(f, canon, strlen(canon), RT_V2_NO_HEADER, &out, &err), RT_OK);
+    assert_string_equal(out.data, want.data);
+    rt_buf_free(&want);
+    rt_buf_free(&out);
+}
+
 static void test_metadata(void **state)
 {
     fixture *f = *state;
@@ -368,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_binary_inputs),
         cmocka_unit_test(test_binary_outputs_and_classes),
         cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_one_pass),
         cmocka_unit_test(test_metadata),
         cmocka_unit_test(test_merged_with_v1),
     };
