@@ -1072,48 +1072,22 @@ static int token_cmd(const ctl *c, int argc, char **argv)
     return st == RT_OK ? 0 : fail("%s", err.msg);
 }
 
-int main(int argc, char **argv)
+/* The command after the flags (argv[i]) with the flags fl; the exit status. */
+static int run_command(const srv_ctl_flags *fl, uint64_t given, int argc, char **argv, int i)
 {
     ctl c;
     memset(&c, 0, sizeof c);
-    static const char *const extra[] = {"help", NULL};
-    srv_ctl_flags fl;
-    size_t n_flags;
-    const rt_setting *flags = srv_ctl_flag_settings(&n_flags);
-    memset(&fl, 0, sizeof fl);
-    rt_err ferr;
-    bool help = false;
-    uint64_t given = 0;
-    int i = argc;
-    rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = extra,
-                    .other = help_flag, .ctx = &help};
-    if (rt_settings_defaults(flags, n_flags, &fl, &ferr) != RT_OK) {
-        fprintf(stderr, "predictctl: %s\n", ferr.msg);
-        return 1;
-    }
-    rt_status fst = rt_settings_argv(&spec, argc, argv, &fl, &given, &i, &ferr);
-    if (fst == RT_OK && help) {
-        usage(stdout);
-        rt_settings_free(flags, n_flags, &fl);
-        return 0;
-    }
-    if (fst != RT_OK) {
-        fprintf(stderr, "predictctl: %s\n", ferr.msg);
-        usage(stderr);
-        rt_settings_free(flags, n_flags, &fl);
-        return 2;
-    }
-    c.config = fl.config;
-    c.timeout_s = fl.timeout;
-    c.json = fl.json;
-    if (fl.cacert)
-        c.cli.ca_file = fl.cacert;
-    if (fl.token_file) {
-        if (read_token(fl.token_file, c.token, sizeof c.token) != 0)
+    c.config = fl->config;
+    c.timeout_s = fl->timeout;
+    c.json = fl->json;
+    if (fl->cacert)
+        c.cli.ca_file = fl->cacert;
+    if (fl->token_file) {
+        if (read_token(fl->token_file, c.token, sizeof c.token) != 0)
             return 1;
         c.cli.token = c.token;
     }
-    const char *url = fl.url;
+    const char *url = fl->url;
     bool config_given = given & 1; /* flags[0]: --config */
     if (i >= argc) {
         usage(stderr);
@@ -1178,8 +1152,37 @@ int main(int argc, char **argv)
 out:
     free(c.orig);
     free(c.config_owned);
-    rt_settings_free(flags, n_flags, &fl);
     if (lock_fd >= 0)
         close(lock_fd); /* releases the lock */
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const extra[] = {"help", NULL};
+    srv_ctl_flags fl;
+    size_t n_flags;
+    const rt_setting *flags = srv_ctl_flag_settings(&n_flags);
+    memset(&fl, 0, sizeof fl);
+    rt_err ferr;
+    bool help = false;
+    uint64_t given = 0;
+    int i = argc, r;
+    rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = extra,
+                    .other = help_flag, .ctx = &help};
+    if (rt_settings_defaults(flags, n_flags, &fl, &ferr) != RT_OK) {
+        fprintf(stderr, "predictctl: %s\n", ferr.msg);
+        r = 1;
+    } else if (rt_settings_argv(&spec, argc, argv, &fl, &given, &i, &ferr) != RT_OK) {
+        fprintf(stderr, "predictctl: %s\n", ferr.msg);
+        usage(stderr);
+        r = 2;
+    } else if (help) {
+        usage(stdout);
+        r = 0;
+    } else {
+        r = run_command(&fl, given, argc, argv, i);
+    }
+    rt_settings_free(flags, n_flags, &fl);
     return r;
 }
