@@ -80,6 +80,7 @@ rt_v2_req *rt_v2_req_of(rt_ctx *c)
         rt_buf_init(&c->v2->name);
         rt_buf_init(&c->v2->id);
         rt_buf_init(&c->v2->bin);
+        c->v2_free = rt_v2_req_free;
     }
     return c->v2;
 }
