@@ -165,6 +165,8 @@ int rt_buf_failed(const rt_buf *b);
 int rt_buf_append(rt_buf *b, const void *p, size_t n);
 int rt_buf_puts(rt_buf *b, const char *s);
 int rt_buf_printf(rt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends v in decimal ('-' first when negative), without printf. */
+int rt_buf_put_int(rt_buf *b, int64_t v);
 /* Appends a JSON string literal (quotes and escapes included); each byte
  * that is not part of valid UTF-8 becomes \ufffd, so the text is always
  * valid UTF-8 JSON whatever s holds. */
@@ -473,6 +475,10 @@ typedef struct rt_argv {
  * --y?)"; a bad value RT_ERR_INVALID naming the flag. */
 rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, uint64_t *given,
                            int *next, rt_err *err);
+/* An rt_argv.other for programs whose table has no --help row: takes
+ * --help (no value) and sets *(bool *)ctx; 0 for any other flag. */
+int rt_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                 rt_err *err);
 
 /* Appends text wrapped at 79 columns, continuation lines indented by
  * indent; col is where the text starts. 0, or -1 when out of memory. */

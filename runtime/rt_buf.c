@@ -460,6 +460,20 @@ int rt_buf_json_double(rt_buf *b, double v)
     return rt_buf_append(b, tmp, shortest_text(v, 1, 17, 0, tmp));
 }
 
+int rt_buf_put_int(rt_buf *b, int64_t v)
+{
+    char tmp[24];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--n] = '-';
+    return rt_buf_append(b, tmp + n, sizeof tmp - n);
+}
+
 const char *rt_trim_span(const char *s, size_t *len)
 {
     size_t n = *len;

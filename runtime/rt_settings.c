@@ -760,3 +760,14 @@ int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,
     }
     return r;
 }
+
+int rt_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                 rt_err *err)
+{
+    (void)next;
+    (void)err;
+    if (len != 4 || strncmp(name, "help", 4) != 0 || eq)
+        return 0;
+    *(bool *)ctx = true;
+    return 1;
+}
