@@ -323,11 +323,14 @@ rt_status rt_cfg_array(const struct cJSON *o, const char *path, const char *key,
 rt_status rt_cfg_object(const struct cJSON *o, const char *path, const char *key, int flags,
                          const struct cJSON **out, rt_err *err);
 
-/* "Did you mean": the name of names (n of them) nearest to name by edit
- * distance, if near enough to be a typo (at most a third of name's letters
- * off, plus one), else NULL. '-' and '_' count as the same letter, so
- * TensorFlow's --max_steps is one edit from --max-steps. Names of 64 bytes or
- * more never match. Returns a pointer into names. Thread-safe. */
+/* "Did you mean" for a plain list of names (the tuner's config keys): the
+ * name of names (n of them) nearest to name by the settings tables' own
+ * rule (rt_settings.c: a typo — at most one edit per six letters, at least
+ * one, a swap of neighbours one edit —, an abbreviation, or a name missing
+ * a word), else NULL; NULL too when two are equally near. '-' and '_'
+ * count as the same letter, so TensorFlow's --max_steps is one edit from
+ * --max-steps. Names of 64 bytes or more never match. Returns a pointer
+ * into names. Thread-safe. */
 const char *rt_nearest_name(const char *name, const char *const *names, size_t n);
 
 /* ----------------------------------- settings tables (rt_settings.c) */

@@ -581,6 +581,16 @@ const char *rt_settings_suggest(const rt_setting *t, size_t n, const char *name,
     return nr.tie ? NULL : nr.best;
 }
 
+const char *rt_nearest_name(const char *name, const char *const *names, size_t n)
+{
+    nearest nr = {NULL, SIZE_MAX, false};
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        consider(&nr, name, names[i], names[i]);
+    return nr.tie ? NULL : nr.best;
+}
+
 /* --------------------------------------------------------------- argv */
 
 /* "--name: unknown flag (did you mean --x?)" (or a's style) for name. */
