@@ -57,17 +57,25 @@ static void print_column(const rt_graph *g, size_t c)
     printf("\n");
 }
 
+/* rt_trees_describe, its error on stderr: 0, or 1 after the message. */
+static int describe_trees(const rt_graph *g, rt_trees_shape *sh, rt_trees_importance **imp)
+{
+    rt_err err = {{0}};
+    if (rt_trees_describe(g, sh, imp, &err) != RT_OK) {
+        fprintf(stderr, "predict-model: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
 /* The ensemble's shape, inputs and feature importances. */
 static int print_trees(const rt_graph *g)
 {
     const Predictd__TreeEnsemble *te = rt_graph_def(g)->graph->trees;
     rt_trees_shape sh;
     rt_trees_importance *imp = NULL;
-    rt_err err = {{0}};
-    if (rt_trees_describe(g, &sh, &imp, &err) != RT_OK) {
-        fprintf(stderr, "predict-model: %s\n", err.msg);
+    if (describe_trees(g, &sh, &imp))
         return 1;
-    }
     printf("  trees: %zu, nodes %zu (%zu leaves), depth at most %zu, bias [", sh.trees, sh.nodes,
            sh.leaves, sh.max_depth);
     for (size_t k = 0; k < te->n_bias; k++)
@@ -109,6 +117,18 @@ static void print_bytes(unsigned long long n)
         printf("%llu bytes", n);
 }
 
+/* "Head: <kind>, classes [...]" without the line's end. */
+static void print_head(const rt_graph *g, Predictd__HeadType head)
+{
+    printf("Head: %s", head <= 2 ? HEADS[head] : "unknown");
+    if (rt_graph_num_classes(g)) {
+        printf(", classes [");
+        for (size_t k = 0; k < rt_graph_num_classes(g); k++)
+            printf("%s\"%s\"", k ? ", " : "", rt_graph_class_name(g, k));
+        printf("]");
+    }
+}
+
 /* show without --all: what a user needs to call the model and to know which
  * one it is, one line per item; --all prints everything. */
 static int show_summary(const rt_model *m, const char *path)
@@ -121,13 +141,7 @@ static int show_summary(const rt_model *m, const char *path)
     const char *version = slash && slash[1] ? slash + 1 : path;
     printf("Model: %s, version %s (%s)\n", def->model_name, version, path);
     printf("Estimator: %s\n", gd->estimator);
-    printf("Head: %s", head <= 2 ? HEADS[head] : "unknown");
-    if (rt_graph_num_classes(g)) {
-        printf(", classes [");
-        for (size_t k = 0; k < rt_graph_num_classes(g); k++)
-            printf("%s\"%s\"", k ? ", " : "", rt_graph_class_name(g, k));
-        printf("]");
-    }
+    print_head(g, head);
     printf("\nServing input function: %s\n",
            def->receiver <= 2 ? RECEIVERS[def->receiver] : "unknown");
     printf("Inputs (%zu):", rt_graph_num_inputs(g));
@@ -154,11 +168,8 @@ static int show_summary(const rt_model *m, const char *path)
     if (rt_graph_has_trees(g)) {
         rt_trees_shape sh;
         rt_trees_importance *imp = NULL;
-        rt_err err = {{0}};
-        if (rt_trees_describe(g, &sh, &imp, &err) != RT_OK) {
-            fprintf(stderr, "predict-model: %s\n", err.msg);
+        if (describe_trees(g, &sh, &imp))
             return 1;
-        }
         free(imp);
         printf("Ensemble: trees: %zu, nodes %zu (%zu leaves), depth at most %zu\n", sh.trees,
                sh.nodes, sh.leaves, sh.max_depth);
@@ -266,13 +277,7 @@ int pm_cmd_show(const pm_opts *o)
         return 1;
     }
     Predictd__HeadType head = rt_graph_head(g);
-    printf("Head: %s", head <= 2 ? HEADS[head] : "unknown");
-    if (rt_graph_num_classes(g)) {
-        printf(", classes [");
-        for (size_t k = 0; k < rt_graph_num_classes(g); k++)
-            printf("%s\"%s\"", k ? ", " : "", rt_graph_class_name(g, k));
-        printf("]");
-    }
+    print_head(g, head);
     printf("\n");
     const Predictd__TrainingInfo *t = def->training;
     if (t) {

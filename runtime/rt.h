@@ -165,6 +165,8 @@ int rt_buf_failed(const rt_buf *b);
 int rt_buf_append(rt_buf *b, const void *p, size_t n);
 int rt_buf_puts(rt_buf *b, const char *s);
 int rt_buf_printf(rt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends v in decimal ('-' first when negative), without printf. */
+int rt_buf_put_int(rt_buf *b, int64_t v);
 /* Appends a JSON string literal (quotes and escapes included); each byte
  * that is not part of valid UTF-8 becomes \ufffd, so the text is always
  * valid UTF-8 JSON whatever s holds. */
@@ -321,11 +323,14 @@ rt_status rt_cfg_array(const struct cJSON *o, const char *path, const char *key,
 rt_status rt_cfg_object(const struct cJSON *o, const char *path, const char *key, int flags,
                          const struct cJSON **out, rt_err *err);
 
-/* "Did you mean": the name of names (n of them) nearest to name by edit
- * distance, if near enough to be a typo (at most a third of name's letters
- * off, plus one), else NULL. '-' and '_' count as the same letter, so
- * TensorFlow's --max_steps is one edit from --max-steps. Names of 64 bytes or
- * more never match. Returns a pointer into names. Thread-safe. */
+/* "Did you mean" for a plain list of names (the tuner's config keys): the
+ * name of names (n of them) nearest to name by the settings tables' own
+ * rule (rt_settings.c: a typo — at most one edit per six letters, at least
+ * one, a swap of neighbours one edit —, an abbreviation, or a name missing
+ * a word), else NULL; NULL too when two are equally near. '-' and '_'
+ * count as the same letter, so TensorFlow's --max_steps is one edit from
+ * --max-steps. Names of 64 bytes or more never match. Returns a pointer
+ * into names. Thread-safe. */
 const char *rt_nearest_name(const char *name, const char *const *names, size_t n);
 
 /* ----------------------------------- settings tables (rt_settings.c) */
@@ -473,6 +478,10 @@ typedef struct rt_argv {
  * --y?)"; a bad value RT_ERR_INVALID naming the flag. */
 rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, uint64_t *given,
                            int *next, rt_err *err);
+/* An rt_argv.other for programs whose table has no --help row: takes
+ * --help (no value) and sets *(bool *)ctx; 0 for any other flag. */
+int rt_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                 rt_err *err);
 
 /* Appends text wrapped at 79 columns, continuation lines indented by
  * indent; col is where the text starts. 0, or -1 when out of memory. */

@@ -1,6 +1,8 @@
 /* rt_buf.c — growable byte buffer with JSON string and float writers, the
- * UTF-8 check they (and the request parsers) share, and rt_grow, the one
- * way every module grows an array. */
+ * UTF-8 check they (and the request parsers) share, rt_grow, the one
+ * way every module grows an array, and rt_trim_span, the one meaning of
+ * "white space around a string" (raw inputs, the batch's string keys,
+ * vocabularies, labels). */
 #include "rt_internal.h"
 
 #include <math.h>
@@ -457,3 +459,33 @@ int rt_buf_json_double(rt_buf *b, double v)
     char tmp[40];
     return rt_buf_append(b, tmp, shortest_text(v, 1, 17, 0, tmp));
 }
+
+int rt_buf_put_int(rt_buf *b, int64_t v)
+{
+    char tmp[24];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--n] = '-';
+    return rt_buf_append(b, tmp + n, sizeof tmp - n);
+}
+
+const char *rt_trim_span(const char *s, size_t *len)
+{
+    size_t n = *len;
+    while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' ||
+                 *s == '\f')) {
+        s++;
+        n--;
+    }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r' ||
+                 s[n - 1] == '\v' || s[n - 1] == '\f'))
+        n--;
+    *len = n;
+    return s;
+}
+

@@ -40,7 +40,8 @@ void rt_ctx_free(rt_ctx *c)
     rt_buf_free(&c->text);
     rt_buf_free(&c->key);
     rt_buf_free(&c->bytes);
-    rt_v2_req_free(c->v2);
+    if (c->v2)
+        c->v2_free(c->v2);
     free(c);
 }
 

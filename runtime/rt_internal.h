@@ -313,10 +313,10 @@ struct rt_ctx {
     rt_buf bytes;           /* decoded base64 */
     struct rt_v2_req *v2;   /* an Open Inference Protocol request's answer
                                settings (rt_v2_internal.h), made on first use */
+    void (*v2_free)(struct rt_v2_req *); /* its destructor, set with it by
+                               rt_v2_parse.c, which owns it: rt_ctx_free
+                               calls through it, so the calls go one way */
 };
-
-/* Frees c->v2 (rt_v2_parse.c); NULL is fine. */
-void rt_v2_req_free(struct rt_v2_req *q);
 
 /* Gives c an empty batch for graph g (made anew when the graph changed). */
 rt_status rt_ctx_prepare(rt_ctx *c, const rt_graph *g, rt_err *err);

@@ -10,12 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-rt_json_params rt_json_default_params(void)
-{
-    rt_json_params p = {.max_instances = 100000, .max_depth = 64};
-    return p;
-}
-
 static rt_status handle(const rt_model *m, rt_method method, const char *body, size_t len,
                         const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err)
 {

@@ -220,21 +220,6 @@ static const float *float_span(const rt_graph *g, const rt_outputs *o, out_kind 
     }
 }
 
-/* A non-negative or negative integer in decimal, without printf. */
-static int put_int(rt_buf *b, int64_t v)
-{
-    char tmp[24];
-    size_t n = sizeof tmp;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[--n] = '-';
-    return rt_buf_append(b, tmp + n, sizeof tmp - n);
-}
-
 static int put_class_name(rt_buf *b, const rt_graph *g, size_t k)
 {
     const char *s = rt_graph_class_name(g, k);
@@ -256,7 +241,7 @@ static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind
         for (size_t k = 0; k < nc; k++) {
             if (k)
                 rc |= rt_buf_append(b, ", ", 2);
-            rc |= put_int(b, (int64_t)k);
+            rc |= rt_buf_put_int(b, (int64_t)k);
         }
         return rc | rt_buf_puts(b, "]");
     case OUT_ALL_CLASSES:
@@ -269,7 +254,7 @@ static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind
         return rc | rt_buf_puts(b, "]");
     case OUT_CLASS_IDS:
         rc |= rt_buf_append(b, "[", 1);
-        rc |= put_int(b, o->class_ids[i]);
+        rc |= rt_buf_put_int(b, o->class_ids[i]);
         return rc | rt_buf_append(b, "]", 1);
     case OUT_CLASSES:
         rc |= rt_buf_puts(b, "[");
@@ -354,7 +339,7 @@ static int tmpl_build_pieces(row_tmpl *t, const rt_graph *g, const rt_outputs *o
             /* what put_value writes for an instance of class c */
             for (size_t c = 0; c < g->n_classes; c++) {
                 int crc = rt_buf_append(out, "[", 1);
-                crc |= items[k].kind == OUT_CLASS_IDS ? put_int(out, (int64_t)c)
+                crc |= items[k].kind == OUT_CLASS_IDS ? rt_buf_put_int(out, (int64_t)c)
                                                       : put_class_name(out, g, c);
                 crc |= rt_buf_append(out, "]", 1);
                 size_t off, len;

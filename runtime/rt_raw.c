@@ -1,7 +1,7 @@
 /*
  * rt_raw.c — raw inputs read one way for training and serving: CSV row
- * splitting, cell -> number, the defaults of empty cells, string trimming
- * and the DNN activations. The trainer (trn_reader, trn_feed, dropout) and
+ * splitting, cell -> number, the defaults of empty cells (strings are
+ * trimmed by rt_trim_span, rt_buf.c's) and the DNN activations. The trainer (trn_reader, trn_feed, dropout) and
  * the serving receivers (rt_receiver's CSV row) and forward pass
  * (rt_forward) call these functions and nothing else for these jobs, so a
  * row means the same thing wherever it is read (TensorFlow's answer to
@@ -207,21 +207,6 @@ rt_status rt_raw_push_number(rt_batch *b, size_t idx, long input, const Predictd
         return rt_batch_push_num(b, idx, (size_t)input, rc->default_number);
     }
     return rt_batch_push_num(b, idx, (size_t)input, v);
-}
-
-const char *rt_trim_span(const char *s, size_t *len)
-{
-    size_t n = *len;
-    while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' ||
-                 *s == '\f')) {
-        s++;
-        n--;
-    }
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r' ||
-                 s[n - 1] == '\v' || s[n - 1] == '\f'))
-        n--;
-    *len = n;
-    return s;
 }
 
 #if defined(__GNUC__) && !defined(__clang__)

@@ -581,6 +581,16 @@ const char *rt_settings_suggest(const rt_setting *t, size_t n, const char *name,
     return nr.tie ? NULL : nr.best;
 }
 
+const char *rt_nearest_name(const char *name, const char *const *names, size_t n)
+{
+    nearest nr = {NULL, SIZE_MAX, false};
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        consider(&nr, name, names[i], names[i]);
+    return nr.tie ? NULL : nr.best;
+}
+
 /* --------------------------------------------------------------- argv */
 
 /* "--name: unknown flag (did you mean --x?)" (or a's style) for name. */
@@ -759,4 +769,15 @@ int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,
         r |= help_with(b, s, k ? k : s, NULL, (size_t)w + 2 <= col ? col : (size_t)w + 2, col);
     }
     return r;
+}
+
+int rt_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                 rt_err *err)
+{
+    (void)next;
+    (void)err;
+    if (len != 4 || strncmp(name, "help", 4) != 0 || eq)
+        return 0;
+    *(bool *)ctx = true;
+    return 1;
 }

@@ -80,7 +80,8 @@ typedef struct rt_v2_req {
 
 /* c's request settings, made on first use; NULL when out of memory. */
 rt_v2_req *rt_v2_req_of(rt_ctx *c);
-/* Frees what rt_v2_req_of made (rt_ctx_free calls it). NULL is fine. */
+/* Frees what rt_v2_req_of made (rt_ctx_free calls it through c->v2_free).
+ * NULL is fine. */
 void rt_v2_req_free(rt_v2_req *q);
 
 /* Renders the answer of request q over outputs o (o->n instances) into out

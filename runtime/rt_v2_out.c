@@ -54,20 +54,6 @@ static const char *str_at(const rt_graph *g, const rt_outputs *o, rt_v2_out_kind
     return s ? s : "";
 }
 
-static int put_int(rt_buf *b, int64_t v)
-{
-    char tmp[24];
-    size_t n = sizeof tmp;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[--n] = '-';
-    return rt_buf_append(b, tmp + n, sizeof tmp - n);
-}
-
 static int put_le(rt_buf *b, uint64_t v, size_t bytes)
 {
     unsigned char t[8];
@@ -121,9 +107,9 @@ static int put_classes(rt_buf *b, const rt_graph *g, const rt_outputs *o, const 
             char f[RT_JSON_FLOAT_MAX];
             rc |= rt_buf_append(tmp, f, rt_json_float_text(float_at(g, o, t->kind, i, best), f));
         } else {
-            rc |= put_int(tmp, int_at(o, t->kind, i, best));
+            rc |= rt_buf_put_int(tmp, int_at(o, t->kind, i, best));
         }
-        rc |= rt_buf_append(tmp, ":", 1) | put_int(tmp, (int64_t)best);
+        rc |= rt_buf_append(tmp, ":", 1) | rt_buf_put_int(tmp, (int64_t)best);
         if (has_label(g, t->kind)) {
             const char *l = rt_graph_class_name(g, best);
             rc |= rt_buf_append(tmp, ":", 1) | rt_buf_puts(tmp, l ? l : "");
@@ -186,7 +172,7 @@ static int put_elements(rt_buf *b, const rt_graph *g, const rt_outputs *o, const
                 rc |= rt_buf_append(b, ", ", 2);
             if (ints) {
                 int64_t v = int_at(o, t->kind, i, j);
-                rc |= bin ? put_le(b, (uint64_t)v, bytes) : put_int(b, v);
+                rc |= bin ? put_le(b, (uint64_t)v, bytes) : rt_buf_put_int(b, v);
             } else {
                 const char *s = str_at(g, o, t->kind, i, j);
                 rc |= put_str(b, s, strlen(s), bin);
@@ -208,7 +194,7 @@ rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_
     rc |= rt_buf_json_string(out, q->name.data ? q->name.data : "", q->name.len);
     if (q->version >= 0) {
         rc |= rt_buf_puts(out, ", \"model_version\": \"");
-        rc |= put_int(out, q->version) | rt_buf_append(out, "\"", 1);
+        rc |= rt_buf_put_int(out, q->version) | rt_buf_append(out, "\"", 1);
     }
     if (q->id.len) {
         rc |= rt_buf_puts(out, ", \"id\": ");
@@ -234,14 +220,14 @@ rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_
         rc |= rt_buf_json_string(out, t->name, strlen(t->name));
         /* appended piece by piece: no printf on the hot path */
         rc |= rt_buf_puts(out, ", \"datatype\": \"") | rt_buf_puts(out, dt);
-        rc |= rt_buf_puts(out, "\", \"shape\": [") | put_int(out, (int64_t)o->n);
-        rc |= rt_buf_append(out, ", ", 2) | put_int(out, (int64_t)width);
+        rc |= rt_buf_puts(out, "\", \"shape\": [") | rt_buf_put_int(out, (int64_t)o->n);
+        rc |= rt_buf_append(out, ", ", 2) | rt_buf_put_int(out, (int64_t)width);
         rc |= rt_buf_append(out, "], ", 3);
         if (sel->binary) {
             size_t before = q->bin.len;
             rc |= put_elements(&q->bin, g, o, t, sel, width, &tmp, taken);
             rc |= rt_buf_puts(out, "\"parameters\": {\"binary_data_size\": ");
-            rc |= put_int(out, (int64_t)(q->bin.len - before)) | rt_buf_append(out, "}}", 2);
+            rc |= rt_buf_put_int(out, (int64_t)(q->bin.len - before)) | rt_buf_append(out, "}}", 2);
             any_bin = true;
         } else {
             rc |= rt_buf_puts(out, "\"data\": [");

@@ -80,6 +80,7 @@ rt_v2_req *rt_v2_req_of(rt_ctx *c)
         rt_buf_init(&c->v2->name);
         rt_buf_init(&c->v2->id);
         rt_buf_init(&c->v2->bin);
+        c->v2_free = rt_v2_req_free;
     }
     return c->v2;
 }
@@ -502,7 +503,10 @@ static rt_status read_input(v2p *p, size_t pos)
     return check_input(p, in, dtype, dlen);
 }
 
-static rt_status read_inputs(v2p *p)
+/* A list member ("inputs", "outputs": what, described as want in a type
+ * error), each element read by read_one with its position. */
+static rt_status read_list(v2p *p, const char *what, const char *want,
+                           rt_status (*read_one)(v2p *p, size_t pos))
 {
     rt_jr *r = p->r;
     rt_jv v;
@@ -510,14 +514,19 @@ static rt_status read_inputs(v2p *p)
     if (st != RT_OK)
         return st;
     if (v.kind != RT_JV_LIST)
-        return type_error(p, "\"inputs\"", "a list of tensors", &v);
+        return type_error(p, what, want, &v);
     for (size_t pos = 0;; pos++) {
         int more;
         if ((st = rt_jr_element(r, &more)) != RT_OK || !more)
             return st;
-        if ((st = read_input(p, pos)) != RT_OK)
+        if ((st = read_one(p, pos)) != RT_OK)
             return st;
     }
+}
+
+static rt_status read_inputs(v2p *p)
+{
+    return read_list(p, "\"inputs\"", "a list of tensors", read_input);
 }
 
 /* ------------------------------------------------------------ outputs */
@@ -604,20 +613,7 @@ static rt_status read_output(v2p *p, size_t pos)
 
 static rt_status read_outputs(v2p *p)
 {
-    rt_jr *r = p->r;
-    rt_jv v;
-    rt_status st = rt_jr_value(r, &v);
-    if (st != RT_OK)
-        return st;
-    if (v.kind != RT_JV_LIST)
-        return type_error(p, "\"outputs\"", "a list of requested outputs", &v);
-    for (size_t pos = 0;; pos++) {
-        int more;
-        if ((st = rt_jr_element(r, &more)) != RT_OK || !more)
-            return st;
-        if ((st = read_output(p, pos)) != RT_OK)
-            return st;
-    }
+    return read_list(p, "\"outputs\"", "a list of requested outputs", read_output);
 }
 
 /* ---------------------------------------------------- the first pass */

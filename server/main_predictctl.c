@@ -106,18 +106,6 @@ static void usage(FILE *fp)
     rt_buf_free(&b);
 }
 
-/* rt_argv.other: --help. */
-static int help_flag(void *ctx, const char *name, size_t len, const char *eq, const char *next,
-                     rt_err *err)
-{
-    (void)next;
-    (void)err;
-    if (len != 4 || strncmp(name, "help", 4) != 0 || eq)
-        return 0;
-    *(bool *)ctx = true;
-    return 1;
-}
-
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
 {
@@ -1169,7 +1157,7 @@ int main(int argc, char **argv)
     uint64_t given = 0;
     int i = argc, r;
     rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = extra,
-                    .other = help_flag, .ctx = &help};
+                    .other = rt_argv_help, .ctx = &help};
     if (rt_settings_defaults(flags, n_flags, &fl, &ferr) != RT_OK) {
         fprintf(stderr, "predictctl: %s\n", ferr.msg);
         r = 1;

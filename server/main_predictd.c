@@ -160,9 +160,10 @@ static void reload(daemon_t *d, const char *why)
     sd_notify(0, "READY=1\nSTATUS=serving (config reloaded)");
 }
 
-static int run(daemon_t *d)
+/* The self-pipe and the handlers of SIGHUP, SIGTERM and SIGINT; SIGPIPE
+ * ignored. 0, or 1 when the pipe cannot be made. */
+static int install_signals(daemon_t *d)
 {
-    rt_err err = {{0}};
     if (pipe2(d->sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         srv_log(SRV_LOG_ERROR, "pipe: %s", strerror(errno));
         return 1;
@@ -176,8 +177,14 @@ static int run(daemon_t *d)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
 
-    /* TLS and tokens first: a bad certificate or key stops the start at once */
+/* TLS and tokens first: a bad certificate or key stops the start at once.
+ * 0, or 1 after logging why. */
+static int open_security(daemon_t *d)
+{
+    rt_err err = {{0}};
     if (d->cfg->tls_cert_file || d->cfg->tls_key_file) {
         srv_tls_params tp = {d->cfg->tls_cert_file, d->cfg->tls_key_file,
                              d->cfg->tls_client_ca_file, d->cfg->tls_min_version,
@@ -195,6 +202,14 @@ static int run(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
+    return 0;
+}
+
+/* The model manager with the config's models, and its loader thread.
+ * 0, or 1 after logging why. */
+static int start_models(daemon_t *d)
+{
+    rt_err err = {{0}};
     if (srv_manager_new(&d->mgr, &err) != RT_OK || srv_manager_apply(d->mgr, d->cfg, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
@@ -206,6 +221,35 @@ static int run(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
+    return 0;
+}
+
+/* The one line that says how the daemon listens. */
+static void log_listening(const daemon_t *d, const srv_http_params *hp, int nfds)
+{
+    char queue_txt[200] = "";
+    if (hp->max_queue)
+        snprintf(queue_txt, sizeof queue_txt, " and a queue of %zu", hp->max_queue);
+    if (hp->batching)
+        snprintf(queue_txt + strlen(queue_txt), sizeof queue_txt - strlen(queue_txt),
+                 "; batching :predict (max_batch_size %zu, batch_timeout_micros %ld, "
+                 "max_enqueued_batches %zu, %d batch thread(s))",
+                 hp->batch.max_batch_size, hp->batch.timeout_us, hp->batch.max_enqueued_batches,
+                 hp->batch.threads);
+    srv_log(SRV_LOG_INFO, "%s listening (%s%s%s) on %s:%d%s with %d %s thread(s)%s, %zu model(s)",
+            SRV_VERSION_STRING,
+            d->tls ? (srv_tls_client_ca(d->tls) ? "HTTPS, mutual TLS" : "HTTPS")
+                   : "plain HTTP: no tls_cert_file",
+            d->auth ? ", bearer tokens" : "", d->auth ? "" : ", no auth_tokens_file", nfds > 0 ? "(socket activation)" : hp->host,
+            srv_http_port(d->http), nfds > 0 ? " (fd 3)" : "", hp->threads,
+            hp->max_queue ? "inference worker" : "request", queue_txt, d->cfg->n_models);
+}
+
+/* Metrics and the HTTP server with the settings srv_config_http_params
+ * gives, on systemd's socket when one is passed. 0, or 1 after logging why. */
+static int start_http(daemon_t *d)
+{
+    rt_err err = {{0}};
     srv_http_params hp;
     srv_config_http_params(d->cfg, srv_cpu_count(NULL, NULL), &hp);
     if (!(d->metrics = srv_metrics_new(hp.threads))) {
@@ -231,71 +275,133 @@ static int run(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
-    char queue_txt[200] = "";
-    if (hp.max_queue)
-        snprintf(queue_txt, sizeof queue_txt, " and a queue of %zu", hp.max_queue);
-    if (hp.batching)
-        snprintf(queue_txt + strlen(queue_txt), sizeof queue_txt - strlen(queue_txt),
-                 "; batching :predict (max_batch_size %zu, batch_timeout_micros %ld, "
-                 "max_enqueued_batches %zu, %d batch thread(s))",
-                 hp.batch.max_batch_size, hp.batch.timeout_us, hp.batch.max_enqueued_batches,
-                 hp.batch.threads);
-    srv_log(SRV_LOG_INFO, "%s listening (%s%s%s) on %s:%d%s with %d %s thread(s)%s, %zu model(s)",
-            SRV_VERSION_STRING,
-            d->tls ? (srv_tls_client_ca(d->tls) ? "HTTPS, mutual TLS" : "HTTPS")
-                   : "plain HTTP: no tls_cert_file",
-            d->auth ? ", bearer tokens" : "", d->auth ? "" : ", no auth_tokens_file", nfds > 0 ? "(socket activation)" : hp.host,
-            srv_http_port(d->http), nfds > 0 ? " (fd 3)" : "", hp.threads,
-            hp.max_queue ? "inference worker" : "request", queue_txt, d->cfg->n_models);
+    log_listening(d, &hp, nfds);
+    return 0;
+}
 
-    uint64_t wd_usec = 0;
-    double wd_interval = 0; /* seconds between watchdog pings, 0 = off */
-    if (sd_watchdog_enabled(1, &wd_usec) > 0 && wd_usec > 0) {
-        wd_interval = (double)wd_usec / 2e6;
-        srv_log(SRV_LOG_INFO, "systemd watchdog: pinging every %.1f s while requests are "
-                              "answered", wd_interval);
+/* The main loop's own state. */
+typedef struct main_loop {
+    double wd_interval; /* seconds between watchdog pings, 0 = off */
+    double last_ping;
+    bool draining;
+    double drain_until;
+} main_loop;
+
+/* Each change of readiness is one log line; the first ready one tells
+ * systemd READY=1. */
+static void note_readiness(daemon_t *d)
+{
+    char why[512] = "";
+    bool ready = srv_manager_ready(d->mgr, why, sizeof why);
+    if (ready != d->was_ready) {
+        if (ready)
+            srv_log(SRV_LOG_INFO, "ready: every model's default version answers");
+        else if (d->notified_ready)
+            srv_log(SRV_LOG_WARN, "not ready: %s", why);
+        d->was_ready = ready;
     }
-    double last_ping = 0, drain_until = 0;
-    bool draining = false;
+    if (!d->notified_ready && ready) {
+        d->notified_ready = true;
+        sd_notifyf(0, "READY=1\nSTATUS=serving %zu model(s) on port %d", d->cfg->n_models,
+                   srv_http_port(d->http));
+    }
+}
+
+/* The systemd watchdog ping when it is due, after /healthz answered. */
+static void ping_watchdog(daemon_t *d, main_loop *l, double now)
+{
+    if (l->wd_interval <= 0 || now - l->last_ping < l->wd_interval)
+        return;
+    int probe_ms = l->wd_interval * 500 > 5000 ? 5000 : (int)(l->wd_interval * 500);
+    if (srv_http_probe(d->http, probe_ms)) {
+        sd_notify(0, "WATCHDOG=1");
+        l->last_ping = now;
+    } else {
+        srv_log(SRV_LOG_WARN, "watchdog: /healthz did not answer within %d ms; "
+                              "not pinging",
+                probe_ms);
+    }
+}
+
+/* How long to poll the signal pipe: until the next look, the end of the
+ * drain or the next watchdog ping, whichever comes first. */
+static int wait_ms_for(const daemon_t *d, const main_loop *l, double now)
+{
+    int wait_ms = d->notified_ready ? 1000 : 100;
+    if (l->draining && (l->drain_until - now) * 1000 < wait_ms)
+        wait_ms = (int)((l->drain_until - now) * 1000) + 1;
+    if (l->wd_interval > 0) {
+        double until_ping = (l->last_ping + l->wd_interval - mono_seconds()) * 1000;
+        if (until_ping < wait_ms)
+            wait_ms = until_ping > 0 ? (int)until_ping + 1 : 0;
+    }
+    return wait_ms;
+}
+
+/* A signal from the pipe: SIGHUP reloads; SIGTERM or SIGINT starts the
+ * drain, or stops when draining already or with no drain grace. True: stop. */
+static bool take_signal(daemon_t *d, main_loop *l, unsigned char sig)
+{
+    if (sig == SIGHUP) {
+        reload(d, "SIGHUP");
+        return false;
+    }
+    const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (l->draining || d->cfg->drain_grace_seconds == 0) {
+        srv_log(SRV_LOG_INFO, "%s: stopping after in-flight requests finish", name);
+        return true;
+    }
+    l->draining = true;
+    atomic_store(&d->draining, 1);
+    l->drain_until = mono_seconds() + d->cfg->drain_grace_seconds;
+    sd_notifyf(0, "STOPPING=1\nSTATUS=draining for %d s", d->cfg->drain_grace_seconds);
+    srv_log(SRV_LOG_INFO, "%s: draining: readyz answers 503, requests are served for "
+                          "%d s more (a second signal stops at once)",
+            name, d->cfg->drain_grace_seconds);
+    return false;
+}
+
+/* Reloads when the config file changed: its stat at once, its bytes every
+ * model_config_file_poll_wait_seconds. */
+static void watch_config(daemon_t *d)
+{
+    if (srv_args_given(&d->args, "model_config_file")) {
+        struct stat sb;
+        if (stat(d->args.values.model_config_file, &sb) == 0 &&
+            (!d->have_cfg_stat || !same_file_state(&sb, &d->cfg_stat)))
+            reload(d, "config file changed");
+    }
+    /* TF Serving's periodic re-read: catches changes the stat check
+     * cannot see (same inode, size and mtime); reloads only when the
+     * bytes differ from those last read. */
+    int poll_s = d->cfg->model_config_file_poll_wait_seconds;
+    if (poll_s > 0 && mono_seconds() >= d->next_cfg_poll) {
+        d->next_cfg_poll = mono_seconds() + poll_s;
+        uint64_t fp = cfg_fingerprint(d);
+        if (fp != 0 && fp != d->cfg_fp)
+            reload(d, "model_config_file_poll_wait_seconds: the file's bytes changed");
+    }
+}
+
+/* Readiness, the watchdog, signals and config changes until a stop signal
+ * (after the drain) or a failed poll. */
+static void main_loop_run(daemon_t *d)
+{
+    main_loop l = {0};
+    uint64_t wd_usec = 0;
+    if (sd_watchdog_enabled(1, &wd_usec) > 0 && wd_usec > 0) {
+        l.wd_interval = (double)wd_usec / 2e6;
+        srv_log(SRV_LOG_INFO, "systemd watchdog: pinging every %.1f s while requests are "
+                              "answered", l.wd_interval);
+    }
     for (;;) {
-        char why[512] = "";
-        bool ready = srv_manager_ready(d->mgr, why, sizeof why);
-        if (ready != d->was_ready) { /* each change of readiness is one log line */
-            if (ready)
-                srv_log(SRV_LOG_INFO, "ready: every model's default version answers");
-            else if (d->notified_ready)
-                srv_log(SRV_LOG_WARN, "not ready: %s", why);
-            d->was_ready = ready;
-        }
-        if (!d->notified_ready && ready) {
-            d->notified_ready = true;
-            sd_notifyf(0, "READY=1\nSTATUS=serving %zu model(s) on port %d", d->cfg->n_models,
-                       srv_http_port(d->http));
-        }
+        note_readiness(d);
         double now = mono_seconds();
-        if (wd_interval > 0 && now - last_ping >= wd_interval) {
-            int probe_ms = wd_interval * 500 > 5000 ? 5000 : (int)(wd_interval * 500);
-            if (srv_http_probe(d->http, probe_ms)) {
-                sd_notify(0, "WATCHDOG=1");
-                last_ping = now;
-            } else {
-                srv_log(SRV_LOG_WARN, "watchdog: /healthz did not answer within %d ms; "
-                                      "not pinging",
-                        probe_ms);
-            }
-        }
-        if (draining && now >= drain_until)
+        ping_watchdog(d, &l, now);
+        if (l.draining && now >= l.drain_until)
             break;
-        int wait_ms = d->notified_ready ? 1000 : 100;
-        if (draining && (drain_until - now) * 1000 < wait_ms)
-            wait_ms = (int)((drain_until - now) * 1000) + 1;
-        if (wd_interval > 0) {
-            double until_ping = (last_ping + wd_interval - mono_seconds()) * 1000;
-            if (until_ping < wait_ms)
-                wait_ms = until_ping > 0 ? (int)until_ping + 1 : 0;
-        }
         struct pollfd pfd = {.fd = d->sig_pipe[0], .events = POLLIN};
-        int pr = poll(&pfd, 1, wait_ms);
+        int pr = poll(&pfd, 1, wait_ms_for(d, &l, now));
         if (pr < 0 && errno != EINTR) {
             srv_log(SRV_LOG_ERROR, "poll: %s", strerror(errno));
             break;
@@ -304,41 +410,20 @@ static int run(daemon_t *d)
             unsigned char sig = 0;
             if (read(d->sig_pipe[0], &sig, 1) != 1)
                 continue;
-            if (sig == SIGHUP) {
-                reload(d, "SIGHUP");
-                continue;
-            }
-            const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-            if (draining || d->cfg->drain_grace_seconds == 0) {
-                srv_log(SRV_LOG_INFO, "%s: stopping after in-flight requests finish", name);
+            if (take_signal(d, &l, sig))
                 break;
-            }
-            draining = true;
-            atomic_store(&d->draining, 1);
-            drain_until = mono_seconds() + d->cfg->drain_grace_seconds;
-            sd_notifyf(0, "STOPPING=1\nSTATUS=draining for %d s", d->cfg->drain_grace_seconds);
-            srv_log(SRV_LOG_INFO, "%s: draining: readyz answers 503, requests are served for "
-                                  "%d s more (a second signal stops at once)",
-                    name, d->cfg->drain_grace_seconds);
             continue;
         }
-        if (!draining && (srv_args_given(&d->args, "model_config_file"))) {
-            struct stat sb;
-            if (stat(d->args.values.model_config_file, &sb) == 0 &&
-                (!d->have_cfg_stat || !same_file_state(&sb, &d->cfg_stat)))
-                reload(d, "config file changed");
-        }
-        /* TF Serving's periodic re-read: catches changes the stat check
-         * cannot see (same inode, size and mtime); reloads only when the
-         * bytes differ from those last read. */
-        int poll_s = d->cfg->model_config_file_poll_wait_seconds;
-        if (!draining && poll_s > 0 && mono_seconds() >= d->next_cfg_poll) {
-            d->next_cfg_poll = mono_seconds() + poll_s;
-            uint64_t fp = cfg_fingerprint(d);
-            if (fp != 0 && fp != d->cfg_fp)
-                reload(d, "model_config_file_poll_wait_seconds: the file's bytes changed");
-        }
+        if (!l.draining)
+            watch_config(d);
     }
+}
+
+static int run(daemon_t *d)
+{
+    if (install_signals(d) || open_security(d) || start_models(d) || start_http(d))
+        return 1;
+    main_loop_run(d);
     atomic_store(&d->draining, 1);
     sd_notify(0, "STOPPING=1\nSTATUS=stopping: finishing in-flight requests");
     srv_http_stop(d->http); /* in-flight requests finish */

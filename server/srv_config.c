@@ -344,7 +344,9 @@ static int other_flag(void *ctx, const char *name, size_t len, const char *eq, c
         }
         if (!v && type != SRV_TF_BOOL)
             v = next;
-        if (srv_tfflag_apply(i, v, a, err) != RT_OK)
+        const char *alias, *alias_value;
+        if (srv_tfflag_apply(i, v, a, &alias, &alias_value, err) != RT_OK ||
+            (alias && srv_args_set(a, alias, alias_value, err) != RT_OK))
             return -1;
         return v && !eq ? 2 : 1;
     }

@@ -36,9 +36,12 @@ size_t srv_tfflag_count(void);
 const char *srv_tfflag_name(size_t i, srv_tfflag_type *type);
 /* The i-th TF Serving flag given with value (NULL: a bool flag alone): a
  * value TF would not parse is refused naming the flag; one whose meaning
- * predictd cannot honour is refused saying why; an alias sets its predictd
- * setting; any other adds one warning line to a->warnings (what predictd
- * does instead). */
-rt_status srv_tfflag_apply(size_t i, const char *value, srv_args *a, rt_err *err);
+ * predictd cannot honour is refused saying why; an alias gives the
+ * predictd setting it stands for in *alias and the value in *alias_value
+ * for the caller to set (srv_tfflags.c calls nothing of srv_config.c);
+ * any other adds one warning line to a->warnings (what predictd does
+ * instead) and sets *alias to NULL. */
+rt_status srv_tfflag_apply(size_t i, const char *value, srv_args *a, const char **alias,
+                           const char **alias_value, rt_err *err);
 
 #endif

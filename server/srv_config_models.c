@@ -12,35 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool srv_name_valid(const char *name, size_t len)
-{
-    if (!name || len == 0 || len > SRV_NAME_MAX)
-        return false;
-    if (name[0] == '.')
-        return false; /* no ".", "..", hidden names */
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-' || c == '.';
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
-int64_t srv_parse_version(const char *s, size_t len)
-{
-    if (!s || len == 0 || len > 18)
-        return -1; /* 18 digits always fit in int64 */
-    int64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v;
-}
-
 void srv_model_conf_clear(srv_model_conf *mc)
 {
     free(mc->name);

@@ -221,97 +221,65 @@ static int resolve_max_connections(int configured)
     return n;
 }
 
-rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atomic int *draining,
-                         srv_http **out, rt_err *err)
+/* Inference workers (max_queue > 0): their contexts, the pool, the
+ * adaptive admission limit and the ready-made 429 answers. *io_threads is
+ * how many I/O threads libmicrohttpd runs then. */
+static rt_status start_workers(srv_http *h, int *io_threads, rt_err *err)
 {
-    *out = NULL;
-    if (p->threads < 1 || p->max_request_bytes == 0 || p->timeout_ms < 1)
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "http: threads, max_request_bytes and timeout "
-                          "must be positive");
-    srv_http *h = calloc(1, sizeof *h);
-    if (!h)
-        return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
-    h->p = *p;
-    h->p.max_connections = resolve_max_connections(p->max_connections);
-    snprintf(h->metrics_path, sizeof h->metrics_path, "%s", p->metrics_path ? p->metrics_path : "");
-    h->p.metrics_path = NULL; /* the caller's string may not outlive the start */
-    h->p.host = NULL;         /* not kept */
-    h->mgr = mgr;
-    h->draining = draining;
-    h->fd = -1;
-    atomic_init(&h->probe_fd, -1);
-    pthread_mutex_init(&h->pool_mu, NULL);
-    pthread_mutex_init(&h->conn_mu, NULL);
+    const srv_http_params *p = &h->p;
     rt_status st;
-    srv_conns_params cp = {h->p.max_connections, p->header_timeout_s,
-                           p->request_read_timeout_s, p->metrics};
-    if ((st = srv_conns_new(&cp, &h->conns, err)) != RT_OK)
-        goto fail;
-    if ((st = srv_shadow_new(SHADOW_QUEUE, p->shadow_queue_bytes, &p->json, &h->shadow, err)) !=
-            RT_OK ||
-        (st = srv_predlog_new(mgr, LOG_QUEUE, p->log_queue_bytes, &h->predlog, err)) != RT_OK)
-        goto fail;
-    if (pthread_key_create(&h->tkey, NULL) != 0) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot create a thread key");
-        goto fail;
+    *io_threads = p->threads;
+    if (p->max_queue == 0) {
+        if (p->io_threads > 0)
+            *io_threads = p->io_threads;
+        return RT_OK;
     }
-    h->tkey_made = true;
-    if (p->listen_fd >= 0) {
-        h->fd = p->listen_fd;
-    } else {
-        if ((st = open_listener(p->host ? p->host : "0.0.0.0", p->port, &h->fd, err)) != RT_OK)
-            goto fail;
-        h->own_fd = true;
+    /* Inference runs on `threads` workers; I/O needs few threads. */
+    *io_threads = p->io_threads > 0 ? p->io_threads : (p->threads + 1) / 2;
+    h->wctx = calloc((size_t)p->threads, sizeof *h->wctx);
+    for (int i = 0; h->wctx && i < p->threads; i++)
+        if (!(h->wctx[i] = rt_ctx_new()))
+            return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
+    if (!h->wctx)
+        return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
+    if ((st = srv_pool_new(p->threads, p->max_queue, srv_http_worker_job, h, &h->workers, err)) !=
+        RT_OK)
+        return st;
+    srv_pool_set_max_wait(h->workers, p->max_queue_wait_ms);
+    /* with a target wait, the number in flight adapts to it: at most
+     * what can wait plus what can run */
+    if (p->max_queue_wait_ms > 0 &&
+        (st = srv_admit_new(p->max_queue + (size_t)p->threads,
+                            (int64_t)p->max_queue_wait_ms * 1000000, &h->admit, err)) != RT_OK)
+        return st;
+    for (int i = 0; i < 2; i++) {
+        char msg[256];
+        srv_http_busy_message(h, i == 1, msg, sizeof msg);
+        h->busy[i] = srv_http_error_response(h, 429, msg); /* NULL: made per refusal */
     }
-    h->port = bound_port(h->fd);
-    int io_threads = p->threads;
-    if (p->max_queue > 0) {
-        /* Inference runs on `threads` workers; I/O needs few threads. */
-        io_threads = p->io_threads > 0 ? p->io_threads : (p->threads + 1) / 2;
-        h->wctx = calloc((size_t)p->threads, sizeof *h->wctx);
-        for (int i = 0; h->wctx && i < p->threads; i++)
-            if (!(h->wctx[i] = rt_ctx_new())) {
-                st = rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
-                goto fail;
-            }
-        if (!h->wctx) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
-            goto fail;
-        }
-        if ((st = srv_pool_new(p->threads, p->max_queue, srv_http_worker_job, h, &h->workers,
-                               err)) != RT_OK)
-            goto fail;
-        srv_pool_set_max_wait(h->workers, p->max_queue_wait_ms);
-        /* with a target wait, the number in flight adapts to it: at most
-         * what can wait plus what can run */
-        if (p->max_queue_wait_ms > 0 &&
-            (st = srv_admit_new(p->max_queue + (size_t)p->threads,
-                                (int64_t)p->max_queue_wait_ms * 1000000, &h->admit, err)) !=
-                RT_OK)
-            goto fail;
-        for (int i = 0; i < 2; i++) {
-            char msg[256];
-            srv_http_busy_message(h, i == 1, msg, sizeof msg);
-            h->busy[i] = srv_http_error_response(h, 429, msg); /* NULL: made per refusal */
-        }
-    } else if (p->io_threads > 0) {
-        io_threads = p->io_threads;
-    }
-    if (p->batching) {
-        h->bctx = calloc((size_t)(p->batch.threads > 0 ? p->batch.threads : 1), sizeof *h->bctx);
-        for (int i = 0; h->bctx && i < p->batch.threads; i++)
-            if (!(h->bctx[i] = rt_ctx_new())) {
-                st = rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
-                goto fail;
-            }
-        if (!h->bctx) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
-            goto fail;
-        }
-        if ((st = srv_batcher_new(&p->batch, srv_http_batch_job, h, &h->batcher, err)) != RT_OK)
-            goto fail;
-    }
+    return RT_OK;
+}
+
+/* Cross-request batching (enable_batching): its contexts and threads. */
+static rt_status start_batcher(srv_http *h, rt_err *err)
+{
+    const srv_http_params *p = &h->p;
+    if (!p->batching)
+        return RT_OK;
+    h->bctx = calloc((size_t)(p->batch.threads > 0 ? p->batch.threads : 1), sizeof *h->bctx);
+    for (int i = 0; h->bctx && i < p->batch.threads; i++)
+        if (!(h->bctx[i] = rt_ctx_new()))
+            return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
+    if (!h->bctx)
+        return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
+    return srv_batcher_new(&p->batch, srv_http_batch_job, h, &h->batcher, err);
+}
+
+/* libmicrohttpd on the listening socket with predictd's options and
+ * io_threads I/O threads. */
+static rt_status start_mhd(srv_http *h, int io_threads, rt_err *err)
+{
+    const srv_http_params *p = &h->p;
     /* poll(2), not epoll: libmicrohttpd 0.9.75's epoll loop takes 128
      * events per epoll_wait and, after a full batch, waits again with the
      * whole idle timeout before handling any of them, so 128 or more
@@ -372,35 +340,102 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
                                                 (void *)(uintptr_t)ca};
     h->mhd = MHD_start_daemon(flags, 0, on_accept, h, srv_http_on_request, h, MHD_OPTION_ARRAY,
                               opts, MHD_OPTION_END);
-    if (!h->mhd) {
-        st = rt_err_set(err, RT_ERR_IO, "http: libmicrohttpd failed to start on port %d", h->port);
-        goto fail;
-    }
-    *out = h;
+    if (!h->mhd)
+        return rt_err_set(err, RT_ERR_IO, "http: libmicrohttpd failed to start on port %d",
+                          h->port);
     return RT_OK;
-fail:
-    srv_batcher_free(h->batcher);
-    for (int i = 0; h->bctx && i < p->batch.threads; i++)
-        rt_ctx_free(h->bctx[i]);
-    free(h->bctx);
+}
+
+/* Frees what srv_http_start made once nothing runs requests any more
+ * (libmicrohttpd stopped or never started); the listening socket is the
+ * caller's to close. */
+static void free_parts(srv_http *h)
+{
     srv_pool_free(h->workers);
     srv_admit_free(h->admit);
     for (int i = 0; i < 2; i++)
         if (h->busy[i])
             MHD_destroy_response(h->busy[i]);
-    for (int i = 0; h->wctx && i < p->threads; i++)
+    for (int i = 0; h->wctx && i < h->p.threads; i++)
         rt_ctx_free(h->wctx[i]);
     free(h->wctx);
-    if (h->own_fd && h->fd >= 0)
-        close(h->fd);
+    srv_batcher_free(h->batcher);
+    for (int i = 0; h->bctx && i < h->p.batch.threads; i++)
+        rt_ctx_free(h->bctx[i]);
+    free(h->bctx);
+    for (size_t i = 0; i < h->n_pool; i++)
+        rt_ctx_free(h->pool[i]);
+    free(h->pool);
+    while (h->tstates) {
+        tstate *t = h->tstates;
+        h->tstates = t->next;
+        rt_ctx_free(t->ctx);
+        free(t);
+    }
     if (h->tkey_made)
         pthread_key_delete(h->tkey);
-    srv_conns_free(h->conns);
-    srv_shadow_free(h->shadow);
+    srv_conns_free(h->conns);   /* after libmicrohttpd closed every connection */
+    srv_shadow_free(h->shadow); /* after the last request queued its run */
     srv_predlog_free(h->predlog);
     pthread_mutex_destroy(&h->pool_mu);
     pthread_mutex_destroy(&h->conn_mu);
     free(h);
+}
+
+rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atomic int *draining,
+                         srv_http **out, rt_err *err)
+{
+    *out = NULL;
+    if (p->threads < 1 || p->max_request_bytes == 0 || p->timeout_ms < 1)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "http: threads, max_request_bytes and timeout "
+                          "must be positive");
+    srv_http *h = calloc(1, sizeof *h);
+    if (!h)
+        return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
+    h->p = *p;
+    h->p.max_connections = resolve_max_connections(p->max_connections);
+    snprintf(h->metrics_path, sizeof h->metrics_path, "%s", p->metrics_path ? p->metrics_path : "");
+    h->p.metrics_path = NULL; /* the caller's string may not outlive the start */
+    h->p.host = NULL;         /* not kept */
+    h->mgr = mgr;
+    h->draining = draining;
+    h->fd = -1;
+    atomic_init(&h->probe_fd, -1);
+    pthread_mutex_init(&h->pool_mu, NULL);
+    pthread_mutex_init(&h->conn_mu, NULL);
+    rt_status st;
+    int io_threads;
+    srv_conns_params cp = {h->p.max_connections, p->header_timeout_s,
+                           p->request_read_timeout_s, p->metrics};
+    if ((st = srv_conns_new(&cp, &h->conns, err)) != RT_OK)
+        goto fail;
+    if ((st = srv_shadow_new(SHADOW_QUEUE, p->shadow_queue_bytes, &p->json, &h->shadow, err)) !=
+            RT_OK ||
+        (st = srv_predlog_new(mgr, LOG_QUEUE, p->log_queue_bytes, &h->predlog, err)) != RT_OK)
+        goto fail;
+    if (pthread_key_create(&h->tkey, NULL) != 0) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot create a thread key");
+        goto fail;
+    }
+    h->tkey_made = true;
+    if (p->listen_fd >= 0) {
+        h->fd = p->listen_fd;
+    } else {
+        if ((st = open_listener(p->host ? p->host : "0.0.0.0", p->port, &h->fd, err)) != RT_OK)
+            goto fail;
+        h->own_fd = true;
+    }
+    h->port = bound_port(h->fd);
+    if ((st = start_workers(h, &io_threads, err)) || (st = start_batcher(h, err)) ||
+        (st = start_mhd(h, io_threads, err)))
+        goto fail;
+    *out = h;
+    return RT_OK;
+fail:
+    if (h->own_fd && h->fd >= 0)
+        close(h->fd);
+    free_parts(h);
     return st;
 }
 
@@ -432,35 +467,7 @@ void srv_http_stop(srv_http *h)
     } else if (h->own_fd && h->fd >= 0) {
         close(h->fd);
     }
-    srv_pool_free(h->workers);
-    srv_admit_free(h->admit);
-    for (int i = 0; i < 2; i++)
-        if (h->busy[i])
-            MHD_destroy_response(h->busy[i]);
-    for (int i = 0; h->wctx && i < h->p.threads; i++)
-        rt_ctx_free(h->wctx[i]);
-    free(h->wctx);
-    srv_batcher_free(h->batcher);
-    for (int i = 0; h->bctx && i < h->p.batch.threads; i++)
-        rt_ctx_free(h->bctx[i]);
-    free(h->bctx);
-    for (size_t i = 0; i < h->n_pool; i++)
-        rt_ctx_free(h->pool[i]);
-    free(h->pool);
-    while (h->tstates) {
-        tstate *t = h->tstates;
-        h->tstates = t->next;
-        rt_ctx_free(t->ctx);
-        free(t);
-    }
-    if (h->tkey_made)
-        pthread_key_delete(h->tkey);
-    srv_conns_free(h->conns);   /* after libmicrohttpd closed every connection */
-    srv_shadow_free(h->shadow); /* after the last request queued its run */
-    srv_predlog_free(h->predlog);
-    pthread_mutex_destroy(&h->pool_mu);
-    pthread_mutex_destroy(&h->conn_mu);
-    free(h);
+    free_parts(h);
 }
 
 static double now_ms(void)

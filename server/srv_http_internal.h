@@ -8,8 +8,10 @@
  *   srv_http_request.c  a request's life on its I/O thread: headers (framing
  *                       check, routing), the body under its limits, dispatch,
  *                       completion (shadow / prediction-log taps), connections
- *   srv_http_answer.c   answers in TF Serving's shapes, errors, and the routes
- *                       that are not inference (health, status, metadata, metrics)
+ *   srv_http_send.c     answers and errors in TF Serving's shapes, gzip, how
+ *                       every piece sends (it calls none of the others)
+ *   srv_http_answer.c   a read request to its route; the routes that are not
+ *                       inference (health, status, metadata, metrics)
  *   srv_http_infer.c    inference requests: on the I/O thread or queued to the
  *                       workers (admission, 429), per-I/O-thread state
  *   srv_http_batch.c    cross-request batching: parse, join a batch, run merged
@@ -125,10 +127,11 @@ struct conn_state {
     bool client_verified;  /* mutual TLS: its client certificate checked (srv_http_sec.c) */
 };
 
-/* ------------------------------------------------ srv_http_answer.c */
+/* -------------------------------------------------- srv_http_send.c */
 
 /* Queues b as the answer, with code's Retry-After (429, 503), CORS and
- * X-Predictd-Model-Version (version >= 0) headers. keep: b stays untouched
+ * X-Predictd-Model-Version (version >= 0) headers, gzip-compressed when
+ * gzip_response_min_bytes and the request's Accept-Encoding say so. keep: b stays untouched
  * until the request completes (a connection's own buffer; no copy); else
  * the response takes b's bytes (b is left empty). close: libmicrohttpd
  * closes the connection after it. I/O thread of conn. */
@@ -157,6 +160,9 @@ unsigned srv_http_status(rt_status s);
 int srv_http_put_error(rt_buf *out, const char *msg);
 /* Milliseconds since t0 (CLOCK_MONOTONIC). */
 double srv_http_ms_since(const struct timespec *t0);
+
+/* ------------------------------------------------ srv_http_answer.c */
+
 /* Answers a routed request whose body has been read (every route but
  * batched :predict and queued inference), on its I/O thread. */
 enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *rq,
@@ -229,9 +235,5 @@ int srv_http_sec_gate(srv_http *h, struct MHD_Connection *conn, const srv_route 
 /* Appends the TLS and token metrics (nothing when neither is on); nonzero
  * when out of memory. */
 int srv_http_sec_metrics(srv_http *h, rt_buf *out);
-/* With gzip_response_min_bytes: when b is at least that long and the
- * request accepts gzip, z (initialized here, the caller frees it) holds b
- * compressed and true is returned. */
-bool srv_http_gzip_answer(srv_http *h, struct MHD_Connection *conn, const rt_buf *b, rt_buf *z);
 
 #endif /* PREDICTD_SRV_HTTP_INTERNAL_H */

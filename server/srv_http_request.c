@@ -158,6 +158,171 @@ static unsigned check_framing(struct MHD_Connection *conn, conn_state *cs, const
     return (unsigned)code;
 }
 
+/* A CORS preflight (enable_cors): 204 with the allowed methods and headers. */
+static enum MHD_Result answer_preflight(struct MHD_Connection *conn, req *rq)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+    MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Content-Type");
+    rq->answered = true;
+    enum MHD_Result r = MHD_queue_response(conn, 204, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+/* Content-Length: 413 over max_request_bytes at once; else the whole
+ * body's bytes are held from now on (429 past the budget). */
+static enum MHD_Result check_length(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl)
+        return MHD_YES;
+    char *end = NULL;
+    unsigned long long n = strtoull(cl, &end, 10);
+    if (end && *end == '\0' && n > h->p.max_request_bytes) {
+        rq->answered = true;
+        srv_metrics_rejected(h->p.metrics, "too_large");
+        return srv_http_send_error(h, conn, 413,
+                                   "request body of %llu bytes is over the limit of %zu bytes "
+                                   "(max_request_bytes)",
+                                   n, h->p.max_request_bytes);
+    }
+    /* the whole body's bytes are held from now on */
+    if (end && *end == '\0' && n > 0 && !hold_body(h, rq, (size_t)n))
+        return refuse_body(h, conn, rq, n);
+    return MHD_YES;
+}
+
+/* A new request on this connection, its headers read: the connection's
+ * request record reset for it (its buffers kept), then the framing checks,
+ * a CORS preflight, routing, the security gate, Content-Encoding, the
+ * traffic split's draw, the v2 binary header and Content-Length, each of
+ * which may answer at once. */
+static enum MHD_Result on_headers(srv_http *h, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, void **con_cls)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_state *cs = ci ? ci->socket_context : NULL;
+    if (!cs)
+        return MHD_NO;
+    req *rq = &cs->rq;
+    rt_buf keep_body = rq->body, keep_resp = rq->resp;
+    memset(rq, 0, sizeof *rq);
+    rq->body = keep_body;
+    rq->resp = keep_resp;
+    rt_buf_reset(&rq->body);
+    rt_buf_reset(&rq->resp);
+    rq->served = -1;
+    clock_gettime(CLOCK_MONOTONIC, &rq->start);
+    *con_cls = rq;
+    rq->counted = true;
+    atomic_fetch_add(&h->active, 1);
+    srv_conn_headers_done(cs->c);
+    char why[256];
+    unsigned bad = check_framing(conn, cs, method, version, why, sizeof why);
+    if (bad) {
+        rq->answered = true;
+        srv_metrics_rejected(h->p.metrics, bad == 501 ? "unsupported_coding" : "bad_framing");
+        if (bad != 501) /* srv_http_send_error_msg logs 501 itself */
+            srv_log(SRV_LOG_WARN, "refused a request (400, connection closed): %s", why);
+        return srv_http_send_error_msg(h, conn, bad, true, why);
+    }
+    if (h->p.enable_cors && !strcmp(method, "OPTIONS"))
+        return answer_preflight(conn, rq);
+    srv_route_request(method, url, &rq->route);
+    route_metrics(h, method, url, &rq->route);
+    int gate = srv_http_sec_gate(h, conn, &rq->route, method);
+    if (gate >= 0) {
+        rq->answered = true;
+        return (enum MHD_Result)gate;
+    }
+    const char *ce =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    if (srv_gzip_coding(ce) < 0) {
+        rq->answered = true;
+        srv_metrics_rejected(h->p.metrics, "unsupported_coding");
+        return srv_http_send_error(h, conn, 415,
+                                   "Content-Encoding '%.64s' is not supported (gzip and "
+                                   "identity are)", ce);
+    }
+    if (rq->route.kind == SRV_ROUTE_INFER && !srv_http_draw_route(h, cs, rq)) {
+        rq->answered = true;
+        return srv_http_send_error(h, conn, 503, "out of memory");
+    }
+    if (rq->route.kind == SRV_ROUTE_INFER && rq->route.method == RT_METHOD_INFER &&
+        !srv_http_v2_header(conn, rq)) {
+        rq->answered = true;
+        return srv_http_send_error(h, conn, 400,
+                                   "Inference-Header-Content-Length must be a number of "
+                                   "bytes (the length of the JSON header)");
+    }
+    return check_length(h, conn, rq);
+}
+
+/* A chunk of the body: appended under max_request_bytes and the budget of
+ * bodies held at once, or discarded after an answer. */
+static enum MHD_Result on_body_chunk(srv_http *h, struct MHD_Connection *conn, req *rq,
+                                     const char *upload_data, size_t *upload_data_size)
+{
+    size_t n = *upload_data_size;
+    *upload_data_size = 0;
+    if (rq->answered)
+        return MHD_YES; /* discard */
+    if (n > h->p.max_request_bytes || rq->body.len > h->p.max_request_bytes - n) {
+        rq->answered = true;
+        srv_metrics_rejected(h->p.metrics, "too_large");
+        rt_buf_free(&rq->body);
+        return srv_http_send_error(
+            h, conn, 413, "request body is over the limit of %zu bytes (max_request_bytes)",
+            h->p.max_request_bytes);
+    }
+    /* a chunked body is held chunk by chunk (past the budget the
+     * connection is closed: no answer can be queued mid-upload) */
+    if (rq->held < rq->body.len + n && !hold_body(h, rq, rq->body.len + n - rq->held))
+        return refuse_body(h, conn, rq, n);
+    /* one allocation of the announced size rather than doublings */
+    if (rq->held > rq->body.cap && rt_buf_reserve(&rq->body, rq->held) != 0) {
+        rq->answered = true;
+        return srv_http_send_error(h, conn, 500, "out of memory reading the request body");
+    }
+    if (rt_buf_append(&rq->body, upload_data, n) != 0) {
+        rq->answered = true;
+        return srv_http_send_error(h, conn, 500, "out of memory reading the request body");
+    }
+    return MHD_YES;
+}
+
+/* Content-Encoding: gzip: the body inflated under max_request_bytes
+ * (srv_gzip.c), the inflated bytes held like a body's. MHD_YES with
+ * rq->answered false to go on; else the refusal's result. */
+static enum MHD_Result inflate_body(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
+    rt_buf plain;
+    rt_buf_init(&plain);
+    rt_err gerr = {{0}};
+    rt_status gs = srv_gunzip(rq->body.data, rq->body.len, h->p.max_request_bytes, &plain, &gerr);
+    rt_buf_free(&rq->body);
+    rq->body = plain;
+    if (gs != RT_OK) {
+        rq->answered = true;
+        rt_buf_free(&rq->body);
+        srv_metrics_rejected(h->p.metrics, gs == RT_ERR_LIMIT ? "too_large" : "bad_gzip");
+        return srv_http_send_error(h, conn, gs == RT_ERR_LIMIT ? 413 : 400, "%s", gerr.msg);
+    }
+    size_t inflated = rq->body.len;
+    if (inflated > rq->held && !hold_body(h, rq, inflated - rq->held)) {
+        rt_buf_free(&rq->body);
+        return refuse_body(h, conn, rq, inflated);
+    }
+    return MHD_YES;
+}
+
 enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version,
                                     const char *upload_data, size_t *upload_data_size,
@@ -165,123 +330,10 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
 {
     srv_http *h = cls;
     req *rq = *con_cls;
-    if (!rq) {
-        /* A new request on this connection: reuse its record and buffers. */
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        conn_state *cs = ci ? ci->socket_context : NULL;
-        if (!cs)
-            return MHD_NO;
-        rq = &cs->rq;
-        rt_buf keep_body = rq->body, keep_resp = rq->resp;
-        memset(rq, 0, sizeof *rq);
-        rq->body = keep_body;
-        rq->resp = keep_resp;
-        rt_buf_reset(&rq->body);
-        rt_buf_reset(&rq->resp);
-        rq->served = -1;
-        clock_gettime(CLOCK_MONOTONIC, &rq->start);
-        *con_cls = rq;
-        rq->counted = true;
-        atomic_fetch_add(&h->active, 1);
-        srv_conn_headers_done(cs->c);
-        char why[256];
-        unsigned bad = check_framing(conn, cs, method, version, why, sizeof why);
-        if (bad) {
-            rq->answered = true;
-            srv_metrics_rejected(h->p.metrics, bad == 501 ? "unsupported_coding" : "bad_framing");
-            if (bad != 501) /* srv_http_send_error_msg logs 501 itself */
-                srv_log(SRV_LOG_WARN, "refused a request (400, connection closed): %s", why);
-            return srv_http_send_error_msg(h, conn, bad, true, why);
-        }
-        if (h->p.enable_cors && !strcmp(method, "OPTIONS")) {
-            struct MHD_Response *resp =
-                MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-            if (!resp)
-                return MHD_NO;
-            MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-            MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-            MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Content-Type");
-            rq->answered = true;
-            enum MHD_Result r = MHD_queue_response(conn, 204, resp);
-            MHD_destroy_response(resp);
-            return r;
-        }
-        srv_route_request(method, url, &rq->route);
-        route_metrics(h, method, url, &rq->route);
-        int gate = srv_http_sec_gate(h, conn, &rq->route, method);
-        if (gate >= 0) {
-            rq->answered = true;
-            return (enum MHD_Result)gate;
-        }
-        const char *ce =
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
-        if (srv_gzip_coding(ce) < 0) {
-            rq->answered = true;
-            srv_metrics_rejected(h->p.metrics, "unsupported_coding");
-            return srv_http_send_error(h, conn, 415,
-                                       "Content-Encoding '%.64s' is not supported (gzip and "
-                                       "identity are)", ce);
-        }
-        if (rq->route.kind == SRV_ROUTE_INFER && !srv_http_draw_route(h, cs, rq)) {
-            rq->answered = true;
-            return srv_http_send_error(h, conn, 503, "out of memory");
-        }
-        if (rq->route.kind == SRV_ROUTE_INFER && rq->route.method == RT_METHOD_INFER &&
-            !srv_http_v2_header(conn, rq)) {
-            rq->answered = true;
-            return srv_http_send_error(h, conn, 400,
-                                       "Inference-Header-Content-Length must be a number of "
-                                       "bytes (the length of the JSON header)");
-        }
-        const char *cl =
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl) {
-            char *end = NULL;
-            unsigned long long n = strtoull(cl, &end, 10);
-            if (end && *end == '\0' && n > h->p.max_request_bytes) {
-                rq->answered = true;
-                srv_metrics_rejected(h->p.metrics, "too_large");
-                return srv_http_send_error(
-                    h, conn, 413,
-                    "request body of %llu bytes is over the limit of %zu bytes "
-                    "(max_request_bytes)",
-                    n, h->p.max_request_bytes);
-            }
-            /* the whole body's bytes are held from now on */
-            if (end && *end == '\0' && n > 0 && !hold_body(h, rq, (size_t)n))
-                return refuse_body(h, conn, rq, n);
-        }
-        return MHD_YES;
-    }
-    if (*upload_data_size) {
-        size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        if (rq->answered)
-            return MHD_YES; /* discard */
-        if (n > h->p.max_request_bytes || rq->body.len > h->p.max_request_bytes - n) {
-            rq->answered = true;
-            srv_metrics_rejected(h->p.metrics, "too_large");
-            rt_buf_free(&rq->body);
-            return srv_http_send_error(
-                h, conn, 413, "request body is over the limit of %zu bytes (max_request_bytes)",
-                h->p.max_request_bytes);
-        }
-        /* a chunked body is held chunk by chunk (past the budget the
-         * connection is closed: no answer can be queued mid-upload) */
-        if (rq->held < rq->body.len + n && !hold_body(h, rq, rq->body.len + n - rq->held))
-            return refuse_body(h, conn, rq, n);
-        /* one allocation of the announced size rather than doublings */
-        if (rq->held > rq->body.cap && rt_buf_reserve(&rq->body, rq->held) != 0) {
-            rq->answered = true;
-            return srv_http_send_error(h, conn, 500, "out of memory reading the request body");
-        }
-        if (rt_buf_append(&rq->body, upload_data, n) != 0) {
-            rq->answered = true;
-            return srv_http_send_error(h, conn, 500, "out of memory reading the request body");
-        }
-        return MHD_YES;
-    }
+    if (!rq) /* a new request on this connection: reuse its record and buffers */
+        return on_headers(h, conn, url, method, version, con_cls);
+    if (*upload_data_size)
+        return on_body_chunk(h, conn, rq, upload_data, upload_data_size);
     /* The request has been read whole: the read deadline is over for it. */
     srv_conn_read_done(((conn_state *)rq)->c);
     if (rq->done) {
@@ -292,28 +344,11 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
     }
     if (rq->answered)
         return MHD_YES;
-    /* Content-Encoding: gzip: inflated under max_request_bytes (srv_gzip.c),
-     * the inflated bytes held like a body's */
     if (srv_gzip_coding(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                     MHD_HTTP_HEADER_CONTENT_ENCODING)) == 1) {
-        rt_buf plain;
-        rt_buf_init(&plain);
-        rt_err gerr = {{0}};
-        rt_status gs = srv_gunzip(rq->body.data, rq->body.len, h->p.max_request_bytes, &plain,
-                                  &gerr);
-        rt_buf_free(&rq->body);
-        rq->body = plain;
-        if (gs != RT_OK) {
-            rq->answered = true;
-            rt_buf_free(&rq->body);
-            srv_metrics_rejected(h->p.metrics, gs == RT_ERR_LIMIT ? "too_large" : "bad_gzip");
-            return srv_http_send_error(h, conn, gs == RT_ERR_LIMIT ? 413 : 400, "%s", gerr.msg);
-        }
-        size_t inflated = rq->body.len;
-        if (inflated > rq->held && !hold_body(h, rq, inflated - rq->held)) {
-            rt_buf_free(&rq->body);
-            return refuse_body(h, conn, rq, inflated);
-        }
+        enum MHD_Result r = inflate_body(h, conn, rq);
+        if (rq->answered || r != MHD_YES)
+            return r;
     }
     rq->answered = true;
     if (h->batcher && rq->route.kind == SRV_ROUTE_INFER &&

@@ -7,8 +7,7 @@
  * metrics_require_token is off) and health and readiness probes none.
  * Refusals follow RFC 6750 §3: 401 with WWW-Authenticate: Bearer
  * realm="predictd" (and error="invalid_token" when a token was given),
- * 403 with error="insufficient_scope". Also the TLS and token metrics,
- * and the choice to answer in gzip.
+ * 403 with error="insufficient_scope". Also the TLS and token metrics.
  */
 #include "srv_http_internal.h"
 #include "srv_sec.h"
@@ -106,18 +105,4 @@ int srv_http_sec_metrics(srv_http *h, rt_buf *out)
     if (h->p.auth && srv_auth_metrics(h->p.auth, out) != 0)
         return -1;
     return 0;
-}
-
-bool srv_http_gzip_answer(srv_http *h, struct MHD_Connection *conn, const rt_buf *b, rt_buf *z)
-{
-    if (!h->p.gzip_response_min_bytes || b->len < h->p.gzip_response_min_bytes ||
-        !srv_gzip_accepted(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                       MHD_HTTP_HEADER_ACCEPT_ENCODING)))
-        return false;
-    rt_buf_init(z);
-    if (srv_gzip_compress(b->data, b->len, z) != 0) {
-        rt_buf_free(z);
-        return false; /* answered uncompressed */
-    }
-    return true;
 }

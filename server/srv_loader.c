@@ -808,14 +808,6 @@ static void *loader_main(void *arg)
     return NULL;
 }
 
-void srv_manager_wake(srv_manager *m)
-{
-    pthread_mutex_lock(&m->mu);
-    m->wake = true;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
-}
-
 void srv_manager_set_poll(srv_manager *m, int poll_seconds)
 {
     pthread_mutex_lock(&m->mu);

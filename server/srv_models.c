@@ -11,7 +11,10 @@
  *
  * One mutex guards the model table and every record's state; it is held
  * only for lookups and pointer swaps, never while a model loads. Scans,
- * loading and warm-up are srv_loader.c's, watching srv_watch.c's. Models
+ * loading and warm-up are srv_loader.c's, watching srv_watch.c's; both
+ * threads call this file and it calls neither: the loader and the watcher
+ * are woken through the manager's own state (srv_manager_wake: a flag and
+ * the condition variable; srv_watcher_kick: the eventfd), defined here. Models
  * are found by name (requests, status) and by base path (the watcher) in
  * two sorted indexes rebuilt at each apply: lookups stay logarithmic with
  * 10,000 models.
@@ -999,4 +1002,22 @@ rt_status srv_manager_metrics(srv_manager *m, rt_buf *out)
         r |= srv_rollout_metrics(out, &m->models[i]->conf, true);
     pthread_mutex_unlock(&m->mu);
     return r ? RT_ERR_NOMEM : RT_OK;
+}
+
+/* ------------------------------------------------- waking the threads */
+
+void srv_manager_wake(srv_manager *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->wake = true;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void srv_watcher_kick(srv_manager *m)
+{
+    uint64_t one = 1;
+    if (m->watch_efd >= 0 && write(m->watch_efd, &one, sizeof one) < 0) {
+        /* the counter is full: the watcher has a wake-up pending anyway */
+    }
 }

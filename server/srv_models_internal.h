@@ -91,8 +91,10 @@ bool srv_mm_remove(mmodel *mm, srv_version *v);
 /* True when a label or default_version of mm names version: it stays
  * loaded whatever the version policy says. */
 bool srv_mm_pinned(const mmodel *mm, int64_t version);
-/* Wakes the watcher thread (srv_loader.c) to follow a new config or stop;
- * any thread, m->mu not held. */
+/* Wakes the watcher thread (through the manager's eventfd; defined in
+ * srv_models.c, which calls it at apply and stop, so that srv_models.c
+ * calls neither thread's file) to follow a new config or stop; any
+ * thread, m->mu not held. */
 void srv_watcher_kick(srv_manager *m);
 /* Starts the watcher thread (srv_watch.c); false if it could not start
  * (then every base path is polled). */

@@ -168,8 +168,10 @@ static rt_status check_type(const tfflag *f, const char *v, rt_err *err)
     return RT_OK;
 }
 
-rt_status srv_tfflag_apply(size_t i, const char *value, srv_args *a, rt_err *err)
+rt_status srv_tfflag_apply(size_t i, const char *value, srv_args *a, const char **alias,
+                           const char **alias_value, rt_err *err)
 {
+    *alias = NULL;
     const tfflag *f = &TFFLAGS[i];
     const char *v = value ? value : "true"; /* a bool flag alone */
     rt_status st = check_type(f, v, err);
@@ -179,8 +181,11 @@ rt_status srv_tfflag_apply(size_t i, const char *value, srv_args *a, rt_err *err
     if (why)
         return rt_err_set(err, RT_ERR_INVALID, "--%s=%s: TF Serving's flag is refused: %s",
                           f->name, v, why);
-    if (f->alias)
-        return srv_args_set(a, f->alias, v, err);
+    if (f->alias) {
+        *alias = f->alias;
+        *alias_value = v;
+        return RT_OK;
+    }
     char line[RT_ERR_MAX];
     snprintf(line, sizeof line, "--%s=%s: TF Serving's flag is accepted but has no effect: %s",
              f->name, v, f->note);

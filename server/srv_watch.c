@@ -443,14 +443,6 @@ static void *watcher_main(void *arg)
     return NULL;
 }
 
-void srv_watcher_kick(srv_manager *m)
-{
-    uint64_t one = 1;
-    if (m->watch_efd >= 0 && write(m->watch_efd, &one, sizeof one) < 0) {
-        /* the counter is full: the watcher has a wake-up pending anyway */
-    }
-}
-
 bool srv_watcher_start(srv_manager *m)
 {
     watcher *W = calloc(1, sizeof *W);

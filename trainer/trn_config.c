@@ -890,18 +890,6 @@ void trn_overrides_free(trn_overrides *o)
     rt_settings_free(TRN_FLAGS, N_FLAGS, o);
 }
 
-/* rt_argv.other: -h / --help. */
-static int help_flag(void *ctx, const char *name, size_t len, const char *eq, const char *next,
-                     rt_err *err)
-{
-    (void)next;
-    (void)err;
-    if (len != 4 || strncmp(name, "help", 4) != 0 || eq)
-        return 0;
-    *(bool *)ctx = true;
-    return 1;
-}
-
 rt_status trn_flags_parse(int argc, char **argv, trn_overrides *o, bool *help, int *next,
                           rt_err *err)
 {
@@ -912,7 +900,7 @@ rt_status trn_flags_parse(int argc, char **argv, trn_overrides *o, bool *help, i
                  .dash_underscore = true,
                  .unknown_flag_last = true,
                  .extra = extra,
-                 .other = help_flag,
+                 .other = rt_argv_help,
                  .ctx = help};
     /* --help ends the reading: what follows it is not looked at */
     for (int i = 1; i < argc; i++)

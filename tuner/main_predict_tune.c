@@ -40,18 +40,6 @@ static void usage(FILE *fp)
     rt_buf_free(&b);
 }
 
-/* rt_argv.other: -h / --help. */
-static int help_flag(void *ctx, const char *name, size_t len, const char *eq, const char *next,
-                     rt_err *err)
-{
-    (void)next;
-    (void)err;
-    if (len != 4 || strncmp(name, "help", 4) != 0 || eq)
-        return 0;
-    *(bool *)ctx = true;
-    return 1;
-}
-
 static int run_main(int argc, char **argv, const tun_comm *comm);
 
 int main(int argc, char **argv)
@@ -82,7 +70,7 @@ static int run_main(int argc, char **argv, const tun_comm *comm)
     bool help = false;
     int i = argc, code = 2;
     rt_argv spec = {.rows = flags, .n = n_flags, .dashdash = true, .extra = extra,
-                    .other = help_flag, .ctx = &help};
+                    .other = rt_argv_help, .ctx = &help};
     if (rt_settings_defaults(flags, n_flags, &cli, &err) != RT_OK) {
         fprintf(stderr, "predict-tune: %s\n", err.msg);
         return 1;

@@ -536,241 +536,329 @@ static void stop_remote(const tun_comm *c, running *run, size_t nr)
     }
 }
 
-rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded,
-                  int *interrupted, rt_err *err)
-{
-    rt_status st = RT_OK;
-    tun_trial *trials = NULL, *prior = NULL;
-    size_t n = 0, n_prior = 0, nr = 0;
-    const tun_comm *comm = p->comm && p->comm->size > 1 ? p->comm : NULL;
-    int64_t max_par = s->max_parallel > 64 ? 64 : s->max_parallel;
-    if (comm && max_par > comm->size - 1)
-        max_par = comm->size - 1; /* one trial per rank at a time */
-    running *run = calloc((size_t)max_par, sizeof *run);
-    char *busy = comm ? calloc((size_t)comm->size, 1) : NULL;
+/* One study's state while tun_run runs it. */
+typedef struct study {
+    const tun_spec *s;
+    const tun_run_params *p;
+    const tun_comm *comm; /* NULL: trials are this process's children */
+    tun_trial *trials;    /* recorded, in trials.jsonl's order */
+    size_t n;
+    tun_trial *prior; /* resumePreviousJobId's trials */
+    size_t n_prior;
+    running *run; /* max_par slots, nr of them in use */
+    size_t nr;
+    char *busy; /* distributed: busy[rank] while it runs a trial */
+    int64_t max_par, limit, max_failed;
     char tpath[4200], spath[4200];
     rt_stops stops; /* SIGINT, SIGTERM and SIGCHLD blocked, taken with sigtimedwait */
-    int masked = 0;
-    *succeeded = 0;
-    *interrupted = 0;
-    if (!run || (comm && !busy)) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    if ((st = rt_mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
-        goto out;
-    snprintf(tpath, sizeof tpath, "%s/trials.jsonl", p->job_dir);
-    snprintf(spath, sizeof spath, "%s/study.json", p->job_dir);
-    if ((st = tun_trials_load(s, tpath, &trials, &n, err)))
-        goto out;
-    if (s->resume_job) {
-        /* resumePreviousJobId: a sibling study directory's trials seed the search */
-        char ppath[8400], dir[4096];
-        snprintf(dir, sizeof dir, "%s", p->job_dir);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            slash[1] = '\0';
-        else
-            dir[0] = '\0';
-        snprintf(ppath, sizeof ppath, "%s%s/trials.jsonl", dir, s->resume_job);
-        if (access(ppath, R_OK) != 0) {
-            st = rt_err_set(err, RT_ERR_NOTFOUND,
-                            "resumePreviousJobId: %s: %s", ppath, strerror(errno));
-            goto out;
-        }
-        if ((st = tun_trials_load(s, ppath, &prior, &n_prior, err)))
-            goto out;
-    }
-    if (n > 0 && !p->quiet)
-        printf("resuming: %zu trials recorded in %s\n", n, tpath);
-    if (comm && !p->quiet)
-        printf("distributed: rank 0 runs the study, ranks 1-%d the trials (%lld at a time)\n",
-               comm->size - 1, (long long)max_par);
-    int64_t limit = s->max_trials;
-    if (s->algorithm == TUN_GRID && tun_grid_size(s) < limit)
-        limit = tun_grid_size(s);
-    int64_t max_failed = s->max_failed > 0 ? s->max_failed : s->max_trials;
+    int masked;
+    int *interrupted;
+} study;
 
-    rt_stops_block(&stops, SIGCHLD);
-    masked = 1;
-
-    for (;;) {
-        int64_t failed = 0;
-        for (size_t i = 0; i < n; i++)
-            failed += trials[i].state == TUN_FAILED;
-        int launching = failed < max_failed;
-        while (launching && (int64_t)nr < max_par && (int64_t)(n + nr) < limit) {
-            running *r = &run[nr];
-            memset(r, 0, sizeof *r);
-            int64_t id = 1;
-            while (id_taken(id, trials, n, run, nr))
-                id++;
-            r->t.id = id;
-            if (!(r->t.v = calloc(s->n_params, sizeof *r->t.v))) {
-                st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-                goto stop;
-            }
-            if ((st = suggest_next(s, p, id - 1, prior, n_prior, trials, n, run, nr, r->t.v,
-                                   err)))
-                goto stop;
-            snprintf(r->dir, sizeof r->dir, "%s/%lld", p->job_dir, (long long)id);
-            snprintf(r->metric_file, sizeof r->metric_file, "%s/hypertune.metrics", r->dir);
-            r->t.start_time = now_real();
-            if (comm) {
-                /* the lowest idle rank runs it, in its own DIR/<id> */
-                int to = 1;
-                while (to < comm->size && busy[to])
-                    to++;
-                r->t.state = TUN_FAILED; /* not run yet */
-                if ((st = send_trial(comm, to, MSG_RUN, s, &r->t, err)))
-                    goto stop;
-                busy[to] = 1;
-                r->rank = to;
-                nr++;
-                continue;
-            }
-            if ((st = fresh_dir(r->dir, err)))
-                goto stop;
-            if ((r->pid = launch(s, p, r, &stops.old_mask, err)) < 0) {
-                st = RT_ERR_IO;
-                goto stop;
-            }
-            nr++;
-        }
-        if (nr == 0)
-            break;
-        struct timespec ts = {0, (comm ? 20 : POLL_MS) * 1000000L};
-        int sig = sigtimedwait(&stops.mask, NULL, &ts);
-        if (sig == SIGINT || sig == SIGTERM) {
-            if (!p->quiet)
-                fprintf(stderr, "predict-tune: %s: stopping %zu running trial(s); run the same "
-                                "command again to resume\n",
-                        sig == SIGINT ? "interrupted" : "terminated", nr);
-            *interrupted = 1;
-            goto stop;
-        }
-        int status;
-        pid_t w;
-        while (!comm && (w = waitpid(-1, &status, WNOHANG)) > 0) {
-            for (size_t i = 0; i < nr; i++) {
-                if (run[i].pid != w)
-                    continue;
-                finish(s, &run[i], status);
-                st = record(s, p, tpath, &trials, &n, &run[i].t, limit, err);
-                drop_slot(run, &nr, i);
-                if (st)
-                    goto stop;
-                break;
-            }
-        }
-        for (int from, tag, got; comm;) {
-            char *buf = NULL;
-            if ((got = next_msg(comm, &from, &tag, &buf, err)) <= 0) {
-                if (got < 0) {
-                    st = RT_ERR_IO;
-                    goto stop;
-                }
-                break;
-            }
-            if (tag == MSG_SIGNAL) {
-                free(buf);
-                if (!p->quiet)
-                    fprintf(stderr, "predict-tune: a signal reached rank %d: stopping %zu "
-                                    "running trial(s); run the same command again to resume\n",
-                            from, nr);
-                *interrupted = 1;
-                goto stop;
-            }
-            size_t i = 0;
-            while (i < nr && run[i].rank != from)
-                i++;
-            tun_trial t;
-            rt_err e;
-            if (i == nr || (tag != MSG_DONE && tag != MSG_REPORT) ||
-                tun_trial_from_json(s, buf, &t, &e) != RT_OK || t.id != run[i].t.id) {
-                free(buf);
-                continue; /* stale (a report racing the record) */
-            }
-            free(buf);
-            if (tag == MSG_REPORT) { /* the reports so far, for early stopping */
-                tun_trial_free(&run[i].t, 0);
-                run[i].t = t;
-                continue;
-            }
-            t.rank = from;
-            busy[from] = 0;
-            st = record(s, p, tpath, &trials, &n, &t, limit, err);
-            tun_trial_free(&t, 0);
-            drop_slot(run, &nr, i);
-            if (st)
-                goto stop;
-        }
-        if (s->early_stopping) {
-            for (size_t i = 0; i < nr; i++) {
-                running *r = &run[i];
-                if (r->stopping) {
-                    if (!comm && now_mono() > r->kill_at) {
-                        kill(-r->pid, SIGKILL);
-                        r->kill_at = now_mono() + 3600;
-                    }
-                    continue;
-                }
-                int have = comm ? r->t.n_curve > 0
-                                : tun_read_metrics(r->metric_file, r->dir, s->metric_tag, 0, &r->t,
-                                                   NULL) == RT_OK;
-                if (!have || !tun_median_stop(s, &r->t, trials, n))
-                    continue;
-                r->stopping = 1;
-                r->kill_at = now_mono() + TERM_GRACE_S;
-                if (!comm) {
-                    kill(-r->pid, SIGTERM);
-                    continue;
-                }
-                char id[32];
-                snprintf(id, sizeof id, "%lld", (long long)r->t.id);
-                if ((st = send_text(comm, r->rank, MSG_STOP, id, err)))
-                    goto stop;
-            }
-        }
-    }
-    goto done;
-stop:
-    if (comm)
-        stop_remote(comm, run, nr);
+/* resumePreviousJobId: a sibling study directory's trials seed the search. */
+static rt_status load_prior(study *y, rt_err *err)
+{
+    char ppath[8400], dir[4096];
+    snprintf(dir, sizeof dir, "%s", y->p->job_dir);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[1] = '\0';
     else
-        stop_all(run, nr);
-done:
-    for (size_t i = 0; i < n; i++)
-        *succeeded += trials[i].state == TUN_SUCCEEDED;
-    if (n > 0 || !st) {
+        dir[0] = '\0';
+    snprintf(ppath, sizeof ppath, "%s%s/trials.jsonl", dir, y->s->resume_job);
+    if (access(ppath, R_OK) != 0)
+        return rt_err_set(err, RT_ERR_NOTFOUND, "resumePreviousJobId: %s: %s", ppath,
+                          strerror(errno));
+    return tun_trials_load(y->s, ppath, &y->prior, &y->n_prior, err);
+}
+
+/* The study's slots, its directory checked against the search space, the
+ * trials recorded so far and the prior job's; signals blocked. */
+static rt_status study_open(study *y, rt_err *err)
+{
+    const tun_spec *s = y->s;
+    const tun_run_params *p = y->p;
+    y->comm = p->comm && p->comm->size > 1 ? p->comm : NULL;
+    y->max_par = s->max_parallel > 64 ? 64 : s->max_parallel;
+    if (y->comm && y->max_par > y->comm->size - 1)
+        y->max_par = y->comm->size - 1; /* one trial per rank at a time */
+    y->run = calloc((size_t)y->max_par, sizeof *y->run);
+    y->busy = y->comm ? calloc((size_t)y->comm->size, 1) : NULL;
+    if (!y->run || (y->comm && !y->busy))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    rt_status st;
+    if ((st = rt_mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
+        return st;
+    snprintf(y->tpath, sizeof y->tpath, "%s/trials.jsonl", p->job_dir);
+    snprintf(y->spath, sizeof y->spath, "%s/study.json", p->job_dir);
+    if ((st = tun_trials_load(s, y->tpath, &y->trials, &y->n, err)))
+        return st;
+    if (s->resume_job && (st = load_prior(y, err)))
+        return st;
+    if (y->n > 0 && !p->quiet)
+        printf("resuming: %zu trials recorded in %s\n", y->n, y->tpath);
+    if (y->comm && !p->quiet)
+        printf("distributed: rank 0 runs the study, ranks 1-%d the trials (%lld at a time)\n",
+               y->comm->size - 1, (long long)y->max_par);
+    y->limit = s->max_trials;
+    if (s->algorithm == TUN_GRID && tun_grid_size(s) < y->limit)
+        y->limit = tun_grid_size(s);
+    y->max_failed = s->max_failed > 0 ? s->max_failed : s->max_trials;
+    rt_stops_block(&y->stops, SIGCHLD);
+    y->masked = 1;
+    return RT_OK;
+}
+
+/* Starts the next trial in slot nr: its id and hyperparameters, then a
+ * child here or a message to the lowest idle rank. */
+static rt_status start_trial(study *y, rt_err *err)
+{
+    const tun_spec *s = y->s;
+    running *r = &y->run[y->nr];
+    memset(r, 0, sizeof *r);
+    int64_t id = 1;
+    while (id_taken(id, y->trials, y->n, y->run, y->nr))
+        id++;
+    r->t.id = id;
+    if (!(r->t.v = calloc(s->n_params, sizeof *r->t.v)))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    rt_status st = suggest_next(s, y->p, id - 1, y->prior, y->n_prior, y->trials, y->n, y->run,
+                                y->nr, r->t.v, err);
+    if (st)
+        return st;
+    snprintf(r->dir, sizeof r->dir, "%s/%lld", y->p->job_dir, (long long)id);
+    snprintf(r->metric_file, sizeof r->metric_file, "%s/hypertune.metrics", r->dir);
+    r->t.start_time = now_real();
+    if (y->comm) {
+        /* the lowest idle rank runs it, in its own DIR/<id> */
+        int to = 1;
+        while (to < y->comm->size && y->busy[to])
+            to++;
+        r->t.state = TUN_FAILED; /* not run yet */
+        if ((st = send_trial(y->comm, to, MSG_RUN, s, &r->t, err)))
+            return st;
+        y->busy[to] = 1;
+        r->rank = to;
+        y->nr++;
+        return RT_OK;
+    }
+    if ((st = fresh_dir(r->dir, err)))
+        return st;
+    if ((r->pid = launch(s, y->p, r, &y->stops.old_mask, err)) < 0)
+        return RT_ERR_IO;
+    y->nr++;
+    return RT_OK;
+}
+
+/* As many trials as the limits allow (none once maxFailedTrials failed). */
+static rt_status start_trials(study *y, rt_err *err)
+{
+    int64_t failed = 0;
+    for (size_t i = 0; i < y->n; i++)
+        failed += y->trials[i].state == TUN_FAILED;
+    if (failed >= y->max_failed)
+        return RT_OK;
+    rt_status st = RT_OK;
+    while (!st && (int64_t)y->nr < y->max_par && (int64_t)(y->n + y->nr) < y->limit)
+        st = start_trial(y, err);
+    return st;
+}
+
+/* Children that ended are recorded. */
+static rt_status reap_children(study *y, rt_err *err)
+{
+    int status;
+    pid_t w;
+    while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (size_t i = 0; i < y->nr; i++) {
+            if (y->run[i].pid != w)
+                continue;
+            finish(y->s, &y->run[i], status);
+            rt_status st =
+                record(y->s, y->p, y->tpath, &y->trials, &y->n, &y->run[i].t, y->limit, err);
+            drop_slot(y->run, &y->nr, i);
+            if (st)
+                return st;
+            break;
+        }
+    }
+    return RT_OK;
+}
+
+/* Distributed: the ranks' messages that wait: a trial's reports so far, its
+ * record, or a signal that reached a rank (*interrupted set). */
+static rt_status take_messages(study *y, rt_err *err)
+{
+    for (int from, tag, got;;) {
+        char *buf = NULL;
+        if ((got = next_msg(y->comm, &from, &tag, &buf, err)) <= 0)
+            return got < 0 ? RT_ERR_IO : RT_OK;
+        if (tag == MSG_SIGNAL) {
+            free(buf);
+            if (!y->p->quiet)
+                fprintf(stderr,
+                        "predict-tune: a signal reached rank %d: stopping %zu "
+                        "running trial(s); run the same command again to resume\n",
+                        from, y->nr);
+            *y->interrupted = 1;
+            return RT_OK;
+        }
+        size_t i = 0;
+        while (i < y->nr && y->run[i].rank != from)
+            i++;
+        tun_trial t;
+        rt_err e;
+        if (i == y->nr || (tag != MSG_DONE && tag != MSG_REPORT) ||
+            tun_trial_from_json(y->s, buf, &t, &e) != RT_OK || t.id != y->run[i].t.id) {
+            free(buf);
+            continue; /* stale (a report racing the record) */
+        }
+        free(buf);
+        if (tag == MSG_REPORT) { /* the reports so far, for early stopping */
+            tun_trial_free(&y->run[i].t, 0);
+            y->run[i].t = t;
+            continue;
+        }
+        t.rank = from;
+        y->busy[from] = 0;
+        rt_status st = record(y->s, y->p, y->tpath, &y->trials, &y->n, &t, y->limit, err);
+        tun_trial_free(&t, 0);
+        drop_slot(y->run, &y->nr, i);
+        if (st)
+            return st;
+    }
+}
+
+/* The median stopping rule: running trials behind the median get SIGTERM
+ * (here) or MSG_STOP (a rank); SIGKILL after the grace time. */
+static rt_status stop_early(study *y, rt_err *err)
+{
+    const tun_spec *s = y->s;
+    for (size_t i = 0; i < y->nr; i++) {
+        running *r = &y->run[i];
+        if (r->stopping) {
+            if (!y->comm && now_mono() > r->kill_at) {
+                kill(-r->pid, SIGKILL);
+                r->kill_at = now_mono() + 3600;
+            }
+            continue;
+        }
+        int have = y->comm ? r->t.n_curve > 0
+                           : tun_read_metrics(r->metric_file, r->dir, s->metric_tag, 0, &r->t,
+                                              NULL) == RT_OK;
+        if (!have || !tun_median_stop(s, &r->t, y->trials, y->n))
+            continue;
+        r->stopping = 1;
+        r->kill_at = now_mono() + TERM_GRACE_S;
+        if (!y->comm) {
+            kill(-r->pid, SIGTERM);
+            continue;
+        }
+        char id[32];
+        snprintf(id, sizeof id, "%lld", (long long)r->t.id);
+        rt_status st = send_text(y->comm, r->rank, MSG_STOP, id, err);
+        if (st)
+            return st;
+    }
+    return RT_OK;
+}
+
+/* The loop: start trials, wait for a signal or a child a poll interval,
+ * take what ended. RT_OK with nothing running: the study is done; an error
+ * or *interrupted: the caller stops the running trials. */
+static rt_status study_loop(study *y, rt_err *err)
+{
+    rt_status st;
+    for (;;) {
+        if ((st = start_trials(y, err)))
+            return st;
+        if (y->nr == 0)
+            return RT_OK;
+        struct timespec ts = {0, (y->comm ? 20 : POLL_MS) * 1000000L};
+        int sig = sigtimedwait(&y->stops.mask, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM) {
+            if (!y->p->quiet)
+                fprintf(stderr,
+                        "predict-tune: %s: stopping %zu running trial(s); run the same "
+                        "command again to resume\n",
+                        sig == SIGINT ? "interrupted" : "terminated", y->nr);
+            *y->interrupted = 1;
+            return RT_OK;
+        }
+        if (!y->comm && (st = reap_children(y, err)))
+            return st;
+        if (y->comm && ((st = take_messages(y, err)) || *y->interrupted))
+            return st;
+        if (y->s->early_stopping && (st = stop_early(y, err)))
+            return st;
+    }
+}
+
+/* study.json and the table of the best trials; st is the run's status so
+ * far (a failed run keeps its own error). */
+static rt_status study_report(study *y, int64_t *succeeded, rt_status st, rt_err *err)
+{
+    for (size_t i = 0; i < y->n; i++)
+        *succeeded += y->trials[i].state == TUN_SUCCEEDED;
+    if (y->n > 0 || !st) {
         rt_err e2;
-        rt_status s2 = tun_study_save(s, spath, trials, n, st ? &e2 : err);
+        rt_status s2 = tun_study_save(y->s, y->spath, y->trials, y->n, st ? &e2 : err);
         if (!st)
             st = s2;
     }
-    if (!p->quiet && n > 0) {
-        printf("\nbest trials (%lld succeeded of %zu; %s):\n", (long long)*succeeded, n, spath);
-        tun_print_table(s, trials, n, 10, stdout);
+    if (!y->p->quiet && y->n > 0) {
+        printf("\nbest trials (%lld succeeded of %zu; %s):\n", (long long)*succeeded, y->n,
+               y->spath);
+        tun_print_table(y->s, y->trials, y->n, 10, stdout);
         fflush(stdout);
     }
-out:
-    for (int r = 1; comm && r < comm->size; r++) {
+    return st;
+}
+
+/* Every rank is told to return, the signal mask restored, memory freed. */
+static void study_close(study *y)
+{
+    for (int r = 1; y->comm && r < y->comm->size; r++) {
         rt_err e3;
-        send_text(comm, r, MSG_QUIT, "", &e3); /* every rank returns, whatever happened */
+        send_text(y->comm, r, MSG_QUIT, "", &e3); /* every rank returns, whatever happened */
     }
-    if (masked)
-        rt_stops_restore(&stops);
+    if (y->masked)
+        rt_stops_restore(&y->stops);
     /* every slot: one being filled when an error stopped the loop holds values too */
-    for (int64_t i = 0; run && i < max_par; i++)
-        tun_trial_free(&run[i].t, 0);
-    for (size_t i = 0; i < n; i++)
-        tun_trial_free(&trials[i], 0);
-    for (size_t i = 0; i < n_prior; i++)
-        tun_trial_free(&prior[i], 0);
-    free(trials);
-    free(prior);
-    free(run);
-    free(busy);
+    for (int64_t i = 0; y->run && i < y->max_par; i++)
+        tun_trial_free(&y->run[i].t, 0);
+    for (size_t i = 0; i < y->n; i++)
+        tun_trial_free(&y->trials[i], 0);
+    for (size_t i = 0; i < y->n_prior; i++)
+        tun_trial_free(&y->prior[i], 0);
+    free(y->trials);
+    free(y->prior);
+    free(y->run);
+    free(y->busy);
+}
+
+rt_status tun_run(const tun_spec *s, const tun_run_params *p, int64_t *succeeded, int *interrupted,
+                  rt_err *err)
+{
+    study y;
+    memset(&y, 0, sizeof y);
+    y.s = s;
+    y.p = p;
+    y.interrupted = interrupted;
+    *succeeded = 0;
+    *interrupted = 0;
+    rt_status st = study_open(&y, err);
+    if (st == RT_OK) {
+        st = study_loop(&y, err);
+        if (st || *interrupted) {
+            if (y.comm)
+                stop_remote(y.comm, y.run, y.nr);
+            else
+                stop_all(y.run, y.nr);
+        }
+        st = study_report(&y, succeeded, st, err);
+    }
+    study_close(&y);
     return st;
 }
 

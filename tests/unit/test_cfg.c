@@ -111,7 +111,7 @@ static void test_keys(void **state)
 }
 
 /* rt_nearest_name: a typo finds its name, '-' and '_' alike; far names and
- * names too long for the table give NULL. */
+ * names too long for the table give NULL; the rule is the settings tables'. */
 static void test_nearest_name(void **state)
 {
     (void)state;
@@ -129,6 +129,12 @@ static void test_nearest_name(void **state)
     longname[sizeof longname - 1] = '\0';
     assert_null(rt_nearest_name(longname, names, n));
     assert_null(rt_nearest_name("seed", names, 0));
+    /* the settings tables' rule (rt_settings_suggest's): an abbreviation
+     * is near, two equally near names are no answer, and a typo is at most
+     * one edit per six letters */
+    assert_string_equal(rt_nearest_name("eval", names, n), "eval-files");
+    assert_null(rt_nearest_name("train", names, n));
+    assert_null(rt_nearest_name("jbo-dr", names, n));
 }
 
 int main(void)
