@@ -500,6 +500,9 @@ static rt_status custom_warm(const cJSON *j, const char *path, const rt_setting 
 
 static const rt_setting_choice BAD_ROWS[] = {
     {"skip", TRN_BAD_ROW_SKIP}, {"stop", TRN_BAD_ROW_STOP}, {NULL, 0}};
+static const rt_setting_choice INPUT_FORMATS[] = {
+    {"AUTO", RT_INPUT_AUTO}, {"CSV", RT_INPUT_CSV}, {"TFRECORD", RT_INPUT_TFRECORD},
+    {"TFRECORD_GZIP", RT_INPUT_TFRECORD_GZIP}, {NULL, 0}};
 static const rt_setting_choice SHARDS[] = {
     {"AUTO", TRN_SHARD_AUTO}, {"BATCH", TRN_SHARD_BATCH}, {NULL, 0}};
 
@@ -543,6 +546,7 @@ static const rt_setting TRN_SPEC[] = {
     TNUM("train", mpi_stall_warn_secs, mpi_stall_warn_secs, 0, 1e7, 60),
     TNUM("train", mpi_stall_abort_secs, mpi_stall_abort_secs, 0, 1e7, 0),
     TENUM("train", on_bad_row, bad_rows, trn_bad_row_policy, BAD_ROWS, TRN_BAD_ROW_STOP),
+    TENUM("train", input_format, input_format, rt_input_format, INPUT_FORMATS, RT_INPUT_AUTO),
     TCUSTOM("train", hooks, custom_hooks),
     TCUSTOM("train", warm_start_from, custom_warm),
     TENUM("train", shard_policy, shard_policy, trn_shard_policy, SHARDS, TRN_SHARD_AUTO),
