@@ -360,6 +360,7 @@ typedef struct trn_overrides {
     int64_t embedding_size;
     int64_t memory_limit_mb;   /* train.memory_limit_mb */
     int on_bad_row;            /* a trn_bad_row_policy (not written into the spec) */
+    int input_format;          /* an rt_input_format: train.input_format (-1: the spec's) */
     double mpi_stall_warn_secs;  /* train.mpi_stall_warn_secs */
     double mpi_stall_abort_secs; /* train.mpi_stall_abort_secs */
     int progress;              /* a trn_progress_mode */

@@ -827,8 +827,8 @@ static const rt_setting TRN_FLAGS[] = {
     FSTR("spec", NULL, NULL, "spec", spec, "FILE",
          "the JSON spec: feature columns, estimator, train, eval, export (required)"),
     FSTR("train-files", NULL, "train", "files", train_files, "LIST",
-         "training CSV files (comma-separated, globs allowed)"),
-    FSTR("eval-files", NULL, "eval", "files", eval_files, "LIST", "evaluation CSV files"),
+         "training files, CSV or TFRecord (comma-separated, globs allowed)"),
+    FSTR("eval-files", NULL, "eval", "files", eval_files, "LIST", "evaluation files, CSV or TFRecord"),
     FSTR("job-dir", "model-dir", NULL, "job_dir", job_dir, "DIR",
          "checkpoints, eval/metrics.jsonl, export/<name>/<version>/; without it a temporary "
          "directory is used (its path is printed)"),
@@ -862,6 +862,9 @@ static const rt_setting TRN_FLAGS[] = {
          "machine can give)"),
     FENUM("on-bad-row", on_bad_row, BAD_ROWS,
           "malformed CSV rows: skip and count, or stop with FILE:LINE (default stop)"),
+    FENUM("input-format", input_format, INPUT_FORMATS,
+          "train.input_format: CSV or TFRecord files of tf.Example, plain or gzip; AUTO "
+          "(default) tells each file by its content"),
     FNUM("mpi-stall-warn-secs", "train", "mpi_stall_warn_secs", mpi_stall_warn_secs, 0, 1e7,
          "a number of seconds in [0, 1e7]", "S",
          "distributed: rank 0 names the ranks it has waited for S seconds in one exchange "
