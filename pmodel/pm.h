@@ -115,6 +115,46 @@ rt_status pm_in_next(pm_in *in, const uint8_t **data, size_t *len, uint64_t *whe
 int pm_in_records(const pm_in *in);
 void pm_in_close(pm_in *in);
 
+/* ------------------------ batch-predict (pm_batch.c, pm_batch_unit.c) */
+
+/* What every unit of a batch-prediction job shares (read-only while the
+ * units run). */
+typedef struct pm_batch_job {
+    const rt_model *m;
+    pm_in_format format;
+    size_t skip_header;
+    const char *key_field;        /* NULL: none */
+    const char *const *fields;    /* --included-fields or --excluded-fields, or NULL */
+    size_t n_fields;
+    int excluded;                 /* fields are the excluded ones */
+    int as_array;                 /* --instance-type array */
+    size_t batch_size;
+} pm_batch_job;
+
+/* One unit of work: a file, or the rows that begin in a byte range of it. */
+typedef struct pm_batch_unit {
+    const char *path;
+    uint64_t start, end;          /* end 0: to the end of the file */
+} pm_batch_unit;
+
+/* What a unit gave: the lines of its predictions and errors files and
+ * their counts. */
+typedef struct pm_batch_out {
+    rt_buf predictions, errors;
+    uint64_t ok, failed;
+} pm_batch_out;
+
+/* Scores unit u: each row becomes an instance (as docs/batch-prediction.md
+ * says per format), batches of job->batch_size go through rt_json_handle
+ * (predictd's :predict path; a batch that fails is run instance by
+ * instance), every prediction is appended to out->predictions as
+ * {"instance"|"key": ..., "prediction": ...} and every failure to
+ * out->errors as {"instance": ..., "error": {"code", "message"}}. RT_OK
+ * unless the unit cannot be read at all (an I/O error) or memory runs out;
+ * a bad row or record never stops it. c: the calling thread's. */
+rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_ctx *c,
+                            pm_batch_out *out, rt_err *err);
+
 /* ------------------------------------------------------------- the commands */
 
 /* Each returns the exit status: 0, 1 (model or instance error, message
