@@ -272,7 +272,9 @@ static rt_status make_units(run *r, char **files, size_t n_files, uint64_t shard
     return RT_OK;
 }
 
-/* The job's fingerprint: what makes a re-run the same job. */
+/* The job's fingerprint: what makes a re-run the same job — the model
+ * version's path, the input files' paths (not their contents: a file
+ * rewritten between runs is the job's own business) and the options. */
 static uint64_t fingerprint(const char *version_dir, char **files, size_t n_files,
                             const char *const *opts, size_t n_opts)
 {
@@ -280,13 +282,8 @@ static uint64_t fingerprint(const char *version_dir, char **files, size_t n_file
     rt_buf_init(&b);
     char real[PATH_MAX];
     rt_buf_puts(&b, realpath(version_dir, real) ? real : version_dir);
-    for (size_t i = 0; i < n_files; i++) {
-        struct stat sb;
-        memset(&sb, 0, sizeof sb);
-        stat(files[i], &sb);
-        rt_buf_printf(&b, "\n%s %lld %lld", realpath(files[i], real) ? real : files[i],
-                      (long long)sb.st_size, (long long)sb.st_mtime);
-    }
+    for (size_t i = 0; i < n_files; i++)
+        rt_buf_printf(&b, "\n%s", realpath(files[i], real) ? real : files[i]);
     for (size_t i = 0; i < n_opts; i++)
         rt_buf_printf(&b, "\n%s", opts[i] ? opts[i] : "-");
     uint64_t fp = rt_fingerprint64(b.data ? b.data : "", b.len);

@@ -81,7 +81,7 @@ rt_status pm_expand_inputs(const char *const *pats, size_t n_pats, char ***files
                 struct stat sb;
                 if (stat(one, &sb) != 0)
                     st = rt_err_set(err, RT_ERR_NOTFOUND, "--input %s: %s", one, strerror(errno));
-                else if (!S_ISREG(sb.st_mode))
+                else if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode))
                     st = rt_err_set(err, RT_ERR_INVALID, "--input %s: not a regular file", one);
                 else
                     st = add_path(files, n, one, err);
