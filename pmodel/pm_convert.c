@@ -31,7 +31,7 @@ static const char HELP[] =
     "float_list; an empty cell is left out (its default applies when read).\n"
     "Each input file's format is told by its content (CSV, TFRecord, gzip\n"
     "TFRecord); --to csv writes the records' cells back as CSV rows.\n"
-    "  --input FILE[,GLOB]  input files (repeatable; comma lists and globs)\n"
+    "  --input FILES        input files (repeatable; comma lists and globs)\n"
     "  --to FORMAT          tfrecord, tfrecord-gzip (tf-record, tf-record-gzip,\n"
     "                       TF_RECORD, TF_RECORD_GZIP) or csv\n"
     "  --output FILE        the file written (atomically)\n"
