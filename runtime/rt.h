@@ -678,6 +678,10 @@ rt_status rt_tfrecord_next(rt_tfrecord *r, const uint8_t **data, size_t *len, rt
 uint64_t rt_tfrecord_offset(const rt_tfrecord *r);
 uint64_t rt_tfrecord_pos(const rt_tfrecord *r);
 uint64_t rt_tfrecord_index(const rt_tfrecord *r);
+/* How far into the file itself reading has got (for a gzip file the
+ * compressed bytes consumed, read-ahead included): progress against the
+ * file's size. */
+uint64_t rt_tfrecord_file_offset(const rt_tfrecord *r);
 void rt_tfrecord_close(rt_tfrecord *r);
 /* Byte ranges of a plain TFRecord file cut at record boundaries: *cuts
  * (malloc'd, *n of them, the first 0) are the offsets of the first record at

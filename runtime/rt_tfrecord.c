@@ -259,6 +259,12 @@ uint64_t rt_tfrecord_pos(const rt_tfrecord *r)
     return r->pos;
 }
 
+uint64_t rt_tfrecord_file_offset(const rt_tfrecord *r)
+{
+    z_off_t o = gzoffset(r->z);
+    return o < 0 ? r->pos : (uint64_t)o;
+}
+
 uint64_t rt_tfrecord_index(const rt_tfrecord *r)
 {
     return r->index;

@@ -653,7 +653,9 @@ static rt_status read_records(prod *pr, size_t fi, rt_err *e)
         size_t len;
         rt_err why;
         st = rt_tfrecord_next(tf, &data, &len, &why);
-        uint64_t at = rt_tfrecord_pos(tf), got = at - before;
+        /* bytes of the file itself (compressed ones for gzip), as the
+         * progress counts them against the files' sizes */
+        uint64_t at = rt_tfrecord_file_offset(tf), got = at > before ? at - before : 0;
         before = at;
         if (st == RT_ERR_NOTFOUND) {
             st = RT_OK;
