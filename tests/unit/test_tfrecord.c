@@ -14,6 +14,10 @@
 
 #include "rt.h"
 
+#include <cJSON.h>
+
+#include "example.pb-c.h"
+
 static void test_crc_known_answers(void **state)
 {
     (void)state;
@@ -199,6 +203,163 @@ static void test_truncated_gzip(void **state)
     unlink(p);
 }
 
+
+/* ------------------------------------------------ tf.Example as a row */
+
+static Predictd__ModelDef *small_def(void)
+{
+    const char *text =
+        "{\"columns\": [{\"name\": \"n\", \"type\": \"int\"},"
+        " {\"name\": \"x\", \"type\": \"float\", \"default\": 0.5},"
+        " {\"name\": \"s\", \"type\": \"string\"},"
+        " {\"name\": \"y\", \"type\": \"string\"}],"
+        " \"label\": {\"column\": \"y\", \"vocabulary\": [\"a\", \"b\"]},"
+        " \"feature_columns\": [{\"type\": \"numeric_column\", \"key\": \"n\"},"
+        "  {\"type\": \"numeric_column\", \"key\": \"x\"},"
+        "  {\"type\": \"categorical_column_with_hash_bucket\", \"key\": \"s\","
+        "   \"hash_bucket_size\": 10}],"
+        " \"estimator\": {\"type\": \"LinearClassifier\","
+        "  \"feature_columns\": [\"n\", \"x\", \"s\"]}}";
+    cJSON *j = cJSON_Parse(text);
+    Predictd__ModelDef *def = NULL;
+    rt_err err;
+    rt_status st = rt_spec_to_modeldef(j, NULL, &def, &err);
+    cJSON_Delete(j);
+    if (st)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+    return def;
+}
+
+/* Packs an Example of up to 4 features: name and kind ('i' int64, 'f'
+ * float, 'b' bytes) with n values each. */
+typedef struct feat {
+    const char *name;
+    char kind;
+    int n;
+} feat;
+
+static size_t pack(const feat *fs, size_t nf, uint8_t *out)
+{
+    Tensorflow__Feature ft[4];
+    Tensorflow__Features__FeatureEntry ent[4], *pe[4];
+    Tensorflow__Int64List il[4];
+    Tensorflow__FloatList fl[4];
+    Tensorflow__BytesList bl[4];
+    int64_t iv[2] = {7, 8};
+    float fv[2] = {0.25f, 1.5f};
+    ProtobufCBinaryData bv[2] = {{1, (uint8_t *)"b"}, {2, (uint8_t *)"cd"}};
+    for (size_t k = 0; k < nf; k++) {
+        tensorflow__feature__init(&ft[k]);
+        if (fs[k].kind == 'i') {
+            tensorflow__int64_list__init(&il[k]);
+            il[k].n_value = (size_t)fs[k].n;
+            il[k].value = iv;
+            ft[k].kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST;
+            ft[k].int64_list = &il[k];
+        } else if (fs[k].kind == 'f') {
+            tensorflow__float_list__init(&fl[k]);
+            fl[k].n_value = (size_t)fs[k].n;
+            fl[k].value = fv;
+            ft[k].kind_case = TENSORFLOW__FEATURE__KIND_FLOAT_LIST;
+            ft[k].float_list = &fl[k];
+        } else {
+            tensorflow__bytes_list__init(&bl[k]);
+            bl[k].n_value = (size_t)fs[k].n;
+            bl[k].value = bv;
+            ft[k].kind_case = TENSORFLOW__FEATURE__KIND_BYTES_LIST;
+            ft[k].bytes_list = &bl[k];
+        }
+        tensorflow__features__feature_entry__init(&ent[k]);
+        ent[k].key = (char *)fs[k].name;
+        ent[k].value = &ft[k];
+        pe[k] = &ent[k];
+    }
+    Tensorflow__Features f;
+    tensorflow__features__init(&f);
+    f.n_feature = nf;
+    f.feature = pe;
+    Tensorflow__Example ex;
+    tensorflow__example__init(&ex);
+    ex.features = &f;
+    return tensorflow__example__pack(&ex, out);
+}
+
+static void test_example_row(void **state)
+{
+    (void)state;
+    Predictd__ModelDef *def = small_def();
+    rt_buf text;
+    rt_buf_init(&text);
+    rt_csv_span sp[4];
+    uint8_t have[4];
+    uint8_t buf[256];
+    rt_err err;
+    /* every column, an extra feature ignored; x missing takes its default */
+    feat ok[] = {{"n", 'i', 1}, {"s", 'b', 1}, {"y", 'b', 1}, {"other", 'f', 2}};
+    size_t len = pack(ok, 4, buf);
+    assert_int_equal(rt_example_to_row(def, buf, len, 1, &text, sp, have, &err), RT_OK);
+    assert_int_equal(sp[0].len, 1);
+    assert_memory_equal(text.data + sp[0].off, "7", 1);
+    assert_int_equal(sp[1].len, 0); /* an empty cell: the default applies */
+    assert_int_equal(have[1], 0);
+    assert_memory_equal(text.data + sp[2].off, "b", 1);
+    /* a float column given an int64_list */
+    feat kind[] = {{"n", 'i', 1}, {"x", 'i', 1}, {"s", 'b', 1}, {"y", 'b', 1}};
+    len = pack(kind, 4, buf);
+    assert_int_equal(rt_example_to_row(def, buf, len, 1, &text, sp, have, &err),
+                     RT_ERR_INVALID);
+    assert_string_equal(err.msg, "feature x: expected float_list (column type float), got "
+                                 "int64_list");
+    /* two values for a FixedLenFeature of shape [] */
+    feat two[] = {{"n", 'i', 2}, {"s", 'b', 1}, {"y", 'b', 1}};
+    len = pack(two, 3, buf);
+    assert_int_equal(rt_example_to_row(def, buf, len, 1, &text, sp, have, &err),
+                     RT_ERR_INVALID);
+    assert_string_equal(err.msg, "feature n: expected 1 value (a FixedLenFeature of shape "
+                                 "[]), got 2");
+    /* a missing column without default; a missing label only when targets are needed */
+    feat nos[] = {{"n", 'i', 1}, {"y", 'b', 1}};
+    len = pack(nos, 2, buf);
+    assert_int_equal(rt_example_to_row(def, buf, len, 1, &text, sp, have, &err),
+                     RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "feature s: missing"));
+    feat nolabel[] = {{"n", 'i', 1}, {"s", 'b', 1}};
+    len = pack(nolabel, 2, buf);
+    assert_int_equal(rt_example_to_row(def, buf, len, 0, &text, sp, have, &err), RT_OK);
+    assert_int_equal(rt_example_to_row(def, buf, len, 1, &text, sp, have, &err),
+                     RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "feature y: missing"));
+    /* a float: the shortest text that reads back as the float's value */
+    feat fl[] = {{"n", 'i', 1}, {"x", 'f', 1}, {"s", 'b', 1}, {"y", 'b', 1}};
+    len = pack(fl, 4, buf);
+    assert_int_equal(rt_example_to_row(def, buf, len, 1, &text, sp, have, &err), RT_OK);
+    assert_int_equal(sp[1].len, 4);
+    assert_memory_equal(text.data + sp[1].off, "0.25", 4);
+    /* from a CSV row and back: the same cells (strings as they are) */
+    const char *row = "12, 2.5, hello world, a";
+    char cells[64];
+    rt_csv_span in[4];
+    assert_int_equal(rt_csv_split(row, strlen(row), cells, in, 4, &err), 4);
+    rt_buf ex;
+    rt_buf_init(&ex);
+    assert_int_equal(rt_example_from_row(def, cells, in, 4, &ex, &err), RT_OK);
+    assert_int_equal(rt_example_to_row(def, (const uint8_t *)ex.data, ex.len, 1, &text, sp,
+                                       have, &err), RT_OK);
+    assert_memory_equal(text.data + sp[0].off, "12", 2);
+    assert_memory_equal(text.data + sp[1].off, "2.5", 3);
+    assert_int_equal(sp[2].len, 12);
+    assert_memory_equal(text.data + sp[2].off, " hello world", 12);
+    /* an int column refuses a fraction */
+    const char *frac = "1.5, 2, x, a";
+    assert_int_equal(rt_csv_split(frac, strlen(frac), cells, in, 4, &err), 4);
+    assert_int_equal(rt_example_from_row(def, cells, in, 4, &ex, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "(n): 1.5 is not an integer"));
+    rt_buf_free(&ex);
+    rt_buf_free(&text);
+    rt_modeldef_free(def);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_corrupt_files_name_offset),
         cmocka_unit_test(test_truncated_gzip),
+        cmocka_unit_test(test_example_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
