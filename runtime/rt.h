@@ -655,7 +655,9 @@ const char *rt_input_format_name(rt_input_format f);
 rt_status rt_input_format_parse(const char *s, rt_input_format *f);
 /* What path holds, by content whatever its name: TFRecord (the first 12
  * bytes are a length and its masked CRC) plain or gzip, else CSV. A gzip
- * file that is not TFRecord is RT_ERR_FORMAT. Thread-safe. */
+ * file that is not TFRecord is RT_ERR_FORMAT. A pipe is not read (that
+ * would spend its bytes): CSV, unless the caller's format says otherwise.
+ * Thread-safe. */
 rt_status rt_input_sniff(const char *path, rt_input_format *f, rt_err *err);
 /* TFRecord's CRC mask: ((crc >> 15) | (crc << 17)) + 0xa282ead8. */
 uint32_t rt_tfrecord_mask(uint32_t crc);

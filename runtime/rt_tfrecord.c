@@ -78,6 +78,12 @@ rt_status rt_input_sniff(const char *path, rt_input_format *f, rt_err *err)
     if (fd < 0)
         return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
                           "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        close(fd); /* a pipe: reading it would spend what the reader needs */
+        *f = RT_INPUT_CSV;
+        return RT_OK;
+    }
     uint8_t magic[2] = {0, 0};
     ssize_t m = pread(fd, magic, 2, 0);
     int gz = m == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
