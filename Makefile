@@ -51,7 +51,7 @@ DEPFLAGS     = -MMD -MP
 
 # Debian packages per module (pkg-config names). rt.h exposes cJSON and the
 # generated protobuf-c types, so every module compiles against runtime's.
-RT_PKGS  := libcjson libprotobuf-c openblas
+RT_PKGS  := libcjson libprotobuf-c openblas zlib
 SRV_PKGS := libmicrohttpd libsystemd gnutls zlib
 TUN_PKGS := yaml-0.1
 # Open MPI: only trainer/trn_comm_mpi.c (predict-train) and tuner/tun_comm_mpi.c

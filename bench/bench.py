@@ -32,6 +32,10 @@ the same machine, prints a table and writes bench/results.json:
     answered req/s, share of 429, p50/p99 of the accepted, p99 of the 429s,
     the daemon's CPU time per answer, and (with max_queue_wait_ms) the
     adaptive admission limit after each run
+ 17 batch prediction: predict-model batch-predict on adult.test.csv x4 at
+    batch 1000 from CSV and from TFRecord, 1 rank and mpirun -np 2:
+    instances per CPU-second (process and children) and per second, next to
+    group 2's daemon batch-1000 figure of the same run
 
 Server and load generator run pinned to different CPUs when there are two
 or more. Every figure is the median of RUNS runs (default 3). A figure that
@@ -45,6 +49,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -1528,6 +1533,71 @@ def table():
     return "\n".join(lines)
 
 
+PREDICT_MODEL = os.path.join(BUILD, "predict-model")
+
+
+def batch_predict_cpu(base, data, fmt, out, np_=0):
+    """(CPU seconds of the run and its children, wall seconds, instances) of
+    one predict-model batch-predict job at batch 1000 (np_ > 0: under mpirun
+    with that many ranks)."""
+    cmd = [PREDICT_MODEL, "batch-predict", "--dir", base, "--input", data,
+           "--instances-format", fmt, "--output-dir", out, "--batch-size", "1000",
+           "--shard-bytes", str(4 << 20), "--progress", "quiet"]
+    if np_:
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np_)] + cmd
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        raise RuntimeError("batch-predict failed: " + r.stderr[-300:])
+    with open(os.path.join(r.stdout.strip(), "completion.json")) as f:
+        n = json.load(f)["completionStats"]["successfulCount"]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, n
+
+
+@group(17, "batch-predict: census instances per CPU-second at batch 1000, CSV and TFRecord, "
+           "1 and 2 ranks")
+def g17():
+    m = census_model()
+    src = os.path.join(CENSUS, "adult.test.csv")
+    csv_path = os.path.join(TMP, "batch-x4.csv")
+    with open(src) as f:
+        text = f.read()
+    with open(csv_path, "w") as f:
+        f.write(text * 4)  # 65124 instances
+    tfr = os.path.join(TMP, "batch-x4.tfrecord")
+    r = subprocess.run([PREDICT_MODEL, "convert", "--spec", SPEC, "--input", csv_path, "--to",
+                        "tfrecord", "--output", tfr], capture_output=True, text=True,
+                       timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError("convert failed: " + r.stderr[-300:])
+    out = {"source": "predict-model batch-predict --batch-size 1000, adult.test.csv x4 "
+                     "(median of %d; CPU of the process and its children)" % RUNS}
+    ranks = (0, 2) if shutil.which("mpirun") else (0,)
+    for fmt, data in (("csv", csv_path), ("tf-record", tfr)):
+        for np_ in ranks:
+            runs = [batch_predict_cpu(m["base"], data, fmt,
+                                      os.path.join(TMP, "batch-out-%s-%d-%d" % (fmt, np_, k)),
+                                      np_) for k in range(RUNS)]
+            cpu = median([x[0] for x in runs])
+            wall = median([x[1] for x in runs])
+            n = runs[0][2]
+            key = "%s, %s" % (fmt, "1 rank" if np_ == 0 else "%d ranks (mpirun)" % np_)
+            out[key] = {"instances": n, "cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
+                        "instances_per_cpu_s": round(n / cpu) if cpu > 0 else None,
+                        "instances_per_wall_s": round(n / wall) if wall > 0 else None}
+            log("   %s: %s instances/CPU-s, %s instances/s" % (
+                key, out[key]["instances_per_cpu_s"], out[key]["instances_per_wall_s"]))
+    daemon = R.get("2", {}).get("batch_1000", {})
+    if isinstance(daemon, dict) and daemon.get("instances_per_cpu_s"):
+        out["daemon batch 1000 instances_per_cpu_s (group 2, this run)"] = round(
+            daemon["instances_per_cpu_s"])
+    return out
+
+
 def main():
     missing = [p for p in (PREDICTD, TRAIN) if not os.path.exists(p)]
     if missing:
@@ -1542,7 +1612,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15, g16):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15, g16, g17):
             g()
     finally:
         for p in STARTED:

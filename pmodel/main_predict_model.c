@@ -19,6 +19,11 @@
  *                          [--report REPORT.html] [--format table|json]
  *       TensorFlow Model Analysis's report: metrics overall and per slice,
  *       curves, calibration, confusion matrix (pm_eval.c, pm_report.c).
+ *   predict-model convert (--dir EXPORT | --spec SPEC) --input FILES --to FMT
+ *       CSV data to TFRecord files of tf.Example and back (pm_convert.c).
+ *   predict-model batch-predict --dir EXPORT --input FILES --output-dir DIR
+ *       scores files as Vertex AI's batch prediction does, on one core or
+ *       the ranks of mpirun (pm_batch.c; docs/batch-prediction.md).
  * --model-dir is another name of --dir in every command.
  *
  * EXPORT is a version directory (holding model.pb) or a base directory
@@ -35,6 +40,11 @@
 
 int main(int argc, char **argv)
 {
+    /* convert and batch-predict read their own flags (pm_convert.c, pm_batch.c) */
+    if (argc >= 2 && strcmp(argv[1], "convert") == 0)
+        return pm_cmd_convert(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "batch-predict") == 0)
+        return pm_cmd_batch_predict(argc, argv);
     pm_opts o;
     int rc = pm_parse_args(argc, argv, &o);
     if (rc)

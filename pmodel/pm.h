@@ -79,6 +79,82 @@ void pm_instances_free(pm_instances *in);
 void pm_report_error(const char *file, const rt_graph *g, const pm_instances *in,
                      const char *msg);
 
+/* ------------------------------------------- input files (pm_input.c) */
+
+/* The instance formats of batch-predict and convert: Vertex AI's
+ * instancesFormat names, CMLE's data formats (TEXT, TF_RECORD,
+ * TF_RECORD_GZIP) accepted too. */
+typedef enum {
+    PM_IN_JSONL,
+    PM_IN_CSV,
+    PM_IN_TFRECORD,
+    PM_IN_TFRECORD_GZIP,
+    PM_IN_FILE_LIST,
+} pm_in_format;
+/* 0, or -1 for an unknown name. */
+int pm_in_format_parse(const char *s, pm_in_format *f);
+const char *pm_in_format_name(pm_in_format f);
+/* Every file the patterns name (each a comma list of paths and globs), in
+ * order: *files malloc'd (free each and the array). Errors name the pattern
+ * ("--input data-*.csv: no file matches"). */
+rt_status pm_expand_inputs(const char *const *pats, size_t n_pats, char ***files, size_t *n,
+                           rt_err *err);
+/* A reader of the rows of one file, or of those that begin in its byte range
+ * [start, end) (end 0: to the end): lines (blank ones skipped, skip_header
+ * lines skipped at the top of the file) or TFRecord records. path must
+ * outlive it. One thread. */
+typedef struct pm_in pm_in;
+rt_status pm_in_open(const char *path, pm_in_format f, uint64_t start, uint64_t end,
+                     size_t skip_header, pm_in **out, rt_err *err);
+/* The next row: *data and *len (valid until the next call; a line NUL-terminated,
+ * without its line end), *where its line or record number in the file.
+ * RT_ERR_NOTFOUND at the end; a corrupt record RT_ERR_FORMAT (the reader
+ * goes on with the next record when it can, rt_tfrecord_next). */
+rt_status pm_in_next(pm_in *in, const uint8_t **data, size_t *len, uint64_t *where, rt_err *err);
+/* 1 when the rows are records ("record N" in messages), 0 for lines. */
+int pm_in_records(const pm_in *in);
+void pm_in_close(pm_in *in);
+
+/* ------------------------ batch-predict (pm_batch.c, pm_batch_unit.c) */
+
+/* What every unit of a batch-prediction job shares (read-only while the
+ * units run). */
+typedef struct pm_batch_job {
+    const rt_model *m;
+    pm_in_format format;
+    size_t skip_header;
+    const char *key_field;        /* NULL: none */
+    const char *const *fields;    /* --included-fields or --excluded-fields, or NULL */
+    size_t n_fields;
+    int excluded;                 /* fields are the excluded ones */
+    int as_array;                 /* --instance-type array */
+    size_t batch_size;
+} pm_batch_job;
+
+/* One unit of work: a file, or the rows that begin in a byte range of it. */
+typedef struct pm_batch_unit {
+    const char *path;
+    uint64_t start, end;          /* end 0: to the end of the file */
+} pm_batch_unit;
+
+/* What a unit gave: the lines of its predictions and errors files and
+ * their counts. */
+typedef struct pm_batch_out {
+    rt_buf predictions, errors;
+    uint64_t ok, failed;
+} pm_batch_out;
+
+/* Scores unit u: each row becomes an instance (as docs/batch-prediction.md
+ * says per format), batches of job->batch_size go through rt_json_handle
+ * (predictd's :predict path; a batch that fails is run instance by
+ * instance), every prediction is appended to out->predictions as
+ * {"instance"|"key": ..., "prediction": ...} and every failure to
+ * out->errors as {"instance": ..., "error": {"code", "message"}}. RT_OK
+ * unless the unit cannot be read at all (an I/O error) or memory runs out;
+ * a bad row or record never stops it. c: the calling thread's. */
+rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_ctx *c,
+                            pm_batch_out *out, rt_err *err);
+
 /* ------------------------------------------------------------- the commands */
 
 /* Each returns the exit status: 0, 1 (model or instance error, message
@@ -87,6 +163,10 @@ int pm_cmd_show(const pm_opts *o);      /* pm_show.c */
 int pm_cmd_predict(const pm_opts *o);   /* pm_predict.c */
 int pm_cmd_transform(const pm_opts *o); /* pm_transform.c */
 int pm_cmd_evaluate(const pm_opts *o);  /* pm_evaluate.c */
+/* convert and batch-predict read their own flags (argv from the command's
+ * name on) and print their own help. */
+int pm_cmd_convert(int argc, char **argv);       /* pm_convert.c */
+int pm_cmd_batch_predict(int argc, char **argv); /* pm_batch.c */
 
 /* The longest feature column name of g, at most 64 (for aligned listings:
  * show --all, transform). pm_show.c. */

@@ -21,6 +21,10 @@ static const char USAGE[] =
     "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
     "                              [--format table|json] [--batch-size N]\n"
     "                              [--skip-header-lines N]\n"
+    "       predict-model convert (--dir EXPORT | --spec SPEC.json) --input FILE...\n"
+    "                             --to tfrecord|tfrecord-gzip|csv --output FILE\n"
+    "       predict-model batch-predict --dir EXPORT --input FILE... --output-dir DIR\n"
+    "                             [--instances-format FMT] [flags: batch-predict --help]\n"
     "       predict-model COMMAND --help\n"
     "--model-dir is another name of --dir in every command.\n";
 

@@ -306,6 +306,9 @@ static rt_status flush(evaluator *v, rt_err *err)
     return RT_OK;
 }
 
+static rt_status add_cells(evaluator *v, const char *buf, const rt_csv_span *spans,
+                           rt_err *err);
+
 /* One CSV row (line end removed) into the batch. */
 static rt_status add_row(evaluator *v, const char *line, size_t len, char *buf,
                          rt_csv_span *spans, rt_err *err)
@@ -316,6 +319,13 @@ static rt_status add_row(evaluator *v, const char *line, size_t len, char *buf,
     if ((size_t)nf != v->n_cols)
         return rt_err_set(err, RT_ERR_INVALID, "%ld fields, the spec has %zu columns", nf,
                           v->n_cols);
+    return add_cells(v, buf, spans, err);
+}
+
+/* One row's cells (a CSV row's or a tf.Example's) into the batch. */
+static rt_status add_cells(evaluator *v, const char *buf, const rt_csv_span *spans,
+                           rt_err *err)
+{
     pm_eval *e = v->e;
     size_t idx = rt_batch_size(v->b);
     rt_status st = RT_OK;
@@ -358,8 +368,54 @@ static rt_status add_row(evaluator *v, const char *line, size_t len, char *buf,
     return RT_OK;
 }
 
+/* A TFRecord file of tf.Example (plain or gzip): record k is row k. */
+static rt_status read_records(evaluator *v, const char *path, rt_err *err)
+{
+    rt_tfrecord *r = NULL;
+    rt_buf text;
+    rt_buf_init(&text);
+    rt_csv_span *spans = calloc(v->n_cols ? v->n_cols : 1, sizeof *spans);
+    rt_status st = spans ? rt_tfrecord_open(path, 0, 0, &r, err)
+                         : rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    v->file = path;
+    while (st == RT_OK) {
+        const uint8_t *d;
+        size_t len;
+        st = rt_tfrecord_next(r, &d, &len, err);
+        if (st == RT_ERR_NOTFOUND) {
+            st = RT_OK;
+            break;
+        }
+        if (st)
+            break;
+        uint64_t recno = rt_tfrecord_index(r);
+        if (rt_batch_size(v->b) == 0)
+            v->first_line = recno;
+        v->last_line = recno;
+        st = rt_example_to_row(v->def, d, len, 1, &text, spans, NULL, err);
+        if (st == RT_OK)
+            st = add_cells(v, text.data, spans, err);
+        if (st) {
+            rt_err_prefix(err, "%s: record %llu", path, (unsigned long long)recno);
+            break;
+        }
+        if (rt_batch_size(v->b) == v->bs)
+            st = flush(v, err);
+    }
+    rt_tfrecord_close(r);
+    rt_buf_free(&text);
+    free(spans);
+    return st;
+}
+
 static rt_status read_file(evaluator *v, const char *path, rt_err *err)
 {
+    rt_input_format fmt; /* CSV or TFRecord, by content */
+    rt_status fs = rt_input_sniff(path, &fmt, err);
+    if (fs == RT_OK && fmt != RT_INPUT_CSV)
+        return read_records(v, path, err);
+    if (fs == RT_ERR_FORMAT)
+        return fs;
     FILE *fp = fopen(path, "re");
     if (!fp)
         return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,

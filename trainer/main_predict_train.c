@@ -187,6 +187,8 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
     }
     if (o.on_bad_row >= 0)
         c.bad_rows = (trn_bad_row_policy)o.on_bad_row;
+    if (o.input_format >= 0)
+        c.input_format = (rt_input_format)o.input_format;
     if (o.progress >= 0)
         c.progress = (trn_progress_mode)o.progress;
     if (o.verbosity >= 0) {

@@ -274,6 +274,8 @@ typedef struct trn_config {
     double eval_start_delay_secs;   /* eval.start_delay_secs: TF's, accepted (no delay:
                                        evaluation runs between training steps) */
     trn_bad_row_policy bad_rows;
+    rt_input_format input_format;   /* train.input_format: AUTO (by content), CSV,
+                                       TFRECORD, TFRECORD_GZIP (train and eval files) */
     trn_progress_mode progress;
 
     size_t eval_batch_size;  /* defaults to batch_size, at least 256 */
@@ -358,6 +360,7 @@ typedef struct trn_overrides {
     int64_t embedding_size;
     int64_t memory_limit_mb;   /* train.memory_limit_mb */
     int on_bad_row;            /* a trn_bad_row_policy (not written into the spec) */
+    int input_format;          /* an rt_input_format: train.input_format (-1: the spec's) */
     double mpi_stall_warn_secs;  /* train.mpi_stall_warn_secs */
     double mpi_stall_abort_secs; /* train.mpi_stall_abort_secs */
     int progress;              /* a trn_progress_mode */
@@ -483,6 +486,10 @@ typedef struct trn_reader_params {
     size_t shard_index;       /* shard_count files, files i with i % count == index;
                                  otherwise data rows j (per epoch, in file order)
                                  with j % count == index (0 = everything) */
+    rt_input_format input_format; /* AUTO (each file by content), CSV, TFRECORD,
+                                     TFRECORD_GZIP: records of tf.Example parsed
+                                     against def's raw columns (rt_example_to_row) */
+    const Predictd__ModelDef *def; /* for TFRecord input; must outlive the reader */
     uint64_t cache_bytes;     /* > 0 with num_epochs != 1: the first epoch's rows are
                                  kept in memory (up to this many bytes) and later
                                  epochs replay them instead of reading the files
@@ -544,6 +551,8 @@ void trn_feeder_free(trn_feeder *f);
 const uint8_t *trn_feeder_numeric(const trn_feeder *f, size_t *n_columns);
 /* The CSV columns' names ([n_columns], owned by f: the reader's names). */
 const char *const *trn_feeder_names(const trn_feeder *f);
+/* The ModelDef the feeder reads rows of (the graph's). */
+const Predictd__ModelDef *trn_feeder_def(const trn_feeder *f);
 /*
  * Clears b and appends the rows; labels gets trn_feeder_label_dim floats per
  * appended row (class id for classifiers, the label_dimension values for

@@ -500,6 +500,9 @@ static rt_status custom_warm(const cJSON *j, const char *path, const rt_setting 
 
 static const rt_setting_choice BAD_ROWS[] = {
     {"skip", TRN_BAD_ROW_SKIP}, {"stop", TRN_BAD_ROW_STOP}, {NULL, 0}};
+static const rt_setting_choice INPUT_FORMATS[] = {
+    {"AUTO", RT_INPUT_AUTO}, {"CSV", RT_INPUT_CSV}, {"TFRECORD", RT_INPUT_TFRECORD},
+    {"TFRECORD_GZIP", RT_INPUT_TFRECORD_GZIP}, {NULL, 0}};
 static const rt_setting_choice SHARDS[] = {
     {"AUTO", TRN_SHARD_AUTO}, {"BATCH", TRN_SHARD_BATCH}, {NULL, 0}};
 
@@ -543,6 +546,7 @@ static const rt_setting TRN_SPEC[] = {
     TNUM("train", mpi_stall_warn_secs, mpi_stall_warn_secs, 0, 1e7, 60),
     TNUM("train", mpi_stall_abort_secs, mpi_stall_abort_secs, 0, 1e7, 0),
     TENUM("train", on_bad_row, bad_rows, trn_bad_row_policy, BAD_ROWS, TRN_BAD_ROW_STOP),
+    TENUM("train", input_format, input_format, rt_input_format, INPUT_FORMATS, RT_INPUT_AUTO),
     TCUSTOM("train", hooks, custom_hooks),
     TCUSTOM("train", warm_start_from, custom_warm),
     TENUM("train", shard_policy, shard_policy, trn_shard_policy, SHARDS, TRN_SHARD_AUTO),
@@ -823,8 +827,8 @@ static const rt_setting TRN_FLAGS[] = {
     FSTR("spec", NULL, NULL, "spec", spec, "FILE",
          "the JSON spec: feature columns, estimator, train, eval, export (required)"),
     FSTR("train-files", NULL, "train", "files", train_files, "LIST",
-         "training CSV files (comma-separated, globs allowed)"),
-    FSTR("eval-files", NULL, "eval", "files", eval_files, "LIST", "evaluation CSV files"),
+         "training files, CSV or TFRecord (comma-separated, globs allowed)"),
+    FSTR("eval-files", NULL, "eval", "files", eval_files, "LIST", "evaluation files, CSV or TFRecord"),
     FSTR("job-dir", "model-dir", NULL, "job_dir", job_dir, "DIR",
          "checkpoints, eval/metrics.jsonl, export/<name>/<version>/; without it a temporary "
          "directory is used (its path is printed)"),
@@ -858,6 +862,9 @@ static const rt_setting TRN_FLAGS[] = {
          "machine can give)"),
     FENUM("on-bad-row", on_bad_row, BAD_ROWS,
           "malformed CSV rows: skip and count, or stop with FILE:LINE (default stop)"),
+    FENUM("input-format", input_format, INPUT_FORMATS,
+          "train.input_format: CSV or TFRecord files of tf.Example, plain or gzip; AUTO "
+          "(default) tells each file by its content"),
     FNUM("mpi-stall-warn-secs", "train", "mpi_stall_warn_secs", mpi_stall_warn_secs, 0, 1e7,
          "a number of seconds in [0, 1e7]", "S",
          "distributed: rank 0 names the ranks it has waited for S seconds in one exchange "

@@ -69,7 +69,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
     if ((st = trn_feeder_new(m->g, &fd, err)))
         goto out;
     if ((st = trn_open_reader(fd, c->eval_files, c->n_eval_files, bs, 0, 1, c->seed, c->bad_rows,
-                              c->eval_skip_header_lines, 0, 0, 0, &r, err)))
+                              c->eval_skip_header_lines, 0, 0, 0, c->input_format, &r, err)))
         goto out;
     b = rt_batch_new(m->g);
     int t_bad = trn_targets_alloc(&t, fd, bs);

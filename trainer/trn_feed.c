@@ -112,6 +112,11 @@ const char *const *trn_feeder_names(const trn_feeder *f)
     return f->names;
 }
 
+const Predictd__ModelDef *trn_feeder_def(const trn_feeder *f)
+{
+    return f->def;
+}
+
 size_t trn_feeder_label_dim(const trn_feeder *f)
 {
     return f->ls;

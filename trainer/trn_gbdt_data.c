@@ -203,7 +203,7 @@ static rt_status read_inputs(const rt_graph *g, const trn_config *c, trn_dist *d
     if ((st = trn_open_reader(fd, c->train_files, c->n_train_files, bs, 0, 1, c->seed,
                               c->bad_rows, c->skip_header_lines,
                               by_rows ? (size_t)trn_dist_size(dist) : 0,
-                              (size_t)trn_dist_rank(dist), 0, &rd, err)))
+                              (size_t)trn_dist_rank(dist), 0, c->input_format, &rd, err)))
         goto out;
     b = rt_batch_new(g);
     bl = malloc(bs * ldim * sizeof *bl);

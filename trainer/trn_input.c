@@ -93,7 +93,8 @@ rt_status trn_feed_targets(const trn_feeder *fd, const trn_rows *rows, rt_batch 
 rt_status trn_open_reader(const trn_feeder *fd, char *const *files, size_t n_files,
                           size_t batch, size_t shuffle, int64_t epochs, uint64_t seed,
                           trn_bad_row_policy bad, size_t skip_header, size_t shards,
-                          size_t shard, uint64_t cache_bytes, trn_reader **r, rt_err *err)
+                          size_t shard, uint64_t cache_bytes, rt_input_format fmt,
+                          trn_reader **r, rt_err *err)
 {
     trn_reader_params p = trn_reader_default_params();
     size_t ncol;
@@ -111,6 +112,8 @@ rt_status trn_open_reader(const trn_feeder *fd, char *const *files, size_t n_fil
     p.shard_count = shards;
     p.shard_index = shard;
     p.cache_bytes = cache_bytes;
+    p.input_format = fmt;
+    p.def = trn_feeder_def(fd);
     return trn_reader_open(&p, r, err);
 }
 
@@ -135,7 +138,7 @@ rt_status trn_input_open(const trn_input *in, trn_reader **rd, rt_err *err)
     rt_status st = trn_open_reader(in->fd, in->files, in->n_files, in->batch,
                                    c->shuffle_buffer_size, c->num_epochs, c->seed, c->bad_rows,
                                    c->skip_header_lines, in->shards, in->shard, in->cache_bytes,
-                                   rd, err);
+                                   c->input_format, rd, err);
     return st;
 }
 

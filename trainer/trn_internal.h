@@ -157,11 +157,12 @@ struct trn_model {
 /* A reader over files with f's CSV schema (trn_input.c): batch rows a batch,
  * shuffle buffer, epochs, seed, bad-row policy, header lines per file,
  * shards > 0: this reader's share (shard of shards) of the files or rows, and
- * cache_bytes (trn_reader_params): the first epoch's rows kept for the others. */
+ * cache_bytes (trn_reader_params): the first epoch's rows kept for the others;
+ * fmt: train.input_format (CSV or TFRecord files, AUTO: each by content). */
 rt_status trn_open_reader(const trn_feeder *f, char *const *files, size_t n_files, size_t batch,
                           size_t shuffle, int64_t epochs, uint64_t seed, trn_bad_row_policy bad,
                           size_t skip_header, size_t shards, size_t shard, uint64_t cache_bytes,
-                          trn_reader **r, rt_err *err);
+                          rt_input_format fmt, trn_reader **r, rt_err *err);
 
 /* Rebuilds m's graph from its ModelDef (a BoostedTrees model's after trees
  * were added: the runtime compiles them into the graph). */

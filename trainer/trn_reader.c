@@ -13,6 +13,13 @@
  *
  * Malformed rows are reported as "FILE:LINE: what" and either stop the
  * stream (the error reaches trn_reader_next) or are skipped and counted.
+ *
+ * TFRecord files of tf.Example (params.input_format, or AUTO: told apart by
+ * content, runtime/rt_tfrecord.c) go through the same pipeline: each record
+ * becomes the cells of one row (rt_example_to_row), numbered like lines, so
+ * shuffling, epochs, sharding and the row cache treat it as the CSV line with
+ * the same cells. Their errors name "FILE: record N: feature F: ..." or, for
+ * a corrupt record, "FILE: offset N: record K: ...".
  */
 #include "trn.h"
 
@@ -279,6 +286,49 @@ static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err
 bad:
     free(x);
     return NULL;
+}
+
+/*
+ * A rec from the cells of a tf.Example (text NUL-terminated, spans per
+ * field), numeric fields checked as split_line checks them. NULL with err
+ * set for a bad cell (*nomem on allocation failure).
+ */
+static rec *cells_rec(const trn_reader *r, const char *text, size_t len, const rt_csv_span *spans,
+                      rt_err *err, int *nomem)
+{
+    size_t nf = r->p.n_fields;
+    rec *x = malloc(sizeof *x + nf * (sizeof(rt_csv_span) + sizeof(double) + 1) + len + 1);
+    *nomem = 0;
+    if (!x) {
+        *nomem = 1;
+        return NULL;
+    }
+    x->ordinal = TRN_NO_ORDINAL;
+    x->bytes = x->bad_before = 0;
+    x->kept = 0;
+    x->span = (rt_csv_span *)(x + 1);
+    x->num = (double *)(void *)(x->span + nf);
+    x->num_state = (uint8_t *)(x->num + nf);
+    x->text = (char *)(x->num_state + nf);
+    memcpy(x->text, text, len + 1);
+    memcpy(x->span, spans, nf * sizeof *spans);
+    for (size_t f = 0; f < nf; f++) {
+        x->num[f] = 0;
+        x->num_state[f] = 0;
+        if (!r->numeric || !r->numeric[f])
+            continue;
+        double v = 0;
+        const char *s = x->text + x->span[f].off;
+        rt_status st = rt_raw_number(s, x->span[f].len, &v);
+        if (st == RT_ERR_INVALID) {
+            rt_raw_number_error(err, f, r->p.names ? r->p.names[f] : NULL, s, x->span[f].len);
+            free(x);
+            return NULL;
+        }
+        x->num[f] = v;
+        x->num_state[f] = st == RT_OK ? 1 : 2;
+    }
+    return x;
 }
 
 /* ------------------------------------------------------------- producer */
@@ -564,6 +614,134 @@ out:
     return st;
 }
 
+/* Counts a malformed row or record under --on-bad-row skip. */
+static void count_bad(trn_reader *r, prod *pr, const rt_err *why)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->stats.bad_rows++ == 0)
+        memcpy(r->stats.first_bad, why->msg, sizeof r->stats.first_bad);
+    if (r->stats.epochs == 0)
+        r->stats.bad_rows_distinct++;
+    pthread_mutex_unlock(&r->mu);
+    pr->pend_bad++;
+}
+
+/* Reads TFRecord file number fi through the pipeline: record k is row k. */
+static rt_status read_records(prod *pr, size_t fi, rt_err *e)
+{
+    trn_reader *r = pr->r;
+    const char *path = r->files[fi];
+    rt_tfrecord *tf = NULL;
+    rt_buf text;
+    rt_buf_init(&text);
+    size_t nf = r->p.n_fields;
+    rt_csv_span *spans = calloc(nf ? nf : 1, sizeof *spans);
+    rt_status st = RT_OK;
+    if (!spans) {
+        st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (!r->p.def || r->p.def->n_raw_columns != nf) {
+        st = rt_err_set(e, RT_ERR_INVALID, "%s: TFRecord input needs the spec's columns", path);
+        goto out;
+    }
+    if ((st = rt_tfrecord_open(path, 0, 0, &tf, e)))
+        goto out;
+    uint64_t before = 0;
+    for (;;) {
+        const uint8_t *data;
+        size_t len;
+        rt_err why;
+        st = rt_tfrecord_next(tf, &data, &len, &why);
+        /* bytes of the file itself (compressed ones for gzip), as the
+         * progress counts them against the files' sizes */
+        uint64_t at = rt_tfrecord_file_offset(tf), got = at > before ? at - before : 0;
+        before = at;
+        if (st == RT_ERR_NOTFOUND) {
+            st = RT_OK;
+            break;
+        }
+        if (st == RT_ERR_NOMEM || st == RT_ERR_IO) {
+            if (e)
+                *e = why;
+            goto out;
+        }
+        uint64_t recno = rt_tfrecord_index(tf);
+        if (st == RT_OK && r->p.shard_count > 1 &&
+            pr->row_no++ % r->p.shard_count != r->p.shard_index) {
+            pthread_mutex_lock(&r->mu); /* another shard's record: not even parsed */
+            r->stats.bytes += got;
+            pthread_mutex_unlock(&r->mu);
+            pr->pend_bytes += got;
+            continue;
+        }
+        rec *x = NULL;
+        int nomem = 0;
+        if (st == RT_OK) {
+            st = rt_example_to_row(r->p.def, data, len, 1, &text, spans, NULL, &why);
+            if (st == RT_OK)
+                x = cells_rec(r, text.data, text.len, spans, &why, &nomem);
+            if (st == RT_ERR_NOMEM || nomem) {
+                st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
+                goto out;
+            }
+            if (!x)
+                rt_err_prefix(&why, "%s: record %llu", path, (unsigned long long)recno);
+        }
+        st = RT_OK;
+        if (!x) { /* a corrupt record (its message names the offset) or a bad row */
+            if (r->p.bad_rows == TRN_BAD_ROW_STOP) {
+                if (e)
+                    *e = why;
+                st = RT_ERR_FORMAT;
+                goto out;
+            }
+            count_bad(r, pr, &why);
+            continue;
+        }
+        x->file = fi;
+        x->line = recno;
+        if (r->keeping && keep(r, x, text.len, pr->pend_bytes + got, pr->pend_bad)) {
+            st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
+            free(x);
+            goto out;
+        }
+        pr->pend_bytes = pr->pend_bad = 0;
+        pthread_mutex_lock(&r->mu);
+        r->stats.rows++;
+        r->stats.bytes += got;
+        pthread_mutex_unlock(&r->mu);
+        int rc = shuffle_add(pr, x);
+        if (rc == -1) {
+            st = RT_ERR_NOTFOUND; /* stopped: nobody listens */
+            goto out;
+        }
+        if (rc == -2) {
+            st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+out:
+    rt_tfrecord_close(tf);
+    rt_buf_free(&text);
+    free(spans);
+    return st;
+}
+
+/* Reads file number fi, CSV or TFRecord as params.input_format says (AUTO:
+ * as its content says). */
+static rt_status read_any(prod *pr, size_t fi, rt_err *e)
+{
+    trn_reader *r = pr->r;
+    rt_input_format f = r->p.input_format;
+    if (f == RT_INPUT_AUTO) {
+        rt_status st = rt_input_sniff(r->files[fi], &f, e);
+        if (st)
+            return st;
+    }
+    return f == RT_INPUT_CSV ? read_file(pr, fi, e) : read_records(pr, fi, e);
+}
+
 static void *producer(void *arg)
 {
     trn_reader *r = arg;
@@ -603,7 +781,7 @@ static void *producer(void *arg)
                 st = RT_ERR_NOTFOUND;
                 goto out;
             }
-            st = read_file(&pr, i, &e);
+            st = read_any(&pr, i, &e);
             if (st)
                 goto out;
         }

@@ -1,0 +1,670 @@
+/*
+ * pm_batch.c — predict-model batch-predict: scores data files offline as
+ * Vertex AI's batch prediction jobs (and CMLE's `jobs submit prediction`) do,
+ * on one core, several threads, or the ranks of an MPI job.
+ *
+ * The job: the input files are cut into units (a file, or for a large plain
+ * file byte ranges of --shard-bytes cut at row boundaries); unit k writes
+ * DIR/prediction-<model>-<UTC time>/predictions_<k>.jsonl (and
+ * errors_<k>.jsonl when some of its rows failed), each atomically, the
+ * predictions file last: a unit whose predictions file exists is done. A
+ * re-run of the same job (same model version, inputs and options: the
+ * fingerprint in job.json) finds the unfinished job directory and does only
+ * the missing units. When every unit is done, rank 0 writes completion.json
+ * (state and successful, failed and incomplete counts).
+ *
+ * Ranks: under mpirun (or srun, any PMI launcher) each rank takes the units
+ * k with k % size == rank, from the launcher's environment
+ * (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE); there are no MPI calls and
+ * no MPI library in predict-model: rank 0 makes the job directory, the
+ * others wait for it; rank 0 waits for every unit's predictions file before
+ * it writes the completion record. A killed rank ends the job (mpirun stops
+ * the others); the re-run finishes only what is missing. Threads (--threads)
+ * take units in turn within a rank.
+ */
+#include "pm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char HELP[] =
+    "usage: predict-model batch-predict (--dir EXPORT_BASE [--version N] | --model-dir VERSION)\n"
+    "                                   --input FILE[,GLOB]... --output-dir DIR [flags]\n"
+    "\n"
+    "Scores data files offline as Vertex AI's batch prediction does: every\n"
+    "instance's prediction is predictd's :predict answer for it, byte for byte.\n"
+    "Output: DIR/prediction-<model>-<UTC time>/predictions_0001.jsonl ... with one\n"
+    "{\"instance\": ..., \"prediction\": ...} (or {\"key\": ..., \"prediction\": ...})\n"
+    "per line, errors_0001.jsonl ... with {\"instance\": ..., \"error\": {\"code\",\n"
+    "\"message\"}} for the rows that failed (a bad row never stops the job), and\n"
+    "completion.json when every shard is done. Each shard is written\n"
+    "atomically; running the same job again resumes it, skipping finished\n"
+    "shards. Under mpirun -np N the shards are shared among the ranks.\n"
+    "  --dir EXPORT_BASE     the model's base directory (its newest version), or a\n"
+    "                        version directory; --model-dir is another name\n"
+    "  --version N           the version N of --dir\n"
+    "  --input FILES         input files (repeatable; comma lists and globs)\n"
+    "  --instances-format F  jsonl (default; TEXT, JSON), csv, tf-record (TF_RECORD),\n"
+    "                        tf-record-gzip (TF_RECORD_GZIP), file-list\n"
+    "  --predictions-format F  jsonl (the only one written)\n"
+    "  --output-dir DIR      where the job's directory is made\n"
+    "  --key-field NAME      output {\"key\": the instance's NAME, ...}; NAME is not sent\n"
+    "  --included-fields A,B  send only these fields (in this order)\n"
+    "  --excluded-fields A,B  send every field but these\n"
+    "  --instance-type T     object (default) or array (the values, in order)\n"
+    "  --batch-size N        instances per request to the model (default 64)\n"
+    "  --threads N           shards scored at once in this process (default 1)\n"
+    "  --skip-header-lines N  lines skipped at the top of each CSV file\n"
+    "  --shard-bytes N       cut plain files larger than N bytes into shards\n"
+    "                        (default 67108864)\n"
+    "  --progress auto|bar|lines|quiet  a bar on a terminal, lines otherwise\n"
+    "docs/batch-prediction.md says how rows become instances.\n";
+
+static int usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "predict-model batch-predict: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", HELP);
+    return PM_EXIT_USAGE;
+}
+
+static int parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || !end || *end || s[0] == '-' || s[0] == '\0' || x < lo || x > hi)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+/* The comma list s as a malloc'd array of malloc'd strings. */
+static const char **split_list(const char *s, size_t *n)
+{
+    char *copy = strdup(s), *save = NULL;
+    const char **v = NULL;
+    size_t cap = 0;
+    *n = 0;
+    if (!copy)
+        return NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (rt_grow(&v, &cap, *n + 1, sizeof *v) != 0)
+            break;
+        v[(*n)++] = strdup(t);
+    }
+    free(copy);
+    return v;
+}
+
+/* -------------------------------------------------------------- ranks */
+
+static long env_long(const char *a, const char *b)
+{
+    const char *s = getenv(a);
+    if (!s)
+        s = getenv(b);
+    return s ? strtol(s, NULL, 10) : -1;
+}
+
+/* ------------------------------------------------------------- the job */
+
+typedef struct run {
+    pm_batch_job job;
+    pm_batch_unit *units;
+    size_t n_units;
+    char *dir;          /* the job's directory */
+    int width;          /* digits of shard numbers */
+    size_t next;        /* the next unit index to try (threads, under mu) */
+    long rank, size;
+    pthread_mutex_t mu;
+    rt_status st;
+    rt_err err;
+    uint64_t done_units, ok, failed;
+    int progress;       /* 0 quiet, 1 lines, 2 bar */
+    double t0;
+} run;
+
+static void shard_path(const run *r, const char *what, size_t k, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s_%0*zu.jsonl", r->dir, what, r->width, k + 1);
+}
+
+static int exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+static void show_progress(run *r, size_t k, const pm_batch_out *o)
+{
+    if (!r->progress)
+        return;
+    double secs = rt_seconds(0) - r->t0;
+    if (r->progress == 2) {
+        size_t mine = (r->n_units + (size_t)r->size - 1 - (size_t)r->rank) / (size_t)r->size;
+        int w = 30, fill = mine ? (int)(w * r->done_units / mine) : w;
+        fprintf(stderr, "\r[%.*s%*s] %llu/%zu shards, %llu instances, %llu failed, %.0fs",
+                fill, "##############################", w - fill, "",
+                (unsigned long long)r->done_units, mine, (unsigned long long)r->ok,
+                (unsigned long long)r->failed, secs);
+        fflush(stderr);
+        return;
+    }
+    fprintf(stderr, "INFO: batch-predict: rank %ld: shard %zu done: %llu predictions, %llu "
+            "errors (%.1fs)\n", r->rank, k + 1, (unsigned long long)o->ok,
+            (unsigned long long)o->failed, secs);
+}
+
+/* Scores the units of this rank that are not done yet; threads share them. */
+static void *worker(void *arg)
+{
+    run *r = arg;
+    rt_ctx *c = rt_ctx_new();
+    pm_batch_out o;
+    rt_buf_init(&o.predictions);
+    rt_buf_init(&o.errors);
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        size_t k = r->next;
+        while (k < r->n_units && (long)(k % (size_t)r->size) != r->rank)
+            k++;
+        r->next = k + 1;
+        int stop = r->st != RT_OK || k >= r->n_units || !c;
+        pthread_mutex_unlock(&r->mu);
+        if (stop)
+            break;
+        char pp[PATH_MAX], ep[PATH_MAX];
+        shard_path(r, "predictions", k, pp, sizeof pp);
+        shard_path(r, "errors", k, ep, sizeof ep);
+        if (exists(pp))
+            continue; /* done by an earlier run of the job */
+        rt_buf_reset(&o.predictions);
+        rt_buf_reset(&o.errors);
+        o.ok = o.failed = 0;
+        rt_err err;
+        rt_status st = pm_batch_unit_run(&r->job, &r->units[k], c, &o, &err);
+        if (st == RT_OK && o.errors.len > 0)
+            st = rt_write_file(ep, o.errors.data, o.errors.len, &err);
+        if (st == RT_OK) /* last: the shard is done */
+            st = rt_write_file(pp, o.predictions.data ? o.predictions.data : "",
+                               o.predictions.len, &err);
+        pthread_mutex_lock(&r->mu);
+        if (st != RT_OK && r->st == RT_OK) {
+            r->st = st;
+            r->err = err;
+        }
+        if (st == RT_OK) {
+            r->done_units++;
+            r->ok += o.ok;
+            r->failed += o.failed;
+            show_progress(r, k, &o);
+        }
+        pthread_mutex_unlock(&r->mu);
+    }
+    if (!c) {
+        pthread_mutex_lock(&r->mu);
+        if (r->st == RT_OK)
+            r->st = rt_err_set(&r->err, RT_ERR_NOMEM, "out of memory");
+        pthread_mutex_unlock(&r->mu);
+    }
+    rt_ctx_free(c);
+    rt_buf_free(&o.predictions);
+    rt_buf_free(&o.errors);
+    return NULL;
+}
+
+/* The units: each file whole, or plain files above shard_bytes in ranges. */
+static rt_status make_units(run *r, char **files, size_t n_files, uint64_t shard_bytes,
+                            rt_err *err)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < n_files; i++) {
+        struct stat sb;
+        if (stat(files[i], &sb) != 0)
+            return rt_err_set(err, RT_ERR_IO, "%s: %s", files[i], strerror(errno));
+        uint64_t size = (uint64_t)sb.st_size;
+        uint64_t *cuts = NULL;
+        size_t n = 1;
+        int gz = 0;
+        if (r->job.format == PM_IN_TFRECORD || r->job.format == PM_IN_TFRECORD_GZIP) {
+            rt_input_format f;
+            rt_status st = rt_input_sniff(files[i], &f, err);
+            if (st == RT_OK && f == RT_INPUT_CSV)
+                st = rt_err_set(err, RT_ERR_FORMAT, "%s: not a TFRecord file (its first 12 "
+                                "bytes are no record header)", files[i]);
+            if (st)
+                return st;
+            gz = f == RT_INPUT_TFRECORD_GZIP;
+            if (!gz && size > shard_bytes) {
+                if ((st = rt_tfrecord_cuts(files[i], shard_bytes, &cuts, &n, err)))
+                    return st;
+            }
+        } else if (size > shard_bytes) {
+            n = (size_t)((size + shard_bytes - 1) / shard_bytes);
+        }
+        for (size_t k = 0; k < n; k++) {
+            if (rt_grow(&r->units, &cap, r->n_units + 1, sizeof *r->units) != 0) {
+                free(cuts);
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            }
+            pm_batch_unit *u = &r->units[r->n_units++];
+            u->path = files[i];
+            if (cuts) {
+                u->start = cuts[k];
+                u->end = k + 1 < n ? cuts[k + 1] : 0;
+            } else {
+                u->start = n > 1 ? k * shard_bytes : 0;
+                u->end = n > 1 && k + 1 < n ? (k + 1) * shard_bytes : 0;
+            }
+        }
+        free(cuts);
+    }
+    return RT_OK;
+}
+
+/* The job's fingerprint: what makes a re-run the same job — the model
+ * version's path, the input files' paths (not their contents: a file
+ * rewritten between runs is the job's own business) and the options. */
+static uint64_t fingerprint(const char *version_dir, char **files, size_t n_files,
+                            const char *const *opts, size_t n_opts)
+{
+    rt_buf b;
+    rt_buf_init(&b);
+    char real[PATH_MAX];
+    rt_buf_puts(&b, realpath(version_dir, real) ? real : version_dir);
+    for (size_t i = 0; i < n_files; i++)
+        rt_buf_printf(&b, "\n%s", realpath(files[i], real) ? real : files[i]);
+    for (size_t i = 0; i < n_opts; i++)
+        rt_buf_printf(&b, "\n%s", opts[i] ? opts[i] : "-");
+    uint64_t fp = rt_fingerprint64(b.data ? b.data : "", b.len);
+    rt_buf_free(&b);
+    return fp;
+}
+
+/* An unfinished job directory of this fingerprint under out_dir (the newest
+ * name), or NULL. */
+static char *find_job(const char *out_dir, const char *prefix, uint64_t fp)
+{
+    DIR *d = opendir(out_dir);
+    if (!d)
+        return NULL;
+    char *best = NULL;
+    struct dirent *e;
+    char want[64];
+    snprintf(want, sizeof want, "\"fingerprint\": \"%016llx\"", (unsigned long long)fp);
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s/completion.json", out_dir, e->d_name);
+        if (exists(p))
+            continue;
+        snprintf(p, sizeof p, "%s/%s/job.json", out_dir, e->d_name);
+        char *text = NULL;
+        size_t len = 0;
+        if (rt_read_file(AT_FDCWD, p, 1u << 20, 0, &text, &len, NULL) != RT_OK)
+            continue;
+        int match = strstr(text, want) != NULL;
+        free(text);
+        if (match && (!best || strcmp(e->d_name, best) > 0)) {
+            free(best);
+            best = strdup(e->d_name);
+        }
+    }
+    closedir(d);
+    return best;
+}
+
+/* completion.json: Vertex's completionStats, with the job's output. */
+static rt_status write_completion(run *r, rt_err *err)
+{
+    uint64_t ok = 0, failed = 0, incomplete = 0;
+    for (size_t k = 0; k < r->n_units; k++) {
+        char p[PATH_MAX];
+        for (int which = 0; which < 2; which++) {
+            shard_path(r, which ? "errors" : "predictions", k, p, sizeof p);
+            char *text = NULL;
+            size_t len = 0;
+            rt_status st = rt_read_file(AT_FDCWD, p, SIZE_MAX - 1, 0, &text, &len, err);
+            if (st == RT_ERR_NOTFOUND && which == 1)
+                continue;
+            if (st)
+                return st;
+            uint64_t lines = 0;
+            for (size_t i = 0; i < len; i++)
+                lines += text[i] == '\n';
+            free(text);
+            *(which ? &failed : &ok) += lines;
+        }
+    }
+    rt_buf b;
+    rt_buf_init(&b);
+    rt_buf_printf(&b, "{\"state\": \"JOB_STATE_SUCCEEDED\", \"completionStats\": "
+                  "{\"successfulCount\": %llu, \"failedCount\": %llu, \"incompleteCount\": "
+                  "%llu}, \"shards\": %zu, \"outputInfo\": {\"outputDirectory\": ",
+                  (unsigned long long)ok, (unsigned long long)failed,
+                  (unsigned long long)incomplete, r->n_units);
+    rt_buf_json_string(&b, r->dir, strlen(r->dir));
+    rt_buf_puts(&b, "}}\n");
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/completion.json", r->dir);
+    rt_status st = rt_buf_failed(&b) ? rt_err_set(err, RT_ERR_NOMEM, "out of memory")
+                                     : rt_write_file(p, b.data, b.len, err);
+    rt_buf_free(&b);
+    if (st == RT_OK && r->progress)
+        fprintf(stderr, "%sINFO: batch-predict: %s: %llu predictions, %llu errors in %zu "
+                "shards\n", r->progress == 2 ? "\n" : "", r->dir, (unsigned long long)ok,
+                (unsigned long long)failed, r->n_units);
+    return st;
+}
+
+/* The shared rank-0 work around the units: the job directory. */
+static rt_status open_job(run *r, const char *out_dir, const char *model, uint64_t fp,
+                          const char *version_dir, rt_err *err)
+{
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "prediction-%s-", model);
+    rt_status st = rt_mkdirs(out_dir, err);
+    if (st)
+        return st;
+    char *name = find_job(out_dir, prefix, fp);
+    if (!name && r->rank > 0) { /* rank 0 makes it: wait for it */
+        for (int i = 0; i < 6000 && !name; i++) {
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            name = find_job(out_dir, prefix, fp);
+        }
+        if (!name)
+            return rt_err_set(err, RT_ERR_IO, "%s: rank 0 made no job directory in 300 s",
+                              out_dir);
+    }
+    if (!name) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        struct tm tm;
+        gmtime_r(&now.tv_sec, &tm);
+        char when[64], tmp[PATH_MAX], fin[PATH_MAX];
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+        size_t nl = strlen(prefix) + strlen(when) + 16;
+        if (!(name = malloc(nl)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        snprintf(name, nl, "%s%s.%03dZ", prefix, when, (int)(now.tv_nsec / 1000000 % 1000));
+        /* made whole under a hidden name, then renamed: the other ranks see
+         * the directory only with its job.json */
+        snprintf(tmp, sizeof tmp, "%s/.%s.tmp-%ld", out_dir, name, (long)getpid());
+        snprintf(fin, sizeof fin, "%s/%s", out_dir, name);
+        if (mkdir(tmp, 0755) != 0) {
+            free(name);
+            return rt_err_set(err, RT_ERR_IO, "mkdir %s: %s", tmp, strerror(errno));
+        }
+        rt_buf b;
+        rt_buf_init(&b);
+        rt_buf_printf(&b, "{\"fingerprint\": \"%016llx\", \"model\": ", (unsigned long long)fp);
+        rt_buf_json_string(&b, version_dir, strlen(version_dir));
+        rt_buf_printf(&b, ", \"instancesFormat\": \"%s\", \"predictionsFormat\": \"jsonl\", "
+                      "\"shards\": %zu, \"inputs\": [", pm_in_format_name(r->job.format),
+                      r->n_units);
+        for (size_t k = 0; k < r->n_units; k++) {
+            rt_buf_puts(&b, k ? ", " : "");
+            rt_buf_printf(&b, "{\"file\": ");
+            rt_buf_json_string(&b, r->units[k].path, strlen(r->units[k].path));
+            rt_buf_printf(&b, ", \"start\": %llu, \"end\": %llu}",
+                          (unsigned long long)r->units[k].start,
+                          (unsigned long long)r->units[k].end);
+        }
+        rt_buf_puts(&b, "]}\n");
+        char jp[PATH_MAX + 16];
+        snprintf(jp, sizeof jp, "%s/job.json", tmp);
+        st = rt_write_file(jp, b.data, b.len, err);
+        rt_buf_free(&b);
+        if (st == RT_OK)
+            st = rt_rename_durable(tmp, fin, err);
+        if (st) {
+            rt_rmtree_at(AT_FDCWD, tmp);
+            free(name);
+            return st;
+        }
+    }
+    size_t dl = strlen(out_dir) + strlen(name) + 2;
+    r->dir = malloc(dl);
+    if (r->dir)
+        snprintf(r->dir, dl, "%s/%s", out_dir, name);
+    free(name);
+    return r->dir ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+}
+
+int pm_cmd_batch_predict(int argc, char **argv)
+{
+    const char *dir = NULL, *version = NULL, *label = NULL, *fmt = NULL, *pfmt = NULL,
+               *out_dir = NULL, *key = NULL, *incl = NULL, *excl = NULL, *itype = NULL,
+               *bsize = NULL, *threads_s = NULL, *skip = NULL, *shard_s = NULL, *prog = NULL;
+    const char *inputs[PM_MAX_LIST];
+    size_t n_inputs = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(HELP, stdout);
+            return 0;
+        }
+        const char *eq = strchr(a, '=');
+        size_t klen = eq ? (size_t)(eq - a) : strlen(a);
+        const char *val = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
+        const char **slot = NULL;
+        int list = 0;
+#define KEY(s) (klen == strlen(s) && strncmp(a, s, klen) == 0)
+        if (KEY("--dir") || KEY("--model-dir"))
+            slot = &dir;
+        else if (KEY("--version"))
+            slot = &version;
+        else if (KEY("--label"))
+            slot = &label;
+        else if (KEY("--input"))
+            list = 1;
+        else if (KEY("--instances-format") || KEY("--data-format"))
+            slot = &fmt;
+        else if (KEY("--predictions-format"))
+            slot = &pfmt;
+        else if (KEY("--output-dir") || KEY("--output-path"))
+            slot = &out_dir;
+        else if (KEY("--key-field"))
+            slot = &key;
+        else if (KEY("--included-fields"))
+            slot = &incl;
+        else if (KEY("--excluded-fields"))
+            slot = &excl;
+        else if (KEY("--instance-type"))
+            slot = &itype;
+        else if (KEY("--batch-size"))
+            slot = &bsize;
+        else if (KEY("--threads"))
+            slot = &threads_s;
+        else if (KEY("--skip-header-lines"))
+            slot = &skip;
+        else if (KEY("--shard-bytes"))
+            slot = &shard_s;
+        else if (KEY("--progress"))
+            slot = &prog;
+        else
+            return usage("unknown option \"%s\"", a);
+#undef KEY
+        if (!val || !*val)
+            return usage("option \"%s\" needs a value", a);
+        if (list) {
+            if (n_inputs == PM_MAX_LIST)
+                return usage("%s", "--input given more than 64 times");
+            inputs[n_inputs++] = val;
+        } else {
+            if (*slot)
+                return usage("option \"%s\" given twice (--model-dir is --dir)", a);
+            *slot = val;
+        }
+        if (!eq)
+            i++;
+    }
+    if (!dir)
+        return usage("%s", "missing --dir EXPORT_BASE (or --model-dir VERSION_DIR)");
+    if (label)
+        return usage("--label %s: version labels live in predictd's model config; give "
+                     "--version N", label);
+    if (!n_inputs)
+        return usage("%s", "missing --input FILE");
+    if (!out_dir)
+        return usage("%s", "missing --output-dir DIR");
+    run r;
+    memset(&r, 0, sizeof r);
+    r.job.format = PM_IN_JSONL;
+    if (fmt && pm_in_format_parse(fmt, &r.job.format) != 0)
+        return usage("--instances-format \"%s\": expected jsonl, csv, tf-record, "
+                     "tf-record-gzip or file-list", fmt);
+    if (pfmt && strcmp(pfmt, "jsonl") != 0)
+        return usage("--predictions-format \"%s\": only jsonl is written", pfmt);
+    if (incl && excl)
+        return usage("%s", "--included-fields and --excluded-fields: give one of them");
+    if (itype && strcmp(itype, "object") != 0 && strcmp(itype, "array") != 0)
+        return usage("--instance-type \"%s\": expected object or array", itype);
+    uint64_t v64 = 64, threads = 1, skip_h = 0, shard_bytes = 64u << 20;
+    if (bsize && parse_count(bsize, 1, 100000, &v64) != 0)
+        return usage("--batch-size \"%s\": expected 1 to 100000", bsize);
+    if (threads_s && parse_count(threads_s, 1, 256, &threads) != 0)
+        return usage("--threads \"%s\": expected 1 to 256", threads_s);
+    if (skip && parse_count(skip, 0, 1000000, &skip_h) != 0)
+        return usage("--skip-header-lines \"%s\": expected a count", skip);
+    if (shard_s && parse_count(shard_s, 1, UINT64_MAX / 2, &shard_bytes) != 0)
+        return usage("--shard-bytes \"%s\": expected a number of bytes > 0", shard_s);
+    if (version) {
+        uint64_t vv;
+        if (parse_count(version, 0, INT64_MAX, &vv) != 0)
+            return usage("--version \"%s\": expected a version number", version);
+    }
+    r.progress = isatty(2) ? 2 : 1;
+    if (prog) {
+        if (strcmp(prog, "auto") == 0)
+            ;
+        else if (strcmp(prog, "bar") == 0)
+            r.progress = 2;
+        else if (strcmp(prog, "lines") == 0)
+            r.progress = 1;
+        else if (strcmp(prog, "quiet") == 0)
+            r.progress = 0;
+        else
+            return usage("--progress \"%s\": expected auto, bar, lines or quiet", prog);
+    }
+    r.job.batch_size = (size_t)v64;
+    r.job.skip_header = (size_t)skip_h;
+    r.job.key_field = key;
+    r.job.as_array = itype && strcmp(itype, "array") == 0;
+    r.job.excluded = excl != NULL;
+    const char **fields = NULL;
+    if (incl || excl) {
+        fields = split_list(incl ? incl : excl, &r.job.n_fields);
+        if (!fields || r.job.n_fields == 0)
+            return usage("%s", "--included-fields / --excluded-fields: give field names");
+        r.job.fields = fields;
+    }
+    r.rank = env_long("OMPI_COMM_WORLD_RANK", "PMI_RANK");
+    r.size = env_long("OMPI_COMM_WORLD_SIZE", "PMI_SIZE");
+    if (r.rank < 0 || r.size < 1 || r.rank >= r.size)
+        r.rank = 0, r.size = 1;
+    if (r.rank > 0 && r.progress == 2)
+        r.progress = 1;
+    pthread_mutex_init(&r.mu, NULL);
+    r.t0 = rt_seconds(0);
+
+    int rc = 1;
+    rt_err err = {{0}};
+    char **files = NULL, *vdir = NULL, *base = NULL;
+    size_t n_files = 0;
+    rt_model *m = NULL;
+    rt_status st = RT_OK;
+    if (version) {
+        size_t n = strlen(dir) + strlen(version) + 2;
+        if ((base = malloc(n)))
+            snprintf(base, n, "%s/%s", dir, version);
+    }
+    if (!(m = pm_open_model(base ? base : dir, &vdir)))
+        goto out;
+    r.job.m = m;
+    const Predictd__ModelDef *def = rt_model_def(m);
+    if (def->receiver != PREDICTD__RECEIVER__RECEIVER_JSON && r.job.format != PM_IN_JSONL &&
+        (key || incl || excl || itype)) {
+        fprintf(stderr, "predict-model batch-predict: this export's serving input function "
+                "reads %s: --key-field, --included-fields, --excluded-fields and "
+                "--instance-type need jsonl instances\n",
+                def->receiver == PREDICTD__RECEIVER__RECEIVER_CSV ? "CSV rows" : "tf.Examples");
+        rc = PM_EXIT_USAGE;
+        goto out;
+    }
+    if ((st = pm_expand_inputs(inputs, n_inputs, &files, &n_files, &err)))
+        goto fail;
+    if ((st = make_units(&r, files, n_files, shard_bytes, &err)))
+        goto fail;
+    r.width = 4;
+    for (size_t n = r.n_units; n >= 10000; n /= 10)
+        r.width++;
+    {
+        char opts_num[128];
+        snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d", pm_in_format_name(r.job.format),
+                 (unsigned long long)skip_h, (unsigned long long)shard_bytes, r.job.as_array);
+        const char *opts[] = {opts_num, key, incl, excl};
+        uint64_t fp = fingerprint(vdir, files, n_files, opts, 4);
+        const char *model = def->model_name && *def->model_name ? def->model_name : "model";
+        if ((st = open_job(&r, out_dir, model, fp, vdir, &err)))
+            goto fail;
+    }
+    pthread_t tids[256];
+    size_t started = 0;
+    for (size_t t = 1; t < threads; t++)
+        if (pthread_create(&tids[started], NULL, worker, &r) == 0)
+            started++;
+    worker(&r);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    if ((st = r.st)) {
+        err = r.err;
+        goto fail;
+    }
+    if (r.rank == 0) { /* every shard's predictions file, then the record */
+        for (size_t k = 0; k < r.n_units; k++) {
+            char pp[PATH_MAX];
+            shard_path(&r, "predictions", k, pp, sizeof pp);
+            while (!exists(pp)) {
+                struct timespec ts = {0, 100 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+            }
+        }
+        if ((st = write_completion(&r, &err)))
+            goto fail;
+        printf("%s\n", r.dir);
+    } else if (r.progress == 2) {
+        fputc('\n', stderr);
+    }
+    rc = 0;
+    goto out;
+fail:
+    fprintf(stderr, "%spredict-model batch-predict: %s\n", r.progress == 2 ? "\n" : "",
+            err.msg);
+out:
+    for (size_t i = 0; i < n_files; i++)
+        free(files[i]);
+    free(files);
+    for (size_t i = 0; fields && i < r.job.n_fields; i++)
+        free((char *)fields[i]);
+    free(fields);
+    free(r.units);
+    free(r.dir);
+    free(vdir);
+    free(base);
+    rt_model_close(m);
+    pthread_mutex_destroy(&r.mu);
+    return rc;
+}
