@@ -141,6 +141,12 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
                           "# TYPE predictd_admission_in_flight gauge\n"
                           "predictd_admission_in_flight %zu\n",
                           srv_admit_limit(h->admit), srv_admit_in_flight(h->admit));
+        rt_buf_printf(&out,
+                      "# HELP predictd_request_body_bytes_held Bytes of request bodies held "
+                      "now (limit: max_total_request_bytes).\n"
+                      "# TYPE predictd_request_body_bytes_held gauge\n"
+                      "predictd_request_body_bytes_held %zu\n",
+                      (size_t)atomic_load(&h->held));
         /* rt_buf's errors stick: the appends above are checked with the last */
         if (srv_metrics_render(h->p.metrics, h->mgr, &out) != RT_OK ||
             srv_shadow_metrics(h->shadow, &out) != RT_OK ||
