@@ -1,0 +1,420 @@
+/* test_explain.c — feature attributions (rt_xai_explain, runtime/rt_explain*.c).
+ *
+ * Known answers: a linear model explained on its logits gives w (x - b) per
+ * numeric input and the weight difference per categorical one, by every
+ * method; the integrated-gradients example of the paper (f(x) = 1 - relu(1 -
+ * x), x = 2, baseline 0) gives 1 - 1/m for m trapezoid steps (relu's
+ * derivative is 0 at 0, as TensorFlow's); a two-tree ensemble worked out by
+ * hand. Axioms: completeness of the exact methods, dummy (an input equal to
+ * its baseline gets exactly 0), symmetry. Exact enumeration against a
+ * brute-force Shapley computation over the same model's answers, with an
+ * independent permutation formula. Sampled Shapley converges on the exact
+ * values and is reproducible.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rt_internal.h"
+#include "support_models.h"
+#include "support_trees.h"
+
+typedef struct built {
+    Predictd__ModelDef *def;
+    support_tensors st;
+    rt_graph *g;
+} built;
+
+static void build(built *b, Predictd__ModelDef *def, uint64_t seed, float scale)
+{
+    memset(b, 0, sizeof *b);
+    b->def = def;
+    assert_non_null(b->def);
+    assert_int_equal(support_random_tensors(b->def, seed, scale, &b->st), 0);
+    rt_err err = {{0}};
+    rt_status st = rt_graph_build(b->def, support_tensor_lookup, &b->st, NULL, &b->g, &err);
+    if (st != RT_OK)
+        fail_msg("rt_graph_build: %s", err.msg);
+}
+
+static void unbuild(built *b)
+{
+    rt_graph_free(b->g);
+    support_tensors_free(&b->st);
+    rt_modeldef_free(b->def);
+}
+
+static float *tensor(built *b, const char *name)
+{
+    const exp_tensor *t = support_tensors_find(&b->st, name);
+    if (!t)
+        fail_msg("no tensor %s", name);
+    return (float *)t->data;
+}
+
+/* Pushes "name=value" pairs: a value starting with a digit or '-' is a number. */
+static void push(rt_batch *bt, size_t idx, const rt_graph *g, const char *name, const char *v)
+{
+    long in = rt_graph_find_input(g, name, strlen(name));
+    assert_true(in >= 0);
+    if ((v[0] >= '0' && v[0] <= '9') || v[0] == '-')
+        assert_int_equal(rt_batch_push_num(bt, idx, (size_t)in, atof(v)), RT_OK);
+    else
+        assert_int_equal(rt_batch_push_str(bt, idx, (size_t)in, v, strlen(v)), RT_OK);
+}
+
+/* A batch of one instance from n name/value pairs. */
+static rt_batch *one(const rt_graph *g, size_t n, const char *const *kv)
+{
+    rt_batch *bt = rt_batch_new(g);
+    size_t idx;
+    assert_non_null(bt);
+    assert_int_equal(rt_batch_add(bt, &idx), RT_OK);
+    for (size_t k = 0; k < n; k++)
+        push(bt, idx, g, kv[2 * k], kv[2 * k + 1]);
+    return bt;
+}
+
+#define MAXIN 16
+typedef struct answer {
+    rt_xai_result r[8];
+    double attr[8][MAXIN];
+    size_t n;
+} answer;
+
+static void explain(const rt_graph *g, rt_batch *x, rt_batch *b, rt_xai_params *p, answer *a)
+{
+    memset(a, 0, sizeof *a);
+    for (size_t j = 0; j < 8; j++)
+        a->r[j].attr = a->attr[j];
+    rt_err err = {{0}};
+    rt_status st = rt_xai_explain(g, x, 0, b, 0, p, a->r, 8, &a->n, &err);
+    if (st != RT_OK)
+        fail_msg("rt_xai_explain: %s", err.msg);
+}
+
+static double sum_attr(const answer *a, size_t j, size_t n_in)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n_in; i++)
+        s += a->attr[j][i];
+    return s;
+}
+
+/* ------------------------------------------------------------ linear */
+
+static void test_linear_known_answer_every_method(void **state)
+{
+    (void)state;
+    built b;
+    build(&b, support_spec_modeldef(SUPPORT_SPEC_LINEAR), 7, 1.0f);
+    const rt_graph *g = b.g;
+    const float *wx = tensor(&b, "linear/linear_model/x/weights");     /* [1 x 3] */
+    const float *wc = tensor(&b, "linear/linear_model/color/weights"); /* [4 x 3] */
+    const char *xkv[] = {"x", "2.5", "color", "blue"}, *bkv[] = {"x", "-0.5", "color", "red"};
+    rt_batch *x = one(g, 2, xkv), *base = one(g, 2, bkv);
+    long ix = rt_graph_find_input(g, "x", 1), ic = rt_graph_find_input(g, "color", 5);
+    rt_xai_method methods[] = {RT_XAI_EXACT, RT_XAI_SAMPLED, RT_XAI_IG};
+    for (size_t m = 0; m < 3; m++) {
+        rt_xai_params p = rt_xai_default_params();
+        p.method = methods[m];
+        p.output = RT_XAI_OUT_LOGITS;
+        p.top_k = -1;
+        p.path_count = 3;
+        p.step_count = 7;
+        answer a;
+        explain(g, x, base, &p, &a);
+        assert_int_equal(a.n, 3);
+        for (size_t j = 0; j < 3; j++) {
+            size_t k = a.r[j].output_index;
+            double want_x = (double)wx[k] * (2.5 - -0.5);
+            double want_c = (double)wc[2 * 3 + k] - (double)wc[0 * 3 + k]; /* blue - red */
+            assert_true(fabs(a.attr[j][ix] - want_x) < 1e-5 * (1 + fabs(want_x)));
+            assert_true(fabs(a.attr[j][ic] - want_c) < 1e-5 * (1 + fabs(want_c)));
+            assert_true(a.r[j].approx_error < 1e-5);
+            assert_int_equal(a.r[j].method, methods[m]);
+        }
+    }
+    rt_batch_free(x);
+    rt_batch_free(base);
+    unbuild(&b);
+}
+
+/* ------------------------------------------------ the paper's IG example */
+
+#define SPEC_RELU                                                                               \
+    "{\"columns\": [{\"name\": \"a\", \"type\": \"float\", \"default\": 0},"                    \
+    "  {\"name\": \"t\", \"type\": \"float\", \"default\": 0}],"                                \
+    " \"label\": {\"column\": \"t\"},"                                                          \
+    " \"feature_columns\": [{\"type\": \"numeric_column\", \"key\": \"a\"}],"                   \
+    " \"estimator\": {\"type\": \"DNNRegressor\", \"hidden_units\": [1],"                       \
+    "  \"feature_columns\": [\"a\"]},"                                                          \
+    " \"export\": {\"name\": \"relu\", \"format\": \"JSON\"}}"
+
+static void test_ig_paper_example(void **state)
+{
+    (void)state;
+    built b;
+    build(&b, support_spec_modeldef(SPEC_RELU), 1, 1.0f);
+    /* f(a) = 1 - relu(1 - a): hidden = relu(-a + 1), output = -hidden + 1 */
+    tensor(&b, "dnn/hiddenlayer_0/kernel")[0] = -1.0f;
+    tensor(&b, "dnn/hiddenlayer_0/bias")[0] = 1.0f;
+    tensor(&b, "dnn/logits/kernel")[0] = -1.0f;
+    tensor(&b, "dnn/logits/bias")[0] = 1.0f;
+    const char *xkv[] = {"a", "2"}, *bkv[] = {"a", "0"};
+    rt_batch *x = one(b.g, 1, xkv), *base = one(b.g, 1, bkv);
+    int steps[] = {2, 10, 50, 100};
+    for (size_t s = 0; s < 4; s++) {
+        rt_xai_params p = rt_xai_default_params();
+        p.method = RT_XAI_IG;
+        p.step_count = steps[s];
+        answer a;
+        explain(b.g, x, base, &p, &a);
+        assert_int_equal(a.n, 1);
+        assert_true(fabs(a.r[0].instance_value - 1.0f) < 1e-7);
+        assert_true(fabs(a.r[0].baseline_value - 0.0f) < 1e-7);
+        double want = 1.0 - 1.0 / steps[s];
+        assert_true(fabs(a.attr[0][0] - want) < 1e-6);
+        assert_true(fabs(a.r[0].approx_error - 1.0 / steps[s]) < 1e-6);
+        /* Shapley of one input is the whole difference */
+        p.method = RT_XAI_EXACT;
+        explain(b.g, x, base, &p, &a);
+        assert_true(fabs(a.attr[0][0] - 1.0) < 1e-7);
+    }
+    rt_batch_free(x);
+    rt_batch_free(base);
+    unbuild(&b);
+}
+
+/* ------------------------------------------------------------ trees */
+
+static void test_trees_by_hand(void **state)
+{
+    (void)state;
+    Predictd__ModelDef *def = support_trees_tiny();
+    assert_non_null(def);
+    rt_graph *g = NULL;
+    rt_err err = {{0}};
+    support_tensors none = {0};
+    assert_int_equal(rt_graph_build(def, support_tensor_lookup, &none, NULL, &g, &err), RT_OK);
+    const char *xkv[] = {"age", "45", "hours", "10", "gender", "Male", "occupation", "x"};
+    const char *bkv[] = {"age", "25", "hours", "10", "gender", "Female", "occupation", "x"};
+    rt_batch *x = one(g, 4, xkv), *base = one(g, 4, bkv);
+    rt_xai_params p = rt_xai_default_params();
+    p.method = RT_XAI_EXACT;
+    p.output = RT_XAI_OUT_LOGITS;
+    answer a;
+    explain(g, x, base, &p, &a);
+    long age = rt_graph_find_input(g, "age", 3), gender = rt_graph_find_input(g, "gender", 6);
+    long hours = rt_graph_find_input(g, "hours", 5);
+    /* v({}) = 0.225, v({age}) = -0.275, v({gender}) = 0.225, v(all) = 1.225 */
+    assert_true(fabs(a.r[0].baseline_value - 0.225f) < 1e-6);
+    assert_true(fabs(a.r[0].instance_value - 1.225f) < 1e-6);
+    assert_true(fabs(a.attr[0][age] - 0.25) < 1e-6);
+    assert_true(fabs(a.attr[0][gender] - 0.75) < 1e-6);
+    assert_true(a.attr[0][hours] == 0.0); /* dummy: the same in both */
+    assert_int_equal(a.r[0].evaluations, 2 + 4); /* the ends, then 2^2 coalitions */
+    /* integrated gradients refuse trees by name */
+    p.method = RT_XAI_IG;
+    size_t n = 0;
+    rt_status st = rt_xai_explain(g, x, 0, base, 0, &p, a.r, 8, &n, &err);
+    assert_int_equal(st, RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "integratedGradientsAttribution"));
+    rt_batch_free(x);
+    rt_batch_free(base);
+    rt_graph_free(g);
+    rt_modeldef_free(def);
+}
+
+/* ------------------------------------------- wide & deep: the axioms */
+
+/* Brute force: phi_i = mean over all d! orders of the marginal contribution,
+ * v read off rt_xai_explain's own model through single-row batches. */
+static double model_value(const rt_graph *g, rt_batch *row, size_t k)
+{
+    rt_features f;
+    rt_outputs o;
+    rt_workspace *ws = rt_workspace_new();
+    float logit[4];
+    rt_err err = {{0}};
+    rt_features_init(&f);
+    rt_outputs_init(&o);
+    assert_int_equal(rt_transform(g, row, &f, &err), RT_OK);
+    assert_int_equal(rt_forward(g, &f, ws, logit, &err), RT_OK);
+    assert_int_equal(rt_head_compute(g, logit, 1, &o, &err), RT_OK);
+    double v = o.probabilities[k];
+    rt_features_free(&f);
+    rt_outputs_free(&o);
+    rt_workspace_free(ws);
+    return v;
+}
+
+static void test_wide_deep_axioms_and_brute_force(void **state)
+{
+    (void)state;
+    built b;
+    build(&b, support_spec_modeldef(SUPPORT_SPEC_WIDE_DEEP), 11, 1.0f);
+    const rt_graph *g = b.g;
+    const char *xv[] = {"age", "47", "hours", "40", "gender", "Female", "occupation", "Sales"};
+    const char *bv[] = {"age", "23", "hours", "12", "gender", "Male", "occupation", "Sales"};
+    rt_batch *x = one(g, 4, xv), *base = one(g, 4, bv);
+    size_t n_in = rt_graph_num_inputs(g);
+    assert_int_equal(n_in, 4);
+    rt_xai_params p = rt_xai_default_params();
+    p.method = RT_XAI_EXACT;
+    p.top_k = -1;
+    answer ex;
+    explain(g, x, base, &p, &ex);
+    assert_int_equal(ex.n, 2);
+    long occ = rt_graph_find_input(g, "occupation", 10);
+    for (size_t j = 0; j < 2; j++) {
+        double delta = (double)ex.r[j].instance_value - (double)ex.r[j].baseline_value;
+        assert_true(fabs(sum_attr(&ex, j, n_in) - delta) < 1e-6);
+        assert_true(ex.attr[j][occ] == 0.0);
+    }
+    /* brute force over the 3! orders of the 3 players (age, hours, gender) */
+    const char *names[3] = {"age", "hours", "gender"};
+    int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (size_t j = 0; j < 2; j++) {
+        size_t k = ex.r[j].output_index;
+        double phi[3] = {0, 0, 0};
+        for (int q = 0; q < 6; q++) {
+            int in_set[3] = {0, 0, 0};
+            double prev = NAN;
+            for (int s = 0; s <= 3; s++) {
+                if (s > 0)
+                    in_set[perms[q][s - 1]] = 1;
+                const char *kv[8];
+                for (int i = 0; i < 3; i++) {
+                    kv[2 * i] = names[i];
+                    kv[2 * i + 1] = in_set[i] ? xv[2 * i + 1] : bv[2 * i + 1];
+                }
+                kv[6] = "occupation";
+                kv[7] = "Sales";
+                rt_batch *row = one(g, 4, kv);
+                double v = model_value(g, row, k);
+                rt_batch_free(row);
+                if (s > 0)
+                    phi[perms[q][s - 1]] += (v - prev) / 6.0;
+                prev = v;
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            long in = rt_graph_find_input(g, names[i], strlen(names[i]));
+            assert_true(fabs(ex.attr[j][in] - phi[i]) < 1e-9);
+        }
+        /* instanceOutputValue: the model's answer for the instance itself */
+        assert_true(ex.r[j].instance_value == (float)model_value(g, x, k));
+    }
+    /* integrated gradients: completeness within the reported error */
+    p.method = RT_XAI_IG;
+    p.step_count = 100;
+    answer ig;
+    explain(g, x, base, &p, &ig);
+    for (size_t j = 0; j < 2; j++) {
+        double delta = (double)ig.r[j].instance_value - (double)ig.r[j].baseline_value;
+        double gap = fabs(sum_attr(&ig, j, n_in) - delta);
+        assert_true(fabs(gap / fabs(delta) - ig.r[j].approx_error) < 1e-9);
+        print_message("IG 100 steps: approximationError %g\n", ig.r[j].approx_error);
+        assert_true(ig.r[j].approx_error < 0.05);
+        assert_true(ig.attr[j][occ] == 0.0);
+    }
+    /* sampled Shapley: reproducible, complete, and nearer the exact values
+     * with more paths */
+    p.method = RT_XAI_SAMPLED;
+    double err_small = 0, err_large = 0;
+    answer s1, s2;
+    p.path_count = 2;
+    explain(g, x, base, &p, &s1);
+    explain(g, x, base, &p, &s2);
+    assert_memory_equal(s1.attr, s2.attr, sizeof s1.attr);
+    for (size_t i = 0; i < n_in; i++)
+        err_small += fabs(s1.attr[0][i] - ex.attr[0][i]);
+    p.path_count = 50;
+    explain(g, x, base, &p, &s2);
+    for (size_t i = 0; i < n_in; i++)
+        err_large += fabs(s2.attr[0][i] - ex.attr[0][i]);
+    assert_true(err_large <= err_small);
+    assert_true(s2.r[0].approx_error < 1e-6);
+    rt_batch_free(x);
+    rt_batch_free(base);
+    unbuild(&b);
+}
+
+static void test_symmetry(void **state)
+{
+    (void)state;
+    built b;
+    build(&b, support_spec_modeldef(SUPPORT_SPEC_DNN_REGRESSOR), 3, 1.0f);
+    /* make a and b interchangeable: the kernel's two input rows equal */
+    float *k = tensor(&b, "dnn/hiddenlayer_0/kernel"); /* [2 x 4] */
+    memcpy(k + 4, k, 4 * sizeof *k);
+    const char *xkv[] = {"a", "1.5", "b", "1.5"}, *bkv[] = {"a", "0", "b", "0"};
+    rt_batch *x = one(b.g, 2, xkv), *base = one(b.g, 2, bkv);
+    rt_xai_method methods[] = {RT_XAI_EXACT, RT_XAI_IG};
+    for (size_t m = 0; m < 2; m++) {
+        rt_xai_params p = rt_xai_default_params();
+        p.method = methods[m];
+        answer a;
+        explain(b.g, x, base, &p, &a);
+        assert_true(fabs(a.attr[0][0] - a.attr[0][1]) < 1e-12);
+    }
+    rt_batch_free(x);
+    rt_batch_free(base);
+    unbuild(&b);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    built b;
+    build(&b, support_spec_modeldef(SUPPORT_SPEC_DNN_REGRESSOR), 3, 1.0f);
+    const char *xkv[] = {"a", "1", "b", "2"}, *bkv[] = {"a", "0", "b", "0"};
+    rt_batch *x = one(b.g, 2, xkv), *base = one(b.g, 2, bkv);
+    rt_xai_result r[2];
+    double attr[2][2];
+    r[0].attr = attr[0];
+    r[1].attr = attr[1];
+    size_t n;
+    rt_err err = {{0}};
+    rt_xai_params p = rt_xai_default_params();
+    p.method = RT_XAI_SAMPLED;
+    p.path_count = 51;
+    assert_int_equal(rt_xai_explain(b.g, x, 0, base, 0, &p, r, 2, &n, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "pathCount: 51 is out of range [1, 50]"));
+    p = rt_xai_default_params();
+    p.method = RT_XAI_IG;
+    p.step_count = 0;
+    assert_int_equal(rt_xai_explain(b.g, x, 0, base, 0, &p, r, 2, &n, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "stepCount: 0 is out of range [1, 100]"));
+    p = rt_xai_default_params();
+    p.output = RT_XAI_OUT_PROBABILITIES;
+    assert_int_equal(rt_xai_explain(b.g, x, 0, base, 0, &p, r, 2, &n, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "no probabilities"));
+    p = rt_xai_default_params();
+    p.n_output_indices = 1;
+    p.output_indices[0] = 1;
+    assert_int_equal(rt_xai_explain(b.g, x, 0, base, 0, &p, r, 2, &n, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "outputIndices[0]: 1 is out of range [0, 1)"));
+    rt_batch_free(x);
+    rt_batch_free(base);
+    unbuild(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linear_known_answer_every_method),
+        cmocka_unit_test(test_ig_paper_example),
+        cmocka_unit_test(test_trees_by_hand),
+        cmocka_unit_test(test_wide_deep_axioms_and_brute_force),
+        cmocka_unit_test(test_symmetry),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
