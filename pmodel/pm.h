@@ -3,7 +3,7 @@
  * transform and evaluate without a daemon. The module's one header: the
  * command line (pm_args.c), opening the export and reading instance files
  * (pm_io.c), one file per command (pm_show.c, pm_predict.c,
- * pm_transform.c, pm_evaluate.c) and the evaluation with its HTML report
+ * pm_transform.c, pm_evaluate.c, pm_explain.c) and the evaluation with its HTML report
  * (pm_eval.c, pm_report.c). It reaches the runtime through rt.h only.
  */
 #ifndef PREDICTD_PM_H
@@ -39,6 +39,9 @@ typedef struct pm_opts {
     int all;
     int help;
     int leaves; /* transform --leaves */
+    const char *json_request; /* explain --json-request */
+    const char *xai_override; /* explain --explanation-spec-override */
+    int timing;               /* explain --timing */
 } pm_opts;
 
 /* Parses argv into *o: the command, then its flags (--flag VALUE or
@@ -87,6 +90,7 @@ int pm_cmd_show(const pm_opts *o);      /* pm_show.c */
 int pm_cmd_predict(const pm_opts *o);   /* pm_predict.c */
 int pm_cmd_transform(const pm_opts *o); /* pm_transform.c */
 int pm_cmd_evaluate(const pm_opts *o);  /* pm_evaluate.c */
+int pm_cmd_explain(const pm_opts *o);   /* pm_explain.c */
 
 /* The longest feature column name of g, at most 64 (for aligned listings:
  * show --all, transform). pm_show.c. */

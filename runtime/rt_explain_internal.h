@@ -69,4 +69,18 @@ void xai_column_inputs(const rt_graph *g, size_t c, size_t *in, size_t *n);
 rt_status xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
                                    double *const *attr, rt_err *err);
 
+/* One input's baseline value given by a request (inputBaselines). */
+typedef struct xai_base_value {
+    bool given;
+    bool is_str;
+    double num;
+    char *str; /* malloc'd when is_str */
+    size_t len;
+} xai_base_value;
+
+/* rt_xai_model_baseline with the request's values over[0..n_inputs) (NULL:
+ * none) taking precedence (rt_explain_base.c). */
+rt_status xai_baseline_batch(const rt_model *m, const xai_base_value *over, rt_batch **out,
+                             rt_err *err);
+
 #endif /* PREDICTD_RT_EXPLAIN_INTERNAL_H */
