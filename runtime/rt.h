@@ -911,6 +911,7 @@ typedef enum {
     RT_METHOD_CLASSIFY = 1,
     RT_METHOD_REGRESS = 2,
     RT_METHOD_INFER = 3, /* an Open Inference Protocol (KServe v2) infer body (rt_v2_*.c) */
+    RT_METHOD_EXPLAIN = 4, /* Vertex AI's :explain (rt_json_explain) */
 } rt_method;
 
 typedef struct rt_json_params {
@@ -932,7 +933,9 @@ void rt_ctx_free(rt_ctx *c);
  *   predict: {"instances": [...]} or {"inputs": ...}, optional "signature_name";
  *   classify / regress: {"examples": [...], "context": {...}};
  *   infer: an Open Inference Protocol body (rt_v2_handle, its JSON header
- *   ending where its value ends: RT_V2_FIND_HEADER; for replays).
+ *   ending where its value ends: RT_V2_FIND_HEADER; for replays);
+ *   explain: a :predict body with Vertex AI's explanationSpecOverride
+ *   (rt_json_explain).
  * On success appends the JSON answer to out ({"predictions": [...]},
  * {"outputs": ...} or {"results": [...]}). On bad input returns
  * RT_ERR_INVALID (HTTP 400) or RT_ERR_LIMIT and a message naming the
