@@ -33,6 +33,11 @@ the same machine, prints a table and writes bench/results.json:
     the daemon's CPU time per answer, and (with max_queue_wait_ms) the
     adaptive admission limit after each run
 
+ 17 explanations: census wide & deep, one instance whose 13 inputs all differ
+    from the baseline, through predict-model explain (in process): exact
+    Shapley, sampled Shapley (pathCount 10, 50), integrated gradients
+    (stepCount 50, 100): explanations per second per core, model rows each
+
 Server and load generator run pinned to different CPUs when there are two
 or more. Every figure is the median of RUNS runs (default 3). A figure that
 cannot be taken is reported with the reason; the harness never fails on one.
@@ -1528,6 +1533,48 @@ def table():
     return "\n".join(lines)
 
 
+XAI_METHODS = [
+    ("exact Shapley (2^13 coalitions)", {"exactShapleyAttribution": {}}),
+    ("sampled Shapley, pathCount 10", {"sampledShapleyAttribution": {"pathCount": 10}}),
+    ("sampled Shapley, pathCount 50", {"sampledShapleyAttribution": {"pathCount": 50}}),
+    ("integrated gradients, stepCount 50", {"integratedGradientsAttribution": {"stepCount": 50}}),
+    ("integrated gradients, stepCount 100",
+     {"integratedGradientsAttribution": {"stepCount": 100}}),
+]
+
+
+@group(17, "explanations per second per core: census wide & deep, one instance, each method")
+def g17():
+    m = census_model()
+    pm = os.path.join(BUILD, "predict-model")
+    inst = tutorial_instance()
+    # every input differs from the baseline (13 players): the most work
+    base = {k: ({"inputBaselines": [v + 1]} if isinstance(v, (int, float))
+                else {"inputBaselines": [""]}) for k, v in inst.items()}
+    out = {"method": "predict-model explain --timing (in process, pinned, model open "
+                     "excluded), median of %d runs x 20" % RUNS, "per_method": {}}
+    for name, params in XAI_METHODS:
+        body = write_body("explain-%d.json" % len(out["per_method"]),
+                          {"instances": [inst], "explanationSpecOverride":
+                           {"parameters": params, "metadata": {"inputs": base}}})
+        secs, rows = [], 0
+        for _ in range(RUNS * 20):
+            r = subprocess.run(pinned(SERVER_CPU, [pm, "explain", "--dir", m["dir"],
+                                                   "--json-request", body, "--timing"]),
+                               capture_output=True, text=True, timeout=120)
+            mt = re.search(r"explained in ([0-9.]+) s, ([0-9]+) model rows", r.stderr)
+            if r.returncode != 0 or not mt:
+                raise RuntimeError("predict-model explain: %s" % r.stderr[-200:])
+            secs.append(float(mt.group(1)))
+            rows = int(mt.group(2))
+        t = median(secs)
+        out["per_method"][name] = {"explanations_per_second": round(1 / t, 1),
+                                   "ms": round(t * 1e3, 3), "model_rows": rows,
+                                   "rows_per_second": round(rows / t)}
+        log("   %-40s %8.1f explanations/s  %7.3f ms  %6d rows" % (name, 1 / t, t * 1e3, rows))
+    return out
+
+
 def main():
     missing = [p for p in (PREDICTD, TRAIN) if not os.path.exists(p)]
     if missing:
@@ -1542,7 +1589,7 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15, g16):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15, g16, g17):
             g()
     finally:
         for p in STARTED:
