@@ -335,6 +335,20 @@ static const char *output_name(rt_xai_output o)
                                          : "probabilities";
 }
 
+/* A double as JSON, always with a fraction or an exponent (0.0, never 0),
+ * as the runtime writes floats. */
+static void put_double(rt_buf *out, double v)
+{
+    size_t at = out->len;
+    if (rt_buf_json_double(out, v) != 0)
+        return;
+    for (size_t k = at; k < out->len; k++)
+        if (out->data[k] == '.' || out->data[k] == 'e' || out->data[k] == 'N' ||
+            out->data[k] == 'I')
+            return;
+    rt_buf_puts(out, ".0");
+}
+
 static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_result *res,
                    size_t n, rt_buf *out)
 {
@@ -355,7 +369,7 @@ static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_resul
                 rt_buf_puts(out, ", ");
             rt_buf_json_string(out, g->inputs[in].name, g->inputs[in].name_len);
             rt_buf_puts(out, ": ");
-            rt_buf_json_double(out, r->attr[in]);
+            put_double(out, r->attr[in]);
         }
         rt_buf_printf(out, "}, \"outputIndex\": [%zu]", r->output_index);
         if (cls) {
@@ -368,7 +382,7 @@ static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_resul
             }
         }
         rt_buf_puts(out, ", \"approximationError\": ");
-        rt_buf_json_double(out, r->approx_error);
+        put_double(out, r->approx_error);
         rt_buf_printf(out, ", \"outputName\": \"%s\"}", output_name(space));
     }
     rt_buf_puts(out, "]}");
