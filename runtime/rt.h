@@ -1072,11 +1072,13 @@ rt_status rt_v2_metadata(const rt_model *m, const char *name, const int64_t *ver
  * its value at the baseline instance to its value at the instance. A column
  * that reads several raw inputs (crossed, embedding of a cross) is not a
  * feature of its own: the raw inputs it reads share it. Methods:
- *   EXACT    Shapley values, exactly: every coalition of the inputs that
- *            differ from the baseline (at most RT_XAI_EXACT_MAX of them)
- *            batched through the forward pass; past that, the closed form
- *            of a model additive in its inputs (a linear model explained on
- *            its logits); else refused.
+ *   EXACT    Shapley values, exactly: a BoostedTrees model explained on its
+ *            logits by TreeSHAP with the baseline as the one reference
+ *            (polynomial); else every coalition of the inputs that differ
+ *            from the baseline (at most RT_XAI_EXACT_MAX of them) batched
+ *            through the forward pass; past that, the closed form of a model
+ *            additive in its inputs (a linear model explained on its
+ *            logits); else refused.
  *   SAMPLED  Vertex AI's sampled Shapley: path_count random permutations,
  *            seeded (the same request gives the same answer).
  *   IG       integrated gradients (Sundararajan et al. 2017) by step_count
@@ -1116,6 +1118,8 @@ typedef struct rt_xai_params {
     size_t n_output_indices;   /* > 0: exactly these outputs */
     size_t output_indices[RT_XAI_MAX_OUTPUTS];
     uint64_t seed;             /* SAMPLED's permutations */
+    bool enumerate;            /* EXACT: enumerate the coalitions even where
+                                  TreeSHAP applies (tests compare the two) */
 } rt_xai_params;
 
 /* The defaults: RT_XAI_DEFAULT, RT_XAI_OUT_DEFAULT, top_k 0, path_count

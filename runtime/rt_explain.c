@@ -233,6 +233,45 @@ out:
     return st;
 }
 
+/* TreeSHAP (rt_trees.c) for an ensemble explained on its logits. */
+static rt_status tree_shap(xai_ctx *e, const size_t *outs, size_t n_outs, double *const *attr,
+                           rt_err *err)
+{
+    const rt_graph *g = e->g;
+    size_t ni = rt_trees_num_inputs(g), ld = g->logits_dim;
+    uint64_t *m2 = calloc(2 * e->words, sizeof *m2);
+    long *raw = malloc((ni + 1) * sizeof *raw);
+    size_t *in = malloc((e->n_in + 1) * sizeof *in);
+    double *phi = malloc((e->n_in * ld + 1) * sizeof *phi);
+    rt_status st = RT_OK;
+    if (!m2 || !raw || !in || !phi) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "TreeSHAP: out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < e->d; k++)
+        set_bit(m2 + e->words, k);
+    for (size_t k = 0; k < ni; k++) {
+        long c = rt_trees_input_column(g, k);
+        size_t n = 0;
+        if (c >= 0)
+            xai_column_inputs(g, (size_t)c, in, &n);
+        raw[k] = n == 1 ? (long)in[0] : -1;
+    }
+    if ((st = xai_fill(e, m2, 2, err)) != RT_OK ||
+        (st = rt_transform(g, e->rows, &e->f, err)) != RT_OK ||
+        (st = rt_trees_shap(g, &e->f, raw, e->n_in, phi, err)) != RT_OK)
+        goto out;
+    for (size_t j = 0; j < n_outs; j++)
+        for (size_t i = 0; i < e->n_in; i++)
+            attr[j][i] = phi[i * ld + outs[j]];
+out:
+    free(m2);
+    free(raw);
+    free(in);
+    free(phi);
+    return st;
+}
+
 /* A model whose explained output is a sum of one function per raw input. */
 static bool additive(const rt_graph *g, rt_xai_output space)
 {
@@ -494,7 +533,9 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
             attr[j][in] = 0.0;
     }
     if (method == RT_XAI_EXACT) {
-        if (e.d <= RT_XAI_EXACT_MAX)
+        if (g->trees && e.space != RT_XAI_OUT_PROBABILITIES && !p->enumerate)
+            st = tree_shap(&e, outs, n_outs, attr, err);
+        else if (e.d <= RT_XAI_EXACT_MAX)
             st = exact_enumerate(&e, outs, n_outs, attr, err);
         else if (additive(g, e.space))
             st = single_swaps(&e, outs, n_outs, attr, err);

@@ -5,7 +5,7 @@
  * method; the integrated-gradients example of the paper (f(x) = 1 - relu(1 -
  * x), x = 2, baseline 0) gives 1 - 1/m for m trapezoid steps (relu's
  * derivative is 0 at 0, as TensorFlow's); a two-tree ensemble worked out by
- * hand. Axioms: completeness of the exact methods, dummy (an input equal to
+ * hand; TreeSHAP against enumeration on random ensembles. Axioms: completeness of the exact methods, dummy (an input equal to
  * its baseline gets exactly 0), symmetry. Exact enumeration against a
  * brute-force Shapley computation over the same model's answers, with an
  * independent permutation formula. Sampled Shapley converges on the exact
@@ -218,7 +218,14 @@ static void test_trees_by_hand(void **state)
     assert_true(fabs(a.attr[0][age] - 0.25) < 1e-6);
     assert_true(fabs(a.attr[0][gender] - 0.75) < 1e-6);
     assert_true(a.attr[0][hours] == 0.0); /* dummy: the same in both */
+    assert_int_equal(a.r[0].evaluations, 2); /* the ends; TreeSHAP walks the trees */
+    /* enumeration gives the same */
+    p.enumerate = true;
+    explain(g, x, base, &p, &a);
     assert_int_equal(a.r[0].evaluations, 2 + 4); /* the ends, then 2^2 coalitions */
+    assert_true(fabs(a.attr[0][age] - 0.25) < 1e-6);
+    assert_true(fabs(a.attr[0][gender] - 0.75) < 1e-6);
+    p.enumerate = false;
     /* integrated gradients refuse trees by name */
     p.method = RT_XAI_IG;
     size_t n = 0;
@@ -229,6 +236,54 @@ static void test_trees_by_hand(void **state)
     rt_batch_free(base);
     rt_graph_free(g);
     rt_modeldef_free(def);
+}
+
+/* TreeSHAP against enumeration on random ensembles. */
+static void test_treeshap_random_ensembles(void **state)
+{
+    (void)state;
+    const char *ages[] = {"17", "29", "31", "44", "63", "-3"};
+    const char *genders[] = {"Male", "Female", "Other", ""};
+    const char *occs[] = {"Sales", "Tech-support", "Farming", "x"};
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        Predictd__ModelDef *def = support_spec_modeldef(SUPPORT_SPEC_TREES);
+        assert_non_null(def);
+        assert_int_equal(support_random_trees(def, seed, 30, 1 + seed % 5), 0);
+        rt_graph *g = NULL;
+        rt_err err = {{0}};
+        support_tensors none = {0};
+        assert_int_equal(rt_graph_build(def, support_tensor_lookup, &none, NULL, &g, &err),
+                         RT_OK);
+        uint64_t r = seed * 77;
+        for (int k = 0; k < 5; k++) {
+            const char *xkv[] = {"age", ages[support_rand(&r) % 6], "hours", "1", "gender",
+                                 genders[support_rand(&r) % 4], "occupation",
+                                 occs[support_rand(&r) % 4]};
+            const char *bkv[] = {"age", ages[support_rand(&r) % 6], "hours", "2", "gender",
+                                 genders[support_rand(&r) % 4], "occupation",
+                                 occs[support_rand(&r) % 4]};
+            rt_batch *x = one(g, 4, xkv), *base = one(g, 4, bkv);
+            rt_xai_params p = rt_xai_default_params();
+            p.method = RT_XAI_EXACT;
+            p.output = RT_XAI_OUT_LOGITS;
+            answer ts, en;
+            explain(g, x, base, &p, &ts);
+            p.enumerate = true;
+            explain(g, x, base, &p, &en);
+            double delta = (double)ts.r[0].instance_value - (double)ts.r[0].baseline_value;
+            assert_true(fabs(sum_attr(&ts, 0, 4) - delta) < 1e-5);
+            for (size_t i = 0; i < 4; i++)
+                if (fabs(ts.attr[0][i] - en.attr[0][i]) > 1e-5)
+                    fail_msg("seed %llu instance %d input %zu: TreeSHAP %.9g, enumeration %.9g",
+                             (unsigned long long)seed, k, i, ts.attr[0][i], en.attr[0][i]);
+            /* hours: read by no tree, though it differs: exactly 0 */
+            assert_true(ts.attr[0][rt_graph_find_input(g, "hours", 5)] == 0.0);
+            rt_batch_free(x);
+            rt_batch_free(base);
+        }
+        rt_graph_free(g);
+        rt_modeldef_free(def);
+    }
 }
 
 /* ------------------------------------------- wide & deep: the axioms */
@@ -412,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_linear_known_answer_every_method),
         cmocka_unit_test(test_ig_paper_example),
         cmocka_unit_test(test_trees_by_hand),
+        cmocka_unit_test(test_treeshap_random_ensembles),
         cmocka_unit_test(test_wide_deep_axioms_and_brute_force),
         cmocka_unit_test(test_symmetry),
         cmocka_unit_test(test_refusals),
