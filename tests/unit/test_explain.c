@@ -16,9 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include <cJSON.h>
 
 #include "rt_internal.h"
 #include "support_models.h"
@@ -461,6 +464,81 @@ static void test_refusals(void **state)
     unbuild(&b);
 }
 
+/* Baselines: the spec's export.explanation.baselines (read back from the
+ * export's training.spec_json), else the CSV default; and the spec check. */
+#define SPEC_BASELINES                                                                          \
+    "{\"columns\": [{\"name\": \"x\", \"type\": \"float\", \"default\": 4},"                     \
+    "  {\"name\": \"z\", \"type\": \"float\"},"                                                \
+    "  {\"name\": \"color\", \"type\": \"string\", \"default\": \"green\"},"                \
+    "  {\"name\": \"y\", \"type\": \"string\", \"default\": \"\"}],"                           \
+    " \"label\": {\"column\": \"y\", \"vocabulary\": [\"a\", \"b\"]},"                         \
+    " \"feature_columns\": ["                                                                   \
+    "  {\"type\": \"numeric_column\", \"key\": \"x\"}, {\"type\": \"numeric_column\", \"key\": \"z\"},"\
+    "  {\"type\": \"categorical_column_with_vocabulary_list\", \"key\": \"color\","             \
+    "   \"vocabulary_list\": [\"red\", \"green\", \"blue\"]}],"                                \
+    " \"estimator\": {\"type\": \"LinearClassifier\", \"n_classes\": 2,"                        \
+    "  \"feature_columns\": [\"x\", \"z\", \"color\"]},"                                          \
+    " \"export\": {\"name\": \"b\", \"explanation\": {\"baselines\": {\"color\": \"blue\"}}}}"
+
+static void test_baselines(void **state)
+{
+    (void)state;
+    Predictd__ModelDef *def = support_spec_modeldef(SPEC_BASELINES);
+    assert_non_null(def);
+    def->training = malloc(sizeof *def->training);
+    assert_non_null(def->training);
+    predictd__training_info__init(def->training);
+    def->training->spec_json = strdup(SPEC_BASELINES);
+    support_tensors st;
+    assert_int_equal(support_random_tensors(def, 5, 1.0f, &st), 0);
+    char dir[128], path[1024];
+    assert_int_equal(support_mkdtemp(dir, sizeof dir), 0);
+    assert_true(support_write_export(dir, def, &st, 1, path, sizeof path) > 0);
+    rt_model *m = NULL;
+    rt_err err = {{0}};
+    assert_int_equal(rt_model_open(path, &m, &err), RT_OK);
+    rt_batch *b = NULL;
+    assert_int_equal(rt_xai_model_baseline(m, &b, &err), RT_OK);
+    const rt_graph *g = rt_model_graph(m);
+    size_t n;
+    const rt_value *v = rt_batch_cell(b, 0, (size_t)rt_graph_find_input(g, "x", 1), &n);
+    assert_int_equal(n, 1);
+    assert_true(v[0].num == 4.0); /* the CSV default */
+    v = rt_batch_cell(b, 0, (size_t)rt_graph_find_input(g, "z", 1), &n);
+    assert_true(n == 1 && v[0].str == NULL && v[0].num == 0.0); /* no default: 0 */
+    v = rt_batch_cell(b, 0, (size_t)rt_graph_find_input(g, "color", 5), &n);
+    assert_true(n == 1 && v[0].len == 4 && memcmp(v[0].str, "blue", 4) == 0); /* the spec's */
+    rt_batch_free(b);
+    rt_model_close(m);
+    support_tensors_free(&st);
+    rt_modeldef_free(def);
+    support_rmtree(dir);
+
+    /* the spec check names the key */
+    static const char *const bad[][2] = {
+        {"{\"colour\": \"red\"}", "export.explanation.baselines.colour: not an input column"},
+        {"{\"color\": 3}", "export.explanation.baselines.color: expected a string, got a number"},
+        {"{\"x\": \"3\"}", "export.explanation.baselines.x: expected a number, got a string"},
+        {"{\"y\": \"a\"}", "export.explanation.baselines.y: not an input column"},
+    };
+    for (size_t k = 0; k < 4; k++) {
+        char spec[4096];
+        const char *cut = strstr(SPEC_BASELINES, "{\"color\": \"blue\"}");
+        assert_non_null(cut);
+        snprintf(spec, sizeof spec, "%.*s%s}}}", (int)(cut - SPEC_BASELINES), SPEC_BASELINES,
+                 bad[k][0]);
+        struct cJSON *j = NULL;
+        assert_int_equal(rt_cfg_parse_json(spec, strlen(spec), &j, &err), RT_OK);
+        Predictd__ModelDef *d2 = NULL;
+        rt_status s2 = rt_spec_to_modeldef(j, NULL, &d2, &err);
+        cJSON_Delete(j);
+        rt_modeldef_free(d2);
+        assert_int_equal(s2, RT_ERR_INVALID);
+        if (!strstr(err.msg, bad[k][1]))
+            fail_msg("got \"%s\", want \"%s\"", err.msg, bad[k][1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_wide_deep_axioms_and_brute_force),
         cmocka_unit_test(test_symmetry),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_baselines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
