@@ -20,7 +20,7 @@ static const char USAGE[] =
     "       predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
     "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
     "                              [--format table|json] [--batch-size N]\n"
-    "                              [--skip-header-lines N]\n"
+    "                              [--skip-header-lines N] [--importance METHOD]\n"
     "       predict-model explain --dir EXPORT --json-instances FILE\n"
     "                             [--explanation-spec-override FILE]\n"
     "       predict-model explain --dir EXPORT --json-request FILE\n"
@@ -97,7 +97,7 @@ static const char HELP_EVALUATE[] =
     "usage: predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
     "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
     "                              [--format table|json] [--batch-size N]\n"
-    "                              [--skip-header-lines N]\n"
+    "                              [--skip-header-lines N] [--importance METHOD]\n"
     "\n"
     "Evaluates the export on labelled CSV files of the spec's columns (the\n"
     "training data's format, label included), as TensorFlow Model Analysis\n"
@@ -115,6 +115,10 @@ static const char HELP_EVALUATE[] =
     "  --batch-size N  rows per batch (\"loss\" is the mean of batch losses);\n"
     "                  by default the spec's eval.batch_size, else 256\n"
     "  --skip-header-lines N  lines skipped at the top of each file\n"
+    "  --importance METHOD  global feature importance: the mean |attribution|\n"
+    "                  of each input over the examples and per slice, each\n"
+    "                  example explained by METHOD (exact, sampled or\n"
+    "                  gradients; docs/explanations.md)\n"
     "--model-dir is another name of --dir. docs/evaluation.md defines every\n"
     "metric.\n";
 
@@ -189,6 +193,8 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
             slot = &o->report;
         else if (evaluate && KEY("--batch-size"))
             slot = &o->batch_size;
+        else if (evaluate && KEY("--importance"))
+            slot = &o->importance;
         else if (evaluate && KEY("--skip-header-lines"))
             slot = &o->skip_header;
         else if (explain && KEY("--json-request"))
