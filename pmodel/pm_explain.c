@@ -31,6 +31,7 @@ int pm_cmd_explain(const pm_opts *o)
     if (!m)
         goto out;
     rt_json_params p = rt_json_default_params();
+    p.max_explain_instances = 0; /* local: as many as the file holds */
     if (o->json_request) {
         rt_status st = rt_read_file(AT_FDCWD, strcmp(o->json_request, "-") ? o->json_request
                                                                            : "/dev/stdin",

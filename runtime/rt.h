@@ -918,6 +918,8 @@ typedef struct rt_json_params {
     size_t max_instances; /* per request; default 100000 */
     int max_depth;        /* JSON nesting; default 64 */
     size_t max_answer_bytes; /* largest answer; 0 = no limit (the default) */
+    size_t max_explain_instances; /* instances of one :explain (each costs up to
+                                     2^16 model rows); default 1000, 0 = no limit */
 } rt_json_params;
 
 rt_json_params rt_json_default_params(void);

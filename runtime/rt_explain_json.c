@@ -414,6 +414,13 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
         st = rt_err_set(err, RT_ERR_INVALID, "explain: unexpected predict answer");
         goto out;
     }
+    if (p->max_explain_instances && rt_batch_size(c->batch) > p->max_explain_instances) {
+        st = rt_err_set(err, RT_ERR_LIMIT,
+                        "explain: %zu instances, at most %zu per :explain request (each costs "
+                        "up to 65,536 model rows; send fewer)",
+                        rt_batch_size(c->batch), p->max_explain_instances);
+        goto out;
+    }
     rt_xai_params xp = rt_xai_default_params();
     if (!(over = calloc(g->n_inputs + 1, sizeof *over))) {
         st = rt_err_set(err, RT_ERR_NOMEM, "explain: out of memory");
