@@ -33,9 +33,9 @@ int pm_cmd_explain(const pm_opts *o)
     rt_json_params p = rt_json_default_params();
     p.max_explain_instances = 0; /* local: as many as the file holds */
     if (o->json_request) {
-        rt_status st = rt_read_file(AT_FDCWD, strcmp(o->json_request, "-") ? o->json_request
-                                                                           : "/dev/stdin",
-                                    (size_t)1 << 30, RT_READ_ANY_FILE, &text, &len, &err);
+        rt_status st =
+            rt_read_file(AT_FDCWD, strcmp(o->json_request, "-") ? o->json_request : "/dev/stdin",
+                         (size_t)1 << 30, RT_READ_ANY_FILE, &text, &len, &err);
         if (st != RT_OK) {
             fprintf(stderr, "predict-model: %s\n", err.msg);
             goto out;
@@ -49,8 +49,8 @@ int pm_cmd_explain(const pm_opts *o)
         rt_buf_append(&body, in.body.data, in.body.len);
         if (o->xai_override) {
             size_t slen = 0;
-            rt_status st = rt_read_file(AT_FDCWD, o->xai_override, (size_t)1 << 20, 0, &spec,
-                                        &slen, &err);
+            rt_status st =
+                rt_read_file(AT_FDCWD, o->xai_override, (size_t)1 << 20, 0, &spec, &slen, &err);
             if (st != RT_OK) {
                 fprintf(stderr, "predict-model: %s\n", err.msg);
                 goto out;

@@ -52,8 +52,8 @@ void pm_importance_free(pm_importance *im)
     free(im);
 }
 
-rt_status pm_importance_row(pm_importance *im, const rt_batch *b, size_t i,
-                            const double **abs_attr, rt_err *err)
+rt_status pm_importance_row(pm_importance *im, const rt_batch *b, size_t i, const double **abs_attr,
+                            rt_err *err)
 {
     rt_xai_result r = {0};
     r.attr = im->attr;

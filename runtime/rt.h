@@ -1091,7 +1091,8 @@ rt_status rt_v2_metadata(const rt_model *m, const char *name, const int64_t *ver
  */
 typedef enum {
     RT_XAI_DEFAULT = 0, /* EXACT when the model has at most RT_XAI_EXACT_MAX
-                           raw inputs, else SAMPLED */
+                           raw inputs or is a tree ensemble explained on its
+                           logits (TreeSHAP), else SAMPLED */
     RT_XAI_EXACT,
     RT_XAI_SAMPLED,
     RT_XAI_IG,

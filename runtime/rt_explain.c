@@ -49,14 +49,10 @@ rt_xai_params rt_xai_default_params(void)
 const char *rt_xai_method_name(rt_xai_method m)
 {
     switch (m) {
-    case RT_XAI_EXACT:
-        return "exactShapleyAttribution";
-    case RT_XAI_SAMPLED:
-        return "sampledShapleyAttribution";
-    case RT_XAI_IG:
-        return "integratedGradientsAttribution";
-    default:
-        return "default";
+    case RT_XAI_EXACT: return "exactShapleyAttribution";
+    case RT_XAI_SAMPLED: return "sampledShapleyAttribution";
+    case RT_XAI_IG: return "integratedGradientsAttribution";
+    default: return "default";
     }
 }
 
@@ -99,12 +95,9 @@ void xai_column_inputs(const rt_graph *g, size_t c, size_t *in, size_t *n)
 float xai_out_value(const xai_ctx *e, const rt_outputs *o, size_t r, size_t k)
 {
     switch (e->space) {
-    case RT_XAI_OUT_PROBABILITIES:
-        return o->probabilities[r * o->n_classes + k];
-    case RT_XAI_OUT_PREDICTIONS:
-        return o->predictions[r * e->g->logits_dim + k];
-    default:
-        return o->logits[r * e->g->logits_dim + k];
+    case RT_XAI_OUT_PROBABILITIES: return o->probabilities[r * o->n_classes + k];
+    case RT_XAI_OUT_PREDICTIONS: return o->predictions[r * e->g->logits_dim + k];
+    default: return o->logits[r * e->g->logits_dim + k];
     }
 }
 
@@ -165,8 +158,8 @@ rt_status xai_fill(xai_ctx *e, const uint64_t *masks, size_t m, rt_err *err)
     return RT_OK;
 }
 
-rt_status xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs,
-                   size_t n_outs, double *v, rt_err *err)
+rt_status xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs, size_t n_outs,
+                   double *v, rt_err *err)
 {
     for (size_t r0 = 0; r0 < n; r0 += XAI_CHUNK) {
         size_t m = n - r0 < XAI_CHUNK ? n - r0 : XAI_CHUNK;
@@ -190,8 +183,8 @@ static void set_bit(uint64_t *mk, size_t k)
 }
 
 /* Exact Shapley values by enumeration: attr[j][players[k]]. */
-static rt_status exact_enumerate(xai_ctx *e, const size_t *outs, size_t n_outs,
-                                 double *const *attr, rt_err *err)
+static rt_status exact_enumerate(xai_ctx *e, const size_t *outs, size_t n_outs, double *const *attr,
+                                 rt_err *err)
 {
     size_t d = e->d, rows = (size_t)1 << d;
     uint64_t *masks = malloc(rows * sizeof *masks);
@@ -294,8 +287,8 @@ static bool additive(const rt_graph *g, rt_xai_output space)
 
 /* Rows: the empty coalition, then each player alone (additive models), or
  * along permutations (sampled). */
-static rt_status single_swaps(xai_ctx *e, const size_t *outs, size_t n_outs,
-                              double *const *attr, rt_err *err)
+static rt_status single_swaps(xai_ctx *e, const size_t *outs, size_t n_outs, double *const *attr,
+                              rt_err *err)
 {
     size_t d = e->d, W = e->words;
     uint64_t *masks = calloc((d + 1) * W, sizeof *masks);
@@ -394,8 +387,8 @@ static bool same_cell(const rt_batch *a, size_t ai, const rt_batch *b, size_t bi
 }
 
 /* The outputs to explain, highest value at the instance first. */
-static rt_status pick_outputs(xai_ctx *e, const float *xv, size_t *outs, size_t max,
-                              size_t *n_outs, rt_err *err)
+static rt_status pick_outputs(xai_ctx *e, const float *xv, size_t *outs, size_t max, size_t *n_outs,
+                              rt_err *err)
 {
     const rt_xai_params *p = e->p;
     if (p->n_output_indices > 0) {
@@ -465,7 +458,10 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
     e.n_out = e.space == RT_XAI_OUT_PROBABILITIES ? g->n_classes : g->logits_dim;
     rt_xai_method method = p->method;
     if (method == RT_XAI_DEFAULT)
-        method = g->n_inputs <= RT_XAI_EXACT_MAX ? RT_XAI_EXACT : RT_XAI_SAMPLED;
+        method =
+            g->n_inputs <= RT_XAI_EXACT_MAX || (g->trees && e.space != RT_XAI_OUT_PROBABILITIES)
+                ? RT_XAI_EXACT
+                : RT_XAI_SAMPLED;
     if (method == RT_XAI_IG && g->trees)
         return rt_err_set(err, RT_ERR_INVALID,
                           "integratedGradientsAttribution: a BoostedTrees model has no "

@@ -29,8 +29,7 @@
 #include <string.h>
 
 /* The logits linear column l adds for row r of f, into out[ld] (double). */
-static void linear_column(const rt_graph *g, const rt_features *f, size_t l, size_t r,
-                          double *out)
+static void linear_column(const rt_graph *g, const rt_features *f, size_t l, size_t r, double *out)
 {
     size_t ld = g->logits_dim, c = g->linear_cols[l];
     const rt_fcol *col = &g->fcols[c];
@@ -98,16 +97,11 @@ static void head_grad(const xai_ctx *e, size_t k, const double *l, double *gl)
 static double act_grad(Predictd__Activation act, float z, float y)
 {
     switch (act) {
-    case PREDICTD__ACTIVATION__ACT_RELU:
-        return z > 0.0f ? 1.0 : 0.0;
-    case PREDICTD__ACTIVATION__ACT_TANH:
-        return 1.0 - (double)y * (double)y;
-    case PREDICTD__ACTIVATION__ACT_SIGMOID:
-        return (double)y * (1.0 - (double)y);
-    case PREDICTD__ACTIVATION__ACT_ELU:
-        return z > 0.0f ? 1.0 : (double)y + 1.0;
-    default:
-        return 1.0;
+    case PREDICTD__ACTIVATION__ACT_RELU: return z > 0.0f ? 1.0 : 0.0;
+    case PREDICTD__ACTIVATION__ACT_TANH: return 1.0 - (double)y * (double)y;
+    case PREDICTD__ACTIVATION__ACT_SIGMOID: return (double)y * (1.0 - (double)y);
+    case PREDICTD__ACTIVATION__ACT_ELU: return z > 0.0f ? 1.0 : (double)y + 1.0;
+    default: return 1.0;
     }
 }
 
@@ -157,8 +151,8 @@ rt_status xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs
         wmax = g->layers[l].out > wmax ? g->layers[l].out : wmax;
     delta = calloc(P * (wmax + 1), sizeof *delta);
     next = calloc(P * (wmax + 1), sizeof *next);
-    if (!m2 || !lin || !gl || !gsum || !logit || !in || !zx || !zb || !act || !pre ||
-        !bns || !bnact || !delta || !next || !G)
+    if (!m2 || !lin || !gl || !gsum || !logit || !in || !zx || !zb || !act || !pre || !bns ||
+        !bnact || !delta || !next || !G)
         goto nomem;
 
     /* the two ends, transformed as the serving input function does */
@@ -256,8 +250,8 @@ rt_status xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs
                     if (bns[l + 1])
                         dk[j] *= (double)bns[l + 1][j];
                     if (l + 1 < H) {
-                        float y = bns[l + 1] ? bnact[l + 1][k * L->out + j]
-                                             : act[l + 1][k * L->out + j];
+                        float y =
+                            bns[l + 1] ? bnact[l + 1][k * L->out + j] : act[l + 1][k * L->out + j];
                         dk[j] *= act_grad(L->act, pre[l + 1][k * L->out + j], y);
                     }
                 }

@@ -19,14 +19,14 @@
 typedef struct xai_ctx {
     const rt_graph *g;
     const rt_xai_params *p;
-    rt_xai_output space;  /* resolved: never RT_XAI_OUT_DEFAULT */
-    size_t n_out;         /* values of the explained output per row */
+    rt_xai_output space; /* resolved: never RT_XAI_OUT_DEFAULT */
+    size_t n_out;        /* values of the explained output per row */
     const rt_batch *xb, *bb;
     size_t xi, bi;
-    size_t n_in;          /* raw inputs of g */
-    size_t d;             /* players */
-    size_t *players;      /* [d] raw input index of each player */
-    size_t words;         /* uint64_t words of one coalition mask */
+    size_t n_in;              /* raw inputs of g */
+    size_t d;                 /* players */
+    size_t *players;          /* [d] raw input index of each player */
+    size_t words;             /* uint64_t words of one coalition mask */
     unsigned char *from_base; /* [n_in] scratch of xai_eval */
     rt_batch *rows;
     rt_features f;
@@ -34,7 +34,7 @@ typedef struct xai_ctx {
     rt_outputs o;
     float *logits;
     size_t logits_cap;
-    size_t evals;         /* rows evaluated so far */
+    size_t evals; /* rows evaluated so far */
 } xai_ctx;
 
 /* Rows of one xai_eval chunk. */
@@ -46,8 +46,8 @@ typedef struct xai_ctx {
  * cells), as double. Evaluates XAI_CHUNK rows at a time; each row's value
  * has the bits it would have alone (batch invariance).
  */
-rt_status xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs,
-                   size_t n_outs, double *v, rt_err *err);
+rt_status xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs, size_t n_outs,
+                   double *v, rt_err *err);
 
 /* e->rows = the coalitions masks[0..m) (m rows, not run). */
 rt_status xai_fill(xai_ctx *e, const uint64_t *masks, size_t m, rt_err *err);

@@ -71,8 +71,8 @@ static rt_status read_int(ovr *o, const char *path, long lo, long hi, long *out)
         return bad(o, path, "expected an integer, got ", d);
     }
     if (v.num < (double)lo || v.num > (double)hi)
-        return rt_err_set(o->err, RT_ERR_INVALID, "%s: %s is out of range [%ld, %ld]", path, d,
-                          lo, hi);
+        return rt_err_set(o->err, RT_ERR_INVALID, "%s: %s is out of range [%ld, %ld]", path, d, lo,
+                          hi);
     *out = (long)v.num;
     return RT_OK;
 }
@@ -117,8 +117,8 @@ static rt_status read_parameters(ovr *o)
         } else if (key_is(k, kn, "integratedGradientsAttribution")) {
             o->p->method = RT_XAI_IG;
             o->methods++;
-            st = read_method(o, OVR ".parameters.integratedGradientsAttribution", "stepCount",
-                             100, &o->p->step_count);
+            st = read_method(o, OVR ".parameters.integratedGradientsAttribution", "stepCount", 100,
+                             &o->p->step_count);
         } else if (key_is(k, kn, "exactShapleyAttribution")) {
             o->p->method = RT_XAI_EXACT;
             o->methods++;
@@ -133,11 +133,12 @@ static rt_status read_parameters(ovr *o)
         } else if (key_is(k, kn, "topK")) {
             long n = 0;
             have_topk = 1;
-            if ((st = read_int(o, OVR ".parameters.topK", -1, RT_XAI_MAX_OUTPUTS, &n)) ==
-                    RT_OK &&
+            if ((st = read_int(o, OVR ".parameters.topK", -1, RT_XAI_MAX_OUTPUTS, &n)) == RT_OK &&
                 n == 0)
-                return bad(o, OVR ".parameters.topK", "0 is not a count (1 or more, or -1 "
-                           "for every output)", NULL);
+                return bad(o, OVR ".parameters.topK",
+                           "0 is not a count (1 or more, or -1 "
+                           "for every output)",
+                           NULL);
             o->p->top_k = (int)n;
         } else if (key_is(k, kn, "outputIndices")) {
             rt_jv v;
@@ -222,8 +223,8 @@ static rt_status read_input(ovr *o, size_t in, const char *path)
                 if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
                     (void)rt_jr_skip_to(o->r, o->r->depth - 1);
                 snprintf(sub, sizeof sub, "%.120s.inputBaselines[0]", path);
-                return bad(o, sub, num ? "expected a finite number, got " : "expected a string, got ",
-                           d);
+                return bad(o, sub,
+                           num ? "expected a finite number, got " : "expected a string, got ", d);
             }
             b->given = true;
         }
@@ -247,8 +248,7 @@ static rt_status read_metadata(ovr *o)
                 return st;
             while ((st = rt_jr_member(o->r, &more2, &k, &kn)) == RT_OK && more2) {
                 long in = rt_graph_find_input(o->g, k, kn);
-                snprintf(sub, sizeof sub, OVR ".metadata.inputs.%.*s", (int)(kn > 64 ? 64 : kn),
-                         k);
+                snprintf(sub, sizeof sub, OVR ".metadata.inputs.%.*s", (int)(kn > 64 ? 64 : kn), k);
                 if (in < 0)
                     return bad(o, sub, "not an input of the model", NULL);
                 if ((st = read_input(o, (size_t)in, sub)) != RT_OK)
@@ -270,8 +270,10 @@ static rt_status read_metadata(ovr *o)
                 else if (key_is(k, kn, "predictions"))
                     o->p->output = RT_XAI_OUT_PREDICTIONS;
                 else
-                    return bad(o, sub, "not an output predictd explains (probabilities, logits, "
-                               "predictions)", NULL);
+                    return bad(o, sub,
+                               "not an output predictd explains (probabilities, logits, "
+                               "predictions)",
+                               NULL);
                 if ((st = read_method(o, sub, NULL, 0, NULL)) != RT_OK)
                     return st;
             }
@@ -330,7 +332,7 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
 
 static const char *output_name(rt_xai_output o)
 {
-    return o == RT_XAI_OUT_LOGITS ? "logits"
+    return o == RT_XAI_OUT_LOGITS        ? "logits"
            : o == RT_XAI_OUT_PREDICTIONS ? "predictions"
                                          : "probabilities";
 }
@@ -349,13 +351,13 @@ static void put_double(rt_buf *out, double v)
     rt_buf_puts(out, ".0");
 }
 
-static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_result *res,
-                   size_t n, rt_buf *out)
+static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_result *res, size_t n,
+                   rt_buf *out)
 {
     bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     rt_xai_output space = p->output != RT_XAI_OUT_DEFAULT ? p->output
-                          : cls ? RT_XAI_OUT_PROBABILITIES
-                                : RT_XAI_OUT_PREDICTIONS;
+                          : cls                           ? RT_XAI_OUT_PROBABILITIES
+                                                          : RT_XAI_OUT_PREDICTIONS;
     rt_buf_puts(out, "{\"attributions\": [");
     for (size_t j = 0; j < n; j++) {
         const rt_xai_result *r = &res[j];
@@ -388,9 +390,8 @@ static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_resul
     rt_buf_puts(out, "]}");
 }
 
-rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
-                          const rt_json_params *p, rt_ctx *c, rt_buf *out, size_t *evals,
-                          rt_err *err)
+rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const rt_json_params *p,
+                          rt_ctx *c, rt_buf *out, size_t *evals, rt_err *err)
 {
     if (evals)
         *evals = 0;
@@ -446,14 +447,13 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
             RT_OK) {
             /* parameters are named from the override's top */
             const char *msg = err->msg;
-            const char *where = strncmp(msg, "outputs:", 8) == 0 ? OVR ".metadata."
-                                : strncmp(msg, "outputIndices", 13) == 0 ||
-                                          strncmp(msg, "topK", 4) == 0 ||
-                                          strncmp(msg, "sampled", 7) == 0 ||
-                                          strncmp(msg, "integrated", 10) == 0 ||
-                                          strncmp(msg, "exact", 5) == 0
-                                    ? OVR ".parameters."
-                                    : NULL;
+            const char *where =
+                strncmp(msg, "outputs:", 8) == 0 ? OVR ".metadata."
+                : strncmp(msg, "outputIndices", 13) == 0 || strncmp(msg, "topK", 4) == 0 ||
+                        strncmp(msg, "sampled", 7) == 0 || strncmp(msg, "integrated", 10) == 0 ||
+                        strncmp(msg, "exact", 5) == 0
+                    ? OVR ".parameters."
+                    : NULL;
             if (where) {
                 char old[RT_ERR_MAX];
                 memcpy(old, msg, sizeof old);
