@@ -148,6 +148,65 @@ static void test_linear_known_answer_every_method(void **state)
     unbuild(&b);
 }
 
+/* Past 16 differing inputs: the closed form of a linear regressor (18
+ * inputs) is exact; a DNN is refused by name. */
+static void test_closed_form_past_16(void **state)
+{
+    (void)state;
+    char spec[8192], cols[3000] = "", fcs[3000] = "", names[1000] = "";
+    for (int i = 0; i < 18; i++) {
+        size_t n = strlen(cols), m = strlen(fcs), q = strlen(names);
+        snprintf(cols + n, sizeof cols - n, "{\"name\": \"x%d\", \"type\": \"float\"}, ", i);
+        snprintf(fcs + m, sizeof fcs - m, "%s{\"type\": \"numeric_column\", \"key\": \"x%d\"}",
+                 i ? ", " : "", i);
+        snprintf(names + q, sizeof names - q, "%s\"x%d\"", i ? ", " : "", i);
+    }
+    const char *kinds[2] = {"\"LinearRegressor\"", "\"DNNRegressor\", \"hidden_units\": [3]"};
+    for (int kind = 0; kind < 2; kind++) {
+        snprintf(spec, sizeof spec,
+                 "{\"columns\": [%s{\"name\": \"t\", \"type\": \"float\"}], \"label\": "
+                 "{\"column\": \"t\"}, \"feature_columns\": [%s], \"estimator\": {\"type\": %s, "
+                 "\"feature_columns\": [%s]}, \"export\": {\"name\": \"wide\"}}",
+                 cols, fcs, kinds[kind], names);
+        built b;
+        build(&b, support_spec_modeldef(spec), 9, 1.0f);
+        rt_batch *x = rt_batch_new(b.g), *base = rt_batch_new(b.g);
+        size_t ix, ib;
+        assert_int_equal(rt_batch_add(x, &ix), RT_OK);
+        assert_int_equal(rt_batch_add(base, &ib), RT_OK);
+        for (size_t i = 0; i < 18; i++) {
+            assert_int_equal(rt_batch_push_num(x, 0, i, 1.0 + (double)i), RT_OK);
+            assert_int_equal(rt_batch_push_num(base, 0, i, -0.5), RT_OK);
+        }
+        rt_xai_params p = rt_xai_default_params();
+        p.method = RT_XAI_EXACT;
+        rt_xai_result r;
+        double attr[18];
+        r.attr = attr;
+        size_t n = 0;
+        rt_err err = {{0}};
+        rt_status st = rt_xai_explain(b.g, x, 0, base, 0, &p, &r, 1, &n, &err);
+        if (kind == 0) {
+            assert_int_equal(st, RT_OK);
+            for (size_t i = 0; i < 18; i++) {
+                char name[32];
+                snprintf(name, sizeof name, "linear/linear_model/x%zu/weights", i);
+                double want = (double)tensor(&b, name)[0] * (1.0 + (double)i + 0.5);
+                long in = rt_graph_find_input(b.g, name + 20, strlen(name + 20) - 8);
+                assert_true(in >= 0);
+                assert_true(fabs(attr[in] - want) < 1e-5 * (1 + fabs(want)));
+            }
+            assert_int_equal(r.evaluations, 2 + 19); /* the ends, then d + 1 rows */
+        } else {
+            assert_int_equal(st, RT_ERR_LIMIT);
+            assert_non_null(strstr(err.msg, "exactShapleyAttribution: 18 inputs differ"));
+        }
+        rt_batch_free(x);
+        rt_batch_free(base);
+        unbuild(&b);
+    }
+}
+
 /* ------------------------------------------------ the paper's IG example */
 
 #define SPEC_RELU                                                                               \
@@ -543,6 +602,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_known_answer_every_method),
+        cmocka_unit_test(test_closed_form_past_16),
         cmocka_unit_test(test_ig_paper_example),
         cmocka_unit_test(test_trees_by_hand),
         cmocka_unit_test(test_treeshap_random_ensembles),
