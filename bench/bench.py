@@ -37,6 +37,13 @@ the same machine, prints a table and writes bench/results.json:
     instances per CPU-second (process and children) and per second, next to
     group 2's daemon batch-1000 figure of the same run
 
+ 17 explanations: census wide & deep, one instance whose 13 inputs all differ
+    from the baseline, through predict-model explain (in process): exact
+    Shapley, sampled Shapley (pathCount 10, 50), integrated gradients
+    (stepCount 50, 100); the census trees model of group 14 by TreeSHAP (its
+    logit) and by enumeration (its probability): explanations per second per
+    core, model rows each
+
 Server and load generator run pinned to different CPUs when there are two
 or more. Every figure is the median of RUNS runs (default 3). A figure that
 cannot be taken is reported with the reason; the harness never fails on one.
@@ -1595,6 +1602,55 @@ def g17():
     if isinstance(daemon, dict) and daemon.get("instances_per_cpu_s"):
         out["daemon batch 1000 instances_per_cpu_s (group 2, this run)"] = round(
             daemon["instances_per_cpu_s"])
+
+
+XAI_METHODS = [
+    ("exact Shapley (2^13 coalitions)", {"exactShapleyAttribution": {}}),
+    ("sampled Shapley, pathCount 10", {"sampledShapleyAttribution": {"pathCount": 10}}),
+    ("sampled Shapley, pathCount 50", {"sampledShapleyAttribution": {"pathCount": 50}}),
+    ("integrated gradients, stepCount 50", {"integratedGradientsAttribution": {"stepCount": 50}}),
+    ("integrated gradients, stepCount 100",
+     {"integratedGradientsAttribution": {"stepCount": 100}}),
+]
+
+
+@group(18, "explanations per second per core: census wide & deep and trees, one instance, "
+           "each method")
+def g18():
+    m = census_model()
+    pm = os.path.join(BUILD, "predict-model")
+    inst = tutorial_instance()
+    # every input differs from the baseline (13 players): the most work
+    base = {k: ({"inputBaselines": [v + 1]} if isinstance(v, (int, float))
+                else {"inputBaselines": [""]}) for k, v in inst.items()}
+    out = {"method": "predict-model explain --timing (in process, pinned, model open "
+                     "excluded), median of %d runs x 20" % RUNS, "per_method": {}}
+    runs = [(m["dir"], name, params, "probabilities") for name, params in XAI_METHODS]
+    tdir = trees_model()[1]  # the version directory
+    runs += [(tdir, "trees: TreeSHAP of the logit (100 trees, depth 6)",
+              {"exactShapleyAttribution": {}}, "logits"),
+             (tdir, "trees: exact Shapley of the probability (2^13)",
+              {"exactShapleyAttribution": {}}, "probabilities")]
+    for model_dir, name, params, output in runs:
+        body = write_body("explain-%d.json" % len(out["per_method"]),
+                          {"instances": [inst], "explanationSpecOverride":
+                           {"parameters": params, "metadata": {"inputs": base,
+                                                               "outputs": {output: {}}}}})
+        secs, rows = [], 0
+        for _ in range(RUNS * 20):
+            r = subprocess.run(pinned(SERVER_CPU, [pm, "explain", "--dir", model_dir,
+                                                   "--json-request", body, "--timing"]),
+                               capture_output=True, text=True, timeout=120)
+            mt = re.search(r"explained in ([0-9.]+) s, ([0-9]+) model rows", r.stderr)
+            if r.returncode != 0 or not mt:
+                raise RuntimeError("predict-model explain: %s" % r.stderr[-200:])
+            secs.append(float(mt.group(1)))
+            rows = int(mt.group(2))
+        t = median(secs)
+        out["per_method"][name] = {"explanations_per_second": round(1 / t, 1),
+                                   "ms": round(t * 1e3, 3), "model_rows": rows,
+                                   "rows_per_second": round(rows / t)}
+        log("   %-50s %8.1f explanations/s  %7.3f ms  %6d rows" % (name, 1 / t, t * 1e3, rows))
     return out
 
 

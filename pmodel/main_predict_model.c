@@ -59,5 +59,7 @@ int main(int argc, char **argv)
         return pm_cmd_predict(&o);
     if (strcmp(o.cmd, "evaluate") == 0)
         return pm_cmd_evaluate(&o);
+    if (strcmp(o.cmd, "explain") == 0)
+        return pm_cmd_explain(&o);
     return pm_cmd_transform(&o);
 }

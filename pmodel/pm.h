@@ -3,8 +3,9 @@
  * transform and evaluate without a daemon. The module's one header: the
  * command line (pm_args.c), opening the export and reading instance files
  * (pm_io.c), one file per command (pm_show.c, pm_predict.c,
- * pm_transform.c, pm_evaluate.c) and the evaluation with its HTML report
- * (pm_eval.c, pm_report.c). It reaches the runtime through rt.h only.
+ * pm_transform.c, pm_evaluate.c, pm_explain.c) and the evaluation with its
+ * HTML report and global feature importance (pm_eval.c, pm_report.c,
+ * pm_importance.c). It reaches the runtime through rt.h only.
  */
 #ifndef PREDICTD_PM_H
 #define PREDICTD_PM_H
@@ -39,6 +40,10 @@ typedef struct pm_opts {
     int all;
     int help;
     int leaves; /* transform --leaves */
+    const char *json_request; /* explain --json-request */
+    const char *xai_override; /* explain --explanation-spec-override */
+    int timing;               /* explain --timing */
+    const char *importance;   /* evaluate --importance */
 } pm_opts;
 
 /* Parses argv into *o: the command, then its flags (--flag VALUE or
@@ -163,6 +168,7 @@ int pm_cmd_show(const pm_opts *o);      /* pm_show.c */
 int pm_cmd_predict(const pm_opts *o);   /* pm_predict.c */
 int pm_cmd_transform(const pm_opts *o); /* pm_transform.c */
 int pm_cmd_evaluate(const pm_opts *o);  /* pm_evaluate.c */
+int pm_cmd_explain(const pm_opts *o);   /* pm_explain.c */
 /* convert and batch-predict read their own flags (argv from the command's
  * name on) and print their own help. */
 int pm_cmd_convert(int argc, char **argv);       /* pm_convert.c */
@@ -187,6 +193,8 @@ typedef struct pm_eval_opts {
                                  eval.batch_size, else 256 (the trainer's
                                  default) */
     size_t skip_header_lines; /* per file, as eval.skip_header_lines */
+    int importance;           /* global feature importance (pm_importance.c) */
+    rt_xai_method importance_method; /* its attributions' method */
 } pm_eval_opts;
 
 #define PM_EVAL_MAX_SLICES 10000
@@ -207,6 +215,7 @@ typedef struct pm_eval_slice {
     rt_metric_list metrics;
     int worst;            /* the worst slice of its spec: lowest accuracy
                              (classifiers), highest average_loss (regression) */
+    double *importance;   /* [pm_eval.n_inputs] mean |attribution|, or NULL */
 } pm_eval_slice;
 
 typedef struct pm_eval_point {
@@ -251,6 +260,13 @@ typedef struct pm_eval {
     pm_eval_bin calibration[PM_EVAL_BINS];
     double ece;                   /* expected calibration error */
     pm_eval_threshold thresholds[PM_EVAL_THRESHOLDS];
+    /* global feature importance (--importance): per raw input, the mean of
+     * |attribution| over the examples (and per slice); NULL when not asked */
+    double *importance;           /* [n_inputs] */
+    size_t n_inputs;
+    const char **inputs;          /* [n_inputs] names, into the ModelDef */
+    const char *importance_method; /* "exactShapleyAttribution", ... */
+    size_t *importance_order;     /* [n_inputs] input indexes, most important first */
 } pm_eval;
 
 /*
@@ -261,6 +277,21 @@ typedef struct pm_eval {
  */
 rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, rt_err *err);
 void pm_eval_free(pm_eval *e);
+/* ------------------------------ global feature importance (pm_importance.c) */
+
+/* Attributions of evaluated rows, for their mean |attribution| per raw
+ * input: each row explained against the model's baseline
+ * (rt_xai_model_baseline), on the predicted class's probability
+ * (classifiers) or the prediction (regressors). */
+typedef struct pm_importance pm_importance;
+rt_status pm_importance_new(const rt_model *m, rt_xai_method method, pm_importance **out,
+                            rt_err *err);
+void pm_importance_free(pm_importance *im);
+/* |attribution| of each raw input for instance i of b, in *abs_attr
+ * (rt_graph_num_inputs values, valid until the next call). */
+rt_status pm_importance_row(pm_importance *im, const rt_batch *b, size_t i,
+                            const double **abs_attr, rt_err *err);
+
 /* The metrics the slices tables show for e's head (NULL-terminated). */
 const char *const *pm_eval_slice_metrics(const pm_eval *e);
 /* Appends the result as one JSON object (docs/evaluation.md). */

@@ -20,7 +20,10 @@ static const char USAGE[] =
     "       predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
     "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
     "                              [--format table|json] [--batch-size N]\n"
-    "                              [--skip-header-lines N]\n"
+    "                              [--skip-header-lines N] [--importance METHOD]\n"
+    "       predict-model explain --dir EXPORT --json-instances FILE\n"
+    "                             [--explanation-spec-override FILE]\n"
+    "       predict-model explain --dir EXPORT --json-request FILE\n"
     "       predict-model convert (--dir EXPORT | --spec SPEC.json) --input FILE...\n"
     "                             --to tfrecord|tfrecord-gzip|csv --output FILE\n"
     "       predict-model batch-predict --dir EXPORT --input FILE... --output-dir DIR\n"
@@ -66,6 +69,21 @@ static const char HELP_PREDICT[] =
     "length goes to stderr as \"Inference-Header-Content-Length: N\".\n"
     "--model-dir is another name of --dir.\n";
 
+static const char HELP_EXPLAIN[] =
+    "usage: predict-model explain --dir EXPORT --json-instances FILE\n"
+    "                             [--explanation-spec-override FILE] [--timing]\n"
+    "       predict-model explain --dir EXPORT --json-request FILE [--timing]\n"
+    "\n"
+    "Explains the model's predictions for the instances of FILE (one JSON\n"
+    "instance per line) and prints the answer predictd's :explain gives,\n"
+    "byte for byte: Vertex AI's {\"explanations\": [...], \"predictions\":\n"
+    "[...]}. --explanation-spec-override FILE holds a Vertex AI\n"
+    "explanationSpecOverride object (method, pathCount or stepCount, topK,\n"
+    "outputIndices, inputBaselines); --json-request FILE is a whole :explain\n"
+    "body instead (\"-\" is stdin). --timing prints the time taken and the\n"
+    "model rows evaluated to stderr. docs/explanations.md describes the\n"
+    "methods. --model-dir is another name of --dir.\n";
+
 static const char HELP_TRANSFORM[] =
     "usage: predict-model transform --dir EXPORT --json-instances FILE\n"
     "                               [--format text|json] [--leaves]\n"
@@ -83,7 +101,7 @@ static const char HELP_EVALUATE[] =
     "usage: predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
     "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
     "                              [--format table|json] [--batch-size N]\n"
-    "                              [--skip-header-lines N]\n"
+    "                              [--skip-header-lines N] [--importance METHOD]\n"
     "\n"
     "Evaluates the export on labelled CSV files of the spec's columns (the\n"
     "training data's format, label included), as TensorFlow Model Analysis\n"
@@ -101,6 +119,10 @@ static const char HELP_EVALUATE[] =
     "  --batch-size N  rows per batch (\"loss\" is the mean of batch losses);\n"
     "                  by default the spec's eval.batch_size, else 256\n"
     "  --skip-header-lines N  lines skipped at the top of each file\n"
+    "  --importance METHOD  global feature importance: the mean |attribution|\n"
+    "                  of each input over the examples and per slice, each\n"
+    "                  example explained by METHOD (exact, sampled or\n"
+    "                  gradients; docs/explanations.md)\n"
     "--model-dir is another name of --dir. docs/evaluation.md defines every\n"
     "metric.\n";
 
@@ -124,8 +146,9 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
         return 0;
     }
     int show = strcmp(o->cmd, "show") == 0, predict = strcmp(o->cmd, "predict") == 0,
-        transform = strcmp(o->cmd, "transform") == 0, evaluate = strcmp(o->cmd, "evaluate") == 0;
-    if (!show && !predict && !transform && !evaluate)
+        transform = strcmp(o->cmd, "transform") == 0, evaluate = strcmp(o->cmd, "evaluate") == 0,
+        explain = strcmp(o->cmd, "explain") == 0;
+    if (!show && !predict && !transform && !evaluate && !explain)
         return usage_error("unknown command \"%s\"", o->cmd);
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -141,6 +164,10 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
             o->leaves = 1;
             continue;
         }
+        if (explain && strcmp(a, "--timing") == 0) {
+            o->timing = 1;
+            continue;
+        }
         const char *val = NULL;
         const char *eq = strchr(a, '=');
         size_t klen = eq ? (size_t)(eq - a) : strlen(a);
@@ -154,7 +181,7 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
 #define KEY(s) (klen == strlen(s) && strncmp(a, s, klen) == 0)
         if (KEY("--dir") || KEY("--model-dir"))
             slot = &o->dir;
-        else if ((predict || transform) && KEY("--json-instances"))
+        else if ((predict || transform || explain) && KEY("--json-instances"))
             slot = &o->instances;
         else if (predict && KEY("--v2-request"))
             slot = &o->v2_request;
@@ -162,7 +189,7 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
             slot = &o->v2_header;
         else if (predict && KEY("--model-name"))
             slot = &o->model_name;
-        else if (!show && KEY("--format"))
+        else if (!show && !explain && KEY("--format"))
             slot = &o->format;
         else if ((show || predict) && KEY("--signature_def"))
             slot = &o->signature;
@@ -170,8 +197,14 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
             slot = &o->report;
         else if (evaluate && KEY("--batch-size"))
             slot = &o->batch_size;
+        else if (evaluate && KEY("--importance"))
+            slot = &o->importance;
         else if (evaluate && KEY("--skip-header-lines"))
             slot = &o->skip_header;
+        else if (explain && KEY("--json-request"))
+            slot = &o->json_request;
+        else if (explain && KEY("--explanation-spec-override"))
+            slot = &o->xai_override;
         else if (evaluate && KEY("--data"))
             list = o->data, count = &o->n_data;
         else if (evaluate && KEY("--slice"))
@@ -207,6 +240,11 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
     if ((predict && !o->instances && !o->v2_request) || (transform && !o->instances))
         return usage_error("%s", predict ? "missing --json-instances FILE (or --v2-request FILE)"
                                          : "missing --json-instances FILE");
+    if (explain && !!o->instances == !!o->json_request)
+        return usage_error("%s", "give one of --json-instances FILE and --json-request FILE");
+    if (explain && o->json_request && o->xai_override)
+        return usage_error("%s", "--explanation-spec-override goes with --json-instances (a "
+                                 "--json-request body holds its own)");
     if (evaluate && !o->n_data)
         return usage_error("%s", "missing --data FILE.csv");
     if (show && o->all && o->signature)
@@ -231,6 +269,8 @@ void pm_print_help(const char *cmd)
         fputs(HELP_PREDICT, stdout);
     else if (strcmp(cmd, "evaluate") == 0)
         fputs(HELP_EVALUATE, stdout);
+    else if (strcmp(cmd, "explain") == 0)
+        fputs(HELP_EXPLAIN, stdout);
     else
         fputs(HELP_TRANSFORM, stdout);
 }

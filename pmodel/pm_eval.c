@@ -62,6 +62,7 @@ typedef struct evaluator {
     rt_metrics *all;
     const char *file;
     uint64_t first_line, last_line;
+    pm_importance *imp; /* --importance, else NULL */
 } evaluator;
 
 /* ----------------------------------------------------------------- slices */
@@ -300,6 +301,23 @@ static rt_status flush(evaluator *v, rt_err *err)
             return rt_err_set(err, st, "out of memory");
         a->n_pending = 0;
         a->touched = 0;
+    }
+    for (size_t i = 0; v->imp && i < n; i++) {
+        const double *a;
+        if ((st = pm_importance_row(v->imp, v->b, i, &a, err))) {
+            rt_err_prefix(err, "%s:%llu-%llu: --importance", v->file,
+                          (unsigned long long)v->first_line, (unsigned long long)v->last_line);
+            return st;
+        }
+        for (size_t k = 0; k < e->n_inputs; k++)
+            e->importance[k] += a[k];
+        for (size_t s = 0; s < e->n_specs; s++) {
+            pm_eval_slice *sl = &e->slices[v->sid[s * v->bs + i]];
+            if (!sl->importance && !(sl->importance = calloc(e->n_inputs + 1, sizeof(double))))
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            for (size_t k = 0; k < e->n_inputs; k++)
+                sl->importance[k] += a[k];
+        }
     }
     rt_batch_clear(v->b);
     rt_batch_set_missing(v->b, RT_MISSING_CSV_DEFAULT);
@@ -658,7 +676,29 @@ static rt_status setup(evaluator *v, rt_err *err)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rt_batch_set_missing(v->b, RT_MISSING_CSV_DEFAULT);
     rt_features_init(&v->f);
+    if (v->o->importance) {
+        e->n_inputs = rt_graph_num_inputs(v->g);
+        e->importance = calloc(e->n_inputs + 1, sizeof *e->importance);
+        e->inputs = calloc(e->n_inputs + 1, sizeof *e->inputs);
+        if (!e->importance || !e->inputs)
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        for (size_t k = 0; k < e->n_inputs; k++)
+            e->inputs[k] = rt_graph_input_name(v->g, k);
+        e->importance_method = rt_xai_method_name(v->o->importance_method);
+    }
     return RT_OK;
+}
+
+typedef struct ranked {
+    double v;
+    size_t k;
+} ranked;
+
+/* Larger value first, then lower index. */
+static int by_importance(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    return x->v != y->v ? (x->v < y->v) - (x->v > y->v) : (x->k > y->k) - (x->k < y->k);
 }
 
 static int by_spec_count(const void *a, const void *b)
@@ -677,12 +717,29 @@ static rt_status finish(evaluator *v, rt_err *err)
     rt_status st = rt_metrics_result(v->all, e->global_step, &e->metrics);
     if (st == RT_ERR_NOTFOUND)
         return rt_err_set(err, RT_ERR_INVALID, "the data files hold no rows");
+    for (size_t q = 0; e->importance && e->examples && q < e->n_inputs; q++)
+        e->importance[q] /= (double)e->examples;
+    if (e->importance) {
+        if (!(e->importance_order = malloc((e->n_inputs + 1) * sizeof *e->importance_order)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        ranked *r = malloc((e->n_inputs + 1) * sizeof *r);
+        if (!r)
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        for (size_t q = 0; q < e->n_inputs; q++)
+            r[q] = (ranked){e->importance[q], q};
+        qsort(r, e->n_inputs, sizeof *r, by_importance);
+        for (size_t q = 0; q < e->n_inputs; q++)
+            e->importance_order[q] = r[q].k;
+        free(r);
+    }
     if (st)
         return rt_err_set(err, st, "metrics failed");
     for (size_t k = 0; k < e->n_slices; k++) {
         pm_eval_slice *sl = &e->slices[k];
         const float *s, *y;
         sl->count = rt_metrics_data(v->acc[k].mt, &s, &y, NULL);
+        for (size_t q = 0; sl->importance && sl->count && q < e->n_inputs; q++)
+            sl->importance[q] /= (double)sl->count;
         if ((st = rt_metrics_result(v->acc[k].mt, e->global_step, &sl->metrics)))
             return rt_err_set(err, st, "metrics failed");
     }
@@ -739,6 +796,7 @@ static void evaluator_free(evaluator *v)
     free(v->table);
     rt_buf_free(&v->key);
     rt_metrics_free(v->all);
+    pm_importance_free(v->imp);
 }
 
 rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, rt_err *err)
@@ -755,6 +813,8 @@ rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, r
     if (!v.e)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rt_status st = setup(&v, err);
+    if (!st && o->importance)
+        st = pm_importance_new(m, o->importance_method, &v.imp, err);
     for (size_t i = 0; !st && i < o->n_files; i++)
         st = read_file(&v, o->files[i], err);
     if (!st)
@@ -780,7 +840,11 @@ void pm_eval_free(pm_eval *e)
             free(sl->values[q]);
         free(sl->values);
         free(sl->key);
+        free(sl->importance);
     }
+    free(e->importance);
+    free(e->inputs);
+    free(e->importance_order);
     free(e->slices);
     for (size_t s = 0; s < e->n_specs; s++) {
         free(e->specs[s].name);
@@ -830,6 +894,18 @@ static const char *head_name(Predictd__HeadType h)
                                                         : "regression";
 }
 
+/* , "feature_importance": {input: mean |attribution|, ...} */
+static int json_importance(rt_buf *b, const pm_eval *e, const double *imp)
+{
+    if (!imp)
+        return 0;
+    int rc = rt_buf_puts(b, ", \"feature_importance\": {");
+    for (size_t k = 0; !rc && k < e->n_inputs; k++)
+        rc = (k && rt_buf_puts(b, ", ")) || jstr(b, e->inputs[k]) || rt_buf_puts(b, ": ") ||
+             jnum(b, imp[k]);
+    return rc || rt_buf_puts(b, "}");
+}
+
 int pm_eval_json(const pm_eval *e, rt_buf *b)
 {
     int rc = rt_buf_printf(b, "{\"head\": \"%s\", \"global_step\": %lld, \"examples\": %llu, "
@@ -847,9 +923,13 @@ int pm_eval_json(const pm_eval *e, rt_buf *b)
                  rt_buf_puts(b, ": ") || jstr(b, sl->values[q]);
         rc = rc || rt_buf_printf(b, "}, \"count\": %zu, \"worst\": %s, \"metrics\": ", sl->count,
                                  sl->worst ? "true" : "false") ||
-             rt_metrics_json(&sl->metrics, b) || rt_buf_puts(b, "}");
+             rt_metrics_json(&sl->metrics, b) || json_importance(b, e, sl->importance) ||
+             rt_buf_puts(b, "}");
     }
     rc = rc || rt_buf_puts(b, "]");
+    if (!rc && e->importance)
+        rc = rt_buf_puts(b, ", \"feature_importance_method\": ") ||
+             jstr(b, e->importance_method) || json_importance(b, e, e->importance);
     if (!rc && e->confusion) {
         rc = rt_buf_puts(b, ", \"confusion_matrix\": {\"classes\": [");
         for (size_t k = 0; !rc && k < e->n_classes; k++)

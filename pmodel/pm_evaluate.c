@@ -60,6 +60,13 @@ static int print_eval_table(const pm_eval *e, const char *dir)
     }
     if (e->has_plots)
         printf("  %-26s %9.4f\n", "expected_calibration_error", e->ece);
+    if (e->importance) {
+        printf("\nfeature importance (mean |attribution|, %s)\n", e->importance_method);
+        for (size_t k = 0; k < e->n_inputs; k++) {
+            size_t q = e->importance_order[k];
+            printf("  %-26s %9.6f\n", e->inputs[q], e->importance[q]);
+        }
+    }
     const char *const *names = pm_eval_slice_metrics(e);
     for (size_t s = 0; s < e->n_specs; s++) {
         const pm_eval_spec *sp = &e->specs[s];
@@ -143,6 +150,23 @@ int pm_cmd_evaluate(const pm_opts *o)
     if (parse_count("--batch-size", o->batch_size, 1, &eo.batch_size) ||
         parse_count("--skip-header-lines", o->skip_header, 0, &eo.skip_header_lines))
         return PM_EXIT_USAGE;
+    if (o->importance) {
+        static const struct {
+            const char *name;
+            rt_xai_method m;
+        } methods[] = {{"exact", RT_XAI_EXACT}, {"sampled", RT_XAI_SAMPLED},
+                       {"gradients", RT_XAI_IG}};
+        for (size_t k = 0; k < 3 && !eo.importance; k++)
+            if (strcmp(o->importance, methods[k].name) == 0) {
+                eo.importance = 1;
+                eo.importance_method = methods[k].m;
+            }
+        if (!eo.importance) {
+            fprintf(stderr, "predict-model: --importance: \"%s\" is not exact, sampled or "
+                    "gradients\n", o->importance);
+            return PM_EXIT_USAGE;
+        }
+    }
     rt_model *m = pm_open_model(o->dir, NULL);
     if (!m)
         return 1;

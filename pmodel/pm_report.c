@@ -55,7 +55,9 @@ static const char CSS[] =
     ".row{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}"
     ".cm td{text-align:center;min-width:96px;font-weight:600}"
     ".cm td small{display:block;font-weight:400;font-size:11px}"
-    ".note{color:#64748b;font-size:12px;max-width:1100px}";
+    ".note{color:#64748b;font-size:12px;max-width:1100px}"
+    ".importance-slices th,.importance-slices td{padding:4px 7px;font-size:12px}"
+    ".importance-slices td.l{white-space:nowrap}";
 
 /* ------------------------------------------------------------- helpers */
 
@@ -373,6 +375,63 @@ static int slices(rt_buf *b, const pm_eval *e)
     return rc;
 }
 
+/* Global feature importance: one bar per input, most important first, then
+ * per slice spec a table of the slices' values for the same inputs. */
+static int importance(rt_buf *b, const pm_eval *e)
+{
+    if (!e->importance || !e->n_inputs)
+        return 0;
+    double top = e->importance[e->importance_order[0]];
+    int rc = rt_buf_puts(b, "<h2>Feature importance</h2><table id=\"importance\" "
+                            "data-method=\"") ||
+             esc(b, e->importance_method) ||
+             rt_buf_puts(b, "\"><tr><th class=\"l\">input</th><th class=\"l\">mean "
+                            "|attribution|</th></tr>");
+    for (size_t k = 0; !rc && k < e->n_inputs; k++) {
+        size_t q = e->importance_order[k];
+        double v = e->importance[q];
+        rc = rt_buf_puts(b, "<tr><td class=\"l\">") || esc(b, e->inputs[q]) ||
+             rt_buf_printf(b, "</td><td class=\"l\" data-input=\"") || esc(b, e->inputs[q]) ||
+             rt_buf_printf(b, "\" data-value=\"%.9g\"><span class=\"bar\" "
+                              "style=\"width:%.0fpx\"></span>%.6f</td></tr>",
+                           v, top > 0 ? 240.0 * v / top : 0.0, v);
+    }
+    rc = rc || rt_buf_puts(b, "</table><p class=\"note\">Each example explained by ") ||
+         esc(b, e->importance_method) ||
+         rt_buf_puts(b, " against the model's baseline, on the predicted class's probability "
+                        "(regressors: the prediction); the mean of |attribution| per raw "
+                        "input (docs/explanations.md).</p>");
+    for (size_t s = 0; !rc && s < e->n_specs; s++) {
+        const pm_eval_spec *sp = &e->specs[s];
+        rc = rt_buf_puts(b, "<h2>Feature importance by ") || esc(b, sp->name) ||
+             rt_buf_puts(b, "</h2><table class=\"importance-slices\"><tr><th class=\"l\">") ||
+             esc(b, sp->name) || rt_buf_puts(b, "</th>");
+        for (size_t k = 0; !rc && k < e->n_inputs; k++)
+            rc = rt_buf_puts(b, "<th>") || esc(b, e->inputs[e->importance_order[k]]) ||
+                 rt_buf_puts(b, "</th>");
+        rc = rc || rt_buf_puts(b, "</tr>");
+        for (size_t j = 0; !rc && j < e->n_slices; j++) {
+            const pm_eval_slice *sl = &e->slices[j];
+            if (sl->spec != s || !sl->importance)
+                continue;
+            rc = rt_buf_puts(b, "<tr class=\"slice\"><td class=\"l\">");
+            for (size_t q = 0; !rc && q < sp->n_columns; q++)
+                rc = (q && rt_buf_puts(b, ", ")) ||
+                     esc(b, sl->values[q][0] ? sl->values[q] : "(empty)");
+            rc = rc || rt_buf_puts(b, "</td>");
+            for (size_t k = 0; !rc && k < e->n_inputs; k++) {
+                double v = sl->importance[e->importance_order[k]];
+                double a = top > 0 ? v / top : 0.0;
+                rc = rt_buf_printf(b, "<td style=\"background:rgba(59,130,246,%.2f)\">%.4f</td>",
+                                   a > 1 ? 0.45 : 0.45 * a, v);
+            }
+            rc = rc || rt_buf_puts(b, "</tr>");
+        }
+        rc = rc || rt_buf_puts(b, "</table>");
+    }
+    return rc;
+}
+
 /* ----------------------------------------------------------------- page */
 
 int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *b)
@@ -419,6 +478,7 @@ int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *
         rc = rc || rt_buf_puts(b, "</div>");
     }
     rc = rc || slices(b, e);
+    rc = rc || importance(b, e);
     return rc || rt_buf_puts(b, "<p class=\"note\">Metrics as predict-train's evaluation "
                                 "computes them (docs/evaluation.md); slices highlight their "
                                 "worst value. Written by predict-model evaluate.</p>"

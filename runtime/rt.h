@@ -1012,12 +1012,15 @@ typedef enum {
     RT_METHOD_CLASSIFY = 1,
     RT_METHOD_REGRESS = 2,
     RT_METHOD_INFER = 3, /* an Open Inference Protocol (KServe v2) infer body (rt_v2_*.c) */
+    RT_METHOD_EXPLAIN = 4, /* Vertex AI's :explain (rt_json_explain) */
 } rt_method;
 
 typedef struct rt_json_params {
     size_t max_instances; /* per request; default 100000 */
     int max_depth;        /* JSON nesting; default 64 */
     size_t max_answer_bytes; /* largest answer; 0 = no limit (the default) */
+    size_t max_explain_instances; /* instances of one :explain (each costs up to
+                                     2^16 model rows); default 1000, 0 = no limit */
 } rt_json_params;
 
 rt_json_params rt_json_default_params(void);
@@ -1033,7 +1036,9 @@ void rt_ctx_free(rt_ctx *c);
  *   predict: {"instances": [...]} or {"inputs": ...}, optional "signature_name";
  *   classify / regress: {"examples": [...], "context": {...}};
  *   infer: an Open Inference Protocol body (rt_v2_handle, its JSON header
- *   ending where its value ends: RT_V2_FIND_HEADER; for replays).
+ *   ending where its value ends: RT_V2_FIND_HEADER; for replays);
+ *   explain: a :predict body with Vertex AI's explanationSpecOverride
+ *   (rt_json_explain).
  * On success appends the JSON answer to out ({"predictions": [...]},
  * {"outputs": ...} or {"results": [...]}). On bad input returns
  * RT_ERR_INVALID (HTTP 400) or RT_ERR_LIMIT and a message naming the
@@ -1161,6 +1166,130 @@ size_t rt_v2_answer_header_len(const rt_ctx *c);
  * versions (the ones a client may ask for, ascending). */
 rt_status rt_v2_metadata(const rt_model *m, const char *name, const int64_t *versions,
                          size_t n_versions, rt_buf *out);
+
+/* ------------------------------------ explanations (rt_explain*.c) */
+
+/*
+ * Feature attributions for one prediction (docs/explanations.md): how much
+ * each raw input of the serving signature moved the explained output from
+ * its value at the baseline instance to its value at the instance. A column
+ * that reads several raw inputs (crossed, embedding of a cross) is not a
+ * feature of its own: the raw inputs it reads share it. Methods:
+ *   EXACT    Shapley values, exactly: a BoostedTrees model explained on its
+ *            logits by TreeSHAP with the baseline as the one reference
+ *            (polynomial); else every coalition of the inputs that differ
+ *            from the baseline (at most RT_XAI_EXACT_MAX of them) batched
+ *            through the forward pass; past that, the closed form of a model
+ *            additive in its inputs (a linear model explained on its
+ *            logits); else refused.
+ *   SAMPLED  Vertex AI's sampled Shapley: path_count random permutations,
+ *            seeded (the same request gives the same answer).
+ *   IG       integrated gradients (Sundararajan et al. 2017) by step_count
+ *            trapezoid steps of the gradient of the output along the
+ *            straight path from the baseline's transformed inputs (DNN input
+ *            vector, linear part's one-hot / values) to the instance's;
+ *            linear, DNN and wide & deep models (not trees).
+ */
+typedef enum {
+    RT_XAI_DEFAULT = 0, /* EXACT when the model has at most RT_XAI_EXACT_MAX
+                           raw inputs or is a tree ensemble explained on its
+                           logits (TreeSHAP), else SAMPLED */
+    RT_XAI_EXACT,
+    RT_XAI_SAMPLED,
+    RT_XAI_IG,
+} rt_xai_method;
+
+/* Which output is explained (Vertex's ExplanationMetadata.outputs key). */
+typedef enum {
+    RT_XAI_OUT_DEFAULT = 0, /* classifiers: probabilities; regressors: predictions */
+    RT_XAI_OUT_PROBABILITIES,
+    RT_XAI_OUT_LOGITS,
+    RT_XAI_OUT_PREDICTIONS,
+} rt_xai_output;
+
+#define RT_XAI_EXACT_MAX 16     /* players of an exact enumeration (2^16 rows) */
+#define RT_XAI_MAX_OUTPUTS 64   /* output indices one request may name */
+#define RT_XAI_PATHS_DEFAULT 10 /* sampled Shapley's pathCount when not given */
+#define RT_XAI_STEPS_DEFAULT 50 /* integrated gradients' stepCount when not given */
+
+typedef struct rt_xai_params {
+    rt_xai_method method;
+    int path_count;            /* SAMPLED: 1..50 */
+    int step_count;            /* IG: 1..100 */
+    rt_xai_output output;
+    int top_k;                 /* outputs explained, highest first; -1 all;
+                                  0: 1 (unless output_indices) */
+    size_t n_output_indices;   /* > 0: exactly these outputs */
+    size_t output_indices[RT_XAI_MAX_OUTPUTS];
+    uint64_t seed;             /* SAMPLED's permutations */
+    bool enumerate;            /* EXACT: enumerate the coalitions even where
+                                  TreeSHAP applies (tests compare the two) */
+} rt_xai_params;
+
+/* The defaults: RT_XAI_DEFAULT, RT_XAI_OUT_DEFAULT, top_k 0, path_count
+ * RT_XAI_PATHS_DEFAULT, step_count RT_XAI_STEPS_DEFAULT, seed 1. */
+rt_xai_params rt_xai_default_params(void);
+/* The name of a method as requests write it ("exactShapleyAttribution",
+ * "sampledShapleyAttribution", "integratedGradientsAttribution"). */
+const char *rt_xai_method_name(rt_xai_method m);
+
+/* One explained output of one instance. */
+typedef struct rt_xai_result {
+    size_t output_index;
+    float instance_value;      /* the output at the instance: the bits :predict answers */
+    float baseline_value;      /* the output at the baseline instance */
+    double approx_error;       /* |sum(attr) - (instance - baseline)| / |instance - baseline|
+                                  (the absolute gap when the two are equal) */
+    double *attr;              /* [rt_graph_num_inputs] owned by the caller */
+    rt_xai_method method;      /* what ran (EXACT's closed form is EXACT) */
+    size_t evaluations;        /* model rows evaluated */
+} rt_xai_result;
+
+/*
+ * Explains instance xi of batch xb (made for g and filled by a receiver)
+ * against instance bi of batch bb (the baseline: one value or none per
+ * input; a missing cell follows bb's missing-input policy), for the outputs
+ * p selects: n_res results, each with res[j].attr pointing at room for
+ * rt_graph_num_inputs(g) doubles (the caller's). *n_res gets how many were
+ * filled (at most max_res). Errors: RT_ERR_INVALID naming the parameter
+ * ("integratedGradientsAttribution: BoostedTrees models have no gradient
+ * ..."), the instance's own transform errors; RT_ERR_LIMIT when EXACT
+ * would need more than 2^RT_XAI_EXACT_MAX rows. Thread-safe for distinct
+ * batches (g is only read).
+ */
+rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const rt_batch *bb,
+                         size_t bi, const rt_xai_params *p, rt_xai_result *res, size_t max_res,
+                         size_t *n_res, rt_err *err);
+
+/*
+ * The baseline instance for model m into a new one-instance batch *out
+ * (rt_batch_free it): per raw input, the first of
+ *   the export's training statistics (median of a numeric input, the most
+ *   frequent value of a categorical one) -- when the export has them;
+ *   the spec's export.explanation.baselines.<input> (training.spec_json);
+ *   the raw column's CSV default, else 0 or "".
+ * Thread-safe.
+ */
+rt_status rt_xai_model_baseline(const rt_model *m, rt_batch **out, rt_err *err);
+
+/*
+ * Handles one :explain body against m: a :predict body ("instances" or
+ * "inputs", "signature_name") plus Vertex AI's optional
+ * "explanationSpecOverride": {"parameters": {"sampledShapleyAttribution":
+ * {"pathCount"}, "integratedGradientsAttribution": {"stepCount"},
+ * "exactShapleyAttribution": {}, "topK", "outputIndices"}, "metadata":
+ * {"inputs": {NAME: {"inputBaselines": [v]}}, "outputs": {"probabilities" |
+ * "logits" | "predictions": {}}}}. Appends Vertex's ExplainResponse:
+ * {"explanations": [{"attributions": [{...}]}], "predictions": ...} whose
+ * predictions are the bytes :predict answers for the same body. Errors as
+ * rt_json_handle's, and RT_ERR_INVALID naming the override's key
+ * ("explanationSpecOverride.parameters.sampledShapleyAttribution.pathCount:
+ * 0 is out of range [1, 50]"). *evals (may be NULL) gets the model rows
+ * evaluated. c: one thread at a time.
+ */
+rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
+                          const rt_json_params *p, rt_ctx *c, rt_buf *out, size_t *evals,
+                          rt_err *err);
 
 /* ------------------------------------------------ metrics (rt_metrics.c) */
 

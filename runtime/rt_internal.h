@@ -151,6 +151,18 @@ size_t rt_trees_gather_width(const rt_trees *t);
 rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, float *logits,
                            rt_err *err);
 
+/* Exact Shapley values of g's ensemble's logits (TreeSHAP with one
+ * reference, polynomial in the trees' size): f holds 2 rows, the baseline
+ * (row 0) and the instance (row 1); raw[k] is the raw input tree input k
+ * reads (-1: none), n_raw the raw inputs; phi (n_raw x logits_dim) gets
+ * each raw input's value per logit, in double. rt_explain.c. */
+rt_status rt_trees_shap(const rt_graph *g, const rt_features *f, const long *raw, size_t n_raw,
+                        double *phi, rt_err *err);
+/* The feature column tree input k reads (its ids or values), or -1. */
+long rt_trees_input_column(const rt_graph *g, size_t k);
+/* Inputs of g's ensemble (0 without one). */
+size_t rt_trees_num_inputs(const rt_graph *g);
+
 /* struct rt_batch is private to rt_batch.c; other files use rt_batch_cell(). */
 
 /* ------------------------------- feature-column helpers (rt_graph.c etc.) */

@@ -70,6 +70,8 @@ rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, 
 {
     if (method == RT_METHOD_INFER) /* the JSON header ends where its value ends */
         return rt_v2_handle(m, NULL, -1, body, len, RT_V2_FIND_HEADER, p, c, out, err);
+    if (method == RT_METHOD_EXPLAIN)
+        return rt_json_tidy_message(rt_json_explain(m, body, len, p, c, out, NULL, err), err);
     return rt_json_tidy_message(handle(m, method, body, len, p, c, out, err), err);
 }
 

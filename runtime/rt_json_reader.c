@@ -656,7 +656,7 @@ rt_status rt_jr_end(rt_jr *r)
 
 rt_json_params rt_json_default_params(void)
 {
-    rt_json_params p = {.max_instances = 100000, .max_depth = 64};
+    rt_json_params p = {.max_instances = 100000, .max_depth = 64, .max_explain_instances = 1000};
     return p;
 }
 

@@ -236,12 +236,42 @@ static rt_status parse_weight_column(spec_ctx *s, const cJSON *est)
 
 /* ------------------------------------------------------------ export */
 
+/* export.explanation: {"baselines": {COLUMN: value}}, the explanations'
+ * baseline instance (docs/explanations.md): each a raw column of the model
+ * (not a label or weight), a number for a numeric column, a string for a
+ * string one. Read again from training.spec_json when explaining
+ * (runtime/rt_explain_base.c). */
+static rt_status parse_explanation(spec_ctx *s, const cJSON *ex)
+{
+    rt_err *err = s->err;
+    static const char *const keys[] = {"baselines", NULL};
+    const cJSON *bl = NULL;
+    rt_status st = rt_cfg_check_keys(ex, "export.explanation", keys, NULL, err);
+    if (!st)
+        st = rt_cfg_object(ex, "export.explanation", "baselines", 0, &bl, err);
+    if (st || !bl)
+        return st;
+    for (const cJSON *v = bl->child; v; v = v->next) {
+        long rc = rt_def_find_raw(s->def, v->string);
+        const Predictd__RawColumn *col = rc >= 0 ? s->def->raw_columns[rc] : NULL;
+        if (!col || col->is_label || col->is_weight || col->unused)
+            return rt_cfg_fail(err, "export.explanation.baselines", v->string,
+                               "not an input column of the model");
+        bool num = col->dtype == PREDICTD__DTYPE__DT_FLOAT;
+        if (num ? !cJSON_IsNumber(v) : !cJSON_IsString(v))
+            return rt_cfg_fail(err, "export.explanation.baselines", v->string,
+                               "expected %s, got %s", num ? "a number" : "a string",
+                               rt_cfg_type_name(v));
+    }
+    return RT_OK;
+}
+
 static rt_status parse_export(spec_ctx *s, const cJSON *ex)
 {
     rt_err *err = s->err;
-    static const char *const keys[] = {"name", "format", "exporters", NULL};
+    static const char *const keys[] = {"name", "format", "exporters", "explanation", NULL};
     const char *name = "model", *format = "JSON";
-    const cJSON *exporters = NULL;
+    const cJSON *exporters = NULL, *explanation = NULL;
     if (!cJSON_IsObject(ex))
         return rt_cfg_fail(err, "", "export", "expected an object, got %s", rt_cfg_type_name(ex));
     rt_status st = rt_cfg_check_keys(ex, "export", keys, NULL, err);
@@ -253,6 +283,10 @@ static rt_status parse_export(spec_ctx *s, const cJSON *ex)
         st = rt_cfg_array(ex, "export", "exporters", 0, &exporters, err);
     if (!st)
         st = spec_check_name(name, "export", "name", err);
+    if (!st)
+        st = rt_cfg_object(ex, "export", "explanation", 0, &explanation, err);
+    if (!st && explanation)
+        st = parse_explanation(s, explanation);
     if (st)
         return st;
     if (strcmp(format, "JSON") == 0)

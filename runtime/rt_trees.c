@@ -679,3 +679,123 @@ rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_trees_i
     *imp = v;
     return RT_OK;
 }
+
+/* ------------------------------------------------- exact Shapley values */
+
+/* TreeSHAP with one reference (interventional, the baseline): a walk of
+ * each tree with the instance (row x) and the baseline (row b). At a split
+ * on raw input r: if r is already on the path's instance side, the
+ * instance's way; on its baseline side, the baseline's way; else, when the
+ * two go the same way, that way, and when they part, both, r joining the
+ * instance side on one and the baseline side on the other. A leaf reached
+ * with instance side X and baseline side B (disjoint) is the coalition game
+ * v [X within S, S without B], whose Shapley values are v (|X|-1)! |B|! /
+ * (|X|+|B|)! for each input of X and -v |X|! (|B|-1)! / (|X|+|B|)! for each
+ * of B; summed over leaves and trees. */
+typedef struct shap_walk {
+    const rt_trees *t;
+    const float *rx, *rb;      /* gathered rows */
+    const uint32_t *ix, *ib;   /* their id halves */
+    const long *raw;           /* [n_inputs] raw input of each tree input */
+    unsigned char *side;       /* [n_raw] 0 none, 1 instance, 2 baseline */
+    size_t *xs, *bs, nx, nb;   /* the two sides, as stacks */
+    const double *fact;        /* factorials */
+    double *phi;               /* [n_raw x ld] */
+} shap_walk;
+
+static uint32_t shap_step(const rt_trees *t, uint32_t j, const float *row, const uint32_t *ids)
+{
+    const tnode *n = &t->node[j];
+    uint32_t id = ids[n->slot];
+    uint32_t left = (uint32_t)(row[n->slot] <= n->thr) |
+                    ((t->bits[n->set + id / 32] >> (id % 32)) & 1u);
+    return n->next + 1 - left;
+}
+
+static void shap_node(shap_walk *s, uint32_t j, uint32_t depth)
+{
+    const rt_trees *t = s->t;
+    const tnode *n = &t->node[j];
+    if (n->next == j || depth > RT_TREES_MAX_DEPTH) { /* a leaf points at itself */
+        size_t nx = s->nx, nb = s->nb, ld = t->ld;
+        if (nx + nb == 0)
+            return;
+        const float *v = t->values + (size_t)t->leaf[j] * ld;
+        double wx = nx ? s->fact[nx - 1] * s->fact[nb] / s->fact[nx + nb] : 0.0;
+        double wb = nb ? s->fact[nx] * s->fact[nb - 1] / s->fact[nx + nb] : 0.0;
+        for (size_t q = 0; q < ld; q++) {
+            for (size_t k = 0; k < nx; k++)
+                s->phi[s->xs[k] * ld + q] += wx * (double)v[q];
+            for (size_t k = 0; k < nb; k++)
+                s->phi[s->bs[k] * ld + q] -= wb * (double)v[q];
+        }
+        return;
+    }
+    uint32_t gx = shap_step(t, j, s->rx, s->ix), gb = shap_step(t, j, s->rb, s->ib);
+    long r = s->raw[n->slot / 2];
+    if (gx == gb || r < 0) {
+        shap_node(s, gx, depth + 1);
+        return;
+    }
+    if (s->side[r] == 1) {
+        shap_node(s, gx, depth + 1);
+    } else if (s->side[r] == 2) {
+        shap_node(s, gb, depth + 1);
+    } else {
+        s->side[r] = 1;
+        s->xs[s->nx++] = (size_t)r;
+        shap_node(s, gx, depth + 1);
+        s->nx--;
+        s->side[r] = 2;
+        s->bs[s->nb++] = (size_t)r;
+        shap_node(s, gb, depth + 1);
+        s->nb--;
+        s->side[r] = 0;
+    }
+}
+
+rt_status rt_trees_shap(const rt_graph *g, const rt_features *f, const long *raw, size_t n_raw,
+                        double *phi, rt_err *err)
+{
+    const rt_trees *t = g->trees;
+    if (!t || f->n != 2)
+        return rt_err_set(err, RT_ERR_INVALID, "rt_trees_shap: no trees, or not 2 rows");
+    size_t w = rt_trees_gather_width(t), hw = w / 2;
+    float *x = malloc(2 * w * sizeof *x);
+    unsigned char *side = calloc(n_raw + 1, 1);
+    size_t *xs = malloc((n_raw + 1) * sizeof *xs), *bs = malloc((n_raw + 1) * sizeof *bs);
+    double *fact = malloc((n_raw + 2) * sizeof *fact);
+    rt_status st = RT_OK;
+    if (!x || !side || !xs || !bs || !fact) {
+        st = NOMEM(err);
+        goto out;
+    }
+    if ((st = gather(g, t, f, x, err)) != RT_OK)
+        goto out;
+    fact[0] = 1.0;
+    for (size_t k = 1; k <= n_raw + 1; k++)
+        fact[k] = fact[k - 1] * (double)k;
+    for (size_t k = 0; k < n_raw * t->ld; k++)
+        phi[k] = 0.0;
+    shap_walk s = {t,    x + w, x, (const uint32_t *)(x + w + hw), (const uint32_t *)(x + hw),
+                   raw,  side,  xs, bs, 0, 0, fact, phi};
+    for (size_t ti = 0; ti < t->n_trees; ti++)
+        shap_node(&s, t->root[ti], 0);
+out:
+    free(x);
+    free(side);
+    free(xs);
+    free(bs);
+    free(fact);
+    return st;
+}
+
+long rt_trees_input_column(const rt_graph *g, size_t k)
+{
+    return g && g->trees && k < g->trees->n_inputs ? g->trees->col[k] : -1;
+}
+
+size_t rt_trees_num_inputs(const rt_graph *g)
+{
+    return g && g->trees ? g->trees->n_inputs : 0;
+}

@@ -92,6 +92,7 @@ static const char *method_name(rt_method m)
     case RT_METHOD_CLASSIFY: return "classify";
     case RT_METHOD_REGRESS: return "regress";
     case RT_METHOD_INFER: return "infer"; /* the Open Inference Protocol's (/v2) */
+    case RT_METHOD_EXPLAIN: return "explain"; /* Vertex AI's :explain */
     }
     return "predict";
 }
@@ -406,6 +407,7 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
             const char *api = hm == RT_METHOD_PREDICT    ? "Predict"
                               : hm == RT_METHOD_CLASSIFY ? "Classify"
                               : hm == RT_METHOD_REGRESS  ? "Regress"
+                              : hm == RT_METHOD_EXPLAIN  ? "Explain"
                                                          : "ModelInfer";
             snprintf(labels, sizeof labels,
                      "model_name=\"%s\",API=\"%s\",entrypoint=\"REST\"", m->hists[i].model, api);

@@ -178,6 +178,7 @@ static const char *method_name(rt_method m)
     return m == RT_METHOD_CLASSIFY  ? "classify"
            : m == RT_METHOD_REGRESS ? "regress"
            : m == RT_METHOD_INFER   ? "infer" /* the Open Inference Protocol's (/v2) */
+           : m == RT_METHOD_EXPLAIN ? "explain"
                                     : "predict";
 }
 

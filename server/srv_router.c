@@ -128,9 +128,11 @@ static void route_models(srv_route *r, const char *method, const seg *s, size_t 
             r->method = RT_METHOD_CLASSIFY;
         else if (verb_len == 7 && !memcmp(verb, "regress", 7))
             r->method = RT_METHOD_REGRESS;
+        else if (verb_len == 7 && !memcmp(verb, "explain", 7))
+            r->method = RT_METHOD_EXPLAIN;
         else {
-            bad(r, 404, "unknown method ':%.*s' (use :predict, :classify or :regress)", verb,
-                verb_len);
+            bad(r, 404, "unknown method ':%.*s' (use :predict, :classify, :regress or :explain)",
+                verb, verb_len);
             return;
         }
         if (strcmp(method, "POST") != 0) {
@@ -170,22 +172,24 @@ static void route_cmle(srv_route *r, const char *method, const seg *s, size_t ns
             return;
         }
     }
-    if (!verb || verb_len != 7 || memcmp(verb, "predict", 7) != 0) {
+    bool explain = verb && verb_len == 7 && memcmp(verb, "explain", 7) == 0;
+    if (!verb || (!explain && (verb_len != 7 || memcmp(verb, "predict", 7) != 0))) {
         if (!verb) {
             r->kind = SRV_ROUTE_NONE;
             return;
         }
-        bad(r, 404, "unknown method ':%.*s' (this path supports :predict)", verb, verb_len);
+        bad(r, 404, "unknown method ':%.*s' (this path supports :predict and :explain)", verb,
+            verb_len);
         return;
     }
     if (strcmp(method, "POST") != 0) {
         r->kind = SRV_ROUTE_BAD;
         r->http_code = 405;
-        snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed for :predict; use POST",
-                 method);
+        snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed for :%s; use POST", method,
+                 explain ? "explain" : "predict");
         return;
     }
-    r->method = RT_METHOD_PREDICT;
+    r->method = explain ? RT_METHOD_EXPLAIN : RT_METHOD_PREDICT;
     r->kind = SRV_ROUTE_INFER;
 }
 

@@ -119,15 +119,25 @@ static void test_infer_routes(void **state)
     assert_int_equal(r.kind, SRV_ROUTE_BAD);
     assert_int_equal(r.http_code, 405);
     r = route("POST", "/v1/models/census:explain");
+    assert_int_equal(r.kind, SRV_ROUTE_INFER);
+    assert_int_equal(r.method, RT_METHOD_EXPLAIN);
+    r = route("GET", "/v1/models/census/versions/3:explain");
+    assert_int_equal(r.kind, SRV_ROUTE_BAD);
+    assert_int_equal(r.http_code, 405);
+    r = route("POST", "/v1/models/census:interpret");
     assert_int_equal(r.kind, SRV_ROUTE_BAD);
     assert_int_equal(r.http_code, 404);
-    assert_non_null(strstr(r.msg, ":predict"));
+    assert_non_null(strstr(r.msg, ":explain"));
 }
 
 static void test_cloud_ml_engine_path(void **state)
 {
     (void)state;
-    srv_route r = route("POST", "/v1/projects/p1/models/census:predict");
+    srv_route r = route("POST", "/v1/projects/p1/models/census/versions/7:explain");
+    assert_int_equal(r.kind, SRV_ROUTE_INFER);
+    assert_int_equal(r.method, RT_METHOD_EXPLAIN);
+    assert_int_equal(r.version, 7);
+    r = route("POST", "/v1/projects/p1/models/census:predict");
     assert_int_equal(r.kind, SRV_ROUTE_INFER);
     assert_true(r.cmle);
     assert_string_equal(r.model, "census");

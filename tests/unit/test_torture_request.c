@@ -3,7 +3,8 @@
  * Protocol infer body (JSON tensors and binary tensors) through
  * rt_json_handle / rt_v2_handle, and two :predict bodies through the
  * cross-request batching path (rt_json_parse_only, rt_merge_run,
- * rt_merge_render), each on a fresh rt_ctx, with the n-th allocation
+ * rt_merge_render), :explain bodies (exact, sampled Shapley, integrated
+ * gradients: rt_json_explain), each on a fresh rt_ctx, with the n-th allocation
  * failing for every n until a request completes (support_alloc.h). Each
  * gives RT_ERR_NOMEM with a message or the very bytes of the untortured
  * answer; after a failure the same rt_ctx answers the request again with
@@ -207,6 +208,29 @@ static void test_classify(void **state)
     torture("classify", &r);
 }
 
+static void test_explain(void **state)
+{
+    fixture *f = *state;
+    static const char *const bodies[] = {
+        "{\"instances\": [{\"age\": 25, \"hours\": 40.5, \"gender\": \"Female\", "
+        "\"occupation\": \"Tech-support\"}, {\"age\": 52, \"hours\": 60, \"gender\": "
+        "\"Male\", \"occupation\": \"Sales\"}], \"explanationSpecOverride\": {\"metadata\": "
+        "{\"inputs\": {\"gender\": {\"inputBaselines\": [\"Male\"]}}}}}",
+        "{\"instances\": [{\"age\": 25, \"hours\": 40.5, \"gender\": \"Female\", "
+        "\"occupation\": \"Tech-support\"}], \"explanationSpecOverride\": {\"parameters\": "
+        "{\"integratedGradientsAttribution\": {\"stepCount\": 3}, \"topK\": -1}}}",
+        "{\"instances\": [{\"age\": 25, \"hours\": 40.5, \"gender\": \"Female\", "
+        "\"occupation\": \"Tech-support\"}], \"explanationSpecOverride\": {\"parameters\": "
+        "{\"sampledShapleyAttribution\": {\"pathCount\": 2}}}}",
+    };
+    static const char *const what[] = {"explain exact", "explain gradients", "explain sampled"};
+    for (size_t k = 0; k < 3; k++) {
+        req_run r = {.m = f->wd.m, .kind = KIND_V1, .method = RT_METHOD_EXPLAIN,
+                     .body = bodies[k]};
+        torture(what[k], &r);
+    }
+}
+
 static void test_v2_json(void **state)
 {
     fixture *f = *state;
@@ -300,7 +324,7 @@ int main(void)
         cmocka_unit_test(test_predict_rows),  cmocka_unit_test(test_predict_columns),
         cmocka_unit_test(test_classify),      cmocka_unit_test(test_v2_json),
         cmocka_unit_test(test_v2_binary),     cmocka_unit_test(test_merge),
-        cmocka_unit_test(test_example),
+        cmocka_unit_test(test_example),       cmocka_unit_test(test_explain),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,102 @@
+/*
+ * rt_explain_base.c — the baseline instance explanations are measured
+ * from (docs/explanations.md, "Baselines"). Per raw input, the first of:
+ *
+ *   1. the request's metadata.inputs.<input>.inputBaselines (rt_explain_json.c);
+ *   2. the export's training statistics: the median of a numeric input, the
+ *      most frequent value of a categorical one — stats_baseline() below is
+ *      where they plug in once exports carry statistics (issue 28); until
+ *      then it finds none;
+ *   3. the spec's export.explanation.baselines.<input>, read from the
+ *      export's training.spec_json (checked by rt_spec.c when trained);
+ *   4. the raw column's CSV default when the spec gave one, else 0 for a
+ *      number and "" for a string.
+ */
+#include "rt_explain_internal.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The training statistics' baseline of input in: RT_OK with *v, or
+ * RT_ERR_NOTFOUND when the export has none (all exports, for now). */
+static rt_status stats_baseline(const rt_model *m, size_t in, xai_base_value *v)
+{
+    (void)m;
+    (void)in;
+    (void)v;
+    return RT_ERR_NOTFOUND;
+}
+
+/* export.explanation.baselines of the spec the model was trained with, or
+ * NULL; *doc is the parsed spec (cJSON_Delete it). */
+static const cJSON *spec_baselines(const rt_model *m, cJSON **doc)
+{
+    *doc = NULL;
+    const Predictd__ModelDef *def = rt_model_def(m);
+    if (!def || !def->training || !def->training->spec_json || !def->training->spec_json[0])
+        return NULL;
+    rt_err ignored;
+    if (rt_cfg_parse_json(def->training->spec_json, strlen(def->training->spec_json), doc,
+                          &ignored) != RT_OK)
+        return NULL;
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(*doc, "export");
+    const cJSON *xp = ex ? cJSON_GetObjectItemCaseSensitive(ex, "explanation") : NULL;
+    const cJSON *bl = xp ? cJSON_GetObjectItemCaseSensitive(xp, "baselines") : NULL;
+    return cJSON_IsObject(bl) ? bl : NULL;
+}
+
+rt_status xai_baseline_batch(const rt_model *m, const xai_base_value *over, rt_batch **out,
+                             rt_err *err)
+{
+    const rt_graph *g = rt_model_graph(m);
+    *out = NULL;
+    if (!g)
+        return rt_err_set(err, RT_ERR_INVALID, "model has no graph");
+    cJSON *doc = NULL;
+    const cJSON *bl = spec_baselines(m, &doc);
+    rt_batch *b = rt_batch_new(g);
+    size_t idx;
+    rt_status st = b ? rt_batch_add(b, &idx) : RT_ERR_NOMEM;
+    for (size_t in = 0; st == RT_OK && in < g->n_inputs; in++) {
+        const rt_input *inp = &g->inputs[in];
+        bool num = inp->dtype == PREDICTD__DTYPE__DT_FLOAT;
+        xai_base_value sv = {0};
+        const cJSON *j = bl ? cJSON_GetObjectItemCaseSensitive(bl, inp->name) : NULL;
+        if (over && over[in].given) {
+            sv = over[in];
+        } else if (stats_baseline(m, in, &sv) == RT_OK) {
+            /* sv is the statistics' value */
+        } else if (j && cJSON_IsNumber(j) && num) {
+            sv.num = j->valuedouble;
+        } else if (j && cJSON_IsString(j) && !num) {
+            sv.is_str = true;
+            sv.str = j->valuestring;
+            sv.len = strlen(j->valuestring);
+        } else if (inp->raw && inp->raw->has_default) {
+            sv.is_str = !num;
+            sv.num = inp->raw->default_number;
+            sv.str = inp->raw->default_string;
+            sv.len = sv.str ? strlen(sv.str) : 0;
+        } else {
+            sv.is_str = !num;
+            sv.str = "";
+        }
+        st = sv.is_str ? rt_batch_push_str(b, idx, in, sv.str ? sv.str : "", sv.len)
+                       : rt_batch_push_num(b, idx, in, sv.num);
+    }
+    cJSON_Delete(doc);
+    if (st != RT_OK) {
+        rt_batch_free(b);
+        return rt_err_set(err, st, "baseline instance: out of memory");
+    }
+    *out = b;
+    return RT_OK;
+}
+
+rt_status rt_xai_model_baseline(const rt_model *m, rt_batch **out, rt_err *err)
+{
+    if (!m || !out)
+        return rt_err_set(err, RT_ERR_INVALID, "rt_xai_model_baseline: NULL argument");
+    return xai_baseline_batch(m, NULL, out, err);
+}

@@ -1,0 +1,86 @@
+/*
+ * rt_explain_internal.h — what the explanation files share: rt_explain.c
+ * (players, the value function over coalitions, exact and sampled Shapley),
+ * rt_explain_ig.c (integrated gradients through the linear part and the
+ * DNN), rt_explain_json.c (the :explain body and answer) and
+ * rt_explain_base.c (baselines). Not for other modules, nor for the rest of
+ * the runtime.
+ */
+#ifndef PREDICTD_RT_EXPLAIN_INTERNAL_H
+#define PREDICTD_RT_EXPLAIN_INTERNAL_H
+
+#include "rt_internal.h"
+
+/* One explanation in progress: the instance, the baseline, the players (the
+ * raw inputs whose cells differ between the two) and the scratch that
+ * evaluates coalitions: rows mixing the instance's cells (a player in the
+ * coalition) and the baseline's (the others), through the serving
+ * transform, forward pass and head. */
+typedef struct xai_ctx {
+    const rt_graph *g;
+    const rt_xai_params *p;
+    rt_xai_output space; /* resolved: never RT_XAI_OUT_DEFAULT */
+    size_t n_out;        /* values of the explained output per row */
+    const rt_batch *xb, *bb;
+    size_t xi, bi;
+    size_t n_in;              /* raw inputs of g */
+    size_t d;                 /* players */
+    size_t *players;          /* [d] raw input index of each player */
+    size_t words;             /* uint64_t words of one coalition mask */
+    unsigned char *from_base; /* [n_in] scratch of xai_eval */
+    rt_batch *rows;
+    rt_features f;
+    rt_workspace *ws;
+    rt_outputs o;
+    float *logits;
+    size_t logits_cap;
+    size_t evals; /* rows evaluated so far */
+} xai_ctx;
+
+/* Rows of one xai_eval chunk. */
+#define XAI_CHUNK 1024
+
+/*
+ * v[r * n_outs + j] = the explained output outs[j] at coalition masks[r]
+ * (masks: n rows of e->words words; bit k = player k takes the instance's
+ * cells), as double. Evaluates XAI_CHUNK rows at a time; each row's value
+ * has the bits it would have alone (batch invariance).
+ */
+rt_status xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs, size_t n_outs,
+                   double *v, rt_err *err);
+
+/* e->rows = the coalitions masks[0..m) (m rows, not run). */
+rt_status xai_fill(xai_ctx *e, const uint64_t *masks, size_t m, rt_err *err);
+
+/* The explained output k of row r of outputs o (logits, probabilities or
+ * predictions as e->space says). */
+float xai_out_value(const xai_ctx *e, const rt_outputs *o, size_t r, size_t k);
+
+/* The raw inputs feature column c reads (through its sources and the parts
+ * of a cross), each once, into in[0..*n) (room for g->n_inputs). */
+void xai_column_inputs(const rt_graph *g, size_t c, size_t *in, size_t *n);
+
+/*
+ * Integrated gradients (rt_explain_ig.c): for each outs[j], attr[j] (room
+ * for e->n_in doubles) gets the attribution of every raw input. The path
+ * runs through the transformed inputs of the baseline and the instance;
+ * its ends are evaluated as the forward pass does.
+ */
+rt_status xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
+                                   double *const *attr, rt_err *err);
+
+/* One input's baseline value given by a request (inputBaselines). */
+typedef struct xai_base_value {
+    bool given;
+    bool is_str;
+    double num;
+    char *str; /* malloc'd when is_str */
+    size_t len;
+} xai_base_value;
+
+/* rt_xai_model_baseline with the request's values over[0..n_inputs) (NULL:
+ * none) taking precedence (rt_explain_base.c). */
+rt_status xai_baseline_batch(const rt_model *m, const xai_base_value *over, rt_batch **out,
+                             rt_err *err);
+
+#endif /* PREDICTD_RT_EXPLAIN_INTERNAL_H */

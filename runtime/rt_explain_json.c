@@ -1,0 +1,484 @@
+/*
+ * rt_explain_json.c — an :explain body and its answer (rt_json_explain),
+ * in Vertex AI's names (docs/explanations.md).
+ *
+ * The body is a :predict body; its predictions are answered by
+ * rt_json_handle itself (the same bytes and the same errors as :predict),
+ * which leaves the instances in the context's batch for explaining. The
+ * optional "explanationSpecOverride" is read with the request parser's
+ * reader (rt_json_reader.c); every key is checked and an error names it by
+ * its path ("explanationSpecOverride.parameters.topK: ..."). The answer is
+ * {"explanations": [{"attributions": [...]}, ...], "predictions": ...}.
+ */
+#include "rt_explain_internal.h"
+#include "rt_json_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OVR "explanationSpecOverride"
+
+typedef struct ovr {
+    rt_jr *r;
+    const rt_graph *g;
+    rt_xai_params *p;
+    xai_base_value *base; /* [n_inputs] */
+    int methods;          /* methods named */
+    rt_err *err;
+} ovr;
+
+static int key_is(const char *k, size_t n, const char *name)
+{
+    return n == strlen(name) && memcmp(k, name, n) == 0;
+}
+
+static rt_status bad(ovr *o, const char *path, const char *fmt, const char *a)
+{
+    return rt_err_set(o->err, RT_ERR_INVALID, "%s: %s%s", path, fmt, a ? a : "");
+}
+
+/* The next value must be an object: opened. */
+static rt_status open_object(ovr *o, const char *path)
+{
+    rt_jv v;
+    rt_status st = rt_jr_value(o->r, &v);
+    if (st != RT_OK)
+        return st;
+    if (v.kind != RT_JV_OBJECT) {
+        char d[64];
+        rt_json_describe(&v, d, sizeof d);
+        if (v.kind == RT_JV_LIST && (st = rt_jr_skip_to(o->r, o->r->depth - 1)) != RT_OK)
+            return st;
+        return bad(o, path, "expected an object, got ", d);
+    }
+    return RT_OK;
+}
+
+/* An integer in [lo, hi]. */
+static rt_status read_int(ovr *o, const char *path, long lo, long hi, long *out)
+{
+    rt_jv v;
+    rt_status st = rt_jr_value(o->r, &v);
+    if (st != RT_OK)
+        return st;
+    char d[64];
+    rt_json_describe(&v, d, sizeof d);
+    if (v.kind != RT_JV_NUMBER || v.token || v.num != floor(v.num)) {
+        if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
+            (void)rt_jr_skip_to(o->r, o->r->depth - 1);
+        return bad(o, path, "expected an integer, got ", d);
+    }
+    if (v.num < (double)lo || v.num > (double)hi)
+        return rt_err_set(o->err, RT_ERR_INVALID, "%s: %s is out of range [%ld, %ld]", path, d, lo,
+                          hi);
+    *out = (long)v.num;
+    return RT_OK;
+}
+
+/* {"pathCount": n} / {"stepCount": n} / {} for a method. */
+static rt_status read_method(ovr *o, const char *path, const char *count_key, long hi, int *count)
+{
+    rt_status st = open_object(o, path);
+    int more = 0;
+    const char *k;
+    size_t kn;
+    char sub[160];
+    while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
+        if (count_key && key_is(k, kn, count_key)) {
+            long n = 0;
+            snprintf(sub, sizeof sub, "%s.%s", path, count_key);
+            if ((st = read_int(o, sub, 1, hi, &n)) == RT_OK)
+                *count = (int)n;
+        } else {
+            snprintf(sub, sizeof sub, "%s.%.*s", path, (int)(kn > 40 ? 40 : kn), k);
+            return bad(o, sub, "unknown key (predictd reads ",
+                       count_key ? count_key : "no key here");
+        }
+    }
+    return st;
+}
+
+static rt_status read_parameters(ovr *o)
+{
+    const char *path = OVR ".parameters";
+    rt_status st = open_object(o, path);
+    int more = 0, have_topk = 0;
+    const char *k;
+    size_t kn;
+    char sub[160];
+    while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
+        if (key_is(k, kn, "sampledShapleyAttribution")) {
+            o->p->method = RT_XAI_SAMPLED;
+            o->methods++;
+            st = read_method(o, OVR ".parameters.sampledShapleyAttribution", "pathCount", 50,
+                             &o->p->path_count);
+        } else if (key_is(k, kn, "integratedGradientsAttribution")) {
+            o->p->method = RT_XAI_IG;
+            o->methods++;
+            st = read_method(o, OVR ".parameters.integratedGradientsAttribution", "stepCount", 100,
+                             &o->p->step_count);
+        } else if (key_is(k, kn, "exactShapleyAttribution")) {
+            o->p->method = RT_XAI_EXACT;
+            o->methods++;
+            st = read_method(o, OVR ".parameters.exactShapleyAttribution", NULL, 0, NULL);
+        } else if (key_is(k, kn, "xraiAttribution") || key_is(k, kn, "examples")) {
+            snprintf(sub, sizeof sub, "%s.%.*s", path, (int)kn, k);
+            return bad(o, sub,
+                       "not supported (predictd explains tabular models: "
+                       "sampledShapleyAttribution, integratedGradientsAttribution, "
+                       "exactShapleyAttribution)",
+                       NULL);
+        } else if (key_is(k, kn, "topK")) {
+            long n = 0;
+            have_topk = 1;
+            if ((st = read_int(o, OVR ".parameters.topK", -1, RT_XAI_MAX_OUTPUTS, &n)) == RT_OK &&
+                n == 0)
+                return bad(o, OVR ".parameters.topK",
+                           "0 is not a count (1 or more, or -1 "
+                           "for every output)",
+                           NULL);
+            o->p->top_k = (int)n;
+        } else if (key_is(k, kn, "outputIndices")) {
+            rt_jv v;
+            if ((st = rt_jr_value(o->r, &v)) != RT_OK)
+                return st;
+            if (v.kind != RT_JV_LIST) {
+                char d[64];
+                rt_json_describe(&v, d, sizeof d);
+                if (v.kind == RT_JV_OBJECT)
+                    (void)rt_jr_skip_to(o->r, o->r->depth - 1);
+                return bad(o, OVR ".parameters.outputIndices", "expected a list, got ", d);
+            }
+            size_t n = 0;
+            while ((st = rt_jr_element(o->r, &more)) == RT_OK && more) {
+                long x = 0;
+                snprintf(sub, sizeof sub, OVR ".parameters.outputIndices[%zu]", n);
+                if (n >= RT_XAI_MAX_OUTPUTS)
+                    return rt_err_set(o->err, RT_ERR_INVALID, "%s: more than %d indices", sub,
+                                      RT_XAI_MAX_OUTPUTS);
+                if ((st = read_int(o, sub, 0, 1L << 30, &x)) != RT_OK)
+                    return st;
+                o->p->output_indices[n++] = (size_t)x;
+            }
+            if (st == RT_OK && n == 0)
+                return bad(o, OVR ".parameters.outputIndices", "empty list", NULL);
+            o->p->n_output_indices = n;
+        } else {
+            snprintf(sub, sizeof sub, "%s.%.*s", path, (int)(kn > 40 ? 40 : kn), k);
+            return bad(o, sub, "unknown key", NULL);
+        }
+    }
+    if (st == RT_OK && o->methods > 1)
+        return bad(o, path,
+                   "names more than one method (give one of sampledShapleyAttribution, "
+                   "integratedGradientsAttribution, exactShapleyAttribution)",
+                   NULL);
+    if (st == RT_OK && have_topk && o->p->n_output_indices)
+        return bad(o, path, "topK and outputIndices are exclusive (give one)", NULL);
+    return st;
+}
+
+/* metadata.inputs.NAME: {"inputBaselines": [value]} */
+static rt_status read_input(ovr *o, size_t in, const char *path)
+{
+    rt_status st = open_object(o, path);
+    int more = 0;
+    const char *k;
+    size_t kn;
+    char sub[200];
+    bool num = rt_graph_input_dtype(o->g, in) == PREDICTD__DTYPE__DT_FLOAT;
+    while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
+        if (!key_is(k, kn, "inputBaselines")) {
+            snprintf(sub, sizeof sub, "%.120s.%.*s", path, (int)(kn > 40 ? 40 : kn), k);
+            return bad(o, sub, "unknown key (predictd reads inputBaselines)", NULL);
+        }
+        snprintf(sub, sizeof sub, "%.120s.inputBaselines", path);
+        rt_jv v;
+        if ((st = rt_jr_value(o->r, &v)) != RT_OK)
+            return st;
+        if (v.kind != RT_JV_LIST)
+            return bad(o, sub, "expected a list of one value", NULL);
+        size_t n = 0;
+        while ((st = rt_jr_element(o->r, &more)) == RT_OK && more) {
+            if (n++ > 0)
+                return bad(o, sub, "predictd takes one baseline per input", NULL);
+            if ((st = rt_jr_value(o->r, &v)) != RT_OK)
+                return st;
+            char d[64];
+            rt_json_describe(&v, d, sizeof d);
+            xai_base_value *b = &o->base[in];
+            if (num && v.kind == RT_JV_NUMBER && isfinite(v.num)) {
+                b->num = v.num;
+            } else if (!num && v.kind == RT_JV_STRING) {
+                free(b->str);
+                if (!(b->str = malloc(v.n + 1)))
+                    return rt_err_set(o->err, RT_ERR_NOMEM, "baseline: out of memory");
+                memcpy(b->str, v.s, v.n);
+                b->str[v.n] = '\0';
+                b->len = v.n;
+                b->is_str = true;
+            } else {
+                if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
+                    (void)rt_jr_skip_to(o->r, o->r->depth - 1);
+                snprintf(sub, sizeof sub, "%.120s.inputBaselines[0]", path);
+                return bad(o, sub,
+                           num ? "expected a finite number, got " : "expected a string, got ", d);
+            }
+            b->given = true;
+        }
+        if (st == RT_OK && n == 0)
+            return bad(o, sub, "expected a list of one value", NULL);
+    }
+    return st;
+}
+
+static rt_status read_metadata(ovr *o)
+{
+    const char *path = OVR ".metadata";
+    rt_status st = open_object(o, path);
+    int more = 0, more2 = 0;
+    const char *k;
+    size_t kn;
+    char sub[200];
+    while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
+        if (key_is(k, kn, "inputs")) {
+            if ((st = open_object(o, OVR ".metadata.inputs")) != RT_OK)
+                return st;
+            while ((st = rt_jr_member(o->r, &more2, &k, &kn)) == RT_OK && more2) {
+                long in = rt_graph_find_input(o->g, k, kn);
+                snprintf(sub, sizeof sub, OVR ".metadata.inputs.%.*s", (int)(kn > 64 ? 64 : kn), k);
+                if (in < 0)
+                    return bad(o, sub, "not an input of the model", NULL);
+                if ((st = read_input(o, (size_t)in, sub)) != RT_OK)
+                    return st;
+            }
+        } else if (key_is(k, kn, "outputs")) {
+            if ((st = open_object(o, OVR ".metadata.outputs")) != RT_OK)
+                return st;
+            size_t n = 0;
+            while ((st = rt_jr_member(o->r, &more2, &k, &kn)) == RT_OK && more2) {
+                snprintf(sub, sizeof sub, OVR ".metadata.outputs.%.*s", (int)(kn > 40 ? 40 : kn),
+                         k);
+                if (n++ > 0)
+                    return bad(o, OVR ".metadata.outputs", "name one output", NULL);
+                if (key_is(k, kn, "probabilities"))
+                    o->p->output = RT_XAI_OUT_PROBABILITIES;
+                else if (key_is(k, kn, "logits"))
+                    o->p->output = RT_XAI_OUT_LOGITS;
+                else if (key_is(k, kn, "predictions"))
+                    o->p->output = RT_XAI_OUT_PREDICTIONS;
+                else
+                    return bad(o, sub,
+                               "not an output predictd explains (probabilities, logits, "
+                               "predictions)",
+                               NULL);
+                if ((st = read_method(o, sub, NULL, 0, NULL)) != RT_OK)
+                    return st;
+            }
+        } else {
+            snprintf(sub, sizeof sub, "%s.%.*s", path, (int)(kn > 40 ? 40 : kn), k);
+            return bad(o, sub, "unknown key (predictd reads inputs, outputs)", NULL);
+        }
+    }
+    return st;
+}
+
+/* Reads the body's explanationSpecOverride, if any, into p and base. */
+static rt_status read_override(const rt_graph *g, const char *body, size_t len,
+                               const rt_json_params *jp, rt_ctx *c, rt_xai_params *p,
+                               xai_base_value *base, rt_err *err)
+{
+    rt_jr r;
+    rt_jr_init(&r, body, len, jp->max_depth, &c->text, &c->key, err);
+    ovr o = {&r, g, p, base, 0, err};
+    rt_jv v;
+    int more = 0;
+    const char *k;
+    size_t kn;
+    rt_status st = rt_jr_value(&r, &v);
+    if (st == RT_OK && v.kind != RT_JV_OBJECT)
+        st = rt_err_set(err, RT_ERR_INVALID, "request body: expected an object");
+    while (st == RT_OK && (st = rt_jr_member(&r, &more, &k, &kn)) == RT_OK && more) {
+        if (!key_is(k, kn, OVR)) {
+            st = rt_jr_skip(&r);
+            continue;
+        }
+        if ((st = open_object(&o, OVR)) != RT_OK)
+            break;
+        int more2 = 0;
+        while ((st = rt_jr_member(&r, &more2, &k, &kn)) == RT_OK && more2) {
+            if (key_is(k, kn, "parameters")) {
+                st = read_parameters(&o);
+            } else if (key_is(k, kn, "metadata")) {
+                st = read_metadata(&o);
+            } else {
+                char sub[120];
+                snprintf(sub, sizeof sub, OVR ".%.*s", (int)(kn > 40 ? 40 : kn), k);
+                st = bad(&o, sub, "unknown key (predictd reads parameters, metadata)", NULL);
+            }
+            if (st != RT_OK)
+                break;
+        }
+        if (st != RT_OK)
+            break;
+    }
+    rt_jr_done(&r);
+    return st;
+}
+
+/* ------------------------------------------------------------ answer */
+
+static const char *output_name(rt_xai_output o)
+{
+    return o == RT_XAI_OUT_LOGITS        ? "logits"
+           : o == RT_XAI_OUT_PREDICTIONS ? "predictions"
+                                         : "probabilities";
+}
+
+/* A double as JSON, always with a fraction or an exponent (0.0, never 0),
+ * as the runtime writes floats. */
+static void put_double(rt_buf *out, double v)
+{
+    size_t at = out->len;
+    if (rt_buf_json_double(out, v) != 0)
+        return;
+    for (size_t k = at; k < out->len; k++)
+        if (out->data[k] == '.' || out->data[k] == 'e' || out->data[k] == 'N' ||
+            out->data[k] == 'I')
+            return;
+    rt_buf_puts(out, ".0");
+}
+
+static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_result *res, size_t n,
+                   rt_buf *out)
+{
+    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    rt_xai_output space = p->output != RT_XAI_OUT_DEFAULT ? p->output
+                          : cls                           ? RT_XAI_OUT_PROBABILITIES
+                                                          : RT_XAI_OUT_PREDICTIONS;
+    rt_buf_puts(out, "{\"attributions\": [");
+    for (size_t j = 0; j < n; j++) {
+        const rt_xai_result *r = &res[j];
+        rt_buf_puts(out, j ? ", {\"baselineOutputValue\": " : "{\"baselineOutputValue\": ");
+        rt_buf_json_float(out, r->baseline_value);
+        rt_buf_puts(out, ", \"instanceOutputValue\": ");
+        rt_buf_json_float(out, r->instance_value);
+        rt_buf_puts(out, ", \"featureAttributions\": {");
+        for (size_t in = 0; in < g->n_inputs; in++) {
+            if (in)
+                rt_buf_puts(out, ", ");
+            rt_buf_json_string(out, g->inputs[in].name, g->inputs[in].name_len);
+            rt_buf_puts(out, ": ");
+            put_double(out, r->attr[in]);
+        }
+        rt_buf_printf(out, "}, \"outputIndex\": [%zu]", r->output_index);
+        if (cls) {
+            /* a binary classifier's one logit is the log-odds of class 1 */
+            size_t k = g->logits_dim == 1 && space == RT_XAI_OUT_LOGITS ? 1 : r->output_index;
+            const char *name = rt_graph_class_name(g, k);
+            if (name) {
+                rt_buf_puts(out, ", \"outputDisplayName\": ");
+                rt_buf_json_string(out, name, strlen(name));
+            }
+        }
+        rt_buf_puts(out, ", \"approximationError\": ");
+        put_double(out, r->approx_error);
+        rt_buf_printf(out, ", \"outputName\": \"%s\"}", output_name(space));
+    }
+    rt_buf_puts(out, "]}");
+}
+
+rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const rt_json_params *p,
+                          rt_ctx *c, rt_buf *out, size_t *evals, rt_err *err)
+{
+    if (evals)
+        *evals = 0;
+    if (!m || !c || !out || (!body && len > 0))
+        return rt_err_set(err, RT_ERR_INVALID, "rt_json_explain: NULL argument");
+    rt_json_params dp = rt_json_default_params();
+    if (!p)
+        p = &dp;
+    const rt_graph *g = rt_model_graph(m);
+    rt_buf pred;
+    rt_buf_init(&pred);
+    rt_batch *base = NULL;
+    xai_base_value *over = NULL;
+    double *attr = NULL;
+    size_t total = 0;
+    /* the predictions: :predict's own answer, which leaves the instances in c */
+    rt_status st = rt_json_handle(m, RT_METHOD_PREDICT, body, len, p, c, &pred, err);
+    if (st != RT_OK)
+        goto out;
+    if (pred.len < 2 || pred.data[0] != '{') {
+        st = rt_err_set(err, RT_ERR_INVALID, "explain: unexpected predict answer");
+        goto out;
+    }
+    if (p->max_explain_instances && rt_batch_size(c->batch) > p->max_explain_instances) {
+        st = rt_err_set(err, RT_ERR_LIMIT,
+                        "explain: %zu instances, at most %zu per :explain request (each costs "
+                        "up to 65,536 model rows; send fewer)",
+                        rt_batch_size(c->batch), p->max_explain_instances);
+        goto out;
+    }
+    rt_xai_params xp = rt_xai_default_params();
+    if (!(over = calloc(g->n_inputs + 1, sizeof *over))) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "explain: out of memory");
+        goto out;
+    }
+    if ((st = read_override(g, body, len, p, c, &xp, over, err)) != RT_OK)
+        goto out;
+    if ((st = xai_baseline_batch(m, over, &base, err)) != RT_OK)
+        goto out;
+    size_t n = rt_batch_size(c->batch), n_in = g->n_inputs;
+    size_t max_res = RT_XAI_MAX_OUTPUTS;
+    if (!(attr = malloc(max_res * (n_in + 1) * sizeof *attr))) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "explain: out of memory");
+        goto out;
+    }
+    rt_xai_result res[RT_XAI_MAX_OUTPUTS];
+    for (size_t j = 0; j < max_res; j++)
+        res[j].attr = attr + j * (n_in + 1);
+    rt_buf_puts(out, "{\"explanations\": [");
+    for (size_t i = 0; i < n; i++) {
+        size_t n_res = 0;
+        if ((st = rt_xai_explain(g, c->batch, i, base, 0, &xp, res, max_res, &n_res, err)) !=
+            RT_OK) {
+            /* parameters are named from the override's top */
+            const char *msg = err->msg;
+            const char *where =
+                strncmp(msg, "outputs:", 8) == 0 ? OVR ".metadata."
+                : strncmp(msg, "outputIndices", 13) == 0 || strncmp(msg, "topK", 4) == 0 ||
+                        strncmp(msg, "sampled", 7) == 0 || strncmp(msg, "integrated", 10) == 0 ||
+                        strncmp(msg, "exact", 5) == 0
+                    ? OVR ".parameters."
+                    : NULL;
+            if (where) {
+                char old[RT_ERR_MAX];
+                memcpy(old, msg, sizeof old);
+                snprintf(err->msg, sizeof err->msg, "%s%.400s", where, old);
+            }
+            goto out;
+        }
+        total += res[0].evaluations;
+        if (i)
+            rt_buf_puts(out, ", ");
+        render(g, &xp, res, n_res, out);
+    }
+    rt_buf_puts(out, "], ");
+    rt_buf_append(out, pred.data + 1, pred.len - 1);
+    if (rt_buf_failed(out))
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory writing the answer");
+out:
+    if (evals)
+        *evals = total;
+    if (over)
+        for (size_t in = 0; in < g->n_inputs; in++)
+            free(over[in].str);
+    free(over);
+    free(attr);
+    rt_batch_free(base);
+    rt_buf_free(&pred);
+    return st;
+}
