@@ -20,6 +20,8 @@ static void num(rt_buf *b, double v)
         rt_buf_puts(b, "\"NaN\"");
     else if (isinf(v))
         rt_buf_puts(b, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    else if (v == floor(v) && fabs(v) < 1e15)
+        rt_buf_printf(b, "%.0f", v); /* counts and integer values as integers */
     else
         rt_buf_json_double(b, v);
 }
