@@ -926,6 +926,10 @@ rt_json_params rt_json_default_params(void);
 typedef struct rt_ctx rt_ctx;
 rt_ctx *rt_ctx_new(void);
 void rt_ctx_free(rt_ctx *c);
+/* The raw inputs of the request c last read (after rt_json_handle,
+ * rt_v2_handle or rt_json_parse_only returned RT_OK), or NULL: for the
+ * daemon's monitoring. Valid until c's next use. */
+const rt_batch *rt_ctx_batch(const rt_ctx *c);
 
 /*
  * Handles one TensorFlow Serving REST body against model m:
