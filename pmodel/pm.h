@@ -3,8 +3,8 @@
  * transform and evaluate without a daemon. The module's one header: the
  * command line (pm_args.c), opening the export and reading instance files
  * (pm_io.c), one file per command (pm_show.c, pm_predict.c,
- * pm_transform.c, pm_evaluate.c) and the evaluation with its HTML report
- * (pm_eval.c, pm_report.c). It reaches the runtime through rt.h only.
+ * pm_transform.c, pm_evaluate.c, pm_stats.c, pm_validate.c) and the
+ * evaluation with its HTML report (pm_eval.c, pm_report.c). It reaches the runtime through rt.h only.
  */
 #ifndef PREDICTD_PM_H
 #define PREDICTD_PM_H
