@@ -448,7 +448,10 @@ char *srv_args_usage(bool config_keys)
             "\"traffic_split\": {\"label or version\": percent, ...} summing to 100, "
             "\"shadow\": {\"version\": label or version, \"percent\": P}, "
             "\"request_logging\": {\"sampling_rate\": 0..1, \"dir\": path, "
-            "\"max_file_mb\": 64, \"max_files\": 10}}",
+            "\"max_file_mb\": 64, \"max_files\": 10}, \"monitoring\": {\"sample_rate\": "
+            "(0..1] (1), \"window_seconds\": 3600, \"window_instances\": 0, "
+            "\"default_threshold\": 0.3, \"thresholds\": {\"feature\": 0..1}} (skew and drift "
+            "against the export's training statistics; docs/data-validation.md)}",
             6, 6);
     } else {
         r |= rt_buf_puts(&b, "usage: predictd [flags]\n"
