@@ -334,8 +334,6 @@ static void svg_hist(rt_buf *b, const rt_feature_stats *t, const rt_feature_stat
                 continue;
             lo = fmin(lo, x->low);
             hi = fmax(hi, x->high);
-            double w = x->high > x->low ? x->high - x->low : 0;
-            (void)w;
             if (tot > 0)
                 top = fmax(top, x->count / tot);
         }
@@ -528,7 +526,7 @@ int pm_cmd_validate(const pm_opts *o)
                         "exported before they existed)\n", where);
         goto out;
     }
-    size_t ni = rt_graph_num_inputs(rt_model_graph(m)) + rt_model_def(m)->n_raw_columns;
+    size_t ni = rt_model_def(m)->n_raw_columns; /* at least the accumulator's inputs */
     r.n = tr->n;
     r.tr = tr;
     r.f = calloc(tr->n ? tr->n : 1, sizeof *r.f);
@@ -558,7 +556,7 @@ int pm_cmd_validate(const pm_opts *o)
     for (size_t i = 0; i < tr->n; i++) {
         r.f[i].tr = &tr->f[i];
         for (size_t k = 0; k < nw->n; k++)
-            if (strcmp(nw->f[k].name, tr->f[i].name) == 0 && k < ni) {
+            if (strcmp(nw->f[k].name, tr->f[i].name) == 0) {
                 r.f[i].nw = &nw->f[k];
                 oor[i] = oor_in[k];
                 nonint[i] = nonint_in[k];
