@@ -296,7 +296,8 @@ asan:
 # from a daemon whose test did not notice. tests/tsan.supp holds the
 # documented false positives.
 TSAN_TESTS ?= unit/test_srv_* integration/test_daemon* integration/test_hotload \
-              integration/test_robust_corpus integration/test_robust_faults
+              integration/test_robust_corpus integration/test_robust_faults \
+              integration/test_data_validation
 TSAN_REPORTS := $(CURDIR)/build-tsan/tsan
 TSAN_OPTIONS_ALL := suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66 \
                     second_deadlock_stack=1 log_path=$(TSAN_REPORTS)/report

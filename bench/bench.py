@@ -1011,6 +1011,55 @@ def g11():
     return out
 
 
+MONITORING_GOAL = 0.95  # monitoring at sample rate 1 keeps >= 95% of req/s (issue 28)
+
+
+@group(17, "skew/drift monitoring at sample rate 1 vs none (single instance, keep-alive, wrk)")
+def g17():
+    """Two daemons on the same export (with its training statistics) side by
+    side, their wrk runs alternating: one plain, one monitoring every
+    instance (window of an hour). ratio = median of the per-pair req/s
+    ratios (monitored / plain); plus each one's instructions per request
+    (callgrind, bench_ir)."""
+    m = census_model()
+    body = write_body("rows-1.json", rows_body(1))
+    mon = ["--model_monitoring={\"sample_rate\": 1, \"window_seconds\": 3600}"]
+    out = {"method": "a plain daemon and one with --model_monitoring (sample_rate 1), side by "
+           "side, wrk runs alternating; ratio = median of per-pair req/s ratios (monitored / "
+           "plain), goal >= %.2f; ir = instructions per request by callgrind" % MONITORING_GOAL}
+    plain = watched = None
+    try:
+        plain = Daemon(m["base"])
+        watched = Daemon(m["base"], flags=mon, name="predictd-monitoring")
+        for c in (16,):
+            a, b = [], []
+            for _ in range(RUNS):
+                a.append(wrk(plain.url(), body, c, pid=plain.p.pid))
+                b.append(wrk(watched.url(), body, c, pid=watched.p.pid))
+            out["plain_c%d" % c] = summarize(a)
+            out["monitoring_c%d" % c] = summarize(b)
+            out["ratio_c%d" % c] = round(median([y["rps"] / x["rps"] for x, y in zip(a, b)
+                                                 if x["rps"]]), 3)
+    finally:
+        for d in (plain, watched):
+            if d:
+                d.close()
+    out["ir_plain"] = predictd_ir(m["base"], "/v1/models/census:predict", body)
+    port = free_port()
+    if shutil.which("valgrind"):
+        argv = [PREDICTD, "--rest_api_host=127.0.0.1", "--rest_api_port=%d" % port,
+                "--model_name=census", "--model_base_path=%s" % m["base"],
+                "--rest_api_num_threads=1", "--file_system_poll_wait_seconds=3600"] + mon
+        try:
+            with open(body, "rb") as f:
+                out["ir_monitoring"] = bench_ir.measure(
+                    argv, "http://127.0.0.1:%d/v1/models/census:predict" % port,
+                    f.read(), ())["per_request"]
+        except Exception as e:  # a figure never fails the harness
+            out["ir_monitoring"] = "not counted: %s" % e
+    return out
+
+
 HELPER = os.path.join(BUILD, "tests", "test_srv_models")  # writes small exports
 MANY = max(1, int(os.environ.get("BENCH_MANY_MODELS", "10000")))
 

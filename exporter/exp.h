@@ -67,6 +67,9 @@ typedef struct exp_params {
     int clean_temp;          /* 1 (default): remove stale .tmp-* dirs in BASE first */
     const exp_asset *assets; /* [n_assets], default none */
     size_t n_assets;
+    const void *statistics;  /* statistics.json bytes (rt_stats_write_json), or NULL;
+                                model.pb records their size and CRC-32C */
+    size_t statistics_len;
 } exp_params;
 
 exp_params exp_default_params(void);

@@ -157,6 +157,8 @@ rt_status exp_serialize(Predictd__ModelDef *def, const exp_tensor *tensors, size
     }
     if (p->check_graph && (st = check_graph(def, tensors, n, err)) != RT_OK)
         goto out;
+    def->statistics_size = p->statistics ? (uint64_t)p->statistics_len : 0;
+    def->statistics_crc32c = p->statistics ? rt_crc32c(0, p->statistics, p->statistics_len) : 0;
 
     size_t size = (size_t)end;
     size_t cap = (size + RT_VARS_ALIGN - 1) / RT_VARS_ALIGN * RT_VARS_ALIGN;
@@ -506,6 +508,10 @@ rt_status exp_write(const char *base, Predictd__ModelDef *def, const exp_tensor 
         goto out;
     if ((st = write_file_at(tfd, "variables.bin", "variables.bin", blobs.vars, blobs.vars_len,
                             NULL, p->sync, err)) != RT_OK)
+        goto out;
+    if (p->statistics &&
+        (st = write_file_at(tfd, "statistics.json", "statistics.json", p->statistics,
+                            p->statistics_len, NULL, p->sync, err)) != RT_OK)
         goto out;
     if ((st = write_assets(tfd, p, err)) != RT_OK)
         goto out;

@@ -61,5 +61,9 @@ int main(int argc, char **argv)
         return pm_cmd_evaluate(&o);
     if (strcmp(o.cmd, "explain") == 0)
         return pm_cmd_explain(&o);
+    if (strcmp(o.cmd, "stats") == 0)
+        return pm_cmd_stats(&o);
+    if (strcmp(o.cmd, "validate") == 0)
+        return pm_cmd_validate(&o);
     return pm_cmd_transform(&o);
 }

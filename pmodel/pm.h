@@ -3,9 +3,10 @@
  * transform and evaluate without a daemon. The module's one header: the
  * command line (pm_args.c), opening the export and reading instance files
  * (pm_io.c), one file per command (pm_show.c, pm_predict.c,
- * pm_transform.c, pm_evaluate.c, pm_explain.c) and the evaluation with its
- * HTML report and global feature importance (pm_eval.c, pm_report.c,
- * pm_importance.c). It reaches the runtime through rt.h only.
+ * pm_transform.c, pm_evaluate.c, pm_explain.c, pm_stats.c, pm_validate.c)
+ * and the evaluation with its HTML report and global feature importance
+ * (pm_eval.c, pm_report.c, pm_importance.c). It reaches the runtime through
+ * rt.h only.
  */
 #ifndef PREDICTD_PM_H
 #define PREDICTD_PM_H
@@ -14,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PM_EXIT_USAGE 2 /* bad arguments; 1 is a failed run */
 #define PM_MAX_LIST 64  /* --data and --slice given at most this often */
@@ -33,6 +35,8 @@ typedef struct pm_opts {
     const char *v2_request;  /* predict --v2-request */
     const char *v2_header;   /* predict --v2-header-length */
     const char *model_name;  /* predict --model-name */
+    const char *spec;        /* stats --spec */
+    const char *thresholds;  /* validate --thresholds */
     const char *data[PM_MAX_LIST];
     size_t n_data;
     const char *slices[PM_MAX_LIST];
@@ -173,6 +177,23 @@ int pm_cmd_explain(const pm_opts *o);   /* pm_explain.c */
  * name on) and print their own help. */
 int pm_cmd_convert(int argc, char **argv);       /* pm_convert.c */
 int pm_cmd_batch_predict(int argc, char **argv); /* pm_batch.c */
+int pm_cmd_stats(const pm_opts *o);     /* pm_stats.c */
+int pm_cmd_validate(const pm_opts *o);  /* pm_validate.c */
+
+/* ------------------------------------ data statistics (pm_stats.c) */
+/* The statistics (rt_stats) of CSV files in def's raw columns (skip lines
+ * at the top of each): errors name FILE:LINE. With train (may be NULL), also
+ * per input (rt_stats_acc_new(def) order) the numbers outside train's range
+ * into oor[] and an INT input's non-integers into nonint[] (both zeroed by
+ * the caller). *out: rt_stats_free. */
+rt_status pm_stats_of_files(const Predictd__ModelDef *def, const char *const *files, size_t n,
+                            size_t skip, const rt_stats *train, uint64_t *oor, uint64_t *nonint,
+                            rt_stats **out, rt_err *err);
+/* Prints s as tables (numeric, string features, histograms). */
+void pm_stats_table(const rt_stats *s, FILE *o);
+/* pm_report.c's page style and HTML escaping, for the validate report. */
+const char *pm_report_css(void);
+int pm_html_esc(rt_buf *b, const char *s);
 
 /* The longest feature column name of g, at most 64 (for aligned listings:
  * show --all, transform). pm_show.c. */

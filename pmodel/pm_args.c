@@ -28,6 +28,11 @@ static const char USAGE[] =
     "                             --to tfrecord|tfrecord-gzip|csv --output FILE\n"
     "       predict-model batch-predict --dir EXPORT --input FILE... --output-dir DIR\n"
     "                             [--instances-format FMT] [flags: batch-predict --help]\n"
+    "       predict-model stats (--dir EXPORT | --spec SPEC) [--data FILE.csv]...\n"
+    "                           [--format table|json] [--skip-header-lines N]\n"
+    "       predict-model validate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
+    "                              [--thresholds FILE.json] [--report REPORT.html]\n"
+    "                              [--format table|json] [--skip-header-lines N]\n"
     "       predict-model COMMAND --help\n"
     "--model-dir is another name of --dir in every command.\n";
 
@@ -126,6 +131,45 @@ static const char HELP_EVALUATE[] =
     "--model-dir is another name of --dir. docs/evaluation.md defines every\n"
     "metric.\n";
 
+static const char HELP_STATS[] =
+    "usage: predict-model stats (--dir EXPORT | --spec SPEC) [--data FILE.csv]...\n"
+    "                           [--format table|json] [--skip-header-lines N]\n"
+    "\n"
+    "Prints the statistics of a data set's raw inputs as TensorFlow Data\n"
+    "Validation defines them (docs/data-validation.md): per numeric input\n"
+    "count, missing, NaN, zeros, mean, std_dev, min, median, max, a 10-bucket\n"
+    "equal-width histogram and the deciles; per string input count, missing,\n"
+    "unique, average length and the most frequent values. Without --data, the\n"
+    "export's training statistics (statistics.json, written by the trainer);\n"
+    "with --data, those of the CSV files, in the export's columns or in the\n"
+    "columns of the trainer spec SPEC.\n"
+    "  --format table  (default) tables and histograms\n"
+    "  --format json   statistics.json: TFDV's DatasetFeatureStatisticsList\n"
+    "  --skip-header-lines N  lines skipped at the top of each file\n"
+    "--model-dir is another name of --dir.\n";
+
+static const char HELP_VALIDATE[] =
+    "usage: predict-model validate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
+    "                              [--thresholds FILE.json] [--report REPORT.html]\n"
+    "                              [--format table|json] [--skip-header-lines N]\n"
+    "\n"
+    "Compares the data set with the export's training statistics, as TensorFlow\n"
+    "Data Validation does (docs/data-validation.md): anomalies by TFDV's names\n"
+    "(ENUM_TYPE_UNEXPECTED_STRING_VALUES, INT_TYPE_BIG_INT, FLOAT_TYPE_SMALL_FLOAT,\n"
+    "FEATURE_TYPE_NOT_PRESENT, SCHEMA_NEW_COLUMN, UNEXPECTED_DATA_TYPE,\n"
+    "FEATURE_TYPE_LOW_FRACTION_PRESENT, FLOAT_TYPE_HAS_NAN, ...) and per feature a\n"
+    "distance against its threshold: L-infinity for string features,\n"
+    "Jensen-Shannon divergence for numeric ones (COMPARATOR_L_INFTY_HIGH,\n"
+    "COMPARATOR_JENSEN_SHANNON_DIVERGENCE_HIGH above it).\n"
+    "  --thresholds FILE  {\"default_threshold\": 0.3, \"thresholds\": {\"age\": 0.1}}\n"
+    "                     (every threshold is 0.3 without it)\n"
+    "  --report FILE      also writes a self-contained HTML report (no scripts)\n"
+    "  --format table|json  the anomalies and distances as text or one JSON object\n"
+    "  --skip-header-lines N  lines skipped at the top of each file\n"
+    "Exit status: 0 nothing anomalous, 3 an anomaly (a distance above its\n"
+    "threshold is one), 1 an error, 2 bad arguments.\n"
+    "--model-dir is another name of --dir.\n";
+
 static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "predict-model: ");
@@ -148,7 +192,9 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
     int show = strcmp(o->cmd, "show") == 0, predict = strcmp(o->cmd, "predict") == 0,
         transform = strcmp(o->cmd, "transform") == 0, evaluate = strcmp(o->cmd, "evaluate") == 0,
         explain = strcmp(o->cmd, "explain") == 0;
-    if (!show && !predict && !transform && !evaluate && !explain)
+    int stats = strcmp(o->cmd, "stats") == 0, validate = strcmp(o->cmd, "validate") == 0;
+    int reads_csv = evaluate || stats || validate;
+    if (!show && !predict && !transform && !evaluate && !explain && !stats && !validate)
         return usage_error("unknown command \"%s\"", o->cmd);
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -193,19 +239,23 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
             slot = &o->format;
         else if ((show || predict) && KEY("--signature_def"))
             slot = &o->signature;
-        else if (evaluate && KEY("--report"))
+        else if ((evaluate || validate) && KEY("--report"))
             slot = &o->report;
         else if (evaluate && KEY("--batch-size"))
             slot = &o->batch_size;
         else if (evaluate && KEY("--importance"))
             slot = &o->importance;
-        else if (evaluate && KEY("--skip-header-lines"))
+        else if (reads_csv && KEY("--skip-header-lines"))
             slot = &o->skip_header;
         else if (explain && KEY("--json-request"))
             slot = &o->json_request;
         else if (explain && KEY("--explanation-spec-override"))
             slot = &o->xai_override;
-        else if (evaluate && KEY("--data"))
+        else if (stats && KEY("--spec"))
+            slot = &o->spec;
+        else if (validate && KEY("--thresholds"))
+            slot = &o->thresholds;
+        else if (reads_csv && KEY("--data"))
             list = o->data, count = &o->n_data;
         else if (evaluate && KEY("--slice"))
             list = o->slices, count = &o->n_slices;
@@ -228,8 +278,13 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
         if (!eq)
             i++;
     }
-    if (!o->dir)
-        return usage_error("%s", "missing --dir EXPORT (or --model-dir EXPORT)");
+    if (stats && o->dir && o->spec)
+        return usage_error("%s", "--dir and --spec: give one of them");
+    if (stats && o->spec && !o->n_data)
+        return usage_error("%s", "--spec SPEC needs --data FILE.csv");
+    if (!o->dir && !(stats && o->spec))
+        return usage_error("%s", stats ? "missing --dir EXPORT (or --spec SPEC)"
+                                       : "missing --dir EXPORT (or --model-dir EXPORT)");
     if (predict && o->v2_request && o->instances)
         return usage_error("%s", "--json-instances and --v2-request: give one of them");
     if (predict && !o->v2_request && (o->v2_header || o->model_name))
@@ -245,13 +300,13 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
     if (explain && o->json_request && o->xai_override)
         return usage_error("%s", "--explanation-spec-override goes with --json-instances (a "
                                  "--json-request body holds its own)");
-    if (evaluate && !o->n_data)
+    if ((evaluate || validate) && !o->n_data)
         return usage_error("%s", "missing --data FILE.csv");
     if (show && o->all && o->signature)
         return usage_error("%s", "--all and --signature_def: give one of them");
     if (o->format) {
         int ok = strcmp(o->format, "json") == 0 ||
-                 ((predict || evaluate) && strcmp(o->format, "table") == 0) ||
+                 ((predict || reads_csv) && strcmp(o->format, "table") == 0) ||
                  (transform && strcmp(o->format, "text") == 0);
         if (!ok)
             return usage_error("unknown --format \"%s\"", o->format);
@@ -271,6 +326,10 @@ void pm_print_help(const char *cmd)
         fputs(HELP_EVALUATE, stdout);
     else if (strcmp(cmd, "explain") == 0)
         fputs(HELP_EXPLAIN, stdout);
+    else if (strcmp(cmd, "stats") == 0)
+        fputs(HELP_STATS, stdout);
+    else if (strcmp(cmd, "validate") == 0)
+        fputs(HELP_VALIDATE, stdout);
     else
         fputs(HELP_TRANSFORM, stdout);
 }

@@ -76,6 +76,16 @@ static int esc(rt_buf *b, const char *s)
     return 0;
 }
 
+const char *pm_report_css(void)
+{
+    return CSS;
+}
+
+int pm_html_esc(rt_buf *b, const char *s)
+{
+    return esc(b, s);
+}
+
 /* A number for people: 4 decimals, or "–" when undefined. */
 static int shown(rt_buf *b, double v)
 {

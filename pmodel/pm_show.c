@@ -207,6 +207,12 @@ static int show_summary(const rt_model *m, const char *path)
         printf(", model.pb ");
         print_bytes((unsigned long long)sb.st_size);
     }
+    const rt_stats *ts = rt_model_stats(m);
+    if (ts)
+        printf("\nTraining statistics: %llu examples, %zu inputs (statistics.json; predict-model "
+               "stats --dir EXPORT)", (unsigned long long)ts->num_examples, ts->n);
+    else
+        printf("\nTraining statistics: none (exported before statistics.json)");
     printf("\n(predict-model show --all: every signature's tensors, the feature columns, the "
            "graph and all metadata)\n");
     return 0;
@@ -291,6 +297,10 @@ int pm_cmd_show(const pm_opts *o)
     }
     printf("Tensors: %zu, variables.bin %llu bytes\n", def->n_tensors,
            (unsigned long long)def->variables_size);
+    if (rt_model_stats(m)) {
+        printf("Training statistics (statistics.json):\n");
+        pm_stats_table(rt_model_stats(m), stdout);
+    }
     rt_model_close(m);
     return 0;
 }

@@ -89,3 +89,8 @@ rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err)
         return st;
     return rt_head_compute(g, c->logits, n, &c->outputs, err);
 }
+
+const rt_batch *rt_ctx_batch(const rt_ctx *c)
+{
+    return c ? c->batch : NULL;
+}

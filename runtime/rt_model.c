@@ -37,6 +37,7 @@ struct rt_model {
     tensor_ref *refs;    /* [n_refs] sorted by name */
     size_t n_refs;
     rt_graph *graph;
+    rt_stats *stats;     /* statistics.json, or NULL */
 };
 
 static uint32_t le32(const uint8_t *p)
@@ -387,6 +388,7 @@ void rt_model_close(rt_model *m)
     if (!m)
         return;
     rt_graph_free(m->graph);
+    rt_stats_free(m->stats);
     free(m->refs);
     free(m->copy);
     if (m->def)
@@ -459,6 +461,38 @@ static rt_status read_vars(rt_model *m, int dfd, rt_err *err)
     return st;
 }
 
+/* statistics.json when model.pb records one: its size and CRC-32C must
+ * match (the export's integrity check covers it), then it must parse. */
+static rt_status read_stats(rt_model *m, int dfd, rt_err *err)
+{
+    if (m->def->statistics_size == 0)
+        return RT_OK;
+    char *text = NULL;
+    size_t len = 0;
+    rt_status st = rt_read_file(dfd, "statistics.json", (size_t)256 << 20, 0, &text, &len, err);
+    if (st != RT_OK)
+        return st;
+    uint32_t crc = rt_crc32c(0, text, len);
+    if (len != m->def->statistics_size)
+        st = rt_err_set(err, RT_ERR_FORMAT,
+                        "statistics.json: %zu bytes, model.pb records %" PRIu64, len,
+                        m->def->statistics_size);
+    else if (crc != m->def->statistics_crc32c)
+        st = rt_err_set(err, RT_ERR_FORMAT,
+                        "statistics.json: checksum mismatch (stored 0x%08" PRIx32
+                        ", computed 0x%08" PRIx32 ")",
+                        m->def->statistics_crc32c, crc);
+    else
+        st = rt_stats_parse_json(text, len, &m->stats, err);
+    free(text);
+    return st;
+}
+
+const rt_stats *rt_model_stats(const rt_model *m)
+{
+    return m ? m->stats : NULL;
+}
+
 /* A directory holding TensorFlow's saved_model.pb (or .pbtxt) instead of
  * model.pb: says what it is and what predictd serves, in place of
  * "model.pb: cannot open". */
@@ -508,6 +542,8 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
         (st = rt_modeldef_add_regression_signature(m->def, err)) != RT_OK)
         goto out;
     if ((st = read_vars(m, dfd, err)) != RT_OK)
+        goto out;
+    if ((st = read_stats(m, dfd, err)) != RT_OK)
         goto out;
     st = finish_open(m, assets, err);
 out:

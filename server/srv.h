@@ -113,6 +113,19 @@ typedef struct srv_rollout_conf {
     uint32_t log_max_files;  /* files kept, the one being written included */
 } srv_rollout_conf;
 
+/* A model's "monitoring" key (srv_monitor.c): skew and drift of the served
+ * instances against the export's training statistics. on false: none. */
+typedef struct srv_monitor_conf {
+    bool on;
+    double sample_rate;         /* (0, 1]: share of instances counted; default 1 */
+    int window_seconds;         /* a window ends after this long; default 3600 */
+    uint64_t window_instances;  /* or after this many counted instances; 0: by time only */
+    double default_threshold;   /* default 0.3 */
+    char **feature;             /* thresholds: feature -> threshold */
+    double *threshold;
+    size_t n_thresholds;
+} srv_monitor_conf;
+
 typedef struct srv_model_conf {
     char *name;            /* [A-Za-z0-9_.-]+, never used as a path */
     char *base_path;       /* absolute, or made absolute at load time */
@@ -125,6 +138,7 @@ typedef struct srv_model_conf {
     int64_t default_version; /* -1: none (newest AVAILABLE answers) */
     char *default_label;     /* or a label; NULL when not set */
     srv_rollout_conf rollout; /* traffic split, shadow, prediction logs */
+    srv_monitor_conf monitor; /* skew and drift monitoring */
 } srv_model_conf;
 
 typedef struct srv_config {
@@ -179,6 +193,7 @@ typedef struct srv_config {
     char *model_config_file;      /* the file this came from, or NULL */
     char *model_name;             /* --model_name (flag only), or NULL */
     char *model_base_path;        /* --model_base_path (flag only), or NULL */
+    char *model_monitoring;       /* --model_monitoring JSON (flag only), or NULL */
     int model_config_file_poll_wait_seconds; /* > 0: the file is re-read this often
                                                 and reloaded when its bytes changed
                                                 (TF Serving's flag; default 0 = off) */
@@ -313,6 +328,40 @@ rt_status srv_rollout_check(const srv_model_conf *mc, const char *key, rt_err *e
 /* Deep copy (false: out of memory, d cleared); clear frees and zeroes. */
 bool srv_rollout_copy(srv_rollout_conf *d, const srv_rollout_conf *s);
 void srv_rollout_clear(srv_rollout_conf *r);
+/* ---------------------------------------- skew and drift (srv_monitor.c) */
+
+/* Parses a model's "monitoring" object (path names it in errors); JSON null
+ * leaves monitoring off. */
+rt_status srv_monitor_parse(const struct cJSON *it, const char *path, srv_monitor_conf *c,
+                            rt_err *err);
+/* Deep copy (false: out of memory, d cleared); clear frees and zeroes. */
+bool srv_monitor_conf_copy(srv_monitor_conf *d, const srv_monitor_conf *s);
+void srv_monitor_conf_clear(srv_monitor_conf *c);
+
+/*
+ * One served version's monitor: the counts of the sampled instances' raw
+ * inputs per window (fixed memory per feature: one counter per training
+ * histogram bucket or training value, plus out-of-range/unseen, NaN and
+ * missing, in 8 shards), and each completed window's skew (against the
+ * export's training statistics) and drift (against the window before), by
+ * TFDV's distances. Thread-safe: observe from any thread (relaxed atomic
+ * adds, no lock except a try-lock when a window ends); the readers lock.
+ */
+typedef struct srv_monitor srv_monitor;
+/* NULL with err set when the export has no training statistics (or out of
+ * memory); model must outlive the monitor. */
+srv_monitor *srv_monitor_new(const srv_monitor_conf *c, const rt_model *model, const char *name,
+                             int64_t version, rt_err *err);
+void srv_monitor_free(srv_monitor *m);
+/* Counts the instances of batch b (a request served by m's version). m NULL: nothing. */
+void srv_monitor_observe(srv_monitor *m, const rt_batch *b);
+/* The status: per feature distance, threshold, anomalous, the window's
+ * histogram or value counts, unseen values and out-of-range numbers. */
+rt_status srv_monitor_json(srv_monitor *m, rt_buf *out);
+/* The Prometheus series of m (no HELP/TYPE lines: srv_monitor_prometheus_help). */
+int srv_monitor_prometheus(srv_monitor *m, rt_buf *out);
+int srv_monitor_prometheus_help(rt_buf *out);
+
 /* The version target t names in mc (a label's version), or -1. */
 int64_t srv_target_version(const srv_model_conf *mc, const srv_target *t);
 /* The split arm a request with draw falls on (draw % 100 against the
@@ -434,6 +483,7 @@ typedef enum {
     SRV_ROUTE_LIST,         /* GET /v1/models */
     SRV_ROUTE_STATUS,       /* GET /v1/models/{m}[/versions/{v}|/labels/{l}] */
     SRV_ROUTE_METADATA,     /* GET .../metadata */
+    SRV_ROUTE_MONITORING,   /* GET /v1/models/{m}[/versions/{v}|/labels/{l}]/monitoring */
     SRV_ROUTE_INFER,        /* POST ...:predict|:classify|:regress, /v2/.../infer */
     SRV_ROUTE_METRICS,      /* GET /monitoring/prometheus/metrics */
 } srv_route_kind;
@@ -578,6 +628,8 @@ rt_status srv_manager_acquire_routed(srv_manager *m, const char *model, int64_t 
                                      rt_err *err);
 void srv_version_release(srv_version *v); /* NULL is fine */
 const rt_model *srv_version_model(const srv_version *v);
+/* The version's skew/drift monitor, or NULL (not configured, or no statistics). */
+srv_monitor *srv_version_monitor(const srv_version *v);
 int64_t srv_version_number(const srv_version *v);
 
 /* TF Serving's GetModelStatus answer for model (version -1 = all versions,

@@ -51,6 +51,10 @@ static const srv_setting SETTINGS[] = {
     STR(rest_api_host, BOTH, "0.0.0.0", "ADDR", "address to listen on"),
     NAME(model_name, SRV_SET_FLAG, "NAME", "the one model to serve (no config file)"),
     STR(model_base_path, SRV_SET_FLAG, NULL, "DIR", "its directory of integer-named versions"),
+    STR(model_monitoring, SRV_SET_FLAG, NULL, "JSON",
+        "with --model_name: skew and drift monitoring of that model, as a config file's "
+        "\"monitoring\" key takes it, e.g. '{\"window_seconds\": 600, \"thresholds\": "
+        "{\"age\": 0.1}}' (docs/data-validation.md)"),
     STR(model_config_file, SRV_SET_FLAG, NULL, "FILE",
         "JSON config (see conf/predictd.json, predictd --help_config) or TF Serving's "
         "text-format model config (conf/models.config); flags given on the command line win "
@@ -395,6 +399,9 @@ rt_status srv_args_parse(int argc, char **argv, srv_args *a, rt_err *err)
                    "--model_config_file, not both");
     else if (srv_args_given(a, "model_name") != srv_args_given(a, "model_base_path"))
         rt_err_set(err, RT_ERR_INVALID, "--model_name and --model_base_path must be given together");
+    else if (srv_args_given(a, "model_monitoring") && !srv_args_given(a, "model_name"))
+        rt_err_set(err, RT_ERR_INVALID, "--model_monitoring goes with --model_name (in a config "
+                   "file, give the model's \"monitoring\" key)");
     else
         st = RT_OK;
     free(extra);
@@ -443,7 +450,10 @@ char *srv_args_usage(bool config_keys)
             "\"traffic_split\": {\"label or version\": percent, ...} summing to 100, "
             "\"shadow\": {\"version\": label or version, \"percent\": P}, "
             "\"request_logging\": {\"sampling_rate\": 0..1, \"dir\": path, "
-            "\"max_file_mb\": 64, \"max_files\": 10}}",
+            "\"max_file_mb\": 64, \"max_files\": 10}, \"monitoring\": {\"sample_rate\": "
+            "(0..1] (1), \"window_seconds\": 3600, \"window_instances\": 0, "
+            "\"default_threshold\": 0.3, \"thresholds\": {\"feature\": 0..1}} (skew and drift "
+            "against the export's training statistics; docs/data-validation.md)}",
             6, 6);
     } else {
         r |= rt_buf_puts(&b, "usage: predictd [flags]\n"
@@ -499,6 +509,17 @@ static rt_status flag_model(const srv_args *a, srv_config *c, rt_err *err)
     mc->base_path = abs ? abs : strdup(a->values.model_base_path);
     if (!mc->name || !mc->base_path)
         return rt_err_set(err, RT_ERR_NOMEM, "config: out of memory");
+    if (a->values.model_monitoring) {
+        cJSON *j = NULL;
+        rt_status st = rt_cfg_parse_json(a->values.model_monitoring,
+                                         strlen(a->values.model_monitoring), &j, err);
+        if (st == RT_OK)
+            st = srv_monitor_parse(j, "--model_monitoring", &mc->monitor, err);
+        else
+            rt_err_prefix(err, "--model_monitoring");
+        cJSON_Delete(j);
+        return st;
+    }
     return RT_OK;
 }
 

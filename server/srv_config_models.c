@@ -22,6 +22,7 @@ void srv_model_conf_clear(srv_model_conf *mc)
     free(mc->labels);
     free(mc->default_label);
     srv_rollout_clear(&mc->rollout);
+    srv_monitor_conf_clear(&mc->monitor);
     memset(mc, 0, sizeof *mc);
 }
 
@@ -213,6 +214,10 @@ static rt_status parse_model(const cJSON *jm, size_t idx, const char *base_dir,
                 if (json_version(it, kk, &mc->default_version, err) != RT_OK)
                     return RT_ERR_INVALID;
             }
+        } else if (!strcmp(k, "monitoring")) {
+            rt_status mst = srv_monitor_parse(it, kk, &mc->monitor, err);
+            if (mst != RT_OK)
+                return mst;
         } else if (srv_rollout_is_key(k)) {
             rt_status rst = srv_rollout_parse(it, kk, base_dir, &mc->rollout, err);
             if (rst != RT_OK)
@@ -221,7 +226,7 @@ static rt_status parse_model(const cJSON *jm, size_t idx, const char *base_dir,
             return rt_err_set(err, RT_ERR_INVALID,
                               "%s: unknown key (known: name, base_path, version_policy, "
                               "version_labels, default_version, traffic_split, shadow, "
-                              "request_logging)",
+                              "request_logging, monitoring)",
                               kk);
         }
     }

@@ -40,6 +40,37 @@ static enum MHD_Result answer_metadata(srv_http *h, struct MHD_Connection *conn,
     return res;
 }
 
+/* GET .../monitoring: the version's skew and drift (srv_monitor_json). */
+static enum MHD_Result answer_monitoring(srv_http *h, struct MHD_Connection *conn,
+                                         const srv_route *r)
+{
+    rt_err err = {{0}};
+    srv_version *v = NULL;
+    rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
+    if (st != RT_OK)
+        return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
+    srv_monitor *mon = srv_version_monitor(v);
+    if (!mon) {
+        int64_t num = srv_version_number(v);
+        bool stats = rt_model_stats(srv_version_model(v)) != NULL;
+        srv_version_release(v);
+        return srv_http_send_error(h, conn, 404,
+                                   "model %s version %lld is not monitored: %s", r->model,
+                                   (long long)num,
+                                   stats ? "the model's config has no \"monitoring\" key"
+                                         : "its export has no training statistics "
+                                           "(statistics.json)");
+    }
+    rt_buf out;
+    rt_buf_init(&out);
+    st = srv_monitor_json(mon, &out);
+    srv_version_release(v);
+    enum MHD_Result res = st == RT_OK ? send_json(h, conn, 200, &out)
+                                      : srv_http_send_error(h, conn, 500, "out of memory");
+    rt_buf_free(&out);
+    return res;
+}
+
 static enum MHD_Result answer_simple(srv_http *h, struct MHD_Connection *conn, unsigned code,
                                      const char *json)
 {
@@ -121,6 +152,7 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
         return res;
     }
     case SRV_ROUTE_METADATA: return answer_metadata(h, conn, r);
+    case SRV_ROUTE_MONITORING: return answer_monitoring(h, conn, r);
     case SRV_ROUTE_INFER: return srv_http_answer_infer(h, conn, rq);
     case SRV_ROUTE_METRICS:
         rt_buf_printf(&out,

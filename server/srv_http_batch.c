@@ -56,6 +56,8 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
     const srv_route *r = &rq->route;
     double ms = srv_http_ms_since(&rq->start);
     rq->code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);
+    if (st == RT_OK)
+        srv_monitor_observe(srv_version_monitor(rq->ver), rt_ctx_batch(rq->ctx));
     srv_metrics_request(h->p.metrics, r->model, srv_version_number(rq->ver), r->method,
                         (int)rq->code, ms / 1e3);
     rq->v2_answer = rq->code == 200 && rq->parsed.v2 ? rt_v2_answer_header_len(rq->ctx) : 0;

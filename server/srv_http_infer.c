@@ -59,6 +59,8 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
         st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
                             rq->body.len, &h->p.json, ctx, out, &err);
     }
+    if (st == RT_OK)
+        srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
     srv_version_release(v);
     ms = srv_http_ms_since(&rq->start);
     *code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);

@@ -28,6 +28,7 @@ static unsigned route_scope(const srv_http *h, const srv_route *r, const char *m
     case SRV_ROUTE_LIST:
     case SRV_ROUTE_STATUS:
     case SRV_ROUTE_METADATA: return SRV_SCOPE_READ;
+    case SRV_ROUTE_MONITORING: return SRV_SCOPE_READ;
     default:
         /* routes added later, unknown paths (no 404 before the token):
          * POST runs models, the rest reads */

@@ -429,8 +429,12 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
     v->version = version;
     v->state = SRV_STATE_LOADING;
     v->sig = sig;
+    srv_monitor_conf mon_conf; /* the model's monitoring settings as loading starts */
+    memset(&mon_conf, 0, sizeof mon_conf);
     pthread_mutex_lock(&m->mu);
     mmodel *mm = srv_mm_find(m, name);
+    if (mm && mm->conf.monitor.on && !srv_monitor_conf_copy(&mon_conf, &mm->conf.monitor))
+        mon_conf.on = false;
     if (mm && (old = srv_mm_version(mm, version)) != NULL)
         srv_mm_remove(mm, old); /* a refused record being retried */
     bool inserted = mm && srv_mm_insert(mm, v);
@@ -438,6 +442,7 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
     srv_version_release(old);
     if (!inserted) {
         free(v);
+        srv_monitor_conf_clear(&mon_conf);
         return false;
     }
 
@@ -473,6 +478,14 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
         }
     }
     double secs = now_seconds() - t0;
+    srv_monitor *mon = NULL;
+    if (st == RT_OK && mon_conf.on) {
+        rt_err merr = {{0}};
+        if (!(mon = srv_monitor_new(&mon_conf, model, name, version, &merr)))
+            srv_log(SRV_LOG_WARN, "model %s version %lld: monitoring: %s", name,
+                    (long long)version, merr.msg);
+    }
+    srv_monitor_conf_clear(&mon_conf);
 
     pthread_mutex_lock(&m->mu);
     mm = srv_mm_find(m, name);
@@ -481,6 +494,8 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
     if (st == RT_OK) {
         v->model = model; /* freed with v from now on */
         model = NULL;
+        v->monitor = mon;
+        mon = NULL;
         v->state = listed ? SRV_STATE_AVAILABLE : SRV_STATE_END;
     } else {
         v->state = SRV_STATE_END;
@@ -489,6 +504,7 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
         v->error[sizeof v->error - 1] = '\0';
     }
     pthread_mutex_unlock(&m->mu);
+    srv_monitor_free(mon);
     rt_model_close(model);
     if (st == RT_OK && listed)
         srv_log(SRV_LOG_INFO, "model %s version %lld: AVAILABLE (loaded %s in %.3f s)", name,

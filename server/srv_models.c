@@ -83,6 +83,7 @@ char *srv_dup_str(const char *s)
 
 static void version_free(srv_version *v)
 {
+    srv_monitor_free(v->monitor); /* before the model its features point into */
     rt_model_close(v->model);
     free(v);
 }
@@ -96,6 +97,11 @@ void srv_version_release(srv_version *v)
 const rt_model *srv_version_model(const srv_version *v)
 {
     return v->model;
+}
+
+srv_monitor *srv_version_monitor(const srv_version *v)
+{
+    return v ? v->monitor : NULL;
 }
 
 int64_t srv_version_number(const srv_version *v)
@@ -116,7 +122,8 @@ static bool conf_copy(srv_model_conf *d, const srv_model_conf *s)
         goto fail;
     if (s->default_label && !(d->default_label = srv_dup_str(s->default_label)))
         goto fail;
-    if (!srv_rollout_copy(&d->rollout, &s->rollout))
+    if (!srv_rollout_copy(&d->rollout, &s->rollout) ||
+        !srv_monitor_conf_copy(&d->monitor, &s->monitor))
         goto fail;
     if (s->n_specific) {
         d->specific = malloc(s->n_specific * sizeof *d->specific);
@@ -976,6 +983,20 @@ rt_status srv_manager_metrics(srv_manager *m, rt_buf *out)
         bool ok = resolve_mm(m->models[i], -1, NULL, true, &v, NULL) == RT_OK;
         r |= rt_buf_printf(out, "predictd_model_ready{model=\"%s\"} %d\n",
                            m->models[i]->conf.name, ok);
+    }
+    bool help = false;
+    for (size_t i = 0; i < m->n_models; i++) {
+        const mmodel *mm = m->models[i];
+        for (size_t j = 0; j < mm->n_vers; j++) {
+            srv_monitor *mon = mm->vers[j]->state == SRV_STATE_AVAILABLE ? mm->vers[j]->monitor
+                                                                          : NULL;
+            if (!mon)
+                continue;
+            if (!help)
+                r |= srv_monitor_prometheus_help(out);
+            help = true;
+            r |= srv_monitor_prometheus(mon, out);
+        }
     }
     r |= rt_buf_puts(out, "# HELP predictd_version_load_seconds Time to load and warm up "
                           "each AVAILABLE version.\n"

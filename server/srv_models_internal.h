@@ -29,6 +29,8 @@ struct srv_version {
     char error[RT_ERR_MAX];
     uint64_t sig;             /* files' signature when loading was tried */
     rt_model *model;          /* set once AVAILABLE; closed on the last release */
+    struct srv_monitor *monitor; /* skew/drift monitoring (conf.monitor), or NULL; set with
+                                    model, freed with the version */
     double load_seconds;
 };
 

@@ -90,7 +90,7 @@ static void route_models(srv_route *r, const char *method, const seg *s, size_t 
 {
     if (!take_model(r, &s[0]))
         return;
-    bool metadata = false;
+    bool metadata = false, monitoring = false;
     size_t i = 1;
     while (i < ns) {
         if (seg_is(&s[i], "versions") && i + 1 < ns) {
@@ -112,13 +112,16 @@ static void route_models(srv_route *r, const char *method, const seg *s, size_t 
         } else if (seg_is(&s[i], "metadata") && i + 1 == ns) {
             metadata = true;
             i++;
+        } else if (seg_is(&s[i], "monitoring") && i + 1 == ns) {
+            monitoring = true;
+            i++;
         } else {
             r->kind = SRV_ROUTE_NONE;
             return;
         }
     }
     if (verb) {
-        if (metadata) {
+        if (metadata || monitoring) {
             r->kind = SRV_ROUTE_NONE;
             return;
         }
@@ -145,7 +148,8 @@ static void route_models(srv_route *r, const char *method, const seg *s, size_t 
         r->kind = SRV_ROUTE_INFER;
         return;
     }
-    want_get(r, method, metadata ? SRV_ROUTE_METADATA : SRV_ROUTE_STATUS);
+    want_get(r, method,
+             metadata ? SRV_ROUTE_METADATA : monitoring ? SRV_ROUTE_MONITORING : SRV_ROUTE_STATUS);
 }
 
 /* /v1/projects/{p}/models/{m}[/versions/{v}]:predict — {v} a number or label */

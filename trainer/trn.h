@@ -463,6 +463,8 @@ typedef struct trn_rows {
     uint64_t *src_line;     /* [n] its line number (1-based) */
     const uint64_t *ordinal; /* [n] or NULL: the row's number in a pass over the
                                 input, the same in every epoch (TRN_NO_ORDINAL: none) */
+    const uint8_t *first;    /* [n] or NULL: 1 when the row comes from the reader's
+                                first epoch (each data row once: training statistics) */
     void *priv;
 } trn_rows;
 

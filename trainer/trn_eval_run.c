@@ -186,6 +186,9 @@ rt_status trn_evaluate_and_export(trn_run *R, int final, rt_metric_list *out, rt
 {
     rt_metric_list ml;
     rt_status st = RT_OK;
+    /* every rank is here: the training statistics so far, merged (rank 0) */
+    if (R->stats && R->c->job_dir && (st = trn_stats_snapshot(R->stats, R->dist, err)))
+        return st;
     if (final && R->stopped_early && R->last_ml_step == R->m->step) {
         /* stopped right after evaluating this step: the final exporters
          * take that evaluation (the others already ran on it) */

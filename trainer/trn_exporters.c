@@ -113,6 +113,10 @@ static rt_status do_export(trn_run *R, const trn_exporter_conf *x, const rt_metr
     exp_params p = exp_default_params();
     p.assets = as;
     p.n_assets = na;
+    if (R->stats && R->stats->json.len && !rt_buf_failed(&R->stats->json)) {
+        p.statistics = R->stats->json.data;
+        p.statistics_len = R->stats->json.len;
+    }
     /* Versions must grow with every export of a base even when several
      * exports fall in one second (the exporter then takes time + 1, + 2, ...
      * and a later export must not get an older number, or retention would

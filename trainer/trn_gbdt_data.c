@@ -5,7 +5,7 @@
  * (numeric) or id (the others) kept per row, numeric inputs cut into
  * quantile bins whose edges every rank agrees on, as a tg_data in memory.
  */
-#include "trn_internal.h"
+#include "trn_run_internal.h" /* trn_stats_rows */
 
 #include <math.h>
 #include <stdlib.h>
@@ -184,7 +184,8 @@ out:
  * (*labels, ldim a row; *n rows; both grown here, freed by the caller).
  */
 static rt_status read_inputs(const rt_graph *g, const trn_config *c, trn_dist *dist,
-                             col_buf *cb, size_t ni, float **labels, size_t *n_out, rt_err *err)
+                             trn_stats *stats, col_buf *cb, size_t ni, float **labels,
+                             size_t *n_out, rt_err *err)
 {
     trn_feeder *fd = NULL;
     trn_reader *rd = NULL;
@@ -200,6 +201,8 @@ static rt_status read_inputs(const rt_graph *g, const trn_config *c, trn_dist *d
     size_t ldim = trn_feeder_label_dim(fd), bs = 4096;
     /* AUTO: this rank's files or rows; BATCH: every batch, this rank's slice */
     int by_rows = dist && c->shard_policy == TRN_SHARD_AUTO;
+    if (stats)
+        stats->merge = by_rows;
     if ((st = trn_open_reader(fd, c->train_files, c->n_train_files, bs, 0, 1, c->seed,
                               c->bad_rows, c->skip_header_lines,
                               by_rows ? (size_t)trn_dist_size(dist) : 0,
@@ -220,6 +223,8 @@ static rt_status read_inputs(const rt_graph *g, const trn_config *c, trn_dist *d
             st = RT_OK;
             break;
         }
+        if (st == RT_OK && stats)
+            st = trn_stats_rows(stats, rows, err);
         if (st)
             goto out;
         trn_rows part = *rows;
@@ -336,7 +341,8 @@ out:
 }
 
 rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const trn_config *c,
-                        trn_dist *dist, tg_data **out, float **labels_out, rt_err *err)
+                        trn_dist *dist, struct trn_stats *stats, tg_data **out,
+                        float **labels_out, rt_err *err)
 {
     const Predictd__ModelDef *def = rt_graph_def(g);
     size_t ni = ens->n_inputs, n = 0;
@@ -353,7 +359,7 @@ rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const tr
         goto out;
     }
     if ((st = plan_inputs(def, ens, cb, err)) ||
-        (st = read_inputs(g, c, dist, cb, ni, &labels, &n, err)) ||
+        (st = read_inputs(g, c, dist, stats, cb, ni, &labels, &n, err)) ||
         (st = bin_inputs(ens, cb, n, c, dist, out, err)))
         goto out;
     *labels_out = labels;

@@ -58,7 +58,7 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
         masked = 1;
     }
     double t0 = trn_now_s();
-    if ((st = trn_gbdt_load(m->g, R->def->graph->trees, c, dist, &d, &labels, err)))
+    if ((st = trn_gbdt_load(m->g, R->def->graph->trees, c, dist, R->stats, &d, &labels, err)))
         goto out;
     double nall = (double)d->n_rows;
     if ((st = trn_dist_sum(dist, &nall, 1, err)))

@@ -126,12 +126,15 @@ trn_rows trn_rows_slice(const trn_rows *rows, size_t lo, size_t hi)
     v.src_file = rows->src_file + lo;
     v.src_line = rows->src_line + lo;
     v.ordinal = rows->ordinal ? rows->ordinal + lo : NULL;
+    v.first = rows->first ? rows->first + lo : NULL;
     return v;
 }
 
 rt_status trn_input_open(const trn_input *in, trn_reader **rd, rt_err *err)
 {
     const trn_config *c = in->c;
+    if (*rd && in->stats) /* the input restarts: every row was seen once */
+        in->stats->done = 1;
     trn_reader_close(*rd);
     *rd = NULL;
     trn_cache_clear(in->cache); /* the new reader numbers its rows again */
@@ -148,6 +151,8 @@ rt_status trn_input_next(const trn_input *in, trn_reader *rd, const trn_rows **r
     rt_status st = trn_reader_next(rd, rows, err);
     if (st == RT_ERR_FORMAT)
         trn_hint_header(in->fd, rd, "train.skip_header_lines", err);
+    if (st == RT_OK && in->stats)
+        st = trn_stats_rows(in->stats, *rows, err);
     return st;
 }
 

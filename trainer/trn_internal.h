@@ -445,8 +445,10 @@ rt_status trn_gbdt_step(tg_booster *b, rt_err *err);
  * missing or out-of-range id in its own bin). *labels receives n_rows x
  * label dim labels. Collective under MPI. Free with trn_gbdt_data_free.
  */
+struct trn_stats;
 rt_status trn_gbdt_load(const rt_graph *g, Predictd__TreeEnsemble *ens, const trn_config *c,
-                        trn_dist *dist, tg_data **out, float **labels, rt_err *err);
+                        trn_dist *dist, struct trn_stats *stats, tg_data **out, float **labels,
+                        rt_err *err);
 void trn_gbdt_data_free(tg_data *d);
 
 /* The training logits (n_rows x ld) and the mean training loss. */

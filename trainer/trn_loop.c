@@ -81,8 +81,12 @@ static rt_status loop_open(loop *L, trn_run *R, rt_err *err)
     uint64_t spare = trn_memory_spare(R->def, c) / 4;
     trn_input in = {L->fd, c->train_files, c->n_train_files, local_bs, by_rows ? (size_t)nr : 0,
                     (size_t)rank, c, NULL, spare < (UINT64_C(512) << 20) ? spare
-                                                                         : UINT64_C(512) << 20};
+                                                                         : UINT64_C(512) << 20,
+                    NULL};
     L->in = in;
+    L->in.stats = R->stats;
+    if (R->stats)
+        R->stats->merge = by_rows;
     if (!(L->cache = trn_cache_new(R->m->g, L->in.cache_bytes)))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     L->in.cache = L->cache;

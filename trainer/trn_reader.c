@@ -56,6 +56,7 @@ typedef struct batch {
     const char **src_file;
     uint64_t *src_line;
     uint64_t *ordinal;
+    uint8_t *first;    /* [n] 1: the row's first reading (the first epoch) */
     struct batch *next;
 } batch;
 
@@ -125,6 +126,7 @@ static void batch_free(batch *b)
     free(b->src_file);
     free(b->src_line);
     free(b->ordinal);
+    free(b->first);
     free(b);
 }
 
@@ -337,6 +339,8 @@ typedef struct prod {
     trn_reader *r;
     trn_rng rng;
     rec **buf; /* shuffle buffer */
+    uint8_t *buf_first; /* [buf_cap] the rows' batch.first */
+    int epoch;       /* the epoch being read */
     size_t buf_n, buf_cap;
     uint64_t row_no; /* data lines seen this epoch (row striping) */
     uint64_t pend_bytes, pend_bad; /* since the last good row (replay's counts) */
@@ -388,7 +392,8 @@ static batch *batch_new(size_t cap, size_t nf)
     b->src_file = calloc(cap, sizeof *b->src_file);
     b->src_line = calloc(cap, sizeof *b->src_line);
     b->ordinal = calloc(cap, sizeof *b->ordinal);
-    if (!b->rows || !b->fields || !b->src_file || !b->src_line || !b->ordinal) {
+    b->first = calloc(cap, sizeof *b->first);
+    if (!b->rows || !b->fields || !b->src_file || !b->src_line || !b->ordinal || !b->first) {
         batch_free(b);
         return NULL;
     }
@@ -396,7 +401,7 @@ static batch *batch_new(size_t cap, size_t nf)
 }
 
 /* Sends a row toward the consumer. 0 ok, -1 stop, -2 no memory. */
-static int emit(prod *pr, rec *x)
+static int emit(prod *pr, rec *x, int first)
 {
     trn_reader *r = pr->r;
     size_t nf = r->p.n_fields;
@@ -415,6 +420,7 @@ static int emit(prod *pr, rec *x)
     b->src_file[b->n] = r->files[x->file];
     b->src_line[b->n] = x->line;
     b->ordinal[b->n] = x->ordinal;
+    b->first[b->n] = (uint8_t)first;
     b->rows[b->n++] = x;
     if (b->n == r->p.batch_size) {
         pr->cur = NULL;
@@ -426,16 +432,20 @@ static int emit(prod *pr, rec *x)
 /* Adds a row to the shuffle buffer (or emits it straight away). */
 static int shuffle_add(prod *pr, rec *x)
 {
+    int first = pr->epoch == 0;
     if (pr->buf_cap <= 1)
-        return emit(pr, x);
+        return emit(pr, x, first);
     if (pr->buf_n < pr->buf_cap) {
+        pr->buf_first[pr->buf_n] = (uint8_t)first;
         pr->buf[pr->buf_n++] = x;
         return 0;
     }
     size_t k = (size_t)trn_rng_below(&pr->rng, pr->buf_n);
     rec *out = pr->buf[k];
+    int out_first = pr->buf_first[k];
     pr->buf[k] = x;
-    return emit(pr, out);
+    pr->buf_first[k] = (uint8_t)first;
+    return emit(pr, out, out_first);
 }
 
 static int shuffle_drain(prod *pr)
@@ -443,8 +453,11 @@ static int shuffle_drain(prod *pr)
     while (pr->buf_n > 0) {
         size_t k = (size_t)trn_rng_below(&pr->rng, pr->buf_n);
         rec *out = pr->buf[k];
-        pr->buf[k] = pr->buf[--pr->buf_n];
-        int rc = emit(pr, out);
+        int out_first = pr->buf_first[k];
+        pr->buf_n--;
+        pr->buf[k] = pr->buf[pr->buf_n];
+        pr->buf_first[k] = pr->buf_first[pr->buf_n];
+        int rc = emit(pr, out, out_first);
         if (rc)
             return rc;
     }
@@ -755,7 +768,8 @@ static void *producer(void *arg)
     pr.buf_cap = r->p.shuffle_buffer_size;
     if (pr.buf_cap > 1) {
         pr.buf = calloc(pr.buf_cap, sizeof *pr.buf);
-        if (!pr.buf) {
+        pr.buf_first = calloc(pr.buf_cap, sizeof *pr.buf_first);
+        if (!pr.buf || !pr.buf_first) {
             st = rt_err_set(&e, RT_ERR_NOMEM, "out of memory (shuffle buffer)");
             goto out;
         }
@@ -763,6 +777,7 @@ static void *producer(void *arg)
     r->keeping = r->p.cache_bytes > 0 && r->p.num_epochs != 1;
     for (int64_t ep = 0; r->p.num_epochs == 0 || ep < r->p.num_epochs; ep++) {
         uint64_t before = r->stats.rows;
+        pr.epoch = ep > 1 ? 1 : (int)ep;
         pr.row_no = 0;
         pr.pend_bytes = pr.pend_bad = 0;
         if (r->replay) {
@@ -810,6 +825,7 @@ out:
     for (size_t i = 0; i < pr.buf_n; i++)
         rec_free(pr.buf[i]);
     free(pr.buf);
+    free(pr.buf_first);
     batch_free(pr.cur);
     finish(r, st, &e);
     return NULL;
@@ -923,6 +939,7 @@ rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err)
     r->view.src_file = b->src_file;
     r->view.src_line = b->src_line;
     r->view.ordinal = b->ordinal;
+    r->view.first = b->first;
     r->view.priv = b;
     *rows = &r->view;
     return RT_OK;

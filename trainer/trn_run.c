@@ -158,6 +158,8 @@ static rt_status run_open(trn_run *R, const cJSON *spec, const trn_config *cfg, 
     if ((st = trn_model_new(R->def, c, c->seed, &R->m, err)))
         return st;
     R->m->trees = R->def->graph->trees; /* BoostedTrees: checkpointed with the model */
+    if (!(R->stats = trn_stats_new(R->def)))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     if ((st = trn_dist_new(c->comm, &R->dist, err)))
         return st;
     R->m->dist = R->dist;
@@ -326,6 +328,7 @@ static rt_status run_close(trn_run *R, rt_status st, rt_err *err)
     trn_early_stop_free(R->es);
     trn_model_free(R->m);
     trn_dist_free(R->dist);
+    trn_stats_free(R->stats);
     rt_modeldef_free(R->def);
     free(R->spec_json);
     trn_job_dir_unlock(R->lock);

@@ -53,7 +53,33 @@ typedef struct trn_run {
     rt_metric_list last_ml; /* the last evaluation (valid when last_ml_step >= 0) */
     int64_t last_ml_step;
     trn_ckpt_writer *ckw; /* checkpoints written in the background (the chief's) */
+    struct trn_stats *stats; /* the training data's statistics (trn_stats.c) */
 } trn_run;
+
+/* ------------------------------------ training statistics (trn_stats.c) */
+
+/*
+ * The statistics of the training rows (rt_stats_acc over the serving
+ * signature's raw inputs), each row counted once: rows the reader marks as
+ * its first epoch's, until the input restarts (done). With rows split
+ * between MPI ranks (merge) the ranks' accumulators are gathered and merged
+ * at each export; otherwise rank 0 saw every row.
+ */
+typedef struct trn_stats {
+    rt_stats_acc *acc;
+    const Predictd__ModelDef *def;
+    int done;
+    int merge;
+    rt_buf json; /* statistics.json of the last trn_stats_snapshot (chief) */
+} trn_stats;
+
+trn_stats *trn_stats_new(const Predictd__ModelDef *def);
+void trn_stats_free(trn_stats *s);
+/* Counts the rows of a batch the reader marked as first readings. */
+rt_status trn_stats_rows(trn_stats *s, const trn_rows *rows, rt_err *err);
+/* statistics.json of every row counted so far into s->json (rank 0); every
+ * rank calls it at the same point (a collective when s->merge). */
+rt_status trn_stats_snapshot(trn_stats *s, trn_dist *dist, rt_err *err);
 
 /* ------------------------------------- after a step (trn_after_step.c) */
 
@@ -133,6 +159,7 @@ typedef struct trn_input {
     const trn_config *c;
     trn_cache *cache;     /* the rows' features across epochs (numbered by the reader) */
     uint64_t cache_bytes; /* the reader's kept rows, and the cache's, each at most */
+    struct trn_stats *stats; /* the training statistics (each row once), or NULL */
 } trn_input;
 
 /* (Re)opens the training reader *rd (closing the old one, clearing the

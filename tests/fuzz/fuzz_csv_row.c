@@ -220,7 +220,7 @@ static void compare(const rt_graph *g, const uint8_t *data, size_t size)
             FZ_CHECK(!L->blank, "the reader handed out a blank line");
             L->seen = 1;
             trn_rows one = {1, rows->n_fields, rows->fields + i * rows->n_fields,
-                            rows->src_file + i, rows->src_line + i, NULL, NULL};
+                            rows->src_file + i, rows->src_line + i, NULL, NULL, NULL};
             rt_err ferr = {{0}};
             st = trn_feeder_fill(fd, &one, bt, labels, NULL, TRN_BAD_ROW_STOP, NULL, &ferr);
             fz_note("trn_feeder_fill", st, &ferr);

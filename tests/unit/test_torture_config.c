@@ -145,7 +145,9 @@ static void test_rollout(void **state)
              " \"traffic_split\": {\"stable\": 85, \"canary\": 10, \"7\": 5},"
              " \"shadow\": {\"version\": \"canary\", \"percent\": 25},"
              " \"request_logging\": {\"sampling_rate\": 0.5, \"dir\": \"logs\","
-             "  \"max_file_mb\": 2, \"max_files\": 3}},"
+             "  \"max_file_mb\": 2, \"max_files\": 3},"
+             " \"monitoring\": {\"window_seconds\": 60, \"sample_rate\": 0.5,"
+             "  \"thresholds\": {\"age\": 0.2, \"occupation\": 0.1}}},"
              "{\"name\": \"trees\", \"base_path\": \"/abs/trees\","
              " \"version_policy\": {\"all\": true}, \"default_version\": 3}]}";
     uint64_t n = support_torture("rollout config", build, check, &r, 1, false);

@@ -1,6 +1,6 @@
 /* test_torture_model.c — the export loader under allocation failure:
  * rt_model_open on a census export (conf/census.json's model, random
- * weights) and on a trees export (conf/census_trees.json, random complete
+ * weights, training statistics) and on a trees export (conf/census_trees.json, random complete
  * trees) with the n-th allocation failing, for every n until an open
  * completes (support_alloc.h), gives RT_ERR_NOMEM with a message or a model
  * that answers as the untortured one does; never a crash, a leak or
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "exp.h"
 #include "rt.h"
 #include "support_alloc.h"
 #include "support_models.h"
@@ -43,6 +44,8 @@ static void check_open(void *ctx, rt_status st, bool injected)
         if (!r->want_tensors)
             r->want_tensors = n;
         assert_int_equal(n, r->want_tensors);
+        assert_non_null(rt_model_stats(r->m)); /* statistics.json, parsed whole */
+        assert_int_equal(rt_model_stats(r->m)->num_examples, 50);
     } else {
         assert_null(r->m);
     }
@@ -69,7 +72,38 @@ static void write_export(open_run *r, const char *name, size_t n_trees)
     support_tensors st = {0};
     assert_int_equal(support_random_tensors(def, 7, 0.5f, &st), 0);
     assert_int_equal(support_mkdtemp(r->dir, sizeof r->dir), 0);
-    assert_true(support_write_export(r->dir, def, &st, 1, r->path, sizeof r->path) > 0);
+    /* with training statistics: 50 rows of every input (numbers, strings, missing) */
+    rt_stats_acc *acc = rt_stats_acc_new(def);
+    assert_non_null(acc);
+    for (int row = 0; row < 50; row++) {
+        rt_stats_acc_example(acc);
+        for (size_t i = 0; i < rt_stats_acc_inputs(acc); i++) {
+            char cell[16];
+            snprintf(cell, sizeof cell, "%s%d", rt_stats_acc_type(acc, i) == RT_STATS_STRING ? "v"
+                                                                                          : "",
+                     row % 7);
+            assert_int_equal(rt_stats_acc_cell(acc, i, row % 9 ? cell : "", row % 9 ? strlen(cell) : 0,
+                                               1, NULL), RT_OK);
+        }
+    }
+    rt_stats *stats = NULL;
+    rt_buf json;
+    rt_buf_init(&json);
+    assert_int_equal(rt_stats_acc_finish(acc, &stats, NULL), RT_OK);
+    assert_int_equal(rt_stats_write_json(stats, "train", &json), RT_OK);
+    exp_params p = exp_default_params();
+    p.version = 1;
+    p.statistics = json.data;
+    p.statistics_len = json.len;
+    exp_result res;
+    rt_err werr = {{0}};
+    if (exp_write(r->dir, def, st.t, st.n, &p, &res, &werr) != RT_OK)
+        fail_msg("%s", werr.msg);
+    assert_true(strlen(res.path) < sizeof r->path);
+    memcpy(r->path, res.path, strlen(res.path) + 1);
+    rt_buf_free(&json);
+    rt_stats_free(stats);
+    rt_stats_acc_free(acc);
     support_tensors_free(&st);
     rt_modeldef_free(def);
 }
