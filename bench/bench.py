@@ -1014,7 +1014,7 @@ def g11():
 MONITORING_GOAL = 0.95  # monitoring at sample rate 1 keeps >= 95% of req/s (issue 28)
 
 
-@group(17, "skew/drift monitoring at sample rate 1 vs none (single instance, keep-alive, wrk)")
+@group(19, "skew/drift monitoring at sample rate 1 vs none (single instance, keep-alive, wrk)")
 def g17():
     """Two daemons on the same export (with its training statistics) side by
     side, their wrk runs alternating: one plain, one monitoring every

@@ -4,9 +4,8 @@
  *
  *   1. the request's metadata.inputs.<input>.inputBaselines (rt_explain_json.c);
  *   2. the export's training statistics: the median of a numeric input, the
- *      most frequent value of a categorical one — stats_baseline() below is
- *      where they plug in once exports carry statistics (issue 28); until
- *      then it finds none;
+ *      most frequent value of a categorical one (stats_baseline(), from the
+ *      export's statistics.json; exports made before issue 28 have none);
  *   3. the spec's export.explanation.baselines.<input>, read from the
  *      export's training.spec_json (checked by rt_spec.c when trained);
  *   4. the raw column's CSV default when the spec gave one, else 0 for a
@@ -15,17 +14,37 @@
 #include "rt_explain_internal.h"
 
 #include <cJSON.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The training statistics' baseline of input in: RT_OK with *v, or
- * RT_ERR_NOTFOUND when the export has none (all exports, for now). */
+/* The training statistics' baseline of input in (the median of a numeric
+ * input, the most frequent value of a string one): RT_OK with *v, or
+ * RT_ERR_NOTFOUND when the export carries no statistics (exports made
+ * before issue 28) or none for that input. *v's string is the statistics'
+ * (valid while m is). */
 static rt_status stats_baseline(const rt_model *m, size_t in, xai_base_value *v)
 {
-    (void)m;
-    (void)in;
-    (void)v;
-    return RT_ERR_NOTFOUND;
+    const rt_stats *s = rt_model_stats(m);
+    const rt_graph *g = rt_model_graph(m);
+    if (!s || !g || in >= g->n_inputs)
+        return RT_ERR_NOTFOUND;
+    const rt_input *inp = &g->inputs[in];
+    if (inp->dtype == PREDICTD__DTYPE__DT_FLOAT) {
+        double med;
+        if (rt_stats_median(s, inp->name, &med) != RT_OK)
+            return RT_ERR_NOTFOUND;
+        v->is_str = false;
+        v->num = med;
+        return RT_OK;
+    }
+    const char *top = NULL;
+    if (rt_stats_top_value(s, inp->name, &top) != RT_OK || !top)
+        return RT_ERR_NOTFOUND;
+    v->is_str = true;
+    v->str = (char *)(uintptr_t)top; /* not freed: xai_baseline_batch copies it */
+    v->len = strlen(top);
+    return RT_OK;
 }
 
 /* export.explanation.baselines of the spec the model was trained with, or
