@@ -344,8 +344,8 @@ case("fragment is part of the name", {"status": 404, "error": "not found"}, meth
 case("absolute URI", {"status": 404, "error": "no such path"}, method="GET",
      path="http://127.0.0.1/v1/models/census")
 case("asterisk target", {"status": 404, "error": "no such path"}, method="OPTIONS", path="*")
-case("unknown verb", {"status": 404, "error": "unknown method ':explain'"},
-     path="/v1/models/census:explain")
+case("unknown verb", {"status": 404, "error": "unknown method ':interpret'"},
+     path="/v1/models/census:interpret")
 case("empty verb", {"status": 404, "error": "unknown method"}, path="/v1/models/census:")
 case("verb without model", {"status": 404, "error": "no such path"}, path="/v1/models/:predict")
 case("colon inside the name", {"status": 404, "error": "unknown method"},
