@@ -21,9 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *kind_name(Tensorflow__Feature__KindCase k)
+/* See rt_internal.h. */
+const char *rt_example_kind_name(int kind_case)
 {
-    switch (k) {
+    switch ((Tensorflow__Feature__KindCase)kind_case) {
     case TENSORFLOW__FEATURE__KIND_BYTES_LIST: return "bytes_list";
     case TENSORFLOW__FEATURE__KIND_FLOAT_LIST: return "float_list";
     case TENSORFLOW__FEATURE__KIND_INT64_LIST: return "int64_list";
@@ -42,7 +43,7 @@ static Tensorflow__Feature__KindCase want_kind(const Predictd__RawColumn *rc)
 
 const char *rt_example_kind(const Predictd__RawColumn *rc)
 {
-    return kind_name(want_kind(rc));
+    return rt_example_kind_name(want_kind(rc));
 }
 
 /* The shortest decimal text strtod reads back as exactly (double)f. */
@@ -109,10 +110,10 @@ rt_status rt_example_to_row(const Predictd__ModelDef *def, const uint8_t *bytes,
             }
             if (ft->kind_case != kind && !rc->unused) {
                 st = rt_err_set(err, RT_ERR_INVALID, "feature %s: expected %s (column type %s), "
-                                "got %s", rc->name, kind_name(kind),
+                                "got %s", rc->name, rt_example_kind_name(kind),
                                 kind == TENSORFLOW__FEATURE__KIND_BYTES_LIST ? "string"
                                 : rc->is_int ? "int" : "float",
-                                kind_name(ft->kind_case));
+                                rt_example_kind_name(ft->kind_case));
                 goto out;
             }
             if (count != 1 && !rc->unused) {

@@ -95,16 +95,6 @@ out:
 
 /* ---------------------------------------------------------------- Example */
 
-static const char *kind_name(Tensorflow__Feature__KindCase k)
-{
-    switch (k) {
-    case TENSORFLOW__FEATURE__KIND_BYTES_LIST: return "bytes_list";
-    case TENSORFLOW__FEATURE__KIND_FLOAT_LIST: return "float_list";
-    case TENSORFLOW__FEATURE__KIND_INT64_LIST: return "int64_list";
-    default: return "no value list";
-    }
-}
-
 /* Pushes the values of one tf.Example feature into input `in`. */
 static rt_status push_feature(const rt_graph *g, rt_batch *b, size_t idx, size_t in,
                               const char *name, const Tensorflow__Feature *ft, rt_err *err)
@@ -143,7 +133,7 @@ static rt_status push_feature(const rt_graph *g, rt_batch *b, size_t idx, size_t
     }
     return rt_err_set(err, RT_ERR_INVALID, "example_proto: feature %s: expected %s, got %s",
                       name, is_num ? "float_list or int64_list" : "bytes_list or int64_list",
-                      kind_name(ft->kind_case));
+                      rt_example_kind_name(ft->kind_case));
 }
 
 static rt_status example(const rt_graph *g, rt_batch *b, size_t idx, const uint8_t *bytes,
