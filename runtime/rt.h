@@ -238,6 +238,9 @@ double rt_seconds(int wall);
 uint64_t rt_fingerprint64(const void *data, size_t len);
 /* TensorFlow's FingerprintCat64: combine two fingerprints (crossed columns). */
 uint64_t rt_fingerprint_cat64(uint64_t fp1, uint64_t fp2);
+/* MurmurHash3's 64-bit finaliser (fmix64): spreads x's bits over the word
+ * (hash-table slots, sampling draws). A bijection; rt_mix64(0) is 0. */
+uint64_t rt_mix64(uint64_t x);
 /* CRC-32C (Castagnoli) of data, continuing from crc (start with 0). */
 uint32_t rt_crc32c(uint32_t crc, const void *data, size_t len);
 

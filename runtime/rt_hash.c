@@ -338,3 +338,12 @@ uint32_t rt_crc32c(uint32_t crc, const void *data, size_t len)
 #endif
     return rt_crc32c_portable(crc, data, len);
 }
+
+uint64_t rt_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 33);
+}

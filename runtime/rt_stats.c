@@ -56,14 +56,11 @@ struct rt_stats_acc {
 
 /* ------------------------------------------------------------ hash table */
 
+/* A slot hash: never 0, which marks an empty slot. */
 static uint64_t mix64(uint64_t x)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x ? x : 1;
+    uint64_t h = rt_mix64(x);
+    return h ? h : 1;
 }
 
 static uint64_t num_hash(double v)

@@ -162,16 +162,6 @@ struct srv_monitor {
     uint64_t windows;        /* completed */
 };
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 static int64_t now_ms(void)
 {
     struct timespec t;
@@ -366,10 +356,10 @@ void srv_monitor_observe(srv_monitor *m, const rt_batch *b)
         return;
     size_t n = rt_batch_size(b), counted = 0;
     _Atomic uint64_t *c =
-        m->cnt + (mix64((uint64_t)(uintptr_t)pthread_self()) % SHARDS) * m->stride;
+        m->cnt + (rt_mix64((uint64_t)(uintptr_t)pthread_self()) % SHARDS) * m->stride;
     for (size_t i = 0; i < n; i++) {
         if (m->sample_cut != UINT64_MAX &&
-            mix64(atomic_fetch_add_explicit(&m->draws, 1, memory_order_relaxed)) >= m->sample_cut)
+            rt_mix64(atomic_fetch_add_explicit(&m->draws, 1, memory_order_relaxed)) >= m->sample_cut)
             continue;
         counted++;
         for (size_t k = 0; k < m->nf; k++) {
