@@ -239,22 +239,15 @@ static int is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-/*
- * Splits line (len bytes, no newline) into a new rec with rt_csv_split and
- * checks the field count and the numeric fields with rt_raw_number (the
- * serving receivers' own code). On a malformed line returns NULL with err
- * set (and *nomem on allocation failure).
- */
-static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err *err,
-                       int *nomem)
+/* A new rec for n_fields fields and len bytes of text, laid out in one
+ * block; NULL with *nomem set on allocation failure. */
+static rec *rec_new(const trn_reader *r, size_t len, int *nomem)
 {
     size_t nf = r->p.n_fields;
     rec *x = malloc(sizeof *x + nf * (sizeof(rt_csv_span) + sizeof(double) + 1) + len + 1);
-    *nomem = 0;
-    if (!x) {
-        *nomem = 1;
+    *nomem = !x;
+    if (!x)
         return NULL;
-    }
     x->ordinal = TRN_NO_ORDINAL;
     x->bytes = x->bad_before = 0;
     x->kept = 0;
@@ -262,14 +255,14 @@ static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err
     x->num = (double *)(void *)(x->span + nf); /* spans are 8 bytes: aligned */
     x->num_state = (uint8_t *)(x->num + nf);
     x->text = (char *)(x->num_state + nf);
-    long got = rt_csv_split(line, len, x->text, x->span, nf, err);
-    if (got < 0)
-        goto bad;
-    if ((size_t)got != nf) {
-        rt_err_set(err, RT_ERR_INVALID, "expected %zu fields, got %ld", nf, got);
-        goto bad;
-    }
-    for (size_t f = 0; f < nf; f++) {
+    return x;
+}
+
+/* Reads x's numeric fields with rt_raw_number (the serving receivers' own
+ * code) into num and num_state. 0, or -1 with err naming the bad field. */
+static int rec_numbers(const trn_reader *r, rec *x, rt_err *err)
+{
+    for (size_t f = 0; f < r->p.n_fields; f++) {
         x->num[f] = 0;
         x->num_state[f] = 0;
         if (!r->numeric || !r->numeric[f])
@@ -279,11 +272,36 @@ static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err
         rt_status st = rt_raw_number(s, x->span[f].len, &v);
         if (st == RT_ERR_INVALID) {
             rt_raw_number_error(err, f, r->p.names ? r->p.names[f] : NULL, s, x->span[f].len);
-            goto bad;
+            return -1;
         }
         x->num[f] = v;
         x->num_state[f] = st == RT_OK ? 1 : 2;
     }
+    return 0;
+}
+
+/*
+ * Splits line (len bytes, no newline) into a new rec with rt_csv_split and
+ * checks the field count and the numeric fields (rec_numbers). On a
+ * malformed line returns NULL with err set (and *nomem on allocation
+ * failure).
+ */
+static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err *err,
+                       int *nomem)
+{
+    size_t nf = r->p.n_fields;
+    rec *x = rec_new(r, len, nomem);
+    if (!x)
+        return NULL;
+    long got = rt_csv_split(line, len, x->text, x->span, nf, err);
+    if (got < 0)
+        goto bad;
+    if ((size_t)got != nf) {
+        rt_err_set(err, RT_ERR_INVALID, "expected %zu fields, got %ld", nf, got);
+        goto bad;
+    }
+    if (rec_numbers(r, x, err))
+        goto bad;
     return x;
 bad:
     free(x);
@@ -298,37 +316,14 @@ bad:
 static rec *cells_rec(const trn_reader *r, const char *text, size_t len, const rt_csv_span *spans,
                       rt_err *err, int *nomem)
 {
-    size_t nf = r->p.n_fields;
-    rec *x = malloc(sizeof *x + nf * (sizeof(rt_csv_span) + sizeof(double) + 1) + len + 1);
-    *nomem = 0;
-    if (!x) {
-        *nomem = 1;
+    rec *x = rec_new(r, len, nomem);
+    if (!x)
         return NULL;
-    }
-    x->ordinal = TRN_NO_ORDINAL;
-    x->bytes = x->bad_before = 0;
-    x->kept = 0;
-    x->span = (rt_csv_span *)(x + 1);
-    x->num = (double *)(void *)(x->span + nf);
-    x->num_state = (uint8_t *)(x->num + nf);
-    x->text = (char *)(x->num_state + nf);
     memcpy(x->text, text, len + 1);
-    memcpy(x->span, spans, nf * sizeof *spans);
-    for (size_t f = 0; f < nf; f++) {
-        x->num[f] = 0;
-        x->num_state[f] = 0;
-        if (!r->numeric || !r->numeric[f])
-            continue;
-        double v = 0;
-        const char *s = x->text + x->span[f].off;
-        rt_status st = rt_raw_number(s, x->span[f].len, &v);
-        if (st == RT_ERR_INVALID) {
-            rt_raw_number_error(err, f, r->p.names ? r->p.names[f] : NULL, s, x->span[f].len);
-            free(x);
-            return NULL;
-        }
-        x->num[f] = v;
-        x->num_state[f] = st == RT_OK ? 1 : 2;
+    memcpy(x->span, spans, r->p.n_fields * sizeof *spans);
+    if (rec_numbers(r, x, err)) {
+        free(x);
+        return NULL;
     }
     return x;
 }
