@@ -191,6 +191,22 @@ static Predictd__ModelDef *spec_def(const char *path, rt_err *err)
     return def;
 }
 
+/* See pm.h. */
+int pm_stats_skip_lines(const char *s, size_t *skip)
+{
+    *skip = 0;
+    if (!s)
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || end == s || v > 1000000) {
+        fprintf(stderr, "predict-model: --skip-header-lines: \"%s\" is not a count\n", s);
+        return PM_EXIT_USAGE;
+    }
+    *skip = (size_t)v;
+    return 0;
+}
+
 int pm_cmd_stats(const pm_opts *o)
 {
     rt_err err = {{0}};
@@ -201,16 +217,8 @@ int pm_cmd_stats(const pm_opts *o)
     const rt_stats *show = NULL;
     int rc = 1;
     size_t skip = 0;
-    if (o->skip_header) {
-        char *end;
-        unsigned long long v = strtoull(o->skip_header, &end, 10);
-        if (*end || end == o->skip_header || v > 1000000) {
-            fprintf(stderr, "predict-model: --skip-header-lines: \"%s\" is not a count\n",
-                    o->skip_header);
-            return PM_EXIT_USAGE;
-        }
-        skip = (size_t)v;
-    }
+    if (pm_stats_skip_lines(o->skip_header, &skip))
+        return PM_EXIT_USAGE;
     if (o->dir) {
         if (!(m = pm_open_model(o->dir, NULL)))
             return 1;

@@ -510,16 +510,9 @@ int pm_cmd_validate(const pm_opts *o)
     rt_buf_init(&b);
     size_t skip = 0;
     const rt_stats *tr = rt_model_stats(m);
-    if (o->skip_header) {
-        char *end;
-        unsigned long long v = strtoull(o->skip_header, &end, 10);
-        if (*end || end == o->skip_header || v > 1000000) {
-            fprintf(stderr, "predict-model: --skip-header-lines: \"%s\" is not a count\n",
-                    o->skip_header);
-            rc = PM_EXIT_USAGE;
-            goto out;
-        }
-        skip = (size_t)v;
+    if (pm_stats_skip_lines(o->skip_header, &skip)) {
+        rc = PM_EXIT_USAGE;
+        goto out;
     }
     if (!tr) {
         fprintf(stderr, "predict-model: %s has no training statistics (statistics.json: "
