@@ -262,37 +262,38 @@ static int displs(const size_t *lens, int n, int **cnt, int **dsp)
     return 0;
 }
 
-static int allgatherv(void *ctx, const void *send, size_t len, void *recv, const size_t *lens)
+/* Gathers each rank's len bytes (lens[r] from rank r) into recv at every
+ * rank (root < 0) or at root only. 0, or -1. */
+static int gather_bytes(const void *send, size_t len, void *recv, const size_t *lens, int root)
 {
-    (void)ctx;
     int n, rc = -1;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     int *cnt = NULL, *dsp = NULL;
     MPI_Request req;
-    if (len <= INT_MAX && displs(lens, n, &cnt, &dsp) == 0 &&
-        MPI_Iallgatherv(send, (int)len, MPI_BYTE, recv, cnt, dsp, MPI_BYTE, MPI_COMM_WORLD,
-                        &req) == MPI_SUCCESS)
-        rc = wait_for(&req);
+    if (len <= INT_MAX && displs(lens, n, &cnt, &dsp) == 0) {
+        int mr = root < 0 ? MPI_Iallgatherv(send, (int)len, MPI_BYTE, recv, cnt, dsp, MPI_BYTE,
+                                            MPI_COMM_WORLD, &req)
+                          : MPI_Igatherv(send, (int)len, MPI_BYTE, recv, cnt, dsp, MPI_BYTE,
+                                         root, MPI_COMM_WORLD, &req);
+        if (mr == MPI_SUCCESS)
+            rc = wait_for(&req);
+    }
     free(cnt);
     free(dsp);
     return rc;
+}
+
+static int allgatherv(void *ctx, const void *send, size_t len, void *recv, const size_t *lens)
+{
+    (void)ctx;
+    return gather_bytes(send, len, recv, lens, -1);
 }
 
 static int gatherv(void *ctx, const void *send, size_t len, void *recv, const size_t *lens,
                    int root)
 {
     (void)ctx;
-    int n, rc = -1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    int *cnt = NULL, *dsp = NULL;
-    MPI_Request req;
-    if (len <= INT_MAX && displs(lens, n, &cnt, &dsp) == 0 &&
-        MPI_Igatherv(send, (int)len, MPI_BYTE, recv, cnt, dsp, MPI_BYTE, root, MPI_COMM_WORLD,
-                     &req) == MPI_SUCCESS)
-        rc = wait_for(&req);
-    free(cnt);
-    free(dsp);
-    return rc;
+    return gather_bytes(send, len, recv, lens, root);
 }
 
 static int bcast(void *ctx, void *buf, size_t len, int root)
