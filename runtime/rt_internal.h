@@ -206,6 +206,10 @@ bool rt_asset_path_ok(const char *path);
  * compile_pass and transform_pass order the kinds so that a column runs after
  * the kinds it reads (0 raw inputs, 1 bucketized, 2 crossed, 3 of ids).
  */
+/* A kind's compile and transform functions (see below). */
+typedef rt_status rt_fc_compile_fn(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
+typedef rt_status rt_fc_run_fn(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+                               rt_err *err);
 struct spec_ctx;
 struct cJSON;
 typedef struct rt_fc_kind {
@@ -226,9 +230,8 @@ typedef struct rt_fc_kind {
     rt_status (*resolve)(struct spec_ctx *s, size_t i, const char *path);
     char *(*default_name)(const Predictd__FeatureColumn *fc);
     uint32_t (*raw_shape)(const Predictd__FeatureColumn *fc, const char *raw);
-    rt_status (*compile)(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
-    rt_status (*transform)(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                           rt_err *err);
+    rt_fc_compile_fn *compile;
+    rt_fc_run_fn *transform;
     void (*describe)(const Predictd__FeatureColumn *fc, char *buf, size_t n);
 } rt_fc_kind;
 
@@ -238,26 +241,12 @@ const rt_fc_kind *rt_fc_kind_named(const char *spec_name);
 /* Kind number i (0, 1, ...), NULL past the last: to list them. */
 const rt_fc_kind *rt_fc_kind_at(size_t i);
 
-/* The kinds' compile functions (rt_graph.c) and transforms (rt_transform.c). */
-rt_status rt_fc_compile_numeric(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
-rt_status rt_fc_compile_lookup(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
-rt_status rt_fc_compile_bucketized(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
-rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
-rt_status rt_fc_compile_of_ids(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
-rt_status rt_fc_compile_identity(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
-rt_status rt_fc_compile_weighted(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err);
-rt_status rt_fc_run_numeric(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                            rt_err *err);
-rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                           rt_err *err);
-rt_status rt_fc_run_bucketized(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                               rt_err *err);
-rt_status rt_fc_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                            rt_err *err);
-rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                           rt_err *err);
-rt_status rt_fc_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                             rt_err *err);
+/* The kinds' compile functions (rt_graph.c) and transforms (rt_transform.c),
+ * each of rt_fc_kind's compile and transform type. */
+rt_fc_compile_fn rt_fc_compile_numeric, rt_fc_compile_lookup, rt_fc_compile_bucketized,
+    rt_fc_compile_crossed, rt_fc_compile_of_ids, rt_fc_compile_identity, rt_fc_compile_weighted;
+rt_fc_run_fn rt_fc_run_numeric, rt_fc_run_lookup, rt_fc_run_bucketized, rt_fc_run_crossed,
+    rt_fc_run_of_ids, rt_fc_run_weighted;
 /* Whether instance i of b lacks raw input `input` where the transform needs
  * it: no values, no default under the batch's missing-input policy, and some
  * column reads it without a default of its own (a numeric column's
@@ -307,6 +296,11 @@ void rt_batch_clear_instance(rt_batch *b, size_t idx);
 /* The graph batch b was created for (rt_batch_new's argument); the receivers
  * need it to map CSV columns and tf.Example features to raw inputs. */
 const rt_graph *rt_batch_graph(const rt_batch *b);
+
+/* The name of a tf.Feature's list kind (its Tensorflow__Feature__KindCase,
+ * passed as an int so this header needs no example.pb-c.h): "bytes_list",
+ * "float_list", "int64_list" or "no value list" (rt_example_row.c). */
+const char *rt_example_kind_name(int kind_case);
 
 /* ------------------------------------------- serving scratch (rt_ctx.c) */
 
