@@ -39,41 +39,17 @@ long spec_find_fc(const Predictd__ModelDef *def, const char *name);
 /* ---- rt_spec_columns.c: each kind's spec keys, references and default
  * name (the kinds' table, rt_fc.c, points at them) */
 
-rt_status spec_fc_numeric(spec_ctx *s, const struct cJSON *c, const char *path,
-                          Predictd__FeatureColumn *fc);
-rt_status spec_fc_bucketized(spec_ctx *s, const struct cJSON *c, const char *path,
-                             Predictd__FeatureColumn *fc);
-rt_status spec_fc_vocab_list(spec_ctx *s, const struct cJSON *c, const char *path,
-                             Predictd__FeatureColumn *fc);
-rt_status spec_fc_vocab_file(spec_ctx *s, const struct cJSON *c, const char *path,
-                             Predictd__FeatureColumn *fc);
-rt_status spec_fc_hash(spec_ctx *s, const struct cJSON *c, const char *path,
-                       Predictd__FeatureColumn *fc);
-rt_status spec_fc_crossed(spec_ctx *s, const struct cJSON *c, const char *path,
-                          Predictd__FeatureColumn *fc);
-rt_status spec_fc_embedding(spec_ctx *s, const struct cJSON *c, const char *path,
-                            Predictd__FeatureColumn *fc);
-rt_status spec_fc_indicator(spec_ctx *s, const struct cJSON *c, const char *path,
-                            Predictd__FeatureColumn *fc);
-rt_status spec_fc_identity(spec_ctx *s, const struct cJSON *c, const char *path,
-                           Predictd__FeatureColumn *fc);
-rt_status spec_fc_weighted(spec_ctx *s, const struct cJSON *c, const char *path,
-                           Predictd__FeatureColumn *fc);
-rt_status spec_fc_shared_embedding(spec_ctx *s, const struct cJSON *c, const char *path,
-                                   Predictd__FeatureColumn *fc);
-rt_status spec_resolve_weighted(spec_ctx *s, size_t i, const char *path);
-rt_status spec_resolve_shared(spec_ctx *s, size_t i, const char *path);
-char *spec_name_weighted(const Predictd__FeatureColumn *fc);
-char *spec_name_shared_embedding(const Predictd__FeatureColumn *fc);
-rt_status spec_resolve_numeric(spec_ctx *s, size_t i, const char *path);
-rt_status spec_resolve_bucketized(spec_ctx *s, size_t i, const char *path);
-rt_status spec_resolve_crossed(spec_ctx *s, size_t i, const char *path);
-rt_status spec_resolve_of_categorical(spec_ctx *s, size_t i, const char *path);
-char *spec_name_key(const Predictd__FeatureColumn *fc);
-char *spec_name_bucketized(const Predictd__FeatureColumn *fc);
-char *spec_name_crossed(const Predictd__FeatureColumn *fc);
-char *spec_name_embedding(const Predictd__FeatureColumn *fc);
-char *spec_name_indicator(const Predictd__FeatureColumn *fc);
+typedef rt_status spec_parse_fn(spec_ctx *s, const struct cJSON *c, const char *path,
+                               Predictd__FeatureColumn *fc);
+typedef rt_status spec_resolve_fn(spec_ctx *s, size_t i, const char *path);
+typedef char *spec_name_fn(const Predictd__FeatureColumn *fc);
+spec_parse_fn spec_fc_numeric, spec_fc_bucketized, spec_fc_vocab_list, spec_fc_vocab_file,
+    spec_fc_hash, spec_fc_crossed, spec_fc_embedding, spec_fc_indicator, spec_fc_identity,
+    spec_fc_weighted, spec_fc_shared_embedding;
+spec_resolve_fn spec_resolve_weighted, spec_resolve_shared, spec_resolve_numeric,
+    spec_resolve_bucketized, spec_resolve_crossed, spec_resolve_of_categorical;
+spec_name_fn spec_name_weighted, spec_name_shared_embedding, spec_name_key, spec_name_bucketized,
+    spec_name_crossed, spec_name_embedding, spec_name_indicator;
 
 bool spec_is_categorical(Predictd__ColumnType t);
 const char *spec_fc_kind_name(Predictd__ColumnType t);
