@@ -505,6 +505,25 @@ static int keep(trn_reader *r, rec *x, size_t len, uint64_t bytes, uint64_t bad_
     return 0;
 }
 
+/* Counts row x (bytes of input, bad rows skipped before it) and hands it to
+ * the shuffle buffer: RT_OK, RT_ERR_NOTFOUND when stopped (nobody listens),
+ * RT_ERR_NOMEM (said in e when e is not NULL). */
+static rt_status hand_on(prod *pr, rec *x, uint64_t bytes, uint64_t bad, rt_err *e)
+{
+    trn_reader *r = pr->r;
+    pthread_mutex_lock(&r->mu);
+    r->stats.rows++;
+    r->stats.bytes += bytes;
+    r->stats.bad_rows += bad;
+    pthread_mutex_unlock(&r->mu);
+    int rc = shuffle_add(pr, x);
+    if (rc == -1)
+        return RT_ERR_NOTFOUND;
+    if (rc == -2)
+        return e ? rt_err_set(e, RT_ERR_NOMEM, "out of memory") : RT_ERR_NOMEM;
+    return RT_OK;
+}
+
 /* One epoch from the kept rows: the same rows, counts and order as reading
  * the files again would give (they are the first epoch's rows). */
 static rt_status replay(prod *pr)
@@ -512,16 +531,9 @@ static rt_status replay(prod *pr)
     trn_reader *r = pr->r;
     for (size_t k = 0; k < r->n_kept; k++) {
         rec *x = r->kept[k];
-        pthread_mutex_lock(&r->mu);
-        r->stats.rows++;
-        r->stats.bytes += x->bytes;
-        r->stats.bad_rows += x->bad_before;
-        pthread_mutex_unlock(&r->mu);
-        int rc = shuffle_add(pr, x);
-        if (rc == -1)
-            return RT_ERR_NOTFOUND; /* stopped: nobody listens */
-        if (rc == -2)
-            return RT_ERR_NOMEM;
+        rt_status st = hand_on(pr, x, x->bytes, x->bad_before, NULL);
+        if (st)
+            return st;
     }
     pthread_mutex_lock(&r->mu);
     r->stats.bad_rows += r->tail_bad;
@@ -600,19 +612,8 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
             goto out;
         }
         pr->pend_bytes = pr->pend_bad = 0;
-        pthread_mutex_lock(&r->mu);
-        r->stats.rows++;
-        r->stats.bytes += (uint64_t)got;
-        pthread_mutex_unlock(&r->mu);
-        int rc = shuffle_add(pr, x);
-        if (rc == -1) {
-            st = RT_ERR_NOTFOUND; /* stopped: nobody listens */
+        if ((st = hand_on(pr, x, (uint64_t)got, 0, e)) != RT_OK)
             goto out;
-        }
-        if (rc == -2) {
-            st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
     }
     if (ferror(fp))
         st = rt_err_set(e, RT_ERR_IO, "%s: read error: %s", path, strerror(errno));
@@ -715,19 +716,8 @@ static rt_status read_records(prod *pr, size_t fi, rt_err *e)
             goto out;
         }
         pr->pend_bytes = pr->pend_bad = 0;
-        pthread_mutex_lock(&r->mu);
-        r->stats.rows++;
-        r->stats.bytes += got;
-        pthread_mutex_unlock(&r->mu);
-        int rc = shuffle_add(pr, x);
-        if (rc == -1) {
-            st = RT_ERR_NOTFOUND; /* stopped: nobody listens */
+        if ((st = hand_on(pr, x, (uint64_t)got, 0, e)) != RT_OK)
             goto out;
-        }
-        if (rc == -2) {
-            st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
     }
 out:
     rt_tfrecord_close(tf);
