@@ -524,6 +524,20 @@ static rt_status hand_on(prod *pr, rec *x, uint64_t bytes, uint64_t bad, rt_err 
     return RT_OK;
 }
 
+/* A row just read (len bytes of text, got bytes of input): kept for the
+ * next epochs while the first is being kept, then handed on (hand_on) with
+ * the bytes and bad rows pending before it. Frees x on a failed keep. */
+static rt_status hand_on_read(prod *pr, rec *x, size_t len, uint64_t got, rt_err *e)
+{
+    trn_reader *r = pr->r;
+    if (r->keeping && keep(r, x, len, pr->pend_bytes + got, pr->pend_bad)) {
+        free(x);
+        return rt_err_set(e, RT_ERR_NOMEM, "out of memory");
+    }
+    pr->pend_bytes = pr->pend_bad = 0;
+    return hand_on(pr, x, got, 0, e);
+}
+
 /* One epoch from the kept rows: the same rows, counts and order as reading
  * the files again would give (they are the first epoch's rows). */
 static rt_status replay(prod *pr)
@@ -606,13 +620,7 @@ static rt_status read_file(prod *pr, size_t fi, rt_err *e)
         }
         x->file = fi;
         x->line = lineno;
-        if (r->keeping && keep(r, x, len, pr->pend_bytes + (uint64_t)got, pr->pend_bad)) {
-            st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
-            free(x);
-            goto out;
-        }
-        pr->pend_bytes = pr->pend_bad = 0;
-        if ((st = hand_on(pr, x, (uint64_t)got, 0, e)) != RT_OK)
+        if ((st = hand_on_read(pr, x, len, (uint64_t)got, e)) != RT_OK)
             goto out;
     }
     if (ferror(fp))
@@ -710,13 +718,7 @@ static rt_status read_records(prod *pr, size_t fi, rt_err *e)
         }
         x->file = fi;
         x->line = recno;
-        if (r->keeping && keep(r, x, text.len, pr->pend_bytes + got, pr->pend_bad)) {
-            st = rt_err_set(e, RT_ERR_NOMEM, "out of memory");
-            free(x);
-            goto out;
-        }
-        pr->pend_bytes = pr->pend_bad = 0;
-        if ((st = hand_on(pr, x, (uint64_t)got, 0, e)) != RT_OK)
+        if ((st = hand_on_read(pr, x, text.len, (uint64_t)got, e)) != RT_OK)
             goto out;
     }
 out:
