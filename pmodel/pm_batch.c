@@ -55,7 +55,7 @@ static const char HELP[] =
     "  --input FILES         input files (repeatable; comma lists and globs)\n"
     "  --instances-format F  jsonl (default; TEXT, JSON), csv, tf-record (TF_RECORD),\n"
     "                        tf-record-gzip (TF_RECORD_GZIP), file-list\n"
-    "  --predictions-format F  jsonl (the only one written)\n"
+    "  --predictions-format F  jsonl (default) or csv (predictions_0001.csv ...)\n"
     "  --output-dir DIR      where the job's directory is made\n"
     "  --key-field NAME      output {\"key\": the instance's NAME, ...}; NAME is not sent\n"
     "  --included-fields A,B  send only these fields (in this order)\n"
@@ -136,7 +136,8 @@ typedef struct run {
 
 static void shard_path(const run *r, const char *what, size_t k, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s/%s_%0*zu.jsonl", r->dir, what, r->width, k + 1);
+    snprintf(buf, n, "%s/%s_%0*zu.%s", r->dir, what, r->width, k + 1,
+             r->job.csv_out ? "csv" : "jsonl");
 }
 
 static int exists(const char *p)
@@ -343,6 +344,8 @@ static rt_status write_completion(run *r, rt_err *err)
             uint64_t lines = 0;
             for (size_t i = 0; i < len; i++)
                 lines += text[i] == '\n';
+            if (r->job.csv_out && lines > 0)
+                lines--; /* the header */
             free(text);
             *(which ? &failed : &ok) += lines;
         }
@@ -411,9 +414,9 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
         rt_buf_init(&b);
         rt_buf_printf(&b, "{\"fingerprint\": \"%016llx\", \"model\": ", (unsigned long long)fp);
         rt_buf_json_string(&b, version_dir, strlen(version_dir));
-        rt_buf_printf(&b, ", \"instancesFormat\": \"%s\", \"predictionsFormat\": \"jsonl\", "
+        rt_buf_printf(&b, ", \"instancesFormat\": \"%s\", \"predictionsFormat\": \"%s\", "
                       "\"shards\": %zu, \"inputs\": [", pm_in_format_name(r->job.format),
-                      r->n_units);
+                      r->job.csv_out ? "csv" : "jsonl", r->n_units);
         for (size_t k = 0; k < r->n_units; k++) {
             rt_buf_puts(&b, k ? ", " : "");
             rt_buf_printf(&b, "{\"file\": ");
@@ -526,8 +529,9 @@ int pm_cmd_batch_predict(int argc, char **argv)
     if (fmt && pm_in_format_parse(fmt, &r.job.format) != 0)
         return usage("--instances-format \"%s\": expected jsonl, csv, tf-record, "
                      "tf-record-gzip or file-list", fmt);
-    if (pfmt && strcmp(pfmt, "jsonl") != 0)
-        return usage("--predictions-format \"%s\": only jsonl is written", pfmt);
+    if (pfmt && strcmp(pfmt, "jsonl") != 0 && strcmp(pfmt, "csv") != 0)
+        return usage("--predictions-format \"%s\": expected jsonl or csv", pfmt);
+    r.job.csv_out = pfmt && strcmp(pfmt, "csv") == 0;
     if (incl && excl)
         return usage("%s", "--included-fields and --excluded-fields: give one of them");
     if (itype && strcmp(itype, "object") != 0 && strcmp(itype, "array") != 0)
@@ -613,8 +617,9 @@ int pm_cmd_batch_predict(int argc, char **argv)
         r.width++;
     {
         char opts_num[128];
-        snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d", pm_in_format_name(r.job.format),
-                 (unsigned long long)skip_h, (unsigned long long)shard_bytes, r.job.as_array);
+        snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d%s", pm_in_format_name(r.job.format),
+                 (unsigned long long)skip_h, (unsigned long long)shard_bytes, r.job.as_array,
+                 r.job.csv_out ? " csv" : "");
         const char *opts[] = {opts_num, key, incl, excl};
         uint64_t fp = fingerprint(vdir, files, n_files, opts, 4);
         const char *model = def->model_name && *def->model_name ? def->model_name : "model";
