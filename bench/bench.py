@@ -37,12 +37,16 @@ the same machine, prints a table and writes bench/results.json:
     instances per CPU-second (process and children) and per second, next to
     group 2's daemon batch-1000 figure of the same run
 
- 17 explanations: census wide & deep, one instance whose 13 inputs all differ
+ 18 explanations: census wide & deep, one instance whose 13 inputs all differ
     from the baseline, through predict-model explain (in process): exact
     Shapley, sampled Shapley (pathCount 10, 50), integrated gradients
     (stepCount 50, 100); the census trees model of group 14 by TreeSHAP (its
     logit) and by enumeration (its probability): explanations per second per
     core, model rows each
+ 19 monitoring: two daemons on one export with its training statistics,
+    one monitoring skew and drift at sample rate 1, their wrk runs (single
+    instance, keep-alive) alternating: the req/s ratio (monitored / plain),
+    instructions per request of each (callgrind)
 
 Server and load generator run pinned to different CPUs when there are two
 or more. Every figure is the median of RUNS runs (default 3). A figure that
@@ -1015,7 +1019,7 @@ MONITORING_GOAL = 0.95  # monitoring at sample rate 1 keeps >= 95% of req/s (iss
 
 
 @group(19, "skew/drift monitoring at sample rate 1 vs none (single instance, keep-alive, wrk)")
-def g17():
+def g19():
     """Two daemons on the same export (with its training statistics) side by
     side, their wrk runs alternating: one plain, one monitoring every
     instance (window of an hour). ratio = median of the per-pair req/s
@@ -1651,6 +1655,7 @@ def g17():
     if isinstance(daemon, dict) and daemon.get("instances_per_cpu_s"):
         out["daemon batch 1000 instances_per_cpu_s (group 2, this run)"] = round(
             daemon["instances_per_cpu_s"])
+    return out
 
 
 XAI_METHODS = [
@@ -1717,7 +1722,8 @@ def main():
     R["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     R["command"] = "make bench"
     try:
-        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15, g16, g17):
+        for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15, g16, g17, g18,
+                  g19):
             g()
     finally:
         for p in STARTED:

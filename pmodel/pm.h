@@ -137,6 +137,7 @@ typedef struct pm_batch_job {
     size_t n_fields;
     int excluded;                 /* fields are the excluded ones */
     int as_array;                 /* --instance-type array */
+    int csv_out;                  /* --predictions-format csv: CSV lines with a header */
     size_t batch_size;
 } pm_batch_job;
 
@@ -158,7 +159,9 @@ typedef struct pm_batch_out {
  * (predictd's :predict path; a batch that fails is run instance by
  * instance), every prediction is appended to out->predictions as
  * {"instance"|"key": ..., "prediction": ...} and every failure to
- * out->errors as {"instance": ..., "error": {"code", "message"}}. RT_OK
+ * out->errors as {"instance": ..., "error": {"code", "message"}}; with
+ * job->csv_out, CSV lines instead, each buffer's first line its header
+ * (docs/batch-prediction.md, "CSV predictions"). RT_OK
  * unless the unit cannot be read at all (an I/O error) or memory runs out;
  * a bad row or record never stops it. c: the calling thread's. */
 rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_ctx *c,

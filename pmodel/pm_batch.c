@@ -24,6 +24,7 @@
  */
 #include "pm.h"
 
+#include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,8 @@
 #include <unistd.h>
 
 static const char HELP[] =
-    "usage: predict-model batch-predict (--dir EXPORT_BASE [--version N] | --model-dir VERSION)\n"
+    "usage: predict-model batch-predict (--dir EXPORT_BASE [--version N | --label L --config F]\n"
+    "                                   | --model-dir VERSION)\n"
     "                                   --input FILE[,GLOB]... --output-dir DIR [flags]\n"
     "\n"
     "Scores data files offline as Vertex AI's batch prediction does: every\n"
@@ -52,10 +54,13 @@ static const char HELP[] =
     "  --dir EXPORT_BASE     the model's base directory (its newest version), or a\n"
     "                        version directory; --model-dir is another name\n"
     "  --version N           the version N of --dir\n"
+    "  --label L --config PREDICTD_JSON  the version predictd's config labels L\n"
+    "                        (models[].version_labels of the model whose base_path\n"
+    "                        is --dir)\n"
     "  --input FILES         input files (repeatable; comma lists and globs)\n"
     "  --instances-format F  jsonl (default; TEXT, JSON), csv, tf-record (TF_RECORD),\n"
     "                        tf-record-gzip (TF_RECORD_GZIP), file-list\n"
-    "  --predictions-format F  jsonl (the only one written)\n"
+    "  --predictions-format F  jsonl (default) or csv (predictions_0001.csv ...)\n"
     "  --output-dir DIR      where the job's directory is made\n"
     "  --key-field NAME      output {\"key\": the instance's NAME, ...}; NAME is not sent\n"
     "  --included-fields A,B  send only these fields (in this order)\n"
@@ -116,6 +121,100 @@ static long env_long(const char *a, const char *b)
     return s ? strtol(s, NULL, 10) : -1;
 }
 
+/* ------------------------------------------------------ --label, --config */
+
+/* The version that label names for the model whose base_path is dir in
+ * predictd's JSON config file cfg_path (models[].version_labels; a relative
+ * base_path is relative to the config file's directory, as predictd reads
+ * it). OUT: *version (malloc'd digits). Errors name the file and the JSON
+ * path. Only the JSON config is read: TF Serving's text format is refused. */
+/* err's message, prefixed "--config CFG: " (and suffixed with more). */
+static rt_status cfg_err(rt_err *err, rt_status st, const char *cfg, const char *more)
+{
+    char m[sizeof err->msg];
+    snprintf(m, sizeof m, "%s", err->msg);
+    return rt_err_set(err, st, "--config %s: %s%s", cfg, m, more);
+}
+
+static rt_status label_version(const char *cfg_path, const char *dir, const char *label,
+                               char **version, rt_err *err)
+{
+    char *text = NULL, want[PATH_MAX], have[PATH_MAX], cfg_dir[PATH_MAX];
+    size_t len = 0;
+    cJSON *root = NULL;
+    rt_status st = rt_read_file(AT_FDCWD, cfg_path, 16u << 20, 0, &text, &len, err);
+    if (st)
+        return st;
+    if (!realpath(dir, want)) {
+        st = rt_err_set(err, RT_ERR_NOTFOUND, "--dir %s: %s", dir, strerror(errno));
+        goto out;
+    }
+    if ((st = rt_cfg_parse_json(text, len, &root, err))) {
+        cfg_err(err, st, cfg_path, " (only predictd's JSON config is read, not TF Serving's "
+                "text format: give --version N)");
+        goto out;
+    }
+    snprintf(cfg_dir, sizeof cfg_dir, "%s", cfg_path);
+    char *slash = strrchr(cfg_dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(cfg_dir, sizeof cfg_dir, ".");
+    const cJSON *models = NULL, *m;
+    if ((st = rt_cfg_array(root, "", "models", RT_CFG_REQUIRED, &models, err))) {
+        cfg_err(err, st, cfg_path, "");
+        goto out;
+    }
+    long i = 0;
+    cJSON_ArrayForEach(m, models)
+    {
+        char path[64];
+        snprintf(path, sizeof path, "models[%ld]", i++);
+        const char *bp = NULL;
+        if (rt_cfg_str(m, path, "base_path", 0, &bp, err) != RT_OK || !bp)
+            continue;
+        char full[PATH_MAX * 2];
+        snprintf(full, sizeof full, "%s%s%s", bp[0] == '/' ? "" : cfg_dir,
+                 bp[0] == '/' ? "" : "/", bp);
+        if (!realpath(full, have) || strcmp(have, want) != 0)
+            continue;
+        const cJSON *labels = NULL, *l;
+        if ((st = rt_cfg_object(m, path, "version_labels", 0, &labels, err))) {
+            cfg_err(err, st, cfg_path, "");
+            goto out;
+        }
+        l = labels ? cJSON_GetObjectItemCaseSensitive(labels, label) : NULL;
+        if (!l) {
+            st = rt_err_set(err, RT_ERR_NOTFOUND, "--config %s: %s.version_labels has no "
+                            "label \"%s\"", cfg_path, path, label);
+            goto out;
+        }
+        int64_t v = -1;
+        char key[300];
+        snprintf(key, sizeof key, "version_labels.%s", label);
+        if (cJSON_IsString(l) && l->valuestring[0] &&
+            strspn(l->valuestring, "0123456789") == strlen(l->valuestring) &&
+            strlen(l->valuestring) < 19)
+            v = strtoll(l->valuestring, NULL, 10);
+        else if ((st = rt_cfg_to_int(l, path, key, 0, INT64_MAX, &v, err))) {
+            cfg_err(err, st, cfg_path, "");
+            goto out;
+        }
+        if (!(*version = malloc(24))) {
+            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        snprintf(*version, 24, "%lld", (long long)v);
+        goto out;
+    }
+    st = rt_err_set(err, RT_ERR_NOTFOUND, "--config %s: no model in models[] whose base_path "
+                    "is --dir %s", cfg_path, dir);
+out:
+    cJSON_Delete(root);
+    free(text);
+    return st;
+}
+
 /* ------------------------------------------------------------- the job */
 
 typedef struct run {
@@ -136,7 +235,8 @@ typedef struct run {
 
 static void shard_path(const run *r, const char *what, size_t k, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s/%s_%0*zu.jsonl", r->dir, what, r->width, k + 1);
+    snprintf(buf, n, "%s/%s_%0*zu.%s", r->dir, what, r->width, k + 1,
+             r->job.csv_out ? "csv" : "jsonl");
 }
 
 static int exists(const char *p)
@@ -343,6 +443,8 @@ static rt_status write_completion(run *r, rt_err *err)
             uint64_t lines = 0;
             for (size_t i = 0; i < len; i++)
                 lines += text[i] == '\n';
+            if (r->job.csv_out && lines > 0)
+                lines--; /* the header */
             free(text);
             *(which ? &failed : &ok) += lines;
         }
@@ -411,9 +513,9 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
         rt_buf_init(&b);
         rt_buf_printf(&b, "{\"fingerprint\": \"%016llx\", \"model\": ", (unsigned long long)fp);
         rt_buf_json_string(&b, version_dir, strlen(version_dir));
-        rt_buf_printf(&b, ", \"instancesFormat\": \"%s\", \"predictionsFormat\": \"jsonl\", "
+        rt_buf_printf(&b, ", \"instancesFormat\": \"%s\", \"predictionsFormat\": \"%s\", "
                       "\"shards\": %zu, \"inputs\": [", pm_in_format_name(r->job.format),
-                      r->n_units);
+                      r->job.csv_out ? "csv" : "jsonl", r->n_units);
         for (size_t k = 0; k < r->n_units; k++) {
             rt_buf_puts(&b, k ? ", " : "");
             rt_buf_printf(&b, "{\"file\": ");
@@ -447,7 +549,8 @@ int pm_cmd_batch_predict(int argc, char **argv)
 {
     const char *dir = NULL, *version = NULL, *label = NULL, *fmt = NULL, *pfmt = NULL,
                *out_dir = NULL, *key = NULL, *incl = NULL, *excl = NULL, *itype = NULL,
-               *bsize = NULL, *threads_s = NULL, *skip = NULL, *shard_s = NULL, *prog = NULL;
+               *bsize = NULL, *threads_s = NULL, *skip = NULL, *shard_s = NULL, *prog = NULL,
+               *config = NULL;
     const char *inputs[PM_MAX_LIST];
     size_t n_inputs = 0;
     for (int i = 2; i < argc; i++) {
@@ -468,6 +571,8 @@ int pm_cmd_batch_predict(int argc, char **argv)
             slot = &version;
         else if (KEY("--label"))
             slot = &label;
+        else if (KEY("--config"))
+            slot = &config;
         else if (KEY("--input"))
             list = 1;
         else if (KEY("--instances-format") || KEY("--data-format"))
@@ -513,9 +618,13 @@ int pm_cmd_batch_predict(int argc, char **argv)
     }
     if (!dir)
         return usage("%s", "missing --dir EXPORT_BASE (or --model-dir VERSION_DIR)");
-    if (label)
-        return usage("--label %s: version labels live in predictd's model config; give "
-                     "--version N", label);
+    if (label && version)
+        return usage("%s", "--label and --version: give one of them");
+    if (label && !config)
+        return usage("--label %s: version labels live in predictd's config: give --config "
+                     "PREDICTD_JSON too, or --version N", label);
+    if (config && !label)
+        return usage("%s", "--config is read only for --label");
     if (!n_inputs)
         return usage("%s", "missing --input FILE");
     if (!out_dir)
@@ -526,8 +635,9 @@ int pm_cmd_batch_predict(int argc, char **argv)
     if (fmt && pm_in_format_parse(fmt, &r.job.format) != 0)
         return usage("--instances-format \"%s\": expected jsonl, csv, tf-record, "
                      "tf-record-gzip or file-list", fmt);
-    if (pfmt && strcmp(pfmt, "jsonl") != 0)
-        return usage("--predictions-format \"%s\": only jsonl is written", pfmt);
+    if (pfmt && strcmp(pfmt, "jsonl") != 0 && strcmp(pfmt, "csv") != 0)
+        return usage("--predictions-format \"%s\": expected jsonl or csv", pfmt);
+    r.job.csv_out = pfmt && strcmp(pfmt, "csv") == 0;
     if (incl && excl)
         return usage("%s", "--included-fields and --excluded-fields: give one of them");
     if (itype && strcmp(itype, "object") != 0 && strcmp(itype, "array") != 0)
@@ -582,10 +692,15 @@ int pm_cmd_batch_predict(int argc, char **argv)
 
     int rc = 1;
     rt_err err = {{0}};
-    char **files = NULL, *vdir = NULL, *base = NULL;
+    char **files = NULL, *vdir = NULL, *base = NULL, *labelled = NULL;
     size_t n_files = 0;
     rt_model *m = NULL;
     rt_status st = RT_OK;
+    if (label) {
+        if ((st = label_version(config, dir, label, &labelled, &err)))
+            goto fail;
+        version = labelled;
+    }
     if (version) {
         size_t n = strlen(dir) + strlen(version) + 2;
         if ((base = malloc(n)))
@@ -613,8 +728,9 @@ int pm_cmd_batch_predict(int argc, char **argv)
         r.width++;
     {
         char opts_num[128];
-        snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d", pm_in_format_name(r.job.format),
-                 (unsigned long long)skip_h, (unsigned long long)shard_bytes, r.job.as_array);
+        snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d%s", pm_in_format_name(r.job.format),
+                 (unsigned long long)skip_h, (unsigned long long)shard_bytes, r.job.as_array,
+                 r.job.csv_out ? " csv" : "");
         const char *opts[] = {opts_num, key, incl, excl};
         uint64_t fp = fingerprint(vdir, files, n_files, opts, 4);
         const char *model = def->model_name && *def->model_name ? def->model_name : "model";
@@ -664,6 +780,7 @@ out:
     free(r.dir);
     free(vdir);
     free(base);
+    free(labelled);
     rt_model_close(m);
     pthread_mutex_destroy(&r.mu);
     return rc;

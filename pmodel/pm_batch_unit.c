@@ -290,6 +290,7 @@ typedef struct unit_state {
     member *mem;
     size_t mem_cap;
     rt_buf scratch, cells;
+    rt_buf cell, header; /* CSV output: a field's text; the predictions' header */
     rt_csv_span *spans;
     uint8_t *have;
 } unit_state;
@@ -307,10 +308,53 @@ static int rpc_code(rt_status st)
     }
 }
 
+/* One CSV field (RFC 4180): quoted when it holds a comma, a quote, CR or LF,
+ * its quotes doubled. */
+static void csv_field(rt_buf *b, const char *p, size_t n)
+{
+    int quote = 0;
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = p[i] == ',' || p[i] == '"' || p[i] == '\r' || p[i] == '\n';
+    if (!quote) {
+        rt_buf_append(b, p, n);
+        return;
+    }
+    rt_buf_append(b, "\"", 1);
+    for (size_t i = 0, run0 = 0; i <= n; i++) {
+        if (i == n || p[i] == '"') {
+            rt_buf_append(b, p + run0, i - run0 + (i < n));
+            if (i < n)
+                rt_buf_append(b, "\"", 1);
+            run0 = i + 1;
+        }
+    }
+    rt_buf_append(b, "\"", 1);
+}
+
 static void error_line(unit_state *s, const char *inst, size_t ilen, int as_text, int code,
                        const char *msg)
 {
     rt_buf *e = &s->out->errors;
+    if (s->job->csv_out) { /* instance,errors: the instance's JSON text, the status's */
+        rt_buf *t = &s->cell;
+        if (e->len == 0)
+            rt_buf_puts(e, "instance,errors\n");
+        rt_buf_reset(t);
+        if (as_text)
+            rt_buf_json_string(t, inst, ilen);
+        else
+            rt_buf_append(t, inst, ilen);
+        csv_field(e, t->data ? t->data : "", t->len);
+        rt_buf_reset(t);
+        rt_buf_printf(t, "{\"code\": %d, \"message\": ", code);
+        rt_buf_json_string(t, msg, strlen(msg));
+        rt_buf_puts(t, "}");
+        rt_buf_puts(e, ",");
+        csv_field(e, t->data, t->len);
+        rt_buf_puts(e, "\n");
+        s->out->failed++;
+        return;
+    }
     rt_buf_puts(e, "{\"instance\": ");
     if (as_text)
         rt_buf_json_string(e, inst, ilen);
@@ -322,9 +366,55 @@ static void error_line(unit_state *s, const char *inst, size_t ilen, int as_text
     s->out->failed++;
 }
 
+/* A prediction as CSV: the instance's (or key's) JSON text, then one field
+ * per output when the prediction is an object (the header names them, from
+ * the unit's first prediction), else one "prediction" field; every field is
+ * the JSON text predictd answers, byte for byte. */
+static void prediction_csv(unit_state *s, size_t k, const char *p, size_t plen)
+{
+    rt_buf *o = &s->out->predictions, *h = &s->cell;
+    long nm = object_members(p, plen, &s->mem, &s->mem_cap);
+    rt_buf_reset(h);
+    rt_buf_puts(h, s->job->key_field ? "key" : "instance");
+    for (long i = 0; i < nm; i++) {
+        rt_buf_puts(h, ",");
+        csv_field(h, s->mem[i].k, s->mem[i].klen);
+    }
+    if (nm < 0)
+        rt_buf_puts(h, ",prediction");
+    rt_buf_puts(h, "\n");
+    if (o->len == 0) {
+        rt_buf_reset(&s->header);
+        rt_buf_append(&s->header, h->data, h->len);
+        rt_buf_append(o, h->data, h->len);
+    } else if (h->len != s->header.len || memcmp(h->data, s->header.data, h->len) != 0) {
+        error_line(s, s->inst.data + s->io[k], s->il[k], 0, 13, "the prediction's outputs "
+                   "are not the CSV header's (those of the file's first prediction)");
+        return;
+    }
+    if (s->job->key_field)
+        csv_field(o, s->keys.data + s->ko[k], s->kl[k]);
+    else
+        csv_field(o, s->inst.data + s->io[k], s->il[k]);
+    for (long i = 0; i < nm; i++) {
+        rt_buf_puts(o, ",");
+        csv_field(o, s->mem[i].v, s->mem[i].vlen);
+    }
+    if (nm < 0) {
+        rt_buf_puts(o, ",");
+        csv_field(o, p, plen);
+    }
+    rt_buf_puts(o, "\n");
+    s->out->ok++;
+}
+
 static void prediction_line(unit_state *s, size_t k, const char *p, size_t plen)
 {
     rt_buf *o = &s->out->predictions;
+    if (s->job->csv_out) {
+        prediction_csv(s, k, p, plen);
+        return;
+    }
     if (s->job->key_field) {
         rt_buf_puts(o, "{\"key\": ");
         rt_buf_append(o, s->keys.data + s->ko[k], s->kl[k]);
@@ -638,6 +728,8 @@ rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_
     rt_buf_init(&s.ans);
     rt_buf_init(&s.scratch);
     rt_buf_init(&s.cells);
+    rt_buf_init(&s.cell);
+    rt_buf_init(&s.header);
     size_t nc = rt_model_def(job->m)->n_raw_columns;
     s.spans = calloc(2 * nc + 2, sizeof *s.spans);
     s.have = calloc(nc + 1, 1);
@@ -686,6 +778,8 @@ out:
     rt_buf_free(&s.ans);
     rt_buf_free(&s.scratch);
     rt_buf_free(&s.cells);
+    rt_buf_free(&s.cell);
+    rt_buf_free(&s.header);
     free(s.io);
     free(s.il);
     free(s.ko);
