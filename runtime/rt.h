@@ -1295,6 +1295,22 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
                           const rt_json_params *p, rt_ctx *c, rt_buf *out, size_t *evals,
                           rt_err *err);
 
+/*
+ * What an :explain body will cost m, before running it: *rows gets the model
+ * rows rt_json_explain would evaluate when every raw input differs from the
+ * baseline (an upper bound; an input equal to its baseline costs nothing):
+ * per instance, the two ends plus 2^d coalitions (exact enumeration; d + 1
+ * past RT_XAI_EXACT_MAX for a model additive in its inputs; none for
+ * TreeSHAP), pathCount x (d + 1) (sampled Shapley), or 2 x (stepCount + 1)
+ * (integrated gradients, forward and backward), d the model's raw inputs;
+ * times the instances, which are counted, not read. Reads the
+ * explanationSpecOverride as rt_json_explain does; a body it refuses is an
+ * error here too (rt_json_explain gives the answer). c: scratch, one thread
+ * at a time.
+ */
+rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
+                               const rt_json_params *p, rt_ctx *c, size_t *rows, rt_err *err);
+
 /* ------------------------------------------------ metrics (rt_metrics.c) */
 
 /* The head's loss over n rows as TF's SUM_OVER_BATCH_SIZE reduces it:

@@ -328,6 +328,91 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
     return st;
 }
 
+/* ------------------------------------------------------------ cost */
+
+/* The instances of a :predict body, counted without reading them: the
+ * length of "instances" or of a row-format "inputs" list, the length of a
+ * columnar "inputs" object's first column (1 when it is no list). */
+static rt_status count_instances(const char *body, size_t len, const rt_json_params *jp,
+                                 rt_ctx *c, size_t *n, rt_err *err)
+{
+    rt_jr r;
+    rt_jr_init(&r, body, len, jp->max_depth, &c->text, &c->key, err);
+    rt_jv v;
+    int more = 0;
+    const char *k;
+    size_t kn;
+    *n = 0;
+    rt_status st = rt_jr_value(&r, &v);
+    if (st == RT_OK && v.kind != RT_JV_OBJECT)
+        st = rt_err_set(err, RT_ERR_INVALID, "request body: expected an object");
+    while (st == RT_OK && (st = rt_jr_member(&r, &more, &k, &kn)) == RT_OK && more) {
+        if (!key_is(k, kn, "instances") && !key_is(k, kn, "inputs")) {
+            st = rt_jr_skip(&r);
+            continue;
+        }
+        if ((st = rt_jr_value(&r, &v)) != RT_OK)
+            break;
+        if (v.kind == RT_JV_OBJECT) { /* columnar: the first column's length */
+            int more2 = 0;
+            if ((st = rt_jr_member(&r, &more2, &k, &kn)) != RT_OK || !more2)
+                break;
+            if ((st = rt_jr_value(&r, &v)) != RT_OK)
+                break;
+        }
+        if (v.kind != RT_JV_LIST) {
+            *n = 1;
+            break;
+        }
+        int el = 0;
+        if ((st = rt_jr_element(&r, &el)) == RT_OK && el)
+            st = rt_jr_count_rest(&r, n);
+        break;
+    }
+    rt_jr_done(&r);
+    return st;
+}
+
+rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
+                               const rt_json_params *p, rt_ctx *c, size_t *rows, rt_err *err)
+{
+    *rows = 0;
+    if (!m || !c || (!body && len > 0))
+        return rt_err_set(err, RT_ERR_INVALID, "rt_json_explain_rows: NULL argument");
+    rt_json_params dp = rt_json_default_params();
+    if (!p)
+        p = &dp;
+    const rt_graph *g = rt_model_graph(m);
+    size_t n = 0;
+    rt_status st = count_instances(body, len, p, c, &n, err);
+    if (st != RT_OK)
+        return st;
+    rt_xai_params xp = rt_xai_default_params();
+    xai_base_value *over = calloc(g->n_inputs + 1, sizeof *over);
+    if (!over)
+        return rt_err_set(err, RT_ERR_NOMEM, "explain: out of memory");
+    st = read_override(g, body, len, p, c, &xp, over, err);
+    for (size_t in = 0; in < g->n_inputs; in++)
+        free(over[in].str);
+    free(over);
+    if (st != RT_OK)
+        return st;
+    size_t d = g->n_inputs, per = 2; /* the two ends: baseline and instance */
+    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    bool prob = xp.output == RT_XAI_OUT_PROBABILITIES || (xp.output == RT_XAI_OUT_DEFAULT && cls);
+    rt_xai_method method = xp.method;
+    if (method == RT_XAI_DEFAULT)
+        method = d <= RT_XAI_EXACT_MAX || (g->trees && !prob) ? RT_XAI_EXACT : RT_XAI_SAMPLED;
+    if (method == RT_XAI_EXACT)
+        per += g->trees && !prob ? 0 : d <= RT_XAI_EXACT_MAX ? ((size_t)1 << d) : d + 1;
+    else if (method == RT_XAI_SAMPLED)
+        per += (size_t)xp.path_count * (d + 1);
+    else /* forward and backward along the path */
+        per += 2 * ((size_t)xp.step_count + 1);
+    *rows = n * per;
+    return RT_OK;
+}
+
 /* ------------------------------------------------------------ answer */
 
 static const char *output_name(rt_xai_output o)
