@@ -1215,6 +1215,7 @@ typedef enum {
 #define RT_XAI_MAX_OUTPUTS 64   /* output indices one request may name */
 #define RT_XAI_PATHS_DEFAULT 10 /* sampled Shapley's pathCount when not given */
 #define RT_XAI_STEPS_DEFAULT 50 /* integrated gradients' stepCount when not given */
+#define RT_XAI_MAX_BASELINES 16 /* inputBaselines values per input (averaged over) */
 
 typedef struct rt_xai_params {
     rt_xai_method method;
@@ -1282,10 +1283,13 @@ rt_status rt_xai_model_baseline(const rt_model *m, rt_batch **out, rt_err *err);
  * "explanationSpecOverride": {"parameters": {"sampledShapleyAttribution":
  * {"pathCount"}, "integratedGradientsAttribution": {"stepCount"},
  * "exactShapleyAttribution": {}, "topK", "outputIndices"}, "metadata":
- * {"inputs": {NAME: {"inputBaselines": [v]}}, "outputs": {"probabilities" |
+ * {"inputs": {NAME: {"inputBaselines": [v, ...]}}, "outputs": {"probabilities" |
  * "logits" | "predictions": {}}}}. Appends Vertex's ExplainResponse:
  * {"explanations": [{"attributions": [{...}]}], "predictions": ...} whose
- * predictions are the bytes :predict answers for the same body. Errors as
+ * predictions are the bytes :predict answers for the same body. Several
+ * inputBaselines (the same number k for every input that gives several; one
+ * value is in every baseline): the attributions and baseline output are the
+ * means over the k baselines, as Vertex AI's. Errors as
  * rt_json_handle's, and RT_ERR_INVALID naming the override's key
  * ("explanationSpecOverride.parameters.sampledShapleyAttribution.pathCount:
  * 0 is out of range [1, 50]"). *evals (may be NULL) gets the model rows
@@ -1303,7 +1307,7 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
  * past RT_XAI_EXACT_MAX for a model additive in its inputs; none for
  * TreeSHAP), pathCount x (d + 1) (sampled Shapley), or 2 x (stepCount + 1)
  * (integrated gradients, forward and backward), d the model's raw inputs;
- * times the instances, which are counted, not read. Reads the
+ * times the baselines and the instances, which are counted, not read. Reads the
  * explanationSpecOverride as rt_json_explain does; a body it refuses is an
  * error here too (rt_json_explain gives the answer). c: scratch, one thread
  * at a time.
