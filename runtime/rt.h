@@ -1218,6 +1218,7 @@ typedef enum {
 #define RT_XAI_MAX_OUTPUTS 64   /* output indices one request may name */
 #define RT_XAI_PATHS_DEFAULT 10 /* sampled Shapley's pathCount when not given */
 #define RT_XAI_STEPS_DEFAULT 50 /* integrated gradients' stepCount when not given */
+#define RT_XAI_MAX_BASELINES 16 /* inputBaselines values per input (averaged over) */
 
 typedef struct rt_xai_params {
     rt_xai_method method;
@@ -1285,10 +1286,13 @@ rt_status rt_xai_model_baseline(const rt_model *m, rt_batch **out, rt_err *err);
  * "explanationSpecOverride": {"parameters": {"sampledShapleyAttribution":
  * {"pathCount"}, "integratedGradientsAttribution": {"stepCount"},
  * "exactShapleyAttribution": {}, "topK", "outputIndices"}, "metadata":
- * {"inputs": {NAME: {"inputBaselines": [v]}}, "outputs": {"probabilities" |
+ * {"inputs": {NAME: {"inputBaselines": [v, ...]}}, "outputs": {"probabilities" |
  * "logits" | "predictions": {}}}}. Appends Vertex's ExplainResponse:
  * {"explanations": [{"attributions": [{...}]}], "predictions": ...} whose
- * predictions are the bytes :predict answers for the same body. Errors as
+ * predictions are the bytes :predict answers for the same body. Several
+ * inputBaselines (the same number k for every input that gives several; one
+ * value is in every baseline): the attributions and baseline output are the
+ * means over the k baselines, as Vertex AI's. Errors as
  * rt_json_handle's, and RT_ERR_INVALID naming the override's key
  * ("explanationSpecOverride.parameters.sampledShapleyAttribution.pathCount:
  * 0 is out of range [1, 50]"). *evals (may be NULL) gets the model rows
@@ -1297,6 +1301,22 @@ rt_status rt_xai_model_baseline(const rt_model *m, rt_batch **out, rt_err *err);
 rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
                           const rt_json_params *p, rt_ctx *c, rt_buf *out, size_t *evals,
                           rt_err *err);
+
+/*
+ * What an :explain body will cost m, before running it: *rows gets the model
+ * rows rt_json_explain would evaluate when every raw input differs from the
+ * baseline (an upper bound; an input equal to its baseline costs nothing):
+ * per instance, the two ends plus 2^d coalitions (exact enumeration; d + 1
+ * past RT_XAI_EXACT_MAX for a model additive in its inputs; none for
+ * TreeSHAP), pathCount x (d + 1) (sampled Shapley), or 2 x (stepCount + 1)
+ * (integrated gradients, forward and backward), d the model's raw inputs;
+ * times the baselines and the instances, which are counted, not read. Reads the
+ * explanationSpecOverride as rt_json_explain does; a body it refuses is an
+ * error here too (rt_json_explain gives the answer). c: scratch, one thread
+ * at a time.
+ */
+rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
+                               const rt_json_params *p, rt_ctx *c, size_t *rows, rt_err *err);
 
 /* ------------------------------------------------ metrics (rt_metrics.c) */
 

@@ -24,7 +24,9 @@ typedef struct ovr {
     rt_jr *r;
     const rt_graph *g;
     rt_xai_params *p;
-    xai_base_value *base; /* [n_inputs] */
+    xai_base_value *base; /* [RT_XAI_MAX_BASELINES][n_inputs]: baseline k of
+                             input in at base[k * n_inputs + in] */
+    size_t *n_base;       /* [n_inputs]: values given per input */
     int methods;          /* methods named */
     rt_err *err;
 } ovr;
@@ -180,7 +182,8 @@ static rt_status read_parameters(ovr *o)
     return st;
 }
 
-/* metadata.inputs.NAME: {"inputBaselines": [value]} */
+/* metadata.inputs.NAME: {"inputBaselines": [value, ...]} (up to
+ * RT_XAI_MAX_BASELINES values) */
 static rt_status read_input(ovr *o, size_t in, const char *path)
 {
     rt_status st = open_object(o, path);
@@ -199,16 +202,18 @@ static rt_status read_input(ovr *o, size_t in, const char *path)
         if ((st = rt_jr_value(o->r, &v)) != RT_OK)
             return st;
         if (v.kind != RT_JV_LIST)
-            return bad(o, sub, "expected a list of one value", NULL);
+            return bad(o, sub, "expected a list of values", NULL);
         size_t n = 0;
         while ((st = rt_jr_element(o->r, &more)) == RT_OK && more) {
-            if (n++ > 0)
-                return bad(o, sub, "predictd takes one baseline per input", NULL);
+            if (n >= RT_XAI_MAX_BASELINES)
+                return rt_err_set(o->err, RT_ERR_INVALID, "%s: more than %d baselines", sub,
+                                  RT_XAI_MAX_BASELINES);
             if ((st = rt_jr_value(o->r, &v)) != RT_OK)
                 return st;
             char d[64];
             rt_json_describe(&v, d, sizeof d);
-            xai_base_value *b = &o->base[in];
+            xai_base_value *b = &o->base[n * o->g->n_inputs + in];
+            o->n_base[in] = ++n;
             if (num && v.kind == RT_JV_NUMBER && isfinite(v.num)) {
                 b->num = v.num;
             } else if (!num && v.kind == RT_JV_STRING) {
@@ -222,14 +227,14 @@ static rt_status read_input(ovr *o, size_t in, const char *path)
             } else {
                 if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
                     (void)rt_jr_skip_to(o->r, o->r->depth - 1);
-                snprintf(sub, sizeof sub, "%.120s.inputBaselines[0]", path);
+                snprintf(sub, sizeof sub, "%.120s.inputBaselines[%zu]", path, n - 1);
                 return bad(o, sub,
                            num ? "expected a finite number, got " : "expected a string, got ", d);
             }
             b->given = true;
         }
         if (st == RT_OK && n == 0)
-            return bad(o, sub, "expected a list of one value", NULL);
+            return bad(o, sub, "empty list (give one value, or several to average over)", NULL);
     }
     return st;
 }
@@ -288,11 +293,11 @@ static rt_status read_metadata(ovr *o)
 /* Reads the body's explanationSpecOverride, if any, into p and base. */
 static rt_status read_override(const rt_graph *g, const char *body, size_t len,
                                const rt_json_params *jp, rt_ctx *c, rt_xai_params *p,
-                               xai_base_value *base, rt_err *err)
+                               xai_base_value *base, size_t *n_base, rt_err *err)
 {
     rt_jr r;
     rt_jr_init(&r, body, len, jp->max_depth, &c->text, &c->key, err);
-    ovr o = {&r, g, p, base, 0, err};
+    ovr o = {&r, g, p, base, n_base, 0, err};
     rt_jv v;
     int more = 0;
     const char *k;
@@ -326,6 +331,153 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
     }
     rt_jr_done(&r);
     return st;
+}
+
+/* The request's baselines: what read_override fills. */
+typedef struct baselines {
+    xai_base_value *v; /* [RT_XAI_MAX_BASELINES * n_inputs] */
+    size_t *n;         /* [n_inputs] values given per input */
+    size_t k;          /* baseline instances: 1, or the inputs' common count */
+} baselines;
+
+static rt_status baselines_new(const rt_graph *g, baselines *b, rt_err *err)
+{
+    b->k = 1;
+    b->v = calloc((size_t)RT_XAI_MAX_BASELINES * g->n_inputs + 1, sizeof *b->v);
+    b->n = calloc(g->n_inputs + 1, sizeof *b->n);
+    if (!b->v || !b->n)
+        return rt_err_set(err, RT_ERR_NOMEM, "explain: out of memory");
+    return RT_OK;
+}
+
+static void baselines_free(const rt_graph *g, baselines *b)
+{
+    if (b->v)
+        for (size_t i = 0; i < (size_t)RT_XAI_MAX_BASELINES * g->n_inputs; i++)
+            free(b->v[i].str);
+    free(b->v);
+    free(b->n);
+}
+
+/* Vertex AI averages the attributions over several baselines: the inputs
+ * given several values must give the same number k, baseline j taking
+ * their j-th value; an input given one value has it in every baseline
+ * (copied). Else an error naming the input. */
+static rt_status baselines_align(const rt_graph *g, baselines *b, rt_err *err)
+{
+    size_t n_in = g->n_inputs;
+    b->k = 1;
+    for (size_t in = 0; in < n_in; in++) {
+        if (b->n[in] <= 1)
+            continue;
+        if (b->k > 1 && b->n[in] != b->k)
+            return rt_err_set(err, RT_ERR_INVALID,
+                              OVR ".metadata.inputs.%.64s.inputBaselines: %zu values where "
+                              "another input gives %zu (give one value, or as many as every "
+                              "input that gives several: baseline j takes each one's j-th)",
+                              g->inputs[in].name, b->n[in], b->k);
+        b->k = b->n[in];
+    }
+    for (size_t in = 0; in < n_in; in++) {
+        if (b->n[in] != 1)
+            continue;
+        const xai_base_value *one = &b->v[in];
+        for (size_t j = 1; j < b->k; j++) {
+            xai_base_value *dst = &b->v[j * n_in + in];
+            free(dst->str); /* a value of an earlier, repeated key */
+            *dst = *one;
+            if (one->is_str) {
+                if (!(dst->str = malloc(one->len + 1)))
+                    return rt_err_set(err, RT_ERR_NOMEM, "baseline: out of memory");
+                memcpy(dst->str, one->str, one->len + 1);
+            }
+        }
+    }
+    return RT_OK;
+}
+
+/* ------------------------------------------------------------ cost */
+
+/* The instances of a :predict body, counted without reading them: the
+ * length of "instances" or of a row-format "inputs" list, the length of a
+ * columnar "inputs" object's first column (1 when it is no list). */
+static rt_status count_instances(const char *body, size_t len, const rt_json_params *jp,
+                                 rt_ctx *c, size_t *n, rt_err *err)
+{
+    rt_jr r;
+    rt_jr_init(&r, body, len, jp->max_depth, &c->text, &c->key, err);
+    rt_jv v;
+    int more = 0;
+    const char *k;
+    size_t kn;
+    *n = 0;
+    rt_status st = rt_jr_value(&r, &v);
+    if (st == RT_OK && v.kind != RT_JV_OBJECT)
+        st = rt_err_set(err, RT_ERR_INVALID, "request body: expected an object");
+    while (st == RT_OK && (st = rt_jr_member(&r, &more, &k, &kn)) == RT_OK && more) {
+        if (!key_is(k, kn, "instances") && !key_is(k, kn, "inputs")) {
+            st = rt_jr_skip(&r);
+            continue;
+        }
+        if ((st = rt_jr_value(&r, &v)) != RT_OK)
+            break;
+        if (v.kind == RT_JV_OBJECT) { /* columnar: the first column's length */
+            int more2 = 0;
+            if ((st = rt_jr_member(&r, &more2, &k, &kn)) != RT_OK || !more2)
+                break;
+            if ((st = rt_jr_value(&r, &v)) != RT_OK)
+                break;
+        }
+        if (v.kind != RT_JV_LIST) {
+            *n = 1;
+            break;
+        }
+        int el = 0;
+        if ((st = rt_jr_element(&r, &el)) == RT_OK && el)
+            st = rt_jr_count_rest(&r, n);
+        break;
+    }
+    rt_jr_done(&r);
+    return st;
+}
+
+rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
+                               const rt_json_params *p, rt_ctx *c, size_t *rows, rt_err *err)
+{
+    *rows = 0;
+    if (!m || !c || (!body && len > 0))
+        return rt_err_set(err, RT_ERR_INVALID, "rt_json_explain_rows: NULL argument");
+    rt_json_params dp = rt_json_default_params();
+    if (!p)
+        p = &dp;
+    const rt_graph *g = rt_model_graph(m);
+    size_t n = 0;
+    rt_status st = count_instances(body, len, p, c, &n, err);
+    if (st != RT_OK)
+        return st;
+    rt_xai_params xp = rt_xai_default_params();
+    baselines bl = {0};
+    if ((st = baselines_new(g, &bl, err)) == RT_OK &&
+        (st = read_override(g, body, len, p, c, &xp, bl.v, bl.n, err)) == RT_OK)
+        st = baselines_align(g, &bl, err);
+    size_t k = bl.k;
+    baselines_free(g, &bl);
+    if (st != RT_OK)
+        return st;
+    size_t d = g->n_inputs, per = 2; /* the two ends: baseline and instance */
+    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    bool prob = xp.output == RT_XAI_OUT_PROBABILITIES || (xp.output == RT_XAI_OUT_DEFAULT && cls);
+    rt_xai_method method = xp.method;
+    if (method == RT_XAI_DEFAULT)
+        method = d <= RT_XAI_EXACT_MAX || (g->trees && !prob) ? RT_XAI_EXACT : RT_XAI_SAMPLED;
+    if (method == RT_XAI_EXACT)
+        per += g->trees && !prob ? 0 : d <= RT_XAI_EXACT_MAX ? ((size_t)1 << d) : d + 1;
+    else if (method == RT_XAI_SAMPLED)
+        per += (size_t)xp.path_count * (d + 1);
+    else /* forward and backward along the path */
+        per += 2 * ((size_t)xp.step_count + 1);
+    *rows = n * per * k;
+    return RT_OK;
 }
 
 /* ------------------------------------------------------------ answer */
@@ -390,6 +542,50 @@ static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_resul
     rt_buf_puts(out, "]}");
 }
 
+/* Instance xi explained against each of the k baselines (rt_xai_explain),
+ * averaged as Vertex AI does: res gets the mean attributions and the mean
+ * baseline output, the model rows of all k, and the completeness gap of the
+ * mean (the instance output less the mean baseline output). more: scratch
+ * results with their own attr rooms. */
+static rt_status explain_averaged(const rt_graph *g, const rt_batch *xb, size_t xi,
+                                  rt_batch *const *base, size_t k, const rt_xai_params *xp,
+                                  rt_xai_result *res, rt_xai_result *more, size_t max_res,
+                                  size_t *n_res, rt_err *err)
+{
+    rt_status st = rt_xai_explain(g, xb, xi, base[0], 0, xp, res, max_res, n_res, err);
+    if (st != RT_OK || k == 1)
+        return st;
+    size_t n_in = g->n_inputs;
+    double base_sum[RT_XAI_MAX_OUTPUTS];
+    for (size_t j = 0; j < *n_res; j++)
+        base_sum[j] = res[j].baseline_value;
+    for (size_t b = 1; b < k; b++) {
+        size_t n2 = 0;
+        if ((st = rt_xai_explain(g, xb, xi, base[b], 0, xp, more, max_res, &n2, err)) != RT_OK)
+            return st;
+        /* the outputs are picked by the instance's values: the same ones */
+        for (size_t j = 0; j < *n_res && j < n2; j++) {
+            for (size_t in = 0; in < n_in; in++)
+                res[j].attr[in] += more[j].attr[in];
+            base_sum[j] += more[j].baseline_value;
+            res[j].evaluations += more[j].evaluations;
+        }
+    }
+    for (size_t j = 0; j < *n_res; j++) {
+        rt_xai_result *r = &res[j];
+        double sum = 0.0;
+        for (size_t in = 0; in < n_in; in++)
+            r->attr[in] /= (double)k;
+        for (size_t in = 0; in < n_in; in++)
+            sum += r->attr[in];
+        r->baseline_value = (float)(base_sum[j] / (double)k);
+        double delta = (double)r->instance_value - base_sum[j] / (double)k;
+        double gap = fabs(sum - delta);
+        r->approx_error = fabs(delta) > 0.0 ? gap / fabs(delta) : gap;
+    }
+    return RT_OK;
+}
+
 rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const rt_json_params *p,
                           rt_ctx *c, rt_buf *out, size_t *evals, rt_err *err)
 {
@@ -403,8 +599,8 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
     const rt_graph *g = rt_model_graph(m);
     rt_buf pred;
     rt_buf_init(&pred);
-    rt_batch *base = NULL;
-    xai_base_value *over = NULL;
+    rt_batch *base[RT_XAI_MAX_BASELINES] = {0};
+    baselines bl = {0};
     double *attr = NULL;
     size_t total = 0;
     /* the predictions: :predict's own answer, which leaves the instances in c */
@@ -423,28 +619,29 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
         goto out;
     }
     rt_xai_params xp = rt_xai_default_params();
-    if (!(over = calloc(g->n_inputs + 1, sizeof *over))) {
-        st = rt_err_set(err, RT_ERR_NOMEM, "explain: out of memory");
+    if ((st = baselines_new(g, &bl, err)) != RT_OK ||
+        (st = read_override(g, body, len, p, c, &xp, bl.v, bl.n, err)) != RT_OK ||
+        (st = baselines_align(g, &bl, err)) != RT_OK)
         goto out;
-    }
-    if ((st = read_override(g, body, len, p, c, &xp, over, err)) != RT_OK)
-        goto out;
-    if ((st = xai_baseline_batch(m, over, &base, err)) != RT_OK)
-        goto out;
+    for (size_t k = 0; k < bl.k; k++)
+        if ((st = xai_baseline_batch(m, bl.v + k * g->n_inputs, &base[k], err)) != RT_OK)
+            goto out;
     size_t n = rt_batch_size(c->batch), n_in = g->n_inputs;
     size_t max_res = RT_XAI_MAX_OUTPUTS;
-    if (!(attr = malloc(max_res * (n_in + 1) * sizeof *attr))) {
+    if (!(attr = malloc(2 * max_res * (n_in + 1) * sizeof *attr))) {
         st = rt_err_set(err, RT_ERR_NOMEM, "explain: out of memory");
         goto out;
     }
-    rt_xai_result res[RT_XAI_MAX_OUTPUTS];
-    for (size_t j = 0; j < max_res; j++)
+    rt_xai_result res[RT_XAI_MAX_OUTPUTS], more[RT_XAI_MAX_OUTPUTS];
+    for (size_t j = 0; j < max_res; j++) {
         res[j].attr = attr + j * (n_in + 1);
+        more[j].attr = attr + (max_res + j) * (n_in + 1);
+    }
     rt_buf_puts(out, "{\"explanations\": [");
     for (size_t i = 0; i < n; i++) {
         size_t n_res = 0;
-        if ((st = rt_xai_explain(g, c->batch, i, base, 0, &xp, res, max_res, &n_res, err)) !=
-            RT_OK) {
+        if ((st = explain_averaged(g, c->batch, i, base, bl.k, &xp, res, more, max_res, &n_res,
+                                   err)) != RT_OK) {
             /* parameters are named from the override's top */
             const char *msg = err->msg;
             const char *where =
@@ -473,12 +670,10 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
 out:
     if (evals)
         *evals = total;
-    if (over)
-        for (size_t in = 0; in < g->n_inputs; in++)
-            free(over[in].str);
-    free(over);
+    baselines_free(g, &bl);
     free(attr);
-    rt_batch_free(base);
+    for (size_t k = 0; k < RT_XAI_MAX_BASELINES; k++)
+        rt_batch_free(base[k]);
     rt_buf_free(&pred);
     return st;
 }

@@ -757,6 +757,11 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *out);
 
 /* ------------------------------------------------------------- admission */
 
+/* Model rows per admission unit of an :explain request (a :predict request
+ * weighs 1 unit whatever its instances): the rows the explainer runs
+ * through the forward pass at a time. */
+#define SRV_EXPLAIN_ROWS_PER_UNIT 1024
+
 /* The adaptive limit on inference requests admitted and not yet answered
  * (srv_admit.c): additive increase while they wait no longer than a target,
  * a cut by a quarter when one waits longer. Any thread. */
@@ -776,7 +781,16 @@ uint64_t srv_admit_take(srv_admit *a);
  * again). Not answered (refused after all, or its connection died): the
  * slot only. */
 void srv_admit_done(srv_admit *a, uint64_t ticket, bool answered, int64_t wait_ns);
-/* The limit now (whole requests), and the requests in flight. */
+/* srv_admit_take for a request of weight units (1 to the max; clamped):
+ * admitted while the units in flight plus weight are within the limit, or
+ * when nothing is in flight. */
+uint64_t srv_admit_take_weighted(srv_admit *a, size_t weight);
+/* srv_admit_done for a ticket taken with weight (the same weight); answered
+ * in time, the limit grows by weight/limit. */
+void srv_admit_done_weighted(srv_admit *a, uint64_t ticket, size_t weight, bool answered,
+                             int64_t wait_ns);
+/* The limit now (whole units: a request weighs 1 but an :explain), and the
+ * units in flight. */
 size_t srv_admit_limit(srv_admit *a);
 size_t srv_admit_in_flight(srv_admit *a);
 /* NULL is fine. */

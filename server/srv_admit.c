@@ -21,6 +21,13 @@
  * it can answer in time and on refusing the rest quickly, instead of letting
  * every request wait in socket buffers.
  *
+ * A request may weigh more than one unit (srv_admit_take_weighted): an
+ * :explain request weighs the model rows it will evaluate, in units of
+ * SRV_EXPLAIN_ROWS_PER_UNIT (srv_http_infer.c), capped at the max. It is
+ * admitted while the units in flight plus its weight stay within the limit,
+ * or when nothing is in flight (a request heavier than the limit runs
+ * alone); answered in time, it grows the limit by weight/limit.
+ *
  * Waits come in as arguments and episodes are counted in admissions, not
  * in time, so the policy is tested without clocks. Thread safety: every function may be called from
  * any thread (one mutex).
@@ -55,34 +62,54 @@ rt_status srv_admit_new(size_t max, int64_t target_ns, srv_admit **out, rt_err *
     return RT_OK;
 }
 
-uint64_t srv_admit_take(srv_admit *a)
+/* A weight as counted: at least 1, at most the max. */
+static size_t clamp_weight(const srv_admit *a, size_t weight)
+{
+    return weight < 1 ? 1 : (double)weight > a->max ? (size_t)a->max : weight;
+}
+
+uint64_t srv_admit_take_weighted(srv_admit *a, size_t weight)
 {
     uint64_t ticket = 0;
     pthread_mutex_lock(&a->mu);
-    if ((double)a->in_flight + 1 <= a->limit) {
-        a->in_flight++;
+    weight = clamp_weight(a, weight);
+    /* a request heavier than the limit runs alone, never not at all */
+    if ((double)(a->in_flight + weight) <= a->limit || a->in_flight == 0) {
+        a->in_flight += weight;
         ticket = ++a->issued;
     }
     pthread_mutex_unlock(&a->mu);
     return ticket;
 }
 
-void srv_admit_done(srv_admit *a, uint64_t ticket, bool answered, int64_t wait_ns)
+uint64_t srv_admit_take(srv_admit *a)
+{
+    return srv_admit_take_weighted(a, 1);
+}
+
+void srv_admit_done_weighted(srv_admit *a, uint64_t ticket, size_t weight, bool answered,
+                             int64_t wait_ns)
 {
     pthread_mutex_lock(&a->mu);
-    if (a->in_flight)
-        a->in_flight--;
+    weight = clamp_weight(a, weight);
+    a->in_flight = a->in_flight > weight ? a->in_flight - weight : 0;
     if (answered && wait_ns > a->target_ns) {
         if (ticket > a->cut_at) {
             a->limit = a->limit * 0.75 < 1 ? 1 : a->limit * 0.75;
             a->cut_at = a->issued;
         }
     } else if (answered) {
-        a->limit += 1 / a->limit;
+        /* 1/limit per unit answered in time (TCP: per segment acknowledged) */
+        a->limit += (double)weight / a->limit;
         if (a->limit > a->max)
             a->limit = a->max;
     }
     pthread_mutex_unlock(&a->mu);
+}
+
+void srv_admit_done(srv_admit *a, uint64_t ticket, bool answered, int64_t wait_ns)
+{
+    srv_admit_done_weighted(a, ticket, 1, answered, wait_ns);
 }
 
 size_t srv_admit_limit(srv_admit *a)

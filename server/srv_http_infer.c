@@ -7,7 +7,8 @@
  * workers (srv_pool.c), its connection suspended until a worker answers it,
  * or refused with 429 at once when the queue does not take it or, with
  * max_queue_wait_ms, when the adaptive admission limit (srv_admit.c) is
- * reached. A request holds its admission slot until its answer has been
+ * reached; an :explain request weighs there the model rows it will
+ * evaluate (explain_weight). A request holds its admission slot until its answer has been
  * sent (srv_http_admit_release), and reports its wait then: in the queue
  * and from its run's end until sent, which is where a busy I/O thread
  * shows. The 429 answers are made once at start and shared.
@@ -186,19 +187,44 @@ static enum MHD_Result refuse(srv_http *h, struct MHD_Connection *conn, req *rq,
     return srv_http_send_error_msg(h, conn, 429, false, msg);
 }
 
+/* An :explain request's admission weight: the model rows it will evaluate
+ * (rt_json_explain_rows: every input counted as differing from the
+ * baseline), one unit per SRV_EXPLAIN_ROWS_PER_UNIT, at least 1 (the
+ * admission caps it at its max). Estimated on the I/O thread against the
+ * version the request names, else the default one; 1 when that is not
+ * found or the body is refused (the worker answers the error). */
+static size_t explain_weight(srv_http *h, req *rq)
+{
+    const srv_route *r = &rq->route;
+    srv_version *v = NULL;
+    rt_err err = {{0}};
+    rt_ctx *ctx = thread_ctx(h);
+    size_t rows = 0;
+    if (!ctx || srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err) != RT_OK)
+        return 1;
+    if (rt_json_explain_rows(srv_version_model(v), rq->body.data ? rq->body.data : "",
+                             rq->body.len, &h->p.json, ctx, &rows, &err) != RT_OK)
+        rows = 0;
+    srv_version_release(v);
+    size_t units = (rows + SRV_EXPLAIN_ROWS_PER_UNIT - 1) / SRV_EXPLAIN_ROWS_PER_UNIT;
+    return units ? units : 1;
+}
+
 enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
     rq->conn = conn;
     rq->h = h;
-    uint64_t ticket = h->admit ? srv_admit_take(h->admit) : 0;
+    size_t weight = h->admit && rq->route.method == RT_METHOD_EXPLAIN ? explain_weight(h, rq) : 1;
+    uint64_t ticket = h->admit ? srv_admit_take_weighted(h->admit, weight) : 0;
     if (h->admit && !ticket)
         return refuse(h, conn, rq, true);
     if (!srv_pool_reserve(h->workers)) {
         if (ticket)
-            srv_admit_done(h->admit, ticket, false, 0);
+            srv_admit_done_weighted(h->admit, ticket, weight, false, 0);
         return refuse(h, conn, rq, false);
     }
     rq->ticket = ticket;
+    rq->weight = weight;
     rq->t_admit = now_ns();
     MHD_suspend_connection(conn);
     srv_pool_submit_reserved(h->workers, rq);
@@ -212,6 +238,6 @@ void srv_http_admit_release(srv_http *h, req *rq, bool answered)
         return;
     /* its waits: in the queue, and from its run's end until sent whole */
     int64_t wait = (rq->t_run - rq->t_admit) + (now_ns() - rq->t_done);
-    srv_admit_done(h->admit, rq->ticket, answered && rq->t_done, wait);
+    srv_admit_done_weighted(h->admit, rq->ticket, rq->weight, answered && rq->t_done, wait);
     rq->ticket = 0;
 }

@@ -97,6 +97,7 @@ typedef struct req {
     srv_http *h;
     bool done; /* the worker filled code/resp and resumed conn */
     uint64_t ticket; /* its slot of srv_http.admit (released at completion), or 0 */
+    size_t weight;   /* the units that ticket holds (an :explain's rows, else 1) */
     int64_t t_admit; /* CLOCK_MONOTONIC ns: queued, taken by a worker, run done */
     int64_t t_run, t_done;
     unsigned code;

@@ -9,7 +9,8 @@
  * its baseline gets exactly 0), symmetry. Exact enumeration against a
  * brute-force Shapley computation over the same model's answers, with an
  * independent permutation formula. Sampled Shapley converges on the exact
- * values and is reproducible.
+ * values and is reproducible. Several baselines per input: the mean of the
+ * attributions over them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -598,6 +599,112 @@ static void test_baselines(void **state)
     }
 }
 
+/* Several baselines per input (Vertex AI averages the attributions over
+ * them): a linear classifier explained on its logit through rt_json_explain
+ * gives the mean of w (x - b_k) per numeric input and of the weight
+ * differences per categorical one; an input given one value keeps it in
+ * every baseline; the baseline output is the mean; counts that differ
+ * between inputs are refused by name. */
+static double attr_of(const cJSON *a, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(a, "featureAttributions"), name);
+    assert_true(cJSON_IsNumber(v));
+    return v->valuedouble;
+}
+
+static void test_several_baselines_average(void **state)
+{
+    (void)state;
+    Predictd__ModelDef *def = support_spec_modeldef(SPEC_BASELINES);
+    assert_non_null(def);
+    support_tensors st;
+    assert_int_equal(support_random_tensors(def, 9, 1.0f, &st), 0);
+    char dir[128], path[1024];
+    assert_int_equal(support_mkdtemp(dir, sizeof dir), 0);
+    assert_true(support_write_export(dir, def, &st, 1, path, sizeof path) > 0);
+    rt_model *m = NULL;
+    rt_err err = {{0}};
+    assert_int_equal(rt_model_open(path, &m, &err), RT_OK);
+    const exp_tensor *tx = support_tensors_find(&st, "linear/linear_model/x/weights");
+    const exp_tensor *tz = support_tensors_find(&st, "linear/linear_model/z/weights");
+    const exp_tensor *tc = support_tensors_find(&st, "linear/linear_model/color/weights");
+    assert_true(tx && tz && tc);
+    double wx = ((const float *)tx->data)[0], wz = ((const float *)tz->data)[0];
+    const float *wc = (const float *)tc->data; /* red, green, blue */
+    const char *body =
+        "{\"instances\": [{\"x\": 2, \"z\": 1, \"color\": \"blue\"}],"
+        " \"explanationSpecOverride\": {\"metadata\": {\"outputs\": {\"logits\": {}},"
+        " \"inputs\": {\"x\": {\"inputBaselines\": [1, -3, 5]},"
+        " \"z\": {\"inputBaselines\": [0.5]},"
+        " \"color\": {\"inputBaselines\": [\"red\", \"green\", \"red\"]}}}}}";
+    rt_json_params jp = rt_json_default_params();
+    rt_ctx *c = rt_ctx_new();
+    rt_buf out;
+    rt_buf_init(&out);
+    size_t evals = 0;
+    rt_status s = rt_json_explain(m, body, strlen(body), &jp, c, &out, &evals, &err);
+    if (s != RT_OK)
+        fail_msg("rt_json_explain: %s", err.msg);
+    cJSON *doc = cJSON_ParseWithLength(out.data, out.len);
+    assert_non_null(doc);
+    const cJSON *a = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "explanations"), 0),
+            "attributions"),
+        0);
+    assert_non_null(a);
+    double want_x = (wx * (2 - 1) + wx * (2 - -3) + wx * (2 - 5)) / 3;
+    double want_z = wz * (1 - 0.5);
+    double want_c = ((double)wc[2] - wc[0] + (double)wc[2] - wc[1] + (double)wc[2] - wc[0]) / 3;
+    assert_true(fabs(attr_of(a, "x") - want_x) < 1e-5 * (1 + fabs(want_x)));
+    assert_true(fabs(attr_of(a, "z") - want_z) < 1e-5 * (1 + fabs(want_z)));
+    assert_true(fabs(attr_of(a, "color") - want_c) < 1e-5 * (1 + fabs(want_c)));
+    double inst = cJSON_GetObjectItemCaseSensitive(a, "instanceOutputValue")->valuedouble;
+    double bout = cJSON_GetObjectItemCaseSensitive(a, "baselineOutputValue")->valuedouble;
+    /* complete against the mean baseline output */
+    assert_true(fabs(attr_of(a, "x") + attr_of(a, "z") + attr_of(a, "color") - (inst - bout)) <
+                1e-5);
+    assert_true(cJSON_GetObjectItemCaseSensitive(a, "approximationError")->valuedouble < 1e-5);
+    assert_int_equal(evals, 3 * (2 + 8)); /* 3 baselines x (2 ends + 2^3 coalitions) */
+    cJSON_Delete(doc);
+    /* the cost estimate counts the baselines too */
+    size_t rows = 0;
+    assert_int_equal(rt_json_explain_rows(m, body, strlen(body), &jp, c, &rows, &err), RT_OK);
+    assert_int_equal(rows, 3 * (2 + 8));
+
+    static const char *const bad[][2] = {
+        {"{\"x\": {\"inputBaselines\": [1, 2]}, \"color\": {\"inputBaselines\": "
+         "[\"red\", \"green\", \"blue\"]}}",
+         "explanationSpecOverride.metadata.inputs.color.inputBaselines: 3 values where another "
+         "input gives 2"},
+        {"{\"x\": {\"inputBaselines\": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}}",
+         "explanationSpecOverride.metadata.inputs.x.inputBaselines: more than 16 baselines"},
+        {"{\"x\": {\"inputBaselines\": []}}",
+         "explanationSpecOverride.metadata.inputs.x.inputBaselines: empty list"},
+        {"{\"x\": {\"inputBaselines\": [1, \"a\"]}}",
+         "explanationSpecOverride.metadata.inputs.x.inputBaselines[1]: expected a finite number"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char b2[1024];
+        snprintf(b2, sizeof b2,
+                 "{\"instances\": [{\"x\": 2, \"z\": 1, \"color\": \"blue\"}],"
+                 " \"explanationSpecOverride\": {\"metadata\": {\"inputs\": %s}}}",
+                 bad[k][0]);
+        rt_buf_reset(&out);
+        assert_int_equal(rt_json_explain(m, b2, strlen(b2), &jp, c, &out, NULL, &err),
+                         RT_ERR_INVALID);
+        if (!strstr(err.msg, bad[k][1]))
+            fail_msg("got \"%s\", want \"%s\"", err.msg, bad[k][1]);
+    }
+    rt_buf_free(&out);
+    rt_ctx_free(c);
+    rt_model_close(m);
+    support_tensors_free(&st);
+    rt_modeldef_free(def);
+    support_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -610,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_symmetry),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_baselines),
+        cmocka_unit_test(test_several_baselines_average),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

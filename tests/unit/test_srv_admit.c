@@ -2,7 +2,8 @@
  * refuses past it; a late answer cuts it by a quarter, once per episode
  * (tickets issued before the cut cannot cut again); answers in time grow
  * it by 1/limit up to the max; it never goes under 1; a slot given back
- * unanswered changes nothing. Waits are arguments: no clock is read. */
+ * unanswered changes nothing; weighted requests count their units, one
+ * heavier than the limit runs alone. Waits are arguments: no clock is read. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,6 +117,43 @@ static void test_unanswered_only_frees(void **state)
     srv_admit_free(NULL);
 }
 
+/* Weighted requests (an :explain's rows): admitted while the units fit
+ * under the limit; one heavier than the limit only when nothing is in
+ * flight, counted at the max; answered in time, the limit grows by
+ * weight/limit. */
+static void test_weighted(void **state)
+{
+    (void)state;
+    srv_admit *a = admit(10, 2);
+    uint64_t w3 = srv_admit_take_weighted(a, 3);
+    assert_true(w3 != 0);
+    assert_int_equal(srv_admit_in_flight(a), 3);
+    uint64_t w7 = srv_admit_take_weighted(a, 7); /* 3 + 7 = 10: fits */
+    assert_true(w7 != 0);
+    assert_int_equal(srv_admit_take(a), 0); /* 11 > 10 */
+    srv_admit_done_weighted(a, w7, 7, true, 1 * MS);
+    assert_int_equal(srv_admit_in_flight(a), 3);
+    assert_int_equal(srv_admit_take_weighted(a, 8), 0); /* 3 + 8 > 10 */
+    /* heavier than the limit: refused while anything is in flight */
+    assert_int_equal(srv_admit_take_weighted(a, 50), 0);
+    srv_admit_done_weighted(a, w3, 3, false, 0);
+    assert_int_equal(srv_admit_in_flight(a), 0);
+    uint64_t big = srv_admit_take_weighted(a, 50); /* alone: admitted, as 10 */
+    assert_true(big != 0);
+    assert_int_equal(srv_admit_in_flight(a), 10);
+    assert_int_equal(srv_admit_take(a), 0);
+    srv_admit_done_weighted(a, big, 50, true, 1 * MS);
+    assert_int_equal(srv_admit_in_flight(a), 0);
+    /* a late heavy one cuts by a quarter, once; in time it grows by w/limit */
+    big = srv_admit_take_weighted(a, 4);
+    srv_admit_done_weighted(a, big, 4, true, 3 * MS); /* 10 -> 7.5 */
+    assert_int_equal(srv_admit_limit(a), 7);
+    uint64_t w = srv_admit_take_weighted(a, 5);
+    srv_admit_done_weighted(a, w, 5, true, 1 * MS); /* 7.5 + 5/7.5 = 8.17 */
+    assert_int_equal(srv_admit_limit(a), 8);
+    srv_admit_free(a);
+}
+
 static void test_bad_params(void **state)
 {
     (void)state;
@@ -134,6 +172,7 @@ int main(void)
         cmocka_unit_test(test_late_cuts_once_per_episode),
         cmocka_unit_test(test_grows_back_to_max_not_past),
         cmocka_unit_test(test_unanswered_only_frees),
+        cmocka_unit_test(test_weighted),
         cmocka_unit_test(test_bad_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,11 @@
 /* test_stats.c — data statistics and distances (runtime/rt_stats*.c):
  * TFDV's own known answers for L-infinity and Jensen-Shannon divergence
- * (tensorflow/data-validation, anomalies/metrics_test.cc: the same inputs,
- * the same expected values), hand-computed statistics of a small data set,
+ * (github.com/tensorflow/data-validation,
+ * tensorflow_data_validation/anomalies/metrics_test.cc: the same inputs, the
+ * same expected values, every case of its LInftyDistanceTest and of its
+ * JensenShannonDivergence tests but ReadsHistogramSource and
+ * DifferentTypesHistogram, which test TFDV's choice of histogram; its
+ * NormalizedAbsoluteDifference is not a distance predictd computes), hand-computed statistics of a small data set,
  * order and merge invariance, the JSON round trip and the sketch's bounds. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +106,30 @@ static void test_jsd_tfdv_cases(void **state)
     rt_stats_bucket i1[] = {{-inf, 0, 1}, {inf, inf, 1}};
     h1 = H(i1, 2, 0);
     NEAR(rt_stats_jsd(&h1, &h1), 1.0);
+}
+
+/* TFDV's rank-histogram cases (SameStatistics' second dataset, RankHistogram):
+ * its divergence of two value-count lists is the divergence over the union
+ * of their labels, which is what the re-bucketing does with point buckets
+ * (one per label, none shared between two labels). predictd compares
+ * categorical features by L-infinity, so the labels are given here as
+ * distinct points: a 0, b 1, c 2, X 3, Y 4, Z 5. */
+static void test_jsd_tfdv_rank_histogram_cases(void **state)
+{
+    (void)state;
+    /* SameStatistics: {b: 2, a: 2, c: 1} against itself */
+    rt_stats_bucket s[] = {{1, 1, 2}, {0, 0, 2}, {2, 2, 1}};
+    rt_stats_hist hs = H(s, 3, 0);
+    NEAR(rt_stats_jsd(&hs, &hs), 0.0);
+    /* RankHistogram: {b: 2, a: 2, c: 1} against {a: 2, Z: 1, Y: 1, X: 1} */
+    rt_stats_bucket r1[] = {{0, 0, 2}, {1, 1, 2}, {2, 2, 1}},
+                    r2[] = {{0, 0, 2}, {3, 3, 1}, {4, 4, 1}, {5, 5, 1}};
+    rt_stats_hist h1 = H(r1, 3, 0), h2 = H(r2, 4, 0);
+    NEAR(rt_stats_jsd(&h1, &h2), 0.6);
+    NEAR(rt_stats_jsd(&h2, &h1), 0.6);
+    /* EmptyRankHistogram: no counts on one side is an error */
+    rt_stats_hist he = H(NULL, 0, 0);
+    assert_true(rt_stats_jsd(&he, &h2) < 0);
 }
 
 /* An independent JS divergence over aligned probabilities (the formula,
@@ -358,6 +386,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linf_tfdv_cases),
         cmocka_unit_test(test_jsd_tfdv_cases),
+        cmocka_unit_test(test_jsd_tfdv_rank_histogram_cases),
         cmocka_unit_test(test_jsd_same_boundaries_is_the_formula),
         cmocka_unit_test(test_stats_hand_computed),
         cmocka_unit_test(test_stats_order_and_merge_invariant),
