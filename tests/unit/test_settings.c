@@ -2,7 +2,8 @@
  * test_settings.c — the settings tables (runtime/rt_settings.c): defaults,
  * JSON keys (path-named errors, a key given twice, null = absent, "did you
  * mean"), flags (--x=y, --x y, a bool alone, aliases, '-' and '_' alike,
- * abbreviations refused, "--"), --help lines; and every program's table
+ * abbreviations refused, "--", repeated list flags, a flag given twice),
+ * --help lines; and every program's table (predict-model's per command)
  * walked against its --help output and its generated man page: each row's
  * flag (and each of predictd's config keys) appears in both.
  */
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 #include <cJSON.h>
 
+#include "pm.h"
 #include "rt.h"
 #include "srv.h"
 #include "trn.h"
@@ -427,6 +429,17 @@ static void test_tables_in_help_and_man(void **state)
     walk("predict-tune", t, n, "predict-tune.1");
     t = srv_ctl_flag_settings(&n);
     walk("predictctl", t, n, "predictctl.8");
+    /* predict-model: a table per command, walked against COMMAND --help */
+    static const char *const cmds[] = {"show",     "predict", "transform", "evaluate",
+                                       "explain",  "stats",   "validate",  "convert",
+                                       "batch-predict"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        const pm_command *c = pm_command_find(cmds[i]);
+        assert_non_null(c);
+        char prog[64];
+        snprintf(prog, sizeof prog, "predict-model %s", cmds[i]);
+        walk(prog, c->flags, c->n_flags, "predict-model.1");
+    }
 }
 
 int main(void)
