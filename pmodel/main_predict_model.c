@@ -30,8 +30,8 @@
  * holding versions, in which case the newest version is used.
  * Exit status: 0 ok, 1 model or instance error, 2 bad arguments.
  *
- * The module (pmodel/, pm.h): the command line in pm_args.c, one file per
- * command (pm_show.c, pm_predict.c, pm_transform.c, pm_evaluate.c), shared
+ * The module (pmodel/, pm.h): the command line in pm_args.c (a settings
+ * table per command: flags, --help, man page), one file per command (pm_show.c, pm_predict.c, pm_transform.c, pm_evaluate.c), shared
  * reading in pm_io.c; it reaches the runtime through rt.h only.
  */
 #include "pm.h"
@@ -40,7 +40,8 @@
 
 int main(int argc, char **argv)
 {
-    /* convert and batch-predict read their own flags (pm_convert.c, pm_batch.c) */
+    /* convert and batch-predict read their own flags by their own tables
+     * (pm_convert.c, pm_batch.c) */
     if (argc >= 2 && strcmp(argv[1], "convert") == 0)
         return pm_cmd_convert(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "batch-predict") == 0)
@@ -51,19 +52,23 @@ int main(int argc, char **argv)
         return rc;
     if (o.help) {
         pm_print_help(o.cmd);
+        pm_opts_free(&o);
         return 0;
     }
     if (strcmp(o.cmd, "show") == 0)
-        return pm_cmd_show(&o);
-    if (strcmp(o.cmd, "predict") == 0)
-        return pm_cmd_predict(&o);
-    if (strcmp(o.cmd, "evaluate") == 0)
-        return pm_cmd_evaluate(&o);
-    if (strcmp(o.cmd, "explain") == 0)
-        return pm_cmd_explain(&o);
-    if (strcmp(o.cmd, "stats") == 0)
-        return pm_cmd_stats(&o);
-    if (strcmp(o.cmd, "validate") == 0)
-        return pm_cmd_validate(&o);
-    return pm_cmd_transform(&o);
+        rc = pm_cmd_show(&o);
+    else if (strcmp(o.cmd, "predict") == 0)
+        rc = pm_cmd_predict(&o);
+    else if (strcmp(o.cmd, "evaluate") == 0)
+        rc = pm_cmd_evaluate(&o);
+    else if (strcmp(o.cmd, "explain") == 0)
+        rc = pm_cmd_explain(&o);
+    else if (strcmp(o.cmd, "stats") == 0)
+        rc = pm_cmd_stats(&o);
+    else if (strcmp(o.cmd, "validate") == 0)
+        rc = pm_cmd_validate(&o);
+    else
+        rc = pm_cmd_transform(&o);
+    pm_opts_free(&o);
+    return rc;
 }

@@ -13,49 +13,80 @@
 
 #include "rt.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #define PM_EXIT_USAGE 2 /* bad arguments; 1 is a failed run */
-#define PM_MAX_LIST 64  /* --data and --slice given at most this often */
+#define PM_MAX_LIST 64  /* --data, --slice and --input given at most this often */
 
 /* ------------------------------------------------- command line (pm_args.c) */
 
-/* What the command line asked for. Strings point into argv. */
+/* A command's command line: its usage lines ("predict-model NAME ...",
+ * continuation lines indented; usage(1) prefixes "usage: " and "       "),
+ * what it does, its flags as a settings table (rt_settings.c: the flags,
+ * --help and the man page come from the rows) and notes after them. */
+typedef struct pm_command {
+    const char *name;
+    const char *synopsis;
+    const char *about;
+    const char *notes;        /* NULL: none */
+    const rt_setting *flags;
+    size_t n_flags;
+} pm_command;
+
+/* What the command line asked for (show, predict, transform, evaluate,
+ * explain, stats, validate): the fields of the command's table (owned;
+ * pm_opts_free), the rest zero. */
 typedef struct pm_opts {
     const char *cmd;
-    const char *dir;
-    const char *instances;
-    const char *format;
-    const char *signature;
-    const char *report;
-    const char *batch_size;
-    const char *skip_header;
-    const char *v2_request;  /* predict --v2-request */
-    const char *v2_header;   /* predict --v2-header-length */
-    const char *model_name;  /* predict --model-name */
-    const char *spec;        /* stats --spec */
-    const char *thresholds;  /* validate --thresholds */
-    const char *data[PM_MAX_LIST];
-    size_t n_data;
-    const char *slices[PM_MAX_LIST];
-    size_t n_slices;
-    int all;
-    int help;
-    int leaves; /* transform --leaves */
-    const char *json_request; /* explain --json-request */
-    const char *xai_override; /* explain --explanation-spec-override */
-    int timing;               /* explain --timing */
-    const char *importance;   /* evaluate --importance */
+    const pm_command *command;
+    char *dir;
+    char *instances;
+    char *format;
+    char *signature;
+    char *report;
+    char *batch_size;
+    char *skip_header;
+    char *v2_request;  /* predict --v2-request */
+    char *v2_header;   /* predict --v2-header-length */
+    char *model_name;  /* predict --model-name */
+    char *spec;        /* stats --spec */
+    char *thresholds;  /* validate --thresholds */
+    rt_setting_list data;   /* --data, repeatable */
+    rt_setting_list slices; /* evaluate --slice, repeatable */
+    bool all;
+    bool help;
+    bool leaves;       /* transform --leaves */
+    char *json_request; /* explain --json-request */
+    char *xai_override; /* explain --explanation-spec-override */
+    bool timing;       /* explain --timing */
+    char *importance;  /* evaluate --importance */
 } pm_opts;
 
-/* Parses argv into *o: the command, then its flags (--flag VALUE or
- * --flag=VALUE; --help anywhere). Returns 0, or an exit status after printing
- * the error and the usage to stderr. */
+/* Parses argv into *o: the command, then its flags by its table (--flag
+ * VALUE or --flag=VALUE; --help), then the checks between them. Returns 0,
+ * or an exit status after printing the error and the usage to stderr. */
 int pm_parse_args(int argc, char **argv, pm_opts *o);
+void pm_opts_free(pm_opts *o);
 /* Prints the help of cmd (NULL: the usage of every command) to stdout. */
 void pm_print_help(const char *cmd);
+/* The command called name (every command, convert and batch-predict too),
+ * or NULL. */
+const pm_command *pm_command_find(const char *name);
+/* Reads a command's flags, argv[0] its name, into dst by c's table (after
+ * rt_settings_defaults; a flag given twice is refused; *help set by
+ * --help or -h). 0, or PM_EXIT_USAGE after printing "predict-model NAME:
+ * error" and c's usage to stderr (dst freed). */
+int pm_args_read(const pm_command *c, int argc, char **argv, void *dst, bool *help);
+/* Prints "predict-model NAME: msg" (msg a printf format of one string)
+ * and c's usage to stderr; returns PM_EXIT_USAGE. */
+int pm_usage_error(const pm_command *c, const char *fmt, const char *arg);
+/* Prints c's --help (usage, about, flags, notes) to stdout. */
+void pm_command_help(const pm_command *c);
+extern const pm_command pm_convert_command; /* pm_convert.c */
+extern const pm_command pm_batch_command;   /* pm_batch.c */
 
 /* ----------------------------------------- exports, instance files (pm_io.c) */
 
@@ -177,7 +208,7 @@ int pm_cmd_transform(const pm_opts *o); /* pm_transform.c */
 int pm_cmd_evaluate(const pm_opts *o);  /* pm_evaluate.c */
 int pm_cmd_explain(const pm_opts *o);   /* pm_explain.c */
 /* convert and batch-predict read their own flags (argv from the command's
- * name on) and print their own help. */
+ * name on) by their own tables (pm_args_read) and print their own help. */
 int pm_cmd_convert(int argc, char **argv);       /* pm_convert.c */
 int pm_cmd_batch_predict(int argc, char **argv); /* pm_batch.c */
 int pm_cmd_stats(const pm_opts *o);     /* pm_stats.c */

@@ -1,335 +1,412 @@
 /*
- * pm_args.c — predict-model's command line: the usage and each command's
- * --help text (also the man page's, scripts/man.sh), and the parser that
- * turns argv into a pm_opts (command, flags with --flag VALUE or
- * --flag=VALUE, the checks between them).
+ * pm_args.c — predict-model's command line: one settings table per command
+ * (rt_settings.c rows: the flags, their --help lines and so the man page,
+ * scripts/man.sh, and "did you mean" for a mistyped flag), the usage of
+ * every command made of their usage lines, the reader every command's flags
+ * go through (pm_args_read; convert and batch-predict keep their tables in
+ * their own files), and the checks between the flags of show, predict,
+ * transform, evaluate, explain, stats and validate.
  */
 #include "pm.h"
 
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char USAGE[] =
-    "usage: predict-model show --dir EXPORT [--all | --signature_def NAME]\n"
-    "       predict-model predict --dir EXPORT --json-instances FILE\n"
-    "                             [--format table|json] [--signature_def NAME]\n"
-    "       predict-model predict --dir EXPORT --v2-request FILE\n"
-    "                             [--v2-header-length N] [--model-name NAME]\n"
-    "       predict-model transform --dir EXPORT --json-instances FILE\n"
-    "                               [--format text|json] [--leaves]\n"
-    "       predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
-    "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
-    "                              [--format table|json] [--batch-size N]\n"
-    "                              [--skip-header-lines N] [--importance METHOD]\n"
-    "       predict-model explain --dir EXPORT --json-instances FILE\n"
-    "                             [--explanation-spec-override FILE]\n"
-    "       predict-model explain --dir EXPORT --json-request FILE\n"
-    "       predict-model convert (--dir EXPORT | --spec SPEC.json) --input FILE...\n"
-    "                             --to tfrecord|tfrecord-gzip|csv --output FILE\n"
-    "       predict-model batch-predict --dir EXPORT --input FILE... --output-dir DIR\n"
-    "                             [--instances-format FMT] [flags: batch-predict --help]\n"
-    "       predict-model stats (--dir EXPORT | --spec SPEC) [--data FILE.csv]...\n"
-    "                           [--format table|json] [--skip-header-lines N]\n"
-    "       predict-model validate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
-    "                              [--thresholds FILE.json] [--report REPORT.html]\n"
-    "                              [--format table|json] [--skip-header-lines N]\n"
-    "       predict-model COMMAND --help\n"
-    "--model-dir is another name of --dir in every command.\n";
+/* offsetof(pm_opts, f), refused at compile time unless f has type T */
+#define OF(f, T)                                                                               \
+    (offsetof(pm_opts, f) + 0 * sizeof(char[_Generic(((pm_opts *)0)->f, T: 1, default: -1)]))
 
-static const char HELP_SHOW[] =
-    "usage: predict-model show --dir EXPORT [--all | --signature_def NAME]\n"
-    "\n"
-    "Prints the export's signatures (inputs and outputs with dtype, shape and\n"
-    "Without a flag, a summary: model name and version, estimator, head and\n"
-    "classes, serving input function, inputs with their types, signatures\n"
-    "(method, outputs), feature column count, DNN layers or ensemble shape,\n"
-    "global step, export time, last evaluation, tensor and file sizes.\n"
-    "--all prints everything: the signatures (inputs and outputs with dtype,\n"
-    "shape and tensor name, method name) as saved_model_cli show --all does,\n"
-    "then the receiver, feature columns, graph, head and training metadata;\n"
-    "a BoostedTrees model also its ensemble (trees, nodes, leaves, depth,\n"
-    "inputs) and the feature importances: per input, its split count and the\n"
-    "total gain of its splits, by gain. With --signature_def only that\n"
-    "signature is printed.\n"
-    "EXPORT is a version directory or a base directory (newest version);\n"
-    "--model-dir is another name of --dir.\n";
+#define STR_ROW(n, f, a, h)                                                                    \
+    {.name = n, .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = OF(f, char *), .arg = a,    \
+     .help = h}
+#define BOOL_ROW(n, f, h)                                                                      \
+    {.name = n, .type = RT_SET_BOOL, .where = RT_SET_FLAG | RT_SET_NODEFAULT,                   \
+     .offset = OF(f, bool), .help = h}
+#define LIST_ROW(n, f, a, h)                                                                   \
+    {.name = n, .type = RT_SET_LIST, .where = RT_SET_FLAG, .hi = PM_MAX_LIST,                   \
+     .offset = OF(f, rt_setting_list), .arg = a, .help = h}
 
-static const char HELP_PREDICT[] =
-    "usage: predict-model predict --dir EXPORT --json-instances FILE\n"
-    "                             [--format table|json] [--signature_def NAME]\n"
-    "       predict-model predict --dir EXPORT --v2-request FILE\n"
-    "                             [--v2-header-length N] [--model-name NAME]\n"
-    "\n"
-    "Runs the model on FILE, one JSON instance per line (as gcloud ml-engine\n"
-    "local predict takes them; blank lines are skipped). --format table\n"
-    "(default) prints one upper-case column per output (CLASS_IDS CLASSES\n"
-    "LOGISTIC LOGITS PROBABILITIES ...), one row per instance; --format json\n"
-    "prints TensorFlow Serving's answer {\"predictions\": [...]}.\n"
-    "--v2-request FILE reads an Open Inference Protocol (KServe v2) infer\n"
-    "body instead and prints the answer predictd sends for it, byte for byte\n"
-    "(docs/v2-protocol.md): --v2-header-length N is the request's\n"
-    "Inference-Header-Content-Length (binary tensors follow the first N\n"
-    "bytes; without it the whole file is JSON), --model-name the model_name\n"
-    "to answer with (the export's name by default). A binary answer's JSON\n"
-    "length goes to stderr as \"Inference-Header-Content-Length: N\".\n"
-    "--model-dir is another name of --dir.\n";
+#define DIR_ROW                                                                                \
+    {.name = "dir", .aliases = "model-dir", .type = RT_SET_STR, .where = RT_SET_FLAG,           \
+     .offset = OF(dir, char *), .arg = "EXPORT",                                                \
+     .help = "the export: a version directory (holding model.pb) or a base directory (its "     \
+             "newest version)"}
+#define INSTANCES_ROW                                                                          \
+    STR_ROW("json-instances", instances, "FILE",                                               \
+            "one JSON instance per line, as gcloud ml-engine local predict takes them (blank "  \
+            "lines are skipped)")
+#define SIGNATURE_ROW(h) STR_ROW("signature_def", signature, "NAME", h)
+#define FORMAT_ROW(a, h) STR_ROW("format", format, a, h)
+#define DATA_ROW(h) LIST_ROW("data", data, "FILE.csv", h)
+#define SKIP_ROW                                                                               \
+    STR_ROW("skip-header-lines", skip_header, "N", "lines skipped at the top of each file "    \
+                                                   "(default 0)")
+#define REPORT_ROW                                                                             \
+    STR_ROW("report", report, "REPORT.html",                                                   \
+            "also writes a self-contained HTML report (no scripts)")
 
-static const char HELP_EXPLAIN[] =
-    "usage: predict-model explain --dir EXPORT --json-instances FILE\n"
-    "                             [--explanation-spec-override FILE] [--timing]\n"
-    "       predict-model explain --dir EXPORT --json-request FILE [--timing]\n"
-    "\n"
-    "Explains the model's predictions for the instances of FILE (one JSON\n"
-    "instance per line) and prints the answer predictd's :explain gives,\n"
-    "byte for byte: Vertex AI's {\"explanations\": [...], \"predictions\":\n"
-    "[...]}. --explanation-spec-override FILE holds a Vertex AI\n"
-    "explanationSpecOverride object (method, pathCount or stepCount, topK,\n"
-    "outputIndices, inputBaselines); --json-request FILE is a whole :explain\n"
-    "body instead (\"-\" is stdin). --timing prints the time taken and the\n"
-    "model rows evaluated to stderr. docs/explanations.md describes the\n"
-    "methods. --model-dir is another name of --dir.\n";
+static const rt_setting SHOW[] = {
+    DIR_ROW,
+    BOOL_ROW("all", all, "everything (below)"),
+    SIGNATURE_ROW("only the signature NAME"),
+};
 
-static const char HELP_TRANSFORM[] =
-    "usage: predict-model transform --dir EXPORT --json-instances FILE\n"
-    "                               [--format text|json] [--leaves]\n"
-    "\n"
-    "Prints, per instance, what the serving input function produced: the ids\n"
-    "of each categorical column (vocabulary, hash, bucketized, crossed), the\n"
-    "values of each dense column (numeric, embedding, indicator) and the DNN\n"
-    "input vector. --format json prints one object per line keyed by feature\n"
-    "column name: {\"ids\": [...]} or {\"values\": [...]}, plus \"dnn_input\".\n"
-    "--leaves (BoostedTrees models) adds the leaf each instance reaches in each\n"
-    "tree, as node numbers of model.pb's trees (\"leaves\": [...] in json).\n"
-    "--model-dir is another name of --dir.\n";
+static const rt_setting PREDICT[] = {
+    DIR_ROW,
+    INSTANCES_ROW,
+    FORMAT_ROW("table|json", "table (default): one upper-case column per output (CLASS_IDS "
+                             "CLASSES LOGISTIC LOGITS PROBABILITIES ...), one row per instance; "
+                             "json: TensorFlow Serving's answer {\"predictions\": [...]}"),
+    SIGNATURE_ROW("the signature to run (the default one's otherwise)"),
+    STR_ROW("v2-request", v2_request, "FILE",
+            "an Open Inference Protocol (KServe v2) infer body instead of --json-instances: "
+            "prints the answer predictd sends for it, byte for byte (docs/v2-protocol.md)"),
+    STR_ROW("v2-header-length", v2_header, "N",
+            "the request's Inference-Header-Content-Length: binary tensors follow the first N "
+            "bytes (without it the whole file is JSON)"),
+    STR_ROW("model-name", model_name, "NAME",
+            "the model_name to answer a --v2-request with (the export's name by default)"),
+};
 
-static const char HELP_EVALUATE[] =
-    "usage: predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
-    "                              [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
-    "                              [--format table|json] [--batch-size N]\n"
-    "                              [--skip-header-lines N] [--importance METHOD]\n"
-    "\n"
-    "Evaluates the export on labelled CSV files of the spec's columns (the\n"
-    "training data's format, label included), as TensorFlow Model Analysis\n"
-    "does: the trainer's evaluation metrics (the same code: accuracy, auc,\n"
-    "auc_precision_recall, precision, recall, loss, average_loss, label/mean,\n"
-    "prediction/mean, accuracy_baseline, ...) overall and per slice: --slice\n"
-    "gender gives the metrics of each value of column gender, --slice\n"
-    "gender,race of each combination; repeat --slice for more. A binary\n"
-    "classifier also gets the ROC and precision-recall curves, a calibration\n"
-    "plot with the expected calibration error, the confusion matrix and a\n"
-    "threshold table; a multi-class one the confusion matrix.\n"
-    "  --format table  (default) metrics, slices (worst marked *) and tables\n"
-    "  --format json   everything as one JSON object, curves included\n"
-    "  --report FILE   also writes a self-contained HTML report (no scripts)\n"
-    "  --batch-size N  rows per batch (\"loss\" is the mean of batch losses);\n"
-    "                  by default the spec's eval.batch_size, else 256\n"
-    "  --skip-header-lines N  lines skipped at the top of each file\n"
-    "  --importance METHOD  global feature importance: the mean |attribution|\n"
-    "                  of each input over the examples and per slice, each\n"
-    "                  example explained by METHOD (exact, sampled or\n"
-    "                  gradients; docs/explanations.md)\n"
-    "--model-dir is another name of --dir. docs/evaluation.md defines every\n"
-    "metric.\n";
+static const rt_setting TRANSFORM[] = {
+    DIR_ROW,
+    INSTANCES_ROW,
+    FORMAT_ROW("text|json", "text (default), or json: one object per line keyed by feature "
+                            "column name, {\"ids\": [...]} or {\"values\": [...]}, plus "
+                            "\"dnn_input\""),
+    BOOL_ROW("leaves", leaves,
+             "(BoostedTrees models) adds the leaf each instance reaches in each tree, as node "
+             "numbers of model.pb's trees (\"leaves\": [...] in json)"),
+};
 
-static const char HELP_STATS[] =
-    "usage: predict-model stats (--dir EXPORT | --spec SPEC) [--data FILE.csv]...\n"
-    "                           [--format table|json] [--skip-header-lines N]\n"
-    "\n"
-    "Prints the statistics of a data set's raw inputs as TensorFlow Data\n"
-    "Validation defines them (docs/data-validation.md): per numeric input\n"
-    "count, missing, NaN, zeros, mean, std_dev, min, median, max, a 10-bucket\n"
-    "equal-width histogram and the deciles; per string input count, missing,\n"
-    "unique, average length and the most frequent values. Without --data, the\n"
-    "export's training statistics (statistics.json, written by the trainer);\n"
-    "with --data, those of the CSV files, in the export's columns or in the\n"
-    "columns of the trainer spec SPEC.\n"
-    "  --format table  (default) tables and histograms\n"
-    "  --format json   statistics.json: TFDV's DatasetFeatureStatisticsList\n"
-    "  --skip-header-lines N  lines skipped at the top of each file\n"
-    "--model-dir is another name of --dir.\n";
+static const rt_setting EVALUATE[] = {
+    DIR_ROW,
+    DATA_ROW("a labelled CSV file of the spec's columns (repeatable)"),
+    LIST_ROW("slice", slices, "COLUMN[,COLUMN]",
+             "metrics per value of COLUMN, or per combination of the COLUMNs (repeatable)"),
+    REPORT_ROW,
+    FORMAT_ROW("table|json", "table (default): metrics, slices (worst marked *) and tables; "
+                             "json: everything as one JSON object, curves included"),
+    STR_ROW("batch-size", batch_size, "N",
+            "rows per batch (\"loss\" is the mean of batch losses); by default the spec's "
+            "eval.batch_size, else 256"),
+    SKIP_ROW,
+    STR_ROW("importance", importance, "METHOD",
+            "global feature importance: the mean |attribution| of each input over the "
+            "examples and per slice, each example explained by METHOD (exact, sampled or "
+            "gradients; docs/explanations.md)"),
+};
 
-static const char HELP_VALIDATE[] =
-    "usage: predict-model validate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
-    "                              [--thresholds FILE.json] [--report REPORT.html]\n"
-    "                              [--format table|json] [--skip-header-lines N]\n"
-    "\n"
-    "Compares the data set with the export's training statistics, as TensorFlow\n"
-    "Data Validation does (docs/data-validation.md): anomalies by TFDV's names\n"
-    "(ENUM_TYPE_UNEXPECTED_STRING_VALUES, INT_TYPE_BIG_INT, FLOAT_TYPE_SMALL_FLOAT,\n"
-    "FEATURE_TYPE_NOT_PRESENT, SCHEMA_NEW_COLUMN, UNEXPECTED_DATA_TYPE,\n"
-    "FEATURE_TYPE_LOW_FRACTION_PRESENT, FLOAT_TYPE_HAS_NAN, ...) and per feature a\n"
-    "distance against its threshold: L-infinity for string features,\n"
-    "Jensen-Shannon divergence for numeric ones (COMPARATOR_L_INFTY_HIGH,\n"
-    "COMPARATOR_JENSEN_SHANNON_DIVERGENCE_HIGH above it).\n"
-    "  --thresholds FILE  {\"default_threshold\": 0.3, \"thresholds\": {\"age\": 0.1}}\n"
-    "                     (every threshold is 0.3 without it)\n"
-    "  --report FILE      also writes a self-contained HTML report (no scripts)\n"
-    "  --format table|json  the anomalies and distances as text or one JSON object\n"
-    "  --skip-header-lines N  lines skipped at the top of each file\n"
-    "Exit status: 0 nothing anomalous, 3 an anomaly (a distance above its\n"
-    "threshold is one), 1 an error, 2 bad arguments.\n"
-    "--model-dir is another name of --dir.\n";
+static const rt_setting EXPLAIN[] = {
+    DIR_ROW,
+    INSTANCES_ROW,
+    STR_ROW("explanation-spec-override", xai_override, "FILE",
+            "a Vertex AI explanationSpecOverride object (method, pathCount or stepCount, "
+            "topK, outputIndices, inputBaselines)"),
+    STR_ROW("json-request", json_request, "FILE",
+            "a whole :explain body instead of --json-instances (\"-\" is stdin)"),
+    BOOL_ROW("timing", timing, "prints the time taken and the model rows evaluated to stderr"),
+};
 
-static int usage_error(const char *fmt, const char *arg)
+static const rt_setting STATS[] = {
+    DIR_ROW,
+    STR_ROW("spec", spec, "SPEC", "a trainer spec whose columns --data is read in, instead "
+                                  "of --dir"),
+    DATA_ROW("a CSV file (repeatable)"),
+    FORMAT_ROW("table|json", "table (default): tables and histograms; json: statistics.json, "
+                             "TFDV's DatasetFeatureStatisticsList"),
+    SKIP_ROW,
+};
+
+static const rt_setting VALIDATE[] = {
+    DIR_ROW,
+    DATA_ROW("a CSV file of the export's columns (repeatable)"),
+    STR_ROW("thresholds", thresholds, "FILE.json",
+            "{\"default_threshold\": 0.3, \"thresholds\": {\"age\": 0.1}} (every threshold is "
+            "0.3 without it)"),
+    REPORT_ROW,
+    FORMAT_ROW("table|json", "the anomalies and distances as text (default) or one JSON "
+                             "object"),
+    SKIP_ROW,
+};
+
+#define N(t) (sizeof t / sizeof t[0])
+
+static const pm_command COMMANDS[] = {
+    {"show", "predict-model show --dir EXPORT [--all | --signature_def NAME]",
+     "Without a flag, a summary: model name and version, estimator, head and classes, "
+     "serving input function, inputs with their types, signatures (method, outputs), feature "
+     "column count, DNN layers or ensemble shape, global step, export time, last evaluation, "
+     "tensor and file sizes. --all prints everything: the signatures (inputs and outputs "
+     "with dtype, shape and tensor name, method name) as saved_model_cli show --all does, "
+     "then the receiver, feature columns, graph, head and training metadata; a BoostedTrees "
+     "model also its ensemble (trees, nodes, leaves, depth, inputs) and the feature "
+     "importances: per input, its split count and the total gain of its splits, by gain. "
+     "With --signature_def only that signature is printed.",
+     NULL, SHOW, N(SHOW)},
+    {"predict",
+     "predict-model predict --dir EXPORT --json-instances FILE\n"
+     "                      [--format table|json] [--signature_def NAME]\n"
+     "predict-model predict --dir EXPORT --v2-request FILE\n"
+     "                      [--v2-header-length N] [--model-name NAME]",
+     "Runs the model on FILE, one JSON instance per line, and prints the predictions; or "
+     "answers an Open Inference Protocol request as predictd does. A binary answer's JSON "
+     "length goes to stderr as \"Inference-Header-Content-Length: N\".",
+     NULL, PREDICT, N(PREDICT)},
+    {"transform",
+     "predict-model transform --dir EXPORT --json-instances FILE\n"
+     "                        [--format text|json] [--leaves]",
+     "Prints, per instance, what the serving input function produced: the ids of each "
+     "categorical column (vocabulary, hash, bucketized, crossed), the values of each dense "
+     "column (numeric, embedding, indicator) and the DNN input vector.",
+     NULL, TRANSFORM, N(TRANSFORM)},
+    {"evaluate",
+     "predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
+     "                       [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
+     "                       [--format table|json] [--batch-size N]\n"
+     "                       [--skip-header-lines N] [--importance METHOD]",
+     "Evaluates the export on labelled CSV files of the spec's columns (the training data's "
+     "format, label included), as TensorFlow Model Analysis does: the trainer's evaluation "
+     "metrics (the same code: accuracy, auc, auc_precision_recall, precision, recall, loss, "
+     "average_loss, label/mean, prediction/mean, accuracy_baseline, ...) overall and per "
+     "slice: --slice gender gives the metrics of each value of column gender, --slice "
+     "gender,race of each combination; repeat --slice for more. A binary classifier also "
+     "gets the ROC and precision-recall curves, a calibration plot with the expected "
+     "calibration error, the confusion matrix and a threshold table; a multi-class one the "
+     "confusion matrix.",
+     "docs/evaluation.md defines every metric.", EVALUATE, N(EVALUATE)},
+    {"explain",
+     "predict-model explain --dir EXPORT --json-instances FILE\n"
+     "                      [--explanation-spec-override FILE] [--timing]\n"
+     "predict-model explain --dir EXPORT --json-request FILE [--timing]",
+     "Explains the model's predictions for the instances of FILE (one JSON instance per "
+     "line) and prints the answer predictd's :explain gives, byte for byte: Vertex AI's "
+     "{\"explanations\": [...], \"predictions\": [...]}. docs/explanations.md describes the "
+     "methods.",
+     NULL, EXPLAIN, N(EXPLAIN)},
+    {"stats",
+     "predict-model stats (--dir EXPORT | --spec SPEC) [--data FILE.csv]...\n"
+     "                    [--format table|json] [--skip-header-lines N]",
+     "Prints the statistics of a data set's raw inputs as TensorFlow Data Validation defines "
+     "them (docs/data-validation.md): per numeric input count, missing, NaN, zeros, mean, "
+     "std_dev, min, median, max, a 10-bucket equal-width histogram and the deciles; per "
+     "string input count, missing, unique, average length and the most frequent values. "
+     "Without --data, the export's training statistics (statistics.json, written by the "
+     "trainer); with --data, those of the CSV files, in the export's columns or in the "
+     "columns of the trainer spec SPEC.",
+     NULL, STATS, N(STATS)},
+    {"validate",
+     "predict-model validate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
+     "                       [--thresholds FILE.json] [--report REPORT.html]\n"
+     "                       [--format table|json] [--skip-header-lines N]",
+     "Compares the data set with the export's training statistics, as TensorFlow Data "
+     "Validation does (docs/data-validation.md): anomalies by TFDV's names "
+     "(ENUM_TYPE_UNEXPECTED_STRING_VALUES, INT_TYPE_BIG_INT, FLOAT_TYPE_SMALL_FLOAT, "
+     "FEATURE_TYPE_NOT_PRESENT, SCHEMA_NEW_COLUMN, UNEXPECTED_DATA_TYPE, "
+     "FEATURE_TYPE_LOW_FRACTION_PRESENT, FLOAT_TYPE_HAS_NAN, ...) and per feature a distance "
+     "against its threshold: L-infinity for string features, Jensen-Shannon divergence for "
+     "numeric ones (COMPARATOR_L_INFTY_HIGH, COMPARATOR_JENSEN_SHANNON_DIVERGENCE_HIGH above "
+     "it).",
+     "Exit status: 0 nothing anomalous, 3 an anomaly (a distance above its threshold is one), "
+     "1 an error, 2 bad arguments.",
+     VALIDATE, N(VALIDATE)},
+};
+
+const pm_command *pm_command_find(const char *name)
 {
-    fprintf(stderr, "predict-model: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", USAGE);
+    for (size_t i = 0; name && i < N(COMMANDS); i++)
+        if (!strcmp(COMMANDS[i].name, name))
+            return &COMMANDS[i];
+    if (name && !strcmp(name, pm_convert_command.name))
+        return &pm_convert_command;
+    if (name && !strcmp(name, pm_batch_command.name))
+        return &pm_batch_command;
+    return NULL;
+}
+
+/* Appends c's usage lines, the first after first, the others after
+ * "       ". */
+static int put_synopsis(rt_buf *b, const pm_command *c, const char *first)
+{
+    int r = 0;
+    const char *p = c->synopsis;
+    for (bool one = true; *p; one = false) {
+        size_t w = strcspn(p, "\n");
+        r |= rt_buf_printf(b, "%s%.*s\n", one ? first : "       ", (int)w, p);
+        p += w + (p[w] == '\n');
+    }
+    return r;
+}
+
+/* Every command's usage lines (the top-level usage). */
+static int put_usage(rt_buf *b)
+{
+    const pm_command *all[N(COMMANDS) + 2];
+    size_t n = 0;
+    for (size_t i = 0; i < N(COMMANDS); i++)
+        all[n++] = &COMMANDS[i];
+    all[n++] = &pm_convert_command;
+    all[n++] = &pm_batch_command;
+    int r = 0;
+    for (size_t i = 0; i < n; i++)
+        r |= put_synopsis(b, all[i], i ? "       " : "usage: ");
+    return r | rt_buf_puts(b, "       predict-model COMMAND --help\n"
+                              "--model-dir is another name of --dir in every command.\n");
+}
+
+int pm_usage_error(const pm_command *c, const char *fmt, const char *arg)
+{
+    rt_buf b;
+    rt_buf_init(&b);
+    int r = rt_buf_printf(&b, "predict-model%s%s: ", c ? " " : "", c ? c->name : "");
+    r |= rt_buf_printf(&b, fmt, arg);
+    r |= rt_buf_puts(&b, "\n");
+    if (c)
+        r |= put_synopsis(&b, c, "usage: ") |
+             rt_buf_printf(&b, "(predict-model %s --help: every flag)\n", c->name);
+    else
+        r |= put_usage(&b);
+    fputs(r ? "predict-model: out of memory\n" : b.data, stderr);
+    rt_buf_free(&b);
     return PM_EXIT_USAGE;
+}
+
+void pm_command_help(const pm_command *c)
+{
+    rt_buf b;
+    rt_buf_init(&b);
+    int r = put_synopsis(&b, c, "usage: ");
+    r |= rt_buf_puts(&b, "\n");
+    r |= rt_settings_wrap(&b, c->about, 0, 0);
+    r |= rt_buf_puts(&b, "flags:\n");
+    r |= rt_settings_help(&b, c->flags, c->n_flags, 24, NULL, 0);
+    r |= rt_buf_puts(&b, "  -h, --help            this text\n");
+    if (c->notes)
+        r |= rt_settings_wrap(&b, c->notes, 0, 0);
+    fputs(r ? "predict-model: out of memory\n" : b.data, stdout);
+    rt_buf_free(&b);
+}
+
+int pm_args_read(const pm_command *c, int argc, char **argv, void *dst, bool *help)
+{
+    rt_err err = {{0}};
+    rt_argv a = {.rows = c->flags, .n = c->n_flags, .once = true, .other = rt_argv_help,
+                 .ctx = help};
+    int next = argc;
+    *help = false;
+    if (rt_settings_defaults(c->flags, c->n_flags, dst, &err) != RT_OK ||
+        rt_settings_argv(&a, argc, argv, dst, NULL, &next, &err) != RT_OK) {
+        rt_settings_free(c->flags, c->n_flags, dst);
+        return pm_usage_error(c, "%s", err.msg);
+    }
+    if (next < argc) {
+        rt_settings_free(c->flags, c->n_flags, dst);
+        return pm_usage_error(c, "unexpected argument \"%s\"", argv[next]);
+    }
+    return 0;
+}
+
+void pm_opts_free(pm_opts *o)
+{
+    if (o->command)
+        rt_settings_free(o->command->flags, o->command->n_flags, o);
+}
+
+/* The checks between flags (the table checked each flag alone). */
+static const char *check(const pm_opts *o)
+{
+    const char *cmd = o->cmd;
+    int show = !strcmp(cmd, "show"), predict = !strcmp(cmd, "predict"),
+        transform = !strcmp(cmd, "transform"), evaluate = !strcmp(cmd, "evaluate"),
+        explain = !strcmp(cmd, "explain"), stats = !strcmp(cmd, "stats"),
+        validate = !strcmp(cmd, "validate");
+    int reads_csv = evaluate || stats || validate;
+    if (stats && o->dir && o->spec)
+        return "--dir and --spec: give one of them";
+    if (stats && o->spec && !o->data.n)
+        return "--spec SPEC needs --data FILE.csv";
+    if (!o->dir && !(stats && o->spec))
+        return stats ? "missing --dir EXPORT (or --spec SPEC)"
+                     : "missing --dir EXPORT (or --model-dir EXPORT)";
+    if (predict && o->v2_request && o->instances)
+        return "--json-instances and --v2-request: give one of them";
+    if (predict && !o->v2_request && (o->v2_header || o->model_name))
+        return "--v2-header-length and --model-name go with --v2-request";
+    if (predict && o->v2_request && (o->format || o->signature))
+        return "--v2-request prints the v2 answer: no --format or --signature_def";
+    if (predict && !o->instances && !o->v2_request)
+        return "missing --json-instances FILE (or --v2-request FILE)";
+    if (transform && !o->instances)
+        return "missing --json-instances FILE";
+    if (explain && !!o->instances == !!o->json_request)
+        return "give one of --json-instances FILE and --json-request FILE";
+    if (explain && o->json_request && o->xai_override)
+        return "--explanation-spec-override goes with --json-instances (a --json-request body "
+               "holds its own)";
+    if ((evaluate || validate) && !o->data.n)
+        return "missing --data FILE.csv";
+    if (show && o->all && o->signature)
+        return "--all and --signature_def: give one of them";
+    if (o->format && strcmp(o->format, "json") != 0 &&
+        !((predict || reads_csv) && !strcmp(o->format, "table")) &&
+        !(transform && !strcmp(o->format, "text")))
+        return "";
+    return NULL;
 }
 
 int pm_parse_args(int argc, char **argv, pm_opts *o)
 {
     memset(o, 0, sizeof *o);
     if (argc < 2)
-        return usage_error("%s", "missing command");
+        return pm_usage_error(NULL, "%s", "missing command");
     o->cmd = argv[1];
-    if (strcmp(o->cmd, "--help") == 0 || strcmp(o->cmd, "-h") == 0) {
+    if (!strcmp(o->cmd, "--help") || !strcmp(o->cmd, "-h")) {
         o->help = 1;
         o->cmd = NULL;
         return 0;
     }
-    int show = strcmp(o->cmd, "show") == 0, predict = strcmp(o->cmd, "predict") == 0,
-        transform = strcmp(o->cmd, "transform") == 0, evaluate = strcmp(o->cmd, "evaluate") == 0,
-        explain = strcmp(o->cmd, "explain") == 0;
-    int stats = strcmp(o->cmd, "stats") == 0, validate = strcmp(o->cmd, "validate") == 0;
-    int reads_csv = evaluate || stats || validate;
-    if (!show && !predict && !transform && !evaluate && !explain && !stats && !validate)
-        return usage_error("unknown command \"%s\"", o->cmd);
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            o->help = 1;
-            return 0;
-        }
-        if (show && strcmp(a, "--all") == 0) {
-            o->all = 1;
-            continue;
-        }
-        if (transform && strcmp(a, "--leaves") == 0) {
-            o->leaves = 1;
-            continue;
-        }
-        if (explain && strcmp(a, "--timing") == 0) {
-            o->timing = 1;
-            continue;
-        }
-        const char *val = NULL;
-        const char *eq = strchr(a, '=');
-        size_t klen = eq ? (size_t)(eq - a) : strlen(a);
-        if (eq)
-            val = eq + 1;
-        else if (i + 1 < argc)
-            val = argv[i + 1];
-        const char **slot = NULL;
-        const char **list = NULL;
-        size_t *count = NULL;
-#define KEY(s) (klen == strlen(s) && strncmp(a, s, klen) == 0)
-        if (KEY("--dir") || KEY("--model-dir"))
-            slot = &o->dir;
-        else if ((predict || transform || explain) && KEY("--json-instances"))
-            slot = &o->instances;
-        else if (predict && KEY("--v2-request"))
-            slot = &o->v2_request;
-        else if (predict && KEY("--v2-header-length"))
-            slot = &o->v2_header;
-        else if (predict && KEY("--model-name"))
-            slot = &o->model_name;
-        else if (!show && !explain && KEY("--format"))
-            slot = &o->format;
-        else if ((show || predict) && KEY("--signature_def"))
-            slot = &o->signature;
-        else if ((evaluate || validate) && KEY("--report"))
-            slot = &o->report;
-        else if (evaluate && KEY("--batch-size"))
-            slot = &o->batch_size;
-        else if (evaluate && KEY("--importance"))
-            slot = &o->importance;
-        else if (reads_csv && KEY("--skip-header-lines"))
-            slot = &o->skip_header;
-        else if (explain && KEY("--json-request"))
-            slot = &o->json_request;
-        else if (explain && KEY("--explanation-spec-override"))
-            slot = &o->xai_override;
-        else if (stats && KEY("--spec"))
-            slot = &o->spec;
-        else if (validate && KEY("--thresholds"))
-            slot = &o->thresholds;
-        else if (reads_csv && KEY("--data"))
-            list = o->data, count = &o->n_data;
-        else if (evaluate && KEY("--slice"))
-            list = o->slices, count = &o->n_slices;
-#undef KEY
-        if (!slot && !list)
-            return usage_error("unknown option \"%s\"", a);
-        if (!val)
-            return usage_error("option \"%s\" needs a value", a);
-        if (list) {
-            if (*count == PM_MAX_LIST)
-                return usage_error("option \"%s\" given more than 64 times", a);
-            if (!*val)
-                return usage_error("option \"%s\" needs a value", a);
-            list[(*count)++] = val;
-        } else {
-            if (*slot)
-                return usage_error("option \"%s\" given twice (--model-dir is --dir)", a);
-            *slot = val;
-        }
-        if (!eq)
-            i++;
+    const pm_command *c = pm_command_find(o->cmd);
+    if (!c || c == &pm_convert_command || c == &pm_batch_command) {
+        const char *names[N(COMMANDS) + 2];
+        for (size_t i = 0; i < N(COMMANDS); i++)
+            names[i] = COMMANDS[i].name;
+        names[N(COMMANDS)] = pm_convert_command.name;
+        names[N(COMMANDS) + 1] = pm_batch_command.name;
+        const char *near = rt_nearest_name(o->cmd, names, N(names));
+        char msg[160];
+        snprintf(msg, sizeof msg, "unknown command \"%%s\"%s%s%s", near ? " (did you mean " : "",
+                 near ? near : "", near ? "?)" : "");
+        return pm_usage_error(NULL, msg, o->cmd);
     }
-    if (stats && o->dir && o->spec)
-        return usage_error("%s", "--dir and --spec: give one of them");
-    if (stats && o->spec && !o->n_data)
-        return usage_error("%s", "--spec SPEC needs --data FILE.csv");
-    if (!o->dir && !(stats && o->spec))
-        return usage_error("%s", stats ? "missing --dir EXPORT (or --spec SPEC)"
-                                       : "missing --dir EXPORT (or --model-dir EXPORT)");
-    if (predict && o->v2_request && o->instances)
-        return usage_error("%s", "--json-instances and --v2-request: give one of them");
-    if (predict && !o->v2_request && (o->v2_header || o->model_name))
-        return usage_error("%s", "--v2-header-length and --model-name go with --v2-request");
-    if (predict && o->v2_request && (o->format || o->signature))
-        return usage_error("%s", "--v2-request prints the v2 answer: no --format or "
-                                 "--signature_def");
-    if ((predict && !o->instances && !o->v2_request) || (transform && !o->instances))
-        return usage_error("%s", predict ? "missing --json-instances FILE (or --v2-request FILE)"
-                                         : "missing --json-instances FILE");
-    if (explain && !!o->instances == !!o->json_request)
-        return usage_error("%s", "give one of --json-instances FILE and --json-request FILE");
-    if (explain && o->json_request && o->xai_override)
-        return usage_error("%s", "--explanation-spec-override goes with --json-instances (a "
-                                 "--json-request body holds its own)");
-    if ((evaluate || validate) && !o->n_data)
-        return usage_error("%s", "missing --data FILE.csv");
-    if (show && o->all && o->signature)
-        return usage_error("%s", "--all and --signature_def: give one of them");
-    if (o->format) {
-        int ok = strcmp(o->format, "json") == 0 ||
-                 ((predict || reads_csv) && strcmp(o->format, "table") == 0) ||
-                 (transform && strcmp(o->format, "text") == 0);
-        if (!ok)
-            return usage_error("unknown --format \"%s\"", o->format);
+    bool help = false;
+    int rc = pm_args_read(c, argc - 1, argv + 1, o, &help);
+    if (rc)
+        return rc;
+    o->command = c;
+    o->help = help;
+    if (help)
+        return 0;
+    const char *bad = check(o);
+    if (bad) {
+        rc = *bad ? pm_usage_error(c, "%s", bad)
+                  : pm_usage_error(c, "unknown --format \"%s\"", o->format);
+        pm_opts_free(o);
+        return rc;
     }
     return 0;
 }
 
 void pm_print_help(const char *cmd)
 {
-    if (!cmd)
-        fputs(USAGE, stdout);
-    else if (strcmp(cmd, "show") == 0)
-        fputs(HELP_SHOW, stdout);
-    else if (strcmp(cmd, "predict") == 0)
-        fputs(HELP_PREDICT, stdout);
-    else if (strcmp(cmd, "evaluate") == 0)
-        fputs(HELP_EVALUATE, stdout);
-    else if (strcmp(cmd, "explain") == 0)
-        fputs(HELP_EXPLAIN, stdout);
-    else if (strcmp(cmd, "stats") == 0)
-        fputs(HELP_STATS, stdout);
-    else if (strcmp(cmd, "validate") == 0)
-        fputs(HELP_VALIDATE, stdout);
-    else
-        fputs(HELP_TRANSFORM, stdout);
+    const pm_command *c = pm_command_find(cmd);
+    if (c) {
+        pm_command_help(c);
+        return;
+    }
+    rt_buf b;
+    rt_buf_init(&b);
+    fputs(put_usage(&b) ? "predict-model: out of memory\n" : b.data, stdout);
+    rt_buf_free(&b);
 }

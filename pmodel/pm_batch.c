@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,61 +38,73 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char HELP[] =
-    "usage: predict-model batch-predict (--dir EXPORT_BASE [--version N | --label L --config F]\n"
-    "                                   | --model-dir VERSION)\n"
-    "                                   --input FILE[,GLOB]... --output-dir DIR [flags]\n"
-    "\n"
-    "Scores data files offline as Vertex AI's batch prediction does: every\n"
-    "instance's prediction is predictd's :predict answer for it, byte for byte.\n"
-    "Output: DIR/prediction-<model>-<UTC time>/predictions_0001.jsonl ... with one\n"
-    "{\"instance\": ..., \"prediction\": ...} (or {\"key\": ..., \"prediction\": ...})\n"
-    "per line, errors_0001.jsonl ... with {\"instance\": ..., \"error\": {\"code\",\n"
-    "\"message\"}} for the rows that failed (a bad row never stops the job), and\n"
-    "completion.json when every shard is done. Each shard is written\n"
-    "atomically; running the same job again resumes it, skipping finished\n"
-    "shards. Under mpirun -np N the shards are shared among the ranks.\n"
-    "  --dir EXPORT_BASE     the model's base directory (its newest version), or a\n"
-    "                        version directory; --model-dir is another name\n"
-    "  --version N           the version N of --dir\n"
-    "  --label L --config PREDICTD_JSON  the version predictd's config labels L\n"
-    "                        (models[].version_labels of the model whose base_path\n"
-    "                        is --dir)\n"
-    "  --input FILES         input files (repeatable; comma lists and globs)\n"
-    "  --instances-format F  jsonl (default; TEXT, JSON), csv, tf-record (TF_RECORD),\n"
-    "                        tf-record-gzip (TF_RECORD_GZIP), file-list\n"
-    "  --predictions-format F  jsonl (default) or csv (predictions_0001.csv ...)\n"
-    "  --output-dir DIR      where the job's directory is made\n"
-    "  --key-field NAME      output {\"key\": the instance's NAME, ...}; NAME is not sent\n"
-    "  --included-fields A,B  send only these fields (in this order)\n"
-    "  --excluded-fields A,B  send every field but these\n"
-    "  --instance-type T     object (default) or array (the values, in order)\n"
-    "  --batch-size N        instances per request to the model (default 64)\n"
-    "  --threads N           shards scored at once in this process (default 1)\n"
-    "  --skip-header-lines N  lines skipped at the top of each CSV file\n"
-    "  --shard-bytes N       cut plain files larger than N bytes into shards\n"
-    "                        (default 67108864)\n"
-    "  --progress auto|bar|lines|quiet  a bar on a terminal, lines otherwise\n"
-    "docs/batch-prediction.md says how rows become instances.\n";
+/* batch-predict's flags (pm_args_read) */
+typedef struct batch_flags {
+    char *dir, *label, *config, *fmt, *out_dir, *key, *incl, *excl, *itype;
+    rt_setting_list input;
+    int64_t version; /* -1: none */
+    int pfmt;
+    int batch_size, threads;
+    size_t skip;
+    uint64_t shard_bytes;
+    int progress; /* -1 auto, 0 quiet, 1 lines, 2 bar */
+} batch_flags;
 
-static int usage(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "predict-model batch-predict: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", HELP);
-    return PM_EXIT_USAGE;
-}
+#define BF(f, T)                                                                               \
+    (offsetof(batch_flags, f) +                                                                \
+     0 * sizeof(char[_Generic(((batch_flags *)0)->f, T: 1, default: -1)]))
+#define BSTR(n, f, a, h)                                                                       \
+    {.name = n, .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = BF(f, char *), .arg = a,    \
+     .help = h}
 
-static int parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
-{
-    char *end = NULL;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (errno || !end || *end || s[0] == '-' || s[0] == '\0' || x < lo || x > hi)
-        return -1;
-    *v = x;
-    return 0;
-}
+static const rt_setting_choice PREDICTIONS_FORMATS[] = {{"jsonl", 0}, {"csv", 1}, {NULL, 0}};
+static const rt_setting_choice PROGRESS[] = {
+    {"auto", -1}, {"bar", 2}, {"lines", 1}, {"quiet", 0}, {NULL, 0}};
+
+static const rt_setting FLAGS[] = {
+    {.name = "dir", .aliases = "model-dir", .type = RT_SET_STR, .where = RT_SET_FLAG,
+     .offset = BF(dir, char *), .arg = "EXPORT_BASE",
+     .help = "the model's base directory (its newest version), or a version directory"},
+    {.name = "version", .type = RT_SET_I64, .where = RT_SET_FLAG | RT_SET_NODEFAULT, .lo = 0,
+     .hi = INT64_MAX, .def = -1, .offset = BF(version, int64_t), .arg = "N",
+     .help = "the version N of --dir"},
+    BSTR("label", label, "L",
+         "the version predictd's config labels L (with --config: models[].version_labels of "
+         "the model whose base_path is --dir)"),
+    BSTR("config", config, "PREDICTD_JSON", "predictd's JSON config, read for --label only"),
+    {.name = "input", .type = RT_SET_LIST, .where = RT_SET_FLAG, .hi = PM_MAX_LIST,
+     .offset = BF(input, rt_setting_list), .arg = "FILES",
+     .help = "input files (repeatable; comma lists and globs)"},
+    {.name = "instances-format", .aliases = "data-format", .type = RT_SET_STR,
+     .where = RT_SET_FLAG, .offset = BF(fmt, char *), .arg = "F", .help =
+         "jsonl (the default; TEXT, JSON), csv, tf-record (TF_RECORD), tf-record-gzip "
+         "(TF_RECORD_GZIP), file-list"},
+    {.name = "predictions-format", .type = RT_SET_ENUM, .where = RT_SET_FLAG,
+     .choices = PREDICTIONS_FORMATS, .offset = BF(pfmt, int),
+     .help = "jsonl (the default) or csv (predictions_0001.csv ...)"},
+    {.name = "output-dir", .aliases = "output-path", .type = RT_SET_STR, .where = RT_SET_FLAG,
+     .offset = BF(out_dir, char *), .arg = "DIR", .help = "where the job's directory is made"},
+    BSTR("key-field", key, "NAME",
+         "output {\"key\": the instance's NAME, ...}; NAME is not sent"),
+    BSTR("included-fields", incl, "A,B", "send only these fields (in this order)"),
+    BSTR("excluded-fields", excl, "A,B", "send every field but these"),
+    BSTR("instance-type", itype, "T",
+         "object (the default) or array (the values, in order)"),
+    {.name = "batch-size", .type = RT_SET_INT, .where = RT_SET_FLAG, .lo = 1, .hi = 100000,
+     .def = 64, .offset = BF(batch_size, int), .arg = "N",
+     .help = "instances per request to the model"},
+    {.name = "threads", .type = RT_SET_INT, .where = RT_SET_FLAG, .lo = 1, .hi = 256, .def = 1,
+     .offset = BF(threads, int), .arg = "N", .help = "shards scored at once in this process"},
+    {.name = "skip-header-lines", .type = RT_SET_SIZE, .where = RT_SET_FLAG, .lo = 0,
+     .hi = 1000000, .offset = BF(skip, size_t), .arg = "N",
+     .help = "lines skipped at the top of each CSV file"},
+    {.name = "shard-bytes", .type = RT_SET_U64, .where = RT_SET_FLAG, .lo = 1,
+     .hi = INT64_MAX, .def = 64 << 20, .offset = BF(shard_bytes, uint64_t), .arg = "N",
+     .help = "cut plain files larger than N bytes into shards"},
+    {.name = "progress", .type = RT_SET_ENUM, .where = RT_SET_FLAG, .choices = PROGRESS,
+     .def = -1, .offset = BF(progress, int),
+     .help = "auto: a bar on a terminal, lines otherwise"},
+};
 
 /* The comma list s as a malloc'd array of malloc'd strings. */
 static const char **split_list(const char *s, size_t *n)
@@ -545,130 +558,59 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
     return r->dir ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");
 }
 
-int pm_cmd_batch_predict(int argc, char **argv)
+const pm_command pm_batch_command = {
+    "batch-predict",
+    "predict-model batch-predict (--dir EXPORT_BASE [--version N | --label L --config F]\n"
+    "                            | --model-dir VERSION)\n"
+    "                            --input FILE[,GLOB]... --output-dir DIR [flags]",
+    "Scores data files offline as Vertex AI's batch prediction does: every instance's "
+    "prediction is predictd's :predict answer for it, byte for byte. Output: "
+    "DIR/prediction-<model>-<UTC time>/predictions_0001.jsonl ... with one {\"instance\": "
+    "..., \"prediction\": ...} (or {\"key\": ..., \"prediction\": ...}) per line, "
+    "errors_0001.jsonl ... with {\"instance\": ..., \"error\": {\"code\", \"message\"}} for "
+    "the rows that failed (a bad row never stops the job), and completion.json when every "
+    "shard is done. Each shard is written atomically; running the same job again resumes "
+    "it, skipping finished shards. Under mpirun -np N the shards are shared among the ranks.",
+    "docs/batch-prediction.md says how rows become instances.",
+    FLAGS,
+    sizeof FLAGS / sizeof FLAGS[0],
+};
+
+/* Runs the job of flags f (read alone by the table; checked together
+ * here). */
+static int batch_predict(const batch_flags *f)
 {
-    const char *dir = NULL, *version = NULL, *label = NULL, *fmt = NULL, *pfmt = NULL,
-               *out_dir = NULL, *key = NULL, *incl = NULL, *excl = NULL, *itype = NULL,
-               *bsize = NULL, *threads_s = NULL, *skip = NULL, *shard_s = NULL, *prog = NULL,
-               *config = NULL;
-    const char *inputs[PM_MAX_LIST];
-    size_t n_inputs = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(HELP, stdout);
-            return 0;
-        }
-        const char *eq = strchr(a, '=');
-        size_t klen = eq ? (size_t)(eq - a) : strlen(a);
-        const char *val = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
-        const char **slot = NULL;
-        int list = 0;
-#define KEY(s) (klen == strlen(s) && strncmp(a, s, klen) == 0)
-        if (KEY("--dir") || KEY("--model-dir"))
-            slot = &dir;
-        else if (KEY("--version"))
-            slot = &version;
-        else if (KEY("--label"))
-            slot = &label;
-        else if (KEY("--config"))
-            slot = &config;
-        else if (KEY("--input"))
-            list = 1;
-        else if (KEY("--instances-format") || KEY("--data-format"))
-            slot = &fmt;
-        else if (KEY("--predictions-format"))
-            slot = &pfmt;
-        else if (KEY("--output-dir") || KEY("--output-path"))
-            slot = &out_dir;
-        else if (KEY("--key-field"))
-            slot = &key;
-        else if (KEY("--included-fields"))
-            slot = &incl;
-        else if (KEY("--excluded-fields"))
-            slot = &excl;
-        else if (KEY("--instance-type"))
-            slot = &itype;
-        else if (KEY("--batch-size"))
-            slot = &bsize;
-        else if (KEY("--threads"))
-            slot = &threads_s;
-        else if (KEY("--skip-header-lines"))
-            slot = &skip;
-        else if (KEY("--shard-bytes"))
-            slot = &shard_s;
-        else if (KEY("--progress"))
-            slot = &prog;
-        else
-            return usage("unknown option \"%s\"", a);
-#undef KEY
-        if (!val || !*val)
-            return usage("option \"%s\" needs a value", a);
-        if (list) {
-            if (n_inputs == PM_MAX_LIST)
-                return usage("%s", "--input given more than 64 times");
-            inputs[n_inputs++] = val;
-        } else {
-            if (*slot)
-                return usage("option \"%s\" given twice (--model-dir is --dir)", a);
-            *slot = val;
-        }
-        if (!eq)
-            i++;
-    }
+    const pm_command *c = &pm_batch_command;
+    const char *dir = f->dir, *fmt = f->fmt, *out_dir = f->out_dir, *key = f->key,
+               *incl = f->incl, *excl = f->excl, *itype = f->itype;
     if (!dir)
-        return usage("%s", "missing --dir EXPORT_BASE (or --model-dir VERSION_DIR)");
-    if (label && version)
-        return usage("%s", "--label and --version: give one of them");
-    if (label && !config)
-        return usage("--label %s: version labels live in predictd's config: give --config "
-                     "PREDICTD_JSON too, or --version N", label);
-    if (config && !label)
-        return usage("%s", "--config is read only for --label");
-    if (!n_inputs)
-        return usage("%s", "missing --input FILE");
+        return pm_usage_error(c, "%s", "missing --dir EXPORT_BASE (or --model-dir VERSION_DIR)");
+    if (f->label && f->version >= 0)
+        return pm_usage_error(c, "%s", "--label and --version: give one of them");
+    if (f->label && !f->config)
+        return pm_usage_error(c, "--label %s: version labels live in predictd's config: give "
+                                 "--config PREDICTD_JSON too, or --version N", f->label);
+    if (f->config && !f->label)
+        return pm_usage_error(c, "%s", "--config is read only for --label");
+    if (!f->input.n)
+        return pm_usage_error(c, "%s", "missing --input FILE");
     if (!out_dir)
-        return usage("%s", "missing --output-dir DIR");
+        return pm_usage_error(c, "%s", "missing --output-dir DIR");
     run r;
     memset(&r, 0, sizeof r);
     r.job.format = PM_IN_JSONL;
     if (fmt && pm_in_format_parse(fmt, &r.job.format) != 0)
-        return usage("--instances-format \"%s\": expected jsonl, csv, tf-record, "
-                     "tf-record-gzip or file-list", fmt);
-    if (pfmt && strcmp(pfmt, "jsonl") != 0 && strcmp(pfmt, "csv") != 0)
-        return usage("--predictions-format \"%s\": expected jsonl or csv", pfmt);
-    r.job.csv_out = pfmt && strcmp(pfmt, "csv") == 0;
+        return pm_usage_error(c, "--instances-format \"%s\": expected jsonl, csv, tf-record, "
+                                 "tf-record-gzip or file-list", fmt);
+    r.job.csv_out = f->pfmt == 1;
     if (incl && excl)
-        return usage("%s", "--included-fields and --excluded-fields: give one of them");
+        return pm_usage_error(c, "%s", "--included-fields and --excluded-fields: give one of "
+                                       "them");
     if (itype && strcmp(itype, "object") != 0 && strcmp(itype, "array") != 0)
-        return usage("--instance-type \"%s\": expected object or array", itype);
-    uint64_t v64 = 64, threads = 1, skip_h = 0, shard_bytes = 64u << 20;
-    if (bsize && parse_count(bsize, 1, 100000, &v64) != 0)
-        return usage("--batch-size \"%s\": expected 1 to 100000", bsize);
-    if (threads_s && parse_count(threads_s, 1, 256, &threads) != 0)
-        return usage("--threads \"%s\": expected 1 to 256", threads_s);
-    if (skip && parse_count(skip, 0, 1000000, &skip_h) != 0)
-        return usage("--skip-header-lines \"%s\": expected a count", skip);
-    if (shard_s && parse_count(shard_s, 1, UINT64_MAX / 2, &shard_bytes) != 0)
-        return usage("--shard-bytes \"%s\": expected a number of bytes > 0", shard_s);
-    if (version) {
-        uint64_t vv;
-        if (parse_count(version, 0, INT64_MAX, &vv) != 0)
-            return usage("--version \"%s\": expected a version number", version);
-    }
-    r.progress = isatty(2) ? 2 : 1;
-    if (prog) {
-        if (strcmp(prog, "auto") == 0)
-            ;
-        else if (strcmp(prog, "bar") == 0)
-            r.progress = 2;
-        else if (strcmp(prog, "lines") == 0)
-            r.progress = 1;
-        else if (strcmp(prog, "quiet") == 0)
-            r.progress = 0;
-        else
-            return usage("--progress \"%s\": expected auto, bar, lines or quiet", prog);
-    }
+        return pm_usage_error(c, "--instance-type \"%s\": expected object or array", itype);
+    uint64_t v64 = (uint64_t)f->batch_size, threads = (uint64_t)f->threads, skip_h = f->skip,
+             shard_bytes = f->shard_bytes;
+    r.progress = f->progress >= 0 ? f->progress : isatty(2) ? 2 : 1;
     r.job.batch_size = (size_t)v64;
     r.job.skip_header = (size_t)skip_h;
     r.job.key_field = key;
@@ -678,7 +620,8 @@ int pm_cmd_batch_predict(int argc, char **argv)
     if (incl || excl) {
         fields = split_list(incl ? incl : excl, &r.job.n_fields);
         if (!fields || r.job.n_fields == 0)
-            return usage("%s", "--included-fields / --excluded-fields: give field names");
+            return pm_usage_error(c, "%s", "--included-fields / --excluded-fields: give field "
+                                           "names");
         r.job.fields = fields;
     }
     r.rank = env_long("OMPI_COMM_WORLD_RANK", "PMI_RANK");
@@ -696,15 +639,16 @@ int pm_cmd_batch_predict(int argc, char **argv)
     size_t n_files = 0;
     rt_model *m = NULL;
     rt_status st = RT_OK;
-    if (label) {
-        if ((st = label_version(config, dir, label, &labelled, &err)))
+    int64_t version = f->version; /* -1: the newest */
+    if (f->label) {
+        if ((st = label_version(f->config, dir, f->label, &labelled, &err)))
             goto fail;
-        version = labelled;
+        version = strtoll(labelled, NULL, 10); /* digits: label_version checked */
     }
-    if (version) {
-        size_t n = strlen(dir) + strlen(version) + 2;
+    if (version >= 0) {
+        size_t n = strlen(dir) + 24;
         if ((base = malloc(n)))
-            snprintf(base, n, "%s/%s", dir, version);
+            snprintf(base, n, "%s/%lld", dir, (long long)version);
     }
     if (!(m = pm_open_model(base ? base : dir, &vdir)))
         goto out;
@@ -719,7 +663,8 @@ int pm_cmd_batch_predict(int argc, char **argv)
         rc = PM_EXIT_USAGE;
         goto out;
     }
-    if ((st = pm_expand_inputs(inputs, n_inputs, &files, &n_files, &err)))
+    if ((st = pm_expand_inputs((const char *const *)f->input.v, f->input.n, &files, &n_files,
+                               &err)))
         goto fail;
     if ((st = make_units(&r, files, n_files, shard_bytes, &err)))
         goto fail;
@@ -783,5 +728,21 @@ out:
     free(labelled);
     rt_model_close(m);
     pthread_mutex_destroy(&r.mu);
+    return rc;
+}
+
+int pm_cmd_batch_predict(int argc, char **argv)
+{
+    const pm_command *c = &pm_batch_command;
+    batch_flags f;
+    bool help = false;
+    int rc = pm_args_read(c, argc - 1, argv + 1, &f, &help);
+    if (rc)
+        return rc;
+    if (help)
+        pm_command_help(c);
+    else
+        rc = batch_predict(&f);
+    rt_settings_free(FLAGS, c->n_flags, &f);
     return rc;
 }

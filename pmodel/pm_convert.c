@@ -13,39 +13,59 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cJSON.h>
 
-static const char HELP[] =
-    "usage: predict-model convert (--dir EXPORT | --spec SPEC.json) --input FILE[,GLOB]...\n"
-    "                             --to tfrecord|tfrecord-gzip|csv --output FILE\n"
-    "                             [--skip-header-lines N]\n"
-    "\n"
-    "Converts data files of the spec's columns (the export's raw columns with\n"
-    "--dir) between CSV and TFRecord files of tf.Example records, as TFX's\n"
-    "ExampleGen writes them: a string column becomes a bytes_list (the cell's\n"
-    "bytes as they are), an int column an int64_list, a float column a\n"
-    "float_list; an empty cell is left out (its default applies when read).\n"
-    "Each input file's format is told by its content (CSV, TFRecord, gzip\n"
-    "TFRecord); --to csv writes the records' cells back as CSV rows.\n"
-    "  --input FILES        input files (repeatable; comma lists and globs)\n"
-    "  --to FORMAT          tfrecord, tfrecord-gzip (tf-record, tf-record-gzip,\n"
-    "                       TF_RECORD, TF_RECORD_GZIP) or csv\n"
-    "  --output FILE        the file written (atomically)\n"
-    "  --skip-header-lines N  lines skipped at the top of each CSV file\n"
-    "Errors name FILE:LINE or FILE: record N and the column or feature.\n"
-    "--model-dir is another name of --dir.\n";
+/* convert's flags (pm_args_read) */
+typedef struct conv_flags {
+    char *dir, *spec, *to, *output;
+    rt_setting_list input;
+    size_t skip;
+} conv_flags;
 
-static int usage(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "predict-model convert: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", HELP);
-    return PM_EXIT_USAGE;
-}
+#define CF(f, T)                                                                               \
+    (offsetof(conv_flags, f) +                                                                 \
+     0 * sizeof(char[_Generic(((conv_flags *)0)->f, T: 1, default: -1)]))
+
+static const rt_setting FLAGS[] = {
+    {.name = "dir", .aliases = "model-dir", .type = RT_SET_STR, .where = RT_SET_FLAG,
+     .offset = CF(dir, char *), .arg = "EXPORT",
+     .help = "the export whose raw columns the data has (or --spec)"},
+    {.name = "spec", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = CF(spec, char *),
+     .arg = "SPEC.json", .help = "the trainer spec whose columns the data has (or --dir)"},
+    {.name = "input", .type = RT_SET_LIST, .where = RT_SET_FLAG, .hi = PM_MAX_LIST,
+     .offset = CF(input, rt_setting_list), .arg = "FILES",
+     .help = "input files (repeatable; comma lists and globs)"},
+    {.name = "to", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = CF(to, char *),
+     .arg = "FORMAT",
+     .help = "tfrecord, tfrecord-gzip (tf-record, tf-record-gzip, TF_RECORD, TF_RECORD_GZIP) "
+             "or csv"},
+    {.name = "output", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = CF(output, char *),
+     .arg = "FILE", .help = "the file written (atomically)"},
+    {.name = "skip-header-lines", .type = RT_SET_SIZE, .where = RT_SET_FLAG, .lo = 0,
+     .hi = 1000000, .offset = CF(skip, size_t), .arg = "N",
+     .help = "lines skipped at the top of each CSV file"},
+};
+
+const pm_command pm_convert_command = {
+    "convert",
+    "predict-model convert (--dir EXPORT | --spec SPEC.json) --input FILE[,GLOB]...\n"
+    "                      --to tfrecord|tfrecord-gzip|csv --output FILE\n"
+    "                      [--skip-header-lines N]",
+    "Converts data files of the spec's columns (the export's raw columns with --dir) between "
+    "CSV and TFRecord files of tf.Example records, as TFX's ExampleGen writes them: a string "
+    "column becomes a bytes_list (the cell's bytes as they are), an int column an "
+    "int64_list, a float column a float_list; an empty cell is left out (its default applies "
+    "when read). Each input file's format is told by its content (CSV, TFRecord, gzip "
+    "TFRecord); --to csv writes the records' cells back as CSV rows.",
+    "Errors name FILE:LINE or FILE: record N and the column or feature.",
+    FLAGS,
+    sizeof FLAGS / sizeof FLAGS[0],
+};
 
 /* The model part of spec file path as a ModelDef (other top-level keys are
  * the trainer's). */
@@ -184,78 +204,34 @@ static rt_status convert_file(conv *cv, const char *path, size_t skip_header, rt
     return st;
 }
 
-int pm_cmd_convert(int argc, char **argv)
+/* Runs convert with flags f (read alone by the table; checked together
+ * here). */
+static int convert(const conv_flags *f)
 {
-    const char *dir = NULL, *spec = NULL, *to = NULL, *output = NULL, *skip = NULL;
-    const char *inputs[PM_MAX_LIST];
-    size_t n_inputs = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(HELP, stdout);
-            return 0;
-        }
-        const char *eq = strchr(a, '=');
-        size_t klen = eq ? (size_t)(eq - a) : strlen(a);
-        const char *val = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
-        const char **slot = NULL;
-#define KEY(s) (klen == strlen(s) && strncmp(a, s, klen) == 0)
-        if (KEY("--dir") || KEY("--model-dir"))
-            slot = &dir;
-        else if (KEY("--spec"))
-            slot = &spec;
-        else if (KEY("--to"))
-            slot = &to;
-        else if (KEY("--output"))
-            slot = &output;
-        else if (KEY("--skip-header-lines"))
-            slot = &skip;
-        else if (!KEY("--input"))
-            return usage("unknown option \"%s\"", a);
-#undef KEY
-        if (!val || !*val)
-            return usage("option \"%s\" needs a value", a);
-        if (slot) {
-            if (*slot)
-                return usage("option \"%s\" given twice", a);
-            *slot = val;
-        } else {
-            if (n_inputs == PM_MAX_LIST)
-                return usage("%s", "--input given more than 64 times");
-            inputs[n_inputs++] = val;
-        }
-        if (!eq)
-            i++;
-    }
-    if (!dir == !spec)
-        return usage("%s", "give --dir EXPORT or --spec SPEC.json (one of them)");
-    if (!n_inputs)
-        return usage("%s", "missing --input FILE");
-    if (!output)
-        return usage("%s", "missing --output FILE");
+    const pm_command *c = &pm_convert_command;
+    if (!f->dir == !f->spec)
+        return pm_usage_error(c, "%s", "give --dir EXPORT or --spec SPEC.json (one of them)");
+    if (!f->input.n)
+        return pm_usage_error(c, "%s", "missing --input FILE");
+    if (!f->output)
+        return pm_usage_error(c, "%s", "missing --output FILE");
+    const char *to = f->to, *output = f->output;
+    size_t skip_header = f->skip;
     pm_in_format tf = PM_IN_CSV;
     int to_csv = to && strcmp(to, "csv") == 0;
     if (!to || (!to_csv && (pm_in_format_parse(to, &tf) != 0 ||
                             (tf != PM_IN_TFRECORD && tf != PM_IN_TFRECORD_GZIP))))
-        return usage("--to \"%s\": expected tfrecord, tfrecord-gzip or csv", to ? to : "");
-    size_t skip_header = 0;
-    if (skip) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(skip, &end, 10);
-        if (errno || !end || *end || v > 1000000 || skip[0] == '-')
-            return usage("--skip-header-lines \"%s\": expected a count", skip);
-        skip_header = (size_t)v;
-    }
+        return pm_usage_error(c, "--to \"%s\": expected tfrecord, tfrecord-gzip or csv",
+                              to ? to : "");
     rt_model *m = NULL;
     Predictd__ModelDef *own = NULL;
     const Predictd__ModelDef *def = NULL;
-    if (dir) {
-        if (!(m = pm_open_model(dir, NULL)))
+    if (f->dir) {
+        if (!(m = pm_open_model(f->dir, NULL)))
             return 1;
         def = rt_model_def(m);
     } else {
-        if (!(own = load_spec(spec)))
+        if (!(own = load_spec(f->spec)))
             return 1;
         def = own;
     }
@@ -270,7 +246,8 @@ int pm_cmd_convert(int argc, char **argv)
     char **files = NULL;
     size_t n_files = 0;
     int rc = 1;
-    rt_status st = pm_expand_inputs(inputs, n_inputs, &files, &n_files, &err);
+    rt_status st = pm_expand_inputs((const char *const *)f->input.v, f->input.n, &files, &n_files,
+                                    &err);
     cv.spans = calloc(def->n_raw_columns + 1, sizeof *cv.spans);
     if (st == RT_OK && !cv.spans)
         st = rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
@@ -301,5 +278,23 @@ int pm_cmd_convert(int argc, char **argv)
     rt_buf_free(&cv.ex);
     rt_modeldef_free(own);
     rt_model_close(m);
+    return rc;
+}
+
+int pm_cmd_convert(int argc, char **argv)
+{
+    const pm_command *c = &pm_convert_command;
+    conv_flags f;
+    bool help = false;
+    int rc = pm_args_read(c, argc - 1, argv + 1, &f, &help);
+    if (rc)
+        return rc;
+    if (help) {
+        pm_command_help(c);
+        rt_settings_free(FLAGS, c->n_flags, &f);
+        return 0;
+    }
+    rc = convert(&f);
+    rt_settings_free(FLAGS, c->n_flags, &f);
     return rc;
 }

@@ -143,10 +143,10 @@ static int print_eval_table(const pm_eval *e, const char *dir)
 int pm_cmd_evaluate(const pm_opts *o)
 {
     pm_eval_opts eo = {0};
-    eo.files = o->data;
-    eo.n_files = o->n_data;
-    eo.slices = o->slices;
-    eo.n_slices = o->n_slices;
+    eo.files = (const char *const *)o->data.v;
+    eo.n_files = o->data.n;
+    eo.slices = (const char *const *)o->slices.v;
+    eo.n_slices = o->slices.n;
     if (parse_count("--batch-size", o->batch_size, 1, &eo.batch_size) ||
         parse_count("--skip-header-lines", o->skip_header, 0, &eo.skip_header_lines))
         return PM_EXIT_USAGE;
@@ -184,8 +184,8 @@ int pm_cmd_evaluate(const pm_opts *o)
         rt_buf data;
         rt_buf_init(&data);
         int rc = 0;
-        for (size_t i = 0; i < o->n_data; i++)
-            rc |= rt_buf_printf(&data, "%s%s", i ? ", " : "", o->data[i]);
+        for (size_t i = 0; i < o->data.n; i++)
+            rc |= rt_buf_printf(&data, "%s%s", i ? ", " : "", o->data.v[i]);
         if (!rc)
             rc = pm_eval_html(e, o->dir, data.data ? data.data : "", &b);
         rt_buf_free(&data);

@@ -230,8 +230,9 @@ int pm_cmd_stats(const pm_opts *o)
         }
         def = own;
     }
-    if (o->n_data) {
-        if (pm_stats_of_files(def, o->data, o->n_data, skip, NULL, NULL, NULL, &s, &err) != RT_OK) {
+    if (o->data.n) {
+        if (pm_stats_of_files(def, (const char *const *)o->data.v, o->data.n, skip, NULL, NULL,
+                              NULL, &s, &err) != RT_OK) {
             fprintf(stderr, "predict-model: %s\n", err.msg);
             goto out;
         }
@@ -244,7 +245,7 @@ int pm_cmd_stats(const pm_opts *o)
     if (o->format && strcmp(o->format, "json") == 0) {
         rt_buf b;
         rt_buf_init(&b);
-        rt_stats_write_json(show, o->n_data ? "data" : "train", &b);
+        rt_stats_write_json(show, o->data.n ? "data" : "train", &b);
         if (!rt_buf_failed(&b))
             fwrite(b.data, 1, b.len, stdout);
         rt_buf_free(&b);

@@ -540,8 +540,8 @@ int pm_cmd_validate(const pm_opts *o)
         rc = PM_EXIT_USAGE;
         goto out;
     }
-    if (pm_stats_of_files(rt_model_def(m), o->data, o->n_data, skip, tr, oor_in, nonint_in, &nw,
-                          &err) != RT_OK) {
+    if (pm_stats_of_files(rt_model_def(m), (const char *const *)o->data.v, o->data.n, skip, tr,
+                          oor_in, nonint_in, &nw, &err) != RT_OK) {
         fprintf(stderr, "predict-model: %s\n", err.msg);
         goto out;
     }
@@ -560,7 +560,7 @@ int pm_cmd_validate(const pm_opts *o)
         goto out;
     }
     char data[512];
-    snprintf(data, sizeof data, "%s%s", o->data[0], o->n_data > 1 ? " ..." : "");
+    snprintf(data, sizeof data, "%s%s", o->data.v[0], o->data.n > 1 ? " ..." : "");
     if (o->report) {
         html(&r, where, data, &b);
         rt_err we = {{0}};

@@ -365,7 +365,16 @@ typedef enum {
     RT_SET_ENUM,   /* int: the value of one of .choices, given by its name
                       (JSON: 'must be "a" or "b"'; flag: '"x" is not a or b') */
     RT_SET_CUSTOM, /* JSON only: .custom reads the member's value */
+    RT_SET_LIST,   /* rt_setting_list (owned): a flag given once per value
+                      (--data A --data B), each a non-empty string; at most
+                      .hi values (0: no limit). Flags only, no default. */
 } rt_setting_type;
+
+/* RT_SET_LIST's field: n strings in v, each malloc'd. */
+typedef struct rt_setting_list {
+    char **v;
+    size_t n;
+} rt_setting_list;
 
 enum {
     RT_SET_JSON = 1u << 0,      /* a JSON key (of .section, NULL: the top level) */
@@ -464,6 +473,8 @@ typedef struct rt_argv {
     bool dash_underscore;   /* --train_files is --train-files */
     bool dashdash;          /* "--" ends the flags (skipped); else it is the caller's */
     bool unknown_flag_last; /* "unknown flag --x (...)" instead of "--x: unknown flag (...)" */
+    bool once;              /* a flag (not a LIST) given twice is refused: "--x: given
+                               twice" (an alias says so: "(--a is --x)") */
     const char *noun;       /* what the messages call a flag; NULL: "flag" */
     const char *const *extra; /* other flags for "did you mean" (NULL-ended) */
     /* A flag not in the table (name, len bytes; eq: the text after '=' or
@@ -496,7 +507,7 @@ const char *rt_setting_default_text(const rt_setting *s, char *buf, size_t cap);
 int rt_setting_help(rt_buf *b, const rt_setting *s, const char *more, size_t col,
                     size_t indent);
 /* One --help entry per flag row: "  --flag=ARG" (a bool "--flag[=true|false]",
- * an enum "--flag=a|b") padded to col, then rt_setting_help. A flag row that
+ * an enum "--flag=a|b", a list "--flag=ARG...") padded to col, then rt_setting_help. A flag row that
  * stands for a JSON key (its .section and .name are a row of keys, n_keys;
  * keys may be NULL) shows that key's default. */
 int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,

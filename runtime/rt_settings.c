@@ -7,7 +7,8 @@
  * aliases), --help lines with their defaults, "did you mean" for an unknown
  * key or flag, and the first difference between two structs (what a reload
  * must restart for). predictd, predict-train, predict-tune and predictctl
- * each keep one table; adding a setting is one row there.
+ * each keep one table, predict-model one per command; adding a setting is
+ * one row there.
  */
 #include "rt.h"
 
@@ -110,6 +111,10 @@ rt_status rt_settings_defaults(const rt_setting *t, size_t n, void *obj, rt_err 
             *p = NULL;
             if (set_string(obj, s, s->def_str, err) != RT_OK)
                 return RT_ERR_NOMEM;
+        } else if (s->type == RT_SET_LIST) {
+            rt_setting_list *l = field(obj, s);
+            l->v = NULL;
+            l->n = 0;
         }
     }
     return RT_OK;
@@ -122,7 +127,33 @@ void rt_settings_free(const rt_setting *t, size_t n, void *obj)
             char **p = field(obj, &t[i]);
             free(*p);
             *p = NULL;
+        } else if (t[i].type == RT_SET_LIST) {
+            rt_setting_list *l = field(obj, &t[i]);
+            for (size_t k = 0; k < l->n; k++)
+                free(l->v[k]);
+            free(l->v);
+            l->v = NULL;
+            l->n = 0;
         }
+}
+
+/* Appends a copy of v to the list field of s ("--f: given more than N
+ * times" past .hi). */
+static rt_status list_add(void *obj, const rt_setting *s, const char *f, const char *v,
+                          rt_err *err)
+{
+    rt_setting_list *l = field(obj, s);
+    if (s->hi > 0 && (int64_t)l->n >= s->hi)
+        return rt_err_set(err, RT_ERR_INVALID, "--%s: given more than %lld times", f,
+                          (long long)s->hi);
+    char **v2 = realloc(l->v, (l->n + 1) * sizeof *v2);
+    if (!v2)
+        return rt_err_set(err, RT_ERR_NOMEM, "--%s: out of memory", f);
+    l->v = v2;
+    if (!(v2[l->n] = strdup(v)))
+        return rt_err_set(err, RT_ERR_NOMEM, "--%s: out of memory", f);
+    l->n++;
+    return RT_OK;
 }
 
 rt_status rt_settings_copy(const rt_setting *t, size_t n, uint64_t mask, void *dst,
@@ -130,7 +161,7 @@ rt_status rt_settings_copy(const rt_setting *t, size_t n, uint64_t mask, void *d
 {
     for (size_t i = 0; i < n && i < 64; i++) {
         const rt_setting *s = &t[i];
-        if (!(mask >> i & 1) || s->type == RT_SET_CUSTOM)
+        if (!(mask >> i & 1) || s->type == RT_SET_CUSTOM || s->type == RT_SET_LIST)
             continue;
         if (is_string(s)) {
             if (set_string(dst, s, *(char *const *)field(src, s), err) != RT_OK)
@@ -154,7 +185,7 @@ const rt_setting *rt_settings_diff(const rt_setting *t, size_t n, unsigned skip,
     for (size_t i = 0; i < n; i++) {
         const rt_setting *s = &t[i];
         bool same;
-        if ((s->where & skip) || s->type == RT_SET_CUSTOM)
+        if ((s->where & skip) || s->type == RT_SET_CUSTOM || s->type == RT_SET_LIST)
             continue;
         if (is_string(s)) {
             const char *x = *(char *const *)field(a, s), *y = *(char *const *)field(b, s);
@@ -260,6 +291,8 @@ rt_status rt_setting_json(const rt_setting *s, const cJSON *obj, const char *pat
         return set_string(dst, s, str, err);
     case RT_SET_CUSTOM:
         return s->custom ? s->custom(j, path, s, dst, err) : RT_OK;
+    case RT_SET_LIST:
+        return rt_cfg_fail(err, path, s->name, "not a JSON key");
     }
     return RT_OK;
 }
@@ -399,6 +432,10 @@ rt_status rt_setting_text(const rt_setting *s, const char *val, void *dst, rt_er
         if (s->type == RT_SET_NAME && s->check && !s->check(val, strlen(val)))
             return rt_err_set(err, RT_ERR_INVALID, "--%s: '%s' is not %s", f, val, s->what);
         return set_string(dst, s, val, err);
+    case RT_SET_LIST:
+        if (val[0] == '\0')
+            return rt_err_set(err, RT_ERR_INVALID, "--%s: must not be empty", f);
+        return list_add(dst, s, f, val, err);
     case RT_SET_CUSTOM:
         return rt_err_set(err, RT_ERR_INVALID, "--%s: not a flag", f);
     }
@@ -613,6 +650,7 @@ rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, u
                            int *next, rt_err *err)
 {
     int i = 1;
+    uint64_t seen = 0;
     for (; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--")) {
@@ -645,6 +683,16 @@ rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, u
             i += r - 1;
             continue;
         }
+        size_t k = (size_t)(s - a->rows);
+        if (a->once && s->type != RT_SET_LIST && k < 64 && (seen >> k & 1)) {
+            const char *f = flag_name(s);
+            if (same_name(name, len, f, a->dash_underscore))
+                return rt_err_set(err, RT_ERR_INVALID, "--%s: given twice", f);
+            return rt_err_set(err, RT_ERR_INVALID, "--%.*s: given twice (--%.*s is --%s)",
+                              (int)len, name, (int)len, name, f);
+        }
+        if (k < 64)
+            seen |= UINT64_C(1) << k;
         const char *val = eq;
         if (!val && s->type != RT_SET_BOOL) {
             if (!nextarg)
@@ -654,7 +702,6 @@ rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, u
         }
         if (rt_setting_text(s, val, dst, err) != RT_OK)
             return RT_ERR_INVALID;
-        size_t k = (size_t)(s - a->rows);
         if (given && k < 64)
             *given |= UINT64_C(1) << k;
     }
@@ -755,8 +802,9 @@ int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,
         }
         int w = s->type == RT_SET_BOOL
                     ? snprintf(flag, sizeof flag, "  --%s[=true|false]", flag_name(s))
-                    : snprintf(flag, sizeof flag, "  --%s=%s", flag_name(s),
-                               s->type == RT_SET_ENUM ? arg : s->arg ? s->arg : "X");
+                    : snprintf(flag, sizeof flag, "  --%s=%s%s", flag_name(s),
+                               s->type == RT_SET_ENUM ? arg : s->arg ? s->arg : "X",
+                               s->type == RT_SET_LIST ? "..." : "");
         if (w < 0)
             return -1;
         if ((size_t)w + 2 <= col)

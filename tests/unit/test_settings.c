@@ -2,7 +2,8 @@
  * test_settings.c — the settings tables (runtime/rt_settings.c): defaults,
  * JSON keys (path-named errors, a key given twice, null = absent, "did you
  * mean"), flags (--x=y, --x y, a bool alone, aliases, '-' and '_' alike,
- * abbreviations refused, "--"), --help lines; and every program's table
+ * abbreviations refused, "--", repeated list flags, a flag given twice),
+ * --help lines; and every program's table (predict-model's per command)
  * walked against its --help output and its generated man page: each row's
  * flag (and each of predictd's config keys) appears in both.
  */
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 #include <cJSON.h>
 
+#include "pm.h"
 #include "rt.h"
 #include "srv.h"
 #include "trn.h"
@@ -181,6 +183,83 @@ static void test_argv(void **state)
             fail_msg("%s: got %d '%s', want '%s'", bad[i].arg, st, err.msg, bad[i].want);
         rt_settings_free(T, NT, &o);
     }
+}
+
+/* A list flag takes each value in turn, up to .hi; with once, any other
+ * flag given twice (or by its name and an alias) is refused. */
+typedef struct lopts {
+    rt_setting_list data;
+    char *dir;
+    bool all;
+} lopts;
+
+static const rt_setting L[] = {
+    {.name = "data", .type = RT_SET_LIST, .where = RT_SET_FLAG, .hi = 3,
+     .offset = offsetof(lopts, data), .arg = "FILE", .help = "a data file"},
+    {.name = "dir", .aliases = "model-dir", .type = RT_SET_STR, .where = RT_SET_FLAG,
+     .offset = offsetof(lopts, dir), .arg = "DIR", .help = "a directory"},
+    {.name = "all", .type = RT_SET_BOOL, .where = RT_SET_FLAG, .offset = offsetof(lopts, all),
+     .help = "everything"},
+};
+#define NL (sizeof L / sizeof L[0])
+
+static rt_status lparse(lopts *o, rt_err *err, int argc, char **argv)
+{
+    rt_argv a = {.rows = L, .n = NL, .once = true};
+    int next = 0;
+    assert_int_equal(rt_settings_defaults(L, NL, o, err), RT_OK);
+    rt_status st = rt_settings_argv(&a, argc, argv, o, NULL, &next, err);
+    if (st == RT_OK)
+        assert_int_equal(next, argc);
+    return st;
+}
+
+static void test_list_and_once(void **state)
+{
+    (void)state;
+    lopts o;
+    rt_err err;
+    char *ok[] = {"x", "--data", "a.csv", "--dir=d", "--data=b.csv", "--all", NULL};
+    assert_int_equal(lparse(&o, &err, 6, ok), RT_OK);
+    assert_int_equal(o.data.n, 2);
+    assert_string_equal(o.data.v[0], "a.csv");
+    assert_string_equal(o.data.v[1], "b.csv");
+    assert_true(o.all && !strcmp(o.dir, "d"));
+    rt_settings_free(L, NL, &o);
+    assert_true(o.data.v == NULL && o.data.n == 0 && o.dir == NULL);
+    static const struct {
+        char *args[6];
+        const char *want;
+    } bad[] = {
+        {{"x", "--data=a", "--data=b", "--data=c", "--data=d"}, "--data: given more than 3 times"},
+        {{"x", "--data="}, "--data: must not be empty"},
+        {{"x", "--dir=a", "--dir=b"}, "--dir: given twice"},
+        {{"x", "--dir=a", "--model-dir=b"}, "--model-dir: given twice (--model-dir is --dir)"},
+        {{"x", "--all", "--all"}, "--all: given twice"},
+        {{"x", "--dta=a"}, "--dta: unknown flag (did you mean --data?)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int argc = 0;
+        while (bad[i].args[argc])
+            argc++;
+        rt_status st = lparse(&o, &err, argc, (char **)bad[i].args);
+        if (st == RT_OK || strcmp(err.msg, bad[i].want) != 0)
+            fail_msg("case %zu: got %d '%s', want '%s'", i, st, err.msg, bad[i].want);
+        rt_settings_free(L, NL, &o);
+    }
+    /* without once, the last value wins */
+    rt_argv a = {.rows = L, .n = NL};
+    char *twice[] = {"x", "--dir=a", "--dir=b", NULL};
+    int next = 0;
+    assert_int_equal(rt_settings_defaults(L, NL, &o, &err), RT_OK);
+    assert_int_equal(rt_settings_argv(&a, 3, twice, &o, NULL, &next, &err), RT_OK);
+    assert_string_equal(o.dir, "b");
+    rt_buf b;
+    rt_buf_init(&b);
+    assert_int_equal(rt_settings_help(&b, L, NL, 20, NULL, 0), 0);
+    assert_non_null(strstr(b.data, "  --data=FILE...    a data file\n"));
+    rt_buf_free(&b);
+    rt_settings_free(L, NL, &o);
 }
 
 static void test_help_lines(void **state)
@@ -350,6 +429,17 @@ static void test_tables_in_help_and_man(void **state)
     walk("predict-tune", t, n, "predict-tune.1");
     t = srv_ctl_flag_settings(&n);
     walk("predictctl", t, n, "predictctl.8");
+    /* predict-model: a table per command, walked against COMMAND --help */
+    static const char *const cmds[] = {"show",     "predict", "transform", "evaluate",
+                                       "explain",  "stats",   "validate",  "convert",
+                                       "batch-predict"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        const pm_command *c = pm_command_find(cmds[i]);
+        assert_non_null(c);
+        char prog[64];
+        snprintf(prog, sizeof prog, "predict-model %s", cmds[i]);
+        walk(prog, c->flags, c->n_flags, "predict-model.1");
+    }
 }
 
 int main(void)
@@ -357,6 +447,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_and_json),
         cmocka_unit_test(test_argv),
+        cmocka_unit_test(test_list_and_once),
         cmocka_unit_test(test_help_lines),
         cmocka_unit_test(test_trainer_sections),
         cmocka_unit_test(test_tables_in_help_and_man),
