@@ -31,11 +31,6 @@ typedef struct ovr {
     rt_err *err;
 } ovr;
 
-static int key_is(const char *k, size_t n, const char *name)
-{
-    return n == strlen(name) && memcmp(k, name, n) == 0;
-}
-
 static rt_status bad(ovr *o, const char *path, const char *fmt, const char *a)
 {
     return rt_err_set(o->err, RT_ERR_INVALID, "%s: %s%s", path, fmt, a ? a : "");
@@ -88,7 +83,7 @@ static rt_status read_method(ovr *o, const char *path, const char *count_key, lo
     size_t kn;
     char sub[160];
     while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
-        if (count_key && key_is(k, kn, count_key)) {
+        if (count_key && rt_jr_key_is(k, kn, count_key)) {
             long n = 0;
             snprintf(sub, sizeof sub, "%s.%s", path, count_key);
             if ((st = read_int(o, sub, 1, hi, &n)) == RT_OK)
@@ -111,28 +106,28 @@ static rt_status read_parameters(ovr *o)
     size_t kn;
     char sub[160];
     while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
-        if (key_is(k, kn, "sampledShapleyAttribution")) {
+        if (rt_jr_key_is(k, kn, "sampledShapleyAttribution")) {
             o->p->method = RT_XAI_SAMPLED;
             o->methods++;
             st = read_method(o, OVR ".parameters.sampledShapleyAttribution", "pathCount", 50,
                              &o->p->path_count);
-        } else if (key_is(k, kn, "integratedGradientsAttribution")) {
+        } else if (rt_jr_key_is(k, kn, "integratedGradientsAttribution")) {
             o->p->method = RT_XAI_IG;
             o->methods++;
             st = read_method(o, OVR ".parameters.integratedGradientsAttribution", "stepCount", 100,
                              &o->p->step_count);
-        } else if (key_is(k, kn, "exactShapleyAttribution")) {
+        } else if (rt_jr_key_is(k, kn, "exactShapleyAttribution")) {
             o->p->method = RT_XAI_EXACT;
             o->methods++;
             st = read_method(o, OVR ".parameters.exactShapleyAttribution", NULL, 0, NULL);
-        } else if (key_is(k, kn, "xraiAttribution") || key_is(k, kn, "examples")) {
+        } else if (rt_jr_key_is(k, kn, "xraiAttribution") || rt_jr_key_is(k, kn, "examples")) {
             snprintf(sub, sizeof sub, "%s.%.*s", path, (int)kn, k);
             return bad(o, sub,
                        "not supported (predictd explains tabular models: "
                        "sampledShapleyAttribution, integratedGradientsAttribution, "
                        "exactShapleyAttribution)",
                        NULL);
-        } else if (key_is(k, kn, "topK")) {
+        } else if (rt_jr_key_is(k, kn, "topK")) {
             long n = 0;
             have_topk = 1;
             if ((st = read_int(o, OVR ".parameters.topK", -1, RT_XAI_MAX_OUTPUTS, &n)) == RT_OK &&
@@ -142,7 +137,7 @@ static rt_status read_parameters(ovr *o)
                            "for every output)",
                            NULL);
             o->p->top_k = (int)n;
-        } else if (key_is(k, kn, "outputIndices")) {
+        } else if (rt_jr_key_is(k, kn, "outputIndices")) {
             rt_jv v;
             if ((st = rt_jr_value(o->r, &v)) != RT_OK)
                 return st;
@@ -193,7 +188,7 @@ static rt_status read_input(ovr *o, size_t in, const char *path)
     char sub[200];
     bool num = rt_graph_input_dtype(o->g, in) == PREDICTD__DTYPE__DT_FLOAT;
     while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
-        if (!key_is(k, kn, "inputBaselines")) {
+        if (!rt_jr_key_is(k, kn, "inputBaselines")) {
             snprintf(sub, sizeof sub, "%.120s.%.*s", path, (int)(kn > 40 ? 40 : kn), k);
             return bad(o, sub, "unknown key (predictd reads inputBaselines)", NULL);
         }
@@ -248,7 +243,7 @@ static rt_status read_metadata(ovr *o)
     size_t kn;
     char sub[200];
     while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
-        if (key_is(k, kn, "inputs")) {
+        if (rt_jr_key_is(k, kn, "inputs")) {
             if ((st = open_object(o, OVR ".metadata.inputs")) != RT_OK)
                 return st;
             while ((st = rt_jr_member(o->r, &more2, &k, &kn)) == RT_OK && more2) {
@@ -259,7 +254,7 @@ static rt_status read_metadata(ovr *o)
                 if ((st = read_input(o, (size_t)in, sub)) != RT_OK)
                     return st;
             }
-        } else if (key_is(k, kn, "outputs")) {
+        } else if (rt_jr_key_is(k, kn, "outputs")) {
             if ((st = open_object(o, OVR ".metadata.outputs")) != RT_OK)
                 return st;
             size_t n = 0;
@@ -268,11 +263,11 @@ static rt_status read_metadata(ovr *o)
                          k);
                 if (n++ > 0)
                     return bad(o, OVR ".metadata.outputs", "name one output", NULL);
-                if (key_is(k, kn, "probabilities"))
+                if (rt_jr_key_is(k, kn, "probabilities"))
                     o->p->output = RT_XAI_OUT_PROBABILITIES;
-                else if (key_is(k, kn, "logits"))
+                else if (rt_jr_key_is(k, kn, "logits"))
                     o->p->output = RT_XAI_OUT_LOGITS;
-                else if (key_is(k, kn, "predictions"))
+                else if (rt_jr_key_is(k, kn, "predictions"))
                     o->p->output = RT_XAI_OUT_PREDICTIONS;
                 else
                     return bad(o, sub,
@@ -306,7 +301,7 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
     if (st == RT_OK && v.kind != RT_JV_OBJECT)
         st = rt_err_set(err, RT_ERR_INVALID, "request body: expected an object");
     while (st == RT_OK && (st = rt_jr_member(&r, &more, &k, &kn)) == RT_OK && more) {
-        if (!key_is(k, kn, OVR)) {
+        if (!rt_jr_key_is(k, kn, OVR)) {
             st = rt_jr_skip(&r);
             continue;
         }
@@ -314,9 +309,9 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
             break;
         int more2 = 0;
         while ((st = rt_jr_member(&r, &more2, &k, &kn)) == RT_OK && more2) {
-            if (key_is(k, kn, "parameters")) {
+            if (rt_jr_key_is(k, kn, "parameters")) {
                 st = read_parameters(&o);
-            } else if (key_is(k, kn, "metadata")) {
+            } else if (rt_jr_key_is(k, kn, "metadata")) {
                 st = read_metadata(&o);
             } else {
                 char sub[120];
@@ -415,7 +410,7 @@ static rt_status count_instances(const char *body, size_t len, const rt_json_par
     if (st == RT_OK && v.kind != RT_JV_OBJECT)
         st = rt_err_set(err, RT_ERR_INVALID, "request body: expected an object");
     while (st == RT_OK && (st = rt_jr_member(&r, &more, &k, &kn)) == RT_OK && more) {
-        if (!key_is(k, kn, "instances") && !key_is(k, kn, "inputs")) {
+        if (!rt_jr_key_is(k, kn, "instances") && !rt_jr_key_is(k, kn, "inputs")) {
             st = rt_jr_skip(&r);
             continue;
         }

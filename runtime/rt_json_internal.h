@@ -18,6 +18,7 @@
 
 #include "rt_internal.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* ------------------------------------------------ reader (rt_json_reader.c) */
@@ -94,6 +95,13 @@ rt_status rt_jr_value(rt_jr *r, rt_jv *v);
  * kbuf, valid until the next key) with its ':' read, or *more = 0 and the
  * object closed. */
 rt_status rt_jr_member(rt_jr *r, int *more, const char **key, size_t *klen);
+/* Whether a key rt_jr_member gave (klen bytes, not NUL-terminated) is name.
+ * With a literal name the compiler folds the length and the comparison into
+ * a few instructions (the request parsers test every key). */
+static inline bool rt_jr_key_is(const char *key, size_t klen, const char *name)
+{
+    return klen == strlen(name) && memcmp(key, name, klen) == 0;
+}
 /* rt_jr_member that only tells whether the key is name (kbuf untouched). */
 rt_status rt_jr_member_is(rt_jr *r, int *more, const char *name, int *match);
 /* In an open list: *more = 1 when an element follows, or 0 and the list

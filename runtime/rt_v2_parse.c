@@ -431,12 +431,12 @@ static rt_status read_input(v2p *p, size_t pos)
             return st;
         if (!more)
             break;
-        int k = klen == 4 && !memcmp(key, "name", 4)         ? 0
-                : klen == 5 && !memcmp(key, "shape", 5)      ? 1
-                : klen == 8 && !memcmp(key, "datatype", 8)   ? 2
-                : klen == 10 && !memcmp(key, "parameters", 10) ? 3
-                : klen == 4 && !memcmp(key, "data", 4)       ? 4
-                                                             : -1;
+        int k = rt_jr_key_is(key, klen, "name")         ? 0
+                : rt_jr_key_is(key, klen, "shape")      ? 1
+                : rt_jr_key_is(key, klen, "datatype")   ? 2
+                : rt_jr_key_is(key, klen, "parameters") ? 3
+                : rt_jr_key_is(key, klen, "data")       ? 4
+                                                        : -1;
         if (in->filled) /* a key after the data: the two passes read this body */
             unfill(p);
         seen_params |= k == 3;
@@ -563,7 +563,7 @@ static rt_status read_output(v2p *p, size_t pos)
             return st;
         if (!more)
             break;
-        if (klen == 4 && !memcmp(key, "name", 4)) {
+        if (rt_jr_key_is(key, klen, "name")) {
             if ((st = rt_jr_value(r, &v)) != RT_OK)
                 return st;
             if (v.kind != RT_JV_STRING)
@@ -578,7 +578,7 @@ static rt_status read_output(v2p *p, size_t pos)
             if (n < v.n)
                 memcpy(name + n, "...", 4);
             has_name = true;
-        } else if (klen == 10 && !memcmp(key, "parameters", 10)) {
+        } else if (rt_jr_key_is(key, klen, "parameters")) {
             if ((st = read_params(p, PAR_OUTPUT, where, NULL, &binary, &classes)) != RT_OK)
                 return st;
         } else if ((st = rt_jr_skip(r)) != RT_OK) {
@@ -638,11 +638,11 @@ static rt_status read_request(v2p *p, bool *has_outputs)
             return st;
         if (!more)
             break;
-        int k = klen == 2 && !memcmp(key, "id", 2)             ? 0
-                : klen == 10 && !memcmp(key, "parameters", 10) ? 1
-                : klen == 6 && !memcmp(key, "inputs", 6)       ? 2
-                : klen == 7 && !memcmp(key, "outputs", 7)      ? 3
-                                                               : -1;
+        int k = rt_jr_key_is(key, klen, "id")           ? 0
+                : rt_jr_key_is(key, klen, "parameters") ? 1
+                : rt_jr_key_is(key, klen, "inputs")     ? 2
+                : rt_jr_key_is(key, klen, "outputs")    ? 3
+                                                        : -1;
         if (k < 0) {
             if ((st = rt_jr_skip(r)) != RT_OK)
                 return st;
