@@ -27,6 +27,7 @@
 
 #include <cJSON.h>
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -1003,61 +1004,92 @@ static int resolve_url(ctl *c, const char *url)
 }
 
 /* predictctl token add --scopes S [--tokens-file FILE] [--name NAME]: the
- * file is the flag's, else the config file's auth_tokens_file. */
+ * file is the flag's, else the config file's auth_tokens_file (read with the
+ * daemon's own config parser). Its flags are a settings table, as
+ * predictctl's own are (srv_ctl_flags.c). */
+typedef struct token_flags {
+    char *scopes, *tokens_file, *name;
+} token_flags;
+
+#define TF(f) offsetof(token_flags, f)
+static const rt_setting TOKEN_FLAGS[] = {
+    {.name = "scopes", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
+     .offset = TF(scopes), .arg = "S", .help = "infer, read, metrics (a comma list)"},
+    {.name = "tokens-file", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
+     .offset = TF(tokens_file), .arg = "FILE",
+     .help = "the tokens file (default: the config file's auth_tokens_file)"},
+    {.name = "name", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
+     .offset = TF(name), .arg = "NAME", .help = "a name kept beside the token's hash"},
+};
+#define N_TOKEN_FLAGS (sizeof TOKEN_FLAGS / sizeof TOKEN_FLAGS[0])
+
+/* The tokens file the config at path names (auth_tokens_file), malloc'd,
+ * or NULL after saying why. */
+static char *config_tokens_file(const char *path)
+{
+    char *text = NULL, *file = NULL;
+    srv_config *cfg = NULL;
+    rt_err e;
+    if (rt_read_file(AT_FDCWD, path, 16u << 20, 0, &text, NULL, &e) != RT_OK)
+        fail("%s (give --tokens-file or --config)", e.msg);
+    else if (srv_config_parse(text, strlen(text), NULL, &cfg, &e) != RT_OK)
+        fail("%s: %s", path, e.msg);
+    else if (!cfg->auth_tokens_file)
+        fail("%s: no auth_tokens_file key (give --tokens-file)", path);
+    else if (!(file = strdup(cfg->auth_tokens_file)))
+        fail("out of memory");
+    srv_config_free(cfg);
+    free(text);
+    return file;
+}
+
 static int token_cmd(const ctl *c, int argc, char **argv)
 {
-    const char *scopes = NULL, *file = NULL, *name = NULL;
     if (argc < 2 || strcmp(argv[1], "add") != 0) {
         fprintf(stderr, "predictctl: token: expected 'token add --scopes ...'\n");
         usage(stderr);
         return 2;
     }
-    for (int k = 2; k < argc; k++) {
-        const char **dst = !strcmp(argv[k], "--scopes")        ? &scopes
-                           : !strcmp(argv[k], "--tokens-file") ? &file
-                           : !strcmp(argv[k], "--name")        ? &name
-                                                               : NULL;
-        if (!dst || k + 1 >= argc) {
-            fprintf(stderr, "predictctl: token add: %s: %s\n", argv[k],
-                    dst ? "needs a value" : "unknown option");
-            usage(stderr);
-            return 2;
-        }
-        *dst = argv[++k];
+    token_flags tf;
+    memset(&tf, 0, sizeof tf);
+    rt_argv spec = {.rows = TOKEN_FLAGS, .n = N_TOKEN_FLAGS, .noun = "option", .once = true};
+    rt_err err = {{0}};
+    int next = argc - 1, r = 2;
+    char *file = NULL;
+    /* argv + 1: "add" stands where rt_settings_argv expects a program name */
+    if (rt_settings_argv(&spec, argc - 1, argv + 1, &tf, NULL, &next, &err) != RT_OK) {
+        fprintf(stderr, "predictctl: token add: %s\n", err.msg);
+        usage(stderr);
+        goto out;
     }
-    unsigned bits = scopes ? srv_auth_parse_scopes(scopes, strlen(scopes)) : 0;
+    if (next < argc - 1) {
+        fprintf(stderr, "predictctl: token add: unexpected argument \"%s\"\n", argv[next + 1]);
+        usage(stderr);
+        goto out;
+    }
+    unsigned bits = tf.scopes ? srv_auth_parse_scopes(tf.scopes, strlen(tf.scopes)) : 0;
     if (!bits) {
         fprintf(stderr, "predictctl: token add: --scopes '%s': expected a comma list of infer, "
-                        "read, metrics\n", scopes ? scopes : "");
-        return 2;
+                        "read, metrics\n", tf.scopes ? tf.scopes : "");
+        goto out;
     }
-    char *cfg_text = NULL;
-    cJSON *doc = NULL;
-    if (!file) {
-        rt_err e;
-        if (rt_read_file(AT_FDCWD, c->config, 16u << 20, 0, &cfg_text, NULL, &e) != RT_OK)
-            return fail("%s (give --tokens-file or --config)", e.msg);
-        doc = cJSON_Parse(cfg_text);
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(doc, "auth_tokens_file");
-        if (!cJSON_IsString(f)) {
-            free(cfg_text);
-            cJSON_Delete(doc);
-            return fail("%s: no auth_tokens_file key (give --tokens-file)", c->config);
-        }
-        file = f->valuestring;
+    if (!(file = tf.tokens_file ? strdup(tf.tokens_file) : config_tokens_file(c->config))) {
+        r = 1;
+        goto out;
     }
     char token[69];
-    rt_err err = {{0}};
-    rt_status st = srv_auth_add_token(file, bits, name, token, &err);
-    if (st == RT_OK) {
-        printf("%s\n", token);
-        fprintf(stderr, "predictctl: token added to %s (only its SHA-256 is stored; this is "
-                        "the one time it is shown); the daemon takes it at its next reload\n",
-                file);
+    if (srv_auth_add_token(file, bits, tf.name, token, &err) != RT_OK) {
+        r = fail("%s", err.msg);
+        goto out;
     }
-    free(cfg_text);
-    cJSON_Delete(doc);
-    return st == RT_OK ? 0 : fail("%s", err.msg);
+    printf("%s\n", token);
+    fprintf(stderr, "predictctl: token added to %s (only its SHA-256 is stored; this is the "
+                    "one time it is shown); the daemon takes it at its next reload\n", file);
+    r = 0;
+out:
+    free(file);
+    rt_settings_free(TOKEN_FLAGS, N_TOKEN_FLAGS, &tf);
+    return r;
 }
 
 /* The command after the flags (argv[i]) with the flags fl; the exit status. */
