@@ -9,6 +9,7 @@
 #include "rt_internal.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -694,6 +695,8 @@ static rt_status compile(const Predictd__ModelDef *def, rt_graph **out, rt_err *
     if (!g)
         return NOMEM(err);
     g->def = def;
+    static _Atomic uint64_t made;
+    g->serial = atomic_fetch_add(&made, 1) + 1;
     rt_status st = compile_columns(g, err);
     if (!st)
         st = compile_head(g, err);
@@ -971,6 +974,11 @@ void rt_graph_free(rt_graph *g)
 const Predictd__ModelDef *rt_graph_def(const rt_graph *g)
 {
     return g ? g->def : NULL;
+}
+
+uint64_t rt_graph_serial(const rt_graph *g)
+{
+    return g ? g->serial : 0;
 }
 
 size_t rt_graph_logits_dim(const rt_graph *g)

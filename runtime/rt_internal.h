@@ -134,7 +134,13 @@ struct rt_graph {
     Predictd__HeadType head;
     size_t n_classes;
     char **class_names;      /* [n_classes] owned */
+
+    uint64_t serial;         /* unique among the graphs this process made */
 };
+
+/* g's serial number: never the same for two graphs of one process, even
+ * when one is made at a freed one's address (a key for per-graph caches). */
+uint64_t rt_graph_serial(const rt_graph *g);
 
 /* ------------------------------------------------ trees (rt_trees.c) */
 

@@ -119,6 +119,12 @@ rt_status rt_jr_skip_to(rt_jr *r, int depth);
 rt_status rt_jr_count_rest(rt_jr *r, size_t *n);
 /* After the top-level value: only white space may follow. */
 rt_status rt_jr_end(rt_jr *r);
+/* The scalar (string, number, word) at byte `at` of the body (after white
+ * space), read as rt_jr_value reads an element of a list; the reader is
+ * left after it. Not RT_OK for a container, or a hard error (reported as
+ * usual). For re-reading a body at known places (rt_v2_replay.c): the
+ * reader is not usable for anything else afterwards. */
+rt_status rt_jr_scalar_at(rt_jr *r, size_t at, rt_jv *v);
 
 /* A saved position, to read a part again (only back to where the reader
  * was at the same or a smaller depth, without closing anything between). */

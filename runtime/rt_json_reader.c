@@ -497,6 +497,21 @@ rt_status rt_jr_value(rt_jr *r, rt_jv *v)
     return read_value(r, v, r->sbuf);
 }
 
+rt_status rt_jr_scalar_at(rt_jr *r, size_t at, rt_jv *v)
+{
+    if (r->hard)
+        return r->hard;
+    if (at > (size_t)(r->end - r->body))
+        return RT_ERR_INVALID;
+    r->p = r->body + at;
+    r->depth = 1; /* as in a list: a scalar leaves the state RT_JR_AFTER */
+    r->state = RT_JR_VALUE;
+    rt_status st = read_value(r, v, r->sbuf);
+    if (st == RT_OK && (v->kind == RT_JV_OBJECT || v->kind == RT_JV_LIST))
+        return RT_ERR_INVALID;
+    return st;
+}
+
 /* A key at r->p (after white space), and its ':'. */
 static rt_status read_key(rt_jr *r, rt_buf *buf, const char **key, size_t *klen)
 {

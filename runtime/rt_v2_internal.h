@@ -6,6 +6,8 @@
  *                   (names, datatypes, shapes), the metadata answer
  *   rt_v2_parse.c   an infer body (JSON tensors, binary tensors after the
  *                   JSON header) into the request's rt_batch
+ *   rt_v2_replay.c  the last JSON body's layout, to read the next one
+ *                   that differs only in its values without the full parse
  *   rt_v2_out.c     the answer from rt_outputs: JSON or binary tensors,
  *                   requested outputs, the classification extension
  *
@@ -76,6 +78,9 @@ typedef struct rt_v2_req {
     rt_buf bin;      /* scratch: binary tensor data of an answer */
     void *ins;       /* scratch: the parser's per-input records */
     size_t cap_ins;
+    struct rt_v2_plan *plan; /* the last JSON body's layout (rt_v2_replay.c),
+                                NULL until one is recorded */
+    uint64_t replays;        /* bodies read by the plan (for tests) */
 } rt_v2_req;
 
 /* c's request settings, made on first use; NULL when out of memory. */
@@ -87,5 +92,46 @@ void rt_v2_req_free(rt_v2_req *q);
 /* Renders the answer of request q over outputs o (o->n instances) into out
  * and sets q->answer_header. */
 rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_buf *out);
+
+/* ------------------------------------------- replay (rt_v2_replay.c) */
+
+/* The layout of the last JSON body read without fault: its bytes, and
+ * where each of its values stood and went. */
+typedef struct rt_v2_plan rt_v2_plan;
+
+/* What a recorded value is. */
+typedef enum {
+    RT_V2_SLOT_NUMBER, /* an element of an FP32 input's "data" */
+    RT_V2_SLOT_STRING, /* an element of a BYTES input's "data" */
+    RT_V2_SLOT_ID,     /* the request's "id" */
+} rt_v2_slot_kind;
+
+/* An empty plan (NULL when out of memory); rt_v2_plan_free frees it (NULL
+ * is fine). */
+rt_v2_plan *rt_v2_plan_new(void);
+void rt_v2_plan_free(rt_v2_plan *pl);
+/* Recording: rt_v2_plan_begin forgets the plan and starts recording the
+ * body the full parser reads; rt_v2_plan_slot notes one value it took
+ * (bytes [at, end) of the body, for instance inst and graph input `input`;
+ * an id's inst and input are 0); rt_v2_plan_drop_data forgets the data
+ * values noted so far (the parser starts filling again); rt_v2_plan_keep,
+ * after the parser succeeded, keeps the recording as the plan for graph g
+ * under params (signature sig, n instances, q's outputs and selection).
+ * A recording that grew too large or ran out of memory is not kept. */
+void rt_v2_plan_begin(rt_v2_plan *pl);
+void rt_v2_plan_slot(rt_v2_plan *pl, size_t at, size_t end, size_t inst, size_t input,
+                     rt_v2_slot_kind kind);
+void rt_v2_plan_drop_data(rt_v2_plan *pl);
+void rt_v2_plan_keep(rt_v2_plan *pl, const rt_graph *g, const rt_json_params *params,
+                     const Predictd__SignatureDef *sig, const char *body, size_t len,
+                     const rt_v2_req *q, size_t n);
+/* Reads body by plan pl (NULL: none) when it was recorded for g under the
+ * same params and the body differs from it only in its values: returns 1
+ * with c's (prepared, empty) batch filled, q's id, outputs and selection
+ * set and *out filled, as the full parser would have left them, and
+ * q->replays counted. Otherwise
+ * 0, with the batch and q's id empty again and nothing reported. */
+int rt_v2_plan_replay(const rt_v2_plan *pl, const rt_graph *g, const rt_json_params *params,
+                      const char *body, size_t len, rt_ctx *c, rt_v2_req *q, rt_parsed *out);
 
 #endif /* PREDICTD_RT_V2_INTERNAL_H */

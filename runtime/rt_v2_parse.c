@@ -66,6 +66,7 @@ typedef struct v2p {
     int bin_all;           /* parameters.binary_data_output: -1 not given */
     int sel_bin[RT_V2_MAX_OUTPUTS]; /* per requested output: -1 not given */
     bool eager;            /* inputs are filled in the first pass (see read_input) */
+    rt_v2_plan *rec;       /* recording the body's layout (rt_v2_replay.c), or NULL */
     bool has_header;       /* binary data may follow the JSON */
     size_t hlen;           /* the JSON's length */
     uint64_t bin_total;
@@ -93,6 +94,7 @@ void rt_v2_req_free(rt_v2_req *q)
     rt_buf_free(&q->id);
     rt_buf_free(&q->bin);
     free(q->ins);
+    rt_v2_plan_free(q->plan);
     free(q);
 }
 
@@ -358,6 +360,8 @@ static void unfill(v2p *p)
 {
     p->eager = false;
     rt_batch_clear(p->c->batch);
+    if (p->rec)
+        rt_v2_plan_drop_data(p->rec);
     for (size_t k = 0; k < p->n_ins; k++)
         p->ins[k].filled = false;
 }
@@ -660,6 +664,8 @@ static rt_status read_request(v2p *p, bool *has_outputs)
             rt_buf_reset(&p->q->id);
             if (rt_buf_json_string(&p->q->id, v.s, v.n) != 0)
                 return rt_err_set(p->sem, RT_ERR_NOMEM, "\"id\": out of memory");
+            if (p->rec)
+                rt_v2_plan_slot(p->rec, v.at, (size_t)(r->p - r->body), 0, 0, RT_V2_SLOT_ID);
             break;
         case 1:
             if ((st = read_params(p, PAR_REQUEST, "request", NULL, &p->bin_all, NULL)) != RT_OK)
@@ -736,6 +742,9 @@ static rt_status push_json(v2p *p, const v2_in *in, uint64_t e, const rt_jv *v)
     if (st != RT_OK)
         return rt_err_set(p->sem, st, "%s.data[%llu]: %s", where_in(p, in, w0, sizeof w0),
                           (unsigned long long)e, rt_status_str(st));
+    if (p->rec)
+        rt_v2_plan_slot(p->rec, v->at, (size_t)(p->r->p - p->r->body), inst, (size_t)in->idx,
+                        in->bytes ? RT_V2_SLOT_STRING : RT_V2_SLOT_NUMBER);
     return RT_OK;
 }
 
@@ -897,6 +906,8 @@ static rt_status parse(const rt_model *m, const char *name, int64_t version, con
     q->version = version;
     q->n_sel = 0;
     q->answer_header = 0;
+    if (header_len == RT_V2_NO_HEADER && rt_v2_plan_replay(q->plan, g, params, body, len, c, q, out))
+        return RT_OK;
     v2p p;
     memset(&p, 0, sizeof p);
     p.g = g;
@@ -910,6 +921,14 @@ static rt_status parse(const rt_model *m, const char *name, int64_t version, con
     p.bin_all = -1;
     p.eager = true;
     q->n_outs = rt_v2_outputs(g, p.sig, q->outs);
+    if (header_len == RT_V2_NO_HEADER && p.md.kind == RT_IN_FEATURES) {
+        if (!q->plan)
+            q->plan = rt_v2_plan_new();
+        if (q->plan) {
+            rt_v2_plan_begin(q->plan);
+            p.rec = q->plan;
+        }
+    }
     size_t jlen = len;
     if (header_len == RT_V2_NO_HEADER) {
         p.has_header = false;
@@ -972,6 +991,8 @@ static rt_status parse(const rt_model *m, const char *name, int64_t version, con
     out->columnar = 0;
     out->n = rt_batch_size(c->batch);
     out->v2 = q;
+    if (p.rec)
+        rt_v2_plan_keep(p.rec, g, params, p.sig, body, len, q, out->n);
     st = RT_OK;
 out:
     rt_jr_done(&r);
