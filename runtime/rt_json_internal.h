@@ -102,6 +102,12 @@ static inline bool rt_jr_key_is(const char *key, size_t klen, const char *name)
 {
     return klen == strlen(name) && memcmp(key, name, klen) == 0;
 }
+/* rt_jr_member with the key looked up in keys (a NULL-ended list): *k its
+ * index, -1 for another key (its value still to be read or skipped), or
+ * RT_JR_CLOSED when the object closed instead. */
+#define RT_JR_CLOSED (-2)
+rt_status rt_jr_member_in(rt_jr *r, const char *const *keys, int *k, const char **key,
+                          size_t *klen);
 /* rt_jr_member that only tells whether the key is name (kbuf untouched). */
 rt_status rt_jr_member_is(rt_jr *r, int *more, const char *name, int *match);
 /* In an open list: *more = 1 when an element follows, or 0 and the list

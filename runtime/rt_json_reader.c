@@ -560,6 +560,21 @@ rt_status rt_jr_member(rt_jr *r, int *more, const char **key, size_t *klen)
     return member(r, more, key, klen, r->kbuf);
 }
 
+rt_status rt_jr_member_in(rt_jr *r, const char *const *keys, int *k, const char **key,
+                          size_t *klen)
+{
+    int more;
+    *k = RT_JR_CLOSED;
+    rt_status st = rt_jr_member(r, &more, key, klen);
+    if (st != RT_OK || !more)
+        return st;
+    for (*k = 0; keys[*k]; (*k)++)
+        if (rt_jr_key_is(*key, *klen, keys[*k]))
+            return RT_OK;
+    *k = -1;
+    return RT_OK;
+}
+
 rt_status rt_jr_member_is(rt_jr *r, int *more, const char *name, int *match)
 {
     rt_buf lb; /* only an escaped key is copied */

@@ -185,26 +185,21 @@ static rt_status read_params(v2p *p, par_kind kind, const char *where, v2_in *in
     if (v.kind != RT_JV_OBJECT)
         return type_error(p, where ? where : where_in(p, in, wb0, sizeof wb0),
                           "an object in \"parameters\"", &v);
-    for (;;) {
-        int more;
-        const char *key;
-        size_t klen;
-        if ((st = rt_jr_member(r, &more, &key, &klen)) != RT_OK || !more)
-            return st;
-#define KEY_IS(lit) (klen == sizeof lit - 1 && !memcmp(key, lit, klen))
-        bool want_bool = (kind == PAR_REQUEST && KEY_IS("binary_data_output")) ||
-                         (kind == PAR_OUTPUT && KEY_IS("binary_data"));
-        bool want_size = kind == PAR_INPUT && KEY_IS("binary_data_size");
-        bool want_cls = kind == PAR_OUTPUT && KEY_IS("classification");
-#undef KEY_IS
+    static const char *const keys[] = {"binary_data_output", "binary_data", "binary_data_size",
+                                       "classification", NULL};
+    const char *key;
+    size_t klen;
+    int k;
+    while ((st = rt_jr_member_in(r, keys, &k, &key, &klen)) == RT_OK && k != RT_JR_CLOSED) {
+        bool want_bool = (kind == PAR_REQUEST && k == 0) || (kind == PAR_OUTPUT && k == 1);
+        bool want_size = kind == PAR_INPUT && k == 2;
+        bool want_cls = kind == PAR_OUTPUT && k == 3;
         if (!want_bool && !want_size && !want_cls) {
             if ((st = rt_jr_skip(r)) != RT_OK)
                 return st;
             continue;
         }
-        const char *name = want_bool ? (kind == PAR_REQUEST ? "binary_data_output" : "binary_data")
-                           : want_size ? "binary_data_size"
-                                       : "classification";
+        const char *name = keys[k];
         if ((st = rt_jr_value(r, &v)) != RT_OK)
             return st;
         char at[200];
@@ -231,9 +226,23 @@ static rt_status read_params(v2p *p, par_kind kind, const char *where, v2_in *in
         }
 #undef AT
     }
+    return st;
 }
 
 /* ------------------------------------------------------------- inputs */
+
+/* A tensor's name (string v) into name[cap] for lookups and messages: cut
+ * to cap - 8 bytes with "..." after; *odd when it was cut or holds a NUL
+ * (then it names no tensor). */
+static void copy_name(char *name, size_t cap, const rt_jv *v, bool *odd)
+{
+    size_t n = v->n < cap - 8 ? v->n : cap - 8;
+    memcpy(name, v->s, n);
+    name[n] = '\0';
+    *odd = n < v->n || memchr(v->s, '\0', v->n) != NULL;
+    if (n < v->n)
+        memcpy(name + n, "...", 4);
+}
 
 /* Reads a "shape" list into in (the reader before its value). */
 static rt_status read_shape(v2p *p, v2_in *in)
@@ -427,20 +436,11 @@ static rt_status read_input(v2p *p, size_t pos)
     char dtype[24] = "";
     size_t dlen = 0;
     bool seen_params = false;
-    for (;;) {
-        int more;
-        const char *key;
-        size_t klen;
-        if ((st = rt_jr_member(r, &more, &key, &klen)) != RT_OK)
-            return st;
-        if (!more)
-            break;
-        int k = rt_jr_key_is(key, klen, "name")         ? 0
-                : rt_jr_key_is(key, klen, "shape")      ? 1
-                : rt_jr_key_is(key, klen, "datatype")   ? 2
-                : rt_jr_key_is(key, klen, "parameters") ? 3
-                : rt_jr_key_is(key, klen, "data")       ? 4
-                                                        : -1;
+    static const char *const keys[] = {"name", "shape", "datatype", "parameters", "data", NULL};
+    const char *key;
+    size_t klen;
+    int k;
+    while ((st = rt_jr_member_in(r, keys, &k, &key, &klen)) == RT_OK && k != RT_JR_CLOSED) {
         if (in->filled) /* a key after the data: the two passes read this body */
             unfill(p);
         seen_params |= k == 3;
@@ -457,12 +457,7 @@ static rt_status read_input(v2p *p, size_t pos)
                 return type_error(p, where_in(p, in, wn, sizeof wn),
                                   k ? "a string in \"datatype\"" : "a string in \"name\"", &v);
             if (k == 0) {
-                size_t n = v.n < sizeof in->name - 8 ? v.n : sizeof in->name - 8;
-                memcpy(in->name, v.s, n);
-                in->name[n] = '\0';
-                in->odd_name = n < v.n || memchr(v.s, '\0', v.n) != NULL;
-                if (n < v.n)
-                    memcpy(in->name + n, "...", 4);
+                copy_name(in->name, sizeof in->name, &v, &in->odd_name);
                 in->has_name = true;
             } else {
                 dlen = v.n < sizeof dtype ? v.n : sizeof dtype;
@@ -501,6 +496,8 @@ static rt_status read_input(v2p *p, size_t pos)
                 return st;
         }
     }
+    if (st != RT_OK)
+        return st;
     if (in->filled) /* checked before its data was read, in the same state */
         return RT_OK;
     p->eager = false; /* the inputs after this one wait for the second pass */
@@ -559,15 +556,12 @@ static rt_status read_output(v2p *p, size_t pos)
     bool has_name = false, cut = false;
     int binary = -1;
     int64_t classes = 0;
-    for (;;) {
-        int more;
-        const char *key;
-        size_t klen;
-        if ((st = rt_jr_member(r, &more, &key, &klen)) != RT_OK)
-            return st;
-        if (!more)
-            break;
-        if (rt_jr_key_is(key, klen, "name")) {
+    static const char *const keys[] = {"name", "parameters", NULL};
+    const char *key;
+    size_t klen;
+    int m;
+    while ((st = rt_jr_member_in(r, keys, &m, &key, &klen)) == RT_OK && m != RT_JR_CLOSED) {
+        if (m == 0) {
             if ((st = rt_jr_value(r, &v)) != RT_OK)
                 return st;
             if (v.kind != RT_JV_STRING)
@@ -575,20 +569,17 @@ static rt_status read_output(v2p *p, size_t pos)
             if (has_name)
                 return rt_err_set(p->sem, RT_ERR_INVALID, "%s: key \"name\" given twice",
                                   where);
-            size_t n = v.n < sizeof name - 8 ? v.n : sizeof name - 8;
-            memcpy(name, v.s, n);
-            name[n] = '\0';
-            cut = n < v.n || memchr(v.s, '\0', v.n) != NULL;
-            if (n < v.n)
-                memcpy(name + n, "...", 4);
+            copy_name(name, sizeof name, &v, &cut);
             has_name = true;
-        } else if (rt_jr_key_is(key, klen, "parameters")) {
+        } else if (m == 1) {
             if ((st = read_params(p, PAR_OUTPUT, where, NULL, &binary, &classes)) != RT_OK)
                 return st;
         } else if ((st = rt_jr_skip(r)) != RT_OK) {
             return st;
         }
     }
+    if (st != RT_OK)
+        return st;
     if (!has_name)
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: missing \"name\"", where);
     size_t k = 0;
@@ -634,19 +625,11 @@ static rt_status read_request(v2p *p, bool *has_outputs)
         return rt_err_set(p->sem, RT_ERR_INVALID, "request body must be a JSON object (an "
                           "inference request: {\"inputs\": [...]})");
     bool seen[4] = {false, false, false, false};
-    for (;;) {
-        int more;
-        const char *key;
-        size_t klen;
-        if ((st = rt_jr_member(r, &more, &key, &klen)) != RT_OK)
-            return st;
-        if (!more)
-            break;
-        int k = rt_jr_key_is(key, klen, "id")           ? 0
-                : rt_jr_key_is(key, klen, "parameters") ? 1
-                : rt_jr_key_is(key, klen, "inputs")     ? 2
-                : rt_jr_key_is(key, klen, "outputs")    ? 3
-                                                        : -1;
+    static const char *const keys[] = {"id", "parameters", "inputs", "outputs", NULL};
+    const char *key;
+    size_t klen;
+    int k;
+    while ((st = rt_jr_member_in(r, keys, &k, &key, &klen)) == RT_OK && k != RT_JR_CLOSED) {
         if (k < 0) {
             if ((st = rt_jr_skip(r)) != RT_OK)
                 return st;
@@ -680,6 +663,8 @@ static rt_status read_request(v2p *p, bool *has_outputs)
                 return st;
         }
     }
+    if (st != RT_OK)
+        return st;
     if (!seen[2])
         return rt_err_set(p->sem, RT_ERR_INVALID, "missing \"inputs\" (the input tensors)");
     *has_outputs = seen[3];
@@ -687,8 +672,8 @@ static rt_status read_request(v2p *p, bool *has_outputs)
     size_t nin = p->nin;
     for (size_t i = 0; i < nin; i++) {
         bool given = false;
-        for (size_t k = 0; k < p->n_ins && !given; k++)
-            given = p->ins[k].idx == (long)i;
+        for (size_t j = 0; j < p->n_ins && !given; j++)
+            given = p->ins[j].idx == (long)i;
         if (!given) {
             char decl[64];
             declared(p, (long)i, decl, sizeof decl);
