@@ -277,7 +277,6 @@ static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind
  * output's key ("name": ) and, for the outputs every instance shares
  * (all_class_ids, all_classes), the whole value. */
 #define TMPL_TEXT 2048
-#define TMPL_MIN_ROWS 2 /* one row: rendering the keys directly is cheaper */
 
 #define TMPL_CLASSES 16 /* class_ids / classes of each class rendered once, up to this many */
 
@@ -422,35 +421,69 @@ static int tmpl_write(const row_tmpl *t, const rt_graph *g, const rt_outputs *o,
     return 1;
 }
 
+/* The outputs and row template of the last graph and signature this thread
+ * answered for: a template costs about what one row does, so it is built
+ * once per model and thread, not per answer. The graph's serial number is
+ * the key (a new graph at a freed one's address has another); names point
+ * into the graph's ModelDef and are read only while the key matches. */
+typedef struct tmpl_cache {
+    uint64_t serial; /* 0: empty */
+    const Predictd__SignatureDef *sig;
+    out_item items[MAX_OUTPUTS];
+    size_t n_items;
+    int usable; /* the template was built (else the rows are written the plain way) */
+    row_tmpl t;
+} tmpl_cache;
+
+static _Thread_local tmpl_cache cached;
+
+/* The cache for g and sig, filled when it holds another: items listed and,
+ * for answers of several outputs, the template built (used by rows). */
+static const tmpl_cache *outputs_of(const rt_graph *g, const Predictd__SignatureDef *sig,
+                                    const rt_outputs *o, rt_buf *out)
+{
+    tmpl_cache *tc = &cached;
+    uint64_t serial = rt_graph_serial(g);
+    if (tc->serial == serial && tc->sig == sig)
+        return tc;
+    tc->serial = serial;
+    tc->sig = sig;
+    tc->n_items = list_outputs(g, sig, tc->items);
+    /* not built (too large, or out of memory): the plain way, for this model */
+    tc->usable = tc->n_items > 1 && tmpl_build(&tc->t, g, o, tc->items, tc->n_items, out);
+    return tc;
+}
+
 rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef *sig,
                                  const rt_outputs *o, int columnar, rt_buf *out)
 {
-    out_item items[MAX_OUTPUTS];
-    size_t n_items = list_outputs(g, sig, items);
+    const tmpl_cache *tc = outputs_of(g, sig, o, out);
+    const out_item *items = tc->items;
+    size_t n_items = tc->n_items;
     size_t n = o->n;
     int rc = 0;
-    row_tmpl t;
-    if (!columnar && n_items > 1 && n >= TMPL_MIN_ROWS && tmpl_build(&t, g, o, items, n_items, out)) {
+    if (!columnar && tc->usable) {
+        const row_tmpl *tp = &tc->t;
         float_memo memo;
         memo_init(&memo);
         rc |= rt_buf_append(out, "{\"predictions\": [", 17);
         for (size_t i = 0; i < n && rc == 0; i++) {
-            if (t.direct) {
-                if (rt_buf_reserve(out, t.room) != 0) {
+            if (tp->direct) {
+                if (rt_buf_reserve(out, tp->room) != 0) {
                     rc = -1;
                     break;
                 }
-                if (tmpl_write(&t, g, o, items, n_items, i, &memo, out))
+                if (tmpl_write(tp, g, o, items, n_items, i, &memo, out))
                     continue;
             }
             rc |= rt_buf_append(out, i ? ", {" : "{", i ? 3 : 1);
             for (size_t k = 0; k < n_items; k++) {
-                rc |= rt_buf_append(out, t.text + t.key_off[k], t.key_len[k]);
-                size_t c = t.per_class[k] ? (size_t)o->class_ids[i] : SIZE_MAX;
-                if (t.val_len[k])
-                    rc |= rt_buf_append(out, t.text + t.val_off[k], t.val_len[k]);
+                rc |= rt_buf_append(out, tp->text + tp->key_off[k], tp->key_len[k]);
+                size_t c = tp->per_class[k] ? (size_t)o->class_ids[i] : SIZE_MAX;
+                if (tp->val_len[k])
+                    rc |= rt_buf_append(out, tp->text + tp->val_off[k], tp->val_len[k]);
                 else if (c < g->n_classes)
-                    rc |= rt_buf_append(out, t.text + t.cls_off[k][c], t.cls_len[k][c]);
+                    rc |= rt_buf_append(out, tp->text + tp->cls_off[k][c], tp->cls_len[k][c]);
                 else
                     rc |= put_value(out, g, o, items[k].kind, i, &memo);
             }
