@@ -181,6 +181,113 @@ static int put_elements(rt_buf *b, const rt_graph *g, const rt_outputs *o, const
     return rc;
 }
 
+/* The text of an answer's outputs that does not depend on the instances,
+ * per requested output: what comes before the instance count
+ * (`{"name": "probabilities", "datatype": "FP32", "shape": [`), what comes
+ * between it and the elements (`, 2], "data": [`, or the binary size's
+ * key), and for the outputs every instance shares (all_class_ids,
+ * all_classes as JSON) one instance's elements. Built once per thread for
+ * the last graph (by serial) and selection, not per answer. */
+#define PIECES_TEXT 4096
+
+typedef struct v2_pieces {
+    uint64_t serial; /* 0: empty */
+    rt_v2_sel sel[RT_V2_MAX_OUTPUTS];
+    size_t n_sel;
+    int usable; /* built (else every piece is written per answer) */
+    char text[PIECES_TEXT];
+    uint16_t head[RT_V2_MAX_OUTPUTS][2], mid[RT_V2_MAX_OUTPUTS][2]; /* offset, length */
+    uint16_t row[RT_V2_MAX_OUTPUTS][2]; /* length 0: per instance */
+} v2_pieces;
+
+static _Thread_local v2_pieces pieces;
+
+static int same_selection(const v2_pieces *pc, const rt_v2_req *q)
+{
+    if (pc->n_sel != q->n_sel)
+        return 0;
+    for (size_t k = 0; k < q->n_sel; k++)
+        if (pc->sel[k].out != q->sel[k].out || pc->sel[k].binary != q->sel[k].binary ||
+            pc->sel[k].classes != q->sel[k].classes)
+            return 0;
+    return 1;
+}
+
+/* The width and datatype output sel answers with. */
+static size_t sel_width(const rt_v2_sel *sel, const rt_v2_output *t, const char **dt)
+{
+    *dt = sel->classes ? "BYTES" : t->datatype;
+    if (sel->classes && (size_t)sel->classes < t->width)
+        return (size_t)sel->classes;
+    return t->width;
+}
+
+/* Appends b[from..) to the pieces' text as piece at; 0 when it does not fit. */
+static int keep_piece(v2_pieces *pc, size_t *used, const rt_buf *b, size_t from, uint16_t at[2])
+{
+    size_t n = b->len - from;
+    if (n > PIECES_TEXT - *used)
+        return 0;
+    memcpy(pc->text + *used, b->data + from, n);
+    at[0] = (uint16_t)*used;
+    at[1] = (uint16_t)n;
+    *used += n;
+    return 1;
+}
+
+/* Renders q's pieces into tmp and keeps them; 0 when they do not fit or
+ * memory ran out. */
+static int build_pieces(v2_pieces *pc, const rt_graph *g, const rt_v2_req *q,
+                        const rt_outputs *o, rt_buf *tmp)
+{
+    size_t used = 0;
+    rt_buf_reset(tmp);
+    for (size_t k = 0; k < q->n_sel; k++) {
+        const rt_v2_sel *sel = &q->sel[k];
+        const rt_v2_output *t = &q->outs[sel->out];
+        const char *dt;
+        size_t width = sel_width(sel, t, &dt), from = tmp->len;
+        int rc = rt_buf_puts(tmp, k ? ", {\"name\": " : "{\"name\": ");
+        rc |= rt_buf_json_string(tmp, t->name, strlen(t->name));
+        rc |= rt_buf_puts(tmp, ", \"datatype\": \"") | rt_buf_puts(tmp, dt);
+        rc |= rt_buf_puts(tmp, "\", \"shape\": [");
+        if (rc || !keep_piece(pc, &used, tmp, from, pc->head[k]))
+            return 0;
+        from = tmp->len;
+        rc = rt_buf_append(tmp, ", ", 2) | rt_buf_put_int(tmp, (int64_t)width);
+        rc |= rt_buf_puts(tmp, sel->binary ? "], \"parameters\": {\"binary_data_size\": "
+                                           : "], \"data\": [");
+        if (rc || !keep_piece(pc, &used, tmp, from, pc->mid[k]))
+            return 0;
+        pc->row[k][0] = pc->row[k][1] = 0;
+        if (!sel->binary && !sel->classes &&
+            (t->kind == RT_V2_OUT_ALL_CLASS_IDS || t->kind == RT_V2_OUT_ALL_CLASSES)) {
+            rt_outputs one = *o;
+            one.n = 1; /* these outputs read no instance's values */
+            from = tmp->len;
+            if (put_elements(tmp, g, &one, t, sel, width, NULL, NULL) != 0 ||
+                !keep_piece(pc, &used, tmp, from, pc->row[k]))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* The pieces for q, built when the cache holds another graph or selection. */
+static const v2_pieces *pieces_for(const rt_graph *g, const rt_v2_req *q, const rt_outputs *o,
+                                   rt_buf *tmp)
+{
+    v2_pieces *pc = &pieces;
+    uint64_t serial = rt_graph_serial(g);
+    if (pc->serial == serial && same_selection(pc, q))
+        return pc;
+    pc->serial = serial;
+    memcpy(pc->sel, q->sel, sizeof pc->sel);
+    pc->n_sel = q->n_sel;
+    pc->usable = build_pieces(pc, g, q, o, tmp);
+    return pc;
+}
+
 rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_buf *out)
 {
     size_t base = out->len;
@@ -201,14 +308,13 @@ rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_
         rc |= rt_buf_append(out, q->id.data, q->id.len);
     }
     rc |= rt_buf_puts(out, ", \"outputs\": [");
+    const v2_pieces *pc = pieces_for(g, q, o, &tmp);
     for (size_t k = 0; k < q->n_sel && !rc; k++) {
         const rt_v2_sel *sel = &q->sel[k];
         const rt_v2_output *t = &q->outs[sel->out];
-        size_t width = t->width;
-        const char *dt = t->datatype;
+        const char *dt;
+        size_t width = sel_width(sel, t, &dt);
         if (sel->classes) {
-            width = (size_t)sel->classes < width ? (size_t)sel->classes : width;
-            dt = "BYTES";
             unsigned char *more = realloc(taken, t->width ? t->width : 1);
             if (!more) {
                 rc = -1;
@@ -216,23 +322,35 @@ rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_
             }
             taken = more;
         }
-        rc |= rt_buf_puts(out, k ? ", {\"name\": " : "{\"name\": ");
-        rc |= rt_buf_json_string(out, t->name, strlen(t->name));
-        /* appended piece by piece: no printf on the hot path */
-        rc |= rt_buf_puts(out, ", \"datatype\": \"") | rt_buf_puts(out, dt);
-        rc |= rt_buf_puts(out, "\", \"shape\": [") | rt_buf_put_int(out, (int64_t)o->n);
-        rc |= rt_buf_append(out, ", ", 2) | rt_buf_put_int(out, (int64_t)width);
-        rc |= rt_buf_append(out, "], ", 3);
+        if (pc->usable) {
+            rc |= rt_buf_append(out, pc->text + pc->head[k][0], pc->head[k][1]);
+            rc |= rt_buf_put_int(out, (int64_t)o->n);
+            rc |= rt_buf_append(out, pc->text + pc->mid[k][0], pc->mid[k][1]);
+        } else {
+            /* appended piece by piece: no printf */
+            rc |= rt_buf_puts(out, k ? ", {\"name\": " : "{\"name\": ");
+            rc |= rt_buf_json_string(out, t->name, strlen(t->name));
+            rc |= rt_buf_puts(out, ", \"datatype\": \"") | rt_buf_puts(out, dt);
+            rc |= rt_buf_puts(out, "\", \"shape\": [") | rt_buf_put_int(out, (int64_t)o->n);
+            rc |= rt_buf_append(out, ", ", 2) | rt_buf_put_int(out, (int64_t)width);
+            rc |= rt_buf_puts(out, sel->binary ? "], \"parameters\": {\"binary_data_size\": "
+                                               : "], \"data\": [");
+        }
         if (sel->binary) {
             size_t before = q->bin.len;
             rc |= put_elements(&q->bin, g, o, t, sel, width, &tmp, taken);
-            rc |= rt_buf_puts(out, "\"parameters\": {\"binary_data_size\": ");
             rc |= rt_buf_put_int(out, (int64_t)(q->bin.len - before)) | rt_buf_append(out, "}}", 2);
             any_bin = true;
+        } else if (pc->usable && pc->row[k][1]) {
+            for (size_t i = 0; i < o->n; i++) {
+                if (i)
+                    rc |= rt_buf_append(out, ", ", 2);
+                rc |= rt_buf_append(out, pc->text + pc->row[k][0], pc->row[k][1]);
+            }
+            rc |= rt_buf_append(out, "]}", 2);
         } else {
-            rc |= rt_buf_puts(out, "\"data\": [");
             rc |= put_elements(out, g, o, t, sel, width, &tmp, taken);
-            rc |= rt_buf_puts(out, "]}");
+            rc |= rt_buf_append(out, "]}", 2);
         }
     }
     rc |= rt_buf_puts(out, "]}");
