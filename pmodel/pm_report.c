@@ -186,19 +186,32 @@ static int legend(rt_buf *b, double x, double y, const char *color, const char *
 
 /* --------------------------------------------------------------- plots */
 
+/* A curve panel: its head (HTML), the frame, a dashed grey reference line
+ * from (x0, y0) to (x1, y1), the curve in `color`, and a legend at x = lx
+ * naming the curve `lab` and the reference line `ref_lab`. */
+static int curve_panel(rt_buf *b, const char *head, const char *title, const char *x_label,
+                       const char *y_label, const double ref[4], const pm_eval_curve *curve,
+                       const char *color, double lx, const char *lab, const char *ref_lab)
+{
+    return rt_buf_puts(b, head) || frame(b, title, x_label, y_label) ||
+           rt_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                         "stroke=\"#94a3b8\" stroke-dasharray=\"5 4\"/>",
+                         px(ref[0]), py(ref[1]), px(ref[2]), py(ref[3])) ||
+           polyline(b, curve, color, 1) || legend(b, px(lx), py(0.16), color, lab, 0) ||
+           legend(b, px(lx), py(0.08), "#94a3b8", ref_lab, 1) || rt_buf_puts(b, "</svg></div>");
+}
+
 static int plot_roc(rt_buf *b, const pm_eval *e)
 {
     double auc = rt_metric_get(&e->metrics, "auc");
     char lab[64];
     snprintf(lab, sizeof lab, "model (AUC %.4f)", auc);
-    return rt_buf_puts(b, "<div class=\"panel\" id=\"roc\"><h3>ROC curve</h3><p class=\"sub\">"
-                          "true against false positive rate, all thresholds</p>") ||
-           frame(b, "ROC curve", "false positive rate", "true positive rate") ||
-           rt_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                         "stroke=\"#94a3b8\" stroke-dasharray=\"5 4\"/>",
-                         px(0), py(0), px(1), py(1)) ||
-           polyline(b, &e->roc, "#2563eb", 1) || legend(b, px(0.42), py(0.16), "#2563eb", lab, 0) ||
-           legend(b, px(0.42), py(0.08), "#94a3b8", "chance", 1) || rt_buf_puts(b, "</svg></div>");
+    const double chance[4] = {0, 0, 1, 1};
+    return curve_panel(b,
+                       "<div class=\"panel\" id=\"roc\"><h3>ROC curve</h3><p class=\"sub\">"
+                       "true against false positive rate, all thresholds</p>",
+                       "ROC curve", "false positive rate", "true positive rate", chance, &e->roc,
+                       "#2563eb", 0.42, lab, "chance");
 }
 
 static int plot_pr(rt_buf *b, const pm_eval *e)
@@ -208,14 +221,12 @@ static int plot_pr(rt_buf *b, const pm_eval *e)
     char lab[64], blab[64];
     snprintf(lab, sizeof lab, "model (AUC-PR %.4f)", ap);
     snprintf(blab, sizeof blab, "positive rate %.4f", base);
-    return rt_buf_puts(b, "<div class=\"panel\" id=\"pr\"><h3>Precision-recall curve</h3>"
-                          "<p class=\"sub\">precision against recall, all thresholds</p>") ||
-           frame(b, "precision-recall curve", "recall", "precision") ||
-           rt_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                         "stroke=\"#94a3b8\" stroke-dasharray=\"5 4\"/>",
-                         px(0), py(base), px(1), py(base)) ||
-           polyline(b, &e->pr, "#059669", 1) || legend(b, px(0.06), py(0.16), "#059669", lab, 0) ||
-           legend(b, px(0.06), py(0.08), "#94a3b8", blab, 1) || rt_buf_puts(b, "</svg></div>");
+    const double rate[4] = {0, base, 1, base};
+    return curve_panel(b,
+                       "<div class=\"panel\" id=\"pr\"><h3>Precision-recall curve</h3>"
+                       "<p class=\"sub\">precision against recall, all thresholds</p>",
+                       "precision-recall curve", "recall", "precision", rate, &e->pr, "#059669",
+                       0.06, lab, blab);
 }
 
 static int plot_calibration(rt_buf *b, const pm_eval *e)

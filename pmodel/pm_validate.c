@@ -256,9 +256,24 @@ static void print_table(const vres *r)
     }
 }
 
-static void json_str(rt_buf *b, const char *s)
+static int json_str(rt_buf *b, const char *s)
 {
-    rt_buf_json_string(b, s, strlen(s));
+    return rt_buf_json_string(b, s, strlen(s));
+}
+
+/* Anomaly k's fields (feature, type, short and long description) in one
+ * format: each after its separator in sep[0..3] and written by put (a JSON
+ * string, HTML text), then sep[4]. */
+static void anomaly_fields(const vres *r, size_t k, rt_buf *b, const char *const sep[5],
+                           int (*put)(rt_buf *, const char *))
+{
+    const anomaly *a = &r->a[k];
+    const char *field[4] = {r->f[a->feat].tr->name, a->type, a->short_desc, a->desc};
+    for (int i = 0; i < 4; i++) {
+        rt_buf_puts(b, sep[i]);
+        put(b, field[i]);
+    }
+    rt_buf_puts(b, sep[4]);
 }
 
 static void json_num(rt_buf *b, double v)
@@ -276,15 +291,10 @@ static void print_json(const vres *r, rt_buf *b)
                   (unsigned long long)r->nw->num_examples, (unsigned long long)r->tr->num_examples,
                   r->na ? "true" : "false");
     for (size_t k = 0; k < r->na; k++) {
-        rt_buf_puts(b, k ? ",\n  {\"feature\": " : "\n  {\"feature\": ");
-        json_str(b, r->f[r->a[k].feat].tr->name);
-        rt_buf_puts(b, ", \"type\": ");
-        json_str(b, r->a[k].type);
-        rt_buf_puts(b, ", \"short_description\": ");
-        json_str(b, r->a[k].short_desc);
-        rt_buf_puts(b, ", \"description\": ");
-        json_str(b, r->a[k].desc);
-        rt_buf_puts(b, "}");
+        const char *const sep[5] = {k ? ",\n  {\"feature\": " : "\n  {\"feature\": ",
+                                    ", \"type\": ", ", \"short_description\": ",
+                                    ", \"description\": ", "}"};
+        anomaly_fields(r, k, b, sep, json_str);
     }
     rt_buf_puts(b, "],\n \"features\": [");
     for (size_t i = 0; i < r->n; i++) {
@@ -321,21 +331,20 @@ static void print_json(const vres *r, rt_buf *b)
 static void svg_hist(rt_buf *b, const rt_feature_stats *t, const rt_feature_stats *d)
 {
     const rt_stats_hist *h[2] = {&t->standard, d ? &d->standard : NULL};
-    double lo = INFINITY, hi = -INFINITY, top = 0;
+    double lo = INFINITY, hi = -INFINITY, top = 0, tot[2] = {0, 0};
     for (int s = 0; s < 2; s++) {
         if (!h[s])
             continue;
-        double tot = 0;
         for (size_t k = 0; k < h[s]->n; k++)
-            tot += h[s]->b[k].count;
+            tot[s] += h[s]->b[k].count;
         for (size_t k = 0; k < h[s]->n; k++) {
             const rt_stats_bucket *x = &h[s]->b[k];
             if (!isfinite(x->low) || !isfinite(x->high))
                 continue;
             lo = fmin(lo, x->low);
             hi = fmax(hi, x->high);
-            if (tot > 0)
-                top = fmax(top, x->count / tot);
+            if (tot[s] > 0)
+                top = fmax(top, x->count / tot[s]);
         }
     }
     rt_buf_printf(b, "<svg width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">", SW, SH + 20,
@@ -348,10 +357,7 @@ static void svg_hist(rt_buf *b, const rt_feature_stats *t, const rt_feature_stat
     for (int s = 0; s < 2; s++) {
         if (!h[s])
             continue;
-        double tot = 0;
-        for (size_t k = 0; k < h[s]->n; k++)
-            tot += h[s]->b[k].count;
-        for (size_t k = 0; k < h[s]->n && tot > 0; k++) {
+        for (size_t k = 0; k < h[s]->n && tot[s] > 0; k++) {
             const rt_stats_bucket *x = &h[s]->b[k];
             if (!isfinite(x->low) || !isfinite(x->high))
                 continue;
@@ -359,7 +365,7 @@ static void svg_hist(rt_buf *b, const rt_feature_stats *t, const rt_feature_stat
             double x1 = 10 + (x->high - lo) / (hi - lo) * (SW - 20);
             if (x1 - x0 < 3)
                 x1 = x0 + 3;
-            double hh = x->count / tot / top * (SH - 10);
+            double hh = x->count / tot[s] / top * (SH - 10);
             rt_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                              "fill=\"%s\" fill-opacity=\"0.45\" stroke=\"%s\" "
                              "data-side=\"%s\" data-low=\"%.9g\" data-high=\"%.9g\" "
@@ -435,17 +441,11 @@ static void html(const vres *r, const char *model, const char *data, rt_buf *b)
     if (r->na) {
         rt_buf_puts(b, "<table><tr><th class=\"l\">feature</th><th class=\"l\">type</th>"
                        "<th class=\"l\">anomaly</th><th class=\"l\">description</th></tr>");
-        for (size_t k = 0; k < r->na; k++) {
-            rt_buf_puts(b, "<tr class=\"worst\"><td class=\"l\">");
-            pm_html_esc(b, r->f[r->a[k].feat].tr->name);
-            rt_buf_puts(b, "</td><td class=\"l\">");
-            pm_html_esc(b, r->a[k].type);
-            rt_buf_puts(b, "</td><td class=\"l\">");
-            pm_html_esc(b, r->a[k].short_desc);
-            rt_buf_puts(b, "</td><td class=\"l\">");
-            pm_html_esc(b, r->a[k].desc);
-            rt_buf_puts(b, "</td></tr>");
-        }
+        static const char *const sep[5] = {
+            "<tr class=\"worst\"><td class=\"l\">", "</td><td class=\"l\">",
+            "</td><td class=\"l\">", "</td><td class=\"l\">", "</td></tr>"};
+        for (size_t k = 0; k < r->na; k++)
+            anomaly_fields(r, k, b, sep, pm_html_esc);
         rt_buf_puts(b, "</table>");
     } else {
         rt_buf_puts(b, "<p class=\"note\">None: every feature is within its threshold.</p>");

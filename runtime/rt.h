@@ -496,6 +496,13 @@ rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, u
  * --help (no value) and sets *(bool *)ctx; 0 for any other flag. */
 int rt_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
                  rt_err *err);
+/* {"help", NULL}: the rt_argv.extra of a table read with rt_argv_help, so
+ * that "did you mean" can name --help too. */
+extern const char *const rt_argv_help_names[];
+/* For a program whose --help ends the reading (what follows is not looked
+ * at): the argc to read, one past the first "-h" or "--help" before `stop`
+ * (NULL: none, else e.g. "--"), or argc when there is none. */
+int rt_argv_help_end(int argc, char **argv, const char *stop);
 
 /* Appends text wrapped at 79 columns, continuation lines indented by
  * indent; col is where the text starts. 0, or -1 when out of memory. */

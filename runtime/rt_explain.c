@@ -36,14 +36,11 @@
 
 rt_xai_params rt_xai_default_params(void)
 {
-    rt_xai_params p;
-    memset(&p, 0, sizeof p);
-    p.method = RT_XAI_DEFAULT;
-    p.path_count = RT_XAI_PATHS_DEFAULT;
-    p.step_count = RT_XAI_STEPS_DEFAULT;
-    p.output = RT_XAI_OUT_DEFAULT;
-    p.seed = 1;
-    return p;
+    return (rt_xai_params){.method = RT_XAI_DEFAULT,
+                           .path_count = RT_XAI_PATHS_DEFAULT,
+                           .step_count = RT_XAI_STEPS_DEFAULT,
+                           .output = RT_XAI_OUT_DEFAULT,
+                           .seed = 1};
 }
 
 const char *rt_xai_method_name(rt_xai_method m)
@@ -432,15 +429,7 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
     *n_res = 0;
     if (xi >= rt_batch_size(xb) || bi >= rt_batch_size(bb))
         return rt_err_set(err, RT_ERR_INVALID, "rt_xai_explain: no such instance");
-    xai_ctx e;
-    memset(&e, 0, sizeof e);
-    e.g = g;
-    e.p = p;
-    e.xb = xb;
-    e.xi = xi;
-    e.bb = bb;
-    e.bi = bi;
-    e.n_in = g->n_inputs;
+    xai_ctx e = {.g = g, .p = p, .xb = xb, .xi = xi, .bb = bb, .bi = bi, .n_in = g->n_inputs};
     rt_features_init(&e.f);
     rt_outputs_init(&e.o);
     bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;

@@ -29,11 +29,29 @@ typedef struct ovr {
     size_t *n_base;       /* [n_inputs]: values given per input */
     int methods;          /* methods named */
     rt_err *err;
+    const char *k; /* the member being read: its key */
+    size_t kn;
 } ovr;
 
 static rt_status bad(ovr *o, const char *path, const char *fmt, const char *a)
 {
     return rt_err_set(o->err, RT_ERR_INVALID, "%s: %s%s", path, fmt, a ? a : "");
+}
+
+/* The member being read is refused (an unknown key, one predictd does not
+ * support): the error names its path (the key cut at 40 bytes) and says why. */
+static rt_status bad_member(ovr *o, const char *path, const char *fmt, const char *a)
+{
+    char sub[200];
+    snprintf(sub, sizeof sub, "%.120s.%.*s", path, (int)(o->kn > 40 ? 40 : o->kn), o->k);
+    return bad(o, sub, fmt, a);
+}
+
+/* The object's next member, its key in o->k: false at its end or on an
+ * error (in *st). */
+static bool next_member(ovr *o, int *more, rt_status *st)
+{
+    return *st == RT_OK && (*st = rt_jr_member(o->r, more, &o->k, &o->kn)) == RT_OK && *more;
 }
 
 /* The next value must be an object: opened. */
@@ -79,19 +97,16 @@ static rt_status read_method(ovr *o, const char *path, const char *count_key, lo
 {
     rt_status st = open_object(o, path);
     int more = 0;
-    const char *k;
-    size_t kn;
-    char sub[160];
-    while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
-        if (count_key && rt_jr_key_is(k, kn, count_key)) {
+    while (next_member(o, &more, &st)) {
+        if (count_key && rt_jr_key_is(o->k, o->kn, count_key)) {
             long n = 0;
+            char sub[160];
             snprintf(sub, sizeof sub, "%s.%s", path, count_key);
             if ((st = read_int(o, sub, 1, hi, &n)) == RT_OK)
                 *count = (int)n;
         } else {
-            snprintf(sub, sizeof sub, "%s.%.*s", path, (int)(kn > 40 ? 40 : kn), k);
-            return bad(o, sub, "unknown key (predictd reads ",
-                       count_key ? count_key : "no key here");
+            return bad_member(o, path, "unknown key (predictd reads ",
+                               count_key ? count_key : "no key here");
         }
     }
     return st;
@@ -102,32 +117,29 @@ static rt_status read_parameters(ovr *o)
     const char *path = OVR ".parameters";
     rt_status st = open_object(o, path);
     int more = 0, have_topk = 0;
-    const char *k;
-    size_t kn;
-    char sub[160];
-    while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
-        if (rt_jr_key_is(k, kn, "sampledShapleyAttribution")) {
+    while (next_member(o, &more, &st)) {
+        if (rt_jr_key_is(o->k, o->kn, "sampledShapleyAttribution")) {
             o->p->method = RT_XAI_SAMPLED;
             o->methods++;
             st = read_method(o, OVR ".parameters.sampledShapleyAttribution", "pathCount", 50,
                              &o->p->path_count);
-        } else if (rt_jr_key_is(k, kn, "integratedGradientsAttribution")) {
+        } else if (rt_jr_key_is(o->k, o->kn, "integratedGradientsAttribution")) {
             o->p->method = RT_XAI_IG;
             o->methods++;
             st = read_method(o, OVR ".parameters.integratedGradientsAttribution", "stepCount", 100,
                              &o->p->step_count);
-        } else if (rt_jr_key_is(k, kn, "exactShapleyAttribution")) {
+        } else if (rt_jr_key_is(o->k, o->kn, "exactShapleyAttribution")) {
             o->p->method = RT_XAI_EXACT;
             o->methods++;
             st = read_method(o, OVR ".parameters.exactShapleyAttribution", NULL, 0, NULL);
-        } else if (rt_jr_key_is(k, kn, "xraiAttribution") || rt_jr_key_is(k, kn, "examples")) {
-            snprintf(sub, sizeof sub, "%s.%.*s", path, (int)kn, k);
-            return bad(o, sub,
-                       "not supported (predictd explains tabular models: "
-                       "sampledShapleyAttribution, integratedGradientsAttribution, "
-                       "exactShapleyAttribution)",
-                       NULL);
-        } else if (rt_jr_key_is(k, kn, "topK")) {
+        } else if (rt_jr_key_is(o->k, o->kn, "xraiAttribution") ||
+                   rt_jr_key_is(o->k, o->kn, "examples")) {
+            return bad_member(o, path,
+                              "not supported (predictd explains tabular models: "
+                              "sampledShapleyAttribution, integratedGradientsAttribution, "
+                              "exactShapleyAttribution)",
+                              NULL);
+        } else if (rt_jr_key_is(o->k, o->kn, "topK")) {
             long n = 0;
             have_topk = 1;
             if ((st = read_int(o, OVR ".parameters.topK", -1, RT_XAI_MAX_OUTPUTS, &n)) == RT_OK &&
@@ -137,7 +149,7 @@ static rt_status read_parameters(ovr *o)
                            "for every output)",
                            NULL);
             o->p->top_k = (int)n;
-        } else if (rt_jr_key_is(k, kn, "outputIndices")) {
+        } else if (rt_jr_key_is(o->k, o->kn, "outputIndices")) {
             rt_jv v;
             if ((st = rt_jr_value(o->r, &v)) != RT_OK)
                 return st;
@@ -151,6 +163,7 @@ static rt_status read_parameters(ovr *o)
             size_t n = 0;
             while ((st = rt_jr_element(o->r, &more)) == RT_OK && more) {
                 long x = 0;
+                char sub[160];
                 snprintf(sub, sizeof sub, OVR ".parameters.outputIndices[%zu]", n);
                 if (n >= RT_XAI_MAX_OUTPUTS)
                     return rt_err_set(o->err, RT_ERR_INVALID, "%s: more than %d indices", sub,
@@ -163,8 +176,7 @@ static rt_status read_parameters(ovr *o)
                 return bad(o, OVR ".parameters.outputIndices", "empty list", NULL);
             o->p->n_output_indices = n;
         } else {
-            snprintf(sub, sizeof sub, "%s.%.*s", path, (int)(kn > 40 ? 40 : kn), k);
-            return bad(o, sub, "unknown key", NULL);
+            return bad_member(o, path, "unknown key", NULL);
         }
     }
     if (st == RT_OK && o->methods > 1)
@@ -183,15 +195,11 @@ static rt_status read_input(ovr *o, size_t in, const char *path)
 {
     rt_status st = open_object(o, path);
     int more = 0;
-    const char *k;
-    size_t kn;
     char sub[200];
     bool num = rt_graph_input_dtype(o->g, in) == PREDICTD__DTYPE__DT_FLOAT;
-    while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
-        if (!rt_jr_key_is(k, kn, "inputBaselines")) {
-            snprintf(sub, sizeof sub, "%.120s.%.*s", path, (int)(kn > 40 ? 40 : kn), k);
-            return bad(o, sub, "unknown key (predictd reads inputBaselines)", NULL);
-        }
+    while (next_member(o, &more, &st)) {
+        if (!rt_jr_key_is(o->k, o->kn, "inputBaselines"))
+            return bad_member(o, path, "unknown key (predictd reads inputBaselines)", NULL);
         snprintf(sub, sizeof sub, "%.120s.inputBaselines", path);
         rt_jv v;
         if ((st = rt_jr_value(o->r, &v)) != RT_OK)
@@ -238,36 +246,38 @@ static rt_status read_metadata(ovr *o)
 {
     const char *path = OVR ".metadata";
     rt_status st = open_object(o, path);
-    int more = 0, more2 = 0;
-    const char *k;
-    size_t kn;
-    char sub[200];
-    while (st == RT_OK && (st = rt_jr_member(o->r, &more, &k, &kn)) == RT_OK && more) {
-        if (rt_jr_key_is(k, kn, "inputs")) {
+    int more = 0;
+    while (next_member(o, &more, &st)) {
+        if (rt_jr_key_is(o->k, o->kn, "inputs")) {
             if ((st = open_object(o, OVR ".metadata.inputs")) != RT_OK)
                 return st;
-            while ((st = rt_jr_member(o->r, &more2, &k, &kn)) == RT_OK && more2) {
-                long in = rt_graph_find_input(o->g, k, kn);
-                snprintf(sub, sizeof sub, OVR ".metadata.inputs.%.*s", (int)(kn > 64 ? 64 : kn), k);
+            int more2 = 0;
+            while (next_member(o, &more2, &st)) {
+                char sub[200];
+                long in = rt_graph_find_input(o->g, o->k, o->kn);
+                snprintf(sub, sizeof sub, OVR ".metadata.inputs.%.*s",
+                         (int)(o->kn > 64 ? 64 : o->kn), o->k);
                 if (in < 0)
                     return bad(o, sub, "not an input of the model", NULL);
                 if ((st = read_input(o, (size_t)in, sub)) != RT_OK)
                     return st;
             }
-        } else if (rt_jr_key_is(k, kn, "outputs")) {
+        } else if (rt_jr_key_is(o->k, o->kn, "outputs")) {
             if ((st = open_object(o, OVR ".metadata.outputs")) != RT_OK)
                 return st;
             size_t n = 0;
-            while ((st = rt_jr_member(o->r, &more2, &k, &kn)) == RT_OK && more2) {
-                snprintf(sub, sizeof sub, OVR ".metadata.outputs.%.*s", (int)(kn > 40 ? 40 : kn),
-                         k);
+            int more2 = 0;
+            while (next_member(o, &more2, &st)) {
+                char sub[200];
+                snprintf(sub, sizeof sub, OVR ".metadata.outputs.%.*s",
+                         (int)(o->kn > 40 ? 40 : o->kn), o->k);
                 if (n++ > 0)
                     return bad(o, OVR ".metadata.outputs", "name one output", NULL);
-                if (rt_jr_key_is(k, kn, "probabilities"))
+                if (rt_jr_key_is(o->k, o->kn, "probabilities"))
                     o->p->output = RT_XAI_OUT_PROBABILITIES;
-                else if (rt_jr_key_is(k, kn, "logits"))
+                else if (rt_jr_key_is(o->k, o->kn, "logits"))
                     o->p->output = RT_XAI_OUT_LOGITS;
-                else if (rt_jr_key_is(k, kn, "predictions"))
+                else if (rt_jr_key_is(o->k, o->kn, "predictions"))
                     o->p->output = RT_XAI_OUT_PREDICTIONS;
                 else
                     return bad(o, sub,
@@ -278,8 +288,7 @@ static rt_status read_metadata(ovr *o)
                     return st;
             }
         } else {
-            snprintf(sub, sizeof sub, "%s.%.*s", path, (int)(kn > 40 ? 40 : kn), k);
-            return bad(o, sub, "unknown key (predictd reads inputs, outputs)", NULL);
+            return bad_member(o, path, "unknown key (predictd reads inputs, outputs)", NULL);
         }
     }
     return st;
@@ -292,32 +301,28 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
 {
     rt_jr r;
     rt_jr_init(&r, body, len, jp->max_depth, &c->text, &c->key, err);
-    ovr o = {&r, g, p, base, n_base, 0, err};
+    ovr o = {&r, g, p, base, n_base, 0, err, NULL, 0};
     rt_jv v;
     int more = 0;
-    const char *k;
-    size_t kn;
     rt_status st = rt_jr_value(&r, &v);
     if (st == RT_OK && v.kind != RT_JV_OBJECT)
         st = rt_err_set(err, RT_ERR_INVALID, "request body: expected an object");
-    while (st == RT_OK && (st = rt_jr_member(&r, &more, &k, &kn)) == RT_OK && more) {
-        if (!rt_jr_key_is(k, kn, OVR)) {
+    while (next_member(&o, &more, &st)) {
+        if (!rt_jr_key_is(o.k, o.kn, OVR)) {
             st = rt_jr_skip(&r);
             continue;
         }
         if ((st = open_object(&o, OVR)) != RT_OK)
             break;
         int more2 = 0;
-        while ((st = rt_jr_member(&r, &more2, &k, &kn)) == RT_OK && more2) {
-            if (rt_jr_key_is(k, kn, "parameters")) {
+        while (next_member(&o, &more2, &st)) {
+            if (rt_jr_key_is(o.k, o.kn, "parameters"))
                 st = read_parameters(&o);
-            } else if (rt_jr_key_is(k, kn, "metadata")) {
+            else if (rt_jr_key_is(o.k, o.kn, "metadata"))
                 st = read_metadata(&o);
-            } else {
-                char sub[120];
-                snprintf(sub, sizeof sub, OVR ".%.*s", (int)(kn > 40 ? 40 : kn), k);
-                st = bad(&o, sub, "unknown key (predictd reads parameters, metadata)", NULL);
-            }
+            else
+                st =
+                    bad_member(&o, OVR, "unknown key (predictd reads parameters, metadata)", NULL);
             if (st != RT_OK)
                 break;
         }
@@ -368,8 +373,8 @@ static rt_status baselines_align(const rt_graph *g, baselines *b, rt_err *err)
         if (b->k > 1 && b->n[in] != b->k)
             return rt_err_set(err, RT_ERR_INVALID,
                               OVR ".metadata.inputs.%.64s.inputBaselines: %zu values where "
-                              "another input gives %zu (give one value, or as many as every "
-                              "input that gives several: baseline j takes each one's j-th)",
+                                  "another input gives %zu (give one value, or as many as every "
+                                  "input that gives several: baseline j takes each one's j-th)",
                               g->inputs[in].name, b->n[in], b->k);
         b->k = b->n[in];
     }
@@ -396,8 +401,8 @@ static rt_status baselines_align(const rt_graph *g, baselines *b, rt_err *err)
 /* The instances of a :predict body, counted without reading them: the
  * length of "instances" or of a row-format "inputs" list, the length of a
  * columnar "inputs" object's first column (1 when it is no list). */
-static rt_status count_instances(const char *body, size_t len, const rt_json_params *jp,
-                                 rt_ctx *c, size_t *n, rt_err *err)
+static rt_status count_instances(const char *body, size_t len, const rt_json_params *jp, rt_ctx *c,
+                                 size_t *n, rt_err *err)
 {
     rt_jr r;
     rt_jr_init(&r, body, len, jp->max_depth, &c->text, &c->key, err);

@@ -58,6 +58,22 @@ static rt_status use_raw(const Predictd__ModelDef *def, const char *col, const c
     return RT_OK;
 }
 
+/* Raw column `key` read as column c's numbers (use_raw, raw[c] set): refused
+ * when it holds strings, the message saying how c `uses` it ("reads"). */
+static rt_status use_number_raw(rt_graph *g, size_t c, const char *key, const char *uses,
+                                bool *read, long *raw, rt_err *err)
+{
+    const Predictd__ModelDef *def = g->def;
+    const char *nm = g->fcols[c].def->name;
+    rt_status st = use_raw(def, nm, key, read, &raw[c], err);
+    if (st)
+        return st;
+    if (def->raw_columns[raw[c]]->dtype != PREDICTD__DTYPE__DT_FLOAT)
+        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: %s string column %s", nm,
+                          uses, key);
+    return RT_OK;
+}
+
 /* The kinds' compile functions (rt_fc.c's table runs them in their passes;
  * references only point at kinds compiled in an earlier pass, so no cycle
  * is possible): sources, id spaces and widths. raw[c] is the raw index of
@@ -67,16 +83,12 @@ static rt_status use_raw(const Predictd__ModelDef *def, const char *col, const c
 /* numeric_column: reads an int or float raw column. */
 rt_status rt_fc_compile_numeric(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
-    const Predictd__ModelDef *def = g->def;
     rt_fcol *f = &g->fcols[c];
     const Predictd__FeatureColumn *d = f->def;
     const char *nm = d->name;
-    rt_status st = RT_OK;
-    if ((st = use_raw(def, nm, d->key, read, &raw[c], err)))
+    rt_status st = use_number_raw(g, c, d->key, "reads", read, raw, err);
+    if (st)
         return st;
-    if (def->raw_columns[raw[c]]->dtype != PREDICTD__DTYPE__DT_FLOAT)
-        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: reads string column %s",
-                          nm, d->key);
     if (d->shape == 0 || d->shape > G_MAX_SHAPE)
         return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: shape %u out of range",
                           nm, d->shape);
@@ -231,16 +243,12 @@ rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt
 /* categorical_column_with_identity: an int raw column, ids its values. */
 rt_status rt_fc_compile_identity(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
-    const Predictd__ModelDef *def = g->def;
     rt_fcol *f = &g->fcols[c];
     const Predictd__FeatureColumn *d = f->def;
     const char *nm = d->name;
-    rt_status st = use_raw(def, nm, d->key, read, &raw[c], err);
+    rt_status st = use_number_raw(g, c, d->key, "reads", read, raw, err);
     if (st)
         return st;
-    if (def->raw_columns[raw[c]]->dtype != PREDICTD__DTYPE__DT_FLOAT)
-        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: reads string column %s",
-                          nm, d->key);
     if (d->num_buckets < 1 || d->num_buckets > G_MAX_BUCKETS)
         return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: num_buckets %lld out of range",
                           nm, (long long)d->num_buckets);
@@ -255,7 +263,6 @@ rt_status rt_fc_compile_identity(rt_graph *g, size_t c, bool *read, long *raw, r
  * numeric raw column of weights (f->input). */
 rt_status rt_fc_compile_weighted(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
-    const Predictd__ModelDef *def = g->def;
     rt_fcol *f = &g->fcols[c];
     const Predictd__FeatureColumn *d = f->def;
     const char *nm = d->name;
@@ -268,12 +275,9 @@ rt_status rt_fc_compile_weighted(rt_graph *g, size_t c, bool *read, long *raw, r
                           "feature column %s: categorical_column \"%.64s\" is not an identity, "
                           "vocabulary, hash bucket or bucketized column",
                           nm, d->categorical_column);
-    rt_status st = use_raw(def, nm, d->weight_feature_key, read, &raw[c], err);
+    rt_status st = use_number_raw(g, c, d->weight_feature_key, "weights in", read, raw, err);
     if (st)
         return st;
-    if (def->raw_columns[raw[c]]->dtype != PREDICTD__DTYPE__DT_FLOAT)
-        return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: weights in string column %s",
-                          nm, d->weight_feature_key);
     f->source = s;
     f->num_buckets = g->fcols[s].num_buckets;
     return RT_OK;

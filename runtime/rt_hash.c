@@ -14,26 +14,27 @@ static const uint64_t k0 = 0xc3a5c85c97cb3127ULL;
 static const uint64_t k1 = 0xb492b66fbe98f273ULL;
 static const uint64_t k2 = 0x9ae16a3b2f90404fULL;
 
-/* Little-endian loads (one instruction each on x86; a byte swap on a
- * big-endian machine). */
-static inline uint64_t fetch64(const unsigned char *p)
+/* The n-byte (4 or 8) little-endian number at p: one load on x86; on a
+ * big-endian machine the bytes land at the top of v and one byte swap of
+ * all 64 bits brings them down in order. */
+static inline uint64_t fetch_le(const unsigned char *p, size_t n)
 {
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
+    uint64_t v = 0;
+    memcpy(&v, p, n);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     v = __builtin_bswap64(v);
 #endif
     return v;
 }
 
+static inline uint64_t fetch64(const unsigned char *p)
+{
+    return fetch_le(p, 8);
+}
+
 static inline uint32_t fetch32(const unsigned char *p)
 {
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap32(v);
-#endif
-    return v;
+    return (uint32_t)fetch_le(p, 4);
 }
 
 static inline uint64_t rotr(uint64_t v, int s)

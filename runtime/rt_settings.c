@@ -819,6 +819,16 @@ int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,
     return r;
 }
 
+const char *const rt_argv_help_names[] = {"help", NULL};
+
+int rt_argv_help_end(int argc, char **argv, const char *stop)
+{
+    for (int k = 1; k < argc && !(stop && strcmp(argv[k], stop) == 0); k++)
+        if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help"))
+            return k + 1;
+    return argc;
+}
+
 int rt_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
                  rt_err *err)
 {

@@ -1179,7 +1179,6 @@ out:
 
 int main(int argc, char **argv)
 {
-    static const char *const extra[] = {"help", NULL};
     srv_ctl_flags fl;
     size_t n_flags;
     const rt_setting *flags = srv_ctl_flag_settings(&n_flags);
@@ -1188,7 +1187,7 @@ int main(int argc, char **argv)
     bool help = false;
     uint64_t given = 0;
     int i = argc, r;
-    rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = extra,
+    rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = rt_argv_help_names,
                     .other = rt_argv_help, .ctx = &help};
     if (rt_settings_defaults(flags, n_flags, &fl, &ferr) != RT_OK) {
         fprintf(stderr, "predictctl: %s\n", ferr.msg);

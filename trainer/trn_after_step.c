@@ -87,30 +87,41 @@ void trn_votes_cast(const trn_run *R, int masked, int reading, double last_ckpt,
     v->hooks_due = trn_is_chief(c) && trn_early_stop_secs_due(R->es, trn_now_s());
 }
 
+/* The votes in the order the ranks sum them: trn_votes_step sums all five,
+ * trn_votes_sum all but `reading`. */
+#define N_VOTES 5
+static void vote_fields(trn_votes *v, int *field[N_VOTES])
+{
+    field[0] = &v->reading;
+    field[1] = &v->ckpt_due;
+    field[2] = &v->eval_due;
+    field[3] = &v->stop;
+    field[4] = &v->hooks_due;
+}
+
 rt_status trn_votes_sum(trn_dist *dist, trn_votes *v, rt_err *err)
 {
-    double d[4] = {v->ckpt_due, v->eval_due, v->stop, v->hooks_due};
-    rt_status st = trn_dist_sum(dist, d, 4, err);
-    if (st)
-        return st;
-    v->ckpt_due = d[0] > 0;
-    v->eval_due = d[1] > 0;
-    v->stop = d[2] > 0;
-    v->hooks_due = d[3] > 0;
-    return RT_OK;
+    int *field[N_VOTES];
+    vote_fields(v, field);
+    double d[N_VOTES - 1];
+    for (size_t k = 1; k < N_VOTES; k++)
+        d[k - 1] = *field[k];
+    rt_status st = trn_dist_sum(dist, d, N_VOTES - 1, err);
+    for (size_t k = 1; !st && k < N_VOTES; k++)
+        *field[k] = d[k - 1] > 0;
+    return st;
 }
 
 rt_status trn_votes_step(trn_dist *dist, trn_model *m, double *loss, size_t n_local,
                          trn_votes *v, size_t *n_global, rt_err *err)
 {
-    float f[5] = {v->reading, v->ckpt_due, v->eval_due, v->stop, v->hooks_due};
-    rt_status st = trn_dist_step(dist, m, loss, n_local, f, 5, n_global, err);
-    if (st)
-        return st;
-    v->reading = f[0] > 0;
-    v->ckpt_due = f[1] > 0;
-    v->eval_due = f[2] > 0;
-    v->stop = f[3] > 0;
-    v->hooks_due = f[4] > 0;
-    return RT_OK;
+    int *field[N_VOTES];
+    vote_fields(v, field);
+    float f[N_VOTES];
+    for (size_t k = 0; k < N_VOTES; k++)
+        f[k] = (float)*field[k];
+    rt_status st = trn_dist_step(dist, m, loss, n_local, f, N_VOTES, n_global, err);
+    for (size_t k = 0; !st && k < N_VOTES; k++)
+        *field[k] = f[k] > 0;
+    return st;
 }

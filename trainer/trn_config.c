@@ -900,22 +900,16 @@ void trn_overrides_free(trn_overrides *o)
 rt_status trn_flags_parse(int argc, char **argv, trn_overrides *o, bool *help, int *next,
                           rt_err *err)
 {
-    static const char *const extra[] = {"help", NULL};
     *help = false;
     rt_argv a = {.rows = TRN_FLAGS,
                  .n = N_FLAGS,
                  .dash_underscore = true,
                  .unknown_flag_last = true,
-                 .extra = extra,
+                 .extra = rt_argv_help_names,
                  .other = rt_argv_help,
                  .ctx = help};
     /* --help ends the reading: what follows it is not looked at */
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            argc = i + 1;
-            break;
-        }
-    return rt_settings_argv(&a, argc, argv, o, NULL, next, err);
+    return rt_settings_argv(&a, rt_argv_help_end(argc, argv, NULL), argv, o, NULL, next, err);
 }
 
 char *trn_usage(void)

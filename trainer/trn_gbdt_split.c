@@ -156,12 +156,9 @@ static int consider(search *s, const double *acc, const double *miss, int mleft,
     tg_split *b = s->best;
     if (b->input >= 0 && !(gain > b->gain))
         return 0;
-    b->input = input;
-    b->threshold = threshold;
-    b->default_left = mleft;
-    b->gain = gain;
-    b->count_left = nl;
-    b->count_right = nr;
+    /* the best split so far is this one (a categorical mask stays the split's) */
+    *b = (tg_split){.input = input, .threshold = threshold, .left = b->left,
+                    .default_left = mleft, .gain = gain, .count_left = nl, .count_right = nr};
     return 1;
 }
 

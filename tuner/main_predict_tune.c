@@ -60,7 +60,6 @@ int main(int argc, char **argv)
 /* main's work; comm is the MPI world of 2 ranks or more, or NULL. */
 static int run_main(int argc, char **argv, const tun_comm *comm)
 {
-    static const char *const extra[] = {"help", NULL};
     tun_cli cli;
     size_t n_flags;
     const rt_setting *flags = tun_flag_settings(&n_flags);
@@ -69,20 +68,15 @@ static int run_main(int argc, char **argv, const tun_comm *comm)
     err.msg[0] = '\0';
     bool help = false;
     int i = argc, code = 2;
-    rt_argv spec = {.rows = flags, .n = n_flags, .dashdash = true, .extra = extra,
+    rt_argv spec = {.rows = flags, .n = n_flags, .dashdash = true, .extra = rt_argv_help_names,
                     .other = rt_argv_help, .ctx = &help};
     if (rt_settings_defaults(flags, n_flags, &cli, &err) != RT_OK) {
         fprintf(stderr, "predict-tune: %s\n", err.msg);
         return 1;
     }
     /* --help before "--" ends the reading */
-    int end = argc;
-    for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++)
-        if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help")) {
-            end = k + 1;
-            break;
-        }
-    rt_status st0 = rt_settings_argv(&spec, end, argv, &cli, NULL, &i, &err);
+    rt_status st0 =
+        rt_settings_argv(&spec, rt_argv_help_end(argc, argv, "--"), argv, &cli, NULL, &i, &err);
     if (st0 == RT_OK && help) {
         usage(stdout);
         code = 0;

@@ -697,6 +697,40 @@ static void test_several_baselines_average(void **state)
         if (!strstr(err.msg, bad[k][1]))
             fail_msg("got \"%s\", want \"%s\"", err.msg, bad[k][1]);
     }
+    /* a refused key is named by its path (cut at 40 bytes), every level */
+    static const char *const refused[][2] = {
+        {"{\"metadata\": {\"inputs\": {\"x\": {\"baselines\": [1]}}}}",
+         "explanationSpecOverride.metadata.inputs.x.baselines: unknown key (predictd reads "
+         "inputBaselines)"},
+        {"{\"parameters\": {\"sampledShapleyAttribution\": {\"pathcount\": 3}}}",
+         "explanationSpecOverride.parameters.sampledShapleyAttribution.pathcount: unknown key "
+         "(predictd reads pathCount"},
+        {"{\"parameters\": {\"exactShapleyAttribution\": {\"pathCount\": 3}}}",
+         "explanationSpecOverride.parameters.exactShapleyAttribution.pathCount: unknown key "
+         "(predictd reads no key here"},
+        {"{\"parameters\": {\"xraiAttribution\": {}}}",
+         "explanationSpecOverride.parameters.xraiAttribution: not supported (predictd explains "
+         "tabular models: sampledShapleyAttribution, integratedGradientsAttribution, "
+         "exactShapleyAttribution)"},
+        {"{\"parameters\": {\"topk_with_a_name_longer_than_forty_bytes_indeed\": 1}}",
+         "explanationSpecOverride.parameters.topk_with_a_name_longer_than_forty_bytes: unknown key"},
+        {"{\"metadata\": {\"output\": {}}}",
+         "explanationSpecOverride.metadata.output: unknown key (predictd reads inputs, outputs)"},
+        {"{\"metdata\": {}}",
+         "explanationSpecOverride.metdata: unknown key (predictd reads parameters, metadata)"},
+    };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        char b2[1024];
+        snprintf(b2, sizeof b2,
+                 "{\"instances\": [{\"x\": 2, \"z\": 1, \"color\": \"blue\"}],"
+                 " \"explanationSpecOverride\": %s}",
+                 refused[k][0]);
+        rt_buf_reset(&out);
+        assert_int_equal(rt_json_explain(m, b2, strlen(b2), &jp, c, &out, NULL, &err),
+                         RT_ERR_INVALID);
+        if (strcmp(err.msg, refused[k][1]) != 0)
+            fail_msg("got \"%s\", want \"%s\"", err.msg, refused[k][1]);
+    }
     rt_buf_free(&out);
     rt_ctx_free(c);
     rt_model_close(m);
