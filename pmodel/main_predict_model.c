@@ -30,45 +30,16 @@
  * holding versions, in which case the newest version is used.
  * Exit status: 0 ok, 1 model or instance error, 2 bad arguments.
  *
- * The module (pmodel/, pm.h): the command line in pm_args.c (a settings
- * table per command: flags, --help, man page), one file per command (pm_show.c, pm_predict.c, pm_transform.c, pm_evaluate.c), shared
- * reading in pm_io.c; it reaches the runtime through rt.h only.
+ * The module (pmodel/, pm.h): the list of commands and the dispatch in
+ * pm_commands.c, one file per command (pm_show.c, pm_predict.c,
+ * pm_transform.c, pm_evaluate.c, pm_explain.c, pm_stats.c, pm_validate.c,
+ * pm_convert.c, pm_batch.c), their flags read through pm_args.c (a settings
+ * table per command: flags, --help, man page), shared reading in pm_io.c;
+ * it reaches the runtime through rt.h only.
  */
 #include "pm.h"
 
-#include <string.h>
-
 int main(int argc, char **argv)
 {
-    /* convert and batch-predict read their own flags by their own tables
-     * (pm_convert.c, pm_batch.c) */
-    if (argc >= 2 && strcmp(argv[1], "convert") == 0)
-        return pm_cmd_convert(argc, argv);
-    if (argc >= 2 && strcmp(argv[1], "batch-predict") == 0)
-        return pm_cmd_batch_predict(argc, argv);
-    pm_opts o;
-    int rc = pm_parse_args(argc, argv, &o);
-    if (rc)
-        return rc;
-    if (o.help) {
-        pm_print_help(o.cmd);
-        pm_opts_free(&o);
-        return 0;
-    }
-    if (strcmp(o.cmd, "show") == 0)
-        rc = pm_cmd_show(&o);
-    else if (strcmp(o.cmd, "predict") == 0)
-        rc = pm_cmd_predict(&o);
-    else if (strcmp(o.cmd, "evaluate") == 0)
-        rc = pm_cmd_evaluate(&o);
-    else if (strcmp(o.cmd, "explain") == 0)
-        rc = pm_cmd_explain(&o);
-    else if (strcmp(o.cmd, "stats") == 0)
-        rc = pm_cmd_stats(&o);
-    else if (strcmp(o.cmd, "validate") == 0)
-        rc = pm_cmd_validate(&o);
-    else
-        rc = pm_cmd_transform(&o);
-    pm_opts_free(&o);
-    return rc;
+    return pm_main(argc, argv);
 }

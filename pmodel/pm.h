@@ -1,7 +1,8 @@
 /*
  * pm.h — predict-model, the local tool: inspect an export, predict,
  * transform and evaluate without a daemon. The module's one header: the
- * command line (pm_args.c), opening the export and reading instance files
+ * commands and their dispatch (pm_commands.c), the command line
+ * (pm_args.c), opening the export and reading instance files
  * (pm_io.c), one file per command (pm_show.c, pm_predict.c,
  * pm_transform.c, pm_evaluate.c, pm_explain.c, pm_stats.c, pm_validate.c)
  * and the evaluation with its HTML report and global feature importance
@@ -21,7 +22,7 @@
 #define PM_EXIT_USAGE 2 /* bad arguments; 1 is a failed run */
 #define PM_MAX_LIST 64  /* --data, --slice and --input given at most this often */
 
-/* ------------------------------------------------- command line (pm_args.c) */
+/* ------------------------------- command line (pm_commands.c, pm_args.c) */
 
 /* A command's command line: its usage lines ("predict-model NAME ...",
  * continuation lines indented; usage(1) prefixes "usage: " and "       "),
@@ -65,26 +66,38 @@ typedef struct pm_opts {
     char *importance;  /* evaluate --importance */
 } pm_opts;
 
-/* Parses argv into *o: the command, then its flags by its table (--flag
- * VALUE or --flag=VALUE; --help), then the checks between them. Returns 0,
- * or an exit status after printing the error and the usage to stderr. */
-int pm_parse_args(int argc, char **argv, pm_opts *o);
-void pm_opts_free(pm_opts *o);
-/* Prints the help of cmd (NULL: the usage of every command) to stdout. */
-void pm_print_help(const char *cmd);
+/* predict-model's main (pm_commands.c): argv[1] names the command (or is
+ * --help: the usage of every command), which runs on the rest. Returns
+ * the exit status; a usage error is printed with the usage to stderr. */
+int pm_main(int argc, char **argv);
 /* The command called name (every command, convert and batch-predict too),
- * or NULL. */
+ * or NULL. pm_commands.c. */
 const pm_command *pm_command_find(const char *name);
+
+/* Below the commands (pm_args.c): */
+/* Parses the flags of command c (one of show ... validate; argv[1] its
+ * name) into *o by c's table (--flag VALUE or --flag=VALUE; --help sets
+ * o->help), then the checks between them. Returns 0, or an exit status
+ * after printing the error and c's usage to stderr (o freed). */
+int pm_opts_read(const pm_command *c, int argc, char **argv, pm_opts *o);
+void pm_opts_free(pm_opts *o);
 /* Reads a command's flags, argv[0] its name, into dst by c's table (after
  * rt_settings_defaults; a flag given twice is refused; *help set by
  * --help or -h). 0, or PM_EXIT_USAGE after printing "predict-model NAME:
  * error" and c's usage to stderr (dst freed). */
 int pm_args_read(const pm_command *c, int argc, char **argv, void *dst, bool *help);
 /* Prints "predict-model NAME: msg" (msg a printf format of one string)
- * and c's usage to stderr; returns PM_EXIT_USAGE. */
+ * and c's usage to stderr (c not NULL); returns PM_EXIT_USAGE. */
 int pm_usage_error(const pm_command *c, const char *fmt, const char *arg);
 /* Prints c's --help (usage, about, flags, notes) to stdout. */
 void pm_command_help(const pm_command *c);
+/* Appends c's usage lines to b, the first after first, the others after
+ * seven spaces; nonzero when out of memory. */
+int pm_put_synopsis(rt_buf *b, const pm_command *c, const char *first);
+/* The commands' tables. */
+extern const pm_command pm_show_command, pm_predict_command, pm_transform_command,
+    pm_evaluate_command, pm_explain_command, pm_stats_command,
+    pm_validate_command;                    /* pm_args.c */
 extern const pm_command pm_convert_command; /* pm_convert.c */
 extern const pm_command pm_batch_command;   /* pm_batch.c */
 

@@ -1,11 +1,13 @@
 /*
- * pm_args.c — predict-model's command line: one settings table per command
- * (rt_settings.c rows: the flags, their --help lines and so the man page,
- * scripts/man.sh, and "did you mean" for a mistyped flag), the usage of
- * every command made of their usage lines, the reader every command's flags
- * go through (pm_args_read; convert and batch-predict keep their tables in
- * their own files), and the checks between the flags of show, predict,
- * transform, evaluate, explain, stats and validate.
+ * pm_args.c — predict-model's command line below the commands: the
+ * settings tables of show, predict, transform, evaluate, explain, stats and
+ * validate (rt_settings.c rows: the flags, their --help lines and so the man
+ * page, scripts/man.sh, and "did you mean" for a mistyped flag) with the
+ * checks between their flags (pm_opts_read), and the helpers every command's
+ * flags go through: the reader (pm_args_read), a command's usage error and
+ * its --help. convert and batch-predict keep their tables in their own
+ * files; the list of every command, the top-level usage and the dispatch
+ * are pm_commands.c's, above this file.
  */
 #include "pm.h"
 
@@ -134,101 +136,121 @@ static const rt_setting VALIDATE[] = {
 
 #define N(t) (sizeof t / sizeof t[0])
 
-static const pm_command COMMANDS[] = {
-    {"show", "predict-model show --dir EXPORT [--all | --signature_def NAME]",
-     "Without a flag, a summary: model name and version, estimator, head and classes, "
-     "serving input function, inputs with their types, signatures (method, outputs), feature "
-     "column count, DNN layers or ensemble shape, global step, export time, last evaluation, "
-     "tensor and file sizes. --all prints everything: the signatures (inputs and outputs "
-     "with dtype, shape and tensor name, method name) as saved_model_cli show --all does, "
-     "then the receiver, feature columns, graph, head and training metadata; a BoostedTrees "
-     "model also its ensemble (trees, nodes, leaves, depth, inputs) and the feature "
-     "importances: per input, its split count and the total gain of its splits, by gain. "
-     "With --signature_def only that signature is printed.",
-     NULL, SHOW, N(SHOW)},
-    {"predict",
-     "predict-model predict --dir EXPORT --json-instances FILE\n"
-     "                      [--format table|json] [--signature_def NAME]\n"
-     "predict-model predict --dir EXPORT --v2-request FILE\n"
-     "                      [--v2-header-length N] [--model-name NAME]",
-     "Runs the model on FILE, one JSON instance per line, and prints the predictions; or "
-     "answers an Open Inference Protocol request as predictd does. A binary answer's JSON "
-     "length goes to stderr as \"Inference-Header-Content-Length: N\".",
-     NULL, PREDICT, N(PREDICT)},
-    {"transform",
-     "predict-model transform --dir EXPORT --json-instances FILE\n"
-     "                        [--format text|json] [--leaves]",
-     "Prints, per instance, what the serving input function produced: the ids of each "
-     "categorical column (vocabulary, hash, bucketized, crossed), the values of each dense "
-     "column (numeric, embedding, indicator) and the DNN input vector.",
-     NULL, TRANSFORM, N(TRANSFORM)},
-    {"evaluate",
-     "predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
-     "                       [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
-     "                       [--format table|json] [--batch-size N]\n"
-     "                       [--skip-header-lines N] [--importance METHOD]",
-     "Evaluates the export on labelled CSV files of the spec's columns (the training data's "
-     "format, label included), as TensorFlow Model Analysis does: the trainer's evaluation "
-     "metrics (the same code: accuracy, auc, auc_precision_recall, precision, recall, loss, "
-     "average_loss, label/mean, prediction/mean, accuracy_baseline, ...) overall and per "
-     "slice: --slice gender gives the metrics of each value of column gender, --slice "
-     "gender,race of each combination; repeat --slice for more. A binary classifier also "
-     "gets the ROC and precision-recall curves, a calibration plot with the expected "
-     "calibration error, the confusion matrix and a threshold table; a multi-class one the "
-     "confusion matrix.",
-     "docs/evaluation.md defines every metric.", EVALUATE, N(EVALUATE)},
-    {"explain",
-     "predict-model explain --dir EXPORT --json-instances FILE\n"
-     "                      [--explanation-spec-override FILE] [--timing]\n"
-     "predict-model explain --dir EXPORT --json-request FILE [--timing]",
-     "Explains the model's predictions for the instances of FILE (one JSON instance per "
-     "line) and prints the answer predictd's :explain gives, byte for byte: Vertex AI's "
-     "{\"explanations\": [...], \"predictions\": [...]}. docs/explanations.md describes the "
-     "methods.",
-     NULL, EXPLAIN, N(EXPLAIN)},
-    {"stats",
-     "predict-model stats (--dir EXPORT | --spec SPEC) [--data FILE.csv]...\n"
-     "                    [--format table|json] [--skip-header-lines N]",
-     "Prints the statistics of a data set's raw inputs as TensorFlow Data Validation defines "
-     "them (docs/data-validation.md): per numeric input count, missing, NaN, zeros, mean, "
-     "std_dev, min, median, max, a 10-bucket equal-width histogram and the deciles; per "
-     "string input count, missing, unique, average length and the most frequent values. "
-     "Without --data, the export's training statistics (statistics.json, written by the "
-     "trainer); with --data, those of the CSV files, in the export's columns or in the "
-     "columns of the trainer spec SPEC.",
-     NULL, STATS, N(STATS)},
-    {"validate",
-     "predict-model validate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
-     "                       [--thresholds FILE.json] [--report REPORT.html]\n"
-     "                       [--format table|json] [--skip-header-lines N]",
-     "Compares the data set with the export's training statistics, as TensorFlow Data "
-     "Validation does (docs/data-validation.md): anomalies by TFDV's names "
-     "(ENUM_TYPE_UNEXPECTED_STRING_VALUES, INT_TYPE_BIG_INT, FLOAT_TYPE_SMALL_FLOAT, "
-     "FEATURE_TYPE_NOT_PRESENT, SCHEMA_NEW_COLUMN, UNEXPECTED_DATA_TYPE, "
-     "FEATURE_TYPE_LOW_FRACTION_PRESENT, FLOAT_TYPE_HAS_NAN, ...) and per feature a distance "
-     "against its threshold: L-infinity for string features, Jensen-Shannon divergence for "
-     "numeric ones (COMPARATOR_L_INFTY_HIGH, COMPARATOR_JENSEN_SHANNON_DIVERGENCE_HIGH above "
-     "it).",
-     "Exit status: 0 nothing anomalous, 3 an anomaly (a distance above its threshold is one), "
-     "1 an error, 2 bad arguments.",
-     VALIDATE, N(VALIDATE)},
+const pm_command pm_show_command = {
+    "show",
+    "predict-model show --dir EXPORT [--all | --signature_def NAME]",
+    "Without a flag, a summary: model name and version, estimator, head and classes, "
+    "serving input function, inputs with their types, signatures (method, outputs), feature "
+    "column count, DNN layers or ensemble shape, global step, export time, last evaluation, "
+    "tensor and file sizes. --all prints everything: the signatures (inputs and outputs "
+    "with dtype, shape and tensor name, method name) as saved_model_cli show --all does, "
+    "then the receiver, feature columns, graph, head and training metadata; a BoostedTrees "
+    "model also its ensemble (trees, nodes, leaves, depth, inputs) and the feature "
+    "importances: per input, its split count and the total gain of its splits, by gain. "
+    "With --signature_def only that signature is printed.",
+    NULL,
+    SHOW,
+    N(SHOW),
 };
 
-const pm_command *pm_command_find(const char *name)
-{
-    for (size_t i = 0; name && i < N(COMMANDS); i++)
-        if (!strcmp(COMMANDS[i].name, name))
-            return &COMMANDS[i];
-    if (name && !strcmp(name, pm_convert_command.name))
-        return &pm_convert_command;
-    if (name && !strcmp(name, pm_batch_command.name))
-        return &pm_batch_command;
-    return NULL;
-}
+const pm_command pm_predict_command = {
+    "predict",
+    "predict-model predict --dir EXPORT --json-instances FILE\n"
+    "                      [--format table|json] [--signature_def NAME]\n"
+    "predict-model predict --dir EXPORT --v2-request FILE\n"
+    "                      [--v2-header-length N] [--model-name NAME]",
+    "Runs the model on FILE, one JSON instance per line, and prints the predictions; or "
+    "answers an Open Inference Protocol request as predictd does. A binary answer's JSON "
+    "length goes to stderr as \"Inference-Header-Content-Length: N\".",
+    NULL,
+    PREDICT,
+    N(PREDICT),
+};
+
+const pm_command pm_transform_command = {
+    "transform",
+    "predict-model transform --dir EXPORT --json-instances FILE\n"
+    "                        [--format text|json] [--leaves]",
+    "Prints, per instance, what the serving input function produced: the ids of each "
+    "categorical column (vocabulary, hash, bucketized, crossed), the values of each dense "
+    "column (numeric, embedding, indicator) and the DNN input vector.",
+    NULL,
+    TRANSFORM,
+    N(TRANSFORM),
+};
+
+const pm_command pm_evaluate_command = {
+    "evaluate",
+    "predict-model evaluate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
+    "                       [--slice COLUMN[,COLUMN]...]... [--report REPORT.html]\n"
+    "                       [--format table|json] [--batch-size N]\n"
+    "                       [--skip-header-lines N] [--importance METHOD]",
+    "Evaluates the export on labelled CSV files of the spec's columns (the training data's "
+    "format, label included), as TensorFlow Model Analysis does: the trainer's evaluation "
+    "metrics (the same code: accuracy, auc, auc_precision_recall, precision, recall, loss, "
+    "average_loss, label/mean, prediction/mean, accuracy_baseline, ...) overall and per "
+    "slice: --slice gender gives the metrics of each value of column gender, --slice "
+    "gender,race of each combination; repeat --slice for more. A binary classifier also "
+    "gets the ROC and precision-recall curves, a calibration plot with the expected "
+    "calibration error, the confusion matrix and a threshold table; a multi-class one the "
+    "confusion matrix.",
+    "docs/evaluation.md defines every metric.",
+    EVALUATE,
+    N(EVALUATE),
+};
+
+const pm_command pm_explain_command = {
+    "explain",
+    "predict-model explain --dir EXPORT --json-instances FILE\n"
+    "                      [--explanation-spec-override FILE] [--timing]\n"
+    "predict-model explain --dir EXPORT --json-request FILE [--timing]",
+    "Explains the model's predictions for the instances of FILE (one JSON instance per "
+    "line) and prints the answer predictd's :explain gives, byte for byte: Vertex AI's "
+    "{\"explanations\": [...], \"predictions\": [...]}. docs/explanations.md describes the "
+    "methods.",
+    NULL,
+    EXPLAIN,
+    N(EXPLAIN),
+};
+
+const pm_command pm_stats_command = {
+    "stats",
+    "predict-model stats (--dir EXPORT | --spec SPEC) [--data FILE.csv]...\n"
+    "                    [--format table|json] [--skip-header-lines N]",
+    "Prints the statistics of a data set's raw inputs as TensorFlow Data Validation defines "
+    "them (docs/data-validation.md): per numeric input count, missing, NaN, zeros, mean, "
+    "std_dev, min, median, max, a 10-bucket equal-width histogram and the deciles; per "
+    "string input count, missing, unique, average length and the most frequent values. "
+    "Without --data, the export's training statistics (statistics.json, written by the "
+    "trainer); with --data, those of the CSV files, in the export's columns or in the "
+    "columns of the trainer spec SPEC.",
+    NULL,
+    STATS,
+    N(STATS),
+};
+
+const pm_command pm_validate_command = {
+    "validate",
+    "predict-model validate --dir EXPORT --data FILE.csv [--data FILE.csv]...\n"
+    "                       [--thresholds FILE.json] [--report REPORT.html]\n"
+    "                       [--format table|json] [--skip-header-lines N]",
+    "Compares the data set with the export's training statistics, as TensorFlow Data "
+    "Validation does (docs/data-validation.md): anomalies by TFDV's names "
+    "(ENUM_TYPE_UNEXPECTED_STRING_VALUES, INT_TYPE_BIG_INT, FLOAT_TYPE_SMALL_FLOAT, "
+    "FEATURE_TYPE_NOT_PRESENT, SCHEMA_NEW_COLUMN, UNEXPECTED_DATA_TYPE, "
+    "FEATURE_TYPE_LOW_FRACTION_PRESENT, FLOAT_TYPE_HAS_NAN, ...) and per feature a distance "
+    "against its threshold: L-infinity for string features, Jensen-Shannon divergence for "
+    "numeric ones (COMPARATOR_L_INFTY_HIGH, COMPARATOR_JENSEN_SHANNON_DIVERGENCE_HIGH above "
+    "it).",
+    "Exit status: 0 nothing anomalous, 3 an anomaly (a distance above its threshold is one), "
+    "1 an error, 2 bad arguments.",
+    VALIDATE,
+    N(VALIDATE),
+};
 
 /* Appends c's usage lines, the first after first, the others after
  * "       ". */
-static int put_synopsis(rt_buf *b, const pm_command *c, const char *first)
+int pm_put_synopsis(rt_buf *b, const pm_command *c, const char *first)
 {
     int r = 0;
     const char *p = c->synopsis;
@@ -240,34 +262,15 @@ static int put_synopsis(rt_buf *b, const pm_command *c, const char *first)
     return r;
 }
 
-/* Every command's usage lines (the top-level usage). */
-static int put_usage(rt_buf *b)
-{
-    const pm_command *all[N(COMMANDS) + 2];
-    size_t n = 0;
-    for (size_t i = 0; i < N(COMMANDS); i++)
-        all[n++] = &COMMANDS[i];
-    all[n++] = &pm_convert_command;
-    all[n++] = &pm_batch_command;
-    int r = 0;
-    for (size_t i = 0; i < n; i++)
-        r |= put_synopsis(b, all[i], i ? "       " : "usage: ");
-    return r | rt_buf_puts(b, "       predict-model COMMAND --help\n"
-                              "--model-dir is another name of --dir in every command.\n");
-}
-
 int pm_usage_error(const pm_command *c, const char *fmt, const char *arg)
 {
     rt_buf b;
     rt_buf_init(&b);
-    int r = rt_buf_printf(&b, "predict-model%s%s: ", c ? " " : "", c ? c->name : "");
+    int r = rt_buf_printf(&b, "predict-model %s: ", c->name);
     r |= rt_buf_printf(&b, fmt, arg);
     r |= rt_buf_puts(&b, "\n");
-    if (c)
-        r |= put_synopsis(&b, c, "usage: ") |
-             rt_buf_printf(&b, "(predict-model %s --help: every flag)\n", c->name);
-    else
-        r |= put_usage(&b);
+    r |= pm_put_synopsis(&b, c, "usage: ") |
+         rt_buf_printf(&b, "(predict-model %s --help: every flag)\n", c->name);
     fputs(r ? "predict-model: out of memory\n" : b.data, stderr);
     rt_buf_free(&b);
     return PM_EXIT_USAGE;
@@ -277,7 +280,7 @@ void pm_command_help(const pm_command *c)
 {
     rt_buf b;
     rt_buf_init(&b);
-    int r = put_synopsis(&b, c, "usage: ");
+    int r = pm_put_synopsis(&b, c, "usage: ");
     r |= rt_buf_puts(&b, "\n");
     r |= rt_settings_wrap(&b, c->about, 0, 0);
     r |= rt_buf_puts(&b, "flags:\n");
@@ -356,30 +359,10 @@ static const char *check(const pm_opts *o)
     return NULL;
 }
 
-int pm_parse_args(int argc, char **argv, pm_opts *o)
+int pm_opts_read(const pm_command *c, int argc, char **argv, pm_opts *o)
 {
     memset(o, 0, sizeof *o);
-    if (argc < 2)
-        return pm_usage_error(NULL, "%s", "missing command");
     o->cmd = argv[1];
-    if (!strcmp(o->cmd, "--help") || !strcmp(o->cmd, "-h")) {
-        o->help = 1;
-        o->cmd = NULL;
-        return 0;
-    }
-    const pm_command *c = pm_command_find(o->cmd);
-    if (!c || c == &pm_convert_command || c == &pm_batch_command) {
-        const char *names[N(COMMANDS) + 2];
-        for (size_t i = 0; i < N(COMMANDS); i++)
-            names[i] = COMMANDS[i].name;
-        names[N(COMMANDS)] = pm_convert_command.name;
-        names[N(COMMANDS) + 1] = pm_batch_command.name;
-        const char *near = rt_nearest_name(o->cmd, names, N(names));
-        char msg[160];
-        snprintf(msg, sizeof msg, "unknown command \"%%s\"%s%s%s", near ? " (did you mean " : "",
-                 near ? near : "", near ? "?)" : "");
-        return pm_usage_error(NULL, msg, o->cmd);
-    }
     bool help = false;
     int rc = pm_args_read(c, argc - 1, argv + 1, o, &help);
     if (rc)
@@ -396,17 +379,4 @@ int pm_parse_args(int argc, char **argv, pm_opts *o)
         return rc;
     }
     return 0;
-}
-
-void pm_print_help(const char *cmd)
-{
-    const pm_command *c = pm_command_find(cmd);
-    if (c) {
-        pm_command_help(c);
-        return;
-    }
-    rt_buf b;
-    rt_buf_init(&b);
-    fputs(put_usage(&b) ? "predict-model: out of memory\n" : b.data, stdout);
-    rt_buf_free(&b);
 }

@@ -576,14 +576,16 @@ const pm_command pm_batch_command = {
     sizeof FLAGS / sizeof FLAGS[0],
 };
 
-/* Runs the job of flags f (read alone by the table; checked together
- * here). */
-static int batch_predict(const batch_flags *f)
+/* Checks flags f together (each was read alone by the table) and sets r's
+ * job options and progress from them; *fields gets the malloc'd
+ * --included-fields or --excluded-fields list (NULL without one). 0, or the
+ * usage error's exit status. */
+static int job_options(const batch_flags *f, run *r, const char ***fields)
 {
     const pm_command *c = &pm_batch_command;
-    const char *dir = f->dir, *fmt = f->fmt, *out_dir = f->out_dir, *key = f->key,
-               *incl = f->incl, *excl = f->excl, *itype = f->itype;
-    if (!dir)
+    const char *fmt = f->fmt, *incl = f->incl, *excl = f->excl, *itype = f->itype;
+    *fields = NULL;
+    if (!f->dir)
         return pm_usage_error(c, "%s", "missing --dir EXPORT_BASE (or --model-dir VERSION_DIR)");
     if (f->label && f->version >= 0)
         return pm_usage_error(c, "%s", "--label and --version: give one of them");
@@ -594,46 +596,121 @@ static int batch_predict(const batch_flags *f)
         return pm_usage_error(c, "%s", "--config is read only for --label");
     if (!f->input.n)
         return pm_usage_error(c, "%s", "missing --input FILE");
-    if (!out_dir)
+    if (!f->out_dir)
         return pm_usage_error(c, "%s", "missing --output-dir DIR");
-    run r;
-    memset(&r, 0, sizeof r);
-    r.job.format = PM_IN_JSONL;
-    if (fmt && pm_in_format_parse(fmt, &r.job.format) != 0)
+    r->job.format = PM_IN_JSONL;
+    if (fmt && pm_in_format_parse(fmt, &r->job.format) != 0)
         return pm_usage_error(c, "--instances-format \"%s\": expected jsonl, csv, tf-record, "
                                  "tf-record-gzip or file-list", fmt);
-    r.job.csv_out = f->pfmt == 1;
+    r->job.csv_out = f->pfmt == 1;
     if (incl && excl)
         return pm_usage_error(c, "%s", "--included-fields and --excluded-fields: give one of "
                                        "them");
     if (itype && strcmp(itype, "object") != 0 && strcmp(itype, "array") != 0)
         return pm_usage_error(c, "--instance-type \"%s\": expected object or array", itype);
-    uint64_t v64 = (uint64_t)f->batch_size, threads = (uint64_t)f->threads, skip_h = f->skip,
-             shard_bytes = f->shard_bytes;
-    r.progress = f->progress >= 0 ? f->progress : isatty(2) ? 2 : 1;
-    r.job.batch_size = (size_t)v64;
-    r.job.skip_header = (size_t)skip_h;
-    r.job.key_field = key;
-    r.job.as_array = itype && strcmp(itype, "array") == 0;
-    r.job.excluded = excl != NULL;
-    const char **fields = NULL;
+    r->progress = f->progress >= 0 ? f->progress : isatty(2) ? 2 : 1;
+    r->job.batch_size = (size_t)(uint64_t)f->batch_size;
+    r->job.skip_header = (size_t)(uint64_t)f->skip;
+    r->job.key_field = f->key;
+    r->job.as_array = itype && strcmp(itype, "array") == 0;
+    r->job.excluded = excl != NULL;
     if (incl || excl) {
-        fields = split_list(incl ? incl : excl, &r.job.n_fields);
-        if (!fields || r.job.n_fields == 0)
+        *fields = split_list(incl ? incl : excl, &r->job.n_fields);
+        if (!*fields || r->job.n_fields == 0)
             return pm_usage_error(c, "%s", "--included-fields / --excluded-fields: give field "
                                            "names");
-        r.job.fields = fields;
+        r->job.fields = *fields;
     }
-    r.rank = env_long("OMPI_COMM_WORLD_RANK", "PMI_RANK");
-    r.size = env_long("OMPI_COMM_WORLD_SIZE", "PMI_SIZE");
-    if (r.rank < 0 || r.size < 1 || r.rank >= r.size)
-        r.rank = 0, r.size = 1;
-    if (r.rank > 0 && r.progress == 2)
-        r.progress = 1;
+    return 0;
+}
+
+/* This process's rank among size from the launcher's environment (0 of 1
+ * outside one); only rank 0 draws a progress bar. */
+static void job_ranks(run *r)
+{
+    r->rank = env_long("OMPI_COMM_WORLD_RANK", "PMI_RANK");
+    r->size = env_long("OMPI_COMM_WORLD_SIZE", "PMI_SIZE");
+    if (r->rank < 0 || r->size < 1 || r->rank >= r->size)
+        r->rank = 0, r->size = 1;
+    if (r->rank > 0 && r->progress == 2)
+        r->progress = 1;
+}
+
+/* Cuts files into r's units and finds or makes the job directory of this
+ * job (its fingerprint: the version directory vdir, the files and the
+ * options of f that change the output). */
+static rt_status start_job(run *r, const batch_flags *f, const char *vdir, char **files,
+                           size_t n_files, const Predictd__ModelDef *def, rt_err *err)
+{
+    uint64_t skip_h = f->skip, shard_bytes = f->shard_bytes;
+    rt_status st = make_units(r, files, n_files, shard_bytes, err);
+    if (st)
+        return st;
+    r->width = 4;
+    for (size_t n = r->n_units; n >= 10000; n /= 10)
+        r->width++;
+    char opts_num[128];
+    snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d%s", pm_in_format_name(r->job.format),
+             (unsigned long long)skip_h, (unsigned long long)shard_bytes, r->job.as_array,
+             r->job.csv_out ? " csv" : "");
+    const char *opts[] = {opts_num, f->key, f->incl, f->excl};
+    uint64_t fp = fingerprint(vdir, files, n_files, opts, 4);
+    const char *model = def->model_name && *def->model_name ? def->model_name : "model";
+    return open_job(r, f->out_dir, model, fp, vdir, err);
+}
+
+/* Scores this rank's units on threads threads; then rank 0 waits for every
+ * shard's predictions file, writes completion.json and prints the job's
+ * directory. */
+static rt_status run_units(run *r, uint64_t threads, rt_err *err)
+{
+    pthread_t tids[256];
+    size_t started = 0;
+    for (size_t t = 1; t < threads; t++)
+        if (pthread_create(&tids[started], NULL, worker, r) == 0)
+            started++;
+    worker(r);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    if (r->st) {
+        *err = r->err;
+        return r->st;
+    }
+    if (r->rank == 0) { /* every shard's predictions file, then the record */
+        for (size_t k = 0; k < r->n_units; k++) {
+            char pp[PATH_MAX];
+            shard_path(r, "predictions", k, pp, sizeof pp);
+            while (!exists(pp)) {
+                struct timespec ts = {0, 100 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+            }
+        }
+        rt_status st = write_completion(r, err);
+        if (st)
+            return st;
+        printf("%s\n", r->dir);
+    } else if (r->progress == 2) {
+        fputc('\n', stderr);
+    }
+    return RT_OK;
+}
+
+/* Runs the job of flags f: the options, the model version, the job
+ * directory, the units. */
+static int batch_predict(const batch_flags *f)
+{
+    const char *dir = f->dir;
+    const char **fields = NULL;
+    run r;
+    memset(&r, 0, sizeof r);
+    int rc = job_options(f, &r, &fields);
+    if (rc)
+        return rc;
+    job_ranks(&r);
     pthread_mutex_init(&r.mu, NULL);
     r.t0 = rt_seconds(0);
 
-    int rc = 1;
+    rc = 1;
     rt_err err = {{0}};
     char **files = NULL, *vdir = NULL, *base = NULL, *labelled = NULL;
     size_t n_files = 0;
@@ -655,7 +732,7 @@ static int batch_predict(const batch_flags *f)
     r.job.m = m;
     const Predictd__ModelDef *def = rt_model_def(m);
     if (def->receiver != PREDICTD__RECEIVER__RECEIVER_JSON && r.job.format != PM_IN_JSONL &&
-        (key || incl || excl || itype)) {
+        (f->key || f->incl || f->excl || f->itype)) {
         fprintf(stderr, "predict-model batch-predict: this export's serving input function "
                 "reads %s: --key-field, --included-fields, --excluded-fields and "
                 "--instance-type need jsonl instances\n",
@@ -664,51 +741,10 @@ static int batch_predict(const batch_flags *f)
         goto out;
     }
     if ((st = pm_expand_inputs((const char *const *)f->input.v, f->input.n, &files, &n_files,
-                               &err)))
+                               &err)) ||
+        (st = start_job(&r, f, vdir, files, n_files, def, &err)) ||
+        (st = run_units(&r, (uint64_t)f->threads, &err)))
         goto fail;
-    if ((st = make_units(&r, files, n_files, shard_bytes, &err)))
-        goto fail;
-    r.width = 4;
-    for (size_t n = r.n_units; n >= 10000; n /= 10)
-        r.width++;
-    {
-        char opts_num[128];
-        snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d%s", pm_in_format_name(r.job.format),
-                 (unsigned long long)skip_h, (unsigned long long)shard_bytes, r.job.as_array,
-                 r.job.csv_out ? " csv" : "");
-        const char *opts[] = {opts_num, key, incl, excl};
-        uint64_t fp = fingerprint(vdir, files, n_files, opts, 4);
-        const char *model = def->model_name && *def->model_name ? def->model_name : "model";
-        if ((st = open_job(&r, out_dir, model, fp, vdir, &err)))
-            goto fail;
-    }
-    pthread_t tids[256];
-    size_t started = 0;
-    for (size_t t = 1; t < threads; t++)
-        if (pthread_create(&tids[started], NULL, worker, &r) == 0)
-            started++;
-    worker(&r);
-    for (size_t t = 0; t < started; t++)
-        pthread_join(tids[t], NULL);
-    if ((st = r.st)) {
-        err = r.err;
-        goto fail;
-    }
-    if (r.rank == 0) { /* every shard's predictions file, then the record */
-        for (size_t k = 0; k < r.n_units; k++) {
-            char pp[PATH_MAX];
-            shard_path(&r, "predictions", k, pp, sizeof pp);
-            while (!exists(pp)) {
-                struct timespec ts = {0, 100 * 1000 * 1000};
-                nanosleep(&ts, NULL);
-            }
-        }
-        if ((st = write_completion(&r, &err)))
-            goto fail;
-        printf("%s\n", r.dir);
-    } else if (r.progress == 2) {
-        fputc('\n', stderr);
-    }
     rc = 0;
     goto out;
 fail:

@@ -129,181 +129,277 @@ static void give(const xai_ctx *e, size_t c, double a, size_t *in, double *attr)
         attr[in[k]] += a / (double)np;
 }
 
-rt_status xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
-                                   double *const *attr, rt_err *err)
+/* One integrated-gradients run: the path's buffers, filled by the steps
+ * below in order (ig_open, ig_ends, ig_forward, then per output ig_head,
+ * ig_linear, ig_backward, ig_dnn), released by ig_close. */
+typedef struct ig_run {
+    xai_ctx *e;
+    const rt_graph *g;
+    size_t ld, m, P; /* logits, intervals, points on the path (m + 1) */
+    size_t D, H;     /* DNN input width, dense layers */
+    uint64_t *m2;    /* the two ends' masks */
+    double *lin;     /* [end][col][ld]; each end's last slot: lin_b, lin_x */
+    double *lin_b, *lin_x;
+    double *gl, *gsum, *logit;
+    size_t *in;
+    float *zx, *zb;                     /* DNN input at the instance, the baseline */
+    float **act, **pre, **bns, **bnact; /* per layer, [0] the input */
+    const float *dnn_out;
+    double *delta, *next, *G;
+} ig_run;
+
+/* Allocates r's buffers for e; false when one is missing (r can still be
+ * closed). */
+static bool ig_open(ig_run *r, xai_ctx *e)
 {
     const rt_graph *g = e->g;
-    size_t ld = g->logits_dim, m = (size_t)e->p->step_count, P = m + 1;
-    size_t D = g->n_layers > 0 ? g->dnn_dim : 0, H = g->n_layers;
-    rt_status st = RT_OK;
-    uint64_t *m2 = calloc(2 * e->words, sizeof *m2);
-    double *lin = calloc(2 * (g->n_linear + 1) * ld, sizeof *lin); /* [end][col][ld] */
-    double *gl = calloc(P * ld, sizeof *gl), *gsum = calloc(ld, sizeof *gsum);
-    double *logit = calloc(ld, sizeof *logit);
-    size_t *in = malloc((e->n_in + 1) * sizeof *in);
-    float *zx = calloc(D + 1, sizeof *zx), *zb = calloc(D + 1, sizeof *zb);
-    float **act = calloc(H + 1, sizeof *act), **pre = calloc(H + 1, sizeof *pre);
-    float **bns = calloc(H + 1, sizeof *bns), **bnact = calloc(H + 1, sizeof *bnact);
-    float *dnn_out = NULL;
-    double *delta = NULL, *next = NULL, *G = calloc(D + 1, sizeof *G);
+    memset(r, 0, sizeof *r);
+    r->e = e;
+    r->g = g;
+    r->ld = g->logits_dim;
+    r->m = (size_t)e->p->step_count;
+    r->P = r->m + 1;
+    r->D = g->n_layers > 0 ? g->dnn_dim : 0;
+    r->H = g->n_layers;
+    size_t ld = r->ld, P = r->P, D = r->D, H = r->H;
+    r->m2 = calloc(2 * e->words, sizeof *r->m2);
+    r->lin = calloc(2 * (g->n_linear + 1) * ld, sizeof *r->lin);
+    r->gl = calloc(P * ld, sizeof *r->gl);
+    r->gsum = calloc(ld, sizeof *r->gsum);
+    r->logit = calloc(ld, sizeof *r->logit);
+    r->in = malloc((e->n_in + 1) * sizeof *r->in);
+    r->zx = calloc(D + 1, sizeof *r->zx);
+    r->zb = calloc(D + 1, sizeof *r->zb);
+    r->act = calloc(H + 1, sizeof *r->act);
+    r->pre = calloc(H + 1, sizeof *r->pre);
+    r->bns = calloc(H + 1, sizeof *r->bns);
+    r->bnact = calloc(H + 1, sizeof *r->bnact);
+    r->G = calloc(D + 1, sizeof *r->G);
     size_t wmax = D;
     for (size_t l = 0; l < H; l++)
         wmax = g->layers[l].out > wmax ? g->layers[l].out : wmax;
-    delta = calloc(P * (wmax + 1), sizeof *delta);
-    next = calloc(P * (wmax + 1), sizeof *next);
-    if (!m2 || !lin || !gl || !gsum || !logit || !in || !zx || !zb || !act || !pre || !bns ||
-        !bnact || !delta || !next || !G)
-        goto nomem;
+    r->delta = calloc(P * (wmax + 1), sizeof *r->delta);
+    r->next = calloc(P * (wmax + 1), sizeof *r->next);
+    return r->m2 && r->lin && r->gl && r->gsum && r->logit && r->in && r->zx && r->zb && r->act &&
+           r->pre && r->bns && r->bnact && r->delta && r->next && r->G;
+}
 
-    /* the two ends, transformed as the serving input function does */
-    for (size_t k = 0; k < e->d; k++)
-        m2[e->words + k / 64] |= UINT64_C(1) << (k % 64);
-    if ((st = xai_fill(e, m2, 2, err)) != RT_OK ||
-        (st = rt_transform(g, e->rows, &e->f, err)) != RT_OK)
-        goto out;
-    for (size_t end = 0; end < 2; end++)
-        for (size_t l = 0; l < g->n_linear; l++)
-            linear_column(g, &e->f, l, end, lin + (end * (g->n_linear + 1) + l) * ld);
-    if (D) {
-        memcpy(zb, e->f.dnn_input, D * sizeof *zb);
-        memcpy(zx, e->f.dnn_input + D, D * sizeof *zx);
+/* Frees what ig_open and ig_forward allocated. */
+static void ig_close(ig_run *r)
+{
+    for (size_t l = 0; r->act && r->pre && r->bns && r->bnact && l <= r->H; l++) {
+        free(r->act[l]);
+        free(r->pre[l]);
+        free(r->bns[l]);
+        free(r->bnact[l]);
     }
-    /* the linear logits at the baseline and their change along the path */
-    double *lin_b = lin + g->n_linear * ld, *lin_x = lin + (2 * g->n_linear + 1) * ld;
+    free(r->bnact);
+    free(r->act);
+    free(r->pre);
+    free(r->bns);
+    free(r->m2);
+    free(r->lin);
+    free(r->gl);
+    free(r->gsum);
+    free(r->logit);
+    free(r->in);
+    free(r->zx);
+    free(r->zb);
+    free(r->delta);
+    free(r->next);
+    free(r->G);
+}
+
+/* The two ends, transformed as the serving input function does: each
+ * linear column's logits, the DNN inputs zb and zx, the linear logits at
+ * the baseline (lin_b) and their change along the path (lin_x). */
+static rt_status ig_ends(ig_run *r, rt_err *err)
+{
+    xai_ctx *e = r->e;
+    const rt_graph *g = r->g;
+    size_t ld = r->ld, nl = g->n_linear;
+    rt_status st;
+    for (size_t k = 0; k < e->d; k++)
+        r->m2[e->words + k / 64] |= UINT64_C(1) << (k % 64);
+    if ((st = xai_fill(e, r->m2, 2, err)) != RT_OK ||
+        (st = rt_transform(g, e->rows, &e->f, err)) != RT_OK)
+        return st;
+    for (size_t end = 0; end < 2; end++)
+        for (size_t l = 0; l < nl; l++)
+            linear_column(g, &e->f, l, end, r->lin + (end * (nl + 1) + l) * ld);
+    if (r->D) {
+        memcpy(r->zb, e->f.dnn_input, r->D * sizeof *r->zb);
+        memcpy(r->zx, e->f.dnn_input + r->D, r->D * sizeof *r->zx);
+    }
+    const double *lin = r->lin;
+    double *lin_b = r->lin + nl * ld, *lin_x = r->lin + (2 * nl + 1) * ld;
     for (size_t j = 0; j < ld; j++) {
         lin_b[j] = g->linear_bias ? (double)g->linear_bias[j] : 0.0;
         lin_x[j] = 0.0;
-        for (size_t l = 0; l < g->n_linear; l++) {
+        for (size_t l = 0; l < nl; l++) {
             lin_b[j] += lin[l * ld + j];
-            lin_x[j] += lin[((g->n_linear + 1) + l) * ld + j] - lin[l * ld + j];
+            lin_x[j] += lin[((nl + 1) + l) * ld + j] - lin[l * ld + j];
         }
     }
+    r->lin_b = lin_b;
+    r->lin_x = lin_x;
+    return RT_OK;
+}
 
-    /* the DNN along the path: P rows, every layer kept for the backward;
-     * each layer as rt_forward runs it (activation, then batch
-     * normalization's scale and shift), y before the scale kept in bnact */
-    if (H) {
-        if (!(act[0] = malloc(P * D * sizeof(float))))
-            goto nomem;
-        for (size_t k = 0; k < P; k++)
-            for (size_t j = 0; j < D; j++) {
-                float al = (float)k / (float)m;
-                act[0][k * D + j] = k == 0 ? zb[j] : k == m ? zx[j] : zb[j] + al * (zx[j] - zb[j]);
-            }
-        for (size_t l = 0; l < H; l++) {
-            const rt_layer *L = &g->layers[l];
-            size_t no = L->out;
-            if (!(pre[l + 1] = malloc(P * no * sizeof(float))) ||
-                !(act[l + 1] = malloc(P * no * sizeof(float))))
-                goto nomem;
-            rt_dense_rows(act[l], P, L->in, L->kernel, L->bias, no, pre[l + 1]);
-            memcpy(act[l + 1], pre[l + 1], P * no * sizeof(float));
-            if (l + 1 < H)
-                rt_activate(L->act, act[l + 1], P * no);
-            if (L->bn_gamma) {
-                if (!(bns[l + 1] = malloc(2 * no * sizeof(float))) ||
-                    !(bnact[l + 1] = malloc(P * no * sizeof(float))))
-                    goto nomem;
-                bn_params(L, bns[l + 1], bns[l + 1] + no);
-                memcpy(bnact[l + 1], act[l + 1], P * no * sizeof(float));
-                const float *sc = bns[l + 1], *sh = bns[l + 1] + no;
-                for (size_t k = 0; k < P; k++)
-                    for (size_t j = 0; j < no; j++)
-                        act[l + 1][k * no + j] = act[l + 1][k * no + j] * sc[j] + sh[j];
-            }
-        }
-        e->evals += P;
-        dnn_out = act[H];
-    }
-
-    for (size_t q = 0; q < n_outs; q++) {
-        double *a = attr[q];
-        /* the head's gradient at each point, the trapezoid weights */
-        for (size_t j = 0; j < ld; j++)
-            gsum[j] = 0.0;
-        for (size_t k = 0; k < P; k++) {
-            double alpha = (double)k / (double)m, wk = (k == 0 || k == m) ? 0.5 / m : 1.0 / m;
-            for (size_t j = 0; j < ld; j++)
-                logit[j] = lin_b[j] + alpha * lin_x[j] + (dnn_out ? dnn_out[k * ld + j] : 0.0);
-            head_grad(e, outs[q], logit, gl + k * ld);
-            for (size_t j = 0; j < ld; j++)
-                gsum[j] += wk * gl[k * ld + j];
-        }
-        /* linear columns: their change times the mean gradient */
-        for (size_t l = 0; l < g->n_linear; l++) {
-            double s = 0.0;
-            for (size_t j = 0; j < ld; j++)
-                s += (lin[((g->n_linear + 1) + l) * ld + j] - lin[l * ld + j]) * gsum[j];
-            give(e, g->linear_cols[l], s, in, a);
-        }
-        if (!H)
-            continue;
-        /* back through the DNN */
-        for (size_t k = 0; k < P; k++)
-            for (size_t j = 0; j < ld; j++)
-                delta[k * ld + j] = gl[k * ld + j];
-        for (size_t l = H; l-- > 0;) {
-            const rt_layer *L = &g->layers[l];
-            for (size_t k = 0; k < P; k++) {
-                double *dk = delta + k * L->out;
-                for (size_t j = 0; j < L->out; j++) {
-                    if (bns[l + 1])
-                        dk[j] *= (double)bns[l + 1][j];
-                    if (l + 1 < H) {
-                        float y =
-                            bns[l + 1] ? bnact[l + 1][k * L->out + j] : act[l + 1][k * L->out + j];
-                        dk[j] *= act_grad(L->act, pre[l + 1][k * L->out + j], y);
-                    }
-                }
-                double *nk = next + k * L->in;
-                for (size_t i = 0; i < L->in; i++) {
-                    const float *wr = L->kernel + i * L->out;
-                    double s = 0.0;
-                    for (size_t j = 0; j < L->out; j++)
-                        s += (double)wr[j] * dk[j];
-                    nk[i] = s;
-                }
-            }
-            double *t = delta;
-            delta = next;
-            next = t;
-        }
+/* The DNN along the path (r->H > 0): P rows, every layer kept for the
+ * backward; each layer as rt_forward runs it (activation, then batch
+ * normalization's scale and shift), y before the scale kept in bnact.
+ * False when out of memory. */
+static bool ig_forward(ig_run *r)
+{
+    const rt_graph *g = r->g;
+    size_t P = r->P, D = r->D, H = r->H, m = r->m;
+    float **act = r->act, **pre = r->pre, **bns = r->bns, **bnact = r->bnact;
+    const float *zb = r->zb, *zx = r->zx;
+    if (!(act[0] = malloc(P * D * sizeof(float))))
+        return false;
+    for (size_t k = 0; k < P; k++)
         for (size_t j = 0; j < D; j++) {
-            G[j] = 0.0;
+            float al = (float)k / (float)m;
+            act[0][k * D + j] = k == 0 ? zb[j] : k == m ? zx[j] : zb[j] + al * (zx[j] - zb[j]);
+        }
+    for (size_t l = 0; l < H; l++) {
+        const rt_layer *L = &g->layers[l];
+        size_t no = L->out;
+        if (!(pre[l + 1] = malloc(P * no * sizeof(float))) ||
+            !(act[l + 1] = malloc(P * no * sizeof(float))))
+            return false;
+        rt_dense_rows(act[l], P, L->in, L->kernel, L->bias, no, pre[l + 1]);
+        memcpy(act[l + 1], pre[l + 1], P * no * sizeof(float));
+        if (l + 1 < H)
+            rt_activate(L->act, act[l + 1], P * no);
+        if (L->bn_gamma) {
+            if (!(bns[l + 1] = malloc(2 * no * sizeof(float))) ||
+                !(bnact[l + 1] = malloc(P * no * sizeof(float))))
+                return false;
+            bn_params(L, bns[l + 1], bns[l + 1] + no);
+            memcpy(bnact[l + 1], act[l + 1], P * no * sizeof(float));
+            const float *sc = bns[l + 1], *sh = bns[l + 1] + no;
             for (size_t k = 0; k < P; k++)
-                G[j] += ((k == 0 || k == m) ? 0.5 / m : 1.0 / m) * delta[k * D + j];
+                for (size_t j = 0; j < no; j++)
+                    act[l + 1][k * no + j] = act[l + 1][k * no + j] * sc[j] + sh[j];
         }
-        for (size_t c = 0; c < g->n_dnn; c++) {
-            double s = 0.0;
-            for (size_t j = g->dnn_offset[c]; j < g->dnn_offset[c] + g->dnn_width[c]; j++)
-                s += ((double)zx[j] - (double)zb[j]) * G[j];
-            give(e, g->dnn_cols[c], s, in, a);
+    }
+    r->e->evals += P;
+    r->dnn_out = act[H];
+    return true;
+}
+
+/* The head's gradient for output out at each point of the path into gl,
+ * and their trapezoid-weighted sum into gsum. */
+static void ig_head(ig_run *r, size_t out)
+{
+    size_t ld = r->ld, m = r->m;
+    for (size_t j = 0; j < ld; j++)
+        r->gsum[j] = 0.0;
+    for (size_t k = 0; k < r->P; k++) {
+        double alpha = (double)k / (double)m, wk = (k == 0 || k == m) ? 0.5 / m : 1.0 / m;
+        for (size_t j = 0; j < ld; j++)
+            r->logit[j] =
+                r->lin_b[j] + alpha * r->lin_x[j] + (r->dnn_out ? r->dnn_out[k * ld + j] : 0.0);
+        head_grad(r->e, out, r->logit, r->gl + k * ld);
+        for (size_t j = 0; j < ld; j++)
+            r->gsum[j] += wk * r->gl[k * ld + j];
+    }
+}
+
+/* Linear columns: their change times the mean gradient, into a. */
+static void ig_linear(ig_run *r, double *a)
+{
+    const rt_graph *g = r->g;
+    size_t ld = r->ld, nl = g->n_linear;
+    for (size_t l = 0; l < nl; l++) {
+        double s = 0.0;
+        for (size_t j = 0; j < ld; j++)
+            s += (r->lin[((nl + 1) + l) * ld + j] - r->lin[l * ld + j]) * r->gsum[j];
+        give(r->e, g->linear_cols[l], s, r->in, a);
+    }
+}
+
+/* Back through the DNN from the head's gradients gl: afterwards delta
+ * holds the gradient at the DNN input for each point of the path. */
+static void ig_backward(ig_run *r)
+{
+    size_t P = r->P, H = r->H, ld = r->ld;
+    float **act = r->act, **pre = r->pre, **bns = r->bns, **bnact = r->bnact;
+    for (size_t k = 0; k < P; k++)
+        for (size_t j = 0; j < ld; j++)
+            r->delta[k * ld + j] = r->gl[k * ld + j];
+    for (size_t l = H; l-- > 0;) {
+        const rt_layer *L = &r->g->layers[l];
+        for (size_t k = 0; k < P; k++) {
+            double *dk = r->delta + k * L->out;
+            for (size_t j = 0; j < L->out; j++) {
+                if (bns[l + 1])
+                    dk[j] *= (double)bns[l + 1][j];
+                if (l + 1 < H) {
+                    float y =
+                        bns[l + 1] ? bnact[l + 1][k * L->out + j] : act[l + 1][k * L->out + j];
+                    dk[j] *= act_grad(L->act, pre[l + 1][k * L->out + j], y);
+                }
+            }
+            double *nk = r->next + k * L->in;
+            for (size_t i = 0; i < L->in; i++) {
+                const float *wr = L->kernel + i * L->out;
+                double s = 0.0;
+                for (size_t j = 0; j < L->out; j++)
+                    s += (double)wr[j] * dk[j];
+                nk[i] = s;
+            }
         }
+        double *t = r->delta;
+        r->delta = r->next;
+        r->next = t;
+    }
+}
+
+/* DNN columns: the trapezoid-weighted input gradient G, then each
+ * column's change times G summed over its coordinates, into a. */
+static void ig_dnn(ig_run *r, double *a)
+{
+    const rt_graph *g = r->g;
+    size_t D = r->D, P = r->P, m = r->m;
+    for (size_t j = 0; j < D; j++) {
+        r->G[j] = 0.0;
+        for (size_t k = 0; k < P; k++)
+            r->G[j] += ((k == 0 || k == m) ? 0.5 / m : 1.0 / m) * r->delta[k * D + j];
+    }
+    for (size_t c = 0; c < g->n_dnn; c++) {
+        double s = 0.0;
+        for (size_t j = g->dnn_offset[c]; j < g->dnn_offset[c] + g->dnn_width[c]; j++)
+            s += ((double)r->zx[j] - (double)r->zb[j]) * r->G[j];
+        give(r->e, g->dnn_cols[c], s, r->in, a);
+    }
+}
+
+rt_status xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
+                                   double *const *attr, rt_err *err)
+{
+    ig_run r;
+    rt_status st = RT_OK;
+    if (!ig_open(&r, e))
+        goto nomem;
+    if ((st = ig_ends(&r, err)) != RT_OK)
+        goto out;
+    if (r.H && !ig_forward(&r))
+        goto nomem;
+    for (size_t q = 0; q < n_outs; q++) {
+        ig_head(&r, outs[q]);
+        ig_linear(&r, attr[q]);
+        if (!r.H)
+            continue;
+        ig_backward(&r);
+        ig_dnn(&r, attr[q]);
     }
     goto out;
 nomem:
     st = rt_err_set(err, RT_ERR_NOMEM, "integrated gradients: out of memory");
 out:
-    for (size_t l = 0; act && pre && bns && bnact && l <= H; l++) {
-        free(act[l]);
-        free(pre[l]);
-        free(bns[l]);
-        free(bnact[l]);
-    }
-    free(bnact);
-    free(act);
-    free(pre);
-    free(bns);
-    free(m2);
-    free(lin);
-    free(gl);
-    free(gsum);
-    free(logit);
-    free(in);
-    free(zx);
-    free(zb);
-    free(delta);
-    free(next);
-    free(G);
+    ig_close(&r);
     return st;
 }
