@@ -2,7 +2,8 @@
  * rt_explain_internal.h — what the explanation files share: rt_explain.c
  * (players, the value function over coalitions, exact and sampled Shapley),
  * rt_explain_ig.c (integrated gradients through the linear part and the
- * DNN), rt_explain_json.c (the :explain body and answer) and
+ * DNN), rt_explain_rows.c (the coalition rows and the inputs of a
+ * column, under both), rt_explain_json.c (the :explain body and answer) and
  * rt_explain_base.c (baselines). Not for other modules, nor for the rest of
  * the runtime.
  */

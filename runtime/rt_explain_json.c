@@ -604,7 +604,7 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
     double *attr = NULL;
     size_t total = 0;
     /* the predictions: :predict's own answer, which leaves the instances in c */
-    rt_status st = rt_json_handle(m, RT_METHOD_PREDICT, body, len, p, c, &pred, err);
+    rt_status st = rt_json_serve(m, RT_METHOD_PREDICT, body, len, p, c, &pred, err);
     if (st != RT_OK)
         goto out;
     if (pred.len < 2 || pred.data[0] != '{') {

@@ -209,6 +209,10 @@ void rt_json_name_examples(rt_err *err);
  * quote client names cut to a length). Returns st. */
 rt_status rt_json_tidy_message(rt_status st, rt_err *err);
 
+/* rt_json_handle for :predict, :classify and :regress (rt_json_serve.c). */
+rt_status rt_json_serve(const rt_model *m, rt_method method, const char *body, size_t len,
+                        const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err);
+
 /* --------------------------------- how inputs are read (rt_json_signature.c) */
 
 /* Raw features keyed by name, or one serialized input (a CSV line, or a
