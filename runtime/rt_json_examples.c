@@ -131,26 +131,18 @@ static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *
     }
     int rank = 9; /* 1 keys, 2 signature: the first of the lowest is kept */
     rt_err e;
-    for (;;) {
-        int more;
-        const char *key;
-        size_t klen;
-        if ((st = rt_jr_member(r, &more, &key, &klen)) != RT_OK)
-            return st;
-        if (!more)
-            break;
+    /* the last two are a predict body's, remembered for the message */
+    static const char *const keys[] = {"signature_name", "examples", "context", "instances",
+                                       "inputs", NULL};
+    const char *key;
+    size_t klen;
+    int k;
+    while ((st = rt_jr_member_in(r, keys, &k, &key, &klen)) == RT_OK && k != RT_JR_CLOSED) {
         int kl = (int)(klen > 80 ? 80 : klen);
-        int k = klen == 14 && memcmp(key, "signature_name", 14) == 0 ? 0
-                : klen == 8 && memcmp(key, "examples", 8) == 0     ? 1
-                : klen == 7 && memcmp(key, "context", 7) == 0      ? 2
-                                                                   : -1;
         member_at *m = k == 1 ? ex : k == 2 ? ctx : NULL;
-        if (k < 0) {
-            /* TF Serving's rule: other top-level keys are ignored; a
-             * predict body's keys are remembered for the message */
-            if ((klen == 9 && memcmp(key, "instances", 9) == 0) ||
-                (klen == 6 && memcmp(key, "inputs", 6) == 0))
-                *rows = 1;
+        if (k < 0 || k > 2) {
+            /* TF Serving's rule: other top-level keys are ignored */
+            *rows |= k > 2;
             if ((st = rt_jr_skip(r)) != RT_OK)
                 return st;
             continue;
@@ -184,6 +176,7 @@ static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *
             return st;
         m->kind = v.kind;
         m->count = 0;
+        int more;
         if (v.kind == RT_JV_LIST) {
             if ((st = rt_jr_element(r, &more)) != RT_OK ||
                 (more && (st = rt_jr_count_rest(r, &m->count)) != RT_OK))
@@ -192,7 +185,7 @@ static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *
             return st;
         }
     }
-    return rt_jr_end(r);
+    return st != RT_OK ? st : rt_jr_end(r);
 }
 
 rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char *body,
