@@ -618,7 +618,9 @@ def g1():
             apath = os.path.join(TMP, "answer.json")
             with open(apath, "wb") as f:
                 f.write(answer)
-            mp = start([BENCH_MHD, str(mport), apath, "1"], os.path.join(TMP, "mhd.log"))
+            # predictd's libmicrohttpd set-up: poll(2), a 16 KiB connection pool
+            mp = start([BENCH_MHD, str(mport), apath, "1", "16384", "poll"],
+                       os.path.join(TMP, "mhd.log"))
             murl = "http://127.0.0.1:%d/v1/models/census:predict" % mport
             for _ in range(500):
                 if http("POST", murl, b"{}")[0] == 200:

@@ -1,12 +1,13 @@
 /*
- * bench_mhd.c — a bare libmicrohttpd server for the benchmark: the same
- * daemon flags as predictd (internal polling thread, epoll, a thread pool),
- * reading the request body and answering a fixed body from a file. It is the
+ * bench_mhd.c — a bare libmicrohttpd server for the benchmark: an internal
+ * polling thread (a pool of THREADS) with epoll, or with "poll" as the fifth
+ * argument poll(2) as predictd runs it (srv_http.c), reading the request
+ * body and answering a fixed body from a file. It is the
  * ceiling of "HTTP through libmicrohttpd" on this machine, between nginx
  * and predictd in the figures, so the HTTP library's share and the daemon's
  * own share can be told apart.
  *
- *   bench_mhd PORT BODY_FILE [THREADS [MEMORY_LIMIT]]
+ *   bench_mhd PORT BODY_FILE [THREADS [MEMORY_LIMIT [poll]]]
  *
  * Listens on 127.0.0.1:PORT until SIGTERM or SIGINT.
  */
@@ -57,7 +58,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_mhd PORT BODY_FILE [THREADS [MEMORY_LIMIT]]\n");
+        fprintf(stderr, "usage: bench_mhd PORT BODY_FILE [THREADS [MEMORY_LIMIT [poll]]]\n");
         return 2;
     }
     static answer a;
@@ -86,7 +87,9 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* MHD's threads inherit the mask */
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, (unsigned short)port, NULL, NULL,
+        MHD_USE_INTERNAL_POLLING_THREAD |
+            (argc > 5 && !strcmp(argv[5], "poll") ? MHD_USE_POLL : MHD_USE_EPOLL),
+        (unsigned short)port, NULL, NULL,
         on_request, &a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)mem, MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_END);

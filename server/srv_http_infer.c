@@ -20,14 +20,23 @@
 #include <string.h>
 #include <unistd.h>
 
+/* ms from the request's start to t (CLOCK_MONOTONIC ns). */
+static double ms_at(const req *rq, int64_t t)
+{
+    return (double)(t - ((int64_t)rq->start.tv_sec * 1000000000 + rq->start.tv_nsec)) / 1e6;
+}
+
 /* Runs one inference request: fills *code and out (the JSON answer or an
- * error object). Used on I/O threads (no pool) and on workers. */
+ * error object), and rq->t_done with when it ended. rq->t_run is when it
+ * began (read by the caller, which times the run too). Used on I/O threads
+ * (no pool) and on workers. */
 static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_buf *out)
 {
     const srv_route *r = &rq->route;
     rt_err err = {{0}};
     srv_version *v = NULL;
-    double ms = srv_http_ms_since(&rq->start);
+    double ms = ms_at(rq, rq->t_run);
+    rq->t_done = rq->t_run;
     if (ms > h->p.timeout_ms) {
         /* It waited in the queue past its deadline: do not run it. */
         *code = 504;
@@ -44,8 +53,9 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
         srv_manager_acquire_routed(h->mgr, r->model, r->version, r->label, &rq->pick, &v, &err);
     if (st != RT_OK) {
         *code = srv_http_status(st);
+        rq->t_done = srv_http_now_ns();
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
-                            -1, r->method, (int)*code, srv_http_ms_since(&rq->start) / 1e3);
+                            -1, r->method, (int)*code, ms_at(rq, rq->t_done) / 1e3);
         srv_http_put_error(out, err.msg);
         return;
     }
@@ -63,7 +73,8 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
     srv_version_release(v);
-    ms = srv_http_ms_since(&rq->start);
+    rq->t_done = srv_http_now_ns();
+    ms = ms_at(rq, rq->t_done);
     *code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);
     srv_metrics_request(h->p.metrics, r->model, vnum, r->method, (int)*code, ms / 1e3);
     if (*code != 200) {
@@ -129,15 +140,10 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
         return srv_http_send_error(h, conn, 500, "out of memory");
     rq->code = 500;
     rt_buf_reset(&rq->resp);
+    if (!rq->t_run) /* srv_http_on_request read it as it began the answer */
+        rq->t_run = srv_http_now_ns();
     compute_infer(h, rq, ctx, &rq->code, &rq->resp);
     return srv_http_send_computed(h, conn, rq->code, rq);
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 /* A worker runs a queued request, then hands the connection back. */
@@ -147,9 +153,8 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     req *rq = job;
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
     srv_metrics_in_flight(h->p.metrics, 1, 0);
-    rq->t_run = now_ns();
-    compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp);
-    rq->t_done = now_ns();
+    rq->t_run = srv_http_now_ns();
+    compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp); /* sets rq->t_done */
     srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
     rq->done = true;
     MHD_resume_connection(rq->conn);
@@ -225,7 +230,7 @@ enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *
     }
     rq->ticket = ticket;
     rq->weight = weight;
-    rq->t_admit = now_ns();
+    rq->t_admit = srv_http_now_ns();
     MHD_suspend_connection(conn);
     srv_pool_submit_reserved(h->workers, rq);
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
@@ -237,7 +242,7 @@ void srv_http_admit_release(srv_http *h, req *rq, bool answered)
     if (!rq->ticket)
         return;
     /* its waits: in the queue, and from its run's end until sent whole */
-    int64_t wait = (rq->t_run - rq->t_admit) + (now_ns() - rq->t_done);
+    int64_t wait = (rq->t_run - rq->t_admit) + (srv_http_now_ns() - rq->t_done);
     srv_admit_done_weighted(h->admit, rq->ticket, rq->weight, answered && rq->t_done, wait);
     rq->ticket = 0;
 }

@@ -92,13 +92,16 @@ typedef struct req {
     bool counted;  /* counted in h->active */
     size_t held;   /* bytes of srv_http.held this request's body holds */
     struct timespec start;
+    bool gzipped; /* Content-Encoding: gzip (the body is inflated when read whole) */
     /* worker hand-over (SRV_ROUTE_INFER with a pool) */
     struct MHD_Connection *conn;
     srv_http *h;
     bool done; /* the worker filled code/resp and resumed conn */
     uint64_t ticket; /* its slot of srv_http.admit (released at completion), or 0 */
     size_t weight;   /* the units that ticket holds (an :explain's rows, else 1) */
-    int64_t t_admit; /* CLOCK_MONOTONIC ns: queued, taken by a worker, run done */
+    int64_t t_admit; /* CLOCK_MONOTONIC ns: queued, taken by a worker (or, on
+                        an I/O thread, started), run done: compute_infer
+                        reads the clock once at each end of a run */
     int64_t t_run, t_done;
     unsigned code;
     rt_buf resp; /* JSON answer or {"error": ...} */
@@ -124,6 +127,10 @@ struct conn_state {
     bool fields_oom;
     const char *route_key; /* X-Predictd-Route-Key of the current request, or NULL */
     size_t route_key_len;
+    /* the current request's first Content-Length and Content-Encoding (what
+     * MHD_lookup_connection_value would give), found by the same header
+     * walk, or NULL */
+    const char *content_length, *content_encoding;
     size_t kept;           /* bytes of srv_http.kept its buffers count for */
     bool client_verified;  /* mutual TLS: its client certificate checked (srv_http_sec.c) */
 };
@@ -161,6 +168,8 @@ unsigned srv_http_status(rt_status s);
 int srv_http_put_error(rt_buf *out, const char *msg);
 /* Milliseconds since t0 (CLOCK_MONOTONIC). */
 double srv_http_ms_since(const struct timespec *t0);
+/* CLOCK_MONOTONIC in ns. */
+int64_t srv_http_now_ns(void);
 
 /* ------------------------------------------------ srv_http_answer.c */
 

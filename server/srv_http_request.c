@@ -118,9 +118,16 @@ static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const c
     }
     cs->fields[cs->n_fields++] =
         (srv_field){key, key_size, value ? value : "", value ? value_size : 0};
-    if (key_size == 20 && value && !strncasecmp(key, "X-Predictd-Route-Key", 20)) {
+    if (!value)
+        return MHD_YES;
+    if (key_size == 20 && !strncasecmp(key, "X-Predictd-Route-Key", 20)) {
         cs->route_key = value;
         cs->route_key_len = value_size;
+    } else if (key_size == 14 && !cs->content_length && !strncasecmp(key, "Content-Length", 14)) {
+        cs->content_length = value;
+    } else if (key_size == 16 && !cs->content_encoding &&
+               !strncasecmp(key, "Content-Encoding", 16)) {
+        cs->content_encoding = value;
     }
     return MHD_YES;
 }
@@ -136,6 +143,7 @@ static unsigned check_framing(struct MHD_Connection *conn, conn_state *cs, const
     cs->n_fields = 0;
     cs->fields_oom = false;
     cs->route_key = NULL;
+    cs->content_length = cs->content_encoding = NULL;
     MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_field, cs);
     if (cs->fields_oom) {
         snprintf(why, why_len, "out of memory checking the request headers");
@@ -178,8 +186,7 @@ static enum MHD_Result answer_preflight(struct MHD_Connection *conn, req *rq)
  * body's bytes are held from now on (429 past the budget). */
 static enum MHD_Result check_length(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
-    const char *cl =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = ((conn_state *)rq)->content_length;
     if (!cl)
         return MHD_YES;
     char *end = NULL;
@@ -242,15 +249,16 @@ static enum MHD_Result on_headers(srv_http *h, struct MHD_Connection *conn, cons
         rq->answered = true;
         return (enum MHD_Result)gate;
     }
-    const char *ce =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
-    if (srv_gzip_coding(ce) < 0) {
+    const char *ce = cs->content_encoding;
+    int coding = srv_gzip_coding(ce);
+    if (coding < 0) {
         rq->answered = true;
         srv_metrics_rejected(h->p.metrics, "unsupported_coding");
         return srv_http_send_error(h, conn, 415,
                                    "Content-Encoding '%.64s' is not supported (gzip and "
                                    "identity are)", ce);
     }
+    rq->gzipped = coding == 1;
     if (rq->route.kind == SRV_ROUTE_INFER && !srv_http_draw_route(h, cs, rq)) {
         rq->answered = true;
         return srv_http_send_error(h, conn, 503, "out of memory");
@@ -344,8 +352,7 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
     }
     if (rq->answered)
         return MHD_YES;
-    if (srv_gzip_coding(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                    MHD_HTTP_HEADER_CONTENT_ENCODING)) == 1) {
+    if (rq->gzipped) {
         enum MHD_Result r = inflate_body(h, conn, rq);
         if (rq->answered || r != MHD_YES)
             return r;
@@ -356,11 +363,10 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
         return srv_http_batch_enter(h, conn, rq);
     if (h->workers && rq->route.kind == SRV_ROUTE_INFER)
         return srv_http_enqueue(h, conn, rq);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = rq->t_run = srv_http_now_ns(); /* an inference's start too */
     srv_metrics_in_flight(h->p.metrics, 1, 0);
     enum MHD_Result res = srv_http_answer(h, conn, rq, method, url);
-    srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(&t0) / 1e3);
+    srv_metrics_in_flight(h->p.metrics, -1, (double)(srv_http_now_ns() - t0) / 1e9);
     return res;
 }
 

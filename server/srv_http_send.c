@@ -165,6 +165,13 @@ double srv_http_ms_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+int64_t srv_http_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 /* Appends {"error": msg} to out. */
 int srv_http_put_error(rt_buf *out, const char *msg)
 {

@@ -20,11 +20,14 @@
  * plus the model manager's predictd_model_versions and load times.
  * Series are kept in small arrays under one mutex; their number is capped so
  * that clients naming endless unknown models cannot grow them (unknown
- * models are counted under model="").
+ * models are counted under model=""). The counters every request touches
+ * besides its series (answers by code, in flight, busy time, queue depth)
+ * are atomics outside the mutex: a request takes the lock once.
  */
 #include "srv.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +70,12 @@ struct srv_metrics {
     size_t n_series, cap_series;
     hist *hists;
     size_t n_hists, cap_hists;
-    uint64_t codes[N_CODES];
-    long in_flight;
-    long queue_depth;
-    double busy_seconds;
+    /* updated on every request without the lock (relaxed atomics: each
+     * is a counter or gauge of its own, read when the text is made) */
+    _Atomic uint64_t codes[N_CODES];
+    atomic_long in_flight;
+    atomic_long queue_depth;
+    _Atomic int64_t busy_ns;
     reason reasons[8];
     size_t n_reasons;
     reason conn_closed[8];   /* connections predictd closed, by reason */
@@ -194,28 +199,24 @@ void srv_metrics_http(srv_metrics *m, int http_code)
 {
     if (!m || http_code < 0 || http_code >= N_CODES)
         return;
-    pthread_mutex_lock(&m->mu);
-    m->codes[http_code]++;
-    pthread_mutex_unlock(&m->mu);
+    atomic_fetch_add_explicit(&m->codes[http_code], 1, memory_order_relaxed);
 }
 
 void srv_metrics_in_flight(srv_metrics *m, int delta, double busy_seconds)
 {
     if (!m)
         return;
-    pthread_mutex_lock(&m->mu);
-    m->in_flight += delta;
-    m->busy_seconds += busy_seconds;
-    pthread_mutex_unlock(&m->mu);
+    atomic_fetch_add_explicit(&m->in_flight, delta, memory_order_relaxed);
+    if (busy_seconds > 0)
+        atomic_fetch_add_explicit(&m->busy_ns, (int64_t)(busy_seconds * 1e9 + 0.5),
+                                  memory_order_relaxed);
 }
 
 void srv_metrics_queue_depth(srv_metrics *m, long depth)
 {
     if (!m)
         return;
-    pthread_mutex_lock(&m->mu);
-    m->queue_depth = depth;
-    pthread_mutex_unlock(&m->mu);
+    atomic_store_explicit(&m->queue_depth, depth, memory_order_relaxed);
 }
 
 /* Counts one `why` in rs[0..*n) (at most cap reasons; m->mu held). */
@@ -453,10 +454,12 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
         }
         rt_buf_puts(o, "# HELP predictd_http_responses_total HTTP answers by code.\n"
                        "# TYPE predictd_http_responses_total counter\n");
-        for (int c = 0; c < N_CODES; c++)
-            if (m->codes[c])
+        for (int c = 0; c < N_CODES; c++) {
+            uint64_t n = atomic_load_explicit(&m->codes[c], memory_order_relaxed);
+            if (n)
                 rt_buf_printf(o, "predictd_http_responses_total{code=\"%d\"} %llu\n", c,
-                              (unsigned long long)m->codes[c]);
+                              (unsigned long long)n);
+        }
         rt_buf_printf(o,
                       "# HELP predictd_in_flight_requests Requests being handled now.\n"
                       "# TYPE predictd_in_flight_requests gauge\n"
@@ -470,7 +473,9 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
                       "spent handling requests (busy fraction = rate / workers).\n"
                       "# TYPE predictd_worker_busy_seconds_total counter\n"
                       "predictd_worker_busy_seconds_total %.6f\n",
-                      m->in_flight, m->queue_depth, m->workers, m->busy_seconds);
+                      atomic_load_explicit(&m->in_flight, memory_order_relaxed),
+                      atomic_load_explicit(&m->queue_depth, memory_order_relaxed), m->workers,
+                      (double)atomic_load_explicit(&m->busy_ns, memory_order_relaxed) / 1e9);
         rt_buf_puts(o, "# HELP predictd_rejected_requests_total Requests refused before "
                        "running, by reason.\n"
                        "# TYPE predictd_rejected_requests_total counter\n");
