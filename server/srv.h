@@ -762,24 +762,25 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *out);
  * through the forward pass at a time. */
 #define SRV_EXPLAIN_ROWS_PER_UNIT 1024
 
-/* The adaptive limit on inference requests admitted and not yet answered
- * (srv_admit.c): additive increase while they wait no longer than a target,
- * a cut by a quarter when one waits longer. Any thread. */
+/* The adaptive limit on inference requests admitted and not yet run to
+ * their end (srv_admit.c): additive increase while they wait in the queue
+ * no longer than a target, a cut by a quarter when one waits longer, never
+ * under a floor. Any thread. */
 typedef struct srv_admit srv_admit;
 
-/* A limit starting at max (>= 1), for a target wait of target_ns (>= 1).
+/* A limit starting at max (>= 1), never cut under min (1..max: the
+ * workers), for a target wait of target_ns (>= 1).
  * OUT: *out, free with srv_admit_free(). */
-rt_status srv_admit_new(size_t max, int64_t target_ns, srv_admit **out, rt_err *err);
+rt_status srv_admit_new(size_t max, size_t min, int64_t target_ns, srv_admit **out, rt_err *err);
 /* Takes one slot while fewer than the limit are in flight: returns its
  * ticket (>= 1), to be given back with srv_admit_done; 0 (nothing taken)
  * when the request is to be refused. */
 uint64_t srv_admit_take(srv_admit *a);
-/* Gives back the slot of ticket. answered: the request was answered and
- * wait_ns is how long it waited (in the queue, and from the end of its run
- * until its answer was sent), which adapts the limit (a wait over the target
- * cuts it, once per episode: only tickets issued after the last cut can cut
- * again). Not answered (refused after all, or its connection died): the
- * slot only. */
+/* Gives back the slot of ticket. answered: the request ran and wait_ns is
+ * how long it waited in the queue before a worker took it, which adapts the
+ * limit (a wait over the target cuts it, once per episode: only tickets
+ * issued after the last cut can cut again). Not answered (refused after
+ * all, never run): the slot only. */
 void srv_admit_done(srv_admit *a, uint64_t ticket, bool answered, int64_t wait_ns);
 /* srv_admit_take for a request of weight units (1 to the max; clamped):
  * admitted while the units in flight plus weight are within the limit, or

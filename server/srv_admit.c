@@ -1,25 +1,27 @@
 /*
  * srv_admit.c — the adaptive admission limit of the inference queue
  * (max_queue_depth with max_queue_wait_ms): how many inference requests
- * may be admitted and not yet answered, adapted to what the daemon answers
- * within the target wait, the way TCP adapts its window (additive increase,
- * multiplicative decrease).
+ * may be admitted and not yet run to their end (waiting in the queue or
+ * running), adapted to how long they wait in the queue against the target
+ * wait, the way TCP adapts its window (additive increase, multiplicative
+ * decrease).
  *
- * Each admitted request, once answered, reports how long it waited: in the
- * queue before a worker took it, plus from the worker's end until its I/O
- * thread had sent the answer. The second part is what a queue count cannot
- * see: when the I/O threads are behind (every request, accepted or refused,
- * costs them reading and answering), a resumed connection waits for the
- * loop to come round, as do the requests not yet read. A wait over the
- * target shrinks the limit by a quarter, once per episode: only a request
- * admitted after the last cut can cut again (the ones admitted before it
- * waited behind the old limit; TCP cuts once per round trip likewise). A
- * wait within the target grows the limit by 1/limit (about one per limit
- * answers), up to max. Requests past the
- * limit are refused at once (429) on the I/O thread, which costs a fraction
- * of running them: under overload the daemon spends its CPU on the requests
- * it can answer in time and on refusing the rest quickly, instead of letting
- * every request wait in socket buffers.
+ * Each admitted request, when its run ends, gives its slot back and
+ * reports how long it waited in the queue before a worker took it: the
+ * part of its latency that admitting fewer shortens. (What comes after, the
+ * I/O thread sending the answer, is not counted: that thread reads and
+ * answers every request, admitted or refused, so admitting fewer does not
+ * shorten it; counting it cut the limit down to its floor under overload,
+ * and a slot held until the answer was sent bounded the answers per I/O
+ * round to the limit: 566 answered/s of a capacity of 40,000.) A wait over
+ * the target shrinks the limit by a quarter, once per episode: only a
+ * request admitted after the last cut can cut again (the ones admitted
+ * before it waited behind the old limit; TCP cuts once per round trip
+ * likewise). The limit never goes under its floor, the workers: a cut never
+ * leaves a worker without a request to take. A wait within the target
+ * grows the limit by 1/limit (about one per limit answers), up to max.
+ * Requests past the limit are refused at once (429) on the I/O thread,
+ * which costs a fraction of running them.
  *
  * A request may weigh more than one unit (srv_admit_take_weighted): an
  * :explain request weighs the model rows it will evaluate, in units of
@@ -41,22 +43,27 @@ struct srv_admit {
     pthread_mutex_t mu;
     double limit;          /* current limit, in [1, max] */
     double max;
+    double min;            /* the floor (the workers) */
     size_t in_flight;      /* admitted, not yet done */
     int64_t target_ns;
     uint64_t issued;       /* tickets handed out (the last one's number) */
     uint64_t cut_at;       /* the last ticket issued when the limit was cut */
 };
 
-rt_status srv_admit_new(size_t max, int64_t target_ns, srv_admit **out, rt_err *err)
+rt_status srv_admit_new(size_t max, size_t min, int64_t target_ns, srv_admit **out, rt_err *err)
 {
     *out = NULL;
     if (max < 1 || target_ns < 1)
         return rt_err_set(err, RT_ERR_INVALID, "admission: limit and target must be >= 1");
+    if (min < 1 || min > max)
+        return rt_err_set(err, RT_ERR_INVALID, "admission: floor %zu not in [1, max %zu]", min,
+                          max);
     srv_admit *a = calloc(1, sizeof *a);
     if (!a)
         return rt_err_set(err, RT_ERR_NOMEM, "admission: out of memory");
     pthread_mutex_init(&a->mu, NULL);
     a->limit = a->max = (double)max;
+    a->min = (double)min;
     a->target_ns = target_ns;
     *out = a;
     return RT_OK;
@@ -95,7 +102,7 @@ void srv_admit_done_weighted(srv_admit *a, uint64_t ticket, size_t weight, bool 
     a->in_flight = a->in_flight > weight ? a->in_flight - weight : 0;
     if (answered && wait_ns > a->target_ns) {
         if (ticket > a->cut_at) {
-            a->limit = a->limit * 0.75 < 1 ? 1 : a->limit * 0.75;
+            a->limit = a->limit * 0.75 < a->min ? a->min : a->limit * 0.75;
             a->cut_at = a->issued;
         }
     } else if (answered) {

@@ -246,10 +246,10 @@ static rt_status start_workers(srv_http *h, int *io_threads, rt_err *err)
         RT_OK)
         return st;
     srv_pool_set_max_wait(h->workers, p->max_queue_wait_ms);
-    /* with a target wait, the number in flight adapts to it: at most
-     * what can wait plus what can run */
+    /* with a target wait, the number waiting or running adapts to it: at
+     * most what can wait plus what can run, at least what can run */
     if (p->max_queue_wait_ms > 0 &&
-        (st = srv_admit_new(p->max_queue + (size_t)p->threads,
+        (st = srv_admit_new(p->max_queue + (size_t)p->threads, (size_t)p->threads,
                             (int64_t)p->max_queue_wait_ms * 1000000, &h->admit, err)) != RT_OK)
         return st;
     for (int i = 0; i < 2; i++) {

@@ -8,10 +8,14 @@
  * or refused with 429 at once when the queue does not take it or, with
  * max_queue_wait_ms, when the adaptive admission limit (srv_admit.c) is
  * reached; an :explain request weighs there the model rows it will
- * evaluate (explain_weight). A request holds its admission slot until its answer has been
- * sent (srv_http_admit_release), and reports its wait then: in the queue
- * and from its run's end until sent, which is where a busy I/O thread
- * shows. The 429 answers are made once at start and shared.
+ * evaluate (explain_weight). A request holds its admission slot while it
+ * waits in the queue and runs; its worker gives the slot back when the run
+ * ends, reporting the queue wait (srv_http_worker_job), before the answer
+ * is sent: sending is the I/O thread's work, which admission does not
+ * shorten, and a slot held until then would bound the answers per I/O
+ * round (one per slot) and let clients that read slowly hold the slots.
+ * srv_http_admit_release gives back a slot that no worker did. The 429
+ * answers are made once at start and shared.
  */
 #include "srv_http_internal.h"
 
@@ -156,6 +160,10 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     rq->t_run = srv_http_now_ns();
     compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp); /* sets rq->t_done */
     srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
+    if (rq->ticket) { /* its slot, with its wait in the queue (before the resume) */
+        srv_admit_done_weighted(h->admit, rq->ticket, rq->weight, true, rq->t_run - rq->t_admit);
+        rq->ticket = 0;
+    }
     rq->done = true;
     MHD_resume_connection(rq->conn);
 }
@@ -237,12 +245,11 @@ enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *
     return MHD_YES;
 }
 
-void srv_http_admit_release(srv_http *h, req *rq, bool answered)
+void srv_http_admit_release(srv_http *h, req *rq)
 {
     if (!rq->ticket)
         return;
-    /* its waits: in the queue, and from its run's end until sent whole */
-    int64_t wait = (rq->t_run - rq->t_admit) + (srv_http_now_ns() - rq->t_done);
-    srv_admit_done_weighted(h->admit, rq->ticket, rq->weight, answered && rq->t_done, wait);
+    /* no worker gave it back (normally the worker does): the slot only */
+    srv_admit_done_weighted(h->admit, rq->ticket, rq->weight, false, 0);
     rq->ticket = 0;
 }

@@ -97,7 +97,7 @@ typedef struct req {
     struct MHD_Connection *conn;
     srv_http *h;
     bool done; /* the worker filled code/resp and resumed conn */
-    uint64_t ticket; /* its slot of srv_http.admit (released at completion), or 0 */
+    uint64_t ticket; /* its slot of srv_http.admit (given back when its run ends), or 0 */
     size_t weight;   /* the units that ticket holds (an :explain's rows, else 1) */
     int64_t t_admit; /* CLOCK_MONOTONIC ns: queued, taken by a worker (or, on
                         an I/O thread, started), run done: compute_infer
@@ -205,9 +205,10 @@ enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *
 /* The message of those 429s into msg (by_limit: over the admission limit;
  * else the queue refused). */
 void srv_http_busy_message(const srv_http *h, bool by_limit, char *msg, size_t len);
-/* At a request's completion: gives back its admission slot, if it holds
- * one; answered (sent whole) reports its wait to the limit. */
-void srv_http_admit_release(srv_http *h, req *rq, bool answered);
+/* At a request's completion: gives back its admission slot if it still
+ * holds one (its worker gives it back when the run ends; one that never
+ * ran, only the slot). */
+void srv_http_admit_release(srv_http *h, req *rq);
 /* The workers' job function (srv_pool): runs a queued request, resumes its
  * connection. */
 void srv_http_worker_job(void *fn_ctx, void *job, int worker);

@@ -437,12 +437,13 @@ void srv_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cl
 {
     srv_http *h = cls;
     (void)conn;
+    (void)toe;
     req *rq = *con_cls;
     if (!rq)
         return;
     if (rq->counted)
         atomic_fetch_sub(&h->active, 1);
-    srv_http_admit_release(h, rq, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+    srv_http_admit_release(h, rq);
     tap_request(h, rq);
     keep_buffers(h, (conn_state *)rq);
     release_body(h, rq);

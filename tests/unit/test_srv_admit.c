@@ -1,7 +1,8 @@
 /* test_srv_admit.c — the adaptive admission limit: it starts at its max and
  * refuses past it; a late answer cuts it by a quarter, once per episode
  * (tickets issued before the cut cannot cut again); answers in time grow
- * it by 1/limit up to the max; it never goes under 1; a slot given back
+ * it by 1/limit up to the max; it never goes under its floor (1, or the
+ * workers: test_floor_is_the_workers); a slot given back
  * unanswered changes nothing; weighted requests count their units, one
  * heavier than the limit runs alone. Waits are arguments: no clock is read. */
 #include <setjmp.h>
@@ -18,7 +19,7 @@
 static srv_admit *admit(size_t max, int target_ms)
 {
     srv_admit *a = NULL;
-    assert_int_equal(srv_admit_new(max, target_ms * MS, &a, NULL), RT_OK);
+    assert_int_equal(srv_admit_new(max, 1, target_ms * MS, &a, NULL), RT_OK);
     return a;
 }
 
@@ -159,10 +160,34 @@ static void test_bad_params(void **state)
     (void)state;
     srv_admit *a = (srv_admit *)1;
     rt_err err = {{0}};
-    assert_int_equal(srv_admit_new(0, MS, &a, &err), RT_ERR_INVALID);
+    assert_int_equal(srv_admit_new(0, 1, MS, &a, &err), RT_ERR_INVALID);
     assert_null(a);
-    assert_int_equal(srv_admit_new(4, 0, &a, &err), RT_ERR_INVALID);
+    assert_int_equal(srv_admit_new(4, 1, 0, &a, &err), RT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "admission"));
+    assert_int_equal(srv_admit_new(4, 0, MS, &a, &err), RT_ERR_INVALID);
+    assert_int_equal(srv_admit_new(4, 5, MS, &a, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "floor 5"));
+    assert_null(a);
+}
+
+/* With a floor (the workers), late answers cut the limit down to it and no
+ * further: as many requests as there are workers are always admitted, so
+ * no worker idles while requests are refused (cut to 1, a daemon with four
+ * workers would run one request at a time). */
+static void test_floor_is_the_workers(void **state)
+{
+    (void)state;
+    srv_admit *a = NULL;
+    assert_int_equal(srv_admit_new(36, 4, 2 * MS, &a, NULL), RT_OK);
+    for (int i = 0; i < 50; i++) {
+        uint64_t t = srv_admit_take(a);
+        assert_true(t != 0);
+        srv_admit_done(a, t, true, 500 * MS); /* every one late */
+    }
+    assert_int_equal(srv_admit_limit(a), 4);
+    uint64_t t[5];
+    assert_int_equal(take(a, 5, t), 4); /* the floor: four at once, not one */
+    srv_admit_free(a);
 }
 
 int main(void)
@@ -174,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_unanswered_only_frees),
         cmocka_unit_test(test_weighted),
         cmocka_unit_test(test_bad_params),
+        cmocka_unit_test(test_floor_is_the_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
