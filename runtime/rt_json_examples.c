@@ -202,10 +202,9 @@ rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char
     if (!seen)
         return rt_err_set(err, RT_ERR_NOMEM, "request: out of memory");
     rt_err sem;
-    sem.msg[0] = '\0';
     rt_jr r;
-    rt_jr_init(&r, body ? body : "", len, p->max_depth, &c->text, &c->key, err);
-    rt_jfill q = {g, c, &r, {RT_IN_FEATURES, NULL}, nin, seen, 0, &sem};
+    rt_jfill q;
+    rt_jfill_start(&q, &r, &sem, g, c, body, len, p, nin, seen, err);
     member_at ex = {0}, cx = {0};
     int have_sig = 0;
     const Predictd__SignatureDef *sig = NULL;

@@ -262,6 +262,20 @@ typedef struct rt_jfill {
     rt_err *sem;
 } rt_jfill;
 
+/* The start of a fill of c's batch from body[0..len) (NULL: empty): r over
+ * it under p's nesting limit with c's string buffers (hard errors to err),
+ * sem empty, q over them reading features (set_mode may change that) with
+ * nin and seen as the caller keeps them. */
+static inline void rt_jfill_start(rt_jfill *q, rt_jr *r, rt_err *sem, const rt_graph *g,
+                                  rt_ctx *c, const char *body, size_t len,
+                                  const rt_json_params *p, size_t nin, unsigned char *seen,
+                                  rt_err *err)
+{
+    sem->msg[0] = '\0';
+    rt_jr_init(r, body ? body : "", len, p->max_depth, &c->text, &c->key, err);
+    *q = (rt_jfill){g, c, r, {RT_IN_FEATURES, NULL}, nin, seen, 0, sem};
+}
+
 /* The input called key: its index, -1 unknown, -2 a column the model does
  * not read (label / unused: ignored). */
 long rt_jfill_find(rt_jfill *q, const char *key, size_t klen);

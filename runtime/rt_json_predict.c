@@ -260,10 +260,9 @@ rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
     if (!seen)
         return rt_err_set(err, RT_ERR_NOMEM, "request: out of memory");
     rt_err sem;
-    sem.msg[0] = '\0';
     rt_jr r;
-    rt_jr_init(&r, body ? body : "", len, p->max_depth, &c->text, &c->key, err);
-    rt_jfill q = {g, c, &r, {RT_IN_FEATURES, NULL}, 0, seen, 0, &sem};
+    rt_jfill q;
+    rt_jfill_start(&q, &r, &sem, g, c, body, len, p, 0, seen, err);
     set_mode(&q, prov);
     pending pd = {RANK_NONE, RT_OK, {{0}}};
     int have_sig = 0, payload = 0, sig_after = 0;

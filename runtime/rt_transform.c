@@ -329,14 +329,22 @@ bool rt_transform_needs(const rt_graph *g, const rt_batch *b, size_t i, size_t i
     return false;
 }
 
+/* One cell as a feature column reads it: its n values and their lookup
+ * keys, or the raw column's CSV default (held in dflt) for a missing one. */
+typedef struct cell {
+    const rt_value *v;
+    size_t n;
+    const rt_skey *keys;
+    rt_value dflt;
+} cell;
+
 static inline rt_status get_cell(const rt_graph *g, const rt_batch *b, size_t i, long input,
-                                 rt_value *dflt, const rt_value **vals, size_t *n,
-                                 const rt_skey **keys, rt_err *err)
+                                 cell *cv, rt_err *err)
 {
-    *vals = rt_batch_cell_keys(b, i, (size_t)input, n, keys);
-    if (*n)
+    cv->v = rt_batch_cell_keys(b, i, (size_t)input, &cv->n, &cv->keys);
+    if (cv->n)
         return RT_OK;
-    return get_cell_missing(g, b, i, input, dflt, vals, n, err);
+    return get_cell_missing(g, b, i, input, &cv->dflt, &cv->v, &cv->n, err);
 }
 
 static rt_status not_a_number(const rt_graph *g, size_t i, long input, const rt_value *v,
@@ -545,16 +553,13 @@ rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f,
     const rt_fcol *fc = &g->fcols[c];
     size_t cnt = 0;
     for (size_t i = 0; i < f->n; i++) {
-        rt_value dflt;
-        const rt_value *v;
-        size_t n;
-        const rt_skey *keys;
-        rt_status st = get_cell(g, b, i, fc->input, &dflt, &v, &n, &keys, err);
+        cell cv;
+        rt_status st = get_cell(g, b, i, fc->input, &cv, err);
         if (st)
             return st;
-        for (size_t k = 0; k < n; k++) {
+        for (size_t k = 0; k < cv.n; k++) {
             int64_t id;
-            if ((st = keyed_id(g, fc, i, v, keys, k, &id, err)))
+            if ((st = keyed_id(g, fc, i, cv.v, cv.keys, k, &id, err)))
                 return st;
             if (id < 0)
                 continue; /* TensorFlow's -1: pruned by linear, embedding, indicator */
@@ -583,16 +588,14 @@ rt_status rt_fc_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *
     size_t cnt = 0;
     rt_status st;
     for (size_t i = 0; i < f->n; i++) {
-        rt_value dflt, wdflt;
-        const rt_value *v = NULL, *wv = NULL;
-        size_t n = 0, wn = 0;
-        const rt_skey *keys = NULL, *wkeys = NULL;
+        cell cv = {0}, wt = {0}; /* the values, the weights */
         if (bucketized)
-            n = sids->offsets[i + 1] - sids->offsets[i]; /* one id per value */
-        else if ((st = get_cell(g, b, i, src->input, &dflt, &v, &n, &keys, err)))
+            cv.n = sids->offsets[i + 1] - sids->offsets[i]; /* one id per value */
+        else if ((st = get_cell(g, b, i, src->input, &cv, err)))
             return st;
-        if (n > 0 && (st = get_cell(g, b, i, fc->input, &wdflt, &wv, &wn, &wkeys, err)))
+        if (cv.n > 0 && (st = get_cell(g, b, i, fc->input, &wt, err)))
             return st;
+        size_t n = cv.n, wn = wt.n;
         if (wn != n)
             return rt_err_set(err, RT_ERR_INVALID,
                               "instances[%zu].%s: %zu weight%s for %zu value%s of %s "
@@ -600,13 +603,13 @@ rt_status rt_fc_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *
                               i, input_name(g, fc->input), wn, wn == 1 ? "" : "s", n,
                               n == 1 ? "" : "s", input_name(g, key_input), fc->def->name);
         for (size_t k = 0; k < n; k++) {
-            if (wv[k].str)
-                return not_a_number(g, i, fc->input, &wv[k], err);
-            float x = to_float(wv[k].num);
+            if (wt.v[k].str)
+                return not_a_number(g, i, fc->input, &wt.v[k], err);
+            float x = to_float(wt.v[k].num);
             int64_t id;
             if (bucketized)
                 id = sids->ids[sids->offsets[i] + k];
-            else if ((st = keyed_id(g, src, i, v, keys, k, &id, err)))
+            else if ((st = keyed_id(g, src, i, cv.v, cv.keys, k, &id, err)))
                 return st;
             if (id < 0 || x == 0.0f)
                 continue;
@@ -635,23 +638,20 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
         /* A vocabulary column: its ids again, with TensorFlow's -1 for a
          * miss kept (crossed as 0xffffffffffffffff, as TensorFlow does). */
         const rt_fcol *src = &g->fcols[col];
-        rt_value dflt;
-        const rt_value *v;
-        size_t n;
-        const rt_skey *keys;
-        rt_status st = get_cell(g, b, i, src->input, &dflt, &v, &n, &keys, err);
+        cell cv;
+        rt_status st = get_cell(g, b, i, src->input, &cv, err);
         if (st)
             return st;
-        if (grow(&p->cross, &p->cross_cap, *at + n + 1, sizeof(uint64_t)))
+        if (grow(&p->cross, &p->cross_cap, *at + cv.n + 1, sizeof(uint64_t)))
             return NOMEM(err);
-        for (size_t k = 0; k < n; k++) {
+        for (size_t k = 0; k < cv.n; k++) {
             char buf[40];
             const char *s;
             size_t len;
             uint64_t fp;
-            if ((st = value_key(g, i, src->input, v, keys, k, buf, &s, &len, &fp, err)))
+            if ((st = value_key(g, i, src->input, cv.v, cv.keys, k, buf, &s, &len, &fp, err)))
                 return st;
-            if (!ignored_value(g, src->input, &v[k], len))
+            if (!ignored_value(g, src->input, &cv.v[k], len))
                 p->cross[(*at)++] = (uint64_t)lookup_id(src, s, len, fp);
         }
         return RT_OK;
@@ -666,22 +666,20 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
         return RT_OK;
     }
     long input = fc->cross_input[part];
-    rt_value dflt;
-    const rt_value *v;
-    size_t n;
-    const rt_skey *keys;
-    rt_status st = get_cell(g, b, i, input, &dflt, &v, &n, &keys, err);
+    cell cv;
+    rt_status st = get_cell(g, b, i, input, &cv, err);
     if (st)
         return st;
-    if (grow(&p->cross, &p->cross_cap, *at + n + 1, sizeof(uint64_t)))
+    if (grow(&p->cross, &p->cross_cap, *at + cv.n + 1, sizeof(uint64_t)))
         return NOMEM(err);
-    for (size_t k = 0; k < n; k++) {
+    const rt_value *v = cv.v;
+    for (size_t k = 0; k < cv.n; k++) {
         if (g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING) {
             char buf[40];
             const char *s;
             size_t len;
             uint64_t fp;
-            if ((st = value_key(g, i, input, v, keys, k, buf, &s, &len, &fp, err)))
+            if ((st = value_key(g, i, input, v, cv.keys, k, buf, &s, &len, &fp, err)))
                 return st;
             p->cross[(*at)++] = fp;
         } else {

@@ -790,8 +790,10 @@ uint64_t srv_admit_take_weighted(srv_admit *a, size_t weight);
  * in time, the limit grows by weight/limit. */
 void srv_admit_done_weighted(srv_admit *a, uint64_t ticket, size_t weight, bool answered,
                              int64_t wait_ns);
-/* The limit now (whole units: a request weighs 1 but an :explain), and the
- * units in flight. */
+/* The limit now (whole units: a request weighs 1 but an :explain) and the
+ * units in flight, read together (one consistent pair). */
+void srv_admit_read(srv_admit *a, size_t *limit, size_t *in_flight);
+/* Each of the two alone. */
 size_t srv_admit_limit(srv_admit *a);
 size_t srv_admit_in_flight(srv_admit *a);
 /* NULL is fine. */

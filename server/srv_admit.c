@@ -119,20 +119,26 @@ void srv_admit_done(srv_admit *a, uint64_t ticket, bool answered, int64_t wait_n
     srv_admit_done_weighted(a, ticket, 1, answered, wait_ns);
 }
 
-size_t srv_admit_limit(srv_admit *a)
+void srv_admit_read(srv_admit *a, size_t *limit, size_t *in_flight)
 {
     pthread_mutex_lock(&a->mu);
-    size_t n = (size_t)a->limit;
+    *limit = (size_t)a->limit;
+    *in_flight = a->in_flight;
     pthread_mutex_unlock(&a->mu);
-    return n;
+}
+
+size_t srv_admit_limit(srv_admit *a)
+{
+    size_t limit, in_flight;
+    srv_admit_read(a, &limit, &in_flight);
+    return limit;
 }
 
 size_t srv_admit_in_flight(srv_admit *a)
 {
-    pthread_mutex_lock(&a->mu);
-    size_t n = a->in_flight;
-    pthread_mutex_unlock(&a->mu);
-    return n;
+    size_t limit, in_flight;
+    srv_admit_read(a, &limit, &in_flight);
+    return in_flight;
 }
 
 void srv_admit_free(srv_admit *a)

@@ -163,6 +163,9 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
                       "# HELP predictd_draining 1 after SIGTERM.\n"
                       "# TYPE predictd_draining gauge\npredictd_draining %d\n",
                       !is_draining(h) && srv_manager_ready(h->mgr, NULL, 0), is_draining(h));
+        size_t limit = 0, in_flight = 0;
+        if (h->admit)
+            srv_admit_read(h->admit, &limit, &in_flight);
         if (h->admit)
             rt_buf_printf(&out,
                           "# HELP predictd_admission_limit Inference requests that may be in "
@@ -172,7 +175,7 @@ enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *r
                           "not yet answered.\n"
                           "# TYPE predictd_admission_in_flight gauge\n"
                           "predictd_admission_in_flight %zu\n",
-                          srv_admit_limit(h->admit), srv_admit_in_flight(h->admit));
+                          limit, in_flight);
         rt_buf_printf(&out,
                       "# HELP predictd_request_body_bytes_held Bytes of request bodies held "
                       "now (limit: max_total_request_bytes).\n"

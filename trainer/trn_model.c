@@ -369,14 +369,8 @@ size_t trn_model_num_params(const trn_model *m)
 void trn_model_param(const trn_model *m, size_t i, trn_param_view *v)
 {
     const tparam *p = &m->p[i];
-    v->name = p->name;
-    v->count = p->count;
-    v->rows = p->rows;
-    v->cols = p->cols;
-    v->data = p->data;
-    v->grad = p->grad;
-    v->sparse = p->sparse;
-    v->dnn = p->dnn;
+    *v = (trn_param_view){.name = p->name, .count = p->count, .rows = p->rows, .cols = p->cols,
+                          .data = p->data, .grad = p->grad, .sparse = p->sparse, .dnn = p->dnn};
 }
 
 size_t trn_model_slots(const trn_model *m, size_t i, float **slots)
