@@ -6,8 +6,11 @@ move with the machine's load, unlike requests/s.
 The server runs under callgrind twice; a client sends it N1, then N2
 requests over one keep-alive connection (one in flight, as wrk does per
 connection), after a warm-up of the same request; the difference of the
-two totals over N2 - N1 is what one request costs, start-up, loading and
-shutdown cancel out. With --annotate, the second run's callgrind file is
+two totals over N2 - N1 is what one request costs, start-up and loading
+cancel out. Each total is read from a dump that callgrind_control makes
+after the last answer (so shutdown is not counted: nginx under valgrind,
+started from Python, may not act on its stop signal until woken), else
+from the summary callgrind prints at exit. With --annotate, the second run's callgrind file is
 kept and the inclusive cost of named functions is printed per request
 (callgrind_annotate --inclusive=yes) — those figures include the fixed
 costs of one run, so they are for requests of the second run only when
@@ -75,6 +78,30 @@ def wait_port(addr, timeout):
     return False
 
 
+def dump_total(pid, outf, timeout=60):
+    """The instructions of process pid so far: callgrind_control makes it
+    write its counts (outf.1), whose totals line is read. None when that
+    fails. (nginx under valgrind, started from Python, may not stop on a
+    signal until something wakes it; the dump does not depend on the stop,
+    and leaves shutdown out of the count.)"""
+    try:
+        subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True,
+                       timeout=timeout, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(outf + ".1") as f:
+                m = re.search(r"^totals: (\d+)", f.read(), re.M)
+            if m:
+                return int(m.group(1))
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return None
+
+
 def one_run(argv, url, body, headers, n, warm, stop_sig, outf, ready_timeout=120):
     req, addr = request_bytes(url, body, headers)
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + outf] + argv
@@ -103,6 +130,7 @@ def one_run(argv, url, body, headers, n, warm, stop_sig, outf, ready_timeout=120
         s.close()
         if bad:
             raise RuntimeError("%d answers were not 200" % bad)
+        dumped = dump_total(p.pid, outf)
     finally:
         p.send_signal(stop_sig)
         try:
@@ -113,6 +141,8 @@ def one_run(argv, url, body, headers, n, warm, stop_sig, outf, ready_timeout=120
     log.seek(0)
     text = log.read()
     log.close()
+    if dumped is not None:
+        return dumped
     m = re.findall(r"Collected : (\d+)", text)
     if not m:
         raise RuntimeError("callgrind gave no total: %s" % text[-400:])
@@ -150,11 +180,14 @@ def measure(argv, url, body, headers=(), counts=(200, 1200), warm=50, stop="TERM
         irs.append(one_run(argv, url, body, list(headers), n, warm, sig, outf))
     out = {"per_request": round((irs[1] - irs[0]) / float(counts[1] - counts[0])),
            "totals": irs, "counts": list(counts)}
+    second = os.path.join(tmp, "cg.1")
+    if os.path.exists(second + ".1"):
+        second += ".1"  # the dump (dump_total): the requests, without shutdown
     if annotate_funcs:
-        out["inclusive_per_request_run2"] = annotate(os.path.join(tmp, "cg.1"), annotate_funcs,
+        out["inclusive_per_request_run2"] = annotate(second, annotate_funcs,
                                                      counts[1] + warm)
     if keep:
-        os.replace(os.path.join(tmp, "cg.1"), keep)
+        os.replace(second, keep)
     return out
 
 
