@@ -205,6 +205,18 @@ static int put_floats(rt_buf *b, const float *v, size_t n, float_memo *memo)
     return 0;
 }
 
+/* How many floats output `kind` holds per instance (0: not a float output). */
+static size_t float_width(const rt_graph *g, out_kind kind)
+{
+    switch (kind) {
+    case OUT_LOGISTIC: return 1;
+    case OUT_LOGITS:
+    case OUT_PREDICTIONS: return g->logits_dim;
+    case OUT_PROBABILITIES: return g->n_classes;
+    default: return 0;
+    }
+}
+
 /* The floats of output `kind` for instance i (*n of them), or NULL when
  * the kind is not a float output. */
 static const float *float_span(const rt_graph *g, const rt_outputs *o, out_kind kind, size_t i,
@@ -356,7 +368,9 @@ static int tmpl_build_pieces(row_tmpl *t, const rt_graph *g, const rt_outputs *o
                 longest = t->cls_len[k][c] > longest ? t->cls_len[k][c] : longest;
             t->room += longest;
         } else if (!t->val_len[k]) {
-            if (float_span(g, o, items[k].kind, 0, &cnt) && cnt < 4096)
+            /* the width alone: the template may be built for an answer of no
+             * instances, whose outputs hold no arrays */
+            if ((cnt = float_width(g, items[k].kind)) > 0 && cnt < 4096)
                 t->room += FLOATS_ROOM(cnt);
             else
                 t->direct = 0;

@@ -63,6 +63,7 @@ typedef struct request {
     "3]}, {\"name\": \"b\", \"shape\": [2], \"datatype\": \"FP32\", \"data\": [2, 4]}]}"
 
 static const request REQUESTS[] = {
+    {0, 0, "{\"instances\": []}"}, /* first: the template made from no instances */
     {0, 0, LIN1},
     {1, 0, WD1},
     {0, 1, LIN_V2("")},
