@@ -222,13 +222,13 @@ static size_t float_width(const rt_graph *g, out_kind kind)
 static const float *float_span(const rt_graph *g, const rt_outputs *o, out_kind kind, size_t i,
                                size_t *n)
 {
-    size_t nc = g->n_classes, ld = g->logits_dim;
+    *n = float_width(g, kind);
     switch (kind) {
-    case OUT_LOGISTIC: *n = 1; return o->logistic + i;
-    case OUT_LOGITS: *n = ld; return o->logits + i * ld;
-    case OUT_PROBABILITIES: *n = nc; return o->probabilities + i * nc;
-    case OUT_PREDICTIONS: *n = ld; return o->predictions + i * ld;
-    default: *n = 0; return NULL;
+    case OUT_LOGISTIC: return o->logistic + i;
+    case OUT_LOGITS: return o->logits + i * *n;
+    case OUT_PROBABILITIES: return o->probabilities + i * *n;
+    case OUT_PREDICTIONS: return o->predictions + i * *n;
+    default: return NULL;
     }
 }
 

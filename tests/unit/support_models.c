@@ -145,6 +145,32 @@ int64_t support_write_export(const char *base, Predictd__ModelDef *def, const su
     return res.version;
 }
 
+int support_model_open(const char *spec_json, uint64_t seed, int64_t version, support_model *sm)
+{
+    memset(sm, 0, sizeof *sm);
+    rt_err err = {{0}};
+    sm->def = support_spec_modeldef(spec_json);
+    if (!sm->def || support_random_tensors(sm->def, seed, 0.8f, &sm->st) != 0 ||
+        support_mkdtemp(sm->dir, sizeof sm->dir) != 0 ||
+        support_write_export(sm->dir, sm->def, &sm->st, version, sm->path, sizeof sm->path) <= 0)
+        return -1;
+    if (rt_model_open(sm->path, &sm->m, &err) != RT_OK) {
+        fprintf(stderr, "support_model_open: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+void support_model_close(support_model *sm)
+{
+    rt_model_close(sm->m);
+    support_tensors_free(&sm->st);
+    rt_modeldef_free(sm->def);
+    if (sm->dir[0])
+        support_rmtree(sm->dir);
+    memset(sm, 0, sizeof *sm);
+}
+
 int support_mkdtemp(char *buf, size_t cap)
 {
     static const char tmpl[] = "/tmp/predictd-test-XXXXXX";

@@ -113,6 +113,22 @@ const float *support_tensor_lookup(void *ctx, const char *name, uint64_t count, 
 int64_t support_write_export(const char *base, Predictd__ModelDef *def, const support_tensors *st,
                              int64_t version, char *path, size_t path_cap);
 
+/* A model made from spec_json with random weights (seed, scale 0.8),
+ * exported as version `version` under a fresh temporary directory and
+ * opened: what most serving tests start from. */
+typedef struct support_model {
+    Predictd__ModelDef *def;
+    support_tensors st;
+    char dir[256];   /* the export's base (removed by support_model_close) */
+    char path[1024]; /* the version directory */
+    rt_model *m;
+} support_model;
+
+/* Fills *sm. 0 ok, -1 error (printed; support_model_close still frees). */
+int support_model_open(const char *spec_json, uint64_t seed, int64_t version, support_model *sm);
+/* Closes, frees and removes what support_model_open made; *sm zeroed. */
+void support_model_close(support_model *sm);
+
 /* A fresh directory /tmp/predictd-test-XXXXXX into buf. 0 ok, -1 error. */
 int support_mkdtemp(char *buf, size_t cap);
 

@@ -20,15 +20,8 @@
 
 #define N_MODELS 3
 
-typedef struct one_model {
-    Predictd__ModelDef *def;
-    support_tensors st;
-    rt_model *m;
-} one_model;
-
 typedef struct fixture {
-    char dir[256];
-    one_model models[N_MODELS];
+    support_model models[N_MODELS];
 } fixture;
 
 /* One request: which model, /v1 or v2, the body. */
@@ -92,21 +85,9 @@ static int setup(void **state)
     if (!f)
         return -1;
     *state = f;
-    if (support_mkdtemp(f->dir, sizeof f->dir) != 0)
-        return -1;
-    for (int k = 0; k < N_MODELS; k++) {
-        one_model *om = &f->models[k];
-        char base[512], path[1024];
-        rt_err err = {{0}};
-        snprintf(base, sizeof base, "%s/m%d", f->dir, k);
-        om->def = support_spec_modeldef(SPECS[k]);
-        if (!om->def || support_random_tensors(om->def, 30 + (uint64_t)k, 0.8f, &om->st) != 0 ||
-            support_write_export(base, om->def, &om->st, 1, path, sizeof path) <= 0 ||
-            rt_model_open(path, &om->m, &err) != RT_OK) {
-            fprintf(stderr, "setup: model %d: %s\n", k, err.msg);
+    for (int k = 0; k < N_MODELS; k++)
+        if (support_model_open(SPECS[k], 30 + (uint64_t)k, 1, &f->models[k]) != 0)
             return -1;
-        }
-    }
     return 0;
 }
 
@@ -115,13 +96,8 @@ static int teardown(void **state)
     fixture *f = *state;
     if (!f)
         return 0;
-    for (int k = 0; k < N_MODELS; k++) {
-        rt_model_close(f->models[k].m);
-        support_tensors_free(&f->models[k].st);
-        rt_modeldef_free(f->models[k].def);
-    }
-    if (f->dir[0])
-        support_rmtree(f->dir);
+    for (int k = 0; k < N_MODELS; k++)
+        support_model_close(&f->models[k]);
     free(f);
     return 0;
 }

@@ -20,10 +20,8 @@
 #include "support_models.h"
 
 typedef struct fixture {
-    Predictd__ModelDef *def;
-    support_tensors st;
-    char dir[256];
-    rt_model *m;
+    support_model sm;
+    rt_model *m; /* sm.m */
     rt_ctx *c;
 } fixture;
 
@@ -33,17 +31,9 @@ static int setup(void **state)
     if (!f)
         return -1;
     *state = f;
-    rt_err err = {{0}};
-    f->def = support_spec_modeldef(SUPPORT_SPEC_LINEAR);
-    if (!f->def || support_random_tensors(f->def, 21, 0.8f, &f->st) != 0 ||
-        support_mkdtemp(f->dir, sizeof f->dir) != 0)
+    if (support_model_open(SUPPORT_SPEC_LINEAR, 21, 7, &f->sm) != 0)
         return -1;
-    char path[1024];
-    if (support_write_export(f->dir, f->def, &f->st, 7, path, sizeof path) <= 0 ||
-        rt_model_open(path, &f->m, &err) != RT_OK) {
-        fprintf(stderr, "setup: %s\n", err.msg);
-        return -1;
-    }
+    f->m = f->sm.m;
     f->c = rt_ctx_new();
     return f->c ? 0 : -1;
 }
@@ -54,11 +44,7 @@ static int teardown(void **state)
     if (!f)
         return 0;
     rt_ctx_free(f->c);
-    rt_model_close(f->m);
-    support_tensors_free(&f->st);
-    rt_modeldef_free(f->def);
-    if (f->dir[0])
-        support_rmtree(f->dir);
+    support_model_close(&f->sm);
     free(f);
     return 0;
 }

@@ -20,11 +20,8 @@
 #include "support_models.h"
 
 typedef struct fixture {
-    Predictd__ModelDef *def;
-    support_tensors st;
-    char dir[256];
-    char path[1024];
-    rt_model *m;
+    support_model sm;
+    rt_model *m; /* sm.m, or the same export opened again */
     rt_ctx *warm;
 } fixture;
 
@@ -34,16 +31,9 @@ static int setup(void **state)
     if (!f)
         return -1;
     *state = f;
-    rt_err err = {{0}};
-    f->def = support_spec_modeldef(SUPPORT_SPEC_LINEAR);
-    if (!f->def || support_random_tensors(f->def, 21, 0.8f, &f->st) != 0 ||
-        support_mkdtemp(f->dir, sizeof f->dir) != 0)
+    if (support_model_open(SUPPORT_SPEC_LINEAR, 21, 7, &f->sm) != 0)
         return -1;
-    if (support_write_export(f->dir, f->def, &f->st, 7, f->path, sizeof f->path) <= 0 ||
-        rt_model_open(f->path, &f->m, &err) != RT_OK) {
-        fprintf(stderr, "setup: %s\n", err.msg);
-        return -1;
-    }
+    f->m = f->sm.m;
     f->warm = rt_ctx_new();
     return f->warm ? 0 : -1;
 }
@@ -54,11 +44,8 @@ static int teardown(void **state)
     if (!f)
         return 0;
     rt_ctx_free(f->warm);
-    rt_model_close(f->m);
-    support_tensors_free(&f->st);
-    rt_modeldef_free(f->def);
-    if (f->dir[0])
-        support_rmtree(f->dir);
+    f->sm.m = f->m; /* closed with the rest */
+    support_model_close(&f->sm);
     free(f);
     return 0;
 }
@@ -259,7 +246,7 @@ static void test_new_graph_is_read_in_full(void **state)
     rt_buf_free(&a.out);
     rt_model_close(f->m);
     rt_err err = {{0}};
-    assert_int_equal(rt_model_open(f->path, &f->m, &err), RT_OK);
+    assert_int_equal(rt_model_open(f->sm.path, &f->m, &err), RT_OK);
     uint64_t before = replays(f->warm);
     run(f, f->warm, BASE, strlen(BASE), NULL, &a);
     assert_int_equal(a.st, RT_OK);
