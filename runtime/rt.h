@@ -233,6 +233,11 @@ int rt_rmtree_at(int dfd, const char *name);
  * CLOCK_REALTIME (since the epoch). Thread-safe. */
 double rt_seconds(int wall);
 
+/* The monotonic clock in whole milliseconds / nanoseconds (deadlines,
+ * timeouts, latencies): the same clock as rt_seconds(0). */
+int64_t rt_now_ms(void);
+int64_t rt_now_ns(void);
+
 /* FarmHash Fingerprint64 (farmhashna::Hash64), as TensorFlow's
  * tf.strings.to_hash_bucket_fast and hashed feature columns use it. */
 uint64_t rt_fingerprint64(const void *data, size_t len);

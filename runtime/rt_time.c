@@ -12,3 +12,15 @@ double rt_seconds(int wall)
     clock_gettime(wall ? CLOCK_REALTIME : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+int64_t rt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t rt_now_ms(void)
+{
+    return rt_now_ns() / 1000000;
+}
