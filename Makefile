@@ -89,8 +89,8 @@ $(BUILD)/.test-deps: scripts/install-deps.sh
 	@$(INSTALL_DEPS) --if-missing
 	@touch $@
 
-PROTOS := $(wildcard runtime/*.proto)
-GEN_C  := $(patsubst runtime/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
+PROTOS := $(wildcard runtime/data/*.proto)
+GEN_C  := $(patsubst runtime/data/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
 GEN_H  := $(GEN_C:.c=.h)
 GEN_O  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_C))
 # The trainer's own messages (TensorBoard's Event): generated apart, in
@@ -103,7 +103,8 @@ TRN_GEN_O  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(TRN_GEN_C))
 mod_srcs = $(filter-out $(1)/main_%.c,$(wildcard $(1)/*.c))
 objs     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-RT_OBJS  := $(call objs,$(call mod_srcs,runtime)) $(GEN_O)
+RT_LAYERS := core data stats model explain serve serve/v2
+RT_OBJS  := $(call objs,$(foreach l,$(RT_LAYERS),$(wildcard runtime/$(l)/*.c))) $(GEN_O)
 EXP_OBJS := $(call objs,$(call mod_srcs,exporter))
 TRN_OBJS := $(call objs,$(call mod_srcs,trainer)) $(TRN_GEN_O)
 SRV_OBJS := $(call objs,$(call mod_srcs,server))
@@ -126,7 +127,7 @@ ALL_LIBS := $(LIB_PM) $(LIB_TUN) $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 # compile error, as is including another module's private header) and its
 # binaries link only those libraries (a call into another is a link error).
 # Tests and benchmarks see everything.
-INC_runtime  = -Iruntime -I$(BUILD)/gen $(RT_PKG_CFLAGS)
+INC_runtime  = -Iruntime $(patsubst %,-Iruntime/%,$(RT_LAYERS)) -I$(BUILD)/gen $(RT_PKG_CFLAGS)
 INC_exporter = -Iexporter $(INC_runtime)
 INC_trainer  = -Itrainer -Iexporter -I$(BUILD)/gen/trainer $(INC_runtime)
 INC_server   = -Iserver $(INC_runtime) $(SRV_PKG_CFLAGS)
@@ -189,9 +190,9 @@ bins: $(BINS)
 deps:
 	@$(INSTALL_DEPS) --if-missing
 
-$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: runtime/%.proto
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: runtime/data/%.proto
 	@mkdir -p $(BUILD)/gen
-	protoc-c --c_out=$(BUILD)/gen -Iruntime $<
+	protoc-c --c_out=$(BUILD)/gen -Iruntime/data $<
 
 $(BUILD)/gen/trainer/%.pb-c.c $(BUILD)/gen/trainer/%.pb-c.h: trainer/%.proto
 	@mkdir -p $(BUILD)/gen/trainer
