@@ -49,11 +49,14 @@ ALL_CFLAGS   = $(WARN) $(OPT) $(SAN) -fno-strict-aliasing -pthread $(HARDEN_CFLA
 ALL_LDFLAGS  = $(SAN) $(HARDEN_LDFLAGS) $(LDFLAGS)
 DEPFLAGS     = -MMD -MP
 
-# Debian packages per module (pkg-config names). rt.h exposes cJSON and the
-# generated protobuf-c types, so every module compiles against runtime's.
+# Debian packages per module (pkg-config names). The runtime's headers expose
+# cJSON (core) and the generated protobuf-c types (data and up), so every
+# module compiles against RT_PKGS' flags; a program links only what its
+# layers need (predict-tune: core's cJSON and its own libyaml and OpenBLAS).
 RT_PKGS  := libcjson libprotobuf-c openblas zlib
+CORE_PKGS := libcjson
 SRV_PKGS := libmicrohttpd libsystemd gnutls zlib
-TUN_PKGS := yaml-0.1
+TUN_PKGS := yaml-0.1 openblas
 # Open MPI: only trainer/trn_comm_mpi.c (predict-train) and tuner/tun_comm_mpi.c
 # (predict-tune) include mpi.h, one file per binary, and only those two
 # binaries link it (docs/distributed.md, docs/tuning.md); -isystem keeps mpi.h
@@ -76,10 +79,12 @@ $(BUILD)/config.mk: Makefile scripts/install-deps.sh
 	 srv_c=$$(pkg-config --cflags $(SRV_PKGS)) && srv_l=$$(pkg-config --libs $(SRV_PKGS)) && \
 	 tun_c=$$(pkg-config --cflags $(TUN_PKGS)) && tun_l=$$(pkg-config --libs $(TUN_PKGS)) && \
 	 mpi_c=$$(pkg-config --cflags $(MPI_PKGS)) && mpi_l=$$(pkg-config --libs $(MPI_PKGS)) && \
+	 core_l=$$(pkg-config --libs $(CORE_PKGS)) && \
 	 printf 'RT_PKG_CFLAGS := %s\nRT_PKG_LIBS := %s\nSRV_PKG_CFLAGS := %s\nSRV_PKG_LIBS := %s\n' \
 	     "$$rt_c" "$$rt_l" "$$srv_c" "$$srv_l" > $@.tmp && \
 	 printf 'TUN_PKG_CFLAGS := %s\nTUN_PKG_LIBS := %s\n' "$$tun_c" "$$tun_l" >> $@.tmp && \
 	 printf 'MPI_PKG_CFLAGS := %s\nMPI_PKG_LIBS := %s\n' "$$mpi_c" "$$mpi_l" >> $@.tmp && \
+	 printf 'CORE_PKG_LIBS := %s\n' "$$core_l" >> $@.tmp && \
 	 mv $@.tmp $@
 
 # The rest (cmocka, clang, test peers, benchmark tools) once, before the
@@ -103,15 +108,26 @@ TRN_GEN_O  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(TRN_GEN_C))
 mod_srcs = $(filter-out $(1)/main_%.c,$(wildcard $(1)/*.c))
 objs     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-RT_LAYERS := core data stats model explain serve serve/v2
-RT_OBJS  := $(call objs,$(foreach l,$(RT_LAYERS),$(wildcard runtime/$(l)/*.c))) $(GEN_O)
+# The runtime's layers, bottom first (docs/design.md, "The runtime's layers"):
+# each a folder with one public header and a static library of its own; the
+# generated protobuf code (runtime/data/*.proto) belongs to data.
+RT_LAYERS := core data stats model explain serve
+rt_layer_srcs = $(wildcard runtime/$(1)/*.c $(if $(filter serve,$(1)),runtime/serve/v2/*.c))
+$(foreach l,$(RT_LAYERS),$(eval RT_OBJS_$(l) := $(call objs,$(call rt_layer_srcs,$(l)))))
+RT_OBJS_data += $(GEN_O)
+RT_OBJS  := $(foreach l,$(RT_LAYERS),$(RT_OBJS_$(l)))
 EXP_OBJS := $(call objs,$(call mod_srcs,exporter))
 TRN_OBJS := $(call objs,$(call mod_srcs,trainer)) $(TRN_GEN_O)
 SRV_OBJS := $(call objs,$(call mod_srcs,server))
 TUN_OBJS := $(call objs,$(call mod_srcs,tuner))
 PM_OBJS  := $(call objs,$(call mod_srcs,pmodel))
 
-LIB_RT  := $(BUILD)/libpredict_rt.a
+$(foreach l,$(RT_LAYERS),$(eval LIB_RT_$(l) := $(BUILD)/libpredict_rt_$(l).a))
+# Top layer first: a lower layer's call upward finds no library after it.
+LIBS_RT_core    := $(LIB_RT_core)
+LIBS_RT_model   := $(LIB_RT_model) $(LIB_RT_stats) $(LIB_RT_data) $(LIBS_RT_core)
+LIBS_RT_serve   := $(LIB_RT_serve) $(LIB_RT_explain) $(LIBS_RT_model)
+LIB_RT  := $(LIBS_RT_serve)
 LIB_EXP := $(BUILD)/libpredict_exp.a
 LIB_TRN := $(BUILD)/libpredict_trn.a
 LIB_SRV := $(BUILD)/libpredict_srv.a
@@ -127,11 +143,20 @@ ALL_LIBS := $(LIB_PM) $(LIB_TUN) $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 # compile error, as is including another module's private header) and its
 # binaries link only those libraries (a call into another is a link error).
 # Tests and benchmarks see everything.
-INC_runtime  = -Iruntime $(patsubst %,-Iruntime/%,$(RT_LAYERS)) -I$(BUILD)/gen $(RT_PKG_CFLAGS)
-INC_exporter = -Iexporter $(INC_runtime)
-INC_trainer  = -Itrainer -Iexporter -I$(BUILD)/gen/trainer $(INC_runtime)
-INC_server   = -Iserver $(INC_runtime) $(SRV_PKG_CFLAGS)
-INC_tuner    = -Ituner $(INC_runtime) $(TUN_PKG_CFLAGS)
+# A runtime layer sees its own folder and the ones below (an #include of a
+# higher layer's header is "No such file"); rt.h, the umbrella, only
+# predict-model and the tests see.
+INC_rt_core    = -Iruntime/core $(RT_PKG_CFLAGS)
+INC_rt_data    = -Iruntime/data -I$(BUILD)/gen $(INC_rt_core)
+INC_rt_stats   = -Iruntime/stats $(INC_rt_data)
+INC_rt_model   = -Iruntime/model $(INC_rt_stats)
+INC_rt_explain = -Iruntime/explain $(INC_rt_model)
+INC_rt_serve   = -Iruntime/serve -Iruntime/serve/v2 $(INC_rt_explain)
+INC_runtime  = -Iruntime $(INC_rt_serve)
+INC_exporter = -Iexporter $(INC_rt_model)
+INC_trainer  = -Itrainer -Iexporter -I$(BUILD)/gen/trainer $(INC_rt_model)
+INC_server   = -Iserver $(INC_rt_serve) $(SRV_PKG_CFLAGS)
+INC_tuner    = -Ituner $(INC_rt_core) $(TUN_PKG_CFLAGS)
 INC_pmodel   = -Ipmodel $(INC_runtime)
 INC_all      = -Iserver -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
                $(TUN_PKG_CFLAGS)
@@ -139,22 +164,28 @@ INC_gen      = $(INC_runtime)
 INC_tests    = $(INC_all)
 INC_bench    = $(INC_all)
 LIBS_runtime  = $(LIB_RT)
-LIBS_exporter = $(LIB_EXP) $(LIB_RT)
-LIBS_trainer  = $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
-LIBS_server   = $(LIB_SRV) $(LIB_RT)
-LIBS_tuner    = $(LIB_TUN) $(LIB_RT)
+LIBS_exporter = $(LIB_EXP) $(LIBS_RT_model)
+LIBS_trainer  = $(LIB_TRN) $(LIB_EXP) $(LIBS_RT_model)
+LIBS_server   = $(LIB_SRV) $(LIBS_RT_serve)
+LIBS_tuner    = $(LIB_TUN) $(LIBS_RT_core)
 LIBS_pmodel   = $(LIB_PM) $(LIB_RT)
 PKGLIBS_runtime  = $(RT_PKG_LIBS)
 PKGLIBS_exporter = $(RT_PKG_LIBS)
 PKGLIBS_trainer  = $(RT_PKG_LIBS)
 PKGLIBS_server   = $(SRV_PKG_LIBS) $(RT_PKG_LIBS)
-PKGLIBS_tuner    = $(TUN_PKG_LIBS) $(RT_PKG_LIBS)
+PKGLIBS_tuner    = $(TUN_PKG_LIBS) $(CORE_PKG_LIBS)
 PKGLIBS_pmodel   = $(RT_PKG_LIBS)
 # A module's private headers (rt_internal.h, ...) refuse to compile outside
 # it: each source is compiled with -DPREDICTD_MODULE_<its folder>.
+# A runtime source also gets -DPREDICTD_LAYER_<layer> and its layer's include
+# set (the layers' private headers check it).
 mod_flags = -DPREDICTD_MODULE_$(1) $(INC_$(1))
+src_flags = $(if $(filter runtime,$(call mod_of,$(1))),-DPREDICTD_MODULE_runtime \
+    -DPREDICTD_LAYER_$(call layer_of,$(1)) $(INC_rt_$(call layer_of,$(1))),$(call mod_flags,$(call mod_of,$(1))))
 # module of a path: runtime/x.c, build/obj/gen/x.c -> runtime, gen
 mod_of  = $(firstword $(subst /, ,$(patsubst $(BUILD)/obj/%,%,$(patsubst $(BUILD)/%,%,$(1)))))
+# layer of a runtime path: runtime/serve/v2/x.c -> serve
+layer_of = $(word 2,$(subst /, ,$(1)))
 ALL_LDLIBS = $(SRV_PKG_LIBS) $(TUN_PKG_LIBS) $(RT_PKG_LIBS) -lm -pthread $(LDLIBS)
 
 # main_<name>.c -> binary <name> with '_' turned into '-' (predict_model -> predict-model).
@@ -204,18 +235,19 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 
 $(BUILD)/obj/%.o: %.c $(GEN_H) $(TRN_GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CPPFLAGS) $(call mod_flags,$(call mod_of,$<)) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(ALL_CPPFLAGS) $(call src_flags,$<) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # Test and benchmark objects need the test packages (cmocka.h) first.
 TEST_OBJS := $(call objs,$(wildcard tests/unit/*.c tests/fuzz/*.c bench/*.c))
 $(TEST_OBJS): | $(BUILD)/.test-deps
 
 # `make print-compile MOD=server`: the compiler and flags of one module's
-# sources (tests/integration/test_build compiles probes with them).
+# sources (tests/integration/test_build compiles probes with them);
+# MOD=runtime/model: a runtime layer's.
 print-compile:
-	@echo $(CC) $(ALL_CPPFLAGS) $(call mod_flags,$(MOD)) $(ALL_CFLAGS)
+	@echo $(CC) $(ALL_CPPFLAGS) $(if $(findstring /,$(MOD)),$(call src_flags,$(MOD)/x.c),$(call mod_flags,$(MOD))) $(ALL_CFLAGS)
 
-$(LIB_RT): $(RT_OBJS)
+$(foreach l,$(RT_LAYERS),$(eval $(LIB_RT_$(l)): $(RT_OBJS_$(l))))
 $(LIB_EXP): $(EXP_OBJS)
 $(LIB_TRN): $(TRN_OBJS)
 $(LIB_SRV): $(SRV_OBJS)

@@ -24,7 +24,8 @@
  * OpenBLAS runs single-threaded, as a request thread should run it.
  * Figures, never pass/fail: exits 0 unless the model cannot be used at all.
  */
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 
 #include <cJSON.h>
 #include <cblas.h>

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rt.h"
+#include "rt_model.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,7 @@
  * table; for a multi-class classifier the confusion matrix.
  *
  * Rows are read as the trainer reads them (rt_csv_split, rt_raw_label,
- * rt_raw_push_cell: the spec's columns in file order, blank lines skipped,
+ * rt_batch_push_cell: the spec's columns in file order, blank lines skipped,
  * empty cells taking the spec's defaults) in batches of batch_size, so
  * "loss" (the mean of the batch losses) equals the trainer's for the same
  * batch size. Each row also gets, per slice spec, the id of its slice (the
@@ -362,7 +362,7 @@ static rt_status add_cells(evaluator *v, const char *buf, const rt_csv_span *spa
     for (size_t j = 0; j < v->n_cols; j++) {
         if (v->input[j] < 0)
             continue;
-        st = rt_raw_push_cell(v->b, idx, v->input[j], v->def->raw_columns[j], j,
+        st = rt_batch_push_cell(v->b, idx, v->input[j], v->def->raw_columns[j], j,
                               buf + spans[j].off, spans[j].len, err);
         if (st)
             return st;

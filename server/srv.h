@@ -51,7 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rt.h"
+#include "rt_serve.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -9,7 +9,7 @@
  * a vocabulary) or a regression value (label_dimension label columns: that
  * many values, in file order); the weight column (estimator.weight_column)
  * an example weight (rt_raw_weight); the other columns are pushed to the
- * graph input of the same name by rt_raw_push_cell, the serving CSV
+ * graph input of the same name by rt_batch_push_cell, the serving CSV
  * receiver's own code (numbers, and an empty cell's default as in
  * tf.decode_csv's record_defaults).
  */
@@ -203,10 +203,10 @@ rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_bat
                 continue;
             const Predictd__RawColumn *rc = f->def->raw_columns[j];
             if (c->num_state && rc->dtype != PREDICTD__DTYPE__DT_STRING) /* read by the reader */
-                st = rt_raw_push_number(b, idx, in, rc, c->num_state == 1 ? RT_OK : RT_ERR_NOTFOUND,
+                st = rt_batch_push_number(b, idx, in, rc, c->num_state == 1 ? RT_OK : RT_ERR_NOTFOUND,
                                         c->num);
             else
-                st = rt_raw_push_cell(b, idx, in, rc, j, c->s, c->len, err);
+                st = rt_batch_push_cell(b, idx, in, rc, j, c->s, c->len, err);
             if (st)
                 where(rows, r, at, sizeof at);
             if (st == RT_ERR_INVALID) {

@@ -21,7 +21,7 @@
 #ifndef PREDICTD_TUN_H
 #define PREDICTD_TUN_H
 
-#include "rt.h"
+#include "rt_core.h"
 
 #include <stddef.h>
 #include <stdint.h>

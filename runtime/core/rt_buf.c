@@ -3,7 +3,8 @@
  * way every module grows an array, and rt_trim_span, the one meaning of
  * "white space around a string" (raw inputs, the batch's string keys,
  * vocabularies, labels). */
-#include "rt_internal.h"
+#include "rt_core.h"
+#include "rt_core_internal.h"
 
 #include <math.h>
 #include <stdarg.h>

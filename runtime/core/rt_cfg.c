@@ -12,7 +12,7 @@
  * given", as Python's None) unless RT_CFG_REQUIRED; a value of the wrong type
  * or out of range is refused; numbers must be finite.
  */
-#include "rt.h"
+#include "rt_core.h"
 
 #include <math.h>
 #include <stdbool.h>

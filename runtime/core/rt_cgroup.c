@@ -3,7 +3,7 @@
  * up to the root, for the limits a cgroup and each of its parents may set
  * (the daemon's cpu.max, the trainer's memory.max).
  */
-#include "rt.h"
+#include "rt_core.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* rt_err.c — the project's status codes and the caller's error buffer. */
-#include "rt.h"
+#include "rt_core.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -8,7 +8,8 @@
  * refused when it is not a regular file, capped at the caller's size, and
  * read to its end with EINTR retried.
  */
-#include "rt_internal.h"
+#include "rt_core.h"
+#include "rt_core_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * Written from the published algorithms; bit-exact results are checked
  * against known answers in tests/unit/test_hash.c.
  */
-#include "rt.h"
+#include "rt_core.h"
 
 #include <string.h>
 

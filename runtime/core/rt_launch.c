@@ -5,7 +5,7 @@
  * reverse for their children: a process a rank starts (a tuning trial) must
  * not take itself for that rank.
  */
-#include "rt.h"
+#include "rt_core.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * rt_rng.c — splitmix64, the project's one small seeded generator (the
  * trainer's shuffling and initialisation, the tuner's suggestions).
  */
-#include "rt.h"
+#include "rt_core.h"
 
 #include <math.h>
 

@@ -10,7 +10,7 @@
  * each keep one table, predict-model one per command; adding a setting is
  * one row there.
  */
-#include "rt.h"
+#include "rt_core.h"
 
 #include <errno.h>
 #include <math.h>

@@ -11,7 +11,7 @@
  * it to the process again, where it stays pending for the program's thread.
  * No state, no global: what is given back lives in the caller's rt_stops.
  */
-#include "rt.h"
+#include "rt_core.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -2,7 +2,7 @@
  * rt_time.c — the clock as seconds in a double, one way for every module
  * (the trainer's rates and event wall times, the tuner's deadlines).
  */
-#include "rt.h"
+#include "rt_core.h"
 
 #include <time.h>
 

@@ -12,7 +12,9 @@
  * handles the CSV line with the same cells: a TFRecord copy of CSV data made
  * by predict-model convert trains to the same bytes.
  */
-#include "rt_internal.h"
+#include "rt_data.h"
+#include "rt_data_internal.h"
+#include "rt_core_internal.h"
 
 #include "example.pb-c.h"
 

@@ -3,7 +3,9 @@
  * unpacking model.pb or a tf.Example says "out of memory" when it was, not
  * "not a valid protobuf" (rt_internal.h, rt_pb_alloc).
  */
-#include "rt_internal.h"
+#include "rt_data.h"
+#include "rt_data_internal.h"
+#include "rt_core_internal.h"
 
 #include <stdlib.h>
 

@@ -1,14 +1,16 @@
 /*
  * rt_raw.c — raw inputs read one way for training and serving: CSV row
- * splitting, cell -> number, the defaults of empty cells (strings are
- * trimmed by rt_trim_span, rt_buf.c's) and the DNN activations. The trainer (trn_reader, trn_feed, dropout) and
- * the serving receivers (rt_receiver's CSV row) and forward pass
- * (rt_forward) call these functions and nothing else for these jobs, so a
+ * splitting, cell -> number, labels and weights (strings are trimmed by
+ * rt_trim_span, rt_buf.c's; a cell goes into a batch with rt_batch_push_cell,
+ * rt_batch.c's). The trainer (trn_reader, trn_feed) and the serving receivers
+ * (rt_receiver's CSV row) call these functions and nothing else for these jobs, so a
  * row means the same thing wherever it is read (TensorFlow's answer to
  * training/serving skew: the same code in both input functions).
  * tests/fuzz/fuzz_csv_row.c checks that trainer and server agree on every row.
  */
-#include "rt_internal.h"
+#include "rt_data.h"
+#include "rt_data_internal.h"
+#include "rt_core_internal.h"
 
 #include <errno.h>
 #include <float.h>
@@ -121,30 +123,6 @@ rt_status rt_raw_number_error(rt_err *err, size_t field, const char *name, const
                       field + 1, shown, s, len > 40 ? "..." : "");
 }
 
-rt_status rt_raw_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
-                           size_t field, const char *s, size_t len, rt_err *err)
-{
-    if (rc->dtype != PREDICTD__DTYPE__DT_STRING) {
-        double v = 0;
-        rt_status st = rt_raw_number(s, len, &v);
-        if (st == RT_ERR_INVALID)
-            return rt_raw_number_error(err, field, rc->name, s, len);
-        return rt_raw_push_number(b, idx, input, rc, st, v);
-    }
-    size_t k = 0;
-    while (k < len && is_blank(s[k]))
-        k++;
-    if (input < 0)
-        return RT_OK; /* checked, but no feature column reads it */
-    if (k == len) { /* empty: tf.decode_csv's record_defaults */
-        if (!rc->has_default)
-            return RT_OK; /* missing: the transform decides */
-        const char *d = rc->default_string ? rc->default_string : "";
-        return rt_batch_push_str(b, idx, (size_t)input, d, strlen(d));
-    }
-    return rt_batch_push_str(b, idx, (size_t)input, s, len);
-}
-
 rt_status rt_raw_label(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
                        float *out, rt_err *err)
 {
@@ -194,56 +172,6 @@ rt_status rt_raw_weight(const Predictd__ModelDef *def, size_t col, const char *s
                           "weight %s: %g is negative (example weights must be >= 0)", name, v);
     *out = (float)v;
     return RT_OK;
-}
-
-rt_status rt_raw_push_number(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
-                             rt_status parsed, double v)
-{
-    if (input < 0)
-        return RT_OK; /* checked, but no feature column reads it */
-    if (parsed == RT_ERR_NOTFOUND) { /* empty: tf.decode_csv's record_defaults */
-        if (!rc->has_default)
-            return RT_OK; /* missing: the transform decides */
-        return rt_batch_push_num(b, idx, (size_t)input, rc->default_number);
-    }
-    return rt_batch_push_num(b, idx, (size_t)input, v);
-}
-
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("O3"))) /* vectorize the element loops */
-#endif
-void rt_activate(Predictd__Activation act, float *y, size_t n)
-{
-    switch (act) {
-    case PREDICTD__ACTIVATION__ACT_RELU:
-        /* max(x, 0) with NaN kept: TensorFlow's Relu on CPU (and on GPU since
-         * TF 1.15.3) passes NaN through instead of hiding it as 0. */
-        for (size_t k = 0; k < n; k++)
-            y[k] = y[k] < 0.0f ? 0.0f : y[k];
-        break;
-    case PREDICTD__ACTIVATION__ACT_TANH:
-        for (size_t k = 0; k < n; k++)
-            y[k] = tanhf(y[k]);
-        break;
-    case PREDICTD__ACTIVATION__ACT_SIGMOID:
-        for (size_t k = 0; k < n; k++) { /* never exp of a large positive */
-            float x = y[k];
-            if (x >= 0.0f) {
-                y[k] = 1.0f / (1.0f + expf(-x));
-            } else {
-                float e = expf(x);
-                y[k] = e / (1.0f + e);
-            }
-        }
-        break;
-    case PREDICTD__ACTIVATION__ACT_ELU:
-        for (size_t k = 0; k < n; k++)
-            y[k] = y[k] > 0.0f ? y[k] : expm1f(y[k]);
-        break;
-    case PREDICTD__ACTIVATION__ACT_LINEAR:
-    default:
-        break;
-    }
 }
 
 long rt_raw_weight_column(const Predictd__ModelDef *def)

@@ -14,7 +14,7 @@
  * CRC, truncated file) is an error naming the file and the byte offset of the
  * record in the (uncompressed) stream.
  */
-#include "rt.h"
+#include "rt_data.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -28,6 +28,7 @@
  * head work row by row), so the coalition of all players is the instance's
  * :predict answer and the empty one the baseline's.
  */
+#include "rt_explain.h"
 #include "rt_explain_internal.h"
 
 #include <math.h>

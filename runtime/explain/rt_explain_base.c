@@ -11,6 +11,7 @@
  *   4. the raw column's CSV default when the spec gave one, else 0 for a
  *      number and "" for a string.
  */
+#include "rt_explain.h"
 #include "rt_explain_internal.h"
 
 #include <cJSON.h>

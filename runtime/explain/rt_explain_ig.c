@@ -22,6 +22,7 @@
  * along the path is rt_forward's own arithmetic (rt_dense_rows,
  * rt_activate); the gradients are summed in double.
  */
+#include "rt_explain.h"
 #include "rt_explain_internal.h"
 
 #include <math.h>

@@ -10,7 +10,8 @@
 #ifndef PREDICTD_RT_EXPLAIN_INTERNAL_H
 #define PREDICTD_RT_EXPLAIN_INTERNAL_H
 
-#include "rt_internal.h"
+#include "rt_explain.h"
+#include "rt_model_internal.h"
 
 /* One explanation in progress: the instance, the baseline, the players (the
  * raw inputs whose cells differ between the two) and the scratch that

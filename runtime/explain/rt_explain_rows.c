@@ -5,6 +5,7 @@
  * rows, each raw input's cells taken from the instance or the baseline
  * (xai_fill).
  */
+#include "rt_explain.h"
 #include "rt_explain_internal.h"
 
 #include <string.h>

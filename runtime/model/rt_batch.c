@@ -8,7 +8,9 @@
  * read it.
  * Cleared batches keep their memory: after warm-up no call allocates.
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -289,4 +291,41 @@ void rt_batch_set_missing(rt_batch *b, rt_missing_policy policy)
 rt_missing_policy rt_batch_missing(const rt_batch *b)
 {
     return b ? b->missing : RT_MISSING_ERROR;
+}
+
+rt_status rt_batch_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+                           size_t field, const char *s, size_t len, rt_err *err)
+{
+    if (rc->dtype != PREDICTD__DTYPE__DT_STRING) {
+        double v = 0;
+        rt_status st = rt_raw_number(s, len, &v);
+        if (st == RT_ERR_INVALID)
+            return rt_raw_number_error(err, field, rc->name, s, len);
+        return rt_batch_push_number(b, idx, input, rc, st, v);
+    }
+    size_t k = 0;
+    while (k < len && (s[k] == ' ' || s[k] == '\t')) /* blanks, as rt_raw_number trims */
+        k++;
+    if (input < 0)
+        return RT_OK; /* checked, but no feature column reads it */
+    if (k == len) { /* empty: tf.decode_csv's record_defaults */
+        if (!rc->has_default)
+            return RT_OK; /* missing: the transform decides */
+        const char *d = rc->default_string ? rc->default_string : "";
+        return rt_batch_push_str(b, idx, (size_t)input, d, strlen(d));
+    }
+    return rt_batch_push_str(b, idx, (size_t)input, s, len);
+}
+
+rt_status rt_batch_push_number(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+                             rt_status parsed, double v)
+{
+    if (input < 0)
+        return RT_OK; /* checked, but no feature column reads it */
+    if (parsed == RT_ERR_NOTFOUND) { /* empty: tf.decode_csv's record_defaults */
+        if (!rc->has_default)
+            return RT_OK; /* missing: the transform decides */
+        return rt_batch_push_num(b, idx, (size_t)input, rc->default_number);
+    }
+    return rt_batch_push_num(b, idx, (size_t)input, v);
 }

@@ -29,7 +29,9 @@
  * batch sizes of four and more the kernel streams W once per four rows; a
  * single row streams only the rows of W its non-zero inputs select.
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <string.h>
 

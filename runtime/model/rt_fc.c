@@ -9,6 +9,7 @@
  * functions plus one row here (and one row of the trainer's gradient table,
  * trainer/trn_fc.c).
  */
+#include "rt_model.h"
 #include "rt_spec_internal.h"
 
 #include <stdarg.h>

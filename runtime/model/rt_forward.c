@@ -29,7 +29,9 @@
  * evaluation batches. OpenBLAS is not used here (the trainer's backprop
  * uses it).
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

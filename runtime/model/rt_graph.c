@@ -6,7 +6,9 @@
  * an untrusted model.pb, so every reference, kind, size and product is
  * checked here, with a message naming the column or tensor.
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <math.h>
 #include <stdatomic.h>

@@ -9,7 +9,9 @@
  * Every formula is written so that logits of +-1000 give exact 0 / 1 and
  * never Inf or NaN (exp of a non-positive number only).
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

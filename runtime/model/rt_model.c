@@ -7,7 +7,9 @@
  * checksum is checked before use, and a refusal names the file and the
  * problem. The byte layout and the rules are in docs/export-format.md.
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
  * case) or present (a line copied from the training data; their values are
  * ignored). The row is split, its numbers read and its empty cells
  * given their defaults by rt_raw.c, the code the trainer reads CSV files
- * with (rt_csv_split, rt_raw_push_cell): a row means the same to both.
+ * with (rt_csv_split, rt_batch_push_cell): a row means the same to both.
  * Unused columns are skipped.
  *
  * EXAMPLE: one serialized tf.Example per instance (runtime/example.proto),
@@ -15,7 +15,9 @@
  * tf.parse_example does. float_list / int64_list feed numeric inputs;
  * bytes_list feeds string inputs (int64_list too, as decimal text).
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include "example.pb-c.h"
 
@@ -76,7 +78,7 @@ static rt_status csv_row(const rt_graph *g, rt_batch *b, size_t idx, const char 
         if (target || rc->unused)
             continue; /* a label's or weight's value is not read when serving */
         long in = rt_graph_find_input(g, rc->name, strlen(rc->name));
-        st = rt_raw_push_cell(b, idx, in, rc, field, text + fields[field].off,
+        st = rt_batch_push_cell(b, idx, in, rc, field, text + fields[field].off,
                               fields[field].len, err);
         if (st == RT_ERR_INVALID) {
             rt_err_prefix(err, "csv_row");

@@ -7,6 +7,7 @@
  * and signatures by rt_spec_graph.c, helpers are in rt_spec_util.c; the
  * finished ModelDef is checked once more by compiling it (rt_graph.c).
  */
+#include "rt_model.h"
 #include "rt_spec_internal.h"
 
 #include <math.h>

@@ -4,6 +4,7 @@
  * and the references between columns (sources, crossed keys, categorical
  * columns of embeddings and indicators).
  */
+#include "rt_model.h"
 #include "rt_spec_internal.h"
 
 #include <math.h>

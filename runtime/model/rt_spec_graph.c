@@ -5,6 +5,7 @@
  * (Graph.trees, no trees yet: the trainer grows them), and the signatures
  * they export (serving_default, predict, classification / regression).
  */
+#include "rt_model.h"
 #include "rt_spec_internal.h"
 
 #include <stdio.h>

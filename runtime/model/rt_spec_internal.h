@@ -5,7 +5,8 @@
 #ifndef PREDICTD_RT_SPEC_INTERNAL_H
 #define PREDICTD_RT_SPEC_INTERNAL_H
 
-#include "rt_internal.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <stdbool.h>
 

@@ -3,6 +3,7 @@
  * (typed getters and path-named errors are rt_cfg.c's, shared with the
  * trainer's sections).
  */
+#include "rt_model.h"
 #include "rt_spec_internal.h"
 
 #include <math.h>

@@ -8,7 +8,9 @@
  * the DNN input vector in rt_graph_dnn_layout order. Memory lives in the
  * rt_features and is reused from call to call.
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <float.h>
 #include <math.h>

@@ -29,7 +29,9 @@
  * (independent chains of loads the CPU overlaps), over blocks of 256
  * instances whose rows stay in cache.
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <math.h>
 #include <stdio.h>

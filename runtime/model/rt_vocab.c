@@ -3,7 +3,9 @@
  * per graph, read-only afterwards), vocabulary files, and safe asset paths
  * (trimming is rt_raw.c's).
  */
-#include "rt_internal.h"
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "rt_data_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,9 @@
  * A batch belongs to one graph; when a request comes for another model the
  * batch is rebound to it. Everything only grows and is kept.
  */
-#include "rt_internal.h"
+#include "rt_serve.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 
 #include <stdlib.h>
 

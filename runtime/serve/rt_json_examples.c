@@ -18,6 +18,7 @@
  * whole (checking it, and noting where "examples" and "context" are), then
  * the context's members and the examples are read from where they stand.
  */
+#include "rt_serve.h"
 #include "rt_json_internal.h"
 
 #include <stdio.h>

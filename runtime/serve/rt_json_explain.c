@@ -10,6 +10,7 @@
  * its path ("explanationSpecOverride.parameters.topK: ..."). The answer is
  * {"explanations": [{"attributions": [...]}, ...], "predictions": ...}.
  */
+#include "rt_serve.h"
 #include "rt_explain_internal.h"
 #include "rt_json_internal.h"
 

@@ -5,6 +5,7 @@
  * predict-model transform, the parse and the transform alone
  * (rt_json_transform).
  */
+#include "rt_serve.h"
 #include "rt_json_internal.h"
 
 rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, size_t len,

@@ -16,7 +16,8 @@
 #ifndef PREDICTD_RT_JSON_INTERNAL_H
 #define PREDICTD_RT_JSON_INTERNAL_H
 
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -12,7 +12,9 @@
  * logistic (binary) or the predictions. Keys appear in name order, as TF
  * Serving prints its output map. Floats are shortest round-trip text.
  */
-#include "rt_internal.h"
+#include "rt_serve.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -21,6 +21,7 @@
  * would: not JSON (hard, rt_json_reader.c) > not an object > a key given
  * twice > signature_name > neither / both payloads > the payload itself.
  */
+#include "rt_serve.h"
 #include "rt_json_internal.h"
 
 #include <stdlib.h>

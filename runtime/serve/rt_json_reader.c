@@ -14,6 +14,7 @@
  * (rt_json_locate) and the byte offset: "instances[0].age: number 025 has a
  * leading zero at byte 23: not valid JSON".
  */
+#include "rt_serve.h"
 #include "rt_json_internal.h"
 
 #include <math.h>

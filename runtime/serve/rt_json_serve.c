@@ -6,6 +6,7 @@
  * (rt_json_out.c). Under rt_json_handle.c and rt_explain_json.c (whose
  * answers carry the :predict answer).
  */
+#include "rt_serve.h"
 #include "rt_json_internal.h"
 
 static rt_status serve(const rt_model *m, rt_method method, const char *body, size_t len,

@@ -5,6 +5,7 @@
  * can answer (TF Serving has no classify signature for a regressor, no
  * regress one for a multi-class classifier or a regressor of several values).
  */
+#include "rt_serve.h"
 #include "rt_json_internal.h"
 
 #include <stdio.h>

@@ -8,6 +8,7 @@
  * receiver. Instances are objects keyed by input name; the label and
  * unused columns are skipped (still checked as JSON).
  */
+#include "rt_serve.h"
 #include "rt_json_internal.h"
 
 #include <float.h>

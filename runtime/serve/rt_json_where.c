@@ -4,6 +4,7 @@
  * list), the path of a value being read, and messages kept valid UTF-8.
  * Everything here runs only when a request is refused.
  */
+#include "rt_serve.h"
 #include "rt_json_internal.h"
 
 #include <math.h>

@@ -11,6 +11,7 @@
  * when a merged run fails, the caller runs each request alone and each gets
  * its own answer or message.
  */
+#include "rt_serve.h"
 #include "rt_v2_internal.h"
 
 

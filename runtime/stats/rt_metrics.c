@@ -25,7 +25,9 @@
  * NULL weights are all 1, and the result is then bit for bit the unweighted
  * one.
  */
-#include "rt_internal.h"
+#include "rt_stats.h"
+#include "rt_data_internal.h"
+#include "rt_core_internal.h"
 
 #include <math.h>
 #include <stdio.h>

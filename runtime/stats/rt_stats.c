@@ -12,7 +12,9 @@
  * Each string input keeps its distinct values and counts (up to
  * STR_TABLE_MAX distinct values; later new values are counted as "other").
  */
-#include "rt_internal.h"
+#include "rt_stats.h"
+#include "rt_data_internal.h"
+#include "rt_core_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

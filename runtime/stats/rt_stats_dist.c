@@ -13,7 +13,9 @@
  *   bucket's count spread evenly over its width, and NaNs are a bucket of
  *   their own on each side (a NaN never matches a NaN, as in TFDV).
  */
-#include "rt_internal.h"
+#include "rt_stats.h"
+#include "rt_data_internal.h"
+#include "rt_core_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

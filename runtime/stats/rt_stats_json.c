@@ -7,7 +7,9 @@
  * whether the numbers are approximate) goes into custom_stats, so the file
  * still parses as the proto. Layout: docs/data-validation.md.
  */
-#include "rt_internal.h"
+#include "rt_stats.h"
+#include "rt_data_internal.h"
+#include "rt_core_internal.h"
 
 #include <cJSON.h>
 #include <math.h>

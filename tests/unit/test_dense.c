@@ -20,7 +20,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 
 static uint64_t next(uint64_t *s)
 {

@@ -24,7 +24,8 @@
 
 #include <cJSON.h>
 
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 #include "support_models.h"
 #include "support_trees.h"
 

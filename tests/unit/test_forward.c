@@ -14,7 +14,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 
 #define TOL 1e-5
 

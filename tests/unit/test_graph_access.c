@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 #include "support_models.h"
 #include "support_trees.h"
 

@@ -9,7 +9,8 @@
 #include <cmocka.h>
 
 #include "rt.h"
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 
 static void test_fingerprint64_known_answers(void **state)
 {

@@ -19,7 +19,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 #include "support_models.h"
 
 #define MAX_REQS 24

@@ -16,7 +16,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 #include "support_models.h"
 
 typedef struct fixture {

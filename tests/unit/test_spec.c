@@ -14,7 +14,8 @@
 
 #include <cJSON.h>
 
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 
 /* ------------------------------------------------------------ helpers */
 

@@ -19,7 +19,8 @@
 
 #include <cJSON.h>
 
-#include "rt_internal.h"
+#include "rt_serve_internal.h"
+#include "rt_data_internal.h"
 
 /* Feature column indexes of tests/data/specs/transform.json. */
 enum {

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <cJSON.h>
 
+#include "rt.h"
 #include "exp.h"
 #include "trn.h"
 

@@ -6,6 +6,7 @@
  * BYTES input of a CSV / tf.Example receiver; the signature's outputs; and
  * GET /v2/models/{m}'s answer.
  */
+#include "rt_serve.h"
 #include "rt_v2_internal.h"
 
 #include <inttypes.h>

@@ -13,6 +13,7 @@
  * "value:index:label" where the index is a class (probabilities,
  * all_class_ids, and logits of a multi-class head).
  */
+#include "rt_serve.h"
 #include "rt_v2_internal.h"
 
 #include <inttypes.h>

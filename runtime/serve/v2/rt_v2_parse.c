@@ -25,6 +25,7 @@
  * the same for every input), every input must be given once, and the
  * element count must fill the shape; errors name the tensor.
  */
+#include "rt_serve.h"
 #include "rt_v2_internal.h"
 
 #include <math.h>

@@ -26,6 +26,7 @@
  * to one rt_ctx (one thread) and one graph (by its serial number, which
  * survives a freed graph's address being reused) and one set of limits.
  */
+#include "rt_serve.h"
 #include "rt_v2_internal.h"
 
 #include <math.h>

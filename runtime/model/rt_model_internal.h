@@ -1,50 +1,27 @@
 /*
- * rt_internal.h — structures shared between the runtime's own files.
- * Not installed and not for other modules: they use rt.h.
+ * rt_model_internal.h — the compiled graph's structures (vocabularies, raw inputs,
+ * feature columns, layers, trees), the feature-column kind table, batch
+ * internals and the dense kernels. The model layer's files include it; so do
+ * the explanations (rt_explain_internal.h: Shapley and integrated gradients
+ * walk the graph's inputs, columns and layers) and, of the serving layer,
+ * rt_serve_internal.h (the request context holds a graph's features and
+ * workspace; the renderers read its outputs' layout).
  */
-#ifndef PREDICTD_RT_INTERNAL_H
-#define PREDICTD_RT_INTERNAL_H
+#ifndef PREDICTD_RT_MODEL_INTERNAL_H
+#define PREDICTD_RT_MODEL_INTERNAL_H
 
-/* The build defines PREDICTD_MODULE_<folder> for each source (Makefile). */
-#if !defined(PREDICTD_MODULE_runtime) && !defined(PREDICTD_MODULE_tests) && \
-    !defined(PREDICTD_MODULE_bench)
-#error "rt_internal.h is runtime's own; other modules include rt.h (docs/design.md)"
+/* The build defines PREDICTD_LAYER_<layer> for each runtime source (Makefile). */
+#if !defined(PREDICTD_LAYER_model) && !defined(PREDICTD_LAYER_explain) && \
+    !defined(PREDICTD_LAYER_serve) && \
+    !defined(PREDICTD_MODULE_tests) && !defined(PREDICTD_MODULE_bench)
+#error "rt_model_internal.h is the model layer's own (docs/design.md, \"The runtime's layers\")"
 #endif
 
-#include "rt.h"
+#include "rt_model.h"
+#include "rt_core_internal.h"
 
 #include <stdbool.h>
 #include <string.h>
-
-/* a[0..n) == b[0..n), by words, for the few bytes of a name or a word (no
- * libc call; every load stays inside the n bytes). */
-static inline int rt_same_bytes(const char *a, const char *b, size_t n)
-{
-    if (n >= 8) {
-        uint64_t x, y;
-        for (size_t i = 0; i + 8 < n; i += 8) {
-            memcpy(&x, a + i, 8);
-            memcpy(&y, b + i, 8);
-            if (x != y)
-                return 0;
-        }
-        memcpy(&x, a + n - 8, 8);
-        memcpy(&y, b + n - 8, 8);
-        return x == y;
-    }
-    if (n >= 4) {
-        uint32_t x, y, z, w;
-        memcpy(&x, a, 4);
-        memcpy(&y, b, 4);
-        memcpy(&z, a + n - 4, 4);
-        memcpy(&w, b + n - 4, 4);
-        return x == y && z == w;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i])
-            return 0;
-    return 1;
-}
 
 /* Open-addressing string -> id table for vocabularies (built once). */
 typedef struct rt_vocab {
@@ -303,38 +280,6 @@ void rt_batch_clear_instance(rt_batch *b, size_t idx);
  * need it to map CSV columns and tf.Example features to raw inputs. */
 const rt_graph *rt_batch_graph(const rt_batch *b);
 
-/* The name of a tf.Feature's list kind (its Tensorflow__Feature__KindCase,
- * passed as an int so this header needs no example.pb-c.h): "bytes_list",
- * "float_list", "int64_list" or "no value list" (rt_example_row.c). */
-const char *rt_example_kind_name(int kind_case);
-
-/* ------------------------------------------- serving scratch (rt_ctx.c) */
-
-/* Per-thread request scratch behind the opaque rt_ctx (rt.h). */
-struct rt_ctx {
-    const rt_graph *graph;  /* the graph `batch` was made for */
-    size_t graph_inputs;    /* its input count (guards against address reuse) */
-    rt_batch *batch;
-    rt_features features;
-    rt_workspace *ws;
-    rt_outputs outputs;
-    float *logits;          /* n x logits_dim */
-    size_t logits_cap;      /* floats */
-    rt_buf text;            /* request strings with escapes, unescaped */
-    rt_buf key;             /* request keys with escapes, unescaped */
-    rt_buf bytes;           /* decoded base64 */
-    struct rt_v2_req *v2;   /* an Open Inference Protocol request's answer
-                               settings (rt_v2_internal.h), made on first use */
-    void (*v2_free)(struct rt_v2_req *); /* its destructor, set with it by
-                               rt_v2_parse.c, which owns it: rt_ctx_free
-                               calls through it, so the calls go one way */
-};
-
-/* Gives c an empty batch for graph g (made anew when the graph changed). */
-rt_status rt_ctx_prepare(rt_ctx *c, const rt_graph *g, rt_err *err);
-/* transform + forward + head of c->batch into c->outputs. */
-rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err);
-
 /* ------------------------------------------- dense layers (rt_dense.c) */
 
 /* Instruction sets of the dense kernel, in increasing width. */
@@ -355,80 +300,4 @@ rt_dense_isa rt_dense_best_isa(void);
 void rt_dense_rows_isa(rt_dense_isa isa, const float *x, size_t m, size_t in, const float *w,
                        const float *bias, size_t out, float *y);
 
-/* ------------------------------------------- JSON serving (rt_json_*.c) */
-
-
-/* Parses a predict body into c's batch (rt_ctx_prepare'd for g) without
- * running the model: *columnar tells "inputs" from "instances", *sig the
- * signature. For rt_json_handle and rt_json_transform. */
-rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
-                                const rt_json_params *p, rt_ctx *c, int *columnar,
-                                const Predictd__SignatureDef **sig, rt_err *err);
-
-/* A columnar request's transform error, named as the client sent it:
- * "instances[3].age: ..." -> "inputs.age[3]: ..."; a missing input lists
- * every input the request lacks (rt_transform_needs) (rt_json_where.c). */
-void rt_json_name_columns(const rt_graph *g, const rt_batch *b, rt_err *err);
-/* A row request's "instances[i].NAME: missing input" gets every input that
- * instance lacks appended: "...; not given: age, education" (one 400 names
- * them all). Other messages are left as they are. */
-void rt_json_name_missing(const rt_graph *g, const rt_batch *b, rt_err *err);
-
-/* Renders c->outputs for a predict request: {"predictions": [...]} (rows) or
- * {"outputs": ...} (columnar) with the signature's outputs (sig may be NULL:
- * the head's usual outputs). */
-rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef *sig,
-                                 const rt_outputs *o, int columnar, rt_buf *out);
-/* {"results": [[[label, score], ...], ...]} for classify. */
-rt_status rt_json_render_classify(const rt_graph *g, const rt_outputs *o, rt_buf *out);
-/* {"results": [value, ...]} for regress (regressors: predictions; binary
- * classifiers: logistic). */
-rt_status rt_json_render_regress(const rt_graph *g, const rt_outputs *o, rt_buf *out,
-                                 rt_err *err);
-/* Before running a parsed request of n instances: RT_ERR_LIMIT, with a
- * message naming max_answer_bytes, when its answer (method; for predict
- * the outputs of sig) could pass p->max_answer_bytes, counting every float
- * at its longest text; RT_OK when it cannot, or when there is no limit. */
-rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *sig,
-                               rt_method method, size_t n, const rt_json_params *p,
-                               rt_err *err);
-
-/* ------------------------------------------------------ UTF-8 (rt_buf.c) */
-
-/* Length (1..4) of the UTF-8 sequence that starts at s when it is valid
- * (RFC 3629: no overlong form, no surrogate, nothing above U+10FFFF, not cut
- * short by the end of the n bytes available), else 0 and *why (may be NULL)
- * names the fault ("a truncated sequence", "an overlong encoding", ...).
- * n must be at least 1. Thread-safe, no allocation. */
-size_t rt_utf8_seq(const char *s, size_t n, const char **why);
-
-/* ------------------------------------------- float text (rt_buf.c) */
-
-/* Room rt_json_float_text needs. */
-#define RT_JSON_FLOAT_MAX 48
-
-/* rt_buf_json_float's text of v into out (RT_JSON_FLOAT_MAX bytes, not
- * NUL-terminated); returns its length. Thread-safe, no allocation. */
-size_t rt_json_float_text(float v, char *out);
-
-/* ----------------------------------------- protobuf unpacking (rt_pb.c) */
-
-/* protobuf-c's unpack gives NULL for bad bytes and for want of memory
- * alike: unpacking with rt_pb_alloc's allocator (malloc and free) tells
- * them apart, failed being set when an allocation failed. A message it
- * unpacked is freed with free_unpacked(msg, NULL) as any other. */
-typedef struct rt_pb_alloc {
-    ProtobufCAllocator a;
-    bool failed;
-} rt_pb_alloc;
-void rt_pb_alloc_init(rt_pb_alloc *pa);
-
-/* ------------------------------------------------- CRC-32C (rt_hash.c) */
-
-/* The table-driven CRC-32C, byte at a time; same results as rt_crc32c,
- * which uses SSE4.2 when the CPU has it. For tests and benchmarks. */
-uint32_t rt_crc32c_portable(uint32_t crc, const void *data, size_t len);
-/* 1 when rt_crc32c uses the SSE4.2 crc32 instruction on this CPU. */
-int rt_crc32c_hw_available(void);
-
-#endif /* PREDICTD_RT_INTERNAL_H */
+#endif /* PREDICTD_RT_MODEL_INTERNAL_H */

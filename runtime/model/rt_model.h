@@ -1,0 +1,403 @@
+/*
+ * rt_model.h — the model (runtime/model/): a spec turned into a ModelDef, the
+ * compiled graph (feature-column table, vocabularies, tree ensembles), raw
+ * input batches and the receivers that fill them, the transform (the serving
+ * input function), the forward pass and its dense kernels, the heads, and
+ * exported models (model.pb + variables.bin, mapped read-only).
+ *
+ * Pipeline of one batch:
+ *   rt_batch (raw inputs per instance)
+ *        --rt_transform-->   rt_features (ids / values per feature column, dnn input)
+ *        --rt_forward-->     logits
+ *        --rt_head_compute-> outputs
+ *
+ * Thread safety: an open rt_model / rt_graph is immutable and may be shared
+ * by any number of threads; an rt_batch belongs to one thread at a time.
+ *
+ * May use: core, data, stats.
+ */
+#ifndef PREDICTD_RT_MODEL_H
+#define PREDICTD_RT_MODEL_H
+
+#include "rt_stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* -------------------------------------------------------- spec -> ModelDef */
+
+/*
+ * The parts of a trainer spec (docs/trainer.md) that describe the model:
+ * "columns", "unused_columns", "label", "feature_columns", "estimator" (model
+ * shape only; optimizer keys are accepted and left to the trainer),
+ * "trim_strings" (default true) and "export" ("name", "format" JSON|CSV|EXAMPLE).
+ * Produces a ModelDef with raw columns, feature columns, graph (with tensor
+ * names), head and signatures; no tensor index. Keys listed in other_keys are
+ * the caller's (e.g. "train", "eval") and are not checked here; any other
+ * unknown key, wrong type or impossible value is refused with a message that
+ * names the key (e.g. "feature_columns[3].boundaries: must increase").
+ * OUT: *out is malloc-owned; free it with rt_modeldef_free().
+ */
+struct cJSON;
+rt_status rt_spec_to_modeldef(const struct cJSON *spec, const char *const *other_keys,
+                              Predictd__ModelDef **out, rt_err *err);
+
+/* ------------------------------------------------- ModelDef helpers */
+
+/* Frees a ModelDef built by rt_spec_to_modeldef, unpacked from model.pb, or
+ * built by hand with malloc'd fields. NULL is fine. */
+void rt_modeldef_free(Predictd__ModelDef *def);
+
+/* The name, shape and count of one float32 tensor the graph needs. */
+typedef struct rt_tensor_spec {
+    const char *name;     /* points into the ModelDef */
+    uint64_t shape[2];
+    uint32_t rank;        /* 1 or 2 */
+    uint64_t count;       /* product of shape */
+} rt_tensor_spec;
+
+/* Lists every tensor the ModelDef's graph needs, with its expected shape.
+ * OUT: *specs is malloc'd (free()); names point into def. */
+rt_status rt_modeldef_tensor_specs(const Predictd__ModelDef *def, rt_tensor_spec **specs,
+                                   size_t *n, rt_err *err);
+
+/* ----------------------------------------------------------------- graph */
+
+/*
+ * A compiled model: feature columns resolved (vocabulary hash tables, cross
+ * plans, bucket boundaries), raw inputs, linear and DNN parts bound to tensor
+ * data, and the head. Built from a ModelDef plus a lookup of tensor data, so
+ * the runtime binds it to mapped variables.bin and the trainer to its own
+ * mutable parameters. The graph keeps pointers into def and the tensor data:
+ * both must outlive it.
+ */
+typedef struct rt_graph rt_graph;
+
+/* Returns the data of tensor `name` holding `count` floats, or NULL (and an
+ * error in err) if it is missing or has the wrong size. */
+typedef const float *(*rt_tensor_lookup_fn)(void *ctx, const char *name, uint64_t count,
+                                            rt_err *err);
+
+/* assets_dir: directory holding vocabulary files (may be NULL if none used). */
+rt_status rt_graph_build(const Predictd__ModelDef *def, rt_tensor_lookup_fn lookup,
+                         void *lookup_ctx, const char *assets_dir, rt_graph **out,
+                         rt_err *err);
+void rt_graph_free(rt_graph *g);
+
+const Predictd__ModelDef *rt_graph_def(const rt_graph *g);
+size_t rt_graph_logits_dim(const rt_graph *g);
+
+/* True for the feature-column kinds that produce ids (bucketized, vocabulary
+ * list/file, identity, hash bucket, crossed, weighted); the others produce
+ * dense values.
+ * Thread-safe (reads rt_fc.c's constant table of kinds). */
+bool rt_column_is_categorical(Predictd__ColumnType t);
+/* The spec's name of kind t ("numeric_column", ...), "?" when unknown. */
+const char *rt_column_kind_name(Predictd__ColumnType t);
+/* The spec key of kind t that sets its number of ids or values
+ * ("hash_bucket_size", "boundaries", "shape", ...); NULL for the kinds that
+ * take it from their categorical_column (embedding, indicator). */
+const char *rt_column_size_key(Predictd__ColumnType t);
+
+/* The raw inputs the feature columns read (the JSON receiver's inputs), in
+ * ModelDef raw_columns order, skipping the label and unused columns. */
+size_t rt_graph_num_inputs(const rt_graph *g);
+const char *rt_graph_input_name(const rt_graph *g, size_t i);
+Predictd__DType rt_graph_input_dtype(const rt_graph *g, size_t i);
+/* Index of the raw input called name (len bytes), or -1. */
+long rt_graph_find_input(const rt_graph *g, const char *name, size_t len);
+
+/* Layout of the DNN input vector: columns sorted by name (as TensorFlow's
+ * input_layer does); column k occupies [offset[k], offset[k] + width[k]).
+ * Returns the number of DNN columns; *cols are feature column indexes. */
+size_t rt_graph_dnn_layout(const rt_graph *g, const size_t **cols, const size_t **offset,
+                           const size_t **width, size_t *total_dim);
+
+/* What a tool that lists a compiled graph needs (predict-model show and
+ * transform). All read g only: thread-safe, no allocation. Indexes past the
+ * end give 0 / NULL. */
+/* The head's type (the ModelDef's graph.head.type). */
+Predictd__HeadType rt_graph_head(const rt_graph *g);
+/* Classes of a classifier (2 for a binary one), 0 for a regressor. */
+size_t rt_graph_num_classes(const rt_graph *g);
+/* Feature columns, in ModelDef order; column c's definition (points into the
+ * ModelDef) and the id space of a categorical column (0 for dense ones). */
+size_t rt_graph_num_columns(const rt_graph *g);
+const Predictd__FeatureColumn *rt_graph_column(const rt_graph *g, size_t c);
+int64_t rt_graph_column_buckets(const rt_graph *g, size_t c);
+/* Column fc's settings as "key=value ..." text into buf (n bytes,
+ * NUL-terminated; "" for an unknown kind). */
+void rt_column_describe(const Predictd__FeatureColumn *fc, char *buf, size_t n);
+/* The DNN: its layers (hidden layers and the logits layer; 0 without a DNN
+ * part), layer l's output width, and the input vector's width. */
+size_t rt_graph_num_layers(const rt_graph *g);
+size_t rt_graph_layer_width(const rt_graph *g, size_t l);
+size_t rt_graph_dnn_dim(const rt_graph *g);
+/* True when g is a BoostedTrees graph (the ModelDef's graph.trees), whose
+ * ensemble the rt_trees_* functions below describe. */
+bool rt_graph_has_trees(const rt_graph *g);
+
+/* ------------------------------------------------------ raw input batches */
+
+/* One raw value: a number or a string (not NUL-terminated). */
+typedef struct rt_value {
+    const char *str;  /* NULL for a number */
+    size_t len;
+    double num;
+} rt_value;
+
+/* A batch of instances; for each instance and raw input, zero or more values
+ * (zero = missing: the column's default applies, or it is an error). Strings
+ * are copied into the batch's arena. */
+typedef struct rt_batch rt_batch;
+
+rt_batch *rt_batch_new(const rt_graph *g);
+void rt_batch_free(rt_batch *b);
+/* Forget all instances; keeps memory for reuse. */
+void rt_batch_clear(rt_batch *b);
+size_t rt_batch_size(const rt_batch *b);
+/* Appends an empty instance; returns its index in *idx. */
+rt_status rt_batch_add(rt_batch *b, size_t *idx);
+/* Appends one value to input `input` of instance `idx` (multi-valued when
+ * called more than once). */
+rt_status rt_batch_push_num(rt_batch *b, size_t idx, size_t input, double v);
+rt_status rt_batch_push_str(rt_batch *b, size_t idx, size_t input, const char *s, size_t len);
+/* The values of one cell. */
+const rt_value *rt_batch_cell(const rt_batch *b, size_t idx, size_t input, size_t *n);
+
+/* What a missing input (a cell with no values) means when the batch is
+ * transformed; set by whoever fills the batch. A numeric column's
+ * default_value always applies first. */
+typedef enum {
+    RT_MISSING_ERROR = 0,   /* an error: JSON instances carry every input, as
+                               TF's placeholders require (the default) */
+    RT_MISSING_EMPTY,       /* string inputs: no values (tf.Example, as
+                               tf.parse_example's VarLenFeature) */
+    RT_MISSING_CSV_DEFAULT, /* the spec's CSV column "default" (CSV rows) */
+} rt_missing_policy;
+
+/* rt_batch_clear resets the policy to RT_MISSING_ERROR. */
+void rt_batch_set_missing(rt_batch *b, rt_missing_policy policy);
+rt_missing_policy rt_batch_missing(const rt_batch *b);
+
+/* Serving input functions other than JSON features: parse one CSV row (the
+ * training schema without the label) or one serialized tf.Example into
+ * instance idx. Errors name the column. */
+rt_status rt_receiver_csv_row(rt_batch *b, size_t idx, const char *row, size_t len, rt_err *err);
+rt_status rt_receiver_example(rt_batch *b, size_t idx, const uint8_t *bytes, size_t len,
+                              rt_err *err);
+
+/* ---------------------------------- CSV cells into batches (rt_batch.c) */
+
+/*
+ * Pushes CSV cell s[0..len), field number `field` (0-based, for messages),
+ * of raw column rc into input `input` of instance idx of b: a DT_FLOAT
+ * column's cell is read by rt_raw_number (a bad number is refused even when
+ * input < 0, i.e. no feature column reads it: rows are checked whole, as
+ * tf.decode_csv does); an empty or all-blank cell pushes the column's default
+ * (tf.decode_csv's record_defaults) when the spec gave one, else nothing (the
+ * transform decides: a numeric column's default_value, or "missing input");
+ * a string is pushed as it is (the transform trims by trim_strings).
+ */
+rt_status rt_batch_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+                           size_t field, const char *s, size_t len, rt_err *err);
+
+/*
+ * rt_batch_push_cell's second half for a numeric cell already read with
+ * rt_raw_number (parsed: its RT_OK with v, or RT_ERR_NOTFOUND for an empty
+ * cell): pushes v, or the column's default, or nothing, exactly as
+ * rt_batch_push_cell would for that cell. For a reader that checked the cell
+ * on another thread and keeps the value, so it is not parsed twice.
+ */
+rt_status rt_batch_push_number(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+                             rt_status parsed, double v);
+
+/* ------------------------------------------------------------- transform */
+
+/* Ids of a categorical feature column in CSR form: instance i has ids
+ * ids[offsets[i] .. offsets[i+1]). A weighted_categorical_column also has
+ * weights[k] beside ids[k] (never 0: TensorFlow drops zero weights); the
+ * linear part and embeddings use only the pairs with a weight > 0 (its
+ * safe_embedding_lookup_sparse), an indicator adds every weight. */
+typedef struct rt_ids {
+    uint32_t *offsets; /* n + 1 */
+    int64_t *ids;
+    float *weights;    /* NULL: every id weighs 1 */
+} rt_ids;
+
+/*
+ * The serving input function's output for a batch. For feature column c:
+ * categorical kinds (bucketized, vocabulary, identity, hash, crossed,
+ * weighted) fill ids[c]; dense kinds (numeric, indicator, embedding, shared
+ * embedding) fill values[c], n x width.
+ * dnn_input is n x dnn_dim (rt_graph_dnn_layout). Memory is owned by the
+ * rt_features and reused across calls.
+ */
+typedef struct rt_features {
+    size_t n;
+    size_t n_columns;
+    rt_ids *ids;         /* [n_columns]; offsets NULL for dense columns */
+    float **values;      /* [n_columns]; NULL for categorical columns */
+    size_t *width;       /* [n_columns]; values per instance (0 categorical) */
+    float *dnn_input;    /* n x dnn_dim, NULL when the model has no DNN part */
+    size_t dnn_dim;
+    /* private: capacity bookkeeping */
+    void *priv;
+} rt_features;
+
+void rt_features_init(rt_features *f);
+void rt_features_free(rt_features *f);
+
+/* Runs the feature columns on batch b. Fails (RT_ERR_INVALID) on a missing
+ * required input or a wrong type, naming the instance and input
+ * ("instances[3].age: ..."). */
+rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err);
+
+/*
+ * rt_transform in two halves, for a caller that keeps each instance's first
+ * half across calls (the trainer's rows, seen once per epoch):
+ * rt_transform_inputs runs the columns that read the batch (numeric,
+ * bucketized, vocabulary, hash, crossed); rt_transform_finish the ones that
+ * read only other columns and the weights (indicator, embedding) and builds
+ * dnn_input. inputs + finish = rt_transform, bit for bit.
+ * rt_features_row_size / _row_save copy instance i's first-half results
+ * into a record (an opaque byte string, row_size bytes, any alignment);
+ * rt_features_rows_load makes f the batch of n saved records (as
+ * rt_transform_inputs would have made it for their instances), ready for
+ * rt_transform_finish. Records belong to the graph that made them.
+ */
+rt_status rt_transform_inputs(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err);
+rt_status rt_transform_finish(const rt_graph *g, rt_features *f, rt_err *err);
+size_t rt_features_row_size(const rt_graph *g, const rt_features *f, size_t i);
+void rt_features_row_save(const rt_graph *g, const rt_features *f, size_t i, void *out);
+rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *const *rows,
+                                size_t n, rt_err *err);
+
+/* ---------------------------------------------------------- forward pass */
+
+/* Per-thread scratch for forward passes (layer activations). */
+typedef struct rt_workspace rt_workspace;
+rt_workspace *rt_workspace_new(void);
+void rt_workspace_free(rt_workspace *ws);
+
+/* logits (n x logits_dim, caller-allocated) = linear(f) + dnn(f.dnn_input),
+ * or for a BoostedTrees graph bias + the sum of the leaves reached.
+ * Hidden activations stay in ws until the next call (for backprop). */
+rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
+                     rt_err *err);
+/* Activations of layer k after the last rt_forward: k = 0 is the DNN input
+ * (the features' dnn_input itself, not a copy: valid while they are
+ * unchanged), 1..H the hidden layers (after activation), H+1 the DNN logits.
+ * n x width. */
+const float *rt_workspace_layer(const rt_workspace *ws, size_t k, size_t *width);
+
+/* Applies a hidden layer's activation to y[0..n) in place: relu
+ * max(x, 0) with NaN kept NaN (as TensorFlow's Relu), tanh, sigmoid, elu
+ * (x > 0 ? x : e^x - 1), linear (nothing). Serving and training both. */
+void rt_activate(Predictd__Activation act, float *y, size_t n);
+
+/* ------------------------------------------------------------------ head */
+
+/* Outputs of a head for n instances. Arrays not used by the head are NULL. */
+typedef struct rt_outputs {
+    size_t n;
+    size_t n_classes;      /* classifiers; 0 for regression */
+    float *logits;         /* n x logits_dim */
+    float *logistic;       /* n (binary only) */
+    float *probabilities;  /* n x n_classes */
+    int64_t *class_ids;    /* n */
+    float *predictions;    /* n x label_dimension (regression) */
+    void *priv;
+} rt_outputs;
+
+void rt_outputs_init(rt_outputs *o);
+void rt_outputs_free(rt_outputs *o);
+rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
+                          rt_err *err);
+/* The class string for class id k ("0", "1", ... without a vocabulary). */
+const char *rt_graph_class_name(const rt_graph *g, size_t k);
+
+/* ------------------------------------------- tree ensembles (rt_trees.c) */
+
+/* Trees of g's ensemble (0 without one). */
+size_t rt_trees_count(const rt_graph *g);
+/* Floats of scratch per instance that rt_trees_leaves needs (0 without an
+ * ensemble). */
+size_t rt_trees_scratch(const rt_graph *g);
+/* The leaf each instance of f reaches in each tree, as the node's index in
+ * its tree of the ModelDef: leaves[i * trees + t] (f->n x rt_trees_count).
+ * x is scratch of f->n * rt_trees_scratch(g) floats. Thread-safe (g is only
+ * read). */
+rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uint32_t *leaves,
+                          rt_err *err);
+
+/* The shape of g's ensemble and, per input, its split count and the sum of
+ * its splits' gain (TensorFlow's gain-based feature importances, unscaled),
+ * sorted by gain, then splits, highest first: *imp has one entry per input
+ * (free() it; column points into g's ModelDef). RT_ERR_INVALID without
+ * trees. */
+typedef struct rt_trees_shape {
+    size_t trees, nodes, leaves, max_depth;
+} rt_trees_shape;
+typedef struct rt_trees_importance {
+    size_t input;       /* index in TreeEnsemble.inputs */
+    const char *column;
+    uint64_t splits;
+    double gain;
+} rt_trees_importance;
+rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_trees_importance **imp,
+                            rt_err *err);
+
+/* ------------------------------------------------------- exported models */
+
+/* An opened export directory: ModelDef, variables.bin mapped read-only, and
+ * the compiled graph. Immutable; share it between threads. */
+typedef struct rt_model rt_model;
+
+/*
+ * Opens and validates EXPORT_DIR (model.pb, variables.bin, assets/): magic,
+ * format versions, every offset and length against the file size, checksums,
+ * tensor shapes against the graph. Refuses a bad export with a message that
+ * names the file and what is wrong.
+ */
+rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err);
+/* The same from memory (for fuzzing and tests); buffers are copied. */
+rt_status rt_model_open_buffers(const void *model_pb, size_t pb_len, const void *vars,
+                                size_t vars_len, rt_model **out, rt_err *err);
+void rt_model_close(rt_model *m);
+const rt_graph *rt_model_graph(const rt_model *m);
+const Predictd__ModelDef *rt_model_def(const rt_model *m);
+/* The validated data of tensor `name` in the export (read-only, lives as long
+ * as m), its number of floats in *count (may be NULL); NULL if absent. */
+const float *rt_model_tensor(const rt_model *m, const char *name, uint64_t *count);
+
+/* Parses an export version directory name: a canonical decimal integer (no
+ * sign, no leading zero unless "0", fits int64). Returns 1 and sets *version
+ * (may be NULL), else 0. The exporter and the daemon agree on it; any other
+ * name in a base path (e.g. the exporter's hidden .tmp-*) is not a version. */
+int rt_version_parse(const char *name, int64_t *version);
+
+/* Layout of variables.bin (all little-endian):
+ *   0  char[8]  magic "PDVARS\0\0"
+ *   8  u32      format version (1)
+ *  12  u32      tensor count
+ *  16  u64      file size in bytes
+ *  24  u32      CRC-32C of bytes 0..23
+ *  28..63       zero
+ *  64..         tensors, each at a 64-byte aligned offset, zero padding between */
+#define RT_VARS_MAGIC "PDVARS\0\0"
+#define RT_VARS_VERSION 1u
+#define RT_VARS_HEADER 64u
+#define RT_VARS_ALIGN 64u
+#define RT_FORMAT_VERSION 1u
+
+/* The training statistics of an export (statistics.json), or NULL when the
+ * export has none (written before they existed). Lives as long as m. */
+const rt_stats *rt_model_stats(const rt_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PREDICTD_RT_MODEL_H */

@@ -1,0 +1,233 @@
+/*
+ * rt_stats.h — numbers about data and predictions (runtime/stats/): the
+ * evaluation metrics (AUC, accuracy, losses of a head over logits) and the
+ * data statistics of TFDV's DatasetFeatureStatistics (histograms, top
+ * values, skew and drift distances, their JSON).
+ *
+ * May use: core, data (raw cells and the raw-column schema). It sits under
+ * model because an export carries its training statistics (rt_model_stats).
+ */
+#ifndef PREDICTD_RT_STATS_H
+#define PREDICTD_RT_STATS_H
+
+#include "rt_data.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------ metrics (rt_metrics.c) */
+
+/* The head's loss over n rows as TF's SUM_OVER_BATCH_SIZE reduces it:
+ * sum_i w_i l_i / n, with l_i the example's loss (regression: the squared
+ * error averaged over its ld values). labels: a class id per row, or ld
+ * values per row for regression; weights: one per row, NULL for all 1.
+ * When dlogits is not NULL it receives d (sum_i w_i l_i) / d logits scaled
+ * by 1/denom (denom = n for the batch mean). Thread-safe. */
+double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
+                    const float *labels, const float *weights, size_t n, size_t denom,
+                    float *dlogits);
+
+#define RT_METRIC_NAME_MAX 64
+
+typedef struct rt_metric {
+    char name[RT_METRIC_NAME_MAX];
+    double value;
+} rt_metric;
+
+#define RT_MAX_METRICS 24
+
+typedef struct rt_metric_list {
+    size_t n;
+    rt_metric m[RT_MAX_METRICS];
+} rt_metric_list;
+
+typedef struct rt_metrics rt_metrics;
+
+/* head: HEAD_BINARY, HEAD_MULTI_CLASS or HEAD_REGRESSION; n: the number of
+ * classes of a classifier, the label_dimension of a regressor (0 = 1). */
+rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n);
+void rt_metrics_free(rt_metrics *mt);
+/* Adds a batch: logits (n x logits_dim), labels (class ids, or
+ * label_dimension values per row for regression), example weights (NULL:
+ * all 1; estimator.weight_column) and the batch's loss. Every metric but
+ * "loss" (the mean of the batch losses) is weighted as TF weights it. */
+rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels,
+                         const float *weights, size_t n, double batch_loss);
+/*
+ * Binary: accuracy, accuracy_baseline, auc (exact ROC AUC, ties averaged),
+ * auc_precision_recall (exact, step-wise average precision), average_loss,
+ * label/mean, loss, precision, prediction/mean, recall, global_step.
+ * Multi-class: accuracy, average_loss, loss, global_step.
+ * Regression: average_loss, label/mean, loss, prediction/mean, global_step.
+ * Names sorted as TensorFlow prints them.
+ */
+rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric_list *out);
+/* The examples added so far: per example its score (binary: the logistic;
+ * multi-class: the predicted class id; regression: the prediction's first
+ * value), its label (first value) and, when weights is not NULL, its weight
+ * (*weights NULL when no batch had weights); pointers valid until the next
+ * rt_metrics_add. Returns the count. */
+size_t rt_metrics_data(const rt_metrics *mt, const float **scores, const float **labels,
+                       const float **weights);
+/* Value of metric `name` or NAN. */
+double rt_metric_get(const rt_metric_list *l, const char *name);
+/* "accuracy = 0.85, auc = 0.9, ..." appended to b; and the JSON object. */
+int rt_metrics_format(const rt_metric_list *l, rt_buf *b);
+int rt_metrics_json(const rt_metric_list *l, rt_buf *b);
+
+/* Exact ROC AUC of scores against 0/1 labels (ties count one half), each
+ * example counting its weight (NULL: all 1). */
+double rt_auc_roc(const float *scores, const float *labels, const float *weights, size_t n);
+/* Exact area under the precision-recall curve (average precision),
+ * weighted likewise. */
+double rt_auc_pr(const float *scores, const float *labels, const float *weights, size_t n);
+
+/* One example for the curves: its score, label and weight. */
+typedef struct rt_scored {
+    float s, y; /* score; label as 0 or 1 */
+    float w;    /* example weight (1 without weights) */
+} rt_scored;
+
+/* scores, labels (positive when > 0.5) and weights (NULL: all 1) paired and
+ * sorted by score, highest first (the order the AUCs and an evaluation's
+ * ROC and precision-recall curves walk); malloc'd (free it), NULL when out
+ * of memory. Thread-safe. */
+rt_scored *rt_sorted_desc(const float *scores, const float *labels, const float *weights,
+                          size_t n);
+
+/* ------------------------------------------- data statistics (rt_stats*.c) */
+
+/*
+ * Statistics of a data set's raw inputs as TensorFlow Data Validation's
+ * DatasetFeatureStatistics defines them (docs/data-validation.md): per
+ * numeric input count, missing, NaN, zeros, min, max, mean, std, median, a
+ * 10-bucket equal-width histogram and a 10-bucket quantiles histogram; per
+ * string input count, missing, unique, average length and the value counts
+ * (the most frequent RT_STATS_RANK_MAX values, the rest counted together).
+ * The trainer writes them into every export (statistics.json, covered by
+ * model.pb's statistics_crc32c); predict-model stats/validate/show and
+ * predictd's monitoring read them. An rt_stats is immutable once made.
+ */
+#define RT_STATS_BUCKETS 10      /* standard and quantiles histograms */
+#define RT_STATS_RANK_MAX 1000   /* values kept in a rank histogram (TFDV's default) */
+#define RT_STATS_TOP 20          /* top_values (TFDV's num_top_values) */
+
+typedef enum { RT_STATS_INT = 0, RT_STATS_FLOAT = 1, RT_STATS_STRING = 2 } rt_stats_type;
+
+typedef struct rt_stats_bucket {
+    double low, high; /* [low, high); the last finite bucket includes high; low == high:
+                         a point bucket (all values equal, or +-Infinity) */
+    double count;
+} rt_stats_bucket;
+
+typedef struct rt_stats_hist {
+    uint64_t num_nan;
+    size_t n;
+    rt_stats_bucket *b; /* [n] */
+} rt_stats_hist;
+
+typedef struct rt_stats_value {
+    char *value; /* NUL-terminated (values with a NUL byte are cut there) */
+    uint64_t count;
+} rt_stats_value;
+
+typedef struct rt_feature_stats {
+    char *name;
+    rt_stats_type type;
+    uint64_t num_non_missing, num_missing;
+    /* numeric (type INT or FLOAT); min..median over the non-NaN values */
+    uint64_t num_nan, num_zeros;
+    double min, max, mean, std_dev, median;
+    double quantiles[RT_STATS_BUCKETS + 1]; /* cut points 0, 0.1, ..., 1 */
+    rt_stats_hist standard, quantile_hist;
+    int approximate;  /* 1: more distinct values than the exact table holds: median,
+                         quantiles and histogram counts are within 1% of the value */
+    /* strings (type STRING) */
+    uint64_t unique;
+    int unique_at_least; /* 1: too many distinct values to count: unique is a lower bound */
+    double avg_length;
+    size_t n_values;
+    rt_stats_value *values; /* [n_values] by count, highest first (ties by value) */
+    uint64_t other_count;   /* values beyond the list */
+} rt_feature_stats;
+
+typedef struct rt_stats {
+    uint64_t num_examples;
+    size_t n;
+    rt_feature_stats *f; /* [n] */
+} rt_stats;
+
+
+void rt_stats_free(rt_stats *s);
+/* The feature called name, or NULL. */
+const rt_feature_stats *rt_stats_find(const rt_stats *s, const char *name);
+/* Baselines (predict-model explain, :explain): a numeric input's median, a
+ * string input's most frequent value. RT_ERR_NOTFOUND when s has no such
+ * input, no value of it or it is of the other kind. *value lives as long as s. */
+rt_status rt_stats_median(const rt_stats *s, const char *name, double *median);
+rt_status rt_stats_top_value(const rt_stats *s, const char *name, const char **value);
+
+/* An accumulator of statistics over rows of raw inputs; one thread at a time.
+ * Exact integer counts; min, max, histograms and quantiles exact and
+ * independent of the order of the rows while a numeric input has at most
+ * RT_STATS_EXACT_MAX distinct values (mean and std then too: summed from the
+ * sorted distinct values); past that the input switches to a logarithmic
+ * sketch (1% relative accuracy) and mean/std are running sums (order may move
+ * their last bits). */
+#define RT_STATS_EXACT_MAX 65536
+typedef struct rt_stats_acc rt_stats_acc;
+/* An accumulator for the raw inputs of def's serving signature (the inputs
+ * the feature columns read, rt_graph_num_inputs order). NULL: out of memory. */
+rt_stats_acc *rt_stats_acc_new(const Predictd__ModelDef *def);
+/* One accumulator for explicitly named inputs (types as rt_stats_type). */
+rt_stats_acc *rt_stats_acc_new_named(const char *const *names, const rt_stats_type *types,
+                                     size_t n);
+void rt_stats_acc_free(rt_stats_acc *a);
+size_t rt_stats_acc_inputs(const rt_stats_acc *a);
+/* Input i's raw column index in def (rt_stats_acc_new), its name and type. */
+long rt_stats_acc_column(const rt_stats_acc *a, size_t i);
+const char *rt_stats_acc_name(const rt_stats_acc *a, size_t i);
+rt_stats_type rt_stats_acc_type(const rt_stats_acc *a, size_t i);
+/* One example (call once per row), then its cells: a missing cell, a number
+ * (numeric inputs; NaN and +-Infinity counted as such), a string (string
+ * inputs; trimmed by the caller as the model would). -1 out of memory. */
+int rt_stats_acc_example(rt_stats_acc *a);
+int rt_stats_acc_missing(rt_stats_acc *a, size_t i);
+int rt_stats_acc_number(rt_stats_acc *a, size_t i, double v);
+int rt_stats_acc_string(rt_stats_acc *a, size_t i, const char *s, size_t len);
+/* A CSV cell of input i as the trainer reads it: empty or blank = missing;
+ * numeric inputs through rt_raw_number (a bad number: RT_ERR_INVALID). */
+rt_status rt_stats_acc_cell(rt_stats_acc *a, size_t i, const char *s, size_t len, int trim,
+                            rt_err *err);
+/* Serialized state (to merge another process's, MPI ranks), and merging one in
+ * (same inputs; RT_ERR_FORMAT on bytes that are not). The merged result is
+ * the same as one accumulator over both sets of rows (see above for mean/std). */
+rt_status rt_stats_acc_save(const rt_stats_acc *a, rt_buf *out);
+rt_status rt_stats_acc_merge(rt_stats_acc *a, const void *bytes, size_t len, rt_err *err);
+/* The statistics so far (*out malloc-owned: rt_stats_free). */
+rt_status rt_stats_acc_finish(const rt_stats_acc *a, rt_stats **out, rt_err *err);
+
+/* statistics.json: TFDV's DatasetFeatureStatisticsList in proto3 JSON
+ * (field names as statistics.proto spells them; our extras in custom_stats). */
+rt_status rt_stats_write_json(const rt_stats *s, const char *dataset_name, rt_buf *out);
+rt_status rt_stats_parse_json(const char *text, size_t len, rt_stats **out, rt_err *err);
+
+/* Distances as TFDV's anomalies/metrics.cc defines them. L-infinity: the
+ * largest absolute difference of the two value distributions, each
+ * normalised by its own total; *which (may be NULL) the value where it is
+ * (a value of a or b, or "" when both are empty). Jensen-Shannon divergence
+ * (log base 2, capped at 1): the histograms aligned on the union of their
+ * boundaries with counts spread evenly in a bucket, point and infinite
+ * buckets and NaN as buckets of their own. -1 when a histogram is empty. */
+double rt_stats_linf(const rt_stats_value *a, size_t na, const rt_stats_value *b, size_t nb,
+                     const char **which);
+double rt_stats_linf_counts(const char *const *names, const double *pa, const double *pb,
+                            size_t n, const char **which);
+double rt_stats_jsd(const rt_stats_hist *a, const rt_stats_hist *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PREDICTD_RT_STATS_H */
