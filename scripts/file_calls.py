@@ -9,7 +9,14 @@ defines. Prints the groups of files that reach each other (strongly
 connected: a pair that calls each other, or a longer cycle) with the
 symbols of each edge inside the group; with --edges, every edge. A
 function pointer in a table counts as an edge like a call (docs/design.md,
-"Who calls whom inside a module"). Exit status 0 whatever it finds.
+"Who calls whom inside a module"). A module's files may sit in subfolders
+(runtime/<layer>/, server/<room>/): they are read recursively.
+
+For the runtime it also checks the layers (docs/design.md, "The runtime's
+layers"): each file's layer is its first folder under runtime/, and an edge
+from a file to one of a higher layer prints a line
+"runtime: upward call a (core) -> b (model): symbols".
+Exit status 0 whatever it finds.
 """
 import glob
 import os
@@ -17,6 +24,8 @@ import subprocess
 import sys
 
 MODULES = ["runtime", "exporter", "trainer", "server", "tuner", "pmodel"]
+# The runtime's layers, bottom first (the Makefile's RT_LAYERS).
+RT_LAYERS = ["core", "data", "stats", "model", "explain", "serve"]
 
 
 def symbols(obj):
@@ -69,14 +78,25 @@ def main():
     sys.setrecursionlimit(10000)
     for mod in MODULES:
         defs, uses = {}, {}
-        for obj in sorted(glob.glob(os.path.join(build, "obj", mod, "*.o"))):
+        layer = {}
+        top = os.path.join(build, "obj", mod)
+        for obj in sorted(glob.glob(os.path.join(top, "**", "*.o"), recursive=True)):
             name = os.path.basename(obj)[:-2]
             defs[name], uses[name] = symbols(obj)
+            layer[name] = os.path.relpath(obj, top).split(os.sep)[0]
         edges = {a: {b for b in defs if b != a and uses[a] & defs[b]} for a in defs}
         if "--edges" in sys.argv:
             for a in sorted(edges):
                 for b in sorted(edges[a]):
                     print(f"{mod}: {a} -> {b}")
+        if mod == "runtime":
+            for a in sorted(edges):
+                for b in sorted(edges[a]):
+                    la, lb = layer[a], layer[b]
+                    if la in RT_LAYERS and lb in RT_LAYERS and \
+                            RT_LAYERS.index(lb) > RT_LAYERS.index(la):
+                        print(f"runtime: upward call {a} ({la}) -> {b} ({lb}): "
+                              f"{' '.join(sorted(uses[a] & defs[b]))}")
         for comp in groups(edges):
             print(f"{mod}: group {' '.join(comp)}")
             for a in comp:
