@@ -54,12 +54,6 @@ int exp_open_base(const char *base, int create, rt_status *st, rt_err *err)
     return fd;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Versions of the open base directory dfd, ascending. */
 static rt_status list_at(int dfd, const char *base, int64_t **versions, size_t *n, rt_err *err)
 {
@@ -92,7 +86,7 @@ static rt_status list_at(int dfd, const char *base, int64_t **versions, size_t *
         v[count++] = ver;
     }
     if (count)
-        qsort(v, count, sizeof *v, cmp_i64);
+        qsort(v, count, sizeof *v, rt_cmp_i64);
     *versions = count ? v : NULL;
     *n = count;
     if (!count)

@@ -57,12 +57,6 @@ static rt_status json_version(const cJSON *it, const char *key, int64_t *out, rt
     return rt_cfg_to_int(it, key, NULL, 0, INT64_C(1000000000000000000), out, err);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static rt_status parse_policy(const cJSON *pol, const char *key, srv_model_conf *mc, rt_err *err)
 {
     char k[256];
@@ -106,7 +100,7 @@ static rt_status parse_policy(const cJSON *pol, const char *key, srv_model_conf 
                 return RT_ERR_INVALID;
             i++;
         }
-        qsort(mc->specific, cnt, sizeof *mc->specific, cmp_i64);
+        qsort(mc->specific, cnt, sizeof *mc->specific, rt_cmp_i64);
         for (i = 1; i < cnt; i++)
             if (mc->specific[i] == mc->specific[i - 1])
                 return rt_err_set(err, RT_ERR_INVALID, "%s: version %lld is listed twice", k,

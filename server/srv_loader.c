@@ -242,12 +242,6 @@ static void make_hint(const char *base, const scan *s, char *out, size_t cap)
     rt_buf_free(&b);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Logs what changed since the last scan of mm: the base path became
  * unreadable or readable again, new ignored names, a new hint. Locked. */
 static void note_scan(mmodel *mm, rt_status st, const rt_err *err, const scan *s,
@@ -282,7 +276,7 @@ static void note_scan(mmodel *mm, rt_status st, const rt_err *err, const scan *s
     for (size_t i = 0; i < s->n_odd; i++) {
         now[i] = rt_fingerprint64(s->odd[i], strlen(s->odd[i]));
         if (mm->n_ignored &&
-            bsearch(&now[i], mm->ignored, mm->n_ignored, sizeof *now, cmp_u64))
+            bsearch(&now[i], mm->ignored, mm->n_ignored, sizeof *now, rt_cmp_u64))
             continue;
         if (fresh++ < NAMES_QUOTED && used < sizeof line) {
             int w = snprintf(line + used, sizeof line - used, " '%s'", s->odd[i]);
@@ -296,7 +290,7 @@ static void note_scan(mmodel *mm, rt_status st, const rt_err *err, const scan *s
                 name, fresh, fresh == 1 ? "y" : "ies", mm->conf.base_path,
                 fresh == 1 ? "is" : "are", fresh == 1 ? "y" : "ies", line,
                 fresh > NAMES_QUOTED ? " ..." : "");
-    qsort(now, s->n_odd, sizeof *now, cmp_u64);
+    qsort(now, s->n_odd, sizeof *now, rt_cmp_u64);
     free(mm->ignored);
     mm->ignored = now;
     mm->n_ignored = s->n_odd;

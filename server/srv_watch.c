@@ -308,12 +308,6 @@ static void sync_watches(watcher *W, bool first)
     publish(W, true);
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Reads the pending events; marks the base paths they concern dirty or to
  * be watched again. Returns false when events were lost (a full scan is
  * due). */
@@ -351,16 +345,16 @@ static bool read_events(watcher *W)
         if (self[i])
             self[n_self++] = wds[i];
     if (n)
-        qsort(wds, n, sizeof *wds, cmp_int);
+        qsort(wds, n, sizeof *wds, rt_cmp_int);
     if (n_self)
-        qsort(self, n_self, sizeof *self, cmp_int);
+        qsort(self, n_self, sizeof *self, rt_cmp_int);
     for (size_t i = 0; n && i < W->n; i++) {
         watch *w = &W->ws[i];
-        bool on_wd = w->wd >= 0 && bsearch(&w->wd, wds, n, sizeof *wds, cmp_int);
-        bool on_awd = w->awd >= 0 && bsearch(&w->awd, wds, n, sizeof *wds, cmp_int);
+        bool on_wd = w->wd >= 0 && bsearch(&w->wd, wds, n, sizeof *wds, rt_cmp_int);
+        bool on_awd = w->awd >= 0 && bsearch(&w->awd, wds, n, sizeof *wds, rt_cmp_int);
         if (on_wd) {
             w->dirty = w->publish = true;
-            if (n_self && bsearch(&w->wd, self, n_self, sizeof *self, cmp_int)) {
+            if (n_self && bsearch(&w->wd, self, n_self, sizeof *self, rt_cmp_int)) {
                 int wd = w->wd;
                 w->wd = -1;
                 drop_wd(W, wd); /* a moved directory would still be watched */
@@ -369,7 +363,7 @@ static bool read_events(watcher *W)
         }
         if (on_awd) {
             w->redo = true;
-            if (n_self && bsearch(&w->awd, self, n_self, sizeof *self, cmp_int)) {
+            if (n_self && bsearch(&w->awd, self, n_self, sizeof *self, rt_cmp_int)) {
                 int awd = w->awd;
                 w->awd = -1;
                 drop_wd(W, awd);

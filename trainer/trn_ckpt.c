@@ -137,12 +137,6 @@ static int parse_step(const char *name, int64_t *step)
     return 1;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 rt_status trn_ckpt_list(const char *job_dir, int64_t **steps, size_t *n, rt_err *err)
 {
     *steps = NULL;
@@ -174,7 +168,7 @@ rt_status trn_ckpt_list(const char *job_dir, int64_t **steps, size_t *n, rt_err 
         return st;
     }
     if (*n)
-        qsort(*steps, *n, sizeof **steps, cmp_i64);
+        qsort(*steps, *n, sizeof **steps, rt_cmp_i64);
     return RT_OK;
 }
 

@@ -44,16 +44,6 @@ typedef struct running {
     double kill_at;    /* monotonic time for SIGKILL after SIGTERM */
 } running;
 
-static double now_real(void)
-{
-    return rt_seconds(1);
-}
-
-static double now_mono(void)
-{
-    return rt_seconds(0);
-}
-
 /* A fresh, empty trial directory (an interrupted trial's leftovers go). */
 static rt_status fresh_dir(const char *dir, rt_err *err)
 {
@@ -307,7 +297,7 @@ static void finish(const tun_spec *s, running *r, int status)
     tun_trial *t = &r->t;
     rt_err e;
     e.msg[0] = '\0';
-    t->end_time = now_real();
+    t->end_time = rt_seconds(1);
     int found = tun_read_metrics(r->metric_file, r->dir, s->metric_tag, 1, t, &e) == RT_OK;
     char why[RT_ERR_MAX + 64] = "";
     if (r->stopping) {
@@ -380,7 +370,7 @@ static void stop_all(running *run, size_t nr)
 {
     for (size_t i = 0; i < nr; i++)
         kill(-run[i].pid, SIGTERM);
-    double deadline = now_mono() + TERM_GRACE_S;
+    double deadline = rt_seconds(0) + TERM_GRACE_S;
     size_t left = nr;
     while (left > 0) {
         int status;
@@ -395,11 +385,11 @@ static void stop_all(running *run, size_t nr)
         }
         if (w < 0 && errno == ECHILD)
             break;
-        if (now_mono() > deadline) {
+        if (rt_seconds(0) > deadline) {
             for (size_t i = 0; i < nr; i++)
                 if (run[i].pid > 0)
                     kill(-run[i].pid, SIGKILL);
-            deadline = now_mono() + 3600;
+            deadline = rt_seconds(0) + 3600;
         }
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
@@ -628,7 +618,7 @@ static rt_status start_trial(study *y, rt_err *err)
         return st;
     snprintf(r->dir, sizeof r->dir, "%s/%lld", y->p->job_dir, (long long)id);
     snprintf(r->metric_file, sizeof r->metric_file, "%s/hypertune.metrics", r->dir);
-    r->t.start_time = now_real();
+    r->t.start_time = rt_seconds(1);
     if (y->comm) {
         /* the lowest idle rank runs it, in its own DIR/<id> */
         int to = 1;
@@ -737,9 +727,9 @@ static rt_status stop_early(study *y, rt_err *err)
     for (size_t i = 0; i < y->nr; i++) {
         running *r = &y->run[i];
         if (r->stopping) {
-            if (!y->comm && now_mono() > r->kill_at) {
+            if (!y->comm && rt_seconds(0) > r->kill_at) {
                 kill(-r->pid, SIGKILL);
-                r->kill_at = now_mono() + 3600;
+                r->kill_at = rt_seconds(0) + 3600;
             }
             continue;
         }
@@ -749,7 +739,7 @@ static rt_status stop_early(study *y, rt_err *err)
         if (!have || !tun_median_stop(s, &r->t, y->trials, y->n))
             continue;
         r->stopping = 1;
-        r->kill_at = now_mono() + TERM_GRACE_S;
+        r->kill_at = rt_seconds(0) + TERM_GRACE_S;
         if (!y->comm) {
             kill(-r->pid, SIGTERM);
             continue;
@@ -886,7 +876,7 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
             send_text(c, 0, MSG_SIGNAL, "", &e);
             if (r.pid > 0 && !r.kill_at) {
                 kill(-r.pid, SIGTERM);
-                r.kill_at = now_mono() + TERM_GRACE_S;
+                r.kill_at = rt_seconds(0) + TERM_GRACE_S;
             }
         }
         int status;
@@ -899,13 +889,13 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
             if (st)
                 break;
         }
-        if (r.pid > 0 && r.kill_at && now_mono() > r.kill_at) {
+        if (r.pid > 0 && r.kill_at && rt_seconds(0) > r.kill_at) {
             kill(-r.pid, SIGKILL);
-            r.kill_at = now_mono() + 3600;
+            r.kill_at = rt_seconds(0) + 3600;
         }
-        if (r.pid > 0 && s->early_stopping && now_mono() >= next_read) {
+        if (r.pid > 0 && s->early_stopping && rt_seconds(0) >= next_read) {
             /* the reports so far, for rank 0's median stopping rule */
-            next_read = now_mono() + POLL_MS / 1000.0;
+            next_read = rt_seconds(0) + POLL_MS / 1000.0;
             if (tun_read_metrics(r.metric_file, r.dir, s->metric_tag, 0, &r.t, NULL) == RT_OK &&
                 r.t.n_curve != reported) {
                 reported = r.t.n_curve;
@@ -925,13 +915,13 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
             quit = 1;
             if (r.pid > 0 && !r.kill_at) {
                 kill(-r.pid, SIGTERM);
-                r.kill_at = now_mono() + TERM_GRACE_S;
+                r.kill_at = rt_seconds(0) + TERM_GRACE_S;
             }
         } else if (tag == MSG_STOP && r.pid > 0 && atoll(buf) == r.t.id) {
             r.stopping = !*interrupted; /* early stopping; an interrupt is not recorded */
             if (!r.kill_at) {
                 kill(-r.pid, SIGTERM);
-                r.kill_at = now_mono() + TERM_GRACE_S;
+                r.kill_at = rt_seconds(0) + TERM_GRACE_S;
             }
         } else if (tag == MSG_RUN && r.pid == 0) {
             memset(&r, 0, sizeof r);
@@ -945,14 +935,14 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
                 break;
             }
             r.t.state = TUN_FAILED;
-            r.t.start_time = now_real();
+            r.t.start_time = rt_seconds(1);
             snprintf(r.dir, sizeof r.dir, "%s/%lld", p->job_dir, (long long)r.t.id);
             snprintf(r.metric_file, sizeof r.metric_file, "%s/hypertune.metrics", r.dir);
             if ((st = rt_mkdirs(p->job_dir, err)) || (st = fresh_dir(r.dir, err)) ||
                 (r.pid = launch(s, p, &r, &stops.old_mask, err)) < 0) {
                 /* this trial fails, the rank goes on */
                 r.pid = 0;
-                r.t.end_time = now_real();
+                r.t.end_time = rt_seconds(1);
                 free(r.t.error);
                 r.t.error = strdup(err->msg);
                 r.t.rank = c->rank;

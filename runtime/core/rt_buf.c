@@ -65,7 +65,7 @@ int rt_buf_reserve(rt_buf *b, size_t extra)
     return 0;
 }
 
-int rt_grow(void *arrp, size_t *cap, size_t need, size_t elem)
+int rt_grow_slow(void *arrp, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;

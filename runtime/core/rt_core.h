@@ -130,7 +130,17 @@ int rt_stops_take(void);
  *   if (rt_grow(&a->items, &a->cap, a->n + 1, sizeof *a->items) != 0) ...
  */
 #define RT_GROW_FIRST 16
-int rt_grow(void *arrp, size_t *cap, size_t need, size_t elem);
+int rt_grow_slow(void *arrp, size_t *cap, size_t need, size_t elem);
+/* The check inline (the hot paths grow per value), the realloc out of line. */
+static inline int rt_grow(void *arrp, size_t *cap, size_t need, size_t elem)
+{
+    return need <= *cap ? 0 : rt_grow_slow(arrp, cap, need, elem);
+}
+
+/* qsort(3) comparators for plain numbers, ascending (rt_cmp.c). */
+int rt_cmp_i64(const void *a, const void *b);
+int rt_cmp_u64(const void *a, const void *b);
+int rt_cmp_int(const void *a, const void *b);
 
 /*
  * A growable byte buffer; always NUL-terminated after any append. Its error

@@ -84,26 +84,6 @@ void rt_features_free(rt_features *f)
     memset(f, 0, sizeof *f);
 }
 
-/* Grows *buf to hold need elements of size elem (doubling). */
-static int grow(void *bufp, size_t *cap, size_t need, size_t elem)
-{
-    void **buf = bufp;
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need) {
-        if (c > SIZE_MAX / 2 / elem)
-            return -1;
-        c *= 2;
-    }
-    void *p = realloc(*buf, c * elem);
-    if (!p)
-        return -1;
-    *buf = p;
-    *cap = c;
-    return 0;
-}
-
 /* Reallocates *arr to n items of size sz; on failure *arr is left as it
  * was. 0 ok, -1 out of memory. */
 static int resize(void **arr, size_t n, size_t sz)
@@ -166,8 +146,8 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
         f->ids[c].weights = NULL;
         f->values[c] = NULL;
         if (fc->width == 0) {
-            if (grow(&p->offs[c], &p->offs_cap[c], n + 1, sizeof(uint32_t)) ||
-                grow(&p->ids[c], &p->ids_cap[c], 1, sizeof(int64_t)))
+            if (rt_grow(&p->offs[c], &p->offs_cap[c], n + 1, sizeof(uint32_t)) ||
+                rt_grow(&p->ids[c], &p->ids_cap[c], 1, sizeof(int64_t)))
                 return NOMEM(err);
             p->offs[c][0] = 0;
             f->ids[c].offsets = p->offs[c];
@@ -175,7 +155,7 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
         } else {
             if (n && fc->width > SIZE_MAX / sizeof(float) / n)
                 return rt_err_set(err, RT_ERR_LIMIT, "batch too large");
-            if (grow(&p->vals[c], &p->vals_cap[c], n * fc->width + 1, sizeof(float)))
+            if (rt_grow(&p->vals[c], &p->vals_cap[c], n * fc->width + 1, sizeof(float)))
                 return NOMEM(err);
             f->values[c] = p->vals[c];
         }
@@ -184,7 +164,7 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
     if (g->n_dnn) {
         if (n && g->dnn_dim > SIZE_MAX / sizeof(float) / n)
             return rt_err_set(err, RT_ERR_LIMIT, "batch too large");
-        if (grow(&p->dnn, &p->dnn_cap, n * g->dnn_dim + 1, sizeof(float)))
+        if (rt_grow(&p->dnn, &p->dnn_cap, n * g->dnn_dim + 1, sizeof(float)))
             return NOMEM(err);
     }
     f->dnn_input = g->n_dnn ? p->dnn : NULL;
@@ -197,7 +177,7 @@ static rt_status push_id_slow(rt_features *f, size_t c, size_t *cnt, int64_t id,
     feat_priv *p = f->priv;
     if (*cnt >= UINT32_MAX)
         return rt_err_set(err, RT_ERR_LIMIT, "feature column %zu: too many ids", c);
-    if (grow(&p->ids[c], &p->ids_cap[c], *cnt + 1, sizeof(int64_t)))
+    if (rt_grow(&p->ids[c], &p->ids_cap[c], *cnt + 1, sizeof(int64_t)))
         return NOMEM(err);
     f->ids[c].ids = p->ids[c];
     p->ids[c][(*cnt)++] = id;
@@ -617,13 +597,13 @@ rt_status rt_fc_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *
                 continue;
             if ((st = push_id(f, c, &cnt, id, err)))
                 return st;
-            if (grow(&p->wts[c], &p->wts_cap[c], cnt, sizeof(float)))
+            if (rt_grow(&p->wts[c], &p->wts_cap[c], cnt, sizeof(float)))
                 return NOMEM(err);
             p->wts[c][cnt - 1] = x;
         }
         f->ids[c].offsets[i + 1] = (uint32_t)cnt;
     }
-    if (grow(&p->wts[c], &p->wts_cap[c], cnt + 1, sizeof(float)))
+    if (rt_grow(&p->wts[c], &p->wts_cap[c], cnt + 1, sizeof(float)))
         return NOMEM(err);
     f->ids[c].weights = p->wts[c];
     return RT_OK;
@@ -644,7 +624,7 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
         rt_status st = get_cell(g, b, i, src->input, &cv, err);
         if (st)
             return st;
-        if (grow(&p->cross, &p->cross_cap, *at + cv.n + 1, sizeof(uint64_t)))
+        if (rt_grow(&p->cross, &p->cross_cap, *at + cv.n + 1, sizeof(uint64_t)))
             return NOMEM(err);
         for (size_t k = 0; k < cv.n; k++) {
             char buf[40];
@@ -661,7 +641,7 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
     if (col >= 0) {
         const rt_ids *src = &f->ids[col];
         uint32_t s = src->offsets[i], e = src->offsets[i + 1];
-        if (grow(&p->cross, &p->cross_cap, *at + (e - s) + 1, sizeof(uint64_t)))
+        if (rt_grow(&p->cross, &p->cross_cap, *at + (e - s) + 1, sizeof(uint64_t)))
             return NOMEM(err);
         for (uint32_t k = s; k < e; k++)
             p->cross[(*at)++] = (uint64_t)src->ids[k];
@@ -672,7 +652,7 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
     rt_status st = get_cell(g, b, i, input, &cv, err);
     if (st)
         return st;
-    if (grow(&p->cross, &p->cross_cap, *at + cv.n + 1, sizeof(uint64_t)))
+    if (rt_grow(&p->cross, &p->cross_cap, *at + cv.n + 1, sizeof(uint64_t)))
         return NOMEM(err);
     const rt_value *v = cv.v;
     for (size_t k = 0; k < cv.n; k++) {
@@ -931,7 +911,7 @@ rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *c
             o += 4 + 8 * (size_t)k;
             f->ids[c].offsets[i + 1] = (uint32_t)cnt;
             if (tag & REC_WEIGHTED) {
-                if (grow(&p->wts[c], &p->wts_cap[c], cnt + 1, sizeof(float)))
+                if (rt_grow(&p->wts[c], &p->wts_cap[c], cnt + 1, sizeof(float)))
                     return NOMEM(err);
                 memcpy(p->wts[c] + at, o, 4 * (size_t)k);
                 o += 4 * (size_t)k;
