@@ -10,6 +10,7 @@
  */
 #include "rt_core.h"
 #include "rt_core_internal.h"
+#include "rt_core_limits.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -266,7 +267,6 @@ rt_status rt_mkdirs(const char *dir, rt_err *err)
     return st;
 }
 
-#define RMTREE_MAX_DEPTH 32
 
 static int rmtree_depth(int dfd, const char *name, int depth)
 {
@@ -274,7 +274,7 @@ static int rmtree_depth(int dfd, const char *name, int depth)
         return 0;
     if (errno != EISDIR && errno != EPERM)
         return errno == ENOENT ? 0 : -1;
-    if (depth >= RMTREE_MAX_DEPTH) {
+    if (depth >= RT_RMTREE_MAX_DEPTH) {
         errno = ELOOP;
         return -1;
     }

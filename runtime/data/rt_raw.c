@@ -11,6 +11,7 @@
 #include "rt_data.h"
 #include "rt_data_internal.h"
 #include "rt_core_internal.h"
+#include "rt_data_limits.h"
 
 #include <errno.h>
 #include <float.h>
@@ -20,7 +21,6 @@
 #include <string.h>
 
 /* Longest number text a cell may hold (after trimming). */
-#define NUMBER_MAX 63
 
 static int is_blank(char c)
 {
@@ -97,8 +97,8 @@ rt_status rt_raw_number(const char *s, size_t len, double *v)
         len--;
     if (len == 0)
         return RT_ERR_NOTFOUND;
-    char tmp[NUMBER_MAX + 1];
-    if (len > NUMBER_MAX)
+    char tmp[RT_NUMBER_MAX + 1];
+    if (len > RT_NUMBER_MAX)
         return RT_ERR_INVALID;
     memcpy(tmp, s, len);
     tmp[len] = '\0';

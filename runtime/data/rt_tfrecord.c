@@ -15,6 +15,7 @@
  * record in the (uncompressed) stream.
  */
 #include "rt_data.h"
+#include "rt_data_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,6 @@
 #include <zlib.h>
 
 #define HEADER 12             /* length + its CRC */
-#define MAX_RECORD (1u << 30) /* refuse a larger length: a corrupt file */
 
 uint32_t rt_tfrecord_mask(uint32_t crc)
 {
@@ -219,7 +219,7 @@ rt_status rt_tfrecord_next(rt_tfrecord *r, const uint8_t **data, size_t *len, rt
                           "(masked CRC-32C of the length does not match)", r->path,
                           (unsigned long long)r->pos, (unsigned long long)r->index);
     }
-    if (n > MAX_RECORD) {
+    if (n > RT_TFRECORD_MAX_RECORD) {
         r->dead = 1;
         return rt_err_set(err, RT_ERR_LIMIT, "%s: offset %llu: record %llu: %llu bytes "
                           "(more than 1 GiB)", r->path, (unsigned long long)r->pos,

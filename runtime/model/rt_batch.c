@@ -11,12 +11,12 @@
 #include "rt_model.h"
 #include "rt_model_internal.h"
 #include "rt_data_internal.h"
+#include "rt_model_limits.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define ARENA_CHUNK 65536u
-#define BATCH_MAX_INSTANCES (1u << 26)
 #define BATCH_MAX_VALUES (UINT32_MAX / 2)
 
 typedef struct chunk {
@@ -111,7 +111,7 @@ rt_status rt_batch_add(rt_batch *b, size_t *idx)
 {
     if (!b)
         return RT_ERR_INVALID;
-    if (b->n >= BATCH_MAX_INSTANCES)
+    if (b->n >= RT_BATCH_MAX_INSTANCES)
         return RT_ERR_LIMIT;
     size_t row = b->n_inputs ? b->n_inputs : 1; /* b->cap counts rows of cells */
     if (rt_grow(&b->cells, &b->cap, b->n + 1, row * sizeof *b->cells) != 0)

@@ -9,6 +9,7 @@
 #include "rt_model.h"
 #include "rt_model_internal.h"
 #include "rt_data_internal.h"
+#include "rt_model_limits.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -20,7 +21,6 @@
 
 #define G_MAX_BUCKETS (INT64_C(1) << 40) /* id space of a categorical column */
 #define G_MAX_WIDTH (UINT64_C(1) << 24)  /* dense values per column, DNN input */
-#define G_MAX_SHAPE 65536u               /* numeric shape, embedding dimension */
 
 /* ------------------------------------------------------------- compile */
 
@@ -91,7 +91,7 @@ rt_status rt_fc_compile_numeric(rt_graph *g, size_t c, bool *read, long *raw, rt
     rt_status st = use_number_raw(g, c, d->key, "reads", read, raw, err);
     if (st)
         return st;
-    if (d->shape == 0 || d->shape > G_MAX_SHAPE)
+    if (d->shape == 0 || d->shape > RT_GRAPH_MAX_SHAPE)
         return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: shape %u out of range",
                           nm, d->shape);
     if (d->n_default_value && d->n_default_value != d->shape)
@@ -307,7 +307,7 @@ rt_status rt_fc_compile_of_ids(rt_graph *g, size_t c, bool *read, long *raw, rt_
                               (long long)g->fcols[s].num_buckets);
         f->width = (size_t)g->fcols[s].num_buckets;
     } else {
-        if (d->dimension == 0 || d->dimension > G_MAX_SHAPE ||
+        if (d->dimension == 0 || d->dimension > RT_GRAPH_MAX_SHAPE ||
             (d->combiner != PREDICTD__COMBINER__COMBINER_MEAN &&
              d->combiner != PREDICTD__COMBINER__COMBINER_SUM &&
              d->combiner != PREDICTD__COMBINER__COMBINER_SQRTN))
@@ -469,7 +469,7 @@ static rt_status compile_head(rt_graph *g, rt_err *err)
         ld = h->n_classes;
         break;
     case PREDICTD__HEAD_TYPE__HEAD_REGRESSION:
-        if (h->label_dimension < 1 || h->label_dimension > G_MAX_SHAPE)
+        if (h->label_dimension < 1 || h->label_dimension > RT_GRAPH_MAX_SHAPE)
             return rt_err_set(err, RT_ERR_FORMAT, "regression head with label_dimension %u",
                               h->label_dimension);
         ld = h->label_dimension;
@@ -604,7 +604,7 @@ static rt_status compile_parts(rt_graph *g, rt_err *err)
     for (size_t i = 0; i < g->n_layers; i++) {
         const Predictd__DenseLayer *l = i < gd->n_hidden_layers ? gd->hidden_layers[i]
                                                                 : gd->logits_layer;
-        if (!l || l->units == 0 || l->units > G_MAX_SHAPE || !l->kernel || !*l->kernel ||
+        if (!l || l->units == 0 || l->units > RT_GRAPH_MAX_SHAPE || !l->kernel || !*l->kernel ||
             !l->bias || !*l->bias || (int)l->activation < 0 || l->activation > 4)
             return rt_err_set(err, RT_ERR_FORMAT, "DNN layer %zu: bad units, activation or names",
                               i);

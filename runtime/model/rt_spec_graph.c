@@ -7,6 +7,7 @@
  */
 #include "rt_model.h"
 #include "rt_spec_internal.h"
+#include "rt_model_limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,6 @@ static const char *const trees_train_keys[] = {
 
 /* Categories a tree input may have (category-set splits and the trainer's
  * histograms are per category). */
-#define SPEC_MAX_TREE_CATEGORIES 1000000
 
 static char *fmt_dup(const char *fmt, const char *a)
 {
@@ -448,10 +448,10 @@ static rt_status build_trees(spec_ctx *s, const cJSON *est)
         int64_t cats = tree_categories(def, def->feature_columns[r], &why);
         if (cats < 0)
             return rt_cfg_fail(err, path, "", "\"%.64s\" is %s", c->valuestring, why);
-        if (cats > SPEC_MAX_TREE_CATEGORIES)
+        if (cats > RT_SPEC_MAX_TREE_CATEGORIES)
             return rt_cfg_fail(err, path, "",
                                "\"%.64s\" has %lld categories; BoostedTrees take at most %d",
-                               c->valuestring, (long long)cats, SPEC_MAX_TREE_CATEGORIES);
+                               c->valuestring, (long long)cats, RT_SPEC_MAX_TREE_CATEGORIES);
         for (size_t k = 0; k < te->n_inputs; k++)
             if (strcmp(te->inputs[k]->column, c->valuestring) == 0)
                 return rt_cfg_fail(err, path, "", "\"%.64s\" is listed twice", c->valuestring);

@@ -11,6 +11,7 @@
 #include "rt_model.h"
 #include "rt_model_internal.h"
 #include "rt_data_internal.h"
+#include "rt_model_limits.h"
 
 #include <float.h>
 #include <math.h>
@@ -19,8 +20,6 @@
 #include <string.h>
 
 #define NOMEM(err) rt_err_set((err), RT_ERR_NOMEM, "out of memory")
-#define MAX_CROSS_PRODUCT (1u << 20) /* crossed ids of one instance */
-#define MAX_PARTS 64
 /* The kinds' transform passes (rt_fc.c): those below RT_FC_PASS_OF_IDS read
  * the batch; the last one reads only other columns' ids (and the weights). */
 #define RT_FC_PASS_OF_IDS 3
@@ -685,8 +684,8 @@ rt_status rt_fc_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f
     size_t np = fc->n_cross, cnt = 0;
     uint64_t key = fc->def->hash_key ? fc->def->hash_key : RT_CROSS_HASH_KEY;
     uint64_t size = (uint64_t)fc->num_buckets;
-    size_t start[MAX_PARTS], len[MAX_PARTS], pos[MAX_PARTS];
-    if (np > MAX_PARTS)
+    size_t start[RT_MAX_CROSS_PARTS], len[RT_MAX_CROSS_PARTS], pos[RT_MAX_CROSS_PARTS];
+    if (np > RT_MAX_CROSS_PARTS)
         return rt_err_set(err, RT_ERR_LIMIT, "crossed column %s: too many keys",
                           fc->def->name);
     for (size_t i = 0; i < f->n; i++) {
@@ -700,15 +699,15 @@ rt_status rt_fc_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f
             pos[k] = 0;
             if (len[k] == 0)
                 total = 0; /* a key without values: no crossed id */
-            else if (total > MAX_CROSS_PRODUCT)
+            else if (total > RT_MAX_CROSS_PRODUCT)
                 continue;
             else
                 total *= len[k];
         }
-        if (total > MAX_CROSS_PRODUCT)
+        if (total > RT_MAX_CROSS_PRODUCT)
             return rt_err_set(err, RT_ERR_LIMIT,
                               "instances[%zu]: crossed column %s would make more than %u ids",
-                              i, fc->def->name, MAX_CROSS_PRODUCT);
+                              i, fc->def->name, RT_MAX_CROSS_PRODUCT);
         const uint64_t *h = ((feat_priv *)f->priv)->cross;
         for (size_t t = 0; t < total; t++) {
             uint64_t x = key;

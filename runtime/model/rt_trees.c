@@ -32,6 +32,7 @@
 #include "rt_model.h"
 #include "rt_model_internal.h"
 #include "rt_data_internal.h"
+#include "rt_model_limits.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,12 +41,6 @@
 
 #define NOMEM(err) rt_err_set((err), RT_ERR_NOMEM, "out of memory")
 
-#define MAX_INPUTS 4096u              /* inputs of an ensemble */
-#define MAX_TREE_NODES (1u << 20)     /* nodes of one tree */
-#define MAX_NODES (1u << 26)          /* nodes of all trees */
-#define MAX_CATEGORIES (1u << 24)     /* ids of one input (exact as floats) */
-#define MAX_BINS 65536u               /* bin_upper of one input */
-#define MAX_SET_WORDS (1u << 25)      /* 32-bit words of all id sets (128 MiB) */
 
 
 /* What one step reads of a node, together (16 bytes: a quarter of a cache
@@ -150,9 +145,9 @@ static rt_status check_input(const rt_graph *g, rt_trees *t, size_t k,
         return rt_err_set(err, RT_ERR_FORMAT,
                           "trees: input %zu: %s buckets a numeric column of shape > 1", k,
                           in->column);
-    if (cats > MAX_CATEGORIES)
+    if (cats > RT_TREES_MAX_CATEGORIES)
         return rt_err_set(err, RT_ERR_LIMIT, "trees: input %zu: %s has %llu categories (limit %u)",
-                          k, in->column, (unsigned long long)cats, MAX_CATEGORIES);
+                          k, in->column, (unsigned long long)cats, RT_TREES_MAX_CATEGORIES);
     if (in->num_categories != cats)
         return rt_err_set(err, RT_ERR_FORMAT,
                           "trees: input %zu: %s has num_categories %u, the column has %llu", k,
@@ -160,9 +155,9 @@ static rt_status check_input(const rt_graph *g, rt_trees *t, size_t k,
     if (in->n_bin_upper && cats)
         return rt_err_set(err, RT_ERR_FORMAT, "trees: input %zu: %s is categorical but has bins",
                           k, in->column);
-    if (in->n_bin_upper > MAX_BINS)
+    if (in->n_bin_upper > RT_TREES_MAX_BINS)
         return rt_err_set(err, RT_ERR_LIMIT, "trees: input %zu: %s has %zu bins (limit %u)", k,
-                          in->column, in->n_bin_upper, MAX_BINS);
+                          in->column, in->n_bin_upper, RT_TREES_MAX_BINS);
     for (size_t b = 0; b < in->n_bin_upper; b++)
         if (!isfinite(in->bin_upper[b]) || (b && !(in->bin_upper[b] > in->bin_upper[b - 1])))
             return rt_err_set(err, RT_ERR_FORMAT,
@@ -189,9 +184,9 @@ static rt_status check_tree(const rt_trees *t, size_t ti, const Predictd__Tree *
     if (!tr || tr->n_nodes == 0)
         return rt_err_set(err, RT_ERR_FORMAT, "trees: tree %zu has no nodes", ti);
     size_t n = tr->n_nodes;
-    if (n > MAX_TREE_NODES)
+    if (n > RT_TREES_MAX_TREE_NODES)
         return rt_err_set(err, RT_ERR_LIMIT, "trees: tree %zu has %zu nodes (limit %u)", ti, n,
-                          MAX_TREE_NODES);
+                          RT_TREES_MAX_TREE_NODES);
     for (size_t i = 0; i < n; i++)
         parent[i] = UINT32_MAX;
     depth[0] = 0;
@@ -353,9 +348,9 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
     if (!t)
         return NOMEM(err);
     t->ld = g->logits_dim;
-    if (te->n_inputs == 0 || te->n_inputs > MAX_INPUTS) {
+    if (te->n_inputs == 0 || te->n_inputs > RT_TREES_MAX_INPUTS) {
         st = rt_err_set(err, RT_ERR_FORMAT, "trees: %zu inputs (1 to %u)", te->n_inputs,
-                        MAX_INPUTS);
+                        RT_TREES_MAX_INPUTS);
         goto out;
     }
     if (te->n_bias && te->n_bias != t->ld) {
@@ -397,8 +392,8 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
         if (n > max_n)
             max_n = n;
         t->n_nodes += n;
-        if (t->n_nodes > MAX_NODES) {
-            st = rt_err_set(err, RT_ERR_LIMIT, "trees: more than %u nodes", MAX_NODES);
+        if (t->n_nodes > RT_TREES_MAX_NODES) {
+            st = rt_err_set(err, RT_ERR_LIMIT, "trees: more than %u nodes", RT_TREES_MAX_NODES);
             goto out;
         }
     }
@@ -415,10 +410,10 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
         if (t->depth[ti] > t->max_depth)
             t->max_depth = t->depth[ti];
     }
-    if (words > MAX_SET_WORDS) {
+    if (words > RT_TREES_MAX_SET_WORDS) {
         st = rt_err_set(err, RT_ERR_LIMIT,
                         "trees: the categorical splits need %zu MiB of id sets (limit %u MiB)",
-                        words / (1u << 18), MAX_SET_WORDS / (1u << 18));
+                        words / (1u << 18), RT_TREES_MAX_SET_WORDS / (1u << 18));
         goto out;
     }
     size_t nn = t->n_nodes ? t->n_nodes : 1;

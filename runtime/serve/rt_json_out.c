@@ -15,6 +15,7 @@
 #include "rt_serve.h"
 #include "rt_serve_internal.h"
 #include "rt_data_internal.h"
+#include "rt_serve_limits.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -37,7 +38,6 @@ typedef struct out_item {
     out_kind kind;
 } out_item;
 
-#define MAX_OUTPUTS 32
 
 static int method_is(const Predictd__SignatureDef *sig, const char *what)
 {
@@ -106,7 +106,7 @@ static size_t list_outputs(const rt_graph *g, const Predictd__SignatureDef *sig,
     size_t n = 0;
     int classify = method_is(sig, "classify"), regress = method_is(sig, "regress");
     if (sig && sig->n_outputs > 0) {
-        for (size_t k = 0; k < sig->n_outputs && n < MAX_OUTPUTS; k++) {
+        for (size_t k = 0; k < sig->n_outputs && n < RT_JSON_MAX_OUTPUTS; k++) {
             const char *name = sig->outputs[k]->name;
             if (!name)
                 continue;
@@ -297,11 +297,11 @@ static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind
 typedef struct row_tmpl {
     char text[TMPL_TEXT];
     size_t used;
-    size_t key_off[MAX_OUTPUTS], key_len[MAX_OUTPUTS];
-    size_t val_off[MAX_OUTPUTS], val_len[MAX_OUTPUTS]; /* val_len 0: per instance */
+    size_t key_off[RT_JSON_MAX_OUTPUTS], key_len[RT_JSON_MAX_OUTPUTS];
+    size_t val_off[RT_JSON_MAX_OUTPUTS], val_len[RT_JSON_MAX_OUTPUTS]; /* val_len 0: per instance */
     /* class_ids / classes: the value for class c, when per_class[k] */
-    int per_class[MAX_OUTPUTS];
-    uint16_t cls_off[MAX_OUTPUTS][TMPL_CLASSES], cls_len[MAX_OUTPUTS][TMPL_CLASSES];
+    int per_class[RT_JSON_MAX_OUTPUTS];
+    uint16_t cls_off[RT_JSON_MAX_OUTPUTS][TMPL_CLASSES], cls_len[RT_JSON_MAX_OUTPUTS][TMPL_CLASSES];
     /* direct: every per-instance value is floats or a class's template, so
      * an instance takes at most `room` bytes and is written in place */
     int direct;
@@ -445,7 +445,7 @@ static int tmpl_write(const row_tmpl *t, const rt_graph *g, const rt_outputs *o,
 typedef struct tmpl_cache {
     uint64_t serial; /* 0: empty */
     const Predictd__SignatureDef *sig;
-    out_item items[MAX_OUTPUTS];
+    out_item items[RT_JSON_MAX_OUTPUTS];
     size_t n_items;
     int usable; /* the template was built (else the rows are written the plain way) */
     row_tmpl t;
@@ -666,7 +666,7 @@ rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *
     } else if (method == RT_METHOD_REGRESS) {
         per = sat_add(per, value_bound(g, OUT_PREDICTIONS));
     } else {
-        out_item items[MAX_OUTPUTS];
+        out_item items[RT_JSON_MAX_OUTPUTS];
         size_t n_items = list_outputs(g, sig, items);
         for (size_t k = 0; k < n_items; k++)
             per = sat_add(per, sat_add(strlen(items[k].name) + 6,

@@ -6,6 +6,7 @@
  */
 #include "rt_serve.h"
 #include "rt_json_internal.h"
+#include "rt_serve_limits.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -15,7 +16,6 @@
 
 /* Frames of open containers remembered for error paths (deeper ones are
  * counted, not named: the depth limit refuses them first by default). */
-#define LOC_FRAMES 64
 
 typedef struct loc_frame {
     int is_obj;
@@ -41,13 +41,13 @@ static void path_key(char *path, size_t cap, size_t *used, const char *key, size
  * on errors; every byte before `at` has passed the reader's checks. */
 void rt_json_locate(const char *body, size_t len, size_t at, char *out, size_t cap)
 {
-    loc_frame fr[LOC_FRAMES];
+    loc_frame fr[RT_JSON_WHERE_FRAMES];
     size_t depth = 0;
     int in_str = 0, str_is_key = 0, want_key = 0;
     const char *str_start = NULL;
     for (size_t i = 0; i < at && i < len; i++) {
         char ch = body[i];
-        loc_frame *top = depth > 0 && depth <= LOC_FRAMES ? &fr[depth - 1] : NULL;
+        loc_frame *top = depth > 0 && depth <= RT_JSON_WHERE_FRAMES ? &fr[depth - 1] : NULL;
         if (in_str) {
             if (ch == '\\')
                 i++;
@@ -70,7 +70,7 @@ void rt_json_locate(const char *body, size_t len, size_t at, char *out, size_t c
         case '{':
         case '[':
             depth++;
-            if (depth <= LOC_FRAMES)
+            if (depth <= RT_JSON_WHERE_FRAMES)
                 fr[depth - 1] = (loc_frame){ch == '{', 0, NULL, 0};
             want_key = ch == '{';
             break;
@@ -95,7 +95,7 @@ void rt_json_locate(const char *body, size_t len, size_t at, char *out, size_t c
             break;
         }
     }
-    size_t used = 0, n = depth < LOC_FRAMES ? depth : LOC_FRAMES;
+    size_t used = 0, n = depth < RT_JSON_WHERE_FRAMES ? depth : RT_JSON_WHERE_FRAMES;
     out[0] = '\0';
     for (size_t f = 0; f < n && used + 1 < cap; f++) {
         if (fr[f].is_obj) {

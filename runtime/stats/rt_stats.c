@@ -10,17 +10,17 @@
  * key is the bucket's middle, 1% relative accuracy), so memory stays
  * bounded; mean and std then come from running sums kept from the start.
  * Each string input keeps its distinct values and counts (up to
- * STR_TABLE_MAX distinct values; later new values are counted as "other").
+ * RT_STATS_STR_TABLE_MAX distinct values; later new values are counted as "other").
  */
 #include "rt_stats.h"
 #include "rt_data_internal.h"
 #include "rt_core_internal.h"
+#include "rt_stats_limits.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define STR_TABLE_MAX (1u << 20)
 #define SKETCH_ALPHA 0.01
 
 typedef struct entry {
@@ -136,7 +136,7 @@ static int table_add_str(table *t, const char *s, size_t len, uint64_t count)
         }
         k = (k + 1) & (t->cap - 1);
     }
-    if (t->n >= STR_TABLE_MAX)
+    if (t->n >= RT_STATS_STR_TABLE_MAX)
         return 1;
     char *c = malloc(len + 1);
     if (!c)

@@ -27,6 +27,7 @@
  */
 #include "rt_serve.h"
 #include "rt_v2_internal.h"
+#include "rt_serve_limits.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -34,15 +35,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_RANK 8
 
 /* One input tensor of the request, as the first pass read it. */
 typedef struct v2_in {
     long idx;              /* raw input (features) or 0 (serialized) */
     size_t width;          /* the model's values per instance */
     char name[72];         /* for messages (cut) */
-    uint64_t shape[MAX_RANK];
-    size_t rank;           /* may exceed MAX_RANK (only the first kept) */
+    uint64_t shape[RT_V2_MAX_RANK];
+    size_t rank;           /* may exceed RT_V2_MAX_RANK (only the first kept) */
     bool has_name, has_dtype, has_shape, has_data, has_bin;
     bool odd_name;         /* cut short, or holds a NUL: matches no input */
     bool bytes;            /* BYTES (else FP32) */
@@ -114,10 +114,10 @@ static const char *where_in(const v2p *p, const v2_in *in, char *buf, size_t cap
 static void shape_text(const uint64_t *dims, size_t rank, char *buf, size_t cap)
 {
     size_t used = (size_t)snprintf(buf, cap, "[");
-    for (size_t d = 0; d < rank && d < MAX_RANK && used < cap; d++)
+    for (size_t d = 0; d < rank && d < RT_V2_MAX_RANK && used < cap; d++)
         used += (size_t)snprintf(buf + used, cap - used, "%s%llu", d ? ", " : "",
                                  (unsigned long long)dims[d]);
-    if (rank > MAX_RANK && used < cap)
+    if (rank > RT_V2_MAX_RANK && used < cap)
         used += (size_t)snprintf(buf + used, cap - used, ", ...");
     if (used < cap)
         snprintf(buf + used, cap - used, "]");
@@ -267,7 +267,7 @@ static rt_status read_shape(v2p *p, v2_in *in)
         uint64_t x;
         if (!read_uint(&v, &x))
             return type_error(p, AT(), "non-negative integer dimensions", &v);
-        if (in->rank < MAX_RANK)
+        if (in->rank < RT_V2_MAX_RANK)
             in->shape[in->rank] = x;
         in->rank++;
     }

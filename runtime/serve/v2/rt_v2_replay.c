@@ -28,13 +28,12 @@
  */
 #include "rt_serve.h"
 #include "rt_v2_internal.h"
+#include "rt_serve_limits.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define RT_V2_PLAN_MAX_BYTES (1u << 20)
-#define RT_V2_PLAN_MAX_SLOTS (1u << 17)
 
 /* A value of the recorded body: its bytes, and where it goes. */
 typedef struct plan_slot {

@@ -1,0 +1,33 @@
+/*
+ * rt_model_limits.h — the hard limits of the model layer, one place, each
+ * with what it bounds (SQLite's sqliteLimit.h). Input past a limit is refused
+ * with a message naming it, never truncated. Limits that are part of a
+ * public contract stay in the layer's public header (rt_model.h).
+ */
+#ifndef PREDICTD_RT_MODEL_LIMITS_H
+#define PREDICTD_RT_MODEL_LIMITS_H
+
+/* crossed ids of one instance (the product of its columns' value counts) */
+#define RT_MAX_CROSS_PRODUCT (1u << 20)
+/* columns one crossed column combines */
+#define RT_MAX_CROSS_PARTS 64
+/* categories of one BoostedTrees input in a spec */
+#define RT_SPEC_MAX_TREE_CATEGORIES 1000000
+/* inputs of a tree ensemble */
+#define RT_TREES_MAX_INPUTS 4096u
+/* nodes of one tree */
+#define RT_TREES_MAX_TREE_NODES (1u << 20)
+/* nodes of all the trees of an ensemble */
+#define RT_TREES_MAX_NODES (1u << 26)
+/* ids of one categorical input (exact as floats) */
+#define RT_TREES_MAX_CATEGORIES (1u << 24)
+/* bucket boundaries (bin_upper) of one input */
+#define RT_TREES_MAX_BINS 65536u
+/* 32-bit words of all categorical id sets (128 MiB) */
+#define RT_TREES_MAX_SET_WORDS (1u << 25)
+/* instances of one batch */
+#define RT_BATCH_MAX_INSTANCES (1u << 26)
+/* a numeric column's shape, an embedding's dimension */
+#define RT_GRAPH_MAX_SHAPE 65536u
+
+#endif /* PREDICTD_RT_MODEL_LIMITS_H */
