@@ -145,7 +145,7 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
             continue; /* answered above (deadline) */
         rt_err err = {{0}};
         rt_status st = live && ctxs && parsed
-                           ? rt_json_run_parsed(srv_version_model(rq->ver), rq->ctx, &rq->parsed,
+                           ? rt_merge_run_parsed(srv_version_model(rq->ver), rq->ctx, &rq->parsed,
                                                 &rq->resp, &err)
                            : rt_err_set(&err, RT_ERR_NOMEM, "batch: out of memory");
         batch_finish(h, rq, st, &err);
@@ -188,7 +188,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         st = rt_v2_parse(m, r->model, rq->served, rq->body.data, rq->body.len, rq->v2_header,
                          &h->p.json, rq->ctx, &rq->parsed, &err);
     else
-        st = rt_json_parse_only(m, rq->body.data ? rq->body.data : "", rq->body.len, &h->p.json,
+        st = rt_merge_parse_only(m, rq->body.data ? rq->body.data : "", rq->body.len, &h->p.json,
                                 rq->ctx, &rq->parsed, &err);
     if (st == RT_OK && rq->parsed.n >= 1 && rq->parsed.n <= h->p.batch.max_batch_size) {
         rq->conn = conn;
@@ -224,7 +224,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         srv_metrics_in_flight(h->p.metrics, 1, 0);
-        st = rt_json_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
+        st = rt_merge_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
         srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(&t0) / 1e3);
     }
     batch_finish(h, rq, st, &err);

@@ -15,11 +15,11 @@
 #include "rt_v2_internal.h"
 
 
-rt_status rt_json_parse_only(const rt_model *m, const char *body, size_t len,
+rt_status rt_merge_parse_only(const rt_model *m, const char *body, size_t len,
                              const rt_json_params *p, rt_ctx *c, rt_parsed *out, rt_err *err)
 {
     if (!m || !c || !out || (!body && len > 0))
-        return rt_err_set(err, RT_ERR_INVALID, "rt_json_parse_only: NULL argument");
+        return rt_err_set(err, RT_ERR_INVALID, "rt_merge_parse_only: NULL argument");
     const rt_graph *g = rt_model_graph(m);
     if (!g)
         return rt_err_set(err, RT_ERR_INVALID, "model has no graph");
@@ -37,14 +37,14 @@ rt_status rt_json_parse_only(const rt_model *m, const char *body, size_t len,
     return RT_OK;
 }
 
-rt_status rt_json_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, rt_buf *out,
+rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, rt_buf *out,
                              rt_err *err)
 {
     if (!m || !c || !pr || !out)
-        return rt_err_set(err, RT_ERR_INVALID, "rt_json_run_parsed: NULL argument");
+        return rt_err_set(err, RT_ERR_INVALID, "rt_merge_run_parsed: NULL argument");
     const rt_graph *g = rt_model_graph(m);
     if (!g || !c->batch || c->graph != g)
-        return rt_err_set(err, RT_ERR_INVALID, "rt_json_run_parsed: context not parsed for "
+        return rt_err_set(err, RT_ERR_INVALID, "rt_merge_run_parsed: context not parsed for "
                                                "this model");
     rt_status st;
     if (rt_batch_size(c->batch) == 0)

@@ -49,7 +49,7 @@ typedef struct rt_ctx rt_ctx;
 rt_ctx *rt_ctx_new(void);
 void rt_ctx_free(rt_ctx *c);
 /* The raw inputs of the request c last read (after rt_json_handle,
- * rt_v2_handle or rt_json_parse_only returned RT_OK), or NULL: for the
+ * rt_v2_handle or rt_merge_parse_only returned RT_OK), or NULL: for the
  * daemon's monitoring. Valid until c's next use. */
 const rt_batch *rt_ctx_batch(const rt_ctx *c);
 
@@ -103,12 +103,12 @@ typedef struct rt_parsed {
 /* Parses a :predict body for model m into c's batch, without running it.
  * Fails exactly as rt_json_handle would on the same body (same status and
  * message). Thread safety: c belongs to the caller. */
-rt_status rt_json_parse_only(const rt_model *m, const char *body, size_t len,
+rt_status rt_merge_parse_only(const rt_model *m, const char *body, size_t len,
                              const rt_json_params *p, rt_ctx *c, rt_parsed *out, rt_err *err);
 
 /* Runs the request parsed into c on its own and appends its answer to out:
  * the same bytes rt_json_handle gives for the body. */
-rt_status rt_json_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, rt_buf *out,
+rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, rt_buf *out,
                              rt_err *err);
 
 /* Appends every instance of src (values and strings copied) to dst; both
@@ -117,13 +117,13 @@ rt_status rt_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err);
 
 /*
  * Merges the parsed requests reqs[0..n) (all for model m, each rt_ctx
- * holding one rt_json_parse_only result) into mc's batch in that order, and
+ * holding one rt_merge_parse_only result) into mc's batch in that order, and
  * runs ONE transform, forward pass and head over it. Request k's instances
  * are rows [start_k, start_k + n_k), start_k = the sum of the earlier n.
  * Every row gets the bits it would get if its request ran alone (the DNN
  * runs each request's rows as a segment of its own). On failure (for
  * instance one request's input fails the transform) nothing is kept: run
- * each request with rt_json_run_parsed instead, which gives each its own
+ * each request with rt_merge_run_parsed instead, which gives each its own
  * answer or error. mc, reqs: owned by the caller, one thread at a time.
  */
 rt_status rt_merge_run(const rt_model *m, rt_ctx *mc, rt_ctx *const *reqs,
@@ -166,7 +166,7 @@ rt_status rt_json_metadata(const rt_model *m, const char *name, int64_t version,
  * or one of the values above) for model m into c's batch without running
  * it; the answer's settings (requested outputs, binary, classification,
  * id, model_name and version to report) stay in c for rendering. out->v2 is
- * set (see rt_parsed): rt_json_run_parsed and rt_merge_render render a v2
+ * set (see rt_parsed): rt_merge_run_parsed and rt_merge_render render a v2
  * answer for it. RT_ERR_INVALID / RT_ERR_LIMIT (400) name the tensor, what
  * was sent and what the model expects. name: the model's name in answers
  * (NULL: the export's); version < 0: no model_version. c: the caller's.
@@ -175,7 +175,7 @@ rt_status rt_v2_parse(const rt_model *m, const char *name, int64_t version, cons
                       size_t len, size_t header_len, const rt_json_params *p, rt_ctx *c,
                       rt_parsed *out, rt_err *err);
 /* rt_v2_parse, run, and the answer appended to out (the bytes
- * rt_json_run_parsed would give). */
+ * rt_merge_run_parsed would give). */
 rt_status rt_v2_handle(const rt_model *m, const char *name, int64_t version, const char *body,
                        size_t len, size_t header_len, const rt_json_params *p, rt_ctx *c,
                        rt_buf *out, rt_err *err);

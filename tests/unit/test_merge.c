@@ -206,7 +206,7 @@ static void check_rounds(const rt_model *m, model_kind mk, int rounds, uint64_t 
                                           NULL, alone_ctx, &r.alone[k], &err);
             if (st != RT_OK)
                 fail_msg("alone: %s: %s", r.body[k].data, err.msg);
-            st = rt_json_parse_only(m, r.body[k].data, r.body[k].len, NULL, r.ctx[k],
+            st = rt_merge_parse_only(m, r.body[k].data, r.body[k].len, NULL, r.ctx[k],
                                     &r.parsed[k], &err);
             if (st != RT_OK)
                 fail_msg("parse: %s", err.msg);
@@ -268,7 +268,7 @@ static void test_invalid_request_falls_back(void **state)
     rt_err err = {{0}};
     for (int k = 0; k < 3; k++) {
         ctx[k] = rt_ctx_new();
-        assert_int_equal(rt_json_parse_only(f->m, bodies[k], strlen(bodies[k]), NULL, ctx[k],
+        assert_int_equal(rt_merge_parse_only(f->m, bodies[k], strlen(bodies[k]), NULL, ctx[k],
                                             &parsed[k], &err),
                          RT_OK);
     }
@@ -280,7 +280,7 @@ static void test_invalid_request_falls_back(void **state)
         rt_err ea = {{0}}, eb = {{0}};
         rt_status sa = rt_json_handle(f->m, RT_METHOD_PREDICT, bodies[k], strlen(bodies[k]),
                                       NULL, alone, &a, &ea);
-        rt_status sb = rt_json_run_parsed(f->m, ctx[k], &parsed[k], &b, &eb);
+        rt_status sb = rt_merge_run_parsed(f->m, ctx[k], &parsed[k], &b, &eb);
         assert_int_equal(sa, sb);
         assert_int_equal(sa, k == 1 ? RT_ERR_INVALID : RT_OK);
         if (sa == RT_OK)
@@ -310,7 +310,7 @@ static void test_parse_errors_match(void **state)
         rt_parsed pr;
         rt_status sa = rt_json_handle(f->m, RT_METHOD_PREDICT, bad[k], strlen(bad[k]), NULL, c,
                                       &a, &ea);
-        rt_status sb = rt_json_parse_only(f->m, bad[k], strlen(bad[k]), NULL, c, &pr, &eb);
+        rt_status sb = rt_merge_parse_only(f->m, bad[k], strlen(bad[k]), NULL, c, &pr, &eb);
         assert_int_equal(sa, sb);
         assert_true(sa != RT_OK);
         assert_string_equal(ea.msg, eb.msg);
@@ -320,11 +320,11 @@ static void test_parse_errors_match(void **state)
     rt_parsed pr;
     rt_err err = {{0}};
     const char *empty = "{\"instances\": []}";
-    assert_int_equal(rt_json_parse_only(f->m, empty, strlen(empty), NULL, c, &pr, &err), RT_OK);
+    assert_int_equal(rt_merge_parse_only(f->m, empty, strlen(empty), NULL, c, &pr, &err), RT_OK);
     assert_int_equal(pr.n, 0);
     rt_buf b;
     rt_buf_init(&b);
-    assert_int_equal(rt_json_run_parsed(f->m, c, &pr, &b, &err), RT_OK);
+    assert_int_equal(rt_merge_run_parsed(f->m, c, &pr, &b, &err), RT_OK);
     assert_string_equal(b.data, "{\"predictions\": []}");
     rt_buf_free(&b);
     rt_ctx_free(c);
@@ -392,11 +392,11 @@ static void test_merge_refusals(void **state)
     const char *body = "{\"instances\": [{\"age\": 30, \"hours\": 40, \"gender\": \"Male\", "
                        "\"occupation\": \"a\"}, {\"age\": 20, \"hours\": 10, \"gender\": "
                        "\"Female\", \"occupation\": \"b\"}]}";
-    assert_int_equal(rt_json_parse_only(f->m, body, strlen(body), NULL, c, &pr, &err), RT_OK);
+    assert_int_equal(rt_merge_parse_only(f->m, body, strlen(body), NULL, c, &pr, &err), RT_OK);
     rt_ctx *e = rt_ctx_new(), *mc = rt_ctx_new();
     rt_parsed pe;
     const char *empty = "{\"instances\": []}";
-    assert_int_equal(rt_json_parse_only(f->m, empty, strlen(empty), NULL, e, &pe, &err), RT_OK);
+    assert_int_equal(rt_merge_parse_only(f->m, empty, strlen(empty), NULL, e, &pe, &err), RT_OK);
     rt_ctx *two[2] = {c, e};
     rt_parsed p2[2] = {pr, pe};
     assert_int_equal(rt_merge_run(f->m, mc, two, p2, 2, &err), RT_ERR_INVALID);

@@ -399,7 +399,7 @@ static void test_merged_with_v1(void **state)
     assert_int_equal(v2(f, body, strlen(body), RT_V2_NO_HEADER, &alone, &err), RT_OK);
     rt_parsed pr[2];
     const char *v1b = "{\"instances\": [{\"x\": 3, \"color\": \"green\"}]}";
-    assert_int_equal(rt_json_parse_only(f->m, v1b, strlen(v1b), NULL, c1, &pr[0], &err), RT_OK);
+    assert_int_equal(rt_merge_parse_only(f->m, v1b, strlen(v1b), NULL, c1, &pr[0], &err), RT_OK);
     assert_int_equal(rt_v2_parse(f->m, "lin", 7, body, strlen(body), RT_V2_NO_HEADER, NULL, c2,
                                  &pr[1], &err),
                      RT_OK);

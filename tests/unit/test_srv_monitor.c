@@ -109,7 +109,7 @@ static const rt_batch *batch_of(const rt_model *m, rt_ctx *ctx, const char *body
     rt_parsed pr;
     rt_err err = {{0}};
     rt_json_params jp = rt_json_default_params();
-    if (rt_json_parse_only(m, body, strlen(body), &jp, ctx, &pr, &err) != RT_OK)
+    if (rt_merge_parse_only(m, body, strlen(body), &jp, ctx, &pr, &err) != RT_OK)
         fail_msg("%s", err.msg);
     return rt_ctx_batch(ctx);
 }

@@ -2,7 +2,7 @@
  * :predict body (rows and columns), a :classify body and an Open Inference
  * Protocol infer body (JSON tensors and binary tensors) through
  * rt_json_handle / rt_v2_handle, and two :predict bodies through the
- * cross-request batching path (rt_json_parse_only, rt_merge_run,
+ * cross-request batching path (rt_merge_parse_only, rt_merge_run,
  * rt_merge_render), :explain bodies (exact, sampled Shapley, integrated
  * gradients: rt_json_explain), each on a fresh rt_ctx, with the n-th allocation
  * failing for every n until a request completes (support_alloc.h). Each
@@ -106,9 +106,9 @@ static rt_status answer(req_run *r, rt_err *err)
                             err);
     rt_parsed pr[2];
     rt_ctx *cs[2] = {r->c, r->c2};
-    rt_status st = rt_json_parse_only(r->m, r->body, r->len, NULL, r->c, &pr[0], err);
+    rt_status st = rt_merge_parse_only(r->m, r->body, r->len, NULL, r->c, &pr[0], err);
     if (st == RT_OK)
-        st = rt_json_parse_only(r->m, r->body2, r->len2, NULL, r->c2, &pr[1], err);
+        st = rt_merge_parse_only(r->m, r->body2, r->len2, NULL, r->c2, &pr[1], err);
     if (st == RT_OK)
         st = rt_merge_run(r->m, r->mc, cs, pr, 2, err);
     if (st == RT_OK)

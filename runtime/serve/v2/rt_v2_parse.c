@@ -1001,7 +1001,7 @@ rt_status rt_v2_handle(const rt_model *m, const char *name, int64_t version, con
     rt_status st = rt_v2_parse(m, name, version, body, len, header_len, p, c, &pr, err);
     if (st != RT_OK)
         return st;
-    return rt_json_run_parsed(m, c, &pr, out, err);
+    return rt_merge_run_parsed(m, c, &pr, out, err);
 }
 
 size_t rt_v2_answer_header_len(const rt_ctx *c)
