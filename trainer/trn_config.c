@@ -270,7 +270,7 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
 
 static void optimizer_defaults(trn_optimizer *o)
 {
-    (void)rt_settings_defaults(OPT, N_OPT, o, NULL); /* no strings: cannot fail */
+    rt_ignore(rt_settings_defaults(OPT, N_OPT, o, NULL)); /* no strings: cannot fail */
 }
 
 #define GINT(key, f, l, h, d) \
@@ -562,7 +562,7 @@ static const rt_setting TRN_SPEC[] = {
 void trn_config_init(trn_config *c)
 {
     memset(c, 0, sizeof *c);
-    (void)rt_settings_defaults(TRN_SPEC, N_SPEC, c, NULL); /* no strings: cannot fail */
+    rt_ignore(rt_settings_defaults(TRN_SPEC, N_SPEC, c, NULL)); /* no strings: cannot fail */
     c->progress = TRN_PROGRESS_AUTO;
     snprintf(c->export_name, sizeof c->export_name, "%s", "model");
     c->linear_opt.type = TRN_OPT_DEFAULT;
@@ -570,7 +570,7 @@ void trn_config_init(trn_config *c)
     c->dnn_opt.type = TRN_OPT_DEFAULT;
     c->dnn_opt.learning_rate = -1;
     c->log_level = 1;
-    (void)rt_settings_defaults(GBDT, N_GBDT, &c->gbdt, NULL);
+    rt_ignore(rt_settings_defaults(GBDT, N_GBDT, &c->gbdt, NULL)); /* no strings: cannot fail */
 }
 
 int64_t trn_spec_default(const char *section, const char *key)
@@ -889,7 +889,7 @@ const rt_setting *trn_flag_settings(size_t *n)
 void trn_overrides_init(trn_overrides *o)
 {
     memset(o, 0, sizeof *o);
-    (void)rt_settings_defaults(TRN_FLAGS, N_FLAGS, o, NULL); /* strings: NULL */
+    rt_ignore(rt_settings_defaults(TRN_FLAGS, N_FLAGS, o, NULL)); /* strings: NULL */
 }
 
 void trn_overrides_free(trn_overrides *o)

@@ -21,6 +21,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* On every function that returns a status: a caller that drops it is a
+ * compile error under -Werror (curl's WARN_UNUSED_RESULT). */
+#if defined(__GNUC__)
+#define RT_WUR __attribute__((warn_unused_result))
+#else
+#define RT_WUR
+#endif
+/* Drops a status on purpose where it cannot matter (cleanup after another
+ * error, a default that cannot fail): each call says why beside it. A cast
+ * to void would not silence gcc's warn_unused_result. */
+static inline void rt_ignore(int status)
+{
+    (void)status;
+}
+
 struct cJSON; /* cJSON's tree, for the settings getters (rt_cfg.c) */
 
 #ifdef __cplusplus
@@ -199,7 +214,7 @@ int rt_buf_json_double(rt_buf *b, double v);
  * not a regular file"), RT_ERR_LIMIT (more than max bytes), RT_ERR_NOMEM.
  * max must be below SIZE_MAX. Thread-safe.
  */
-rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **data,
+RT_WUR rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **data,
                        size_t *len, rt_err *err);
 
 /* Writes len bytes of data to path atomically: a temp file beside it
@@ -207,24 +222,24 @@ rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **
  * reader or a crash sees the old file or the new one, never half of it. An
  * existing file's mode is kept (else 0644). Errors name the path (the temp
  * file's, for a failed write); on error the temp file is gone. Thread-safe. */
-rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err);
+RT_WUR rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err);
 /* rt_write_file with the temp file named PATH + tag + PID (tag NULL or "":
  * ".tmp-"), for a program that finds its own killed runs' leftovers. */
-rt_status rt_write_file_tag(const char *path, const char *tag, const void *data, size_t len,
+RT_WUR rt_status rt_write_file_tag(const char *path, const char *tag, const void *data, size_t len,
                             rt_err *err);
 /* Writes all len bytes to fd (EINTR and short writes retried). Errors name
  * name: "NAME: write: ...". */
-rt_status rt_write_fd(int fd, const void *data, size_t len, const char *name, rt_err *err);
+RT_WUR rt_status rt_write_fd(int fd, const void *data, size_t len, const char *name, rt_err *err);
 /* rename(2) from over to, then fsync of to's directory, so the rename
  * survives a crash. Errors: "rename FROM to TO: ...", "DIR: fsync: ...". */
-rt_status rt_rename_durable(const char *from, const char *to, rt_err *err);
+RT_WUR rt_status rt_rename_durable(const char *from, const char *to, rt_err *err);
 /* fsync of directory dir (a file system that cannot sync directories,
  * EINVAL, is not an error). */
-rt_status rt_fsync_dir(const char *dir, rt_err *err);
+RT_WUR rt_status rt_fsync_dir(const char *dir, rt_err *err);
 /* mkdir -p dir (mode 0755, less the umask): each missing component in turn;
  * existing ones are fine. Errors: RT_ERR_INVALID (empty), RT_ERR_IO
  * ("mkdir PATH: ..." naming the component that failed), RT_ERR_NOMEM. */
-rt_status rt_mkdirs(const char *dir, rt_err *err);
+RT_WUR rt_status rt_mkdirs(const char *dir, rt_err *err);
 /* rm -rf name, relative to directory descriptor dfd (or AT_FDCWD): a file,
  * or a directory and all below it (32 levels at most; symbolic links are
  * removed, never followed). A missing name is fine. 0, or -1 with errno. */
@@ -290,28 +305,28 @@ const char *rt_cfg_type_name(const struct cJSON *j);
  * cJSON stopped; columns count bytes from 1); running out of memory is
  * RT_ERR_NOMEM (rt_cfg.c's cJSON hooks tell the two apart). OUT: *out,
  * cJSON_Delete it. */
-rt_status rt_cfg_parse_json(const char *text, size_t len, struct cJSON **out, rt_err *err);
+RT_WUR rt_status rt_cfg_parse_json(const char *text, size_t len, struct cJSON **out, rt_err *err);
 /* Refuses obj unless an object, and its members named in neither allowed nor
  * extra (NULL-terminated lists; extra may be NULL) or given twice. */
-rt_status rt_cfg_check_keys(const struct cJSON *obj, const char *path, const char *const *allowed,
+RT_WUR rt_status rt_cfg_check_keys(const struct cJSON *obj, const char *path, const char *const *allowed,
                          const char *const *extra, rt_err *err);
-rt_status rt_cfg_str(const struct cJSON *o, const char *path, const char *key, int flags,
+RT_WUR rt_status rt_cfg_str(const struct cJSON *o, const char *path, const char *key, int flags,
                       const char **out, rt_err *err);
 /* An integral number in [lo, hi]. */
-rt_status rt_cfg_int(const struct cJSON *o, const char *path, const char *key, int flags,
+RT_WUR rt_status rt_cfg_int(const struct cJSON *o, const char *path, const char *key, int flags,
                       int64_t lo, int64_t hi, int64_t *out, rt_err *err);
 /* The same for a value already in hand (a list item: key may be "[3]"-less,
  * name it in path). */
-rt_status rt_cfg_to_int(const struct cJSON *j, const char *path, const char *key, int64_t lo,
+RT_WUR rt_status rt_cfg_to_int(const struct cJSON *j, const char *path, const char *key, int64_t lo,
                      int64_t hi, int64_t *out, rt_err *err);
 /* A finite number in [lo, hi]. */
-rt_status rt_cfg_num(const struct cJSON *o, const char *path, const char *key, int flags,
+RT_WUR rt_status rt_cfg_num(const struct cJSON *o, const char *path, const char *key, int flags,
                       double lo, double hi, double *out, rt_err *err);
-rt_status rt_cfg_bool(const struct cJSON *o, const char *path, const char *key, int flags,
+RT_WUR rt_status rt_cfg_bool(const struct cJSON *o, const char *path, const char *key, int flags,
                        bool *out, rt_err *err);
-rt_status rt_cfg_array(const struct cJSON *o, const char *path, const char *key, int flags,
+RT_WUR rt_status rt_cfg_array(const struct cJSON *o, const char *path, const char *key, int flags,
                         const struct cJSON **out, rt_err *err);
-rt_status rt_cfg_object(const struct cJSON *o, const char *path, const char *key, int flags,
+RT_WUR rt_status rt_cfg_object(const struct cJSON *o, const char *path, const char *key, int flags,
                          const struct cJSON **out, rt_err *err);
 
 /* "Did you mean" for a plain list of names (the tuner's config keys): the
@@ -405,11 +420,11 @@ typedef struct rt_setting {
 
 /* Every row's field of obj to its default (strings strdup'd; CUSTOM fields
  * are left alone). Only RT_ERR_NOMEM. */
-rt_status rt_settings_defaults(const rt_setting *t, size_t n, void *obj, rt_err *err);
+RT_WUR rt_status rt_settings_defaults(const rt_setting *t, size_t n, void *obj, rt_err *err);
 /* Frees the table's strings in obj (set to NULL). */
 void rt_settings_free(const rt_setting *t, size_t n, void *obj);
 /* dst's field of row i = src's, for each bit i of mask (strings copied). */
-rt_status rt_settings_copy(const rt_setting *t, size_t n, uint64_t mask, void *dst,
+RT_WUR rt_status rt_settings_copy(const rt_setting *t, size_t n, uint64_t mask, void *dst,
                            const void *src, rt_err *err);
 /* The first row (not CUSTOM, none of where's bits skip) whose fields in a
  * and b differ, or NULL. */
@@ -425,22 +440,22 @@ bool rt_setting_in(const rt_setting *s, const char *section);
 
 /* Reads member s->name of obj into dst (absent or null: unchanged); errors
  * "path.name: ..." (rt_cfg's). */
-rt_status rt_setting_json(const rt_setting *s, const struct cJSON *obj, const char *path,
+RT_WUR rt_status rt_setting_json(const rt_setting *s, const struct cJSON *obj, const char *path,
                           void *dst, rt_err *err);
 /* Reads the JSON object obj, the keys of section (NULL: rows without one):
  * obj must be an object; a key given twice, or neither a row's nor one of
  * extra (NULL-ended, may be NULL; the caller reads those), is refused
  * ("path.key: unknown key (did you mean K?)"); then every row's member. */
-rt_status rt_settings_json(const rt_setting *t, size_t n, const struct cJSON *obj,
+RT_WUR rt_status rt_settings_json(const rt_setting *t, size_t n, const struct cJSON *obj,
                            const char *path, const char *section, const char *const *extra,
                            void *dst, rt_err *err);
 /* s's field of obj as a new JSON value (STR without a value: refused).
  * OUT: *out, cJSON_Delete it. */
-rt_status rt_setting_to_json(const rt_setting *s, const void *obj, struct cJSON **out,
+RT_WUR rt_status rt_setting_to_json(const rt_setting *s, const void *obj, struct cJSON **out,
                              rt_err *err);
 /* Reads a flag's text value (NULL: a bool flag alone) into dst; errors name
  * the flag: "--x: \"v\" is not an integer", "--x: 9 is out of range [0, 5]". */
-rt_status rt_setting_text(const rt_setting *s, const char *val, void *dst, rt_err *err);
+RT_WUR rt_status rt_setting_text(const rt_setting *s, const char *val, void *dst, rt_err *err);
 
 /* The row whose flag or one of whose aliases is name (len bytes, no "--");
  * with dash, '-' and '_' are the same letter. NULL if none. */
@@ -478,7 +493,7 @@ typedef struct rt_argv {
  * *given (may be NULL) is set for row i < 64 given. An unknown or
  * abbreviated flag is RT_ERR_NOTFOUND "--x: unknown flag (did you mean
  * --y?)"; a bad value RT_ERR_INVALID naming the flag. */
-rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, uint64_t *given,
+RT_WUR rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void *dst, uint64_t *given,
                            int *next, rt_err *err);
 /* An rt_argv.other for programs whose table has no --help row: takes
  * --help (no value) and sets *(bool *)ctx; 0 for any other flag. */

@@ -35,13 +35,13 @@ typedef enum {
 const char *rt_input_format_name(rt_input_format f);
 /* The format named s (case-insensitive, as rt_input_format_name spells it):
  * RT_OK, or RT_ERR_INVALID. */
-rt_status rt_input_format_parse(const char *s, rt_input_format *f);
+RT_WUR rt_status rt_input_format_parse(const char *s, rt_input_format *f);
 /* What path holds, by content whatever its name: TFRecord (the first 12
  * bytes are a length and its masked CRC) plain or gzip, else CSV. A gzip
  * file that is not TFRecord is RT_ERR_FORMAT. A pipe is not read (that
  * would spend its bytes): CSV, unless the caller's format says otherwise.
  * Thread-safe. */
-rt_status rt_input_sniff(const char *path, rt_input_format *f, rt_err *err);
+RT_WUR rt_status rt_input_sniff(const char *path, rt_input_format *f, rt_err *err);
 /* TFRecord's CRC mask: ((crc >> 15) | (crc << 17)) + 0xa282ead8. */
 uint32_t rt_tfrecord_mask(uint32_t crc);
 
@@ -50,14 +50,14 @@ typedef struct rt_tfrecord rt_tfrecord;
 /* Opens path to read the records that start at stream offsets in
  * [start, end) (end 0: to the end; start must be a record's offset, as
  * rt_tfrecord_cuts gives them; 0 for a gzip file). */
-rt_status rt_tfrecord_open(const char *path, uint64_t start, uint64_t end, rt_tfrecord **out,
+RT_WUR rt_status rt_tfrecord_open(const char *path, uint64_t start, uint64_t end, rt_tfrecord **out,
                            rt_err *err);
 /* The next record: *data (valid until the next call) and *len. RT_OK;
  * RT_ERR_NOTFOUND at the end; RT_ERR_FORMAT for a corrupt record ("FILE:
  * offset N: record K: corrupt data (...)", "... truncated ...", "... corrupt
  * length ..."): after corrupt data the next call goes on with the next
  * record, after a corrupt length or a truncated file the file ends. */
-rt_status rt_tfrecord_next(rt_tfrecord *r, const uint8_t **data, size_t *len, rt_err *err);
+RT_WUR rt_status rt_tfrecord_next(rt_tfrecord *r, const uint8_t **data, size_t *len, rt_err *err);
 /* The stream offset of the record last returned (or refused), the offset
  * after it, and its number (1 = the first record of the file). */
 uint64_t rt_tfrecord_offset(const rt_tfrecord *r);
@@ -71,16 +71,16 @@ void rt_tfrecord_close(rt_tfrecord *r);
 /* Byte ranges of a plain TFRecord file cut at record boundaries: *cuts
  * (malloc'd, *n of them, the first 0) are the offsets of the first record at
  * or past each multiple of chunk. Reads only the headers. */
-rt_status rt_tfrecord_cuts(const char *path, uint64_t chunk, uint64_t **cuts, size_t *n,
+RT_WUR rt_status rt_tfrecord_cuts(const char *path, uint64_t chunk, uint64_t **cuts, size_t *n,
                            rt_err *err);
 
 /* A writer: records go to PATH.tmp-PID; close with commit 1 makes the file
  * (fsync, rename, fsync of the directory), with 0 removes the temp file. */
 typedef struct rt_tfrecord_writer rt_tfrecord_writer;
-rt_status rt_tfrecord_writer_open(const char *path, int gzip, rt_tfrecord_writer **out,
+RT_WUR rt_status rt_tfrecord_writer_open(const char *path, int gzip, rt_tfrecord_writer **out,
                                   rt_err *err);
-rt_status rt_tfrecord_write(rt_tfrecord_writer *w, const void *data, size_t len, rt_err *err);
-rt_status rt_tfrecord_writer_close(rt_tfrecord_writer *w, int commit, rt_err *err);
+RT_WUR rt_status rt_tfrecord_write(rt_tfrecord_writer *w, const void *data, size_t len, rt_err *err);
+RT_WUR rt_status rt_tfrecord_writer_close(rt_tfrecord_writer *w, int commit, rt_err *err);
 
 /* ------------------------------------------- raw inputs, one way (rt_raw.c) */
 
@@ -108,7 +108,7 @@ typedef struct rt_csv_span {
  * gets 1 per column whose feature was there. Errors name the feature
  * ("feature age: expected int64_list (column type int), got float_list").
  */
-rt_status rt_example_to_row(const Predictd__ModelDef *def, const uint8_t *bytes, size_t len,
+RT_WUR rt_status rt_example_to_row(const Predictd__ModelDef *def, const uint8_t *bytes, size_t len,
                             int targets, rt_buf *text, rt_csv_span *spans, uint8_t *present,
                             rt_err *err);
 /* The reverse, for predict-model convert: the cells of one CSV row of def's
@@ -116,7 +116,7 @@ rt_status rt_example_to_row(const Predictd__ModelDef *def, const uint8_t *bytes,
  * (reset): a string cell as a bytes_list (its bytes as they are), an int
  * column as an int64_list, a float column as a float_list; an empty cell is
  * left out (its default applies when read). */
-rt_status rt_example_from_row(const Predictd__ModelDef *def, const char *text,
+RT_WUR rt_status rt_example_from_row(const Predictd__ModelDef *def, const char *text,
                               const rt_csv_span *spans, size_t n_fields, rt_buf *out,
                               rt_err *err);
 /* The list kind column rc's feature must have ("bytes_list", ...). */
@@ -140,7 +140,7 @@ long rt_csv_split(const char *row, size_t len, char *out, rt_csv_span *spans, si
  * whole text must be one strtod number (at most 63 characters; "nan" and
  * "inf" included). RT_OK and *v; RT_ERR_NOTFOUND for an empty or all-blank
  * cell (the column's default applies); RT_ERR_INVALID otherwise. */
-rt_status rt_raw_number(const char *s, size_t len, double *v);
+RT_WUR rt_status rt_raw_number(const char *s, size_t len, double *v);
 
 /* Sets err to the refusal of numeric cell s[0..len) at 0-based position
  * field: 'field 3 (age): expected a number, got "abc"' (name may be NULL;
@@ -156,7 +156,7 @@ rt_status rt_raw_number_error(rt_err *err, size_t field, const char *name, const
  * RT_ERR_INVALID names the label column ("label income_bracket: \"x\" is
  * not in the label vocabulary"). Training and predict-model evaluate read
  * labels with it. Thread-safe. */
-rt_status rt_raw_label(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
+RT_WUR rt_status rt_raw_label(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
                        float *out, rt_err *err);
 
 /* The example weight of CSV cell s[0..len) of the weight column col
@@ -164,7 +164,7 @@ rt_status rt_raw_label(const Predictd__ModelDef *def, size_t col, const char *s,
  * column's default when the spec gave one). A negative weight or anything
  * else is RT_ERR_INVALID naming the column ("weight w: -1 is negative
  * (example weights must be >= 0)"). Thread-safe. */
-rt_status rt_raw_weight(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
+RT_WUR rt_status rt_raw_weight(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
                         float *out, rt_err *err);
 
 /* Raw column index of def's weight column, or -1 (no weight_column). */

@@ -350,7 +350,7 @@ rt_status rt_tfrecord_writer_open(const char *path, int gzip, rt_tfrecord_writer
     w->path = strdup(path);
     w->tmp = malloc(n);
     if (!w->path || !w->tmp) {
-        rt_tfrecord_writer_close(w, 0, NULL);
+        rt_ignore(rt_tfrecord_writer_close(w, 0, NULL)); /* discards: nothing to commit */
         return rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", path);
     }
     snprintf(w->tmp, n, "%s.tmp-%ld", path, (long)getpid());
@@ -360,7 +360,7 @@ rt_status rt_tfrecord_writer_open(const char *path, int gzip, rt_tfrecord_writer
                                   strerror(errno));
         free(w->tmp);
         w->tmp = NULL;
-        rt_tfrecord_writer_close(w, 0, NULL);
+        rt_ignore(rt_tfrecord_writer_close(w, 0, NULL)); /* discards: st says why */
         return st;
     }
     if (gzip) {
@@ -369,7 +369,7 @@ rt_status rt_tfrecord_writer_open(const char *path, int gzip, rt_tfrecord_writer
         if (!w->z) {
             if (dfd >= 0)
                 close(dfd);
-            rt_tfrecord_writer_close(w, 0, NULL);
+            rt_ignore(rt_tfrecord_writer_close(w, 0, NULL)); /* discards: nothing written */
             return rt_err_set(err, RT_ERR_NOMEM, "%s: cannot start gzip", path);
         }
     }

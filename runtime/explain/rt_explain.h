@@ -106,7 +106,7 @@ typedef struct rt_xai_result {
  * would need more than 2^RT_XAI_EXACT_MAX rows. Thread-safe for distinct
  * batches (g is only read).
  */
-rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const rt_batch *bb,
+RT_WUR rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const rt_batch *bb,
                          size_t bi, const rt_xai_params *p, rt_xai_result *res, size_t max_res,
                          size_t *n_res, rt_err *err);
 
@@ -119,7 +119,7 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
  *   the raw column's CSV default, else 0 or "".
  * Thread-safe.
  */
-rt_status rt_xai_model_baseline(const rt_model *m, rt_batch **out, rt_err *err);
+RT_WUR rt_status rt_xai_model_baseline(const rt_model *m, rt_batch **out, rt_err *err);
 
 #ifdef __cplusplus
 }

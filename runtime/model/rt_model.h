@@ -40,7 +40,7 @@ extern "C" {
  * OUT: *out is malloc-owned; free it with rt_modeldef_free().
  */
 struct cJSON;
-rt_status rt_spec_to_modeldef(const struct cJSON *spec, const char *const *other_keys,
+RT_WUR rt_status rt_spec_to_modeldef(const struct cJSON *spec, const char *const *other_keys,
                               Predictd__ModelDef **out, rt_err *err);
 
 /* ------------------------------------------------- ModelDef helpers */
@@ -59,7 +59,7 @@ typedef struct rt_tensor_spec {
 
 /* Lists every tensor the ModelDef's graph needs, with its expected shape.
  * OUT: *specs is malloc'd (free()); names point into def. */
-rt_status rt_modeldef_tensor_specs(const Predictd__ModelDef *def, rt_tensor_spec **specs,
+RT_WUR rt_status rt_modeldef_tensor_specs(const Predictd__ModelDef *def, rt_tensor_spec **specs,
                                    size_t *n, rt_err *err);
 
 /* ----------------------------------------------------------------- graph */
@@ -80,7 +80,7 @@ typedef const float *(*rt_tensor_lookup_fn)(void *ctx, const char *name, uint64_
                                             rt_err *err);
 
 /* assets_dir: directory holding vocabulary files (may be NULL if none used). */
-rt_status rt_graph_build(const Predictd__ModelDef *def, rt_tensor_lookup_fn lookup,
+RT_WUR rt_status rt_graph_build(const Predictd__ModelDef *def, rt_tensor_lookup_fn lookup,
                          void *lookup_ctx, const char *assets_dir, rt_graph **out,
                          rt_err *err);
 void rt_graph_free(rt_graph *g);
@@ -158,11 +158,11 @@ void rt_batch_free(rt_batch *b);
 void rt_batch_clear(rt_batch *b);
 size_t rt_batch_size(const rt_batch *b);
 /* Appends an empty instance; returns its index in *idx. */
-rt_status rt_batch_add(rt_batch *b, size_t *idx);
+RT_WUR rt_status rt_batch_add(rt_batch *b, size_t *idx);
 /* Appends one value to input `input` of instance `idx` (multi-valued when
  * called more than once). */
-rt_status rt_batch_push_num(rt_batch *b, size_t idx, size_t input, double v);
-rt_status rt_batch_push_str(rt_batch *b, size_t idx, size_t input, const char *s, size_t len);
+RT_WUR rt_status rt_batch_push_num(rt_batch *b, size_t idx, size_t input, double v);
+RT_WUR rt_status rt_batch_push_str(rt_batch *b, size_t idx, size_t input, const char *s, size_t len);
 /* The values of one cell. */
 const rt_value *rt_batch_cell(const rt_batch *b, size_t idx, size_t input, size_t *n);
 
@@ -184,8 +184,8 @@ rt_missing_policy rt_batch_missing(const rt_batch *b);
 /* Serving input functions other than JSON features: parse one CSV row (the
  * training schema without the label) or one serialized tf.Example into
  * instance idx. Errors name the column. */
-rt_status rt_receiver_csv_row(rt_batch *b, size_t idx, const char *row, size_t len, rt_err *err);
-rt_status rt_receiver_example(rt_batch *b, size_t idx, const uint8_t *bytes, size_t len,
+RT_WUR rt_status rt_receiver_csv_row(rt_batch *b, size_t idx, const char *row, size_t len, rt_err *err);
+RT_WUR rt_status rt_receiver_example(rt_batch *b, size_t idx, const uint8_t *bytes, size_t len,
                               rt_err *err);
 
 /* ---------------------------------- CSV cells into batches (rt_batch.c) */
@@ -200,7 +200,7 @@ rt_status rt_receiver_example(rt_batch *b, size_t idx, const uint8_t *bytes, siz
  * transform decides: a numeric column's default_value, or "missing input");
  * a string is pushed as it is (the transform trims by trim_strings).
  */
-rt_status rt_batch_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+RT_WUR rt_status rt_batch_push_cell(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
                            size_t field, const char *s, size_t len, rt_err *err);
 
 /*
@@ -210,7 +210,7 @@ rt_status rt_batch_push_cell(rt_batch *b, size_t idx, long input, const Predictd
  * rt_batch_push_cell would for that cell. For a reader that checked the cell
  * on another thread and keeps the value, so it is not parsed twice.
  */
-rt_status rt_batch_push_number(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
+RT_WUR rt_status rt_batch_push_number(rt_batch *b, size_t idx, long input, const Predictd__RawColumn *rc,
                              rt_status parsed, double v);
 
 /* ------------------------------------------------------------- transform */
@@ -252,7 +252,7 @@ void rt_features_free(rt_features *f);
 /* Runs the feature columns on batch b. Fails (RT_ERR_INVALID) on a missing
  * required input or a wrong type, naming the instance and input
  * ("instances[3].age: ..."). */
-rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err);
+RT_WUR rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err);
 
 /*
  * rt_transform in two halves, for a caller that keeps each instance's first
@@ -267,11 +267,11 @@ rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_
  * rt_transform_inputs would have made it for their instances), ready for
  * rt_transform_finish. Records belong to the graph that made them.
  */
-rt_status rt_transform_inputs(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err);
-rt_status rt_transform_finish(const rt_graph *g, rt_features *f, rt_err *err);
+RT_WUR rt_status rt_transform_inputs(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err);
+RT_WUR rt_status rt_transform_finish(const rt_graph *g, rt_features *f, rt_err *err);
 size_t rt_features_row_size(const rt_graph *g, const rt_features *f, size_t i);
 void rt_features_row_save(const rt_graph *g, const rt_features *f, size_t i, void *out);
-rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *const *rows,
+RT_WUR rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *const *rows,
                                 size_t n, rt_err *err);
 
 /* ---------------------------------------------------------- forward pass */
@@ -284,7 +284,7 @@ void rt_workspace_free(rt_workspace *ws);
 /* logits (n x logits_dim, caller-allocated) = linear(f) + dnn(f.dnn_input),
  * or for a BoostedTrees graph bias + the sum of the leaves reached.
  * Hidden activations stay in ws until the next call (for backprop). */
-rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
+RT_WUR rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
                      rt_err *err);
 /* Activations of layer k after the last rt_forward: k = 0 is the DNN input
  * (the features' dnn_input itself, not a copy: valid while they are
@@ -313,7 +313,7 @@ typedef struct rt_outputs {
 
 void rt_outputs_init(rt_outputs *o);
 void rt_outputs_free(rt_outputs *o);
-rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
+RT_WUR rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
                           rt_err *err);
 /* The class string for class id k ("0", "1", ... without a vocabulary). */
 const char *rt_graph_class_name(const rt_graph *g, size_t k);
@@ -329,7 +329,7 @@ size_t rt_trees_scratch(const rt_graph *g);
  * its tree of the ModelDef: leaves[i * trees + t] (f->n x rt_trees_count).
  * x is scratch of f->n * rt_trees_scratch(g) floats. Thread-safe (g is only
  * read). */
-rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uint32_t *leaves,
+RT_WUR rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uint32_t *leaves,
                           rt_err *err);
 
 /* The shape of g's ensemble and, per input, its split count and the sum of
@@ -346,7 +346,7 @@ typedef struct rt_trees_importance {
     uint64_t splits;
     double gain;
 } rt_trees_importance;
-rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_trees_importance **imp,
+RT_WUR rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_trees_importance **imp,
                             rt_err *err);
 
 /* ------------------------------------------------------- exported models */
@@ -361,9 +361,9 @@ typedef struct rt_model rt_model;
  * tensor shapes against the graph. Refuses a bad export with a message that
  * names the file and what is wrong.
  */
-rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err);
+RT_WUR rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err);
 /* The same from memory (for fuzzing and tests); buffers are copied. */
-rt_status rt_model_open_buffers(const void *model_pb, size_t pb_len, const void *vars,
+RT_WUR rt_status rt_model_open_buffers(const void *model_pb, size_t pb_len, const void *vars,
                                 size_t vars_len, rt_model **out, rt_err *err);
 void rt_model_close(rt_model *m);
 const rt_graph *rt_model_graph(const rt_model *m);

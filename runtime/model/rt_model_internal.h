@@ -124,14 +124,14 @@ uint64_t rt_graph_serial(const rt_graph *g);
 /* Checks g->def->graph->trees against g's compiled columns and head and lays
  * it out for serving into *out (NULL when the graph has no trees). Messages
  * name the input, or the tree and node ("trees: tree 3 node 7: ..."). */
-rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err);
+RT_WUR rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err);
 void rt_trees_free(rt_trees *t); /* accepts NULL */
 /* Floats of scratch per instance that rt_trees_forward / _leaves need. */
 size_t rt_trees_gather_width(const rt_trees *t);
 /* logits (f->n x logits_dim) += bias + the leaves f's instances reach;
  * x is scratch of f->n * rt_trees_gather_width floats. Thread-safe (g is
  * only read). */
-rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, float *logits,
+RT_WUR rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, float *logits,
                            rt_err *err);
 
 /* Exact Shapley values of g's ensemble's logits (TreeSHAP with one
@@ -139,7 +139,7 @@ rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, fl
  * (row 0) and the instance (row 1); raw[k] is the raw input tree input k
  * reads (-1: none), n_raw the raw inputs; phi (n_raw x logits_dim) gets
  * each raw input's value per logit, in double. rt_explain.c. */
-rt_status rt_trees_shap(const rt_graph *g, const rt_features *f, const long *raw, size_t n_raw,
+RT_WUR rt_status rt_trees_shap(const rt_graph *g, const rt_features *f, const long *raw, size_t n_raw,
                         double *phi, rt_err *err);
 /* The feature column tree input k reads (its ids or values), or -1. */
 long rt_trees_input_column(const rt_graph *g, size_t k);
@@ -155,7 +155,7 @@ size_t rt_trees_num_inputs(const rt_graph *g);
 
 /* Builds v over words[0..n) (ids = positions); words must outlive v.
  * RT_ERR_INVALID naming the word when one is listed twice. */
-rt_status rt_vocab_build(rt_vocab *v, const char *const *words, size_t n, rt_err *err);
+RT_WUR rt_status rt_vocab_build(rt_vocab *v, const char *const *words, size_t n, rt_err *err);
 void rt_vocab_free(rt_vocab *v); /* v may be zeroed; keeps nothing */
 /* Reads the first `want` lines of the file at path (trimmed when trim,
  * else without a trailing CR) into *words (n_words, owned by the caller:
@@ -165,9 +165,9 @@ void rt_vocab_free(rt_vocab *v); /* v may be zeroed; keeps nothing */
  * align bytes (a power of two), of the exact size the file had when opened
  * (a file that shrinks while read is refused: RT_ERR_FORMAT). For tensors
  * read into memory at load. OUT: *data (free it), *len. Thread-safe. */
-rt_status rt_read_file_aligned(int dfd, const char *path, size_t max, size_t align, void **data,
+RT_WUR rt_status rt_read_file_aligned(int dfd, const char *path, size_t max, size_t align, void **data,
                                size_t *len, rt_err *err);
-rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool trim,
+RT_WUR rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool trim,
                              char ***words, size_t *n_words, rt_err *err);
 
 /* True when path is a safe relative path inside assets/ (no "..", no
@@ -243,14 +243,14 @@ bool rt_transform_needs(const rt_graph *g, const rt_batch *b, size_t i, size_t i
  * "outputs") beside "classification": adds it to a binary classifier's def
  * that has "classification" and lacks it (exports written before predictd
  * listed it), keeping the signatures sorted by name. Others: unchanged. */
-rt_status rt_modeldef_add_regression_signature(Predictd__ModelDef *def, rt_err *err);
+RT_WUR rt_status rt_modeldef_add_regression_signature(Predictd__ModelDef *def, rt_err *err);
 
 /* The index of raw column `name` in def (exact match), or -1. Pure. */
 long rt_def_find_raw(const Predictd__ModelDef *def, const char *name);
 
 /* Checks that def compiles into a graph (everything rt_graph_build checks
  * except tensor data and vocabulary files). */
-rt_status rt_graph_check(const Predictd__ModelDef *def, rt_err *err);
+RT_WUR rt_status rt_graph_check(const Predictd__ModelDef *def, rt_err *err);
 
 /* What the transform needs of a string value, computed once when the value
  * enters the batch: where its text starts and how long it is once trimmed
@@ -270,7 +270,7 @@ const rt_value *rt_batch_cell_keys(const rt_batch *b, size_t idx, size_t input, 
                                    const rt_skey **keys);
 
 /* Clears b and makes it hold instances for graph g (reuses its memory). */
-rt_status rt_batch_rebind(rt_batch *b, const rt_graph *g);
+RT_WUR rt_status rt_batch_rebind(rt_batch *b, const rt_graph *g);
 
 /* Empties every cell of instance idx (the values pushed to them are left
  * unused): a reader that gave up on an instance half-way reads it again. */

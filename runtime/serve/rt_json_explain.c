@@ -83,7 +83,7 @@ static rt_status read_int(ovr *o, const char *path, long lo, long hi, long *out)
     rt_json_describe(&v, d, sizeof d);
     if (v.kind != RT_JV_NUMBER || v.token || v.num != floor(v.num)) {
         if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
-            (void)rt_jr_skip_to(o->r, o->r->depth - 1);
+            rt_ignore(rt_jr_skip_to(o->r, o->r->depth - 1)); /* the refusal below is the answer */
         return bad(o, path, "expected an integer, got ", d);
     }
     if (v.num < (double)lo || v.num > (double)hi)
@@ -158,7 +158,7 @@ static rt_status read_parameters(ovr *o)
                 char d[64];
                 rt_json_describe(&v, d, sizeof d);
                 if (v.kind == RT_JV_OBJECT)
-                    (void)rt_jr_skip_to(o->r, o->r->depth - 1);
+                    rt_ignore(rt_jr_skip_to(o->r, o->r->depth - 1)); /* the refusal below is the answer */
                 return bad(o, OVR ".parameters.outputIndices", "expected a list, got ", d);
             }
             size_t n = 0;
@@ -230,7 +230,7 @@ static rt_status read_input(ovr *o, size_t in, const char *path)
                 b->is_str = true;
             } else {
                 if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
-                    (void)rt_jr_skip_to(o->r, o->r->depth - 1);
+                    rt_ignore(rt_jr_skip_to(o->r, o->r->depth - 1)); /* the refusal below is the answer */
                 snprintf(sub, sizeof sub, "%.120s.inputBaselines[%zu]", path, n - 1);
                 return bad(o, sub,
                            num ? "expected a finite number, got " : "expected a string, got ", d);

@@ -91,11 +91,11 @@ void rt_jr_done(rt_jr *r);
 
 /* Reads the next value (state RT_JR_VALUE): scalars whole, objects and lists
  * opened. */
-rt_status rt_jr_value(rt_jr *r, rt_jv *v);
+RT_WUR rt_status rt_jr_value(rt_jr *r, rt_jv *v);
 /* In an open object: *more = 1 and the next key (unescaped; in the body or
  * kbuf, valid until the next key) with its ':' read, or *more = 0 and the
  * object closed. */
-rt_status rt_jr_member(rt_jr *r, int *more, const char **key, size_t *klen);
+RT_WUR rt_status rt_jr_member(rt_jr *r, int *more, const char **key, size_t *klen);
 /* Whether a key rt_jr_member gave (klen bytes, not NUL-terminated) is name.
  * With a literal name the compiler folds the length and the comparison into
  * a few instructions (the request parsers test every key). */
@@ -107,31 +107,31 @@ static inline bool rt_jr_key_is(const char *key, size_t klen, const char *name)
  * index, -1 for another key (its value still to be read or skipped), or
  * RT_JR_CLOSED when the object closed instead. */
 #define RT_JR_CLOSED (-2)
-rt_status rt_jr_member_in(rt_jr *r, const char *const *keys, int *k, const char **key,
+RT_WUR rt_status rt_jr_member_in(rt_jr *r, const char *const *keys, int *k, const char **key,
                           size_t *klen);
 /* rt_jr_member that only tells whether the key is name (kbuf untouched). */
-rt_status rt_jr_member_is(rt_jr *r, int *more, const char *name, int *match);
+RT_WUR rt_status rt_jr_member_is(rt_jr *r, int *more, const char *name, int *match);
 /* In an open list: *more = 1 when an element follows, or 0 and the list
  * closed. */
-rt_status rt_jr_element(rt_jr *r, int *more);
+RT_WUR rt_status rt_jr_element(rt_jr *r, int *more);
 /* Skips the next value (state RT_JR_VALUE), checking all of it. */
-rt_status rt_jr_skip(rt_jr *r);
+RT_WUR rt_status rt_jr_skip(rt_jr *r);
 /* Reads on, checking, until the container open at `depth` (0: the whole
  * document) is complete: used after a semantic error to finish the check
  * of what remains. */
-rt_status rt_jr_skip_to(rt_jr *r, int depth);
+RT_WUR rt_status rt_jr_skip_to(rt_jr *r, int depth);
 /* In an open list, an element announced by rt_jr_element and not read:
  * skips it and every element after it, closing the list; *n += their
  * count. */
-rt_status rt_jr_count_rest(rt_jr *r, size_t *n);
+RT_WUR rt_status rt_jr_count_rest(rt_jr *r, size_t *n);
 /* After the top-level value: only white space may follow. */
-rt_status rt_jr_end(rt_jr *r);
+RT_WUR rt_status rt_jr_end(rt_jr *r);
 /* The scalar (string, number, word) at byte `at` of the body (after white
  * space), read as rt_jr_value reads an element of a list; the reader is
  * left after it. Not RT_OK for a container, or a hard error (reported as
  * usual). For re-reading a body at known places (rt_v2_replay.c): the
  * reader is not usable for anything else afterwards. */
-rt_status rt_jr_scalar_at(rt_jr *r, size_t at, rt_jv *v);
+RT_WUR rt_status rt_jr_scalar_at(rt_jr *r, size_t at, rt_jv *v);
 
 /* A saved position, to read a part again (only back to where the reader
  * was at the same or a smaller depth, without closing anything between). */
@@ -208,10 +208,10 @@ void rt_json_name_examples(rt_err *err);
 
 /* Every byte of err->msg that is not valid UTF-8 becomes '?' (messages
  * quote client names cut to a length). Returns st. */
-rt_status rt_json_tidy_message(rt_status st, rt_err *err);
+RT_WUR rt_status rt_json_tidy_message(rt_status st, rt_err *err);
 
 /* rt_json_handle for :predict, :classify and :regress (rt_json_serve.c). */
-rt_status rt_json_serve(const rt_model *m, rt_method method, const char *body, size_t len,
+RT_WUR rt_status rt_json_serve(const rt_model *m, rt_method method, const char *body, size_t len,
                         const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err);
 
 /* --------------------------------- how inputs are read (rt_json_signature.c) */
@@ -236,16 +236,16 @@ void rt_json_list_signatures(const Predictd__ModelDef *def, char *buf, size_t ca
  * the signature: RT_OK and *sig; a semantic error in sem (not a string,
  * no such signature: the reader then after the value); or the reader's
  * hard error (r->hard set). */
-rt_status rt_json_read_signature(rt_jr *r, const Predictd__ModelDef *def,
+RT_WUR rt_status rt_json_read_signature(rt_jr *r, const Predictd__ModelDef *def,
                                  const Predictd__SignatureDef **sig, rt_err *sem);
 /* :classify / :regress naming a signature of another method: refused as TF
  * Serving refuses it (its message included); RT_OK for predict, for NULL
  * and for a signature of the method's kind. */
-rt_status rt_json_check_signature_method(const Predictd__SignatureDef *sig, rt_method method,
+RT_WUR rt_status rt_json_check_signature_method(const Predictd__SignatureDef *sig, rt_method method,
                                          rt_err *err);
 /* RT_ERR_INVALID when the model has no signature for method (classify on a
  * regressor, regress on a multi-class classifier), else RT_OK. */
-rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err);
+RT_WUR rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err);
 
 /* --------------------------------------- values (rt_json_value.c) */
 
@@ -282,27 +282,27 @@ static inline void rt_jfill_start(rt_jfill *q, rt_jr *r, rt_err *sem, const rt_g
 long rt_jfill_find(rt_jfill *q, const char *key, size_t klen);
 /* Reads the next value as input `in` of instance idx (a scalar or a flat
  * list for raw features; a string or {"b64"} for a serialized input). */
-rt_status rt_jfill_value(rt_jfill *q, size_t idx, size_t in, const rt_jpath *path);
+RT_WUR rt_status rt_jfill_value(rt_jfill *q, size_t idx, size_t in, const rt_jpath *path);
 /* Reads the members of the object just opened as instance idx (keyed by
  * input name); path->top and path->i name the instance. */
-rt_status rt_jfill_object(rt_jfill *q, size_t idx, const rt_jpath *path);
+RT_WUR rt_status rt_jfill_object(rt_jfill *q, size_t idx, const rt_jpath *path);
 /* Looks at the object the next value opens: 1 when it is {"b64": ...}
  * (exactly one member, named b64), else 0; the reader is left where it
  * was. */
-rt_status rt_jfill_is_b64(rt_jfill *q, int *yes);
+RT_WUR rt_status rt_jfill_is_b64(rt_jfill *q, int *yes);
 /* Semantic error helpers: "<path>: expected <want>, got <v>". */
-rt_status rt_jfill_type_error(rt_jfill *q, const rt_jpath *path, const char *want,
+RT_WUR rt_status rt_jfill_type_error(rt_jfill *q, const rt_jpath *path, const char *want,
                               const rt_jv *v);
 /* The request's instance limit: "<what>: N instances, the limit is M", N
  * counted by reading the rest of the open list: `have` elements read, the
  * next one announced by rt_jr_element and not read yet. */
-rt_status rt_jfill_limit(rt_jfill *q, const rt_json_params *p, const char *what, size_t have);
+RT_WUR rt_status rt_jfill_limit(rt_jfill *q, const rt_json_params *p, const char *what, size_t have);
 
 /* ----------------------------------------- bodies (predict / examples) */
 
 /* Parses a classify / regress body into c's batch (examples keyed by
  * feature name, "context" applying to each). */
-rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char *body,
+RT_WUR rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char *body,
                                  size_t len, const rt_json_params *p, rt_ctx *c, rt_err *err);
 
 #endif /* PREDICTD_RT_JSON_INTERNAL_H */

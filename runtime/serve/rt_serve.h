@@ -66,13 +66,13 @@ const rt_batch *rt_ctx_batch(const rt_ctx *c);
  * RT_ERR_INVALID (HTTP 400) or RT_ERR_LIMIT and a message naming the
  * instance and input; the caller renders {"error": msg}.
  */
-rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, size_t len,
+RT_WUR rt_status rt_json_handle(const rt_model *m, rt_method method, const char *body, size_t len,
                          const rt_json_params *p, rt_ctx *c, rt_buf *out, rt_err *err);
 
 /* The signature a request names (NULL or "" = serving_default; "predict" and
  * "serving_default" stand in for each other). *sig is NULL when the model
  * lists no signatures at all. RT_ERR_INVALID naming it when unknown. */
-rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name,
+RT_WUR rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name,
                                  const Predictd__SignatureDef **sig, rt_err *err);
 
 /* A :predict body ({"instances"} or {"inputs"}, "signature_name") read into
@@ -82,7 +82,7 @@ rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name
  * Errors are the parser's and the transform's own messages, as they are
  * ("instances[3].age: ..."; rt_json_handle words some of them for the
  * client). For predict-model transform. c: one thread at a time. */
-rt_status rt_json_transform(const rt_graph *g, const char *body, size_t len,
+RT_WUR rt_status rt_json_transform(const rt_graph *g, const char *body, size_t len,
                             const rt_json_params *p, rt_ctx *c, const rt_features **f,
                             rt_err *err);
 
@@ -103,17 +103,17 @@ typedef struct rt_parsed {
 /* Parses a :predict body for model m into c's batch, without running it.
  * Fails exactly as rt_json_handle would on the same body (same status and
  * message). Thread safety: c belongs to the caller. */
-rt_status rt_merge_parse_only(const rt_model *m, const char *body, size_t len,
+RT_WUR rt_status rt_merge_parse_only(const rt_model *m, const char *body, size_t len,
                              const rt_json_params *p, rt_ctx *c, rt_parsed *out, rt_err *err);
 
 /* Runs the request parsed into c on its own and appends its answer to out:
  * the same bytes rt_json_handle gives for the body. */
-rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, rt_buf *out,
+RT_WUR rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, rt_buf *out,
                              rt_err *err);
 
 /* Appends every instance of src (values and strings copied) to dst; both
  * made for the same graph and with the same missing-input policy. */
-rt_status rt_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err);
+RT_WUR rt_status rt_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err);
 
 /*
  * Merges the parsed requests reqs[0..n) (all for model m, each rt_ctx
@@ -126,12 +126,12 @@ rt_status rt_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err);
  * each request with rt_merge_run_parsed instead, which gives each its own
  * answer or error. mc, reqs: owned by the caller, one thread at a time.
  */
-rt_status rt_merge_run(const rt_model *m, rt_ctx *mc, rt_ctx *const *reqs,
+RT_WUR rt_status rt_merge_run(const rt_model *m, rt_ctx *mc, rt_ctx *const *reqs,
                        const rt_parsed *parsed, size_t n, rt_err *err);
 
 /* Appends the answer of the request whose rows start at `start` in mc's
  * last rt_merge_run (pr->n rows), rendered as pr asked (rows or columns). */
-rt_status rt_merge_render(const rt_model *m, const rt_ctx *mc, size_t start,
+RT_WUR rt_status rt_merge_render(const rt_model *m, const rt_ctx *mc, size_t start,
                           const rt_parsed *pr, rt_buf *out);
 
 /* TensorFlow's name of a dtype ("DT_FLOAT", "DT_STRING", ...; "DT_INVALID"). */
@@ -139,7 +139,7 @@ const char *rt_dtype_name(Predictd__DType t);
 
 /* Appends {"model_spec": ..., "metadata": {"signature_def": ...}} (TF
  * Serving's GET .../metadata answer) for model `name` version `version`. */
-rt_status rt_json_metadata(const rt_model *m, const char *name, int64_t version, rt_buf *out);
+RT_WUR rt_status rt_json_metadata(const rt_model *m, const char *name, int64_t version, rt_buf *out);
 
 /* ------------------------- Open Inference Protocol, KServe v2 (rt_v2_*.c) */
 
@@ -171,12 +171,12 @@ rt_status rt_json_metadata(const rt_model *m, const char *name, int64_t version,
  * was sent and what the model expects. name: the model's name in answers
  * (NULL: the export's); version < 0: no model_version. c: the caller's.
  */
-rt_status rt_v2_parse(const rt_model *m, const char *name, int64_t version, const char *body,
+RT_WUR rt_status rt_v2_parse(const rt_model *m, const char *name, int64_t version, const char *body,
                       size_t len, size_t header_len, const rt_json_params *p, rt_ctx *c,
                       rt_parsed *out, rt_err *err);
 /* rt_v2_parse, run, and the answer appended to out (the bytes
  * rt_merge_run_parsed would give). */
-rt_status rt_v2_handle(const rt_model *m, const char *name, int64_t version, const char *body,
+RT_WUR rt_status rt_v2_handle(const rt_model *m, const char *name, int64_t version, const char *body,
                        size_t len, size_t header_len, const rt_json_params *p, rt_ctx *c,
                        rt_buf *out, rt_err *err);
 /* After a v2 answer was rendered for the request parsed into c: the length
@@ -186,7 +186,7 @@ size_t rt_v2_answer_header_len(const rt_ctx *c);
 /* Appends the model metadata answer {"name", "versions", "platform",
  * "inputs", "outputs"} for m, served as model `name` with the given
  * versions (the ones a client may ask for, ascending). */
-rt_status rt_v2_metadata(const rt_model *m, const char *name, const int64_t *versions,
+RT_WUR rt_status rt_v2_metadata(const rt_model *m, const char *name, const int64_t *versions,
                          size_t n_versions, rt_buf *out);
 
 /* ------------------------------------ :explain bodies (rt_json_explain.c) */
@@ -209,7 +209,7 @@ rt_status rt_v2_metadata(const rt_model *m, const char *name, const int64_t *ver
  * 0 is out of range [1, 50]"). *evals (may be NULL) gets the model rows
  * evaluated. c: one thread at a time.
  */
-rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
+RT_WUR rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
                           const rt_json_params *p, rt_ctx *c, rt_buf *out, size_t *evals,
                           rt_err *err);
 
@@ -226,7 +226,7 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len,
  * error here too (rt_json_explain gives the answer). c: scratch, one thread
  * at a time.
  */
-rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
+RT_WUR rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
                                const rt_json_params *p, rt_ctx *c, size_t *rows, rt_err *err);
 
 #ifdef __cplusplus

@@ -38,9 +38,9 @@ struct rt_ctx {
 };
 
 /* Gives c an empty batch for graph g (made anew when the graph changed). */
-rt_status rt_ctx_prepare(rt_ctx *c, const rt_graph *g, rt_err *err);
+RT_WUR rt_status rt_ctx_prepare(rt_ctx *c, const rt_graph *g, rt_err *err);
 /* transform + forward + head of c->batch into c->outputs. */
-rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err);
+RT_WUR rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err);
 
 /* ------------------------------------------- JSON serving (rt_json_*.c) */
 
@@ -48,7 +48,7 @@ rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err);
 /* Parses a predict body into c's batch (rt_ctx_prepare'd for g) without
  * running the model: *columnar tells "inputs" from "instances", *sig the
  * signature. For rt_json_handle and rt_json_transform. */
-rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
+RT_WUR rt_status rt_json_parse_predict(const rt_graph *g, const char *body, size_t len,
                                 const rt_json_params *p, rt_ctx *c, int *columnar,
                                 const Predictd__SignatureDef **sig, rt_err *err);
 
@@ -64,19 +64,19 @@ void rt_json_name_missing(const rt_graph *g, const rt_batch *b, rt_err *err);
 /* Renders c->outputs for a predict request: {"predictions": [...]} (rows) or
  * {"outputs": ...} (columnar) with the signature's outputs (sig may be NULL:
  * the head's usual outputs). */
-rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef *sig,
+RT_WUR rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef *sig,
                                  const rt_outputs *o, int columnar, rt_buf *out);
 /* {"results": [[[label, score], ...], ...]} for classify. */
-rt_status rt_json_render_classify(const rt_graph *g, const rt_outputs *o, rt_buf *out);
+RT_WUR rt_status rt_json_render_classify(const rt_graph *g, const rt_outputs *o, rt_buf *out);
 /* {"results": [value, ...]} for regress (regressors: predictions; binary
  * classifiers: logistic). */
-rt_status rt_json_render_regress(const rt_graph *g, const rt_outputs *o, rt_buf *out,
+RT_WUR rt_status rt_json_render_regress(const rt_graph *g, const rt_outputs *o, rt_buf *out,
                                  rt_err *err);
 /* Before running a parsed request of n instances: RT_ERR_LIMIT, with a
  * message naming max_answer_bytes, when its answer (method; for predict
  * the outputs of sig) could pass p->max_answer_bytes, counting every float
  * at its longest text; RT_OK when it cannot, or when there is no limit. */
-rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *sig,
+RT_WUR rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *sig,
                                rt_method method, size_t n, const rt_json_params *p,
                                rt_err *err);
 

@@ -52,7 +52,7 @@ void rt_metrics_free(rt_metrics *mt);
  * label_dimension values per row for regression), example weights (NULL:
  * all 1; estimator.weight_column) and the batch's loss. Every metric but
  * "loss" (the mean of the batch losses) is weighted as TF weights it. */
-rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels,
+RT_WUR rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels,
                          const float *weights, size_t n, double batch_loss);
 /*
  * Binary: accuracy, accuracy_baseline, auc (exact ROC AUC, ties averaged),
@@ -62,7 +62,7 @@ rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *label
  * Regression: average_loss, label/mean, loss, prediction/mean, global_step.
  * Names sorted as TensorFlow prints them.
  */
-rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric_list *out);
+RT_WUR rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric_list *out);
 /* The examples added so far: per example its score (binary: the logistic;
  * multi-class: the predicted class id; regression: the prediction's first
  * value), its label (first value) and, when weights is not NULL, its weight
@@ -165,8 +165,8 @@ const rt_feature_stats *rt_stats_find(const rt_stats *s, const char *name);
 /* Baselines (predict-model explain, :explain): a numeric input's median, a
  * string input's most frequent value. RT_ERR_NOTFOUND when s has no such
  * input, no value of it or it is of the other kind. *value lives as long as s. */
-rt_status rt_stats_median(const rt_stats *s, const char *name, double *median);
-rt_status rt_stats_top_value(const rt_stats *s, const char *name, const char **value);
+RT_WUR rt_status rt_stats_median(const rt_stats *s, const char *name, double *median);
+RT_WUR rt_status rt_stats_top_value(const rt_stats *s, const char *name, const char **value);
 
 /* An accumulator of statistics over rows of raw inputs; one thread at a time.
  * Exact integer counts; min, max, histograms and quantiles exact and
@@ -198,20 +198,20 @@ int rt_stats_acc_number(rt_stats_acc *a, size_t i, double v);
 int rt_stats_acc_string(rt_stats_acc *a, size_t i, const char *s, size_t len);
 /* A CSV cell of input i as the trainer reads it: empty or blank = missing;
  * numeric inputs through rt_raw_number (a bad number: RT_ERR_INVALID). */
-rt_status rt_stats_acc_cell(rt_stats_acc *a, size_t i, const char *s, size_t len, int trim,
+RT_WUR rt_status rt_stats_acc_cell(rt_stats_acc *a, size_t i, const char *s, size_t len, int trim,
                             rt_err *err);
 /* Serialized state (to merge another process's, MPI ranks), and merging one in
  * (same inputs; RT_ERR_FORMAT on bytes that are not). The merged result is
  * the same as one accumulator over both sets of rows (see above for mean/std). */
-rt_status rt_stats_acc_save(const rt_stats_acc *a, rt_buf *out);
-rt_status rt_stats_acc_merge(rt_stats_acc *a, const void *bytes, size_t len, rt_err *err);
+RT_WUR rt_status rt_stats_acc_save(const rt_stats_acc *a, rt_buf *out);
+RT_WUR rt_status rt_stats_acc_merge(rt_stats_acc *a, const void *bytes, size_t len, rt_err *err);
 /* The statistics so far (*out malloc-owned: rt_stats_free). */
-rt_status rt_stats_acc_finish(const rt_stats_acc *a, rt_stats **out, rt_err *err);
+RT_WUR rt_status rt_stats_acc_finish(const rt_stats_acc *a, rt_stats **out, rt_err *err);
 
 /* statistics.json: TFDV's DatasetFeatureStatisticsList in proto3 JSON
  * (field names as statistics.proto spells them; our extras in custom_stats). */
-rt_status rt_stats_write_json(const rt_stats *s, const char *dataset_name, rt_buf *out);
-rt_status rt_stats_parse_json(const char *text, size_t len, rt_stats **out, rt_err *err);
+RT_WUR rt_status rt_stats_write_json(const rt_stats *s, const char *dataset_name, rt_buf *out);
+RT_WUR rt_status rt_stats_parse_json(const char *text, size_t len, rt_stats **out, rt_err *err);
 
 /* Distances as TFDV's anomalies/metrics.cc defines them. L-infinity: the
  * largest absolute difference of the two value distributions, each

@@ -1266,7 +1266,7 @@ static void test_tf_serving_json_rules(void **state)
     assert_int_equal(run(f, f->wd, P, plain, NULL, &j, &err), RT_OK);
     cJSON_Delete(j);
     rt_buf_reset(&a);
-    rt_json_handle(f->wd, P, plain, strlen(plain), NULL, f->c, &a, &err);
+    assert_int_equal(rt_json_handle(f->wd, P, plain, strlen(plain), NULL, f->c, &a, &err), RT_OK);
     const char *pr = strstr(a.data, "\"probabilities\": [");
     assert_non_null(pr);
     pr += strlen("\"probabilities\": [");

@@ -341,14 +341,14 @@ static void test_batch_append(void **state)
     assert_non_null(dst);
     size_t idx;
     assert_int_equal(rt_batch_add(a, &idx), RT_OK);
-    rt_batch_push_num(a, idx, 0, 33);
-    rt_batch_push_str(a, idx, 2, "Male", 4);
-    rt_batch_push_str(a, idx, 3, "x\0y", 3); /* a NUL inside */
+    assert_int_equal(rt_batch_push_num(a, idx, 0, 33), RT_OK);
+    assert_int_equal(rt_batch_push_str(a, idx, 2, "Male", 4), RT_OK);
+    assert_int_equal(rt_batch_push_str(a, idx, 3, "x\0y", 3), RT_OK); /* a NUL inside */
     for (int i = 0; i < 3; i++) {
         assert_int_equal(rt_batch_add(b, &idx), RT_OK);
-        rt_batch_push_num(b, idx, 1, i + 0.5);
-        rt_batch_push_str(b, idx, 3, "p", 1);
-        rt_batch_push_str(b, idx, 3, "qq", 2); /* multi-valued */
+        assert_int_equal(rt_batch_push_num(b, idx, 1, i + 0.5), RT_OK);
+        assert_int_equal(rt_batch_push_str(b, idx, 3, "p", 1), RT_OK);
+        assert_int_equal(rt_batch_push_str(b, idx, 3, "qq", 2), RT_OK); /* multi-valued */
     }
     rt_err err = {{0}};
     assert_int_equal(rt_batch_append(dst, a, &err), RT_OK);

@@ -91,7 +91,7 @@ void rt_v2_req_free(rt_v2_req *q);
 
 /* Renders the answer of request q over outputs o (o->n instances) into out
  * and sets q->answer_header. */
-rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_buf *out);
+RT_WUR rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_buf *out);
 
 /* ------------------------------------------- replay (rt_v2_replay.c) */
 
