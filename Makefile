@@ -42,7 +42,7 @@ HARDEN_LDFLAGS  := -pie -Wl,-z,relro,-z,now
 ALL_CPPFLAGS = -D_GNU_SOURCE $(HARDEN_CPPFLAGS) $(CPPFLAGS)
 # -ffp-contract=off comes last, after the user's flags: a fused multiply-add
 # rounds once where the code rounds twice, and the forward pass promises the
-# same bits on every CPU and in every batch (runtime/rt_dense.c); clang
+# same bits on every CPU and in every batch (runtime/model/rt_dense.c); clang
 # contracts by default, gcc does with -march=native in GNU mode.
 ALL_CFLAGS   = $(WARN) $(OPT) $(SAN) -fno-strict-aliasing -pthread $(HARDEN_CFLAGS) $(CFLAGS) \
                -ffp-contract=off

@@ -420,7 +420,7 @@ def pb_field(num, payload):
 
 
 def tf_example(d, cols):
-    """A serialized tf.Example (runtime/example.proto) of instance d."""
+    """A serialized tf.Example (runtime/data/example.proto) of instance d."""
     feats = b""
     types = dict(cols)
     for k, v in d.items():

@@ -1,6 +1,6 @@
 /*
  * pm_eval.c — evaluating an export on labelled CSV files, as TensorFlow
- * Model Analysis does: the trainer's metrics (runtime/rt_metrics.c, the same code
+ * Model Analysis does: the trainer's metrics (runtime/stats/rt_metrics.c, the same code
  * as predict-train's evaluation) overall and per slice, plus, for a binary
  * classifier, the ROC and precision-recall curves, a calibration plot with
  * the expected calibration error, the confusion matrix and a threshold

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Who calls whom between the files of each module, from the object files.
 
-    scripts/file_calls.py [BUILD] [--edges]
+    scripts/file_calls.py [BUILD] [--edges | --names]
 
 For each module (runtime, exporter, trainer, server, tuner, pmodel) reads
 BUILD/obj/<module>/*.o with nm: an edge a -> b when a uses a symbol b
@@ -16,6 +16,9 @@ For the runtime it also checks the layers (docs/design.md, "The runtime's
 layers"): each file's layer is its first folder under runtime/, and an edge
 from a file to one of a higher layer prints a line
 "runtime: upward call a (core) -> b (model): symbols".
+With --names, lists instead the runtime's exported functions whose name does
+not start with rt_<file> or rt_<first word of the file>, as "file symbol"
+(docs/design.md, "A runtime function").
 Exit status 0 whatever it finds.
 """
 import glob
@@ -72,9 +75,28 @@ def groups(edges):
     return found
 
 
+def misnamed(build):
+    """Exported runtime functions not named for their file."""
+    top = os.path.join(build, "obj", "runtime")
+    for obj in sorted(glob.glob(os.path.join(top, "**", "*.o"), recursive=True)):
+        stem = os.path.basename(obj)[:-2][len("rt_"):]
+        first = stem.split("_")[0]
+        out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] == "T":
+                name = parts[2]
+                if not (name.startswith("rt_" + stem) or name.startswith("rt_" + first + "_")
+                        or name == "rt_" + first):
+                    print(f"rt_{stem} {name}")
+
+
 def main():
-    args = [a for a in sys.argv[1:] if a != "--edges"]
+    args = [a for a in sys.argv[1:] if a not in ("--edges", "--names")]
     build = args[0] if args else "build"
+    if "--names" in sys.argv:
+        misnamed(build)
+        return
     sys.setrecursionlimit(10000)
     for mod in MODULES:
         defs, uses = {}, {}

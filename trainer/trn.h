@@ -16,7 +16,7 @@
  *                rt_graph so the forward pass is the serving code; loss,
  *                backprop and optimizers (trn_model.c, trn_backprop.c,
  *                trn_optim.c)
- *   (metrics)    evaluation metrics: rt_metrics in runtime/rt_metrics.c,
+ *   (metrics)    evaluation metrics: rt_metrics in runtime/stats/rt_metrics.c,
  *                shared with predict-model evaluate
  *   trn_ckpt     atomic checkpoints with retention and resume (trn_ckpt.c)
  *   trn_run      train_and_evaluate: the run object (trn_run.c), its loop

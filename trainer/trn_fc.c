@@ -1,7 +1,7 @@
 /*
  * trn_fc.c — the trainer's side of the feature-column kinds: one row per
  * kind with the functions that compute its gradients (trn_internal.h,
- * struct trn_fc_grad; the runtime's rows are in runtime/rt_fc.c). The
+ * struct trn_fc_grad; the runtime's rows are in runtime/model/rt_fc.c). The
  * categorical kinds' linear weights take the gradient at their ids, dense
  * kinds' at their values, an indicator's at its source's ids; kinds with an
  * embedding table spread their DNN input's gradient over the rows of their

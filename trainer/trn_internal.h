@@ -51,7 +51,7 @@ typedef struct emb_col emb_col;
 
 /*
  * One feature-column kind's gradients, as one row of trn_fc.c's table (the
- * trainer's side of runtime/rt_fc.c's kinds): a new kind is its row there
+ * trainer's side of runtime/model/rt_fc.c's kinds): a new kind is its row there
  * and, when it needs new arithmetic, its functions in trn_backprop.c.
  *   linear   d loss / d its linear weights (NULL: the kind is not in the
  *            linear part), with lin->src set to `via_source` columns' source

@@ -15,7 +15,7 @@
  * stream (the error reaches trn_reader_next) or are skipped and counted.
  *
  * TFRecord files of tf.Example (params.input_format, or AUTO: told apart by
- * content, runtime/rt_tfrecord.c) go through the same pipeline: each record
+ * content, runtime/data/rt_tfrecord.c) go through the same pipeline: each record
  * becomes the cells of one row (rt_example_to_row), numbered like lines, so
  * shuffling, epochs, sharding and the row cache treat it as the CSV line with
  * the same cells. Their errors name "FILE: record N: feature F: ..." or, for

@@ -10,7 +10,7 @@
  * with (rt_csv_split, rt_batch_push_cell): a row means the same to both.
  * Unused columns are skipped.
  *
- * EXAMPLE: one serialized tf.Example per instance (runtime/example.proto),
+ * EXAMPLE: one serialized tf.Example per instance (runtime/data/example.proto),
  * decoded with protobuf-c. Features the model does not read are ignored, as
  * tf.parse_example does. float_list / int64_list feed numeric inputs;
  * bytes_list feeds string inputs (int64_list too, as decimal text).

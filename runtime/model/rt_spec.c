@@ -241,7 +241,7 @@ static rt_status parse_weight_column(spec_ctx *s, const cJSON *est)
  * baseline instance (docs/explanations.md): each a raw column of the model
  * (not a label or weight), a number for a numeric column, a string for a
  * string one. Read again from training.spec_json when explaining
- * (runtime/rt_explain_base.c). */
+ * (runtime/explain/rt_explain_base.c). */
 static rt_status parse_explanation(spec_ctx *s, const cJSON *ex)
 {
     rt_err *err = s->err;

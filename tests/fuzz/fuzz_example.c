@@ -3,7 +3,7 @@
  * (rt_receiver_example) on the small census model, then runs what it
  * accepted through the serving path (fz_run_batch).
  *
- * Input: one serialized tf.Example (runtime/example.proto). Checked besides
+ * Input: one serialized tf.Example (runtime/data/example.proto). Checked besides
  * the sanitizers: a refusal carries a message; an accepted example parsed
  * twice into two instances gives a batch the transform treats alike (both
  * accepted or the batch refused) and that runs forward and through the head

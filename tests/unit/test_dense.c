@@ -1,4 +1,4 @@
-/* test_dense.c — the dense layer kernel (runtime/rt_dense.c) gives every row
+/* test_dense.c — the dense layer kernel (runtime/model/rt_dense.c) gives every row
  * the bits of an independent reference, whatever it is batched with and at
  * every instruction set this CPU runs.
  *

@@ -6,7 +6,7 @@
  * on special values, powers of ten, numbers near ties and half a million
  * random float bit patterns.
  *
- * The streaming request parser (runtime/rt_json_reader.c and its users)
+ * The streaming request parser (runtime/serve/rt_json_reader.c and its users)
  * must accept and refuse exactly what the reference parser does (an
  * independent prescan + cJSON implementation of the same rules,
  * tests/unit/support_json_ref.c) and fill the same batch, cell by cell: on

@@ -1,5 +1,5 @@
 /* test_rt_v2_replay.c — an Open Inference Protocol body read by the last
- * body's layout (runtime/rt_v2_replay.c) gives what the full parser gives:
+ * body's layout (runtime/serve/v2/rt_v2_replay.c) gives what the full parser gives:
  * on a linear 3-class model (inputs x FP32, color BYTES), a context that
  * has just read a base body (warm) and a new context (cold) answer every
  * other body with the same status, message and bytes. Bodies that differ

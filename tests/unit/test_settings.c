@@ -1,5 +1,5 @@
 /*
- * test_settings.c — the settings tables (runtime/rt_settings.c): defaults,
+ * test_settings.c — the settings tables (runtime/core/rt_settings.c): defaults,
  * JSON keys (path-named errors, a key given twice, null = absent, "did you
  * mean"), flags (--x=y, --x y, a bool alone, aliases, '-' and '_' alike,
  * abbreviations refused, "--", repeated list flags, a flag given twice),

@@ -1,5 +1,5 @@
-/* test_tfrecord.c — TFRecord files (runtime/rt_tfrecord.c) and tf.Example
- * rows (runtime/rt_example_row.c): CRC-32C and mask known answers, a file
+/* test_tfrecord.c — TFRecord files (runtime/data/rt_tfrecord.c) and tf.Example
+ * rows (runtime/data/rt_example_row.c): CRC-32C and mask known answers, a file
  * TensorFlow wrote (TFX's test data) read record by record, write/read round
  * trips plain and gzip, and corrupt files refused naming file and offset. */
 #include <setjmp.h>

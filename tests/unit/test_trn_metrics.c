@@ -1,4 +1,4 @@
-/* test_trn_metrics.c — the metrics (runtime/rt_metrics.c) and the trainer's optimizers against
+/* test_trn_metrics.c — the metrics (runtime/stats/rt_metrics.c) and the trainer's optimizers against
  * independent computations: ROC AUC against brute-force pair counting, PR AUC
  * and the binary metrics on hand-checkable data, and one step of each
  * optimizer against TensorFlow's formulas written out in double. */
