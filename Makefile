@@ -39,7 +39,10 @@ SAN      ?=
 HARDEN_CPPFLAGS = $(if $(filter -O0,$(OPT) $(CFLAGS)),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
 HARDEN_CFLAGS   := -fstack-protector-strong -fPIE
 HARDEN_LDFLAGS  := -pie -Wl,-z,relro,-z,now
-ALL_CPPFLAGS = -D_GNU_SOURCE $(HARDEN_CPPFLAGS) $(CPPFLAGS)
+# DEBUG=1 (make asan, make tsan): the debug-build invariants (RT_ASSERT,
+# RT_ALWAYS, RT_NEVER in rt_core.h) are checked.
+DEBUG   ?=
+ALL_CPPFLAGS = -D_GNU_SOURCE $(HARDEN_CPPFLAGS) $(if $(DEBUG),-DPREDICTD_DEBUG) $(CPPFLAGS)
 # -ffp-contract=off comes last, after the user's flags: a fused multiply-add
 # rounds once where the code rounds twice, and the forward pass promises the
 # same bits on every CPU and in every batch (runtime/model/rt_dense.c); clang
@@ -319,7 +322,7 @@ test-other-kernel: all
 
 # build-asan/ (gcc) or build-asan-clang/ (make CC=clang asan).
 asan:
-	$(MAKE) BUILD=build-asan$(if $(findstring clang,$(notdir $(CC))),-clang) OPT="-O1 -g -fno-omit-frame-pointer" \
+	$(MAKE) BUILD=build-asan$(if $(findstring clang,$(notdir $(CC))),-clang) OPT="-O1 -g -fno-omit-frame-pointer" DEBUG=1 \
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
 
 # ThreadSanitizer over what runs threads: the server's unit tests and the
@@ -335,7 +338,7 @@ TSAN_REPORTS := $(CURDIR)/build-tsan/tsan
 TSAN_OPTIONS_ALL := suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66 \
                     second_deadlock_stack=1 log_path=$(TSAN_REPORTS)/report
 tsan:
-	$(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=thread" all
+	$(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=thread" DEBUG=1 all
 	@rm -rf $(TSAN_REPORTS) && mkdir -p $(TSAN_REPORTS)
 	@BUILD=build-tsan TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)" tests/run.sh $(TSAN_TESTS); rc=$$?; \
 	 if [ -n "$$(ls $(TSAN_REPORTS))" ]; then \

@@ -90,7 +90,11 @@ static void version_free(srv_version *v)
 
 void srv_version_release(srv_version *v)
 {
-    if (v && atomic_fetch_sub(&v->refs, 1) == 1)
+    if (!v)
+        return;
+    int held = atomic_fetch_sub(&v->refs, 1);
+    RT_ASSERT(held >= 1); /* a release without its acquire */
+    if (held == 1)
         version_free(v);
 }
 

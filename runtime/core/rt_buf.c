@@ -93,6 +93,7 @@ int rt_buf_append(rt_buf *b, const void *p, size_t n)
     if (n)
         memcpy(b->data + b->len, p, n);
     b->len += n;
+    RT_ASSERT(b->len < b->cap); /* room for the NUL, as rt_buf_reserve made */
     b->data[b->len] = '\0';
     return 0;
 }
@@ -116,6 +117,7 @@ int rt_buf_printf(rt_buf *b, const char *fmt, ...)
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
     b->len += (size_t)n;
+    RT_ASSERT(b->len < b->cap);
     return 0;
 }
 

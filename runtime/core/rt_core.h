@@ -28,6 +28,23 @@
 #else
 #define RT_WUR
 #endif
+/* Debug-build invariants (SQLite's assert, ALWAYS and NEVER): what the code
+ * relies on, checked when the build defines PREDICTD_DEBUG (make asan, make
+ * tsan), free otherwise. A failed check prints "predictd: invariant failed:
+ * EXPR (FILE:LINE)" and aborts. RT_ALWAYS(x) / RT_NEVER(x) are x itself in a
+ * release build, so the condition still guards the code after it. Never on
+ * input from outside: that gets an error, not an abort. */
+#ifdef PREDICTD_DEBUG
+#define RT_ASSERT(x) ((x) ? (void)0 : rt_invariant_failed(#x, __FILE__, __LINE__))
+#define RT_ALWAYS(x) ((x) ? 1 : (rt_invariant_failed(#x, __FILE__, __LINE__), 0))
+#define RT_NEVER(x) ((x) ? (rt_invariant_failed(#x, __FILE__, __LINE__), 1) : 0)
+#else
+#define RT_ASSERT(x) ((void)0)
+#define RT_ALWAYS(x) (x)
+#define RT_NEVER(x) (x)
+#endif
+_Noreturn void rt_invariant_failed(const char *expr, const char *file, int line);
+
 /* Drops a status on purpose where it cannot matter (cleanup after another
  * error, a default that cannot fail): each call says why beside it. A cast
  * to void would not silence gcc's warn_unused_result. */

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *rt_status_str(rt_status s)
@@ -56,4 +57,10 @@ void rt_err_prefix(rt_err *err, const char *fmt, ...)
     size_t olen = strnlen(old, room);
     memcpy(err->msg + plen + 2, old, olen);
     err->msg[plen + 2 + olen] = '\0';
+}
+
+_Noreturn void rt_invariant_failed(const char *expr, const char *file, int line)
+{
+    fprintf(stderr, "predictd: invariant failed: %s (%s:%d)\n", expr, file, line);
+    abort();
 }
