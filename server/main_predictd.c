@@ -206,6 +206,8 @@ static int open_security(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
+    if (d->auth)
+        srv_auth_set_empty_denies_all(d->auth, d->cfg->auth_tokens_empty_denies_all);
     return 0;
 }
 

@@ -104,8 +104,14 @@ typedef struct srv_auth srv_auth;
  * errors name FILE:LINE. Refused when others may write it.
  * OUT: *out owned by the caller, free with srv_auth_free. */
 rt_status srv_auth_new(const char *path, srv_auth **out, rt_err *err);
-/* Re-reads the file; on error the old tokens stay. Thread-safe. */
+/* Re-reads the file; on error the old tokens stay. A file without a token
+ * is refused (RT_ERR_INVALID, as a missing file is) unless
+ * srv_auth_set_empty_denies_all said it means "refuse every request".
+ * Thread-safe. */
 rt_status srv_auth_reload(srv_auth *a, rt_err *err);
+/* on: a reload takes a file without a token (auth_tokens_empty_denies_all).
+ * Default false. Thread-safe. */
+void srv_auth_set_empty_denies_all(srv_auth *a, bool on);
 /* Checks an Authorization header value (NULL: none) for scope; the token's
  * hash is compared with every stored one in constant time. Counts the
  * failures. Thread-safe. */
