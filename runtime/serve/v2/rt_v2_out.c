@@ -429,14 +429,5 @@ rt_status rt_v2_check_answer(const rt_graph *g, const rt_v2_req *q, size_t n,
         fixed = add_sat(fixed, add_sat(json_str_bound(strlen(t->name)), 96 + 3 * 20));
         per = add_sat(per, sel_bound(g, &q->sel[k], t));
     }
-    size_t bound = add_sat(mul_sat(per, n), fixed);
-    if (bound <= p->max_answer_bytes)
-        return RT_OK;
-    return rt_err_set(err, RT_ERR_LIMIT,
-                      "the answer to %zu instances could take %zu bytes (%zu per instance), "
-                      "over the limit of %zu bytes (max_answer_bytes); send at most %zu "
-                      "instances per request",
-                      n, bound, per, p->max_answer_bytes,
-                      p->max_answer_bytes > fixed && per ? (p->max_answer_bytes - fixed) / per
-                                                         : 0);
+    return rt_json_answer_bound(n, per, fixed, p->max_answer_bytes, err);
 }
