@@ -101,9 +101,13 @@ static void reload_security(daemon_t *d, const char *why)
 {
     rt_err err = {{0}};
     if (d->tls) {
-        if (srv_tls_reload(d->tls, &err) != RT_OK)
+        bool same = false;
+        if (srv_tls_reload(d->tls, &same, &err) != RT_OK)
             srv_log(SRV_LOG_ERROR, "TLS reload (%s) refused, the running certificate stays: %s",
                     why, err.msg);
+        else if (same)
+            srv_log(SRV_LOG_INFO, "TLS reload (%s): certificate %s and its key unchanged, the "
+                    "serving pair stays", why, d->cfg->tls_cert_file);
         else
             srv_log(SRV_LOG_INFO, "TLS reload (%s): certificate %s for new connections", why,
                     d->cfg->tls_cert_file);
@@ -202,6 +206,8 @@ static int open_security(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
+    if (d->auth)
+        srv_auth_set_empty_denies_all(d->auth, d->cfg->auth_tokens_empty_denies_all);
     return 0;
 }
 

@@ -188,6 +188,8 @@ typedef struct srv_config {
     char *tls_priorities;         /* GnuTLS priority string */
     char *auth_tokens_file;       /* bearer tokens (hashes + scopes), or NULL = none */
     bool metrics_require_token;   /* with tokens: metrics need the metrics scope */
+    bool auth_tokens_empty_denies_all; /* a reload may take a tokens file without a token
+                                          (every request refused); false: refused */
     size_t gzip_response_min_bytes; /* > 0: gzip answers of at least this many bytes
                                        (Accept-Encoding: gzip); default 0 = never */
     char *model_config_file;      /* the file this came from, or NULL */

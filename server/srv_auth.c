@@ -35,6 +35,7 @@ struct srv_auth {
     pthread_rwlock_t lock; /* guards tab, n */
     entry *tab;
     size_t n;
+    atomic_bool empty_denies_all; /* a reload takes a file without a token */
     atomic_ullong fail[4]; /* by srv_auth_result */
 };
 
@@ -98,9 +99,30 @@ bool srv_auth_new_token(char out[69])
     return true;
 }
 
+/* What a file that is not a regular one is ("a character device"). */
+static const char *file_kind(mode_t m)
+{
+    return S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+           : S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket"
+           : "not a plain file";
+}
+
 static rt_status parse(const char *path, entry **tab_out, size_t *n_out, rt_err *err)
 {
     struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* a symbolic link to /dev/zero is a device, not a file of mode 0666 */
+        char target[256] = "";
+        struct stat lst;
+        if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+            char *real = realpath(path, NULL);
+            if (real)
+                snprintf(target, sizeof target, ", through a symbolic link to %s", real);
+            free(real);
+        }
+        return rt_err_set(err, RT_ERR_INVALID, "auth_tokens_file %s: not a regular file (%s%s)",
+                          path, file_kind(st.st_mode), target);
+    }
     if (stat(path, &st) == 0 && (st.st_mode & S_IWOTH))
         return rt_err_set(err, RT_ERR_INVALID, "auth_tokens_file %s: writable by others (mode "
                           "%04o)", path, (unsigned)(st.st_mode & 07777));
@@ -202,6 +224,12 @@ rt_status srv_auth_reload(srv_auth *a, rt_err *err)
     rt_status st = parse(a->path, &tab, &n, err);
     if (st != RT_OK)
         return st;
+    if (n == 0 && !atomic_load(&a->empty_denies_all)) {
+        free(tab);
+        return rt_err_set(err, RT_ERR_INVALID, "auth_tokens_file %s: holds no token, which would "
+                          "refuse every request (set auth_tokens_empty_denies_all to mean that)",
+                          a->path);
+    }
     pthread_rwlock_wrlock(&a->lock);
     entry *old = a->tab;
     a->tab = tab;
@@ -209,6 +237,11 @@ rt_status srv_auth_reload(srv_auth *a, rt_err *err)
     pthread_rwlock_unlock(&a->lock);
     free(old);
     return RT_OK;
+}
+
+void srv_auth_set_empty_denies_all(srv_auth *a, bool on)
+{
+    atomic_store(&a->empty_denies_all, on);
 }
 
 /* The token of "Bearer TOKEN" (scheme case-insensitive, RFC 6750 §2.1),

@@ -146,6 +146,10 @@ static const srv_setting SETTINGS[] = {
         "this file lists (predictctl token add); re-read on reload; health probes stay open"),
     BOOL(metrics_require_token, BOTH, 1,
          "with auth_tokens_file: the Prometheus path needs a token with the metrics scope"),
+    BOOL(auth_tokens_empty_denies_all, BOTH, 0,
+         "with auth_tokens_file: a reload that finds no token in the file takes it, and every "
+         "request but the health probes is refused; false = such a reload is refused (ERROR) "
+         "and the running tokens stay, as for a missing file"),
     SIZE(gzip_response_min_bytes, BOTH, 0, INT64_C(1) << 30, 0,
          "answer in gzip (Content-Encoding: gzip) when the answer has at least N bytes and the "
          "request's Accept-Encoding takes gzip; 0 = never"),

@@ -93,6 +93,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     /* libmicrohttpd's own limit (per I/O thread) refused a connection */
     if (strstr(msg, "reached connection limit"))
         srv_metrics_connections(h->p.metrics, -1, true, NULL);
+    /* its line for a failed handshake says nothing when srv_tls.c said why */
+    if (h->p.tls && strstr(msg, "handshake message out of context") &&
+        srv_tls_handshake_logged())
+        return;
     srv_log(SRV_LOG_WARN, "http: %s", msg);
 }
 

@@ -476,7 +476,16 @@ void srv_http_on_connection(void *cls, struct MHD_Connection *conn, void **socke
         rt_buf_init(&cs->rq.body);
         rt_buf_init(&cs->rq.resp);
         *socket_context = cs;
+        if (h->p.tls) { /* plain HTTP to the TLS port gets a 400 (srv_tls.c) */
+            ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+            srv_tls_guard_plain(ci ? ci->tls_session : NULL);
+        }
         return;
+    }
+    if (h->p.tls) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        srv_tls_conn_closed(ci ? ci->tls_session : NULL);
     }
     if (!cs)
         return;

@@ -8,10 +8,16 @@
  * +Infinity and missing; a string input one per training value (at most
  * RT_STATS_RANK_MAX) plus unseen and missing. The request path adds to them
  * with relaxed atomic adds in one of SHARDS copies (picked by the thread),
- * so threads rarely share a cache line and nothing locks. The counters only
- * grow; a window is the difference of two snapshots of their sums, taken
- * when a window ends (window_instances counted, or window_seconds passed,
- * noticed by a request or a reader). At that moment, under the monitor's
+ * so threads rarely share a cache line, under that copy's own mutex (held
+ * for one request's instances; threads of one shard rarely meet). The
+ * counters only grow; a window is the difference of two snapshots of their
+ * sums, taken when a window ends (window_instances counted, or
+ * window_seconds passed, noticed by a request or a reader). A snapshot holds
+ * every shard's mutex while it sums, so it sees each request's instances
+ * whole or not at all: a window's instance count (each shard's slot after
+ * the features' counters) equals every feature's counts added up, also
+ * while requests are counted (issue 35, item 10: 341 of 3,000 reads tore).
+ * When a window ends, under the monitor's
  * mutex, each feature's skew (the window against the training statistics)
  * and drift (against the window before) are computed with rt_stats_jsd /
  * rt_stats_linf_counts; crossing a threshold logs one WARN line, coming
@@ -151,13 +157,16 @@ struct srv_monitor {
     bool trim;
     mfeat *f;
     size_t nf, ncount, stride;
-    _Atomic uint64_t *cnt;   /* [SHARDS * stride] */
-    _Atomic uint64_t counted; /* instances counted */
+    _Atomic uint64_t *cnt;   /* [SHARDS * stride]: ncount counters, then instances counted */
+    pthread_mutex_t shard_mu[SHARDS]; /* a request adds to a shard under its mutex */
+    _Atomic uint64_t counted; /* instances counted (for the window's end: may run ahead of
+                                 the shards' counts, which snapshots read) */
     _Atomic uint64_t draws;
     _Atomic uint64_t next_at; /* counted at which the window ends (UINT64_MAX: never) */
     _Atomic int64_t deadline_ms;
     pthread_mutex_t mu;
-    uint64_t *s0, *s1, *s2;  /* sums at the current, last and the one before window starts */
+    uint64_t *s0, *s1, *s2;  /* sums at the current, last and the one before window starts
+                                [ncount + 1]: the counters, then instances counted */
     uint64_t c0, c1, c2;     /* counted at those starts */
     uint64_t windows;        /* completed */
 };
@@ -228,6 +237,8 @@ srv_monitor *srv_monitor_new(const srv_monitor_conf *c, const rt_model *model, c
     if (!m || !(m->name = strdup(name)) || !(m->f = calloc(st->n ? st->n : 1, sizeof *m->f)))
         goto nomem;
     pthread_mutex_init(&m->mu, NULL);
+    for (int sh = 0; sh < SHARDS; sh++)
+        pthread_mutex_init(&m->shard_mu[sh], NULL);
     m->version = version;
     m->sample_rate = c->sample_rate;
     m->sample_cut = c->sample_rate >= 1 ? UINT64_MAX : (uint64_t)(c->sample_rate * 18446744073709551615.0);
@@ -268,11 +279,11 @@ srv_monitor *srv_monitor_new(const srv_monitor_conf *c, const rt_model *model, c
                     "input in the training statistics (ignored)", name, (long long)version,
                     c->feature[k]);
     }
-    m->stride = (m->ncount + 7) / 8 * 8;
-    m->cnt = aligned_alloc(64, SHARDS * (m->stride ? m->stride : 8) * sizeof *m->cnt);
-    m->s0 = calloc(m->ncount ? m->ncount : 1, sizeof *m->s0);
-    m->s1 = calloc(m->ncount ? m->ncount : 1, sizeof *m->s1);
-    m->s2 = calloc(m->ncount ? m->ncount : 1, sizeof *m->s2);
+    m->stride = (m->ncount + 1 + 7) / 8 * 8;
+    m->cnt = aligned_alloc(64, SHARDS * m->stride * sizeof *m->cnt);
+    m->s0 = calloc(m->ncount + 1, sizeof *m->s0);
+    m->s1 = calloc(m->ncount + 1, sizeof *m->s1);
+    m->s2 = calloc(m->ncount + 1, sizeof *m->s2);
     if (!m->cnt || !m->s0 || !m->s1 || !m->s2)
         goto nomem;
     for (size_t k = 0; k < SHARDS * m->stride; k++)
@@ -296,8 +307,11 @@ void srv_monitor_free(srv_monitor *m)
         free(m->f[i].vh);
         free(m->f[i].vi);
     }
-    if (m->f)
+    if (m->f) {
         pthread_mutex_destroy(&m->mu);
+        for (int sh = 0; sh < SHARDS; sh++)
+            pthread_mutex_destroy(&m->shard_mu[sh]);
+    }
     free(m->f);
     free(m->name);
     free(m->cnt);
@@ -355,8 +369,9 @@ void srv_monitor_observe(srv_monitor *m, const rt_batch *b)
     if (!m || !b)
         return;
     size_t n = rt_batch_size(b), counted = 0;
-    _Atomic uint64_t *c =
-        m->cnt + (rt_mix64((uint64_t)(uintptr_t)pthread_self()) % SHARDS) * m->stride;
+    size_t shard = rt_mix64((uint64_t)(uintptr_t)pthread_self()) % SHARDS;
+    _Atomic uint64_t *c = m->cnt + shard * m->stride;
+    pthread_mutex_lock(&m->shard_mu[shard]);
     for (size_t i = 0; i < n; i++) {
         if (m->sample_cut != UINT64_MAX &&
             rt_mix64(atomic_fetch_add_explicit(&m->draws, 1, memory_order_relaxed)) >= m->sample_cut)
@@ -383,6 +398,8 @@ void srv_monitor_observe(srv_monitor *m, const rt_batch *b)
             }
         }
     }
+    atomic_fetch_add_explicit(&c[m->ncount], counted, memory_order_relaxed);
+    pthread_mutex_unlock(&m->shard_mu[shard]);
     if (!counted)
         return;
     uint64_t total = atomic_fetch_add_explicit(&m->counted, counted, memory_order_relaxed) + counted;
@@ -393,14 +410,20 @@ void srv_monitor_observe(srv_monitor *m, const rt_batch *b)
 
 /* ------------------------------------------------------------ windows */
 
-static void sums(const srv_monitor *m, uint64_t *out)
+/* The counters' sums and the instances counted, into out[ncount + 1], with
+ * every shard's mutex held: no request is half counted in them. */
+static void sums(srv_monitor *m, uint64_t *out)
 {
-    for (size_t k = 0; k < m->ncount; k++) {
+    for (int sh = 0; sh < SHARDS; sh++)
+        pthread_mutex_lock(&m->shard_mu[sh]);
+    for (size_t k = 0; k <= m->ncount; k++) {
         uint64_t s = 0;
         for (int sh = 0; sh < SHARDS; sh++)
             s += atomic_load_explicit(&m->cnt[(size_t)sh * m->stride + k], memory_order_relaxed);
         out[k] = s;
     }
+    for (int sh = SHARDS - 1; sh >= 0; sh--)
+        pthread_mutex_unlock(&m->shard_mu[sh]);
 }
 
 /* The window a - b of numeric feature f as a histogram on the training's
@@ -510,9 +533,9 @@ static void rotate(srv_monitor *m, bool wait)
     sums(m, m->s0);
     m->c2 = m->c1;
     m->c1 = m->c0;
-    m->c0 = counted;
+    m->c0 = m->s0[m->ncount]; /* the instances the snapshot holds */
     m->windows++;
-    atomic_store(&m->next_at, m->window_instances ? counted + m->window_instances : UINT64_MAX);
+    atomic_store(&m->next_at, m->window_instances ? m->c0 + m->window_instances : UINT64_MAX);
     atomic_store(&m->deadline_ms, now + (int64_t)m->window_seconds * 1000);
     for (size_t i = 0; i < m->nf; i++) {
         mfeat *f = &m->f[i];
@@ -571,12 +594,12 @@ static void window_json(rt_buf *o, const mfeat *f, const uint64_t *a, const uint
 rt_status srv_monitor_json(srv_monitor *m, rt_buf *o)
 {
     rotate(m, true); /* a window whose time is up ends now */
-    uint64_t *cur = malloc((m->ncount ? m->ncount : 1) * sizeof *cur);
+    uint64_t *cur = malloc((m->ncount + 1) * sizeof *cur);
     if (!cur)
         return RT_ERR_NOMEM;
     pthread_mutex_lock(&m->mu);
     sums(m, cur);
-    uint64_t counted = atomic_load(&m->counted);
+    uint64_t counted = cur[m->ncount];
     rt_buf_puts(o, "{\"model\": ");
     rt_buf_json_string(o, m->name, strlen(m->name));
     rt_buf_printf(o, ", \"version\": %lld, \"sample_rate\": ", (long long)m->version);
@@ -660,13 +683,13 @@ static void label(rt_buf *o, const char *s)
 int srv_monitor_prometheus(srv_monitor *m, rt_buf *o)
 {
     rotate(m, true);
-    uint64_t *cur = malloc((m->ncount ? m->ncount : 1) * sizeof *cur);
+    uint64_t *cur = malloc((m->ncount + 1) * sizeof *cur);
     if (!cur)
         return -1;
     pthread_mutex_lock(&m->mu);
     sums(m, cur);
     rt_buf_printf(o, "predictd_monitored_instances_total{model=\"%s\",version=\"%lld\"} %llu\n",
-                  m->name, (long long)m->version, (unsigned long long)atomic_load(&m->counted));
+                  m->name, (long long)m->version, (unsigned long long)cur[m->ncount]);
     static const char *const series[] = {"predictd_feature_skew", "predictd_feature_drift",
                                          "predictd_feature_threshold",
                                          "predictd_feature_unseen_values_total",

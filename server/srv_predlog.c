@@ -190,6 +190,209 @@ static void move_item(cJSON *to, cJSON *from, const char *key)
         cJSON_AddItemToObject(to, key, it);
 }
 
+/* ---------------------------------- binary tensor data (/v2, issue 35 #9) */
+
+/* parameters.binary_data_size of tensor t: its bytes, or -1 when none. */
+static int64_t binary_size(const cJSON *t)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(t, "parameters"), "binary_data_size");
+    if (!cJSON_IsNumber(n) || !(n->valuedouble >= 0) || n->valuedouble > 9e15 ||
+        n->valuedouble != (double)(int64_t)n->valuedouble)
+        return -1;
+    return (int64_t)n->valuedouble;
+}
+
+static uint64_t le_bytes(const unsigned char *p, size_t k)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < k; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Bytes of one element of datatype dt (BYTES: 0), or -1 when predictd does
+ * not decode it; *kind: 'b' BOOL, 'i' signed, 'u' unsigned, 'f' float,
+ * 's' BYTES. */
+static int elem_size(const char *dt, char *kind)
+{
+    static const struct {
+        const char *name;
+        int size;
+        char kind;
+    } T[] = {{"BOOL", 1, 'b'},   {"INT8", 1, 'i'},   {"INT16", 2, 'i'}, {"INT32", 4, 'i'},
+             {"INT64", 8, 'i'},  {"UINT8", 1, 'u'},  {"UINT16", 2, 'u'}, {"UINT32", 4, 'u'},
+             {"UINT64", 8, 'u'}, {"FP32", 4, 'f'},   {"FP64", 8, 'f'},  {"BYTES", 0, 's'}};
+    for (size_t k = 0; dt && k < sizeof T / sizeof T[0]; k++)
+        if (!strcmp(dt, T[k].name)) {
+            *kind = T[k].kind;
+            return T[k].size;
+        }
+    return -1;
+}
+
+/* True when s[0..n) is UTF-8 text without a NUL byte (strict: no
+ * overlong forms, no surrogates, nothing above U+10FFFF). */
+static bool utf8_text(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+                             : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (c == 0 || k == 0 || n - i < k)
+            return false;
+        uint32_t cp = k == 1 ? c : c & (0x7fu >> k);
+        for (size_t j = 1; j < k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80)
+                return false;
+            cp = cp << 6 | (s[i + j] & 0x3f);
+        }
+        static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < least[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += k;
+    }
+    return true;
+}
+
+/* One float's JSON: its shortest round-trip digits, or "NaN", "Infinity",
+ * "-Infinity" as strings (the line stays plain JSON). */
+static cJSON *float_item(double v, int digits)
+{
+    if (v != v)
+        return cJSON_CreateString("NaN");
+    if (v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
+        return cJSON_CreateString(v > 0 ? "Infinity" : "-Infinity");
+    char t[40];
+    snprintf(t, sizeof t, "%.*g", digits, v);
+    return cJSON_CreateRaw(t);
+}
+
+/* The values of n bytes of datatype dt as a JSON list, or NULL when they
+ * cannot be shown so (an unknown datatype, a size that is not a whole
+ * number of elements, BYTES that are not text). */
+static cJSON *decode_tensor(const char *dt, const unsigned char *p, size_t n)
+{
+    char kind = 0;
+    int es = elem_size(dt, &kind);
+    if (es < 0 || (es > 0 && n % (size_t)es != 0))
+        return NULL;
+    cJSON *a = cJSON_CreateArray();
+    char t[32];
+    for (size_t at = 0; a && at < n;) {
+        cJSON *x = NULL;
+        if (kind == 's') {
+            if (n - at < 4)
+                break;
+            size_t len = (size_t)le_bytes(p + at, 4);
+            if (len > n - at - 4 || !utf8_text(p + at + 4, len))
+                break;
+            char *str = malloc(len + 1);
+            if (str) {
+                memcpy(str, p + at + 4, len);
+                str[len] = '\0';
+                x = cJSON_CreateString(str);
+                free(str);
+            }
+            at += 4 + len;
+        } else {
+            uint64_t v = le_bytes(p + at, (size_t)es);
+            if (kind == 'b') {
+                x = cJSON_CreateBool(v != 0);
+            } else if (kind == 'u') {
+                snprintf(t, sizeof t, "%llu", (unsigned long long)v);
+                x = cJSON_CreateRaw(t);
+            } else if (kind == 'i') {
+                int sh = 64 - 8 * es; /* sign-extend */
+                snprintf(t, sizeof t, "%lld", (long long)((int64_t)(v << sh) >> sh));
+                x = cJSON_CreateRaw(t);
+            } else if (es == 4) {
+                uint32_t u = (uint32_t)v;
+                float f;
+                memcpy(&f, &u, sizeof f);
+                x = float_item((double)f, 9);
+            } else {
+                double f;
+                memcpy(&f, &v, sizeof f);
+                x = float_item(f, 17);
+            }
+            at += (size_t)es;
+        }
+        if (!x) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, x);
+        if (at == n)
+            return a;
+    }
+    cJSON_Delete(a);
+    return n == 0 ? cJSON_CreateArray() : NULL;
+}
+
+/* p[0..n) in base64 (RFC 4648, padded) as a JSON string, or NULL. */
+static cJSON *base64_item(const unsigned char *p, size_t n)
+{
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *o = malloc((n + 2) / 3 * 4 + 1);
+    if (!o)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+                     (i + 2 < n ? p[i + 2] : 0);
+        o[k++] = A[v >> 18 & 63];
+        o[k++] = A[v >> 12 & 63];
+        o[k++] = i + 1 < n ? A[v >> 6 & 63] : '=';
+        o[k++] = i + 2 < n ? A[v & 63] : '=';
+    }
+    o[k] = '\0';
+    cJSON *s = cJSON_CreateString(o);
+    free(o);
+    return s;
+}
+
+/* The binary tensor data after the JSON of buf (len bytes in all): the
+ * tensors of list (a request's "inputs", an answer's "outputs") that give
+ * parameters.binary_data_size hold, in their order, the last bytes of buf.
+ * Each gets its values as "data" (numbers, BOOL as true/false, BYTES as
+ * strings) or, when they are not shown so, "data_base64", beside its
+ * datatype and shape. Nothing changes when the sizes do not fit in buf. */
+static void attach_binary(cJSON *list, const char *buf, size_t len)
+{
+    if (!cJSON_IsArray(list) || !buf)
+        return;
+    uint64_t total = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, list)
+    {
+        int64_t sz = binary_size(t);
+        if (sz > 0)
+            total += (uint64_t)sz;
+        if (total > len)
+            return;
+    }
+    const unsigned char *p = (const unsigned char *)buf + (len - total);
+    cJSON *x;
+    cJSON_ArrayForEach(x, list)
+    {
+        int64_t sz = binary_size(x);
+        if (sz < 0)
+            continue;
+        if (cJSON_GetObjectItemCaseSensitive(x, "data")) { /* refused: both given */
+            p += sz;
+            continue;
+        }
+        const char *dt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "datatype"));
+        cJSON *v = decode_tensor(dt, p, (size_t)sz);
+        if (v)
+            cJSON_AddItemToObject(x, "data", v);
+        else if ((v = base64_item(p, (size_t)sz)))
+            cJSON_AddItemToObject(x, "data_base64", v);
+        p += sz;
+    }
+}
+
 /* The JSON line of a job (malloc'd, no newline), or NULL. */
 static char *render(const line_job *j)
 {
@@ -212,6 +415,11 @@ static char *render(const line_job *j)
     cJSON_AddStringToObject(line, "signature", sig ? sig : "serving_default");
     cJSON_AddNumberToObject(line, "status", j->code);
     cJSON_AddNumberToObject(line, "latency_ms", j->seconds * 1e3);
+    if (j->method == RT_METHOD_INFER) { /* the values of binary tensors too */
+        attach_binary(cJSON_GetObjectItemCaseSensitive(req, "inputs"), j->body, j->body_len);
+        attach_binary(cJSON_GetObjectItemCaseSensitive(ans, "outputs"), j->answer,
+                      j->answer_len);
+    }
     if (req) {
         move_item(line, req, "instances");
         move_item(line, req, "inputs");

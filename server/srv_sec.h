@@ -38,9 +38,12 @@ typedef struct srv_tls_params {
  * OUT: *out owned by the caller, free with srv_tls_free. */
 rt_status srv_tls_new(const srv_tls_params *p, srv_tls **out, rt_err *err);
 /* Re-reads the certificate and key files (same checks); on success new
- * connections get the new pair, open ones keep theirs; on error the old
- * pair stays and err says why. Thread-safe. */
-rt_status srv_tls_reload(srv_tls *t, rt_err *err);
+ * connections get the new pair, open ones keep theirs (the old pair is
+ * freed once the last of them closed, srv_tls_conn_closed); on error the
+ * old pair stays and err says why. Files holding the bytes of the serving
+ * pair keep it (*unchanged set true; its dates are checked again). Call it
+ * from one thread at a time (the daemon's reload). */
+rt_status srv_tls_reload(srv_tls *t, bool *unchanged, rt_err *err);
 /* The serving certificate's notAfter (seconds since the epoch). Thread-safe. */
 int64_t srv_tls_not_after(const srv_tls *t);
 /* The full GnuTLS priority string (priorities plus the version limits). */
@@ -57,6 +60,24 @@ void srv_tls_set_current(srv_tls *t);
  * carries a client certificate that verifies against the client CA.
  * Without mTLS: true. */
 bool srv_tls_client_ok(const srv_tls *t, void *session);
+/* Plain HTTP on the TLS port: called for each new TLS connection (session:
+ * its gnutls_session_t, from libmicrohttpd), so that a connection whose
+ * first byte starts an HTTP request line instead of a TLS record gets a
+ * 400 answer in clear text ("The plain HTTP request was sent to HTTPS
+ * port", as nginx answers) and a log line, and its handshake fails. A TLS
+ * connection reads its socket directly again after its first byte. Call
+ * srv_tls_conn_closed when the connection closes. Not thread-safe for one
+ * session (libmicrohttpd serves a connection on one thread). */
+void srv_tls_guard_plain(void *session);
+/* A TLS connection (session: its gnutls_session_t) closes: frees what
+ * srv_tls_guard_plain left on it and releases the certificate pair its
+ * handshake was given (a replaced pair is freed with its last connection).
+ * NULL is accepted. Thread-safe. */
+void srv_tls_conn_closed(void *session);
+/* True (once) when srv_tls.c logged why the TLS handshake this thread
+ * serves failed (a client certificate refused or missing, plain HTTP),
+ * so libmicrohttpd's generic line for the failure can be left out. */
+bool srv_tls_handshake_logged(void);
 /* Appends the Prometheus lines of the TLS metrics (with HELP/TYPE). */
 int srv_tls_metrics(const srv_tls *t, rt_buf *out);
 void srv_tls_free(srv_tls *t);
@@ -83,8 +104,14 @@ typedef struct srv_auth srv_auth;
  * errors name FILE:LINE. Refused when others may write it.
  * OUT: *out owned by the caller, free with srv_auth_free. */
 rt_status srv_auth_new(const char *path, srv_auth **out, rt_err *err);
-/* Re-reads the file; on error the old tokens stay. Thread-safe. */
+/* Re-reads the file; on error the old tokens stay. A file without a token
+ * is refused (RT_ERR_INVALID, as a missing file is) unless
+ * srv_auth_set_empty_denies_all said it means "refuse every request".
+ * Thread-safe. */
 rt_status srv_auth_reload(srv_auth *a, rt_err *err);
+/* on: a reload takes a file without a token (auth_tokens_empty_denies_all).
+ * Default false. Thread-safe. */
+void srv_auth_set_empty_denies_all(srv_auth *a, bool on);
 /* Checks an Authorization header value (NULL: none) for scope; the token's
  * hash is compared with every stored one in constant time. Counts the
  * failures. Thread-safe. */

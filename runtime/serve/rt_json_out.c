@@ -672,15 +672,19 @@ rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *
             per = sat_add(per, sat_add(strlen(items[k].name) + 6,
                                        value_bound(g, items[k].kind)));
     }
-    size_t bound = sat_add(sat_mul(per, n), 64);
-    if (bound <= p->max_answer_bytes)
+    return rt_json_answer_bound(n, per, 64, p->max_answer_bytes, err);
+}
+
+rt_status rt_json_answer_bound(size_t n, size_t per, size_t fixed, size_t limit, rt_err *err)
+{
+    size_t bound = sat_add(sat_mul(per, n), fixed);
+    if (bound <= limit)
         return RT_OK;
     return rt_err_set(err, RT_ERR_LIMIT,
                       "the answer to %zu instances could take %zu bytes (%zu per instance), "
                       "over the limit of %zu bytes (max_answer_bytes); send at most %zu "
                       "instances per request",
-                      n, bound, per, p->max_answer_bytes,
-                      p->max_answer_bytes > 64 ? (p->max_answer_bytes - 64) / per : 0);
+                      n, bound, per, limit, limit > fixed && per ? (limit - fixed) / per : 0);
 }
 
 /* ------------------------------------------------------------ metadata */

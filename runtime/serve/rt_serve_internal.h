@@ -79,5 +79,10 @@ RT_WUR rt_status rt_json_render_regress(const rt_graph *g, const rt_outputs *o, 
 RT_WUR rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *sig,
                                rt_method method, size_t n, const rt_json_params *p,
                                rt_err *err);
+/* The answer of n instances of at most per bytes each and fixed bytes
+ * besides, against limit (max_answer_bytes): RT_OK when it fits, else
+ * RT_ERR_LIMIT with the message of rt_json_check_answer (the bound, the
+ * limit, how many instances fit). Used by /v1 and /v2 (rt_v2_check_answer). */
+RT_WUR rt_status rt_json_answer_bound(size_t n, size_t per, size_t fixed, size_t limit, rt_err *err);
 
 #endif /* PREDICTD_RT_SERVE_INTERNAL_H */

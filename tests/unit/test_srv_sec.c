@@ -126,6 +126,41 @@ static void test_tokens(void **state)
     assert_non_null(strstr(err.msg, "writable by others"));
 }
 
+/* issue 35, item 14: a reload finding no token keeps the running tokens
+ * (unless auth_tokens_empty_denies_all); a symbolic link to /dev/zero is
+ * named a device, not a file of mode 0666 */
+static void test_tokens_empty(void **state)
+{
+    (void)state;
+    char path[128], line[256], hex[65];
+    snprintf(path, sizeof path, "%s/tokens-empty", dir);
+    srv_auth_sha256_hex("secret-a", 8, hex);
+    snprintf(line, sizeof line, "%s infer\n", hex);
+    put(path, line, 0600);
+    srv_auth *a = NULL;
+    rt_err err = {{0}};
+    assert_int_equal(srv_auth_new(path, &a, &err), RT_OK);
+    put(path, "", 0600);
+    assert_int_equal(srv_auth_reload(a, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "holds no token"));
+    assert_non_null(strstr(err.msg, "auth_tokens_empty_denies_all"));
+    assert_int_equal(srv_auth_check(a, "Bearer secret-a", SRV_SCOPE_INFER), SRV_AUTH_OK);
+    put(path, "# only a comment\n", 0600);
+    assert_int_equal(srv_auth_reload(a, &err), RT_ERR_INVALID);
+    assert_int_equal(srv_auth_check(a, "Bearer secret-a", SRV_SCOPE_INFER), SRV_AUTH_OK);
+    srv_auth_set_empty_denies_all(a, true);
+    assert_int_equal(srv_auth_reload(a, &err), RT_OK);
+    assert_int_equal(srv_auth_check(a, "Bearer secret-a", SRV_SCOPE_INFER), SRV_AUTH_INVALID);
+    srv_auth_free(a);
+    unlink(path);
+    assert_int_equal(symlink("/dev/zero", path), 0);
+    assert_int_equal(srv_auth_new(path, &a, &err), RT_ERR_INVALID);
+    snprintf(line, sizeof line, "auth_tokens_file %s: not a regular file (a character device, "
+             "through a symbolic link to /dev/zero)", path);
+    assert_string_equal(err.msg, line);
+    unlink(path);
+}
+
 /* gzip of n bytes of data (one member) into out; returns its length. */
 static size_t gz(const void *data, size_t n, unsigned char *out, size_t cap)
 {
@@ -228,6 +263,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scopes),
         cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_tokens_empty),
         cmocka_unit_test(test_gunzip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

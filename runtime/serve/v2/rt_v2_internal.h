@@ -32,6 +32,12 @@ typedef enum {
 } rt_v2_out_kind;
 
 #define RT_V2_MAX_OUTPUTS 16
+/* A request's "id" is echoed in its answer and log: at most this many bytes
+ * (Triton's ids are UUIDs and trace ids, well under it). */
+#define RT_V2_MAX_ID_BYTES 1024
+/* A "parameters" object (the request's, an input's, an output's) as JSON
+ * text: at most this many bytes (its keys are a handful of flags). */
+#define RT_V2_MAX_PARAMS_BYTES 16384
 
 /* One output tensor of the model. */
 typedef struct rt_v2_output {
@@ -92,6 +98,13 @@ void rt_v2_req_free(rt_v2_req *q);
 /* Renders the answer of request q over outputs o (o->n instances) into out
  * and sets q->answer_header. */
 RT_WUR rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_buf *out);
+/* Before running request q of n instances: RT_ERR_LIMIT, with the message
+ * /v1's rt_json_check_answer gives (naming max_answer_bytes), when its
+ * answer (the requested outputs, JSON or binary, the echoed id) could pass
+ * p->max_answer_bytes, counting every float at its longest text; RT_OK when
+ * it cannot, or when there is no limit (p NULL or 0). */
+RT_WUR rt_status rt_v2_check_answer(const rt_graph *g, const rt_v2_req *q, size_t n,
+                             const rt_json_params *p, rt_err *err);
 
 /* ------------------------------------------- replay (rt_v2_replay.c) */
 

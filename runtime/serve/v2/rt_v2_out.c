@@ -363,3 +363,71 @@ rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_
     free(taken);
     return rc ? RT_ERR_NOMEM : RT_OK;
 }
+
+/* ------------------------------------------------ the answer's bound */
+
+/* A float's longest text (rt_json_float_text) and its ", ". */
+#define FLOAT_TEXT_BOUND (16 + 2)
+
+static size_t add_sat(size_t a, size_t b)
+{
+    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+static size_t mul_sat(size_t a, size_t b)
+{
+    return b && a > SIZE_MAX / b ? SIZE_MAX : a * b;
+}
+
+/* Bytes at most of s as a JSON string (each byte escaped as \u00XX). */
+static size_t json_str_bound(size_t len)
+{
+    return add_sat(mul_sat(len, 6), 2);
+}
+
+/* The longest class name's length in bytes. */
+static size_t longest_class(const rt_graph *g)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < g->n_classes; k++) {
+        const char *s = rt_graph_class_name(g, k);
+        size_t l = s ? strlen(s) : 0;
+        m = l > m ? l : m;
+    }
+    return m;
+}
+
+/* Bytes at most one instance adds to output sel's elements. */
+static size_t sel_bound(const rt_graph *g, const rt_v2_sel *sel, const rt_v2_output *t)
+{
+    const char *dt;
+    size_t width = sel_width(sel, t, &dt), names = longest_class(g);
+    size_t each;
+    if (sel->classes) /* "value:index:label", as a JSON string or 4 + bytes */
+        each = add_sat(FLOAT_TEXT_BOUND + 2 + 1 + 20 + 1, json_str_bound(names));
+    else if (is_float(t->kind))
+        each = sel->binary ? 4 : FLOAT_TEXT_BOUND;
+    else if (t->kind == RT_V2_OUT_ALL_CLASS_IDS || t->kind == RT_V2_OUT_CLASS_IDS)
+        each = sel->binary ? 8 : 20 + 2;
+    else
+        each = sel->binary ? add_sat(4, names) : add_sat(json_str_bound(names), 2);
+    return mul_sat(width, each);
+}
+
+rt_status rt_v2_check_answer(const rt_graph *g, const rt_v2_req *q, size_t n,
+                             const rt_json_params *p, rt_err *err)
+{
+    if (!p || !p->max_answer_bytes || !q || n == 0)
+        return RT_OK;
+    /* {"model_name": NAME, "model_version": "V", "id": ID, "outputs": [...]} */
+    size_t fixed = add_sat(json_str_bound(q->name.len), 64 + 20 + 16 + q->id.len);
+    size_t per = 0;
+    for (size_t k = 0; k < q->n_sel; k++) {
+        const rt_v2_output *t = &q->outs[q->sel[k].out];
+        /* {"name": N, "datatype": "FP32", "shape": [n, w], "data": [...]} or
+         * "parameters": {"binary_data_size": B}} */
+        fixed = add_sat(fixed, add_sat(json_str_bound(strlen(t->name)), 96 + 3 * 20));
+        per = add_sat(per, sel_bound(g, &q->sel[k], t));
+    }
+    return rt_json_answer_bound(n, per, fixed, p->max_answer_bytes, err);
+}

@@ -191,7 +191,15 @@ static rt_status read_params(v2p *p, par_kind kind, const char *where, v2_in *in
     const char *key;
     size_t klen;
     int k;
+    unsigned seen = 0; /* the keys of keys[] read so far */
+    size_t at0 = v.at;
+    char wd[120];
     while ((st = rt_jr_member_in(r, keys, &k, &key, &klen)) == RT_OK && k != RT_JR_CLOSED) {
+        if (k >= 0 && (seen & (1u << k)))
+            return rt_err_set(p->sem, RT_ERR_INVALID, "%s: parameters: key \"%s\" given twice",
+                              where ? where : where_in(p, in, wd, sizeof wd), keys[k]);
+        if (k >= 0)
+            seen |= 1u << k;
         bool want_bool = (kind == PAR_REQUEST && k == 0) || (kind == PAR_OUTPUT && k == 1);
         bool want_size = kind == PAR_INPUT && k == 2;
         bool want_cls = kind == PAR_OUTPUT && k == 3;
@@ -227,6 +235,12 @@ static rt_status read_params(v2p *p, par_kind kind, const char *where, v2_in *in
         }
 #undef AT
     }
+    size_t bytes = (size_t)(r->p - r->body) - at0;
+    if (st == RT_OK && bytes > RT_V2_MAX_PARAMS_BYTES)
+        return rt_err_set(p->sem, RT_ERR_INVALID, "%s: parameters: %zu bytes, over the limit "
+                          "of %d bytes for a parameters object",
+                          where ? where : where_in(p, in, wd, sizeof wd), bytes,
+                          RT_V2_MAX_PARAMS_BYTES);
     return st;
 }
 
@@ -645,6 +659,9 @@ static rt_status read_request(v2p *p, bool *has_outputs)
                 return st;
             if (v.kind != RT_JV_STRING)
                 return type_error(p, "\"id\"", "a string", &v);
+            if (v.n > RT_V2_MAX_ID_BYTES)
+                return rt_err_set(p->sem, RT_ERR_INVALID, "\"id\": %zu bytes, over the limit "
+                                  "of %d bytes for a request id", v.n, RT_V2_MAX_ID_BYTES);
             rt_buf_reset(&p->q->id);
             if (rt_buf_json_string(&p->q->id, v.s, v.n) != 0)
                 return rt_err_set(p->sem, RT_ERR_NOMEM, "\"id\": out of memory");
@@ -989,8 +1006,10 @@ rt_status rt_v2_parse(const rt_model *m, const char *name, int64_t version, cons
                       size_t len, size_t header_len, const rt_json_params *p, rt_ctx *c,
                       rt_parsed *out, rt_err *err)
 {
-    return rt_json_tidy_message(parse(m, name, version, body, len, header_len, p, c, out, err),
-                                err);
+    rt_status st = parse(m, name, version, body, len, header_len, p, c, out, err);
+    if (st == RT_OK) /* after a replay too */
+        st = rt_v2_check_answer(rt_model_graph(m), out->v2, out->n, p, err);
+    return rt_json_tidy_message(st, err);
 }
 
 rt_status rt_v2_handle(const rt_model *m, const char *name, int64_t version, const char *body,

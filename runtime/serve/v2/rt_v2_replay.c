@@ -168,8 +168,8 @@ static int take(const plan_slot *s, const rt_jv *v, rt_ctx *c, rt_v2_req *q)
         if (v->kind != RT_JV_STRING)
             return 0;
         return rt_batch_push_str(c->batch, s->inst, s->input, v->s, v->n) == RT_OK;
-    default:
-        if (v->kind != RT_JV_STRING)
+    default: /* an id over the limit is refused by the full parser */
+        if (v->kind != RT_JV_STRING || v->n > RT_V2_MAX_ID_BYTES)
             return 0;
         return rt_buf_json_string(&q->id, v->s, v->n) == 0;
     }
