@@ -3,7 +3,8 @@
  * serving.json beside it: the document parsed once (cJSON, whose nesting
  * limit refuses deep recursion before it can exhaust the stack), then typed
  * reads of its members with the path of each ("learner.objective.name") in
- * every refusal. Numbers XGBoost writes as strings ("5E-1" in
+ * every refusal. XGBoost's NaN and Infinity tokens are read as infinities
+ * (refused where a finite number is needed). Numbers XGBoost writes as strings ("5E-1" in
  * learner_model_param) are read with strtof, whole.
  *
  * UBJSON (model.ubj) is not read yet: rt_model_open refuses it by name.
@@ -18,21 +19,70 @@
 #include <string.h>
 #include <cJSON.h>
 
-rt_status rt_xgbj_parse(const char *file, const char *text, size_t len, cJSON **out, rt_err *err)
+/* text with XGBoost's NaN, Infinity and -Infinity (outside strings: it
+ * writes them for the split_conditions of categorical nodes, and a hostile
+ * file may anywhere) as 1e999 and -1e999, which cJSON reads as +-inf, so
+ * every such value is one a finite check refuses. *out is malloc'd. */
+static rt_status tokens_as_inf(const char *file, const char *text, size_t len, char **out,
+                               size_t *olen, rt_err *err)
+{
+    char *b = malloc(2 * len + 1);
+    if (!b)
+        return rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory for %zu bytes", file, len);
+    size_t o = 0;
+    bool str = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (str) {
+            b[o++] = ch;
+            if (ch == '\\' && i + 1 < len)
+                b[o++] = text[++i];
+            else if (ch == '"')
+                str = false;
+            continue;
+        }
+        if (ch == '"')
+            str = true;
+        if (ch == 'N' && len - i >= 3 && memcmp(text + i, "NaN", 3) == 0) {
+            memcpy(b + o, "1e999", 5);
+            o += 5;
+            i += 2;
+        } else if (ch == 'I' && len - i >= 8 && memcmp(text + i, "Infinity", 8) == 0) {
+            memcpy(b + o, "1e999", 5);
+            o += 5;
+            i += 7;
+        } else {
+            b[o++] = ch;
+        }
+    }
+    b[o] = '\0';
+    *out = b;
+    *olen = o;
+    return RT_OK;
+}
+
+rt_status rt_xgbj_parse(const char *file, const char *text0, size_t len0, cJSON **out,
+                        rt_err *err)
 {
     *out = NULL;
-    if (len == 0)
+    if (len0 == 0)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: file is empty", file);
+    char *text = NULL;
+    size_t len = 0;
+    rt_status st = tokens_as_inf(file, text0, len0, &text, &len, err);
+    if (st)
+        return st;
     const char *end = NULL;
     cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+    free(text);
     if (!doc) {
-        size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
         if (at >= len)
             return rt_err_set(err, RT_ERR_FORMAT,
                               "%s: not valid JSON: it ends early (truncated?) after %zu bytes",
                               file, len);
         return rt_err_set(err, RT_ERR_FORMAT,
-                          "%s: not valid JSON at byte %zu (or nested deeper than %d levels)",
+                          "%s: not valid JSON near byte %zu (or nested deeper than %d levels)",
                           file, at, CJSON_NESTING_LIMIT);
     }
     if (!cJSON_IsObject(doc)) {
