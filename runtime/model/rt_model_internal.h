@@ -145,6 +145,14 @@ rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, fl
  * each raw input's value per logit, in double. rt_explain.c. */
 rt_status rt_trees_shap(const rt_graph *g, const rt_features *f, const long *raw, size_t n_raw,
                         double *phi, rt_err *err);
+/* Path-dependent TreeSHAP (Lundberg et al. 2018, Algorithm 2) of g's
+ * logits for the one instance of f, with the trees' node weights as covers,
+ * in float as XGBoost computes it: phi (n_inputs x logits_dim, by tree
+ * input) and bias (logits_dim: the expected logits, the ensemble's bias
+ * plus each tree's mean under the covers). RT_ERR_INVALID when a node has
+ * no weight. */
+rt_status rt_trees_shap_path(const rt_graph *g, const rt_features *f, float *phi, float *bias,
+                             rt_err *err);
 /* The feature column tree input k reads (its ids or values), or -1. */
 long rt_trees_input_column(const rt_graph *g, size_t k);
 /* Inputs of g's ensemble (0 without one). */
