@@ -525,26 +525,26 @@ static bool other_format(int dfd)
            faccessat(dfd, "model.ubj", F_OK, 0) == 0 || faccessat(dfd, "model.bst", F_OK, 0) == 0;
 }
 
-/* XGBoost's model.json (and serving.json when present) as m's ModelDef and
+/* XGBoost's model.json, else model.ubj (and serving.json when present) as m's ModelDef and
  * graph (rt_xgb_to_modeldef): no variables, no statistics. */
 static rt_status open_xgb(rt_model *m, int dfd, rt_err *err)
 {
-    if (faccessat(dfd, "model.json", F_OK, 0) != 0) {
-        bool ubj = faccessat(dfd, "model.ubj", F_OK, 0) == 0;
+    const char *file = faccessat(dfd, "model.json", F_OK, 0) == 0  ? "model.json"
+                       : faccessat(dfd, "model.ubj", F_OK, 0) == 0 ? "model.ubj"
+                                                                    : NULL;
+    if (!file)
         return rt_err_set(err, RT_ERR_UNSUPPORTED,
-                          "%s: XGBoost's %s is not read yet: save the model as JSON "
-                          "(booster.save_model(\"model.json\"), docs/models-from-elsewhere.md)",
-                          ubj ? "model.ubj" : "model.bst",
-                          ubj ? "UBJSON form" : "legacy binary format");
-    }
+                          "model.bst: XGBoost's legacy binary format is not read yet: save the "
+                          "model as JSON (booster.save_model(\"model.json\"), "
+                          "docs/models-from-elsewhere.md)");
     char *text = NULL, *serving = NULL;
     size_t len = 0, slen = 0;
     rt_xgb_link link = RT_XGB_LINK_NONE;
-    rt_status st = rt_read_file(dfd, "model.json", XGB_JSON_MAX, 0, &text, &len, err);
+    rt_status st = rt_read_file(dfd, file, XGB_JSON_MAX, 0, &text, &len, err);
     if (!st && faccessat(dfd, "serving.json", F_OK, 0) == 0)
         st = rt_read_file(dfd, "serving.json", (size_t)64 << 20, 0, &serving, &slen, err);
     if (!st)
-        st = rt_xgb_to_modeldef(text, len, serving, slen, &m->def, &link, err);
+        st = rt_xgb_to_modeldef(file, text, len, serving, slen, &m->def, &link, err);
     free(text);
     free(serving);
     if (!st)
@@ -552,7 +552,7 @@ static rt_status open_xgb(rt_model *m, int dfd, rt_err *err)
     if (!st)
         st = check_against_graph(m, err);
     if (!st && (st = rt_graph_build(m->def, model_lookup, m, NULL, &m->graph, err)) != RT_OK)
-        rt_err_prefix(err, "model.json");
+        rt_err_prefix(err, "%s", file);
     if (!st)
         rt_graph_set_xgb(m->graph, link);
     return st;

@@ -399,7 +399,7 @@ const rt_stats *rt_model_stats(const rt_model *m);
 /* ------------------------------- models trained elsewhere (rt_xgb_*.c) */
 
 /*
- * XGBoost's JSON model (Booster.save_model("model.json"), XGBoost 1.0 and
+ * XGBoost's JSON model (Booster.save_model("model.json"), or "model.ubj"; 1.0 and
  * later; docs/models-from-elsewhere.md) as the ModelDef of a BoostedTrees
  * ensemble, so the one tree runtime serves it: numeric splits "x <
  * split_condition" become "x <= the float below it", categorical splits
@@ -412,7 +412,9 @@ const rt_stats *rt_model_stats(const rt_model *m);
  * {"categories": {"feat": ["A", ...]}, "classes": [...], "feature_names": [...]}.
  * Everything is checked (the file may be hostile): refusals name the file
  * and the field ("model.json: learner.gradient_booster.model.trees[3].
- * left_children[5]: ..."). OUT: *out as rt_spec_to_modeldef's; *link the
+ * left_children[5]: ..."). file is "model.json" (model is its text) or
+ * "model.ubj" (its UBJSON bytes, read into the same document).
+ * OUT: *out as rt_spec_to_modeldef's; *link the
  * objective's output transform (rt_xgb_link), for rt_graph_set_link.
  */
 typedef enum rt_xgb_link {
@@ -420,9 +422,9 @@ typedef enum rt_xgb_link {
     RT_XGB_LINK_EXP,      /* count:poisson, reg:gamma, reg:tweedie */
     RT_XGB_LINK_SIGMOID,  /* reg:logistic */
 } rt_xgb_link;
-rt_status rt_xgb_to_modeldef(const char *model_json, size_t len, const char *serving_json,
-                             size_t serving_len, Predictd__ModelDef **out, rt_xgb_link *link,
-                             rt_err *err);
+rt_status rt_xgb_to_modeldef(const char *file, const char *model, size_t len,
+                             const char *serving_json, size_t serving_len,
+                             Predictd__ModelDef **out, rt_xgb_link *link, rt_err *err);
 
 /* What an XGBoost model's graph does beyond a predict-train ensemble's, set
  * by rt_model_open on the graph it built: the regression head's output

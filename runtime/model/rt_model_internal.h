@@ -324,6 +324,9 @@ void rt_dense_rows_isa(rt_dense_isa isa, const float *x, size_t m, size_t in, co
 struct cJSON;
 rt_status rt_xgbj_parse(const char *file, const char *text, size_t len, struct cJSON **out,
                         rt_err *err);
+/* parse_ubj: the same from XGBoost's UBJSON (model.ubj). */
+rt_status rt_xgbj_parse_ubj(const char *file, const void *data, size_t len, struct cJSON **out,
+                            rt_err *err);
 const char *rt_xgbj_type(const struct cJSON *v);
 rt_status rt_xgbj_member(const char *file, const struct cJSON *obj, const char *path,
                          const char *key, int want, bool required, const struct cJSON **out,

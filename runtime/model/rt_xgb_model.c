@@ -1,5 +1,6 @@
 /*
- * rt_xgb_model.c — an XGBoost JSON model (and its optional serving.json)
+ * rt_xgb_model.c — an XGBoost JSON or UBJSON model (and its optional
+ * serving.json)
  * as the ModelDef of a BoostedTrees ensemble (rt_model.h, "models trained
  * elsewhere"), so predict-train's tree runtime (rt_trees.c) serves it.
  *
@@ -847,17 +848,30 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
     return RT_OK;
 }
 
-rt_status rt_xgb_to_modeldef(const char *model_json, size_t len, const char *serving_json,
-                             size_t serving_len, Predictd__ModelDef **out, rt_xgb_link *link,
-                             rt_err *err)
+/* A message about model.json as one about model.ubj (the reads after the
+ * parse are the same). */
+static void as_ubj(rt_err *err)
 {
+    char *m = err->msg, *at = strstr(m, FILE_M);
+    if (at == m) {
+        memmove(m + 9, m + 10, strlen(m + 10) + 1);
+        memcpy(m, "model.ubj", 9);
+    }
+}
+
+rt_status rt_xgb_to_modeldef(const char *file, const char *model_json, size_t len,
+                             const char *serving_json, size_t serving_len,
+                             Predictd__ModelDef **out, rt_xgb_link *link, rt_err *err)
+{
+    bool ubj = file && strcmp(file, "model.ubj") == 0;
     cJSON *doc = NULL, *serving = NULL, *spec = NULL;
     xmodel x;
     memset(&x, 0, sizeof x);
     *out = NULL;
     *link = RT_XGB_LINK_NONE;
     Predictd__ModelDef *def = NULL;
-    rt_status st = rt_xgbj_parse(FILE_M, model_json, len, &doc, err);
+    rt_status st = ubj ? rt_xgbj_parse_ubj("model.ubj", model_json, len, &doc, err)
+                       : rt_xgbj_parse(FILE_M, model_json, len, &doc, err);
     if (!st && serving_json)
         st = rt_xgbj_parse(FILE_S, serving_json, serving_len, &serving, err);
     if (!st)
@@ -874,6 +888,8 @@ rt_status rt_xgb_to_modeldef(const char *model_json, size_t len, const char *ser
     cJSON_Delete(serving);
     xmodel_free(&x);
     if (st) {
+        if (ubj)
+            as_ubj(err);
         rt_modeldef_free(def);
         return st;
     }

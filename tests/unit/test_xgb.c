@@ -281,14 +281,17 @@ static void test_refusals(void **state)
         support_rmtree(fx.dir);
     }
     free(model);
-    /* other formats by name */
+    /* the legacy binary format by name; UBJSON read, and checked */
     fixture fx;
     rt_model *m = NULL;
     rt_err err = {{0}};
     assert_int_equal(support_mkdtemp(fx.dir, sizeof fx.dir), 0);
-    put(fx.dir, "model.ubj", "{");
+    put(fx.dir, "model.bst", "binf");
     assert_int_equal(rt_model_open(fx.dir, &m, &err), RT_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.msg, "model.ubj: XGBoost's UBJSON form is not read yet"));
+    assert_non_null(strstr(err.msg, "model.bst: XGBoost's legacy binary format is not read yet"));
+    put(fx.dir, "model.ubj", "{L");
+    assert_int_equal(rt_model_open(fx.dir, &m, &err), RT_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "model.ubj: not valid UBJSON: it ends early"));
     support_rmtree(fx.dir);
 }
 
