@@ -391,6 +391,35 @@ static rt_status pick_outputs(xai_ctx *e, const float *xv, size_t *outs, size_t 
     return RT_OK;
 }
 
+/* The output p explains on g (never RT_XAI_OUT_DEFAULT) into *space. */
+static rt_status resolve_space(const rt_graph *g, const rt_xai_params *p, rt_xai_output *space,
+                               rt_err *err)
+{
+    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    *space = p->output;
+    if (p->method == RT_XAI_TREE_SHAP) {
+        if (!g->trees)
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "treeShapAttribution: the model is not a tree ensemble (use "
+                              "exactShapleyAttribution or sampledShapleyAttribution)");
+        if (*space != RT_XAI_OUT_DEFAULT && *space != RT_XAI_OUT_LOGITS)
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "outputs: treeShapAttribution explains the logits (the margin)");
+        *space = RT_XAI_OUT_LOGITS;
+    }
+    if (*space == RT_XAI_OUT_DEFAULT)
+        *space = cls ? RT_XAI_OUT_PROBABILITIES : RT_XAI_OUT_PREDICTIONS;
+    if (*space == RT_XAI_OUT_PROBABILITIES && !cls)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "outputs: a regressor has no probabilities (explain its predictions "
+                          "or logits)");
+    if (*space == RT_XAI_OUT_PREDICTIONS && cls)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "outputs: a classifier has no predictions (explain its "
+                          "probabilities or logits)");
+    return RT_OK;
+}
+
 rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const rt_batch *bb,
                          size_t bi, const rt_xai_params *p, rt_xai_result *res, size_t max_res,
                          size_t *n_res, rt_err *err)
@@ -403,28 +432,9 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
     xai_ctx e = {.g = g, .p = p, .xb = xb, .xi = xi, .bb = bb, .bi = bi, .n_in = g->n_inputs};
     rt_features_init(&e.f);
     rt_outputs_init(&e.o);
-    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-    e.space = p->output;
-    if (p->method == RT_XAI_TREE_SHAP) {
-        if (!g->trees)
-            return rt_err_set(err, RT_ERR_INVALID,
-                              "treeShapAttribution: the model is not a tree ensemble (use "
-                              "exactShapleyAttribution or sampledShapleyAttribution)");
-        if (e.space != RT_XAI_OUT_DEFAULT && e.space != RT_XAI_OUT_LOGITS)
-            return rt_err_set(err, RT_ERR_INVALID,
-                              "outputs: treeShapAttribution explains the logits (the margin)");
-        e.space = RT_XAI_OUT_LOGITS;
-    }
-    if (e.space == RT_XAI_OUT_DEFAULT)
-        e.space = cls ? RT_XAI_OUT_PROBABILITIES : RT_XAI_OUT_PREDICTIONS;
-    if (e.space == RT_XAI_OUT_PROBABILITIES && !cls)
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "outputs: a regressor has no probabilities (explain its predictions "
-                          "or logits)");
-    if (e.space == RT_XAI_OUT_PREDICTIONS && cls)
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "outputs: a classifier has no predictions (explain its "
-                          "probabilities or logits)");
+    rt_status st0 = resolve_space(g, p, &e.space, err);
+    if (st0 != RT_OK)
+        return st0;
     e.n_out = e.space == RT_XAI_OUT_PROBABILITIES ? g->n_classes : g->logits_dim;
     rt_xai_method method = p->method;
     if (method == RT_XAI_DEFAULT)
