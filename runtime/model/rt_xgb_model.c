@@ -814,6 +814,10 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
                               x->obj->name);
         x->margin = logf(b);
     }
+    if (!isfinite(x->margin))
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: learner.learner_model_param.base_score: %g "
+                          "gives a margin that is not finite (%s)", FILE_M, (double)b,
+                          x->obj->name);
     if (serving) {
         const cJSON *cl = NULL;
         if ((st = rt_xgbj_member(FILE_S, serving, "", "classes", cJSON_Array, false, &cl, err)))
