@@ -405,8 +405,8 @@ const rt_stats *rt_model_stats(const rt_model *m);
  * split_condition" become "x <= the float below it", categorical splits
  * (category in the set goes right) sets of the ids going left, leaves summed
  * in float in tree order from bias = base_score as a margin, as XGBoost sums
- * them. Inputs are the model's feature_names (f0..fN without them; or
- * serving.json's); a "c" feature is read as its category's string when
+ * them. Inputs are the model's feature_names (f0..fN without them;
+ * serving.json's feature_names, when given, name them instead); a "c" feature is read as its category's string when
  * serving.json lists its categories, else as its integer code. serving_json
  * (may be NULL) is the optional file beside the model:
  * {"categories": {"feat": ["A", ...]}, "classes": [...], "feature_names": [...]}.

@@ -6,7 +6,8 @@
  *
  * The translation, each part as XGBoost 1.x computes it (src/predictor,
  * src/tree/tree_model.cc, src/common/categorical.h, doc/model.schema):
- * - feature k of learner.feature_names / feature_types is raw input k:
+ * - feature k of learner.feature_names (serving.json's feature_names when
+ *   given, which rename them) / feature_types is raw input k:
  *   float, int, q, i: a numeric_column (an absent or null value is NaN,
  *   XGBoost's missing); c: a vocabulary list, of serving.json's category
  *   strings in code order (an unknown string: missing), else of the codes
@@ -30,6 +31,7 @@
 #include "rt_model.h"
 #include "rt_model_internal.h"
 #include "rt_data_internal.h"
+#include "rt_spec_internal.h"
 
 #include <float.h>
 #include <math.h>
@@ -145,7 +147,7 @@ static rt_status read_features(xmodel *x, const cJSON *learner, const cJSON *ser
         names = NULL;
     if (types && cJSON_GetArraySize(types) == 0)
         types = NULL;
-    if (!names)
+    if (snames) /* serving.json names (or renames) the inputs */
         names = snames;
     const char *nfile = names == snames ? FILE_S : FILE_M;
     if (names && (size_t)cJSON_GetArraySize(names) != n_feat)
@@ -163,10 +165,16 @@ static rt_status read_features(xmodel *x, const cJSON *learner, const cJSON *ser
         xfeat *f = &x->feat[k];
         f->max_cat = -1;
         if (nm) {
-            if (!cJSON_IsString(nm) || !nm->valuestring[0] || strlen(nm->valuestring) >= 200)
+            if (!cJSON_IsString(nm))
+                return rt_err_set(err, RT_ERR_FORMAT, "%s: feature_names[%zu]: expected a "
+                                  "string, got %s", nfile, k, rt_xgbj_type(nm));
+            if (!spec_valid_name(nm->valuestring))
                 return rt_err_set(err, RT_ERR_FORMAT,
-                                  "%s: feature_names[%zu]: expected a name (a non-empty string "
-                                  "of under 200 bytes)", nfile, k);
+                                  "%s: feature_names[%zu]: \"%.64s\" is not a valid input name "
+                                  "(1..%d characters of A-Z a-z 0-9 _ . -, not starting with . "
+                                  "or -): give the inputs names in serving.json's "
+                                  "\"feature_names\"",
+                                  nfile, k, nm->valuestring, RT_SPEC_MAX_NAME);
             snprintf(f->name, sizeof f->name, "%s", nm->valuestring);
             nm = nm->next;
         } else {

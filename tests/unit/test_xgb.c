@@ -171,6 +171,32 @@ static void test_rules_as_strings(void **state)
 }
 
 /* base_score as the objective's margin, in float as XGBoost computes it. */
+static char *replace(const char *text, const char *from, const char *to);
+
+/* serving.json's feature_names rename the model's (here names predictd
+ * refuses as input names). */
+static void test_rename(void **state)
+{
+    (void)state;
+    fixture fx;
+    rt_model *m = NULL;
+    rt_err err = {{0}};
+    char *model0 = model_text("5E-1", "binary:logistic");
+    char *model = replace(model0, "\"feature_names\": []",
+                          "\"feature_names\": [\"sepal length (cm)\", \"kind\"]");
+    if (open_dir(&fx, model, "{\"feature_names\": [\"sepal_length_cm\", \"kind\"]}", &m,
+                 &err) != RT_OK)
+        fail_msg("open: %s", err.msg);
+    assert_string_equal(rt_graph_input_name(rt_model_graph(m), 0), "sepal_length_cm");
+    float got[1];
+    predict_logits(m, "{\"instances\": [{\"sepal_length_cm\": 1, \"kind\": 2}]}", got, 1);
+    assert_true(got[0] == 0.25f - 1.0f);
+    rt_model_close(m);
+    free(model);
+    free(model0);
+    support_rmtree(fx.dir);
+}
+
 static void test_base_score_margin(void **state)
 {
     (void)state;
@@ -265,6 +291,8 @@ static void test_refusals(void **state)
         {"{", "{", "{\"feature_names\": [\"a\"]}",
          "serving.json: feature_names: 1 names, the model has 2"},
         {"{", "{", "{\"categories\": ", "serving.json: not valid JSON"},
+        {"\"feature_names\": []", "\"feature_names\": [\"sepal length (cm)\", \"b\"]", NULL,
+         "model.json: feature_names[0]: \"sepal length (cm)\" is not a valid input name"},
     };
     char *model = model_text("5E-1", "binary:logistic");
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -300,6 +328,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules_as_codes),
         cmocka_unit_test(test_rules_as_strings),
+        cmocka_unit_test(test_rename),
         cmocka_unit_test(test_base_score_margin),
         cmocka_unit_test(test_refusals),
     };
