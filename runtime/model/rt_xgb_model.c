@@ -97,7 +97,8 @@ typedef struct xmodel {
     xtree *trees;
     const xobjective *obj;
     size_t n_classes; /* 0 regression */
-    float margin;
+    float margin[MAX_CLASSES]; /* base_score as read (one, or one per class) */
+    float bias[MAX_CLASSES];   /* ... as margins, per logit */
     const cJSON *classes;
     char producer[64];
 } xmodel;
@@ -702,7 +703,7 @@ static rt_status fill_def(const xmodel *x, Predictd__ModelDef *def, rt_err *err)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: the ensemble's spec did not come out as "
                           "expected", FILE_M);
     for (size_t j = 0; j < ld; j++)
-        te->bias[j] = x->margin;
+        te->bias[j] = x->bias[j];
     for (size_t c = 0; c < def->n_feature_columns; c++) {
         Predictd__FeatureColumn *fc = def->feature_columns[c];
         if (fc->type != PREDICTD__COLUMN_TYPE__NUMERIC)
@@ -735,6 +736,69 @@ static rt_status fill_def(const xmodel *x, Predictd__ModelDef *def, rt_err *err)
 }
 
 /* ----------------------------------------------------------- the model */
+
+/* base_score as the objective's margin, per logit: XGBoost 1.x writes one
+ * number as a string ("5E-1"); later versions a list in the string
+ * ("[5E-1]", or one value per class), read here as one value for every logit
+ * or one each. */
+static rt_status read_base_score(xmodel *x, const cJSON *mp, rt_err *err)
+{
+    const char *path = "learner.learner_model_param";
+    size_t ld = x->n_classes > 2 ? x->n_classes : 1, k = 0;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(mp, "base_score");
+    if (!cJSON_IsString(v) || v->valuestring[0] != '[') {
+        rt_status st = rt_xgbj_strfloat(FILE_M, mp, path, "base_score", &x->margin[0], err);
+        if (st)
+            return st;
+        k = 1;
+    } else {
+        const char *q = v->valuestring + 1;
+        for (;;) {
+            while (*q == ' ')
+                q++;
+            char *e = NULL;
+            float f = strtof(q, &e);
+            if (e == q || !isfinite(f) || k >= ld)
+                return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.base_score: \"%.40s\" is not a "
+                                  "list of 1 or %zu finite numbers", FILE_M, path,
+                                  v->valuestring, ld);
+            x->margin[k++] = f;
+            q = e;
+            while (*q == ' ')
+                q++;
+            if (*q == ',') {
+                q++;
+                continue;
+            }
+            if (*q == ']' && q[1] == '\0')
+                break;
+            return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.base_score: \"%.40s\" is not a list "
+                              "of numbers", FILE_M, path, v->valuestring);
+        }
+    }
+    if (k != 1 && k != ld)
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.base_score: %zu values for %zu logits",
+                          FILE_M, path, k, ld);
+    for (size_t j = 0; j < ld; j++) {
+        float b = x->margin[k == 1 ? 0 : j], m = b;
+        if (x->obj->margin == MARGIN_LOGIT) {
+            if (!(b > 0.0f && b < 1.0f))
+                return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.base_score: %g is not in (0, 1), "
+                                  "as %s needs", FILE_M, path, (double)b, x->obj->name);
+            m = -logf(1.0f / b - 1.0f);
+        } else if (x->obj->margin == MARGIN_LOG) {
+            if (!(b > 0.0f))
+                return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.base_score: %g is not positive, "
+                                  "as %s needs", FILE_M, path, (double)b, x->obj->name);
+            m = logf(b);
+        }
+        if (!isfinite(m))
+            return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.base_score: %g gives a margin that is "
+                              "not finite (%s)", FILE_M, path, (double)b, x->obj->name);
+        x->bias[j] = m;
+    }
+    return RT_OK;
+}
 
 static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
                               rt_xgb_link *link, rt_err *err)
@@ -789,9 +853,7 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
         (st = rt_xgbj_strnum(FILE_M, mp, "learner.learner_model_param", "num_class", false, 0,
                              &nc, err)) ||
         (st = rt_xgbj_strnum(FILE_M, mp, "learner.learner_model_param", "num_target", false, 1,
-                             &ntarget, err)) ||
-        (st = rt_xgbj_strfloat(FILE_M, mp, "learner.learner_model_param", "base_score",
-                               &x->margin, err)))
+                             &ntarget, err)))
         return st;
     if (!(nf >= 1 && nf <= MAX_FEATURES) || nf != floor(nf))
         return rt_err_set(err, RT_ERR_LIMIT, "%s: learner.learner_model_param.num_feature: %g is "
@@ -808,24 +870,8 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
                           "with objective %s", FILE_M, nc, x->obj->name);
     x->n_classes = multi ? (size_t)nc
                    : x->obj->head == PREDICTD__HEAD_TYPE__HEAD_BINARY ? 2 : 0;
-    float b = x->margin;
-    if (x->obj->margin == MARGIN_LOGIT) {
-        if (!(b > 0.0f && b < 1.0f))
-            return rt_err_set(err, RT_ERR_FORMAT, "%s: learner.learner_model_param.base_score: "
-                              "%g is not in (0, 1), as %s needs", FILE_M, (double)b,
-                              x->obj->name);
-        x->margin = -logf(1.0f / b - 1.0f);
-    } else if (x->obj->margin == MARGIN_LOG) {
-        if (!(b > 0.0f))
-            return rt_err_set(err, RT_ERR_FORMAT, "%s: learner.learner_model_param.base_score: "
-                              "%g is not positive, as %s needs", FILE_M, (double)b,
-                              x->obj->name);
-        x->margin = logf(b);
-    }
-    if (!isfinite(x->margin))
-        return rt_err_set(err, RT_ERR_FORMAT, "%s: learner.learner_model_param.base_score: %g "
-                          "gives a margin that is not finite (%s)", FILE_M, (double)b,
-                          x->obj->name);
+    if ((st = read_base_score(x, mp, err)))
+        return st;
     if (serving) {
         const cJSON *cl = NULL;
         if ((st = rt_xgbj_member(FILE_S, serving, "", "classes", cJSON_Array, false, &cl, err)))

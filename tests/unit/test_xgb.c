@@ -206,6 +206,7 @@ static void test_base_score_margin(void **state)
     } cases[] = {
         {"binary:logistic", "2.5E-1", 0}, {"reg:squarederror", "3.5E0", 3.5f},
         {"count:poisson", "2E0", 0},      {"binary:logitraw", "5E-1", 0.5f},
+        {"reg:squarederror", "[3.5E0]", 3.5f}, /* XGBoost 2 and later: a list */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         fixture fx;
@@ -291,6 +292,8 @@ static void test_refusals(void **state)
         {"{", "{", "{\"feature_names\": [\"a\"]}",
          "serving.json: feature_names: 1 names, the model has 2"},
         {"{", "{", "{\"categories\": ", "serving.json: not valid JSON"},
+        {"\"5E-1\"", "\"[5E-1, 5E-1]\"", NULL, "base_score: \"[5E-1, 5E-1]\" is not a list of 1"},
+        {"\"5E-1\"", "\"[5E-1\"", NULL, "base_score: \"[5E-1\" is not a list of numbers"},
         {"\"feature_names\": []", "\"feature_names\": [\"sepal length (cm)\", \"b\"]", NULL,
          "model.json: feature_names[0]: \"sepal length (cm)\" is not a valid input name"},
     };
