@@ -350,6 +350,12 @@ static rt_status read_tree(xmodel *x, xtree *t, const cJSON *o, const char *path
     if (!(nn >= 1 && nn <= MAX_TREE_NODES) || nn != floor(nn))
         return rt_err_set(err, RT_ERR_LIMIT, "%s: %s.num_nodes: %g is not in 1..%u (the limit of "
                           "nodes a tree)", FILE_M, tpath, nn, MAX_TREE_NODES);
+    double slv = 0;
+    if ((st = rt_xgbj_strnum(FILE_M, tp, tpath, "size_leaf_vector", false, 0, &slv, err)))
+        return st;
+    if (slv > 1)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "%s: %s.size_leaf_vector: %g (vector-leaf, "
+                          "multi-target trees are not served)", FILE_M, tpath, slv);
     size_t n = (size_t)nn;
     if (*total + n > MAX_NODES)
         return rt_err_set(err, RT_ERR_LIMIT, "%s: %s.num_nodes: more than %u nodes in all trees",

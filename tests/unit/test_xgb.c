@@ -294,6 +294,8 @@ static void test_refusals(void **state)
         {"{", "{", "{\"categories\": ", "serving.json: not valid JSON"},
         {"\"5E-1\"", "\"[5E-1, 5E-1]\"", NULL, "base_score: \"[5E-1, 5E-1]\" is not a list of 1"},
         {"\"5E-1\"", "\"[5E-1\"", NULL, "base_score: \"[5E-1\" is not a list of numbers"},
+        {"\"size_leaf_vector\": \"0\"", "\"size_leaf_vector\": \"3\"", NULL,
+         "trees[0].tree_param.size_leaf_vector: 3 (vector-leaf"},
         {"\"feature_names\": []", "\"feature_names\": [\"sepal length (cm)\", \"b\"]", NULL,
          "model.json: feature_names[0]: \"sepal length (cm)\" is not a valid input name"},
     };
