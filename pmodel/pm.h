@@ -62,6 +62,7 @@ typedef struct pm_opts {
     bool leaves;       /* transform --leaves */
     char *json_request; /* explain --json-request */
     char *xai_override; /* explain --explanation-spec-override */
+    char *xai_method;  /* explain --method */
     bool timing;       /* explain --timing */
     char *importance;  /* evaluate --importance */
 } pm_opts;

@@ -107,6 +107,9 @@ static const rt_setting EXPLAIN[] = {
     STR_ROW("explanation-spec-override", xai_override, "FILE",
             "a Vertex AI explanationSpecOverride object (method, pathCount or stepCount, "
             "topK, outputIndices, inputBaselines)"),
+    STR_ROW("method", xai_method, "METHOD",
+            "the method, as an override naming only it: exact, sampled, gradients or tree-shap "
+            "(path-dependent TreeSHAP of a tree ensemble's logits: XGBoost's pred_contribs)"),
     STR_ROW("json-request", json_request, "FILE",
             "a whole :explain body instead of --json-instances (\"-\" is stdin)"),
     BOOL_ROW("timing", timing, "prints the time taken and the model rows evaluated to stderr"),
@@ -202,7 +205,8 @@ const pm_command pm_evaluate_command = {
 const pm_command pm_explain_command = {
     "explain",
     "predict-model explain --dir EXPORT --json-instances FILE\n"
-    "                      [--explanation-spec-override FILE] [--timing]\n"
+    "                      [--explanation-spec-override FILE | --method METHOD]\n"
+    "                      [--timing]\n"
     "predict-model explain --dir EXPORT --json-request FILE [--timing]",
     "Explains the model's predictions for the instances of FILE (one JSON instance per "
     "line) and prints the answer predictd's :explain gives, byte for byte: Vertex AI's "
@@ -345,6 +349,13 @@ static const char *check(const pm_opts *o)
         return "missing --json-instances FILE";
     if (explain && !!o->instances == !!o->json_request)
         return "give one of --json-instances FILE and --json-request FILE";
+    if (explain && o->xai_method && (o->xai_override || o->json_request))
+        return "--method goes with --json-instances and without --explanation-spec-override "
+               "(which names the method itself)";
+    if (explain && o->xai_method && strcmp(o->xai_method, "exact") &&
+        strcmp(o->xai_method, "sampled") && strcmp(o->xai_method, "gradients") &&
+        strcmp(o->xai_method, "tree-shap"))
+        return "--method: give exact, sampled, gradients or tree-shap";
     if (explain && o->json_request && o->xai_override)
         return "--explanation-spec-override goes with --json-instances (a --json-request body "
                "holds its own)";

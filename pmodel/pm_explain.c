@@ -4,7 +4,8 @@
  * --json-request file), through the daemon's own code (rt_json_explain):
  * prints the answer predictd's :explain gives for the same body, byte for
  * byte (docs/explanations.md). --explanation-spec-override FILE adds a
- * Vertex AI explanationSpecOverride object to the instances' body.
+ * Vertex AI explanationSpecOverride object to the instances' body; --method
+ * METHOD one that names the method alone.
  */
 #include "pm.h"
 
@@ -47,10 +48,28 @@ int pm_cmd_explain(const pm_opts *o)
         if (in.count > p.max_instances)
             p.max_instances = in.count;
         rt_buf_append(&body, in.body.data, in.body.len);
-        if (o->xai_override) {
+        if (o->xai_override || o->xai_method) {
             size_t slen = 0;
-            rt_status st =
-                rt_read_file(AT_FDCWD, o->xai_override, (size_t)1 << 20, 0, &spec, &slen, &err);
+            rt_status st = RT_OK;
+            if (o->xai_override) {
+                st = rt_read_file(AT_FDCWD, o->xai_override, (size_t)1 << 20, 0, &spec, &slen,
+                                  &err);
+            } else { /* --method: an override naming the method alone */
+                const char *mn = o->xai_method;
+                const char *key = !strcmp(mn, "exact")       ? "exactShapleyAttribution"
+                                  : !strcmp(mn, "sampled")   ? "sampledShapleyAttribution"
+                                  : !strcmp(mn, "gradients") ? "integratedGradientsAttribution"
+                                                            : "treeShapAttribution";
+                rt_buf sb;
+                rt_buf_init(&sb);
+                rt_buf_printf(&sb, "{\"parameters\": {\"%s\": {}}}", key);
+                spec = sb.data;
+                slen = sb.len;
+                if (!spec) {
+                    fprintf(stderr, "predict-model: out of memory\n");
+                    goto out;
+                }
+            }
             if (st != RT_OK) {
                 fprintf(stderr, "predict-model: %s\n", err.msg);
                 goto out;

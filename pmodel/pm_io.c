@@ -23,11 +23,15 @@ rt_status pm_resolve_export(const char *dir, char **path, rt_err *err)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     int direct = stat(b.data, &sb) == 0;
     rt_buf_free(&b);
-    /* a TensorFlow SavedModel's version directory: rt_model_open says what it is */
-    rt_buf_init(&b);
-    if (!direct && rt_buf_printf(&b, "%s/saved_model.pb", dir) == 0)
-        direct = stat(b.data, &sb) == 0;
-    rt_buf_free(&b);
+    /* a TensorFlow SavedModel's version directory: rt_model_open says what it
+     * is; an XGBoost model's: rt_model_open serves it */
+    static const char *const other[] = {"saved_model.pb", "model.json", "model.ubj", "model.bst"};
+    for (size_t i = 0; !direct && i < sizeof other / sizeof other[0]; i++) {
+        rt_buf_init(&b);
+        if (rt_buf_printf(&b, "%s/%s", dir, other[i]) == 0)
+            direct = stat(b.data, &sb) == 0;
+        rt_buf_free(&b);
+    }
     if (direct) {
         *path = strdup(dir);
         return *path ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");

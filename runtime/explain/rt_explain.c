@@ -50,6 +50,7 @@ const char *rt_xai_method_name(rt_xai_method m)
     case RT_XAI_EXACT: return "exactShapleyAttribution";
     case RT_XAI_SAMPLED: return "sampledShapleyAttribution";
     case RT_XAI_IG: return "integratedGradientsAttribution";
+    case RT_XAI_TREE_SHAP: return "treeShapAttribution";
     default: return "default";
     }
 }
@@ -189,6 +190,46 @@ out:
     free(raw);
     free(in);
     free(phi);
+    return st;
+}
+
+/* Path-dependent TreeSHAP (rt_trees_shap_path) of the instance's logits:
+ * attr by raw input, *expected the expected logit of each output. */
+static rt_status tree_shap_path(xai_ctx *e, const size_t *outs, size_t n_outs,
+                                double *const *attr, float *expected, rt_err *err)
+{
+    const rt_graph *g = e->g;
+    size_t ni = rt_trees_num_inputs(g), ld = g->logits_dim;
+    uint64_t *m1 = calloc(e->words, sizeof *m1);
+    size_t *in = malloc((e->n_in + 1) * sizeof *in);
+    float *phi = malloc((ni * ld + 1) * sizeof *phi), *bias = malloc(ld * sizeof *bias);
+    rt_status st = RT_OK;
+    if (!m1 || !in || !phi || !bias) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "TreeSHAP: out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < e->d; k++)
+        set_bit(m1, k);
+    if ((st = xai_fill(e, m1, 1, err)) != RT_OK ||
+        (st = rt_transform(g, e->rows, &e->f, err)) != RT_OK ||
+        (st = rt_trees_shap_path(g, &e->f, phi, bias, err)) != RT_OK)
+        goto out;
+    for (size_t k = 0; k < ni; k++) {
+        long c = rt_trees_input_column(g, k);
+        size_t n = 0;
+        if (c >= 0)
+            xai_column_inputs(g, (size_t)c, in, &n);
+        for (size_t j = 0; j < n_outs; j++)
+            for (size_t r = 0; r < n; r++) /* one raw input a tree input, or shared */
+                attr[j][in[r]] += (double)phi[k * ld + outs[j]] / (double)n;
+    }
+    for (size_t j = 0; j < n_outs; j++)
+        expected[j] = bias[outs[j]];
+out:
+    free(m1);
+    free(in);
+    free(phi);
+    free(bias);
     return st;
 }
 
@@ -350,6 +391,35 @@ static rt_status pick_outputs(xai_ctx *e, const float *xv, size_t *outs, size_t 
     return RT_OK;
 }
 
+/* The output p explains on g (never RT_XAI_OUT_DEFAULT) into *space. */
+static rt_status resolve_space(const rt_graph *g, const rt_xai_params *p, rt_xai_output *space,
+                               rt_err *err)
+{
+    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    *space = p->output;
+    if (p->method == RT_XAI_TREE_SHAP) {
+        if (!g->trees)
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "treeShapAttribution: the model is not a tree ensemble (use "
+                              "exactShapleyAttribution or sampledShapleyAttribution)");
+        if (*space != RT_XAI_OUT_DEFAULT && *space != RT_XAI_OUT_LOGITS)
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "outputs: treeShapAttribution explains the logits (the margin)");
+        *space = RT_XAI_OUT_LOGITS;
+    }
+    if (*space == RT_XAI_OUT_DEFAULT)
+        *space = cls ? RT_XAI_OUT_PROBABILITIES : RT_XAI_OUT_PREDICTIONS;
+    if (*space == RT_XAI_OUT_PROBABILITIES && !cls)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "outputs: a regressor has no probabilities (explain its predictions "
+                          "or logits)");
+    if (*space == RT_XAI_OUT_PREDICTIONS && cls)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "outputs: a classifier has no predictions (explain its "
+                          "probabilities or logits)");
+    return RT_OK;
+}
+
 rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const rt_batch *bb,
                          size_t bi, const rt_xai_params *p, rt_xai_result *res, size_t max_res,
                          size_t *n_res, rt_err *err)
@@ -362,18 +432,9 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
     xai_ctx e = {.g = g, .p = p, .xb = xb, .xi = xi, .bb = bb, .bi = bi, .n_in = g->n_inputs};
     rt_features_init(&e.f);
     rt_outputs_init(&e.o);
-    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-    e.space = p->output;
-    if (e.space == RT_XAI_OUT_DEFAULT)
-        e.space = cls ? RT_XAI_OUT_PROBABILITIES : RT_XAI_OUT_PREDICTIONS;
-    if (e.space == RT_XAI_OUT_PROBABILITIES && !cls)
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "outputs: a regressor has no probabilities (explain its predictions "
-                          "or logits)");
-    if (e.space == RT_XAI_OUT_PREDICTIONS && cls)
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "outputs: a classifier has no predictions (explain its "
-                          "probabilities or logits)");
+    rt_status st0 = resolve_space(g, p, &e.space, err);
+    if (st0 != RT_OK)
+        return st0;
     e.n_out = e.space == RT_XAI_OUT_PROBABILITIES ? g->n_classes : g->logits_dim;
     rt_xai_method method = p->method;
     if (method == RT_XAI_DEFAULT)
@@ -447,7 +508,12 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
         for (size_t in = 0; in < e.n_in; in++)
             attr[j][in] = 0.0;
     }
-    if (method == RT_XAI_EXACT) {
+    float expected[RT_XAI_MAX_OUTPUTS];
+    bool have_expected = false;
+    if (method == RT_XAI_TREE_SHAP) {
+        st = tree_shap_path(&e, outs, n_outs, attr, expected, err);
+        have_expected = true;
+    } else if (method == RT_XAI_EXACT) {
         if (g->trees && e.space != RT_XAI_OUT_PROBABILITIES && !p->enumerate)
             st = tree_shap(&e, outs, n_outs, attr, err);
         else if (e.d <= RT_XAI_EXACT_MAX)
@@ -471,7 +537,7 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
         rt_xai_result *r = &res[j];
         r->output_index = outs[j];
         r->instance_value = xv[outs[j]];
-        r->baseline_value = bv[outs[j]];
+        r->baseline_value = have_expected ? expected[j] : bv[outs[j]];
         r->method = method;
         r->evaluations = e.evals;
         double sum = 0.0, delta = (double)r->instance_value - (double)r->baseline_value;

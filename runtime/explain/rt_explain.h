@@ -32,6 +32,11 @@ extern "C" {
  *            logits); else refused.
  *   SAMPLED  Vertex AI's sampled Shapley: path_count random permutations,
  *            seeded (the same request gives the same answer).
+ *   TREE_SHAP path-dependent TreeSHAP (Lundberg et al. 2018, Algorithm 2)
+ *            of a tree ensemble's logits, the covers its node weights (an
+ *            XGBoost model's sum_hessian): no baseline instance, the baseline
+ *            output is the expected logit under the covers; for an XGBoost
+ *            model Booster.predict(pred_contribs=True) to the float.
  *   IG       integrated gradients (Sundararajan et al. 2017) by step_count
  *            trapezoid steps of the gradient of the output along the
  *            straight path from the baseline's transformed inputs (DNN input
@@ -45,6 +50,7 @@ typedef enum {
     RT_XAI_EXACT,
     RT_XAI_SAMPLED,
     RT_XAI_IG,
+    RT_XAI_TREE_SHAP,
 } rt_xai_method;
 
 /* Which output is explained (Vertex's ExplanationMetadata.outputs key). */
@@ -79,7 +85,8 @@ typedef struct rt_xai_params {
  * RT_XAI_PATHS_DEFAULT, step_count RT_XAI_STEPS_DEFAULT, seed 1. */
 rt_xai_params rt_xai_default_params(void);
 /* The name of a method as requests write it ("exactShapleyAttribution",
- * "sampledShapleyAttribution", "integratedGradientsAttribution"). */
+ * "sampledShapleyAttribution", "integratedGradientsAttribution",
+ * "treeShapAttribution"). */
 const char *rt_xai_method_name(rt_xai_method m);
 
 /* One explained output of one instance. */

@@ -4,7 +4,11 @@
  *   binary      logistic = sigmoid(logit), probabilities = softmax([0, logit]),
  *               class_ids = argmax (ties go to class 0)
  *   multi-class probabilities = softmax(logits), class_ids = argmax
- *   regression  predictions = logits
+ *   regression  predictions = logits (an XGBoost model's: exp or sigmoid of
+ *               them as its objective says, rt_graph_set_xgb)
+ *
+ * An XGBoost model's (rt_graph_set_xgb) use XGBoost's own sigmoid and
+ * softmax, so its probabilities are Booster.predict's to the float.
  *
  * Every formula is written so that logits of +-1000 give exact 0 / 1 and
  * never Inf or NaN (exp of a non-positive number only).
@@ -72,6 +76,35 @@ static float stable_sigmoid(float x)
     return e / (1.0f + e);
 }
 
+/* XGBoost's common::Sigmoid (src/common/math.h), for reg:logistic: its
+ * answers to the float. */
+static float xgb_sigmoid(float x)
+{
+    float m = -x < 88.7f ? -x : 88.7f;
+    return 1.0f / (expf(m) + 1.0f + 1e-16f);
+}
+
+/* XGBoost's common::Softmax (src/common/math.h, multi:softprob), the same
+ * argmax as softmax below: the first maximum. */
+static size_t xgb_softmax(const float *v, size_t k, float *p)
+{
+    size_t best = 0;
+    float mx = v[0];
+    for (size_t j = 1; j < k; j++) {
+        mx = fmaxf(v[j], mx);
+        if (v[j] > v[best])
+            best = j;
+    }
+    double sum = 0.0;
+    for (size_t j = 0; j < k; j++) {
+        p[j] = expf(v[j] - mx);
+        sum += p[j];
+    }
+    for (size_t j = 0; j < k; j++)
+        p[j] /= (float)sum;
+    return best;
+}
+
 /* Softmax of v[0..k) into p; returns the argmax (first maximum). */
 static size_t softmax(const float *v, size_t k, float *p)
 {
@@ -122,9 +155,10 @@ rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_o
             goto nomem;
         for (size_t i = 0; i < n; i++) {
             float l = logits[i];
-            float p1 = stable_sigmoid(l);
+            float p1 = g->absent_missing ? xgb_sigmoid(l) : stable_sigmoid(l);
             o->logistic[i] = p1;
-            o->probabilities[2 * i] = stable_sigmoid(-l); /* softmax([0, l])[0] */
+            /* softmax([0, l])[0]; an XGBoost model's 1 - p as predict_proba's */
+            o->probabilities[2 * i] = g->absent_missing ? 1.0f - p1 : stable_sigmoid(-l);
             o->probabilities[2 * i + 1] = p1;
             o->class_ids[i] = l > 0.0f ? 1 : 0;
         }
@@ -139,7 +173,11 @@ rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_o
             grow((void **)&o->class_ids, &cap->class_ids, n, sizeof(int64_t)) != 0)
             goto nomem;
         for (size_t i = 0; i < n; i++)
-            o->class_ids[i] = (int64_t)softmax(logits + i * ld, ld, o->probabilities + i * ld);
+            o->class_ids[i] = (int64_t)(g->absent_missing
+                                            ? xgb_softmax(logits + i * ld, ld,
+                                                          o->probabilities + i * ld)
+                                            : softmax(logits + i * ld, ld,
+                                                      o->probabilities + i * ld));
         drop((void **)&o->logistic, &cap->logistic);
         drop((void **)&o->predictions, &cap->predictions);
         return RT_OK;
@@ -149,6 +187,12 @@ rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_o
             goto nomem;
         if (n)
             memcpy(o->predictions, logits, n * ld * sizeof(float));
+        if (g->xgb_link == RT_XGB_LINK_EXP) /* XGBoost's PredTransform, in float */
+            for (size_t i = 0; i < n * ld; i++)
+                o->predictions[i] = expf(logits[i]);
+        else if (g->xgb_link == RT_XGB_LINK_SIGMOID)
+            for (size_t i = 0; i < n * ld; i++)
+                o->predictions[i] = xgb_sigmoid(logits[i]);
         drop((void **)&o->logistic, &cap->logistic);
         drop((void **)&o->probabilities, &cap->probabilities);
         drop((void **)&o->class_ids, &cap->class_ids);

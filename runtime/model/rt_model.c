@@ -3,6 +3,10 @@
  * assets/) and binds the compiled graph to the tensors, read into private
  * memory at load (never a shared mapping of the file).
  *
+ * A version directory without model.pb may hold XGBoost's model.json
+ * instead (rt_xgb_model.c): it opens as the same rt_model, a BoostedTrees
+ * ensemble without variables.
+ *
  * Nothing from the files is trusted: every length, offset, count and
  * checksum is checked before use, and a refusal names the file and the
  * problem. The byte layout and the rules are in docs/export-format.md.
@@ -21,6 +25,7 @@
 #include <unistd.h>
 
 #define MODEL_PB_MAX ((size_t)256 << 20) /* model.pb size cap */
+#define XGB_JSON_MAX ((size_t)1 << 30)   /* model.json size cap */
 
 /* One tensor of the index, resolved against the variables bytes. */
 typedef struct tensor_ref {
@@ -512,6 +517,47 @@ static void saved_model_note(int dfd, const char *dir, rt_err *err)
                    dir, pb);
 }
 
+/* A version directory without model.pb holding a model trained elsewhere:
+ * XGBoost's model.json, model.ubj or model.bst. */
+static bool other_format(int dfd)
+{
+    return faccessat(dfd, "model.json", F_OK, 0) == 0 ||
+           faccessat(dfd, "model.ubj", F_OK, 0) == 0 || faccessat(dfd, "model.bst", F_OK, 0) == 0;
+}
+
+/* XGBoost's model.json, else model.ubj (and serving.json when present) as m's ModelDef and
+ * graph (rt_xgb_to_modeldef): no variables, no statistics. */
+static rt_status open_xgb(rt_model *m, int dfd, rt_err *err)
+{
+    const char *file = faccessat(dfd, "model.json", F_OK, 0) == 0  ? "model.json"
+                       : faccessat(dfd, "model.ubj", F_OK, 0) == 0 ? "model.ubj"
+                                                                    : NULL;
+    if (!file)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED,
+                          "model.bst: XGBoost's legacy binary format is not read yet: save the "
+                          "model as JSON (booster.save_model(\"model.json\"), "
+                          "docs/models-from-elsewhere.md)");
+    char *text = NULL, *serving = NULL;
+    size_t len = 0, slen = 0;
+    rt_xgb_link link = RT_XGB_LINK_NONE;
+    rt_status st = rt_read_file(dfd, file, XGB_JSON_MAX, 0, &text, &len, err);
+    if (!st && faccessat(dfd, "serving.json", F_OK, 0) == 0)
+        st = rt_read_file(dfd, "serving.json", (size_t)64 << 20, 0, &serving, &slen, err);
+    if (!st)
+        st = rt_xgb_to_modeldef(file, text, len, serving, slen, &m->def, &link, err);
+    free(text);
+    free(serving);
+    if (!st)
+        st = rt_modeldef_add_regression_signature(m->def, err);
+    if (!st)
+        st = check_against_graph(m, err);
+    if (!st && (st = rt_graph_build(m->def, model_lookup, m, NULL, &m->graph, err)) != RT_OK)
+        rt_err_prefix(err, "%s", file);
+    if (!st)
+        rt_graph_set_xgb(m->graph, link);
+    return st;
+}
+
 rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
 {
     rt_status st;
@@ -533,6 +579,10 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
     m = calloc(1, sizeof *m);
     if (!m) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (faccessat(dfd, "model.pb", F_OK, 0) != 0 && other_format(dfd)) {
+        st = open_xgb(m, dfd, err);
         goto out;
     }
     if ((st = rt_read_file(dfd, "model.pb", MODEL_PB_MAX, 0, &pb, &pb_len, err)) != RT_OK) {

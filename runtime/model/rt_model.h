@@ -396,6 +396,44 @@ int rt_version_parse(const char *name, int64_t *version);
  * export has none (written before they existed). Lives as long as m. */
 const rt_stats *rt_model_stats(const rt_model *m);
 
+/* ------------------------------- models trained elsewhere (rt_xgb_*.c) */
+
+/*
+ * XGBoost's JSON model (Booster.save_model("model.json"), or "model.ubj"; 1.0 and
+ * later; docs/models-from-elsewhere.md) as the ModelDef of a BoostedTrees
+ * ensemble, so the one tree runtime serves it: numeric splits "x <
+ * split_condition" become "x <= the float below it", categorical splits
+ * (category in the set goes right) sets of the ids going left, leaves summed
+ * in float in tree order from bias = base_score as a margin, as XGBoost sums
+ * them. Inputs are the model's feature_names (f0..fN without them;
+ * serving.json's feature_names, when given, name them instead); a "c" feature is read as its category's string when
+ * serving.json lists its categories, else as its integer code. serving_json
+ * (may be NULL) is the optional file beside the model:
+ * {"categories": {"feat": ["A", ...]}, "classes": [...], "feature_names": [...]}.
+ * Everything is checked (the file may be hostile): refusals name the file
+ * and the field ("model.json: learner.gradient_booster.model.trees[3].
+ * left_children[5]: ..."). file is "model.json" (model is its text) or
+ * "model.ubj" (its UBJSON bytes, read into the same document).
+ * OUT: *out as rt_spec_to_modeldef's; *link the
+ * objective's output transform (rt_xgb_link), for rt_graph_set_link.
+ */
+typedef enum rt_xgb_link {
+    RT_XGB_LINK_NONE = 0, /* predictions = the margin (or a classifier's head) */
+    RT_XGB_LINK_EXP,      /* count:poisson, reg:gamma, reg:tweedie */
+    RT_XGB_LINK_SIGMOID,  /* reg:logistic */
+} rt_xgb_link;
+rt_status rt_xgb_to_modeldef(const char *file, const char *model, size_t len,
+                             const char *serving_json, size_t serving_len,
+                             Predictd__ModelDef **out, rt_xgb_link *link, rt_err *err);
+
+/* What an XGBoost model's graph does beyond a predict-train ensemble's, set
+ * by rt_model_open on the graph it built: the regression head's output
+ * transform (rt_xgb_link), and inputs that may be absent or JSON null (a
+ * missing value: NaN, no id, as XGBoost reads them). */
+void rt_graph_set_xgb(rt_graph *g, rt_xgb_link link);
+rt_xgb_link rt_graph_link(const rt_graph *g);
+bool rt_graph_absent_is_missing(const rt_graph *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -113,6 +113,10 @@ struct rt_graph {
     char **class_names;      /* [n_classes] owned */
 
     uint64_t serial;         /* unique among the graphs this process made */
+
+    /* an XGBoost model's (rt_graph_set_xgb) */
+    int xgb_link;            /* rt_xgb_link of the regression head */
+    bool absent_missing;     /* an absent or null input is a missing value */
 };
 
 /* g's serial number: never the same for two graphs of one process, even
@@ -141,6 +145,14 @@ RT_WUR rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float
  * each raw input's value per logit, in double. rt_explain.c. */
 RT_WUR rt_status rt_trees_shap(const rt_graph *g, const rt_features *f, const long *raw, size_t n_raw,
                         double *phi, rt_err *err);
+/* Path-dependent TreeSHAP (Lundberg et al. 2018, Algorithm 2) of g's
+ * logits for the one instance of f, with the trees' node weights as covers,
+ * in float as XGBoost computes it: phi (n_inputs x logits_dim, by tree
+ * input) and bias (logits_dim: the expected logits, the ensemble's bias
+ * plus each tree's mean under the covers). RT_ERR_INVALID when a node has
+ * no weight. */
+rt_status rt_trees_shap_path(const rt_graph *g, const rt_features *f, float *phi, float *bias,
+                             rt_err *err);
 /* The feature column tree input k reads (its ids or values), or -1. */
 long rt_trees_input_column(const rt_graph *g, size_t k);
 /* Inputs of g's ensemble (0 without one). */
@@ -299,5 +311,32 @@ rt_dense_isa rt_dense_best_isa(void);
  * falls back to rt_dense_best_isa()): for the tests that compare them. */
 void rt_dense_rows_isa(rt_dense_isa isa, const float *x, size_t m, size_t in, const float *w,
                        const float *bias, size_t out, float *y);
+
+/* ------------------------------------- XGBoost's JSON (rt_xgb_json.c) */
+
+/* Reads of model.json / serving.json; every refusal starts "FILE: PATH.KEY:".
+ * parse: the document (an object) into *out (cJSON_Delete it). member: obj's
+ * KEY of cJSON type want (cJSON_True for a boolean) into *out, NULL when
+ * absent or null and not required. strnum / strfloat: a number written as a
+ * number or as a string ("5E-1"), strfloat read with strtof. numbers: a list
+ * of numbers (booleans as 0 / 1): exactly n of them, or with got at most n
+ * (*got of them). type: "a string", "a list", ... for messages. */
+struct cJSON;
+rt_status rt_xgbj_parse(const char *file, const char *text, size_t len, struct cJSON **out,
+                        rt_err *err);
+/* parse_ubj: the same from XGBoost's UBJSON (model.ubj). */
+rt_status rt_xgbj_parse_ubj(const char *file, const void *data, size_t len, struct cJSON **out,
+                            rt_err *err);
+const char *rt_xgbj_type(const struct cJSON *v);
+rt_status rt_xgbj_member(const char *file, const struct cJSON *obj, const char *path,
+                         const char *key, int want, bool required, const struct cJSON **out,
+                         rt_err *err);
+rt_status rt_xgbj_strnum(const char *file, const struct cJSON *obj, const char *path,
+                         const char *key, bool required, double dflt, double *out, rt_err *err);
+rt_status rt_xgbj_strfloat(const char *file, const struct cJSON *obj, const char *path,
+                           const char *key, float *out, rt_err *err);
+rt_status rt_xgbj_numbers(const char *file, const struct cJSON *obj, const char *path,
+                          const char *key, bool required, size_t n, double *out, size_t *got,
+                          rt_err *err);
 
 #endif /* PREDICTD_RT_MODEL_INTERNAL_H */

@@ -236,8 +236,9 @@ static rt_status get_cell_missing(const rt_graph *g, const rt_batch *b, size_t i
                                   rt_value *dflt, const rt_value **vals, size_t *n,
                                   rt_err *err)
 {
-    if (g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING &&
-        rt_batch_missing(b) == RT_MISSING_EMPTY)
+    if ((g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING &&
+         rt_batch_missing(b) == RT_MISSING_EMPTY) ||
+        g->absent_missing) /* an XGBoost model's: no values, no id */
         return RT_OK;
     if (csv_default(g, b, input, dflt)) {
         *vals = dflt;
@@ -252,8 +253,9 @@ static rt_status get_cell_missing(const rt_graph *g, const rt_batch *b, size_t i
 static bool missing_fails(const rt_graph *g, const rt_batch *b, long input)
 {
     rt_value dflt;
-    if (g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING &&
-        rt_batch_missing(b) == RT_MISSING_EMPTY)
+    if ((g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING &&
+         rt_batch_missing(b) == RT_MISSING_EMPTY) ||
+        g->absent_missing)
         return false;
     return !csv_default(g, b, input, &dflt);
 }

@@ -787,6 +787,192 @@ out:
     return st;
 }
 
+/* ------------------------------------ path-dependent TreeSHAP (Alg. 2) */
+
+/* Lundberg, Erion and Lee 2018 (Consistent individualized feature
+ * attribution for tree ensembles), Algorithm 2: the conditional
+ * expectations E[f(x) | x_S] estimated from the trees' covers (the node
+ * weights: XGBoost's sum_hessian), each tree walked once with the subsets of
+ * the path's features kept as permutation weights. In float, in the order
+ * XGBoost's RegTree::TreeShap computes it (hot child first, the weights
+ * extended, unwound and summed term by term as it does), so its answers are
+ * Booster.predict(pred_contribs=True)'s to the float. */
+typedef struct pelem {
+    int feat;    /* tree input; -1 for the root's pseudo-element */
+    float zero;  /* fraction of the paths through here without the feature */
+    float one;   /* 1 when the instance goes this way, else 0 */
+    float pw;    /* permutation weight */
+} pelem;
+
+static void path_extend(pelem *m, unsigned d, float zero, float one, int feat)
+{
+    m[d].feat = feat;
+    m[d].zero = zero;
+    m[d].one = one;
+    m[d].pw = d == 0 ? 1.0f : 0.0f;
+    for (int i = (int)d - 1; i >= 0; i--) {
+        m[i + 1].pw += one * m[i].pw * (float)(i + 1) / (float)(d + 1);
+        m[i].pw = zero * m[i].pw * (float)(d - (unsigned)i) / (float)(d + 1);
+    }
+}
+
+static void path_unwind(pelem *m, unsigned d, unsigned k)
+{
+    float one = m[k].one, zero = m[k].zero, next = m[d].pw;
+    for (int i = (int)d - 1; i >= 0; i--) {
+        if (one != 0.0f) {
+            float tmp = m[i].pw;
+            m[i].pw = next * (float)(d + 1) / ((float)(i + 1) * one);
+            next = tmp - m[i].pw * zero * (float)(d - (unsigned)i) / (float)(d + 1);
+        } else {
+            m[i].pw = m[i].pw * (float)(d + 1) / (zero * (float)(d - (unsigned)i));
+        }
+    }
+    for (unsigned i = k; i < d; i++) {
+        m[i].feat = m[i + 1].feat;
+        m[i].zero = m[i + 1].zero;
+        m[i].one = m[i + 1].one;
+    }
+}
+
+static float path_unwound_sum(const pelem *m, unsigned d, unsigned k)
+{
+    float one = m[k].one, zero = m[k].zero, next = m[d].pw, total = 0.0f;
+    for (int i = (int)d - 1; i >= 0; i--) {
+        if (one != 0.0f) {
+            float tmp = next * (float)(d + 1) / ((float)(i + 1) * one);
+            total += tmp;
+            next = m[i].pw - tmp * zero * ((float)(d - (unsigned)i) / (float)(d + 1));
+        } else if (zero != 0.0f) {
+            total += (m[i].pw / zero) / ((float)(d - (unsigned)i) / (float)(d + 1));
+        }
+    }
+    return total;
+}
+
+typedef struct pshap {
+    const rt_trees *t;
+    const Predictd__Tree *tr; /* the tree's nodes in the ModelDef (covers) */
+    const float *row;
+    const uint32_t *ids;
+    float *phi;               /* [n_inputs x ld] this tree's */
+    size_t q0, q1;            /* the outputs the tree's leaves feed */
+} pshap;
+
+static float cover(const pshap *s, uint32_t j)
+{
+    return (float)s->tr->nodes[s->t->orig[j]]->node_weight;
+}
+
+static void pshap_node(pshap *s, uint32_t j, unsigned d, pelem *parent, float zero, float one,
+                       int feat)
+{
+    const rt_trees *t = s->t;
+    const tnode *n = &t->node[j];
+    pelem *m = parent + d + 1;
+    memcpy(m, parent, (d + 1) * sizeof *m);
+    path_extend(m, d, zero, one, feat);
+    if (n->next == j) { /* a leaf */
+        const float *v = t->values + (size_t)t->leaf[j] * t->ld;
+        for (unsigned i = 1; i <= d; i++) {
+            float w = path_unwound_sum(m, d, i);
+            for (size_t q = s->q0; q < s->q1; q++)
+                s->phi[(size_t)m[i].feat * t->ld + q] += w * (m[i].one - m[i].zero) * v[q];
+        }
+        return;
+    }
+    uint32_t hot = shap_step(t, j, s->row, s->ids), cold = hot == n->next ? n->next + 1 : n->next;
+    int k = (int)(n->slot / 2);
+    float w = cover(s, j), hz = cover(s, hot) / w, cz = cover(s, cold) / w;
+    float in_zero = 1.0f, in_one = 1.0f;
+    unsigned pi = 0;
+    while (pi <= d && m[pi].feat != k)
+        pi++;
+    if (pi <= d) {
+        in_zero = m[pi].zero;
+        in_one = m[pi].one;
+        path_unwind(m, d, pi);
+        d--;
+    }
+    pshap_node(s, hot, d + 1, m, hz * in_zero, in_one, k);
+    pshap_node(s, cold, d + 1, m, cz * in_zero, 0.0f, k);
+}
+
+/* The expected value of the subtree at j under the covers (XGBoost's node
+ * mean value), for output q. */
+static float pshap_mean(const pshap *s, uint32_t j, size_t q)
+{
+    const tnode *n = &s->t->node[j];
+    if (n->next == j)
+        return s->t->values[(size_t)s->t->leaf[j] * s->t->ld + q];
+    float r = pshap_mean(s, n->next, q) * cover(s, n->next);
+    r += pshap_mean(s, n->next + 1, q) * cover(s, n->next + 1);
+    return r / cover(s, j);
+}
+
+rt_status rt_trees_shap_path(const rt_graph *g, const rt_features *f, float *phi, float *bias,
+                             rt_err *err)
+{
+    const rt_trees *t = g->trees;
+    if (!t || f->n != 1)
+        return rt_err_set(err, RT_ERR_INVALID, "rt_trees_shap_path: no trees, or not 1 row");
+    const Predictd__TreeEnsemble *te = g->def->graph->trees;
+    size_t ni = t->n_inputs, ld = t->ld, w = rt_trees_gather_width(t), md = t->max_depth + 2;
+    for (size_t ti = 0; ti < t->n_trees; ti++)
+        for (size_t i = 0; i < te->trees[ti]->n_nodes; i++)
+            if (!(te->trees[ti]->nodes[i]->node_weight > 0.0))
+                return rt_err_set(err, RT_ERR_INVALID,
+                                  "treeShapAttribution: tree %zu node %zu has no cover (node "
+                                  "weight, the sum of hessians): path-dependent TreeSHAP needs "
+                                  "them (use exactShapleyAttribution)",
+                                  ti, i);
+    float *x = malloc(w * sizeof *x), *tp = malloc((ni * ld + 1) * sizeof *tp);
+    pelem *path = malloc((md * (md + 1) / 2 + 1) * sizeof *path);
+    rt_status st = RT_OK;
+    if (!x || !tp || !path) {
+        st = NOMEM(err);
+        goto out;
+    }
+    if ((st = gather(g, t, f, x, err)) != RT_OK)
+        goto out;
+    for (size_t k = 0; k < ni * ld; k++)
+        phi[k] = 0.0f;
+    for (size_t q = 0; q < ld; q++)
+        bias[q] = 0.0f;
+    for (size_t ti = 0; ti < t->n_trees; ti++) {
+        pshap s = {t, te->trees[ti], x, (const uint32_t *)(x + w / 2), tp, 0, ld};
+        /* the outputs the tree feeds: a multi-class XGBoost tree one */
+        size_t lo = ld, hi = 0;
+        for (size_t i = 0; i < te->trees[ti]->n_nodes; i++) {
+            const Predictd__TreeNode *nd = te->trees[ti]->nodes[i];
+            for (size_t q = 0; q < nd->n_leaf_value; q++)
+                if (nd->leaf_value[q] != 0.0f) {
+                    lo = q < lo ? q : lo;
+                    hi = q + 1 > hi ? q + 1 : hi;
+                }
+        }
+        if (lo >= hi)
+            continue; /* every leaf 0: adds nothing */
+        s.q0 = lo;
+        s.q1 = hi;
+        for (size_t k = 0; k < ni * ld; k++)
+            tp[k] = 0.0f;
+        pshap_node(&s, t->root[ti], 0, path, 1.0f, 1.0f, -1);
+        for (size_t q = lo; q < hi; q++) {
+            for (size_t k = 0; k < ni; k++)
+                phi[k * ld + q] += tp[k * ld + q];
+            bias[q] += pshap_mean(&s, t->root[ti], q);
+        }
+    }
+    for (size_t q = 0; q < ld; q++)
+        bias[q] += t->bias[q];
+out:
+    free(x);
+    free(tp);
+    free(path);
+    return st;
+}
+
 long rt_trees_input_column(const rt_graph *g, size_t k)
 {
     return g && g->trees && k < g->trees->n_inputs ? g->trees->col[k] : -1;

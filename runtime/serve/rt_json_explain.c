@@ -129,6 +129,10 @@ static rt_status read_parameters(ovr *o)
             o->methods++;
             st = read_method(o, OVR ".parameters.integratedGradientsAttribution", "stepCount", 100,
                              &o->p->step_count);
+        } else if (rt_jr_key_is(o->k, o->kn, "treeShapAttribution")) {
+            o->p->method = RT_XAI_TREE_SHAP;
+            o->methods++;
+            st = read_method(o, OVR ".parameters.treeShapAttribution", NULL, 0, NULL);
         } else if (rt_jr_key_is(o->k, o->kn, "exactShapleyAttribution")) {
             o->p->method = RT_XAI_EXACT;
             o->methods++;
@@ -138,7 +142,7 @@ static rt_status read_parameters(ovr *o)
             return bad_member(o, path,
                               "not supported (predictd explains tabular models: "
                               "sampledShapleyAttribution, integratedGradientsAttribution, "
-                              "exactShapleyAttribution)",
+                              "exactShapleyAttribution, treeShapAttribution)",
                               NULL);
         } else if (rt_jr_key_is(o->k, o->kn, "topK")) {
             long n = 0;
@@ -183,7 +187,8 @@ static rt_status read_parameters(ovr *o)
     if (st == RT_OK && o->methods > 1)
         return bad(o, path,
                    "names more than one method (give one of sampledShapleyAttribution, "
-                   "integratedGradientsAttribution, exactShapleyAttribution)",
+                   "integratedGradientsAttribution, exactShapleyAttribution, "
+                   "treeShapAttribution)",
                    NULL);
     if (st == RT_OK && have_topk && o->p->n_output_indices)
         return bad(o, path, "topK and outputIndices are exclusive (give one)", NULL);
@@ -471,7 +476,9 @@ rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
     rt_xai_method method = xp.method;
     if (method == RT_XAI_DEFAULT)
         method = d <= RT_XAI_EXACT_MAX || (g->trees && !prob) ? RT_XAI_EXACT : RT_XAI_SAMPLED;
-    if (method == RT_XAI_EXACT)
+    if (method == RT_XAI_TREE_SHAP)
+        per -= 1; /* the instance alone */
+    else if (method == RT_XAI_EXACT)
         per += g->trees && !prob ? 0 : d <= RT_XAI_EXACT_MAX ? ((size_t)1 << d) : d + 1;
     else if (method == RT_XAI_SAMPLED)
         per += (size_t)xp.path_count * (d + 1);
@@ -508,9 +515,10 @@ static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_resul
                    rt_buf *out)
 {
     bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-    rt_xai_output space = p->output != RT_XAI_OUT_DEFAULT ? p->output
-                          : cls                           ? RT_XAI_OUT_PROBABILITIES
-                                                          : RT_XAI_OUT_PREDICTIONS;
+    rt_xai_output space = p->method == RT_XAI_TREE_SHAP    ? RT_XAI_OUT_LOGITS
+                          : p->output != RT_XAI_OUT_DEFAULT ? p->output
+                          : cls                             ? RT_XAI_OUT_PROBABILITIES
+                                                            : RT_XAI_OUT_PREDICTIONS;
     rt_buf_puts(out, "{\"attributions\": [");
     for (size_t j = 0; j < n; j++) {
         const rt_xai_result *r = &res[j];
@@ -649,7 +657,7 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
                 strncmp(msg, "outputs:", 8) == 0 ? OVR ".metadata."
                 : strncmp(msg, "outputIndices", 13) == 0 || strncmp(msg, "topK", 4) == 0 ||
                         strncmp(msg, "sampled", 7) == 0 || strncmp(msg, "integrated", 10) == 0 ||
-                        strncmp(msg, "exact", 5) == 0
+                        strncmp(msg, "exact", 5) == 0 || strncmp(msg, "treeShap", 8) == 0
                     ? OVR ".parameters."
                     : NULL;
             if (where) {

@@ -115,6 +115,8 @@ static rt_status push_scalar(rt_jfill *q, size_t idx, size_t in, int is_num, con
                              const rt_jpath *path)
 {
     rt_status st;
+    if (v->kind == RT_JV_NULL && rt_graph_absent_is_missing(q->g))
+        return RT_OK; /* an XGBoost model's missing value (no values) */
     if (is_num) {
         if (v->kind != RT_JV_NUMBER)
             return rt_jfill_type_error(q, path, "a number", v);

@@ -712,7 +712,7 @@ static void test_several_baselines_average(void **state)
         {"{\"parameters\": {\"xraiAttribution\": {}}}",
          "explanationSpecOverride.parameters.xraiAttribution: not supported (predictd explains "
          "tabular models: sampledShapleyAttribution, integratedGradientsAttribution, "
-         "exactShapleyAttribution)"},
+         "exactShapleyAttribution, treeShapAttribution)"},
         {"{\"parameters\": {\"topk_with_a_name_longer_than_forty_bytes_indeed\": 1}}",
          "explanationSpecOverride.parameters.topk_with_a_name_longer_than_forty_bytes: unknown key"},
         {"{\"metadata\": {\"output\": {}}}",
