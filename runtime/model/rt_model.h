@@ -422,7 +422,7 @@ typedef enum rt_xgb_link {
     RT_XGB_LINK_EXP,      /* count:poisson, reg:gamma, reg:tweedie */
     RT_XGB_LINK_SIGMOID,  /* reg:logistic */
 } rt_xgb_link;
-rt_status rt_xgb_to_modeldef(const char *file, const char *model, size_t len,
+RT_WUR rt_status rt_xgb_to_modeldef(const char *file, const char *model, size_t len,
                              const char *serving_json, size_t serving_len,
                              Predictd__ModelDef **out, rt_xgb_link *link, rt_err *err);
 

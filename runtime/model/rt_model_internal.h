@@ -151,7 +151,7 @@ RT_WUR rt_status rt_trees_shap(const rt_graph *g, const rt_features *f, const lo
  * input) and bias (logits_dim: the expected logits, the ensemble's bias
  * plus each tree's mean under the covers). RT_ERR_INVALID when a node has
  * no weight. */
-rt_status rt_trees_shap_path(const rt_graph *g, const rt_features *f, float *phi, float *bias,
+RT_WUR rt_status rt_trees_shap_path(const rt_graph *g, const rt_features *f, float *phi, float *bias,
                              rt_err *err);
 /* The feature column tree input k reads (its ids or values), or -1. */
 long rt_trees_input_column(const rt_graph *g, size_t k);
@@ -322,20 +322,20 @@ void rt_dense_rows_isa(rt_dense_isa isa, const float *x, size_t m, size_t in, co
  * of numbers (booleans as 0 / 1): exactly n of them, or with got at most n
  * (*got of them). type: "a string", "a list", ... for messages. */
 struct cJSON;
-rt_status rt_xgbj_parse(const char *file, const char *text, size_t len, struct cJSON **out,
+RT_WUR rt_status rt_xgb_json_parse(const char *file, const char *text, size_t len, struct cJSON **out,
                         rt_err *err);
 /* parse_ubj: the same from XGBoost's UBJSON (model.ubj). */
-rt_status rt_xgbj_parse_ubj(const char *file, const void *data, size_t len, struct cJSON **out,
+RT_WUR rt_status rt_xgb_json_parse_ubj(const char *file, const void *data, size_t len, struct cJSON **out,
                             rt_err *err);
-const char *rt_xgbj_type(const struct cJSON *v);
-rt_status rt_xgbj_member(const char *file, const struct cJSON *obj, const char *path,
+const char *rt_xgb_json_type(const struct cJSON *v);
+RT_WUR rt_status rt_xgb_json_member(const char *file, const struct cJSON *obj, const char *path,
                          const char *key, int want, bool required, const struct cJSON **out,
                          rt_err *err);
-rt_status rt_xgbj_strnum(const char *file, const struct cJSON *obj, const char *path,
+RT_WUR rt_status rt_xgb_json_strnum(const char *file, const struct cJSON *obj, const char *path,
                          const char *key, bool required, double dflt, double *out, rt_err *err);
-rt_status rt_xgbj_strfloat(const char *file, const struct cJSON *obj, const char *path,
+RT_WUR rt_status rt_xgb_json_strfloat(const char *file, const struct cJSON *obj, const char *path,
                            const char *key, float *out, rt_err *err);
-rt_status rt_xgbj_numbers(const char *file, const struct cJSON *obj, const char *path,
+RT_WUR rt_status rt_xgb_json_numbers(const char *file, const struct cJSON *obj, const char *path,
                           const char *key, bool required, size_t n, double *out, size_t *got,
                           rt_err *err);
 

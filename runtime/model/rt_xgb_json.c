@@ -7,7 +7,7 @@
  * (refused where a finite number is needed). Numbers XGBoost writes as strings ("5E-1" in
  * learner_model_param) are read with strtof, whole.
  *
- * UBJSON (model.ubj) is read into the same tree (rt_xgbj_parse_ubj, below).
+ * UBJSON (model.ubj) is read into the same tree (rt_xgb_json_parse_ubj, below).
  */
 #include "rt_model.h"
 #include "rt_model_internal.h"
@@ -61,7 +61,7 @@ static rt_status tokens_as_inf(const char *file, const char *text, size_t len, c
     return RT_OK;
 }
 
-rt_status rt_xgbj_parse(const char *file, const char *text0, size_t len0, cJSON **out,
+rt_status rt_xgb_json_parse(const char *file, const char *text0, size_t len0, cJSON **out,
                         rt_err *err)
 {
     *out = NULL;
@@ -93,7 +93,7 @@ rt_status rt_xgbj_parse(const char *file, const char *text0, size_t len0, cJSON 
     return RT_OK;
 }
 
-const char *rt_xgbj_type(const cJSON *v)
+const char *rt_xgb_json_type(const cJSON *v)
 {
     if (!v)
         return "nothing";
@@ -110,7 +110,7 @@ const char *rt_xgbj_type(const cJSON *v)
     return "null";
 }
 
-rt_status rt_xgbj_member(const char *file, const cJSON *obj, const char *path, const char *key,
+rt_status rt_xgb_json_member(const char *file, const cJSON *obj, const char *path, const char *key,
                          int want, bool required, const cJSON **out, rt_err *err)
 {
     *out = NULL;
@@ -128,13 +128,13 @@ rt_status rt_xgbj_member(const char *file, const cJSON *obj, const char *path, c
                         : want == cJSON_Number ? "a number"
                                                : "a boolean";
         return rt_err_set(err, RT_ERR_FORMAT, "%s: %s%s%s: expected %s, got %s", file, path,
-                          path[0] ? "." : "", key, w, rt_xgbj_type(v));
+                          path[0] ? "." : "", key, w, rt_xgb_json_type(v));
     }
     *out = v;
     return RT_OK;
 }
 
-rt_status rt_xgbj_strnum(const char *file, const cJSON *obj, const char *path, const char *key,
+rt_status rt_xgb_json_strnum(const char *file, const cJSON *obj, const char *path, const char *key,
                          bool required, double dflt, double *out, rt_err *err)
 {
     const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
@@ -151,7 +151,7 @@ rt_status rt_xgbj_strnum(const char *file, const cJSON *obj, const char *path, c
     }
     if (!cJSON_IsString(v))
         return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.%s: expected a number, got %s", file, path,
-                          key, rt_xgbj_type(v));
+                          key, rt_xgb_json_type(v));
     char *e = NULL;
     errno = 0;
     double d = strtod(v->valuestring, &e);
@@ -162,13 +162,13 @@ rt_status rt_xgbj_strnum(const char *file, const cJSON *obj, const char *path, c
     return RT_OK;
 }
 
-rt_status rt_xgbj_strfloat(const char *file, const cJSON *obj, const char *path,
+rt_status rt_xgb_json_strfloat(const char *file, const cJSON *obj, const char *path,
                            const char *key, float *out, rt_err *err)
 {
     const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
     if (!cJSON_IsString(v)) {
         double d;
-        rt_status st = rt_xgbj_strnum(file, obj, path, key, true, 0, &d, err);
+        rt_status st = rt_xgb_json_strnum(file, obj, path, key, true, 0, &d, err);
         *out = (float)d;
         return st;
     }
@@ -182,13 +182,13 @@ rt_status rt_xgbj_strfloat(const char *file, const cJSON *obj, const char *path,
     return RT_OK;
 }
 
-rt_status rt_xgbj_numbers(const char *file, const cJSON *obj, const char *path, const char *key,
+rt_status rt_xgb_json_numbers(const char *file, const cJSON *obj, const char *path, const char *key,
                           bool required, size_t n, double *out, size_t *got, rt_err *err)
 {
     if (got)
         *got = 0;
     const cJSON *a = NULL;
-    rt_status st = rt_xgbj_member(file, obj, path, key, cJSON_Array, required, &a, err);
+    rt_status st = rt_xgb_json_member(file, obj, path, key, cJSON_Array, required, &a, err);
     if (st || !a)
         return st;
     size_t k = 0;
@@ -203,7 +203,7 @@ rt_status rt_xgbj_numbers(const char *file, const cJSON *obj, const char *path, 
         }
         if (!cJSON_IsNumber(c))
             return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.%s[%zu]: expected a number, got %s",
-                              file, path, key, k, rt_xgbj_type(c));
+                              file, path, key, k, rt_xgb_json_type(c));
         out[k] = c->valuedouble;
     }
     if (got) {
@@ -487,7 +487,7 @@ static rt_status ubj_value(ubj *u, unsigned char m, int depth, cJSON **out)
     return *out ? RT_OK : ubj_nomem(u);
 }
 
-rt_status rt_xgbj_parse_ubj(const char *file, const void *data, size_t len, cJSON **out,
+rt_status rt_xgb_json_parse_ubj(const char *file, const void *data, size_t len, cJSON **out,
                             rt_err *err)
 {
     *out = NULL;

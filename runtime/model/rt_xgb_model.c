@@ -133,15 +133,15 @@ static rt_status read_features(xmodel *x, const cJSON *learner, const cJSON *ser
 {
     const cJSON *names = NULL, *types = NULL, *snames = NULL, *scats = NULL;
     rt_status st;
-    if ((st = rt_xgbj_member(FILE_M, learner, "learner", "feature_names", cJSON_Array, false,
+    if ((st = rt_xgb_json_member(FILE_M, learner, "learner", "feature_names", cJSON_Array, false,
                              &names, err)) ||
-        (st = rt_xgbj_member(FILE_M, learner, "learner", "feature_types", cJSON_Array, false,
+        (st = rt_xgb_json_member(FILE_M, learner, "learner", "feature_types", cJSON_Array, false,
                              &types, err)))
         return st;
     if (serving &&
-        ((st = rt_xgbj_member(FILE_S, serving, "", "feature_names", cJSON_Array, false, &snames,
+        ((st = rt_xgb_json_member(FILE_S, serving, "", "feature_names", cJSON_Array, false, &snames,
                               err)) ||
-         (st = rt_xgbj_member(FILE_S, serving, "", "categories", cJSON_Object, false, &scats,
+         (st = rt_xgb_json_member(FILE_S, serving, "", "categories", cJSON_Object, false, &scats,
                               err))))
         return st;
     if (names && cJSON_GetArraySize(names) == 0)
@@ -168,7 +168,7 @@ static rt_status read_features(xmodel *x, const cJSON *learner, const cJSON *ser
         if (nm) {
             if (!cJSON_IsString(nm))
                 return rt_err_set(err, RT_ERR_FORMAT, "%s: feature_names[%zu]: expected a "
-                                  "string, got %s", nfile, k, rt_xgbj_type(nm));
+                                  "string, got %s", nfile, k, rt_xgb_json_type(nm));
             if (!spec_valid_name(nm->valuestring))
                 return rt_err_set(err, RT_ERR_FORMAT,
                                   "%s: feature_names[%zu]: \"%.64s\" is not a valid input name "
@@ -188,7 +188,7 @@ static rt_status read_features(xmodel *x, const cJSON *learner, const cJSON *ser
         if (ty) {
             if (!cJSON_IsString(ty))
                 return rt_err_set(err, RT_ERR_FORMAT, "%s: learner.feature_types[%zu]: expected "
-                                  "a string, got %s", FILE_M, k, rt_xgbj_type(ty));
+                                  "a string, got %s", FILE_M, k, rt_xgb_json_type(ty));
             const char *t = ty->valuestring;
             if (strcmp(t, "c") == 0)
                 f->cat = true;
@@ -254,7 +254,7 @@ static rt_status alloc_tree(xtree *t, size_t n, rt_err *err)
 static rt_status ints(const cJSON *o, const char *path, const char *key, bool required, size_t n,
                       double lo, double hi, double *buf, int64_t *out, size_t *got, rt_err *err)
 {
-    rt_status st = rt_xgbj_numbers(FILE_M, o, path, key, required, n, buf, got, err);
+    rt_status st = rt_xgb_json_numbers(FILE_M, o, path, key, required, n, buf, got, err);
     if (st)
         return st;
     size_t m = got ? *got : n;
@@ -340,18 +340,18 @@ static rt_status read_tree(xmodel *x, xtree *t, const cJSON *o, const char *path
     double nn = 0;
     if (!cJSON_IsObject(o))
         return rt_err_set(err, RT_ERR_FORMAT, "%s: %s: expected an object, got %s", FILE_M, path,
-                          rt_xgbj_type(o));
-    if ((st = rt_xgbj_member(FILE_M, o, path, "tree_param", cJSON_Object, true, &tp, err)))
+                          rt_xgb_json_type(o));
+    if ((st = rt_xgb_json_member(FILE_M, o, path, "tree_param", cJSON_Object, true, &tp, err)))
         return st;
     char tpath[200];
     snprintf(tpath, sizeof tpath, "%s.tree_param", path);
-    if ((st = rt_xgbj_strnum(FILE_M, tp, tpath, "num_nodes", true, 0, &nn, err)))
+    if ((st = rt_xgb_json_strnum(FILE_M, tp, tpath, "num_nodes", true, 0, &nn, err)))
         return st;
     if (!(nn >= 1 && nn <= MAX_TREE_NODES) || nn != floor(nn))
         return rt_err_set(err, RT_ERR_LIMIT, "%s: %s.num_nodes: %g is not in 1..%u (the limit of "
                           "nodes a tree)", FILE_M, tpath, nn, MAX_TREE_NODES);
     double slv = 0;
-    if ((st = rt_xgbj_strnum(FILE_M, tp, tpath, "size_leaf_vector", false, 0, &slv, err)))
+    if ((st = rt_xgb_json_strnum(FILE_M, tp, tpath, "size_leaf_vector", false, 0, &slv, err)))
         return st;
     if (slv > 1)
         return rt_err_set(err, RT_ERR_UNSUPPORTED, "%s: %s.size_leaf_vector: %g (vector-leaf, "
@@ -392,7 +392,7 @@ static rt_status read_tree(xmodel *x, xtree *t, const cJSON *o, const char *path
     if (cJSON_GetObjectItemCaseSensitive(o, "split_type"))
         for (size_t i = 0; i < n; i++)
             t->is_cat[i] = (unsigned char)iv[i];
-    if ((st = rt_xgbj_numbers(FILE_M, o, path, "split_conditions", true, n, buf, NULL, err)))
+    if ((st = rt_xgb_json_numbers(FILE_M, o, path, "split_conditions", true, n, buf, NULL, err)))
         goto out;
     for (size_t i = 0; i < n; i++) {
         t->cond[i] = (float)buf[i];
@@ -403,13 +403,13 @@ static rt_status read_tree(xmodel *x, xtree *t, const cJSON *o, const char *path
         }
     }
     if (cJSON_GetObjectItemCaseSensitive(o, "sum_hessian")) {
-        if ((st = rt_xgbj_numbers(FILE_M, o, path, "sum_hessian", true, n, buf, NULL, err)))
+        if ((st = rt_xgb_json_numbers(FILE_M, o, path, "sum_hessian", true, n, buf, NULL, err)))
             goto out;
         for (size_t i = 0; i < n; i++)
             t->hess[i] = (float)buf[i];
     }
     if (cJSON_GetObjectItemCaseSensitive(o, "loss_changes")) {
-        if ((st = rt_xgbj_numbers(FILE_M, o, path, "loss_changes", true, n, buf, NULL, err)))
+        if ((st = rt_xgb_json_numbers(FILE_M, o, path, "loss_changes", true, n, buf, NULL, err)))
             goto out;
         for (size_t i = 0; i < n; i++)
             t->gain[i] = isfinite(buf[i]) ? (float)buf[i] : 0.0f;
@@ -457,11 +457,11 @@ static rt_status read_trees(xmodel *x, const cJSON *gb, rt_err *err)
     const cJSON *model = NULL, *trees = NULL, *info = NULL;
     const char *p0 = "learner.gradient_booster";
     rt_status st;
-    if ((st = rt_xgbj_member(FILE_M, gb, p0, "model", cJSON_Object, true, &model, err)))
+    if ((st = rt_xgb_json_member(FILE_M, gb, p0, "model", cJSON_Object, true, &model, err)))
         return st;
     const char *p1 = "learner.gradient_booster.model";
-    if ((st = rt_xgbj_member(FILE_M, model, p1, "trees", cJSON_Array, true, &trees, err)) ||
-        (st = rt_xgbj_member(FILE_M, model, p1, "tree_info", cJSON_Array, true, &info, err)))
+    if ((st = rt_xgb_json_member(FILE_M, model, p1, "trees", cJSON_Array, true, &trees, err)) ||
+        (st = rt_xgb_json_member(FILE_M, model, p1, "tree_info", cJSON_Array, true, &info, err)))
         return st;
     size_t nt = (size_t)cJSON_GetArraySize(trees);
     if ((size_t)cJSON_GetArraySize(info) != nt)
@@ -753,7 +753,7 @@ static rt_status read_base_score(xmodel *x, const cJSON *mp, rt_err *err)
     size_t ld = x->n_classes > 2 ? x->n_classes : 1, k = 0;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(mp, "base_score");
     if (!cJSON_IsString(v) || v->valuestring[0] != '[') {
-        rt_status st = rt_xgbj_strfloat(FILE_M, mp, path, "base_score", &x->margin[0], err);
+        rt_status st = rt_xgb_json_strfloat(FILE_M, mp, path, "base_score", &x->margin[0], err);
         if (st)
             return st;
         k = 1;
@@ -812,17 +812,17 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
     const cJSON *learner = NULL, *mp = NULL, *obj = NULL, *oname = NULL, *gb = NULL,
                 *gname = NULL, *ver = NULL;
     rt_status st;
-    if ((st = rt_xgbj_member(FILE_M, doc, "", "learner", cJSON_Object, true, &learner, err)) ||
-        (st = rt_xgbj_member(FILE_M, doc, "", "version", cJSON_Array, false, &ver, err)) ||
-        (st = rt_xgbj_member(FILE_M, learner, "learner", "learner_model_param", cJSON_Object,
+    if ((st = rt_xgb_json_member(FILE_M, doc, "", "learner", cJSON_Object, true, &learner, err)) ||
+        (st = rt_xgb_json_member(FILE_M, doc, "", "version", cJSON_Array, false, &ver, err)) ||
+        (st = rt_xgb_json_member(FILE_M, learner, "learner", "learner_model_param", cJSON_Object,
                              true, &mp, err)) ||
-        (st = rt_xgbj_member(FILE_M, learner, "learner", "objective", cJSON_Object, true, &obj,
+        (st = rt_xgb_json_member(FILE_M, learner, "learner", "objective", cJSON_Object, true, &obj,
                              err)) ||
-        (st = rt_xgbj_member(FILE_M, obj, "learner.objective", "name", cJSON_String, true,
+        (st = rt_xgb_json_member(FILE_M, obj, "learner.objective", "name", cJSON_String, true,
                              &oname, err)) ||
-        (st = rt_xgbj_member(FILE_M, learner, "learner", "gradient_booster", cJSON_Object, true,
+        (st = rt_xgb_json_member(FILE_M, learner, "learner", "gradient_booster", cJSON_Object, true,
                              &gb, err)) ||
-        (st = rt_xgbj_member(FILE_M, gb, "learner.gradient_booster", "name", cJSON_String, true,
+        (st = rt_xgb_json_member(FILE_M, gb, "learner.gradient_booster", "name", cJSON_String, true,
                              &gname, err)))
         return st;
     snprintf(x->producer, sizeof x->producer, "xgboost");
@@ -854,11 +854,11 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
                           gname->valuestring);
     *link = x->obj->link;
     double nf = 0, nc = 0, ntarget = 1;
-    if ((st = rt_xgbj_strnum(FILE_M, mp, "learner.learner_model_param", "num_feature", true, 0,
+    if ((st = rt_xgb_json_strnum(FILE_M, mp, "learner.learner_model_param", "num_feature", true, 0,
                              &nf, err)) ||
-        (st = rt_xgbj_strnum(FILE_M, mp, "learner.learner_model_param", "num_class", false, 0,
+        (st = rt_xgb_json_strnum(FILE_M, mp, "learner.learner_model_param", "num_class", false, 0,
                              &nc, err)) ||
-        (st = rt_xgbj_strnum(FILE_M, mp, "learner.learner_model_param", "num_target", false, 1,
+        (st = rt_xgb_json_strnum(FILE_M, mp, "learner.learner_model_param", "num_target", false, 1,
                              &ntarget, err)))
         return st;
     if (!(nf >= 1 && nf <= MAX_FEATURES) || nf != floor(nf))
@@ -880,7 +880,7 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
         return st;
     if (serving) {
         const cJSON *cl = NULL;
-        if ((st = rt_xgbj_member(FILE_S, serving, "", "classes", cJSON_Array, false, &cl, err)))
+        if ((st = rt_xgb_json_member(FILE_S, serving, "", "classes", cJSON_Array, false, &cl, err)))
             return st;
         for (const cJSON *c = serving->child; c; c = c->next)
             if (strcmp(c->string, "classes") && strcmp(c->string, "categories") &&
@@ -934,10 +934,10 @@ rt_status rt_xgb_to_modeldef(const char *file, const char *model_json, size_t le
     *out = NULL;
     *link = RT_XGB_LINK_NONE;
     Predictd__ModelDef *def = NULL;
-    rt_status st = ubj ? rt_xgbj_parse_ubj("model.ubj", model_json, len, &doc, err)
-                       : rt_xgbj_parse(FILE_M, model_json, len, &doc, err);
+    rt_status st = ubj ? rt_xgb_json_parse_ubj("model.ubj", model_json, len, &doc, err)
+                       : rt_xgb_json_parse(FILE_M, model_json, len, &doc, err);
     if (!st && serving_json)
-        st = rt_xgbj_parse(FILE_S, serving_json, serving_len, &serving, err);
+        st = rt_xgb_json_parse(FILE_S, serving_json, serving_len, &serving, err);
     if (!st)
         st = read_learner(&x, doc, serving, link, err);
     if (!st)
