@@ -164,7 +164,7 @@ INC_pmodel   = -Ipmodel $(INC_runtime)
 INC_all      = -Iserver -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
                $(TUN_PKG_CFLAGS)
 INC_gen      = $(INC_runtime)
-INC_tests    = $(INC_all)
+INC_tests    = -Itests/unit/support $(INC_all)
 INC_bench    = $(INC_all)
 LIBS_runtime  = $(LIB_RT)
 LIBS_exporter = $(LIB_EXP) $(LIBS_RT_model)
@@ -202,12 +202,17 @@ BINS      := $(foreach m,$(MAIN_SRCS),$(BUILD)/$(call bin_name,$(m)))
 MAN_SRCS := $(wildcard man/*.in)
 MAN      := $(patsubst man/%.in,$(BUILD)/man/%,$(MAN_SRCS))
 
-TEST_SRCS := $(wildcard tests/unit/test_*.c)
-TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
-TEST_SUPPORT := $(call objs,$(filter-out tests/unit/support_alloc.c,$(wildcard tests/unit/support_*.c)))
+# tests/unit/ mirrors the source folders (tests/unit/runtime/model/test_trees.c
+# tests the model layer, tests/unit/server/ the server, ...; tests/unit/torture/
+# fails allocations across modules, tests/unit/support/ is what they share);
+# every test_<name>.c becomes $(BUILD)/tests/test_<name>, names unique.
+TEST_SRCS := $(sort $(shell find tests/unit -name 'test_*.c'))
+TEST_BINS := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS)))
+TEST_SUPPORT := $(call objs,$(filter-out tests/unit/support/support_alloc.c,$(wildcard tests/unit/support/support_*.c)))
+TEST_ALLOC   := $(BUILD)/obj/tests/unit/support/support_alloc.o
 # The torture tests (test_torture_*: the n-th allocation fails) link
 # support_alloc.c, whose __wrap_ functions the linker puts in place of these
-# for every object of the program (tests/unit/support_alloc.h).
+# for every object of the program (tests/unit/support/support_alloc.h).
 TORTURE_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup \
     -Wl,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=realpath,--wrap=protobuf_c_message_unpack
 
@@ -241,7 +246,7 @@ $(BUILD)/obj/%.o: %.c $(GEN_H) $(TRN_GEN_H)
 	$(CC) $(ALL_CPPFLAGS) $(call src_flags,$<) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # Test and benchmark objects need the test packages (cmocka.h) first.
-TEST_OBJS := $(call objs,$(wildcard tests/unit/*.c tests/fuzz/*.c bench/*.c))
+TEST_OBJS := $(call objs,$(shell find tests/unit -name '*.c') $(wildcard tests/fuzz/*.c bench/*.c))
 $(TEST_OBJS): | $(BUILD)/.test-deps
 
 # `make print-compile MOD=server`: the compiler and flags of one module's
@@ -276,15 +281,15 @@ $(BUILD)/man/%: man/%.in scripts/man.sh $(BINS)
 	@mkdir -p $(dir $@)
 	scripts/man.sh $(BUILD) $< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT) $(ALL_LIBS)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(ALL_LIBS) $(ALL_LDLIBS) -lcmocka
-
-$(BUILD)/tests/test_torture_%: $(BUILD)/obj/tests/unit/test_torture_%.o $(TEST_SUPPORT) \
-        $(BUILD)/obj/tests/unit/support_alloc.o $(ALL_LIBS)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) $(TORTURE_WRAP) -o $@ $< $(TEST_SUPPORT) $(BUILD)/obj/tests/unit/support_alloc.o \
-	    $(ALL_LIBS) $(ALL_LDLIBS) -lcmocka
+# One link rule per test program (its source may sit in any subfolder).
+define TEST_RULE
+$(BUILD)/tests/$(basename $(notdir $(1))): $(call objs,$(1)) $(TEST_SUPPORT) \
+        $(if $(filter test_torture_%,$(notdir $(1))),$(TEST_ALLOC)) $(ALL_LIBS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_LDFLAGS) $(if $(filter test_torture_%,$(notdir $(1))),$$(TORTURE_WRAP)) -o $$@ $$< \
+	    $$(TEST_SUPPORT) $(if $(filter test_torture_%,$(notdir $(1))),$(TEST_ALLOC)) $$(ALL_LIBS) $$(ALL_LDLIBS) -lcmocka
+endef
+$(foreach t,$(TEST_SRCS),$(eval $(call TEST_RULE,$(t))))
 
 # bench/bench_<x>.c -> $(BUILD)/bench/bench_<x> (built by make bench only;
 # they time the runtime, so they link the runtime library alone).

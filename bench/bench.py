@@ -1113,7 +1113,7 @@ def g12():
     cfg = many_models(os.path.join(TMP, "many"), MANY, proto)
     one = many_models(os.path.join(TMP, "many-one"), 1, proto)
     body = write_body("linear-1.json", {"instances": [{"x": 0.5, "color": "green"}]})
-    out = {"models": MANY, "model": "builtin:linear of tests/unit/support_models.h "
+    out = {"models": MANY, "model": "builtin:linear of tests/unit/support/support_models.h "
                                     "(2 inputs, 3 classes; a 1 KB model.pb)"}
     loads, load_cpu, rss, idle = [], [], [], []
     many_rps, one_rps = [], []
@@ -1337,7 +1337,7 @@ def trees_model():
     """A census BoostedTreesClassifier export: conf/census.json's columns, its
     feature columns that trees read (vocabulary, hash, numeric, bucketized),
     100 random complete trees of depth 6 (thresholds, category sets, defaults
-    both ways) written by tests/unit/support_trees.c through
+    both ways) written by tests/unit/support/support_trees.c through
     `test_srv_models --write-export`: synthetic, no trainer involved, and a
     complete tree is the slowest shape of its depth (every walk takes 6
     steps)."""

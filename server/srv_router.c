@@ -3,7 +3,7 @@
  * Serving's REST paths, Cloud ML Engine's predict path, the model list,
  * health and readiness probes, and the Open Inference Protocol's (KServe
  * v2) paths. Pure: it knows no
- * models, so it is tested on its own (tests/unit/test_srv_router.c).
+ * models, so it is tested on its own (tests/unit/server/test_srv_router.c).
  */
 #include "srv.h"
 

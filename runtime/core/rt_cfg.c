@@ -29,7 +29,7 @@
  * then says "out of memory" rather than "invalid JSON at line L". The hooks
  * are installed before main (cJSON's hooks are one global, set before any
  * thread exists) and call malloc, so the torture tests' fault injection
- * (tests/unit/support_alloc.h) reaches cJSON's allocations too. */
+ * (tests/unit/support/support_alloc.h) reaches cJSON's allocations too. */
 static _Thread_local bool cjson_out_of_memory;
 
 static void *cjson_malloc(size_t n)

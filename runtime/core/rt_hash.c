@@ -4,7 +4,7 @@
  * Fingerprint64 and hashed feature columns use), TensorFlow's
  * FingerprintCat64 (crossed columns), and CRC-32C (tensor checksums).
  * Written from the published algorithms; bit-exact results are checked
- * against known answers in tests/unit/test_hash.c.
+ * against known answers in tests/unit/runtime/core/test_hash.c.
  */
 #include "rt_core.h"
 

@@ -2,7 +2,7 @@
 #
 # tests/fuzz/fuzz_<name>.c each define LLVMFuzzerTestOneInput; the fz_*.c
 # files are shared helpers (fz_util.c) and the corpus replayer (fz_replay.c);
-# tests/unit/support_json_ref.c is the reference request parser that
+# tests/unit/support/support_json_ref.c is the reference request parser that
 # fuzz_json_request compares the runtime's with.
 #
 #   make / make test        $(BUILD)/tests/test_fuzz_<name>: the target linked
@@ -17,7 +17,7 @@
 
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
-FUZZ_UTIL    := $(BUILD)/obj/tests/fuzz/fz_util.o $(BUILD)/obj/tests/unit/support_json_ref.o
+FUZZ_UTIL    := $(BUILD)/obj/tests/fuzz/fz_util.o $(BUILD)/obj/tests/unit/support/support_json_ref.o
 FUZZ_REPLAY  := $(patsubst %,$(BUILD)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 FUZZ_BUILD   ?= build-fuzz

@@ -12,12 +12,12 @@
  * thread reuses it) gets the same status and byte-identical answer.
  *
  * Differential: the body is also parsed by the runtime's streaming parser
- * and by the reference parser (tests/unit/support_json_ref.c, an
+ * and by the reference parser (tests/unit/support/support_json_ref.c, an
  * independent prescan + cJSON implementation of the same rules); both must accept or both refuse it, and accepted
  * bodies must give the same instances, values, signature and form.
  */
 #include "fz_util.h"
-#include "../unit/support_json_ref.h"
+#include "support_json_ref.h"
 
 #include <stdio.h>
 

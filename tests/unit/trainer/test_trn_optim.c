@@ -1,6 +1,6 @@
 /* test_trn_optim.c — the RMSProp and ProximalAdagrad updates against known
  * answers (three steps on five elements, one gradient always zero), computed
- * independently by tests/unit/optim_ref.py from TensorFlow's kernel formulas
+ * independently by tests/unit/support/optim_ref.py from TensorFlow's kernel formulas
  * in float32; their sparse semantics in a model (rows a batch does not touch
  * keep their weights and slots: no decay, no momentum); the learning-rate
  * schedules (exponential, cosine, polynomial decay) against known answers of

@@ -1,6 +1,6 @@
 /*
  * support_models.h — test helpers shared by every unit test (the Makefile
- * links tests/unit/support_*.c into each test program): small specs, a
+ * links tests/unit/support/support_*.c into each test program): small specs, a
  * ModelDef from a spec, random tensors that fit it, and writing it as an
  * export. Helpers print what went wrong to stderr and return NULL / -1, so a
  * test only asserts the return value.

@@ -5,7 +5,7 @@ ApplyCenteredRMSProp and ApplyProximalAdagrad, in float32 arithmetic: every
 operation rounded to float32, as TF's float kernels), and of the learning-rate
 decay schedules of tf.compat.v1.train (exponential_decay, cosine_decay,
 polynomial_decay, in double). Prints the known answers test_trn_optim.c
-holds; run it to regenerate them: python3 tests/unit/optim_ref.py
+holds; run it to regenerate them: python3 tests/unit/support/optim_ref.py
 """
 import math
 import struct

@@ -9,7 +9,7 @@
  * The streaming request parser (runtime/serve/rt_json_reader.c and its users)
  * must accept and refuse exactly what the reference parser does (an
  * independent prescan + cJSON implementation of the same rules,
- * tests/unit/support_json_ref.c) and fill the same batch, cell by cell: on
+ * tests/unit/support/support_json_ref.c) and fill the same batch, cell by cell: on
  * common bodies, on unusual and wrong ones, on long strings with a bad byte
  * at every position, on classify / regress bodies, and on exports whose
  * receiver reads a CSV row or a tf.Example; its refusals are valid UTF-8
