@@ -361,8 +361,9 @@ static void svg_hist(rt_buf *b, const rt_feature_stats *t, const rt_feature_stat
             const rt_stats_bucket *x = &h[s]->b[k];
             if (!isfinite(x->low) || !isfinite(x->high))
                 continue;
-            double x0 = 10 + (x->low - lo) / (hi - lo) * (SW - 20);
-            double x1 = 10 + (x->high - lo) / (hi - lo) * (SW - 20);
+            /* halves: a range past DBL_MAX (-1e308 to 1e308) does not overflow */
+            double x0 = 10 + (x->low / 2 - lo / 2) / (hi / 2 - lo / 2) * (SW - 20);
+            double x1 = 10 + (x->high / 2 - lo / 2) / (hi / 2 - lo / 2) * (SW - 20);
             if (x1 - x0 < 3)
                 x1 = x0 + 3;
             double hh = x->count / tot[s] / top * (SH - 10);
