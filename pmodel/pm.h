@@ -162,11 +162,25 @@ rt_status pm_in_open(const char *path, pm_in_format f, uint64_t start, uint64_t 
 /* The next row: *data and *len (valid until the next call; a line NUL-terminated,
  * without its line end), *where its line or record number in the file.
  * RT_ERR_NOTFOUND at the end; a corrupt record RT_ERR_FORMAT (the reader
- * goes on with the next record when it can, rt_tfrecord_next). */
+ * goes on with the next record when it can, rt_tfrecord_next); a line longer
+ * than the line limit RT_ERR_LIMIT ("FILE:LINE: the line is longer than N
+ * bytes ...", *where its number; its bytes are skipped, never held whole, and
+ * the next call reads the next line). */
 rt_status pm_in_next(pm_in *in, const uint8_t **data, size_t *len, uint64_t *where, rt_err *err);
+/* The line limit of in's lines, in bytes without the line end
+ * (PM_MAX_LINE_DEFAULT unless set: batch-predict's --max-line-bytes). */
+#define PM_MAX_LINE_DEFAULT ((size_t)16 << 20)
+void pm_in_set_max_line(pm_in *in, size_t max_line);
 /* 1 when the rows are records ("record N" in messages), 0 for lines. */
 int pm_in_records(const pm_in *in);
 void pm_in_close(pm_in *in);
+
+/* 0 when s[0..n) is exactly one JSON value as RFC 8259 writes it (strict:
+ * valid escapes and UTF-8, no raw control bytes, JSON's number grammar, white
+ * space only around it); else -1 with *at the byte offset where it stops
+ * being one and *why what is wrong there (a static string). at, why may be
+ * NULL. pm_json_check.c. */
+int pm_json_check(const char *s, size_t n, size_t *at, const char **why);
 
 /* ------------------------ batch-predict (pm_batch.c, pm_batch_unit.c) */
 
@@ -183,6 +197,7 @@ typedef struct pm_batch_job {
     int as_array;                 /* --instance-type array */
     int csv_out;                  /* --predictions-format csv: CSV lines with a header */
     size_t batch_size;
+    size_t max_line;              /* --max-line-bytes: a longer line is an error record */
 } pm_batch_job;
 
 /* One unit of work: a file, or the rows that begin in a byte range of it. */
@@ -203,7 +218,9 @@ typedef struct pm_batch_out {
  * (predictd's :predict path; a batch that fails is run instance by
  * instance), every prediction is appended to out->predictions as
  * {"instance"|"key": ..., "prediction": ...} and every failure to
- * out->errors as {"instance": ..., "error": {"code", "message"}}; with
+ * out->errors as {["key": ..., ]"instance": ..., "error": {"code", "message"}}
+ * (every line JSON: an instance that is not is its text as a string; the
+ * message begins with FILE:LINE or FILE: record N; in input order); with
  * job->csv_out, CSV lines instead, each buffer's first line its header
  * (docs/batch-prediction.md, "CSV predictions"). RT_OK
  * unless the unit cannot be read at all (an I/O error) or memory runs out;

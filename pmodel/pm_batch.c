@@ -46,7 +46,7 @@ typedef struct batch_flags {
     int pfmt;
     int batch_size, threads;
     size_t skip;
-    uint64_t shard_bytes;
+    uint64_t shard_bytes, max_line;
     int progress; /* -1 auto, 0 quiet, 1 lines, 2 bar */
 } batch_flags;
 
@@ -101,6 +101,10 @@ static const rt_setting FLAGS[] = {
     {.name = "shard-bytes", .type = RT_SET_U64, .where = RT_SET_FLAG, .lo = 1,
      .hi = INT64_MAX, .def = 64 << 20, .offset = BF(shard_bytes, uint64_t), .arg = "N",
      .help = "cut plain files larger than N bytes into shards"},
+    {.name = "max-line-bytes", .type = RT_SET_U64, .where = RT_SET_FLAG, .lo = 1,
+     .hi = 1u << 30, .def = 16 << 20, .offset = BF(max_line, uint64_t), .arg = "N",
+     .help = "a longer input line is an error record (not read into memory); the next line "
+             "is read"},
     {.name = "progress", .type = RT_SET_ENUM, .where = RT_SET_FLAG, .choices = PROGRESS,
      .def = -1, .offset = BF(progress, int),
      .help = "auto: a bar on a terminal, lines otherwise"},
@@ -611,6 +615,7 @@ static int job_options(const batch_flags *f, run *r, const char ***fields)
     r->progress = f->progress >= 0 ? f->progress : isatty(2) ? 2 : 1;
     r->job.batch_size = (size_t)(uint64_t)f->batch_size;
     r->job.skip_header = (size_t)(uint64_t)f->skip;
+    r->job.max_line = (size_t)f->max_line;
     r->job.key_field = f->key;
     r->job.as_array = itype && strcmp(itype, "array") == 0;
     r->job.excluded = excl != NULL;
@@ -650,9 +655,9 @@ static rt_status start_job(run *r, const batch_flags *f, const char *vdir, char 
     for (size_t n = r->n_units; n >= 10000; n /= 10)
         r->width++;
     char opts_num[128];
-    snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d%s", pm_in_format_name(r->job.format),
+    snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d%s %zu", pm_in_format_name(r->job.format),
              (unsigned long long)skip_h, (unsigned long long)shard_bytes, r->job.as_array,
-             r->job.csv_out ? " csv" : "");
+             r->job.csv_out ? " csv" : "", r->job.max_line);
     const char *opts[] = {opts_num, f->key, f->incl, f->excl};
     uint64_t fp = fingerprint(vdir, files, n_files, opts, 4);
     const char *model = def->model_name && *def->model_name ? def->model_name : "model";
