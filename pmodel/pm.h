@@ -171,6 +171,12 @@ rt_status pm_in_next(pm_in *in, const uint8_t **data, size_t *len, uint64_t *whe
  * (PM_MAX_LINE_DEFAULT unless set: batch-predict's --max-line-bytes). */
 #define PM_MAX_LINE_DEFAULT ((size_t)16 << 20)
 void pm_in_set_max_line(pm_in *in, size_t max_line);
+/* After pm_in_next refused a record: 1 when the reader cannot go on (a
+ * corrupt length, a truncated file or gzip stream: TensorFlow's reader raises
+ * DataLossError there), with *offset the record's stream offset, *bytes the
+ * bytes of the range left unread (of the compressed file when *compressed);
+ * 0 when it goes on with the next record (corrupt data) or for lines. */
+int pm_in_lost(const pm_in *in, uint64_t *offset, uint64_t *bytes, int *compressed);
 /* 1 when the rows are records ("record N" in messages), 0 for lines. */
 int pm_in_records(const pm_in *in);
 void pm_in_close(pm_in *in);

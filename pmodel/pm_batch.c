@@ -246,6 +246,7 @@ typedef struct run {
     rt_status st;
     rt_err err;
     uint64_t done_units, ok, failed;
+    uint64_t lost;      /* data losses completion.json reports */
     int progress;       /* 0 quiet, 1 lines, 2 bar */
     double t0;
 } run;
@@ -442,10 +443,57 @@ static char *find_job(const char *out_dir, const char *prefix, uint64_t fp)
     return best;
 }
 
-/* completion.json: Vertex's completionStats, with the job's output. */
+/* The DATA_LOSS lines (google.rpc.Code 15) of an errors file's text: their
+ * count, each message appended to losses as a JSON string (", "-separated). */
+static uint64_t data_losses(const char *text, size_t len, int csv, rt_buf *losses)
+{
+    const char *mark = csv ? "{\"\"code\"\": 15, \"\"message\"\": " : "\"error\": {\"code\": 15, ";
+    uint64_t n = 0;
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char *line = strndup(p, ll);
+        const char *at = line ? strstr(line, mark) : NULL;
+        if (at) {
+            cJSON *j = NULL;
+            if (csv) { /* the errors field: quoted, its quotes doubled */
+                rt_buf un;
+                rt_buf_init(&un);
+                for (const char *q = at; *q && !(q[0] == '"' && q[1] != '"'); q++) {
+                    rt_buf_append(&un, q, 1);
+                    if (q[0] == '"')
+                        q++;
+                }
+                j = un.data ? cJSON_ParseWithLength(un.data, un.len) : NULL;
+                rt_buf_free(&un);
+            } else {
+                cJSON *whole = cJSON_Parse(line);
+                j = cJSON_DetachItemFromObjectCaseSensitive(whole, "error");
+                cJSON_Delete(whole);
+            }
+            const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "message");
+            if (cJSON_IsString(m)) {
+                rt_buf_puts(losses, losses->len ? ", " : "");
+                rt_buf_json_string(losses, m->valuestring, strlen(m->valuestring));
+            }
+            cJSON_Delete(j);
+            n++;
+        }
+        free(line);
+        p += ll + 1;
+    }
+    return n;
+}
+
+/* completion.json: Vertex's completionStats, with the job's output. A data
+ * loss (a TFRecord file that could not be read to its end) makes the state
+ * JOB_STATE_PARTIALLY_SUCCEEDED, counts once in incompleteCount (the records
+ * after it cannot be counted) and is named in "dataLoss"; r->lost counts them. */
 static rt_status write_completion(run *r, rt_err *err)
 {
     uint64_t ok = 0, failed = 0, incomplete = 0;
+    rt_buf losses;
+    rt_buf_init(&losses);
     for (size_t k = 0; k < r->n_units; k++) {
         char p[PATH_MAX];
         for (int which = 0; which < 2; which++) {
@@ -455,26 +503,42 @@ static rt_status write_completion(run *r, rt_err *err)
             rt_status st = rt_read_file(AT_FDCWD, p, SIZE_MAX - 1, 0, &text, &len, err);
             if (st == RT_ERR_NOTFOUND && which == 1)
                 continue;
-            if (st)
+            if (st) {
+                rt_buf_free(&losses);
                 return st;
+            }
             uint64_t lines = 0;
             for (size_t i = 0; i < len; i++)
                 lines += text[i] == '\n';
             if (r->job.csv_out && lines > 0)
                 lines--; /* the header */
+            if (which == 1) {
+                uint64_t lost = data_losses(text, len, r->job.csv_out, &losses);
+                lines -= lost;
+                incomplete += lost;
+            }
             free(text);
             *(which ? &failed : &ok) += lines;
         }
     }
     rt_buf b;
     rt_buf_init(&b);
-    rt_buf_printf(&b, "{\"state\": \"JOB_STATE_SUCCEEDED\", \"completionStats\": "
+    rt_buf_printf(&b, "{\"state\": \"%s\", \"completionStats\": "
                   "{\"successfulCount\": %llu, \"failedCount\": %llu, \"incompleteCount\": "
                   "%llu}, \"shards\": %zu, \"outputInfo\": {\"outputDirectory\": ",
+                  incomplete ? "JOB_STATE_PARTIALLY_SUCCEEDED" : "JOB_STATE_SUCCEEDED",
                   (unsigned long long)ok, (unsigned long long)failed,
                   (unsigned long long)incomplete, r->n_units);
     rt_buf_json_string(&b, r->dir, strlen(r->dir));
-    rt_buf_puts(&b, "}}\n");
+    rt_buf_puts(&b, "}");
+    if (incomplete) {
+        rt_buf_puts(&b, ", \"dataLoss\": [");
+        rt_buf_append(&b, losses.data ? losses.data : "", losses.len);
+        rt_buf_puts(&b, "]");
+    }
+    rt_buf_puts(&b, "}\n");
+    r->lost = incomplete;
+    rt_buf_free(&losses);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/completion.json", r->dir);
     rt_status st = rt_buf_failed(&b) ? rt_err_set(err, RT_ERR_NOMEM, "out of memory")
@@ -751,6 +815,13 @@ static int batch_predict(const batch_flags *f)
         (st = run_units(&r, (uint64_t)f->threads, &err)))
         goto fail;
     rc = 0;
+    if (r.lost) { /* never success over lost data */
+        fprintf(stderr, "%spredict-model batch-predict: JOB_STATE_PARTIALLY_SUCCEEDED: %llu "
+                "data loss%s (TFRecord files not read to their end): see %s/completion.json "
+                "and the errors files (code 15)\n", r.progress == 2 ? "\n" : "",
+                (unsigned long long)r.lost, r.lost == 1 ? "" : "es", r.dir);
+        rc = 1;
+    }
     goto out;
 fail:
     fprintf(stderr, "%spredict-model batch-predict: %s\n", r.progress == 2 ? "\n" : "",

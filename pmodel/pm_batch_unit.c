@@ -840,7 +840,19 @@ rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_
         }
         if (st == RT_ERR_FORMAT || st == RT_ERR_LIMIT) { /* a corrupt record, a line past
                                                           * the limit: an error line */
-            if ((st = row_error(&s, "null", 4, 0, 3, why.msg))) {
+            uint64_t off, lost;
+            int gz;
+            int code = 3;
+            if (pm_in_lost(in, &off, &lost, &gz)) { /* the rest of the range: DATA_LOSS */
+                char m[sizeof why.msg];
+                snprintf(m, sizeof m, "%s", why.msg);
+                rt_err_set(&why, st, "%s; data loss: the rest of the file from offset %llu "
+                           "(%llu %sbytes) cannot be read, as TensorFlow's reader raises "
+                           "DataLossError", m, (unsigned long long)off,
+                           (unsigned long long)lost, gz ? "compressed " : "");
+                code = 15; /* google.rpc.Code DATA_LOSS */
+            }
+            if ((st = row_error(&s, "null", 4, 0, code, why.msg))) {
                 rt_err_set(err, st, "%s: %s", u->path, rt_status_str(st));
                 goto out;
             }

@@ -131,6 +131,9 @@ struct pm_in {
     size_t cap;
     char *chunk;        /* bytes read from fp, [cpos, clen) not yet taken */
     size_t cpos, clen;
+    uint64_t size;      /* records: the file's size (the bytes a loss leaves unread) */
+    int gz;             /* records: the file is gzip-compressed */
+    int stopped;        /* records: the last error left the rest unreadable */
 };
 
 /* Reads the next line of in's file into in->line (n bytes, its '\n' kept),
@@ -202,6 +205,10 @@ rt_status pm_in_open(const char *path, pm_in_format f, uint64_t start, uint64_t 
     in->max_line = PM_MAX_LINE_DEFAULT;
     rt_status st = RT_OK;
     if (f == PM_IN_TFRECORD || f == PM_IN_TFRECORD_GZIP) {
+        struct stat sb;
+        rt_input_format kind;
+        in->size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+        in->gz = rt_input_sniff(path, &kind, NULL) == RT_OK && kind == RT_INPUT_TFRECORD_GZIP;
         st = rt_tfrecord_open(path, start, end, &in->tf, err);
         goto out;
     }
@@ -241,6 +248,10 @@ rt_status pm_in_next(pm_in *in, const uint8_t **data, size_t *len, uint64_t *whe
     if (in->tf) {
         rt_status st = rt_tfrecord_next(in->tf, data, len, err);
         *where = rt_tfrecord_index(in->tf);
+        /* a record the reader could not frame (its length, a truncated or
+         * broken stream) did not move it on: it reads nothing more */
+        in->stopped = (st == RT_ERR_FORMAT || st == RT_ERR_LIMIT) &&
+                      rt_tfrecord_pos(in->tf) == rt_tfrecord_offset(in->tf);
         return st;
     }
     for (;;) {
@@ -282,6 +293,18 @@ rt_status pm_in_next(pm_in *in, const uint8_t **data, size_t *len, uint64_t *whe
         *where = in->lineno;
         return RT_OK;
     }
+}
+
+int pm_in_lost(const pm_in *in, uint64_t *offset, uint64_t *bytes, int *compressed)
+{
+    if (!in->tf || !in->stopped)
+        return 0;
+    *offset = rt_tfrecord_offset(in->tf);
+    *compressed = in->gz;
+    uint64_t from = in->gz ? rt_tfrecord_file_offset(in->tf) : *offset;
+    uint64_t to = !in->gz && in->end > 0 ? in->end : in->size;
+    *bytes = to > from ? to - from : 0;
+    return 1;
 }
 
 void pm_in_set_max_line(pm_in *in, size_t max_line)
