@@ -219,6 +219,19 @@ typedef struct pm_batch_out {
     uint64_t ok, failed;
 } pm_batch_out;
 
+/* What a job read (pm_batch_inputs.c): appends to b the member "inputs": [{"file",
+ * "start", "end", "size", "mtime", "digest"}, ...] of job.json, one per unit (a FIFO
+ * {"file", "start", "end", "fifo": true}); reads every unit's bytes once. */
+rt_status pm_batch_inputs_json(const pm_batch_unit *units, size_t n, rt_buf *b, rt_err *err);
+/* RT_OK when the job.json text job_json of the job in dir records units[0..n) as
+ * they are now: each file's size, and the digest of each unit k this rank
+ * scores (k % size == rank); else an error naming the file and what changed
+ * (the job is not to be resumed). Entries without a digest (a FIFO, a job
+ * recorded before digests) are not checked. */
+rt_status pm_batch_inputs_check(const char *job_json, size_t len, const char *dir,
+                                const pm_batch_unit *units, size_t n, long rank, long size,
+                                rt_err *err);
+
 /* Scores unit u: each row becomes an instance (as docs/batch-prediction.md
  * says per format), batches of job->batch_size go through rt_json_handle
  * (predictd's :predict path; a batch that fails is run instance by

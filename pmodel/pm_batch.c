@@ -10,7 +10,8 @@
  * predictions file last: a unit whose predictions file exists is done. A
  * re-run of the same job (same model version, inputs and options: the
  * fingerprint in job.json) finds the unfinished job directory and does only
- * the missing units. When every unit is done, rank 0 writes completion.json
+ * the missing units, once it has checked that the input is what the job
+ * read (sizes and digests in job.json, pm_batch_inputs.c). When every unit is done, rank 0 writes completion.json
  * (state and successful, failed and incomplete counts).
  *
  * Ranks: under mpirun (or srun, any PMI launcher) each rank takes the units
@@ -391,8 +392,9 @@ static rt_status make_units(run *r, char **files, size_t n_files, uint64_t shard
 }
 
 /* The job's fingerprint: what makes a re-run the same job — the model
- * version's path, the input files' paths (not their contents: a file
- * rewritten between runs is the job's own business) and the options. */
+ * version's path, the input files' paths and the options. Their contents
+ * are not in it: job.json records what each unit read and a resume over
+ * changed input is refused (pm_batch_inputs.c). */
 static uint64_t fingerprint(const char *version_dir, char **files, size_t n_files,
                             const char *const *opts, size_t n_opts)
 {
@@ -430,7 +432,7 @@ static char *find_job(const char *out_dir, const char *prefix, uint64_t fp)
         snprintf(p, sizeof p, "%s/%s/job.json", out_dir, e->d_name);
         char *text = NULL;
         size_t len = 0;
-        if (rt_read_file(AT_FDCWD, p, 1u << 20, 0, &text, &len, NULL) != RT_OK)
+        if (rt_read_file(AT_FDCWD, p, 64u << 20, 0, &text, &len, NULL) != RT_OK)
             continue;
         int match = strstr(text, want) != NULL;
         free(text);
@@ -561,6 +563,7 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
     if (st)
         return st;
     char *name = find_job(out_dir, prefix, fp);
+    int found = name != NULL || r->rank > 0;
     if (!name && r->rank > 0) { /* rank 0 makes it: wait for it */
         for (int i = 0; i < 6000 && !name; i++) {
             struct timespec ts = {0, 50 * 1000 * 1000};
@@ -595,20 +598,14 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
         rt_buf_printf(&b, "{\"fingerprint\": \"%016llx\", \"model\": ", (unsigned long long)fp);
         rt_buf_json_string(&b, version_dir, strlen(version_dir));
         rt_buf_printf(&b, ", \"instancesFormat\": \"%s\", \"predictionsFormat\": \"%s\", "
-                      "\"shards\": %zu, \"inputs\": [", pm_in_format_name(r->job.format),
+                      "\"shards\": %zu, ", pm_in_format_name(r->job.format),
                       r->job.csv_out ? "csv" : "jsonl", r->n_units);
-        for (size_t k = 0; k < r->n_units; k++) {
-            rt_buf_puts(&b, k ? ", " : "");
-            rt_buf_printf(&b, "{\"file\": ");
-            rt_buf_json_string(&b, r->units[k].path, strlen(r->units[k].path));
-            rt_buf_printf(&b, ", \"start\": %llu, \"end\": %llu}",
-                          (unsigned long long)r->units[k].start,
-                          (unsigned long long)r->units[k].end);
-        }
-        rt_buf_puts(&b, "]}\n");
+        st = pm_batch_inputs_json(r->units, r->n_units, &b, err);
+        rt_buf_puts(&b, "}\n");
         char jp[PATH_MAX + 16];
         snprintf(jp, sizeof jp, "%s/job.json", tmp);
-        st = rt_write_file(jp, b.data, b.len, err);
+        if (st == RT_OK)
+            st = rt_write_file(jp, b.data, b.len, err);
         rt_buf_free(&b);
         if (st == RT_OK)
             st = rt_rename_durable(tmp, fin, err);
@@ -623,7 +620,19 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
     if (r->dir)
         snprintf(r->dir, dl, "%s/%s", out_dir, name);
     free(name);
-    return r->dir ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (!r->dir)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (found) { /* a resume: only over the input the job read */
+        char jp[PATH_MAX + 16], *text = NULL;
+        size_t len = 0;
+        snprintf(jp, sizeof jp, "%s/job.json", r->dir);
+        if ((st = rt_read_file(AT_FDCWD, jp, 64u << 20, 0, &text, &len, err)))
+            return st;
+        st = pm_batch_inputs_check(text, len, r->dir, r->units, r->n_units, r->rank, r->size,
+                                   err);
+        free(text);
+    }
+    return st;
 }
 
 const pm_command pm_batch_command = {
