@@ -411,9 +411,40 @@ static uint64_t fingerprint(const char *version_dir, char **files, size_t n_file
     return fp;
 }
 
+/* The launch (mpirun, srun) this process is a rank of, from the launcher's
+ * environment, into buf; "" when none is known. */
+static void launch_id(char *buf, size_t n)
+{
+    const char *v = getenv("PMIX_NAMESPACE"), *step = getenv("SLURM_STEP_ID");
+    if (v && *v)
+        snprintf(buf, n, "pmix:%s", v);
+    else if ((v = getenv("OMPI_MCA_ess_base_jobid")) && *v)
+        snprintf(buf, n, "ompi:%s", v);
+    else if ((v = getenv("SLURM_JOB_ID")) && *v)
+        snprintf(buf, n, "slurm:%s.%s", v, step ? step : "");
+    else
+        buf[0] = '\0';
+}
+
+/* 1 when the job directory dir (under out_dir) was opened by rank 0 of the
+ * launch launch (its .launch file, which rank 0 writes before it scores). */
+static int same_launch(const char *out_dir, const char *dir, const char *launch)
+{
+    char p[PATH_MAX], *text = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/%s/.launch", out_dir, dir);
+    if (!launch || !*launch || rt_read_file(AT_FDCWD, p, 4096, 0, &text, &len, NULL) != RT_OK)
+        return 0;
+    int same = len == strlen(launch) && memcmp(text, launch, len) == 0;
+    free(text);
+    return same;
+}
+
 /* An unfinished job directory of this fingerprint under out_dir (the newest
- * name), or NULL. */
-static char *find_job(const char *out_dir, const char *prefix, uint64_t fp)
+ * name), or NULL; with launch (ranks above 0), a finished one too when rank 0
+ * of the same launch opened it: rank 0 may finish before another rank looks
+ * (a rank without shards, or whose shards were done). */
+static char *find_job(const char *out_dir, const char *prefix, uint64_t fp, const char *launch)
 {
     DIR *d = opendir(out_dir);
     if (!d)
@@ -427,7 +458,7 @@ static char *find_job(const char *out_dir, const char *prefix, uint64_t fp)
             continue;
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/%s/completion.json", out_dir, e->d_name);
-        if (exists(p))
+        if (exists(p) && !same_launch(out_dir, e->d_name, launch))
             continue;
         snprintf(p, sizeof p, "%s/%s/job.json", out_dir, e->d_name);
         char *text = NULL;
@@ -562,13 +593,16 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
     rt_status st = rt_mkdirs(out_dir, err);
     if (st)
         return st;
-    char *name = find_job(out_dir, prefix, fp);
+    char launch[300];
+    launch_id(launch, sizeof launch);
+    const char *mine = r->rank > 0 ? launch : NULL;
+    char *name = find_job(out_dir, prefix, fp, mine);
     int found = name != NULL || r->rank > 0;
     if (!name && r->rank > 0) { /* rank 0 makes it: wait for it */
         for (int i = 0; i < 6000 && !name; i++) {
             struct timespec ts = {0, 50 * 1000 * 1000};
             nanosleep(&ts, NULL);
-            name = find_job(out_dir, prefix, fp);
+            name = find_job(out_dir, prefix, fp, mine);
         }
         if (!name)
             return rt_err_set(err, RT_ERR_IO, "%s: rank 0 made no job directory in 300 s",
@@ -606,6 +640,9 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
         snprintf(jp, sizeof jp, "%s/job.json", tmp);
         if (st == RT_OK)
             st = rt_write_file(jp, b.data, b.len, err);
+        snprintf(jp, sizeof jp, "%s/.launch", tmp);
+        if (st == RT_OK && launch[0])
+            st = rt_write_file(jp, launch, strlen(launch), err);
         rt_buf_free(&b);
         if (st == RT_OK)
             st = rt_rename_durable(tmp, fin, err);
@@ -622,6 +659,12 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
     free(name);
     if (!r->dir)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (found && r->rank == 0 && launch[0]) { /* this launch's, before a shard is scored */
+        char lp[PATH_MAX + 16];
+        snprintf(lp, sizeof lp, "%s/.launch", r->dir);
+        if ((st = rt_write_file(lp, launch, strlen(launch), err)))
+            return st;
+    }
     if (found) { /* a resume: only over the input the job read */
         char jp[PATH_MAX + 16], *text = NULL;
         size_t len = 0;
@@ -724,6 +767,33 @@ static rt_status start_job(run *r, const batch_flags *f, const char *vdir, char 
     rt_status st = make_units(r, files, n_files, shard_bytes, err);
     if (st)
         return st;
+    if (r->n_units < (size_t)r->size) { /* fewer shards than ranks: cut finer */
+        uint64_t total = 0;
+        for (size_t i = 0; i < n_files; i++) {
+            struct stat sb;
+            if (stat(files[i], &sb) == 0 && S_ISREG(sb.st_mode))
+                total += (uint64_t)sb.st_size;
+        }
+        uint64_t finer = total / (uint64_t)r->size;
+        if (finer > 0 && finer < shard_bytes) {
+            free(r->units);
+            r->units = NULL;
+            r->n_units = 0;
+            if ((st = make_units(r, files, n_files, finer, err)))
+                return st;
+            if (r->rank == 0 && r->progress)
+                fprintf(stderr, "INFO: batch-predict: the input (%llu bytes) is less than one "
+                        "shard (--shard-bytes %llu) for each of the %ld ranks: cut into shards "
+                        "of %llu bytes (%zu shards)\n", (unsigned long long)total,
+                        (unsigned long long)shard_bytes, r->size, (unsigned long long)finer,
+                        r->n_units);
+            shard_bytes = finer;
+        }
+    }
+    if ((size_t)r->rank >= r->n_units && r->progress)
+        fprintf(stderr, "INFO: batch-predict: rank %ld of %ld has no shard to score: the job "
+                "has %zu shard%s (a gzip file is never cut, a TFRecord file only at its "
+                "records)\n", r->rank, r->size, r->n_units, r->n_units == 1 ? "" : "s");
     r->width = 4;
     for (size_t n = r->n_units; n >= 10000; n /= 10)
         r->width++;
