@@ -277,6 +277,15 @@ rt_status pm_stats_of_files(const Predictd__ModelDef *def, const char *const *fi
 int pm_stats_skip_lines(const char *s, size_t *skip);
 /* Prints s as tables (numeric, string features, histograms). */
 void pm_stats_table(const rt_stats *s, FILE *o);
+/* The HTML of data-set statistics (pm_stats_report.c). pm_stats_html: the
+ * self-contained page of s (stats --report), title and what in its header.
+ * pm_html_hist: an SVG of t's equal-width histogram, with d's overlaid
+ * (validate: training blue, data orange; d NULL: t alone); pm_html_values:
+ * a table of the most frequent values, t's and d's shares side by side (d
+ * NULL: t's counts and shares). */
+void pm_stats_html(const rt_stats *s, const char *title, const char *what, rt_buf *b);
+void pm_html_hist(rt_buf *b, const rt_feature_stats *t, const rt_feature_stats *d);
+void pm_html_values(rt_buf *b, const rt_feature_stats *t, const rt_feature_stats *d);
 /* pm_report.c's page style and HTML escaping, for the validate report. */
 const char *pm_report_css(void);
 int pm_html_esc(rt_buf *b, const char *s);

@@ -124,6 +124,7 @@ static const rt_setting STATS[] = {
     FORMAT_ROW("table|json", "table (default): tables and histograms; json: statistics.json, "
                              "TFDV's DatasetFeatureStatisticsList"),
     SKIP_ROW,
+    REPORT_ROW,
 };
 
 static const rt_setting VALIDATE[] = {
@@ -222,7 +223,8 @@ const pm_command pm_explain_command = {
 const pm_command pm_stats_command = {
     "stats",
     "predict-model stats (--dir EXPORT | --spec SPEC) [--data FILE.csv]...\n"
-    "                    [--format table|json] [--skip-header-lines N]",
+    "                    [--format table|json] [--skip-header-lines N]\n"
+    "                    [--report REPORT.html]",
     "Prints the statistics of a data set's raw inputs as TensorFlow Data Validation defines "
     "them (docs/data-validation.md): per numeric input count, missing, NaN, zeros, mean, "
     "std_dev, min, median, max, a 10-bucket equal-width histogram and the deciles; per "
