@@ -219,16 +219,20 @@ typedef struct pm_batch_out {
     uint64_t ok, failed;
 } pm_batch_out;
 
-/* What a job read (pm_batch_inputs.c): appends to b the member "inputs": [{"file",
- * "start", "end", "size", "mtime", "digest"}, ...] of job.json, one per unit (a FIFO
- * {"file", "start", "end", "fifo": true}); reads every unit's bytes once. */
+/* What a job read (pm_batch_inputs.c). pm_batch_inputs_json appends to b
+ * the member "inputs": [{"file", "start", "end", "size", "mtime"}, ...] of
+ * job.json, one per unit (a FIFO {"file", "start", "end", "fifo": true}).
+ * pm_batch_shard_record writes DIR/.shard_NNNN.json (NNNN: k + 1 in width
+ * digits) with the digest of unit u's bytes (one read of them; nothing for
+ * a FIFO), before the shard's predictions file. pm_batch_inputs_check:
+ * RT_OK when job.json's text (job_json) records units[0..n) at their sizes
+ * now and every shard k of this rank (k % size == rank) that recorded a
+ * digest still has it; else an error naming the file and what changed (the
+ * job is not to be resumed). */
 rt_status pm_batch_inputs_json(const pm_batch_unit *units, size_t n, rt_buf *b, rt_err *err);
-/* RT_OK when the job.json text job_json of the job in dir records units[0..n) as
- * they are now: each file's size, and the digest of each unit k this rank
- * scores (k % size == rank); else an error naming the file and what changed
- * (the job is not to be resumed). Entries without a digest (a FIFO, a job
- * recorded before digests) are not checked. */
-rt_status pm_batch_inputs_check(const char *job_json, size_t len, const char *dir,
+rt_status pm_batch_shard_record(const char *dir, int width, size_t k, const pm_batch_unit *u,
+                                rt_err *err);
+rt_status pm_batch_inputs_check(const char *job_json, size_t len, const char *dir, int width,
                                 const pm_batch_unit *units, size_t n, long rank, long size,
                                 rt_err *err);
 

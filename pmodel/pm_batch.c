@@ -11,8 +11,9 @@
  * re-run of the same job (same model version, inputs and options: the
  * fingerprint in job.json) finds the unfinished job directory and does only
  * the missing units, once it has checked that the input is what the job
- * read (sizes and digests in job.json, pm_batch_inputs.c). When every unit is done, rank 0 writes completion.json
- * (state and successful, failed and incomplete counts).
+ * read (sizes in job.json, each scored shard's digest: pm_batch_inputs.c).
+ * When every unit is done, rank 0 writes completion.json (state and
+ * successful, failed and incomplete counts).
  *
  * Ranks: under mpirun (or srun, any PMI launcher) each rank takes the units
  * k with k % size == rank, from the launcher's environment
@@ -314,6 +315,8 @@ static void *worker(void *arg)
         rt_status st = pm_batch_unit_run(&r->job, &r->units[k], c, &o, &err);
         if (st == RT_OK && o.errors.len > 0)
             st = rt_write_file(ep, o.errors.data, o.errors.len, &err);
+        if (st == RT_OK) /* what it read, checked before a resume */
+            st = pm_batch_shard_record(r->dir, r->width, k, &r->units[k], &err);
         if (st == RT_OK) /* last: the shard is done */
             st = rt_write_file(pp, o.predictions.data ? o.predictions.data : "",
                                o.predictions.len, &err);
@@ -671,8 +674,8 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
         snprintf(jp, sizeof jp, "%s/job.json", r->dir);
         if ((st = rt_read_file(AT_FDCWD, jp, 64u << 20, 0, &text, &len, err)))
             return st;
-        st = pm_batch_inputs_check(text, len, r->dir, r->units, r->n_units, r->rank, r->size,
-                                   err);
+        st = pm_batch_inputs_check(text, len, r->dir, r->width, r->units, r->n_units, r->rank,
+                                   r->size, err);
         free(text);
     }
     return st;
