@@ -127,6 +127,7 @@ struct pm_in {
     uint64_t lineno;    /* lines: number of the line last returned */
     size_t skip;        /* header lines still to skip (a range from 0 only) */
     size_t max_line;    /* lines: a longer one is refused, never held whole */
+    int limit_set;      /* max_line is the caller's (--max-line-bytes) */
     char *line;         /* the line being read, at most max_line + a chunk */
     size_t cap;
     char *chunk;        /* bytes read from fp, [cpos, clen) not yet taken */
@@ -278,8 +279,9 @@ rt_status pm_in_next(pm_in *in, const uint8_t **data, size_t *len, uint64_t *whe
         if (over) {
             *where = in->lineno;
             return rt_err_set(err, RT_ERR_LIMIT, "%s:%llu: the line is longer than %zu bytes "
-                              "(--max-line-bytes): %llu bytes, not read", in->path,
+                              "(%s): %llu bytes, not read", in->path,
                               (unsigned long long)in->lineno, in->max_line,
+                              in->limit_set ? "--max-line-bytes" : "the line limit",
                               (unsigned long long)took);
         }
         size_t k = 0;
@@ -310,6 +312,7 @@ int pm_in_lost(const pm_in *in, uint64_t *offset, uint64_t *bytes, int *compress
 void pm_in_set_max_line(pm_in *in, size_t max_line)
 {
     in->max_line = max_line;
+    in->limit_set = 1;
 }
 
 int pm_in_records(const pm_in *in)
