@@ -163,11 +163,31 @@ rt_status pm_in_open(const char *path, pm_in_format f, uint64_t start, uint64_t 
 /* The next row: *data and *len (valid until the next call; a line NUL-terminated,
  * without its line end), *where its line or record number in the file.
  * RT_ERR_NOTFOUND at the end; a corrupt record RT_ERR_FORMAT (the reader
- * goes on with the next record when it can, rt_tfrecord_next). */
+ * goes on with the next record when it can, rt_tfrecord_next); a line longer
+ * than the line limit RT_ERR_LIMIT ("FILE:LINE: the line is longer than N
+ * bytes ...", *where its number; its bytes are skipped, never held whole, and
+ * the next call reads the next line). */
 rt_status pm_in_next(pm_in *in, const uint8_t **data, size_t *len, uint64_t *where, rt_err *err);
+/* The line limit of in's lines, in bytes without the line end
+ * (PM_MAX_LINE_DEFAULT unless set: batch-predict's --max-line-bytes). */
+#define PM_MAX_LINE_DEFAULT ((size_t)16 << 20)
+void pm_in_set_max_line(pm_in *in, size_t max_line);
+/* After pm_in_next refused a record: 1 when the reader cannot go on (a
+ * corrupt length, a truncated file or gzip stream: TensorFlow's reader raises
+ * DataLossError there), with *offset the record's stream offset, *bytes the
+ * bytes of the range left unread (of the compressed file when *compressed);
+ * 0 when it goes on with the next record (corrupt data) or for lines. */
+int pm_in_lost(const pm_in *in, uint64_t *offset, uint64_t *bytes, int *compressed);
 /* 1 when the rows are records ("record N" in messages), 0 for lines. */
 int pm_in_records(const pm_in *in);
 void pm_in_close(pm_in *in);
+
+/* 0 when s[0..n) is exactly one JSON value as RFC 8259 writes it (strict:
+ * valid escapes and UTF-8, no raw control bytes, JSON's number grammar, white
+ * space only around it); else -1 with *at the byte offset where it stops
+ * being one and *why what is wrong there (a static string). at, why may be
+ * NULL. pm_json_check.c. */
+int pm_json_check(const char *s, size_t n, size_t *at, const char **why);
 
 /* ------------------------ batch-predict (pm_batch.c, pm_batch_unit.c) */
 
@@ -184,6 +204,7 @@ typedef struct pm_batch_job {
     int as_array;                 /* --instance-type array */
     int csv_out;                  /* --predictions-format csv: CSV lines with a header */
     size_t batch_size;
+    size_t max_line;              /* --max-line-bytes: a longer line is an error record */
 } pm_batch_job;
 
 /* One unit of work: a file, or the rows that begin in a byte range of it. */
@@ -199,12 +220,31 @@ typedef struct pm_batch_out {
     uint64_t ok, failed;
 } pm_batch_out;
 
+/* What a job read (pm_batch_inputs.c). pm_batch_inputs_json appends to b
+ * the member "inputs": [{"file", "start", "end", "size", "mtime"}, ...] of
+ * job.json, one per unit (a FIFO {"file", "start", "end", "fifo": true}).
+ * pm_batch_shard_record writes DIR/.shard_NNNN.json (NNNN: k + 1 in width
+ * digits) with the digest of unit u's bytes (one read of them; nothing for
+ * a FIFO), before the shard's predictions file. pm_batch_inputs_check:
+ * RT_OK when job.json's text (job_json) records units[0..n) at their sizes
+ * now and every shard k of this rank (k % size == rank) that recorded a
+ * digest still has it; else an error naming the file and what changed (the
+ * job is not to be resumed). */
+rt_status pm_batch_inputs_json(const pm_batch_unit *units, size_t n, rt_buf *b, rt_err *err);
+rt_status pm_batch_shard_record(const char *dir, int width, size_t k, const pm_batch_unit *u,
+                                rt_err *err);
+rt_status pm_batch_inputs_check(const char *job_json, size_t len, const char *dir, int width,
+                                const pm_batch_unit *units, size_t n, long rank, long size,
+                                rt_err *err);
+
 /* Scores unit u: each row becomes an instance (as docs/batch-prediction.md
  * says per format), batches of job->batch_size go through rt_json_handle
  * (predictd's :predict path; a batch that fails is run instance by
  * instance), every prediction is appended to out->predictions as
  * {"instance"|"key": ..., "prediction": ...} and every failure to
- * out->errors as {"instance": ..., "error": {"code", "message"}}; with
+ * out->errors as {["key": ..., ]"instance": ..., "error": {"code", "message"}}
+ * (every line JSON: an instance that is not is its text as a string; the
+ * message begins with FILE:LINE or FILE: record N; in input order); with
  * job->csv_out, CSV lines instead, each buffer's first line its header
  * (docs/batch-prediction.md, "CSV predictions"). RT_OK
  * unless the unit cannot be read at all (an I/O error) or memory runs out;
@@ -242,6 +282,15 @@ rt_status pm_stats_of_files(const Predictd__ModelDef *def, const char *const *fi
 int pm_stats_skip_lines(const char *s, size_t *skip);
 /* Prints s as tables (numeric, string features, histograms). */
 void pm_stats_table(const rt_stats *s, FILE *o);
+/* The HTML of data-set statistics (pm_stats_report.c). pm_stats_html: the
+ * self-contained page of s (stats --report), title and what in its header.
+ * pm_html_hist: an SVG of t's equal-width histogram, with d's overlaid
+ * (validate: training blue, data orange; d NULL: t alone); pm_html_values:
+ * a table of the most frequent values, t's and d's shares side by side (d
+ * NULL: t's counts and shares). */
+void pm_stats_html(const rt_stats *s, const char *title, const char *what, rt_buf *b);
+void pm_html_hist(rt_buf *b, const rt_feature_stats *t, const rt_feature_stats *d);
+void pm_html_values(rt_buf *b, const rt_feature_stats *t, const rt_feature_stats *d);
 /* pm_report.c's page style and HTML escaping, for the validate report. */
 const char *pm_report_css(void);
 int pm_html_esc(rt_buf *b, const char *s);

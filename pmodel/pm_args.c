@@ -113,6 +113,10 @@ static const rt_setting EXPLAIN[] = {
     STR_ROW("json-request", json_request, "FILE",
             "a whole :explain body instead of --json-instances (\"-\" is stdin)"),
     BOOL_ROW("timing", timing, "prints the time taken and the model rows evaluated to stderr"),
+    FORMAT_ROW("json|table", "json (default): predictd's :explain answer, byte for byte; "
+                             "table: per instance and output, the feature attributions from "
+                             "the largest |attribution| down, with the output's value and "
+                             "baseline"),
 };
 
 static const rt_setting STATS[] = {
@@ -123,6 +127,7 @@ static const rt_setting STATS[] = {
     FORMAT_ROW("table|json", "table (default): tables and histograms; json: statistics.json, "
                              "TFDV's DatasetFeatureStatisticsList"),
     SKIP_ROW,
+    REPORT_ROW,
 };
 
 static const rt_setting VALIDATE[] = {
@@ -206,8 +211,9 @@ const pm_command pm_explain_command = {
     "explain",
     "predict-model explain --dir EXPORT --json-instances FILE\n"
     "                      [--explanation-spec-override FILE | --method METHOD]\n"
-    "                      [--timing]\n"
-    "predict-model explain --dir EXPORT --json-request FILE [--timing]",
+    "                      [--timing] [--format json|table]\n"
+    "predict-model explain --dir EXPORT --json-request FILE [--timing]\n"
+    "                      [--format json|table]",
     "Explains the model's predictions for the instances of FILE (one JSON instance per "
     "line) and prints the answer predictd's :explain gives, byte for byte: Vertex AI's "
     "{\"explanations\": [...], \"predictions\": [...]}. docs/explanations.md describes the "
@@ -220,7 +226,8 @@ const pm_command pm_explain_command = {
 const pm_command pm_stats_command = {
     "stats",
     "predict-model stats (--dir EXPORT | --spec SPEC) [--data FILE.csv]...\n"
-    "                    [--format table|json] [--skip-header-lines N]",
+    "                    [--format table|json] [--skip-header-lines N]\n"
+    "                    [--report REPORT.html]",
     "Prints the statistics of a data set's raw inputs as TensorFlow Data Validation defines "
     "them (docs/data-validation.md): per numeric input count, missing, NaN, zeros, mean, "
     "std_dev, min, median, max, a 10-bucket equal-width histogram and the deciles; per "
@@ -364,7 +371,7 @@ static const char *check(const pm_opts *o)
     if (show && o->all && o->signature)
         return "--all and --signature_def: give one of them";
     if (o->format && strcmp(o->format, "json") != 0 &&
-        !((predict || reads_csv) && !strcmp(o->format, "table")) &&
+        !((predict || reads_csv || explain) && !strcmp(o->format, "table")) &&
         !(transform && !strcmp(o->format, "text")))
         return "";
     return NULL;

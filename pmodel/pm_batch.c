@@ -10,8 +10,10 @@
  * predictions file last: a unit whose predictions file exists is done. A
  * re-run of the same job (same model version, inputs and options: the
  * fingerprint in job.json) finds the unfinished job directory and does only
- * the missing units. When every unit is done, rank 0 writes completion.json
- * (state and successful, failed and incomplete counts).
+ * the missing units, once it has checked that the input is what the job
+ * read (sizes in job.json, each scored shard's digest: pm_batch_inputs.c).
+ * When every unit is done, rank 0 writes completion.json (state and
+ * successful, failed and incomplete counts).
  *
  * Ranks: under mpirun (or srun, any PMI launcher) each rank takes the units
  * k with k % size == rank, from the launcher's environment
@@ -46,7 +48,7 @@ typedef struct batch_flags {
     int pfmt;
     int batch_size, threads;
     size_t skip;
-    uint64_t shard_bytes;
+    uint64_t shard_bytes, max_line;
     int progress; /* -1 auto, 0 quiet, 1 lines, 2 bar */
 } batch_flags;
 
@@ -101,6 +103,10 @@ static const rt_setting FLAGS[] = {
     {.name = "shard-bytes", .type = RT_SET_U64, .where = RT_SET_FLAG, .lo = 1,
      .hi = INT64_MAX, .def = 64 << 20, .offset = BF(shard_bytes, uint64_t), .arg = "N",
      .help = "cut plain files larger than N bytes into shards"},
+    {.name = "max-line-bytes", .type = RT_SET_U64, .where = RT_SET_FLAG, .lo = 1,
+     .hi = 1u << 30, .def = 16 << 20, .offset = BF(max_line, uint64_t), .arg = "N",
+     .help = "a longer input line is an error record (not read into memory); the next line "
+             "is read"},
     {.name = "progress", .type = RT_SET_ENUM, .where = RT_SET_FLAG, .choices = PROGRESS,
      .def = -1, .offset = BF(progress, int),
      .help = "auto: a bar on a terminal, lines otherwise"},
@@ -242,6 +248,7 @@ typedef struct run {
     rt_status st;
     rt_err err;
     uint64_t done_units, ok, failed;
+    uint64_t lost;      /* data losses completion.json reports */
     int progress;       /* 0 quiet, 1 lines, 2 bar */
     double t0;
 } run;
@@ -308,6 +315,8 @@ static void *worker(void *arg)
         rt_status st = pm_batch_unit_run(&r->job, &r->units[k], c, &o, &err);
         if (st == RT_OK && o.errors.len > 0)
             st = rt_write_file(ep, o.errors.data, o.errors.len, &err);
+        if (st == RT_OK) /* what it read, checked before a resume */
+            st = pm_batch_shard_record(r->dir, r->width, k, &r->units[k], &err);
         if (st == RT_OK) /* last: the shard is done */
             st = rt_write_file(pp, o.predictions.data ? o.predictions.data : "",
                                o.predictions.len, &err);
@@ -386,8 +395,9 @@ static rt_status make_units(run *r, char **files, size_t n_files, uint64_t shard
 }
 
 /* The job's fingerprint: what makes a re-run the same job — the model
- * version's path, the input files' paths (not their contents: a file
- * rewritten between runs is the job's own business) and the options. */
+ * version's path, the input files' paths and the options. Their contents
+ * are not in it: job.json records what each unit read and a resume over
+ * changed input is refused (pm_batch_inputs.c). */
 static uint64_t fingerprint(const char *version_dir, char **files, size_t n_files,
                             const char *const *opts, size_t n_opts)
 {
@@ -404,9 +414,40 @@ static uint64_t fingerprint(const char *version_dir, char **files, size_t n_file
     return fp;
 }
 
+/* The launch (mpirun, srun) this process is a rank of, from the launcher's
+ * environment, into buf; "" when none is known. */
+static void launch_id(char *buf, size_t n)
+{
+    const char *v = getenv("PMIX_NAMESPACE"), *step = getenv("SLURM_STEP_ID");
+    if (v && *v)
+        snprintf(buf, n, "pmix:%s", v);
+    else if ((v = getenv("OMPI_MCA_ess_base_jobid")) && *v)
+        snprintf(buf, n, "ompi:%s", v);
+    else if ((v = getenv("SLURM_JOB_ID")) && *v)
+        snprintf(buf, n, "slurm:%s.%s", v, step ? step : "");
+    else
+        buf[0] = '\0';
+}
+
+/* 1 when the job directory dir (under out_dir) was opened by rank 0 of the
+ * launch launch (its .launch file, which rank 0 writes before it scores). */
+static int same_launch(const char *out_dir, const char *dir, const char *launch)
+{
+    char p[PATH_MAX], *text = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/%s/.launch", out_dir, dir);
+    if (!launch || !*launch || rt_read_file(AT_FDCWD, p, 4096, 0, &text, &len, NULL) != RT_OK)
+        return 0;
+    int same = len == strlen(launch) && memcmp(text, launch, len) == 0;
+    free(text);
+    return same;
+}
+
 /* An unfinished job directory of this fingerprint under out_dir (the newest
- * name), or NULL. */
-static char *find_job(const char *out_dir, const char *prefix, uint64_t fp)
+ * name), or NULL; with launch (ranks above 0), a finished one too when rank 0
+ * of the same launch opened it: rank 0 may finish before another rank looks
+ * (a rank without shards, or whose shards were done). */
+static char *find_job(const char *out_dir, const char *prefix, uint64_t fp, const char *launch)
 {
     DIR *d = opendir(out_dir);
     if (!d)
@@ -420,12 +461,12 @@ static char *find_job(const char *out_dir, const char *prefix, uint64_t fp)
             continue;
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/%s/completion.json", out_dir, e->d_name);
-        if (exists(p))
+        if (exists(p) && !same_launch(out_dir, e->d_name, launch))
             continue;
         snprintf(p, sizeof p, "%s/%s/job.json", out_dir, e->d_name);
         char *text = NULL;
         size_t len = 0;
-        if (rt_read_file(AT_FDCWD, p, 1u << 20, 0, &text, &len, NULL) != RT_OK)
+        if (rt_read_file(AT_FDCWD, p, 64u << 20, 0, &text, &len, NULL) != RT_OK)
             continue;
         int match = strstr(text, want) != NULL;
         free(text);
@@ -438,10 +479,57 @@ static char *find_job(const char *out_dir, const char *prefix, uint64_t fp)
     return best;
 }
 
-/* completion.json: Vertex's completionStats, with the job's output. */
+/* The DATA_LOSS lines (google.rpc.Code 15) of an errors file's text: their
+ * count, each message appended to losses as a JSON string (", "-separated). */
+static uint64_t data_losses(const char *text, size_t len, int csv, rt_buf *losses)
+{
+    const char *mark = csv ? "{\"\"code\"\": 15, \"\"message\"\": " : "\"error\": {\"code\": 15, ";
+    uint64_t n = 0;
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char *line = strndup(p, ll);
+        const char *at = line ? strstr(line, mark) : NULL;
+        if (at) {
+            cJSON *j = NULL;
+            if (csv) { /* the errors field: quoted, its quotes doubled */
+                rt_buf un;
+                rt_buf_init(&un);
+                for (const char *q = at; *q && !(q[0] == '"' && q[1] != '"'); q++) {
+                    rt_buf_append(&un, q, 1);
+                    if (q[0] == '"')
+                        q++;
+                }
+                j = un.data ? cJSON_ParseWithLength(un.data, un.len) : NULL;
+                rt_buf_free(&un);
+            } else {
+                cJSON *whole = cJSON_Parse(line);
+                j = cJSON_DetachItemFromObjectCaseSensitive(whole, "error");
+                cJSON_Delete(whole);
+            }
+            const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "message");
+            if (cJSON_IsString(m)) {
+                rt_buf_puts(losses, losses->len ? ", " : "");
+                rt_buf_json_string(losses, m->valuestring, strlen(m->valuestring));
+            }
+            cJSON_Delete(j);
+            n++;
+        }
+        free(line);
+        p += ll + 1;
+    }
+    return n;
+}
+
+/* completion.json: Vertex's completionStats, with the job's output. A data
+ * loss (a TFRecord file that could not be read to its end) makes the state
+ * JOB_STATE_PARTIALLY_SUCCEEDED, counts once in incompleteCount (the records
+ * after it cannot be counted) and is named in "dataLoss"; r->lost counts them. */
 static rt_status write_completion(run *r, rt_err *err)
 {
     uint64_t ok = 0, failed = 0, incomplete = 0;
+    rt_buf losses;
+    rt_buf_init(&losses);
     for (size_t k = 0; k < r->n_units; k++) {
         char p[PATH_MAX];
         for (int which = 0; which < 2; which++) {
@@ -451,26 +539,42 @@ static rt_status write_completion(run *r, rt_err *err)
             rt_status st = rt_read_file(AT_FDCWD, p, SIZE_MAX - 1, 0, &text, &len, err);
             if (st == RT_ERR_NOTFOUND && which == 1)
                 continue;
-            if (st)
+            if (st) {
+                rt_buf_free(&losses);
                 return st;
+            }
             uint64_t lines = 0;
             for (size_t i = 0; i < len; i++)
                 lines += text[i] == '\n';
             if (r->job.csv_out && lines > 0)
                 lines--; /* the header */
+            if (which == 1) {
+                uint64_t lost = data_losses(text, len, r->job.csv_out, &losses);
+                lines -= lost;
+                incomplete += lost;
+            }
             free(text);
             *(which ? &failed : &ok) += lines;
         }
     }
     rt_buf b;
     rt_buf_init(&b);
-    rt_buf_printf(&b, "{\"state\": \"JOB_STATE_SUCCEEDED\", \"completionStats\": "
+    rt_buf_printf(&b, "{\"state\": \"%s\", \"completionStats\": "
                   "{\"successfulCount\": %llu, \"failedCount\": %llu, \"incompleteCount\": "
                   "%llu}, \"shards\": %zu, \"outputInfo\": {\"outputDirectory\": ",
+                  incomplete ? "JOB_STATE_PARTIALLY_SUCCEEDED" : "JOB_STATE_SUCCEEDED",
                   (unsigned long long)ok, (unsigned long long)failed,
                   (unsigned long long)incomplete, r->n_units);
     rt_buf_json_string(&b, r->dir, strlen(r->dir));
-    rt_buf_puts(&b, "}}\n");
+    rt_buf_puts(&b, "}");
+    if (incomplete) {
+        rt_buf_puts(&b, ", \"dataLoss\": [");
+        rt_buf_append(&b, losses.data ? losses.data : "", losses.len);
+        rt_buf_puts(&b, "]");
+    }
+    rt_buf_puts(&b, "}\n");
+    r->lost = incomplete;
+    rt_buf_free(&losses);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/completion.json", r->dir);
     rt_status st = rt_buf_failed(&b) ? rt_err_set(err, RT_ERR_NOMEM, "out of memory")
@@ -492,12 +596,16 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
     rt_status st = rt_mkdirs(out_dir, err);
     if (st)
         return st;
-    char *name = find_job(out_dir, prefix, fp);
+    char launch[300];
+    launch_id(launch, sizeof launch);
+    const char *mine = r->rank > 0 ? launch : NULL;
+    char *name = find_job(out_dir, prefix, fp, mine);
+    int found = name != NULL || r->rank > 0;
     if (!name && r->rank > 0) { /* rank 0 makes it: wait for it */
         for (int i = 0; i < 6000 && !name; i++) {
             struct timespec ts = {0, 50 * 1000 * 1000};
             nanosleep(&ts, NULL);
-            name = find_job(out_dir, prefix, fp);
+            name = find_job(out_dir, prefix, fp, mine);
         }
         if (!name)
             return rt_err_set(err, RT_ERR_IO, "%s: rank 0 made no job directory in 300 s",
@@ -527,20 +635,17 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
         rt_buf_printf(&b, "{\"fingerprint\": \"%016llx\", \"model\": ", (unsigned long long)fp);
         rt_buf_json_string(&b, version_dir, strlen(version_dir));
         rt_buf_printf(&b, ", \"instancesFormat\": \"%s\", \"predictionsFormat\": \"%s\", "
-                      "\"shards\": %zu, \"inputs\": [", pm_in_format_name(r->job.format),
+                      "\"shards\": %zu, ", pm_in_format_name(r->job.format),
                       r->job.csv_out ? "csv" : "jsonl", r->n_units);
-        for (size_t k = 0; k < r->n_units; k++) {
-            rt_buf_puts(&b, k ? ", " : "");
-            rt_buf_printf(&b, "{\"file\": ");
-            rt_buf_json_string(&b, r->units[k].path, strlen(r->units[k].path));
-            rt_buf_printf(&b, ", \"start\": %llu, \"end\": %llu}",
-                          (unsigned long long)r->units[k].start,
-                          (unsigned long long)r->units[k].end);
-        }
-        rt_buf_puts(&b, "]}\n");
+        st = pm_batch_inputs_json(r->units, r->n_units, &b, err);
+        rt_buf_puts(&b, "}\n");
         char jp[PATH_MAX + 16];
         snprintf(jp, sizeof jp, "%s/job.json", tmp);
-        st = rt_write_file(jp, b.data, b.len, err);
+        if (st == RT_OK)
+            st = rt_write_file(jp, b.data, b.len, err);
+        snprintf(jp, sizeof jp, "%s/.launch", tmp);
+        if (st == RT_OK && launch[0])
+            st = rt_write_file(jp, launch, strlen(launch), err);
         rt_buf_free(&b);
         if (st == RT_OK)
             st = rt_rename_durable(tmp, fin, err);
@@ -555,7 +660,25 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
     if (r->dir)
         snprintf(r->dir, dl, "%s/%s", out_dir, name);
     free(name);
-    return r->dir ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (!r->dir)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (found && r->rank == 0 && launch[0]) { /* this launch's, before a shard is scored */
+        char lp[PATH_MAX + 16];
+        snprintf(lp, sizeof lp, "%s/.launch", r->dir);
+        if ((st = rt_write_file(lp, launch, strlen(launch), err)))
+            return st;
+    }
+    if (found) { /* a resume: only over the input the job read */
+        char jp[PATH_MAX + 16], *text = NULL;
+        size_t len = 0;
+        snprintf(jp, sizeof jp, "%s/job.json", r->dir);
+        if ((st = rt_read_file(AT_FDCWD, jp, 64u << 20, 0, &text, &len, err)))
+            return st;
+        st = pm_batch_inputs_check(text, len, r->dir, r->width, r->units, r->n_units, r->rank,
+                                   r->size, err);
+        free(text);
+    }
+    return st;
 }
 
 const pm_command pm_batch_command = {
@@ -611,6 +734,7 @@ static int job_options(const batch_flags *f, run *r, const char ***fields)
     r->progress = f->progress >= 0 ? f->progress : isatty(2) ? 2 : 1;
     r->job.batch_size = (size_t)(uint64_t)f->batch_size;
     r->job.skip_header = (size_t)(uint64_t)f->skip;
+    r->job.max_line = (size_t)f->max_line;
     r->job.key_field = f->key;
     r->job.as_array = itype && strcmp(itype, "array") == 0;
     r->job.excluded = excl != NULL;
@@ -646,13 +770,40 @@ static rt_status start_job(run *r, const batch_flags *f, const char *vdir, char 
     rt_status st = make_units(r, files, n_files, shard_bytes, err);
     if (st)
         return st;
+    if (r->n_units < (size_t)r->size) { /* fewer shards than ranks: cut finer */
+        uint64_t total = 0;
+        for (size_t i = 0; i < n_files; i++) {
+            struct stat sb;
+            if (stat(files[i], &sb) == 0 && S_ISREG(sb.st_mode))
+                total += (uint64_t)sb.st_size;
+        }
+        uint64_t finer = total / (uint64_t)r->size;
+        if (finer > 0 && finer < shard_bytes) {
+            free(r->units);
+            r->units = NULL;
+            r->n_units = 0;
+            if ((st = make_units(r, files, n_files, finer, err)))
+                return st;
+            if (r->rank == 0 && r->progress)
+                fprintf(stderr, "INFO: batch-predict: the input (%llu bytes) is less than one "
+                        "shard (--shard-bytes %llu) for each of the %ld ranks: cut into shards "
+                        "of %llu bytes (%zu shards)\n", (unsigned long long)total,
+                        (unsigned long long)shard_bytes, r->size, (unsigned long long)finer,
+                        r->n_units);
+            shard_bytes = finer;
+        }
+    }
+    if ((size_t)r->rank >= r->n_units && r->progress)
+        fprintf(stderr, "INFO: batch-predict: rank %ld of %ld has no shard to score: the job "
+                "has %zu shard%s (a gzip file is never cut, a TFRecord file only at its "
+                "records)\n", r->rank, r->size, r->n_units, r->n_units == 1 ? "" : "s");
     r->width = 4;
     for (size_t n = r->n_units; n >= 10000; n /= 10)
         r->width++;
     char opts_num[128];
-    snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d%s", pm_in_format_name(r->job.format),
+    snprintf(opts_num, sizeof opts_num, "%s %llu %llu %d%s %zu", pm_in_format_name(r->job.format),
              (unsigned long long)skip_h, (unsigned long long)shard_bytes, r->job.as_array,
-             r->job.csv_out ? " csv" : "");
+             r->job.csv_out ? " csv" : "", r->job.max_line);
     const char *opts[] = {opts_num, f->key, f->incl, f->excl};
     uint64_t fp = fingerprint(vdir, files, n_files, opts, 4);
     const char *model = def->model_name && *def->model_name ? def->model_name : "model";
@@ -746,6 +897,13 @@ static int batch_predict(const batch_flags *f)
         (st = run_units(&r, (uint64_t)f->threads, &err)))
         goto fail;
     rc = 0;
+    if (r.lost) { /* never success over lost data */
+        fprintf(stderr, "%spredict-model batch-predict: JOB_STATE_PARTIALLY_SUCCEEDED: %llu "
+                "data loss%s (TFRecord files not read to their end): see %s/completion.json "
+                "and the errors files (code 15)\n", r.progress == 2 ? "\n" : "",
+                (unsigned long long)r.lost, r.lost == 1 ? "" : "es", r.dir);
+        rc = 1;
+    }
     goto out;
 fail:
     fprintf(stderr, "%spredict-model batch-predict: %s\n", r.progress == 2 ? "\n" : "",

@@ -120,6 +120,36 @@ static int key_is(const member *m, const char *name)
     return strlen(name) == m->klen && memcmp(m->k, name, m->klen) == 0;
 }
 
+/* The value of member name in s[0..n), a JSON object's text that may be
+ * malformed past it: the members are read up to the first that is not one
+ * (a key is kept "when it can be read"). 1 with *v, *vlen; 0 when the members
+ * before the damage do not hold it. */
+static int salvage_key(const char *s, size_t n, const char *name, const char **v, size_t *vlen)
+{
+    size_t i = skip_ws(s, n, 0);
+    if (i >= n || s[i] != '{')
+        return 0;
+    for (i = skip_ws(s, n, i + 1); i < n && s[i] == '"';) {
+        size_t ke = json_skip(s, n, i), c = ke ? skip_ws(s, n, ke) : n;
+        if (c >= n || s[c] != ':')
+            return 0;
+        size_t vs = skip_ws(s, n, c + 1), ve = json_skip(s, n, vs);
+        if (!ve)
+            return 0;
+        member m = {s + i + 1, s + vs, ke - i - 2, ve - vs};
+        if (key_is(&m, name) && pm_json_check(m.v, m.vlen, NULL, NULL) == 0) {
+            *v = m.v;
+            *vlen = m.vlen;
+            return 1;
+        }
+        i = skip_ws(s, n, ve);
+        if (i >= n || s[i] != ',')
+            return 0;
+        i = skip_ws(s, n, i + 1);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ encoding */
 
 static void put_b64(rt_buf *b, const uint8_t *p, size_t n)
@@ -286,6 +316,8 @@ typedef struct unit_state {
     /* the batch being gathered: instances and keys (JSON texts) in bufs */
     rt_buf inst, keys, body, ans;
     size_t *io, *il, *ko, *kl; /* offsets and lengths into inst / keys */
+    uint64_t *at;              /* each instance's line (or record) number */
+    int records;               /* rows are records ("FILE: record N"), not lines */
     size_t n, cap;
     member *mem;
     size_t mem_cap;
@@ -331,10 +363,15 @@ static void csv_field(rt_buf *b, const char *p, size_t n)
     rt_buf_append(b, "\"", 1);
 }
 
-static void error_line(unit_state *s, const char *inst, size_t ilen, int as_text, int code,
-                       const char *msg)
+/* An errors-file line: the instance (its JSON text, or with as_text, or when
+ * the text is not JSON, the text as a JSON string: every line is JSON), the
+ * --key-field value when it was read (key, klen; JSONL output), the status. */
+static void error_line_key(unit_state *s, const char *key, size_t klen, const char *inst,
+                           size_t ilen, int as_text, int code, const char *msg)
 {
     rt_buf *e = &s->out->errors;
+    if (!as_text && pm_json_check(inst, ilen, NULL, NULL) != 0)
+        as_text = 1;
     if (s->job->csv_out) { /* instance,errors: the instance's JSON text, the status's */
         rt_buf *t = &s->cell;
         if (e->len == 0)
@@ -355,7 +392,13 @@ static void error_line(unit_state *s, const char *inst, size_t ilen, int as_text
         s->out->failed++;
         return;
     }
-    rt_buf_puts(e, "{\"instance\": ");
+    rt_buf_puts(e, "{");
+    if (key && pm_json_check(key, klen, NULL, NULL) == 0) {
+        rt_buf_puts(e, "\"key\": ");
+        rt_buf_append(e, key, klen);
+        rt_buf_puts(e, ", ");
+    }
+    rt_buf_puts(e, "\"instance\": ");
     if (as_text)
         rt_buf_json_string(e, inst, ilen);
     else
@@ -364,6 +407,12 @@ static void error_line(unit_state *s, const char *inst, size_t ilen, int as_text
     rt_buf_json_string(e, msg, strlen(msg));
     rt_buf_puts(e, "}}\n");
     s->out->failed++;
+}
+
+static void error_line(unit_state *s, const char *inst, size_t ilen, int as_text, int code,
+                       const char *msg)
+{
+    error_line_key(s, NULL, 0, inst, ilen, as_text, code, msg);
 }
 
 /* A prediction as CSV: the instance's (or key's) JSON text, then one field
@@ -466,6 +515,31 @@ static rt_status run_some(unit_state *s, size_t k0, size_t k1, size_t *po, size_
     return RT_OK;
 }
 
+/* "FILE:LINE" (or "FILE: record N") of row number at, into where[n]. */
+static void row_where(const unit_state *s, uint64_t at, char *where, size_t n)
+{
+    if (s->records)
+        snprintf(where, n, "%s: record %llu", s->u->path, (unsigned long long)at);
+    else
+        snprintf(where, n, "%s:%llu", s->u->path, (unsigned long long)at);
+}
+
+/* The model's refusal of instance k of the batch, run alone: its message
+ * ("instances[0].age: ...") named by the row ("FILE:LINE: instance.age:
+ * ..."), with the instance's key. */
+static void model_error(unit_state *s, size_t k, rt_status st, const char *why)
+{
+    char where[300], msg[1024];
+    row_where(s, s->at[k], where, sizeof where);
+    const char *first = "instances[0]";
+    if (strncmp(why, first, strlen(first)) == 0)
+        snprintf(msg, sizeof msg, "%s: instance%s", where, why + strlen(first));
+    else
+        snprintf(msg, sizeof msg, "%s: %s", where, why);
+    error_line_key(s, s->job->key_field ? s->keys.data + s->ko[k] : NULL, s->kl[k],
+                   s->inst.data + s->io[k], s->il[k], 0, rpc_code(st), msg);
+}
+
 static rt_status flush_batch(unit_state *s)
 {
     if (s->n == 0)
@@ -489,7 +563,7 @@ static rt_status flush_batch(unit_state *s)
             else if (st == RT_ERR_NOMEM)
                 break;
             else
-                error_line(s, s->inst.data + s->io[k], s->il[k], 0, rpc_code(st), why.msg);
+                model_error(s, k, st, why.msg);
         }
         if (st != RT_ERR_NOMEM)
             st = RT_OK;
@@ -504,7 +578,22 @@ static rt_status flush_batch(unit_state *s)
 
 /* Applies the instanceConfig to base (a JSON value) and queues the instance.
  * where: "FILE:LINE" or "FILE: record N" for messages. */
-static rt_status queue(unit_state *s, const char *base, size_t blen, const char *where)
+/* An error of a row read before the queued ones' answers: the batch is run
+ * first, so the errors file stays in input order. */
+static rt_status row_error(unit_state *s, const char *inst, size_t ilen, int as_text, int code,
+                           const char *msg)
+{
+    rt_status st = flush_batch(s);
+    const char *key = NULL;
+    size_t klen = 0;
+    if (s->job->key_field && s->job->format == PM_IN_JSONL && ilen > 0)
+        salvage_key(inst, ilen, s->job->key_field, &key, &klen);
+    error_line_key(s, key, klen, inst, ilen, as_text, code, msg);
+    return st;
+}
+
+static rt_status queue(unit_state *s, const char *base, size_t blen, const char *where,
+                       uint64_t at)
 {
     const pm_batch_job *job = s->job;
     if (rt_grow(&s->io, &s->cap, s->n + 1, sizeof *s->io) != 0)
@@ -512,7 +601,8 @@ static rt_status queue(unit_state *s, const char *base, size_t blen, const char 
     size_t cap = s->cap; /* the four arrays grow together */
     if (!(s->il = realloc(s->il, cap * sizeof *s->il)) ||
         !(s->ko = realloc(s->ko, cap * sizeof *s->ko)) ||
-        !(s->kl = realloc(s->kl, cap * sizeof *s->kl)))
+        !(s->kl = realloc(s->kl, cap * sizeof *s->kl)) ||
+        !(s->at = realloc(s->at, cap * sizeof *s->at)))
         return RT_ERR_NOMEM;
     size_t io = s->inst.len, ko = s->keys.len;
     if (!job->key_field && !job->fields && !job->as_array) {
@@ -526,21 +616,19 @@ static rt_status queue(unit_state *s, const char *base, size_t blen, const char 
             snprintf(msg, sizeof msg, "%s: the instance is not a JSON object (--key-field, "
                      "--included-fields, --excluded-fields and --instance-type read objects)",
                      where);
-            error_line(s, base, blen, 0, 3, msg);
-            return RT_OK;
+            return row_error(s, base, blen, 0, 3, msg);
         }
         if (job->key_field) {
-            long at = -1;
+            long ki = -1;
             for (long i = 0; i < nm; i++)
                 if (key_is(&s->mem[i], job->key_field))
-                    at = i;
-            if (at < 0) {
+                    ki = i;
+            if (ki < 0) {
                 snprintf(msg, sizeof msg, "%s: key field \"%s\" missing", where,
                          job->key_field);
-                error_line(s, base, blen, 0, 3, msg);
-                return RT_OK;
+                return row_error(s, base, blen, 0, 3, msg);
             }
-            rt_buf_append(&s->keys, s->mem[at].v, s->mem[at].vlen);
+            rt_buf_append(&s->keys, s->mem[ki].v, s->mem[ki].vlen);
         }
         rt_buf_puts(&s->inst, job->as_array ? "[" : "{");
         int first = 1;
@@ -576,6 +664,7 @@ static rt_status queue(unit_state *s, const char *base, size_t blen, const char 
     s->il[s->n] = s->inst.len - io;
     s->ko[s->n] = ko;
     s->kl[s->n] = s->keys.len - ko;
+    s->at[s->n] = at;
     s->n++;
     return s->n >= job->batch_size ? flush_batch(s) : RT_OK;
 }
@@ -588,24 +677,23 @@ static rt_status one_row(unit_state *s, const uint8_t *data, size_t len, uint64_
     const Predictd__ModelDef *def = rt_model_def(job->m);
     Predictd__Receiver recv = def->receiver;
     char where[300];
-    if (records)
-        snprintf(where, sizeof where, "%s: record %llu", s->u->path, (unsigned long long)at);
-    else
-        snprintf(where, sizeof where, "%s:%llu", s->u->path, (unsigned long long)at);
+    (void)records;
+    row_where(s, at, where, sizeof where);
     rt_err why;
     rt_buf_reset(&s->scratch);
     size_t nc = def->n_raw_columns;
     switch (job->format) {
     case PM_IN_JSONL: {
         const char *t = (const char *)data;
-        size_t i = skip_ws(t, len, 0), e = json_skip(t, len, i);
-        if (!e || skip_ws(t, len, e) != len) {
+        size_t i = skip_ws(t, len, 0), e = json_skip(t, len, i), bad = 0;
+        const char *what = NULL;
+        if (pm_json_check(t, len, &bad, &what) != 0 || !e) {
             char msg[400];
-            snprintf(msg, sizeof msg, "%s: not one JSON value", where);
-            error_line(s, t, len, 1, 3, msg);
-            return RT_OK;
+            snprintf(msg, sizeof msg, "%s: not one JSON value (at byte %zu: %s)", where,
+                     bad + 1, what ? what : "not a JSON value");
+            return row_error(s, t, len, 1, 3, msg);
         }
-        return queue(s, t + i, e - i, where);
+        return queue(s, t + i, e - i, where, at);
     }
     case PM_IN_FILE_LIST: {
         char *content = NULL;
@@ -615,8 +703,8 @@ static rt_status one_row(unit_state *s, const uint8_t *data, size_t len, uint64_
         if (st) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s: %s", where, why.msg);
-            error_line(s, (const char *)data, len, 1, rpc_code(st), msg);
-            return st == RT_ERR_NOMEM ? st : RT_OK;
+            rt_status fst = row_error(s, (const char *)data, len, 1, rpc_code(st), msg);
+            return st == RT_ERR_NOMEM ? st : fst;
         }
         put_b64(&s->scratch, (const uint8_t *)content, clen);
         free(content);
@@ -633,8 +721,7 @@ static rt_status one_row(unit_state *s, const uint8_t *data, size_t len, uint64_
             snprintf(msg, sizeof msg, "%s: %s", where, why.msg);
             rt_buf_reset(&s->scratch);
             put_b64(&s->scratch, data, len);
-            error_line(s, s->scratch.data, s->scratch.len, 0, 3, msg);
-            return RT_OK;
+            return row_error(s, s->scratch.data, s->scratch.len, 0, 3, msg);
         }
         for (size_t c = 0; c < nc; c++)
             s->have[c] = 1; /* missing features are empty cells: defaults apply */
@@ -643,8 +730,7 @@ static rt_status one_row(unit_state *s, const uint8_t *data, size_t len, uint64_
         else if (cells_object(job, s->cells.data, s->spans, s->have, &s->scratch, &why)) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s: %s", where, why.msg);
-            error_line(s, (const char *)data, 0, 1, 3, msg);
-            return RT_OK;
+            return row_error(s, (const char *)data, 0, 1, 3, msg);
         }
         break;
     case PM_IN_CSV: {
@@ -669,8 +755,7 @@ static rt_status one_row(unit_state *s, const uint8_t *data, size_t len, uint64_
         }
         if (nf < 0) {
             snprintf(msg, sizeof msg, "%s: %s", where, why.msg);
-            error_line(s, t, len, 1, 3, msg);
-            return RT_OK;
+            return row_error(s, t, len, 1, 3, msg);
         }
         int with_targets = (size_t)nf == nc;
         for (size_t c = 0, k = 0; c < nc; c++) {
@@ -692,22 +777,20 @@ static rt_status one_row(unit_state *s, const uint8_t *data, size_t len, uint64_
             rt_buf_free(&ex);
             if (st) {
                 snprintf(msg, sizeof msg, "%s: %s", where, why.msg);
-                error_line(s, t, len, 1, 3, msg);
-                return RT_OK;
+                return row_error(s, t, len, 1, 3, msg);
             }
             break;
         }
         if (cells_object(job, s->cells.data, s->spans, s->have, &s->scratch, &why)) {
             snprintf(msg, sizeof msg, "%s: %s", where, why.msg);
-            error_line(s, t, len, 1, 3, msg);
-            return RT_OK;
+            return row_error(s, t, len, 1, 3, msg);
         }
         break;
     }
     }
     if (rt_buf_failed(&s->scratch))
         return RT_ERR_NOMEM;
-    return queue(s, s->scratch.data, s->scratch.len, where);
+    return queue(s, s->scratch.data, s->scratch.len, where, at);
 }
 
 rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_ctx *c,
@@ -741,7 +824,10 @@ rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_
     }
     if ((st = pm_in_open(u->path, job->format, u->start, u->end, job->skip_header, &in, err)))
         goto out;
+    if (job->max_line)
+        pm_in_set_max_line(in, job->max_line);
     int records = pm_in_records(in);
+    s.records = records;
     for (;;) {
         const uint8_t *data;
         size_t len;
@@ -752,8 +838,24 @@ rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_
             st = RT_OK;
             break;
         }
-        if (st == RT_ERR_FORMAT || st == RT_ERR_LIMIT) { /* a corrupt record: an error line */
-            error_line(&s, "null", 4, 0, 3, why.msg);
+        if (st == RT_ERR_FORMAT || st == RT_ERR_LIMIT) { /* a corrupt record, a line past
+                                                          * the limit: an error line */
+            uint64_t off, lost;
+            int gz;
+            int code = 3;
+            if (pm_in_lost(in, &off, &lost, &gz)) { /* the rest of the range: DATA_LOSS */
+                char m[sizeof why.msg];
+                snprintf(m, sizeof m, "%s", why.msg);
+                rt_err_set(&why, st, "%s; data loss: the rest of the file from offset %llu "
+                           "(%llu %sbytes) cannot be read, as TensorFlow's reader raises "
+                           "DataLossError", m, (unsigned long long)off,
+                           (unsigned long long)lost, gz ? "compressed " : "");
+                code = 15; /* google.rpc.Code DATA_LOSS */
+            }
+            if ((st = row_error(&s, "null", 4, 0, code, why.msg))) {
+                rt_err_set(err, st, "%s: %s", u->path, rt_status_str(st));
+                goto out;
+            }
             continue;
         }
         if (st) {
@@ -784,6 +886,7 @@ out:
     free(s.il);
     free(s.ko);
     free(s.kl);
+    free(s.at);
     free(s.mem);
     free(s.spans);
     free(s.have);

@@ -6,15 +6,103 @@
  * byte (docs/explanations.md). --explanation-spec-override FILE adds a
  * Vertex AI explanationSpecOverride object to the instances' body; --method
  * METHOD one that names the method alone.
+ * --format table prints the same answer for a reader: per instance and
+ * attribution (output), the output's value and baseline, then the features
+ * from the largest |attribution| down.
  */
 #include "pm.h"
 
+#include <cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+typedef struct attr_row {
+    const char *name;
+    double v;
+    size_t order;
+} attr_row;
+
+static int by_size(const void *a, const void *b)
+{
+    const attr_row *x = a, *y = b;
+    double ax = fabs(x->v), ay = fabs(y->v);
+    if (ax != ay)
+        return ax < ay ? 1 : -1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* One attribution (an output of one instance) as a table into b. */
+static void table_attribution(rt_buf *b, size_t inst, const cJSON *a)
+{
+    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(a, "featureAttributions");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(a, "outputName");
+    const cJSON *disp = cJSON_GetObjectItemCaseSensitive(a, "outputDisplayName");
+    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(a, "outputIndex"), *x;
+    const cJSON *val = cJSON_GetObjectItemCaseSensitive(a, "instanceOutputValue");
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(a, "baselineOutputValue");
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(a, "approximationError");
+    rt_buf_printf(b, "instance %zu: %s", inst, cJSON_IsString(name) ? name->valuestring
+                                                                    : "output");
+    cJSON_ArrayForEach(x, idx)
+    {
+        rt_buf_printf(b, "[%g]", cJSON_GetNumberValue(x));
+    }
+    if (cJSON_IsString(disp) && *disp->valuestring)
+        rt_buf_printf(b, " \"%s\"", disp->valuestring);
+    rt_buf_printf(b, ": %.9g (baseline %.9g", cJSON_GetNumberValue(val),
+                  cJSON_GetNumberValue(base));
+    if (cJSON_IsNumber(err))
+        rt_buf_printf(b, ", approximation error %.3g", err->valuedouble);
+    rt_buf_puts(b, ")\n");
+    size_t n = 0, w = 7; /* "FEATURE" */
+    attr_row *rows = calloc((size_t)cJSON_GetArraySize(fa) + 1, sizeof *rows);
+    if (!rows) {
+        rt_buf_puts(b, "  (out of memory)\n");
+        return;
+    }
+    cJSON_ArrayForEach(x, fa)
+    {
+        rows[n] = (attr_row){x->string, cJSON_IsNumber(x) ? x->valuedouble : NAN, n};
+        if (strlen(x->string) > w)
+            w = strlen(x->string);
+        n++;
+    }
+    qsort(rows, n, sizeof *rows, by_size);
+    rt_buf_printf(b, "  %-*s  %14s\n", (int)w, "FEATURE", "ATTRIBUTION");
+    for (size_t k = 0; k < n; k++)
+        rt_buf_printf(b, "  %-*s  %14.6g\n", (int)w, rows[k].name, rows[k].v);
+    free(rows);
+}
+
+/* The :explain answer text ans as --format table into b; -1 when it is not
+ * one (the JSON answer is printed instead). */
+static int explain_table(const char *ans, size_t len, rt_buf *b)
+{
+    cJSON *root = cJSON_ParseWithLength(ans, len);
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(root, "explanations"), *e, *a;
+    if (!cJSON_IsArray(ex)) {
+        cJSON_Delete(root);
+        return -1;
+    }
+    size_t inst = 0;
+    cJSON_ArrayForEach(e, ex)
+    {
+        inst++;
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(e, "attributions"))
+        {
+            if (b->len)
+                rt_buf_puts(b, "\n");
+            table_attribution(b, inst, a);
+        }
+    }
+    cJSON_Delete(root);
+    return rt_buf_failed(b) ? -1 : 0;
+}
 
 int pm_cmd_explain(const pm_opts *o)
 {
@@ -98,6 +186,18 @@ int pm_cmd_explain(const pm_opts *o)
         else
             pm_report_error(o->instances, rt_model_graph(m), &in, err.msg);
         goto out;
+    }
+    if (o->format && strcmp(o->format, "table") == 0) {
+        rt_buf t;
+        rt_buf_init(&t);
+        if (explain_table(out.data, out.len, &t) == 0) {
+            rt_buf_free(&out);
+            out = t; /* printed below, the newline after it dropped */
+            if (out.len)
+                out.len--;
+        } else {
+            rt_buf_free(&t);
+        }
     }
     if (fwrite(out.data, 1, out.len, stdout) != out.len || fputc('\n', stdout) == EOF ||
         fflush(stdout) != 0) {

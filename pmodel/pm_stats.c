@@ -3,8 +3,9 @@
  * inputs (rt_stats: TFDV's DatasetFeatureStatistics, docs/data-validation.md)
  * as a table or as statistics.json; of an export's training data (--dir
  * without --data: the export's own statistics.json) or of CSV files in the
- * export's or a spec's columns (--data). Also the CSV reading and the table
- * that validate and show use.
+ * export's or a spec's columns (--data); --report also writes the HTML page
+ * (pm_stats_report.c). Also the CSV reading and the table that validate and
+ * show use.
  */
 #include "pm.h"
 
@@ -241,6 +242,25 @@ int pm_cmd_stats(const pm_opts *o)
         fprintf(stderr, "predict-model: %s has no training statistics (statistics.json: "
                         "exported before they existed); give --data FILE.csv\n", o->dir);
         goto out;
+    }
+    if (o->report) { /* the HTML page, written whole (temp file, fsync, rename) */
+        rt_buf b;
+        rt_buf_init(&b);
+        char title[600], what[600];
+        snprintf(title, sizeof title, "%s%s", o->data.n ? o->data.v[0] : "training data",
+                 o->data.n > 1 ? " ..." : "");
+        snprintf(what, sizeof what, "%s %s", o->data.n ? "in the columns of" : "of the export",
+                 o->dir ? o->dir : o->spec);
+        pm_stats_html(show, title, what, &b);
+        rt_err we = {{0}};
+        rt_status wst = rt_buf_failed(&b) ? RT_ERR_NOMEM
+                                          : rt_write_file(o->report, b.data, b.len, &we);
+        rt_buf_free(&b);
+        if (wst != RT_OK) {
+            fprintf(stderr, "predict-model: --report: %s\n",
+                    wst == RT_ERR_NOMEM ? "out of memory" : we.msg);
+            goto out;
+        }
     }
     if (o->format && strcmp(o->format, "json") == 0) {
         rt_buf b;

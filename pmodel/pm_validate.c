@@ -324,105 +324,6 @@ static void print_json(const vres *r, rt_buf *b)
 
 /* --------------------------------------------------------- HTML report */
 
-#define SW 520.0
-#define SH 170.0
-
-/* Two histograms overlaid (training blue, data orange), each normalised. */
-static void svg_hist(rt_buf *b, const rt_feature_stats *t, const rt_feature_stats *d)
-{
-    const rt_stats_hist *h[2] = {&t->standard, d ? &d->standard : NULL};
-    double lo = INFINITY, hi = -INFINITY, top = 0, tot[2] = {0, 0};
-    for (int s = 0; s < 2; s++) {
-        if (!h[s])
-            continue;
-        for (size_t k = 0; k < h[s]->n; k++)
-            tot[s] += h[s]->b[k].count;
-        for (size_t k = 0; k < h[s]->n; k++) {
-            const rt_stats_bucket *x = &h[s]->b[k];
-            if (!isfinite(x->low) || !isfinite(x->high))
-                continue;
-            lo = fmin(lo, x->low);
-            hi = fmax(hi, x->high);
-            if (tot[s] > 0)
-                top = fmax(top, x->count / tot[s]);
-        }
-    }
-    rt_buf_printf(b, "<svg width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">", SW, SH + 20,
-                  SW, SH + 20);
-    if (!(hi > lo))
-        hi = lo + 1;
-    if (!(top > 0))
-        top = 1;
-    const char *color[2] = {"#3b82f6", "#f97316"};
-    for (int s = 0; s < 2; s++) {
-        if (!h[s])
-            continue;
-        for (size_t k = 0; k < h[s]->n && tot[s] > 0; k++) {
-            const rt_stats_bucket *x = &h[s]->b[k];
-            if (!isfinite(x->low) || !isfinite(x->high))
-                continue;
-            double x0 = 10 + (x->low - lo) / (hi - lo) * (SW - 20);
-            double x1 = 10 + (x->high - lo) / (hi - lo) * (SW - 20);
-            if (x1 - x0 < 3)
-                x1 = x0 + 3;
-            double hh = x->count / tot[s] / top * (SH - 10);
-            rt_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                             "fill=\"%s\" fill-opacity=\"0.45\" stroke=\"%s\" "
-                             "data-side=\"%s\" data-low=\"%.9g\" data-high=\"%.9g\" "
-                             "data-count=\"%.9g\"/>",
-                          x0, SH - hh, x1 - x0, hh, color[s], color[s], s ? "data" : "training",
-                          x->low, x->high, x->count);
-        }
-    }
-    rt_buf_printf(b, "<line x1=\"10\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#94a3b8\"/>"
-                     "<text x=\"10\" y=\"%.0f\" font-size=\"11\">%.6g</text>"
-                     "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"end\">%.6g</text>"
-                     "</svg>",
-                  SH, SW - 10, SH, SH + 15, lo, SW - 10, SH + 15, hi);
-}
-
-/* Value bars: the union of both sides' most frequent values (at most 20). */
-static void value_bars(rt_buf *b, const rt_feature_stats *t, const rt_feature_stats *d)
-{
-    double tt = 0, dt = 0;
-    for (size_t k = 0; k < t->n_values; k++)
-        tt += (double)t->values[k].count;
-    for (size_t k = 0; d && k < d->n_values; k++)
-        dt += (double)d->values[k].count;
-    const char *names[40];
-    size_t n = 0;
-    for (size_t k = 0; k < t->n_values && n < 20; k++)
-        names[n++] = t->values[k].value;
-    for (size_t k = 0; d && k < d->n_values && n < 40 && k < 20; k++) {
-        size_t j = 0;
-        while (j < n && strcmp(names[j], d->values[k].value) != 0)
-            j++;
-        if (j == n)
-            names[n++] = d->values[k].value;
-    }
-    rt_buf_puts(b, "<table><tr><th class=\"l\">value</th><th>training</th><th>data</th>"
-                   "<th class=\"l\"></th></tr>");
-    for (size_t j = 0; j < n; j++) {
-        double pt = 0, pd = 0;
-        for (size_t k = 0; k < t->n_values; k++)
-            if (strcmp(t->values[k].value, names[j]) == 0)
-                pt = tt > 0 ? (double)t->values[k].count / tt : 0;
-        for (size_t k = 0; d && k < d->n_values; k++)
-            if (strcmp(d->values[k].value, names[j]) == 0)
-                pd = dt > 0 ? (double)d->values[k].count / dt : 0;
-        rt_buf_puts(b, "<tr><td class=\"l\">");
-        pm_html_esc(b, names[j]);
-        if (!known(t, names[j]))
-            rt_buf_puts(b, "<span class=\"badge\">unseen</span>");
-        rt_buf_printf(b, "</td><td data-value=\"%.9g\">%.4f</td><td data-value=\"%.9g\">%.4f</td>"
-                         "<td class=\"l\"><span class=\"bar\" style=\"width:%.0fpx\"></span><br>"
-                         "<span class=\"bar\" style=\"width:%.0fpx;background:#fdba74\"></span>"
-                         "</td></tr>",
-                      pt, pt, pd, pd, 1 + 200 * pt, 1 + 200 * pd);
-    }
-    rt_buf_puts(b, "</table>");
-}
-
 static void html(const vres *r, const char *model, const char *data, rt_buf *b)
 {
     rt_buf_printf(b, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -482,9 +383,9 @@ static void html(const vres *r, const char *model, const char *data, rt_buf *b)
                               (unsigned long long)v->unseen);
             rt_buf_puts(b, "</p>");
             if (v->numeric)
-                svg_hist(b, v->tr, v->nw);
+                pm_html_hist(b, v->tr, v->nw);
             else
-                value_bars(b, v->tr, v->nw);
+                pm_html_values(b, v->tr, v->nw);
             rt_buf_puts(b, "</div>");
         }
     rt_buf_puts(b, "<p class=\"note\">Distances as TensorFlow Data Validation computes them "

@@ -705,7 +705,18 @@ static rt_status read_records(prod *pr, size_t fi, rt_err *e)
             if (!x)
                 rt_err_prefix(&why, "%s: record %llu", path, (unsigned long long)recno);
         }
+        /* a record the reader could not frame (a corrupt length, a truncated
+         * file): it reads nothing more of the file, a loss no skip covers */
+        int lost = (st == RT_ERR_FORMAT || st == RT_ERR_LIMIT) &&
+                   rt_tfrecord_pos(tf) == rt_tfrecord_offset(tf);
         st = RT_OK;
+        if (lost && r->p.bad_rows != TRN_BAD_ROW_STOP) {
+            rt_err_set(e, RT_ERR_FORMAT, "%s; data loss: the rest of the file cannot be read, "
+                       "as TensorFlow's reader raises DataLossError (--on-bad-row skip skips "
+                       "records, not the rest of a file)", why.msg);
+            st = RT_ERR_FORMAT;
+            goto out;
+        }
         if (!x) { /* a corrupt record (its message names the offset) or a bad row */
             if (r->p.bad_rows == TRN_BAD_ROW_STOP) {
                 if (e)

@@ -4,8 +4,9 @@
  * shape [] per column: the declared type must match the feature's list kind
  * (a "string" column a bytes_list, an "int" column an int64_list, a "float"
  * column a float_list), the list must hold exactly one value, a missing
- * feature takes the column's default (an empty cell) or is an error where
- * TensorFlow's would be (no default), features the spec does not name are
+ * feature (absent, or an empty Feature {} with no value list, which TFX's
+ * csv_example_gen writes for a missing value) takes the column's default (an
+ * empty cell) or is an error where TensorFlow's would be (no default), features the spec does not name are
  * ignored. The row comes out as CSV's cells (text and spans in the spec's
  * column order), so everything downstream — the trainer's reader, feeder and
  * row cache, batch-predict's instances — handles a record exactly as it
@@ -90,6 +91,8 @@ rt_status rt_example_to_row(const Predictd__ModelDef *def, const uint8_t *bytes,
                 ft = e->value;
             }
         }
+        if (ft && ft->kind_case == TENSORFLOW__FEATURE__KIND__NOT_SET)
+            ft = NULL; /* an empty Feature {} (TFX's missing value): missing, as TF reads it */
         size_t off = text->len;
         if (present)
             present[c] = ft != NULL;

@@ -657,8 +657,12 @@ static rt_status finish_num(const feat *f, rt_feature_stats *o)
         } else {
             size_t first = h->n;
             double w = (hi - lo) / RT_STATS_BUCKETS;
+            int wide = !isfinite(w); /* hi - lo past DBL_MAX: edges that cannot overflow */
             for (int k = 0; k < RT_STATS_BUCKETS; k++) {
-                double a = lo + w * k, b = k == RT_STATS_BUCKETS - 1 ? hi : lo + w * (k + 1);
+                double t = (double)k / RT_STATS_BUCKETS, u = (double)(k + 1) / RT_STATS_BUCKETS;
+                double a = wide ? lo * (1 - t) + hi * t : lo + w * k;
+                double b = k == RT_STATS_BUCKETS - 1 ? hi : wide ? lo * (1 - u) + hi * u
+                                                                 : lo + w * (k + 1);
                 h->b[h->n++] = (rt_stats_bucket){a, b, 0};
             }
             for (size_t i = 0; i < ne; i++) {

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -332,6 +333,51 @@ static void test_stats_infinities_and_point_histograms(void **state)
     rt_stats_acc_free(a);
 }
 
+/* issue 35 item 12: a finite range wider than DBL_MAX (hi - lo overflows)
+ * still has finite, increasing bucket edges, every value counted, and the
+ * histogram's distance to itself is 0, not 1 */
+static void test_stats_range_past_dbl_max(void **state)
+{
+    (void)state;
+    const char *names[] = {"v"};
+    rt_stats_type types[] = {RT_STATS_FLOAT};
+    rt_stats_acc *a = rt_stats_acc_new_named(names, types, 1);
+    rt_stats_acc *b = rt_stats_acc_new_named(names, types, 1);
+    double vs[] = {-DBL_MAX, -DBL_MAX / 2, -1, 0, 1, DBL_MAX / 3, DBL_MAX};
+    for (int k = 0; k < 7; k++) {
+        assert_int_equal(rt_stats_acc_number(a, 0, vs[k]), 0);
+        assert_int_equal(rt_stats_acc_number(b, 0, k == 3 ? DBL_MAX : vs[k]), 0);
+    }
+    rt_stats *s = NULL, *s2 = NULL;
+    assert_int_equal(rt_stats_acc_finish(a, &s, NULL), RT_OK);
+    assert_int_equal(rt_stats_acc_finish(b, &s2, NULL), RT_OK);
+    const rt_stats_hist *h = &s->f[0].standard;
+    assert_int_equal(h->n, 10);
+    assert_true(h->b[0].low == -DBL_MAX && h->b[9].high == DBL_MAX);
+    double total = 0;
+    for (size_t k = 0; k < h->n; k++) {
+        assert_true(isfinite(h->b[k].low) && isfinite(h->b[k].high));
+        assert_true(h->b[k].low < h->b[k].high);
+        if (k > 0)
+            assert_true(h->b[k].low == h->b[k - 1].high);
+        total += h->b[k].count;
+    }
+    NEAR(total, 7);
+    NEAR(h->b[0].count, 1);  /* -DBL_MAX */
+    NEAR(h->b[2].count, 1);  /* -DBL_MAX / 2: [-0.6, -0.4) of DBL_MAX */
+    NEAR(h->b[4].count, 1);  /* -1: [-0.2, 0) */
+    NEAR(h->b[5].count, 2);  /* 0 and 1: [0, 0.2) */
+    NEAR(h->b[6].count, 1);  /* DBL_MAX / 3 */
+    NEAR(h->b[9].count, 1);  /* DBL_MAX */
+    NEAR(rt_stats_jsd(h, h), 0.0);
+    double d = rt_stats_jsd(h, &s2->f[0].standard);
+    assert_true(d > 0 && d < 0.5);
+    rt_stats_free(s);
+    rt_stats_free(s2);
+    rt_stats_acc_free(a);
+    rt_stats_acc_free(b);
+}
+
 static void test_stats_sketch_past_the_exact_table(void **state)
 {
     (void)state;
@@ -391,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_stats_hand_computed),
         cmocka_unit_test(test_stats_order_and_merge_invariant),
         cmocka_unit_test(test_stats_infinities_and_point_histograms),
+        cmocka_unit_test(test_stats_range_past_dbl_max),
         cmocka_unit_test(test_stats_sketch_past_the_exact_table),
         cmocka_unit_test(test_stats_json_refusals),
     };
