@@ -53,6 +53,11 @@ DEPFLAGS     = -MMD -MP
 # generated protobuf-c types, so every module compiles against runtime's.
 RT_PKGS  := libcjson libprotobuf-c openblas zlib
 SRV_PKGS := libmicrohttpd libsystemd gnutls zlib
+# server/ is one module in rooms (server/http, server/sec, ...: docs/design.md,
+# "The server's rooms"): its sources are those of server/ and of every room,
+# its include path every one of those folders.
+SRV_DIRS := server $(patsubst %/,%,$(wildcard server/*/))
+SRV_INCS := $(addprefix -I,$(SRV_DIRS))
 TUN_PKGS := yaml-0.1
 # Open MPI: only trainer/trn_comm_mpi.c (predict-train) and tuner/tun_comm_mpi.c
 # (predict-tune) include mpi.h, one file per binary, and only those two
@@ -106,7 +111,7 @@ objs     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 RT_OBJS  := $(call objs,$(call mod_srcs,runtime)) $(GEN_O)
 EXP_OBJS := $(call objs,$(call mod_srcs,exporter))
 TRN_OBJS := $(call objs,$(call mod_srcs,trainer)) $(TRN_GEN_O)
-SRV_OBJS := $(call objs,$(call mod_srcs,server))
+SRV_OBJS := $(call objs,$(foreach d,$(SRV_DIRS),$(call mod_srcs,$(d))))
 TUN_OBJS := $(call objs,$(call mod_srcs,tuner))
 PM_OBJS  := $(call objs,$(call mod_srcs,pmodel))
 
@@ -129,10 +134,10 @@ ALL_LIBS := $(LIB_PM) $(LIB_TUN) $(LIB_SRV) $(LIB_TRN) $(LIB_EXP) $(LIB_RT)
 INC_runtime  = -Iruntime -I$(BUILD)/gen $(RT_PKG_CFLAGS)
 INC_exporter = -Iexporter $(INC_runtime)
 INC_trainer  = -Itrainer -Iexporter -I$(BUILD)/gen/trainer $(INC_runtime)
-INC_server   = -Iserver $(INC_runtime) $(SRV_PKG_CFLAGS)
+INC_server   = $(SRV_INCS) $(INC_runtime) $(SRV_PKG_CFLAGS)
 INC_tuner    = -Ituner $(INC_runtime) $(TUN_PKG_CFLAGS)
 INC_pmodel   = -Ipmodel $(INC_runtime)
-INC_all      = -Iserver -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
+INC_all      = $(SRV_INCS) -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
                $(TUN_PKG_CFLAGS)
 INC_gen      = $(INC_runtime)
 INC_tests    = $(INC_all)
@@ -152,13 +157,14 @@ PKGLIBS_pmodel   = $(RT_PKG_LIBS)
 # A module's private headers (rt_internal.h, ...) refuse to compile outside
 # it: each source is compiled with -DPREDICTD_MODULE_<its folder>.
 mod_flags = -DPREDICTD_MODULE_$(1) $(INC_$(1))
-# module of a path: runtime/x.c, build/obj/gen/x.c -> runtime, gen
+# module of a path: runtime/x.c, server/http/x.c, build/obj/gen/x.c -> runtime, server, gen
 mod_of  = $(firstword $(subst /, ,$(patsubst $(BUILD)/obj/%,%,$(patsubst $(BUILD)/%,%,$(1)))))
 ALL_LDLIBS = $(SRV_PKG_LIBS) $(TUN_PKG_LIBS) $(RT_PKG_LIBS) -lm -pthread $(LDLIBS)
 
 # main_<name>.c -> binary <name> with '_' turned into '-' (predict_model -> predict-model).
 MAIN_SRCS := $(wildcard runtime/main_*.c exporter/main_*.c trainer/main_*.c server/main_*.c tuner/main_*.c \
                          pmodel/main_*.c)
+MAIN_SRCS += $(wildcard server/*/main_*.c)
 bin_name   = $(subst _,-,$(patsubst main_%.c,%,$(notdir $(1))))
 BINS      := $(foreach m,$(MAIN_SRCS),$(BUILD)/$(call bin_name,$(m)))
 

@@ -4,9 +4,10 @@
     scripts/file_calls.py [BUILD] [--edges]
 
 For each module (runtime, exporter, trainer, server, tuner, pmodel) reads
-BUILD/obj/<module>/*.o with nm: an edge a -> b when a uses a symbol b
-defines. Prints the groups of files that reach each other (strongly
-connected: a pair that calls each other, or a longer cycle) with the
+BUILD/obj/<module>/**/*.o (a module's folders too: server/http, ...) with
+nm: an edge a -> b when a uses a symbol b defines. Prints the groups of
+files that reach each other (strongly connected: a pair that calls each
+other, or a longer cycle) with the
 symbols of each edge inside the group; with --edges, every edge. A
 function pointer in a table counts as an edge like a call (docs/design.md,
 "Who calls whom inside a module"). Exit status 0 whatever it finds.
@@ -69,7 +70,8 @@ def main():
     sys.setrecursionlimit(10000)
     for mod in MODULES:
         defs, uses = {}, {}
-        for obj in sorted(glob.glob(os.path.join(build, "obj", mod, "*.o"))):
+        # a module's folders too (server/http, server/sec, ...: one module)
+        for obj in sorted(glob.glob(os.path.join(build, "obj", mod, "**", "*.o"), recursive=True)):
             name = os.path.basename(obj)[:-2]
             defs[name], uses[name] = symbols(obj)
         edges = {a: {b for b in defs if b != a and uses[a] & defs[b]} for a in defs}
