@@ -7,7 +7,8 @@
  *   srv_config_models.c  the config file's "models" list (policies, labels)
  *   srv_textproto.c  protobuf text-format reader (TF Serving's config files)
  *   srv_tfconf.c  TF Serving's text-format files -> predictd's config
- *   srv_router.c  method + URL -> srv_route (pure; no model lookups)
+ *   srv_router.c  method + URL -> srv_route, from the route table
+ *                 (srv_routes.c; pure, no model lookups)
  *   srv_rollout.c a model's rollout keys (traffic split, shadow, prediction
  *                 logs): parsing, the arm of a draw
  *   srv_shadow.c  shadow traffic: sampled requests re-run on the shadow version
@@ -500,13 +501,22 @@ typedef struct srv_route {
     int64_t version;          /* -1 when not given */
     char label[SRV_NAME_MAX + 1]; /* "" when not given */
     rt_method method;         /* SRV_ROUTE_INFER (RT_METHOD_INFER: /v2) */
+    const struct srv_route_row *row; /* the route table's row that matched
+                                        (http/srv_routes.c); NULL for
+                                        SRV_ROUTE_NONE and SRV_ROUTE_BAD */
 } srv_route;
 
-/* Routes one request. method is the HTTP method ("GET", "POST", ...), url
- * the decoded path without the query. Never fails: unknown paths give
- * SRV_ROUTE_NONE (404), a wrong method SRV_ROUTE_BAD with 405, a bad
- * version/label/name SRV_ROUTE_BAD with 400 and a message. */
+/* Routes one request against the route table (http/srv_routes.c), its
+ * rows in order. method is the HTTP method ("GET", "POST", ...), url the
+ * decoded path without the query. Never fails: unknown paths give
+ * SRV_ROUTE_NONE (404; only kind is meaningful then), a wrong method
+ * SRV_ROUTE_BAD with 405, a bad version/label/name SRV_ROUTE_BAD with 400
+ * (a model name 404) and a message. Pure and thread-safe. */
 void srv_route_request(const char *method, const char *url, srv_route *r);
+/* Makes *r the first row of kind, as if its path had been requested with
+ * method (405 when the row does not take it): the metrics path, which the
+ * monitoring config may move. */
+void srv_route_as(srv_route_kind kind, const char *method, srv_route *r);
 
 /* --------------------------------------------------------------- framing */
 

@@ -93,14 +93,7 @@ static void route_metrics(const srv_http *h, const char *method, const char *url
         r->kind = SRV_ROUTE_NONE;
         r->version = -1;
     } else if (here && r->kind != SRV_ROUTE_METRICS) {
-        memset(r, 0, sizeof *r);
-        r->kind = SRV_ROUTE_METRICS;
-        r->version = -1;
-        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-            r->kind = SRV_ROUTE_BAD;
-            r->http_code = 405;
-            snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed here; use GET", method);
-        }
+        srv_route_as(SRV_ROUTE_METRICS, method, r);
     }
 }
 

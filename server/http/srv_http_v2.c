@@ -16,8 +16,9 @@
 #define V2_MAX_VERSIONS 256
 
 /* {"name": "predictd", "version": "...", "extensions": [...]} */
-enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn)
+enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
+    (void)rq; /* the answer is the server's, whatever the request */
     rt_buf out;
     rt_buf_init(&out);
     const char *v = SRV_VERSION_STRING;
@@ -32,8 +33,9 @@ enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn)
     return res;
 }
 
-enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, const srv_route *r)
+enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
+    const srv_route *r = &rq->route;
     rt_err err = {{0}};
     srv_version *v = NULL;
     rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);

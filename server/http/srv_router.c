@@ -1,28 +1,26 @@
 /*
- * srv_router.c — maps an HTTP method and path to a route: TensorFlow
- * Serving's REST paths, Cloud ML Engine's predict path, the model list,
- * health and readiness probes, and the Open Inference Protocol's (KServe
- * v2) paths. Pure: it knows no
- * models, so it is tested on its own (tests/unit/test_srv_router.c).
+ * srv_router.c — maps an HTTP method and path to a row of the route table
+ * (srv_routes.c: TensorFlow Serving's REST paths, Cloud ML Engine's predict
+ * path, the model list, health and readiness probes, the Open Inference
+ * Protocol's (KServe v2) paths): the rows are tried in order, each path
+ * pattern read segment by segment against the request's (the patterns'
+ * form: srv_http_internal.h, srv_route_row). Pure: it knows no models, so
+ * it is tested on its own (tests/unit/test_srv_router.c).
  */
-#include "srv.h"
+#include "srv_http_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #define MAX_SEGS 12
 #define MAX_PATH 1024
+/* Placeholders of one row checked after its whole path matched, at most. */
+#define MAX_LATE 4
 
 typedef struct seg {
     const char *p;
     size_t n;
 } seg;
-
-static bool seg_is(const seg *s, const char *lit)
-{
-    size_t n = strlen(lit);
-    return s->n == n && !memcmp(s->p, lit, n);
-}
 
 static void bad(srv_route *r, int code, const char *fmt, const char *a, size_t an)
 {
@@ -72,253 +70,362 @@ static bool is_get(const char *m)
     return !strcmp(m, "GET") || !strcmp(m, "HEAD");
 }
 
-/* Sets the route to kind if the method is GET/HEAD, else 405. */
-static void want_get(srv_route *r, const char *method, srv_route_kind kind)
+/* A request's path: its segments and the ":verb" that ended the last. */
+typedef struct path {
+    seg s[MAX_SEGS];
+    size_t ns;
+    const char *verb; /* NULL: none */
+    size_t verb_len;
+} path;
+
+/* How far one row got. */
+typedef enum { M_FAIL, M_OK, M_STOP } mres; /* another row / matched / r is BAD */
+
+/* A row's match in progress. */
+typedef struct match {
+    const srv_route_row *row;
+    const path *in;
+    size_t i; /* the request's next segment */
+    struct {
+        const char *name; /* the placeholder, "{...}" */
+        size_t n;
+        const seg *s;
+    } late[MAX_LATE];
+    size_t n_late;
+    srv_route *r;
+} match;
+
+/* The characters that end a pattern's word (a table: every request walks
+ * the patterns). */
+static const bool DELIM[256] = {
+    ['\0'] = true, ['/'] = true, ['['] = true, [']'] = true, ['|'] = true, [':'] = true};
+
+static bool is_delim(char c)
 {
-    if (is_get(method)) {
-        r->kind = kind;
-        return;
+    return DELIM[(unsigned char)c];
+}
+
+/* The end of the pattern word that starts at p. */
+static const char *pat_end(const char *p)
+{
+    while (!is_delim(*p))
+        p++;
+    return p;
+}
+
+static bool pat_is(const char *p, size_t n, const char *lit)
+{
+    return strlen(lit) == n && !memcmp(p, lit, n);
+}
+
+/* The length of the pattern word at p when request segment s is that word,
+ * else 0. Every request walks the table, so the loop compares bytes alone
+ * (a segment holds no '\0', so it stops at the pattern's end) and the
+ * word's end is checked after: a segment may hold '[', ']' or '|'. */
+static size_t word_is(const char *p, const seg *s)
+{
+    for (size_t k = 0; k < s->n; k++)
+        if (p[k] != s->p[k])
+            return 0;
+    return pat_end(p) == p + s->n ? s->n : 0;
+}
+
+/* Takes segment s as the placeholder name (with its braces, n bytes) into
+ * r; false when s is not one (r is BAD then). The patterns' placeholders
+ * differ in their first letter and length. */
+static bool take(srv_route *r, const char *name, size_t n, const seg *s)
+{
+    switch (name[1]) {
+    case 'm': return take_model(r, s); /* {model} */
+    case 'l': return take_label(r, s); /* {label} */
+    case 'v':
+        if (n == sizeof "{version}" - 1)
+            return take_version(r, s);
+        /* {version_or_label} */
+        return srv_parse_version(s->p, s->n) >= 0 ? take_version(r, s) : take_label(r, s);
+    default: return true; /* {project}: any segment */
     }
+}
+
+/* The pattern word at *pp (after its '/') against the request's next
+ * segment; *pp moves past the word. */
+static mres match_seg(match *m, const char **pp)
+{
+    const char *p = *pp;
+    if (m->i >= m->in->ns)
+        return M_FAIL;
+    const seg *s = &m->in->s[m->i];
+    if (p[0] != '{') {
+        size_t n = word_is(p, s);
+        if (!n)
+            return M_FAIL;
+        *pp = p + n;
+    } else {
+        const char *e = pat_end(p);
+        size_t n = (size_t)(e - p);
+        if (m->row->strict) {
+            if (!take(m->r, p, n, s))
+                return M_STOP;
+        } else {
+            if (m->n_late == MAX_LATE)
+                return M_FAIL; /* a pattern with more placeholders than MAX_LATE */
+            m->late[m->n_late].name = p;
+            m->late[m->n_late].n = n;
+            m->late[m->n_late++].s = s;
+        }
+        *pp = e;
+    }
+    m->i++;
+    return M_OK;
+}
+
+/* Whether the alternative at p ("/a/{b}", up to '|' or ']') fits the
+ * request's segments from i: as many left, its words the same. */
+static bool alt_fits(const match *m, const char *p, size_t i)
+{
+    while (*p == '/') {
+        if (i >= m->in->ns)
+            return false;
+        const seg *s = &m->in->s[i++];
+        if (p[1] != '{' && !word_is(p + 1, s))
+            return false;
+        p = pat_end(p + 1);
+    }
+    return true;
+}
+
+/* The most alternatives of a group. */
+#define MAX_ALTS 4
+
+/* An optional group "[alt|alt]" at p (after '['): the first alternative
+ * that fits is taken. *end is set past the group's ']'. */
+static mres match_group(match *m, const char *p, const char **end)
+{
+    const char *close = strchr(p, ']');
+    *end = close ? close + 1 : p + strlen(p);
+    if (m->i >= m->in->ns)
+        return M_OK; /* nothing left to take */
+    const char *alt[MAX_ALTS];
+    size_t n = 0;
+    for (const char *a = p; a && n < MAX_ALTS; a = memchr(a, '|', (size_t)(*end - a))) {
+        if (*a == '|')
+            a++;
+        alt[n++] = a;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const char *a = alt[k];
+        if (!alt_fits(m, a, m->i))
+            continue;
+        while (*a == '/') {
+            a++;
+            mres res = match_seg(m, &a);
+            if (res != M_OK)
+                return res;
+        }
+        if (!m->row->strict)
+            return M_OK;
+        /* TF Serving's paths: one version or label */
+        for (size_t j = 0; j < n; j++)
+            if (alt_fits(m, alt[j], m->i)) {
+                bad(m->r, 400, "%.*sgive a version or a label, not both", "", 0);
+                return M_STOP;
+            }
+        return M_OK;
+    }
+    return M_OK;
+}
+
+/* The verb of "{predict|classify}" at p (after ":{") named [v, v + n), or
+ * -1 when the row does not take it. */
+static int find_verb(const char *p, const char *v, size_t n)
+{
+    static const struct {
+        const char *name;
+        rt_method method;
+    } VERBS[] = {{"predict", RT_METHOD_PREDICT},
+                 {"classify", RT_METHOD_CLASSIFY},
+                 {"regress", RT_METHOD_REGRESS},
+                 {"explain", RT_METHOD_EXPLAIN}};
+    while (*p && *p != '}') {
+        size_t k = strcspn(p, "|}");
+        if (k == n && !memcmp(p, v, n))
+            for (size_t i = 0; i < sizeof VERBS / sizeof VERBS[0]; i++)
+                if (pat_is(p, k, VERBS[i].name))
+                    return (int)VERBS[i].method;
+        p += k + (p[k] == '|');
+    }
+    return -1;
+}
+
+/* The 405 of a row whose method is not the request's. */
+static void wrong_method(srv_route *r, const srv_route_row *row, const char *method, const path *in)
+{
     r->kind = SRV_ROUTE_BAD;
     r->http_code = 405;
-    snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed here; use GET", method);
+    if (!strcmp(row->method, "GET")) {
+        snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed here; use GET", method);
+    } else if (in && in->verb) {
+        snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed for :%.*s; use %s", method,
+                 (int)in->verb_len, in->verb, row->method);
+    } else { /* its last word: "/infer" */
+        const char *w = row->path, *last = row->path;
+        while ((w = strchr(w, '/')) != NULL)
+            if (*++w != '{')
+                last = w;
+        snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed for /%.*s; use %s", method,
+                 (int)(pat_end(last) - last), last, row->method);
+    }
 }
 
-/* /v1/models/{m}[/versions/{v}|/labels/{l}][/metadata][:verb] */
-static void route_models(srv_route *r, const char *method, const seg *s, size_t ns,
-                         const char *verb, size_t verb_len)
+/* Whether the row takes the request's method: a GET row takes HEAD too. */
+static bool method_ok(const srv_route_row *row, const char *method)
 {
-    if (!take_model(r, &s[0]))
-        return;
-    bool metadata = false, monitoring = false;
-    size_t i = 1;
-    while (i < ns) {
-        if (seg_is(&s[i], "versions") && i + 1 < ns) {
-            if (r->version >= 0 || r->label[0]) {
-                bad(r, 400, "%.*sgive a version or a label, not both", "", 0);
-                return;
-            }
-            if (!take_version(r, &s[i + 1]))
-                return;
-            i += 2;
-        } else if (seg_is(&s[i], "labels") && i + 1 < ns) {
-            if (r->version >= 0 || r->label[0]) {
-                bad(r, 400, "%.*sgive a version or a label, not both", "", 0);
-                return;
-            }
-            if (!take_label(r, &s[i + 1]))
-                return;
-            i += 2;
-        } else if (seg_is(&s[i], "metadata") && i + 1 == ns) {
-            metadata = true;
-            i++;
-        } else if (seg_is(&s[i], "monitoring") && i + 1 == ns) {
-            monitoring = true;
-            i++;
-        } else {
-            r->kind = SRV_ROUTE_NONE;
-            return;
-        }
-    }
-    if (verb) {
-        if (metadata || monitoring) {
-            r->kind = SRV_ROUTE_NONE;
-            return;
-        }
-        if (verb_len == 7 && !memcmp(verb, "predict", 7))
-            r->method = RT_METHOD_PREDICT;
-        else if (verb_len == 8 && !memcmp(verb, "classify", 8))
-            r->method = RT_METHOD_CLASSIFY;
-        else if (verb_len == 7 && !memcmp(verb, "regress", 7))
-            r->method = RT_METHOD_REGRESS;
-        else if (verb_len == 7 && !memcmp(verb, "explain", 7))
-            r->method = RT_METHOD_EXPLAIN;
-        else {
-            bad(r, 404, "unknown method ':%.*s' (use :predict, :classify, :regress or :explain)",
-                verb, verb_len);
-            return;
-        }
-        if (strcmp(method, "POST") != 0) {
+    if (row->method[0] == 'G' && !strcmp(row->method, "GET"))
+        return is_get(method);
+    return !strcmp(method, row->method);
+}
+
+/* The checks once a row's whole path matched: its placeholders (unless
+ * strict: checked as read), its verb, the method. */
+static mres match_end(match *m, const char *method, const char *verbs)
+{
+    srv_route *r = m->r;
+    const path *in = m->in;
+    if (m->i != in->ns || (!verbs && in->verb))
+        return M_FAIL;
+    for (size_t k = 0; k < m->n_late; k++)
+        if (!take(r, m->late[k].name, m->late[k].n, m->late[k].s))
+            return M_STOP;
+    r->method = m->row->run;
+    if (verbs) {
+        if (!in->verb)
+            return M_FAIL;
+        int v = find_verb(verbs + 2, in->verb, in->verb_len);
+        if (v < 0) {
             r->kind = SRV_ROUTE_BAD;
-            r->http_code = 405;
-            snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed for :%.*s; use POST",
-                     method, (int)verb_len, verb);
-            return;
+            r->http_code = 404;
+            snprintf(r->msg, sizeof r->msg, "unknown method ':%.*s' (%s)",
+                     (int)(in->verb_len > 100 ? 100 : in->verb_len), in->verb,
+                     m->row->verb_help ? m->row->verb_help : "see docs/daemon.md");
+            return M_STOP;
         }
-        r->kind = SRV_ROUTE_INFER;
-        return;
+        r->method = (rt_method)v;
     }
-    want_get(r, method,
-             metadata ? SRV_ROUTE_METADATA : monitoring ? SRV_ROUTE_MONITORING : SRV_ROUTE_STATUS);
+    if (!method_ok(m->row, method)) {
+        wrong_method(r, m->row, method, in);
+        return M_STOP;
+    }
+    r->kind = m->row->kind;
+    r->row = m->row;
+    return M_OK;
 }
 
-/* /v1/projects/{p}/models/{m}[/versions/{v}]:predict — {v} a number or label */
-static void route_cmle(srv_route *r, const char *method, const seg *s, size_t ns,
-                       const char *verb, size_t verb_len)
+/* Row against the request's path; r holds what it took. */
+static mres match_row(const srv_route_row *row, const char *method, const path *in, srv_route *r)
 {
-    r->cmle = true;
-    if (ns != 3 && ns != 5) {
-        r->kind = SRV_ROUTE_NONE;
-        return;
-    }
-    if (!seg_is(&s[1], "models") || (ns == 5 && !seg_is(&s[3], "versions"))) {
-        r->kind = SRV_ROUTE_NONE;
-        return;
-    }
-    if (!take_model(r, &s[2]))
-        return;
-    if (ns == 5) {
-        const seg *v = &s[4];
-        if (srv_parse_version(v->p, v->n) >= 0) {
-            if (!take_version(r, v))
-                return;
-        } else if (!take_label(r, v)) {
-            return;
+    /* most rows fail on their first word's first letter */
+    if (row->path[1] != in->s[0].p[0])
+        return M_FAIL;
+    match m; /* late[] is filled as it is used */
+    m.row = row;
+    m.in = in;
+    m.i = 0;
+    m.n_late = 0;
+    m.r = r;
+    r->model[0] = r->label[0] = '\0';
+    r->version = -1;
+    const char *p = row->path;
+    while (*p && *p != ':') {
+        mres res;
+        if (*p == '[') {
+            res = match_group(&m, p + 1, &p);
+        } else {
+            p++;
+            res = match_seg(&m, &p);
         }
+        if (res != M_OK)
+            return res;
     }
-    bool explain = verb && verb_len == 7 && memcmp(verb, "explain", 7) == 0;
-    if (!verb || (!explain && (verb_len != 7 || memcmp(verb, "predict", 7) != 0))) {
-        if (!verb) {
-            r->kind = SRV_ROUTE_NONE;
-            return;
-        }
-        bad(r, 404, "unknown method ':%.*s' (this path supports :predict and :explain)", verb,
-            verb_len);
-        return;
-    }
-    if (strcmp(method, "POST") != 0) {
-        r->kind = SRV_ROUTE_BAD;
-        r->http_code = 405;
-        snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed for :%s; use POST", method,
-                 explain ? "explain" : "predict");
-        return;
-    }
-    r->method = explain ? RT_METHOD_EXPLAIN : RT_METHOD_PREDICT;
-    r->kind = SRV_ROUTE_INFER;
+    return match_end(&m, method, *p == ':' ? p : NULL);
 }
 
-/* The Open Inference Protocol (KServe v2): /v2, /v2/health/{live,ready},
- * /v2/models/{m}[/versions/{v}][/ready|/infer]; {v} a version number or a
- * label. */
-static void route_v2(srv_route *r, const char *method, const seg *s, size_t ns)
+static void no_route(srv_route *r)
 {
-    if (ns == 1) {
-        want_get(r, method, SRV_ROUTE_V2_SERVER);
-        return;
-    }
-    if (ns == 3 && seg_is(&s[1], "health") && seg_is(&s[2], "live")) {
-        want_get(r, method, SRV_ROUTE_HEALTHZ);
-        return;
-    }
-    if (ns == 3 && seg_is(&s[1], "health") && seg_is(&s[2], "ready")) {
-        want_get(r, method, SRV_ROUTE_V2_READY);
-        return;
-    }
-    if (ns < 3 || !seg_is(&s[1], "models"))
-        return;
-    size_t i = 3;
-    bool versioned = ns >= 5 && seg_is(&s[3], "versions");
-    if (versioned)
-        i = 5;
-    if (ns > i + 1 || (ns == 4 && !versioned && !seg_is(&s[3], "ready") &&
-                       !seg_is(&s[3], "infer")))
-        return;
-    const seg *tail = ns == i + 1 ? &s[i] : NULL;
-    if (tail && !seg_is(tail, "ready") && !seg_is(tail, "infer"))
-        return;
-    if (!take_model(r, &s[2]))
-        return;
-    if (versioned) {
-        if (srv_parse_version(s[4].p, s[4].n) >= 0) {
-            if (!take_version(r, &s[4]))
-                return;
-        } else if (!take_label(r, &s[4])) {
+    memset(r, 0, sizeof *r);
+    r->version = -1;
+    r->kind = SRV_ROUTE_NONE;
+}
+
+void srv_route_as(srv_route_kind kind, const char *method, srv_route *r)
+{
+    no_route(r);
+    size_t n;
+    const srv_route_row *rows = srv_routes(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].kind != kind)
+            continue;
+        if (!method_ok(&rows[i], method)) {
+            wrong_method(r, &rows[i], method, NULL);
             return;
         }
-    }
-    if (!tail) {
-        want_get(r, method, SRV_ROUTE_V2_METADATA);
-    } else if (seg_is(tail, "ready")) {
-        want_get(r, method, SRV_ROUTE_V2_MODEL_READY);
-    } else if (strcmp(method, "POST") != 0) {
-        r->kind = SRV_ROUTE_BAD;
-        r->http_code = 405;
-        snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed for /infer; use POST",
-                 method);
-    } else {
-        r->method = RT_METHOD_INFER;
-        r->kind = SRV_ROUTE_INFER;
+        r->kind = kind;
+        r->row = &rows[i];
+        return;
     }
 }
 
 void srv_route_request(const char *method, const char *url, srv_route *r)
 {
-    memset(r, 0, sizeof *r);
-    r->version = -1;
-    r->kind = SRV_ROUTE_NONE;
+    no_route(r);
     if (!method || !url || url[0] != '/')
         return;
     size_t len = strlen(url);
     if (len >= MAX_PATH)
         return;
-    char path[MAX_PATH];
-    memcpy(path, url, len + 1);
-    if (len > 1 && path[len - 1] == '/')
-        path[--len] = '\0';
+    char buf[MAX_PATH];
+    memcpy(buf, url, len + 1);
+    if (len > 1 && buf[len - 1] == '/')
+        buf[--len] = '\0';
 
-    seg s[MAX_SEGS];
-    size_t ns = 0;
-    const char *p = path + 1;
+    path in = {.ns = 0};
+    const char *p = buf + 1;
     while (*p) {
         const char *e = strchr(p, '/');
         size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == 0 || ns == MAX_SEGS)
+        if (n == 0 || in.ns == MAX_SEGS)
             return; /* "//" or too deep: no such path */
-        s[ns].p = p;
-        s[ns].n = n;
-        ns++;
+        in.s[in.ns].p = p;
+        in.s[in.ns].n = n;
+        in.ns++;
         p += n;
         if (*p == '/')
             p++;
     }
-    if (ns == 0)
+    if (in.ns == 0)
         return;
     /* A ":verb" ends the last segment (model names cannot hold ':'). */
-    const char *verb = NULL;
-    size_t verb_len = 0;
-    const char *colon = memchr(s[ns - 1].p, ':', s[ns - 1].n);
+    seg *last = &in.s[in.ns - 1];
+    const char *colon = memchr(last->p, ':', last->n);
     if (colon) {
-        verb = colon + 1;
-        verb_len = s[ns - 1].n - (size_t)(colon + 1 - s[ns - 1].p);
-        s[ns - 1].n = (size_t)(colon - s[ns - 1].p);
-        if (s[ns - 1].n == 0)
+        in.verb = colon + 1;
+        in.verb_len = last->n - (size_t)(colon + 1 - last->p);
+        last->n = (size_t)(colon - last->p);
+        if (last->n == 0)
             return;
     }
-    for (size_t i = 0; i < ns; i++)
-        if (memchr(s[i].p, ':', s[i].n))
+    for (size_t i = 0; i < in.ns; i++)
+        if (memchr(in.s[i].p, ':', in.s[i].n))
             return;
 
-    if (!verb && ns == 1 && seg_is(&s[0], "healthz")) {
-        want_get(r, method, SRV_ROUTE_HEALTHZ);
-    } else if (!verb && ns == 1 && seg_is(&s[0], "readyz")) {
-        want_get(r, method, SRV_ROUTE_READYZ);
-    } else if (!verb && ns == 3 && seg_is(&s[0], "monitoring") && seg_is(&s[1], "prometheus") &&
-               seg_is(&s[2], "metrics")) {
-        want_get(r, method, SRV_ROUTE_METRICS);
-    } else if (seg_is(&s[0], "v2")) {
-        r->v2 = true;
-        if (!verb)
-            route_v2(r, method, s, ns);
-    } else if (seg_is(&s[0], "v1") && ns >= 2) {
-        if (seg_is(&s[1], "models")) {
-            if (ns == 2) {
-                if (!verb)
-                    want_get(r, method, SRV_ROUTE_LIST);
-                return;
-            }
-            route_models(r, method, s + 2, ns - 2, verb, verb_len);
-        } else if (seg_is(&s[1], "projects") && ns >= 3) {
-            route_cmle(r, method, s + 2, ns - 2, verb, verb_len);
+    size_t n;
+    const srv_route_row *rows = srv_routes(&n);
+    for (size_t i = 0; i < n; i++) {
+        mres res = match_row(&rows[i], method, &in, r);
+        if (res != M_FAIL) { /* matched, or refused by this row */
+            r->v2 = !strcmp(rows[i].protocol, "v2");
+            r->cmle = !strcmp(rows[i].protocol, "cmle");
+            return;
         }
     }
+    no_route(r);
 }
