@@ -224,41 +224,47 @@ static int start_models(daemon_t *d)
     return 0;
 }
 
-/* The one line that says how the daemon listens. */
-static void log_listening(const daemon_t *d, const srv_http_params *hp, int nfds)
+/* The one line that says how the daemon listens (threads: the request
+ * threads). */
+static void log_listening(const daemon_t *d, int threads, int nfds)
 {
+    const srv_config *c = d->cfg;
+    size_t max_queue = (size_t)c->max_queue_depth;
     char queue_txt[200] = "";
-    if (hp->max_queue)
-        snprintf(queue_txt, sizeof queue_txt, " and a queue of %zu", hp->max_queue);
-    if (hp->batching)
+    if (max_queue)
+        snprintf(queue_txt, sizeof queue_txt, " and a queue of %zu", max_queue);
+    if (c->enable_batching)
         snprintf(queue_txt + strlen(queue_txt), sizeof queue_txt - strlen(queue_txt),
                  "; batching :predict (max_batch_size %zu, batch_timeout_micros %ld, "
                  "max_enqueued_batches %zu, %d batch thread(s))",
-                 hp->batch.max_batch_size, hp->batch.timeout_us, hp->batch.max_enqueued_batches,
-                 hp->batch.threads);
+                 (size_t)c->max_batch_size, (long)c->batch_timeout_micros,
+                 (size_t)c->max_enqueued_batches,
+                 c->num_batch_threads > 0 ? c->num_batch_threads : threads);
     srv_log(SRV_LOG_INFO, "%s listening (%s%s%s) on %s:%d%s with %d %s thread(s)%s, %zu model(s)",
             SRV_VERSION_STRING,
             d->tls ? (srv_tls_client_ca(d->tls) ? "HTTPS, mutual TLS" : "HTTPS")
                    : "plain HTTP: no tls_cert_file",
-            d->auth ? ", bearer tokens" : "", d->auth ? "" : ", no auth_tokens_file", nfds > 0 ? "(socket activation)" : hp->host,
-            srv_http_port(d->http), nfds > 0 ? " (fd 3)" : "", hp->threads,
-            hp->max_queue ? "inference worker" : "request", queue_txt, d->cfg->n_models);
+            d->auth ? ", bearer tokens" : "", d->auth ? "" : ", no auth_tokens_file", nfds > 0 ? "(socket activation)" : c->rest_api_host,
+            srv_http_port(d->http), nfds > 0 ? " (fd 3)" : "", threads,
+            max_queue ? "inference worker" : "request", queue_txt, c->n_models);
 }
 
-/* Metrics and the HTTP server with the settings srv_config_http_params
- * gives, on systemd's socket when one is passed. 0, or 1 after logging why. */
+/* Metrics and the HTTP server, which reads its settings from the config,
+ * on systemd's socket when one is passed. 0, or 1 after logging why. */
 static int start_http(daemon_t *d)
 {
     rt_err err = {{0}};
-    srv_http_params hp;
-    srv_config_http_params(d->cfg, srv_cpu_count(NULL, NULL), &hp);
-    if (!(d->metrics = srv_metrics_new(hp.threads))) {
+    srv_http_params hp = srv_http_default_params();
+    hp.cfg = d->cfg;
+    hp.cpus = srv_cpu_count(NULL, NULL);
+    int threads = srv_config_request_threads(d->cfg, hp.cpus);
+    if (!(d->metrics = srv_metrics_new(threads))) {
         srv_log(SRV_LOG_ERROR, "out of memory");
         return 1;
     }
-    hp.metrics = d->metrics;
-    hp.tls = d->tls;   /* the daemon's objects; the settings come from */
-    hp.auth = d->auth; /* srv_config_http_params */
+    hp.metrics = d->metrics; /* the daemon's objects */
+    hp.tls = d->tls;
+    hp.auth = d->auth;
     /* Socket activation: systemd holds the port and hands it over. */
     int nfds = sd_listen_fds(1);
     if (nfds > 0) {
@@ -275,7 +281,7 @@ static int start_http(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
-    log_listening(d, &hp, nfds);
+    log_listening(d, threads, nfds);
     return 0;
 }
 

@@ -281,12 +281,8 @@ typedef struct srv_ctl_flags {
 } srv_ctl_flags;
 const rt_setting *srv_ctl_flag_settings(size_t *n);
 
-/* The HTTP server's parameters from the config: the one place the
- * listener, limits, queue and batching settings reach srv_http_params
- * (request threads: rest_api_num_threads, else cpus). The strings point
- * into c. Pure. */
-struct srv_http_params;
-void srv_config_http_params(const srv_config *c, int cpus, struct srv_http_params *hp);
+/* The request threads: rest_api_num_threads, else cpus. Pure. */
+int srv_config_request_threads(const srv_config *c, int cpus);
 
 /* Builds the effective config: the file named by --model_config_file (if
  * any), then the command-line flags over it, or one model from
@@ -932,49 +928,28 @@ void srv_conn_request_done(srv_conn *c);
 
 typedef struct srv_http srv_http;
 
+/* What the HTTP server is given: the config, whose settings it reads
+ * itself (the listener, threads, limits, deadlines, queue, batching, CORS,
+ * gzip, the metrics path: srv_config's fields, the settings table's rows;
+ * copied at start, so the config need not outlive it), and the daemon's
+ * objects. */
 typedef struct srv_http_params {
-    const char *host;
-    int port;              /* 0 = any free port (see srv_http_port) */
+    const srv_config *cfg; /* the settings (rest_api_port 0 = any free port:
+                              see srv_http_port) */
+    int cpus;              /* request threads when rest_api_num_threads is 0 */
     int listen_fd;         /* >= 0: an already listening socket to use */
-    int threads;           /* inference workers, >= 1 */
     int io_threads;        /* libmicrohttpd threads; 0 = derived from threads */
-    size_t max_queue;      /* inference requests waiting; past it 429. 0 = run
-                              inference on the I/O threads (no queue) */
-    int max_queue_wait_ms; /* with max_queue: 429 while the oldest waiting
-                              request has waited longer; 0 = off */
-    int timeout_ms;        /* per-request deadline -> 504 */
-    int connection_timeout_s;
-    int request_read_timeout_s; /* close a connection whose request is not read
-                                   whole this long after its first byte; 0 = off */
-    int max_connections;   /* client connections at once (0: 1024, or fewer to
-                              fit RLIMIT_NOFILE); silent ones (nothing sent
-                              since accept) are reclaimed first, then idle
-                              keep-alive ones, then new ones refused */
-    int header_timeout_s;  /* close a connection whose request header is not
-                              whole this long after it opened or after the next
-                              request's first byte; 0 = off */
-    size_t max_request_bytes;
-    size_t max_total_request_bytes; /* bodies held at once; past it 429 */
-    size_t log_queue_bytes;    /* prediction-log queue's byte budget */
-    size_t shadow_queue_bytes; /* shadow queue's byte budget */
-    bool enable_cors;
-    rt_json_params json;
     srv_metrics *metrics;  /* may be NULL; the caller owns it */
-    bool batching;         /* cross-request batching of :predict */
-    srv_batcher_params batch; /* its knobs (threads: batch threads) */
-    const char *metrics_path; /* GET path of the Prometheus metrics (copied at
-                                 start, at most 255 bytes); NULL = not served */
     struct srv_tls *tls;   /* non-NULL: HTTPS with it (the caller owns it) */
     struct srv_auth *auth; /* non-NULL: bearer tokens required (the caller owns it) */
-    bool metrics_require_token; /* with auth: the metrics path needs a token */
-    size_t gzip_response_min_bytes; /* > 0: answers this long or longer are gzip for
-                                       clients that accept it; 0 = never */
 } srv_http_params;
 
+/* No config (it must be given), one CPU, no socket, no objects. */
 srv_http_params srv_http_default_params(void);
 
-/* Starts serving on the manager's models. The manager must outlive the
- * server. *draining (may be NULL) is read on every readiness probe. */
+/* Starts serving on the manager's models with p->cfg's settings (copied).
+ * The manager must outlive the server. *draining (may be NULL) is read on
+ * every readiness probe. */
 rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
                          const _Atomic int *draining, srv_http **out, rt_err *err);
 /* The port actually bound. */

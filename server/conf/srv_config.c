@@ -176,33 +176,9 @@ const char *srv_config_restart_change(const srv_config *a, const srv_config *b)
     return NULL;
 }
 
-void srv_config_http_params(const srv_config *c, int cpus, srv_http_params *hp)
+int srv_config_request_threads(const srv_config *c, int cpus)
 {
-    *hp = srv_http_default_params();
-    hp->host = c->rest_api_host;
-    hp->port = c->rest_api_port;
-    hp->threads = c->rest_api_num_threads > 0 ? c->rest_api_num_threads : cpus;
-    hp->timeout_ms = c->rest_api_timeout_in_ms;
-    hp->connection_timeout_s = c->connection_timeout_seconds;
-    hp->request_read_timeout_s = c->request_read_timeout_seconds;
-    hp->max_connections = c->max_connections;
-    hp->header_timeout_s = c->request_header_timeout_seconds;
-    hp->max_request_bytes = c->max_request_bytes;
-    hp->max_total_request_bytes = c->max_total_request_bytes;
-    hp->json.max_answer_bytes = c->max_answer_bytes;
-    hp->log_queue_bytes = c->prediction_log_queue_bytes;
-    hp->shadow_queue_bytes = c->shadow_queue_bytes;
-    hp->enable_cors = c->enable_cors;
-    hp->max_queue = (size_t)c->max_queue_depth;
-    hp->max_queue_wait_ms = c->max_queue_wait_ms;
-    hp->batching = c->enable_batching;
-    hp->batch.max_batch_size = (size_t)c->max_batch_size;
-    hp->batch.timeout_us = c->batch_timeout_micros;
-    hp->batch.max_enqueued_batches = (size_t)c->max_enqueued_batches;
-    hp->batch.threads = c->num_batch_threads > 0 ? c->num_batch_threads : hp->threads;
-    hp->metrics_path = c->metrics_path;
-    hp->metrics_require_token = c->metrics_require_token;
-    hp->gzip_response_min_bytes = c->gzip_response_min_bytes;
+    return c->rest_api_num_threads > 0 ? c->rest_api_num_threads : cpus;
 }
 
 void srv_config_free(srv_config *c)

@@ -55,7 +55,7 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
 {
     const srv_route *r = &rq->route;
     double ms = srv_http_ms_since(&rq->start);
-    rq->code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);
+    rq->code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(rq->ver), rt_ctx_batch(rq->ctx));
     srv_metrics_request(h->p.metrics, r->model, srv_version_number(rq->ver), r->method,
@@ -67,7 +67,7 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
             snprintf(msg, sizeof msg,
                      "deadline exceeded: the request took %.0f ms, over "
                      "rest_api_timeout_in_ms=%d",
-                     ms, h->p.timeout_ms);
+                     ms, h->cfg.rest_api_timeout_in_ms);
         else
             snprintf(msg, sizeof msg, "%s", err->msg);
         rt_buf_reset(&rq->resp);
@@ -102,13 +102,13 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     for (size_t i = 0; i < n; i++) {
         req *rq = jobs[i];
         double ms = srv_http_ms_since(&rq->start);
-        if (ms > h->p.timeout_ms) {
+        if (ms > h->cfg.rest_api_timeout_in_ms) {
             /* It waited past its deadline: not run (as in compute_infer). */
             char msg[160];
             snprintf(msg, sizeof msg,
                      "deadline exceeded: the request waited %.0f ms, over "
                      "rest_api_timeout_in_ms=%d",
-                     ms, h->p.timeout_ms);
+                     ms, h->cfg.rest_api_timeout_in_ms);
             rq->code = 504;
             srv_metrics_request(h->p.metrics, rq->route.model, -1, rq->route.method, 504, ms / 1e3);
             rt_buf_reset(&rq->resp);
@@ -186,11 +186,11 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         st = rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
     else if (r->method == RT_METHOD_INFER) /* /v2: may share a batch with /v1 */
         st = rt_v2_parse(m, r->model, rq->served, rq->body.data, rq->body.len, rq->v2_header,
-                         &h->p.json, rq->ctx, &rq->parsed, &err);
+                         &h->json, rq->ctx, &rq->parsed, &err);
     else
-        st = rt_json_parse_only(m, rq->body.data ? rq->body.data : "", rq->body.len, &h->p.json,
+        st = rt_json_parse_only(m, rq->body.data ? rq->body.data : "", rq->body.len, &h->json,
                                 rq->ctx, &rq->parsed, &err);
-    if (st == RT_OK && rq->parsed.n >= 1 && rq->parsed.n <= h->p.batch.max_batch_size) {
+    if (st == RT_OK && rq->parsed.n >= 1 && rq->parsed.n <= h->batch.max_batch_size) {
         rq->conn = conn;
         rq->h = h;
         /* Suspended before it can be answered: a batch thread may resume
@@ -211,7 +211,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         snprintf(msg, sizeof msg,
                  "overloaded: %zu batches are already waiting (max_enqueued_batches); "
                  "retry later",
-                 h->p.batch.max_enqueued_batches);
+                 h->batch.max_enqueued_batches);
         rt_buf_reset(&rq->resp);
         srv_http_put_error(&rq->resp, msg);
         batch_release(h, rq);

@@ -41,13 +41,13 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     srv_version *v = NULL;
     double ms = ms_at(rq, rq->t_run);
     rq->t_done = rq->t_run;
-    if (ms > h->p.timeout_ms) {
+    if (ms > h->cfg.rest_api_timeout_in_ms) {
         /* It waited in the queue past its deadline: do not run it. */
         *code = 504;
         snprintf(err.msg, sizeof err.msg,
                  "deadline exceeded: the request waited %.0f ms, over "
                  "rest_api_timeout_in_ms=%d",
-                 ms, h->p.timeout_ms);
+                 ms, h->cfg.rest_api_timeout_in_ms);
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
                             -1, r->method, 504, ms / 1e3);
         srv_http_put_error(out, err.msg);
@@ -67,19 +67,19 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     rq->v2_answer = 0;
     if (r->method == RT_METHOD_INFER) { /* /v2: same path, the v2 parser and answer */
         st = rt_v2_handle(srv_version_model(v), r->model, vnum, rq->body.data, rq->body.len,
-                          rq->v2_header, &h->p.json, ctx, out, &err);
+                          rq->v2_header, &h->json, ctx, out, &err);
         if (st == RT_OK)
             rq->v2_answer = rt_v2_answer_header_len(ctx);
     } else {
         st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
-                            rq->body.len, &h->p.json, ctx, out, &err);
+                            rq->body.len, &h->json, ctx, out, &err);
     }
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
     srv_version_release(v);
     rq->t_done = srv_http_now_ns();
     ms = ms_at(rq, rq->t_done);
-    *code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);
+    *code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     srv_metrics_request(h->p.metrics, r->model, vnum, r->method, (int)*code, ms / 1e3);
     if (*code != 200) {
         rt_buf_reset(out);
@@ -87,7 +87,7 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
             snprintf(err.msg, sizeof err.msg,
                      "deadline exceeded: the request took %.0f ms, over "
                      "rest_api_timeout_in_ms=%d",
-                     ms, h->p.timeout_ms);
+                     ms, h->cfg.rest_api_timeout_in_ms);
         srv_http_put_error(out, err.msg);
     }
 }
@@ -176,12 +176,12 @@ void srv_http_busy_message(const srv_http *h, bool by_limit, char *msg, size_t l
         snprintf(msg, len,
                  "overloaded: the inference requests in flight are at the admission limit, "
                  "which keeps their wait under max_queue_wait_ms=%d; retry later",
-                 h->p.max_queue_wait_ms);
+                 h->cfg.max_queue_wait_ms);
     else
         snprintf(msg, len,
                  "overloaded: the inference queue is full (max_queue_depth=%zu) or its oldest "
                  "request has waited over max_queue_wait_ms=%d; retry later",
-                 h->p.max_queue, h->p.max_queue_wait_ms);
+                 (size_t)h->cfg.max_queue_depth, h->cfg.max_queue_wait_ms);
 }
 
 /* 429 at once, on the I/O thread: the request is not queued. The answer is
@@ -216,7 +216,7 @@ static size_t explain_weight(srv_http *h, req *rq)
     if (!ctx || srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err) != RT_OK)
         return 1;
     if (rt_json_explain_rows(srv_version_model(v), rq->body.data ? rq->body.data : "",
-                             rq->body.len, &h->p.json, ctx, &rows, &err) != RT_OK)
+                             rq->body.len, &h->json, ctx, &rows, &err) != RT_OK)
         rows = 0;
     srv_version_release(v);
     size_t units = (rows + SRV_EXPLAIN_ROWS_PER_UNIT - 1) / SRV_EXPLAIN_ROWS_PER_UNIT;

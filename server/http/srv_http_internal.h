@@ -53,8 +53,16 @@ typedef struct tstate {
 
 struct srv_http {
     struct MHD_Daemon *mhd;
-    srv_http_params p;
-    char metrics_path[256]; /* p.metrics_path's copy; "" = metrics not served */
+    srv_http_params p;      /* the objects it was given (p.cfg: NULL after start) */
+    srv_config cfg;         /* the settings, copied at start (every row of the
+                               settings table; strings owned, no models): the
+                               front reads each setting here, by its name */
+    /* what follows from the settings, worked out once at start */
+    int threads;            /* request threads: rest_api_num_threads, else the CPUs */
+    int max_connections;    /* max_connections, resolved against RLIMIT_NOFILE */
+    rt_json_params json;    /* the request reader's limits (max_answer_bytes) */
+    srv_batcher_params batch; /* the batcher's knobs (threads: batch threads) */
+    char metrics_path[256]; /* the config's metrics_path; "" = metrics not served */
     srv_manager *mgr;
     const _Atomic int *draining;
     int fd; /* listening socket */

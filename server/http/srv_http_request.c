@@ -44,7 +44,7 @@
 static bool hold_body(srv_http *h, req *rq, size_t n)
 {
     size_t was = atomic_fetch_add(&h->held, n);
-    if (n > h->p.max_total_request_bytes || was > h->p.max_total_request_bytes - n) {
+    if (n > h->cfg.max_total_request_bytes || was > h->cfg.max_total_request_bytes - n) {
         atomic_fetch_sub(&h->held, n);
         return false;
     }
@@ -80,7 +80,7 @@ static enum MHD_Result refuse_body(srv_http *h, struct MHD_Connection *conn, req
         h, conn, 429,
         "overloaded: %zu bytes of request bodies are being received and %llu "
         "more would pass max_total_request_bytes=%zu; retry later",
-        (size_t)atomic_load(&h->held), n, h->p.max_total_request_bytes);
+        (size_t)atomic_load(&h->held), n, h->cfg.max_total_request_bytes);
 }
 
 /* The Prometheus metrics answer at h->metrics_path only (TF Serving's
@@ -184,13 +184,13 @@ static enum MHD_Result check_length(srv_http *h, struct MHD_Connection *conn, re
         return MHD_YES;
     char *end = NULL;
     unsigned long long n = strtoull(cl, &end, 10);
-    if (end && *end == '\0' && n > h->p.max_request_bytes) {
+    if (end && *end == '\0' && n > h->cfg.max_request_bytes) {
         rq->answered = true;
         srv_metrics_rejected(h->p.metrics, "too_large");
         return srv_http_send_error(h, conn, 413,
                                    "request body of %llu bytes is over the limit of %zu bytes "
                                    "(max_request_bytes)",
-                                   n, h->p.max_request_bytes);
+                                   n, h->cfg.max_request_bytes);
     }
     /* the whole body's bytes are held from now on */
     if (end && *end == '\0' && n > 0 && !hold_body(h, rq, (size_t)n))
@@ -233,7 +233,7 @@ static enum MHD_Result on_headers(srv_http *h, struct MHD_Connection *conn, cons
             srv_log(SRV_LOG_WARN, "refused a request (400, connection closed): %s", why);
         return srv_http_send_error_msg(h, conn, bad, true, why);
     }
-    if (h->p.enable_cors && !strcmp(method, "OPTIONS"))
+    if (h->cfg.enable_cors && !strcmp(method, "OPTIONS"))
         return answer_preflight(conn, rq);
     srv_route_request(method, url, &rq->route);
     route_metrics(h, method, url, &rq->route);
@@ -275,13 +275,13 @@ static enum MHD_Result on_body_chunk(srv_http *h, struct MHD_Connection *conn, r
     *upload_data_size = 0;
     if (rq->answered)
         return MHD_YES; /* discard */
-    if (n > h->p.max_request_bytes || rq->body.len > h->p.max_request_bytes - n) {
+    if (n > h->cfg.max_request_bytes || rq->body.len > h->cfg.max_request_bytes - n) {
         rq->answered = true;
         srv_metrics_rejected(h->p.metrics, "too_large");
         rt_buf_free(&rq->body);
         return srv_http_send_error(
             h, conn, 413, "request body is over the limit of %zu bytes (max_request_bytes)",
-            h->p.max_request_bytes);
+            h->cfg.max_request_bytes);
     }
     /* a chunked body is held chunk by chunk (past the budget the
      * connection is closed: no answer can be queued mid-upload) */
@@ -307,7 +307,7 @@ static enum MHD_Result inflate_body(srv_http *h, struct MHD_Connection *conn, re
     rt_buf plain;
     rt_buf_init(&plain);
     rt_err gerr = {{0}};
-    rt_status gs = srv_gunzip(rq->body.data, rq->body.len, h->p.max_request_bytes, &plain, &gerr);
+    rt_status gs = srv_gunzip(rq->body.data, rq->body.len, h->cfg.max_request_bytes, &plain, &gerr);
     rt_buf_free(&rq->body);
     rq->body = plain;
     if (gs != RT_OK) {

@@ -21,7 +21,7 @@
  * takes gzip; false to answer b as it is. */
 static bool gzip_answer(srv_http *h, struct MHD_Connection *conn, const rt_buf *b, rt_buf *z)
 {
-    if (!h->p.gzip_response_min_bytes || b->len < h->p.gzip_response_min_bytes ||
+    if (!h->cfg.gzip_response_min_bytes || b->len < h->cfg.gzip_response_min_bytes ||
         !srv_gzip_accepted(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                        MHD_HTTP_HEADER_ACCEPT_ENCODING)))
         return false;
@@ -51,7 +51,7 @@ static struct MHD_Response *make_response(srv_http *h, unsigned code, rt_buf *b,
     if (!resp)
         return NULL;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    if (h->p.enable_cors)
+    if (h->cfg.enable_cors)
         MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
     if (code == 503 || code == 429)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");

@@ -24,7 +24,7 @@ static unsigned route_scope(const srv_http *h, const srv_route *r, const char *m
      * POST runs models, the rest reads */
     if (!r->row)
         return !strcmp(method, "POST") ? SRV_SCOPE_INFER : SRV_SCOPE_READ;
-    if (r->row->scope == SRV_SCOPE_METRICS && !h->p.metrics_require_token)
+    if (r->row->scope == SRV_SCOPE_METRICS && !h->cfg.metrics_require_token)
         return 0;
     return r->row->scope;
 }
