@@ -27,7 +27,6 @@
 #include <malloc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -59,13 +58,6 @@ static void on_signal(int sig)
         /* pipe full: a signal is pending anyway */
     }
     errno = saved;
-}
-
-static double mono_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 static bool same_file_state(const struct stat *a, const struct stat *b)
@@ -216,7 +208,7 @@ static int start_models(daemon_t *d)
     }
     remember_cfg_stat(d);
     d->cfg_fp = cfg_fingerprint(d);
-    d->next_cfg_poll = mono_seconds() + d->cfg->model_config_file_poll_wait_seconds;
+    d->next_cfg_poll = rt_seconds(0) + d->cfg->model_config_file_poll_wait_seconds;
     if (srv_manager_start(d->mgr, d->cfg->file_system_poll_wait_seconds, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
@@ -337,7 +329,7 @@ static int wait_ms_for(const daemon_t *d, const main_loop *l, double now)
     if (l->draining && (l->drain_until - now) * 1000 < wait_ms)
         wait_ms = (int)((l->drain_until - now) * 1000) + 1;
     if (l->wd_interval > 0) {
-        double until_ping = (l->last_ping + l->wd_interval - mono_seconds()) * 1000;
+        double until_ping = (l->last_ping + l->wd_interval - rt_seconds(0)) * 1000;
         if (until_ping < wait_ms)
             wait_ms = until_ping > 0 ? (int)until_ping + 1 : 0;
     }
@@ -359,7 +351,7 @@ static bool take_signal(daemon_t *d, main_loop *l, unsigned char sig)
     }
     l->draining = true;
     atomic_store(&d->draining, 1);
-    l->drain_until = mono_seconds() + d->cfg->drain_grace_seconds;
+    l->drain_until = rt_seconds(0) + d->cfg->drain_grace_seconds;
     sd_notifyf(0, "STOPPING=1\nSTATUS=draining for %d s", d->cfg->drain_grace_seconds);
     srv_log(SRV_LOG_INFO, "%s: draining: readyz answers 503, requests are served for "
                           "%d s more (a second signal stops at once)",
@@ -381,8 +373,8 @@ static void watch_config(daemon_t *d)
      * cannot see (same inode, size and mtime); reloads only when the
      * bytes differ from those last read. */
     int poll_s = d->cfg->model_config_file_poll_wait_seconds;
-    if (poll_s > 0 && mono_seconds() >= d->next_cfg_poll) {
-        d->next_cfg_poll = mono_seconds() + poll_s;
+    if (poll_s > 0 && rt_seconds(0) >= d->next_cfg_poll) {
+        d->next_cfg_poll = rt_seconds(0) + poll_s;
         uint64_t fp = cfg_fingerprint(d);
         if (fp != 0 && fp != d->cfg_fp)
             reload(d, "model_config_file_poll_wait_seconds: the file's bytes changed");
@@ -402,7 +394,7 @@ static void main_loop_run(daemon_t *d)
     }
     for (;;) {
         note_readiness(d);
-        double now = mono_seconds();
+        double now = rt_seconds(0);
         ping_watchdog(d, &l, now);
         if (l.draining && now >= l.drain_until)
             break;

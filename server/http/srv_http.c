@@ -45,8 +45,6 @@ srv_http_params srv_http_default_params(void)
     return p;
 }
 
-static double now_ms(void);
-
 /* libmicrohttpd's per-connection memory (headers and its read buffer). */
 #define SRV_CONN_MEMORY (16 * 1024)
 
@@ -469,8 +467,8 @@ void srv_http_stop(srv_http *h)
         MHD_socket fd = MHD_quiesce_daemon(h->mhd);
         /* Let queued and running requests finish and their answers go out
          * (bounded by the request deadline plus a margin). */
-        double limit = now_ms() + h->cfg.rest_api_timeout_in_ms + 5000;
-        while (atomic_load(&h->active) > 0 && now_ms() < limit) {
+        int64_t limit = rt_now_ms() + h->cfg.rest_api_timeout_in_ms + 5000;
+        while (atomic_load(&h->active) > 0 && rt_now_ms() < limit) {
             struct timespec ts = {0, 5000000L};
             nanosleep(&ts, NULL);
         }
@@ -484,13 +482,6 @@ void srv_http_stop(srv_http *h)
         close(h->fd);
     }
     free_parts(h);
-}
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 bool srv_http_probe(srv_http *h, int timeout_ms)

@@ -54,7 +54,7 @@ static void ctx_give(srv_http *h, rt_ctx *c)
 static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
 {
     const srv_route *r = &rq->route;
-    double ms = srv_http_ms_since(&rq->start);
+    double ms = srv_http_ms_since(rq->start);
     rq->code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(rq->ver), rt_ctx_batch(rq->ctx));
@@ -91,8 +91,7 @@ static void batch_release(srv_http *h, req *rq)
 void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
 {
     srv_http *h = fn_ctx;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = rt_now_ns();
     srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));
     srv_metrics_in_flight(h->p.metrics, (int)n, 0);
     rt_ctx **ctxs = malloc(n * sizeof *ctxs);
@@ -101,7 +100,7 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     size_t k = 0, instances = 0;
     for (size_t i = 0; i < n; i++) {
         req *rq = jobs[i];
-        double ms = srv_http_ms_since(&rq->start);
+        double ms = srv_http_ms_since(rq->start);
         if (ms > h->cfg.rest_api_timeout_in_ms) {
             /* It waited past its deadline: not run (as in compute_infer). */
             char msg[160];
@@ -155,7 +154,7 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     free(ctxs);
     free(parsed);
     free(live);
-    srv_metrics_in_flight(h->p.metrics, -(int)n, srv_http_ms_since(&t0) / 1e3);
+    srv_metrics_in_flight(h->p.metrics, -(int)n, srv_http_ms_since(t0) / 1e3);
     for (size_t i = 0; i < n; i++) {
         req *rq = jobs[i];
         batch_release(h, rq);
@@ -176,7 +175,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     if (st != RT_OK) {
         unsigned code = srv_http_status(st);
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
-                            -1, r->method, (int)code, srv_http_ms_since(&rq->start) / 1e3);
+                            -1, r->method, (int)code, srv_http_ms_since(rq->start) / 1e3);
         return srv_http_send_error(h, conn, code, "%s", err.msg);
     }
     const rt_model *m = srv_version_model(rq->ver);
@@ -204,7 +203,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         /* Not taken: 429, sent when libmicrohttpd resumes the connection. */
         srv_metrics_rejected(h->p.metrics, "overloaded");
         srv_metrics_request(h->p.metrics, r->model, -1, r->method, 429,
-                            srv_http_ms_since(&rq->start) / 1e3);
+                            srv_http_ms_since(rq->start) / 1e3);
         rq->code = 429;
         rq->served = -1;
         char msg[160];
@@ -221,11 +220,10 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     }
     if (st == RT_OK) {
         /* Empty, or larger than a batch: it runs alone, here. */
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int64_t t0 = rt_now_ns();
         srv_metrics_in_flight(h->p.metrics, 1, 0);
         st = rt_json_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
-        srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(&t0) / 1e3);
+        srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(t0) / 1e3);
     }
     batch_finish(h, rq, st, &err);
     batch_release(h, rq);

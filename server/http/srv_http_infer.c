@@ -27,7 +27,7 @@
 /* ms from the request's start to t (CLOCK_MONOTONIC ns). */
 static double ms_at(const req *rq, int64_t t)
 {
-    return (double)(t - ((int64_t)rq->start.tv_sec * 1000000000 + rq->start.tv_nsec)) / 1e6;
+    return (double)(t - rq->start) / 1e6;
 }
 
 /* Runs one inference request: fills *code and out (the JSON answer or an
@@ -57,7 +57,7 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
         srv_manager_acquire_routed(h->mgr, r->model, r->version, r->label, &rq->pick, &v, &err);
     if (st != RT_OK) {
         *code = srv_http_status(st);
-        rq->t_done = srv_http_now_ns();
+        rq->t_done = rt_now_ns();
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
                             -1, r->method, (int)*code, ms_at(rq, rq->t_done) / 1e3);
         srv_http_put_error(out, err.msg);
@@ -77,7 +77,7 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
     srv_version_release(v);
-    rq->t_done = srv_http_now_ns();
+    rq->t_done = rt_now_ns();
     ms = ms_at(rq, rq->t_done);
     *code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     srv_metrics_request(h->p.metrics, r->model, vnum, r->method, (int)*code, ms / 1e3);
@@ -145,7 +145,7 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
     rq->code = 500;
     rt_buf_reset(&rq->resp);
     if (!rq->t_run) /* srv_http_on_request read it as it began the answer */
-        rq->t_run = srv_http_now_ns();
+        rq->t_run = rt_now_ns();
     compute_infer(h, rq, ctx, &rq->code, &rq->resp);
     return srv_http_send_computed(h, conn, rq->code, rq);
 }
@@ -157,7 +157,7 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     req *rq = job;
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
     srv_metrics_in_flight(h->p.metrics, 1, 0);
-    rq->t_run = srv_http_now_ns();
+    rq->t_run = rt_now_ns();
     compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp); /* sets rq->t_done */
     srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
     if (rq->ticket) { /* its slot, with its wait in the queue (before the resume) */
@@ -192,7 +192,7 @@ static enum MHD_Result refuse(srv_http *h, struct MHD_Connection *conn, req *rq,
     srv_metrics_rejected(h->p.metrics, "overloaded");
     srv_metrics_request(h->p.metrics,
                         srv_manager_has_model(h->mgr, rq->route.model) ? rq->route.model : "", -1,
-                        rq->route.method, 429, srv_http_ms_since(&rq->start) / 1e3);
+                        rq->route.method, 429, srv_http_ms_since(rq->start) / 1e3);
     if (h->busy[by_limit])
         return srv_http_send_shared(h, conn, 429, h->busy[by_limit]);
     char msg[256];
@@ -238,7 +238,7 @@ enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *
     }
     rq->ticket = ticket;
     rq->weight = weight;
-    rq->t_admit = srv_http_now_ns();
+    rq->t_admit = rt_now_ns();
     MHD_suspend_connection(conn);
     srv_pool_submit_reserved(h->workers, rq);
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));

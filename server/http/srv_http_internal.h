@@ -103,7 +103,7 @@ typedef struct req {
     bool answered; /* a response was queued (or the request handed over) */
     bool counted;  /* counted in h->active */
     size_t held;   /* bytes of srv_http.held this request's body holds */
-    struct timespec start;
+    int64_t start;  /* rt_now_ns when its headers arrived */
     bool gzipped; /* Content-Encoding: gzip (the body is inflated when read whole) */
     /* worker hand-over (SRV_ROUTE_INFER with a pool) */
     struct MHD_Connection *conn;
@@ -225,10 +225,8 @@ enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn,
 unsigned srv_http_status(rt_status s);
 /* Appends {"error": msg} to out; nonzero when out of memory. */
 int srv_http_put_error(rt_buf *out, const char *msg);
-/* Milliseconds since t0 (CLOCK_MONOTONIC). */
-double srv_http_ms_since(const struct timespec *t0);
-/* CLOCK_MONOTONIC in ns. */
-int64_t srv_http_now_ns(void);
+/* Milliseconds since t0 (rt_now_ns: CLOCK_MONOTONIC ns). */
+double srv_http_ms_since(int64_t t0);
 
 /* ------------------------------------------------ srv_http_answer.c */
 

@@ -219,7 +219,7 @@ static enum MHD_Result on_headers(srv_http *h, struct MHD_Connection *conn, cons
     rt_buf_reset(&rq->body);
     rt_buf_reset(&rq->resp);
     rq->served = -1;
-    clock_gettime(CLOCK_MONOTONIC, &rq->start);
+    rq->start = rt_now_ns();
     *con_cls = rq;
     rq->counted = true;
     atomic_fetch_add(&h->active, 1);
@@ -356,10 +356,10 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
         return srv_http_batch_enter(h, conn, rq);
     if (h->workers && rq->route.kind == SRV_ROUTE_INFER)
         return srv_http_enqueue(h, conn, rq);
-    int64_t t0 = rq->t_run = srv_http_now_ns(); /* an inference's start too */
+    int64_t t0 = rq->t_run = rt_now_ns(); /* an inference's start too */
     srv_metrics_in_flight(h->p.metrics, 1, 0);
     enum MHD_Result res = srv_http_answer(h, conn, rq, method, url);
-    srv_metrics_in_flight(h->p.metrics, -1, (double)(srv_http_now_ns() - t0) / 1e9);
+    srv_metrics_in_flight(h->p.metrics, -1, (double)(rt_now_ns() - t0) / 1e9);
     return res;
 }
 
@@ -374,14 +374,12 @@ static void tap_request(srv_http *h, req *rq)
         srv_version_release(shadow);
         return;
     }
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     srv_served s = {rq->route.model,
                     rq->served,
                     rq->route.method,
                     (int)rq->code,
-                    srv_http_ms_since(&rq->start) / 1e3,
-                    (double)now.tv_sec + (double)now.tv_nsec / 1e9,
+                    srv_http_ms_since(rq->start) / 1e3,
+                    rt_seconds(1),
                     rq->body.data,
                     rq->body.len,
                     rq->resp.data,

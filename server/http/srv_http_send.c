@@ -158,18 +158,9 @@ unsigned srv_http_status(rt_status s)
     }
 }
 
-double srv_http_ms_since(const struct timespec *t0)
+double srv_http_ms_since(int64_t t0)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
-int64_t srv_http_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    return (double)(rt_now_ns() - t0) / 1e6;
 }
 
 /* Appends {"error": msg} to out. */

@@ -407,13 +407,6 @@ static rt_status warmup_dummy(const rt_model *model, rt_ctx *ctx, rt_err *err)
     return st;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Loads one version off the request path and publishes it; true when it is
  * AVAILABLE. poll_mu held. */
 static bool load_one(srv_manager *m, const char *name, const char *base, int64_t version,
@@ -450,7 +443,7 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
     snprintf(dir, sizeof dir, "%s/%lld", base, (long long)version);
     srv_log(SRV_LOG_INFO, "model %s version %lld: LOADING from %s", name, (long long)version,
             dir);
-    double t0 = now_seconds();
+    double t0 = rt_seconds(0);
     rt_err err = {{0}};
     rt_model *model = NULL;
     rt_status st = rt_model_open(dir, &model, &err);
@@ -477,7 +470,7 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
             }
         }
     }
-    double secs = now_seconds() - t0;
+    double secs = rt_seconds(0) - t0;
     srv_monitor *mon = NULL;
     if (st == RT_OK && mon_conf.on) {
         rt_err merr = {{0}};
@@ -784,17 +777,17 @@ static void *loader_main(void *arg)
      * first scan. */
     while (m->watcher_started && !m->watch_ready && !m->stop)
         pthread_cond_wait(&m->cv, &m->mu);
-    double next_tick = now_seconds() + m->poll_seconds;
+    double next_tick = rt_seconds(0) + m->poll_seconds;
     while (!m->stop) {
         if (m->wake) {
             m->wake = false;
             pthread_mutex_unlock(&m->mu);
             srv_manager_poll(m);
             pthread_mutex_lock(&m->mu);
-            next_tick = now_seconds() + m->poll_seconds;
+            next_tick = rt_seconds(0) + m->poll_seconds;
             continue;
         }
-        double now = now_seconds();
+        double now = rt_seconds(0);
         if (m->poll_seconds > 0 && next_tick > now + m->poll_seconds)
             next_tick = now + m->poll_seconds; /* the interval was shortened */
         bool tick = m->poll_seconds > 0 && now >= next_tick;

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_PAIRS 256 /* (model, version, shadow version) series kept */
 
@@ -220,13 +219,11 @@ static void run_job(void *fn_ctx, void *arg, int worker)
     rt_buf out;
     rt_buf_init(&out);
     rt_err err = {{0}};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = rt_now_ns();
     rt_status st = s->ctx ? rt_json_handle(srv_version_model(j->shadow), j->method, j->body,
                                            j->body_len, &s->json, s->ctx, &out, &err)
                           : RT_ERR_NOMEM;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    double secs = (double)(rt_now_ns() - t0) / 1e9;
     cJSON *a = cJSON_ParseWithLength(j->answer, j->answer_len);
     cJSON *b = st == RT_OK ? cJSON_ParseWithLength(out.data, out.len) : NULL;
     size_t n = instances(a);
