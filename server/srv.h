@@ -1,45 +1,39 @@
 /*
  * srv.h — predictd, the serving daemon: the one public header of server/.
  *
- * Pieces, each in its own file:
- *   srv_log.c     one log line per event, with a level (stderr / journal)
- *   srv_config.c  the settings table: defaults, flags, config file keys, --help
- *   srv_config_models.c  the config file's "models" list (policies, labels)
- *   srv_textproto.c  protobuf text-format reader (TF Serving's config files)
- *   srv_tfconf.c  TF Serving's text-format files -> predictd's config
- *   srv_router.c  method + URL -> srv_route, from the route table
- *                 (srv_routes.c; pure, no model lookups)
- *   srv_rollout.c a model's rollout keys (traffic split, shadow, prediction
- *                 logs): parsing, the arm of a draw
- *   srv_shadow.c  shadow traffic: sampled requests re-run on the shadow version
- *                 off the request path, answers compared (divergence metrics)
- *   srv_predlog.c prediction logs: sampled requests and answers as JSON lines,
- *                 written by a writer thread to rotating 0600 files
- *   srv_cpu.c     CPUs the process may use (affinity, cgroup v2 cpu.max)
- *   srv_models.c  model manager: versions, reference counts, readiness
- *   srv_loader.c  its loader: base path scans, loading, warm-up, inotify
- *   srv_metrics.c request counts, latency histograms, in-flight (Prometheus)
- *   srv_pool.c    bounded job queue + worker threads (inference off the I/O threads)
- *   srv_admit.c   adaptive admission limit of that queue (target wait)
- *   srv_batch.c   cross-request batch scheduler (max_batch_size, batch_timeout_micros)
- *   srv_http.c    the HTTP front's start and stop (libmicrohttpd, listener,
- *                 accept policy, watchdog probe); its pieces, sharing
- *                 srv_http_internal.h: srv_http_request.c (a request on its
- *                 I/O thread: framing, routing, body limits, dispatch),
- *                 srv_http_answer.c (answers, non-inference routes),
- *                 srv_http_infer.c (inference, workers, admission),
- *                 srv_http_batch.c (cross-request batching)
- *   srv_conn.c    open connections: max_connections, idle reclaim, header and
- *                 read deadlines
- *   srv_framing.c request framing checks against request smuggling (RFC 9112)
- *   srv_client.c  a small blocking HTTP/1.1 client (predictctl, probes)
- *   srv_tls.c, srv_auth.c, srv_auth_file.c, srv_http_sec.c, srv_gzip.c
- *                 TLS and mutual TLS, bearer tokens (and predictctl token
- *                 add), the HTTP front's gate, gzip request bodies; their
- *                 header is srv_sec.h (the server's own)
+ * Pieces, each in its own file, in rooms by concern (docs/design.md, "The
+ * server's rooms"):
+ *   conf/     srv_config.c (the settings table: defaults, flags, config file
+ *             keys, --help), srv_config_models.c (the config file's "models"
+ *             list), srv_textproto.c (protobuf text format), srv_tfconf.c
+ *             (TF Serving's text-format files), srv_tfflags.c (TF Serving's
+ *             flags without a setting)
+ *   models/   srv_models.c (the model manager: versions, reference counts,
+ *             readiness), srv_loader.c and srv_watch.c (its loader: scans,
+ *             loading, warm-up; inotify), srv_rollout.c (traffic split,
+ *             shadow, prediction-log keys), srv_shadow.c (shadow traffic),
+ *             srv_names.c (model names, version numbers)
+ *   http/     srv_http.c (the front's start and stop: libmicrohttpd,
+ *             listener, accept policy, watchdog probe) and its pieces,
+ *             sharing srv_http_internal.h: srv_http_request.c (a request on
+ *             its I/O thread), srv_routes.c (the route table) and
+ *             srv_router.c (method + URL -> srv_route; pure),
+ *             srv_http_answer.c, srv_http_infer.c, srv_http_batch.c,
+ *             srv_http_v2.c (the answers), srv_http_send.c (sending);
+ *             srv_conn.c (open connections: limit, reclaim, deadlines),
+ *             srv_framing.c (framing checks against request smuggling)
+ *   sec/      srv_tls.c, srv_auth.c, srv_auth_file.c, srv_http_sec.c,
+ *             srv_gzip.c: TLS and mutual TLS, bearer tokens (and predictctl
+ *             token add), the front's gate, gzip request bodies; their
+ *             header is srv_sec.h (the server's own)
+ *   obs/      srv_metrics.c (Prometheus), srv_log.c, srv_predlog.c
+ *             (prediction logs), srv_monitor.c (skew and drift), srv_cpu.c
+ *             (CPUs the process may use)
+ *   sched/    srv_pool.c (bounded job queue + workers), srv_admit.c (its
+ *             adaptive admission limit), srv_batch.c (cross-request batches)
+ *   ctl/      main_predictctl.c (the operator's tool), srv_ctl_flags.c (its
+ *             flags), srv_client.c (a small blocking HTTP/1.1 client)
  *   main_predictd.c  the daemon's single context, signals, reload loop
- *   main_predictctl.c  the operator's tool: status, labels, promote, rollback,
- *                 canary
  *
  * The server depends on the runtime (rt.h) only. Conventions as in the
  * runtime: rt_status returns, rt_err messages that name what was wrong,
@@ -483,6 +477,9 @@ typedef enum {
     SRV_ROUTE_MONITORING,   /* GET /v1/models/{m}[/versions/{v}|/labels/{l}]/monitoring */
     SRV_ROUTE_INFER,        /* POST ...:predict|:classify|:regress, /v2/.../infer */
     SRV_ROUTE_METRICS,      /* GET /monitoring/prometheus/metrics */
+    SRV_ROUTE_ANSWER,       /* a row that nothing but its answer tells apart (an
+                               endpoint added as a row and its answer function:
+                               docs/design.md, "How to add") */
 } srv_route_kind;
 
 #define SRV_NAME_MAX 128
