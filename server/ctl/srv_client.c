@@ -7,6 +7,7 @@
  * its name or IP address checked) and a bearer token.
  */
 #include "srv.h"
+#include "srv_limits.h"
 #include "srv_sec.h"
 
 #include <errno.h>
@@ -18,8 +19,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#define MAX_RESPONSE (64u << 20)
 
 static bool wait_fd(int fd, short events, int64_t deadline)
 {
@@ -217,8 +216,8 @@ static rt_status exchange(int fd, const char *name, const char *host, const srv_
         }
         resp.len += (size_t)n;
         resp.data[resp.len] = '\0';
-        if (resp.len > MAX_RESPONSE) {
-            st = rt_err_set(err, RT_ERR_LIMIT, "answer larger than %u bytes", MAX_RESPONSE);
+        if (resp.len > SRV_CLIENT_MAX_RESPONSE) {
+            st = rt_err_set(err, RT_ERR_LIMIT, "answer larger than %u bytes", SRV_CLIENT_MAX_RESPONSE);
             goto out;
         }
     }

@@ -14,6 +14,7 @@
  * outside max_connections (whose libmicrohttpd-side value is set above it).
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 #include "srv_sec.h"
 
 #include <arpa/inet.h>
@@ -30,12 +31,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Sampled requests waiting for their shadow run / for the log writer; past
- * these (or past their byte budgets, shadow_queue_bytes and
- * prediction_log_queue_bytes), more are dropped and counted. */
-#define SHADOW_QUEUE 256
-#define LOG_QUEUE 4096
-
 srv_http_params srv_http_default_params(void)
 {
     srv_http_params p;
@@ -44,9 +39,6 @@ srv_http_params srv_http_default_params(void)
     p.listen_fd = -1;
     return p;
 }
-
-/* libmicrohttpd's per-connection memory (headers and its read buffer). */
-#define SRV_CONN_MEMORY (16 * 1024)
 
 /* The watchdog probe's address (MHD_add_connection wants one): an abstract
  * Unix socket name that is never bound. */
@@ -150,17 +142,6 @@ static size_t unescape_url(void *cls, struct MHD_Connection *c, char *s)
     return (size_t)(w - s);
 }
 
-/* Connections libmicrohttpd admits per I/O thread beyond max_connections:
- * the watchdog probe, and connections being reclaimed. */
-#define PROBE_SLOTS 8
-
-/* Open files kept for the daemon's own use beside its client connections
- * (listener, models, logs, libmicrohttpd's and systemd's descriptors). */
-#define FD_RESERVE 256
-/* max_connections when it is not set: this many, fewer when the open-files
- * limit is lower. */
-#define AUTO_MAX_CONNECTIONS 1024
-
 /* Raises the soft limit of open files to need (at most the hard limit);
  * returns the soft limit in force. */
 static rlim_t raise_fd_limit(rlim_t need)
@@ -178,12 +159,12 @@ static rlim_t raise_fd_limit(rlim_t need)
 
 /* max_connections in force: the configured one (the open-files limit
  * raised to fit it, a warning when it cannot be), or, when it is 0,
- * AUTO_MAX_CONNECTIONS or what the open-files limit leaves room for
+ * SRV_AUTO_MAX_CONNECTIONS or what the open-files limit leaves room for
  * (at least 16): a cap above that limit would let accept(2) fail first,
  * before a silent or idle connection could be closed to make room. */
 static int resolve_max_connections(int configured)
 {
-    rlim_t want = (rlim_t)(configured > 0 ? configured : AUTO_MAX_CONNECTIONS) + FD_RESERVE;
+    rlim_t want = (rlim_t)(configured > 0 ? configured : SRV_AUTO_MAX_CONNECTIONS) + SRV_FD_RESERVE;
     rlim_t got = raise_fd_limit(want);
     if (configured > 0) {
         if (got < want)
@@ -193,13 +174,13 @@ static int resolve_max_connections(int configured)
                     (unsigned long long)got, configured, (unsigned long long)want);
         return configured;
     }
-    int n = got >= want ? AUTO_MAX_CONNECTIONS
-            : got > FD_RESERVE + 16 ? (int)(got - FD_RESERVE) : 16;
-    if (n < AUTO_MAX_CONNECTIONS)
+    int n = got >= want ? SRV_AUTO_MAX_CONNECTIONS
+            : got > SRV_FD_RESERVE + 16 ? (int)(got - SRV_FD_RESERVE) : 16;
+    if (n < SRV_AUTO_MAX_CONNECTIONS)
         srv_log(SRV_LOG_INFO,
                 "max_connections=%d (the open files limit is %llu, %d of them kept for the "
                 "daemon's own files)",
-                n, (unsigned long long)got, FD_RESERVE);
+                n, (unsigned long long)got, SRV_FD_RESERVE);
     return n;
 }
 
@@ -293,7 +274,7 @@ static rt_status start_mhd(srv_http *h, int io_threads, rt_err *err)
          * its own limit between I/O threads, so each gets all of it and
          * room for the watchdog probe */
         {MHD_OPTION_CONNECTION_LIMIT,
-         (intptr_t)((unsigned)io_threads * ((unsigned)h->max_connections + PROBE_SLOTS)),
+         (intptr_t)((unsigned)io_threads * ((unsigned)h->max_connections + SRV_PROBE_SLOTS)),
          NULL},
         /* libmicrohttpd clears this pool for every request; it holds only
          * the headers (bodies are gathered in our own buffer). */
@@ -422,9 +403,9 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
                            c->request_read_timeout_seconds, p->metrics};
     if ((st = srv_conns_new(&cp, &h->conns, err)) != RT_OK)
         goto fail;
-    if ((st = srv_shadow_new(SHADOW_QUEUE, c->shadow_queue_bytes, &h->json, &h->shadow, err)) !=
+    if ((st = srv_shadow_new(SRV_SHADOW_QUEUE, c->shadow_queue_bytes, &h->json, &h->shadow, err)) !=
             RT_OK ||
-        (st = srv_predlog_new(mgr, LOG_QUEUE, c->prediction_log_queue_bytes, &h->predlog, err)) !=
+        (st = srv_predlog_new(mgr, SRV_PREDLOG_QUEUE, c->prediction_log_queue_bytes, &h->predlog, err)) !=
             RT_OK)
         goto fail;
     if (pthread_key_create(&h->tkey, NULL) != 0) {

@@ -10,6 +10,7 @@
  * The requests' contexts come from a small mutex-guarded pool.
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,17 +28,12 @@ static rt_ctx *ctx_take(srv_http *h)
     return c ? c : rt_ctx_new();
 }
 
-/* Contexts kept for reuse at most. Without batching at most one per I/O
- * thread is ever out; with it one per queued request, so a burst could
- * leave thousands (each with its arenas) behind: the rest are freed. */
-#define CTX_POOL_KEEP 256
-
 static void ctx_give(srv_http *h, rt_ctx *c)
 {
     if (!c)
         return;
     pthread_mutex_lock(&h->pool_mu);
-    if (h->n_pool == h->cap_pool && h->cap_pool < CTX_POOL_KEEP)
+    if (h->n_pool == h->cap_pool && h->cap_pool < SRV_CTX_POOL_KEEP)
         (void)rt_grow(&h->pool, &h->cap_pool, h->n_pool + 1, sizeof *h->pool); /* else freed */
     if (h->n_pool < h->cap_pool) {
         h->pool[h->n_pool++] = c;

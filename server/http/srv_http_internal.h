@@ -89,9 +89,9 @@ struct srv_http {
     atomic_size_t held;      /* request body bytes held now (max_total_request_bytes) */
     srv_shadow *shadow;      /* shadow runs, after the answer was sent */
     srv_predlog *predlog;    /* prediction log writer */
-    atomic_bool trim_due;    /* held passed TRIM_AFTER since the last malloc_trim */
+    atomic_bool trim_due;    /* held passed SRV_TRIM_AFTER since the last malloc_trim */
     atomic_size_t kept;      /* bytes of large buffers kept by connections between
-                                requests (under CONN_KEEP_TOTAL, srv_http_request.c) */
+                                requests (under SRV_CONN_KEEP_TOTAL, srv_http_request.c) */
 };
 
 /* One request's state between libmicrohttpd's calls. */

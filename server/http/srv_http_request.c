@@ -14,6 +14,7 @@
  * request header or a whole request.
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 #include "srv_sec.h"
 
 #include <malloc.h>
@@ -22,21 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
-/* Buffers up to this size stay with their connection for its next request.
- * Larger ones (batches: a body of 1000 census rows is 319 KB) stay too while
- * all connections together keep at most CONN_KEEP_TOTAL bytes of them; past
- * that they are freed when their request completes, so idle keep-alive
- * connections cannot pile up large buffers. Keeping them spares a request
- * the fresh pages (page faults) and the munmap of buffers above glibc's mmap
- * threshold. */
-#define CONN_BUF_KEEP (64 * 1024)
-#define CONN_KEEP_TOTAL ((size_t)16 << 20)
-
 /* ------------------------------------------ request bodies held at once */
-
-/* After a burst that held more than this, the heap is trimmed once the
- * last body is let go. */
-#define TRIM_AFTER ((size_t)32 << 20)
 
 /* Takes n bytes of the budget for request bodies held at once (a
  * Content-Length when the headers arrive, else each chunk as it comes);
@@ -49,7 +36,7 @@ static bool hold_body(srv_http *h, req *rq, size_t n)
         return false;
     }
     rq->held += n;
-    if (was + n > TRIM_AFTER)
+    if (was + n > SRV_TRIM_AFTER)
         atomic_store(&h->trim_due, true);
     return true;
 }
@@ -392,15 +379,15 @@ static void tap_request(srv_http *h, req *rq)
         srv_version_release(shadow);
 }
 
-/* The bytes of cs's buffers over CONN_BUF_KEEP, which count in h->kept. */
+/* The bytes of cs's buffers over SRV_CONN_BUF_KEEP, which count in h->kept. */
 static size_t large_bytes(const conn_state *cs)
 {
-    return (cs->rq.body.cap > CONN_BUF_KEEP ? cs->rq.body.cap : 0) +
-           (cs->rq.resp.cap > CONN_BUF_KEEP ? cs->rq.resp.cap : 0);
+    return (cs->rq.body.cap > SRV_CONN_BUF_KEEP ? cs->rq.body.cap : 0) +
+           (cs->rq.resp.cap > SRV_CONN_BUF_KEEP ? cs->rq.resp.cap : 0);
 }
 
 /* After a request: cs keeps its large buffers for the next one when they
- * fit under CONN_KEEP_TOTAL with every other connection's, else frees them. */
+ * fit under SRV_CONN_KEEP_TOTAL with every other connection's, else frees them. */
 static void keep_buffers(srv_http *h, conn_state *cs)
 {
     size_t want = large_bytes(cs);
@@ -411,15 +398,15 @@ static void keep_buffers(srv_http *h, conn_state *cs)
     }
     size_t more = want - cs->kept;
     size_t was = atomic_fetch_add(&h->kept, more);
-    if (was + more <= CONN_KEEP_TOTAL) {
+    if (was + more <= SRV_CONN_KEEP_TOTAL) {
         cs->kept = want;
         return;
     }
     atomic_fetch_sub(&h->kept, more + cs->kept);
     cs->kept = 0;
-    if (cs->rq.body.cap > CONN_BUF_KEEP)
+    if (cs->rq.body.cap > SRV_CONN_BUF_KEEP)
         rt_buf_free(&cs->rq.body);
-    if (cs->rq.resp.cap > CONN_BUF_KEEP)
+    if (cs->rq.resp.cap > SRV_CONN_BUF_KEEP)
         rt_buf_free(&cs->rq.resp);
 }
 

@@ -8,12 +8,11 @@
  * it is tested on its own (tests/unit/test_srv_router.c).
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_SEGS 12
-#define MAX_PATH 1024
 /* Placeholders of one row checked after its whole path matched, at most. */
 #define MAX_LATE 4
 
@@ -72,7 +71,7 @@ static bool is_get(const char *m)
 
 /* A request's path: its segments and the ":verb" that ended the last. */
 typedef struct path {
-    seg s[MAX_SEGS];
+    seg s[SRV_ROUTE_MAX_SEGS];
     size_t ns;
     const char *verb; /* NULL: none */
     size_t verb_len;
@@ -380,9 +379,9 @@ void srv_route_request(const char *method, const char *url, srv_route *r)
     if (!method || !url || url[0] != '/')
         return;
     size_t len = strlen(url);
-    if (len >= MAX_PATH)
+    if (len >= SRV_ROUTE_MAX_PATH)
         return;
-    char buf[MAX_PATH];
+    char buf[SRV_ROUTE_MAX_PATH];
     memcpy(buf, url, len + 1);
     if (len > 1 && buf[len - 1] == '/')
         buf[--len] = '\0';
@@ -392,7 +391,7 @@ void srv_route_request(const char *method, const char *url, srv_route *r)
     while (*p) {
         const char *e = strchr(p, '/');
         size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == 0 || in.ns == MAX_SEGS)
+        if (n == 0 || in.ns == SRV_ROUTE_MAX_SEGS)
             return; /* "//" or too deep: no such path */
         in.s[in.ns].p = p;
         in.s[in.ns].n = n;

@@ -16,6 +16,7 @@
  * request path.
  */
 #include "srv.h"
+#include "srv_limits.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -24,8 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_PAIRS 256 /* (model, version, shadow version) series kept */
 
 typedef struct pair {
     char model[SRV_NAME_MAX + 1];
@@ -55,7 +54,7 @@ struct srv_shadow {
     size_t max_bytes;                  /* budget of the queued jobs' bytes */
     atomic_size_t queued;              /* bytes the queued (and running) jobs hold */
     pthread_mutex_t mu;                /* guards the counters below */
-    pair pairs[MAX_PAIRS];
+    pair pairs[SRV_SHADOW_MAX_PAIRS];
     size_t n_pairs;
     uint64_t dropped, lost;            /* queue full; series cap reached */
 };
@@ -189,7 +188,7 @@ static pair *find_pair(srv_shadow *s, const job *j, int64_t shadow)
         if (s->pairs[i].version == j->version && s->pairs[i].shadow == shadow &&
             !strcmp(s->pairs[i].model, j->model))
             return &s->pairs[i];
-    if (s->n_pairs == MAX_PAIRS)
+    if (s->n_pairs == SRV_SHADOW_MAX_PAIRS)
         return NULL;
     pair *p = &s->pairs[s->n_pairs++];
     memset(p, 0, sizeof *p);
