@@ -54,6 +54,13 @@ extern "C" {
 
 #define SRV_VERSION_STRING "predictd 0.1"
 
+/* On the server's functions that return a status (rt_status, or nonzero /
+ * false on failure): a caller that drops the result is a compile error
+ * under -Werror (curl's WARN_UNUSED_RESULT). A result ignored on purpose is
+ * taken into a variable or tested, with a comment saying why ignoring it is
+ * right (gcc does not accept a cast to void for it). */
+#define SRV_WUR __attribute__((warn_unused_result))
+
 /* ------------------------------------------------------------------- log */
 
 typedef enum {
@@ -251,13 +258,13 @@ typedef struct srv_args {
  * unknown flag (did you mean --rest_api_port?)").
  * OUT: args owns its strings; free with srv_args_free(). Not thread-safe
  * (getopt's globals). */
-rt_status srv_args_parse(int argc, char **argv, srv_args *args, rt_err *err);
+SRV_WUR rt_status srv_args_parse(int argc, char **argv, srv_args *args, rt_err *err);
 void srv_args_free(srv_args *args);
 /* True when the flag called name was given. */
 bool srv_args_given(const srv_args *args, const char *name);
 /* Sets the setting called name from its flag text value (NULL: a bool flag
  * alone), as if --name=value had been given. Errors name the flag. */
-rt_status srv_args_set(srv_args *args, const char *name, const char *value, rt_err *err);
+SRV_WUR rt_status srv_args_set(srv_args *args, const char *name, const char *value, rt_err *err);
 /* The --help text (flags), or with config_keys the config file's keys
  * (--help_config), made from the table. OUT: malloc'd, caller frees; NULL
  * when out of memory. */
@@ -283,12 +290,12 @@ int srv_config_request_threads(const srv_config *c, int cpus);
  * --model_name/--model_base_path. Validates everything; an error names the
  * key ("models[1].version_policy.latest: must be >= 1").
  * OUT: *out malloc-owned, free with srv_config_free(). */
-rt_status srv_config_build(const srv_args *args, srv_config **out, rt_err *err);
+SRV_WUR rt_status srv_config_build(const srv_args *args, srv_config **out, rt_err *err);
 
 /* Parses a config file's text (no flags applied). base_dir resolves relative
  * base_path values (NULL: keep them as they are). For tests and reloads. */
-rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
-                           srv_config **out, rt_err *err);
+SRV_WUR rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
+                                   srv_config **out, rt_err *err);
 
 void srv_config_free(srv_config *c);
 /* Frees what one model's config owns (name, base path, versions, labels)
@@ -311,22 +318,22 @@ bool srv_rollout_is_key(const char *key);
 /* Parses the rollout key it->string of a model into r; path names the key
  * in errors ("models[0].traffic_split"); base_dir resolves a relative log
  * dir (NULL: kept as is). */
-rt_status srv_rollout_parse(const struct cJSON *it, const char *path, const char *base_dir,
-                            srv_rollout_conf *r, rt_err *err);
+SRV_WUR rt_status srv_rollout_parse(const struct cJSON *it, const char *path, const char *base_dir,
+                                    srv_rollout_conf *r, rt_err *err);
 /* After the whole model is parsed: every label a split or shadow names must
  * be in version_labels. key: "models[N]". */
-rt_status srv_rollout_check(const srv_model_conf *mc, const char *key, rt_err *err);
+SRV_WUR rt_status srv_rollout_check(const srv_model_conf *mc, const char *key, rt_err *err);
 /* Deep copy (false: out of memory, d cleared); clear frees and zeroes. */
-bool srv_rollout_copy(srv_rollout_conf *d, const srv_rollout_conf *s);
+SRV_WUR bool srv_rollout_copy(srv_rollout_conf *d, const srv_rollout_conf *s);
 void srv_rollout_clear(srv_rollout_conf *r);
 /* ---------------------------------------- skew and drift (srv_monitor.c) */
 
 /* Parses a model's "monitoring" object (path names it in errors); JSON null
  * leaves monitoring off. */
-rt_status srv_monitor_parse(const struct cJSON *it, const char *path, srv_monitor_conf *c,
-                            rt_err *err);
+SRV_WUR rt_status srv_monitor_parse(const struct cJSON *it, const char *path, srv_monitor_conf *c,
+                                    rt_err *err);
 /* Deep copy (false: out of memory, d cleared); clear frees and zeroes. */
-bool srv_monitor_conf_copy(srv_monitor_conf *d, const srv_monitor_conf *s);
+SRV_WUR bool srv_monitor_conf_copy(srv_monitor_conf *d, const srv_monitor_conf *s);
 void srv_monitor_conf_clear(srv_monitor_conf *c);
 
 /*
@@ -348,10 +355,10 @@ void srv_monitor_free(srv_monitor *m);
 void srv_monitor_observe(srv_monitor *m, const rt_batch *b);
 /* The status: per feature distance, threshold, anomalous, the window's
  * histogram or value counts, unseen values and out-of-range numbers. */
-rt_status srv_monitor_json(srv_monitor *m, rt_buf *out);
+SRV_WUR rt_status srv_monitor_json(srv_monitor *m, rt_buf *out);
 /* The Prometheus series of m (no HELP/TYPE lines: srv_monitor_prometheus_help). */
-int srv_monitor_prometheus(srv_monitor *m, rt_buf *out);
-int srv_monitor_prometheus_help(rt_buf *out);
+SRV_WUR int srv_monitor_prometheus(srv_monitor *m, rt_buf *out);
+SRV_WUR int srv_monitor_prometheus_help(rt_buf *out);
 
 /* The version target t names in mc (a label's version), or -1. */
 int64_t srv_target_version(const srv_model_conf *mc, const srv_target *t);
@@ -363,10 +370,10 @@ const srv_split_arm *srv_split_pick(const srv_rollout_conf *r, uint64_t draw);
 uint64_t srv_route_key_hash(const char *key, size_t len);
 /* Appends a model's rollout as extra JSON members (", \"traffic_split\":
  * [...], \"shadow\": {...}"), nothing when none is configured. */
-int srv_rollout_json(rt_buf *out, const srv_model_conf *mc);
+SRV_WUR int srv_rollout_json(rt_buf *out, const srv_model_conf *mc);
 /* Appends Prometheus lines predictd_traffic_split_percent{model,version,
  * target} (shadow: predictd_shadow_percent) of a model, without HELP. */
-int srv_rollout_metrics(rt_buf *out, const srv_model_conf *mc, bool shadow);
+SRV_WUR int srv_rollout_metrics(rt_buf *out, const srv_model_conf *mc, bool shadow);
 /* A malloc'd copy of n bytes plus a NUL (p may be NULL when n is 0), or NULL. */
 char *srv_copy_bytes(const char *p, size_t n);
 
@@ -400,14 +407,14 @@ typedef struct srv_tp_node {
 /* Parses text (len bytes; NUL bytes refused). Errors say "line L, column C:
  * field.path: what" (RT_ERR_INVALID; RT_ERR_LIMIT past the limits above).
  * OUT: *root, free with srv_tp_free(). Pure: thread-safe. */
-rt_status srv_tp_parse(const char *text, size_t len, srv_tp_node **root, rt_err *err);
+SRV_WUR rt_status srv_tp_parse(const char *text, size_t len, srv_tp_node **root, rt_err *err);
 void srv_tp_free(srv_tp_node *root);
 /* The first field called name of message msg, or NULL. */
 const srv_tp_node *srv_tp_get(const srv_tp_node *msg, const char *name);
 /* The dotted field path of n ("model_config_list.config.name") into buf. */
 const char *srv_tp_path(const srv_tp_node *n, char *buf, size_t cap);
 /* Sets err to "line L, column C: path: <fmt>" for node n; RT_ERR_INVALID. */
-rt_status srv_tp_fail(const srv_tp_node *n, rt_err *err, const char *fmt, ...)
+SRV_WUR rt_status srv_tp_fail(const srv_tp_node *n, rt_err *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ------------------------ TF Serving's text-format files (srv_tfconf.c) */
@@ -430,35 +437,35 @@ bool srv_tfconf_is_text(const char *text, size_t len);
  * than "tensorflow" are refused with line and column; value ranges are left
  * to the JSON config's checks (use *map with srv_tfconf_locate on their
  * errors). OUT: *out (cJSON_Delete) and *map (srv_tfconf_map_free). */
-rt_status srv_tfconf_model_config(const char *text, size_t len, struct cJSON **out,
-                                  srv_tfconf_map **map, rt_err *err);
+SRV_WUR rt_status srv_tfconf_model_config(const char *text, size_t len, struct cJSON **out,
+                                          srv_tfconf_map **map, rt_err *err);
 
 /* TF Serving's MonitoringConfig: prometheus_config { enable: true path:
  * "/p" }. OUT: *enable, *path (malloc'd; TF's default path when not given). */
-rt_status srv_tfconf_monitoring(const char *text, size_t len, bool *enable, char **path,
-                                rt_err *err);
+SRV_WUR rt_status srv_tfconf_monitoring(const char *text, size_t len, bool *enable, char **path,
+                                        rt_err *err);
 
 /* TF Serving's BatchingParameters -> {"max_batch_size": N,
  * "batch_timeout_micros": N, "max_enqueued_batches": N, "num_batch_threads":
  * N} (those given), the JSON config's batching keys.
  * pad_variable_length_inputs and enable_large_batch_splitting are accepted
  * and have no effect (docs/daemon.md). OUT: as srv_tfconf_model_config. */
-rt_status srv_tfconf_batching(const char *text, size_t len, struct cJSON **out,
-                              srv_tfconf_map **map, rt_err *err);
+SRV_WUR rt_status srv_tfconf_batching(const char *text, size_t len, struct cJSON **out,
+                                      srv_tfconf_map **map, rt_err *err);
 
 /* predictctl's edits of a text-format model config. The version of label
  * of model (-1: no such label); RT_ERR_NOTFOUND when the model is not in
  * the file, RT_ERR_INVALID (line, column) when the file is not valid. */
-rt_status srv_tfconf_label(const char *text, size_t len, const char *model, const char *label,
-                           int64_t *version, rt_err *err);
+SRV_WUR rt_status srv_tfconf_label(const char *text, size_t len, const char *model,
+                                   const char *label, int64_t *version, rt_err *err);
 /* The text with label of model pointing at version (version < 0: the label
  * removed), every other byte kept: an existing entry gets its value token
  * replaced; a new one is written in the style of the model's existing
  * entries (or `version_labels { key: "L" value: N }`) on its own line after
  * them, with their indentation. OUT: *out malloc'd (NUL-terminated). */
-rt_status srv_tfconf_set_label(const char *text, size_t len, const char *model,
-                               const char *label, int64_t version, char **out, size_t *out_len,
-                               rt_err *err);
+SRV_WUR rt_status srv_tfconf_set_label(const char *text, size_t len, const char *model,
+                                       const char *label, int64_t version, char **out,
+                                       size_t *out_len, rt_err *err);
 
 /* ---------------------------------------------------------------- router */
 
@@ -568,7 +575,7 @@ typedef struct srv_version srv_version;
 
 /* Creates a manager with no models. Nothing is loaded until
  * srv_manager_apply() and srv_manager_poll() (or the loader thread). */
-rt_status srv_manager_new(srv_manager **out, rt_err *err);
+SRV_WUR rt_status srv_manager_new(srv_manager **out, rt_err *err);
 /* Stops the loader thread (if started) and frees everything; versions still
  * held by callers are freed when released. NULL is fine. */
 void srv_manager_free(srv_manager *m);
@@ -578,11 +585,11 @@ void srv_manager_free(srv_manager *m);
  * c may name versions that are not loaded yet: they are pinned, so loaded);
  * after the first config, a model added (or moved to another base path)
  * must have a base path that is a directory. Thread-safe. */
-rt_status srv_manager_check(srv_manager *m, const srv_config *c, rt_err *err);
+SRV_WUR rt_status srv_manager_check(srv_manager *m, const srv_config *c, rt_err *err);
 /* srv_manager_check, then switches to c atomically (models added, removed,
  * policies and labels changed). Takes a copy; c stays the caller's. Wakes
  * the loader thread. */
-rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err);
+SRV_WUR rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err);
 
 /* One scan of every base path: loads new versions (with warm-up), retries
  * refused ones whose files changed, unloads versions the policy no longer
@@ -598,7 +605,7 @@ void srv_manager_wake(srv_manager *m);
  * scanned (0 = scan only when srv_manager_apply or srv_manager_wake asks).
  * Call once, after the first srv_manager_apply; srv_manager_free stops
  * both threads. */
-rt_status srv_manager_start(srv_manager *m, int poll_seconds, rt_err *err);
+SRV_WUR rt_status srv_manager_start(srv_manager *m, int poll_seconds, rt_err *err);
 
 /* Changes the loader's poll interval (applied from its next wait). */
 void srv_manager_set_poll(srv_manager *m, int poll_seconds);
@@ -609,8 +616,8 @@ void srv_manager_set_poll(srv_manager *m, int poll_seconds);
  * (400: unknown label), RT_ERR_UNSUPPORTED (503: model has no AVAILABLE
  * version yet), with a message. cmle: a label may be given as version text
  * (Cloud ML Engine's {v}), which the router leaves in label. */
-rt_status srv_manager_acquire(srv_manager *m, const char *model, int64_t version,
-                              const char *label, srv_version **out, rt_err *err);
+SRV_WUR rt_status srv_manager_acquire(srv_manager *m, const char *model, int64_t version,
+                                      const char *label, srv_version **out, rt_err *err);
 /* A request's routing: in, its draws; out, what it chose besides the
  * version that answers. */
 typedef struct srv_pick {
@@ -626,9 +633,9 @@ typedef struct srv_pick {
  * not AVAILABLE falls back to the default version: a split never fails a
  * request). Samples the shadow and the prediction log. pick may be NULL
  * (no split, no sampling). Takes the manager's mutex once, like acquire. */
-rt_status srv_manager_acquire_routed(srv_manager *m, const char *model, int64_t version,
-                                     const char *label, srv_pick *pick, srv_version **out,
-                                     rt_err *err);
+SRV_WUR rt_status srv_manager_acquire_routed(srv_manager *m, const char *model, int64_t version,
+                                             const char *label, srv_pick *pick, srv_version **out,
+                                             rt_err *err);
 void srv_version_release(srv_version *v); /* NULL is fine */
 const rt_model *srv_version_model(const srv_version *v);
 /* The version's skew/drift monitor, or NULL (not configured, or no statistics). */
@@ -638,11 +645,11 @@ int64_t srv_version_number(const srv_version *v);
 /* TF Serving's GetModelStatus answer for model (version -1 = all versions,
  * or one version/label). Same error codes as srv_manager_acquire, except a
  * version that is known but not AVAILABLE is reported, not refused. */
-rt_status srv_manager_status_json(srv_manager *m, const char *model, int64_t version,
-                                  const char *label, rt_buf *out, rt_err *err);
+SRV_WUR rt_status srv_manager_status_json(srv_manager *m, const char *model, int64_t version,
+                                          const char *label, rt_buf *out, rt_err *err);
 /* {"models": [{"name", "versions": [{"version","state"}], "labels", "default_version"}],
  *  "config": {"generation": N, "last_reload": "none|ok|refused", "last_error": "..."}} */
-rt_status srv_manager_list_json(srv_manager *m, rt_buf *out);
+SRV_WUR rt_status srv_manager_list_json(srv_manager *m, rt_buf *out);
 /* True when the default route (no version, no label) of every model that
  * readiness counts answers, and at least one model does: the models of the
  * first config, and a model added by a reload once its default route has
@@ -665,7 +672,7 @@ size_t srv_manager_versions(srv_manager *m, const char *model, int64_t *out, siz
 /* Appends Prometheus lines about loaded versions: predictd_model_versions
  * {model,state}, predictd_model_ready{model} and
  * predictd_version_load_seconds{model,version}. */
-rt_status srv_manager_metrics(srv_manager *m, rt_buf *out);
+SRV_WUR rt_status srv_manager_metrics(srv_manager *m, rt_buf *out);
 
 /* Copies model's request_logging settings (dir into dir[0..dir_len)); false
  * when the model is unknown or logs nothing. Thread-safe. */
@@ -693,8 +700,8 @@ typedef struct srv_served {
  * their shadow version and compares the answers; at most max_queue runs and
  * max_bytes bytes of copied requests and answers wait. Thread-safe. */
 typedef struct srv_shadow srv_shadow;
-rt_status srv_shadow_new(size_t max_queue, size_t max_bytes, const rt_json_params *json,
-                         srv_shadow **out, rt_err *err);
+SRV_WUR rt_status srv_shadow_new(size_t max_queue, size_t max_bytes, const rt_json_params *json,
+                                 srv_shadow **out, rt_err *err);
 /* Runs what is queued, joins, frees. NULL is fine. */
 void srv_shadow_free(srv_shadow *s);
 /* Queues r (copied) to run on shadow, whose reference it takes over; false
@@ -703,15 +710,15 @@ void srv_shadow_free(srv_shadow *s);
  * Never blocks. */
 bool srv_shadow_submit(srv_shadow *s, const srv_served *r, srv_version *shadow);
 /* Appends predictd_shadow_* lines. */
-rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *out);
+SRV_WUR rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *out);
 
 /* Prediction logs (srv_predlog.c): one writer thread appends a JSON line per
  * submitted request to the model's request_logging dir; at most max_queue
  * lines and max_bytes bytes of copied requests and answers wait.
  * Thread-safe. */
 typedef struct srv_predlog srv_predlog;
-rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, size_t max_bytes,
-                          srv_predlog **out, rt_err *err);
+SRV_WUR rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, size_t max_bytes,
+                                  srv_predlog **out, rt_err *err);
 /* Writes what is queued, joins, closes, frees. NULL is fine. */
 void srv_predlog_free(srv_predlog *l);
 /* Queues r (copied); false (dropped, counted) when the queue is full or r
@@ -719,7 +726,7 @@ void srv_predlog_free(srv_predlog *l);
  * Never blocks. */
 bool srv_predlog_submit(srv_predlog *l, const srv_served *r);
 /* Appends predictd_prediction_log_* lines. */
-rt_status srv_predlog_metrics(srv_predlog *l, rt_buf *out);
+SRV_WUR rt_status srv_predlog_metrics(srv_predlog *l, rt_buf *out);
 
 /* --------------------------------------------------------------- metrics */
 
@@ -756,7 +763,7 @@ void srv_metrics_batch(srv_metrics *m, size_t instances, size_t requests, bool f
 /* Batches waiting to run (predictd_batch_queue_depth gauge). */
 void srv_metrics_batch_queue(srv_metrics *m, long depth);
 /* Appends the Prometheus text (format 0.0.4) of m and of mgr's versions. */
-rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *out);
+SRV_WUR rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *out);
 
 /* ------------------------------------------------------------- admission */
 
@@ -774,7 +781,8 @@ typedef struct srv_admit srv_admit;
 /* A limit starting at max (>= 1), never cut under min (1..max: the
  * workers), for a target wait of target_ns (>= 1).
  * OUT: *out, free with srv_admit_free(). */
-rt_status srv_admit_new(size_t max, size_t min, int64_t target_ns, srv_admit **out, rt_err *err);
+SRV_WUR rt_status srv_admit_new(size_t max, size_t min, int64_t target_ns, srv_admit **out,
+                                rt_err *err);
 /* Takes one slot while fewer than the limit are in flight: returns its
  * ticket (>= 1), to be given back with srv_admit_done; 0 (nothing taken)
  * when the request is to be refused. */
@@ -811,8 +819,8 @@ typedef void (*srv_job_fn)(void *fn_ctx, void *job, int worker);
 
 /* Starts `workers` threads; at most max_queue jobs wait (running ones not
  * counted). OUT: *out, free with srv_pool_free(). */
-rt_status srv_pool_new(int workers, size_t max_queue, srv_job_fn fn, void *fn_ctx,
-                       srv_pool **out, rt_err *err);
+SRV_WUR rt_status srv_pool_new(int workers, size_t max_queue, srv_job_fn fn, void *fn_ctx,
+                               srv_pool **out, rt_err *err);
 /* Queues job; false (job not taken) when the queue is full or stopping. */
 bool srv_pool_submit(srv_pool *p, void *job);
 /* Promises one queue slot (false when full or stopping); the slot must then
@@ -862,8 +870,8 @@ typedef enum {
     SRV_BATCH_TOO_BIG,     /* size 0 or over max_batch_size: run it alone */
 } srv_batch_result;
 
-rt_status srv_batcher_new(const srv_batcher_params *p, srv_batch_fn fn, void *fn_ctx,
-                          srv_batcher **out, rt_err *err);
+SRV_WUR rt_status srv_batcher_new(const srv_batcher_params *p, srv_batch_fn fn, void *fn_ctx,
+                                  srv_batcher **out, rt_err *err);
 /* Adds job (size instances) to the open batch of (key_a, key_b), first
  * closing that batch if the job does not fit, or opening a new one. */
 srv_batch_result srv_batcher_submit(srv_batcher *b, const void *key_a, const void *key_b,
@@ -897,7 +905,7 @@ typedef struct srv_conns_params {
 } srv_conns_params;
 
 /* Starts the sweeper thread when a timeout is on. OUT: *out. */
-rt_status srv_conns_new(const srv_conns_params *p, srv_conns **out, rt_err *err);
+SRV_WUR rt_status srv_conns_new(const srv_conns_params *p, srv_conns **out, rt_err *err);
 /* Stops the sweeper and frees; call after every connection's socket is
  * closed (records still registered are freed). NULL is fine. */
 void srv_conns_free(srv_conns *t);
@@ -947,8 +955,8 @@ srv_http_params srv_http_default_params(void);
 /* Starts serving on the manager's models with p->cfg's settings (copied).
  * The manager must outlive the server. *draining (may be NULL) is read on
  * every readiness probe. */
-rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
-                         const _Atomic int *draining, srv_http **out, rt_err *err);
+SRV_WUR rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
+                                 const _Atomic int *draining, srv_http **out, rt_err *err);
 /* The port actually bound. */
 int srv_http_port(const srv_http *h);
 /* Sends GET /healthz over a socketpair handed to libmicrohttpd (so it needs
@@ -965,15 +973,15 @@ void srv_http_stop(srv_http *h);
  * be NULL. On success *status is the HTTP code and out holds the response
  * body (appended). Fails on connection errors, a timeout (timeout_ms for
  * the whole exchange) or a malformed answer, naming what went wrong. */
-rt_status srv_client_request(const char *host, int port, const char *method, const char *path,
-                             const char *body, int timeout_ms, int *status, rt_buf *out,
-                             rt_err *err);
+SRV_WUR rt_status srv_client_request(const char *host, int port, const char *method,
+                                     const char *path, const char *body, int timeout_ms,
+                                     int *status, rt_buf *out, rt_err *err);
 /* The same exchange on an already connected non-blocking socket fd, which
  * is closed here in every case; name is sent as the Host header and names
  * the peer in messages. */
-rt_status srv_client_request_fd(int fd, const char *name, const char *method, const char *path,
-                                const char *body, int timeout_ms, int *status, rt_buf *out,
-                                rt_err *err);
+SRV_WUR rt_status srv_client_request_fd(int fd, const char *name, const char *method,
+                                        const char *path, const char *body, int timeout_ms,
+                                        int *status, rt_buf *out, rt_err *err);
 
 #ifdef __cplusplus
 }

@@ -67,7 +67,10 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
         else
             snprintf(msg, sizeof msg, "%s", err->msg);
         rt_buf_reset(&rq->resp);
-        srv_http_put_error(&rq->resp, msg);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(&rq->resp, msg) != 0)
+            rq->code = 500;
     }
 }
 
@@ -107,7 +110,10 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
             rq->code = 504;
             srv_metrics_request(h->p.metrics, rq->route.model, -1, rq->route.method, 504, ms / 1e3);
             rt_buf_reset(&rq->resp);
-            srv_http_put_error(&rq->resp, msg);
+            /* out of memory: the buffer's error sticks, and srv_http_send_computed
+             * closes the connection rather than send half an answer */
+            if (srv_http_put_error(&rq->resp, msg) != 0)
+                rq->code = 500;
             continue;
         }
         if (live && ctxs && parsed) {
@@ -208,7 +214,10 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
                  "retry later",
                  h->batch.max_enqueued_batches);
         rt_buf_reset(&rq->resp);
-        srv_http_put_error(&rq->resp, msg);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(&rq->resp, msg) != 0)
+            rq->code = 500;
         batch_release(h, rq);
         rq->done = true;
         MHD_resume_connection(conn);

@@ -50,7 +50,10 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
                  ms, h->cfg.rest_api_timeout_in_ms);
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
                             -1, r->method, 504, ms / 1e3);
-        srv_http_put_error(out, err.msg);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(out, err.msg) != 0)
+            *code = 500;
         return;
     }
     rt_status st =
@@ -60,7 +63,10 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
         rq->t_done = rt_now_ns();
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
                             -1, r->method, (int)*code, ms_at(rq, rq->t_done) / 1e3);
-        srv_http_put_error(out, err.msg);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(out, err.msg) != 0)
+            *code = 500;
         return;
     }
     int64_t vnum = rq->served = srv_version_number(v);
@@ -88,7 +94,10 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
                      "deadline exceeded: the request took %.0f ms, over "
                      "rest_api_timeout_in_ms=%d",
                      ms, h->cfg.rest_api_timeout_in_ms);
-        srv_http_put_error(out, err.msg);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(out, err.msg) != 0)
+            *code = 500;
     }
 }
 

@@ -224,7 +224,7 @@ enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn,
 /* The HTTP status of a runtime status (400 bad input, 404, 503, 500). */
 unsigned srv_http_status(rt_status s);
 /* Appends {"error": msg} to out; nonzero when out of memory. */
-int srv_http_put_error(rt_buf *out, const char *msg);
+SRV_WUR int srv_http_put_error(rt_buf *out, const char *msg);
 /* Milliseconds since t0 (rt_now_ns: CLOCK_MONOTONIC ns). */
 double srv_http_ms_since(int64_t t0);
 
@@ -316,6 +316,6 @@ int srv_http_sec_gate(srv_http *h, struct MHD_Connection *conn, const srv_route 
                       const char *method);
 /* Appends the TLS and token metrics (nothing when neither is on); nonzero
  * when out of memory. */
-int srv_http_sec_metrics(srv_http *h, rt_buf *out);
+SRV_WUR int srv_http_sec_metrics(srv_http *h, rt_buf *out);
 
 #endif /* PREDICTD_SRV_HTTP_INTERNAL_H */

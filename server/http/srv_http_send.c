@@ -176,6 +176,10 @@ enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn,
                                        req *rq)
 {
     rt_buf *out = &rq->resp;
+    /* an answer (or its error) that could not be written whole: no half
+     * answer goes out; libmicrohttpd closes the connection */
+    if (rt_buf_failed(out))
+        return MHD_NO;
     if (code >= 500 && code != 503)
         srv_log(SRV_LOG_WARN, "answered %u: %.300s", code, out->data ? out->data : "");
     if (code != 200 || !rq->v2_answer)
