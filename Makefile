@@ -59,6 +59,11 @@ DEPFLAGS     = -MMD -MP
 RT_PKGS  := libcjson libprotobuf-c openblas zlib
 CORE_PKGS := libcjson
 SRV_PKGS := libmicrohttpd libsystemd gnutls zlib
+# server/ is one module in rooms (server/http, server/sec, ...: docs/design.md,
+# "The server's rooms"): its sources are those of server/ and of every room,
+# its include path every one of those folders.
+SRV_DIRS := server $(patsubst %/,%,$(wildcard server/*/))
+SRV_INCS := $(addprefix -I,$(SRV_DIRS))
 TUN_PKGS := yaml-0.1 openblas
 # Open MPI: only trainer/trn_comm_mpi.c (predict-train) and tuner/tun_comm_mpi.c
 # (predict-tune) include mpi.h, one file per binary, and only those two
@@ -121,7 +126,7 @@ RT_OBJS_data += $(GEN_O)
 RT_OBJS  := $(foreach l,$(RT_LAYERS),$(RT_OBJS_$(l)))
 EXP_OBJS := $(call objs,$(call mod_srcs,exporter))
 TRN_OBJS := $(call objs,$(call mod_srcs,trainer)) $(TRN_GEN_O)
-SRV_OBJS := $(call objs,$(call mod_srcs,server))
+SRV_OBJS := $(call objs,$(foreach d,$(SRV_DIRS),$(call mod_srcs,$(d))))
 TUN_OBJS := $(call objs,$(call mod_srcs,tuner))
 PM_OBJS  := $(call objs,$(call mod_srcs,pmodel))
 
@@ -158,10 +163,10 @@ INC_rt_serve   = -Iruntime/serve -Iruntime/serve/v2 $(INC_rt_explain)
 INC_runtime  = -Iruntime $(INC_rt_serve)
 INC_exporter = -Iexporter $(INC_rt_model)
 INC_trainer  = -Itrainer -Iexporter -I$(BUILD)/gen/trainer $(INC_rt_model)
-INC_server   = -Iserver $(INC_rt_serve) $(SRV_PKG_CFLAGS)
+INC_server   = $(SRV_INCS) $(INC_rt_serve) $(SRV_PKG_CFLAGS)
 INC_tuner    = -Ituner $(INC_rt_core) $(TUN_PKG_CFLAGS)
 INC_pmodel   = -Ipmodel $(INC_runtime)
-INC_all      = -Iserver -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
+INC_all      = $(SRV_INCS) -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
                $(TUN_PKG_CFLAGS)
 INC_gen      = $(INC_runtime)
 INC_tests    = -Itests/unit/support $(INC_all)
@@ -185,7 +190,7 @@ PKGLIBS_pmodel   = $(RT_PKG_LIBS)
 mod_flags = -DPREDICTD_MODULE_$(1) $(INC_$(1))
 src_flags = $(if $(filter runtime,$(call mod_of,$(1))),-DPREDICTD_MODULE_runtime \
     -DPREDICTD_LAYER_$(call layer_of,$(1)) $(INC_rt_$(call layer_of,$(1))),$(call mod_flags,$(call mod_of,$(1))))
-# module of a path: runtime/x.c, build/obj/gen/x.c -> runtime, gen
+# module of a path: runtime/core/x.c, server/http/x.c, build/obj/gen/x.c -> runtime, server, gen
 mod_of  = $(firstword $(subst /, ,$(patsubst $(BUILD)/obj/%,%,$(patsubst $(BUILD)/%,%,$(1)))))
 # layer of a runtime path: runtime/serve/v2/x.c -> serve
 layer_of = $(word 2,$(subst /, ,$(1)))
@@ -194,6 +199,7 @@ ALL_LDLIBS = $(SRV_PKG_LIBS) $(TUN_PKG_LIBS) $(RT_PKG_LIBS) -lm -pthread $(LDLIB
 # main_<name>.c -> binary <name> with '_' turned into '-' (predict_model -> predict-model).
 MAIN_SRCS := $(wildcard runtime/main_*.c exporter/main_*.c trainer/main_*.c server/main_*.c tuner/main_*.c \
                          pmodel/main_*.c)
+MAIN_SRCS += $(wildcard server/*/main_*.c)
 bin_name   = $(subst _,-,$(patsubst main_%.c,%,$(notdir $(1))))
 BINS      := $(foreach m,$(MAIN_SRCS),$(BUILD)/$(call bin_name,$(m)))
 

@@ -4,9 +4,10 @@
     scripts/file_calls.py [BUILD] [--edges | --names]
 
 For each module (runtime, exporter, trainer, server, tuner, pmodel) reads
-BUILD/obj/<module>/*.o with nm: an edge a -> b when a uses a symbol b
-defines. Prints the groups of files that reach each other (strongly
-connected: a pair that calls each other, or a longer cycle) with the
+BUILD/obj/<module>/**/*.o (a module's folders too: server/http, ...) with
+nm: an edge a -> b when a uses a symbol b defines. Prints the groups of
+files that reach each other (strongly connected: a pair that calls each
+other, or a longer cycle) with the
 symbols of each edge inside the group; with --edges, every edge. A
 function pointer in a table counts as an edge like a call (docs/design.md,
 "Who calls whom inside a module"). A module's files may sit in subfolders

@@ -27,7 +27,6 @@
 #include <malloc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -59,13 +58,6 @@ static void on_signal(int sig)
         /* pipe full: a signal is pending anyway */
     }
     errno = saved;
-}
-
-static double mono_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 static bool same_file_state(const struct stat *a, const struct stat *b)
@@ -222,7 +214,7 @@ static int start_models(daemon_t *d)
     }
     remember_cfg_stat(d);
     d->cfg_fp = cfg_fingerprint(d);
-    d->next_cfg_poll = mono_seconds() + d->cfg->model_config_file_poll_wait_seconds;
+    d->next_cfg_poll = rt_seconds(0) + d->cfg->model_config_file_poll_wait_seconds;
     if (srv_manager_start(d->mgr, d->cfg->file_system_poll_wait_seconds, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
@@ -230,41 +222,47 @@ static int start_models(daemon_t *d)
     return 0;
 }
 
-/* The one line that says how the daemon listens. */
-static void log_listening(const daemon_t *d, const srv_http_params *hp, int nfds)
+/* The one line that says how the daemon listens (threads: the request
+ * threads). */
+static void log_listening(const daemon_t *d, int threads, int nfds)
 {
+    const srv_config *c = d->cfg;
+    size_t max_queue = (size_t)c->max_queue_depth;
     char queue_txt[200] = "";
-    if (hp->max_queue)
-        snprintf(queue_txt, sizeof queue_txt, " and a queue of %zu", hp->max_queue);
-    if (hp->batching)
+    if (max_queue)
+        snprintf(queue_txt, sizeof queue_txt, " and a queue of %zu", max_queue);
+    if (c->enable_batching)
         snprintf(queue_txt + strlen(queue_txt), sizeof queue_txt - strlen(queue_txt),
                  "; batching :predict (max_batch_size %zu, batch_timeout_micros %ld, "
                  "max_enqueued_batches %zu, %d batch thread(s))",
-                 hp->batch.max_batch_size, hp->batch.timeout_us, hp->batch.max_enqueued_batches,
-                 hp->batch.threads);
+                 (size_t)c->max_batch_size, (long)c->batch_timeout_micros,
+                 (size_t)c->max_enqueued_batches,
+                 c->num_batch_threads > 0 ? c->num_batch_threads : threads);
     srv_log(SRV_LOG_INFO, "%s listening (%s%s%s) on %s:%d%s with %d %s thread(s)%s, %zu model(s)",
             SRV_VERSION_STRING,
             d->tls ? (srv_tls_client_ca(d->tls) ? "HTTPS, mutual TLS" : "HTTPS")
                    : "plain HTTP: no tls_cert_file",
-            d->auth ? ", bearer tokens" : "", d->auth ? "" : ", no auth_tokens_file", nfds > 0 ? "(socket activation)" : hp->host,
-            srv_http_port(d->http), nfds > 0 ? " (fd 3)" : "", hp->threads,
-            hp->max_queue ? "inference worker" : "request", queue_txt, d->cfg->n_models);
+            d->auth ? ", bearer tokens" : "", d->auth ? "" : ", no auth_tokens_file", nfds > 0 ? "(socket activation)" : c->rest_api_host,
+            srv_http_port(d->http), nfds > 0 ? " (fd 3)" : "", threads,
+            max_queue ? "inference worker" : "request", queue_txt, c->n_models);
 }
 
-/* Metrics and the HTTP server with the settings srv_config_http_params
- * gives, on systemd's socket when one is passed. 0, or 1 after logging why. */
+/* Metrics and the HTTP server, which reads its settings from the config,
+ * on systemd's socket when one is passed. 0, or 1 after logging why. */
 static int start_http(daemon_t *d)
 {
     rt_err err = {{0}};
-    srv_http_params hp;
-    srv_config_http_params(d->cfg, srv_cpu_count(NULL, NULL), &hp);
-    if (!(d->metrics = srv_metrics_new(hp.threads))) {
+    srv_http_params hp = srv_http_default_params();
+    hp.cfg = d->cfg;
+    hp.cpus = srv_cpu_count(NULL, NULL);
+    int threads = srv_config_request_threads(d->cfg, hp.cpus);
+    if (!(d->metrics = srv_metrics_new(threads))) {
         srv_log(SRV_LOG_ERROR, "out of memory");
         return 1;
     }
-    hp.metrics = d->metrics;
-    hp.tls = d->tls;   /* the daemon's objects; the settings come from */
-    hp.auth = d->auth; /* srv_config_http_params */
+    hp.metrics = d->metrics; /* the daemon's objects */
+    hp.tls = d->tls;
+    hp.auth = d->auth;
     /* Socket activation: systemd holds the port and hands it over. */
     int nfds = sd_listen_fds(1);
     if (nfds > 0) {
@@ -281,7 +279,7 @@ static int start_http(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
-    log_listening(d, &hp, nfds);
+    log_listening(d, threads, nfds);
     return 0;
 }
 
@@ -337,7 +335,7 @@ static int wait_ms_for(const daemon_t *d, const main_loop *l, double now)
     if (l->draining && (l->drain_until - now) * 1000 < wait_ms)
         wait_ms = (int)((l->drain_until - now) * 1000) + 1;
     if (l->wd_interval > 0) {
-        double until_ping = (l->last_ping + l->wd_interval - mono_seconds()) * 1000;
+        double until_ping = (l->last_ping + l->wd_interval - rt_seconds(0)) * 1000;
         if (until_ping < wait_ms)
             wait_ms = until_ping > 0 ? (int)until_ping + 1 : 0;
     }
@@ -359,7 +357,7 @@ static bool take_signal(daemon_t *d, main_loop *l, unsigned char sig)
     }
     l->draining = true;
     atomic_store(&d->draining, 1);
-    l->drain_until = mono_seconds() + d->cfg->drain_grace_seconds;
+    l->drain_until = rt_seconds(0) + d->cfg->drain_grace_seconds;
     sd_notifyf(0, "STOPPING=1\nSTATUS=draining for %d s", d->cfg->drain_grace_seconds);
     srv_log(SRV_LOG_INFO, "%s: draining: readyz answers 503, requests are served for "
                           "%d s more (a second signal stops at once)",
@@ -381,8 +379,8 @@ static void watch_config(daemon_t *d)
      * cannot see (same inode, size and mtime); reloads only when the
      * bytes differ from those last read. */
     int poll_s = d->cfg->model_config_file_poll_wait_seconds;
-    if (poll_s > 0 && mono_seconds() >= d->next_cfg_poll) {
-        d->next_cfg_poll = mono_seconds() + poll_s;
+    if (poll_s > 0 && rt_seconds(0) >= d->next_cfg_poll) {
+        d->next_cfg_poll = rt_seconds(0) + poll_s;
         uint64_t fp = cfg_fingerprint(d);
         if (fp != 0 && fp != d->cfg_fp)
             reload(d, "model_config_file_poll_wait_seconds: the file's bytes changed");
@@ -402,7 +400,7 @@ static void main_loop_run(daemon_t *d)
     }
     for (;;) {
         note_readiness(d);
-        double now = mono_seconds();
+        double now = rt_seconds(0);
         ping_watchdog(d, &l, now);
         if (l.draining && now >= l.drain_until)
             break;

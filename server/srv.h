@@ -1,44 +1,39 @@
 /*
  * srv.h — predictd, the serving daemon: the one public header of server/.
  *
- * Pieces, each in its own file:
- *   srv_log.c     one log line per event, with a level (stderr / journal)
- *   srv_config.c  the settings table: defaults, flags, config file keys, --help
- *   srv_config_models.c  the config file's "models" list (policies, labels)
- *   srv_textproto.c  protobuf text-format reader (TF Serving's config files)
- *   srv_tfconf.c  TF Serving's text-format files -> predictd's config
- *   srv_router.c  method + URL -> srv_route (pure; no model lookups)
- *   srv_rollout.c a model's rollout keys (traffic split, shadow, prediction
- *                 logs): parsing, the arm of a draw
- *   srv_shadow.c  shadow traffic: sampled requests re-run on the shadow version
- *                 off the request path, answers compared (divergence metrics)
- *   srv_predlog.c prediction logs: sampled requests and answers as JSON lines,
- *                 written by a writer thread to rotating 0600 files
- *   srv_cpu.c     CPUs the process may use (affinity, cgroup v2 cpu.max)
- *   srv_models.c  model manager: versions, reference counts, readiness
- *   srv_loader.c  its loader: base path scans, loading, warm-up, inotify
- *   srv_metrics.c request counts, latency histograms, in-flight (Prometheus)
- *   srv_pool.c    bounded job queue + worker threads (inference off the I/O threads)
- *   srv_admit.c   adaptive admission limit of that queue (target wait)
- *   srv_batch.c   cross-request batch scheduler (max_batch_size, batch_timeout_micros)
- *   srv_http.c    the HTTP front's start and stop (libmicrohttpd, listener,
- *                 accept policy, watchdog probe); its pieces, sharing
- *                 srv_http_internal.h: srv_http_request.c (a request on its
- *                 I/O thread: framing, routing, body limits, dispatch),
- *                 srv_http_answer.c (answers, non-inference routes),
- *                 srv_http_infer.c (inference, workers, admission),
- *                 srv_http_batch.c (cross-request batching)
- *   srv_conn.c    open connections: max_connections, idle reclaim, header and
- *                 read deadlines
- *   srv_framing.c request framing checks against request smuggling (RFC 9112)
- *   srv_client.c  a small blocking HTTP/1.1 client (predictctl, probes)
- *   srv_tls.c, srv_auth.c, srv_auth_file.c, srv_http_sec.c, srv_gzip.c
- *                 TLS and mutual TLS, bearer tokens (and predictctl token
- *                 add), the HTTP front's gate, gzip request bodies; their
- *                 header is srv_sec.h (the server's own)
+ * Pieces, each in its own file, in rooms by concern (docs/design.md, "The
+ * server's rooms"):
+ *   conf/     srv_config.c (the settings table: defaults, flags, config file
+ *             keys, --help), srv_config_models.c (the config file's "models"
+ *             list), srv_textproto.c (protobuf text format), srv_tfconf.c
+ *             (TF Serving's text-format files), srv_tfflags.c (TF Serving's
+ *             flags without a setting)
+ *   models/   srv_models.c (the model manager: versions, reference counts,
+ *             readiness), srv_loader.c and srv_watch.c (its loader: scans,
+ *             loading, warm-up; inotify), srv_rollout.c (traffic split,
+ *             shadow, prediction-log keys), srv_shadow.c (shadow traffic),
+ *             srv_names.c (model names, version numbers)
+ *   http/     srv_http.c (the front's start and stop: libmicrohttpd,
+ *             listener, accept policy, watchdog probe) and its pieces,
+ *             sharing srv_http_internal.h: srv_http_request.c (a request on
+ *             its I/O thread), srv_routes.c (the route table) and
+ *             srv_router.c (method + URL -> srv_route; pure),
+ *             srv_http_answer.c, srv_http_infer.c, srv_http_batch.c,
+ *             srv_http_v2.c (the answers), srv_http_send.c (sending);
+ *             srv_conn.c (open connections: limit, reclaim, deadlines),
+ *             srv_framing.c (framing checks against request smuggling)
+ *   sec/      srv_tls.c, srv_auth.c, srv_auth_file.c, srv_http_sec.c,
+ *             srv_gzip.c: TLS and mutual TLS, bearer tokens (and predictctl
+ *             token add), the front's gate, gzip request bodies; their
+ *             header is srv_sec.h (the server's own)
+ *   obs/      srv_metrics.c (Prometheus), srv_log.c, srv_predlog.c
+ *             (prediction logs), srv_monitor.c (skew and drift), srv_cpu.c
+ *             (CPUs the process may use)
+ *   sched/    srv_pool.c (bounded job queue + workers), srv_admit.c (its
+ *             adaptive admission limit), srv_batch.c (cross-request batches)
+ *   ctl/      main_predictctl.c (the operator's tool), srv_ctl_flags.c (its
+ *             flags), srv_client.c (a small blocking HTTP/1.1 client)
  *   main_predictd.c  the daemon's single context, signals, reload loop
- *   main_predictctl.c  the operator's tool: status, labels, promote, rollback,
- *                 canary
  *
  * The server depends on the runtime (rt.h) only. Conventions as in the
  * runtime: rt_status returns, rt_err messages that name what was wrong,
@@ -58,6 +53,13 @@ extern "C" {
 #endif
 
 #define SRV_VERSION_STRING "predictd 0.1"
+
+/* On the server's functions that return a status (rt_status, or nonzero /
+ * false on failure): a caller that drops the result is a compile error
+ * under -Werror (curl's WARN_UNUSED_RESULT). A result ignored on purpose is
+ * taken into a variable or tested, with a comment saying why ignoring it is
+ * right (gcc does not accept a cast to void for it). */
+#define SRV_WUR __attribute__((warn_unused_result))
 
 /* ------------------------------------------------------------------- log */
 
@@ -258,13 +260,13 @@ typedef struct srv_args {
  * unknown flag (did you mean --rest_api_port?)").
  * OUT: args owns its strings; free with srv_args_free(). Not thread-safe
  * (getopt's globals). */
-rt_status srv_args_parse(int argc, char **argv, srv_args *args, rt_err *err);
+SRV_WUR rt_status srv_args_parse(int argc, char **argv, srv_args *args, rt_err *err);
 void srv_args_free(srv_args *args);
 /* True when the flag called name was given. */
 bool srv_args_given(const srv_args *args, const char *name);
 /* Sets the setting called name from its flag text value (NULL: a bool flag
  * alone), as if --name=value had been given. Errors name the flag. */
-rt_status srv_args_set(srv_args *args, const char *name, const char *value, rt_err *err);
+SRV_WUR rt_status srv_args_set(srv_args *args, const char *name, const char *value, rt_err *err);
 /* The --help text (flags), or with config_keys the config file's keys
  * (--help_config), made from the table. OUT: malloc'd, caller frees; NULL
  * when out of memory. */
@@ -282,24 +284,20 @@ typedef struct srv_ctl_flags {
 } srv_ctl_flags;
 const rt_setting *srv_ctl_flag_settings(size_t *n);
 
-/* The HTTP server's parameters from the config: the one place the
- * listener, limits, queue and batching settings reach srv_http_params
- * (request threads: rest_api_num_threads, else cpus). The strings point
- * into c. Pure. */
-struct srv_http_params;
-void srv_config_http_params(const srv_config *c, int cpus, struct srv_http_params *hp);
+/* The request threads: rest_api_num_threads, else cpus. Pure. */
+int srv_config_request_threads(const srv_config *c, int cpus);
 
 /* Builds the effective config: the file named by --model_config_file (if
  * any), then the command-line flags over it, or one model from
  * --model_name/--model_base_path. Validates everything; an error names the
  * key ("models[1].version_policy.latest: must be >= 1").
  * OUT: *out malloc-owned, free with srv_config_free(). */
-rt_status srv_config_build(const srv_args *args, srv_config **out, rt_err *err);
+SRV_WUR rt_status srv_config_build(const srv_args *args, srv_config **out, rt_err *err);
 
 /* Parses a config file's text (no flags applied). base_dir resolves relative
  * base_path values (NULL: keep them as they are). For tests and reloads. */
-rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
-                           srv_config **out, rt_err *err);
+SRV_WUR rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
+                                   srv_config **out, rt_err *err);
 
 void srv_config_free(srv_config *c);
 /* Frees what one model's config owns (name, base path, versions, labels)
@@ -322,22 +320,22 @@ bool srv_rollout_is_key(const char *key);
 /* Parses the rollout key it->string of a model into r; path names the key
  * in errors ("models[0].traffic_split"); base_dir resolves a relative log
  * dir (NULL: kept as is). */
-rt_status srv_rollout_parse(const struct cJSON *it, const char *path, const char *base_dir,
-                            srv_rollout_conf *r, rt_err *err);
+SRV_WUR rt_status srv_rollout_parse(const struct cJSON *it, const char *path, const char *base_dir,
+                                    srv_rollout_conf *r, rt_err *err);
 /* After the whole model is parsed: every label a split or shadow names must
  * be in version_labels. key: "models[N]". */
-rt_status srv_rollout_check(const srv_model_conf *mc, const char *key, rt_err *err);
+SRV_WUR rt_status srv_rollout_check(const srv_model_conf *mc, const char *key, rt_err *err);
 /* Deep copy (false: out of memory, d cleared); clear frees and zeroes. */
-bool srv_rollout_copy(srv_rollout_conf *d, const srv_rollout_conf *s);
+SRV_WUR bool srv_rollout_copy(srv_rollout_conf *d, const srv_rollout_conf *s);
 void srv_rollout_clear(srv_rollout_conf *r);
 /* ---------------------------------------- skew and drift (srv_monitor.c) */
 
 /* Parses a model's "monitoring" object (path names it in errors); JSON null
  * leaves monitoring off. */
-rt_status srv_monitor_parse(const struct cJSON *it, const char *path, srv_monitor_conf *c,
-                            rt_err *err);
+SRV_WUR rt_status srv_monitor_parse(const struct cJSON *it, const char *path, srv_monitor_conf *c,
+                                    rt_err *err);
 /* Deep copy (false: out of memory, d cleared); clear frees and zeroes. */
-bool srv_monitor_conf_copy(srv_monitor_conf *d, const srv_monitor_conf *s);
+SRV_WUR bool srv_monitor_conf_copy(srv_monitor_conf *d, const srv_monitor_conf *s);
 void srv_monitor_conf_clear(srv_monitor_conf *c);
 
 /*
@@ -359,10 +357,10 @@ void srv_monitor_free(srv_monitor *m);
 void srv_monitor_observe(srv_monitor *m, const rt_batch *b);
 /* The status: per feature distance, threshold, anomalous, the window's
  * histogram or value counts, unseen values and out-of-range numbers. */
-rt_status srv_monitor_json(srv_monitor *m, rt_buf *out);
+SRV_WUR rt_status srv_monitor_json(srv_monitor *m, rt_buf *out);
 /* The Prometheus series of m (no HELP/TYPE lines: srv_monitor_prometheus_help). */
-int srv_monitor_prometheus(srv_monitor *m, rt_buf *out);
-int srv_monitor_prometheus_help(rt_buf *out);
+SRV_WUR int srv_monitor_prometheus(srv_monitor *m, rt_buf *out);
+SRV_WUR int srv_monitor_prometheus_help(rt_buf *out);
 
 /* The version target t names in mc (a label's version), or -1. */
 int64_t srv_target_version(const srv_model_conf *mc, const srv_target *t);
@@ -374,10 +372,10 @@ const srv_split_arm *srv_split_pick(const srv_rollout_conf *r, uint64_t draw);
 uint64_t srv_route_key_hash(const char *key, size_t len);
 /* Appends a model's rollout as extra JSON members (", \"traffic_split\":
  * [...], \"shadow\": {...}"), nothing when none is configured. */
-int srv_rollout_json(rt_buf *out, const srv_model_conf *mc);
+SRV_WUR int srv_rollout_json(rt_buf *out, const srv_model_conf *mc);
 /* Appends Prometheus lines predictd_traffic_split_percent{model,version,
  * target} (shadow: predictd_shadow_percent) of a model, without HELP. */
-int srv_rollout_metrics(rt_buf *out, const srv_model_conf *mc, bool shadow);
+SRV_WUR int srv_rollout_metrics(rt_buf *out, const srv_model_conf *mc, bool shadow);
 /* A malloc'd copy of n bytes plus a NUL (p may be NULL when n is 0), or NULL. */
 char *srv_copy_bytes(const char *p, size_t n);
 
@@ -411,14 +409,14 @@ typedef struct srv_tp_node {
 /* Parses text (len bytes; NUL bytes refused). Errors say "line L, column C:
  * field.path: what" (RT_ERR_INVALID; RT_ERR_LIMIT past the limits above).
  * OUT: *root, free with srv_tp_free(). Pure: thread-safe. */
-rt_status srv_tp_parse(const char *text, size_t len, srv_tp_node **root, rt_err *err);
+SRV_WUR rt_status srv_tp_parse(const char *text, size_t len, srv_tp_node **root, rt_err *err);
 void srv_tp_free(srv_tp_node *root);
 /* The first field called name of message msg, or NULL. */
 const srv_tp_node *srv_tp_get(const srv_tp_node *msg, const char *name);
 /* The dotted field path of n ("model_config_list.config.name") into buf. */
 const char *srv_tp_path(const srv_tp_node *n, char *buf, size_t cap);
 /* Sets err to "line L, column C: path: <fmt>" for node n; RT_ERR_INVALID. */
-rt_status srv_tp_fail(const srv_tp_node *n, rt_err *err, const char *fmt, ...)
+SRV_WUR rt_status srv_tp_fail(const srv_tp_node *n, rt_err *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ------------------------ TF Serving's text-format files (srv_tfconf.c) */
@@ -441,35 +439,35 @@ bool srv_tfconf_is_text(const char *text, size_t len);
  * than "tensorflow" are refused with line and column; value ranges are left
  * to the JSON config's checks (use *map with srv_tfconf_locate on their
  * errors). OUT: *out (cJSON_Delete) and *map (srv_tfconf_map_free). */
-rt_status srv_tfconf_model_config(const char *text, size_t len, struct cJSON **out,
-                                  srv_tfconf_map **map, rt_err *err);
+SRV_WUR rt_status srv_tfconf_model_config(const char *text, size_t len, struct cJSON **out,
+                                          srv_tfconf_map **map, rt_err *err);
 
 /* TF Serving's MonitoringConfig: prometheus_config { enable: true path:
  * "/p" }. OUT: *enable, *path (malloc'd; TF's default path when not given). */
-rt_status srv_tfconf_monitoring(const char *text, size_t len, bool *enable, char **path,
-                                rt_err *err);
+SRV_WUR rt_status srv_tfconf_monitoring(const char *text, size_t len, bool *enable, char **path,
+                                        rt_err *err);
 
 /* TF Serving's BatchingParameters -> {"max_batch_size": N,
  * "batch_timeout_micros": N, "max_enqueued_batches": N, "num_batch_threads":
  * N} (those given), the JSON config's batching keys.
  * pad_variable_length_inputs and enable_large_batch_splitting are accepted
  * and have no effect (docs/daemon.md). OUT: as srv_tfconf_model_config. */
-rt_status srv_tfconf_batching(const char *text, size_t len, struct cJSON **out,
-                              srv_tfconf_map **map, rt_err *err);
+SRV_WUR rt_status srv_tfconf_batching(const char *text, size_t len, struct cJSON **out,
+                                      srv_tfconf_map **map, rt_err *err);
 
 /* predictctl's edits of a text-format model config. The version of label
  * of model (-1: no such label); RT_ERR_NOTFOUND when the model is not in
  * the file, RT_ERR_INVALID (line, column) when the file is not valid. */
-rt_status srv_tfconf_label(const char *text, size_t len, const char *model, const char *label,
-                           int64_t *version, rt_err *err);
+SRV_WUR rt_status srv_tfconf_label(const char *text, size_t len, const char *model,
+                                   const char *label, int64_t *version, rt_err *err);
 /* The text with label of model pointing at version (version < 0: the label
  * removed), every other byte kept: an existing entry gets its value token
  * replaced; a new one is written in the style of the model's existing
  * entries (or `version_labels { key: "L" value: N }`) on its own line after
  * them, with their indentation. OUT: *out malloc'd (NUL-terminated). */
-rt_status srv_tfconf_set_label(const char *text, size_t len, const char *model,
-                               const char *label, int64_t version, char **out, size_t *out_len,
-                               rt_err *err);
+SRV_WUR rt_status srv_tfconf_set_label(const char *text, size_t len, const char *model,
+                                       const char *label, int64_t version, char **out,
+                                       size_t *out_len, rt_err *err);
 
 /* ---------------------------------------------------------------- router */
 
@@ -488,6 +486,9 @@ typedef enum {
     SRV_ROUTE_MONITORING,   /* GET /v1/models/{m}[/versions/{v}|/labels/{l}]/monitoring */
     SRV_ROUTE_INFER,        /* POST ...:predict|:classify|:regress, /v2/.../infer */
     SRV_ROUTE_METRICS,      /* GET /monitoring/prometheus/metrics */
+    SRV_ROUTE_ANSWER,       /* a row that nothing but its answer tells apart (an
+                               endpoint added as a row and its answer function:
+                               docs/design.md, "How to add") */
 } srv_route_kind;
 
 #define SRV_NAME_MAX 128
@@ -502,13 +503,22 @@ typedef struct srv_route {
     int64_t version;          /* -1 when not given */
     char label[SRV_NAME_MAX + 1]; /* "" when not given */
     rt_method method;         /* SRV_ROUTE_INFER (RT_METHOD_INFER: /v2) */
+    const struct srv_route_row *row; /* the route table's row that matched
+                                        (http/srv_routes.c); NULL for
+                                        SRV_ROUTE_NONE and SRV_ROUTE_BAD */
 } srv_route;
 
-/* Routes one request. method is the HTTP method ("GET", "POST", ...), url
- * the decoded path without the query. Never fails: unknown paths give
- * SRV_ROUTE_NONE (404), a wrong method SRV_ROUTE_BAD with 405, a bad
- * version/label/name SRV_ROUTE_BAD with 400 and a message. */
+/* Routes one request against the route table (http/srv_routes.c), its
+ * rows in order. method is the HTTP method ("GET", "POST", ...), url the
+ * decoded path without the query. Never fails: unknown paths give
+ * SRV_ROUTE_NONE (404; only kind is meaningful then), a wrong method
+ * SRV_ROUTE_BAD with 405, a bad version/label/name SRV_ROUTE_BAD with 400
+ * (a model name 404) and a message. Pure and thread-safe. */
 void srv_route_request(const char *method, const char *url, srv_route *r);
+/* Makes *r the first row of kind, as if its path had been requested with
+ * method (405 when the row does not take it): the metrics path, which the
+ * monitoring config may move. */
+void srv_route_as(srv_route_kind kind, const char *method, srv_route *r);
 
 /* --------------------------------------------------------------- framing */
 
@@ -567,7 +577,7 @@ typedef struct srv_version srv_version;
 
 /* Creates a manager with no models. Nothing is loaded until
  * srv_manager_apply() and srv_manager_poll() (or the loader thread). */
-rt_status srv_manager_new(srv_manager **out, rt_err *err);
+SRV_WUR rt_status srv_manager_new(srv_manager **out, rt_err *err);
 /* Stops the loader thread (if started) and frees everything; versions still
  * held by callers are freed when released. NULL is fine. */
 void srv_manager_free(srv_manager *m);
@@ -577,11 +587,11 @@ void srv_manager_free(srv_manager *m);
  * c may name versions that are not loaded yet: they are pinned, so loaded);
  * after the first config, a model added (or moved to another base path)
  * must have a base path that is a directory. Thread-safe. */
-rt_status srv_manager_check(srv_manager *m, const srv_config *c, rt_err *err);
+SRV_WUR rt_status srv_manager_check(srv_manager *m, const srv_config *c, rt_err *err);
 /* srv_manager_check, then switches to c atomically (models added, removed,
  * policies and labels changed). Takes a copy; c stays the caller's. Wakes
  * the loader thread. */
-rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err);
+SRV_WUR rt_status srv_manager_apply(srv_manager *m, const srv_config *c, rt_err *err);
 
 /* One scan of every base path: loads new versions (with warm-up), retries
  * refused ones whose files changed, unloads versions the policy no longer
@@ -597,7 +607,7 @@ void srv_manager_wake(srv_manager *m);
  * scanned (0 = scan only when srv_manager_apply or srv_manager_wake asks).
  * Call once, after the first srv_manager_apply; srv_manager_free stops
  * both threads. */
-rt_status srv_manager_start(srv_manager *m, int poll_seconds, rt_err *err);
+SRV_WUR rt_status srv_manager_start(srv_manager *m, int poll_seconds, rt_err *err);
 
 /* Changes the loader's poll interval (applied from its next wait). */
 void srv_manager_set_poll(srv_manager *m, int poll_seconds);
@@ -608,8 +618,8 @@ void srv_manager_set_poll(srv_manager *m, int poll_seconds);
  * (400: unknown label), RT_ERR_UNSUPPORTED (503: model has no AVAILABLE
  * version yet), with a message. cmle: a label may be given as version text
  * (Cloud ML Engine's {v}), which the router leaves in label. */
-rt_status srv_manager_acquire(srv_manager *m, const char *model, int64_t version,
-                              const char *label, srv_version **out, rt_err *err);
+SRV_WUR rt_status srv_manager_acquire(srv_manager *m, const char *model, int64_t version,
+                                      const char *label, srv_version **out, rt_err *err);
 /* A request's routing: in, its draws; out, what it chose besides the
  * version that answers. */
 typedef struct srv_pick {
@@ -625,9 +635,9 @@ typedef struct srv_pick {
  * not AVAILABLE falls back to the default version: a split never fails a
  * request). Samples the shadow and the prediction log. pick may be NULL
  * (no split, no sampling). Takes the manager's mutex once, like acquire. */
-rt_status srv_manager_acquire_routed(srv_manager *m, const char *model, int64_t version,
-                                     const char *label, srv_pick *pick, srv_version **out,
-                                     rt_err *err);
+SRV_WUR rt_status srv_manager_acquire_routed(srv_manager *m, const char *model, int64_t version,
+                                             const char *label, srv_pick *pick, srv_version **out,
+                                             rt_err *err);
 void srv_version_release(srv_version *v); /* NULL is fine */
 const rt_model *srv_version_model(const srv_version *v);
 /* The version's skew/drift monitor, or NULL (not configured, or no statistics). */
@@ -637,11 +647,11 @@ int64_t srv_version_number(const srv_version *v);
 /* TF Serving's GetModelStatus answer for model (version -1 = all versions,
  * or one version/label). Same error codes as srv_manager_acquire, except a
  * version that is known but not AVAILABLE is reported, not refused. */
-rt_status srv_manager_status_json(srv_manager *m, const char *model, int64_t version,
-                                  const char *label, rt_buf *out, rt_err *err);
+SRV_WUR rt_status srv_manager_status_json(srv_manager *m, const char *model, int64_t version,
+                                          const char *label, rt_buf *out, rt_err *err);
 /* {"models": [{"name", "versions": [{"version","state"}], "labels", "default_version"}],
  *  "config": {"generation": N, "last_reload": "none|ok|refused", "last_error": "..."}} */
-rt_status srv_manager_list_json(srv_manager *m, rt_buf *out);
+SRV_WUR rt_status srv_manager_list_json(srv_manager *m, rt_buf *out);
 /* True when the default route (no version, no label) of every model that
  * readiness counts answers, and at least one model does: the models of the
  * first config, and a model added by a reload once its default route has
@@ -664,7 +674,7 @@ size_t srv_manager_versions(srv_manager *m, const char *model, int64_t *out, siz
 /* Appends Prometheus lines about loaded versions: predictd_model_versions
  * {model,state}, predictd_model_ready{model} and
  * predictd_version_load_seconds{model,version}. */
-rt_status srv_manager_metrics(srv_manager *m, rt_buf *out);
+SRV_WUR rt_status srv_manager_metrics(srv_manager *m, rt_buf *out);
 
 /* Copies model's request_logging settings (dir into dir[0..dir_len)); false
  * when the model is unknown or logs nothing. Thread-safe. */
@@ -692,8 +702,8 @@ typedef struct srv_served {
  * their shadow version and compares the answers; at most max_queue runs and
  * max_bytes bytes of copied requests and answers wait. Thread-safe. */
 typedef struct srv_shadow srv_shadow;
-rt_status srv_shadow_new(size_t max_queue, size_t max_bytes, const rt_json_params *json,
-                         srv_shadow **out, rt_err *err);
+SRV_WUR rt_status srv_shadow_new(size_t max_queue, size_t max_bytes, const rt_json_params *json,
+                                 srv_shadow **out, rt_err *err);
 /* Runs what is queued, joins, frees. NULL is fine. */
 void srv_shadow_free(srv_shadow *s);
 /* Queues r (copied) to run on shadow, whose reference it takes over; false
@@ -702,15 +712,15 @@ void srv_shadow_free(srv_shadow *s);
  * Never blocks. */
 bool srv_shadow_submit(srv_shadow *s, const srv_served *r, srv_version *shadow);
 /* Appends predictd_shadow_* lines. */
-rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *out);
+SRV_WUR rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *out);
 
 /* Prediction logs (srv_predlog.c): one writer thread appends a JSON line per
  * submitted request to the model's request_logging dir; at most max_queue
  * lines and max_bytes bytes of copied requests and answers wait.
  * Thread-safe. */
 typedef struct srv_predlog srv_predlog;
-rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, size_t max_bytes,
-                          srv_predlog **out, rt_err *err);
+SRV_WUR rt_status srv_predlog_new(srv_manager *mgr, size_t max_queue, size_t max_bytes,
+                                  srv_predlog **out, rt_err *err);
 /* Writes what is queued, joins, closes, frees. NULL is fine. */
 void srv_predlog_free(srv_predlog *l);
 /* Queues r (copied); false (dropped, counted) when the queue is full or r
@@ -718,7 +728,7 @@ void srv_predlog_free(srv_predlog *l);
  * Never blocks. */
 bool srv_predlog_submit(srv_predlog *l, const srv_served *r);
 /* Appends predictd_prediction_log_* lines. */
-rt_status srv_predlog_metrics(srv_predlog *l, rt_buf *out);
+SRV_WUR rt_status srv_predlog_metrics(srv_predlog *l, rt_buf *out);
 
 /* --------------------------------------------------------------- metrics */
 
@@ -755,7 +765,7 @@ void srv_metrics_batch(srv_metrics *m, size_t instances, size_t requests, bool f
 /* Batches waiting to run (predictd_batch_queue_depth gauge). */
 void srv_metrics_batch_queue(srv_metrics *m, long depth);
 /* Appends the Prometheus text (format 0.0.4) of m and of mgr's versions. */
-rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *out);
+SRV_WUR rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *out);
 
 /* ------------------------------------------------------------- admission */
 
@@ -773,7 +783,8 @@ typedef struct srv_admit srv_admit;
 /* A limit starting at max (>= 1), never cut under min (1..max: the
  * workers), for a target wait of target_ns (>= 1).
  * OUT: *out, free with srv_admit_free(). */
-rt_status srv_admit_new(size_t max, size_t min, int64_t target_ns, srv_admit **out, rt_err *err);
+SRV_WUR rt_status srv_admit_new(size_t max, size_t min, int64_t target_ns, srv_admit **out,
+                                rt_err *err);
 /* Takes one slot while fewer than the limit are in flight: returns its
  * ticket (>= 1), to be given back with srv_admit_done; 0 (nothing taken)
  * when the request is to be refused. */
@@ -810,8 +821,8 @@ typedef void (*srv_job_fn)(void *fn_ctx, void *job, int worker);
 
 /* Starts `workers` threads; at most max_queue jobs wait (running ones not
  * counted). OUT: *out, free with srv_pool_free(). */
-rt_status srv_pool_new(int workers, size_t max_queue, srv_job_fn fn, void *fn_ctx,
-                       srv_pool **out, rt_err *err);
+SRV_WUR rt_status srv_pool_new(int workers, size_t max_queue, srv_job_fn fn, void *fn_ctx,
+                               srv_pool **out, rt_err *err);
 /* Queues job; false (job not taken) when the queue is full or stopping. */
 bool srv_pool_submit(srv_pool *p, void *job);
 /* Promises one queue slot (false when full or stopping); the slot must then
@@ -861,8 +872,8 @@ typedef enum {
     SRV_BATCH_TOO_BIG,     /* size 0 or over max_batch_size: run it alone */
 } srv_batch_result;
 
-rt_status srv_batcher_new(const srv_batcher_params *p, srv_batch_fn fn, void *fn_ctx,
-                          srv_batcher **out, rt_err *err);
+SRV_WUR rt_status srv_batcher_new(const srv_batcher_params *p, srv_batch_fn fn, void *fn_ctx,
+                                  srv_batcher **out, rt_err *err);
 /* Adds job (size instances) to the open batch of (key_a, key_b), first
  * closing that batch if the job does not fit, or opening a new one. */
 srv_batch_result srv_batcher_submit(srv_batcher *b, const void *key_a, const void *key_b,
@@ -896,7 +907,7 @@ typedef struct srv_conns_params {
 } srv_conns_params;
 
 /* Starts the sweeper thread when a timeout is on. OUT: *out. */
-rt_status srv_conns_new(const srv_conns_params *p, srv_conns **out, rt_err *err);
+SRV_WUR rt_status srv_conns_new(const srv_conns_params *p, srv_conns **out, rt_err *err);
 /* Stops the sweeper and frees; call after every connection's socket is
  * closed (records still registered are freed). NULL is fine. */
 void srv_conns_free(srv_conns *t);
@@ -924,51 +935,30 @@ void srv_conn_request_done(srv_conn *c);
 
 typedef struct srv_http srv_http;
 
+/* What the HTTP server is given: the config, whose settings it reads
+ * itself (the listener, threads, limits, deadlines, queue, batching, CORS,
+ * gzip, the metrics path: srv_config's fields, the settings table's rows;
+ * copied at start, so the config need not outlive it), and the daemon's
+ * objects. */
 typedef struct srv_http_params {
-    const char *host;
-    int port;              /* 0 = any free port (see srv_http_port) */
+    const srv_config *cfg; /* the settings (rest_api_port 0 = any free port:
+                              see srv_http_port) */
+    int cpus;              /* request threads when rest_api_num_threads is 0 */
     int listen_fd;         /* >= 0: an already listening socket to use */
-    int threads;           /* inference workers, >= 1 */
     int io_threads;        /* libmicrohttpd threads; 0 = derived from threads */
-    size_t max_queue;      /* inference requests waiting; past it 429. 0 = run
-                              inference on the I/O threads (no queue) */
-    int max_queue_wait_ms; /* with max_queue: 429 while the oldest waiting
-                              request has waited longer; 0 = off */
-    int timeout_ms;        /* per-request deadline -> 504 */
-    int connection_timeout_s;
-    int request_read_timeout_s; /* close a connection whose request is not read
-                                   whole this long after its first byte; 0 = off */
-    int max_connections;   /* client connections at once (0: 1024, or fewer to
-                              fit RLIMIT_NOFILE); silent ones (nothing sent
-                              since accept) are reclaimed first, then idle
-                              keep-alive ones, then new ones refused */
-    int header_timeout_s;  /* close a connection whose request header is not
-                              whole this long after it opened or after the next
-                              request's first byte; 0 = off */
-    size_t max_request_bytes;
-    size_t max_total_request_bytes; /* bodies held at once; past it 429 */
-    size_t log_queue_bytes;    /* prediction-log queue's byte budget */
-    size_t shadow_queue_bytes; /* shadow queue's byte budget */
-    bool enable_cors;
-    rt_json_params json;
     srv_metrics *metrics;  /* may be NULL; the caller owns it */
-    bool batching;         /* cross-request batching of :predict */
-    srv_batcher_params batch; /* its knobs (threads: batch threads) */
-    const char *metrics_path; /* GET path of the Prometheus metrics (copied at
-                                 start, at most 255 bytes); NULL = not served */
     struct srv_tls *tls;   /* non-NULL: HTTPS with it (the caller owns it) */
     struct srv_auth *auth; /* non-NULL: bearer tokens required (the caller owns it) */
-    bool metrics_require_token; /* with auth: the metrics path needs a token */
-    size_t gzip_response_min_bytes; /* > 0: answers this long or longer are gzip for
-                                       clients that accept it; 0 = never */
 } srv_http_params;
 
+/* No config (it must be given), one CPU, no socket, no objects. */
 srv_http_params srv_http_default_params(void);
 
-/* Starts serving on the manager's models. The manager must outlive the
- * server. *draining (may be NULL) is read on every readiness probe. */
-rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
-                         const _Atomic int *draining, srv_http **out, rt_err *err);
+/* Starts serving on the manager's models with p->cfg's settings (copied).
+ * The manager must outlive the server. *draining (may be NULL) is read on
+ * every readiness probe. */
+SRV_WUR rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
+                                 const _Atomic int *draining, srv_http **out, rt_err *err);
 /* The port actually bound. */
 int srv_http_port(const srv_http *h);
 /* Sends GET /healthz over a socketpair handed to libmicrohttpd (so it needs
@@ -985,15 +975,15 @@ void srv_http_stop(srv_http *h);
  * be NULL. On success *status is the HTTP code and out holds the response
  * body (appended). Fails on connection errors, a timeout (timeout_ms for
  * the whole exchange) or a malformed answer, naming what went wrong. */
-rt_status srv_client_request(const char *host, int port, const char *method, const char *path,
-                             const char *body, int timeout_ms, int *status, rt_buf *out,
-                             rt_err *err);
+SRV_WUR rt_status srv_client_request(const char *host, int port, const char *method,
+                                     const char *path, const char *body, int timeout_ms,
+                                     int *status, rt_buf *out, rt_err *err);
 /* The same exchange on an already connected non-blocking socket fd, which
  * is closed here in every case; name is sent as the Host header and names
  * the peer in messages. */
-rt_status srv_client_request_fd(int fd, const char *name, const char *method, const char *path,
-                                const char *body, int timeout_ms, int *status, rt_buf *out,
-                                rt_err *err);
+SRV_WUR rt_status srv_client_request_fd(int fd, const char *name, const char *method,
+                                        const char *path, const char *body, int timeout_ms,
+                                        int *status, rt_buf *out, rt_err *err);
 
 #ifdef __cplusplus
 }

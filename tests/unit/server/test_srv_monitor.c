@@ -1,4 +1,4 @@
-/* test_srv_monitor.c — predictd's skew/drift monitor (server/srv_monitor.c):
+/* test_srv_monitor.c — predictd's skew/drift monitor (server/obs/srv_monitor.c):
  * the "monitoring" key's parsing and refusals, exact counts of known
  * instances (histogram buckets, out of range, unseen, missing), windows
  * ending after window_instances, skew 0 on the training distribution itself

@@ -25,8 +25,8 @@ const char *srv_json_dup_key(const cJSON *obj);
  * c->models / c->n_models (c owns them; on error c->n_models counts what
  * must be freed). base_dir resolves relative base paths (NULL: kept).
  * Errors name the path ("models[1].version_policy.latest: ..."). */
-rt_status srv_config_parse_models(const cJSON *arr, const char *base_dir, srv_config *c,
-                                  rt_err *err);
+SRV_WUR rt_status srv_config_parse_models(const cJSON *arr, const char *base_dir, srv_config *c,
+                                          rt_err *err);
 
 /* TensorFlow Serving's flags that predictd has no setting for
  * (srv_tfflags.c): their count, and the name and value type of the i-th
@@ -41,7 +41,7 @@ const char *srv_tfflag_name(size_t i, srv_tfflag_type *type);
  * for the caller to set (srv_tfflags.c calls nothing of srv_config.c);
  * any other adds one warning line to a->warnings (what predictd does
  * instead) and sets *alias to NULL. */
-rt_status srv_tfflag_apply(size_t i, const char *value, srv_args *a, const char **alias,
-                           const char **alias_value, rt_err *err);
+SRV_WUR rt_status srv_tfflag_apply(size_t i, const char *value, srv_args *a, const char **alias,
+                                   const char **alias_value, rt_err *err);
 
 #endif

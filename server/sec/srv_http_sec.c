@@ -2,9 +2,10 @@
  * srv_http_sec.c — the HTTP front's security gate, run once per request
  * after routing: with mutual TLS, the connection's client certificate must
  * verify against the client CA (else 403, connection closed); with bearer
- * tokens, the request's route needs a scope (inference: infer; status,
- * metadata, model lists: read; the metrics path: metrics, unless
- * metrics_require_token is off) and health and readiness probes none.
+ * tokens, the request's route needs its row's scope (srv_routes.c:
+ * inference: infer; status, metadata, model lists: read; the metrics path:
+ * metrics, unless metrics_require_token is off; health and readiness
+ * probes none).
  * Refusals follow RFC 6750 §3: 401 with WWW-Authenticate: Bearer
  * realm="predictd" (and error="invalid_token" when a token was given),
  * 403 with error="insufficient_scope". Also the TLS and token metrics.
@@ -15,25 +16,17 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The scope a route needs; 0 = open (health and readiness probes). */
+/* The scope a route needs, its row's; 0 = open (health and readiness
+ * probes). */
 static unsigned route_scope(const srv_http *h, const srv_route *r, const char *method)
 {
-    switch (r->kind) {
-    case SRV_ROUTE_HEALTHZ:
-    case SRV_ROUTE_READYZ:
-    case SRV_ROUTE_V2_READY:
-    case SRV_ROUTE_V2_MODEL_READY: return 0;
-    case SRV_ROUTE_INFER: return SRV_SCOPE_INFER;
-    case SRV_ROUTE_METRICS: return h->p.metrics_require_token ? SRV_SCOPE_METRICS : 0;
-    case SRV_ROUTE_LIST:
-    case SRV_ROUTE_STATUS:
-    case SRV_ROUTE_METADATA: return SRV_SCOPE_READ;
-    case SRV_ROUTE_MONITORING: return SRV_SCOPE_READ;
-    default:
-        /* routes added later, unknown paths (no 404 before the token):
-         * POST runs models, the rest reads */
+    /* unknown paths and refused ones (no 404 or 405 before the token):
+     * POST runs models, the rest reads */
+    if (!r->row)
         return !strcmp(method, "POST") ? SRV_SCOPE_INFER : SRV_SCOPE_READ;
-    }
+    if (r->row->scope == SRV_SCOPE_METRICS && !h->cfg.metrics_require_token)
+        return 0;
+    return r->row->scope;
 }
 
 static enum MHD_Result refuse(srv_http *h, struct MHD_Connection *conn, unsigned code,

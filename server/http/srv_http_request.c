@@ -14,6 +14,7 @@
  * request header or a whole request.
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 #include "srv_sec.h"
 
 #include <malloc.h>
@@ -22,21 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
-/* Buffers up to this size stay with their connection for its next request.
- * Larger ones (batches: a body of 1000 census rows is 319 KB) stay too while
- * all connections together keep at most CONN_KEEP_TOTAL bytes of them; past
- * that they are freed when their request completes, so idle keep-alive
- * connections cannot pile up large buffers. Keeping them spares a request
- * the fresh pages (page faults) and the munmap of buffers above glibc's mmap
- * threshold. */
-#define CONN_BUF_KEEP (64 * 1024)
-#define CONN_KEEP_TOTAL ((size_t)16 << 20)
-
 /* ------------------------------------------ request bodies held at once */
-
-/* After a burst that held more than this, the heap is trimmed once the
- * last body is let go. */
-#define TRIM_AFTER ((size_t)32 << 20)
 
 /* Takes n bytes of the budget for request bodies held at once (a
  * Content-Length when the headers arrive, else each chunk as it comes);
@@ -44,12 +31,12 @@
 static bool hold_body(srv_http *h, req *rq, size_t n)
 {
     size_t was = atomic_fetch_add(&h->held, n);
-    if (n > h->p.max_total_request_bytes || was > h->p.max_total_request_bytes - n) {
+    if (n > h->cfg.max_total_request_bytes || was > h->cfg.max_total_request_bytes - n) {
         atomic_fetch_sub(&h->held, n);
         return false;
     }
     rq->held += n;
-    if (was + n > TRIM_AFTER)
+    if (was + n > SRV_TRIM_AFTER)
         atomic_store(&h->trim_due, true);
     return true;
 }
@@ -80,7 +67,7 @@ static enum MHD_Result refuse_body(srv_http *h, struct MHD_Connection *conn, req
         h, conn, 429,
         "overloaded: %zu bytes of request bodies are being received and %llu "
         "more would pass max_total_request_bytes=%zu; retry later",
-        (size_t)atomic_load(&h->held), n, h->p.max_total_request_bytes);
+        (size_t)atomic_load(&h->held), n, h->cfg.max_total_request_bytes);
 }
 
 /* The Prometheus metrics answer at h->metrics_path only (TF Serving's
@@ -93,14 +80,7 @@ static void route_metrics(const srv_http *h, const char *method, const char *url
         r->kind = SRV_ROUTE_NONE;
         r->version = -1;
     } else if (here && r->kind != SRV_ROUTE_METRICS) {
-        memset(r, 0, sizeof *r);
-        r->kind = SRV_ROUTE_METRICS;
-        r->version = -1;
-        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-            r->kind = SRV_ROUTE_BAD;
-            r->http_code = 405;
-            snprintf(r->msg, sizeof r->msg, "method %.16s is not allowed here; use GET", method);
-        }
+        srv_route_as(SRV_ROUTE_METRICS, method, r);
     }
 }
 
@@ -191,13 +171,13 @@ static enum MHD_Result check_length(srv_http *h, struct MHD_Connection *conn, re
         return MHD_YES;
     char *end = NULL;
     unsigned long long n = strtoull(cl, &end, 10);
-    if (end && *end == '\0' && n > h->p.max_request_bytes) {
+    if (end && *end == '\0' && n > h->cfg.max_request_bytes) {
         rq->answered = true;
         srv_metrics_rejected(h->p.metrics, "too_large");
         return srv_http_send_error(h, conn, 413,
                                    "request body of %llu bytes is over the limit of %zu bytes "
                                    "(max_request_bytes)",
-                                   n, h->p.max_request_bytes);
+                                   n, h->cfg.max_request_bytes);
     }
     /* the whole body's bytes are held from now on */
     if (end && *end == '\0' && n > 0 && !hold_body(h, rq, (size_t)n))
@@ -226,7 +206,7 @@ static enum MHD_Result on_headers(srv_http *h, struct MHD_Connection *conn, cons
     rt_buf_reset(&rq->body);
     rt_buf_reset(&rq->resp);
     rq->served = -1;
-    clock_gettime(CLOCK_MONOTONIC, &rq->start);
+    rq->start = rt_now_ns();
     *con_cls = rq;
     rq->counted = true;
     atomic_fetch_add(&h->active, 1);
@@ -240,7 +220,7 @@ static enum MHD_Result on_headers(srv_http *h, struct MHD_Connection *conn, cons
             srv_log(SRV_LOG_WARN, "refused a request (400, connection closed): %s", why);
         return srv_http_send_error_msg(h, conn, bad, true, why);
     }
-    if (h->p.enable_cors && !strcmp(method, "OPTIONS"))
+    if (h->cfg.enable_cors && !strcmp(method, "OPTIONS"))
         return answer_preflight(conn, rq);
     srv_route_request(method, url, &rq->route);
     route_metrics(h, method, url, &rq->route);
@@ -282,13 +262,13 @@ static enum MHD_Result on_body_chunk(srv_http *h, struct MHD_Connection *conn, r
     *upload_data_size = 0;
     if (rq->answered)
         return MHD_YES; /* discard */
-    if (n > h->p.max_request_bytes || rq->body.len > h->p.max_request_bytes - n) {
+    if (n > h->cfg.max_request_bytes || rq->body.len > h->cfg.max_request_bytes - n) {
         rq->answered = true;
         srv_metrics_rejected(h->p.metrics, "too_large");
         rt_buf_free(&rq->body);
         return srv_http_send_error(
             h, conn, 413, "request body is over the limit of %zu bytes (max_request_bytes)",
-            h->p.max_request_bytes);
+            h->cfg.max_request_bytes);
     }
     /* a chunked body is held chunk by chunk (past the budget the
      * connection is closed: no answer can be queued mid-upload) */
@@ -314,7 +294,7 @@ static enum MHD_Result inflate_body(srv_http *h, struct MHD_Connection *conn, re
     rt_buf plain;
     rt_buf_init(&plain);
     rt_err gerr = {{0}};
-    rt_status gs = srv_gunzip(rq->body.data, rq->body.len, h->p.max_request_bytes, &plain, &gerr);
+    rt_status gs = srv_gunzip(rq->body.data, rq->body.len, h->cfg.max_request_bytes, &plain, &gerr);
     rt_buf_free(&rq->body);
     rq->body = plain;
     if (gs != RT_OK) {
@@ -363,10 +343,10 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
         return srv_http_batch_enter(h, conn, rq);
     if (h->workers && rq->route.kind == SRV_ROUTE_INFER)
         return srv_http_enqueue(h, conn, rq);
-    int64_t t0 = rq->t_run = srv_http_now_ns(); /* an inference's start too */
+    int64_t t0 = rq->t_run = rt_now_ns(); /* an inference's start too */
     srv_metrics_in_flight(h->p.metrics, 1, 0);
     enum MHD_Result res = srv_http_answer(h, conn, rq, method, url);
-    srv_metrics_in_flight(h->p.metrics, -1, (double)(srv_http_now_ns() - t0) / 1e9);
+    srv_metrics_in_flight(h->p.metrics, -1, (double)(rt_now_ns() - t0) / 1e9);
     return res;
 }
 
@@ -381,14 +361,12 @@ static void tap_request(srv_http *h, req *rq)
         srv_version_release(shadow);
         return;
     }
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     srv_served s = {rq->route.model,
                     rq->served,
                     rq->route.method,
                     (int)rq->code,
-                    srv_http_ms_since(&rq->start) / 1e3,
-                    (double)now.tv_sec + (double)now.tv_nsec / 1e9,
+                    srv_http_ms_since(rq->start) / 1e3,
+                    rt_seconds(1),
                     rq->body.data,
                     rq->body.len,
                     rq->resp.data,
@@ -401,15 +379,15 @@ static void tap_request(srv_http *h, req *rq)
         srv_version_release(shadow);
 }
 
-/* The bytes of cs's buffers over CONN_BUF_KEEP, which count in h->kept. */
+/* The bytes of cs's buffers over SRV_CONN_BUF_KEEP, which count in h->kept. */
 static size_t large_bytes(const conn_state *cs)
 {
-    return (cs->rq.body.cap > CONN_BUF_KEEP ? cs->rq.body.cap : 0) +
-           (cs->rq.resp.cap > CONN_BUF_KEEP ? cs->rq.resp.cap : 0);
+    return (cs->rq.body.cap > SRV_CONN_BUF_KEEP ? cs->rq.body.cap : 0) +
+           (cs->rq.resp.cap > SRV_CONN_BUF_KEEP ? cs->rq.resp.cap : 0);
 }
 
 /* After a request: cs keeps its large buffers for the next one when they
- * fit under CONN_KEEP_TOTAL with every other connection's, else frees them. */
+ * fit under SRV_CONN_KEEP_TOTAL with every other connection's, else frees them. */
 static void keep_buffers(srv_http *h, conn_state *cs)
 {
     size_t want = large_bytes(cs);
@@ -420,15 +398,15 @@ static void keep_buffers(srv_http *h, conn_state *cs)
     }
     size_t more = want - cs->kept;
     size_t was = atomic_fetch_add(&h->kept, more);
-    if (was + more <= CONN_KEEP_TOTAL) {
+    if (was + more <= SRV_CONN_KEEP_TOTAL) {
         cs->kept = want;
         return;
     }
     atomic_fetch_sub(&h->kept, more + cs->kept);
     cs->kept = 0;
-    if (cs->rq.body.cap > CONN_BUF_KEEP)
+    if (cs->rq.body.cap > SRV_CONN_BUF_KEEP)
         rt_buf_free(&cs->rq.body);
-    if (cs->rq.resp.cap > CONN_BUF_KEEP)
+    if (cs->rq.resp.cap > SRV_CONN_BUF_KEEP)
         rt_buf_free(&cs->rq.resp);
 }
 

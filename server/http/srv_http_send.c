@@ -21,7 +21,7 @@
  * takes gzip; false to answer b as it is. */
 static bool gzip_answer(srv_http *h, struct MHD_Connection *conn, const rt_buf *b, rt_buf *z)
 {
-    if (!h->p.gzip_response_min_bytes || b->len < h->p.gzip_response_min_bytes ||
+    if (!h->cfg.gzip_response_min_bytes || b->len < h->cfg.gzip_response_min_bytes ||
         !srv_gzip_accepted(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                        MHD_HTTP_HEADER_ACCEPT_ENCODING)))
         return false;
@@ -51,7 +51,7 @@ static struct MHD_Response *make_response(srv_http *h, unsigned code, rt_buf *b,
     if (!resp)
         return NULL;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    if (h->p.enable_cors)
+    if (h->cfg.enable_cors)
         MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
     if (code == 503 || code == 429)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
@@ -158,18 +158,9 @@ unsigned srv_http_status(rt_status s)
     }
 }
 
-double srv_http_ms_since(const struct timespec *t0)
+double srv_http_ms_since(int64_t t0)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
-int64_t srv_http_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    return (double)(rt_now_ns() - t0) / 1e6;
 }
 
 /* Appends {"error": msg} to out. */
@@ -185,6 +176,10 @@ enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn,
                                        req *rq)
 {
     rt_buf *out = &rq->resp;
+    /* an answer (or its error) that could not be written whole: no half
+     * answer goes out; libmicrohttpd closes the connection */
+    if (rt_buf_failed(out))
+        return MHD_NO;
     if (code >= 500 && code != 503)
         srv_log(SRV_LOG_WARN, "answered %u: %.300s", code, out->data ? out->data : "");
     if (code != 200 || !rq->v2_answer)

@@ -10,8 +10,12 @@
  *                       completion (shadow / prediction-log taps), connections
  *   srv_http_send.c     answers and errors in TF Serving's shapes, gzip, how
  *                       every piece sends (it calls none of the others)
- *   srv_http_answer.c   a read request to its route; the routes that are not
- *                       inference (health, status, metadata, metrics)
+ *   srv_routes.c        the route table: one row per endpoint (method, path,
+ *                       token scope, answer function, protocol), read by the
+ *                       router, the answer dispatch and the security gate
+ *   srv_router.c        method + path -> the row that matches (srv_route)
+ *   srv_http_answer.c   a read request to its row's answer; the answers that
+ *                       are not inference (health, status, metadata, metrics)
  *   srv_http_infer.c    inference requests: on the I/O thread or queued to the
  *                       workers (admission, 429), per-I/O-thread state
  *   srv_http_batch.c    cross-request batching: parse, join a batch, run merged
@@ -49,8 +53,16 @@ typedef struct tstate {
 
 struct srv_http {
     struct MHD_Daemon *mhd;
-    srv_http_params p;
-    char metrics_path[256]; /* p.metrics_path's copy; "" = metrics not served */
+    srv_http_params p;      /* the objects it was given (p.cfg: NULL after start) */
+    srv_config cfg;         /* the settings, copied at start (every row of the
+                               settings table; strings owned, no models): the
+                               front reads each setting here, by its name */
+    /* what follows from the settings, worked out once at start */
+    int threads;            /* request threads: rest_api_num_threads, else the CPUs */
+    int max_connections;    /* max_connections, resolved against RLIMIT_NOFILE */
+    rt_json_params json;    /* the request reader's limits (max_answer_bytes) */
+    srv_batcher_params batch; /* the batcher's knobs (threads: batch threads) */
+    char metrics_path[256]; /* the config's metrics_path; "" = metrics not served */
     srv_manager *mgr;
     const _Atomic int *draining;
     int fd; /* listening socket */
@@ -77,9 +89,9 @@ struct srv_http {
     atomic_size_t held;      /* request body bytes held now (max_total_request_bytes) */
     srv_shadow *shadow;      /* shadow runs, after the answer was sent */
     srv_predlog *predlog;    /* prediction log writer */
-    atomic_bool trim_due;    /* held passed TRIM_AFTER since the last malloc_trim */
+    atomic_bool trim_due;    /* held passed SRV_TRIM_AFTER since the last malloc_trim */
     atomic_size_t kept;      /* bytes of large buffers kept by connections between
-                                requests (under CONN_KEEP_TOTAL, srv_http_request.c) */
+                                requests (under SRV_CONN_KEEP_TOTAL, srv_http_request.c) */
 };
 
 /* One request's state between libmicrohttpd's calls. */
@@ -91,7 +103,7 @@ typedef struct req {
     bool answered; /* a response was queued (or the request handed over) */
     bool counted;  /* counted in h->active */
     size_t held;   /* bytes of srv_http.held this request's body holds */
-    struct timespec start;
+    int64_t start;  /* rt_now_ns when its headers arrived */
     bool gzipped; /* Content-Encoding: gzip (the body is inflated when read whole) */
     /* worker hand-over (SRV_ROUTE_INFER with a pool) */
     struct MHD_Connection *conn;
@@ -135,6 +147,53 @@ struct conn_state {
     bool client_verified;  /* mutual TLS: its client certificate checked (srv_http_sec.c) */
 };
 
+/* ---------------------------------------------------- srv_routes.c */
+
+/* The function that answers a routed request whose body is read, on its I/O
+ * thread (srv_http_answer calls it). */
+typedef enum MHD_Result (*srv_route_answer)(srv_http *h, struct MHD_Connection *conn, req *rq);
+
+/*
+ * One endpoint: a row of the route table. path is the pattern the router
+ * matches (and docs/daemon.md's endpoint list writes), segment by segment:
+ *   /word                 the word itself
+ *   /{model}              a model name (not a name: 404 "model '...' not found")
+ *   /{project}            any segment (Cloud ML Engine's project)
+ *   [/versions/{version}|/labels/{label}]
+ *                         optional: a version number or a label name (400
+ *                         when not one)
+ *   [/versions/{version_or_label}]
+ *                         optional: a version number, else a label name
+ *   :{predict|classify|...}
+ *                         at the end: the verbs the path takes (rt_method
+ *                         names), required (an unknown one: 404 with
+ *                         verb_help)
+ * An optional group is taken when its first word is there and the path
+ * has its segments. method "GET" takes HEAD too; another method answers
+ * 405. A row's parts are checked once its whole path has matched, except
+ * with strict (TF Serving's /v1/models paths): each part is checked as it
+ * is read, so a bad name or version answers even when the rest of the path
+ * matches no row, and a second /versions or /labels is refused.
+ */
+typedef struct srv_route_row {
+    const char *method;      /* "GET" (and HEAD) or "POST" */
+    const char *path;        /* the pattern (above) */
+    srv_route_kind kind;     /* what the rest of the front knows the route as */
+    unsigned scope;          /* SRV_SCOPE_* a bearer token needs (srv_sec.h); 0 =
+                                open; SRV_SCOPE_METRICS is open when
+                                metrics_require_token is off */
+    srv_route_answer answer; /* answers it (srv_http_answer) */
+    const char *protocol;    /* "tfserving", "cmle" or "v2": the API it belongs
+                                to (srv_route.v2, .cmle; metrics label) */
+    rt_method run;           /* a verb-less inference path: the method it runs */
+    bool strict;             /* parts checked as read (above) */
+    const char *verb_help;   /* the advice of an unknown verb's 404 */
+} srv_route_row;
+
+/* The table, in the order the router tries it, and its length (static;
+ * thread-safe). */
+const srv_route_row *srv_routes(size_t *n);
+
 /* -------------------------------------------------- srv_http_send.c */
 
 /* Queues b as the answer, with code's Retry-After (429, 503), CORS and
@@ -165,27 +224,39 @@ enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn,
 /* The HTTP status of a runtime status (400 bad input, 404, 503, 500). */
 unsigned srv_http_status(rt_status s);
 /* Appends {"error": msg} to out; nonzero when out of memory. */
-int srv_http_put_error(rt_buf *out, const char *msg);
-/* Milliseconds since t0 (CLOCK_MONOTONIC). */
-double srv_http_ms_since(const struct timespec *t0);
-/* CLOCK_MONOTONIC in ns. */
-int64_t srv_http_now_ns(void);
+SRV_WUR int srv_http_put_error(rt_buf *out, const char *msg);
+/* Milliseconds since t0 (rt_now_ns: CLOCK_MONOTONIC ns). */
+double srv_http_ms_since(int64_t t0);
 
 /* ------------------------------------------------ srv_http_answer.c */
 
 /* Answers a routed request whose body has been read (every route but
- * batched :predict and queued inference), on its I/O thread. */
+ * batched :predict and queued inference), on its I/O thread: 404 for no
+ * row, the router's message for a refused one, else the row's answer. */
 enum MHD_Result srv_http_answer(srv_http *h, struct MHD_Connection *conn, req *rq,
                                 const char *method, const char *url);
+/* The rows' answers that are not inference (srv_route_answer): GET
+ * /healthz and /v2/health/live, /readyz, /v2/health/ready,
+ * /v2/models/{m}/ready, /v1/models, the model's status, its metadata, its
+ * monitoring, the Prometheus metrics. */
+enum MHD_Result srv_http_answer_healthz(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_answer_readyz(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_answer_v2_ready(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_answer_v2_model_ready(srv_http *h, struct MHD_Connection *conn,
+                                               req *rq);
+enum MHD_Result srv_http_answer_list(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_answer_status(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_answer_metadata(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_answer_monitoring(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_answer_metrics(srv_http *h, struct MHD_Connection *conn, req *rq);
 
 /* ---------------------------------------------------- srv_http_v2.c */
 
-/* GET /v2: the server metadata answer. */
-enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn);
+/* GET /v2: the server metadata answer (srv_route_answer). */
+enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn, req *rq);
 /* GET /v2/models/{m}[/versions/{v}]: the model metadata answer (404/400/503
- * as the model's other routes). */
-enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn,
-                                     const srv_route *r);
+ * as the model's other routes; srv_route_answer). */
+enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, req *rq);
 /* Reads a /v2 infer request's Inference-Header-Content-Length into
  * rq->v2_header (RT_V2_NO_HEADER when absent); false when it is not a
  * decimal number. */
@@ -245,6 +316,6 @@ int srv_http_sec_gate(srv_http *h, struct MHD_Connection *conn, const srv_route 
                       const char *method);
 /* Appends the TLS and token metrics (nothing when neither is on); nonzero
  * when out of memory. */
-int srv_http_sec_metrics(srv_http *h, rt_buf *out);
+SRV_WUR int srv_http_sec_metrics(srv_http *h, rt_buf *out);
 
 #endif /* PREDICTD_SRV_HTTP_INTERNAL_H */

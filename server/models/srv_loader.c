@@ -5,7 +5,7 @@
  * at start, reload, SIGHUP and lost events; the models the watcher
  * (srv_watch.c) marked dirty at once; at each tick of poll_seconds the
  * models whose base path is not watched, those holding a refused version,
- * and the next SAFETY_SCANS_PER_TICK models in turn (a safety net for what
+ * and the next SRV_SAFETY_SCANS_PER_TICK models in turn (a safety net for what
  * inotify does not report). So the idle cost does not grow with the number
  * of models.
  *
@@ -33,6 +33,7 @@
  * warning is logged once per change.
  */
 #include "srv_models_internal.h"
+#include "srv_limits.h"
 
 #include <cJSON.h>
 #include <dirent.h>
@@ -46,13 +47,7 @@
 #include <unistd.h>
 
 #define WARMUP_FILE "assets.extra/warmup.json"
-#define WARMUP_MAX_BYTES ((size_t)64 << 20)
-#define MAX_VERSIONS_SCANNED 100000
 #define NAMES_QUOTED 5 /* names quoted in one log line or hint */
-/* Watched base paths rescanned per tick, in turn, in case an event was
- * missed: at 10,000 models each is rescanned every ~2.6 minutes at the
- * default tick of 1 s. */
-#define SAFETY_SCANS_PER_TICK 64
 
 typedef struct found {
     int64_t version;
@@ -163,9 +158,9 @@ static rt_status scan_base(const char *base, scan *s, rt_err *err)
             continue;
         }
         if (s->n == s->cap) {
-            if (s->cap >= MAX_VERSIONS_SCANNED) {
+            if (s->cap >= SRV_MAX_VERSIONS_SCANNED) {
                 st = rt_err_set(err, RT_ERR_LIMIT, "base path %s: more than %d versions", base,
-                                MAX_VERSIONS_SCANNED);
+                                SRV_MAX_VERSIONS_SCANNED);
                 break;
             }
             if (rt_grow(&s->fs, &s->cap, s->n + 1, sizeof *s->fs) != 0) {
@@ -309,7 +304,7 @@ static rt_status warmup_file(const rt_model *model, const char *path, rt_ctx *ct
     rt_buf out;
     rt_buf_init(&out);
     rt_json_params jp = rt_json_default_params();
-    rt_status st = rt_read_file(AT_FDCWD, path, WARMUP_MAX_BYTES, 0, &text, &len, err);
+    rt_status st = rt_read_file(AT_FDCWD, path, SRV_WARMUP_MAX_BYTES, 0, &text, &len, err);
     if (st != RT_OK)
         return st; /* the message names the file */
     if ((st = rt_cfg_parse_json(text, len, &root, err)) != RT_OK) {
@@ -404,13 +399,6 @@ static rt_status warmup_dummy(const rt_model *model, rt_ctx *ctx, rt_err *err)
     return st;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Loads one version off the request path and publishes it; true when it is
  * AVAILABLE. poll_mu held. */
 static bool load_one(srv_manager *m, const char *name, const char *base, int64_t version,
@@ -447,7 +435,7 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
     snprintf(dir, sizeof dir, "%s/%lld", base, (long long)version);
     srv_log(SRV_LOG_INFO, "model %s version %lld: LOADING from %s", name, (long long)version,
             dir);
-    double t0 = now_seconds();
+    double t0 = rt_seconds(0);
     rt_err err = {{0}};
     rt_model *model = NULL;
     rt_status st = rt_model_open(dir, &model, &err);
@@ -474,7 +462,7 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
             }
         }
     }
-    double secs = now_seconds() - t0;
+    double secs = rt_seconds(0) - t0;
     srv_monitor *mon = NULL;
     if (st == RT_OK && mon_conf.on) {
         rt_err merr = {{0}};
@@ -741,7 +729,7 @@ static bool push_name(char ***names, size_t *n, size_t *cap, const char *name)
 
 /* The models to scan now, their dirty flags cleared: the dirty ones, and at
  * a tick the polled ones, those holding a refused version, and the safety
- * rescan's next SAFETY_SCANS_PER_TICK models. Without a working watcher
+ * rescan's next SRV_SAFETY_SCANS_PER_TICK models. Without a working watcher
  * every model is polled. Locked. */
 static char **pick(srv_manager *m, bool tick, size_t *n_out)
 {
@@ -756,7 +744,7 @@ static char **pick(srv_manager *m, bool tick, size_t *n_out)
     }
     m->dirty = false;
     if (tick && !all && n_models) {
-        size_t k = n_models < SAFETY_SCANS_PER_TICK ? n_models : SAFETY_SCANS_PER_TICK;
+        size_t k = n_models < SRV_SAFETY_SCANS_PER_TICK ? n_models : SRV_SAFETY_SCANS_PER_TICK;
         for (size_t j = 0; j < k; j++) {
             mmodel *mm = m->models[(m->rescan_at + j) % n_models];
             if (!mm->polled)
@@ -771,7 +759,7 @@ static char **pick(srv_manager *m, bool tick, size_t *n_out)
 /* The loader thread. A wake (start, reload, SIGHUP, lost inotify events)
  * scans every model; otherwise it scans what pick() says: dirty models at
  * once, the rest at each tick of poll_seconds. Idle, a tick costs one pass
- * over the model table and at most SAFETY_SCANS_PER_TICK scans (plus the
+ * over the model table and at most SRV_SAFETY_SCANS_PER_TICK scans (plus the
  * polled base paths), whatever the number of models. */
 static void *loader_main(void *arg)
 {
@@ -781,17 +769,17 @@ static void *loader_main(void *arg)
      * first scan. */
     while (m->watcher_started && !m->watch_ready && !m->stop)
         pthread_cond_wait(&m->cv, &m->mu);
-    double next_tick = now_seconds() + m->poll_seconds;
+    double next_tick = rt_seconds(0) + m->poll_seconds;
     while (!m->stop) {
         if (m->wake) {
             m->wake = false;
             pthread_mutex_unlock(&m->mu);
             srv_manager_poll(m);
             pthread_mutex_lock(&m->mu);
-            next_tick = now_seconds() + m->poll_seconds;
+            next_tick = rt_seconds(0) + m->poll_seconds;
             continue;
         }
-        double now = now_seconds();
+        double now = rt_seconds(0);
         if (m->poll_seconds > 0 && next_tick > now + m->poll_seconds)
             next_tick = now + m->poll_seconds; /* the interval was shortened */
         bool tick = m->poll_seconds > 0 && now >= next_tick;

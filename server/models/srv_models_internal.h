@@ -88,7 +88,7 @@ srv_version *srv_mm_version(const mmodel *mm, int64_t version);
 /* The models whose base path is base_path: *first points at n of them in
  * m->by_path (valid while m->mu is held). */
 size_t srv_mm_by_path(const srv_manager *m, const char *base_path, mmodel ***first);
-bool srv_mm_insert(mmodel *mm, srv_version *v);
+SRV_WUR bool srv_mm_insert(mmodel *mm, srv_version *v);
 bool srv_mm_remove(mmodel *mm, srv_version *v);
 /* True when a label or default_version of mm names version: it stays
  * loaded whatever the version policy says. */
@@ -100,6 +100,6 @@ bool srv_mm_pinned(const mmodel *mm, int64_t version);
 void srv_watcher_kick(srv_manager *m);
 /* Starts the watcher thread (srv_watch.c); false if it could not start
  * (then every base path is polled). */
-bool srv_watcher_start(srv_manager *m);
+SRV_WUR bool srv_watcher_start(srv_manager *m);
 
 #endif /* PREDICTD_SRV_MODELS_INTERNAL_H */

@@ -14,6 +14,7 @@
  * outside max_connections (whose libmicrohttpd-side value is set above it).
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 #include "srv_sec.h"
 
 #include <arpa/inet.h>
@@ -30,41 +31,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Sampled requests waiting for their shadow run / for the log writer; past
- * these (or past their byte budgets, shadow_queue_bytes and
- * prediction_log_queue_bytes), more are dropped and counted. */
-#define SHADOW_QUEUE 256
-#define LOG_QUEUE 4096
-
 srv_http_params srv_http_default_params(void)
 {
     srv_http_params p;
     memset(&p, 0, sizeof p);
-    p.host = "0.0.0.0";
-    p.port = 8501;
+    p.cpus = 1;
     p.listen_fd = -1;
-    p.threads = 1;
-    p.timeout_ms = 30000;
-    p.connection_timeout_s = 60;
-    p.request_read_timeout_s = 30;
-    p.max_connections = 0; /* from the open-files limit */
-    p.header_timeout_s = 10;
-    p.max_request_bytes = 1572864;
-    p.max_total_request_bytes = (size_t)256 << 20;
-    p.log_queue_bytes = (size_t)64 << 20;
-    p.shadow_queue_bytes = (size_t)64 << 20;
-    p.enable_cors = false;
-    p.json = rt_json_default_params();
-    p.batching = false;
-    p.metrics_path = "/monitoring/prometheus/metrics";
-    p.batch = srv_batcher_default_params();
     return p;
 }
-
-static double now_ms(void);
-
-/* libmicrohttpd's per-connection memory (headers and its read buffer). */
-#define SRV_CONN_MEMORY (16 * 1024)
 
 /* The watchdog probe's address (MHD_add_connection wants one): an abstract
  * Unix socket name that is never bound. */
@@ -172,17 +146,6 @@ static size_t unescape_url(void *cls, struct MHD_Connection *c, char *s)
     return (size_t)(w - s);
 }
 
-/* Connections libmicrohttpd admits per I/O thread beyond max_connections:
- * the watchdog probe, and connections being reclaimed. */
-#define PROBE_SLOTS 8
-
-/* Open files kept for the daemon's own use beside its client connections
- * (listener, models, logs, libmicrohttpd's and systemd's descriptors). */
-#define FD_RESERVE 256
-/* max_connections when it is not set: this many, fewer when the open-files
- * limit is lower. */
-#define AUTO_MAX_CONNECTIONS 1024
-
 /* Raises the soft limit of open files to need (at most the hard limit);
  * returns the soft limit in force. */
 static rlim_t raise_fd_limit(rlim_t need)
@@ -200,12 +163,12 @@ static rlim_t raise_fd_limit(rlim_t need)
 
 /* max_connections in force: the configured one (the open-files limit
  * raised to fit it, a warning when it cannot be), or, when it is 0,
- * AUTO_MAX_CONNECTIONS or what the open-files limit leaves room for
+ * SRV_AUTO_MAX_CONNECTIONS or what the open-files limit leaves room for
  * (at least 16): a cap above that limit would let accept(2) fail first,
  * before a silent or idle connection could be closed to make room. */
 static int resolve_max_connections(int configured)
 {
-    rlim_t want = (rlim_t)(configured > 0 ? configured : AUTO_MAX_CONNECTIONS) + FD_RESERVE;
+    rlim_t want = (rlim_t)(configured > 0 ? configured : SRV_AUTO_MAX_CONNECTIONS) + SRV_FD_RESERVE;
     rlim_t got = raise_fd_limit(want);
     if (configured > 0) {
         if (got < want)
@@ -215,13 +178,13 @@ static int resolve_max_connections(int configured)
                     (unsigned long long)got, configured, (unsigned long long)want);
         return configured;
     }
-    int n = got >= want ? AUTO_MAX_CONNECTIONS
-            : got > FD_RESERVE + 16 ? (int)(got - FD_RESERVE) : 16;
-    if (n < AUTO_MAX_CONNECTIONS)
+    int n = got >= want ? SRV_AUTO_MAX_CONNECTIONS
+            : got > SRV_FD_RESERVE + 16 ? (int)(got - SRV_FD_RESERVE) : 16;
+    if (n < SRV_AUTO_MAX_CONNECTIONS)
         srv_log(SRV_LOG_INFO,
                 "max_connections=%d (the open files limit is %llu, %d of them kept for the "
                 "daemon's own files)",
-                n, (unsigned long long)got, FD_RESERVE);
+                n, (unsigned long long)got, SRV_FD_RESERVE);
     return n;
 }
 
@@ -231,30 +194,32 @@ static int resolve_max_connections(int configured)
 static rt_status start_workers(srv_http *h, int *io_threads, rt_err *err)
 {
     const srv_http_params *p = &h->p;
+    const size_t max_queue = (size_t)h->cfg.max_queue_depth;
+    const int max_wait_ms = h->cfg.max_queue_wait_ms;
     rt_status st;
-    *io_threads = p->threads;
-    if (p->max_queue == 0) {
+    *io_threads = h->threads;
+    if (max_queue == 0) {
         if (p->io_threads > 0)
             *io_threads = p->io_threads;
         return RT_OK;
     }
     /* Inference runs on `threads` workers; I/O needs few threads. */
-    *io_threads = p->io_threads > 0 ? p->io_threads : (p->threads + 1) / 2;
-    h->wctx = calloc((size_t)p->threads, sizeof *h->wctx);
-    for (int i = 0; h->wctx && i < p->threads; i++)
+    *io_threads = p->io_threads > 0 ? p->io_threads : (h->threads + 1) / 2;
+    h->wctx = calloc((size_t)h->threads, sizeof *h->wctx);
+    for (int i = 0; h->wctx && i < h->threads; i++)
         if (!(h->wctx[i] = rt_ctx_new()))
             return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
     if (!h->wctx)
         return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
-    if ((st = srv_pool_new(p->threads, p->max_queue, srv_http_worker_job, h, &h->workers, err)) !=
+    if ((st = srv_pool_new(h->threads, max_queue, srv_http_worker_job, h, &h->workers, err)) !=
         RT_OK)
         return st;
-    srv_pool_set_max_wait(h->workers, p->max_queue_wait_ms);
+    srv_pool_set_max_wait(h->workers, max_wait_ms);
     /* with a target wait, the number waiting or running adapts to it: at
      * most what can wait plus what can run, at least what can run */
-    if (p->max_queue_wait_ms > 0 &&
-        (st = srv_admit_new(p->max_queue + (size_t)p->threads, (size_t)p->threads,
-                            (int64_t)p->max_queue_wait_ms * 1000000, &h->admit, err)) != RT_OK)
+    if (max_wait_ms > 0 &&
+        (st = srv_admit_new(max_queue + (size_t)h->threads, (size_t)h->threads,
+                            (int64_t)max_wait_ms * 1000000, &h->admit, err)) != RT_OK)
         return st;
     for (int i = 0; i < 2; i++) {
         char msg[256];
@@ -267,16 +232,15 @@ static rt_status start_workers(srv_http *h, int *io_threads, rt_err *err)
 /* Cross-request batching (enable_batching): its contexts and threads. */
 static rt_status start_batcher(srv_http *h, rt_err *err)
 {
-    const srv_http_params *p = &h->p;
-    if (!p->batching)
+    if (!h->cfg.enable_batching)
         return RT_OK;
-    h->bctx = calloc((size_t)(p->batch.threads > 0 ? p->batch.threads : 1), sizeof *h->bctx);
-    for (int i = 0; h->bctx && i < p->batch.threads; i++)
+    h->bctx = calloc((size_t)(h->batch.threads > 0 ? h->batch.threads : 1), sizeof *h->bctx);
+    for (int i = 0; h->bctx && i < h->batch.threads; i++)
         if (!(h->bctx[i] = rt_ctx_new()))
             return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
     if (!h->bctx)
         return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
-    return srv_batcher_new(&p->batch, srv_http_batch_job, h, &h->batcher, err);
+    return srv_batcher_new(&h->batch, srv_http_batch_job, h, &h->batcher, err);
 }
 
 /* libmicrohttpd on the listening socket with predictd's options and
@@ -304,7 +268,9 @@ static rt_status start_mhd(srv_http *h, int io_threads, rt_err *err)
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, h},
         {MHD_OPTION_LISTEN_SOCKET, h->fd, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT,
-         (intptr_t)(p->connection_timeout_s > 0 ? p->connection_timeout_s : 60), NULL},
+         (intptr_t)(h->cfg.connection_timeout_seconds > 0 ? h->cfg.connection_timeout_seconds
+                                                          : 60),
+         NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)srv_http_on_completed, h},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)srv_http_on_connection, h},
         {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)srv_http_on_request_line, h},
@@ -312,7 +278,7 @@ static rt_status start_mhd(srv_http *h, int io_threads, rt_err *err)
          * its own limit between I/O threads, so each gets all of it and
          * room for the watchdog probe */
         {MHD_OPTION_CONNECTION_LIMIT,
-         (intptr_t)((unsigned)io_threads * ((unsigned)h->p.max_connections + PROBE_SLOTS)),
+         (intptr_t)((unsigned)io_threads * ((unsigned)h->max_connections + SRV_PROBE_SLOTS)),
          NULL},
         /* libmicrohttpd clears this pool for every request; it holds only
          * the headers (bodies are gathered in our own buffer). */
@@ -360,11 +326,11 @@ static void free_parts(srv_http *h)
     for (int i = 0; i < 2; i++)
         if (h->busy[i])
             MHD_destroy_response(h->busy[i]);
-    for (int i = 0; h->wctx && i < h->p.threads; i++)
+    for (int i = 0; h->wctx && i < h->threads; i++)
         rt_ctx_free(h->wctx[i]);
     free(h->wctx);
     srv_batcher_free(h->batcher);
-    for (int i = 0; h->bctx && i < h->p.batch.threads; i++)
+    for (int i = 0; h->bctx && i < h->batch.threads; i++)
         rt_ctx_free(h->bctx[i]);
     free(h->bctx);
     for (size_t i = 0; i < h->n_pool; i++)
@@ -383,14 +349,42 @@ static void free_parts(srv_http *h)
     srv_predlog_free(h->predlog);
     pthread_mutex_destroy(&h->pool_mu);
     pthread_mutex_destroy(&h->conn_mu);
+    size_t n;
+    const srv_setting *t = srv_settings(&n);
+    rt_settings_free(t, n, &h->cfg);
     free(h);
+}
+
+/* The front's own copy of c's settings (every row of the table: strings
+ * copied, no models) and what follows from them. */
+static rt_status take_settings(srv_http *h, const srv_config *c, int threads, rt_err *err)
+{
+    size_t n;
+    const srv_setting *t = srv_settings(&n);
+    uint64_t all = n >= 64 ? UINT64_MAX : ((uint64_t)1 << n) - 1;
+    rt_status st = rt_settings_copy(t, n, all, &h->cfg, c, err);
+    if (st != RT_OK)
+        return st;
+    h->threads = threads;
+    h->max_connections = resolve_max_connections(c->max_connections);
+    snprintf(h->metrics_path, sizeof h->metrics_path, "%s", c->metrics_path ? c->metrics_path : "");
+    h->json = rt_json_default_params();
+    h->json.max_answer_bytes = c->max_answer_bytes;
+    h->batch = srv_batcher_default_params();
+    h->batch.max_batch_size = (size_t)c->max_batch_size;
+    h->batch.timeout_us = c->batch_timeout_micros;
+    h->batch.max_enqueued_batches = (size_t)c->max_enqueued_batches;
+    h->batch.threads = c->num_batch_threads > 0 ? c->num_batch_threads : threads;
+    return RT_OK;
 }
 
 rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atomic int *draining,
                          srv_http **out, rt_err *err)
 {
     *out = NULL;
-    if (p->threads < 1 || p->max_request_bytes == 0 || p->timeout_ms < 1)
+    const srv_config *c = p->cfg;
+    int threads = c ? srv_config_request_threads(c, p->cpus) : 0;
+    if (threads < 1 || c->max_request_bytes == 0 || c->rest_api_timeout_in_ms < 1)
         return rt_err_set(err, RT_ERR_INVALID,
                           "http: threads, max_request_bytes and timeout "
                           "must be positive");
@@ -398,10 +392,7 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
     if (!h)
         return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
     h->p = *p;
-    h->p.max_connections = resolve_max_connections(p->max_connections);
-    snprintf(h->metrics_path, sizeof h->metrics_path, "%s", p->metrics_path ? p->metrics_path : "");
-    h->p.metrics_path = NULL; /* the caller's string may not outlive the start */
-    h->p.host = NULL;         /* not kept */
+    h->p.cfg = NULL; /* the caller's config may not outlive the start: h->cfg is ours */
     h->mgr = mgr;
     h->draining = draining;
     h->fd = -1;
@@ -410,13 +401,16 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
     pthread_mutex_init(&h->conn_mu, NULL);
     rt_status st;
     int io_threads;
-    srv_conns_params cp = {h->p.max_connections, p->header_timeout_s,
-                           p->request_read_timeout_s, p->metrics};
+    if ((st = take_settings(h, c, threads, err)) != RT_OK)
+        goto fail;
+    srv_conns_params cp = {h->max_connections, c->request_header_timeout_seconds,
+                           c->request_read_timeout_seconds, p->metrics};
     if ((st = srv_conns_new(&cp, &h->conns, err)) != RT_OK)
         goto fail;
-    if ((st = srv_shadow_new(SHADOW_QUEUE, p->shadow_queue_bytes, &p->json, &h->shadow, err)) !=
+    if ((st = srv_shadow_new(SRV_SHADOW_QUEUE, c->shadow_queue_bytes, &h->json, &h->shadow, err)) !=
             RT_OK ||
-        (st = srv_predlog_new(mgr, LOG_QUEUE, p->log_queue_bytes, &h->predlog, err)) != RT_OK)
+        (st = srv_predlog_new(mgr, SRV_PREDLOG_QUEUE, c->prediction_log_queue_bytes, &h->predlog, err)) !=
+            RT_OK)
         goto fail;
     if (pthread_key_create(&h->tkey, NULL) != 0) {
         st = rt_err_set(err, RT_ERR_NOMEM, "http: cannot create a thread key");
@@ -426,7 +420,8 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
     if (p->listen_fd >= 0) {
         h->fd = p->listen_fd;
     } else {
-        if ((st = open_listener(p->host ? p->host : "0.0.0.0", p->port, &h->fd, err)) != RT_OK)
+        if ((st = open_listener(c->rest_api_host ? c->rest_api_host : "0.0.0.0",
+                                c->rest_api_port, &h->fd, err)) != RT_OK)
             goto fail;
         h->own_fd = true;
     }
@@ -457,8 +452,8 @@ void srv_http_stop(srv_http *h)
         MHD_socket fd = MHD_quiesce_daemon(h->mhd);
         /* Let queued and running requests finish and their answers go out
          * (bounded by the request deadline plus a margin). */
-        double limit = now_ms() + h->p.timeout_ms + 5000;
-        while (atomic_load(&h->active) > 0 && now_ms() < limit) {
+        int64_t limit = rt_now_ms() + h->cfg.rest_api_timeout_in_ms + 5000;
+        while (atomic_load(&h->active) > 0 && rt_now_ms() < limit) {
             struct timespec ts = {0, 5000000L};
             nanosleep(&ts, NULL);
         }
@@ -472,13 +467,6 @@ void srv_http_stop(srv_http *h)
         close(h->fd);
     }
     free_parts(h);
-}
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 bool srv_http_probe(srv_http *h, int timeout_ms)

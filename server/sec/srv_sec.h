@@ -36,14 +36,14 @@ typedef struct srv_tls_params {
  * not yet valid) certificate, a bad priority string or min version. Warns
  * (srv_log) when the certificate expires within 14 days.
  * OUT: *out owned by the caller, free with srv_tls_free. */
-rt_status srv_tls_new(const srv_tls_params *p, srv_tls **out, rt_err *err);
+SRV_WUR rt_status srv_tls_new(const srv_tls_params *p, srv_tls **out, rt_err *err);
 /* Re-reads the certificate and key files (same checks); on success new
  * connections get the new pair, open ones keep theirs (the old pair is
  * freed once the last of them closed, srv_tls_conn_closed); on error the
  * old pair stays and err says why. Files holding the bytes of the serving
  * pair keep it (*unchanged set true; its dates are checked again). Call it
  * from one thread at a time (the daemon's reload). */
-rt_status srv_tls_reload(srv_tls *t, bool *unchanged, rt_err *err);
+SRV_WUR rt_status srv_tls_reload(srv_tls *t, bool *unchanged, rt_err *err);
 /* The serving certificate's notAfter (seconds since the epoch). Thread-safe. */
 int64_t srv_tls_not_after(const srv_tls *t);
 /* The full GnuTLS priority string (priorities plus the version limits). */
@@ -79,7 +79,7 @@ void srv_tls_conn_closed(void *session);
  * so libmicrohttpd's generic line for the failure can be left out. */
 bool srv_tls_handshake_logged(void);
 /* Appends the Prometheus lines of the TLS metrics (with HELP/TYPE). */
-int srv_tls_metrics(const srv_tls *t, rt_buf *out);
+SRV_WUR int srv_tls_metrics(const srv_tls *t, rt_buf *out);
 void srv_tls_free(srv_tls *t);
 
 /* ------------------------------------------------------- bearer tokens */
@@ -103,12 +103,12 @@ typedef struct srv_auth srv_auth;
  * list of infer, read, metrics), '#' comments and blank lines ignored;
  * errors name FILE:LINE. Refused when others may write it.
  * OUT: *out owned by the caller, free with srv_auth_free. */
-rt_status srv_auth_new(const char *path, srv_auth **out, rt_err *err);
+SRV_WUR rt_status srv_auth_new(const char *path, srv_auth **out, rt_err *err);
 /* Re-reads the file; on error the old tokens stay. A file without a token
  * is refused (RT_ERR_INVALID, as a missing file is) unless
  * srv_auth_set_empty_denies_all said it means "refuse every request".
  * Thread-safe. */
-rt_status srv_auth_reload(srv_auth *a, rt_err *err);
+SRV_WUR rt_status srv_auth_reload(srv_auth *a, rt_err *err);
 /* on: a reload takes a file without a token (auth_tokens_empty_denies_all).
  * Default false. Thread-safe. */
 void srv_auth_set_empty_denies_all(srv_auth *a, bool on);
@@ -124,16 +124,16 @@ void srv_auth_scope_names(unsigned scopes, char *out, size_t len);
 void srv_auth_sha256_hex(const void *data, size_t len, char hex[65]);
 /* A new random token ("pdt_" and 64 hex digits) into out; false when the
  * random generator failed. */
-bool srv_auth_new_token(char out[69]);
+SRV_WUR bool srv_auth_new_token(char out[69]);
 /* predictctl token add: makes a new random token (into token), appends
  * the line "SHA256HEX SCOPES [NAME]" to the tokens file at path (created
  * 0600 when missing) under an exclusive flock on PATH.lock, written
  * atomically (temp file, fsync, rename; the file's mode kept). name: NULL
  * or [A-Za-z0-9_.-]+. Errors name the path. */
-rt_status srv_auth_add_token(const char *path, unsigned scopes, const char *name,
-                             char token[69], rt_err *err);
+SRV_WUR rt_status srv_auth_add_token(const char *path, unsigned scopes, const char *name,
+                                     char token[69], rt_err *err);
 /* Appends predictd_auth_failures_total{reason} (with HELP/TYPE). */
-int srv_auth_metrics(srv_auth *a, rt_buf *out);
+SRV_WUR int srv_auth_metrics(srv_auth *a, rt_buf *out);
 void srv_auth_free(srv_auth *a);
 
 /* ------------------------------------------------- gzip request bodies */
@@ -146,7 +146,7 @@ int srv_gzip_coding(const char *content_encoding);
  * stops at once with RT_ERR_LIMIT ("inflates to more than LIMIT bytes"), so
  * a small body that would inflate to gigabytes costs at most limit bytes.
  * Damaged, truncated or trailing data: RT_ERR_FORMAT naming the problem. */
-rt_status srv_gunzip(const void *in, size_t len, size_t limit, rt_buf *out, rt_err *err);
+SRV_WUR rt_status srv_gunzip(const void *in, size_t len, size_t limit, rt_buf *out, rt_err *err);
 /* True when an Accept-Encoding value (NULL: none) takes gzip: "gzip",
  * "x-gzip" or "*" with a q-value above 0 (RFC 9110 §12.5.3). */
 bool srv_gzip_accepted(const char *accept_encoding);
@@ -164,8 +164,8 @@ typedef struct srv_client_opts {
 
 /* srv_client_request with options (o may be NULL: plain HTTP, no token);
  * TLS errors name the host and what failed (handshake, verification). */
-rt_status srv_client_request_opts(const srv_client_opts *o, const char *host, int port,
-                                  const char *method, const char *path, const char *body,
-                                  int timeout_ms, int *status, rt_buf *out, rt_err *err);
+SRV_WUR rt_status srv_client_request_opts(const srv_client_opts *o, const char *host, int port,
+                                          const char *method, const char *path, const char *body,
+                                          int timeout_ms, int *status, rt_buf *out, rt_err *err);
 
 #endif

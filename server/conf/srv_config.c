@@ -10,6 +10,7 @@
  * wins over the file's key.
  */
 #include "srv_config_internal.h"
+#include "srv_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CONFIG_MAX_BYTES (16u << 20)
 
 /* ------------------------------------------------------------ the table */
 
@@ -180,33 +179,9 @@ const char *srv_config_restart_change(const srv_config *a, const srv_config *b)
     return NULL;
 }
 
-void srv_config_http_params(const srv_config *c, int cpus, srv_http_params *hp)
+int srv_config_request_threads(const srv_config *c, int cpus)
 {
-    *hp = srv_http_default_params();
-    hp->host = c->rest_api_host;
-    hp->port = c->rest_api_port;
-    hp->threads = c->rest_api_num_threads > 0 ? c->rest_api_num_threads : cpus;
-    hp->timeout_ms = c->rest_api_timeout_in_ms;
-    hp->connection_timeout_s = c->connection_timeout_seconds;
-    hp->request_read_timeout_s = c->request_read_timeout_seconds;
-    hp->max_connections = c->max_connections;
-    hp->header_timeout_s = c->request_header_timeout_seconds;
-    hp->max_request_bytes = c->max_request_bytes;
-    hp->max_total_request_bytes = c->max_total_request_bytes;
-    hp->json.max_answer_bytes = c->max_answer_bytes;
-    hp->log_queue_bytes = c->prediction_log_queue_bytes;
-    hp->shadow_queue_bytes = c->shadow_queue_bytes;
-    hp->enable_cors = c->enable_cors;
-    hp->max_queue = (size_t)c->max_queue_depth;
-    hp->max_queue_wait_ms = c->max_queue_wait_ms;
-    hp->batching = c->enable_batching;
-    hp->batch.max_batch_size = (size_t)c->max_batch_size;
-    hp->batch.timeout_us = c->batch_timeout_micros;
-    hp->batch.max_enqueued_batches = (size_t)c->max_enqueued_batches;
-    hp->batch.threads = c->num_batch_threads > 0 ? c->num_batch_threads : hp->threads;
-    hp->metrics_path = c->metrics_path;
-    hp->metrics_require_token = c->metrics_require_token;
-    hp->gzip_response_min_bytes = c->gzip_response_min_bytes;
+    return c->rest_api_num_threads > 0 ? c->rest_api_num_threads : cpus;
 }
 
 void srv_config_free(srv_config *c)
@@ -543,7 +518,7 @@ static rt_status apply_batching_file(const char *path, srv_config *c, rt_err *er
     size_t len = 0;
     cJSON *j = NULL;
     srv_tfconf_map *map = NULL;
-    rt_status st = rt_read_file(AT_FDCWD, path, CONFIG_MAX_BYTES, 0, &text, &len, err);
+    rt_status st = rt_read_file(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, &text, &len, err);
     if (st == RT_OK && (st = srv_tfconf_batching(text, len, &j, &map, err)) == RT_OK) {
         const cJSON *it;
         cJSON_ArrayForEach(it, j)
@@ -579,7 +554,7 @@ static rt_status set_metrics_path(srv_config *c, rt_err *err)
     size_t len = 0;
     bool enable = false;
     char *mp = NULL;
-    rt_status st = rt_read_file(AT_FDCWD, path, CONFIG_MAX_BYTES, 0, &text, &len, err);
+    rt_status st = rt_read_file(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, &text, &len, err);
     if (st == RT_OK)
         st = srv_tfconf_monitoring(text, len, &enable, &mp, err);
     free(text);
@@ -613,7 +588,7 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
     if (srv_args_given(a, "model_config_file")) {
         const char *path = a->values.model_config_file;
         size_t len = 0;
-        if ((st = rt_read_file(AT_FDCWD, path, CONFIG_MAX_BYTES, 0, &text, &len, err)) != RT_OK)
+        if ((st = rt_read_file(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, &text, &len, err)) != RT_OK)
             goto out;
         /* Without its directory, relative paths would stay relative. */
         if (!(dir = dir_of(path)) && errno == ENOMEM) {

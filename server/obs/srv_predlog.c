@@ -17,6 +17,7 @@
  * read from the manager for each line (so a reload moves the log at once).
  */
 #include "srv.h"
+#include "srv_limits.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -30,8 +31,6 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-
-#define MAX_FILES_OPEN 256
 
 typedef struct logfile {
     char model[SRV_NAME_MAX + 1];
@@ -57,7 +56,7 @@ typedef struct line_job {
 struct srv_predlog {
     srv_manager *mgr;
     srv_pool *pool;
-    logfile files[MAX_FILES_OPEN]; /* the writer thread's */
+    logfile files[SRV_PREDLOG_MAX_FILES_OPEN]; /* the writer thread's */
     size_t n_files;
     size_t max_bytes;              /* budget of the queued jobs' bytes */
     atomic_size_t queued;          /* bytes the queued (and running) jobs hold */
@@ -155,7 +154,7 @@ static logfile *file_for(srv_predlog *l, const char *model, const char *dir)
     for (size_t i = 0; i < l->n_files && !f; i++)
         if (!strcmp(l->files[i].model, model))
             f = &l->files[i];
-    if (!f && l->n_files == MAX_FILES_OPEN)
+    if (!f && l->n_files == SRV_PREDLOG_MAX_FILES_OPEN)
         return NULL;
     if (!f) {
         f = &l->files[l->n_files++];

@@ -27,7 +27,7 @@
 /* ms from the request's start to t (CLOCK_MONOTONIC ns). */
 static double ms_at(const req *rq, int64_t t)
 {
-    return (double)(t - ((int64_t)rq->start.tv_sec * 1000000000 + rq->start.tv_nsec)) / 1e6;
+    return (double)(t - rq->start) / 1e6;
 }
 
 /* Runs one inference request: fills *code and out (the JSON answer or an
@@ -41,45 +41,51 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     srv_version *v = NULL;
     double ms = ms_at(rq, rq->t_run);
     rq->t_done = rq->t_run;
-    if (ms > h->p.timeout_ms) {
+    if (ms > h->cfg.rest_api_timeout_in_ms) {
         /* It waited in the queue past its deadline: do not run it. */
         *code = 504;
         snprintf(err.msg, sizeof err.msg,
                  "deadline exceeded: the request waited %.0f ms, over "
                  "rest_api_timeout_in_ms=%d",
-                 ms, h->p.timeout_ms);
+                 ms, h->cfg.rest_api_timeout_in_ms);
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
                             -1, r->method, 504, ms / 1e3);
-        srv_http_put_error(out, err.msg);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(out, err.msg) != 0)
+            *code = 500;
         return;
     }
     rt_status st =
         srv_manager_acquire_routed(h->mgr, r->model, r->version, r->label, &rq->pick, &v, &err);
     if (st != RT_OK) {
         *code = srv_http_status(st);
-        rq->t_done = srv_http_now_ns();
+        rq->t_done = rt_now_ns();
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
                             -1, r->method, (int)*code, ms_at(rq, rq->t_done) / 1e3);
-        srv_http_put_error(out, err.msg);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(out, err.msg) != 0)
+            *code = 500;
         return;
     }
     int64_t vnum = rq->served = srv_version_number(v);
     rq->v2_answer = 0;
     if (r->method == RT_METHOD_INFER) { /* /v2: same path, the v2 parser and answer */
         st = rt_v2_handle(srv_version_model(v), r->model, vnum, rq->body.data, rq->body.len,
-                          rq->v2_header, &h->p.json, ctx, out, &err);
+                          rq->v2_header, &h->json, ctx, out, &err);
         if (st == RT_OK)
             rq->v2_answer = rt_v2_answer_header_len(ctx);
     } else {
         st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
-                            rq->body.len, &h->p.json, ctx, out, &err);
+                            rq->body.len, &h->json, ctx, out, &err);
     }
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
     srv_version_release(v);
-    rq->t_done = srv_http_now_ns();
+    rq->t_done = rt_now_ns();
     ms = ms_at(rq, rq->t_done);
-    *code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);
+    *code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     srv_metrics_request(h->p.metrics, r->model, vnum, r->method, (int)*code, ms / 1e3);
     if (*code != 200) {
         rt_buf_reset(out);
@@ -87,8 +93,11 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
             snprintf(err.msg, sizeof err.msg,
                      "deadline exceeded: the request took %.0f ms, over "
                      "rest_api_timeout_in_ms=%d",
-                     ms, h->p.timeout_ms);
-        srv_http_put_error(out, err.msg);
+                     ms, h->cfg.rest_api_timeout_in_ms);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(out, err.msg) != 0)
+            *code = 500;
     }
 }
 
@@ -145,7 +154,7 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
     rq->code = 500;
     rt_buf_reset(&rq->resp);
     if (!rq->t_run) /* srv_http_on_request read it as it began the answer */
-        rq->t_run = srv_http_now_ns();
+        rq->t_run = rt_now_ns();
     compute_infer(h, rq, ctx, &rq->code, &rq->resp);
     return srv_http_send_computed(h, conn, rq->code, rq);
 }
@@ -157,7 +166,7 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     req *rq = job;
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
     srv_metrics_in_flight(h->p.metrics, 1, 0);
-    rq->t_run = srv_http_now_ns();
+    rq->t_run = rt_now_ns();
     compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp); /* sets rq->t_done */
     srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
     if (rq->ticket) { /* its slot, with its wait in the queue (before the resume) */
@@ -176,12 +185,12 @@ void srv_http_busy_message(const srv_http *h, bool by_limit, char *msg, size_t l
         snprintf(msg, len,
                  "overloaded: the inference requests in flight are at the admission limit, "
                  "which keeps their wait under max_queue_wait_ms=%d; retry later",
-                 h->p.max_queue_wait_ms);
+                 h->cfg.max_queue_wait_ms);
     else
         snprintf(msg, len,
                  "overloaded: the inference queue is full (max_queue_depth=%zu) or its oldest "
                  "request has waited over max_queue_wait_ms=%d; retry later",
-                 h->p.max_queue, h->p.max_queue_wait_ms);
+                 (size_t)h->cfg.max_queue_depth, h->cfg.max_queue_wait_ms);
 }
 
 /* 429 at once, on the I/O thread: the request is not queued. The answer is
@@ -192,7 +201,7 @@ static enum MHD_Result refuse(srv_http *h, struct MHD_Connection *conn, req *rq,
     srv_metrics_rejected(h->p.metrics, "overloaded");
     srv_metrics_request(h->p.metrics,
                         srv_manager_has_model(h->mgr, rq->route.model) ? rq->route.model : "", -1,
-                        rq->route.method, 429, srv_http_ms_since(&rq->start) / 1e3);
+                        rq->route.method, 429, srv_http_ms_since(rq->start) / 1e3);
     if (h->busy[by_limit])
         return srv_http_send_shared(h, conn, 429, h->busy[by_limit]);
     char msg[256];
@@ -216,7 +225,7 @@ static size_t explain_weight(srv_http *h, req *rq)
     if (!ctx || srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err) != RT_OK)
         return 1;
     if (rt_json_explain_rows(srv_version_model(v), rq->body.data ? rq->body.data : "",
-                             rq->body.len, &h->p.json, ctx, &rows, &err) != RT_OK)
+                             rq->body.len, &h->json, ctx, &rows, &err) != RT_OK)
         rows = 0;
     srv_version_release(v);
     size_t units = (rows + SRV_EXPLAIN_ROWS_PER_UNIT - 1) / SRV_EXPLAIN_ROWS_PER_UNIT;
@@ -238,7 +247,7 @@ enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *
     }
     rq->ticket = ticket;
     rq->weight = weight;
-    rq->t_admit = srv_http_now_ns();
+    rq->t_admit = rt_now_ns();
     MHD_suspend_connection(conn);
     srv_pool_submit_reserved(h->workers, rq);
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));

@@ -18,6 +18,7 @@
  * global that one daemon per process makes safe.
  */
 #include "srv_sec.h"
+#include "srv_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,12 +38,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define MAX_CHAIN 16
-#define MAX_PEM_BYTES (1u << 20)
 #define WARN_DAYS 14
 
 typedef struct pair {
-    gnutls_pcert_st pcert[MAX_CHAIN];
+    gnutls_pcert_st pcert[SRV_TLS_MAX_CHAIN];
     unsigned n_pcert;
     gnutls_privkey_t key;
     int64_t not_after;
@@ -161,10 +160,10 @@ static rt_status load_pair(const srv_tls *t, const pair *cur, pair **out, bool *
     char *cert_pem = NULL, *key_pem = NULL;
     size_t cert_len = 0, key_len = 0;
     rt_err e2 = {{0}};
-    rt_status rr = rt_read_file(AT_FDCWD, t->cert_file, MAX_PEM_BYTES, 0, &cert_pem, &cert_len, &e2);
+    rt_status rr = rt_read_file(AT_FDCWD, t->cert_file, SRV_TLS_MAX_PEM_BYTES, 0, &cert_pem, &cert_len, &e2);
     if (rr != RT_OK)
         return rt_err_set(err, rr, "tls_cert_file %s", e2.msg);
-    if ((rr = rt_read_file(AT_FDCWD, t->key_file, MAX_PEM_BYTES, 0, &key_pem, &key_len, &e2)) !=
+    if ((rr = rt_read_file(AT_FDCWD, t->key_file, SRV_TLS_MAX_PEM_BYTES, 0, &key_pem, &key_len, &e2)) !=
         RT_OK) {
         free(cert_pem);
         return rt_err_set(err, rr, "tls_key_file %s", e2.msg);
@@ -188,7 +187,7 @@ static rt_status load_pair(const srv_tls *t, const pair *cur, pair **out, bool *
     }
     memcpy(p->digest, digest, sizeof digest);
     gnutls_datum_t cd = {(unsigned char *)cert_pem, (unsigned)cert_len};
-    p->n_pcert = MAX_CHAIN;
+    p->n_pcert = SRV_TLS_MAX_CHAIN;
     int r = gnutls_pcert_list_import_x509_raw(p->pcert, &p->n_pcert, &cd, GNUTLS_X509_FMT_PEM,
                                               0);
     if (r < 0 || p->n_pcert == 0) {
@@ -290,7 +289,7 @@ rt_status srv_tls_new(const srv_tls_params *p, srv_tls **out, rt_err *err)
     if (p->client_ca_file) {
         size_t len = 0;
         rt_err e2 = {{0}};
-        rt_status rr = rt_read_file(AT_FDCWD, p->client_ca_file, MAX_PEM_BYTES, 0, &t->client_ca,
+        rt_status rr = rt_read_file(AT_FDCWD, p->client_ca_file, SRV_TLS_MAX_PEM_BYTES, 0, &t->client_ca,
                                     &len, &e2);
         if (rr != RT_OK) {
             st = rt_err_set(err, rr, "tls_client_ca_file %s", e2.msg);
@@ -666,10 +665,10 @@ bool srv_tls_client_ok(const srv_tls *t, void *session)
     const gnutls_datum_t *certs = gnutls_certificate_get_peers(s, &n);
     if (!certs || n == 0)
         return false;
-    gnutls_x509_crt_t chain[MAX_CHAIN];
+    gnutls_x509_crt_t chain[SRV_TLS_MAX_CHAIN];
     unsigned m = 0;
     bool ok = false;
-    for (; m < n && m < MAX_CHAIN; m++)
+    for (; m < n && m < SRV_TLS_MAX_CHAIN; m++)
         if (gnutls_x509_crt_init(&chain[m]) < 0 ||
             gnutls_x509_crt_import(chain[m], &certs[m], GNUTLS_X509_FMT_DER) < 0) {
             m++;

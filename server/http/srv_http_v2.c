@@ -8,16 +8,15 @@
  * srv_http_send_computed. Runs on libmicrohttpd's I/O threads.
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* The versions listed in a model's metadata at most. */
-#define V2_MAX_VERSIONS 256
-
 /* {"name": "predictd", "version": "...", "extensions": [...]} */
-enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn)
+enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
+    (void)rq; /* the answer is the server's, whatever the request */
     rt_buf out;
     rt_buf_init(&out);
     const char *v = SRV_VERSION_STRING;
@@ -32,21 +31,22 @@ enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn)
     return res;
 }
 
-enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, const srv_route *r)
+enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
+    const srv_route *r = &rq->route;
     rt_err err = {{0}};
     srv_version *v = NULL;
     rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
     if (st != RT_OK)
         return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
-    int64_t vers[V2_MAX_VERSIONS];
+    int64_t vers[SRV_V2_MAX_VERSIONS];
     size_t n = 1;
     vers[0] = srv_version_number(v);
     if (r->version < 0 && !r->label[0]) {
         /* the model as a whole: every version a client may name */
-        n = srv_manager_versions(h->mgr, r->model, vers, V2_MAX_VERSIONS);
-        if (n > V2_MAX_VERSIONS)
-            n = V2_MAX_VERSIONS;
+        n = srv_manager_versions(h->mgr, r->model, vers, SRV_V2_MAX_VERSIONS);
+        if (n > SRV_V2_MAX_VERSIONS)
+            n = SRV_V2_MAX_VERSIONS;
     }
     rt_buf out;
     rt_buf_init(&out);

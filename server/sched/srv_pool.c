@@ -15,7 +15,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct srv_pool {
     pthread_mutex_t mu;
@@ -37,13 +36,6 @@ typedef struct worker_arg {
     srv_pool *p;
     int index;
 } worker_arg;
-
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 static void *worker_main(void *arg)
 {
@@ -117,7 +109,7 @@ bool srv_pool_reserve(srv_pool *p)
     bool ok = false;
     pthread_mutex_lock(&p->mu);
     if (!p->stop && p->count + p->reserved < p->cap &&
-        !(p->max_wait_ns && p->count && now_ns() - p->since[p->head] > p->max_wait_ns)) {
+        !(p->max_wait_ns && p->count && rt_now_ns() - p->since[p->head] > p->max_wait_ns)) {
         p->reserved++;
         ok = true;
     }
@@ -137,7 +129,7 @@ void srv_pool_submit_reserved(srv_pool *p, void *job)
     pthread_mutex_lock(&p->mu);
     p->reserved--;
     p->ring[(p->head + p->count) % p->cap] = job;
-    p->since[(p->head + p->count) % p->cap] = now_ns();
+    p->since[(p->head + p->count) % p->cap] = rt_now_ns();
     p->count++;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);

@@ -25,6 +25,7 @@
  * are atomics outside the mutex: a request takes the lock once.
  */
 #include "srv.h"
+#include "srv_limits.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,8 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SERIES 4096
-#define MAX_HISTS 1024
 #define N_BUCKETS 14
 #define N_CODES 600
 #define N_BATCH_BUCKETS 12 /* 1, 2, 4, ... 2048 instances */
@@ -157,7 +156,7 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
             !strcmp(x->model, model ? model : ""))
             s = x;
     }
-    if (!s && m->n_series < MAX_SERIES &&
+    if (!s && m->n_series < SRV_METRICS_MAX_SERIES &&
         rt_grow(&m->series, &m->cap_series, m->n_series + 1, sizeof *s) == 0) {
         s = &m->series[m->n_series++];
         memset(s, 0, sizeof *s);
@@ -175,7 +174,7 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
         if (m->hists[i].method == method && m->hists[i].version == version &&
             !strcmp(m->hists[i].model, model ? model : ""))
             h = &m->hists[i];
-    if (!h && m->n_hists < MAX_HISTS &&
+    if (!h && m->n_hists < SRV_METRICS_MAX_HISTS &&
         rt_grow(&m->hists, &m->cap_hists, m->n_hists + 1, sizeof *h) == 0) {
         h = &m->hists[m->n_hists++];
         memset(h, 0, sizeof *h);

@@ -16,6 +16,7 @@
  * request path.
  */
 #include "srv.h"
+#include "srv_limits.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -24,9 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#define MAX_PAIRS 256 /* (model, version, shadow version) series kept */
 
 typedef struct pair {
     char model[SRV_NAME_MAX + 1];
@@ -56,7 +54,7 @@ struct srv_shadow {
     size_t max_bytes;                  /* budget of the queued jobs' bytes */
     atomic_size_t queued;              /* bytes the queued (and running) jobs hold */
     pthread_mutex_t mu;                /* guards the counters below */
-    pair pairs[MAX_PAIRS];
+    pair pairs[SRV_SHADOW_MAX_PAIRS];
     size_t n_pairs;
     uint64_t dropped, lost;            /* queue full; series cap reached */
 };
@@ -190,7 +188,7 @@ static pair *find_pair(srv_shadow *s, const job *j, int64_t shadow)
         if (s->pairs[i].version == j->version && s->pairs[i].shadow == shadow &&
             !strcmp(s->pairs[i].model, j->model))
             return &s->pairs[i];
-    if (s->n_pairs == MAX_PAIRS)
+    if (s->n_pairs == SRV_SHADOW_MAX_PAIRS)
         return NULL;
     pair *p = &s->pairs[s->n_pairs++];
     memset(p, 0, sizeof *p);
@@ -220,13 +218,11 @@ static void run_job(void *fn_ctx, void *arg, int worker)
     rt_buf out;
     rt_buf_init(&out);
     rt_err err = {{0}};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = rt_now_ns();
     rt_status st = s->ctx ? rt_json_handle(srv_version_model(j->shadow), j->method, j->body,
                                            j->body_len, &s->json, s->ctx, &out, &err)
                           : RT_ERR_NOMEM;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    double secs = (double)(rt_now_ns() - t0) / 1e9;
     cJSON *a = cJSON_ParseWithLength(j->answer, j->answer_len);
     cJSON *b = st == RT_OK ? cJSON_ParseWithLength(out.data, out.len) : NULL;
     size_t n = instances(a);

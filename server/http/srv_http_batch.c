@@ -10,6 +10,7 @@
  * The requests' contexts come from a small mutex-guarded pool.
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,17 +28,12 @@ static rt_ctx *ctx_take(srv_http *h)
     return c ? c : rt_ctx_new();
 }
 
-/* Contexts kept for reuse at most. Without batching at most one per I/O
- * thread is ever out; with it one per queued request, so a burst could
- * leave thousands (each with its arenas) behind: the rest are freed. */
-#define CTX_POOL_KEEP 256
-
 static void ctx_give(srv_http *h, rt_ctx *c)
 {
     if (!c)
         return;
     pthread_mutex_lock(&h->pool_mu);
-    if (h->n_pool == h->cap_pool && h->cap_pool < CTX_POOL_KEEP)
+    if (h->n_pool == h->cap_pool && h->cap_pool < SRV_CTX_POOL_KEEP)
         (void)rt_grow(&h->pool, &h->cap_pool, h->n_pool + 1, sizeof *h->pool); /* else freed */
     if (h->n_pool < h->cap_pool) {
         h->pool[h->n_pool++] = c;
@@ -54,8 +50,8 @@ static void ctx_give(srv_http *h, rt_ctx *c)
 static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
 {
     const srv_route *r = &rq->route;
-    double ms = srv_http_ms_since(&rq->start);
-    rq->code = st == RT_OK ? (ms > h->p.timeout_ms ? 504 : 200) : srv_http_status(st);
+    double ms = srv_http_ms_since(rq->start);
+    rq->code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(rq->ver), rt_ctx_batch(rq->ctx));
     srv_metrics_request(h->p.metrics, r->model, srv_version_number(rq->ver), r->method,
@@ -67,11 +63,14 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
             snprintf(msg, sizeof msg,
                      "deadline exceeded: the request took %.0f ms, over "
                      "rest_api_timeout_in_ms=%d",
-                     ms, h->p.timeout_ms);
+                     ms, h->cfg.rest_api_timeout_in_ms);
         else
             snprintf(msg, sizeof msg, "%s", err->msg);
         rt_buf_reset(&rq->resp);
-        srv_http_put_error(&rq->resp, msg);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(&rq->resp, msg) != 0)
+            rq->code = 500;
     }
 }
 
@@ -91,8 +90,7 @@ static void batch_release(srv_http *h, req *rq)
 void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
 {
     srv_http *h = fn_ctx;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = rt_now_ns();
     srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));
     srv_metrics_in_flight(h->p.metrics, (int)n, 0);
     rt_ctx **ctxs = malloc(n * sizeof *ctxs);
@@ -101,18 +99,21 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     size_t k = 0, instances = 0;
     for (size_t i = 0; i < n; i++) {
         req *rq = jobs[i];
-        double ms = srv_http_ms_since(&rq->start);
-        if (ms > h->p.timeout_ms) {
+        double ms = srv_http_ms_since(rq->start);
+        if (ms > h->cfg.rest_api_timeout_in_ms) {
             /* It waited past its deadline: not run (as in compute_infer). */
             char msg[160];
             snprintf(msg, sizeof msg,
                      "deadline exceeded: the request waited %.0f ms, over "
                      "rest_api_timeout_in_ms=%d",
-                     ms, h->p.timeout_ms);
+                     ms, h->cfg.rest_api_timeout_in_ms);
             rq->code = 504;
             srv_metrics_request(h->p.metrics, rq->route.model, -1, rq->route.method, 504, ms / 1e3);
             rt_buf_reset(&rq->resp);
-            srv_http_put_error(&rq->resp, msg);
+            /* out of memory: the buffer's error sticks, and srv_http_send_computed
+             * closes the connection rather than send half an answer */
+            if (srv_http_put_error(&rq->resp, msg) != 0)
+                rq->code = 500;
             continue;
         }
         if (live && ctxs && parsed) {
@@ -155,7 +156,7 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     free(ctxs);
     free(parsed);
     free(live);
-    srv_metrics_in_flight(h->p.metrics, -(int)n, srv_http_ms_since(&t0) / 1e3);
+    srv_metrics_in_flight(h->p.metrics, -(int)n, srv_http_ms_since(t0) / 1e3);
     for (size_t i = 0; i < n; i++) {
         req *rq = jobs[i];
         batch_release(h, rq);
@@ -176,7 +177,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     if (st != RT_OK) {
         unsigned code = srv_http_status(st);
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
-                            -1, r->method, (int)code, srv_http_ms_since(&rq->start) / 1e3);
+                            -1, r->method, (int)code, srv_http_ms_since(rq->start) / 1e3);
         return srv_http_send_error(h, conn, code, "%s", err.msg);
     }
     const rt_model *m = srv_version_model(rq->ver);
@@ -186,11 +187,11 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         st = rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
     else if (r->method == RT_METHOD_INFER) /* /v2: may share a batch with /v1 */
         st = rt_v2_parse(m, r->model, rq->served, rq->body.data, rq->body.len, rq->v2_header,
-                         &h->p.json, rq->ctx, &rq->parsed, &err);
+                         &h->json, rq->ctx, &rq->parsed, &err);
     else
-        st = rt_merge_parse_only(m, rq->body.data ? rq->body.data : "", rq->body.len, &h->p.json,
+        st = rt_merge_parse_only(m, rq->body.data ? rq->body.data : "", rq->body.len, &h->json,
                                 rq->ctx, &rq->parsed, &err);
-    if (st == RT_OK && rq->parsed.n >= 1 && rq->parsed.n <= h->p.batch.max_batch_size) {
+    if (st == RT_OK && rq->parsed.n >= 1 && rq->parsed.n <= h->batch.max_batch_size) {
         rq->conn = conn;
         rq->h = h;
         /* Suspended before it can be answered: a batch thread may resume
@@ -204,16 +205,19 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         /* Not taken: 429, sent when libmicrohttpd resumes the connection. */
         srv_metrics_rejected(h->p.metrics, "overloaded");
         srv_metrics_request(h->p.metrics, r->model, -1, r->method, 429,
-                            srv_http_ms_since(&rq->start) / 1e3);
+                            srv_http_ms_since(rq->start) / 1e3);
         rq->code = 429;
         rq->served = -1;
         char msg[160];
         snprintf(msg, sizeof msg,
                  "overloaded: %zu batches are already waiting (max_enqueued_batches); "
                  "retry later",
-                 h->p.batch.max_enqueued_batches);
+                 h->batch.max_enqueued_batches);
         rt_buf_reset(&rq->resp);
-        srv_http_put_error(&rq->resp, msg);
+        /* out of memory: the buffer's error sticks, and srv_http_send_computed
+         * closes the connection rather than send half an answer */
+        if (srv_http_put_error(&rq->resp, msg) != 0)
+            rq->code = 500;
         batch_release(h, rq);
         rq->done = true;
         MHD_resume_connection(conn);
@@ -221,11 +225,10 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     }
     if (st == RT_OK) {
         /* Empty, or larger than a batch: it runs alone, here. */
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int64_t t0 = rt_now_ns();
         srv_metrics_in_flight(h->p.metrics, 1, 0);
         st = rt_merge_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
-        srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(&t0) / 1e3);
+        srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(t0) / 1e3);
     }
     batch_finish(h, rq, st, &err);
     batch_release(h, rq);

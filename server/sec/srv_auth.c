@@ -10,6 +10,7 @@
  * old one.
  */
 #include "srv_sec.h"
+#include "srv_limits.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,8 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-#define MAX_FILE_BYTES (16u << 20)
 
 typedef struct entry {
     unsigned char hash[32];
@@ -129,7 +128,7 @@ static rt_status parse(const char *path, entry **tab_out, size_t *n_out, rt_err 
     char *text = NULL;
     size_t len = 0;
     rt_err e2 = {{0}};
-    rt_status rr = rt_read_file(AT_FDCWD, path, MAX_FILE_BYTES, 0, &text, &len, &e2);
+    rt_status rr = rt_read_file(AT_FDCWD, path, SRV_TOKENS_MAX_BYTES, 0, &text, &len, &e2);
     if (rr != RT_OK)
         return rt_err_set(err, rr, "auth_tokens_file %s", e2.msg);
     entry *tab = NULL;

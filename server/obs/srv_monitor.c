@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define SHARDS 8
 #define UNSEEN_LABEL "(values not seen in training)"
@@ -171,13 +170,6 @@ struct srv_monitor {
     uint64_t windows;        /* completed */
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static uint64_t str_hash(const char *s, size_t len)
 {
     return rt_fingerprint64(s, len) | 1; /* 0 = empty slot */
@@ -291,7 +283,7 @@ srv_monitor *srv_monitor_new(const srv_monitor_conf *c, const rt_model *model, c
     atomic_init(&m->counted, 0);
     atomic_init(&m->draws, 0);
     atomic_init(&m->next_at, m->window_instances ? m->window_instances : UINT64_MAX);
-    atomic_init(&m->deadline_ms, now_ms() + (int64_t)m->window_seconds * 1000);
+    atomic_init(&m->deadline_ms, rt_now_ms() + (int64_t)m->window_seconds * 1000);
     return m;
 nomem:
     rt_err_set(err, RT_ERR_NOMEM, "monitoring: out of memory");
@@ -404,7 +396,7 @@ void srv_monitor_observe(srv_monitor *m, const rt_batch *b)
         return;
     uint64_t total = atomic_fetch_add_explicit(&m->counted, counted, memory_order_relaxed) + counted;
     if (total >= atomic_load_explicit(&m->next_at, memory_order_relaxed) ||
-        now_ms() >= atomic_load_explicit(&m->deadline_ms, memory_order_relaxed))
+        rt_now_ms() >= atomic_load_explicit(&m->deadline_ms, memory_order_relaxed))
         rotate(m, false);
 }
 
@@ -520,7 +512,7 @@ static void rotate(srv_monitor *m, bool wait)
     else if (pthread_mutex_trylock(&m->mu) != 0)
         return;
     uint64_t counted = atomic_load(&m->counted);
-    int64_t now = now_ms();
+    int64_t now = rt_now_ms();
     bool due = counted >= atomic_load(&m->next_at) || now >= atomic_load(&m->deadline_ms);
     if (!due) {
         pthread_mutex_unlock(&m->mu);

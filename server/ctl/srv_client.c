@@ -7,6 +7,7 @@
  * its name or IP address checked) and a bearer token.
  */
 #include "srv.h"
+#include "srv_limits.h"
 #include "srv_sec.h"
 
 #include <errno.h>
@@ -17,22 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#define MAX_RESPONSE (64u << 20)
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static bool wait_fd(int fd, short events, double deadline)
+static bool wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
-        double left = deadline - now_ms();
+        int64_t left = deadline - rt_now_ms();
         if (left <= 0)
             return false;
         struct pollfd p = {.fd = fd, .events = events};
@@ -45,7 +36,7 @@ static bool wait_fd(int fd, short events, double deadline)
 }
 
 /* Connects to host:port before the deadline; -1 with err on failure. */
-static int dial(const char *host, int port, double deadline, rt_err *err)
+static int dial(const char *host, int port, int64_t deadline, rt_err *err)
 {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
@@ -85,7 +76,7 @@ static int dial(const char *host, int port, double deadline, rt_err *err)
 /* A TLS session on fd for host, handshaken before deadline; NULL with err
  * on failure (a certificate that does not verify is named). */
 static gnutls_session_t tls_open(int fd, const char *host, const srv_client_opts *o,
-                                 double deadline, gnutls_certificate_credentials_t *cred,
+                                 int64_t deadline, gnutls_certificate_credentials_t *cred,
                                  rt_err *err)
 {
     gnutls_session_t s = NULL;
@@ -171,7 +162,7 @@ static ssize_t io(gnutls_session_t s, int fd, bool out, void *p, size_t n, const
  * NULL: plain HTTP, no token). As srv_client_request otherwise. */
 static rt_status exchange(int fd, const char *name, const char *host, const srv_client_opts *o,
                           const char *method, const char *path, const char *body,
-                          double deadline, int *status, rt_buf *out, rt_err *err)
+                          int64_t deadline, int *status, rt_buf *out, rt_err *err)
 {
     rt_buf req, resp;
     rt_buf_init(&req);
@@ -225,8 +216,8 @@ static rt_status exchange(int fd, const char *name, const char *host, const srv_
         }
         resp.len += (size_t)n;
         resp.data[resp.len] = '\0';
-        if (resp.len > MAX_RESPONSE) {
-            st = rt_err_set(err, RT_ERR_LIMIT, "answer larger than %u bytes", MAX_RESPONSE);
+        if (resp.len > SRV_CLIENT_MAX_RESPONSE) {
+            st = rt_err_set(err, RT_ERR_LIMIT, "answer larger than %u bytes", SRV_CLIENT_MAX_RESPONSE);
             goto out;
         }
     }
@@ -258,7 +249,7 @@ rt_status srv_client_request(const char *host, int port, const char *method, con
                              const char *body, int timeout_ms, int *status, rt_buf *out,
                              rt_err *err)
 {
-    double deadline = now_ms() + timeout_ms;
+    int64_t deadline = rt_now_ms() + timeout_ms;
     int fd = dial(host, port, deadline, err);
     if (fd < 0)
         return RT_ERR_IO;
@@ -271,7 +262,7 @@ rt_status srv_client_request_opts(const srv_client_opts *o, const char *host, in
                                   const char *method, const char *path, const char *body,
                                   int timeout_ms, int *status, rt_buf *out, rt_err *err)
 {
-    double deadline = now_ms() + timeout_ms;
+    int64_t deadline = rt_now_ms() + timeout_ms;
     int fd = dial(host, port, deadline, err);
     if (fd < 0)
         return RT_ERR_IO;
@@ -284,6 +275,6 @@ rt_status srv_client_request_fd(int fd, const char *name, const char *method, co
                                 const char *body, int timeout_ms, int *status, rt_buf *out,
                                 rt_err *err)
 {
-    return exchange(fd, name, name, NULL, method, path, body, now_ms() + timeout_ms, status, out,
+    return exchange(fd, name, name, NULL, method, path, body, rt_now_ms() + timeout_ms, status, out,
                     err);
 }
