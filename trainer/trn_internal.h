@@ -500,4 +500,33 @@ rt_status trn_summary_eval(trn_summary *s, const rt_metric_list *ml, int64_t ste
 /* Syncs and closes the files; NULL is a no-op. */
 void trn_summary_close(trn_summary *s);
 
+/* ------------------------------------ custom graph nodes (trn_nodes.c) */
+
+/* One node's tensors for trn_node_backward (n instances): x[k] its inputs
+ * (n x in_width[k]), pre a dense node's value before the activation, y its
+ * output, dy d loss / d y; the gradients are added to dx[k] (NULL or a NULL
+ * entry: not wanted), dkernel / dbias (dense), dgamma / dbeta (batch_norm).
+ * mask: dropout's training mask (NULL: the identity). */
+typedef struct trn_node_io {
+    const float *const *x;
+    const float *pre, *y, *dy, *mask;
+    float *const *dx;
+    float *dkernel, *dbias, *dgamma, *dbeta;
+} trn_node_io;
+
+/* d (cnt values of d loss / d act(x)) *= act'(x), from the pre-activation
+ * x and the output y, for every activation rt_node_activate computes. */
+void trn_act_grad(Predictd__Activation act, float alpha, const float *x, const float *y, float *d,
+                  size_t cnt);
+/* Dropout's training mask: each of cnt values 0 with probability rate, else
+ * 1 / (1 - rate) (TensorFlow's inverted dropout); rate in [0, 1). */
+void trn_dropout_mask(rt_rng *r, float rate, float *mask, size_t cnt);
+/* y = x mask, element by element. */
+void trn_dropout_apply(const float *mask, const float *x, float *y, size_t cnt);
+/* Backprop through op (checked by rt_node_check) for n instances: adds the
+ * gradients of io (see trn_node_io). RT_ERR_NOMEM, or RT_ERR_UNSUPPORTED for
+ * a kind rt_node_forward does not compute. */
+RT_WUR rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t n,
+                                   rt_err *err);
+
 #endif /* PREDICTD_TRN_INTERNAL_H */
