@@ -152,7 +152,23 @@ struct trn_model {
     float **bn_xhat;      /* [n_layers] normalized output (batch normalization) */
     float **bn_istd;      /* [n_layers] 1 / sqrt(batch variance + epsilon) per unit */
     size_t cap_drop;      /* rows */
+
+    /* custom model graph (graph.nodes, trn_nodes.c): per node its
+     * parameters, the training forward's outputs (ny: its own buffer nbuf
+     * or the serving workspace's for input, embedding and linear nodes), a
+     * dense node's pre-activation, dropout's mask, and backprop's deltas */
+    size_t n_nodes;
+    struct trn_node_par *np;
+    const float **ny;
+    float **nbuf, **npre, **nmask, **nd;
+    size_t cap_nodes;     /* rows */
 };
+
+/* A custom graph node's parameters (indexes into trn_model.p, -1: none). */
+typedef struct trn_node_par {
+    long kernel, bias;
+    float l1, l2;         /* the dense kernel's regularization */
+} trn_node_par;
 
 /* A reader over files with f's CSV schema (trn_input.c): batch rows a batch,
  * shuffle buffer, epochs, seed, bad-row policy, header lines per file,
@@ -528,5 +544,23 @@ void trn_dropout_apply(const float *mask, const float *x, float *y, size_t cnt);
  * a kind rt_node_forward does not compute. */
 RT_WUR rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t n,
                                    rt_err *err);
+/* The custom graph's part of trn_model_new (m->def->graph->n_nodes > 0):
+ * each node's tensors given their role (after the linear part's and the
+ * embeddings'); RT_ERR_UNSUPPORTED for what is not trained yet. */
+RT_WUR rt_status trn_nodes_classify(trn_model *m, rt_err *err);
+/* Initializes the nodes' tensors other than glorot_uniform kernels and zero
+ * biases (init_params does those): the spec's kernel_initializer and
+ * bias_initializer, from a stream of its own (seed). */
+void trn_nodes_init(trn_model *m, uint64_t seed);
+/* The training forward of a custom graph after rt_forward (the serving
+ * forward) over the same n instances: dropout with fresh masks (kept with
+ * m->drop_reuse), m->logits replaced by the head node's output. */
+RT_WUR rt_status trn_nodes_forward(trn_model *m, size_t n, rt_err *err);
+/* Backprop through the nodes from m->dlogits (n x ld): the dense nodes'
+ * gradients (with their L1 / L2 terms), the embedding slices' into
+ * m->emb_grad_in (zeroed by the caller), and the linear node's delta left
+ * in m->dlogits for the linear part's backprop (zeros without one). */
+RT_WUR rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err);
+void trn_nodes_free(trn_model *m);
 
 #endif /* PREDICTD_TRN_INTERNAL_H */

@@ -76,6 +76,7 @@ void trn_model_free(trn_model *m)
     free(m->d0);
     free(m->d1);
     trn_dropout_free(m);
+    trn_nodes_free(m);
     free(m);
 }
 
@@ -195,6 +196,11 @@ static rt_status classify_params(trn_model *m, rt_err *err)
                               d->out);
     }
     m->n_layers = nl;
+    if (gr->n_nodes) { /* a custom graph (trn_graph.c) */
+        rt_status st = trn_nodes_classify(m, err);
+        if (st)
+            return st;
+    }
     for (size_t i = 0; i < m->n_params; i++)
         if ((int)m->p[i].kind < 0)
             return rt_err_set(err, RT_ERR_FORMAT, "tensor %s: no role in the graph",
@@ -320,6 +326,8 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
         }
     }
     init_params(m, seed);
+    if (m->n_nodes)
+        trn_nodes_init(m, seed);
     if (c->assets_dir && !(m->assets_dir = strdup(c->assets_dir))) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
@@ -461,7 +469,7 @@ rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *lab
     size_t n = batch_n(m, b);
     rt_status st = forward(m, b, err);
     if (st == RT_OK && n > 0)
-        st = trn_dropout_forward(m, n, 0, err);
+        st = m->n_nodes ? trn_nodes_forward(m, n, err) : trn_dropout_forward(m, n, 0, err);
     if (st)
         return st;
     *loss = batch_loss(m, labels, weights, n);
@@ -475,7 +483,7 @@ rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labe
     m->drop_active = 0;
     rt_status st = forward(m, b, err);
     if (st == RT_OK && n > 0)
-        st = trn_dropout_forward(m, n, 1, err);
+        st = m->n_nodes ? trn_nodes_forward(m, n, err) : trn_dropout_forward(m, n, 1, err);
     if (st)
         return st;
     double l = batch_loss(m, labels, weights, n);

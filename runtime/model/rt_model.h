@@ -339,6 +339,23 @@ void rt_node_activate(Predictd__Activation act, float alpha, float *y, size_t n)
  * or in any batch, on every CPU. y must not overlap any x. */
 void rt_node_forward(const rt_node_op *op, const float *const *x, size_t n, float *pre, float *y);
 
+/* A compiled custom graph's nodes (rt_graph_nodes.c), for the trainer's
+ * backprop: their number (0 for a canned estimator), the head's logits
+ * node, node k's op with its inputs' node indexes (op->n_in) and name
+ * (NULL past the end), an input or embedding node's slices of the DNN
+ * input (rt_graph_dnn_layout's offsets), in input_layer's order. The kinds
+ * input, embedding and linear have ops without tensors (rt_forward fills
+ * them from the features and the linear part). Read-only, thread-safe. */
+size_t rt_graph_num_nodes(const rt_graph *g);
+size_t rt_graph_logits_node(const rt_graph *g);
+const rt_node_op *rt_graph_node(const rt_graph *g, size_t k, const size_t **in,
+                                const char **name);
+size_t rt_graph_node_slices(const rt_graph *g, size_t k, const size_t **off, const size_t **w);
+/* Node k's output after the last rt_forward of a custom graph (n x width),
+ * and a dense node's value before its activation (pre; NULL for others). */
+const float *rt_workspace_node(const rt_workspace *ws, size_t k, const float **pre,
+                               size_t *width);
+
 /* ------------------------------------------------------------------ head */
 
 /* Outputs of a head for n instances. Arrays not used by the head are NULL. */

@@ -378,12 +378,6 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
         goto out;
     if ((st = spec_build_signatures(&s)))
         goto out;
-    if (def->graph->n_nodes) { /* the custom estimator: validated, not trained yet */
-        st = rt_err_set(err, RT_ERR_UNSUPPORTED,
-                        "estimator.type: \"Estimator\": the model graph is valid, but "
-                        "training and serving a custom model graph are not implemented yet");
-        goto out;
-    }
     /* Last check: the runtime must be able to compile what we made. */
     if ((st = rt_graph_check(def, err))) {
         rt_err_prefix(err, "spec (internal check)");

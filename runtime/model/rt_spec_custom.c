@@ -551,6 +551,68 @@ static rt_status parse_heads(cgraph *g, const cJSON *model)
     return RT_OK;
 }
 
+/* The canned parts the nodes stand on: the linear block's columns as
+ * Graph.linear_columns (its weights named as the canned linear part's), the
+ * input and embedding nodes' columns as Graph.dnn_columns (the one input
+ * vector the runtime builds, its embedding tables named as the canned
+ * DNN's); each input node reads its columns' slices of that vector. */
+static rt_status build_parts(cgraph *g)
+{
+    spec_ctx *s = g->s;
+    Predictd__Graph *gr = s->def->graph;
+    size_t total = 0;
+    long lin = -1;
+    for (size_t i = 0; i < g->n; i++) {
+        const Predictd__Node *nd = g->v[i].nd;
+        if (nd->kind == PREDICTD__NODE_KIND__NODE_LINEAR) {
+            if (lin >= 0)
+                return rt_cfg_fail(s->err, g->v[i].path, "type", "a second linear block: "
+                                   "one is implemented (give it all the wide columns)");
+            lin = (long)i;
+            if (nd->units != gr->logits_dimension)
+                return rt_cfg_fail(s->err, g->v[i].path, "units", "%u, but the head reads %u "
+                                   "logit%s: a linear block is as wide as the logits",
+                                   nd->units, gr->logits_dimension,
+                                   gr->logits_dimension == 1 ? "" : "s");
+        } else if (nd->kind == PREDICTD__NODE_KIND__NODE_INPUT ||
+                   nd->kind == PREDICTD__NODE_KIND__NODE_EMBEDDING) {
+            total += nd->n_columns;
+        }
+    }
+    rt_status st;
+    if (lin >= 0) {
+        const Predictd__Node *nd = g->v[lin].nd;
+        if (!(gr->linear_columns = calloc(nd->n_columns, sizeof(char *))))
+            return NOMEM(s->err);
+        for (size_t k = 0; k < nd->n_columns; k++) {
+            if ((st = set_str(&gr->linear_columns[k], nd->columns[k], s->err)))
+                return st;
+            gr->n_linear_columns++;
+        }
+        if ((st = spec_build_linear(s)))
+            return st;
+    }
+    if (total && !(gr->dnn_columns = calloc(total, sizeof(char *))))
+        return NOMEM(s->err);
+    for (size_t i = 0; i < g->n; i++) {
+        const Predictd__Node *nd = g->v[i].nd;
+        if (nd->kind != PREDICTD__NODE_KIND__NODE_INPUT &&
+            nd->kind != PREDICTD__NODE_KIND__NODE_EMBEDDING)
+            continue;
+        for (size_t k = 0; k < nd->n_columns; k++) {
+            bool seen = false;
+            for (size_t q = 0; q < gr->n_dnn_columns && !seen; q++)
+                seen = strcmp(gr->dnn_columns[q], nd->columns[k]) == 0;
+            if (!seen) {
+                if ((st = set_str(&gr->dnn_columns[gr->n_dnn_columns], nd->columns[k], s->err)))
+                    return st;
+                gr->n_dnn_columns++;
+            }
+        }
+    }
+    return spec_build_embeddings(s);
+}
+
 /* Collects the nodes of list `key` (inputs or layers) into g->v. */
 static rt_status collect(cgraph *g, const cJSON *arr, const char *key)
 {
@@ -616,6 +678,8 @@ rt_status spec_parse_custom(spec_ctx *s, const cJSON *est)
         st = i < (size_t)ni ? parse_input(&g, i) : parse_layer(&g, i);
     if (!st)
         st = parse_heads(&g, model);
+    if (!st)
+        st = build_parts(&g);
 out:
     free(g.v);
     return st;

@@ -66,6 +66,11 @@ rt_status spec_parse_estimator(spec_ctx *s, const struct cJSON *est);
 /* rt_spec_graph.c: the signatures TensorFlow's canned estimators export. */
 rt_status spec_build_signatures(spec_ctx *s);
 
+/* rt_spec_graph.c: Graph.linear_weights and linear_bias for linear_columns
+ * (TensorFlow's names); Graph.embeddings for the dnn_columns with tables. */
+rt_status spec_build_linear(spec_ctx *s);
+rt_status spec_build_embeddings(spec_ctx *s);
+
 /* ---- rt_spec_custom.c */
 
 /* "estimator" of type "Estimator" (est, keys checked there) -> the graph's

@@ -1,8 +1,7 @@
 /* test_spec_custom.c — the custom estimator's spec (runtime/model/
  * rt_spec_custom.c): conf/census.json's feature columns under an
- * "Estimator" whose model graph uses every node kind is accepted as far as
- * the spec goes (the refusal is then the one that training is not
- * implemented), and bad graphs are refused before training with the path
+ * "Estimator" whose model graph uses every node kind becomes Graph.nodes
+ * the runtime compiles, and bad graphs are refused before training with the path
  * of the offending field: a cycle, a node read before it exists, units 0, a
  * binary head on a 3-wide node, an unknown activation, unknown names,
  * widths that do not add up, duplicate names. */
@@ -88,14 +87,39 @@ static void bad(const char *from, const char *to, const char *want)
     free(est);
 }
 
+/* The good graph becomes Graph.nodes (widths as the spec implies), the
+ * canned linear part and DNN columns under its linear and input nodes, and
+ * the runtime compiles it (rt_spec_to_modeldef's last check). */
 static void test_good_graph(void **state)
 {
     (void)state;
+    cJSON *spec = cJSON_Parse(census_text);
+    cJSON_ReplaceItemInObjectCaseSensitive(spec, "estimator", cJSON_Parse(GOOD));
+    static const char *const other[] = {"train", "eval", NULL};
+    Predictd__ModelDef *def = NULL;
     rt_err err = {{0}};
-    rt_status st = parse(GOOD, &err);
-    /* valid as far as the spec goes: refused only as not trained yet */
-    assert_int_equal(st, RT_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.msg, "the model graph is valid"));
+    rt_status st = rt_spec_to_modeldef(spec, other, &def, &err);
+    if (st)
+        fail_msg("%s", err.msg);
+    const Predictd__Graph *g = def->graph;
+    assert_string_equal(g->estimator, "Estimator");
+    assert_int_equal(g->n_nodes, 14);
+    static const uint32_t widths[14] = {9, 1, 8, 17, 16, 16, 16, 16, 16, 16, 16, 3, 1, 1};
+    for (size_t k = 0; k < 14; k++)
+        assert_int_equal(g->nodes[k]->units, widths[k]);
+    assert_int_equal(g->nodes[4]->kind, PREDICTD__NODE_KIND__NODE_DENSE);
+    assert_string_equal(g->nodes[4]->kernel, "h1/kernel");
+    assert_int_equal(g->nodes[4]->activation, PREDICTD__ACTIVATION__ACT_GELU);
+    assert_string_equal(g->nodes[5]->batch_norm->moving_variance, "bn/moving_variance");
+    assert_int_equal(g->n_linear_columns, 2);
+    assert_int_equal(g->n_dnn_columns, 5);
+    assert_int_equal(g->n_embeddings, 1);
+    assert_int_equal(g->n_heads, 1);
+    assert_string_equal(g->heads[0]->logits, "logits");
+    assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_BINARY);
+    assert_int_equal(g->logits_dimension, 1);
+    rt_modeldef_free(def);
+    cJSON_Delete(spec);
 }
 
 static void test_refusals(void **state)
