@@ -10,6 +10,7 @@
  */
 #include "trn_internal.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +30,12 @@ rt_status trn_nodes_classify(trn_model *m, rt_err *err)
     m->n_nodes = n;
     m->np = calloc(n ? n : 1, sizeof *m->np);
     m->ny = calloc(n ? n : 1, sizeof *m->ny);
+    m->npv = calloc(n ? n : 1, sizeof *m->npv);
     m->nbuf = calloc(n ? n : 1, sizeof *m->nbuf);
     m->npre = calloc(n ? n : 1, sizeof *m->npre);
     m->nmask = calloc(n ? n : 1, sizeof *m->nmask);
     m->nd = calloc(n ? n : 1, sizeof *m->nd);
-    if (!m->np || !m->ny || !m->nbuf || !m->npre || !m->nmask || !m->nd)
+    if (!m->np || !m->ny || !m->npv || !m->nbuf || !m->npre || !m->nmask || !m->nd)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     for (size_t k = 0; k < n; k++) {
         const Predictd__Node *nd = gr->nodes[k];
@@ -44,6 +46,11 @@ rt_status trn_nodes_classify(trn_model *m, rt_err *err)
                               "estimator.model: node %s: batch_norm is served and its gradients "
                               "are computed, but training it (batch statistics) is not "
                               "implemented yet", nd->name);
+        for (size_t j = 0; j < nd->n_inputs; j++)
+            for (size_t r = 0; r < k; r++)
+                if (strcmp(gr->nodes[r]->name, nd->inputs[j]) == 0)
+                    m->np[r].readers++;
+        m->n_dropout += nd->kind == PREDICTD__NODE_KIND__NODE_DROPOUT;
         if (nd->kind != PREDICTD__NODE_KIND__NODE_DENSE)
             continue;
         q->kernel = pidx(m, nd->kernel);
@@ -143,6 +150,14 @@ rt_status trn_nodes_forward(trn_model *m, size_t n, rt_err *err)
         const size_t *in;
         const rt_node_op *op = rt_graph_node(m->g, k, &in, NULL);
         size_t w = op->out;
+        m->npv[k] = m->npre[k];
+        if (!m->n_dropout) { /* no dropout: the serving forward's values are these */
+            size_t ww = 0;
+            m->ny[k] = rt_workspace_node(m->ws, k, &m->npv[k], &ww);
+            if (!m->ny[k] || ww != w)
+                return rt_err_set(err, RT_ERR_INVALID, "training forward: node %zu missing", k);
+            continue;
+        }
         switch (op->kind) {
         case PREDICTD__NODE_KIND__NODE_INPUT:
         case PREDICTD__NODE_KIND__NODE_EMBEDDING:
@@ -189,30 +204,56 @@ static long emb_at(const trn_model *m, size_t off)
     return -1;
 }
 
+/* Adds d (n x w, a dense node's d loss / d pre-activation) times the
+ * rows of its kernel (w wide) of input node j's embedding slices to the
+ * tables' gradients: the canned DNN's first layer (trn_backprop.c), the same
+ * sgemm per slice, when j is an input node read by that dense node alone. */
+static void dense_to_tables(trn_model *m, size_t j, const float *d, const float *kernel,
+                            size_t w, size_t n)
+{
+    const size_t *off, *sw;
+    size_t ns = rt_graph_node_slices(m->g, j, &off, &sw), at = 0;
+    for (size_t q = 0; q < ns; at += sw[q], q++) {
+        long e = emb_at(m, off[q]);
+        if (e < 0)
+            continue;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)sw[q],
+                    (blasint)w, 1.0f, d, (blasint)w, kernel + at * w, (blasint)w, 1.0f,
+                    m->emb_grad_in[e], (blasint)sw[q]);
+    }
+}
+
+static bool is_input(const rt_node_op *op)
+{
+    return op->kind == PREDICTD__NODE_KIND__NODE_INPUT ||
+           op->kind == PREDICTD__NODE_KIND__NODE_EMBEDDING;
+}
+
 rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err)
 {
     rt_status st = node_scratch(m, n, err);
     if (st)
         return st;
-    for (size_t k = 0; k < m->n_nodes; k++) {
-        const rt_node_op *op = rt_graph_node(m->g, k, NULL, NULL);
-        memset(m->nd[k], 0, n * op->out * sizeof(float));
-    }
+    for (size_t k = 0; k < m->n_nodes; k++)
+        m->np[k].dset = 0;
     size_t L = rt_graph_logits_node(m->g);
     memcpy(m->nd[L], m->dlogits, n * m->ld * sizeof(float));
+    m->np[L].dset = 1;
     memset(m->dlogits, 0, n * m->ld * sizeof(float));
     float *dxs[64];
     const float *xs[64];
+    unsigned char *sets[64];
     for (size_t k = m->n_nodes; k-- > 0;) {
         const size_t *in;
         const rt_node_op *op = rt_graph_node(m->g, k, &in, NULL);
         size_t w = op->out;
-        switch (op->kind) {
-        case PREDICTD__NODE_KIND__NODE_LINEAR:
+        if (!m->np[k].dset)
+            continue; /* the head does not read it */
+        if (op->kind == PREDICTD__NODE_KIND__NODE_LINEAR) {
             memcpy(m->dlogits, m->nd[k], n * w * sizeof(float));
             continue;
-        case PREDICTD__NODE_KIND__NODE_INPUT:
-        case PREDICTD__NODE_KIND__NODE_EMBEDDING: {
+        }
+        if (is_input(op)) {
             const size_t *off, *sw;
             size_t ns = rt_graph_node_slices(m->g, k, &off, &sw), at = 0;
             for (size_t q = 0; q < ns; at += sw[q], q++) {
@@ -226,22 +267,28 @@ rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err)
             }
             continue;
         }
-        default:
-            break;
-        }
+        if (op->n_in > sizeof xs / sizeof xs[0])
+            return rt_err_set(err, RT_ERR_LIMIT, "backprop: too many inputs");
+        /* a dense node alone over an input node: straight to the tables */
+        bool direct = op->kind == PREDICTD__NODE_KIND__NODE_DENSE &&
+                      is_input(rt_graph_node(m->g, in[0], NULL, NULL)) &&
+                      m->np[in[0]].readers == 1;
         for (size_t j = 0; j < op->n_in; j++) {
             xs[j] = m->ny[in[j]];
-            dxs[j] = m->nd[in[j]];
+            dxs[j] = direct ? NULL : m->nd[in[j]];
+            sets[j] = &m->np[in[j]].dset;
         }
         const trn_node_par *q = &m->np[k];
-        trn_node_io io = {.x = xs, .pre = m->npre[k], .y = m->ny[k], .dy = m->nd[k],
+        trn_node_io io = {.x = xs, .pre = m->npv[k], .y = m->ny[k], .dy = m->nd[k],
                           .mask = op->kind == PREDICTD__NODE_KIND__NODE_DROPOUT ? m->nmask[k]
                                                                                 : NULL,
-                          .dx = dxs,
+                          .dx = dxs, .dx_set = sets, .dpre = direct ? m->nmask[k] : NULL,
                           .dkernel = q->kernel >= 0 ? m->p[q->kernel].grad : NULL,
                           .dbias = q->bias >= 0 ? m->p[q->bias].grad : NULL};
         if ((st = trn_node_backward(op, &io, n, err)))
             return st;
+        if (direct && m->n_emb)
+            dense_to_tables(m, in[0], m->nmask[k], op->kernel, w, n);
         if (q->kernel >= 0 && (q->l1 > 0 || q->l2 > 0)) {
             tparam *p = &m->p[q->kernel]; /* d (l1 |w| + l2 w^2) */
             for (uint64_t e = 0; e < p->count; e++) {
@@ -267,6 +314,7 @@ void trn_nodes_free(trn_model *m)
     }
     free(m->np);
     free(m->ny);
+    free(m->npv);
     free(m->nbuf);
     free(m->npre);
     free(m->nmask);

@@ -159,14 +159,18 @@ struct trn_model {
      * dense node's pre-activation, dropout's mask, and backprop's deltas */
     size_t n_nodes;
     struct trn_node_par *np;
-    const float **ny;
+    const float **ny, **npv;  /* outputs, dense pre-activations (views) */
     float **nbuf, **npre, **nmask, **nd;
+    int n_dropout;            /* dropout nodes: else the serving forward's
+                                 values are the training ones (reused) */
     size_t cap_nodes;     /* rows */
 };
 
 /* A custom graph node's parameters (indexes into trn_model.p, -1: none). */
 typedef struct trn_node_par {
     long kernel, bias;
+    size_t readers;       /* nodes that read this one (an input read twice: 2) */
+    unsigned char dset;   /* backprop: its delta written this step */
     float l1, l2;         /* the dense kernel's regularization */
 } trn_node_par;
 
@@ -527,6 +531,9 @@ typedef struct trn_node_io {
     const float *const *x;
     const float *pre, *y, *dy, *mask;
     float *const *dx;
+    unsigned char *const *dx_set; /* NULL, or per input the flag of its node's
+                                     delta: 0 = not written yet (assign) */
+    float *dpre;        /* dense: receives d loss / d pre-activation (or NULL) */
     float *dkernel, *dbias, *dgamma, *dbeta;
 } trn_node_io;
 

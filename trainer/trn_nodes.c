@@ -4,13 +4,17 @@
  * multiply, dropout (its training mask) and batch_norm (with its moving
  * statistics held constant, as serving computes it).
  *
- * Plain loops in a fixed order (no OpenBLAS): a node's gradients are the
- * same bits at any thread count. Gradients are added (+=) to what the
+ * A dense node uses the canned DNN's cblas_sgemm calls (trn_backprop.c),
+ * so a graph written as the canned DNN computes the same bits; the rest are
+ * plain loops in a fixed order. Gradients are added (+=) to what the
  * buffers hold, so a node read by several others gets the sum of theirs
- * (the DAG's fan-out) and a parameter's gradient the sum over the batch.
+ * (the DAG's fan-out) and a parameter's gradient the sum over the batch;
+ * an input delta whose dx_set flag is still 0 is assigned instead (its
+ * first writer: no zeroing pass, and the canned DNN's exact bits).
  */
 #include "trn_internal.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +101,32 @@ void trn_dropout_mask(rt_rng *r, float rate, float *mask, size_t cnt)
         mask[k] = rt_rng_uniform(r) < (double)rate ? 0.0f : keep;
 }
 
+/* dx[k] of io: NULL when not wanted. */
+static float *dxk(const trn_node_io *io, size_t k)
+{
+    return io->dx ? io->dx[k] : NULL;
+}
+
+/* Whether dx[k] is still to be written (then assigned, not added to),
+ * marking it written. */
+static bool first_write(const trn_node_io *io, size_t k)
+{
+    if (!io->dx_set || !io->dx_set[k] || *io->dx_set[k])
+        return false;
+    *io->dx_set[k] = 1;
+    return true;
+}
+
+/* dst (cnt values) = or += src. */
+static void put(float *dst, const float *src, size_t cnt, bool assign)
+{
+    if (assign)
+        memcpy(dst, src, cnt * sizeof(float));
+    else
+        for (size_t e = 0; e < cnt; e++)
+            dst[e] += src[e];
+}
+
 rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t n, rt_err *err)
 {
     size_t w = op->out, cnt = n * w;
@@ -105,6 +135,9 @@ rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t 
         return RT_OK;
     switch (op->kind) {
     case PREDICTD__NODE_KIND__NODE_DENSE: {
+        /* the canned DNN's operations (trn_backprop.c's dnn_backprop): the
+         * same sgemm calls, so a graph written as the canned DNN gets its
+         * gradients' bits */
         size_t in = op->in_width[0];
         float *d = malloc((cnt ? cnt : 1) * sizeof(float));
         if (!d)
@@ -112,58 +145,60 @@ rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t 
         memcpy(d, dy, cnt * sizeof(float));
         trn_act_grad(op->act, op->alpha, io->pre, io->y, d, cnt);
         const float *x = io->x[0];
-        for (size_t i = 0; i < n; i++) {
-            const float *di = d + i * w, *xi = x + i * in;
-            if (io->dbias)
+        if (io->dkernel)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)in, (blasint)w,
+                        (blasint)n, 1.0f, x, (blasint)in, d, (blasint)w, 1.0f, io->dkernel,
+                        (blasint)w);
+        if (io->dbias)
+            for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < w; j++)
-                    io->dbias[j] += di[j];
-            if (io->dkernel)
-                for (size_t k = 0; k < in; k++) {
-                    float xk = xi[k];
-                    float *gk = io->dkernel + k * w;
-                    for (size_t j = 0; j < w; j++)
-                        gk[j] += xk * di[j];
-                }
-            if (io->dx && io->dx[0]) {
-                float *dxi = io->dx[0] + i * in;
-                for (size_t k = 0; k < in; k++) {
-                    const float *wk = op->kernel + k * w;
-                    float s = 0.0f;
-                    for (size_t j = 0; j < w; j++)
-                        s += wk[j] * di[j];
-                    dxi[k] += s;
-                }
-            }
+                    io->dbias[j] += d[i * w + j];
+        float *dx = dxk(io, 0);
+        if (dx) {
+            bool assign = first_write(io, 0);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)in,
+                        (blasint)w, 1.0f, d, (blasint)w, op->kernel, (blasint)w,
+                        assign ? 0.0f : 1.0f, dx, (blasint)in);
         }
+        if (io->dpre)
+            memcpy(io->dpre, d, cnt * sizeof(float));
         free(d);
         return RT_OK;
     }
     case PREDICTD__NODE_KIND__NODE_ACTIVATION: {
-        if (!io->dx || !io->dx[0])
+        float *dx = dxk(io, 0);
+        if (!dx)
             return RT_OK;
         float *d = malloc((cnt ? cnt : 1) * sizeof(float));
         if (!d)
             return rt_err_set(err, RT_ERR_NOMEM, "backprop: out of memory");
         memcpy(d, dy, cnt * sizeof(float));
         trn_act_grad(op->act, op->alpha, io->x[0], io->y, d, cnt);
-        for (size_t e = 0; e < cnt; e++)
-            io->dx[0][e] += d[e];
+        put(dx, d, cnt, first_write(io, 0));
         free(d);
         return RT_OK;
     }
-    case PREDICTD__NODE_KIND__NODE_DROPOUT:
-        if (io->dx && io->dx[0])
-            for (size_t e = 0; e < cnt; e++)
-                io->dx[0][e] += io->mask ? dy[e] * io->mask[e] : dy[e];
+    case PREDICTD__NODE_KIND__NODE_DROPOUT: {
+        float *dx = dxk(io, 0);
+        if (!dx)
+            return RT_OK;
+        bool assign = first_write(io, 0);
+        for (size_t e = 0; e < cnt; e++) {
+            float g = io->mask ? dy[e] * io->mask[e] : dy[e];
+            dx[e] = assign ? g : dx[e] + g;
+        }
         return RT_OK;
-    case PREDICTD__NODE_KIND__NODE_BATCH_NORM:
+    }
+    case PREDICTD__NODE_KIND__NODE_BATCH_NORM: {
+        float *dx = dxk(io, 0);
+        bool assign = dx && first_write(io, 0);
         for (size_t j = 0; j < w; j++) {
             double inv = 1.0 / sqrt((double)op->bn_var[j] + (double)op->bn_eps);
             float sc = (float)((double)op->bn_gamma[j] * inv);
             for (size_t i = 0; i < n; i++) {
                 float g = dy[i * w + j];
-                if (io->dx && io->dx[0])
-                    io->dx[0][i * w + j] += g * sc;
+                if (dx)
+                    dx[i * w + j] = assign ? g * sc : dx[i * w + j] + g * sc;
                 if (io->dgamma)
                     io->dgamma[j] +=
                         (float)((double)g * ((double)io->x[0][i * w + j] - op->bn_mean[j]) * inv);
@@ -172,37 +207,45 @@ rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t 
             }
         }
         return RT_OK;
-    case PREDICTD__NODE_KIND__NODE_CONCAT:
-        for (size_t i = 0; i < n; i++) {
-            size_t off = 0;
-            for (size_t k = 0; k < op->n_in; k++) {
-                size_t wk = op->in_width[k];
-                if (io->dx && io->dx[k])
-                    for (size_t j = 0; j < wk; j++)
-                        io->dx[k][i * wk + j] += dy[i * w + off + j];
-                off += wk;
+    }
+    case PREDICTD__NODE_KIND__NODE_CONCAT: {
+        size_t off = 0;
+        for (size_t k = 0; k < op->n_in; k++) {
+            size_t wk = op->in_width[k];
+            float *dx = dxk(io, k);
+            if (dx) {
+                bool assign = first_write(io, k);
+                for (size_t i = 0; i < n; i++)
+                    put(dx + i * wk, dy + i * w + off, wk, assign);
             }
+            off += wk;
         }
         return RT_OK;
+    }
     case PREDICTD__NODE_KIND__NODE_ADD:
         for (size_t k = 0; k < op->n_in; k++)
-            if (io->dx && io->dx[k])
-                for (size_t e = 0; e < cnt; e++)
-                    io->dx[k][e] += dy[e];
+            if (dxk(io, k))
+                put(dxk(io, k), dy, cnt, first_write(io, k));
         return RT_OK;
-    case PREDICTD__NODE_KIND__NODE_MULTIPLY:
+    case PREDICTD__NODE_KIND__NODE_MULTIPLY: {
+        float *p = malloc((cnt ? cnt : 1) * sizeof(float));
+        if (!p)
+            return rt_err_set(err, RT_ERR_NOMEM, "backprop: out of memory");
         for (size_t k = 0; k < op->n_in; k++) {
-            if (!io->dx || !io->dx[k])
+            if (!dxk(io, k))
                 continue;
             for (size_t e = 0; e < cnt; e++) { /* the product of the others */
-                float p = dy[e];
+                float v = dy[e];
                 for (size_t q = 0; q < op->n_in; q++)
                     if (q != k)
-                        p *= io->x[q][e];
-                io->dx[k][e] += p;
+                        v *= io->x[q][e];
+                p[e] = v;
             }
+            put(dxk(io, k), p, cnt, first_write(io, k));
         }
+        free(p);
         return RT_OK;
+    }
     default:
         return rt_err_set(err, RT_ERR_UNSUPPORTED, "backprop: node kind %d", (int)op->kind);
     }
