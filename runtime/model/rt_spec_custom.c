@@ -47,7 +47,7 @@ static const struct {
 #define K(...) (const char *const[]){"name", "type", __VA_ARGS__, NULL}
     {"dense", PREDICTD__NODE_KIND__NODE_DENSE,
      K("inputs", "units", "activation", "alpha", "kernel_initializer", "bias_initializer", "l1",
-       "l2")},
+       "l2", "scope")},
     {"activation", PREDICTD__NODE_KIND__NODE_ACTIVATION, K("inputs", "activation", "alpha")},
     {"concat", PREDICTD__NODE_KIND__NODE_CONCAT, K("inputs")},
     {"add", PREDICTD__NODE_KIND__NODE_ADD, K("inputs")},
@@ -262,6 +262,33 @@ static rt_status parse_inputs(cgraph *g, size_t i, Predictd__Node *nd, uint32_t 
     return RT_OK;
 }
 
+/* A dense node's "scope" (its tensors' names' prefix, the node's name by
+ * default; "dnn/hiddenlayer_0" names them as the canned DNN's): letters,
+ * digits, _ . - and / between non-empty parts, used by no earlier node. */
+static rt_status check_scope(cgraph *g, size_t i, const char *scope)
+{
+    const char *path = g->v[i].path;
+    size_t len = strlen(scope);
+    bool ok = len > 0 && len <= RT_SPEC_MAX_NAME && scope[0] != '/' && scope[len - 1] != '/' &&
+              !strstr(scope, "//");
+    for (size_t k = 0; ok && k < len; k++) {
+        char ch = scope[k];
+        ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             ch == '_' || ch == '.' || ch == '-' || ch == '/';
+    }
+    if (!ok)
+        return rt_cfg_fail(g->s->err, path, "scope", "\"%.64s\" is not a tensor scope "
+                           "(letters, digits, _ . - and / between non-empty parts)", scope);
+    for (size_t k = 0; k < i; k++) {
+        const Predictd__Node *o = g->v[k].nd;
+        size_t ol = o->kernel ? strlen(o->kernel) : 0;
+        if (o->kernel && ol == len + 7 && strncmp(o->kernel, scope, len) == 0)
+            return rt_cfg_fail(g->s->err, path, "scope", "\"%.64s\" is %s's already: "
+                               "tensors would share names", scope, o->name);
+    }
+    return RT_OK;
+}
+
 /* Layer i: its kind's keys, inputs, width and tensors. */
 static rt_status parse_layer(cgraph *g, size_t i)
 {
@@ -331,8 +358,11 @@ static rt_status parse_layer(cgraph *g, size_t i)
         nd->units = (uint32_t)units;
         nd->l1 = (float)l1;
         nd->l2 = (float)l2;
-        if ((st = tensor_name(&nd->kernel, c->name, "kernel", err)) ||
-            (st = tensor_name(&nd->bias, c->name, "bias", err)))
+        const char *scope = c->name;
+        if ((st = rt_cfg_str(c->json, c->path, "scope", 0, &scope, err)) ||
+            (st = check_scope(g, i, scope)) ||
+            (st = tensor_name(&nd->kernel, scope, "kernel", err)) ||
+            (st = tensor_name(&nd->bias, scope, "bias", err)))
             return st;
         return RT_OK;
     }

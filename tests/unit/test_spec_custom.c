@@ -177,6 +177,11 @@ static void test_refusals(void **state)
     bad("\"model\": {", "\"modle\": 1, \"model\": {", "estimator.modle: unknown key");
     bad("{\"name\": \"deep\",", "{\"name\": \"deep\", \"units\": 4,",
         "estimator.model.inputs[0].units");
+    /* scopes: well formed, tensors named once */
+    bad("\"units\": 16,", "\"units\": 16, \"scope\": \"dnn//h\",",
+        "estimator.model.layers[2].scope: \"dnn//h\" is not a tensor scope");
+    bad("\"inputs\": [\"d1\"], \"units\": 16}", "\"inputs\": [\"d1\"], \"units\": 16, "
+        "\"scope\": \"h1\"}", "estimator.model.layers[5].scope: \"h1\" is h1's already");
     bad("\"activation\": \"gelu\"", "\"activation\": \"gelu\", \"kernel_initializer\": \"random\"",
         "estimator.model.layers[2].kernel_initializer: \"random\" is not one of");
 }
