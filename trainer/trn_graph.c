@@ -1,7 +1,8 @@
 /*
  * trn_graph.c — a custom model graph (graph.nodes, the custom estimator)
  * in the trainer: its tensors' roles and initializers, the training forward
- * (dropout's masks; the rest is the serving forward's rt_node_forward), and
+ * (dropout's masks, batch_norm with the batch's statistics; the rest is the
+ * serving forward's rt_node_forward), and
  * backprop through the DAG in reverse node order, each node's delta the sum
  * of its readers' (trn_nodes.c does one node). The linear block and the
  * embedding tables reuse the canned parts' backprop (trn_backprop.c): the
@@ -40,12 +41,27 @@ rt_status trn_nodes_classify(trn_model *m, rt_err *err)
     for (size_t k = 0; k < n; k++) {
         const Predictd__Node *nd = gr->nodes[k];
         trn_node_par *q = &m->np[k];
-        q->kernel = q->bias = -1;
-        if (nd->kind == PREDICTD__NODE_KIND__NODE_BATCH_NORM)
-            return rt_err_set(err, RT_ERR_UNSUPPORTED,
-                              "estimator.model: node %s: batch_norm is served and its gradients "
-                              "are computed, but training it (batch statistics) is not "
-                              "implemented yet", nd->name);
+        q->kernel = q->bias = q->gamma = q->beta = q->mean = q->var = -1;
+        if (nd->kind == PREDICTD__NODE_KIND__NODE_BATCH_NORM) {
+            const Predictd__BatchNorm *bn = nd->batch_norm;
+            if (!bn)
+                return rt_err_set(err, RT_ERR_FORMAT, "graph node %s: no batch_norm", nd->name);
+            long *ix[4] = {&q->gamma, &q->beta, &q->mean, &q->var};
+            const char *names[4] = {bn->gamma, bn->beta, bn->moving_mean, bn->moving_variance};
+            static const tp_kind kinds[4] = {TP_BN_GAMMA, TP_BN_BETA, TP_BN_MOVING,
+                                             TP_BN_MOVING};
+            for (size_t t = 0; t < 4; t++) {
+                if ((*ix[t] = pidx(m, names[t])) < 0 || m->p[*ix[t]].count != nd->units)
+                    return rt_err_set(err, RT_ERR_FORMAT, "graph node %s: tensor %s unknown "
+                                      "or not [%u]", nd->name, names[t], nd->units);
+                m->p[*ix[t]].kind = kinds[t];
+                m->p[*ix[t]].dnn = 1;
+            }
+            q->eps = bn->epsilon;
+            q->momentum = bn->momentum;
+            m->batch_norm = 1; /* refused under mpirun, as the canned batch_norm */
+            m->n_dropout++;    /* the training forward differs from serving's */
+        }
         for (size_t j = 0; j < nd->n_inputs; j++)
             for (size_t r = 0; r < k; r++)
                 if (strcmp(gr->nodes[r]->name, nd->inputs[j]) == 0)
@@ -106,6 +122,9 @@ void trn_nodes_init(trn_model *m, uint64_t seed)
     const Predictd__Graph *gr = m->def->graph;
     for (size_t k = 0; k < m->n_nodes; k++) {
         const trn_node_par *q = &m->np[k];
+        if (q->gamma >= 0) /* batch_norm: gamma and the moving variance start at 1 */
+            for (uint64_t j = 0; j < m->p[q->gamma].count; j++)
+                m->p[q->gamma].data[j] = m->p[q->var].data[j] = 1.0f;
         if (q->kernel >= 0)
             init_one(&m->p[q->kernel], gr->nodes[k]->kernel_initializer, &rng);
         if (q->bias >= 0)
@@ -140,7 +159,67 @@ static rt_status node_scratch(trn_model *m, size_t n, rt_err *err)
     return RT_OK;
 }
 
-rt_status trn_nodes_forward(trn_model *m, size_t n, rt_err *err)
+/* Batch normalization of x (n x w) into y with the batch's statistics
+ * (biased variance, as tf.layers.BatchNormalization in training and the
+ * canned DNN's bn_train), keeping the normalized values (xh, n x w) and
+ * 1/std (istd, w) for backprop; moves the moving statistics when update. */
+static void bn_train(trn_model *m, const trn_node_par *q, const float *x, float *y, float *xh,
+                     float *istd, size_t n, size_t w, int update)
+{
+    const float *gamma = m->p[q->gamma].data, *beta = m->p[q->beta].data;
+    float *mm = m->p[q->mean].data, *mv = m->p[q->var].data;
+    for (size_t j = 0; j < w; j++) {
+        double mean = 0, var = 0;
+        for (size_t i = 0; i < n; i++)
+            mean += x[i * w + j];
+        mean /= (double)n;
+        for (size_t i = 0; i < n; i++) {
+            double e = x[i * w + j] - mean;
+            var += e * e;
+        }
+        var /= (double)n;
+        double is = 1.0 / sqrt(var + (double)q->eps);
+        istd[j] = (float)is;
+        for (size_t i = 0; i < n; i++) {
+            float h = (float)((x[i * w + j] - mean) * is);
+            xh[i * w + j] = h;
+            y[i * w + j] = gamma[j] * h + beta[j];
+        }
+        if (update) {
+            double mo = q->momentum;
+            mm[j] = (float)(mm[j] * mo + mean * (1.0 - mo));
+            mv[j] = (float)(mv[j] * mo + var * (1.0 - mo));
+        }
+    }
+}
+
+/* Backprop through a batch_norm node trained with the batch's statistics:
+ * dx = gamma istd / n (n dy - sum dy - xhat sum dy xhat), gamma's and
+ * beta's gradients added; dx assigned when assign, else added to. */
+static void bn_backward(trn_model *m, const trn_node_par *q, const float *dy, const float *xh,
+                        const float *istd, float *dx, bool assign, size_t n, size_t w)
+{
+    const float *gamma = m->p[q->gamma].data;
+    float *gg = m->p[q->gamma].grad, *gb = m->p[q->beta].grad;
+    for (size_t j = 0; j < w; j++) {
+        double sd = 0, sdx = 0;
+        for (size_t i = 0; i < n; i++) {
+            sd += dy[i * w + j];
+            sdx += (double)dy[i * w + j] * xh[i * w + j];
+        }
+        gg[j] += (float)sdx;
+        gb[j] += (float)sd;
+        if (!dx)
+            continue;
+        double c = (double)gamma[j] * istd[j] / (double)n;
+        for (size_t i = 0; i < n; i++) {
+            float v = (float)(c * ((double)n * dy[i * w + j] - sd - xh[i * w + j] * sdx));
+            dx[i * w + j] = assign ? v : dx[i * w + j] + v;
+        }
+    }
+}
+
+rt_status trn_nodes_forward(trn_model *m, size_t n, int update, rt_err *err)
 {
     rt_status st = node_scratch(m, n, err);
     if (st)
@@ -172,6 +251,10 @@ rt_status trn_nodes_forward(trn_model *m, size_t n, rt_err *err)
             if (!m->drop_reuse)
                 trn_dropout_mask(&m->drop_rng, op->rate, m->nmask[k], n * w);
             trn_dropout_apply(m->nmask[k], m->ny[in[0]], m->nbuf[k], n * w);
+            break;
+        case PREDICTD__NODE_KIND__NODE_BATCH_NORM: /* xhat in npre, 1/std in nmask */
+            bn_train(m, &m->np[k], m->ny[in[0]], m->nbuf[k], m->npre[k], m->nmask[k], n, w,
+                     update);
             break;
         default:
             if (op->n_in > sizeof xs / sizeof xs[0])
@@ -269,6 +352,14 @@ rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err)
         }
         if (op->n_in > sizeof xs / sizeof xs[0])
             return rt_err_set(err, RT_ERR_LIMIT, "backprop: too many inputs");
+        if (op->kind == PREDICTD__NODE_KIND__NODE_BATCH_NORM) {
+            unsigned char *set = &m->np[in[0]].dset;
+            bool assign = !*set;
+            *set = 1;
+            bn_backward(m, &m->np[k], m->nd[k], m->npre[k], m->nmask[k], m->nd[in[0]], assign, n,
+                        w);
+            continue;
+        }
         /* a dense node alone over an input node: straight to the tables */
         bool direct = op->kind == PREDICTD__NODE_KIND__NODE_DENSE &&
                       is_input(rt_graph_node(m->g, in[0], NULL, NULL)) &&
@@ -298,6 +389,24 @@ rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err)
         }
     }
     return RT_OK;
+}
+
+double trn_nodes_reg_loss(const trn_model *m)
+{
+    double r = 0.0;
+    for (size_t k = 0; k < m->n_nodes; k++) {
+        const trn_node_par *q = &m->np[k];
+        if (q->kernel < 0 || (q->l1 <= 0 && q->l2 <= 0))
+            continue;
+        const tparam *p = &m->p[q->kernel];
+        double a = 0.0, b = 0.0;
+        for (uint64_t e = 0; e < p->count; e++) {
+            a += fabs((double)p->data[e]);
+            b += (double)p->data[e] * p->data[e];
+        }
+        r += q->l1 * a + q->l2 * b;
+    }
+    return r;
 }
 
 void trn_nodes_free(trn_model *m)

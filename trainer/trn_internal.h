@@ -161,14 +161,16 @@ struct trn_model {
     struct trn_node_par *np;
     const float **ny, **npv;  /* outputs, dense pre-activations (views) */
     float **nbuf, **npre, **nmask, **nd;
-    int n_dropout;            /* dropout nodes: else the serving forward's
-                                 values are the training ones (reused) */
+    int n_dropout;            /* dropout and batch_norm nodes: else the serving
+                                 forward's values are the training ones (reused) */
     size_t cap_nodes;     /* rows */
 };
 
 /* A custom graph node's parameters (indexes into trn_model.p, -1: none). */
 typedef struct trn_node_par {
     long kernel, bias;
+    long gamma, beta, mean, var; /* batch_norm */
+    float eps, momentum;
     size_t readers;       /* nodes that read this one (an input read twice: 2) */
     unsigned char dset;   /* backprop: its delta written this step */
     float l1, l2;         /* the dense kernel's regularization */
@@ -561,13 +563,17 @@ RT_WUR rt_status trn_nodes_classify(trn_model *m, rt_err *err);
 void trn_nodes_init(trn_model *m, uint64_t seed);
 /* The training forward of a custom graph after rt_forward (the serving
  * forward) over the same n instances: dropout with fresh masks (kept with
- * m->drop_reuse), m->logits replaced by the head node's output. */
-RT_WUR rt_status trn_nodes_forward(trn_model *m, size_t n, rt_err *err);
+ * m->drop_reuse), batch_norm with the batch's statistics (the moving ones
+ * moved when update), m->logits replaced by the head node's output. */
+RT_WUR rt_status trn_nodes_forward(trn_model *m, size_t n, int update, rt_err *err);
 /* Backprop through the nodes from m->dlogits (n x ld): the dense nodes'
  * gradients (with their L1 / L2 terms), the embedding slices' into
  * m->emb_grad_in (zeroed by the caller), and the linear node's delta left
  * in m->dlogits for the linear part's backprop (zeros without one). */
 RT_WUR rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err);
+/* The dense kernels' regularization, sum of l1 |w| + l2 w^2 (Keras's
+ * kernel_regularizer), added to the training loss (not the evaluation's). */
+double trn_nodes_reg_loss(const trn_model *m);
 void trn_nodes_free(trn_model *m);
 
 #endif /* PREDICTD_TRN_INTERNAL_H */

@@ -469,10 +469,10 @@ rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *lab
     size_t n = batch_n(m, b);
     rt_status st = forward(m, b, err);
     if (st == RT_OK && n > 0)
-        st = m->n_nodes ? trn_nodes_forward(m, n, err) : trn_dropout_forward(m, n, 0, err);
+        st = m->n_nodes ? trn_nodes_forward(m, n, 0, err) : trn_dropout_forward(m, n, 0, err);
     if (st)
         return st;
-    *loss = batch_loss(m, labels, weights, n);
+    *loss = batch_loss(m, labels, weights, n) + (m->n_nodes ? trn_nodes_reg_loss(m) : 0.0);
     return RT_OK;
 }
 
@@ -483,10 +483,12 @@ rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labe
     m->drop_active = 0;
     rt_status st = forward(m, b, err);
     if (st == RT_OK && n > 0)
-        st = m->n_nodes ? trn_nodes_forward(m, n, err) : trn_dropout_forward(m, n, 1, err);
+        st = m->n_nodes ? trn_nodes_forward(m, n, 1, err) : trn_dropout_forward(m, n, 1, err);
     if (st)
         return st;
     double l = batch_loss(m, labels, weights, n);
+    if (m->n_nodes)
+        l += trn_nodes_reg_loss(m);
     if (loss)
         *loss = l;
     trn_model_clear_grads(m);

@@ -4,7 +4,7 @@ weights: the tensor index decoded by hand from model.pb (ModelDef.tensors,
 field 11: TensorInfo name 1, shape 3, offset 4, length 5) and the bytes read
 from variables.bin by docs/export-format.md's layout. Reads the graph from
 the spec, not from the export. Handles the node kinds and feature columns
-test_train_custom's graph uses (numeric with normalizer, indicator and
+test_train_custom's graph uses (batch_norm with its moving statistics; numeric with normalizer, indicator and
 embedding of vocabulary lists, a linear block of vocabulary lists).
   custom_numpy_ref.py EXPORT SPEC.json INSTANCES.jsonl   -> JSON list of logits
 Not executable: tests/run.sh does not run it.
@@ -163,6 +163,11 @@ def numpy_check(E2, spec, instances):
                 v[L["name"]] = act(L.get("activation", "linear"), z)
             elif t == "dropout":
                 v[L["name"]] = xs[0]
+            elif t == "batch_norm":
+                nm = L["name"]
+                v[nm] = (T[nm + "/gamma"][1] * (xs[0] - T[nm + "/moving_mean"][1]) /
+                         np.sqrt(T[nm + "/moving_variance"][1] + L.get("epsilon", 0.001)) +
+                         T[nm + "/beta"][1])
             elif t == "activation":
                 v[L["name"]] = act(L["activation"], xs[0], L.get("alpha", 0.2))
             elif t == "add":
