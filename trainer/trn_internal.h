@@ -114,6 +114,7 @@ struct trn_model {
     rt_graph *g;
     size_t ld;            /* logits dimension */
     Predictd__HeadType head;
+    rt_loss loss;         /* the head's (squared but for a custom graph's regression) */
     int64_t step;
     int loss_sum;         /* loss_reduction SUM: batch loss = sum, not mean */
     size_t grad_denom;    /* > 0: d loss / d logits are scaled by 1/grad_denom

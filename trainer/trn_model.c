@@ -268,6 +268,7 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
         goto out;
     }
     m->head = def->head->type;
+    rt_modeldef_head_loss(def, &m->loss);
     m->loss_sum = c->loss_sum;
     m->dropout = c->dropout;
     trn_rng_seed(&m->drop_rng, seed ^ 0xd0d0d0d0ULL);
@@ -415,7 +416,8 @@ static rt_status reserve(trn_model *m, size_t n, rt_err *err)
 static double batch_loss(trn_model *m, const float *labels, const float *weights, size_t n)
 {
     size_t denom = m->grad_denom && !m->loss_sum ? m->grad_denom : n;
-    double l = rt_head_loss(m->head, m->ld, m->logits, labels, weights, n, denom, m->dlogits);
+    double l = rt_head_loss_with(m->head, &m->loss, m->ld, m->logits, labels, weights, n, denom,
+                                 m->dlogits);
     size_t values = m->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? m->ld : 1;
     if (m->loss_sum && n * values > 1) {
         float scale = (float)(n * values);

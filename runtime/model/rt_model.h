@@ -351,6 +351,9 @@ size_t rt_graph_logits_node(const rt_graph *g);
 const rt_node_op *rt_graph_node(const rt_graph *g, size_t k, const size_t **in,
                                 const char **name);
 size_t rt_graph_node_slices(const rt_graph *g, size_t k, const size_t **off, const size_t **w);
+/* The loss of def's head: a custom graph's regression head's (its
+ * NodeHead.loss and loss_param), squared for everything else. Pure. */
+void rt_modeldef_head_loss(const Predictd__ModelDef *def, rt_loss *out);
 /* Node k's output after the last rt_forward of a custom graph (n x width),
  * and a dense node's value before its activation (pre; NULL for others). */
 const float *rt_workspace_node(const rt_workspace *ws, size_t k, const float **pre,

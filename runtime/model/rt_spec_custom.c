@@ -504,6 +504,9 @@ static rt_status parse_heads(cgraph *g, const cJSON *model)
     def->graph->heads[def->graph->n_heads++] = nh;
     if ((st = set_str(&nh->name, name, err)) || (st = set_str(&nh->logits, logits, err)))
         return st;
+    if (cJSON_GetObjectItemCaseSensitive(h, "loss_weight"))
+        return rt_cfg_fail(err, path, "loss_weight", "weights the losses of several heads, "
+                           "which are not implemented yet");
     bool binary = strcmp(type, "binary_classification") == 0;
     bool multi = strcmp(type, "multi_class_classification") == 0;
     if (binary || multi) {
@@ -554,12 +557,31 @@ static rt_status parse_heads(cgraph *g, const cJSON *model)
         const char *loss = "squared";
         if ((st = rt_cfg_str(h, path, "loss", 0, &loss, err)))
             return st;
-        if (strcmp(loss, "squared") != 0)
-            return rt_cfg_fail(err, path, "loss", "\"%.64s\": only the squared loss is "
-                               "implemented yet (absolute, huber, poisson, pinball are not)",
-                               loss);
+        int kind = rt_loss_named(loss);
+        if (strcmp(loss, "poisson") == 0)
+            return rt_cfg_fail(err, path, "loss", "poisson is not implemented yet (its exp link "
+                               "changes the predictions)");
+        if (kind < 0)
+            return rt_cfg_fail(err, path, "loss", "\"%.64s\" is not one of squared, absolute, "
+                               "huber, pinball", loss);
+        double param = 0.0;
+        if (kind == RT_LOSS_HUBER) {
+            param = 1.0;
+            if ((st = rt_cfg_num(h, path, "delta", 0, 1e-9, RT_SPEC_MAX_F32, &param, err)))
+                return st;
+        } else if (cJSON_GetObjectItemCaseSensitive(h, "delta")) {
+            return rt_cfg_fail(err, path, "delta", "only the huber loss takes delta");
+        }
+        if (kind == RT_LOSS_PINBALL) {
+            param = 0.5;
+            if ((st = rt_cfg_num(h, path, "tau", 0, 1e-6, 1.0 - 1e-6, &param, err)))
+                return st;
+        } else if (cJSON_GetObjectItemCaseSensitive(h, "tau")) {
+            return rt_cfg_fail(err, path, "tau", "only the pinball loss takes tau");
+        }
         if ((st = set_str(&nh->loss, loss, err)))
             return st;
+        nh->loss_param = (float)param;
         hd->type = PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
         hd->label_dimension = (uint32_t)dim;
         def->graph->logits_dimension = (uint32_t)dim;

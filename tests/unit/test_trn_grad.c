@@ -394,7 +394,8 @@ static void test_regression_label_dimension(void **state)
  * embedding tables under input and embedding nodes, dense kernels and
  * biases with L2, batch_norm's gamma and beta through the batch
  * statistics) against finite differences of the training loss (dropout's
- * masks kept), for a binary head, a 3-class head and a regression head. */
+ * masks kept), for a binary head, a 3-class head and regression heads with
+ * the squared, huber, pinball and absolute losses. */
 static void test_custom_graph(void **state)
 {
     (void)state;
@@ -431,11 +432,16 @@ static void test_custom_graph(void **state)
         {"gelu", "selu", "binary_classification", "", NULL, 1, 0},
         {"swish", "softplus", "multi_class_classification", ", \"n_classes\": 3", NULL, 3, 0},
         {"elu", "leaky_relu", "regression", "", NULL, 1, 1},
+        {"softplus", "sigmoid", "regression", ", \"loss\": \"huber\", \"delta\": 0.5", NULL, 1, 1},
+        {"tanh", "relu", "regression", ", \"loss\": \"pinball\", \"tau\": 0.3", NULL, 1, 1},
+        {"linear", "gelu", "regression", ", \"loss\": \"absolute\"", NULL, 1, 1},
     };
-    for (size_t c = 0; c < 3; c++) {
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char est[4096];
         snprintf(est, sizeof est, GRAPH, cases[c].ld, cases[c].act1, cases[c].act2, cases[c].ld,
                  cases[c].head, cases[c].extra);
+        print_message("custom graph case %zu: %s %s %s%s\n", c, cases[c].act1, cases[c].act2,
+                      cases[c].head, cases[c].extra);
         fixture fx;
         build(&fx, make_spec(cases[c].regression,
                              cases[c].regression ? REG_LABEL : c ? MULTI_LABEL : BIN_LABEL, est),
