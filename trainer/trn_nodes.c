@@ -30,8 +30,11 @@ static float sig(float x)
     return e / (1.0f + e);
 }
 
-void trn_act_grad(Predictd__Activation act, float alpha, const float *x, const float *y, float *d,
-                  size_t cnt)
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("O3"))) /* vectorize the element loops, as act_backward's */
+#endif
+void trn_act_grad(Predictd__Activation act, float alpha, const float *restrict x,
+                  const float *restrict y, float *restrict d, size_t cnt)
 {
     float a = alpha != 0.0f ? alpha : RT_NODE_LEAKY_ALPHA;
     switch (act) {
