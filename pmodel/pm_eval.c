@@ -40,6 +40,7 @@ typedef struct evaluator {
     pm_eval *e;
     size_t ld, n_cols, bs;
     int loss_sum;       /* the spec's loss_reduction "SUM" */
+    rt_loss loss;       /* the head's (a custom graph's regression loss) */
     long *input;        /* [n_cols] graph input or -1 (label, weight, unused) */
     size_t *label_cols; /* [ls] the label columns, in file order */
     size_t ls;          /* label values per row: label_dimension (regression) or 1 */
@@ -145,6 +146,7 @@ static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
     sl->spec = s;
     sl->key = strdup(v->key.data);
     v->acc[k].mt = rt_metrics_new(e->head, e->n_classes ? e->n_classes : v->ld);
+    rt_metrics_set_loss(v->acc[k].mt, &v->loss);
     if (!sl->key || !v->acc[k].mt || slice_values(sl, sl->key, e->specs[s].n_columns))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     v->table[h] = k + 1;
@@ -249,7 +251,7 @@ static void confuse(evaluator *v, const float *z, float y)
 static double batch_loss(const evaluator *v, const float *logits, const float *labels,
                          const float *weights, size_t n)
 {
-    double l = rt_head_loss(v->e->head, v->ld, logits, labels, weights, n, n, NULL);
+    double l = rt_head_loss_with(v->e->head, &v->loss, v->ld, logits, labels, weights, n, n, NULL);
     double scale = (double)n * (double)v->ls; /* SUM: every loss value, not their mean */
     return v->loss_sum && scale > 1 ? l * scale : l;
 }
@@ -619,6 +621,7 @@ static rt_status setup(evaluator *v, rt_err *err)
     if (!def->head)
         return rt_err_set(err, RT_ERR_INVALID, "the export has no head");
     e->head = def->head->type;
+    rt_modeldef_head_loss(def, &v->loss);
     e->n_classes = e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 0 : def->head->n_classes;
     e->global_step = def->training ? def->training->global_step : 0;
     v->ld = rt_graph_logits_dim(v->g);
@@ -664,6 +667,7 @@ static rt_status setup(evaluator *v, rt_err *err)
     v->sid = malloc((e->n_specs ? e->n_specs : 1) * v->bs * sizeof *v->sid);
     v->touched = malloc((e->n_specs ? e->n_specs : 1) * v->bs * sizeof *v->touched);
     v->all = rt_metrics_new(e->head, e->n_classes ? e->n_classes : v->ld);
+    rt_metrics_set_loss(v->all, &v->loss);
     if (e->n_classes) {
         e->confusion = calloc(e->n_classes * e->n_classes, sizeof *e->confusion);
         e->class_names = calloc(e->n_classes, sizeof *e->class_names);

@@ -500,9 +500,11 @@ rt_status trn_backprop(trn_model *m, size_t n, rt_err *err)
         return RT_OK;
     if ((st = emb_scratch(m, n, err)))
         return st;
+    if (m->n_nodes && (st = trn_nodes_backprop(m, n, err))) /* custom graph: trn_graph.c */
+        return st;
     if ((st = linear_backprop(m, n, err)))
         return st;
-    if (m->n_layers > 0 && (st = dnn_backprop(m, n, err)))
+    if (!m->n_nodes && m->n_layers > 0 && (st = dnn_backprop(m, n, err)))
         return st;
     if (m->n_emb > 0 && (st = embedding_backprop(m, n, err)))
         return st;

@@ -114,6 +114,7 @@ struct trn_model {
     rt_graph *g;
     size_t ld;            /* logits dimension */
     Predictd__HeadType head;
+    rt_loss loss;         /* the head's (squared but for a custom graph's regression) */
     int64_t step;
     int loss_sum;         /* loss_reduction SUM: batch loss = sum, not mean */
     size_t grad_denom;    /* > 0: d loss / d logits are scaled by 1/grad_denom
@@ -152,7 +153,29 @@ struct trn_model {
     float **bn_xhat;      /* [n_layers] normalized output (batch normalization) */
     float **bn_istd;      /* [n_layers] 1 / sqrt(batch variance + epsilon) per unit */
     size_t cap_drop;      /* rows */
+
+    /* custom model graph (graph.nodes, trn_nodes.c): per node its
+     * parameters, the training forward's outputs (ny: its own buffer nbuf
+     * or the serving workspace's for input, embedding and linear nodes), a
+     * dense node's pre-activation, dropout's mask, and backprop's deltas */
+    size_t n_nodes;
+    struct trn_node_par *np;
+    const float **ny, **npv;  /* outputs, dense pre-activations (views) */
+    float **nbuf, **npre, **nmask, **nd;
+    int n_dropout;            /* dropout and batch_norm nodes: else the serving
+                                 forward's values are the training ones (reused) */
+    size_t cap_nodes;     /* rows */
 };
+
+/* A custom graph node's parameters (indexes into trn_model.p, -1: none). */
+typedef struct trn_node_par {
+    long kernel, bias;
+    long gamma, beta, mean, var; /* batch_norm */
+    float eps, momentum;
+    size_t readers;       /* nodes that read this one (an input read twice: 2) */
+    unsigned char dset;   /* backprop: its delta written this step */
+    float l1, l2;         /* the dense kernel's regularization */
+} trn_node_par;
 
 /* A reader over files with f's CSV schema (trn_input.c): batch rows a batch,
  * shuffle buffer, epochs, seed, bad-row policy, header lines per file,
@@ -499,5 +522,59 @@ rt_status trn_summary_eval(trn_summary *s, const rt_metric_list *ml, int64_t ste
                            rt_err *err);
 /* Syncs and closes the files; NULL is a no-op. */
 void trn_summary_close(trn_summary *s);
+
+/* ------------------------------------ custom graph nodes (trn_nodes.c) */
+
+/* One node's tensors for trn_node_backward (n instances): x[k] its inputs
+ * (n x in_width[k]), pre a dense node's value before the activation, y its
+ * output, dy d loss / d y; the gradients are added to dx[k] (NULL or a NULL
+ * entry: not wanted), dkernel / dbias (dense), dgamma / dbeta (batch_norm).
+ * mask: dropout's training mask (NULL: the identity). */
+typedef struct trn_node_io {
+    const float *const *x;
+    const float *pre, *y, *dy, *mask;
+    float *const *dx;
+    unsigned char *const *dx_set; /* NULL, or per input the flag of its node's
+                                     delta: 0 = not written yet (assign) */
+    float *dpre;        /* dense: receives d loss / d pre-activation (or NULL) */
+    float *dkernel, *dbias, *dgamma, *dbeta;
+} trn_node_io;
+
+/* d (cnt values of d loss / d act(x)) *= act'(x), from the pre-activation
+ * x and the output y, for every activation rt_node_activate computes. */
+void trn_act_grad(Predictd__Activation act, float alpha, const float *x, const float *y, float *d,
+                  size_t cnt);
+/* Dropout's training mask: each of cnt values 0 with probability rate, else
+ * 1 / (1 - rate) (TensorFlow's inverted dropout); rate in [0, 1). */
+void trn_dropout_mask(rt_rng *r, float rate, float *mask, size_t cnt);
+/* y = x mask, element by element. */
+void trn_dropout_apply(const float *mask, const float *x, float *y, size_t cnt);
+/* Backprop through op (checked by rt_node_check) for n instances: adds the
+ * gradients of io (see trn_node_io). RT_ERR_NOMEM, or RT_ERR_UNSUPPORTED for
+ * a kind rt_node_forward does not compute. */
+RT_WUR rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t n,
+                                   rt_err *err);
+/* The custom graph's part of trn_model_new (m->def->graph->n_nodes > 0):
+ * each node's tensors given their role (after the linear part's and the
+ * embeddings'); RT_ERR_UNSUPPORTED for what is not trained yet. */
+RT_WUR rt_status trn_nodes_classify(trn_model *m, rt_err *err);
+/* Initializes the nodes' tensors other than glorot_uniform kernels and zero
+ * biases (init_params does those): the spec's kernel_initializer and
+ * bias_initializer, from a stream of its own (seed). */
+void trn_nodes_init(trn_model *m, uint64_t seed);
+/* The training forward of a custom graph after rt_forward (the serving
+ * forward) over the same n instances: dropout with fresh masks (kept with
+ * m->drop_reuse), batch_norm with the batch's statistics (the moving ones
+ * moved when update), m->logits replaced by the head node's output. */
+RT_WUR rt_status trn_nodes_forward(trn_model *m, size_t n, int update, rt_err *err);
+/* Backprop through the nodes from m->dlogits (n x ld): the dense nodes'
+ * gradients (with their L1 / L2 terms), the embedding slices' into
+ * m->emb_grad_in (zeroed by the caller), and the linear node's delta left
+ * in m->dlogits for the linear part's backprop (zeros without one). */
+RT_WUR rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err);
+/* The dense kernels' regularization, sum of l1 |w| + l2 w^2 (Keras's
+ * kernel_regularizer), added to the training loss (not the evaluation's). */
+double trn_nodes_reg_loss(const trn_model *m);
+void trn_nodes_free(trn_model *m);
 
 #endif /* PREDICTD_TRN_INTERNAL_H */

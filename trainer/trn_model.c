@@ -76,6 +76,7 @@ void trn_model_free(trn_model *m)
     free(m->d0);
     free(m->d1);
     trn_dropout_free(m);
+    trn_nodes_free(m);
     free(m);
 }
 
@@ -195,6 +196,11 @@ static rt_status classify_params(trn_model *m, rt_err *err)
                               d->out);
     }
     m->n_layers = nl;
+    if (gr->n_nodes) { /* a custom graph (trn_graph.c) */
+        rt_status st = trn_nodes_classify(m, err);
+        if (st)
+            return st;
+    }
     for (size_t i = 0; i < m->n_params; i++)
         if ((int)m->p[i].kind < 0)
             return rt_err_set(err, RT_ERR_FORMAT, "tensor %s: no role in the graph",
@@ -262,6 +268,7 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
         goto out;
     }
     m->head = def->head->type;
+    rt_modeldef_head_loss(def, &m->loss);
     m->loss_sum = c->loss_sum;
     m->dropout = c->dropout;
     trn_rng_seed(&m->drop_rng, seed ^ 0xd0d0d0d0ULL);
@@ -320,6 +327,8 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
         }
     }
     init_params(m, seed);
+    if (m->n_nodes)
+        trn_nodes_init(m, seed);
     if (c->assets_dir && !(m->assets_dir = strdup(c->assets_dir))) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
@@ -407,7 +416,8 @@ static rt_status reserve(trn_model *m, size_t n, rt_err *err)
 static double batch_loss(trn_model *m, const float *labels, const float *weights, size_t n)
 {
     size_t denom = m->grad_denom && !m->loss_sum ? m->grad_denom : n;
-    double l = rt_head_loss(m->head, m->ld, m->logits, labels, weights, n, denom, m->dlogits);
+    double l = rt_head_loss_with(m->head, &m->loss, m->ld, m->logits, labels, weights, n, denom,
+                                 m->dlogits);
     size_t values = m->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? m->ld : 1;
     if (m->loss_sum && n * values > 1) {
         float scale = (float)(n * values);
@@ -461,10 +471,10 @@ rt_status trn_model_train_loss(trn_model *m, const rt_batch *b, const float *lab
     size_t n = batch_n(m, b);
     rt_status st = forward(m, b, err);
     if (st == RT_OK && n > 0)
-        st = trn_dropout_forward(m, n, 0, err);
+        st = m->n_nodes ? trn_nodes_forward(m, n, 0, err) : trn_dropout_forward(m, n, 0, err);
     if (st)
         return st;
-    *loss = batch_loss(m, labels, weights, n);
+    *loss = batch_loss(m, labels, weights, n) + (m->n_nodes ? trn_nodes_reg_loss(m) : 0.0);
     return RT_OK;
 }
 
@@ -475,10 +485,12 @@ rt_status trn_model_gradients(trn_model *m, const rt_batch *b, const float *labe
     m->drop_active = 0;
     rt_status st = forward(m, b, err);
     if (st == RT_OK && n > 0)
-        st = trn_dropout_forward(m, n, 1, err);
+        st = m->n_nodes ? trn_nodes_forward(m, n, 1, err) : trn_dropout_forward(m, n, 1, err);
     if (st)
         return st;
     double l = batch_loss(m, labels, weights, n);
+    if (m->n_nodes)
+        l += trn_nodes_reg_loss(m);
     if (loss)
         *loss = l;
     trn_model_clear_grads(m);

@@ -168,6 +168,13 @@ static rt_status run_open(trn_run *R, const cJSON *spec, const trn_config *cfg, 
                           "mpirun (each rank's batch statistics would move its own moving "
                           "mean and variance, and the replicas would differ); train it in one "
                           "process");
+    for (size_t k = 0; R->dist && k < R->m->n_nodes; k++)
+        if (R->m->np[k].l1 > 0 || R->m->np[k].l2 > 0) /* its gradient is not a sum of the
+                                                           ranks' (trn_graph.c) */
+            return rt_err_set(err, RT_ERR_UNSUPPORTED,
+                              "estimator.model: node %s: l1 / l2 are not supported under mpirun "
+                              "yet; train it in one process",
+                              R->def->graph->nodes[k]->name);
     if (R->dist && trn_dist_rank(R->dist) > 0) /* dropout masks differ by rank */
         trn_rng_seed(&R->m->drop_rng,
                      c->seed ^ 0xd0d0d0d0ULL ^

@@ -236,7 +236,7 @@ out:
 /* A model whose explained output is a sum of one function per raw input. */
 static bool additive(const rt_graph *g, rt_xai_output space)
 {
-    if (g->trees || g->n_layers > 0)
+    if (g->trees || g->n_layers > 0 || g->n_nodes > 0) /* a custom graph: any function */
         return false;
     if (space == RT_XAI_OUT_PROBABILITIES)
         return false;
@@ -446,6 +446,11 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
         return rt_err_set(err, RT_ERR_INVALID,
                           "integratedGradientsAttribution: a BoostedTrees model has no "
                           "gradient (use exactShapleyAttribution or "
+                          "sampledShapleyAttribution)");
+    if (method == RT_XAI_IG && g->n_nodes)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "integratedGradientsAttribution: not implemented for a custom model "
+                          "graph yet (use exactShapleyAttribution or "
                           "sampledShapleyAttribution)");
     if (method == RT_XAI_SAMPLED && (p->path_count < 1 || p->path_count > 50))
         return rt_err_set(err, RT_ERR_INVALID,

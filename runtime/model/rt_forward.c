@@ -32,6 +32,7 @@
 #include "rt_model.h"
 #include "rt_model_internal.h"
 #include "rt_data_internal.h"
+#include "rt_model_limits.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -285,6 +286,77 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
     return RT_OK;
 }
 
+/* A custom graph (g->nodes, in order): node k's output in matrix 2k, a
+ * dense node's value before its activation in 2k + 1. Input and embedding
+ * nodes copy their slices of the DNN input, the linear node is the linear
+ * part (forward_linear into zeros), the others rt_node_forward (rt_nodes.c:
+ * row by row, so batch invariance holds as for the canned layers). */
+static rt_status forward_nodes(const rt_graph *g, const rt_features *f, rt_workspace *ws,
+                               float *logits, rt_err *err)
+{
+    size_t n = f->n;
+    rt_status st;
+    if (g->n_dnn && (!f->dnn_input || f->dnn_dim != g->dnn_dim))
+        return rt_err_set(err, RT_ERR_INVALID, "DNN input: expected %zu values per instance",
+                          g->dnn_dim);
+    if ((st = ws_reserve_mats(ws, 2 * g->n_nodes)) != RT_OK)
+        return rt_err_set(err, st, "graph workspace: out of memory");
+    for (size_t k = 0; k < g->n_nodes; k++) {
+        const rt_gnode *gn = &g->nodes[k];
+        size_t w = gn->op.out;
+        bool dense = gn->op.kind == PREDICTD__NODE_KIND__NODE_DENSE;
+        if ((st = ws_mat_size(ws, 2 * k, n, w)) != RT_OK ||
+            (st = ws_mat_size(ws, 2 * k + 1, n, dense ? w : 0)) != RT_OK)
+            return rt_err_set(err, st, "graph workspace: %zu x %zu too large", n, w);
+        float *y = ws->mats[2 * k].data;
+        switch (gn->op.kind) {
+        case PREDICTD__NODE_KIND__NODE_INPUT:
+        case PREDICTD__NODE_KIND__NODE_EMBEDDING:
+            for (size_t i = 0; i < n; i++) {
+                size_t off = 0;
+                for (size_t q = 0; q < gn->n_slices; q++) {
+                    memcpy(y + i * w + off, f->dnn_input + i * g->dnn_dim + gn->slice_off[q],
+                           gn->slice_w[q] * sizeof(float));
+                    off += gn->slice_w[q];
+                }
+            }
+            break;
+        case PREDICTD__NODE_KIND__NODE_LINEAR:
+            memset(y, 0, n * w * sizeof(float));
+            if ((st = forward_linear(g, f, y, err)) != RT_OK)
+                return st;
+            break;
+        default: {
+            const float *xs[RT_SPEC_MAX_NODE_INPUTS];
+            for (size_t j = 0; j < gn->op.n_in; j++)
+                xs[j] = ws->mats[2 * gn->in[j]].data;
+            rt_node_forward(&gn->op, xs, n, dense ? ws->mats[2 * k + 1].data : NULL, y);
+            break;
+        }
+        }
+    }
+    ws->used = 2 * g->n_nodes;
+    memcpy(logits, ws->mats[2 * g->logits_node].data, n * g->logits_dim * sizeof(float));
+    return RT_OK;
+}
+
+const float *rt_workspace_node(const rt_workspace *ws, size_t k, const float **pre,
+                               size_t *width)
+{
+    if (pre)
+        *pre = NULL;
+    if (!ws || 2 * k >= ws->used) {
+        if (width)
+            *width = 0;
+        return NULL;
+    }
+    if (pre && ws->mats[2 * k + 1].width) /* dense nodes only */
+        *pre = ws->mats[2 * k + 1].data;
+    if (width)
+        *width = ws->mats[2 * k].width;
+    return ws->mats[2 * k].data;
+}
+
 rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
                      rt_err *err)
 {
@@ -316,6 +388,8 @@ rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, 
             rt_err_set(err, st, "trees: workspace for %zu x %zu inputs", n, w);
         return st;
     }
+    if (g->n_nodes)
+        return forward_nodes(g, f, ws, logits, err);
     rt_status st = forward_linear(g, f, logits, err);
     if (st == RT_OK && g->n_layers > 0)
         st = forward_dnn(g, f, ws, logits, err);

@@ -540,7 +540,7 @@ static rt_status compile_parts(rt_graph *g, rt_err *err)
             return rt_err_set(err, RT_ERR_FORMAT, "DNN layers without DNN columns");
         if (!g->n_linear)
             return rt_err_set(err, RT_ERR_FORMAT, "the model has neither linear nor DNN columns");
-        return RT_OK;
+        return gd->n_nodes ? rt_nodes_compile(g, err) : RT_OK;
     }
     g->dnn_cols = calloc(g->n_dnn, sizeof *g->dnn_cols);
     g->dnn_offset = calloc(g->n_dnn, sizeof *g->dnn_offset);
@@ -593,6 +593,8 @@ static rt_status compile_parts(rt_graph *g, rt_err *err)
             return rt_err_set(err, RT_ERR_FORMAT, "embedding column %s: %zu tables",
                               f->def->name, found);
     }
+    if (gd->n_nodes) /* a custom graph: nodes instead of the layers */
+        return rt_nodes_compile(g, err);
     if (!gd->logits_layer)
         return rt_err_set(err, RT_ERR_FORMAT, "DNN part without a logits layer");
     if (gd->n_hidden_layers > 1024)
@@ -752,7 +754,7 @@ static rt_status push_spec(rt_tensor_spec *s, size_t *n, const char *name, uint6
 /* Tensor specs of the graph, at most this many. */
 static size_t graph_specs_cap(const rt_graph *g)
 {
-    return g->n_linear + 1 + g->n_dnn + 6 * g->n_layers;
+    return g->n_linear + 1 + g->n_dnn + 6 * g->n_layers + 6 * g->n_nodes;
 }
 
 /* Fills specs (room for graph_specs_cap(g)): the linear weights and bias,
@@ -784,6 +786,19 @@ static size_t graph_specs(const rt_graph *g, rt_tensor_spec *s)
             const char *names[4] = {bn->gamma, bn->beta, bn->moving_mean, bn->moving_variance};
             for (size_t k = 0; k < 4; k++)
                 push_spec(s, &n, names[k], g->layers[i].out, 0, 1);
+        }
+    }
+    for (size_t i = 0; i < g->n_nodes; i++) { /* a custom graph's, in node order */
+        const rt_gnode *gn = &g->nodes[i];
+        const Predictd__Node *nd = gn->def;
+        if (nd->kind == PREDICTD__NODE_KIND__NODE_DENSE) {
+            push_spec(s, &n, nd->kernel, gn->in_width[0], gn->op.out, 2);
+            push_spec(s, &n, nd->bias, gn->op.out, 0, 1);
+        } else if (nd->kind == PREDICTD__NODE_KIND__NODE_BATCH_NORM) {
+            const Predictd__BatchNorm *bn = nd->batch_norm;
+            const char *names[4] = {bn->gamma, bn->beta, bn->moving_mean, bn->moving_variance};
+            for (size_t k = 0; k < 4; k++)
+                push_spec(s, &n, names[k], gn->op.out, 0, 1);
         }
     }
     return n;
@@ -920,6 +935,42 @@ static rt_status bind(rt_graph *g, rt_tensor_lookup_fn lookup, void *ctx,
         g->layers[i].bn_mean = bn[2];
         g->layers[i].bn_var = bn[3];
     }
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        rt_gnode *gn = &g->nodes[i];
+        if (gn->op.kind == PREDICTD__NODE_KIND__NODE_DENSE) {
+            if (!(p = get_tensor(lookup, ctx, &s[k++], err)))
+                goto fail;
+            for (size_t q = 0; q < gn->in_width[0] * gn->op.out; q++)
+                if (!isfinite(p[q])) { /* as the layers' (rt_dense_rows) */
+                    rt_err_set(err, RT_ERR_FORMAT, "graph node %s: kernel value %zu is not "
+                               "finite", gn->def->name, q);
+                    free(s);
+                    return RT_ERR_FORMAT;
+                }
+            gn->op.kernel = p;
+            if (!(p = get_tensor(lookup, ctx, &s[k++], err)))
+                goto fail;
+            gn->op.bias = p;
+        } else if (gn->op.kind == PREDICTD__NODE_KIND__NODE_BATCH_NORM) {
+            const float *bn[4];
+            for (size_t q = 0; q < 4; q++)
+                if (!(bn[q] = get_tensor(lookup, ctx, &s[k++], err)))
+                    goto fail;
+            for (size_t j = 0; j < gn->op.out; j++)
+                if (!isfinite(bn[0][j]) || !isfinite(bn[1][j]) || !isfinite(bn[2][j]) ||
+                    !(bn[3][j] >= 0.0f) || !isfinite(bn[3][j])) {
+                    rt_err_set(err, RT_ERR_FORMAT, "graph node %s: batch normalization value "
+                               "%zu is not finite or a moving variance is negative",
+                               gn->def->name, j);
+                    free(s);
+                    return RT_ERR_FORMAT;
+                }
+            gn->op.bn_gamma = bn[0];
+            gn->op.bn_beta = bn[1];
+            gn->op.bn_mean = bn[2];
+            gn->op.bn_var = bn[3];
+        }
+    }
     free(s);
     return k == n ? RT_OK : rt_err_set(err, RT_ERR_FORMAT, "internal: tensor count");
 fail:
@@ -968,6 +1019,7 @@ void rt_graph_free(rt_graph *g)
     free(g->dnn_offset);
     free(g->dnn_width);
     free(g->layers);
+    rt_nodes_free(g);
     rt_trees_free(g->trees);
     for (size_t k = 0; g->class_names && k < g->n_classes; k++)
         free(g->class_names[k]);

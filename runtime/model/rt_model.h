@@ -297,6 +297,68 @@ const float *rt_workspace_layer(const rt_workspace *ws, size_t k, size_t *width)
  * (x > 0 ? x : e^x - 1), linear (nothing). Serving and training both. */
 void rt_activate(Predictd__Activation act, float *y, size_t n);
 
+/* ------------------------------------------ custom graph nodes (rt_nodes.c) */
+
+/* leaky_relu's slope when a node gives none (TensorFlow's 0.2). */
+#define RT_NODE_LEAKY_ALPHA 0.2f
+
+/* One computing node of a custom model graph (Graph.nodes: dense,
+ * activation, concat, add, multiply, dropout, batch_norm), bound to its
+ * tensors: what rt_node_forward needs and the trainer's backprop reads. */
+typedef struct rt_node_op {
+    Predictd__NodeKind kind;
+    size_t n_in;             /* inputs, in the node's order */
+    const size_t *in_width;  /* [n_in] values per instance of each input */
+    size_t out;              /* values per instance of the output */
+    Predictd__Activation act;/* dense, activation */
+    float alpha;             /* leaky_relu's slope (0: RT_NODE_LEAKY_ALPHA) */
+    const float *kernel;     /* dense: [in_width[0] x out], row-major */
+    const float *bias;       /* dense: [out] */
+    const float *bn_gamma, *bn_beta, *bn_mean, *bn_var; /* batch_norm: [out] */
+    float bn_eps;
+    float rate;              /* dropout (training only) */
+} rt_node_op;
+
+/* Checks op's widths and tensors: dense one input and a kernel and bias,
+ * activation / dropout / batch_norm one input of width out, concat inputs
+ * whose widths sum to out, add / multiply two or more inputs of width out,
+ * an activation the nodes know. RT_ERR_INVALID naming `name` otherwise.
+ * Pure. */
+RT_WUR rt_status rt_node_check(const rt_node_op *op, const char *name, rt_err *err);
+/* All the activations of Predictd__Activation on y[0..n) in place: the
+ * canned five as rt_activate (the same bits), relu6, selu, softplus,
+ * leaky_relu (slope alpha, 0 = RT_NODE_LEAKY_ALPHA), gelu (erf), swish. */
+void rt_node_activate(Predictd__Activation act, float alpha, float *y, size_t n);
+/* The serving forward of a checked op over n instances: x[k] is input k
+ * (n x in_width[k]), y the output (n x out). pre, when not NULL, receives a
+ * dense node's value before its activation (n x out; the trainer's backprop
+ * reads it). Dropout is the identity here; batch_norm uses the moving
+ * statistics as rt_forward's canned batch normalization (the same bits).
+ * Each row's bits depend only on that row (rt_dense_rows for dense, element
+ * loops in a fixed order otherwise, no fused multiply-add): the same alone
+ * or in any batch, on every CPU. y must not overlap any x. */
+void rt_node_forward(const rt_node_op *op, const float *const *x, size_t n, float *pre, float *y);
+
+/* A compiled custom graph's nodes (rt_graph_nodes.c), for the trainer's
+ * backprop: their number (0 for a canned estimator), the head's logits
+ * node, node k's op with its inputs' node indexes (op->n_in) and name
+ * (NULL past the end), an input or embedding node's slices of the DNN
+ * input (rt_graph_dnn_layout's offsets), in input_layer's order. The kinds
+ * input, embedding and linear have ops without tensors (rt_forward fills
+ * them from the features and the linear part). Read-only, thread-safe. */
+size_t rt_graph_num_nodes(const rt_graph *g);
+size_t rt_graph_logits_node(const rt_graph *g);
+const rt_node_op *rt_graph_node(const rt_graph *g, size_t k, const size_t **in,
+                                const char **name);
+size_t rt_graph_node_slices(const rt_graph *g, size_t k, const size_t **off, const size_t **w);
+/* The loss of def's head: a custom graph's regression head's (its
+ * NodeHead.loss and loss_param), squared for everything else. Pure. */
+void rt_modeldef_head_loss(const Predictd__ModelDef *def, rt_loss *out);
+/* Node k's output after the last rt_forward of a custom graph (n x width),
+ * and a dense node's value before its activation (pre; NULL for others). */
+const float *rt_workspace_node(const rt_workspace *ws, size_t k, const float **pre,
+                               size_t *width);
+
 /* ------------------------------------------------------------------ head */
 
 /* Outputs of a head for n instances. Arrays not used by the head are NULL. */

@@ -77,6 +77,16 @@ typedef struct rt_layer {
     float bn_eps;
 } rt_layer;
 
+/* A compiled node of a custom model graph (Graph.nodes, rt_graph_nodes.c). */
+typedef struct rt_gnode {
+    const Predictd__Node *def;
+    rt_node_op op;       /* kind, widths, settings; tensors bound by rt_graph.c */
+    size_t *in;          /* [op.n_in] indexes of earlier nodes */
+    size_t *in_width;    /* [op.n_in] (op.in_width points here) */
+    size_t n_slices;     /* input, embedding: the DNN input's column slices */
+    size_t *slice_off, *slice_w;
+} rt_gnode;
+
 /* A compiled tree ensemble (rt_trees.c); NULL in a graph without trees. */
 typedef struct rt_trees rt_trees;
 #define RT_TREES_MAX_DEPTH 32 /* deepest leaf of a tree */
@@ -103,6 +113,12 @@ struct rt_graph {
     size_t dnn_dim;
     size_t n_layers;         /* hidden layers + the logits layer; 0 = no DNN */
     rt_layer *layers;
+
+    /* custom model graph (graph.nodes): the linear part and the DNN input
+     * above are its linear block and its input and embedding nodes' columns */
+    size_t n_nodes;          /* 0 = a canned estimator */
+    rt_gnode *nodes;
+    size_t logits_node;      /* the head's */
 
     /* BoostedTrees (graph.trees), instead of the linear and DNN parts */
     rt_trees *trees;
@@ -291,6 +307,16 @@ void rt_batch_clear_instance(rt_batch *b, size_t idx);
 /* The graph batch b was created for (rt_batch_new's argument); the receivers
  * need it to map CSV columns and tf.Example features to raw inputs. */
 const rt_graph *rt_batch_graph(const rt_batch *b);
+
+/* ---------------------------------- custom graph nodes (rt_graph_nodes.c) */
+
+/* Compiles g->def->graph's nodes (after its linear part and DNN columns):
+ * inputs resolved to earlier nodes, widths checked, input and embedding
+ * nodes' slices of the DNN input, the head's logits node. No tensors yet.
+ * RT_ERR_FORMAT naming the node. */
+RT_WUR rt_status rt_nodes_compile(rt_graph *g, rt_err *err);
+/* Frees what rt_nodes_compile made (g->nodes); accepts none. */
+void rt_nodes_free(rt_graph *g);
 
 /* ------------------------------------------- dense layers (rt_dense.c) */
 

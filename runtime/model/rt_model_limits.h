@@ -30,4 +30,11 @@
 /* a numeric column's shape, an embedding's dimension */
 #define RT_GRAPH_MAX_SHAPE 65536u
 
+/* nodes (inputs and layers) of a custom model graph */
+#define RT_SPEC_MAX_NODES 1024
+/* inputs one node of a custom model graph reads */
+#define RT_SPEC_MAX_NODE_INPUTS 64
+/* heads of a custom model graph */
+#define RT_SPEC_MAX_HEADS 16
+
 #endif /* PREDICTD_RT_MODEL_LIMITS_H */

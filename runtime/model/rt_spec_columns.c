@@ -902,3 +902,24 @@ rt_status spec_parse_feature_columns(spec_ctx *s, const cJSON *arr)
     return RT_OK;
 }
 
+
+/* Values per instance feature column i puts in an input layer (numeric:
+ * shape; indicator: its categorical column's ids; embedding: dimension),
+ * 0 for a categorical column. */
+uint64_t spec_fc_dense_width(const Predictd__ModelDef *def, long i)
+{
+    const Predictd__FeatureColumn *fc = def->feature_columns[i];
+    switch (fc->type) {
+    case PREDICTD__COLUMN_TYPE__NUMERIC:
+        return fc->shape ? fc->shape : 1;
+    case PREDICTD__COLUMN_TYPE__EMBEDDING:
+    case PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING:
+        return fc->dimension;
+    case PREDICTD__COLUMN_TYPE__INDICATOR: {
+        long src = spec_find_fc(def, fc->categorical_column);
+        return src >= 0 && src != i ? (uint64_t)spec_buckets(def, src) : 0;
+    }
+    default:
+        return 0;
+    }
+}

@@ -234,7 +234,7 @@ static rt_status parse_head(spec_ctx *s, const cJSON *est, const est_kind *k)
     return RT_OK;
 }
 
-static rt_status build_linear(spec_ctx *s)
+rt_status spec_build_linear(spec_ctx *s)
 {
     Predictd__Graph *g = s->def->graph;
     if (!g->n_linear_columns)
@@ -283,22 +283,12 @@ static Predictd__BatchNorm *new_batch_norm(int i)
     return b;
 }
 
-static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation act,
-                           const char *units_key, bool batch_norm)
+/* The embedding tables of the DNN columns (Graph.embeddings), in their
+ * order: TensorFlow's names, a shared table named by its collection. */
+rt_status spec_build_embeddings(spec_ctx *s)
 {
     rt_err *err = s->err;
     Predictd__Graph *g = s->def->graph;
-    if (!g->n_dnn_columns) {
-        if (units && cJSON_GetArraySize(units) > 0)
-            return rt_cfg_fail(err, "estimator", units_key, "given, but there are no DNN columns");
-        return RT_OK;
-    }
-    if (!units)
-        return rt_cfg_fail(err, "estimator", units_key, "missing (required for the DNN part)");
-    int n = cJSON_GetArraySize(units);
-    if (n > RT_SPEC_MAX_LAYERS)
-        return rt_cfg_fail(err, "estimator", units_key, "too many layers (%d, limit %d)", n,
-                           RT_SPEC_MAX_LAYERS);
     /* Embedding tables of the DNN part. */
     size_t n_emb = 0;
     for (size_t i = 0; i < g->n_dnn_columns; i++)
@@ -327,6 +317,28 @@ static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation
         if (!e->column || !e->tensor)
             return NOMEM(err);
     }
+    return RT_OK;
+}
+
+static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation act,
+                           const char *units_key, bool batch_norm)
+{
+    rt_err *err = s->err;
+    Predictd__Graph *g = s->def->graph;
+    if (!g->n_dnn_columns) {
+        if (units && cJSON_GetArraySize(units) > 0)
+            return rt_cfg_fail(err, "estimator", units_key, "given, but there are no DNN columns");
+        return RT_OK;
+    }
+    if (!units)
+        return rt_cfg_fail(err, "estimator", units_key, "missing (required for the DNN part)");
+    int n = cJSON_GetArraySize(units);
+    if (n > RT_SPEC_MAX_LAYERS)
+        return rt_cfg_fail(err, "estimator", units_key, "too many layers (%d, limit %d)", n,
+                           RT_SPEC_MAX_LAYERS);
+    rt_status st = spec_build_embeddings(s);
+    if (st)
+        return st;
     if (n && !(g->hidden_layers = calloc((size_t)n, sizeof *g->hidden_layers)))
         return NOMEM(err);
     int i = 0;
@@ -477,13 +489,25 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
     rt_status st = rt_cfg_str(est, "estimator", "type", RT_CFG_REQUIRED, &type, err);
     if (st)
         return st;
+    if (strcmp(type, "Estimator") == 0) { /* the custom estimator: rt_spec_custom.c */
+        static const char *const ckeys[] = {"type", "model", "weight_column", "loss_reduction",
+                                            "linear_optimizer", "dnn_optimizer", NULL};
+        Predictd__Graph *cg = s->def->graph;
+        if ((st = rt_cfg_check_keys(est, "estimator", ckeys, NULL, err)))
+            return st;
+        if (cg->estimator != protobuf_c_empty_string)
+            free(cg->estimator);
+        if (!(cg->estimator = spec_strndup(type, strlen(type))))
+            return NOMEM(err);
+        return spec_parse_custom(s, est);
+    }
     const est_kind *k = NULL;
     for (size_t i = 0; i < sizeof est_kinds / sizeof est_kinds[0]; i++)
         if (strcmp(est_kinds[i].name, type) == 0)
             k = &est_kinds[i];
     if (!k)
         return rt_cfg_fail(err, "estimator", "type",
-                           "\"%.64s\" is not one of LinearClassifier, LinearRegressor, "
+                           "\"%.64s\" is not one of Estimator, LinearClassifier, LinearRegressor, "
                            "DNNClassifier, DNNRegressor, DNNLinearCombinedClassifier, "
                            "DNNLinearCombinedRegressor, BoostedTreesClassifier, "
                            "BoostedTreesRegressor",
@@ -566,7 +590,7 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         if (!k->combined && !units)
             return rt_cfg_fail(err, "estimator", units_key, "missing (required)");
     }
-    if ((st = build_linear(s)) || (st = build_dnn(s, units, act, units_key, batch_norm)))
+    if ((st = spec_build_linear(s)) || (st = build_dnn(s, units, act, units_key, batch_norm)))
         return st;
     return RT_OK;
 }

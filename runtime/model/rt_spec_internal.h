@@ -56,6 +56,8 @@ bool spec_is_categorical(Predictd__ColumnType t);
 const char *spec_fc_kind_name(Predictd__ColumnType t);
 /* "feature_columns" -> def->feature_columns, references checked. */
 rt_status spec_parse_feature_columns(spec_ctx *s, const struct cJSON *arr);
+/* Values per instance feature column i gives an input layer (0: categorical). */
+uint64_t spec_fc_dense_width(const Predictd__ModelDef *def, long i);
 
 /* ---- rt_spec_graph.c */
 
@@ -63,5 +65,17 @@ rt_status spec_parse_feature_columns(spec_ctx *s, const struct cJSON *arr);
 rt_status spec_parse_estimator(spec_ctx *s, const struct cJSON *est);
 /* rt_spec_graph.c: the signatures TensorFlow's canned estimators export. */
 rt_status spec_build_signatures(spec_ctx *s);
+
+/* rt_spec_graph.c: Graph.linear_weights and linear_bias for linear_columns
+ * (TensorFlow's names); Graph.embeddings for the dnn_columns with tables. */
+rt_status spec_build_linear(spec_ctx *s);
+rt_status spec_build_embeddings(spec_ctx *s);
+
+/* ---- rt_spec_custom.c */
+
+/* "estimator" of type "Estimator" (est, keys checked there) -> the graph's
+ * nodes and heads, def->head and logits_dimension; every refusal names the
+ * field's path (estimator.model.layers[2].units). */
+rt_status spec_parse_custom(spec_ctx *s, const struct cJSON *est);
 
 #endif /* PREDICTD_RT_SPEC_INTERNAL_H */

@@ -48,6 +48,7 @@ struct rt_metrics {
     double correct;      /* weighted counts */
     double tp, fp, fn;
     double label_sum, pred_sum; /* weighted; regression: over the d values */
+    rt_loss loss;        /* regression: squared unless set */
 };
 
 rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n_classes)
@@ -61,6 +62,12 @@ rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n_classes)
     return mt;
 }
 
+void rt_metrics_set_loss(rt_metrics *mt, const rt_loss *loss)
+{
+    if (mt && loss)
+        mt->loss = *loss;
+}
+
 void rt_metrics_free(rt_metrics *mt)
 {
     if (!mt)
@@ -69,6 +76,69 @@ void rt_metrics_free(rt_metrics *mt)
     free(mt->labels);
     free(mt->weights);
     free(mt);
+}
+
+int rt_loss_named(const char *name)
+{
+    static const char *const names[] = {"squared", "absolute", "huber", "pinball"};
+    for (int k = 0; k < 4; k++)
+        if (name && strcmp(name, names[k]) == 0)
+            return k;
+    return -1;
+}
+
+/* One regression value's loss at e = logit - label, and d loss / d e. */
+static double reg_loss(const rt_loss *L, double e, double *de)
+{
+    double a = fabs(e), p = L->param;
+    switch (L->kind) {
+    case RT_LOSS_ABSOLUTE:
+        *de = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
+        return a;
+    case RT_LOSS_HUBER:
+        if (a <= p) {
+            *de = e;
+            return 0.5 * e * e;
+        }
+        *de = e > 0 ? p : -p;
+        return p * (a - 0.5 * p);
+    case RT_LOSS_PINBALL:
+        if (e <= 0) {
+            *de = -p;
+            return -p * e;
+        }
+        *de = 1.0 - p;
+        return (1.0 - p) * e;
+    default:
+        *de = 2.0 * e;
+        return e * e;
+    }
+}
+
+double rt_head_loss_with(Predictd__HeadType head, const rt_loss *loss, size_t ld,
+                         const float *logits, const float *labels, const float *weights,
+                         size_t n, size_t denom, float *dlogits)
+{
+    if (head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION || !loss || loss->kind == RT_LOSS_SQUARED)
+        return rt_head_loss(head, ld, logits, labels, weights, n, denom, dlogits);
+    if (n == 0)
+        return 0.0;
+    double total = 0.0, inv = 1.0 / (double)(denom ? denom : n);
+    for (size_t i = 0; i < n; i++) {
+        const float *z = logits + i * ld, *y = labels + i * ld;
+        float *d = dlogits ? dlogits + i * ld : NULL;
+        double w = weights ? weights[i] : 1.0, g = w * inv, l = 0.0;
+        for (size_t j = 0; j < ld; j++) {
+            double de;
+            l += reg_loss(loss, (double)z[j] - y[j], &de);
+            if (d)
+                d[j] = (float)(de * g / (double)ld);
+        }
+        if (ld > 1)
+            l /= (double)ld;
+        total += weights ? w * l : l;
+    }
+    return total * (1.0 / (double)n);
 }
 
 double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
@@ -157,7 +227,7 @@ rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *label
         return RT_ERR_NOMEM;
     size_t ld = mt->ld;
     int regression = mt->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-    double per = rt_head_loss(mt->head, ld, logits, labels, weights, n, n, NULL);
+    double per = rt_head_loss_with(mt->head, &mt->loss, ld, logits, labels, weights, n, n, NULL);
     mt->loss_sum += per * (double)n;
     mt->batch_loss_sum += batch_loss;
     mt->batches++;

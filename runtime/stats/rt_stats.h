@@ -28,6 +28,31 @@ double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
                     const float *labels, const float *weights, size_t n, size_t denom,
                     float *dlogits);
 
+/* A regression head's loss (the custom estimator's heads; the canned
+ * regressors' is squared): per value e = logit - label,
+ *   squared   e^2 (rt_head_loss's)
+ *   absolute  |e|
+ *   huber     e^2 / 2 for |e| <= param (delta), else param (|e| - param / 2)
+ *   pinball   the quantile loss at tau = param: tau (-e) for e <= 0, else (1 - tau) e
+ * averaged over the ld values as rt_head_loss averages the squared one. */
+typedef enum {
+    RT_LOSS_SQUARED = 0,
+    RT_LOSS_ABSOLUTE,
+    RT_LOSS_HUBER,
+    RT_LOSS_PINBALL,
+} rt_loss_kind;
+typedef struct rt_loss {
+    rt_loss_kind kind;
+    double param;
+} rt_loss;
+/* The loss kind named name ("squared", ...), or -1. */
+int rt_loss_named(const char *name);
+/* rt_head_loss with loss for a regression head (NULL or RT_LOSS_SQUARED:
+ * exactly rt_head_loss); other heads ignore it. Thread-safe. */
+double rt_head_loss_with(Predictd__HeadType head, const rt_loss *loss, size_t ld,
+                         const float *logits, const float *labels, const float *weights,
+                         size_t n, size_t denom, float *dlogits);
+
 #define RT_METRIC_NAME_MAX 64
 
 typedef struct rt_metric {
@@ -47,6 +72,9 @@ typedef struct rt_metrics rt_metrics;
 /* head: HEAD_BINARY, HEAD_MULTI_CLASS or HEAD_REGRESSION; n: the number of
  * classes of a classifier, the label_dimension of a regressor (0 = 1). */
 rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n);
+/* Sets the regression loss the metrics' loss and average_loss use
+ * (squared unless set). */
+void rt_metrics_set_loss(rt_metrics *mt, const rt_loss *loss);
 void rt_metrics_free(rt_metrics *mt);
 /* Adds a batch: logits (n x logits_dim), labels (class ids, or
  * label_dimension values per row for regression), example weights (NULL:

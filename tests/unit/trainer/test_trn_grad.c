@@ -215,7 +215,7 @@ static size_t check_gradients(fixture *fx, double h, double atol, double rtol)
     rt_status st = trn_model_gradients(fx->m, fx->b, fx->labels, fx->weights, &l0, &err);
     if (st)
         fail_msg("gradients: %s", err.msg);
-    if (fx->m->dropout > 0)
+    if (fx->m->dropout > 0 || fx->m->n_nodes > 0)
         fx->m->drop_reuse = 1; /* the finite differences use the same masks */
     size_t checked = 0, nonzero = 0;
     for (size_t i = 0; i < trn_model_num_params(fx->m); i++) {
@@ -389,6 +389,71 @@ static void test_regression_label_dimension(void **state)
  * the moving statistics move by momentum 0.999 in a training step only;
  * serving (rt_forward) uses the moving statistics, checked against a forward
  * pass written out here in double. */
+/* A custom model graph (estimator "Estimator", trainer/trn_graph.c) with
+ * every node kind: the whole model's gradients (the linear block, the
+ * embedding tables under input and embedding nodes, dense kernels and
+ * biases with L2, batch_norm's gamma and beta through the batch
+ * statistics) against finite differences of the training loss (dropout's
+ * masks kept), for a binary head, a 3-class head and regression heads with
+ * the squared, huber, pinball and absolute losses. */
+static void test_custom_graph(void **state)
+{
+    (void)state;
+    static const char *GRAPH =
+        "{\"type\": \"Estimator\", \"model\": {"
+        " \"inputs\": [{\"name\": \"deep\", \"columns\": [\"a\", \"b\", \"color_ind\","
+        "                                            \"tag_mean\"]},"
+        "  {\"name\": \"wide\", \"type\": \"linear\", \"units\": %d,"
+        "   \"columns\": [\"color\", \"cx\", \"a\"]}],"
+        " \"layers\": ["
+        "  {\"name\": \"sum\", \"type\": \"embedding\", \"column\": \"tag_sum\"},"
+        "  {\"name\": \"x\", \"type\": \"concat\", \"inputs\": [\"deep\", \"sum\"]},"
+        "  {\"name\": \"h1\", \"type\": \"dense\", \"inputs\": [\"x\"], \"units\": 6,"
+        "   \"activation\": \"%s\", \"l2\": 0.01, \"l1\": 0.001},"
+        "  {\"name\": \"bn\", \"type\": \"batch_norm\", \"inputs\": [\"h1\"]},"
+        "  {\"name\": \"d1\", \"type\": \"dropout\", \"inputs\": [\"bn\"], \"rate\": 0.3},"
+        "  {\"name\": \"h2\", \"type\": \"dense\", \"inputs\": [\"d1\"], \"units\": 6},"
+        "  {\"name\": \"a2\", \"type\": \"activation\", \"inputs\": [\"h2\"],"
+        "   \"activation\": \"%s\"},"
+        "  {\"name\": \"res\", \"type\": \"add\", \"inputs\": [\"h1\", \"a2\"]},"
+        "  {\"name\": \"gate\", \"type\": \"multiply\", \"inputs\": [\"res\", \"res\"]},"
+        "  {\"name\": \"d0\", \"type\": \"dense\", \"inputs\": [\"deep\"], \"units\": 6,"
+        "   \"activation\": \"tanh\"},"
+        "  {\"name\": \"both\", \"type\": \"add\", \"inputs\": [\"gate\", \"d0\"]},"
+        "  {\"name\": \"dnn_logits\", \"type\": \"dense\", \"inputs\": [\"both\"],"
+        "   \"units\": %d},"
+        "  {\"name\": \"logits\", \"type\": \"add\", \"inputs\": [\"wide\", \"dnn_logits\"]}],"
+        " \"heads\": [{\"type\": \"%s\", \"logits\": \"logits\"%s}]}}";
+    static const struct {
+        const char *act1, *act2, *head, *extra, *label;
+        int ld;
+        int regression;
+    } cases[] = {
+        {"gelu", "selu", "binary_classification", "", NULL, 1, 0},
+        {"swish", "softplus", "multi_class_classification", ", \"n_classes\": 3", NULL, 3, 0},
+        {"elu", "leaky_relu", "regression", "", NULL, 1, 1},
+        {"softplus", "sigmoid", "regression", ", \"loss\": \"huber\", \"delta\": 0.5", NULL, 1, 1},
+        {"tanh", "relu", "regression", ", \"loss\": \"pinball\", \"tau\": 0.3", NULL, 1, 1},
+        {"linear", "gelu", "regression", ", \"loss\": \"absolute\"", NULL, 1, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char est[4096];
+        snprintf(est, sizeof est, GRAPH, cases[c].ld, cases[c].act1, cases[c].act2, cases[c].ld,
+                 cases[c].head, cases[c].extra);
+        print_message("custom graph case %zu: %s %s %s%s\n", c, cases[c].act1, cases[c].act2,
+                      cases[c].head, cases[c].extra);
+        fixture fx;
+        build(&fx, make_spec(cases[c].regression,
+                             cases[c].regression ? REG_LABEL : c ? MULTI_LABEL : BIN_LABEL, est),
+              71 + c);
+        assert_true(fx.m->n_nodes == 15 && fx.m->batch_norm);
+        fx.train = 1;
+        size_t k = check_gradients(&fx, 2e-3, 5e-4, 2e-2);
+        assert_true(k > 80);
+        fixture_free(&fx);
+    }
+}
+
 static void test_batch_norm(void **state)
 {
     (void)state;
@@ -878,6 +943,7 @@ int main(void)
         cmocka_unit_test(test_weighted_gradients),
         cmocka_unit_test(test_regression_label_dimension),
         cmocka_unit_test(test_batch_norm),
+        cmocka_unit_test(test_custom_graph),
         cmocka_unit_test(test_weights_one_and_two),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

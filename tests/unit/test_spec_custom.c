@@ -1,0 +1,205 @@
+/* test_spec_custom.c — the custom estimator's spec (runtime/model/
+ * rt_spec_custom.c): conf/census.json's feature columns under an
+ * "Estimator" whose model graph uses every node kind becomes Graph.nodes
+ * the runtime compiles, and bad graphs are refused before training with the path
+ * of the offending field: a cycle, a node read before it exists, units 0, a
+ * binary head on a 3-wide node, an unknown activation, unknown names,
+ * widths that do not add up, duplicate names. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cJSON.h>
+
+#include "rt_serve_internal.h"
+
+/* A graph with every node kind the spec takes; GOOD's pieces are replaced
+ * by the refusal tests. */
+static const char *const GOOD =
+    "{\"type\": \"Estimator\", \"model\": {"
+    " \"inputs\": ["
+    "  {\"name\": \"deep\", \"columns\": [\"age\", \"education_num\", \"gender_indicator\","
+    "                                \"race_indicator\"]},"
+    "  {\"name\": \"wide\", \"type\": \"linear\", \"columns\": [\"gender\", \"age_buckets\"]}],"
+    " \"layers\": ["
+    "  {\"name\": \"occ\", \"type\": \"embedding\", \"column\": \"occupation_embedding\"},"
+    "  {\"name\": \"x\", \"type\": \"concat\", \"inputs\": [\"deep\", \"occ\"]},"
+    "  {\"name\": \"h1\", \"type\": \"dense\", \"inputs\": [\"x\"], \"units\": 16,"
+    "   \"activation\": \"gelu\", \"l2\": 0.001},"
+    "  {\"name\": \"bn\", \"type\": \"batch_norm\", \"inputs\": [\"h1\"]},"
+    "  {\"name\": \"d1\", \"type\": \"dropout\", \"inputs\": [\"bn\"], \"rate\": 0.1},"
+    "  {\"name\": \"h2\", \"type\": \"dense\", \"inputs\": [\"d1\"], \"units\": 16},"
+    "  {\"name\": \"a2\", \"type\": \"activation\", \"inputs\": [\"h2\"], \"activation\": \"swish\"},"
+    "  {\"name\": \"res\", \"type\": \"add\", \"inputs\": [\"h1\", \"a2\"]},"
+    "  {\"name\": \"gate\", \"type\": \"multiply\", \"inputs\": [\"res\", \"h1\"]},"
+    "  {\"name\": \"three\", \"type\": \"dense\", \"inputs\": [\"gate\"], \"units\": 3},"
+    "  {\"name\": \"dnn_logits\", \"type\": \"dense\", \"inputs\": [\"gate\"], \"units\": 1},"
+    "  {\"name\": \"logits\", \"type\": \"add\", \"inputs\": [\"wide\", \"dnn_logits\"]}],"
+    " \"heads\": [{\"type\": \"binary_classification\", \"logits\": \"logits\"}]}}";
+
+static char *census_text;
+
+static char *replace(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at)
+        fail_msg("test bug: \"%s\" not in the spec", from);
+    size_t a = (size_t)(at - text), f = strlen(from), t = strlen(to), n = strlen(text);
+    char *r = malloc(n - f + t + 1);
+    memcpy(r, text, a);
+    memcpy(r + a, to, t);
+    memcpy(r + a + t, at + f, n - a - f + 1);
+    return r;
+}
+
+/* conf/census.json with estimator = est; parses it, returns the status and
+ * the message in err. */
+static rt_status parse(const char *est, rt_err *err)
+{
+    cJSON *spec = cJSON_Parse(census_text), *e = cJSON_Parse(est);
+    assert_non_null(spec);
+    if (!e)
+        fail_msg("test bug: bad JSON %s", est);
+    cJSON_ReplaceItemInObjectCaseSensitive(spec, "estimator", e);
+    static const char *const other[] = {"train", "eval", NULL};
+    Predictd__ModelDef *def = NULL;
+    rt_status st = rt_spec_to_modeldef(spec, other, &def, err);
+    if (def)
+        rt_modeldef_free(def);
+    cJSON_Delete(spec);
+    return st;
+}
+
+static void bad(const char *from, const char *to, const char *want)
+{
+    char *est = replace(GOOD, from, to);
+    rt_err err = {{0}};
+    rt_status st = parse(est, &err);
+    if (st == RT_OK || !strstr(err.msg, want))
+        fail_msg("want \"%s\", got %d \"%s\"", want, (int)st, err.msg);
+    if (getenv("SHOW_ERRORS"))
+        print_message("%s\n", err.msg);
+    free(est);
+}
+
+/* The good graph becomes Graph.nodes (widths as the spec implies), the
+ * canned linear part and DNN columns under its linear and input nodes, and
+ * the runtime compiles it (rt_spec_to_modeldef's last check). */
+static void test_good_graph(void **state)
+{
+    (void)state;
+    cJSON *spec = cJSON_Parse(census_text);
+    cJSON_ReplaceItemInObjectCaseSensitive(spec, "estimator", cJSON_Parse(GOOD));
+    static const char *const other[] = {"train", "eval", NULL};
+    Predictd__ModelDef *def = NULL;
+    rt_err err = {{0}};
+    rt_status st = rt_spec_to_modeldef(spec, other, &def, &err);
+    if (st)
+        fail_msg("%s", err.msg);
+    const Predictd__Graph *g = def->graph;
+    assert_string_equal(g->estimator, "Estimator");
+    assert_int_equal(g->n_nodes, 14);
+    static const uint32_t widths[14] = {9, 1, 8, 17, 16, 16, 16, 16, 16, 16, 16, 3, 1, 1};
+    for (size_t k = 0; k < 14; k++)
+        assert_int_equal(g->nodes[k]->units, widths[k]);
+    assert_int_equal(g->nodes[4]->kind, PREDICTD__NODE_KIND__NODE_DENSE);
+    assert_string_equal(g->nodes[4]->kernel, "h1/kernel");
+    assert_int_equal(g->nodes[4]->activation, PREDICTD__ACTIVATION__ACT_GELU);
+    assert_string_equal(g->nodes[5]->batch_norm->moving_variance, "bn/moving_variance");
+    assert_int_equal(g->n_linear_columns, 2);
+    assert_int_equal(g->n_dnn_columns, 5);
+    assert_int_equal(g->n_embeddings, 1);
+    assert_int_equal(g->n_heads, 1);
+    assert_string_equal(g->heads[0]->logits, "logits");
+    assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_BINARY);
+    assert_int_equal(g->logits_dimension, 1);
+    rt_modeldef_free(def);
+    cJSON_Delete(spec);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    /* a cycle: x reads h1, which reads x */
+    bad("\"inputs\": [\"deep\", \"occ\"]", "\"inputs\": [\"deep\", \"h1\"]",
+        "estimator.model.layers[1].inputs[1]: \"h1\" makes a cycle");
+    bad("\"inputs\": [\"x\"], \"units\": 16", "\"inputs\": [\"bn\"], \"units\": 16",
+        "estimator.model.layers[2].inputs[0]: \"bn\" makes a cycle");
+    bad("\"inputs\": [\"deep\", \"occ\"]", "\"inputs\": [\"deep\", \"three\"]",
+        "estimator.model.layers[1].inputs[1]: \"three\" makes a cycle");
+    bad("{\"name\": \"occ\", \"type\": \"embedding\", \"column\": \"occupation_embedding\"},",
+        "{\"name\": \"early\", \"type\": \"activation\", \"inputs\": [\"h2\"], "
+        "\"activation\": \"relu\"}, {\"name\": \"occ\", \"type\": \"embedding\", "
+        "\"column\": \"occupation_embedding\"},",
+        "estimator.model.layers[0].inputs[0]: \"h2\" is read before it exists (it is "
+        "layers[6])");
+    /* units 0 */
+    bad("\"units\": 16,", "\"units\": 0,", "estimator.model.layers[2].units: 0 is out of range");
+    /* a binary head on a 3-wide node */
+    bad("\"logits\": \"logits\"", "\"logits\": \"three\"",
+        "estimator.model.heads[0].logits: \"three\" is 3 wide; a binary_classification head");
+    /* unknown activation */
+    bad("\"activation\": \"gelu\"", "\"activation\": \"gelux\"",
+        "estimator.model.layers[2].activation: \"gelux\" is not one of");
+    bad("\"activation\": \"swish\"", "\"activation\": \"Relu\"",
+        "estimator.model.layers[6].activation: \"Relu\" is not one of");
+    /* unknown names, kinds, keys */
+    bad("[\"h1\", \"a2\"]", "[\"h1\", \"nope\"]",
+        "estimator.model.layers[7].inputs[1]: \"nope\" is not a node");
+    bad("\"type\": \"dropout\"", "\"type\": \"dropit\"",
+        "estimator.model.layers[4].type: \"dropit\" is not one of");
+    bad("\"rate\": 0.1", "\"rate\": 0.1, \"units\": 3", "estimator.model.layers[4]");
+    bad("\"logits\": \"logits\"", "\"logits\": \"lo\"",
+        "estimator.model.heads[0].logits: \"lo\" is not a node");
+    bad("\"age\", \"education_num\"", "\"age\", \"gender\"",
+        "estimator.model.inputs[0].columns[1]: \"gender\" is a "
+        "categorical_column_with_vocabulary_list, a categorical column");
+    bad("\"age\", \"education_num\"", "\"age\", \"agee\"",
+        "estimator.model.inputs[0].columns[1]: \"agee\" is not one of the feature_columns");
+    /* widths */
+    bad("[\"res\", \"h1\"]", "[\"res\", \"deep\"]",
+        "estimator.model.layers[8].inputs[1]: \"deep\" is 9 wide, \"res\" 16");
+    /* duplicate names */
+    bad("{\"name\": \"bn\",", "{\"name\": \"h1\",",
+        "estimator.model.layers[3].name: \"h1\" is already a node (layers[2])");
+    /* heads */
+    bad("\"binary_classification\"", "\"regression\"",
+        "label.vocabulary: a regression head has no vocabulary");
+    bad("\"binary_classification\"", "\"multi_label_classification\"",
+        "estimator.model.heads[0].type: multi_label_classification is not implemented");
+    bad("\"heads\": [{", "\"heads\": [{\"type\": \"regression\", \"logits\": \"three\"}, {",
+        "estimator.model.heads[1]: several heads");
+    bad("\"model\": {", "\"modle\": 1, \"model\": {", "estimator.modle: unknown key");
+    bad("{\"name\": \"deep\",", "{\"name\": \"deep\", \"units\": 4,",
+        "estimator.model.inputs[0].units");
+    /* scopes: well formed, tensors named once */
+    bad("\"units\": 16,", "\"units\": 16, \"scope\": \"dnn//h\",",
+        "estimator.model.layers[2].scope: \"dnn//h\" is not a tensor scope");
+    bad("\"inputs\": [\"d1\"], \"units\": 16}", "\"inputs\": [\"d1\"], \"units\": 16, "
+        "\"scope\": \"h1\"}", "estimator.model.layers[5].scope: \"h1\" is h1's already");
+    bad("\"activation\": \"gelu\"", "\"activation\": \"gelu\", \"kernel_initializer\": \"random\"",
+        "estimator.model.layers[2].kernel_initializer: \"random\" is not one of");
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *root = getenv("PREDICTD_ROOT");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/conf/census.json", root ? root : ".");
+    return rt_read_file(AT_FDCWD, path, 1u << 24, 0, &census_text, NULL, NULL) == RT_OK ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good_graph),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
