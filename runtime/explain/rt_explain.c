@@ -236,7 +236,7 @@ out:
 /* A model whose explained output is a sum of one function per raw input. */
 static bool additive(const rt_graph *g, rt_xai_output space)
 {
-    if (g->trees || g->n_layers > 0)
+    if (g->trees || g->n_layers > 0 || g->onnx) /* an ONNX network: any function */
         return false;
     if (space == RT_XAI_OUT_PROBABILITIES)
         return false;
@@ -447,6 +447,10 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
                           "integratedGradientsAttribution: a BoostedTrees model has no "
                           "gradient (use exactShapleyAttribution or "
                           "sampledShapleyAttribution)");
+    if (method == RT_XAI_IG && g->onnx)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED,
+                          "integratedGradientsAttribution: not computed for an ONNX model yet "
+                          "(use exactShapleyAttribution or sampledShapleyAttribution)");
     if (method == RT_XAI_SAMPLED && (p->path_count < 1 || p->path_count > 50))
         return rt_err_set(err, RT_ERR_INVALID,
                           "sampledShapleyAttribution.pathCount: %d is out of range [1, 50]",

@@ -285,6 +285,13 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
     return RT_OK;
 }
 
+float *rt_workspace_scratch(rt_workspace *ws, size_t k, size_t n, size_t width)
+{
+    if (ws_reserve_mats(ws, k + 1) != RT_OK || ws_mat_size(ws, k, n, width) != RT_OK)
+        return NULL;
+    return ws->mats[k].data;
+}
+
 rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
                      rt_err *err)
 {
@@ -304,6 +311,8 @@ rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, 
     if (n == 0)
         return RT_OK;
     memset(logits, 0, n * ld * sizeof(float));
+    if (g->onnx) /* an ONNX network in place of the linear part (rt_onnx_run.c) */
+        return rt_onnx_forward(g->onnx, f, ws, logits, err);
     if (g->trees) {
         /* Trees replace the linear and DNN parts; matrix 0 is their scratch. */
         size_t w = rt_trees_gather_width(g->trees);

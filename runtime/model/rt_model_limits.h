@@ -30,4 +30,13 @@
 /* a numeric column's shape, an embedding's dimension */
 #define RT_GRAPH_MAX_SHAPE 65536u
 
+/* model.onnx: its size, nodes, values, a tensor's elements, a row's elements,
+ * all constants' elements, a node's inputs */
+#define RT_ONNX_MAX_BYTES ((size_t)1 << 30)
+#define RT_ONNX_MAX_NODES 100000u
+#define RT_ONNX_MAX_ELEMS ((size_t)1 << 28)
+#define RT_ONNX_MAX_ROW ((size_t)1 << 22)
+#define RT_ONNX_MAX_CONST ((size_t)1 << 29)
+#define RT_ONNX_MAX_INPUTS 64u
+
 #endif /* PREDICTD_RT_MODEL_LIMITS_H */
