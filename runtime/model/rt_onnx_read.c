@@ -791,6 +791,10 @@ static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, siz
             if (!(sv->idata[0] == 0 && !allowzero) && infer != 0)
                 return node_fail(r, nd, "input 1: the new shape must keep the batch first "
                                  "(0 or -1 as its first dimension)");
+            if (infer == 0 && known != x->row)
+                return node_fail(r, nd, "input 1: the new shape moves the batch dimension "
+                                 "(its dimensions after the first hold %zu values, an "
+                                 "instance %zu)", known, x->row);
             if (infer > 0) {
                 if (known == 0 || x->row % known)
                     return node_fail(r, nd, "input 1: cannot infer dimension %ld from %zu values "
