@@ -38,5 +38,8 @@
 #define RT_ONNX_MAX_ROW ((size_t)1 << 22)
 #define RT_ONNX_MAX_CONST ((size_t)1 << 29)
 #define RT_ONNX_MAX_INPUTS 64u
+/* model.onnx: the values one instance's forward pass keeps, summed over the
+ * computed values (each has its own buffer: 1 MiB per instance) */
+#define RT_ONNX_MAX_ACTIVATIONS ((size_t)1 << 18)
 
 #endif /* PREDICTD_RT_MODEL_LIMITS_H */

@@ -36,7 +36,20 @@ typedef struct reader {
     rt_err *err;
     size_t cap_vals;
     size_t total_const;
+    /* value names -> index + 1 (0: empty slot), open addressing: every name
+     * is looked up in constant time, so a hostile graph of many nodes costs
+     * linear time to read */
+    size_t *slots;
+    size_t n_slots; /* a power of two, at least twice the values */
 } reader;
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
 
 void rt_onnx_free(rt_onnx *o)
 {
@@ -85,12 +98,25 @@ static rt_status node_fail(reader *r, const Onnx__NodeProto *nd, const char *fmt
                       nd->op_type ? nd->op_type : "", msg);
 }
 
-static long find_val(const rt_onnx *o, const char *name)
+static long find_val(const reader *r, const char *name)
 {
-    for (size_t i = 0; i < o->n_vals; i++)
-        if (strcmp(o->vals[i].name, name) == 0)
-            return (long)i;
-    return -1;
+    if (!r->n_slots)
+        return -1;
+    for (size_t h = (size_t)name_hash(name) & (r->n_slots - 1);; h = (h + 1) & (r->n_slots - 1)) {
+        size_t v = r->slots[h];
+        if (v == 0)
+            return -1;
+        if (strcmp(r->o->vals[v - 1].name, name) == 0)
+            return (long)(v - 1);
+    }
+}
+
+static void slot_put(reader *r, const char *name, size_t idx)
+{
+    size_t h = (size_t)name_hash(name) & (r->n_slots - 1);
+    while (r->slots[h])
+        h = (h + 1) & (r->n_slots - 1);
+    r->slots[h] = idx + 1;
 }
 
 static rt_status new_val(reader *r, const char *name, size_t *idx)
@@ -105,12 +131,24 @@ static rt_status new_val(reader *r, const char *name, size_t *idx)
         o->vals = v;
         r->cap_vals = cap;
     }
+    if (2 * (o->n_vals + 1) > r->n_slots) { /* grow the table: rehash every name */
+        size_t ns = r->n_slots ? 2 * r->n_slots : 256;
+        size_t *sl = calloc(ns, sizeof *sl);
+        if (!sl)
+            return NOMEM(r->err);
+        free(r->slots);
+        r->slots = sl;
+        r->n_slots = ns;
+        for (size_t i = 0; i < o->n_vals; i++)
+            slot_put(r, o->vals[i].name, i);
+    }
     rt_onnx_val *v = &o->vals[o->n_vals];
     memset(v, 0, sizeof *v);
     v->name = name;
     v->alias = -1;
     v->producer = -1;
     *idx = o->n_vals++;
+    slot_put(r, name, *idx);
     return RT_OK;
 }
 
@@ -877,7 +915,7 @@ static rt_status read_inputs(reader *r, const Onnx__GraphProto *g)
         const Onnx__ValueInfoProto *vi = g->input[i];
         if (!vi->name || !vi->name[0])
             return rt_err_set(r->err, RT_ERR_FORMAT, "%s: graph.input[%zu]: no name", file, i);
-        if (find_val(o, vi->name) >= 0) /* an initializer listed as an input (IR < 4) */
+        if (find_val(r, vi->name) >= 0) /* an initializer listed as an input (IR < 4) */
             continue;
         const Onnx__TypeProto *tp = vi->type;
         const Onnx__TypeProto__Tensor *tt =
@@ -922,98 +960,137 @@ static rt_status read_inputs(reader *r, const Onnx__GraphProto *g)
     return RT_OK;
 }
 
-/* The nodes in an order where every input is computed first (Kahn's, stable). */
+/* One node's checks before its place in the order is known: outputs, domain. */
+static rt_status check_node(reader *r, const Onnx__NodeProto *nd)
+{
+    if (nd->n_input > RT_ONNX_MAX_INPUTS)
+        return node_fail(r, nd, "%zu inputs (at most %u)", nd->n_input, RT_ONNX_MAX_INPUTS);
+    for (size_t i = 0; i < nd->n_input; i++)
+        if ((!nd->input[i] || !nd->input[i][0]) && i + 1 < nd->n_input)
+            return node_fail(r, nd, "input %zu: empty (an optional input left out) is not "
+                             "supported", i);
+    if (nd->n_output < 1 || !nd->output[0] || !nd->output[0][0])
+        return node_fail(r, nd, "output 0: missing");
+    const char *op = nd->op_type ? nd->op_type : "";
+    if (nd->n_output > 1 && strcmp(op, "Dropout") && strcmp(op, "BatchNormalization"))
+        return node_fail(r, nd, "%zu outputs (1 expected)", nd->n_output);
+    const char *dom = nd->domain ? nd->domain : "";
+    if (dom[0] && strcmp(dom, "ai.onnx") != 0)
+        return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator "
+                          "%.60s.%.60s is not supported (docs/models-from-elsewhere.md lists "
+                          "those that are)", r->file, nname(nd), dom, op);
+    return RT_OK;
+}
+
+/* The nodes in an order where every input is computed first (Kahn's
+ * algorithm: a node is ready once every node making one of its inputs is
+ * placed; ready nodes in file order), then planned in that order. Linear in
+ * the nodes and edges. */
 static rt_status plan_graph(reader *r, const Onnx__GraphProto *g)
 {
-    rt_onnx *o = r->o;
     const char *file = r->file;
-    size_t nn = g->n_node;
-    bool *done = calloc(nn ? nn : 1, sizeof *done);
-    if (!done)
-        return NOMEM(r->err);
+    size_t nn = g->n_node, ns = 1;
+    while (ns < 2 * (nn + 1))
+        ns *= 2;
+    /* output name -> node + 1 */
+    size_t *prod = calloc(ns, sizeof *prod), *deg = calloc(nn + 1, sizeof *deg),
+           *start = calloc(nn + 2, sizeof *start), *queue = calloc(nn + 1, sizeof *queue),
+           *edges = NULL;
     rt_status st = RT_OK;
-    size_t left = nn;
-    while (left > 0 && !st) {
-        size_t progress = 0;
+    size_t n_edges = 0;
+    if (!prod || !deg || !start || !queue) {
+        st = NOMEM(r->err);
+        goto out;
+    }
+#define PROD_FIND(name, h)                                                                   \
+    for (h = (size_t)name_hash(name) & (ns - 1);                                            \
+         prod[h] && strcmp(g->node[prod[h] - 1]->output[0], name) != 0; h = (h + 1) & (ns - 1))
+    for (size_t k = 0; k < nn && !st; k++) {
+        const Onnx__NodeProto *nd = g->node[k];
+        if ((st = check_node(r, nd)))
+            break;
+        const char *name = nd->output[0];
+        size_t h;
+        PROD_FIND(name, h);
+        if (prod[h] || find_val(r, name) >= 0) {
+            st = node_fail(r, nd, "output 0 \"%.80s\": already defined (each value is assigned "
+                           "once)", name);
+            break;
+        }
+        prod[h] = k + 1;
+    }
+    /* edges: producer -> consumer, counted then laid out by producer (CSR) */
+    for (int pass = 0; pass < 2 && !st; pass++) {
         for (size_t k = 0; k < nn && !st; k++) {
             const Onnx__NodeProto *nd = g->node[k];
-            if (done[k])
-                continue;
-            size_t in[RT_ONNX_MAX_INPUTS], n_in = 0;
-            bool ready = true;
-            if (nd->n_input > RT_ONNX_MAX_INPUTS) {
-                st = node_fail(r, nd, "%zu inputs (at most %u)", nd->n_input, RT_ONNX_MAX_INPUTS);
-                break;
-            }
-            for (size_t i = 0; i < nd->n_input && ready; i++) {
-                if (!nd->input[i] || !nd->input[i][0]) { /* an optional input left out */
-                    if (i + 1 < nd->n_input)
-                        ready = false, st = node_fail(r, nd, "input %zu: empty (an optional "
-                                                      "input left out) is not supported", i);
+            for (size_t i = 0; i < nd->n_input; i++) {
+                const char *name = nd->input[i];
+                if (!name || !name[0] || find_val(r, name) >= 0)
                     continue;
+                size_t h;
+                PROD_FIND(name, h);
+                if (!prod[h]) {
+                    st = node_fail(r, nd, "input %zu \"%.80s\": neither a graph input, an "
+                                   "initializer nor any node's output", i, name);
+                    break;
                 }
-                long v = find_val(o, nd->input[i]);
-                if (v < 0)
-                    ready = false;
-                else
-                    in[n_in++] = (size_t)v;
+                size_t p = prod[h] - 1;
+                if (pass == 0) {
+                    start[p + 1]++;
+                    deg[k]++;
+                    n_edges++;
+                } else {
+                    edges[queue[p]++] = k; /* queue: the fill position, for now */
+                }
             }
-            if (st || !ready)
-                continue;
-            if (nd->n_output < 1 || !nd->output[0] || !nd->output[0][0]) {
-                st = node_fail(r, nd, "output 0: missing");
-                break;
-            }
-            for (size_t i = 0; i < nd->n_output && !st; i++)
-                if (nd->output[i] && nd->output[i][0] && find_val(o, nd->output[i]) >= 0)
-                    st = node_fail(r, nd, "output %zu \"%.80s\": already defined (each value is "
-                                   "assigned once)", i, nd->output[i]);
-            if (nd->n_output > 1 && !st) {
-                const char *op = nd->op_type ? nd->op_type : "";
-                if (strcmp(op, "Dropout") && strcmp(op, "BatchNormalization"))
-                    st = node_fail(r, nd, "%zu outputs (1 expected)", nd->n_output);
-            }
-            const char *dom = nd->domain ? nd->domain : "";
-            if (!st && dom[0] && strcmp(dom, "ai.onnx") != 0)
-                st = rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator "
-                                "%.60s.%.60s is not supported (docs/models-from-elsewhere.md "
-                                "lists those that are)", file, nname(nd), dom,
-                                nd->op_type ? nd->op_type : "");
-            size_t outi = 0;
-            if (!st)
-                st = new_val(r, nd->output[0], &outi);
-            if (!st)
-                st = plan_node(r, nd, in, n_in, outi);
-            done[k] = true;
-            left--;
-            progress++;
         }
-        if (!st && progress == 0) {
-            /* nothing could run: an input nobody makes, or a cycle */
-            for (size_t k = 0; k < nn && !st; k++) {
-                if (done[k])
-                    continue;
-                const Onnx__NodeProto *nd = g->node[k];
-                for (size_t i = 0; i < nd->n_input && !st; i++) {
-                    const char *name = nd->input[i];
-                    if (!name || !name[0] || find_val(o, name) >= 0)
-                        continue;
-                    bool made = false;
-                    for (size_t j = 0; j < nn && !made; j++)
-                        for (size_t q = 0; q < g->node[j]->n_output && !made; q++)
-                            made = g->node[j]->output[q] && strcmp(g->node[j]->output[q], name) == 0;
-                    if (!made)
-                        st = node_fail(r, nd, "input %zu \"%.80s\": neither a graph input, an "
-                                       "initializer nor any node's output", i, name);
-                }
-            }
-            for (size_t k = 0; k < nn && !st; k++)
-                if (!done[k])
-                    st = node_fail(r, g->node[k], "on a cycle: its inputs depend on its own "
-                                   "output");
+        if (pass == 0 && !st) {
+            for (size_t k = 0; k < nn; k++)
+                start[k + 1] += start[k];
+            for (size_t k = 0; k < nn; k++)
+                queue[k] = start[k];
+            if (!(edges = malloc((n_edges ? n_edges : 1) * sizeof *edges)))
+                st = NOMEM(r->err);
         }
     }
-    free(done);
+#undef PROD_FIND
+    size_t head = 0, tail = 0;
+    for (size_t k = 0; k < nn && !st; k++)
+        if (deg[k] == 0)
+            queue[tail++] = k;
+    while (head < tail && !st) {
+        size_t k = queue[head++];
+        const Onnx__NodeProto *nd = g->node[k];
+        size_t in[RT_ONNX_MAX_INPUTS], n_in = 0, outi = 0;
+        for (size_t i = 0; i < nd->n_input; i++) {
+            if (!nd->input[i] || !nd->input[i][0])
+                continue;
+            long v = find_val(r, nd->input[i]);
+            if (v < 0) { /* cannot happen: its producer was placed */
+                st = node_fail(r, nd, "input %zu: not computed", i);
+                break;
+            }
+            in[n_in++] = (size_t)v;
+        }
+        if (!st && !(st = new_val(r, nd->output[0], &outi)))
+            st = plan_node(r, nd, in, n_in, outi);
+        for (size_t e = start[k]; e < start[k + 1] && !st; e++)
+            if (--deg[edges[e]] == 0)
+                queue[tail++] = edges[e];
+    }
+    if (!st && tail < nn) {
+        for (size_t k = 0; k < nn; k++)
+            if (deg[k] > 0) {
+                st = node_fail(r, g->node[k], "on a cycle: its inputs depend on its own output");
+                break;
+            }
+    }
+out:
+    free(prod);
+    free(deg);
+    free(start);
+    free(queue);
+    free(edges);
     return st;
 }
 
@@ -1027,7 +1104,7 @@ static rt_status read_outputs(reader *r, const Onnx__GraphProto *g)
         return NOMEM(r->err);
     for (size_t i = 0; i < g->n_output; i++) {
         const char *name = g->output[i]->name ? g->output[i]->name : "";
-        long v = find_val(o, name);
+        long v = find_val(r, name);
         if (v < 0)
             return rt_err_set(r->err, RT_ERR_FORMAT, "%s: graph.output \"%.80s\": no node "
                               "computes it", file, name);
@@ -1042,6 +1119,16 @@ static rt_status read_outputs(reader *r, const Onnx__GraphProto *g)
     }
     if (o->out_width == 0)
         return rt_err_set(r->err, RT_ERR_FORMAT, "%s: graph.output: no values", file);
+    size_t act = 0;
+    for (size_t v = 0; v < o->n_vals; v++) {
+        if (!o->vals[v].batch || o->vals[v].alias >= 0)
+            continue;
+        act += o->vals[v].row;
+        if (act > RT_ONNX_MAX_ACTIVATIONS)
+            return rt_err_set(r->err, RT_ERR_LIMIT, "%s: graph: the computed values hold more "
+                              "than %zu numbers per instance", file,
+                              (size_t)RT_ONNX_MAX_ACTIVATIONS);
+    }
     return RT_OK;
 }
 
@@ -1096,7 +1183,7 @@ rt_status rt_onnx_read(const char *file, const void *data, size_t len, rt_onnx *
             st = rt_err_set(err, RT_ERR_FORMAT, "%s: graph.initializer[%zu]: no name", file, i);
             break;
         }
-        if (find_val(o, t->name) >= 0) {
+        if (find_val(&r, t->name) >= 0) {
             st = rt_err_set(err, RT_ERR_FORMAT, "%s: graph.initializer \"%.80s\": defined twice",
                             file, t->name);
             break;
@@ -1111,6 +1198,7 @@ rt_status rt_onnx_read(const char *file, const void *data, size_t len, rt_onnx *
     if (!st)
         st = read_outputs(&r, g);
 out:
+    free(r.slots);
     if (st) {
         rt_onnx_free(o);
         return st;
