@@ -309,6 +309,22 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
         return rt_err_set(err, RT_ERR_FORMAT, "%s: the inputs' spec did not come out as expected",
                           FILE_M);
     }
+    /* who wrote it: "pytorch 1.13.0 (ONNX opset 13)" (predict-model show) */
+    Predictd__TrainingInfo *ti = def->training;
+    if (!ti && (ti = malloc(sizeof *ti)) != NULL) {
+        predictd__training_info__init(ti);
+        def->training = ti;
+    }
+    char prod[256];
+    const Onnx__ModelProto *mp = o->proto;
+    snprintf(prod, sizeof prod, "%.100s%s%.60s (ONNX opset %lld)",
+             mp->producer_name && mp->producer_name[0] ? mp->producer_name : "an ONNX exporter",
+             mp->producer_version && mp->producer_version[0] ? " " : "",
+             mp->producer_version ? mp->producer_version : "", (long long)o->opset);
+    if (!ti || !(ti->producer = strdup(prod))) {
+        rt_modeldef_free(def);
+        return NOMEM(err);
+    }
     /* the zeros rt_graph_build binds as the unused linear weights */
     size_t most = o->out_width;
     for (size_t i = 0; i < o->n_inputs; i++)
@@ -346,4 +362,14 @@ rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err)
                                   FILE_M, i, c);
     g->onnx = o;
     return RT_OK;
+}
+
+bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *width)
+{
+    const rt_onnx *o = g ? g->onnx : NULL;
+    if (steps)
+        *steps = o ? o->n_steps : 0;
+    if (width)
+        *width = o ? o->out_width : 0;
+    return o != NULL;
 }
