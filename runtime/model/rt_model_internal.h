@@ -373,6 +373,7 @@ typedef enum rt_onnx_op {
     RT_ONNX_SOFTMAX, RT_ONNX_LOGSOFTMAX,
     RT_ONNX_CONCAT,
     RT_ONNX_AFFINE,     /* BatchNormalization (inference): y = x s + t per channel */
+    RT_ONNX_SCALER,     /* ai.onnx.ml Scaler: y = (x - w[c]) * b[c] per column */
     RT_ONNX_ALIAS,      /* Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze, Cast */
 } rt_onnx_op;
 
@@ -409,6 +410,7 @@ typedef struct rt_onnx {
     float *zeros;                    /* the ModelDef's placeholder weights */
     size_t n_zeros;
     int64_t opset;
+    int64_t ml_opset;                /* ai.onnx.ml's version, or -1 */
 } rt_onnx;
 
 /* Reads model.onnx (data, len bytes) into a checked plan; refusals name

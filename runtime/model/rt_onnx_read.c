@@ -293,6 +293,35 @@ static rt_status attr_float(reader *r, const Onnx__NodeProto *nd, const char *na
     return RT_OK;
 }
 
+static rt_status attr_floats(reader *r, const Onnx__NodeProto *nd, const char *name,
+                             const float **v, size_t *n)
+{
+    const Onnx__AttributeProto *a = attr(nd, name);
+    *v = NULL;
+    *n = 0;
+    if (!a)
+        return RT_OK;
+    if (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS)
+        return node_fail(r, nd, "attribute %s: not a list of floats", name);
+    for (size_t k = 0; k < a->n_floats; k++)
+        if (!isfinite(a->floats[k]))
+            return node_fail(r, nd, "attribute %s: value %zu is not finite", name, k);
+    *v = a->floats;
+    *n = a->n_floats;
+    return RT_OK;
+}
+
+static rt_status attr_string_is(reader *r, const Onnx__NodeProto *nd, const char *name,
+                                const char *only)
+{
+    const Onnx__AttributeProto *a = attr(nd, name);
+    if (!a)
+        return RT_OK;
+    if (!a->has_s || a->s.len != strlen(only) || memcmp(a->s.data, only, a->s.len) != 0)
+        return node_fail(r, nd, "attribute %s: only \"%s\" is run", name, only);
+    return RT_OK;
+}
+
 /* Attributes the node may carry; any other is refused (it would change the answer). */
 static rt_status only_attrs(reader *r, const Onnx__NodeProto *nd, const char *const *ok)
 {
@@ -584,6 +613,14 @@ static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, siz
     char sb[96];
     int64_t dims[RT_ONNX_MAX_RANK];
     size_t first_step = o->n_steps;
+    bool ml = nd->domain && strcmp(nd->domain, "ai.onnx.ml") == 0;
+    if (ml && o->ml_opset < 1)
+        return node_fail(r, nd, "domain ai.onnx.ml: the model imports no ai.onnx.ml operator set "
+                         "of version 1 to 3 (opset_import)");
+    if (ml && strcmp(op, "Scaler") && strcmp(op, "LinearRegressor"))
+        return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator "
+                          "ai.onnx.ml.%.60s is not supported (docs/models-from-elsewhere.md "
+                          "lists those that are)", r->file, nname(nd), op);
 #define NEED_IN(lo, hi)                                                                      \
     do {                                                                                     \
         if (n_in + 1 < (size_t)(lo) + 1 || n_in > (size_t)(hi))                                                      \
@@ -885,6 +922,67 @@ static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, siz
             w = x->batch ? 1 : 0;
         }
         st = plan_alias(r, nd, in[0], out, w, dims);
+    } else if (ml && (!strcmp(op, "Scaler") || !strcmp(op, "LinearRegressor"))) {
+        NEED_IN(1, 1);
+        bool lin = op[0] == 'L';
+        static const char *const ok_s[] = {"offset", "scale", NULL},
+                                 *const ok_l[] = {"coefficients", "intercepts", "targets",
+                                                  "post_transform", NULL};
+        if ((st = only_attrs(r, nd, lin ? ok_l : ok_s)) || (st = want_batch(r, nd, 0, x)))
+            return st;
+        if (x->rank != 2)
+            return node_fail(r, nd, "input 0 \"%.80s\": shape %s: a [N, C] input is needed",
+                             x->name, shape_str(x, sb, sizeof sb));
+        size_t c = (size_t)x->dims[1];
+        rt_onnx_step *s;
+        if (!lin) {
+            const float *off, *sc;
+            size_t n_off, n_sc;
+            if ((st = attr_floats(r, nd, "offset", &off, &n_off)) ||
+                (st = attr_floats(r, nd, "scale", &sc, &n_sc)))
+                return st;
+            if ((n_off != 1 && n_off != c) || (n_sc != 1 && n_sc != c))
+                return node_fail(r, nd, "attributes offset and scale: %zu and %zu values for %zu "
+                                 "columns (1 or %zu each)", n_off, n_sc, c, c);
+            if ((st = set_batch_shape(r, nd, out, 2, x->dims)) || (st = add_step(r, &s)))
+                return st;
+            s->op = RT_ONNX_SCALER;
+            if (!(s->w = malloc(c * sizeof(float))) || !(s->b = malloc(c * sizeof(float))))
+                return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+            for (size_t j = 0; j < c; j++) {
+                s->w[j] = off[n_off == 1 ? 0 : j];
+                s->b[j] = sc[n_sc == 1 ? 0 : j];
+            }
+        } else {
+            const float *co, *ic;
+            size_t n_co, n_ic;
+            int64_t targets;
+            if ((st = attr_floats(r, nd, "coefficients", &co, &n_co)) ||
+                (st = attr_floats(r, nd, "intercepts", &ic, &n_ic)) ||
+                (st = attr_int(r, nd, "targets", 1, &targets)) ||
+                (st = attr_string_is(r, nd, "post_transform", "NONE")))
+                return st;
+            if (targets < 1 || (size_t)targets > RT_ONNX_MAX_ROW / (c ? c : 1) ||
+                n_co != (size_t)targets * c || (n_ic != 0 && n_ic != (size_t)targets))
+                return node_fail(r, nd, "attributes coefficients and intercepts: %zu and %zu "
+                                 "values for %" PRId64 " targets of %zu columns", n_co, n_ic,
+                                 targets, c);
+            size_t m = (size_t)targets;
+            int64_t dims2[2] = {0, targets};
+            if ((st = set_batch_shape(r, nd, out, 2, dims2)) || (st = add_step(r, &s)))
+                return st;
+            s->op = RT_ONNX_DENSE;
+            s->k = c;
+            s->m = m;
+            if (!(s->w = malloc((c * m != 0 ? c * m : 1) * sizeof(float))) ||
+                !(s->b = calloc(m, sizeof(float))))
+                return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+            for (size_t t = 0; t < m; t++) { /* coefficients are [targets x C]: W = its transpose */
+                for (size_t j = 0; j < c; j++)
+                    s->w[j * m + t] = co[t * c + j];
+                s->b[t] = n_ic ? ic[t] : 0.0f;
+            }
+        }
     } else {
         return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator %.60s%s%.60s "
                           "is not supported (docs/models-from-elsewhere.md lists those that are)",
@@ -975,7 +1073,7 @@ static rt_status check_node(reader *r, const Onnx__NodeProto *nd)
     if (nd->n_output > 1 && strcmp(op, "Dropout") && strcmp(op, "BatchNormalization"))
         return node_fail(r, nd, "%zu outputs (1 expected)", nd->n_output);
     const char *dom = nd->domain ? nd->domain : "";
-    if (dom[0] && strcmp(dom, "ai.onnx") != 0)
+    if (dom[0] && strcmp(dom, "ai.onnx") != 0 && strcmp(dom, "ai.onnx.ml") != 0)
         return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator "
                           "%.60s.%.60s is not supported (docs/models-from-elsewhere.md lists "
                           "those that are)", r->file, nname(nd), dom, op);
@@ -1151,10 +1249,14 @@ rt_status rt_onnx_read(const char *file, const void *data, size_t len, rt_onnx *
         goto out;
     }
     o->opset = -1;
+    o->ml_opset = -1;
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const char *d = mp->opset_import[i]->domain ? mp->opset_import[i]->domain : "";
+        int64_t ver = mp->opset_import[i]->version;
         if (!d[0] || strcmp(d, "ai.onnx") == 0)
-            o->opset = mp->opset_import[i]->version;
+            o->opset = ver;
+        else if (strcmp(d, "ai.onnx.ml") == 0 && ver >= 1 && ver <= 3)
+            o->ml_opset = ver;
     }
     if (o->opset < 9 || o->opset > 17) {
         st = rt_err_set(err, RT_ERR_UNSUPPORTED, "%s: opset_import: the default operator set's "

@@ -125,6 +125,11 @@ static void run_step(const rt_onnx_step *s, size_t n, const rt_onnx_val *vals, f
                     y[e] = x[e] * s->w[c] + s->b[c];
                 }
         break;
+    case RT_ONNX_SCALER:
+        for (size_t i = 0; i < n; i++)
+            for (size_t c = 0; c < row; c++)
+                y[i * row + c] = (x[i * row + c] - s->w[c]) * s->b[c];
+        break;
     case RT_ONNX_ALIAS:
         break;
     }
