@@ -438,8 +438,9 @@ bool rt_graph_absent_is_missing(const rt_graph *g);
 
 /* True when g runs an ONNX network (model.onnx, docs/models-from-elsewhere.md)
  * in place of the linear part its ModelDef describes; *steps (may be NULL)
- * the operators it runs, *width the values per instance it answers. */
-bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *width);
+ * the operators it runs, *classes (may be NULL) the classes of a network
+ * served as a classifier (its one output a softmax), else 0. */
+bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *classes);
 
 #ifdef __cplusplus
 }

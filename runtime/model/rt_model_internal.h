@@ -411,6 +411,11 @@ typedef struct rt_onnx {
     size_t n_zeros;
     int64_t opset;
     int64_t ml_opset;                /* ai.onnx.ml's version, or -1 */
+    /* a classifier: the graph's one output is a softmax over the last axis of
+     * [N, C], C >= 2; served by a classifier head whose logits are the
+     * softmax's input (C >= 3) or, binary, z1 - z0; NO_VALUE otherwise */
+    size_t classifier_logits;        /* value index of the softmax's input */
+    size_t n_classes;                /* C, or 0 */
 } rt_onnx;
 
 /* Reads model.onnx (data, len bytes) into a checked plan; refusals name

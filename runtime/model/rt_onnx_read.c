@@ -1217,6 +1217,15 @@ static rt_status read_outputs(reader *r, const Onnx__GraphProto *g)
     }
     if (o->out_width == 0)
         return rt_err_set(r->err, RT_ERR_FORMAT, "%s: graph.output: no values", file);
+    const rt_onnx_val *ov = &o->vals[o->outputs[0]];
+    if (o->n_outputs == 1 && ov->rank == 2 && ov->alias < 0 && ov->producer >= 0 &&
+        ov->row >= 2) {
+        const rt_onnx_step *s = &o->steps[ov->producer];
+        if (s->op == RT_ONNX_SOFTMAX && s->outer == 1 && s->inner == 1) {
+            o->n_classes = ov->row;
+            o->classifier_logits = s->in[0];
+        }
+    }
     size_t act = 0;
     for (size_t v = 0; v < o->n_vals; v++) {
         if (!o->vals[v].batch || o->vals[v].alias >= 0)

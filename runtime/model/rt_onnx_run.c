@@ -186,7 +186,16 @@ rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *
     }
     for (size_t k = 0; k < o->n_steps && !st; k++)
         run_step(&o->steps[k], n, o->vals, ptr);
-    if (!st) {
+    if (!st && o->n_classes) { /* a classifier's logits: the softmax's input */
+        const float *z = ptr[o->classifier_logits];
+        size_t c = o->n_classes;
+        for (size_t r = 0; r < n; r++) {
+            if (c == 2)
+                logits[r] = z[r * 2 + 1] - z[r * 2];
+            else
+                memcpy(logits + r * c, z + r * c, c * sizeof(float));
+        }
+    } else if (!st) {
         size_t off = 0;
         for (size_t q = 0; q < o->n_outputs; q++) {
             const rt_onnx_val *val = &o->vals[o->outputs[q]];
@@ -226,7 +235,7 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
 {
     *out = NULL;
     cJSON *serving = NULL, *spec = cJSON_CreateObject();
-    const cJSON *inputs = NULL;
+    const cJSON *inputs = NULL, *classes = NULL;
     rt_status st = RT_OK;
     if (!spec)
         return NOMEM(err);
@@ -234,10 +243,18 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
         st = rt_xgb_json_parse(FILE_S, serving_json, serving_len, &serving, err);
         if (!st)
             st = rt_xgb_json_member(FILE_S, serving, "", "inputs", cJSON_Object, false, &inputs, err);
+        if (!st)
+            st = rt_xgb_json_member(FILE_S, serving, "", "classes", cJSON_Array, false, &classes,
+                                    err);
         for (const cJSON *k = serving ? serving->child : NULL; k && !st; k = k->next)
-            if (strcmp(k->string, "inputs") != 0)
+            if (strcmp(k->string, "inputs") != 0 && strcmp(k->string, "classes") != 0)
                 st = rt_err_set(err, RT_ERR_INVALID, "%s: %s: unknown key (an ONNX model's "
-                                "serving.json has \"inputs\")", FILE_S, k->string);
+                                "serving.json has \"inputs\" and \"classes\")", FILE_S,
+                                k->string);
+        if (!st && classes && (!o->n_classes || (size_t)cJSON_GetArraySize(classes) != o->n_classes))
+            st = rt_err_set(err, RT_ERR_INVALID, "%s: classes: %d names, the network has %zu "
+                            "classes%s", FILE_S, cJSON_GetArraySize(classes), o->n_classes,
+                            o->n_classes ? "" : " (its one output is not a softmax)");
     }
     cJSON *cols = cJSON_AddArrayToObject(spec, "columns"),
           *fcs = cJSON_AddArrayToObject(spec, "feature_columns"),
@@ -290,7 +307,7 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
                 o->fcols[i][o->n_fcols[i]++] = ncols++;
         }
     }
-    for (size_t j = 0; j < o->out_width && !st; j++) {
+    for (size_t j = 0; j < (o->n_classes ? 1 : o->out_width) && !st; j++) {
         char lab[48];
         snprintf(lab, sizeof lab, "onnx_label_%zu", j);
         cJSON *lc = cJSON_CreateObject();
@@ -299,8 +316,19 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
             !cJSON_AddItemToArray(lcols, cJSON_CreateString(lab)))
             st = NOMEM(err);
     }
-    if (!st && (!cJSON_AddStringToObject(est, "type", "LinearRegressor") ||
-                !cJSON_AddNumberToObject(est, "label_dimension", (double)o->out_width)))
+    if (!st && o->n_classes) { /* one label column: "column", as a classifier's spec has it */
+        cJSON_DeleteItemFromObject(label, "columns");
+        if (!cJSON_AddStringToObject(label, "column", "onnx_label_0"))
+            st = NOMEM(err);
+    }
+    if (!st && o->n_classes) {
+        cJSON *v = classes ? cJSON_Duplicate(classes, 1) : NULL;
+        if (!cJSON_AddStringToObject(est, "type", "LinearClassifier") ||
+            !cJSON_AddNumberToObject(est, "n_classes", (double)o->n_classes) ||
+            (classes && (!v || !cJSON_AddItemToObject(label, "vocabulary", v))))
+            st = NOMEM(err);
+    } else if (!st && (!cJSON_AddStringToObject(est, "type", "LinearRegressor") ||
+                       !cJSON_AddNumberToObject(est, "label_dimension", (double)o->out_width)))
         st = NOMEM(err);
     Predictd__ModelDef *def = NULL;
     if (!st && (st = rt_spec_to_modeldef(spec, NULL, &def, err)) != RT_OK)
@@ -357,7 +385,8 @@ const float *rt_onnx_lookup(void *ctx, const char *name, uint64_t count, rt_err 
 
 rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err)
 {
-    if (g->n_fcols < 1 || g->logits_dim != o->out_width)
+    size_t ld = o->n_classes == 2 ? 1 : o->n_classes ? o->n_classes : o->out_width;
+    if (g->n_fcols < 1 || g->logits_dim != ld)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: the graph does not match the network", FILE_M);
     for (size_t i = 0; i < o->n_inputs; i++)
         for (size_t c = 0; c < o->n_fcols[i]; c++)
@@ -369,12 +398,12 @@ rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err)
     return RT_OK;
 }
 
-bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *width)
+bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *classes)
 {
     const rt_onnx *o = g ? g->onnx : NULL;
     if (steps)
         *steps = o ? o->n_steps : 0;
-    if (width)
-        *width = o ? o->out_width : 0;
+    if (classes)
+        *classes = o ? o->n_classes : 0;
     return o != NULL;
 }

@@ -208,6 +208,8 @@ static void predict(const rt_model *m, const char *body, float *out, size_t rows
     assert_int_equal(cJSON_GetArraySize(preds), (int)rows);
     for (size_t i = 0; i < rows; i++) {
         const cJSON *p = cJSON_GetArrayItem(preds, (int)i);
+        if (cJSON_IsObject(p)) /* a classifier: its probabilities */
+            p = cJSON_GetObjectItem(p, "probabilities");
         if (cJSON_IsNumber(p)) {
             assert_int_equal(width, 1);
             out[i] = (float)p->valuedouble;
@@ -248,7 +250,9 @@ static float relu(float v)
     return v < 0 ? 0 : v;
 }
 
-/* y = softmax(relu(x W + b) * 2 - [1, 0]), nodes listed out of order */
+/* y = softmax(relu(x W + b) * 2 - [1, 0]), nodes listed out of order: a
+ * binary classifier (its one output a softmax) whose probabilities are
+ * [sigmoid(z0 - z1), sigmoid(z1 - z0)] */
 static void test_gemm_relu_softmax(void **state)
 {
     fixture *fx = *state;
@@ -285,6 +289,7 @@ static void test_gemm_relu_softmax(void **state)
         float s = expf(z[0] - mx) + expf(z[1] - mx);
         for (int j = 0; j < 2; j++)
             assert_float_equal(got[i * 2 + j], expf(z[j] - mx) / s, 1e-6);
+        assert_true(rt_graph_head(rt_model_graph(m)) == PREDICTD__HEAD_TYPE__HEAD_BINARY);
     }
     /* the second row alone: the same bits */
     predict(m, "{\"instances\": [{\"x\": [-1, 0.5, 4]}]}", alone, 1, 2);
