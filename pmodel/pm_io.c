@@ -24,8 +24,9 @@ rt_status pm_resolve_export(const char *dir, char **path, rt_err *err)
     int direct = stat(b.data, &sb) == 0;
     rt_buf_free(&b);
     /* a TensorFlow SavedModel's version directory: rt_model_open says what it
-     * is; an XGBoost model's: rt_model_open serves it */
-    static const char *const other[] = {"saved_model.pb", "model.json", "model.ubj", "model.bst"};
+     * is; an XGBoost or ONNX model's: rt_model_open serves it */
+    static const char *const other[] = {"saved_model.pb", "model.json", "model.ubj", "model.bst",
+                                        "model.onnx"};
     for (size_t i = 0; !direct && i < sizeof other / sizeof other[0]; i++) {
         rt_buf_init(&b);
         if (rt_buf_printf(&b, "%s/%s", dir, other[i]) == 0)

@@ -140,7 +140,14 @@ static int show_summary(const rt_model *m, const char *path)
     const char *slash = strrchr(path, '/');
     const char *version = slash && slash[1] ? slash + 1 : path;
     printf("Model: %s, version %s (%s)\n", def->model_name, version, path);
-    printf("Estimator: %s\n", gd->estimator);
+    size_t onnx_nodes = 0, onnx_classes = 0;
+    bool onnx = rt_graph_onnx(g, &onnx_nodes, &onnx_classes);
+    if (onnx)
+        printf("Estimator: an ONNX network (model.onnx: %zu operators run%s)\n", onnx_nodes,
+               onnx_classes ? "; a classifier: its softmax's input as the logits"
+                            : "; its outputs side by side as predictions");
+    else
+        printf("Estimator: %s\n", gd->estimator);
     print_head(g, head);
     printf("\nServing input function: %s\n",
            def->receiver <= 2 ? RECEIVERS[def->receiver] : "unknown");
@@ -156,7 +163,7 @@ static int show_summary(const rt_model *m, const char *path)
         printf("\n");
     }
     printf("Feature columns: %zu", rt_graph_num_columns(g));
-    if (gd->n_linear_columns || gd->n_dnn_columns)
+    if ((gd->n_linear_columns || gd->n_dnn_columns) && !onnx)
         printf(" (linear part %zu, dnn part %zu)", gd->n_linear_columns, gd->n_dnn_columns);
     printf("\n");
     if (rt_graph_num_layers(g)) {

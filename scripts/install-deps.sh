@@ -14,10 +14,12 @@ libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev libgnutls28-
 # Tests (cmocka, test peers, mpirun, man -l; chromium renders predict-model evaluate's
 # HTML report headless in test_evaluate; python3-scipy checks test_data_validation's distances
 # against scipy's jensenshannon; python3-xgboost and python3-pandas train the XGBoost models
-# test_daemon_xgboost serves), make CC=clang / make fuzz, make bench, make demo.
+# test_daemon_xgboost serves; python3-torch and python3-onnx train and export the MLP
+# test_daemon_onnx serves, python3-sklearn its ai.onnx.ml models), make CC=clang / make fuzz,
+# make bench, make demo.
 OTHER_PACKAGES="clang libclang-rt-14-dev libcmocka-dev curl python3 systemd wrk nginx-light \
 haproxy valgrind openmpi-bin man-db groff-base chromium openssl python3-scipy python3-xgboost \
-python3-pandas"
+python3-pandas python3-torch python3-onnx python3-sklearn"
 PACKAGES="$BUILD_PACKAGES $OTHER_PACKAGES"
 [ "${2:-all}" = build ] && PACKAGES=$BUILD_PACKAGES
 

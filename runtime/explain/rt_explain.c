@@ -236,7 +236,7 @@ out:
 /* A model whose explained output is a sum of one function per raw input. */
 static bool additive(const rt_graph *g, rt_xai_output space)
 {
-    if (g->trees || g->n_layers > 0 || g->n_nodes > 0) /* a custom graph: any function */
+    if (g->trees || g->n_layers > 0 || g->n_nodes > 0 || g->onnx) /* a custom graph or an ONNX network: any function */
         return false;
     if (space == RT_XAI_OUT_PROBABILITIES)
         return false;
@@ -452,6 +452,10 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
                           "integratedGradientsAttribution: not implemented for a custom model "
                           "graph yet (use exactShapleyAttribution or "
                           "sampledShapleyAttribution)");
+    if (method == RT_XAI_IG && g->onnx)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED,
+                          "integratedGradientsAttribution: not computed for an ONNX model yet "
+                          "(use exactShapleyAttribution or sampledShapleyAttribution)");
     if (method == RT_XAI_SAMPLED && (p->path_count < 1 || p->path_count > 50))
         return rt_err_set(err, RT_ERR_INVALID,
                           "sampledShapleyAttribution.pathCount: %d is out of range [1, 50]",

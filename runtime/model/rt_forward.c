@@ -357,6 +357,13 @@ const float *rt_workspace_node(const rt_workspace *ws, size_t k, const float **p
     return ws->mats[2 * k].data;
 }
 
+float *rt_workspace_scratch(rt_workspace *ws, size_t k, size_t n, size_t width)
+{
+    if (ws_reserve_mats(ws, k + 1) != RT_OK || ws_mat_size(ws, k, n, width) != RT_OK)
+        return NULL;
+    return ws->mats[k].data;
+}
+
 rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
                      rt_err *err)
 {
@@ -376,6 +383,8 @@ rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, 
     if (n == 0)
         return RT_OK;
     memset(logits, 0, n * ld * sizeof(float));
+    if (g->onnx) /* an ONNX network in place of the linear part (rt_onnx_run.c) */
+        return rt_onnx_forward(g->onnx, f, ws, logits, err);
     if (g->trees) {
         /* Trees replace the linear and DNN parts; matrix 0 is their scratch. */
         size_t w = rt_trees_gather_width(g->trees);

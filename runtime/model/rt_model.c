@@ -45,6 +45,7 @@ struct rt_model {
     size_t n_refs;
     rt_graph *graph;
     rt_stats *stats;     /* statistics.json, or NULL */
+    rt_onnx *onnx;       /* model.onnx's network, or NULL */
 };
 
 static uint32_t le32(const uint8_t *p)
@@ -396,6 +397,7 @@ void rt_model_close(rt_model *m)
         return;
     rt_graph_free(m->graph);
     rt_stats_free(m->stats);
+    rt_onnx_free(m->onnx);
     free(m->refs);
     free(m->copy);
     if (m->def)
@@ -522,13 +524,42 @@ static void saved_model_note(int dfd, const char *dir, rt_err *err)
 static bool other_format(int dfd)
 {
     return faccessat(dfd, "model.json", F_OK, 0) == 0 ||
-           faccessat(dfd, "model.ubj", F_OK, 0) == 0 || faccessat(dfd, "model.bst", F_OK, 0) == 0;
+           faccessat(dfd, "model.ubj", F_OK, 0) == 0 || faccessat(dfd, "model.bst", F_OK, 0) == 0 ||
+           faccessat(dfd, "model.onnx", F_OK, 0) == 0;
+}
+
+/* An ONNX model (model.onnx, and serving.json when present): the network
+ * (rt_onnx_read) and the ModelDef of its inputs and outputs
+ * (rt_onnx_to_modeldef); rt_forward runs the network. */
+static rt_status open_onnx(rt_model *m, int dfd, rt_err *err)
+{
+    char *data = NULL, *serving = NULL;
+    size_t len = 0, slen = 0;
+    rt_status st = rt_read_file(dfd, "model.onnx", RT_ONNX_MAX_BYTES, 0, &data, &len, err);
+    if (!st && faccessat(dfd, "serving.json", F_OK, 0) == 0)
+        st = rt_read_file(dfd, "serving.json", (size_t)64 << 20, 0, &serving, &slen, err);
+    if (!st)
+        st = rt_onnx_read("model.onnx", data, len, &m->onnx, err);
+    if (!st)
+        st = rt_onnx_to_modeldef(m->onnx, serving, slen, &m->def, err);
+    free(data);
+    free(serving);
+    if (!st)
+        st = rt_modeldef_add_regression_signature(m->def, err);
+    if (!st && (st = rt_graph_build(m->def, rt_onnx_lookup, m->onnx, NULL, &m->graph, err)) != RT_OK)
+        rt_err_prefix(err, "model.onnx");
+    if (!st)
+        st = rt_onnx_bind(m->onnx, m->graph, err);
+    return st;
 }
 
 /* XGBoost's model.json, else model.ubj (and serving.json when present) as m's ModelDef and
  * graph (rt_xgb_to_modeldef): no variables, no statistics. */
 static rt_status open_xgb(rt_model *m, int dfd, rt_err *err)
 {
+    if (faccessat(dfd, "model.json", F_OK, 0) != 0 && faccessat(dfd, "model.ubj", F_OK, 0) != 0 &&
+        faccessat(dfd, "model.onnx", F_OK, 0) == 0)
+        return open_onnx(m, dfd, err);
     const char *file = faccessat(dfd, "model.json", F_OK, 0) == 0  ? "model.json"
                        : faccessat(dfd, "model.ubj", F_OK, 0) == 0 ? "model.ubj"
                                                                     : NULL;

@@ -496,6 +496,14 @@ void rt_graph_set_xgb(rt_graph *g, rt_xgb_link link);
 rt_xgb_link rt_graph_link(const rt_graph *g);
 bool rt_graph_absent_is_missing(const rt_graph *g);
 
+/* ---------------------------------------- ONNX models (rt_onnx_*.c) */
+
+/* True when g runs an ONNX network (model.onnx, docs/models-from-elsewhere.md)
+ * in place of the linear part its ModelDef describes; *steps (may be NULL)
+ * the operators it runs, *classes (may be NULL) the classes of a network
+ * served as a classifier (its one output a softmax), else 0. */
+bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *classes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,7 @@
 
 #include "rt_model.h"
 #include "rt_core_internal.h"
+#include "rt_model_limits.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -133,6 +134,10 @@ struct rt_graph {
     /* an XGBoost model's (rt_graph_set_xgb) */
     int xgb_link;            /* rt_xgb_link of the regression head */
     bool absent_missing;     /* an absent or null input is a missing value */
+
+    /* an ONNX model's network (rt_graph_set_onnx): rt_forward runs it in
+     * place of the linear part the ModelDef describes; owned by the model */
+    const struct rt_onnx *onnx;
 };
 
 /* g's serial number: never the same for two graphs of one process, even
@@ -364,5 +369,97 @@ RT_WUR rt_status rt_xgb_json_strfloat(const char *file, const struct cJSON *obj,
 RT_WUR rt_status rt_xgb_json_numbers(const char *file, const struct cJSON *obj, const char *path,
                           const char *key, bool required, size_t n, double *out, size_t *got,
                           rt_err *err);
+
+/* ------------------------------------------ ONNX models (rt_onnx_*.c) */
+
+/* Scratch matrix k of ws (n x width floats, kept for the next call), for a
+ * forward pass that is not the DNN's (rt_onnx_run.c). NULL: out of memory. */
+float *rt_workspace_scratch(rt_workspace *ws, size_t k, size_t n, size_t width);
+
+#define RT_ONNX_MAX_RANK 8
+
+/* A value of an ONNX graph: a constant (initializer, Constant node), or a
+ * batch value whose leading dimension is the batch (dims[0] unused). */
+typedef struct rt_onnx_val {
+    const char *name;                /* points into the ModelProto */
+    uint32_t rank;
+    int64_t dims[RT_ONNX_MAX_RANK];
+    bool batch;
+    size_t row;                      /* elements per instance (batch) or in all (constant) */
+    float *cdata;                    /* a float constant's values (owned), else NULL */
+    int64_t *idata;                  /* an integer constant's values (owned), else NULL */
+    long alias;                      /* a batch value that is another's bytes, or -1 */
+    long producer;                   /* the step that computes it, or -1 */
+} rt_onnx_val;
+
+typedef enum rt_onnx_op {
+    RT_ONNX_DENSE,      /* Gemm, MatMul: rt_dense_rows */
+    RT_ONNX_BINARY,     /* Add, Sub, Mul, Div with broadcasting */
+    RT_ONNX_RELU, RT_ONNX_LEAKY, RT_ONNX_SIGMOID, RT_ONNX_TANH,
+    RT_ONNX_SOFTMAX, RT_ONNX_LOGSOFTMAX,
+    RT_ONNX_CONCAT,
+    RT_ONNX_AFFINE,     /* BatchNormalization (inference): y = x s + t per channel */
+    RT_ONNX_SCALER,     /* ai.onnx.ml Scaler: y = (x - w[c]) * b[c] per column */
+    RT_ONNX_ALIAS,      /* Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze, Cast */
+} rt_onnx_op;
+
+/* One step of the plan, in an order where every input is computed first. */
+typedef struct rt_onnx_step {
+    rt_onnx_op op;
+    int sub;                         /* BINARY: '+', '-', '*', '/' */
+    size_t n_in;
+    size_t in[RT_ONNX_MAX_INPUTS];   /* value indexes */
+    size_t out;
+    float alpha;                     /* LeakyRelu */
+    size_t k, m;                     /* DENSE: x is k wide, y m wide */
+    float *w, *b;                    /* DENSE: [k x m], [m]; AFFINE: s, t [channels] (owned) */
+    uint32_t *map[2];                /* BINARY: per output element of a row, the input's offset */
+    size_t outer, axis, inner;       /* SOFTMAX: per row outer x axis x inner; AFFINE: channels x inner */
+} rt_onnx_step;
+
+/* A loaded and checked ONNX graph, ready to run for any batch. */
+typedef struct rt_onnx {
+    struct Onnx__ModelProto *proto; /* names point into it */
+    size_t n_vals;
+    rt_onnx_val *vals;
+    size_t n_steps;
+    rt_onnx_step *steps;
+    size_t n_inputs;                 /* graph inputs (not initializers) */
+    size_t *inputs;                  /* value indexes */
+    size_t n_outputs;
+    size_t *outputs;                 /* value indexes */
+    size_t out_width;                /* the outputs' widths summed: the logits */
+    /* where each input comes from: fcols[i] lists the feature columns whose values,
+       in order, make up input i's row (n_fcols[i] of them; set by rt_onnx_bind) */
+    size_t *n_fcols;
+    size_t **fcols;
+    float *zeros;                    /* the ModelDef's placeholder weights */
+    size_t n_zeros;
+    int64_t opset;
+    int64_t ml_opset;                /* ai.onnx.ml's version, or -1 */
+    /* a classifier: the graph's one output is a softmax over the last axis of
+     * [N, C], C >= 2; served by a classifier head whose logits are the
+     * softmax's input (C >= 3) or, binary, z1 - z0; NO_VALUE otherwise */
+    size_t classifier_logits;        /* value index of the softmax's input */
+    size_t n_classes;                /* C, or 0 */
+} rt_onnx;
+
+/* Reads model.onnx (data, len bytes) into a checked plan; refusals name
+ * file, node and field. */
+RT_WUR rt_status rt_onnx_read(const char *file, const void *data, size_t len, rt_onnx **out,
+                              rt_err *err);
+void rt_onnx_free(rt_onnx *o);
+/* The ModelDef serving o: one float input per graph input (a list of its
+ * k numbers), or the named features serving.json's "inputs" gives it; a
+ * regressor whose predictions are the graph's outputs side by side. */
+RT_WUR rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t serving_len,
+                                     Predictd__ModelDef **out, rt_err *err);
+/* The placeholder weights rt_graph_build asks for (zeros: unused). */
+const float *rt_onnx_lookup(void *ctx, const char *name, uint64_t count, rt_err *err);
+/* Binds o to the graph built from its ModelDef (the columns of each input). */
+RT_WUR rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err);
+/* logits (f->n x o->out_width) = the graph's outputs for the features f. */
+RT_WUR rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *ws,
+                                 float *logits, rt_err *err);
 
 #endif /* PREDICTD_RT_MODEL_INTERNAL_H */

@@ -36,5 +36,16 @@
 #define RT_SPEC_MAX_NODE_INPUTS 64
 /* heads of a custom model graph */
 #define RT_SPEC_MAX_HEADS 16
+/* model.onnx: its size, nodes, values, a tensor's elements, a row's elements,
+ * all constants' elements, a node's inputs */
+#define RT_ONNX_MAX_BYTES ((size_t)1 << 30)
+#define RT_ONNX_MAX_NODES 100000u
+#define RT_ONNX_MAX_ELEMS ((size_t)1 << 28)
+#define RT_ONNX_MAX_ROW ((size_t)1 << 22)
+#define RT_ONNX_MAX_CONST ((size_t)1 << 29)
+#define RT_ONNX_MAX_INPUTS 64u
+/* model.onnx: the values one instance's forward pass keeps, summed over the
+ * computed values (each has its own buffer: 1 MiB per instance) */
+#define RT_ONNX_MAX_ACTIVATIONS ((size_t)1 << 18)
 
 #endif /* PREDICTD_RT_MODEL_LIMITS_H */

@@ -112,6 +112,7 @@ static uint64_t dir_signature(const char *dir)
     sig_add(&h, dir, "variables.bin");
     sig_add(&h, dir, "model.json");   /* an XGBoost model (rt_model_open) */
     sig_add(&h, dir, "model.ubj");
+    sig_add(&h, dir, "model.onnx");   /* an ONNX model */
     sig_add(&h, dir, "serving.json");
     sig_add(&h, dir, "assets");
     sig_add(&h, dir, WARMUP_FILE);

@@ -1,0 +1,409 @@
+/*
+ * rt_onnx_run.c — runs an ONNX model's plan (rt_onnx_read.c) for a batch,
+ * and describes the model to the rest of predictd as a ModelDef.
+ *
+ * Batch invariance: every step computes each instance's row from that row
+ * alone: Gemm and MatMul with rt_dense_rows (each output summed in a fixed
+ * order, no fused multiply-add: rt_dense.c), the element-wise operators and
+ * softmax row by row, so an instance's outputs have the same bits alone or
+ * in any batch.
+ *
+ * The ModelDef: one float raw column per graph input (the instance gives
+ * its k numbers as a list) or, when serving.json maps the input to
+ * features ({"inputs": {"x": ["age", ...]}}), one per named feature; numeric
+ * feature columns over them; a LinearRegressor head with label_dimension
+ * the outputs' widths summed, whose weights are zeros nobody reads:
+ * rt_forward runs the ONNX graph in place of the linear part (its logits are
+ * the outputs, predictions the same).
+ */
+#include "rt_model.h"
+#include "rt_model_internal.h"
+#include "onnx.pb-c.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+/* ------------------------------------------------------- kernels */
+
+static void run_step(const rt_onnx_step *s, size_t n, const rt_onnx_val *vals, float *const *ptr)
+{
+    const rt_onnx_val *ov = &vals[s->out];
+    float *y = ptr[s->out];
+    size_t row = ov->row;
+    const float *x = ptr[s->in[0]];
+    switch (s->op) {
+    case RT_ONNX_DENSE:
+        rt_dense_rows(x, n, s->k, s->w, s->b, s->m, y);
+        break;
+    case RT_ONNX_BINARY: {
+        const rt_onnx_val *va = &vals[s->in[0]], *vb = &vals[s->in[1]];
+        const float *a = ptr[s->in[0]], *b = ptr[s->in[1]];
+        for (size_t i = 0; i < n; i++) {
+            const float *ar = va->batch ? a + i * va->row : a;
+            const float *br = vb->batch ? b + i * vb->row : b;
+            float *yr = y + i * row;
+            const uint32_t *ma = s->map[0], *mb = s->map[1];
+            switch (s->sub) {
+            case '+':
+                for (size_t e = 0; e < row; e++)
+                    yr[e] = ar[ma[e]] + br[mb[e]];
+                break;
+            case '-':
+                for (size_t e = 0; e < row; e++)
+                    yr[e] = ar[ma[e]] - br[mb[e]];
+                break;
+            case '*':
+                for (size_t e = 0; e < row; e++)
+                    yr[e] = ar[ma[e]] * br[mb[e]];
+                break;
+            default:
+                for (size_t e = 0; e < row; e++)
+                    yr[e] = ar[ma[e]] / br[mb[e]];
+                break;
+            }
+        }
+        break;
+    }
+    case RT_ONNX_RELU:
+        for (size_t e = 0; e < n * row; e++) /* NaN stays NaN, as torch.relu */
+            y[e] = x[e] < 0.0f ? 0.0f : x[e];
+        break;
+    case RT_ONNX_LEAKY:
+        for (size_t e = 0; e < n * row; e++)
+            y[e] = x[e] < 0.0f ? x[e] * s->alpha : x[e];
+        break;
+    case RT_ONNX_SIGMOID:
+    case RT_ONNX_TANH:
+        memcpy(y, x, n * row * sizeof(float));
+        rt_activate(s->op == RT_ONNX_SIGMOID ? PREDICTD__ACTIVATION__ACT_SIGMOID
+                                             : PREDICTD__ACTIVATION__ACT_TANH,
+                    y, n * row);
+        break;
+    case RT_ONNX_SOFTMAX:
+    case RT_ONNX_LOGSOFTMAX:
+        for (size_t i = 0; i < n; i++)
+            for (size_t p = 0; p < s->outer; p++)
+                for (size_t q = 0; q < s->inner; q++) {
+                    size_t base = i * row + p * s->axis * s->inner + q, st = s->inner;
+                    float mx = -INFINITY;
+                    for (size_t a = 0; a < s->axis; a++)
+                        mx = x[base + a * st] > mx ? x[base + a * st] : mx;
+                    float sum = 0.0f;
+                    for (size_t a = 0; a < s->axis; a++)
+                        sum += expf(x[base + a * st] - mx);
+                    if (s->op == RT_ONNX_SOFTMAX) {
+                        for (size_t a = 0; a < s->axis; a++)
+                            y[base + a * st] = expf(x[base + a * st] - mx) / sum;
+                    } else {
+                        float ls = logf(sum);
+                        for (size_t a = 0; a < s->axis; a++)
+                            y[base + a * st] = x[base + a * st] - mx - ls;
+                    }
+                }
+        break;
+    case RT_ONNX_CONCAT:
+        for (size_t i = 0; i < n; i++) {
+            float *yr = y + i * row;
+            for (size_t p = 0; p < s->outer; p++)
+                for (size_t k = 0; k < s->n_in; k++) {
+                    const rt_onnx_val *v = &vals[s->in[k]];
+                    size_t part = v->row / s->outer;
+                    memcpy(yr, ptr[s->in[k]] + i * v->row + p * part, part * sizeof(float));
+                    yr += part;
+                }
+        }
+        break;
+    case RT_ONNX_AFFINE:
+        for (size_t i = 0; i < n; i++)
+            for (size_t c = 0; c < s->outer; c++)
+                for (size_t q = 0; q < s->inner; q++) {
+                    size_t e = i * row + c * s->inner + q;
+                    y[e] = x[e] * s->w[c] + s->b[c];
+                }
+        break;
+    case RT_ONNX_SCALER:
+        for (size_t i = 0; i < n; i++)
+            for (size_t c = 0; c < row; c++)
+                y[i * row + c] = (x[i * row + c] - s->w[c]) * s->b[c];
+        break;
+    case RT_ONNX_ALIAS:
+        break;
+    }
+}
+
+rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *ws, float *logits,
+                          rt_err *err)
+{
+    size_t n = f->n;
+    float **ptr = calloc(o->n_vals ? o->n_vals : 1, sizeof *ptr);
+    if (!ptr)
+        return rt_err_set(err, RT_ERR_NOMEM, "model.onnx: out of memory");
+    rt_status st = RT_OK;
+    for (size_t v = 0; v < o->n_vals && !st; v++) {
+        const rt_onnx_val *val = &o->vals[v];
+        if (!val->batch) {
+            ptr[v] = val->cdata; /* integer constants are read only at load */
+            continue;
+        }
+        if (val->alias >= 0) {
+            ptr[v] = ptr[val->alias];
+            continue;
+        }
+        if (val->row && n > SIZE_MAX / sizeof(float) / val->row) {
+            st = rt_err_set(err, RT_ERR_LIMIT, "batch of %zu instances too large", n);
+            break;
+        }
+        if (!(ptr[v] = rt_workspace_scratch(ws, v, n, val->row)))
+            st = rt_err_set(err, RT_ERR_NOMEM, "model.onnx: workspace for %zu x %zu values", n,
+                            val->row);
+    }
+    /* the inputs from the feature columns, side by side */
+    for (size_t i = 0; i < o->n_inputs && !st; i++) {
+        const rt_onnx_val *val = &o->vals[o->inputs[i]];
+        float *dst = ptr[o->inputs[i]];
+        for (size_t r = 0; r < n; r++) {
+            size_t w = 0;
+            for (size_t c = 0; c < o->n_fcols[i]; c++) {
+                size_t fc = o->fcols[i][c], wd = f->width[fc];
+                if (!f->values[fc] || w + wd > val->row) {
+                    st = rt_err_set(err, RT_ERR_INVALID, "input \"%s\": expected %zu values",
+                                    val->name, val->row);
+                    break;
+                }
+                memcpy(dst + r * val->row + w, f->values[fc] + r * wd, wd * sizeof(float));
+                w += wd;
+            }
+            if (!st && w != val->row)
+                st = rt_err_set(err, RT_ERR_INVALID, "input \"%s\": %zu values, expected %zu",
+                                val->name, w, val->row);
+            if (st)
+                break;
+        }
+    }
+    for (size_t k = 0; k < o->n_steps && !st; k++)
+        run_step(&o->steps[k], n, o->vals, ptr);
+    if (!st && o->n_classes) { /* a classifier's logits: the softmax's input */
+        const float *z = ptr[o->classifier_logits];
+        size_t c = o->n_classes;
+        for (size_t r = 0; r < n; r++) {
+            if (c == 2)
+                logits[r] = z[r * 2 + 1] - z[r * 2];
+            else
+                memcpy(logits + r * c, z + r * c, c * sizeof(float));
+        }
+    } else if (!st) {
+        size_t off = 0;
+        for (size_t q = 0; q < o->n_outputs; q++) {
+            const rt_onnx_val *val = &o->vals[o->outputs[q]];
+            const float *src = ptr[o->outputs[q]];
+            for (size_t r = 0; r < n; r++)
+                memcpy(logits + r * o->out_width + off, src + r * val->row,
+                       val->row * sizeof(float));
+            off += val->row;
+        }
+    }
+    free(ptr);
+    return st;
+}
+
+/* ------------------------------------------------------- the ModelDef */
+
+#define FILE_M "model.onnx"
+#define FILE_S "serving.json"
+#define NOMEM(err) rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", FILE_M)
+
+static rt_status add_col(cJSON *cols, cJSON *fcs, cJSON *names, const char *name, size_t width,
+                         rt_err *err)
+{
+    cJSON *c = cJSON_CreateObject(), *fc = cJSON_CreateObject();
+    if (!c || !cJSON_AddItemToArray(cols, c) || !fc || !cJSON_AddItemToArray(fcs, fc) ||
+        !cJSON_AddItemToArray(names, cJSON_CreateString(name)) ||
+        !cJSON_AddStringToObject(c, "name", name) || !cJSON_AddStringToObject(c, "type", "float") ||
+        !cJSON_AddStringToObject(fc, "key", name) ||
+        !cJSON_AddStringToObject(fc, "type", "numeric_column") ||
+        (width != 1 && !cJSON_AddNumberToObject(fc, "shape", (double)width)))
+        return NOMEM(err);
+    return RT_OK;
+}
+
+rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t serving_len,
+                              Predictd__ModelDef **out, rt_err *err)
+{
+    *out = NULL;
+    cJSON *serving = NULL, *spec = cJSON_CreateObject();
+    const cJSON *inputs = NULL, *classes = NULL;
+    rt_status st = RT_OK;
+    if (!spec)
+        return NOMEM(err);
+    if (serving_json) {
+        st = rt_xgb_json_parse(FILE_S, serving_json, serving_len, &serving, err);
+        if (!st)
+            st = rt_xgb_json_member(FILE_S, serving, "", "inputs", cJSON_Object, false, &inputs, err);
+        if (!st)
+            st = rt_xgb_json_member(FILE_S, serving, "", "classes", cJSON_Array, false, &classes,
+                                    err);
+        for (const cJSON *k = serving ? serving->child : NULL; k && !st; k = k->next)
+            if (strcmp(k->string, "inputs") != 0 && strcmp(k->string, "classes") != 0)
+                st = rt_err_set(err, RT_ERR_INVALID, "%s: %s: unknown key (an ONNX model's "
+                                "serving.json has \"inputs\" and \"classes\")", FILE_S,
+                                k->string);
+        if (!st && classes && (!o->n_classes || (size_t)cJSON_GetArraySize(classes) != o->n_classes))
+            st = rt_err_set(err, RT_ERR_INVALID, "%s: classes: %d names, the network has %zu "
+                            "classes%s", FILE_S, cJSON_GetArraySize(classes), o->n_classes,
+                            o->n_classes ? "" : " (its one output is not a softmax)");
+    }
+    cJSON *cols = cJSON_AddArrayToObject(spec, "columns"),
+          *fcs = cJSON_AddArrayToObject(spec, "feature_columns"),
+          *est = cJSON_AddObjectToObject(spec, "estimator"),
+          *label = cJSON_AddObjectToObject(spec, "label"),
+          *names = est ? cJSON_AddArrayToObject(est, "feature_columns") : NULL,
+          *lcols = label ? cJSON_AddArrayToObject(label, "columns") : NULL;
+    if (!st && (!cols || !fcs || !est || !label || !names || !lcols))
+        st = NOMEM(err);
+    if (!st && !(o->n_fcols = calloc(o->n_inputs, sizeof *o->n_fcols)))
+        st = NOMEM(err);
+    if (!st && !(o->fcols = calloc(o->n_inputs, sizeof *o->fcols)))
+        st = NOMEM(err);
+    for (const cJSON *k = inputs ? inputs->child : NULL; k && !st; k = k->next) {
+        bool found = false;
+        for (size_t i = 0; i < o->n_inputs && !found; i++)
+            found = strcmp(o->vals[o->inputs[i]].name, k->string) == 0;
+        if (!found)
+            st = rt_err_set(err, RT_ERR_INVALID, "%s: inputs.%s: the graph has no such input",
+                            FILE_S, k->string);
+    }
+    size_t ncols = 0;
+    for (size_t i = 0; i < o->n_inputs && !st; i++) {
+        const rt_onnx_val *v = &o->vals[o->inputs[i]];
+        const cJSON *list = inputs ? cJSON_GetObjectItemCaseSensitive(inputs, v->name) : NULL;
+        if (list) {
+            if (!cJSON_IsArray(list) || (size_t)cJSON_GetArraySize(list) != v->row || v->rank != 2) {
+                st = rt_err_set(err, RT_ERR_INVALID, "%s: inputs.%s: a list of %zu feature "
+                                "names is needed for a [N, %zu] input", FILE_S, v->name, v->row,
+                                v->row);
+                break;
+            }
+            if (!(o->fcols[i] = calloc(v->row ? v->row : 1, sizeof(size_t)))) {
+                st = NOMEM(err);
+                break;
+            }
+            for (const cJSON *e = list->child; e && !st; e = e->next) {
+                if (!cJSON_IsString(e))
+                    st = rt_err_set(err, RT_ERR_INVALID, "%s: inputs.%s: feature names are "
+                                    "strings", FILE_S, v->name);
+                else if (!(st = add_col(cols, fcs, names, e->valuestring, 1, err)))
+                    o->fcols[i][o->n_fcols[i]++] = ncols++;
+            }
+        } else {
+            if (!(o->fcols[i] = calloc(1, sizeof(size_t)))) {
+                st = NOMEM(err);
+                break;
+            }
+            if (!(st = add_col(cols, fcs, names, v->name, v->row, err)))
+                o->fcols[i][o->n_fcols[i]++] = ncols++;
+        }
+    }
+    for (size_t j = 0; j < (o->n_classes ? 1 : o->out_width) && !st; j++) {
+        char lab[48];
+        snprintf(lab, sizeof lab, "onnx_label_%zu", j);
+        cJSON *lc = cJSON_CreateObject();
+        if (!lc || !cJSON_AddItemToArray(cols, lc) || !cJSON_AddStringToObject(lc, "name", lab) ||
+            !cJSON_AddStringToObject(lc, "type", "float") ||
+            !cJSON_AddItemToArray(lcols, cJSON_CreateString(lab)))
+            st = NOMEM(err);
+    }
+    if (!st && o->n_classes) { /* one label column: "column", as a classifier's spec has it */
+        cJSON_DeleteItemFromObject(label, "columns");
+        if (!cJSON_AddStringToObject(label, "column", "onnx_label_0"))
+            st = NOMEM(err);
+    }
+    if (!st && o->n_classes) {
+        cJSON *v = classes ? cJSON_Duplicate(classes, 1) : NULL;
+        if (!cJSON_AddStringToObject(est, "type", "LinearClassifier") ||
+            !cJSON_AddNumberToObject(est, "n_classes", (double)o->n_classes) ||
+            (classes && (!v || !cJSON_AddItemToObject(label, "vocabulary", v))))
+            st = NOMEM(err);
+    } else if (!st && (!cJSON_AddStringToObject(est, "type", "LinearRegressor") ||
+                       !cJSON_AddNumberToObject(est, "label_dimension", (double)o->out_width)))
+        st = NOMEM(err);
+    Predictd__ModelDef *def = NULL;
+    if (!st && (st = rt_spec_to_modeldef(spec, NULL, &def, err)) != RT_OK)
+        rt_err_prefix(err, "%s%s: its inputs as a model spec", FILE_M, serving ? " with " FILE_S : "");
+    cJSON_Delete(spec);
+    cJSON_Delete(serving);
+    if (st)
+        return st;
+    if (def->n_feature_columns != ncols) {
+        rt_modeldef_free(def);
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: the inputs' spec did not come out as expected",
+                          FILE_M);
+    }
+    /* who wrote it: "pytorch 1.13.0 (ONNX opset 13)" (predict-model show) */
+    Predictd__TrainingInfo *ti = def->training;
+    if (!ti && (ti = malloc(sizeof *ti)) != NULL) {
+        predictd__training_info__init(ti);
+        def->training = ti;
+    }
+    char prod[256];
+    const Onnx__ModelProto *mp = o->proto;
+    snprintf(prod, sizeof prod, "%.100s%s%.60s (ONNX opset %lld)",
+             mp->producer_name && mp->producer_name[0] ? mp->producer_name : "an ONNX exporter",
+             mp->producer_version && mp->producer_version[0] ? " " : "",
+             mp->producer_version ? mp->producer_version : "", (long long)o->opset);
+    if (!ti || !(ti->producer = strdup(prod))) {
+        rt_modeldef_free(def);
+        return NOMEM(err);
+    }
+    /* the zeros rt_graph_build binds as the unused linear weights */
+    size_t most = o->out_width;
+    for (size_t i = 0; i < o->n_inputs; i++)
+        most = o->vals[o->inputs[i]].row * o->out_width > most ? o->vals[o->inputs[i]].row * o->out_width
+                                                               : most;
+    if (!(o->zeros = calloc(most, sizeof(float)))) {
+        rt_modeldef_free(def);
+        return NOMEM(err);
+    }
+    o->n_zeros = most;
+    *out = def;
+    return RT_OK;
+}
+
+const float *rt_onnx_lookup(void *ctx, const char *name, uint64_t count, rt_err *err)
+{
+    const rt_onnx *o = ctx;
+    if (count > o->n_zeros) {
+        rt_err_set(err, RT_ERR_FORMAT, "%s: tensor \"%s\" of %llu values", FILE_M,
+                   name ? name : "", (unsigned long long)count);
+        return NULL;
+    }
+    return o->zeros;
+}
+
+rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err)
+{
+    size_t ld = o->n_classes == 2 ? 1 : o->n_classes ? o->n_classes : o->out_width;
+    if (g->n_fcols < 1 || g->logits_dim != ld)
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: the graph does not match the network", FILE_M);
+    for (size_t i = 0; i < o->n_inputs; i++)
+        for (size_t c = 0; c < o->n_fcols[i]; c++)
+            if (o->fcols[i][c] >= g->n_fcols ||
+                g->fcols[o->fcols[i][c]].type != PREDICTD__COLUMN_TYPE__NUMERIC)
+                return rt_err_set(err, RT_ERR_FORMAT, "%s: input %zu: column %zu is not numeric",
+                                  FILE_M, i, c);
+    g->onnx = o;
+    return RT_OK;
+}
+
+bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *classes)
+{
+    const rt_onnx *o = g ? g->onnx : NULL;
+    if (steps)
+        *steps = o ? o->n_steps : 0;
+    if (classes)
+        *classes = o ? o->n_classes : 0;
+    return o != NULL;
+}
