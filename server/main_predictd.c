@@ -465,6 +465,13 @@ int main(int argc, char **argv)
         rc = 0;
         goto out;
     }
+    /* The container contracts' variables (TF Serving's image, Vertex AI). */
+    if (srv_args_env(&D.args, getenv, &err) != RT_OK) {
+        srv_log(SRV_LOG_ERROR, "environment refused: %s", err.msg);
+        goto out;
+    }
+    for (size_t i = 0; i < D.args.n_notes; i++)
+        srv_log(SRV_LOG_INFO, "environment: %s", D.args.notes[i]);
     if (srv_config_build(&D.args, &D.cfg, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "config refused: %s", err.msg);
         goto out;

@@ -252,6 +252,9 @@ typedef struct srv_args {
     char **warnings;              /* [n_warnings] one line each (owned): TF
                                      Serving flags accepted without effect */
     size_t n_warnings;
+    char **notes;                 /* [n_notes] one INFO line each (owned): what
+                                     srv_args_env took from the environment */
+    size_t n_notes;
 } srv_args;
 
 /* Parses argv with getopt_long (TF Serving's flag names; "--flag=value" or
@@ -262,6 +265,19 @@ typedef struct srv_args {
  * (getopt's globals). */
 SRV_WUR rt_status srv_args_parse(int argc, char **argv, srv_args *args, rt_err *err);
 void srv_args_free(srv_args *args);
+/* The environment variables of the container contracts, read at start after
+ * srv_args_parse (server/conf/srv_config.c, ENV_SETTINGS; docs/deploy.md): a
+ * flag given on the command line wins over its variable. TF Serving's image:
+ * MODEL_NAME (and MODEL_BASE_PATH, default /models) serve MODEL_BASE_PATH/
+ * MODEL_NAME when neither --model_name nor --model_config_file is given.
+ * Vertex AI: AIP_HTTP_PORT sets rest_api_port, AIP_STORAGE_URI (else
+ * AIP_MODEL_DIR) the model's base path when no model is given otherwise
+ * (a local path, file://PATH, or gs://BUCKET/PATH read at /gcs/BUCKET/PATH,
+ * where Cloud Storage FUSE mounts it). getenv_fn is getenv, or a test's.
+ * Each variable taken adds a line to args->notes; a bad value is refused
+ * naming the variable. */
+typedef char *(*srv_getenv_fn)(const char *name);
+SRV_WUR rt_status srv_args_env(srv_args *args, srv_getenv_fn getenv_fn, rt_err *err);
 /* True when the flag called name was given. */
 bool srv_args_given(const srv_args *args, const char *name);
 /* Sets the setting called name from its flag text value (NULL: a bool flag

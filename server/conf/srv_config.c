@@ -274,6 +274,9 @@ void srv_args_free(srv_args *a)
     for (size_t i = 0; i < a->n_warnings; i++)
         free(a->warnings[i]);
     free(a->warnings);
+    for (size_t i = 0; i < a->n_notes; i++)
+        free(a->notes[i]);
+    free(a->notes);
     memset(a, 0, sizeof *a);
 }
 
