@@ -194,6 +194,8 @@ typedef struct srv_config {
                                           (every request refused); false: refused */
     size_t gzip_response_min_bytes; /* > 0: gzip answers of at least this many bytes
                                        (Accept-Encoding: gzip); default 0 = never */
+    char *aip_predict_route;      /* Vertex AI: POST here = the one model's :predict, or NULL */
+    char *aip_health_route;       /* Vertex AI: GET here = /v2/health/ready, or NULL */
     char *model_config_file;      /* the file this came from, or NULL */
     char *model_name;             /* --model_name (flag only), or NULL */
     char *model_base_path;        /* --model_base_path (flag only), or NULL */
@@ -270,7 +272,8 @@ void srv_args_free(srv_args *args);
  * flag given on the command line wins over its variable. TF Serving's image:
  * MODEL_NAME (and MODEL_BASE_PATH, default /models) serve MODEL_BASE_PATH/
  * MODEL_NAME when neither --model_name nor --model_config_file is given.
- * Vertex AI: AIP_HTTP_PORT sets rest_api_port, AIP_STORAGE_URI (else
+ * Vertex AI: AIP_HTTP_PORT sets rest_api_port, AIP_HEALTH_ROUTE and
+ * AIP_PREDICT_ROUTE the two routes Vertex calls, AIP_STORAGE_URI (else
  * AIP_MODEL_DIR) the model's base path when no model is given otherwise
  * (a local path, file://PATH, or gs://BUCKET/PATH read at /gcs/BUCKET/PATH,
  * where Cloud Storage FUSE mounts it). getenv_fn is getenv, or a test's.

@@ -149,6 +149,11 @@ static const srv_setting SETTINGS[] = {
          "with auth_tokens_file: a reload that finds no token in the file takes it, and every "
          "request but the health probes is refused; false = such a reload is refused (ERROR) "
          "and the running tokens stay, as for a missing file"),
+    STR(aip_predict_route, BOTH, NULL, "PATH",
+        "Vertex AI's custom-container contract (AIP_PREDICT_ROUTE): POST PATH runs :predict "
+        "on the one model served, as /v1/models/MODEL:predict does; needs exactly one model"),
+    STR(aip_health_route, BOTH, NULL, "PATH",
+        "Vertex AI's health route (AIP_HEALTH_ROUTE): GET PATH answers as /v2/health/ready"),
     SIZE(gzip_response_min_bytes, BOTH, 0, INT64_C(1) << 30, 0,
          "answer in gzip (Content-Encoding: gzip) when the answer has at least N bytes and the "
          "request's Accept-Encoding takes gzip; 0 = never"),
@@ -582,6 +587,24 @@ static rt_status set_metrics_path(srv_config *c, rt_err *err)
     return RT_OK;
 }
 
+/* Vertex AI's routes: absolute paths; its predict route runs the one
+ * model (Vertex deploys one model per container). */
+static rt_status check_aip_routes(const srv_config *c, rt_err *err)
+{
+    const char *r[2] = {c->aip_predict_route, c->aip_health_route};
+    const char *names[2] = {"aip_predict_route", "aip_health_route"};
+    for (int i = 0; i < 2; i++)
+        if (r[i] && (r[i][0] != '/' || strlen(r[i]) >= 512 || strchr(r[i], '?')))
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "%s: '%s' is not a path (it starts with '/', has no query and "
+                              "fewer than 512 bytes)", names[i], r[i]);
+    if (c->aip_predict_route && c->n_models != 1)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "aip_predict_route: Vertex AI sends every prediction to one route, "
+                          "so it runs one model, and the config has %zu", c->n_models);
+    return RT_OK;
+}
+
 rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
 {
     rt_status st = RT_OK;
@@ -631,6 +654,8 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         goto out;
     }
     if ((st = set_metrics_path(c, err)) != RT_OK)
+        goto out;
+    if ((st = check_aip_routes(c, err)) != RT_OK)
         goto out;
     if (c->max_total_request_bytes < c->max_request_bytes) {
         st = rt_err_set(err, RT_ERR_INVALID,

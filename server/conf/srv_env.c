@@ -30,6 +30,8 @@ typedef struct env_row {
  * AIP_MODEL_DIR over MODEL_NAME for the model). */
 static const env_row ENV_SETTINGS[] = {
     {"AIP_HTTP_PORT", "rest_api_port", ENV_SETTING, "Vertex AI"},
+    {"AIP_HEALTH_ROUTE", "aip_health_route", ENV_SETTING, "Vertex AI"},
+    {"AIP_PREDICT_ROUTE", "aip_predict_route", ENV_SETTING, "Vertex AI"},
     {"AIP_STORAGE_URI", "model_base_path", ENV_MODEL, "Vertex AI"},
     {"AIP_MODEL_DIR", "model_base_path", ENV_MODEL, "Vertex AI"},
     {"MODEL_NAME", "model_base_path", ENV_MODEL, "TF Serving's image"},

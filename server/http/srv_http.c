@@ -368,6 +368,9 @@ static rt_status take_settings(srv_http *h, const srv_config *c, int threads, rt
     h->threads = threads;
     h->max_connections = resolve_max_connections(c->max_connections);
     snprintf(h->metrics_path, sizeof h->metrics_path, "%s", c->metrics_path ? c->metrics_path : "");
+    if (c->aip_predict_route && c->n_models == 1)
+        snprintf(h->aip_predict_target, sizeof h->aip_predict_target, "/v1/models/%s:predict",
+                 c->models[0].name);
     h->json = rt_json_default_params();
     h->json.max_answer_bytes = c->max_answer_bytes;
     h->batch = srv_batcher_default_params();

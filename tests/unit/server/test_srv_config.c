@@ -398,8 +398,10 @@ static void other_value(const srv_setting *s, char *json, char *text, size_t cap
         snprintf(json, cap, "%lld", v);
         snprintf(text, cap, "%lld", v);
     } else {
-        snprintf(json, cap, "\"x-%s\"", s->name);
-        snprintf(text, cap, "x-%s", s->name);
+        /* Vertex AI's routes must be paths (check_aip_routes) */
+        const char *slash = !strncmp(s->name, "aip_", 4) ? "/" : "";
+        snprintf(json, cap, "\"%sx-%s\"", slash, s->name);
+        snprintf(text, cap, "%sx-%s", slash, s->name);
     }
 }
 
