@@ -451,8 +451,16 @@ void srv_http_stop(srv_http *h)
     if (!h)
         return;
     if (h->mhd) {
-        /* Stop accepting first; then MHD leaves the socket to us. */
+        /* Stop accepting first; then MHD leaves the socket to us. A socket
+         * of our own is closed at once, so that a new connection is refused
+         * (the client may try another instance) rather than left in the
+         * backlog until the in-flight requests end; systemd's socket stays
+         * open, its backlog waiting for the next instance. */
         MHD_socket fd = MHD_quiesce_daemon(h->mhd);
+        if (fd != MHD_INVALID_SOCKET && h->own_fd) {
+            close(fd);
+            fd = MHD_INVALID_SOCKET;
+        }
         /* Let queued and running requests finish and their answers go out
          * (bounded by the request deadline plus a margin). */
         int64_t limit = rt_now_ms() + h->cfg.rest_api_timeout_in_ms + 5000;
