@@ -25,6 +25,9 @@
 #include <string.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -247,6 +250,61 @@ static void log_listening(const daemon_t *d, int threads, int nfds)
             max_queue ? "inference worker" : "request", queue_txt, c->n_models);
 }
 
+/* The address predictctl derives from rest_api_host (a wildcard means
+ * loopback: main_predictctl.c's resolve_url). */
+static const char *ctl_host(const char *h)
+{
+    return !strcmp(h, "0.0.0.0") ? "127.0.0.1" : !strcmp(h, "::") ? "::1" : h;
+}
+
+/* Socket activation: systemd's socket, not rest_api_host/rest_api_port, is
+ * served. Says which address that is, and refuses (1) a config whose
+ * address disagrees with it, since predictctl and health checks find the
+ * daemon by the config: the port must be the socket's (or 0), and a socket
+ * bound to one address must be the one predictctl connects to. */
+static int check_passed_socket(const srv_config *c, int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "0";
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0 ||
+        getnameinfo((struct sockaddr *)&ss, len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        srv_log(SRV_LOG_ERROR, "socket activation: fd %d: cannot read its address: %s", fd,
+                strerror(errno));
+        return 1;
+    }
+    const char *h = !strncmp(host, "::ffff:", 7) && strchr(host, '.') ? host + 7 : host;
+    int port = atoi(serv);
+    bool wildcard = !strcmp(h, "0.0.0.0") || !strcmp(h, "::");
+    const char *want = ctl_host(c->rest_api_host);
+    unsigned char buf[sizeof(struct in6_addr)];
+    bool numeric = inet_pton(AF_INET, want, buf) == 1 || inet_pton(AF_INET6, want, buf) == 1;
+    const char *fix = "make predictd.socket's ListenStream= and the config agree (docs/daemon.md, "
+                      "\"systemd\")";
+    if (c->rest_api_port != 0 && c->rest_api_port != port) {
+        srv_log(SRV_LOG_ERROR,
+                "socket activation: systemd's socket is %s port %d, but rest_api_port is %d: "
+                "predictctl and health checks would look for the daemon on port %d; %s",
+                h, port, c->rest_api_port, c->rest_api_port, fix);
+        return 1;
+    }
+    if (!wildcard && numeric && strcmp(h, want) != 0) {
+        srv_log(SRV_LOG_ERROR,
+                "socket activation: systemd's socket is bound to %s, but rest_api_host %s means "
+                "predictctl connects to %s; %s",
+                h, c->rest_api_host, want, fix);
+        return 1;
+    }
+    srv_log(SRV_LOG_INFO,
+            "socket activation: serving systemd's socket %s%s%s:%d (fd %d), not a socket of "
+            "rest_api_host/rest_api_port (%s:%d), which agree with it%s",
+            strchr(h, ':') ? "[" : "", h, strchr(h, ':') ? "]" : "", port, fd,
+            c->rest_api_host, c->rest_api_port,
+            numeric ? "" : " (rest_api_host is a name: not compared)");
+    return 0;
+}
+
 /* Metrics and the HTTP server, which reads its settings from the config,
  * on systemd's socket when one is passed. 0, or 1 after logging why. */
 static int start_http(daemon_t *d)
@@ -273,6 +331,8 @@ static int start_http(daemon_t *d)
         }
         if (nfds > 1)
             srv_log(SRV_LOG_WARN, "socket activation: %d sockets passed, using the first", nfds);
+        if (check_passed_socket(d->cfg, SD_LISTEN_FDS_START) != 0)
+            return 1;
         hp.listen_fd = SD_LISTEN_FDS_START;
     }
     if (srv_http_start(&hp, d->mgr, &d->draining, &d->http, &err) != RT_OK) {
