@@ -48,6 +48,8 @@ typedef struct daemon {
     struct stat cfg_stat; /* of the config file when last read */
     bool have_cfg_stat;
     uint64_t cfg_fp;      /* fingerprint of the config file's bytes when last read */
+    uint64_t repo_fp;     /* --model_repository: srv_repository_fingerprint when last read */
+    double next_repo_check; /* when to look at the repository again */
     double next_cfg_poll; /* --model_config_file_poll_wait_seconds: next re-read */
 } daemon_t;
 
@@ -116,7 +118,10 @@ static void reload_security(daemon_t *d, const char *why)
 static void reload(daemon_t *d, const char *why)
 {
     reload_security(d, why);
-    if (!(srv_args_given(&d->args, "model_config_file"))) {
+    bool repo = srv_args_given(&d->args, "model_repository");
+    if (repo)
+        d->repo_fp = srv_repository_fingerprint(d->args.values.model_repository);
+    if (!repo && !(srv_args_given(&d->args, "model_config_file"))) {
         srv_log(SRV_LOG_INFO, "reload (%s): no --model_config_file, rescanning base paths",
                 why);
         srv_manager_wake(d->mgr); /* on the loader thread: signals stay answered */
@@ -429,6 +434,16 @@ static bool take_signal(daemon_t *d, main_loop *l, unsigned char sig)
  * model_config_file_poll_wait_seconds. */
 static void watch_config(daemon_t *d)
 {
+    /* --model_repository: its model folders and their config.json files,
+     * looked at every file_system_poll_wait_seconds (at least once a
+     * second); a change reloads (models added and removed). */
+    if (srv_args_given(&d->args, "model_repository") && rt_seconds(0) >= d->next_repo_check) {
+        int every = d->cfg->file_system_poll_wait_seconds;
+        d->next_repo_check = rt_seconds(0) + (every > 0 ? every : 1);
+        uint64_t fp = srv_repository_fingerprint(d->args.values.model_repository);
+        if (fp != 0 && fp != d->repo_fp)
+            reload(d, "model_repository changed");
+    }
     if (srv_args_given(&d->args, "model_config_file")) {
         struct stat sb;
         if (stat(d->args.values.model_config_file, &sb) == 0 &&
@@ -532,6 +547,9 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < D.args.n_notes; i++)
         srv_log(SRV_LOG_INFO, "environment: %s", D.args.notes[i]);
+    /* what the repository held when read: a change after it reloads */
+    if (srv_args_given(&D.args, "model_repository"))
+        D.repo_fp = srv_repository_fingerprint(D.args.values.model_repository);
     if (srv_config_build(&D.args, &D.cfg, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "config refused: %s", err.msg);
         goto out;

@@ -197,6 +197,7 @@ typedef struct srv_config {
     char *aip_predict_route;      /* Vertex AI: POST here = the one model's :predict, or NULL */
     char *aip_health_route;       /* Vertex AI: GET here = /v2/health/ready, or NULL */
     char *model_config_file;      /* the file this came from, or NULL */
+    char *model_repository;       /* --model_repository DIR (flag only), or NULL */
     char *model_name;             /* --model_name (flag only), or NULL */
     char *model_base_path;        /* --model_base_path (flag only), or NULL */
     char *model_monitoring;       /* --model_monitoring JSON (flag only), or NULL */
@@ -312,6 +313,17 @@ int srv_config_request_threads(const srv_config *c, int cpus);
  * key ("models[1].version_policy.latest: must be >= 1").
  * OUT: *out malloc-owned, free with srv_config_free(). */
 SRV_WUR rt_status srv_config_build(const srv_args *args, srv_config **out, rt_err *err);
+
+/* --model_repository DIR (server/conf/srv_repository.c): the config text
+ * {"models": [...]} of DIR's model folders, in name order: each folder NAME
+ * (a valid name, not starting with '.') is {"name": NAME, "base_path":
+ * DIR/NAME} plus the keys of DIR/NAME/config.json when there is one. OUT:
+ * *text malloc'd. Errors name the folder or file. */
+SRV_WUR rt_status srv_repository_config(const char *dir, char **text, rt_err *err);
+/* A fingerprint of what srv_repository_config reads (the folder names and
+ * each config.json's bytes): a change means the repository changed. 0 when
+ * DIR cannot be read. */
+uint64_t srv_repository_fingerprint(const char *dir);
 
 /* Parses a config file's text (no flags applied). base_dir resolves relative
  * base_path values (NULL: keep them as they are). For tests and reloads. */

@@ -58,6 +58,12 @@ static const srv_setting SETTINGS[] = {
         "JSON config (see conf/predictd.json, predictd --help_config) or TF Serving's "
         "text-format model config (conf/models.config); flags given on the command line win "
         "over the file"),
+    STR(model_repository, SRV_SET_FLAG, NULL, "DIR",
+        "Triton's model repository: every folder DIR/NAME is the model NAME with its "
+        "version folders inside, and an optional DIR/NAME/config.json holding that model's "
+        "keys of a config file's \"models\" entry (version_policy, version_labels, ...); "
+        "folders that come and go are models added and removed (names starting with '.' "
+        "are ignored: copy a model in as .NAME, then rename it)"),
     INT(model_config_file_poll_wait_seconds, SRV_SET_FLAG | SRV_SET_LIVE, 0, 86400, 0, "N",
         "re-read --model_config_file every N seconds and reload it when its bytes changed "
         "(TF Serving's flag); 0 = off. Changes are noticed anyway: SIGHUP, and a check of the "
@@ -380,6 +386,11 @@ rt_status srv_args_parse(int argc, char **argv, srv_args *a, rt_err *err)
         st = r;
     else if (next < argc)
         unexpected(argv[next], err);
+    else if (srv_args_given(a, "model_repository") &&
+             (srv_args_given(a, "model_name") || srv_args_given(a, "model_config_file")))
+        rt_err_set(err, RT_ERR_INVALID,
+                   "--model_repository: give one of --model_repository, --model_config_file "
+                   "and --model_name/--model_base_path");
     else if (srv_args_given(a, "model_name") && srv_args_given(a, "model_config_file"))
         rt_err_set(err, RT_ERR_INVALID,
                    "--model_name: give either --model_name/--model_base_path or "
@@ -629,10 +640,17 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         if ((st = srv_config_parse("{}", 2, NULL, &c, err)) != RT_OK ||
             (st = flag_model(a, c, err)) != RT_OK)
             goto out;
+    } else if (srv_args_given(a, "model_repository")) {
+        if ((st = srv_repository_config(a->values.model_repository, &text, err)) != RT_OK)
+            goto out;
+        if ((st = srv_config_parse(text, strlen(text), NULL, &c, err)) != RT_OK) {
+            rt_err_prefix(err, "--model_repository %s", a->values.model_repository);
+            goto out;
+        }
     } else {
         st = rt_err_set(err, RT_ERR_INVALID,
-                        "no model: give --model_name and --model_base_path, or "
-                        "--model_config_file (see --help)");
+                        "no model: give --model_name and --model_base_path, "
+                        "--model_config_file or --model_repository (see --help)");
         goto out;
     }
     /* TF Serving's batching file over the config file, the flags over both. */

@@ -75,7 +75,8 @@ static rt_status local_path(const char *var, const char *v, char *out, size_t ca
 
 rt_status srv_args_env(srv_args *a, srv_getenv_fn get, rt_err *err)
 {
-    bool model_given = srv_args_given(a, "model_name") || srv_args_given(a, "model_config_file");
+    bool model_given = srv_args_given(a, "model_name") || srv_args_given(a, "model_config_file") ||
+                       srv_args_given(a, "model_repository");
     const char *model_by = NULL; /* the variable that gave the model */
     char line[8192];
     for (size_t i = 0; i < N_ENV; i++) {

@@ -458,7 +458,8 @@ static void test_settings_table(void **state)
             snprintf(arg, sizeof arg, "--%s=%s", s->name, text);
             char *argv[] = {"predictd", arg, "--model_name=m", "--model_base_path=/m", NULL};
             int argc = !strcmp(s->name, "model_name") || !strcmp(s->name, "model_base_path") ||
-                               !strcmp(s->name, "model_config_file")
+                               !strcmp(s->name, "model_config_file") ||
+                               !strcmp(s->name, "model_repository")
                            ? 2
                            : 4;
             srv_args a;
