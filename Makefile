@@ -9,6 +9,8 @@
 #   make CC=clang     builds with clang (any target; CI: make CC=clang BUILD=build-clang test)
 #   make bench        benchmarks (figures, never pass/fail)
 #   make demo         train the census model, serve it, curl a prediction
+#   make image        the OCI image predictd:VERSION (buildah; docs/deploy.md)
+#   make image-test   runs it with podman (tests/image/test_image; not in make test)
 #   make man          the man pages into build/man/ (also made by make)
 #   make install      binaries, man pages, units, conf, docs: PREFIX=/usr/local DESTDIR=
 #   make uninstall    removes them (same PREFIX, DESTDIR)
@@ -226,7 +228,7 @@ TORTURE_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--w
 .SECONDARY:
 
 .PHONY: all bins man deps test test-other-kernel soak unit-test integration-test asan tsan bench demo install \
-        uninstall clean fuzz print-compile
+        uninstall clean fuzz print-compile image image-test
 all: $(BINS) $(TEST_BINS) $(MAN)
 man: $(MAN)
 bins: $(BINS)
@@ -362,6 +364,17 @@ bench: all $(BENCH_BINS)
 # demo.sh builds quietly itself (no compiler lines in the demo's output).
 demo:
 	@BUILD=$(BUILD) scripts/demo.sh
+
+# The OCI image (docs/deploy.md): this build's binaries and this machine's
+# Debian files, no registry (scripts/image.sh, scripts/image-root.sh);
+# image-test runs it with podman (tests/image/test_image). Podman, buildah
+# and runc are installed only for these targets; make test needs none.
+image: bins
+	@$(INSTALL_DEPS) --if-missing image
+	@BUILD=$(BUILD) scripts/image.sh
+
+image-test: image
+	@PREDICTD_ROOT=$(CURDIR) BUILD=$(BUILD) tests/image/test_image
 
 # Units go where systemd looks for a PREFIX (/usr/local/lib/systemd/system for
 # /usr/local); their ExecStart paths follow PREFIX.

@@ -6,6 +6,8 @@
 #   scripts/install-deps.sh --check            exit 1 if something is missing
 #   scripts/install-deps.sh --if-missing build only what compiling the binaries needs
 #                                              (make, make install: the Makefile)
+#   scripts/install-deps.sh --if-missing image what make image / make image-test need
+#                                              (podman, buildah, runc; not in the default set)
 set -eu
 
 # Compiling and linking the binaries (libopenmpi-dev: predict-train).
@@ -15,13 +17,22 @@ libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev libgnutls28-
 # HTML report headless in test_evaluate; python3-scipy checks test_data_validation's distances
 # against scipy's jensenshannon; python3-xgboost and python3-pandas train the XGBoost models
 # test_daemon_xgboost serves; python3-torch and python3-onnx train and export the MLP
-# test_daemon_onnx serves, python3-sklearn its ai.onnx.ml models), make CC=clang / make fuzz,
-# make bench, make demo.
+# test_daemon_onnx serves, python3-sklearn its ai.onnx.ml models; python3-yaml and
+# python3-jsonschema read and check deploy/'s manifests in test_deploy_manifests),
+# make CC=clang / make fuzz, make bench, make demo.
 OTHER_PACKAGES="clang libclang-rt-14-dev libcmocka-dev curl python3 systemd wrk nginx-light \
 haproxy valgrind openmpi-bin man-db groff-base chromium openssl python3-scipy python3-xgboost \
-python3-pandas python3-torch python3-onnx python3-sklearn"
+python3-pandas python3-torch python3-onnx python3-sklearn python3-yaml python3-jsonschema"
+# The container image (make image, make image-test: docs/deploy.md): Debian's
+# podman and buildah, runc (crun fails on some hosts), and the files the
+# image takes from this machine (CA certificates, tzdata). Only on request:
+# make test needs none of them.
+IMAGE_PACKAGES="podman buildah runc ca-certificates tzdata"
 PACKAGES="$BUILD_PACKAGES $OTHER_PACKAGES"
-[ "${2:-all}" = build ] && PACKAGES=$BUILD_PACKAGES
+case "${2:-all}" in
+build) PACKAGES=$BUILD_PACKAGES ;;
+image) PACKAGES="$BUILD_PACKAGES $IMAGE_PACKAGES" ;;
+esac
 
 missing() {
     out=""

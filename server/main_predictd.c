@@ -25,6 +25,9 @@
 #include <string.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -45,6 +48,8 @@ typedef struct daemon {
     struct stat cfg_stat; /* of the config file when last read */
     bool have_cfg_stat;
     uint64_t cfg_fp;      /* fingerprint of the config file's bytes when last read */
+    uint64_t repo_fp;     /* --model_repository: srv_repository_fingerprint when last read */
+    double next_repo_check; /* when to look at the repository again */
     double next_cfg_poll; /* --model_config_file_poll_wait_seconds: next re-read */
 } daemon_t;
 
@@ -113,7 +118,10 @@ static void reload_security(daemon_t *d, const char *why)
 static void reload(daemon_t *d, const char *why)
 {
     reload_security(d, why);
-    if (!(srv_args_given(&d->args, "model_config_file"))) {
+    bool repo = srv_args_given(&d->args, "model_repository");
+    if (repo)
+        d->repo_fp = srv_repository_fingerprint(d->args.values.model_repository);
+    if (!repo && !(srv_args_given(&d->args, "model_config_file"))) {
         srv_log(SRV_LOG_INFO, "reload (%s): no --model_config_file, rescanning base paths",
                 why);
         srv_manager_wake(d->mgr); /* on the loader thread: signals stay answered */
@@ -247,6 +255,61 @@ static void log_listening(const daemon_t *d, int threads, int nfds)
             max_queue ? "inference worker" : "request", queue_txt, c->n_models);
 }
 
+/* The address predictctl derives from rest_api_host (a wildcard means
+ * loopback: main_predictctl.c's resolve_url). */
+static const char *ctl_host(const char *h)
+{
+    return !strcmp(h, "0.0.0.0") ? "127.0.0.1" : !strcmp(h, "::") ? "::1" : h;
+}
+
+/* Socket activation: systemd's socket, not rest_api_host/rest_api_port, is
+ * served. Says which address that is, and refuses (1) a config whose
+ * address disagrees with it, since predictctl and health checks find the
+ * daemon by the config: the port must be the socket's (or 0), and a socket
+ * bound to one address must be the one predictctl connects to. */
+static int check_passed_socket(const srv_config *c, int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "0";
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0 ||
+        getnameinfo((struct sockaddr *)&ss, len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        srv_log(SRV_LOG_ERROR, "socket activation: fd %d: cannot read its address: %s", fd,
+                strerror(errno));
+        return 1;
+    }
+    const char *h = !strncmp(host, "::ffff:", 7) && strchr(host, '.') ? host + 7 : host;
+    int port = atoi(serv);
+    bool wildcard = !strcmp(h, "0.0.0.0") || !strcmp(h, "::");
+    const char *want = ctl_host(c->rest_api_host);
+    unsigned char buf[sizeof(struct in6_addr)];
+    bool numeric = inet_pton(AF_INET, want, buf) == 1 || inet_pton(AF_INET6, want, buf) == 1;
+    const char *fix = "make predictd.socket's ListenStream= and the config agree (docs/daemon.md, "
+                      "\"systemd\")";
+    if (c->rest_api_port != 0 && c->rest_api_port != port) {
+        srv_log(SRV_LOG_ERROR,
+                "socket activation: systemd's socket is %s port %d, but rest_api_port is %d: "
+                "predictctl and health checks would look for the daemon on port %d; %s",
+                h, port, c->rest_api_port, c->rest_api_port, fix);
+        return 1;
+    }
+    if (!wildcard && numeric && strcmp(h, want) != 0) {
+        srv_log(SRV_LOG_ERROR,
+                "socket activation: systemd's socket is bound to %s, but rest_api_host %s means "
+                "predictctl connects to %s; %s",
+                h, c->rest_api_host, want, fix);
+        return 1;
+    }
+    srv_log(SRV_LOG_INFO,
+            "socket activation: serving systemd's socket %s%s%s:%d (fd %d), not a socket of "
+            "rest_api_host/rest_api_port (%s:%d), which agree with it%s",
+            strchr(h, ':') ? "[" : "", h, strchr(h, ':') ? "]" : "", port, fd,
+            c->rest_api_host, c->rest_api_port,
+            numeric ? "" : " (rest_api_host is a name: not compared)");
+    return 0;
+}
+
 /* Metrics and the HTTP server, which reads its settings from the config,
  * on systemd's socket when one is passed. 0, or 1 after logging why. */
 static int start_http(daemon_t *d)
@@ -273,6 +336,8 @@ static int start_http(daemon_t *d)
         }
         if (nfds > 1)
             srv_log(SRV_LOG_WARN, "socket activation: %d sockets passed, using the first", nfds);
+        if (check_passed_socket(d->cfg, SD_LISTEN_FDS_START) != 0)
+            return 1;
         hp.listen_fd = SD_LISTEN_FDS_START;
     }
     if (srv_http_start(&hp, d->mgr, &d->draining, &d->http, &err) != RT_OK) {
@@ -369,6 +434,16 @@ static bool take_signal(daemon_t *d, main_loop *l, unsigned char sig)
  * model_config_file_poll_wait_seconds. */
 static void watch_config(daemon_t *d)
 {
+    /* --model_repository: its model folders and their config.json files,
+     * looked at every file_system_poll_wait_seconds (at least once a
+     * second); a change reloads (models added and removed). */
+    if (srv_args_given(&d->args, "model_repository") && rt_seconds(0) >= d->next_repo_check) {
+        int every = d->cfg->file_system_poll_wait_seconds;
+        d->next_repo_check = rt_seconds(0) + (every > 0 ? every : 1);
+        uint64_t fp = srv_repository_fingerprint(d->args.values.model_repository);
+        if (fp != 0 && fp != d->repo_fp)
+            reload(d, "model_repository changed");
+    }
     if (srv_args_given(&d->args, "model_config_file")) {
         struct stat sb;
         if (stat(d->args.values.model_config_file, &sb) == 0 &&
@@ -465,6 +540,16 @@ int main(int argc, char **argv)
         rc = 0;
         goto out;
     }
+    /* The container contracts' variables (TF Serving's image, Vertex AI). */
+    if (srv_args_env(&D.args, getenv, &err) != RT_OK) {
+        srv_log(SRV_LOG_ERROR, "environment refused: %s", err.msg);
+        goto out;
+    }
+    for (size_t i = 0; i < D.args.n_notes; i++)
+        srv_log(SRV_LOG_INFO, "environment: %s", D.args.notes[i]);
+    /* what the repository held when read: a change after it reloads */
+    if (srv_args_given(&D.args, "model_repository"))
+        D.repo_fp = srv_repository_fingerprint(D.args.values.model_repository);
     if (srv_config_build(&D.args, &D.cfg, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "config refused: %s", err.msg);
         goto out;

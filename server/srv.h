@@ -194,7 +194,10 @@ typedef struct srv_config {
                                           (every request refused); false: refused */
     size_t gzip_response_min_bytes; /* > 0: gzip answers of at least this many bytes
                                        (Accept-Encoding: gzip); default 0 = never */
+    char *aip_predict_route;      /* Vertex AI: POST here = the one model's :predict, or NULL */
+    char *aip_health_route;       /* Vertex AI: GET here = /v2/health/ready, or NULL */
     char *model_config_file;      /* the file this came from, or NULL */
+    char *model_repository;       /* --model_repository DIR (flag only), or NULL */
     char *model_name;             /* --model_name (flag only), or NULL */
     char *model_base_path;        /* --model_base_path (flag only), or NULL */
     char *model_monitoring;       /* --model_monitoring JSON (flag only), or NULL */
@@ -252,6 +255,9 @@ typedef struct srv_args {
     char **warnings;              /* [n_warnings] one line each (owned): TF
                                      Serving flags accepted without effect */
     size_t n_warnings;
+    char **notes;                 /* [n_notes] one INFO line each (owned): what
+                                     srv_args_env took from the environment */
+    size_t n_notes;
 } srv_args;
 
 /* Parses argv with getopt_long (TF Serving's flag names; "--flag=value" or
@@ -262,6 +268,20 @@ typedef struct srv_args {
  * (getopt's globals). */
 SRV_WUR rt_status srv_args_parse(int argc, char **argv, srv_args *args, rt_err *err);
 void srv_args_free(srv_args *args);
+/* The environment variables of the container contracts, read at start after
+ * srv_args_parse (server/conf/srv_config.c, ENV_SETTINGS; docs/deploy.md): a
+ * flag given on the command line wins over its variable. TF Serving's image:
+ * MODEL_NAME (and MODEL_BASE_PATH, default /models) serve MODEL_BASE_PATH/
+ * MODEL_NAME when neither --model_name nor --model_config_file is given.
+ * Vertex AI: AIP_HTTP_PORT sets rest_api_port, AIP_HEALTH_ROUTE and
+ * AIP_PREDICT_ROUTE the two routes Vertex calls, AIP_STORAGE_URI (else
+ * AIP_MODEL_DIR) the model's base path when no model is given otherwise
+ * (a local path, file://PATH, or gs://BUCKET/PATH read at /gcs/BUCKET/PATH,
+ * where Cloud Storage FUSE mounts it). getenv_fn is getenv, or a test's.
+ * Each variable taken adds a line to args->notes; a bad value is refused
+ * naming the variable. */
+typedef char *(*srv_getenv_fn)(const char *name);
+SRV_WUR rt_status srv_args_env(srv_args *args, srv_getenv_fn getenv_fn, rt_err *err);
 /* True when the flag called name was given. */
 bool srv_args_given(const srv_args *args, const char *name);
 /* Sets the setting called name from its flag text value (NULL: a bool flag
@@ -293,6 +313,17 @@ int srv_config_request_threads(const srv_config *c, int cpus);
  * key ("models[1].version_policy.latest: must be >= 1").
  * OUT: *out malloc-owned, free with srv_config_free(). */
 SRV_WUR rt_status srv_config_build(const srv_args *args, srv_config **out, rt_err *err);
+
+/* --model_repository DIR (server/conf/srv_repository.c): the config text
+ * {"models": [...]} of DIR's model folders, in name order: each folder NAME
+ * (a valid name, not starting with '.') is {"name": NAME, "base_path":
+ * DIR/NAME} plus the keys of DIR/NAME/config.json when there is one. OUT:
+ * *text malloc'd. Errors name the folder or file. */
+SRV_WUR rt_status srv_repository_config(const char *dir, char **text, rt_err *err);
+/* A fingerprint of what srv_repository_config reads (the folder names and
+ * each config.json's bytes): a change means the repository changed. 0 when
+ * DIR cannot be read. */
+uint64_t srv_repository_fingerprint(const char *dir);
 
 /* Parses a config file's text (no flags applied). base_dir resolves relative
  * base_path values (NULL: keep them as they are). For tests and reloads. */

@@ -58,6 +58,12 @@ static const srv_setting SETTINGS[] = {
         "JSON config (see conf/predictd.json, predictd --help_config) or TF Serving's "
         "text-format model config (conf/models.config); flags given on the command line win "
         "over the file"),
+    STR(model_repository, SRV_SET_FLAG, NULL, "DIR",
+        "Triton's model repository: every folder DIR/NAME is the model NAME with its "
+        "version folders inside, and an optional DIR/NAME/config.json holding that model's "
+        "keys of a config file's \"models\" entry (version_policy, version_labels, ...); "
+        "folders that come and go are models added and removed (names starting with '.' "
+        "are ignored: copy a model in as .NAME, then rename it)"),
     INT(model_config_file_poll_wait_seconds, SRV_SET_FLAG | SRV_SET_LIVE, 0, 86400, 0, "N",
         "re-read --model_config_file every N seconds and reload it when its bytes changed "
         "(TF Serving's flag); 0 = off. Changes are noticed anyway: SIGHUP, and a check of the "
@@ -149,6 +155,11 @@ static const srv_setting SETTINGS[] = {
          "with auth_tokens_file: a reload that finds no token in the file takes it, and every "
          "request but the health probes is refused; false = such a reload is refused (ERROR) "
          "and the running tokens stay, as for a missing file"),
+    STR(aip_predict_route, BOTH, NULL, "PATH",
+        "Vertex AI's custom-container contract (AIP_PREDICT_ROUTE): POST PATH runs :predict "
+        "on the one model served, as /v1/models/MODEL:predict does; needs exactly one model"),
+    STR(aip_health_route, BOTH, NULL, "PATH",
+        "Vertex AI's health route (AIP_HEALTH_ROUTE): GET PATH answers as /v2/health/ready"),
     SIZE(gzip_response_min_bytes, BOTH, 0, INT64_C(1) << 30, 0,
          "answer in gzip (Content-Encoding: gzip) when the answer has at least N bytes and the "
          "request's Accept-Encoding takes gzip; 0 = never"),
@@ -274,6 +285,9 @@ void srv_args_free(srv_args *a)
     for (size_t i = 0; i < a->n_warnings; i++)
         free(a->warnings[i]);
     free(a->warnings);
+    for (size_t i = 0; i < a->n_notes; i++)
+        free(a->notes[i]);
+    free(a->notes);
     memset(a, 0, sizeof *a);
 }
 
@@ -372,6 +386,11 @@ rt_status srv_args_parse(int argc, char **argv, srv_args *a, rt_err *err)
         st = r;
     else if (next < argc)
         unexpected(argv[next], err);
+    else if (srv_args_given(a, "model_repository") &&
+             (srv_args_given(a, "model_name") || srv_args_given(a, "model_config_file")))
+        rt_err_set(err, RT_ERR_INVALID,
+                   "--model_repository: give one of --model_repository, --model_config_file "
+                   "and --model_name/--model_base_path");
     else if (srv_args_given(a, "model_name") && srv_args_given(a, "model_config_file"))
         rt_err_set(err, RT_ERR_INVALID,
                    "--model_name: give either --model_name/--model_base_path or "
@@ -579,6 +598,24 @@ static rt_status set_metrics_path(srv_config *c, rt_err *err)
     return RT_OK;
 }
 
+/* Vertex AI's routes: absolute paths; its predict route runs the one
+ * model (Vertex deploys one model per container). */
+static rt_status check_aip_routes(const srv_config *c, rt_err *err)
+{
+    const char *r[2] = {c->aip_predict_route, c->aip_health_route};
+    const char *names[2] = {"aip_predict_route", "aip_health_route"};
+    for (int i = 0; i < 2; i++)
+        if (r[i] && (r[i][0] != '/' || strlen(r[i]) >= 512 || strchr(r[i], '?')))
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "%s: '%s' is not a path (it starts with '/', has no query and "
+                              "fewer than 512 bytes)", names[i], r[i]);
+    if (c->aip_predict_route && c->n_models != 1)
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "aip_predict_route: Vertex AI sends every prediction to one route, "
+                          "so it runs one model, and the config has %zu", c->n_models);
+    return RT_OK;
+}
+
 rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
 {
     rt_status st = RT_OK;
@@ -603,10 +640,17 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         if ((st = srv_config_parse("{}", 2, NULL, &c, err)) != RT_OK ||
             (st = flag_model(a, c, err)) != RT_OK)
             goto out;
+    } else if (srv_args_given(a, "model_repository")) {
+        if ((st = srv_repository_config(a->values.model_repository, &text, err)) != RT_OK)
+            goto out;
+        if ((st = srv_config_parse(text, strlen(text), NULL, &c, err)) != RT_OK) {
+            rt_err_prefix(err, "--model_repository %s", a->values.model_repository);
+            goto out;
+        }
     } else {
         st = rt_err_set(err, RT_ERR_INVALID,
-                        "no model: give --model_name and --model_base_path, or "
-                        "--model_config_file (see --help)");
+                        "no model: give --model_name and --model_base_path, "
+                        "--model_config_file or --model_repository (see --help)");
         goto out;
     }
     /* TF Serving's batching file over the config file, the flags over both. */
@@ -628,6 +672,8 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
         goto out;
     }
     if ((st = set_metrics_path(c, err)) != RT_OK)
+        goto out;
+    if ((st = check_aip_routes(c, err)) != RT_OK)
         goto out;
     if (c->max_total_request_bytes < c->max_request_bytes) {
         st = rt_err_set(err, RT_ERR_INVALID,

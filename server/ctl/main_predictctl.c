@@ -59,6 +59,8 @@ static const char USAGE_COMMANDS[] =
     "  status [MODEL] [--json]     versions, states, labels and errors as a table (all\n"
     "                              models without MODEL); --json: the daemon's JSON\n"
     "  models                      models with versions, labels and default version\n"
+    "  ready                       exit 0 when GET /v2/health/ready answers 200, else 1\n"
+    "                              (a container's health check)\n"
     "  label MODEL LABEL VERSION   point LABEL at VERSION (must be AVAILABLE)\n"
     "  default MODEL VERSION|LABEL  make VERSION or LABEL the default version\n"
     "  promote MODEL VERSION       stable -> VERSION (old stable -> previous), default stable;\n"
@@ -271,6 +273,27 @@ static cJSON *get_json(const ctl *c, const char *path, int *code_out)
         *code_out = code;
     rt_buf_free(&b);
     return doc;
+}
+
+/* predictctl ready: GET /v2/health/ready; 0 when it answers 200, else 1
+ * (a container's HEALTHCHECK: the image holds no curl). */
+static int show_ready(const ctl *c)
+{
+    rt_buf b;
+    rt_buf_init(&b);
+    rt_err err = {{0}};
+    int code = 0, r = 1;
+    if (srv_client_request_opts(&c->cli, c->host, c->port, "GET", "/v2/health/ready", NULL,
+                                c->timeout_s * 1000, &code, &b, &err) != RT_OK)
+        fail("%s (is predictd running? see --url)", err.msg);
+    else if (code != 200)
+        fprintf(stderr, "predictctl: not ready (GET /v2/health/ready: HTTP %d)\n", code);
+    else {
+        puts("ready");
+        r = 0;
+    }
+    rt_buf_free(&b);
+    return r;
 }
 
 static void print_json(const cJSON *doc)
@@ -1117,7 +1140,7 @@ static int run_command(const srv_ctl_flags *fl, uint64_t given, int argc, char *
     const char *cmd = argv[i];
     if (!strcmp(cmd, "token"))
         return token_cmd(&c, argc - i, argv + i);
-    bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models");
+    bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models") || !strcmp(cmd, "ready");
     if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
         strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary") &&
         strcmp(cmd, "shadow")) {
@@ -1166,6 +1189,8 @@ static int run_command(const srv_ctl_flags *fl, uint64_t given, int argc, char *
         r = show_status(&c, nargs > 1 ? argv[i + 1] : NULL);
     } else if (!strcmp(cmd, "models")) {
         r = show_models(&c);
+    } else if (!strcmp(cmd, "ready")) {
+        r = show_ready(&c);
     } else {
         r = edit(&c, argc - i, argv + i);
     }

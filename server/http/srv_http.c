@@ -368,6 +368,9 @@ static rt_status take_settings(srv_http *h, const srv_config *c, int threads, rt
     h->threads = threads;
     h->max_connections = resolve_max_connections(c->max_connections);
     snprintf(h->metrics_path, sizeof h->metrics_path, "%s", c->metrics_path ? c->metrics_path : "");
+    if (c->aip_predict_route && c->n_models == 1)
+        snprintf(h->aip_predict_target, sizeof h->aip_predict_target, "/v1/models/%s:predict",
+                 c->models[0].name);
     h->json = rt_json_default_params();
     h->json.max_answer_bytes = c->max_answer_bytes;
     h->batch = srv_batcher_default_params();
@@ -448,8 +451,16 @@ void srv_http_stop(srv_http *h)
     if (!h)
         return;
     if (h->mhd) {
-        /* Stop accepting first; then MHD leaves the socket to us. */
+        /* Stop accepting first; then MHD leaves the socket to us. A socket
+         * of our own is closed at once, so that a new connection is refused
+         * (the client may try another instance) rather than left in the
+         * backlog until the in-flight requests end; systemd's socket stays
+         * open, its backlog waiting for the next instance. */
         MHD_socket fd = MHD_quiesce_daemon(h->mhd);
+        if (fd != MHD_INVALID_SOCKET && h->own_fd) {
+            close(fd);
+            fd = MHD_INVALID_SOCKET;
+        }
         /* Let queued and running requests finish and their answers go out
          * (bounded by the request deadline plus a margin). */
         int64_t limit = rt_now_ms() + h->cfg.rest_api_timeout_in_ms + 5000;

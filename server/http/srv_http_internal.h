@@ -63,6 +63,8 @@ struct srv_http {
     rt_json_params json;    /* the request reader's limits (max_answer_bytes) */
     srv_batcher_params batch; /* the batcher's knobs (threads: batch threads) */
     char metrics_path[256]; /* the config's metrics_path; "" = metrics not served */
+    char aip_predict_target[SRV_NAME_MAX + 32]; /* /v1/models/MODEL:predict, the path
+                                                   aip_predict_route stands for ("" = none) */
     srv_manager *mgr;
     const _Atomic int *draining;
     int fd; /* listening socket */

@@ -84,6 +84,17 @@ static void route_metrics(const srv_http *h, const char *method, const char *url
     }
 }
 
+/* Vertex AI's routes (aip_predict_route, aip_health_route: AIP_PREDICT_ROUTE
+ * and AIP_HEALTH_ROUTE) are other paths of two rows: the one model's
+ * /v1/models/MODEL:predict and /v2/health/ready. */
+static void route_vertex(const srv_http *h, const char *method, const char *url, srv_route *r)
+{
+    if (h->aip_predict_target[0] && !strcmp(url, h->cfg.aip_predict_route))
+        srv_route_request(method, h->aip_predict_target, r);
+    else if (h->cfg.aip_health_route && !strcmp(url, h->cfg.aip_health_route))
+        srv_route_request(method, "/v2/health/ready", r);
+}
+
 /* ------------------------------------------------ libmicrohttpd glue */
 
 /* Collects one header into the connection's reused field array. */
@@ -224,6 +235,7 @@ static enum MHD_Result on_headers(srv_http *h, struct MHD_Connection *conn, cons
         return answer_preflight(conn, rq);
     srv_route_request(method, url, &rq->route);
     route_metrics(h, method, url, &rq->route);
+    route_vertex(h, method, url, &rq->route);
     int gate = srv_http_sec_gate(h, conn, &rq->route, method);
     if (gate >= 0) {
         rq->answered = true;

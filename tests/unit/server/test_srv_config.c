@@ -398,8 +398,10 @@ static void other_value(const srv_setting *s, char *json, char *text, size_t cap
         snprintf(json, cap, "%lld", v);
         snprintf(text, cap, "%lld", v);
     } else {
-        snprintf(json, cap, "\"x-%s\"", s->name);
-        snprintf(text, cap, "x-%s", s->name);
+        /* Vertex AI's routes must be paths (check_aip_routes) */
+        const char *slash = !strncmp(s->name, "aip_", 4) ? "/" : "";
+        snprintf(json, cap, "\"%sx-%s\"", slash, s->name);
+        snprintf(text, cap, "%sx-%s", slash, s->name);
     }
 }
 
@@ -456,7 +458,8 @@ static void test_settings_table(void **state)
             snprintf(arg, sizeof arg, "--%s=%s", s->name, text);
             char *argv[] = {"predictd", arg, "--model_name=m", "--model_base_path=/m", NULL};
             int argc = !strcmp(s->name, "model_name") || !strcmp(s->name, "model_base_path") ||
-                               !strcmp(s->name, "model_config_file")
+                               !strcmp(s->name, "model_config_file") ||
+                               !strcmp(s->name, "model_repository")
                            ? 2
                            : 4;
             srv_args a;
