@@ -281,6 +281,8 @@ typedef struct srv_ctl_flags {
     bool json;    /* --json */
     char *token_file; /* --token_file FILE (also --token-file), or NULL */
     char *cacert;     /* --cacert FILE, or NULL */
+    char *cert;       /* --cert FILE: client certificate (PEM), or NULL */
+    char *key;        /* --key FILE: its private key (PEM), or NULL */
 } srv_ctl_flags;
 const rt_setting *srv_ctl_flag_settings(size_t *n);
 

@@ -70,11 +70,14 @@ static enum MHD_Result refuse_body(srv_http *h, struct MHD_Connection *conn, req
         (size_t)atomic_load(&h->held), n, h->cfg.max_total_request_bytes);
 }
 
-/* The Prometheus metrics answer at h->metrics_path only (TF Serving's
- * monitoring config may move them, or turn them off). */
+/* The Prometheus metrics answer at h->metrics_path (TF Serving's
+ * monitoring config may move them, or turn them off) and, whenever they are
+ * served at all, at /metrics too (the path Prometheus and Kubernetes scrape
+ * by default), with the same body and scope. */
 static void route_metrics(const srv_http *h, const char *method, const char *url, srv_route *r)
 {
-    bool here = h->metrics_path[0] && !strcmp(url, h->metrics_path);
+    bool here = h->metrics_path[0] &&
+                (!strcmp(url, h->metrics_path) || !strcmp(url, "/metrics"));
     if (r->kind == SRV_ROUTE_METRICS && !here) {
         memset(r, 0, sizeof *r);
         r->kind = SRV_ROUTE_NONE;

@@ -41,6 +41,8 @@ static const srv_route_row ROUTES[] = {
      false, NULL},
     {"GET", "/monitoring/prometheus/metrics", SRV_ROUTE_METRICS, SRV_SCOPE_METRICS,
      srv_http_answer_metrics, "tfserving", 0, false, NULL},
+    {"GET", "/metrics", SRV_ROUTE_METRICS, SRV_SCOPE_METRICS, srv_http_answer_metrics,
+     "tfserving", 0, false, NULL},
     /* TensorFlow Serving's model list, status and metadata; monitoring */
     {"GET", "/v1/models", SRV_ROUTE_LIST, SRV_SCOPE_READ, srv_http_answer_list, "tfserving", 0,
      false, NULL},
