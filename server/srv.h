@@ -748,6 +748,17 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
                          int http_code, double seconds);
 /* Any HTTP answer (all routes), by status code. */
 void srv_metrics_http(srv_metrics *m, int http_code);
+/* What the metrics hold of one model version's inference requests, over
+ * every method (Triton's statistics extension, GET /v2/models/{m}/stats):
+ * answered 200 (ok) or not (fail), their seconds, the last answer's wall
+ * time in ms since the epoch (0: none). */
+typedef struct srv_model_stat {
+    uint64_t ok, fail;
+    double ok_seconds, fail_seconds;
+    int64_t last_ms;
+} srv_model_stat;
+void srv_metrics_model_stat(srv_metrics *m, const char *model, int64_t version,
+                            srv_model_stat *out);
 /* +1 when a request starts being handled, -1 when it ends; busy time counts
  * while it is positive per worker. */
 void srv_metrics_in_flight(srv_metrics *m, int delta, double busy_seconds);

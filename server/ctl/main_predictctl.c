@@ -1303,6 +1303,10 @@ int main(int argc, char **argv)
     int i = argc, r;
     rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = rt_argv_help_names,
                     .other = rt_argv_help, .ctx = &help};
+    /* a daemon that closes a TLS connection (a refused client certificate)
+     * while the request is sent: an error to report, not SIGPIPE (GnuTLS
+     * sends without MSG_NOSIGNAL) */
+    signal(SIGPIPE, SIG_IGN);
     if (rt_settings_defaults(flags, n_flags, &fl, &ferr) != RT_OK) {
         fprintf(stderr, "predictctl: %s\n", ferr.msg);
         r = 1;

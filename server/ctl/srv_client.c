@@ -78,6 +78,9 @@ static int dial(const char *host, int port, int64_t deadline, rt_err *err)
 /* What a failed TLS exchange most likely means, for the operator: the
  * daemon's alert about the client certificate (missing, or not one its
  * tls_client_ca_file signed), or a daemon that does not speak TLS. */
+static _Thread_local int tls_last; /* the last TLS error io() saw (for tls_hint) */
+
+#define HINT_PLAIN " (is the daemon serving plain HTTP? try --url http://...)"
 #define HINT_NO_CERT " (the daemon requires a client certificate: give --cert FILE --key FILE)"
 #define HINT_REFUSED                                                                          \
     " (the daemon refused the client certificate of --cert: is it signed by the daemon's "    \
@@ -97,8 +100,20 @@ static const char *tls_hint(gnutls_session_t s, int r, const srv_client_opts *o)
     }
     if (r == GNUTLS_E_UNEXPECTED_PACKET_LENGTH || r == GNUTLS_E_UNEXPECTED_PACKET ||
         r == GNUTLS_E_UNSUPPORTED_VERSION_PACKET)
-        return " (is the daemon serving plain HTTP? try --url http://...)";
+        return HINT_PLAIN;
     return "";
+}
+
+/* The hint for a TLS connection the daemon broke off after the handshake:
+ * its alert when it sent one; else, when it had asked for a client
+ * certificate, that one is missing or refused (TLS 1.3 checks it after the
+ * client's handshake is over). */
+static const char *closed_hint(gnutls_session_t s, const srv_client_opts *o)
+{
+    const char *h = tls_hint(s, tls_last, o);
+    if (!*h && gnutls_certificate_client_get_request_status(s))
+        h = o->cert_file ? HINT_REFUSED : HINT_NO_CERT;
+    return h;
 }
 
 static gnutls_session_t tls_open(int fd, const char *host, const srv_client_opts *o,
@@ -148,8 +163,11 @@ static gnutls_session_t tls_open(int fd, const char *host, const srv_client_opts
                            why.data ? (char *)why.data : "does not verify");
                 gnutls_free(why.data);
             } else {
+                /* closed during the handshake: most likely not a TLS port */
                 rt_err_set(err, RT_ERR_IO, "%s: TLS handshake: %s%s", host,
-                           gnutls_strerror(r), tls_hint(s, r, o));
+                           gnutls_strerror(r),
+                           r == GNUTLS_E_PREMATURE_TERMINATION ? HINT_PLAIN
+                                                               : tls_hint(s, r, o));
             }
             gnutls_deinit(s);
             return NULL;
@@ -165,8 +183,6 @@ static gnutls_session_t tls_open(int fd, const char *host, const srv_client_opts
 
 /* send/recv on fd, or through the TLS session s: bytes moved, 0 at the
  * end, -1 with errno EAGAIN (wait), else -2 with msg set. */
-static _Thread_local int tls_last; /* the last TLS error io() saw (for tls_hint) */
-
 static ssize_t io(gnutls_session_t s, int fd, bool out, void *p, size_t n, const char **msg)
 {
     if (!s) {
@@ -230,7 +246,7 @@ static rt_status exchange(int fd, const char *name, const char *host, const srv_
         ssize_t n = io(tls, fd, true, req.data + off, req.len - off, &msg);
         if (n == -2) {
             rt_err_set(err, RT_ERR_IO, "%s: send: %s%s", name, msg,
-                       tls ? tls_hint(tls, tls_last, o) : "");
+                       tls ? closed_hint(tls, o) : "");
             goto out;
         }
         if (n > 0)
@@ -252,7 +268,7 @@ static rt_status exchange(int fd, const char *name, const char *host, const srv_
             if (n == -1)
                 continue;
             rt_err_set(err, RT_ERR_IO, "%s: recv: %s%s", name, msg,
-                       tls ? tls_hint(tls, tls_last, o) : "");
+                       tls ? closed_hint(tls, o) : "");
             goto out;
         }
         resp.len += (size_t)n;

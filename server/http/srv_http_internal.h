@@ -257,6 +257,12 @@ enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn, req
 /* GET /v2/models/{m}[/versions/{v}]: the model metadata answer (404/400/503
  * as the model's other routes; srv_route_answer). */
 enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* Triton's extensions: GET /v2/models/{m}[/versions/{v}]/config (model
+ * configuration), GET .../stats (statistics, from the metrics), POST
+ * /v2/repository/index (every version's state). */
+enum MHD_Result srv_http_v2_config(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_v2_stats(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_v2_repository_index(srv_http *h, struct MHD_Connection *conn, req *rq);
 /* Reads a /v2 infer request's Inference-Header-Content-Length into
  * rq->v2_header (RT_V2_NO_HEADER when absent); false when it is not a
  * decimal number. */

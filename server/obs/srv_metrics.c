@@ -59,6 +59,9 @@ typedef struct hist {
     uint64_t buckets[N_BUCKETS]; /* non-cumulative */
     uint64_t count;
     double sum;
+    uint64_t ok_count;           /* answered 200 (Triton's success), the rest fail */
+    double ok_sum;
+    int64_t last_ms;             /* the last answer, ms since the epoch */
 } hist;
 
 typedef struct reason {
@@ -194,6 +197,32 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
             h->buckets[b]++;
         h->count++;
         h->sum += seconds;
+        if (http_code == 200) {
+            h->ok_count++;
+            h->ok_sum += seconds;
+        }
+        h->last_ms = (int64_t)(rt_seconds(1) * 1000);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+void srv_metrics_model_stat(srv_metrics *m, const char *model, int64_t version,
+                            srv_model_stat *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->n_hists; i++) {
+        const hist *h = &m->hists[i];
+        if (h->version != version || strcmp(h->model, model ? model : "") != 0)
+            continue;
+        out->ok += h->ok_count;
+        out->ok_seconds += h->ok_sum;
+        out->fail += h->count - h->ok_count;
+        out->fail_seconds += h->sum - h->ok_sum;
+        if (h->last_ms > out->last_ms)
+            out->last_ms = h->last_ms;
     }
     pthread_mutex_unlock(&m->mu);
 }
