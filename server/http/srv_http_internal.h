@@ -108,6 +108,8 @@ typedef struct req {
     /* worker hand-over (SRV_ROUTE_INFER with a pool) */
     struct MHD_Connection *conn;
     srv_http *h;
+    int sock;          /* the client's socket (an :explain's presence check), or -1 */
+    int stopped;       /* an :explain stopped: 1 past its deadline, 2 client gone */
     bool done; /* the worker filled code/resp and resumed conn */
     uint64_t ticket; /* its slot of srv_http.admit (given back when its run ends), or 0 */
     size_t weight;   /* the units that ticket holds (an :explain's rows, else 1) */
