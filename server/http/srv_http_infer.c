@@ -18,8 +18,10 @@
  * answers are made once at start and shared.
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +250,66 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     }
     rq->done = true;
     MHD_resume_connection(rq->conn);
+}
+
+/* An offloaded :explain's thread: its own scratch, the run, the hand-back. */
+static void *offload_main(void *arg)
+{
+    req *rq = arg;
+    srv_http *h = rq->h;
+    rt_ctx *ctx = rt_ctx_new();
+    srv_metrics_in_flight(h->p.metrics, 1, 0);
+    rq->code = 500;
+    rt_buf_reset(&rq->resp);
+    rq->t_run = rt_now_ns();
+    if (ctx)
+        compute_infer(h, rq, ctx, &rq->code, &rq->resp); /* sets rq->t_done */
+    else if (srv_http_put_error(&rq->resp, "out of memory") != 0)
+        rq->code = 500;
+    if (!ctx)
+        rq->t_done = rt_now_ns();
+    srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
+    rt_ctx_free(ctx);
+    rq->done = true;
+    MHD_resume_connection(rq->conn);
+    atomic_fetch_sub(&h->offloaded, 1);
+    return NULL;
+}
+
+bool srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
+    if (atomic_fetch_add(&h->offloaded, 1) >= SRV_EXPLAIN_THREADS_MAX) {
+        atomic_fetch_sub(&h->offloaded, 1);
+        return false;
+    }
+    rq->conn = conn;
+    rq->h = h;
+    rq->sock = conn_socket(conn);
+    pthread_attr_t at;
+    pthread_t th;
+    bool ok = pthread_attr_init(&at) == 0;
+    if (ok && pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) != 0)
+        ok = false;
+    /* suspended before the thread exists: it may resume it at once */
+    MHD_suspend_connection(conn);
+    if (ok && pthread_create(&th, &at, offload_main, rq) != 0)
+        ok = false;
+    pthread_attr_destroy(&at);
+    if (!ok) {
+        /* no thread: run it here, and resume as the thread would have */
+        rq->code = 500;
+        rt_buf_reset(&rq->resp);
+        rt_ctx *ctx = thread_ctx(h);
+        rq->t_run = rt_now_ns();
+        if (ctx)
+            compute_infer(h, rq, ctx, &rq->code, &rq->resp);
+        else if (srv_http_put_error(&rq->resp, "out of memory") != 0)
+            rq->code = 500; /* the buffer's error sticks: the connection is closed */
+        rq->done = true;
+        MHD_resume_connection(conn);
+        atomic_fetch_sub(&h->offloaded, 1);
+    }
+    return true;
 }
 
 /* The message of srv_http_enqueue's 429s (by_limit: over the admission

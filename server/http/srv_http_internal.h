@@ -75,6 +75,8 @@ struct srv_http {
     rt_ctx **wctx;        /* [threads] one per worker */
     atomic_long active;   /* requests from their first call until libmicrohttpd
                              reports completion (stop waits for them) */
+    atomic_int offloaded; /* :explain runs on threads of their own (without
+                             workers: srv_http_offload); stop waits for them */
     srv_admit *admit;     /* NULL: no adaptive admission limit (max_queue_wait_ms 0) */
     struct MHD_Response *busy[2]; /* the 429s of srv_http_enqueue: [0] queue full or
                                      its oldest waited too long, [1] over the limit */
@@ -281,6 +283,12 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
 /* With workers: queues rq (its connection suspended until a worker has
  * answered it: req.done) or answers 429 at once when the queue refuses it. */
 enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* Without workers: runs an :explain request on a thread of its own, its
+ * connection suspended until the thread has its answer (as a worker's),
+ * so that the I/O thread goes on serving its other connections. false
+ * (nothing done) when SRV_EXPLAIN_THREADS_MAX run already or no thread can
+ * be made: the caller answers it inline. */
+bool srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *rq);
 /* The message of those 429s into msg (by_limit: over the admission limit;
  * else the queue refused). */
 void srv_http_busy_message(const srv_http *h, bool by_limit, char *msg, size_t len);
