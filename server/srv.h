@@ -153,6 +153,8 @@ typedef struct srv_config {
     size_t max_total_request_bytes; /* request body bytes held at once; past it 429
                                        (default 256 MiB, >= max_request_bytes) */
     size_t max_answer_bytes;      /* largest answer; past it 400 (default 64 MiB) */
+    size_t max_explain_rows;      /* model rows one :explain may evaluate (estimated
+                                     before it runs); past it 400 (default 2^24) */
     size_t prediction_log_queue_bytes; /* requests + answers waiting for the log
                                           writer (default 64 MiB) */
     size_t shadow_queue_bytes;    /* requests + answers waiting for their shadow
@@ -301,6 +303,8 @@ typedef struct srv_ctl_flags {
     bool json;    /* --json */
     char *token_file; /* --token_file FILE (also --token-file), or NULL */
     char *cacert;     /* --cacert FILE, or NULL */
+    char *cert;       /* --cert FILE: client certificate (PEM), or NULL */
+    char *key;        /* --key FILE: its private key (PEM), or NULL */
 } srv_ctl_flags;
 const rt_setting *srv_ctl_flag_settings(size_t *n);
 
@@ -777,6 +781,17 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
                          int http_code, double seconds);
 /* Any HTTP answer (all routes), by status code. */
 void srv_metrics_http(srv_metrics *m, int http_code);
+/* What the metrics hold of one model version's inference requests, over
+ * every method (Triton's statistics extension, GET /v2/models/{m}/stats):
+ * answered 200 (ok) or not (fail), their seconds, the last answer's wall
+ * time in ms since the epoch (0: none). */
+typedef struct srv_model_stat {
+    uint64_t ok, fail;
+    double ok_seconds, fail_seconds;
+    int64_t last_ms;
+} srv_model_stat;
+void srv_metrics_model_stat(srv_metrics *m, const char *model, int64_t version,
+                            srv_model_stat *out);
 /* +1 when a request starts being handled, -1 when it ends; busy time counts
  * while it is positive per worker. */
 void srv_metrics_in_flight(srv_metrics *m, int delta, double busy_seconds);

@@ -46,6 +46,10 @@
  * was missed: at 10,000 models each is rescanned every ~2.6 minutes at the
  * default tick of 1 s. */
 #define SRV_SAFETY_SCANS_PER_TICK 64
+/* :explain requests run at once off the I/O threads when there are no
+ * workers (max_queue_depth 0), each on a thread of its own; more run on
+ * their I/O thread as before (issue 35, item 1). */
+#define SRV_EXPLAIN_THREADS_MAX 8
 /* The versions listed in a model's v2 metadata at most. */
 #define SRV_V2_MAX_VERSIONS 256
 

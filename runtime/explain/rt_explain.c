@@ -91,6 +91,9 @@ rt_status xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *ou
 {
     for (size_t r0 = 0; r0 < n; r0 += XAI_CHUNK) {
         size_t m = n - r0 < XAI_CHUNK ? n - r0 : XAI_CHUNK;
+        if (e->p->stop && e->p->stop(e->p->stop_arg))
+            return rt_err_set(err, RT_ERR_LIMIT, "explain: stopped after %zu model rows",
+                              e->evals);
         rt_status st = xai_fill(e, masks + r0 * e->words, m, err);
         if (st == RT_OK)
             st = run_rows(e, err);

@@ -79,6 +79,11 @@ typedef struct rt_xai_params {
     uint64_t seed;             /* SAMPLED's permutations */
     bool enumerate;            /* EXACT: enumerate the coalitions even where
                                   TreeSHAP applies (tests compare the two) */
+    bool (*stop)(void *arg);   /* asked before each chunk of model rows (and each
+                                  instance of an :explain): true stops the work
+                                  with RT_ERR_LIMIT "explain: stopped ..."; NULL:
+                                  never (the server's deadline and client check) */
+    void *stop_arg;
 } rt_xai_params;
 
 /* The defaults: RT_XAI_DEFAULT, RT_XAI_OUT_DEFAULT, top_k 0, path_count

@@ -96,3 +96,11 @@ const rt_batch *rt_ctx_batch(const rt_ctx *c)
 {
     return c ? c->batch : NULL;
 }
+
+void rt_ctx_set_stop(rt_ctx *c, bool (*stop)(void *arg), void *arg)
+{
+    if (!c)
+        return;
+    c->stop = stop;
+    c->stop_arg = stop ? arg : NULL;
+}

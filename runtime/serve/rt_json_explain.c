@@ -628,6 +628,8 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
         goto out;
     }
     rt_xai_params xp = rt_xai_default_params();
+    xp.stop = c->stop;
+    xp.stop_arg = c->stop_arg;
     if ((st = baselines_new(g, &bl, err)) != RT_OK ||
         (st = read_override(g, body, len, p, c, &xp, bl.v, bl.n, err)) != RT_OK ||
         (st = baselines_align(g, &bl, err)) != RT_OK)
@@ -649,6 +651,11 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
     rt_buf_puts(out, "{\"explanations\": [");
     for (size_t i = 0; i < n; i++) {
         size_t n_res = 0;
+        if (xp.stop && xp.stop(xp.stop_arg)) {
+            st = rt_err_set(err, RT_ERR_LIMIT, "explain: stopped after %zu of %zu instances", i,
+                            n);
+            goto out;
+        }
         if ((st = explain_averaged(g, c->batch, i, base, bl.k, &xp, res, more, max_res, &n_res,
                                    err)) != RT_OK) {
             /* parameters are named from the override's top */

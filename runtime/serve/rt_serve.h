@@ -48,6 +48,10 @@ rt_json_params rt_json_default_params(void);
 typedef struct rt_ctx rt_ctx;
 rt_ctx *rt_ctx_new(void);
 void rt_ctx_free(rt_ctx *c);
+/* The hook an :explain on c asks between chunks of model rows and between
+ * instances (rt_xai_params.stop): true stops it with RT_ERR_LIMIT. NULL
+ * clears it. The caller sets it for one request and clears it after. */
+void rt_ctx_set_stop(rt_ctx *c, bool (*stop)(void *arg), void *arg);
 /* The raw inputs of the request c last read (after rt_json_handle,
  * rt_v2_handle or rt_merge_parse_only returned RT_OK), or NULL: for the
  * daemon's monitoring. Valid until c's next use. */

@@ -35,6 +35,8 @@ struct rt_ctx {
     void (*v2_free)(struct rt_v2_req *); /* its destructor, set with it by
                                rt_v2_parse.c, which owns it: rt_ctx_free
                                calls through it, so the calls go one way */
+    bool (*stop)(void *arg); /* rt_ctx_set_stop: an :explain's stop hook */
+    void *stop_arg;
 };
 
 /* Gives c an empty batch for graph g (made anew when the graph changed). */

@@ -89,6 +89,10 @@ static const srv_setting SETTINGS[] = {
     SIZE(max_answer_bytes, BOTH, 1, INT64_C(1) << 40, INT64_C(64) << 20,
          "largest answer to an inference request: one whose estimated size passes it is "
          "refused with 400 before it is computed, one that grows past it while written too"),
+    SIZE(max_explain_rows, BOTH, 1, INT64_C(1) << 40, INT64_C(1) << 24,
+         "model rows one :explain request may evaluate, estimated before it runs (every input "
+         "counted as differing from the baseline); past it 400 before any work. A running "
+         ":explain also stops at rest_api_timeout_in_ms (504) or when its client has gone"),
     SIZE(prediction_log_queue_bytes, BOTH, 1, INT64_C(1) << 40, INT64_C(64) << 20,
          "bytes of requests and answers waiting for the prediction-log writer; a sampled "
          "request that does not fit is not logged (predictd_prediction_log_dropped_total)"),

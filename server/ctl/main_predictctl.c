@@ -72,6 +72,10 @@ static const char USAGE_COMMANDS[] =
     "  shadow MODEL VERSION PERCENT  also run PERCENT of the requests on VERSION, after\n"
     "                              answering, and compare (metrics predictd_shadow_*)\n"
     "  shadow MODEL off            stop shadowing\n"
+    "  wait MODEL VERSION STATE [--timeout S]  until VERSION of MODEL is in STATE (START,\n"
+    "                              LOADING, AVAILABLE, UNLOADING, END) on predictd; fails\n"
+    "                              after --timeout seconds, or at once when the version\n"
+    "                              ended with an error\n"
     "  reload                      ask the daemon to re-read its config file\n"
     "  token add --scopes infer,read[,metrics] [--tokens-file FILE] [--name NAME]\n"
     "                              print a new bearer token once and append its SHA-256\n"
@@ -263,11 +267,20 @@ static cJSON *get_json(const ctl *c, const char *path, int *code_out)
     cJSON *doc = NULL;
     if (srv_client_request_opts(&c->cli, c->host, c->port, "GET", path, NULL, 10000, &code, &b,
                                 &err) != RT_OK) {
-        fail("%s (is predictd running? see --url)", err.msg);
+        /* the hint only where it helps: nothing listening there */
+        fail("%s%s", err.msg,
+             strstr(err.msg, "cannot connect") ? " (is predictd running? see --url)" : "");
     } else {
         doc = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
-        if (!doc)
-            fail("GET %s: the answer is not JSON", path);
+        if (!c->cli.tls && code == 400 && b.data && strstr(b.data, "HTTPS port")) {
+            cJSON_Delete(doc);
+            doc = NULL;
+            fail("GET %s: the daemon serves HTTPS on %s:%d: use --url https://%s:%d "
+                 "(with --cacert, and --cert/--key when it requires client certificates)",
+                 path, c->host, c->port, c->host, c->port);
+        } else if (!doc) {
+            fail("GET %s: the answer is not JSON (HTTP %d)", path, code);
+        }
     }
     if (code_out)
         *code_out = code;
@@ -645,8 +658,21 @@ static int set_canary(const ctl *c, edit_doc *d, const char *ver, const char *pc
                     "no traffic split (nothing changed)");
     if (version_and_percent(c, name, ver, pct_text, &v, &pct))
         return 1;
-    if (doc_label(d, "stable") < 0) {
-        int64_t cur = daemon_default(c, name);
+    int64_t stable = doc_label(d, "stable");
+    bool stable_new = stable < 0;
+    if (stable_new)
+        stable = daemon_default(c, name);
+    if (stable == v)
+        return fail("version %lld is model %s's stable version%s: a canary onto it would send "
+                    "every request to version %lld; name another version, or promote "
+                    "another version first (nothing changed)",
+                    (long long)v, name,
+                    stable_new ? " (it has no 'stable' label: the version answering by "
+                                 "default)"
+                               : "",
+                    (long long)v);
+    if (stable_new) {
+        int64_t cur = stable;
         if (cur < 0)
             return fail("model %s has no 'stable' label and no default version answering; "
                         "run predictctl promote %s VERSION first (nothing changed)",
@@ -772,6 +798,69 @@ out:
     free(d.text);
     cJSON_Delete(d.root);
     return r;
+}
+
+/* predictctl wait MODEL VERSION STATE: asks GET /v1/models/M/versions/V
+ * every 100 ms, at most timeout_s * 10 times, until the version is in
+ * STATE. A version that ended (END) with an error while another state was
+ * wanted fails at once with that error; a daemon not answering yet is
+ * asked again (it may be starting). */
+static int wait_state(const ctl *c, const char *model, const char *ver, const char *want,
+                      int timeout_s)
+{
+    static const char *const STATES[] = {"START", "LOADING", "AVAILABLE", "UNLOADING", "END"};
+    bool known = false;
+    for (size_t k = 0; k < sizeof STATES / sizeof STATES[0]; k++)
+        known |= !strcmp(want, STATES[k]);
+    int64_t v = parse_version_arg(ver);
+    if (v < 0)
+        return fail("'%s' is not a version number", ver);
+    if (!known)
+        return fail("'%s' is not a version state (START, LOADING, AVAILABLE, UNLOADING, END)",
+                    want);
+    char path[512], last[64] = "not answering", why[600] = "";
+    snprintf(path, sizeof path, "/v1/models/%s/versions/%lld", model, (long long)v);
+    long tries = (long)timeout_s * 10;
+    for (long t = 0; t < tries; t++) {
+        rt_buf b;
+        rt_buf_init(&b);
+        rt_err err = {{0}};
+        int code = 0;
+        cJSON *doc = NULL;
+        if (srv_client_request_opts(&c->cli, c->host, c->port, "GET", path, NULL, 10000, &code,
+                                    &b, &err) == RT_OK)
+            doc = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+        else
+            snprintf(why, sizeof why, "%s", err.msg);
+        rt_buf_free(&b);
+        const cJSON *st = cJSON_GetArrayItem(
+            cJSON_GetObjectItemCaseSensitive(doc, "model_version_status"), 0);
+        const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "state"));
+        const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(st, "status"), "error_message"));
+        const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "error"));
+        if (state)
+            snprintf(last, sizeof last, "%s", state);
+        else if (doc)
+            snprintf(last, sizeof last, "not known (HTTP %d)", code);
+        if (state && !strcmp(state, want)) {
+            cJSON_Delete(doc);
+            printf("ok: version %lld of model %s is %s\n", (long long)v, model, want);
+            return 0;
+        }
+        if (state && !strcmp(state, "END") && msg && *msg) {
+            int r = fail("version %lld of model %s ended (END): %s", (long long)v, model, msg);
+            cJSON_Delete(doc);
+            return r;
+        }
+        if (e)
+            snprintf(why, sizeof why, "%s", e);
+        cJSON_Delete(doc);
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return fail("version %lld of model %s is %s, not %s, after %d s (--timeout)%s%s",
+                (long long)v, model, last, want, timeout_s, why[0] ? ": " : "", why);
 }
 
 static int show_models(const ctl *c)
@@ -1125,6 +1214,13 @@ static int run_command(const srv_ctl_flags *fl, uint64_t given, int argc, char *
     c.json = fl->json;
     if (fl->cacert)
         c.cli.ca_file = fl->cacert;
+    if (!fl->cert != !fl->key) {
+        fprintf(stderr, "predictctl: %s needs %s too (a client certificate and its key)\n",
+                fl->cert ? "--cert" : "--key", fl->cert ? "--key" : "--cert");
+        return 2;
+    }
+    c.cli.cert_file = fl->cert;
+    c.cli.key_file = fl->key;
     if (fl->token_file) {
         if (read_token(fl->token_file, c.token, sizeof c.token) != 0)
             return 1;
@@ -1140,7 +1236,8 @@ static int run_command(const srv_ctl_flags *fl, uint64_t given, int argc, char *
     const char *cmd = argv[i];
     if (!strcmp(cmd, "token"))
         return token_cmd(&c, argc - i, argv + i);
-    bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models") || !strcmp(cmd, "ready");
+    bool read_only = !strcmp(cmd, "status") || !strcmp(cmd, "models") || !strcmp(cmd, "ready") ||
+                     !strcmp(cmd, "wait");
     if (!read_only && strcmp(cmd, "label") && strcmp(cmd, "default") && strcmp(cmd, "promote") &&
         strcmp(cmd, "rollback") && strcmp(cmd, "reload") && strcmp(cmd, "canary") &&
         strcmp(cmd, "shadow")) {
@@ -1153,6 +1250,22 @@ static int run_command(const srv_ctl_flags *fl, uint64_t given, int argc, char *
     if (!strcmp(cmd, "status") && nargs > 1 && !strcmp(argv[argc - 1], "--json")) {
         c.json = true;
         nargs--;
+    }
+    /* wait MODEL VERSION STATE --timeout S: the flag after the command too */
+    if (!strcmp(cmd, "wait") && nargs == 6 && !strcmp(argv[argc - 2], "--timeout")) {
+        char *end = NULL;
+        long t = strtol(argv[argc - 1], &end, 10);
+        if (!end || *end || t < 1 || t > 3600) {
+            fprintf(stderr, "predictctl: --timeout '%s': seconds from 1 to 3600\n",
+                    argv[argc - 1]);
+            return 2;
+        }
+        c.timeout_s = (int)t;
+        nargs -= 2;
+    }
+    if (!strcmp(cmd, "wait") && nargs != 4) {
+        fprintf(stderr, "predictctl: usage: wait MODEL VERSION STATE [--timeout S]\n");
+        return 2;
     }
     if (!strcmp(cmd, "status") && nargs > 2) {
         fprintf(stderr, "predictctl: status takes at most one MODEL\n");
@@ -1191,6 +1304,8 @@ static int run_command(const srv_ctl_flags *fl, uint64_t given, int argc, char *
         r = show_models(&c);
     } else if (!strcmp(cmd, "ready")) {
         r = show_ready(&c);
+    } else if (!strcmp(cmd, "wait")) {
+        r = wait_state(&c, argv[i + 1], argv[i + 2], argv[i + 3], c.timeout_s);
     } else {
         r = edit(&c, argc - i, argv + i);
     }
@@ -1214,6 +1329,10 @@ int main(int argc, char **argv)
     int i = argc, r;
     rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = rt_argv_help_names,
                     .other = rt_argv_help, .ctx = &help};
+    /* a daemon that closes a TLS connection (a refused client certificate)
+     * while the request is sent: an error to report, not SIGPIPE (GnuTLS
+     * sends without MSG_NOSIGNAL) */
+    signal(SIGPIPE, SIG_IGN);
     if (rt_settings_defaults(flags, n_flags, &fl, &ferr) != RT_OK) {
         fprintf(stderr, "predictctl: %s\n", ferr.msg);
         r = 1;

@@ -75,6 +75,47 @@ static int dial(const char *host, int port, int64_t deadline, rt_err *err)
 
 /* A TLS session on fd for host, handshaken before deadline; NULL with err
  * on failure (a certificate that does not verify is named). */
+/* What a failed TLS exchange most likely means, for the operator: the
+ * daemon's alert about the client certificate (missing, or not one its
+ * tls_client_ca_file signed), or a daemon that does not speak TLS. */
+static _Thread_local int tls_last; /* the last TLS error io() saw (for tls_hint) */
+
+#define HINT_PLAIN " (is the daemon serving plain HTTP? try --url http://...)"
+#define HINT_NO_CERT " (the daemon requires a client certificate: give --cert FILE --key FILE)"
+#define HINT_REFUSED                                                                          \
+    " (the daemon refused the client certificate of --cert: is it signed by the daemon's "    \
+    "tls_client_ca_file, unexpired, with the clientAuth purpose?)"
+
+static const char *tls_hint(gnutls_session_t s, int r, const srv_client_opts *o)
+{
+    if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
+        gnutls_alert_description_t a = gnutls_alert_get(s);
+        bool cert_alert = a == GNUTLS_A_CERTIFICATE_REQUIRED || a == GNUTLS_A_BAD_CERTIFICATE ||
+                          a == GNUTLS_A_UNKNOWN_CA || a == GNUTLS_A_HANDSHAKE_FAILURE ||
+                          a == GNUTLS_A_CERTIFICATE_UNKNOWN ||
+                          a == GNUTLS_A_UNSUPPORTED_CERTIFICATE ||
+                          a == GNUTLS_A_CERTIFICATE_EXPIRED || a == GNUTLS_A_ACCESS_DENIED;
+        if (cert_alert)
+            return o->cert_file ? HINT_REFUSED : HINT_NO_CERT;
+    }
+    if (r == GNUTLS_E_UNEXPECTED_PACKET_LENGTH || r == GNUTLS_E_UNEXPECTED_PACKET ||
+        r == GNUTLS_E_UNSUPPORTED_VERSION_PACKET)
+        return HINT_PLAIN;
+    return "";
+}
+
+/* The hint for a TLS connection the daemon broke off after the handshake:
+ * its alert when it sent one; else, when it had asked for a client
+ * certificate, that one is missing or refused (TLS 1.3 checks it after the
+ * client's handshake is over). */
+static const char *closed_hint(gnutls_session_t s, const srv_client_opts *o)
+{
+    const char *h = tls_hint(s, tls_last, o);
+    if (!*h && gnutls_certificate_client_get_request_status(s))
+        h = o->cert_file ? HINT_REFUSED : HINT_NO_CERT;
+    return h;
+}
+
 static gnutls_session_t tls_open(int fd, const char *host, const srv_client_opts *o,
                                  int64_t deadline, gnutls_certificate_credentials_t *cred,
                                  rt_err *err)
@@ -89,6 +130,13 @@ static gnutls_session_t tls_open(int fd, const char *host, const srv_client_opts
         rt_err_set(err, RT_ERR_INVALID, "%s: no CA certificate to verify the server with%s%s",
                    o->ca_file ? o->ca_file : "the system trust store", r < 0 ? ": " : "",
                    r < 0 ? gnutls_strerror(r) : "");
+        return NULL;
+    }
+    if (o->cert_file && o->key_file &&
+        (r = gnutls_certificate_set_x509_key_file(*cred, o->cert_file, o->key_file,
+                                                  GNUTLS_X509_FMT_PEM)) < 0) {
+        rt_err_set(err, RT_ERR_INVALID, "client certificate %s with key %s: %s", o->cert_file,
+                   o->key_file, gnutls_strerror(r));
         return NULL;
     }
     if ((r = gnutls_init(&s, GNUTLS_CLIENT | GNUTLS_NONBLOCK)) < 0 ||
@@ -115,7 +163,11 @@ static gnutls_session_t tls_open(int fd, const char *host, const srv_client_opts
                            why.data ? (char *)why.data : "does not verify");
                 gnutls_free(why.data);
             } else {
-                rt_err_set(err, RT_ERR_IO, "%s: TLS handshake: %s", host, gnutls_strerror(r));
+                /* closed during the handshake: most likely not a TLS port */
+                rt_err_set(err, RT_ERR_IO, "%s: TLS handshake: %s%s", host,
+                           gnutls_strerror(r),
+                           r == GNUTLS_E_PREMATURE_TERMINATION ? HINT_PLAIN
+                                                               : tls_hint(s, r, o));
             }
             gnutls_deinit(s);
             return NULL;
@@ -150,9 +202,12 @@ static ssize_t io(gnutls_session_t s, int fd, bool out, void *p, size_t n, const
         errno = EAGAIN;
         return -1;
     }
-    if (!out && r == GNUTLS_E_PREMATURE_TERMINATION)
-        return 0; /* closed without close_notify: the body ends at EOF anyway */
+    if (!out && r == GNUTLS_E_PREMATURE_TERMINATION) {
+        tls_last = (int)r;
+        return 0;
+    } /* closed without close_notify: the body ends at EOF anyway */
     *msg = gnutls_strerror((int)r);
+    tls_last = (int)r;
     return -2;
 }
 
@@ -190,7 +245,8 @@ static rt_status exchange(int fd, const char *name, const char *host, const srv_
         }
         ssize_t n = io(tls, fd, true, req.data + off, req.len - off, &msg);
         if (n == -2) {
-            rt_err_set(err, RT_ERR_IO, "%s: send: %s", name, msg);
+            rt_err_set(err, RT_ERR_IO, "%s: send: %s%s", name, msg,
+                       tls ? closed_hint(tls, o) : "");
             goto out;
         }
         if (n > 0)
@@ -211,7 +267,8 @@ static rt_status exchange(int fd, const char *name, const char *host, const srv_
         if (n < 0) {
             if (n == -1)
                 continue;
-            rt_err_set(err, RT_ERR_IO, "%s: recv: %s", name, msg);
+            rt_err_set(err, RT_ERR_IO, "%s: recv: %s%s", name, msg,
+                       tls ? closed_hint(tls, o) : "");
             goto out;
         }
         resp.len += (size_t)n;
@@ -223,6 +280,13 @@ static rt_status exchange(int fd, const char *name, const char *host, const srv_
     }
     const char *hdr_end = resp.data ? strstr(resp.data, "\r\n\r\n") : NULL;
     int code = 0;
+    if (!resp.len && tls && gnutls_certificate_client_get_request_status(tls)) {
+        /* the daemon asked for a client certificate, then closed unanswered */
+        st = rt_err_set(err, RT_ERR_IO, "%s: the daemon closed the TLS connection without an "
+                        "answer%s", name,
+                        o->cert_file ? HINT_REFUSED : HINT_NO_CERT);
+        goto out;
+    }
     if (!hdr_end || sscanf(resp.data, "HTTP/1.%*d %d", &code) != 1 || code < 100 || code > 599) {
         st = rt_err_set(err, RT_ERR_FORMAT, "%s: not an HTTP answer", name);
         goto out;

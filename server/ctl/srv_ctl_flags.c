@@ -29,6 +29,12 @@ static const rt_setting FLAGS[] = {
     {.name = "cacert", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
      .offset = CF(cacert, char *), .arg = "FILE",
      .help = "verify an HTTPS daemon's certificate with this CA (default: the system's)"},
+    {.name = "cert", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
+     .offset = CF(cert, char *), .arg = "FILE",
+     .help = "present this PEM client certificate (daemons with tls_client_ca_file; needs "
+             "--key)"},
+    {.name = "key", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
+     .offset = CF(key, char *), .arg = "FILE", .help = "the PEM private key of --cert"},
 };
 
 const rt_setting *srv_ctl_flag_settings(size_t *n)

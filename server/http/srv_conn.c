@@ -34,6 +34,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -243,10 +244,22 @@ void srv_conn_request_done(srv_conn *c)
     atomic_fetch_add_explicit(&c->gen, 1, memory_order_release);
 }
 
+/* True when bytes the client sent wait unread in the socket: its I/O
+ * thread was busy, the client was not slow (issue 35, item 1). A running
+ * I/O thread reads what arrives at once, so a slow client's socket is empty
+ * whenever the sweeper looks. */
+static bool unread_bytes(int fd)
+{
+    int pending = 0;
+    return ioctl(fd, FIONREAD, &pending) == 0 && pending > 0;
+}
+
 /* The sweeper's check of one connection (mu held): which deadline it
- * missed, or NULL. */
+ * missed, or NULL. A deadline is not held against bytes that arrived but
+ * wait for their busy I/O thread. */
 static const char *overdue(srv_conns *t, srv_conn *c, long long now)
 {
+    const char *why = NULL;
     if (c->shut || c->exempt || c->fd < 0)
         return NULL;
     long long start = first_byte(c, now);
@@ -254,13 +267,13 @@ static const char *overdue(srv_conns *t, srv_conn *c, long long now)
         /* a new connection's clock starts when it opens */
         long long from = atomic_load(&c->gen) == 0 ? c->opened : start;
         if (from && now - from > (long long)t->p.header_timeout_s * 1000)
-            return "header_timeout";
+            why = "header_timeout";
     }
-    if (t->p.read_timeout_s > 0 && start &&
+    if (!why && t->p.read_timeout_s > 0 && start &&
         !atomic_load_explicit(&c->read_done, memory_order_relaxed) &&
         now - start > (long long)t->p.read_timeout_s * 1000)
-        return "read_timeout";
-    return NULL;
+        why = "read_timeout";
+    return why && unread_bytes(c->fd) ? NULL : why;
 }
 
 static void *sweeper_main(void *arg)

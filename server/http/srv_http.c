@@ -256,7 +256,7 @@ static rt_status start_mhd(srv_http *h, int io_threads, rt_err *err)
      * the header deadline; its poll loop is level-triggered and has no
      * such batch (docs/daemon.md, "HTTP and workers"). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
-                     MHD_USE_ITC | (h->workers || h->batcher ? MHD_ALLOW_SUSPEND_RESUME : 0) |
+                     MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | /* workers, batches, explains */
                      (p->tls ? MHD_USE_TLS : 0);
     /* HTTPS (srv_tls.c): the certificate through the callback, so that a
      * reload reaches new connections; the client CA makes libmicrohttpd
@@ -465,6 +465,12 @@ void srv_http_stop(srv_http *h)
          * (bounded by the request deadline plus a margin). */
         int64_t limit = rt_now_ms() + h->cfg.rest_api_timeout_in_ms + 5000;
         while (atomic_load(&h->active) > 0 && rt_now_ms() < limit) {
+            struct timespec ts = {0, 5000000L};
+            nanosleep(&ts, NULL);
+        }
+        /* Offloaded explanations end at their deadline at the latest
+         * (they check it every 1,024 model rows). */
+        while (atomic_load(&h->offloaded) > 0) {
             struct timespec ts = {0, 5000000L};
             nanosleep(&ts, NULL);
         }

@@ -18,7 +18,10 @@
  * answers are made once at start and shared.
  */
 #include "srv_http_internal.h"
+#include "srv_limits.h"
 
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,59 @@
 static double ms_at(const req *rq, int64_t t)
 {
     return (double)(t - rq->start) / 1e6;
+}
+
+/* An :explain's stop hook (rt_ctx_set_stop), asked between chunks of
+ * model rows and between instances: past rest_api_timeout_in_ms, or the
+ * client's socket hung up (it closed: no one will read the answer). */
+typedef struct explain_run {
+    srv_http *h;
+    req *rq;
+} explain_run;
+
+static bool explain_stop(void *arg)
+{
+    explain_run *x = arg;
+    if (ms_at(x->rq, rt_now_ns()) > x->h->cfg.rest_api_timeout_in_ms) {
+        x->rq->stopped = 1;
+        return true;
+    }
+    if (x->rq->sock >= 0) {
+        struct pollfd pfd = {.fd = x->rq->sock, .events = POLLRDHUP};
+        if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            x->rq->stopped = 2;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The client's socket of conn, for explain_stop; -1 when not known. */
+static int conn_socket(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    return ci ? (int)ci->connect_fd : -1;
+}
+
+/* An :explain's budget: the model rows rt_json_explain_rows estimates
+ * (every input differing from the baseline) against max_explain_rows. 0
+ * when within it (or when the body is refused: the run reports that),
+ * else 1 with the message in err. */
+static int explain_over_budget(srv_http *h, srv_version *v, req *rq, rt_ctx *ctx, rt_err *err)
+{
+    size_t rows = 0;
+    rt_err e2 = {{0}};
+    if (rt_json_explain_rows(srv_version_model(v), rq->body.data ? rq->body.data : "",
+                             rq->body.len, &h->json, ctx, &rows, &e2) != RT_OK ||
+        rows <= h->cfg.max_explain_rows)
+        return 0;
+    snprintf(err->msg, sizeof err->msg,
+             "explain: the request could evaluate %zu model rows, over the budget of %zu "
+             "(max_explain_rows); send fewer instances, or use "
+             "sampledShapleyAttribution with a smaller pathCount",
+             rows, h->cfg.max_explain_rows);
+    return 1;
 }
 
 /* Runs one inference request: fills *code and out (the JSON answer or an
@@ -76,9 +132,16 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
                           rq->v2_header, &h->json, ctx, out, &err);
         if (st == RT_OK)
             rq->v2_answer = rt_v2_answer_header_len(ctx);
+    } else if (r->method == RT_METHOD_EXPLAIN && explain_over_budget(h, v, rq, ctx, &err)) {
+        st = RT_ERR_LIMIT;
     } else {
+        explain_run x = {h, rq};
+        rq->stopped = 0;
+        if (r->method == RT_METHOD_EXPLAIN)
+            rt_ctx_set_stop(ctx, explain_stop, &x);
         st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
                             rq->body.len, &h->json, ctx, out, &err);
+        rt_ctx_set_stop(ctx, NULL, NULL);
     }
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
@@ -86,14 +149,25 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     rq->t_done = rt_now_ns();
     ms = ms_at(rq, rq->t_done);
     *code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
+    if (st != RT_OK && rq->stopped) /* an :explain stopped: past its deadline, or no client */
+        *code = rq->stopped == 1 ? 504 : 499;
     srv_metrics_request(h->p.metrics, r->model, vnum, r->method, (int)*code, ms / 1e3);
     if (*code != 200) {
         rt_buf_reset(out);
-        if (*code == 504)
+        if (*code == 504 && rq->stopped == 1)
+            snprintf(err.msg, sizeof err.msg,
+                     "deadline exceeded: the explanation was stopped after %.0f ms, over "
+                     "rest_api_timeout_in_ms=%d",
+                     ms, h->cfg.rest_api_timeout_in_ms);
+        else if (*code == 504)
             snprintf(err.msg, sizeof err.msg,
                      "deadline exceeded: the request took %.0f ms, over "
                      "rest_api_timeout_in_ms=%d",
                      ms, h->cfg.rest_api_timeout_in_ms);
+        else if (*code == 499)
+            snprintf(err.msg, sizeof err.msg,
+                     "the client closed the connection: the explanation was stopped after "
+                     "%.0f ms", ms);
         /* out of memory: the buffer's error sticks, and srv_http_send_computed
          * closes the connection rather than send half an answer */
         if (srv_http_put_error(out, err.msg) != 0)
@@ -155,6 +229,7 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
     rt_buf_reset(&rq->resp);
     if (!rq->t_run) /* srv_http_on_request read it as it began the answer */
         rq->t_run = rt_now_ns();
+    rq->sock = rq->route.method == RT_METHOD_EXPLAIN ? conn_socket(conn) : -1;
     compute_infer(h, rq, ctx, &rq->code, &rq->resp);
     return srv_http_send_computed(h, conn, rq->code, rq);
 }
@@ -175,6 +250,66 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     }
     rq->done = true;
     MHD_resume_connection(rq->conn);
+}
+
+/* An offloaded :explain's thread: its own scratch, the run, the hand-back. */
+static void *offload_main(void *arg)
+{
+    req *rq = arg;
+    srv_http *h = rq->h;
+    rt_ctx *ctx = rt_ctx_new();
+    srv_metrics_in_flight(h->p.metrics, 1, 0);
+    rq->code = 500;
+    rt_buf_reset(&rq->resp);
+    rq->t_run = rt_now_ns();
+    if (ctx)
+        compute_infer(h, rq, ctx, &rq->code, &rq->resp); /* sets rq->t_done */
+    else if (srv_http_put_error(&rq->resp, "out of memory") != 0)
+        rq->code = 500;
+    if (!ctx)
+        rq->t_done = rt_now_ns();
+    srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
+    rt_ctx_free(ctx);
+    rq->done = true;
+    MHD_resume_connection(rq->conn);
+    atomic_fetch_sub(&h->offloaded, 1);
+    return NULL;
+}
+
+bool srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
+    if (atomic_fetch_add(&h->offloaded, 1) >= SRV_EXPLAIN_THREADS_MAX) {
+        atomic_fetch_sub(&h->offloaded, 1);
+        return false;
+    }
+    rq->conn = conn;
+    rq->h = h;
+    rq->sock = conn_socket(conn);
+    pthread_attr_t at;
+    pthread_t th;
+    bool ok = pthread_attr_init(&at) == 0;
+    if (ok && pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) != 0)
+        ok = false;
+    /* suspended before the thread exists: it may resume it at once */
+    MHD_suspend_connection(conn);
+    if (ok && pthread_create(&th, &at, offload_main, rq) != 0)
+        ok = false;
+    pthread_attr_destroy(&at);
+    if (!ok) {
+        /* no thread: run it here, and resume as the thread would have */
+        rq->code = 500;
+        rt_buf_reset(&rq->resp);
+        rt_ctx *ctx = thread_ctx(h);
+        rq->t_run = rt_now_ns();
+        if (ctx)
+            compute_infer(h, rq, ctx, &rq->code, &rq->resp);
+        else if (srv_http_put_error(&rq->resp, "out of memory") != 0)
+            rq->code = 500; /* the buffer's error sticks: the connection is closed */
+        rq->done = true;
+        MHD_resume_connection(conn);
+        atomic_fetch_sub(&h->offloaded, 1);
+    }
+    return true;
 }
 
 /* The message of srv_http_enqueue's 429s (by_limit: over the admission
@@ -236,6 +371,7 @@ enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *
 {
     rq->conn = conn;
     rq->h = h;
+    rq->sock = rq->route.method == RT_METHOD_EXPLAIN ? conn_socket(conn) : -1;
     size_t weight = h->admit && rq->route.method == RT_METHOD_EXPLAIN ? explain_weight(h, rq) : 1;
     uint64_t ticket = h->admit ? srv_admit_take_weighted(h->admit, weight) : 0;
     if (h->admit && !ticket)

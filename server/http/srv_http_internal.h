@@ -77,6 +77,8 @@ struct srv_http {
     rt_ctx **wctx;        /* [threads] one per worker */
     atomic_long active;   /* requests from their first call until libmicrohttpd
                              reports completion (stop waits for them) */
+    atomic_int offloaded; /* :explain runs on threads of their own (without
+                             workers: srv_http_offload); stop waits for them */
     srv_admit *admit;     /* NULL: no adaptive admission limit (max_queue_wait_ms 0) */
     struct MHD_Response *busy[2]; /* the 429s of srv_http_enqueue: [0] queue full or
                                      its oldest waited too long, [1] over the limit */
@@ -110,6 +112,8 @@ typedef struct req {
     /* worker hand-over (SRV_ROUTE_INFER with a pool) */
     struct MHD_Connection *conn;
     srv_http *h;
+    int sock;          /* the client's socket (an :explain's presence check), or -1 */
+    int stopped;       /* an :explain stopped: 1 past its deadline, 2 client gone */
     bool done; /* the worker filled code/resp and resumed conn */
     uint64_t ticket; /* its slot of srv_http.admit (given back when its run ends), or 0 */
     size_t weight;   /* the units that ticket holds (an :explain's rows, else 1) */
@@ -259,6 +263,12 @@ enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn, req
 /* GET /v2/models/{m}[/versions/{v}]: the model metadata answer (404/400/503
  * as the model's other routes; srv_route_answer). */
 enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* Triton's extensions: GET /v2/models/{m}[/versions/{v}]/config (model
+ * configuration), GET .../stats (statistics, from the metrics), POST
+ * /v2/repository/index (every version's state). */
+enum MHD_Result srv_http_v2_config(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_v2_stats(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_http_v2_repository_index(srv_http *h, struct MHD_Connection *conn, req *rq);
 /* Reads a /v2 infer request's Inference-Header-Content-Length into
  * rq->v2_header (RT_V2_NO_HEADER when absent); false when it is not a
  * decimal number. */
@@ -275,6 +285,12 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
 /* With workers: queues rq (its connection suspended until a worker has
  * answered it: req.done) or answers 429 at once when the queue refuses it. */
 enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* Without workers: runs an :explain request on a thread of its own, its
+ * connection suspended until the thread has its answer (as a worker's),
+ * so that the I/O thread goes on serving its other connections. false
+ * (nothing done) when SRV_EXPLAIN_THREADS_MAX run already or no thread can
+ * be made: the caller answers it inline. */
+bool srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *rq);
 /* The message of those 429s into msg (by_limit: over the admission limit;
  * else the queue refused). */
 void srv_http_busy_message(const srv_http *h, bool by_limit, char *msg, size_t len);

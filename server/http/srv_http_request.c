@@ -70,11 +70,14 @@ static enum MHD_Result refuse_body(srv_http *h, struct MHD_Connection *conn, req
         (size_t)atomic_load(&h->held), n, h->cfg.max_total_request_bytes);
 }
 
-/* The Prometheus metrics answer at h->metrics_path only (TF Serving's
- * monitoring config may move them, or turn them off). */
+/* The Prometheus metrics answer at h->metrics_path (TF Serving's
+ * monitoring config may move them, or turn them off) and, whenever they are
+ * served at all, at /metrics too (the path Prometheus and Kubernetes scrape
+ * by default), with the same body and scope. */
 static void route_metrics(const srv_http *h, const char *method, const char *url, srv_route *r)
 {
-    bool here = h->metrics_path[0] && !strcmp(url, h->metrics_path);
+    bool here = h->metrics_path[0] &&
+                (!strcmp(url, h->metrics_path) || !strcmp(url, "/metrics"));
     if (r->kind == SRV_ROUTE_METRICS && !here) {
         memset(r, 0, sizeof *r);
         r->kind = SRV_ROUTE_NONE;
@@ -355,6 +358,11 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
         return srv_http_batch_enter(h, conn, rq);
     if (h->workers && rq->route.kind == SRV_ROUTE_INFER)
         return srv_http_enqueue(h, conn, rq);
+    /* without workers an :explain leaves the I/O thread, which goes on
+     * answering its other connections (issue 35, item 1) */
+    if (rq->route.kind == SRV_ROUTE_INFER && rq->route.method == RT_METHOD_EXPLAIN &&
+        srv_http_offload(h, conn, rq))
+        return MHD_YES;
     int64_t t0 = rq->t_run = rt_now_ns(); /* an inference's start too */
     srv_metrics_in_flight(h->p.metrics, 1, 0);
     enum MHD_Result res = srv_http_answer(h, conn, rq, method, url);

@@ -41,6 +41,8 @@ static const srv_route_row ROUTES[] = {
      false, NULL},
     {"GET", "/monitoring/prometheus/metrics", SRV_ROUTE_METRICS, SRV_SCOPE_METRICS,
      srv_http_answer_metrics, "tfserving", 0, false, NULL},
+    {"GET", "/metrics", SRV_ROUTE_METRICS, SRV_SCOPE_METRICS, srv_http_answer_metrics,
+     "tfserving", 0, false, NULL},
     /* TensorFlow Serving's model list, status and metadata; monitoring */
     {"GET", "/v1/models", SRV_ROUTE_LIST, SRV_SCOPE_READ, srv_http_answer_list, "tfserving", 0,
      false, NULL},
@@ -54,6 +56,13 @@ static const srv_route_row ROUTES[] = {
     {"GET", "/v2", SRV_ROUTE_V2_SERVER, SRV_SCOPE_READ, srv_http_v2_server, "v2", 0, false, NULL},
     {"GET", V2_MODEL, SRV_ROUTE_V2_METADATA, SRV_SCOPE_READ, srv_http_v2_metadata, "v2", 0, false,
      NULL},
+    /* Triton's extensions: model configuration, statistics, repository index */
+    {"GET", V2_MODEL "/config", SRV_ROUTE_ANSWER, SRV_SCOPE_READ, srv_http_v2_config, "v2", 0,
+     false, NULL},
+    {"GET", V2_MODEL "/stats", SRV_ROUTE_ANSWER, SRV_SCOPE_READ, srv_http_v2_stats, "v2", 0,
+     false, NULL},
+    {"POST", "/v2/repository/index", SRV_ROUTE_ANSWER, SRV_SCOPE_READ,
+     srv_http_v2_repository_index, "v2", 0, false, NULL},
 };
 
 const srv_route_row *srv_routes(size_t *n)

@@ -17,7 +17,8 @@
  *   predictd_batch_size (histogram of instances per merged batch),
  *   predictd_batch_queue_depth, predictd_batched_requests_total,
  *   predictd_batch_fallbacks_total (cross-request batching)
- * plus the model manager's predictd_model_versions and load times.
+ * plus the model manager's predictd_model_versions and load times, and the
+ * process_* metrics of every Prometheus client library (from /proc).
  * Series are kept in small arrays under one mutex; their number is capped so
  * that clients naming endless unknown models cannot grow them (unknown
  * models are counted under model=""). The counters every request touches
@@ -27,11 +28,14 @@
 #include "srv.h"
 #include "srv_limits.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #define N_BUCKETS 14
 #define N_CODES 600
@@ -55,6 +59,9 @@ typedef struct hist {
     uint64_t buckets[N_BUCKETS]; /* non-cumulative */
     uint64_t count;
     double sum;
+    uint64_t ok_count;           /* answered 200 (Triton's success), the rest fail */
+    double ok_sum;
+    int64_t last_ms;             /* the last answer, ms since the epoch */
 } hist;
 
 typedef struct reason {
@@ -190,6 +197,32 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
             h->buckets[b]++;
         h->count++;
         h->sum += seconds;
+        if (http_code == 200) {
+            h->ok_count++;
+            h->ok_sum += seconds;
+        }
+        h->last_ms = (int64_t)(rt_seconds(1) * 1000);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+void srv_metrics_model_stat(srv_metrics *m, const char *model, int64_t version,
+                            srv_model_stat *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->n_hists; i++) {
+        const hist *h = &m->hists[i];
+        if (h->version != version || strcmp(h->model, model ? model : "") != 0)
+            continue;
+        out->ok += h->ok_count;
+        out->ok_seconds += h->ok_sum;
+        out->fail += h->count - h->ok_count;
+        out->fail_seconds += h->sum - h->ok_sum;
+        if (h->last_ms > out->last_ms)
+            out->last_ms = h->last_ms;
     }
     pthread_mutex_unlock(&m->mu);
 }
@@ -369,6 +402,82 @@ static bool model_hist(const srv_metrics *m, size_t i, hist *all)
     return true;
 }
 
+/* The process_* metrics every Prometheus client library exports (the Go
+ * and Python clients' names, units and sources), read from /proc at each
+ * scrape: CPU seconds (user + system), resident and virtual memory, open
+ * and permitted file descriptors, and the start time in seconds since the
+ * epoch (boot time + start ticks, as client_golang computes it). A value
+ * /proc does not give is left out, never made up. */
+static void put_process(rt_buf *o)
+{
+    long tick = sysconf(_SC_CLK_TCK);
+    long page = sysconf(_SC_PAGESIZE);
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold anything */
+    unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
+    long long rss = 0;
+    bool stat_ok = p && tick > 0 && page > 0 &&
+                   sscanf(p + 1,
+                          " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d "
+                          "%*d %*d %*d %*d %llu %llu %lld",
+                          &utime, &stime, &start, &vsize, &rss) == 5;
+    if (stat_ok)
+        rt_buf_printf(o,
+                      "# HELP process_cpu_seconds_total Total user and system CPU time "
+                      "spent in seconds.\n"
+                      "# TYPE process_cpu_seconds_total counter\n"
+                      "process_cpu_seconds_total %.2f\n"
+                      "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+                      "# TYPE process_resident_memory_bytes gauge\n"
+                      "process_resident_memory_bytes %lld\n"
+                      "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+                      "# TYPE process_virtual_memory_bytes gauge\n"
+                      "process_virtual_memory_bytes %llu\n",
+                      (double)(utime + stime) / (double)tick, rss * (long long)page, vsize);
+    long long fds = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.')
+                fds++;
+        closedir(d);
+        fds--; /* the directory stream's own descriptor */
+        rt_buf_printf(o,
+                      "# HELP process_open_fds Number of open file descriptors.\n"
+                      "# TYPE process_open_fds gauge\nprocess_open_fds %lld\n",
+                      fds);
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        rt_buf_printf(o,
+                      "# HELP process_max_fds Maximum number of open file descriptors.\n"
+                      "# TYPE process_max_fds gauge\nprocess_max_fds %.0f\n",
+                      rl.rlim_cur == RLIM_INFINITY ? 1.8446744073709552e19
+                                                   : (double)rl.rlim_cur);
+    unsigned long long btime = 0;
+    f = stat_ok ? fopen("/proc/stat", "r") : NULL;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "btime %llu", &btime) == 1)
+                break;
+        fclose(f);
+    }
+    if (btime)
+        rt_buf_printf(o,
+                      "# HELP process_start_time_seconds Start time of the process since "
+                      "unix epoch in seconds.\n"
+                      "# TYPE process_start_time_seconds gauge\n"
+                      "process_start_time_seconds %.2f\n",
+                      (double)btime + (double)start / (double)tick);
+}
+
 rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
 {
     if (m) {
@@ -514,5 +623,6 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
     }
     if (mgr && srv_manager_metrics(mgr, o) != RT_OK)
         return RT_ERR_NOMEM;
+    put_process(o);
     return rt_buf_failed(o) ? RT_ERR_NOMEM : RT_OK; /* its errors stick: checked once */
 }

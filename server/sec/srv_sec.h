@@ -160,6 +160,8 @@ typedef struct srv_client_opts {
     bool tls;            /* HTTPS: the server's certificate is verified, and its name */
     const char *ca_file; /* PEM CA(s) to verify it with; NULL: the system's trust store */
     const char *token;   /* sent as Authorization: Bearer, or NULL */
+    const char *cert_file; /* PEM client certificate (with key_file), or NULL */
+    const char *key_file;  /* its PEM private key, or NULL */
 } srv_client_opts;
 
 /* srv_client_request with options (o may be NULL: plain HTTP, no token);

@@ -29,8 +29,10 @@
 #include "rt_v2_internal.h"
 #include "rt_serve_limits.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +47,8 @@ typedef struct v2_in {
     size_t rank;           /* may exceed RT_V2_MAX_RANK (only the first kept) */
     bool has_name, has_dtype, has_shape, has_data, has_bin;
     bool odd_name;         /* cut short, or holds a NUL: matches no input */
-    bool bytes;            /* BYTES (else FP32) */
+    bool bytes;            /* BYTES (else FP32, or integers converted to it) */
+    int int_bits;          /* an FP32 input sent as INT64 (64) or INT32 (32); else 0 */
     bool filled;           /* its data is in the batch (read in the first pass) */
     rt_jr_mark data;       /* its "data" value */
     uint64_t bin_size;
@@ -67,6 +70,7 @@ typedef struct v2p {
     int bin_all;           /* parameters.binary_data_output: -1 not given */
     int sel_bin[RT_V2_MAX_OUTPUTS]; /* per requested output: -1 not given */
     bool eager;            /* inputs are filled in the first pass (see read_input) */
+    bool no_plan;          /* an input came as integers: no replay plan is kept */
     rt_v2_plan *rec;       /* recording the body's layout (rt_v2_replay.c), or NULL */
     bool has_header;       /* binary data may follow the JSON */
     size_t hlen;           /* the JSON's length */
@@ -323,7 +327,14 @@ static rt_status check_input(v2p *p, v2_in *in, const char *dtype, size_t dlen)
     in->bytes = p->md.kind != RT_IN_FEATURES ||
                 p->g->inputs[in->idx].dtype == PREDICTD__DTYPE__DT_STRING;
     const char *want = in->bytes ? "BYTES" : "FP32";
-    if (dlen != strlen(want) || memcmp(dtype, want, dlen) != 0)
+    in->int_bits = 0;
+    if (!in->bytes && dlen == 5 && !memcmp(dtype, "INT64", 5))
+        in->int_bits = 64; /* tritonclient's np.int64 arrays: converted exactly */
+    else if (!in->bytes && dlen == 5 && !memcmp(dtype, "INT32", 5))
+        in->int_bits = 32;
+    if (in->int_bits)
+        p->no_plan = true;
+    else if (dlen != strlen(want) || memcmp(dtype, want, dlen) != 0)
         return rt_err_set(p->sem, RT_ERR_INVALID, "%s: datatype \"%.*s\", but the model's "
                           "input %s is %s", WHERE(), (int)(dlen > 20 ? 20 : dlen), dtype, in->name,
                           DECL());
@@ -360,11 +371,15 @@ static rt_status check_input(v2p *p, v2_in *in, const char *dtype, size_t dlen)
                               "the Inference-Header-Content-Length header (the binary tensor "
                               "data extension)", WHERE());
         uint64_t count = in->shape[0] * (uint64_t)in->width;
-        if (!in->bytes && in->bin_size != count * 4)
+        unsigned esize = in->int_bits == 64 ? 8 : 4;
+        if (!in->bytes && in->bin_size != count * esize)
             return rt_err_set(p->sem, RT_ERR_INVALID, "%s: binary_data_size %llu, but shape %s "
-                              "of FP32 takes %llu bytes", WHERE(),
+                              "of %s takes %llu bytes", WHERE(),
                               (unsigned long long)in->bin_size, GOT(),
-                              (unsigned long long)(count * 4));
+                              in->int_bits == 64   ? "INT64"
+                              : in->int_bits == 32 ? "INT32"
+                                                   : "FP32",
+                              (unsigned long long)(count * esize));
         if (in->bin_size > UINT64_MAX / 2 - p->bin_total)
             return rt_err_set(p->sem, RT_ERR_INVALID, "%s: binary_data_size too large", WHERE());
         in->bin_off = (size_t)p->bin_total;
@@ -705,6 +720,47 @@ static rt_status read_request(v2p *p, bool *has_outputs)
 /* ---------------------------------------------------- the second pass */
 
 /* One element (flat index e) of input in, read as JSON value v. */
+/* An integer of an INT64/INT32 tensor for the model's FP32 input: 0 with
+ * *f its exact value, else 1 with the reason in why. FP32 holds every
+ * integer up to 2^24 in magnitude, larger ones only when their low bits
+ * are zeros; nothing is rounded. */
+static int int_to_fp32(int64_t x, int bits, double *f, const char **why)
+{
+    if (bits == 32 && (x < INT32_MIN || x > INT32_MAX)) {
+        *why = "is not an INT32";
+        return 1;
+    }
+    float g = (float)x;
+    if ((double)g != (double)x || (double)g >= 9223372036854775808.0 ||
+        (int64_t)g != x) {
+        *why = "has no exact FP32 value (FP32 holds every integer up to 16777216 in "
+               "magnitude, larger ones only when they end in enough zero bits)";
+        return 1;
+    }
+    *f = (double)g;
+    return 0;
+}
+
+/* The integer literal of an INT64/INT32 element: 0 with *x, else 1. */
+static int int_literal(const rt_jv *v, int64_t *x)
+{
+    if (v->kind != RT_JV_NUMBER || v->token || !v->s || !v->n || v->n > 24)
+        return 1;
+    char lit[32];
+    memcpy(lit, v->s, v->n);
+    lit[v->n] = '\0';
+    for (size_t i = lit[0] == '-'; i < v->n; i++)
+        if (lit[i] < '0' || lit[i] > '9')
+            return 1;
+    errno = 0;
+    char *end = NULL;
+    long long y = strtoll(lit, &end, 10);
+    if (errno || !end || *end || end == lit)
+        return 1;
+    *x = (int64_t)y;
+    return 0;
+}
+
 static rt_status push_json(v2p *p, const v2_in *in, uint64_t e, const rt_jv *v)
 {
     char where[160], w0[120];
@@ -722,7 +778,22 @@ static rt_status push_json(v2p *p, const v2_in *in, uint64_t e, const rt_jv *v)
             return rt_err_set(p->sem, RT_ERR_INVALID, "%s: number out of range: beyond a "
                               "double's (write Infinity or -Infinity for those)", where);
         }
-        st = rt_batch_push_num(p->c->batch, inst, (size_t)in->idx, v->num);
+        double num = v->num;
+        if (in->int_bits) {
+            int64_t x = 0;
+            const char *why = NULL;
+            if (int_literal(v, &x) || int_to_fp32(x, in->int_bits, &num, &why)) {
+                snprintf(where, sizeof where, "%s.data[%llu]", where_in(p, in, w0, sizeof w0),
+                         (unsigned long long)e);
+                return rt_err_set(p->sem, RT_ERR_INVALID, "%s: %.*s %s; the model's input %s is "
+                                  "FP32 and takes INT%d data only as integers it holds exactly",
+                                  where, (int)(v->n > 24 ? 24 : v->n), v->s ? v->s : "",
+                                  why ? why : (in->int_bits == 64 ? "is not an INT64"
+                                                                  : "is not an INT32"),
+                                  in->name, in->int_bits);
+            }
+        }
+        st = rt_batch_push_num(p->c->batch, inst, (size_t)in->idx, num);
     } else {
         if (v->kind != RT_JV_STRING) {
             snprintf(where, sizeof where, "%s.data[%llu]", where_in(p, in, w0, sizeof w0),
@@ -788,6 +859,33 @@ static rt_status fill_binary(v2p *p, const v2_in *in, const unsigned char *bin, 
     char w0[120];
     rt_batch *b = p->c->batch;
     rt_status st = RT_OK;
+    if (!in->bytes && in->int_bits) {
+        for (uint64_t e = 0; e < total && st == RT_OK; e++) {
+            int64_t x;
+            if (in->int_bits == 64) {
+                uint64_t u = (uint64_t)le32(bin + 8 * e) | (uint64_t)le32(bin + 8 * e + 4) << 32;
+                memcpy(&x, &u, sizeof x);
+            } else {
+                uint32_t u = le32(bin + 4 * e);
+                int32_t y;
+                memcpy(&y, &u, sizeof y);
+                x = y;
+            }
+            double f = 0;
+            const char *why = NULL;
+            if (int_to_fp32(x, in->int_bits, &f, &why))
+                return rt_err_set(p->sem, RT_ERR_INVALID, "%s: binary element %llu: %lld %s; "
+                                  "the model's input %s is FP32 and takes INT%d data only as "
+                                  "integers it holds exactly",
+                                  where_in(p, in, w0, sizeof w0), (unsigned long long)e,
+                                  (long long)x, why, in->name, in->int_bits);
+            st = rt_batch_push_num(b, (size_t)(e / in->width), (size_t)in->idx, f);
+        }
+        if (st != RT_OK)
+            return rt_err_set(p->sem, st, "%s: %s", where_in(p, in, w0, sizeof w0),
+                              rt_status_str(st));
+        return RT_OK;
+    }
     if (!in->bytes) {
         for (uint64_t e = 0; e < total && st == RT_OK; e++) {
             uint32_t u = le32(bin + 4 * e);
@@ -994,7 +1092,7 @@ static rt_status parse(const rt_model *m, const char *name, int64_t version, con
     out->columnar = 0;
     out->n = rt_batch_size(c->batch);
     out->v2 = q;
-    if (p.rec)
+    if (p.rec && !p.no_plan)
         rt_v2_plan_keep(p.rec, g, params, p.sig, body, len, q, out->n);
     st = RT_OK;
 out:

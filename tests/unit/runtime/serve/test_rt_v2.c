@@ -255,8 +255,13 @@ static void test_rules(void **state)
         rt_status st;
         const char *want[4];
     } cases[] = {
-        {"{\"inputs\": [" IN_X("INT64", "[1]", "[1]") ", " IN_COLOR "]}", RT_ERR_INVALID,
-         {"inputs[0] (x)", "\"INT64\"", "FP32 [-1]", NULL}},
+        {"{\"inputs\": [" IN_X("FP64", "[1]", "[1]") ", " IN_COLOR "]}", RT_ERR_INVALID,
+         {"inputs[0] (x)", "\"FP64\"", "FP32 [-1]", NULL}},
+        /* INT64/INT32 for an FP32 input: exact integers only (issue 35, item 20) */
+        {"{\"inputs\": [" IN_X("INT64", "[1]", "[16777217]") ", " IN_COLOR "]}", RT_ERR_INVALID,
+         {"inputs[0] (x).data[0]", "16777217", "exact FP32", NULL}},
+        {"{\"inputs\": [" IN_X("INT32", "[1]", "[2.5]") ", " IN_COLOR "]}", RT_ERR_INVALID,
+         {"inputs[0] (x).data[0]", "2.5 is not an INT32", NULL}},
         {"{\"inputs\": [" IN_X("FP32", "[1, 1]", "[[1]]") ", " IN_COLOR "]}", RT_ERR_INVALID,
          {"inputs[0] (x)", "shape [1, 1]", NULL}},
         {"{\"inputs\": [" IN_X("FP32", "[2]", "[1, 2]") ", " IN_COLOR "]}", RT_ERR_INVALID,
@@ -279,7 +284,7 @@ static void test_rules(void **state)
          RT_ERR_INVALID,
          {"unknown input \"input0\"", "x, color", NULL}},
         /* JSON faults come before the semantic ones */
-        {"{\"inputs\": [" IN_X("INT64", "[1]", "[1]") "], \"x\": tru}", RT_ERR_INVALID,
+        {"{\"inputs\": [" IN_X("FP64", "[1]", "[1]") "], \"x\": tru}", RT_ERR_INVALID,
          {"byte", NULL}},
         {"{\"inputs\": [" IN_X("FP32", "[1]", "[1]") ", " IN_COLOR "], \"id\": 3}",
          RT_ERR_INVALID,
