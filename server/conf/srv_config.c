@@ -145,6 +145,9 @@ static const srv_setting SETTINGS[] = {
         "this file lists (predictctl token add); re-read on reload; health probes stay open"),
     BOOL(metrics_require_token, BOTH, 1,
          "with auth_tokens_file: the Prometheus path needs a token with the metrics scope"),
+    BOOL(ui_enabled, BOTH, 1,
+         "serve the read-only operator console at GET /ui (needs the read scope with "
+         "auth_tokens_file); false = /ui answers 404"),
     BOOL(auth_tokens_empty_denies_all, BOTH, 0,
          "with auth_tokens_file: a reload that finds no token in the file takes it, and every "
          "request but the health probes is refused; false = such a reload is refused (ERROR) "

@@ -308,6 +308,19 @@ void srv_http_on_connection(void *cls, struct MHD_Connection *conn, void **socke
                             enum MHD_ConnectionNotificationCode toe);
 void *srv_http_on_request_line(void *cls, const char *uri, struct MHD_Connection *conn);
 
+/* ------------------------------------------ server/ui/srv_ui.c */
+
+/* The console's answers (srv_route_answer): GET /ui, /ui/console.css,
+ * /ui/console.js (the files built into the binary) and /ui/api/traffic
+ * (metrics snapshots and recent errors, JSON); 404 with ui_enabled off. */
+enum MHD_Result srv_ui_answer_page(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_ui_answer_css(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_ui_answer_js(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_ui_answer_traffic(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* Keeps a refused answer (code >= 400, its body's first bytes; no request
+ * body) for the console's recent errors. Thread-safe. */
+void srv_ui_note_error(unsigned code, const char *body, size_t len);
+
 /* ------------------------------------------------ srv_http_sec.c */
 
 /* The security gate of a routed request (mutual TLS, bearer tokens): -1

@@ -75,6 +75,8 @@ static struct MHD_Response *make_response(srv_http *h, unsigned code, rt_buf *b,
 enum MHD_Result srv_http_send(srv_http *h, struct MHD_Connection *conn, unsigned code, rt_buf *b,
                               const char *ctype, bool keep, bool close, int64_t version)
 {
+    if (code >= 400 && b->data) /* the console's recent errors (server/ui/srv_ui.c) */
+        srv_ui_note_error(code, b->data, b->len);
     rt_buf z; /* Accept-Encoding: gzip, over gzip_response_min_bytes (srv_http_sec.c) */
     bool gz = gzip_answer(h, conn, b, &z);
     struct MHD_Response *resp = make_response(h, code, gz ? &z : b, ctype, keep && !gz, close,
