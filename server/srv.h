@@ -191,6 +191,8 @@ typedef struct srv_config {
     char *auth_tokens_file;       /* bearer tokens (hashes + scopes), or NULL = none */
     bool metrics_require_token;   /* with tokens: metrics need the metrics scope */
     bool ui_enabled;              /* GET /ui: the operator console (server/ui/) */
+    char *tracing_otlp_endpoint;  /* "tracing": {"otlp_endpoint"}: OTLP/HTTP JSON traces, or NULL */
+    double tracing_sample_rate;   /* "tracing": {"sample_rate"}: root requests sampled */
     bool auth_tokens_empty_denies_all; /* a reload may take a tokens file without a token
                                           (every request refused); false: refused */
     size_t gzip_response_min_bytes; /* > 0: gzip answers of at least this many bytes

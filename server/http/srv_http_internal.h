@@ -36,6 +36,7 @@
 #endif
 
 #include "srv.h"
+#include "srv_trace.h"
 
 #include <microhttpd.h>
 #include <pthread.h>
@@ -89,6 +90,7 @@ struct srv_http {
     atomic_size_t held;      /* request body bytes held now (max_total_request_bytes) */
     srv_shadow *shadow;      /* shadow runs, after the answer was sent */
     srv_predlog *predlog;    /* prediction log writer */
+    srv_tracer *tracer;      /* OTLP traces (server/trace/), or NULL: tracing off */
     atomic_bool trim_due;    /* held passed SRV_TRIM_AFTER since the last malloc_trim */
     atomic_size_t kept;      /* bytes of large buffers kept by connections between
                                 requests (under SRV_CONN_KEEP_TOTAL, srv_http_request.c) */
@@ -125,6 +127,7 @@ typedef struct req {
     srv_version *ver;
     rt_ctx *ctx; /* holds the parsed batch */
     rt_parsed parsed;
+    srv_trace_ctx trace; /* its trace context (active only with a tracer) */
 } req;
 
 /* One connection, from libmicrohttpd's STARTED notice to its CLOSED notice
@@ -218,6 +221,10 @@ enum MHD_Result srv_http_send_error_msg(srv_http *h, struct MHD_Connection *conn
 /* {"error": printf(fmt, ...)} with code. */
 enum MHD_Result srv_http_send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
                                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* With a tracer: notes code as the request's status and puts traceparent
+ * (and its tracestate) on resp (NULL: a shared response, the status only). */
+void srv_http_trace_answer(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                           struct MHD_Response *resp);
 /* Sends rq->resp, the connection's own answer buffer, with code (no copy). */
 enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn, unsigned code,
                                        req *rq);

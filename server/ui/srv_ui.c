@@ -109,6 +109,7 @@ static enum MHD_Result send_static(srv_http *h, struct MHD_Connection *conn, uns
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     MHD_add_response_header(resp, "Cache-Control", "no-store");
+    srv_http_trace_answer(h, conn, code, resp);
     srv_metrics_http(h->p.metrics, (int)code);
     enum MHD_Result r = MHD_queue_response(conn, code, resp);
     MHD_destroy_response(resp);
