@@ -324,9 +324,12 @@ enum MHD_Result srv_ui_answer_page(srv_http *h, struct MHD_Connection *conn, req
 enum MHD_Result srv_ui_answer_css(srv_http *h, struct MHD_Connection *conn, req *rq);
 enum MHD_Result srv_ui_answer_js(srv_http *h, struct MHD_Connection *conn, req *rq);
 enum MHD_Result srv_ui_answer_traffic(srv_http *h, struct MHD_Connection *conn, req *rq);
-/* Keeps a refused answer (code >= 400, its body's first bytes; no request
- * body) for the console's recent errors. Thread-safe. */
+/* server/ui/srv_ui_errors.c: keeps a refused answer (code >= 400, its
+ * body's first bytes; no request body) for the console's recent errors;
+ * appends them as the members "errors_total": N, "errors": [...] (newest
+ * first; nonzero when out of memory). Thread-safe. */
 void srv_ui_note_error(unsigned code, const char *body, size_t len);
+SRV_WUR int srv_ui_errors_json(rt_buf *out);
 
 /* ------------------------------------------------ srv_http_sec.c */
 

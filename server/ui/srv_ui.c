@@ -4,7 +4,8 @@
  * with .incbin: no CDN, works offline), and GET /ui/api/traffic, the JSON the
  * page polls: a ring of snapshots of the metrics predictd already keeps
  * (srv_metrics_snapshot_json: no second set of counters) and the last
- * refused requests (status, message, time; never a body). The page reads
+ * refused requests (srv_ui_errors.c: status, message, time; never a
+ * body). The page reads
  * the models and the monitoring windows from /v1/models... as any client.
  * Read-only; the route rows give it the read scope; ui_enabled false
  * answers 404. Every answer carries a strict Content-Security-Policy: the
@@ -34,20 +35,10 @@ static const char CSP[] = "default-src 'none'; script-src 'self'; style-src 'sel
 
 /* -------------------------------------------------- the rings */
 
-#define UI_ERRORS 50       /* refused requests kept */
 #define UI_SNAPSHOTS 120   /* traffic snapshots kept */
 #define UI_SNAP_MIN_MS 1000 /* at most one snapshot a second */
-#define UI_MSG_MAX 400
-
-typedef struct ui_error {
-    int64_t at_ms; /* wall clock */
-    unsigned code;
-    char msg[UI_MSG_MAX + 1]; /* the answer's {"error": ...} text, cut */
-} ui_error;
 
 static pthread_mutex_t ui_mu = PTHREAD_MUTEX_INITIALIZER;
-static ui_error ui_errors[UI_ERRORS];
-static size_t ui_n_errors, ui_next_error; /* total seen, next slot */
 static rt_buf ui_snaps[UI_SNAPSHOTS];
 static int64_t ui_snap_ms[UI_SNAPSHOTS];
 static size_t ui_n_snaps, ui_next_snap;
@@ -57,22 +48,6 @@ static int64_t wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void srv_ui_note_error(unsigned code, const char *body, size_t len)
-{
-    if (code < 400 || !body)
-        return;
-    pthread_mutex_lock(&ui_mu);
-    ui_error *e = &ui_errors[ui_next_error];
-    ui_next_error = (ui_next_error + 1) % UI_ERRORS;
-    ui_n_errors++;
-    e->at_ms = wall_ms();
-    e->code = code;
-    size_t n = len < UI_MSG_MAX ? len : UI_MSG_MAX;
-    memcpy(e->msg, body, n);
-    e->msg[n] = '\0';
-    pthread_mutex_unlock(&ui_mu);
 }
 
 /* Takes a snapshot when the newest is a second old or more. ui_mu held. */
@@ -162,17 +137,10 @@ enum MHD_Result srv_ui_answer_traffic(srv_http *h, struct MHD_Connection *conn, 
         r |= rt_buf_append(&out, ui_snaps[k].data, ui_snaps[k].len);
         r |= rt_buf_puts(&out, "}");
     }
-    size_t ne = ui_n_errors < UI_ERRORS ? ui_n_errors : UI_ERRORS;
-    r |= rt_buf_printf(&out, "], \"errors_total\": %zu, \"errors\": [", ui_n_errors);
-    for (size_t i = 0; i < ne; i++) {
-        const ui_error *e = &ui_errors[(ui_next_error + UI_ERRORS - 1 - i) % UI_ERRORS];
-        r |= rt_buf_printf(&out, "%s{\"t_ms\": %lld, \"code\": %u, \"body\": ", i ? ",\n" : "\n",
-                           (long long)e->at_ms, e->code);
-        r |= rt_buf_json_string(&out, e->msg, strlen(e->msg));
-        r |= rt_buf_puts(&out, "}");
-    }
     pthread_mutex_unlock(&ui_mu);
-    r |= rt_buf_puts(&out, "]}\n");
+    r |= rt_buf_puts(&out, "], ");
+    r |= srv_ui_errors_json(&out);
+    r |= rt_buf_puts(&out, "}\n");
     if (r || rt_buf_failed(&out)) {
         rt_buf_free(&out);
         return srv_http_send_error(h, conn, 500, "out of memory");
