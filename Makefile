@@ -253,6 +253,9 @@ $(BUILD)/obj/%.o: %.c $(GEN_H) $(TRN_GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CPPFLAGS) $(call src_flags,$<) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# The console's files are built into srv_ui.o with .incbin (server/ui/srv_ui.c).
+$(BUILD)/obj/server/ui/srv_ui.o: $(wildcard server/ui/*.html server/ui/*.css server/ui/*.js)
+
 # Test and benchmark objects need the test packages (cmocka.h) first.
 TEST_OBJS := $(call objs,$(shell find tests/unit -name '*.c') $(wildcard tests/fuzz/*.c bench/*.c))
 $(TEST_OBJS): | $(BUILD)/.test-deps

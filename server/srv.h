@@ -192,6 +192,9 @@ typedef struct srv_config {
     char *tls_priorities;         /* GnuTLS priority string */
     char *auth_tokens_file;       /* bearer tokens (hashes + scopes), or NULL = none */
     bool metrics_require_token;   /* with tokens: metrics need the metrics scope */
+    bool ui_enabled;              /* GET /ui: the operator console (server/ui/) */
+    char *tracing_otlp_endpoint;  /* "tracing": {"otlp_endpoint"}: OTLP/HTTP JSON traces, or NULL */
+    double tracing_sample_rate;   /* "tracing": {"sample_rate"}: root requests sampled */
     bool auth_tokens_empty_denies_all; /* a reload may take a tokens file without a token
                                           (every request refused); false: refused */
     size_t gzip_response_min_bytes; /* > 0: gzip answers of at least this many bytes
@@ -810,6 +813,13 @@ void srv_metrics_reload(srv_metrics *m, bool ok);
 void srv_metrics_batch(srv_metrics *m, size_t instances, size_t requests, bool fallback);
 /* Batches waiting to run (predictd_batch_queue_depth gauge). */
 void srv_metrics_batch_queue(srv_metrics *m, long depth);
+/* Appends the counters above as one JSON object (the console's traffic
+ * snapshot, server/ui/srv_ui.c): {"hists": [{model, version, method, count,
+ * sum, buckets (non-cumulative, per "le")}], "series": [{model, version,
+ * method, code, count}], "batch": {...}, "queue_depth", "in_flight"};
+ * the same counters the Prometheus text shows, nothing counted apart.
+ * nonzero when out of memory. Thread-safe. */
+SRV_WUR int srv_metrics_snapshot_json(srv_metrics *m, rt_buf *out);
 /* Appends the Prometheus text (format 0.0.4) of m and of mgr's versions. */
 SRV_WUR rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *out);
 

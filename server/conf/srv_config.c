@@ -155,6 +155,20 @@ static const srv_setting SETTINGS[] = {
         "this file lists (predictctl token add); re-read on reload; health probes stay open"),
     BOOL(metrics_require_token, BOTH, 1,
          "with auth_tokens_file: the Prometheus path needs a token with the metrics scope"),
+    BOOL(ui_enabled, BOTH, 1,
+         "serve the read-only operator console at GET /ui (needs the read scope with "
+         "auth_tokens_file); false = /ui answers 404"),
+    {.name = "otlp_endpoint", .section = "tracing", .flag = "tracing_otlp_endpoint",
+     .type = SRV_SET_STR, .where = BOTH, .offset = FIELD(tracing_otlp_endpoint, char *),
+     .arg = "URL",
+     .help = "export OpenTelemetry traces of REST requests as OTLP/HTTP JSON to this URL "
+             "(http://HOST:PORT/v1/traces; a collector's); unset = no spans, no traceparent "
+             "in answers (docs/console.md, \"Tracing\")"},
+    {.name = "sample_rate", .section = "tracing", .flag = "tracing_sample_rate",
+     .type = RT_SET_NUM, .where = BOTH, .dlo = 0, .dhi = 1, .ddef = 1,
+     .offset = FIELD(tracing_sample_rate, double), .arg = "R", .what = "a number in [0, 1]",
+     .help = "with tracing.otlp_endpoint: the share of requests without a sampled-or-not "
+             "traceparent that are traced (parent-based: a parent's decision wins)"},
     BOOL(auth_tokens_empty_denies_all, BOTH, 0,
          "with auth_tokens_file: a reload that finds no token in the file takes it, and every "
          "request but the health probes is refused; false = such a reload is refused (ERROR) "
@@ -216,7 +230,7 @@ void srv_config_free(srv_config *c)
 /* "k: unknown key (did you mean K?)", or where to find the keys. */
 static rt_status unknown_key(const char *k, rt_err *err)
 {
-    static const char *const extra[] = {"models", NULL};
+    static const char *const extra[] = {"models", "tracing", NULL};
     const char *near = rt_settings_suggest(SETTINGS, N_SETTINGS, k, SRV_SET_JSON, NULL, extra);
     if (near)
         return rt_cfg_fail(err, "", k, "unknown key (did you mean %s?)", near);
@@ -261,6 +275,8 @@ rt_status srv_config_parse(const char *text, size_t len, const char *base_dir,
             st = rt_setting_json(s, root, "", c, err);
         else if (!strcmp(it->string, "models"))
             st = srv_config_parse_models(it, base_dir, c, err);
+        else if (!strcmp(it->string, "tracing"))
+            st = rt_settings_json(SETTINGS, N_SETTINGS, it, "tracing", "tracing", NULL, c, err);
         else
             st = unknown_key(it->string, err);
         if (st != RT_OK)
@@ -414,7 +430,10 @@ rt_status srv_args_parse(int argc, char **argv, srv_args *a, rt_err *err)
 
 static const char *type_of(const srv_setting *s)
 {
-    return s->type == SRV_SET_BOOL ? "true or false" : s->type == SRV_SET_NAME ? "name" : "string";
+    return s->type == SRV_SET_BOOL   ? "true or false"
+           : s->type == SRV_SET_NAME ? "name"
+           : s->type == RT_SET_NUM   ? "number"
+                                     : "string";
 }
 
 char *srv_args_usage(bool config_keys)
@@ -433,8 +452,12 @@ char *srv_args_usage(bool config_keys)
             if (s->type == SRV_SET_INT || s->type == SRV_SET_SIZE)
                 r |= rt_buf_printf(&b, "  %s  (integer %lld..%lld)\n", s->name,
                                    (long long)s->lo, (long long)s->hi);
+            else if (s->type == RT_SET_NUM)
+                r |= rt_buf_printf(&b, "  %s%s%s  (number %g..%g)\n", s->section ? s->section : "",
+                                   s->section ? "." : "", s->name, s->dlo, s->dhi);
             else
-                r |= rt_buf_printf(&b, "  %s  (%s)\n", s->name, type_of(s));
+                r |= rt_buf_printf(&b, "  %s%s%s  (%s)\n", s->section ? s->section : "",
+                                   s->section ? "." : "", s->name, type_of(s));
             r |= rt_buf_puts(&b, "      ");
             r |= rt_setting_help(&b, s,
                                  s->where & SRV_SET_LIVE

@@ -347,6 +347,7 @@ static void free_parts(srv_http *h)
     srv_conns_free(h->conns);   /* after libmicrohttpd closed every connection */
     srv_shadow_free(h->shadow); /* after the last request queued its run */
     srv_predlog_free(h->predlog);
+    srv_tracer_free(h->tracer); /* after the last request queued its spans */
     pthread_mutex_destroy(&h->pool_mu);
     pthread_mutex_destroy(&h->conn_mu);
     size_t n;
@@ -413,6 +414,10 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
     if ((st = srv_shadow_new(SRV_SHADOW_QUEUE, c->shadow_queue_bytes, &h->json, &h->shadow, err)) !=
             RT_OK ||
         (st = srv_predlog_new(mgr, SRV_PREDLOG_QUEUE, c->prediction_log_queue_bytes, &h->predlog, err)) !=
+            RT_OK)
+        goto fail;
+    if (c->tracing_otlp_endpoint &&
+        (st = srv_tracer_new(c->tracing_otlp_endpoint, c->tracing_sample_rate, &h->tracer, err)) !=
             RT_OK)
         goto fail;
     if (pthread_key_create(&h->tkey, NULL) != 0) {

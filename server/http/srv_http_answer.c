@@ -202,6 +202,7 @@ enum MHD_Result srv_http_answer_metrics(srv_http *h, struct MHD_Connection *conn
     if (srv_metrics_render(h->p.metrics, h->mgr, &out) != RT_OK ||
         srv_shadow_metrics(h->shadow, &out) != RT_OK ||
         srv_predlog_metrics(h->predlog, &out) != RT_OK || srv_http_sec_metrics(h, &out) ||
+        srv_trace_metrics(h->tracer, &out) ||
         rt_buf_failed(&out)) {
         rt_buf_free(&out);
         return srv_http_send_error(h, conn, 500, "out of memory");

@@ -36,6 +36,7 @@
 #endif
 
 #include "srv.h"
+#include "srv_trace.h"
 
 #include <microhttpd.h>
 #include <pthread.h>
@@ -93,6 +94,7 @@ struct srv_http {
     atomic_size_t held;      /* request body bytes held now (max_total_request_bytes) */
     srv_shadow *shadow;      /* shadow runs, after the answer was sent */
     srv_predlog *predlog;    /* prediction log writer */
+    srv_tracer *tracer;      /* OTLP traces (server/trace/), or NULL: tracing off */
     atomic_bool trim_due;    /* held passed SRV_TRIM_AFTER since the last malloc_trim */
     atomic_size_t kept;      /* bytes of large buffers kept by connections between
                                 requests (under SRV_CONN_KEEP_TOTAL, srv_http_request.c) */
@@ -131,6 +133,7 @@ typedef struct req {
     srv_version *ver;
     rt_ctx *ctx; /* holds the parsed batch */
     rt_parsed parsed;
+    srv_trace_ctx trace; /* its trace context (active only with a tracer) */
 } req;
 
 /* One connection, from libmicrohttpd's STARTED notice to its CLOSED notice
@@ -224,6 +227,10 @@ enum MHD_Result srv_http_send_error_msg(srv_http *h, struct MHD_Connection *conn
 /* {"error": printf(fmt, ...)} with code. */
 enum MHD_Result srv_http_send_error(srv_http *h, struct MHD_Connection *conn, unsigned code,
                                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* With a tracer: notes code as the request's status and puts traceparent
+ * (and its tracestate) on resp (NULL: a shared response, the status only). */
+void srv_http_trace_answer(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                           struct MHD_Response *resp);
 /* Sends rq->resp, the connection's own answer buffer, with code (no copy). */
 enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn, unsigned code,
                                        req *rq);
@@ -325,6 +332,22 @@ void srv_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cl
 void srv_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                             enum MHD_ConnectionNotificationCode toe);
 void *srv_http_on_request_line(void *cls, const char *uri, struct MHD_Connection *conn);
+
+/* ------------------------------------------ server/ui/srv_ui.c */
+
+/* The console's answers (srv_route_answer): GET /ui, /ui/console.css,
+ * /ui/console.js (the files built into the binary) and /ui/api/traffic
+ * (metrics snapshots and recent errors, JSON); 404 with ui_enabled off. */
+enum MHD_Result srv_ui_answer_page(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_ui_answer_css(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_ui_answer_js(srv_http *h, struct MHD_Connection *conn, req *rq);
+enum MHD_Result srv_ui_answer_traffic(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* server/ui/srv_ui_errors.c: keeps a refused answer (code >= 400, its
+ * body's first bytes; no request body) for the console's recent errors;
+ * appends them as the members "errors_total": N, "errors": [...] (newest
+ * first; nonzero when out of memory). Thread-safe. */
+void srv_ui_note_error(unsigned code, const char *body, size_t len);
+SRV_WUR int srv_ui_errors_json(rt_buf *out);
 
 /* ------------------------------------------------ srv_http_sec.c */
 

@@ -221,6 +221,10 @@ static enum MHD_Result on_headers(srv_http *h, struct MHD_Connection *conn, cons
     rt_buf_reset(&rq->resp);
     rq->served = -1;
     rq->start = rt_now_ns();
+    if (h->tracer)
+        srv_trace_begin(h->tracer, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),
+                        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "tracestate"), method,
+                        url, &rq->trace);
     *con_cls = rq;
     rq->counted = true;
     atomic_fetch_add(&h->active, 1);
@@ -399,6 +403,28 @@ static void tap_request(srv_http *h, req *rq)
         srv_version_release(shadow);
 }
 
+/* At a request's completion: its server span and the phases its clock
+ * readings mark (queued -> taken by a worker: "queue"; the run: "forward",
+ * parsing and the answer's rendering included; run done -> completed:
+ * "respond"). */
+static void trace_request(srv_http *h, req *rq)
+{
+    if (!h->tracer || !rq->trace.sampled)
+        return;
+    int64_t now = rt_now_ns();
+    srv_trace_phase ph[3];
+    size_t n = 0;
+    if (rq->t_admit && rq->t_run)
+        ph[n++] = (srv_trace_phase){"queue", rq->t_admit, rq->t_run};
+    if (rq->t_run && rq->t_done)
+        ph[n++] = (srv_trace_phase){"forward", rq->t_run, rq->t_done};
+    if (rq->t_done)
+        ph[n++] = (srv_trace_phase){"respond", rq->t_done, now};
+    srv_trace_attrs a = {rq->route.model[0] ? rq->route.model : NULL, rq->served,
+                         rq->parsed.n ? (long)rq->parsed.n : -1};
+    srv_trace_end(h->tracer, &rq->trace, &a, ph, n);
+}
+
 /* The bytes of cs's buffers over SRV_CONN_BUF_KEEP, which count in h->kept. */
 static size_t large_bytes(const conn_state *cs)
 {
@@ -443,6 +469,7 @@ void srv_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cl
         atomic_fetch_sub(&h->active, 1);
     srv_http_admit_release(h, rq);
     tap_request(h, rq);
+    trace_request(h, rq);
     keep_buffers(h, (conn_state *)rq);
     release_body(h, rq);
     rq->counted = false;

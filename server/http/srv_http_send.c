@@ -72,9 +72,33 @@ static struct MHD_Response *make_response(srv_http *h, unsigned code, rt_buf *b,
 /* Queues b as the answer. With keep, b must stay untouched until the request
  * completes (a connection's own answer buffer): no copy is made. Otherwise
  * the response takes b's bytes (b is left empty). */
+/* The request's trace context: its status noted, traceparent (and the
+ * tracestate it came with) on the answer. */
+void srv_http_trace_answer(srv_http *h, struct MHD_Connection *conn, unsigned code,
+                           struct MHD_Response *resp)
+{
+    if (!h->tracer)
+        return;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_state *cs = ci ? ci->socket_context : NULL;
+    if (!cs || !cs->rq.trace.active)
+        return;
+    cs->rq.trace.status = code;
+    if (!resp)
+        return;
+    char tp[56];
+    srv_trace_header(&cs->rq.trace, tp);
+    MHD_add_response_header(resp, "traceparent", tp);
+    if (cs->rq.trace.tracestate[0])
+        MHD_add_response_header(resp, "tracestate", cs->rq.trace.tracestate);
+}
+
 enum MHD_Result srv_http_send(srv_http *h, struct MHD_Connection *conn, unsigned code, rt_buf *b,
                               const char *ctype, bool keep, bool close, int64_t version)
 {
+    if (code >= 400 && b->data) /* the console's recent errors (server/ui/srv_ui.c) */
+        srv_ui_note_error(code, b->data, b->len);
     rt_buf z; /* Accept-Encoding: gzip, over gzip_response_min_bytes (srv_http_sec.c) */
     bool gz = gzip_answer(h, conn, b, &z);
     struct MHD_Response *resp = make_response(h, code, gz ? &z : b, ctype, keep && !gz, close,
@@ -88,6 +112,7 @@ enum MHD_Result srv_http_send(srv_http *h, struct MHD_Connection *conn, unsigned
             MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
         }
     }
+    srv_http_trace_answer(h, conn, code, resp);
     if (!resp)
         return MHD_NO;
     srv_metrics_http(h->p.metrics, (int)code);
@@ -111,6 +136,7 @@ enum MHD_Result srv_http_send_shared(srv_http *h, struct MHD_Connection *conn, u
                                      struct MHD_Response *resp)
 {
     srv_metrics_http(h->p.metrics, (int)code);
+    srv_http_trace_answer(h, conn, code, NULL); /* shared: no header of its own */
     return MHD_queue_response(conn, code, resp);
 }
 
@@ -192,6 +218,7 @@ enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn,
     char n[24];
     snprintf(n, sizeof n, "%zu", rq->v2_answer);
     MHD_add_response_header(resp, "Inference-Header-Content-Length", n);
+    srv_http_trace_answer(h, conn, code, resp);
     srv_metrics_http(h->p.metrics, (int)code);
     enum MHD_Result r = MHD_queue_response(conn, code, resp);
     MHD_destroy_response(resp);

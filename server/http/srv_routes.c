@@ -63,6 +63,15 @@ static const srv_route_row ROUTES[] = {
      false, NULL},
     {"POST", "/v2/repository/index", SRV_ROUTE_ANSWER, SRV_SCOPE_READ,
      srv_http_v2_repository_index, "v2", 0, false, NULL},
+    /* the operator console (server/ui/srv_ui.c; docs/console.md) */
+    {"GET", "/ui", SRV_ROUTE_ANSWER, SRV_SCOPE_READ, srv_ui_answer_page, "tfserving", 0, false,
+     NULL},
+    {"GET", "/ui/console.css", SRV_ROUTE_ANSWER, SRV_SCOPE_READ, srv_ui_answer_css, "tfserving",
+     0, false, NULL},
+    {"GET", "/ui/console.js", SRV_ROUTE_ANSWER, SRV_SCOPE_READ, srv_ui_answer_js, "tfserving", 0,
+     false, NULL},
+    {"GET", "/ui/api/traffic", SRV_ROUTE_ANSWER, SRV_SCOPE_READ, srv_ui_answer_traffic,
+     "tfserving", 0, false, NULL},
 };
 
 const srv_route_row *srv_routes(size_t *n)

@@ -143,6 +143,51 @@ void srv_metrics_free(srv_metrics *m)
     free(m);
 }
 
+int srv_metrics_snapshot_json(srv_metrics *m, rt_buf *out)
+{
+    int r = rt_buf_puts(out, "{\"le\": [");
+    for (size_t b = 0; b < N_BUCKETS; b++)
+        r |= rt_buf_printf(out, "%s%g", b ? ", " : "", BUCKETS[b]);
+    r |= rt_buf_puts(out, "], \"hists\": [");
+    if (!m)
+        return r | rt_buf_puts(out, "], \"series\": []}");
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->n_hists; i++) {
+        const hist *h = &m->hists[i];
+        r |= rt_buf_puts(out, i ? ", {\"model\": " : "{\"model\": ");
+        r |= rt_buf_json_string(out, h->model, strlen(h->model));
+        r |= rt_buf_printf(out, ", \"version\": %lld, \"method\": \"%s\", \"count\": %llu, "
+                                "\"sum\": %.9g, \"buckets\": [",
+                           (long long)h->version, method_name(h->method),
+                           (unsigned long long)h->count, h->sum);
+        for (size_t b = 0; b < N_BUCKETS; b++)
+            r |= rt_buf_printf(out, "%s%llu", b ? ", " : "", (unsigned long long)h->buckets[b]);
+        r |= rt_buf_puts(out, "]}");
+    }
+    r |= rt_buf_puts(out, "], \"series\": [");
+    for (size_t i = 0; i < m->n_series; i++) {
+        const series *x = &m->series[i];
+        r |= rt_buf_puts(out, i ? ", {\"model\": " : "{\"model\": ");
+        r |= rt_buf_json_string(out, x->model, strlen(x->model));
+        r |= rt_buf_printf(out, ", \"version\": %lld, \"method\": \"%s\", \"code\": %d, "
+                                "\"count\": %llu}",
+                           (long long)x->version, method_name(x->method), x->code,
+                           (unsigned long long)x->count);
+    }
+    r |= rt_buf_puts(out, "], \"batch\": {\"buckets\": [");
+    for (size_t b = 0; b < N_BATCH_BUCKETS; b++)
+        r |= rt_buf_printf(out, "%s%llu", b ? ", " : "", (unsigned long long)m->batch_buckets[b]);
+    r |= rt_buf_printf(out, "], \"over\": %llu, \"count\": %llu, \"sum\": %llu, "
+                            "\"queue\": %ld}",
+                       (unsigned long long)m->batch_over, (unsigned long long)m->batch_count,
+                       (unsigned long long)m->batch_sum, m->batch_queue);
+    pthread_mutex_unlock(&m->mu);
+    r |= rt_buf_printf(out, ", \"queue_depth\": %ld, \"in_flight\": %ld}",
+                       atomic_load_explicit(&m->queue_depth, memory_order_relaxed),
+                       atomic_load_explicit(&m->in_flight, memory_order_relaxed));
+    return r;
+}
+
 static void copy_name(char *dst, const char *src)
 {
     size_t n = src ? strnlen(src, SRV_NAME_MAX) : 0;

@@ -567,7 +567,9 @@ static void window_json(rt_buf *o, const mfeat *f, const uint64_t *a, const uint
             rt_buf_json_double(o, f->b[k].low);
             rt_buf_puts(o, ", \"high\": ");
             rt_buf_json_double(o, f->b[k].high);
-            rt_buf_printf(o, ", \"count\": %llu}", W(k));
+            rt_buf_printf(o, ", \"count\": %llu, \"training_count\": ", W(k));
+            rt_buf_json_double(o, f->b[k].count);
+            rt_buf_puts(o, "}");
         }
         rt_buf_puts(o, "]}");
     } else {
@@ -576,7 +578,8 @@ static void window_json(rt_buf *o, const mfeat *f, const uint64_t *a, const uint
         for (size_t k = 0; k < f->nv; k++) {
             rt_buf_puts(o, k ? ", {\"value\": " : "{\"value\": ");
             rt_buf_json_string(o, f->tr->values[k].value, strlen(f->tr->values[k].value));
-            rt_buf_printf(o, ", \"count\": %llu}", W(k));
+            rt_buf_printf(o, ", \"count\": %llu, \"training_count\": %llu}", W(k),
+                          (unsigned long long)f->tr->values[k].count);
         }
         rt_buf_puts(o, "]}");
     }

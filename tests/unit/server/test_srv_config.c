@@ -379,6 +379,8 @@ static long long field_int(const srv_config *c, const srv_setting *s)
         return (long long)*(const size_t *)p;
     if (s->type == SRV_SET_BOOL)
         return *(const bool *)p;
+    if (s->type == RT_SET_NUM) /* in thousandths */
+        return (long long)(*(const double *)p * 1000 + 0.5);
     return 0;
 }
 
@@ -397,6 +399,10 @@ static void other_value(const srv_setting *s, char *json, char *text, size_t cap
         long long v = s->def < s->hi ? s->def + 1 : s->def - 1;
         snprintf(json, cap, "%lld", v);
         snprintf(text, cap, "%lld", v);
+    } else if (s->type == RT_SET_NUM) {
+        double v = (s->ddef + s->dlo) / 2;
+        snprintf(json, cap, "%g", v);
+        snprintf(text, cap, "%g", v);
     } else {
         /* Vertex AI's routes must be paths (check_aip_routes) */
         const char *slash = !strncmp(s->name, "aip_", 4) ? "/" : "";
@@ -444,18 +450,21 @@ static void test_settings_table(void **state)
                 assert_string_equal(field_str(defaults, s), s->def_str);
             else
                 assert_null(field_str(defaults, s));
+        } else if (s->type == RT_SET_NUM) {
+            assert_int_equal(field_int(defaults, s), (long long)(s->ddef * 1000 + 0.5));
         } else {
             assert_int_equal(field_int(defaults, s), s->def);
         }
         other_value(s, json, text, sizeof json);
         if (s->where & SRV_SET_FLAG) {
-            snprintf(doc, sizeof doc, "--%s", s->name);
+            const char *flag = s->flag ? s->flag : s->name;
+            snprintf(doc, sizeof doc, "--%s", flag);
             if (!strstr(usage, doc))
                 fail_msg("%s: not in --help", what);
             if (s->type != SRV_SET_BOOL)
                 assert_non_null(s->arg);
             /* Flag round trip, "--name=value" form. */
-            snprintf(arg, sizeof arg, "--%s=%s", s->name, text);
+            snprintf(arg, sizeof arg, "--%s=%s", flag, text);
             char *argv[] = {"predictd", arg, "--model_name=m", "--model_base_path=/m", NULL};
             int argc = !strcmp(s->name, "model_name") || !strcmp(s->name, "model_base_path") ||
                                !strcmp(s->name, "model_config_file") ||
@@ -479,10 +488,11 @@ static void test_settings_table(void **state)
             if (s->type == SRV_SET_STR || s->type == SRV_SET_NAME)
                 assert_string_equal(field_str(&a.values, s), text);
             else
-                assert_int_equal(field_int(&a.values, s), strcmp(text, "true") == 0 ? 1
-                                                          : strcmp(text, "false") == 0
-                                                              ? 0
-                                                              : strtoll(text, NULL, 10));
+                assert_int_equal(field_int(&a.values, s),
+                                 strcmp(text, "true") == 0    ? 1
+                                 : strcmp(text, "false") == 0 ? 0
+                                 : s->type == RT_SET_NUM ? (long long)(strtod(text, NULL) * 1000 + 0.5)
+                                                         : strtoll(text, NULL, 10));
             /* Over the defaults of a config built from flags. */
             if ((s->where & SRV_SET_JSON) && argc == 4) {
                 srv_config *c = NULL;
@@ -507,12 +517,16 @@ static void test_settings_table(void **state)
             }
         }
         if (s->where & SRV_SET_JSON) {
-            snprintf(doc, sizeof doc, "\n  %s  ", s->name);
+            snprintf(doc, sizeof doc, "\n  %s%s%s  ", s->section ? s->section : "",
+                     s->section ? "." : "", s->name);
             if (!strstr(keys, doc))
                 fail_msg("%s: not in --help_config", what);
-            /* JSON round trip. */
+            /* JSON round trip (a key of a section inside its object). */
             char cfg[400];
-            snprintf(cfg, sizeof cfg, "{\"%s\": %s}", s->name, json);
+            if (s->section)
+                snprintf(cfg, sizeof cfg, "{\"%s\": {\"%s\": %s}}", s->section, s->name, json);
+            else
+                snprintf(cfg, sizeof cfg, "{\"%s\": %s}", s->name, json);
             srv_config *c = parse_ok(cfg);
             if (s->type == SRV_SET_STR || s->type == SRV_SET_NAME)
                 assert_string_equal(field_str(c, s), text);
@@ -527,10 +541,19 @@ static void test_settings_table(void **state)
                 snprintf(cfg, sizeof cfg, "{\"%s\": \"1\"}", s->name);
                 parse_bad(cfg, doc);
             } else {
-                snprintf(cfg, sizeof cfg, "{\"%s\": %s}", s->name,
-                         s->type == SRV_SET_BOOL ? "\"true\"" : "7");
-                snprintf(doc, sizeof doc, "%s: expected", s->name);
+                const char *bad = s->type == SRV_SET_BOOL || s->type == RT_SET_NUM ? "\"1\"" : "7";
+                if (s->section)
+                    snprintf(cfg, sizeof cfg, "{\"%s\": {\"%s\": %s}}", s->section, s->name, bad);
+                else
+                    snprintf(cfg, sizeof cfg, "{\"%s\": %s}", s->name, bad);
+                snprintf(doc, sizeof doc, "%s%s%s: expected", s->section ? s->section : "",
+                         s->section ? "." : "", s->name);
                 parse_bad(cfg, doc);
+                if (s->type == RT_SET_NUM) {
+                    snprintf(cfg, sizeof cfg, "{\"%s\": {\"%s\": %g}}", s->section, s->name,
+                             s->dhi + 1);
+                    parse_bad(cfg, "is out of range");
+                }
             }
         } else {
             /* A flag only: not a key of the file. */
