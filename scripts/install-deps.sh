@@ -10,14 +10,15 @@ set -eu
 
 # Compiling and linking the binaries (libopenmpi-dev: predict-train).
 BUILD_PACKAGES="build-essential pkg-config libmicrohttpd-dev libcjson-dev libopenblas-dev libyaml-dev \
-libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev libgnutls28-dev zlib1g-dev"
+libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev libgnutls28-dev zlib1g-dev \
+libgrpc-dev"
 # Tests (cmocka, test peers, mpirun, man -l; chromium renders predict-model evaluate's
 # HTML report headless in test_evaluate; python3-scipy checks test_data_validation's distances
 # against scipy's jensenshannon; python3-xgboost and python3-pandas train the XGBoost models
 # test_daemon_xgboost serves), make CC=clang / make fuzz, make bench, make demo.
 OTHER_PACKAGES="clang libclang-rt-14-dev libcmocka-dev curl python3 systemd wrk nginx-light \
 haproxy valgrind openmpi-bin man-db groff-base chromium openssl python3-scipy python3-xgboost \
-python3-pandas"
+python3-pandas python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc"
 PACKAGES="$BUILD_PACKAGES $OTHER_PACKAGES"
 [ "${2:-all}" = build ] && PACKAGES=$BUILD_PACKAGES
 

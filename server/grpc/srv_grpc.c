@@ -1,0 +1,379 @@
+/*
+ * srv_grpc.c — the gRPC front door on the gRPC core C API (grpc/grpc.h;
+ * built and tested with Debian 12's libgrpc 1.51, core 29.0.0). The one
+ * file of predictd that calls it: a server on one port, one completion
+ * queue shared by a pool of threads, every method registered with its
+ * request message read before the call is handed over
+ * (GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER), a few calls requested per
+ * method at a time. A thread that takes a call runs its method
+ * (srv_grpc_methods.c: bytes in, bytes and a status out) on its own
+ * rt_ctx, sends the answer and the status in one batch and, when that
+ * batch completes, requests the next call in the same slot.
+ *
+ * Limits: a request message over max_request_bytes is refused by the core
+ * (RESOURCE_EXHAUSTED) before it is held whole; a call whose grpc-timeout
+ * passed before its method ran gets DEADLINE_EXCEEDED without running.
+ *
+ * Stop: the server stops taking calls (new ones get UNAVAILABLE from the
+ * core), in-flight calls finish; calls that have not finished after
+ * SRV_GRPC_STOP_GRACE_MS are cancelled (a client that opened a stream and
+ * never sent holds nothing after that), then the queue drains and the
+ * threads end.
+ */
+#include "srv_grpc_internal.h"
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* calls requested at once per method and thread */
+#define SLOTS_PER_THREAD 2
+#define SRV_GRPC_STOP_GRACE_MS 5000
+
+struct srv_grpc;
+
+typedef struct slot {
+    struct srv_grpc *g;
+    size_t method;
+    int state; /* 0: waiting for a call, 1: answer sent */
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_metadata_array md;
+    grpc_byte_buffer *payload;
+    grpc_byte_buffer *answer;
+    grpc_slice details;
+    int cancelled;
+} slot;
+
+struct srv_grpc {
+    grpc_server *server;
+    grpc_completion_queue *cq;
+    const srv_grpc_method *methods;
+    size_t n_methods;
+    void **handles; /* per method */
+    slot *slots;
+    size_t n_slots;
+    pthread_t *threads;
+    int n_threads;
+    int port;
+    _Atomic int stopping;
+    int shutdown_tag; /* its address is the tag */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool shut_done;
+    srv_manager *mgr;
+    const _Atomic int *draining;
+    srv_metrics *metrics;
+    rt_json_params json;
+    _Atomic uint64_t seed;
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 33);
+}
+
+static int request_call(slot *s)
+{
+    grpc_metadata_array_init(&s->md);
+    s->call = NULL;
+    s->payload = NULL;
+    s->state = 0;
+    grpc_call_error e = grpc_server_request_registered_call(
+        s->g->server, s->g->handles[s->method], &s->call, &s->deadline, &s->md, &s->payload,
+        s->g->cq, s->g->cq, s);
+    if (e != GRPC_CALL_OK) {
+        grpc_metadata_array_destroy(&s->md);
+        return -1;
+    }
+    return 0;
+}
+
+/* The request message's bytes, contiguous (a copy: a byte buffer is slices). */
+static int read_payload(grpc_byte_buffer *bb, rt_buf *in)
+{
+    if (!bb)
+        return 0;
+    grpc_byte_buffer_reader r;
+    if (!grpc_byte_buffer_reader_init(&r, bb))
+        return -1;
+    grpc_slice sl;
+    while (grpc_byte_buffer_reader_next(&r, &sl)) {
+        rt_buf_append(in, GRPC_SLICE_START_PTR(sl), GRPC_SLICE_LENGTH(sl));
+        grpc_slice_unref(sl);
+    }
+    grpc_byte_buffer_reader_destroy(&r);
+    return rt_buf_failed(in);
+}
+
+/* Runs the slot's method on its call and starts the answer's batch. */
+static void answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
+{
+    struct srv_grpc *g = s->g;
+    const srv_grpc_method *m = &g->methods[s->method];
+    char msg[SRV_GRPC_MSG] = "";
+    int code;
+    rt_buf_reset(in);
+    rt_buf_reset(out);
+    if (gpr_time_cmp(s->deadline, gpr_now(s->deadline.clock_type)) < 0) {
+        code = SRV_GRPC_DEADLINE_EXCEEDED;
+        snprintf(msg, sizeof msg, "deadline exceeded before the request ran");
+    } else if (read_payload(s->payload, in) != 0) {
+        code = SRV_GRPC_RESOURCE_EXHAUSTED;
+        snprintf(msg, sizeof msg, "out of memory");
+    } else {
+        uint64_t r = mix(atomic_fetch_add(&g->seed, 0x9e3779b97f4a7c15ULL));
+        srv_grpc_env env = {.mgr = g->mgr,
+                            .draining = g->draining,
+                            .metrics = g->metrics,
+                            .json = g->json,
+                            .ctx = ctx,
+                            .draw = r,
+                            .sample = mix(r)};
+        code = m->fn(&env, (const uint8_t *)(in->data ? in->data : ""), in->len, out, msg);
+        if (code == SRV_GRPC_OK && rt_buf_failed(out)) {
+            code = SRV_GRPC_RESOURCE_EXHAUSTED;
+            snprintf(msg, sizeof msg, "out of memory");
+        }
+    }
+    grpc_op ops[4];
+    memset(ops, 0, sizeof ops);
+    size_t n = 0;
+    ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    s->answer = NULL;
+    if (code == SRV_GRPC_OK) {
+        grpc_slice sl = grpc_slice_from_copied_buffer(out->data ? out->data : "", out->len);
+        s->answer = grpc_raw_byte_buffer_create(&sl, 1);
+        grpc_slice_unref(sl);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n++].data.send_message.send_message = s->answer;
+    }
+    s->details = grpc_slice_from_copied_string(msg);
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = (grpc_status_code)code;
+    ops[n++].data.send_status_from_server.status_details = code ? &s->details : NULL;
+    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[n++].data.recv_close_on_server.cancelled = &s->cancelled;
+    s->state = 1;
+    if (grpc_call_start_batch(s->call, ops, n, s, NULL) != GRPC_CALL_OK) {
+        /* not started: nothing will complete for this tag */
+        srv_log(SRV_LOG_ERROR, "grpc: %s: could not send the answer", m->path);
+        grpc_call_cancel(s->call, NULL);
+        s->state = 2;
+    }
+}
+
+static void finish_call(slot *s)
+{
+    if (s->answer)
+        grpc_byte_buffer_destroy(s->answer);
+    s->answer = NULL;
+    grpc_slice_unref(s->details);
+    if (s->payload)
+        grpc_byte_buffer_destroy(s->payload);
+    s->payload = NULL;
+    grpc_metadata_array_destroy(&s->md);
+    grpc_call_unref(s->call);
+    s->call = NULL;
+}
+
+static void *thread_main(void *arg)
+{
+    struct srv_grpc *g = arg;
+    rt_ctx *ctx = rt_ctx_new();
+    rt_buf in, out;
+    rt_buf_init(&in);
+    rt_buf_init(&out);
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type != GRPC_OP_COMPLETE)
+            continue;
+        if (ev.tag == &g->shutdown_tag) {
+            pthread_mutex_lock(&g->mu);
+            g->shut_done = true;
+            pthread_cond_broadcast(&g->cv);
+            pthread_mutex_unlock(&g->mu);
+            continue;
+        }
+        slot *s = ev.tag;
+        if (s->state == 0) {
+            if (!ev.success) { /* the server is shutting down */
+                grpc_metadata_array_destroy(&s->md);
+                if (s->payload)
+                    grpc_byte_buffer_destroy(s->payload);
+                s->payload = NULL;
+                continue;
+            }
+            if (!ctx) { /* no context: refuse, as REST's 500 */
+                s->details = grpc_slice_from_copied_string("out of memory");
+                grpc_call_cancel_with_status(s->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                                             "out of memory", NULL);
+                s->answer = NULL;
+                finish_call(s);
+            } else {
+                answer(s, ctx, &in, &out);
+                if (s->state == 1)
+                    continue; /* finishes when its batch completes */
+                finish_call(s);
+            }
+        } else {
+            finish_call(s);
+        }
+        if (!atomic_load(&g->stopping))
+            (void)request_call(s);
+    }
+    rt_buf_free(&in);
+    rt_buf_free(&out);
+    rt_ctx_free(ctx);
+    return NULL;
+}
+
+static void destroy(struct srv_grpc *g)
+{
+    if (g->server)
+        grpc_server_destroy(g->server);
+    if (g->cq)
+        grpc_completion_queue_destroy(g->cq);
+    free(g->handles);
+    free(g->slots);
+    free(g->threads);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g);
+    grpc_shutdown();
+}
+
+rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atomic int *draining,
+                         srv_grpc **out, rt_err *err)
+{
+    *out = NULL;
+    grpc_init();
+    struct srv_grpc *g = calloc(1, sizeof *g);
+    if (!g) {
+        grpc_shutdown();
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->mgr = mgr;
+    g->draining = draining;
+    g->metrics = p->metrics;
+    g->json = rt_json_default_params();
+    g->json.max_answer_bytes = p->max_answer_bytes;
+    g->methods = srv_grpc_methods(&g->n_methods);
+    g->n_threads = p->threads > 0 ? p->threads : 1;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    atomic_store(&g->seed, mix((uint64_t)now.tv_nsec ^ ((uint64_t)getpid() << 32) ^
+                               (uint64_t)(uintptr_t)g));
+
+    /* message size limits: the request's as REST's body limit, the answer's
+     * as max_answer_bytes (the core refuses past them) */
+    grpc_arg args[2];
+    args[0].type = GRPC_ARG_INTEGER;
+    args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[0].value.integer = p->max_request_bytes > 0x7fffffff ? 0x7fffffff : (int)p->max_request_bytes;
+    args[1].type = GRPC_ARG_INTEGER;
+    args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[1].value.integer = p->max_answer_bytes == 0 || p->max_answer_bytes > 0x7fffffff
+                                ? 0x7fffffff
+                                : (int)p->max_answer_bytes;
+    grpc_channel_args cargs = {2, args};
+    g->server = grpc_server_create(&cargs, NULL);
+    g->cq = grpc_completion_queue_create_for_next(NULL);
+    g->handles = calloc(g->n_methods, sizeof *g->handles);
+    g->n_slots = g->n_methods * (size_t)g->n_threads * SLOTS_PER_THREAD;
+    g->slots = calloc(g->n_slots, sizeof *g->slots);
+    g->threads = calloc((size_t)g->n_threads, sizeof *g->threads);
+    if (!g->server || !g->cq || !g->handles || !g->slots || !g->threads) {
+        destroy(g);
+        return rt_err_set(err, RT_ERR_NOMEM, "grpc: out of memory");
+    }
+    for (size_t i = 0; i < g->n_methods; i++)
+        g->handles[i] = grpc_server_register_method(g->server, g->methods[i].path, NULL,
+                                                    GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    grpc_server_register_completion_queue(g->server, g->cq, NULL);
+    char addr[300];
+    snprintf(addr, sizeof addr, "%s:%d", p->host && *p->host ? p->host : "0.0.0.0", p->port);
+    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    g->port = grpc_server_add_http2_port(g->server, addr, creds);
+    grpc_server_credentials_release(creds);
+    if (g->port <= 0) {
+        destroy(g);
+        return rt_err_set(err, RT_ERR_IO, "grpc: cannot listen on %s (port in use?)", addr);
+    }
+    grpc_server_start(g->server);
+    for (size_t i = 0; i < g->n_slots; i++) {
+        g->slots[i].g = g;
+        g->slots[i].method = i % g->n_methods;
+        g->slots[i].details = grpc_empty_slice();
+        if (request_call(&g->slots[i]) != 0) {
+            srv_log(SRV_LOG_ERROR, "grpc: could not request calls");
+            break;
+        }
+    }
+    for (int i = 0; i < g->n_threads; i++)
+        if (pthread_create(&g->threads[i], NULL, thread_main, g) != 0) {
+            g->n_threads = i;
+            break;
+        }
+    if (g->n_threads == 0) {
+        grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
+        grpc_server_cancel_all_calls(g->server);
+        grpc_completion_queue_shutdown(g->cq);
+        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN) {
+        }
+        destroy(g);
+        return rt_err_set(err, RT_ERR_IO, "grpc: cannot start threads");
+    }
+    *out = g;
+    return RT_OK;
+}
+
+int srv_grpc_port(const srv_grpc *g)
+{
+    return g ? g->port : 0;
+}
+
+void srv_grpc_stop(srv_grpc *g)
+{
+    if (!g)
+        return;
+    atomic_store(&g->stopping, 1);
+    grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += SRV_GRPC_STOP_GRACE_MS / 1000;
+    pthread_mutex_lock(&g->mu);
+    while (!g->shut_done)
+        if (pthread_cond_timedwait(&g->cv, &g->mu, &until) != 0)
+            break;
+    bool done = g->shut_done;
+    pthread_mutex_unlock(&g->mu);
+    if (!done) {
+        grpc_server_cancel_all_calls(g->server);
+        pthread_mutex_lock(&g->mu);
+        while (!g->shut_done)
+            pthread_cond_wait(&g->cv, &g->mu);
+        pthread_mutex_unlock(&g->mu);
+    }
+    grpc_completion_queue_shutdown(g->cq);
+    for (int i = 0; i < g->n_threads; i++)
+        pthread_join(g->threads[i], NULL);
+    destroy(g);
+}
