@@ -42,8 +42,9 @@ struct srv_grpc;
 
 typedef struct slot {
     struct srv_grpc *g;
-    size_t method;
-    int state; /* 0: waiting for a call, 1: answer sent */
+    size_t method; /* n_methods: a call to a method not served (UNIMPLEMENTED) */
+    grpc_call_details cd; /* that call's method */
+    int state; /* 0: waiting for a call, 1: answer sent, 2: its batch failed */
     grpc_call *call;
     gpr_timespec deadline;
     grpc_metadata_array md;
@@ -91,9 +92,18 @@ static int request_call(slot *s)
     s->call = NULL;
     s->payload = NULL;
     s->state = 0;
-    grpc_call_error e = grpc_server_request_registered_call(
-        s->g->server, s->g->handles[s->method], &s->call, &s->deadline, &s->md, &s->payload,
-        s->g->cq, s->g->cq, s);
+    grpc_call_error e;
+    if (s->method == s->g->n_methods) {
+        grpc_call_details_init(&s->cd);
+        e = grpc_server_request_call(s->g->server, &s->call, &s->cd, &s->md, s->g->cq, s->g->cq,
+                                     s);
+        if (e != GRPC_CALL_OK)
+            grpc_call_details_destroy(&s->cd);
+    } else {
+        e = grpc_server_request_registered_call(s->g->server, s->g->handles[s->method], &s->call,
+                                                &s->deadline, &s->md, &s->payload, s->g->cq,
+                                                s->g->cq, s);
+    }
     if (e != GRPC_CALL_OK) {
         grpc_metadata_array_destroy(&s->md);
         return -1;
@@ -118,16 +128,24 @@ static int read_payload(grpc_byte_buffer *bb, rt_buf *in)
     return rt_buf_failed(in);
 }
 
-/* Runs the slot's method on its call and starts the answer's batch. */
-static void answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
+/* Runs the slot's method on its call and starts the answer's batch: true
+ * when it started (then the slot belongs to whichever thread takes its
+ * completion, which may come before this returns: the caller must not look
+ * at the slot again). */
+static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
 {
     struct srv_grpc *g = s->g;
-    const srv_grpc_method *m = &g->methods[s->method];
+    const char *path = s->method < g->n_methods ? g->methods[s->method].path : "(unknown)";
     char msg[SRV_GRPC_MSG] = "";
     int code;
     rt_buf_reset(in);
     rt_buf_reset(out);
-    if (gpr_time_cmp(s->deadline, gpr_now(s->deadline.clock_type)) < 0) {
+    if (s->method == g->n_methods) {
+        code = SRV_GRPC_UNIMPLEMENTED;
+        snprintf(msg, sizeof msg, "predictd does not serve %.*s (docs/grpc.md lists the methods)",
+                 (int)(GRPC_SLICE_LENGTH(s->cd.method) > 300 ? 300 : GRPC_SLICE_LENGTH(s->cd.method)),
+                 (const char *)GRPC_SLICE_START_PTR(s->cd.method));
+    } else if (gpr_time_cmp(s->deadline, gpr_now(s->deadline.clock_type)) < 0) {
         code = SRV_GRPC_DEADLINE_EXCEEDED;
         snprintf(msg, sizeof msg, "deadline exceeded before the request ran");
     } else if (read_payload(s->payload, in) != 0) {
@@ -142,7 +160,7 @@ static void answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
                             .ctx = ctx,
                             .draw = r,
                             .sample = mix(r)};
-        code = m->fn(&env, (const uint8_t *)(in->data ? in->data : ""), in->len, out, msg);
+        code = g->methods[s->method].fn(&env, (const uint8_t *)(in->data ? in->data : ""), in->len, out, msg);
         if (code == SRV_GRPC_OK && rt_buf_failed(out)) {
             code = SRV_GRPC_RESOURCE_EXHAUSTED;
             snprintf(msg, sizeof msg, "out of memory");
@@ -169,10 +187,12 @@ static void answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
     s->state = 1;
     if (grpc_call_start_batch(s->call, ops, n, s, NULL) != GRPC_CALL_OK) {
         /* not started: nothing will complete for this tag */
-        srv_log(SRV_LOG_ERROR, "grpc: %s: could not send the answer", m->path);
+        srv_log(SRV_LOG_ERROR, "grpc: %s: could not send the answer", path);
         grpc_call_cancel(s->call, NULL);
         s->state = 2;
+        return false;
     }
+    return true;
 }
 
 static void finish_call(slot *s)
@@ -185,6 +205,8 @@ static void finish_call(slot *s)
         grpc_byte_buffer_destroy(s->payload);
     s->payload = NULL;
     grpc_metadata_array_destroy(&s->md);
+    if (s->method == s->g->n_methods)
+        grpc_call_details_destroy(&s->cd);
     grpc_call_unref(s->call);
     s->call = NULL;
 }
@@ -213,6 +235,8 @@ static void *thread_main(void *arg)
         if (s->state == 0) {
             if (!ev.success) { /* the server is shutting down */
                 grpc_metadata_array_destroy(&s->md);
+                if (s->method == g->n_methods)
+                    grpc_call_details_destroy(&s->cd);
                 if (s->payload)
                     grpc_byte_buffer_destroy(s->payload);
                 s->payload = NULL;
@@ -225,8 +249,7 @@ static void *thread_main(void *arg)
                 s->answer = NULL;
                 finish_call(s);
             } else {
-                answer(s, ctx, &in, &out);
-                if (s->state == 1)
+                if (answer(s, ctx, &in, &out))
                     continue; /* finishes when its batch completes */
                 finish_call(s);
             }
@@ -296,7 +319,8 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     g->server = grpc_server_create(&cargs, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->handles = calloc(g->n_methods, sizeof *g->handles);
-    g->n_slots = g->n_methods * (size_t)g->n_threads * SLOTS_PER_THREAD;
+    /* each method's slots, then the slots of calls to other methods */
+    g->n_slots = (g->n_methods + 1) * (size_t)g->n_threads * SLOTS_PER_THREAD;
     g->slots = calloc(g->n_slots, sizeof *g->slots);
     g->threads = calloc((size_t)g->n_threads, sizeof *g->threads);
     if (!g->server || !g->cq || !g->handles || !g->slots || !g->threads) {
@@ -319,7 +343,7 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     grpc_server_start(g->server);
     for (size_t i = 0; i < g->n_slots; i++) {
         g->slots[i].g = g;
-        g->slots[i].method = i % g->n_methods;
+        g->slots[i].method = i % (g->n_methods + 1);
         g->slots[i].details = grpc_empty_slice();
         if (request_call(&g->slots[i]) != 0) {
             srv_log(SRV_LOG_ERROR, "grpc: could not request calls");
