@@ -15,10 +15,10 @@
  * passed before its method ran gets DEADLINE_EXCEEDED without running.
  *
  * Stop: the server stops taking calls (new ones get UNAVAILABLE from the
- * core), in-flight calls finish; calls that have not finished after
- * SRV_GRPC_STOP_GRACE_MS are cancelled (a client that opened a stream and
- * never sent holds nothing after that), then the queue drains and the
- * threads end.
+ * core), the calls in flight finish; then, or after SRV_GRPC_STOP_GRACE_MS
+ * when some have not, every call left is cancelled (a client that opened a
+ * stream and never sent, or a connection that never made a call, holds
+ * nothing after that), the queue drains and the threads end.
  */
 #include "srv_grpc_internal.h"
 
@@ -70,6 +70,7 @@ struct srv_grpc {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool shut_done;
+    int in_flight; /* calls taken and not finished (under mu) */
     srv_manager *mgr;
     const _Atomic int *draining;
     srv_metrics *metrics;
@@ -197,6 +198,11 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
 
 static void finish_call(slot *s)
 {
+    struct srv_grpc *g = s->g;
+    pthread_mutex_lock(&g->mu);
+    if (--g->in_flight == 0)
+        pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
     if (s->answer)
         grpc_byte_buffer_destroy(s->answer);
     s->answer = NULL;
@@ -242,6 +248,9 @@ static void *thread_main(void *arg)
                 s->payload = NULL;
                 continue;
             }
+            pthread_mutex_lock(&g->mu);
+            g->in_flight++;
+            pthread_mutex_unlock(&g->mu);
             if (!ctx) { /* no context: refuse, as REST's 500 */
                 s->details = grpc_slice_from_copied_string("out of memory");
                 grpc_call_cancel_with_status(s->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
@@ -383,8 +392,10 @@ void srv_grpc_stop(srv_grpc *g)
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += SRV_GRPC_STOP_GRACE_MS / 1000;
+    /* the calls in flight finish (within the grace); what the shutdown
+     * still waits for then (connections that never made a call) is cut */
     pthread_mutex_lock(&g->mu);
-    while (!g->shut_done)
+    while (!g->shut_done && g->in_flight > 0)
         if (pthread_cond_timedwait(&g->cv, &g->mu, &until) != 0)
             break;
     bool done = g->shut_done;
