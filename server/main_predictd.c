@@ -285,18 +285,17 @@ static int start_http(daemon_t *d)
 }
 
 /* The gRPC front (docs/grpc.md) when --port is given: on the same manager,
- * metrics and limits as REST. It checks no bearer token and speaks no TLS
- * yet, so it refuses to start beside a REST port that requires them rather
- * than open a door around them. 0, or 1 after logging why. */
+ * metrics, limits and bearer tokens as REST. It speaks no TLS yet, so it
+ * refuses to start beside a REST port that requires it rather than open a
+ * plain door beside it. 0, or 1 after logging why. */
 static int start_grpc(daemon_t *d)
 {
     if (!srv_args_given(&d->args, "port"))
         return 0;
-    if (d->auth || d->tls) {
-        srv_log(SRV_LOG_ERROR, "--port=%d: the gRPC port has no %s yet (docs/grpc.md); "
-                               "serve gRPC without auth_tokens_file and tls_cert_file, or drop "
-                               "--port",
-                d->cfg->port, d->auth ? "bearer tokens" : "TLS");
+    if (d->tls) {
+        srv_log(SRV_LOG_ERROR, "--port=%d: the gRPC port has no TLS yet (docs/grpc.md); "
+                               "serve gRPC without tls_cert_file, or drop --port",
+                d->cfg->port);
         return 1;
     }
     rt_err err = {{0}};
@@ -307,6 +306,7 @@ static int start_grpc(daemon_t *d)
         .max_request_bytes = d->cfg->max_request_bytes,
         .max_answer_bytes = d->cfg->max_answer_bytes,
         .metrics = d->metrics,
+        .auth = d->auth,
     };
     if (srv_grpc_start(&gp, d->mgr, &d->draining, &d->grpc, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);

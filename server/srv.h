@@ -982,6 +982,8 @@ typedef struct srv_grpc_params {
     size_t max_request_bytes; /* largest request message */
     size_t max_answer_bytes;  /* largest answer message; 0 = no limit */
     srv_metrics *metrics;    /* may be NULL; the caller owns it */
+    struct srv_auth *auth;   /* non-NULL: bearer tokens (the `authorization`
+                                metadata) required, as on REST */
 } srv_grpc_params;
 /* Starts serving; the manager must outlive the server. *draining (may be
  * NULL) is read by the readiness methods. */

@@ -21,6 +21,7 @@
  * nothing after that), the queue drains and the threads end.
  */
 #include "srv_grpc_internal.h"
+#include "srv_sec.h"
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -74,6 +75,7 @@ struct srv_grpc {
     srv_manager *mgr;
     const _Atomic int *draining;
     srv_metrics *metrics;
+    srv_auth *auth;
     rt_json_params json;
     _Atomic uint64_t seed;
 };
@@ -129,6 +131,44 @@ static int read_payload(grpc_byte_buffer *bb, rt_buf *in)
     return rt_buf_failed(in);
 }
 
+/* The bearer token check of the call's `authorization` metadata for the
+ * method's scope, with REST's messages: SRV_GRPC_OK or the status. */
+static int check_token(slot *s, unsigned scope, char *msg)
+{
+    if (!s->g->auth || !scope)
+        return SRV_GRPC_OK;
+    char value[1024];
+    const char *ah = NULL;
+    for (size_t i = 0; i < s->md.count; i++) {
+        const grpc_metadata *m = &s->md.metadata[i];
+        if (grpc_slice_str_cmp(m->key, "authorization") == 0) {
+            size_t n = GRPC_SLICE_LENGTH(m->value);
+            if (n >= sizeof value)
+                n = sizeof value - 1; /* too long to be a token: invalid */
+            memcpy(value, GRPC_SLICE_START_PTR(m->value), n);
+            value[n] = '\0';
+            ah = value;
+            break;
+        }
+    }
+    switch (srv_auth_check(s->g->auth, ah, scope)) {
+    case SRV_AUTH_OK: return SRV_GRPC_OK;
+    case SRV_AUTH_MISSING:
+        snprintf(msg, SRV_GRPC_MSG, "this request needs an Authorization: Bearer token");
+        return SRV_GRPC_UNAUTHENTICATED;
+    case SRV_AUTH_INVALID:
+        snprintf(msg, SRV_GRPC_MSG, "the bearer token is not valid");
+        return SRV_GRPC_UNAUTHENTICATED;
+    case SRV_AUTH_SCOPE: {
+        char names[64];
+        srv_auth_scope_names(scope, names, sizeof names);
+        snprintf(msg, SRV_GRPC_MSG, "the bearer token lacks the '%s' scope", names);
+        return SRV_GRPC_PERMISSION_DENIED;
+    }
+    }
+    return SRV_GRPC_UNAUTHENTICATED;
+}
+
 /* Runs the slot's method on its call and starts the answer's batch: true
  * when it started (then the slot belongs to whichever thread takes its
  * completion, which may come before this returns: the caller must not look
@@ -146,6 +186,8 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
         snprintf(msg, sizeof msg, "predictd does not serve %.*s (docs/grpc.md lists the methods)",
                  (int)(GRPC_SLICE_LENGTH(s->cd.method) > 300 ? 300 : GRPC_SLICE_LENGTH(s->cd.method)),
                  (const char *)GRPC_SLICE_START_PTR(s->cd.method));
+    } else if ((code = check_token(s, g->methods[s->method].scope, msg)) != SRV_GRPC_OK) {
+        /* refused before the message is read */
     } else if (gpr_time_cmp(s->deadline, gpr_now(s->deadline.clock_type)) < 0) {
         code = SRV_GRPC_DEADLINE_EXCEEDED;
         snprintf(msg, sizeof msg, "deadline exceeded before the request ran");
@@ -304,6 +346,7 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     g->mgr = mgr;
     g->draining = draining;
     g->metrics = p->metrics;
+    g->auth = p->auth;
     g->json = rt_json_default_params();
     g->json.max_answer_bytes = p->max_answer_bytes;
     g->methods = srv_grpc_methods(&g->n_methods);

@@ -55,6 +55,7 @@ typedef struct srv_grpc_method {
     const char *path; /* "/package.Service/Method" */
     srv_grpc_fn fn;
     const char *label; /* the method's name in metrics */
+    unsigned scope;    /* the bearer token's scope it needs (SRV_SCOPE_*), 0: open */
 } srv_grpc_method;
 
 /* The methods served (srv_grpc_methods.c), in a fixed order. */

@@ -11,6 +11,7 @@
  */
 #include "srv_grpc_internal.h"
 #include "srv_limits.h"
+#include "srv_sec.h"
 
 #include "grpc_predict_v2.pb-c.h"
 #include "health.pb-c.h"
@@ -563,14 +564,18 @@ done:
     return code;
 }
 
+/* The scopes are REST's for the same answers: the probes open, metadata
+ * read, inference infer. */
 static const srv_grpc_method METHODS[] = {
-    {"/grpc.health.v1.Health/Check", health_check, "Check"},
-    {"/inference.GRPCInferenceService/ServerLive", server_live, "ServerLive"},
-    {"/inference.GRPCInferenceService/ServerReady", server_ready, "ServerReady"},
-    {"/inference.GRPCInferenceService/ModelReady", model_ready, "ModelReady"},
-    {"/inference.GRPCInferenceService/ServerMetadata", server_metadata, "ServerMetadata"},
-    {"/inference.GRPCInferenceService/ModelMetadata", model_metadata, "ModelMetadata"},
-    {"/inference.GRPCInferenceService/ModelInfer", model_infer, "ModelInfer"},
+    {"/grpc.health.v1.Health/Check", health_check, "Check", 0},
+    {"/inference.GRPCInferenceService/ServerLive", server_live, "ServerLive", 0},
+    {"/inference.GRPCInferenceService/ServerReady", server_ready, "ServerReady", 0},
+    {"/inference.GRPCInferenceService/ModelReady", model_ready, "ModelReady", 0},
+    {"/inference.GRPCInferenceService/ServerMetadata", server_metadata, "ServerMetadata",
+     SRV_SCOPE_READ},
+    {"/inference.GRPCInferenceService/ModelMetadata", model_metadata, "ModelMetadata",
+     SRV_SCOPE_READ},
+    {"/inference.GRPCInferenceService/ModelInfer", model_infer, "ModelInfer", SRV_SCOPE_INFER},
 };
 
 const srv_grpc_method *srv_grpc_methods(size_t *n)
