@@ -358,7 +358,7 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
 
     /* message size limits: the request's as REST's body limit, the answer's
      * as max_answer_bytes (the core refuses past them) */
-    grpc_arg args[2];
+    grpc_arg args[3];
     args[0].type = GRPC_ARG_INTEGER;
     args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
     args[0].value.integer = p->max_request_bytes > 0x7fffffff ? 0x7fffffff : (int)p->max_request_bytes;
@@ -367,7 +367,12 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     args[1].value.integer = p->max_answer_bytes == 0 || p->max_answer_bytes > 0x7fffffff
                                 ? 0x7fffffff
                                 : (int)p->max_answer_bytes;
-    grpc_channel_args cargs = {2, args};
+    /* no SO_REUSEPORT (the core's default): a second daemon on the port
+     * must fail to start, not take half of its calls */
+    args[2].type = GRPC_ARG_INTEGER;
+    args[2].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
+    args[2].value.integer = 0;
+    grpc_channel_args cargs = {3, args};
     g->server = grpc_server_create(&cargs, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->handles = calloc(g->n_methods, sizeof *g->handles);
