@@ -45,7 +45,13 @@ typedef struct slot {
     struct srv_grpc *g;
     size_t method; /* n_methods: a call to a method not served (UNIMPLEMENTED) */
     grpc_call_details cd; /* that call's method */
-    int state; /* 0: waiting for a call, 1: answer sent, 2: its batch failed */
+    /* 0: waiting for a call, 1: answer sent, 2: its batch failed. A slot
+     * passes between threads through the completion queue: the thread that
+     * hands it to the core stores its state last (release), the one that
+     * takes its completion loads it first (acquire), so the slot's fields are
+     * ordered in C's terms, not only by the core's locks (which
+     * ThreadSanitizer cannot see). */
+    _Atomic int state;
     grpc_call *call;
     gpr_timespec deadline;
     grpc_metadata_array md;
@@ -94,10 +100,13 @@ static int request_call(slot *s)
     grpc_metadata_array_init(&s->md);
     s->call = NULL;
     s->payload = NULL;
-    s->state = 0;
-    grpc_call_error e;
-    if (s->method == s->g->n_methods) {
+    bool generic = s->method == s->g->n_methods;
+    if (generic)
         grpc_call_details_init(&s->cd);
+    /* the slot's writes before the core has it (see slot.state) */
+    atomic_store_explicit(&s->state, 0, memory_order_release);
+    grpc_call_error e;
+    if (generic) {
         e = grpc_server_request_call(s->g->server, &s->call, &s->cd, &s->md, s->g->cq, s->g->cq,
                                      s);
         if (e != GRPC_CALL_OK)
@@ -227,12 +236,15 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
     ops[n++].data.send_status_from_server.status_details = code ? &s->details : NULL;
     ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     ops[n++].data.recv_close_on_server.cancelled = &s->cancelled;
-    s->state = 1;
-    if (grpc_call_start_batch(s->call, ops, n, s, NULL) != GRPC_CALL_OK) {
+    /* nothing of the slot is read past the release: once the batch starts,
+     * its completion may be finishing the slot on another thread */
+    grpc_call *call = s->call;
+    atomic_store_explicit(&s->state, 1, memory_order_release);
+    if (grpc_call_start_batch(call, ops, n, s, NULL) != GRPC_CALL_OK) {
         /* not started: nothing will complete for this tag */
         srv_log(SRV_LOG_ERROR, "grpc: %s: could not send the answer", path);
-        grpc_call_cancel(s->call, NULL);
-        s->state = 2;
+        grpc_call_cancel(call, NULL);
+        atomic_store_explicit(&s->state, 2, memory_order_relaxed);
         return false;
     }
     return true;
@@ -280,7 +292,7 @@ static void *thread_main(void *arg)
             continue;
         }
         slot *s = ev.tag;
-        if (s->state == 0) {
+        if (atomic_load_explicit(&s->state, memory_order_acquire) == 0) {
             if (!ev.success) { /* the server is shutting down */
                 grpc_metadata_array_destroy(&s->md);
                 if (s->method == g->n_methods)
