@@ -60,7 +60,7 @@ DEPFLAGS     = -MMD -MP
 # layers need (predict-tune: core's cJSON and its own libyaml and OpenBLAS).
 RT_PKGS  := libcjson libprotobuf-c openblas zlib
 CORE_PKGS := libcjson
-SRV_PKGS := libmicrohttpd libsystemd gnutls zlib
+SRV_PKGS := libmicrohttpd libsystemd gnutls zlib grpc
 # server/ is one module in rooms (server/http, server/sec, ...: docs/design.md,
 # "The server's rooms"): its sources are those of server/ and of every room,
 # its include path every one of those folders.
@@ -115,6 +115,13 @@ TRN_GEN_C  := $(patsubst trainer/%.proto,$(BUILD)/gen/trainer/%.pb-c.c,$(TRN_PRO
 TRN_GEN_H  := $(TRN_GEN_C:.c=.h)
 TRN_GEN_O  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(TRN_GEN_C))
 
+# The gRPC front's messages (server/grpc/protos/*.proto, docs/grpc.md):
+# generated into $(BUILD)/gen/grpc, which only the server (and tests) see.
+GRPC_PROTOS := $(wildcard server/grpc/protos/*.proto)
+GRPC_GEN_C  := $(patsubst server/grpc/protos/%.proto,$(BUILD)/gen/grpc/%.pb-c.c,$(GRPC_PROTOS))
+GRPC_GEN_H  := $(GRPC_GEN_C:.c=.h)
+GRPC_GEN_O  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GRPC_GEN_C))
+
 mod_srcs = $(filter-out $(1)/main_%.c,$(wildcard $(1)/*.c))
 objs     = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -128,7 +135,7 @@ RT_OBJS_data += $(GEN_O)
 RT_OBJS  := $(foreach l,$(RT_LAYERS),$(RT_OBJS_$(l)))
 EXP_OBJS := $(call objs,$(call mod_srcs,exporter))
 TRN_OBJS := $(call objs,$(call mod_srcs,trainer)) $(TRN_GEN_O)
-SRV_OBJS := $(call objs,$(foreach d,$(SRV_DIRS),$(call mod_srcs,$(d))))
+SRV_OBJS := $(call objs,$(foreach d,$(SRV_DIRS),$(call mod_srcs,$(d)))) $(GRPC_GEN_O)
 TUN_OBJS := $(call objs,$(call mod_srcs,tuner))
 PM_OBJS  := $(call objs,$(call mod_srcs,pmodel))
 
@@ -165,10 +172,10 @@ INC_rt_serve   = -Iruntime/serve -Iruntime/serve/v2 $(INC_rt_explain)
 INC_runtime  = -Iruntime $(INC_rt_serve)
 INC_exporter = -Iexporter $(INC_rt_model)
 INC_trainer  = -Itrainer -Iexporter -I$(BUILD)/gen/trainer $(INC_rt_model)
-INC_server   = $(SRV_INCS) $(INC_rt_serve) $(SRV_PKG_CFLAGS)
+INC_server   = $(SRV_INCS) -I$(BUILD)/gen/grpc $(INC_rt_serve) $(SRV_PKG_CFLAGS)
 INC_tuner    = -Ituner $(INC_rt_core) $(TUN_PKG_CFLAGS)
 INC_pmodel   = -Ipmodel $(INC_runtime)
-INC_all      = $(SRV_INCS) -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
+INC_all      = $(SRV_INCS) -I$(BUILD)/gen/grpc -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
                $(TUN_PKG_CFLAGS)
 INC_gen      = $(INC_runtime)
 INC_tests    = -Itests/unit/support $(INC_all)
@@ -245,11 +252,15 @@ $(BUILD)/gen/trainer/%.pb-c.c $(BUILD)/gen/trainer/%.pb-c.h: trainer/%.proto
 	@mkdir -p $(BUILD)/gen/trainer
 	protoc-c --c_out=$(BUILD)/gen/trainer -Itrainer $<
 
+$(BUILD)/gen/grpc/%.pb-c.c $(BUILD)/gen/grpc/%.pb-c.h: server/grpc/protos/%.proto
+	@mkdir -p $(BUILD)/gen/grpc
+	protoc-c --c_out=$(BUILD)/gen/grpc -Iserver/grpc/protos $<
+
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CPPFLAGS) $(INC_gen) $(filter-out -Wpedantic -Werror,$(ALL_CFLAGS)) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c $(GEN_H) $(TRN_GEN_H)
+$(BUILD)/obj/%.o: %.c $(GEN_H) $(TRN_GEN_H) $(GRPC_GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CPPFLAGS) $(call src_flags,$<) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 

@@ -12,7 +12,8 @@ set -eu
 
 # Compiling and linking the binaries (libopenmpi-dev: predict-train).
 BUILD_PACKAGES="build-essential pkg-config libmicrohttpd-dev libcjson-dev libopenblas-dev libyaml-dev \
-libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev libgnutls28-dev zlib1g-dev"
+libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev libgnutls28-dev zlib1g-dev \
+libgrpc-dev"
 # Tests (cmocka, test peers, mpirun, man -l; chromium renders predict-model evaluate's
 # HTML report headless in test_evaluate; python3-scipy checks test_data_validation's distances
 # against scipy's jensenshannon; python3-xgboost and python3-pandas train the XGBoost models
@@ -22,7 +23,8 @@ libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libopenmpi-dev libgnutls28-
 # make CC=clang / make fuzz, make bench, make demo.
 OTHER_PACKAGES="clang libclang-rt-14-dev libcmocka-dev curl python3 systemd wrk nginx-light \
 haproxy valgrind openmpi-bin man-db groff-base chromium openssl python3-scipy python3-xgboost \
-python3-pandas python3-torch python3-onnx python3-sklearn python3-yaml python3-jsonschema"
+python3-pandas python3-torch python3-onnx python3-sklearn python3-yaml python3-jsonschema \
+python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc"
 # The container image (make image, make image-test: docs/deploy.md): Debian's
 # podman and buildah, runc (crun fails on some hosts), and the files the
 # image takes from this machine (CA certificates, tzdata). Only on request:

@@ -38,6 +38,7 @@ typedef struct daemon {
     srv_config *cfg;
     srv_manager *mgr;
     srv_http *http;
+    srv_grpc *grpc; /* --port given: the gRPC front (server/grpc/), else NULL */
     srv_metrics *metrics;
     srv_tls *tls;   /* tls_cert_file set: HTTPS (srv_tls.c), else NULL */
     srv_auth *auth; /* auth_tokens_file set: bearer tokens (srv_auth.c), else NULL */
@@ -348,6 +349,40 @@ static int start_http(daemon_t *d)
     return 0;
 }
 
+/* The gRPC front (docs/grpc.md) when --port is given: on the same manager,
+ * metrics, limits and bearer tokens as REST. It speaks no TLS yet, so it
+ * refuses to start beside a REST port that requires it rather than open a
+ * plain door beside it. 0, or 1 after logging why. */
+static int start_grpc(daemon_t *d)
+{
+    if (!srv_args_given(&d->args, "port"))
+        return 0;
+    if (d->tls) {
+        srv_log(SRV_LOG_ERROR, "--port=%d: the gRPC port has no TLS yet (docs/grpc.md); "
+                               "serve gRPC without tls_cert_file, or drop --port",
+                d->cfg->port);
+        return 1;
+    }
+    rt_err err = {{0}};
+    srv_grpc_params gp = {
+        .host = d->cfg->rest_api_host,
+        .port = d->cfg->port,
+        .threads = srv_config_request_threads(d->cfg, srv_cpu_count(NULL, NULL)),
+        .max_request_bytes = d->cfg->max_request_bytes,
+        .max_answer_bytes = d->cfg->max_answer_bytes,
+        .metrics = d->metrics,
+        .auth = d->auth,
+    };
+    if (srv_grpc_start(&gp, d->mgr, &d->draining, &d->grpc, &err) != RT_OK) {
+        srv_log(SRV_LOG_ERROR, "%s", err.msg);
+        return 1;
+    }
+    srv_log(SRV_LOG_INFO, "gRPC on port %d (%d threads): grpc.health.v1.Health, "
+                          "inference.GRPCInferenceService",
+            srv_grpc_port(d->grpc), gp.threads);
+    return 0;
+}
+
 /* The main loop's own state. */
 typedef struct main_loop {
     double wd_interval; /* seconds between watchdog pings, 0 = off */
@@ -500,11 +535,14 @@ static void main_loop_run(daemon_t *d)
 
 static int run(daemon_t *d)
 {
-    if (install_signals(d) || open_security(d) || start_models(d) || start_http(d))
+    if (install_signals(d) || open_security(d) || start_models(d) || start_http(d) ||
+        start_grpc(d))
         return 1;
     main_loop_run(d);
     atomic_store(&d->draining, 1);
     sd_notify(0, "STOPPING=1\nSTATUS=stopping: finishing in-flight requests");
+    srv_grpc_stop(d->grpc); /* in-flight calls finish, new ones get UNAVAILABLE */
+    d->grpc = NULL;
     srv_http_stop(d->http); /* in-flight requests finish */
     d->http = NULL;
     srv_log(SRV_LOG_INFO, "stopped");
@@ -554,11 +592,6 @@ int main(int argc, char **argv)
         srv_log(SRV_LOG_ERROR, "config refused: %s", err.msg);
         goto out;
     }
-    if (srv_args_given(&D.args, "port"))
-        srv_log(SRV_LOG_WARN,
-                "--port=%d: TF Serving's gRPC port is accepted but unused: predictd has no "
-                "gRPC API and serves REST only, on --rest_api_port (%d)",
-                D.cfg->port, D.cfg->rest_api_port);
     for (size_t i = 0; i < D.args.n_warnings; i++)
         srv_log(SRV_LOG_WARN, "%s", D.args.warnings[i]);
     /* Each request thread runs its own small matrix products: OpenBLAS's own
@@ -570,6 +603,7 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     rc = run(&D);
 out:
+    srv_grpc_stop(D.grpc);
     srv_http_stop(D.http);
     srv_manager_free(D.mgr);
     srv_metrics_free(D.metrics);

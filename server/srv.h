@@ -184,7 +184,7 @@ typedef struct srv_config {
     bool allow_version_labels_for_unavailable_models; /* a new label may name a version
                                      that is not available (warned); default false:
                                      refused (TF Serving's rule) */
-    int port;                     /* --port, TF Serving's gRPC port: warned, unused */
+    int port;                     /* --port: the gRPC port (docs/grpc.md); gRPC is on when given */
     char *tls_cert_file;          /* HTTPS certificate chain (PEM); NULL = plain HTTP */
     char *tls_key_file;           /* its private key (PEM) */
     char *tls_client_ca_file;     /* mutual TLS: the clients' CA (PEM), or NULL */
@@ -1024,6 +1024,31 @@ int srv_http_port(const srv_http *h);
 bool srv_http_probe(srv_http *h, int timeout_ms);
 /* Stops accepting, lets in-flight requests finish, frees. NULL is fine. */
 void srv_http_stop(srv_http *h);
+
+/* ------------------------------------------------------------------ gRPC */
+
+/* The gRPC front door (server/grpc/, docs/grpc.md): grpc.health.v1.Health
+ * and inference.GRPCInferenceService on one port, on the same manager as
+ * the REST front. */
+typedef struct srv_grpc srv_grpc;
+typedef struct srv_grpc_params {
+    const char *host;        /* address to bind; NULL = every address */
+    int port;                /* 0 = any free port (see srv_grpc_port) */
+    int threads;             /* the threads that run calls */
+    size_t max_request_bytes; /* largest request message */
+    size_t max_answer_bytes;  /* largest answer message; 0 = no limit */
+    srv_metrics *metrics;    /* may be NULL; the caller owns it */
+    struct srv_auth *auth;   /* non-NULL: bearer tokens (the `authorization`
+                                metadata) required, as on REST */
+} srv_grpc_params;
+/* Starts serving; the manager must outlive the server. *draining (may be
+ * NULL) is read by the readiness methods. */
+SRV_WUR rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr,
+                                 const _Atomic int *draining, srv_grpc **out, rt_err *err);
+int srv_grpc_port(const srv_grpc *g);
+/* Stops taking calls, lets in-flight ones finish (cancelled after a grace
+ * of 5 s), frees. NULL is fine. */
+void srv_grpc_stop(srv_grpc *g);
 
 /* ---------------------------------------------------------------- client */
 

@@ -58,14 +58,15 @@ static const char *refuse_session_bundle(const char *v)
                : NULL;
 }
 
-#define NO_GRPC "predictd has no gRPC API (REST only, on --rest_api_port)"
+#define NO_GRPC "predictd's gRPC port (--port, docs/grpc.md) has no such setting"
 #define NO_TF "predictd runs no TensorFlow session: each request runs on one request thread " \
               "(--rest_api_num_threads sets how many)"
 
 /* Sorted by name. */
 static const tfflag TFFLAGS[] = {
     {"enable_grpc_healthcheck_service", SRV_TF_BOOL, NULL,
-     NO_GRPC "; health checks are GET /v1/models/NAME, /healthz and /readyz", NULL},
+     "grpc.health.v1.Health is always served on the gRPC port (--port, docs/grpc.md); "
+     "REST's health checks are GET /v1/models/NAME, /healthz and /readyz", NULL},
     {"enable_per_model_batching_parameters", SRV_TF_BOOL, NULL,
      "predictd reads no batching_params.pbtxt from a version; the batching flags and "
      "--batching_parameters_file apply to every model", NULL},

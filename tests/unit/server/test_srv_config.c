@@ -662,7 +662,7 @@ static void test_tf_flags(void **state)
                                           "flag is accepted but has no effect: "));
     assert_non_null(strstr(a.warnings[1], "--tensorflow_inter_op_parallelism=2: "));
     assert_non_null(strstr(a.warnings[4], "--grpc_max_threads=8: "));
-    assert_non_null(strstr(a.warnings[4], "no gRPC API"));
+    assert_non_null(strstr(a.warnings[4], "gRPC port (--port, docs/grpc.md) has no such setting"));
     assert_non_null(strstr(a.warnings[6], "--enable_signature_method_name_check=true: "));
     assert_true(a.values.enable_cors);
     assert_true(srv_args_given(&a, "enable_cors"));

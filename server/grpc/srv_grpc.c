@@ -1,0 +1,474 @@
+/*
+ * srv_grpc.c — the gRPC front door on the gRPC core C API (grpc/grpc.h;
+ * built and tested with Debian 12's libgrpc 1.51, core 29.0.0). The one
+ * file of predictd that calls it: a server on one port, one completion
+ * queue shared by a pool of threads, every method registered with its
+ * request message read before the call is handed over
+ * (GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER), a few calls requested per
+ * method at a time. A thread that takes a call runs its method
+ * (srv_grpc_methods.c: bytes in, bytes and a status out) on its own
+ * rt_ctx, sends the answer and the status in one batch and, when that
+ * batch completes, requests the next call in the same slot.
+ *
+ * Limits: a request message over max_request_bytes is refused by the core
+ * (RESOURCE_EXHAUSTED) before it is held whole; a call whose grpc-timeout
+ * passed before its method ran gets DEADLINE_EXCEEDED without running.
+ *
+ * Stop: the server stops taking calls (new ones get UNAVAILABLE from the
+ * core), the calls in flight finish; then, or after SRV_GRPC_STOP_GRACE_MS
+ * when some have not, every call left is cancelled (a client that opened a
+ * stream and never sent, or a connection that never made a call, holds
+ * nothing after that), the queue drains and the threads end.
+ */
+#include "srv_grpc_internal.h"
+#include "srv_sec.h"
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* calls requested at once per method and thread */
+#define SLOTS_PER_THREAD 2
+#define SRV_GRPC_STOP_GRACE_MS 5000
+
+struct srv_grpc;
+
+typedef struct slot {
+    struct srv_grpc *g;
+    size_t method; /* n_methods: a call to a method not served (UNIMPLEMENTED) */
+    grpc_call_details cd; /* that call's method */
+    /* 0: waiting for a call, 1: answer sent, 2: its batch failed. A slot
+     * passes between threads through the completion queue: the thread that
+     * hands it to the core stores its state last (release), the one that
+     * takes its completion loads it first (acquire), so the slot's fields are
+     * ordered in C's terms, not only by the core's locks (which
+     * ThreadSanitizer cannot see). */
+    _Atomic int state;
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_metadata_array md;
+    grpc_byte_buffer *payload;
+    grpc_byte_buffer *answer;
+    grpc_slice details;
+    int cancelled;
+} slot;
+
+struct srv_grpc {
+    grpc_server *server;
+    grpc_completion_queue *cq;
+    const srv_grpc_method *methods;
+    size_t n_methods;
+    void **handles; /* per method */
+    slot *slots;
+    size_t n_slots;
+    pthread_t *threads;
+    int n_threads;
+    int port;
+    _Atomic int stopping;
+    int shutdown_tag; /* its address is the tag */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool shut_done;
+    int in_flight; /* calls taken and not finished (under mu) */
+    srv_manager *mgr;
+    const _Atomic int *draining;
+    srv_metrics *metrics;
+    srv_auth *auth;
+    rt_json_params json;
+    _Atomic uint64_t seed;
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 33);
+}
+
+static int request_call(slot *s)
+{
+    grpc_metadata_array_init(&s->md);
+    s->call = NULL;
+    s->payload = NULL;
+    bool generic = s->method == s->g->n_methods;
+    if (generic)
+        grpc_call_details_init(&s->cd);
+    /* the slot's writes before the core has it (see slot.state) */
+    atomic_store_explicit(&s->state, 0, memory_order_release);
+    grpc_call_error e;
+    if (generic) {
+        e = grpc_server_request_call(s->g->server, &s->call, &s->cd, &s->md, s->g->cq, s->g->cq,
+                                     s);
+        if (e != GRPC_CALL_OK)
+            grpc_call_details_destroy(&s->cd);
+    } else {
+        e = grpc_server_request_registered_call(s->g->server, s->g->handles[s->method], &s->call,
+                                                &s->deadline, &s->md, &s->payload, s->g->cq,
+                                                s->g->cq, s);
+    }
+    if (e != GRPC_CALL_OK) {
+        grpc_metadata_array_destroy(&s->md);
+        return -1;
+    }
+    return 0;
+}
+
+/* The request message's bytes, contiguous (a copy: a byte buffer is slices). */
+static int read_payload(grpc_byte_buffer *bb, rt_buf *in)
+{
+    if (!bb)
+        return 0;
+    grpc_byte_buffer_reader r;
+    if (!grpc_byte_buffer_reader_init(&r, bb))
+        return -1;
+    grpc_slice sl;
+    while (grpc_byte_buffer_reader_next(&r, &sl)) {
+        rt_buf_append(in, GRPC_SLICE_START_PTR(sl), GRPC_SLICE_LENGTH(sl));
+        grpc_slice_unref(sl);
+    }
+    grpc_byte_buffer_reader_destroy(&r);
+    return rt_buf_failed(in);
+}
+
+/* The bearer token check of the call's `authorization` metadata for the
+ * method's scope, with REST's messages: SRV_GRPC_OK or the status. */
+static int check_token(slot *s, unsigned scope, char *msg)
+{
+    if (!s->g->auth || !scope)
+        return SRV_GRPC_OK;
+    char value[1024];
+    const char *ah = NULL;
+    for (size_t i = 0; i < s->md.count; i++) {
+        const grpc_metadata *m = &s->md.metadata[i];
+        if (grpc_slice_str_cmp(m->key, "authorization") == 0) {
+            size_t n = GRPC_SLICE_LENGTH(m->value);
+            if (n >= sizeof value)
+                n = sizeof value - 1; /* too long to be a token: invalid */
+            memcpy(value, GRPC_SLICE_START_PTR(m->value), n);
+            value[n] = '\0';
+            ah = value;
+            break;
+        }
+    }
+    switch (srv_auth_check(s->g->auth, ah, scope)) {
+    case SRV_AUTH_OK: return SRV_GRPC_OK;
+    case SRV_AUTH_MISSING:
+        snprintf(msg, SRV_GRPC_MSG, "this request needs an Authorization: Bearer token");
+        return SRV_GRPC_UNAUTHENTICATED;
+    case SRV_AUTH_INVALID:
+        snprintf(msg, SRV_GRPC_MSG, "the bearer token is not valid");
+        return SRV_GRPC_UNAUTHENTICATED;
+    case SRV_AUTH_SCOPE: {
+        char names[64];
+        srv_auth_scope_names(scope, names, sizeof names);
+        snprintf(msg, SRV_GRPC_MSG, "the bearer token lacks the '%s' scope", names);
+        return SRV_GRPC_PERMISSION_DENIED;
+    }
+    }
+    return SRV_GRPC_UNAUTHENTICATED;
+}
+
+/* Runs the slot's method on its call and starts the answer's batch: true
+ * when it started (then the slot belongs to whichever thread takes its
+ * completion, which may come before this returns: the caller must not look
+ * at the slot again). */
+static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
+{
+    struct srv_grpc *g = s->g;
+    const char *path = s->method < g->n_methods ? g->methods[s->method].path : "(unknown)";
+    char msg[SRV_GRPC_MSG] = "";
+    int code;
+    rt_buf_reset(in);
+    rt_buf_reset(out);
+    if (s->method == g->n_methods) {
+        code = SRV_GRPC_UNIMPLEMENTED;
+        snprintf(msg, sizeof msg, "predictd does not serve %.*s (docs/grpc.md lists the methods)",
+                 (int)(GRPC_SLICE_LENGTH(s->cd.method) > 300 ? 300 : GRPC_SLICE_LENGTH(s->cd.method)),
+                 (const char *)GRPC_SLICE_START_PTR(s->cd.method));
+    } else if ((code = check_token(s, g->methods[s->method].scope, msg)) != SRV_GRPC_OK) {
+        /* refused before the message is read */
+    } else if (gpr_time_cmp(s->deadline, gpr_now(s->deadline.clock_type)) < 0) {
+        code = SRV_GRPC_DEADLINE_EXCEEDED;
+        snprintf(msg, sizeof msg, "deadline exceeded before the request ran");
+    } else if (read_payload(s->payload, in) != 0) {
+        code = SRV_GRPC_RESOURCE_EXHAUSTED;
+        snprintf(msg, sizeof msg, "out of memory");
+    } else {
+        uint64_t r = mix(atomic_fetch_add(&g->seed, 0x9e3779b97f4a7c15ULL));
+        srv_grpc_env env = {.mgr = g->mgr,
+                            .draining = g->draining,
+                            .metrics = g->metrics,
+                            .json = g->json,
+                            .ctx = ctx,
+                            .draw = r,
+                            .sample = mix(r)};
+        code = g->methods[s->method].fn(&env, (const uint8_t *)(in->data ? in->data : ""), in->len, out, msg);
+        if (code == SRV_GRPC_OK && rt_buf_failed(out)) {
+            code = SRV_GRPC_RESOURCE_EXHAUSTED;
+            snprintf(msg, sizeof msg, "out of memory");
+        }
+    }
+    grpc_op ops[4];
+    memset(ops, 0, sizeof ops);
+    size_t n = 0;
+    ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    s->answer = NULL;
+    if (code == SRV_GRPC_OK) {
+        grpc_slice sl = grpc_slice_from_copied_buffer(out->data ? out->data : "", out->len);
+        s->answer = grpc_raw_byte_buffer_create(&sl, 1);
+        grpc_slice_unref(sl);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n++].data.send_message.send_message = s->answer;
+    }
+    s->details = grpc_slice_from_copied_string(msg);
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = (grpc_status_code)code;
+    ops[n++].data.send_status_from_server.status_details = code ? &s->details : NULL;
+    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[n++].data.recv_close_on_server.cancelled = &s->cancelled;
+    /* nothing of the slot is read past the release: once the batch starts,
+     * its completion may be finishing the slot on another thread */
+    grpc_call *call = s->call;
+    atomic_store_explicit(&s->state, 1, memory_order_release);
+    if (grpc_call_start_batch(call, ops, n, s, NULL) != GRPC_CALL_OK) {
+        /* not started: nothing will complete for this tag */
+        srv_log(SRV_LOG_ERROR, "grpc: %s: could not send the answer", path);
+        grpc_call_cancel(call, NULL);
+        atomic_store_explicit(&s->state, 2, memory_order_relaxed);
+        return false;
+    }
+    return true;
+}
+
+static void finish_call(slot *s)
+{
+    struct srv_grpc *g = s->g;
+    pthread_mutex_lock(&g->mu);
+    if (--g->in_flight == 0)
+        pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    if (s->answer)
+        grpc_byte_buffer_destroy(s->answer);
+    s->answer = NULL;
+    grpc_slice_unref(s->details);
+    if (s->payload)
+        grpc_byte_buffer_destroy(s->payload);
+    s->payload = NULL;
+    grpc_metadata_array_destroy(&s->md);
+    if (s->method == s->g->n_methods)
+        grpc_call_details_destroy(&s->cd);
+    grpc_call_unref(s->call);
+    s->call = NULL;
+}
+
+static void *thread_main(void *arg)
+{
+    struct srv_grpc *g = arg;
+    rt_ctx *ctx = rt_ctx_new();
+    rt_buf in, out;
+    rt_buf_init(&in);
+    rt_buf_init(&out);
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type != GRPC_OP_COMPLETE)
+            continue;
+        if (ev.tag == &g->shutdown_tag) {
+            pthread_mutex_lock(&g->mu);
+            g->shut_done = true;
+            pthread_cond_broadcast(&g->cv);
+            pthread_mutex_unlock(&g->mu);
+            continue;
+        }
+        slot *s = ev.tag;
+        if (atomic_load_explicit(&s->state, memory_order_acquire) == 0) {
+            if (!ev.success) { /* the server is shutting down */
+                grpc_metadata_array_destroy(&s->md);
+                if (s->method == g->n_methods)
+                    grpc_call_details_destroy(&s->cd);
+                if (s->payload)
+                    grpc_byte_buffer_destroy(s->payload);
+                s->payload = NULL;
+                continue;
+            }
+            pthread_mutex_lock(&g->mu);
+            g->in_flight++;
+            pthread_mutex_unlock(&g->mu);
+            if (!ctx) { /* no context: refuse, as REST's 500 */
+                s->details = grpc_slice_from_copied_string("out of memory");
+                grpc_call_cancel_with_status(s->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                                             "out of memory", NULL);
+                s->answer = NULL;
+                finish_call(s);
+            } else {
+                if (answer(s, ctx, &in, &out))
+                    continue; /* finishes when its batch completes */
+                finish_call(s);
+            }
+        } else {
+            finish_call(s);
+        }
+        if (!atomic_load(&g->stopping))
+            (void)request_call(s);
+    }
+    rt_buf_free(&in);
+    rt_buf_free(&out);
+    rt_ctx_free(ctx);
+    return NULL;
+}
+
+static void destroy(struct srv_grpc *g)
+{
+    if (g->server)
+        grpc_server_destroy(g->server);
+    if (g->cq)
+        grpc_completion_queue_destroy(g->cq);
+    free(g->handles);
+    free(g->slots);
+    free(g->threads);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g);
+    grpc_shutdown();
+}
+
+rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atomic int *draining,
+                         srv_grpc **out, rt_err *err)
+{
+    *out = NULL;
+    grpc_init();
+    struct srv_grpc *g = calloc(1, sizeof *g);
+    if (!g) {
+        grpc_shutdown();
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->mgr = mgr;
+    g->draining = draining;
+    g->metrics = p->metrics;
+    g->auth = p->auth;
+    g->json = rt_json_default_params();
+    g->json.max_answer_bytes = p->max_answer_bytes;
+    g->methods = srv_grpc_methods(&g->n_methods);
+    g->n_threads = p->threads > 0 ? p->threads : 1;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    atomic_store(&g->seed, mix((uint64_t)now.tv_nsec ^ ((uint64_t)getpid() << 32) ^
+                               (uint64_t)(uintptr_t)g));
+
+    /* message size limits: the request's as REST's body limit, the answer's
+     * as max_answer_bytes (the core refuses past them) */
+    grpc_arg args[3];
+    args[0].type = GRPC_ARG_INTEGER;
+    args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[0].value.integer = p->max_request_bytes > 0x7fffffff ? 0x7fffffff : (int)p->max_request_bytes;
+    args[1].type = GRPC_ARG_INTEGER;
+    args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[1].value.integer = p->max_answer_bytes == 0 || p->max_answer_bytes > 0x7fffffff
+                                ? 0x7fffffff
+                                : (int)p->max_answer_bytes;
+    /* no SO_REUSEPORT (the core's default): a second daemon on the port
+     * must fail to start, not take half of its calls */
+    args[2].type = GRPC_ARG_INTEGER;
+    args[2].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
+    args[2].value.integer = 0;
+    grpc_channel_args cargs = {3, args};
+    g->server = grpc_server_create(&cargs, NULL);
+    g->cq = grpc_completion_queue_create_for_next(NULL);
+    g->handles = calloc(g->n_methods, sizeof *g->handles);
+    /* each method's slots, then the slots of calls to other methods */
+    g->n_slots = (g->n_methods + 1) * (size_t)g->n_threads * SLOTS_PER_THREAD;
+    g->slots = calloc(g->n_slots, sizeof *g->slots);
+    g->threads = calloc((size_t)g->n_threads, sizeof *g->threads);
+    if (!g->server || !g->cq || !g->handles || !g->slots || !g->threads) {
+        destroy(g);
+        return rt_err_set(err, RT_ERR_NOMEM, "grpc: out of memory");
+    }
+    for (size_t i = 0; i < g->n_methods; i++)
+        g->handles[i] = grpc_server_register_method(g->server, g->methods[i].path, NULL,
+                                                    GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    grpc_server_register_completion_queue(g->server, g->cq, NULL);
+    char addr[300];
+    snprintf(addr, sizeof addr, "%s:%d", p->host && *p->host ? p->host : "0.0.0.0", p->port);
+    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    g->port = grpc_server_add_http2_port(g->server, addr, creds);
+    grpc_server_credentials_release(creds);
+    if (g->port <= 0) {
+        destroy(g);
+        return rt_err_set(err, RT_ERR_IO, "grpc: cannot listen on %s (port in use?)", addr);
+    }
+    grpc_server_start(g->server);
+    for (size_t i = 0; i < g->n_slots; i++) {
+        g->slots[i].g = g;
+        g->slots[i].method = i % (g->n_methods + 1);
+        g->slots[i].details = grpc_empty_slice();
+        if (request_call(&g->slots[i]) != 0) {
+            srv_log(SRV_LOG_ERROR, "grpc: could not request calls");
+            break;
+        }
+    }
+    for (int i = 0; i < g->n_threads; i++)
+        if (pthread_create(&g->threads[i], NULL, thread_main, g) != 0) {
+            g->n_threads = i;
+            break;
+        }
+    if (g->n_threads == 0) {
+        grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
+        grpc_server_cancel_all_calls(g->server);
+        grpc_completion_queue_shutdown(g->cq);
+        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN) {
+        }
+        destroy(g);
+        return rt_err_set(err, RT_ERR_IO, "grpc: cannot start threads");
+    }
+    *out = g;
+    return RT_OK;
+}
+
+int srv_grpc_port(const srv_grpc *g)
+{
+    return g ? g->port : 0;
+}
+
+void srv_grpc_stop(srv_grpc *g)
+{
+    if (!g)
+        return;
+    atomic_store(&g->stopping, 1);
+    grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += SRV_GRPC_STOP_GRACE_MS / 1000;
+    /* the calls in flight finish (within the grace); what the shutdown
+     * still waits for then (connections that never made a call) is cut */
+    pthread_mutex_lock(&g->mu);
+    while (!g->shut_done && g->in_flight > 0)
+        if (pthread_cond_timedwait(&g->cv, &g->mu, &until) != 0)
+            break;
+    bool done = g->shut_done;
+    pthread_mutex_unlock(&g->mu);
+    if (!done) {
+        grpc_server_cancel_all_calls(g->server);
+        pthread_mutex_lock(&g->mu);
+        while (!g->shut_done)
+            pthread_cond_wait(&g->cv, &g->mu);
+        pthread_mutex_unlock(&g->mu);
+    }
+    grpc_completion_queue_shutdown(g->cq);
+    for (int i = 0; i < g->n_threads; i++)
+        pthread_join(g->threads[i], NULL);
+    destroy(g);
+}

@@ -1,0 +1,67 @@
+/*
+ * srv_grpc_internal.h — the gRPC room's inside. srv_grpc.c holds every call
+ * to the gRPC core C API (grpc/grpc.h, built and tested against Debian 12's
+ * libgrpc 1.51): the server, its completion queue and threads, calls and
+ * byte buffers. The methods (srv_grpc_methods.c) see none of it: each is a
+ * function from a request message's bytes to an answer's bytes and a status,
+ * over this small interface, so a change of the core API stays in one file.
+ */
+#ifndef SRV_GRPC_INTERNAL_H
+#define SRV_GRPC_INTERNAL_H
+
+#if !defined(PREDICTD_MODULE_server) && !defined(PREDICTD_MODULE_tests)
+#error "srv_grpc_internal.h is private to server/"
+#endif
+
+#include "srv.h"
+
+#include <stdatomic.h>
+
+/* gRPC's status codes (the wire's numbers, as grpc/status.h has them). */
+enum {
+    SRV_GRPC_OK = 0,
+    SRV_GRPC_CANCELLED = 1,
+    SRV_GRPC_UNKNOWN = 2,
+    SRV_GRPC_INVALID_ARGUMENT = 3,
+    SRV_GRPC_DEADLINE_EXCEEDED = 4,
+    SRV_GRPC_NOT_FOUND = 5,
+    SRV_GRPC_PERMISSION_DENIED = 7,
+    SRV_GRPC_RESOURCE_EXHAUSTED = 8,
+    SRV_GRPC_FAILED_PRECONDITION = 9,
+    SRV_GRPC_UNIMPLEMENTED = 12,
+    SRV_GRPC_INTERNAL = 13,
+    SRV_GRPC_UNAVAILABLE = 14,
+    SRV_GRPC_UNAUTHENTICATED = 16,
+};
+
+/* What a method sees: the daemon's objects and its thread's context. */
+typedef struct srv_grpc_env {
+    srv_manager *mgr;
+    const _Atomic int *draining; /* may be NULL */
+    srv_metrics *metrics;        /* may be NULL */
+    rt_json_params json;         /* the request reader's limits, as REST's */
+    rt_ctx *ctx;                 /* this thread's */
+    uint64_t draw;               /* the traffic split's draw (random) */
+    uint64_t sample;             /* the sampling draw */
+} srv_grpc_env;
+
+/* One method: in/len the request message; out the answer message; returns a
+ * status code (SRV_GRPC_*), with msg (size SRV_GRPC_MSG) set when it is not
+ * OK. */
+#define SRV_GRPC_MSG 512
+typedef int (*srv_grpc_fn)(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out,
+                           char *msg);
+typedef struct srv_grpc_method {
+    const char *path; /* "/package.Service/Method" */
+    srv_grpc_fn fn;
+    const char *label; /* the method's name in metrics */
+    unsigned scope;    /* the bearer token's scope it needs (SRV_SCOPE_*), 0: open */
+} srv_grpc_method;
+
+/* The methods served (srv_grpc_methods.c), in a fixed order. */
+const srv_grpc_method *srv_grpc_methods(size_t *n);
+
+/* predictd's error (as srv_http_status maps it for REST) as a gRPC status. */
+int srv_grpc_status_of(rt_status st);
+
+#endif
