@@ -540,7 +540,7 @@ static rt_status compile_parts(rt_graph *g, rt_err *err)
             return rt_err_set(err, RT_ERR_FORMAT, "DNN layers without DNN columns");
         if (!g->n_linear)
             return rt_err_set(err, RT_ERR_FORMAT, "the model has neither linear nor DNN columns");
-        return gd->n_nodes ? rt_nodes_compile(g, err) : RT_OK;
+        return gd->n_nodes ? rt_graph_nodes_compile(g, err) : RT_OK;
     }
     g->dnn_cols = calloc(g->n_dnn, sizeof *g->dnn_cols);
     g->dnn_offset = calloc(g->n_dnn, sizeof *g->dnn_offset);
@@ -594,7 +594,7 @@ static rt_status compile_parts(rt_graph *g, rt_err *err)
                               f->def->name, found);
     }
     if (gd->n_nodes) /* a custom graph: nodes instead of the layers */
-        return rt_nodes_compile(g, err);
+        return rt_graph_nodes_compile(g, err);
     if (!gd->logits_layer)
         return rt_err_set(err, RT_ERR_FORMAT, "DNN part without a logits layer");
     if (gd->n_hidden_layers > 1024)
@@ -1019,7 +1019,7 @@ void rt_graph_free(rt_graph *g)
     free(g->dnn_offset);
     free(g->dnn_width);
     free(g->layers);
-    rt_nodes_free(g);
+    rt_graph_nodes_free(g);
     rt_trees_free(g->trees);
     for (size_t k = 0; g->class_names && k < g->n_classes; k++)
         free(g->class_names[k]);

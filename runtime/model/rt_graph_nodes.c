@@ -60,7 +60,7 @@ static rt_status compile_slices(rt_graph *g, rt_gnode *gn, rt_err *err)
     return RT_OK;
 }
 
-rt_status rt_nodes_compile(rt_graph *g, rt_err *err)
+rt_status rt_graph_nodes_compile(rt_graph *g, rt_err *err)
 {
     const Predictd__Graph *gd = g->def->graph;
     size_t n = gd->n_nodes;
@@ -167,7 +167,7 @@ rt_status rt_nodes_compile(rt_graph *g, rt_err *err)
     return RT_OK;
 }
 
-void rt_nodes_free(rt_graph *g)
+void rt_graph_nodes_free(rt_graph *g)
 {
     for (size_t i = 0; i < g->n_nodes; i++) {
         free(g->nodes[i].in);

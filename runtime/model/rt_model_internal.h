@@ -319,9 +319,9 @@ const rt_graph *rt_batch_graph(const rt_batch *b);
  * inputs resolved to earlier nodes, widths checked, input and embedding
  * nodes' slices of the DNN input, the head's logits node. No tensors yet.
  * RT_ERR_FORMAT naming the node. */
-RT_WUR rt_status rt_nodes_compile(rt_graph *g, rt_err *err);
-/* Frees what rt_nodes_compile made (g->nodes); accepts none. */
-void rt_nodes_free(rt_graph *g);
+RT_WUR rt_status rt_graph_nodes_compile(rt_graph *g, rt_err *err);
+/* Frees what rt_graph_nodes_compile made (g->nodes); accepts none. */
+void rt_graph_nodes_free(rt_graph *g);
 
 /* ------------------------------------------- dense layers (rt_dense.c) */
 
