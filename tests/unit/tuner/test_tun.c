@@ -631,6 +631,45 @@ static void test_bayesian_parallel_as_good_as_sequential(void **state)
     assert_true(par[2] <= 3 * seq[2]);
 }
 
+/* A long study (500 completed trials, 3 running): the GP conditions on a
+ * subset and fits its hyperparameters to a smaller one (tun_search.c's
+ * GP_MAX, FIT_MAX); the suggestion is still a new point in the box, the same
+ * for the same points, and near Branin's valley (the points come from the
+ * valley's neighbourhood as well as from anywhere). */
+static void test_bayesian_long_study_subset(void **state)
+{
+    (void)state;
+    tun_spec s;
+    tun_spec_init(&s);
+    rt_err err;
+    assert_int_equal(load_yaml(HPY "    params:\n"
+                                   "      - {parameterName: x1, type: DOUBLE, minValue: -5, maxValue: 10}\n"
+                                   "      - {parameterName: x2, type: DOUBLE, minValue: 0, maxValue: 15}\n",
+                               &s, &err),
+                     RT_OK);
+    enum { NL = 503 };
+    static double v[NL][2];
+    static tun_point pts[NL];
+    rt_rng r;
+    rt_rng_seed(&r, 5);
+    for (int i = 0; i < NL; i++) {
+        v[i][0] = -5 + 15 * rt_rng_uniform(&r);
+        v[i][1] = 15 * rt_rng_uniform(&r);
+        pts[i] = (tun_point){v[i], branin(v[i]), i < NL - 3};
+    }
+    double a[2], b[2];
+    assert_int_equal(tun_suggest(&s, 2, NL, pts, NL, a, &err), RT_OK);
+    assert_int_equal(tun_suggest(&s, 2, NL, pts, NL, b, &err), RT_OK);
+    assert_true(a[0] == b[0] && a[1] == b[1]);
+    assert_true(a[0] >= -5 && a[0] <= 10 && a[1] >= 0 && a[1] <= 15);
+    for (int i = 0; i < NL; i++)
+        assert_false(a[0] == v[i][0] && a[1] == v[i][1]);
+    print_message("suggestion after 500 random trials: (%g, %g), Branin %g\n", a[0], a[1],
+                  branin(a));
+    assert_true(branin(a) < 5);
+    tun_spec_free(&s);
+}
+
 static void test_median_stopping_rule(void **state)
 {
     (void)state;
@@ -680,6 +719,7 @@ int main(void)
         cmocka_unit_test(test_bayesian_is_seeded_and_uses_pending),
         cmocka_unit_test(test_bayesian_any_finite_objective),
         cmocka_unit_test(test_bayesian_parallel_as_good_as_sequential),
+        cmocka_unit_test(test_bayesian_long_study_subset),
         cmocka_unit_test(test_median_stopping_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
