@@ -322,6 +322,11 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_RT)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB_RT) $(ALL_LDLIBS)
 
+# bench_suggest times the tuner's search, so it links the tuner's library too.
+$(BUILD)/bench/bench_suggest: $(BUILD)/obj/bench/bench_suggest.o $(LIB_TUN) $(LIB_RT)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB_TUN) $(LIB_RT) $(ALL_LDLIBS)
+
 # TESTS="unit fuzz integration/test_daemon*" runs some (tests/run.sh selectors).
 TESTS ?=
 test: all

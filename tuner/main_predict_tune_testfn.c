@@ -6,7 +6,7 @@
  * CLOUD_ML_HP_METRIC_TAG.
  *
  *   predict-tune-testfn --function branin|hartmann6|sphere [--steps N]
- *       [--fail-above X] [--linger-above X] --job-dir DIR --x1=V --x2=V ...
+ *       [--fail-above X] [--linger-above X] [--sleep S] --job-dir DIR --x1=V ...
  *
  * branin: x1 in [-5, 10], x2 in [0, 15], minimum 0.397887 (three places).
  * hartmann6: x1..x6 in [0, 1], minimum -3.32237 at
@@ -15,7 +15,10 @@
  * --steps N reports N values at global steps 1..N converging to f (the last
  * one is f); --fail-above X exits 1 without a report when f > X;
  * --linger-above X: when f > X, reports steps 1..N-1, sleeps 120 s, then
- * reports step N (a slow trial for the median stopping rule to stop).
+ * reports step N (a slow trial for the median stopping rule to stop);
+ * --sleep S waits S seconds (fractions allowed) before reporting, so trials
+ * last longer than a suggestion and really run side by side
+ * (bench/tune_bench.py's maxParallelTrials 4 studies).
  */
 #include <errno.h>
 #include <math.h>
@@ -63,7 +66,7 @@ int main(int argc, char **argv)
     double x[16] = {0};
     int have[16] = {0}, nx = 0;
     long steps = 1;
-    double fail_above = INFINITY, linger_above = INFINITY;
+    double fail_above = INFINITY, linger_above = INFINITY, sleep_s = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : "";
@@ -81,6 +84,15 @@ int main(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--linger-above") == 0 && i + 1 < argc) {
             linger_above = strtod(val, NULL);
+            i++;
+        } else if (strcmp(a, "--sleep") == 0 && i + 1 < argc) {
+            char *end;
+            sleep_s = strtod(val, &end);
+            if (end == val || *end || !(sleep_s >= 0 && sleep_s <= 3600)) {
+                fprintf(stderr, "testfn: --sleep %s: not a number of seconds in [0, 3600]\n",
+                        val);
+                return 2;
+            }
             i++;
         } else if (strncmp(a, "--x", 3) == 0 && strchr(a, '=')) {
             char *end;
@@ -113,6 +125,11 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr, "testfn: unknown function %s or missing --xN flags\n", fn);
         return 2;
+    }
+    if (sleep_s > 0) {
+        struct timespec ts = {(time_t)sleep_s, (long)((sleep_s - floor(sleep_s)) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
     }
     printf("testfn: %s = %.9g\n", fn, f);
     if (f > fail_above) {

@@ -155,7 +155,10 @@ int64_t tun_grid_size(const tun_spec *s);
  * mixed): the GP sees them centred, scaled and with far outliers brought
  * near the others, in the same order; a non-finite one is RT_ERR_INVALID.
  * out is always a point the search chose: when no candidate has a usable
- * expected improvement, an unseen random point. */
+ * expected improvement, an unseen random point. Running (pending) points
+ * enter the GP at its mean there (kriging believer). In a long study the GP
+ * sees a subset of the completed points (the best half and the latest), so a
+ * suggestion's cost stops growing (tun_search.c: GP_MAX, FIT_MAX). */
 rt_status tun_suggest(const tun_spec *s, uint64_t seed, int64_t index, const tun_point *pts,
                       size_t n_pts, double *out, rt_err *err);
 
