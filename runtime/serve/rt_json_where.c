@@ -237,6 +237,19 @@ static void list_lacking(const rt_graph *g, const rt_batch *b, size_t i, char *b
     }
 }
 
+/* The message names the first input lacking in the model's order (the
+ * list's first), not the first the transform happened to miss: the head of
+ * "X: missing input; not given: X, Y" and its list agree. An empty list
+ * (nothing found lacking) leaves *name as it is. */
+static void first_lacking(const char *lacking, const char **name, int *nl)
+{
+    if (!lacking[0])
+        return;
+    const char *comma = strstr(lacking, ", ");
+    *name = lacking;
+    *nl = (int)(comma ? (size_t)(comma - lacking) : strlen(lacking));
+}
+
 /* A columnar request's transform errors name the column: "instances[3].age:
  * expected 1 value, got 2" -> "inputs.age[3]: ...". A missing input lists
  * every input the request did not give (no values in any instance), with
@@ -261,6 +274,7 @@ void rt_json_name_columns(const rt_graph *g, const rt_batch *b, rt_err *err)
     }
     char lacking[320];
     list_lacking(g, b, i, lacking, sizeof lacking);
+    first_lacking(lacking, &name, &nl);
     snprintf(err->msg, sizeof err->msg, "inputs.%.*s: missing input; not given: %s (Missing "
              "named input: %.*s in 'inputs' object.)", nl, name, lacking, nl, name);
 }
@@ -279,6 +293,11 @@ void rt_json_name_missing(const rt_graph *g, const rt_batch *b, rt_err *err)
         return;
     char lacking[320];
     list_lacking(g, b, i, lacking, sizeof lacking);
-    if (strchr(lacking, ','))
-        snprintf(err->msg + len, sizeof err->msg - len, "; not given: %s", lacking);
+    if (!strchr(lacking, ','))
+        return;
+    const char *name = lacking;
+    int nl = 0;
+    first_lacking(lacking, &name, &nl);
+    snprintf(err->msg, sizeof err->msg, "instances[%lu].%.*s: missing input; not given: %s", i,
+             nl, name, lacking);
 }
