@@ -602,16 +602,538 @@ static rt_status axes_of(reader *r, const Onnx__NodeProto *nd, size_t *in, size_
     return RT_OK;
 }
 
+/* Operator families. Each checks its node's inputs and attributes, sets the
+ * output value's shape (or its constant data) and adds the steps that compute
+ * it; plan_node then wires the last step to the node's inputs and output. op
+ * is the node's operator (one of the names its entry in plans[] lists). */
+typedef rt_status plan_fn(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                          size_t n_in, rt_onnx_val *out);
+
+/* The node has lo to hi inputs. */
+static rt_status need_in(reader *r, const Onnx__NodeProto *nd, size_t n_in, size_t lo, size_t hi)
+{
+    if (n_in < lo || n_in > hi)
+        return node_fail(r, nd, "%zu inputs (%d to %d expected)", n_in, (int)lo, (int)hi);
+    return RT_OK;
+}
+
+static rt_status plan_constant(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                               size_t n_in, rt_onnx_val *out)
+{
+    (void)op;
+    (void)in;
+    rt_status st;
+    if ((st = need_in(r, nd, n_in, 0, 0)))
+        return st;
+    const Onnx__AttributeProto *a = attr(nd, "value");
+    if (!a || !a->t || nd->n_attribute != 1)
+        return node_fail(r, nd, "attribute value: only a tensor value is read");
+    return read_tensor(r, a->t, "Constant", out);
+}
+
+/* Gemm, MatMul */
+static rt_status plan_gemm(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                           size_t n_in, rt_onnx_val *out)
+{
+    bool gemm = op[0] == 'G';
+    rt_status st;
+    if ((st = need_in(r, nd, n_in, 2, gemm ? 3 : 2)))
+        return st;
+    return plan_dense(r, nd, gemm, in, n_in, out);
+}
+
+/* Add, Sub, Mul, Div */
+static rt_status plan_arith(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                            size_t n_in, rt_onnx_val *out)
+{
+    rt_status st;
+    if ((st = need_in(r, nd, n_in, 2, 2)))
+        return st;
+    return plan_binary(r, nd, op[0] == 'A' ? '+' : op[0] == 'S' ? '-' : op[0] == 'M' ? '*' : '/',
+                       in, out);
+}
+
+/* Relu, Sigmoid, Tanh, LeakyRelu */
+static rt_status plan_activation(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                                 size_t n_in, rt_onnx_val *out)
+{
+    rt_status st;
+    if ((st = need_in(r, nd, n_in, 1, 1)))
+        return st;
+    const rt_onnx_val *x = &r->o->vals[in[0]];
+    bool leaky = op[0] == 'L';
+    static const char *const ok_leaky[] = {"alpha", NULL}, *const ok_none[] = {NULL};
+    float alpha = 0.01f;
+    if ((st = only_attrs(r, nd, leaky ? ok_leaky : ok_none)) ||
+        (leaky && (st = attr_float(r, nd, "alpha", 0.01f, &alpha))) ||
+        (st = want_batch(r, nd, 0, x)) || (st = set_batch_shape(r, nd, out, x->rank, x->dims)))
+        return st;
+    rt_onnx_step *s;
+    if ((st = add_step(r, &s)))
+        return st;
+    s->op = leaky ? RT_ONNX_LEAKY : op[0] == 'R' ? RT_ONNX_RELU : op[0] == 'S' ? RT_ONNX_SIGMOID
+                                                                          : RT_ONNX_TANH;
+    s->alpha = alpha;
+    return RT_OK;
+}
+
+/* Softmax, LogSoftmax */
+static rt_status plan_softmax(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                              size_t n_in, rt_onnx_val *out)
+{
+    rt_onnx *o = r->o;
+    rt_status st;
+    char sb[96];
+    if ((st = need_in(r, nd, n_in, 1, 1)))
+        return st;
+    const rt_onnx_val *x = &o->vals[in[0]];
+    static const char *const ok[] = {"axis", NULL};
+    int64_t axis;
+    if ((st = only_attrs(r, nd, ok)) ||
+        (st = attr_int(r, nd, "axis", o->opset >= 13 ? -1 : 1, &axis)) ||
+        (st = want_batch(r, nd, 0, x)) || (st = set_batch_shape(r, nd, out, x->rank, x->dims)))
+        return st;
+    long ax = norm_axis(axis, x->rank);
+    if (ax < 1)
+        return node_fail(r, nd, "attribute axis: %" PRId64 " for shape %s: the axis must be "
+                         "past the batch", axis, shape_str(x, sb, sizeof sb));
+    rt_onnx_step *s;
+    if ((st = add_step(r, &s)))
+        return st;
+    s->op = op[0] == 'S' ? RT_ONNX_SOFTMAX : RT_ONNX_LOGSOFTMAX;
+    size_t before = 1, at = 1, after = 1;
+    for (uint32_t d = 1; d < x->rank; d++) {
+        if ((long)d < ax)
+            before *= (size_t)x->dims[d];
+        else if ((long)d == ax)
+            at *= (size_t)x->dims[d];
+        else
+            after *= (size_t)x->dims[d];
+    }
+    if (o->opset < 13) { /* the input coerced to 2-D at axis: one softmax per row */
+        at *= after;
+        after = 1;
+    }
+    s->outer = before;
+    s->axis = at;
+    s->inner = after;
+    return RT_OK;
+}
+
+static rt_status plan_concat(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                             size_t n_in, rt_onnx_val *out)
+{
+    (void)op;
+    rt_onnx *o = r->o;
+    rt_status st;
+    char sb[96];
+    int64_t dims[RT_ONNX_MAX_RANK];
+    if ((st = need_in(r, nd, n_in, 1, RT_ONNX_MAX_INPUTS)))
+        return st;
+    const rt_onnx_val *x = &o->vals[in[0]];
+    static const char *const ok[] = {"axis", NULL};
+    int64_t axis;
+    if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "axis", INT64_MIN, &axis)))
+        return st;
+    if (axis == INT64_MIN)
+        return node_fail(r, nd, "attribute axis: missing");
+    long ax = norm_axis(axis, x->rank);
+    if (ax < 1)
+        return node_fail(r, nd, "attribute axis: %" PRId64 ": joining along the batch is "
+                         "not run", axis);
+    memcpy(dims, x->dims, sizeof dims);
+    dims[ax] = 0;
+    for (size_t i = 0; i < n_in; i++) {
+        const rt_onnx_val *v = &o->vals[in[i]];
+        if ((st = want_batch(r, nd, i, v)))
+            return st;
+        if (v->rank != x->rank)
+            return node_fail(r, nd, "input %zu \"%.80s\": rank %u, input 0 has %u", i,
+                             v->name, v->rank, x->rank);
+        for (uint32_t d = 1; d < v->rank; d++)
+            if ((long)d != ax && v->dims[d] != x->dims[d])
+                return node_fail(r, nd, "input %zu \"%.80s\": shape %s differs beside the "
+                                 "axis", i, v->name, shape_str(v, sb, sizeof sb));
+        dims[ax] += v->dims[ax];
+    }
+    if ((st = set_batch_shape(r, nd, out, x->rank, dims)))
+        return st;
+    rt_onnx_step *s;
+    if ((st = add_step(r, &s)))
+        return st;
+    s->op = RT_ONNX_CONCAT;
+    size_t before = 1;
+    for (long d = 1; d < ax; d++)
+        before *= (size_t)x->dims[d];
+    s->outer = before; /* each input copies row / before values per outer index */
+    return RT_OK;
+}
+
+/* BatchNormalization: one scale and shift per channel */
+static rt_status plan_batchnorm(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                                size_t n_in, rt_onnx_val *out)
+{
+    (void)op;
+    rt_onnx *o = r->o;
+    rt_status st;
+    if ((st = need_in(r, nd, n_in, 5, 5)))
+        return st;
+    const rt_onnx_val *x = &o->vals[in[0]];
+    static const char *const ok[] = {"epsilon", "momentum", "spatial", "training_mode", NULL};
+    int64_t spatial, training;
+    float eps, mom;
+    if ((st = only_attrs(r, nd, ok)) || (st = attr_float(r, nd, "epsilon", 1e-5f, &eps)) ||
+        (st = attr_float(r, nd, "momentum", 0.9f, &mom)) ||
+        (st = attr_int(r, nd, "spatial", 1, &spatial)) ||
+        (st = attr_int(r, nd, "training_mode", 0, &training)))
+        return st;
+    if (training || nd->n_output > 1)
+        return node_fail(r, nd, "training mode (training_mode, or the running statistics "
+                         "as outputs) is not run: export in eval mode");
+    if (spatial != 1)
+        return node_fail(r, nd, "attribute spatial: only 1 is run");
+    if ((st = want_batch(r, nd, 0, x)))
+        return st;
+    if (x->rank < 2)
+        return node_fail(r, nd, "input 0 \"%.80s\": no channel dimension", x->name);
+    size_t c = (size_t)x->dims[1];
+    for (size_t i = 1; i < 5; i++) {
+        const rt_onnx_val *p = &o->vals[in[i]];
+        if ((st = want_const(r, nd, i, p)))
+            return st;
+        if (p->row != c)
+            return node_fail(r, nd, "input %zu \"%.80s\": %zu values for %zu channels", i,
+                             p->name, p->row, c);
+    }
+    if ((st = set_batch_shape(r, nd, out, x->rank, x->dims)))
+        return st;
+    rt_onnx_step *s;
+    if ((st = add_step(r, &s)))
+        return st;
+    s->op = RT_ONNX_AFFINE;
+    s->outer = c;
+    s->inner = x->row / (c ? c : 1);
+    if (!(s->w = malloc((c ? c : 1) * sizeof(float))) || !(s->b = malloc((c ? c : 1) * sizeof(float))))
+        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+    const float *g = o->vals[in[1]].cdata, *bb = o->vals[in[2]].cdata,
+                *mean = o->vals[in[3]].cdata, *var = o->vals[in[4]].cdata;
+    for (size_t j = 0; j < c; j++) {
+        if ((double)var[j] + (double)eps <= 0)
+            return node_fail(r, nd, "input 4: variance %zu plus epsilon is not positive", j);
+        double sc = (double)g[j] / sqrt((double)var[j] + (double)eps);
+        s->w[j] = (float)sc;
+        s->b[j] = (float)((double)bb[j] - (double)mean[j] * sc);
+    }
+    return RT_OK;
+}
+
+/* Identity, Dropout (inference: the input), Cast (to float; of an integer
+ * constant to float or to an integer type) */
+static rt_status plan_passthrough(reader *r, const Onnx__NodeProto *nd, const char *op,
+                                  size_t *in, size_t n_in, rt_onnx_val *out)
+{
+    rt_onnx *o = r->o;
+    rt_status st;
+    if ((st = need_in(r, nd, n_in, 1, op[0] == 'D' ? 3 : 1)))
+        return st;
+    const rt_onnx_val *x = &o->vals[in[0]];
+    if (op[0] == 'D') {
+        static const char *const ok[] = {"ratio", "seed", "is_test", NULL};
+        int64_t is_test;
+        if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "is_test", 1, &is_test)))
+            return st;
+        if (n_in > 2) {
+            const rt_onnx_val *t = &o->vals[in[2]];
+            if (!t->idata || t->row != 1 || t->idata[0] != 0)
+                return node_fail(r, nd, "input 2 \"%.80s\": training_mode must be a "
+                                 "constant false", t->name);
+        }
+        if (nd->n_output > 1 && nd->output[1] && nd->output[1][0])
+            return node_fail(r, nd, "output 1 (the mask) is not computed");
+    } else if (op[0] == 'C') {
+        static const char *const ok[] = {"to", "saturate", NULL};
+        int64_t to;
+        if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "to", 0, &to)))
+            return st;
+        if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !(!x->batch && x->idata &&
+                                                            (to == 6 || to == 7)))
+            return node_fail(r, nd, "attribute to: %" PRId64 ": only a cast to float (1) "
+                             "is run", to);
+        if (!x->batch && x->idata && to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+            out->rank = x->rank;
+            memcpy(out->dims, x->dims, sizeof out->dims);
+            out->row = x->row;
+            if (!(out->cdata = malloc((x->row ? x->row : 1) * sizeof(float))))
+                return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+            for (size_t k = 0; k < x->row; k++)
+                out->cdata[k] = (float)x->idata[k];
+            return RT_OK;
+        }
+    } else {
+        static const char *const ok[] = {NULL};
+        if ((st = only_attrs(r, nd, ok)))
+            return st;
+    }
+    return plan_alias(r, nd, in[0], out, x->rank, x->dims);
+}
+
+static rt_status plan_flatten(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                              size_t n_in, rt_onnx_val *out)
+{
+    (void)op;
+    rt_status st;
+    int64_t dims[RT_ONNX_MAX_RANK];
+    if ((st = need_in(r, nd, n_in, 1, 1)))
+        return st;
+    const rt_onnx_val *x = &r->o->vals[in[0]];
+    static const char *const ok[] = {"axis", NULL};
+    int64_t axis;
+    if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "axis", 1, &axis)) ||
+        (st = want_batch(r, nd, 0, x)))
+        return st;
+    if (norm_axis(axis, x->rank) != 1)
+        return node_fail(r, nd, "attribute axis: %" PRId64 ": only 1 keeps the batch "
+                         "dimension", axis);
+    dims[0] = 0;
+    dims[1] = (int64_t)x->row;
+    return plan_alias(r, nd, in[0], out, 2, dims);
+}
+
+static rt_status plan_reshape(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                              size_t n_in, rt_onnx_val *out)
+{
+    (void)op;
+    rt_onnx *o = r->o;
+    rt_status st;
+    int64_t dims[RT_ONNX_MAX_RANK];
+    if ((st = need_in(r, nd, n_in, 2, 2)))
+        return st;
+    const rt_onnx_val *x = &o->vals[in[0]];
+    static const char *const ok[] = {"allowzero", NULL};
+    int64_t allowzero;
+    if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "allowzero", 0, &allowzero)))
+        return st;
+    const rt_onnx_val *sv = &o->vals[in[1]];
+    if (!sv->idata || sv->rank != 1 || sv->row < 1 || sv->row > RT_ONNX_MAX_RANK)
+        return node_fail(r, nd, "input 1 \"%.80s\": the shape must be an integer constant "
+                         "of 1 to %u values", sv->name, RT_ONNX_MAX_RANK);
+    uint32_t rank = (uint32_t)sv->row;
+    long infer = -1;
+    size_t known = 1;
+    for (uint32_t d = 0; d < rank; d++) {
+        int64_t s = sv->idata[d];
+        if (s == 0 && !allowzero) {
+            if (d >= x->rank)
+                return node_fail(r, nd, "input 1: 0 at %u copies no input dimension", d);
+            s = x->dims[d];
+        }
+        if (s == -1) {
+            if (infer >= 0)
+                return node_fail(r, nd, "input 1: more than one -1");
+            infer = (long)d;
+            dims[d] = -1;
+            continue;
+        }
+        if (s < 0 || (s > 0 && known > RT_ONNX_MAX_ELEMS / (size_t)s))
+            return node_fail(r, nd, "input 1: dimension %u is %" PRId64, d, sv->idata[d]);
+        dims[d] = s;
+        if (d > 0 || !x->batch)
+            known *= (size_t)s;
+    }
+    if (x->batch) {
+        /* the batch must stay the leading dimension: 0 (copied) or -1 with the rest fixed */
+        if (!(sv->idata[0] == 0 && !allowzero) && infer != 0)
+            return node_fail(r, nd, "input 1: the new shape must keep the batch first "
+                             "(0 or -1 as its first dimension)");
+        if (infer == 0 && known != x->row)
+            return node_fail(r, nd, "input 1: the new shape moves the batch dimension "
+                             "(its dimensions after the first hold %zu values, an "
+                             "instance %zu)", known, x->row);
+        if (infer > 0) {
+            if (known == 0 || x->row % known)
+                return node_fail(r, nd, "input 1: cannot infer dimension %ld from %zu values "
+                                 "per instance", infer, x->row);
+            dims[infer] = (int64_t)(x->row / known);
+        }
+        dims[0] = 0;
+    } else if (infer >= 0) {
+        if (known == 0 || x->row % known)
+            return node_fail(r, nd, "input 1: cannot infer dimension %ld", infer);
+        dims[infer] = (int64_t)(x->row / known);
+    }
+    return plan_alias(r, nd, in[0], out, rank, dims);
+}
+
+/* Squeeze, Unsqueeze */
+static rt_status plan_squeeze(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                              size_t n_in, rt_onnx_val *out)
+{
+    rt_status st;
+    int64_t dims[RT_ONNX_MAX_RANK];
+    bool un = op[0] == 'U';
+    if ((st = need_in(r, nd, n_in, 1, 2)))
+        return st;
+    const rt_onnx_val *x = &r->o->vals[in[0]];
+    static const char *const ok[] = {"axes", NULL};
+    const int64_t *axes;
+    size_t na;
+    if ((st = only_attrs(r, nd, ok)) || (st = axes_of(r, nd, in, n_in, &axes, &na)))
+        return st;
+    bool mark[RT_ONNX_MAX_RANK] = {false};
+    uint32_t rank = un ? x->rank + (uint32_t)na : x->rank;
+    if (un && (na == 0 || rank > RT_ONNX_MAX_RANK))
+        return node_fail(r, nd, "axes: %zu axes for rank %u", na, x->rank);
+    for (size_t i = 0; i < na; i++) {
+        long a = norm_axis(axes[i], rank);
+        if (a < 0 || mark[a])
+            return node_fail(r, nd, "axes: %" PRId64 " is out of range or repeated", axes[i]);
+        if (a == 0 && x->batch)
+            return node_fail(r, nd, "axes: 0 would move the batch dimension");
+        mark[a] = true;
+    }
+    uint32_t w = 0;
+    if (un) {
+        for (uint32_t d = 0, s = 0; d < rank; d++)
+            dims[w++] = mark[d] ? 1 : x->dims[s++];
+    } else {
+        for (uint32_t d = 0; d < x->rank; d++) {
+            bool drop = na ? mark[d] : (x->dims[d] == 1 && !(d == 0 && x->batch));
+            if (na && mark[d] && x->dims[d] != 1)
+                return node_fail(r, nd, "axes: dimension %u is %" PRId64 ", not 1", d,
+                                 x->dims[d]);
+            if (!drop)
+                dims[w++] = x->dims[d];
+        }
+    }
+    if (w == 0) { /* a scalar constant */
+        dims[0] = 1;
+        w = x->batch ? 1 : 0;
+    }
+    return plan_alias(r, nd, in[0], out, w, dims);
+}
+
+/* ai.onnx.ml.Scaler: (x - offset) * scale per column */
+static rt_status plan_ml_scaler(reader *r, const Onnx__NodeProto *nd, const rt_onnx_val *x,
+                                size_t c, rt_onnx_val *out)
+{
+    rt_status st;
+    rt_onnx_step *s;
+    const float *off, *sc;
+    size_t n_off, n_sc;
+    if ((st = attr_floats(r, nd, "offset", &off, &n_off)) ||
+        (st = attr_floats(r, nd, "scale", &sc, &n_sc)))
+        return st;
+    if ((n_off != 1 && n_off != c) || (n_sc != 1 && n_sc != c))
+        return node_fail(r, nd, "attributes offset and scale: %zu and %zu values for %zu "
+                         "columns (1 or %zu each)", n_off, n_sc, c, c);
+    if ((st = set_batch_shape(r, nd, out, 2, x->dims)) || (st = add_step(r, &s)))
+        return st;
+    s->op = RT_ONNX_SCALER;
+    if (!(s->w = malloc(c * sizeof(float))) || !(s->b = malloc(c * sizeof(float))))
+        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+    for (size_t j = 0; j < c; j++) {
+        s->w[j] = off[n_off == 1 ? 0 : j];
+        s->b[j] = sc[n_sc == 1 ? 0 : j];
+    }
+    return RT_OK;
+}
+
+/* ai.onnx.ml.LinearRegressor: a dense step of targets outputs */
+static rt_status plan_ml_linear(reader *r, const Onnx__NodeProto *nd, size_t c, rt_onnx_val *out)
+{
+    rt_status st;
+    rt_onnx_step *s;
+    const float *co, *ic;
+    size_t n_co, n_ic;
+    int64_t targets;
+    if ((st = attr_floats(r, nd, "coefficients", &co, &n_co)) ||
+        (st = attr_floats(r, nd, "intercepts", &ic, &n_ic)) ||
+        (st = attr_int(r, nd, "targets", 1, &targets)) ||
+        (st = attr_string_is(r, nd, "post_transform", "NONE")))
+        return st;
+    if (targets < 1 || (size_t)targets > RT_ONNX_MAX_ROW / (c ? c : 1) ||
+        n_co != (size_t)targets * c || (n_ic != 0 && n_ic != (size_t)targets))
+        return node_fail(r, nd, "attributes coefficients and intercepts: %zu and %zu "
+                         "values for %" PRId64 " targets of %zu columns", n_co, n_ic,
+                         targets, c);
+    size_t m = (size_t)targets;
+    int64_t dims2[2] = {0, targets};
+    if ((st = set_batch_shape(r, nd, out, 2, dims2)) || (st = add_step(r, &s)))
+        return st;
+    s->op = RT_ONNX_DENSE;
+    s->k = c;
+    s->m = m;
+    if (!(s->w = malloc((c * m != 0 ? c * m : 1) * sizeof(float))) ||
+        !(s->b = calloc(m, sizeof(float))))
+        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+    for (size_t t = 0; t < m; t++) { /* coefficients are [targets x C]: W = its transpose */
+        for (size_t j = 0; j < c; j++)
+            s->w[j * m + t] = co[t * c + j];
+        s->b[t] = n_ic ? ic[t] : 0.0f;
+    }
+    return RT_OK;
+}
+
+/* ai.onnx.ml.Scaler, ai.onnx.ml.LinearRegressor: of an [N, C] input */
+static rt_status plan_ml(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
+                         size_t n_in, rt_onnx_val *out)
+{
+    rt_status st;
+    char sb[96];
+    if ((st = need_in(r, nd, n_in, 1, 1)))
+        return st;
+    const rt_onnx_val *x = &r->o->vals[in[0]];
+    bool lin = op[0] == 'L';
+    static const char *const ok_s[] = {"offset", "scale", NULL},
+                             *const ok_l[] = {"coefficients", "intercepts", "targets",
+                                              "post_transform", NULL};
+    if ((st = only_attrs(r, nd, lin ? ok_l : ok_s)) || (st = want_batch(r, nd, 0, x)))
+        return st;
+    if (x->rank != 2)
+        return node_fail(r, nd, "input 0 \"%.80s\": shape %s: a [N, C] input is needed",
+                         x->name, shape_str(x, sb, sizeof sb));
+    size_t c = (size_t)x->dims[1];
+    return lin ? plan_ml_linear(r, nd, c, out) : plan_ml_scaler(r, nd, x, c, out);
+}
+
+/* The operators read, by name; ml: of the domain ai.onnx.ml (the others of
+ * the default domain, whatever the node's domain names). */
+static const struct {
+    const char *op;
+    plan_fn *plan;
+    bool ml;
+} plans[] = {
+    {"Constant", plan_constant, false},
+    {"Gemm", plan_gemm, false},
+    {"MatMul", plan_gemm, false},
+    {"Add", plan_arith, false},
+    {"Sub", plan_arith, false},
+    {"Mul", plan_arith, false},
+    {"Div", plan_arith, false},
+    {"Relu", plan_activation, false},
+    {"Sigmoid", plan_activation, false},
+    {"Tanh", plan_activation, false},
+    {"LeakyRelu", plan_activation, false},
+    {"Softmax", plan_softmax, false},
+    {"LogSoftmax", plan_softmax, false},
+    {"Concat", plan_concat, false},
+    {"BatchNormalization", plan_batchnorm, false},
+    {"Identity", plan_passthrough, false},
+    {"Dropout", plan_passthrough, false},
+    {"Cast", plan_passthrough, false},
+    {"Flatten", plan_flatten, false},
+    {"Reshape", plan_reshape, false},
+    {"Squeeze", plan_squeeze, false},
+    {"Unsqueeze", plan_squeeze, false},
+    {"Scaler", plan_ml, true},
+    {"LinearRegressor", plan_ml, true},
+};
+
 static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, size_t n_in,
                            size_t outi)
 {
     rt_onnx *o = r->o;
     const char *op = nd->op_type ? nd->op_type : "";
-    rt_onnx_val *out = &o->vals[outi];
-    const rt_onnx_val *x = n_in ? &o->vals[in[0]] : NULL;
-    rt_status st;
-    char sb[96];
-    int64_t dims[RT_ONNX_MAX_RANK];
     size_t first_step = o->n_steps;
     bool ml = nd->domain && strcmp(nd->domain, "ai.onnx.ml") == 0;
     if (ml && o->ml_opset < 1)
@@ -621,375 +1143,16 @@ static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, siz
         return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator "
                           "ai.onnx.ml.%.60s is not supported (docs/models-from-elsewhere.md "
                           "lists those that are)", r->file, nname(nd), op);
-#define NEED_IN(lo, hi)                                                                      \
-    do {                                                                                     \
-        if (n_in + 1 < (size_t)(lo) + 1 || n_in > (size_t)(hi))                                                      \
-            return node_fail(r, nd, "%zu inputs (%d to %d expected)", n_in, (int)(lo),       \
-                             (int)(hi));                                                     \
-    } while (0)
-    if (strcmp(op, "Constant") == 0) {
-        NEED_IN(0, 0);
-        const Onnx__AttributeProto *a = attr(nd, "value");
-        if (!a || !a->t || nd->n_attribute != 1)
-            return node_fail(r, nd, "attribute value: only a tensor value is read");
-        return read_tensor(r, a->t, "Constant", out);
-    }
-    if (strcmp(op, "Gemm") == 0 || strcmp(op, "MatMul") == 0) {
-        bool gemm = op[0] == 'G';
-        NEED_IN(2, gemm ? 3 : 2);
-        st = plan_dense(r, nd, gemm, in, n_in, out);
-    } else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") ||
-               !strcmp(op, "Div")) {
-        NEED_IN(2, 2);
-        st = plan_binary(r, nd, op[0] == 'A' ? '+' : op[0] == 'S' ? '-' : op[0] == 'M' ? '*' : '/',
-                         in, out);
-    } else if (!strcmp(op, "Relu") || !strcmp(op, "Sigmoid") || !strcmp(op, "Tanh") ||
-               !strcmp(op, "LeakyRelu")) {
-        NEED_IN(1, 1);
-        bool leaky = op[0] == 'L';
-        static const char *const ok_leaky[] = {"alpha", NULL}, *const ok_none[] = {NULL};
-        float alpha = 0.01f;
-        if ((st = only_attrs(r, nd, leaky ? ok_leaky : ok_none)) ||
-            (leaky && (st = attr_float(r, nd, "alpha", 0.01f, &alpha))) ||
-            (st = want_batch(r, nd, 0, x)) || (st = set_batch_shape(r, nd, out, x->rank, x->dims)))
-            return st;
-        rt_onnx_step *s;
-        if ((st = add_step(r, &s)))
-            return st;
-        s->op = leaky ? RT_ONNX_LEAKY : op[0] == 'R' ? RT_ONNX_RELU : op[0] == 'S' ? RT_ONNX_SIGMOID
-                                                                              : RT_ONNX_TANH;
-        s->alpha = alpha;
-    } else if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) {
-        NEED_IN(1, 1);
-        static const char *const ok[] = {"axis", NULL};
-        int64_t axis;
-        if ((st = only_attrs(r, nd, ok)) ||
-            (st = attr_int(r, nd, "axis", o->opset >= 13 ? -1 : 1, &axis)) ||
-            (st = want_batch(r, nd, 0, x)) || (st = set_batch_shape(r, nd, out, x->rank, x->dims)))
-            return st;
-        long ax = norm_axis(axis, x->rank);
-        if (ax < 1)
-            return node_fail(r, nd, "attribute axis: %" PRId64 " for shape %s: the axis must be "
-                             "past the batch", axis, shape_str(x, sb, sizeof sb));
-        rt_onnx_step *s;
-        if ((st = add_step(r, &s)))
-            return st;
-        s->op = op[0] == 'S' ? RT_ONNX_SOFTMAX : RT_ONNX_LOGSOFTMAX;
-        size_t before = 1, at = 1, after = 1;
-        for (uint32_t d = 1; d < x->rank; d++) {
-            if ((long)d < ax)
-                before *= (size_t)x->dims[d];
-            else if ((long)d == ax)
-                at *= (size_t)x->dims[d];
-            else
-                after *= (size_t)x->dims[d];
-        }
-        if (o->opset < 13) { /* the input coerced to 2-D at axis: one softmax per row */
-            at *= after;
-            after = 1;
-        }
-        s->outer = before;
-        s->axis = at;
-        s->inner = after;
-    } else if (!strcmp(op, "Concat")) {
-        NEED_IN(1, RT_ONNX_MAX_INPUTS);
-        static const char *const ok[] = {"axis", NULL};
-        int64_t axis;
-        if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "axis", INT64_MIN, &axis)))
-            return st;
-        if (axis == INT64_MIN)
-            return node_fail(r, nd, "attribute axis: missing");
-        long ax = norm_axis(axis, x->rank);
-        if (ax < 1)
-            return node_fail(r, nd, "attribute axis: %" PRId64 ": joining along the batch is "
-                             "not run", axis);
-        memcpy(dims, x->dims, sizeof dims);
-        dims[ax] = 0;
-        for (size_t i = 0; i < n_in; i++) {
-            const rt_onnx_val *v = &o->vals[in[i]];
-            if ((st = want_batch(r, nd, i, v)))
-                return st;
-            if (v->rank != x->rank)
-                return node_fail(r, nd, "input %zu \"%.80s\": rank %u, input 0 has %u", i,
-                                 v->name, v->rank, x->rank);
-            for (uint32_t d = 1; d < v->rank; d++)
-                if ((long)d != ax && v->dims[d] != x->dims[d])
-                    return node_fail(r, nd, "input %zu \"%.80s\": shape %s differs beside the "
-                                     "axis", i, v->name, shape_str(v, sb, sizeof sb));
-            dims[ax] += v->dims[ax];
-        }
-        if ((st = set_batch_shape(r, nd, out, x->rank, dims)))
-            return st;
-        rt_onnx_step *s;
-        if ((st = add_step(r, &s)))
-            return st;
-        s->op = RT_ONNX_CONCAT;
-        size_t before = 1;
-        for (long d = 1; d < ax; d++)
-            before *= (size_t)x->dims[d];
-        s->outer = before; /* each input copies row / before values per outer index */
-    } else if (!strcmp(op, "BatchNormalization")) {
-        NEED_IN(5, 5);
-        static const char *const ok[] = {"epsilon", "momentum", "spatial", "training_mode", NULL};
-        int64_t spatial, training;
-        float eps, mom;
-        if ((st = only_attrs(r, nd, ok)) || (st = attr_float(r, nd, "epsilon", 1e-5f, &eps)) ||
-            (st = attr_float(r, nd, "momentum", 0.9f, &mom)) ||
-            (st = attr_int(r, nd, "spatial", 1, &spatial)) ||
-            (st = attr_int(r, nd, "training_mode", 0, &training)))
-            return st;
-        if (training || nd->n_output > 1)
-            return node_fail(r, nd, "training mode (training_mode, or the running statistics "
-                             "as outputs) is not run: export in eval mode");
-        if (spatial != 1)
-            return node_fail(r, nd, "attribute spatial: only 1 is run");
-        if ((st = want_batch(r, nd, 0, x)))
-            return st;
-        if (x->rank < 2)
-            return node_fail(r, nd, "input 0 \"%.80s\": no channel dimension", x->name);
-        size_t c = (size_t)x->dims[1];
-        for (size_t i = 1; i < 5; i++) {
-            const rt_onnx_val *p = &o->vals[in[i]];
-            if ((st = want_const(r, nd, i, p)))
-                return st;
-            if (p->row != c)
-                return node_fail(r, nd, "input %zu \"%.80s\": %zu values for %zu channels", i,
-                                 p->name, p->row, c);
-        }
-        if ((st = set_batch_shape(r, nd, out, x->rank, x->dims)))
-            return st;
-        rt_onnx_step *s;
-        if ((st = add_step(r, &s)))
-            return st;
-        s->op = RT_ONNX_AFFINE;
-        s->outer = c;
-        s->inner = x->row / (c ? c : 1);
-        if (!(s->w = malloc((c ? c : 1) * sizeof(float))) || !(s->b = malloc((c ? c : 1) * sizeof(float))))
-            return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
-        const float *g = o->vals[in[1]].cdata, *bb = o->vals[in[2]].cdata,
-                    *mean = o->vals[in[3]].cdata, *var = o->vals[in[4]].cdata;
-        for (size_t j = 0; j < c; j++) {
-            if ((double)var[j] + (double)eps <= 0)
-                return node_fail(r, nd, "input 4: variance %zu plus epsilon is not positive", j);
-            double sc = (double)g[j] / sqrt((double)var[j] + (double)eps);
-            s->w[j] = (float)sc;
-            s->b[j] = (float)((double)bb[j] - (double)mean[j] * sc);
-        }
-    } else if (!strcmp(op, "Identity") || !strcmp(op, "Dropout") || !strcmp(op, "Cast")) {
-        NEED_IN(1, op[0] == 'D' ? 3 : 1);
-        if (op[0] == 'D') {
-            static const char *const ok[] = {"ratio", "seed", "is_test", NULL};
-            int64_t is_test;
-            if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "is_test", 1, &is_test)))
-                return st;
-            if (n_in > 2) {
-                const rt_onnx_val *t = &o->vals[in[2]];
-                if (!t->idata || t->row != 1 || t->idata[0] != 0)
-                    return node_fail(r, nd, "input 2 \"%.80s\": training_mode must be a "
-                                     "constant false", t->name);
-            }
-            if (nd->n_output > 1 && nd->output[1] && nd->output[1][0])
-                return node_fail(r, nd, "output 1 (the mask) is not computed");
-        } else if (op[0] == 'C') {
-            static const char *const ok[] = {"to", "saturate", NULL};
-            int64_t to;
-            if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "to", 0, &to)))
-                return st;
-            if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !(!x->batch && x->idata &&
-                                                                (to == 6 || to == 7)))
-                return node_fail(r, nd, "attribute to: %" PRId64 ": only a cast to float (1) "
-                                 "is run", to);
-            if (!x->batch && x->idata && to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
-                out->rank = x->rank;
-                memcpy(out->dims, x->dims, sizeof out->dims);
-                out->row = x->row;
-                if (!(out->cdata = malloc((x->row ? x->row : 1) * sizeof(float))))
-                    return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
-                for (size_t k = 0; k < x->row; k++)
-                    out->cdata[k] = (float)x->idata[k];
-                return RT_OK;
-            }
-        } else {
-            static const char *const ok[] = {NULL};
-            if ((st = only_attrs(r, nd, ok)))
-                return st;
-        }
-        st = plan_alias(r, nd, in[0], out, x->rank, x->dims);
-    } else if (!strcmp(op, "Flatten")) {
-        NEED_IN(1, 1);
-        static const char *const ok[] = {"axis", NULL};
-        int64_t axis;
-        if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "axis", 1, &axis)) ||
-            (st = want_batch(r, nd, 0, x)))
-            return st;
-        if (norm_axis(axis, x->rank) != 1)
-            return node_fail(r, nd, "attribute axis: %" PRId64 ": only 1 keeps the batch "
-                             "dimension", axis);
-        dims[0] = 0;
-        dims[1] = (int64_t)x->row;
-        st = plan_alias(r, nd, in[0], out, 2, dims);
-    } else if (!strcmp(op, "Reshape")) {
-        NEED_IN(2, 2);
-        static const char *const ok[] = {"allowzero", NULL};
-        int64_t allowzero;
-        if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "allowzero", 0, &allowzero)))
-            return st;
-        const rt_onnx_val *sv = &o->vals[in[1]];
-        if (!sv->idata || sv->rank != 1 || sv->row < 1 || sv->row > RT_ONNX_MAX_RANK)
-            return node_fail(r, nd, "input 1 \"%.80s\": the shape must be an integer constant "
-                             "of 1 to %u values", sv->name, RT_ONNX_MAX_RANK);
-        uint32_t rank = (uint32_t)sv->row;
-        long infer = -1;
-        size_t known = 1;
-        for (uint32_t d = 0; d < rank; d++) {
-            int64_t s = sv->idata[d];
-            if (s == 0 && !allowzero) {
-                if (d >= x->rank)
-                    return node_fail(r, nd, "input 1: 0 at %u copies no input dimension", d);
-                s = x->dims[d];
-            }
-            if (s == -1) {
-                if (infer >= 0)
-                    return node_fail(r, nd, "input 1: more than one -1");
-                infer = (long)d;
-                dims[d] = -1;
-                continue;
-            }
-            if (s < 0 || (s > 0 && known > RT_ONNX_MAX_ELEMS / (size_t)s))
-                return node_fail(r, nd, "input 1: dimension %u is %" PRId64, d, sv->idata[d]);
-            dims[d] = s;
-            if (d > 0 || !x->batch)
-                known *= (size_t)s;
-        }
-        if (x->batch) {
-            /* the batch must stay the leading dimension: 0 (copied) or -1 with the rest fixed */
-            if (!(sv->idata[0] == 0 && !allowzero) && infer != 0)
-                return node_fail(r, nd, "input 1: the new shape must keep the batch first "
-                                 "(0 or -1 as its first dimension)");
-            if (infer == 0 && known != x->row)
-                return node_fail(r, nd, "input 1: the new shape moves the batch dimension "
-                                 "(its dimensions after the first hold %zu values, an "
-                                 "instance %zu)", known, x->row);
-            if (infer > 0) {
-                if (known == 0 || x->row % known)
-                    return node_fail(r, nd, "input 1: cannot infer dimension %ld from %zu values "
-                                     "per instance", infer, x->row);
-                dims[infer] = (int64_t)(x->row / known);
-            }
-            dims[0] = 0;
-        } else if (infer >= 0) {
-            if (known == 0 || x->row % known)
-                return node_fail(r, nd, "input 1: cannot infer dimension %ld", infer);
-            dims[infer] = (int64_t)(x->row / known);
-        }
-        st = plan_alias(r, nd, in[0], out, rank, dims);
-    } else if (!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) {
-        bool un = op[0] == 'U';
-        NEED_IN(1, 2);
-        static const char *const ok[] = {"axes", NULL};
-        const int64_t *axes;
-        size_t na;
-        if ((st = only_attrs(r, nd, ok)) || (st = axes_of(r, nd, in, n_in, &axes, &na)))
-            return st;
-        bool mark[RT_ONNX_MAX_RANK] = {false};
-        uint32_t rank = un ? x->rank + (uint32_t)na : x->rank;
-        if (un && (na == 0 || rank > RT_ONNX_MAX_RANK))
-            return node_fail(r, nd, "axes: %zu axes for rank %u", na, x->rank);
-        for (size_t i = 0; i < na; i++) {
-            long a = norm_axis(axes[i], rank);
-            if (a < 0 || mark[a])
-                return node_fail(r, nd, "axes: %" PRId64 " is out of range or repeated", axes[i]);
-            if (a == 0 && x->batch)
-                return node_fail(r, nd, "axes: 0 would move the batch dimension");
-            mark[a] = true;
-        }
-        uint32_t w = 0;
-        if (un) {
-            for (uint32_t d = 0, s = 0; d < rank; d++)
-                dims[w++] = mark[d] ? 1 : x->dims[s++];
-        } else {
-            for (uint32_t d = 0; d < x->rank; d++) {
-                bool drop = na ? mark[d] : (x->dims[d] == 1 && !(d == 0 && x->batch));
-                if (na && mark[d] && x->dims[d] != 1)
-                    return node_fail(r, nd, "axes: dimension %u is %" PRId64 ", not 1", d,
-                                     x->dims[d]);
-                if (!drop)
-                    dims[w++] = x->dims[d];
-            }
-        }
-        if (w == 0) { /* a scalar constant */
-            dims[0] = 1;
-            w = x->batch ? 1 : 0;
-        }
-        st = plan_alias(r, nd, in[0], out, w, dims);
-    } else if (ml && (!strcmp(op, "Scaler") || !strcmp(op, "LinearRegressor"))) {
-        NEED_IN(1, 1);
-        bool lin = op[0] == 'L';
-        static const char *const ok_s[] = {"offset", "scale", NULL},
-                                 *const ok_l[] = {"coefficients", "intercepts", "targets",
-                                                  "post_transform", NULL};
-        if ((st = only_attrs(r, nd, lin ? ok_l : ok_s)) || (st = want_batch(r, nd, 0, x)))
-            return st;
-        if (x->rank != 2)
-            return node_fail(r, nd, "input 0 \"%.80s\": shape %s: a [N, C] input is needed",
-                             x->name, shape_str(x, sb, sizeof sb));
-        size_t c = (size_t)x->dims[1];
-        rt_onnx_step *s;
-        if (!lin) {
-            const float *off, *sc;
-            size_t n_off, n_sc;
-            if ((st = attr_floats(r, nd, "offset", &off, &n_off)) ||
-                (st = attr_floats(r, nd, "scale", &sc, &n_sc)))
-                return st;
-            if ((n_off != 1 && n_off != c) || (n_sc != 1 && n_sc != c))
-                return node_fail(r, nd, "attributes offset and scale: %zu and %zu values for %zu "
-                                 "columns (1 or %zu each)", n_off, n_sc, c, c);
-            if ((st = set_batch_shape(r, nd, out, 2, x->dims)) || (st = add_step(r, &s)))
-                return st;
-            s->op = RT_ONNX_SCALER;
-            if (!(s->w = malloc(c * sizeof(float))) || !(s->b = malloc(c * sizeof(float))))
-                return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
-            for (size_t j = 0; j < c; j++) {
-                s->w[j] = off[n_off == 1 ? 0 : j];
-                s->b[j] = sc[n_sc == 1 ? 0 : j];
-            }
-        } else {
-            const float *co, *ic;
-            size_t n_co, n_ic;
-            int64_t targets;
-            if ((st = attr_floats(r, nd, "coefficients", &co, &n_co)) ||
-                (st = attr_floats(r, nd, "intercepts", &ic, &n_ic)) ||
-                (st = attr_int(r, nd, "targets", 1, &targets)) ||
-                (st = attr_string_is(r, nd, "post_transform", "NONE")))
-                return st;
-            if (targets < 1 || (size_t)targets > RT_ONNX_MAX_ROW / (c ? c : 1) ||
-                n_co != (size_t)targets * c || (n_ic != 0 && n_ic != (size_t)targets))
-                return node_fail(r, nd, "attributes coefficients and intercepts: %zu and %zu "
-                                 "values for %" PRId64 " targets of %zu columns", n_co, n_ic,
-                                 targets, c);
-            size_t m = (size_t)targets;
-            int64_t dims2[2] = {0, targets};
-            if ((st = set_batch_shape(r, nd, out, 2, dims2)) || (st = add_step(r, &s)))
-                return st;
-            s->op = RT_ONNX_DENSE;
-            s->k = c;
-            s->m = m;
-            if (!(s->w = malloc((c * m != 0 ? c * m : 1) * sizeof(float))) ||
-                !(s->b = calloc(m, sizeof(float))))
-                return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
-            for (size_t t = 0; t < m; t++) { /* coefficients are [targets x C]: W = its transpose */
-                for (size_t j = 0; j < c; j++)
-                    s->w[j * m + t] = co[t * c + j];
-                s->b[t] = n_ic ? ic[t] : 0.0f;
-            }
-        }
-    } else {
+    plan_fn *plan = NULL;
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0] && !plan; i++)
+        if (strcmp(op, plans[i].op) == 0 && (!plans[i].ml || ml))
+            plan = plans[i].plan;
+    if (!plan)
         return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator %.60s%s%.60s "
                           "is not supported (docs/models-from-elsewhere.md lists those that are)",
                           r->file, nname(nd), nd->domain && nd->domain[0] ? nd->domain : "",
                           nd->domain && nd->domain[0] ? "." : "", op);
-    }
-#undef NEED_IN
+    rt_status st = plan(r, nd, op, in, n_in, &o->vals[outi]);
     if (st)
         return st;
     if (o->n_steps > first_step) {
@@ -997,7 +1160,7 @@ static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, siz
         s->n_in = n_in;
         memcpy(s->in, in, n_in * sizeof *in);
         s->out = outi;
-        out->producer = (long)(o->n_steps - 1);
+        o->vals[outi].producer = (long)(o->n_steps - 1);
     }
     return RT_OK;
 }
