@@ -433,6 +433,32 @@ static size_t keep_subset(double *x, double *y, size_t n, size_t d, size_t cap)
     return m;
 }
 
+/* Fits gp to the n points x, y (d dimensions): on all of them up to FIT_MAX;
+ * past that the hyperparameters from FIT_SUB of the points and the posterior
+ * from all n of them. */
+static rt_status fit_gp(tun_gp *gp, double *x, double *y, size_t n, size_t d, rt_err *err)
+{
+    if (n <= FIT_MAX)
+        return tun_gp_fit(gp, x, y, n, d, NULL, err);
+    tun_gp gpl = {0};
+    rt_status st;
+    double *xf = malloc(n * d * sizeof *xf), *yf = malloc(n * sizeof *yf);
+    size_t nf = xf && yf ? n : 0;
+    if (nf) {
+        memcpy(xf, x, n * d * sizeof *x);
+        memcpy(yf, y, n * sizeof *y);
+        nf = keep_subset(xf, yf, n, d, FIT_SUB);
+    }
+    if (!nf || nf == SIZE_MAX)
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    else if (!(st = tun_gp_fit(&gpl, xf, yf, nf, d, NULL, err)))
+        st = tun_gp_fit(gp, x, y, n, d, &gpl, err);
+    free(xf);
+    free(yf);
+    tun_gp_free(&gpl);
+    return st;
+}
+
 static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_t n_pts,
                        double *out, rt_err *err)
 {
@@ -469,29 +495,8 @@ static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if (n <= FIT_MAX) {
-        if ((st = tun_gp_fit(&gp, x, y, n, d, NULL, err)))
-            goto out;
-    } else {
-        /* the hyperparameters from FIT_SUB of the points, the posterior from
-         * all n of them */
-        double *xf = malloc(n * d * sizeof *xf), *yf = malloc(n * sizeof *yf);
-        size_t nf = xf && yf ? n : 0;
-        if (nf) {
-            memcpy(xf, x, n * d * sizeof *x);
-            memcpy(yf, y, n * sizeof *y);
-            nf = keep_subset(xf, yf, n, d, FIT_SUB);
-        }
-        if (!nf || nf == SIZE_MAX)
-            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        else if (!(st = tun_gp_fit(&gpl, xf, yf, nf, d, NULL, err)))
-            st = tun_gp_fit(&gp, x, y, n, d, &gpl, err);
-        free(xf);
-        free(yf);
-        tun_gp_free(&gpl);
-        if (st)
-            goto out;
-    }
+    if ((st = fit_gp(&gp, x, y, n, d, err)))
+        goto out;
     const tun_gp *model = &gp;
     if (n_done < n_pts) {
         /* kriging believer: each pending trial "returned" the GP's mean at
