@@ -20,7 +20,7 @@
  * computed in double for each call (units square roots: nothing next to the
  * product; not folded into the next layer's kernel, which would need a copy
  * of it and round differently from the trainer's evaluation).
- * Activations stay in the rt_workspace for the trainer's backprop.
+ * Activations stay in the rt_workspace (rt_workspace.c) for the trainer's backprop.
  *
  * Batch invariance: the linear part, batch normalization, the activations
  * and the trees work row by row and rt_dense_rows computes each row on its
@@ -37,95 +37,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* One stored activation matrix (n x width). */
-typedef struct ws_mat {
-    float *data;
-    size_t cap;   /* floats allocated */
-    size_t width;
-} ws_mat;
-
-struct rt_workspace {
-    ws_mat *mats;    /* [n_mats]: 0 = DNN input, 1..H hidden, H+1 DNN logits */
-    size_t n_mats;
-    size_t mats_cap;
-    size_t n;        /* batch size of the last call */
-    size_t used;     /* matrices valid after the last call */
-    const float *in; /* the last call's DNN input (f->dnn_input, not copied:
-                        layer 0), or NULL (mats[0] then) */
-    size_t in_width;
-    float *bn;       /* batch normalization's scale and shift, 2 x units */
-    size_t bn_cap;
-};
-
-rt_workspace *rt_workspace_new(void)
-{
-    return calloc(1, sizeof(rt_workspace));
-}
-
-void rt_workspace_free(rt_workspace *ws)
-{
-    if (!ws)
-        return;
-    for (size_t i = 0; i < ws->mats_cap; i++)
-        free(ws->mats[i].data);
-    free(ws->mats);
-    free(ws->bn);
-    free(ws);
-}
-
-const float *rt_workspace_layer(const rt_workspace *ws, size_t k, size_t *width)
-{
-    if (!ws || k >= ws->used) {
-        if (width)
-            *width = 0;
-        return NULL;
-    }
-    if (k == 0 && ws->in) {
-        if (width)
-            *width = ws->in_width;
-        return ws->in;
-    }
-    if (width)
-        *width = ws->mats[k].width;
-    return ws->mats[k].data;
-}
-
-/* Makes room for `count` matrices; the old ones are kept. */
-static rt_status ws_reserve_mats(rt_workspace *ws, size_t count)
-{
-    if (count <= ws->mats_cap)
-        return RT_OK;
-    ws_mat *m = realloc(ws->mats, count * sizeof *m);
-    if (!m)
-        return RT_ERR_NOMEM;
-    for (size_t i = ws->mats_cap; i < count; i++) {
-        m[i].data = NULL;
-        m[i].cap = 0;
-        m[i].width = 0;
-    }
-    ws->mats = m;
-    ws->mats_cap = count;
-    return RT_OK;
-}
-
-/* Sizes matrix k to n x width (contents undefined). */
-static rt_status ws_mat_size(rt_workspace *ws, size_t k, size_t n, size_t width)
-{
-    ws_mat *m = &ws->mats[k];
-    if (width != 0 && n > SIZE_MAX / sizeof(float) / width)
-        return RT_ERR_LIMIT;
-    size_t need = n * width;
-    if (need > m->cap) {
-        float *p = realloc(m->data, (need ? need : 1) * sizeof(float));
-        if (!p)
-            return RT_ERR_NOMEM;
-        m->data = p;
-        m->cap = need;
-    }
-    m->width = width;
-    return RT_OK;
-}
 
 /* Adds the weight rows of ids[offsets[i]..offsets[i+1]) to logits row i,
  * each times its id's weight when the ids have weights (prune: only the
@@ -258,7 +169,7 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
     if (g->layers[0].in != g->dnn_dim || g->layers[g->n_layers - 1].out != ld)
         return rt_err_set(err, RT_ERR_INVALID, "DNN layers do not match the input (%zu) "
                           "or logits (%zu) dimension", g->dnn_dim, ld);
-    if ((st = ws_reserve_mats(ws, g->n_layers + 1)) != RT_OK)
+    if ((st = rt_workspace_reserve(ws, g->n_layers + 1)) != RT_OK)
         return rt_err_set(err, st, "DNN workspace: out of memory");
     /* layer 0 reads the features' DNN input where it is (no copy) */
     ws->in = f->dnn_input;
@@ -270,7 +181,7 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
                               "layer has %zu units", l, L->in, g->layers[l - 1].out);
         if (!L->kernel || !L->bias)
             return rt_err_set(err, RT_ERR_INVALID, "DNN layer %zu has no weights", l);
-        if ((st = ws_mat_size(ws, l + 1, n, L->out)) != RT_OK)
+        if ((st = rt_workspace_mat_size(ws, l + 1, n, L->out)) != RT_OK)
             return rt_err_set(err, st, "DNN workspace: %zu x %zu too large", n, L->out);
         const float *x = l ? ws->mats[l].data : f->dnn_input;
         rt_dense_rows(x, n, L->in, L->kernel, L->bias, L->out, ws->mats[l + 1].data);
@@ -299,14 +210,14 @@ static rt_status forward_nodes(const rt_graph *g, const rt_features *f, rt_works
     if (g->n_dnn && (!f->dnn_input || f->dnn_dim != g->dnn_dim))
         return rt_err_set(err, RT_ERR_INVALID, "DNN input: expected %zu values per instance",
                           g->dnn_dim);
-    if ((st = ws_reserve_mats(ws, 2 * g->n_nodes)) != RT_OK)
+    if ((st = rt_workspace_reserve(ws, 2 * g->n_nodes)) != RT_OK)
         return rt_err_set(err, st, "graph workspace: out of memory");
     for (size_t k = 0; k < g->n_nodes; k++) {
         const rt_gnode *gn = &g->nodes[k];
         size_t w = gn->op.out;
         bool dense = gn->op.kind == PREDICTD__NODE_KIND__NODE_DENSE;
-        if ((st = ws_mat_size(ws, 2 * k, n, w)) != RT_OK ||
-            (st = ws_mat_size(ws, 2 * k + 1, n, dense ? w : 0)) != RT_OK)
+        if ((st = rt_workspace_mat_size(ws, 2 * k, n, w)) != RT_OK ||
+            (st = rt_workspace_mat_size(ws, 2 * k + 1, n, dense ? w : 0)) != RT_OK)
             return rt_err_set(err, st, "graph workspace: %zu x %zu too large", n, w);
         float *y = ws->mats[2 * k].data;
         switch (gn->op.kind) {
@@ -340,30 +251,6 @@ static rt_status forward_nodes(const rt_graph *g, const rt_features *f, rt_works
     return RT_OK;
 }
 
-const float *rt_workspace_node(const rt_workspace *ws, size_t k, const float **pre,
-                               size_t *width)
-{
-    if (pre)
-        *pre = NULL;
-    if (!ws || 2 * k >= ws->used) {
-        if (width)
-            *width = 0;
-        return NULL;
-    }
-    if (pre && ws->mats[2 * k + 1].width) /* dense nodes only */
-        *pre = ws->mats[2 * k + 1].data;
-    if (width)
-        *width = ws->mats[2 * k].width;
-    return ws->mats[2 * k].data;
-}
-
-float *rt_workspace_scratch(rt_workspace *ws, size_t k, size_t n, size_t width)
-{
-    if (ws_reserve_mats(ws, k + 1) != RT_OK || ws_mat_size(ws, k, n, width) != RT_OK)
-        return NULL;
-    return ws->mats[k].data;
-}
-
 rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
                      rt_err *err)
 {
@@ -388,9 +275,9 @@ rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, 
     if (g->trees) {
         /* Trees replace the linear and DNN parts; matrix 0 is their scratch. */
         size_t w = rt_trees_gather_width(g->trees);
-        rt_status st = ws_reserve_mats(ws, 1);
+        rt_status st = rt_workspace_reserve(ws, 1);
         if (st == RT_OK)
-            st = ws_mat_size(ws, 0, n, w);
+            st = rt_workspace_mat_size(ws, 0, n, w);
         if (st == RT_OK)
             st = rt_trees_forward(g, f, ws->mats[0].data, logits, err);
         else

@@ -376,6 +376,33 @@ RT_WUR rt_status rt_xgb_json_numbers(const char *file, const struct cJSON *obj, 
  * forward pass that is not the DNN's (rt_onnx_run.c). NULL: out of memory. */
 float *rt_workspace_scratch(rt_workspace *ws, size_t k, size_t n, size_t width);
 
+/* The workspace behind rt_workspace (rt_workspace.c); rt_forward.c and the
+ * executors fill its matrices. One stored activation matrix (n x width). */
+typedef struct ws_mat {
+    float *data;
+    size_t cap;   /* floats allocated */
+    size_t width;
+} ws_mat;
+
+struct rt_workspace {
+    ws_mat *mats;    /* [n_mats]: 0 = DNN input, 1..H hidden, H+1 DNN logits */
+    size_t n_mats;
+    size_t mats_cap;
+    size_t n;        /* batch size of the last call */
+    size_t used;     /* matrices valid after the last call */
+    const float *in; /* the last call's DNN input (f->dnn_input, not copied:
+                        layer 0), or NULL (mats[0] then) */
+    size_t in_width;
+    float *bn;       /* batch normalization's scale and shift, 2 x units */
+    size_t bn_cap;
+};
+
+/* Makes room for `count` matrices; the old ones are kept. RT_ERR_NOMEM. */
+RT_WUR rt_status rt_workspace_reserve(rt_workspace *ws, size_t count);
+/* Sizes matrix k (< the count reserved) to n x width, contents undefined.
+ * RT_ERR_LIMIT when n x width floats overflow, RT_ERR_NOMEM. */
+RT_WUR rt_status rt_workspace_mat_size(rt_workspace *ws, size_t k, size_t n, size_t width);
+
 #define RT_ONNX_MAX_RANK 8
 
 /* A value of an ONNX graph: a constant (initializer, Constant node), or a

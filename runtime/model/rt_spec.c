@@ -374,7 +374,12 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
         st = rt_cfg_fail(err, "", "estimator", "missing (required)");
         goto out;
     }
-    if ((st = spec_parse_estimator(&s, est)))
+    /* the custom estimator (rt_spec_custom.c) or a canned one (rt_spec_graph.c) */
+    const char *type = NULL;
+    bool custom = cJSON_IsObject(est) &&
+                  rt_cfg_str(est, "estimator", "type", 0, &type, NULL) == RT_OK && type &&
+                  strcmp(type, "Estimator") == 0;
+    if ((st = custom ? spec_parse_custom(&s, est) : spec_parse_estimator(&s, est)))
         goto out;
     if ((st = spec_build_signatures(&s)))
         goto out;

@@ -702,10 +702,20 @@ static rt_status collect(cgraph *g, const cJSON *arr, const char *key)
 
 rt_status spec_parse_custom(spec_ctx *s, const cJSON *est)
 {
+    static const char *const ckeys[] = {"type", "model", "weight_column", "loss_reduction",
+                                        "linear_optimizer", "dnn_optimizer", NULL};
     static const char *const keys[] = {"inputs", "layers", "heads", NULL};
     rt_err *err = s->err;
+    Predictd__Graph *cg = s->def->graph;
+    rt_status st = rt_cfg_check_keys(est, "estimator", ckeys, NULL, err);
+    if (st)
+        return st;
+    if (cg->estimator != protobuf_c_empty_string)
+        free(cg->estimator);
+    if (!(cg->estimator = spec_strndup("Estimator", strlen("Estimator"))))
+        return NOMEM(err);
     const cJSON *model = NULL, *inputs = NULL, *layers = NULL;
-    rt_status st = rt_cfg_object(est, "estimator", "model", RT_CFG_REQUIRED, &model, err);
+    st = rt_cfg_object(est, "estimator", "model", RT_CFG_REQUIRED, &model, err);
     if (st || (st = rt_cfg_check_keys(model, "estimator.model", keys, NULL, err)) ||
         (st = rt_cfg_array(model, "estimator.model", "inputs", RT_CFG_REQUIRED, &inputs, err)) ||
         (st = rt_cfg_array(model, "estimator.model", "layers", 0, &layers, err)))

@@ -489,18 +489,6 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
     rt_status st = rt_cfg_str(est, "estimator", "type", RT_CFG_REQUIRED, &type, err);
     if (st)
         return st;
-    if (strcmp(type, "Estimator") == 0) { /* the custom estimator: rt_spec_custom.c */
-        static const char *const ckeys[] = {"type", "model", "weight_column", "loss_reduction",
-                                            "linear_optimizer", "dnn_optimizer", NULL};
-        Predictd__Graph *cg = s->def->graph;
-        if ((st = rt_cfg_check_keys(est, "estimator", ckeys, NULL, err)))
-            return st;
-        if (cg->estimator != protobuf_c_empty_string)
-            free(cg->estimator);
-        if (!(cg->estimator = spec_strndup(type, strlen(type))))
-            return NOMEM(err);
-        return spec_parse_custom(s, est);
-    }
     const est_kind *k = NULL;
     for (size_t i = 0; i < sizeof est_kinds / sizeof est_kinds[0]; i++)
         if (strcmp(est_kinds[i].name, type) == 0)

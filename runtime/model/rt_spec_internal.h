@@ -61,7 +61,8 @@ uint64_t spec_fc_dense_width(const Predictd__ModelDef *def, long i);
 
 /* ---- rt_spec_graph.c */
 
-/* rt_spec_graph.c: "estimator" -> head and graph (tensor names). */
+/* rt_spec_graph.c: "estimator" of a canned type (or none, or a wrong one:
+ * refused naming it) -> head and graph (tensor names). */
 rt_status spec_parse_estimator(spec_ctx *s, const struct cJSON *est);
 /* rt_spec_graph.c: the signatures TensorFlow's canned estimators export. */
 rt_status spec_build_signatures(spec_ctx *s);
@@ -73,7 +74,8 @@ rt_status spec_build_embeddings(spec_ctx *s);
 
 /* ---- rt_spec_custom.c */
 
-/* "estimator" of type "Estimator" (est, keys checked there) -> the graph's
+/* "estimator" of type "Estimator" (rt_spec.c tells it from the canned
+ * types; its keys are checked here) -> the graph's
  * nodes and heads, def->head and logits_dimension; every refusal names the
  * field's path (estimator.model.layers[2].units). */
 rt_status spec_parse_custom(spec_ctx *s, const struct cJSON *est);
