@@ -108,7 +108,13 @@ static void missing(int64_t seq, char *out, size_t cap)
     int n = 0;
     out[0] = '\0';
     for (int r = 1; r < S.size; r++) {
-        if (S.heard[r] >= seq) /* waits in seq, or passed it (a gather) */
+        /* waits in seq, or passed it (a gather); or waits in the collective
+         * before seq, which rank 0 has left but r has not: r is held up by a
+         * rank that has not finished that one (a ring's or a reduction's
+         * later step needs it), it does not hold anyone up itself. A rank
+         * stopped right after such a wait would go unnamed here; the rank
+         * that held it up is named. */
+        if (S.heard[r] >= seq - 1)
             continue;
         if (++n <= 16 && len < cap)
             len += (size_t)snprintf(out + len, cap - len, "%s%d", n > 1 ? ", " : "", r);
