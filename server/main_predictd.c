@@ -134,7 +134,8 @@ static void reload(daemon_t *d, const char *why)
     /* Remember the file state first: a broken file is not re-read until it
      * changes again. */
     struct stat before;
-    bool have = stat(d->args.values.model_config_file, &before) == 0;
+    bool have = d->args.values.model_config_file && /* none: --model_repository */
+                stat(d->args.values.model_config_file, &before) == 0;
     d->cfg_fp = cfg_fingerprint(d);
     rt_status st = srv_config_build(&d->args, &c, &err);
     if (st == RT_OK)

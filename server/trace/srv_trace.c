@@ -11,6 +11,7 @@
 #include "srv_trace.h"
 
 #include <errno.h>
+#include <math.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
@@ -449,7 +450,8 @@ rt_status srv_tracer_new(const char *endpoint, double rate, srv_tracer **out, rt
         strcpy(t->port, "80");
     strcpy(t->path, slash ? slash : "/");
     t->all = rate >= 1;
-    t->threshold = rate <= 0 ? 0 : (uint64_t)(rate * 18446744073709551615.0);
+    /* rate 1 is every trace id (t->all); below it rate x 2^64 < 2^64 fits */
+    t->threshold = rate <= 0 ? 0 : rate >= 1 ? UINT64_MAX : (uint64_t)ldexp(rate, 64);
     t->mono_to_unix = unix_ns() - rt_now_ns();
     pthread_mutex_init(&t->mu, NULL);
     pthread_condattr_t ca;
