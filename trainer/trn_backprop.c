@@ -259,12 +259,9 @@ static rt_status train_scratch(trn_model *m, size_t n, rt_err *err)
  * (biased variance, as tf.layers.BatchNormalization in training), keeping
  * the normalized values and 1/std for backprop; moves the moving statistics
  * by the layer's momentum when update. */
-static void bn_train(trn_model *m, const dnn_layer *D, size_t l, float *x, size_t n, int update)
+void trn_bn_train(const trn_bn *b, const float *x, float *y, float *xh, float *istd, size_t n,
+                  size_t w, int update)
 {
-    size_t w = D->out;
-    const float *gamma = m->p[D->bn_gamma].data, *beta = m->p[D->bn_beta].data;
-    float *mm = m->p[D->bn_mean].data, *mv = m->p[D->bn_var].data;
-    float *xh = m->bn_xhat[l], *istd = m->bn_istd[l];
     for (size_t j = 0; j < w; j++) {
         double mean = 0, var = 0;
         for (size_t i = 0; i < n; i++)
@@ -275,19 +272,26 @@ static void bn_train(trn_model *m, const dnn_layer *D, size_t l, float *x, size_
             var += e * e;
         }
         var /= (double)n;
-        double is = 1.0 / sqrt(var + (double)D->bn_eps);
+        double is = 1.0 / sqrt(var + (double)b->eps);
         istd[j] = (float)is;
         for (size_t i = 0; i < n; i++) {
             float h = (float)((x[i * w + j] - mean) * is);
             xh[i * w + j] = h;
-            x[i * w + j] = gamma[j] * h + beta[j];
+            y[i * w + j] = b->gamma[j] * h + b->beta[j];
         }
         if (update) {
-            double mo = D->bn_momentum;
-            mm[j] = (float)(mm[j] * mo + mean * (1.0 - mo));
-            mv[j] = (float)(mv[j] * mo + var * (1.0 - mo));
+            double mo = b->momentum;
+            b->mean[j] = (float)(b->mean[j] * mo + mean * (1.0 - mo));
+            b->var[j] = (float)(b->var[j] * mo + var * (1.0 - mo));
         }
     }
+}
+
+static void bn_train(trn_model *m, const dnn_layer *D, size_t l, float *x, size_t n, int update)
+{
+    trn_bn b = {m->p[D->bn_gamma].data, m->p[D->bn_beta].data, m->p[D->bn_mean].data,
+                m->p[D->bn_var].data, D->bn_eps, D->bn_momentum};
+    trn_bn_train(&b, x, x, m->bn_xhat[l], m->bn_istd[l], n, D->out, update);
 }
 
 rt_status trn_dropout_forward(trn_model *m, size_t n, int update_moving, rt_err *err)

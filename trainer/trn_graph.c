@@ -166,31 +166,9 @@ static rt_status node_scratch(trn_model *m, size_t n, rt_err *err)
 static void bn_train(trn_model *m, const trn_node_par *q, const float *x, float *y, float *xh,
                      float *istd, size_t n, size_t w, int update)
 {
-    const float *gamma = m->p[q->gamma].data, *beta = m->p[q->beta].data;
-    float *mm = m->p[q->mean].data, *mv = m->p[q->var].data;
-    for (size_t j = 0; j < w; j++) {
-        double mean = 0, var = 0;
-        for (size_t i = 0; i < n; i++)
-            mean += x[i * w + j];
-        mean /= (double)n;
-        for (size_t i = 0; i < n; i++) {
-            double e = x[i * w + j] - mean;
-            var += e * e;
-        }
-        var /= (double)n;
-        double is = 1.0 / sqrt(var + (double)q->eps);
-        istd[j] = (float)is;
-        for (size_t i = 0; i < n; i++) {
-            float h = (float)((x[i * w + j] - mean) * is);
-            xh[i * w + j] = h;
-            y[i * w + j] = gamma[j] * h + beta[j];
-        }
-        if (update) {
-            double mo = q->momentum;
-            mm[j] = (float)(mm[j] * mo + mean * (1.0 - mo));
-            mv[j] = (float)(mv[j] * mo + var * (1.0 - mo));
-        }
-    }
+    trn_bn b = {m->p[q->gamma].data, m->p[q->beta].data, m->p[q->mean].data,
+                m->p[q->var].data, q->eps, q->momentum};
+    trn_bn_train(&b, x, y, xh, istd, n, w, update);
 }
 
 /* Backprop through a batch_norm node trained with the batch's statistics:

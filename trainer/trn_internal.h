@@ -203,6 +203,20 @@ size_t trn_optim_slots(const trn_optimizer *o, float init[TRN_OPT_SLOTS_MAX]);
  * forward pass over m->f (trn_backprop.c). */
 rt_status trn_backprop(trn_model *m, size_t n, rt_err *err);
 
+/* A batch normalization's parameters and moving statistics. */
+typedef struct trn_bn {
+    const float *gamma, *beta;
+    float *mean, *var;   /* moving statistics, moved when trn_bn_train updates */
+    float eps, momentum;
+} trn_bn;
+/* Batch normalization in training (trn_backprop.c): each of the w columns of
+ * x (n x w) normalized with its batch mean and variance (in double) into xh,
+ * y = gamma xh + beta (y may be x), 1/std into istd; the moving statistics
+ * move when update. The canned DNN's layers and the custom graph's nodes
+ * both run it, so their bits agree. */
+void trn_bn_train(const trn_bn *b, const float *x, float *y, float *xh, float *istd, size_t n,
+                  size_t w, int update);
+
 /* Replaces the DNN part of m->logits by the training forward pass: dropout
  * masks (new ones unless m->drop_reuse) and batch normalization with the
  * batch's statistics, keeping the activations for backprop; a no-op for a
