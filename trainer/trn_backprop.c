@@ -255,38 +255,6 @@ static rt_status train_scratch(trn_model *m, size_t n, rt_err *err)
     return RT_OK;
 }
 
-/* Batch normalization of x (n x w) in place with the batch's statistics
- * (biased variance, as tf.layers.BatchNormalization in training), keeping
- * the normalized values and 1/std for backprop; moves the moving statistics
- * by the layer's momentum when update. */
-void trn_bn_train(const trn_bn *b, const float *x, float *y, float *xh, float *istd, size_t n,
-                  size_t w, int update)
-{
-    for (size_t j = 0; j < w; j++) {
-        double mean = 0, var = 0;
-        for (size_t i = 0; i < n; i++)
-            mean += x[i * w + j];
-        mean /= (double)n;
-        for (size_t i = 0; i < n; i++) {
-            double e = x[i * w + j] - mean;
-            var += e * e;
-        }
-        var /= (double)n;
-        double is = 1.0 / sqrt(var + (double)b->eps);
-        istd[j] = (float)is;
-        for (size_t i = 0; i < n; i++) {
-            float h = (float)((x[i * w + j] - mean) * is);
-            xh[i * w + j] = h;
-            y[i * w + j] = b->gamma[j] * h + b->beta[j];
-        }
-        if (update) {
-            double mo = b->momentum;
-            b->mean[j] = (float)(b->mean[j] * mo + mean * (1.0 - mo));
-            b->var[j] = (float)(b->var[j] * mo + var * (1.0 - mo));
-        }
-    }
-}
-
 static void bn_train(trn_model *m, const dnn_layer *D, size_t l, float *x, size_t n, int update)
 {
     trn_bn b = {m->p[D->bn_gamma].data, m->p[D->bn_beta].data, m->p[D->bn_mean].data,
