@@ -243,8 +243,10 @@ static rt_status build_nodes(reader *r, const Onnx__NodeProto *nd, const attrs *
 }
 
 /* One root per tree id; every node reached from its root (stack: n slots). */
+#define REACHED 0x80000000u /* a mark in parents[]: the walk from the root came here */
+
 static rt_status check_trees(reader *r, const Onnx__NodeProto *nd, const attrs *a,
-                             struct rt_onnx_trees *t, const key *keys, const uint32_t *parents,
+                             struct rt_onnx_trees *t, const key *keys, uint32_t *parents,
                              uint32_t *stack)
 {
     size_t n = a->n, reached = 0;
@@ -267,7 +269,9 @@ static rt_status check_trees(reader *r, const Onnx__NodeProto *nd, const attrs *
         size_t sp = 0;
         stack[sp++] = (uint32_t)root;
         while (sp) {
-            const tnode *x = &t->nodes[stack[--sp]];
+            uint32_t k = stack[--sp];
+            const tnode *x = &t->nodes[k];
+            parents[k] |= REACHED;
             reached++;
             if (x->mode != M_LEAF) {
                 stack[sp++] = x->t;
@@ -276,9 +280,11 @@ static rt_status check_trees(reader *r, const Onnx__NodeProto *nd, const attrs *
         }
         i = j;
     }
-    if (reached != n)
-        return rt_onnx_plan_fail(r, nd, "%zu of %zu nodes are not reached from their tree's "
-                                 "root (on a cycle)", n - reached, n);
+    for (size_t i = 0; i < n && reached != n; i++)
+        if (!(parents[i] & REACHED))
+            return rt_onnx_plan_fail(r, nd, "tree %" PRId64 " node %" PRId64 ": not reached "
+                                     "from the tree's root (on a cycle; %zu of %zu nodes are "
+                                     "not reached)", a->treeids[i], a->nodeids[i], n - reached, n);
     return RT_OK;
 }
 
