@@ -246,6 +246,59 @@ static rt_status add_col(cJSON *cols, cJSON *fcs, cJSON *names, const char *name
     return RT_OK;
 }
 
+/* A tree ensemble or an Imputer of NaN reads NaN as a missing value: an
+ * absent feature is NaN (ONNX Runtime's missing value) instead of an error.
+ * false: out of memory. */
+static bool nan_defaults(const rt_onnx *o, Predictd__ModelDef *def)
+{
+    bool nan_missing = false;
+    for (size_t k = 0; k < o->n_steps; k++)
+        nan_missing |= o->steps[k].op == RT_ONNX_TREES ||
+                       (o->steps[k].op == RT_ONNX_IMPUTER && isnan(o->steps[k].alpha));
+    for (size_t c = 0; nan_missing && c < def->n_feature_columns; c++) {
+        Predictd__FeatureColumn *fc = def->feature_columns[c];
+        size_t w = fc->shape ? fc->shape : 1;
+        if (fc->n_default_value)
+            continue;
+        if (!(fc->default_value = malloc(w * sizeof(float))))
+            return false;
+        for (size_t k = 0; k < w; k++)
+            fc->default_value[k] = NAN;
+        fc->n_default_value = w;
+    }
+    return true;
+}
+
+/* Who wrote it: "pytorch 1.13.0 (ONNX opset 13)" (predict-model show).
+ * false: out of memory. */
+static bool set_producer(const rt_onnx *o, Predictd__ModelDef *def)
+{
+    Predictd__TrainingInfo *ti = def->training;
+    if (!ti && (ti = malloc(sizeof *ti)) != NULL) {
+        predictd__training_info__init(ti);
+        def->training = ti;
+    }
+    char prod[256];
+    const Onnx__ModelProto *mp = o->proto;
+    snprintf(prod, sizeof prod, "%.100s%s%.60s (ONNX opset %lld)",
+             mp->producer_name && mp->producer_name[0] ? mp->producer_name : "an ONNX exporter",
+             mp->producer_version && mp->producer_version[0] ? " " : "",
+             mp->producer_version ? mp->producer_version : "", (long long)o->opset);
+    return ti && (ti->producer = strdup(prod)) != NULL;
+}
+
+/* A label value's names as a JSON array (NULL: out of memory). */
+static cJSON *label_names(const rt_onnx_val *lv)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t k = 0; a && k < lv->n_names; k++)
+        if (!cJSON_AddItemToArray(a, cJSON_CreateString(lv->names[k]))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    return a;
+}
+
 rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t serving_len,
                               Predictd__ModelDef **out, rt_err *err)
 {
@@ -273,15 +326,9 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
                             o->n_classes ? "" : " (its one output is not a softmax)");
     }
     cJSON *ml_names = NULL; /* an ai.onnx.ml classifier's labels, as the classes */
-    if (!st && !classes && o->ml_probs && o->ml_label != SIZE_MAX) {
-        const rt_onnx_val *lv = &o->vals[o->ml_label];
-        if (!(ml_names = cJSON_CreateArray()))
-            st = NOMEM(err);
-        for (size_t k = 0; k < lv->n_names && !st; k++)
-            if (!cJSON_AddItemToArray(ml_names, cJSON_CreateString(lv->names[k])))
-                st = NOMEM(err);
-        classes = ml_names;
-    }
+    if (!st && !classes && o->ml_probs && o->ml_label != SIZE_MAX &&
+        !(classes = ml_names = label_names(&o->vals[o->ml_label])))
+        st = NOMEM(err);
     cJSON *cols = cJSON_AddArrayToObject(spec, "columns"),
           *fcs = cJSON_AddArrayToObject(spec, "feature_columns"),
           *est = cJSON_AddObjectToObject(spec, "estimator"),
@@ -371,36 +418,11 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
     }
     /* a tree ensemble or an Imputer reads NaN as a missing value: an absent
      * feature is NaN (ONNX Runtime's missing value) instead of an error */
-    bool nan_missing = false;
-    for (size_t k = 0; k < o->n_steps; k++)
-        nan_missing |= o->steps[k].op == RT_ONNX_TREES ||
-                       (o->steps[k].op == RT_ONNX_IMPUTER && isnan(o->steps[k].alpha));
-    for (size_t c = 0; nan_missing && c < def->n_feature_columns; c++) {
-        Predictd__FeatureColumn *fc = def->feature_columns[c];
-        size_t w = fc->shape ? fc->shape : 1;
-        if (fc->n_default_value)
-            continue;
-        if (!(fc->default_value = malloc(w * sizeof(float)))) {
-            rt_modeldef_free(def);
-            return NOMEM(err);
-        }
-        for (size_t k = 0; k < w; k++)
-            fc->default_value[k] = NAN;
-        fc->n_default_value = w;
+    if (!nan_defaults(o, def)) {
+        rt_modeldef_free(def);
+        return NOMEM(err);
     }
-    /* who wrote it: "pytorch 1.13.0 (ONNX opset 13)" (predict-model show) */
-    Predictd__TrainingInfo *ti = def->training;
-    if (!ti && (ti = malloc(sizeof *ti)) != NULL) {
-        predictd__training_info__init(ti);
-        def->training = ti;
-    }
-    char prod[256];
-    const Onnx__ModelProto *mp = o->proto;
-    snprintf(prod, sizeof prod, "%.100s%s%.60s (ONNX opset %lld)",
-             mp->producer_name && mp->producer_name[0] ? mp->producer_name : "an ONNX exporter",
-             mp->producer_version && mp->producer_version[0] ? " " : "",
-             mp->producer_version ? mp->producer_version : "", (long long)o->opset);
-    if (!ti || !(ti->producer = strdup(prod))) {
+    if (!set_producer(o, def)) {
         rt_modeldef_free(def);
         return NOMEM(err);
     }
