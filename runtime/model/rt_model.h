@@ -504,6 +504,11 @@ bool rt_graph_absent_is_missing(const rt_graph *g);
  * served as a classifier (its one output a softmax), else 0. */
 bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *classes);
 
+/* True when g's ONNX graph ends in an ai.onnx.ml classifier
+ * (TreeEnsembleClassifier, LinearClassifier): its scores are served as the
+ * probabilities (and the logits) as the operator computes them. */
+bool rt_graph_onnx_scores(const rt_graph *g);
+
 /* What an ONNX graph's output holds, for answers under its own name. */
 typedef enum rt_onnx_out_kind {
     RT_ONNX_OUT_NONE,   /* not served under its name */

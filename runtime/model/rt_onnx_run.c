@@ -510,3 +510,8 @@ size_t rt_graph_onnx_output(const rt_graph *g, size_t q, rt_onnx_output *out)
     }
     return o->n_outputs;
 }
+
+bool rt_graph_onnx_scores(const rt_graph *g)
+{
+    return g && g->onnx && g->onnx->ml_probs;
+}
