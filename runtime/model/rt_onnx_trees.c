@@ -209,9 +209,10 @@ static rt_status build_nodes(reader *r, const Onnx__NodeProto *nd, const attrs *
         int mode = mode_of(&a->modes[i]);
         if (mode < 0)
             return rt_onnx_plan_fail(r, nd, "tree %" PRId64 " node %" PRId64 ": nodes_modes: "
-                                     "\"%.40s\" is not LEAF, BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, "
+                                     "\"%.*s\" is not LEAF, BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, "
                                      "BRANCH_GT, BRANCH_EQ or BRANCH_NEQ", tr, id,
-                                     a->modes[i].len < 40 ? (const char *)a->modes[i].data : "?");
+                                     (int)(a->modes[i].len < 40 ? a->modes[i].len : 40),
+                                     (const char *)a->modes[i].data);
         x->mode = (uint8_t)mode;
         x->track = a->n_track && a->track[i] != 0;
         x->value = a->values[i];
