@@ -440,6 +440,7 @@ typedef enum rt_onnx_op {
     RT_ONNX_NORMALIZER, /* ai.onnx.ml Normalizer: sub = 'M' (MAX), '1' (L1), '2' (L2) */
     RT_ONNX_IMPUTER,    /* ai.onnx.ml Imputer: x == alpha (or both NaN) -> w[c] */
     RT_ONNX_ONEHOT,     /* ai.onnx.ml OneHotEncoder of integer categories w[0..m) */
+    RT_ONNX_LABELENC,   /* ai.onnx.ml LabelEncoder of numbers: sorted keys w[0..m) -> b[], else alpha */
 } rt_onnx_op;
 
 struct rt_onnx_trees; /* rt_onnx_ml.c */
@@ -469,7 +470,7 @@ enum { RT_ONNX_POST_NONE, RT_ONNX_POST_LOGISTIC, RT_ONNX_POST_SOFTMAX, RT_ONNX_P
 void rt_onnx_trees_free(struct rt_onnx_trees *t);
 /* Runs step s (TREES, LINCLS, NORMALIZER, IMPUTER, ONEHOT) for n rows:
  * x is its input (n x in_row), y its output (n x out_row), label the label
- * output (n floats) or NULL. Each row from that row alone. RT_ERR_NOMEM
+ * output (n floats) or NULL (and LABELENC). Each row from that row alone. RT_ERR_NOMEM
  * (scratch). rt_onnx_ml.c */
 RT_WUR rt_status rt_onnx_ml_run(const rt_onnx_step *s, size_t n, const float *x, size_t in_row,
                                 float *y, size_t out_row, float *label);

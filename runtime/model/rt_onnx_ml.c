@@ -223,6 +223,112 @@ static rt_status plan_ml_onehot(reader *r, const Onnx__NodeProto *nd, const rt_o
     return RT_OK;
 }
 
+typedef struct kv {
+    float k, v;
+} kv;
+
+static int kv_cmp(const void *a, const void *b)
+{
+    float x = ((const kv *)a)->k, y = ((const kv *)b)->k;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* The keys or values of a LabelEncoder: the float attribute, or the int64
+ * one (exact as floats); *n of them into out (malloc'd). */
+static rt_status labelenc_list(reader *r, const Onnx__NodeProto *nd, const char *what,
+                               float **out, size_t *n)
+{
+    char fn[32], in[32], sn[32];
+    const float *fv;
+    const int64_t *iv;
+    const ProtobufCBinaryData *sv;
+    size_t nf, ni, ns;
+    rt_status st;
+    snprintf(fn, sizeof fn, "%s_floats", what);
+    snprintf(in, sizeof in, "%s_int64s", what);
+    snprintf(sn, sizeof sn, "%s_strings", what);
+    if ((st = rt_onnx_plan_floats(r, nd, fn, &fv, &nf)) ||
+        (st = rt_onnx_plan_ints(r, nd, in, &iv, &ni)) ||
+        (st = rt_onnx_plan_strings(r, nd, sn, &sv, &ns)))
+        return st;
+    if (ns || rt_onnx_plan_attr(nd, strcmp(what, "keys") ? "values_tensor" : "keys_tensor"))
+        return rt_onnx_plan_fail(r, nd, "attribute %s: string (or tensor) %s are not read (only "
+                                 "float inputs are; %s or %s)", ns ? sn : what, what, fn, in);
+    if ((nf == 0) == (ni == 0))
+        return rt_onnx_plan_fail(r, nd, "attributes %s and %s: exactly one must list the %s", fn,
+                                 in, what);
+    *n = nf ? nf : ni;
+    if (!(*out = malloc(*n * sizeof(float))))
+        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+    for (size_t k = 0; k < *n; k++) {
+        if (ni && (iv[k] > (1 << 24) || iv[k] < -(1 << 24)))
+            return rt_onnx_plan_fail(r, nd, "%s[%zu]: %" PRId64 " is not exact as a float", in, k,
+                                     iv[k]);
+        (*out)[k] = nf ? fv[k] : (float)iv[k];
+    }
+    return RT_OK;
+}
+
+/* ai.onnx.ml.LabelEncoder of numbers (ml opset 2 and later): each value
+ * found among the keys becomes its value, any other the default */
+static rt_status plan_ml_labelenc(reader *r, const Onnx__NodeProto *nd, const rt_onnx_val *x,
+                                  rt_onnx_val *out)
+{
+    rt_status st;
+    rt_onnx_step *s;
+    float *keys = NULL, *vals = NULL, dflt = -1.0f;
+    size_t nk = 0, nv = 0;
+    int64_t di;
+    if (r->o->ml_opset < 2)
+        return rt_onnx_plan_fail(r, nd, "LabelEncoder of numbers needs ai.onnx.ml opset 2 or "
+                                 "later (the model imports %" PRId64 ")", r->o->ml_opset);
+    const Onnx__AttributeProto *df = rt_onnx_plan_attr(nd, "default_float");
+    if ((st = labelenc_list(r, nd, "keys", &keys, &nk)) ||
+        (st = labelenc_list(r, nd, "values", &vals, &nv)) ||
+        (st = rt_onnx_plan_int(r, nd, "default_int64", -1, &di)))
+        goto out;
+    if (df && (!df->has_f || !isfinite(df->f))) {
+        st = rt_onnx_plan_fail(r, nd, "attribute default_float: not a finite float");
+        goto out;
+    }
+    /* ONNX's defaults: -0.0 for float values, -1 for int64 ones */
+    dflt = rt_onnx_plan_attr(nd, "values_floats") ? (df ? df->f : -0.0f) : (float)di;
+    if (nk != nv || nk == 0 || nk > RT_ONNX_MAX_ROW) {
+        st = rt_onnx_plan_fail(r, nd, "%zu keys and %zu values (one value per key)", nk, nv);
+        goto out;
+    }
+    kv *pairs = malloc(nk * sizeof *pairs);
+    if (!pairs) {
+        st = rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+        goto out;
+    }
+    for (size_t k = 0; k < nk; k++)
+        pairs[k] = (kv){keys[k], vals[k]};
+    qsort(pairs, nk, sizeof *pairs, kv_cmp); /* NaN keys: not found (refused below) */
+    for (size_t k = 0; k < nk && !st; k++)
+        if (isnan(pairs[k].k) || (k && pairs[k].k == pairs[k - 1].k))
+            st = rt_onnx_plan_fail(r, nd, "keys: %g is NaN or listed twice",
+                                   (double)pairs[k].k);
+    if (!st && !(st = rt_onnx_plan_batch_shape(r, nd, out, x->rank, x->dims)) &&
+        !(st = rt_onnx_plan_step(r, &s))) {
+        s->op = RT_ONNX_LABELENC;
+        s->m = nk;
+        s->alpha = dflt;
+        for (size_t k = 0; k < nk; k++) {
+            keys[k] = pairs[k].k;
+            vals[k] = pairs[k].v;
+        }
+        s->w = keys;
+        s->b = vals;
+        keys = vals = NULL;
+    }
+    free(pairs);
+out:
+    free(keys);
+    free(vals);
+    return st;
+}
+
 /* ai.onnx.ml.ZipMap: the scores keyed by the labels (the input's bytes) */
 static rt_status plan_ml_zipmap(reader *r, const Onnx__NodeProto *nd, size_t in0,
                                 const rt_onnx_val *x, rt_onnx_val *out)
@@ -262,6 +368,12 @@ static const struct {
      false},
     {"OneHotEncoder", (const char *const[]){"cats_int64s", "cats_strings", "zeros", NULL}, false},
     {"ZipMap", (const char *const[]){"classlabels_int64s", "classlabels_strings", NULL}, false},
+    {"LabelEncoder",
+     (const char *const[]){"keys_floats", "keys_int64s", "keys_strings", "keys_tensor",
+                           "values_floats", "values_int64s", "values_strings", "values_tensor",
+                           "default_float", "default_int64", "default_string", "default_tensor",
+                           NULL},
+     false},
     {"TreeEnsembleClassifier", NULL, true},
     {"TreeEnsembleRegressor", NULL, false},
 };
@@ -314,6 +426,10 @@ rt_status rt_onnx_ml_plan(reader *r, const Onnx__NodeProto *nd, const char *op, 
     case 'S': return plan_ml_scaler(r, nd, x, c, out);
     case 'N':
     case 'I': return plan_ml_rowwise(r, nd, op, x, c, out);
+    case 'L':
+        if (op[1] == 'a')
+            return plan_ml_labelenc(r, nd, x, out);
+        return op[6] == 'C' ? plan_ml_lincls(r, nd, c) : plan_ml_linear(r, nd, c, out);
     case 'O': return plan_ml_onehot(r, nd, x, c, out);
     case 'Z': return plan_ml_zipmap(r, nd, in[0], x, out);
     case 'T': return rt_onnx_trees_plan(r, nd, op[12] == 'C', x);
@@ -394,6 +510,20 @@ rt_status rt_onnx_ml_run(const rt_onnx_step *s, size_t n, const float *x, size_t
                 bool rep = isnan(s->alpha) ? isnan(v) : v == s->alpha;
                 y[i * out_row + c] = rep ? s->w[c] : v;
             }
+        return RT_OK;
+    case RT_ONNX_LABELENC:
+        for (size_t e = 0; e < n * in_row; e++) {
+            float v = x[e];
+            size_t lo = 0, hi = s->m;
+            while (lo < hi) { /* the first key >= v */
+                size_t mid = lo + (hi - lo) / 2;
+                if (s->w[mid] < v)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            y[e] = lo < s->m && s->w[lo] == v ? s->b[lo] : s->alpha;
+        }
         return RT_OK;
     case RT_ONNX_ONEHOT:
         for (size_t i = 0; i < n; i++)

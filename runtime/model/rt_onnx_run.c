@@ -138,6 +138,7 @@ static rt_status run_step(const rt_onnx_step *s, size_t n, const rt_onnx_val *va
     case RT_ONNX_NORMALIZER:
     case RT_ONNX_IMPUTER:
     case RT_ONNX_ONEHOT:
+    case RT_ONNX_LABELENC:
         return rt_onnx_ml_run(s, n, x, vals[s->in[0]].row, y, row,
                               (s->op == RT_ONNX_TREES || s->op == RT_ONNX_LINCLS) &&
                                       s->out2 != SIZE_MAX
