@@ -144,8 +144,10 @@ static int show_summary(const rt_model *m, const char *path)
     bool onnx = rt_graph_onnx(g, &onnx_nodes, &onnx_classes);
     if (onnx)
         printf("Estimator: an ONNX network (model.onnx: %zu operators run%s)\n", onnx_nodes,
-               onnx_classes ? "; a classifier: its softmax's input as the logits"
-                            : "; its outputs side by side as predictions");
+               rt_graph_onnx_scores(g) ? "; an ai.onnx.ml classifier: its scores as the "
+                                         "probabilities"
+               : onnx_classes ? "; a classifier: its softmax's input as the logits"
+                              : "; its outputs side by side as predictions");
     else
         printf("Estimator: %s\n", gd->estimator);
     print_head(g, head);

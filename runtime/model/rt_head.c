@@ -124,6 +124,40 @@ static size_t softmax(const float *v, size_t k, float *p)
     return best;
 }
 
+/* An ai.onnx.ml classifier's head (rt_onnx_*.c): the logits are its scores,
+ * one per class (binary too), and they are the probabilities as computed;
+ * class_ids the first highest; logistic (binary) the second class's. */
+static rt_status head_scores(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
+                             out_caps *cap, rt_err *err)
+{
+    size_t c = g->logits_dim;
+    if (c != g->n_classes || c < 2)
+        return rt_err_set(err, RT_ERR_INVALID, "classifier: %zu scores for %zu classes", c,
+                          g->n_classes);
+    o->n_classes = c;
+    bool binary = g->head == PREDICTD__HEAD_TYPE__HEAD_BINARY;
+    if (grow((void **)&o->probabilities, &cap->probabilities, n * c, sizeof(float)) != 0 ||
+        grow((void **)&o->class_ids, &cap->class_ids, n, sizeof(int64_t)) != 0 ||
+        (binary && grow((void **)&o->logistic, &cap->logistic, n, sizeof(float)) != 0))
+        return rt_err_set(err, RT_ERR_NOMEM, "head outputs for %zu instances: out of memory", n);
+    if (n)
+        memcpy(o->probabilities, logits, n * c * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        const float *p = logits + i * c;
+        size_t best = 0;
+        for (size_t k = 1; k < c; k++)
+            if (p[k] > p[best])
+                best = k;
+        o->class_ids[i] = (int64_t)best;
+        if (binary)
+            o->logistic[i] = p[1];
+    }
+    if (!binary)
+        drop((void **)&o->logistic, &cap->logistic);
+    drop((void **)&o->predictions, &cap->predictions);
+    return RT_OK;
+}
+
 rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
                           rt_err *err)
 {
@@ -143,6 +177,8 @@ rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_o
         memcpy(o->logits, logits, n * ld * sizeof(float));
     o->n = n;
 
+    if (g->onnx && g->onnx->ml_probs)
+        return head_scores(g, logits, n, o, cap, err);
     switch (g->head) {
     case PREDICTD__HEAD_TYPE__HEAD_BINARY:
         if (ld != 1)

@@ -504,6 +504,33 @@ bool rt_graph_absent_is_missing(const rt_graph *g);
  * served as a classifier (its one output a softmax), else 0. */
 bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *classes);
 
+/* True when g's ONNX graph ends in an ai.onnx.ml classifier
+ * (TreeEnsembleClassifier, LinearClassifier): its scores are served as the
+ * probabilities (and the logits) as the operator computes them. */
+bool rt_graph_onnx_scores(const rt_graph *g);
+
+/* What an ONNX graph's output holds, for answers under its own name. */
+typedef enum rt_onnx_out_kind {
+    RT_ONNX_OUT_NONE,   /* not served under its name */
+    RT_ONNX_OUT_FLOATS, /* a regressor's: predictions[off .. off + width) of each instance */
+    RT_ONNX_OUT_LABEL,  /* a classifier's label: the class name of class_ids (labels_int: a number) */
+    RT_ONNX_OUT_SCORES, /* a classifier's scores: the probabilities */
+    RT_ONNX_OUT_MAP,    /* a ZipMap: {class name: probability} */
+} rt_onnx_out_kind;
+
+typedef struct rt_onnx_output {
+    const char *name;   /* the graph output's name (points into the model) */
+    rt_onnx_out_kind kind;
+    size_t off, width;
+    bool labels_int;    /* LABEL, MAP: the class labels are int64s */
+    const char *const *names; /* MAP: its keys, one per class (n_names) */
+    size_t n_names;
+} rt_onnx_output;
+
+/* Output q (< the count returned for q = 0..) of g's ONNX graph into *out;
+ * the graph's output count (0 for a graph that is not ONNX). Thread-safe. */
+size_t rt_graph_onnx_output(const rt_graph *g, size_t q, rt_onnx_output *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -417,6 +417,13 @@ typedef struct rt_onnx_val {
     int64_t *idata;                  /* an integer constant's values (owned), else NULL */
     long alias;                      /* a batch value that is another's bytes, or -1 */
     long producer;                   /* the step that computes it, or -1 */
+    /* ai.onnx.ml: a classifier's label output holds the class's index (as a
+     * float) into names; a ZipMap's output is its input's scores keyed by
+     * names. NULL for every other value. */
+    char **names;                    /* [n_names] owned */
+    size_t n_names;
+    bool names_int;                  /* the labels are int64s (written as numbers) */
+    bool zipmap;                     /* the value is a ZipMap's map */
 } rt_onnx_val;
 
 typedef enum rt_onnx_op {
@@ -427,8 +434,16 @@ typedef enum rt_onnx_op {
     RT_ONNX_CONCAT,
     RT_ONNX_AFFINE,     /* BatchNormalization (inference): y = x s + t per channel */
     RT_ONNX_SCALER,     /* ai.onnx.ml Scaler: y = (x - w[c]) * b[c] per column */
-    RT_ONNX_ALIAS,      /* Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze, Cast */
+    RT_ONNX_ALIAS,      /* Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze, Cast, ZipMap */
+    RT_ONNX_TREES,      /* ai.onnx.ml TreeEnsembleClassifier / TreeEnsembleRegressor (rt_onnx_ml.c) */
+    RT_ONNX_LINCLS,     /* ai.onnx.ml LinearClassifier: a dense step, then its scores and label */
+    RT_ONNX_NORMALIZER, /* ai.onnx.ml Normalizer: sub = 'M' (MAX), '1' (L1), '2' (L2) */
+    RT_ONNX_IMPUTER,    /* ai.onnx.ml Imputer: x == alpha (or both NaN) -> w[c] */
+    RT_ONNX_ONEHOT,     /* ai.onnx.ml OneHotEncoder of integer categories w[0..m) */
+    RT_ONNX_LABELENC,   /* ai.onnx.ml LabelEncoder of numbers: sorted keys w[0..m) -> b[], else alpha */
 } rt_onnx_op;
+
+struct rt_onnx_trees; /* rt_onnx_ml.c */
 
 /* One step of the plan, in an order where every input is computed first. */
 typedef struct rt_onnx_step {
@@ -442,7 +457,23 @@ typedef struct rt_onnx_step {
     float *w, *b;                    /* DENSE: [k x m], [m]; AFFINE: s, t [channels] (owned) */
     uint32_t *map[2];                /* BINARY: per output element of a row, the input's offset */
     size_t outer, axis, inner;       /* SOFTMAX: per row outer x axis x inner; AFFINE: channels x inner */
+    size_t out2;                     /* TREES (classifier), LINCLS: the label value; else SIZE_MAX */
+    struct rt_onnx_trees *trees;     /* TREES (owned) */
+    int post;                        /* LINCLS: post_transform (RT_ONNX_POST_*) */
 } rt_onnx_step;
+
+/* ai.onnx.ml's post_transform values */
+enum { RT_ONNX_POST_NONE, RT_ONNX_POST_LOGISTIC, RT_ONNX_POST_SOFTMAX, RT_ONNX_POST_SOFTMAX_ZERO,
+       RT_ONNX_POST_PROBIT };
+
+/* Frees a tree ensemble of a plan step (NULL accepted). rt_onnx_ml.c */
+void rt_onnx_trees_free(struct rt_onnx_trees *t);
+/* Runs step s (TREES, LINCLS, NORMALIZER, IMPUTER, ONEHOT) for n rows:
+ * x is its input (n x in_row), y its output (n x out_row), label the label
+ * output (n floats) or NULL (and LABELENC). Each row from that row alone. RT_ERR_NOMEM
+ * (scratch). rt_onnx_ml.c */
+RT_WUR rt_status rt_onnx_ml_run(const rt_onnx_step *s, size_t n, const float *x, size_t in_row,
+                                float *y, size_t out_row, float *label);
 
 /* A loaded and checked ONNX graph, ready to run for any batch. */
 typedef struct rt_onnx {
@@ -469,6 +500,13 @@ typedef struct rt_onnx {
      * softmax's input (C >= 3) or, binary, z1 - z0; NO_VALUE otherwise */
     size_t classifier_logits;        /* value index of the softmax's input */
     size_t n_classes;                /* C, or 0 */
+    /* an ai.onnx.ml classifier (TreeEnsembleClassifier, LinearClassifier)
+     * among the outputs: served by a classifier head whose probabilities
+     * are the scores as computed (ml_probs), class_ids their argmax, the
+     * class names its labels; ml_scores is the scores' value, ml_label the
+     * label's (SIZE_MAX: none) */
+    bool ml_probs;
+    size_t ml_scores, ml_label;
 } rt_onnx;
 
 /* Reads model.onnx (data, len bytes) into a checked plan; refusals name

@@ -19,6 +19,7 @@
  */
 #include "rt_model.h"
 #include "rt_model_internal.h"
+#include "rt_onnx_internal.h"
 #include "onnx.pb-c.h"
 
 #include <inttypes.h>
@@ -30,18 +31,6 @@
 
 #define NOMEM(err) rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", file)
 
-typedef struct reader {
-    const char *file;
-    rt_onnx *o;
-    rt_err *err;
-    size_t cap_vals;
-    size_t total_const;
-    /* value names -> index + 1 (0: empty slot), open addressing: every name
-     * is looked up in constant time, so a hostile graph of many nodes costs
-     * linear time to read */
-    size_t *slots;
-    size_t n_slots; /* a power of two, at least twice the values */
-} reader;
 
 static uint64_t name_hash(const char *s)
 {
@@ -58,12 +47,16 @@ void rt_onnx_free(rt_onnx *o)
     for (size_t i = 0; i < o->n_vals; i++) {
         free(o->vals[i].cdata);
         free(o->vals[i].idata);
+        for (size_t k = 0; k < o->vals[i].n_names; k++)
+            free(o->vals[i].names[k]);
+        free(o->vals[i].names);
     }
     for (size_t i = 0; i < o->n_steps; i++) {
         free(o->steps[i].w);
         free(o->steps[i].b);
         free(o->steps[i].map[0]);
         free(o->steps[i].map[1]);
+        rt_onnx_trees_free(o->steps[i].trees);
     }
     if (o->fcols)
         for (size_t i = 0; i < o->n_inputs; i++)
@@ -78,24 +71,6 @@ void rt_onnx_free(rt_onnx *o)
     if (o->proto)
         onnx__model_proto__free_unpacked(o->proto, NULL);
     free(o);
-}
-
-static const char *nname(const Onnx__NodeProto *nd)
-{
-    return nd->name && nd->name[0] ? nd->name : "(unnamed)";
-}
-
-static rt_status node_fail(reader *r, const Onnx__NodeProto *nd, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static rt_status node_fail(reader *r, const Onnx__NodeProto *nd, const char *fmt, ...)
-{
-    char msg[RT_ERR_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return rt_err_set(r->err, RT_ERR_FORMAT, "%s: node \"%.80s\" (%.40s): %s", r->file, nname(nd),
-                      nd->op_type ? nd->op_type : "", msg);
 }
 
 static long find_val(const reader *r, const char *name)
@@ -152,22 +127,6 @@ static rt_status new_val(reader *r, const char *name, size_t *idx)
     return RT_OK;
 }
 
-/* product of dims[from..rank) with overflow and limit checks */
-static bool elems(const int64_t *dims, uint32_t from, uint32_t rank, size_t limit, size_t *out)
-{
-    size_t p = 1;
-    for (uint32_t d = from; d < rank; d++) {
-        if (dims[d] < 0 || (dims[d] > 0 && p > limit / (size_t)dims[d]))
-            return false;
-        p *= (size_t)dims[d];
-    }
-    if (p > limit)
-        return false;
-    *out = p;
-    return true;
-}
-
-/* ------------------------------------------------------- constants */
 
 static rt_status read_tensor(reader *r, const Onnx__TensorProto *t, const char *what,
                              rt_onnx_val *v)
@@ -188,7 +147,7 @@ static rt_status read_tensor(reader *r, const Onnx__TensorProto *t, const char *
     for (size_t d = 0; d < t->n_dims; d++)
         v->dims[d] = t->dims[d];
     size_t n;
-    if (!elems(v->dims, 0, v->rank, RT_ONNX_MAX_ELEMS, &n))
+    if (!rt_onnx_plan_elems(v->dims, 0, v->rank, RT_ONNX_MAX_ELEMS, &n))
         return rt_err_set(r->err, RT_ERR_LIMIT, "%s: %s \"%.80s\": dims: negative, or more than "
                           "%zu elements", file, what, tn, (size_t)RT_ONNX_MAX_ELEMS);
     if (n > RT_ONNX_MAX_CONST - r->total_const)
@@ -257,157 +216,11 @@ static rt_status read_tensor(reader *r, const Onnx__TensorProto *t, const char *
 
 /* ------------------------------------------------------- attributes */
 
-static const Onnx__AttributeProto *attr(const Onnx__NodeProto *nd, const char *name)
-{
-    for (size_t i = 0; i < nd->n_attribute; i++)
-        if (nd->attribute[i]->name && strcmp(nd->attribute[i]->name, name) == 0)
-            return nd->attribute[i];
-    return NULL;
-}
-
-static rt_status attr_int(reader *r, const Onnx__NodeProto *nd, const char *name, int64_t dflt,
-                          int64_t *out)
-{
-    const Onnx__AttributeProto *a = attr(nd, name);
-    *out = dflt;
-    if (!a)
-        return RT_OK;
-    if (!a->has_i || (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT))
-        return node_fail(r, nd, "attribute %s: not an int", name);
-    *out = a->i;
-    return RT_OK;
-}
-
-static rt_status attr_float(reader *r, const Onnx__NodeProto *nd, const char *name, float dflt,
-                            float *out)
-{
-    const Onnx__AttributeProto *a = attr(nd, name);
-    *out = dflt;
-    if (!a)
-        return RT_OK;
-    if (!a->has_f || (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT))
-        return node_fail(r, nd, "attribute %s: not a float", name);
-    if (!isfinite(a->f))
-        return node_fail(r, nd, "attribute %s: not finite", name);
-    *out = a->f;
-    return RT_OK;
-}
-
-static rt_status attr_floats(reader *r, const Onnx__NodeProto *nd, const char *name,
-                             const float **v, size_t *n)
-{
-    const Onnx__AttributeProto *a = attr(nd, name);
-    *v = NULL;
-    *n = 0;
-    if (!a)
-        return RT_OK;
-    if (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS)
-        return node_fail(r, nd, "attribute %s: not a list of floats", name);
-    for (size_t k = 0; k < a->n_floats; k++)
-        if (!isfinite(a->floats[k]))
-            return node_fail(r, nd, "attribute %s: value %zu is not finite", name, k);
-    *v = a->floats;
-    *n = a->n_floats;
-    return RT_OK;
-}
-
-static rt_status attr_string_is(reader *r, const Onnx__NodeProto *nd, const char *name,
-                                const char *only)
-{
-    const Onnx__AttributeProto *a = attr(nd, name);
-    if (!a)
-        return RT_OK;
-    if (!a->has_s || a->s.len != strlen(only) || memcmp(a->s.data, only, a->s.len) != 0)
-        return node_fail(r, nd, "attribute %s: only \"%s\" is run", name, only);
-    return RT_OK;
-}
-
-/* Attributes the node may carry; any other is refused (it would change the answer). */
-static rt_status only_attrs(reader *r, const Onnx__NodeProto *nd, const char *const *ok)
-{
-    for (size_t i = 0; i < nd->n_attribute; i++) {
-        const char *n = nd->attribute[i]->name ? nd->attribute[i]->name : "";
-        bool found = false;
-        for (const char *const *p = ok; *p && !found; p++)
-            found = strcmp(*p, n) == 0;
-        if (!found)
-            return node_fail(r, nd, "attribute %.60s is not supported", n);
-    }
-    return RT_OK;
-}
-
-/* ------------------------------------------------------- the plan */
-
-static rt_status add_step(reader *r, rt_onnx_step **out)
-{
-    rt_onnx *o = r->o;
-    rt_onnx_step *s = realloc(o->steps, (o->n_steps + 1) * sizeof *s);
-    if (!s)
-        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
-    o->steps = s;
-    *out = &s[o->n_steps++];
-    memset(*out, 0, sizeof **out);
-    return RT_OK;
-}
-
-/* A value's shape as text, for messages: [N,4] */
-static const char *shape_str(const rt_onnx_val *v, char *buf, size_t n)
-{
-    size_t w = (size_t)snprintf(buf, n, "[");
-    for (uint32_t d = 0; d < v->rank && w < n; d++) {
-        if (d == 0 && v->batch)
-            w += (size_t)snprintf(buf + w, n - w, "N");
-        else
-            w += (size_t)snprintf(buf + w, n - w, "%s%" PRId64, d ? "," : "", v->dims[d]);
-        if (d == 0 && v->batch && v->rank > 1 && w < n)
-            w += (size_t)snprintf(buf + w, n - w, "%s", "");
-    }
-    if (w < n)
-        snprintf(buf + w, n - w, "]");
-    return buf;
-}
-
 static long norm_axis(int64_t a, uint32_t rank)
 {
     if (a < 0)
         a += rank;
     return a < 0 || a >= (int64_t)rank ? -1 : (long)a;
-}
-
-/* Output value out takes shape (rank, dims) as a batch value. */
-static rt_status set_batch_shape(reader *r, const Onnx__NodeProto *nd, rt_onnx_val *v,
-                                 uint32_t rank, const int64_t *dims)
-{
-    if (rank < 1 || rank > RT_ONNX_MAX_RANK)
-        return node_fail(r, nd, "output \"%.80s\": rank %u", v->name, rank);
-    v->batch = true;
-    v->rank = rank;
-    for (uint32_t d = 0; d < rank; d++)
-        v->dims[d] = dims[d];
-    if (!elems(dims, 1, rank, RT_ONNX_MAX_ROW, &v->row))
-        return node_fail(r, nd, "output \"%.80s\": more than %zu values per instance", v->name,
-                         (size_t)RT_ONNX_MAX_ROW);
-    return RT_OK;
-}
-
-/* The float constant at value index c, or a refusal naming the input. */
-static rt_status want_const(reader *r, const Onnx__NodeProto *nd, size_t i, const rt_onnx_val *c)
-{
-    if (c->batch || !c->cdata)
-        return node_fail(r, nd, "input %zu \"%.80s\": must be a float constant (an initializer)",
-                         i, c->name);
-    for (size_t k = 0; k < c->row; k++)
-        if (!isfinite(c->cdata[k]))
-            return node_fail(r, nd, "input %zu \"%.80s\": value %zu is not finite", i, c->name, k);
-    return RT_OK;
-}
-
-static rt_status want_batch(reader *r, const Onnx__NodeProto *nd, size_t i, const rt_onnx_val *v)
-{
-    if (!v->batch)
-        return node_fail(r, nd, "input %zu \"%.80s\": a node computing from constants only is "
-                         "not run (export with constant folding)", i, v->name);
-    return RT_OK;
 }
 
 static rt_status plan_dense(reader *r, const Onnx__NodeProto *nd, bool gemm, size_t *in,
@@ -421,33 +234,33 @@ static rt_status plan_dense(reader *r, const Onnx__NodeProto *nd, bool gemm, siz
     float alpha = 1, beta = 1;
     if (gemm) {
         static const char *const ok[] = {"alpha", "beta", "transA", "transB", NULL};
-        if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "transA", 0, &ta)) ||
-            (st = attr_int(r, nd, "transB", 0, &tb)) ||
-            (st = attr_float(r, nd, "alpha", 1, &alpha)) ||
-            (st = attr_float(r, nd, "beta", 1, &beta)))
+        if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_int(r, nd, "transA", 0, &ta)) ||
+            (st = rt_onnx_plan_int(r, nd, "transB", 0, &tb)) ||
+            (st = rt_onnx_plan_float(r, nd, "alpha", 1, &alpha)) ||
+            (st = rt_onnx_plan_float(r, nd, "beta", 1, &beta)))
             return st;
         if (ta)
-            return node_fail(r, nd, "attribute transA: 1 would mix the batch's instances");
+            return rt_onnx_plan_fail(r, nd, "attribute transA: 1 would mix the batch's instances");
     } else {
         static const char *const ok[] = {NULL};
-        if ((st = only_attrs(r, nd, ok)))
+        if ((st = rt_onnx_plan_only_attrs(r, nd, ok)))
             return st;
     }
-    if ((st = want_batch(r, nd, 0, a)) || (st = want_const(r, nd, 1, bv)))
+    if ((st = rt_onnx_plan_want_batch(r, nd, 0, a)) || (st = rt_onnx_plan_want_const(r, nd, 1, bv)))
         return st;
     if (a->rank != 2)
-        return node_fail(r, nd, "input 0 \"%.80s\": shape %s: a [N, k] input is needed", a->name,
-                         shape_str(a, sb, sizeof sb));
+        return rt_onnx_plan_fail(r, nd, "input 0 \"%.80s\": shape %s: a [N, k] input is needed", a->name,
+                         rt_onnx_plan_shape_str(a, sb, sizeof sb));
     if (bv->rank != 2)
-        return node_fail(r, nd, "input 1 \"%.80s\": rank %u: a matrix is needed", bv->name,
+        return rt_onnx_plan_fail(r, nd, "input 1 \"%.80s\": rank %u: a matrix is needed", bv->name,
                          bv->rank);
     size_t k = (size_t)a->dims[1];
     size_t bk = (size_t)(tb ? bv->dims[1] : bv->dims[0]), m = (size_t)(tb ? bv->dims[0] : bv->dims[1]);
     if (bk != k || m == 0)
-        return node_fail(r, nd, "input 1 \"%.80s\": %zu rows for an input %zu wide", bv->name,
+        return rt_onnx_plan_fail(r, nd, "input 1 \"%.80s\": %zu rows for an input %zu wide", bv->name,
                          bk, k);
     rt_onnx_step *s;
-    if ((st = add_step(r, &s)))
+    if ((st = rt_onnx_plan_step(r, &s)))
         return st;
     s->op = RT_ONNX_DENSE;
     s->k = k;
@@ -459,18 +272,18 @@ static rt_status plan_dense(reader *r, const Onnx__NodeProto *nd, bool gemm, siz
             s->w[i * m + j] = (tb ? bv->cdata[j * k + i] : bv->cdata[i * m + j]) * alpha;
     if (gemm && n_in > 2) {
         const rt_onnx_val *c = &o->vals[in[2]];
-        if ((st = want_const(r, nd, 2, c)))
+        if ((st = rt_onnx_plan_want_const(r, nd, 2, c)))
             return st;
         size_t cr = c->rank ? (size_t)c->dims[c->rank - 1] : 1;
         bool rows_one = c->rank < 2 || (c->rank == 2 && c->dims[0] == 1);
         if (c->rank > 2 || !rows_one || (cr != m && cr != 1))
-            return node_fail(r, nd, "input 2 \"%.80s\": shape %s does not broadcast to [N,%zu] "
-                             "row by row", c->name, shape_str(c, sb, sizeof sb), m);
+            return rt_onnx_plan_fail(r, nd, "input 2 \"%.80s\": shape %s does not broadcast to [N,%zu] "
+                             "row by row", c->name, rt_onnx_plan_shape_str(c, sb, sizeof sb), m);
         for (size_t j = 0; j < m; j++)
             s->b[j] = c->cdata[cr == 1 ? 0 : j] * beta;
     }
     int64_t dims[2] = {0, (int64_t)m};
-    return set_batch_shape(r, nd, out, 2, dims);
+    return rt_onnx_plan_batch_shape(r, nd, out, 2, dims);
 }
 
 static rt_status plan_binary(reader *r, const Onnx__NodeProto *nd, int op, size_t *in,
@@ -481,13 +294,13 @@ static rt_status plan_binary(reader *r, const Onnx__NodeProto *nd, int op, size_
     char sa[96], sb[96];
     rt_status st;
     static const char *const ok[] = {NULL};
-    if ((st = only_attrs(r, nd, ok)))
+    if ((st = rt_onnx_plan_only_attrs(r, nd, ok)))
         return st;
     if (!a->batch && !b->batch)
-        return want_batch(r, nd, 0, a);
+        return rt_onnx_plan_want_batch(r, nd, 0, a);
     for (int i = 0; i < 2; i++) {
         const rt_onnx_val *v = i ? b : a;
-        if (!v->batch && (st = want_const(r, nd, (size_t)i, v)))
+        if (!v->batch && (st = rt_onnx_plan_want_const(r, nd, (size_t)i, v)))
             return st;
     }
     uint32_t rank = a->rank > b->rank ? a->rank : b->rank;
@@ -499,21 +312,21 @@ static rt_status plan_binary(reader *r, const Onnx__NodeProto *nd, int op, size_
         if (d == 0) {
             /* the batch dimension: a batch value's first, the other's 1 or batch */
             if ((a->batch && !ba) || (b->batch && !bb) || (!ba && da != 1) || (!bb && db != 1))
-                return node_fail(r, nd, "inputs %s and %s: broadcasting would move the batch "
-                                 "dimension", shape_str(a, sa, sizeof sa),
-                                 shape_str(b, sb, sizeof sb));
+                return rt_onnx_plan_fail(r, nd, "inputs %s and %s: broadcasting would move the batch "
+                                 "dimension", rt_onnx_plan_shape_str(a, sa, sizeof sa),
+                                 rt_onnx_plan_shape_str(b, sb, sizeof sb));
             dims[0] = 0;
             continue;
         }
         if (da != db && da != 1 && db != 1)
-            return node_fail(r, nd, "inputs %s and %s do not broadcast",
-                             shape_str(a, sa, sizeof sa), shape_str(b, sb, sizeof sb));
+            return rt_onnx_plan_fail(r, nd, "inputs %s and %s do not broadcast",
+                             rt_onnx_plan_shape_str(a, sa, sizeof sa), rt_onnx_plan_shape_str(b, sb, sizeof sb));
         dims[d] = da == 1 ? db : da;
     }
-    if ((st = set_batch_shape(r, nd, out, rank, dims)))
+    if ((st = rt_onnx_plan_batch_shape(r, nd, out, rank, dims)))
         return st;
     rt_onnx_step *s;
-    if ((st = add_step(r, &s)))
+    if ((st = rt_onnx_plan_step(r, &s)))
         return st;
     s->op = RT_ONNX_BINARY;
     s->sub = op;
@@ -557,8 +370,8 @@ static rt_status plan_alias(reader *r, const Onnx__NodeProto *nd, size_t src, rt
         out->rank = rank;
         memcpy(out->dims, dims, rank * sizeof *dims);
         size_t n = 0;
-        if (!elems(dims, 0, rank, RT_ONNX_MAX_ELEMS, &n) || n != v->row)
-            return node_fail(r, nd, "shape of %zu elements for a constant of %zu", n, v->row);
+        if (!rt_onnx_plan_elems(dims, 0, rank, RT_ONNX_MAX_ELEMS, &n) || n != v->row)
+            return rt_onnx_plan_fail(r, nd, "shape of %zu elements for a constant of %zu", n, v->row);
         out->row = n;
         size_t es = v->cdata ? sizeof(float) : sizeof(int64_t);
         void *p = malloc((n ? n : 1) * es);
@@ -571,11 +384,11 @@ static rt_status plan_alias(reader *r, const Onnx__NodeProto *nd, size_t src, rt
             out->idata = p;
         return RT_OK;
     }
-    if ((st = set_batch_shape(r, nd, out, rank, dims)))
+    if ((st = rt_onnx_plan_batch_shape(r, nd, out, rank, dims)))
         return st;
     if (out->row != v->row)
-        return node_fail(r, nd, "output shape %s holds %zu values per instance, input %zu",
-                         shape_str(out, sb, sizeof sb), out->row, v->row);
+        return rt_onnx_plan_fail(r, nd, "output shape %s holds %zu values per instance, input %zu",
+                         rt_onnx_plan_shape_str(out, sb, sizeof sb), out->row, v->row);
     out->alias = v->alias >= 0 ? v->alias : (long)src;
     return RT_OK;
 }
@@ -584,7 +397,7 @@ static rt_status plan_alias(reader *r, const Onnx__NodeProto *nd, size_t src, rt
 static rt_status axes_of(reader *r, const Onnx__NodeProto *nd, size_t *in, size_t n_in,
                          const int64_t **axes, size_t *n)
 {
-    const Onnx__AttributeProto *a = attr(nd, "axes");
+    const Onnx__AttributeProto *a = rt_onnx_plan_attr(nd, "axes");
     *axes = NULL;
     *n = 0;
     if (a) {
@@ -595,7 +408,7 @@ static rt_status axes_of(reader *r, const Onnx__NodeProto *nd, size_t *in, size_
     if (n_in > 1) {
         const rt_onnx_val *v = &r->o->vals[in[1]];
         if (!v->idata)
-            return node_fail(r, nd, "input 1 \"%.80s\": axes must be an integer constant", v->name);
+            return rt_onnx_plan_fail(r, nd, "input 1 \"%.80s\": axes must be an integer constant", v->name);
         *axes = v->idata;
         *n = v->row;
     }
@@ -606,16 +419,7 @@ static rt_status axes_of(reader *r, const Onnx__NodeProto *nd, size_t *in, size_
  * output value's shape (or its constant data) and adds the steps that compute
  * it; plan_node then wires the last step to the node's inputs and output. op
  * is the node's operator (one of the names its entry in plans[] lists). */
-typedef rt_status plan_fn(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
-                          size_t n_in, rt_onnx_val *out);
 
-/* The node has lo to hi inputs. */
-static rt_status need_in(reader *r, const Onnx__NodeProto *nd, size_t n_in, size_t lo, size_t hi)
-{
-    if (n_in < lo || n_in > hi)
-        return node_fail(r, nd, "%zu inputs (%d to %d expected)", n_in, (int)lo, (int)hi);
-    return RT_OK;
-}
 
 static rt_status plan_constant(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
                                size_t n_in, rt_onnx_val *out)
@@ -623,11 +427,11 @@ static rt_status plan_constant(reader *r, const Onnx__NodeProto *nd, const char 
     (void)op;
     (void)in;
     rt_status st;
-    if ((st = need_in(r, nd, n_in, 0, 0)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 0, 0)))
         return st;
-    const Onnx__AttributeProto *a = attr(nd, "value");
+    const Onnx__AttributeProto *a = rt_onnx_plan_attr(nd, "value");
     if (!a || !a->t || nd->n_attribute != 1)
-        return node_fail(r, nd, "attribute value: only a tensor value is read");
+        return rt_onnx_plan_fail(r, nd, "attribute value: only a tensor value is read");
     return read_tensor(r, a->t, "Constant", out);
 }
 
@@ -637,7 +441,7 @@ static rt_status plan_gemm(reader *r, const Onnx__NodeProto *nd, const char *op,
 {
     bool gemm = op[0] == 'G';
     rt_status st;
-    if ((st = need_in(r, nd, n_in, 2, gemm ? 3 : 2)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 2, gemm ? 3 : 2)))
         return st;
     return plan_dense(r, nd, gemm, in, n_in, out);
 }
@@ -647,7 +451,7 @@ static rt_status plan_arith(reader *r, const Onnx__NodeProto *nd, const char *op
                             size_t n_in, rt_onnx_val *out)
 {
     rt_status st;
-    if ((st = need_in(r, nd, n_in, 2, 2)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 2, 2)))
         return st;
     return plan_binary(r, nd, op[0] == 'A' ? '+' : op[0] == 'S' ? '-' : op[0] == 'M' ? '*' : '/',
                        in, out);
@@ -658,18 +462,18 @@ static rt_status plan_activation(reader *r, const Onnx__NodeProto *nd, const cha
                                  size_t n_in, rt_onnx_val *out)
 {
     rt_status st;
-    if ((st = need_in(r, nd, n_in, 1, 1)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 1, 1)))
         return st;
     const rt_onnx_val *x = &r->o->vals[in[0]];
     bool leaky = op[0] == 'L';
     static const char *const ok_leaky[] = {"alpha", NULL}, *const ok_none[] = {NULL};
     float alpha = 0.01f;
-    if ((st = only_attrs(r, nd, leaky ? ok_leaky : ok_none)) ||
-        (leaky && (st = attr_float(r, nd, "alpha", 0.01f, &alpha))) ||
-        (st = want_batch(r, nd, 0, x)) || (st = set_batch_shape(r, nd, out, x->rank, x->dims)))
+    if ((st = rt_onnx_plan_only_attrs(r, nd, leaky ? ok_leaky : ok_none)) ||
+        (leaky && (st = rt_onnx_plan_float(r, nd, "alpha", 0.01f, &alpha))) ||
+        (st = rt_onnx_plan_want_batch(r, nd, 0, x)) || (st = rt_onnx_plan_batch_shape(r, nd, out, x->rank, x->dims)))
         return st;
     rt_onnx_step *s;
-    if ((st = add_step(r, &s)))
+    if ((st = rt_onnx_plan_step(r, &s)))
         return st;
     s->op = leaky ? RT_ONNX_LEAKY : op[0] == 'R' ? RT_ONNX_RELU : op[0] == 'S' ? RT_ONNX_SIGMOID
                                                                           : RT_ONNX_TANH;
@@ -684,21 +488,21 @@ static rt_status plan_softmax(reader *r, const Onnx__NodeProto *nd, const char *
     rt_onnx *o = r->o;
     rt_status st;
     char sb[96];
-    if ((st = need_in(r, nd, n_in, 1, 1)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 1, 1)))
         return st;
     const rt_onnx_val *x = &o->vals[in[0]];
     static const char *const ok[] = {"axis", NULL};
     int64_t axis;
-    if ((st = only_attrs(r, nd, ok)) ||
-        (st = attr_int(r, nd, "axis", o->opset >= 13 ? -1 : 1, &axis)) ||
-        (st = want_batch(r, nd, 0, x)) || (st = set_batch_shape(r, nd, out, x->rank, x->dims)))
+    if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) ||
+        (st = rt_onnx_plan_int(r, nd, "axis", o->opset >= 13 ? -1 : 1, &axis)) ||
+        (st = rt_onnx_plan_want_batch(r, nd, 0, x)) || (st = rt_onnx_plan_batch_shape(r, nd, out, x->rank, x->dims)))
         return st;
     long ax = norm_axis(axis, x->rank);
     if (ax < 1)
-        return node_fail(r, nd, "attribute axis: %" PRId64 " for shape %s: the axis must be "
-                         "past the batch", axis, shape_str(x, sb, sizeof sb));
+        return rt_onnx_plan_fail(r, nd, "attribute axis: %" PRId64 " for shape %s: the axis must be "
+                         "past the batch", axis, rt_onnx_plan_shape_str(x, sb, sizeof sb));
     rt_onnx_step *s;
-    if ((st = add_step(r, &s)))
+    if ((st = rt_onnx_plan_step(r, &s)))
         return st;
     s->op = op[0] == 'S' ? RT_ONNX_SOFTMAX : RT_ONNX_LOGSOFTMAX;
     size_t before = 1, at = 1, after = 1;
@@ -728,38 +532,38 @@ static rt_status plan_concat(reader *r, const Onnx__NodeProto *nd, const char *o
     rt_status st;
     char sb[96];
     int64_t dims[RT_ONNX_MAX_RANK];
-    if ((st = need_in(r, nd, n_in, 1, RT_ONNX_MAX_INPUTS)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 1, RT_ONNX_MAX_INPUTS)))
         return st;
     const rt_onnx_val *x = &o->vals[in[0]];
     static const char *const ok[] = {"axis", NULL};
     int64_t axis;
-    if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "axis", INT64_MIN, &axis)))
+    if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_int(r, nd, "axis", INT64_MIN, &axis)))
         return st;
     if (axis == INT64_MIN)
-        return node_fail(r, nd, "attribute axis: missing");
+        return rt_onnx_plan_fail(r, nd, "attribute axis: missing");
     long ax = norm_axis(axis, x->rank);
     if (ax < 1)
-        return node_fail(r, nd, "attribute axis: %" PRId64 ": joining along the batch is "
+        return rt_onnx_plan_fail(r, nd, "attribute axis: %" PRId64 ": joining along the batch is "
                          "not run", axis);
     memcpy(dims, x->dims, sizeof dims);
     dims[ax] = 0;
     for (size_t i = 0; i < n_in; i++) {
         const rt_onnx_val *v = &o->vals[in[i]];
-        if ((st = want_batch(r, nd, i, v)))
+        if ((st = rt_onnx_plan_want_batch(r, nd, i, v)))
             return st;
         if (v->rank != x->rank)
-            return node_fail(r, nd, "input %zu \"%.80s\": rank %u, input 0 has %u", i,
+            return rt_onnx_plan_fail(r, nd, "input %zu \"%.80s\": rank %u, input 0 has %u", i,
                              v->name, v->rank, x->rank);
         for (uint32_t d = 1; d < v->rank; d++)
             if ((long)d != ax && v->dims[d] != x->dims[d])
-                return node_fail(r, nd, "input %zu \"%.80s\": shape %s differs beside the "
-                                 "axis", i, v->name, shape_str(v, sb, sizeof sb));
+                return rt_onnx_plan_fail(r, nd, "input %zu \"%.80s\": shape %s differs beside the "
+                                 "axis", i, v->name, rt_onnx_plan_shape_str(v, sb, sizeof sb));
         dims[ax] += v->dims[ax];
     }
-    if ((st = set_batch_shape(r, nd, out, x->rank, dims)))
+    if ((st = rt_onnx_plan_batch_shape(r, nd, out, x->rank, dims)))
         return st;
     rt_onnx_step *s;
-    if ((st = add_step(r, &s)))
+    if ((st = rt_onnx_plan_step(r, &s)))
         return st;
     s->op = RT_ONNX_CONCAT;
     size_t before = 1;
@@ -776,39 +580,39 @@ static rt_status plan_batchnorm(reader *r, const Onnx__NodeProto *nd, const char
     (void)op;
     rt_onnx *o = r->o;
     rt_status st;
-    if ((st = need_in(r, nd, n_in, 5, 5)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 5, 5)))
         return st;
     const rt_onnx_val *x = &o->vals[in[0]];
     static const char *const ok[] = {"epsilon", "momentum", "spatial", "training_mode", NULL};
     int64_t spatial, training;
     float eps, mom;
-    if ((st = only_attrs(r, nd, ok)) || (st = attr_float(r, nd, "epsilon", 1e-5f, &eps)) ||
-        (st = attr_float(r, nd, "momentum", 0.9f, &mom)) ||
-        (st = attr_int(r, nd, "spatial", 1, &spatial)) ||
-        (st = attr_int(r, nd, "training_mode", 0, &training)))
+    if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_float(r, nd, "epsilon", 1e-5f, &eps)) ||
+        (st = rt_onnx_plan_float(r, nd, "momentum", 0.9f, &mom)) ||
+        (st = rt_onnx_plan_int(r, nd, "spatial", 1, &spatial)) ||
+        (st = rt_onnx_plan_int(r, nd, "training_mode", 0, &training)))
         return st;
     if (training || nd->n_output > 1)
-        return node_fail(r, nd, "training mode (training_mode, or the running statistics "
+        return rt_onnx_plan_fail(r, nd, "training mode (training_mode, or the running statistics "
                          "as outputs) is not run: export in eval mode");
     if (spatial != 1)
-        return node_fail(r, nd, "attribute spatial: only 1 is run");
-    if ((st = want_batch(r, nd, 0, x)))
+        return rt_onnx_plan_fail(r, nd, "attribute spatial: only 1 is run");
+    if ((st = rt_onnx_plan_want_batch(r, nd, 0, x)))
         return st;
     if (x->rank < 2)
-        return node_fail(r, nd, "input 0 \"%.80s\": no channel dimension", x->name);
+        return rt_onnx_plan_fail(r, nd, "input 0 \"%.80s\": no channel dimension", x->name);
     size_t c = (size_t)x->dims[1];
     for (size_t i = 1; i < 5; i++) {
         const rt_onnx_val *p = &o->vals[in[i]];
-        if ((st = want_const(r, nd, i, p)))
+        if ((st = rt_onnx_plan_want_const(r, nd, i, p)))
             return st;
         if (p->row != c)
-            return node_fail(r, nd, "input %zu \"%.80s\": %zu values for %zu channels", i,
+            return rt_onnx_plan_fail(r, nd, "input %zu \"%.80s\": %zu values for %zu channels", i,
                              p->name, p->row, c);
     }
-    if ((st = set_batch_shape(r, nd, out, x->rank, x->dims)))
+    if ((st = rt_onnx_plan_batch_shape(r, nd, out, x->rank, x->dims)))
         return st;
     rt_onnx_step *s;
-    if ((st = add_step(r, &s)))
+    if ((st = rt_onnx_plan_step(r, &s)))
         return st;
     s->op = RT_ONNX_AFFINE;
     s->outer = c;
@@ -819,7 +623,7 @@ static rt_status plan_batchnorm(reader *r, const Onnx__NodeProto *nd, const char
                 *mean = o->vals[in[3]].cdata, *var = o->vals[in[4]].cdata;
     for (size_t j = 0; j < c; j++) {
         if ((double)var[j] + (double)eps <= 0)
-            return node_fail(r, nd, "input 4: variance %zu plus epsilon is not positive", j);
+            return rt_onnx_plan_fail(r, nd, "input 4: variance %zu plus epsilon is not positive", j);
         double sc = (double)g[j] / sqrt((double)var[j] + (double)eps);
         s->w[j] = (float)sc;
         s->b[j] = (float)((double)bb[j] - (double)mean[j] * sc);
@@ -834,30 +638,30 @@ static rt_status plan_passthrough(reader *r, const Onnx__NodeProto *nd, const ch
 {
     rt_onnx *o = r->o;
     rt_status st;
-    if ((st = need_in(r, nd, n_in, 1, op[0] == 'D' ? 3 : 1)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 1, op[0] == 'D' ? 3 : 1)))
         return st;
     const rt_onnx_val *x = &o->vals[in[0]];
     if (op[0] == 'D') {
         static const char *const ok[] = {"ratio", "seed", "is_test", NULL};
         int64_t is_test;
-        if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "is_test", 1, &is_test)))
+        if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_int(r, nd, "is_test", 1, &is_test)))
             return st;
         if (n_in > 2) {
             const rt_onnx_val *t = &o->vals[in[2]];
             if (!t->idata || t->row != 1 || t->idata[0] != 0)
-                return node_fail(r, nd, "input 2 \"%.80s\": training_mode must be a "
+                return rt_onnx_plan_fail(r, nd, "input 2 \"%.80s\": training_mode must be a "
                                  "constant false", t->name);
         }
         if (nd->n_output > 1 && nd->output[1] && nd->output[1][0])
-            return node_fail(r, nd, "output 1 (the mask) is not computed");
+            return rt_onnx_plan_fail(r, nd, "output 1 (the mask) is not computed");
     } else if (op[0] == 'C') {
         static const char *const ok[] = {"to", "saturate", NULL};
         int64_t to;
-        if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "to", 0, &to)))
+        if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_int(r, nd, "to", 0, &to)))
             return st;
         if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !(!x->batch && x->idata &&
                                                             (to == 6 || to == 7)))
-            return node_fail(r, nd, "attribute to: %" PRId64 ": only a cast to float (1) "
+            return rt_onnx_plan_fail(r, nd, "attribute to: %" PRId64 ": only a cast to float (1) "
                              "is run", to);
         if (!x->batch && x->idata && to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
             out->rank = x->rank;
@@ -871,7 +675,7 @@ static rt_status plan_passthrough(reader *r, const Onnx__NodeProto *nd, const ch
         }
     } else {
         static const char *const ok[] = {NULL};
-        if ((st = only_attrs(r, nd, ok)))
+        if ((st = rt_onnx_plan_only_attrs(r, nd, ok)))
             return st;
     }
     return plan_alias(r, nd, in[0], out, x->rank, x->dims);
@@ -883,16 +687,16 @@ static rt_status plan_flatten(reader *r, const Onnx__NodeProto *nd, const char *
     (void)op;
     rt_status st;
     int64_t dims[RT_ONNX_MAX_RANK];
-    if ((st = need_in(r, nd, n_in, 1, 1)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 1, 1)))
         return st;
     const rt_onnx_val *x = &r->o->vals[in[0]];
     static const char *const ok[] = {"axis", NULL};
     int64_t axis;
-    if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "axis", 1, &axis)) ||
-        (st = want_batch(r, nd, 0, x)))
+    if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_int(r, nd, "axis", 1, &axis)) ||
+        (st = rt_onnx_plan_want_batch(r, nd, 0, x)))
         return st;
     if (norm_axis(axis, x->rank) != 1)
-        return node_fail(r, nd, "attribute axis: %" PRId64 ": only 1 keeps the batch "
+        return rt_onnx_plan_fail(r, nd, "attribute axis: %" PRId64 ": only 1 keeps the batch "
                          "dimension", axis);
     dims[0] = 0;
     dims[1] = (int64_t)x->row;
@@ -906,16 +710,16 @@ static rt_status plan_reshape(reader *r, const Onnx__NodeProto *nd, const char *
     rt_onnx *o = r->o;
     rt_status st;
     int64_t dims[RT_ONNX_MAX_RANK];
-    if ((st = need_in(r, nd, n_in, 2, 2)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 2, 2)))
         return st;
     const rt_onnx_val *x = &o->vals[in[0]];
     static const char *const ok[] = {"allowzero", NULL};
     int64_t allowzero;
-    if ((st = only_attrs(r, nd, ok)) || (st = attr_int(r, nd, "allowzero", 0, &allowzero)))
+    if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_int(r, nd, "allowzero", 0, &allowzero)))
         return st;
     const rt_onnx_val *sv = &o->vals[in[1]];
     if (!sv->idata || sv->rank != 1 || sv->row < 1 || sv->row > RT_ONNX_MAX_RANK)
-        return node_fail(r, nd, "input 1 \"%.80s\": the shape must be an integer constant "
+        return rt_onnx_plan_fail(r, nd, "input 1 \"%.80s\": the shape must be an integer constant "
                          "of 1 to %u values", sv->name, RT_ONNX_MAX_RANK);
     uint32_t rank = (uint32_t)sv->row;
     long infer = -1;
@@ -924,18 +728,18 @@ static rt_status plan_reshape(reader *r, const Onnx__NodeProto *nd, const char *
         int64_t s = sv->idata[d];
         if (s == 0 && !allowzero) {
             if (d >= x->rank)
-                return node_fail(r, nd, "input 1: 0 at %u copies no input dimension", d);
+                return rt_onnx_plan_fail(r, nd, "input 1: 0 at %u copies no input dimension", d);
             s = x->dims[d];
         }
         if (s == -1) {
             if (infer >= 0)
-                return node_fail(r, nd, "input 1: more than one -1");
+                return rt_onnx_plan_fail(r, nd, "input 1: more than one -1");
             infer = (long)d;
             dims[d] = -1;
             continue;
         }
         if (s < 0 || (s > 0 && known > RT_ONNX_MAX_ELEMS / (size_t)s))
-            return node_fail(r, nd, "input 1: dimension %u is %" PRId64, d, sv->idata[d]);
+            return rt_onnx_plan_fail(r, nd, "input 1: dimension %u is %" PRId64, d, sv->idata[d]);
         dims[d] = s;
         if (d > 0 || !x->batch)
             known *= (size_t)s;
@@ -943,22 +747,22 @@ static rt_status plan_reshape(reader *r, const Onnx__NodeProto *nd, const char *
     if (x->batch) {
         /* the batch must stay the leading dimension: 0 (copied) or -1 with the rest fixed */
         if (!(sv->idata[0] == 0 && !allowzero) && infer != 0)
-            return node_fail(r, nd, "input 1: the new shape must keep the batch first "
+            return rt_onnx_plan_fail(r, nd, "input 1: the new shape must keep the batch first "
                              "(0 or -1 as its first dimension)");
         if (infer == 0 && known != x->row)
-            return node_fail(r, nd, "input 1: the new shape moves the batch dimension "
+            return rt_onnx_plan_fail(r, nd, "input 1: the new shape moves the batch dimension "
                              "(its dimensions after the first hold %zu values, an "
                              "instance %zu)", known, x->row);
         if (infer > 0) {
             if (known == 0 || x->row % known)
-                return node_fail(r, nd, "input 1: cannot infer dimension %ld from %zu values "
+                return rt_onnx_plan_fail(r, nd, "input 1: cannot infer dimension %ld from %zu values "
                                  "per instance", infer, x->row);
             dims[infer] = (int64_t)(x->row / known);
         }
         dims[0] = 0;
     } else if (infer >= 0) {
         if (known == 0 || x->row % known)
-            return node_fail(r, nd, "input 1: cannot infer dimension %ld", infer);
+            return rt_onnx_plan_fail(r, nd, "input 1: cannot infer dimension %ld", infer);
         dims[infer] = (int64_t)(x->row / known);
     }
     return plan_alias(r, nd, in[0], out, rank, dims);
@@ -971,24 +775,24 @@ static rt_status plan_squeeze(reader *r, const Onnx__NodeProto *nd, const char *
     rt_status st;
     int64_t dims[RT_ONNX_MAX_RANK];
     bool un = op[0] == 'U';
-    if ((st = need_in(r, nd, n_in, 1, 2)))
+    if ((st = rt_onnx_plan_need_in(r, nd, n_in, 1, 2)))
         return st;
     const rt_onnx_val *x = &r->o->vals[in[0]];
     static const char *const ok[] = {"axes", NULL};
     const int64_t *axes;
     size_t na;
-    if ((st = only_attrs(r, nd, ok)) || (st = axes_of(r, nd, in, n_in, &axes, &na)))
+    if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = axes_of(r, nd, in, n_in, &axes, &na)))
         return st;
     bool mark[RT_ONNX_MAX_RANK] = {false};
     uint32_t rank = un ? x->rank + (uint32_t)na : x->rank;
     if (un && (na == 0 || rank > RT_ONNX_MAX_RANK))
-        return node_fail(r, nd, "axes: %zu axes for rank %u", na, x->rank);
+        return rt_onnx_plan_fail(r, nd, "axes: %zu axes for rank %u", na, x->rank);
     for (size_t i = 0; i < na; i++) {
         long a = norm_axis(axes[i], rank);
         if (a < 0 || mark[a])
-            return node_fail(r, nd, "axes: %" PRId64 " is out of range or repeated", axes[i]);
+            return rt_onnx_plan_fail(r, nd, "axes: %" PRId64 " is out of range or repeated", axes[i]);
         if (a == 0 && x->batch)
-            return node_fail(r, nd, "axes: 0 would move the batch dimension");
+            return rt_onnx_plan_fail(r, nd, "axes: 0 would move the batch dimension");
         mark[a] = true;
     }
     uint32_t w = 0;
@@ -999,7 +803,7 @@ static rt_status plan_squeeze(reader *r, const Onnx__NodeProto *nd, const char *
         for (uint32_t d = 0; d < x->rank; d++) {
             bool drop = na ? mark[d] : (x->dims[d] == 1 && !(d == 0 && x->batch));
             if (na && mark[d] && x->dims[d] != 1)
-                return node_fail(r, nd, "axes: dimension %u is %" PRId64 ", not 1", d,
+                return rt_onnx_plan_fail(r, nd, "axes: dimension %u is %" PRId64 ", not 1", d,
                                  x->dims[d]);
             if (!drop)
                 dims[w++] = x->dims[d];
@@ -1012,92 +816,8 @@ static rt_status plan_squeeze(reader *r, const Onnx__NodeProto *nd, const char *
     return plan_alias(r, nd, in[0], out, w, dims);
 }
 
-/* ai.onnx.ml.Scaler: (x - offset) * scale per column */
-static rt_status plan_ml_scaler(reader *r, const Onnx__NodeProto *nd, const rt_onnx_val *x,
-                                size_t c, rt_onnx_val *out)
-{
-    rt_status st;
-    rt_onnx_step *s;
-    const float *off, *sc;
-    size_t n_off, n_sc;
-    if ((st = attr_floats(r, nd, "offset", &off, &n_off)) ||
-        (st = attr_floats(r, nd, "scale", &sc, &n_sc)))
-        return st;
-    if ((n_off != 1 && n_off != c) || (n_sc != 1 && n_sc != c))
-        return node_fail(r, nd, "attributes offset and scale: %zu and %zu values for %zu "
-                         "columns (1 or %zu each)", n_off, n_sc, c, c);
-    if ((st = set_batch_shape(r, nd, out, 2, x->dims)) || (st = add_step(r, &s)))
-        return st;
-    s->op = RT_ONNX_SCALER;
-    if (!(s->w = malloc(c * sizeof(float))) || !(s->b = malloc(c * sizeof(float))))
-        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
-    for (size_t j = 0; j < c; j++) {
-        s->w[j] = off[n_off == 1 ? 0 : j];
-        s->b[j] = sc[n_sc == 1 ? 0 : j];
-    }
-    return RT_OK;
-}
-
-/* ai.onnx.ml.LinearRegressor: a dense step of targets outputs */
-static rt_status plan_ml_linear(reader *r, const Onnx__NodeProto *nd, size_t c, rt_onnx_val *out)
-{
-    rt_status st;
-    rt_onnx_step *s;
-    const float *co, *ic;
-    size_t n_co, n_ic;
-    int64_t targets;
-    if ((st = attr_floats(r, nd, "coefficients", &co, &n_co)) ||
-        (st = attr_floats(r, nd, "intercepts", &ic, &n_ic)) ||
-        (st = attr_int(r, nd, "targets", 1, &targets)) ||
-        (st = attr_string_is(r, nd, "post_transform", "NONE")))
-        return st;
-    if (targets < 1 || (size_t)targets > RT_ONNX_MAX_ROW / (c ? c : 1) ||
-        n_co != (size_t)targets * c || (n_ic != 0 && n_ic != (size_t)targets))
-        return node_fail(r, nd, "attributes coefficients and intercepts: %zu and %zu "
-                         "values for %" PRId64 " targets of %zu columns", n_co, n_ic,
-                         targets, c);
-    size_t m = (size_t)targets;
-    int64_t dims2[2] = {0, targets};
-    if ((st = set_batch_shape(r, nd, out, 2, dims2)) || (st = add_step(r, &s)))
-        return st;
-    s->op = RT_ONNX_DENSE;
-    s->k = c;
-    s->m = m;
-    if (!(s->w = malloc((c * m != 0 ? c * m : 1) * sizeof(float))) ||
-        !(s->b = calloc(m, sizeof(float))))
-        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
-    for (size_t t = 0; t < m; t++) { /* coefficients are [targets x C]: W = its transpose */
-        for (size_t j = 0; j < c; j++)
-            s->w[j * m + t] = co[t * c + j];
-        s->b[t] = n_ic ? ic[t] : 0.0f;
-    }
-    return RT_OK;
-}
-
-/* ai.onnx.ml.Scaler, ai.onnx.ml.LinearRegressor: of an [N, C] input */
-static rt_status plan_ml(reader *r, const Onnx__NodeProto *nd, const char *op, size_t *in,
-                         size_t n_in, rt_onnx_val *out)
-{
-    rt_status st;
-    char sb[96];
-    if ((st = need_in(r, nd, n_in, 1, 1)))
-        return st;
-    const rt_onnx_val *x = &r->o->vals[in[0]];
-    bool lin = op[0] == 'L';
-    static const char *const ok_s[] = {"offset", "scale", NULL},
-                             *const ok_l[] = {"coefficients", "intercepts", "targets",
-                                              "post_transform", NULL};
-    if ((st = only_attrs(r, nd, lin ? ok_l : ok_s)) || (st = want_batch(r, nd, 0, x)))
-        return st;
-    if (x->rank != 2)
-        return node_fail(r, nd, "input 0 \"%.80s\": shape %s: a [N, C] input is needed",
-                         x->name, shape_str(x, sb, sizeof sb));
-    size_t c = (size_t)x->dims[1];
-    return lin ? plan_ml_linear(r, nd, c, out) : plan_ml_scaler(r, nd, x, c, out);
-}
-
-/* The operators read, by name; ml: of the domain ai.onnx.ml (the others of
- * the default domain, whatever the node's domain names). */
+/* The operators read, by name (the default domain's, whatever the node's
+ * domain names; ai.onnx.ml's are rt_onnx_ml.c's). */
 static const struct {
     const char *op;
     plan_fn *plan;
@@ -1125,8 +845,6 @@ static const struct {
     {"Reshape", plan_reshape, false},
     {"Squeeze", plan_squeeze, false},
     {"Unsqueeze", plan_squeeze, false},
-    {"Scaler", plan_ml, true},
-    {"LinearRegressor", plan_ml, true},
 };
 
 static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, size_t n_in,
@@ -1137,20 +855,20 @@ static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, siz
     size_t first_step = o->n_steps;
     bool ml = nd->domain && strcmp(nd->domain, "ai.onnx.ml") == 0;
     if (ml && o->ml_opset < 1)
-        return node_fail(r, nd, "domain ai.onnx.ml: the model imports no ai.onnx.ml operator set "
+        return rt_onnx_plan_fail(r, nd, "domain ai.onnx.ml: the model imports no ai.onnx.ml operator set "
                          "of version 1 to 3 (opset_import)");
-    if (ml && strcmp(op, "Scaler") && strcmp(op, "LinearRegressor"))
+    if (ml && !rt_onnx_ml_known(op))
         return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator "
                           "ai.onnx.ml.%.60s is not supported (docs/models-from-elsewhere.md "
-                          "lists those that are)", r->file, nname(nd), op);
-    plan_fn *plan = NULL;
+                          "lists those that are)", r->file, rt_onnx_plan_nname(nd), op);
+    plan_fn *plan = ml ? rt_onnx_ml_plan : NULL;
     for (size_t i = 0; i < sizeof plans / sizeof plans[0] && !plan; i++)
         if (strcmp(op, plans[i].op) == 0 && (!plans[i].ml || ml))
             plan = plans[i].plan;
     if (!plan)
         return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator %.60s%s%.60s "
                           "is not supported (docs/models-from-elsewhere.md lists those that are)",
-                          r->file, nname(nd), nd->domain && nd->domain[0] ? nd->domain : "",
+                          r->file, rt_onnx_plan_nname(nd), nd->domain && nd->domain[0] ? nd->domain : "",
                           nd->domain && nd->domain[0] ? "." : "", op);
     rt_status st = plan(r, nd, op, in, n_in, &o->vals[outi]);
     if (st)
@@ -1159,8 +877,10 @@ static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, siz
         rt_onnx_step *s = &o->steps[o->n_steps - 1];
         s->n_in = n_in;
         memcpy(s->in, in, n_in * sizeof *in);
-        s->out = outi;
-        o->vals[outi].producer = (long)(o->n_steps - 1);
+        s->out = r->n_out == 2 ? r->out[1] : outi; /* a classifier's: its scores */
+        o->vals[s->out].producer = (long)(o->n_steps - 1);
+        if (r->n_out == 2)
+            o->vals[outi].producer = (long)(o->n_steps - 1);
     }
     return RT_OK;
 }
@@ -1205,10 +925,10 @@ static rt_status read_inputs(reader *r, const Onnx__GraphProto *g)
                                   "batch, may vary)", file, vi->name, d);
             v->dims[d] = dm->dim_value;
         }
-        if (!elems(v->dims, 1, v->rank, RT_ONNX_MAX_ROW, &v->row))
+        if (!rt_onnx_plan_elems(v->dims, 1, v->rank, RT_ONNX_MAX_ROW, &v->row))
             return rt_err_set(r->err, RT_ERR_LIMIT, "%s: graph.input \"%.80s\": shape %s: more "
                               "than %zu values per instance", file, vi->name,
-                              shape_str(v, sb, sizeof sb), (size_t)RT_ONNX_MAX_ROW);
+                              rt_onnx_plan_shape_str(v, sb, sizeof sb), (size_t)RT_ONNX_MAX_ROW);
         size_t *p = realloc(o->inputs, (o->n_inputs + 1) * sizeof *p);
         if (!p)
             return NOMEM(r->err);
@@ -1225,21 +945,22 @@ static rt_status read_inputs(reader *r, const Onnx__GraphProto *g)
 static rt_status check_node(reader *r, const Onnx__NodeProto *nd)
 {
     if (nd->n_input > RT_ONNX_MAX_INPUTS)
-        return node_fail(r, nd, "%zu inputs (at most %u)", nd->n_input, RT_ONNX_MAX_INPUTS);
+        return rt_onnx_plan_fail(r, nd, "%zu inputs (at most %u)", nd->n_input, RT_ONNX_MAX_INPUTS);
     for (size_t i = 0; i < nd->n_input; i++)
         if ((!nd->input[i] || !nd->input[i][0]) && i + 1 < nd->n_input)
-            return node_fail(r, nd, "input %zu: empty (an optional input left out) is not "
+            return rt_onnx_plan_fail(r, nd, "input %zu: empty (an optional input left out) is not "
                              "supported", i);
     if (nd->n_output < 1 || !nd->output[0] || !nd->output[0][0])
-        return node_fail(r, nd, "output 0: missing");
+        return rt_onnx_plan_fail(r, nd, "output 0: missing");
     const char *op = nd->op_type ? nd->op_type : "";
-    if (nd->n_output > 1 && strcmp(op, "Dropout") && strcmp(op, "BatchNormalization"))
-        return node_fail(r, nd, "%zu outputs (1 expected)", nd->n_output);
+    if (nd->n_output > 1 && strcmp(op, "Dropout") && strcmp(op, "BatchNormalization") &&
+        !(rt_onnx_ml_two_outputs(op) && nd->n_output == 2 && nd->output[1] && nd->output[1][0]))
+        return rt_onnx_plan_fail(r, nd, "%zu outputs (1 expected)", nd->n_output);
     const char *dom = nd->domain ? nd->domain : "";
     if (dom[0] && strcmp(dom, "ai.onnx") != 0 && strcmp(dom, "ai.onnx.ml") != 0)
         return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: node \"%.80s\": operator "
                           "%.60s.%.60s is not supported (docs/models-from-elsewhere.md lists "
-                          "those that are)", r->file, nname(nd), dom, op);
+                          "those that are)", r->file, rt_onnx_plan_nname(nd), dom, op);
     return RT_OK;
 }
 
@@ -1251,34 +972,40 @@ static rt_status plan_graph(reader *r, const Onnx__GraphProto *g)
 {
     const char *file = r->file;
     size_t nn = g->n_node, ns = 1;
-    while (ns < 2 * (nn + 1))
+    while (ns < 4 * (nn + 1))
         ns *= 2;
-    /* output name -> node + 1 */
+    /* output name -> node + 1 (and which of its outputs: prod_o) */
+    unsigned char *prod_o = calloc(ns, 1);
     size_t *prod = calloc(ns, sizeof *prod), *deg = calloc(nn + 1, sizeof *deg),
            *start = calloc(nn + 2, sizeof *start), *queue = calloc(nn + 1, sizeof *queue),
            *edges = NULL;
     rt_status st = RT_OK;
     size_t n_edges = 0;
-    if (!prod || !deg || !start || !queue) {
+    if (!prod || !prod_o || !deg || !start || !queue) {
         st = NOMEM(r->err);
         goto out;
     }
 #define PROD_FIND(name, h)                                                                   \
     for (h = (size_t)name_hash(name) & (ns - 1);                                            \
-         prod[h] && strcmp(g->node[prod[h] - 1]->output[0], name) != 0; h = (h + 1) & (ns - 1))
+         prod[h] && strcmp(g->node[prod[h] - 1]->output[prod_o[h]], name) != 0;             \
+         h = (h + 1) & (ns - 1))
     for (size_t k = 0; k < nn && !st; k++) {
         const Onnx__NodeProto *nd = g->node[k];
         if ((st = check_node(r, nd)))
             break;
-        const char *name = nd->output[0];
-        size_t h;
-        PROD_FIND(name, h);
-        if (prod[h] || find_val(r, name) >= 0) {
-            st = node_fail(r, nd, "output 0 \"%.80s\": already defined (each value is assigned "
-                           "once)", name);
-            break;
+        size_t n_out = rt_onnx_ml_two_outputs(nd->op_type ? nd->op_type : "") ? 2 : 1;
+        for (size_t oi = 0; oi < n_out && oi < nd->n_output && !st; oi++) {
+            const char *name = nd->output[oi];
+            size_t h;
+            PROD_FIND(name, h);
+            if (prod[h] || find_val(r, name) >= 0) {
+                st = rt_onnx_plan_fail(r, nd, "output %zu \"%.80s\": already defined (each "
+                                       "value is assigned once)", oi, name);
+                break;
+            }
+            prod[h] = k + 1;
+            prod_o[h] = (unsigned char)oi;
         }
-        prod[h] = k + 1;
     }
     /* edges: producer -> consumer, counted then laid out by producer (CSR) */
     for (int pass = 0; pass < 2 && !st; pass++) {
@@ -1291,7 +1018,7 @@ static rt_status plan_graph(reader *r, const Onnx__GraphProto *g)
                 size_t h;
                 PROD_FIND(name, h);
                 if (!prod[h]) {
-                    st = node_fail(r, nd, "input %zu \"%.80s\": neither a graph input, an "
+                    st = rt_onnx_plan_fail(r, nd, "input %zu \"%.80s\": neither a graph input, an "
                                    "initializer nor any node's output", i, name);
                     break;
                 }
@@ -1328,12 +1055,19 @@ static rt_status plan_graph(reader *r, const Onnx__GraphProto *g)
                 continue;
             long v = find_val(r, nd->input[i]);
             if (v < 0) { /* cannot happen: its producer was placed */
-                st = node_fail(r, nd, "input %zu: not computed", i);
+                st = rt_onnx_plan_fail(r, nd, "input %zu: not computed", i);
                 break;
             }
             in[n_in++] = (size_t)v;
         }
-        if (!st && !(st = new_val(r, nd->output[0], &outi)))
+        r->n_out = 1;
+        if (!st && !(st = new_val(r, nd->output[0], &outi))) {
+            r->out[0] = outi;
+            if (rt_onnx_ml_two_outputs(nd->op_type ? nd->op_type : "") && nd->n_output == 2 &&
+                !(st = new_val(r, nd->output[1], &r->out[1])))
+                r->n_out = 2;
+        }
+        if (!st)
             st = plan_node(r, nd, in, n_in, outi);
         for (size_t e = start[k]; e < start[k + 1] && !st; e++)
             if (--deg[edges[e]] == 0)
@@ -1342,12 +1076,13 @@ static rt_status plan_graph(reader *r, const Onnx__GraphProto *g)
     if (!st && tail < nn) {
         for (size_t k = 0; k < nn; k++)
             if (deg[k] > 0) {
-                st = node_fail(r, g->node[k], "on a cycle: its inputs depend on its own output");
+                st = rt_onnx_plan_fail(r, g->node[k], "on a cycle: its inputs depend on its own output");
                 break;
             }
     }
 out:
     free(prod);
+    free(prod_o);
     free(deg);
     free(start);
     free(queue);
@@ -1355,8 +1090,44 @@ out:
     return st;
 }
 
+/* An ai.onnx.ml classifier whose label, scores or ZipMap are the graph's
+ * outputs: o->ml_probs (the outputs must all be that classifier's). */
+static rt_status find_ml_classifier(reader *r, const Onnx__GraphProto *g)
+{
+    rt_onnx *o = r->o;
+    long cls = -1;
+    size_t others = 0;
+    o->ml_scores = o->ml_label = SIZE_MAX;
+    for (size_t q = 0; q < o->n_outputs; q++) {
+        const rt_onnx_val *v = &o->vals[o->outputs[q]];
+        size_t base = v->alias >= 0 ? (size_t)v->alias : o->outputs[q];
+        long p = o->vals[base].producer;
+        const rt_onnx_step *s = p >= 0 ? &o->steps[p] : NULL;
+        if (s && (s->op == RT_ONNX_TREES || s->op == RT_ONNX_LINCLS) && s->out2 != SIZE_MAX &&
+            (cls < 0 || cls == p))
+            cls = p;
+        else
+            others++;
+    }
+    if (cls < 0)
+        return RT_OK;
+    if (others)
+        return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: graph.output: a classifier's "
+                          "outputs (label, scores, ZipMap) beside other outputs are not served "
+                          "(%zu of %zu outputs are not the classifier's)", r->file, others,
+                          o->n_outputs);
+    (void)g;
+    const rt_onnx_step *s = &o->steps[cls];
+    o->ml_probs = true;
+    o->ml_scores = s->out;
+    o->ml_label = s->out2;
+    o->n_classes = o->vals[s->out].row;
+    return RT_OK;
+}
+
 static rt_status read_outputs(reader *r, const Onnx__GraphProto *g)
 {
+    rt_status st;
     rt_onnx *o = r->o;
     const char *file = r->file;
     if (g->n_output < 1)
@@ -1389,6 +1160,8 @@ static rt_status read_outputs(reader *r, const Onnx__GraphProto *g)
             o->classifier_logits = s->in[0];
         }
     }
+    if ((st = find_ml_classifier(r, g)))
+        return st;
     size_t act = 0;
     for (size_t v = 0; v < o->n_vals; v++) {
         if (!o->vals[v].batch || o->vals[v].alias >= 0)

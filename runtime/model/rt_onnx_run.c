@@ -29,7 +29,8 @@
 
 /* ------------------------------------------------------- kernels */
 
-static void run_step(const rt_onnx_step *s, size_t n, const rt_onnx_val *vals, float *const *ptr)
+static rt_status run_step(const rt_onnx_step *s, size_t n, const rt_onnx_val *vals,
+                          float *const *ptr)
 {
     const rt_onnx_val *ov = &vals[s->out];
     float *y = ptr[s->out];
@@ -132,7 +133,19 @@ static void run_step(const rt_onnx_step *s, size_t n, const rt_onnx_val *vals, f
         break;
     case RT_ONNX_ALIAS:
         break;
+    case RT_ONNX_TREES:
+    case RT_ONNX_LINCLS:
+    case RT_ONNX_NORMALIZER:
+    case RT_ONNX_IMPUTER:
+    case RT_ONNX_ONEHOT:
+    case RT_ONNX_LABELENC:
+        return rt_onnx_ml_run(s, n, x, vals[s->in[0]].row, y, row,
+                              (s->op == RT_ONNX_TREES || s->op == RT_ONNX_LINCLS) &&
+                                      s->out2 != SIZE_MAX
+                                  ? ptr[s->out2]
+                                  : NULL);
     }
+    return RT_OK;
 }
 
 rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *ws, float *logits,
@@ -185,8 +198,12 @@ rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *
         }
     }
     for (size_t k = 0; k < o->n_steps && !st; k++)
-        run_step(&o->steps[k], n, o->vals, ptr);
-    if (!st && o->n_classes) { /* a classifier's logits: the softmax's input */
+        if ((st = run_step(&o->steps[k], n, o->vals, ptr)) != RT_OK)
+            st = rt_err_set(err, st, "model.onnx: step %zu: out of memory", k);
+    if (!st && o->ml_probs) { /* an ai.onnx.ml classifier: its scores as they are */
+        const float *z = ptr[o->ml_scores];
+        memcpy(logits, z, n * o->n_classes * sizeof(float));
+    } else if (!st && o->n_classes) { /* a classifier's logits: the softmax's input */
         const float *z = ptr[o->classifier_logits];
         size_t c = o->n_classes;
         for (size_t r = 0; r < n; r++) {
@@ -230,6 +247,59 @@ static rt_status add_col(cJSON *cols, cJSON *fcs, cJSON *names, const char *name
     return RT_OK;
 }
 
+/* A tree ensemble or an Imputer of NaN reads NaN as a missing value: an
+ * absent feature is NaN (ONNX Runtime's missing value) instead of an error.
+ * false: out of memory. */
+static bool nan_defaults(const rt_onnx *o, Predictd__ModelDef *def)
+{
+    bool nan_missing = false;
+    for (size_t k = 0; k < o->n_steps; k++)
+        nan_missing |= o->steps[k].op == RT_ONNX_TREES ||
+                       (o->steps[k].op == RT_ONNX_IMPUTER && isnan(o->steps[k].alpha));
+    for (size_t c = 0; nan_missing && c < def->n_feature_columns; c++) {
+        Predictd__FeatureColumn *fc = def->feature_columns[c];
+        size_t w = fc->shape ? fc->shape : 1;
+        if (fc->n_default_value)
+            continue;
+        if (!(fc->default_value = malloc(w * sizeof(float))))
+            return false;
+        for (size_t k = 0; k < w; k++)
+            fc->default_value[k] = NAN;
+        fc->n_default_value = w;
+    }
+    return true;
+}
+
+/* Who wrote it: "pytorch 1.13.0 (ONNX opset 13)" (predict-model show).
+ * false: out of memory. */
+static bool set_producer(const rt_onnx *o, Predictd__ModelDef *def)
+{
+    Predictd__TrainingInfo *ti = def->training;
+    if (!ti && (ti = malloc(sizeof *ti)) != NULL) {
+        predictd__training_info__init(ti);
+        def->training = ti;
+    }
+    char prod[256];
+    const Onnx__ModelProto *mp = o->proto;
+    snprintf(prod, sizeof prod, "%.100s%s%.60s (ONNX opset %lld)",
+             mp->producer_name && mp->producer_name[0] ? mp->producer_name : "an ONNX exporter",
+             mp->producer_version && mp->producer_version[0] ? " " : "",
+             mp->producer_version ? mp->producer_version : "", (long long)o->opset);
+    return ti && (ti->producer = strdup(prod)) != NULL;
+}
+
+/* A label value's names as a JSON array (NULL: out of memory). */
+static cJSON *label_names(const rt_onnx_val *lv)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t k = 0; a && k < lv->n_names; k++)
+        if (!cJSON_AddItemToArray(a, cJSON_CreateString(lv->names[k]))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    return a;
+}
+
 rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t serving_len,
                               Predictd__ModelDef **out, rt_err *err)
 {
@@ -256,6 +326,10 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
                             "classes%s", FILE_S, cJSON_GetArraySize(classes), o->n_classes,
                             o->n_classes ? "" : " (its one output is not a softmax)");
     }
+    cJSON *ml_names = NULL; /* an ai.onnx.ml classifier's labels, as the classes */
+    if (!st && !classes && o->ml_probs && o->ml_label != SIZE_MAX &&
+        !(classes = ml_names = label_names(&o->vals[o->ml_label])))
+        st = NOMEM(err);
     cJSON *cols = cJSON_AddArrayToObject(spec, "columns"),
           *fcs = cJSON_AddArrayToObject(spec, "feature_columns"),
           *est = cJSON_AddObjectToObject(spec, "estimator"),
@@ -335,6 +409,7 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
         rt_err_prefix(err, "%s%s: its inputs as a model spec", FILE_M, serving ? " with " FILE_S : "");
     cJSON_Delete(spec);
     cJSON_Delete(serving);
+    cJSON_Delete(ml_names);
     if (st)
         return st;
     if (def->n_feature_columns != ncols) {
@@ -342,19 +417,13 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
         return rt_err_set(err, RT_ERR_FORMAT, "%s: the inputs' spec did not come out as expected",
                           FILE_M);
     }
-    /* who wrote it: "pytorch 1.13.0 (ONNX opset 13)" (predict-model show) */
-    Predictd__TrainingInfo *ti = def->training;
-    if (!ti && (ti = malloc(sizeof *ti)) != NULL) {
-        predictd__training_info__init(ti);
-        def->training = ti;
+    /* a tree ensemble or an Imputer reads NaN as a missing value: an absent
+     * feature is NaN (ONNX Runtime's missing value) instead of an error */
+    if (!nan_defaults(o, def)) {
+        rt_modeldef_free(def);
+        return NOMEM(err);
     }
-    char prod[256];
-    const Onnx__ModelProto *mp = o->proto;
-    snprintf(prod, sizeof prod, "%.100s%s%.60s (ONNX opset %lld)",
-             mp->producer_name && mp->producer_name[0] ? mp->producer_name : "an ONNX exporter",
-             mp->producer_version && mp->producer_version[0] ? " " : "",
-             mp->producer_version ? mp->producer_version : "", (long long)o->opset);
-    if (!ti || !(ti->producer = strdup(prod))) {
+    if (!set_producer(o, def)) {
         rt_modeldef_free(def);
         return NOMEM(err);
     }
@@ -388,6 +457,8 @@ rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err)
     size_t ld = o->n_classes == 2 ? 1 : o->n_classes ? o->n_classes : o->out_width;
     if (g->n_fcols < 1 || g->logits_dim != ld)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: the graph does not match the network", FILE_M);
+    if (o->ml_probs) /* the head reads the scores: one per class, binary too (rt_head.c) */
+        g->logits_dim = o->n_classes;
     for (size_t i = 0; i < o->n_inputs; i++)
         for (size_t c = 0; c < o->n_fcols[i]; c++)
             if (o->fcols[i][c] >= g->n_fcols ||
@@ -406,4 +477,42 @@ bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *classes)
     if (classes)
         *classes = o ? o->n_classes : 0;
     return o != NULL;
+}
+
+size_t rt_graph_onnx_output(const rt_graph *g, size_t q, rt_onnx_output *out)
+{
+    const rt_onnx *o = g ? g->onnx : NULL;
+    if (!o)
+        return 0;
+    if (q >= o->n_outputs || !out)
+        return o->n_outputs;
+    const rt_onnx_val *v = &o->vals[o->outputs[q]];
+    *out = (rt_onnx_output){.name = v->name, .kind = RT_ONNX_OUT_NONE};
+    if (o->ml_probs) {
+        const rt_onnx_val *lab = o->ml_label != SIZE_MAX ? &o->vals[o->ml_label] : NULL;
+        out->labels_int = lab && lab->names_int;
+        out->kind = o->outputs[q] == o->ml_label ? RT_ONNX_OUT_LABEL
+                    : v->zipmap                  ? RT_ONNX_OUT_MAP
+                                                 : RT_ONNX_OUT_SCORES;
+        if (v->zipmap) {
+            out->labels_int = v->names_int;
+            out->names = (const char *const *)v->names;
+            out->n_names = v->n_names;
+        }
+    } else if (o->n_classes) {
+        out->kind = RT_ONNX_OUT_SCORES;
+    } else {
+        size_t off = 0;
+        for (size_t k = 0; k < q; k++)
+            off += o->vals[o->outputs[k]].row;
+        out->kind = RT_ONNX_OUT_FLOATS;
+        out->off = off;
+        out->width = v->row;
+    }
+    return o->n_outputs;
+}
+
+bool rt_graph_onnx_scores(const rt_graph *g)
+{
+    return g && g->onnx && g->onnx->ml_probs;
 }

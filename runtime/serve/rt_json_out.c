@@ -31,6 +31,7 @@ typedef enum {
     OUT_LOGITS,
     OUT_PROBABILITIES,
     OUT_PREDICTIONS,
+    OUT_ONNX = 64, /* + q: an ONNX graph's output q, under its own name */
 } out_kind;
 
 typedef struct out_item {
@@ -123,6 +124,18 @@ static size_t list_outputs(const rt_graph *g, const Predictd__SignatureDef *sig,
             if (kind != OUT_NONE)
                 items[n++] = (out_item){all[k], kind};
         }
+    }
+    /* an ONNX graph's outputs under their own names, beside TF's (a name TF's
+     * outputs already use stays theirs) */
+    rt_onnx_output oo;
+    size_t n_onnx = classify || regress ? 0 : rt_graph_onnx_output(g, 0, NULL);
+    for (size_t q = 0; q < n_onnx && n < RT_JSON_MAX_OUTPUTS && q < 64; q++) {
+        rt_graph_onnx_output(g, q, &oo);
+        bool taken = oo.kind == RT_ONNX_OUT_NONE;
+        for (size_t k = 0; k < n && !taken; k++)
+            taken = strcmp(items[k].name, oo.name) == 0;
+        if (!taken)
+            items[n++] = (out_item){oo.name, (out_kind)(OUT_ONNX + (int)q)};
     }
     /* a handful of names: insertion sort (stable, no qsort call) */
     for (size_t i = 1; i < n; i++) {
@@ -242,6 +255,70 @@ static int put_class_name(rt_buf *b, const rt_graph *g, size_t k)
     return rt_buf_json_string(b, s, strlen(s));
 }
 
+static int put_label(rt_buf *b, const char *s, bool as_number)
+{
+    if (!s)
+        s = "";
+    size_t k = s[0] == '-', n = strlen(s);
+    while (as_number && k < n && s[k] >= '0' && s[k] <= '9')
+        k++;
+    /* an int64 label as a number, unless serving.json renamed it */
+    return as_number && n && k == n && s[n - 1] != '-' ? rt_buf_puts(b, s)
+                                                       : rt_buf_json_string(b, s, n);
+}
+
+/* An ONNX graph's output q for instance i (rt_graph_onnx_output). */
+static int put_onnx(rt_buf *b, const rt_graph *g, const rt_outputs *o, size_t q, size_t i,
+                    float_memo *memo)
+{
+    rt_onnx_output oo;
+    size_t nc = g->n_classes;
+    int rc = 0;
+    if (q >= rt_graph_onnx_output(g, q, &oo))
+        return rt_buf_puts(b, "null");
+    switch (oo.kind) {
+    case RT_ONNX_OUT_FLOATS:
+        return put_floats(b, o->predictions + i * g->logits_dim + oo.off, oo.width, memo);
+    case RT_ONNX_OUT_SCORES:
+        return put_floats(b, o->probabilities + i * nc, nc, memo);
+    case RT_ONNX_OUT_LABEL:
+        return put_label(b, rt_graph_class_name(g, (size_t)o->class_ids[i]), oo.labels_int);
+    case RT_ONNX_OUT_MAP:
+        rc |= rt_buf_puts(b, "{");
+        for (size_t k = 0; k < nc && k < oo.n_names; k++) {
+            if (k)
+                rc |= rt_buf_puts(b, ", ");
+            rc |= rt_buf_json_string(b, oo.names[k], strlen(oo.names[k])); /* keys: strings */
+            rc |= rt_buf_puts(b, ": ");
+            rc |= rt_buf_json_float(b, o->probabilities[i * nc + k]);
+        }
+        return rc | rt_buf_puts(b, "}");
+    default:
+        return rt_buf_puts(b, "null");
+    }
+}
+
+/* Bytes at most of an ONNX graph's output q for one instance. */
+static size_t onnx_bound(const rt_graph *g, size_t q, size_t name_longest)
+{
+    rt_onnx_output oo;
+    size_t nc = g->n_classes;
+    if (q >= rt_graph_onnx_output(g, q, &oo))
+        return 4;
+    switch (oo.kind) {
+    case RT_ONNX_OUT_FLOATS: return 2 + oo.width * 18;
+    case RT_ONNX_OUT_SCORES: return 2 + nc * 18;
+    case RT_ONNX_OUT_LABEL: return 2 + name_longest;
+    case RT_ONNX_OUT_MAP: {
+        size_t b = 2;
+        for (size_t k = 0; k < oo.n_names; k++)
+            b += 6 * strlen(oo.names[k]) + 2 + 18 + 4;
+        return b;
+    }
+    default: return 4;
+    }
+}
+
 /* Writes the value of output `kind` for instance i (floats through memo,
  * which may be NULL). */
 static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind kind, size_t i,
@@ -283,6 +360,8 @@ static int put_value(rt_buf *b, const rt_graph *g, const rt_outputs *o, out_kind
         return put_floats(b, v, cnt, memo);
     }
     default:
+        if (kind >= OUT_ONNX)
+            return put_onnx(b, g, o, (size_t)(kind - OUT_ONNX), i, memo);
         return rt_buf_puts(b, "null");
     }
 }
@@ -649,7 +728,13 @@ static size_t value_bound(const rt_graph *g, out_kind kind)
     case OUT_LOGITS:
     case OUT_PREDICTIONS: return 2 + ld * FLOAT_BOUND;
     case OUT_PROBABILITIES: return 2 + nc * FLOAT_BOUND;
-    default: return 4;
+    default:
+        if (kind >= OUT_ONNX) {
+            for (size_t k = 0; k < nc; k++)
+                longest = name_bound(g, k) > longest ? name_bound(g, k) : longest;
+            return onnx_bound(g, (size_t)(kind - OUT_ONNX), longest);
+        }
+        return 4;
     }
 }
 

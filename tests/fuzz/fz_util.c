@@ -4,6 +4,7 @@
  * the packed-export layout used by fuzz_export_load.
  */
 #include "fz_util.h"
+#include "rt_model_internal.h"
 
 #include <cJSON.h>
 #include <fcntl.h>
@@ -125,7 +126,11 @@ int fz_run_batch(const rt_graph *g, const rt_batch *b)
     FZ_CHECK(rt_forward(g, &f, ws, logits, &err) == RT_OK, "forward failed on a transformed batch");
     FZ_CHECK(rt_head_compute(g, logits, n, &o, &err) == RT_OK, "head failed");
     FZ_CHECK(o.n == n, "head output count");
-    for (size_t i = 0; i < n && o.probabilities; i++) {
+    /* an ONNX ai.onnx.ml classifier's probabilities are its scores as the
+     * operator computes them (ONNX Runtime's [-s, s], a logistic per class):
+     * only the class ids are checked */
+    bool scores = g->onnx && g->onnx->ml_probs;
+    for (size_t i = 0; i < n && o.probabilities && !scores; i++) {
         double sum = 0;
         int finite = 1;
         for (size_t k = 0; k < ld; k++)
@@ -142,6 +147,9 @@ int fz_run_batch(const rt_graph *g, const rt_batch *b)
             FZ_CHECK(o.class_ids[i] >= 0 && (size_t)o.class_ids[i] < o.n_classes,
                      "class id out of range");
     }
+    for (size_t i = 0; i < n && scores; i++)
+        FZ_CHECK(o.class_ids[i] >= 0 && (size_t)o.class_ids[i] < o.n_classes,
+                 "class id out of range");
     rc = 0;
 out:
     free(logits);

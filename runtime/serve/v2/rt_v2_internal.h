@@ -45,6 +45,7 @@ typedef struct rt_v2_output {
     rt_v2_out_kind kind;
     const char *datatype; /* "FP32", "INT64", "INT32", "BYTES" */
     size_t width;         /* values per instance */
+    size_t off;           /* PREDICTIONS: the first of them (an ONNX graph's output) */
 } rt_v2_output;
 
 /* The v2 datatype of a ModelDef dtype ("FP32", "BYTES", "INT64", "INT32"). */

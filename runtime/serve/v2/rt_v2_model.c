@@ -62,7 +62,7 @@ static rt_v2_out_kind kind_of(const rt_graph *g, const char *name)
 
 static rt_v2_output make_output(const rt_graph *g, const char *name, rt_v2_out_kind k)
 {
-    rt_v2_output o = {name, k, "FP32", 1};
+    rt_v2_output o = {name, k, "FP32", 1, 0};
     switch (k) {
     case RT_V2_OUT_ALL_CLASS_IDS: o.datatype = "INT32"; o.width = g->n_classes; break;
     case RT_V2_OUT_ALL_CLASSES: o.datatype = "BYTES"; o.width = g->n_classes; break;
@@ -76,6 +76,34 @@ static rt_v2_output make_output(const rt_graph *g, const char *name, rt_v2_out_k
     return o;
 }
 
+/* An ONNX graph's outputs under their own names, after TF's n (a name TF's
+ * outputs use stays theirs): a regressor's as its slice of the predictions,
+ * a classifier's scores as the probabilities, its label as the class name
+ * (BYTES); a ZipMap has no v2 tensor type and is left out. */
+static size_t onnx_outputs(const rt_graph *g, rt_v2_output *outs, size_t n)
+{
+    rt_onnx_output oo;
+    size_t count = rt_graph_onnx_output(g, 0, NULL);
+    for (size_t q = 0; q < count && n < RT_V2_MAX_OUTPUTS; q++) {
+        rt_graph_onnx_output(g, q, &oo);
+        bool taken = false;
+        for (size_t k = 0; k < n && !taken; k++)
+            taken = strcmp(outs[k].name, oo.name) == 0;
+        if (taken)
+            continue;
+        if (oo.kind == RT_ONNX_OUT_FLOATS) {
+            outs[n] = make_output(g, oo.name, RT_V2_OUT_PREDICTIONS);
+            outs[n].width = oo.width;
+            outs[n++].off = oo.off;
+        } else if (oo.kind == RT_ONNX_OUT_SCORES) {
+            outs[n++] = make_output(g, oo.name, RT_V2_OUT_PROBABILITIES);
+        } else if (oo.kind == RT_ONNX_OUT_LABEL) {
+            outs[n++] = make_output(g, oo.name, RT_V2_OUT_CLASSES);
+        }
+    }
+    return n;
+}
+
 size_t rt_v2_outputs(const rt_graph *g, const Predictd__SignatureDef *sig, rt_v2_output *outs)
 {
     size_t n = 0;
@@ -86,7 +114,7 @@ size_t rt_v2_outputs(const rt_graph *g, const Predictd__SignatureDef *sig, rt_v2
             if (kind != RT_V2_OUT_NONE)
                 outs[n++] = make_output(g, name, kind);
         }
-        return n;
+        return onnx_outputs(g, outs, n);
     }
     static const char *const all[] = {"all_class_ids", "all_classes", "class_ids",
                                       "classes",       "logistic",    "logits",
@@ -96,7 +124,7 @@ size_t rt_v2_outputs(const rt_graph *g, const Predictd__SignatureDef *sig, rt_v2
         if (kind != RT_V2_OUT_NONE)
             outs[n++] = make_output(g, all[k], kind);
     }
-    return n;
+    return onnx_outputs(g, outs, n);
 }
 
 size_t rt_v2_input_width(const rt_graph *g, const Predictd__SignatureDef *sig, size_t in)

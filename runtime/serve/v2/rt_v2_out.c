@@ -22,14 +22,14 @@
 #include <string.h>
 
 /* The float of a float output at instance i, position j. */
-static float float_at(const rt_graph *g, const rt_outputs *o, rt_v2_out_kind k, size_t i,
+static float float_at(const rt_graph *g, const rt_outputs *o, const rt_v2_output *t, size_t i,
                       size_t j)
 {
-    switch (k) {
+    switch (t->kind) {
     case RT_V2_OUT_LOGISTIC: return o->logistic[i];
     case RT_V2_OUT_LOGITS: return o->logits[i * g->logits_dim + j];
     case RT_V2_OUT_PROBABILITIES: return o->probabilities[i * g->n_classes + j];
-    case RT_V2_OUT_PREDICTIONS: return o->predictions[i * g->logits_dim + j];
+    case RT_V2_OUT_PREDICTIONS: return o->predictions[i * g->logits_dim + t->off + j];
     default: return 0;
     }
 }
@@ -93,7 +93,7 @@ static int put_classes(rt_buf *b, const rt_graph *g, const rt_outputs *o, const 
         for (size_t j = 0; j < t->width; j++) {
             if (taken[j])
                 continue;
-            double v = is_float(t->kind) ? (double)float_at(g, o, t->kind, i, j)
+            double v = is_float(t->kind) ? (double)float_at(g, o, t, i, j)
                                          : (double)int_at(o, t->kind, i, j);
             if (isnan(v))
                 v = -INFINITY;
@@ -106,7 +106,7 @@ static int put_classes(rt_buf *b, const rt_graph *g, const rt_outputs *o, const 
         rt_buf_reset(tmp);
         if (is_float(t->kind)) {
             char f[RT_JSON_FLOAT_MAX];
-            rc |= rt_buf_append(tmp, f, rt_json_float_text(float_at(g, o, t->kind, i, best), f));
+            rc |= rt_buf_append(tmp, f, rt_json_float_text(float_at(g, o, t, i, best), f));
         } else {
             rc |= rt_buf_put_int(tmp, int_at(o, t->kind, i, best));
         }
@@ -141,7 +141,7 @@ static int put_elements(rt_buf *b, const rt_graph *g, const rt_outputs *o, const
                 return -1;
             for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < width; j++) {
-                    float f = float_at(g, o, t->kind, i, j);
+                    float f = float_at(g, o, t, i, j);
                     uint32_t u;
                     memcpy(&u, &f, sizeof u);
                     put_le(b, u, 4);
@@ -159,7 +159,7 @@ static int put_elements(rt_buf *b, const rt_graph *g, const rt_outputs *o, const
                     *w++ = ',';
                     *w++ = ' ';
                 }
-                w += rt_json_float_text(float_at(g, o, t->kind, i, j), w);
+                w += rt_json_float_text(float_at(g, o, t, i, j), w);
             }
         *w = '\0';
         b->len = (size_t)(w - b->data);

@@ -208,8 +208,10 @@ static void predict(const rt_model *m, const char *body, float *out, size_t rows
     assert_int_equal(cJSON_GetArraySize(preds), (int)rows);
     for (size_t i = 0; i < rows; i++) {
         const cJSON *p = cJSON_GetArrayItem(preds, (int)i);
-        if (cJSON_IsObject(p)) /* a classifier: its probabilities */
-            p = cJSON_GetObjectItem(p, "probabilities");
+        if (cJSON_IsObject(p)) /* a classifier: its probabilities; else the predictions
+                                  (beside the graph's outputs under their own names) */
+            p = cJSON_GetObjectItem(p, cJSON_HasObjectItem(p, "probabilities") ? "probabilities"
+                                                                               : "predictions");
         if (cJSON_IsNumber(p)) {
             assert_int_equal(width, 1);
             out[i] = (float)p->valuedouble;
