@@ -16,6 +16,7 @@
 #ifndef PREDICTD_RT_CORE_H
 #define PREDICTD_RT_CORE_H
 
+#include <pthread.h> /* rt_time_cond_init */
 #include <signal.h> /* rt_stops */
 #include <stdbool.h>
 #include <stddef.h>
@@ -270,6 +271,10 @@ double rt_seconds(int wall);
  * timeouts, latencies): the same clock as rt_seconds(0). */
 int64_t rt_now_ms(void);
 int64_t rt_now_ns(void);
+/* Initializes cv (free with pthread_cond_destroy) for timed waits on that
+ * clock: pthread_cond_timedwait's deadline is CLOCK_MONOTONIC, so a change
+ * of the wall clock moves no timeout. */
+void rt_time_cond_init(pthread_cond_t *cv);
 
 /* FarmHash Fingerprint64 (farmhashna::Hash64), as TensorFlow's
  * tf.strings.to_hash_bucket_fast and hashed feature columns use it. */

@@ -141,11 +141,7 @@ rt_status srv_batcher_new(const srv_batcher_params *p, srv_batch_fn fn, void *fn
     b->fn = fn;
     b->fn_ctx = fn_ctx;
     pthread_mutex_init(&b->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rt_time_cond_init(&b->cv);
     b->threads = calloc((size_t)p->threads, sizeof *b->threads);
     if (!b->threads) {
         srv_batcher_free(b);
