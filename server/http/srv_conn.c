@@ -288,10 +288,7 @@ static void *sweeper_main(void *arg)
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
         struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += (long)(period % 1000) * 1000000L;
-        ts.tv_sec += (time_t)(period / 1000) + ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        rt_time_deadline(&ts, (int64_t)period * 1000000);
         pthread_cond_timedwait(&t->cv, &t->mu, &ts);
         if (t->stop)
             break;

@@ -382,8 +382,7 @@ static void *exporter(void *arg)
     for (;;) {
         if (!t->stop && t->n < SRV_TRACE_BATCH) {
             struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += SRV_TRACE_FLUSH_MS / 1000;
+            rt_time_deadline(&ts, (int64_t)SRV_TRACE_FLUSH_MS * 1000000);
             pthread_cond_timedwait(&t->cv, &t->mu, &ts);
         }
         size_t n = t->n < SRV_TRACE_BATCH ? t->n : SRV_TRACE_BATCH;
