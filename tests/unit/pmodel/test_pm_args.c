@@ -67,9 +67,9 @@ static void test_args_parsed_into_opts(void **state)
 {
     (void)state;
     pm_opts o;
-    const char *argv[] = {"predict-model", "evaluate", "--model-dir", "/m", "--data", "a.csv",
-                          "--data=b.csv", "--slice", "gender", "--format", "json",
-                          "--batch-size", "32", NULL};
+    const char *argv[] = {"predict-model", "evaluate",     "--model-dir", "/m",     "--data",
+                          "a.csv",         "--data=b.csv", "--slice",     "gender", "--format",
+                          "json",          "--batch-size", "32",          NULL};
     assert_int_equal(read_opts(&pm_evaluate_command, argv, &o), 0);
     assert_string_equal(captured, "");
     assert_string_equal(o.cmd, "evaluate");
@@ -109,16 +109,15 @@ static void test_args_formats(void **state)
         const char *fmt;
         int ok;
     } cases[] = {
-        {&pm_predict_command, "table", 1},   {&pm_predict_command, "json", 1},
-        {&pm_predict_command, "text", 0},    {&pm_transform_command, "text", 1},
-        {&pm_transform_command, "json", 1},  {&pm_transform_command, "table", 0},
-        {&pm_explain_command, "table", 1},   {&pm_explain_command, "csv", 0},
-        {&pm_evaluate_command, "table", 1},  {&pm_validate_command, "JSON", 0},
+        {&pm_predict_command, "table", 1},  {&pm_predict_command, "json", 1},
+        {&pm_predict_command, "text", 0},   {&pm_transform_command, "text", 1},
+        {&pm_transform_command, "json", 1}, {&pm_transform_command, "table", 0},
+        {&pm_explain_command, "table", 1},  {&pm_explain_command, "csv", 0},
+        {&pm_evaluate_command, "table", 1}, {&pm_validate_command, "JSON", 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const pm_command *c = cases[k].c;
-        const char *argv[16] = {"predict-model", c->name, "--dir", "/m", "--format",
-                                cases[k].fmt};
+        const char *argv[16] = {"predict-model", c->name, "--dir", "/m", "--format", cases[k].fmt};
         size_t n = 6;
         if (c == &pm_evaluate_command || c == &pm_validate_command) {
             argv[n++] = "--data";
@@ -205,8 +204,8 @@ static void test_args_checks_between_flags(void **state)
     static const char *const methods[] = {"exact", "sampled", "gradients", "tree-shap"};
     for (size_t k = 0; k < 4; k++) {
         pm_opts o;
-        const char *argv[] = {"predict-model", "explain", "--dir", "/m", "--json-instances",
-                              "i", "--method", methods[k], NULL};
+        const char *argv[] = {"predict-model", "explain",  "--dir", "/m", "--json-instances", "i",
+                              "--method",      methods[k], NULL};
         assert_int_equal(read_opts(X, argv, &o), 0);
         assert_string_equal(o.xai_method, methods[k]);
         pm_opts_free(&o);
@@ -226,8 +225,7 @@ static void test_args_table_refusals(void **state)
     refused(&pm_show_command,
             (const char *[]){"predict-model", "show", "--dir", "x", "extra", NULL},
             "unexpected argument \"extra\"");
-    refused(P, (const char *[]){"predict-model", "predict", "--dir", "x", "--json-instances",
-                                NULL},
+    refused(P, (const char *[]){"predict-model", "predict", "--dir", "x", "--json-instances", NULL},
             "--json-instances: needs a value");
 }
 
@@ -238,7 +236,7 @@ static void test_args_usage_text(void **state)
     (void)state;
     pm_opts o;
     const char *argv[] = {"predict-model", "predict", "--dir", "/m", "--json-instances", "i",
-                          "--format", "text", NULL};
+                          "--format",      "text",    NULL};
     assert_int_equal(read_opts(&pm_predict_command, argv, &o), PM_EXIT_USAGE);
     assert_string_equal(captured,
                         "predict-model predict: unknown --format \"text\"\n"
@@ -260,9 +258,8 @@ static void test_args_usage_text(void **state)
 static void test_args_command_find(void **state)
 {
     (void)state;
-    static const char *const names[] = {"show",     "predict", "transform", "evaluate",
-                                        "explain",  "stats",   "validate",  "convert",
-                                        "batch-predict"};
+    static const char *const names[] = {"show",  "predict",  "transform", "evaluate",     "explain",
+                                        "stats", "validate", "convert",   "batch-predict"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         const pm_command *c = pm_command_find(names[k]);
         assert_non_null(c);
@@ -275,6 +272,55 @@ static void test_args_command_find(void **state)
     assert_null(pm_command_find(""));
 }
 
+/* pm_main on argv, stderr captured. */
+static int run_main(const char *const *argv)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *t = tmpfile();
+    assert_non_null(t);
+    dup2(fileno(t), 2);
+    int rc = pm_main(argc, (char **)argv);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(t);
+    size_t n = fread(captured, 1, sizeof captured - 1, t);
+    captured[n] = '\0';
+    fclose(t);
+    return rc;
+}
+
+/* The dispatch: a mistyped command gets the nearest name, a missing one the
+ * usage of every command; a command's own refusal comes through. */
+static void test_args_dispatch(void **state)
+{
+    (void)state;
+    assert_int_equal(run_main((const char *[]){"predict-model", "shwo", NULL}), PM_EXIT_USAGE);
+    assert_string_equal(first_line(),
+                        "predict-model: unknown command \"shwo\" (did you mean show?)");
+    assert_int_equal(run_main((const char *[]){"predict-model", "frobnicate", NULL}),
+                     PM_EXIT_USAGE);
+    assert_string_equal(first_line(), "predict-model: unknown command \"frobnicate\"");
+    assert_int_equal(run_main((const char *[]){"predict-model", NULL}), PM_EXIT_USAGE);
+    assert_string_equal(first_line(), "predict-model: missing command");
+    /* every command's usage follows, then the --help line */
+    static const char *const cmds[] = {"show",  "predict",  "transform", "evaluate",     "explain",
+                                       "stats", "validate", "convert",   "batch-predict"};
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        char want[64];
+        snprintf(want, sizeof want, " predict-model %s ", cmds[k]);
+        assert_non_null(strstr(captured, want));
+    }
+    assert_non_null(strstr(captured, "       predict-model COMMAND --help\n"));
+    assert_int_equal(run_main((const char *[]){"predict-model", "transform", "--dir", "/m", NULL}),
+                     PM_EXIT_USAGE);
+    assert_string_equal(first_line(), "predict-model transform: missing --json-instances FILE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_args_table_refusals),
         cmocka_unit_test(test_args_usage_text),
         cmocka_unit_test(test_args_command_find),
+        cmocka_unit_test(test_args_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,8 +92,7 @@ static void test_batch_inputs_json(void **state)
     rt_err err = {{0}};
     /* unchanged inputs: the job may resume, on every rank */
     for (long rank = 0; rank < 2; rank++)
-        assert_int_equal(pm_batch_inputs_check(b.data, b.len, dir, 4, u, 3, rank, 2, &err),
-                         RT_OK);
+        assert_int_equal(pm_batch_inputs_check(b.data, b.len, dir, 4, u, 3, rank, 2, &err), RT_OK);
     rt_buf_free(&b);
     char missing[600], want[900];
     snprintf(missing, sizeof missing, "%s/none", dir);
@@ -125,8 +124,7 @@ static void test_batch_shard_digest(void **state)
                  digest_of(B, (size_t)u[k].start, u[k].end ? (size_t)u[k].end : strlen(B)));
         assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "digest")),
                             hex);
-        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "file")),
-                            fb);
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "file")), fb);
         assert_true(cJSON_GetObjectItemCaseSensitive(j, "size")->valuedouble == 20);
         cJSON_Delete(j);
         free(text);
@@ -149,11 +147,15 @@ static void test_batch_resume_refusals(void **state)
     assert_int_equal(pm_batch_inputs_check(b.data, b.len, dir, 4, u, 2, 0, 2, &err), RT_OK);
     assert_int_equal(pm_batch_inputs_check(b.data, b.len, dir, 4, u, 2, 1, 2, &err),
                      RT_ERR_INVALID);
-    snprintf(want, sizeof want, "%s changed since the job began (bytes 10 to its end, shard 2: "
-             "digest ", fb);
+    snprintf(want, sizeof want,
+             "%s changed since the job began (bytes 10 to its end, shard 2: "
+             "digest ",
+             fb);
     assert_int_equal(strncmp(err.msg, want, strlen(want)), 0);
-    snprintf(want, sizeof want, "): resuming would mix predictions of its old and new rows; not "
-             "resumed. Remove %s (or give another --output-dir) to run the job anew", dir);
+    snprintf(want, sizeof want,
+             "): resuming would mix predictions of its old and new rows; not "
+             "resumed. Remove %s (or give another --output-dir) to run the job anew",
+             dir);
     assert_non_null(strstr(err.msg, want));
 
     /* a file that grew: refused on every rank */
@@ -170,10 +172,11 @@ static void test_batch_resume_refusals(void **state)
     }
 
     /* a job.json of another job */
-    assert_int_equal(pm_batch_inputs_check(b.data, b.len, dir, 4, u, 1, 0, 1, &err),
-                     RT_ERR_FORMAT);
-    snprintf(want, sizeof want, "%s/job.json: its \"inputs\" are not this job's 1 shards: not "
-             "resumed", dir);
+    assert_int_equal(pm_batch_inputs_check(b.data, b.len, dir, 4, u, 1, 0, 1, &err), RT_ERR_FORMAT);
+    snprintf(want, sizeof want,
+             "%s/job.json: its \"inputs\" are not this job's 1 shards: not "
+             "resumed",
+             dir);
     assert_string_equal(err.msg, want);
     pm_batch_unit other[2] = {{fa, 0, 10}, {fb, 10, 0}};
     assert_int_equal(pm_batch_inputs_check(b.data, b.len, dir, 4, other, 2, 0, 1, &err),

@@ -73,7 +73,10 @@ static rt_status run(fixture *f, const char *file, const char *slice, size_t bs,
 {
     const char *files[] = {file ? file : f->data};
     const char *slices[] = {slice};
-    pm_eval_opts o = {.files = files, .n_files = 1, .slices = slices, .n_slices = slice != NULL,
+    pm_eval_opts o = {.files = files,
+                      .n_files = 1,
+                      .slices = slices,
+                      .n_slices = slice != NULL,
                       .batch_size = bs};
     return pm_eval_run(f->sm.m, &o, e, err);
 }
@@ -166,8 +169,7 @@ static void test_eval_refusals(void **state)
     char p[600], want[800];
     refused(f, NULL, "nope", RT_ERR_INVALID,
             "--slice nope: no column \"nope\" in the spec (columns: x, color, y)");
-    refused(f, NULL, "color,color", RT_ERR_INVALID,
-            "--slice color,color: column \"color\" twice");
+    refused(f, NULL, "color,color", RT_ERR_INVALID, "--slice color,color: column \"color\" twice");
     snprintf(p, sizeof p, "%s/short.csv", f->sm.dir);
     write_file(p, "1,red,a\n2,green\n");
     snprintf(want, sizeof want, "%s:2: 2 fields, the spec has 3 columns", p);

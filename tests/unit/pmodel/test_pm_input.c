@@ -54,10 +54,16 @@ static void test_input_formats(void **state)
         const char *name;
         pm_in_format f;
     } ok[] = {
-        {"jsonl", PM_IN_JSONL},       {"TEXT", PM_IN_JSONL},          {"json", PM_IN_JSONL},
-        {"CSV", PM_IN_CSV},           {"tf-record", PM_IN_TFRECORD},  {"tf_record", PM_IN_TFRECORD},
-        {"TFRecord", PM_IN_TFRECORD}, {"TF_RECORD_GZIP", PM_IN_TFRECORD_GZIP},
-        {"tfrecord-gzip", PM_IN_TFRECORD_GZIP}, {"file-list", PM_IN_FILE_LIST},
+        {"jsonl", PM_IN_JSONL},
+        {"TEXT", PM_IN_JSONL},
+        {"json", PM_IN_JSONL},
+        {"CSV", PM_IN_CSV},
+        {"tf-record", PM_IN_TFRECORD},
+        {"tf_record", PM_IN_TFRECORD},
+        {"TFRecord", PM_IN_TFRECORD},
+        {"TF_RECORD_GZIP", PM_IN_TFRECORD_GZIP},
+        {"tfrecord-gzip", PM_IN_TFRECORD_GZIP},
+        {"file-list", PM_IN_FILE_LIST},
     };
     for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
         pm_in_format f = (pm_in_format)99;
@@ -71,8 +77,7 @@ static void test_input_formats(void **state)
     assert_int_equal(pm_in_format_parse(NULL, &f), -1);
     assert_int_equal(f, PM_IN_CSV); /* untouched by a refusal */
     /* each format's own name, and it reads back as itself */
-    static const char *const names[] = {"jsonl", "csv", "tf-record", "tf-record-gzip",
-                                        "file-list"};
+    static const char *const names[] = {"jsonl", "csv", "tf-record", "tf-record-gzip", "file-list"};
     for (int k = PM_IN_JSONL; k <= PM_IN_FILE_LIST; k++) {
         assert_string_equal(pm_in_format_name((pm_in_format)k), names[k]);
         assert_int_equal(pm_in_format_parse(pm_in_format_name((pm_in_format)k), &f), 0);

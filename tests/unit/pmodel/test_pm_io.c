@@ -94,8 +94,8 @@ static void test_io_resolve_export(void **state)
     assert_string_equal(path, want);
     free(path);
     /* a version directory by its model file, whichever format */
-    static const char *const files[] = {"model.pb", "saved_model.pb", "model.json", "model.ubj",
-                                        "model.bst", "model.onnx"};
+    static const char *const files[] = {"model.pb",  "saved_model.pb", "model.json",
+                                        "model.ubj", "model.bst",      "model.onnx"};
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         char v[64], f[128], p[512];
         snprintf(v, sizeof v, "v%zu", k);

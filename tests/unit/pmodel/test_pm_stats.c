@@ -54,8 +54,8 @@ static void test_stats_skip_lines(void **state)
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         assert_int_equal(skip_lines(bad[k], &skip), PM_EXIT_USAGE);
         char want[200];
-        snprintf(want, sizeof want,
-                 "predict-model: --skip-header-lines: \"%s\" is not a count\n", bad[k]);
+        snprintf(want, sizeof want, "predict-model: --skip-header-lines: \"%s\" is not a count\n",
+                 bad[k]);
         assert_string_equal(captured, want);
     }
 }
@@ -101,13 +101,14 @@ static void test_stats_of_files(void **state)
 {
     fixture *f = *state;
     const Predictd__ModelDef *def = rt_model_def(f->sm.m);
-    const char *files[] = {data(f, "d.csv", "x,color,y\n"
-                                            "1.5,red,a\n"
-                                            ",green,b\n"
-                                            "\n"
-                                            "-2,red,c\n"
-                                            "4,red,a\n"
-                                            "0,blue,b\n")};
+    const char *files[] = {data(f, "d.csv",
+                                "x,color,y\n"
+                                "1.5,red,a\n"
+                                ",green,b\n"
+                                "\n"
+                                "-2,red,c\n"
+                                "4,red,a\n"
+                                "0,blue,b\n")};
     rt_stats *s = NULL;
     rt_err err = {{0}};
     assert_int_equal(pm_stats_of_files(def, files, 1, 1, NULL, NULL, NULL, &s, &err), RT_OK);
@@ -147,7 +148,7 @@ static void test_stats_of_files(void **state)
         total += oor[i];
         nonints += nonint[i];
     }
-    assert_int_equal(total, 2); /* 5 and -3 are outside [-2, 4] */
+    assert_int_equal(total, 2);   /* 5 and -3 are outside [-2, 4] */
     assert_int_equal(nonints, 0); /* x is a FLOAT input */
     rt_stats_free(s2);
     rt_stats_free(s);
@@ -163,13 +164,11 @@ static void test_stats_refusals(void **state)
     const char *files[] = {data(f, "bad.csv", "1,red,a\n2,red\n")};
     assert_int_equal(pm_stats_of_files(def, files, 1, 0, NULL, NULL, NULL, &s, &err),
                      RT_ERR_INVALID);
-    snprintf(want, sizeof want, "%s:2: expected 3 fields (the model's columns), got 2",
-             files[0]);
+    snprintf(want, sizeof want, "%s:2: expected 3 fields (the model's columns), got 2", files[0]);
     assert_string_equal(err.msg, want);
     assert_null(s);
     const char *num[] = {data(f, "num.csv", "1,red,a\nabc,red,a\n")};
-    assert_int_equal(pm_stats_of_files(def, num, 1, 0, NULL, NULL, NULL, &s, &err),
-                     RT_ERR_INVALID);
+    assert_int_equal(pm_stats_of_files(def, num, 1, 0, NULL, NULL, NULL, &s, &err), RT_ERR_INVALID);
     snprintf(want, sizeof want, "%s:2:", num[0]);
     assert_int_equal(strncmp(err.msg, want, strlen(want)), 0);
     assert_null(s);
