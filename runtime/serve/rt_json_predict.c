@@ -73,9 +73,11 @@ static rt_status not_keyed(rt_jfill *q, const rt_jpath *path)
 
 /* The next element of a list of rows (what: "instances", "inputs"; i its
  * index): *more 0 at the list's end, else a row added to the batch at *idx
- * (refused past max_instances). */
-static rt_status next_row(rt_jfill *q, const rt_json_params *p, const char *what, size_t i,
-                          int *more, size_t *idx)
+ * (refused past max_instances). Inlined whole: it runs per instance. */
+__attribute__((always_inline)) static inline rt_status next_row(rt_jfill *q,
+                                                               const rt_json_params *p,
+                                                               const char *what, size_t i,
+                                                               int *more, size_t *idx)
 {
     rt_status st = rt_jr_element(q->r, more);
     if (st != RT_OK || !*more)

@@ -463,14 +463,6 @@ rt_status rt_jr_value(rt_jr *r, rt_jv *v)
     return read_value(r, v, r->sbuf);
 }
 
-rt_status rt_jr_want(rt_jr *r, rt_jv *v, rt_jv_kind kind, rt_err *sem, const char *msg)
-{
-    rt_status st = rt_jr_value(r, v);
-    if (st != RT_OK || v->kind == kind)
-        return st;
-    return rt_err_set(sem, RT_ERR_INVALID, "%s", msg);
-}
-
 rt_status rt_jr_want_type(rt_jr *r, rt_jv *v, rt_jv_kind kind, rt_err *sem, const char *where,
                           const char *want)
 {
