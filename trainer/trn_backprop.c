@@ -166,34 +166,13 @@ static rt_status linear_backprop(trn_model *m, size_t n, rt_err *err)
     return RT_OK;
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("O3"))) /* vectorize the element loops */
-#endif
-static void act_backward(Predictd__Activation act, const float *restrict y,
-                         float *restrict d, size_t cnt)
+/* d *= the derivative of layer activation act at its outputs y: the canned
+ * DNN's activations (relu, tanh, sigmoid, elu) have theirs as a function of
+ * the output alone, y > 0 exactly where the input is, so y serves as the
+ * input too (trn_act_grad, the graph's activation nodes' loops). */
+static void act_backward(Predictd__Activation act, const float *y, float *d, size_t cnt)
 {
-    switch (act) {
-    case PREDICTD__ACTIVATION__ACT_RELU: /* branch-free: the signs are random */
-        for (size_t k = 0; k < cnt; k++)
-            d[k] = y[k] > 0.0f ? d[k] : 0.0f;
-        break;
-    case PREDICTD__ACTIVATION__ACT_TANH:
-        for (size_t k = 0; k < cnt; k++)
-            d[k] *= 1.0f - y[k] * y[k];
-        break;
-    case PREDICTD__ACTIVATION__ACT_SIGMOID:
-        for (size_t k = 0; k < cnt; k++)
-            d[k] *= y[k] * (1.0f - y[k]);
-        break;
-    case PREDICTD__ACTIVATION__ACT_ELU:
-        for (size_t k = 0; k < cnt; k++)
-            if (y[k] <= 0.0f)
-                d[k] *= y[k] + 1.0f;
-        break;
-    case PREDICTD__ACTIVATION__ACT_LINEAR:
-    default:
-        break;
-    }
+    trn_act_grad(act, 0.0f, y, y, d, cnt);
 }
 
 void trn_dropout_free(trn_model *m)
@@ -312,26 +291,11 @@ rt_status trn_dropout_forward(trn_model *m, size_t n, int update_moving, rt_err 
 
 /* Backprop through layer l's batch normalization: d (n x w) holds d loss /
  * d output and becomes d loss / d input; gamma's and beta's gradients are
- * added. With the batch's statistics the input of every row moves the mean
- * and variance, hence the two batch sums:
- * dx = gamma istd / n (n dy - sum dy - xhat sum dy xhat). */
+ * added (trn_bn_backward, as the graph's batch_norm nodes). */
 static void bn_backward(trn_model *m, const dnn_layer *D, size_t l, float *d, size_t n)
 {
-    size_t w = D->out;
-    const float *gamma = m->p[D->bn_gamma].data, *xh = m->bn_xhat[l], *istd = m->bn_istd[l];
-    float *gg = m->p[D->bn_gamma].grad, *gb = m->p[D->bn_beta].grad;
-    for (size_t j = 0; j < w; j++) {
-        double sd = 0, sdx = 0;
-        for (size_t i = 0; i < n; i++) {
-            sd += d[i * w + j];
-            sdx += (double)d[i * w + j] * xh[i * w + j];
-        }
-        gg[j] += (float)sdx;
-        gb[j] += (float)sd;
-        double c = (double)gamma[j] * istd[j] / (double)n;
-        for (size_t i = 0; i < n; i++)
-            d[i * w + j] = (float)(c * ((double)n * d[i * w + j] - sd - xh[i * w + j] * sdx));
-    }
+    trn_bn_backward(m, D->bn_gamma, D->bn_beta, d, m->bn_xhat[l], m->bn_istd[l], d, true, n,
+                    D->out);
 }
 
 static rt_status dnn_backprop(trn_model *m, size_t n, rt_err *err)

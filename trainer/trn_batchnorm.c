@@ -1,6 +1,6 @@
 /* trn_batchnorm.c: one batch-normalization training step (the batch's
  * statistics, the normalized values kept for backprop, the moving statistics
- * moved by momentum), shared by the canned DNN's layers (trn_backprop.c) and
+ * moved by momentum) and its backprop, shared by the canned DNN's layers (trn_backprop.c) and
  * the custom graph's BatchNormalization nodes (trn_graph.c). */
 #include <math.h>
 
@@ -34,6 +34,29 @@ void trn_bn_train(const trn_bn *b, const float *x, float *y, float *xh, float *i
             double mo = b->momentum;
             b->mean[j] = (float)(b->mean[j] * mo + mean * (1.0 - mo));
             b->var[j] = (float)(b->var[j] * mo + var * (1.0 - mo));
+        }
+    }
+}
+
+void trn_bn_backward(trn_model *m, long gamma, long beta, const float *dy, const float *xh,
+                     const float *istd, float *dx, bool assign, size_t n, size_t w)
+{
+    const float *ga = m->p[gamma].data;
+    float *gg = m->p[gamma].grad, *gb = m->p[beta].grad;
+    for (size_t j = 0; j < w; j++) {
+        double sd = 0, sdx = 0;
+        for (size_t i = 0; i < n; i++) {
+            sd += dy[i * w + j];
+            sdx += (double)dy[i * w + j] * xh[i * w + j];
+        }
+        gg[j] += (float)sdx;
+        gb[j] += (float)sd;
+        if (!dx)
+            continue;
+        double c = (double)ga[j] * istd[j] / (double)n;
+        for (size_t i = 0; i < n; i++) {
+            float v = (float)(c * ((double)n * dy[i * w + j] - sd - xh[i * w + j] * sdx));
+            dx[i * w + j] = assign ? v : dx[i * w + j] + v;
         }
     }
 }

@@ -171,32 +171,6 @@ static void bn_train(trn_model *m, const trn_node_par *q, const float *x, float 
     trn_bn_train(&b, x, y, xh, istd, n, w, update);
 }
 
-/* Backprop through a batch_norm node trained with the batch's statistics:
- * dx = gamma istd / n (n dy - sum dy - xhat sum dy xhat), gamma's and
- * beta's gradients added; dx assigned when assign, else added to. */
-static void bn_backward(trn_model *m, const trn_node_par *q, const float *dy, const float *xh,
-                        const float *istd, float *dx, bool assign, size_t n, size_t w)
-{
-    const float *gamma = m->p[q->gamma].data;
-    float *gg = m->p[q->gamma].grad, *gb = m->p[q->beta].grad;
-    for (size_t j = 0; j < w; j++) {
-        double sd = 0, sdx = 0;
-        for (size_t i = 0; i < n; i++) {
-            sd += dy[i * w + j];
-            sdx += (double)dy[i * w + j] * xh[i * w + j];
-        }
-        gg[j] += (float)sdx;
-        gb[j] += (float)sd;
-        if (!dx)
-            continue;
-        double c = (double)gamma[j] * istd[j] / (double)n;
-        for (size_t i = 0; i < n; i++) {
-            float v = (float)(c * ((double)n * dy[i * w + j] - sd - xh[i * w + j] * sdx));
-            dx[i * w + j] = assign ? v : dx[i * w + j] + v;
-        }
-    }
-}
-
 rt_status trn_nodes_forward(trn_model *m, size_t n, int update, rt_err *err)
 {
     rt_status st = node_scratch(m, n, err);
@@ -334,8 +308,8 @@ rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err)
             unsigned char *set = &m->np[in[0]].dset;
             bool assign = !*set;
             *set = 1;
-            bn_backward(m, &m->np[k], m->nd[k], m->npre[k], m->nmask[k], m->nd[in[0]], assign, n,
-                        w);
+            trn_bn_backward(m, m->np[k].gamma, m->np[k].beta, m->nd[k], m->npre[k], m->nmask[k],
+                            m->nd[in[0]], assign, n, w);
             continue;
         }
         /* a dense node alone over an input node: straight to the tables */

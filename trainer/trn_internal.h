@@ -209,13 +209,21 @@ typedef struct trn_bn {
     float *mean, *var;   /* moving statistics, moved when trn_bn_train updates */
     float eps, momentum;
 } trn_bn;
-/* Batch normalization in training (trn_backprop.c): each of the w columns of
+/* Batch normalization in training (trn_batchnorm.c): each of the w columns of
  * x (n x w) normalized with its batch mean and variance (in double) into xh,
  * y = gamma xh + beta (y may be x), 1/std into istd; the moving statistics
  * move when update. The canned DNN's layers and the custom graph's nodes
  * both run it, so their bits agree. */
 void trn_bn_train(const trn_bn *b, const float *x, float *y, float *xh, float *istd, size_t n,
                   size_t w, int update);
+/* Backprop through a batch normalization trained with the batch's statistics
+ * (trn_batchnorm.c): dx = gamma istd / n (n dy - sum dy - xhat sum dy xhat)
+ * for the n x w delta dy, with xh and istd as trn_bn_train kept them;
+ * gamma's and beta's gradients (m->p[gamma], m->p[beta]) added to; dx
+ * assigned when assign, else added to (dx may be dy; NULL: the parameters'
+ * gradients only). The canned DNN's layers and the graph's nodes both run it. */
+void trn_bn_backward(trn_model *m, long gamma, long beta, const float *dy, const float *xh,
+                     const float *istd, float *dx, bool assign, size_t n, size_t w);
 
 /* Replaces the DNN part of m->logits by the training forward pass: dropout
  * masks (new ones unless m->drop_reuse) and batch normalization with the

@@ -31,7 +31,7 @@ static float sig(float x)
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("O3"))) /* vectorize the element loops, as act_backward's */
+__attribute__((optimize("O3"))) /* vectorize the element loops (the canned DNN runs them too) */
 #endif
 void trn_act_grad(Predictd__Activation act, float alpha, const float *restrict x,
                   const float *restrict y, float *restrict d, size_t cnt)

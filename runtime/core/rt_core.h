@@ -16,10 +16,12 @@
 #ifndef PREDICTD_RT_CORE_H
 #define PREDICTD_RT_CORE_H
 
-#include <signal.h> /* rt_stops */
+#include <pthread.h> /* rt_time_cond_init */
+#include <signal.h>  /* rt_stops */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h> /* rt_time_deadline */
 
 /* On every function that returns a status: a caller that drops it is a
  * compile error under -Werror (curl's WARN_UNUSED_RESULT). */
@@ -270,6 +272,14 @@ double rt_seconds(int wall);
  * timeouts, latencies): the same clock as rt_seconds(0). */
 int64_t rt_now_ms(void);
 int64_t rt_now_ns(void);
+/* Initializes cv (free with pthread_cond_destroy) for timed waits on that
+ * clock: pthread_cond_timedwait's deadline is CLOCK_MONOTONIC, so a change
+ * of the wall clock moves no timeout. */
+void rt_time_cond_init(pthread_cond_t *cv);
+/* *ts = the monotonic clock ns (>= 0) from now, as pthread_cond_timedwait
+ * takes a deadline on such a cv (ns 0: the clock now, for comparing with
+ * deadlines so made). */
+void rt_time_deadline(struct timespec *ts, int64_t ns);
 
 /* FarmHash Fingerprint64 (farmhashna::Hash64), as TensorFlow's
  * tf.strings.to_hash_bucket_fast and hashed feature columns use it. */

@@ -80,25 +80,33 @@ static uint64_t hash_len0to16(const unsigned char *s, size_t len)
     return k2;
 }
 
-static uint64_t hash_len17to32(const unsigned char *s, size_t len)
+/* The step both mid-length cases open with, over the first and last 16
+ * bytes (the first word times ka): returns z, with a and y kept for the 33..64
+ * case's second round. */
+static inline uint64_t hash_ends(const unsigned char *s, size_t len, uint64_t ka, uint64_t *a_out,
+                                 uint64_t *y_out)
 {
     uint64_t mul = k2 + len * 2;
-    uint64_t a = fetch64(s) * k1;
+    uint64_t a = fetch64(s) * ka;
     uint64_t b = fetch64(s + 8);
     uint64_t c = fetch64(s + len - 8) * mul;
     uint64_t d = fetch64(s + len - 16) * k2;
-    return hash_len16(rotr(a + b, 43) + rotr(c, 30) + d, a + rotr(b + k2, 18) + c, mul);
+    *a_out = a;
+    *y_out = rotr(a + b, 43) + rotr(c, 30) + d;
+    return hash_len16(*y_out, a + rotr(b + k2, 18) + c, mul);
+}
+
+static uint64_t hash_len17to32(const unsigned char *s, size_t len)
+{
+    uint64_t a, y;
+    return hash_ends(s, len, k1, &a, &y);
 }
 
 static uint64_t hash_len33to64(const unsigned char *s, size_t len)
 {
     uint64_t mul = k2 + len * 2;
-    uint64_t a = fetch64(s) * k2;
-    uint64_t b = fetch64(s + 8);
-    uint64_t c = fetch64(s + len - 8) * mul;
-    uint64_t d = fetch64(s + len - 16) * k2;
-    uint64_t y = rotr(a + b, 43) + rotr(c, 30) + d;
-    uint64_t z = hash_len16(y, a + rotr(b + k2, 18) + c, mul);
+    uint64_t a, y;
+    uint64_t z = hash_ends(s, len, k2, &a, &y);
     uint64_t e = fetch64(s + 16) * mul;
     uint64_t f = fetch64(s + 24);
     uint64_t g = (y + fetch64(s + len - 32)) * mul;
@@ -122,6 +130,24 @@ static pair64 weak_hash32(const unsigned char *s, uint64_t a, uint64_t b)
     return (pair64){a + z, b + c};
 }
 
+/* One round over the 64 bytes at s: each 64-byte block of a long string
+ * with mul k1 and c 1, the last 64 bytes again with the final mul and c 9
+ * (then x and z swap places, as in every round). */
+static inline void hash_round(const unsigned char *s, uint64_t mul, uint64_t c, uint64_t *x,
+                              uint64_t *y, uint64_t *z, pair64 *v, pair64 *w)
+{
+    *x = rotr(*x + *y + v->first + fetch64(s + 8), 37) * mul;
+    *y = rotr(*y + v->second + fetch64(s + 48), 42) * mul;
+    *x ^= w->second * c;
+    *y += v->first * c + fetch64(s + 40);
+    *z = rotr(*z + w->first, 33) * mul;
+    *v = weak_hash32(s, v->second * mul, *x + w->first);
+    *w = weak_hash32(s + 32, *z + w->second, *y + fetch64(s + 16));
+    uint64_t t = *z;
+    *z = *x;
+    *x = t;
+}
+
 uint64_t rt_fingerprint64(const void *data, size_t len)
 {
     const unsigned char *s = data;
@@ -142,16 +168,7 @@ uint64_t rt_fingerprint64(const void *data, size_t len)
     const unsigned char *end = s + ((len - 1) / 64) * 64;
     const unsigned char *last64 = end + ((len - 1) & 63) - 63;
     do {
-        x = rotr(x + y + v.first + fetch64(s + 8), 37) * k1;
-        y = rotr(y + v.second + fetch64(s + 48), 42) * k1;
-        x ^= w.second;
-        y += v.first + fetch64(s + 40);
-        z = rotr(z + w.first, 33) * k1;
-        v = weak_hash32(s, v.second * k1, x + w.first);
-        w = weak_hash32(s + 32, z + w.second, y + fetch64(s + 16));
-        uint64_t t = z;
-        z = x;
-        x = t;
+        hash_round(s, k1, 1, &x, &y, &z, &v, &w);
         s += 64;
     } while (s != end);
     uint64_t mul = k1 + ((z & 0xff) << 1);
@@ -159,16 +176,7 @@ uint64_t rt_fingerprint64(const void *data, size_t len)
     w.first += ((len - 1) & 63);
     v.first += w.first;
     w.first += v.first;
-    x = rotr(x + y + v.first + fetch64(s + 8), 37) * mul;
-    y = rotr(y + v.second + fetch64(s + 48), 42) * mul;
-    x ^= w.second * 9;
-    y += v.first * 9 + fetch64(s + 40);
-    z = rotr(z + w.first, 33) * mul;
-    v = weak_hash32(s, v.second * mul, x + w.first);
-    w = weak_hash32(s + 32, z + w.second, y + fetch64(s + 16));
-    uint64_t t = z;
-    z = x;
-    x = t;
+    hash_round(s, mul, 9, &x, &y, &z, &v, &w);
     return hash_len16(hash_len16(v.first, w.first, mul) + shift_mix(y) * k0 + z,
                       hash_len16(v.second, w.second, mul) + x, mul);
 }

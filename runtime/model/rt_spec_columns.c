@@ -128,6 +128,17 @@ rt_status spec_fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
     return RT_OK;
 }
 
+/* The number of items of list, the array at path.key: refused unless 1..max,
+ * the message naming them as what ("numbers", "words"). */
+static rt_status list_count(const cJSON *list, const char *path, const char *key, int max,
+                            const char *what, int *n, rt_err *err)
+{
+    *n = cJSON_GetArraySize(list);
+    if (*n < 1 || *n > max)
+        return rt_cfg_fail(err, path, key, "must list 1..%d %s, got %d", max, what, *n);
+    return RT_OK;
+}
+
 rt_status spec_fc_bucketized(spec_ctx *s, const cJSON *c, const char *path,
                              Predictd__FeatureColumn *fc)
 {
@@ -141,10 +152,9 @@ rt_status spec_fc_bucketized(spec_ctx *s, const cJSON *c, const char *path,
         return st;
     if (!(fc->source = spec_strndup(src, strlen(src))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    int n = cJSON_GetArraySize(b);
-    if (n < 1 || n > RT_SPEC_MAX_ITEMS)
-        return rt_cfg_fail(err, path, "boundaries", "must list 1..%d numbers, got %d",
-                           RT_SPEC_MAX_ITEMS, n);
+    int n;
+    if ((st = list_count(b, path, "boundaries", RT_SPEC_MAX_ITEMS, "numbers", &n, err)))
+        return st;
     if (!(fc->boundaries = calloc((size_t)n, sizeof(float))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     int i = 0;
@@ -192,10 +202,9 @@ rt_status spec_fc_vocab_list(spec_ctx *s, const cJSON *c, const char *path,
         st = rt_cfg_array(c, path, "vocabulary_list", RT_CFG_REQUIRED, &voc, err);
     if (st)
         return st;
-    int n = cJSON_GetArraySize(voc);
-    if (n < 1 || n > RT_SPEC_MAX_VOCAB)
-        return rt_cfg_fail(err, path, "vocabulary_list", "must list 1..%d words, got %d",
-                           RT_SPEC_MAX_VOCAB, n);
+    int n;
+    if ((st = list_count(voc, path, "vocabulary_list", RT_SPEC_MAX_VOCAB, "words", &n, err)))
+        return st;
     if (!(fc->vocabulary = calloc((size_t)n, sizeof(char *))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rt_vocab seen = {0};
@@ -521,10 +530,10 @@ rt_status spec_fc_shared_embedding(spec_ctx *s, const cJSON *c, const char *path
         st = rt_cfg_str(c, path, "shared_embedding_collection_name", 0, &coll, err);
     if (st)
         return st;
-    int n = cJSON_GetArraySize(list);
-    if (n < 1 || n > RT_SPEC_MAX_ITEMS)
-        return rt_cfg_fail(err, path, "categorical_columns",
-                           "must list 1..%d categorical columns, got %d", RT_SPEC_MAX_ITEMS, n);
+    int n;
+    if ((st = list_count(list, path, "categorical_columns", RT_SPEC_MAX_ITEMS,
+                         "categorical columns", &n, err)))
+        return st;
     int k = 0;
     for (const cJSON *v = list->child; v; v = v->next, k++)
         if (!cJSON_IsString(v))

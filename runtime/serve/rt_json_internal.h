@@ -92,6 +92,23 @@ void rt_jr_done(rt_jr *r);
 /* Reads the next value (state RT_JR_VALUE): scalars whole, objects and lists
  * opened. */
 RT_WUR rt_status rt_jr_value(rt_jr *r, rt_jv *v);
+/* rt_jr_value that wants a value of kind: one of another kind is read as
+ * rt_jr_value reads it (a container opened) and refused, RT_ERR_INVALID with
+ * msg in sem (the caller's semantic error, not the reader's). Inline: the
+ * request parsers open their body with it, and a call more costs every
+ * request (bench_ir). */
+RT_WUR static inline rt_status rt_jr_want(rt_jr *r, rt_jv *v, rt_jv_kind kind, rt_err *sem,
+                                          const char *msg)
+{
+    rt_status st = rt_jr_value(r, v);
+    if (st != RT_OK || v->kind == kind)
+        return st;
+    return rt_err_set(sem, RT_ERR_INVALID, "%s", msg);
+}
+/* The same, refused with "where: expected want, got <what came>"
+ * (rt_json_describe). */
+RT_WUR rt_status rt_jr_want_type(rt_jr *r, rt_jv *v, rt_jv_kind kind, rt_err *sem,
+                                 const char *where, const char *want);
 /* In an open object: *more = 1 and the next key (unescaped; in the body or
  * kbuf, valid until the next key) with its ':' read, or *more = 0 and the
  * object closed. */

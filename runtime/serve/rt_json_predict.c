@@ -71,27 +71,40 @@ static rt_status not_keyed(rt_jfill *q, const rt_jpath *path)
                       "model has %zu inputs), got %s", where, q->nin, got);
 }
 
+/* The next element of a list of rows (what: "instances", "inputs"; i its
+ * index): *more 0 at the list's end, else a row added to the batch at *idx
+ * (refused past max_instances). Inlined whole: it runs per instance. */
+__attribute__((always_inline)) static inline rt_status next_row(rt_jfill *q,
+                                                               const rt_json_params *p,
+                                                               const char *what, size_t i,
+                                                               int *more, size_t *idx)
+{
+    rt_status st = rt_jr_element(q->r, more);
+    if (st != RT_OK || !*more)
+        return st;
+    if (i >= p->max_instances)
+        return rt_jfill_limit(q, p, what, i);
+    if ((st = rt_batch_add(q->c->batch, idx)) != RT_OK)
+        return rt_err_set(q->sem, st, "%s[%zu]: %s", what, i, rt_status_str(st));
+    return RT_OK;
+}
+
 /* "instances": one entry per instance. */
 static rt_status parse_rows(rt_jfill *q, const rt_json_params *p)
 {
     rt_jr *r = q->r;
     rt_jv v;
-    rt_status st = rt_jr_value(r, &v);
+    rt_status st = rt_jr_want(r, &v, RT_JV_LIST, q->sem,
+                              "\"instances\" must be a list (Expecting "
+                              "'instances' to be an list/array)");
     if (st != RT_OK)
         return st;
-    if (v.kind != RT_JV_LIST)
-        return rt_err_set(q->sem, RT_ERR_INVALID, "\"instances\" must be a list (Expecting "
-                          "'instances' to be an list/array)");
     for (size_t i = 0;; i++) {
         int more;
-        if ((st = rt_jr_element(r, &more)) != RT_OK || !more)
-            return st;
-        if (i >= p->max_instances)
-            return rt_jfill_limit(q, p, "instances", i);
         size_t idx;
+        if ((st = next_row(q, p, "instances", i, &more, &idx)) != RT_OK || !more)
+            return st;
         rt_jpath path = {"instances", (long)i, NULL, 0, 0, -1};
-        if ((st = rt_batch_add(q->c->batch, &idx)) != RT_OK)
-            return rt_err_set(q->sem, st, "instances[%zu]: %s", i, rt_status_str(st));
         int b64 = 0;
         if (rt_jr_peek(r) == '{') {
             if (maybe_b64(r) && (st = rt_jfill_is_b64(q, &b64)) != RT_OK)
@@ -135,13 +148,9 @@ static rt_status parse_one_column(rt_jfill *q, const rt_json_params *p)
         return st;
     for (size_t i = 0;; i++) {
         int more;
-        if ((st = rt_jr_element(r, &more)) != RT_OK || !more)
+        if ((st = next_row(q, p, "inputs", i, &more, &idx)) != RT_OK || !more)
             return st;
-        if (i >= p->max_instances)
-            return rt_jfill_limit(q, p, "inputs", i);
         rt_jpath path = {"inputs", (long)i, NULL, 0, 0, -1};
-        if ((st = rt_batch_add(q->c->batch, &idx)) != RT_OK)
-            return rt_err_set(q->sem, st, "inputs[%zu]: %s", i, rt_status_str(st));
         if ((st = rt_jfill_value(q, idx, 0, &path)) != RT_OK)
             return st;
     }

@@ -463,6 +463,17 @@ rt_status rt_jr_value(rt_jr *r, rt_jv *v)
     return read_value(r, v, r->sbuf);
 }
 
+rt_status rt_jr_want_type(rt_jr *r, rt_jv *v, rt_jv_kind kind, rt_err *sem, const char *where,
+                          const char *want)
+{
+    rt_status st = rt_jr_value(r, v);
+    if (st != RT_OK || v->kind == kind)
+        return st;
+    char got[64];
+    rt_json_describe(v, got, sizeof got);
+    return rt_err_set(sem, RT_ERR_INVALID, "%s: expected %s, got %s", where, want, got);
+}
+
 rt_status rt_jr_scalar_at(rt_jr *r, size_t at, rt_jv *v)
 {
     if (r->hard)

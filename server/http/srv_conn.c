@@ -288,10 +288,7 @@ static void *sweeper_main(void *arg)
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
         struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += (long)(period % 1000) * 1000000L;
-        ts.tv_sec += (time_t)(period / 1000) + ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        rt_time_deadline(&ts, (int64_t)period * 1000000);
         pthread_cond_timedwait(&t->cv, &t->mu, &ts);
         if (t->stop)
             break;
@@ -331,11 +328,7 @@ rt_status srv_conns_new(const srv_conns_params *p, srv_conns **out, rt_err *err)
     t->p = *p;
     t->refused_logged_at = -1000000;
     pthread_mutex_init(&t->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&t->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rt_time_cond_init(&t->cv);
     if (p->header_timeout_s > 0 || p->read_timeout_s > 0) {
         if (pthread_create(&t->sweeper, NULL, sweeper_main, t) != 0) {
             srv_conns_free(t);

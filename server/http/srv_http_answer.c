@@ -23,21 +23,32 @@ static enum MHD_Result send_json(srv_http *h, struct MHD_Connection *conn, unsig
     return send_buf(h, conn, code, b, "application/json");
 }
 
-enum MHD_Result srv_http_answer_metadata(srv_http *h, struct MHD_Connection *conn, req *rq)
+srv_version *srv_http_acquire(srv_http *h, struct MHD_Connection *conn, const req *rq,
+                              enum MHD_Result *res)
 {
     const srv_route *r = &rq->route;
     rt_err err = {{0}};
     srv_version *v = NULL;
     rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
-    if (st != RT_OK)
-        return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
+    if (st == RT_OK)
+        return v;
+    *res = srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
+    return NULL;
+}
+
+enum MHD_Result srv_http_answer_metadata(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
+    const srv_route *r = &rq->route;
+    enum MHD_Result res;
+    srv_version *v = srv_http_acquire(h, conn, rq, &res);
+    if (!v)
+        return res;
     rt_buf out;
     rt_buf_init(&out);
-    st = rt_json_metadata(srv_version_model(v), r->model, srv_version_number(v), &out);
+    rt_status st = rt_json_metadata(srv_version_model(v), r->model, srv_version_number(v), &out);
     srv_version_release(v);
-    enum MHD_Result res =
-        st == RT_OK ? send_json(h, conn, 200, &out)
-                    : srv_http_send_error(h, conn, 500, "metadata: %s", rt_status_str(st));
+    res = st == RT_OK ? send_json(h, conn, 200, &out)
+                      : srv_http_send_error(h, conn, 500, "metadata: %s", rt_status_str(st));
     rt_buf_free(&out);
     return res;
 }
@@ -46,11 +57,10 @@ enum MHD_Result srv_http_answer_metadata(srv_http *h, struct MHD_Connection *con
 enum MHD_Result srv_http_answer_monitoring(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
     const srv_route *r = &rq->route;
-    rt_err err = {{0}};
-    srv_version *v = NULL;
-    rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
-    if (st != RT_OK)
-        return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
+    enum MHD_Result res;
+    srv_version *v = srv_http_acquire(h, conn, rq, &res);
+    if (!v)
+        return res;
     srv_monitor *mon = srv_version_monitor(v);
     if (!mon) {
         int64_t num = srv_version_number(v);
@@ -64,10 +74,10 @@ enum MHD_Result srv_http_answer_monitoring(srv_http *h, struct MHD_Connection *c
     }
     rt_buf out;
     rt_buf_init(&out);
-    st = srv_monitor_json(mon, &out);
+    rt_status st = srv_monitor_json(mon, &out);
     srv_version_release(v);
-    enum MHD_Result res = st == RT_OK ? send_json(h, conn, 200, &out)
-                                      : srv_http_send_error(h, conn, 500, "out of memory");
+    res = st == RT_OK ? send_json(h, conn, 200, &out)
+                      : srv_http_send_error(h, conn, 500, "out of memory");
     rt_buf_free(&out);
     return res;
 }

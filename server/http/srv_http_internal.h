@@ -262,6 +262,12 @@ enum MHD_Result srv_http_answer_status(srv_http *h, struct MHD_Connection *conn,
 enum MHD_Result srv_http_answer_metadata(srv_http *h, struct MHD_Connection *conn, req *rq);
 enum MHD_Result srv_http_answer_monitoring(srv_http *h, struct MHD_Connection *conn, req *rq);
 enum MHD_Result srv_http_answer_metrics(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* The version rq's route names (model, version or label), acquired for the
+ * caller to release (srv_version_release); NULL when there is none, the
+ * manager's error already sent with its status (400, 404, 503) and *res
+ * what to return. I/O thread of conn. */
+srv_version *srv_http_acquire(srv_http *h, struct MHD_Connection *conn, const req *rq,
+                              enum MHD_Result *res);
 
 /* ---------------------------------------------------- srv_http_v2.c */
 

@@ -38,11 +38,10 @@ enum MHD_Result srv_http_v2_server(srv_http *h, struct MHD_Connection *conn, req
 enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
     const srv_route *r = &rq->route;
-    rt_err err = {{0}};
-    srv_version *v = NULL;
-    rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
-    if (st != RT_OK)
-        return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
+    enum MHD_Result res;
+    srv_version *v = srv_http_acquire(h, conn, rq, &res);
+    if (!v)
+        return res;
     int64_t vers[SRV_V2_MAX_VERSIONS];
     size_t n = 1;
     vers[0] = srv_version_number(v);
@@ -54,12 +53,11 @@ enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, r
     }
     rt_buf out;
     rt_buf_init(&out);
-    st = rt_v2_metadata(srv_version_model(v), r->model, vers, n, &out);
+    rt_status st = rt_v2_metadata(srv_version_model(v), r->model, vers, n, &out);
     int64_t served = srv_version_number(v);
     srv_version_release(v);
-    enum MHD_Result res =
-        st == RT_OK ? srv_http_send(h, conn, 200, &out, "application/json", false, false, served)
-                    : srv_http_send_error(h, conn, 500, "metadata: %s", rt_status_str(st));
+    res = st == RT_OK ? srv_http_send(h, conn, 200, &out, "application/json", false, false, served)
+                      : srv_http_send_error(h, conn, 500, "metadata: %s", rt_status_str(st));
     rt_buf_free(&out);
     return res;
 }
@@ -132,16 +130,15 @@ static int put_config_tensors(rt_buf *o, const cJSON *list)
 enum MHD_Result srv_http_v2_config(srv_http *h, struct MHD_Connection *conn, req *rq)
 {
     const srv_route *r = &rq->route;
-    rt_err err = {{0}};
-    srv_version *v = NULL;
-    rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
-    if (st != RT_OK)
-        return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
+    enum MHD_Result res;
+    srv_version *v = srv_http_acquire(h, conn, rq, &res);
+    if (!v)
+        return res;
     int64_t served = srv_version_number(v);
     rt_buf md, out;
     rt_buf_init(&md);
     rt_buf_init(&out);
-    st = rt_v2_metadata(srv_version_model(v), r->model, &served, 1, &md);
+    rt_status st = rt_v2_metadata(srv_version_model(v), r->model, &served, 1, &md);
     srv_version_release(v);
     cJSON *doc = st == RT_OK ? cJSON_ParseWithLength(md.data, md.len) : NULL;
     int e = !doc;
@@ -156,10 +153,9 @@ enum MHD_Result srv_http_v2_config(srv_http *h, struct MHD_Connection *conn, req
         e |= rt_buf_puts(&out, "]}");
     }
     cJSON_Delete(doc);
-    enum MHD_Result res =
-        !e ? srv_http_send(h, conn, 200, &out, "application/json", false, false, served)
-           : srv_http_send_error(h, conn, 500, "config: %s",
-                                 st != RT_OK ? rt_status_str(st) : "out of memory");
+    res = !e ? srv_http_send(h, conn, 200, &out, "application/json", false, false, served)
+             : srv_http_send_error(h, conn, 500, "config: %s",
+                                   st != RT_OK ? rt_status_str(st) : "out of memory");
     rt_buf_free(&md);
     rt_buf_free(&out);
     return res;
@@ -190,11 +186,10 @@ enum MHD_Result srv_http_v2_stats(srv_http *h, struct MHD_Connection *conn, req 
         if (n > SRV_V2_MAX_VERSIONS)
             n = SRV_V2_MAX_VERSIONS;
     } else {
-        rt_err err = {{0}};
-        srv_version *v = NULL;
-        rt_status st = srv_manager_acquire(h->mgr, r->model, r->version, r->label, &v, &err);
-        if (st != RT_OK)
-            return srv_http_send_error(h, conn, srv_http_status(st), "%s", err.msg);
+        enum MHD_Result res;
+        srv_version *v = srv_http_acquire(h, conn, rq, &res);
+        if (!v)
+            return res;
         vers[0] = srv_version_number(v);
         srv_version_release(v);
     }

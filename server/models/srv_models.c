@@ -288,11 +288,7 @@ rt_status srv_manager_new(srv_manager **out, rt_err *err)
     srv_manager *m = calloc(1, sizeof *m);
     if (!m)
         return rt_err_set(err, RT_ERR_NOMEM, "model manager: out of memory");
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&m->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rt_time_cond_init(&m->cv);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->poll_mu, NULL);
     atomic_init(&m->warmup, true);

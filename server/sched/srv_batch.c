@@ -72,7 +72,7 @@ static void batch_free(batch *bt)
 static batch *take_ready(srv_batcher *b, struct timespec *wake, bool *have_wake)
 {
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    rt_time_deadline(&now, 0);
     *have_wake = false;
     batch *prev = NULL;
     for (batch *bt = b->head; bt; prev = bt, bt = bt->next) {
@@ -141,11 +141,7 @@ rt_status srv_batcher_new(const srv_batcher_params *p, srv_batch_fn fn, void *fn
     b->fn = fn;
     b->fn_ctx = fn_ctx;
     pthread_mutex_init(&b->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rt_time_cond_init(&b->cv);
     b->threads = calloc((size_t)p->threads, sizeof *b->threads);
     if (!b->threads) {
         srv_batcher_free(b);
@@ -216,13 +212,7 @@ srv_batch_result srv_batcher_submit(srv_batcher *b, const void *key_a, const voi
         }
         bt->key_a = key_a;
         bt->key_b = key_b;
-        clock_gettime(CLOCK_MONOTONIC, &bt->deadline);
-        bt->deadline.tv_sec += b->p.timeout_us / 1000000;
-        bt->deadline.tv_nsec += (b->p.timeout_us % 1000000) * 1000;
-        if (bt->deadline.tv_nsec >= 1000000000L) {
-            bt->deadline.tv_sec++;
-            bt->deadline.tv_nsec -= 1000000000L;
-        }
+        rt_time_deadline(&bt->deadline, (int64_t)b->p.timeout_us * 1000);
         if (!batch_push(bt, job, size)) {
             batch_free(bt);
             res = SRV_BATCH_FULL;

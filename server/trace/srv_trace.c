@@ -382,8 +382,7 @@ static void *exporter(void *arg)
     for (;;) {
         if (!t->stop && t->n < SRV_TRACE_BATCH) {
             struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += SRV_TRACE_FLUSH_MS / 1000;
+            rt_time_deadline(&ts, (int64_t)SRV_TRACE_FLUSH_MS * 1000000);
             pthread_cond_timedwait(&t->cv, &t->mu, &ts);
         }
         size_t n = t->n < SRV_TRACE_BATCH ? t->n : SRV_TRACE_BATCH;
@@ -454,11 +453,7 @@ rt_status srv_tracer_new(const char *endpoint, double rate, srv_tracer **out, rt
     t->threshold = rate <= 0 ? 0 : rate >= 1 ? UINT64_MAX : (uint64_t)ldexp(rate, 64);
     t->mono_to_unix = unix_ns() - rt_now_ns();
     pthread_mutex_init(&t->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&t->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rt_time_cond_init(&t->cv);
     if (pthread_create(&t->thread, NULL, exporter, t) != 0) {
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);

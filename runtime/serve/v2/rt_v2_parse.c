@@ -541,11 +541,9 @@ static rt_status read_list(v2p *p, const char *what, const char *want,
 {
     rt_jr *r = p->r;
     rt_jv v;
-    rt_status st = rt_jr_value(r, &v);
+    rt_status st = rt_jr_want_type(r, &v, RT_JV_LIST, p->sem, what, want);
     if (st != RT_OK)
         return st;
-    if (v.kind != RT_JV_LIST)
-        return type_error(p, what, want, &v);
     for (size_t pos = 0;; pos++) {
         int more;
         if ((st = rt_jr_element(r, &more)) != RT_OK || !more)
@@ -648,12 +646,11 @@ static rt_status read_request(v2p *p, bool *has_outputs)
 {
     rt_jr *r = p->r;
     rt_jv v;
-    rt_status st = rt_jr_value(r, &v);
+    rt_status st = rt_jr_want(r, &v, RT_JV_OBJECT, p->sem,
+                              "request body must be a JSON object "
+                              "(an inference request: {\"inputs\": [...]})");
     if (st != RT_OK)
         return st;
-    if (v.kind != RT_JV_OBJECT)
-        return rt_err_set(p->sem, RT_ERR_INVALID, "request body must be a JSON object (an "
-                          "inference request: {\"inputs\": [...]})");
     bool seen[4] = {false, false, false, false};
     static const char *const keys[] = {"id", "parameters", "inputs", "outputs", NULL};
     const char *key;
