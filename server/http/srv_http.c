@@ -2,7 +2,8 @@
  * srv_http.c — predictd's HTTP front, its start and stop: the listening
  * socket, libmicrohttpd with its own poll(2) thread pool and the options
  * that hold connections, memory and URLs to predictd's rules, the workers
- * and batch threads, the accept policy, libmicrohttpd's log, and the
+ * (or, without them, the offload threads of the heavy requests) and batch
+ * threads, the accept policy, libmicrohttpd's log, and the
  * systemd watchdog's probe. The rest of the front is in srv_http_request.c
  * (a request's life on its I/O thread), srv_http_answer.c (answers and the
  * routes that are not inference), srv_http_infer.c (inference, workers,
@@ -189,7 +190,8 @@ static int resolve_max_connections(int configured)
 }
 
 /* Inference workers (max_queue > 0): their contexts, the pool, the
- * adaptive admission limit and the ready-made 429 answers. *io_threads is
+ * adaptive admission limit and the ready-made 429 answers; else the
+ * offload threads of the heavy requests and their contexts. *io_threads is
  * how many I/O threads libmicrohttpd runs then. */
 static rt_status start_workers(srv_http *h, int *io_threads, rt_err *err)
 {
