@@ -153,6 +153,8 @@ typedef struct srv_config {
     size_t max_total_request_bytes; /* request body bytes held at once; past it 429
                                        (default 256 MiB, >= max_request_bytes) */
     size_t max_answer_bytes;      /* largest answer; past it 400 (default 64 MiB) */
+    size_t max_inline_request_bytes; /* without workers: an inference body longer than
+                                        this runs on the offload threads (default 64 KiB) */
     size_t max_explain_rows;      /* model rows one :explain may evaluate (estimated
                                      before it runs); past it 400 (default 2^24) */
     size_t prediction_log_queue_bytes; /* requests + answers waiting for the log

@@ -46,10 +46,12 @@
  * was missed: at 10,000 models each is rescanned every ~2.6 minutes at the
  * default tick of 1 s. */
 #define SRV_SAFETY_SCANS_PER_TICK 64
-/* :explain requests run at once off the I/O threads when there are no
- * workers (max_queue_depth 0), each on a thread of its own; more run on
- * their I/O thread as before (issue 35, item 1). */
-#define SRV_EXPLAIN_THREADS_MAX 8
+/* Without workers (max_queue_depth 0), the heavy inference requests
+ * (:explain, bodies over max_inline_request_bytes) run on the offload
+ * threads (as many as the request threads), this many waiting at most;
+ * past it 429 + Retry-After, never a run on an I/O thread (issue 35,
+ * item 1). Their bodies are held under max_total_request_bytes anyway. */
+#define SRV_OFFLOAD_QUEUE_MAX 256
 /* The versions listed in a model's v2 metadata at most. */
 #define SRV_V2_MAX_VERSIONS 256
 

@@ -113,7 +113,12 @@ static const srv_setting SETTINGS[] = {
     BOOL(enable_cors, BOTH, 0, "add Access-Control-Allow-Origin: *"),
     INT(max_queue_depth, BOTH, 0, 1000000, 0, "N",
         "run inference on worker threads with at most N requests waiting; more answer 429 + "
-        "Retry-After; 0 = inference on the HTTP threads"),
+        "Retry-After; 0 = inference on the HTTP threads, but for :explain and large "
+        "requests (max_inline_request_bytes)"),
+    SIZE(max_inline_request_bytes, BOTH, 0, INT64_C(1) << 40, 65536,
+         "with max_queue_depth 0: an inference request whose body is longer (inflated) runs "
+         "on the offload threads, as every :explain does, its HTTP thread going on with its "
+         "other connections; 0 = every inference request does"),
     INT(max_queue_wait_ms, BOTH, 0, 3600000, 0, "N",
         "with max_queue_depth: target wait of an admitted request; 429 at once while the "
         "oldest waiting one has waited more than N ms, and an adaptive limit on requests in "

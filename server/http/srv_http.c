@@ -2,7 +2,8 @@
  * srv_http.c — predictd's HTTP front, its start and stop: the listening
  * socket, libmicrohttpd with its own poll(2) thread pool and the options
  * that hold connections, memory and URLs to predictd's rules, the workers
- * and batch threads, the accept policy, libmicrohttpd's log, and the
+ * (or, without them, the offload threads of the heavy requests) and batch
+ * threads, the accept policy, libmicrohttpd's log, and the
  * systemd watchdog's probe. The rest of the front is in srv_http_request.c
  * (a request's life on its I/O thread), srv_http_answer.c (answers and the
  * routes that are not inference), srv_http_infer.c (inference, workers,
@@ -189,7 +190,8 @@ static int resolve_max_connections(int configured)
 }
 
 /* Inference workers (max_queue > 0): their contexts, the pool, the
- * adaptive admission limit and the ready-made 429 answers. *io_threads is
+ * adaptive admission limit and the ready-made 429 answers; else the
+ * offload threads of the heavy requests and their contexts. *io_threads is
  * how many I/O threads libmicrohttpd runs then. */
 static rt_status start_workers(srv_http *h, int *io_threads, rt_err *err)
 {
@@ -199,9 +201,17 @@ static rt_status start_workers(srv_http *h, int *io_threads, rt_err *err)
     rt_status st;
     *io_threads = h->threads;
     if (max_queue == 0) {
+        /* inference on the I/O threads, but the heavy requests' threads */
         if (p->io_threads > 0)
             *io_threads = p->io_threads;
-        return RT_OK;
+        h->octx = calloc((size_t)h->threads, sizeof *h->octx);
+        for (int i = 0; h->octx && i < h->threads; i++)
+            if (!(h->octx[i] = rt_ctx_new()))
+                return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
+        if (!h->octx)
+            return rt_err_set(err, RT_ERR_NOMEM, "http: out of memory");
+        return srv_pool_new(h->threads, SRV_OFFLOAD_QUEUE_MAX, srv_http_offload_job, h,
+                            &h->offload, err);
     }
     /* Inference runs on `threads` workers; I/O needs few threads. */
     *io_threads = p->io_threads > 0 ? p->io_threads : (h->threads + 1) / 2;
@@ -322,6 +332,10 @@ static rt_status start_mhd(srv_http *h, int io_threads, rt_err *err)
 static void free_parts(srv_http *h)
 {
     srv_pool_free(h->workers);
+    srv_pool_free(h->offload);
+    for (int i = 0; h->octx && i < h->threads; i++)
+        rt_ctx_free(h->octx[i]);
+    free(h->octx);
     srv_admit_free(h->admit);
     for (int i = 0; i < 2; i++)
         if (h->busy[i])
@@ -473,12 +487,17 @@ void srv_http_stop(srv_http *h)
             struct timespec ts = {0, 5000000L};
             nanosleep(&ts, NULL);
         }
-        /* Offloaded explanations end at their deadline at the latest
-         * (they check it every 1,024 model rows). */
-        while (atomic_load(&h->offloaded) > 0) {
-            struct timespec ts = {0, 5000000L};
-            nanosleep(&ts, NULL);
-        }
+        /* A run of a worker or an offload thread resumes its connection:
+         * libmicrohttpd must still run then. Queued ones past their
+         * deadline are answered 504 without running, offloaded
+         * explanations end at their deadline at the latest (they check it
+         * every 1,024 model rows). */
+        srv_pool *pools[2] = {h->workers, h->offload};
+        for (int i = 0; i < 2; i++)
+            while (pools[i] && (srv_pool_depth(pools[i]) || srv_pool_running(pools[i]))) {
+                struct timespec ts = {0, 5000000L};
+                nanosleep(&ts, NULL);
+            }
         /* Batches still waiting run now (their connections are resumed
          * while libmicrohttpd still runs); later submissions are refused. */
         srv_batcher_stop(h->batcher);

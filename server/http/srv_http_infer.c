@@ -15,7 +15,10 @@
  * shorten, and a slot held until then would bound the answers per I/O
  * round (one per slot) and let clients that read slowly hold the slots.
  * srv_http_admit_release gives back a slot that no worker did. The 429
- * answers are made once at start and shared.
+ * answers are made once at start and shared. Without workers, the heavy
+ * requests (:explain, bodies over max_inline_request_bytes) are queued the
+ * same way to the offload threads (srv_http_offload), so that one long run
+ * does not hold its I/O thread's other connections (issue 35, item 1).
  */
 #include "srv_http_internal.h"
 #include "srv_limits.h"
@@ -252,64 +255,49 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     MHD_resume_connection(rq->conn);
 }
 
-/* An offloaded :explain's thread: its own scratch, the run, the hand-back. */
-static void *offload_main(void *arg)
+bool srv_http_heavy(const srv_http *h, const req *rq)
 {
-    req *rq = arg;
-    srv_http *h = rq->h;
-    rt_ctx *ctx = rt_ctx_new();
-    srv_metrics_in_flight(h->p.metrics, 1, 0);
-    rq->code = 500;
-    rt_buf_reset(&rq->resp);
-    rq->t_run = rt_now_ns();
-    if (ctx)
-        compute_infer(h, rq, ctx, &rq->code, &rq->resp); /* sets rq->t_done */
-    else if (srv_http_put_error(&rq->resp, "out of memory") != 0)
-        rq->code = 500;
-    if (!ctx)
-        rq->t_done = rt_now_ns();
-    srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
-    rt_ctx_free(ctx);
-    rq->done = true;
-    MHD_resume_connection(rq->conn);
-    atomic_fetch_sub(&h->offloaded, 1);
-    return NULL;
+    return rq->route.method == RT_METHOD_EXPLAIN || rq->body.len > h->cfg.max_inline_request_bytes;
 }
 
-bool srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *rq)
+/* An offload thread runs a queued heavy request with its own scratch, then
+ * hands the connection back, as a worker does. */
+void srv_http_offload_job(void *fn_ctx, void *job, int thread)
 {
-    if (atomic_fetch_add(&h->offloaded, 1) >= SRV_EXPLAIN_THREADS_MAX) {
-        atomic_fetch_sub(&h->offloaded, 1);
-        return false;
-    }
+    srv_http *h = fn_ctx;
+    req *rq = job;
+    srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->offload));
+    srv_metrics_in_flight(h->p.metrics, 1, 0);
+    rq->t_run = rt_now_ns();
+    compute_infer(h, rq, h->octx[thread], &rq->code, &rq->resp); /* sets rq->t_done */
+    srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
+    rq->done = true;
+    MHD_resume_connection(rq->conn);
+}
+
+enum MHD_Result srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *rq)
+{
     rq->conn = conn;
     rq->h = h;
-    rq->sock = conn_socket(conn);
-    pthread_attr_t at;
-    pthread_t th;
-    bool ok = pthread_attr_init(&at) == 0;
-    if (ok && pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) != 0)
-        ok = false;
-    /* suspended before the thread exists: it may resume it at once */
-    MHD_suspend_connection(conn);
-    if (ok && pthread_create(&th, &at, offload_main, rq) != 0)
-        ok = false;
-    pthread_attr_destroy(&at);
-    if (!ok) {
-        /* no thread: run it here, and resume as the thread would have */
-        rq->code = 500;
-        rt_buf_reset(&rq->resp);
-        rt_ctx *ctx = thread_ctx(h);
-        rq->t_run = rt_now_ns();
-        if (ctx)
-            compute_infer(h, rq, ctx, &rq->code, &rq->resp);
-        else if (srv_http_put_error(&rq->resp, "out of memory") != 0)
-            rq->code = 500; /* the buffer's error sticks: the connection is closed */
-        rq->done = true;
-        MHD_resume_connection(conn);
-        atomic_fetch_sub(&h->offloaded, 1);
+    rq->sock = rq->route.method == RT_METHOD_EXPLAIN ? conn_socket(conn) : -1;
+    if (!srv_pool_reserve(h->offload)) {
+        srv_metrics_rejected(h->p.metrics, "overloaded");
+        srv_metrics_request(h->p.metrics,
+                            srv_manager_has_model(h->mgr, rq->route.model) ? rq->route.model : "",
+                            -1, rq->route.method, 429, srv_http_ms_since(rq->start) / 1e3);
+        return srv_http_send_error(h, conn, 429,
+                                   "overloaded: %d heavy inference requests (:explain, or "
+                                   "bodies over max_inline_request_bytes=%zu) wait for the "
+                                   "offload threads already; retry later",
+                                   SRV_OFFLOAD_QUEUE_MAX, h->cfg.max_inline_request_bytes);
     }
-    return true;
+    rq->t_admit = rt_now_ns();
+    rq->code = 500;
+    rt_buf_reset(&rq->resp);
+    MHD_suspend_connection(conn);
+    srv_pool_submit_reserved(h->offload, rq);
+    srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->offload));
+    return MHD_YES;
 }
 
 /* The message of srv_http_enqueue's 429s (by_limit: over the admission

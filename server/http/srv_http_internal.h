@@ -16,8 +16,9 @@
  *   srv_router.c        method + path -> the row that matches (srv_route)
  *   srv_http_answer.c   a read request to its row's answer; the answers that
  *                       are not inference (health, status, metadata, metrics)
- *   srv_http_infer.c    inference requests: on the I/O thread or queued to the
- *                       workers (admission, 429), per-I/O-thread state
+ *   srv_http_infer.c    inference requests: on the I/O thread, queued to the
+ *                       workers (admission, 429) or, heavy ones without workers,
+ *                       to the offload threads; per-I/O-thread state
  *   srv_http_batch.c    cross-request batching: parse, join a batch, run merged
  *   srv_http_v2.c       the Open Inference Protocol's metadata answers
  *
@@ -78,8 +79,9 @@ struct srv_http {
     rt_ctx **wctx;        /* [threads] one per worker */
     atomic_long active;   /* requests from their first call until libmicrohttpd
                              reports completion (stop waits for them) */
-    atomic_int offloaded; /* :explain runs on threads of their own (without
-                             workers: srv_http_offload); stop waits for them */
+    srv_pool *offload;    /* without workers: the heavy inference requests'
+                             threads (srv_http_offload); NULL with workers */
+    rt_ctx **octx;        /* [threads] one per offload thread */
     srv_admit *admit;     /* NULL: no adaptive admission limit (max_queue_wait_ms 0) */
     struct MHD_Response *busy[2]; /* the 429s of srv_http_enqueue: [0] queue full or
                                      its oldest waited too long, [1] over the limit */
@@ -298,12 +300,18 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
 /* With workers: queues rq (its connection suspended until a worker has
  * answered it: req.done) or answers 429 at once when the queue refuses it. */
 enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *rq);
-/* Without workers: runs an :explain request on a thread of its own, its
- * connection suspended until the thread has its answer (as a worker's),
- * so that the I/O thread goes on serving its other connections. false
- * (nothing done) when SRV_EXPLAIN_THREADS_MAX run already or no thread can
- * be made: the caller answers it inline. */
-bool srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* Without workers: true when rq (an inference request, its body read
+ * whole) is too heavy for its I/O thread: an :explain, or a body over
+ * max_inline_request_bytes. */
+bool srv_http_heavy(const srv_http *h, const req *rq);
+/* Without workers: queues a heavy request to the offload threads, its
+ * connection suspended until one has its answer (as a worker's), so that
+ * the I/O thread goes on serving its other connections; or answers 429 at
+ * once when SRV_OFFLOAD_QUEUE_MAX wait already. */
+enum MHD_Result srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *rq);
+/* An offload thread runs a queued heavy request, then hands the connection
+ * back (srv_pool's job function). */
+void srv_http_offload_job(void *fn_ctx, void *job, int thread);
 /* The message of those 429s into msg (by_limit: over the admission limit;
  * else the queue refused). */
 void srv_http_busy_message(const srv_http *h, bool by_limit, char *msg, size_t len);

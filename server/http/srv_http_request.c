@@ -362,11 +362,11 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
         return srv_http_batch_enter(h, conn, rq);
     if (h->workers && rq->route.kind == SRV_ROUTE_INFER)
         return srv_http_enqueue(h, conn, rq);
-    /* without workers an :explain leaves the I/O thread, which goes on
-     * answering its other connections (issue 35, item 1) */
-    if (rq->route.kind == SRV_ROUTE_INFER && rq->route.method == RT_METHOD_EXPLAIN &&
-        srv_http_offload(h, conn, rq))
-        return MHD_YES;
+    /* without workers a heavy request (an :explain, a large body) leaves
+     * the I/O thread, which goes on answering its other connections
+     * (issue 35, item 1) */
+    if (rq->route.kind == SRV_ROUTE_INFER && srv_http_heavy(h, rq))
+        return srv_http_offload(h, conn, rq);
     int64_t t0 = rq->t_run = rt_now_ns(); /* an inference's start too */
     srv_metrics_in_flight(h->p.metrics, 1, 0);
     enum MHD_Result res = srv_http_answer(h, conn, rq, method, url);

@@ -21,7 +21,9 @@
  * mutex, each feature's skew (the window against the training statistics)
  * and drift (against the window before) are computed with rt_stats_jsd /
  * rt_stats_linf_counts; crossing a threshold logs one WARN line, coming
- * back one INFO line.
+ * back one INFO line. A monitor's start logs one INFO line saying what it
+ * counts (the instances of :predict, :classify, :regress, v2 infer and
+ * :explain requests: counted_methods in the status) and where to read it.
  */
 #include "srv.h"
 
@@ -215,6 +217,32 @@ static void plan_numeric(mfeat *f)
     }
 }
 
+/* The requests whose instances are counted, as the status and the start
+ * line name them: an :explain's instances are served predictions (its
+ * answer holds :predict's), its coalition and baseline rows are not. */
+static const char *const COUNTED[] = {"predict", "classify", "regress", "infer", "explain"};
+#define N_COUNTED (sizeof COUNTED / sizeof *COUNTED)
+
+/* The INFO line of a monitor's start: what it counts, and where to read it. */
+static void log_start(const srv_monitor *m)
+{
+    size_t numeric = 0;
+    for (size_t i = 0; i < m->nf; i++)
+        numeric += m->f[i].numeric;
+    char win[64] = "";
+    if (m->window_instances)
+        snprintf(win, sizeof win, " or %llu instances", (unsigned long long)m->window_instances);
+    srv_log(SRV_LOG_INFO,
+            "model %s version %lld: monitoring %zu inputs (%zu numeric, %zu string) against the "
+            "export's training statistics: the instances of every answered :predict, "
+            ":classify, :regress, v2 infer and :explain request (an :explain's instances, not "
+            "its coalitions), sample rate %g, a window every %d s%s; skew and drift at GET "
+            "/v1/models/%s/versions/%lld/monitoring and as predictd_feature_skew and "
+            "predictd_feature_drift at the metrics path",
+            m->name, (long long)m->version, m->nf, numeric, m->nf - numeric, m->sample_rate,
+            m->window_seconds, win, m->name, (long long)m->version);
+}
+
 srv_monitor *srv_monitor_new(const srv_monitor_conf *c, const rt_model *model, const char *name,
                              int64_t version, rt_err *err)
 {
@@ -284,6 +312,7 @@ srv_monitor *srv_monitor_new(const srv_monitor_conf *c, const rt_model *model, c
     atomic_init(&m->draws, 0);
     atomic_init(&m->next_at, m->window_instances ? m->window_instances : UINT64_MAX);
     atomic_init(&m->deadline_ms, rt_now_ms() + (int64_t)m->window_seconds * 1000);
+    log_start(m);
     return m;
 nomem:
     rt_err_set(err, RT_ERR_NOMEM, "monitoring: out of memory");
@@ -597,7 +626,10 @@ rt_status srv_monitor_json(srv_monitor *m, rt_buf *o)
     uint64_t counted = cur[m->ncount];
     rt_buf_puts(o, "{\"model\": ");
     rt_buf_json_string(o, m->name, strlen(m->name));
-    rt_buf_printf(o, ", \"version\": %lld, \"sample_rate\": ", (long long)m->version);
+    rt_buf_printf(o, ", \"version\": %lld, \"counted_methods\": [", (long long)m->version);
+    for (size_t k = 0; k < N_COUNTED; k++)
+        rt_buf_printf(o, "%s\"%s\"", k ? ", " : "", COUNTED[k]);
+    rt_buf_puts(o, "], \"sample_rate\": ");
     rt_buf_json_double(o, m->sample_rate);
     rt_buf_printf(o, ", \"window_seconds\": %d, \"window_instances\": %llu, \"windows\": %llu, "
                      "\"instances\": %llu, \"window\": {\"instances\": %llu}, "

@@ -2,6 +2,9 @@
  * srv_pool.c — inference workers: a fixed set of threads fed by a bounded
  * FIFO ring. When the ring is full, srv_pool_submit says so at once and the
  * caller answers 429 with Retry-After instead of queueing without bound.
+ * The HTTP front runs two kinds on it: the workers (max_queue_depth > 0,
+ * every inference request) and, without them, the offload threads (the
+ * heavy requests: :explain, bodies over max_inline_request_bytes).
  *
  * With a wait limit (srv_pool_set_max_wait) the ring also refuses while its
  * oldest job has waited longer than the limit: the workers are not keeping
