@@ -1027,9 +1027,9 @@ void srv_http_stop(srv_http *h);
 
 /* ------------------------------------------------------------------ gRPC */
 
-/* The gRPC front door (server/grpc/, docs/grpc.md): grpc.health.v1.Health
- * and inference.GRPCInferenceService on one port, on the same manager as
- * the REST front. */
+/* The gRPC front door (server/grpc/, docs/grpc.md): TF Serving's
+ * PredictionService and ModelService, inference.GRPCInferenceService and
+ * grpc.health.v1.Health on one port, on the same manager as the REST front. */
 typedef struct srv_grpc srv_grpc;
 typedef struct srv_grpc_params {
     const char *host;        /* address to bind; NULL = every address */
@@ -1040,12 +1040,18 @@ typedef struct srv_grpc_params {
     srv_metrics *metrics;    /* may be NULL; the caller owns it */
     struct srv_auth *auth;   /* non-NULL: bearer tokens (the `authorization`
                                 metadata) required, as on REST */
+    const char *tls_cert_file; /* non-NULL: TLS only, REST's PEM files (copied) */
+    const char *tls_key_file;
+    const char *tls_client_ca_file; /* non-NULL: mutual TLS */
 } srv_grpc_params;
 /* Starts serving; the manager must outlive the server. *draining (may be
  * NULL) is read by the readiness methods. */
 SRV_WUR rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr,
                                  const _Atomic int *draining, srv_grpc **out, rt_err *err);
 int srv_grpc_port(const srv_grpc *g);
+/* The next TLS handshake reads the certificate, key and client CA files
+ * again (after REST's srv_tls_reload accepted them). NULL or plain: nothing. */
+void srv_grpc_tls_reload(srv_grpc *g);
 /* Stops taking calls, lets in-flight ones finish (cancelled after a grace
  * of 5 s), frees. NULL is fine. */
 void srv_grpc_stop(srv_grpc *g);

@@ -14,6 +14,13 @@
  * (RESOURCE_EXHAUSTED) before it is held whole; a call whose grpc-timeout
  * passed before its method ran gets DEADLINE_EXCEEDED without running.
  *
+ * TLS: with tls_cert_file (and tls_client_ca_file: mutual TLS, a client
+ * certificate from that CA required) the port speaks only TLS, from the same
+ * files as REST's HTTPS. The core asks for the certificate at each
+ * handshake (a config fetcher); the files are read again after
+ * srv_grpc_tls_reload (the daemon's SIGHUP, once REST's reload accepted the
+ * new pair), so both doors rotate together.
+ *
  * Stop: the server stops taking calls (new ones get UNAVAILABLE from the
  * core), the calls in flight finish; then, or after SRV_GRPC_STOP_GRACE_MS
  * when some have not, every call left is cancelled (a client that opened a
@@ -21,6 +28,7 @@
  * nothing after that), the queue drains and the threads end.
  */
 #include "srv_grpc_internal.h"
+#include "srv_limits.h"
 #include "srv_sec.h"
 
 #include <grpc/byte_buffer_reader.h>
@@ -28,6 +36,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +93,12 @@ struct srv_grpc {
     srv_auth *auth;
     rt_json_params json;
     _Atomic uint64_t seed;
+    /* TLS (NULL cert: plain) */
+    char *tls_cert, *tls_key, *tls_ca;
+    _Atomic unsigned tls_gen; /* bumped by srv_grpc_tls_reload */
+    unsigned tls_loaded;      /* the generation the core has (under tls_mu) */
+    bool tls_have;            /* the core has a pair (under tls_mu) */
+    pthread_mutex_t tls_mu;
 };
 
 static uint64_t mix(uint64_t x)
@@ -328,6 +343,69 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* The certificate config for the core's next handshake: NEW when the files
+ * were not read since the last srv_grpc_tls_reload, else UNCHANGED. A read
+ * that fails keeps the pair the core has (FAIL only when it has none). */
+static grpc_ssl_certificate_config_reload_status tls_fetch(void *arg,
+                                                            grpc_ssl_server_certificate_config **c)
+{
+    struct srv_grpc *g = arg;
+    grpc_ssl_certificate_config_reload_status r = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
+    pthread_mutex_lock(&g->tls_mu);
+    unsigned gen = atomic_load(&g->tls_gen);
+    if (!g->tls_have || gen != g->tls_loaded) {
+        char *cert = NULL, *key = NULL, *ca = NULL;
+        rt_err err = {{0}};
+        if (rt_read_file(AT_FDCWD, g->tls_cert, SRV_TLS_MAX_PEM_BYTES, 0, &cert, NULL, &err) ==
+                RT_OK &&
+            rt_read_file(AT_FDCWD, g->tls_key, SRV_TLS_MAX_PEM_BYTES, 0, &key, NULL, &err) ==
+                RT_OK &&
+            (!g->tls_ca ||
+             rt_read_file(AT_FDCWD, g->tls_ca, SRV_TLS_MAX_PEM_BYTES, 0, &ca, NULL, &err) ==
+                 RT_OK)) {
+            grpc_ssl_pem_key_cert_pair pair = {key, cert};
+            /* libgrpc 1.51 aborts on a fetched config without root
+             * certificates; they only verify client certificates, which
+             * are not asked for without a client CA: the server's own
+             * chain stands in */
+            *c = grpc_ssl_server_certificate_config_create(ca ? ca : cert, &pair, 1);
+            r = *c ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW
+                   : GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
+            g->tls_have |= *c != NULL;
+        } else {
+            srv_log(SRV_LOG_ERROR, "grpc: TLS: %s; %s", err.msg,
+                    g->tls_have ? "the running certificate stays" : "no handshake can succeed");
+            r = g->tls_have ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED
+                            : GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
+        }
+        g->tls_loaded = gen;
+        if (key)
+            memset(key, 0, strlen(key)); /* the core has its own copy */
+        free(cert), free(key), free(ca);
+    }
+    pthread_mutex_unlock(&g->tls_mu);
+    return r;
+}
+
+void srv_grpc_tls_reload(srv_grpc *g)
+{
+    if (g && g->tls_cert)
+        atomic_fetch_add(&g->tls_gen, 1);
+}
+
+/* The port's credentials: TLS from the files, or plain. */
+static grpc_server_credentials *credentials(struct srv_grpc *g)
+{
+    if (!g->tls_cert)
+        return grpc_insecure_server_credentials_create();
+    grpc_ssl_server_credentials_options *o =
+        grpc_ssl_server_credentials_create_options_using_config_fetcher(
+            g->tls_ca ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                      : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
+            tls_fetch, g);
+    return o ? grpc_ssl_server_credentials_create_with_options(o) : NULL;
+}
+
 static void destroy(struct srv_grpc *g)
 {
     if (g->server)
@@ -339,6 +417,8 @@ static void destroy(struct srv_grpc *g)
     free(g->threads);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->tls_mu);
+    free(g->tls_cert), free(g->tls_key), free(g->tls_ca);
     free(g);
     grpc_shutdown();
 }
@@ -355,6 +435,16 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     }
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
+    pthread_mutex_init(&g->tls_mu, NULL);
+    if (p->tls_cert_file) {
+        g->tls_cert = strdup(p->tls_cert_file);
+        g->tls_key = p->tls_key_file ? strdup(p->tls_key_file) : NULL;
+        g->tls_ca = p->tls_client_ca_file ? strdup(p->tls_client_ca_file) : NULL;
+        if (!g->tls_cert || !g->tls_key || (p->tls_client_ca_file && !g->tls_ca)) {
+            destroy(g);
+            return rt_err_set(err, RT_ERR_NOMEM, "grpc: out of memory");
+        }
+    }
     g->mgr = mgr;
     g->draining = draining;
     g->metrics = p->metrics;
@@ -402,9 +492,10 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     grpc_server_register_completion_queue(g->server, g->cq, NULL);
     char addr[300];
     snprintf(addr, sizeof addr, "%s:%d", p->host && *p->host ? p->host : "0.0.0.0", p->port);
-    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
-    g->port = grpc_server_add_http2_port(g->server, addr, creds);
-    grpc_server_credentials_release(creds);
+    grpc_server_credentials *creds = credentials(g);
+    g->port = creds ? grpc_server_add_http2_port(g->server, addr, creds) : 0;
+    if (creds)
+        grpc_server_credentials_release(creds);
     if (g->port <= 0) {
         destroy(g);
         return rt_err_set(err, RT_ERR_IO, "grpc: cannot listen on %s (port in use?)", addr);

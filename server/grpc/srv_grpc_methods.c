@@ -21,36 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int srv_grpc_status_of(rt_status st)
-{
-    switch (st) {
-    case RT_OK: return SRV_GRPC_OK;
-    case RT_ERR_INVALID:
-    case RT_ERR_FORMAT:
-    case RT_ERR_LIMIT: return SRV_GRPC_INVALID_ARGUMENT;
-    case RT_ERR_NOTFOUND: return SRV_GRPC_NOT_FOUND;
-    case RT_ERR_UNSUPPORTED: return SRV_GRPC_UNAVAILABLE;
-    case RT_ERR_NOMEM: return SRV_GRPC_RESOURCE_EXHAUSTED;
-    default: return SRV_GRPC_INTERNAL;
-    }
-}
-
-int srv_grpc_pack(const ProtobufCMessage *msg, rt_buf *out)
-{
-    size_t n = protobuf_c_message_get_packed_size(msg);
-    if (rt_buf_reserve(out, n + 1) != 0)
-        return SRV_GRPC_RESOURCE_EXHAUSTED;
-    protobuf_c_message_pack(msg, (uint8_t *)out->data + out->len);
-    out->len += n;
-    return SRV_GRPC_OK;
-}
-
-int srv_grpc_bad_message(char *msg, const char *what)
-{
-    snprintf(msg, SRV_GRPC_MSG, "the request is not a valid %s message", what);
-    return SRV_GRPC_INVALID_ARGUMENT;
-}
-
 static bool is_draining(const srv_grpc_env *e)
 {
     return e->draining && atomic_load(e->draining);
@@ -502,18 +472,6 @@ done:
     free(raw);
     cJSON_Delete(doc);
     return code;
-}
-
-unsigned srv_grpc_http_of(int code)
-{
-    switch (code) {
-    case SRV_GRPC_OK: return 200;
-    case SRV_GRPC_INVALID_ARGUMENT: return 400;
-    case SRV_GRPC_NOT_FOUND: return 404;
-    case SRV_GRPC_UNAVAILABLE: return 503;
-    case SRV_GRPC_RESOURCE_EXHAUSTED: return 429;
-    default: return 500;
-    }
 }
 
 static int model_infer(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
