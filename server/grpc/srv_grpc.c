@@ -37,6 +37,7 @@
 #include <grpc/support/time.h>
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,8 @@
 /* calls requested at once per method and thread */
 #define SLOTS_PER_THREAD 2
 #define SRV_GRPC_STOP_GRACE_MS 5000
+/* how often the watcher works out the streaming calls' answers again */
+#define SRV_GRPC_WATCH_MS 200
 
 struct srv_grpc;
 
@@ -68,6 +71,17 @@ typedef struct slot {
     grpc_byte_buffer *answer;
     grpc_slice details;
     int cancelled;
+    /* A server-streaming call (a method with `stream`, Health/Watch): the
+     * state is 3 while it is open. Its answer is worked out again by the
+     * watcher (watch_main) from its request, and sent when its bytes
+     * change; its close op has the tag &close_tag. All under g->mu. */
+    bool w_active;  /* open, followed by the watcher */
+    bool w_sending; /* a message or the status is in flight */
+    bool w_closed;  /* its close op completed: the call ended */
+    bool w_final;   /* its status was sent (the server stops) */
+    char close_tag;
+    rt_buf w_req, w_last; /* its request; the last answer sent */
+    grpc_byte_buffer *w_msg; /* the message in flight */
 } slot;
 
 struct srv_grpc {
@@ -99,6 +113,10 @@ struct srv_grpc {
     unsigned tls_loaded;      /* the generation the core has (under tls_mu) */
     bool tls_have;            /* the core has a pair (under tls_mu) */
     pthread_mutex_t tls_mu;
+    /* the watcher of streaming calls (under mu) */
+    pthread_t watcher;
+    bool watcher_on, w_quit;
+    pthread_cond_t w_cv;
 };
 
 static uint64_t mix(uint64_t x)
@@ -193,6 +211,157 @@ static int check_token(slot *s, unsigned scope, char *msg)
     return SRV_GRPC_UNAUTHENTICATED;
 }
 
+static grpc_byte_buffer *buffer_of(const void *p, size_t n)
+{
+    grpc_slice sl = grpc_slice_from_copied_buffer(p ? p : "", n);
+    grpc_byte_buffer *b = grpc_raw_byte_buffer_create(&sl, 1);
+    grpc_slice_unref(sl);
+    return b;
+}
+
+/* Under g->mu: sends the streaming call's next message (msg) or, with msg
+ * NULL, its status (the server stops). */
+static void stream_send(slot *s, const rt_buf *msg)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    if (msg) {
+        s->w_msg = buffer_of(msg->data, msg->len);
+        op.op = GRPC_OP_SEND_MESSAGE;
+        op.data.send_message.send_message = s->w_msg;
+    } else {
+        grpc_slice_unref(s->details);
+        s->details = grpc_slice_from_copied_string("the server is stopping");
+        op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        op.data.send_status_from_server.status = GRPC_STATUS_UNAVAILABLE;
+        op.data.send_status_from_server.status_details = &s->details;
+        s->w_final = true;
+    }
+    s->w_sending = true;
+    if (grpc_call_start_batch(s->call, &op, 1, s, NULL) != GRPC_CALL_OK) {
+        s->w_sending = false;
+        grpc_call_cancel(s->call, NULL); /* its close op completes */
+    }
+}
+
+/* A streaming call's first answer: the close op, then the initial metadata
+ * and the first message; the watcher sends the next ones. True (the slot
+ * is the completions' now), or false when nothing started. */
+static bool stream_start(slot *s, const rt_buf *in, const rt_buf *out)
+{
+    struct srv_grpc *g = s->g;
+    s->details = grpc_empty_slice(); /* the status's, if the server stops */
+    rt_buf_reset(&s->w_req);
+    rt_buf_reset(&s->w_last);
+    rt_buf_append(&s->w_req, in->data ? in->data : "", in->len);
+    rt_buf_append(&s->w_last, out->data ? out->data : "", out->len);
+    s->answer = NULL;
+    if (rt_buf_failed(&s->w_req) || rt_buf_failed(&s->w_last)) {
+        grpc_call_cancel_with_status(s->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory",
+                                     NULL);
+        return false;
+    }
+    grpc_op close;
+    memset(&close, 0, sizeof close);
+    close.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    close.data.recv_close_on_server.cancelled = &s->cancelled;
+    grpc_op ops[2];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    pthread_mutex_lock(&g->mu);
+    s->w_msg = buffer_of(out->data, out->len);
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = s->w_msg;
+    s->w_active = true;
+    s->w_closed = s->w_final = false;
+    s->w_sending = true;
+    atomic_store_explicit(&s->state, 3, memory_order_release);
+    bool ok = grpc_call_start_batch(s->call, &close, 1, &s->close_tag, NULL) == GRPC_CALL_OK;
+    if (ok && grpc_call_start_batch(s->call, ops, 2, s, NULL) != GRPC_CALL_OK) {
+        s->w_sending = false; /* the close op ends it */
+        grpc_call_cancel(s->call, NULL);
+    }
+    if (!ok) {
+        s->w_active = s->w_sending = false;
+        grpc_byte_buffer_destroy(s->w_msg);
+        s->w_msg = NULL;
+        grpc_call_cancel(s->call, NULL);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+/* A completion of a streaming call (close: its close op, else a send):
+ * true when the call is over (the caller finishes the slot). */
+static bool stream_done(slot *s, bool close)
+{
+    struct srv_grpc *g = s->g;
+    pthread_mutex_lock(&g->mu);
+    if (close) {
+        s->w_closed = true;
+    } else {
+        s->w_sending = false;
+        if (s->w_msg)
+            grpc_byte_buffer_destroy(s->w_msg);
+        s->w_msg = NULL;
+    }
+    bool over = s->w_closed && !s->w_sending;
+    if (over)
+        s->w_active = false;
+    else
+        pthread_cond_broadcast(&g->w_cv); /* a change may wait to be sent */
+    pthread_mutex_unlock(&g->mu);
+    return over;
+}
+
+/* The watcher: every SRV_GRPC_WATCH_MS (and when woken) works out each open
+ * streaming call's answer again from its request and sends it when its
+ * bytes changed; once the server stops, sends each its status instead. */
+static void *watch_main(void *arg)
+{
+    struct srv_grpc *g = arg;
+    rt_ctx *ctx = rt_ctx_new();
+    rt_buf out;
+    rt_buf_init(&out);
+    pthread_mutex_lock(&g->mu);
+    while (!g->w_quit) {
+        bool stopping = atomic_load(&g->stopping);
+        for (size_t i = 0; ctx && i < g->n_slots; i++) {
+            slot *s = &g->slots[i];
+            if (!s->w_active || s->w_closed || s->w_sending || s->w_final)
+                continue;
+            if (stopping) {
+                stream_send(s, NULL);
+                continue;
+            }
+            char msg[SRV_GRPC_MSG];
+            srv_grpc_env env = {.mgr = g->mgr, .draining = g->draining, .metrics = g->metrics,
+                                .json = g->json, .ctx = ctx};
+            rt_buf_reset(&out);
+            int code = g->methods[s->method].fn(&env, (const uint8_t *)s->w_req.data,
+                                                s->w_req.len, &out, msg);
+            if (code != SRV_GRPC_OK || rt_buf_failed(&out) ||
+                (out.len == s->w_last.len && !memcmp(out.data ? out.data : "",
+                                                     s->w_last.data ? s->w_last.data : "",
+                                                     out.len)))
+                continue;
+            rt_buf_reset(&s->w_last);
+            rt_buf_append(&s->w_last, out.data ? out.data : "", out.len);
+            stream_send(s, &out);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += SRV_GRPC_WATCH_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L)
+            until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&g->w_cv, &g->mu, &until);
+    }
+    pthread_mutex_unlock(&g->mu);
+    rt_buf_free(&out);
+    rt_ctx_free(ctx);
+    return NULL;
+}
+
 /* Runs the slot's method on its call and starts the answer's batch: true
  * when it started (then the slot belongs to whichever thread takes its
  * completion, which may come before this returns: the caller must not look
@@ -232,6 +401,8 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
             code = SRV_GRPC_RESOURCE_EXHAUSTED;
             snprintf(msg, sizeof msg, "out of memory");
         }
+        if (code == SRV_GRPC_OK && g->methods[s->method].stream)
+            return stream_start(s, in, out);
     }
     grpc_op ops[4];
     memset(ops, 0, sizeof ops);
@@ -306,8 +477,16 @@ static void *thread_main(void *arg)
             pthread_mutex_unlock(&g->mu);
             continue;
         }
-        slot *s = ev.tag;
-        if (atomic_load_explicit(&s->state, memory_order_acquire) == 0) {
+        /* a slot's own address, or its close_tag's (a streaming call's close op) */
+        size_t off = (size_t)((const char *)ev.tag - (const char *)g->slots);
+        slot *s = &g->slots[off / sizeof(slot)];
+        bool close = off % sizeof(slot) == offsetof(slot, close_tag);
+        int state = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (state == 3) {
+            if (!stream_done(s, close))
+                continue;
+            finish_call(s);
+        } else if (state == 0) {
             if (!ev.success) { /* the server is shutting down */
                 grpc_metadata_array_destroy(&s->md);
                 if (s->method == g->n_methods)
@@ -413,11 +592,16 @@ static void destroy(struct srv_grpc *g)
     if (g->cq)
         grpc_completion_queue_destroy(g->cq);
     free(g->handles);
+    for (size_t i = 0; g->slots && i < g->n_slots; i++) {
+        rt_buf_free(&g->slots[i].w_req);
+        rt_buf_free(&g->slots[i].w_last);
+    }
     free(g->slots);
     free(g->threads);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->tls_mu);
+    pthread_cond_destroy(&g->w_cv);
     free(g->tls_cert), free(g->tls_key), free(g->tls_ca);
     free(g);
     grpc_shutdown();
@@ -436,6 +620,7 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
     pthread_mutex_init(&g->tls_mu, NULL);
+    pthread_cond_init(&g->w_cv, NULL);
     if (p->tls_cert_file) {
         g->tls_cert = strdup(p->tls_cert_file);
         g->tls_key = p->tls_key_file ? strdup(p->tls_key_file) : NULL;
@@ -505,6 +690,8 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
         g->slots[i].g = g;
         g->slots[i].method = i % (g->n_methods + 1);
         g->slots[i].details = grpc_empty_slice();
+        rt_buf_init(&g->slots[i].w_req);
+        rt_buf_init(&g->slots[i].w_last);
         if (request_call(&g->slots[i]) != 0) {
             srv_log(SRV_LOG_ERROR, "grpc: could not request calls");
             break;
@@ -515,6 +702,8 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
             g->n_threads = i;
             break;
         }
+    if (g->n_threads > 0)
+        g->watcher_on = pthread_create(&g->watcher, NULL, watch_main, g) == 0;
     if (g->n_threads == 0) {
         grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
         grpc_server_cancel_all_calls(g->server);
@@ -540,6 +729,9 @@ void srv_grpc_stop(srv_grpc *g)
         return;
     atomic_store(&g->stopping, 1);
     grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
+    pthread_mutex_lock(&g->mu);
+    pthread_cond_broadcast(&g->w_cv); /* streaming calls get their status now */
+    pthread_mutex_unlock(&g->mu);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += SRV_GRPC_STOP_GRACE_MS / 1000;
@@ -557,6 +749,13 @@ void srv_grpc_stop(srv_grpc *g)
         while (!g->shut_done)
             pthread_cond_wait(&g->cv, &g->mu);
         pthread_mutex_unlock(&g->mu);
+    }
+    if (g->watcher_on) { /* before the queue shuts: it may still send a status */
+        pthread_mutex_lock(&g->mu);
+        g->w_quit = true;
+        pthread_cond_broadcast(&g->w_cv);
+        pthread_mutex_unlock(&g->mu);
+        pthread_join(g->watcher, NULL);
     }
     grpc_completion_queue_shutdown(g->cq);
     for (int i = 0; i < g->n_threads; i++)

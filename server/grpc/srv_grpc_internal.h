@@ -57,6 +57,10 @@ typedef struct srv_grpc_method {
     srv_grpc_fn fn;
     const char *label; /* the method's name in metrics */
     unsigned scope;    /* the bearer token's scope it needs (SRV_SCOPE_*), 0: open */
+    bool stream;       /* server streaming (Health/Watch): fn's answer is the first
+                          message; fn runs again on the same request every
+                          SRV_GRPC_WATCH_MS and its answer is sent when its bytes
+                          changed, until the client leaves or the server stops */
 } srv_grpc_method;
 
 /* The methods served (srv_grpc_methods.c), in a fixed order. */

@@ -78,6 +78,20 @@ static int health_check(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *
     return srv_grpc_pack(&a.base, out);
 }
 
+/* Watch: Check's answer, SERVICE_UNKNOWN (not an error) for an unknown
+ * service, as the health protocol has it; srv_grpc.c sends it again when it
+ * changes. */
+static int health_watch(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
+{
+    int code = health_check(e, in, len, out, msg);
+    if (code != SRV_GRPC_NOT_FOUND)
+        return code;
+    Grpc__Health__V1__HealthCheckResponse a = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    a.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
+    msg[0] = '\0';
+    return srv_grpc_pack(&a.base, out);
+}
+
 /* ------------------------------------------------ inference.GRPCInferenceService */
 
 static int server_live(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
@@ -526,25 +540,26 @@ done:
 /* The scopes are REST's for the same answers: the probes open, metadata
  * read, inference infer. */
 static const srv_grpc_method METHODS[] = {
-    {"/grpc.health.v1.Health/Check", health_check, "Check", 0},
-    {"/inference.GRPCInferenceService/ServerLive", server_live, "ServerLive", 0},
-    {"/inference.GRPCInferenceService/ServerReady", server_ready, "ServerReady", 0},
-    {"/inference.GRPCInferenceService/ModelReady", model_ready, "ModelReady", 0},
+    {"/grpc.health.v1.Health/Check", health_check, "Check", 0, false},
+    {"/grpc.health.v1.Health/Watch", health_watch, "Watch", 0, true},
+    {"/inference.GRPCInferenceService/ServerLive", server_live, "ServerLive", 0, false},
+    {"/inference.GRPCInferenceService/ServerReady", server_ready, "ServerReady", 0, false},
+    {"/inference.GRPCInferenceService/ModelReady", model_ready, "ModelReady", 0, false},
     {"/inference.GRPCInferenceService/ServerMetadata", server_metadata, "ServerMetadata",
-     SRV_SCOPE_READ},
+     SRV_SCOPE_READ, false},
     {"/inference.GRPCInferenceService/ModelMetadata", model_metadata, "ModelMetadata",
-     SRV_SCOPE_READ},
-    {"/inference.GRPCInferenceService/ModelInfer", model_infer, "ModelInfer", SRV_SCOPE_INFER},
+     SRV_SCOPE_READ, false},
+    {"/inference.GRPCInferenceService/ModelInfer", model_infer, "ModelInfer", SRV_SCOPE_INFER, false},
     {"/tensorflow.serving.PredictionService/Predict", srv_grpc_tfs_predict, "Predict",
-     SRV_SCOPE_INFER},
+     SRV_SCOPE_INFER, false},
     {"/tensorflow.serving.PredictionService/Classify", srv_grpc_tfs_classify, "Classify",
-     SRV_SCOPE_INFER},
+     SRV_SCOPE_INFER, false},
     {"/tensorflow.serving.PredictionService/Regress", srv_grpc_tfs_regress, "Regress",
-     SRV_SCOPE_INFER},
+     SRV_SCOPE_INFER, false},
     {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_tfs_metadata,
-     "GetModelMetadata", SRV_SCOPE_READ},
+     "GetModelMetadata", SRV_SCOPE_READ, false},
     {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_tfs_status, "GetModelStatus",
-     SRV_SCOPE_READ},
+     SRV_SCOPE_READ, false},
 };
 
 const srv_grpc_method *srv_grpc_methods(size_t *n)
