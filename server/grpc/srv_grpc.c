@@ -14,6 +14,12 @@
  * (RESOURCE_EXHAUSTED) before it is held whole; a call whose grpc-timeout
  * passed before its method ran gets DEADLINE_EXCEEDED without running.
  *
+ * Streams: a method marked `stream` (Health/Watch) sends its first answer
+ * and stays open; one watcher thread runs it again on the same request every
+ * SRV_GRPC_WATCH_MS and sends the answer when its bytes changed, until the
+ * client leaves (the call's close op completes) or the server stops (then
+ * each stream gets its status, UNAVAILABLE).
+ *
  * TLS: with tls_cert_file (and tls_client_ca_file: mutual TLS, a client
  * certificate from that CA required) the port speaks only TLS, from the same
  * files as REST's HTTPS. The core asks for the certificate at each
