@@ -308,6 +308,7 @@ typedef struct srv_ctl_flags {
     char *cacert;     /* --cacert FILE, or NULL */
     char *cert;       /* --cert FILE: client certificate (PEM), or NULL */
     char *key;        /* --key FILE: its private key (PEM), or NULL */
+    char *grpc;       /* --grpc HOST:PORT: ready and status over gRPC, or NULL */
 } srv_ctl_flags;
 const rt_setting *srv_ctl_flag_settings(size_t *n);
 
@@ -1049,6 +1050,28 @@ typedef struct srv_grpc_params {
 SRV_WUR rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr,
                                  const _Atomic int *draining, srv_grpc **out, rt_err *err);
 int srv_grpc_port(const srv_grpc *g);
+/* A client's unary call to a gRPC port (server/grpc/srv_grpc_client.c, for
+ * predictctl --grpc). */
+typedef struct srv_grpc_client_params {
+    const char *target;  /* HOST:PORT */
+    int timeout_ms;      /* the call's deadline */
+    bool tls;            /* TLS (else plain) */
+    const char *cacert;  /* PEM CA file to verify the daemon; NULL: the system's */
+    const char *cert;    /* mutual TLS: PEM client certificate and key, or NULL */
+    const char *key;
+    const char *token;   /* bearer token for the `authorization` metadata, or NULL */
+} srv_grpc_client_params;
+/* Calls method ("/package.Service/Method") with request message in/len:
+ * *code the gRPC status (0 OK), msg its message, out the answer message's
+ * bytes (appended). RT_OK when the call ran, whatever its status (a daemon
+ * that does not answer is UNAVAILABLE or DEADLINE_EXCEEDED); an error
+ * only for a file of p that cannot be read, or out of memory. */
+SRV_WUR rt_status srv_grpc_client_call(const srv_grpc_client_params *p, const char *method,
+                                       const uint8_t *in, size_t len, rt_buf *out, int *code,
+                                       char *msg, size_t msg_len, rt_err *err);
+/* predictctl --grpc HOST:PORT ready | status MODEL [--json] (srv_ctl_grpc.c):
+ * the exit status. argv[0] is the command. */
+int srv_ctl_grpc(const srv_ctl_flags *fl, const char *token, int argc, char **argv);
 /* The next TLS handshake reads the certificate, key and client CA files
  * again (after REST's srv_tls_reload accepted them). NULL or plain: nothing. */
 void srv_grpc_tls_reload(srv_grpc *g);
