@@ -119,6 +119,11 @@
  * (max_request_bytes) instead. 2^20 floats is 4 MiB, past any tabular
  * request's column. */
 #define SRV_GRPC_MAX_EXPANDED (1u << 20)
+/* Streams of one streaming method (Health/Watch) open at once: each holds
+ * a call slot while it is open; one more waits in the gRPC core until one
+ * ends. A watch per client connection (gRPC's client-side health
+ * checking) from 64 clients at a time; each costs a slot and two buffers. */
+#define SRV_GRPC_MAX_STREAMS 64
 /* Dimensions of one TensorProto (TensorFlow's own limit is 254). */
 #define SRV_GRPC_MAX_DIMS 32
 

@@ -669,8 +669,14 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     g->server = grpc_server_create(&cargs, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->handles = calloc(g->n_methods, sizeof *g->handles);
-    /* each method's slots, then the slots of calls to other methods */
-    g->n_slots = (g->n_methods + 1) * (size_t)g->n_threads * SLOTS_PER_THREAD;
+    /* each method's slots, then the slots of calls to other methods, then
+     * those of the streams that stay open (SRV_GRPC_MAX_STREAMS per stream
+     * method: a stream holds its slot while it is open) */
+    size_t n_stream = 0;
+    for (size_t i = 0; i < g->n_methods; i++)
+        n_stream += g->methods[i].stream;
+    size_t n_unary = (g->n_methods + 1) * (size_t)g->n_threads * SLOTS_PER_THREAD;
+    g->n_slots = n_unary + n_stream * SRV_GRPC_MAX_STREAMS;
     g->slots = calloc(g->n_slots, sizeof *g->slots);
     g->threads = calloc((size_t)g->n_threads, sizeof *g->threads);
     if (!g->server || !g->cq || !g->handles || !g->slots || !g->threads) {
@@ -695,6 +701,12 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     for (size_t i = 0; i < g->n_slots; i++) {
         g->slots[i].g = g;
         g->slots[i].method = i % (g->n_methods + 1);
+        if (i >= n_unary) { /* the k-th stream method's share */
+            size_t k = (i - n_unary) / SRV_GRPC_MAX_STREAMS, m = 0;
+            while (!g->methods[m].stream || k--)
+                m++;
+            g->slots[i].method = m;
+        }
         g->slots[i].details = grpc_empty_slice();
         rt_buf_init(&g->slots[i].w_req);
         rt_buf_init(&g->slots[i].w_last);

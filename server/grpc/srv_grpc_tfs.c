@@ -299,9 +299,8 @@ int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf 
 
 /* A tf.Example feature as a JSON member value: one value alone, several as
  * a list. */
-static void put_feature(rt_buf *b, const Tensorflow__Feature *f, char *tmp)
+static void put_feature(rt_buf *b, const Tensorflow__Feature *f)
 {
-    (void)tmp;
     size_t n = 0;
     switch (f ? f->kind_case : TENSORFLOW__FEATURE__KIND__NOT_SET) {
     case TENSORFLOW__FEATURE__KIND_BYTES_LIST: n = f->bytes_list->n_value; break;
@@ -341,7 +340,7 @@ static void put_example(rt_buf *b, const Tensorflow__Example *ex)
             rt_buf_puts(b, ", ");
         rt_buf_json_string(b, en->key, strlen(en->key));
         rt_buf_puts(b, ": ");
-        put_feature(b, en->value, NULL);
+        put_feature(b, en->value);
     }
     rt_buf_puts(b, "}");
 }
