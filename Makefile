@@ -117,7 +117,10 @@ TRN_GEN_O  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(TRN_GEN_C))
 
 # The gRPC front's messages (server/grpc/protos/*.proto, docs/grpc.md):
 # generated into $(BUILD)/gen/grpc, which only the server (and tests) see.
-GRPC_PROTOS := $(wildcard server/grpc/protos/*.proto)
+# tf_serving.proto imports the runtime's example.proto (tf.Example), whose
+# code is the runtime's (not generated twice); google/protobuf/ holds the two
+# well-known types TF Serving's messages use.
+GRPC_PROTOS := $(wildcard server/grpc/protos/*.proto server/grpc/protos/google/protobuf/*.proto)
 GRPC_GEN_C  := $(patsubst server/grpc/protos/%.proto,$(BUILD)/gen/grpc/%.pb-c.c,$(GRPC_PROTOS))
 GRPC_GEN_H  := $(GRPC_GEN_C:.c=.h)
 GRPC_GEN_O  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GRPC_GEN_C))
@@ -177,7 +180,7 @@ INC_tuner    = -Ituner $(INC_rt_core) $(TUN_PKG_CFLAGS)
 INC_pmodel   = -Ipmodel $(INC_runtime)
 INC_all      = $(SRV_INCS) -I$(BUILD)/gen/grpc -Itrainer -Iexporter -Ituner -Ipmodel -I$(BUILD)/gen/trainer $(INC_runtime) $(SRV_PKG_CFLAGS) \
                $(TUN_PKG_CFLAGS)
-INC_gen      = $(INC_runtime)
+INC_gen      = $(INC_runtime) -I$(BUILD)/gen/grpc
 INC_tests    = -Itests/unit/support $(INC_all)
 INC_bench    = $(INC_all)
 LIBS_runtime  = $(LIB_RT)
@@ -253,8 +256,10 @@ $(BUILD)/gen/trainer/%.pb-c.c $(BUILD)/gen/trainer/%.pb-c.h: trainer/%.proto
 	protoc-c --c_out=$(BUILD)/gen/trainer -Itrainer $<
 
 $(BUILD)/gen/grpc/%.pb-c.c $(BUILD)/gen/grpc/%.pb-c.h: server/grpc/protos/%.proto
-	@mkdir -p $(BUILD)/gen/grpc
-	protoc-c --c_out=$(BUILD)/gen/grpc -Iserver/grpc/protos $<
+	@mkdir -p $(dir $@)
+	protoc-c --c_out=$(BUILD)/gen/grpc -Iserver/grpc/protos -Iruntime/data $<
+
+$(GRPC_GEN_O): $(GEN_H) $(GRPC_GEN_H)
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)

@@ -106,9 +106,11 @@ static void reload_security(daemon_t *d, const char *why)
         else if (same)
             srv_log(SRV_LOG_INFO, "TLS reload (%s): certificate %s and its key unchanged, the "
                     "serving pair stays", why, d->cfg->tls_cert_file);
-        else
+        else {
             srv_log(SRV_LOG_INFO, "TLS reload (%s): certificate %s for new connections", why,
                     d->cfg->tls_cert_file);
+            srv_grpc_tls_reload(d->grpc); /* the gRPC port's next handshakes */
+        }
     }
     if (d->auth && srv_auth_reload(d->auth, &err) != RT_OK)
         srv_log(SRV_LOG_ERROR, "auth_tokens_file reload (%s) refused, the running tokens stay: "
@@ -351,19 +353,13 @@ static int start_http(daemon_t *d)
 }
 
 /* The gRPC front (docs/grpc.md) when --port is given: on the same manager,
- * metrics, limits and bearer tokens as REST. It speaks no TLS yet, so it
- * refuses to start beside a REST port that requires it rather than open a
- * plain door beside it. 0, or 1 after logging why. */
+ * metrics, limits, bearer tokens and TLS files (TLS only when REST has it,
+ * mutual TLS when REST requires client certificates) as REST. 0, or 1 after
+ * logging why. */
 static int start_grpc(daemon_t *d)
 {
     if (!srv_args_given(&d->args, "port"))
         return 0;
-    if (d->tls) {
-        srv_log(SRV_LOG_ERROR, "--port=%d: the gRPC port has no TLS yet (docs/grpc.md); "
-                               "serve gRPC without tls_cert_file, or drop --port",
-                d->cfg->port);
-        return 1;
-    }
     rt_err err = {{0}};
     srv_grpc_params gp = {
         .host = d->cfg->rest_api_host,
@@ -373,14 +369,19 @@ static int start_grpc(daemon_t *d)
         .max_answer_bytes = d->cfg->max_answer_bytes,
         .metrics = d->metrics,
         .auth = d->auth,
+        .tls_cert_file = d->tls ? d->cfg->tls_cert_file : NULL,
+        .tls_key_file = d->tls ? d->cfg->tls_key_file : NULL,
+        .tls_client_ca_file = d->tls ? d->cfg->tls_client_ca_file : NULL,
     };
     if (srv_grpc_start(&gp, d->mgr, &d->draining, &d->grpc, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
-    srv_log(SRV_LOG_INFO, "gRPC on port %d (%d threads): grpc.health.v1.Health, "
-                          "inference.GRPCInferenceService",
-            srv_grpc_port(d->grpc), gp.threads);
+    srv_log(SRV_LOG_INFO, "gRPC on port %d (%d threads, %s): grpc.health.v1.Health, "
+                          "tensorflow.serving.PredictionService, "
+                          "tensorflow.serving.ModelService, inference.GRPCInferenceService",
+            srv_grpc_port(d->grpc), gp.threads,
+            !gp.tls_cert_file ? "plain" : gp.tls_client_ca_file ? "mutual TLS" : "TLS");
     return 0;
 }
 

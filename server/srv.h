@@ -310,6 +310,7 @@ typedef struct srv_ctl_flags {
     char *cacert;     /* --cacert FILE, or NULL */
     char *cert;       /* --cert FILE: client certificate (PEM), or NULL */
     char *key;        /* --key FILE: its private key (PEM), or NULL */
+    char *grpc;       /* --grpc HOST:PORT: ready and status over gRPC, or NULL */
 } srv_ctl_flags;
 const rt_setting *srv_ctl_flag_settings(size_t *n);
 
@@ -1029,9 +1030,9 @@ void srv_http_stop(srv_http *h);
 
 /* ------------------------------------------------------------------ gRPC */
 
-/* The gRPC front door (server/grpc/, docs/grpc.md): grpc.health.v1.Health
- * and inference.GRPCInferenceService on one port, on the same manager as
- * the REST front. */
+/* The gRPC front door (server/grpc/, docs/grpc.md): TF Serving's
+ * PredictionService and ModelService, inference.GRPCInferenceService and
+ * grpc.health.v1.Health on one port, on the same manager as the REST front. */
 typedef struct srv_grpc srv_grpc;
 typedef struct srv_grpc_params {
     const char *host;        /* address to bind; NULL = every address */
@@ -1042,12 +1043,40 @@ typedef struct srv_grpc_params {
     srv_metrics *metrics;    /* may be NULL; the caller owns it */
     struct srv_auth *auth;   /* non-NULL: bearer tokens (the `authorization`
                                 metadata) required, as on REST */
+    const char *tls_cert_file; /* non-NULL: TLS only, REST's PEM files (copied) */
+    const char *tls_key_file;
+    const char *tls_client_ca_file; /* non-NULL: mutual TLS */
 } srv_grpc_params;
 /* Starts serving; the manager must outlive the server. *draining (may be
  * NULL) is read by the readiness methods. */
 SRV_WUR rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr,
                                  const _Atomic int *draining, srv_grpc **out, rt_err *err);
 int srv_grpc_port(const srv_grpc *g);
+/* A client's unary call to a gRPC port (server/grpc/srv_grpc_client.c, for
+ * predictctl --grpc). */
+typedef struct srv_grpc_client_params {
+    const char *target;  /* HOST:PORT */
+    int timeout_ms;      /* the call's deadline */
+    bool tls;            /* TLS (else plain) */
+    const char *cacert;  /* PEM CA file to verify the daemon; NULL: the system's */
+    const char *cert;    /* mutual TLS: PEM client certificate and key, or NULL */
+    const char *key;
+    const char *token;   /* bearer token for the `authorization` metadata, or NULL */
+} srv_grpc_client_params;
+/* Calls method ("/package.Service/Method") with request message in/len:
+ * *code the gRPC status (0 OK), msg its message, out the answer message's
+ * bytes (appended). RT_OK when the call ran, whatever its status (a daemon
+ * that does not answer is UNAVAILABLE or DEADLINE_EXCEEDED); an error
+ * only for a file of p that cannot be read, or out of memory. */
+SRV_WUR rt_status srv_grpc_client_call(const srv_grpc_client_params *p, const char *method,
+                                       const uint8_t *in, size_t len, rt_buf *out, int *code,
+                                       char *msg, size_t msg_len, rt_err *err);
+/* predictctl --grpc HOST:PORT ready | status MODEL [--json] (srv_ctl_grpc.c):
+ * the exit status. argv[0] is the command. */
+int srv_ctl_grpc(const srv_ctl_flags *fl, const char *token, int argc, char **argv);
+/* The next TLS handshake reads the certificate, key and client CA files
+ * again (after REST's srv_tls_reload accepted them). NULL or plain: nothing. */
+void srv_grpc_tls_reload(srv_grpc *g);
 /* Stops taking calls, lets in-flight ones finish (cancelled after a grace
  * of 5 s), frees. NULL is fine. */
 void srv_grpc_stop(srv_grpc *g);

@@ -112,4 +112,21 @@
 #define SRV_METRICS_MAX_SERIES 4096
 #define SRV_METRICS_MAX_HISTS 1024
 
+/* ------------------------------------------------------------------ gRPC */
+
+/* Elements a TensorProto of a Predict request may expand to when it gives
+ * fewer values than its shape holds (TensorFlow repeats the last one): one
+ * value with shape [1e9] must not become a gigabyte of request body. A
+ * tensor that carries all its values is bounded by the message limit
+ * (max_request_bytes) instead. 2^20 floats is 4 MiB, past any tabular
+ * request's column. */
+#define SRV_GRPC_MAX_EXPANDED (1u << 20)
+/* Streams of one streaming method (Health/Watch) open at once: each holds
+ * a call slot while it is open; one more waits in the gRPC core until one
+ * ends. A watch per client connection (gRPC's client-side health
+ * checking) from 64 clients at a time; each costs a slot and two buffers. */
+#define SRV_GRPC_MAX_STREAMS 64
+/* Dimensions of one TensorProto (TensorFlow's own limit is 254). */
+#define SRV_GRPC_MAX_DIMS 32
+
 #endif /* PREDICTD_SRV_LIMITS_H */

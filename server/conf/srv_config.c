@@ -141,8 +141,9 @@ static const srv_setting SETTINGS[] = {
          "available (at start: missing from the base path); without it such a config is "
          "refused"),
     INT(port, SRV_SET_FLAG, 0, 65535, 8500, "N",
-        "the gRPC port (TF Serving's flag): when given, gRPC's health service and the Open "
-        "Inference Protocol's GRPCInferenceService are served there (docs/grpc.md)"),
+        "the gRPC port (TF Serving's flag): when given, TF Serving's PredictionService and "
+        "ModelService, the Open Inference Protocol's GRPCInferenceService and gRPC's health "
+        "service are served there (docs/grpc.md)"),
     STR(tls_cert_file, BOTH, NULL, "FILE",
         "serve HTTPS: PEM certificate, then its chain (needs tls_key_file); refused at start "
         "when expired, warned within 14 days of expiry; re-read on SIGHUP for new connections "

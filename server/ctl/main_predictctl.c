@@ -1226,6 +1226,8 @@ static int run_command(const srv_ctl_flags *fl, uint64_t given, int argc, char *
             return 1;
         c.cli.token = c.token;
     }
+    if (fl->grpc)
+        return srv_ctl_grpc(fl, c.cli.token, argc - i, argv + i);
     const char *url = fl->url;
     bool config_given = given & 1; /* flags[0]: --config */
     if (i >= argc) {

@@ -35,6 +35,10 @@ static const rt_setting FLAGS[] = {
              "--key)"},
     {.name = "key", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
      .offset = CF(key, char *), .arg = "FILE", .help = "the PEM private key of --cert"},
+    {.name = "grpc", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
+     .offset = CF(grpc, char *), .arg = "HOST:PORT",
+     .help = "ready and status MODEL over the daemon's gRPC port (--port): gRPC's "
+             "Health/Check, TF Serving's GetModelStatus; TLS with --cacert or --cert"},
 };
 
 const rt_setting *srv_ctl_flag_settings(size_t *n)

@@ -14,6 +14,19 @@
  * (RESOURCE_EXHAUSTED) before it is held whole; a call whose grpc-timeout
  * passed before its method ran gets DEADLINE_EXCEEDED without running.
  *
+ * Streams: a method marked `stream` (Health/Watch) sends its first answer
+ * and stays open; one watcher thread runs it again on the same request every
+ * SRV_GRPC_WATCH_MS and sends the answer when its bytes changed, until the
+ * client leaves (the call's close op completes) or the server stops (then
+ * each stream gets its status, UNAVAILABLE).
+ *
+ * TLS: with tls_cert_file (and tls_client_ca_file: mutual TLS, a client
+ * certificate from that CA required) the port speaks only TLS, from the same
+ * files as REST's HTTPS. The core asks for the certificate at each
+ * handshake (a config fetcher); the files are read again after
+ * srv_grpc_tls_reload (the daemon's SIGHUP, once REST's reload accepted the
+ * new pair), so both doors rotate together.
+ *
  * Stop: the server stops taking calls (new ones get UNAVAILABLE from the
  * core), the calls in flight finish; then, or after SRV_GRPC_STOP_GRACE_MS
  * when some have not, every call left is cancelled (a client that opened a
@@ -21,6 +34,7 @@
  * nothing after that), the queue drains and the threads end.
  */
 #include "srv_grpc_internal.h"
+#include "srv_limits.h"
 #include "srv_sec.h"
 
 #include <grpc/byte_buffer_reader.h>
@@ -28,6 +42,8 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
+#include <fcntl.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +54,8 @@
 /* calls requested at once per method and thread */
 #define SLOTS_PER_THREAD 2
 #define SRV_GRPC_STOP_GRACE_MS 5000
+/* how often the watcher works out the streaming calls' answers again */
+#define SRV_GRPC_WATCH_MS 200
 
 struct srv_grpc;
 
@@ -59,6 +77,17 @@ typedef struct slot {
     grpc_byte_buffer *answer;
     grpc_slice details;
     int cancelled;
+    /* A server-streaming call (a method with `stream`, Health/Watch): the
+     * state is 3 while it is open. Its answer is worked out again by the
+     * watcher (watch_main) from its request, and sent when its bytes
+     * change; its close op has the tag &close_tag. All under g->mu. */
+    bool w_active;  /* open, followed by the watcher */
+    bool w_sending; /* a message or the status is in flight */
+    bool w_closed;  /* its close op completed: the call ended */
+    bool w_final;   /* its status was sent (the server stops) */
+    char close_tag;
+    rt_buf w_req, w_last; /* its request; the last answer sent */
+    grpc_byte_buffer *w_msg; /* the message in flight */
 } slot;
 
 struct srv_grpc {
@@ -84,6 +113,16 @@ struct srv_grpc {
     srv_auth *auth;
     rt_json_params json;
     _Atomic uint64_t seed;
+    /* TLS (NULL cert: plain) */
+    char *tls_cert, *tls_key, *tls_ca;
+    _Atomic unsigned tls_gen; /* bumped by srv_grpc_tls_reload */
+    unsigned tls_loaded;      /* the generation the core has (under tls_mu) */
+    bool tls_have;            /* the core has a pair (under tls_mu) */
+    pthread_mutex_t tls_mu;
+    /* the watcher of streaming calls (under mu) */
+    pthread_t watcher;
+    bool watcher_on, w_quit;
+    pthread_cond_t w_cv;
 };
 
 static uint64_t mix(uint64_t x)
@@ -178,6 +217,157 @@ static int check_token(slot *s, unsigned scope, char *msg)
     return SRV_GRPC_UNAUTHENTICATED;
 }
 
+static grpc_byte_buffer *buffer_of(const void *p, size_t n)
+{
+    grpc_slice sl = grpc_slice_from_copied_buffer(p ? p : "", n);
+    grpc_byte_buffer *b = grpc_raw_byte_buffer_create(&sl, 1);
+    grpc_slice_unref(sl);
+    return b;
+}
+
+/* Under g->mu: sends the streaming call's next message (msg) or, with msg
+ * NULL, its status (the server stops). */
+static void stream_send(slot *s, const rt_buf *msg)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    if (msg) {
+        s->w_msg = buffer_of(msg->data, msg->len);
+        op.op = GRPC_OP_SEND_MESSAGE;
+        op.data.send_message.send_message = s->w_msg;
+    } else {
+        grpc_slice_unref(s->details);
+        s->details = grpc_slice_from_copied_string("the server is stopping");
+        op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        op.data.send_status_from_server.status = GRPC_STATUS_UNAVAILABLE;
+        op.data.send_status_from_server.status_details = &s->details;
+        s->w_final = true;
+    }
+    s->w_sending = true;
+    if (grpc_call_start_batch(s->call, &op, 1, s, NULL) != GRPC_CALL_OK) {
+        s->w_sending = false;
+        grpc_call_cancel(s->call, NULL); /* its close op completes */
+    }
+}
+
+/* A streaming call's first answer: the close op, then the initial metadata
+ * and the first message; the watcher sends the next ones. True (the slot
+ * is the completions' now), or false when nothing started. */
+static bool stream_start(slot *s, const rt_buf *in, const rt_buf *out)
+{
+    struct srv_grpc *g = s->g;
+    s->details = grpc_empty_slice(); /* the status's, if the server stops */
+    rt_buf_reset(&s->w_req);
+    rt_buf_reset(&s->w_last);
+    rt_buf_append(&s->w_req, in->data ? in->data : "", in->len);
+    rt_buf_append(&s->w_last, out->data ? out->data : "", out->len);
+    s->answer = NULL;
+    if (rt_buf_failed(&s->w_req) || rt_buf_failed(&s->w_last)) {
+        grpc_call_cancel_with_status(s->call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory",
+                                     NULL);
+        return false;
+    }
+    grpc_op close;
+    memset(&close, 0, sizeof close);
+    close.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    close.data.recv_close_on_server.cancelled = &s->cancelled;
+    grpc_op ops[2];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    pthread_mutex_lock(&g->mu);
+    s->w_msg = buffer_of(out->data, out->len);
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = s->w_msg;
+    s->w_active = true;
+    s->w_closed = s->w_final = false;
+    s->w_sending = true;
+    atomic_store_explicit(&s->state, 3, memory_order_release);
+    bool ok = grpc_call_start_batch(s->call, &close, 1, &s->close_tag, NULL) == GRPC_CALL_OK;
+    if (ok && grpc_call_start_batch(s->call, ops, 2, s, NULL) != GRPC_CALL_OK) {
+        s->w_sending = false; /* the close op ends it */
+        grpc_call_cancel(s->call, NULL);
+    }
+    if (!ok) {
+        s->w_active = s->w_sending = false;
+        grpc_byte_buffer_destroy(s->w_msg);
+        s->w_msg = NULL;
+        grpc_call_cancel(s->call, NULL);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+/* A completion of a streaming call (close: its close op, else a send):
+ * true when the call is over (the caller finishes the slot). */
+static bool stream_done(slot *s, bool close)
+{
+    struct srv_grpc *g = s->g;
+    pthread_mutex_lock(&g->mu);
+    if (close) {
+        s->w_closed = true;
+    } else {
+        s->w_sending = false;
+        if (s->w_msg)
+            grpc_byte_buffer_destroy(s->w_msg);
+        s->w_msg = NULL;
+    }
+    bool over = s->w_closed && !s->w_sending;
+    if (over)
+        s->w_active = false;
+    else
+        pthread_cond_broadcast(&g->w_cv); /* a change may wait to be sent */
+    pthread_mutex_unlock(&g->mu);
+    return over;
+}
+
+/* The watcher: every SRV_GRPC_WATCH_MS (and when woken) works out each open
+ * streaming call's answer again from its request and sends it when its
+ * bytes changed; once the server stops, sends each its status instead. */
+static void *watch_main(void *arg)
+{
+    struct srv_grpc *g = arg;
+    rt_ctx *ctx = rt_ctx_new();
+    rt_buf out;
+    rt_buf_init(&out);
+    pthread_mutex_lock(&g->mu);
+    while (!g->w_quit) {
+        bool stopping = atomic_load(&g->stopping);
+        for (size_t i = 0; ctx && i < g->n_slots; i++) {
+            slot *s = &g->slots[i];
+            if (!s->w_active || s->w_closed || s->w_sending || s->w_final)
+                continue;
+            if (stopping) {
+                stream_send(s, NULL);
+                continue;
+            }
+            char msg[SRV_GRPC_MSG];
+            srv_grpc_env env = {.mgr = g->mgr, .draining = g->draining, .metrics = g->metrics,
+                                .json = g->json, .ctx = ctx};
+            rt_buf_reset(&out);
+            int code = g->methods[s->method].fn(&env, (const uint8_t *)s->w_req.data,
+                                                s->w_req.len, &out, msg);
+            if (code != SRV_GRPC_OK || rt_buf_failed(&out) ||
+                (out.len == s->w_last.len && !memcmp(out.data ? out.data : "",
+                                                     s->w_last.data ? s->w_last.data : "",
+                                                     out.len)))
+                continue;
+            rt_buf_reset(&s->w_last);
+            rt_buf_append(&s->w_last, out.data ? out.data : "", out.len);
+            stream_send(s, &out);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += SRV_GRPC_WATCH_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L)
+            until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&g->w_cv, &g->mu, &until);
+    }
+    pthread_mutex_unlock(&g->mu);
+    rt_buf_free(&out);
+    rt_ctx_free(ctx);
+    return NULL;
+}
+
 /* Runs the slot's method on its call and starts the answer's batch: true
  * when it started (then the slot belongs to whichever thread takes its
  * completion, which may come before this returns: the caller must not look
@@ -217,6 +407,8 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
             code = SRV_GRPC_RESOURCE_EXHAUSTED;
             snprintf(msg, sizeof msg, "out of memory");
         }
+        if (code == SRV_GRPC_OK && g->methods[s->method].stream)
+            return stream_start(s, in, out);
     }
     grpc_op ops[4];
     memset(ops, 0, sizeof ops);
@@ -291,8 +483,16 @@ static void *thread_main(void *arg)
             pthread_mutex_unlock(&g->mu);
             continue;
         }
-        slot *s = ev.tag;
-        if (atomic_load_explicit(&s->state, memory_order_acquire) == 0) {
+        /* a slot's own address, or its close_tag's (a streaming call's close op) */
+        size_t off = (size_t)((const char *)ev.tag - (const char *)g->slots);
+        slot *s = &g->slots[off / sizeof(slot)];
+        bool close = off % sizeof(slot) == offsetof(slot, close_tag);
+        int state = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (state == 3) {
+            if (!stream_done(s, close))
+                continue;
+            finish_call(s);
+        } else if (state == 0) {
             if (!ev.success) { /* the server is shutting down */
                 grpc_metadata_array_destroy(&s->md);
                 if (s->method == g->n_methods)
@@ -328,6 +528,69 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* The certificate config for the core's next handshake: NEW when the files
+ * were not read since the last srv_grpc_tls_reload, else UNCHANGED. A read
+ * that fails keeps the pair the core has (FAIL only when it has none). */
+static grpc_ssl_certificate_config_reload_status tls_fetch(void *arg,
+                                                            grpc_ssl_server_certificate_config **c)
+{
+    struct srv_grpc *g = arg;
+    grpc_ssl_certificate_config_reload_status r = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
+    pthread_mutex_lock(&g->tls_mu);
+    unsigned gen = atomic_load(&g->tls_gen);
+    if (!g->tls_have || gen != g->tls_loaded) {
+        char *cert = NULL, *key = NULL, *ca = NULL;
+        rt_err err = {{0}};
+        if (rt_read_file(AT_FDCWD, g->tls_cert, SRV_TLS_MAX_PEM_BYTES, 0, &cert, NULL, &err) ==
+                RT_OK &&
+            rt_read_file(AT_FDCWD, g->tls_key, SRV_TLS_MAX_PEM_BYTES, 0, &key, NULL, &err) ==
+                RT_OK &&
+            (!g->tls_ca ||
+             rt_read_file(AT_FDCWD, g->tls_ca, SRV_TLS_MAX_PEM_BYTES, 0, &ca, NULL, &err) ==
+                 RT_OK)) {
+            grpc_ssl_pem_key_cert_pair pair = {key, cert};
+            /* libgrpc 1.51 aborts on a fetched config without root
+             * certificates; they only verify client certificates, which
+             * are not asked for without a client CA: the server's own
+             * chain stands in */
+            *c = grpc_ssl_server_certificate_config_create(ca ? ca : cert, &pair, 1);
+            r = *c ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW
+                   : GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
+            g->tls_have |= *c != NULL;
+        } else {
+            srv_log(SRV_LOG_ERROR, "grpc: TLS: %s; %s", err.msg,
+                    g->tls_have ? "the running certificate stays" : "no handshake can succeed");
+            r = g->tls_have ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED
+                            : GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
+        }
+        g->tls_loaded = gen;
+        if (key)
+            memset(key, 0, strlen(key)); /* the core has its own copy */
+        free(cert), free(key), free(ca);
+    }
+    pthread_mutex_unlock(&g->tls_mu);
+    return r;
+}
+
+void srv_grpc_tls_reload(srv_grpc *g)
+{
+    if (g && g->tls_cert)
+        atomic_fetch_add(&g->tls_gen, 1);
+}
+
+/* The port's credentials: TLS from the files, or plain. */
+static grpc_server_credentials *credentials(struct srv_grpc *g)
+{
+    if (!g->tls_cert)
+        return grpc_insecure_server_credentials_create();
+    grpc_ssl_server_credentials_options *o =
+        grpc_ssl_server_credentials_create_options_using_config_fetcher(
+            g->tls_ca ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                      : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
+            tls_fetch, g);
+    return o ? grpc_ssl_server_credentials_create_with_options(o) : NULL;
+}
+
 static void destroy(struct srv_grpc *g)
 {
     if (g->server)
@@ -335,10 +598,17 @@ static void destroy(struct srv_grpc *g)
     if (g->cq)
         grpc_completion_queue_destroy(g->cq);
     free(g->handles);
+    for (size_t i = 0; g->slots && i < g->n_slots; i++) {
+        rt_buf_free(&g->slots[i].w_req);
+        rt_buf_free(&g->slots[i].w_last);
+    }
     free(g->slots);
     free(g->threads);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->tls_mu);
+    pthread_cond_destroy(&g->w_cv);
+    free(g->tls_cert), free(g->tls_key), free(g->tls_ca);
     free(g);
     grpc_shutdown();
 }
@@ -355,6 +625,17 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     }
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
+    pthread_mutex_init(&g->tls_mu, NULL);
+    pthread_cond_init(&g->w_cv, NULL);
+    if (p->tls_cert_file) {
+        g->tls_cert = strdup(p->tls_cert_file);
+        g->tls_key = p->tls_key_file ? strdup(p->tls_key_file) : NULL;
+        g->tls_ca = p->tls_client_ca_file ? strdup(p->tls_client_ca_file) : NULL;
+        if (!g->tls_cert || !g->tls_key || (p->tls_client_ca_file && !g->tls_ca)) {
+            destroy(g);
+            return rt_err_set(err, RT_ERR_NOMEM, "grpc: out of memory");
+        }
+    }
     g->mgr = mgr;
     g->draining = draining;
     g->metrics = p->metrics;
@@ -388,8 +669,14 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     g->server = grpc_server_create(&cargs, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->handles = calloc(g->n_methods, sizeof *g->handles);
-    /* each method's slots, then the slots of calls to other methods */
-    g->n_slots = (g->n_methods + 1) * (size_t)g->n_threads * SLOTS_PER_THREAD;
+    /* each method's slots, then the slots of calls to other methods, then
+     * those of the streams that stay open (SRV_GRPC_MAX_STREAMS per stream
+     * method: a stream holds its slot while it is open) */
+    size_t n_stream = 0;
+    for (size_t i = 0; i < g->n_methods; i++)
+        n_stream += g->methods[i].stream;
+    size_t n_unary = (g->n_methods + 1) * (size_t)g->n_threads * SLOTS_PER_THREAD;
+    g->n_slots = n_unary + n_stream * SRV_GRPC_MAX_STREAMS;
     g->slots = calloc(g->n_slots, sizeof *g->slots);
     g->threads = calloc((size_t)g->n_threads, sizeof *g->threads);
     if (!g->server || !g->cq || !g->handles || !g->slots || !g->threads) {
@@ -402,9 +689,10 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     grpc_server_register_completion_queue(g->server, g->cq, NULL);
     char addr[300];
     snprintf(addr, sizeof addr, "%s:%d", p->host && *p->host ? p->host : "0.0.0.0", p->port);
-    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
-    g->port = grpc_server_add_http2_port(g->server, addr, creds);
-    grpc_server_credentials_release(creds);
+    grpc_server_credentials *creds = credentials(g);
+    g->port = creds ? grpc_server_add_http2_port(g->server, addr, creds) : 0;
+    if (creds)
+        grpc_server_credentials_release(creds);
     if (g->port <= 0) {
         destroy(g);
         return rt_err_set(err, RT_ERR_IO, "grpc: cannot listen on %s (port in use?)", addr);
@@ -413,7 +701,15 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     for (size_t i = 0; i < g->n_slots; i++) {
         g->slots[i].g = g;
         g->slots[i].method = i % (g->n_methods + 1);
+        if (i >= n_unary) { /* the k-th stream method's share */
+            size_t k = (i - n_unary) / SRV_GRPC_MAX_STREAMS, m = 0;
+            while (!g->methods[m].stream || k--)
+                m++;
+            g->slots[i].method = m;
+        }
         g->slots[i].details = grpc_empty_slice();
+        rt_buf_init(&g->slots[i].w_req);
+        rt_buf_init(&g->slots[i].w_last);
         if (request_call(&g->slots[i]) != 0) {
             srv_log(SRV_LOG_ERROR, "grpc: could not request calls");
             break;
@@ -424,6 +720,8 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
             g->n_threads = i;
             break;
         }
+    if (g->n_threads > 0)
+        g->watcher_on = pthread_create(&g->watcher, NULL, watch_main, g) == 0;
     if (g->n_threads == 0) {
         grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
         grpc_server_cancel_all_calls(g->server);
@@ -449,6 +747,9 @@ void srv_grpc_stop(srv_grpc *g)
         return;
     atomic_store(&g->stopping, 1);
     grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
+    pthread_mutex_lock(&g->mu);
+    pthread_cond_broadcast(&g->w_cv); /* streaming calls get their status now */
+    pthread_mutex_unlock(&g->mu);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += SRV_GRPC_STOP_GRACE_MS / 1000;
@@ -466,6 +767,13 @@ void srv_grpc_stop(srv_grpc *g)
         while (!g->shut_done)
             pthread_cond_wait(&g->cv, &g->mu);
         pthread_mutex_unlock(&g->mu);
+    }
+    if (g->watcher_on) { /* before the queue shuts: it may still send a status */
+        pthread_mutex_lock(&g->mu);
+        g->w_quit = true;
+        pthread_cond_broadcast(&g->w_cv);
+        pthread_mutex_unlock(&g->mu);
+        pthread_join(g->watcher, NULL);
     }
     grpc_completion_queue_shutdown(g->cq);
     for (int i = 0; i < g->n_threads; i++)

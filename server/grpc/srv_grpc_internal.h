@@ -15,6 +15,7 @@
 
 #include "srv.h"
 
+#include <protobuf-c/protobuf-c.h>
 #include <stdatomic.h>
 
 /* gRPC's status codes (the wire's numbers, as grpc/status.h has them). */
@@ -56,6 +57,10 @@ typedef struct srv_grpc_method {
     srv_grpc_fn fn;
     const char *label; /* the method's name in metrics */
     unsigned scope;    /* the bearer token's scope it needs (SRV_SCOPE_*), 0: open */
+    bool stream;       /* server streaming (Health/Watch): fn's answer is the first
+                          message; fn runs again on the same request every
+                          SRV_GRPC_WATCH_MS and its answer is sent when its bytes
+                          changed, until the client leaves or the server stops */
 } srv_grpc_method;
 
 /* The methods served (srv_grpc_methods.c), in a fixed order. */
@@ -63,5 +68,19 @@ const srv_grpc_method *srv_grpc_methods(size_t *n);
 
 /* predictd's error (as srv_http_status maps it for REST) as a gRPC status. */
 int srv_grpc_status_of(rt_status st);
+/* The REST status a gRPC status stands for (metrics count both doors alike). */
+unsigned srv_grpc_http_of(int code);
+/* Packs msg into out: SRV_GRPC_OK or RESOURCE_EXHAUSTED. */
+int srv_grpc_pack(const ProtobufCMessage *msg, rt_buf *out);
+/* INVALID_ARGUMENT with "the request is not a valid <what> message". */
+int srv_grpc_bad_message(char *msg, const char *what);
+
+/* TensorFlow Serving's methods (srv_grpc_tfs.c, srv_grpc_tfs_meta.c). */
+int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
+int srv_grpc_tfs_classify(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
+int srv_grpc_tfs_regress(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
+int srv_grpc_tfs_metadata(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out,
+                          char *msg);
+int srv_grpc_tfs_status(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
 
 #endif

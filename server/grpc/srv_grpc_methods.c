@@ -21,37 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int srv_grpc_status_of(rt_status st)
-{
-    switch (st) {
-    case RT_OK: return SRV_GRPC_OK;
-    case RT_ERR_INVALID:
-    case RT_ERR_FORMAT:
-    case RT_ERR_LIMIT: return SRV_GRPC_INVALID_ARGUMENT;
-    case RT_ERR_NOTFOUND: return SRV_GRPC_NOT_FOUND;
-    case RT_ERR_UNSUPPORTED: return SRV_GRPC_UNAVAILABLE;
-    case RT_ERR_NOMEM: return SRV_GRPC_RESOURCE_EXHAUSTED;
-    default: return SRV_GRPC_INTERNAL;
-    }
-}
-
-/* packs msg into out */
-static int pack(const ProtobufCMessage *msg, rt_buf *out)
-{
-    size_t n = protobuf_c_message_get_packed_size(msg);
-    if (rt_buf_reserve(out, n + 1) != 0)
-        return SRV_GRPC_RESOURCE_EXHAUSTED;
-    protobuf_c_message_pack(msg, (uint8_t *)out->data + out->len);
-    out->len += n;
-    return SRV_GRPC_OK;
-}
-
-static int bad_message(char *msg, const char *what)
-{
-    snprintf(msg, SRV_GRPC_MSG, "the request is not a valid %s message", what);
-    return SRV_GRPC_INVALID_ARGUMENT;
-}
-
 static bool is_draining(const srv_grpc_env *e)
 {
     return e->draining && atomic_load(e->draining);
@@ -91,10 +60,12 @@ static int health_check(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *
     Grpc__Health__V1__HealthCheckRequest *rq =
         grpc__health__v1__health_check_request__unpack(NULL, len, in);
     if (!rq)
-        return bad_message(msg, "grpc.health.v1.HealthCheckRequest");
+        return srv_grpc_bad_message(msg, "grpc.health.v1.HealthCheckRequest");
     const char *svc = rq->service ? rq->service : "";
     bool known = !*svc || !strcmp(svc, "inference.GRPCInferenceService") ||
-                 !strcmp(svc, "grpc.health.v1.Health");
+                 !strcmp(svc, "grpc.health.v1.Health") ||
+                 !strcmp(svc, "tensorflow.serving.PredictionService") ||
+                 !strcmp(svc, "tensorflow.serving.ModelService");
     if (!known) {
         snprintf(msg, SRV_GRPC_MSG, "unknown service %.200s", svc);
         grpc__health__v1__health_check_request__free_unpacked(rq, NULL);
@@ -104,7 +75,21 @@ static int health_check(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *
     Grpc__Health__V1__HealthCheckResponse a = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
     a.status = ready(e) ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
                         : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
-    return pack(&a.base, out);
+    return srv_grpc_pack(&a.base, out);
+}
+
+/* Watch: Check's answer, SERVICE_UNKNOWN (not an error) for an unknown
+ * service, as the health protocol has it; srv_grpc.c sends it again when it
+ * changes. */
+static int health_watch(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
+{
+    int code = health_check(e, in, len, out, msg);
+    if (code != SRV_GRPC_NOT_FOUND)
+        return code;
+    Grpc__Health__V1__HealthCheckResponse a = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    a.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
+    msg[0] = '\0';
+    return srv_grpc_pack(&a.base, out);
 }
 
 /* ------------------------------------------------ inference.GRPCInferenceService */
@@ -114,7 +99,7 @@ static int server_live(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *o
     (void)e, (void)in, (void)len, (void)msg;
     Inference__ServerLiveResponse a = INFERENCE__SERVER_LIVE_RESPONSE__INIT;
     a.live = true;
-    return pack(&a.base, out);
+    return srv_grpc_pack(&a.base, out);
 }
 
 static int server_ready(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
@@ -122,14 +107,14 @@ static int server_ready(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *
     (void)in, (void)len, (void)msg;
     Inference__ServerReadyResponse a = INFERENCE__SERVER_READY_RESPONSE__INIT;
     a.ready = ready(e);
-    return pack(&a.base, out);
+    return srv_grpc_pack(&a.base, out);
 }
 
 static int model_ready(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
 {
     Inference__ModelReadyRequest *rq = inference__model_ready_request__unpack(NULL, len, in);
     if (!rq)
-        return bad_message(msg, "inference.ModelReadyRequest");
+        return srv_grpc_bad_message(msg, "inference.ModelReadyRequest");
     int64_t version;
     const char *label;
     int code = parse_version(rq->version, &version, &label, msg);
@@ -147,7 +132,7 @@ static int model_ready(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *o
         } else {
             Inference__ModelReadyResponse a = INFERENCE__MODEL_READY_RESPONSE__INIT;
             a.ready = st == RT_OK;
-            code = pack(&a.base, out);
+            code = srv_grpc_pack(&a.base, out);
         }
     }
     inference__model_ready_request__free_unpacked(rq, NULL);
@@ -166,7 +151,7 @@ static int server_metadata(srv_grpc_env *e, const uint8_t *in, size_t len, rt_bu
     a.version = (char *)(sp ? sp + 1 : v);
     a.n_extensions = 2;
     a.extensions = ext;
-    return pack(&a.base, out);
+    return srv_grpc_pack(&a.base, out);
 }
 
 /* A JSON array of numbers as int64s (malloc'd; *n its length). */
@@ -222,7 +207,7 @@ static int model_metadata(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf
 {
     Inference__ModelMetadataRequest *rq = inference__model_metadata_request__unpack(NULL, len, in);
     if (!rq)
-        return bad_message(msg, "inference.ModelMetadataRequest");
+        return srv_grpc_bad_message(msg, "inference.ModelMetadataRequest");
     int64_t version;
     const char *label;
     int code = parse_version(rq->version, &version, &label, msg);
@@ -266,7 +251,7 @@ static int model_metadata(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf
             x->valuestring;
     a.inputs = tensor_meta(cJSON_GetObjectItem(doc, "inputs"), &a.n_inputs);
     a.outputs = tensor_meta(cJSON_GetObjectItem(doc, "outputs"), &a.n_outputs);
-    code = a.versions && a.inputs && a.outputs ? pack(&a.base, out) : SRV_GRPC_RESOURCE_EXHAUSTED;
+    code = a.versions && a.inputs && a.outputs ? srv_grpc_pack(&a.base, out) : SRV_GRPC_RESOURCE_EXHAUSTED;
     free(a.versions);
     if (a.inputs)
         free_tensor_meta(a.inputs, a.n_inputs);
@@ -492,7 +477,7 @@ static int infer_answer(const char *ans, size_t len, size_t hlen, rt_buf *out, c
     a.outputs = tp;
     a.raw_output_contents = raw;
     a.n_raw_output_contents = a.n_outputs;
-    code = pack(&a.base, out);
+    code = srv_grpc_pack(&a.base, out);
 done:
     for (size_t i = 0; ts && i < a.n_outputs; i++)
         free(ts[i].shape);
@@ -503,24 +488,12 @@ done:
     return code;
 }
 
-static unsigned http_of(int code)
-{
-    switch (code) {
-    case SRV_GRPC_OK: return 200;
-    case SRV_GRPC_INVALID_ARGUMENT: return 400;
-    case SRV_GRPC_NOT_FOUND: return 404;
-    case SRV_GRPC_UNAVAILABLE: return 503;
-    case SRV_GRPC_RESOURCE_EXHAUSTED: return 429;
-    default: return 500;
-    }
-}
-
 static int model_infer(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
 {
     int64_t t0 = rt_now_ns();
     Inference__ModelInferRequest *rq = inference__model_infer_request__unpack(NULL, len, in);
     if (!rq)
-        return bad_message(msg, "inference.ModelInferRequest");
+        return srv_grpc_bad_message(msg, "inference.ModelInferRequest");
     int64_t version;
     const char *label;
     rt_buf body, ans;
@@ -556,7 +529,7 @@ done:
     if (e->metrics)
         srv_metrics_request(e->metrics,
                             srv_manager_has_model(e->mgr, rq->model_name) ? rq->model_name : "",
-                            vnum, RT_METHOD_INFER, (int)http_of(code),
+                            vnum, RT_METHOD_INFER, (int)srv_grpc_http_of(code),
                             (double)(rt_now_ns() - t0) / 1e9);
     rt_buf_free(&body);
     rt_buf_free(&ans);
@@ -567,15 +540,26 @@ done:
 /* The scopes are REST's for the same answers: the probes open, metadata
  * read, inference infer. */
 static const srv_grpc_method METHODS[] = {
-    {"/grpc.health.v1.Health/Check", health_check, "Check", 0},
-    {"/inference.GRPCInferenceService/ServerLive", server_live, "ServerLive", 0},
-    {"/inference.GRPCInferenceService/ServerReady", server_ready, "ServerReady", 0},
-    {"/inference.GRPCInferenceService/ModelReady", model_ready, "ModelReady", 0},
+    {"/grpc.health.v1.Health/Check", health_check, "Check", 0, false},
+    {"/grpc.health.v1.Health/Watch", health_watch, "Watch", 0, true},
+    {"/inference.GRPCInferenceService/ServerLive", server_live, "ServerLive", 0, false},
+    {"/inference.GRPCInferenceService/ServerReady", server_ready, "ServerReady", 0, false},
+    {"/inference.GRPCInferenceService/ModelReady", model_ready, "ModelReady", 0, false},
     {"/inference.GRPCInferenceService/ServerMetadata", server_metadata, "ServerMetadata",
-     SRV_SCOPE_READ},
+     SRV_SCOPE_READ, false},
     {"/inference.GRPCInferenceService/ModelMetadata", model_metadata, "ModelMetadata",
-     SRV_SCOPE_READ},
-    {"/inference.GRPCInferenceService/ModelInfer", model_infer, "ModelInfer", SRV_SCOPE_INFER},
+     SRV_SCOPE_READ, false},
+    {"/inference.GRPCInferenceService/ModelInfer", model_infer, "ModelInfer", SRV_SCOPE_INFER, false},
+    {"/tensorflow.serving.PredictionService/Predict", srv_grpc_tfs_predict, "Predict",
+     SRV_SCOPE_INFER, false},
+    {"/tensorflow.serving.PredictionService/Classify", srv_grpc_tfs_classify, "Classify",
+     SRV_SCOPE_INFER, false},
+    {"/tensorflow.serving.PredictionService/Regress", srv_grpc_tfs_regress, "Regress",
+     SRV_SCOPE_INFER, false},
+    {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_tfs_metadata,
+     "GetModelMetadata", SRV_SCOPE_READ, false},
+    {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_tfs_status, "GetModelStatus",
+     SRV_SCOPE_READ, false},
 };
 
 const srv_grpc_method *srv_grpc_methods(size_t *n)
