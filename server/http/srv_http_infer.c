@@ -127,6 +127,7 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     }
     int64_t vnum = rq->served = srv_version_number(v);
     rq->v2_answer = 0;
+    rt_ctx_time_stages(ctx, rq->trace.sampled); /* a traced request's child spans */
     if (r->method == RT_METHOD_INFER) { /* /v2: same path, the v2 parser and answer */
         st = rt_v2_handle(srv_version_model(v), r->model, vnum, rq->body.data, rq->body.len,
                           rq->v2_header, &h->json, ctx, out, &err);
@@ -143,6 +144,8 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
                             rq->body.len, &h->json, ctx, out, &err);
         rt_ctx_set_stop(ctx, NULL, NULL);
     }
+    if (rq->trace.sampled)
+        rq->marks = rt_ctx_stages(ctx);
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
     srv_version_release(v);

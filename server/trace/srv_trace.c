@@ -36,7 +36,9 @@ typedef struct span {
     char method[8], path[128], model[SRV_NAME_MAX + 1];
     int64_t version;
     long instances;
+    int64_t queue_wait_ns;
     unsigned status;
+    srv_trace_int attr[SRV_TRACE_PHASE_ATTRS]; /* a child's */
 } span;
 
 struct srv_tracer {
@@ -210,6 +212,7 @@ void srv_trace_end(srv_tracer *t, const srv_trace_ctx *ctx, const srv_trace_attr
     copy_str(s->model, sizeof s->model, a ? a->model : NULL);
     s->version = a ? a->version : -1;
     s->instances = a ? a->instances : -1;
+    s->queue_wait_ns = a ? a->queue_wait_ns : -1;
     s->status = ctx->status;
     for (size_t i = 0; i < n_ph; i++) {
         if (ph[i].end_ns <= ph[i].start_ns)
@@ -225,6 +228,8 @@ void srv_trace_end(srv_tracer *t, const srv_trace_ctx *ctx, const srv_trace_attr
         c->end = ph[i].end_ns + t->mono_to_unix;
         c->version = -1;
         c->instances = -1;
+        c->queue_wait_ns = -1;
+        memcpy(c->attr, ph[i].attr, sizeof c->attr);
     }
     bool full = t->n >= SRV_TRACE_BATCH;
     pthread_mutex_unlock(&t->mu);
@@ -282,7 +287,12 @@ static int span_json(rt_buf *b, const span *s, bool first)
             r |= attr_int(b, &f, "predictd.version", (long long)s->version);
         if (s->instances >= 0)
             r |= attr_int(b, &f, "predictd.instances", (long long)s->instances);
+        if (s->queue_wait_ns >= 0)
+            r |= attr_int(b, &f, "predictd.queue_wait_ns", (long long)s->queue_wait_ns);
     }
+    for (int i = 0; i < SRV_TRACE_PHASE_ATTRS; i++)
+        if (s->attr[i].key)
+            r |= attr_int(b, &f, s->attr[i].key, s->attr[i].value);
     r |= rt_buf_puts(b, "]");
     /* STATUS_CODE_ERROR = 2 for a server span's 5xx (HTTP conventions) */
     if (s->server && s->status >= 500)
