@@ -194,6 +194,7 @@ typedef struct srv_config {
     bool metrics_require_token;   /* with tokens: metrics need the metrics scope */
     bool ui_enabled;              /* GET /ui: the operator console (server/ui/) */
     char *tracing_otlp_endpoint;  /* "tracing": {"otlp_endpoint"}: OTLP/HTTP JSON traces, or NULL */
+    char *tracing_otlp_ca_file;   /* "tracing": {"otlp_ca_file"}: CAs of an https collector, or NULL */
     double tracing_sample_rate;   /* "tracing": {"sample_rate"}: root requests sampled */
     bool auth_tokens_empty_denies_all; /* a reload may take a tokens file without a token
                                           (every request refused); false: refused */

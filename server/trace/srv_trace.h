@@ -58,11 +58,12 @@ typedef struct srv_trace_attrs {
     int64_t queue_wait_ns; /* -1: it waited in no queue (workers' or batcher's) */
 } srv_trace_attrs;
 
-/* Starts the exporter thread for endpoint ("http://HOST:PORT/PATH"; https
- * is refused: not supported yet) with parent-based sampling at rate
- * [0, 1]. OUT: *out, free with srv_tracer_free. */
-SRV_WUR rt_status srv_tracer_new(const char *endpoint, double rate, srv_tracer **out,
-                                 rt_err *err);
+/* Starts the exporter thread for endpoint ("http://HOST:PORT/PATH" or
+ * "https://..."; over https the collector's certificate is checked against
+ * ca_file (PEM) when not NULL, else the system CA store) with parent-based
+ * sampling at rate [0, 1]. OUT: *out, free with srv_tracer_free. */
+SRV_WUR rt_status srv_tracer_new(const char *endpoint, const char *ca_file, double rate,
+                                 srv_tracer **out, rt_err *err);
 /* Exports what is queued (one last try), stops the thread. NULL is fine. */
 void srv_tracer_free(srv_tracer *t);
 /* A request's context from its traceparent and tracestate headers (either
