@@ -137,6 +137,7 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     }
     for (size_t i = 0; i < n; i++) { /* a traced request's batch span */
         req *rq = jobs[i];
+        srv_metrics_queue_wait(h->p.metrics, true, t0 - rq->t_admit);
         rq->t_batch = t0;
         rq->batch_size = instances;
         rq->batch_requests = k;
@@ -228,10 +229,8 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         /* Suspended before it can be answered: a batch thread may resume
          * it as soon as it is submitted. */
         MHD_suspend_connection(conn);
-        if (rq->trace.sampled) {
-            rq->t_admit = rt_now_ns(); /* parsed; its wait for a batch begins */
-            rq->batched = true;
-        }
+        rq->t_admit = rt_now_ns(); /* parsed; its wait for a batch begins */
+        rq->batched = true;
         if (srv_batcher_submit(h->batcher, m, rq->parsed.sig, rq->parsed.n, rq) ==
             SRV_BATCH_QUEUED) {
             srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));

@@ -245,6 +245,7 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
     srv_metrics_in_flight(h->p.metrics, 1, 0);
     rq->t_run = rt_now_ns();
+    srv_metrics_queue_wait(h->p.metrics, false, rq->t_run - rq->t_admit);
     compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp); /* sets rq->t_done */
     srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
     if (rq->ticket) { /* its slot, with its wait in the queue (before the resume) */

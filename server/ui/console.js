@@ -144,7 +144,7 @@
     var snaps = (tr && tr.snapshots) || [];
     if (snaps.length < 2) return el("p", { "class": "muted" }, "Waiting for two snapshots…");
     var now = snaps[snaps.length - 1].t_ms;
-    var keys = {}, rps = {}, p50 = {}, p90 = {}, p99 = {}, errs = {}, bsize = [], bqueue = [], qdepth = [];
+    var keys = {}, rps = {}, p50 = {}, p90 = {}, p99 = {}, errs = {}, bsize = [], bqueue = [], qdepth = [], wworkers = [], wbatch = [];
     function key_of(x) { return (x.model || "(unknown model)") + (x.version >= 0 ? " v" + x.version : ""); }
     function push(map, k, p) { (map[k] = map[k] || []).push(p); }
     for (var i = 1; i < snaps.length; i++) {
@@ -185,6 +185,13 @@
         bqueue.push([t, bb.queue]);
       }
       qdepth.push([t, b.metrics.queue_depth]);
+      var aw = a.metrics.queue_wait, bw = b.metrics.queue_wait;
+      if (aw && bw) { /* the mean wait of the requests that left a queue in the interval */
+        [["workers", wworkers], ["batch", wbatch]].forEach(function (q) {
+          var n = bw[q[0]].count - aw[q[0]].count;
+          if (n > 0) q[1].push([t, 1000 * (bw[q[0]].sum - aw[q[0]].sum) / n]);
+        });
+      }
     }
     function list(map) { return Object.keys(map).sort().map(function (k) { return { name: k, points: map[k] }; }); }
     var charts = el("div", { "class": "charts" },
@@ -195,7 +202,9 @@
       line_chart("Errors by status (inference)", "per s", list(errs), "chart-errors"),
       line_chart("Mean batch size (merged batches)", "instances", [{ name: "batch size", points: bsize }], "chart-batch"),
       line_chart("Queue depth (workers' queue, batch queue)", "requests",
-                 [{ name: "inference queue", points: qdepth }, { name: "batch queue", points: bqueue }], "chart-queue"));
+                 [{ name: "inference queue", points: qdepth }, { name: "batch queue", points: bqueue }], "chart-queue"),
+      line_chart("Mean queue wait (for a worker, for a batch)", "ms",
+                 [{ name: "workers' queue", points: wworkers }, { name: "batch queue", points: wbatch }], "chart-wait"));
     var note = el("p", { "class": "muted" }, "Latency quantiles are bucket upper bounds of predictd_version_request_duration_seconds; " +
                   snaps.length + " snapshots over " + Math.round((now - snaps[0].t_ms) / 1000) + " s.");
     return [charts, note];
