@@ -85,7 +85,7 @@
     });
     table.appendChild(tb);
     var cfg = list.config || {};
-    return [el("div", { "class": "wrap" }, table),
+    return [el("div", { "class": "wrap", tabindex: "0", role: "region", "aria-label": "Models (scrolls sideways)" }, table),
             el("p", { "class": "muted" }, "Config generation " + cfg.generation + ", last reload: " +
                cfg.last_reload + (cfg.last_error ? " (" + cfg.last_error + ")" : ""))];
   }
@@ -222,7 +222,7 @@
     var ymax = 0;
     rows.forEach(function (r) { ymax = Math.max(ymax, (r.training_count || 0) / ntr, r.count / nsv); });
     if (!(ymax > 0)) ymax = 1;
-    var title = f.name + ": training (light) and serving (dark) shares";
+    var title = f.name + ": training (blue, wide bars) and serving (orange, narrow bars) shares";
     var svg = sv("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": title, id: id });
     svg.appendChild(sv("title", {}, title));
     rows.forEach(function (r, i) {
@@ -266,7 +266,7 @@
       });
       table.appendChild(tb);
       return [el("h3", {}, m.model + " v" + m.version + (m.anomalous ? " — anomalies" : "")),
-              el("div", { "class": "wrap" }, table), figs];
+              el("div", { "class": "wrap", tabindex: "0", role: "region", "aria-label": "Monitored features of " + m.model + " v" + m.version + " (scrolls sideways)" }, table), figs];
     });
   }
 
@@ -283,7 +283,7 @@
         el("td", {}, String(e.code)), el("td", { "class": "msg" }, msg)));
     });
     return [el("p", { "class": "muted" }, tr.errors_total + " refused since the start; the last " + errs.length + " below."),
-            el("div", { "class": "wrap" }, el("table", { id: "errors-table" },
+            el("div", { "class": "wrap", tabindex: "0", role: "region", "aria-label": "Recent errors (scrolls sideways)" }, el("table", { id: "errors-table" },
               el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Time"), el("th", { scope: "col" }, "Status"),
                  el("th", { scope: "col" }, "Message"))), tb))];
   }
