@@ -10,7 +10,8 @@
 
 #include <stdbool.h>
 
-#define SRV_TRACE_IO_TIMEOUT_MS 2000 /* connect, TLS handshake, send, the answer's status line */
+#define SRV_TRACE_IO_TIMEOUT_MS 2000 /* connect, TLS handshake, send, each read of the answer */
+#define SRV_TRACE_ANSWER_MAX 65536  /* bytes of a collector's answer read (then closed) */
 
 /* Where the spans go: http://HOST[:PORT]/PATH or https://... */
 typedef struct srv_otlp_target {

@@ -17,7 +17,9 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -181,6 +183,45 @@ static ssize_t recv_some(const otlp_link *l, char *p, size_t n)
     }
 }
 
+/* Reads the collector's answer: true for a 2xx status line. Reads on to
+ * its end (Content-Length bytes after the head, else the collector's close
+ * of a Connection: close exchange; at most SRV_TRACE_ANSWER_MAX bytes
+ * within the timeout), so that closing does not reset the collector's
+ * last write. */
+static bool read_answer(const otlp_link *l)
+{
+    char buf[4096];
+    size_t got = 0, body_at = 0, total = 0;
+    long long want = -1; /* the body's length, -1 unknown */
+    int64_t until = rt_now_ns() + (int64_t)SRV_TRACE_IO_TIMEOUT_MS * 1000000;
+    bool ok = false, head_done = false;
+    while (total < SRV_TRACE_ANSWER_MAX && rt_now_ns() < until) {
+        size_t room = head_done ? sizeof buf : sizeof buf - 1 - got;
+        ssize_t r = recv_some(l, head_done ? buf : buf + got, room);
+        if (r <= 0)
+            break;
+        total += (size_t)r;
+        if (!head_done) {
+            got += (size_t)r;
+            buf[got] = '\0';
+            if (got >= 12)
+                ok = !strncmp(buf, "HTTP/1.", 7) && buf[9] == '2';
+            char *end = strstr(buf, "\r\n\r\n");
+            if (!end && got + 1 < sizeof buf)
+                continue;
+            head_done = true;
+            body_at = end ? (size_t)(end + 4 - buf) : got;
+            for (char *h = buf; end && h < end; h = strstr(h, "\r\n") + 2)
+                if (!strncasecmp(h, "Content-Length:", 15))
+                    want = strtoll(h + 15, NULL, 10);
+            total = got - body_at; /* body bytes read so far */
+        }
+        if (want >= 0 && total >= (size_t)want)
+            break;
+    }
+    return ok;
+}
+
 bool srv_otlp_post(const srv_otlp_target *t, const rt_buf *body)
 {
     otlp_link l = {dial(t), NULL};
@@ -195,16 +236,7 @@ bool srv_otlp_post(const srv_otlp_target *t, const rt_buf *body)
     if (hn < 0 || (size_t)hn >= sizeof head || !send_all(&l, head, (size_t)hn) ||
         !send_all(&l, body->data, body->len))
         goto out;
-    char ans[64];
-    size_t got = 0;
-    while (got < 12) {
-        ssize_t r = recv_some(&l, ans + got, sizeof ans - 1 - got);
-        if (r <= 0)
-            goto out;
-        got += (size_t)r;
-    }
-    ans[got] = '\0';
-    ok = !strncmp(ans, "HTTP/1.", 7) && ans[9] == '2';
+    ok = read_answer(&l);
 out:
     if (l.tls) {
         if (ok)
