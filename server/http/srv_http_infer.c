@@ -144,8 +144,11 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
                             rq->body.len, &h->json, ctx, out, &err);
         rt_ctx_set_stop(ctx, NULL, NULL);
     }
-    if (rq->trace.sampled)
+    if (rq->trace.sampled) {
         rq->marks = rt_ctx_stages(ctx);
+        if (st == RT_OK && rt_ctx_batch(ctx))
+            rq->instances = rt_batch_size(rt_ctx_batch(ctx)); /* predictd.instances */
+    }
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
     srv_version_release(v);

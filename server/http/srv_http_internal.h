@@ -142,6 +142,7 @@ typedef struct req {
     bool batched;
     int64_t t_batch, t_render;
     size_t batch_size, batch_requests; /* the merged run's instances, requests */
+    size_t instances;                  /* a traced request's instances (0: unknown) */
 } req;
 
 /* One connection, from libmicrohttpd's STARTED notice to its CLOSED notice

@@ -73,6 +73,9 @@ void srv_http_trace_request(srv_http *h, const req *rq)
     if (rq->t_done && now > rq->t_done)
         ph[n++] = (srv_trace_phase){"respond", rq->t_done, now, {{0}}};
     srv_trace_attrs a = {rq->route.model[0] ? rq->route.model : NULL, rq->served,
-                         rq->parsed.n ? (long)rq->parsed.n : -1, wait};
+                         rq->instances ? (long)rq->instances
+                         : rq->parsed.n ? (long)rq->parsed.n
+                                        : -1,
+                         wait};
     srv_trace_end(h->tracer, &rq->trace, &a, ph, n);
 }
