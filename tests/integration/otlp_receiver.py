@@ -50,7 +50,7 @@ def key_values(kvs, where, bad):
     return out
 
 
-def check_body(doc):
+def check_body(doc, service="predictd"):
     """(spans, problems) of an ExportTraceServiceRequest in JSON."""
     bad, spans = [], []
     if not isinstance(doc, dict) or set(doc) != {"resourceSpans"} or \
@@ -60,7 +60,7 @@ def check_body(doc):
         if set(rs) - {"resource", "scopeSpans", "schemaUrl"}:
             bad.append("ResourceSpans fields %s" % sorted(rs))
         res = key_values(rs.get("resource", {}).get("attributes", []), "resource", bad)
-        if res.get("service.name") != "predictd":
+        if res.get("service.name") != service:
             bad.append("resource service.name %r" % res.get("service.name"))
         for ss in rs.get("scopeSpans", []):
             if set(ss) - {"scope", "spans", "schemaUrl"} or \
@@ -93,8 +93,9 @@ def check_body(doc):
 class Receiver:
     """Receives POST /v1/traces; with cert and key (PEM files) over TLS."""
 
-    def __init__(self, delay=0.0, cert=None, key=None):
+    def __init__(self, delay=0.0, cert=None, key=None, service="predictd"):
         self.spans, self.problems, self.posts, self.delay = [], [], 0, delay
+        self.service = service  # the resource's service.name every body must carry
         self.lock = threading.Lock()
         rec = self
 
@@ -106,7 +107,7 @@ class Receiver:
                     time.sleep(rec.delay)
                 ctype = self.headers.get("Content-Type", "")
                 try:
-                    spans, bad = check_body(json.loads(body))
+                    spans, bad = check_body(json.loads(body), rec.service)
                 except ValueError as e:
                     spans, bad = [], ["not JSON: %s" % e]
                 if self.path != "/v1/traces" or ctype != "application/json":
