@@ -29,10 +29,23 @@
     }
     return e;
   }
+  /* Replaces the content of #id with node. A focused region in it (a table
+   * that scrolls sideways) is focused again in the new content, at the same
+   * scroll position: a refresh must not throw a keyboard user's focus away. */
   function replace(id, node) {
-    var box = document.getElementById(id);
+    var box = document.getElementById(id), a = document.activeElement;
+    var label = a && a !== box && box.contains(a) ? a.getAttribute("aria-label") : null;
+    var left = label ? a.scrollLeft : 0;
     while (box.firstChild) box.removeChild(box.firstChild);
     add(box, node);
+    if (!label) return;
+    var same = Array.prototype.filter.call(box.querySelectorAll("[aria-label]"), function (e) {
+      return e.getAttribute("aria-label") === label;
+    })[0];
+    if (same) {
+      same.focus({ preventScroll: true });
+      same.scrollLeft = left;
+    }
   }
   function getJSON(path) {
     return fetch(path, { credentials: "same-origin", cache: "no-store" }).then(function (r) {
