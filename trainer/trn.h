@@ -258,6 +258,8 @@ typedef struct trn_config {
     char **eval_files;
     size_t n_eval_files;
     char *job_dir;           /* NULL = no checkpoints or exports */
+    const char *trace_endpoint; /* http://.../v1/traces: the run's spans (rt_otlp), or NULL;
+                                   the caller's string */
 
     int64_t max_steps;       /* absolute global step to stop at; 0 = no limit */
     int64_t num_epochs;      /* 0 = repeat until max_steps */
@@ -365,6 +367,7 @@ typedef struct trn_overrides {
     double mpi_stall_abort_secs; /* train.mpi_stall_abort_secs */
     int progress;              /* a trn_progress_mode */
     int verbosity;             /* 0 DEBUG .. 4 FATAL */
+    const char *trace_endpoint; /* --trace-endpoint: OTLP/HTTP spans of the run */
 } trn_overrides;
 
 void trn_overrides_init(trn_overrides *o);

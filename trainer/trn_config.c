@@ -873,6 +873,10 @@ static const rt_setting TRN_FLAGS[] = {
          "a number of seconds in [0, 1e7]", "S",
          "distributed: rank 0 ends the job with an error naming them after S seconds (0 = "
          "never: synchronous training waits)"),
+    FSTR("trace-endpoint", NULL, NULL, "trace_endpoint", trace_endpoint, "URL",
+         "send OpenTelemetry spans of the run (the job, its training, each evaluation and "
+         "export) as OTLP/HTTP JSON to this http:// collector URL when it ends; TRACEPARENT "
+         "in the environment makes them part of that trace (docs/trainer.md, \"Traces\")"),
     FENUM("progress", progress, PROGRESS,
           "a bar on a terminal, log lines otherwise (default auto)"),
     FENUM("verbosity", verbosity, LEVELS,
