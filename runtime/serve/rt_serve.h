@@ -52,7 +52,7 @@ void rt_ctx_free(rt_ctx *c);
  * instances (rt_xai_params.stop): true stops it with RT_ERR_LIMIT. NULL
  * clears it. The caller sets it for one request and clears it after. */
 void rt_ctx_set_stop(rt_ctx *c, bool (*stop)(void *arg), void *arg);
-/* When a request's stages ended on c (CLOCK_MONOTONIC ns, rt_now_ns; 0:
+/* When a request's stages ended on c (CLOCK_MONOTONIC ns, rt_time_now_ns; 0:
  * not reached): the body read into the batch (the transform began), the
  * feature columns done (the serving input function's transform), the
  * forward pass and head done, the answer written. Kept only while
@@ -131,7 +131,7 @@ RT_WUR rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_pars
 
 /* Appends every instance of src (values and strings copied) to dst; both
  * made for the same graph and with the same missing-input policy. */
-RT_WUR rt_status rt_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err);
+RT_WUR rt_status rt_merge_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err);
 
 /*
  * Merges the parsed requests reqs[0..n) (all for model m, each rt_ctx
@@ -153,7 +153,7 @@ RT_WUR rt_status rt_merge_render(const rt_model *m, const rt_ctx *mc, size_t sta
                           const rt_parsed *pr, rt_buf *out);
 
 /* TensorFlow's name of a dtype ("DT_FLOAT", "DT_STRING", ...; "DT_INVALID"). */
-const char *rt_dtype_name(Predictd__DType t);
+const char *rt_json_dtype_name(Predictd__DType t);
 
 /* Appends {"model_spec": ..., "metadata": {"signature_def": ...}} (TF
  * Serving's GET .../metadata answer) for model `name` version `version`. */

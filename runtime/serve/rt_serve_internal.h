@@ -45,7 +45,7 @@ struct rt_ctx {
 static inline void rt_ctx_mark(const rt_ctx *c, int64_t *at)
 {
     if (c->timing)
-        *at = rt_now_ns();
+        *at = rt_time_now_ns();
 }
 
 /* Gives c an empty batch for graph g (made anew when the graph changed). */

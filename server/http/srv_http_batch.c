@@ -52,7 +52,7 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
     const srv_route *r = &rq->route;
     double ms = srv_http_ms_since(rq->start);
     if (rq->trace.sampled)
-        rq->t_done = rt_now_ns();
+        rq->t_done = rt_time_now_ns();
     rq->code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(rq->ver), rt_ctx_batch(rq->ctx));
@@ -101,7 +101,7 @@ static bool any_sampled(req *const *rqs, size_t n)
 void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
 {
     srv_http *h = fn_ctx;
-    int64_t t0 = rt_now_ns();
+    int64_t t0 = rt_time_now_ns();
     srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));
     srv_metrics_in_flight(h->p.metrics, (int)n, 0);
     rt_ctx **ctxs = malloc(n * sizeof *ctxs);
@@ -155,14 +155,14 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
             req *lr = live[i];
             if (lr->trace.sampled) {
                 lr->marks = mk;
-                lr->t_render = rt_now_ns();
+                lr->t_render = rt_time_now_ns();
             }
             rt_status st = rt_merge_render(m, h->bctx[thread], start, &parsed[i], &lr->resp);
             if (lr->trace.sampled)
-                lr->marks.rendered = rt_now_ns();
+                lr->marks.rendered = rt_time_now_ns();
             rt_err e2 = {{0}};
             if (st != RT_OK)
-                rt_err_set(&e2, st, "rendering the answer: %s", rt_status_str(st));
+                rt_err_set(&e2, st, "rendering the answer: %s", rt_err_status_str(st));
             batch_finish(h, live[i], st, &e2);
             start += parsed[i].n;
         }
@@ -213,7 +213,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     rq->served = srv_version_number(rq->ver);
     rq->ctx = ctx_take(h);
     if (rq->trace.sampled)
-        rq->t_run = rt_now_ns(); /* its parse begins */
+        rq->t_run = rt_time_now_ns(); /* its parse begins */
     rt_ctx_time_stages(rq->ctx, rq->trace.sampled);
     if (!rq->ctx)
         st = rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
@@ -229,7 +229,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         /* Suspended before it can be answered: a batch thread may resume
          * it as soon as it is submitted. */
         MHD_suspend_connection(conn);
-        rq->t_admit = rt_now_ns(); /* parsed; its wait for a batch begins */
+        rq->t_admit = rt_time_now_ns(); /* parsed; its wait for a batch begins */
         rq->batched = true;
         if (srv_batcher_submit(h->batcher, m, rq->parsed.sig, rq->parsed.n, rq) ==
             SRV_BATCH_QUEUED) {
@@ -259,7 +259,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     }
     if (st == RT_OK) {
         /* Empty, or larger than a batch: it runs alone, here. */
-        int64_t t0 = rt_now_ns();
+        int64_t t0 = rt_time_now_ns();
         srv_metrics_in_flight(h->p.metrics, 1, 0);
         st = rt_merge_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
         srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(t0) / 1e3);

@@ -69,7 +69,7 @@ void srv_http_trace_request(srv_http *h, const req *rq)
         wait = rq->t_run - rq->t_admit;
     }
     n = stages(rq, at, rq->batched, ph, n);
-    int64_t now = rt_now_ns();
+    int64_t now = rt_time_now_ns();
     if (rq->t_done && now > rq->t_done)
         ph[n++] = (srv_trace_phase){"respond", rq->t_done, now, {{0}}};
     srv_trace_attrs a = {rq->route.model[0] ? rq->route.model : NULL, rq->served,

@@ -43,7 +43,7 @@ typedef struct srv_trace_int {
     long long value;
 } srv_trace_int;
 
-/* One child span: [start, end) in CLOCK_MONOTONIC ns (rt_now_ns). */
+/* One child span: [start, end) in CLOCK_MONOTONIC ns (rt_time_now_ns). */
 typedef struct srv_trace_phase {
     const char *name;
     int64_t start_ns, end_ns;

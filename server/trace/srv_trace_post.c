@@ -173,11 +173,11 @@ static bool send_all(const otlp_link *l, const char *p, size_t n)
  * deadline; the socket's own timeout bounds each wait. */
 static ssize_t recv_some(const otlp_link *l, char *p, size_t n)
 {
-    int64_t deadline = rt_now_ns() + (int64_t)SRV_TRACE_IO_TIMEOUT_MS * 1000000;
+    int64_t deadline = rt_time_now_ns() + (int64_t)SRV_TRACE_IO_TIMEOUT_MS * 1000000;
     for (;;) {
         ssize_t r = l->tls ? gnutls_record_recv(l->tls, p, n) : recv(l->fd, p, n, 0);
         bool again = l->tls ? r == GNUTLS_E_INTERRUPTED || r == GNUTLS_E_AGAIN : errno == EINTR;
-        if (r < 0 && again && rt_now_ns() < deadline)
+        if (r < 0 && again && rt_time_now_ns() < deadline)
             continue;
         return r;
     }
@@ -193,9 +193,9 @@ static bool read_answer(const otlp_link *l)
     char buf[4096];
     size_t got = 0, body_at = 0, total = 0;
     long long want = -1; /* the body's length, -1 unknown */
-    int64_t until = rt_now_ns() + (int64_t)SRV_TRACE_IO_TIMEOUT_MS * 1000000;
+    int64_t until = rt_time_now_ns() + (int64_t)SRV_TRACE_IO_TIMEOUT_MS * 1000000;
     bool ok = false, head_done = false;
-    while (total < SRV_TRACE_ANSWER_MAX && rt_now_ns() < until) {
+    while (total < SRV_TRACE_ANSWER_MAX && rt_time_now_ns() < until) {
         size_t room = head_done ? sizeof buf : sizeof buf - 1 - got;
         ssize_t r = recv_some(l, head_done ? buf : buf + got, room);
         if (r <= 0)

@@ -76,7 +76,7 @@ static int teardown(void **state)
         return 0;
     rt_model_close(f->m);
     support_tensors_free(&f->st);
-    rt_modeldef_free(f->def);
+    rt_spec_modeldef_free(f->def);
     if (f->dir[0])
         support_rmtree(f->dir);
     free(f);
@@ -332,7 +332,7 @@ static void test_parse_errors_match(void **state)
     rt_ctx_free(c);
 }
 
-/* rt_batch_append copies every cell (numbers, strings, several values). */
+/* rt_merge_batch_append copies every cell (numbers, strings, several values). */
 static void test_batch_append(void **state)
 {
     fixture *f = *state;
@@ -353,8 +353,8 @@ static void test_batch_append(void **state)
         assert_int_equal(rt_batch_push_str(b, idx, 3, "qq", 2), RT_OK); /* multi-valued */
     }
     rt_err err = {{0}};
-    assert_int_equal(rt_batch_append(dst, a, &err), RT_OK);
-    assert_int_equal(rt_batch_append(dst, b, &err), RT_OK);
+    assert_int_equal(rt_merge_batch_append(dst, a, &err), RT_OK);
+    assert_int_equal(rt_merge_batch_append(dst, b, &err), RT_OK);
     assert_int_equal(rt_batch_size(dst), 4);
     for (size_t i = 0; i < 4; i++) {
         const rt_batch *src = i == 0 ? a : b;
@@ -378,7 +378,7 @@ static void test_batch_append(void **state)
     }
     /* policies must agree once dst holds instances */
     rt_batch_set_missing(b, RT_MISSING_EMPTY);
-    assert_int_equal(rt_batch_append(dst, b, &err), RT_ERR_INVALID);
+    assert_int_equal(rt_merge_batch_append(dst, b, &err), RT_ERR_INVALID);
     rt_batch_free(a);
     rt_batch_free(b);
     rt_batch_free(dst);
@@ -425,11 +425,11 @@ static void test_stage_clock(void **state)
     make_body(&body, MODEL_WIDE_DEEP, 5, 0, &rng);
     rt_err err = {{0}};
     rt_ctx_time_stages(c, true);
-    int64_t t0 = rt_now_ns();
+    int64_t t0 = rt_time_now_ns();
     assert_int_equal(rt_json_handle(f->m, RT_METHOD_PREDICT, body.data, body.len, &p, c, &out,
                                     &err),
                      RT_OK);
-    int64_t t1 = rt_now_ns();
+    int64_t t1 = rt_time_now_ns();
     rt_stage_marks mk = rt_ctx_stages(c);
     assert_true(t0 <= mk.parsed && mk.parsed <= mk.transformed &&
                 mk.transformed <= mk.forwarded && mk.forwarded <= mk.rendered &&
