@@ -91,7 +91,7 @@ rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err)
     }
     if ((st = rt_forward(g, &c->features, c->ws, c->logits, err)) != RT_OK)
         return st;
-    st = rt_head_compute(g, c->logits, n, &c->outputs, err);
+    st = rt_head_compute_ws(g, c->logits, c->ws, n, &c->outputs, err);
     rt_ctx_mark(c, &c->marks.forwarded);
     return st;
 }
