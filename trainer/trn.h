@@ -83,6 +83,8 @@ typedef struct trn_optimizer {
     double beta1, beta2, epsilon; /* Adam (0.9, 0.999, 1e-8); RMSProp epsilon (1e-10) */
     double decay, momentum;     /* RMSProp (0.9, 0) */
     bool centered;              /* RMSProp (false) */
+    double clip_norm;           /* > 0: tf.clip_by_global_norm over this optimizer's
+                                   gradients before each update; 0: none (default) */
     trn_lr_decay lr_decay;      /* "learning_rate_decay": none by default */
 } trn_optimizer;
 
