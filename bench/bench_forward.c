@@ -183,7 +183,7 @@ static int read_file(const char *path, rt_buf *out)
 {
     char *text = NULL;
     size_t n = 0;
-    if (rt_read_file(AT_FDCWD, path, 1u << 30, 0, &text, &n, NULL) != RT_OK)
+    if (rt_file_read(AT_FDCWD, path, 1u << 30, 0, &text, &n, NULL) != RT_OK)
         return -1;
     int rc = rt_buf_append(out, text, n);
     free(text);

@@ -17,7 +17,7 @@
  * version already exists, the next free integer is taken (TensorFlow waits a
  * second and uses the new time; taking +1 gives the same ordering without
  * waiting). Version directory names are canonical decimal integers
- * (rt_version_parse); every other name in BASE is ignored.
+ * (rt_model_version_parse); every other name in BASE is ignored.
  *
  * Retention (LatestExporter's exports_to_keep): keep the newest N versions;
  * older ones are first renamed to a hidden .tmp-* name (so a daemon's scan
@@ -62,7 +62,7 @@ typedef struct exp_params {
     int64_t version;         /* 0 (default) = Unix time now, or newest + 1 when
                                 that is not newer; else > 0 */
     int check_graph;         /* 1 (default): the tensors must be exactly those of
-                                rt_modeldef_tensor_specs(def), same shapes */
+                                rt_graph_tensor_specs(def), same shapes */
     int sync;                /* 1 (default): fsync files and directories */
     int clean_temp;          /* 1 (default): remove stale .tmp-* dirs in BASE first */
     const exp_asset *assets; /* [n_assets], default none */
@@ -90,7 +90,7 @@ void exp_blobs_free(exp_blobs *b); /* frees the buffers; b itself is the caller'
  * def->tensors (the index: name, dtype, shape, offset, length, crc32c; any
  * previous index is freed) and def->variables_size; sets def->format_version
  * to RT_FORMAT_VERSION when it is 0. With p->check_graph (p NULL = defaults)
- * the tensor set must equal rt_modeldef_tensor_specs(def).
+ * the tensor set must equal rt_graph_tensor_specs(def).
  * OUT: *out buffers are malloc-owned; free with exp_blobs_free().
  */
 rt_status exp_serialize(Predictd__ModelDef *def, const exp_tensor *tensors, size_t n,
@@ -115,7 +115,7 @@ rt_status exp_write(const char *base, Predictd__ModelDef *def, const exp_tensor 
 
 /*
  * Lists the versions in BASE: entries whose name is a canonical integer
- * (rt_version_parse) and that are directories, ascending. Hidden .tmp-* and
+ * (rt_model_version_parse) and that are directories, ascending. Hidden .tmp-* and
  * any other names are ignored. OUT: *versions malloc'd (free()), NULL when
  * *n == 0. A missing BASE is RT_ERR_NOTFOUND.
  */

@@ -40,7 +40,7 @@ int exp_open_base(const char *base, int create, rt_status *st, rt_err *err)
         *st = rt_err_set(err, RT_ERR_INVALID, "export base path is empty or too long");
         return -1;
     }
-    if (create && (*st = rt_mkdirs(base, err)) != RT_OK) {
+    if (create && (*st = rt_file_mkdirs(base, err)) != RT_OK) {
         rt_err_prefix(err, "export base %s", base);
         return -1;
     }
@@ -75,7 +75,7 @@ static rt_status list_at(int dfd, const char *base, int64_t **versions, size_t *
     while ((de = readdir(d)) != NULL) {
         int64_t ver;
         struct stat sb;
-        if (!rt_version_parse(de->d_name, &ver))
+        if (!rt_model_version_parse(de->d_name, &ver))
             continue;
         if (fstatat(dfd, de->d_name, &sb, 0) != 0 || !S_ISDIR(sb.st_mode))
             continue;
@@ -124,7 +124,7 @@ static rt_status remove_at(int dfd, const char *base, int64_t version, rt_err *e
         return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
                           "export %s/%s: rename to %s: %s", base, name, tmp, strerror(errno));
     fsync(dfd);
-    if (rt_rmtree_at(dfd, tmp) != 0)
+    if (rt_file_rmtree_at(dfd, tmp) != 0)
         return rt_err_set(err, RT_ERR_IO,
                           "export %s/%s: hidden as %s but not fully removed: %s", base, name,
                           tmp, strerror(errno));
@@ -228,7 +228,7 @@ rt_status exp_clean_temp(const char *base, int64_t max_age_secs, size_t *removed
         int old = alive ? age > EXP_LIVE_AGE_FACTOR * max_age_secs : age > max_age_secs;
         if (!dead && !old)
             continue;
-        if (rt_rmtree_at(dfd, de->d_name) != 0) {
+        if (rt_file_rmtree_at(dfd, de->d_name) != 0) {
             if (first == RT_OK)
                 first = rt_err_set(err, RT_ERR_IO, "export base %s: removing %s: %s", base,
                                    de->d_name, strerror(errno));

@@ -88,7 +88,7 @@ static rt_status check_graph(const Predictd__ModelDef *def, const exp_tensor *t,
 {
     rt_tensor_spec *specs = NULL;
     size_t ns = 0;
-    rt_status st = rt_modeldef_tensor_specs(def, &specs, &ns, err);
+    rt_status st = rt_graph_tensor_specs(def, &specs, &ns, err);
     if (st != RT_OK)
         return st;
     for (size_t i = 0; i < ns && st == RT_OK; i++) {
@@ -158,7 +158,8 @@ rt_status exp_serialize(Predictd__ModelDef *def, const exp_tensor *tensors, size
     if (p->check_graph && (st = check_graph(def, tensors, n, err)) != RT_OK)
         goto out;
     def->statistics_size = p->statistics ? (uint64_t)p->statistics_len : 0;
-    def->statistics_crc32c = p->statistics ? rt_crc32c(0, p->statistics, p->statistics_len) : 0;
+    def->statistics_crc32c =
+        p->statistics ? rt_hash_crc32c(0, p->statistics, p->statistics_len) : 0;
 
     size_t size = (size_t)end;
     size_t cap = (size + RT_VARS_ALIGN - 1) / RT_VARS_ALIGN * RT_VARS_ALIGN;
@@ -174,7 +175,7 @@ rt_status exp_serialize(Predictd__ModelDef *def, const exp_tensor *tensors, size
     put_le32(out->vars + 8, RT_VARS_VERSION);
     put_le32(out->vars + 12, (uint32_t)n);
     put_le64(out->vars + 16, (uint64_t)size);
-    put_le32(out->vars + 24, rt_crc32c(0, out->vars, 24));
+    put_le32(out->vars + 24, rt_hash_crc32c(0, out->vars, 24));
 
     for (size_t i = 0; i < n; i++) {
         const exp_tensor *t = &tensors[i];
@@ -204,7 +205,7 @@ rt_status exp_serialize(Predictd__ModelDef *def, const exp_tensor *tensors, size
         ti->dtype = PREDICTD__DTYPE__DT_FLOAT;
         ti->offset = offsets[i];
         ti->length = bytes;
-        ti->crc32c = rt_crc32c(0, dst, (size_t)bytes);
+        ti->crc32c = rt_hash_crc32c(0, dst, (size_t)bytes);
     }
 
     free_index(def);
@@ -551,7 +552,7 @@ out:
     if (tfd >= 0)
         close(tfd);
     if (have_tmp)
-        (void)rt_rmtree_at(bfd, tmp);
+        (void)rt_file_rmtree_at(bfd, tmp);
     if (bfd >= 0)
         close(bfd);
     exp_blobs_free(&blobs);

@@ -306,7 +306,7 @@ void pm_command_help(const pm_command *c)
 int pm_args_read(const pm_command *c, int argc, char **argv, void *dst, bool *help)
 {
     rt_err err = {{0}};
-    rt_argv a = {.rows = c->flags, .n = c->n_flags, .once = true, .other = rt_argv_help,
+    rt_argv a = {.rows = c->flags, .n = c->n_flags, .once = true, .other = rt_settings_argv_help,
                  .ctx = help};
     int next = argc;
     *help = false;

@@ -161,7 +161,7 @@ static rt_status label_version(const char *cfg_path, const char *dir, const char
     char *text = NULL, want[PATH_MAX], have[PATH_MAX], cfg_dir[PATH_MAX];
     size_t len = 0;
     cJSON *root = NULL;
-    rt_status st = rt_read_file(AT_FDCWD, cfg_path, 16u << 20, 0, &text, &len, err);
+    rt_status st = rt_file_read(AT_FDCWD, cfg_path, 16u << 20, 0, &text, &len, err);
     if (st)
         return st;
     if (!realpath(dir, want)) {
@@ -269,7 +269,7 @@ static void show_progress(run *r, size_t k, const pm_batch_out *o)
 {
     if (!r->progress)
         return;
-    double secs = rt_seconds(0) - r->t0;
+    double secs = rt_time_seconds(0) - r->t0;
     if (r->progress == 2) {
         size_t mine = (r->n_units + (size_t)r->size - 1 - (size_t)r->rank) / (size_t)r->size;
         int w = 30, fill = mine ? (int)(w * r->done_units / mine) : w;
@@ -314,11 +314,11 @@ static void *worker(void *arg)
         rt_err err;
         rt_status st = pm_batch_unit_run(&r->job, &r->units[k], c, &o, &err);
         if (st == RT_OK && o.errors.len > 0)
-            st = rt_write_file(ep, o.errors.data, o.errors.len, &err);
+            st = rt_file_write(ep, o.errors.data, o.errors.len, &err);
         if (st == RT_OK) /* what it read, checked before a resume */
             st = pm_batch_shard_record(r->dir, r->width, k, &r->units[k], &err);
         if (st == RT_OK) /* last: the shard is done */
-            st = rt_write_file(pp, o.predictions.data ? o.predictions.data : "",
+            st = rt_file_write(pp, o.predictions.data ? o.predictions.data : "",
                                o.predictions.len, &err);
         pthread_mutex_lock(&r->mu);
         if (st != RT_OK && r->st == RT_OK) {
@@ -360,7 +360,7 @@ static rt_status make_units(run *r, char **files, size_t n_files, uint64_t shard
         int gz = 0;
         if (r->job.format == PM_IN_TFRECORD || r->job.format == PM_IN_TFRECORD_GZIP) {
             rt_input_format f;
-            rt_status st = rt_input_sniff(files[i], &f, err);
+            rt_status st = rt_tfrecord_sniff(files[i], &f, err);
             if (st == RT_OK && f == RT_INPUT_CSV)
                 st = rt_err_set(err, RT_ERR_FORMAT, "%s: not a TFRecord file (its first 12 "
                                 "bytes are no record header)", files[i]);
@@ -409,7 +409,7 @@ static uint64_t fingerprint(const char *version_dir, char **files, size_t n_file
         rt_buf_printf(&b, "\n%s", realpath(files[i], real) ? real : files[i]);
     for (size_t i = 0; i < n_opts; i++)
         rt_buf_printf(&b, "\n%s", opts[i] ? opts[i] : "-");
-    uint64_t fp = rt_fingerprint64(b.data ? b.data : "", b.len);
+    uint64_t fp = rt_hash_fingerprint64(b.data ? b.data : "", b.len);
     rt_buf_free(&b);
     return fp;
 }
@@ -436,7 +436,7 @@ static int same_launch(const char *out_dir, const char *dir, const char *launch)
     char p[PATH_MAX], *text = NULL;
     size_t len = 0;
     snprintf(p, sizeof p, "%s/%s/.launch", out_dir, dir);
-    if (!launch || !*launch || rt_read_file(AT_FDCWD, p, 4096, 0, &text, &len, NULL) != RT_OK)
+    if (!launch || !*launch || rt_file_read(AT_FDCWD, p, 4096, 0, &text, &len, NULL) != RT_OK)
         return 0;
     int same = len == strlen(launch) && memcmp(text, launch, len) == 0;
     free(text);
@@ -466,7 +466,7 @@ static char *find_job(const char *out_dir, const char *prefix, uint64_t fp, cons
         snprintf(p, sizeof p, "%s/%s/job.json", out_dir, e->d_name);
         char *text = NULL;
         size_t len = 0;
-        if (rt_read_file(AT_FDCWD, p, 64u << 20, 0, &text, &len, NULL) != RT_OK)
+        if (rt_file_read(AT_FDCWD, p, 64u << 20, 0, &text, &len, NULL) != RT_OK)
             continue;
         int match = strstr(text, want) != NULL;
         free(text);
@@ -536,7 +536,7 @@ static rt_status write_completion(run *r, rt_err *err)
             shard_path(r, which ? "errors" : "predictions", k, p, sizeof p);
             char *text = NULL;
             size_t len = 0;
-            rt_status st = rt_read_file(AT_FDCWD, p, SIZE_MAX - 1, 0, &text, &len, err);
+            rt_status st = rt_file_read(AT_FDCWD, p, SIZE_MAX - 1, 0, &text, &len, err);
             if (st == RT_ERR_NOTFOUND && which == 1)
                 continue;
             if (st) {
@@ -578,7 +578,7 @@ static rt_status write_completion(run *r, rt_err *err)
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/completion.json", r->dir);
     rt_status st = rt_buf_failed(&b) ? rt_err_set(err, RT_ERR_NOMEM, "out of memory")
-                                     : rt_write_file(p, b.data, b.len, err);
+                                     : rt_file_write(p, b.data, b.len, err);
     rt_buf_free(&b);
     if (st == RT_OK && r->progress)
         fprintf(stderr, "%sINFO: batch-predict: %s: %llu predictions, %llu errors in %zu "
@@ -593,7 +593,7 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
 {
     char prefix[300];
     snprintf(prefix, sizeof prefix, "prediction-%s-", model);
-    rt_status st = rt_mkdirs(out_dir, err);
+    rt_status st = rt_file_mkdirs(out_dir, err);
     if (st)
         return st;
     char launch[300];
@@ -642,15 +642,15 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
         char jp[PATH_MAX + 16];
         snprintf(jp, sizeof jp, "%s/job.json", tmp);
         if (st == RT_OK)
-            st = rt_write_file(jp, b.data, b.len, err);
+            st = rt_file_write(jp, b.data, b.len, err);
         snprintf(jp, sizeof jp, "%s/.launch", tmp);
         if (st == RT_OK && launch[0])
-            st = rt_write_file(jp, launch, strlen(launch), err);
+            st = rt_file_write(jp, launch, strlen(launch), err);
         rt_buf_free(&b);
         if (st == RT_OK)
-            st = rt_rename_durable(tmp, fin, err);
+            st = rt_file_rename_durable(tmp, fin, err);
         if (st) {
-            rt_rmtree_at(AT_FDCWD, tmp);
+            rt_file_rmtree_at(AT_FDCWD, tmp);
             free(name);
             return st;
         }
@@ -665,14 +665,14 @@ static rt_status open_job(run *r, const char *out_dir, const char *model, uint64
     if (found && r->rank == 0 && launch[0]) { /* this launch's, before a shard is scored */
         char lp[PATH_MAX + 16];
         snprintf(lp, sizeof lp, "%s/.launch", r->dir);
-        if ((st = rt_write_file(lp, launch, strlen(launch), err)))
+        if ((st = rt_file_write(lp, launch, strlen(launch), err)))
             return st;
     }
     if (found) { /* a resume: only over the input the job read */
         char jp[PATH_MAX + 16], *text = NULL;
         size_t len = 0;
         snprintf(jp, sizeof jp, "%s/job.json", r->dir);
-        if ((st = rt_read_file(AT_FDCWD, jp, 64u << 20, 0, &text, &len, err)))
+        if ((st = rt_file_read(AT_FDCWD, jp, 64u << 20, 0, &text, &len, err)))
             return st;
         st = pm_batch_inputs_check(text, len, r->dir, r->width, r->units, r->n_units, r->rank,
                                    r->size, err);
@@ -859,7 +859,7 @@ static int batch_predict(const batch_flags *f)
         return rc;
     job_ranks(&r);
     pthread_mutex_init(&r.mu, NULL);
-    r.t0 = rt_seconds(0);
+    r.t0 = rt_time_seconds(0);
 
     rc = 1;
     rt_err err = {{0}};

@@ -3,7 +3,7 @@
  * before the job is resumed. job.json records each unit's file size and
  * modification time (a FIFO as one: it is read once, never checked); each
  * shard, when it is scored, records the digest of its bytes (FarmHash
- * Fingerprint64, the runtime's rt_fingerprint64, of each 1 MiB block,
+ * Fingerprint64, the runtime's rt_hash_fingerprint64, of each 1 MiB block,
  * chained) in DIR/.shard_NNNN.json, written before its predictions file. A
  * re-run that finds the job refuses to resume when a file's size is not what
  * the job read, or the bytes of a shard already scored are not: the finished
@@ -56,8 +56,8 @@ static rt_status range_digest(const char *path, uint64_t start, uint64_t end, ui
         }
         if (got == 0)
             break;
-        chain[1] = rt_fingerprint64(buf, (size_t)got);
-        chain[0] = rt_fingerprint64(chain, sizeof chain);
+        chain[1] = rt_hash_fingerprint64(buf, (size_t)got);
+        chain[0] = rt_hash_fingerprint64(chain, sizeof chain);
         at += (uint64_t)got;
     }
     free(buf);
@@ -122,7 +122,7 @@ rt_status pm_batch_shard_record(const char *dir, int width, size_t k, const pm_b
                   u->start, u->end, (uint64_t)sb.st_size, mt, d);
     sidecar_path(dir, width, k, p, sizeof p);
     st = rt_buf_failed(&b) ? rt_err_set(err, RT_ERR_NOMEM, "out of memory")
-                           : rt_write_file(p, b.data, b.len, err);
+                           : rt_file_write(p, b.data, b.len, err);
     rt_buf_free(&b);
     return st;
 }
@@ -143,7 +143,7 @@ static int recorded(const char *dir, int width, size_t k, char *hex, char *mt, s
     char p[4200], *text = NULL;
     size_t len = 0;
     sidecar_path(dir, width, k, p, sizeof p);
-    if (rt_read_file(AT_FDCWD, p, 1u << 16, 0, &text, &len, NULL) != RT_OK)
+    if (rt_file_read(AT_FDCWD, p, 1u << 16, 0, &text, &len, NULL) != RT_OK)
         return 0;
     cJSON *j = cJSON_ParseWithLength(text, len);
     const cJSON *dg = cJSON_GetObjectItemCaseSensitive(j, "digest");

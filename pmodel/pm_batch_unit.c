@@ -238,7 +238,7 @@ static rt_status cells_object(const pm_batch_job *job, const char *text, const r
                 rt_buf_free(&val);
                 return rt_raw_number_error(err, c, rc->name, s, len);
             }
-            const char *t = rt_trim_span(s, &len);
+            const char *t = rt_buf_trim_span(s, &len);
             if (st == RT_ERR_NOTFOUND && !rc->has_default) {
                 rt_buf_free(&val);
                 continue; /* missing: the model says what that means */
@@ -698,7 +698,7 @@ static rt_status one_row(unit_state *s, const uint8_t *data, size_t len, uint64_
     case PM_IN_FILE_LIST: {
         char *content = NULL;
         size_t clen = 0;
-        rt_status st = rt_read_file(AT_FDCWD, (const char *)data, 1u << 30, 0, &content, &clen,
+        rt_status st = rt_file_read(AT_FDCWD, (const char *)data, 1u << 30, 0, &content, &clen,
                                     &why);
         if (st) {
             char msg[1024];
@@ -746,7 +746,7 @@ static rt_status one_row(unit_state *s, const uint8_t *data, size_t len, uint64_
         for (size_t c = 0; c < nc; c++)
             ntarget += def->raw_columns[c]->is_label || def->raw_columns[c]->is_weight;
         rt_csv_span *tmp = s->spans + nc + 1; /* the split's own spans */
-        long nf = rt_csv_split(t, len, s->cells.data, tmp, nc + 1, &why);
+        long nf = rt_raw_csv_split(t, len, s->cells.data, tmp, nc + 1, &why);
         char msg[1024];
         if (nf >= 0 && (size_t)nf != nc && (size_t)nf != nc - ntarget) {
             rt_err_set(&why, RT_ERR_INVALID, "expected %zu values (or %zu with the label), got "
@@ -853,7 +853,7 @@ rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_
                 code = 15; /* google.rpc.Code DATA_LOSS */
             }
             if ((st = row_error(&s, "null", 4, 0, code, why.msg))) {
-                rt_err_set(err, st, "%s: %s", u->path, rt_status_str(st));
+                rt_err_set(err, st, "%s: %s", u->path, rt_err_status_str(st));
                 goto out;
             }
             continue;
@@ -864,12 +864,12 @@ rt_status pm_batch_unit_run(const pm_batch_job *job, const pm_batch_unit *u, rt_
             goto out;
         }
         if ((st = one_row(&s, data, len, at, records))) {
-            rt_err_set(err, st, "%s: %s", u->path, rt_status_str(st));
+            rt_err_set(err, st, "%s: %s", u->path, rt_err_status_str(st));
             goto out;
         }
     }
     if ((st = flush_batch(&s)))
-        rt_err_set(err, st, "%s: %s", u->path, rt_status_str(st));
+        rt_err_set(err, st, "%s: %s", u->path, rt_err_status_str(st));
     if (st == RT_OK && (rt_buf_failed(&out->predictions) || rt_buf_failed(&out->errors)))
         st = rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", u->path);
 out:

@@ -81,7 +81,7 @@ static int unknown_command(const char *name)
     const char *names[N_COMMANDS];
     for (size_t i = 0; i < N_COMMANDS; i++)
         names[i] = COMMANDS[i].command->name;
-    const char *near = rt_nearest_name(name, names, N_COMMANDS);
+    const char *near = rt_settings_nearest_name(name, names, N_COMMANDS);
     char msg[160];
     snprintf(msg, sizeof msg, "unknown command \"%%s\"%s%s%s", near ? " (did you mean " : "",
              near ? near : "", near ? "?)" : "");

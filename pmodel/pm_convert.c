@@ -78,7 +78,7 @@ static Predictd__ModelDef *load_spec(const char *path)
     size_t len = 0;
     rt_err err = {{0}};
     Predictd__ModelDef *def = NULL;
-    if (rt_read_file(AT_FDCWD, path, 64u << 20, 0, &text, &len, &err) != RT_OK) {
+    if (rt_file_read(AT_FDCWD, path, 64u << 20, 0, &text, &len, &err) != RT_OK) {
         fprintf(stderr, "predict-model convert: --spec %s\n", err.msg);
         return NULL;
     }
@@ -136,7 +136,7 @@ typedef struct conv {
 static rt_status convert_file(conv *cv, const char *path, size_t skip_header, rt_err *err)
 {
     rt_input_format f;
-    rt_status st = rt_input_sniff(path, &f, err);
+    rt_status st = rt_tfrecord_sniff(path, &f, err);
     if (st)
         return st;
     pm_in *in = NULL;
@@ -168,7 +168,8 @@ static rt_status convert_file(conv *cv, const char *path, size_t skip_header, rt
                 st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
                 break;
             }
-            long nf = rt_csv_split((const char *)data, len, cv->text.data, cv->spans, ncol, err);
+            long nf =
+                rt_raw_csv_split((const char *)data, len, cv->text.data, cv->spans, ncol, err);
             if (nf >= 0 && (size_t)nf != ncol)
                 rt_err_set(err, RT_ERR_INVALID, "expected %zu fields, got %ld", ncol, nf);
             if (nf < 0 || (size_t)nf != ncol) {
@@ -260,7 +261,7 @@ static int convert(const conv_flags *f)
         if (st == RT_OK)
             st = cs;
     } else if (st == RT_OK) {
-        st = rt_write_file(output, cv.csv.data ? cv.csv.data : "", cv.csv.len, &err);
+        st = rt_file_write(output, cv.csv.data ? cv.csv.data : "", cv.csv.len, &err);
     }
     if (st == RT_OK) {
         fprintf(stderr, "predict-model convert: %llu rows from %zu file%s to %s\n",
@@ -276,7 +277,7 @@ static int convert(const conv_flags *f)
     rt_buf_free(&cv.csv);
     rt_buf_free(&cv.text);
     rt_buf_free(&cv.ex);
-    rt_modeldef_free(own);
+    rt_spec_modeldef_free(own);
     rt_model_close(m);
     return rc;
 }

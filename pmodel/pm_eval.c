@@ -6,7 +6,7 @@
  * the expected calibration error, the confusion matrix and a threshold
  * table; for a multi-class classifier the confusion matrix.
  *
- * Rows are read as the trainer reads them (rt_csv_split, rt_raw_label,
+ * Rows are read as the trainer reads them (rt_raw_csv_split, rt_raw_label,
  * rt_batch_push_cell: the spec's columns in file order, blank lines skipped,
  * empty cells taking the spec's defaults) in batches of batch_size, so
  * "loss" (the mean of the batch losses) equals the trainer's for the same
@@ -70,7 +70,7 @@ typedef struct evaluator {
 
 static uint64_t key_hash(const char *s, size_t n)
 {
-    return rt_fingerprint64(s, n);
+    return rt_hash_fingerprint64(s, n);
 }
 
 static rt_status table_grow(evaluator *v)
@@ -180,7 +180,7 @@ static rt_status parse_specs(evaluator *v, rt_err *err)
             const char *end = strchr(p, ',');
             size_t len = end ? (size_t)(end - p) : strlen(p);
             size_t tl = len;
-            const char *t = rt_trim_span(p, &tl);
+            const char *t = rt_buf_trim_span(p, &tl);
             long col = -1;
             for (size_t j = 0; j < v->n_cols; j++) {
                 const char *name = v->def->raw_columns[j]->name;
@@ -251,7 +251,8 @@ static void confuse(evaluator *v, const float *z, float y)
 static double batch_loss(const evaluator *v, const float *logits, const float *labels,
                          const float *weights, size_t n)
 {
-    double l = rt_head_loss_with(v->e->head, &v->loss, v->ld, logits, labels, weights, n, n, NULL);
+    double l =
+        rt_metrics_head_loss_with(v->e->head, &v->loss, v->ld, logits, labels, weights, n, n, NULL);
     double scale = (double)n * (double)v->ls; /* SUM: every loss value, not their mean */
     return v->loss_sum && scale > 1 ? l * scale : l;
 }
@@ -333,7 +334,7 @@ static rt_status add_cells(evaluator *v, const char *buf, const rt_csv_span *spa
 static rt_status add_row(evaluator *v, const char *line, size_t len, char *buf,
                          rt_csv_span *spans, rt_err *err)
 {
-    long nf = rt_csv_split(line, len, buf, spans, v->n_cols, err);
+    long nf = rt_raw_csv_split(line, len, buf, spans, v->n_cols, err);
     if (nf < 0)
         return RT_ERR_INVALID;
     if ((size_t)nf != v->n_cols)
@@ -376,7 +377,7 @@ static rt_status add_cells(evaluator *v, const char *buf, const rt_csv_span *spa
         for (size_t k = 0; k < e->specs[s].n_columns; k++) {
             rt_csv_span sp = spans[v->spec_cols[s][k]];
             size_t cl = sp.len;
-            const char *c = rt_trim_span(buf + sp.off, &cl);
+            const char *c = rt_buf_trim_span(buf + sp.off, &cl);
             char sep = KEY_SEP;
             if (rt_buf_append(&v->key, &sep, 1) || rt_buf_append(&v->key, c, cl))
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
@@ -431,7 +432,7 @@ static rt_status read_records(evaluator *v, const char *path, rt_err *err)
 static rt_status read_file(evaluator *v, const char *path, rt_err *err)
 {
     rt_input_format fmt; /* CSV or TFRecord, by content */
-    rt_status fs = rt_input_sniff(path, &fmt, err);
+    rt_status fs = rt_tfrecord_sniff(path, &fmt, err);
     if (fs == RT_OK && fmt != RT_INPUT_CSV)
         return read_records(v, path, err);
     if (fs == RT_ERR_FORMAT)
@@ -455,7 +456,7 @@ static rt_status read_file(evaluator *v, const char *path, rt_err *err)
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             len--;
         size_t tl = len;
-        rt_trim_span(line, &tl);
+        rt_buf_trim_span(line, &tl);
         if (tl == 0)
             continue; /* blank line, as the trainer's reader skips it */
         if (len + 1 > buf_cap) {
@@ -506,7 +507,7 @@ static rt_status curve_push(pm_eval_curve *c, double x, double y, double t, int 
 
 static rt_status binary_plots(pm_eval *e, const float *scores, const float *labels, size_t n)
 {
-    rt_scored *v = rt_sorted_desc(scores, labels, NULL, n);
+    rt_scored *v = rt_metrics_sorted_desc(scores, labels, NULL, n);
     if (!v)
         return RT_ERR_NOMEM;
     double P = 0;
@@ -621,7 +622,7 @@ static rt_status setup(evaluator *v, rt_err *err)
     if (!def->head)
         return rt_err_set(err, RT_ERR_INVALID, "the export has no head");
     e->head = def->head->type;
-    rt_modeldef_head_loss(def, &v->loss);
+    rt_graph_head_loss(def, &v->loss);
     e->n_classes = e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 0 : def->head->n_classes;
     e->global_step = def->training ? def->training->global_step : 0;
     v->ld = rt_graph_logits_dim(v->g);
@@ -679,7 +680,7 @@ static rt_status setup(evaluator *v, rt_err *err)
         !v->touched || !v->all || (e->n_classes && (!e->confusion || !e->class_names)))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rt_batch_set_missing(v->b, RT_MISSING_CSV_DEFAULT);
-    rt_features_init(&v->f);
+    rt_transform_features_init(&v->f);
     if (v->o->importance) {
         e->n_inputs = rt_graph_num_inputs(v->g);
         e->importance = calloc(e->n_inputs + 1, sizeof *e->importance);
@@ -787,7 +788,7 @@ static void evaluator_free(evaluator *v)
     free(v->input);
     free(v->label_cols);
     rt_batch_free(v->b);
-    rt_features_free(&v->f);
+    rt_transform_features_free(&v->f);
     rt_workspace_free(v->ws);
     free(v->labels);
     free(v->glabels);
@@ -808,7 +809,7 @@ rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, r
     *out = NULL;
     evaluator v;
     memset(&v, 0, sizeof v);
-    rt_features_init(&v.f);
+    rt_transform_features_init(&v.f);
     rt_buf_init(&v.key);
     v.g = rt_model_graph(m);
     v.def = rt_model_def(m);

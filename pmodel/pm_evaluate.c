@@ -193,7 +193,7 @@ int pm_cmd_evaluate(const pm_opts *o)
             fprintf(stderr, "predict-model: out of memory\n");
             goto out;
         }
-        if ((st = rt_write_file(o->report, b.data, b.len, &err))) {
+        if ((st = rt_file_write(o->report, b.data, b.len, &err))) {
             fprintf(stderr, "predict-model: --report: %s\n", err.msg);
             goto out;
         }

@@ -123,7 +123,7 @@ int pm_cmd_explain(const pm_opts *o)
     p.max_explain_instances = 0; /* local: as many as the file holds */
     if (o->json_request) {
         rt_status st =
-            rt_read_file(AT_FDCWD, strcmp(o->json_request, "-") ? o->json_request : "/dev/stdin",
+            rt_file_read(AT_FDCWD, strcmp(o->json_request, "-") ? o->json_request : "/dev/stdin",
                          (size_t)1 << 30, RT_READ_ANY_FILE, &text, &len, &err);
         if (st != RT_OK) {
             fprintf(stderr, "predict-model: %s\n", err.msg);
@@ -140,7 +140,7 @@ int pm_cmd_explain(const pm_opts *o)
             size_t slen = 0;
             rt_status st = RT_OK;
             if (o->xai_override) {
-                st = rt_read_file(AT_FDCWD, o->xai_override, (size_t)1 << 20, 0, &spec, &slen,
+                st = rt_file_read(AT_FDCWD, o->xai_override, (size_t)1 << 20, 0, &spec, &slen,
                                   &err);
             } else { /* --method: an override naming the method alone */
                 const char *mn = o->xai_method;
@@ -177,9 +177,9 @@ int pm_cmd_explain(const pm_opts *o)
         goto out;
     }
     size_t evals = 0;
-    double t0 = rt_seconds(0);
+    double t0 = rt_time_seconds(0);
     rt_status st = rt_json_explain(m, body.data, body.len, &p, c, &out, &evals, &err);
-    double dt = rt_seconds(0) - t0;
+    double dt = rt_time_seconds(0) - t0;
     if (st != RT_OK) {
         if (o->json_request)
             fprintf(stderr, "predict-model: %s: %s\n", o->json_request, err.msg);

@@ -209,7 +209,7 @@ rt_status pm_in_open(const char *path, pm_in_format f, uint64_t start, uint64_t 
         struct stat sb;
         rt_input_format kind;
         in->size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-        in->gz = rt_input_sniff(path, &kind, NULL) == RT_OK && kind == RT_INPUT_TFRECORD_GZIP;
+        in->gz = rt_tfrecord_sniff(path, &kind, NULL) == RT_OK && kind == RT_INPUT_TFRECORD_GZIP;
         st = rt_tfrecord_open(path, start, end, &in->tf, err);
         goto out;
     }

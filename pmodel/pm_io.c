@@ -44,7 +44,7 @@ rt_status pm_resolve_export(const char *dir, char **path, rt_err *err)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int64_t v;
-        if (rt_version_parse(e->d_name, &v) && v > best)
+        if (rt_model_version_parse(e->d_name, &v) && v > best)
             best = v;
     }
     closedir(d);

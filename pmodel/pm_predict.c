@@ -135,9 +135,9 @@ static int cmd_predict_v2(const pm_opts *o)
     /* the version predictd would report: the export directory's name */
     const char *base = strrchr(path, '/');
     int64_t version = -1;
-    if (!rt_version_parse(base ? base + 1 : path, &version))
+    if (!rt_model_version_parse(base ? base + 1 : path, &version))
         version = -1;
-    if ((st = rt_read_file(AT_FDCWD, o->v2_request, (size_t)1 << 31, RT_READ_ANY_FILE, &body,
+    if ((st = rt_file_read(AT_FDCWD, o->v2_request, (size_t)1 << 31, RT_READ_ANY_FILE, &body,
                            &len, &err)) != RT_OK) {
         fprintf(stderr, "predict-model: %s\n", err.msg);
         goto out;

@@ -18,7 +18,7 @@
 static void print_tensor(int ind, const char *kind, const Predictd__TensorSpec *t)
 {
     printf("%*s%s['%s'] tensor_info:\n", ind + 2, "", kind, t->name);
-    printf("%*sdtype: %s\n", ind + 6, "", rt_dtype_name(t->dtype));
+    printf("%*sdtype: %s\n", ind + 6, "", rt_json_dtype_name(t->dtype));
     printf("%*sshape: (", ind + 6, "");
     for (size_t d = 0; d < t->n_shape; d++)
         printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
@@ -50,8 +50,8 @@ static void print_column(const rt_graph *g, size_t c)
 {
     const Predictd__FeatureColumn *f = rt_graph_column(g, c);
     char about[1024];
-    rt_column_describe(f, about, sizeof about);
-    printf("  %-*s  %s %s", pm_name_width(g), f->name, rt_column_kind_name(f->type), about);
+    rt_fc_column_describe(f, about, sizeof about);
+    printf("  %-*s  %s %s", pm_name_width(g), f->name, rt_fc_column_kind_name(f->type), about);
     if (rt_graph_column_buckets(g, c) > 0)
         printf(" buckets=%lld", (long long)rt_graph_column_buckets(g, c));
     printf("\n");
@@ -141,7 +141,7 @@ static int show_summary(const rt_model *m, const char *path)
     const char *version = slash && slash[1] ? slash + 1 : path;
     printf("Model: %s, version %s (%s)\n", def->model_name, version, path);
     size_t onnx_nodes = 0, onnx_classes = 0;
-    bool onnx = rt_graph_onnx(g, &onnx_nodes, &onnx_classes);
+    bool onnx = rt_onnx_in_graph(g, &onnx_nodes, &onnx_classes);
     if (onnx)
         printf("Estimator: an ONNX network (model.onnx: %zu operators run%s)\n", onnx_nodes,
                rt_graph_onnx_scores(g) ? "; an ai.onnx.ml classifier: its scores as the "
@@ -155,7 +155,8 @@ static int show_summary(const rt_model *m, const char *path)
            def->receiver <= 2 ? RECEIVERS[def->receiver] : "unknown");
     printf("Inputs (%zu):", rt_graph_num_inputs(g));
     for (size_t i = 0; i < rt_graph_num_inputs(g); i++)
-        printf(" %s(%s)", rt_graph_input_name(g, i), rt_dtype_name(rt_graph_input_dtype(g, i)));
+        printf(" %s(%s)", rt_graph_input_name(g, i),
+               rt_json_dtype_name(rt_graph_input_dtype(g, i)));
     printf("\nSignatures (%zu):\n", def->n_signatures);
     for (size_t k = 0; k < def->n_signatures; k++) {
         const Predictd__SignatureDef *sg = def->signatures[k];
@@ -266,7 +267,8 @@ int pm_cmd_show(const pm_opts *o)
            def->receiver <= 2 ? RECEIVERS[def->receiver] : "unknown");
     printf("Raw inputs:");
     for (size_t i = 0; i < rt_graph_num_inputs(g); i++)
-        printf(" %s(%s)", rt_graph_input_name(g, i), rt_dtype_name(rt_graph_input_dtype(g, i)));
+        printf(" %s(%s)", rt_graph_input_name(g, i),
+               rt_json_dtype_name(rt_graph_input_dtype(g, i)));
     printf("\nFeature columns:\n");
     for (size_t c = 0; c < rt_graph_num_columns(g); c++)
         print_column(g, c);

@@ -77,7 +77,7 @@ rt_status pm_stats_of_files(const Predictd__ModelDef *def, const char *const *fi
                 tcap = len + 1;
             }
             rt_err why;
-            long fields = rt_csv_split(line, len, text, spans, nf, &why);
+            long fields = rt_raw_csv_split(line, len, text, spans, nf, &why);
             if (fields >= 0 && (size_t)fields != nf)
                 rt_err_set(&why, RT_ERR_INVALID, "expected %zu fields (the model's columns), "
                            "got %ld", nf, fields);
@@ -181,7 +181,7 @@ static Predictd__ModelDef *spec_def(const char *path, rt_err *err)
     cJSON *spec = NULL;
     Predictd__ModelDef *def = NULL;
     static const char *const other[] = {"train", "eval", NULL};
-    if (rt_read_file(AT_FDCWD, path, (size_t)64 << 20, 0, &text, &len, err) == RT_OK &&
+    if (rt_file_read(AT_FDCWD, path, (size_t)64 << 20, 0, &text, &len, err) == RT_OK &&
         rt_cfg_parse_json(text, len, &spec, err) == RT_OK &&
         rt_spec_to_modeldef(spec, other, &def, err) != RT_OK)
         def = NULL;
@@ -254,7 +254,7 @@ int pm_cmd_stats(const pm_opts *o)
         pm_stats_html(show, title, what, &b);
         rt_err we = {{0}};
         rt_status wst = rt_buf_failed(&b) ? RT_ERR_NOMEM
-                                          : rt_write_file(o->report, b.data, b.len, &we);
+                                          : rt_file_write(o->report, b.data, b.len, &we);
         rt_buf_free(&b);
         if (wst != RT_OK) {
             fprintf(stderr, "predict-model: --report: %s\n",
@@ -277,6 +277,6 @@ out:
     rt_stats_free(s);
     rt_model_close(m);
     if (own)
-        rt_modeldef_free(own);
+        rt_spec_modeldef_free(own);
     return rc;
 }

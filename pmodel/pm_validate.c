@@ -75,7 +75,7 @@ static rt_status read_thresholds(const char *path, const rt_stats *tr, double *d
     char *text = NULL;
     size_t len = 0;
     cJSON *j = NULL;
-    rt_status st = rt_read_file(AT_FDCWD, path, (size_t)16 << 20, 0, &text, &len, err);
+    rt_status st = rt_file_read(AT_FDCWD, path, (size_t)16 << 20, 0, &text, &len, err);
     if (st == RT_OK)
         st = rt_cfg_parse_json(text, len, &j, err);
     if (st == RT_OK)
@@ -97,7 +97,7 @@ static rt_status read_thresholds(const char *path, const rt_stats *tr, double *d
             const char **names = malloc((tr->n ? tr->n : 1) * sizeof *names);
             for (size_t k = 0; names && k < tr->n; k++)
                 names[k] = tr->f[k].name;
-            const char *near = names ? rt_nearest_name(x->string, names, tr->n) : NULL;
+            const char *near = names ? rt_settings_nearest_name(x->string, names, tr->n) : NULL;
             st = rt_cfg_fail(err, "thresholds", x->string,
                              "not a feature of the training statistics%s%s%s",
                              near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
@@ -465,7 +465,7 @@ int pm_cmd_validate(const pm_opts *o)
     if (o->report) {
         html(&r, where, data, &b);
         rt_err we = {{0}};
-        if (rt_buf_failed(&b) || rt_write_file(o->report, b.data, b.len, &we) != RT_OK) {
+        if (rt_buf_failed(&b) || rt_file_write(o->report, b.data, b.len, &we) != RT_OK) {
             fprintf(stderr, "predict-model: --report: %s\n",
                     rt_buf_failed(&b) ? "out of memory" : we.msg);
             goto out;

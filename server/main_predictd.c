@@ -85,10 +85,10 @@ static uint64_t cfg_fingerprint(const daemon_t *d)
     size_t len = 0;
     rt_err err;
     if (!d->args.values.model_config_file ||
-        rt_read_file(AT_FDCWD, d->args.values.model_config_file, 16u << 20, 0, &text, &len,
+        rt_file_read(AT_FDCWD, d->args.values.model_config_file, 16u << 20, 0, &text, &len,
                      &err) != RT_OK)
         return 0;
-    uint64_t fp = rt_fingerprint64(text, len);
+    uint64_t fp = rt_hash_fingerprint64(text, len);
     free(text);
     return fp;
 }
@@ -226,7 +226,7 @@ static int start_models(daemon_t *d)
     }
     remember_cfg_stat(d);
     d->cfg_fp = cfg_fingerprint(d);
-    d->next_cfg_poll = rt_seconds(0) + d->cfg->model_config_file_poll_wait_seconds;
+    d->next_cfg_poll = rt_time_seconds(0) + d->cfg->model_config_file_poll_wait_seconds;
     if (srv_manager_start(d->mgr, d->cfg->file_system_poll_wait_seconds, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
@@ -437,7 +437,7 @@ static int wait_ms_for(const daemon_t *d, const main_loop *l, double now)
     if (l->draining && (l->drain_until - now) * 1000 < wait_ms)
         wait_ms = (int)((l->drain_until - now) * 1000) + 1;
     if (l->wd_interval > 0) {
-        double until_ping = (l->last_ping + l->wd_interval - rt_seconds(0)) * 1000;
+        double until_ping = (l->last_ping + l->wd_interval - rt_time_seconds(0)) * 1000;
         if (until_ping < wait_ms)
             wait_ms = until_ping > 0 ? (int)until_ping + 1 : 0;
     }
@@ -459,7 +459,7 @@ static bool take_signal(daemon_t *d, main_loop *l, unsigned char sig)
     }
     l->draining = true;
     atomic_store(&d->draining, 1);
-    l->drain_until = rt_seconds(0) + d->cfg->drain_grace_seconds;
+    l->drain_until = rt_time_seconds(0) + d->cfg->drain_grace_seconds;
     sd_notifyf(0, "STOPPING=1\nSTATUS=draining for %d s", d->cfg->drain_grace_seconds);
     srv_log(SRV_LOG_INFO, "%s: draining: readyz answers 503, requests are served for "
                           "%d s more (a second signal stops at once)",
@@ -474,9 +474,9 @@ static void watch_config(daemon_t *d)
     /* --model_repository: its model folders and their config.json files,
      * looked at every file_system_poll_wait_seconds (at least once a
      * second); a change reloads (models added and removed). */
-    if (srv_args_given(&d->args, "model_repository") && rt_seconds(0) >= d->next_repo_check) {
+    if (srv_args_given(&d->args, "model_repository") && rt_time_seconds(0) >= d->next_repo_check) {
         int every = d->cfg->file_system_poll_wait_seconds;
-        d->next_repo_check = rt_seconds(0) + (every > 0 ? every : 1);
+        d->next_repo_check = rt_time_seconds(0) + (every > 0 ? every : 1);
         uint64_t fp = srv_repository_fingerprint(d->args.values.model_repository);
         if (fp != 0 && fp != d->repo_fp)
             reload(d, "model_repository changed");
@@ -491,8 +491,8 @@ static void watch_config(daemon_t *d)
      * cannot see (same inode, size and mtime); reloads only when the
      * bytes differ from those last read. */
     int poll_s = d->cfg->model_config_file_poll_wait_seconds;
-    if (poll_s > 0 && rt_seconds(0) >= d->next_cfg_poll) {
-        d->next_cfg_poll = rt_seconds(0) + poll_s;
+    if (poll_s > 0 && rt_time_seconds(0) >= d->next_cfg_poll) {
+        d->next_cfg_poll = rt_time_seconds(0) + poll_s;
         uint64_t fp = cfg_fingerprint(d);
         if (fp != 0 && fp != d->cfg_fp)
             reload(d, "model_config_file_poll_wait_seconds: the file's bytes changed");
@@ -512,7 +512,7 @@ static void main_loop_run(daemon_t *d)
     }
     for (;;) {
         note_readiness(d);
-        double now = rt_seconds(0);
+        double now = rt_time_seconds(0);
         ping_watchdog(d, &l, now);
         if (l.draining && now >= l.drain_until)
             break;

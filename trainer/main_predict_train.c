@@ -172,7 +172,7 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
                         "--first-layer-size\n");
         goto out;
     }
-    if (rt_read_file(AT_FDCWD, spec_path, 64u << 20, RT_READ_ANY_FILE, &text, NULL, &err)) {
+    if (rt_file_read(AT_FDCWD, spec_path, 64u << 20, RT_READ_ANY_FILE, &text, NULL, &err)) {
         fprintf(stderr, "predict-train: %s\n", err.msg);
         goto out;
     }

@@ -12,7 +12,7 @@
  *   trn_feeder   CSV rows -> rt_batch + labels (trn_feed.c)
  *   trn_cache    each training row's label and input-side features, kept
  *                across epochs (trn_cache.c)
- *   trn_model    parameters shaped by rt_modeldef_tensor_specs, bound to an
+ *   trn_model    parameters shaped by rt_graph_tensor_specs, bound to an
  *                rt_graph so the forward pass is the serving code; loss,
  *                backprop and optimizers (trn_model.c, trn_backprop.c,
  *                trn_optim.c)
@@ -660,7 +660,7 @@ void trn_model_apply(trn_model *m);
 rt_status trn_model_train_step(trn_model *m, const rt_batch *b, const float *labels,
                                const float *weights, double *loss, rt_err *err);
 
-/* The parameter tensors (in rt_modeldef_tensor_specs order). */
+/* The parameter tensors (in rt_graph_tensor_specs order). */
 size_t trn_model_num_params(const trn_model *m);
 typedef struct trn_param_view {
     const char *name;

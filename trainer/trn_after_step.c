@@ -83,7 +83,7 @@ void trn_votes_cast(const trn_run *R, int masked, int reading, double last_ckpt,
     v->ckpt_due = trn_is_chief(c) && c->save_checkpoints_secs > 0 &&
                   trn_now_s() - last_ckpt >= c->save_checkpoints_secs;
     v->eval_due = trn_is_chief(c) && trn_now_s() - last_eval >= c->throttle_secs;
-    v->stop = masked && rt_stops_pending();
+    v->stop = masked && rt_signal_stops_pending();
     v->hooks_due = trn_is_chief(c) && trn_early_stop_secs_due(R->es, trn_now_s());
 }
 

@@ -1,6 +1,6 @@
 /*
  * trn_backprop.c — backprop through the model, from the d loss / d logits
- * of the head's loss (rt_head_loss, runtime/stats/rt_metrics.c).
+ * of the head's loss (rt_metrics_head_loss, runtime/stats/rt_metrics.c).
  *
  * Backprop mirrors rt_forward (rt_forward.c): the linear part's gradients go
  * to the weight rows of each instance's ids (sparse, rows marked) or to

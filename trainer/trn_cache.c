@@ -7,9 +7,9 @@
  * (embeddings) does. So the first time a row comes (the reader numbers the
  * rows of a pass: trn_rows.ordinal, when it replays them from memory), its
  * targets (trn_feeder_label_dim labels, and its weight with a weight column)
- * and that first half (rt_features_row_save, a record) are kept here;
+ * and that first half (rt_transform_features_row_save, a record) are kept here;
  * a batch whose rows are all known is rebuilt from the records
- * (rt_features_rows_load) without parsing, feeding or transforming, and
+ * (rt_transform_features_rows_load) without parsing, feeding or transforming, and
  * finished with rt_transform_finish. The features are those rt_transform
  * makes, bit for bit (tests/integration/test_train_golden). Rows the budget
  * has no room for are fed every time.
@@ -148,7 +148,7 @@ static void keep(trn_cache *c, const rt_features *f, size_t i, uint64_t o, const
 {
     if (o == TRN_NO_ORDINAL || (o < c->cap && c->off[o] != MISSING))
         return;
-    size_t sz = c->tsz + rt_features_row_size(c->g, f, i);
+    size_t sz = c->tsz + rt_transform_features_row_size(c->g, f, i);
     if (c->used + sz + 8 > c->max_bytes || room_for(c, o))
         return;
     if (rt_grow(&c->arena, &c->arena_cap, c->len + sz, 1) != 0)
@@ -156,7 +156,7 @@ static void keep(trn_cache *c, const rt_features *f, size_t i, uint64_t o, const
     memcpy(c->arena + c->len, y, c->ls * sizeof *y);
     if (c->weighted)
         memcpy(c->arena + c->len + c->ls * sizeof *y, &w, sizeof w);
-    rt_features_row_save(c->g, f, i, c->arena + c->len + c->tsz);
+    rt_transform_features_row_save(c->g, f, i, c->arena + c->len + c->tsz);
     c->off[o] = c->len;
     c->len += sz;
     c->used += sz + 8;
@@ -212,7 +212,7 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
                 memcpy(&weights[k], t + c->ls * sizeof *labels, sizeof *weights);
             c->rec[k++] = t + c->tsz;
         }
-        if ((st = rt_features_rows_load(c->g, f, c->rec, k, err)))
+        if ((st = rt_transform_features_rows_load(c->g, f, c->rec, k, err)))
             return st;
         *n = k;
         return trn_err_at_row(rt_transform_finish(c->g, f, err), rows, c->row_of, k, err);

@@ -42,7 +42,7 @@ rt_status trn_job_dir_check(const char *job_dir, rt_err *err)
 {
     rt_err why = {{0}};
     int dfd = -1;
-    if (rt_mkdirs(job_dir, &why) != RT_OK ||
+    if (rt_file_mkdirs(job_dir, &why) != RT_OK ||
         (dfd = open(job_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         if (dfd < 0 && !why.msg[0])
             snprintf(why.msg, sizeof why.msg, "%s", strerror(errno));
@@ -272,7 +272,7 @@ static rt_status write_image(const char *job_dir, int64_t step, int keep_max,
         snprintf(fin, sizeof fin, "%s/" CKPT_PREFIX "%lld", job_dir, (long long)step) >=
             (int)sizeof fin)
         return rt_err_set(err, RT_ERR_LIMIT, "%s: path too long", job_dir);
-    uint32_t crc = rt_crc32c(0, img, len - 4);
+    uint32_t crc = rt_hash_crc32c(0, img, len - 4);
     memcpy(img + len - 4, &crc, 4);
     memset(img + len, 0, cap - len); /* O_DIRECT writes whole blocks: cut below */
     rt_status st = RT_OK;
@@ -320,7 +320,7 @@ static rt_status write_image(const char *job_dir, int64_t step, int keep_max,
         st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", tmp, strerror(errno));
         goto out;
     }
-    if ((st = rt_rename_durable(tmp, fin, err)))
+    if ((st = rt_file_rename_durable(tmp, fin, err)))
         goto out;
     if (keep_max > 0) {
         int64_t *steps;
@@ -483,7 +483,7 @@ static rt_status load_image(trn_model *m, const unsigned char *b, size_t len, co
         return rt_err_set(err, RT_ERR_FORMAT, "%s: too short (%zu bytes)", path, len);
     uint32_t crc_file;
     memcpy(&crc_file, b + len - 4, 4);
-    if (rt_crc32c(0, b, len - 4) != crc_file)
+    if (rt_hash_crc32c(0, b, len - 4) != crc_file)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: checksum mismatch", path);
     len -= 4;
     if (memcmp(b, CKPT_MAGIC, 8) != 0)
@@ -614,7 +614,7 @@ static rt_status try_restore(void *ctx, const char *path, int *fatal, rt_err *er
     restore_ctx *r = ctx;
     char *img;
     size_t len;
-    rt_status st = rt_read_file(AT_FDCWD, path, CKPT_MAX_BYTES, 0, &img, &len, err);
+    rt_status st = rt_file_read(AT_FDCWD, path, CKPT_MAX_BYTES, 0, &img, &len, err);
     if (st)
         return st;
     const unsigned char *b = (const unsigned char *)img;
@@ -645,7 +645,7 @@ static rt_status view_image(trn_ckpt_view *v, size_t len, rt_err *err)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: too short (%zu bytes)", v->path, len);
     uint32_t crc_file, ver, cnt;
     memcpy(&crc_file, b + len - 4, 4);
-    if (rt_crc32c(0, b, len - 4) != crc_file)
+    if (rt_hash_crc32c(0, b, len - 4) != crc_file)
         return rt_err_set(err, RT_ERR_FORMAT, "%s: checksum mismatch", v->path);
     len -= 4;
     memcpy(&ver, b + 8, 4);
@@ -712,7 +712,7 @@ static rt_status try_view(void *ctx, const char *path, int *fatal, rt_err *err)
     trn_ckpt_view_free(v);
     snprintf(v->path, sizeof v->path, "%s", path);
     size_t len;
-    rt_status st = rt_read_file(AT_FDCWD, path, CKPT_MAX_BYTES, 0, &v->img, &len, err);
+    rt_status st = rt_file_read(AT_FDCWD, path, CKPT_MAX_BYTES, 0, &v->img, &len, err);
     if (st == RT_OK)
         st = view_image(v, len, err);
     return st;

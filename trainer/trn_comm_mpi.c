@@ -171,7 +171,7 @@ static void watch(int64_t seq, double waited, int *noticed, double *next_warn, i
 static int wait_for(MPI_Request *req)
 {
     int64_t seq = ++S.seq;
-    double t0 = rt_seconds(0), waited = 0, next_warn = S.warn_s;
+    double t0 = rt_time_seconds(0), waited = 0, next_warn = S.warn_s;
     int noticed = 0, warned = 0;
     for (unsigned polls = 1;; polls++) {
         int done = 0;
@@ -181,21 +181,21 @@ static int wait_for(MPI_Request *req)
             if (warned && S.log_level <= 1) {
                 fprintf(stderr, "INFO: global step %lld: the exchange rank 0 waited in "
                                 "completed after %.0f s\n", (long long)S.step,
-                        rt_seconds(0) - t0);
+                        rt_time_seconds(0) - t0);
                 fflush(stderr);
             }
             return 0;
         }
         if (waited < 50e-6) { /* spinning: the clock only every 16 polls */
             if (polls % 16 == 0)
-                waited = rt_seconds(0) - t0;
+                waited = rt_time_seconds(0) - t0;
         } else if (waited < 2e-3) {
             sched_yield();
-            waited = rt_seconds(0) - t0;
+            waited = rt_time_seconds(0) - t0;
         } else {
             struct timespec ts = {0, waited < 0.1 ? 20000 : 1000000};
             nanosleep(&ts, NULL);
-            waited = rt_seconds(0) - t0;
+            waited = rt_time_seconds(0) - t0;
             if (S.on && waited >= S.notice_s)
                 watch(seq, waited, &noticed, &next_warn, &warned);
         }

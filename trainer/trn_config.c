@@ -906,10 +906,11 @@ rt_status trn_flags_parse(int argc, char **argv, trn_overrides *o, bool *help, i
                  .dash_underscore = true,
                  .unknown_flag_last = true,
                  .extra = rt_argv_help_names,
-                 .other = rt_argv_help,
+                 .other = rt_settings_argv_help,
                  .ctx = help};
     /* --help ends the reading: what follows it is not looked at */
-    return rt_settings_argv(&a, rt_argv_help_end(argc, argv, NULL), argv, o, NULL, next, err);
+    return rt_settings_argv(&a, rt_settings_argv_help_end(argc, argv, NULL), argv, o, NULL, next,
+                            err);
 }
 
 char *trn_usage(void)

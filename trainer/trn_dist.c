@@ -102,9 +102,9 @@ rt_status trn_dist_sum(trn_dist *d, double *v, size_t n, rt_err *err)
 {
     if (!d)
         return RT_OK;
-    double t = rt_seconds(0);
+    double t = rt_time_seconds(0);
     int rc = d->c->sum_f64(d->c->ctx, v, n);
-    d->comm_s += rt_seconds(0) - t;
+    d->comm_s += rt_time_seconds(0) - t;
     return rc ? comm_failed(err, "allreduce") : RT_OK;
 }
 
@@ -112,9 +112,9 @@ rt_status trn_dist_bcast(trn_dist *d, void *buf, size_t len, rt_err *err)
 {
     if (!d)
         return RT_OK;
-    double t = rt_seconds(0);
+    double t = rt_time_seconds(0);
     int rc = d->c->bcast(d->c->ctx, buf, len, 0);
-    d->comm_s += rt_seconds(0) - t;
+    d->comm_s += rt_time_seconds(0) - t;
     return rc ? comm_failed(err, "broadcast") : RT_OK;
 }
 
@@ -126,9 +126,9 @@ rt_status trn_dist_max(trn_dist *d, double *v, size_t n, rt_err *err)
     double *all = malloc(size * n * sizeof *all);
     if (!all)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    double t = rt_seconds(0);
+    double t = rt_time_seconds(0);
     int rc = d->c->allgather(d->c->ctx, v, n * sizeof *v, all);
-    d->comm_s += rt_seconds(0) - t;
+    d->comm_s += rt_time_seconds(0) - t;
     if (rc == 0)
         for (size_t r = 0; r < size; r++)
             for (size_t i = 0; i < n; i++)
@@ -292,13 +292,13 @@ rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
     memset(w, 0, 3 * nr * sizeof *w);
     w[2 * (size_t)d->c->rank] = (float)(len >> 16);
     w[2 * (size_t)d->c->rank + 1] = (float)(len & 0xffff);
-    double t = rt_seconds(0);
+    double t = rt_time_seconds(0);
     double own = d->last_exit > 0 ? t - d->last_exit : 0;
     w[2 * nr + (size_t)d->c->rank] = (float)(own * 1e6);
     int rc = d->c->sum_f32(d->c->ctx, d->dense, total_n);
     d->rounds++;
     if (rc) {
-        d->comm_s += rt_seconds(0) - t;
+        d->comm_s += rt_time_seconds(0) - t;
         return comm_failed(err, "allreduce of the gradients");
     }
     const float *s = d->dense + nd;
@@ -315,13 +315,13 @@ rt_status trn_dist_step(trn_dist *d, trn_model *m, double *loss, size_t n_local,
             slowest = s[2 * nr + r] * 1e-6;
     }
     if (*n_global == 0) { /* no examples anywhere: not a step */
-        d->comm_s += rt_seconds(0) - t;
+        d->comm_s += rt_time_seconds(0) - t;
         return RT_OK;
     }
     if (reserve(&d->recv, &d->recv_cap, total ? total : 1))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory (%zu bytes of gradients)", total);
     rc = d->c->allgatherv(d->c->ctx, d->send, len, d->recv, d->lens);
-    double t_end = rt_seconds(0);
+    double t_end = rt_time_seconds(0);
     d->comm_s += t_end - t;
     if (rc)
         return comm_failed(err, "allgatherv of the sparse gradients");
@@ -384,7 +384,7 @@ rt_status trn_dist_bcast_model(trn_dist *d, trn_model *m, rt_err *err)
     if (!d)
         return RT_OK;
     int64_t step = m->step;
-    double t = rt_seconds(0);
+    double t = rt_time_seconds(0);
     int rc = d->c->bcast(d->c->ctx, &step, sizeof step, 0);
     for (size_t i = 0; rc == 0 && i < m->n_params; i++) {
         tparam *p = &m->p[i];
@@ -392,7 +392,7 @@ rt_status trn_dist_bcast_model(trn_dist *d, trn_model *m, rt_err *err)
         for (size_t s = 0; rc == 0 && s < p->n_slots; s++)
             rc = d->c->bcast(d->c->ctx, p->slot[s], p->count * sizeof(float), 0);
     }
-    d->comm_s += rt_seconds(0) - t;
+    d->comm_s += rt_time_seconds(0) - t;
     if (rc)
         return comm_failed(err, "broadcast of the model");
     m->step = step;
@@ -401,13 +401,13 @@ rt_status trn_dist_bcast_model(trn_dist *d, trn_model *m, rt_err *err)
 
 uint32_t trn_model_checksum(const trn_model *m)
 {
-    uint32_t crc = rt_crc32c(0, &m->step, sizeof m->step);
+    uint32_t crc = rt_hash_crc32c(0, &m->step, sizeof m->step);
     if (m->trees) {
         size_t len = predictd__tree_ensemble__get_packed_size(m->trees);
         uint8_t *buf = malloc(len ? len : 1);
         if (buf) {
             predictd__tree_ensemble__pack(m->trees, buf);
-            crc = rt_crc32c(crc, buf, len);
+            crc = rt_hash_crc32c(crc, buf, len);
         } else {
             crc = ~crc; /* no memory: this replica cannot prove it agrees */
         }
@@ -415,9 +415,9 @@ uint32_t trn_model_checksum(const trn_model *m)
     }
     for (size_t i = 0; i < m->n_params; i++) {
         const tparam *p = &m->p[i];
-        crc = rt_crc32c(crc, p->data, p->count * sizeof(float));
+        crc = rt_hash_crc32c(crc, p->data, p->count * sizeof(float));
         for (size_t s = 0; s < p->n_slots; s++)
-            crc = rt_crc32c(crc, p->slot[s], p->count * sizeof(float));
+            crc = rt_hash_crc32c(crc, p->slot[s], p->count * sizeof(float));
     }
     return crc;
 }
@@ -450,7 +450,7 @@ rt_status trn_dist_gather(trn_dist *d, const void *send, size_t len, void **recv
     uint64_t *all = malloc((size_t)d->c->size * sizeof *all);
     if (!all)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    double t = rt_seconds(0);
+    double t = rt_time_seconds(0);
     int rc = d->c->allgather(d->c->ctx, &mine, sizeof mine, all);
     size_t sum = 0;
     for (int r = 0; r < d->c->size; r++)
@@ -461,7 +461,7 @@ rt_status trn_dist_gather(trn_dist *d, const void *send, size_t len, void **recv
     if (d->c->rank == 0 && reserve(&d->recv, &d->recv_cap, sum ? sum : 1))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rc = d->c->gatherv(d->c->ctx, send, len, d->recv, d->lens, 0);
-    d->comm_s += rt_seconds(0) - t;
+    d->comm_s += rt_time_seconds(0) - t;
     if (rc)
         return comm_failed(err, "gatherv");
     *recv = d->recv;

@@ -76,7 +76,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
     logits = malloc(bs * m->ld * sizeof *logits);
     mt = rt_metrics_new(def->head->type, m->ld > 1 ? m->ld : def->head->n_classes);
     rt_loss hl;
-    rt_modeldef_head_loss(def, &hl);
+    rt_graph_head_loss(def, &hl);
     rt_metrics_set_loss(mt, &hl);
     if (!b || t_bad || !logits || !mt) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
@@ -109,8 +109,8 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
             if (!chief)
                 continue;
             /* trn_model_loss's batch_loss over the gathered batch */
-            loss = rt_head_loss_with(m->head, &hl, m->ld, logits, t.labels, t.weights, nb, nb,
-                                     NULL);
+            loss = rt_metrics_head_loss_with(m->head, &hl, m->ld, logits, t.labels, t.weights, nb,
+                                             nb, NULL);
             if (m->loss_sum && nb * t.ls > 1)
                 loss *= (double)(nb * t.ls);
         }

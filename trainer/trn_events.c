@@ -42,7 +42,7 @@ struct trn_summary {
 /* TFRecord's masked CRC: rotate right by 15 bits, add TF's kMaskDelta. */
 static uint32_t masked_crc(const void *p, size_t n)
 {
-    uint32_t c = rt_crc32c(0, p, n);
+    uint32_t c = rt_hash_crc32c(0, p, n);
     return ((c >> 15) | (c << 17)) + 0xa282ead8u;
 }
 
@@ -128,7 +128,7 @@ static rt_status open_event_file(const char *dir, int *out, rt_err *err)
     if (fd < 0)
         return rt_err_set(err, RT_ERR_IO, "%s: cannot create a new event file", dir);
     Tensorflow__Event ev = TENSORFLOW__EVENT__INIT;
-    ev.wall_time = rt_seconds(1);
+    ev.wall_time = rt_time_seconds(1);
     ev.what_case = TENSORFLOW__EVENT__WHAT_FILE_VERSION;
     ev.file_version = (char *)EVENT_FILE_VERSION;
     rt_status st = write_event(fd, &ev, path, err);
@@ -237,7 +237,7 @@ rt_status trn_summary_open(const char *job_dir, int64_t step, trn_summary **out,
     }
     s->train_fd = s->eval_fd = -1;
     s->last_step = step;
-    s->last_time = rt_seconds(0);
+    s->last_time = rt_time_seconds(0);
     rt_status st = histo_limits(s, err);
     if (!st)
         st = open_event_file(s->job_dir, &s->train_fd, err);
@@ -343,13 +343,13 @@ static rt_status train_point(trn_summary *s, int64_t step, double loss, uint64_t
                              Tensorflow__Summary__Value *v, size_t n, size_t first_scalar,
                              const double *x, rt_err *err)
 {
-    double t = rt_seconds(0), el = t - s->last_time;
+    double t = rt_time_seconds(0), el = t - s->last_time;
     double sps = el > 0 ? (double)(step - s->last_step) / el : 0;
     double eps = el > 0 ? (double)(examples - s->last_examples) / el : 0;
     s->last_step = step;
     s->last_examples = examples;
     s->last_time = t;
-    double wall = rt_seconds(1);
+    double wall = rt_time_seconds(1);
     set_scalar(&v[0], "loss", loss);
     set_scalar(&v[1], "global_step/sec", sps);
     Tensorflow__Summary__Value **vp = calloc(n, sizeof *vp);
@@ -448,5 +448,5 @@ rt_status trn_summary_eval(trn_summary *s, const rt_metric_list *ml, int64_t ste
         if ((st = open_event_file(dir, &s->eval_fd, err)))
             return st;
     }
-    return write_values(s->eval_fd, rt_seconds(1), step, vp, n, "evaluation", err);
+    return write_values(s->eval_fd, rt_time_seconds(1), step, vp, n, "evaluation", err);
 }

@@ -187,7 +187,7 @@ const float *trn_gbdt_logits(const tg_booster *b)
 double trn_gbdt_train_loss(const tg_booster *b)
 {
     size_t n = b->d->n_rows;
-    return n ? rt_head_loss(b->head, b->ld, b->logits, b->labels, NULL, n, n, NULL) : 0.0;
+    return n ? rt_metrics_head_loss(b->head, b->ld, b->logits, b->labels, NULL, n, n, NULL) : 0.0;
 }
 
 int64_t trn_gbdt_attempted_layers(const Predictd__TreeEnsemble *e, int64_t max_depth)

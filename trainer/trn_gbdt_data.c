@@ -191,7 +191,7 @@ static rt_status read_inputs(const rt_graph *g, const trn_config *c, trn_dist *d
     trn_reader *rd = NULL;
     rt_batch *b = NULL;
     rt_features f;
-    rt_features_init(&f);
+    rt_transform_features_init(&f);
     float *bl = NULL;
     size_t *row_of = NULL; /* each instance's row (FILE:LINE in errors) */
     size_t n = 0, cap = 0;
@@ -267,7 +267,7 @@ static rt_status read_inputs(const rt_graph *g, const trn_config *c, trn_dist *d
 out:
     free(bl);
     free(row_of);
-    rt_features_free(&f);
+    rt_transform_features_free(&f);
     rt_batch_free(b);
     trn_reader_close(rd);
     trn_feeder_free(fd);

@@ -54,7 +54,7 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
     rt_status st;
     *sig = 0;
     if (c->stop_signal) {
-        rt_stops_block(&stops, 0);
+        rt_signal_stops_block(&stops, 0);
         masked = 1;
     }
     double t0 = trn_now_s();
@@ -97,7 +97,7 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
             (st = tree_summary(R, bo, (uint64_t)(nall * (double)(m->step - start)), err)))
             goto out;
         if (v.stop) {
-            *sig = masked ? rt_stops_take() : 0;
+            *sig = masked ? rt_signal_stops_take() : 0;
             if (!*sig)
                 *sig = SIGTERM; /* another rank's */
             break;
@@ -137,10 +137,10 @@ rt_status trn_train_trees(trn_run *R, trn_dist *dist, int *sig, rt_err *err)
               c->job_dir, (long long)m->step);
     }
     if (masked && !*sig)
-        *sig = rt_stops_take();
+        *sig = rt_signal_stops_take();
 out:
     if (masked)
-        rt_stops_restore(&stops);
+        rt_signal_stops_restore(&stops);
     trn_gbdt_free(bo);
     trn_gbdt_data_free(d);
     free(labels);

@@ -33,7 +33,7 @@ void trn_hint_header(const trn_feeder *fd, trn_reader *rd, const char *key, rt_e
         len--;
     rt_csv_span span[256];
     long nf = len > 0 && (text = malloc((size_t)len + 1))
-                  ? rt_csv_split(line, (size_t)len, text, span, 256, NULL)
+                  ? rt_raw_csv_split(line, (size_t)len, text, span, 256, NULL)
                   : -1;
     size_t ncol, names = 0;
     (void)trn_feeder_numeric(fd, &ncol);

@@ -71,7 +71,7 @@ static rt_status loop_open(loop *L, trn_run *R, rt_err *err)
     if (c->stop_signal) {
         /* blocked before the reader threads start, so they inherit it: a
          * signal stays pending until the loop looks, after a step */
-        rt_stops_block(&L->stops, 0);
+        rt_signal_stops_block(&L->stops, 0);
         L->masked = 1;
     }
     if ((st = trn_feeder_new(R->m->g, &L->fd, err)))
@@ -134,7 +134,7 @@ static void loop_close(loop *L, rt_status st)
     if (L->masked) {
         if (st)
             (void)trn_ckpt_wait(L->R->ckw, NULL);
-        rt_stops_restore(&L->stops);
+        rt_signal_stops_restore(&L->stops);
         L->masked = 0;
     }
     trn_targets_free(&L->tg);
@@ -287,7 +287,7 @@ static rt_status run_steps(loop *L, int *sig, rt_err *err)
         if ((st = train_step(L, &v, n_local, &loss, &n_global, &ended, err)))
             return st;
         if (v.stop) { /* after this step (if it was one): checkpoint and stop */
-            *sig = L->masked ? rt_stops_take() : 0;
+            *sig = L->masked ? rt_signal_stops_take() : 0;
             if (!*sig)
                 *sig = SIGTERM; /* another rank's */
             if (!ended && n_global > 0)
@@ -402,8 +402,8 @@ rt_status trn_train_steps(trn_run *R, int *sig, rt_err *err)
         goto out;
     if (L.masked) {
         if (!*sig)
-            *sig = rt_stops_take(); /* came during the last checkpoint */
-        rt_stops_restore(&L.stops);
+            *sig = rt_signal_stops_take(); /* came during the last checkpoint */
+        rt_signal_stops_restore(&L.stops);
         L.masked = 0;
     }
 out:

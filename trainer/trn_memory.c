@@ -72,7 +72,7 @@ static void column_key(const Predictd__ModelDef *def, long i, uint64_t rows, cha
                        char *what)
 {
     const Predictd__FeatureColumn *c = def->feature_columns[i];
-    const char *k = rt_column_size_key(c->type);
+    const char *k = rt_fc_column_size_key(c->type);
     if (!k && c->categorical_column && *c->categorical_column) {
         long src = fc_find(def, c->categorical_column);
         if (src >= 0 && src != i) {
@@ -125,7 +125,7 @@ rt_status trn_memory_estimate(const Predictd__ModelDef *def, const trn_config *c
         return rt_err_set(err, RT_ERR_INVALID, "memory: ModelDef has no graph");
     rt_tensor_spec *ts = NULL;
     size_t nt = 0;
-    rt_status st = rt_modeldef_tensor_specs(def, &ts, &nt, err);
+    rt_status st = rt_graph_tensor_specs(def, &ts, &nt, err);
     if (st)
         return st;
     const Predictd__Graph *gr = def->graph;

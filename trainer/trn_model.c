@@ -1,6 +1,6 @@
 /*
  * trn_model.c — the trainable model: parameter tensors shaped by
- * rt_modeldef_tensor_specs, initialized as TensorFlow's canned estimators
+ * rt_graph_tensor_specs, initialized as TensorFlow's canned estimators
  * do, bound to an rt_graph (so training runs the serving forward pass), with
  * gradient buffers and optimizer slots; a training step = rt_transform +
  * rt_forward + loss + backprop (trn_backprop.c) + optimizers (trn_optim.c).
@@ -69,7 +69,7 @@ void trn_model_free(trn_model *m)
     free(m->emb_grad_in);
     free(m->emb);
     free(m->layers);
-    rt_features_free(&m->f);
+    rt_transform_features_free(&m->f);
     rt_workspace_free(m->ws);
     free(m->logits);
     free(m->dlogits);
@@ -111,7 +111,7 @@ static rt_status classify_params(trn_model *m, rt_err *err)
         if (!gk || !gk->linear)
             return rt_err_set(err, RT_ERR_FORMAT, "graph: linear column %s: the trainer has "
                               "no linear gradient for a %s", c->name,
-                              rt_column_kind_name(c->type));
+                              rt_fc_column_kind_name(c->type));
         lin_col *lc = &m->lin[m->n_lin++];
         lc->fc = (size_t)fc;
         lc->param = (size_t)k;
@@ -120,7 +120,7 @@ static rt_status classify_params(trn_model *m, rt_err *err)
             long src = fc_index(m->def, c->categorical_column);
             if (src < 0)
                 return rt_err_set(err, RT_ERR_FORMAT, "%s %s: no source column",
-                                  rt_column_kind_name(c->type), c->name);
+                                  rt_fc_column_kind_name(c->type), c->name);
             lc->src = (size_t)src;
         }
         tparam *p = &m->p[k];
@@ -138,7 +138,7 @@ static rt_status classify_params(trn_model *m, rt_err *err)
         if (!gk || !gk->table)
             return rt_err_set(err, RT_ERR_FORMAT, "graph: embedding column %s: the trainer "
                               "has no table gradient for a %s", c->name,
-                              rt_column_kind_name(c->type));
+                              rt_fc_column_kind_name(c->type));
         long src = fc_index(m->def, c->categorical_column);
         if (src < 0)
             return rt_err_set(err, RT_ERR_FORMAT, "embedding %s: no source column", c->name);
@@ -268,14 +268,14 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
         goto out;
     }
     m->head = def->head->type;
-    rt_modeldef_head_loss(def, &m->loss);
+    rt_graph_head_loss(def, &m->loss);
     m->loss_sum = c->loss_sum;
     m->dropout = c->dropout;
     trn_rng_seed(&m->drop_rng, seed ^ 0xd0d0d0d0ULL);
-    rt_features_init(&m->f);
+    rt_transform_features_init(&m->f);
     if ((st = trn_memory_check(def, c, err)))
         goto out;
-    if ((st = rt_modeldef_tensor_specs(def, &m->specs, &m->n_params, err)))
+    if ((st = rt_graph_tensor_specs(def, &m->specs, &m->n_params, err)))
         goto out;
     m->p = calloc(m->n_params ? m->n_params : 1, sizeof *m->p);
     if (!m->p) {
@@ -416,8 +416,8 @@ static rt_status reserve(trn_model *m, size_t n, rt_err *err)
 static double batch_loss(trn_model *m, const float *labels, const float *weights, size_t n)
 {
     size_t denom = m->grad_denom && !m->loss_sum ? m->grad_denom : n;
-    double l = rt_head_loss_with(m->head, &m->loss, m->ld, m->logits, labels, weights, n, denom,
-                                 m->dlogits);
+    double l = rt_metrics_head_loss_with(m->head, &m->loss, m->ld, m->logits, labels, weights, n,
+                                         denom, m->dlogits);
     size_t values = m->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? m->ld : 1;
     if (m->loss_sum && n * values > 1) {
         float scale = (float)(n * values);

@@ -13,7 +13,7 @@
 
 double trn_now_s(void)
 {
-    return rt_seconds(0);
+    return rt_time_seconds(0);
 }
 
 /* CPU seconds of the whole process (every thread) or of the calling thread. */

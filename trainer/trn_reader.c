@@ -3,7 +3,7 @@
  *
  * A reader thread reads the files line by line (never the whole file),
  * splits each line into fields and checks the numeric columns with the
- * runtime's rt_csv_split and rt_raw_number (what the serving CSV receiver
+ * runtime's rt_raw_csv_split and rt_raw_number (what the serving CSV receiver
  * uses: a row means the same to both), checks the field count, passes the good
  * rows through a shuffle buffer (TensorFlow's Dataset.shuffle: fill the
  * buffer, then each new row replaces a randomly chosen one that is emitted),
@@ -281,7 +281,7 @@ static int rec_numbers(const trn_reader *r, rec *x, rt_err *err)
 }
 
 /*
- * Splits line (len bytes, no newline) into a new rec with rt_csv_split and
+ * Splits line (len bytes, no newline) into a new rec with rt_raw_csv_split and
  * checks the field count and the numeric fields (rec_numbers). On a
  * malformed line returns NULL with err set (and *nomem on allocation
  * failure).
@@ -293,7 +293,7 @@ static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err
     rec *x = rec_new(r, len, nomem);
     if (!x)
         return NULL;
-    long got = rt_csv_split(line, len, x->text, x->span, nf, err);
+    long got = rt_raw_csv_split(line, len, x->text, x->span, nf, err);
     if (got < 0)
         goto bad;
     if ((size_t)got != nf) {
@@ -746,7 +746,7 @@ static rt_status read_any(prod *pr, size_t fi, rt_err *e)
     trn_reader *r = pr->r;
     rt_input_format f = r->p.input_format;
     if (f == RT_INPUT_AUTO) {
-        rt_status st = rt_input_sniff(r->files[fi], &f, e);
+        rt_status st = rt_tfrecord_sniff(r->files[fi], &f, e);
         if (st)
             return st;
     }

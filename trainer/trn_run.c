@@ -93,7 +93,7 @@ static rt_status damaged_fallback(const trn_config *c, int64_t step, const rt_bu
     for (const char *p = kept.data ? kept.data : ""; *p; p++) /* file names: no quotes */
         rt_buf_printf(&line, "%c", *p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ? '?' : *p);
     rt_buf_printf(&line, "\", \"wall_time\": ");
-    rt_buf_json_double(&line, rt_seconds(1));
+    rt_buf_json_double(&line, rt_time_seconds(1));
     rt_buf_puts(&line, "}\n");
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/train", c->job_dir);
@@ -336,7 +336,7 @@ static rt_status run_close(trn_run *R, rt_status st, rt_err *err)
     trn_model_free(R->m);
     trn_dist_free(R->dist);
     trn_stats_free(R->stats);
-    rt_modeldef_free(R->def);
+    rt_spec_modeldef_free(R->def);
     free(R->spec_json);
     trn_job_dir_unlock(R->lock);
     return st;

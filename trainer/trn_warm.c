@@ -138,7 +138,7 @@ static rt_status words_of(const trn_words *tw, const Predictd__FeatureColumn *co
             snprintf(path, sizeof path, "%s/%s", assets, tw->file);
         size_t len;
         rt_err e;
-        if (rt_read_file(AT_FDCWD, path, (size_t)1 << 30, 0, &out->buf, &len, &e))
+        if (rt_file_read(AT_FDCWD, path, (size_t)1 << 30, 0, &out->buf, &len, &e))
             return rt_err_set(err, RT_ERR_IO, "%s: %s", what, e.msg);
         size_t lines = 1;
         for (size_t i = 0; i < len; i++)

@@ -69,14 +69,14 @@ static int run_main(int argc, char **argv, const tun_comm *comm)
     bool help = false;
     int i = argc, code = 2;
     rt_argv spec = {.rows = flags, .n = n_flags, .dashdash = true, .extra = rt_argv_help_names,
-                    .other = rt_argv_help, .ctx = &help};
+                    .other = rt_settings_argv_help, .ctx = &help};
     if (rt_settings_defaults(flags, n_flags, &cli, &err) != RT_OK) {
         fprintf(stderr, "predict-tune: %s\n", err.msg);
         return 1;
     }
     /* --help before "--" ends the reading */
-    rt_status st0 =
-        rt_settings_argv(&spec, rt_argv_help_end(argc, argv, "--"), argv, &cli, NULL, &i, &err);
+    rt_status st0 = rt_settings_argv(&spec, rt_settings_argv_help_end(argc, argv, "--"), argv, &cli,
+                                     NULL, &i, &err);
     if (st0 == RT_OK && help) {
         usage(stdout);
         code = 0;

@@ -228,7 +228,7 @@ static rt_status check_keys(const cJSON *obj, const char *path, const char *cons
         bool ok = false;
         for (size_t i = 0; i < n && !ok; i++)
             ok = strcmp(c->string, known[i]) == 0;
-        const char *near = ok ? NULL : rt_nearest_name(c->string, known, n);
+        const char *near = ok ? NULL : rt_settings_nearest_name(c->string, known, n);
         if (!ok && near)
             return rt_err_set(err, RT_ERR_INVALID, "%s.%s: unknown key (did you mean %s?)", path,
                               c->string, near);
@@ -513,7 +513,7 @@ rt_status tun_spec_load(const char *path, tun_spec *s, rt_err *err)
     cJSON *root = NULL;
     char *text;
     size_t len;
-    rt_status st = rt_read_file(AT_FDCWD, path, 1u << 20, RT_READ_ANY_FILE, &text, &len, err);
+    rt_status st = rt_file_read(AT_FDCWD, path, 1u << 20, RT_READ_ANY_FILE, &text, &len, err);
     if (st)
         return st;
     const char *p = text;

@@ -47,7 +47,7 @@ typedef struct running {
 /* A fresh, empty trial directory (an interrupted trial's leftovers go). */
 static rt_status fresh_dir(const char *dir, rt_err *err)
 {
-    if (rt_rmtree_at(AT_FDCWD, dir) != 0)
+    if (rt_file_rmtree_at(AT_FDCWD, dir) != 0)
         return rt_err_set(err, RT_ERR_IO, "%s: cannot remove: %s", dir, strerror(errno));
     if (mkdir(dir, 0755) != 0)
         return rt_err_set(err, RT_ERR_IO, "%s: %s", dir, strerror(errno));
@@ -102,7 +102,7 @@ static rt_status check_space(const tun_spec *s, const char *dir, rt_err *err)
         goto out;
     }
     char *prev;
-    st = rt_read_file(AT_FDCWD, path, 64u << 20, 0, &prev, NULL, err);
+    st = rt_file_read(AT_FDCWD, path, 64u << 20, 0, &prev, NULL, err);
     if (st != RT_ERR_NOTFOUND) {
         if (st)
             goto out;
@@ -114,7 +114,7 @@ static rt_status check_space(const tun_spec *s, const char *dir, rt_err *err)
                             "algorithm or parameters; use a new --job-dir", path);
         goto out;
     }
-    st = rt_write_file(path, text, strlen(text), err);
+    st = rt_file_write(path, text, strlen(text), err);
 out:
     free(text);
     cJSON_Delete(mine);
@@ -297,7 +297,7 @@ static void finish(const tun_spec *s, running *r, int status)
     tun_trial *t = &r->t;
     rt_err e;
     e.msg[0] = '\0';
-    t->end_time = rt_seconds(1);
+    t->end_time = rt_time_seconds(1);
     int found = tun_read_metrics(r->metric_file, r->dir, s->metric_tag, 1, t, &e) == RT_OK;
     char why[RT_ERR_MAX + 64] = "";
     if (r->stopping) {
@@ -370,7 +370,7 @@ static void stop_all(running *run, size_t nr)
 {
     for (size_t i = 0; i < nr; i++)
         kill(-run[i].pid, SIGTERM);
-    double deadline = rt_seconds(0) + TERM_GRACE_S;
+    double deadline = rt_time_seconds(0) + TERM_GRACE_S;
     size_t left = nr;
     while (left > 0) {
         int status;
@@ -385,11 +385,11 @@ static void stop_all(running *run, size_t nr)
         }
         if (w < 0 && errno == ECHILD)
             break;
-        if (rt_seconds(0) > deadline) {
+        if (rt_time_seconds(0) > deadline) {
             for (size_t i = 0; i < nr; i++)
                 if (run[i].pid > 0)
                     kill(-run[i].pid, SIGKILL);
-            deadline = rt_seconds(0) + 3600;
+            deadline = rt_time_seconds(0) + 3600;
         }
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
@@ -577,7 +577,7 @@ static rt_status study_open(study *y, rt_err *err)
     if (!y->run || (y->comm && !y->busy))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rt_status st;
-    if ((st = rt_mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
+    if ((st = rt_file_mkdirs(p->job_dir, err)) || (st = check_space(s, p->job_dir, err)))
         return st;
     snprintf(y->tpath, sizeof y->tpath, "%s/trials.jsonl", p->job_dir);
     snprintf(y->spath, sizeof y->spath, "%s/study.json", p->job_dir);
@@ -594,7 +594,7 @@ static rt_status study_open(study *y, rt_err *err)
     if (s->algorithm == TUN_GRID && tun_grid_size(s) < y->limit)
         y->limit = tun_grid_size(s);
     y->max_failed = s->max_failed > 0 ? s->max_failed : s->max_trials;
-    rt_stops_block(&y->stops, SIGCHLD);
+    rt_signal_stops_block(&y->stops, SIGCHLD);
     y->masked = 1;
     return RT_OK;
 }
@@ -618,7 +618,7 @@ static rt_status start_trial(study *y, rt_err *err)
         return st;
     snprintf(r->dir, sizeof r->dir, "%s/%lld", y->p->job_dir, (long long)id);
     snprintf(r->metric_file, sizeof r->metric_file, "%s/hypertune.metrics", r->dir);
-    r->t.start_time = rt_seconds(1);
+    r->t.start_time = rt_time_seconds(1);
     if (y->comm) {
         /* the lowest idle rank runs it, in its own DIR/<id> */
         int to = 1;
@@ -727,9 +727,9 @@ static rt_status stop_early(study *y, rt_err *err)
     for (size_t i = 0; i < y->nr; i++) {
         running *r = &y->run[i];
         if (r->stopping) {
-            if (!y->comm && rt_seconds(0) > r->kill_at) {
+            if (!y->comm && rt_time_seconds(0) > r->kill_at) {
                 kill(-r->pid, SIGKILL);
-                r->kill_at = rt_seconds(0) + 3600;
+                r->kill_at = rt_time_seconds(0) + 3600;
             }
             continue;
         }
@@ -739,7 +739,7 @@ static rt_status stop_early(study *y, rt_err *err)
         if (!have || !tun_median_stop(s, &r->t, y->trials, y->n))
             continue;
         r->stopping = 1;
-        r->kill_at = rt_seconds(0) + TERM_GRACE_S;
+        r->kill_at = rt_time_seconds(0) + TERM_GRACE_S;
         if (!y->comm) {
             kill(-r->pid, SIGTERM);
             continue;
@@ -813,7 +813,7 @@ static void study_close(study *y)
         send_text(y->comm, r, MSG_QUIT, "", &e3); /* every rank returns, whatever happened */
     }
     if (y->masked)
-        rt_stops_restore(&y->stops);
+        rt_signal_stops_restore(&y->stops);
     /* every slot: one being filled when an error stopped the loop holds values too */
     for (int64_t i = 0; y->run && i < y->max_par; i++)
         tun_trial_free(&y->run[i].t, 0);
@@ -865,7 +865,7 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
     size_t reported = 0;
     double next_read = 0;
     *interrupted = 0;
-    rt_stops_block(&stops, SIGCHLD);
+    rt_signal_stops_block(&stops, SIGCHLD);
     for (int quit = 0; !quit || r.pid > 0;) {
         struct timespec ts = {0, 20 * 1000000L};
         int sig = sigtimedwait(&stops.mask, NULL, &ts);
@@ -876,7 +876,7 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
             send_text(c, 0, MSG_SIGNAL, "", &e);
             if (r.pid > 0 && !r.kill_at) {
                 kill(-r.pid, SIGTERM);
-                r.kill_at = rt_seconds(0) + TERM_GRACE_S;
+                r.kill_at = rt_time_seconds(0) + TERM_GRACE_S;
             }
         }
         int status;
@@ -889,13 +889,13 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
             if (st)
                 break;
         }
-        if (r.pid > 0 && r.kill_at && rt_seconds(0) > r.kill_at) {
+        if (r.pid > 0 && r.kill_at && rt_time_seconds(0) > r.kill_at) {
             kill(-r.pid, SIGKILL);
-            r.kill_at = rt_seconds(0) + 3600;
+            r.kill_at = rt_time_seconds(0) + 3600;
         }
-        if (r.pid > 0 && s->early_stopping && rt_seconds(0) >= next_read) {
+        if (r.pid > 0 && s->early_stopping && rt_time_seconds(0) >= next_read) {
             /* the reports so far, for rank 0's median stopping rule */
-            next_read = rt_seconds(0) + POLL_MS / 1000.0;
+            next_read = rt_time_seconds(0) + POLL_MS / 1000.0;
             if (tun_read_metrics(r.metric_file, r.dir, s->metric_tag, 0, &r.t, NULL) == RT_OK &&
                 r.t.n_curve != reported) {
                 reported = r.t.n_curve;
@@ -915,13 +915,13 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
             quit = 1;
             if (r.pid > 0 && !r.kill_at) {
                 kill(-r.pid, SIGTERM);
-                r.kill_at = rt_seconds(0) + TERM_GRACE_S;
+                r.kill_at = rt_time_seconds(0) + TERM_GRACE_S;
             }
         } else if (tag == MSG_STOP && r.pid > 0 && atoll(buf) == r.t.id) {
             r.stopping = !*interrupted; /* early stopping; an interrupt is not recorded */
             if (!r.kill_at) {
                 kill(-r.pid, SIGTERM);
-                r.kill_at = rt_seconds(0) + TERM_GRACE_S;
+                r.kill_at = rt_time_seconds(0) + TERM_GRACE_S;
             }
         } else if (tag == MSG_RUN && r.pid == 0) {
             memset(&r, 0, sizeof r);
@@ -935,14 +935,14 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
                 break;
             }
             r.t.state = TUN_FAILED;
-            r.t.start_time = rt_seconds(1);
+            r.t.start_time = rt_time_seconds(1);
             snprintf(r.dir, sizeof r.dir, "%s/%lld", p->job_dir, (long long)r.t.id);
             snprintf(r.metric_file, sizeof r.metric_file, "%s/hypertune.metrics", r.dir);
-            if ((st = rt_mkdirs(p->job_dir, err)) || (st = fresh_dir(r.dir, err)) ||
+            if ((st = rt_file_mkdirs(p->job_dir, err)) || (st = fresh_dir(r.dir, err)) ||
                 (r.pid = launch(s, p, &r, &stops.old_mask, err)) < 0) {
                 /* this trial fails, the rank goes on */
                 r.pid = 0;
-                r.t.end_time = rt_seconds(1);
+                r.t.end_time = rt_time_seconds(1);
                 free(r.t.error);
                 r.t.error = strdup(err->msg);
                 r.t.rank = c->rank;
@@ -961,6 +961,6 @@ rt_status tun_worker(const tun_spec *s, const tun_run_params *p, int *interrupte
         waitpid(r.pid, NULL, 0);
     }
     tun_trial_free(&r.t, 0);
-    rt_stops_restore(&stops);
+    rt_signal_stops_restore(&stops);
     return st;
 }

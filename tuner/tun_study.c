@@ -73,11 +73,11 @@ rt_status tun_read_metrics(const char *metric_file, const char *trial_dir, const
     const char *name = metric_file;
     rt_status st = RT_ERR_NOTFOUND;
     if (metric_file)
-        st = rt_read_file(AT_FDCWD, metric_file, 64u << 20, 0, &text, NULL, err);
+        st = rt_file_read(AT_FDCWD, metric_file, 64u << 20, 0, &text, NULL, err);
     if (st == RT_ERR_NOTFOUND) {
         snprintf(path, sizeof path, "%s/eval/metrics.jsonl", trial_dir);
         name = path;
-        st = rt_read_file(AT_FDCWD, path, 64u << 20, 0, &text, NULL, err);
+        st = rt_file_read(AT_FDCWD, path, 64u << 20, 0, &text, NULL, err);
     }
     t->n_curve = 0;
     if (st == RT_ERR_NOTFOUND)
@@ -290,7 +290,7 @@ rt_status tun_trials_load(const tun_spec *s, const char *path, tun_trial **trial
     *trials = NULL;
     *n = 0;
     char *text;
-    rt_status st = rt_read_file(AT_FDCWD, path, 256u << 20, 0, &text, NULL, err);
+    rt_status st = rt_file_read(AT_FDCWD, path, 256u << 20, 0, &text, NULL, err);
     if (st)
         return st == RT_ERR_NOTFOUND ? RT_OK : st; /* no file yet: no trials */
     size_t lineno = 0;
@@ -344,7 +344,7 @@ rt_status tun_trials_save(const tun_spec *s, const char *path, const tun_trial *
         if ((st = tun_trial_to_json(s, &trials[i], &b)) || rt_buf_puts(&b, "\n") != 0)
             st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     if (!st)
-        st = rt_write_file(path, b.data ? b.data : "", b.len, err);
+        st = rt_file_write(path, b.data ? b.data : "", b.len, err);
     rt_buf_free(&b);
     return st;
 }
@@ -417,7 +417,7 @@ rt_status tun_study_save(const tun_spec *s, const char *path, const tun_trial *t
     text = nl;
     text[len++] = '\n';
     text[len] = '\0';
-    st = rt_write_file(path, text, len, err);
+    st = rt_file_write(path, text, len, err);
 out:
     free(text);
     free(idx);

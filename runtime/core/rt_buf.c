@@ -1,6 +1,6 @@
 /* rt_buf.c — growable byte buffer with JSON string and float writers, the
  * UTF-8 check they (and the request parsers) share, rt_grow, the one
- * way every module grows an array, and rt_trim_span, the one meaning of
+ * way every module grows an array, and rt_buf_trim_span, the one meaning of
  * "white space around a string" (raw inputs, the batch's string keys,
  * vocabularies, labels). */
 #include "rt_core.h"
@@ -65,7 +65,7 @@ int rt_buf_reserve(rt_buf *b, size_t extra)
     return 0;
 }
 
-int rt_grow_slow(void *arrp, size_t *cap, size_t need, size_t elem)
+int rt_buf_grow_slow(void *arrp, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -121,7 +121,7 @@ int rt_buf_printf(rt_buf *b, const char *fmt, ...)
     return 0;
 }
 
-size_t rt_utf8_seq(const char *s, size_t n, const char **why)
+size_t rt_buf_utf8_seq(const char *s, size_t n, const char **why)
 {
     const unsigned char *u = (const unsigned char *)s;
     unsigned char c = u[0], lo = 0x80, hi = 0xBF; /* lo..hi: the second byte */
@@ -184,7 +184,7 @@ int rt_buf_json_string(rt_buf *b, const char *s, size_t n)
         if (c >= 0x80) {
             /* valid UTF-8 is copied as it is; each byte of anything else
              * becomes U+FFFD, so the text is always valid UTF-8 JSON */
-            size_t k = rt_utf8_seq(s + i, n - i, NULL);
+            size_t k = rt_buf_utf8_seq(s + i, n - i, NULL);
             if (k) {
                 i += k - 1;
                 continue;
@@ -436,7 +436,7 @@ static int whole_number_text(const char *s, size_t n)
     return 1;
 }
 
-size_t rt_json_float_text(float v, char *out)
+size_t rt_buf_json_float_text(float v, char *out)
 {
     int whole = 0;
     size_t n = float_shortest_fast(v, out, &whole);
@@ -454,7 +454,7 @@ size_t rt_json_float_text(float v, char *out)
 int rt_buf_json_float(rt_buf *b, float v)
 {
     char tmp[RT_JSON_FLOAT_MAX];
-    return rt_buf_append(b, tmp, rt_json_float_text(v, tmp));
+    return rt_buf_append(b, tmp, rt_buf_json_float_text(v, tmp));
 }
 
 int rt_buf_json_double(rt_buf *b, double v)
@@ -477,7 +477,7 @@ int rt_buf_put_int(rt_buf *b, int64_t v)
     return rt_buf_append(b, tmp + n, sizeof tmp - n);
 }
 
-const char *rt_trim_span(const char *s, size_t *len)
+const char *rt_buf_trim_span(const char *s, size_t *len)
 {
     size_t n = *len;
     while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' ||
@@ -492,7 +492,7 @@ const char *rt_trim_span(const char *s, size_t *len)
     return s;
 }
 
-int rt_hex_digit(char c)
+int rt_buf_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -503,7 +503,7 @@ int rt_hex_digit(char c)
     return -1;
 }
 
-size_t rt_utf8_put(char *o, uint32_t cp)
+size_t rt_buf_utf8_put(char *o, uint32_t cp)
 {
     if (cp < 0x80) {
         o[0] = (char)cp;

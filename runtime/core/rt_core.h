@@ -37,15 +37,15 @@
  * release build, so the condition still guards the code after it. Never on
  * input from outside: that gets an error, not an abort. */
 #ifdef PREDICTD_DEBUG
-#define RT_ASSERT(x) ((x) ? (void)0 : rt_invariant_failed(#x, __FILE__, __LINE__))
-#define RT_ALWAYS(x) ((x) ? 1 : (rt_invariant_failed(#x, __FILE__, __LINE__), 0))
-#define RT_NEVER(x) ((x) ? (rt_invariant_failed(#x, __FILE__, __LINE__), 1) : 0)
+#define RT_ASSERT(x) ((x) ? (void)0 : rt_err_invariant_failed(#x, __FILE__, __LINE__))
+#define RT_ALWAYS(x) ((x) ? 1 : (rt_err_invariant_failed(#x, __FILE__, __LINE__), 0))
+#define RT_NEVER(x) ((x) ? (rt_err_invariant_failed(#x, __FILE__, __LINE__), 1) : 0)
 #else
 #define RT_ASSERT(x) ((void)0)
 #define RT_ALWAYS(x) (x)
 #define RT_NEVER(x) (x)
 #endif
-_Noreturn void rt_invariant_failed(const char *expr, const char *file, int line);
+_Noreturn void rt_err_invariant_failed(const char *expr, const char *file, int line);
 
 /* Drops a status on purpose where it cannot matter (cleanup after another
  * error, a default that cannot fail): each call says why beside it. A cast
@@ -83,7 +83,7 @@ typedef struct rt_err {
 } rt_err;
 
 /* Short name of a status ("ok", "invalid argument", ...). Never NULL. */
-const char *rt_status_str(rt_status s);
+const char *rt_err_status_str(rt_status s);
 
 /* Format a message into err (if not NULL) and return code. printf-style. */
 rt_status rt_err_set(rt_err *err, rt_status code, const char *fmt, ...)
@@ -104,7 +104,7 @@ int rt_cgroup_path(const char *proc_cgroup, char *rel, size_t len);
  *   if (rt_cgroup_path(proc, rel, sizeof rel)) do { ... } while (rt_cgroup_parent(rel)); */
 int rt_cgroup_parent(char *rel);
 
-/* ------------------------------------------------ MPI launcher (rt_launch.c) */
+/* ------------------------------------------------ MPI launcher (rt_mpi.c) */
 
 /* 1 when an MPI launcher (mpirun/mpiexec, srun --mpi=pmix, a Kubeflow
  * MPIJob) started this process: its environment names a rank
@@ -129,8 +129,8 @@ void rt_mpi_forget_launcher(void);
 void rt_signal_hold(int sig, struct sigaction *old);
 
 /* SIGINT and SIGTERM blocked while a program works, taken synchronously
- * (rt_stops_pending / rt_stops_take, or sigtimedwait on mask): what
- * rt_stops_block changed, for rt_stops_restore. */
+ * (rt_signal_stops_pending / rt_signal_stops_take, or sigtimedwait on mask): what
+ * rt_signal_stops_block changed, for rt_signal_stops_restore. */
 typedef struct rt_stops {
     sigset_t mask;             /* SIGINT, SIGTERM and also (for sigtimedwait) */
     sigset_t old_mask;         /* the caller's mask before (for a forked child) */
@@ -141,16 +141,16 @@ typedef struct rt_stops {
  * the calling thread (threads it starts inherit the mask), and holds
  * SIGINT/SIGTERM with rt_signal_hold: a stop stays pending until the
  * program looks. Call it before starting threads. */
-void rt_stops_block(rt_stops *s, int also);
-/* The actions and mask from before rt_stops_block; a pending also signal is
+void rt_signal_stops_block(rt_stops *s, int also);
+/* The actions and mask from before rt_signal_stops_block; a pending also signal is
  * discarded first (a pending SIGINT/SIGTERM is not: take it first unless it
  * should act as before). */
-void rt_stops_restore(const rt_stops *s);
+void rt_signal_stops_restore(const rt_stops *s);
 /* SIGINT or SIGTERM pending for the process or the thread, else 0. */
-int rt_stops_pending(void);
+int rt_signal_stops_pending(void);
 /* Takes a pending SIGINT/SIGTERM off the queue without waiting; returns it,
  * or 0. */
-int rt_stops_take(void);
+int rt_signal_stops_take(void);
 
 /* ---------------------------------------------------- byte buffer and hashes */
 
@@ -164,11 +164,11 @@ int rt_stops_take(void);
  *   if (rt_grow(&a->items, &a->cap, a->n + 1, sizeof *a->items) != 0) ...
  */
 #define RT_GROW_FIRST 16
-int rt_grow_slow(void *arrp, size_t *cap, size_t need, size_t elem);
+int rt_buf_grow_slow(void *arrp, size_t *cap, size_t need, size_t elem);
 /* The check inline (the hot paths grow per value), the realloc out of line. */
 static inline int rt_grow(void *arrp, size_t *cap, size_t need, size_t elem)
 {
-    return need <= *cap ? 0 : rt_grow_slow(arrp, cap, need, elem);
+    return need <= *cap ? 0 : rt_buf_grow_slow(arrp, cap, need, elem);
 }
 
 /* qsort(3) comparators for plain numbers, ascending (rt_cmp.c). */
@@ -207,10 +207,10 @@ int rt_buf_put_int(rt_buf *b, int64_t v);
  * valid UTF-8 JSON whatever s holds. */
 int rt_buf_json_string(rt_buf *b, const char *s, size_t n);
 /* The value of hexadecimal digit c (0-9, a-f, A-F), or -1. Pure. */
-int rt_hex_digit(char c);
+int rt_buf_hex_digit(char c);
 /* Writes code point cp (at most 0x10FFFF) as UTF-8 into o, which has room
  * for 4 bytes; returns the bytes written. Pure. */
-size_t rt_utf8_put(char *o, uint32_t cp);
+size_t rt_buf_utf8_put(char *o, uint32_t cp);
 /* Appends a float as JSON: shortest text that reads back to the same float,
  * always with a fraction or an exponent (42.0, never 42: TF Serving writes
  * floats so, and typed clients rely on it); NaN and infinities as NaN,
@@ -220,7 +220,7 @@ int rt_buf_json_double(rt_buf *b, double v);
 
 /* ------------------------------------------------------ files (rt_file.c) */
 
-/* rt_read_file flags. */
+/* rt_file_read flags. */
 #define RT_READ_ANY_FILE 1 /* also pipes and devices (may block until their end) */
 
 /*
@@ -233,7 +233,7 @@ int rt_buf_json_double(rt_buf *b, double v);
  * not a regular file"), RT_ERR_LIMIT (more than max bytes), RT_ERR_NOMEM.
  * max must be below SIZE_MAX. Thread-safe.
  */
-RT_WUR rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **data,
+RT_WUR rt_status rt_file_read(int dfd, const char *path, size_t max, int flags, char **data,
                        size_t *len, rt_err *err);
 
 /* Writes len bytes of data to path atomically: a temp file beside it
@@ -241,37 +241,38 @@ RT_WUR rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, 
  * reader or a crash sees the old file or the new one, never half of it. An
  * existing file's mode is kept (else 0644). Errors name the path (the temp
  * file's, for a failed write); on error the temp file is gone. Thread-safe. */
-RT_WUR rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err);
-/* rt_write_file with the temp file named PATH + tag + PID (tag NULL or "":
+RT_WUR rt_status rt_file_write(const char *path, const void *data, size_t len, rt_err *err);
+/* rt_file_write with the temp file named PATH + tag + PID (tag NULL or "":
  * ".tmp-"), for a program that finds its own killed runs' leftovers. */
-RT_WUR rt_status rt_write_file_tag(const char *path, const char *tag, const void *data, size_t len,
+RT_WUR rt_status rt_file_write_tag(const char *path, const char *tag, const void *data, size_t len,
                             rt_err *err);
 /* Writes all len bytes to fd (EINTR and short writes retried). Errors name
  * name: "NAME: write: ...". */
-RT_WUR rt_status rt_write_fd(int fd, const void *data, size_t len, const char *name, rt_err *err);
+RT_WUR rt_status rt_file_write_fd(int fd, const void *data, size_t len, const char *name,
+                                  rt_err *err);
 /* rename(2) from over to, then fsync of to's directory, so the rename
  * survives a crash. Errors: "rename FROM to TO: ...", "DIR: fsync: ...". */
-RT_WUR rt_status rt_rename_durable(const char *from, const char *to, rt_err *err);
+RT_WUR rt_status rt_file_rename_durable(const char *from, const char *to, rt_err *err);
 /* fsync of directory dir (a file system that cannot sync directories,
  * EINVAL, is not an error). */
-RT_WUR rt_status rt_fsync_dir(const char *dir, rt_err *err);
+RT_WUR rt_status rt_file_fsync_dir(const char *dir, rt_err *err);
 /* mkdir -p dir (mode 0755, less the umask): each missing component in turn;
  * existing ones are fine. Errors: RT_ERR_INVALID (empty), RT_ERR_IO
  * ("mkdir PATH: ..." naming the component that failed), RT_ERR_NOMEM. */
-RT_WUR rt_status rt_mkdirs(const char *dir, rt_err *err);
+RT_WUR rt_status rt_file_mkdirs(const char *dir, rt_err *err);
 /* rm -rf name, relative to directory descriptor dfd (or AT_FDCWD): a file,
  * or a directory and all below it (32 levels at most; symbolic links are
  * removed, never followed). A missing name is fine. 0, or -1 with errno. */
-int rt_rmtree_at(int dfd, const char *name);
+int rt_file_rmtree_at(int dfd, const char *name);
 
 /* Seconds as a double: wall 0, CLOCK_MONOTONIC (for intervals); wall 1,
  * CLOCK_REALTIME (since the epoch). Thread-safe. */
-double rt_seconds(int wall);
+double rt_time_seconds(int wall);
 
 /* The monotonic clock in whole milliseconds / nanoseconds (deadlines,
- * timeouts, latencies): the same clock as rt_seconds(0). */
-int64_t rt_now_ms(void);
-int64_t rt_now_ns(void);
+ * timeouts, latencies): the same clock as rt_time_seconds(0). */
+int64_t rt_time_now_ms(void);
+int64_t rt_time_now_ns(void);
 /* Initializes cv (free with pthread_cond_destroy) for timed waits on that
  * clock: pthread_cond_timedwait's deadline is CLOCK_MONOTONIC, so a change
  * of the wall clock moves no timeout. */
@@ -283,14 +284,14 @@ void rt_time_deadline(struct timespec *ts, int64_t ns);
 
 /* FarmHash Fingerprint64 (farmhashna::Hash64), as TensorFlow's
  * tf.strings.to_hash_bucket_fast and hashed feature columns use it. */
-uint64_t rt_fingerprint64(const void *data, size_t len);
+uint64_t rt_hash_fingerprint64(const void *data, size_t len);
 /* TensorFlow's FingerprintCat64: combine two fingerprints (crossed columns). */
-uint64_t rt_fingerprint_cat64(uint64_t fp1, uint64_t fp2);
+uint64_t rt_hash_fingerprint_cat64(uint64_t fp1, uint64_t fp2);
 /* MurmurHash3's 64-bit finaliser (fmix64): spreads x's bits over the word
- * (hash-table slots, sampling draws). A bijection; rt_mix64(0) is 0. */
-uint64_t rt_mix64(uint64_t x);
+ * (hash-table slots, sampling draws). A bijection; rt_hash_mix64(0) is 0. */
+uint64_t rt_hash_mix64(uint64_t x);
 /* CRC-32C (Castagnoli) of data, continuing from crc (start with 0). */
-uint32_t rt_crc32c(uint32_t crc, const void *data, size_t len);
+uint32_t rt_hash_crc32c(uint32_t crc, const void *data, size_t len);
 
 /* A small deterministic generator (splitmix64): the same seed gives the same
  * stream. Not thread-safe; one per thread. */
@@ -364,7 +365,7 @@ RT_WUR rt_status rt_cfg_object(const struct cJSON *o, const char *path, const ch
  * count as the same letter, so TensorFlow's --max_steps is one edit from
  * --max-steps. Names of 64 bytes or more never match. Returns a pointer
  * into names. Thread-safe. */
-const char *rt_nearest_name(const char *name, const char *const *names, size_t n);
+const char *rt_settings_nearest_name(const char *name, const char *const *names, size_t n);
 
 /* ----------------------------------- settings tables (rt_settings.c) */
 
@@ -524,15 +525,15 @@ RT_WUR rt_status rt_settings_argv(const rt_argv *a, int argc, char **argv, void 
                            int *next, rt_err *err);
 /* An rt_argv.other for programs whose table has no --help row: takes
  * --help (no value) and sets *(bool *)ctx; 0 for any other flag. */
-int rt_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+int rt_settings_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
                  rt_err *err);
-/* {"help", NULL}: the rt_argv.extra of a table read with rt_argv_help, so
+/* {"help", NULL}: the rt_argv.extra of a table read with rt_settings_argv_help, so
  * that "did you mean" can name --help too. */
 extern const char *const rt_argv_help_names[];
 /* For a program whose --help ends the reading (what follows is not looked
  * at): the argc to read, one past the first "-h" or "--help" before `stop`
  * (NULL: none, else e.g. "--"), or argc when there is none. */
-int rt_argv_help_end(int argc, char **argv, const char *stop);
+int rt_settings_argv_help_end(int argc, char **argv, const char *stop);
 
 /* Appends text wrapped at 79 columns, continuation lines indented by
  * indent; col is where the text starts. 0, or -1 when out of memory. */

@@ -54,23 +54,23 @@ static inline int rt_same_bytes(const char *a, const char *b, size_t n)
  * short by the end of the n bytes available), else 0 and *why (may be NULL)
  * names the fault ("a truncated sequence", "an overlong encoding", ...).
  * n must be at least 1. Thread-safe, no allocation. */
-size_t rt_utf8_seq(const char *s, size_t n, const char **why);
+size_t rt_buf_utf8_seq(const char *s, size_t n, const char **why);
 
 /* ------------------------------------------- float text (rt_buf.c) */
 
-/* Room rt_json_float_text needs. */
+/* Room rt_buf_json_float_text needs. */
 #define RT_JSON_FLOAT_MAX 48
 
 /* rt_buf_json_float's text of v into out (RT_JSON_FLOAT_MAX bytes, not
  * NUL-terminated); returns its length. Thread-safe, no allocation. */
-size_t rt_json_float_text(float v, char *out);
+size_t rt_buf_json_float_text(float v, char *out);
 
 /* ------------------------------------------------- CRC-32C (rt_hash.c) */
 
-/* The table-driven CRC-32C, byte at a time; same results as rt_crc32c,
+/* The table-driven CRC-32C, byte at a time; same results as rt_hash_crc32c,
  * which uses SSE4.2 when the CPU has it. For tests and benchmarks. */
-uint32_t rt_crc32c_portable(uint32_t crc, const void *data, size_t len);
-/* 1 when rt_crc32c uses the SSE4.2 crc32 instruction on this CPU. */
-int rt_crc32c_hw_available(void);
+uint32_t rt_hash_crc32c_portable(uint32_t crc, const void *data, size_t len);
+/* 1 when rt_hash_crc32c uses the SSE4.2 crc32 instruction on this CPU. */
+int rt_hash_crc32c_hw_available(void);
 
 #endif /* PREDICTD_RT_CORE_INTERNAL_H */

@@ -7,7 +7,7 @@
 #ifndef PREDICTD_RT_CORE_LIMITS_H
 #define PREDICTD_RT_CORE_LIMITS_H
 
-/* directory levels rt_rmtree_at descends (a deeper tree is refused, never followed further) */
+/* directory levels rt_file_rmtree_at descends (a deeper tree is refused, never followed further) */
 #define RT_RMTREE_MAX_DEPTH 32
 
 #endif /* PREDICTD_RT_CORE_LIMITS_H */

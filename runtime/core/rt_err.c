@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *rt_status_str(rt_status s)
+const char *rt_err_status_str(rt_status s)
 {
     switch (s) {
     case RT_OK: return "ok";
@@ -59,7 +59,7 @@ void rt_err_prefix(rt_err *err, const char *fmt, ...)
     err->msg[plen + 2 + olen] = '\0';
 }
 
-_Noreturn void rt_invariant_failed(const char *expr, const char *file, int line)
+_Noreturn void rt_err_invariant_failed(const char *expr, const char *file, int line)
 {
     fprintf(stderr, "predictd: invariant failed: %s (%s:%d)\n", expr, file, line);
     abort();

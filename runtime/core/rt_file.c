@@ -1,6 +1,6 @@
 /*
  * rt_file.c — files, one way for every module: reading a whole one, writing
- * one atomically (rt_write_file, the rename and directory fsync under it),
+ * one atomically (rt_file_write, the rename and directory fsync under it),
  * mkdir -p and rm -rf. Read: exports
  * (model.pb), vocabulary files, specs, checkpoints, warm-up requests and the
  * operator's config. The file is opened without blocking (a FIFO put where
@@ -54,7 +54,7 @@ static int open_checked(int dfd, const char *path, size_t max, bool any, struct 
     return -1;
 }
 
-rt_status rt_read_file_aligned(int dfd, const char *path, size_t max, size_t align, void **data,
+rt_status rt_file_read_aligned(int dfd, const char *path, size_t max, size_t align, void **data,
                                size_t *len, rt_err *err)
 {
     struct stat sb;
@@ -93,7 +93,7 @@ out:
     return st;
 }
 
-rt_status rt_read_file(int dfd, const char *path, size_t max, int flags, char **data,
+rt_status rt_file_read(int dfd, const char *path, size_t max, int flags, char **data,
                        size_t *len, rt_err *err)
 {
     *data = NULL;
@@ -164,7 +164,7 @@ out:
     return st;
 }
 
-rt_status rt_fsync_dir(const char *dir, rt_err *err)
+rt_status rt_file_fsync_dir(const char *dir, rt_err *err)
 {
     int fd = open(dir && dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -177,25 +177,25 @@ rt_status rt_fsync_dir(const char *dir, rt_err *err)
     return RT_OK;
 }
 
-rt_status rt_rename_durable(const char *from, const char *to, rt_err *err)
+rt_status rt_file_rename_durable(const char *from, const char *to, rt_err *err)
 {
     if (rename(from, to) != 0)
         return rt_err_set(err, RT_ERR_IO, "rename %s to %s: %s", from, to, strerror(errno));
     const char *slash = strrchr(to, '/');
     if (!slash)
-        return rt_fsync_dir(".", err);
+        return rt_file_fsync_dir(".", err);
     if (slash == to)
-        return rt_fsync_dir("/", err);
+        return rt_file_fsync_dir("/", err);
     rt_buf dir;
     rt_buf_init(&dir);
     if (rt_buf_append(&dir, to, (size_t)(slash - to)) != 0)
         return rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", to);
-    rt_status st = rt_fsync_dir(dir.data, err);
+    rt_status st = rt_file_fsync_dir(dir.data, err);
     rt_buf_free(&dir);
     return st;
 }
 
-rt_status rt_write_fd(int fd, const void *data, size_t len, const char *name, rt_err *err)
+rt_status rt_file_write_fd(int fd, const void *data, size_t len, const char *name, rt_err *err)
 {
     for (size_t off = 0; off < len;) {
         ssize_t n = write(fd, (const char *)data + off, len - off);
@@ -209,7 +209,7 @@ rt_status rt_write_fd(int fd, const void *data, size_t len, const char *name, rt
     return RT_OK;
 }
 
-rt_status rt_write_file_tag(const char *path, const char *tag, const void *data, size_t len,
+rt_status rt_file_write_tag(const char *path, const char *tag, const void *data, size_t len,
                             rt_err *err)
 {
     rt_buf tmp;
@@ -224,13 +224,13 @@ rt_status rt_write_file_tag(const char *path, const char *tag, const void *data,
         st = rt_err_set(err, RT_ERR_IO, "%s: cannot create: %s", tmp.data, strerror(errno));
         goto out;
     }
-    st = rt_write_fd(fd, data, len, tmp.data, err);
+    st = rt_file_write_fd(fd, data, len, tmp.data, err);
     if (!st && (fchmod(fd, mode) != 0 || fsync(fd) != 0))
         st = rt_err_set(err, RT_ERR_IO, "%s: %s", tmp.data, strerror(errno));
     if (close(fd) != 0 && !st)
         st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", tmp.data, strerror(errno));
     if (!st)
-        st = rt_rename_durable(tmp.data, path, err);
+        st = rt_file_rename_durable(tmp.data, path, err);
     if (st)
         unlink(tmp.data); /* ENOENT once renamed: the fsync of the directory failed */
 out:
@@ -238,12 +238,12 @@ out:
     return st;
 }
 
-rt_status rt_write_file(const char *path, const void *data, size_t len, rt_err *err)
+rt_status rt_file_write(const char *path, const void *data, size_t len, rt_err *err)
 {
-    return rt_write_file_tag(path, NULL, data, len, err);
+    return rt_file_write_tag(path, NULL, data, len, err);
 }
 
-rt_status rt_mkdirs(const char *dir, rt_err *err)
+rt_status rt_file_mkdirs(const char *dir, rt_err *err)
 {
     size_t len = dir ? strlen(dir) : 0;
     if (len == 0)
@@ -309,7 +309,7 @@ static int rmtree_depth(int dfd, const char *name, int depth)
     return 0;
 }
 
-int rt_rmtree_at(int dfd, const char *name)
+int rt_file_rmtree_at(int dfd, const char *name)
 {
     return rmtree_depth(dfd, name, 0);
 }

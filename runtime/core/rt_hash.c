@@ -148,7 +148,7 @@ static inline void hash_round(const unsigned char *s, uint64_t mul, uint64_t c, 
     *x = t;
 }
 
-uint64_t rt_fingerprint64(const void *data, size_t len)
+uint64_t rt_hash_fingerprint64(const void *data, size_t len)
 {
     const unsigned char *s = data;
     const uint64_t seed = 81;
@@ -181,7 +181,7 @@ uint64_t rt_fingerprint64(const void *data, size_t len)
                       hash_len16(v.second, w.second, mul) + x, mul);
 }
 
-uint64_t rt_fingerprint_cat64(uint64_t fp1, uint64_t fp2)
+uint64_t rt_hash_fingerprint_cat64(uint64_t fp1, uint64_t fp2)
 {
     static const uint64_t kmul = 0xc6a4a7935bd1e995ULL;
     uint64_t r = fp1 ^ kmul;
@@ -240,7 +240,7 @@ static const uint32_t crc_table[256] = {
 
 /* The table-driven CRC-32C, one byte at a time: the fallback on CPUs without
  * SSE4.2, and the reference the hardware path is tested against. */
-uint32_t rt_crc32c_portable(uint32_t crc, const void *data, size_t len)
+uint32_t rt_hash_crc32c_portable(uint32_t crc, const void *data, size_t len)
 {
     const unsigned char *p = data;
     crc = ~crc;
@@ -330,7 +330,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uns
 }
 #endif
 
-int rt_crc32c_hw_available(void)
+int rt_hash_crc32c_hw_available(void)
 {
 #ifdef RT_CRC_HW
     return __builtin_cpu_supports("sse4.2") ? 1 : 0;
@@ -339,16 +339,16 @@ int rt_crc32c_hw_available(void)
 #endif
 }
 
-uint32_t rt_crc32c(uint32_t crc, const void *data, size_t len)
+uint32_t rt_hash_crc32c(uint32_t crc, const void *data, size_t len)
 {
 #ifdef RT_CRC_HW
     if (__builtin_cpu_supports("sse4.2"))
         return ~crc_hw(~crc, data, len);
 #endif
-    return rt_crc32c_portable(crc, data, len);
+    return rt_hash_crc32c_portable(crc, data, len);
 }
 
-uint64_t rt_mix64(uint64_t x)
+uint64_t rt_hash_mix64(uint64_t x)
 {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;

@@ -618,7 +618,7 @@ const char *rt_settings_suggest(const rt_setting *t, size_t n, const char *name,
     return nr.tie ? NULL : nr.best;
 }
 
-const char *rt_nearest_name(const char *name, const char *const *names, size_t n)
+const char *rt_settings_nearest_name(const char *name, const char *const *names, size_t n)
 {
     nearest nr = {NULL, SIZE_MAX, false};
     if (!name)
@@ -821,7 +821,7 @@ int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,
 
 const char *const rt_argv_help_names[] = {"help", NULL};
 
-int rt_argv_help_end(int argc, char **argv, const char *stop)
+int rt_settings_argv_help_end(int argc, char **argv, const char *stop)
 {
     for (int k = 1; k < argc && !(stop && strcmp(argv[k], stop) == 0); k++)
         if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help"))
@@ -829,7 +829,7 @@ int rt_argv_help_end(int argc, char **argv, const char *stop)
     return argc;
 }
 
-int rt_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+int rt_settings_argv_help(void *ctx, const char *name, size_t len, const char *eq, const char *next,
                  rt_err *err)
 {
     (void)next;

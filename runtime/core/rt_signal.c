@@ -1,7 +1,7 @@
 /*
  * rt_signal.c — SIGINT/SIGTERM taken synchronously by programs whose own
  * threads block them (the trainer's loop, the tuner's sigtimedwait): the
- * blocking and giving back (rt_stops_block / rt_stops_restore), the look
+ * blocking and giving back (rt_signal_stops_block / rt_signal_stops_restore), the look
  * for a pending one and its taking; and the redirect needed when
  * libraries start threads of their own that do not: OpenBLAS's pool before
  * main(), Open MPI's progress threads in MPI_Init. The kernel may deliver a
@@ -36,7 +36,7 @@ void rt_signal_hold(int sig, struct sigaction *old)
     sigaction(sig, &sa, old);
 }
 
-void rt_stops_block(rt_stops *s, int also)
+void rt_signal_stops_block(rt_stops *s, int also)
 {
     sigemptyset(&s->mask);
     sigaddset(&s->mask, SIGINT);
@@ -49,7 +49,7 @@ void rt_stops_block(rt_stops *s, int also)
     rt_signal_hold(SIGTERM, &s->old_act[1]);
 }
 
-void rt_stops_restore(const rt_stops *s)
+void rt_signal_stops_restore(const rt_stops *s)
 {
     sigaction(SIGINT, &s->old_act[0], NULL);
     sigaction(SIGTERM, &s->old_act[1], NULL);
@@ -64,7 +64,7 @@ void rt_stops_restore(const rt_stops *s)
     pthread_sigmask(SIG_SETMASK, &s->old_mask, NULL);
 }
 
-int rt_stops_pending(void)
+int rt_signal_stops_pending(void)
 {
     sigset_t p;
     if (sigpending(&p) != 0)
@@ -72,7 +72,7 @@ int rt_stops_pending(void)
     return sigismember(&p, SIGINT) ? SIGINT : sigismember(&p, SIGTERM) ? SIGTERM : 0;
 }
 
-int rt_stops_take(void)
+int rt_signal_stops_take(void)
 {
     sigset_t set;
     sigemptyset(&set);

@@ -25,23 +25,23 @@ extern "C" {
  * batch-predict read them here. docs/trainer.md, "Input formats".
  */
 typedef enum {
-    RT_INPUT_AUTO = 0,      /* told apart by content (rt_input_sniff) */
+    RT_INPUT_AUTO = 0,      /* told apart by content (rt_tfrecord_sniff) */
     RT_INPUT_CSV,
     RT_INPUT_TFRECORD,
     RT_INPUT_TFRECORD_GZIP,
 } rt_input_format;
 
 /* "AUTO", "CSV", "TFRECORD", "TFRECORD_GZIP". */
-const char *rt_input_format_name(rt_input_format f);
-/* The format named s (case-insensitive, as rt_input_format_name spells it):
+const char *rt_tfrecord_format_name(rt_input_format f);
+/* The format named s (case-insensitive, as rt_tfrecord_format_name spells it):
  * RT_OK, or RT_ERR_INVALID. */
-RT_WUR rt_status rt_input_format_parse(const char *s, rt_input_format *f);
+RT_WUR rt_status rt_tfrecord_format_parse(const char *s, rt_input_format *f);
 /* What path holds, by content whatever its name: TFRecord (the first 12
  * bytes are a length and its masked CRC) plain or gzip, else CSV. A gzip
  * file that is not TFRecord is RT_ERR_FORMAT. A pipe is not read (that
  * would spend its bytes): CSV, unless the caller's format says otherwise.
  * Thread-safe. */
-RT_WUR rt_status rt_input_sniff(const char *path, rt_input_format *f, rt_err *err);
+RT_WUR rt_status rt_tfrecord_sniff(const char *path, rt_input_format *f, rt_err *err);
 /* TFRecord's CRC mask: ((crc >> 15) | (crc << 17)) + 0xa282ead8. */
 uint32_t rt_tfrecord_mask(uint32_t crc);
 
@@ -100,7 +100,7 @@ typedef struct rt_csv_span {
  * One serialized tf.Example as one row of def's raw columns, as
  * tf.io.parse_example reads it with a FixedLenFeature of shape [] per column
  * (rt_example_row.c): text (reset, NUL-terminated) gets the cells, spans[c]
- * (def->n_raw_columns of them) column c's cell, as rt_csv_split gives a CSV
+ * (def->n_raw_columns of them) column c's cell, as rt_raw_csv_split gives a CSV
  * row's: bytes as they are, int64 in decimal, float as the shortest text
  * that reads back as the same value. A missing feature is an empty cell (its
  * column's default) or, for a column without default, an error; with
@@ -133,7 +133,7 @@ const char *rt_example_kind(const Predictd__RawColumn *rc);
  * "field 3: unterminated quote", "field 3: text after the closing quote",
  * "field 3: contains a NUL byte"; RT_ERR_LIMIT: len >= 4 GiB).
  */
-long rt_csv_split(const char *row, size_t len, char *out, rt_csv_span *spans, size_t max,
+long rt_raw_csv_split(const char *row, size_t len, char *out, rt_csv_span *spans, size_t max,
                   rt_err *err);
 
 /* A numeric cell s[0..len): blanks (space, tab) around it trimmed, then the
@@ -177,7 +177,7 @@ size_t rt_raw_label_columns(const Predictd__ModelDef *def, size_t *cols, size_t 
 
 /* The part of s[0..*len) without leading/trailing white space (space, \t,
  * \n, \r, \v, \f); updates *len. trim_strings, vocabularies and labels. */
-const char *rt_trim_span(const char *s, size_t *len);
+const char *rt_buf_trim_span(const char *s, size_t *len);
 
 #ifdef __cplusplus
 }

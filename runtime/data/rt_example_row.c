@@ -155,7 +155,7 @@ rt_status rt_example_to_row(const Predictd__ModelDef *def, const uint8_t *bytes,
         spans[c].off = (uint32_t)off;
         spans[c].len = (uint32_t)(text->len - off);
     }
-    rt_buf_append(text, "", 1); /* NUL-terminated, as rt_csv_split's output */
+    rt_buf_append(text, "", 1); /* NUL-terminated, as rt_raw_csv_split's output */
     text->len--;
     if (rt_buf_failed(text))
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");

@@ -1,7 +1,7 @@
 /*
  * rt_raw.c — raw inputs read one way for training and serving: CSV row
  * splitting, cell -> number, labels and weights (strings are trimmed by
- * rt_trim_span, rt_buf.c's; a cell goes into a batch with rt_batch_push_cell,
+ * rt_buf_trim_span, rt_buf.c's; a cell goes into a batch with rt_batch_push_cell,
  * rt_batch.c's). The trainer (trn_reader, trn_feed) and the serving receivers
  * (rt_receiver's CSV row) call these functions and nothing else for these jobs, so a
  * row means the same thing wherever it is read (TensorFlow's answer to
@@ -27,7 +27,7 @@ static int is_blank(char c)
     return c == ' ' || c == '\t';
 }
 
-long rt_csv_split(const char *row, size_t len, char *out, rt_csv_span *spans, size_t max,
+long rt_raw_csv_split(const char *row, size_t len, char *out, rt_csv_span *spans, size_t max,
                   rt_err *err)
 {
     if (len >= UINT32_MAX) {
@@ -141,7 +141,7 @@ rt_status rt_raw_label(const Predictd__ModelDef *def, size_t col, const char *s,
         return RT_OK;
     }
     if (def->trim_strings)
-        s = rt_trim_span(s, &len);
+        s = rt_buf_trim_span(s, &len);
     for (size_t k = 0; k < h->n_label_vocabulary; k++) {
         const char *w = h->label_vocabulary[k];
         if (strlen(w) == len && memcmp(w, s, len) == 0) {

@@ -10,7 +10,7 @@
  * with mask(crc) = ((crc >> 15) | (crc << 17)) + 0xa282ead8. The runtime's
  * one raw-input module for records: the trainer's reader, predict-model
  * evaluate, convert and batch-predict all read and write records here, and
- * tell CSV from TFRecord by content (rt_input_sniff). A corrupt record (bad
+ * tell CSV from TFRecord by content (rt_tfrecord_sniff). A corrupt record (bad
  * CRC, truncated file) is an error naming the file and the byte offset of the
  * record in the (uncompressed) stream.
  */
@@ -57,12 +57,12 @@ static void put32(uint8_t *p, uint32_t v)
 
 static const char *const FORMAT_NAMES[] = {"AUTO", "CSV", "TFRECORD", "TFRECORD_GZIP"};
 
-const char *rt_input_format_name(rt_input_format f)
+const char *rt_tfrecord_format_name(rt_input_format f)
 {
     return (unsigned)f < 4 ? FORMAT_NAMES[f] : "?";
 }
 
-rt_status rt_input_format_parse(const char *s, rt_input_format *f)
+rt_status rt_tfrecord_format_parse(const char *s, rt_input_format *f)
 {
     for (unsigned i = 0; s && i < 4; i++)
         if (strcasecmp(s, FORMAT_NAMES[i]) == 0) {
@@ -72,7 +72,7 @@ rt_status rt_input_format_parse(const char *s, rt_input_format *f)
     return RT_ERR_INVALID;
 }
 
-rt_status rt_input_sniff(const char *path, rt_input_format *f, rt_err *err)
+rt_status rt_tfrecord_sniff(const char *path, rt_input_format *f, rt_err *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -95,7 +95,7 @@ rt_status rt_input_sniff(const char *path, rt_input_format *f, rt_err *err)
     uint8_t h[HEADER];
     int n = gzread(z, h, HEADER);
     gzclose(z);
-    if (n == HEADER && rt_tfrecord_mask(rt_crc32c(0, h, 8)) == le32(h + 8)) {
+    if (n == HEADER && rt_tfrecord_mask(rt_hash_crc32c(0, h, 8)) == le32(h + 8)) {
         *f = gz ? RT_INPUT_TFRECORD_GZIP : RT_INPUT_TFRECORD;
         return RT_OK;
     }
@@ -213,7 +213,7 @@ rt_status rt_tfrecord_next(rt_tfrecord *r, const uint8_t **data, size_t *len, rt
                           (unsigned long long)r->pos, (unsigned long long)r->index);
     }
     uint64_t n = le64(h);
-    if (rt_tfrecord_mask(rt_crc32c(0, h, 8)) != le32(h + 8)) {
+    if (rt_tfrecord_mask(rt_hash_crc32c(0, h, 8)) != le32(h + 8)) {
         r->dead = 1;
         return rt_err_set(err, RT_ERR_FORMAT, "%s: offset %llu: record %llu: corrupt length "
                           "(masked CRC-32C of the length does not match)", r->path,
@@ -245,7 +245,7 @@ rt_status rt_tfrecord_next(rt_tfrecord *r, const uint8_t **data, size_t *len, rt
     }
     uint64_t at = r->pos;
     r->pos += HEADER + n + 4;
-    if (rt_tfrecord_mask(rt_crc32c(0, r->buf, (size_t)n)) != le32(r->buf + n))
+    if (rt_tfrecord_mask(rt_hash_crc32c(0, r->buf, (size_t)n)) != le32(r->buf + n))
         return rt_err_set(err, RT_ERR_FORMAT, "%s: offset %llu: record %llu: corrupt data "
                           "(masked CRC-32C of the %llu data bytes does not match)", r->path,
                           (unsigned long long)at, (unsigned long long)r->index,
@@ -314,7 +314,7 @@ rt_status rt_tfrecord_cuts(const char *path, uint64_t chunk, uint64_t **cuts, si
         }
         uint8_t h[HEADER];
         if (pread(fd, h, HEADER, (off_t)off) != HEADER ||
-            rt_tfrecord_mask(rt_crc32c(0, h, 8)) != le32(h + 8))
+            rt_tfrecord_mask(rt_hash_crc32c(0, h, 8)) != le32(h + 8))
             break; /* the reader reports it, from this record's offset */
         off += HEADER + le64(h) + 4;
     }
@@ -386,7 +386,7 @@ static rt_status flush_out(rt_tfrecord_writer *w, rt_err *err)
         if (gzwrite(w->z, w->out.data, (unsigned)w->out.len) != (int)w->out.len)
             st = rt_err_set(err, RT_ERR_IO, "%s: gzip write failed", w->tmp);
     } else {
-        st = rt_write_fd(w->fd, w->out.data, w->out.len, w->tmp, err);
+        st = rt_file_write_fd(w->fd, w->out.data, w->out.len, w->tmp, err);
     }
     rt_buf_reset(&w->out);
     return st;
@@ -397,8 +397,8 @@ rt_status rt_tfrecord_write(rt_tfrecord_writer *w, const void *data, size_t len,
     uint8_t h[HEADER], t[4];
     for (int i = 0; i < 8; i++)
         h[i] = (uint8_t)((uint64_t)len >> (8 * i));
-    put32(h + 8, rt_tfrecord_mask(rt_crc32c(0, h, 8)));
-    put32(t, rt_tfrecord_mask(rt_crc32c(0, data, len)));
+    put32(h + 8, rt_tfrecord_mask(rt_hash_crc32c(0, h, 8)));
+    put32(t, rt_tfrecord_mask(rt_hash_crc32c(0, data, len)));
     rt_buf_append(&w->out, h, HEADER);
     rt_buf_append(&w->out, data, len);
     rt_buf_append(&w->out, t, 4);
@@ -421,7 +421,7 @@ rt_status rt_tfrecord_writer_close(rt_tfrecord_writer *w, int commit, rt_err *er
     }
     if (w->tmp) {
         if (st == RT_OK && commit)
-            st = rt_rename_durable(w->tmp, w->path, err);
+            st = rt_file_rename_durable(w->tmp, w->path, err);
         if (st != RT_OK || !commit)
             unlink(w->tmp);
     }

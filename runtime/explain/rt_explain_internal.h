@@ -1,10 +1,10 @@
 /*
- * rt_explain_internal.h — what the explanation files share: rt_explain.c
+ * rt_explain_internal.h — what the explanation files share: rt_xai.c
  * (players, the value function over coalitions, exact and sampled Shapley),
- * rt_explain_ig.c (integrated gradients through the linear part and the
- * DNN), rt_explain_rows.c (the coalition rows and the inputs of a
- * column, under both), rt_explain_json.c (the :explain body and answer) and
- * rt_explain_base.c (baselines). Not for other modules, nor for the rest of
+ * rt_xai_ig.c (integrated gradients through the linear part and the
+ * DNN), rt_xai_rows.c (the coalition rows and the inputs of a
+ * column, under both), rt_json_explain.c (the :explain body and answer) and
+ * rt_xai_base.c (baselines). Not for other modules, nor for the rest of
  * the runtime.
  */
 #ifndef PREDICTD_RT_EXPLAIN_INTERNAL_H
@@ -29,7 +29,7 @@ typedef struct xai_ctx {
     size_t d;                 /* players */
     size_t *players;          /* [d] raw input index of each player */
     size_t words;             /* uint64_t words of one coalition mask */
-    unsigned char *from_base; /* [n_in] scratch of xai_eval */
+    unsigned char *from_base; /* [n_in] scratch of rt_xai_eval */
     rt_batch *rows;
     rt_features f;
     rt_workspace *ws;
@@ -39,7 +39,7 @@ typedef struct xai_ctx {
     size_t evals; /* rows evaluated so far */
 } xai_ctx;
 
-/* Rows of one xai_eval chunk. */
+/* Rows of one rt_xai_eval chunk. */
 #define XAI_CHUNK 1024
 
 /*
@@ -48,27 +48,27 @@ typedef struct xai_ctx {
  * cells), as double. Evaluates XAI_CHUNK rows at a time; each row's value
  * has the bits it would have alone (batch invariance).
  */
-rt_status xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs, size_t n_outs,
-                   double *v, rt_err *err);
+rt_status rt_xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs,
+                      size_t n_outs, double *v, rt_err *err);
 
 /* e->rows = the coalitions masks[0..m) (m rows, not run). */
-rt_status xai_fill(xai_ctx *e, const uint64_t *masks, size_t m, rt_err *err);
+rt_status rt_xai_fill(xai_ctx *e, const uint64_t *masks, size_t m, rt_err *err);
 
 /* The explained output k of row r of outputs o (logits, probabilities or
  * predictions as e->space says). */
-float xai_out_value(const xai_ctx *e, const rt_outputs *o, size_t r, size_t k);
+float rt_xai_out_value(const xai_ctx *e, const rt_outputs *o, size_t r, size_t k);
 
 /* The raw inputs feature column c reads (through its sources and the parts
  * of a cross), each once, into in[0..*n) (room for g->n_inputs). */
-void xai_column_inputs(const rt_graph *g, size_t c, size_t *in, size_t *n);
+void rt_xai_column_inputs(const rt_graph *g, size_t c, size_t *in, size_t *n);
 
 /*
- * Integrated gradients (rt_explain_ig.c): for each outs[j], attr[j] (room
+ * Integrated gradients (rt_xai_ig.c): for each outs[j], attr[j] (room
  * for e->n_in doubles) gets the attribution of every raw input. The path
  * runs through the transformed inputs of the baseline and the instance;
  * its ends are evaluated as the forward pass does.
  */
-rt_status xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
+rt_status rt_xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
                                    double *const *attr, rt_err *err);
 
 /* One input's baseline value given by a request (inputBaselines). */
@@ -81,8 +81,8 @@ typedef struct xai_base_value {
 } xai_base_value;
 
 /* rt_xai_model_baseline with the request's values over[0..n_inputs) (NULL:
- * none) taking precedence (rt_explain_base.c). */
-rt_status xai_baseline_batch(const rt_model *m, const xai_base_value *over, rt_batch **out,
+ * none) taking precedence (rt_xai_base.c). */
+rt_status rt_xai_baseline_batch(const rt_model *m, const xai_base_value *over, rt_batch **out,
                              rt_err *err);
 
 #endif /* PREDICTD_RT_EXPLAIN_INTERNAL_H */

@@ -246,8 +246,8 @@ rt_status rt_batch_push_str(rt_batch *b, size_t idx, size_t input, const char *s
     rt_skey key = {0, RT_SKEY_NONE, 0};
     if (len < RT_SKEY_NONE) {
         size_t tl = len;
-        const char *t = b->g->def->trim_strings ? rt_trim_span(p, &tl) : p;
-        key.fp = rt_fingerprint64(t, tl);
+        const char *t = b->g->def->trim_strings ? rt_buf_trim_span(p, &tl) : p;
+        key.fp = rt_hash_fingerprint64(t, tl);
         key.skip = (uint32_t)(t - p);
         key.len = (uint32_t)tl;
     }

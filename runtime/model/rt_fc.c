@@ -180,12 +180,12 @@ static const rt_fc_kind kinds[] = {
      .size_key = "shape",
      .linear_ok = true,
      .dnn_ok = true,
-     .parse = spec_fc_numeric,
-     .resolve = spec_resolve_numeric,
-     .default_name = spec_name_key,
+     .parse = rt_spec_fc_numeric,
+     .resolve = rt_spec_resolve_numeric,
+     .default_name = rt_spec_name_key,
      .raw_shape = reads_numeric,
-     .compile = rt_fc_compile_numeric,
-     .transform = rt_fc_run_numeric,
+     .compile = rt_graph_compile_numeric,
+     .transform = rt_transform_run_numeric,
      .describe = describe_numeric},
     {.type = PREDICTD__COLUMN_TYPE__BUCKETIZED,
      .spec_name = "bucketized_column",
@@ -195,12 +195,12 @@ static const rt_fc_kind kinds[] = {
      .linear_ok = true,
      .compile_pass = 1,
      .transform_pass = 1,
-     .parse = spec_fc_bucketized,
-     .resolve = spec_resolve_bucketized,
-     .default_name = spec_name_bucketized,
+     .parse = rt_spec_fc_bucketized,
+     .resolve = rt_spec_resolve_bucketized,
+     .default_name = rt_spec_name_bucketized,
      .raw_shape = reads_none, /* its numeric source reads the raw column */
-     .compile = rt_fc_compile_bucketized,
-     .transform = rt_fc_run_bucketized,
+     .compile = rt_graph_compile_bucketized,
+     .transform = rt_transform_run_bucketized,
      .describe = describe_bucketized},
     {.type = PREDICTD__COLUMN_TYPE__VOCABULARY_LIST,
      .spec_name = "categorical_column_with_vocabulary_list",
@@ -209,11 +209,11 @@ static const rt_fc_kind kinds[] = {
      .categorical = true,
      .linear_ok = true,
      .transform_pass = 1,
-     .parse = spec_fc_vocab_list,
-     .default_name = spec_name_key,
+     .parse = rt_spec_fc_vocab_list,
+     .default_name = rt_spec_name_key,
      .raw_shape = reads_key,
-     .compile = rt_fc_compile_lookup,
-     .transform = rt_fc_run_lookup,
+     .compile = rt_graph_compile_lookup,
+     .transform = rt_transform_run_lookup,
      .describe = describe_vocab_list},
     {.type = PREDICTD__COLUMN_TYPE__VOCABULARY_FILE,
      .spec_name = "categorical_column_with_vocabulary_file",
@@ -222,11 +222,11 @@ static const rt_fc_kind kinds[] = {
      .categorical = true,
      .linear_ok = true,
      .transform_pass = 1,
-     .parse = spec_fc_vocab_file,
-     .default_name = spec_name_key,
+     .parse = rt_spec_fc_vocab_file,
+     .default_name = rt_spec_name_key,
      .raw_shape = reads_key,
-     .compile = rt_fc_compile_lookup,
-     .transform = rt_fc_run_lookup,
+     .compile = rt_graph_compile_lookup,
+     .transform = rt_transform_run_lookup,
      .describe = describe_vocab_file},
     {.type = PREDICTD__COLUMN_TYPE__HASH_BUCKET,
      .spec_name = "categorical_column_with_hash_bucket",
@@ -235,11 +235,11 @@ static const rt_fc_kind kinds[] = {
      .categorical = true,
      .linear_ok = true,
      .transform_pass = 1,
-     .parse = spec_fc_hash,
-     .default_name = spec_name_key,
+     .parse = rt_spec_fc_hash,
+     .default_name = rt_spec_name_key,
      .raw_shape = reads_key,
-     .compile = rt_fc_compile_lookup,
-     .transform = rt_fc_run_lookup,
+     .compile = rt_graph_compile_lookup,
+     .transform = rt_transform_run_lookup,
      .describe = describe_key},
     {.type = PREDICTD__COLUMN_TYPE__CROSSED,
      .spec_name = "crossed_column",
@@ -249,12 +249,12 @@ static const rt_fc_kind kinds[] = {
      .linear_ok = true,
      .compile_pass = 2,
      .transform_pass = 2,
-     .parse = spec_fc_crossed,
-     .resolve = spec_resolve_crossed,
-     .default_name = spec_name_crossed,
+     .parse = rt_spec_fc_crossed,
+     .resolve = rt_spec_resolve_crossed,
+     .default_name = rt_spec_name_crossed,
      .raw_shape = reads_cross,
-     .compile = rt_fc_compile_crossed,
-     .transform = rt_fc_run_crossed,
+     .compile = rt_graph_compile_crossed,
+     .transform = rt_transform_run_crossed,
      .describe = describe_crossed},
     {.type = PREDICTD__COLUMN_TYPE__EMBEDDING,
      .spec_name = "embedding_column",
@@ -263,12 +263,12 @@ static const rt_fc_kind kinds[] = {
      .table = true,
      .compile_pass = 3,
      .transform_pass = 3,
-     .parse = spec_fc_embedding,
-     .resolve = spec_resolve_of_categorical,
-     .default_name = spec_name_embedding,
+     .parse = rt_spec_fc_embedding,
+     .resolve = rt_spec_resolve_of_categorical,
+     .default_name = rt_spec_name_embedding,
      .raw_shape = reads_none,
-     .compile = rt_fc_compile_of_ids,
-     .transform = rt_fc_run_of_ids,
+     .compile = rt_graph_compile_of_ids,
+     .transform = rt_transform_run_of_ids,
      .describe = describe_embedding},
     {.type = PREDICTD__COLUMN_TYPE__INDICATOR,
      .spec_name = "indicator_column",
@@ -277,12 +277,12 @@ static const rt_fc_kind kinds[] = {
      .dnn_ok = true,
      .compile_pass = 3,
      .transform_pass = 3,
-     .parse = spec_fc_indicator,
-     .resolve = spec_resolve_of_categorical,
-     .default_name = spec_name_indicator,
+     .parse = rt_spec_fc_indicator,
+     .resolve = rt_spec_resolve_of_categorical,
+     .default_name = rt_spec_name_indicator,
      .raw_shape = reads_none,
-     .compile = rt_fc_compile_of_ids,
-     .transform = rt_fc_run_of_ids,
+     .compile = rt_graph_compile_of_ids,
+     .transform = rt_transform_run_of_ids,
      .describe = describe_indicator},
     {.type = PREDICTD__COLUMN_TYPE__IDENTITY,
      .spec_name = "categorical_column_with_identity",
@@ -291,11 +291,11 @@ static const rt_fc_kind kinds[] = {
      .categorical = true,
      .linear_ok = true,
      .transform_pass = 1,
-     .parse = spec_fc_identity,
-     .default_name = spec_name_key,
+     .parse = rt_spec_fc_identity,
+     .default_name = rt_spec_name_key,
      .raw_shape = reads_key,
-     .compile = rt_fc_compile_identity,
-     .transform = rt_fc_run_lookup,
+     .compile = rt_graph_compile_identity,
+     .transform = rt_transform_run_lookup,
      .describe = describe_identity},
     {.type = PREDICTD__COLUMN_TYPE__WEIGHTED,
      .spec_name = "weighted_categorical_column",
@@ -304,12 +304,12 @@ static const rt_fc_kind kinds[] = {
      .linear_ok = true,
      .compile_pass = 2,
      .transform_pass = 2,
-     .parse = spec_fc_weighted,
-     .resolve = spec_resolve_weighted,
-     .default_name = spec_name_weighted,
+     .parse = rt_spec_fc_weighted,
+     .resolve = rt_spec_resolve_weighted,
+     .default_name = rt_spec_name_weighted,
      .raw_shape = reads_weights,
-     .compile = rt_fc_compile_weighted,
-     .transform = rt_fc_run_weighted,
+     .compile = rt_graph_compile_weighted,
+     .transform = rt_transform_run_weighted,
      .describe = describe_weighted},
     {.type = PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING,
      .spec_name = "shared_embedding_columns",
@@ -319,12 +319,12 @@ static const rt_fc_kind kinds[] = {
      .table = true,
      .compile_pass = 3,
      .transform_pass = 3,
-     .parse = spec_fc_shared_embedding,
-     .resolve = spec_resolve_shared,
-     .default_name = spec_name_shared_embedding,
+     .parse = rt_spec_fc_shared_embedding,
+     .resolve = rt_spec_resolve_shared,
+     .default_name = rt_spec_name_shared_embedding,
      .raw_shape = reads_none,
-     .compile = rt_fc_compile_of_ids,
-     .transform = rt_fc_run_of_ids,
+     .compile = rt_graph_compile_of_ids,
+     .transform = rt_transform_run_of_ids,
      .describe = describe_shared},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
@@ -350,19 +350,19 @@ const rt_fc_kind *rt_fc_kind_at(size_t i)
     return i < N_KINDS ? &kinds[i] : NULL;
 }
 
-bool rt_column_is_categorical(Predictd__ColumnType t)
+bool rt_fc_column_is_categorical(Predictd__ColumnType t)
 {
     const rt_fc_kind *k = rt_fc_kind_of(t);
     return k && k->categorical;
 }
 
-const char *rt_column_kind_name(Predictd__ColumnType t)
+const char *rt_fc_column_kind_name(Predictd__ColumnType t)
 {
     const rt_fc_kind *k = rt_fc_kind_of(t);
     return k ? k->spec_name : "?";
 }
 
-void rt_column_describe(const Predictd__FeatureColumn *fc, char *buf, size_t n)
+void rt_fc_column_describe(const Predictd__FeatureColumn *fc, char *buf, size_t n)
 {
     if (!buf || !n)
         return;
@@ -372,7 +372,7 @@ void rt_column_describe(const Predictd__FeatureColumn *fc, char *buf, size_t n)
         k->describe(fc, buf, n);
 }
 
-const char *rt_column_size_key(Predictd__ColumnType t)
+const char *rt_fc_column_size_key(Predictd__ColumnType t)
 {
     const rt_fc_kind *k = rt_fc_kind_of(t);
     return k ? k->size_key : NULL;

@@ -32,7 +32,7 @@ static long find_fcol(const rt_graph *g, const char *name)
     return -1;
 }
 
-long rt_def_find_raw(const Predictd__ModelDef *def, const char *name)
+long rt_graph_find_raw(const Predictd__ModelDef *def, const char *name)
 {
     for (size_t i = 0; i < def->n_raw_columns; i++)
         if (strcmp(def->raw_columns[i]->name, name) == 0)
@@ -45,7 +45,7 @@ long rt_def_find_raw(const Predictd__ModelDef *def, const char *name)
 static rt_status use_raw(const Predictd__ModelDef *def, const char *col, const char *name,
                          bool *read, long *raw, rt_err *err)
 {
-    long r = rt_def_find_raw(def, name);
+    long r = rt_graph_find_raw(def, name);
     if (r < 0)
         return rt_err_set(err, RT_ERR_FORMAT, "feature column %s: reads \"%.64s\", not a column",
                           col, name);
@@ -83,7 +83,7 @@ static rt_status use_number_raw(rt_graph *g, size_t c, const char *key, const ch
  * inputs are numbered. */
 
 /* numeric_column: reads an int or float raw column. */
-rt_status rt_fc_compile_numeric(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+rt_status rt_graph_compile_numeric(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
     rt_fcol *f = &g->fcols[c];
     const Predictd__FeatureColumn *d = f->def;
@@ -106,7 +106,7 @@ rt_status rt_fc_compile_numeric(rt_graph *g, size_t c, bool *read, long *raw, rt
 }
 
 /* Vocabulary list/file and hash bucket columns: read a raw column. */
-rt_status rt_fc_compile_lookup(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+rt_status rt_graph_compile_lookup(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
     const Predictd__ModelDef *def = g->def;
     rt_fcol *f = &g->fcols[c];
@@ -128,7 +128,7 @@ rt_status rt_fc_compile_lookup(rt_graph *g, size_t c, bool *read, long *raw, rt_
         size = (int64_t)d->n_vocabulary;
     } else {
         size = d->vocabulary_size;
-        if (!rt_asset_path_ok(d->vocabulary_file))
+        if (!rt_vocab_asset_path_ok(d->vocabulary_file))
             return rt_err_set(err, RT_ERR_FORMAT,
                               "feature column %s: vocabulary_file \"%.64s\" is not a path "
                               "inside assets/",
@@ -149,7 +149,7 @@ rt_status rt_fc_compile_lookup(rt_graph *g, size_t c, bool *read, long *raw, rt_
 }
 
 /* bucketized_column: buckets of a numeric column. */
-rt_status rt_fc_compile_bucketized(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+rt_status rt_graph_compile_bucketized(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
     (void)read;
     (void)raw;
@@ -174,7 +174,7 @@ rt_status rt_fc_compile_bucketized(rt_graph *g, size_t c, bool *read, long *raw,
 }
 
 /* crossed_column: parts are raw inputs or vocabulary/bucketized columns. */
-rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+rt_status rt_graph_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
     (void)raw;
     const Predictd__ModelDef *def = g->def;
@@ -211,7 +211,7 @@ rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt
             continue;
         }
         long s = find_fcol(g, ck->column);
-        if (s < 0 || !rt_column_is_categorical(g->fcols[s].type) ||
+        if (s < 0 || !rt_fc_column_is_categorical(g->fcols[s].type) ||
             g->fcols[s].type == PREDICTD__COLUMN_TYPE__CROSSED ||
             g->fcols[s].type == PREDICTD__COLUMN_TYPE__WEIGHTED)
             return rt_err_set(err, RT_ERR_FORMAT,
@@ -233,7 +233,7 @@ rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt
             if (is_col)
                 s = find_fcol(g, d->cross_keys[k]->column);
             else
-                r = rt_def_find_raw(def, d->cross_keys[k]->raw_key);
+                r = rt_graph_find_raw(def, d->cross_keys[k]->raw_key);
             f->cross_input[at] = r;
             f->cross_col[at] = s;
             at++;
@@ -243,7 +243,7 @@ rt_status rt_fc_compile_crossed(rt_graph *g, size_t c, bool *read, long *raw, rt
 }
 
 /* categorical_column_with_identity: an int raw column, ids its values. */
-rt_status rt_fc_compile_identity(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+rt_status rt_graph_compile_identity(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
     rt_fcol *f = &g->fcols[c];
     const Predictd__FeatureColumn *d = f->def;
@@ -263,7 +263,7 @@ rt_status rt_fc_compile_identity(rt_graph *g, size_t c, bool *read, long *raw, r
 
 /* weighted_categorical_column: a keyed or bucketized column's ids and a
  * numeric raw column of weights (f->input). */
-rt_status rt_fc_compile_weighted(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+rt_status rt_graph_compile_weighted(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
     rt_fcol *f = &g->fcols[c];
     const Predictd__FeatureColumn *d = f->def;
@@ -286,7 +286,7 @@ rt_status rt_fc_compile_weighted(rt_graph *g, size_t c, bool *read, long *raw, r
 }
 
 /* Embedding and indicator columns: dense values of a categorical column. */
-rt_status rt_fc_compile_of_ids(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
+rt_status rt_graph_compile_of_ids(rt_graph *g, size_t c, bool *read, long *raw, rt_err *err)
 {
     (void)read;
     (void)raw;
@@ -294,7 +294,7 @@ rt_status rt_fc_compile_of_ids(rt_graph *g, size_t c, bool *read, long *raw, rt_
     const Predictd__FeatureColumn *d = f->def;
     const char *nm = d->name;
     long s = find_fcol(g, d->categorical_column);
-    if (s < 0 || !rt_column_is_categorical(g->fcols[s].type))
+    if (s < 0 || !rt_fc_column_is_categorical(g->fcols[s].type))
         return rt_err_set(err, RT_ERR_FORMAT,
                           "feature column %s: categorical_column \"%.64s\" is not a "
                           "categorical column",
@@ -333,7 +333,7 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
     size_t n_labels = 0, n_weights = 0;
     for (size_t i = 0; i < def->n_raw_columns; i++) {
         const Predictd__RawColumn *rc = def->raw_columns[i];
-        if (!rc || !rc->name || !*rc->name || rt_def_find_raw(def, rc->name) != (long)i) {
+        if (!rc || !rc->name || !*rc->name || rt_graph_find_raw(def, rc->name) != (long)i) {
             st = rt_err_set(err, RT_ERR_FORMAT, "raw column %zu: empty or repeated name", i);
             goto out;
         }
@@ -804,7 +804,7 @@ static size_t graph_specs(const rt_graph *g, rt_tensor_spec *s)
     return n;
 }
 
-rt_status rt_modeldef_tensor_specs(const Predictd__ModelDef *def, rt_tensor_spec **specs,
+rt_status rt_graph_tensor_specs(const Predictd__ModelDef *def, rt_tensor_spec **specs,
                                    size_t *n, rt_err *err)
 {
     rt_graph *g = NULL;

@@ -210,14 +210,14 @@ size_t rt_graph_node_slices(const rt_graph *g, size_t k, const size_t **off, con
     return gn->n_slices;
 }
 
-void rt_modeldef_head_loss(const Predictd__ModelDef *def, rt_loss *out)
+void rt_graph_head_loss(const Predictd__ModelDef *def, rt_loss *out)
 {
     out->kind = RT_LOSS_SQUARED;
     out->param = 0.0;
     const Predictd__Graph *gd = def ? def->graph : NULL;
     if (!gd || gd->n_heads != 1 || !gd->heads[0] || !gd->heads[0]->loss)
         return;
-    int k = rt_loss_named(gd->heads[0]->loss);
+    int k = rt_metrics_loss_named(gd->heads[0]->loss);
     if (k > 0) {
         out->kind = (rt_loss_kind)k;
         out->param = gd->heads[0]->loss_param;

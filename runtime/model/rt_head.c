@@ -5,9 +5,9 @@
  *               class_ids = argmax (ties go to class 0)
  *   multi-class probabilities = softmax(logits), class_ids = argmax
  *   regression  predictions = logits (an XGBoost model's: exp or sigmoid of
- *               them as its objective says, rt_graph_set_xgb)
+ *               them as its objective says, rt_xgb_graph_set)
  *
- * An XGBoost model's (rt_graph_set_xgb) use XGBoost's own sigmoid and
+ * An XGBoost model's (rt_xgb_graph_set) use XGBoost's own sigmoid and
  * softmax, so its probabilities are Booster.predict's to the float.
  *
  * Every formula is written so that logits of +-1000 give exact 0 / 1 and
@@ -26,12 +26,12 @@ typedef struct out_caps {
     size_t logits, logistic, probabilities, class_ids, predictions;
 } out_caps;
 
-void rt_outputs_init(rt_outputs *o)
+void rt_head_outputs_init(rt_outputs *o)
 {
     memset(o, 0, sizeof *o);
 }
 
-void rt_outputs_free(rt_outputs *o)
+void rt_head_outputs_free(rt_outputs *o)
 {
     if (!o)
         return;
@@ -41,7 +41,7 @@ void rt_outputs_free(rt_outputs *o)
     free(o->class_ids);
     free(o->predictions);
     free(o->priv);
-    rt_outputs_init(o);
+    rt_head_outputs_init(o);
 }
 
 /* Grows *p to hold count elements of size sz; *cap tracks the allocation. */

@@ -66,7 +66,7 @@ static int host_is_little_endian(void)
     return b == 1;
 }
 
-int rt_version_parse(const char *name, int64_t *version)
+int rt_model_version_parse(const char *name, int64_t *version)
 {
     if (!name || !name[0])
         return 0;
@@ -172,7 +172,7 @@ static rt_status check_header(const rt_model *m, rt_err *err)
         return rt_err_set(err, RT_ERR_UNSUPPORTED,
                           "variables.bin: version %" PRIu32 " is not supported (this build "
                           "reads %u)", version, RT_VARS_VERSION);
-    uint32_t crc = rt_crc32c(0, h, 24), stored = le32(h + 24);
+    uint32_t crc = rt_hash_crc32c(0, h, 24), stored = le32(h + 24);
     if (crc != stored)
         return rt_err_set(err, RT_ERR_FORMAT,
                           "variables.bin: header checksum mismatch (stored 0x%08" PRIx32
@@ -288,7 +288,7 @@ static rt_status check_index(rt_model *m, rt_err *err)
     }
     for (size_t i = 0; i < n; i++) {
         const tensor_ref *r = order[i]; /* file order: sequential reads */
-        uint32_t crc = rt_crc32c(0, m->vars + r->offset, (size_t)r->length);
+        uint32_t crc = rt_hash_crc32c(0, m->vars + r->offset, (size_t)r->length);
         if (crc != r->info->crc32c) {
             st = rt_err_set(err, RT_ERR_FORMAT,
                             "variables.bin: tensor \"%s\": checksum mismatch (stored 0x%08" PRIx32
@@ -308,7 +308,7 @@ static rt_status check_against_graph(const rt_model *m, rt_err *err)
     size_t ns = 0;
     unsigned char *used = NULL;
     char sa[128], sb[128];
-    rt_status st = rt_modeldef_tensor_specs(m->def, &specs, &ns, err);
+    rt_status st = rt_graph_tensor_specs(m->def, &specs, &ns, err);
     if (st != RT_OK) {
         rt_err_prefix(err, "model.pb");
         goto out;
@@ -401,7 +401,7 @@ void rt_model_close(rt_model *m)
     free(m->refs);
     free(m->copy);
     if (m->def)
-        rt_modeldef_free(m->def);
+        rt_spec_modeldef_free(m->def);
     free(m);
 }
 
@@ -429,7 +429,7 @@ rt_status rt_model_open_buffers(const void *model_pb, size_t pb_len, const void 
     if (!m)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     if ((st = unpack_def(model_pb, pb_len, &m->def, err)) != RT_OK ||
-        (st = rt_modeldef_add_regression_signature(m->def, err)) != RT_OK)
+        (st = rt_spec_add_regression_signature(m->def, err)) != RT_OK)
         goto out;
     if (vars_len > 0) {
         if (vars_len > SIZE_MAX - RT_VARS_ALIGN) {
@@ -464,7 +464,7 @@ out:
  * what serves is exactly what was validated. */
 static rt_status read_vars(rt_model *m, int dfd, rt_err *err)
 {
-    rt_status st = rt_read_file_aligned(dfd, "variables.bin", SIZE_MAX, RT_VARS_ALIGN, &m->copy,
+    rt_status st = rt_file_read_aligned(dfd, "variables.bin", SIZE_MAX, RT_VARS_ALIGN, &m->copy,
                                         &m->vars_len, err);
     m->vars = m->copy;
     return st;
@@ -478,10 +478,10 @@ static rt_status read_stats(rt_model *m, int dfd, rt_err *err)
         return RT_OK;
     char *text = NULL;
     size_t len = 0;
-    rt_status st = rt_read_file(dfd, "statistics.json", (size_t)256 << 20, 0, &text, &len, err);
+    rt_status st = rt_file_read(dfd, "statistics.json", (size_t)256 << 20, 0, &text, &len, err);
     if (st != RT_OK)
         return st;
-    uint32_t crc = rt_crc32c(0, text, len);
+    uint32_t crc = rt_hash_crc32c(0, text, len);
     if (len != m->def->statistics_size)
         st = rt_err_set(err, RT_ERR_FORMAT,
                         "statistics.json: %zu bytes, model.pb records %" PRIu64, len,
@@ -535,9 +535,9 @@ static rt_status open_onnx(rt_model *m, int dfd, rt_err *err)
 {
     char *data = NULL, *serving = NULL;
     size_t len = 0, slen = 0;
-    rt_status st = rt_read_file(dfd, "model.onnx", RT_ONNX_MAX_BYTES, 0, &data, &len, err);
+    rt_status st = rt_file_read(dfd, "model.onnx", RT_ONNX_MAX_BYTES, 0, &data, &len, err);
     if (!st && faccessat(dfd, "serving.json", F_OK, 0) == 0)
-        st = rt_read_file(dfd, "serving.json", (size_t)64 << 20, 0, &serving, &slen, err);
+        st = rt_file_read(dfd, "serving.json", (size_t)64 << 20, 0, &serving, &slen, err);
     if (!st)
         st = rt_onnx_read("model.onnx", data, len, &m->onnx, err);
     if (!st)
@@ -545,7 +545,7 @@ static rt_status open_onnx(rt_model *m, int dfd, rt_err *err)
     free(data);
     free(serving);
     if (!st)
-        st = rt_modeldef_add_regression_signature(m->def, err);
+        st = rt_spec_add_regression_signature(m->def, err);
     if (!st && (st = rt_graph_build(m->def, rt_onnx_lookup, m->onnx, NULL, &m->graph, err)) != RT_OK)
         rt_err_prefix(err, "model.onnx");
     if (!st)
@@ -571,21 +571,21 @@ static rt_status open_xgb(rt_model *m, int dfd, rt_err *err)
     char *text = NULL, *serving = NULL;
     size_t len = 0, slen = 0;
     rt_xgb_link link = RT_XGB_LINK_NONE;
-    rt_status st = rt_read_file(dfd, file, XGB_JSON_MAX, 0, &text, &len, err);
+    rt_status st = rt_file_read(dfd, file, XGB_JSON_MAX, 0, &text, &len, err);
     if (!st && faccessat(dfd, "serving.json", F_OK, 0) == 0)
-        st = rt_read_file(dfd, "serving.json", (size_t)64 << 20, 0, &serving, &slen, err);
+        st = rt_file_read(dfd, "serving.json", (size_t)64 << 20, 0, &serving, &slen, err);
     if (!st)
         st = rt_xgb_to_modeldef(file, text, len, serving, slen, &m->def, &link, err);
     free(text);
     free(serving);
     if (!st)
-        st = rt_modeldef_add_regression_signature(m->def, err);
+        st = rt_spec_add_regression_signature(m->def, err);
     if (!st)
         st = check_against_graph(m, err);
     if (!st && (st = rt_graph_build(m->def, model_lookup, m, NULL, &m->graph, err)) != RT_OK)
         rt_err_prefix(err, "%s", file);
     if (!st)
-        rt_graph_set_xgb(m->graph, link);
+        rt_xgb_graph_set(m->graph, link);
     return st;
 }
 
@@ -616,13 +616,13 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
         st = open_xgb(m, dfd, err);
         goto out;
     }
-    if ((st = rt_read_file(dfd, "model.pb", MODEL_PB_MAX, 0, &pb, &pb_len, err)) != RT_OK) {
+    if ((st = rt_file_read(dfd, "model.pb", MODEL_PB_MAX, 0, &pb, &pb_len, err)) != RT_OK) {
         if (st == RT_ERR_NOTFOUND)
             saved_model_note(dfd, dir, err);
         goto out;
     }
     if ((st = unpack_def((const uint8_t *)pb, pb_len, &m->def, err)) != RT_OK ||
-        (st = rt_modeldef_add_regression_signature(m->def, err)) != RT_OK)
+        (st = rt_spec_add_regression_signature(m->def, err)) != RT_OK)
         goto out;
     if ((st = read_vars(m, dfd, err)) != RT_OK)
         goto out;

@@ -37,7 +37,7 @@ extern "C" {
  * the caller's (e.g. "train", "eval") and are not checked here; any other
  * unknown key, wrong type or impossible value is refused with a message that
  * names the key (e.g. "feature_columns[3].boundaries: must increase").
- * OUT: *out is malloc-owned; free it with rt_modeldef_free().
+ * OUT: *out is malloc-owned; free it with rt_spec_modeldef_free().
  */
 struct cJSON;
 RT_WUR rt_status rt_spec_to_modeldef(const struct cJSON *spec, const char *const *other_keys,
@@ -47,7 +47,7 @@ RT_WUR rt_status rt_spec_to_modeldef(const struct cJSON *spec, const char *const
 
 /* Frees a ModelDef built by rt_spec_to_modeldef, unpacked from model.pb, or
  * built by hand with malloc'd fields. NULL is fine. */
-void rt_modeldef_free(Predictd__ModelDef *def);
+void rt_spec_modeldef_free(Predictd__ModelDef *def);
 
 /* The name, shape and count of one float32 tensor the graph needs. */
 typedef struct rt_tensor_spec {
@@ -59,7 +59,7 @@ typedef struct rt_tensor_spec {
 
 /* Lists every tensor the ModelDef's graph needs, with its expected shape.
  * OUT: *specs is malloc'd (free()); names point into def. */
-RT_WUR rt_status rt_modeldef_tensor_specs(const Predictd__ModelDef *def, rt_tensor_spec **specs,
+RT_WUR rt_status rt_graph_tensor_specs(const Predictd__ModelDef *def, rt_tensor_spec **specs,
                                    size_t *n, rt_err *err);
 
 /* ----------------------------------------------------------------- graph */
@@ -92,13 +92,13 @@ size_t rt_graph_logits_dim(const rt_graph *g);
  * list/file, identity, hash bucket, crossed, weighted); the others produce
  * dense values.
  * Thread-safe (reads rt_fc.c's constant table of kinds). */
-bool rt_column_is_categorical(Predictd__ColumnType t);
+bool rt_fc_column_is_categorical(Predictd__ColumnType t);
 /* The spec's name of kind t ("numeric_column", ...), "?" when unknown. */
-const char *rt_column_kind_name(Predictd__ColumnType t);
+const char *rt_fc_column_kind_name(Predictd__ColumnType t);
 /* The spec key of kind t that sets its number of ids or values
  * ("hash_bucket_size", "boundaries", "shape", ...); NULL for the kinds that
  * take it from their categorical_column (embedding, indicator). */
-const char *rt_column_size_key(Predictd__ColumnType t);
+const char *rt_fc_column_size_key(Predictd__ColumnType t);
 
 /* The raw inputs the feature columns read (the JSON receiver's inputs), in
  * ModelDef raw_columns order, skipping the label and unused columns. */
@@ -128,7 +128,7 @@ const Predictd__FeatureColumn *rt_graph_column(const rt_graph *g, size_t c);
 int64_t rt_graph_column_buckets(const rt_graph *g, size_t c);
 /* Column fc's settings as "key=value ..." text into buf (n bytes,
  * NUL-terminated; "" for an unknown kind). */
-void rt_column_describe(const Predictd__FeatureColumn *fc, char *buf, size_t n);
+void rt_fc_column_describe(const Predictd__FeatureColumn *fc, char *buf, size_t n);
 /* The DNN: its layers (hidden layers and the logits layer; 0 without a DNN
  * part), layer l's output width, and the input vector's width. */
 size_t rt_graph_num_layers(const rt_graph *g);
@@ -246,8 +246,8 @@ typedef struct rt_features {
     void *priv;
 } rt_features;
 
-void rt_features_init(rt_features *f);
-void rt_features_free(rt_features *f);
+void rt_transform_features_init(rt_features *f);
+void rt_transform_features_free(rt_features *f);
 
 /* Runs the feature columns on batch b. Fails (RT_ERR_INVALID) on a missing
  * required input or a wrong type, naming the instance and input
@@ -261,18 +261,18 @@ RT_WUR rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features 
  * bucketized, vocabulary, hash, crossed); rt_transform_finish the ones that
  * read only other columns and the weights (indicator, embedding) and builds
  * dnn_input. inputs + finish = rt_transform, bit for bit.
- * rt_features_row_size / _row_save copy instance i's first-half results
+ * rt_transform_features_row_size / _row_save copy instance i's first-half results
  * into a record (an opaque byte string, row_size bytes, any alignment);
- * rt_features_rows_load makes f the batch of n saved records (as
+ * rt_transform_features_rows_load makes f the batch of n saved records (as
  * rt_transform_inputs would have made it for their instances), ready for
  * rt_transform_finish. Records belong to the graph that made them.
  */
 RT_WUR rt_status rt_transform_inputs(const rt_graph *g, const rt_batch *b, rt_features *f, rt_err *err);
 RT_WUR rt_status rt_transform_finish(const rt_graph *g, rt_features *f, rt_err *err);
-size_t rt_features_row_size(const rt_graph *g, const rt_features *f, size_t i);
-void rt_features_row_save(const rt_graph *g, const rt_features *f, size_t i, void *out);
-RT_WUR rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *const *rows,
-                                size_t n, rt_err *err);
+size_t rt_transform_features_row_size(const rt_graph *g, const rt_features *f, size_t i);
+void rt_transform_features_row_save(const rt_graph *g, const rt_features *f, size_t i, void *out);
+RT_WUR rt_status rt_transform_features_rows_load(const rt_graph *g, rt_features *f,
+                                                 const void *const *rows, size_t n, rt_err *err);
 
 /* ---------------------------------------------------------- forward pass */
 
@@ -353,7 +353,7 @@ const rt_node_op *rt_graph_node(const rt_graph *g, size_t k, const size_t **in,
 size_t rt_graph_node_slices(const rt_graph *g, size_t k, const size_t **off, const size_t **w);
 /* The loss of def's head: a custom graph's regression head's (its
  * NodeHead.loss and loss_param), squared for everything else. Pure. */
-void rt_modeldef_head_loss(const Predictd__ModelDef *def, rt_loss *out);
+void rt_graph_head_loss(const Predictd__ModelDef *def, rt_loss *out);
 /* Node k's output after the last rt_forward of a custom graph (n x width),
  * and a dense node's value before its activation (pre; NULL for others). */
 const float *rt_workspace_node(const rt_workspace *ws, size_t k, const float **pre,
@@ -373,8 +373,8 @@ typedef struct rt_outputs {
     void *priv;
 } rt_outputs;
 
-void rt_outputs_init(rt_outputs *o);
-void rt_outputs_free(rt_outputs *o);
+void rt_head_outputs_init(rt_outputs *o);
+void rt_head_outputs_free(rt_outputs *o);
 RT_WUR rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
                           rt_err *err);
 /* The class string for class id k ("0", "1", ... without a vocabulary). */
@@ -438,7 +438,7 @@ const float *rt_model_tensor(const rt_model *m, const char *name, uint64_t *coun
  * sign, no leading zero unless "0", fits int64). Returns 1 and sets *version
  * (may be NULL), else 0. The exporter and the daemon agree on it; any other
  * name in a base path (e.g. the exporter's hidden .tmp-*) is not a version. */
-int rt_version_parse(const char *name, int64_t *version);
+int rt_model_version_parse(const char *name, int64_t *version);
 
 /* Layout of variables.bin (all little-endian):
  *   0  char[8]  magic "PDVARS\0\0"
@@ -492,9 +492,9 @@ RT_WUR rt_status rt_xgb_to_modeldef(const char *file, const char *model, size_t 
  * by rt_model_open on the graph it built: the regression head's output
  * transform (rt_xgb_link), and inputs that may be absent or JSON null (a
  * missing value: NaN, no id, as XGBoost reads them). */
-void rt_graph_set_xgb(rt_graph *g, rt_xgb_link link);
-rt_xgb_link rt_graph_link(const rt_graph *g);
-bool rt_graph_absent_is_missing(const rt_graph *g);
+void rt_xgb_graph_set(rt_graph *g, rt_xgb_link link);
+rt_xgb_link rt_xgb_graph_link(const rt_graph *g);
+bool rt_xgb_graph_absent_is_missing(const rt_graph *g);
 
 /* ---------------------------------------- ONNX models (rt_onnx_*.c) */
 
@@ -502,7 +502,7 @@ bool rt_graph_absent_is_missing(const rt_graph *g);
  * in place of the linear part its ModelDef describes; *steps (may be NULL)
  * the operators it runs, *classes (may be NULL) the classes of a network
  * served as a classifier (its one output a softmax), else 0. */
-bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *classes);
+bool rt_onnx_in_graph(const rt_graph *g, size_t *steps, size_t *classes);
 
 /* True when g's ONNX graph ends in an ai.onnx.ml classifier
  * (TreeEnsembleClassifier, LinearClassifier): its scores are served as the

@@ -36,7 +36,7 @@ typedef struct rt_vocab {
 
 /* Returns the id of word (len bytes) or -1. */
 int64_t rt_vocab_find(const rt_vocab *v, const char *word, size_t len);
-/* The same with the word's rt_fingerprint64 already known (fp). */
+/* The same with the word's rt_hash_fingerprint64 already known (fp). */
 int64_t rt_vocab_find_fp(const rt_vocab *v, const char *word, size_t len, uint64_t fp);
 
 /* A raw input (a CSV/JSON feature). */
@@ -131,7 +131,7 @@ struct rt_graph {
 
     uint64_t serial;         /* unique among the graphs this process made */
 
-    /* an XGBoost model's (rt_graph_set_xgb) */
+    /* an XGBoost model's (rt_xgb_graph_set) */
     int xgb_link;            /* rt_xgb_link of the regression head */
     bool absent_missing;     /* an absent or null input is a missing value */
 
@@ -163,7 +163,7 @@ RT_WUR rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float
  * reference, polynomial in the trees' size): f holds 2 rows, the baseline
  * (row 0) and the instance (row 1); raw[k] is the raw input tree input k
  * reads (-1: none), n_raw the raw inputs; phi (n_raw x logits_dim) gets
- * each raw input's value per logit, in double. rt_explain.c. */
+ * each raw input's value per logit, in double. rt_xai.c. */
 RT_WUR rt_status rt_trees_shap(const rt_graph *g, const rt_features *f, const long *raw, size_t n_raw,
                         double *phi, rt_err *err);
 /* Path-dependent TreeSHAP (Lundberg et al. 2018, Algorithm 2) of g's
@@ -194,18 +194,18 @@ void rt_vocab_free(rt_vocab *v); /* v may be zeroed; keeps nothing */
  * else without a trailing CR) into *words (n_words, owned by the caller:
  * free each and the array, also on failure) and builds v over them.
  * RT_ERR_IO / RT_ERR_FORMAT (fewer lines) naming the file. */
-/* rt_read_file for a regular file (never a pipe) into memory aligned to
+/* rt_file_read for a regular file (never a pipe) into memory aligned to
  * align bytes (a power of two), of the exact size the file had when opened
  * (a file that shrinks while read is refused: RT_ERR_FORMAT). For tensors
  * read into memory at load. OUT: *data (free it), *len. Thread-safe. */
-RT_WUR rt_status rt_read_file_aligned(int dfd, const char *path, size_t max, size_t align, void **data,
-                               size_t *len, rt_err *err);
+RT_WUR rt_status rt_file_read_aligned(int dfd, const char *path, size_t max, size_t align,
+                                      void **data, size_t *len, rt_err *err);
 RT_WUR rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool trim,
                              char ***words, size_t *n_words, rt_err *err);
 
 /* True when path is a safe relative path inside assets/ (no "..", no
  * leading '/', no empty component). */
-bool rt_asset_path_ok(const char *path);
+bool rt_vocab_asset_path_ok(const char *path);
 
 /*
  * One feature-column kind: everything the runtime does for it, as one row of
@@ -259,10 +259,11 @@ const rt_fc_kind *rt_fc_kind_at(size_t i);
 
 /* The kinds' compile functions (rt_graph.c) and transforms (rt_transform.c),
  * each of rt_fc_kind's compile and transform type. */
-rt_fc_compile_fn rt_fc_compile_numeric, rt_fc_compile_lookup, rt_fc_compile_bucketized,
-    rt_fc_compile_crossed, rt_fc_compile_of_ids, rt_fc_compile_identity, rt_fc_compile_weighted;
-rt_fc_run_fn rt_fc_run_numeric, rt_fc_run_lookup, rt_fc_run_bucketized, rt_fc_run_crossed,
-    rt_fc_run_of_ids, rt_fc_run_weighted;
+rt_fc_compile_fn rt_graph_compile_numeric, rt_graph_compile_lookup, rt_graph_compile_bucketized,
+    rt_graph_compile_crossed, rt_graph_compile_of_ids, rt_graph_compile_identity,
+    rt_graph_compile_weighted;
+rt_fc_run_fn rt_transform_run_numeric, rt_transform_run_lookup, rt_transform_run_bucketized,
+    rt_transform_run_crossed, rt_transform_run_of_ids, rt_transform_run_weighted;
 /* Whether instance i of b lacks raw input `input` where the transform needs
  * it: no values, no default under the batch's missing-input policy, and some
  * column reads it without a default of its own (a numeric column's
@@ -276,10 +277,10 @@ bool rt_transform_needs(const rt_graph *g, const rt_batch *b, size_t i, size_t i
  * "outputs") beside "classification": adds it to a binary classifier's def
  * that has "classification" and lacks it (exports written before predictd
  * listed it), keeping the signatures sorted by name. Others: unchanged. */
-RT_WUR rt_status rt_modeldef_add_regression_signature(Predictd__ModelDef *def, rt_err *err);
+RT_WUR rt_status rt_spec_add_regression_signature(Predictd__ModelDef *def, rt_err *err);
 
 /* The index of raw column `name` in def (exact match), or -1. Pure. */
-long rt_def_find_raw(const Predictd__ModelDef *def, const char *name);
+long rt_graph_find_raw(const Predictd__ModelDef *def, const char *name);
 
 /* Checks that def compiles into a graph (everything rt_graph_build checks
  * except tensor data and vocabulary files). */
@@ -288,7 +289,7 @@ RT_WUR rt_status rt_graph_check(const Predictd__ModelDef *def, rt_err *err);
 /* What the transform needs of a string value, computed once when the value
  * enters the batch: where its text starts and how long it is once trimmed
  * as the model says (def->trim_strings): value.str + skip, len bytes; and
- * the rt_fingerprint64 of that text (vocabulary lookups, hash buckets and
+ * the rt_hash_fingerprint64 of that text (vocabulary lookups, hash buckets and
  * crosses all start from it). skip is RT_SKEY_NONE for a number (and for a
  * string too long to describe so: the transform then works it out itself). */
 #define RT_SKEY_NONE UINT32_MAX

@@ -413,18 +413,18 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
     if (st)
         return st;
     if (def->n_feature_columns != ncols) {
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
         return rt_err_set(err, RT_ERR_FORMAT, "%s: the inputs' spec did not come out as expected",
                           FILE_M);
     }
     /* a tree ensemble or an Imputer reads NaN as a missing value: an absent
      * feature is NaN (ONNX Runtime's missing value) instead of an error */
     if (!nan_defaults(o, def)) {
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
         return NOMEM(err);
     }
     if (!set_producer(o, def)) {
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
         return NOMEM(err);
     }
     /* the zeros rt_graph_build binds as the unused linear weights */
@@ -433,7 +433,7 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
         most = o->vals[o->inputs[i]].row * o->out_width > most ? o->vals[o->inputs[i]].row * o->out_width
                                                                : most;
     if (!(o->zeros = calloc(most, sizeof(float)))) {
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
         return NOMEM(err);
     }
     o->n_zeros = most;
@@ -469,7 +469,7 @@ rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err)
     return RT_OK;
 }
 
-bool rt_graph_onnx(const rt_graph *g, size_t *steps, size_t *classes)
+bool rt_onnx_in_graph(const rt_graph *g, size_t *steps, size_t *classes)
 {
     const rt_onnx *o = g ? g->onnx : NULL;
     if (steps)

@@ -7,7 +7,7 @@
  * case) or present (a line copied from the training data; their values are
  * ignored). The row is split, its numbers read and its empty cells
  * given their defaults by rt_raw.c, the code the trainer reads CSV files
- * with (rt_csv_split, rt_batch_push_cell): a row means the same to both.
+ * with (rt_raw_csv_split, rt_batch_push_cell): a row means the same to both.
  * Unused columns are skipped.
  *
  * EXAMPLE: one serialized tf.Example per instance (runtime/data/example.proto),
@@ -52,7 +52,7 @@ static rt_status csv_row(const rt_graph *g, rt_batch *b, size_t idx, const char 
         st = rt_err_set(err, RT_ERR_NOMEM, "csv_row: out of memory");
         goto out;
     }
-    long nf = rt_csv_split(row, len, text, fields, ncols + 1, err);
+    long nf = rt_raw_csv_split(row, len, text, fields, ncols + 1, err);
     if (nf < 0) {
         rt_err_prefix(err, "csv_row");
         st = RT_ERR_INVALID;
@@ -85,7 +85,7 @@ static rt_status csv_row(const rt_graph *g, rt_batch *b, size_t idx, const char 
             goto out;
         }
         if (st != RT_OK) { /* the batch could not take the value */
-            rt_err_set(err, st, "csv_row: %s: %s", rc->name, rt_status_str(st));
+            rt_err_set(err, st, "csv_row: %s: %s", rc->name, rt_err_status_str(st));
             goto out;
         }
     }

@@ -45,19 +45,19 @@ static rt_status parse_columns(spec_ctx *s, const cJSON *arr)
         if (!st)
             st = rt_cfg_str(c, path, "name", RT_CFG_REQUIRED, &name, err);
         if (!st)
-            st = spec_check_name(name, path, "name", err);
+            st = rt_spec_check_name(name, path, "name", err);
         if (!st)
             st = rt_cfg_str(c, path, "type", RT_CFG_REQUIRED, &type, err);
         if (st)
             return st;
-        if (rt_def_find_raw(def, name) >= 0)
+        if (rt_graph_find_raw(def, name) >= 0)
             return rt_cfg_fail(err, path, "name", "column \"%s\" is listed twice", name);
         Predictd__RawColumn *rc = malloc(sizeof *rc);
         if (!rc)
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         predictd__raw_column__init(rc);
         def->raw_columns[def->n_raw_columns++] = rc;
-        if (!(rc->name = spec_strndup(name, strlen(name))))
+        if (!(rc->name = rt_spec_strndup(name, strlen(name))))
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         if (strcmp(type, "int") == 0 || strcmp(type, "float") == 0) {
             rc->dtype = PREDICTD__DTYPE__DT_FLOAT;
@@ -76,7 +76,7 @@ static rt_status parse_columns(spec_ctx *s, const cJSON *arr)
             if (!cJSON_IsString(d))
                 return rt_cfg_fail(err, path, "default", "expected a string, got %s",
                                    rt_cfg_type_name(d));
-            if (!(rc->default_string = spec_dup_trimmed(d->valuestring, s->trim)))
+            if (!(rc->default_string = rt_spec_dup_trimmed(d->valuestring, s->trim)))
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         } else if (rc->is_int) {
             int64_t v = 0;
@@ -110,7 +110,7 @@ static rt_status parse_label_columns(spec_ctx *s, const cJSON *cols)
         if (!cJSON_IsString(c))
             return rt_cfg_fail(err, "label", key, "expected a column name, got %s",
                                rt_cfg_type_name(c));
-        long r = rt_def_find_raw(s->def, c->valuestring);
+        long r = rt_graph_find_raw(s->def, c->valuestring);
         if (r < 0)
             return rt_cfg_fail(err, "label", key, "\"%.64s\" is not one of the columns",
                                c->valuestring);
@@ -148,7 +148,7 @@ static rt_status parse_label(spec_ctx *s, const cJSON *lab)
     if (col && cols)
         return rt_cfg_fail(err, "label", "columns", "give \"column\" or \"columns\", not both");
     if (col) {
-        long r = rt_def_find_raw(def, col);
+        long r = rt_graph_find_raw(def, col);
         if (r < 0)
             return rt_cfg_fail(err, "label", "column", "\"%.64s\" is not one of the columns",
                                col);
@@ -170,7 +170,7 @@ static rt_status parse_label(spec_ctx *s, const cJSON *lab)
         snprintf(key, sizeof key, "vocabulary[%d]", i);
         if (!cJSON_IsString(w))
             return rt_cfg_fail(err, "label", key, "expected a string, got %s", rt_cfg_type_name(w));
-        char *t = spec_dup_trimmed(w->valuestring, s->trim);
+        char *t = rt_spec_dup_trimmed(w->valuestring, s->trim);
         if (!t)
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         Predictd__Head *h = def->head;
@@ -192,7 +192,7 @@ static rt_status parse_unused(spec_ctx *s, const cJSON *arr)
         snprintf(key, sizeof key, "unused_columns[%d]", i);
         if (!cJSON_IsString(c))
             return rt_cfg_fail(s->err, "", key, "expected a string, got %s", rt_cfg_type_name(c));
-        long r = rt_def_find_raw(s->def, c->valuestring);
+        long r = rt_graph_find_raw(s->def, c->valuestring);
         if (r < 0)
             return rt_cfg_fail(s->err, "", key, "\"%.64s\" is not one of the columns",
                                c->valuestring);
@@ -210,12 +210,12 @@ static rt_status parse_weight_column(spec_ctx *s, const cJSON *est)
 {
     rt_err *err = s->err;
     if (!cJSON_IsObject(est))
-        return RT_OK; /* spec_parse_estimator refuses it */
+        return RT_OK; /* rt_spec_parse_estimator refuses it */
     const char *name = NULL;
     rt_status st = rt_cfg_str(est, "estimator", "weight_column", 0, &name, err);
     if (st || !name)
         return st;
-    long r = rt_def_find_raw(s->def, name);
+    long r = rt_graph_find_raw(s->def, name);
     if (r < 0)
         return rt_cfg_fail(err, "estimator", "weight_column", "\"%.64s\" is not one of the columns",
                            name);
@@ -241,7 +241,7 @@ static rt_status parse_weight_column(spec_ctx *s, const cJSON *est)
  * baseline instance (docs/explanations.md): each a raw column of the model
  * (not a label or weight), a number for a numeric column, a string for a
  * string one. Read again from training.spec_json when explaining
- * (runtime/explain/rt_explain_base.c). */
+ * (runtime/explain/rt_xai_base.c). */
 static rt_status parse_explanation(spec_ctx *s, const cJSON *ex)
 {
     rt_err *err = s->err;
@@ -253,7 +253,7 @@ static rt_status parse_explanation(spec_ctx *s, const cJSON *ex)
     if (st || !bl)
         return st;
     for (const cJSON *v = bl->child; v; v = v->next) {
-        long rc = rt_def_find_raw(s->def, v->string);
+        long rc = rt_graph_find_raw(s->def, v->string);
         const Predictd__RawColumn *col = rc >= 0 ? s->def->raw_columns[rc] : NULL;
         if (!col || col->is_label || col->is_weight || col->unused)
             return rt_cfg_fail(err, "export.explanation.baselines", v->string,
@@ -283,7 +283,7 @@ static rt_status parse_export(spec_ctx *s, const cJSON *ex)
     if (!st)
         st = rt_cfg_array(ex, "export", "exporters", 0, &exporters, err);
     if (!st)
-        st = spec_check_name(name, "export", "name", err);
+        st = rt_spec_check_name(name, "export", "name", err);
     if (!st)
         st = rt_cfg_object(ex, "export", "explanation", 0, &explanation, err);
     if (!st && explanation)
@@ -301,7 +301,7 @@ static rt_status parse_export(spec_ctx *s, const cJSON *ex)
                            format);
     if (s->def->model_name != protobuf_c_empty_string)
         free(s->def->model_name);
-    if (!(s->def->model_name = spec_strndup(name, strlen(name))))
+    if (!(s->def->model_name = rt_spec_strndup(name, strlen(name))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     return RT_OK;
 }
@@ -335,7 +335,7 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
     def->trim_strings = s.trim;
     def->head = malloc(sizeof *def->head);
     def->graph = malloc(sizeof *def->graph);
-    def->model_name = spec_strndup("model", 5);
+    def->model_name = rt_spec_strndup("model", 5);
     if (!def->head || !def->graph || !def->model_name) {
         free(def->head);
         free(def->graph);
@@ -366,7 +366,7 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
     if ((st = parse_weight_column(&s, est)))
         goto out;
     if ((st = rt_cfg_array(spec, "", "feature_columns", RT_CFG_REQUIRED, &fcs, err)) ||
-        (st = spec_parse_feature_columns(&s, fcs)))
+        (st = rt_spec_parse_feature_columns(&s, fcs)))
         goto out;
     if (ex && (st = parse_export(&s, ex)))
         goto out;
@@ -379,9 +379,9 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
     bool custom = cJSON_IsObject(est) &&
                   rt_cfg_str(est, "estimator", "type", 0, &type, NULL) == RT_OK && type &&
                   strcmp(type, "Estimator") == 0;
-    if ((st = custom ? spec_parse_custom(&s, est) : spec_parse_estimator(&s, est)))
+    if ((st = custom ? rt_spec_parse_custom(&s, est) : rt_spec_parse_estimator(&s, est)))
         goto out;
-    if ((st = spec_build_signatures(&s)))
+    if ((st = rt_spec_build_signatures(&s)))
         goto out;
     /* Last check: the runtime must be able to compile what we made. */
     if ((st = rt_graph_check(def, err))) {
@@ -390,14 +390,14 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
     }
 out:
     if (st) {
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
         return st;
     }
     *out = def;
     return RT_OK;
 }
 
-void rt_modeldef_free(Predictd__ModelDef *def)
+void rt_spec_modeldef_free(Predictd__ModelDef *def)
 {
     if (def)
         predictd__model_def__free_unpacked(def, NULL);

@@ -17,7 +17,7 @@
 
 /* ------------------------------------------------------ feature columns */
 
-const char *spec_fc_kind_name(Predictd__ColumnType t)
+const char *rt_spec_fc_kind_name(Predictd__ColumnType t)
 {
     const rt_fc_kind *k = rt_fc_kind_of(t);
     return k ? k->spec_name : "unknown column";
@@ -31,7 +31,7 @@ static rt_status fc_raw_key(spec_ctx *s, const cJSON *c, const char *path, const
     rt_status st = rt_cfg_str(c, path, key, RT_CFG_REQUIRED, &k, s->err);
     if (st)
         return st;
-    long r = rt_def_find_raw(s->def, k);
+    long r = rt_graph_find_raw(s->def, k);
     if (r < 0)
         return rt_cfg_fail(s->err, path, key, "\"%.64s\" is not one of the columns", k);
     const Predictd__RawColumn *rc = s->def->raw_columns[r];
@@ -42,7 +42,7 @@ static rt_status fc_raw_key(spec_ctx *s, const cJSON *c, const char *path, const
     if (rc->is_weight)
         return rt_cfg_fail(s->err, path, key,
                            "\"%.64s\" is the estimator's weight_column, not a model input", k);
-    if (!(fc->key = spec_strndup(k, strlen(k))))
+    if (!(fc->key = rt_spec_strndup(k, strlen(k))))
         return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     return RT_OK;
 }
@@ -54,19 +54,19 @@ static rt_status fc_categorical_ref(spec_ctx *s, const cJSON *c, const char *pat
     rt_status st = rt_cfg_str(c, path, "categorical_column", RT_CFG_REQUIRED, &k, s->err);
     if (st)
         return st;
-    if (!(fc->categorical_column = spec_strndup(k, strlen(k))))
+    if (!(fc->categorical_column = rt_spec_strndup(k, strlen(k))))
         return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     return RT_OK;
 }
 
-rt_status spec_fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_numeric(spec_ctx *s, const cJSON *c, const char *path,
                           Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
     rt_status st = fc_raw_key(s, c, path, "key", fc);
     if (st)
         return st;
-    const Predictd__RawColumn *rc = s->def->raw_columns[rt_def_find_raw(s->def, fc->key)];
+    const Predictd__RawColumn *rc = s->def->raw_columns[rt_graph_find_raw(s->def, fc->key)];
     if (rc->dtype != PREDICTD__DTYPE__DT_FLOAT)
         return rt_cfg_fail(err, path, "key",
                            "\"%.64s\" is a string column; numeric_column needs an int or float "
@@ -139,7 +139,7 @@ static rt_status list_count(const cJSON *list, const char *path, const char *key
     return RT_OK;
 }
 
-rt_status spec_fc_bucketized(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_bucketized(spec_ctx *s, const cJSON *c, const char *path,
                              Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
@@ -150,7 +150,7 @@ rt_status spec_fc_bucketized(spec_ctx *s, const cJSON *c, const char *path,
         st = rt_cfg_array(c, path, "boundaries", RT_CFG_REQUIRED, &b, err);
     if (st)
         return st;
-    if (!(fc->source = spec_strndup(src, strlen(src))))
+    if (!(fc->source = rt_spec_strndup(src, strlen(src))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     int n;
     if ((st = list_count(b, path, "boundaries", RT_SPEC_MAX_ITEMS, "numbers", &n, err)))
@@ -192,7 +192,7 @@ static rt_status fc_vocab_common(spec_ctx *s, const cJSON *c, const char *path,
     return RT_OK;
 }
 
-rt_status spec_fc_vocab_list(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_vocab_list(spec_ctx *s, const cJSON *c, const char *path,
                              Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
@@ -212,12 +212,12 @@ rt_status spec_fc_vocab_list(spec_ctx *s, const cJSON *c, const char *path,
     for (const cJSON *w = voc->child; w; w = w->next, i++) {
         char *t = NULL;
         if (cJSON_IsString(w)) {
-            t = spec_dup_trimmed(w->valuestring, s->trim);
+            t = rt_spec_dup_trimmed(w->valuestring, s->trim);
         } else if (cJSON_IsNumber(w) && w->valuedouble == floor(w->valuedouble) &&
                    fabs(w->valuedouble) < 9.2e18) {
             char num[32];
             snprintf(num, sizeof num, "%lld", (long long)w->valuedouble);
-            t = spec_strndup(num, strlen(num));
+            t = rt_spec_strndup(num, strlen(num));
         } else {
             st = rt_cfg_fail(err, path, "vocabulary_list",
                              "item %d: expected a string or an integer, got %s", i,
@@ -242,7 +242,7 @@ out:
     return st;
 }
 
-rt_status spec_fc_vocab_file(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_vocab_file(spec_ctx *s, const cJSON *c, const char *path,
                              Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
@@ -256,18 +256,18 @@ rt_status spec_fc_vocab_file(spec_ctx *s, const cJSON *c, const char *path,
                         err);
     if (st)
         return st;
-    if (!rt_asset_path_ok(file))
+    if (!rt_vocab_asset_path_ok(file))
         return rt_cfg_fail(err, path, "vocabulary_file",
                            "\"%.64s\" must be a relative path inside assets/ (no \"..\", no "
                            "leading /)",
                            file);
-    if (!(fc->vocabulary_file = spec_strndup(file, strlen(file))))
+    if (!(fc->vocabulary_file = rt_spec_strndup(file, strlen(file))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     fc->vocabulary_size = size;
     return fc_vocab_common(s, c, path, fc, size);
 }
 
-rt_status spec_fc_hash(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_hash(spec_ctx *s, const cJSON *c, const char *path,
                        Predictd__FeatureColumn *fc)
 {
     int64_t size = 0;
@@ -277,7 +277,7 @@ rt_status spec_fc_hash(spec_ctx *s, const cJSON *c, const char *path,
                         &size, s->err);
     if (st)
         return st;
-    const Predictd__RawColumn *rc = s->def->raw_columns[rt_def_find_raw(s->def, fc->key)];
+    const Predictd__RawColumn *rc = s->def->raw_columns[rt_graph_find_raw(s->def, fc->key)];
     if (rc->dtype == PREDICTD__DTYPE__DT_FLOAT && !rc->is_int)
         return rt_cfg_fail(s->err, path, "key",
                            "\"%.64s\" is a float column; hash buckets need a string or int column",
@@ -293,7 +293,7 @@ static int cmp_str(const void *a, const void *b)
 
 /* The default crossed name: the keys' names sorted, joined by "_X_"
  * (TensorFlow's CrossedColumn.name). */
-char *spec_name_crossed(const Predictd__FeatureColumn *fc)
+char *rt_spec_name_crossed(const Predictd__FeatureColumn *fc)
 {
     const char *names[RT_SPEC_MAX_CROSS];
     size_t len = 0;
@@ -320,7 +320,7 @@ char *spec_name_crossed(const Predictd__FeatureColumn *fc)
     return out;
 }
 
-rt_status spec_fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
                           Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
@@ -369,7 +369,7 @@ rt_status spec_fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
         predictd__cross_key__init(ck);
         fc->cross_keys[fc->n_cross_keys++] = ck;
         if (cJSON_IsString(k)) {
-            long r = rt_def_find_raw(s->def, k->valuestring);
+            long r = rt_graph_find_raw(s->def, k->valuestring);
             if (r < 0)
                 return rt_cfg_fail(err, kp, "", "\"%.64s\" is not one of the columns",
                                    k->valuestring);
@@ -383,7 +383,7 @@ rt_status spec_fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
                                    "\"%.64s\" is a float column; bucketize it and cross "
                                    "{\"column\": ...}",
                                    k->valuestring);
-            if (!(ck->raw_key = spec_strndup(k->valuestring, strlen(k->valuestring))))
+            if (!(ck->raw_key = rt_spec_strndup(k->valuestring, strlen(k->valuestring))))
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         } else if (cJSON_IsObject(k)) {
             static const char *const ckeys[] = {"column", NULL};
@@ -391,7 +391,7 @@ rt_status spec_fc_crossed(spec_ctx *s, const cJSON *c, const char *path,
             if ((st = rt_cfg_check_keys(k, kp, ckeys, NULL, err)) ||
                 (st = rt_cfg_str(k, kp, "column", RT_CFG_REQUIRED, &col, err)))
                 return st;
-            if (!(ck->column = spec_strndup(col, strlen(col))))
+            if (!(ck->column = rt_spec_strndup(col, strlen(col))))
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         } else {
             return rt_cfg_fail(err, kp, "",
@@ -434,14 +434,14 @@ static rt_status fc_embedding_common(spec_ctx *s, const cJSON *c, const char *pa
     return RT_OK;
 }
 
-rt_status spec_fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_embedding(spec_ctx *s, const cJSON *c, const char *path,
                             Predictd__FeatureColumn *fc)
 {
     rt_status st = fc_categorical_ref(s, c, path, fc);
     return st ? st : fc_embedding_common(s, c, path, fc);
 }
 
-rt_status spec_fc_identity(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_identity(spec_ctx *s, const cJSON *c, const char *path,
                            Predictd__FeatureColumn *fc)
 {
     int64_t size = 0, dflt = -1;
@@ -453,7 +453,7 @@ rt_status spec_fc_identity(spec_ctx *s, const cJSON *c, const char *path,
         st = rt_cfg_int(c, path, "default_value", 0, 0, size - 1, &dflt, s->err);
     if (st)
         return st;
-    const Predictd__RawColumn *rc = s->def->raw_columns[rt_def_find_raw(s->def, fc->key)];
+    const Predictd__RawColumn *rc = s->def->raw_columns[rt_graph_find_raw(s->def, fc->key)];
     if (rc->dtype != PREDICTD__DTYPE__DT_FLOAT || !rc->is_int)
         return rt_cfg_fail(s->err, path, "key",
                            "\"%.64s\" is a %s column; categorical_column_with_identity needs "
@@ -464,7 +464,7 @@ rt_status spec_fc_identity(spec_ctx *s, const cJSON *c, const char *path,
     return RT_OK;
 }
 
-rt_status spec_fc_weighted(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_weighted(spec_ctx *s, const cJSON *c, const char *path,
                            Predictd__FeatureColumn *fc)
 {
     const char *k = NULL;
@@ -473,7 +473,7 @@ rt_status spec_fc_weighted(spec_ctx *s, const cJSON *c, const char *path,
         st = rt_cfg_str(c, path, "weight_feature_key", RT_CFG_REQUIRED, &k, s->err);
     if (st)
         return st;
-    long r = rt_def_find_raw(s->def, k);
+    long r = rt_graph_find_raw(s->def, k);
     if (r < 0)
         return rt_cfg_fail(s->err, path, "weight_feature_key",
                            "\"%.64s\" is not one of the columns", k);
@@ -485,7 +485,7 @@ rt_status spec_fc_weighted(spec_ctx *s, const cJSON *c, const char *path,
         return rt_cfg_fail(s->err, path, "weight_feature_key",
                            "\"%.64s\" is a string column; weights need an int or float column",
                            k);
-    if (!(fc->weight_feature_key = spec_strndup(k, strlen(k))))
+    if (!(fc->weight_feature_key = rt_spec_strndup(k, strlen(k))))
         return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     return RT_OK;
 }
@@ -519,7 +519,7 @@ static char *default_collection(const cJSON *list)
 
 /* One column of a shared_embedding_columns item: the one for item
  * s->group_item of its categorical_columns. */
-rt_status spec_fc_shared_embedding(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_shared_embedding(spec_ctx *s, const cJSON *c, const char *path,
                                    Predictd__FeatureColumn *fc)
 {
     rt_err *err = s->err;
@@ -543,12 +543,12 @@ rt_status spec_fc_shared_embedding(spec_ctx *s, const cJSON *c, const char *path
     const cJSON *item = cJSON_GetArrayItem(list, s->group_item);
     if (!item)
         return rt_err_set(err, RT_ERR_INVALID, "%s: internal: no item %d", path, s->group_item);
-    if (!(fc->categorical_column = spec_strndup(item->valuestring, strlen(item->valuestring))))
+    if (!(fc->categorical_column = rt_spec_strndup(item->valuestring, strlen(item->valuestring))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     if (coll) {
-        if ((st = spec_check_name(coll, path, "shared_embedding_collection_name", err)))
+        if ((st = rt_spec_check_name(coll, path, "shared_embedding_collection_name", err)))
             return st;
-        fc->shared_embedding_collection_name = spec_strndup(coll, strlen(coll));
+        fc->shared_embedding_collection_name = rt_spec_strndup(coll, strlen(coll));
     } else {
         fc->shared_embedding_collection_name = default_collection(list);
     }
@@ -557,7 +557,7 @@ rt_status spec_fc_shared_embedding(spec_ctx *s, const cJSON *c, const char *path
     return fc_embedding_common(s, c, path, fc);
 }
 
-rt_status spec_fc_indicator(spec_ctx *s, const cJSON *c, const char *path,
+rt_status rt_spec_fc_indicator(spec_ctx *s, const cJSON *c, const char *path,
                             Predictd__FeatureColumn *fc)
 {
     return fc_categorical_ref(s, c, path, fc);
@@ -576,33 +576,33 @@ static char *name_of(const char *base, const char *suffix)
     return out;
 }
 
-char *spec_name_key(const Predictd__FeatureColumn *fc)
+char *rt_spec_name_key(const Predictd__FeatureColumn *fc)
 {
     return name_of(fc->key, "");
 }
 
-char *spec_name_bucketized(const Predictd__FeatureColumn *fc)
+char *rt_spec_name_bucketized(const Predictd__FeatureColumn *fc)
 {
     return name_of(fc->source, "_bucketized");
 }
 
-char *spec_name_embedding(const Predictd__FeatureColumn *fc)
+char *rt_spec_name_embedding(const Predictd__FeatureColumn *fc)
 {
     return name_of(fc->categorical_column, "_embedding");
 }
 
-char *spec_name_indicator(const Predictd__FeatureColumn *fc)
+char *rt_spec_name_indicator(const Predictd__FeatureColumn *fc)
 {
     return name_of(fc->categorical_column, "_indicator");
 }
 
-char *spec_name_shared_embedding(const Predictd__FeatureColumn *fc)
+char *rt_spec_name_shared_embedding(const Predictd__FeatureColumn *fc)
 {
     return name_of(fc->categorical_column, "_shared_embedding");
 }
 
 /* TensorFlow's WeightedCategoricalColumn.name. */
-char *spec_name_weighted(const Predictd__FeatureColumn *fc)
+char *rt_spec_name_weighted(const Predictd__FeatureColumn *fc)
 {
     size_t a = strlen(fc->categorical_column), b = strlen(fc->weight_feature_key);
     char *out = malloc(a + strlen("_weighted_by_") + b + 1);
@@ -626,10 +626,10 @@ static rt_status fc_name(spec_ctx *s, const rt_fc_kind *k, const cJSON *c, const
     char *owned = NULL;
     if (!name && !(name = owned = k->default_name(fc)))
         return rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
-    st = spec_check_name(name, path, "name", s->err);
-    if (!st && spec_find_fc(s->def, name) >= 0)
+    st = rt_spec_check_name(name, path, "name", s->err);
+    if (!st && rt_spec_find_fc(s->def, name) >= 0)
         st = rt_cfg_fail(s->err, path, "name", "feature column \"%s\" is defined twice", name);
-    if (!st && !(fc->name = spec_strndup(name, strlen(name))))
+    if (!st && !(fc->name = rt_spec_strndup(name, strlen(name))))
         st = rt_err_set(s->err, RT_ERR_NOMEM, "out of memory");
     free(owned);
     return st;
@@ -690,24 +690,24 @@ static rt_status parse_feature_column(spec_ctx *s, const cJSON *c, const char *p
 }
 
 
-bool spec_is_categorical(Predictd__ColumnType t)
+bool rt_spec_is_categorical(Predictd__ColumnType t)
 {
-    return rt_column_is_categorical(t);
+    return rt_fc_column_is_categorical(t);
 }
 
 /* Second pass, per kind: references between feature columns exist and fit. */
 
-rt_status spec_resolve_bucketized(spec_ctx *s, size_t i, const char *path)
+rt_status rt_spec_resolve_bucketized(spec_ctx *s, size_t i, const char *path)
 {
     rt_err *err = s->err;
     const Predictd__ModelDef *def = s->def;
     Predictd__FeatureColumn *fc = def->feature_columns[i];
-    long r = spec_find_fc(def, fc->source);
+    long r = rt_spec_find_fc(def, fc->source);
     if (r < 0 || def->feature_columns[r]->type != PREDICTD__COLUMN_TYPE__NUMERIC)
         return rt_cfg_fail(err, path, "source",
                            "\"%.64s\" must name a numeric_column feature column", fc->source);
     const char *key = def->feature_columns[r]->key;
-    if (!(fc->key = spec_strndup(key, strlen(key))))
+    if (!(fc->key = rt_spec_strndup(key, strlen(key))))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     return RT_OK;
 }
@@ -718,8 +718,8 @@ static rt_status check_categorical(spec_ctx *s, size_t i, const char *path, cons
 {
     const Predictd__ModelDef *def = s->def;
     const Predictd__FeatureColumn *fc = def->feature_columns[i];
-    long r = spec_find_fc(def, fc->categorical_column);
-    if (r < 0 || !spec_is_categorical(def->feature_columns[r]->type))
+    long r = rt_spec_find_fc(def, fc->categorical_column);
+    if (r < 0 || !rt_spec_is_categorical(def->feature_columns[r]->type))
         return rt_cfg_fail(s->err, path, key,
                            "\"%.64s\" must name a categorical feature column (vocabulary, "
                            "identity, hash bucket, bucketized, crossed or weighted)",
@@ -727,16 +727,16 @@ static rt_status check_categorical(spec_ctx *s, size_t i, const char *path, cons
     return RT_OK;
 }
 
-rt_status spec_resolve_of_categorical(spec_ctx *s, size_t i, const char *path)
+rt_status rt_spec_resolve_of_categorical(spec_ctx *s, size_t i, const char *path)
 {
     return check_categorical(s, i, path, "categorical_column");
 }
 
-rt_status spec_resolve_weighted(spec_ctx *s, size_t i, const char *path)
+rt_status rt_spec_resolve_weighted(spec_ctx *s, size_t i, const char *path)
 {
     const Predictd__ModelDef *def = s->def;
     const Predictd__FeatureColumn *fc = def->feature_columns[i];
-    long r = spec_find_fc(def, fc->categorical_column);
+    long r = rt_spec_find_fc(def, fc->categorical_column);
     Predictd__ColumnType t = r >= 0 ? def->feature_columns[r]->type : PREDICTD__COLUMN_TYPE__NUMERIC;
     if (t != PREDICTD__COLUMN_TYPE__IDENTITY && t != PREDICTD__COLUMN_TYPE__VOCABULARY_LIST &&
         t != PREDICTD__COLUMN_TYPE__VOCABULARY_FILE && t != PREDICTD__COLUMN_TYPE__HASH_BUCKET &&
@@ -766,12 +766,12 @@ static int64_t spec_buckets(const Predictd__ModelDef *def, long i)
     case PREDICTD__COLUMN_TYPE__IDENTITY:
         return fc->num_buckets;
     case PREDICTD__COLUMN_TYPE__BUCKETIZED: {
-        long src = spec_find_fc(def, fc->source);
+        long src = rt_spec_find_fc(def, fc->source);
         uint32_t shape = src >= 0 && def->feature_columns[src]->shape ? def->feature_columns[src]->shape : 1;
         return (int64_t)(fc->n_boundaries + 1) * shape;
     }
     case PREDICTD__COLUMN_TYPE__WEIGHTED: {
-        long src = spec_find_fc(def, fc->categorical_column);
+        long src = rt_spec_find_fc(def, fc->categorical_column);
         return src >= 0 && src != i ? spec_buckets(def, src) : 0;
     }
     default:
@@ -784,7 +784,7 @@ static int64_t spec_buckets(const Predictd__ModelDef *def, long i)
 static Predictd__ColumnType unweighted_kind(const Predictd__ModelDef *def, long i)
 {
     const Predictd__FeatureColumn *fc = def->feature_columns[i];
-    long src = spec_find_fc(def, fc->categorical_column);
+    long src = rt_spec_find_fc(def, fc->categorical_column);
     if (fc->type == PREDICTD__COLUMN_TYPE__WEIGHTED && src >= 0)
         return def->feature_columns[src]->type;
     return fc->type;
@@ -792,27 +792,27 @@ static Predictd__ColumnType unweighted_kind(const Predictd__ModelDef *def, long 
 
 /* shared_embedding_columns: a categorical column each, and every column of
  * one collection reads the same kind with the same number of buckets. */
-rt_status spec_resolve_shared(spec_ctx *s, size_t i, const char *path)
+rt_status rt_spec_resolve_shared(spec_ctx *s, size_t i, const char *path)
 {
     rt_status st = check_categorical(s, i, path, "categorical_columns");
     if (st)
         return st;
     const Predictd__ModelDef *def = s->def;
     const Predictd__FeatureColumn *fc = def->feature_columns[i];
-    long r = spec_find_fc(def, fc->categorical_column);
+    long r = rt_spec_find_fc(def, fc->categorical_column);
     for (size_t k = 0; k < i; k++) {
         const Predictd__FeatureColumn *o = def->feature_columns[k];
         if (o->type != PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING ||
             strcmp(o->shared_embedding_collection_name, fc->shared_embedding_collection_name))
             continue;
-        long q = spec_find_fc(def, o->categorical_column);
+        long q = rt_spec_find_fc(def, o->categorical_column);
         if (unweighted_kind(def, q) != unweighted_kind(def, r))
             return rt_cfg_fail(s->err, path, "categorical_columns",
                                "\"%.64s\" is a %s and \"%.64s\" a %s: the columns of a "
                                "shared embedding must be of the same kind",
-                               o->categorical_column, spec_fc_kind_name(unweighted_kind(def, q)),
+                               o->categorical_column, rt_spec_fc_kind_name(unweighted_kind(def, q)),
                                fc->categorical_column,
-                               spec_fc_kind_name(unweighted_kind(def, r)));
+                               rt_spec_fc_kind_name(unweighted_kind(def, r)));
         if (spec_buckets(def, q) != spec_buckets(def, r))
             return rt_cfg_fail(s->err, path, "categorical_columns",
                                "\"%.64s\" has %lld buckets and \"%.64s\" %lld: the columns of "
@@ -828,7 +828,7 @@ rt_status spec_resolve_shared(spec_ctx *s, size_t i, const char *path)
     return RT_OK;
 }
 
-rt_status spec_resolve_crossed(spec_ctx *s, size_t i, const char *path)
+rt_status rt_spec_resolve_crossed(spec_ctx *s, size_t i, const char *path)
 {
     rt_err *err = s->err;
     const Predictd__ModelDef *def = s->def;
@@ -839,7 +839,7 @@ rt_status spec_resolve_crossed(spec_ctx *s, size_t i, const char *path)
             continue;
         char kp[160];
         snprintf(kp, sizeof kp, "%s.keys[%zu].column", path, k);
-        long r = spec_find_fc(def, col);
+        long r = rt_spec_find_fc(def, col);
         if (r < 0)
             return rt_cfg_fail(err, kp, "", "\"%.64s\" is not a feature column", col);
         Predictd__ColumnType t = def->feature_columns[r]->type;
@@ -858,7 +858,7 @@ rt_status spec_resolve_crossed(spec_ctx *s, size_t i, const char *path)
     return RT_OK;
 }
 
-rt_status spec_resolve_numeric(spec_ctx *s, size_t i, const char *path)
+rt_status rt_spec_resolve_numeric(spec_ctx *s, size_t i, const char *path)
 {
     const Predictd__ModelDef *def = s->def;
     const Predictd__FeatureColumn *fc = def->feature_columns[i];
@@ -875,7 +875,7 @@ rt_status spec_resolve_numeric(spec_ctx *s, size_t i, const char *path)
     return RT_OK;
 }
 
-rt_status spec_parse_feature_columns(spec_ctx *s, const cJSON *arr)
+rt_status rt_spec_parse_feature_columns(spec_ctx *s, const cJSON *arr)
 {
     int n = cJSON_GetArraySize(arr);
     if (n <= 0)
@@ -915,7 +915,7 @@ rt_status spec_parse_feature_columns(spec_ctx *s, const cJSON *arr)
 /* Values per instance feature column i puts in an input layer (numeric:
  * shape; indicator: its categorical column's ids; embedding: dimension),
  * 0 for a categorical column. */
-uint64_t spec_fc_dense_width(const Predictd__ModelDef *def, long i)
+uint64_t rt_spec_fc_dense_width(const Predictd__ModelDef *def, long i)
 {
     const Predictd__FeatureColumn *fc = def->feature_columns[i];
     switch (fc->type) {
@@ -925,7 +925,7 @@ uint64_t spec_fc_dense_width(const Predictd__ModelDef *def, long i)
     case PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING:
         return fc->dimension;
     case PREDICTD__COLUMN_TYPE__INDICATOR: {
-        long src = spec_find_fc(def, fc->categorical_column);
+        long src = rt_spec_find_fc(def, fc->categorical_column);
         return src >= 0 && src != i ? (uint64_t)spec_buckets(def, src) : 0;
     }
     default:

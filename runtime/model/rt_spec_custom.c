@@ -100,7 +100,7 @@ static bool reaches(const cgraph *g, size_t from, size_t to, unsigned char *seen
 
 static rt_status set_str(char **dst, const char *src, rt_err *err)
 {
-    char *t = spec_strndup(src, strlen(src));
+    char *t = rt_spec_strndup(src, strlen(src));
     if (!t)
         return NOMEM(err);
     if (*dst && *dst != protobuf_c_empty_string)
@@ -140,7 +140,7 @@ static rt_status parse_columns(cgraph *g, const cJSON *o, const char *path, bool
         if (!cJSON_IsString(c))
             return rt_cfg_fail(s->err, path, key, "expected a feature column name, got %s",
                                rt_cfg_type_name(c));
-        long r = spec_find_fc(s->def, c->valuestring);
+        long r = rt_spec_find_fc(s->def, c->valuestring);
         if (r < 0)
             return rt_cfg_fail(s->err, path, key, "\"%.64s\" is not one of the feature_columns",
                                c->valuestring);
@@ -160,7 +160,7 @@ static rt_status parse_columns(cgraph *g, const cJSON *o, const char *path, bool
         if ((st = set_str(&nd->columns[nd->n_columns], c->valuestring, s->err)))
             return st;
         nd->n_columns++;
-        width += spec_fc_dense_width(s->def, r);
+        width += rt_spec_fc_dense_width(s->def, r);
     }
     if (!linear) {
         if (width == 0 || width > RT_SPEC_MAX_WIDTH)
@@ -316,18 +316,18 @@ static rt_status parse_layer(cgraph *g, size_t i)
         const char *col = NULL;
         if ((st = rt_cfg_str(c->json, c->path, "column", RT_CFG_REQUIRED, &col, err)))
             return st;
-        long r = spec_find_fc(s->def, col);
+        long r = rt_spec_find_fc(s->def, col);
         if (r < 0)
             return rt_cfg_fail(err, c->path, "column", "\"%.64s\" is not one of the "
                                "feature_columns", col);
         Predictd__ColumnType t = s->def->feature_columns[r]->type;
         if (t != PREDICTD__COLUMN_TYPE__EMBEDDING && t != PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING)
             return rt_cfg_fail(err, c->path, "column", "\"%.64s\" is a %s: an embedding node "
-                               "reads an embedding_column", col, spec_fc_kind_name(t));
+                               "reads an embedding_column", col, rt_spec_fc_kind_name(t));
         if (!(nd->columns = calloc(1, sizeof(char *))) || (st = set_str(&nd->columns[0], col, err)))
             return st ? st : NOMEM(err);
         nd->n_columns = 1;
-        nd->units = (uint32_t)spec_fc_dense_width(s->def, r);
+        nd->units = (uint32_t)rt_spec_fc_dense_width(s->def, r);
         return RT_OK;
     }
     if ((st = parse_inputs(g, i, nd, w)))
@@ -480,7 +480,7 @@ static rt_status parse_heads(cgraph *g, const cJSON *model)
         (st = rt_cfg_str(h, path, "logits", RT_CFG_REQUIRED, &logits, err)) ||
         (st = rt_cfg_str(h, path, "name", 0, &name, err)))
         return st;
-    if (*name && (st = spec_check_name(name, path, "name", err)))
+    if (*name && (st = rt_spec_check_name(name, path, "name", err)))
         return st;
     long j = find_node(g, logits);
     if (j < 0)
@@ -557,7 +557,7 @@ static rt_status parse_heads(cgraph *g, const cJSON *model)
         const char *loss = "squared";
         if ((st = rt_cfg_str(h, path, "loss", 0, &loss, err)))
             return st;
-        int kind = rt_loss_named(loss);
+        int kind = rt_metrics_loss_named(loss);
         if (strcmp(loss, "poisson") == 0)
             return rt_cfg_fail(err, path, "loss", "poisson is not implemented yet (its exp link "
                                "changes the predictions)");
@@ -641,7 +641,7 @@ static rt_status build_parts(cgraph *g)
                 return st;
             gr->n_linear_columns++;
         }
-        if ((st = spec_build_linear(s)))
+        if ((st = rt_spec_build_linear(s)))
             return st;
     }
     if (total && !(gr->dnn_columns = calloc(total, sizeof(char *))))
@@ -662,7 +662,7 @@ static rt_status build_parts(cgraph *g)
             }
         }
     }
-    return spec_build_embeddings(s);
+    return rt_spec_build_embeddings(s);
 }
 
 /* Collects the nodes of list `key` (inputs or layers) into g->v. */
@@ -678,7 +678,7 @@ static rt_status collect(cgraph *g, const cJSON *arr, const char *key)
                                rt_cfg_type_name(c));
         const char *name = NULL;
         rt_status st = rt_cfg_str(c, v->path, "name", RT_CFG_REQUIRED, &name, s->err);
-        if (st || (st = spec_check_name(name, v->path, "name", s->err)))
+        if (st || (st = rt_spec_check_name(name, v->path, "name", s->err)))
             return st;
         long dup = find_node(g, name);
         if (dup >= 0)
@@ -700,7 +700,7 @@ static rt_status collect(cgraph *g, const cJSON *arr, const char *key)
     return RT_OK;
 }
 
-rt_status spec_parse_custom(spec_ctx *s, const cJSON *est)
+rt_status rt_spec_parse_custom(spec_ctx *s, const cJSON *est)
 {
     static const char *const ckeys[] = {"type", "model", "weight_column", "loss_reduction",
                                         "linear_optimizer", "dnn_optimizer", NULL};
@@ -712,7 +712,7 @@ rt_status spec_parse_custom(spec_ctx *s, const cJSON *est)
         return st;
     if (cg->estimator != protobuf_c_empty_string)
         free(cg->estimator);
-    if (!(cg->estimator = spec_strndup("Estimator", strlen("Estimator"))))
+    if (!(cg->estimator = rt_spec_strndup("Estimator", strlen("Estimator"))))
         return NOMEM(err);
     const cJSON *model = NULL, *inputs = NULL, *layers = NULL;
     st = rt_cfg_object(est, "estimator", "model", RT_CFG_REQUIRED, &model, err);

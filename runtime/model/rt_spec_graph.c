@@ -53,7 +53,7 @@ static char *fmt_dup(const char *fmt, const char *a)
     int n = snprintf(buf, sizeof buf, fmt, a);
     if (n < 0 || (size_t)n >= sizeof buf)
         return NULL;
-    return spec_strndup(buf, (size_t)n);
+    return rt_spec_strndup(buf, (size_t)n);
 }
 
 static bool linear_ok(Predictd__ColumnType t)
@@ -71,7 +71,7 @@ static bool dnn_ok(Predictd__ColumnType t)
 /* Does feature column `name` (of the DNN part) have an embedding table? */
 static bool has_table(const Predictd__ModelDef *def, const char *name)
 {
-    const rt_fc_kind *k = rt_fc_kind_of(def->feature_columns[spec_find_fc(def, name)]->type);
+    const rt_fc_kind *k = rt_fc_kind_of(def->feature_columns[rt_spec_find_fc(def, name)]->type);
     return k && k->table;
 }
 
@@ -98,7 +98,7 @@ static rt_status parse_col_list(spec_ctx *s, const cJSON *est, const char *key, 
         if (!cJSON_IsString(c))
             return rt_cfg_fail(err, path, "", "expected a feature column name, got %s",
                                rt_cfg_type_name(c));
-        long r = spec_find_fc(s->def, c->valuestring);
+        long r = rt_spec_find_fc(s->def, c->valuestring);
         if (r < 0)
             return rt_cfg_fail(err, path, "", "\"%.64s\" is not one of the feature_columns",
                                c->valuestring);
@@ -108,16 +108,16 @@ static rt_status parse_col_list(spec_ctx *s, const cJSON *est, const char *key, 
                                "\"%.64s\" is a %s, a categorical column: the DNN part takes "
                                "dense columns; wrap it in an indicator_column or an "
                                "embedding_column",
-                               c->valuestring, spec_fc_kind_name(t));
+                               c->valuestring, rt_spec_fc_kind_name(t));
         if (!dnn && !linear_ok(t))
             return rt_cfg_fail(err, path, "",
                                "\"%.64s\" is an %s: the linear part takes "
                                "categorical, numeric and indicator columns",
-                               c->valuestring, spec_fc_kind_name(t));
+                               c->valuestring, rt_spec_fc_kind_name(t));
         for (size_t k = 0; k < *n; k++)
             if (strcmp((*names)[k], c->valuestring) == 0)
                 return rt_cfg_fail(err, path, "", "\"%.64s\" is listed twice", c->valuestring);
-        if (!((*names)[*n] = spec_strndup(c->valuestring, strlen(c->valuestring))))
+        if (!((*names)[*n] = rt_spec_strndup(c->valuestring, strlen(c->valuestring))))
             return NOMEM(err);
         (*n)++;
     }
@@ -234,7 +234,7 @@ static rt_status parse_head(spec_ctx *s, const cJSON *est, const est_kind *k)
     return RT_OK;
 }
 
-rt_status spec_build_linear(spec_ctx *s)
+rt_status rt_spec_build_linear(spec_ctx *s)
 {
     Predictd__Graph *g = s->def->graph;
     if (!g->n_linear_columns)
@@ -248,14 +248,14 @@ rt_status spec_build_linear(spec_ctx *s)
             return NOMEM(s->err);
         predictd__linear_weight__init(w);
         g->linear_weights[g->n_linear_weights++] = w;
-        w->column = spec_strndup(g->linear_columns[i], strlen(g->linear_columns[i]));
+        w->column = rt_spec_strndup(g->linear_columns[i], strlen(g->linear_columns[i]));
         w->tensor = fmt_dup("linear/linear_model/%s/weights", g->linear_columns[i]);
         if (!w->column || !w->tensor)
             return NOMEM(s->err);
     }
     if (g->linear_bias != protobuf_c_empty_string)
         free(g->linear_bias);
-    if (!(g->linear_bias = spec_strndup("linear/linear_model/bias_weights", 32)))
+    if (!(g->linear_bias = rt_spec_strndup("linear/linear_model/bias_weights", 32)))
         return NOMEM(s->err);
     return RT_OK;
 }
@@ -285,7 +285,7 @@ static Predictd__BatchNorm *new_batch_norm(int i)
 
 /* The embedding tables of the DNN columns (Graph.embeddings), in their
  * order: TensorFlow's names, a shared table named by its collection. */
-rt_status spec_build_embeddings(spec_ctx *s)
+rt_status rt_spec_build_embeddings(spec_ctx *s)
 {
     rt_err *err = s->err;
     Predictd__Graph *g = s->def->graph;
@@ -307,12 +307,12 @@ rt_status spec_build_embeddings(spec_ctx *s)
         /* A shared table's scope is its collection (TensorFlow's
          * _SharedEmbeddingColumn._var_scope_name), so its users name one
          * tensor. */
-        const Predictd__FeatureColumn *fc = s->def->feature_columns[spec_find_fc(s->def, name)];
+        const Predictd__FeatureColumn *fc = s->def->feature_columns[rt_spec_find_fc(s->def, name)];
         const char *scope = fc->shared_embedding_collection_name &&
                                     *fc->shared_embedding_collection_name
                                 ? fc->shared_embedding_collection_name
                                 : name;
-        e->column = spec_strndup(name, strlen(name));
+        e->column = rt_spec_strndup(name, strlen(name));
         e->tensor = fmt_dup("dnn/input_from_feature_columns/%s/embedding_weights", scope);
         if (!e->column || !e->tensor)
             return NOMEM(err);
@@ -336,7 +336,7 @@ static rt_status build_dnn(spec_ctx *s, const cJSON *units, Predictd__Activation
     if (n > RT_SPEC_MAX_LAYERS)
         return rt_cfg_fail(err, "estimator", units_key, "too many layers (%d, limit %d)", n,
                            RT_SPEC_MAX_LAYERS);
-    rt_status st = spec_build_embeddings(s);
+    rt_status st = rt_spec_build_embeddings(s);
     if (st)
         return st;
     if (n && !(g->hidden_layers = calloc((size_t)n, sizeof *g->hidden_layers)))
@@ -384,7 +384,7 @@ static int64_t tree_categories(const Predictd__ModelDef *def, const Predictd__Fe
         }
         return 0;
     case PREDICTD__COLUMN_TYPE__BUCKETIZED: {
-        long r = spec_find_fc(def, fc->source);
+        long r = rt_spec_find_fc(def, fc->source);
         if (r >= 0 && def->feature_columns[r]->shape > 1) {
             *why = "a bucketized_column of a numeric_column of shape > 1: trees split on one "
                    "bucket id";
@@ -399,7 +399,7 @@ static int64_t tree_categories(const Predictd__ModelDef *def, const Predictd__Fe
     case PREDICTD__COLUMN_TYPE__HASH_BUCKET:
         return fc->hash_bucket_size;
     case PREDICTD__COLUMN_TYPE__INDICATOR: {
-        long r = spec_find_fc(def, fc->categorical_column);
+        long r = rt_spec_find_fc(def, fc->categorical_column);
         if (r < 0 || def->feature_columns[r]->type == PREDICTD__COLUMN_TYPE__INDICATOR)
             return -1;
         return tree_categories(def, def->feature_columns[r], why);
@@ -452,7 +452,7 @@ static rt_status build_trees(spec_ctx *s, const cJSON *est)
         if (!cJSON_IsString(c))
             return rt_cfg_fail(err, path, "", "expected a feature column name, got %s",
                                rt_cfg_type_name(c));
-        long r = spec_find_fc(def, c->valuestring);
+        long r = rt_spec_find_fc(def, c->valuestring);
         if (r < 0)
             return rt_cfg_fail(err, path, "", "\"%.64s\" is not one of the feature_columns",
                                c->valuestring);
@@ -473,13 +473,13 @@ static rt_status build_trees(spec_ctx *s, const cJSON *est)
         predictd__tree_input__init(in);
         te->inputs[te->n_inputs++] = in;
         in->num_categories = (uint32_t)cats;
-        if (!(in->column = spec_strndup(c->valuestring, strlen(c->valuestring))))
+        if (!(in->column = rt_spec_strndup(c->valuestring, strlen(c->valuestring))))
             return NOMEM(err);
     }
     return RT_OK;
 }
 
-rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
+rt_status rt_spec_parse_estimator(spec_ctx *s, const cJSON *est)
 {
     rt_err *err = s->err;
     if (!cJSON_IsObject(est))
@@ -536,7 +536,7 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
     Predictd__Graph *g = s->def->graph;
     if (g->estimator != protobuf_c_empty_string)
         free(g->estimator);
-    if (!(g->estimator = spec_strndup(type, strlen(type))))
+    if (!(g->estimator = rt_spec_strndup(type, strlen(type))))
         return NOMEM(err);
     if ((st = parse_head(s, est, k)))
         return st;
@@ -578,7 +578,7 @@ rt_status spec_parse_estimator(spec_ctx *s, const cJSON *est)
         if (!k->combined && !units)
             return rt_cfg_fail(err, "estimator", units_key, "missing (required)");
     }
-    if ((st = spec_build_linear(s)) || (st = build_dnn(s, units, act, units_key, batch_norm)))
+    if ((st = rt_spec_build_linear(s)) || (st = build_dnn(s, units, act, units_key, batch_norm)))
         return st;
     return RT_OK;
 }
@@ -592,7 +592,7 @@ static Predictd__TensorSpec *tspec(const char *name, Predictd__DType dt, int64_t
         return NULL;
     predictd__tensor_spec__init(t);
     t->dtype = dt;
-    t->name = spec_strndup(name, strlen(name));
+    t->name = rt_spec_strndup(name, strlen(name));
     t->shape = malloc(2 * sizeof(int64_t));
     if (!t->name || !t->shape) {
         predictd__tensor_spec__free_unpacked(t, NULL);
@@ -691,14 +691,14 @@ static Predictd__SignatureDef *new_sig(Predictd__ModelDef *def, const char *name
         return NULL;
     predictd__signature_def__init(sig);
     def->signatures[def->n_signatures++] = sig;
-    sig->name = spec_strndup(name, strlen(name));
-    sig->method_name = spec_strndup(method, strlen(method));
+    sig->name = rt_spec_strndup(name, strlen(name));
+    sig->method_name = rt_spec_strndup(method, strlen(method));
     if (!sig->name || !sig->method_name)
         return NULL;
     return sig;
 }
 
-rt_status spec_build_signatures(spec_ctx *s)
+rt_status rt_spec_build_signatures(spec_ctx *s)
 {
     Predictd__ModelDef *def = s->def;
     rt_err *err = s->err;
@@ -741,10 +741,10 @@ rt_status spec_build_signatures(spec_ctx *s)
         if ((st = signature_inputs(s, sig)) || (st = predict_outputs(s, sig)))
             return st;
     }
-    return rt_modeldef_add_regression_signature(def, err);
+    return rt_spec_add_regression_signature(def, err);
 }
 
-rt_status rt_modeldef_add_regression_signature(Predictd__ModelDef *def, rt_err *err)
+rt_status rt_spec_add_regression_signature(Predictd__ModelDef *def, rt_err *err)
 {
     bool classification = false;
     if (!def->head || def->head->type != PREDICTD__HEAD_TYPE__HEAD_BINARY)

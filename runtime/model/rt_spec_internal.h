@@ -30,12 +30,12 @@ typedef struct spec_ctx {
 
 /* ---- rt_spec_util.c */
 
-char *spec_strndup(const char *s, size_t n);
+char *rt_spec_strndup(const char *s, size_t n);
 /* Copies s, without leading/trailing white space when trim is set. */
-char *spec_dup_trimmed(const char *s, bool trim);
-bool spec_valid_name(const char *s);
-rt_status spec_check_name(const char *s, const char *path, const char *key, rt_err *err);
-long spec_find_fc(const Predictd__ModelDef *def, const char *name);
+char *rt_spec_dup_trimmed(const char *s, bool trim);
+bool rt_spec_valid_name(const char *s);
+rt_status rt_spec_check_name(const char *s, const char *path, const char *key, rt_err *err);
+long rt_spec_find_fc(const Predictd__ModelDef *def, const char *name);
 
 /* ---- rt_spec_columns.c: each kind's spec keys, references and default
  * name (the kinds' table, rt_fc.c, points at them) */
@@ -44,33 +44,33 @@ typedef rt_status spec_parse_fn(spec_ctx *s, const struct cJSON *c, const char *
                                Predictd__FeatureColumn *fc);
 typedef rt_status spec_resolve_fn(spec_ctx *s, size_t i, const char *path);
 typedef char *spec_name_fn(const Predictd__FeatureColumn *fc);
-spec_parse_fn spec_fc_numeric, spec_fc_bucketized, spec_fc_vocab_list, spec_fc_vocab_file,
-    spec_fc_hash, spec_fc_crossed, spec_fc_embedding, spec_fc_indicator, spec_fc_identity,
-    spec_fc_weighted, spec_fc_shared_embedding;
-spec_resolve_fn spec_resolve_weighted, spec_resolve_shared, spec_resolve_numeric,
-    spec_resolve_bucketized, spec_resolve_crossed, spec_resolve_of_categorical;
-spec_name_fn spec_name_weighted, spec_name_shared_embedding, spec_name_key, spec_name_bucketized,
-    spec_name_crossed, spec_name_embedding, spec_name_indicator;
+spec_parse_fn rt_spec_fc_numeric, rt_spec_fc_bucketized, rt_spec_fc_vocab_list,
+    rt_spec_fc_vocab_file, rt_spec_fc_hash, rt_spec_fc_crossed, rt_spec_fc_embedding,
+    rt_spec_fc_indicator, rt_spec_fc_identity, rt_spec_fc_weighted, rt_spec_fc_shared_embedding;
+spec_resolve_fn rt_spec_resolve_weighted, rt_spec_resolve_shared, rt_spec_resolve_numeric,
+    rt_spec_resolve_bucketized, rt_spec_resolve_crossed, rt_spec_resolve_of_categorical;
+spec_name_fn rt_spec_name_weighted, rt_spec_name_shared_embedding, rt_spec_name_key,
+    rt_spec_name_bucketized, rt_spec_name_crossed, rt_spec_name_embedding, rt_spec_name_indicator;
 
-bool spec_is_categorical(Predictd__ColumnType t);
-const char *spec_fc_kind_name(Predictd__ColumnType t);
+bool rt_spec_is_categorical(Predictd__ColumnType t);
+const char *rt_spec_fc_kind_name(Predictd__ColumnType t);
 /* "feature_columns" -> def->feature_columns, references checked. */
-rt_status spec_parse_feature_columns(spec_ctx *s, const struct cJSON *arr);
+rt_status rt_spec_parse_feature_columns(spec_ctx *s, const struct cJSON *arr);
 /* Values per instance feature column i gives an input layer (0: categorical). */
-uint64_t spec_fc_dense_width(const Predictd__ModelDef *def, long i);
+uint64_t rt_spec_fc_dense_width(const Predictd__ModelDef *def, long i);
 
 /* ---- rt_spec_graph.c */
 
 /* rt_spec_graph.c: "estimator" of a canned type (or none, or a wrong one:
  * refused naming it) -> head and graph (tensor names). */
-rt_status spec_parse_estimator(spec_ctx *s, const struct cJSON *est);
+rt_status rt_spec_parse_estimator(spec_ctx *s, const struct cJSON *est);
 /* rt_spec_graph.c: the signatures TensorFlow's canned estimators export. */
-rt_status spec_build_signatures(spec_ctx *s);
+rt_status rt_spec_build_signatures(spec_ctx *s);
 
 /* rt_spec_graph.c: Graph.linear_weights and linear_bias for linear_columns
  * (TensorFlow's names); Graph.embeddings for the dnn_columns with tables. */
-rt_status spec_build_linear(spec_ctx *s);
-rt_status spec_build_embeddings(spec_ctx *s);
+rt_status rt_spec_build_linear(spec_ctx *s);
+rt_status rt_spec_build_embeddings(spec_ctx *s);
 
 /* ---- rt_spec_custom.c */
 
@@ -78,6 +78,6 @@ rt_status spec_build_embeddings(spec_ctx *s);
  * types; its keys are checked here) -> the graph's
  * nodes and heads, def->head and logits_dimension; every refusal names the
  * field's path (estimator.model.layers[2].units). */
-rt_status spec_parse_custom(spec_ctx *s, const struct cJSON *est);
+rt_status rt_spec_parse_custom(spec_ctx *s, const struct cJSON *est);
 
 #endif /* PREDICTD_RT_SPEC_INTERNAL_H */

@@ -16,7 +16,7 @@
 
 /* ------------------------------------------------------------ helpers */
 
-char *spec_strndup(const char *s, size_t n)
+char *rt_spec_strndup(const char *s, size_t n)
 {
     char *p = malloc(n + 1);
     if (!p)
@@ -28,15 +28,15 @@ char *spec_strndup(const char *s, size_t n)
 }
 
 /* Copies s, without leading/trailing white space when trim is set. */
-char *spec_dup_trimmed(const char *s, bool trim)
+char *rt_spec_dup_trimmed(const char *s, bool trim)
 {
     size_t n = strlen(s);
     if (trim)
-        s = rt_trim_span(s, &n);
-    return spec_strndup(s, n);
+        s = rt_buf_trim_span(s, &n);
+    return rt_spec_strndup(s, n);
 }
 
-bool spec_valid_name(const char *s)
+bool rt_spec_valid_name(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > RT_SPEC_MAX_NAME)
@@ -51,9 +51,9 @@ bool spec_valid_name(const char *s)
     return true;
 }
 
-rt_status spec_check_name(const char *s, const char *path, const char *key, rt_err *err)
+rt_status rt_spec_check_name(const char *s, const char *path, const char *key, rt_err *err)
 {
-    if (!spec_valid_name(s))
+    if (!rt_spec_valid_name(s))
         return rt_cfg_fail(err, path, key,
                            "\"%.64s\" is not a valid name (1..%d characters of A-Z a-z 0-9 _ . -, "
                            "not starting with . or -)",
@@ -61,7 +61,7 @@ rt_status spec_check_name(const char *s, const char *path, const char *key, rt_e
     return RT_OK;
 }
 
-long spec_find_fc(const Predictd__ModelDef *def, const char *name)
+long rt_spec_find_fc(const Predictd__ModelDef *def, const char *name)
 {
     for (size_t i = 0; i < def->n_feature_columns; i++)
         if (strcmp(def->feature_columns[i]->name, name) == 0)

@@ -42,16 +42,16 @@ typedef struct feat_priv {
     size_t cross_cap;
     const struct rt_fc_kind **kinds; /* [slots] each column's kind (prepare) */
     size_t *first;       /* the columns of the passes that read the batch, in order: */
-    size_t n_first;      /* what a record holds (rt_features_row_save) */
+    size_t n_first;      /* what a record holds (rt_transform_features_row_save) */
 } feat_priv;
 
-void rt_features_init(rt_features *f)
+void rt_transform_features_init(rt_features *f)
 {
     if (f)
         memset(f, 0, sizeof *f);
 }
 
-void rt_features_free(rt_features *f)
+void rt_transform_features_free(rt_features *f)
 {
     if (!f)
         return;
@@ -347,7 +347,7 @@ static rt_status value_text(const rt_graph *g, size_t i, long input, const rt_va
         if (g->inputs[input].dtype != PREDICTD__DTYPE__DT_STRING)
             return not_a_number(g, i, input, v, err);
         *len = v->len;
-        *s = g->def->trim_strings ? rt_trim_span(v->str, len) : v->str;
+        *s = g->def->trim_strings ? rt_buf_trim_span(v->str, len) : v->str;
         return RT_OK;
     }
     int k;
@@ -362,7 +362,7 @@ static rt_status value_text(const rt_graph *g, size_t i, long input, const rt_va
 
 /* ------------------------------------------------------------- columns */
 
-rt_status rt_fc_run_numeric(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+rt_status rt_transform_run_numeric(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                             rt_err *err)
 {
     const rt_fcol *fc = &g->fcols[c];
@@ -402,8 +402,8 @@ rt_status rt_fc_run_numeric(const rt_graph *g, const rt_batch *b, rt_features *f
     return RT_OK;
 }
 
-rt_status rt_fc_run_bucketized(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
-                               rt_err *err)
+rt_status rt_transform_run_bucketized(const rt_graph *g, const rt_batch *b, rt_features *f,
+                                      size_t c, rt_err *err)
 {
     (void)b; /* reads its numeric source column */
     const rt_fcol *fc = &g->fcols[c];
@@ -474,7 +474,7 @@ static inline rt_status value_key(const rt_graph *g, size_t i, long input, const
     }
     rt_status st = value_text(g, i, input, &v[k], buf, s, len, err);
     if (st == RT_OK)
-        *fp = rt_fingerprint64(*s, *len);
+        *fp = rt_hash_fingerprint64(*s, *len);
     return st;
 }
 
@@ -530,7 +530,7 @@ static inline rt_status keyed_id(const rt_graph *g, const rt_fcol *src, size_t i
 
 /* Vocabulary, identity and hash bucket columns: an id per value of the
  * raw input (keyed_id). */
-rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+rt_status rt_transform_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                            rt_err *err)
 {
     const rt_fcol *fc = &g->fcols[c];
@@ -559,7 +559,7 @@ rt_status rt_fc_run_lookup(const rt_graph *g, const rt_batch *b, rt_features *f,
  * tensors by index). A value that gives no id drops its weight; a zero
  * weight drops its id (TF's _to_sparse_input_and_drop_ignore_values with
  * 0.0). The weights must be as many as the values. */
-rt_status rt_fc_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+rt_status rt_transform_run_weighted(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                              rt_err *err)
 {
     const rt_fcol *fc = &g->fcols[c];
@@ -679,7 +679,7 @@ static rt_status cross_part(const rt_graph *g, const rt_batch *b, rt_features *f
     return RT_OK;
 }
 
-rt_status rt_fc_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+rt_status rt_transform_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                             rt_err *err)
 {
     const rt_fcol *fc = &g->fcols[c];
@@ -714,7 +714,7 @@ rt_status rt_fc_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f
         for (size_t t = 0; t < total; t++) {
             uint64_t x = key;
             for (size_t k = 0; k < np; k++)
-                x = rt_fingerprint_cat64(x, h[start[k] + pos[k]]);
+                x = rt_hash_fingerprint_cat64(x, h[start[k] + pos[k]]);
             rt_status st = push_id(f, c, &cnt, (int64_t)(x % size), err);
             if (st)
                 return st;
@@ -730,7 +730,7 @@ rt_status rt_fc_run_crossed(const rt_graph *g, const rt_batch *b, rt_features *f
     return RT_OK;
 }
 
-rt_status rt_fc_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
+rt_status rt_transform_run_of_ids(const rt_graph *g, const rt_batch *b, rt_features *f, size_t c,
                            rt_err *err)
 {
     (void)b; /* reads its categorical source column */
@@ -843,7 +843,7 @@ rt_status rt_transform(const rt_graph *g, const rt_batch *b, rt_features *f, rt_
  * columns). */
 #define REC_WEIGHTED 0x80000000u
 
-size_t rt_features_row_size(const rt_graph *g, const rt_features *f, size_t i)
+size_t rt_transform_features_row_size(const rt_graph *g, const rt_features *f, size_t i)
 {
     const feat_priv *p = f->priv;
     size_t len = 0;
@@ -859,7 +859,7 @@ size_t rt_features_row_size(const rt_graph *g, const rt_features *f, size_t i)
     return len;
 }
 
-void rt_features_row_save(const rt_graph *g, const rt_features *f, size_t i, void *out)
+void rt_transform_features_row_save(const rt_graph *g, const rt_features *f, size_t i, void *out)
 {
     const feat_priv *p = f->priv;
     unsigned char *o = out;
@@ -883,8 +883,8 @@ void rt_features_row_save(const rt_graph *g, const rt_features *f, size_t i, voi
     }
 }
 
-rt_status rt_features_rows_load(const rt_graph *g, rt_features *f, const void *const *rows,
-                                size_t n, rt_err *err)
+rt_status rt_transform_features_rows_load(const rt_graph *g, rt_features *f,
+                                          const void *const *rows, size_t n, rt_err *err)
 {
     rt_status st = prepare(f, g, n, err);
     if (st)

@@ -18,7 +18,7 @@
 
 /* ------------------------------------------------------------- helpers */
 
-bool rt_asset_path_ok(const char *path)
+bool rt_vocab_asset_path_ok(const char *path)
 {
     size_t n = path ? strlen(path) : 0;
     if (n == 0 || n > 255 || path[0] == '/')
@@ -62,7 +62,7 @@ rt_status rt_vocab_build(rt_vocab *v, const char *const *words, size_t n, rt_err
             rt_vocab_free(v);
             return rt_err_set(err, RT_ERR_LIMIT, "word %zu is too long", i);
         }
-        uint64_t h = rt_fingerprint64(words[i], len);
+        uint64_t h = rt_hash_fingerprint64(words[i], len);
         h = h ? h : 1;
         size_t at = (size_t)h & (cap - 1);
         while (v->hashes[at]) {
@@ -87,7 +87,7 @@ int64_t rt_vocab_find(const rt_vocab *v, const char *word, size_t len)
 {
     if (!v || !v->cap)
         return -1;
-    return rt_vocab_find_fp(v, word, len, rt_fingerprint64(word, len));
+    return rt_vocab_find_fp(v, word, len, rt_hash_fingerprint64(word, len));
 }
 
 int64_t rt_vocab_find_fp(const rt_vocab *v, const char *word, size_t len, uint64_t fp)
@@ -123,7 +123,7 @@ rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool tr
     size_t size = 0;
     *words = NULL;
     *n_words = 0;
-    if ((st = rt_read_file(AT_FDCWD, path, VOCAB_MAX_FILE, 0, &text, &size, err)) != RT_OK)
+    if ((st = rt_file_read(AT_FDCWD, path, VOCAB_MAX_FILE, 0, &text, &size, err)) != RT_OK)
         return st;
     /* A file of `size` bytes has at most size + 1 lines. */
     size_t cap = want < size + 1 ? want : size + 1;
@@ -137,7 +137,7 @@ rt_status rt_vocab_load_file(rt_vocab *v, const char *path, size_t want, bool tr
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
         const char *w = p;
         if (trim)
-            w = rt_trim_span(w, &len);
+            w = rt_buf_trim_span(w, &len);
         else if (len && w[len - 1] == '\r')
             len--;
         char *word = malloc(len + 1);

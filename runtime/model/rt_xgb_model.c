@@ -169,7 +169,7 @@ static rt_status read_features(xmodel *x, const cJSON *learner, const cJSON *ser
             if (!cJSON_IsString(nm))
                 return rt_err_set(err, RT_ERR_FORMAT, "%s: feature_names[%zu]: expected a "
                                   "string, got %s", nfile, k, rt_xgb_json_type(nm));
-            if (!spec_valid_name(nm->valuestring))
+            if (!rt_spec_valid_name(nm->valuestring))
                 return rt_err_set(err, RT_ERR_FORMAT,
                                   "%s: feature_names[%zu]: \"%.64s\" is not a valid input name "
                                   "(1..%d characters of A-Z a-z 0-9 _ . -, not starting with . "
@@ -954,7 +954,7 @@ rt_status rt_xgb_to_modeldef(const char *file, const char *model_json, size_t le
     if (st) {
         if (ubj)
             as_ubj(err);
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
         return st;
     }
     *out = def;
@@ -963,7 +963,7 @@ rt_status rt_xgb_to_modeldef(const char *file, const char *model_json, size_t le
 
 /* ------------------------------------------------------ the graph's part */
 
-void rt_graph_set_xgb(rt_graph *g, rt_xgb_link link)
+void rt_xgb_graph_set(rt_graph *g, rt_xgb_link link)
 {
     if (!g)
         return;
@@ -971,12 +971,12 @@ void rt_graph_set_xgb(rt_graph *g, rt_xgb_link link)
     g->absent_missing = true;
 }
 
-rt_xgb_link rt_graph_link(const rt_graph *g)
+rt_xgb_link rt_xgb_graph_link(const rt_graph *g)
 {
     return g ? (rt_xgb_link)g->xgb_link : RT_XGB_LINK_NONE;
 }
 
-bool rt_graph_absent_is_missing(const rt_graph *g)
+bool rt_xgb_graph_absent_is_missing(const rt_graph *g)
 {
     return g && g->absent_missing;
 }

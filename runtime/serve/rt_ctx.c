@@ -17,8 +17,8 @@ rt_ctx *rt_ctx_new(void)
     rt_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    rt_features_init(&c->features);
-    rt_outputs_init(&c->outputs);
+    rt_transform_features_init(&c->features);
+    rt_head_outputs_init(&c->outputs);
     rt_buf_init(&c->text);
     rt_buf_init(&c->key);
     rt_buf_init(&c->bytes);
@@ -35,9 +35,9 @@ void rt_ctx_free(rt_ctx *c)
     if (!c)
         return;
     rt_batch_free(c->batch);
-    rt_features_free(&c->features);
+    rt_transform_features_free(&c->features);
     rt_workspace_free(c->ws);
-    rt_outputs_free(&c->outputs);
+    rt_head_outputs_free(&c->outputs);
     free(c->logits);
     rt_buf_free(&c->text);
     rt_buf_free(&c->key);

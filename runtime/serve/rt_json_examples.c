@@ -90,7 +90,7 @@ static rt_status read_example(rt_jfill *q, size_t i, const ctx_entry *ce, size_t
     }
     size_t idx;
     if ((st = rt_batch_add(q->c->batch, &idx)) != RT_OK)
-        return rt_err_set(q->sem, st, "%s: %s", where, rt_status_str(st));
+        return rt_err_set(q->sem, st, "%s: %s", where, rt_err_status_str(st));
     if ((st = rt_jfill_object(q, idx, &path)) != RT_OK)
         return st;
     for (size_t k = 0; k < n_ctx; k++) {

@@ -1,12 +1,12 @@
 /*
- * rt_explain_json.c — an :explain body and its answer (rt_json_explain),
+ * rt_json_explain.c — an :explain body and its answer (rt_json_explain),
  * in Vertex AI's names (docs/explanations.md).
  *
  * The body is a :predict body; its predictions are answered by
  * rt_json_handle itself (the same bytes and the same errors as :predict),
  * which leaves the instances in the context's batch for explaining. The
  * optional "explanationSpecOverride" is read with the request parser's
- * reader (rt_json_reader.c); every key is checked and an error names it by
+ * reader (rt_jr.c); every key is checked and an error names it by
  * its path ("explanationSpecOverride.parameters.topK: ..."). The answer is
  * {"explanations": [{"attributions": [...]}, ...], "predictions": ...}.
  */
@@ -635,7 +635,7 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
         (st = baselines_align(g, &bl, err)) != RT_OK)
         goto out;
     for (size_t k = 0; k < bl.k; k++)
-        if ((st = xai_baseline_batch(m, bl.v + k * g->n_inputs, &base[k], err)) != RT_OK)
+        if ((st = rt_xai_baseline_batch(m, bl.v + k * g->n_inputs, &base[k], err)) != RT_OK)
             goto out;
     size_t n = rt_batch_size(c->batch), n_in = g->n_inputs;
     size_t max_res = RT_XAI_MAX_OUTPUTS;

@@ -1,7 +1,7 @@
 /*
  * rt_json_handle.c — one request body against a model, by its method:
  * :predict, :classify and :regress (rt_json_serve.c), Open Inference
- * Protocol :infer (rt_v2_parse.c), :explain (rt_explain_json.c); and for
+ * Protocol :infer (rt_v2_parse.c), :explain (rt_json_explain.c); and for
  * predict-model transform, the parse and the transform alone
  * (rt_json_transform).
  */

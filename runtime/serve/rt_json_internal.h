@@ -2,9 +2,9 @@
  * rt_json_internal.h — the request parser's parts, shared by the
  * rt_json_*.c files that read TensorFlow Serving request bodies:
  *
- *   rt_json_reader.c     strict streaming JSON reader (the one request parser)
+ *   rt_jr.c     strict streaming JSON reader (the one request parser)
  *   rt_json_where.c      byte offset -> "instances[3].age", describing values
- *   rt_json_value.c      one input's value into the batch (numbers, strings,
+ *   rt_jfill.c      one input's value into the batch (numbers, strings,
  *                        {"b64"}, lists, CSV lines, tf.Examples)
  *   rt_json_predict.c    :predict bodies (instances / inputs)
  *   rt_json_examples.c   :classify / :regress bodies (examples + context)
@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-/* ------------------------------------------------ reader (rt_json_reader.c) */
+/* ------------------------------------------------ reader (rt_jr.c) */
 
 /* Where the reader stands between two calls. */
 typedef enum {
@@ -217,7 +217,7 @@ typedef struct rt_jpath {
     long k;
 } rt_jpath;
 
-void rt_jpath_format(const rt_jpath *p, char *out, size_t cap);
+void rt_json_path_format(const rt_jpath *p, char *out, size_t cap);
 
 /* The transform names rows "instances[i]"; a classify / regress request
  * sent them as "examples[i]": the message is renamed so. */
@@ -264,7 +264,7 @@ RT_WUR rt_status rt_json_check_signature_method(const Predictd__SignatureDef *si
  * regressor, regress on a multi-class classifier), else RT_OK. */
 RT_WUR rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err);
 
-/* --------------------------------------- values (rt_json_value.c) */
+/* --------------------------------------- values (rt_jfill.c) */
 
 /* Filling one request into c's batch: the semantic side of parsing. Its
  * functions return RT_OK, a semantic error (message in `sem`), or the

@@ -171,7 +171,7 @@ static void memo_init(float_memo *m)
 static size_t float_text(float v, char *o, float_memo *m)
 {
     if (!m)
-        return rt_json_float_text(v, o);
+        return rt_buf_json_float_text(v, o);
     uint32_t bits;
     memcpy(&bits, &v, sizeof bits);
     for (size_t s = 0; s < MEMO_SLOTS; s++) {
@@ -180,7 +180,7 @@ static size_t float_text(float v, char *o, float_memo *m)
             return m->len[s];
         }
     }
-    size_t n = rt_json_float_text(v, o);
+    size_t n = rt_buf_json_float_text(v, o);
     if (n <= MEMO_TEXT) {
         size_t s = m->next++ % MEMO_SLOTS;
         m->bits[s] = bits;
@@ -672,7 +672,7 @@ rt_status rt_json_render_regress(const rt_graph *g, const rt_outputs *o, rt_buf 
 
 /* ------------------------------------------------------ the answer's size */
 
-/* The longest text of one float (rt_json_float_text: 9 significant digits,
+/* The longest text of one float (rt_buf_json_float_text: 9 significant digits,
  * sign, point and exponent) plus its ", ". */
 #define FLOAT_BOUND (16 + 2)
 
@@ -774,7 +774,7 @@ rt_status rt_json_answer_bound(size_t n, size_t per, size_t fixed, size_t limit,
 
 /* ------------------------------------------------------------ metadata */
 
-const char *rt_dtype_name(Predictd__DType t)
+const char *rt_json_dtype_name(Predictd__DType t)
 {
     switch (t) {
     case PREDICTD__DTYPE__DT_FLOAT: return "DT_FLOAT";
@@ -816,7 +816,7 @@ static int put_tensor_map(rt_buf *b, Predictd__TensorSpec **specs, size_t n)
             rc |= rt_buf_puts(b, ", ");
         rc |= rt_buf_json_string(b, name, strlen(name));
         rc |= rt_buf_printf(b, ": {\"dtype\": \"%s\", \"tensor_shape\": {\"dim\": [",
-                            rt_dtype_name(t->dtype));
+                            rt_json_dtype_name(t->dtype));
         for (size_t d = 0; d < t->n_shape; d++)
             rc |= rt_buf_printf(b, "%s{\"size\": \"%" PRId64 "\", \"name\": \"\"}",
                                 d ? ", " : "", t->shape[d]);

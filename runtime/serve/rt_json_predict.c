@@ -8,7 +8,7 @@
  *       name -> list with one entry per instance (a bare list or value for
  *       a single input). Never both.
  *
- * Values go straight from the body into the batch (rt_json_value.c). The
+ * Values go straight from the body into the batch (rt_jfill.c). The
  * instances are read with the signature named so far (the default one
  * until "signature_name" is read); when a later "signature_name" changes
  * how inputs are read, that member is read again.
@@ -18,7 +18,7 @@
  *
  * One body may hold several faults; the one reported is the first of the
  * highest rank, as a parser that read the whole body before looking at it
- * would: not JSON (hard, rt_json_reader.c) > not an object > a key given
+ * would: not JSON (hard, rt_jr.c) > not an object > a key given
  * twice > signature_name > neither / both payloads > the payload itself.
  */
 #include "rt_serve.h"
@@ -66,7 +66,7 @@ static rt_status not_keyed(rt_jfill *q, const rt_jpath *path)
         return st;
     char got[64], where[200];
     rt_json_describe(&v, got, sizeof got);
-    rt_jpath_format(path, where, sizeof where);
+    rt_json_path_format(path, where, sizeof where);
     return rt_err_set(q->sem, RT_ERR_INVALID, "%s: expected an object keyed by input name (the "
                       "model has %zu inputs), got %s", where, q->nin, got);
 }
@@ -85,7 +85,7 @@ __attribute__((always_inline)) static inline rt_status next_row(rt_jfill *q,
     if (i >= p->max_instances)
         return rt_jfill_limit(q, p, what, i);
     if ((st = rt_batch_add(q->c->batch, idx)) != RT_OK)
-        return rt_err_set(q->sem, st, "%s[%zu]: %s", what, i, rt_status_str(st));
+        return rt_err_set(q->sem, st, "%s[%zu]: %s", what, i, rt_err_status_str(st));
     return RT_OK;
 }
 
@@ -140,7 +140,7 @@ static rt_status parse_one_column(rt_jfill *q, const rt_json_params *p)
     if (rt_jr_peek(r) != '[') {
         rt_jpath path = {"inputs", 0, NULL, 0, 0, -1};
         if ((st = rt_batch_add(q->c->batch, &idx)) != RT_OK)
-            return rt_err_set(q->sem, st, "inputs[0]: %s", rt_status_str(st));
+            return rt_err_set(q->sem, st, "inputs[0]: %s", rt_err_status_str(st));
         return rt_jfill_value(q, idx, 0, &path);
     }
     rt_jv v;
@@ -217,7 +217,7 @@ static rt_status parse_columns(rt_jfill *q, const rt_json_params *p)
                 if ((size_t)i >= p->max_instances)
                     return rt_jfill_limit(q, p, "inputs", (size_t)i);
                 if ((st = rt_batch_add(q->c->batch, &idx)) != RT_OK)
-                    return rt_err_set(q->sem, st, "inputs: %s", rt_status_str(st));
+                    return rt_err_set(q->sem, st, "inputs: %s", rt_err_status_str(st));
             } else if (i >= n) {
                 /* count them all for the message */
                 size_t cnt = (size_t)i;

@@ -3,7 +3,7 @@
  * (:predict, :classify, :regress): the body parsed into the batch
  * (rt_json_predict.c, rt_json_examples.c), the answer's size checked,
  * transform, forward pass and head (rt_ctx_run), the answer rendered
- * (rt_json_out.c). Under rt_json_handle.c and rt_explain_json.c (whose
+ * (rt_json_out.c). Under rt_json_handle.c and rt_json_explain.c (whose
  * answers carry the :predict answer).
  */
 #include "rt_serve.h"

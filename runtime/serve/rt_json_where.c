@@ -166,7 +166,7 @@ static void put(char *out, size_t cap, size_t *used, const char *fmt, ...)
         *used = *used + (size_t)w < cap ? *used + (size_t)w : cap - 1;
 }
 
-void rt_jpath_format(const rt_jpath *p, char *out, size_t cap)
+void rt_json_path_format(const rt_jpath *p, char *out, size_t cap)
 {
     size_t used = 0;
     out[0] = '\0';
@@ -187,7 +187,7 @@ rt_status rt_json_tidy_message(rt_status st, rt_err *err)
         return st;
     size_t n = strnlen(err->msg, sizeof err->msg - 1);
     for (size_t i = 0; i < n;) {
-        size_t k = rt_utf8_seq(err->msg + i, n - i, NULL);
+        size_t k = rt_buf_utf8_seq(err->msg + i, n - i, NULL);
         if (!k) {
             err->msg[i] = '?';
             k = 1;

@@ -62,17 +62,18 @@ rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr,
     return st == RT_ERR_NOMEM ? rt_err_set(err, st, "out of memory writing the answer") : st;
 }
 
-rt_status rt_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err)
+rt_status rt_merge_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err)
 {
     if (!dst || !src)
-        return rt_err_set(err, RT_ERR_INVALID, "rt_batch_append: NULL argument");
+        return rt_err_set(err, RT_ERR_INVALID, "rt_merge_batch_append: NULL argument");
     const rt_graph *g = rt_batch_graph(src);
     if (rt_batch_graph(dst) != g)
-        return rt_err_set(err, RT_ERR_INVALID, "rt_batch_append: batches of different models");
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "rt_merge_batch_append: batches of different models");
     if (rt_batch_size(dst) == 0)
         rt_batch_set_missing(dst, rt_batch_missing(src));
     else if (rt_batch_missing(dst) != rt_batch_missing(src))
-        return rt_err_set(err, RT_ERR_INVALID, "rt_batch_append: batches with different "
+        return rt_err_set(err, RT_ERR_INVALID, "rt_merge_batch_append: batches with different "
                                                "missing-input policies");
     size_t n = rt_batch_size(src), nin = rt_graph_num_inputs(g);
     for (size_t i = 0; i < n; i++) {
@@ -86,7 +87,7 @@ rt_status rt_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err)
                               : rt_batch_push_num(dst, idx, in, v[j].num);
         }
         if (st != RT_OK)
-            return rt_err_set(err, st, "merging instance %zu: %s", i, rt_status_str(st));
+            return rt_err_set(err, st, "merging instance %zu: %s", i, rt_err_status_str(st));
     }
     return RT_OK;
 }
@@ -114,7 +115,7 @@ rt_status rt_merge_run(const rt_model *m, rt_ctx *mc, rt_ctx *const *reqs,
             return rt_err_set(err, RT_ERR_INVALID, "request %zu: %zu instances (parsed %zu); "
                               "empty requests are not merged", k, nk, parsed[k].n);
         }
-        if ((st = rt_batch_append(mc->batch, rc->batch, err)) != RT_OK)
+        if ((st = rt_merge_batch_append(mc->batch, rc->batch, err)) != RT_OK)
             return st;
         total += nk;
     }

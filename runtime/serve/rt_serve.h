@@ -117,7 +117,7 @@ RT_WUR rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_pars
 
 /* Appends every instance of src (values and strings copied) to dst; both
  * made for the same graph and with the same missing-input policy. */
-RT_WUR rt_status rt_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err);
+RT_WUR rt_status rt_merge_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err);
 
 /*
  * Merges the parsed requests reqs[0..n) (all for model m, each rt_ctx
@@ -139,7 +139,7 @@ RT_WUR rt_status rt_merge_render(const rt_model *m, const rt_ctx *mc, size_t sta
                           const rt_parsed *pr, rt_buf *out);
 
 /* TensorFlow's name of a dtype ("DT_FLOAT", "DT_STRING", ...; "DT_INVALID"). */
-const char *rt_dtype_name(Predictd__DType t);
+const char *rt_json_dtype_name(Predictd__DType t);
 
 /* Appends {"model_spec": ..., "metadata": {"signature_def": ...}} (TF
  * Serving's GET .../metadata answer) for model `name` version `version`. */

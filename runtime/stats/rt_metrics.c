@@ -78,7 +78,7 @@ void rt_metrics_free(rt_metrics *mt)
     free(mt);
 }
 
-int rt_loss_named(const char *name)
+int rt_metrics_loss_named(const char *name)
 {
     static const char *const names[] = {"squared", "absolute", "huber", "pinball"};
     for (int k = 0; k < 4; k++)
@@ -115,12 +115,12 @@ static double reg_loss(const rt_loss *L, double e, double *de)
     }
 }
 
-double rt_head_loss_with(Predictd__HeadType head, const rt_loss *loss, size_t ld,
+double rt_metrics_head_loss_with(Predictd__HeadType head, const rt_loss *loss, size_t ld,
                          const float *logits, const float *labels, const float *weights,
                          size_t n, size_t denom, float *dlogits)
 {
     if (head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION || !loss || loss->kind == RT_LOSS_SQUARED)
-        return rt_head_loss(head, ld, logits, labels, weights, n, denom, dlogits);
+        return rt_metrics_head_loss(head, ld, logits, labels, weights, n, denom, dlogits);
     if (n == 0)
         return 0.0;
     double total = 0.0, inv = 1.0 / (double)(denom ? denom : n);
@@ -141,7 +141,7 @@ double rt_head_loss_with(Predictd__HeadType head, const rt_loss *loss, size_t ld
     return total * (1.0 / (double)n);
 }
 
-double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
+double rt_metrics_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
                     const float *labels, const float *weights, size_t n, size_t denom,
                     float *dlogits)
 {
@@ -227,7 +227,8 @@ rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *label
         return RT_ERR_NOMEM;
     size_t ld = mt->ld;
     int regression = mt->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-    double per = rt_head_loss_with(mt->head, &mt->loss, ld, logits, labels, weights, n, n, NULL);
+    double per =
+        rt_metrics_head_loss_with(mt->head, &mt->loss, ld, logits, labels, weights, n, n, NULL);
     mt->loss_sum += per * (double)n;
     mt->batch_loss_sum += batch_loss;
     mt->batches++;
@@ -285,7 +286,7 @@ static int by_score_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-rt_scored *rt_sorted_desc(const float *scores, const float *labels, const float *weights,
+rt_scored *rt_metrics_sorted_desc(const float *scores, const float *labels, const float *weights,
                           size_t n)
 {
     rt_scored *v = malloc((n ? n : 1) * sizeof *v);
@@ -300,9 +301,9 @@ rt_scored *rt_sorted_desc(const float *scores, const float *labels, const float 
     return v;
 }
 
-double rt_auc_roc(const float *scores, const float *labels, const float *weights, size_t n)
+double rt_metrics_auc_roc(const float *scores, const float *labels, const float *weights, size_t n)
 {
-    rt_scored *v = rt_sorted_desc(scores, labels, weights, n);
+    rt_scored *v = rt_metrics_sorted_desc(scores, labels, weights, n);
     if (!v)
         return NAN;
     /* Walk down the thresholds; each tie group adds a trapezoid. Counts are
@@ -329,9 +330,9 @@ double rt_auc_roc(const float *scores, const float *labels, const float *weights
     return auc / (P * N);
 }
 
-double rt_auc_pr(const float *scores, const float *labels, const float *weights, size_t n)
+double rt_metrics_auc_pr(const float *scores, const float *labels, const float *weights, size_t n)
 {
-    rt_scored *v = rt_sorted_desc(scores, labels, weights, n);
+    rt_scored *v = rt_metrics_sorted_desc(scores, labels, weights, n);
     if (!v)
         return NAN;
     double P = 0;
@@ -382,8 +383,9 @@ rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric
         double lm = n > 0 ? mt->label_sum / n : NAN;
         put(out, "accuracy", n > 0 ? mt->correct / n : NAN);
         put(out, "accuracy_baseline", lm > 0.5 ? lm : 1.0 - lm);
-        put(out, "auc", rt_auc_roc(mt->scores, mt->labels, mt->weights, mt->n));
-        put(out, "auc_precision_recall", rt_auc_pr(mt->scores, mt->labels, mt->weights, mt->n));
+        put(out, "auc", rt_metrics_auc_roc(mt->scores, mt->labels, mt->weights, mt->n));
+        put(out, "auc_precision_recall",
+            rt_metrics_auc_pr(mt->scores, mt->labels, mt->weights, mt->n));
         put(out, "label/mean", lm);
         put(out, "prediction/mean", n > 0 ? mt->pred_sum / n : NAN);
         put(out, "precision", mt->tp + mt->fp > 0 ? mt->tp / (mt->tp + mt->fp) : 0);

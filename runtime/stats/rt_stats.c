@@ -61,7 +61,7 @@ struct rt_stats_acc {
 /* A slot hash: never 0, which marks an empty slot. */
 static uint64_t mix64(uint64_t x)
 {
-    uint64_t h = rt_mix64(x);
+    uint64_t h = rt_hash_mix64(x);
     return h ? h : 1;
 }
 
@@ -127,7 +127,7 @@ static int table_add_str(table *t, const char *s, size_t len, uint64_t count)
 {
     if ((t->n + 1) * 4 > t->cap * 3 && table_grow(t))
         return -1;
-    uint64_t h = mix64(rt_fingerprint64(s, len));
+    uint64_t h = mix64(rt_hash_fingerprint64(s, len));
     size_t k = (size_t)h & (t->cap - 1);
     while (t->e[k].hash) {
         if (t->e[k].hash == h && t->e[k].len == len && memcmp(t->e[k].s, s, len) == 0) {
@@ -349,7 +349,7 @@ rt_status rt_stats_acc_cell(rt_stats_acc *a, size_t i, const char *s, size_t len
     int rc;
     if (a->f[i].type == RT_STATS_STRING) {
         size_t l = len;
-        const char *t = rt_trim_span(s, &l);
+        const char *t = rt_buf_trim_span(s, &l);
         if (l == 0)
             rc = rt_stats_acc_missing(a, i);
         else

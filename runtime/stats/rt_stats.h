@@ -24,17 +24,17 @@ extern "C" {
  * values per row for regression; weights: one per row, NULL for all 1.
  * When dlogits is not NULL it receives d (sum_i w_i l_i) / d logits scaled
  * by 1/denom (denom = n for the batch mean). Thread-safe. */
-double rt_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
+double rt_metrics_head_loss(Predictd__HeadType head, size_t ld, const float *logits,
                     const float *labels, const float *weights, size_t n, size_t denom,
                     float *dlogits);
 
 /* A regression head's loss (the custom estimator's heads; the canned
  * regressors' is squared): per value e = logit - label,
- *   squared   e^2 (rt_head_loss's)
+ *   squared   e^2 (rt_metrics_head_loss's)
  *   absolute  |e|
  *   huber     e^2 / 2 for |e| <= param (delta), else param (|e| - param / 2)
  *   pinball   the quantile loss at tau = param: tau (-e) for e <= 0, else (1 - tau) e
- * averaged over the ld values as rt_head_loss averages the squared one. */
+ * averaged over the ld values as rt_metrics_head_loss averages the squared one. */
 typedef enum {
     RT_LOSS_SQUARED = 0,
     RT_LOSS_ABSOLUTE,
@@ -46,10 +46,10 @@ typedef struct rt_loss {
     double param;
 } rt_loss;
 /* The loss kind named name ("squared", ...), or -1. */
-int rt_loss_named(const char *name);
-/* rt_head_loss with loss for a regression head (NULL or RT_LOSS_SQUARED:
- * exactly rt_head_loss); other heads ignore it. Thread-safe. */
-double rt_head_loss_with(Predictd__HeadType head, const rt_loss *loss, size_t ld,
+int rt_metrics_loss_named(const char *name);
+/* rt_metrics_head_loss with loss for a regression head (NULL or RT_LOSS_SQUARED:
+ * exactly rt_metrics_head_loss); other heads ignore it. Thread-safe. */
+double rt_metrics_head_loss_with(Predictd__HeadType head, const rt_loss *loss, size_t ld,
                          const float *logits, const float *labels, const float *weights,
                          size_t n, size_t denom, float *dlogits);
 
@@ -106,10 +106,10 @@ int rt_metrics_json(const rt_metric_list *l, rt_buf *b);
 
 /* Exact ROC AUC of scores against 0/1 labels (ties count one half), each
  * example counting its weight (NULL: all 1). */
-double rt_auc_roc(const float *scores, const float *labels, const float *weights, size_t n);
+double rt_metrics_auc_roc(const float *scores, const float *labels, const float *weights, size_t n);
 /* Exact area under the precision-recall curve (average precision),
  * weighted likewise. */
-double rt_auc_pr(const float *scores, const float *labels, const float *weights, size_t n);
+double rt_metrics_auc_pr(const float *scores, const float *labels, const float *weights, size_t n);
 
 /* One example for the curves: its score, label and weight. */
 typedef struct rt_scored {
@@ -121,7 +121,7 @@ typedef struct rt_scored {
  * sorted by score, highest first (the order the AUCs and an evaluation's
  * ROC and precision-recall curves walk); malloc'd (free it), NULL when out
  * of memory. Thread-safe. */
-rt_scored *rt_sorted_desc(const float *scores, const float *labels, const float *weights,
+rt_scored *rt_metrics_sorted_desc(const float *scores, const float *labels, const float *weights,
                           size_t n);
 
 /* ------------------------------------------- data statistics (rt_stats*.c) */

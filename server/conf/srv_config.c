@@ -570,7 +570,7 @@ static rt_status apply_batching_file(const char *path, srv_config *c, rt_err *er
     size_t len = 0;
     cJSON *j = NULL;
     srv_tfconf_map *map = NULL;
-    rt_status st = rt_read_file(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, &text, &len, err);
+    rt_status st = rt_file_read(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, &text, &len, err);
     if (st == RT_OK && (st = srv_tfconf_batching(text, len, &j, &map, err)) == RT_OK) {
         const cJSON *it;
         cJSON_ArrayForEach(it, j)
@@ -606,7 +606,7 @@ static rt_status set_metrics_path(srv_config *c, rt_err *err)
     size_t len = 0;
     bool enable = false;
     char *mp = NULL;
-    rt_status st = rt_read_file(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, &text, &len, err);
+    rt_status st = rt_file_read(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, &text, &len, err);
     if (st == RT_OK)
         st = srv_tfconf_monitoring(text, len, &enable, &mp, err);
     free(text);
@@ -658,7 +658,7 @@ rt_status srv_config_build(const srv_args *a, srv_config **out, rt_err *err)
     if (srv_args_given(a, "model_config_file")) {
         const char *path = a->values.model_config_file;
         size_t len = 0;
-        if ((st = rt_read_file(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, &text, &len, err)) != RT_OK)
+        if ((st = rt_file_read(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, &text, &len, err)) != RT_OK)
             goto out;
         /* Without its directory, relative paths would stay relative. */
         if (!(dir = dir_of(path)) && errno == ENOMEM) {

@@ -98,7 +98,7 @@ static rt_status read_model_config(const char *dir, const char *name, char **tex
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)
         return RT_OK;
-    return rt_read_file(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, text, len, err);
+    return rt_file_read(AT_FDCWD, path, SRV_CONFIG_MAX_BYTES, 0, text, len, err);
 }
 
 rt_status srv_repository_config(const char *dir, char **out, rt_err *err)
@@ -173,17 +173,17 @@ uint64_t srv_repository_fingerprint(const char *dir)
     rt_err err;
     if (list_models(dir, &names, &n, &err) != RT_OK)
         return 0;
-    uint64_t fp = rt_fingerprint64("repo", 4);
+    uint64_t fp = rt_hash_fingerprint64("repo", 4);
     for (size_t i = 0; i < n; i++) {
         char *text = NULL;
         size_t len = 0;
-        uint64_t parts[3] = {fp, rt_fingerprint64(names[i], strlen(names[i]) + 1), 0};
+        uint64_t parts[3] = {fp, rt_hash_fingerprint64(names[i], strlen(names[i]) + 1), 0};
         if (read_model_config(dir, names[i], &text, &len, &err) == RT_OK && text)
-            parts[2] = rt_fingerprint64(text, len);
+            parts[2] = rt_hash_fingerprint64(text, len);
         else if (text == NULL)
             parts[2] = 1; /* none, or unreadable: changes when it appears */
         free(text);
-        fp = rt_fingerprint64(parts, sizeof parts);
+        fp = rt_hash_fingerprint64(parts, sizeof parts);
     }
     free_names(names, n);
     return fp ? fp : 1;

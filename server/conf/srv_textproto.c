@@ -180,8 +180,8 @@ static rt_status read_string(tp_parser *p, srv_tp_node *n)
             case '\\': case '\'': case '"': case '?': out[o++] = c; break;
             case 'x': case 'X': {
                 int v = 0, k = 0;
-                while (k < 2 && p->pos < p->len && rt_hex_digit(p->s[p->pos]) >= 0)
-                    v = v * 16 + rt_hex_digit(p->s[p->pos++]), k++;
+                while (k < 2 && p->pos < p->len && rt_buf_hex_digit(p->s[p->pos]) >= 0)
+                    v = v * 16 + rt_buf_hex_digit(p->s[p->pos++]), k++;
                 if (k == 0) {
                     free(out);
                     return fail_at(p, esc, n, "\\x needs a hexadecimal digit");
@@ -193,11 +193,11 @@ static rt_status read_string(tp_parser *p, srv_tp_node *n)
                 int want = c == 'u' ? 4 : 8;
                 unsigned long cp = 0;
                 for (int k = 0; k < want; k++) {
-                    if (p->pos >= p->len || rt_hex_digit(p->s[p->pos]) < 0) {
+                    if (p->pos >= p->len || rt_buf_hex_digit(p->s[p->pos]) < 0) {
                         free(out);
                         return fail_at(p, esc, n, "\\u needs 4 and \\U 8 hexadecimal digits");
                     }
-                    cp = cp * 16 + (unsigned long)rt_hex_digit(p->s[p->pos++]);
+                    cp = cp * 16 + (unsigned long)rt_buf_hex_digit(p->s[p->pos++]);
                 }
                 if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
                     free(out);
@@ -205,7 +205,7 @@ static rt_status read_string(tp_parser *p, srv_tp_node *n)
                 }
                 /* \uXXXX is 6 source bytes for at most 3 output bytes; \U
                  * 10 for 4: the output stays shorter than the source. */
-                o += rt_utf8_put(out + o, (uint32_t)cp);
+                o += rt_buf_utf8_put(out + o, (uint32_t)cp);
                 break;
             }
             default:

@@ -134,7 +134,7 @@ static int read_token(const char *path, char *out, size_t len)
 {
     char *text = NULL;
     rt_err e;
-    if (rt_read_file(AT_FDCWD, path, 4096, 0, &text, NULL, &e) != RT_OK)
+    if (rt_file_read(AT_FDCWD, path, 4096, 0, &text, NULL, &e) != RT_OK)
         return fail("--token-file %s", e.msg);
     size_t n = strcspn(text, "\r\n");
     while (n && (text[n - 1] == ' ' || text[n - 1] == '\t'))
@@ -375,7 +375,7 @@ static int apply_text(ctl *c, const char *text)
     if (g0 < 0)
         return 1;
     rt_err werr = {{0}};
-    if (rt_write_file_tag(c->config, TEMP_TAG, text, strlen(text), &werr) != RT_OK)
+    if (rt_file_write_tag(c->config, TEMP_TAG, text, strlen(text), &werr) != RT_OK)
         return fail("%s: cannot write: %s", c->config, werr.msg);
     long long g = g0;
     for (int i = 0; i < c->timeout_s * 10 && g <= g0; i++) {
@@ -387,7 +387,7 @@ static int apply_text(ctl *c, const char *text)
     }
     if (g > g0 && !strcmp(outcome, "ok"))
         return 0;
-    int w = rt_write_file_tag(c->config, TEMP_TAG, c->orig, c->orig_len, &werr);
+    int w = rt_file_write_tag(c->config, TEMP_TAG, c->orig, c->orig_len, &werr);
     if (g > g0)
         return fail("predictd refused the change: %s\n%s %s", error, c->config,
                     w == 0 ? "restored" : "could NOT be restored");
@@ -1142,7 +1142,7 @@ static char *config_tokens_file(const char *path)
     char *text = NULL, *file = NULL;
     srv_config *cfg = NULL;
     rt_err e;
-    if (rt_read_file(AT_FDCWD, path, 16u << 20, 0, &text, NULL, &e) != RT_OK)
+    if (rt_file_read(AT_FDCWD, path, 16u << 20, 0, &text, NULL, &e) != RT_OK)
         fail("%s (give --tokens-file or --config)", e.msg);
     else if (srv_config_parse(text, strlen(text), NULL, &cfg, &e) != RT_OK)
         fail("%s: %s", path, e.msg);
@@ -1293,7 +1293,7 @@ static int run_command(const srv_ctl_flags *fl, uint64_t given, int argc, char *
     }
     /* status and models need the file only to find the daemon. */
     rt_err rerr;
-    if (rt_read_file(AT_FDCWD, c.config, 16u << 20, 0, &c.orig, &c.orig_len, &rerr) != RT_OK &&
+    if (rt_file_read(AT_FDCWD, c.config, 16u << 20, 0, &c.orig, &c.orig_len, &rerr) != RT_OK &&
         !(read_only && url)) {
         r = fail("%s (see --config)", rerr.msg);
         goto out;
@@ -1330,7 +1330,7 @@ int main(int argc, char **argv)
     uint64_t given = 0;
     int i = argc, r;
     rt_argv spec = {.rows = flags, .n = n_flags, .noun = "option", .extra = rt_argv_help_names,
-                    .other = rt_argv_help, .ctx = &help};
+                    .other = rt_settings_argv_help, .ctx = &help};
     /* a daemon that closes a TLS connection (a refused client certificate)
      * while the request is sent: an error to report, not SIGPIPE (GnuTLS
      * sends without MSG_NOSIGNAL) */

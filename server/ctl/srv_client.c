@@ -23,7 +23,7 @@
 static bool wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - rt_now_ms();
+        int64_t left = deadline - rt_time_now_ms();
         if (left <= 0)
             return false;
         struct pollfd p = {.fd = fd, .events = events};
@@ -313,7 +313,7 @@ rt_status srv_client_request(const char *host, int port, const char *method, con
                              const char *body, int timeout_ms, int *status, rt_buf *out,
                              rt_err *err)
 {
-    int64_t deadline = rt_now_ms() + timeout_ms;
+    int64_t deadline = rt_time_now_ms() + timeout_ms;
     int fd = dial(host, port, deadline, err);
     if (fd < 0)
         return RT_ERR_IO;
@@ -326,7 +326,7 @@ rt_status srv_client_request_opts(const srv_client_opts *o, const char *host, in
                                   const char *method, const char *path, const char *body,
                                   int timeout_ms, int *status, rt_buf *out, rt_err *err)
 {
-    int64_t deadline = rt_now_ms() + timeout_ms;
+    int64_t deadline = rt_time_now_ms() + timeout_ms;
     int fd = dial(host, port, deadline, err);
     if (fd < 0)
         return RT_ERR_IO;
@@ -339,6 +339,6 @@ rt_status srv_client_request_fd(int fd, const char *name, const char *method, co
                                 const char *body, int timeout_ms, int *status, rt_buf *out,
                                 rt_err *err)
 {
-    return exchange(fd, name, name, NULL, method, path, body, rt_now_ms() + timeout_ms, status, out,
-                    err);
+    return exchange(fd, name, name, NULL, method, path, body, rt_time_now_ms() + timeout_ms, status,
+                    out, err);
 }

@@ -541,12 +541,12 @@ static grpc_ssl_certificate_config_reload_status tls_fetch(void *arg,
     if (!g->tls_have || gen != g->tls_loaded) {
         char *cert = NULL, *key = NULL, *ca = NULL;
         rt_err err = {{0}};
-        if (rt_read_file(AT_FDCWD, g->tls_cert, SRV_TLS_MAX_PEM_BYTES, 0, &cert, NULL, &err) ==
+        if (rt_file_read(AT_FDCWD, g->tls_cert, SRV_TLS_MAX_PEM_BYTES, 0, &cert, NULL, &err) ==
                 RT_OK &&
-            rt_read_file(AT_FDCWD, g->tls_key, SRV_TLS_MAX_PEM_BYTES, 0, &key, NULL, &err) ==
+            rt_file_read(AT_FDCWD, g->tls_key, SRV_TLS_MAX_PEM_BYTES, 0, &key, NULL, &err) ==
                 RT_OK &&
             (!g->tls_ca ||
-             rt_read_file(AT_FDCWD, g->tls_ca, SRV_TLS_MAX_PEM_BYTES, 0, &ca, NULL, &err) ==
+             rt_file_read(AT_FDCWD, g->tls_ca, SRV_TLS_MAX_PEM_BYTES, 0, &ca, NULL, &err) ==
                  RT_OK)) {
             grpc_ssl_pem_key_cert_pair pair = {key, cert};
             /* libgrpc 1.51 aborts on a fetched config without root

@@ -27,11 +27,11 @@ static grpc_channel_credentials *client_creds(const srv_grpc_client_params *p, r
     char *ca = NULL, *cert = NULL, *key = NULL;
     grpc_channel_credentials *cc = NULL;
     if ((p->cacert &&
-         rt_read_file(AT_FDCWD, p->cacert, SRV_TLS_MAX_PEM_BYTES, 0, &ca, NULL, err) != RT_OK) ||
+         rt_file_read(AT_FDCWD, p->cacert, SRV_TLS_MAX_PEM_BYTES, 0, &ca, NULL, err) != RT_OK) ||
         (p->cert &&
-         rt_read_file(AT_FDCWD, p->cert, SRV_TLS_MAX_PEM_BYTES, 0, &cert, NULL, err) != RT_OK) ||
+         rt_file_read(AT_FDCWD, p->cert, SRV_TLS_MAX_PEM_BYTES, 0, &cert, NULL, err) != RT_OK) ||
         (p->key &&
-         rt_read_file(AT_FDCWD, p->key, SRV_TLS_MAX_PEM_BYTES, 0, &key, NULL, err) != RT_OK))
+         rt_file_read(AT_FDCWD, p->key, SRV_TLS_MAX_PEM_BYTES, 0, &key, NULL, err) != RT_OK))
         goto out;
     grpc_ssl_pem_key_cert_pair pair = {key, cert};
     cc = grpc_ssl_credentials_create(ca, cert && key ? &pair : NULL, NULL, NULL);

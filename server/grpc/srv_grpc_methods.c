@@ -234,7 +234,7 @@ static int model_metadata(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf
     }
     st = rt_v2_metadata(srv_version_model(v), rq->name, vers, n, &js);
     if (st != RT_OK || !(doc = cJSON_ParseWithLength(js.data, js.len))) {
-        snprintf(msg, SRV_GRPC_MSG, "metadata: %s", rt_status_str(st));
+        snprintf(msg, SRV_GRPC_MSG, "metadata: %s", rt_err_status_str(st));
         code = SRV_GRPC_INTERNAL;
         goto done;
     }
@@ -490,7 +490,7 @@ done:
 
 static int model_infer(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
 {
-    int64_t t0 = rt_now_ns();
+    int64_t t0 = rt_time_now_ns();
     Inference__ModelInferRequest *rq = inference__model_infer_request__unpack(NULL, len, in);
     if (!rq)
         return srv_grpc_bad_message(msg, "inference.ModelInferRequest");
@@ -530,7 +530,7 @@ done:
         srv_metrics_request(e->metrics,
                             srv_manager_has_model(e->mgr, rq->model_name) ? rq->model_name : "",
                             vnum, RT_METHOD_INFER, (int)srv_grpc_http_of(code),
-                            (double)(rt_now_ns() - t0) / 1e9);
+                            (double)(rt_time_now_ns() - t0) / 1e9);
     rt_buf_free(&body);
     rt_buf_free(&ans);
     inference__model_infer_request__free_unpacked(rq, NULL);

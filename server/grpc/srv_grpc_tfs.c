@@ -77,7 +77,7 @@ static void note(srv_grpc_env *e, const char *model, int64_t vnum, rt_method met
     if (e->metrics)
         srv_metrics_request(e->metrics, srv_manager_has_model(e->mgr, model) ? model : "", vnum,
                             method, (int)srv_grpc_http_of(code),
-                            (double)(rt_now_ns() - t0) / 1e9);
+                            (double)(rt_time_now_ns() - t0) / 1e9);
 }
 
 /* The version s routes to (a reference, and the shadow's in pick). */
@@ -161,7 +161,7 @@ static int predict_body(const Tensorflow__Serving__PredictRequest *rq, const tfs
         if (!t)
             t = &empty;
         const Predictd__TensorSpec *ts = spec_of(sig, true, name);
-        int want = ts ? srv_grpc_dtype_of_name(rt_dtype_name(ts->dtype)) : -1;
+        int want = ts ? srv_grpc_dtype_of_name(rt_json_dtype_name(ts->dtype)) : -1;
         if (want > 0 && (int)t->dtype != want) {
             snprintf(msg, SRV_GRPC_MSG, "input '%.100s': the signature takes %s, the request "
                      "gives %s", name, srv_grpc_dtype_name(want),
@@ -238,7 +238,8 @@ static int predict_answer(const Tensorflow__Serving__PredictRequest *rq, const t
         en->key = (char *)name;
         en->value = t;
         code = srv_grpc_json_to_tensor(
-            o, ts ? srv_grpc_dtype_of_name(rt_dtype_name(ts->dtype)) : -1, name, &pool, t, msg);
+            o, ts ? srv_grpc_dtype_of_name(rt_json_dtype_name(ts->dtype)) : -1, name, &pool, t,
+            msg);
         if (code != SRV_GRPC_OK)
             goto done;
         a.outputs[a.n_outputs++] = en;
@@ -256,7 +257,7 @@ done:
 
 int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
 {
-    int64_t t0 = rt_now_ns();
+    int64_t t0 = rt_time_now_ns();
     Tensorflow__Serving__PredictRequest *rq =
         tensorflow__serving__predict_request__unpack(NULL, len, in);
     if (!rq)
@@ -452,7 +453,7 @@ static int regress_answer(const cJSON *res, srv_grpc_pool *p,
 static int examples_call(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg,
                          rt_method method)
 {
-    int64_t t0 = rt_now_ns();
+    int64_t t0 = rt_time_now_ns();
     bool cls = method == RT_METHOD_CLASSIFY;
     /* ClassificationRequest and RegressionRequest are the same fields */
     ProtobufCMessage *m = protobuf_c_message_unpack(

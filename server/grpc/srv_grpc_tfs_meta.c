@@ -221,7 +221,7 @@ int srv_grpc_tfs_metadata(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf
     }
     st = rt_json_metadata(srv_version_model(v), name, srv_version_number(v), &js);
     if (st != RT_OK || !(doc = cJSON_ParseWithLength(js.data, js.len))) {
-        snprintf(msg, SRV_GRPC_MSG, "metadata: %s", rt_status_str(st));
+        snprintf(msg, SRV_GRPC_MSG, "metadata: %s", rt_err_status_str(st));
         code = SRV_GRPC_INTERNAL;
         goto done;
     }

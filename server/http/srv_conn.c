@@ -131,7 +131,7 @@ bool srv_conns_admit(srv_conns *t)
     bool ok = true;
     pthread_mutex_lock(&t->mu);
     if (t->n_open - t->n_shut >= t->p.max_connections) {
-        long long now = (long long)rt_now_ms();
+        long long now = (long long)rt_time_now_ms();
         srv_conn *oldest = NULL, *silent = NULL;
         long long oldest_at = 0;
         /* the list runs newest first: the last silent one is the oldest */
@@ -177,7 +177,7 @@ srv_conn *srv_conns_add(srv_conns *t, int fd, bool exempt)
         return NULL;
     c->fd = fd;
     c->exempt = exempt;
-    c->opened = (long long)rt_now_ms();
+    c->opened = (long long)rt_time_now_ms();
     atomic_init(&c->gen, 0);
     atomic_init(&c->began, 0);
     atomic_init(&c->headers_done, false);
@@ -218,7 +218,7 @@ void srv_conns_remove(srv_conns *t, srv_conn *c)
 void srv_conn_request_began(srv_conn *c)
 {
     if (c)
-        atomic_store(&c->began, (long long)rt_now_ms());
+        atomic_store(&c->began, (long long)rt_time_now_ms());
 }
 
 void srv_conn_headers_done(srv_conn *c)
@@ -240,7 +240,7 @@ void srv_conn_request_done(srv_conn *c)
     atomic_store(&c->began, 0);
     atomic_store(&c->headers_done, false);
     atomic_store_explicit(&c->read_done, false, memory_order_relaxed);
-    atomic_store_explicit(&c->idle_since, (long long)rt_now_ms(), memory_order_relaxed);
+    atomic_store_explicit(&c->idle_since, (long long)rt_time_now_ms(), memory_order_relaxed);
     atomic_fetch_add_explicit(&c->gen, 1, memory_order_release);
 }
 
@@ -292,7 +292,7 @@ static void *sweeper_main(void *arg)
         pthread_cond_timedwait(&t->cv, &t->mu, &ts);
         if (t->stop)
             break;
-        long long now = (long long)rt_now_ms();
+        long long now = (long long)rt_time_now_ms();
         size_t n_header = 0, n_read = 0;
         for (srv_conn *c = t->list; c; c = c->next) {
             const char *why = overdue(t, c, now);

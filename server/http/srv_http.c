@@ -134,8 +134,8 @@ static size_t unescape_url(void *cls, struct MHD_Connection *c, char *s)
     char *w = s;
     const char *r = s;
     while (*r) {
-        int hi = r[0] == '%' ? rt_hex_digit(r[1]) : -1;
-        int lo = hi >= 0 ? rt_hex_digit(r[2]) : -1;
+        int hi = r[0] == '%' ? rt_buf_hex_digit(r[1]) : -1;
+        int lo = hi >= 0 ? rt_buf_hex_digit(r[2]) : -1;
         if (lo >= 0 && (hi | lo) != 0) {
             *w++ = (char)(hi * 16 + lo);
             r += 3;
@@ -482,8 +482,8 @@ void srv_http_stop(srv_http *h)
         }
         /* Let queued and running requests finish and their answers go out
          * (bounded by the request deadline plus a margin). */
-        int64_t limit = rt_now_ms() + h->cfg.rest_api_timeout_in_ms + 5000;
-        while (atomic_load(&h->active) > 0 && rt_now_ms() < limit) {
+        int64_t limit = rt_time_now_ms() + h->cfg.rest_api_timeout_in_ms + 5000;
+        while (atomic_load(&h->active) > 0 && rt_time_now_ms() < limit) {
             struct timespec ts = {0, 5000000L};
             nanosleep(&ts, NULL);
         }

@@ -48,7 +48,7 @@ enum MHD_Result srv_http_answer_metadata(srv_http *h, struct MHD_Connection *con
     rt_status st = rt_json_metadata(srv_version_model(v), r->model, srv_version_number(v), &out);
     srv_version_release(v);
     res = st == RT_OK ? send_json(h, conn, 200, &out)
-                      : srv_http_send_error(h, conn, 500, "metadata: %s", rt_status_str(st));
+                      : srv_http_send_error(h, conn, 500, "metadata: %s", rt_err_status_str(st));
     rt_buf_free(&out);
     return res;
 }

@@ -90,7 +90,7 @@ static void batch_release(srv_http *h, req *rq)
 void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
 {
     srv_http *h = fn_ctx;
-    int64_t t0 = rt_now_ns();
+    int64_t t0 = rt_time_now_ns();
     srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));
     srv_metrics_in_flight(h->p.metrics, (int)n, 0);
     rt_ctx **ctxs = malloc(n * sizeof *ctxs);
@@ -135,7 +135,7 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
             rt_status st = rt_merge_render(m, h->bctx[thread], start, &parsed[i], &live[i]->resp);
             rt_err e2 = {{0}};
             if (st != RT_OK)
-                rt_err_set(&e2, st, "rendering the answer: %s", rt_status_str(st));
+                rt_err_set(&e2, st, "rendering the answer: %s", rt_err_status_str(st));
             batch_finish(h, live[i], st, &e2);
             start += parsed[i].n;
         }
@@ -225,7 +225,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     }
     if (st == RT_OK) {
         /* Empty, or larger than a batch: it runs alone, here. */
-        int64_t t0 = rt_now_ns();
+        int64_t t0 = rt_time_now_ns();
         srv_metrics_in_flight(h->p.metrics, 1, 0);
         st = rt_merge_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
         srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(t0) / 1e3);

@@ -47,7 +47,7 @@ typedef struct explain_run {
 static bool explain_stop(void *arg)
 {
     explain_run *x = arg;
-    if (ms_at(x->rq, rt_now_ns()) > x->h->cfg.rest_api_timeout_in_ms) {
+    if (ms_at(x->rq, rt_time_now_ns()) > x->h->cfg.rest_api_timeout_in_ms) {
         x->rq->stopped = 1;
         return true;
     }
@@ -119,7 +119,7 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
         srv_manager_acquire_routed(h->mgr, r->model, r->version, r->label, &rq->pick, &v, &err);
     if (st != RT_OK) {
         *code = srv_http_status(st);
-        rq->t_done = rt_now_ns();
+        rq->t_done = rt_time_now_ns();
         srv_metrics_request(h->p.metrics, srv_manager_has_model(h->mgr, r->model) ? r->model : "",
                             -1, r->method, (int)*code, ms_at(rq, rq->t_done) / 1e3);
         /* out of memory: the buffer's error sticks, and srv_http_send_computed
@@ -149,7 +149,7 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
     srv_version_release(v);
-    rq->t_done = rt_now_ns();
+    rq->t_done = rt_time_now_ns();
     ms = ms_at(rq, rq->t_done);
     *code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     if (st != RT_OK && rq->stopped) /* an :explain stopped: past its deadline, or no client */
@@ -231,7 +231,7 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
     rq->code = 500;
     rt_buf_reset(&rq->resp);
     if (!rq->t_run) /* srv_http_on_request read it as it began the answer */
-        rq->t_run = rt_now_ns();
+        rq->t_run = rt_time_now_ns();
     rq->sock = rq->route.method == RT_METHOD_EXPLAIN ? conn_socket(conn) : -1;
     compute_infer(h, rq, ctx, &rq->code, &rq->resp);
     return srv_http_send_computed(h, conn, rq->code, rq);
@@ -244,7 +244,7 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     req *rq = job;
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
     srv_metrics_in_flight(h->p.metrics, 1, 0);
-    rq->t_run = rt_now_ns();
+    rq->t_run = rt_time_now_ns();
     compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp); /* sets rq->t_done */
     srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
     if (rq->ticket) { /* its slot, with its wait in the queue (before the resume) */
@@ -268,7 +268,7 @@ void srv_http_offload_job(void *fn_ctx, void *job, int thread)
     req *rq = job;
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->offload));
     srv_metrics_in_flight(h->p.metrics, 1, 0);
-    rq->t_run = rt_now_ns();
+    rq->t_run = rt_time_now_ns();
     compute_infer(h, rq, h->octx[thread], &rq->code, &rq->resp); /* sets rq->t_done */
     srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
     rq->done = true;
@@ -291,7 +291,7 @@ enum MHD_Result srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *
                                    "offload threads already; retry later",
                                    SRV_OFFLOAD_QUEUE_MAX, h->cfg.max_inline_request_bytes);
     }
-    rq->t_admit = rt_now_ns();
+    rq->t_admit = rt_time_now_ns();
     rq->code = 500;
     rt_buf_reset(&rq->resp);
     MHD_suspend_connection(conn);
@@ -371,7 +371,7 @@ enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *
     }
     rq->ticket = ticket;
     rq->weight = weight;
-    rq->t_admit = rt_now_ns();
+    rq->t_admit = rt_time_now_ns();
     MHD_suspend_connection(conn);
     srv_pool_submit_reserved(h->workers, rq);
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));

@@ -111,7 +111,7 @@ typedef struct req {
     bool answered; /* a response was queued (or the request handed over) */
     bool counted;  /* counted in h->active */
     size_t held;   /* bytes of srv_http.held this request's body holds */
-    int64_t start;  /* rt_now_ns when its headers arrived */
+    int64_t start;  /* rt_time_now_ns when its headers arrived */
     bool gzipped; /* Content-Encoding: gzip (the body is inflated when read whole) */
     /* worker hand-over (SRV_ROUTE_INFER with a pool) */
     struct MHD_Connection *conn;
@@ -240,7 +240,7 @@ enum MHD_Result srv_http_send_computed(srv_http *h, struct MHD_Connection *conn,
 unsigned srv_http_status(rt_status s);
 /* Appends {"error": msg} to out; nonzero when out of memory. */
 SRV_WUR int srv_http_put_error(rt_buf *out, const char *msg);
-/* Milliseconds since t0 (rt_now_ns: CLOCK_MONOTONIC ns). */
+/* Milliseconds since t0 (rt_time_now_ns: CLOCK_MONOTONIC ns). */
 double srv_http_ms_since(int64_t t0);
 
 /* ------------------------------------------------ srv_http_answer.c */

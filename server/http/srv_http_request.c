@@ -220,7 +220,7 @@ static enum MHD_Result on_headers(srv_http *h, struct MHD_Connection *conn, cons
     rt_buf_reset(&rq->body);
     rt_buf_reset(&rq->resp);
     rq->served = -1;
-    rq->start = rt_now_ns();
+    rq->start = rt_time_now_ns();
     if (h->tracer)
         srv_trace_begin(h->tracer, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),
                         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "tracestate"), method,
@@ -367,10 +367,10 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
      * (issue 35, item 1) */
     if (rq->route.kind == SRV_ROUTE_INFER && srv_http_heavy(h, rq))
         return srv_http_offload(h, conn, rq);
-    int64_t t0 = rq->t_run = rt_now_ns(); /* an inference's start too */
+    int64_t t0 = rq->t_run = rt_time_now_ns(); /* an inference's start too */
     srv_metrics_in_flight(h->p.metrics, 1, 0);
     enum MHD_Result res = srv_http_answer(h, conn, rq, method, url);
-    srv_metrics_in_flight(h->p.metrics, -1, (double)(rt_now_ns() - t0) / 1e9);
+    srv_metrics_in_flight(h->p.metrics, -1, (double)(rt_time_now_ns() - t0) / 1e9);
     return res;
 }
 
@@ -390,7 +390,7 @@ static void tap_request(srv_http *h, req *rq)
                     rq->route.method,
                     (int)rq->code,
                     srv_http_ms_since(rq->start) / 1e3,
-                    rt_seconds(1),
+                    rt_time_seconds(1),
                     rq->body.data,
                     rq->body.len,
                     rq->resp.data,
@@ -411,7 +411,7 @@ static void trace_request(srv_http *h, req *rq)
 {
     if (!h->tracer || !rq->trace.sampled)
         return;
-    int64_t now = rt_now_ns();
+    int64_t now = rt_time_now_ns();
     srv_trace_phase ph[3];
     size_t n = 0;
     if (rq->t_admit && rq->t_run)

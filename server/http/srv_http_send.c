@@ -186,7 +186,7 @@ unsigned srv_http_status(rt_status s)
 
 double srv_http_ms_since(int64_t t0)
 {
-    return (double)(rt_now_ns() - t0) / 1e6;
+    return (double)(rt_time_now_ns() - t0) / 1e6;
 }
 
 /* Appends {"error": msg} to out. */

@@ -57,7 +57,7 @@ enum MHD_Result srv_http_v2_metadata(srv_http *h, struct MHD_Connection *conn, r
     int64_t served = srv_version_number(v);
     srv_version_release(v);
     res = st == RT_OK ? srv_http_send(h, conn, 200, &out, "application/json", false, false, served)
-                      : srv_http_send_error(h, conn, 500, "metadata: %s", rt_status_str(st));
+                      : srv_http_send_error(h, conn, 500, "metadata: %s", rt_err_status_str(st));
     rt_buf_free(&out);
     return res;
 }
@@ -155,7 +155,7 @@ enum MHD_Result srv_http_v2_config(srv_http *h, struct MHD_Connection *conn, req
     cJSON_Delete(doc);
     res = !e ? srv_http_send(h, conn, 200, &out, "application/json", false, false, served)
              : srv_http_send_error(h, conn, 500, "config: %s",
-                                   st != RT_OK ? rt_status_str(st) : "out of memory");
+                                   st != RT_OK ? rt_err_status_str(st) : "out of memory");
     rt_buf_free(&md);
     rt_buf_free(&out);
     return res;

@@ -19,7 +19,7 @@
  * A base path that cannot be read (moved away, EACCES, EIO) changes
  * nothing: what is loaded keeps serving (as TF Serving does), the error is
  * logged once with its errno, and scanning resumes when it is back. Only
- * canonical integer names are versions (rt_version_parse: no sign, no
+ * canonical integer names are versions (rt_model_version_parse: no sign, no
  * leading zero, no spaces, within int64); other names are ignored with one
  * log line per new name set, hidden names (.tmp-*) silently.
  *
@@ -101,7 +101,7 @@ static void sig_add(uint64_t *h, const char *dir, const char *rel)
         parts[4] = (uint64_t)sb.st_mtim.tv_nsec;
         parts[5] = (uint64_t)sb.st_ctim.tv_nsec;
     }
-    *h = rt_fingerprint_cat64(*h, rt_fingerprint64(parts, sizeof parts));
+    *h = rt_hash_fingerprint_cat64(*h, rt_hash_fingerprint64(parts, sizeof parts));
 }
 
 static uint64_t dir_signature(const char *dir)
@@ -151,7 +151,7 @@ static rt_status scan_base(const char *base, scan *s, rt_err *err)
         bool dir = pn > 0 && (size_t)pn < sizeof path && stat(path, &sb) == 0 &&
                    S_ISDIR(sb.st_mode);
         int64_t v = -1;
-        if (!dir || !rt_version_parse(e->d_name, &v)) {
+        if (!dir || !rt_model_version_parse(e->d_name, &v)) {
             if (!add_odd(s, e->d_name, dir)) {
                 st = rt_err_set(err, RT_ERR_NOMEM, "base path %s: out of memory", base);
                 break;
@@ -185,7 +185,7 @@ static int64_t first_version_in(const char *dir)
     int64_t found_v = -1, v;
     struct dirent *e;
     for (int i = 0; d && i < 4096 && found_v < 0 && (e = readdir(d)) != NULL; i++)
-        if (rt_version_parse(e->d_name, &v))
+        if (rt_model_version_parse(e->d_name, &v))
             found_v = v;
     if (d)
         closedir(d);
@@ -273,7 +273,7 @@ static void note_scan(mmodel *mm, rt_status st, const rt_err *err, const scan *s
     size_t used = 0;
     line[0] = '\0';
     for (size_t i = 0; i < s->n_odd; i++) {
-        now[i] = rt_fingerprint64(s->odd[i], strlen(s->odd[i]));
+        now[i] = rt_hash_fingerprint64(s->odd[i], strlen(s->odd[i]));
         if (mm->n_ignored &&
             bsearch(&now[i], mm->ignored, mm->n_ignored, sizeof *now, rt_cmp_u64))
             continue;
@@ -305,7 +305,7 @@ static rt_status warmup_file(const rt_model *model, const char *path, rt_ctx *ct
     rt_buf out;
     rt_buf_init(&out);
     rt_json_params jp = rt_json_default_params();
-    rt_status st = rt_read_file(AT_FDCWD, path, SRV_WARMUP_MAX_BYTES, 0, &text, &len, err);
+    rt_status st = rt_file_read(AT_FDCWD, path, SRV_WARMUP_MAX_BYTES, 0, &text, &len, err);
     if (st != RT_OK)
         return st; /* the message names the file */
     if ((st = rt_cfg_parse_json(text, len, &root, err)) != RT_OK) {
@@ -436,7 +436,7 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
     snprintf(dir, sizeof dir, "%s/%lld", base, (long long)version);
     srv_log(SRV_LOG_INFO, "model %s version %lld: LOADING from %s", name, (long long)version,
             dir);
-    double t0 = rt_seconds(0);
+    double t0 = rt_time_seconds(0);
     rt_err err = {{0}};
     rt_model *model = NULL;
     rt_status st = rt_model_open(dir, &model, &err);
@@ -463,7 +463,7 @@ static bool load_one(srv_manager *m, const char *name, const char *base, int64_t
             }
         }
     }
-    double secs = rt_seconds(0) - t0;
+    double secs = rt_time_seconds(0) - t0;
     srv_monitor *mon = NULL;
     if (st == RT_OK && mon_conf.on) {
         rt_err merr = {{0}};
@@ -770,17 +770,17 @@ static void *loader_main(void *arg)
      * first scan. */
     while (m->watcher_started && !m->watch_ready && !m->stop)
         pthread_cond_wait(&m->cv, &m->mu);
-    double next_tick = rt_seconds(0) + m->poll_seconds;
+    double next_tick = rt_time_seconds(0) + m->poll_seconds;
     while (!m->stop) {
         if (m->wake) {
             m->wake = false;
             pthread_mutex_unlock(&m->mu);
             srv_manager_poll(m);
             pthread_mutex_lock(&m->mu);
-            next_tick = rt_seconds(0) + m->poll_seconds;
+            next_tick = rt_time_seconds(0) + m->poll_seconds;
             continue;
         }
-        double now = rt_seconds(0);
+        double now = rt_time_seconds(0);
         if (m->poll_seconds > 0 && next_tick > now + m->poll_seconds)
             next_tick = now + m->poll_seconds; /* the interval was shortened */
         bool tick = m->poll_seconds > 0 && now >= next_tick;

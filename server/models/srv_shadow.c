@@ -218,11 +218,11 @@ static void run_job(void *fn_ctx, void *arg, int worker)
     rt_buf out;
     rt_buf_init(&out);
     rt_err err = {{0}};
-    int64_t t0 = rt_now_ns();
+    int64_t t0 = rt_time_now_ns();
     rt_status st = s->ctx ? rt_json_handle(srv_version_model(j->shadow), j->method, j->body,
                                            j->body_len, &s->json, s->ctx, &out, &err)
                           : RT_ERR_NOMEM;
-    double secs = (double)(rt_now_ns() - t0) / 1e9;
+    double secs = (double)(rt_time_now_ns() - t0) / 1e9;
     cJSON *a = cJSON_ParseWithLength(j->answer, j->answer_len);
     cJSON *b = st == RT_OK ? cJSON_ParseWithLength(out.data, out.len) : NULL;
     size_t n = instances(a);

@@ -246,7 +246,7 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
             h->ok_count++;
             h->ok_sum += seconds;
         }
-        h->last_ms = (int64_t)(rt_seconds(1) * 1000);
+        h->last_ms = (int64_t)(rt_time_seconds(1) * 1000);
     }
     pthread_mutex_unlock(&m->mu);
 }

@@ -174,7 +174,7 @@ struct srv_monitor {
 
 static uint64_t str_hash(const char *s, size_t len)
 {
-    return rt_fingerprint64(s, len) | 1; /* 0 = empty slot */
+    return rt_hash_fingerprint64(s, len) | 1; /* 0 = empty slot */
 }
 
 static int build_values(mfeat *f)
@@ -311,7 +311,7 @@ srv_monitor *srv_monitor_new(const srv_monitor_conf *c, const rt_model *model, c
     atomic_init(&m->counted, 0);
     atomic_init(&m->draws, 0);
     atomic_init(&m->next_at, m->window_instances ? m->window_instances : UINT64_MAX);
-    atomic_init(&m->deadline_ms, rt_now_ms() + (int64_t)m->window_seconds * 1000);
+    atomic_init(&m->deadline_ms, rt_time_now_ms() + (int64_t)m->window_seconds * 1000);
     log_start(m);
     return m;
 nomem:
@@ -369,7 +369,7 @@ static size_t num_slot(const mfeat *f, double v)
 static size_t str_slot(const mfeat *f, const char *s, size_t len, bool trim)
 {
     if (trim)
-        s = rt_trim_span(s, &len);
+        s = rt_buf_trim_span(s, &len);
     uint64_t h = str_hash(s, len);
     size_t j = (size_t)h & (f->vcap - 1);
     while (f->vh[j]) {
@@ -390,12 +390,13 @@ void srv_monitor_observe(srv_monitor *m, const rt_batch *b)
     if (!m || !b)
         return;
     size_t n = rt_batch_size(b), counted = 0;
-    size_t shard = rt_mix64((uint64_t)(uintptr_t)pthread_self()) % SHARDS;
+    size_t shard = rt_hash_mix64((uint64_t)(uintptr_t)pthread_self()) % SHARDS;
     _Atomic uint64_t *c = m->cnt + shard * m->stride;
     pthread_mutex_lock(&m->shard_mu[shard]);
     for (size_t i = 0; i < n; i++) {
         if (m->sample_cut != UINT64_MAX &&
-            rt_mix64(atomic_fetch_add_explicit(&m->draws, 1, memory_order_relaxed)) >= m->sample_cut)
+            rt_hash_mix64(atomic_fetch_add_explicit(&m->draws, 1, memory_order_relaxed)) >=
+                m->sample_cut)
             continue;
         counted++;
         for (size_t k = 0; k < m->nf; k++) {
@@ -425,7 +426,7 @@ void srv_monitor_observe(srv_monitor *m, const rt_batch *b)
         return;
     uint64_t total = atomic_fetch_add_explicit(&m->counted, counted, memory_order_relaxed) + counted;
     if (total >= atomic_load_explicit(&m->next_at, memory_order_relaxed) ||
-        rt_now_ms() >= atomic_load_explicit(&m->deadline_ms, memory_order_relaxed))
+        rt_time_now_ms() >= atomic_load_explicit(&m->deadline_ms, memory_order_relaxed))
         rotate(m, false);
 }
 
@@ -541,7 +542,7 @@ static void rotate(srv_monitor *m, bool wait)
     else if (pthread_mutex_trylock(&m->mu) != 0)
         return;
     uint64_t counted = atomic_load(&m->counted);
-    int64_t now = rt_now_ms();
+    int64_t now = rt_time_now_ms();
     bool due = counted >= atomic_load(&m->next_at) || now >= atomic_load(&m->deadline_ms);
     if (!due) {
         pthread_mutex_unlock(&m->mu);

@@ -112,7 +112,7 @@ bool srv_pool_reserve(srv_pool *p)
     bool ok = false;
     pthread_mutex_lock(&p->mu);
     if (!p->stop && p->count + p->reserved < p->cap &&
-        !(p->max_wait_ns && p->count && rt_now_ns() - p->since[p->head] > p->max_wait_ns)) {
+        !(p->max_wait_ns && p->count && rt_time_now_ns() - p->since[p->head] > p->max_wait_ns)) {
         p->reserved++;
         ok = true;
     }
@@ -132,7 +132,7 @@ void srv_pool_submit_reserved(srv_pool *p, void *job)
     pthread_mutex_lock(&p->mu);
     p->reserved--;
     p->ring[(p->head + p->count) % p->cap] = job;
-    p->since[(p->head + p->count) % p->cap] = rt_now_ns();
+    p->since[(p->head + p->count) % p->cap] = rt_time_now_ns();
     p->count++;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);

@@ -128,7 +128,7 @@ static rt_status parse(const char *path, entry **tab_out, size_t *n_out, rt_err 
     char *text = NULL;
     size_t len = 0;
     rt_err e2 = {{0}};
-    rt_status rr = rt_read_file(AT_FDCWD, path, SRV_TOKENS_MAX_BYTES, 0, &text, &len, &e2);
+    rt_status rr = rt_file_read(AT_FDCWD, path, SRV_TOKENS_MAX_BYTES, 0, &text, &len, &e2);
     if (rr != RT_OK)
         return rt_err_set(err, rr, "auth_tokens_file %s", e2.msg);
     entry *tab = NULL;
@@ -158,7 +158,7 @@ static rt_status parse(const char *path, entry **tab_out, size_t *n_out, rt_err 
         entry e;
         bool ok = hl == 64;
         for (size_t i = 0; ok && i < 32; i++) {
-            int hi = rt_hex_digit(h[2 * i]), lo = rt_hex_digit(h[2 * i + 1]);
+            int hi = rt_buf_hex_digit(h[2 * i]), lo = rt_buf_hex_digit(h[2 * i + 1]);
             ok = hi >= 0 && lo >= 0;
             e.hash[i] = (unsigned char)(hi * 16 + lo);
         }

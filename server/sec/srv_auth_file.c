@@ -34,7 +34,7 @@ rt_status srv_auth_add_token(const char *path, unsigned scopes, const char *name
         return rt_err_set(err, RT_ERR_IO, "%s: cannot lock: %s", lock, strerror(errno));
     }
     rt_status st = RT_OK;
-    /* a new file is made 0600 first, so rt_write_file keeps that mode */
+    /* a new file is made 0600 first, so rt_file_write keeps that mode */
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0)
         close(fd);
@@ -42,7 +42,7 @@ rt_status srv_auth_add_token(const char *path, unsigned scopes, const char *name
     size_t len = 0;
     rt_buf out;
     rt_buf_init(&out);
-    if ((st = rt_read_file(AT_FDCWD, path, 16u << 20, 0, &text, &len, err)) != RT_OK)
+    if ((st = rt_file_read(AT_FDCWD, path, 16u << 20, 0, &text, &len, err)) != RT_OK)
         goto done;
     if (!srv_auth_new_token(token)) {
         st = rt_err_set(err, RT_ERR_IO, "cannot draw a random token");
@@ -57,7 +57,7 @@ rt_status srv_auth_add_token(const char *path, unsigned scopes, const char *name
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto done;
     }
-    st = rt_write_file(path, out.data, out.len, err);
+    st = rt_file_write(path, out.data, out.len, err);
 done:
     free(text);
     rt_buf_free(&out);

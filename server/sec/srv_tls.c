@@ -160,11 +160,12 @@ static rt_status load_pair(const srv_tls *t, const pair *cur, pair **out, bool *
     char *cert_pem = NULL, *key_pem = NULL;
     size_t cert_len = 0, key_len = 0;
     rt_err e2 = {{0}};
-    rt_status rr = rt_read_file(AT_FDCWD, t->cert_file, SRV_TLS_MAX_PEM_BYTES, 0, &cert_pem, &cert_len, &e2);
+    rt_status rr =
+        rt_file_read(AT_FDCWD, t->cert_file, SRV_TLS_MAX_PEM_BYTES, 0, &cert_pem, &cert_len, &e2);
     if (rr != RT_OK)
         return rt_err_set(err, rr, "tls_cert_file %s", e2.msg);
-    if ((rr = rt_read_file(AT_FDCWD, t->key_file, SRV_TLS_MAX_PEM_BYTES, 0, &key_pem, &key_len, &e2)) !=
-        RT_OK) {
+    if ((rr = rt_file_read(AT_FDCWD, t->key_file, SRV_TLS_MAX_PEM_BYTES, 0, &key_pem, &key_len,
+                           &e2)) != RT_OK) {
         free(cert_pem);
         return rt_err_set(err, rr, "tls_key_file %s", e2.msg);
     }
@@ -289,8 +290,8 @@ rt_status srv_tls_new(const srv_tls_params *p, srv_tls **out, rt_err *err)
     if (p->client_ca_file) {
         size_t len = 0;
         rt_err e2 = {{0}};
-        rt_status rr = rt_read_file(AT_FDCWD, p->client_ca_file, SRV_TLS_MAX_PEM_BYTES, 0, &t->client_ca,
-                                    &len, &e2);
+        rt_status rr = rt_file_read(AT_FDCWD, p->client_ca_file, SRV_TLS_MAX_PEM_BYTES, 0,
+                                    &t->client_ca, &len, &e2);
         if (rr != RT_OK) {
             st = rt_err_set(err, rr, "tls_client_ca_file %s", e2.msg);
             goto fail;

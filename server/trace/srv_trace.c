@@ -64,7 +64,7 @@ static void random_bytes(uint8_t *p, size_t n)
     if (!id_rng_seeded) {
         uint64_t seed = 0;
         if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
-            seed = (uint64_t)rt_now_ns() ^ (uint64_t)(uintptr_t)&seed;
+            seed = (uint64_t)rt_time_now_ns() ^ (uint64_t)(uintptr_t)&seed;
         rt_rng_seed(&id_rng, seed);
         id_rng_seeded = true;
     }
@@ -451,7 +451,7 @@ rt_status srv_tracer_new(const char *endpoint, double rate, srv_tracer **out, rt
     t->all = rate >= 1;
     /* rate 1 is every trace id (t->all); below it rate x 2^64 < 2^64 fits */
     t->threshold = rate <= 0 ? 0 : rate >= 1 ? UINT64_MAX : (uint64_t)ldexp(rate, 64);
-    t->mono_to_unix = unix_ns() - rt_now_ns();
+    t->mono_to_unix = unix_ns() - rt_time_now_ns();
     pthread_mutex_init(&t->mu, NULL);
     rt_time_cond_init(&t->cv);
     if (pthread_create(&t->thread, NULL, exporter, t) != 0) {

@@ -35,7 +35,7 @@ typedef struct srv_trace_ctx {
     unsigned status;           /* the answer's HTTP status (srv_http_send) */
 } srv_trace_ctx;
 
-/* One child span: [start, end) in CLOCK_MONOTONIC ns (rt_now_ns). */
+/* One child span: [start, end) in CLOCK_MONOTONIC ns (rt_time_now_ns). */
 typedef struct srv_trace_phase {
     const char *name;
     int64_t start_ns, end_ns;

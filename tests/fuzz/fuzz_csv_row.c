@@ -98,7 +98,7 @@ static long field_count(const char *s, size_t len)
     char *out = malloc(len + 1);
     FZ_CHECK(out != NULL, "out of memory");
     rt_csv_span sp[1];
-    long n = rt_csv_split(s, len, out, sp, 0, NULL);
+    long n = rt_raw_csv_split(s, len, out, sp, 0, NULL);
     free(out);
     return n;
 }

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rt_graph *g = NULL;
     st = rt_onnx_to_modeldef(o, NULL, 0, &def, &err);
     if (st == RT_OK)
-        st = rt_modeldef_add_regression_signature(def, &err);
+        st = rt_spec_add_regression_signature(def, &err);
     if (st == RT_OK)
         st = rt_graph_build(def, rt_onnx_lookup, o, NULL, &g, &err);
     if (st == RT_OK)
@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         serve(g, 2);
     }
     rt_graph_free(g);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     rt_onnx_free(o);
     return 0;
 }

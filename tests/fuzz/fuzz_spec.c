@@ -5,7 +5,7 @@
  *
  * Input: a spec's JSON text. For an accepted spec, besides the sanitizers:
  *   - the ModelDef survives a protobuf round trip byte for byte;
- *   - rt_modeldef_tensor_specs gives counts that are the product of shapes;
+ *   - rt_graph_tensor_specs gives counts that are the product of shapes;
  *   - when its tensors are small (< 1M floats), the graph builds over zero
  *     tensors (vocabulary files aside: there is no assets directory) and an
  *     instance with a value for every input transforms, runs forward and
@@ -70,8 +70,8 @@ static void run_graph(const rt_graph *g)
     float *logits = NULL;
     rt_err err;
     size_t idx = 0;
-    rt_features_init(&f);
-    rt_outputs_init(&o);
+    rt_transform_features_init(&f);
+    rt_head_outputs_init(&o);
     FZ_CHECK(b && ws, "out of memory");
     FZ_CHECK(rt_batch_add(b, &idx) == RT_OK, "rt_batch_add failed");
     for (size_t i = 0; i < rt_graph_num_inputs(g); i++) {
@@ -93,8 +93,8 @@ static void run_graph(const rt_graph *g)
     FZ_CHECK(o.n == 1, "head output count");
 out:
     free(logits);
-    rt_outputs_free(&o);
-    rt_features_free(&f);
+    rt_head_outputs_free(&o);
+    rt_transform_features_free(&f);
     rt_workspace_free(ws);
     rt_batch_free(b);
 }
@@ -106,7 +106,7 @@ static void check_def(const Predictd__ModelDef *def)
     rt_err err;
     err.msg[0] = '\0';
     check_roundtrip(def);
-    if (rt_modeldef_tensor_specs(def, &specs, &n, &err) != RT_OK) {
+    if (rt_graph_tensor_specs(def, &specs, &n, &err) != RT_OK) {
         FZ_CHECK(err.msg[0] != '\0', "tensor specs refused without a message");
         return;
     }
@@ -173,7 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_CHECK(err.msg[0] != '\0', "refused trainer spec without a message");
     }
     trn_config_free(&c);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     cJSON_Delete(spec);
     return 0;
 }

@@ -62,17 +62,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FZ_CHECK(def != NULL, "an accepted model has no ModelDef");
     rt_graph *g = NULL;
-    st = rt_modeldef_add_regression_signature(def, &err);
+    st = rt_spec_add_regression_signature(def, &err);
     if (st == RT_OK)
         st = rt_graph_build(def, no_tensor, NULL, NULL, &g, &err);
     fz_note("graph", st, &err);
     FZ_CHECK(st == RT_OK || st == RT_ERR_NOMEM || st == RT_ERR_LIMIT,
              "an accepted XGBoost model does not compile");
     if (g) {
-        rt_graph_set_xgb(g, link);
+        rt_xgb_graph_set(g, link);
         serve(g);
         rt_graph_free(g);
     }
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     return 0;
 }

@@ -23,7 +23,7 @@ void fz_note(const char *what, rt_status st, const rt_err *err)
 {
     if (!getenv("FZ_VERBOSE"))
         return;
-    fprintf(stderr, "  %s: %s%s%s\n", what, rt_status_str(st), st != RT_OK && err ? ": " : "",
+    fprintf(stderr, "  %s: %s%s%s\n", what, rt_err_status_str(st), st != RT_OK && err ? ": " : "",
             st != RT_OK && err ? err->msg : "");
 }
 
@@ -45,7 +45,7 @@ int fz_read_file(const char *relpath, uint8_t **data, size_t *len)
     }
     char *text = NULL;
     rt_err err;
-    if (rt_read_file(AT_FDCWD, path, (size_t)1 << 30, 0, &text, len, &err) != RT_OK) {
+    if (rt_file_read(AT_FDCWD, path, (size_t)1 << 30, 0, &text, len, &err) != RT_OK) {
         fprintf(stderr, "fuzz: %s\n", err.msg);
         return -1;
     }
@@ -109,8 +109,8 @@ int fz_run_batch(const rt_graph *g, const rt_batch *b)
     rt_err err;
     int rc = -1;
     size_t n = rt_batch_size(b);
-    rt_features_init(&f);
-    rt_outputs_init(&o);
+    rt_transform_features_init(&f);
+    rt_head_outputs_init(&o);
     FZ_CHECK(ws != NULL, "out of memory");
     err.msg[0] = '\0';
     rt_status tst = rt_transform(g, b, &f, &err);
@@ -153,8 +153,8 @@ int fz_run_batch(const rt_graph *g, const rt_batch *b)
     rc = 0;
 out:
     free(logits);
-    rt_outputs_free(&o);
-    rt_features_free(&f);
+    rt_head_outputs_free(&o);
+    rt_transform_features_free(&f);
     rt_workspace_free(ws);
     return rc;
 }

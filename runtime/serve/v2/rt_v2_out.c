@@ -106,7 +106,7 @@ static int put_classes(rt_buf *b, const rt_graph *g, const rt_outputs *o, const 
         rt_buf_reset(tmp);
         if (is_float(t->kind)) {
             char f[RT_JSON_FLOAT_MAX];
-            rc |= rt_buf_append(tmp, f, rt_json_float_text(float_at(g, o, t, i, best), f));
+            rc |= rt_buf_append(tmp, f, rt_buf_json_float_text(float_at(g, o, t, i, best), f));
         } else {
             rc |= rt_buf_put_int(tmp, int_at(o, t->kind, i, best));
         }
@@ -159,7 +159,7 @@ static int put_elements(rt_buf *b, const rt_graph *g, const rt_outputs *o, const
                     *w++ = ',';
                     *w++ = ' ';
                 }
-                w += rt_json_float_text(float_at(g, o, t, i, j), w);
+                w += rt_buf_json_float_text(float_at(g, o, t, i, j), w);
             }
         *w = '\0';
         b->len = (size_t)(w - b->data);
@@ -366,7 +366,7 @@ rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_
 
 /* ------------------------------------------------ the answer's bound */
 
-/* A float's longest text (rt_json_float_text) and its ", ". */
+/* A float's longest text (rt_buf_json_float_text) and its ", ". */
 #define FLOAT_TEXT_BOUND (16 + 2)
 
 static size_t add_sat(size_t a, size_t b)

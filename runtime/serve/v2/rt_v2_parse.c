@@ -9,7 +9,7 @@
  * the inputs that give parameters.binary_data_size (in the order the inputs
  * are listed; Inference-Header-Content-Length says where the JSON ends).
  *
- * Two passes over the JSON with the one request reader (rt_json_reader.c):
+ * Two passes over the JSON with the one request reader (rt_jr.c):
  * the first reads and checks everything but the tensor data, which it only
  * checks as JSON and marks; the second, once the shapes are known, reads
  * each input's data (or its bytes) straight into the batch, instance by
@@ -18,7 +18,7 @@
  * is checked when its "data" comes and its values go into the batch at
  * once; at the first input that does not fit (or whose data fails), the
  * batch is cleared and the second pass fills every input, so errors and
- * their order are the two-pass ones. Values follow :predict's rules (rt_json_value.c): a number for
+ * their order are the two-pass ones. Values follow :predict's rules (rt_jfill.c): a number for
  * FP32 (NaN, Infinity, -Infinity allowed; a literal beyond a double
  * refused), a string for BYTES. As Triton does, an input's datatype and
  * shape must be the ones the model's metadata declares (-1 takes any size,
@@ -812,7 +812,7 @@ static rt_status push_json(v2p *p, const v2_in *in, uint64_t e, const rt_jv *v)
     }
     if (st != RT_OK)
         return rt_err_set(p->sem, st, "%s.data[%llu]: %s", where_in(p, in, w0, sizeof w0),
-                          (unsigned long long)e, rt_status_str(st));
+                          (unsigned long long)e, rt_err_status_str(st));
     if (p->rec)
         rt_v2_plan_slot(p->rec, v->at, (size_t)(p->r->p - p->r->body), inst, (size_t)in->idx,
                         in->bytes ? RT_V2_SLOT_STRING : RT_V2_SLOT_NUMBER);
@@ -880,7 +880,7 @@ static rt_status fill_binary(v2p *p, const v2_in *in, const unsigned char *bin, 
         }
         if (st != RT_OK)
             return rt_err_set(p->sem, st, "%s: %s", where_in(p, in, w0, sizeof w0),
-                              rt_status_str(st));
+                              rt_err_status_str(st));
         return RT_OK;
     }
     if (!in->bytes) {
@@ -892,7 +892,7 @@ static rt_status fill_binary(v2p *p, const v2_in *in, const unsigned char *bin, 
         }
         if (st != RT_OK)
             return rt_err_set(p->sem, st, "%s: %s", where_in(p, in, w0, sizeof w0),
-                              rt_status_str(st));
+                              rt_err_status_str(st));
         return RT_OK;
     }
     uint64_t off = 0, size = in->bin_size;
@@ -915,7 +915,7 @@ static rt_status fill_binary(v2p *p, const v2_in *in, const unsigned char *bin, 
         else if (p->md.kind == RT_IN_EXAMPLE)
             st = rt_receiver_example(b, inst, (const uint8_t *)s, n, p->sem);
         else if ((st = rt_batch_push_str(b, inst, (size_t)in->idx, s, n)) != RT_OK)
-            rt_err_set(p->sem, st, "%s", rt_status_str(st));
+            rt_err_set(p->sem, st, "%s", rt_err_status_str(st));
         if (st != RT_OK) {
             char where[160];
             snprintf(where, sizeof where, "%s: element %llu", where_in(p, in, w0, sizeof w0),
@@ -941,7 +941,7 @@ static rt_status fill(v2p *p, const char *body)
     for (size_t i = 0; i < n; i++) {
         rt_status st = rt_batch_add(p->c->batch, NULL);
         if (st != RT_OK)
-            return rt_err_set(p->sem, st, "inputs: %zu instances: %s", n, rt_status_str(st));
+            return rt_err_set(p->sem, st, "inputs: %zu instances: %s", n, rt_err_status_str(st));
     }
     const unsigned char *bin = (const unsigned char *)body + p->hlen;
     for (size_t k = 0; k < p->n_ins; k++) {

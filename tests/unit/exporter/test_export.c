@@ -56,7 +56,7 @@ static void fx_free(fx *f)
 {
     exp_blobs_free(&f->b);
     support_tensors_free(&f->st);
-    rt_modeldef_free(f->def);
+    rt_spec_modeldef_free(f->def);
 }
 
 static uint8_t *dup_bytes(const void *p, size_t n)
@@ -96,7 +96,7 @@ static uint32_t get32(const uint8_t *p)
 
 static void fix_header_crc(uint8_t *vars)
 {
-    put32(vars + 24, rt_crc32c(0, vars, 24));
+    put32(vars + 24, rt_hash_crc32c(0, vars, 24));
 }
 
 /* Opens from buffers; requires a refusal whose message contains fragment. */
@@ -126,7 +126,7 @@ static void expect_opens(const void *pb, size_t pb_len, const void *vars, size_t
     rt_model_close(m);
 }
 
-/* Unpacks the fixture's model.pb for editing (free with rt_modeldef_free). */
+/* Unpacks the fixture's model.pb for editing (free with rt_spec_modeldef_free). */
 static Predictd__ModelDef *edit_def(const fx *f)
 {
     Predictd__ModelDef *d = predictd__model_def__unpack(NULL, f->b.model_pb_len, f->b.model_pb);
@@ -178,7 +178,7 @@ static size_t read_file(const char *path, uint8_t **out)
 {
     char *s = NULL;
     size_t n = 0;
-    assert_int_equal(rt_read_file(AT_FDCWD, path, 1u << 30, 0, &s, &n, NULL), RT_OK);
+    assert_int_equal(rt_file_read(AT_FDCWD, path, 1u << 30, 0, &s, &n, NULL), RT_OK);
     *out = (uint8_t *)s;
     return n;
 }
@@ -219,7 +219,7 @@ static void test_serialize_layout(void **state)
     assert_int_equal(get32(v + 12), f.st.n);
     uint64_t size = (uint64_t)get32(v + 16) | (uint64_t)get32(v + 20) << 32;
     assert_int_equal(size, f.b.vars_len);
-    assert_int_equal(get32(v + 24), rt_crc32c(0, v, 24));
+    assert_int_equal(get32(v + 24), rt_hash_crc32c(0, v, 24));
     for (size_t i = 28; i < 64; i++)
         assert_int_equal(v[i], 0);
     assert_int_equal(f.def->variables_size, f.b.vars_len);
@@ -239,7 +239,7 @@ static void test_serialize_layout(void **state)
         assert_int_equal(ti->length, count * 4);
         assert_int_equal(ti->n_shape, t->rank);
         assert_memory_equal(v + ti->offset, t->data, ti->length);
-        assert_int_equal(ti->crc32c, rt_crc32c(0, t->data, ti->length));
+        assert_int_equal(ti->crc32c, rt_hash_crc32c(0, t->data, ti->length));
         prev_end = ti->offset + ti->length;
     }
     assert_int_equal(prev_end, f.b.vars_len);
@@ -316,7 +316,7 @@ static float *predict_logits(const rt_graph *g, uint64_t seed, size_t n)
         }
     }
     rt_features f;
-    rt_features_init(&f);
+    rt_transform_features_init(&f);
     rt_workspace *ws = rt_workspace_new();
     assert_non_null(ws);
     float *logits = calloc(n * rt_graph_logits_dim(g), sizeof *logits);
@@ -326,7 +326,7 @@ static float *predict_logits(const rt_graph *g, uint64_t seed, size_t n)
     if (rt_forward(g, &f, ws, logits, &err) != RT_OK)
         fail_msg("rt_forward: %s", err.msg);
     rt_workspace_free(ws);
-    rt_features_free(&f);
+    rt_transform_features_free(&f);
     rt_batch_free(b);
     return logits;
 }
@@ -610,7 +610,7 @@ static void test_missing_and_extra_tensor(void **state)
     assert_int_equal(exp_serialize(d, more, f.st.n + 1, &p, &b, &err), RT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "given twice"));
     free(more);
-    rt_modeldef_free(d);
+    rt_spec_modeldef_free(d);
     fx_free(&f);
 }
 
@@ -875,7 +875,7 @@ static void bc_extra(Predictd__ModelDef *d, uint8_t **v, size_t *vl)
     ti->dtype = PREDICTD__DTYPE__DT_FLOAT;
     ti->offset = off;
     ti->length = 4;
-    ti->crc32c = rt_crc32c(0, nv + off, 4);
+    ti->crc32c = rt_hash_crc32c(0, nv + off, 4);
     d->tensors[d->n_tensors++] = ti;
     *vl = off + 4;
     d->variables_size = *vl;
@@ -997,20 +997,20 @@ static void test_version_parse(void **state)
 {
     (void)state;
     int64_t v = -1;
-    assert_int_equal(rt_version_parse("0", &v), 1);
+    assert_int_equal(rt_model_version_parse("0", &v), 1);
     assert_int_equal(v, 0);
-    assert_int_equal(rt_version_parse("1700000000", &v), 1);
+    assert_int_equal(rt_model_version_parse("1700000000", &v), 1);
     assert_int_equal(v, 1700000000);
-    assert_int_equal(rt_version_parse("9223372036854775807", &v), 1);
+    assert_int_equal(rt_model_version_parse("9223372036854775807", &v), 1);
     assert_true(v == INT64_MAX);
-    assert_int_equal(rt_version_parse("9223372036854775808", NULL), 0);
-    assert_int_equal(rt_version_parse("007", NULL), 0);
-    assert_int_equal(rt_version_parse("-1", NULL), 0);
-    assert_int_equal(rt_version_parse("+1", NULL), 0);
-    assert_int_equal(rt_version_parse("", NULL), 0);
-    assert_int_equal(rt_version_parse("12x", NULL), 0);
-    assert_int_equal(rt_version_parse(".tmp-12-3-ab", NULL), 0);
-    assert_int_equal(rt_version_parse(NULL, NULL), 0);
+    assert_int_equal(rt_model_version_parse("9223372036854775808", NULL), 0);
+    assert_int_equal(rt_model_version_parse("007", NULL), 0);
+    assert_int_equal(rt_model_version_parse("-1", NULL), 0);
+    assert_int_equal(rt_model_version_parse("+1", NULL), 0);
+    assert_int_equal(rt_model_version_parse("", NULL), 0);
+    assert_int_equal(rt_model_version_parse("12x", NULL), 0);
+    assert_int_equal(rt_model_version_parse(".tmp-12-3-ab", NULL), 0);
+    assert_int_equal(rt_model_version_parse(NULL, NULL), 0);
 }
 
 static void test_version_collision(void **state)
@@ -1254,7 +1254,7 @@ static int disk_full_child(const char *base)
     free(t);
     free(data);
     support_tensors_free(&st);
-    rt_modeldef_free(d);
+    rt_spec_modeldef_free(d);
     return 0;
 }
 

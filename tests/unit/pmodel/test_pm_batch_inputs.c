@@ -63,8 +63,8 @@ static void job_json(const pm_batch_unit *u, size_t n, rt_buf *b)
 static uint64_t digest_of(const char *s, size_t start, size_t end)
 {
     uint64_t chain[2] = {0, 0};
-    chain[1] = rt_fingerprint64(s + start, end - start);
-    chain[0] = rt_fingerprint64(chain, sizeof chain);
+    chain[1] = rt_hash_fingerprint64(s + start, end - start);
+    chain[0] = rt_hash_fingerprint64(chain, sizeof chain);
     return chain[0] ^ (uint64_t)(end - start);
 }
 
@@ -116,7 +116,7 @@ static void test_batch_shard_digest(void **state)
         char p[600], *text = NULL;
         size_t len = 0;
         snprintf(p, sizeof p, "%s/.shard_%04zu.json", dir, k + 1);
-        assert_int_equal(rt_read_file(AT_FDCWD, p, 1u << 16, 0, &text, &len, &err), RT_OK);
+        assert_int_equal(rt_file_read(AT_FDCWD, p, 1u << 16, 0, &text, &len, &err), RT_OK);
         cJSON *j = cJSON_ParseWithLength(text, len);
         assert_non_null(j);
         char hex[24];

@@ -37,7 +37,7 @@
 static char *read_all(const char *path)
 {
     char *s = NULL;
-    return rt_read_file(AT_FDCWD, path, 1u << 26, 0, &s, NULL, NULL) == RT_OK ? s : NULL;
+    return rt_file_read(AT_FDCWD, path, 1u << 26, 0, &s, NULL, NULL) == RT_OK ? s : NULL;
 }
 
 static const char *builtin_spec(const char *name)
@@ -79,7 +79,7 @@ static int64_t write_export(const char *spec_json, const char *base, int64_t ver
     if (ok == 0)
         v = support_write_export(base, def, &st, version, path, cap);
     support_tensors_free(&st);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     return v;
 }
 

@@ -77,7 +77,7 @@ static int setup(void **state)
     rt_stats_free(s);
     rt_stats_acc_free(acc);
     support_tensors_free(&st);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     *state = fx;
     return 0;
 }

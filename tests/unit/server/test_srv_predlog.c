@@ -82,7 +82,7 @@ static void test_full_queue_drops(void **state)
     assert_int_equal(stat(path, &sb), 0);
     assert_int_equal(sb.st_mode & 0777, 0600);
     char *text = NULL;
-    assert_int_equal(rt_read_file(AT_FDCWD, path, 1 << 20, 0, &text, NULL, NULL), RT_OK);
+    assert_int_equal(rt_file_read(AT_FDCWD, path, 1 << 20, 0, &text, NULL, NULL), RT_OK);
     assert_non_null(strstr(text, "{\"time\":\"2027-01-15T08:00:00.000000Z\",\"model\":\"m\","
                                  "\"version\":\"7\",\"method\":\"predict\","
                                  "\"signature\":\"serving_default\",\"status\":200,"

@@ -35,7 +35,7 @@
 /* The length of the UTF-8 sequence (RFC 3629) at s[0..n), or 0 when it is
  * not one: decoded to its code point, which must need that many bytes and
  * be neither a UTF-16 surrogate nor above U+10FFFF. Written apart from the
- * runtime's rt_utf8_seq (a table of byte ranges) so that the comparison
+ * runtime's rt_buf_utf8_seq (a table of byte ranges) so that the comparison
  * checks it. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
@@ -469,7 +469,7 @@ static rt_status push_scalar(rt_batch *b, size_t idx, size_t in, int is_num, con
         return type_error(err, path, "a string", v);
     }
     if (st != RT_OK)
-        return rt_err_set(err, st, "%s: %s", path->s, rt_status_str(st));
+        return rt_err_set(err, st, "%s: %s", path->s, rt_err_status_str(st));
     return RT_OK;
 }
 
@@ -659,7 +659,7 @@ static rt_status parse_rows(const rt_graph *g, const in_mode *md, const cJSON *i
     for (const cJSON *e = inst->child; e; e = e->next, i++) {
         size_t idx;
         if ((st = rt_batch_add(c->batch, &idx)) != RT_OK)
-            return rt_err_set(err, st, "instances[%zu]: %s", i, rt_status_str(st));
+            return rt_err_set(err, st, "instances[%zu]: %s", i, rt_err_status_str(st));
         char where[48];
         fmt_into(where, sizeof where, "instances[%zu]", i);
         if (cJSON_IsObject(e) && !is_b64(e)) {
@@ -700,7 +700,7 @@ static rt_status parse_columns(const rt_graph *g, const in_mode *md, const cJSON
         for (size_t i = 0; i < n && e; i++, e = e->next) {
             size_t idx;
             if ((st = rt_batch_add(c->batch, &idx)) != RT_OK)
-                return rt_err_set(err, st, "inputs[%zu]: %s", i, rt_status_str(st));
+                return rt_err_set(err, st, "inputs[%zu]: %s", i, rt_err_status_str(st));
             jpath path;
             fmt_into(path.s, sizeof path.s, "inputs[%zu]", i);
             if ((st = push_sig_value(g, md, c->batch, idx, 0, e, c, &path, err)) != RT_OK)
@@ -732,7 +732,7 @@ static rt_status parse_columns(const rt_graph *g, const in_mode *md, const cJSON
             for (long i = 0; i < n; i++) {
                 size_t idx;
                 if ((st = rt_batch_add(c->batch, &idx)) != RT_OK)
-                    return rt_err_set(err, st, "inputs: %s", rt_status_str(st));
+                    return rt_err_set(err, st, "inputs: %s", rt_err_status_str(st));
             }
         } else if (cnt != n) {
             return rt_err_set(err, RT_ERR_INVALID, "inputs.%.80s: %ld values, but inputs.%.80s "
@@ -864,7 +864,7 @@ static rt_status parse_examples(const rt_graph *g, rt_method method, const cJSON
             break;
         }
         if ((st = rt_batch_add(c->batch, &idx)) != RT_OK) {
-            rt_err_set(err, st, "%s: %s", where, rt_status_str(st));
+            rt_err_set(err, st, "%s: %s", where, rt_err_status_str(st));
             break;
         }
         memset(seen, 0, nin);

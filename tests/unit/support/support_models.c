@@ -38,7 +38,7 @@ Predictd__ModelDef *support_spec_modeldef(const char *spec_json)
     rt_status st = rt_spec_to_modeldef(spec, other, &def, &err);
     cJSON_Delete(spec);
     if (st != RT_OK) {
-        fprintf(stderr, "support_spec_modeldef: %s: %s\n", rt_status_str(st), err.msg);
+        fprintf(stderr, "support_spec_modeldef: %s: %s\n", rt_err_status_str(st), err.msg);
         return NULL;
     }
     return def;
@@ -66,7 +66,7 @@ int support_random_tensors(const Predictd__ModelDef *def, uint64_t seed, float s
     uint64_t state = seed;
     out->t = NULL;
     out->n = 0;
-    rt_status st = rt_modeldef_tensor_specs(def, &specs, &ns, &err);
+    rt_status st = rt_graph_tensor_specs(def, &specs, &ns, &err);
     if (st != RT_OK) {
         fprintf(stderr, "support_random_tensors: %s\n", err.msg);
         return -1;
@@ -132,7 +132,7 @@ int64_t support_write_export(const char *base, Predictd__ModelDef *def, const su
     p.version = version;
     rt_status s = exp_write(base, def, st->t, st->n, &p, &res, &err);
     if (s != RT_OK) {
-        fprintf(stderr, "support_write_export: %s: %s\n", rt_status_str(s), err.msg);
+        fprintf(stderr, "support_write_export: %s: %s\n", rt_err_status_str(s), err.msg);
         return -1;
     }
     if (path && path_cap) {
@@ -165,7 +165,7 @@ void support_model_close(support_model *sm)
 {
     rt_model_close(sm->m);
     support_tensors_free(&sm->st);
-    rt_modeldef_free(sm->def);
+    rt_spec_modeldef_free(sm->def);
     if (sm->dir[0])
         support_rmtree(sm->dir);
     memset(sm, 0, sizeof *sm);

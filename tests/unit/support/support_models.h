@@ -83,7 +83,7 @@
 
 /* Parses spec_json and compiles it with rt_spec_to_modeldef (other keys
  * "train", "eval" allowed). NULL on any error (printed). Free with
- * rt_modeldef_free(). */
+ * rt_spec_modeldef_free(). */
 Predictd__ModelDef *support_spec_modeldef(const char *spec_json);
 
 /* A set of tensors; names and data are owned by the set. */
@@ -92,7 +92,7 @@ typedef struct support_tensors {
     size_t n;
 } support_tensors;
 
-/* Fills *out with one tensor per rt_modeldef_tensor_specs(def) entry (same
+/* Fills *out with one tensor per rt_graph_tensor_specs(def) entry (same
  * names, shapes, order), values uniform in [-scale, scale) from a generator
  * seeded by seed (same seed, same values). 0 ok, -1 on error (printed).
  * Free with support_tensors_free(). */

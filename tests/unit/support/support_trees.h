@@ -35,7 +35,7 @@
  *   tree 1: age_buckets <= 2 (missing: right) ? -0.125 : 0.125
  *           (stored as node 0, right = 1, left = 2)
  * Node numbers: tree 0: 0 root, 1 leaf 0.25, 2 gender split, 3 leaf 1.0,
- * 4 leaf -0.5. NULL on error (printed). Free with rt_modeldef_free(). */
+ * 4 leaf -0.5. NULL on error (printed). Free with rt_spec_modeldef_free(). */
 Predictd__ModelDef *support_trees_tiny(void);
 
 /* Adds n_trees complete trees of depth `depth` to def->graph->trees (def

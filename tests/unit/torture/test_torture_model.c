@@ -62,7 +62,7 @@ static void write_export(open_run *r, const char *name, size_t n_trees)
     char *text = NULL;
     size_t len = 0;
     rt_err err = {{0}};
-    if (rt_read_file(AT_FDCWD, path, 1 << 20, 0, &text, &len, &err) != RT_OK)
+    if (rt_file_read(AT_FDCWD, path, 1 << 20, 0, &text, &len, &err) != RT_OK)
         fail_msg("%s", err.msg);
     Predictd__ModelDef *def = support_spec_modeldef(text);
     free(text);
@@ -105,7 +105,7 @@ static void write_export(open_run *r, const char *name, size_t n_trees)
     rt_stats_free(stats);
     rt_stats_acc_free(acc);
     support_tensors_free(&st);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 static void torture_export(const char *name, size_t n_trees)

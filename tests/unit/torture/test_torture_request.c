@@ -70,7 +70,7 @@ static void close_fx(model_fx *x)
 {
     rt_model_close(x->m);
     support_tensors_free(&x->st);
-    rt_modeldef_free(x->def);
+    rt_spec_modeldef_free(x->def);
     if (x->dir[0])
         support_rmtree(x->dir);
 }

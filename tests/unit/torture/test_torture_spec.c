@@ -1,6 +1,6 @@
 /* test_torture_spec.c — the spec parser under allocation failure: reading
  * conf/census.json, census_columns.json and census_trees.json (cJSON parse,
- * rt_spec_to_modeldef, rt_modeldef_tensor_specs) with the n-th allocation
+ * rt_spec_to_modeldef, rt_graph_tensor_specs) with the n-th allocation
  * failing, for every n until a run completes (support_alloc.h), gives
  * RT_ERR_NOMEM with a message or the very ModelDef of an untortured run;
  * never a crash, a leak or another error; and cJSON running out of memory
@@ -39,7 +39,7 @@ static rt_status parse_spec(void *ctx, rt_err *err)
     if (st == RT_OK)
         st = rt_spec_to_modeldef(j, other, &r->def, err);
     if (st == RT_OK)
-        st = rt_modeldef_tensor_specs(r->def, &specs, &r->n_specs, err);
+        st = rt_graph_tensor_specs(r->def, &specs, &r->n_specs, err);
     free(specs);
     cJSON_Delete(j);
     return st;
@@ -58,7 +58,7 @@ static void check_spec(void *ctx, rt_status st, bool injected)
         assert_int_equal(packed, r->want_packed);
         assert_int_equal(r->n_specs, r->want_specs);
     }
-    rt_modeldef_free(r->def);
+    rt_spec_modeldef_free(r->def);
     r->def = NULL;
     r->n_specs = 0;
 }
@@ -70,7 +70,7 @@ static void torture_file(const char *name)
     snprintf(path, sizeof path, "%s/conf/%s", root ? root : ".", name);
     spec_run r = {0};
     rt_err err = {{0}};
-    if (rt_read_file(AT_FDCWD, path, 1 << 20, 0, &r.text, &r.len, &err) != RT_OK)
+    if (rt_file_read(AT_FDCWD, path, 1 << 20, 0, &r.text, &r.len, &err) != RT_OK)
         fail_msg("%s", err.msg);
     uint64_t n = support_torture(name, parse_spec, check_spec, &r, 1, false);
     print_message("%s: %llu allocations, each failed once\n", name, (unsigned long long)n);

@@ -114,7 +114,7 @@ static void fixture_free(fixture *fx)
 {
     rt_batch_free(fx->b);
     trn_model_free(fx->m);
-    rt_modeldef_free(fx->def);
+    rt_spec_modeldef_free(fx->def);
     cJSON_Delete(fx->spec);
 }
 

@@ -75,7 +75,7 @@ static void test_estimate_by_hand(void **state)
     assert_true(e2.input > e.input);
     assert_int_equal(e2.weights, e.weights);
     trn_config_free(&c);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 static void test_key_of_huge_cross(void **state)
@@ -104,7 +104,7 @@ static void test_key_of_huge_cross(void **state)
     assert_null(m);
     assert_non_null(strstr(err.msg, "hash_bucket_size"));
     trn_config_free(&c);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 static void test_key_of_huge_layers(void **state)
@@ -134,7 +134,7 @@ static void test_key_of_huge_layers(void **state)
     c.memory_limit_mb = 0; /* the daring: no check */
     assert_int_equal(trn_memory_check(def, &c, &err), RT_OK);
     trn_config_free(&c);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 static void test_key_of_wide_embedding(void **state)
@@ -152,7 +152,7 @@ static void test_key_of_wide_embedding(void **state)
     assert_int_equal(trn_memory_estimate(def, &c, &e, &err), RT_OK);
     assert_string_equal(e.key, "train.batch_size");
     trn_config_free(&c);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 /* Four embeddings of 10^9 x 65536: petabytes, counted without wrapping. */
@@ -196,7 +196,7 @@ static void test_absurd_sizes_do_not_wrap(void **state)
     assert_string_equal(trn_memory_format(1536, b, sizeof b), "1.5 KiB");
     assert_string_equal(trn_memory_format(512, b, sizeof b), "512 B");
     trn_config_free(&c);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 static void put(const char *root, const char *rel, const char *text)
@@ -281,7 +281,7 @@ static void test_limit_key_and_flag(void **state)
     assert_int_equal(trn_model_new(def, &c, 1, &m, &err), RT_OK);
     trn_model_free(m);
     trn_config_free(&c);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 int main(void)

@@ -38,12 +38,12 @@ static void test_auc_matches_pair_counting(void **state)
             /* coarse scores make many ties */
             s[i] = (float)floor((trn_rng_uniform(&r) + 0.3 * y[i]) * (trial + 2)) / 10.0f;
         }
-        assert_true(fabs(rt_auc_roc(s, y, NULL, N) - brute_auc(s, y, N)) < 1e-12);
+        assert_true(fabs(rt_metrics_auc_roc(s, y, NULL, N) - brute_auc(s, y, N)) < 1e-12);
     }
     /* perfect and reversed rankings */
     float s2[4] = {0.1f, 0.2f, 0.8f, 0.9f}, y2[4] = {0, 0, 1, 1}, y3[4] = {1, 1, 0, 0};
-    assert_true(rt_auc_roc(s2, y2, NULL, 4) == 1.0);
-    assert_true(rt_auc_roc(s2, y3, NULL, 4) == 0.0);
+    assert_true(rt_metrics_auc_roc(s2, y2, NULL, 4) == 1.0);
+    assert_true(rt_metrics_auc_roc(s2, y3, NULL, 4) == 0.0);
 }
 
 static void test_auc_pr_hand_example(void **state)
@@ -51,7 +51,7 @@ static void test_auc_pr_hand_example(void **state)
     (void)state;
     /* ranked: 0.9 pos, 0.8 neg, 0.7 pos, 0.1 neg: AP = 0.5*1 + 0.5*(2/3) */
     float s[4] = {0.9f, 0.8f, 0.7f, 0.1f}, y[4] = {1, 0, 1, 0};
-    assert_true(fabs(rt_auc_pr(s, y, NULL, 4) - (0.5 + 1.0 / 3.0)) < 1e-12);
+    assert_true(fabs(rt_metrics_auc_pr(s, y, NULL, 4) - (0.5 + 1.0 / 3.0)) < 1e-12);
 }
 
 static void test_binary_metrics(void **state)
@@ -172,8 +172,9 @@ static void test_weighted_binary_by_hand(void **state)
     assert_true(fabs(rt_metric_get(&l, "prediction/mean") - pm / W) < 1e-6);
     assert_true(rt_metric_get(&l, "loss") == 0.3); /* the batch losses' mean */
     /* the batch loss with weights: sum w l / n (SUM_OVER_BATCH_SIZE) */
-    assert_true(fabs(rt_head_loss(PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, z, y, w, 4, 4, NULL) -
-                     avg / 4.0) < 1e-9);
+    assert_true(
+        fabs(rt_metrics_head_loss(PREDICTD__HEAD_TYPE__HEAD_BINARY, 1, z, y, w, 4, 4, NULL) -
+             avg / 4.0) < 1e-9);
     rt_metrics_free(mt);
 }
 
@@ -233,14 +234,14 @@ static void test_weights_one_and_two(void **state)
                 fail_msg("head %d: %s weighted %.12g, duplicated %.12g", h, lc.m[k].name, x, e);
         }
         /* the batch loss: weights 1 = none, bit for bit */
-        double l0 = rt_head_loss(heads[h], ld, z, y, NULL, N, N, NULL);
-        double l1 = rt_head_loss(heads[h], ld, z, y, one, N, N, NULL);
+        double l0 = rt_metrics_head_loss(heads[h], ld, z, y, NULL, N, N, NULL);
+        double l1 = rt_metrics_head_loss(heads[h], ld, z, y, one, N, N, NULL);
         assert_memory_equal(&l0, &l1, sizeof l0);
         if (h == 0) {
             float s[N];
             for (int i = 0; i < N; i++)
                 s[i] = z[i];
-            assert_true(fabs(rt_auc_roc(s, y, w, N) - brute_auc_w(s, y, w, N)) < 1e-12);
+            assert_true(fabs(rt_metrics_auc_roc(s, y, w, N) - brute_auc_w(s, y, w, N)) < 1e-12);
             assert_true(fabs(rt_metric_get(&lc, "auc") - rt_metric_get(&ld_, "auc")) < 1e-12);
         }
         rt_metrics_free(a);
@@ -259,7 +260,7 @@ static void test_regression_two_values(void **state)
     float z[4] = {1, 2, 3, 5}, y[4] = {0, 2, 3, 1}, w[2] = {1, 3};
     float dz[4];
     /* errors (1, 0) and (0, 4): losses 0.5 and 8 */
-    double l = rt_head_loss(PREDICTD__HEAD_TYPE__HEAD_REGRESSION, 2, z, y, w, 2, 2, dz);
+    double l = rt_metrics_head_loss(PREDICTD__HEAD_TYPE__HEAD_REGRESSION, 2, z, y, w, 2, 2, dz);
     assert_true(fabs(l - (0.5 + 3 * 8.0) / 2) < 1e-12);
     assert_true(dz[0] == 2.0f * 1 * 1 / 2 / 2 && dz[1] == 0.0f && dz[3] == 2.0f * 4 * 3 / 2 / 2);
     rt_metrics *mt = rt_metrics_new(PREDICTD__HEAD_TYPE__HEAD_REGRESSION, 2);

@@ -185,7 +185,7 @@ static void small_free(small *s)
     rt_batch_free(s->b);
     trn_model_free(s->m);
     trn_config_free(&s->c);
-    rt_modeldef_free(s->def);
+    rt_spec_modeldef_free(s->def);
     cJSON_Delete(s->spec);
 }
 

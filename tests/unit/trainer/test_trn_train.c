@@ -247,7 +247,7 @@ static unsigned char *slurp(const char *path, size_t *len)
 {
     char *s = NULL;
     *len = 0;
-    return rt_read_file(AT_FDCWD, path, 1u << 30, 0, &s, len, NULL) == RT_OK ? (unsigned char *)s
+    return rt_file_read(AT_FDCWD, path, 1u << 30, 0, &s, len, NULL) == RT_OK ? (unsigned char *)s
                                                                            : NULL;
 }
 
@@ -385,7 +385,7 @@ static void test_checkpoint_round_trip_and_damage(void **state)
 
     /* a checkpoint of another model is refused, not silently skipped */
     trn_model_free(m2);
-    rt_modeldef_free(def2);
+    rt_spec_modeldef_free(def2);
     trn_config_free(&c2);
     cJSON *other = cJSON_Parse(CLS_SPEC);
     cJSON *est = cJSON_GetObjectItem(other, "estimator");
@@ -394,12 +394,12 @@ static void test_checkpoint_round_trip_and_damage(void **state)
     assert_int_equal(trn_ckpt_restore(m2, job, &step, NULL, &err), RT_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "changed?"));
     trn_model_free(m2);
-    rt_modeldef_free(def2);
+    rt_spec_modeldef_free(def2);
     trn_config_free(&c2);
     cJSON_Delete(other);
 
     trn_model_free(m);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     trn_config_free(&c);
     cJSON_Delete(spec);
 }
@@ -712,7 +712,7 @@ static void test_overrides_and_defaults(void **state)
     assert_true(c.linear_opt.learning_rate == 0.005);
     assert_int_equal(c.dnn_opt.type, TRN_OPT_ADAGRAD);
     assert_true(c.dnn_opt.learning_rate == 0.001);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     trn_config_free(&c);
     cJSON_Delete(spec);
 }
@@ -795,7 +795,7 @@ static void test_cache_keeps_labels_and_weights(void **state)
     trn_cache_free(cache);
     trn_feeder_free(fd);
     trn_model_free(m);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     trn_config_free(&c);
     cJSON_Delete(spec);
 }

@@ -143,7 +143,7 @@ static void fresh_free(fresh *f)
 {
     trn_model_free(f->m);
     trn_config_free(&f->c);
-    rt_modeldef_free(f->def);
+    rt_spec_modeldef_free(f->def);
     cJSON_Delete(f->spec);
 }
 
@@ -164,13 +164,13 @@ static void logits_of(const rt_graph *g, float *out)
         }
     }
     rt_features f;
-    rt_features_init(&f);
+    rt_transform_features_init(&f);
     rt_workspace *ws = rt_workspace_new();
     rt_err err;
     assert_int_equal(rt_transform(g, b, &f, &err), RT_OK);
     assert_int_equal(rt_forward(g, &f, ws, out, &err), RT_OK);
     rt_workspace_free(ws);
-    rt_features_free(&f);
+    rt_transform_features_free(&f);
     rt_batch_free(b);
 }
 

@@ -110,7 +110,7 @@ static void test_keys(void **state)
     cJSON_Delete(o);
 }
 
-/* rt_nearest_name: a typo finds its name, '-' and '_' alike; far names and
+/* rt_settings_nearest_name: a typo finds its name, '-' and '_' alike; far names and
  * names too long for the table give NULL; the rule is the settings tables'. */
 static void test_nearest_name(void **state)
 {
@@ -118,23 +118,23 @@ static void test_nearest_name(void **state)
     static const char *const names[] = {"train-files", "eval-files", "train-steps", "job-dir",
                                         "num-layers", "seed"};
     size_t n = sizeof names / sizeof *names;
-    assert_string_equal(rt_nearest_name("train_files", names, n), "train-files");
-    assert_string_equal(rt_nearest_name("trian-steps", names, n), "train-steps");
-    assert_string_equal(rt_nearest_name("num_layer", names, n), "num-layers");
-    assert_string_equal(rt_nearest_name("jobdir", names, n), "job-dir");
-    assert_null(rt_nearest_name("frobnicate", names, n));
-    assert_null(rt_nearest_name("x", names, n));
+    assert_string_equal(rt_settings_nearest_name("train_files", names, n), "train-files");
+    assert_string_equal(rt_settings_nearest_name("trian-steps", names, n), "train-steps");
+    assert_string_equal(rt_settings_nearest_name("num_layer", names, n), "num-layers");
+    assert_string_equal(rt_settings_nearest_name("jobdir", names, n), "job-dir");
+    assert_null(rt_settings_nearest_name("frobnicate", names, n));
+    assert_null(rt_settings_nearest_name("x", names, n));
     char longname[100];
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    assert_null(rt_nearest_name(longname, names, n));
-    assert_null(rt_nearest_name("seed", names, 0));
+    assert_null(rt_settings_nearest_name(longname, names, n));
+    assert_null(rt_settings_nearest_name("seed", names, 0));
     /* the settings tables' rule (rt_settings_suggest's): an abbreviation
      * is near, two equally near names are no answer, and a typo is at most
      * one edit per six letters */
-    assert_string_equal(rt_nearest_name("eval", names, n), "eval-files");
-    assert_null(rt_nearest_name("train", names, n));
-    assert_null(rt_nearest_name("jbo-dr", names, n));
+    assert_string_equal(rt_settings_nearest_name("eval", names, n), "eval-files");
+    assert_null(rt_settings_nearest_name("train", names, n));
+    assert_null(rt_settings_nearest_name("jbo-dr", names, n));
 }
 
 int main(void)

@@ -16,13 +16,13 @@ static void test_fingerprint64_known_answers(void **state)
 {
     (void)state;
     /* Known answers from TensorFlow's Fingerprint64 (farmhashna::Hash64). */
-    assert_true(rt_fingerprint64("Hello", 5) == 15404698994557526151ULL);
-    assert_true(rt_fingerprint64("World", 5) == 18308117990299812472ULL);
+    assert_true(rt_hash_fingerprint64("Hello", 5) == 15404698994557526151ULL);
+    assert_true(rt_hash_fingerprint64("World", 5) == 18308117990299812472ULL);
 }
 
 static uint64_t fp(const char *s)
 {
-    return rt_fingerprint64(s, strlen(s));
+    return rt_hash_fingerprint64(s, strlen(s));
 }
 
 static void test_fingerprint64_every_length_path(void **state)
@@ -42,8 +42,8 @@ static void test_fingerprint64_every_length_path(void **state)
     char buf[257];
     for (int i = 0; i < 64; i++)
         memcpy(buf + 4 * i, "test", 4);
-    assert_true(rt_fingerprint64(buf, 32) == (uint64_t)-4196240717365766262LL);
-    assert_true(rt_fingerprint64(buf, 256) == 3500507768004279527ULL);
+    assert_true(rt_hash_fingerprint64(buf, 32) == (uint64_t)-4196240717365766262LL);
+    assert_true(rt_hash_fingerprint64(buf, 256) == 3500507768004279527ULL);
     /* tf.strings.to_hash_bucket_fast(["Hello", "TensorFlow", "2.x"], 3) == [0, 2, 2] */
     assert_int_equal(fp("Hello") % 3, 0);
     assert_int_equal(fp("TensorFlow") % 3, 2);
@@ -60,9 +60,9 @@ static void test_fingerprint64_all_lengths_distinct(void **state)
         buf[i] = (char)('a' + i % 26);
     uint64_t prev = 0;
     for (size_t len = 0; len < 200; len++) {
-        uint64_t h = rt_fingerprint64(buf, len);
+        uint64_t h = rt_hash_fingerprint64(buf, len);
         assert_true(h != prev);
-        assert_true(h == rt_fingerprint64(buf, len));
+        assert_true(h == rt_hash_fingerprint64(buf, len));
         prev = h;
     }
 }
@@ -76,8 +76,8 @@ static void test_sparse_cross_hashed_known_answers(void **state)
     const char *v[] = {"batch1-FC1-F1", "batch1-FC2-F1", "batch1-FC3-F1"};
     uint64_t h = 0xDECAFCAFFEULL, h2 = 0xDECAFCAFFEULL + 1;
     for (int i = 0; i < 3; i++) {
-        h = rt_fingerprint_cat64(h, fp(v[i]));
-        h2 = rt_fingerprint_cat64(h2, fp(v[i]));
+        h = rt_hash_fingerprint_cat64(h, fp(v[i]));
+        h2 = rt_hash_fingerprint_cat64(h2, fp(v[i]));
     }
     assert_true(h % INT64_MAX == 1971693436396284976ULL); /* num_buckets = 0 */
     assert_true(h % 100 == 83);                           /* num_buckets = 100 */
@@ -88,10 +88,10 @@ static void test_crc32c_known_answer(void **state)
 {
     (void)state;
     /* The standard check value of CRC-32C. */
-    assert_int_equal(rt_crc32c(0, "123456789", 9), 0xe3069283u);
+    assert_int_equal(rt_hash_crc32c(0, "123456789", 9), 0xe3069283u);
     /* Incremental == whole. */
-    uint32_t c = rt_crc32c(0, "12345", 5);
-    assert_int_equal(rt_crc32c(c, "6789", 4), 0xe3069283u);
+    uint32_t c = rt_hash_crc32c(0, "12345", 5);
+    assert_int_equal(rt_hash_crc32c(c, "6789", 4), 0xe3069283u);
 }
 
 /* RFC 3720 (iSCSI) test vectors, through both paths. */
@@ -99,7 +99,7 @@ static void test_crc32c_rfc3720_vectors(void **state)
 {
     (void)state;
     unsigned char buf[32];
-    uint32_t (*fns[2])(uint32_t, const void *, size_t) = {rt_crc32c, rt_crc32c_portable};
+    uint32_t (*fns[2])(uint32_t, const void *, size_t) = {rt_hash_crc32c, rt_hash_crc32c_portable};
     for (int f = 0; f < 2; f++) {
         memset(buf, 0, sizeof buf);
         assert_int_equal(fns[f](0, buf, 32), 0x8a9136aau);
@@ -133,8 +133,8 @@ static void test_crc32c_hw_matches_table(void **state)
                                    49152, 49153, 73727, 73728, 73729};
     for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++)
         for (size_t off = 0; off < 8; off++)
-            assert_int_equal(rt_crc32c(0, buf + off, edges[e]),
-                             rt_crc32c_portable(0, buf + off, edges[e]));
+            assert_int_equal(rt_hash_crc32c(0, buf + off, edges[e]),
+                             rt_hash_crc32c_portable(0, buf + off, edges[e]));
     for (int t = 0; t < 400; t++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         size_t off = (size_t)(x % 61);
@@ -142,13 +142,15 @@ static void test_crc32c_hw_matches_table(void **state)
         if (t % 2)
             len %= 300; /* short ones too */
         uint32_t init = (uint32_t)(x >> 32);
-        assert_int_equal(rt_crc32c(init, buf + off, len), rt_crc32c_portable(init, buf + off, len));
+        assert_int_equal(rt_hash_crc32c(init, buf + off, len),
+                         rt_hash_crc32c_portable(init, buf + off, len));
         size_t cut = len / 3;
-        uint32_t c = rt_crc32c(init, buf + off, cut);
-        assert_int_equal(rt_crc32c(c, buf + off + cut, len - cut),
-                         rt_crc32c_portable(init, buf + off, len));
+        uint32_t c = rt_hash_crc32c(init, buf + off, cut);
+        assert_int_equal(rt_hash_crc32c(c, buf + off + cut, len - cut),
+                         rt_hash_crc32c_portable(init, buf + off, len));
     }
-    print_message("crc32c: hardware path %s\n", rt_crc32c_hw_available() ? "used" : "not available");
+    print_message("crc32c: hardware path %s\n",
+                  rt_hash_crc32c_hw_available() ? "used" : "not available");
     free(buf);
 }
 

@@ -358,7 +358,7 @@ static char *man_page(const char *page)
     char *text = NULL;
     size_t len = 0;
     rt_err err;
-    if (rt_read_file(AT_FDCWD, path, 16u << 20, 0, &text, &len, &err) != RT_OK)
+    if (rt_file_read(AT_FDCWD, path, 16u << 20, 0, &text, &len, &err) != RT_OK)
         fail_msg("%s", err.msg);
     return text;
 }

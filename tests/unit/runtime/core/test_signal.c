@@ -1,8 +1,8 @@
 /* test_signal.c — rt_stops, the one way the trainer and the tuner take
  * SIGINT/SIGTERM synchronously: a stop sent while blocked stays pending
- * (rt_stops_pending names it), rt_stops_take takes it off the queue,
- * rt_stops_block's extra signal (the tuner's SIGCHLD) is in the mask for
- * sigtimedwait and a pending one is discarded by rt_stops_restore instead
+ * (rt_signal_stops_pending names it), rt_signal_stops_take takes it off the queue,
+ * rt_signal_stops_block's extra signal (the tuner's SIGCHLD) is in the mask for
+ * sigtimedwait and a pending one is discarded by rt_signal_stops_restore instead
  * of reaching the caller's handler, and the caller's mask and actions come
  * back; a stop sent from another thread that does not block it (a
  * library's) is moved back to the process as a pending signal. */
@@ -40,22 +40,22 @@ static void test_pending_and_take(void **state)
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, &before);
     rt_stops s;
-    rt_stops_block(&s, 0);
-    assert_int_equal(rt_stops_pending(), 0);
-    assert_int_equal(rt_stops_take(), 0);
+    rt_signal_stops_block(&s, 0);
+    assert_int_equal(rt_signal_stops_pending(), 0);
+    assert_int_equal(rt_signal_stops_take(), 0);
     kill(getpid(), SIGTERM);
     /* A process-directed signal may reach another thread (a sanitizer's
      * runtime has some) whose held handler re-raises it to the process: it
      * becomes pending here a moment later. */
-    for (int k = 0; k < 5000 && rt_stops_pending() != SIGTERM; k++)
+    for (int k = 0; k < 5000 && rt_signal_stops_pending() != SIGTERM; k++)
         usleep(1000);
     assert_int_equal(term_seen, 0);
-    assert_int_equal(rt_stops_pending(), SIGTERM);
-    assert_int_equal(rt_stops_take(), SIGTERM);
-    assert_int_equal(rt_stops_pending(), 0);
+    assert_int_equal(rt_signal_stops_pending(), SIGTERM);
+    assert_int_equal(rt_signal_stops_take(), SIGTERM);
+    assert_int_equal(rt_signal_stops_pending(), 0);
     assert_true(sigismember(&s.mask, SIGINT) && sigismember(&s.mask, SIGTERM));
     assert_false(sigismember(&s.mask, SIGCHLD));
-    rt_stops_restore(&s);
+    rt_signal_stops_restore(&s);
     assert_int_equal(term_seen, 0);
     /* the caller's action is back */
     struct sigaction now;
@@ -75,7 +75,7 @@ static void test_also_discarded(void **state)
     sa.sa_handler = on_chld;
     sigaction(SIGCHLD, &sa, &before);
     rt_stops s;
-    rt_stops_block(&s, SIGCHLD);
+    rt_signal_stops_block(&s, SIGCHLD);
     assert_true(sigismember(&s.mask, SIGCHLD));
     kill(getpid(), SIGCHLD);
     struct timespec zero = {0, 0};
@@ -83,7 +83,7 @@ static void test_also_discarded(void **state)
     sigemptyset(&one);
     sigaddset(&one, SIGCHLD);
     kill(getpid(), SIGCHLD);
-    rt_stops_restore(&s);
+    rt_signal_stops_restore(&s);
     assert_int_equal(chld_seen, 0);
     assert_int_equal(sigtimedwait(&one, NULL, &zero), -1);
     sigaction(SIGCHLD, &before, NULL);
@@ -104,13 +104,13 @@ static void test_held_from_other_thread(void **state)
 {
     (void)state;
     rt_stops s;
-    rt_stops_block(&s, 0);
+    rt_signal_stops_block(&s, 0);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, send_term, NULL), 0);
     assert_int_equal(pthread_join(t, NULL), 0);
-    assert_int_equal(rt_stops_pending(), SIGTERM); /* and the process lives */
-    assert_int_equal(rt_stops_take(), SIGTERM);
-    rt_stops_restore(&s);
+    assert_int_equal(rt_signal_stops_pending(), SIGTERM); /* and the process lives */
+    assert_int_equal(rt_signal_stops_take(), SIGTERM);
+    rt_signal_stops_restore(&s);
 }
 
 int main(void)

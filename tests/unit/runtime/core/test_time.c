@@ -1,5 +1,5 @@
-/* test_time.c — the one clock (runtime/core/rt_time.c): rt_now_ns and
- * rt_now_ms agree, rt_time_deadline is the monotonic clock plus ns with its
+/* test_time.c — the one clock (runtime/core/rt_time.c): rt_time_now_ns and
+ * rt_time_now_ms agree, rt_time_deadline is the monotonic clock plus ns with its
  * nanoseconds normalized (bounded by clock readings taken before and after),
  * and a condition variable of rt_time_cond_init waits on that clock: its
  * timed wait does not give up before a monotonic deadline (one on the wall
@@ -32,12 +32,12 @@ static void test_time_clocks_agree(void **state)
 {
     (void)state;
     int64_t a = mono_ns();
-    int64_t ns = rt_now_ns();
-    int64_t ms = rt_now_ms();
+    int64_t ns = rt_time_now_ns();
+    int64_t ms = rt_time_now_ms();
     int64_t b = mono_ns();
     assert_true(a <= ns && ns <= b);
     assert_true(a / 1000000 <= ms && ms <= b / 1000000);
-    double s = rt_seconds(0);
+    double s = rt_time_seconds(0);
     assert_true((double)b * 1e-9 <= s + 1e-6);
 }
 

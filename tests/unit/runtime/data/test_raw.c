@@ -18,7 +18,7 @@ static void split_is(const char *row, size_t len, const char *const *want, size_
     char out[256];
     rt_csv_span sp[16];
     rt_err err = {{0}};
-    long got = rt_csv_split(row, len, out, sp, 16, &err);
+    long got = rt_raw_csv_split(row, len, out, sp, 16, &err);
     if (got != (long)n)
         fail_msg("split of \"%s\": %ld fields (%s), want %zu", row, got, err.msg, n);
     for (size_t i = 0; i < n; i++) {
@@ -33,7 +33,7 @@ static void split_fails(const char *row, size_t len, const char *msg)
     char out[256];
     rt_csv_span sp[16];
     rt_err err = {{0}};
-    assert_int_equal(rt_csv_split(row, len, out, sp, 16, &err), -1);
+    assert_int_equal(rt_raw_csv_split(row, len, out, sp, 16, &err), -1);
     if (!strstr(err.msg, msg))
         fail_msg("split of \"%s\": message \"%s\", want \"%s\"", row, err.msg, msg);
 }
@@ -58,7 +58,7 @@ static void test_csv_split(void **state)
     /* more fields than spans: counted, the first max kept */
     char out[16];
     rt_csv_span sp[2];
-    assert_int_equal(rt_csv_split("a,b,c,d", 7, out, sp, 2, NULL), 4);
+    assert_int_equal(rt_raw_csv_split("a,b,c,d", 7, out, sp, 2, NULL), 4);
     assert_int_equal(sp[1].off, 1);
     assert_int_equal(sp[1].len, 1);
     assert_int_equal(out[sp[1].off], 'b');
@@ -94,11 +94,11 @@ static void test_trim(void **state)
 {
     (void)state;
     size_t n = 9;
-    const char *s = rt_trim_span(" \t\vab c\f\r", &n);
+    const char *s = rt_buf_trim_span(" \t\vab c\f\r", &n);
     assert_int_equal(n, 4);
     assert_memory_equal(s, "ab c", 4);
     n = 3;
-    rt_trim_span("   ", &n);
+    rt_buf_trim_span("   ", &n);
     assert_int_equal(n, 0);
 }
 

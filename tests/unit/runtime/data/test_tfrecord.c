@@ -22,15 +22,15 @@ static void test_crc_known_answers(void **state)
 {
     (void)state;
     /* the CRC-32C check value and RFC 3720 (iSCSI) B.4's vectors */
-    assert_true(rt_crc32c(0, "123456789", 9) == 0xE3069283u);
+    assert_true(rt_hash_crc32c(0, "123456789", 9) == 0xE3069283u);
     uint8_t z[32], ff[32], inc[32];
     memset(z, 0, sizeof z);
     memset(ff, 0xff, sizeof ff);
     for (int i = 0; i < 32; i++)
         inc[i] = (uint8_t)i;
-    assert_true(rt_crc32c(0, z, 32) == 0x8A9136AAu);
-    assert_true(rt_crc32c(0, ff, 32) == 0x62A8AB43u);
-    assert_true(rt_crc32c(0, inc, 32) == 0x46DD794Eu);
+    assert_true(rt_hash_crc32c(0, z, 32) == 0x8A9136AAu);
+    assert_true(rt_hash_crc32c(0, ff, 32) == 0x62A8AB43u);
+    assert_true(rt_hash_crc32c(0, inc, 32) == 0x46DD794Eu);
     /* the mask: rotate right by 15, add 0xa282ead8 */
     assert_true(rt_tfrecord_mask(0) == 0xa282ead8u);
     assert_true(rt_tfrecord_mask(0x8000u) == 0xa282ead9u);
@@ -47,7 +47,7 @@ static void test_reads_tensorflow_file(void **state)
     rt_err err;
     rt_input_format f;
     const char *path = "tests/data/tfrecord/penguins_eval.tfrecord.gz";
-    assert_int_equal(rt_input_sniff(path, &f, &err), RT_OK);
+    assert_int_equal(rt_tfrecord_sniff(path, &f, &err), RT_OK);
     assert_int_equal(f, RT_INPUT_TFRECORD_GZIP);
     assert_int_equal(rt_tfrecord_open(path, 0, 0, &r, &err), RT_OK);
     const uint8_t *d;
@@ -90,7 +90,7 @@ static void test_round_trip(void **state)
         write_three(p, gz);
         rt_input_format f;
         rt_err err;
-        assert_int_equal(rt_input_sniff(p, &f, &err), RT_OK);
+        assert_int_equal(rt_tfrecord_sniff(p, &f, &err), RT_OK);
         assert_int_equal(f, gz ? RT_INPUT_TFRECORD_GZIP : RT_INPUT_TFRECORD);
         rt_tfrecord *r = NULL;
         assert_int_equal(rt_tfrecord_open(p, 0, 0, &r, &err), RT_OK);
@@ -340,7 +340,7 @@ static void test_example_row(void **state)
     const char *row = "12, 2.5, hello world, a";
     char cells[64];
     rt_csv_span in[4];
-    assert_int_equal(rt_csv_split(row, strlen(row), cells, in, 4, &err), 4);
+    assert_int_equal(rt_raw_csv_split(row, strlen(row), cells, in, 4, &err), 4);
     rt_buf ex;
     rt_buf_init(&ex);
     assert_int_equal(rt_example_from_row(def, cells, in, 4, &ex, &err), RT_OK);
@@ -352,12 +352,12 @@ static void test_example_row(void **state)
     assert_memory_equal(text.data + sp[2].off, " hello world", 12);
     /* an int column refuses a fraction */
     const char *frac = "1.5, 2, x, a";
-    assert_int_equal(rt_csv_split(frac, strlen(frac), cells, in, 4, &err), 4);
+    assert_int_equal(rt_raw_csv_split(frac, strlen(frac), cells, in, 4, &err), 4);
     assert_int_equal(rt_example_from_row(def, cells, in, 4, &ex, &err), RT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "(n): 1.5 is not an integer"));
     rt_buf_free(&ex);
     rt_buf_free(&text);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 int main(void)

@@ -51,7 +51,7 @@ static void unbuild(built *b)
 {
     rt_graph_free(b->g);
     support_tensors_free(&b->st);
-    rt_modeldef_free(b->def);
+    rt_spec_modeldef_free(b->def);
 }
 
 static float *tensor(built *b, const char *name)
@@ -299,7 +299,7 @@ static void test_trees_by_hand(void **state)
     rt_batch_free(x);
     rt_batch_free(base);
     rt_graph_free(g);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 /* TreeSHAP against enumeration on random ensembles. */
@@ -346,7 +346,7 @@ static void test_treeshap_random_ensembles(void **state)
             rt_batch_free(base);
         }
         rt_graph_free(g);
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
     }
 }
 
@@ -361,14 +361,14 @@ static double model_value(const rt_graph *g, rt_batch *row, size_t k)
     rt_workspace *ws = rt_workspace_new();
     float logit[4];
     rt_err err = {{0}};
-    rt_features_init(&f);
-    rt_outputs_init(&o);
+    rt_transform_features_init(&f);
+    rt_head_outputs_init(&o);
     assert_int_equal(rt_transform(g, row, &f, &err), RT_OK);
     assert_int_equal(rt_forward(g, &f, ws, logit, &err), RT_OK);
     assert_int_equal(rt_head_compute(g, logit, 1, &o, &err), RT_OK);
     double v = o.probabilities[k];
-    rt_features_free(&f);
-    rt_outputs_free(&o);
+    rt_transform_features_free(&f);
+    rt_head_outputs_free(&o);
     rt_workspace_free(ws);
     return v;
 }
@@ -572,7 +572,7 @@ static void test_baselines(void **state)
     rt_batch_free(b);
     rt_model_close(m);
     support_tensors_free(&st);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     support_rmtree(dir);
 
     /* the spec check names the key */
@@ -593,7 +593,7 @@ static void test_baselines(void **state)
         Predictd__ModelDef *d2 = NULL;
         rt_status s2 = rt_spec_to_modeldef(j, NULL, &d2, &err);
         cJSON_Delete(j);
-        rt_modeldef_free(d2);
+        rt_spec_modeldef_free(d2);
         assert_int_equal(s2, RT_ERR_INVALID);
         if (!strstr(err.msg, bad[k][1]))
             fail_msg("got \"%s\", want \"%s\"", err.msg, bad[k][1]);
@@ -736,7 +736,7 @@ static void test_several_baselines_average(void **state)
     rt_ctx_free(c);
     rt_model_close(m);
     support_tensors_free(&st);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     support_rmtree(dir);
 }
 

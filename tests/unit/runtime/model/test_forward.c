@@ -162,7 +162,7 @@ static void test_tiny_model_head(void **state)
     tiny_init(&t);
     const float logits[] = {12.75f, -0.5f, 0.0f};
     rt_outputs o;
-    rt_outputs_init(&o);
+    rt_head_outputs_init(&o);
     rt_err err = {{0}};
     assert_int_equal(rt_head_compute(&t.g, logits, 3, &o, &err), RT_OK);
     assert_int_equal(o.n, 3);
@@ -178,8 +178,8 @@ static void test_tiny_model_head(void **state)
     assert_float_equal(o.logistic[2], 0.5f, 0);
     assert_float_equal(o.logits[0], 12.75f, 0);
     assert_string_equal(rt_graph_class_name(&t.g, 1), ">50K");
-    rt_outputs_free(&o);
-    rt_outputs_free(NULL);
+    rt_head_outputs_free(&o);
+    rt_head_outputs_free(NULL);
 }
 
 static void test_out_of_range_id_refused(void **state)
@@ -211,7 +211,7 @@ static void test_heads_extreme_logits(void **state)
     tiny t;
     tiny_init(&t);
     rt_outputs o;
-    rt_outputs_init(&o);
+    rt_head_outputs_init(&o);
     const float bl[] = {1000.0f, -1000.0f, 88.0f, -104.0f};
     assert_int_equal(rt_head_compute(&t.g, bl, 4, &o, NULL), RT_OK);
     for (size_t i = 0; i < 4; i++) {
@@ -256,7 +256,7 @@ static void test_heads_extreme_logits(void **state)
     assert_null(o.class_ids);
     assert_float_equal(o.predictions[0], -3.5f, 0);
     assert_float_equal(o.predictions[1], 1e30f, 0);
-    rt_outputs_free(&o);
+    rt_head_outputs_free(&o);
 }
 
 /* ------------------------------------------------------------ random models */
@@ -487,10 +487,10 @@ static void test_empty_batch(void **state)
     assert_int_equal(rt_forward(&t.g, &t.f, ws, &logit, NULL), RT_OK);
     assert_float_equal(logit, 42.0f, 0);
     rt_outputs o;
-    rt_outputs_init(&o);
+    rt_head_outputs_init(&o);
     assert_int_equal(rt_head_compute(&t.g, &logit, 0, &o, NULL), RT_OK);
     assert_int_equal(o.n, 0);
-    rt_outputs_free(&o);
+    rt_head_outputs_free(&o);
     rt_workspace_free(ws);
     rt_workspace_free(NULL);
 }

@@ -2,7 +2,7 @@
  * test_graph_access.c — what rt.h lets another module read of a compiled
  * graph and a request (predict-model's show and transform use nothing
  * else): each accessor gives the field rt_internal.h holds, out-of-range
- * indexes give 0 / NULL, rt_column_describe is the kind's describe,
+ * indexes give 0 / NULL, rt_fc_column_describe is the kind's describe,
  * rt_json_transform gives the features (and the messages) of the parse and
  * the transform run by hand, and the tree accessors find the leaves a
  * hand-built ensemble reaches.
@@ -43,7 +43,7 @@ static void unbuild(built *b)
 {
     rt_graph_free(b->g);
     support_tensors_free(&b->st);
-    rt_modeldef_free(b->def);
+    rt_spec_modeldef_free(b->def);
 }
 
 static void test_accessors_wide_deep(void **state)
@@ -63,7 +63,7 @@ static void test_accessors_wide_deep(void **state)
         char want[1024] = "", got[1024];
         rt_fc_kind_of(g->fcols[c].type)->describe(g->fcols[c].def, want, sizeof want);
         memset(got, 'x', sizeof got);
-        rt_column_describe(rt_graph_column(g, c), got, sizeof got);
+        rt_fc_column_describe(rt_graph_column(g, c), got, sizeof got);
         assert_string_equal(got, want);
     }
     assert_null(rt_graph_column(g, g->n_fcols));
@@ -88,7 +88,7 @@ static void test_accessors_wide_deep(void **state)
     assert_int_equal(rt_graph_num_layers(NULL), 0);
     assert_false(rt_graph_has_trees(NULL));
     char buf[8] = "zz";
-    rt_column_describe(NULL, buf, sizeof buf);
+    rt_fc_column_describe(NULL, buf, sizeof buf);
     assert_string_equal(buf, "");
     unbuild(&b);
 }

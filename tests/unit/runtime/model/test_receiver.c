@@ -57,7 +57,7 @@ static int teardown(void **state)
     rt_batch_free(f->b);
     rt_graph_free(f->g);
     support_tensors_free(&f->st);
-    rt_modeldef_free(f->def);
+    rt_spec_modeldef_free(f->def);
     free(f);
     return 0;
 }

@@ -25,7 +25,7 @@ static char *read_text(const char *rel)
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
     char *s = NULL;
-    return rt_read_file(AT_FDCWD, path, 1u << 26, 0, &s, NULL, NULL) == RT_OK ? s : NULL;
+    return rt_file_read(AT_FDCWD, path, 1u << 26, 0, &s, NULL, NULL) == RT_OK ? s : NULL;
 }
 
 static const char *const train_eval[] = {"train", "eval", NULL};
@@ -222,7 +222,7 @@ static void test_census_spec(void **state)
     rt_tensor_spec *specs = NULL;
     size_t n = 0;
     rt_err err = {{0}};
-    assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_OK);
+    assert_int_equal(rt_graph_tensor_specs(def, &specs, &n, &err), RT_OK);
     assert_int_equal(n, 24);
     expect_tensor(specs, n, "linear/linear_model/gender/weights", 2, 1);
     expect_tensor(specs, n, "linear/linear_model/native_country/weights", 100, 1);
@@ -249,12 +249,12 @@ static void test_census_spec(void **state)
     predictd__model_def__pack(def, buf);
     Predictd__ModelDef *back = predictd__model_def__unpack(NULL, len, buf);
     assert_non_null(back);
-    assert_int_equal(rt_modeldef_tensor_specs(back, &specs, &n, &err), RT_OK);
+    assert_int_equal(rt_graph_tensor_specs(back, &specs, &n, &err), RT_OK);
     assert_int_equal(n, 24);
     free(specs);
-    rt_modeldef_free(back);
+    rt_spec_modeldef_free(back);
     free(buf);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(text);
 }
 
@@ -296,7 +296,7 @@ static void test_small_spec_ok(void **state)
     expect_tspec(sd->inputs[0], "age", PREDICTD__DTYPE__DT_FLOAT, 0);
     expect_tspec(sd->inputs[1], "city", PREDICTD__DTYPE__DT_STRING, 0);
     expect_tspec(sd->inputs[2], "tags", PREDICTD__DTYPE__DT_STRING, 0);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 
     /* Optimizer keys and the caller's keys are accepted. */
     char *t = replace(base_spec, "\"dnn_hidden_units\":[4]",
@@ -304,7 +304,7 @@ static void test_small_spec_ok(void **state)
                       "\"linear_optimizer\":\"Ftrl\",\"dnn_dropout\":0.5");
     char *t2 = replace(t, "\"export\":{", "\"train\":{\"max_steps\":3},\"export\":{");
     def = parse_ok(t2, train_eval);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     /* ...but "train" is refused when the caller does not own it. */
     cJSON *j = cJSON_Parse(t2);
     rt_err err = {{0}};
@@ -326,7 +326,7 @@ static void test_receivers_and_heads(void **state)
     const Predictd__SignatureDef *sd = find_sig(def, "predict");
     assert_int_equal(sd->n_inputs, 1);
     expect_tspec(sd->inputs[0], "csv_row", PREDICTD__DTYPE__DT_STRING, 0);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(t);
 
     /* EXAMPLE receiver. */
@@ -335,7 +335,7 @@ static void test_receivers_and_heads(void **state)
     assert_string_equal(def->model_name, "model");
     expect_tspec(find_sig(def, "serving_default")->inputs[0], "example_proto",
                  PREDICTD__DTYPE__DT_STRING, 0);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(t);
 
     /* Multi-class without a vocabulary: classes "0".."2", no logistic. */
@@ -354,7 +354,7 @@ static void test_receivers_and_heads(void **state)
     rt_tensor_spec *specs = NULL;
     size_t n = 0;
     rt_err err = {{0}};
-    assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_OK);
+    assert_int_equal(rt_graph_tensor_specs(def, &specs, &n, &err), RT_OK);
     expect_tensor(specs, n, "linear/linear_model/city/weights", 2, 3);
     expect_tensor(specs, n, "linear/linear_model/age_bucketized/weights", 4, 3);
     expect_tensor(specs, n, "linear/linear_model/age_bucketized_X_city/weights", 50, 3);
@@ -364,7 +364,7 @@ static void test_receivers_and_heads(void **state)
                   10, 2);
     expect_tensor(specs, n, "dnn/logits/kernel", 4, 3);
     free(specs);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(t3);
 
     /* Regressor: predictions and a regression signature. */
@@ -379,7 +379,7 @@ static void test_receivers_and_heads(void **state)
     sd = find_sig(def, "predict");
     assert_int_equal(sd->n_outputs, 1);
     expect_tspec(sd->outputs[0], "predictions", PREDICTD__DTYPE__DT_FLOAT, 1);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(t3);
     free(t2);
     free(t);
@@ -395,10 +395,10 @@ static void test_receivers_and_heads(void **state)
     def = parse_ok(t2, NULL);
     assert_int_equal(def->graph->n_hidden_layers, 0);
     assert_null(def->graph->logits_layer);
-    assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_OK);
+    assert_int_equal(rt_graph_tensor_specs(def, &specs, &n, &err), RT_OK);
     assert_int_equal(n, 4);
     free(specs);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(t2);
     free(t);
 }
@@ -419,7 +419,7 @@ static void test_weight_column(void **state)
     assert_int_equal(sd->n_inputs, 3); /* age, city, tags: not w */
     for (size_t i = 0; i < sd->n_inputs; i++)
         assert_string_not_equal(sd->inputs[i]->name, "w");
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     /* the other canned estimators take it too */
     char *t3 = replace(t2, "\"type\":\"DNNLinearCombinedClassifier\"",
                        "\"type\":\"DNNLinearCombinedRegressor\"");
@@ -427,7 +427,7 @@ static void test_weight_column(void **state)
     char *t5 = replace(t4, "{\"name\":\"y\",\"type\":\"string\"}", "{\"name\":\"y\",\"type\":\"float\"}");
     def = parse_ok(t5, NULL);
     assert_true(def->raw_columns[4]->is_weight);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(t5);
     free(t4);
     free(t3);
@@ -462,12 +462,12 @@ static void test_label_columns_and_batch_norm(void **state)
     rt_tensor_spec *specs = NULL;
     size_t n = 0;
     rt_err err = {{0}};
-    assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_OK);
+    assert_int_equal(rt_graph_tensor_specs(def, &specs, &n, &err), RT_OK);
     expect_tensor(specs, n, "dnn/hiddenlayer_0/batchnorm_0/gamma", 4, 0);
     expect_tensor(specs, n, "dnn/hiddenlayer_0/batchnorm_0/moving_mean", 4, 0);
     expect_tensor(specs, n, "dnn/logits/kernel", 4, 2);
     free(specs);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     static const struct {
         const char *from, *to, *want;
     } bad[] = {
@@ -609,7 +609,7 @@ static void test_bad_specs(void **state)
     assert_int_equal(rt_spec_to_modeldef(NULL, NULL, &def, &err), RT_ERR_INVALID);
     /* Missing top-level sections. */
     parse_bad("{\"columns\":[{\"name\":\"a\",\"type\":\"int\"}]}", "label: missing");
-    rt_modeldef_free(NULL);
+    rt_spec_modeldef_free(NULL);
 }
 
 /* A hand-broken ModelDef (as from an untrusted model.pb) is refused. */
@@ -623,15 +623,15 @@ static void test_modeldef_refs_checked(void **state)
     /* Embedding points at a column that is not categorical. */
     free(def->feature_columns[5]->categorical_column);
     def->feature_columns[5]->categorical_column = strdup("age");
-    assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_ERR_FORMAT);
+    assert_int_equal(rt_graph_tensor_specs(def, &specs, &n, &err), RT_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "tags_embedding"));
     free(def->feature_columns[5]->categorical_column);
     def->feature_columns[5]->categorical_column = strdup("tags");
-    assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_OK);
+    assert_int_equal(rt_graph_tensor_specs(def, &specs, &n, &err), RT_OK);
     free(specs);
     /* Logits layer of the wrong width. */
     def->graph->logits_layer->units = 2;
-    assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_ERR_FORMAT);
+    assert_int_equal(rt_graph_tensor_specs(def, &specs, &n, &err), RT_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "logits layer"));
     def->graph->logits_layer->units = 1;
     /* Boundaries out of order. */
@@ -644,7 +644,7 @@ static void test_modeldef_refs_checked(void **state)
     assert_int_equal(rt_graph_check(def, &err), RT_ERR_FORMAT);
     def->feature_columns[2]->default_id = -1;
     assert_int_equal(rt_graph_check(def, &err), RT_OK);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 /* Tensor data for mutated models: zeros, refusing absurd sizes. */
@@ -683,7 +683,7 @@ static void test_mutated_modeldefs(void **state)
     size_t len = predictd__model_def__get_packed_size(def);
     uint8_t *orig = malloc(len), *buf = malloc(len);
     predictd__model_def__pack(def, orig);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     uint64_t seed = 0x9E3779B97F4A7C15ULL;
     size_t unpacked = 0, compiled = 0, built = 0;
     for (int iter = 0; iter < 3000; iter++) {
@@ -700,7 +700,7 @@ static void test_mutated_modeldefs(void **state)
         rt_err err = {{0}};
         rt_tensor_spec *specs = NULL;
         size_t n = 0;
-        if (rt_modeldef_tensor_specs(m, &specs, &n, &err) == RT_OK) {
+        if (rt_graph_tensor_specs(m, &specs, &n, &err) == RT_OK) {
             compiled++;
             free(specs);
         }
@@ -710,7 +710,7 @@ static void test_mutated_modeldefs(void **state)
             built++;
             rt_batch *b = rt_batch_new(g);
             rt_features f;
-            rt_features_init(&f);
+            rt_transform_features_init(&f);
             for (int i = 0; i < 3; i++) {
                 size_t idx;
                 assert_int_equal(rt_batch_add(b, &idx), RT_OK);
@@ -722,13 +722,13 @@ static void test_mutated_modeldefs(void **state)
                 }
             }
             rt_ignore(rt_transform(g, b, &f, &err)); /* any outcome; no crash */
-            rt_features_free(&f);
+            rt_transform_features_free(&f);
             rt_batch_free(b);
             rt_graph_free(g);
         }
         for (size_t k = 0; k < 256; k++)
             free(keep[k]);
-        rt_modeldef_free(m);
+        rt_spec_modeldef_free(m);
     }
     print_message("mutated ModelDefs: %zu unpacked, %zu compiled, %zu built\n", unpacked,
                   compiled, built);
@@ -765,9 +765,9 @@ static void test_mutated_specs(void **state)
             accepted++;
             rt_tensor_spec *specs = NULL;
             size_t n = 0;
-            assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_OK);
+            assert_int_equal(rt_graph_tensor_specs(def, &specs, &n, &err), RT_OK);
             free(specs);
-            rt_modeldef_free(def);
+            rt_spec_modeldef_free(def);
         } else {
             assert_null(def);
             assert_true(err.msg[0] != '\0');

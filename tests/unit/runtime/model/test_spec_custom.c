@@ -70,7 +70,7 @@ static rt_status parse(const char *est, rt_err *err)
     Predictd__ModelDef *def = NULL;
     rt_status st = rt_spec_to_modeldef(spec, other, &def, err);
     if (def)
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
     cJSON_Delete(spec);
     return st;
 }
@@ -118,7 +118,7 @@ static void test_good_graph(void **state)
     assert_string_equal(g->heads[0]->logits, "logits");
     assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_BINARY);
     assert_int_equal(g->logits_dimension, 1);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     cJSON_Delete(spec);
 }
 
@@ -192,7 +192,7 @@ static int setup(void **state)
     const char *root = getenv("PREDICTD_ROOT");
     char path[4096];
     snprintf(path, sizeof path, "%s/conf/census.json", root ? root : ".");
-    return rt_read_file(AT_FDCWD, path, 1u << 24, 0, &census_text, NULL, NULL) == RT_OK ? 0 : -1;
+    return rt_file_read(AT_FDCWD, path, 1u << 24, 0, &census_text, NULL, NULL) == RT_OK ? 0 : -1;
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* test_transform.c — the serving input function's transforms against
- * independent computations: hash and crossed ids from rt_fingerprint64 /
- * rt_fingerprint_cat64 and TensorFlow's formulas, vocabulary lookups with
+ * independent computations: hash and crossed ids from rt_hash_fingerprint64 /
+ * rt_hash_fingerprint_cat64 and TensorFlow's formulas, vocabulary lookups with
  * and without OOV buckets, bucket edges, embedding combiners from the
  * lookup's known table, indicators, defaults and missing inputs, trimming,
  * the DNN input layout, raw batches and memory reuse. */
@@ -67,7 +67,7 @@ static char *read_text(const char *rel)
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
     char *s = NULL;
-    return rt_read_file(AT_FDCWD, path, 1u << 26, 0, &s, NULL, NULL) == RT_OK ? s : NULL;
+    return rt_file_read(AT_FDCWD, path, 1u << 26, 0, &s, NULL, NULL) == RT_OK ? s : NULL;
 }
 
 static fixture *fixture_from_text(const char *text, const char *assets)
@@ -87,7 +87,7 @@ static fixture *fixture_from_text(const char *text, const char *assets)
     assert_int_equal(st, RT_OK);
     fx->b = rt_batch_new(fx->g);
     assert_non_null(fx->b);
-    rt_features_init(&fx->f);
+    rt_transform_features_init(&fx->f);
     return fx;
 }
 
@@ -104,10 +104,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *fx = *state;
-    rt_features_free(&fx->f);
+    rt_transform_features_free(&fx->f);
     rt_batch_free(fx->b);
     rt_graph_free(fx->g);
-    rt_modeldef_free(fx->def);
+    rt_spec_modeldef_free(fx->def);
     for (size_t k = 0; k < fx->t.n; k++)
         free(fx->t.bufs[k]);
     free(fx);
@@ -198,7 +198,7 @@ static void expect_ids(const fixture *fx, size_t c, size_t i, const int64_t *wan
 
 static int64_t fp_mod(const char *s, uint64_t m)
 {
-    return (int64_t)(rt_fingerprint64(s, strlen(s)) % m);
+    return (int64_t)(rt_hash_fingerprint64(s, strlen(s)) % m);
 }
 
 static void expect_near(float got, double want)
@@ -289,7 +289,7 @@ static void test_hash_and_vocabulary(void **state)
     expect_ids(fx, C_CODE_H, i1, (int64_t[]){fp_mod("5", 97)}, 1);
     /* A raw string cross key is a dense input in TensorFlow: "" is hashed. */
     expect_ids(fx, C_CROSS, i0,
-               (int64_t[]){cross3(0, rt_fingerprint64("", 0), (uint64_t)(int64_t)-1,
+               (int64_t[]){cross3(0, rt_hash_fingerprint64("", 0), (uint64_t)(int64_t)-1,
                                   UINT64_C(0xDECAFCAFFE), 5000)},
                1);
     /* Known answer: Fingerprint64("Hello") = 15404698994557526151. */
@@ -305,15 +305,15 @@ static void test_hash_and_vocabulary(void **state)
  * inputs), id = h % buckets. */
 static int64_t cross2(uint64_t a, uint64_t b, uint64_t key, uint64_t buckets)
 {
-    return (int64_t)(rt_fingerprint_cat64(rt_fingerprint_cat64(key, a), b) % buckets);
+    return (int64_t)(rt_hash_fingerprint_cat64(rt_hash_fingerprint_cat64(key, a), b) % buckets);
 }
 
 static int64_t cross3(uint64_t a, uint64_t b, uint64_t c, uint64_t key, uint64_t buckets)
 {
     uint64_t h = key;
-    h = rt_fingerprint_cat64(h, a);
-    h = rt_fingerprint_cat64(h, b);
-    h = rt_fingerprint_cat64(h, c);
+    h = rt_hash_fingerprint_cat64(h, a);
+    h = rt_hash_fingerprint_cat64(h, b);
+    h = rt_hash_fingerprint_cat64(h, c);
     return (int64_t)(h % buckets);
 }
 
@@ -327,8 +327,8 @@ static void test_crossed(void **state)
     size_t i2 = add_std(fx, 40, "Oslo", "t", 7);
     push_n(fx, i2, I_CODE, 8);
     run_ok(fx);
-    uint64_t rome = rt_fingerprint64("Rome", 4), paris = rt_fingerprint64("Paris", 5);
-    uint64_t oslo = rt_fingerprint64("Oslo", 4);
+    uint64_t rome = rt_hash_fingerprint64("Rome", 4), paris = rt_hash_fingerprint64("Paris", 5);
+    uint64_t oslo = rt_hash_fingerprint64("Oslo", 4);
     /* keys ["city", "code", {"column": "age_b"}] hash as age_b, city, code.
      * age 26 -> bucket 2 of [18, 25, 30]; the raw int 42 crosses as 42. */
     expect_ids(fx, C_CROSS, i0, (int64_t[]){cross3(2, rome, 42, key, 5000)}, 1);
@@ -341,7 +341,7 @@ static void test_crossed(void **state)
                (int64_t[]){cross3(3, oslo, 7, key, 5000), cross3(3, oslo, 8, key, 5000)}, 2);
     /* cross2 = ["tags", {"column": "city"}], hash_key 12345: city's id
      * first; Oslo is not in the vocabulary: TensorFlow crosses its -1. */
-    uint64_t t = rt_fingerprint64("t", 1);
+    uint64_t t = rt_hash_fingerprint64("t", 1);
     expect_ids(fx, C_CROSS2, i0, (int64_t[]){cross2(1, t, 12345, 1000)}, 1);
     expect_ids(fx, C_CROSS2, i1, (int64_t[]){cross2(1, t, 12345, 1000), cross2(0, t, 12345, 1000)},
                2);
@@ -808,7 +808,7 @@ static void test_vocabulary_file(void **state)
     /* The ModelDef says 3 words: linear weights [3 + 1 oov, 1]. */
     rt_tensor_spec *specs;
     size_t n;
-    assert_int_equal(rt_modeldef_tensor_specs(fx->def, &specs, &n, &err), RT_OK);
+    assert_int_equal(rt_graph_tensor_specs(fx->def, &specs, &n, &err), RT_OK);
     assert_int_equal(specs[0].shape[0], 4);
     free(specs);
     /* A missing file or assets directory is refused, naming the file. */
@@ -851,14 +851,14 @@ static void test_missing_tensor(void **state)
     assert_non_null(strstr(err.msg, "linear/linear_model/city/weights"));
     assert_int_equal(rt_graph_build(fx->def, NULL, NULL, NULL, &g, &err), RT_ERR_INVALID);
     rt_graph_free(NULL);
-    rt_features_free(NULL);
+    rt_transform_features_free(NULL);
 }
 
 static int64_t fp_cat_mod(const uint64_t *parts, size_t n, uint64_t buckets)
 {
     uint64_t h = UINT64_C(0xDECAFCAFFE);
     for (size_t k = 0; k < n; k++)
-        h = rt_fingerprint_cat64(h, parts[k]);
+        h = rt_hash_fingerprint_cat64(h, parts[k]);
     return (int64_t)(h % buckets);
 }
 
@@ -900,7 +900,7 @@ static void test_census_instance(void **state)
     assert_int_equal(pushed, rt_graph_num_inputs(g));
     cJSON_Delete(ij);
     rt_features f;
-    rt_features_init(&f);
+    rt_transform_features_init(&f);
     assert_int_equal(rt_transform(g, b, &f, &err), RT_OK);
 
     /* Feature column indexes of tests/data/specs/census.json. */
@@ -917,9 +917,10 @@ static void test_census_instance(void **state)
         {OCC, fp_mod("Machine-op-inspct", 100)},
         {COUNTRY, fp_mod("United-States", 100)},
     };
-    const uint64_t occ = rt_fingerprint64("Machine-op-inspct", 17);
-    const uint64_t edu = rt_fingerprint64("11th", 4), black = rt_fingerprint64("Black", 5);
-    const uint64_t us = rt_fingerprint64("United-States", 13);
+    const uint64_t occ = rt_hash_fingerprint64("Machine-op-inspct", 17);
+    const uint64_t edu = rt_hash_fingerprint64("11th", 4),
+                   black = rt_hash_fingerprint64("Black", 5);
+    const uint64_t us = rt_hash_fingerprint64("United-States", 13);
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         const rt_ids *r = &f.ids[want[k].col];
         assert_int_equal(r->offsets[1], 1);
@@ -940,10 +941,10 @@ static void test_census_instance(void **state)
     for (size_t k = 0; k < n; k++)
         if (cols[k] == HOURS)
             assert_true(f.dnn_input[off[k]] == 40.0f);
-    rt_features_free(&f);
+    rt_transform_features_free(&f);
     rt_batch_free(b);
     rt_graph_free(g);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     for (size_t k = 0; k < t.n; k++)
         free(t.bufs[k]);
     free(spec);
@@ -1117,7 +1118,7 @@ static void test_fc_kinds_errors(void **state)
     /* One tensor for the shared table, named after the collection. */
     rt_tensor_spec *ts = NULL;
     size_t nt = 0, tables = 0;
-    assert_int_equal(rt_modeldef_tensor_specs(fx->def, &ts, &nt, &err), RT_OK);
+    assert_int_equal(rt_graph_tensor_specs(fx->def, &ts, &nt, &err), RT_OK);
     for (size_t k = 0; k < nt; k++)
         if (strstr(ts[k].name, "embedding_weights")) {
             tables++;

@@ -116,7 +116,7 @@ static void test_spec_modeldef(void **state)
     rt_tensor_spec *specs = NULL;
     size_t n = 9;
     rt_err err = {{0}};
-    assert_int_equal(rt_modeldef_tensor_specs(def, &specs, &n, &err), RT_OK);
+    assert_int_equal(rt_graph_tensor_specs(def, &specs, &n, &err), RT_OK);
     assert_int_equal(n, 0);
     free(specs);
 
@@ -139,8 +139,8 @@ static void test_spec_modeldef(void **state)
     }
     size_t a = predictd__head__get_packed_size(def->head);
     assert_int_equal(a, predictd__head__get_packed_size(lin->head));
-    rt_modeldef_free(lin);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(lin);
+    rt_spec_modeldef_free(def);
 
     /* Multi-class and regression heads as the other estimators'. */
     char *t = replace(trees_spec, "\"vocabulary\": [\"no\", \"yes\"]",
@@ -151,7 +151,7 @@ static void test_spec_modeldef(void **state)
     assert_int_equal(def->graph->logits_dimension, 3);
     assert_int_equal(def->graph->trees->n_bias, 3);
     assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(t);
     free(t2);
     char *t3 = regressor_spec(true);
@@ -160,7 +160,7 @@ static void test_spec_modeldef(void **state)
     assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_REGRESSION);
     assert_string_equal(def->graph->estimator, "BoostedTreesRegressor");
     assert_int_equal(def->graph->logits_dimension, 1);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     char *t4 = replace(t3, "\"label_dimension\": 1", "\"label_dimension\": 2");
     spec_bad(t4, "estimator.label_dimension: BoostedTreesRegressor takes one target");
     free(t3);
@@ -333,7 +333,7 @@ static void test_binary_ensemble(void **state)
     assert_int_equal(rt_json_parse_predict(g, one, strlen(one), NULL, f->c, &columnar, &sig, &err),
                      RT_OK);
     rt_features feat;
-    rt_features_init(&feat);
+    rt_transform_features_init(&feat);
     assert_int_equal(rt_transform(g, f->c->batch, &feat, &err), RT_OK);
     feat.values[0][1] = NAN; /* column 0 is age */
     rt_workspace *ws = rt_workspace_new();
@@ -352,7 +352,7 @@ static void test_binary_ensemble(void **state)
     assert_int_equal(leaves[3], 1);
     free(x);
     rt_workspace_free(ws);
-    rt_features_free(&feat);
+    rt_transform_features_free(&feat);
     cJSON *j2 = answer(f, m, RT_METHOD_CLASSIFY,
                        "{\"examples\": [{\"age\": 45, \"gender\": \"Male\", "
                        "\"occupation\": \"x\", \"hours\": 1}]}");
@@ -362,7 +362,7 @@ static void test_binary_ensemble(void **state)
                        1.0 / (1.0 + exp(-(double)want[1])), 1e-6);
     cJSON_Delete(j2);
     rt_model_close(m);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 
@@ -398,10 +398,10 @@ static void test_multiclass_and_regression(void **state)
                                            &err),
                      RT_OK);
     rt_features feat;
-    rt_features_init(&feat);
+    rt_transform_features_init(&feat);
     assert_int_equal(rt_transform(g, f->c->batch, &feat, &err), RT_OK);
     int64_t id = feat.ids[4].ids[0]; /* column 4 is occupation */
-    rt_features_free(&feat);
+    rt_transform_features_free(&feat);
     const float *leafv = id <= 9 ? l : r;
     cJSON *j = answer(f, m, RT_METHOD_PREDICT, body);
     const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "predictions"), 0);
@@ -420,7 +420,7 @@ static void test_multiclass_and_regression(void **state)
     assert_null(cJSON_GetObjectItem(p, "logistic"));
     cJSON_Delete(j);
     rt_model_close(m);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(t);
     free(t2);
 
@@ -447,7 +447,7 @@ static void test_multiclass_and_regression(void **state)
     assert_true(num_at(cJSON_GetObjectItem(j, "results"), 0) == 11.0f);
     cJSON_Delete(j);
     rt_model_close(m);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     free(t3);
 }
 
@@ -477,7 +477,7 @@ static void test_describe(void **state)
     }
     free(imp);
     rt_model_close(m);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
 }
 
 /* ------------------------------------------------------------ refusals */
@@ -690,7 +690,7 @@ static void test_broken_exports_refused(void **state)
         assert_null(m);
         assert_non_null(strstr(err.msg, cases[k].want));
         exp_blobs_free(&blobs);
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
     }
 }
 

@@ -134,7 +134,7 @@ static void test_rules_as_codes(void **state)
             fail_msg("instance %zu: logit %.9g, want %.9g", i, (double)got[i], (double)want[i]);
     const rt_graph *g = rt_model_graph(m);
     assert_true(rt_graph_has_trees(g));
-    assert_true(rt_graph_absent_is_missing(g));
+    assert_true(rt_xgb_graph_absent_is_missing(g));
     assert_string_equal(rt_graph_input_name(g, 0), "f0");
     assert_string_equal(rt_graph_input_name(g, 1), "f1");
     assert_string_equal(rt_model_def(m)->training->producer, "xgboost 1.7.4");

@@ -6,7 +6,7 @@
  * on special values, powers of ten, numbers near ties and half a million
  * random float bit patterns.
  *
- * The streaming request parser (runtime/serve/rt_json_reader.c and its users)
+ * The streaming request parser (runtime/serve/rt_jr.c and its users)
  * must accept and refuse exactly what the reference parser does (an
  * independent prescan + cJSON implementation of the same rules,
  * tests/unit/support/support_json_ref.c) and fill the same batch, cell by cell: on
@@ -189,7 +189,7 @@ static const char *const GOOD[] = {
     " { \"instances\" : [ { \"age\" : 1 , \"gender\":\"Female\"} ] }\r\n\t",
     "{\"instances\": []}",
     "{\"inputs\": {\"age\": []}}",
-    /* instances the object fast path (rt_json_value.c) reads whole, and
+    /* instances the object fast path (rt_jfill.c) reads whole, and
      * ones it gives up on half-way (an escaped key, a label, a fraction,
      * a list, a 16-digit integer after plain members): the general path
      * then reads the instance again from its start */
@@ -310,7 +310,7 @@ static int fast_teardown(void **state)
     rt_ctx_free(f->slow);
     rt_model_close(f->m);
     support_tensors_free(&f->st);
-    rt_modeldef_free(f->def);
+    rt_spec_modeldef_free(f->def);
     if (f->dir[0])
         support_rmtree(f->dir);
     free(f);
@@ -506,7 +506,7 @@ static void test_parser_receivers(void **state)
                 expect_same(f, m, (rt_method)method, BODIES[t], strlen(BODIES[t]), NULL);
         rt_model_close(m);
         support_tensors_free(&st);
-        rt_modeldef_free(def);
+        rt_spec_modeldef_free(def);
         support_rmtree(dir);
     }
 }

@@ -70,7 +70,7 @@ static rt_model *make_model(const char *dir, const char *name, const char *spec,
             fprintf(stderr, "open %s: %s\n", path, err.msg);
     }
     support_tensors_free(&st);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     return m;
 }
 
@@ -166,7 +166,7 @@ static void reference(const rt_model *m, rt_outputs *o)
                                            strlen(x->occupation)), RT_OK);
     }
     rt_features feats;
-    rt_features_init(&feats);
+    rt_transform_features_init(&feats);
     rt_workspace *ws = rt_workspace_new();
     float logits[N_INST * 8];
     rt_err err = {{0}};
@@ -174,7 +174,7 @@ static void reference(const rt_model *m, rt_outputs *o)
     assert_int_equal(rt_forward(g, &feats, ws, logits, &err), RT_OK);
     assert_int_equal(rt_head_compute(g, logits, N_INST, o, &err), RT_OK);
     rt_workspace_free(ws);
-    rt_features_free(&feats);
+    rt_transform_features_free(&feats);
     rt_batch_free(b);
 }
 
@@ -259,7 +259,7 @@ static void test_predict_rows_match_pipeline(void **state)
 {
     fixture *f = *state;
     rt_outputs ref;
-    rt_outputs_init(&ref);
+    rt_head_outputs_init(&ref);
     reference(f->wd, &ref);
     rt_buf body;
     rt_buf_init(&body);
@@ -286,14 +286,14 @@ static void test_predict_rows_match_pipeline(void **state)
         check_binary_prediction(cJSON_GetArrayItem(preds, (int)i), &ref, i);
     cJSON_Delete(j);
     rt_buf_free(&body);
-    rt_outputs_free(&ref);
+    rt_head_outputs_free(&ref);
 }
 
 static void test_predict_columnar(void **state)
 {
     fixture *f = *state;
     rt_outputs ref;
-    rt_outputs_init(&ref);
+    rt_head_outputs_init(&ref);
     reference(f->wd, &ref);
     const char *body = "{\"inputs\": {\"age\": [25, 52, 17], \"hours\": [40, 60.5, 0],"
                        " \"gender\": [\"Male\", \"Female\", \"Other\"],"
@@ -315,7 +315,7 @@ static void test_predict_columnar(void **state)
                          ref.class_ids[i]);
     }
     cJSON_Delete(j);
-    rt_outputs_free(&ref);
+    rt_head_outputs_free(&ref);
 }
 
 static void test_nan_and_infinity_tokens(void **state)
@@ -423,7 +423,7 @@ static void test_csv_and_example_receivers(void **state)
 {
     fixture *f = *state;
     rt_outputs ref;
-    rt_outputs_init(&ref);
+    rt_head_outputs_init(&ref);
     reference(f->wd, &ref);
     cJSON *j = NULL;
     rt_err err = {{0}};
@@ -517,14 +517,14 @@ static void test_csv_and_example_receivers(void **state)
     expect_error(f, f->wd_ex, RT_METHOD_PREDICT, "{\"instances\": [{\"b64\": \"/w==\"}]}",
                  NULL, RT_ERR_INVALID, "instances[0]: example_proto: not a serialized");
     rt_buf_free(&body);
-    rt_outputs_free(&ref);
+    rt_head_outputs_free(&ref);
 }
 
 static void test_classify_and_regress(void **state)
 {
     fixture *f = *state;
     rt_outputs ref;
-    rt_outputs_init(&ref);
+    rt_head_outputs_init(&ref);
     reference(f->wd, &ref);
     cJSON *j = NULL;
     rt_err err = {{0}};
@@ -566,7 +566,7 @@ static void test_classify_and_regress(void **state)
     cJSON_Delete(j);
     expect_error(f, f->reg, RT_METHOD_CLASSIFY, "{\"examples\": []}", NULL, RT_ERR_INVALID,
                  "regressor");
-    rt_outputs_free(&ref);
+    rt_head_outputs_free(&ref);
 }
 
 static void test_multiclass(void **state)
@@ -666,7 +666,7 @@ static void test_regression_signature_listed(void **state)
     assert_int_equal(support_random_tensors(def, 11, 0.7f, &st), 0);
     assert_true(support_write_export(base, def, &st, 1700000000, path, sizeof path) > 0);
     support_tensors_free(&st);
-    rt_modeldef_free(def);
+    rt_spec_modeldef_free(def);
     rt_model *old = NULL;
     rt_err err = {{0}};
     assert_int_equal(rt_model_open(path, &old, &err), RT_OK);
@@ -709,7 +709,7 @@ static void test_render_single_output(void **state)
     fixture *f = *state;
     const rt_graph *g = rt_model_graph(f->wd);
     rt_outputs ref;
-    rt_outputs_init(&ref);
+    rt_head_outputs_init(&ref);
     reference(f->wd, &ref);
     Predictd__TensorSpec t = PREDICTD__TENSOR_SPEC__INIT, *tp = &t;
     t.name = "probabilities";
@@ -733,7 +733,7 @@ static void test_render_single_output(void **state)
     assert_float_list(cJSON_GetArrayItem(o, 2), ref.probabilities + 4, 2);
     cJSON_Delete(j);
     rt_buf_free(&out);
-    rt_outputs_free(&ref);
+    rt_head_outputs_free(&ref);
 }
 
 /* Mutated requests (bytes replaced, inserted, deleted, truncated) never
@@ -824,7 +824,7 @@ static void test_mutated_bodies_refused_cleanly(void **state)
 /* ------------------------------------------------- strict JSON, UTF-8 */
 
 /* 1 when the n bytes are valid UTF-8 (checked with an independent decoder:
- * code point ranges, not rt_utf8_seq). */
+ * code point ranges, not rt_buf_utf8_seq). */
 static int utf8_ok(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -905,7 +905,7 @@ static void test_utf8_seq_known_answers(void **state)
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const char *why = NULL;
-        size_t got = rt_utf8_seq(cases[k].s, cases[k].n, &why);
+        size_t got = rt_buf_utf8_seq(cases[k].s, cases[k].n, &why);
         if (got != cases[k].want)
             fail_msg("case %zu: length %zu, want %zu", k, got, cases[k].want);
         if (cases[k].why && (!why || !strstr(why, cases[k].why)))
@@ -915,7 +915,7 @@ static void test_utf8_seq_known_answers(void **state)
     /* Every 1..3-byte sequence against the independent decoder. */
     for (uint32_t v = 0; v < (1u << 24); v += (v < 0x10000 ? 1 : 61)) {
         char b[3] = {(char)(v >> 16), (char)(v >> 8), (char)v};
-        size_t got = rt_utf8_seq(b, 3, NULL);
+        size_t got = rt_buf_utf8_seq(b, 3, NULL);
         size_t want = 0;
         for (size_t n = 1; n <= 3 && !want; n++)
             if (utf8_ok(b, n))

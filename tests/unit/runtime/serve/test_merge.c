@@ -74,7 +74,7 @@ static int teardown(void **state)
         return 0;
     rt_model_close(f->m);
     support_tensors_free(&f->st);
-    rt_modeldef_free(f->def);
+    rt_spec_modeldef_free(f->def);
     if (f->dir[0])
         support_rmtree(f->dir);
     free(f);
@@ -330,7 +330,7 @@ static void test_parse_errors_match(void **state)
     rt_ctx_free(c);
 }
 
-/* rt_batch_append copies every cell (numbers, strings, several values). */
+/* rt_merge_batch_append copies every cell (numbers, strings, several values). */
 static void test_batch_append(void **state)
 {
     fixture *f = *state;
@@ -351,8 +351,8 @@ static void test_batch_append(void **state)
         assert_int_equal(rt_batch_push_str(b, idx, 3, "qq", 2), RT_OK); /* multi-valued */
     }
     rt_err err = {{0}};
-    assert_int_equal(rt_batch_append(dst, a, &err), RT_OK);
-    assert_int_equal(rt_batch_append(dst, b, &err), RT_OK);
+    assert_int_equal(rt_merge_batch_append(dst, a, &err), RT_OK);
+    assert_int_equal(rt_merge_batch_append(dst, b, &err), RT_OK);
     assert_int_equal(rt_batch_size(dst), 4);
     for (size_t i = 0; i < 4; i++) {
         const rt_batch *src = i == 0 ? a : b;
@@ -376,7 +376,7 @@ static void test_batch_append(void **state)
     }
     /* policies must agree once dst holds instances */
     rt_batch_set_missing(b, RT_MISSING_EMPTY);
-    assert_int_equal(rt_batch_append(dst, b, &err), RT_ERR_INVALID);
+    assert_int_equal(rt_merge_batch_append(dst, b, &err), RT_ERR_INVALID);
     rt_batch_free(a);
     rt_batch_free(b);
     rt_batch_free(dst);

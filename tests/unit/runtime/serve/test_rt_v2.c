@@ -211,7 +211,7 @@ static void test_binary_outputs_and_classes(void **state)
         float v;
         memcpy(&v, b.data + h + 4 * k, 4);
         char text[64];
-        size_t n = rt_json_float_text(v, text);
+        size_t n = rt_buf_json_float_text(v, text);
         assert_memory_equal(d, text, n);
         d += n + 2;
     }

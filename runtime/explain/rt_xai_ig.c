@@ -1,5 +1,5 @@
 /*
- * rt_explain_ig.c — integrated gradients (Sundararajan, Taly and Yan 2017)
+ * rt_xai_ig.c — integrated gradients (Sundararajan, Taly and Yan 2017)
  * for linear, DNN and wide & deep graphs, with the input gradient of the
  * forward pass computed here (the runtime does not link the trainer).
  *
@@ -40,7 +40,7 @@ static void linear_column(const rt_graph *g, const rt_features *f, size_t l, siz
     const rt_ids *ids = NULL;
     bool prune = true;
     uint64_t dim = 0;
-    if (rt_column_is_categorical(col->type)) {
+    if (rt_fc_column_is_categorical(col->type)) {
         ids = &f->ids[c];
         dim = (uint64_t)col->num_buckets;
     } else if (col->type == PREDICTD__COLUMN_TYPE__INDICATOR && col->source >= 0 &&
@@ -121,7 +121,7 @@ static void bn_params(const rt_layer *L, float *scale, float *shift)
 static void give(const xai_ctx *e, size_t c, double a, size_t *in, double *attr)
 {
     size_t n = 0, np = 0;
-    xai_column_inputs(e->g, c, in, &n);
+    rt_xai_column_inputs(e->g, c, in, &n);
     for (size_t k = 0; k < n; k++)
         for (size_t q = 0; q < e->d; q++)
             if (e->players[q] == in[k])
@@ -222,7 +222,7 @@ static rt_status ig_ends(ig_run *r, rt_err *err)
     rt_status st;
     for (size_t k = 0; k < e->d; k++)
         r->m2[e->words + k / 64] |= UINT64_C(1) << (k % 64);
-    if ((st = xai_fill(e, r->m2, 2, err)) != RT_OK ||
+    if ((st = rt_xai_fill(e, r->m2, 2, err)) != RT_OK ||
         (st = rt_transform(g, e->rows, &e->f, err)) != RT_OK)
         return st;
     for (size_t end = 0; end < 2; end++)
@@ -378,7 +378,7 @@ static void ig_dnn(ig_run *r, double *a)
     }
 }
 
-rt_status xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
+rt_status rt_xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
                                    double *const *attr, rt_err *err)
 {
     ig_run r;

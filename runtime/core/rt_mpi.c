@@ -1,5 +1,5 @@
 /*
- * rt_launch.c — whether an MPI launcher started this process, for the
+ * rt_mpi.c — whether an MPI launcher started this process, for the
  * binaries that become ranks under mpirun (predict-train, predict-tune):
  * they initialise MPI only then, so a plain run never pays MPI_Init. And the
  * reverse for their children: a process a rank starts (a tuning trial) must

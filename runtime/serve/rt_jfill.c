@@ -1,5 +1,5 @@
 /*
- * rt_json_value.c — one input's value from the request into the batch.
+ * rt_jfill.c — one input's value from the request into the batch.
  *
  * Raw features: a number (or NaN / Infinity / -Infinity) for a DT_FLOAT
  * input, a string or {"b64": "..."} for a DT_STRING one, or a flat list of
@@ -20,7 +20,7 @@ rt_status rt_jfill_type_error(rt_jfill *q, const rt_jpath *path, const char *wan
 {
     char got[64], where[200];
     rt_json_describe(v, got, sizeof got);
-    rt_jpath_format(path, where, sizeof where);
+    rt_json_path_format(path, where, sizeof where);
     return rt_err_set(q->sem, RT_ERR_INVALID, "%s: expected %s, got %s", where, want, got);
 }
 
@@ -43,7 +43,7 @@ static rt_status b64_decode(rt_jfill *q, const char *s, size_t n, rt_buf *out,
         n--;
     rt_buf_reset(out);
     if (rt_buf_reserve(out, n / 4 * 3 + 3) != 0) {
-        rt_jpath_format(path, where, sizeof where);
+        rt_json_path_format(path, where, sizeof where);
         return rt_err_set(q->sem, RT_ERR_NOMEM, "%s: out of memory", where);
     }
     uint32_t acc = 0;
@@ -51,7 +51,7 @@ static rt_status b64_decode(rt_jfill *q, const char *s, size_t n, rt_buf *out,
     for (size_t i = 0; i < n; i++) {
         int d = b64_digit((unsigned char)s[i]);
         if (d < 0) {
-            rt_jpath_format(path, where, sizeof where);
+            rt_json_path_format(path, where, sizeof where);
             return rt_err_set(q->sem, RT_ERR_INVALID, "%s: invalid base64 character at %zu",
                               where, i);
         }
@@ -63,7 +63,7 @@ static rt_status b64_decode(rt_jfill *q, const char *s, size_t n, rt_buf *out,
         }
     }
     if (n % 4 == 1) {
-        rt_jpath_format(path, where, sizeof where);
+        rt_json_path_format(path, where, sizeof where);
         return rt_err_set(q->sem, RT_ERR_INVALID, "%s: truncated base64", where);
     }
     out->data[out->len] = '\0';
@@ -106,8 +106,8 @@ static rt_status read_b64(rt_jfill *q, const rt_jv *v, const rt_jpath *path, con
 static rt_status push_error(rt_jfill *q, rt_status st, const rt_jpath *path)
 {
     char where[200];
-    rt_jpath_format(path, where, sizeof where);
-    return rt_err_set(q->sem, st, "%s: %s", where, rt_status_str(st));
+    rt_json_path_format(path, where, sizeof where);
+    return rt_err_set(q->sem, st, "%s: %s", where, rt_err_status_str(st));
 }
 
 /* One scalar v of raw input `in` for instance idx. */
@@ -115,7 +115,7 @@ static rt_status push_scalar(rt_jfill *q, size_t idx, size_t in, int is_num, con
                              const rt_jpath *path)
 {
     rt_status st;
-    if (v->kind == RT_JV_NULL && rt_graph_absent_is_missing(q->g))
+    if (v->kind == RT_JV_NULL && rt_xgb_graph_absent_is_missing(q->g))
         return RT_OK; /* an XGBoost model's missing value (no values) */
     if (is_num) {
         if (v->kind != RT_JV_NUMBER)
@@ -127,7 +127,7 @@ static rt_status push_scalar(rt_jfill *q, size_t idx, size_t in, int is_num, con
          * beyond a double is refused, as TF Serving's JSON parser does */
         if (!v->token && !isfinite(d)) {
             char where[200];
-            rt_jpath_format(path, where, sizeof where);
+            rt_json_path_format(path, where, sizeof where);
             return rt_err_set(q->sem, RT_ERR_INVALID, "%s: number out of range: beyond a "
                               "double's (write Infinity or -Infinity for those; JSON Parse "
                               "error: Number too big to be stored in double)", where);
@@ -173,7 +173,7 @@ static rt_status push_serialized(rt_jfill *q, size_t idx, const rt_jpath *path)
         st = rt_receiver_example(q->c->batch, idx, (const uint8_t *)(s ? s : ""), n, q->sem);
     if (st != RT_OK) {
         char where[200];
-        rt_jpath_format(path, where, sizeof where);
+        rt_json_path_format(path, where, sizeof where);
         rt_err_prefix(q->sem, "%s", where);
     }
     return st;
@@ -374,7 +374,7 @@ rt_status rt_jfill_object(rt_jfill *q, size_t idx, const rt_jpath *path)
         if (in < 0) {
             char names[320], where[200];
             rt_json_list_inputs(q->g, &q->md, names, sizeof names);
-            rt_jpath_format(&mp, where, sizeof where);
+            rt_json_path_format(&mp, where, sizeof where);
             return rt_err_set(q->sem, RT_ERR_INVALID, "%s: unknown input; the model's inputs: %s "
                               "(JSON object: does not have named input: %.*s)", where, names,
                               (int)(mp.klen > 80 ? 80 : mp.klen), mp.key);
@@ -382,7 +382,7 @@ rt_status rt_jfill_object(rt_jfill *q, size_t idx, const rt_jpath *path)
         if (q->seen[in])
         {
             char where[200];
-            rt_jpath_format(&mp, where, sizeof where);
+            rt_json_path_format(&mp, where, sizeof where);
             return rt_err_set(q->sem, RT_ERR_INVALID, "%s: given more than once", where);
         }
         q->seen[in] = 1;

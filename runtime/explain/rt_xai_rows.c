@@ -1,9 +1,9 @@
 /*
- * rt_explain_rows.c — the rows an explanation runs, under both rt_explain.c
- * (the Shapley methods) and rt_explain_ig.c (integrated gradients): which
- * raw inputs feed a feature column (xai_column_inputs), and the coalition
+ * rt_xai_rows.c — the rows an explanation runs, under both rt_xai.c
+ * (the Shapley methods) and rt_xai_ig.c (integrated gradients): which
+ * raw inputs feed a feature column (rt_xai_column_inputs), and the coalition
  * rows, each raw input's cells taken from the instance or the baseline
- * (xai_fill).
+ * (rt_xai_fill).
  */
 #include "rt_explain.h"
 #include "rt_explain_internal.h"
@@ -36,7 +36,7 @@ static void column_inputs(const rt_graph *g, size_t c, size_t *in, size_t *n, in
     }
 }
 
-void xai_column_inputs(const rt_graph *g, size_t c, size_t *in, size_t *n)
+void rt_xai_column_inputs(const rt_graph *g, size_t c, size_t *in, size_t *n)
 {
     *n = 0;
     column_inputs(g, c, in, n, 0);
@@ -58,7 +58,7 @@ static rt_status copy_cell(rt_batch *dst, size_t di, const rt_batch *src, size_t
     return RT_OK;
 }
 
-rt_status xai_fill(xai_ctx *e, const uint64_t *masks, size_t m, rt_err *err)
+rt_status rt_xai_fill(xai_ctx *e, const uint64_t *masks, size_t m, rt_err *err)
 {
     rt_batch_clear(e->rows);
     rt_batch_set_missing(e->rows, rt_batch_missing(e->xb));

@@ -1,5 +1,5 @@
 /*
- * rt_json_reader.c — the strict, streaming JSON reader under every request
+ * rt_jr.c — the strict, streaming JSON reader under every request
  * body (rt_json_internal.h describes the interface), and the limits a
  * body is read under (rt_json_default_params).
  *
@@ -152,7 +152,7 @@ static int hex4(const char *p, const char *end, unsigned *out)
         return 0;
     unsigned v = 0;
     for (int k = 0; k < 4; k++) {
-        int d = rt_hex_digit(p[k]);
+        int d = rt_buf_hex_digit(p[k]);
         if (d < 0)
             return 0;
         v = v << 4 | (unsigned)d;
@@ -195,7 +195,7 @@ static rt_status read_escape(rt_jr *r, const char *q, char *out, size_t *outn, s
         cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         *used = 12;
     }
-    *outn = rt_utf8_put(out, cp);
+    *outn = rt_buf_utf8_put(out, cp);
     return RT_OK;
 }
 
@@ -227,7 +227,7 @@ static __attribute__((noinline)) rt_status read_string_any(rt_jr *r, rt_buf *buf
             break;
         if (ch >= 0x80) {
             const char *why = NULL;
-            size_t k = rt_utf8_seq(q, (size_t)(end - q), &why);
+            size_t k = rt_buf_utf8_seq(q, (size_t)(end - q), &why);
             if (!k)
                 return utf8_error(r, q, why);
             q += k;

@@ -1,5 +1,5 @@
 /*
- * rt_explain.c — feature attributions of one instance (rt_xai_explain):
+ * rt_xai.c — feature attributions of one instance (rt_xai_explain):
  * which raw inputs are players, the value function over coalitions, and
  * the Shapley methods.
  *
@@ -22,7 +22,7 @@
  *              p->seed, the same for every instance: an instance's answer
  *              does not depend on its place in the request); along each,
  *              a player's marginal contribution; the mean over paths.
- *   gradients  rt_explain_ig.c.
+ *   gradients  rt_xai_ig.c.
  *
  * Every row's value has the bits it would have alone (rt_forward and the
  * head work row by row), so the coalition of all players is the instance's
@@ -57,7 +57,7 @@ const char *rt_xai_method_name(rt_xai_method m)
 
 /* ---------------------------------------------------- the value function */
 
-float xai_out_value(const xai_ctx *e, const rt_outputs *o, size_t r, size_t k)
+float rt_xai_out_value(const xai_ctx *e, const rt_outputs *o, size_t r, size_t k)
 {
     switch (e->space) {
     case RT_XAI_OUT_PROBABILITIES: return o->probabilities[r * o->n_classes + k];
@@ -86,22 +86,22 @@ static rt_status run_rows(xai_ctx *e, rt_err *err)
     return rt_head_compute(e->g, e->logits, n, &e->o, err);
 }
 
-rt_status xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs, size_t n_outs,
-                   double *v, rt_err *err)
+rt_status rt_xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs,
+                      size_t n_outs, double *v, rt_err *err)
 {
     for (size_t r0 = 0; r0 < n; r0 += XAI_CHUNK) {
         size_t m = n - r0 < XAI_CHUNK ? n - r0 : XAI_CHUNK;
         if (e->p->stop && e->p->stop(e->p->stop_arg))
             return rt_err_set(err, RT_ERR_LIMIT, "explain: stopped after %zu model rows",
                               e->evals);
-        rt_status st = xai_fill(e, masks + r0 * e->words, m, err);
+        rt_status st = rt_xai_fill(e, masks + r0 * e->words, m, err);
         if (st == RT_OK)
             st = run_rows(e, err);
         if (st != RT_OK)
             return st;
         for (size_t r = 0; r < m; r++)
             for (size_t j = 0; j < n_outs; j++)
-                v[(r0 + r) * n_outs + j] = (double)xai_out_value(e, &e->o, r, outs[j]);
+                v[(r0 + r) * n_outs + j] = (double)rt_xai_out_value(e, &e->o, r, outs[j]);
     }
     return RT_OK;
 }
@@ -128,7 +128,7 @@ static rt_status exact_enumerate(xai_ctx *e, const size_t *outs, size_t n_outs, 
     }
     for (size_t s = 0; s < rows; s++)
         masks[s] = s;
-    if ((st = xai_eval(e, masks, rows, outs, n_outs, v, err)) != RT_OK)
+    if ((st = rt_xai_eval(e, masks, rows, outs, n_outs, v, err)) != RT_OK)
         goto out;
     /* w[s] = s! (d-s-1)! / d!, by the recurrence w[s+1] = w[s] (s+1) / (d-s-1) */
     if (d > 0) {
@@ -178,10 +178,10 @@ static rt_status tree_shap(xai_ctx *e, const size_t *outs, size_t n_outs, double
         long c = rt_trees_input_column(g, k);
         size_t n = 0;
         if (c >= 0)
-            xai_column_inputs(g, (size_t)c, in, &n);
+            rt_xai_column_inputs(g, (size_t)c, in, &n);
         raw[k] = n == 1 ? (long)in[0] : -1;
     }
-    if ((st = xai_fill(e, m2, 2, err)) != RT_OK ||
+    if ((st = rt_xai_fill(e, m2, 2, err)) != RT_OK ||
         (st = rt_transform(g, e->rows, &e->f, err)) != RT_OK ||
         (st = rt_trees_shap(g, &e->f, raw, e->n_in, phi, err)) != RT_OK)
         goto out;
@@ -213,7 +213,7 @@ static rt_status tree_shap_path(xai_ctx *e, const size_t *outs, size_t n_outs,
     }
     for (size_t k = 0; k < e->d; k++)
         set_bit(m1, k);
-    if ((st = xai_fill(e, m1, 1, err)) != RT_OK ||
+    if ((st = rt_xai_fill(e, m1, 1, err)) != RT_OK ||
         (st = rt_transform(g, e->rows, &e->f, err)) != RT_OK ||
         (st = rt_trees_shap_path(g, &e->f, phi, bias, err)) != RT_OK)
         goto out;
@@ -221,7 +221,7 @@ static rt_status tree_shap_path(xai_ctx *e, const size_t *outs, size_t n_outs,
         long c = rt_trees_input_column(g, k);
         size_t n = 0;
         if (c >= 0)
-            xai_column_inputs(g, (size_t)c, in, &n);
+            rt_xai_column_inputs(g, (size_t)c, in, &n);
         for (size_t j = 0; j < n_outs; j++)
             for (size_t r = 0; r < n; r++) /* one raw input a tree input, or shared */
                 attr[j][in[r]] += (double)phi[k * ld + outs[j]] / (double)n;
@@ -248,7 +248,7 @@ static bool additive(const rt_graph *g, rt_xai_output space)
         return false;
     bool ok = true;
     for (size_t l = 0; ok && l < g->n_linear; l++) {
-        xai_column_inputs(g, g->linear_cols[l], in, &n);
+        rt_xai_column_inputs(g, g->linear_cols[l], in, &n);
         if (n > 1)
             ok = false;
     }
@@ -271,7 +271,7 @@ static rt_status single_swaps(xai_ctx *e, const size_t *outs, size_t n_outs, dou
     }
     for (size_t k = 0; k < d; k++)
         set_bit(masks + (k + 1) * W, k);
-    if ((st = xai_eval(e, masks, d + 1, outs, n_outs, v, err)) != RT_OK)
+    if ((st = rt_xai_eval(e, masks, d + 1, outs, n_outs, v, err)) != RT_OK)
         goto out;
     for (size_t j = 0; j < n_outs; j++)
         for (size_t k = 0; k < d; k++)
@@ -313,7 +313,7 @@ static rt_status sampled(xai_ctx *e, const size_t *outs, size_t n_outs, double *
             set_bit(base + s * W, pm[s - 1]);
         }
     }
-    if ((st = xai_eval(e, masks, rows, outs, n_outs, v, err)) != RT_OK)
+    if ((st = rt_xai_eval(e, masks, rows, outs, n_outs, v, err)) != RT_OK)
         goto out;
     for (size_t j = 0; j < n_outs; j++) {
         for (size_t k = 0; k < d; k++)
@@ -433,8 +433,8 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
     if (xi >= rt_batch_size(xb) || bi >= rt_batch_size(bb))
         return rt_err_set(err, RT_ERR_INVALID, "rt_xai_explain: no such instance");
     xai_ctx e = {.g = g, .p = p, .xb = xb, .xi = xi, .bb = bb, .bi = bi, .n_in = g->n_inputs};
-    rt_features_init(&e.f);
-    rt_outputs_init(&e.o);
+    rt_transform_features_init(&e.f);
+    rt_head_outputs_init(&e.o);
     rt_status st0 = resolve_space(g, p, &e.space, err);
     if (st0 != RT_OK)
         return st0;
@@ -503,7 +503,7 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
             set_bit(m2 + e.words, k);
         for (size_t o = 0; o < e.n_out; o++)
             all[o] = o;
-        st = xai_eval(&e, m2, 2, all, e.n_out, ends, err);
+        st = rt_xai_eval(&e, m2, 2, all, e.n_out, ends, err);
         free(m2);
         if (st != RT_OK)
             goto out;
@@ -541,7 +541,7 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
     } else if (method == RT_XAI_SAMPLED) {
         st = sampled(&e, outs, n_outs, attr, err);
     } else {
-        st = xai_integrated_gradients(&e, outs, n_outs, attr, err);
+        st = rt_xai_integrated_gradients(&e, outs, n_outs, attr, err);
     }
     if (st != RT_OK)
         goto out;
@@ -564,8 +564,8 @@ out:
     free(e.from_base);
     rt_batch_free(e.rows);
     rt_workspace_free(e.ws);
-    rt_features_free(&e.f);
-    rt_outputs_free(&e.o);
+    rt_transform_features_free(&e.f);
+    rt_head_outputs_free(&e.o);
     free(e.logits);
     return st;
 }

@@ -1,8 +1,8 @@
 /*
- * rt_explain_base.c — the baseline instance explanations are measured
+ * rt_xai_base.c — the baseline instance explanations are measured
  * from (docs/explanations.md, "Baselines"). Per raw input, the first of:
  *
- *   1. the request's metadata.inputs.<input>.inputBaselines (rt_explain_json.c);
+ *   1. the request's metadata.inputs.<input>.inputBaselines (rt_json_explain.c);
  *   2. the export's training statistics: the median of a numeric input, the
  *      most frequent value of a categorical one (stats_baseline(), from the
  *      export's statistics.json; exports made before issue 28 have none);
@@ -43,7 +43,7 @@ static rt_status stats_baseline(const rt_model *m, size_t in, xai_base_value *v)
     if (rt_stats_top_value(s, inp->name, &top) != RT_OK || !top)
         return RT_ERR_NOTFOUND;
     v->is_str = true;
-    v->str = (char *)(uintptr_t)top; /* not freed: xai_baseline_batch copies it */
+    v->str = (char *)(uintptr_t)top; /* not freed: rt_xai_baseline_batch copies it */
     v->len = strlen(top);
     return RT_OK;
 }
@@ -66,7 +66,7 @@ static const cJSON *spec_baselines(const rt_model *m, cJSON **doc)
     return cJSON_IsObject(bl) ? bl : NULL;
 }
 
-rt_status xai_baseline_batch(const rt_model *m, const xai_base_value *over, rt_batch **out,
+rt_status rt_xai_baseline_batch(const rt_model *m, const xai_base_value *over, rt_batch **out,
                              rt_err *err)
 {
     const rt_graph *g = rt_model_graph(m);
@@ -118,5 +118,5 @@ rt_status rt_xai_model_baseline(const rt_model *m, rt_batch **out, rt_err *err)
 {
     if (!m || !out)
         return rt_err_set(err, RT_ERR_INVALID, "rt_xai_model_baseline: NULL argument");
-    return xai_baseline_batch(m, NULL, out, err);
+    return rt_xai_baseline_batch(m, NULL, out, err);
 }
