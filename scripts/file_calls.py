@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Who calls whom between the files of each module, from the object files.
 
-    scripts/file_calls.py [BUILD] [--edges | --names]
+    scripts/file_calls.py [BUILD] [--edges | --names [MODULE ...]]
 
 For each module (runtime, exporter, trainer, server, tuner, pmodel) reads
 BUILD/obj/<module>/**/*.o (a module's folders too: server/http, ...) with
@@ -17,9 +17,14 @@ For the runtime it also checks the layers (docs/design.md, "The runtime's
 layers"): each file's layer is its first folder under runtime/, and an edge
 from a file to one of a higher layer prints a line
 "runtime: upward call a (core) -> b (model): symbols".
-With --names, lists instead the runtime's exported functions whose name does
-not start with rt_<file> or rt_<first word of the file>, as "file symbol"
-(docs/design.md, "A runtime function").
+With --names, lists instead the runtime's exported functions (nm's "T") not
+named for their file, as "file symbol" (docs/design.md, "A function's name"):
+a function of rt_<stem>.c is rt_<stem>_*, rt_<first word of stem>_* or
+rt_<first word>, and a file named in the plural also holds its singular
+(rt_settings.c: rt_setting_*, one row; rt_nodes.c: rt_node_*).
+--names MODULE ... checks those modules instead (runtime, server, trainer,
+exporter, tuner, pmodel; their prefixes rt_, srv_, trn_, exp_, tun_, pm_;
+main_*.o aside); test_build requires the runtime's list to be empty.
 Exit status 0 whatever it finds.
 """
 import glob
@@ -76,27 +81,46 @@ def groups(edges):
     return found
 
 
-def misnamed(build):
-    """Exported runtime functions not named for their file."""
-    top = os.path.join(build, "obj", "runtime")
+PREFIXES = {"runtime": "rt_", "exporter": "exp_", "trainer": "trn_", "server": "srv_",
+            "tuner": "tun_", "pmodel": "pm_"}
+
+
+def fits(name, prefix, stem):
+    """Whether function name is named for the file prefix+stem (the rule above)."""
+    first = stem.split("_")[0]
+    stems = [stem, first]
+    if stem.endswith("s"):
+        stems.append(stem[:-1])
+    if first.endswith("s"):
+        stems.append(first[:-1])
+    return name.startswith(prefix + stem) or any(
+        name == prefix + s or name.startswith(prefix + s + "_") for s in stems)
+
+
+def misnamed(build, mod="runtime"):
+    """Exported functions of module mod not named for their file."""
+    prefix = PREFIXES[mod]
+    top = os.path.join(build, "obj", mod)
     for obj in sorted(glob.glob(os.path.join(top, "**", "*.o"), recursive=True)):
-        stem = os.path.basename(obj)[:-2][len("rt_"):]
-        first = stem.split("_")[0]
+        base = os.path.basename(obj)[:-2]
+        if base.startswith("main_") or not base.startswith(prefix):
+            continue
+        stem = base[len(prefix):]
         out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
         for line in out.splitlines():
             parts = line.split()
-            if len(parts) == 3 and parts[1] == "T":
-                name = parts[2]
-                if not (name.startswith("rt_" + stem) or name.startswith("rt_" + first + "_")
-                        or name == "rt_" + first):
-                    print(f"rt_{stem} {name}")
+            if len(parts) == 3 and parts[1] == "T" and not fits(parts[2], prefix, stem):
+                print(f"{base} {parts[2]}" if mod == "runtime" else f"{mod}: {base} {parts[2]}")
 
 
 def main():
     args = [a for a in sys.argv[1:] if a not in ("--edges", "--names")]
+    mods = [a for a in args if a in PREFIXES]
+    args = [a for a in args if a not in PREFIXES]
     build = args[0] if args else "build"
     if "--names" in sys.argv:
-        misnamed(build)
+        for mod in mods or ["runtime"]:
+            misnamed(build, mod)
         return
     sys.setrecursionlimit(10000)
     for mod in MODULES:

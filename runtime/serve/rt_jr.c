@@ -1,7 +1,7 @@
 /*
  * rt_jr.c — the strict, streaming JSON reader under every request
- * body (rt_json_internal.h describes the interface), and the limits a
- * body is read under (rt_json_default_params).
+ * body (rt_json_internal.h describes the interface); the limits a body is
+ * read under are rt_json_params.c's (rt_json_default_params).
  *
  * It reads straight from the body's bytes: no pre-scan copy, no tree. The
  * callers pull values one at a time (rt_jr_value, rt_jr_member,
@@ -659,11 +659,5 @@ rt_status rt_jr_end(rt_jr *r)
         return fail(r, RT_ERR_INVALID);
     }
     return RT_OK;
-}
-
-rt_json_params rt_json_default_params(void)
-{
-    rt_json_params p = {.max_instances = 100000, .max_depth = 64, .max_explain_instances = 1000};
-    return p;
 }
 

@@ -2,9 +2,10 @@
  * rt_json_internal.h — the request parser's parts, shared by the
  * rt_json_*.c files that read TensorFlow Serving request bodies:
  *
- *   rt_jr.c     strict streaming JSON reader (the one request parser)
+ *   rt_jr.c              strict streaming JSON reader (the one request parser)
+ *   rt_json_params.c     the default limits a body is read under
  *   rt_json_where.c      byte offset -> "instances[3].age", describing values
- *   rt_jfill.c      one input's value into the batch (numbers, strings,
+ *   rt_jfill.c           one input's value into the batch (numbers, strings,
  *                        {"b64"}, lists, CSV lines, tf.Examples)
  *   rt_json_predict.c    :predict bodies (instances / inputs)
  *   rt_json_examples.c   :classify / :regress bodies (examples + context)

@@ -41,6 +41,7 @@ typedef struct rt_json_params {
                                      2^16 model rows); default 1000, 0 = no limit */
 } rt_json_params;
 
+/* The default limits (rt_json_params.c); max_answer_bytes 0. Pure. */
 rt_json_params rt_json_default_params(void);
 
 /* Per-thread scratch for serving requests (batch, features, workspace,
