@@ -49,6 +49,17 @@ def symbols(obj):
     return defined, used
 
 
+def objects(build, mod):
+    """BUILD/obj/<mod>/**/*.o, but for an object whose source is gone (a file
+    moved or deleted since that build dir last built: its object stays)."""
+    top = os.path.join(build, "obj", mod)
+    found = sorted(glob.glob(os.path.join(top, "**", "*.o"), recursive=True))
+    if not os.path.isdir(mod):  # not run from the source tree: take them all
+        return found
+    return [o for o in found
+            if os.path.exists(os.path.join(mod, os.path.relpath(o, top))[:-2] + ".c")]
+
+
 def groups(edges):
     """Tarjan's strongly connected components of more than one file."""
     index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
@@ -100,8 +111,7 @@ def fits(name, prefix, stem):
 def misnamed(build, mod="runtime"):
     """Exported functions of module mod not named for their file."""
     prefix = PREFIXES[mod]
-    top = os.path.join(build, "obj", mod)
-    for obj in sorted(glob.glob(os.path.join(top, "**", "*.o"), recursive=True)):
+    for obj in objects(build, mod):
         base = os.path.basename(obj)[:-2]
         if base.startswith("main_") or not base.startswith(prefix):
             continue
@@ -127,7 +137,7 @@ def main():
         defs, uses = {}, {}
         layer = {}
         top = os.path.join(build, "obj", mod)
-        for obj in sorted(glob.glob(os.path.join(top, "**", "*.o"), recursive=True)):
+        for obj in objects(build, mod):
             name = os.path.basename(obj)[:-2]
             defs[name], uses[name] = symbols(obj)
             layer[name] = os.path.relpath(obj, top).split(os.sep)[0]
