@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* ------------------------------------ explanations (rt_explain*.c) */
+/* ------------------------------------ explanations (rt_xai*.c) */
 
 /*
  * Feature attributions for one prediction (docs/explanations.md): how much

@@ -1,6 +1,7 @@
 /*
  * rt_json_internal.h — the request parser's parts, shared by the
- * rt_json_*.c files that read TensorFlow Serving request bodies:
+ * rt_json_*.c, rt_jr.c and rt_jfill.c files that read TensorFlow Serving
+ * request bodies:
  *
  *   rt_jr.c              strict streaming JSON reader (the one request parser)
  *   rt_json_params.c     the default limits a body is read under

@@ -1,4 +1,4 @@
-/* test_explain.c — feature attributions (rt_xai_explain, runtime/rt_explain*.c).
+/* test_explain.c — feature attributions (rt_xai_explain, runtime/explain/rt_xai*.c).
  *
  * Known answers: a linear model explained on its logits gives w (x - b) per
  * numeric input and the weight difference per categorical one, by every
