@@ -144,7 +144,7 @@ static int show_summary(const rt_model *m, const char *path)
     bool onnx = rt_onnx_in_graph(g, &onnx_nodes, &onnx_classes);
     if (onnx)
         printf("Estimator: an ONNX network (model.onnx: %zu operators run%s)\n", onnx_nodes,
-               rt_graph_onnx_scores(g) ? "; an ai.onnx.ml classifier: its scores as the "
+               rt_onnx_run_scores(g) ? "; an ai.onnx.ml classifier: its scores as the "
                                          "probabilities"
                : onnx_classes ? "; a classifier: its softmax's input as the logits"
                               : "; its outputs side by side as predictions");

@@ -507,7 +507,7 @@ bool rt_onnx_in_graph(const rt_graph *g, size_t *steps, size_t *classes);
 /* True when g's ONNX graph ends in an ai.onnx.ml classifier
  * (TreeEnsembleClassifier, LinearClassifier): its scores are served as the
  * probabilities (and the logits) as the operator computes them. */
-bool rt_graph_onnx_scores(const rt_graph *g);
+bool rt_onnx_run_scores(const rt_graph *g);
 
 /* What an ONNX graph's output holds, for answers under its own name. */
 typedef enum rt_onnx_out_kind {
@@ -529,7 +529,7 @@ typedef struct rt_onnx_output {
 
 /* Output q (< the count returned for q = 0..) of g's ONNX graph into *out;
  * the graph's output count (0 for a graph that is not ONNX). Thread-safe. */
-size_t rt_graph_onnx_output(const rt_graph *g, size_t q, rt_onnx_output *out);
+size_t rt_onnx_run_output(const rt_graph *g, size_t q, rt_onnx_output *out);
 
 #ifdef __cplusplus
 }

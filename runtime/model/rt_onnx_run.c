@@ -479,7 +479,7 @@ bool rt_onnx_in_graph(const rt_graph *g, size_t *steps, size_t *classes)
     return o != NULL;
 }
 
-size_t rt_graph_onnx_output(const rt_graph *g, size_t q, rt_onnx_output *out)
+size_t rt_onnx_run_output(const rt_graph *g, size_t q, rt_onnx_output *out)
 {
     const rt_onnx *o = g ? g->onnx : NULL;
     if (!o)
@@ -512,7 +512,7 @@ size_t rt_graph_onnx_output(const rt_graph *g, size_t q, rt_onnx_output *out)
     return o->n_outputs;
 }
 
-bool rt_graph_onnx_scores(const rt_graph *g)
+bool rt_onnx_run_scores(const rt_graph *g)
 {
     return g && g->onnx && g->onnx->ml_probs;
 }

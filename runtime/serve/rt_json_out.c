@@ -128,9 +128,9 @@ static size_t list_outputs(const rt_graph *g, const Predictd__SignatureDef *sig,
     /* an ONNX graph's outputs under their own names, beside TF's (a name TF's
      * outputs already use stays theirs) */
     rt_onnx_output oo;
-    size_t n_onnx = classify || regress ? 0 : rt_graph_onnx_output(g, 0, NULL);
+    size_t n_onnx = classify || regress ? 0 : rt_onnx_run_output(g, 0, NULL);
     for (size_t q = 0; q < n_onnx && n < RT_JSON_MAX_OUTPUTS && q < 64; q++) {
-        rt_graph_onnx_output(g, q, &oo);
+        rt_onnx_run_output(g, q, &oo);
         bool taken = oo.kind == RT_ONNX_OUT_NONE;
         for (size_t k = 0; k < n && !taken; k++)
             taken = strcmp(items[k].name, oo.name) == 0;
@@ -267,14 +267,14 @@ static int put_label(rt_buf *b, const char *s, bool as_number)
                                                        : rt_buf_json_string(b, s, n);
 }
 
-/* An ONNX graph's output q for instance i (rt_graph_onnx_output). */
+/* An ONNX graph's output q for instance i (rt_onnx_run_output). */
 static int put_onnx(rt_buf *b, const rt_graph *g, const rt_outputs *o, size_t q, size_t i,
                     float_memo *memo)
 {
     rt_onnx_output oo;
     size_t nc = g->n_classes;
     int rc = 0;
-    if (q >= rt_graph_onnx_output(g, q, &oo))
+    if (q >= rt_onnx_run_output(g, q, &oo))
         return rt_buf_puts(b, "null");
     switch (oo.kind) {
     case RT_ONNX_OUT_FLOATS:
@@ -303,7 +303,7 @@ static size_t onnx_bound(const rt_graph *g, size_t q, size_t name_longest)
 {
     rt_onnx_output oo;
     size_t nc = g->n_classes;
-    if (q >= rt_graph_onnx_output(g, q, &oo))
+    if (q >= rt_onnx_run_output(g, q, &oo))
         return 4;
     switch (oo.kind) {
     case RT_ONNX_OUT_FLOATS: return 2 + oo.width * 18;

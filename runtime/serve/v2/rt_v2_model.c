@@ -83,9 +83,9 @@ static rt_v2_output make_output(const rt_graph *g, const char *name, rt_v2_out_k
 static size_t onnx_outputs(const rt_graph *g, rt_v2_output *outs, size_t n)
 {
     rt_onnx_output oo;
-    size_t count = rt_graph_onnx_output(g, 0, NULL);
+    size_t count = rt_onnx_run_output(g, 0, NULL);
     for (size_t q = 0; q < count && n < RT_V2_MAX_OUTPUTS; q++) {
-        rt_graph_onnx_output(g, q, &oo);
+        rt_onnx_run_output(g, q, &oo);
         bool taken = false;
         for (size_t k = 0; k < n && !taken; k++)
             taken = strcmp(outs[k].name, oo.name) == 0;
