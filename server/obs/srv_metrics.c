@@ -541,51 +541,58 @@ static void put_process(rt_buf *o)
                       (double)btime + (double)start / (double)tick);
 }
 
+/* TF Serving's request_count (by model and status, over versions, methods
+ * and protocols) and request_latency (by model, API and entrypoint). Model
+ * names are [A-Za-z0-9_.-]: no escaping. Locked. */
+static void put_tf_serving(const srv_metrics *m, rt_buf *o)
+{
+    rt_buf_puts(o, "# HELP :tensorflow:serving:request_count Number of requests.\n"
+                   "# TYPE :tensorflow:serving:request_count counter\n");
+    for (size_t i = 0; i < m->n_series; i++) {
+        /* Sum over versions and methods per (model, status). */
+        const series *s = &m->series[i];
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(!strcmp(m->series[j].model, s->model) &&
+                      !strcmp(tf_status(m->series[j].code), tf_status(s->code)));
+        if (!first)
+            continue;
+        uint64_t total = 0;
+        for (size_t j = i; j < m->n_series; j++)
+            if (!strcmp(m->series[j].model, s->model) &&
+                !strcmp(tf_status(m->series[j].code), tf_status(s->code)))
+                total += m->series[j].count;
+        rt_buf_printf(o,
+                      ":tensorflow:serving:request_count{model_name=\"%s\","
+                      "status=\"%s\"} %llu\n",
+                      s->model, tf_status(s->code), (unsigned long long)total);
+    }
+    rt_buf_puts(o, "# HELP :tensorflow:serving:request_latency Distribution of "
+                   "request latencies in microseconds.\n"
+                   "# TYPE :tensorflow:serving:request_latency histogram\n");
+    for (size_t i = 0; i < m->n_hists; i++) {
+        char labels[256];
+        hist all;
+        if (!model_hist(m, i, &all))
+            continue;
+        rt_method hm = m->hists[i].method;
+        const char *api = hm == RT_METHOD_PREDICT    ? "Predict"
+                          : hm == RT_METHOD_CLASSIFY ? "Classify"
+                          : hm == RT_METHOD_REGRESS  ? "Regress"
+                          : hm == RT_METHOD_EXPLAIN  ? "Explain"
+                                                     : "ModelInfer";
+        snprintf(labels, sizeof labels,
+                 "model_name=\"%s\",API=\"%s\",entrypoint=\"%s\"", m->hists[i].model, api,
+                 m->hists[i].proto == SRV_PROTO_GRPC ? "GRPC" : "REST");
+        put_hist(o, ":tensorflow:serving:request_latency", labels, &all, 1e6);
+    }
+}
+
 rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
 {
     if (m) {
         pthread_mutex_lock(&m->mu);
-        /* TF Serving's names first. Model names are [A-Za-z0-9_.-]: no escaping. */
-        rt_buf_puts(o, "# HELP :tensorflow:serving:request_count Number of requests.\n"
-                       "# TYPE :tensorflow:serving:request_count counter\n");
-        for (size_t i = 0; i < m->n_series; i++) {
-            /* Sum over versions and methods per (model, status). */
-            const series *s = &m->series[i];
-            bool first = true;
-            for (size_t j = 0; j < i && first; j++)
-                first = !(!strcmp(m->series[j].model, s->model) &&
-                          !strcmp(tf_status(m->series[j].code), tf_status(s->code)));
-            if (!first)
-                continue;
-            uint64_t total = 0;
-            for (size_t j = i; j < m->n_series; j++)
-                if (!strcmp(m->series[j].model, s->model) &&
-                    !strcmp(tf_status(m->series[j].code), tf_status(s->code)))
-                    total += m->series[j].count;
-            rt_buf_printf(o,
-                          ":tensorflow:serving:request_count{model_name=\"%s\","
-                          "status=\"%s\"} %llu\n",
-                          s->model, tf_status(s->code), (unsigned long long)total);
-        }
-        rt_buf_puts(o, "# HELP :tensorflow:serving:request_latency Distribution of "
-                       "request latencies in microseconds.\n"
-                       "# TYPE :tensorflow:serving:request_latency histogram\n");
-        for (size_t i = 0; i < m->n_hists; i++) {
-            char labels[256];
-            hist all;
-            if (!model_hist(m, i, &all))
-                continue;
-            rt_method hm = m->hists[i].method;
-            const char *api = hm == RT_METHOD_PREDICT    ? "Predict"
-                              : hm == RT_METHOD_CLASSIFY ? "Classify"
-                              : hm == RT_METHOD_REGRESS  ? "Regress"
-                              : hm == RT_METHOD_EXPLAIN  ? "Explain"
-                                                         : "ModelInfer";
-            snprintf(labels, sizeof labels,
-                     "model_name=\"%s\",API=\"%s\",entrypoint=\"%s\"", m->hists[i].model, api,
-                     m->hists[i].proto == SRV_PROTO_GRPC ? "GRPC" : "REST");
-            put_hist(o, ":tensorflow:serving:request_latency", labels, &all, 1e6);
-        }
+        put_tf_serving(m, o); /* TF Serving's names first */
         rt_buf_puts(o, "# HELP predictd_requests_total Inference requests by model, "
                        "version, method, protocol and HTTP code (gRPC's status as the "
                        "HTTP code REST answers for it).\n"
