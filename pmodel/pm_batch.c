@@ -42,7 +42,7 @@
 
 /* batch-predict's flags (pm_args_read) */
 typedef struct batch_flags {
-    char *dir, *label, *config, *fmt, *out_dir, *key, *incl, *excl, *itype;
+    char *dir, *label, *config, *fmt, *out_dir, *key, *incl, *excl, *itype, *trace;
     rt_setting_list input;
     int64_t version; /* -1: none */
     int pfmt;
@@ -107,6 +107,9 @@ static const rt_setting FLAGS[] = {
      .hi = 1u << 30, .def = 16 << 20, .offset = BF(max_line, uint64_t), .arg = "N",
      .help = "a longer input line is an error record (not read into memory); the next line "
              "is read"},
+    BSTR("trace-endpoint", trace, "URL",
+         "send OpenTelemetry spans of the job (batch-predict, a shard span per unit scored) as "
+         "OTLP/HTTP JSON to this http:// collector URL when it ends"),
     {.name = "progress", .type = RT_SET_ENUM, .where = RT_SET_FLAG, .choices = PROGRESS,
      .def = -1, .offset = BF(progress, int),
      .help = "auto: a bar on a terminal, lines otherwise"},
@@ -251,6 +254,8 @@ typedef struct run {
     uint64_t lost;      /* data losses completion.json reports */
     int progress;       /* 0 quiet, 1 lines, 2 bar */
     double t0;
+    rt_otlp *trace;     /* --trace-endpoint's spans (under mu), or NULL */
+    int trace_root;
 } run;
 
 static void shard_path(const run *r, const char *what, size_t k, char *buf, size_t n)
@@ -311,6 +316,10 @@ static void *worker(void *arg)
         rt_buf_reset(&o.predictions);
         rt_buf_reset(&o.errors);
         o.ok = o.failed = 0;
+        pthread_mutex_lock(&r->mu);
+        int span = rt_otlp_begin(r->trace, "shard", r->trace_root);
+        rt_otlp_attr(r->trace, span, "predictd.shard", (long long)k + 1);
+        pthread_mutex_unlock(&r->mu);
         rt_err err;
         rt_status st = pm_batch_unit_run(&r->job, &r->units[k], c, &o, &err);
         if (st == RT_OK && o.errors.len > 0)
@@ -321,6 +330,9 @@ static void *worker(void *arg)
             st = rt_file_write(pp, o.predictions.data ? o.predictions.data : "",
                                o.predictions.len, &err);
         pthread_mutex_lock(&r->mu);
+        rt_otlp_attr(r->trace, span, "predictd.instances", (long long)o.ok);
+        rt_otlp_attr(r->trace, span, "predictd.failed_instances", (long long)o.failed);
+        rt_otlp_end(r->trace, span, st != RT_OK);
         if (st != RT_OK && r->st == RT_OK) {
             r->st = st;
             r->err = err;
@@ -846,6 +858,23 @@ static rt_status run_units(run *r, uint64_t threads, rt_err *err)
     return RT_OK;
 }
 
+/* The job's span ended and every span sent (a collector that does not
+ * take them costs a WARNING line, not the job). */
+static void trace_close(run *r, int rc)
+{
+    if (!r->trace)
+        return;
+    rt_otlp_attr(r->trace, r->trace_root, "predictd.shards", (long long)r->n_units);
+    rt_otlp_attr(r->trace, r->trace_root, "predictd.instances", (long long)r->ok);
+    rt_otlp_attr(r->trace, r->trace_root, "predictd.failed_instances", (long long)r->failed);
+    rt_otlp_end(r->trace, r->trace_root, rc != 0);
+    rt_err e = {{0}};
+    if (rt_otlp_flush(r->trace, &e) != RT_OK)
+        fprintf(stderr, "WARNING predict-model batch-predict: %s\n", e.msg);
+    rt_otlp_close(r->trace);
+    r->trace = NULL;
+}
+
 /* Runs the job of flags f: the options, the model version, the job
  * directory, the units. */
 static int batch_predict(const batch_flags *f)
@@ -863,11 +892,17 @@ static int batch_predict(const batch_flags *f)
 
     rc = 1;
     rt_err err = {{0}};
+
     char **files = NULL, *vdir = NULL, *base = NULL, *labelled = NULL;
     size_t n_files = 0;
     rt_model *m = NULL;
     rt_status st = RT_OK;
     int64_t version = f->version; /* -1: the newest */
+    if (f->trace && rt_otlp_open(f->trace, "batch-predict", "--trace-endpoint", &r.trace, &err)) {
+        rc = PM_EXIT_USAGE;
+        goto fail;
+    }
+    r.trace_root = rt_otlp_begin(r.trace, "batch-predict", -1);
     if (f->label) {
         if ((st = label_version(f->config, dir, f->label, &labelled, &err)))
             goto fail;
@@ -922,6 +957,7 @@ out:
     free(labelled);
     rt_model_close(m);
     pthread_mutex_destroy(&r.mu);
+    trace_close(&r, rc);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # install-deps.sh — installs every Debian package predictd's build, tests,
-# benchmarks and demo need. Uses sudo only when not root.
+# benchmarks and demo need, and the one npm package a test needs (axe-core,
+# below). Uses sudo only when not root.
 #   scripts/install-deps.sh                    install (apt-get update first)
 #   scripts/install-deps.sh --if-missing       install only when something is missing
 #   scripts/install-deps.sh --check            exit 1 if something is missing
@@ -44,14 +45,31 @@ missing() {
     echo "$out"
 }
 
+# The console's accessibility check (test_daemon_ui): axe-core from the npm
+# registry, pinned by tests/a11y/package-lock.json, installed into
+# tests/a11y/node_modules with the machine's npm (npm ci: the lock's version).
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+AXE="$ROOT/tests/a11y/node_modules/axe-core/axe.min.js"
+NPM_WANTED=no
+[ "${2:-all}" = all ] && NPM_WANTED=yes
+npm_missing() { [ "$NPM_WANTED" = yes ] && [ ! -e "$AXE" ]; }
+npm_install() {
+    npm_missing || return 0
+    (cd "$ROOT/tests/a11y" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
 case "${1:-}" in
 --check)
     m=$(missing)
+    npm_missing && m="$m npm:axe-core (tests/a11y)"
     [ -z "$m" ] || { echo "missing packages:$m" >&2; exit 1; }
     exit 0 ;;
 --if-missing)
     m=$(missing)
-    [ -n "$m" ] || exit 0
+    if [ -z "$m" ]; then
+        npm_install
+        exit 0
+    fi
     echo "install-deps: installing missing packages:$m" >&2 ;;
 esac
 
@@ -68,3 +86,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends $PACKAGES
+npm_install

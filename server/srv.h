@@ -196,6 +196,7 @@ typedef struct srv_config {
     bool metrics_require_token;   /* with tokens: metrics need the metrics scope */
     bool ui_enabled;              /* GET /ui: the operator console (server/ui/) */
     char *tracing_otlp_endpoint;  /* "tracing": {"otlp_endpoint"}: OTLP/HTTP JSON traces, or NULL */
+    char *tracing_otlp_ca_file;   /* "tracing": {"otlp_ca_file"}: CAs of an https collector, or NULL */
     double tracing_sample_rate;   /* "tracing": {"sample_rate"}: root requests sampled */
     bool auth_tokens_empty_denies_all; /* a reload may take a tokens file without a token
                                           (every request refused); false: refused */
@@ -824,10 +825,14 @@ void srv_metrics_reload(srv_metrics *m, bool ok);
 void srv_metrics_batch(srv_metrics *m, size_t instances, size_t requests, bool fallback);
 /* Batches waiting to run (predictd_batch_queue_depth gauge). */
 void srv_metrics_batch_queue(srv_metrics *m, long depth);
+/* One request's wait in a queue, wait_ns >= 0: for a worker, or (batch)
+ * for its batch to run (predictd_queue_wait_seconds{queue}). Lock-free. */
+void srv_metrics_queue_wait(srv_metrics *m, bool batch, int64_t wait_ns);
 /* Appends the counters above as one JSON object (the console's traffic
  * snapshot, server/ui/srv_ui.c): {"hists": [{model, version, method, count,
  * sum, buckets (non-cumulative, per "le")}], "series": [{model, version,
- * method, code, count}], "batch": {...}, "queue_depth", "in_flight"};
+ * method, code, count}], "batch": {...}, "queue_wait": {"workers", "batch":
+ * {count, sum (seconds)}}, "queue_depth", "in_flight"};
  * the same counters the Prometheus text shows, nothing counted apart.
  * nonzero when out of memory. Thread-safe. */
 SRV_WUR int srv_metrics_snapshot_json(srv_metrics *m, rt_buf *out);

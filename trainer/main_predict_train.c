@@ -216,6 +216,7 @@ static int run_main(int argc, char **argv, const trn_comm *comm)
     }
     c.comm = comm;
     c.stop_signal = &sig;
+    c.trace_endpoint = o.trace_endpoint;
     if (comm && comm->set_stall)
         comm->set_stall(comm->ctx, c.mpi_stall_warn_secs, c.mpi_stall_abort_secs, c.log_level);
     if (trn_dist_check_spec(comm, spec, &c, &err) != RT_OK) {

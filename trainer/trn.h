@@ -83,6 +83,8 @@ typedef struct trn_optimizer {
     double beta1, beta2, epsilon; /* Adam (0.9, 0.999, 1e-8); RMSProp epsilon (1e-10) */
     double decay, momentum;     /* RMSProp (0.9, 0) */
     bool centered;              /* RMSProp (false) */
+    double clip_norm;           /* > 0: tf.clip_by_global_norm over this optimizer's
+                                   gradients before each update; 0: none (default) */
     trn_lr_decay lr_decay;      /* "learning_rate_decay": none by default */
 } trn_optimizer;
 
@@ -258,6 +260,8 @@ typedef struct trn_config {
     char **eval_files;
     size_t n_eval_files;
     char *job_dir;           /* NULL = no checkpoints or exports */
+    const char *trace_endpoint; /* http://.../v1/traces: the run's spans (rt_otlp), or NULL;
+                                   the caller's string */
 
     int64_t max_steps;       /* absolute global step to stop at; 0 = no limit */
     int64_t num_epochs;      /* 0 = repeat until max_steps */
@@ -365,6 +369,7 @@ typedef struct trn_overrides {
     double mpi_stall_abort_secs; /* train.mpi_stall_abort_secs */
     int progress;              /* a trn_progress_mode */
     int verbosity;             /* 0 DEBUG .. 4 FATAL */
+    const char *trace_endpoint; /* --trace-endpoint: OTLP/HTTP spans of the run */
 } trn_overrides;
 
 void trn_overrides_init(trn_overrides *o);

@@ -206,6 +206,7 @@ static const rt_setting OPT[] = {
     ONUM(epsilon, epsilon, 1e-30, 1, 1e-8),
     ONUM(decay, decay, 0, 1, 0.9),
     ONUM(momentum, momentum, 0, 1, 0),
+    ONUM(clip_norm, clip_norm, 0, 1e300, 0), /* 0 (absent): no clipping; > 0 checked below */
     {.name = "centered", .type = RT_SET_BOOL, .where = RT_SET_JSON,
      .offset = OFS(trn_optimizer, centered, bool)},
 };
@@ -248,6 +249,9 @@ static rt_status parse_optimizer(const cJSON *v, const char *path, trn_optimizer
                            type);
     if (!cJSON_IsObject(v))
         return RT_OK;
+    if (cJSON_GetObjectItemCaseSensitive(v, "clip_norm") && !(o->clip_norm > 0))
+        return rt_cfg_fail(err, path, "clip_norm", "must be > 0 (tf.clip_by_global_norm's "
+                           "clip_norm; leave it out for no clipping)");
     const cJSON *lrd = cJSON_GetObjectItemCaseSensitive(v, "learning_rate_decay");
     if (lrd && !cJSON_IsNull(lrd)) {
         if ((st = parse_lr_decay(lrd, path, &o->lr_decay, err)))
@@ -873,6 +877,10 @@ static const rt_setting TRN_FLAGS[] = {
          "a number of seconds in [0, 1e7]", "S",
          "distributed: rank 0 ends the job with an error naming them after S seconds (0 = "
          "never: synchronous training waits)"),
+    FSTR("trace-endpoint", NULL, NULL, "trace_endpoint", trace_endpoint, "URL",
+         "send OpenTelemetry spans of the run (the job, its training, each evaluation and "
+         "export) as OTLP/HTTP JSON to this http:// collector URL when it ends; TRACEPARENT "
+         "in the environment makes them part of that trace (docs/trainer.md, \"Traces\")"),
     FENUM("progress", progress, PROGRESS,
           "a bar on a terminal, log lines otherwise (default auto)"),
     FENUM("verbosity", verbosity, LEVELS,

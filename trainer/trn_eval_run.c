@@ -205,7 +205,11 @@ rt_status trn_evaluate_and_export(trn_run *R, int final, rt_metric_list *out, rt
         return st;
     if (R->c->n_eval_files > 0) {
         trn_logf(R->c, "Starting evaluation at global step %lld", (long long)R->m->step);
-        if ((st = trn_evaluate(R->m, R->c, &ml, err)))
+        int span = rt_otlp_begin(R->trace, "evaluate", R->trace_root);
+        rt_otlp_attr(R->trace, span, "predictd.global_step", (long long)R->m->step);
+        st = trn_evaluate(R->m, R->c, &ml, err);
+        rt_otlp_end(R->trace, span, st != RT_OK);
+        if (st)
             return st;
         R->last_ml = ml;
         R->last_ml_step = R->m->step;
@@ -220,5 +224,11 @@ rt_status trn_evaluate_and_export(trn_run *R, int final, rt_metric_list *out, rt
         if (out)
             memset(out, 0, sizeof *out);
     }
-    return trn_is_chief(R->c) ? trn_run_exporters(R, &ml, final, err) : RT_OK;
+    if (!trn_is_chief(R->c))
+        return RT_OK;
+    int span = rt_otlp_begin(R->trace, "export", R->trace_root);
+    rt_otlp_attr(R->trace, span, "predictd.global_step", (long long)R->m->step);
+    st = trn_run_exporters(R, &ml, final, err);
+    rt_otlp_end(R->trace, span, st != RT_OK);
+    return st;
 }

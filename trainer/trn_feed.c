@@ -32,6 +32,7 @@ struct trn_feeder {
     size_t ls;        /* label values per row */
     long weight_col;  /* -1: no weight column */
     int regression;
+    int counts;       /* a poisson head: labels must be >= 0 */
 };
 
 void trn_feeder_free(trn_feeder *f)
@@ -60,6 +61,9 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
     f->n_cols = def->n_raw_columns;
     f->regression = def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     f->ls = f->regression ? def->head->label_dimension : 1;
+    rt_loss hl;
+    rt_graph_head_loss(def, &hl);
+    f->counts = f->regression && hl.kind == RT_LOSS_POISSON;
     f->weight_col = rt_raw_weight_column(def);
     f->input = calloc(f->n_cols ? f->n_cols : 1, sizeof *f->input);
     f->numeric = calloc(f->n_cols ? f->n_cols : 1, 1);
@@ -144,6 +148,10 @@ static rt_status row_targets(const trn_feeder *f, const trn_field *row, float *l
     for (size_t k = 0; k < f->ls && !st; k++) {
         const trn_field *c = &row[f->label_cols[k]];
         st = rt_raw_label(f->def, f->label_cols[k], c->s, c->len, &labels[k], err);
+        if (!st && f->counts && !(labels[k] >= 0.0f))
+            st = rt_err_set(err, RT_ERR_INVALID, "label %s is %g: the poisson loss needs "
+                            "counts >= 0", f->def->raw_columns[f->label_cols[k]]->name,
+                            (double)labels[k]);
     }
     if (!st && f->weight_col >= 0) {
         const trn_field *c = &row[f->weight_col];

@@ -194,6 +194,20 @@ rt_status trn_model_rebuild_graph(trn_model *m, rt_err *err);
 /* Optimizer update of elements [lo, hi) of p (trn_optim.c). */
 void trn_optim_update(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t hi,
                       int64_t step);
+/*
+ * tf.clip_by_global_norm's factor: clip_norm / max(global_norm, clip_norm)
+ * (1 when the norm is within clip_norm). Pure.
+ */
+double trn_optim_clip_scale(double global_norm, double clip_norm);
+/*
+ * Clips the gradients of the tensors of ps[0..n_params) that optimizer dnn
+ * (p->dnn == dnn; the moving statistics are no one's) trains by their global
+ * norm, as tf.clip_by_global_norm: every element times
+ * trn_optim_clip_scale(norm, clip_norm), sparse tensors over their touched
+ * rows. Untouched (bit for bit) when the norm is <= clip_norm. Returns the
+ * global norm before clipping (sqrt of the sum of squares, in double).
+ */
+double trn_optim_clip(tparam *ps, size_t n_params, int dnn, double clip_norm);
 /* The optimizer's spec name ("Ftrl", "RMSProp", ...); static storage. */
 const char *trn_optim_name(trn_opt_type t);
 /* Number of slots the optimizer keeps and their initial values. */

@@ -523,6 +523,10 @@ void trn_model_apply(trn_model *m)
     trn_optimizer lin = m->linear_opt, dnn = m->dnn_opt;
     lin.learning_rate = trn_optim_lr(&m->linear_opt, m->step);
     dnn.learning_rate = trn_optim_lr(&m->dnn_opt, m->step);
+    if (lin.clip_norm > 0) /* each optimizer clips its own gradients */
+        (void)trn_optim_clip(m->p, m->n_params, 0, lin.clip_norm);
+    if (dnn.clip_norm > 0)
+        (void)trn_optim_clip(m->p, m->n_params, 1, dnn.clip_norm);
     for (size_t i = 0; i < m->n_params; i++) {
         tparam *p = &m->p[i];
         const trn_optimizer *o = p->dnn ? &dnn : &lin;

@@ -275,3 +275,39 @@ void trn_optim_update(const trn_optimizer *o, tparam *p, uint64_t lo, uint64_t h
         break;
     }
 }
+
+double trn_optim_clip_scale(double global_norm, double clip_norm)
+{
+    return clip_norm / fmax(global_norm, clip_norm);
+}
+
+double trn_optim_clip(tparam *ps, size_t n_params, int dnn, double clip_norm)
+{
+    double ss = 0.0, norm = 0.0; /* the squares of every gradient element, in double */
+    float s = 1.0f;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            norm = sqrt(ss);
+            if (!(norm > clip_norm))
+                break; /* factor 1: the gradients stay as they are, bit for bit */
+            s = (float)trn_optim_clip_scale(norm, clip_norm);
+        }
+        for (size_t i = 0; i < n_params; i++) {
+            tparam *p = &ps[i];
+            if (p->dnn != dnn || p->kind == TP_BN_MOVING)
+                continue;
+            size_t nr = p->sparse ? p->n_touched : 1;
+            uint64_t w = p->sparse ? p->cols : p->count;
+            for (size_t t = 0; t < nr; t++) {
+                float *g = p->grad + (p->sparse ? (uint64_t)p->touched[t] * p->cols : 0);
+                for (uint64_t k = 0; k < w; k++) {
+                    if (pass == 0)
+                        ss += (double)g[k] * g[k];
+                    else
+                        g[k] *= s;
+                }
+            }
+        }
+    }
+    return norm;
+}

@@ -342,6 +342,35 @@ static rt_status run_close(trn_run *R, rt_status st, rt_err *err)
     return st;
 }
 
+/* --trace-endpoint: the chief's tracer and the run's span. */
+static rt_status trace_open(trn_run *R, rt_err *err)
+{
+    if (!R->c->trace_endpoint || !trn_is_chief(R->c))
+        return RT_OK;
+    rt_status st = rt_otlp_open(R->c->trace_endpoint, "predict-train", "--trace-endpoint",
+                                &R->trace, err);
+    R->trace_root = rt_otlp_begin(R->trace, "predict-train", -1);
+    return st;
+}
+
+/* The run's span ended (with the steps it started and ended at) and every
+ * span sent; a collector that does not take them costs a WARNING line, not
+ * the run. */
+static void trace_close(trn_run *R, rt_status st)
+{
+    if (!R->trace)
+        return;
+    rt_otlp_attr(R->trace, R->trace_root, "predictd.start_step", (long long)R->start_step);
+    if (R->m)
+        rt_otlp_attr(R->trace, R->trace_root, "predictd.global_step", (long long)R->m->step);
+    rt_otlp_end(R->trace, R->trace_root, st != RT_OK);
+    rt_err e = {{0}};
+    if (rt_otlp_flush(R->trace, &e) != RT_OK)
+        fprintf(stderr, "WARNING predict-train: %s\n", e.msg);
+    rt_otlp_close(R->trace);
+    R->trace = NULL;
+}
+
 rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
                                  rt_metric_list *final, rt_err *err)
 {
@@ -350,12 +379,19 @@ rt_status trn_train_and_evaluate(const cJSON *spec, const trn_config *cfg,
         memset(final, 0, sizeof *final);
     rt_status st = run_open(&R, spec, cfg, err);
     if (st == RT_OK)
+        st = trace_open(&R, err);
+    if (st == RT_OK)
         st = run_restore(&R, err);
     if (st == RT_OK)
         st = run_plan(&R, err);
-    if (st == RT_OK && R.state == TRN_RUN_TO_TRAIN)
+    if (st == RT_OK && R.state == TRN_RUN_TO_TRAIN) {
+        int span = rt_otlp_begin(R.trace, "train", R.trace_root);
         st = run_train(&R, err);
+        rt_otlp_attr(R.trace, span, "predictd.global_step", (long long)R.m->step);
+        rt_otlp_end(R.trace, span, st != RT_OK);
+    }
     if (st == RT_OK && R.state != TRN_RUN_STOPPED)
         st = run_finish(&R, final, err);
+    trace_close(&R, st);
     return run_close(&R, st, err);
 }

@@ -35,6 +35,8 @@ typedef enum trn_run_state {
 /* One train_and_evaluate: the spec, the resolved config, the model and what
  * the run keeps between its steps, evaluations and exports. */
 typedef struct trn_run {
+    rt_otlp *trace;      /* --trace-endpoint's spans (the chief's), or NULL */
+    int trace_root;      /* the run's span in it */
     const struct cJSON *spec;
     const trn_config *c; /* &cfg */
     trn_config cfg;      /* the caller's, resolved against the model (strings the caller's) */

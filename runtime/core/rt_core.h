@@ -551,6 +551,35 @@ int rt_setting_help(rt_buf *b, const rt_setting *s, const char *more, size_t col
 int rt_settings_help(rt_buf *b, const rt_setting *t, size_t n, size_t col,
                      const rt_setting *keys, size_t n_keys);
 
+/* ------------------------------------------------ rt_otlp.c: job spans */
+
+/* OpenTelemetry spans of a batch program (predict-train): kept in memory
+ * (at most RT_OTLP_SPANS, the rest counted as dropped) and sent as one
+ * OTLP/HTTP JSON ExportTraceServiceRequest when flushed, to an http://
+ * collector (POST {endpoint}); one trace per run, or the trace of the
+ * TRACEPARENT environment variable (W3C traceparent, the OpenTelemetry
+ * convention for a parent process's context), its spans then children of
+ * that span. Not thread-safe: one thread's spans. */
+#define RT_OTLP_SPANS 4096
+typedef struct rt_otlp rt_otlp;
+/* A tracer sending to endpoint as service (resource service.name).
+ * RT_ERR_INVALID naming `what` (the flag) for a URL that is not
+ * http://HOST[:PORT]/PATH. OUT: *out, free with rt_otlp_close. */
+RT_WUR rt_status rt_otlp_open(const char *endpoint, const char *service, const char *what,
+                              rt_otlp **out, rt_err *err);
+/* Starts a span named name (copied, up to 47 bytes) now, a child of the
+ * span parent (-1: the run's root: the TRACEPARENT span or none); returns
+ * its handle, or -1 (NULL t, or full: dropped). */
+int rt_otlp_begin(rt_otlp *t, const char *name, int parent);
+/* An integer attribute of span s (key copied, up to 39 bytes; at most 4). */
+void rt_otlp_attr(rt_otlp *t, int s, const char *key, long long value);
+/* Ends span s now; error marks it STATUS_CODE_ERROR. */
+void rt_otlp_end(rt_otlp *t, int s, bool error);
+/* POSTs the ended spans (timeouts of 2 s on each step) and forgets them;
+ * RT_ERR_IO naming the endpoint when the collector did not take them. */
+RT_WUR rt_status rt_otlp_flush(rt_otlp *t, rt_err *err);
+void rt_otlp_close(rt_otlp *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -83,7 +83,7 @@ static rt_status run_rows(xai_ctx *e, rt_err *err)
     if ((st = rt_forward(e->g, &e->f, e->ws, e->logits, err)) != RT_OK)
         return st;
     e->evals += n;
-    return rt_head_compute(e->g, e->logits, n, &e->o, err);
+    return rt_head_compute_ws(e->g, e->logits, e->ws, n, &e->o, err);
 }
 
 rt_status rt_xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t *outs,

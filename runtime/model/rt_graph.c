@@ -453,6 +453,10 @@ static rt_status compile_head(rt_graph *g, rt_err *err)
     if (!h || !def->graph)
         return rt_err_set(err, RT_ERR_FORMAT, "the model has no head or graph");
     g->head = h->type;
+    rt_loss hl;
+    rt_graph_head_loss(def, &hl);
+    if (h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION && hl.kind == RT_LOSS_POISSON)
+        g->xgb_link = RT_XGB_LINK_EXP; /* TF's PoissonRegressionHead serves exp(logits) */
     size_t ld;
     switch (h->type) {
     case PREDICTD__HEAD_TYPE__HEAD_BINARY:

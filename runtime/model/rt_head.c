@@ -127,8 +127,8 @@ static size_t softmax(const float *v, size_t k, float *p)
 /* An ai.onnx.ml classifier's head (rt_onnx_*.c): the logits are its scores,
  * one per class (binary too), and they are the probabilities as computed;
  * class_ids the first highest; logistic (binary) the second class's. */
-static rt_status head_scores(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
-                             out_caps *cap, rt_err *err)
+static rt_status head_scores(const rt_graph *g, const float *logits, const float *labels,
+                             size_t n, rt_outputs *o, out_caps *cap, rt_err *err)
 {
     size_t c = g->logits_dim;
     if (c != g->n_classes || c < 2)
@@ -148,6 +148,9 @@ static rt_status head_scores(const rt_graph *g, const float *logits, size_t n, r
         for (size_t k = 1; k < c; k++)
             if (p[k] > p[best])
                 best = k;
+        /* the operator's own label where the forward pass kept it */
+        if (labels && labels[i] >= 0 && labels[i] < (float)c)
+            best = (size_t)labels[i];
         o->class_ids[i] = (int64_t)best;
         if (binary)
             o->logistic[i] = p[1];
@@ -160,6 +163,12 @@ static rt_status head_scores(const rt_graph *g, const float *logits, size_t n, r
 
 rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
                           rt_err *err)
+{
+    return rt_head_compute_ws(g, logits, NULL, n, o, err);
+}
+
+rt_status rt_head_compute_ws(const rt_graph *g, const float *logits, rt_workspace *ws, size_t n,
+                             rt_outputs *o, rt_err *err)
 {
     if (!g || !o || (!logits && n > 0))
         return rt_err_set(err, RT_ERR_INVALID, "rt_head_compute: NULL argument");
@@ -178,7 +187,7 @@ rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_o
     o->n = n;
 
     if (g->onnx && g->onnx->ml_probs)
-        return head_scores(g, logits, n, o, cap, err);
+        return head_scores(g, logits, rt_onnx_run_labels(g->onnx, ws, n), n, o, cap, err);
     switch (g->head) {
     case PREDICTD__HEAD_TYPE__HEAD_BINARY:
         if (ld != 1)

@@ -377,6 +377,12 @@ void rt_head_outputs_init(rt_outputs *o);
 void rt_head_outputs_free(rt_outputs *o);
 RT_WUR rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
                           rt_err *err);
+/* rt_head_compute after rt_forward ran in ws (may be NULL): an ai.onnx.ml
+ * classifier's class_ids (and so classes and its label output) are then the
+ * operator's own label from the forward pass (ONNX Runtime's two-class
+ * rules), not the first highest score. */
+RT_WUR rt_status rt_head_compute_ws(const rt_graph *g, const float *logits, rt_workspace *ws,
+                                    size_t n, rt_outputs *o, rt_err *err);
 /* The class string for class id k ("0", "1", ... without a vocabulary). */
 const char *rt_graph_class_name(const rt_graph *g, size_t k);
 
@@ -523,8 +529,11 @@ typedef struct rt_onnx_output {
     rt_onnx_out_kind kind;
     size_t off, width;
     bool labels_int;    /* LABEL, MAP: the class labels are int64s */
-    const char *const *names; /* MAP: its keys, one per class (n_names) */
+    const char *const *names; /* MAP: its keys, LABEL: the graph's labels (an int64
+                                 label's digits), one per class (n_names) */
     size_t n_names;
+    uint32_t rank;      /* the value's shape as the graph declares it: rank, and */
+    const int64_t *dims; /* dims[1 .. rank) after the batch (dims[0] unused) */
 } rt_onnx_output;
 
 /* Output q (< the count returned for q = 0..) of g's ONNX graph into *out;

@@ -527,5 +527,8 @@ RT_WUR rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err);
 /* logits (f->n x o->out_width) = the graph's outputs for the features f. */
 RT_WUR rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *ws,
                                  float *logits, rt_err *err);
+/* The label of each of the n instances rt_onnx_forward last ran in ws (the
+ * class's index, as a float), or NULL when o has no classifier label. */
+const float *rt_onnx_run_labels(const rt_onnx *o, rt_workspace *ws, size_t n);
 
 #endif /* PREDICTD_RT_MODEL_INTERNAL_H */

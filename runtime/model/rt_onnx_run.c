@@ -487,10 +487,15 @@ size_t rt_onnx_run_output(const rt_graph *g, size_t q, rt_onnx_output *out)
     if (q >= o->n_outputs || !out)
         return o->n_outputs;
     const rt_onnx_val *v = &o->vals[o->outputs[q]];
-    *out = (rt_onnx_output){.name = v->name, .kind = RT_ONNX_OUT_NONE};
+    *out = (rt_onnx_output){
+        .name = v->name, .kind = RT_ONNX_OUT_NONE, .rank = v->rank, .dims = v->dims};
     if (o->ml_probs) {
         const rt_onnx_val *lab = o->ml_label != SIZE_MAX ? &o->vals[o->ml_label] : NULL;
         out->labels_int = lab && lab->names_int;
+        if (lab && o->outputs[q] == o->ml_label) {
+            out->names = (const char *const *)lab->names;
+            out->n_names = lab->n_names;
+        }
         out->kind = o->outputs[q] == o->ml_label ? RT_ONNX_OUT_LABEL
                     : v->zipmap                  ? RT_ONNX_OUT_MAP
                                                  : RT_ONNX_OUT_SCORES;
@@ -510,6 +515,14 @@ size_t rt_onnx_run_output(const rt_graph *g, size_t q, rt_onnx_output *out)
         out->width = v->row;
     }
     return o->n_outputs;
+}
+
+const float *rt_onnx_run_labels(const rt_onnx *o, rt_workspace *ws, size_t n)
+{
+    if (!o || !ws || o->ml_label == SIZE_MAX || ws->mats_cap <= o->ml_label ||
+        ws->mats[o->ml_label].width != 1 || ws->mats[o->ml_label].cap < n)
+        return NULL;
+    return ws->mats[o->ml_label].data;
 }
 
 bool rt_onnx_run_scores(const rt_graph *g)

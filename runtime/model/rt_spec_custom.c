@@ -558,12 +558,9 @@ static rt_status parse_heads(cgraph *g, const cJSON *model)
         if ((st = rt_cfg_str(h, path, "loss", 0, &loss, err)))
             return st;
         int kind = rt_metrics_loss_named(loss);
-        if (strcmp(loss, "poisson") == 0)
-            return rt_cfg_fail(err, path, "loss", "poisson is not implemented yet (its exp link "
-                               "changes the predictions)");
         if (kind < 0)
             return rt_cfg_fail(err, path, "loss", "\"%.64s\" is not one of squared, absolute, "
-                               "huber, pinball", loss);
+                               "huber, pinball, poisson", loss);
         double param = 0.0;
         if (kind == RT_LOSS_HUBER) {
             param = 1.0;

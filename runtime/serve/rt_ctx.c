@@ -73,9 +73,11 @@ rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err)
 {
     if (!c || !g || !c->batch || c->graph != g)
         return rt_err_set(err, RT_ERR_INVALID, "rt_ctx_run: context not prepared for model");
+    rt_ctx_mark(c, &c->marks.parsed);
     rt_status st = rt_transform(g, c->batch, &c->features, err);
     if (st != RT_OK)
         return st;
+    rt_ctx_mark(c, &c->marks.transformed);
     size_t n = c->features.n, ld = rt_graph_logits_dim(g);
     if (ld == 0 || n > SIZE_MAX / sizeof(float) / ld)
         return rt_err_set(err, RT_ERR_LIMIT, "batch of %zu instances too large", n);
@@ -89,7 +91,22 @@ rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err)
     }
     if ((st = rt_forward(g, &c->features, c->ws, c->logits, err)) != RT_OK)
         return st;
-    return rt_head_compute(g, c->logits, n, &c->outputs, err);
+    st = rt_head_compute_ws(g, c->logits, c->ws, n, &c->outputs, err);
+    rt_ctx_mark(c, &c->marks.forwarded);
+    return st;
+}
+
+void rt_ctx_time_stages(rt_ctx *c, bool on)
+{
+    if (!c)
+        return;
+    c->timing = on;
+    c->marks = (rt_stage_marks){0};
+}
+
+rt_stage_marks rt_ctx_stages(const rt_ctx *c)
+{
+    return c ? c->marks : (rt_stage_marks){0};
 }
 
 const rt_batch *rt_ctx_batch(const rt_ctx *c)

@@ -833,11 +833,62 @@ static int put_tensor_map(rt_buf *b, Predictd__TensorSpec **specs, size_t n)
     return rc | rt_buf_puts(b, "}");
 }
 
+/* A predict signature's outputs and, after them, an ONNX graph's outputs
+ * under their own names as the graph declares them (a name TF's outputs
+ * use stays theirs; a ZipMap has no tensor type and is left out): a
+ * regressor's and the scores DT_FLOAT, the label DT_INT64 (int64 labels) or
+ * DT_STRING, the batch -1 and the other dimensions the value's. */
+#define ONNX_META_MAX 64
+#define ONNX_META_RANK 8 /* RT_ONNX_MAX_RANK */
+
+static int put_outputs_map(rt_buf *b, const rt_graph *g, const Predictd__SignatureDef *s)
+{
+    size_t n_onnx = method_is(s, "classify") || method_is(s, "regress")
+                        ? 0
+                        : rt_onnx_run_output(g, 0, NULL);
+    if (n_onnx == 0)
+        return put_tensor_map(b, s->outputs, s->n_outputs);
+    Predictd__TensorSpec extra[ONNX_META_MAX];
+    int64_t shapes[ONNX_META_MAX][ONNX_META_RANK];
+    Predictd__TensorSpec **all = malloc((s->n_outputs + ONNX_META_MAX) * sizeof *all);
+    if (!all)
+        return -1;
+    size_t n = s->n_outputs;
+    if (n)
+        memcpy(all, s->outputs, n * sizeof *all);
+    rt_onnx_output oo;
+    for (size_t q = 0, e = 0; q < n_onnx && e < ONNX_META_MAX; q++) {
+        rt_onnx_run_output(g, q, &oo);
+        bool taken = oo.kind == RT_ONNX_OUT_NONE || oo.kind == RT_ONNX_OUT_MAP ||
+                     oo.rank > ONNX_META_RANK;
+        for (size_t k = 0; k < n && !taken; k++)
+            taken = all[k]->name && strcmp(all[k]->name, oo.name) == 0;
+        if (taken)
+            continue;
+        Predictd__TensorSpec *t = &extra[e];
+        *t = (Predictd__TensorSpec)PREDICTD__TENSOR_SPEC__INIT;
+        t->name = (char *)oo.name;
+        t->dtype = oo.kind != RT_ONNX_OUT_LABEL ? PREDICTD__DTYPE__DT_FLOAT
+                   : oo.labels_int             ? PREDICTD__DTYPE__DT_INT64
+                                               : PREDICTD__DTYPE__DT_STRING;
+        t->shape = shapes[e];
+        t->n_shape = oo.rank ? oo.rank : 1;
+        shapes[e][0] = -1;
+        for (uint32_t d = 1; d < oo.rank; d++)
+            shapes[e][d] = oo.dims[d];
+        all[n++] = &extra[e++];
+    }
+    int rc = put_tensor_map(b, all, n);
+    free(all);
+    return rc;
+}
+
 rt_status rt_json_metadata(const rt_model *m, const char *name, int64_t version, rt_buf *out)
 {
     if (!m || !out)
         return RT_ERR_INVALID;
     const Predictd__ModelDef *def = rt_model_def(m);
+    const rt_graph *g = rt_model_graph(m);
     if (!name)
         name = def->model_name ? def->model_name : "";
     size_t ns = def->n_signatures;
@@ -861,7 +912,7 @@ rt_status rt_json_metadata(const rt_model *m, const char *name, int64_t version,
         rc |= rt_buf_puts(out, ": {\"inputs\": ");
         rc |= put_tensor_map(out, s->inputs, s->n_inputs);
         rc |= rt_buf_puts(out, ", \"outputs\": ");
-        rc |= put_tensor_map(out, s->outputs, s->n_outputs);
+        rc |= g ? put_outputs_map(out, g, s) : put_tensor_map(out, s->outputs, s->n_outputs);
         rc |= rt_buf_puts(out, ", \"method_name\": ");
         rc |= rt_buf_json_string(out, mn, strlen(mn));
         rc |= rt_buf_puts(out, "}");

@@ -60,6 +60,7 @@ static rt_status serve(const rt_model *m, rt_method method, const char *body, si
     default:
         st = rt_json_render_predict(g, sig, &c->outputs, columnar, out);
     }
+    rt_ctx_mark(c, &c->marks.rendered);
     /* the renderers report no message of their own for want of memory */
     return st == RT_ERR_NOMEM ? rt_err_set(err, st, "out of memory writing the answer") : st;
 }

@@ -58,6 +58,7 @@ rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr,
     }
     st = pr->v2 ? rt_v2_render(g, (rt_v2_req *)pr->v2, &c->outputs, out)
                 : rt_json_render_predict(g, pr->sig, &c->outputs, pr->columnar, out);
+    rt_ctx_mark(c, &c->marks.rendered);
     /* the renderers report no message of their own for want of memory */
     return st == RT_ERR_NOMEM ? rt_err_set(err, st, "out of memory writing the answer") : st;
 }

@@ -53,6 +53,20 @@ void rt_ctx_free(rt_ctx *c);
  * instances (rt_xai_params.stop): true stops it with RT_ERR_LIMIT. NULL
  * clears it. The caller sets it for one request and clears it after. */
 void rt_ctx_set_stop(rt_ctx *c, bool (*stop)(void *arg), void *arg);
+/* When a request's stages ended on c (CLOCK_MONOTONIC ns, rt_time_now_ns; 0:
+ * not reached): the body read into the batch (the transform began), the
+ * feature columns done (the serving input function's transform), the
+ * forward pass and head done, the answer written. Kept only while
+ * rt_ctx_time_stages(c, true): the daemon's traced requests, whose child
+ * spans they are; untraced requests read no clock. */
+typedef struct rt_stage_marks {
+    int64_t parsed, transformed, forwarded, rendered;
+} rt_stage_marks;
+/* Turns the stage clock of c on or off for its next request and clears
+ * the marks. */
+void rt_ctx_time_stages(rt_ctx *c, bool on);
+/* The marks of the request c last ran (all 0 when the clock was off). */
+rt_stage_marks rt_ctx_stages(const rt_ctx *c);
 /* The raw inputs of the request c last read (after rt_json_handle,
  * rt_v2_handle or rt_merge_parse_only returned RT_OK), or NULL: for the
  * daemon's monitoring. Valid until c's next use. */

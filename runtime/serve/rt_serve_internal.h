@@ -37,7 +37,16 @@ struct rt_ctx {
                                calls through it, so the calls go one way */
     bool (*stop)(void *arg); /* rt_ctx_set_stop: an :explain's stop hook */
     void *stop_arg;
+    bool timing;             /* rt_ctx_time_stages: marks are kept */
+    rt_stage_marks marks;    /* rt_ctx_stages */
 };
+
+/* Marks the end of a stage (*at = now) when c's stage clock is on. */
+static inline void rt_ctx_mark(const rt_ctx *c, int64_t *at)
+{
+    if (c->timing)
+        *at = rt_time_now_ns();
+}
 
 /* Gives c an empty batch for graph g (made anew when the graph changed). */
 RT_WUR rt_status rt_ctx_prepare(rt_ctx *c, const rt_graph *g, rt_err *err);

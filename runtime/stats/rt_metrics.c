@@ -80,18 +80,24 @@ void rt_metrics_free(rt_metrics *mt)
 
 int rt_metrics_loss_named(const char *name)
 {
-    static const char *const names[] = {"squared", "absolute", "huber", "pinball"};
-    for (int k = 0; k < 4; k++)
+    static const char *const names[] = {"squared", "absolute", "huber", "pinball", "poisson"};
+    for (int k = 0; k < 5; k++)
         if (name && strcmp(name, names[k]) == 0)
             return k;
     return -1;
 }
 
-/* One regression value's loss at e = logit - label, and d loss / d e. */
-static double reg_loss(const rt_loss *L, double e, double *de)
+/* One regression value's loss at logit z and label y (e = z - y), and
+ * d loss / d z. */
+static double reg_loss(const rt_loss *L, double z, double y, double *de)
 {
-    double a = fabs(e), p = L->param;
+    double e = z - y, a = fabs(e), p = L->param;
     switch (L->kind) {
+    case RT_LOSS_POISSON: {
+        double ez = exp(z);
+        *de = ez - y;
+        return ez - y * z;
+    }
     case RT_LOSS_ABSOLUTE:
         *de = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
         return a;
@@ -130,7 +136,7 @@ double rt_metrics_head_loss_with(Predictd__HeadType head, const rt_loss *loss, s
         double w = weights ? weights[i] : 1.0, g = w * inv, l = 0.0;
         for (size_t j = 0; j < ld; j++) {
             double de;
-            l += reg_loss(loss, (double)z[j] - y[j], &de);
+            l += reg_loss(loss, (double)z[j], (double)y[j], &de);
             if (d)
                 d[j] = (float)(de * g / (double)ld);
         }
@@ -260,12 +266,13 @@ rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *label
             if ((float)best == y)
                 mt->correct += w;
             score = (float)best;
-        } else {
-            score = z[0];
+        } else { /* the predictions: the logits, or exp(logits) for poisson */
+            int ex = mt->loss.kind == RT_LOSS_POISSON;
+            score = ex ? expf(z[0]) : z[0];
             double ls = 0, ps = 0;
             for (size_t j = 0; j < ld; j++) {
                 ls += yv[j];
-                ps += z[j];
+                ps += ex ? (double)expf(z[j]) : (double)z[j];
             }
             mt->label_sum += w * ls / (double)ld;
             mt->pred_sum += w * ps / (double)ld;

@@ -34,12 +34,16 @@ double rt_metrics_head_loss(Predictd__HeadType head, size_t ld, const float *log
  *   absolute  |e|
  *   huber     e^2 / 2 for |e| <= param (delta), else param (|e| - param / 2)
  *   pinball   the quantile loss at tau = param: tau (-e) for e <= 0, else (1 - tau) e
+ *   poisson   tf.nn.log_poisson_loss(label, logit) without the Stirling term
+ *             (compute_full_loss False, TF's default): exp(z) - y z, z the logit;
+ *             the head predicts exp(z) (TF's PoissonRegressionHead)
  * averaged over the ld values as rt_metrics_head_loss averages the squared one. */
 typedef enum {
     RT_LOSS_SQUARED = 0,
     RT_LOSS_ABSOLUTE,
     RT_LOSS_HUBER,
     RT_LOSS_PINBALL,
+    RT_LOSS_POISSON,
 } rt_loss_kind;
 typedef struct rt_loss {
     rt_loss_kind kind;

@@ -168,8 +168,13 @@ static const srv_setting SETTINGS[] = {
      .type = SRV_SET_STR, .where = BOTH, .offset = FIELD(tracing_otlp_endpoint, char *),
      .arg = "URL",
      .help = "export OpenTelemetry traces of REST requests as OTLP/HTTP JSON to this URL "
-             "(http://HOST:PORT/v1/traces; a collector's); unset = no spans, no traceparent "
+             "(http://HOST:PORT/v1/traces, or https://; a collector's); unset = no spans, no traceparent "
              "in answers (docs/console.md, \"Tracing\")"},
+    {.name = "otlp_ca_file", .section = "tracing", .flag = "tracing_otlp_ca_file",
+     .type = SRV_SET_STR, .where = BOTH, .offset = FIELD(tracing_otlp_ca_file, char *),
+     .arg = "FILE",
+     .help = "with an https:// tracing.otlp_endpoint: the PEM CA certificate(s) the "
+             "collector's certificate must chain to; unset = the system CA store"},
     {.name = "sample_rate", .section = "tracing", .flag = "tracing_sample_rate",
      .type = RT_SET_NUM, .where = BOTH, .dlo = 0, .dhi = 1, .ddef = 1,
      .offset = FIELD(tracing_sample_rate, double), .arg = "R", .what = "a number in [0, 1]",

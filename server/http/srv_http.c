@@ -431,7 +431,8 @@ rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr, const _Atom
             RT_OK)
         goto fail;
     if (c->tracing_otlp_endpoint &&
-        (st = srv_tracer_new(c->tracing_otlp_endpoint, c->tracing_sample_rate, &h->tracer, err)) !=
+        (st = srv_tracer_new(c->tracing_otlp_endpoint, c->tracing_otlp_ca_file,
+                                    c->tracing_sample_rate, &h->tracer, err)) !=
             RT_OK)
         goto fail;
     if (pthread_key_create(&h->tkey, NULL) != 0) {

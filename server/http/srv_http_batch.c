@@ -51,6 +51,8 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
 {
     const srv_route *r = &rq->route;
     double ms = srv_http_ms_since(rq->start);
+    if (rq->trace.sampled)
+        rq->t_done = rt_time_now_ns();
     rq->code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(rq->ver), rt_ctx_batch(rq->ctx));
@@ -81,6 +83,15 @@ static void batch_release(srv_http *h, req *rq)
     rq->ver = NULL;
     ctx_give(h, rq->ctx);
     rq->ctx = NULL;
+}
+
+/* Whether one of the n requests is traced (the merged run's stage clock). */
+static bool any_sampled(req *const *rqs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rqs[i]->trace.sampled)
+            return true;
+    return false;
 }
 
 /* A batch thread runs one batch: requests past their deadline answer 504
@@ -124,15 +135,31 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
         k++;
         instances += rq->parsed.n;
     }
+    for (size_t i = 0; i < n; i++) { /* a traced request's batch span */
+        req *rq = jobs[i];
+        srv_metrics_queue_wait(h->p.metrics, true, t0 - rq->t_admit);
+        rq->t_batch = t0;
+        rq->batch_size = instances;
+        rq->batch_requests = k;
+    }
     bool merged = false, fallback = false;
     if (k >= 2 && live && ctxs && parsed) {
         const rt_model *m = srv_version_model(live[0]->ver);
         rt_err err = {{0}};
+        rt_ctx_time_stages(h->bctx[thread], any_sampled(live, k));
         merged = rt_merge_run(m, h->bctx[thread], ctxs, parsed, k, &err) == RT_OK;
         fallback = !merged;
+        rt_stage_marks mk = rt_ctx_stages(h->bctx[thread]);
         size_t start = 0;
         for (size_t i = 0; merged && i < k; i++) {
-            rt_status st = rt_merge_render(m, h->bctx[thread], start, &parsed[i], &live[i]->resp);
+            req *lr = live[i];
+            if (lr->trace.sampled) {
+                lr->marks = mk;
+                lr->t_render = rt_time_now_ns();
+            }
+            rt_status st = rt_merge_render(m, h->bctx[thread], start, &parsed[i], &lr->resp);
+            if (lr->trace.sampled)
+                lr->marks.rendered = rt_time_now_ns();
             rt_err e2 = {{0}};
             if (st != RT_OK)
                 rt_err_set(&e2, st, "rendering the answer: %s", rt_err_status_str(st));
@@ -149,6 +176,8 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
                            ? rt_merge_run_parsed(srv_version_model(rq->ver), rq->ctx, &rq->parsed,
                                                 &rq->resp, &err)
                            : rt_err_set(&err, RT_ERR_NOMEM, "batch: out of memory");
+        if (rq->trace.sampled) /* run alone: its own context's clock */
+            rq->marks = rt_ctx_stages(rq->ctx);
         batch_finish(h, rq, st, &err);
     }
     if (k > 0)
@@ -183,6 +212,9 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     const rt_model *m = srv_version_model(rq->ver);
     rq->served = srv_version_number(rq->ver);
     rq->ctx = ctx_take(h);
+    if (rq->trace.sampled)
+        rq->t_run = rt_time_now_ns(); /* its parse begins */
+    rt_ctx_time_stages(rq->ctx, rq->trace.sampled);
     if (!rq->ctx)
         st = rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
     else if (r->method == RT_METHOD_INFER) /* /v2: may share a batch with /v1 */
@@ -197,6 +229,8 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         /* Suspended before it can be answered: a batch thread may resume
          * it as soon as it is submitted. */
         MHD_suspend_connection(conn);
+        rq->t_admit = rt_time_now_ns(); /* parsed; its wait for a batch begins */
+        rq->batched = true;
         if (srv_batcher_submit(h->batcher, m, rq->parsed.sig, rq->parsed.n, rq) ==
             SRV_BATCH_QUEUED) {
             srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));
@@ -230,6 +264,8 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         st = rt_merge_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
         srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(t0) / 1e3);
     }
+    if (rq->trace.sampled && rq->ctx)
+        rq->marks = rt_ctx_stages(rq->ctx);
     batch_finish(h, rq, st, &err);
     batch_release(h, rq);
     return srv_http_send_computed(h, conn, rq->code, rq);

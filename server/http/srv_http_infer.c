@@ -130,6 +130,7 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     }
     int64_t vnum = rq->served = srv_version_number(v);
     rq->v2_answer = 0;
+    rt_ctx_time_stages(ctx, rq->trace.sampled); /* a traced request's child spans */
     if (r->method == RT_METHOD_INFER) { /* /v2: same path, the v2 parser and answer */
         st = rt_v2_handle(srv_version_model(v), r->model, vnum, rq->body.data, rq->body.len,
                           rq->v2_header, &h->json, ctx, out, &err);
@@ -145,6 +146,11 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
         st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
                             rq->body.len, &h->json, ctx, out, &err);
         rt_ctx_set_stop(ctx, NULL, NULL);
+    }
+    if (rq->trace.sampled) {
+        rq->marks = rt_ctx_stages(ctx);
+        if (st == RT_OK && rt_ctx_batch(ctx))
+            rq->instances = rt_batch_size(rt_ctx_batch(ctx)); /* predictd.instances */
     }
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(ctx));
@@ -245,6 +251,7 @@ void srv_http_worker_job(void *fn_ctx, void *job, int worker)
     srv_metrics_queue_depth(h->p.metrics, (long)srv_pool_depth(h->workers));
     srv_metrics_in_flight(h->p.metrics, 1, 0);
     rq->t_run = rt_time_now_ns();
+    srv_metrics_queue_wait(h->p.metrics, false, rq->t_run - rq->t_admit);
     compute_infer(h, rq, h->wctx[worker], &rq->code, &rq->resp); /* sets rq->t_done */
     srv_metrics_in_flight(h->p.metrics, -1, (double)(rq->t_done - rq->t_run) / 1e9);
     if (rq->ticket) { /* its slot, with its wait in the queue (before the resume) */

@@ -136,6 +136,15 @@ typedef struct req {
     rt_ctx *ctx; /* holds the parsed batch */
     rt_parsed parsed;
     srv_trace_ctx trace; /* its trace context (active only with a tracer) */
+    /* a traced request's stage clock (0 when not read): its rt_ctx's marks
+     * (a merged batch's for transform and forward); batched: parsed and
+     * handed to the batcher at t_admit, its batch taken at t_batch, its
+     * own answer rendered from t_render */
+    rt_stage_marks marks;
+    bool batched;
+    int64_t t_batch, t_render;
+    size_t batch_size, batch_requests; /* the merged run's instances, requests */
+    size_t instances;                  /* a traced request's instances (0: unknown) */
 } req;
 
 /* One connection, from libmicrohttpd's STARTED notice to its CLOSED notice
@@ -242,6 +251,13 @@ unsigned srv_http_status(rt_status s);
 SRV_WUR int srv_http_put_error(rt_buf *out, const char *msg);
 /* Milliseconds since t0 (rt_time_now_ns: CLOCK_MONOTONIC ns). */
 double srv_http_ms_since(int64_t t0);
+
+/* ---------------------------------------------------- srv_http_trace.c */
+
+/* At a request's completion: its server span and the child spans of its
+ * clock readings (srv_http_trace.c), queued to the tracer when its trace
+ * is sampled; nothing otherwise. */
+void srv_http_trace_request(srv_http *h, const req *rq);
 
 /* ------------------------------------------------ srv_http_answer.c */
 

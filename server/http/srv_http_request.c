@@ -403,28 +403,6 @@ static void tap_request(srv_http *h, req *rq)
         srv_version_release(shadow);
 }
 
-/* At a request's completion: its server span and the phases its clock
- * readings mark (queued -> taken by a worker: "queue"; the run: "forward",
- * parsing and the answer's rendering included; run done -> completed:
- * "respond"). */
-static void trace_request(srv_http *h, req *rq)
-{
-    if (!h->tracer || !rq->trace.sampled)
-        return;
-    int64_t now = rt_time_now_ns();
-    srv_trace_phase ph[3];
-    size_t n = 0;
-    if (rq->t_admit && rq->t_run)
-        ph[n++] = (srv_trace_phase){"queue", rq->t_admit, rq->t_run};
-    if (rq->t_run && rq->t_done)
-        ph[n++] = (srv_trace_phase){"forward", rq->t_run, rq->t_done};
-    if (rq->t_done)
-        ph[n++] = (srv_trace_phase){"respond", rq->t_done, now};
-    srv_trace_attrs a = {rq->route.model[0] ? rq->route.model : NULL, rq->served,
-                         rq->parsed.n ? (long)rq->parsed.n : -1};
-    srv_trace_end(h->tracer, &rq->trace, &a, ph, n);
-}
-
 /* The bytes of cs's buffers over SRV_CONN_BUF_KEEP, which count in h->kept. */
 static size_t large_bytes(const conn_state *cs)
 {
@@ -469,7 +447,7 @@ void srv_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cl
         atomic_fetch_sub(&h->active, 1);
     srv_http_admit_release(h, rq);
     tap_request(h, rq);
-    trace_request(h, rq);
+    srv_http_trace_request(h, rq);
     keep_buffers(h, (conn_state *)rq);
     release_body(h, rq);
     rq->counted = false;

@@ -17,6 +17,8 @@
  *   predictd_batch_size (histogram of instances per merged batch),
  *   predictd_batch_queue_depth, predictd_batched_requests_total,
  *   predictd_batch_fallbacks_total (cross-request batching)
+ *   predictd_queue_wait_seconds{queue} (histogram: the wait for a worker
+ *   or for a batch)
  * plus the model manager's predictd_model_versions and load times, and the
  * process_* metrics of every Prometheus client library (from /proc).
  * Series are kept in small arrays under one mutex; their number is capped so
@@ -96,7 +98,14 @@ struct srv_metrics {
     uint64_t batch_count, batch_sum, batch_over; /* over: above the last bucket */
     uint64_t batched_requests, batch_fallbacks;
     long batch_queue;
+    /* the wait of a request in a queue (predictd_queue_wait_seconds), per
+     * queue: the workers' (0), the batcher's (1); relaxed atomics */
+    _Atomic uint64_t wait_buckets[2][N_BUCKETS + 1]; /* non-cumulative; the last: +Inf */
+    _Atomic uint64_t wait_count[2];
+    _Atomic int64_t wait_ns[2];
 };
+
+static const char *const WAIT_QUEUES[2] = {"workers", "batch"};
 
 static const char *method_name(rt_method m)
 {
@@ -191,7 +200,13 @@ int srv_metrics_snapshot_json(srv_metrics *m, rt_buf *out)
                        (unsigned long long)m->batch_over, (unsigned long long)m->batch_count,
                        (unsigned long long)m->batch_sum, m->batch_queue);
     pthread_mutex_unlock(&m->mu);
-    r |= rt_buf_printf(out, ", \"queue_depth\": %ld, \"in_flight\": %ld}",
+    r |= rt_buf_puts(out, ", \"queue_wait\": {");
+    for (int q = 0; q < 2; q++)
+        r |= rt_buf_printf(
+            out, "%s\"%s\": {\"count\": %llu, \"sum\": %.9g}", q ? ", " : "", WAIT_QUEUES[q],
+            (unsigned long long)atomic_load_explicit(&m->wait_count[q], memory_order_relaxed),
+            (double)atomic_load_explicit(&m->wait_ns[q], memory_order_relaxed) / 1e9);
+    r |= rt_buf_printf(out, "}, \"queue_depth\": %ld, \"in_flight\": %ld}",
                        atomic_load_explicit(&m->queue_depth, memory_order_relaxed),
                        atomic_load_explicit(&m->in_flight, memory_order_relaxed));
     return r;
@@ -311,6 +326,48 @@ void srv_metrics_queue_depth(srv_metrics *m, long depth)
     if (!m)
         return;
     atomic_store_explicit(&m->queue_depth, depth, memory_order_relaxed);
+}
+
+void srv_metrics_queue_wait(srv_metrics *m, bool batch, int64_t wait_ns)
+{
+    if (!m || wait_ns < 0)
+        return;
+    int q = batch ? 1 : 0;
+    double s = (double)wait_ns / 1e9;
+    size_t b = 0;
+    while (b < N_BUCKETS && s > BUCKETS[b])
+        b++;
+    atomic_fetch_add_explicit(&m->wait_buckets[q][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->wait_count[q], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->wait_ns[q], wait_ns, memory_order_relaxed);
+}
+
+/* The queue-wait histograms (predictd_queue_wait_seconds{queue}). */
+static void put_queue_wait(rt_buf *o, srv_metrics *m)
+{
+    rt_buf_puts(o, "# HELP predictd_queue_wait_seconds Time an inference request waited in a "
+                   "queue: for a worker (queue=\"workers\", max_queue_depth) or for its batch "
+                   "(queue=\"batch\", enable_batching).\n"
+                   "# TYPE predictd_queue_wait_seconds histogram\n");
+    for (int q = 0; q < 2; q++) {
+        uint64_t cum = 0;
+        for (size_t b = 0; b <= N_BUCKETS; b++) {
+            cum += atomic_load_explicit(&m->wait_buckets[q][b], memory_order_relaxed);
+            if (b < N_BUCKETS)
+                rt_buf_printf(o, "predictd_queue_wait_seconds_bucket{queue=\"%s\",le=\"%g\"} %llu\n",
+                              WAIT_QUEUES[q], BUCKETS[b], (unsigned long long)cum);
+            else
+                rt_buf_printf(o, "predictd_queue_wait_seconds_bucket{queue=\"%s\",le=\"+Inf\"} %llu\n",
+                              WAIT_QUEUES[q], (unsigned long long)cum);
+        }
+        rt_buf_printf(o, "predictd_queue_wait_seconds_sum{queue=\"%s\"} %.9g\n"
+                         "predictd_queue_wait_seconds_count{queue=\"%s\"} %llu\n",
+                      WAIT_QUEUES[q],
+                      (double)atomic_load_explicit(&m->wait_ns[q], memory_order_relaxed) / 1e9,
+                      WAIT_QUEUES[q],
+                      (unsigned long long)atomic_load_explicit(&m->wait_count[q],
+                                                               memory_order_relaxed));
+    }
 }
 
 /* Counts one `why` in rs[0..*n) (at most cap reasons; m->mu held). */
@@ -694,6 +751,7 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
                       (unsigned long long)m->dropped);
         put_batch(o, m);
         pthread_mutex_unlock(&m->mu);
+        put_queue_wait(o, m);
     }
     if (mgr && srv_manager_metrics(mgr, o) != RT_OK)
         return RT_ERR_NOMEM;

@@ -1,30 +1,25 @@
 /*
  * srv_trace.c — the tracer (srv_trace.h): W3C traceparent parsing and
  * making, parent-based ratio sampling, a bounded span queue and the thread
- * that POSTs batches of it as OTLP/HTTP JSON (the JSON mapping of
+ * that POSTs batches of it as OTLP/HTTP JSON (srv_trace_post.c) (the JSON mapping of
  * opentelemetry/proto/trace/v1/trace.proto: lowerCamelCase field names,
  * ids as hex, 64-bit integers as decimal strings, enums as numbers).
  * Requests only take the queue's lock to copy their spans in; the socket
  * work is the thread's, with a timeout on every step, so a receiver that
  * is down or slow costs requests nothing but dropped (counted) spans.
  */
-#include "srv_trace.h"
+#include "srv_trace_internal.h"
 
-#include <errno.h>
 #include <math.h>
-#include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#define IO_TIMEOUT_MS 2000 /* connect, send, and the answer's status line, each */
 
 typedef struct span {
     uint8_t trace_id[16], span_id[8], parent_id[8];
@@ -36,11 +31,13 @@ typedef struct span {
     char method[8], path[128], model[SRV_NAME_MAX + 1];
     int64_t version;
     long instances;
+    int64_t queue_wait_ns;
     unsigned status;
+    srv_trace_int attr[SRV_TRACE_PHASE_ATTRS]; /* a child's */
 } span;
 
 struct srv_tracer {
-    char host[256], port[8], path[512];
+    srv_otlp_target to; /* the collector */
     uint64_t threshold; /* sampled when the trace id's low 8 bytes < it */
     bool all;           /* rate 1 */
     int64_t mono_to_unix; /* unix ns - CLOCK_MONOTONIC ns */
@@ -210,6 +207,7 @@ void srv_trace_end(srv_tracer *t, const srv_trace_ctx *ctx, const srv_trace_attr
     copy_str(s->model, sizeof s->model, a ? a->model : NULL);
     s->version = a ? a->version : -1;
     s->instances = a ? a->instances : -1;
+    s->queue_wait_ns = a ? a->queue_wait_ns : -1;
     s->status = ctx->status;
     for (size_t i = 0; i < n_ph; i++) {
         if (ph[i].end_ns <= ph[i].start_ns)
@@ -225,6 +223,8 @@ void srv_trace_end(srv_tracer *t, const srv_trace_ctx *ctx, const srv_trace_attr
         c->end = ph[i].end_ns + t->mono_to_unix;
         c->version = -1;
         c->instances = -1;
+        c->queue_wait_ns = -1;
+        memcpy(c->attr, ph[i].attr, sizeof c->attr);
     }
     bool full = t->n >= SRV_TRACE_BATCH;
     pthread_mutex_unlock(&t->mu);
@@ -282,7 +282,12 @@ static int span_json(rt_buf *b, const span *s, bool first)
             r |= attr_int(b, &f, "predictd.version", (long long)s->version);
         if (s->instances >= 0)
             r |= attr_int(b, &f, "predictd.instances", (long long)s->instances);
+        if (s->queue_wait_ns >= 0)
+            r |= attr_int(b, &f, "predictd.queue_wait_ns", (long long)s->queue_wait_ns);
     }
+    for (int i = 0; i < SRV_TRACE_PHASE_ATTRS; i++)
+        if (s->attr[i].key)
+            r |= attr_int(b, &f, s->attr[i].key, s->attr[i].value);
     r |= rt_buf_puts(b, "]");
     /* STATUS_CODE_ERROR = 2 for a server span's 5xx (HTTP conventions) */
     if (s->server && s->status >= 500)
@@ -302,75 +307,6 @@ static int batch_json(rt_buf *b, const span *spans, size_t n)
 }
 
 /* ------------------------------------------------------------ export */
-
-static int wait_fd(int fd, short ev)
-{
-    struct pollfd p = {.fd = fd, .events = ev};
-    int r;
-    do
-        r = poll(&p, 1, IO_TIMEOUT_MS);
-    while (r < 0 && errno == EINTR);
-    return r == 1 ? 0 : -1;
-}
-
-/* POSTs body; true on a 2xx answer. */
-static bool post(const srv_tracer *t, const rt_buf *body)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    if (getaddrinfo(t->host, t->port, &hints, &ai) != 0 || !ai)
-        return false;
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    bool ok = false;
-    if (fd < 0)
-        goto out;
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        int e = 0;
-        socklen_t el = sizeof e;
-        if (errno != EINPROGRESS || wait_fd(fd, POLLOUT) ||
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) || e)
-            goto out;
-    }
-    char head[1024];
-    int hn = snprintf(head, sizeof head,
-                      "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %zu\r\nConnection: close\r\nUser-Agent: predictd\r\n\r\n",
-                      t->path, t->host, t->port, body->len);
-    const char *parts[2] = {head, body->data};
-    size_t lens[2] = {(size_t)hn, body->len};
-    for (int k = 0; k < 2; k++) {
-        size_t off = 0;
-        while (off < lens[k]) {
-            ssize_t w = send(fd, parts[k] + off, lens[k] - off, MSG_NOSIGNAL);
-            if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-                if (wait_fd(fd, POLLOUT))
-                    goto out;
-                continue;
-            }
-            if (w <= 0)
-                goto out;
-            off += (size_t)w;
-        }
-    }
-    char ans[64];
-    size_t got = 0;
-    while (got < 12) {
-        if (wait_fd(fd, POLLIN))
-            goto out;
-        ssize_t r = recv(fd, ans + got, sizeof ans - 1 - got, 0);
-        if (r < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (r <= 0)
-            goto out;
-        got += (size_t)r;
-    }
-    ans[got] = '\0';
-    ok = !strncmp(ans, "HTTP/1.", 7) && ans[9] == '2';
-out:
-    if (fd >= 0)
-        close(fd);
-    freeaddrinfo(ai);
-    return ok;
-}
 
 static void *exporter(void *arg)
 {
@@ -403,7 +339,7 @@ static void *exporter(void *arg)
         bool stopping = t->stop;
         pthread_mutex_unlock(&t->mu);
         rt_buf_reset(&body);
-        bool ok = batch_json(&body, batch, n) == 0 && !rt_buf_failed(&body) && post(t, &body);
+        bool ok = batch_json(&body, batch, n) == 0 && !rt_buf_failed(&body) && srv_otlp_post(&t->to, &body);
         atomic_fetch_add(ok ? &t->exported : &t->dropped_export, n);
         atomic_fetch_add(ok ? &t->batches : &t->failed_batches, 1);
         pthread_mutex_lock(&t->mu);
@@ -418,36 +354,21 @@ static void *exporter(void *arg)
     return NULL;
 }
 
-rt_status srv_tracer_new(const char *endpoint, double rate, srv_tracer **out, rt_err *err)
+rt_status srv_tracer_new(const char *endpoint, const char *ca_file, double rate,
+                         srv_tracer **out, rt_err *err)
 {
     *out = NULL;
-    if (strncmp(endpoint, "http://", 7) != 0)
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "tracing.otlp_endpoint %.200s: must be http://HOST[:PORT]/PATH "
-                          "(https is not supported yet)",
-                          endpoint);
     srv_tracer *t = calloc(1, sizeof *t);
     if (!t || !(t->q = malloc(SRV_TRACE_QUEUE * sizeof *t->q))) {
-        if (t)
-            free(t);
+        free(t);
         return rt_err_set(err, RT_ERR_NOMEM, "tracing: out of memory");
     }
-    const char *hp = endpoint + 7, *slash = strchr(hp, '/');
-    size_t hl = slash ? (size_t)(slash - hp) : strlen(hp);
-    const char *colon = memchr(hp, ':', hl);
-    size_t nl = colon ? (size_t)(colon - hp) : hl;
-    if (nl == 0 || nl >= sizeof t->host || (colon && (hl - nl - 1 == 0 || hl - nl - 1 >= sizeof t->port)) ||
-        (slash && strlen(slash) >= sizeof t->path)) {
+    rt_status st = srv_otlp_target_init(&t->to, endpoint, ca_file, err);
+    if (st != RT_OK) {
         free(t->q);
         free(t);
-        return rt_err_set(err, RT_ERR_INVALID, "tracing.otlp_endpoint %.200s: not a URL", endpoint);
+        return st;
     }
-    memcpy(t->host, hp, nl);
-    if (colon)
-        memcpy(t->port, colon + 1, hl - nl - 1);
-    else
-        strcpy(t->port, "80");
-    strcpy(t->path, slash ? slash : "/");
     t->all = rate >= 1;
     /* rate 1 is every trace id (t->all); below it rate x 2^64 < 2^64 fits */
     t->threshold = rate <= 0 ? 0 : rate >= 1 ? UINT64_MAX : (uint64_t)ldexp(rate, 64);
@@ -457,6 +378,7 @@ rt_status srv_tracer_new(const char *endpoint, double rate, srv_tracer **out, rt
     if (pthread_create(&t->thread, NULL, exporter, t) != 0) {
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);
+        srv_otlp_target_free(&t->to);
         free(t->q);
         free(t);
         return rt_err_set(err, RT_ERR_NOMEM, "tracing: cannot start the exporter thread");
@@ -476,6 +398,7 @@ void srv_tracer_free(srv_tracer *t)
     pthread_join(t->thread, NULL);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
+    srv_otlp_target_free(&t->to);
     free(t->q);
     free(t);
 }

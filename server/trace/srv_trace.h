@@ -18,7 +18,8 @@
 #define SRV_TRACE_BATCH 512      /* spans per POST */
 #define SRV_TRACE_FLUSH_MS 5000  /* a batch goes out at least this often */
 #define SRV_TRACE_STATE_MAX 256  /* tracestate bytes carried (W3C: 512 may be cut) */
-#define SRV_TRACE_PHASES 4
+#define SRV_TRACE_PHASES 8       /* child spans of one request at most */
+#define SRV_TRACE_PHASE_ATTRS 2  /* integer attributes of a child span */
 
 typedef struct srv_tracer srv_tracer;
 
@@ -35,24 +36,34 @@ typedef struct srv_trace_ctx {
     unsigned status;           /* the answer's HTTP status (srv_http_send) */
 } srv_trace_ctx;
 
+/* An integer attribute of a child span: key (a string that outlives the
+ * tracer, e.g. a literal) = value. */
+typedef struct srv_trace_int {
+    const char *key; /* NULL: none */
+    long long value;
+} srv_trace_int;
+
 /* One child span: [start, end) in CLOCK_MONOTONIC ns (rt_time_now_ns). */
 typedef struct srv_trace_phase {
     const char *name;
     int64_t start_ns, end_ns;
+    srv_trace_int attr[SRV_TRACE_PHASE_ATTRS];
 } srv_trace_phase;
 
 /* What the server span says besides its context. */
 typedef struct srv_trace_attrs {
-    const char *model;  /* NULL or "": none */
-    int64_t version;    /* -1: none answered */
-    long instances;     /* -1: unknown */
+    const char *model;     /* NULL or "": none */
+    int64_t version;       /* -1: none answered */
+    long instances;        /* -1: unknown */
+    int64_t queue_wait_ns; /* -1: it waited in no queue (workers' or batcher's) */
 } srv_trace_attrs;
 
-/* Starts the exporter thread for endpoint ("http://HOST:PORT/PATH"; https
- * is refused: not supported yet) with parent-based sampling at rate
- * [0, 1]. OUT: *out, free with srv_tracer_free. */
-SRV_WUR rt_status srv_tracer_new(const char *endpoint, double rate, srv_tracer **out,
-                                 rt_err *err);
+/* Starts the exporter thread for endpoint ("http://HOST:PORT/PATH" or
+ * "https://..."; over https the collector's certificate is checked against
+ * ca_file (PEM) when not NULL, else the system CA store) with parent-based
+ * sampling at rate [0, 1]. OUT: *out, free with srv_tracer_free. */
+SRV_WUR rt_status srv_tracer_new(const char *endpoint, const char *ca_file, double rate,
+                                 srv_tracer **out, rt_err *err);
 /* Exports what is queued (one last try), stops the thread. NULL is fine. */
 void srv_tracer_free(srv_tracer *t);
 /* A request's context from its traceparent and tracestate headers (either

@@ -29,10 +29,23 @@
     }
     return e;
   }
+  /* Replaces the content of #id with node. A focused region in it (a table
+   * that scrolls sideways) is focused again in the new content, at the same
+   * scroll position: a refresh must not throw a keyboard user's focus away. */
   function replace(id, node) {
-    var box = document.getElementById(id);
+    var box = document.getElementById(id), a = document.activeElement;
+    var label = a && a !== box && box.contains(a) ? a.getAttribute("aria-label") : null;
+    var left = label ? a.scrollLeft : 0;
     while (box.firstChild) box.removeChild(box.firstChild);
     add(box, node);
+    if (!label) return;
+    var same = Array.prototype.filter.call(box.querySelectorAll("[aria-label]"), function (e) {
+      return e.getAttribute("aria-label") === label;
+    })[0];
+    if (same) {
+      same.focus({ preventScroll: true });
+      same.scrollLeft = left;
+    }
   }
   function getJSON(path) {
     return fetch(path, { credentials: "same-origin", cache: "no-store" }).then(function (r) {
@@ -85,7 +98,7 @@
     });
     table.appendChild(tb);
     var cfg = list.config || {};
-    return [el("div", { "class": "wrap" }, table),
+    return [el("div", { "class": "wrap", tabindex: "0", role: "region", "aria-label": "Models (scrolls sideways)" }, table),
             el("p", { "class": "muted" }, "Config generation " + cfg.generation + ", last reload: " +
                cfg.last_reload + (cfg.last_error ? " (" + cfg.last_error + ")" : ""))];
   }
@@ -144,7 +157,7 @@
     var snaps = (tr && tr.snapshots) || [];
     if (snaps.length < 2) return el("p", { "class": "muted" }, "Waiting for two snapshots…");
     var now = snaps[snaps.length - 1].t_ms;
-    var keys = {}, rps = {}, p50 = {}, p90 = {}, p99 = {}, errs = {}, bsize = [], bqueue = [], qdepth = [];
+    var keys = {}, rps = {}, p50 = {}, p90 = {}, p99 = {}, errs = {}, bsize = [], bqueue = [], qdepth = [], wworkers = [], wbatch = [];
     function key_of(x) { return (x.model || "(unknown model)") + (x.version >= 0 ? " v" + x.version : ""); }
     function push(map, k, p) { (map[k] = map[k] || []).push(p); }
     for (var i = 1; i < snaps.length; i++) {
@@ -185,6 +198,13 @@
         bqueue.push([t, bb.queue]);
       }
       qdepth.push([t, b.metrics.queue_depth]);
+      var aw = a.metrics.queue_wait, bw = b.metrics.queue_wait;
+      if (aw && bw) { /* the mean wait of the requests that left a queue in the interval */
+        [["workers", wworkers], ["batch", wbatch]].forEach(function (q) {
+          var n = bw[q[0]].count - aw[q[0]].count;
+          if (n > 0) q[1].push([t, 1000 * (bw[q[0]].sum - aw[q[0]].sum) / n]);
+        });
+      }
     }
     function list(map) { return Object.keys(map).sort().map(function (k) { return { name: k, points: map[k] }; }); }
     var charts = el("div", { "class": "charts" },
@@ -195,7 +215,9 @@
       line_chart("Errors by status (inference)", "per s", list(errs), "chart-errors"),
       line_chart("Mean batch size (merged batches)", "instances", [{ name: "batch size", points: bsize }], "chart-batch"),
       line_chart("Queue depth (workers' queue, batch queue)", "requests",
-                 [{ name: "inference queue", points: qdepth }, { name: "batch queue", points: bqueue }], "chart-queue"));
+                 [{ name: "inference queue", points: qdepth }, { name: "batch queue", points: bqueue }], "chart-queue"),
+      line_chart("Mean queue wait (for a worker, for a batch)", "ms",
+                 [{ name: "workers' queue", points: wworkers }, { name: "batch queue", points: wbatch }], "chart-wait"));
     var note = el("p", { "class": "muted" }, "Latency quantiles are bucket upper bounds of predictd_version_request_duration_seconds; " +
                   snaps.length + " snapshots over " + Math.round((now - snaps[0].t_ms) / 1000) + " s.");
     return [charts, note];
@@ -213,7 +235,7 @@
     var ymax = 0;
     rows.forEach(function (r) { ymax = Math.max(ymax, (r.training_count || 0) / ntr, r.count / nsv); });
     if (!(ymax > 0)) ymax = 1;
-    var title = f.name + ": training (light) and serving (dark) shares";
+    var title = f.name + ": training (blue, wide bars) and serving (orange, narrow bars) shares";
     var svg = sv("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": title, id: id });
     svg.appendChild(sv("title", {}, title));
     rows.forEach(function (r, i) {
@@ -257,7 +279,7 @@
       });
       table.appendChild(tb);
       return [el("h3", {}, m.model + " v" + m.version + (m.anomalous ? " — anomalies" : "")),
-              el("div", { "class": "wrap" }, table), figs];
+              el("div", { "class": "wrap", tabindex: "0", role: "region", "aria-label": "Monitored features of " + m.model + " v" + m.version + " (scrolls sideways)" }, table), figs];
     });
   }
 
@@ -274,7 +296,7 @@
         el("td", {}, String(e.code)), el("td", { "class": "msg" }, msg)));
     });
     return [el("p", { "class": "muted" }, tr.errors_total + " refused since the start; the last " + errs.length + " below."),
-            el("div", { "class": "wrap" }, el("table", { id: "errors-table" },
+            el("div", { "class": "wrap", tabindex: "0", role: "region", "aria-label": "Recent errors (scrolls sideways)" }, el("table", { id: "errors-table" },
               el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Time"), el("th", { scope: "col" }, "Status"),
                  el("th", { scope: "col" }, "Message"))), tb))];
   }

@@ -29,6 +29,7 @@ typedef enum {
     RT_V2_OUT_LOGITS,        /* FP32 [n, logits_dim] */
     RT_V2_OUT_PROBABILITIES, /* FP32 [n, classes] */
     RT_V2_OUT_PREDICTIONS,   /* FP32 [n, label_dimension] (regressors) */
+    RT_V2_OUT_LABEL_INT64,   /* INT64 [n]: an ONNX classifier's int64 label */
 } rt_v2_out_kind;
 
 #define RT_V2_MAX_OUTPUTS 16
@@ -46,6 +47,8 @@ typedef struct rt_v2_output {
     const char *datatype; /* "FP32", "INT64", "INT32", "BYTES" */
     size_t width;         /* values per instance */
     size_t off;           /* PREDICTIONS: the first of them (an ONNX graph's output) */
+    bool flat;            /* shape [n] (an ONNX graph's rank-1 output), else [n, width] */
+    const char *const *labels; /* LABEL_INT64: each class's label, as digits */
 } rt_v2_output;
 
 /* The v2 datatype of a ModelDef dtype ("FP32", "BYTES", "INT64", "INT32"). */

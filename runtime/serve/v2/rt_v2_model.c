@@ -62,7 +62,7 @@ static rt_v2_out_kind kind_of(const rt_graph *g, const char *name)
 
 static rt_v2_output make_output(const rt_graph *g, const char *name, rt_v2_out_kind k)
 {
-    rt_v2_output o = {name, k, "FP32", 1, 0};
+    rt_v2_output o = {name, k, "FP32", 1, 0, false, NULL};
     switch (k) {
     case RT_V2_OUT_ALL_CLASS_IDS: o.datatype = "INT32"; o.width = g->n_classes; break;
     case RT_V2_OUT_ALL_CLASSES: o.datatype = "BYTES"; o.width = g->n_classes; break;
@@ -78,8 +78,10 @@ static rt_v2_output make_output(const rt_graph *g, const char *name, rt_v2_out_k
 
 /* An ONNX graph's outputs under their own names, after TF's n (a name TF's
  * outputs use stays theirs): a regressor's as its slice of the predictions,
- * a classifier's scores as the probabilities, its label as the class name
- * (BYTES); a ZipMap has no v2 tensor type and is left out. */
+ * a classifier's scores as the probabilities, its label as the graph's
+ * label (INT64 for int64 labels, else the class name as BYTES), each in the
+ * shape the graph declares ([n] for a rank-1 value); a ZipMap has no v2
+ * tensor type and is left out. */
 static size_t onnx_outputs(const rt_graph *g, rt_v2_output *outs, size_t n)
 {
     rt_onnx_output oo;
@@ -94,12 +96,22 @@ static size_t onnx_outputs(const rt_graph *g, rt_v2_output *outs, size_t n)
         if (oo.kind == RT_ONNX_OUT_FLOATS) {
             outs[n] = make_output(g, oo.name, RT_V2_OUT_PREDICTIONS);
             outs[n].width = oo.width;
-            outs[n++].off = oo.off;
+            outs[n].off = oo.off;
         } else if (oo.kind == RT_ONNX_OUT_SCORES) {
-            outs[n++] = make_output(g, oo.name, RT_V2_OUT_PROBABILITIES);
+            outs[n] = make_output(g, oo.name, RT_V2_OUT_PROBABILITIES);
+        } else if (oo.kind == RT_ONNX_OUT_LABEL && oo.labels_int &&
+                   oo.n_names >= g->n_classes) {
+            outs[n] = make_output(g, oo.name, RT_V2_OUT_CLASSES);
+            outs[n].kind = RT_V2_OUT_LABEL_INT64;
+            outs[n].datatype = "INT64";
+            outs[n].labels = oo.names;
         } else if (oo.kind == RT_ONNX_OUT_LABEL) {
-            outs[n++] = make_output(g, oo.name, RT_V2_OUT_CLASSES);
+            outs[n] = make_output(g, oo.name, RT_V2_OUT_CLASSES);
+        } else {
+            continue;
         }
+        outs[n].flat = oo.rank == 1 && outs[n].width == 1;
+        n++;
     }
     return n;
 }
@@ -189,7 +201,7 @@ rt_status rt_v2_metadata(const rt_model *m, const char *name, const int64_t *ver
     for (size_t k = 0; k < n; k++) {
         if (k)
             rc |= rt_buf_puts(out, ", ");
-        rc |= put_tensor(out, outs[k].name, outs[k].datatype, outs[k].width, true);
+        rc |= put_tensor(out, outs[k].name, outs[k].datatype, outs[k].width, !outs[k].flat);
     }
     rc |= rt_buf_puts(out, "]}");
     return rc ? RT_ERR_NOMEM : RT_OK;

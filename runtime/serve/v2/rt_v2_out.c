@@ -40,10 +40,17 @@ static bool is_float(rt_v2_out_kind k)
            k == RT_V2_OUT_PREDICTIONS;
 }
 
-/* The integer of an integer output at instance i, position j. */
-static int64_t int_at(const rt_outputs *o, rt_v2_out_kind k, size_t i, size_t j)
+/* The integer of an integer output t at instance i, position j. */
+static int64_t int_at(const rt_outputs *o, const rt_v2_output *t, size_t i, size_t j)
 {
-    return k == RT_V2_OUT_ALL_CLASS_IDS ? (int64_t)j : o->class_ids[i];
+    if (t->kind == RT_V2_OUT_LABEL_INT64) /* the graph's label: its digits */
+        return strtoll(t->labels[o->class_ids[i]], NULL, 10);
+    return t->kind == RT_V2_OUT_ALL_CLASS_IDS ? (int64_t)j : o->class_ids[i];
+}
+
+static bool is_int(rt_v2_out_kind k)
+{
+    return k == RT_V2_OUT_ALL_CLASS_IDS || k == RT_V2_OUT_CLASS_IDS || k == RT_V2_OUT_LABEL_INT64;
 }
 
 /* The string of a BYTES output at instance i, position j. */
@@ -94,7 +101,7 @@ static int put_classes(rt_buf *b, const rt_graph *g, const rt_outputs *o, const 
             if (taken[j])
                 continue;
             double v = is_float(t->kind) ? (double)float_at(g, o, t, i, j)
-                                         : (double)int_at(o, t->kind, i, j);
+                                         : (double)int_at(o, t, i, j);
             if (isnan(v))
                 v = -INFINITY;
             if (best == SIZE_MAX || v > bv) {
@@ -108,7 +115,7 @@ static int put_classes(rt_buf *b, const rt_graph *g, const rt_outputs *o, const 
             char f[RT_JSON_FLOAT_MAX];
             rc |= rt_buf_append(tmp, f, rt_buf_json_float_text(float_at(g, o, t, i, best), f));
         } else {
-            rc |= rt_buf_put_int(tmp, int_at(o, t->kind, i, best));
+            rc |= rt_buf_put_int(tmp, int_at(o, t, i, best));
         }
         rc |= rt_buf_append(tmp, ":", 1) | rt_buf_put_int(tmp, (int64_t)best);
         if (has_label(g, t->kind)) {
@@ -165,14 +172,14 @@ static int put_elements(rt_buf *b, const rt_graph *g, const rt_outputs *o, const
         b->len = (size_t)(w - b->data);
         return 0;
     }
-    bool ints = t->kind == RT_V2_OUT_ALL_CLASS_IDS || t->kind == RT_V2_OUT_CLASS_IDS;
-    size_t bytes = t->kind == RT_V2_OUT_CLASS_IDS ? 8 : 4;
+    bool ints = is_int(t->kind);
+    size_t bytes = t->kind == RT_V2_OUT_ALL_CLASS_IDS ? 4 : 8;
     for (size_t i = 0; i < n && !rc; i++)
         for (size_t j = 0; j < width; j++) {
             if (!bin && (i || j))
                 rc |= rt_buf_append(b, ", ", 2);
             if (ints) {
-                int64_t v = int_at(o, t->kind, i, j);
+                int64_t v = int_at(o, t, i, j);
                 rc |= bin ? put_le(b, (uint64_t)v, bytes) : rt_buf_put_int(b, v);
             } else {
                 const char *s = str_at(g, o, t->kind, i, j);
@@ -255,7 +262,9 @@ static int build_pieces(v2_pieces *pc, const rt_graph *g, const rt_v2_req *q,
         if (rc || !keep_piece(pc, &used, tmp, from, pc->head[k]))
             return 0;
         from = tmp->len;
-        rc = rt_buf_append(tmp, ", ", 2) | rt_buf_put_int(tmp, (int64_t)width);
+        rc = t->flat && !sel->classes
+                 ? 0
+                 : rt_buf_append(tmp, ", ", 2) | rt_buf_put_int(tmp, (int64_t)width);
         rc |= rt_buf_puts(tmp, sel->binary ? "], \"parameters\": {\"binary_data_size\": "
                                            : "], \"data\": [");
         if (rc || !keep_piece(pc, &used, tmp, from, pc->mid[k]))
@@ -333,7 +342,8 @@ rt_status rt_v2_render(const rt_graph *g, rt_v2_req *q, const rt_outputs *o, rt_
             rc |= rt_buf_json_string(out, t->name, strlen(t->name));
             rc |= rt_buf_puts(out, ", \"datatype\": \"") | rt_buf_puts(out, dt);
             rc |= rt_buf_puts(out, "\", \"shape\": [") | rt_buf_put_int(out, (int64_t)o->n);
-            rc |= rt_buf_append(out, ", ", 2) | rt_buf_put_int(out, (int64_t)width);
+            if (!t->flat || sel->classes)
+                rc |= rt_buf_append(out, ", ", 2) | rt_buf_put_int(out, (int64_t)width);
             rc |= rt_buf_puts(out, sel->binary ? "], \"parameters\": {\"binary_data_size\": "
                                                : "], \"data\": [");
         }
@@ -407,7 +417,7 @@ static size_t sel_bound(const rt_graph *g, const rt_v2_sel *sel, const rt_v2_out
         each = add_sat(FLOAT_TEXT_BOUND + 2 + 1 + 20 + 1, json_str_bound(names));
     else if (is_float(t->kind))
         each = sel->binary ? 4 : FLOAT_TEXT_BOUND;
-    else if (t->kind == RT_V2_OUT_ALL_CLASS_IDS || t->kind == RT_V2_OUT_CLASS_IDS)
+    else if (is_int(t->kind))
         each = sel->binary ? 8 : 20 + 2;
     else
         each = sel->binary ? add_sat(4, names) : add_sat(json_str_bound(names), 2);

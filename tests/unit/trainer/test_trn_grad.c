@@ -395,7 +395,8 @@ static void test_regression_label_dimension(void **state)
  * biases with L2, batch_norm's gamma and beta through the batch
  * statistics) against finite differences of the training loss (dropout's
  * masks kept), for a binary head, a 3-class head and regression heads with
- * the squared, huber, pinball and absolute losses. */
+ * the squared, huber, pinball, absolute and poisson losses (poisson's labels
+ * made counts >= 0: |y|). */
 static void test_custom_graph(void **state)
 {
     (void)state;
@@ -435,6 +436,7 @@ static void test_custom_graph(void **state)
         {"softplus", "sigmoid", "regression", ", \"loss\": \"huber\", \"delta\": 0.5", NULL, 1, 1},
         {"tanh", "relu", "regression", ", \"loss\": \"pinball\", \"tau\": 0.3", NULL, 1, 1},
         {"linear", "gelu", "regression", ", \"loss\": \"absolute\"", NULL, 1, 1},
+        {"tanh", "elu", "regression", ", \"loss\": \"poisson\"", NULL, 1, 1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char est[4096];
@@ -446,6 +448,9 @@ static void test_custom_graph(void **state)
         build(&fx, make_spec(cases[c].regression,
                              cases[c].regression ? REG_LABEL : c ? MULTI_LABEL : BIN_LABEL, est),
               71 + c);
+        if (strstr(cases[c].extra, "poisson"))
+            for (size_t i = 0; i < N; i++)
+                fx.labels[i] = fabsf(fx.labels[i]);
         assert_true(fx.m->n_nodes == 15 && fx.m->batch_norm);
         fx.train = 1;
         size_t k = check_gradients(&fx, 2e-3, 5e-4, 2e-2);

@@ -5,7 +5,8 @@
  * keep their weights and slots: no decay, no momentum); the learning-rate
  * schedules (exponential, cosine, polynomial decay) against known answers of
  * the same script and applied by global step in a model's update; and the
- * spec keys with TensorFlow's defaults and refusals. */
+ * spec keys with TensorFlow's defaults and refusals; gradient clipping by
+ * global norm (tf.clip_by_global_norm) against hand-computed answers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -411,6 +412,76 @@ static void test_spec_defaults_and_refusals(void **state)
     trn_config_free(&c);
 }
 
+/* tf.clip_by_global_norm: factor clip / max(norm, clip), over the tensors of
+ * one optimizer (dense ones whole, sparse ones their touched rows), the
+ * moving statistics and the other optimizer's tensors left alone. */
+static void test_clip_by_global_norm(void **state)
+{
+    (void)state;
+    assert_true(trn_optim_clip_scale(13.0, 6.5) == 0.5);
+    assert_true(trn_optim_clip_scale(2.0, 5.0) == 1.0);
+    assert_true(trn_optim_clip_scale(5.0, 5.0) == 1.0);
+    float lin_g[2] = {3, 4}, dense_g[3] = {1, 2, 2}, bn_g[1] = {7};
+    float sp_g[8] = {0, 0, 2, 0, 100, 100, 0, 4}; /* row 2 untouched: not counted */
+    uint32_t touched[2] = {1, 3};
+    tparam ps[4];
+    memset(ps, 0, sizeof ps);
+    ps[0] = (tparam){.name = "lin", .count = 2, .rows = 2, .cols = 1, .grad = lin_g};
+    ps[1] = (tparam){.name = "k", .count = 3, .rows = 3, .cols = 1, .grad = dense_g, .dnn = 1};
+    ps[2] = (tparam){.name = "mv", .kind = TP_BN_MOVING, .count = 1, .rows = 1, .cols = 1,
+                     .grad = bn_g, .dnn = 1};
+    ps[3] = (tparam){.name = "emb", .count = 8, .rows = 4, .cols = 2, .grad = sp_g, .dnn = 1,
+                     .sparse = 1, .touched = touched, .n_touched = 2};
+    /* a clip above the norm: nothing moves, bit for bit */
+    float before[8];
+    memcpy(before, sp_g, sizeof sp_g);
+    double norm = trn_optim_clip(ps, 4, 1, 100.0);
+    assert_true(fabs(norm - sqrt(29.0)) < 1e-12); /* 1 + 4 + 4 (dense) + 4 + 16 (touched) */
+    assert_memory_equal(before, sp_g, sizeof sp_g);
+    assert_true(dense_g[0] == 1 && dense_g[1] == 2 && dense_g[2] == 2);
+    /* clip 2: everything of the DNN optimizer times 2 / sqrt(29) */
+    norm = trn_optim_clip(ps, 4, 1, 2.0);
+    assert_true(fabs(norm - sqrt(29.0)) < 1e-12);
+    double f = 2.0 / sqrt(29.0);
+    const double want_dense[3] = {1 * f, 2 * f, 2 * f};
+    const double want_sp[8] = {0, 0, 2 * f, 0, 100, 100, 0, 4 * f};
+    for (size_t k = 0; k < 3; k++)
+        assert_true(fabs(dense_g[k] - want_dense[k]) < 1e-6);
+    for (size_t k = 0; k < 8; k++)
+        assert_true(fabs(sp_g[k] - want_sp[k]) < 1e-6);
+    double after = 0;
+    for (size_t k = 0; k < 3; k++)
+        after += (double)dense_g[k] * dense_g[k];
+    after += (double)sp_g[2] * sp_g[2] + (double)sp_g[7] * sp_g[7];
+    assert_true(fabs(sqrt(after) - 2.0) < 1e-6); /* the clipped global norm is clip_norm */
+    assert_true(bn_g[0] == 7 && lin_g[0] == 3 && lin_g[1] == 4);
+    /* the linear optimizer's: norm 5, clip 2.5 halves */
+    norm = trn_optim_clip(ps, 4, 0, 2.5);
+    assert_true(norm == 5.0 && lin_g[0] == 1.5f && lin_g[1] == 2.0f);
+}
+
+static void test_clip_norm_spec(void **state)
+{
+    (void)state;
+    trn_config c;
+    rt_err err;
+    assert_int_equal(parse_opt("\"Adam\"", &c, &err), RT_OK);
+    assert_true(c.linear_opt.clip_norm == 0); /* no clipping by default */
+    trn_config_free(&c);
+    assert_int_equal(parse_opt("{\"type\": \"Adam\", \"clip_norm\": 1.5}", &c, &err), RT_OK);
+    assert_true(c.linear_opt.clip_norm == 1.5);
+    trn_config_free(&c);
+    static const char *const bad[] = {"0", "-1", "1e999", "\"big\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char opt[128];
+        snprintf(opt, sizeof opt, "{\"type\": \"SGD\", \"clip_norm\": %s}", bad[i]);
+        assert_int_equal(parse_opt(opt, &c, &err), RT_ERR_INVALID);
+        if (!strstr(err.msg, "estimator.optimizer.clip_norm"))
+            fail_msg("%s: \"%s\" does not name the key", bad[i], err.msg);
+        trn_config_free(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +491,8 @@ int main(void)
         cmocka_unit_test(test_decay_known_answers),
         cmocka_unit_test(test_decay_applied_by_step),
         cmocka_unit_test(test_spec_defaults_and_refusals),
+        cmocka_unit_test(test_clip_by_global_norm),
+        cmocka_unit_test(test_clip_norm_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,9 @@
  * bytes show the batch invariance itself (test_dense checks the kernel
  * against an independent sum). A request whose
  * input fails the transform fails the merged run; each request run alone
- * then gets its own answer or its own message. */
+ * then gets its own answer or its own message. The stage clock a traced
+ * request's child spans come from (rt_ctx_time_stages) is read in order,
+ * and not at all when off. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -405,6 +407,66 @@ static void test_merge_refusals(void **state)
     rt_ctx_free(c);
 }
 
+/* The stage clock (rt_ctx_time_stages): on, a request's marks are read in
+ * order within the call; off, none is; a failed transform leaves the marks
+ * after parsing at 0; a merged run marks all but the render (each
+ * request's render is its caller's to time). */
+static void test_stage_clock(void **state)
+{
+    fixture *f = *state;
+    rt_json_params p = rt_json_default_params();
+    rt_ctx *c = rt_ctx_new(), *mc = rt_ctx_new();
+    assert_non_null(c);
+    assert_non_null(mc);
+    rt_buf body, out;
+    rt_buf_init(&body);
+    rt_buf_init(&out);
+    uint64_t rng = 99;
+    make_body(&body, MODEL_WIDE_DEEP, 5, 0, &rng);
+    rt_err err = {{0}};
+    rt_ctx_time_stages(c, true);
+    int64_t t0 = rt_time_now_ns();
+    assert_int_equal(rt_json_handle(f->m, RT_METHOD_PREDICT, body.data, body.len, &p, c, &out,
+                                    &err),
+                     RT_OK);
+    int64_t t1 = rt_time_now_ns();
+    rt_stage_marks mk = rt_ctx_stages(c);
+    assert_true(t0 <= mk.parsed && mk.parsed <= mk.transformed &&
+                mk.transformed <= mk.forwarded && mk.forwarded <= mk.rendered &&
+                mk.rendered <= t1);
+    rt_ctx_time_stages(c, false);
+    mk = rt_ctx_stages(c);
+    assert_true(mk.parsed == 0 && mk.rendered == 0); /* cleared */
+    rt_buf_reset(&out);
+    assert_int_equal(rt_json_handle(f->m, RT_METHOD_PREDICT, body.data, body.len, &p, c, &out,
+                                    &err),
+                     RT_OK);
+    mk = rt_ctx_stages(c);
+    assert_true(mk.parsed == 0 && mk.transformed == 0 && mk.forwarded == 0 && mk.rendered == 0);
+    /* a missing input fails in the transform */
+    rt_ctx_time_stages(c, true);
+    rt_buf_reset(&out);
+    const char *bad = "{\"instances\": [{\"age\": 3}]}";
+    assert_int_not_equal(rt_json_handle(f->m, RT_METHOD_PREDICT, bad, strlen(bad), &p, c, &out,
+                                        &err),
+                         RT_OK);
+    mk = rt_ctx_stages(c);
+    assert_true(mk.parsed > 0 && mk.transformed == 0 && mk.forwarded == 0 && mk.rendered == 0);
+    /* a merged run */
+    rt_parsed pr;
+    assert_int_equal(rt_merge_parse_only(f->m, body.data, body.len, &p, c, &pr, &err), RT_OK);
+    rt_ctx *reqs[1] = {c};
+    rt_ctx_time_stages(mc, true);
+    assert_int_equal(rt_merge_run(f->m, mc, reqs, &pr, 1, &err), RT_OK);
+    mk = rt_ctx_stages(mc);
+    assert_true(mk.parsed > 0 && mk.parsed <= mk.transformed && mk.transformed <= mk.forwarded &&
+                mk.rendered == 0);
+    rt_buf_free(&body);
+    rt_buf_free(&out);
+    rt_ctx_free(c);
+    rt_ctx_free(mc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +481,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_parse_errors_match, setup_wide_deep, teardown),
         cmocka_unit_test_setup_teardown(test_batch_append, setup_wide_deep, teardown),
         cmocka_unit_test_setup_teardown(test_merge_refusals, setup_wide_deep, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_clock, setup_wide_deep, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
