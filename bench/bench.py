@@ -47,13 +47,19 @@ the same machine, prints a table and writes bench/results.json:
     one monitoring skew and drift at sample rate 1, their wrk runs (single
     instance, keep-alive) alternating: the req/s ratio (monitored / plain),
     instructions per request of each (callgrind)
+ 20 gRPC: one census instance as TF Serving's gRPC Predict and as REST /v1
+    :predict on one daemon (--port), from the same Python client
+    (bench/bench_grpc.py, run by Debian's python3 with python3-grpcio), runs
+    alternating: calls/s and server CPU per call, and their ratio (goal:
+    gRPC CPU per call <= 1.2x REST's, issue 38)
 
 Server and load generator run pinned to different CPUs when there are two
 or more. Every figure is the median of RUNS runs (default 3). A figure that
 cannot be taken is reported with the reason; the harness never fails on one.
 Environment: BUILD (build dir), BENCH_RUNS, BENCH_SECONDS (wrk duration),
 BENCH_ONLY (comma-separated group numbers; the other groups of an existing
-bench/results.json are kept).
+bench/results.json are kept), BENCH_RESULTS (where the results are written
+and merged; default bench/results.json).
 Only Python's standard library; only 127.0.0.1.
 """
 import json
@@ -1066,6 +1072,58 @@ def g19():
     return out
 
 
+GRPC_CPU_GOAL = 1.2  # issue 38: gRPC Predict's server CPU per call <= 1.2x REST's
+
+
+@group(20, "gRPC Predict vs REST /v1 :predict: one census instance, calls/s and server CPU "
+           "per call (the same Python client)")
+def g20():
+    py = "/usr/bin/python3"  # Debian's, with python3-grpcio (the harness needs only stdlib)
+    if not os.path.exists(py) or subprocess.run([py, "-c", "import grpc"],
+                                                capture_output=True).returncode != 0:
+        raise RuntimeError("Debian's python3-grpcio is not installed (scripts/install-deps.sh)")
+    m = census_model()
+    gport = free_port()
+    inst = write_body("instance-1.json", tutorial_instance())
+    conns = 2
+    out = {"method": "one daemon (--port, --rest_api_num_threads=2), bench/bench_grpc.py: %d "
+                     "client threads calling in sequence for %ds, gRPC and REST runs "
+                     "alternating, %d each; server CPU from /proc around each run; ratio = "
+                     "gRPC CPU per call / REST's (goal <= %.1f)"
+                     % (conns, SECONDS, RUNS, GRPC_CPU_GOAL)}
+    d = Daemon(m["base"], flags=["--port=%d" % gport, "--rest_api_num_threads=2"])
+    try:
+        gen = tempfile.mkdtemp(dir=TMP, prefix="grpc-stubs-")
+        r = subprocess.run(pinned(LOAD_CPU, [py, os.path.join(ROOT, "bench", "bench_grpc.py"),
+                                             "--grpc", "127.0.0.1:%d" % gport,
+                                             "--rest", "127.0.0.1:%d" % d.port,
+                                             "--pid", str(d.p.pid), "--instance", inst,
+                                             "--gen", gen, "--seconds", str(SECONDS),
+                                             "--conns", str(conns), "--runs", str(RUNS)]),
+                           capture_output=True, text=True, timeout=120 + 4 * RUNS * SECONDS)
+        if r.returncode != 0:
+            raise RuntimeError("bench_grpc.py: %s" % r.stderr[-300:])
+        raw = json.loads(r.stdout)
+    finally:
+        d.close()
+    for k in ("grpc_predict", "rest_predict"):
+        rs = raw[k]
+        out[k] = {"rps": median([x["rps"] for x in rs]),
+                  "cpu_us_per_request": median([x["cpu_us_per_request"] for x in rs
+                                                if x["cpu_us_per_request"]]),
+                  "errors": sum(x["errors"] for x in rs)}
+        log("   %-14s %8.0f calls/s  %7.1f us server CPU per call  (%d errors)"
+            % (k, out[k]["rps"], out[k]["cpu_us_per_request"], out[k]["errors"]))
+    g, rr = out["grpc_predict"]["cpu_us_per_request"], out["rest_predict"]["cpu_us_per_request"]
+    out["cpu_ratio_grpc_to_rest"] = round(g / rr, 2) if g and rr else None
+    out["goal_met"] = bool(out["cpu_ratio_grpc_to_rest"] and
+                           out["cpu_ratio_grpc_to_rest"] <= GRPC_CPU_GOAL)
+    log("   gRPC / REST server CPU per call: %s (goal <= %.1f)"
+        % (out["cpu_ratio_grpc_to_rest"], GRPC_CPU_GOAL))
+    out["raw"] = raw
+    return out
+
+
 HELPER = os.path.join(BUILD, "tests", "test_srv_models")  # writes small exports
 MANY = max(1, int(os.environ.get("BENCH_MANY_MODELS", "10000")))
 
@@ -1731,7 +1789,7 @@ def main():
     R["command"] = "make bench"
     try:
         for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15, g16, g17, g18,
-                  g19):
+                  g19, g20):
             g()
     finally:
         for p in STARTED:
@@ -1742,7 +1800,7 @@ def main():
         for k in R:
             if k.isdigit():
                 R[k]["when"] = R["when"]
-        path = os.path.join(ROOT, "bench", "results.json")
+        path = os.environ.get("BENCH_RESULTS") or os.path.join(ROOT, "bench", "results.json")
         if ONLY and os.path.exists(path):
             # a partial run updates its groups in the last full results
             R["command"] = "BENCH_ONLY=%s make bench" % ",".join(sorted(ONLY))

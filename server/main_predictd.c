@@ -372,6 +372,8 @@ static int start_grpc(daemon_t *d)
         .tls_cert_file = d->tls ? d->cfg->tls_cert_file : NULL,
         .tls_key_file = d->tls ? d->cfg->tls_key_file : NULL,
         .tls_client_ca_file = d->tls ? d->cfg->tls_client_ca_file : NULL,
+        .admit = srv_http_admit(d->http),
+        .max_queue_wait_ms = d->cfg->max_queue_wait_ms,
     };
     if (srv_grpc_start(&gp, d->mgr, &d->draining, &d->grpc, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);

@@ -786,6 +786,14 @@ void srv_metrics_free(srv_metrics *m); /* NULL is fine */
  * version -1 when none answered. */
 void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_method method,
                          int http_code, double seconds);
+/* The door a request came in by: the metrics' protocol label ("rest",
+ * "grpc"). */
+typedef enum srv_proto { SRV_PROTO_REST = 0, SRV_PROTO_GRPC = 1 } srv_proto;
+/* srv_metrics_request for a request that came in by proto (srv_metrics_request
+ * counts it as REST's): http_code is the HTTP code REST answers for the same
+ * outcome (srv_grpc_http_of for a gRPC status). */
+void srv_metrics_request_via(srv_metrics *m, srv_proto proto, const char *model, int64_t version,
+                             rt_method method, int http_code, double seconds);
 /* Any HTTP answer (all routes), by status code. */
 void srv_metrics_http(srv_metrics *m, int http_code);
 /* What the metrics hold of one model version's inference requests, over
@@ -872,6 +880,9 @@ void srv_admit_done_weighted(srv_admit *a, uint64_t ticket, size_t weight, bool 
 void srv_admit_read(srv_admit *a, size_t *limit, size_t *in_flight);
 /* Each of the two alone. */
 size_t srv_admit_limit(srv_admit *a);
+/* The message of a refusal at the limit (REST's 429, gRPC's
+ * RESOURCE_EXHAUSTED), naming max_queue_wait_ms's value. */
+void srv_admit_busy_message(int max_queue_wait_ms, char *msg, size_t len);
 size_t srv_admit_in_flight(srv_admit *a);
 /* NULL is fine. */
 void srv_admit_free(srv_admit *a);
@@ -1025,6 +1036,10 @@ SRV_WUR rt_status srv_http_start(const srv_http_params *p, srv_manager *mgr,
                                  const _Atomic int *draining, srv_http **out, rt_err *err);
 /* The port actually bound. */
 int srv_http_port(const srv_http *h);
+/* The adaptive admission limit of h's inference requests (the gRPC front
+ * shares it), or NULL when there is none (max_queue_depth or
+ * max_queue_wait_ms 0). It lives as long as h. */
+srv_admit *srv_http_admit(srv_http *h);
 /* Sends GET /healthz over a socketpair handed to libmicrohttpd (so it needs
  * no free connection slot, and runs on the I/O threads and request handler
  * clients use) and waits up to timeout_ms for a 200: true when request
@@ -1051,6 +1066,10 @@ typedef struct srv_grpc_params {
     const char *tls_cert_file; /* non-NULL: TLS only, REST's PEM files (copied) */
     const char *tls_key_file;
     const char *tls_client_ca_file; /* non-NULL: mutual TLS */
+    srv_admit *admit;        /* REST's admission limit (srv_http_admit), shared:
+                                an inference call past it is RESOURCE_EXHAUSTED;
+                                NULL: none */
+    int max_queue_wait_ms;   /* its setting, named in that status's message */
 } srv_grpc_params;
 /* Starts serving; the manager must outlive the server. *draining (may be
  * NULL) is read by the readiness methods. */

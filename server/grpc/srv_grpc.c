@@ -12,7 +12,19 @@
  *
  * Limits: a request message over max_request_bytes is refused by the core
  * (RESOURCE_EXHAUSTED) before it is held whole; a call whose grpc-timeout
- * passed before its method ran gets DEADLINE_EXCEEDED without running.
+ * passed before its method ran (it waited in the core's queue for a free
+ * thread, or the client sent it late) gets DEADLINE_EXCEEDED without
+ * running, counted as REST's 504 of a request that waited past its
+ * deadline. A call cancelled before its message was read (its deadline
+ * passed while every thread was busy: the core reads calls on the threads
+ * that wait for them) is not run either. An
+ * inference call (a method that needs the infer scope: Predict, Classify,
+ * Regress, ModelInfer) takes a slot of REST's admission limit
+ * (max_queue_depth with max_queue_wait_ms, server/sched/srv_admit.c) for
+ * its run, one unit as a REST :predict; past the limit it is refused at once
+ * with RESOURCE_EXHAUSTED and REST's 429 message, never run. Each such
+ * refusal is counted as REST's are (predictd_rejected_requests_total
+ * {reason="overloaded"}, and under protocol="grpc" with code 429).
  *
  * Streams: a method marked `stream` (Health/Watch) sends its first answer
  * and stays open; one watcher thread runs it again on the same request every
@@ -111,6 +123,8 @@ struct srv_grpc {
     const _Atomic int *draining;
     srv_metrics *metrics;
     srv_auth *auth;
+    srv_admit *admit; /* may be NULL */
+    int max_queue_wait_ms;
     rt_json_params json;
     _Atomic uint64_t seed;
     /* TLS (NULL cert: plain) */
@@ -215,6 +229,37 @@ static int check_token(slot *s, unsigned scope, char *msg)
     }
     }
     return SRV_GRPC_UNAUTHENTICATED;
+}
+
+/* The metrics' method of an inference method (by its label). */
+static rt_method method_kind(const srv_grpc_method *m)
+{
+    return !strcmp(m->label, "Classify")     ? RT_METHOD_CLASSIFY
+           : !strcmp(m->label, "Regress")    ? RT_METHOD_REGRESS
+           : !strcmp(m->label, "ModelInfer") ? RT_METHOD_INFER
+                                             : RT_METHOD_PREDICT;
+}
+
+/* Runs the method on env with an admission slot when it is an inference
+ * method and there is a limit: RESOURCE_EXHAUSTED (REST's 429, counted the
+ * same way) when the limit is reached, without running it. */
+static int run_admitted(struct srv_grpc *g, const srv_grpc_method *m, srv_grpc_env *env,
+                        const rt_buf *in, rt_buf *out, char *msg)
+{
+    bool gated = g->admit && m->scope == SRV_SCOPE_INFER;
+    int64_t t0 = rt_time_now_ns();
+    uint64_t ticket = gated ? srv_admit_take(g->admit) : 0;
+    if (gated && !ticket) {
+        srv_admit_busy_message(g->max_queue_wait_ms, msg, SRV_GRPC_MSG);
+        srv_metrics_rejected(g->metrics, "overloaded");
+        srv_metrics_request_via(g->metrics, SRV_PROTO_GRPC, "", -1, method_kind(m), 429,
+                                (double)(rt_time_now_ns() - t0) / 1e9);
+        return SRV_GRPC_RESOURCE_EXHAUSTED;
+    }
+    int code = m->fn(env, (const uint8_t *)(in->data ? in->data : ""), in->len, out, msg);
+    if (ticket) /* no queue wait: the call runs on the thread that took it */
+        srv_admit_done(g->admit, ticket, true, 0);
+    return code;
 }
 
 static grpc_byte_buffer *buffer_of(const void *p, size_t n)
@@ -390,6 +435,20 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
     } else if (gpr_time_cmp(s->deadline, gpr_now(s->deadline.clock_type)) < 0) {
         code = SRV_GRPC_DEADLINE_EXCEEDED;
         snprintf(msg, sizeof msg, "deadline exceeded before the request ran");
+        if (g->methods[s->method].scope == SRV_SCOPE_INFER) /* as REST's queue 504 */
+            srv_metrics_request_via(g->metrics, SRV_PROTO_GRPC, "", -1,
+                                    method_kind(&g->methods[s->method]), 504, 0);
+    } else if (!s->payload && !g->methods[s->method].stream) {
+        /* a unary call without its message: the client cancelled it before
+         * the message was read (its deadline passed while no thread was
+         * free to read the call, or it left), or half-closed without one.
+         * Not run (gRPC's C++ server answers INTERNAL likewise); counted as
+         * REST's 499 of a client gone */
+        code = SRV_GRPC_INTERNAL;
+        snprintf(msg, sizeof msg, "no request message (the call was cancelled or sent none)");
+        if (g->methods[s->method].scope == SRV_SCOPE_INFER)
+            srv_metrics_request_via(g->metrics, SRV_PROTO_GRPC, "", -1,
+                                    method_kind(&g->methods[s->method]), 499, 0);
     } else if (read_payload(s->payload, in) != 0) {
         code = SRV_GRPC_RESOURCE_EXHAUSTED;
         snprintf(msg, sizeof msg, "out of memory");
@@ -402,7 +461,7 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
                             .ctx = ctx,
                             .draw = r,
                             .sample = mix(r)};
-        code = g->methods[s->method].fn(&env, (const uint8_t *)(in->data ? in->data : ""), in->len, out, msg);
+        code = run_admitted(g, &g->methods[s->method], &env, in, out, msg);
         if (code == SRV_GRPC_OK && rt_buf_failed(out)) {
             code = SRV_GRPC_RESOURCE_EXHAUSTED;
             snprintf(msg, sizeof msg, "out of memory");
@@ -640,6 +699,8 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     g->draining = draining;
     g->metrics = p->metrics;
     g->auth = p->auth;
+    g->admit = p->admit;
+    g->max_queue_wait_ms = p->max_queue_wait_ms;
     g->json = rt_json_default_params();
     g->json.max_answer_bytes = p->max_answer_bytes;
     g->methods = srv_grpc_methods(&g->n_methods);

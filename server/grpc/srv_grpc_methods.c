@@ -527,10 +527,11 @@ done:
     srv_version_release(pick.shadow);
     srv_version_release(v);
     if (e->metrics)
-        srv_metrics_request(e->metrics,
-                            srv_manager_has_model(e->mgr, rq->model_name) ? rq->model_name : "",
-                            vnum, RT_METHOD_INFER, (int)srv_grpc_http_of(code),
-                            (double)(rt_time_now_ns() - t0) / 1e9);
+        srv_metrics_request_via(e->metrics, SRV_PROTO_GRPC,
+                                srv_manager_has_model(e->mgr, rq->model_name) ? rq->model_name
+                                                                               : "",
+                                vnum, RT_METHOD_INFER, (int)srv_grpc_http_of(code),
+                                (double)(rt_time_now_ns() - t0) / 1e9);
     rt_buf_free(&body);
     rt_buf_free(&ans);
     inference__model_infer_request__free_unpacked(rq, NULL);

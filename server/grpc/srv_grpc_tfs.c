@@ -75,9 +75,9 @@ static void note(srv_grpc_env *e, const char *model, int64_t vnum, rt_method met
                  int64_t t0)
 {
     if (e->metrics)
-        srv_metrics_request(e->metrics, srv_manager_has_model(e->mgr, model) ? model : "", vnum,
-                            method, (int)srv_grpc_http_of(code),
-                            (double)(rt_time_now_ns() - t0) / 1e9);
+        srv_metrics_request_via(e->metrics, SRV_PROTO_GRPC,
+                                srv_manager_has_model(e->mgr, model) ? model : "", vnum, method,
+                                (int)srv_grpc_http_of(code), (double)(rt_time_now_ns() - t0) / 1e9);
 }
 
 /* The version s routes to (a reference, and the shadow's in pick). */

@@ -466,6 +466,11 @@ int srv_http_port(const srv_http *h)
     return h->port;
 }
 
+srv_admit *srv_http_admit(srv_http *h)
+{
+    return h ? h->admit : NULL;
+}
+
 void srv_http_stop(srv_http *h)
 {
     if (!h)

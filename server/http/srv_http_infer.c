@@ -312,10 +312,7 @@ enum MHD_Result srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *
 void srv_http_busy_message(const srv_http *h, bool by_limit, char *msg, size_t len)
 {
     if (by_limit)
-        snprintf(msg, len,
-                 "overloaded: the inference requests in flight are at the admission limit, "
-                 "which keeps their wait under max_queue_wait_ms=%d; retry later",
-                 h->cfg.max_queue_wait_ms);
+        srv_admit_busy_message(h->cfg.max_queue_wait_ms, msg, len);
     else
         snprintf(msg, len,
                  "overloaded: the inference queue is full (max_queue_depth=%zu) or its oldest "

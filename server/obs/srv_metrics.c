@@ -50,6 +50,7 @@ typedef struct series {
     char model[SRV_NAME_MAX + 1];
     int64_t version;
     rt_method method;
+    srv_proto proto;
     int code;
     uint64_t count;
 } series;
@@ -58,6 +59,7 @@ typedef struct hist {
     char model[SRV_NAME_MAX + 1];
     int64_t version;             /* -1: no version answered */
     rt_method method;
+    srv_proto proto;
     uint64_t buckets[N_BUCKETS]; /* non-cumulative */
     uint64_t count;
     double sum;
@@ -117,6 +119,12 @@ static const char *method_name(rt_method m)
     return "predict";
 }
 
+/* The protocol label's value. */
+static const char *proto_name(srv_proto p)
+{
+    return p == SRV_PROTO_GRPC ? "grpc" : "rest";
+}
+
 /* TF Serving's status strings for an HTTP code. */
 static const char *tf_status(int code)
 {
@@ -165,9 +173,9 @@ int srv_metrics_snapshot_json(srv_metrics *m, rt_buf *out)
         const hist *h = &m->hists[i];
         r |= rt_buf_puts(out, i ? ", {\"model\": " : "{\"model\": ");
         r |= rt_buf_json_string(out, h->model, strlen(h->model));
-        r |= rt_buf_printf(out, ", \"version\": %lld, \"method\": \"%s\", \"count\": %llu, "
-                                "\"sum\": %.9g, \"buckets\": [",
-                           (long long)h->version, method_name(h->method),
+        r |= rt_buf_printf(out, ", \"version\": %lld, \"method\": \"%s\", \"protocol\": \"%s\", "
+                                "\"count\": %llu, \"sum\": %.9g, \"buckets\": [",
+                           (long long)h->version, method_name(h->method), proto_name(h->proto),
                            (unsigned long long)h->count, h->sum);
         for (size_t b = 0; b < N_BUCKETS; b++)
             r |= rt_buf_printf(out, "%s%llu", b ? ", " : "", (unsigned long long)h->buckets[b]);
@@ -178,9 +186,10 @@ int srv_metrics_snapshot_json(srv_metrics *m, rt_buf *out)
         const series *x = &m->series[i];
         r |= rt_buf_puts(out, i ? ", {\"model\": " : "{\"model\": ");
         r |= rt_buf_json_string(out, x->model, strlen(x->model));
-        r |= rt_buf_printf(out, ", \"version\": %lld, \"method\": \"%s\", \"code\": %d, "
-                                "\"count\": %llu}",
-                           (long long)x->version, method_name(x->method), x->code,
+        r |= rt_buf_printf(out, ", \"version\": %lld, \"method\": \"%s\", \"protocol\": "
+                                "\"%s\", \"code\": %d, \"count\": %llu}",
+                           (long long)x->version, method_name(x->method), proto_name(x->proto),
+                           x->code,
                            (unsigned long long)x->count);
     }
     r |= rt_buf_puts(out, "], \"batch\": {\"buckets\": [");
@@ -213,14 +222,20 @@ static void copy_name(char *dst, const char *src)
 void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_method method,
                          int http_code, double seconds)
 {
+    srv_metrics_request_via(m, SRV_PROTO_REST, model, version, method, http_code, seconds);
+}
+
+void srv_metrics_request_via(srv_metrics *m, srv_proto proto, const char *model, int64_t version,
+                             rt_method method, int http_code, double seconds)
+{
     if (!m)
         return;
     pthread_mutex_lock(&m->mu);
     series *s = NULL;
     for (size_t i = 0; i < m->n_series && !s; i++) {
         series *x = &m->series[i];
-        if (x->version == version && x->method == method && x->code == http_code &&
-            !strcmp(x->model, model ? model : ""))
+        if (x->version == version && x->method == method && x->proto == proto &&
+            x->code == http_code && !strcmp(x->model, model ? model : ""))
             s = x;
     }
     if (!s && m->n_series < SRV_METRICS_MAX_SERIES &&
@@ -230,6 +245,7 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
         copy_name(s->model, model);
         s->version = version;
         s->method = method;
+        s->proto = proto;
         s->code = http_code;
     }
     if (s)
@@ -238,8 +254,8 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
         m->dropped++;
     hist *h = NULL;
     for (size_t i = 0; i < m->n_hists && !h; i++)
-        if (m->hists[i].method == method && m->hists[i].version == version &&
-            !strcmp(m->hists[i].model, model ? model : ""))
+        if (m->hists[i].method == method && m->hists[i].proto == proto &&
+            m->hists[i].version == version && !strcmp(m->hists[i].model, model ? model : ""))
             h = &m->hists[i];
     if (!h && m->n_hists < SRV_METRICS_MAX_HISTS &&
         rt_grow(&m->hists, &m->cap_hists, m->n_hists + 1, sizeof *h) == 0) {
@@ -247,6 +263,7 @@ void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_
         memset(h, 0, sizeof *h);
         copy_name(h->model, model);
         h->method = method;
+        h->proto = proto;
         h->version = version;
     }
     if (h) {
@@ -482,19 +499,20 @@ static void put_hist(rt_buf *o, const char *name, const char *labels, const hist
     rt_buf_printf(o, "%s_count{%s} %llu\n", name, labels, (unsigned long long)h->count);
 }
 
-/* The histogram of hists[i]'s model and method over every version, into
- * *all; false when an earlier entry has the same model and method (it was
+/* The histogram of hists[i]'s model, method and protocol over every
+ * version, into *all; false when an earlier entry has the same three (it was
  * summed there). Locked. */
 static bool model_hist(const srv_metrics *m, size_t i, hist *all)
 {
     const hist *h = &m->hists[i];
     for (size_t j = 0; j < i; j++)
-        if (m->hists[j].method == h->method && !strcmp(m->hists[j].model, h->model))
+        if (m->hists[j].method == h->method && m->hists[j].proto == h->proto &&
+            !strcmp(m->hists[j].model, h->model))
             return false;
     *all = *h;
     for (size_t j = i + 1; j < m->n_hists; j++) {
         const hist *x = &m->hists[j];
-        if (x->method != h->method || strcmp(x->model, h->model))
+        if (x->method != h->method || x->proto != h->proto || strcmp(x->model, h->model))
             continue;
         for (size_t b = 0; b < N_BUCKETS; b++)
             all->buckets[b] += x->buckets[b];
@@ -580,52 +598,61 @@ static void put_process(rt_buf *o)
                       (double)btime + (double)start / (double)tick);
 }
 
+/* TF Serving's request_count (by model and status, over versions, methods
+ * and protocols) and request_latency (by model, API and entrypoint). Model
+ * names are [A-Za-z0-9_.-]: no escaping. Locked. */
+static void put_tf_serving(const srv_metrics *m, rt_buf *o)
+{
+    rt_buf_puts(o, "# HELP :tensorflow:serving:request_count Number of requests.\n"
+                   "# TYPE :tensorflow:serving:request_count counter\n");
+    for (size_t i = 0; i < m->n_series; i++) {
+        /* Sum over versions and methods per (model, status). */
+        const series *s = &m->series[i];
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(!strcmp(m->series[j].model, s->model) &&
+                      !strcmp(tf_status(m->series[j].code), tf_status(s->code)));
+        if (!first)
+            continue;
+        uint64_t total = 0;
+        for (size_t j = i; j < m->n_series; j++)
+            if (!strcmp(m->series[j].model, s->model) &&
+                !strcmp(tf_status(m->series[j].code), tf_status(s->code)))
+                total += m->series[j].count;
+        rt_buf_printf(o,
+                      ":tensorflow:serving:request_count{model_name=\"%s\","
+                      "status=\"%s\"} %llu\n",
+                      s->model, tf_status(s->code), (unsigned long long)total);
+    }
+    rt_buf_puts(o, "# HELP :tensorflow:serving:request_latency Distribution of "
+                   "request latencies in microseconds.\n"
+                   "# TYPE :tensorflow:serving:request_latency histogram\n");
+    for (size_t i = 0; i < m->n_hists; i++) {
+        char labels[256];
+        hist all;
+        if (!model_hist(m, i, &all))
+            continue;
+        rt_method hm = m->hists[i].method;
+        const char *api = hm == RT_METHOD_PREDICT    ? "Predict"
+                          : hm == RT_METHOD_CLASSIFY ? "Classify"
+                          : hm == RT_METHOD_REGRESS  ? "Regress"
+                          : hm == RT_METHOD_EXPLAIN  ? "Explain"
+                                                     : "ModelInfer";
+        snprintf(labels, sizeof labels,
+                 "model_name=\"%s\",API=\"%s\",entrypoint=\"%s\"", m->hists[i].model, api,
+                 m->hists[i].proto == SRV_PROTO_GRPC ? "GRPC" : "REST");
+        put_hist(o, ":tensorflow:serving:request_latency", labels, &all, 1e6);
+    }
+}
+
 rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
 {
     if (m) {
         pthread_mutex_lock(&m->mu);
-        /* TF Serving's names first. Model names are [A-Za-z0-9_.-]: no escaping. */
-        rt_buf_puts(o, "# HELP :tensorflow:serving:request_count Number of requests.\n"
-                       "# TYPE :tensorflow:serving:request_count counter\n");
-        for (size_t i = 0; i < m->n_series; i++) {
-            /* Sum over versions and methods per (model, status). */
-            const series *s = &m->series[i];
-            bool first = true;
-            for (size_t j = 0; j < i && first; j++)
-                first = !(!strcmp(m->series[j].model, s->model) &&
-                          !strcmp(tf_status(m->series[j].code), tf_status(s->code)));
-            if (!first)
-                continue;
-            uint64_t total = 0;
-            for (size_t j = i; j < m->n_series; j++)
-                if (!strcmp(m->series[j].model, s->model) &&
-                    !strcmp(tf_status(m->series[j].code), tf_status(s->code)))
-                    total += m->series[j].count;
-            rt_buf_printf(o,
-                          ":tensorflow:serving:request_count{model_name=\"%s\","
-                          "status=\"%s\"} %llu\n",
-                          s->model, tf_status(s->code), (unsigned long long)total);
-        }
-        rt_buf_puts(o, "# HELP :tensorflow:serving:request_latency Distribution of "
-                       "request latencies in microseconds.\n"
-                       "# TYPE :tensorflow:serving:request_latency histogram\n");
-        for (size_t i = 0; i < m->n_hists; i++) {
-            char labels[256];
-            hist all;
-            if (!model_hist(m, i, &all))
-                continue;
-            rt_method hm = m->hists[i].method;
-            const char *api = hm == RT_METHOD_PREDICT    ? "Predict"
-                              : hm == RT_METHOD_CLASSIFY ? "Classify"
-                              : hm == RT_METHOD_REGRESS  ? "Regress"
-                              : hm == RT_METHOD_EXPLAIN  ? "Explain"
-                                                         : "ModelInfer";
-            snprintf(labels, sizeof labels,
-                     "model_name=\"%s\",API=\"%s\",entrypoint=\"REST\"", m->hists[i].model, api);
-            put_hist(o, ":tensorflow:serving:request_latency", labels, &all, 1e6);
-        }
+        put_tf_serving(m, o); /* TF Serving's names first */
         rt_buf_puts(o, "# HELP predictd_requests_total Inference requests by model, "
-                       "version, method and HTTP code.\n"
+                       "version, method, protocol and HTTP code (gRPC's status as the "
+                       "HTTP code REST answers for it).\n"
                        "# TYPE predictd_requests_total counter\n");
         for (size_t i = 0; i < m->n_series; i++) {
             const series *s = &m->series[i];
@@ -634,8 +661,8 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
                 snprintf(ver, sizeof ver, "%lld", (long long)s->version);
             rt_buf_printf(o,
                           "predictd_requests_total{model=\"%s\",version=\"%s\","
-                          "method=\"%s\",code=\"%d\"} %llu\n",
-                          s->model, ver, method_name(s->method), s->code,
+                          "method=\"%s\",protocol=\"%s\",code=\"%d\"} %llu\n",
+                          s->model, ver, method_name(s->method), proto_name(s->proto), s->code,
                           (unsigned long long)s->count);
         }
         rt_buf_puts(o, "# HELP predictd_request_duration_seconds Inference request "
@@ -645,8 +672,9 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
             hist all;
             if (!model_hist(m, i, &all))
                 continue;
-            snprintf(labels, sizeof labels, "model=\"%s\",method=\"%s\"", m->hists[i].model,
-                     method_name(m->hists[i].method));
+            snprintf(labels, sizeof labels, "model=\"%s\",method=\"%s\",protocol=\"%s\"",
+                     m->hists[i].model, method_name(m->hists[i].method),
+                     proto_name(m->hists[i].proto));
             put_hist(o, "predictd_request_duration_seconds", labels, &all, 1);
         }
         rt_buf_puts(o, "# HELP predictd_version_request_duration_seconds Inference "
@@ -656,9 +684,10 @@ rt_status srv_metrics_render(srv_metrics *m, srv_manager *mgr, rt_buf *o)
             char labels[300];
             if (m->hists[i].version < 0)
                 continue;
-            snprintf(labels, sizeof labels, "model=\"%s\",version=\"%lld\",method=\"%s\"",
+            snprintf(labels, sizeof labels,
+                     "model=\"%s\",version=\"%lld\",method=\"%s\",protocol=\"%s\"",
                      m->hists[i].model, (long long)m->hists[i].version,
-                     method_name(m->hists[i].method));
+                     method_name(m->hists[i].method), proto_name(m->hists[i].proto));
             put_hist(o, "predictd_version_request_duration_seconds", labels, &m->hists[i],
                      1);
         }

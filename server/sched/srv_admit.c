@@ -37,6 +37,7 @@
 #include "srv.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 struct srv_admit {
@@ -139,6 +140,14 @@ size_t srv_admit_in_flight(srv_admit *a)
     size_t limit, in_flight;
     srv_admit_read(a, &limit, &in_flight);
     return in_flight;
+}
+
+void srv_admit_busy_message(int max_queue_wait_ms, char *msg, size_t len)
+{
+    snprintf(msg, len,
+             "overloaded: the inference requests in flight are at the admission limit, "
+             "which keeps their wait under max_queue_wait_ms=%d; retry later",
+             max_queue_wait_ms);
 }
 
 void srv_admit_free(srv_admit *a)

@@ -165,10 +165,10 @@
       var dt = (b.t_ms - a.t_ms) / 1000, t = (b.t_ms - now) / 1000;
       if (dt <= 0) continue;
       var le = b.metrics.le, prev = {};
-      a.metrics.hists.forEach(function (h) { prev[key_of(h) + "|" + h.method] = h; });
+      a.metrics.hists.forEach(function (h) { prev[key_of(h) + "|" + h.method + "|" + h.protocol] = h; });
       var per = {};
       b.metrics.hists.forEach(function (h) {
-        var k = key_of(h), p = prev[k + "|" + h.method];
+        var k = key_of(h), p = prev[k + "|" + h.method + "|" + h.protocol];
         var d = per[k] = per[k] || { n: 0, buckets: le.map(function () { return 0; }) };
         d.n += h.count - (p ? p.count : 0);
         h.buckets.forEach(function (c, j) { d.buckets[j] += c - (p ? p.buckets[j] : 0); });
@@ -183,11 +183,11 @@
         }
       });
       var pe = {};
-      a.metrics.series.forEach(function (s) { pe[key_of(s) + "|" + s.method + "|" + s.code] = s.count; });
+      a.metrics.series.forEach(function (s) { pe[key_of(s) + "|" + s.method + "|" + s.protocol + "|" + s.code] = s.count; });
       var byCode = {};
       b.metrics.series.forEach(function (s) {
         if (s.code < 400) return;
-        var d = s.count - (pe[key_of(s) + "|" + s.method + "|" + s.code] || 0);
+        var d = s.count - (pe[key_of(s) + "|" + s.method + "|" + s.protocol + "|" + s.code] || 0);
         byCode[s.code] = (byCode[s.code] || 0) + d;
       });
       Object.keys(byCode).forEach(function (c) { push(errs, "HTTP " + c, [t, byCode[c] / dt]); });
