@@ -539,9 +539,13 @@ static void main_loop_run(daemon_t *d)
 
 static int run(daemon_t *d)
 {
-    if (install_signals(d) || open_security(d) || start_models(d) || start_http(d) ||
-        start_grpc(d))
+    if (install_signals(d) || open_security(d) || start_models(d))
         return 1;
+    if (srv_args_given(&d->args, "port")) /* gRPC starts after REST: it uses its admission */
+        srv_manager_set_starting(d->mgr, "the gRPC port");
+    if (start_http(d) || start_grpc(d))
+        return 1;
+    srv_manager_set_starting(d->mgr, NULL);
     main_loop_run(d);
     atomic_store(&d->draining, 1);
     sd_notify(0, "STOPPING=1\nSTATUS=stopping: finishing in-flight requests");

@@ -701,6 +701,11 @@ SRV_WUR rt_status srv_manager_list_json(srv_manager *m, rt_buf *out);
  * load balancer; a WARN line says it is not counted). Else false with the
  * reason in why (may be NULL). */
 bool srv_manager_ready(srv_manager *m, char *why, size_t why_len);
+/* Holds readiness back while the daemon is still starting a listener
+ * (what names it, a string that outlives the call: "the gRPC port"); NULL
+ * lets readiness follow the models again. So /readyz never answers 200
+ * before every port the config asks for is up. */
+void srv_manager_set_starting(srv_manager *m, const char *what);
 /* Records the outcome of a config reload (msg: the refusal, or NULL), shown
  * by srv_manager_list_json as "config": {"generation", "last_reload",
  * "last_error"} so that predictctl can wait for it. generation counts

@@ -863,11 +863,24 @@ void srv_manager_note_reload(srv_manager *m, bool ok, const char *msg)
     pthread_mutex_unlock(&m->mu);
 }
 
+void srv_manager_set_starting(srv_manager *m, const char *what)
+{
+    pthread_mutex_lock(&m->mu);
+    m->starting = what;
+    pthread_mutex_unlock(&m->mu);
+}
+
 bool srv_manager_ready(srv_manager *m, char *why, size_t why_len)
 {
     bool ready = true;
     size_t counted = 0;
     pthread_mutex_lock(&m->mu);
+    if (m->starting) {
+        if (why)
+            snprintf(why, why_len, "starting: %s is not up yet", m->starting);
+        pthread_mutex_unlock(&m->mu);
+        return false;
+    }
     for (size_t i = 0; i < m->n_models; i++) {
         mmodel *mm = m->models[i];
         srv_version *v = NULL;

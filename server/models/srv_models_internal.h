@@ -77,6 +77,7 @@ struct srv_manager {
     uint64_t reload_generation; /* reload attempts */
     int last_reload;            /* 0 none, 1 ok, -1 refused */
     char last_error[RT_ERR_MAX];
+    const char *starting;    /* a listener not up yet (srv_manager_set_starting), or NULL */
     char config_file[4096];     /* --model_config_file as given, "" without one */
 };
 

@@ -54,12 +54,20 @@ class Tap:
         sys.exit(1 if self.failed else 0)
 
 
+_PORTS_GIVEN = set()
+
+
 def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A loopback port nothing listens on, never one this test was given before
+    (two daemons of one test, or REST and gRPC of one daemon, never collide)."""
+    while True:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port not in _PORTS_GIVEN:
+            _PORTS_GIVEN.add(port)
+            return port
 
 
 def write_export(spec, base, version, seed):
