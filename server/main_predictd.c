@@ -374,6 +374,7 @@ static int start_grpc(daemon_t *d)
         .tls_client_ca_file = d->tls ? d->cfg->tls_client_ca_file : NULL,
         .admit = srv_http_admit(d->http),
         .max_queue_wait_ms = d->cfg->max_queue_wait_ms,
+        .tracer = srv_http_tracer(d->http),
     };
     if (srv_grpc_start(&gp, d->mgr, &d->draining, &d->grpc, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);

@@ -1045,6 +1045,9 @@ int srv_http_port(const srv_http *h);
  * shares it), or NULL when there is none (max_queue_depth or
  * max_queue_wait_ms 0). It lives as long as h. */
 srv_admit *srv_http_admit(srv_http *h);
+/* The tracer of h (tracing.*, server/trace/), shared with the gRPC front,
+ * or NULL when tracing is off; it lives until srv_http_free. */
+struct srv_tracer *srv_http_tracer(srv_http *h);
 /* Sends GET /healthz over a socketpair handed to libmicrohttpd (so it needs
  * no free connection slot, and runs on the I/O threads and request handler
  * clients use) and waits up to timeout_ms for a 200: true when request
@@ -1075,6 +1078,8 @@ typedef struct srv_grpc_params {
                                 an inference call past it is RESOURCE_EXHAUSTED;
                                 NULL: none */
     int max_queue_wait_ms;   /* its setting, named in that status's message */
+    struct srv_tracer *tracer; /* REST's (srv_http_tracer), shared: a span per
+                                  unary call; NULL: none */
 } srv_grpc_params;
 /* Starts serving; the manager must outlive the server. *draining (may be
  * NULL) is read by the readiness methods. */

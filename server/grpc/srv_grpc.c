@@ -100,6 +100,8 @@ typedef struct slot {
     char close_tag;
     rt_buf w_req, w_last; /* its request; the last answer sent */
     grpc_byte_buffer *w_msg; /* the message in flight */
+    srv_grpc_trace tr;       /* a unary call's trace (srv_grpc_trace.c) */
+    grpc_metadata tmd[2];    /* its traceparent and tracestate, sent back */
 } slot;
 
 struct srv_grpc {
@@ -126,6 +128,7 @@ struct srv_grpc {
     srv_admit *admit; /* may be NULL */
     int max_queue_wait_ms;
     rt_json_params json;
+    srv_tracer *tracer; /* REST's (srv_http_tracer), or NULL */
     _Atomic uint64_t seed;
     /* TLS (NULL cert: plain) */
     char *tls_cert, *tls_key, *tls_ca;
@@ -152,6 +155,7 @@ static int request_call(slot *s)
 {
     grpc_metadata_array_init(&s->md);
     s->call = NULL;
+    s->tr.ctx.active = s->tr.ctx.sampled = false;
     s->payload = NULL;
     bool generic = s->method == s->g->n_methods;
     if (generic)
@@ -193,26 +197,32 @@ static int read_payload(grpc_byte_buffer *bb, rt_buf *in)
     return rt_buf_failed(in);
 }
 
+/* The value of the call's metadata key (its first), NUL-terminated in buf
+ * (cut to cap - 1 bytes), or NULL when the call has none. */
+static const char *md_value(const slot *s, const char *key, char *buf, size_t cap)
+{
+    for (size_t i = 0; i < s->md.count; i++) {
+        const grpc_metadata *m = &s->md.metadata[i];
+        if (grpc_slice_str_cmp(m->key, key) == 0) {
+            size_t n = GRPC_SLICE_LENGTH(m->value);
+            if (n >= cap)
+                n = cap - 1;
+            memcpy(buf, GRPC_SLICE_START_PTR(m->value), n);
+            buf[n] = '\0';
+            return buf;
+        }
+    }
+    return NULL;
+}
+
 /* The bearer token check of the call's `authorization` metadata for the
  * method's scope, with REST's messages: SRV_GRPC_OK or the status. */
 static int check_token(slot *s, unsigned scope, char *msg)
 {
     if (!s->g->auth || !scope)
         return SRV_GRPC_OK;
-    char value[1024];
-    const char *ah = NULL;
-    for (size_t i = 0; i < s->md.count; i++) {
-        const grpc_metadata *m = &s->md.metadata[i];
-        if (grpc_slice_str_cmp(m->key, "authorization") == 0) {
-            size_t n = GRPC_SLICE_LENGTH(m->value);
-            if (n >= sizeof value)
-                n = sizeof value - 1; /* too long to be a token: invalid */
-            memcpy(value, GRPC_SLICE_START_PTR(m->value), n);
-            value[n] = '\0';
-            ah = value;
-            break;
-        }
-    }
+    char value[1024]; /* a longer one is cut: too long to be a token, invalid */
+    const char *ah = md_value(s, "authorization", value, sizeof value);
     switch (srv_auth_check(s->g->auth, ah, scope)) {
     case SRV_AUTH_OK: return SRV_GRPC_OK;
     case SRV_AUTH_MISSING:
@@ -413,6 +423,39 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
+/* With a tracer, the trace context of a unary call to a method served,
+ * from its traceparent and tracestate metadata. */
+static void trace_begin(slot *s)
+{
+    struct srv_grpc *g = s->g;
+    s->tr.ctx.active = s->tr.ctx.sampled = false;
+    if (!g->tracer || s->method == g->n_methods || g->methods[s->method].stream)
+        return;
+    char tp[64], ts[SRV_TRACE_STATE_MAX + 1];
+    srv_grpc_trace_begin(g->tracer, g->methods[s->method].path,
+                         md_value(s, "traceparent", tp, sizeof tp),
+                         md_value(s, "tracestate", ts, sizeof ts), &s->tr);
+}
+
+/* A traced call's initial metadata: traceparent (and the tracestate it
+ * came with), as REST's answer headers; the values live in the slot until
+ * the batch completes. */
+static void trace_metadata(slot *s, grpc_op *op)
+{
+    if (!s->tr.ctx.active)
+        return;
+    memset(s->tmd, 0, sizeof s->tmd);
+    size_t k = 0;
+    s->tmd[k].key = grpc_slice_from_static_string("traceparent");
+    s->tmd[k++].value = grpc_slice_from_static_string(s->tr.header);
+    if (s->tr.ctx.tracestate[0]) {
+        s->tmd[k].key = grpc_slice_from_static_string("tracestate");
+        s->tmd[k++].value = grpc_slice_from_static_string(s->tr.ctx.tracestate);
+    }
+    op->data.send_initial_metadata.count = k;
+    op->data.send_initial_metadata.metadata = s->tmd;
+}
+
 /* Runs the slot's method on its call and starts the answer's batch: true
  * when it started (then the slot belongs to whichever thread takes its
  * completion, which may come before this returns: the caller must not look
@@ -425,6 +468,7 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
     int code;
     rt_buf_reset(in);
     rt_buf_reset(out);
+    trace_begin(s);
     if (s->method == g->n_methods) {
         code = SRV_GRPC_UNIMPLEMENTED;
         snprintf(msg, sizeof msg, "predictd does not serve %.*s (docs/grpc.md lists the methods)",
@@ -460,8 +504,11 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
                             .json = g->json,
                             .ctx = ctx,
                             .draw = r,
-                            .sample = mix(r)};
+                            .sample = mix(r),
+                            .trace = s->tr.ctx.sampled ? &s->tr : NULL};
+        srv_grpc_trace_run(&s->tr, ctx);
         code = run_admitted(g, &g->methods[s->method], &env, in, out, msg);
+        srv_grpc_trace_ran(&s->tr, ctx, code);
         if (code == SRV_GRPC_OK && rt_buf_failed(out)) {
             code = SRV_GRPC_RESOURCE_EXHAUSTED;
             snprintf(msg, sizeof msg, "out of memory");
@@ -472,7 +519,8 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
     grpc_op ops[4];
     memset(ops, 0, sizeof ops);
     size_t n = 0;
-    ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    trace_metadata(s, &ops[n++]);
     s->answer = NULL;
     if (code == SRV_GRPC_OK) {
         grpc_slice sl = grpc_slice_from_copied_buffer(out->data ? out->data : "", out->len);
@@ -504,6 +552,7 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
 static void finish_call(slot *s)
 {
     struct srv_grpc *g = s->g;
+    srv_grpc_trace_end(g->tracer, &s->tr); /* a sampled call's spans */
     pthread_mutex_lock(&g->mu);
     if (--g->in_flight == 0)
         pthread_cond_broadcast(&g->cv);
@@ -701,6 +750,7 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     g->auth = p->auth;
     g->admit = p->admit;
     g->max_queue_wait_ms = p->max_queue_wait_ms;
+    g->tracer = p->tracer;
     g->json = rt_json_default_params();
     g->json.max_answer_bytes = p->max_answer_bytes;
     g->methods = srv_grpc_methods(&g->n_methods);

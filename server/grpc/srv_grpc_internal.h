@@ -14,6 +14,7 @@
 #endif
 
 #include "srv.h"
+#include "srv_trace.h"
 
 #include <protobuf-c/protobuf-c.h>
 #include <stdatomic.h>
@@ -35,6 +36,19 @@ enum {
     SRV_GRPC_UNAUTHENTICATED = 16,
 };
 
+/* A call's trace (srv_grpc_trace.c, docs/console.md "Tracing"): its
+ * context and, when sampled only, the clock readings and what its server
+ * span says. */
+typedef struct srv_grpc_trace {
+    srv_trace_ctx ctx;
+    rt_stage_marks marks; /* the run's stages (rt_ctx_time_stages) */
+    int64_t t_run, t_done; /* the method began, returned (CLOCK_MONOTONIC ns) */
+    char model[SRV_NAME_MAX + 1];
+    int64_t version; /* -1: none */
+    long instances;  /* -1: unknown */
+    char header[56]; /* the traceparent sent in the initial metadata */
+} srv_grpc_trace;
+
 /* What a method sees: the daemon's objects and its thread's context. */
 typedef struct srv_grpc_env {
     srv_manager *mgr;
@@ -44,6 +58,7 @@ typedef struct srv_grpc_env {
     rt_ctx *ctx;                 /* this thread's */
     uint64_t draw;               /* the traffic split's draw (random) */
     uint64_t sample;             /* the sampling draw */
+    srv_grpc_trace *trace;       /* the call's, sampled; NULL: not traced */
 } srv_grpc_env;
 
 /* One method: in/len the request message; out the answer message; returns a
@@ -74,6 +89,23 @@ unsigned srv_grpc_http_of(int code);
 int srv_grpc_pack(const ProtobufCMessage *msg, rt_buf *out);
 /* INVALID_ARGUMENT with "the request is not a valid <what> message". */
 int srv_grpc_bad_message(char *msg, const char *what);
+
+/* The call's trace (srv_grpc_trace.c). Begin: the context from the
+ * call's traceparent and tracestate metadata values (either NULL) for the
+ * method at path, with tracer t (NULL: none, tr inactive); the header to
+ * send is tr->header when tr->ctx.active. */
+void srv_grpc_trace_begin(srv_tracer *t, const char *path, const char *traceparent,
+                          const char *tracestate, srv_grpc_trace *tr);
+/* Around the method's run on ctx: the stage clock on only when sampled
+ * (an untraced call reads no clock for it); after, code is its status. */
+void srv_grpc_trace_run(srv_grpc_trace *tr, rt_ctx *ctx);
+void srv_grpc_trace_ran(srv_grpc_trace *tr, rt_ctx *ctx, int code);
+/* A method's model and version (the version it ran on, -1: none), for the
+ * span of a sampled call; nothing when e->trace is NULL. */
+void srv_grpc_trace_note(srv_grpc_env *e, const char *model, int64_t version);
+/* The call is over (its answer's batch completed): its spans to t when
+ * sampled. */
+void srv_grpc_trace_end(srv_tracer *t, srv_grpc_trace *tr);
 
 /* TensorFlow Serving's methods (srv_grpc_tfs.c, srv_grpc_tfs_meta.c). */
 int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);

@@ -526,6 +526,7 @@ static int model_infer(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *o
 done:
     srv_version_release(pick.shadow);
     srv_version_release(v);
+    srv_grpc_trace_note(e, rq->model_name, vnum);
     if (e->metrics)
         srv_metrics_request_via(e->metrics, SRV_PROTO_GRPC,
                                 srv_manager_has_model(e->mgr, rq->model_name) ? rq->model_name

@@ -74,6 +74,7 @@ static Tensorflow__Serving__ModelSpec *answer_spec(srv_grpc_pool *p, const char 
 static void note(srv_grpc_env *e, const char *model, int64_t vnum, rt_method method, int code,
                  int64_t t0)
 {
+    srv_grpc_trace_note(e, model, vnum);
     if (e->metrics)
         srv_metrics_request_via(e->metrics, SRV_PROTO_GRPC,
                                 srv_manager_has_model(e->mgr, model) ? model : "", vnum, method,

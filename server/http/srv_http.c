@@ -466,6 +466,11 @@ int srv_http_port(const srv_http *h)
     return h->port;
 }
 
+struct srv_tracer *srv_http_tracer(srv_http *h)
+{
+    return h ? h->tracer : NULL;
+}
+
 srv_admit *srv_http_admit(srv_http *h)
 {
     return h ? h->admit : NULL;

@@ -24,7 +24,7 @@
 typedef struct span {
     uint8_t trace_id[16], span_id[8], parent_id[8];
     bool has_parent, server;
-    char name[24];
+    char name[80];
     int64_t start, end; /* unix ns */
     /* the server span's */
     char tracestate[SRV_TRACE_STATE_MAX + 1];
@@ -33,6 +33,8 @@ typedef struct span {
     long instances;
     int64_t queue_wait_ns;
     unsigned status;
+    bool rpc;
+    char rpc_method[32];
     srv_trace_int attr[SRV_TRACE_PHASE_ATTRS]; /* a child's */
 } span;
 
@@ -138,13 +140,11 @@ static void copy_str(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-void srv_trace_begin(srv_tracer *t, const char *traceparent, const char *tracestate,
-                     const char *method, const char *path, srv_trace_ctx *ctx)
+/* The context's ids and sampling; the start is read only when sampled. */
+static void begin_ids(srv_tracer *t, const char *traceparent, const char *tracestate,
+                      srv_trace_ctx *ctx)
 {
-    if (!t)
-        return;
     ctx->active = true;
-    ctx->start_unix_ns = unix_ns();
     uint8_t flags = 0;
     if (parse_traceparent(traceparent, ctx->trace_id, ctx->parent_id, &flags)) {
         ctx->has_parent = true;
@@ -160,6 +160,16 @@ void srv_trace_begin(srv_tracer *t, const char *traceparent, const char *tracest
     random_bytes(ctx->span_id, 8);
     if (all_zero(ctx->span_id, 8))
         ctx->span_id[7] = 1;
+    if (ctx->sampled)
+        ctx->start_unix_ns = unix_ns();
+}
+
+void srv_trace_begin(srv_tracer *t, const char *traceparent, const char *tracestate,
+                     const char *method, const char *path, srv_trace_ctx *ctx)
+{
+    if (!t)
+        return;
+    begin_ids(t, traceparent, tracestate, ctx);
     copy_str(ctx->method, sizeof ctx->method, method);
     /* the path without its query */
     size_t n = path ? strcspn(path, "?") : 0;
@@ -167,6 +177,23 @@ void srv_trace_begin(srv_tracer *t, const char *traceparent, const char *tracest
         n = sizeof ctx->path - 1;
     memcpy(ctx->path, path ? path : "", n);
     ctx->path[n] = '\0';
+}
+
+void srv_trace_begin_rpc(srv_tracer *t, const char *traceparent, const char *tracestate,
+                         const char *path, srv_trace_ctx *ctx)
+{
+    if (!t)
+        return;
+    begin_ids(t, traceparent, tracestate, ctx);
+    ctx->rpc = true;
+    const char *p = path ? path + (path[0] == '/') : "";
+    const char *slash = strrchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    if (n >= sizeof ctx->path)
+        n = sizeof ctx->path - 1;
+    memcpy(ctx->path, p, n); /* rpc.service */
+    ctx->path[n] = '\0';
+    copy_str(ctx->rpc_method, sizeof ctx->rpc_method, slash ? slash + 1 : "");
 }
 
 void srv_trace_header(const srv_trace_ctx *ctx, char out[56])
@@ -198,7 +225,10 @@ void srv_trace_end(srv_tracer *t, const srv_trace_ctx *ctx, const srv_trace_attr
     memcpy(s->parent_id, ctx->parent_id, 8);
     s->has_parent = ctx->has_parent;
     s->server = true;
-    snprintf(s->name, sizeof s->name, "%s", ctx->method);
+    if (ctx->rpc) /* the RPC conventions' name: package.Service/Method */
+        snprintf(s->name, sizeof s->name, "%.50s/%.28s", ctx->path, ctx->rpc_method);
+    else
+        snprintf(s->name, sizeof s->name, "%s", ctx->method);
     s->start = ctx->start_unix_ns;
     s->end = unix_ns();
     memcpy(s->tracestate, ctx->tracestate, sizeof s->tracestate);
@@ -209,6 +239,8 @@ void srv_trace_end(srv_tracer *t, const srv_trace_ctx *ctx, const srv_trace_attr
     s->instances = a ? a->instances : -1;
     s->queue_wait_ns = a ? a->queue_wait_ns : -1;
     s->status = ctx->status;
+    s->rpc = ctx->rpc;
+    memcpy(s->rpc_method, ctx->rpc_method, sizeof s->rpc_method);
     for (size_t i = 0; i < n_ph; i++) {
         if (ph[i].end_ns <= ph[i].start_ns)
             continue;
@@ -250,6 +282,11 @@ static int attr_int(rt_buf *b, bool *first, const char *k, long long v)
                          sep, k, v);
 }
 
+static bool grpc_error(unsigned code)
+{
+    return code == 2 || code == 4 || code == 12 || code == 13 || code == 14 || code == 15;
+}
+
 static int span_json(rt_buf *b, const span *s, bool first)
 {
     char tid[33], sid[17], pid[17];
@@ -272,10 +309,17 @@ static int span_json(rt_buf *b, const span *s, bool first)
                           "\"endTimeUnixNano\": \"%lld\", \"attributes\": [",
                        s->server ? 2 : 1, (long long)s->start, (long long)s->end);
     bool f = true;
-    if (s->server) {
+    if (s->server && s->rpc) {
+        r |= attr_str(b, &f, "rpc.system", "grpc");
+        r |= attr_str(b, &f, "rpc.service", s->path);
+        r |= attr_str(b, &f, "rpc.method", s->rpc_method);
+        r |= attr_int(b, &f, "rpc.grpc.status_code", (long long)s->status);
+    } else if (s->server) {
         r |= attr_str(b, &f, "http.request.method", s->method);
         r |= attr_str(b, &f, "url.path", s->path);
         r |= attr_int(b, &f, "http.response.status_code", (long long)s->status);
+    }
+    if (s->server) {
         if (s->model[0])
             r |= attr_str(b, &f, "predictd.model", s->model);
         if (s->version >= 0)
@@ -289,8 +333,10 @@ static int span_json(rt_buf *b, const span *s, bool first)
         if (s->attr[i].key)
             r |= attr_int(b, &f, s->attr[i].key, s->attr[i].value);
     r |= rt_buf_puts(b, "]");
-    /* STATUS_CODE_ERROR = 2 for a server span's 5xx (HTTP conventions) */
-    if (s->server && s->status >= 500)
+    /* STATUS_CODE_ERROR = 2 for a server span's 5xx (HTTP conventions), or
+     * a gRPC server span's UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED,
+     * INTERNAL, UNAVAILABLE, DATA_LOSS (RPC conventions) */
+    if (s->server && (s->rpc ? grpc_error(s->status) : s->status >= 500))
         r |= rt_buf_puts(b, ", \"status\": {\"code\": 2}");
     return r | rt_buf_puts(b, "}");
 }

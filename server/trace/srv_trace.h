@@ -1,6 +1,7 @@
 /*
- * srv_trace.h — OpenTelemetry traces of REST requests (server/trace/,
- * docs/console.md "Tracing"): W3C trace context read from a request and
+ * srv_trace.h — OpenTelemetry traces of REST requests and gRPC calls
+ * (server/trace/, docs/console.md "Tracing"): W3C trace context read from a
+ * request (a call's metadata) and
  * carried to its answer, a server span per sampled request with children
  * for its phases, exported as OTLP/HTTP JSON by a background thread with a
  * bounded queue. Nothing here blocks a request: a full queue drops the
@@ -33,7 +34,10 @@ typedef struct srv_trace_ctx {
     int64_t start_unix_ns;
     char method[8];
     char path[128];
-    unsigned status;           /* the answer's HTTP status (srv_http_send) */
+    unsigned status;           /* the answer's HTTP status (srv_http_send), or
+                                  a gRPC call's status code */
+    bool rpc;                  /* a gRPC call: path is its rpc.service */
+    char rpc_method[32];       /* its rpc.method */
 } srv_trace_ctx;
 
 /* An integer attribute of a child span: key (a string that outlives the
@@ -72,6 +76,11 @@ void srv_tracer_free(srv_tracer *t);
  * by rate. Thread-safe. */
 void srv_trace_begin(srv_tracer *t, const char *traceparent, const char *tracestate,
                      const char *method, const char *path, srv_trace_ctx *ctx);
+/* As srv_trace_begin for a gRPC call to path "/package.Service/Method"
+ * (its span is "package.Service/Method" with the RPC conventions'
+ * attributes; ctx->status is then the call's gRPC status code). */
+void srv_trace_begin_rpc(srv_tracer *t, const char *traceparent, const char *tracestate,
+                         const char *path, srv_trace_ctx *ctx);
 /* The traceparent header of the answer ("00-TRACE-SPAN-FLAGS") into out. */
 void srv_trace_header(const srv_trace_ctx *ctx, char out[56]);
 /* Queues the server span of a sampled request (ended now) and its phases
