@@ -351,7 +351,8 @@ soak: all ; @BUILD=$(BUILD) tests/soak/soak.py
 # kernel fails here and not on a user's machine (CI runs it after make test).
 NUMERIC_TESTS ?= unit integration/test_invariance integration/test_train_golden \
     integration/test_evaluate integration/test_serve_batch integration/test_train_columns \
-    integration/test_train_options integration/test_train_trees integration/test_daemon_trees
+    integration/test_train_options integration/test_train_trees integration/test_daemon_trees \
+    integration/test_daemon_onnx_ml integration/test_daemon_offload integration/test_train_custom
 test-other-kernel: all
 	@core=$$(scripts/other-openblas-core.sh) || { echo "no other OpenBLAS kernel found"; exit 1; }; \
 	echo "OPENBLAS_CORETYPE=$$core"; \
