@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "pm.h"
+#include "support_stderr.h"
 
 static char captured[16384];
 
@@ -25,19 +26,9 @@ static int read_opts(const pm_command *c, const char *const *argv, pm_opts *o)
     int argc = 0;
     while (argv[argc])
         argc++;
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *t = tmpfile();
-    assert_non_null(t);
-    assert_true(saved >= 0 && dup2(fileno(t), 2) >= 0);
+    support_capture cap = support_stderr_begin();
     int rc = pm_opts_read(c, argc, (char **)argv, o);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(t);
-    size_t n = fread(captured, 1, sizeof captured - 1, t);
-    captured[n] = '\0';
-    fclose(t);
+    support_stderr_end(cap, captured, sizeof captured);
     return rc;
 }
 
@@ -278,19 +269,9 @@ static int run_main(const char *const *argv)
     int argc = 0;
     while (argv[argc])
         argc++;
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *t = tmpfile();
-    assert_non_null(t);
-    dup2(fileno(t), 2);
+    support_capture cap = support_stderr_begin();
     int rc = pm_main(argc, (char **)argv);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(t);
-    size_t n = fread(captured, 1, sizeof captured - 1, t);
-    captured[n] = '\0';
-    fclose(t);
+    support_stderr_end(cap, captured, sizeof captured);
     return rc;
 }
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "pm.h"
+#include "support_stderr.h"
 #include "support_models.h"
 
 static char dir[256], spec[512];
@@ -65,19 +66,9 @@ static int convert(const char *const *argv)
     int argc = 0;
     while (argv[argc])
         argc++;
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *t = tmpfile();
-    assert_non_null(t);
-    dup2(fileno(t), 2);
+    support_capture cap = support_stderr_begin();
     int rc = pm_cmd_convert(argc, (char **)argv);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(t);
-    size_t n = fread(captured, 1, sizeof captured - 1, t);
-    captured[n] = '\0';
-    fclose(t);
+    support_stderr_end(cap, captured, sizeof captured);
     return rc;
 }
 

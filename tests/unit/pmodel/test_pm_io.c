@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "pm.h"
+#include "support_stderr.h"
 #include "support_models.h"
 
 static char dir[256];
@@ -57,19 +58,9 @@ static void sub(const char *name)
 /* stderr while fn(arg) runs, into captured. */
 static int quiet(int (*fn)(const char *, void *), const char *s, void *arg)
 {
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *t = tmpfile();
-    assert_non_null(t);
-    dup2(fileno(t), 2);
+    support_capture cap = support_stderr_begin();
     int rc = fn(s, arg);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(t);
-    size_t n = fread(captured, 1, sizeof captured - 1, t);
-    captured[n] = '\0';
-    fclose(t);
+    support_stderr_end(cap, captured, sizeof captured);
     return rc;
 }
 

@@ -17,25 +17,16 @@
 #include <cmocka.h>
 
 #include "pm.h"
+#include "support_stderr.h"
 #include "support_models.h"
 
 static char captured[2048];
 
 static int skip_lines(const char *s, size_t *skip)
 {
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *t = tmpfile();
-    assert_non_null(t);
-    dup2(fileno(t), 2);
+    support_capture cap = support_stderr_begin();
     int rc = pm_stats_skip_lines(s, skip);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(t);
-    size_t n = fread(captured, 1, sizeof captured - 1, t);
-    captured[n] = '\0';
-    fclose(t);
+    support_stderr_end(cap, captured, sizeof captured);
     return rc;
 }
 
