@@ -19,7 +19,7 @@
  * passed while every thread was busy: the core reads calls on the threads
  * that wait for them) is not run either. An
  * inference call (a method that needs the infer scope: Predict, Classify,
- * Regress, ModelInfer) takes a slot of REST's admission limit
+ * Regress, MultiInference, ModelInfer) takes a slot of REST's admission limit
  * (max_queue_depth with max_queue_wait_ms, server/sched/srv_admit.c) for
  * its run, one unit as a REST :predict; past the limit it is refused at once
  * with RESOURCE_EXHAUSTED and REST's 429 message, never run. Each such

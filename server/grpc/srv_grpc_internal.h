@@ -107,10 +107,12 @@ void srv_grpc_trace_note(srv_grpc_env *e, const char *model, int64_t version);
  * sampled. */
 void srv_grpc_trace_end(srv_tracer *t, srv_grpc_trace *tr);
 
-/* TensorFlow Serving's methods (srv_grpc_tfs.c, srv_grpc_tfs_meta.c). */
+/* TensorFlow Serving's methods (srv_grpc_tfs.c, srv_grpc_tfs_multi.c,
+ * srv_grpc_tfs_meta.c). */
 int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
 int srv_grpc_tfs_classify(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
 int srv_grpc_tfs_regress(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
+int srv_grpc_tfs_multi(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
 int srv_grpc_tfs_metadata(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out,
                           char *msg);
 int srv_grpc_tfs_status(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);

@@ -558,6 +558,8 @@ static const srv_grpc_method METHODS[] = {
      SRV_SCOPE_INFER, false},
     {"/tensorflow.serving.PredictionService/Regress", srv_grpc_tfs_regress, "Regress",
      SRV_SCOPE_INFER, false},
+    {"/tensorflow.serving.PredictionService/MultiInference", srv_grpc_tfs_multi,
+     "MultiInference", SRV_SCOPE_INFER, false},
     {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_grpc_tfs_metadata,
      "GetModelMetadata", SRV_SCOPE_READ, false},
     {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_tfs_status, "GetModelStatus",

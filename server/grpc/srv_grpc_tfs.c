@@ -390,6 +390,16 @@ static int examples_body(const Tensorflow__Serving__Input *input, const tfs_spec
     return rt_buf_failed(b) ? SRV_GRPC_RESOURCE_EXHAUSTED : SRV_GRPC_OK;
 }
 
+/* s copied into the pool (NULL when it is full: then pool->failed). */
+static char *pool_strdup(srv_grpc_pool *p, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = srv_grpc_pool_alloc(p, n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
 /* REST's {"results": [[[label, score], ...], ...]} as a ClassificationResult. */
 static int classify_answer(const cJSON *res, srv_grpc_pool *p,
                            Tensorflow__Serving__ClassificationResult *r)
@@ -419,7 +429,10 @@ static int classify_answer(const cJSON *res, srv_grpc_pool *p,
             /* a head without a vocabulary answers scores alone */
             if (cJSON_IsNumber(pair))
                 sc = pair, l = NULL;
-            cl->label = cJSON_IsString(l) ? l->valuestring : "";
+            /* the pool's copy: the answer outlives doc */
+            cl->label = cJSON_IsString(l) ? pool_strdup(p, l->valuestring) : "";
+            if (!cl->label)
+                return SRV_GRPC_RESOURCE_EXHAUSTED;
             cl->score = cJSON_IsNumber(sc) ? (float)sc->valuedouble : 0.0f;
             c->classes[c->n_classes++] = cl;
         }
@@ -450,32 +463,17 @@ static int regress_answer(const cJSON *res, srv_grpc_pool *p,
     return SRV_GRPC_OK;
 }
 
-/* Classify and Regress: the same request shape, the answer by method. */
-static int examples_call(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg,
-                         rt_method method)
+int srv_grpc_tfs_examples(srv_grpc_env *e, const Tensorflow__Serving__ModelSpec *ms,
+                          const Tensorflow__Serving__Input *input, rt_method method,
+                          srv_grpc_pool *pool, void *result, Tensorflow__Serving__ModelSpec **as,
+                          char *msg)
 {
     int64_t t0 = rt_time_now_ns();
-    bool cls = method == RT_METHOD_CLASSIFY;
-    /* ClassificationRequest and RegressionRequest are the same fields */
-    ProtobufCMessage *m = protobuf_c_message_unpack(
-        cls ? &tensorflow__serving__classification_request__descriptor
-            : &tensorflow__serving__regression_request__descriptor,
-        NULL, len, in);
-    if (!m)
-        return srv_grpc_bad_message(msg, cls ? "tensorflow.serving.ClassificationRequest"
-                                             : "tensorflow.serving.RegressionRequest");
-    const Tensorflow__Serving__ModelSpec *ms =
-        cls ? ((Tensorflow__Serving__ClassificationRequest *)m)->model_spec
-            : ((Tensorflow__Serving__RegressionRequest *)m)->model_spec;
-    const Tensorflow__Serving__Input *input =
-        cls ? ((Tensorflow__Serving__ClassificationRequest *)m)->input
-            : ((Tensorflow__Serving__RegressionRequest *)m)->input;
     tfs_spec s;
     rt_buf body, ans;
     rt_buf_init(&body);
     rt_buf_init(&ans);
     int64_t vnum = -1;
-    srv_grpc_pool pool = {0};
     cJSON *doc = NULL;
     int code = read_spec(ms, &s, msg);
     if (code == SRV_GRPC_OK)
@@ -491,35 +489,58 @@ static int examples_call(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf 
         code = SRV_GRPC_INTERNAL;
         goto done;
     }
-    Tensorflow__Serving__ModelSpec *as = answer_spec(&pool, s.name, vnum, s.sig);
-    if (cls) {
-        Tensorflow__Serving__ClassificationResponse a =
-            TENSORFLOW__SERVING__CLASSIFICATION_RESPONSE__INIT;
-        Tensorflow__Serving__ClassificationResult r = TENSORFLOW__SERVING__CLASSIFICATION_RESULT__INIT;
-        a.model_spec = as;
-        a.result = &r;
-        code = classify_answer(res, &pool, &r);
-        if (code == SRV_GRPC_OK && as && !pool.failed)
-            code = srv_grpc_pack(&a.base, out);
-    } else {
-        Tensorflow__Serving__RegressionResponse a = TENSORFLOW__SERVING__REGRESSION_RESPONSE__INIT;
-        Tensorflow__Serving__RegressionResult r = TENSORFLOW__SERVING__REGRESSION_RESULT__INIT;
-        a.model_spec = as;
-        a.result = &r;
-        code = regress_answer(res, &pool, &r);
-        if (code == SRV_GRPC_OK && as && !pool.failed)
-            code = srv_grpc_pack(&a.base, out);
-    }
-    if (code == SRV_GRPC_OK && (!as || pool.failed))
+    *as = answer_spec(pool, s.name, vnum, s.sig);
+    code = method == RT_METHOD_CLASSIFY ? classify_answer(res, pool, result)
+                                        : regress_answer(res, pool, result);
+    if (code == SRV_GRPC_OK && (!*as || pool->failed))
         code = SRV_GRPC_RESOURCE_EXHAUSTED;
     if (code == SRV_GRPC_RESOURCE_EXHAUSTED)
         snprintf(msg, SRV_GRPC_MSG, "out of memory");
 done:
     note(e, s.name, vnum, method, code, t0);
     cJSON_Delete(doc);
-    srv_grpc_pool_free(&pool);
     rt_buf_free(&body);
     rt_buf_free(&ans);
+    return code;
+}
+/* Classify and Regress: the same request shape, the answer by method. */
+static int examples_call(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg,
+                         rt_method method)
+{
+    bool cls = method == RT_METHOD_CLASSIFY;
+    /* ClassificationRequest and RegressionRequest are the same fields */
+    ProtobufCMessage *m = protobuf_c_message_unpack(
+        cls ? &tensorflow__serving__classification_request__descriptor
+            : &tensorflow__serving__regression_request__descriptor,
+        NULL, len, in);
+    if (!m)
+        return srv_grpc_bad_message(msg, cls ? "tensorflow.serving.ClassificationRequest"
+                                             : "tensorflow.serving.RegressionRequest");
+    const Tensorflow__Serving__ModelSpec *ms =
+        cls ? ((Tensorflow__Serving__ClassificationRequest *)m)->model_spec
+            : ((Tensorflow__Serving__RegressionRequest *)m)->model_spec;
+    const Tensorflow__Serving__Input *input =
+        cls ? ((Tensorflow__Serving__ClassificationRequest *)m)->input
+            : ((Tensorflow__Serving__RegressionRequest *)m)->input;
+    srv_grpc_pool pool = {0};
+    Tensorflow__Serving__ModelSpec *as = NULL;
+    Tensorflow__Serving__ClassificationResult cr = TENSORFLOW__SERVING__CLASSIFICATION_RESULT__INIT;
+    Tensorflow__Serving__RegressionResult rr = TENSORFLOW__SERVING__REGRESSION_RESULT__INIT;
+    int code = srv_grpc_tfs_examples(e, ms, input, method, &pool, cls ? (void *)&cr : (void *)&rr,
+                                     &as, msg);
+    if (code == SRV_GRPC_OK && cls) {
+        Tensorflow__Serving__ClassificationResponse a =
+            TENSORFLOW__SERVING__CLASSIFICATION_RESPONSE__INIT;
+        a.model_spec = as;
+        a.result = &cr;
+        code = srv_grpc_pack(&a.base, out);
+    } else if (code == SRV_GRPC_OK) {
+        Tensorflow__Serving__RegressionResponse a = TENSORFLOW__SERVING__REGRESSION_RESPONSE__INIT;
+        a.model_spec = as;
+        a.result = &rr;
+        code = srv_grpc_pack(&a.base, out);
+    }
+    srv_grpc_pool_free(&pool);
     protobuf_c_message_free_unpacked(m, NULL);
     return code;
 }

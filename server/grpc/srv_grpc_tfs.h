@@ -49,6 +49,20 @@ int srv_grpc_tensor_to_json(const Tensorflow__TensorProto *t, const char *name, 
 int srv_grpc_json_to_tensor(const cJSON *v, int dtype, const char *name, srv_grpc_pool *pool,
                             Tensorflow__TensorProto *t, char *msg);
 
+/* Runs input through method (RT_METHOD_CLASSIFY or RT_METHOD_REGRESS) on
+ * the version ms routes to (its name, version or version_label) and ms's
+ * signature, as Classify and Regress do (REST's :classify / :regress body,
+ * rt_json_handle, one metrics line). On SRV_GRPC_OK, result (a
+ * Tensorflow__Serving__ClassificationResult or RegressionResult, as method
+ * says, initialised by the caller) and *as (the answer's ModelSpec: the
+ * version that answered, the signature) are filled with pool's memory;
+ * the strings of ms stay the caller's. Otherwise msg says why, with TF
+ * Serving's status code. */
+SRV_WUR int srv_grpc_tfs_examples(srv_grpc_env *e, const Tensorflow__Serving__ModelSpec *ms,
+                                  const Tensorflow__Serving__Input *input, rt_method method,
+                                  srv_grpc_pool *pool, void *result,
+                                  Tensorflow__Serving__ModelSpec **as, char *msg);
+
 /* A DataType number as TensorFlow's wire value (for the generated enum). */
 #define SRV_GRPC_DT(n) ((Tensorflow__DataType)(n))
 
