@@ -1,6 +1,8 @@
 /*
  * srv_grpc_tfs.c — TensorFlow Serving's gRPC API (tensorflow.serving
  * PredictionService: Predict, Classify, Regress, GetModelMetadata;
+ * MultiInference's tasks run through srv_grpc_tfs_examples, in
+ * srv_grpc_tfs_multi.c;
  * ModelService: GetModelStatus) as methods of the gRPC room
  * (srv_grpc_internal.h). No second pipeline: each request message becomes
  * the REST body its REST endpoint takes (Predict: the columnar "inputs" of
