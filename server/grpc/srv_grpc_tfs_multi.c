@@ -8,7 +8,9 @@
  * Serving's: at least one task, every task names the same model (the
  * version is the first task's, as TF Serving takes one servable for the
  * request), a method_name of tensorflow/serving/classify or
- * tensorflow/serving/regress, no signature twice.
+ * tensorflow/serving/regress (another is UNIMPLEMENTED, as TF Serving's
+ * multi_inference.cc answers), no signature twice; the messages are TF
+ * Serving's.
  */
 #include "srv_grpc_tfs.h"
 
@@ -26,7 +28,8 @@ static const char *sig_of(const Tensorflow__Serving__InferenceTask *t)
     return *s ? s : "serving_default";
 }
 
-/* TF Serving's checks of the tasks, before any runs. */
+/* TF Serving's checks of the tasks, before any runs: INVALID_ARGUMENT, or
+ * UNIMPLEMENTED for a method_name that is not classify's or regress'. */
 static int check_tasks(const Tensorflow__Serving__MultiInferenceRequest *rq, char *msg)
 {
     if (rq->n_tasks == 0) {
@@ -39,20 +42,18 @@ static int check_tasks(const Tensorflow__Serving__MultiInferenceRequest *rq, cha
         const char *name = t->model_spec && t->model_spec->name ? t->model_spec->name : "";
         const char *method = t->method_name ? t->method_name : "";
         if (!*name) {
-            snprintf(msg, SRV_GRPC_MSG, "task %zu: its ModelSpec has an empty model name", i);
+            snprintf(msg, SRV_GRPC_MSG, "Found ModelSpec with an empty model name.");
             return SRV_GRPC_INVALID_ARGUMENT;
         }
         if (model && strcmp(model, name)) {
             snprintf(msg, SRV_GRPC_MSG, "All ModelSpecs in a MultiInferenceRequest must access "
-                     "the same model name (task 0: '%.100s', task %zu: '%.100s')", model, i,
-                     name);
+                     "the same model name.");
             return SRV_GRPC_INVALID_ARGUMENT;
         }
         model = name;
         if (strcmp(method, CLASSIFY_METHOD) && strcmp(method, REGRESS_METHOD)) {
-            snprintf(msg, SRV_GRPC_MSG, "task %zu: unsupported method_name '%.100s' (takes "
-                     CLASSIFY_METHOD " or " REGRESS_METHOD ")", i, method);
-            return SRV_GRPC_INVALID_ARGUMENT;
+            snprintf(msg, SRV_GRPC_MSG, "Unsupported signature method_name: %.100s", method);
+            return SRV_GRPC_UNIMPLEMENTED;
         }
         for (size_t j = 0; j < i; j++)
             if (!strcmp(sig_of(rq->tasks[j]), sig_of(t))) {
