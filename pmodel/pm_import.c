@@ -53,7 +53,7 @@ static const rt_setting FLAGS[] = {
              "category names of each categorical feature, in code order"},
     {.name = "classes", .type = RT_SET_LIST, .where = RT_SET_FLAG, .hi = PM_MAX_LIST,
      .offset = IF(classes, rt_setting_list), .arg = "A,B,...",
-     .help = "the class names, in class-id order"},
+     .help = "the class names, in class-id order (repeatable; comma lists)"},
     {.name = "export-dir", .type = RT_SET_STR, .where = RT_SET_FLAG,
      .offset = IF(export_dir, char *), .arg = "BASE",
      .help = "the export base the new version directory is written into (created if missing)"},
@@ -134,8 +134,13 @@ static int serving_json(const imp_flags *f, char **out)
     }
     if (!rc && f->classes.n) {
         cJSON *a = cJSON_AddArrayToObject(s, "classes");
-        for (size_t i = 0; a && i < f->classes.n; i++)
-            cJSON_AddItemToArray(a, cJSON_CreateString(f->classes.v[i]));
+        for (size_t i = 0; a && i < f->classes.n; i++) /* each a comma list */
+            for (const char *p = f->classes.v[i], *e; p; p = *e ? e + 1 : NULL) {
+                e = p + strcspn(p, ",");
+                char *one = strndup(p, (size_t)(e - p));
+                cJSON_AddItemToArray(a, cJSON_CreateString(one ? one : ""));
+                free(one);
+            }
     }
     if (!rc && !(*out = cJSON_PrintUnformatted(s))) {
         fprintf(stderr, "predict-model import: out of memory\n");
