@@ -101,6 +101,7 @@ extern const pm_command pm_show_command, pm_predict_command, pm_transform_comman
     pm_validate_command;                    /* pm_args.c */
 extern const pm_command pm_convert_command; /* pm_convert.c */
 extern const pm_command pm_batch_command;   /* pm_batch.c */
+extern const pm_command pm_import_command;  /* pm_import.c */
 
 /* ----------------------------------------- exports, instance files (pm_io.c) */
 
@@ -265,6 +266,7 @@ int pm_cmd_explain(const pm_opts *o);   /* pm_explain.c */
  * name on) by their own tables (pm_args_read) and print their own help. */
 int pm_cmd_convert(int argc, char **argv);       /* pm_convert.c */
 int pm_cmd_batch_predict(int argc, char **argv); /* pm_batch.c */
+int pm_cmd_import(int argc, char **argv);        /* pm_import.c */
 int pm_cmd_stats(const pm_opts *o);     /* pm_stats.c */
 int pm_cmd_validate(const pm_opts *o);  /* pm_validate.c */
 

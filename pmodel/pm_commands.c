@@ -32,6 +32,7 @@ static const pm_entry COMMANDS[] = {
     {&pm_validate_command, pm_cmd_validate, NULL},
     {&pm_convert_command, NULL, pm_cmd_convert},
     {&pm_batch_command, NULL, pm_cmd_batch_predict},
+    {&pm_import_command, NULL, pm_cmd_import},
 };
 
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])

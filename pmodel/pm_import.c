@@ -1,0 +1,298 @@
+/*
+ * pm_import.c — predict-model import: a model trained elsewhere (XGBoost's
+ * model.json / model.ubj, an ONNX model.onnx) written as a new version
+ * directory of an export base, with a serving.json made of --categories and
+ * --classes. The bytes of the model are copied as they are, so the daemon
+ * serves what it serves from the file dropped into a version directory by
+ * hand. The version is named as the exporter names one (the Unix time, or
+ * one past the newest version when that is not older; the next integer when
+ * taken) and written as it writes one: a hidden BASE/.tmp-<version>-<pid>-
+ * <rand> directory, every file and the directory fsynced, opened with the
+ * runtime's model loader (a model it refuses is refused here, naming the
+ * file), then renamed to its integer name without replacing anything and
+ * BASE fsynced. On any failure the temp directory is removed: no version is
+ * left behind. (pmodel may not link the exporter, docs/design.md, so the
+ * few steps are the runtime's file helpers.)
+ */
+#include "pm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#define IMPORT_MODEL_MAX ((size_t)1 << 30)    /* bytes of a model file */
+#define IMPORT_CATEGORIES_MAX ((size_t)64 << 20)
+#define IMPORT_VERSION_TRIES 1000              /* next integers tried, as the exporter */
+
+typedef struct imp_flags {
+    char *model, *categories, *export_dir;
+    rt_setting_list classes;
+} imp_flags;
+
+#define IF(f, T)                                                                               \
+    (offsetof(imp_flags, f) + 0 * sizeof(char[_Generic(((imp_flags *)0)->f, T: 1, default: -1)]))
+
+static const rt_setting FLAGS[] = {
+    {.name = "model", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = IF(model, char *),
+     .arg = "FILE",
+     .help = "the model file: XGBoost's *.json or *.ubj (Booster.save_model), or *.onnx"},
+    {.name = "categories", .type = RT_SET_STR, .where = RT_SET_FLAG,
+     .offset = IF(categories, char *), .arg = "FILE",
+     .help = "a JSON file {\"categories\": {\"feature\": [\"name\", ...], ...}}: the "
+             "category names of each categorical feature, in code order"},
+    {.name = "classes", .type = RT_SET_LIST, .where = RT_SET_FLAG, .hi = PM_MAX_LIST,
+     .offset = IF(classes, rt_setting_list), .arg = "A,B,...",
+     .help = "the class names, in class-id order (repeatable; comma lists)"},
+    {.name = "export-dir", .type = RT_SET_STR, .where = RT_SET_FLAG,
+     .offset = IF(export_dir, char *), .arg = "BASE",
+     .help = "the export base the new version directory is written into (created if missing)"},
+};
+
+const pm_command pm_import_command = {
+    "import",
+    "predict-model import --model FILE [--categories FILE] [--classes A,B,...]\n"
+    "                     --export-dir BASE",
+    "Writes a model trained elsewhere — XGBoost's model.json or model.ubj, or an ONNX "
+    "model.onnx — as a new version directory BASE/<version>/ holding the model file's bytes "
+    "as they are (named model.json, model.ubj or model.onnx by the file's extension) and, "
+    "with --categories or --classes, a serving.json with \"categories\" and \"classes\". "
+    "The version is the Unix time, or one past the newest version when that is not older. "
+    "The directory is written under a hidden temp name, fsynced, opened with the daemon's "
+    "model loader, then renamed into place: a model the daemon would refuse is refused here "
+    "and no version is left behind. Prints the new version's path.",
+    "Errors name the file and the field (e.g. \"--categories c.json: \\\"categories\\\" "
+    "must be an object\", \"model.json: ...\" from the loader).",
+    FLAGS,
+    sizeof FLAGS / sizeof FLAGS[0],
+};
+
+/* The name the model file takes in the version directory, from path's
+ * extension; NULL when none fits. */
+static const char *model_name(const char *path)
+{
+    static const char *const names[] = {"model.json", "model.ubj", "model.onnx"};
+    const char *dot = strrchr(path, '.');
+    for (size_t i = 0; dot && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(dot, strchr(names[i], '.')) == 0)
+            return names[i];
+    return NULL;
+}
+
+/* serving.json's text from --categories (its "categories" object) and
+ * --classes; *out NULL when neither is given. 0 ok, else 1 with a message. */
+static int serving_json(const imp_flags *f, char **out)
+{
+    *out = NULL;
+    if (!f->categories && !f->classes.n)
+        return 0;
+    cJSON *s = cJSON_CreateObject();
+    int rc = s ? 0 : 1;
+    if (!rc && f->categories) {
+        char *text = NULL;
+        size_t len = 0;
+        rt_err err = {{0}};
+        if (rt_file_read(AT_FDCWD, f->categories, IMPORT_CATEGORIES_MAX, 0, &text, &len,
+                         &err) != RT_OK) {
+            fprintf(stderr, "predict-model import: --categories %s\n", err.msg);
+            cJSON_Delete(s);
+            return 1;
+        }
+        cJSON *j = cJSON_ParseWithLength(text, len);
+        free(text);
+        cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "categories");
+        if (!j || !cJSON_IsObject(j))
+            fprintf(stderr, "predict-model import: --categories %s: not a JSON object\n",
+                    f->categories);
+        else if (!cJSON_IsObject(c))
+            fprintf(stderr,
+                    "predict-model import: --categories %s: \"categories\" must be an object "
+                    "{\"feature\": [\"name\", ...]}\n", f->categories);
+        for (const cJSON *k = cJSON_IsObject(c) ? c->child : NULL; k; k = k->next)
+            if (!cJSON_IsArray(k)) {
+                fprintf(stderr,
+                        "predict-model import: --categories %s: \"categories\".\"%s\" must be "
+                        "a list of names\n", f->categories, k->string);
+                c = NULL;
+                break;
+            }
+        if (!cJSON_IsObject(c))
+            rc = 1;
+        else
+            cJSON_AddItemToObject(s, "categories", cJSON_DetachItemViaPointer(j, c));
+        cJSON_Delete(j);
+    }
+    if (!rc && f->classes.n) {
+        cJSON *a = cJSON_AddArrayToObject(s, "classes");
+        for (size_t i = 0; a && i < f->classes.n; i++) /* each a comma list */
+            for (const char *p = f->classes.v[i], *e; p; p = *e ? e + 1 : NULL) {
+                e = p + strcspn(p, ",");
+                char *one = strndup(p, (size_t)(e - p));
+                cJSON_AddItemToArray(a, cJSON_CreateString(one ? one : ""));
+                free(one);
+            }
+    }
+    if (!rc && !(*out = cJSON_PrintUnformatted(s))) {
+        fprintf(stderr, "predict-model import: out of memory\n");
+        rc = 1;
+    }
+    cJSON_Delete(s);
+    return rc;
+}
+
+/* The exporter's default version (exp_write.c): the Unix time, or one past
+ * the newest version in BASE (open as bfd) when that is not older. */
+static int64_t next_version(int bfd)
+{
+    int64_t v = (int64_t)time(NULL), newest = 0;
+    int fd = dup(bfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0)
+        close(fd);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        int64_t have;
+        struct stat sb;
+        if (rt_model_version_parse(e->d_name, &have) == 0 &&
+            fstatat(bfd, e->d_name, &sb, 0) == 0 && S_ISDIR(sb.st_mode) && have > newest)
+            newest = have;
+    }
+    if (d)
+        closedir(d);
+    return newest >= v && newest < INT64_MAX ? newest + 1 : v;
+}
+
+/* Creates dfd/name holding len bytes of data, fsynced. */
+static rt_status put_file(int dfd, const char *name, const void *data, size_t len, rt_err *err)
+{
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return rt_err_set(err, RT_ERR_IO, "%s: create: %s", name, strerror(errno));
+    rt_status st = rt_file_write_fd(fd, data, len, name, err);
+    if (st == RT_OK && fsync(fd) != 0)
+        st = rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", name, strerror(errno));
+    if (close(fd) != 0 && st == RT_OK)
+        st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", name, strerror(errno));
+    return st;
+}
+
+/* The hidden temp directory's name, the exporter's form. */
+static void temp_name(char *buf, size_t cap, int64_t v)
+{
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = (uint32_t)((uint64_t)rt_time_seconds(0) * 1000003u);
+    snprintf(buf, cap, ".tmp-%" PRId64 "-%ld-%08" PRIx32, v, (long)getpid(), r);
+}
+
+/* Writes, checks and renames the version; *version the name taken. */
+static rt_status write_version(int bfd, const char *base, const char *name, const char *model,
+                               size_t model_len, const char *serving, int64_t *version,
+                               rt_err *err)
+{
+    char tmp[96], path[4200], vname[32];
+    int64_t v = next_version(bfd);
+    temp_name(tmp, sizeof tmp, v);
+    if (mkdirat(bfd, tmp, 0755) != 0)
+        return rt_err_set(err, RT_ERR_IO, "%s: mkdir %s: %s", base, tmp, strerror(errno));
+    int tfd = openat(bfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    rt_status st = tfd < 0 ? rt_err_set(err, RT_ERR_IO, "%s/%s: %s", base, tmp, strerror(errno))
+                           : put_file(tfd, name, model, model_len, err);
+    if (st == RT_OK && serving)
+        st = put_file(tfd, "serving.json", serving, strlen(serving), err);
+    if (st == RT_OK && fsync(tfd) != 0)
+        st = rt_err_set(err, RT_ERR_IO, "%s/%s: fsync: %s", base, tmp, strerror(errno));
+    if (tfd >= 0)
+        close(tfd);
+    snprintf(path, sizeof path, "%s/%s", base, tmp);
+    rt_model *m = NULL;
+    if (st == RT_OK && (st = rt_model_open(path, &m, err)) != RT_OK)
+        rt_err_prefix(err, "the imported version does not load");
+    rt_model_close(m);
+    for (int tries = 0; st == RT_OK; tries++, v++) {
+        snprintf(vname, sizeof vname, "%" PRId64, v);
+        if (renameat2(bfd, tmp, bfd, vname, RENAME_NOREPLACE) == 0) {
+            if (fsync(bfd) != 0 && errno != EINVAL) {
+                st = rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", base, strerror(errno));
+                if (renameat(bfd, vname, bfd, tmp) != 0)
+                    return st; /* in place; its durability in doubt */
+                break;
+            }
+            *version = v;
+            return RT_OK;
+        }
+        if (errno != EEXIST || tries + 1 >= IMPORT_VERSION_TRIES || v == INT64_MAX)
+            st = rt_err_set(err, RT_ERR_IO, "%s: rename %s to %s: %s", base, tmp, vname,
+                            strerror(errno));
+    }
+    (void)rt_file_rmtree_at(bfd, tmp);
+    return st;
+}
+
+/* Runs import with flags f. */
+static int import(const imp_flags *f)
+{
+    const pm_command *c = &pm_import_command;
+    if (!f->model)
+        return pm_usage_error(c, "%s", "missing --model FILE");
+    if (!f->export_dir)
+        return pm_usage_error(c, "%s", "missing --export-dir BASE");
+    const char *name = model_name(f->model);
+    if (!name)
+        return pm_usage_error(c, "--model %s: expected a .json or .ubj (XGBoost) or .onnx file",
+                              f->model);
+    char *serving = NULL;
+    if (serving_json(f, &serving))
+        return 1;
+    char *model = NULL;
+    size_t len = 0;
+    rt_err err = {{0}};
+    int64_t version = 0;
+    int bfd = -1;
+    rt_status st = rt_file_read(AT_FDCWD, f->model, IMPORT_MODEL_MAX, 0, &model, &len, &err);
+    if (st != RT_OK) {
+        fprintf(stderr, "predict-model import: --model %s\n", err.msg);
+        goto out;
+    }
+    if ((st = rt_file_mkdirs(f->export_dir, &err)) == RT_OK &&
+        (bfd = open(f->export_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        st = rt_err_set(&err, RT_ERR_IO, "--export-dir %s: %s", f->export_dir,
+                        strerror(errno));
+    if (st == RT_OK)
+        st = write_version(bfd, f->export_dir, name, model, len, serving, &version, &err);
+    if (st == RT_OK)
+        printf("%s/%" PRId64 "\n", f->export_dir, version);
+    else
+        fprintf(stderr, "predict-model import: --model %s: %s\n", f->model, err.msg);
+out:
+    if (bfd >= 0)
+        close(bfd);
+    free(model);
+    free(serving);
+    return st == RT_OK ? 0 : 1;
+}
+
+int pm_cmd_import(int argc, char **argv)
+{
+    const pm_command *c = &pm_import_command;
+    imp_flags f;
+    bool help = false;
+    int rc = pm_args_read(c, argc - 1, argv + 1, &f, &help);
+    if (rc)
+        return rc;
+    if (help)
+        pm_command_help(c);
+    else
+        rc = import(&f);
+    rt_settings_free(FLAGS, c->n_flags, &f);
+    return rc;
+}
