@@ -2,7 +2,7 @@
  * rt_explain_internal.h — what the explanation files share: rt_xai.c
  * (players, the value function over coalitions, exact and sampled Shapley),
  * rt_xai_ig.c (integrated gradients through the linear part and the
- * DNN), rt_xai_rows.c (the coalition rows and the inputs of a
+ * DNN or a custom graph), rt_xai_graph.c (a custom graph's input gradient), rt_xai_rows.c (the coalition rows and the inputs of a
  * column, under both), rt_json_explain.c (the :explain body and answer) and
  * rt_xai_base.c (baselines). Not for other modules, nor for the rest of
  * the runtime.
@@ -70,6 +70,36 @@ void rt_xai_column_inputs(const rt_graph *g, size_t c, size_t *in, size_t *n);
  */
 rt_status rt_xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
                                    double *const *attr, rt_err *err);
+
+/* A custom graph's nodes run over P rows (rt_xai_graph.c): every node's
+ * output y[k] (P x its width) and a dense node's value before its
+ * activation pre[k] (NULL for the others); logits = y[the head's node]. */
+typedef struct xai_gpath {
+    const rt_graph *g;
+    size_t P, n;
+    float **y, **pre;
+    const float *logits;
+} xai_gpath;
+
+/* Runs g's nodes (g->n_nodes > 0) over P rows as the serving forward does
+ * (rt_node_forward): z (P x g->dnn_dim) the DNN input the input and
+ * embedding nodes read, lin (P x logits_dim) the linear node's output (NULL
+ * when g has none). t is then released by rt_xai_graph_free, even on an
+ * error (RT_ERR_NOMEM). */
+rt_status rt_xai_graph_forward(const rt_graph *g, const float *z, const float *lin, size_t P,
+                               xai_gpath *t, rt_err *err);
+/* From gl (P x logits_dim: d output / d logits at each row) back through
+ * t's nodes: gz (P x dnn_dim) gets d output / d DNN input, glin (P x
+ * logits_dim, NULL: not wanted) d output / d the linear node's output. In
+ * double. RT_ERR_NOMEM only. */
+rt_status rt_xai_graph_backward(const xai_gpath *t, const double *gl, double *gz, double *glin,
+                                rt_err *err);
+/* Frees what rt_xai_graph_forward made; t zeroed. */
+void rt_xai_graph_free(xai_gpath *t);
+/* The derivative of activation act (leaky_relu's slope alpha, 0: the
+ * default) at pre-activation z with activation y: relu's is 0 at 0, as
+ * TensorFlow's. Pure. */
+double rt_xai_act_grad(Predictd__Activation act, float alpha, float z, float y);
 
 /* One input's baseline value given by a request (inputBaselines). */
 typedef struct xai_base_value {

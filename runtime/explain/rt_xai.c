@@ -450,11 +450,6 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
                           "integratedGradientsAttribution: a BoostedTrees model has no "
                           "gradient (use exactShapleyAttribution or "
                           "sampledShapleyAttribution)");
-    if (method == RT_XAI_IG && g->n_nodes)
-        return rt_err_set(err, RT_ERR_INVALID,
-                          "integratedGradientsAttribution: not implemented for a custom model "
-                          "graph yet (use exactShapleyAttribution or "
-                          "sampledShapleyAttribution)");
     if (method == RT_XAI_IG && g->onnx)
         return rt_err_set(err, RT_ERR_UNSUPPORTED,
                           "integratedGradientsAttribution: not computed for an ONNX model yet "

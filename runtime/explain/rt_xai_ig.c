@@ -1,7 +1,8 @@
 /*
  * rt_xai_ig.c — integrated gradients (Sundararajan, Taly and Yan 2017)
  * for linear, DNN and wide & deep graphs, with the input gradient of the
- * forward pass computed here (the runtime does not link the trainer).
+ * forward pass computed here (the runtime does not link the trainer), and
+ * for custom model graphs through rt_xai_graph.c's backward.
  *
  * The path is straight in the model's transformed inputs, from the
  * baseline's to the instance's: the DNN input vector (numeric values,
@@ -21,6 +22,15 @@
  * y (1 - y); elu 1 or y + 1), the kernel's transpose. The forward pass
  * along the path is rt_forward's own arithmetic (rt_dense_rows,
  * rt_activate); the gradients are summed in double.
+ *
+ * A custom graph takes the same path: its input and embedding nodes read
+ * the DNN input vector, its linear node moves from lin_b to lin_b + lin_x
+ * (linear along the path, as the canned linear part), and its logits are
+ * the head's node's (rt_xai_graph_forward: rt_node_forward's arithmetic).
+ * The gradient at the DNN input is rt_xai_graph_backward's, attributed per
+ * column as above; a linear column gets its change times the mean gradient
+ * at the linear node's output (for wide & deep as a graph, the head's, as
+ * the canned model's).
  */
 #include "rt_explain.h"
 #include "rt_explain_internal.h"
@@ -94,18 +104,6 @@ static void head_grad(const xai_ctx *e, size_t k, const double *l, double *gl)
         gl[j] = p[k] * ((j == k ? 1.0 : 0.0) - p[j]);
 }
 
-/* Derivative of activation act at pre-activation z, activation y. */
-static double act_grad(Predictd__Activation act, float z, float y)
-{
-    switch (act) {
-    case PREDICTD__ACTIVATION__ACT_RELU: return z > 0.0f ? 1.0 : 0.0;
-    case PREDICTD__ACTIVATION__ACT_TANH: return 1.0 - (double)y * (double)y;
-    case PREDICTD__ACTIVATION__ACT_SIGMOID: return (double)y * (1.0 - (double)y);
-    case PREDICTD__ACTIVATION__ACT_ELU: return z > 0.0f ? 1.0 : (double)y + 1.0;
-    default: return 1.0;
-    }
-}
-
 /* Batch normalization's scale and shift of layer L (rt_forward.c's). */
 static void bn_params(const rt_layer *L, float *scale, float *shift)
 {
@@ -147,6 +145,9 @@ typedef struct ig_run {
     float **act, **pre, **bns, **bnact; /* per layer, [0] the input */
     const float *dnn_out;
     double *delta, *next, *G;
+    xai_gpath gp;          /* a custom graph (g->n_nodes): its nodes along the path */
+    float *zpath, *lpath;  /* its DNN input and linear node's output, P rows */
+    double *glin, *glsum;  /* d out / d linear node, per point and trapezoid-summed */
 } ig_run;
 
 /* Allocates r's buffers for e; false when one is missing (r can still be
@@ -160,7 +161,7 @@ static bool ig_open(ig_run *r, xai_ctx *e)
     r->ld = g->logits_dim;
     r->m = (size_t)e->p->step_count;
     r->P = r->m + 1;
-    r->D = g->n_layers > 0 ? g->dnn_dim : 0;
+    r->D = g->n_layers > 0 || g->n_nodes ? g->dnn_dim : 0;
     r->H = g->n_layers;
     size_t ld = r->ld, P = r->P, D = r->D, H = r->H;
     r->m2 = calloc(2 * e->words, sizeof *r->m2);
@@ -176,6 +177,14 @@ static bool ig_open(ig_run *r, xai_ctx *e)
     r->bns = calloc(H + 1, sizeof *r->bns);
     r->bnact = calloc(H + 1, sizeof *r->bnact);
     r->G = calloc(D + 1, sizeof *r->G);
+    if (g->n_nodes) {
+        r->zpath = calloc(P * D + 1, sizeof *r->zpath);
+        r->lpath = calloc(P * ld, sizeof *r->lpath);
+        r->glin = calloc(P * ld, sizeof *r->glin);
+        r->glsum = calloc(ld, sizeof *r->glsum);
+        if (!r->zpath || !r->lpath || !r->glin || !r->glsum)
+            return false;
+    }
     size_t wmax = D;
     for (size_t l = 0; l < H; l++)
         wmax = g->layers[l].out > wmax ? g->layers[l].out : wmax;
@@ -209,6 +218,11 @@ static void ig_close(ig_run *r)
     free(r->delta);
     free(r->next);
     free(r->G);
+    rt_xai_graph_free(&r->gp);
+    free(r->zpath);
+    free(r->lpath);
+    free(r->glin);
+    free(r->glsum);
 }
 
 /* The two ends, transformed as the serving input function does: each
@@ -247,6 +261,39 @@ static rt_status ig_ends(ig_run *r, rt_err *err)
     return RT_OK;
 }
 
+/* The straight path from b to x (w values each) at the m + 1 points
+ * alpha = k / m into out (P x w); its ends are b and x exactly. */
+static void path_points(const float *b, const float *x, size_t w, size_t m, float *out)
+{
+    for (size_t k = 0; k <= m; k++)
+        for (size_t j = 0; j < w; j++) {
+            float al = (float)k / (float)m;
+            out[k * w + j] = k == 0 ? b[j] : k == m ? x[j] : b[j] + al * (x[j] - b[j]);
+        }
+}
+
+/* A custom graph along the path (r->g->n_nodes): its DNN input moves from
+ * zb to zx and its linear node's output from lin_b to lin_b + lin_x, the
+ * nodes run by rt_xai_graph_forward; the logits are its head's node's. */
+static rt_status ig_forward_graph(ig_run *r, rt_err *err)
+{
+    size_t ld = r->ld, m = r->m;
+    float b[RT_XAI_MAX_OUTPUTS * 4], x[RT_XAI_MAX_OUTPUTS * 4];
+    for (size_t j = 0; j < ld; j++) {
+        b[j] = (float)r->lin_b[j];
+        x[j] = (float)(r->lin_b[j] + r->lin_x[j]);
+    }
+    path_points(r->zb, r->zx, r->D, m, r->zpath);
+    path_points(b, x, ld, m, r->lpath);
+    rt_status st = rt_xai_graph_forward(r->g, r->zpath, r->g->n_linear ? r->lpath : NULL, r->P,
+                                        &r->gp, err);
+    if (st != RT_OK)
+        return st;
+    r->e->evals += r->P;
+    r->dnn_out = r->gp.logits;
+    return RT_OK;
+}
+
 /* The DNN along the path (r->H > 0): P rows, every layer kept for the
  * backward; each layer as rt_forward runs it (activation, then batch
  * normalization's scale and shift), y before the scale kept in bnact.
@@ -259,11 +306,7 @@ static bool ig_forward(ig_run *r)
     const float *zb = r->zb, *zx = r->zx;
     if (!(act[0] = malloc(P * D * sizeof(float))))
         return false;
-    for (size_t k = 0; k < P; k++)
-        for (size_t j = 0; j < D; j++) {
-            float al = (float)k / (float)m;
-            act[0][k * D + j] = k == 0 ? zb[j] : k == m ? zx[j] : zb[j] + al * (zx[j] - zb[j]);
-        }
+    path_points(zb, zx, D, m, act[0]);
     for (size_t l = 0; l < H; l++) {
         const rt_layer *L = &g->layers[l];
         size_t no = L->out;
@@ -301,25 +344,42 @@ static void ig_head(ig_run *r, size_t out)
     for (size_t k = 0; k < r->P; k++) {
         double alpha = (double)k / (double)m, wk = (k == 0 || k == m) ? 0.5 / m : 1.0 / m;
         for (size_t j = 0; j < ld; j++)
-            r->logit[j] =
-                r->lin_b[j] + alpha * r->lin_x[j] + (r->dnn_out ? r->dnn_out[k * ld + j] : 0.0);
+            r->logit[j] = r->g->n_nodes ? (double)r->dnn_out[k * ld + j]
+                                        : r->lin_b[j] + alpha * r->lin_x[j] +
+                                              (r->dnn_out ? r->dnn_out[k * ld + j] : 0.0);
         head_grad(r->e, out, r->logit, r->gl + k * ld);
         for (size_t j = 0; j < ld; j++)
             r->gsum[j] += wk * r->gl[k * ld + j];
     }
 }
 
-/* Linear columns: their change times the mean gradient, into a. */
-static void ig_linear(ig_run *r, double *a)
+/* Linear columns: their change times gs, the mean gradient at the linear
+ * part's logits, into a. */
+static void ig_linear(ig_run *r, const double *gs, double *a)
 {
     const rt_graph *g = r->g;
     size_t ld = r->ld, nl = g->n_linear;
     for (size_t l = 0; l < nl; l++) {
         double s = 0.0;
         for (size_t j = 0; j < ld; j++)
-            s += (r->lin[((nl + 1) + l) * ld + j] - r->lin[l * ld + j]) * r->gsum[j];
+            s += (r->lin[((nl + 1) + l) * ld + j] - r->lin[l * ld + j]) * gs[j];
         give(r->e, g->linear_cols[l], s, r->in, a);
     }
+}
+
+/* Back through a custom graph from the head's gradients gl: delta gets
+ * the gradient at the DNN input for each point of the path, glsum the
+ * trapezoid-weighted one at the linear node's output. */
+static rt_status ig_backward_graph(ig_run *r, rt_err *err)
+{
+    size_t ld = r->ld, m = r->m;
+    rt_status st = rt_xai_graph_backward(&r->gp, r->gl, r->delta, r->glin, err);
+    for (size_t j = 0; j < ld; j++) {
+        r->glsum[j] = 0.0;
+        for (size_t k = 0; k < r->P; k++)
+            r->glsum[j] += ((k == 0 || k == m) ? 0.5 / m : 1.0 / m) * r->glin[k * ld + j];
+    }
+    return st;
 }
 
 /* Back through the DNN from the head's gradients gl: afterwards delta
@@ -341,7 +401,7 @@ static void ig_backward(ig_run *r)
                 if (l + 1 < H) {
                     float y =
                         bns[l + 1] ? bnact[l + 1][k * L->out + j] : act[l + 1][k * L->out + j];
-                    dk[j] *= act_grad(L->act, pre[l + 1][k * L->out + j], y);
+                    dk[j] *= rt_xai_act_grad(L->act, 0.0f, pre[l + 1][k * L->out + j], y);
                 }
             }
             double *nk = r->next + k * L->in;
@@ -389,9 +449,18 @@ rt_status rt_xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_o
         goto out;
     if (r.H && !ig_forward(&r))
         goto nomem;
+    if (e->g->n_nodes && (st = ig_forward_graph(&r, err)) != RT_OK)
+        goto out;
     for (size_t q = 0; q < n_outs; q++) {
         ig_head(&r, outs[q]);
-        ig_linear(&r, attr[q]);
+        if (e->g->n_nodes) {
+            if ((st = ig_backward_graph(&r, err)) != RT_OK)
+                goto out;
+            ig_linear(&r, r.glsum, attr[q]);
+            ig_dnn(&r, attr[q]);
+            continue;
+        }
+        ig_linear(&r, r.gsum, attr[q]);
         if (!r.H)
             continue;
         ig_backward(&r);
