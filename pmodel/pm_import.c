@@ -6,34 +6,28 @@
  * serves what it serves from the file dropped into a version directory by
  * hand. The version is named as the exporter names one (the Unix time, or
  * one past the newest version when that is not older; the next integer when
- * taken) and written as it writes one: a hidden BASE/.tmp-<version>-<pid>-
+ * taken) and written as it writes one, by the runtime's rt_publish_version
+ * (runtime/model/rt_publish.c, which the exporter uses too: pmodel may not
+ * link the exporter, docs/design.md): a hidden BASE/.tmp-<version>-<pid>-
  * <rand> directory, every file and the directory fsynced, opened with the
  * runtime's model loader (a model it refuses is refused here, naming the
  * file), then renamed to its integer name without replacing anything and
  * BASE fsynced. On any failure the temp directory is removed: no version is
- * left behind. (pmodel may not link the exporter, docs/design.md, so the
- * few steps are the runtime's file helpers.)
+ * left behind.
  */
 #include "pm.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cJSON.h>
 
 #define IMPORT_MODEL_MAX ((size_t)1 << 30)    /* bytes of a model file */
 #define IMPORT_CATEGORIES_MAX ((size_t)64 << 20)
-#define IMPORT_VERSION_TRIES 1000              /* next integers tried, as the exporter */
 
 typedef struct imp_flags {
     char *model, *categories, *export_dir;
@@ -150,91 +144,16 @@ static int serving_json(const imp_flags *f, char **out)
     return rc;
 }
 
-/* The exporter's default version (exp_write.c): the Unix time, or one past
- * the newest version in BASE (open as bfd) when that is not older. */
-static int64_t next_version(int bfd)
+/* rt_publish_version's check: the runtime's model loader opens the temp
+ * directory as the daemon will open the version. */
+static rt_status loads(const char *tmp_path, void *arg, rt_err *err)
 {
-    int64_t v = (int64_t)time(NULL), newest = 0;
-    int fd = dup(bfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d && fd >= 0)
-        close(fd);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        int64_t have;
-        struct stat sb;
-        if (rt_model_version_parse(e->d_name, &have) == 0 &&
-            fstatat(bfd, e->d_name, &sb, 0) == 0 && S_ISDIR(sb.st_mode) && have > newest)
-            newest = have;
-    }
-    if (d)
-        closedir(d);
-    return newest >= v && newest < INT64_MAX ? newest + 1 : v;
-}
-
-/* Creates dfd/name holding len bytes of data, fsynced. */
-static rt_status put_file(int dfd, const char *name, const void *data, size_t len, rt_err *err)
-{
-    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: create: %s", name, strerror(errno));
-    rt_status st = rt_file_write_fd(fd, data, len, name, err);
-    if (st == RT_OK && fsync(fd) != 0)
-        st = rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", name, strerror(errno));
-    if (close(fd) != 0 && st == RT_OK)
-        st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", name, strerror(errno));
-    return st;
-}
-
-/* The hidden temp directory's name, the exporter's form. */
-static void temp_name(char *buf, size_t cap, int64_t v)
-{
-    uint32_t r = 0;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-        r = (uint32_t)((uint64_t)rt_time_seconds(0) * 1000003u);
-    snprintf(buf, cap, ".tmp-%" PRId64 "-%ld-%08" PRIx32, v, (long)getpid(), r);
-}
-
-/* Writes, checks and renames the version; *version the name taken. */
-static rt_status write_version(int bfd, const char *base, const char *name, const char *model,
-                               size_t model_len, const char *serving, int64_t *version,
-                               rt_err *err)
-{
-    char tmp[96], path[4200], vname[32];
-    int64_t v = next_version(bfd);
-    temp_name(tmp, sizeof tmp, v);
-    if (mkdirat(bfd, tmp, 0755) != 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: mkdir %s: %s", base, tmp, strerror(errno));
-    int tfd = openat(bfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    rt_status st = tfd < 0 ? rt_err_set(err, RT_ERR_IO, "%s/%s: %s", base, tmp, strerror(errno))
-                           : put_file(tfd, name, model, model_len, err);
-    if (st == RT_OK && serving)
-        st = put_file(tfd, "serving.json", serving, strlen(serving), err);
-    if (st == RT_OK && fsync(tfd) != 0)
-        st = rt_err_set(err, RT_ERR_IO, "%s/%s: fsync: %s", base, tmp, strerror(errno));
-    if (tfd >= 0)
-        close(tfd);
-    snprintf(path, sizeof path, "%s/%s", base, tmp);
+    (void)arg;
     rt_model *m = NULL;
-    if (st == RT_OK && (st = rt_model_open(path, &m, err)) != RT_OK)
+    rt_status st = rt_model_open(tmp_path, &m, err);
+    if (st != RT_OK)
         rt_err_prefix(err, "the imported version does not load");
     rt_model_close(m);
-    for (int tries = 0; st == RT_OK; tries++, v++) {
-        snprintf(vname, sizeof vname, "%" PRId64, v);
-        if (renameat2(bfd, tmp, bfd, vname, RENAME_NOREPLACE) == 0) {
-            if (fsync(bfd) != 0 && errno != EINVAL) {
-                st = rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", base, strerror(errno));
-                if (renameat(bfd, vname, bfd, tmp) != 0)
-                    return st; /* in place; its durability in doubt */
-                break;
-            }
-            *version = v;
-            return RT_OK;
-        }
-        if (errno != EEXIST || tries + 1 >= IMPORT_VERSION_TRIES || v == INT64_MAX)
-            st = rt_err_set(err, RT_ERR_IO, "%s: rename %s to %s: %s", base, tmp, vname,
-                            strerror(errno));
-    }
-    (void)rt_file_rmtree_at(bfd, tmp);
     return st;
 }
 
@@ -257,25 +176,21 @@ static int import(const imp_flags *f)
     size_t len = 0;
     rt_err err = {{0}};
     int64_t version = 0;
-    int bfd = -1;
     rt_status st = rt_file_read(AT_FDCWD, f->model, IMPORT_MODEL_MAX, 0, &model, &len, &err);
     if (st != RT_OK) {
         fprintf(stderr, "predict-model import: --model %s\n", err.msg);
         goto out;
     }
-    if ((st = rt_file_mkdirs(f->export_dir, &err)) == RT_OK &&
-        (bfd = open(f->export_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        st = rt_err_set(&err, RT_ERR_IO, "--export-dir %s: %s", f->export_dir,
-                        strerror(errno));
-    if (st == RT_OK)
-        st = write_version(bfd, f->export_dir, name, model, len, serving, &version, &err);
+    rt_publish_file files[2] = {{.name = name, .data = model, .len = len},
+                                {.name = "serving.json", .data = serving,
+                                 .len = serving ? strlen(serving) : 0}};
+    rt_publish_params pp = {.sync = true, .check = loads};
+    st = rt_publish_version(f->export_dir, files, serving ? 2 : 1, &pp, &version, &err);
     if (st == RT_OK)
         printf("%s/%" PRId64 "\n", f->export_dir, version);
     else
         fprintf(stderr, "predict-model import: --model %s: %s\n", f->model, err.msg);
 out:
-    if (bfd >= 0)
-        close(bfd);
     free(model);
     free(serving);
     return st == RT_OK ? 0 : 1;
