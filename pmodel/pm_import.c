@@ -19,6 +19,7 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@
 
 typedef struct imp_flags {
     char *model, *categories, *export_dir;
-    rt_setting_list classes;
+    rt_setting_list classes, data;
 } imp_flags;
 
 #define IF(f, T)                                                                               \
@@ -51,16 +52,25 @@ static const rt_setting FLAGS[] = {
     {.name = "export-dir", .type = RT_SET_STR, .where = RT_SET_FLAG,
      .offset = IF(export_dir, char *), .arg = "BASE",
      .help = "the export base the new version directory is written into (created if missing)"},
+    {.name = "data", .type = RT_SET_LIST, .where = RT_SET_FLAG, .hi = PM_MAX_LIST,
+     .offset = IF(data, rt_setting_list), .arg = "FILE.csv",
+     .help = "training rows as CSV, each file starting with a header line that names its "
+             "columns (every input of the model, in any order; others, e.g. the label, are "
+             "ignored): their statistics are written as the version's statistics.json, for "
+             "the daemon's skew and drift monitoring (repeatable)"},
 };
 
 const pm_command pm_import_command = {
     "import",
     "predict-model import --model FILE [--categories FILE] [--classes A,B,...]\n"
-    "                     --export-dir BASE",
+    "                     [--data FILE.csv] --export-dir BASE",
     "Writes a model trained elsewhere — XGBoost's model.json or model.ubj, or an ONNX "
     "model.onnx — as a new version directory BASE/<version>/ holding the model file's bytes "
     "as they are (named model.json, model.ubj or model.onnx by the file's extension) and, "
-    "with --categories or --classes, a serving.json with \"categories\" and \"classes\". "
+    "with --categories or --classes, a serving.json with \"categories\" and \"classes\"; "
+    "with --data, a statistics.json of the CSV rows' inputs (as predict-model stats --data "
+    "computes them and predict-train writes them), which the daemon's skew and drift "
+    "monitoring and the explanations' baselines use as they use a trained export's. "
     "The version is the Unix time, or one past the newest version when that is not older. "
     "The directory is written under a hidden temp name, fsynced, opened with the daemon's "
     "model loader, then renamed into place: a model the daemon would refuse is refused here "
@@ -144,15 +154,142 @@ static int serving_json(const imp_flags *f, char **out)
     return rc;
 }
 
+/* What the check below needs: the flags (--data). */
+typedef struct imp_check {
+    const imp_flags *f;
+} imp_check;
+
+/* The first line of file, without its line end, into *line (malloc'd). */
+static rt_status first_line(const char *file, char **line, size_t *len, rt_err *err)
+{
+    size_t cap = 0;
+    *line = NULL;
+    FILE *fp = fopen(file, "r");
+    if (!fp)
+        return rt_err_set(err, RT_ERR_IO, "%s: cannot open: %s", file, strerror(errno));
+    ssize_t got = getline(line, &cap, fp);
+    fclose(fp);
+    if (got <= 0)
+        return rt_err_set(err, RT_ERR_INVALID, "%s: no header line", file);
+    *len = (size_t)got;
+    while (*len && ((*line)[*len - 1] == '\n' || (*line)[*len - 1] == '\r'))
+        (*len)--;
+    return RT_OK;
+}
+
+/* The --data files' header (the first's; the others must repeat it): for
+ * each raw column of def its field in the files, or -1 (field[], *nf the
+ * header's fields). Every input of the model must be named. */
+static rt_status header_fields(const Predictd__ModelDef *def, const rt_setting_list *data,
+                               long **field, size_t *nf, rt_err *err)
+{
+    char *line = NULL, *other = NULL, *text = NULL;
+    size_t len = 0, olen = 0;
+    rt_csv_span *spans = NULL;
+    rt_stats_acc *a = NULL;
+    *field = NULL;
+    rt_status st = first_line(data->v[0], &line, &len, err);
+    for (size_t k = 1; st == RT_OK && k < data->n; k++) {
+        if ((st = first_line(data->v[k], &other, &olen, err)) == RT_OK &&
+            (olen != len || memcmp(other, line, len) != 0))
+            st = rt_err_set(err, RT_ERR_INVALID, "%s: header differs from %s's", data->v[k],
+                            data->v[0]);
+        free(other);
+        other = NULL;
+    }
+    size_t max = 1;
+    for (size_t i = 0; st == RT_OK && i < len; i++)
+        max += line[i] == ',';
+    if (st == RT_OK && (!(spans = calloc(max, sizeof *spans)) || !(text = malloc(len + 1)) ||
+                        !(*field = malloc((def->n_raw_columns + 1) * sizeof **field)) ||
+                        !(a = rt_stats_acc_new(def))))
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    long got = st == RT_OK ? rt_raw_csv_split(line, len, text, spans, max, err) : -1;
+    if (st == RT_OK && got < 0) {
+        st = RT_ERR_INVALID;
+        rt_err_prefix(err, "%s: header", data->v[0]);
+    }
+    for (size_t c = 0; st == RT_OK && c < def->n_raw_columns; c++) {
+        const char *name = def->raw_columns[c]->name;
+        (*field)[c] = -1;
+        for (long k = 0; k < got; k++) {
+            const char *h = text + spans[k].off;
+            size_t hl = spans[k].len;
+            while (hl && (*h == ' ' || *h == '\t'))
+                h++, hl--;
+            while (hl && (h[hl - 1] == ' ' || h[hl - 1] == '\t'))
+                hl--;
+            if (hl == strlen(name) && memcmp(h, name, hl) == 0)
+                (*field)[c] = k;
+        }
+    }
+    for (size_t i = 0; st == RT_OK && i < rt_stats_acc_inputs(a); i++)
+        if ((*field)[rt_stats_acc_column(a, i)] < 0)
+            st = rt_err_set(err, RT_ERR_INVALID,
+                            "%s: the header names no column \"%s\" (an input of the model)",
+                            data->v[0], rt_stats_acc_name(a, i));
+    *nf = got > 0 ? (size_t)got : 0;
+    if (st != RT_OK) {
+        free(*field);
+        *field = NULL;
+    }
+    rt_stats_acc_free(a);
+    free(spans);
+    free(text);
+    free(line);
+    return st;
+}
+
+/* Writes statistics.json into the version directory dir: the statistics of
+ * the --data rows in the inputs of def (rt_file_write: temp + fsync +
+ * rename, fsync of dir). */
+static rt_status write_stats(const char *dir, const Predictd__ModelDef *def, const imp_check *c,
+                             rt_err *err)
+{
+    rt_stats *s = NULL;
+    rt_buf b;
+    char path[4200];
+    long *field = NULL;
+    size_t nf = 0;
+    rt_buf_init(&b);
+    rt_status st = header_fields(def, &c->f->data, &field, &nf, err);
+    if (st == RT_OK)
+        st = pm_stats_of_fields(def, field, nf, (const char *const *)c->f->data.v,
+                                c->f->data.n, 1, NULL, NULL, NULL, &s, err);
+    free(field);
+    if (st != RT_OK)
+        rt_err_prefix(err, "--data");
+    else if (s->num_examples == 0)
+        st = rt_err_set(err, RT_ERR_INVALID, "--data %s: no rows", c->f->data.v[0]);
+    else if ((st = rt_stats_write_json(s, "train", &b)) != RT_OK)
+        rt_err_set(err, st, "statistics.json: out of memory");
+    else {
+        snprintf(path, sizeof path, "%s/statistics.json", dir);
+        st = rt_file_write(path, b.data, b.len, err);
+    }
+    rt_stats_free(s);
+    rt_buf_free(&b);
+    return st;
+}
+
 /* rt_publish_version's check: the runtime's model loader opens the temp
- * directory as the daemon will open the version. */
+ * directory as the daemon will open the version; with --data the rows'
+ * statistics are added in the model's inputs and the version is opened again
+ * (the loader parses statistics.json). */
 static rt_status loads(const char *tmp_path, void *arg, rt_err *err)
 {
-    (void)arg;
+    const imp_check *c = arg;
     rt_model *m = NULL;
     rt_status st = rt_model_open(tmp_path, &m, err);
     if (st != RT_OK)
         rt_err_prefix(err, "the imported version does not load");
+    if (st == RT_OK && c->f->data.n) {
+        st = write_stats(tmp_path, rt_model_def(m), c, err);
+        rt_model_close(m);
+        m = NULL;
+        if (st == RT_OK && (st = rt_model_open(tmp_path, &m, err)) != RT_OK)
+            rt_err_prefix(err, "the imported version with its statistics does not load");
+    }
     rt_model_close(m);
     return st;
 }
@@ -169,6 +306,7 @@ static int import(const imp_flags *f)
     if (!name)
         return pm_usage_error(c, "--model %s: expected a .json or .ubj (XGBoost) or .onnx file",
                               f->model);
+    imp_check chk = {.f = f};
     char *serving = NULL;
     if (serving_json(f, &serving))
         return 1;
@@ -184,7 +322,7 @@ static int import(const imp_flags *f)
     rt_publish_file files[2] = {{.name = name, .data = model, .len = len},
                                 {.name = "serving.json", .data = serving,
                                  .len = serving ? strlen(serving) : 0}};
-    rt_publish_params pp = {.sync = true, .check = loads};
+    rt_publish_params pp = {.sync = true, .check = loads, .check_arg = &chk};
     st = rt_publish_version(f->export_dir, files, serving ? 2 : 1, &pp, &version, &err);
     if (st == RT_OK)
         printf("%s/%" PRId64 "\n", f->export_dir, version);

@@ -508,7 +508,8 @@ int rt_publish_temp_name(char *buf, size_t cap, int64_t v);
 #define RT_FORMAT_VERSION 1u
 
 /* The training statistics of an export (statistics.json), or NULL when the
- * export has none (written before they existed). Lives as long as m. */
+ * export has none (written before they existed, or a model trained
+ * elsewhere imported without predict-model import --data). Lives as long as m. */
 const rt_stats *rt_model_stats(const rt_model *m);
 
 /* ------------------------------- models trained elsewhere (rt_xgb_*.c) */
