@@ -252,6 +252,12 @@ static rt_status write_stats(const char *dir, const Predictd__ModelDef *def, con
     long *field = NULL;
     size_t nf = 0;
     rt_buf_init(&b);
+    for (size_t i = 0; i < def->n_feature_columns; i++)
+        if (def->feature_columns[i]->shape > 1)
+            return rt_err_set(err, RT_ERR_UNSUPPORTED,
+                              "--data: the model's input \"%s\" is a list of %u numbers; "
+                              "statistics are kept of single-valued inputs only",
+                              def->feature_columns[i]->key, def->feature_columns[i]->shape);
     rt_status st = header_fields(def, &c->f->data, &field, &nf, err);
     if (st == RT_OK)
         st = pm_stats_of_fields(def, field, nf, (const char *const *)c->f->data.v,

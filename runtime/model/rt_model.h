@@ -463,7 +463,10 @@ typedef struct rt_publish_file {
 } rt_publish_file;
 
 /* Called on the complete (fsynced) temp directory at tmp_path before it is
- * published; a status other than RT_OK (with err set) refuses the version. */
+ * published; a status other than RT_OK (with err set) refuses the version.
+ * It may add files to the directory, durably (rt_file_write: temp file,
+ * fsync, rename, fsync of the directory), as predict-model import --data
+ * adds statistics.json. */
 typedef rt_status (*rt_publish_check_fn)(const char *tmp_path, void *arg, rt_err *err);
 
 typedef struct rt_publish_params {
