@@ -213,12 +213,8 @@ static rt_status header_fields(const Predictd__ModelDef *def, const rt_setting_l
         const char *name = def->raw_columns[c]->name;
         (*field)[c] = -1;
         for (long k = 0; k < got; k++) {
-            const char *h = text + spans[k].off;
             size_t hl = spans[k].len;
-            while (hl && (*h == ' ' || *h == '\t'))
-                h++, hl--;
-            while (hl && (h[hl - 1] == ' ' || h[hl - 1] == '\t'))
-                hl--;
+            const char *h = rt_buf_trim_span(text + spans[k].off, &hl);
             if (hl == strlen(name) && memcmp(h, name, hl) == 0)
                 (*field)[c] = k;
         }
