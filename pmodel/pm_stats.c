@@ -55,6 +55,16 @@ rt_status pm_stats_of_fields(const Predictd__ModelDef *def, const long *field, s
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
+    /* Without a map, a row may also end at the last input column: the
+     * model's columns without the trailing label (serving data; XGBoost's
+     * and ONNX's models, whose label column is the loader's own). */
+    size_t inputs_end = nf;
+    if (!field) {
+        inputs_end = 0;
+        for (size_t i = 0; i < rt_stats_acc_inputs(a); i++)
+            if ((size_t)rt_stats_acc_column(a, i) + 1 > inputs_end)
+                inputs_end = (size_t)rt_stats_acc_column(a, i) + 1;
+    }
     for (size_t fi = 0; fi < n && st == RT_OK; fi++) {
         FILE *fp = fopen(files[fi], "r");
         if (!fp) {
@@ -86,10 +96,14 @@ rt_status pm_stats_of_fields(const Predictd__ModelDef *def, const long *field, s
             }
             rt_err why;
             long fields = rt_raw_csv_split(line, len, text, spans, nf, &why);
-            if (fields >= 0 && (size_t)fields != nf)
+            bool fit = fields >= 0 && ((size_t)fields == nf || (size_t)fields == inputs_end);
+            if (fields >= 0 && !fit && inputs_end < nf)
+                rt_err_set(&why, RT_ERR_INVALID, "expected %zu fields (the model's columns) or "
+                           "%zu (without the label), got %ld", nf, inputs_end, fields);
+            else if (fields >= 0 && !fit)
                 rt_err_set(&why, RT_ERR_INVALID, "expected %zu fields (%s), got %ld", nf,
                            field ? "the header's" : "the model's columns", fields);
-            rt_status cs = fields >= 0 && (size_t)fields == nf ? RT_OK : RT_ERR_INVALID;
+            rt_status cs = fit ? RT_OK : RT_ERR_INVALID;
             if (cs == RT_OK && rt_stats_acc_example(a) != 0)
                 cs = rt_err_set(&why, RT_ERR_NOMEM, "out of memory");
             for (size_t i = 0; cs == RT_OK && i < rt_stats_acc_inputs(a); i++) {
