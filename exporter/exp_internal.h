@@ -14,10 +14,7 @@
 #include "exp.h"
 
 /* Hidden temp names in a base directory: ".tmp-<version>-<pid>-<rand>". */
-#define EXP_TMP_PREFIX ".tmp-"
-
-/* Writes a fresh hidden temp name for version v into buf. 0 ok, -1 too small. */
-int exp_temp_name(char *buf, size_t cap, int64_t v);
+#define EXP_TMP_PREFIX RT_PUBLISH_TMP_PREFIX
 
 /* Opens (creating with mkdir -p when create != 0) the base directory.
  * Returns an O_DIRECTORY fd or -1 with a message in err. */

@@ -13,25 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define EXP_LIVE_AGE_FACTOR 24 /* see exp_clean_temp */
-
-int exp_temp_name(char *buf, size_t cap, int64_t v)
-{
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        r = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)buf;
-    }
-    int w = snprintf(buf, cap, EXP_TMP_PREFIX "%" PRId64 "-%ld-%08" PRIx32, v, (long)getpid(),
-                     (uint32_t)r);
-    return (w < 0 || (size_t)w >= cap) ? -1 : 0;
-}
 
 int exp_open_base(const char *base, int create, rt_status *st, rt_err *err)
 {
@@ -54,50 +40,6 @@ int exp_open_base(const char *base, int create, rt_status *st, rt_err *err)
     return fd;
 }
 
-/* Versions of the open base directory dfd, ascending. */
-static rt_status list_at(int dfd, const char *base, int64_t **versions, size_t *n, rt_err *err)
-{
-    rt_status st = RT_OK;
-    int64_t *v = NULL;
-    size_t count = 0, cap = 0;
-    *versions = NULL;
-    *n = 0;
-    int fd = dup(dfd);
-    if (fd < 0)
-        return rt_err_set(err, RT_ERR_IO, "export base %s: dup: %s", base, strerror(errno));
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return rt_err_set(err, RT_ERR_IO, "export base %s: %s", base, strerror(errno));
-    }
-    rewinddir(d); /* a dup shares the file position */
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        int64_t ver;
-        struct stat sb;
-        if (!rt_model_version_parse(de->d_name, &ver))
-            continue;
-        if (fstatat(dfd, de->d_name, &sb, 0) != 0 || !S_ISDIR(sb.st_mode))
-            continue;
-        if (rt_grow(&v, &cap, count + 1, sizeof *v) != 0) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "export base %s: out of memory", base);
-            goto out;
-        }
-        v[count++] = ver;
-    }
-    if (count)
-        qsort(v, count, sizeof *v, rt_cmp_i64);
-    *versions = count ? v : NULL;
-    *n = count;
-    if (!count)
-        free(v);
-    v = NULL;
-out:
-    free(v);
-    closedir(d);
-    return st;
-}
-
 rt_status exp_list_versions(const char *base, int64_t **versions, size_t *n, rt_err *err)
 {
     rt_status st;
@@ -108,7 +50,7 @@ rt_status exp_list_versions(const char *base, int64_t **versions, size_t *n, rt_
     int dfd = exp_open_base(base, 0, &st, err);
     if (dfd < 0)
         return st;
-    st = list_at(dfd, base, versions, n, err);
+    st = rt_publish_list(dfd, base, versions, n, err);
     close(dfd);
     return st;
 }
@@ -118,7 +60,7 @@ static rt_status remove_at(int dfd, const char *base, int64_t version, rt_err *e
 {
     char name[32], tmp[96];
     snprintf(name, sizeof name, "%" PRId64, version);
-    if (exp_temp_name(tmp, sizeof tmp, version) != 0)
+    if (rt_publish_temp_name(tmp, sizeof tmp, version) != 0)
         return rt_err_set(err, RT_ERR_LIMIT, "temp name too long");
     if (renameat(dfd, name, dfd, tmp) != 0)
         return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
@@ -156,7 +98,7 @@ rt_status exp_retain_latest(const char *base, size_t keep, size_t *removed, rt_e
     int dfd = exp_open_base(base, 0, &st, err);
     if (dfd < 0)
         return st;
-    if ((st = list_at(dfd, base, &v, &n, err)) != RT_OK)
+    if ((st = rt_publish_list(dfd, base, &v, &n, err)) != RT_OK)
         goto out;
     for (size_t i = 0; i + keep < n; i++) { /* ascending: the oldest come first */
         rt_status s = remove_at(dfd, base, v[i], err);

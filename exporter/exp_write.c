@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VERSION_TRIES 1000         /* next integers tried when a version exists */
 #define MODEL_PB_MAX ((size_t)256 << 20)
 #define STALE_TEMP_SECS 3600
 
@@ -239,83 +238,6 @@ out:
     return st;
 }
 
-/* write(2) all of buf, retrying short writes and EINTR. */
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        if (w == 0) {
-            errno = EIO;
-            return -1;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Creates dfd/name with the given bytes (or a copy of src_path), fsynced. */
-static rt_status write_file_at(int dfd, const char *label, const char *name, const void *data,
-                               size_t len, const char *src_path, int sync, rt_err *err)
-{
-    rt_status st = RT_OK;
-    int src = -1;
-    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: create: %s", label, strerror(errno));
-    if (data || !src_path) {
-        if (write_all(fd, data, len) != 0) {
-            st = rt_err_set(err, RT_ERR_IO, "%s: write: %s", label, strerror(errno));
-            goto out;
-        }
-    } else {
-        uint8_t buf[65536];
-        struct stat sb;
-        src = open(src_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO cannot block */
-        if (src < 0) {
-            st = rt_err_set(err, RT_ERR_IO, "%s: cannot open source %s: %s", label, src_path,
-                            strerror(errno));
-            goto out;
-        }
-        if (fstat(src, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            st = rt_err_set(err, RT_ERR_IO, "%s: source %s is not a regular file", label,
-                            src_path);
-            goto out;
-        }
-        for (;;) {
-            ssize_t r = read(src, buf, sizeof buf);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0) {
-                st = rt_err_set(err, RT_ERR_IO, "%s: read %s: %s", label, src_path,
-                                strerror(errno));
-                goto out;
-            }
-            if (r == 0)
-                break;
-            if (write_all(fd, buf, (size_t)r) != 0) {
-                st = rt_err_set(err, RT_ERR_IO, "%s: write: %s", label, strerror(errno));
-                goto out;
-            }
-        }
-    }
-    if (sync && fsync(fd) != 0) {
-        st = rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", label, strerror(errno));
-        goto out;
-    }
-out:
-    if (src >= 0)
-        close(src);
-    if (close(fd) != 0 && st == RT_OK)
-        st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", label, strerror(errno));
-    return st;
-}
-
 /* A relative path under assets/: components not empty, ".", ".."; no
  * leading or trailing '/', no control characters or '\\'; at most 255 bytes
  * (the runtime's rule for vocabulary_file). */
@@ -338,126 +260,53 @@ static int asset_name_ok(const char *s)
     return 1;
 }
 
-/* Opens (creating when missing) directory `name` (len bytes) inside dfd;
- * fsyncs dfd after creating it when sync. -1 with errno on failure. */
-static int open_subdir(int dfd, const char *name, size_t len, int sync)
+/* The version directory's files: model.pb, variables.bin, statistics.json
+ * when given, each asset as assets/<name> (names checked here, where they
+ * come from the caller). *names holds the assets' joined names. */
+static rt_status export_files(const exp_blobs *b, const exp_params *p, rt_publish_file **out,
+                              size_t *n, char **names, rt_err *err)
 {
-    char comp[256];
-    if (len >= sizeof comp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(comp, name, len);
-    comp[len] = '\0';
-    if (mkdirat(dfd, comp, 0755) == 0) {
-        if (sync && fsync(dfd) != 0)
-            return -1;
-    } else if (errno != EEXIST) {
-        return -1;
-    }
-    return openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
-/* Writes one asset at its relative path under the assets directory afd. */
-static rt_status write_asset(int afd, const exp_asset *a, int sync, rt_err *err)
-{
-    rt_status st = RT_OK;
-    char label[320];
-    snprintf(label, sizeof label, "assets/%s", a->name);
-    int dfd = dup(afd);
-    if (dfd < 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: dup: %s", label, strerror(errno));
-    const char *c = a->name;
-    for (const char *slash; (slash = strchr(c, '/')) != NULL; c = slash + 1) {
-        int sub = open_subdir(dfd, c, (size_t)(slash - c), sync);
-        if (sub < 0) {
-            st = rt_err_set(err, RT_ERR_IO, "%s: directory: %s", label, strerror(errno));
-            goto out;
-        }
-        close(dfd);
-        dfd = sub;
-    }
-    st = write_file_at(dfd, label, c, a->data, a->len, a->src_path, sync, err);
-    if (st == RT_OK && sync && fsync(dfd) != 0)
-        st = rt_err_set(err, RT_ERR_IO, "%s: fsync of its directory: %s", label,
-                        strerror(errno));
-out:
-    close(dfd);
-    return st;
-}
-
-/* Writes the assets/ directory inside the temp dir tfd. */
-static rt_status write_assets(int tfd, const exp_params *p, rt_err *err)
-{
-    rt_status st = RT_OK;
-    if (p->n_assets == 0)
-        return RT_OK;
-    if (!p->assets)
+    *out = NULL;
+    *names = NULL;
+    *n = 0;
+    if (p->n_assets && !p->assets)
         return rt_err_set(err, RT_ERR_INVALID, "assets: NULL list");
-    if (mkdirat(tfd, "assets", 0755) != 0)
-        return rt_err_set(err, RT_ERR_IO, "assets: mkdir: %s", strerror(errno));
-    int afd = openat(tfd, "assets", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (afd < 0)
-        return rt_err_set(err, RT_ERR_IO, "assets: open: %s", strerror(errno));
-    for (size_t i = 0; i < p->n_assets && st == RT_OK; i++) {
+    size_t room = 0;
+    for (size_t i = 0; i < p->n_assets; i++) {
         const exp_asset *a = &p->assets[i];
-        if (!asset_name_ok(a->name)) {
-            st = rt_err_set(err, RT_ERR_INVALID,
-                            "assets[%zu]: name \"%.64s\" must be a relative path without "
-                            "\".\" or \"..\" parts", i, a->name ? a->name : "(null)");
-            break;
-        }
-        if (!a->data && !a->src_path && a->len) {
-            st = rt_err_set(err, RT_ERR_INVALID, "assets/%s: no data and no source path",
-                            a->name);
-            break;
-        }
-        st = write_asset(afd, a, p->sync, err);
+        if (!asset_name_ok(a->name))
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "assets[%zu]: name \"%.64s\" must be a relative path without "
+                              "\".\" or \"..\" parts", i, a->name ? a->name : "(null)");
+        if (!a->data && !a->src_path && a->len)
+            return rt_err_set(err, RT_ERR_INVALID, "assets/%s: no data and no source path",
+                              a->name);
+        room += strlen("assets/") + strlen(a->name) + 1;
     }
-    if (st == RT_OK && p->sync && fsync(afd) != 0)
-        st = rt_err_set(err, RT_ERR_IO, "assets: fsync: %s", strerror(errno));
-    close(afd);
-    return st;
-}
-
-/* rename(2) that never replaces an existing target. -1 with errno (EEXIST
- * when the target exists). */
-static int rename_noreplace(int dfd, const char *from, const char *to)
-{
-    if (renameat2(dfd, from, dfd, to, RENAME_NOREPLACE) == 0)
-        return 0;
-    if (errno != EINVAL && errno != ENOSYS)
-        return -1;
-    /* File systems without RENAME_NOREPLACE: check, then rename. A racing
-     * writer could still win in between; renaming onto a non-empty version
-     * directory fails with ENOTEMPTY, which we treat as "exists". */
-    struct stat sb;
-    if (fstatat(dfd, to, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
-        errno = EEXIST;
-        return -1;
+    rt_publish_file *f = calloc(3 + p->n_assets, sizeof *f);
+    char *buf = malloc(room ? room : 1);
+    if (!f || !buf) {
+        free(f);
+        free(buf);
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     }
-    if (renameat(dfd, from, dfd, to) == 0)
-        return 0;
-    if (errno == ENOTEMPTY)
-        errno = EEXIST;
-    return -1;
-}
-
-/* The default version: the Unix time now, or one past the newest existing
- * version if that is not older (several exports in one second), so a new
- * export is always the newest and retention never removes it. */
-static rt_status default_version(const char *base, int64_t *version, rt_err *err)
-{
-    int64_t *have = NULL;
-    size_t n = 0;
-    rt_status st = exp_list_versions(base, &have, &n, err);
-    if (st != RT_OK)
-        return st;
-    int64_t v = (int64_t)time(NULL);
-    if (n > 0 && have[n - 1] >= v)
-        v = have[n - 1] < INT64_MAX ? have[n - 1] + 1 : have[n - 1];
-    free(have);
-    *version = v;
+    size_t k = 0;
+    f[k++] = (rt_publish_file){.name = "model.pb", .data = b->model_pb, .len = b->model_pb_len};
+    f[k++] = (rt_publish_file){.name = "variables.bin", .data = b->vars, .len = b->vars_len};
+    if (p->statistics)
+        f[k++] = (rt_publish_file){.name = "statistics.json", .data = p->statistics,
+                                   .len = p->statistics_len};
+    char *w = buf;
+    for (size_t i = 0; i < p->n_assets; i++) {
+        const exp_asset *a = &p->assets[i];
+        int len = sprintf(w, "assets/%s", a->name);
+        f[k++] = (rt_publish_file){.name = w, .data = a->data, .len = a->len,
+                                   .src_path = a->src_path};
+        w += len + 1;
+    }
+    *out = f;
+    *n = k;
+    *names = buf;
     return RT_OK;
 }
 
@@ -467,8 +316,9 @@ rt_status exp_write(const char *base, Predictd__ModelDef *def, const exp_tensor 
     rt_status st;
     exp_params defaults = exp_default_params();
     exp_blobs blobs = {0};
-    char tmp[96], name[32];
-    int bfd = -1, tfd = -1, have_tmp = 0;
+    rt_publish_file *files = NULL;
+    char *names = NULL;
+    size_t nf = 0;
     if (!p)
         p = &defaults;
     if (res)
@@ -477,84 +327,26 @@ rt_status exp_write(const char *base, Predictd__ModelDef *def, const exp_tensor 
         return rt_err_set(err, RT_ERR_INVALID, "version %" PRId64 " is negative", p->version);
     if (!base || strlen(base) + 22 > sizeof res->path) /* "/" + 20 digits + NUL */
         return rt_err_set(err, RT_ERR_LIMIT, "export base path is missing or too long");
-    int64_t version = p->version;
 
     if ((st = exp_serialize(def, tensors, n, p, &blobs, err)) != RT_OK)
         goto out;
-    if ((bfd = exp_open_base(base, 1, &st, err)) < 0)
-        goto out;
-    if (version == 0 && (st = default_version(base, &version, err)) != RT_OK)
+    if ((st = export_files(&blobs, p, &files, &nf, &names, err)) != RT_OK)
         goto out;
     if (p->clean_temp)
         (void)exp_clean_temp(base, STALE_TEMP_SECS, NULL, NULL);
-
-    if (exp_temp_name(tmp, sizeof tmp, version) != 0) {
-        st = rt_err_set(err, RT_ERR_LIMIT, "temp name too long");
+    rt_publish_params pp = {.version = p->version, .sync = p->sync != 0};
+    int64_t version = 0;
+    if ((st = rt_publish_version(base, files, nf, &pp, &version, err)) != RT_OK)
         goto out;
-    }
-    if (mkdirat(bfd, tmp, 0755) != 0) {
-        st = rt_err_set(err, RT_ERR_IO, "export base %s: mkdir %s: %s", base, tmp,
-                        strerror(errno));
-        goto out;
-    }
-    have_tmp = 1;
-    tfd = openat(bfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (tfd < 0) {
-        st = rt_err_set(err, RT_ERR_IO, "export base %s: open %s: %s", base, tmp,
-                        strerror(errno));
-        goto out;
-    }
-    if ((st = write_file_at(tfd, "model.pb", "model.pb", blobs.model_pb, blobs.model_pb_len,
-                            NULL, p->sync, err)) != RT_OK)
-        goto out;
-    if ((st = write_file_at(tfd, "variables.bin", "variables.bin", blobs.vars, blobs.vars_len,
-                            NULL, p->sync, err)) != RT_OK)
-        goto out;
-    if (p->statistics &&
-        (st = write_file_at(tfd, "statistics.json", "statistics.json", p->statistics,
-                            p->statistics_len, NULL, p->sync, err)) != RT_OK)
-        goto out;
-    if ((st = write_assets(tfd, p, err)) != RT_OK)
-        goto out;
-    if (p->sync && fsync(tfd) != 0) {
-        st = rt_err_set(err, RT_ERR_IO, "export directory %s: fsync: %s", tmp, strerror(errno));
-        goto out;
-    }
-
-    int tries = 0;
-    for (;;) {
-        snprintf(name, sizeof name, "%" PRId64, version);
-        if (rename_noreplace(bfd, tmp, name) == 0)
-            break;
-        if (errno != EEXIST || ++tries >= VERSION_TRIES || version == INT64_MAX) {
-            st = rt_err_set(err, errno == EEXIST ? RT_ERR_EXISTS : RT_ERR_IO,
-                            "export base %s: rename %s to %s: %s", base, tmp, name,
-                            strerror(errno));
-            goto out;
-        }
-        version++; /* taken: the next integer (see exp.h) */
-    }
-    have_tmp = 0;
-    if (p->sync && fsync(bfd) != 0) {
-        /* Its durability is in doubt: take the version back out. */
-        st = rt_err_set(err, RT_ERR_IO, "export base %s: fsync: %s", base, strerror(errno));
-        if (renameat(bfd, name, bfd, tmp) == 0)
-            have_tmp = 1;
-        goto out;
-    }
     if (res) {
         res->version = version;
-        int w = snprintf(res->path, sizeof res->path, "%s/%s", base, name);
+        int w = snprintf(res->path, sizeof res->path, "%s/%" PRId64, base, version);
         if (w < 0 || (size_t)w >= sizeof res->path)
             res->path[0] = '\0';
     }
 out:
-    if (tfd >= 0)
-        close(tfd);
-    if (have_tmp)
-        (void)rt_file_rmtree_at(bfd, tmp);
-    if (bfd >= 0)
-        close(bfd);
+    free(files);
+    free(names);
     exp_blobs_free(&blobs);
     return st;
 }

@@ -279,6 +279,13 @@ int pm_cmd_validate(const pm_opts *o);  /* pm_validate.c */
 rt_status pm_stats_of_files(const Predictd__ModelDef *def, const char *const *files, size_t n,
                             size_t skip, const rt_stats *train, uint64_t *oor, uint64_t *nonint,
                             rt_stats **out, rt_err *err);
+/* pm_stats_of_files for files of nf fields whose raw column c of def is
+ * field[c] (-1: not in the files, every cell missing); field NULL: the
+ * fields are def's raw columns (nf of them). */
+rt_status pm_stats_of_fields(const Predictd__ModelDef *def, const long *field, size_t nf,
+                             const char *const *files, size_t n, size_t skip,
+                             const rt_stats *train, uint64_t *oor, uint64_t *nonint,
+                             rt_stats **out, rt_err *err);
 /* stats' and validate's --skip-header-lines (s may be NULL: 0) into *skip:
  * 0, or PM_EXIT_USAGE after saying on stderr that s is not a count. */
 int pm_stats_skip_lines(const char *s, size_t *skip);

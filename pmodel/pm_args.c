@@ -123,7 +123,7 @@ static const rt_setting STATS[] = {
     DIR_ROW,
     STR_ROW("spec", spec, "SPEC", "a trainer spec whose columns --data is read in, instead "
                                   "of --dir"),
-    DATA_ROW("a CSV file (repeatable)"),
+    DATA_ROW("a CSV file of the model's columns, the trailing label optional (repeatable)"),
     FORMAT_ROW("table|json", "table (default): tables and histograms; json: statistics.json, "
                              "TFDV's DatasetFeatureStatisticsList"),
     SKIP_ROW,
@@ -132,7 +132,7 @@ static const rt_setting STATS[] = {
 
 static const rt_setting VALIDATE[] = {
     DIR_ROW,
-    DATA_ROW("a CSV file of the export's columns (repeatable)"),
+    DATA_ROW("a CSV file of the export's columns, the trailing label optional (repeatable)"),
     STR_ROW("thresholds", thresholds, "FILE.json",
             "{\"default_threshold\": 0.3, \"thresholds\": {\"age\": 0.1}} (every threshold is "
             "0.3 without it)"),

@@ -6,38 +6,33 @@
  * serves what it serves from the file dropped into a version directory by
  * hand. The version is named as the exporter names one (the Unix time, or
  * one past the newest version when that is not older; the next integer when
- * taken) and written as it writes one: a hidden BASE/.tmp-<version>-<pid>-
+ * taken) and written as it writes one, by the runtime's rt_publish_version
+ * (runtime/model/rt_publish.c, which the exporter uses too: pmodel may not
+ * link the exporter, docs/design.md): a hidden BASE/.tmp-<version>-<pid>-
  * <rand> directory, every file and the directory fsynced, opened with the
  * runtime's model loader (a model it refuses is refused here, naming the
  * file), then renamed to its integer name without replacing anything and
  * BASE fsynced. On any failure the temp directory is removed: no version is
- * left behind. (pmodel may not link the exporter, docs/design.md, so the
- * few steps are the runtime's file helpers.)
+ * left behind.
  */
 #include "pm.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cJSON.h>
 
 #define IMPORT_MODEL_MAX ((size_t)1 << 30)    /* bytes of a model file */
 #define IMPORT_CATEGORIES_MAX ((size_t)64 << 20)
-#define IMPORT_VERSION_TRIES 1000              /* next integers tried, as the exporter */
 
 typedef struct imp_flags {
     char *model, *categories, *export_dir;
-    rt_setting_list classes;
+    rt_setting_list classes, data;
 } imp_flags;
 
 #define IF(f, T)                                                                               \
@@ -57,16 +52,25 @@ static const rt_setting FLAGS[] = {
     {.name = "export-dir", .type = RT_SET_STR, .where = RT_SET_FLAG,
      .offset = IF(export_dir, char *), .arg = "BASE",
      .help = "the export base the new version directory is written into (created if missing)"},
+    {.name = "data", .type = RT_SET_LIST, .where = RT_SET_FLAG, .hi = PM_MAX_LIST,
+     .offset = IF(data, rt_setting_list), .arg = "FILE.csv",
+     .help = "training rows as CSV, each file starting with a header line that names its "
+             "columns (every input of the model, in any order; others, e.g. the label, are "
+             "ignored): their statistics are written as the version's statistics.json, for "
+             "the daemon's skew and drift monitoring (repeatable)"},
 };
 
 const pm_command pm_import_command = {
     "import",
     "predict-model import --model FILE [--categories FILE] [--classes A,B,...]\n"
-    "                     --export-dir BASE",
+    "                     [--data FILE.csv] --export-dir BASE",
     "Writes a model trained elsewhere — XGBoost's model.json or model.ubj, or an ONNX "
     "model.onnx — as a new version directory BASE/<version>/ holding the model file's bytes "
     "as they are (named model.json, model.ubj or model.onnx by the file's extension) and, "
-    "with --categories or --classes, a serving.json with \"categories\" and \"classes\". "
+    "with --categories or --classes, a serving.json with \"categories\" and \"classes\"; "
+    "with --data, a statistics.json of the CSV rows' inputs (as predict-model stats --data "
+    "computes them and predict-train writes them), which the daemon's skew and drift "
+    "monitoring and the explanations' baselines use as they use a trained export's. "
     "The version is the Unix time, or one past the newest version when that is not older. "
     "The directory is written under a hidden temp name, fsynced, opened with the daemon's "
     "model loader, then renamed into place: a model the daemon would refuse is refused here "
@@ -150,91 +154,145 @@ static int serving_json(const imp_flags *f, char **out)
     return rc;
 }
 
-/* The exporter's default version (exp_write.c): the Unix time, or one past
- * the newest version in BASE (open as bfd) when that is not older. */
-static int64_t next_version(int bfd)
+/* What the check below needs: the flags (--data). */
+typedef struct imp_check {
+    const imp_flags *f;
+} imp_check;
+
+/* The first line of file, without its line end, into *line (malloc'd). */
+static rt_status first_line(const char *file, char **line, size_t *len, rt_err *err)
 {
-    int64_t v = (int64_t)time(NULL), newest = 0;
-    int fd = dup(bfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d && fd >= 0)
-        close(fd);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        int64_t have;
-        struct stat sb;
-        if (rt_model_version_parse(e->d_name, &have) == 0 &&
-            fstatat(bfd, e->d_name, &sb, 0) == 0 && S_ISDIR(sb.st_mode) && have > newest)
-            newest = have;
-    }
-    if (d)
-        closedir(d);
-    return newest >= v && newest < INT64_MAX ? newest + 1 : v;
+    size_t cap = 0;
+    *line = NULL;
+    FILE *fp = fopen(file, "r");
+    if (!fp)
+        return rt_err_set(err, RT_ERR_IO, "%s: cannot open: %s", file, strerror(errno));
+    ssize_t got = getline(line, &cap, fp);
+    fclose(fp);
+    if (got <= 0)
+        return rt_err_set(err, RT_ERR_INVALID, "%s: no header line", file);
+    *len = (size_t)got;
+    while (*len && ((*line)[*len - 1] == '\n' || (*line)[*len - 1] == '\r'))
+        (*len)--;
+    return RT_OK;
 }
 
-/* Creates dfd/name holding len bytes of data, fsynced. */
-static rt_status put_file(int dfd, const char *name, const void *data, size_t len, rt_err *err)
+/* The --data files' header (the first's; the others must repeat it): for
+ * each raw column of def its field in the files, or -1 (field[], *nf the
+ * header's fields). Every input of the model must be named. */
+static rt_status header_fields(const Predictd__ModelDef *def, const rt_setting_list *data,
+                               long **field, size_t *nf, rt_err *err)
 {
-    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: create: %s", name, strerror(errno));
-    rt_status st = rt_file_write_fd(fd, data, len, name, err);
-    if (st == RT_OK && fsync(fd) != 0)
-        st = rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", name, strerror(errno));
-    if (close(fd) != 0 && st == RT_OK)
-        st = rt_err_set(err, RT_ERR_IO, "%s: close: %s", name, strerror(errno));
+    char *line = NULL, *other = NULL, *text = NULL;
+    size_t len = 0, olen = 0;
+    rt_csv_span *spans = NULL;
+    rt_stats_acc *a = NULL;
+    *field = NULL;
+    rt_status st = first_line(data->v[0], &line, &len, err);
+    for (size_t k = 1; st == RT_OK && k < data->n; k++) {
+        if ((st = first_line(data->v[k], &other, &olen, err)) == RT_OK &&
+            (olen != len || memcmp(other, line, len) != 0))
+            st = rt_err_set(err, RT_ERR_INVALID, "%s: header differs from %s's", data->v[k],
+                            data->v[0]);
+        free(other);
+        other = NULL;
+    }
+    size_t max = 1;
+    for (size_t i = 0; st == RT_OK && i < len; i++)
+        max += line[i] == ',';
+    if (st == RT_OK && (!(spans = calloc(max, sizeof *spans)) || !(text = malloc(len + 1)) ||
+                        !(*field = malloc((def->n_raw_columns + 1) * sizeof **field)) ||
+                        !(a = rt_stats_acc_new(def))))
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    long got = st == RT_OK ? rt_raw_csv_split(line, len, text, spans, max, err) : -1;
+    if (st == RT_OK && got < 0) {
+        st = RT_ERR_INVALID;
+        rt_err_prefix(err, "%s: header", data->v[0]);
+    }
+    for (size_t c = 0; st == RT_OK && c < def->n_raw_columns; c++) {
+        const char *name = def->raw_columns[c]->name;
+        (*field)[c] = -1;
+        for (long k = 0; k < got; k++) {
+            size_t hl = spans[k].len;
+            const char *h = rt_buf_trim_span(text + spans[k].off, &hl);
+            if (hl == strlen(name) && memcmp(h, name, hl) == 0)
+                (*field)[c] = k;
+        }
+    }
+    for (size_t i = 0; st == RT_OK && i < rt_stats_acc_inputs(a); i++)
+        if ((*field)[rt_stats_acc_column(a, i)] < 0)
+            st = rt_err_set(err, RT_ERR_INVALID,
+                            "%s: the header names no column \"%s\" (an input of the model)",
+                            data->v[0], rt_stats_acc_name(a, i));
+    *nf = got > 0 ? (size_t)got : 0;
+    if (st != RT_OK) {
+        free(*field);
+        *field = NULL;
+    }
+    rt_stats_acc_free(a);
+    free(spans);
+    free(text);
+    free(line);
     return st;
 }
 
-/* The hidden temp directory's name, the exporter's form. */
-static void temp_name(char *buf, size_t cap, int64_t v)
+/* Writes statistics.json into the version directory dir: the statistics of
+ * the --data rows in the inputs of def (rt_file_write: temp + fsync +
+ * rename, fsync of dir). */
+static rt_status write_stats(const char *dir, const Predictd__ModelDef *def, const imp_check *c,
+                             rt_err *err)
 {
-    uint32_t r = 0;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-        r = (uint32_t)((uint64_t)rt_time_seconds(0) * 1000003u);
-    snprintf(buf, cap, ".tmp-%" PRId64 "-%ld-%08" PRIx32, v, (long)getpid(), r);
+    rt_stats *s = NULL;
+    rt_buf b;
+    char path[4200];
+    long *field = NULL;
+    size_t nf = 0;
+    rt_buf_init(&b);
+    for (size_t i = 0; i < def->n_feature_columns; i++)
+        if (def->feature_columns[i]->shape > 1)
+            return rt_err_set(err, RT_ERR_UNSUPPORTED,
+                              "--data: the model's input \"%s\" is a list of %u numbers; "
+                              "statistics are kept of single-valued inputs only",
+                              def->feature_columns[i]->key, def->feature_columns[i]->shape);
+    rt_status st = header_fields(def, &c->f->data, &field, &nf, err);
+    if (st == RT_OK)
+        st = pm_stats_of_fields(def, field, nf, (const char *const *)c->f->data.v,
+                                c->f->data.n, 1, NULL, NULL, NULL, &s, err);
+    free(field);
+    if (st != RT_OK)
+        rt_err_prefix(err, "--data");
+    else if (s->num_examples == 0)
+        st = rt_err_set(err, RT_ERR_INVALID, "--data %s: no rows", c->f->data.v[0]);
+    else if ((st = rt_stats_write_json(s, "train", &b)) != RT_OK)
+        rt_err_set(err, st, "statistics.json: out of memory");
+    else {
+        snprintf(path, sizeof path, "%s/statistics.json", dir);
+        st = rt_file_write(path, b.data, b.len, err);
+    }
+    rt_stats_free(s);
+    rt_buf_free(&b);
+    return st;
 }
 
-/* Writes, checks and renames the version; *version the name taken. */
-static rt_status write_version(int bfd, const char *base, const char *name, const char *model,
-                               size_t model_len, const char *serving, int64_t *version,
-                               rt_err *err)
+/* rt_publish_version's check: the runtime's model loader opens the temp
+ * directory as the daemon will open the version; with --data the rows'
+ * statistics are added in the model's inputs and the version is opened again
+ * (the loader parses statistics.json). */
+static rt_status loads(const char *tmp_path, void *arg, rt_err *err)
 {
-    char tmp[96], path[4200], vname[32];
-    int64_t v = next_version(bfd);
-    temp_name(tmp, sizeof tmp, v);
-    if (mkdirat(bfd, tmp, 0755) != 0)
-        return rt_err_set(err, RT_ERR_IO, "%s: mkdir %s: %s", base, tmp, strerror(errno));
-    int tfd = openat(bfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    rt_status st = tfd < 0 ? rt_err_set(err, RT_ERR_IO, "%s/%s: %s", base, tmp, strerror(errno))
-                           : put_file(tfd, name, model, model_len, err);
-    if (st == RT_OK && serving)
-        st = put_file(tfd, "serving.json", serving, strlen(serving), err);
-    if (st == RT_OK && fsync(tfd) != 0)
-        st = rt_err_set(err, RT_ERR_IO, "%s/%s: fsync: %s", base, tmp, strerror(errno));
-    if (tfd >= 0)
-        close(tfd);
-    snprintf(path, sizeof path, "%s/%s", base, tmp);
+    const imp_check *c = arg;
     rt_model *m = NULL;
-    if (st == RT_OK && (st = rt_model_open(path, &m, err)) != RT_OK)
+    rt_status st = rt_model_open(tmp_path, &m, err);
+    if (st != RT_OK)
         rt_err_prefix(err, "the imported version does not load");
-    rt_model_close(m);
-    for (int tries = 0; st == RT_OK; tries++, v++) {
-        snprintf(vname, sizeof vname, "%" PRId64, v);
-        if (renameat2(bfd, tmp, bfd, vname, RENAME_NOREPLACE) == 0) {
-            if (fsync(bfd) != 0 && errno != EINVAL) {
-                st = rt_err_set(err, RT_ERR_IO, "%s: fsync: %s", base, strerror(errno));
-                if (renameat(bfd, vname, bfd, tmp) != 0)
-                    return st; /* in place; its durability in doubt */
-                break;
-            }
-            *version = v;
-            return RT_OK;
-        }
-        if (errno != EEXIST || tries + 1 >= IMPORT_VERSION_TRIES || v == INT64_MAX)
-            st = rt_err_set(err, RT_ERR_IO, "%s: rename %s to %s: %s", base, tmp, vname,
-                            strerror(errno));
+    if (st == RT_OK && c->f->data.n) {
+        st = write_stats(tmp_path, rt_model_def(m), c, err);
+        rt_model_close(m);
+        m = NULL;
+        if (st == RT_OK && (st = rt_model_open(tmp_path, &m, err)) != RT_OK)
+            rt_err_prefix(err, "the imported version with its statistics does not load");
     }
-    (void)rt_file_rmtree_at(bfd, tmp);
+    rt_model_close(m);
     return st;
 }
 
@@ -250,6 +308,7 @@ static int import(const imp_flags *f)
     if (!name)
         return pm_usage_error(c, "--model %s: expected a .json or .ubj (XGBoost) or .onnx file",
                               f->model);
+    imp_check chk = {.f = f};
     char *serving = NULL;
     if (serving_json(f, &serving))
         return 1;
@@ -257,25 +316,21 @@ static int import(const imp_flags *f)
     size_t len = 0;
     rt_err err = {{0}};
     int64_t version = 0;
-    int bfd = -1;
     rt_status st = rt_file_read(AT_FDCWD, f->model, IMPORT_MODEL_MAX, 0, &model, &len, &err);
     if (st != RT_OK) {
         fprintf(stderr, "predict-model import: --model %s\n", err.msg);
         goto out;
     }
-    if ((st = rt_file_mkdirs(f->export_dir, &err)) == RT_OK &&
-        (bfd = open(f->export_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        st = rt_err_set(&err, RT_ERR_IO, "--export-dir %s: %s", f->export_dir,
-                        strerror(errno));
-    if (st == RT_OK)
-        st = write_version(bfd, f->export_dir, name, model, len, serving, &version, &err);
+    rt_publish_file files[2] = {{.name = name, .data = model, .len = len},
+                                {.name = "serving.json", .data = serving,
+                                 .len = serving ? strlen(serving) : 0}};
+    rt_publish_params pp = {.sync = true, .check = loads, .check_arg = &chk};
+    st = rt_publish_version(f->export_dir, files, serving ? 2 : 1, &pp, &version, &err);
     if (st == RT_OK)
         printf("%s/%" PRId64 "\n", f->export_dir, version);
     else
         fprintf(stderr, "predict-model import: --model %s: %s\n", f->model, err.msg);
 out:
-    if (bfd >= 0)
-        close(bfd);
     free(model);
     free(serving);
     return st == RT_OK ? 0 : 1;

@@ -36,9 +36,17 @@ rt_status pm_stats_of_files(const Predictd__ModelDef *def, const char *const *fi
                             size_t skip, const rt_stats *train, uint64_t *oor, uint64_t *nonint,
                             rt_stats **out, rt_err *err)
 {
+    return pm_stats_of_fields(def, NULL, def->n_raw_columns, files, n, skip, train, oor, nonint,
+                              out, err);
+}
+
+rt_status pm_stats_of_fields(const Predictd__ModelDef *def, const long *field, size_t nf,
+                             const char *const *files, size_t n, size_t skip,
+                             const rt_stats *train, uint64_t *oor, uint64_t *nonint,
+                             rt_stats **out, rt_err *err)
+{
     *out = NULL;
     rt_stats_acc *a = rt_stats_acc_new(def);
-    size_t nf = def->n_raw_columns;
     rt_csv_span *spans = calloc(nf ? nf : 1, sizeof *spans);
     char *line = NULL, *text = NULL;
     size_t cap = 0, tcap = 0;
@@ -46,6 +54,16 @@ rt_status pm_stats_of_files(const Predictd__ModelDef *def, const char *const *fi
     if (!a || !spans) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
+    }
+    /* Without a map, a row may also end at the last input column: the
+     * model's columns without the trailing label (serving data; XGBoost's
+     * and ONNX's models, whose label column is the loader's own). */
+    size_t inputs_end = nf;
+    if (!field) {
+        inputs_end = 0;
+        for (size_t i = 0; i < rt_stats_acc_inputs(a); i++)
+            if ((size_t)rt_stats_acc_column(a, i) + 1 > inputs_end)
+                inputs_end = (size_t)rt_stats_acc_column(a, i) + 1;
     }
     for (size_t fi = 0; fi < n && st == RT_OK; fi++) {
         FILE *fp = fopen(files[fi], "r");
@@ -78,14 +96,23 @@ rt_status pm_stats_of_files(const Predictd__ModelDef *def, const char *const *fi
             }
             rt_err why;
             long fields = rt_raw_csv_split(line, len, text, spans, nf, &why);
-            if (fields >= 0 && (size_t)fields != nf)
-                rt_err_set(&why, RT_ERR_INVALID, "expected %zu fields (the model's columns), "
-                           "got %ld", nf, fields);
-            rt_status cs = fields >= 0 && (size_t)fields == nf ? RT_OK : RT_ERR_INVALID;
+            bool fit = fields >= 0 && ((size_t)fields == nf || (size_t)fields == inputs_end);
+            if (fields >= 0 && !fit && inputs_end < nf)
+                rt_err_set(&why, RT_ERR_INVALID, "expected %zu fields (the model's columns) or "
+                           "%zu (without the label), got %ld", nf, inputs_end, fields);
+            else if (fields >= 0 && !fit)
+                rt_err_set(&why, RT_ERR_INVALID, "expected %zu fields (%s), got %ld", nf,
+                           field ? "the header's" : "the model's columns", fields);
+            rt_status cs = fit ? RT_OK : RT_ERR_INVALID;
             if (cs == RT_OK && rt_stats_acc_example(a) != 0)
                 cs = rt_err_set(&why, RT_ERR_NOMEM, "out of memory");
             for (size_t i = 0; cs == RT_OK && i < rt_stats_acc_inputs(a); i++) {
-                size_t c = (size_t)rt_stats_acc_column(a, i);
+                long c = rt_stats_acc_column(a, i);
+                if (field && (c = field[c]) < 0) { /* not in the file: missing */
+                    if (rt_stats_acc_missing(a, i) != 0)
+                        cs = rt_err_set(&why, RT_ERR_NOMEM, "out of memory");
+                    continue;
+                }
                 cs = rt_stats_acc_cell(a, i, text + spans[c].off, spans[c].len,
                                        def->trim_strings, &why);
                 if (cs == RT_OK && train && rt_stats_acc_type(a, i) != RT_STATS_STRING)

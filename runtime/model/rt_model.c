@@ -5,7 +5,9 @@
  *
  * A version directory without model.pb may hold XGBoost's model.json
  * instead (rt_xgb_model.c): it opens as the same rt_model, a BoostedTrees
- * ensemble without variables.
+ * ensemble without variables (or an ONNX model.onnx), with the training
+ * statistics of a statistics.json beside it when there is one (predict-model
+ * import --data writes it).
  *
  * Nothing from the files is trusted: every length, offset, count and
  * checksum is checked before use, and a refusal names the file and the
@@ -471,10 +473,14 @@ static rt_status read_vars(rt_model *m, int dfd, rt_err *err)
 }
 
 /* statistics.json when model.pb records one: its size and CRC-32C must
- * match (the export's integrity check covers it), then it must parse. */
-static rt_status read_stats(rt_model *m, int dfd, rt_err *err)
+ * match (the export's integrity check covers it), then it must parse. A
+ * version of a model trained elsewhere (no model.pb, recorded false) has
+ * no record: its statistics.json, when present, must parse. */
+static rt_status read_stats(rt_model *m, int dfd, bool recorded, rt_err *err)
 {
-    if (m->def->statistics_size == 0)
+    if (!recorded && faccessat(dfd, "statistics.json", F_OK, 0) != 0)
+        return RT_OK;
+    if (recorded && m->def->statistics_size == 0)
         return RT_OK;
     char *text = NULL;
     size_t len = 0;
@@ -482,7 +488,9 @@ static rt_status read_stats(rt_model *m, int dfd, rt_err *err)
     if (st != RT_OK)
         return st;
     uint32_t crc = rt_hash_crc32c(0, text, len);
-    if (len != m->def->statistics_size)
+    if (!recorded)
+        st = rt_stats_parse_json(text, len, &m->stats, err);
+    else if (len != m->def->statistics_size)
         st = rt_err_set(err, RT_ERR_FORMAT,
                         "statistics.json: %zu bytes, model.pb records %" PRIu64, len,
                         m->def->statistics_size);
@@ -554,7 +562,7 @@ static rt_status open_onnx(rt_model *m, int dfd, rt_err *err)
 }
 
 /* XGBoost's model.json, else model.ubj (and serving.json when present) as m's ModelDef and
- * graph (rt_xgb_to_modeldef): no variables, no statistics. */
+ * graph (rt_xgb_to_modeldef): no variables (statistics: read_stats). */
 static rt_status open_xgb(rt_model *m, int dfd, rt_err *err)
 {
     if (faccessat(dfd, "model.json", F_OK, 0) != 0 && faccessat(dfd, "model.ubj", F_OK, 0) != 0 &&
@@ -613,7 +621,8 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
         goto out;
     }
     if (faccessat(dfd, "model.pb", F_OK, 0) != 0 && other_format(dfd)) {
-        st = open_xgb(m, dfd, err);
+        if ((st = open_xgb(m, dfd, err)) == RT_OK)
+            st = read_stats(m, dfd, false, err);
         goto out;
     }
     if ((st = rt_file_read(dfd, "model.pb", MODEL_PB_MAX, 0, &pb, &pb_len, err)) != RT_OK) {
@@ -626,7 +635,7 @@ rt_status rt_model_open(const char *dir, rt_model **out, rt_err *err)
         goto out;
     if ((st = read_vars(m, dfd, err)) != RT_OK)
         goto out;
-    if ((st = read_stats(m, dfd, err)) != RT_OK)
+    if ((st = read_stats(m, dfd, true, err)) != RT_OK)
         goto out;
     st = finish_open(m, assets, err);
 out:

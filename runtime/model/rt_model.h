@@ -446,6 +446,56 @@ const float *rt_model_tensor(const rt_model *m, const char *name, uint64_t *coun
  * name in a base path (e.g. the exporter's hidden .tmp-*) is not a version. */
 int rt_model_version_parse(const char *name, int64_t *version);
 
+/* ------------------------------------ version directories (rt_publish.c) */
+
+/* Hidden temp names in a base directory: ".tmp-<version>-<pid>-<rand>". */
+#define RT_PUBLISH_TMP_PREFIX ".tmp-"
+
+/* One file of a new version directory. name is relative to the version
+ * directory ('/' separates subdirectories, made as needed; the caller vets
+ * names that come from users); its bytes are data (len bytes), or, with
+ * data NULL and src_path set, a copy of the regular file src_path. */
+typedef struct rt_publish_file {
+    const char *name;
+    const void *data;
+    size_t len;
+    const char *src_path;
+} rt_publish_file;
+
+/* Called on the complete (fsynced) temp directory at tmp_path before it is
+ * published; a status other than RT_OK (with err set) refuses the version.
+ * It may add files to the directory, durably (rt_file_write: temp file,
+ * fsync, rename, fsync of the directory), as predict-model import --data
+ * adds statistics.json. */
+typedef rt_status (*rt_publish_check_fn)(const char *tmp_path, void *arg, rt_err *err);
+
+typedef struct rt_publish_params {
+    int64_t version;           /* 0: the Unix time, or one past the newest if not older */
+    bool sync;                 /* fsync files and directories (false only for tests) */
+    rt_publish_check_fn check; /* NULL: none */
+    void *check_arg;
+} rt_publish_params;
+
+/*
+ * Writes a new version directory of export base `base` (created with mkdir
+ * -p when missing): files[0..n) into a hidden BASE/.tmp-<v>-<pid>-<rand>
+ * directory, each file, each made subdirectory and the directory fsynced,
+ * p->check run on it, then renamed to "<v>" with RENAME_NOREPLACE (the next
+ * integer when taken, 1000 tries at most: RT_ERR_EXISTS) and BASE fsynced
+ * (a failed fsync takes the version back out). p NULL: version 0, sync.
+ * On any failure nothing is left in BASE. *version (may be NULL) gets the
+ * version written. Errors name the base or the file ("NAME: write: ...").
+ */
+RT_WUR rt_status rt_publish_version(const char *base, const rt_publish_file *files, size_t n,
+                                    const rt_publish_params *p, int64_t *version, rt_err *err);
+/* The versions in the open base directory dfd (names rt_model_version_parse
+ * accepts that are directories), ascending; *versions malloc-owned (NULL
+ * when none). base names the directory in messages. */
+RT_WUR rt_status rt_publish_list(int dfd, const char *base, int64_t **versions, size_t *n,
+                                 rt_err *err);
+/* Writes a fresh hidden temp name for version v into buf. 0 ok, -1 too small. */
+int rt_publish_temp_name(char *buf, size_t cap, int64_t v);
+
 /* Layout of variables.bin (all little-endian):
  *   0  char[8]  magic "PDVARS\0\0"
  *   8  u32      format version (1)
@@ -461,7 +511,8 @@ int rt_model_version_parse(const char *name, int64_t *version);
 #define RT_FORMAT_VERSION 1u
 
 /* The training statistics of an export (statistics.json), or NULL when the
- * export has none (written before they existed). Lives as long as m. */
+ * export has none (written before they existed, or a model trained
+ * elsewhere imported without predict-model import --data). Lives as long as m. */
 const rt_stats *rt_model_stats(const rt_model *m);
 
 /* ------------------------------- models trained elsewhere (rt_xgb_*.c) */
