@@ -339,13 +339,15 @@ rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err)
         trn_node_io io = {.x = xs, .pre = m->npv[k], .y = m->ny[k], .dy = m->nd[k],
                           .mask = op->kind == PREDICTD__NODE_KIND__NODE_DROPOUT ? m->nmask[k]
                                                                                 : NULL,
-                          .dx = dxs, .dx_set = sets, .dpre = direct ? m->nmask[k] : NULL,
+                          .dx = dxs, .dx_set = sets,
+                          .dpre = op->kind == PREDICTD__NODE_KIND__NODE_DENSE ? m->nd[k]
+                                                                              : NULL,
                           .dkernel = q->kernel >= 0 ? m->p[q->kernel].grad : NULL,
                           .dbias = q->bias >= 0 ? m->p[q->bias].grad : NULL};
         if ((st = trn_node_backward(op, &io, n, err)))
             return st;
         if (direct && m->n_emb)
-            dense_to_tables(m, in[0], m->nmask[k], op->kernel, w, n);
+            dense_to_tables(m, in[0], m->nd[k], op->kernel, w, n); /* now d / d pre */
         if (q->kernel >= 0 && (q->l1 > 0 || q->l2 > 0)) {
             tparam *p = &m->p[q->kernel]; /* d (l1 |w| + l2 w^2) */
             for (uint64_t e = 0; e < p->count; e++) {

@@ -575,7 +575,9 @@ typedef struct trn_node_io {
     float *const *dx;
     unsigned char *const *dx_set; /* NULL, or per input the flag of its node's
                                      delta: 0 = not written yet (assign) */
-    float *dpre;        /* dense: receives d loss / d pre-activation (or NULL) */
+    float *dpre;        /* dense: receives d loss / d pre-activation (n x units;
+                           NULL: a buffer of its own for the time of the call);
+                           may be dy's buffer (computed in place, dy overwritten) */
     float *dkernel, *dbias, *dgamma, *dbeta;
 } trn_node_io;
 
@@ -588,6 +590,10 @@ void trn_act_grad(Predictd__Activation act, float alpha, const float *x, const f
 void trn_dropout_mask(rt_rng *r, float rate, float *mask, size_t cnt);
 /* y = x mask, element by element. */
 void trn_dropout_apply(const float *mask, const float *x, float *y, size_t cnt);
+/* g[j] += the sum over the n rows of d (n x w) of d[i][j], row after row:
+ * the plain loop's order of additions per element, vectorized over j (a
+ * bias's gradient over a batch). */
+void trn_node_add_rows(const float *restrict d, size_t n, size_t w, float *restrict g);
 /* Backprop through op (checked by rt_node_check) for n instances: adds the
  * gradients of io (see trn_node_io). RT_ERR_NOMEM, or RT_ERR_UNSUPPORTED for
  * a kind rt_node_forward does not compute. */
