@@ -13,7 +13,9 @@ the same machine, prints a table and writes bench/results.json:
   4 rows vs columns; JSON vs CSV vs EXAMPLE receivers
   5 version load time (directory appears -> AVAILABLE) and p99 during a swap
   6 memory: RSS idle, after 100k requests, extra RSS per loaded version
-  7 training: census examples/s and time to the accuracy target
+  7 training: census examples/s and time to the accuracy target; the
+    custom estimator's graph of the same model next to it (alternating
+    rounds, the ratio of examples/s, goal >= 0.95, issue 36)
   8 the compute ceiling: forward pass alone by batch size, OpenBLAS sgemm
     peak, the runtime's stages, instructions per request (callgrind)
   11 rollouts: a traffic split, shadow at 0% and logging at 0% against a
@@ -894,7 +896,7 @@ def g6():
     return out
 
 
-@group(7, "training: census examples/s, time to the accuracy target")
+@group(7, "training: census examples/s, time to the accuracy target, custom graph vs canned")
 def g7():
     script = os.path.join(ROOT, "bench", "train_bench.sh")
     out = {}
@@ -920,6 +922,34 @@ def g7():
         out["source"] = "bench.py (no bench/train_bench.sh)"
     out["target"] = ("accuracy 0.85 on adult.test (the tutorial's figure); the trainer "
                      "evaluates once at the end, so time to target = the whole run")
+    out["custom_vs_canned"] = custom_vs_canned()
+    return out
+
+
+def custom_vs_canned():
+    """Issue 36: conf/census_custom.json (the canned model as a graph) next to
+    conf/census.json, alternating rounds (bench/train_custom_bench.sh)."""
+    script = os.path.join(ROOT, "bench", "train_custom_bench.sh")
+    r = subprocess.run(["sh", script, str(RUNS)], capture_output=True, text=True,
+                       env=dict(os.environ, BUILD=BUILD), timeout=900)
+    rounds = re.findall(r"canned (\d+) examples/s, (\d+) per CPU-second, training thread "
+                        r"([0-9.]+)s; custom (\d+) examples/s, (\d+) per CPU-second, "
+                        r"training thread ([0-9.]+)s", r.stdout)
+    out = {"source": "bench/train_custom_bench.sh (%d alternating rounds)" % RUNS,
+           "goal": "custom examples/s >= 0.95 x canned, in the same run"}
+    if rounds:
+        out["canned_examples_per_s"] = median([int(x[0]) for x in rounds])
+        out["custom_examples_per_s"] = median([int(x[3]) for x in rounds])
+        out["ratio_examples_per_s"] = round(median([int(x[3]) / int(x[0]) for x in rounds]), 3)
+        out["canned_examples_per_cpu_s"] = median([int(x[1]) for x in rounds])
+        out["custom_examples_per_cpu_s"] = median([int(x[4]) for x in rounds])
+        out["ratio_examples_per_cpu_s"] = round(median([int(x[4]) / int(x[1])
+                                                         for x in rounds]), 3)
+        out["canned_training_thread_s"] = median([float(x[2]) for x in rounds])
+        out["custom_training_thread_s"] = median([float(x[5]) for x in rounds])
+    else:
+        out["error"] = (r.stdout + r.stderr)[-400:]
+    out["raw"] = r.stdout.strip().splitlines()
     return out
 
 

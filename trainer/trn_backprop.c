@@ -28,18 +28,6 @@ static inline void touch(tparam *p, uint64_t r)
     }
 }
 
-/* g[j] += sum over the n rows of d (n x w) of d[i][j], row after row: the
- * same order of additions per element as the plain loop, vectorized over j. */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("O3")))
-#endif
-static void add_rows(const float *restrict d, size_t n, size_t w, float *restrict g)
-{
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < w; j++)
-            g[j] += d[i * w + j];
-}
-
 /* grad rows of ids += dlogits rows, times the ids' weights when they have
  * some (prune: only weights > 0, as rt_forward's linear part). */
 static rt_status ids_grad(tparam *p, const rt_ids *ids, size_t n, const float *dl, size_t ld,
@@ -156,7 +144,7 @@ static rt_status linear_backprop(trn_model *m, size_t n, rt_err *err)
     size_t ld = m->ld;
     const float *dl = m->dlogits;
     if (m->lin_bias >= 0) {
-        add_rows(dl, n, ld, m->p[m->lin_bias].grad);
+        trn_node_add_rows(dl, n, ld, m->p[m->lin_bias].grad);
     }
     for (size_t l = 0; l < m->n_lin; l++) {
         rt_status st = m->lin[l].grad->linear(m, &m->lin[l], n, err);
@@ -322,7 +310,7 @@ static rt_status dnn_backprop(trn_model *m, size_t n, rt_err *err)
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)L->in, (blasint)L->out,
                     (blasint)n, 1.0f, x, (blasint)L->in, delta, (blasint)L->out, 1.0f, K->grad,
                     (blasint)L->out);
-        add_rows(delta, n, L->out, B->grad);
+        trn_node_add_rows(delta, n, L->out, B->grad);
         if (l == 0)
             break; /* the input's gradient: only its embedding slices, below */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)L->in,

@@ -5,7 +5,9 @@
  * length, masked CRC-32C of those 8 bytes, the bytes, masked CRC-32C of the
  * bytes) around tensorflow.Event protos (trn_event.proto): first an event
  * with file_version "brain.Event:2", then events with wall_time, step and a
- * summary of (tag, simple_value or histo) values; with a job dir under MPI,
+ * summary of (tag, simple_value or histo) values (per hidden layer of a
+ * canned DNN and per node a custom graph's summaries name, the batch's
+ * activation histogram and fraction of zeros); with a job dir under MPI,
  * rank 0 alone writes them. Each record goes out in one write(),
  * so a killed trainer leaves complete records and at most a torn last one,
  * which TensorFlow's readers skip. Every run starts new files, as TF does:
@@ -277,36 +279,57 @@ static const float *hidden_output(const trn_model *m, size_t l, size_t *width)
     return rt_workspace_layer(m->ws, l + 1, width);
 }
 
-/* dnn/hiddenlayer_N/fraction_of_zero_values and .../activation for every
- * hidden layer into v (2 per layer; tags and histograms malloc'd). */
-static size_t hidden_values(const trn_summary *s, const trn_model *m, size_t rows,
-                            Tensorflow__Summary__Value *v)
+/* PREFIX/fraction_of_zero_values and PREFIX/activation (a histogram) of
+ * x[0..cnt) into v[0..2) (tags and histogram malloc'd); 0 when out of
+ * memory (nothing left allocated), else 2. */
+static size_t activation_values(const trn_summary *s, const char *prefix, const float *x,
+                                size_t cnt, Tensorflow__Summary__Value *v)
 {
-    size_t nh = m->def->graph->n_hidden_layers, k = 0;
-    for (size_t l = 0; l < nh && l + 1 < m->n_layers; l++) {
+    size_t zeros = 0;
+    for (size_t i = 0; i < cnt; i++)
+        zeros += x[i] == 0.0f;
+    size_t len = strlen(prefix) + sizeof "/fraction_of_zero_values";
+    char *ztag = malloc(len), *atag = malloc(len);
+    Tensorflow__HistogramProto *h = malloc(sizeof *h);
+    if (!ztag || !atag || !h || histogram(s, x, cnt, h) != 0) {
+        free(ztag);
+        free(atag);
+        free(h);
+        return 0;
+    }
+    snprintf(ztag, len, "%s/fraction_of_zero_values", prefix);
+    snprintf(atag, len, "%s/activation", prefix);
+    set_scalar(&v[0], ztag, cnt ? (double)zeros / (double)cnt : 0);
+    tensorflow__summary__value__init(&v[1]);
+    v[1].tag = atag;
+    v[1].value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_HISTO;
+    v[1].histo = h;
+    return 2;
+}
+
+/* dnn/hiddenlayer_N/... for every hidden layer, then NODE/... for every
+ * node of a custom graph's summaries, into v (2 each). */
+static size_t activation_summaries(const trn_summary *s, const trn_model *m, size_t rows,
+                                   Tensorflow__Summary__Value *v)
+{
+    const Predictd__Graph *gr = m->def->graph;
+    size_t k = 0;
+    if (!rows) /* no batch on this rank at this step */
+        return 0;
+    for (size_t l = 0; l < gr->n_hidden_layers && l + 1 < m->n_layers; l++) {
         size_t w = 0;
         const float *x = hidden_output(m, l, &w);
-        if (!x || !w || !rows) /* no batch on this rank at this step */
-            continue;
-        size_t zeros = 0, cnt = rows * w;
-        for (size_t i = 0; i < cnt; i++)
-            zeros += x[i] == 0.0f;
-        char tag[64];
-        snprintf(tag, sizeof tag, "dnn/hiddenlayer_%zu/fraction_of_zero_values", l);
-        set_scalar(&v[k], strdup(tag), cnt ? (double)zeros / (double)cnt : 0);
-        Tensorflow__HistogramProto *h = malloc(sizeof *h);
-        if (!v[k].tag || !h || histogram(s, x, cnt, h) != 0) {
-            free(v[k].tag);
-            free(h);
-            break;
-        }
-        k++;
-        tensorflow__summary__value__init(&v[k]);
-        snprintf(tag, sizeof tag, "dnn/hiddenlayer_%zu/activation", l);
-        v[k].tag = strdup(tag);
-        v[k].value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_HISTO;
-        v[k].histo = h;
-        k++;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "dnn/hiddenlayer_%zu", l);
+        if (x && w)
+            k += activation_values(s, prefix, x, rows * w, v + k);
+    }
+    for (size_t i = 0; m->n_nodes && i < gr->n_summaries; i++) {
+        size_t w = 0;
+        const char *name = NULL;
+        const float *x = trn_nodes_summary(m, i, &name, &w);
+        if (x && w)
+            k += activation_values(s, name, x, rows * w, v + k);
     }
     return k;
 }
@@ -390,15 +413,15 @@ rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, dou
                             uint64_t examples, rt_err *err)
 {
     rt_status st = RT_OK;
-    size_t nh = m->def->graph->n_hidden_layers;
+    size_t na = m->def->graph->n_hidden_layers + m->def->graph->n_summaries;
     const char *lr_tag[2];
     double lr[2];
     size_t n_lr = learning_rates(m, lr_tag, lr);
-    Tensorflow__Summary__Value *v = calloc(4 + 2 * nh, sizeof *v);
+    Tensorflow__Summary__Value *v = calloc(4 + 2 * na, sizeof *v);
     size_t n = 2, first_lr = SIZE_MAX;
     if (!v)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    n += hidden_values(s, m, rows, v + 2);
+    n += activation_summaries(s, m, rows, v + 2);
     first_lr = n;
     for (size_t i = 0; i < n_lr; i++)
         set_scalar(&v[n++], lr_tag[i], lr[i]);

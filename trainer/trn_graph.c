@@ -8,6 +8,8 @@
  * embedding tables reuse the canned parts' backprop (trn_backprop.c): the
  * linear node's delta is handed over as the linear part's d loss / d
  * logits, the input nodes' deltas of embedding slices as the tables'.
+ * The outputs of the nodes named in Graph.summaries are handed to the
+ * TensorBoard summaries (trn_events.c) as the forward left them.
  */
 #include "trn_internal.h"
 
@@ -29,6 +31,18 @@ rt_status trn_nodes_classify(trn_model *m, rt_err *err)
     const Predictd__Graph *gr = m->def->graph;
     size_t n = gr->n_nodes;
     m->n_nodes = n;
+    m->sum_node = calloc(gr->n_summaries ? gr->n_summaries : 1, sizeof *m->sum_node);
+    if (!m->sum_node)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < gr->n_summaries; i++) {
+        size_t k = 0;
+        while (k < n && strcmp(gr->nodes[k]->name, gr->summaries[i]) != 0)
+            k++;
+        if (k == n)
+            return rt_err_set(err, RT_ERR_FORMAT, "graph summaries[%zu]: no node named \"%s\"",
+                              i, gr->summaries[i]);
+        m->sum_node[i] = k;
+    }
     m->np = calloc(n ? n : 1, sizeof *m->np);
     m->ny = calloc(n ? n : 1, sizeof *m->ny);
     m->npv = calloc(n ? n : 1, sizeof *m->npv);
@@ -325,13 +339,15 @@ rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err)
         trn_node_io io = {.x = xs, .pre = m->npv[k], .y = m->ny[k], .dy = m->nd[k],
                           .mask = op->kind == PREDICTD__NODE_KIND__NODE_DROPOUT ? m->nmask[k]
                                                                                 : NULL,
-                          .dx = dxs, .dx_set = sets, .dpre = direct ? m->nmask[k] : NULL,
+                          .dx = dxs, .dx_set = sets,
+                          .dpre = op->kind == PREDICTD__NODE_KIND__NODE_DENSE ? m->nd[k]
+                                                                              : NULL,
                           .dkernel = q->kernel >= 0 ? m->p[q->kernel].grad : NULL,
                           .dbias = q->bias >= 0 ? m->p[q->bias].grad : NULL};
         if ((st = trn_node_backward(op, &io, n, err)))
             return st;
         if (direct && m->n_emb)
-            dense_to_tables(m, in[0], m->nmask[k], op->kernel, w, n);
+            dense_to_tables(m, in[0], m->nd[k], op->kernel, w, n); /* now d / d pre */
         if (q->kernel >= 0 && (q->l1 > 0 || q->l2 > 0)) {
             tparam *p = &m->p[q->kernel]; /* d (l1 |w| + l2 w^2) */
             for (uint64_t e = 0; e < p->count; e++) {
@@ -361,8 +377,17 @@ double trn_nodes_reg_loss(const trn_model *m)
     return r;
 }
 
+const float *trn_nodes_summary(const trn_model *m, size_t i, const char **name, size_t *width)
+{
+    size_t k = m->sum_node[i];
+    *name = m->def->graph->nodes[k]->name;
+    *width = rt_graph_node(m->g, k, NULL, NULL)->out;
+    return m->ny ? m->ny[k] : NULL;
+}
+
 void trn_nodes_free(trn_model *m)
 {
+    free(m->sum_node);
     for (size_t k = 0; k < m->n_nodes; k++) {
         if (m->nbuf)
             free(m->nbuf[k]);

@@ -165,6 +165,7 @@ struct trn_model {
     int n_dropout;            /* dropout and batch_norm nodes: else the serving
                                  forward's values are the training ones (reused) */
     size_t cap_nodes;     /* rows */
+    size_t *sum_node;     /* [graph->n_summaries] node index of each */
 };
 
 /* A custom graph node's parameters (indexes into trn_model.p, -1: none). */
@@ -540,7 +541,9 @@ rt_status trn_summary_open(const char *job_dir, int64_t step, trn_summary **out,
 /* A summary point at m's global step: `loss` (of the last batch, `rows`
  * rows on this process) and `global_step/sec` (since the last point), and
  * per hidden layer TF's dnn/hiddenlayer_N/fraction_of_zero_values and
- * .../activation (a histogram) of that batch, to the event file; step,
+ * .../activation (a histogram) of that batch, and the same pair as
+ * NODE/fraction_of_zero_values and NODE/activation for every node of a
+ * custom graph's summaries, to the event file; step,
  * loss, global_step/sec, examples/sec (from `examples`, the run's running
  * count) and wall time as a line of JOB_DIR/train/metrics.jsonl. */
 rt_status trn_summary_train(trn_summary *s, const trn_model *m, size_t rows, double loss,
@@ -572,7 +575,9 @@ typedef struct trn_node_io {
     float *const *dx;
     unsigned char *const *dx_set; /* NULL, or per input the flag of its node's
                                      delta: 0 = not written yet (assign) */
-    float *dpre;        /* dense: receives d loss / d pre-activation (or NULL) */
+    float *dpre;        /* dense: receives d loss / d pre-activation (n x units;
+                           NULL: a buffer of its own for the time of the call);
+                           may be dy's buffer (computed in place, dy overwritten) */
     float *dkernel, *dbias, *dgamma, *dbeta;
 } trn_node_io;
 
@@ -585,6 +590,10 @@ void trn_act_grad(Predictd__Activation act, float alpha, const float *x, const f
 void trn_dropout_mask(rt_rng *r, float rate, float *mask, size_t cnt);
 /* y = x mask, element by element. */
 void trn_dropout_apply(const float *mask, const float *x, float *y, size_t cnt);
+/* g[j] += the sum over the n rows of d (n x w) of d[i][j], row after row:
+ * the plain loop's order of additions per element, vectorized over j (a
+ * bias's gradient over a batch). */
+void trn_node_add_rows(const float *restrict d, size_t n, size_t w, float *restrict g);
 /* Backprop through op (checked by rt_node_check) for n instances: adds the
  * gradients of io (see trn_node_io). RT_ERR_NOMEM, or RT_ERR_UNSUPPORTED for
  * a kind rt_node_forward does not compute. */
@@ -611,6 +620,11 @@ RT_WUR rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err);
 /* The dense kernels' regularization, sum of l1 |w| + l2 w^2 (Keras's
  * kernel_regularizer), added to the training loss (not the evaluation's). */
 double trn_nodes_reg_loss(const trn_model *m);
+/* Graph.summaries[i]'s node (i < m->def->graph->n_summaries): its name
+ * and its output of the last training forward, *width values per row of
+ * that batch (after dropout's mask, batch_norm with the batch's
+ * statistics: what the backprop saw); NULL before a forward. */
+const float *trn_nodes_summary(const trn_model *m, size_t i, const char **name, size_t *width);
 void trn_nodes_free(trn_model *m);
 
 #endif /* PREDICTD_TRN_INTERNAL_H */

@@ -105,6 +105,16 @@ void trn_dropout_mask(rt_rng *r, float rate, float *mask, size_t cnt)
 }
 
 /* dx[k] of io: NULL when not wanted. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("O3")))
+#endif
+void trn_node_add_rows(const float *restrict d, size_t n, size_t w, float *restrict g)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < w; j++)
+            g[j] += d[i * w + j];
+}
+
 static float *dxk(const trn_node_io *io, size_t k)
 {
     return io->dx ? io->dx[k] : NULL;
@@ -142,10 +152,11 @@ rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t 
          * same sgemm calls, so a graph written as the canned DNN gets its
          * gradients' bits */
         size_t in = op->in_width[0];
-        float *d = malloc((cnt ? cnt : 1) * sizeof(float));
+        float *d = io->dpre ? io->dpre : malloc((cnt ? cnt : 1) * sizeof(float));
         if (!d)
             return rt_err_set(err, RT_ERR_NOMEM, "backprop: out of memory");
-        memcpy(d, dy, cnt * sizeof(float));
+        if (d != dy) /* dpre may be dy's buffer: then in place */
+            memcpy(d, dy, cnt * sizeof(float));
         trn_act_grad(op->act, op->alpha, io->pre, io->y, d, cnt);
         const float *x = io->x[0];
         if (io->dkernel)
@@ -153,9 +164,7 @@ rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t 
                         (blasint)n, 1.0f, x, (blasint)in, d, (blasint)w, 1.0f, io->dkernel,
                         (blasint)w);
         if (io->dbias)
-            for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; j < w; j++)
-                    io->dbias[j] += d[i * w + j];
+            trn_node_add_rows(d, n, w, io->dbias);
         float *dx = dxk(io, 0);
         if (dx) {
             bool assign = first_write(io, 0);
@@ -163,9 +172,8 @@ rt_status trn_node_backward(const rt_node_op *op, const trn_node_io *io, size_t 
                         (blasint)w, 1.0f, d, (blasint)w, op->kernel, (blasint)w,
                         assign ? 0.0f : 1.0f, dx, (blasint)in);
         }
-        if (io->dpre)
-            memcpy(io->dpre, d, cnt * sizeof(float));
-        free(d);
+        if (d != io->dpre)
+            free(d);
         return RT_OK;
     }
     case PREDICTD__NODE_KIND__NODE_ACTIVATION: {

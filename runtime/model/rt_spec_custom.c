@@ -3,7 +3,8 @@
  * "Estimator", docs/trainer.md "Custom estimator"): estimator.model's named
  * inputs (input_layer groups of dense feature columns, linear "wide"
  * blocks), its layers (a DAG of named nodes listed after the nodes they
- * read) and its head, into Graph.nodes and Graph.heads.
+ * read), its head and the nodes its TensorBoard summaries show, into
+ * Graph.nodes, Graph.heads and Graph.summaries.
  *
  * Everything is checked here, before training, and every refusal names the
  * path of the offending field: unknown names, a node read before it exists,
@@ -662,6 +663,44 @@ static rt_status build_parts(cgraph *g)
     return rt_spec_build_embeddings(s);
 }
 
+/* summaries: names of nodes (each once) whose batch outputs the trainer
+ * writes to TensorBoard, into Graph.summaries. */
+static rt_status parse_summaries(cgraph *g, const cJSON *model)
+{
+    spec_ctx *s = g->s;
+    rt_err *err = s->err;
+    const cJSON *arr = NULL;
+    rt_status st = rt_cfg_array(model, "estimator.model", "summaries", 0, &arr, err);
+    int cnt = arr ? cJSON_GetArraySize(arr) : 0;
+    if (st || cnt == 0)
+        return st;
+    if ((size_t)cnt > g->n)
+        return rt_cfg_fail(err, "estimator.model", "summaries", "lists %d nodes; the graph has "
+                           "%zu", cnt, g->n);
+    Predictd__Graph *gr = s->def->graph;
+    if (!(gr->summaries = calloc((size_t)cnt, sizeof *gr->summaries)))
+        return NOMEM(err);
+    int i = 0;
+    for (const cJSON *c = arr->child; c; c = c->next, i++) {
+        char key[32];
+        snprintf(key, sizeof key, "summaries[%d]", i);
+        if (!cJSON_IsString(c))
+            return rt_cfg_fail(err, "estimator.model", key, "expected a node name, got %s",
+                               rt_cfg_type_name(c));
+        if (find_node(g, c->valuestring) < 0)
+            return rt_cfg_fail(err, "estimator.model", key, "no node named \"%.64s\"",
+                               c->valuestring);
+        for (size_t k = 0; k < gr->n_summaries; k++)
+            if (strcmp(gr->summaries[k], c->valuestring) == 0)
+                return rt_cfg_fail(err, "estimator.model", key, "\"%.64s\" is already listed "
+                                   "(summaries[%zu])", c->valuestring, k);
+        if ((st = set_str(&gr->summaries[gr->n_summaries], c->valuestring, err)))
+            return st;
+        gr->n_summaries++;
+    }
+    return RT_OK;
+}
+
 /* Collects the nodes of list `key` (inputs or layers) into g->v. */
 static rt_status collect(cgraph *g, const cJSON *arr, const char *key)
 {
@@ -701,7 +740,7 @@ rt_status rt_spec_parse_custom(spec_ctx *s, const cJSON *est)
 {
     static const char *const ckeys[] = {"type", "model", "weight_column", "loss_reduction",
                                         "linear_optimizer", "dnn_optimizer", NULL};
-    static const char *const keys[] = {"inputs", "layers", "heads", NULL};
+    static const char *const keys[] = {"inputs", "layers", "heads", "summaries", NULL};
     rt_err *err = s->err;
     Predictd__Graph *cg = s->def->graph;
     rt_status st = rt_cfg_check_keys(est, "estimator", ckeys, NULL, err);
@@ -737,6 +776,8 @@ rt_status rt_spec_parse_custom(spec_ctx *s, const cJSON *est)
         st = i < (size_t)ni ? parse_input(&g, i) : parse_layer(&g, i);
     if (!st)
         st = parse_heads(&g, model);
+    if (!st)
+        st = parse_summaries(&g, model);
     if (!st)
         st = build_parts(&g);
 out:

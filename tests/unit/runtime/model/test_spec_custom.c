@@ -4,7 +4,8 @@
  * the runtime compiles, and bad graphs are refused before training with the path
  * of the offending field: a cycle, a node read before it exists, units 0, a
  * binary head on a 3-wide node, an unknown activation, unknown names,
- * widths that do not add up, duplicate names. */
+ * widths that do not add up, duplicate names, summaries of unknown or
+ * repeated nodes. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,7 +41,8 @@ static const char *const GOOD =
     "  {\"name\": \"three\", \"type\": \"dense\", \"inputs\": [\"gate\"], \"units\": 3},"
     "  {\"name\": \"dnn_logits\", \"type\": \"dense\", \"inputs\": [\"gate\"], \"units\": 1},"
     "  {\"name\": \"logits\", \"type\": \"add\", \"inputs\": [\"wide\", \"dnn_logits\"]}],"
-    " \"heads\": [{\"type\": \"binary_classification\", \"logits\": \"logits\"}]}}";
+    " \"heads\": [{\"type\": \"binary_classification\", \"logits\": \"logits\"}],"
+    " \"summaries\": [\"h1\", \"d1\"]}}";
 
 static char *census_text;
 
@@ -118,6 +120,9 @@ static void test_good_graph(void **state)
     assert_string_equal(g->heads[0]->logits, "logits");
     assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_BINARY);
     assert_int_equal(g->logits_dimension, 1);
+    assert_int_equal(g->n_summaries, 2);
+    assert_string_equal(g->summaries[0], "h1");
+    assert_string_equal(g->summaries[1], "d1");
     rt_spec_modeldef_free(def);
     cJSON_Delete(spec);
 }
@@ -184,6 +189,15 @@ static void test_refusals(void **state)
         "\"scope\": \"h1\"}", "estimator.model.layers[5].scope: \"h1\" is h1's already");
     bad("\"activation\": \"gelu\"", "\"activation\": \"gelu\", \"kernel_initializer\": \"random\"",
         "estimator.model.layers[2].kernel_initializer: \"random\" is not one of");
+    /* summaries: nodes that exist, each once */
+    bad("[\"h1\", \"d1\"]", "[\"h1\", \"h9\"]",
+        "estimator.model.summaries[1]: no node named \"h9\"");
+    bad("[\"h1\", \"d1\"]", "[\"d1\", \"h1\", \"d1\"]",
+        "estimator.model.summaries[2]: \"d1\" is already listed (summaries[0])");
+    bad("[\"h1\", \"d1\"]", "[{\"node\": \"h1\"}]",
+        "estimator.model.summaries[0]: expected a node name, got an object");
+    bad("\"summaries\": [\"h1\", \"d1\"]", "\"summaries\": \"h1\"",
+        "estimator.model.summaries: expected a list, got a string");
 }
 
 static int setup(void **state)
