@@ -34,9 +34,14 @@
 #include "rt_data_internal.h"
 
 #include <string.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 #define RT_DENSE_ROWS 4    /* rows that share a weight load */
 #define RT_DENSE_CHUNK 512 /* inputs gathered at a time (stack arrays) */
+#define RT_DENSE_GROUP 14  /* vectors of one row's sums held at a time (16
+                              registers: the sums, a product, the input) */
 
 typedef float rt_dense_v4 __attribute__((vector_size(16), aligned(4), may_alias));
 typedef float rt_dense_v8 __attribute__((vector_size(32), aligned(4), may_alias));
@@ -65,39 +70,6 @@ typedef float rt_dense_v8 __attribute__((vector_size(32), aligned(4), may_alias)
         DENSE_ST(T, yr[3] + j, a3);                                                           \
     }
 
-/* Outputs [jq, jq+4W) of row q per step, while they last: four
- * independent sums in flight. */
-#define DENSE_ROW1X4(T, W)                                                                    \
-    for (; jq + 4 * (W) <= out; jq += 4 * (W)) {                                              \
-        T a0 = DENSE_LD0(T, sq + jq), a1 = DENSE_LD0(T, sq + jq + (W));                       \
-        T a2 = DENSE_LD0(T, sq + jq + 2 * (W)), a3 = DENSE_LD0(T, sq + jq + 3 * (W));         \
-        for (size_t t = 0; t < nz; t++) {                                                     \
-            const float *wr = w + koff[t] + jq;                                               \
-            float xq = xs[t][q];                                                              \
-            a0 += DENSE_LD(T, wr) * xq;                                                       \
-            a1 += DENSE_LD(T, wr + (W)) * xq;                                                 \
-            a2 += DENSE_LD(T, wr + 2 * (W)) * xq;                                             \
-            a3 += DENSE_LD(T, wr + 3 * (W)) * xq;                                             \
-        }                                                                                     \
-        DENSE_ST(T, yq + jq, a0);                                                             \
-        DENSE_ST(T, yq + jq + (W), a1);                                                       \
-        DENSE_ST(T, yq + jq + 2 * (W), a2);                                                   \
-        DENSE_ST(T, yq + jq + 3 * (W), a3);                                                   \
-    }
-
-/* Outputs [jq, jq+2W) of row q per step, while they last. */
-#define DENSE_ROW1X2(T, W)                                                                    \
-    for (; jq + 2 * (W) <= out; jq += 2 * (W)) {                                              \
-        T a0 = DENSE_LD0(T, sq + jq), a1 = DENSE_LD0(T, sq + jq + (W));                       \
-        for (size_t t = 0; t < nz; t++) {                                                     \
-            const float *wr = w + koff[t] + jq;                                               \
-            a0 += DENSE_LD(T, wr) * xs[t][q];                                                 \
-            a1 += DENSE_LD(T, wr + (W)) * xs[t][q];                                           \
-        }                                                                                     \
-        DENSE_ST(T, yq + jq, a0);                                                             \
-        DENSE_ST(T, yq + jq + (W), a1);                                                       \
-    }
-
 /* Outputs [jq, jq+W) of row q per step, while they last. */
 #define DENSE_ROW1(T, W)                                                                      \
     for (; jq + (W) <= out; jq += (W)) {                                                      \
@@ -112,11 +84,20 @@ typedef float rt_dense_v8 __attribute__((vector_size(32), aligned(4), may_alias)
 #define DENSE_V dense_v_base
 #define DENSE_TARGET
 #define DENSE_FN dense_base
+#define DENSE_GROUP dense_group_base
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The non-zero lanes of 4 floats as bits (NaN is non-zero, -0 is zero: as
+ * x != 0.0f). */
+#define DENSE_NZ_MASK(p) ((unsigned)_mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(p), \
+                                                                  _mm_setzero_ps())))
+#endif
 #include "rt_dense_kernel.h"
 #undef DENSE_VL
 #undef DENSE_V
 #undef DENSE_TARGET
 #undef DENSE_FN
+#undef DENSE_GROUP
+#undef DENSE_NZ_MASK
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define RT_DENSE_X86 1
@@ -125,21 +106,32 @@ typedef float rt_dense_v8 __attribute__((vector_size(32), aligned(4), may_alias)
 #define DENSE_V dense_v_avx2
 #define DENSE_TARGET __attribute__((target("avx2")))
 #define DENSE_FN dense_avx2
+#define DENSE_GROUP dense_group_avx2
+#define DENSE_NZ_MASK(p)                                                                  \
+    ((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), _mm256_setzero_ps(), \
+                                                _CMP_NEQ_UQ)))
 #include "rt_dense_kernel.h"
 #undef DENSE_VL
 #undef DENSE_V
 #undef DENSE_TARGET
 #undef DENSE_FN
+#undef DENSE_GROUP
+#undef DENSE_NZ_MASK
 
 #define DENSE_VL 16
 #define DENSE_V dense_v_avx512
 #define DENSE_TARGET __attribute__((target("avx512f")))
 #define DENSE_FN dense_avx512
+#define DENSE_GROUP dense_group_avx512
+#define DENSE_NZ_MASK(p)                                                                  \
+    ((unsigned)_mm512_cmp_ps_mask(_mm512_loadu_ps(p), _mm512_setzero_ps(), _CMP_NEQ_UQ))
 #include "rt_dense_kernel.h"
 #undef DENSE_VL
 #undef DENSE_V
 #undef DENSE_TARGET
 #undef DENSE_FN
+#undef DENSE_GROUP
+#undef DENSE_NZ_MASK
 #endif
 
 rt_dense_isa rt_dense_best_isa(void)

@@ -24,6 +24,36 @@
 typedef float DENSE_V __attribute__((vector_size(DENSE_VL * sizeof(float)), aligned(4),
                                      may_alias));
 
+/* Outputs of row q in nv vectors (nv <= RT_DENSE_GROUP, a constant once
+ * inlined: the sums stay in registers), at j, j + VL, ... and the last at
+ * `last` (out - VL when the row ends inside it: the outputs computed twice
+ * get the same bits twice). Every sum is loaded before any is stored, so sq
+ * may be yq. */
+DENSE_TARGET static inline __attribute__((always_inline)) void
+DENSE_GROUP(size_t nv, const float *restrict w, const size_t *restrict koff,
+            const float (*restrict xs)[RT_DENSE_ROWS], size_t nz, size_t q, const float *sq,
+            float *yq, size_t j, size_t last)
+{
+    /* offsets from j: constants once inlined, but for the last one */
+    size_t dl = last - j;
+    const float *wj = w + j;
+    DENSE_V a[RT_DENSE_GROUP];
+#pragma GCC unroll 16
+    for (size_t v = 0; v < nv; v++)
+        a[v] = DENSE_LD0(DENSE_V, sq + j + (v + 1 < nv ? v * DENSE_VL : dl));
+    for (size_t t = 0; t < nz; t++) {
+        const float *wr = wj + koff[t];
+        float xq = xs[t][q];
+#pragma GCC unroll 16
+        for (size_t v = 0; v + 1 < nv; v++)
+            a[v] += DENSE_LD(DENSE_V, wr + v * DENSE_VL) * xq;
+        a[nv - 1] += DENSE_LD(DENSE_V, wr + dl) * xq;
+    }
+#pragma GCC unroll 16
+    for (size_t v = 0; v < nv; v++)
+        DENSE_ST(DENSE_V, yq + j + (v + 1 < nv ? v * DENSE_VL : dl), a[v]);
+}
+
 DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
                                   const float *restrict w, const float *restrict bias,
                                   size_t out, float *restrict y)
@@ -49,7 +79,17 @@ DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
             size_t k1 = in - k0 < RT_DENSE_CHUNK ? in : k0 + RT_DENSE_CHUNK, nz = 0;
             if (r == 1) { /* a row alone: its own non-zero inputs */
                 const float *x0 = xr[0];
-                for (size_t k = k0; k < k1; k++) {
+                size_t k = k0;
+#ifdef DENSE_NZ_MASK /* DENSE_VL inputs per test, then their non-zero lanes */
+                for (; k + DENSE_VL <= k1; k += DENSE_VL) {
+                    for (unsigned msk = DENSE_NZ_MASK(x0 + k); msk; msk &= msk - 1) {
+                        size_t kb = k + (unsigned)__builtin_ctz(msk);
+                        koff[nz] = kb * out;
+                        xs[nz++][0] = x0[kb];
+                    }
+                }
+#endif
+                for (; k < k1; k++) {
                     if (x0[k] != 0.0f) {
                         koff[nz] = k * out;
                         xs[nz++][0] = x0[k];
@@ -129,9 +169,28 @@ DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
                 float *yq = yr[q];
                 const float *sq = sr[q];
                 size_t jq = j;
-                DENSE_ROW1X4(DENSE_V, DENSE_VL);
-                DENSE_ROW1X2(DENSE_V, DENSE_VL);
-                DENSE_ROW1(DENSE_V, DENSE_VL);
+                /* Groups of up to RT_DENSE_GROUP vectors, each leaving at
+                 * least one whole vector to the next, the last one ending at
+                 * out (overlapping its neighbour instead of a narrower tail). */
+                while (out - jq >= DENSE_VL) {
+                    size_t left = out - jq, nv = (left + DENSE_VL - 1) / DENSE_VL;
+                    if (nv > RT_DENSE_GROUP)
+                        nv = left - RT_DENSE_GROUP * DENSE_VL >= DENSE_VL ? RT_DENSE_GROUP
+                                                                         : RT_DENSE_GROUP - 1;
+                    bool whole = nv * DENSE_VL <= left;
+                    size_t last = whole ? jq + (nv - 1) * DENSE_VL : out - DENSE_VL;
+                    switch (nv) {
+#define DENSE_CASE(N)                                                                         \
+    case N:                                                                                   \
+        DENSE_GROUP(N, w, koff, (const float(*)[RT_DENSE_ROWS])xs, nz, q, sq, yq, jq, last);  \
+        break;
+                        DENSE_CASE(1) DENSE_CASE(2) DENSE_CASE(3) DENSE_CASE(4) DENSE_CASE(5)
+                        DENSE_CASE(6) DENSE_CASE(7) DENSE_CASE(8) DENSE_CASE(9) DENSE_CASE(10)
+                        DENSE_CASE(11) DENSE_CASE(12) DENSE_CASE(13) DENSE_CASE(14)
+#undef DENSE_CASE
+                    }
+                    jq = whole ? jq + nv * DENSE_VL : out;
+                }
 #if DENSE_VL > 8
                 DENSE_ROW1(rt_dense_v8, 8);
 #endif
