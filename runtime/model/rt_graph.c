@@ -376,6 +376,7 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
             goto out;
         }
         f->type = f->def->type;
+        f->kind = rt_fc_kind_of(f->type);
         f->input = -1;
         f->source = -1;
         raw[c] = -1;
@@ -432,7 +433,7 @@ out:
 /* The kind of compiled column c (compile_columns checked it is known). */
 static const rt_fc_kind *kind_of(const rt_graph *g, size_t c)
 {
-    return rt_fc_kind_of(g->fcols[c].type);
+    return g->fcols[c].kind;
 }
 
 /* Values per instance a column contributes to the linear part. */

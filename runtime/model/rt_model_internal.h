@@ -51,6 +51,8 @@ typedef struct rt_input {
 typedef struct rt_fcol {
     const Predictd__FeatureColumn *def;
     Predictd__ColumnType type;
+    const struct rt_fc_kind *kind; /* rt_fc_kind_of(type), kept when compiled
+                                      (NULL: look it up) */
     long input;          /* raw input index (numeric, vocabulary, identity,
                             hash; weighted: its weights); -1 */
     long source;         /* feature column index: bucketized -> numeric,

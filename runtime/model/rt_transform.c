@@ -135,7 +135,7 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
     p->n_first = 0;
     for (size_t c = 0; c < nc; c++) {
         const rt_fcol *fc = &g->fcols[c];
-        const rt_fc_kind *k = rt_fc_kind_of(fc->type);
+        const rt_fc_kind *k = fc->kind ? fc->kind : rt_fc_kind_of(fc->type);
         p->kinds[c] = k;
         if (k && k->transform_pass < RT_FC_PASS_OF_IDS)
             p->first[p->n_first++] = c;
