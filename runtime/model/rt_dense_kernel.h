@@ -31,8 +31,8 @@ typedef float DENSE_V __attribute__((vector_size(DENSE_VL * sizeof(float)), alig
  * may be yq. */
 DENSE_TARGET static inline __attribute__((always_inline)) void
 DENSE_GROUP(size_t nv, const float *restrict w, const size_t *restrict koff,
-            const float (*restrict xs)[RT_DENSE_ROWS], size_t nz, size_t q, const float *sq,
-            float *yq, size_t j, size_t last)
+            const float *restrict xv, size_t xst, size_t nz, const float *sq, float *yq,
+            size_t j, size_t last)
 {
     /* offsets from j: constants once inlined, but for the last one */
     size_t dl = last - j;
@@ -43,7 +43,7 @@ DENSE_GROUP(size_t nv, const float *restrict w, const size_t *restrict koff,
         a[v] = DENSE_LD0(DENSE_V, sq + j + (v + 1 < nv ? v * DENSE_VL : dl));
     for (size_t t = 0; t < nz; t++) {
         const float *wr = wj + koff[t];
-        float xq = xs[t][q];
+        float xq = xv[t * xst];
 #pragma GCC unroll 16
         for (size_t v = 0; v + 1 < nv; v++)
             a[v] += DENSE_LD(DENSE_V, wr + v * DENSE_VL) * xq;
@@ -60,8 +60,10 @@ DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
 {
     /* The kept inputs: w offset (k * out) and value in each row of the block
      * (blocks write one past the kept ones: branch-free gathering). */
-    size_t koff[RT_DENSE_CHUNK + 1];
+    size_t koff[RT_DENSE_CHUNK + 16];
     float xs[RT_DENSE_CHUNK + 1][RT_DENSE_ROWS];
+    float xk[RT_DENSE_CHUNK + 16]; /* a row alone: its kept values, in a row
+                                      (vector stores may write 15 past them) */
     for (size_t i0 = 0; i0 < m; i0 += RT_DENSE_ROWS) {
         size_t r = m - i0 < RT_DENSE_ROWS ? m - i0 : RT_DENSE_ROWS;
         const float *xr[RT_DENSE_ROWS], *sr[RT_DENSE_ROWS];
@@ -80,19 +82,23 @@ DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
             if (r == 1) { /* a row alone: its own non-zero inputs */
                 const float *x0 = xr[0];
                 size_t k = k0;
+#ifdef DENSE_COMPACT /* DENSE_VL inputs at a time, packed by a permutation */
+                if (k1 * out <= INT32_MAX)
+                    DENSE_COMPACT(x0, k, k1, out, koff, xk, nz);
+#endif
 #ifdef DENSE_NZ_MASK /* DENSE_VL inputs per test, then their non-zero lanes */
                 for (; k + DENSE_VL <= k1; k += DENSE_VL) {
                     for (unsigned msk = DENSE_NZ_MASK(x0 + k); msk; msk &= msk - 1) {
                         size_t kb = k + (unsigned)__builtin_ctz(msk);
                         koff[nz] = kb * out;
-                        xs[nz++][0] = x0[kb];
+                        xk[nz++] = x0[kb];
                     }
                 }
 #endif
                 for (; k < k1; k++) {
                     if (x0[k] != 0.0f) {
                         koff[nz] = k * out;
-                        xs[nz++][0] = x0[k];
+                        xk[nz++] = x0[k];
                     }
                 }
             } else if (r == RT_DENSE_ROWS) {
@@ -168,7 +174,9 @@ DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
             for (size_t q = 0; q < r; q++) {
                 float *yq = yr[q];
                 const float *sq = sr[q];
-                size_t jq = j;
+                /* input t's value in this row: xv[t * xst] */
+                const float *xv = r == 1 ? xk : &xs[0][q];
+                size_t xst = r == 1 ? 1 : RT_DENSE_ROWS, jq = j;
                 /* Groups of up to RT_DENSE_GROUP vectors, each leaving at
                  * least one whole vector to the next, the last one ending at
                  * out (overlapping its neighbour instead of a narrower tail). */
@@ -182,7 +190,7 @@ DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
                     switch (nv) {
 #define DENSE_CASE(N)                                                                         \
     case N:                                                                                   \
-        DENSE_GROUP(N, w, koff, (const float(*)[RT_DENSE_ROWS])xs, nz, q, sq, yq, jq, last);  \
+        DENSE_GROUP(N, w, koff, xv, xst, nz, sq, yq, jq, last);                               \
         break;
                         DENSE_CASE(1) DENSE_CASE(2) DENSE_CASE(3) DENSE_CASE(4) DENSE_CASE(5)
                         DENSE_CASE(6) DENSE_CASE(7) DENSE_CASE(8) DENSE_CASE(9) DENSE_CASE(10)
@@ -200,7 +208,7 @@ DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
                 for (; jq < out; jq++) {
                     float a = sq[jq] + 0.0f;
                     for (size_t t = 0; t < nz; t++)
-                        a += w[koff[t] + jq] * xs[t][q];
+                        a += w[koff[t] + jq] * xv[t * xst];
                     yq[jq] = a;
                 }
             }
