@@ -28,7 +28,8 @@
  * Speed: four rows share each weight load (eight vector accumulators), so at
  * batch sizes of four and more the kernel streams W once per four rows; a
  * single row streams only the rows of W its non-zero inputs select (found a
- * vector at a time: a compare and a bit mask), and keeps up to
+ * vector at a time: a compare and a bit mask, which with AVX2 picks the
+ * permutation that packs them), and keeps up to
  * RT_DENSE_GROUP vectors of its sums in registers per pass over them, the
  * last vector ending at the row's end and overlapping its neighbour instead
  * of narrower tails (an output computed twice is the same sum twice).

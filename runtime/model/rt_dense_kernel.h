@@ -54,6 +54,40 @@ DENSE_GROUP(size_t nv, const float *restrict w, const size_t *restrict koff,
         DENSE_ST(DENSE_V, yq + j + (v + 1 < nv ? v * DENSE_VL : dl), a[v]);
 }
 
+#define DENSE_CAT2(a, b) a##b
+#define DENSE_CAT(a, b) DENSE_CAT2(a, b)
+#define DENSE_NONZERO DENSE_CAT(DENSE_FN, _nonzero)
+
+/* A row alone's non-zero inputs [k0, k1) (NaN kept, -0 dropped: x != 0):
+ * their w offsets k * out into koff and their values into xk, in order;
+ * returns how many. */
+DENSE_TARGET static inline __attribute__((always_inline)) size_t
+DENSE_NONZERO(const float *restrict x0, size_t k0, size_t k1, size_t out, size_t *restrict koff,
+              float *restrict xk)
+{
+    size_t k = k0, nz = 0;
+#ifdef DENSE_COMPACT /* DENSE_VL inputs at a time, packed by a permutation */
+    if (k1 * out <= INT32_MAX)
+        DENSE_COMPACT(x0, k, k1, out, koff, xk, nz);
+#endif
+#ifdef DENSE_NZ_MASK /* DENSE_VL inputs per test, then their non-zero lanes */
+    for (; k + DENSE_VL <= k1; k += DENSE_VL) {
+        for (unsigned msk = DENSE_NZ_MASK(x0 + k); msk; msk &= msk - 1) {
+            size_t kb = k + (unsigned)__builtin_ctz(msk);
+            koff[nz] = kb * out;
+            xk[nz++] = x0[kb];
+        }
+    }
+#endif
+    for (; k < k1; k++) {
+        if (x0[k] != 0.0f) {
+            koff[nz] = k * out;
+            xk[nz++] = x0[k];
+        }
+    }
+    return nz;
+}
+
 DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
                                   const float *restrict w, const float *restrict bias,
                                   size_t out, float *restrict y)
@@ -80,27 +114,7 @@ DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
                 sr[q] = k0 == 0 ? bias : yr[q];
             size_t k1 = in - k0 < RT_DENSE_CHUNK ? in : k0 + RT_DENSE_CHUNK, nz = 0;
             if (r == 1) { /* a row alone: its own non-zero inputs */
-                const float *x0 = xr[0];
-                size_t k = k0;
-#ifdef DENSE_COMPACT /* DENSE_VL inputs at a time, packed by a permutation */
-                if (k1 * out <= INT32_MAX)
-                    DENSE_COMPACT(x0, k, k1, out, koff, xk, nz);
-#endif
-#ifdef DENSE_NZ_MASK /* DENSE_VL inputs per test, then their non-zero lanes */
-                for (; k + DENSE_VL <= k1; k += DENSE_VL) {
-                    for (unsigned msk = DENSE_NZ_MASK(x0 + k); msk; msk &= msk - 1) {
-                        size_t kb = k + (unsigned)__builtin_ctz(msk);
-                        koff[nz] = kb * out;
-                        xk[nz++] = x0[kb];
-                    }
-                }
-#endif
-                for (; k < k1; k++) {
-                    if (x0[k] != 0.0f) {
-                        koff[nz] = k * out;
-                        xk[nz++] = x0[k];
-                    }
-                }
+                nz = DENSE_NONZERO(xr[0], k0, k1, out, koff, xk);
             } else if (r == RT_DENSE_ROWS) {
                 const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
                 for (size_t k = k0; k < k1; k++) {
@@ -215,3 +229,6 @@ DENSE_TARGET static void DENSE_FN(const float *restrict x, size_t m, size_t in,
         }
     }
 }
+#undef DENSE_NONZERO
+#undef DENSE_CAT
+#undef DENSE_CAT2
