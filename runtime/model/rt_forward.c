@@ -108,7 +108,7 @@ static rt_status forward_linear(const rt_graph *g, const rt_features *f, float *
             return rt_err_set(err, RT_ERR_INVALID, "linear column %s has no weights",
                               fcol_name(col));
         rt_status st = RT_OK;
-        if (rt_fc_column_is_categorical(col->type)) {
+        if (col->kind ? col->kind->categorical : rt_fc_column_is_categorical(col->type)) {
             if (!f->ids || !f->ids[c].offsets)
                 return rt_err_set(err, RT_ERR_INVALID, "linear column %s: no ids",
                                   fcol_name(col));

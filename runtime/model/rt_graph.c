@@ -376,6 +376,7 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
             goto out;
         }
         f->type = f->def->type;
+        f->kind = rt_fc_kind_of(f->type);
         f->input = -1;
         f->source = -1;
         raw[c] = -1;
@@ -396,6 +397,18 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
             if (k->compile_pass == pass && (st = k->compile(g, c, read, raw, err)))
                 goto out;
         }
+    /* The transform's run order: by pass, in column order within one. */
+    if (!(g->fc_order = malloc((g->n_fcols ? g->n_fcols : 1) * sizeof *g->fc_order))) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int pass = 0, j = 0; pass < RT_FC_PASSES; pass++) {
+        g->fc_pass_at[pass] = (size_t)j;
+        for (size_t c = 0; c < g->n_fcols; c++)
+            if (g->fcols[c].kind->transform_pass == pass)
+                g->fc_order[j++] = c;
+        g->fc_pass_at[pass + 1] = (size_t)j;
+    }
     /* Number the inputs in raw column order. */
     for (size_t i = 0; i < def->n_raw_columns; i++)
         g->n_inputs += read[i];
@@ -432,7 +445,7 @@ out:
 /* The kind of compiled column c (compile_columns checked it is known). */
 static const rt_fc_kind *kind_of(const rt_graph *g, size_t c)
 {
-    return rt_fc_kind_of(g->fcols[c].type);
+    return g->fcols[c].kind;
 }
 
 /* Values per instance a column contributes to the linear part. */
@@ -1016,6 +1029,7 @@ void rt_graph_free(rt_graph *g)
         free(f->file_vocab);
     }
     free(g->fcols);
+    free(g->fc_order);
     free(g->inputs);
     free(g->linear_cols);
     free(g->linear_w);

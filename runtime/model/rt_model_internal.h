@@ -51,6 +51,8 @@ typedef struct rt_input {
 typedef struct rt_fcol {
     const Predictd__FeatureColumn *def;
     Predictd__ColumnType type;
+    const struct rt_fc_kind *kind; /* rt_fc_kind_of(type), kept when compiled
+                                      (NULL: look it up) */
     long input;          /* raw input index (numeric, vocabulary, identity,
                             hash; weighted: its weights); -1 */
     long source;         /* feature column index: bucketized -> numeric,
@@ -92,12 +94,21 @@ typedef struct rt_gnode {
 typedef struct rt_trees rt_trees;
 #define RT_TREES_MAX_DEPTH 32 /* deepest leaf of a tree */
 
+/* The kinds' transform passes (rt_fc_kind.transform_pass, rt_fc.c): those
+ * below RT_FC_PASS_OF_IDS read the batch; the last one reads only other
+ * columns' ids (and the weights). */
+#define RT_FC_PASS_OF_IDS 3
+#define RT_FC_PASSES 4
+
 struct rt_graph {
     const Predictd__ModelDef *def;
     size_t n_inputs;
     rt_input *inputs;
     size_t n_fcols;
     rt_fcol *fcols;
+    size_t *fc_order;    /* [n_fcols] the columns by transform pass, in column
+                            order within one (rt_transform.c's run order) */
+    size_t fc_pass_at[RT_FC_PASSES + 1]; /* fc_order[fc_pass_at[p]..[p+1]): pass p */
     size_t logits_dim;
 
     /* linear part */

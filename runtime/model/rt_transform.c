@@ -20,10 +20,6 @@
 #include <string.h>
 
 #define NOMEM(err) rt_err_set((err), RT_ERR_NOMEM, "out of memory")
-/* The kinds' transform passes (rt_fc.c): those below RT_FC_PASS_OF_IDS read
- * the batch; the last one reads only other columns' ids (and the weights). */
-#define RT_FC_PASS_OF_IDS 3
-#define RT_FC_PASSES 4
 
 /* Storage behind rt_features, per feature column slot. */
 typedef struct feat_priv {
@@ -135,7 +131,7 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
     p->n_first = 0;
     for (size_t c = 0; c < nc; c++) {
         const rt_fcol *fc = &g->fcols[c];
-        const rt_fc_kind *k = rt_fc_kind_of(fc->type);
+        const rt_fc_kind *k = fc->kind ? fc->kind : rt_fc_kind_of(fc->type);
         p->kinds[c] = k;
         if (k && k->transform_pass < RT_FC_PASS_OF_IDS)
             p->first[p->n_first++] = c;
@@ -789,6 +785,15 @@ static rt_status run_passes(const rt_graph *g, const rt_batch *b, rt_features *f
                             int to, rt_err *err)
 {
     const feat_priv *p = f->priv;
+    if (g->fc_order) { /* the graph's pass order (rt_graph.c), every kind known */
+        for (size_t j = g->fc_pass_at[from]; j < g->fc_pass_at[to]; j++) {
+            size_t c = g->fc_order[j];
+            rt_status st = p->kinds[c]->transform(g, b, f, c, err);
+            if (st)
+                return st;
+        }
+        return RT_OK;
+    }
     for (int pass = from; pass < to; pass++) {
         for (size_t c = 0; c < g->n_fcols; c++) {
             const rt_fc_kind *k = p->kinds[c];

@@ -153,7 +153,9 @@ static void test_shapes_and_batches(void **state)
 {
     (void)state;
     uint64_t s = 0x9e3779b97f4a7c15ull;
-    static const size_t outs[] = {1, 3, 4, 5, 8, 15, 16, 17, 31, 32, 33, 34, 48, 63, 70, 100};
+    static const size_t outs[] = {1,  3,  4,  5,  8,   15,  16,  17,  31,  32,  33,  34,
+                                  48, 63, 70, 100, 111, 112, 113, 119, 120, 121, 223, 224,
+                                  225, 231, 240, 241, 300};
     static const size_t ins[] = {0, 1, 2, 7, 66, 100};
     for (size_t a = 0; a < sizeof outs / sizeof outs[0]; a++)
         for (size_t c = 0; c < sizeof ins / sizeof ins[0]; c++) {
