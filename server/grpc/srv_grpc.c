@@ -244,10 +244,11 @@ static int check_token(slot *s, unsigned scope, char *msg)
 /* The metrics' method of an inference method (by its label). */
 static rt_method method_kind(const srv_grpc_method *m)
 {
-    return !strcmp(m->label, "Classify")     ? RT_METHOD_CLASSIFY
-           : !strcmp(m->label, "Regress")    ? RT_METHOD_REGRESS
-           : !strcmp(m->label, "ModelInfer") ? RT_METHOD_INFER
-                                             : RT_METHOD_PREDICT;
+    return !strcmp(m->label, "Classify")         ? RT_METHOD_CLASSIFY
+           : !strcmp(m->label, "Regress")        ? RT_METHOD_REGRESS
+           : !strcmp(m->label, "ModelInfer")     ? RT_METHOD_INFER
+           : !strcmp(m->label, "MultiInference") ? RT_METHOD_MULTI_INFERENCE
+                                                 : RT_METHOD_PREDICT;
 }
 
 /* Runs the method on env with an admission slot when it is an inference
