@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -52,9 +53,22 @@ typedef struct daemon {
     uint64_t repo_fp;     /* --model_repository: srv_repository_fingerprint when last read */
     double next_repo_check; /* when to look at the repository again */
     double next_cfg_poll; /* --model_config_file_poll_wait_seconds: next re-read */
+    /* a gRPC HandleReloadConfigRequest handed to the main loop (under rpc_mu):
+     * the caller's thread waits on rpc_cv until done (or closed: stopping) */
+    pthread_mutex_t rpc_mu;
+    pthread_cond_t rpc_cv;
+    const char *rpc_text;
+    size_t rpc_len;
+    bool rpc_pending, rpc_done, rpc_closed;
+    rt_status rpc_st;
+    rt_err rpc_err;
 } daemon_t;
 
-static daemon_t D; /* the daemon's single context */
+/* The byte in the signal pipe that wakes the main loop for an RPC's reload. */
+#define RPC_RELOAD_BYTE 0xffu
+
+static daemon_t D = {.rpc_mu = PTHREAD_MUTEX_INITIALIZER,
+                     .rpc_cv = PTHREAD_COND_INITIALIZER}; /* the daemon's single context */
 
 static void on_signal(int sig)
 {
@@ -117,6 +131,51 @@ static void reload_security(daemon_t *d, const char *why)
                 "%s", why, err.msg);
 }
 
+/* Builds the config again (models: NULL, from the file or flags; else
+ * those models in place of theirs) and applies it; the old one stays on
+ * error (err says why). On the main loop's thread. */
+static rt_status apply_config(daemon_t *d, const char *why, const char *models, size_t mlen,
+                              rt_err *err)
+{
+    sd_notify(0, "RELOADING=1\nSTATUS=reloading the config");
+    srv_config *c = NULL;
+    /* Remember the file state first: a broken file is not re-read until it
+     * changes again. */
+    struct stat before;
+    bool have = d->args.values.model_config_file && /* none: --model_repository */
+                stat(d->args.values.model_config_file, &before) == 0;
+    d->cfg_fp = cfg_fingerprint(d);
+    rt_status st = models ? srv_config_build_models(&d->args, models, mlen, &c, err)
+                          : srv_config_build(&d->args, &c, err);
+    if (st == RT_OK)
+        st = srv_manager_apply(d->mgr, c, err);
+    if (have) {
+        d->cfg_stat = before;
+        d->have_cfg_stat = true;
+    }
+    srv_metrics_reload(d->metrics, st == RT_OK);
+    srv_manager_note_reload(d->mgr, st == RT_OK, err->msg);
+    if (st != RT_OK) {
+        srv_log(SRV_LOG_ERROR, "config reload (%s) refused, the running config stays: %s", why,
+                err->msg);
+        srv_config_free(c);
+        sd_notify(0, "READY=1\nSTATUS=serving (last reload refused)");
+        return st;
+    }
+    if (c->file_system_poll_wait_seconds != d->cfg->file_system_poll_wait_seconds)
+        srv_manager_set_poll(d->mgr, c->file_system_poll_wait_seconds);
+    const char *later = srv_config_restart_change(c, d->cfg);
+    if (later)
+        srv_log(SRV_LOG_WARN, "config reload: %s changed: listener, thread, queue, batching and "
+                              "limit settings take effect at the next restart; models, policies, "
+                              "labels, poll interval, warm-up and drain grace now", later);
+    srv_config_free(d->cfg);
+    d->cfg = c;
+    srv_log(SRV_LOG_INFO, "config reloaded (%s): %zu model(s)", why, c->n_models);
+    sd_notify(0, "READY=1\nSTATUS=serving (config reloaded)");
+    return RT_OK;
+}
+
 /* Re-reads the config file and applies it; the old one stays on error. */
 static void reload(daemon_t *d, const char *why)
 {
@@ -130,42 +189,71 @@ static void reload(daemon_t *d, const char *why)
         srv_manager_wake(d->mgr); /* on the loader thread: signals stay answered */
         return;
     }
-    sd_notify(0, "RELOADING=1\nSTATUS=reloading the config");
     rt_err err = {{0}};
-    srv_config *c = NULL;
-    /* Remember the file state first: a broken file is not re-read until it
-     * changes again. */
-    struct stat before;
-    bool have = d->args.values.model_config_file && /* none: --model_repository */
-                stat(d->args.values.model_config_file, &before) == 0;
-    d->cfg_fp = cfg_fingerprint(d);
-    rt_status st = srv_config_build(&d->args, &c, &err);
-    if (st == RT_OK)
-        st = srv_manager_apply(d->mgr, c, &err);
-    if (have) {
-        d->cfg_stat = before;
-        d->have_cfg_stat = true;
+    (void)apply_config(d, why, NULL, 0, &err);
+}
+
+/* gRPC's HandleReloadConfigRequest (srv_grpc_params.reload), on a gRPC
+ * thread: hands models to the main loop (one request at a time) and waits
+ * until it applied or refused them. */
+static rt_status rpc_reload(void *arg, const char *models, size_t len, rt_err *err)
+{
+    daemon_t *d = arg;
+    pthread_mutex_lock(&d->rpc_mu);
+    while (d->rpc_pending && !d->rpc_closed)
+        pthread_cond_wait(&d->rpc_cv, &d->rpc_mu);
+    if (d->rpc_closed) {
+        pthread_mutex_unlock(&d->rpc_mu);
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "the server is stopping");
     }
-    srv_metrics_reload(d->metrics, st == RT_OK);
-    srv_manager_note_reload(d->mgr, st == RT_OK, err.msg);
-    if (st != RT_OK) {
-        srv_log(SRV_LOG_ERROR, "config reload (%s) refused, the running config stays: %s", why,
-                err.msg);
-        srv_config_free(c);
-        sd_notify(0, "READY=1\nSTATUS=serving (last reload refused)");
+    d->rpc_text = models;
+    d->rpc_len = len;
+    d->rpc_pending = true;
+    d->rpc_done = false;
+    unsigned char b = RPC_RELOAD_BYTE;
+    if (write(d->sig_pipe[1], &b, 1) < 0) {
+        /* pipe full: the main loop wakes anyway and looks at rpc_pending */
+    }
+    while (!d->rpc_done && !d->rpc_closed)
+        pthread_cond_wait(&d->rpc_cv, &d->rpc_mu);
+    rt_status st = d->rpc_done ? d->rpc_st
+                               : rt_err_set(err, RT_ERR_UNSUPPORTED, "the server is stopping");
+    if (d->rpc_done && st != RT_OK)
+        *err = d->rpc_err;
+    d->rpc_pending = false;
+    d->rpc_done = false;
+    pthread_cond_broadcast(&d->rpc_cv);
+    pthread_mutex_unlock(&d->rpc_mu);
+    return st;
+}
+
+/* On the main loop: applies an RPC's pending models, if any. */
+static void take_rpc(daemon_t *d)
+{
+    pthread_mutex_lock(&d->rpc_mu);
+    bool run = d->rpc_pending && !d->rpc_done;
+    const char *text = d->rpc_text;
+    size_t len = d->rpc_len;
+    pthread_mutex_unlock(&d->rpc_mu);
+    if (!run)
         return;
-    }
-    if (c->file_system_poll_wait_seconds != d->cfg->file_system_poll_wait_seconds)
-        srv_manager_set_poll(d->mgr, c->file_system_poll_wait_seconds);
-    const char *later = srv_config_restart_change(c, d->cfg);
-    if (later)
-        srv_log(SRV_LOG_WARN, "config reload: %s changed: listener, thread, queue, batching and "
-                              "limit settings take effect at the next restart; models, policies, "
-                              "labels, poll interval, warm-up and drain grace now", later);
-    srv_config_free(d->cfg);
-    d->cfg = c;
-    srv_log(SRV_LOG_INFO, "config reloaded (%s): %zu model(s)", why, c->n_models);
-    sd_notify(0, "READY=1\nSTATUS=serving (config reloaded)");
+    rt_err err = {{0}}; /* text stays the caller's: it waits for rpc_done */
+    rt_status st = apply_config(d, "gRPC HandleReloadConfigRequest", text, len, &err);
+    pthread_mutex_lock(&d->rpc_mu);
+    d->rpc_st = st;
+    d->rpc_err = err;
+    d->rpc_done = true;
+    pthread_cond_broadcast(&d->rpc_cv);
+    pthread_mutex_unlock(&d->rpc_mu);
+}
+
+/* The main loop ended: a waiting or later RPC's reload is refused. */
+static void close_rpc(daemon_t *d)
+{
+    pthread_mutex_lock(&d->rpc_mu);
+    d->rpc_closed = true;
+    pthread_cond_broadcast(&d->rpc_cv);
+    pthread_mutex_unlock(&d->rpc_mu);
 }
 
 /* The self-pipe and the handlers of SIGHUP, SIGTERM and SIGINT; SIGPIPE
@@ -375,6 +463,8 @@ static int start_grpc(daemon_t *d)
         .admit = srv_http_admit(d->http),
         .max_queue_wait_ms = d->cfg->max_queue_wait_ms,
         .tracer = srv_http_tracer(d->http),
+        .reload = rpc_reload,
+        .reload_arg = d,
     };
     if (srv_grpc_start(&gp, d->mgr, &d->draining, &d->grpc, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
@@ -529,10 +619,15 @@ static void main_loop_run(daemon_t *d)
             unsigned char sig = 0;
             if (read(d->sig_pipe[0], &sig, 1) != 1)
                 continue;
+            if (sig == RPC_RELOAD_BYTE) {
+                take_rpc(d);
+                continue;
+            }
             if (take_signal(d, &l, sig))
                 break;
             continue;
         }
+        take_rpc(d); /* one whose byte the full pipe did not take */
         if (!l.draining)
             watch_config(d);
     }
@@ -548,6 +643,7 @@ static int run(daemon_t *d)
         return 1;
     srv_manager_set_starting(d->mgr, NULL);
     main_loop_run(d);
+    close_rpc(d);
     atomic_store(&d->draining, 1);
     sd_notify(0, "STOPPING=1\nSTATUS=stopping: finishing in-flight requests");
     srv_grpc_stop(d->grpc); /* in-flight calls finish, new ones get UNAVAILABLE */

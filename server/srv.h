@@ -324,6 +324,13 @@ int srv_config_request_threads(const srv_config *c, int cpus);
  * key ("models[1].version_policy.latest: must be >= 1").
  * OUT: *out malloc-owned, free with srv_config_free(). */
 SRV_WUR rt_status srv_config_build(const srv_args *args, srv_config **out, rt_err *err);
+/* srv_config_build with the models of models/len (a ModelServerConfig in
+ * TF Serving's text format, or the JSON config's {"models": [...]}: read as
+ * a --model_config_file is, relative base paths kept) in place of those of
+ * the file or flags; its other settings are ignored. Errors name the field
+ * as a config file's do. OUT: as srv_config_build. */
+SRV_WUR rt_status srv_config_build_models(const srv_args *args, const char *models, size_t len,
+                                          srv_config **out, rt_err *err);
 
 /* --model_repository DIR (server/conf/srv_repository.c): the config text
  * {"models": [...]} of DIR's model folders, in name order: each folder NAME
@@ -1080,6 +1087,13 @@ typedef struct srv_grpc_params {
     int max_queue_wait_ms;   /* its setting, named in that status's message */
     struct srv_tracer *tracer; /* REST's (srv_http_tracer), shared: a span per
                                   unary call; NULL: none */
+    /* ModelService/HandleReloadConfigRequest: applies models (a
+     * ModelServerConfig's model_config_list in TF Serving's text format) as
+     * a config reload does (srv_config_build_models), on the caller's
+     * thread, and returns when it is applied or refused (err: why, the
+     * running config unchanged). NULL: the method is UNIMPLEMENTED. */
+    rt_status (*reload)(void *arg, const char *models, size_t len, rt_err *err);
+    void *reload_arg;
 } srv_grpc_params;
 /* Starts serving; the manager must outlive the server. *draining (may be
  * NULL) is read by the readiness methods. */

@@ -223,7 +223,7 @@ rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char
     /* the method before the body's content, as TF Serving looks it up */
     if ((st = rt_json_check_method(g, method, err)) != RT_OK)
         goto out;
-    if (pst == RT_OK && !have_sig)
+    if (pst == RT_OK && !have_sig && (pst = rt_json_check_default_method(g, method, &sem)) == RT_OK)
         pst = rt_json_find_signature(rt_graph_def(g), NULL, &sig, &sem);
     else if (pst == RT_OK)
         pst = rt_json_check_signature_method(sig, method, &sem);

@@ -265,6 +265,13 @@ RT_WUR rt_status rt_json_check_signature_method(const Predictd__SignatureDef *si
 /* RT_ERR_INVALID when the model has no signature for method (classify on a
  * regressor, regress on a multi-class classifier), else RT_OK. */
 RT_WUR rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err);
+/* A :classify / :regress body that names no signature: RT_ERR_INVALID for
+ * :regress on a classifier, else RT_OK. TF's canned classifiers export
+ * serving_default as their classification signature, and TF Serving refuses
+ * to regress on it ("Expected regression signature method_name to be
+ * tensorflow/serving/regress. Was: tensorflow/serving/classify"); predictd
+ * answers as it does. */
+RT_WUR rt_status rt_json_check_default_method(const rt_graph *g, rt_method method, rt_err *err);
 
 /* --------------------------------------- values (rt_jfill.c) */
 

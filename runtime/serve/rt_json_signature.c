@@ -140,6 +140,24 @@ rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err)
                       ":predict", list);
 }
 
+rt_status rt_json_check_default_method(const rt_graph *g, rt_method method, rt_err *err)
+{
+    const Predictd__HeadType head = rt_graph_def(g)->head ? rt_graph_def(g)->head->type
+                                                          : PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    if (method != RT_METHOD_REGRESS || head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION)
+        return RT_OK;
+    const Predictd__SignatureDef *reg = NULL;
+    rt_err ignored;
+    bool named = rt_json_find_signature(rt_graph_def(g), "regression", &reg, &ignored) == RT_OK &&
+                 reg;
+    return rt_err_set(err, RT_ERR_INVALID, "regress: the model is a classifier, and a request "
+                      "without signature_name runs its classification signature (a canned "
+                      "classifier's serving_default)%s (Expected regression signature "
+                      "method_name to be tensorflow/serving/regress. Was: "
+                      "tensorflow/serving/classify)",
+                      named ? "; name its \"regression\" signature" : "; use :classify or "
+                      ":predict");
+}
 
 rt_status rt_json_read_signature(rt_jr *r, const Predictd__ModelDef *def,
                                  const Predictd__SignatureDef **sig, rt_err *sem)

@@ -31,6 +31,9 @@ typedef enum {
     RT_METHOD_REGRESS = 2,
     RT_METHOD_INFER = 3, /* an Open Inference Protocol (KServe v2) infer body (rt_v2_*.c) */
     RT_METHOD_EXPLAIN = 4, /* Vertex AI's :explain (rt_json_explain) */
+    RT_METHOD_MULTI_INFERENCE = 5, /* TF Serving's gRPC MultiInference: a name for the server's
+                                      metrics only (its tasks run as classify / regress);
+                                      never a method of rt_json_handle */
 } rt_method;
 
 typedef struct rt_json_params {

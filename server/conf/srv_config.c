@@ -157,8 +157,8 @@ static const srv_setting SETTINGS[] = {
     STR(tls_priorities, BOTH, "SECURE128:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305",
         "PRIO", "GnuTLS priority string (ciphers); the versions of tls_min_version are added"),
     STR(auth_tokens_file, BOTH, NULL, "FILE",
-        "require Authorization: Bearer tokens whose SHA-256 and scopes (infer, read, metrics) "
-        "this file lists (predictctl token add); re-read on reload; health probes stay open"),
+        "require Authorization: Bearer tokens whose SHA-256 and scopes (infer, read, metrics, "
+        "admin) this file lists (predictctl token add); re-read on reload; health probes stay open"),
     BOOL(metrics_require_token, BOTH, 1,
          "with auth_tokens_file: the Prometheus path needs a token with the metrics scope"),
     BOOL(ui_enabled, BOTH, 1,
@@ -727,5 +727,27 @@ out:
         srv_config_free(c);
     else
         *out = c;
+    return st;
+}
+
+rt_status srv_config_build_models(const srv_args *a, const char *models, size_t len,
+                                  srv_config **out, rt_err *err)
+{
+    srv_config *m = NULL, *c = NULL;
+    *out = NULL;
+    rt_status st = srv_config_parse(models, len, NULL, &m, err);
+    if (st == RT_OK && m->n_models == 0)
+        st = rt_err_set(err, RT_ERR_INVALID, "models: at least one model must be configured");
+    if (st == RT_OK && (st = srv_config_build(a, &c, err)) == RT_OK) {
+        /* each frees what it then holds */
+        srv_model_conf *keep = c->models;
+        size_t n_keep = c->n_models;
+        c->models = m->models;
+        c->n_models = m->n_models;
+        m->models = keep;
+        m->n_models = n_keep;
+        *out = c;
+    }
+    srv_config_free(m);
     return st;
 }

@@ -1126,7 +1126,7 @@ typedef struct token_flags {
 #define TF(f) offsetof(token_flags, f)
 static const rt_setting TOKEN_FLAGS[] = {
     {.name = "scopes", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
-     .offset = TF(scopes), .arg = "S", .help = "infer, read, metrics (a comma list)"},
+     .offset = TF(scopes), .arg = "S", .help = "infer, read, metrics, admin (a comma list)"},
     {.name = "tokens-file", .type = RT_SET_STR, .where = RT_SET_FLAG | RT_SET_NODEFAULT,
      .offset = TF(tokens_file), .arg = "FILE",
      .help = "the tokens file (default: the config file's auth_tokens_file)"},

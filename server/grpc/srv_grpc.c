@@ -129,6 +129,8 @@ struct srv_grpc {
     int max_queue_wait_ms;
     rt_json_params json;
     srv_tracer *tracer; /* REST's (srv_http_tracer), or NULL */
+    rt_status (*reload)(void *arg, const char *models, size_t len, rt_err *err);
+    void *reload_arg;
     _Atomic uint64_t seed;
     /* TLS (NULL cert: plain) */
     char *tls_cert, *tls_key, *tls_ca;
@@ -219,6 +221,13 @@ static const char *md_value(const slot *s, const char *key, char *buf, size_t ca
  * method's scope, with REST's messages: SRV_GRPC_OK or the status. */
 static int check_token(slot *s, unsigned scope, char *msg)
 {
+    if (!s->g->auth && scope == SRV_SCOPE_ADMIN) {
+        /* a config from the network only with a token that may give one */
+        snprintf(msg, SRV_GRPC_MSG, "this method changes the served models: it needs a bearer "
+                 "token with the 'admin' scope, and auth_tokens_file is not set "
+                 "(docs/security.md)");
+        return SRV_GRPC_PERMISSION_DENIED;
+    }
     if (!s->g->auth || !scope)
         return SRV_GRPC_OK;
     char value[1024]; /* a longer one is cut: too long to be a token, invalid */
@@ -244,10 +253,11 @@ static int check_token(slot *s, unsigned scope, char *msg)
 /* The metrics' method of an inference method (by its label). */
 static rt_method method_kind(const srv_grpc_method *m)
 {
-    return !strcmp(m->label, "Classify")     ? RT_METHOD_CLASSIFY
-           : !strcmp(m->label, "Regress")    ? RT_METHOD_REGRESS
-           : !strcmp(m->label, "ModelInfer") ? RT_METHOD_INFER
-                                             : RT_METHOD_PREDICT;
+    return !strcmp(m->label, "Classify")         ? RT_METHOD_CLASSIFY
+           : !strcmp(m->label, "Regress")        ? RT_METHOD_REGRESS
+           : !strcmp(m->label, "ModelInfer")     ? RT_METHOD_INFER
+           : !strcmp(m->label, "MultiInference") ? RT_METHOD_MULTI_INFERENCE
+                                                 : RT_METHOD_PREDICT;
 }
 
 /* Runs the method on env with an admission slot when it is an inference
@@ -505,7 +515,9 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
                             .ctx = ctx,
                             .draw = r,
                             .sample = mix(r),
-                            .trace = s->tr.ctx.sampled ? &s->tr : NULL};
+                            .trace = s->tr.ctx.sampled ? &s->tr : NULL,
+                            .reload = g->reload,
+                            .reload_arg = g->reload_arg};
         srv_grpc_trace_run(&s->tr, ctx);
         code = run_admitted(g, &g->methods[s->method], &env, in, out, msg);
         srv_grpc_trace_ran(&s->tr, ctx, code);
@@ -751,6 +763,8 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     g->admit = p->admit;
     g->max_queue_wait_ms = p->max_queue_wait_ms;
     g->tracer = p->tracer;
+    g->reload = p->reload;
+    g->reload_arg = p->reload_arg;
     g->json = rt_json_default_params();
     g->json.max_answer_bytes = p->max_answer_bytes;
     g->methods = srv_grpc_methods(&g->n_methods);

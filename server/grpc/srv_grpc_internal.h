@@ -59,6 +59,9 @@ typedef struct srv_grpc_env {
     uint64_t draw;               /* the traffic split's draw (random) */
     uint64_t sample;             /* the sampling draw */
     srv_grpc_trace *trace;       /* the call's, sampled; NULL: not traced */
+    /* the daemon's config reload (srv_grpc_params.reload), NULL: none */
+    rt_status (*reload)(void *arg, const char *models, size_t len, rt_err *err);
+    void *reload_arg;
 } srv_grpc_env;
 
 /* One method: in/len the request message; out the answer message; returns a
@@ -108,7 +111,7 @@ void srv_grpc_trace_note(srv_grpc_env *e, const char *model, int64_t version);
 void srv_grpc_trace_end(srv_tracer *t, srv_grpc_trace *tr);
 
 /* TensorFlow Serving's methods (srv_grpc_tfs.c, srv_grpc_tfs_multi.c,
- * srv_grpc_tfs_meta.c). */
+ * srv_grpc_tfs_meta.c, srv_grpc_tfs_reload.c). */
 int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
 int srv_grpc_tfs_classify(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
 int srv_grpc_tfs_regress(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
@@ -116,5 +119,7 @@ int srv_grpc_tfs_multi(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *o
 int srv_grpc_tfs_metadata(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out,
                           char *msg);
 int srv_grpc_tfs_status(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
+/* ModelService/HandleReloadConfigRequest (srv_grpc_tfs_reload.c). */
+int srv_grpc_tfs_reload(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg);
 
 #endif

@@ -540,7 +540,7 @@ done:
 }
 
 /* The scopes are REST's for the same answers: the probes open, metadata
- * read, inference infer. */
+ * read, inference infer; a new config admin (no REST route gives one). */
 static const srv_grpc_method METHODS[] = {
     {"/grpc.health.v1.Health/Check", health_check, "Check", 0, false},
     {"/grpc.health.v1.Health/Watch", health_watch, "Watch", 0, true},
@@ -564,6 +564,8 @@ static const srv_grpc_method METHODS[] = {
      "GetModelMetadata", SRV_SCOPE_READ, false},
     {"/tensorflow.serving.ModelService/GetModelStatus", srv_grpc_tfs_status, "GetModelStatus",
      SRV_SCOPE_READ, false},
+    {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_grpc_tfs_reload,
+     "HandleReloadConfigRequest", SRV_SCOPE_ADMIN, false},
 };
 
 const srv_grpc_method *srv_grpc_methods(size_t *n)

@@ -144,6 +144,30 @@ static const Predictd__TensorSpec *spec_of(const Predictd__SignatureDef *sig, bo
 
 /* ---------------------------------------------------------------- Predict */
 
+/* The DataType number of output `name` of sig on graph g, as GET .../metadata
+ * lists it: the signature's, else an ONNX graph's output under its own name
+ * (a label DT_INT64 for int64 labels or DT_STRING, the others DT_FLOAT);
+ * -1: unknown (the value's kind decides); -2: a ZipMap's map, which no
+ * TensorProto holds (the metadata leaves it out too). */
+static int output_dtype(const rt_graph *g, const Predictd__SignatureDef *sig, const char *name)
+{
+    const Predictd__TensorSpec *ts = spec_of(sig, false, name);
+    if (ts)
+        return srv_grpc_dtype_of_name(rt_json_dtype_name(ts->dtype));
+    rt_onnx_output oo;
+    size_t n = g ? rt_onnx_run_output(g, 0, NULL) : 0;
+    for (size_t q = 0; q < n; q++) {
+        rt_onnx_run_output(g, q, &oo);
+        if (oo.name && !strcmp(oo.name, name) && oo.kind == RT_ONNX_OUT_MAP)
+            return -2;
+        if (oo.name && !strcmp(oo.name, name) && oo.kind != RT_ONNX_OUT_NONE)
+            return srv_grpc_dtype_of_name(oo.kind != RT_ONNX_OUT_LABEL ? "DT_FLOAT"
+                                          : oo.labels_int               ? "DT_INT64"
+                                                                        : "DT_STRING");
+    }
+    return -1;
+}
+
 /* The :predict body of rq: {"signature_name", "inputs": {name: value}},
  * each input's dtype checked against the signature's (TF Serving refuses a
  * tensor of another dtype). */
@@ -193,8 +217,8 @@ static bool wanted(const Tensorflow__Serving__PredictRequest *rq, const char *na
 
 /* REST's {"outputs": ...} answer as a PredictResponse. */
 static int predict_answer(const Tensorflow__Serving__PredictRequest *rq, const tfs_spec *s,
-                          const Predictd__SignatureDef *sig, int64_t vnum, const rt_buf *ans,
-                          rt_buf *out, char *msg)
+                          const rt_graph *g, const Predictd__SignatureDef *sig, int64_t vnum,
+                          const rt_buf *ans, rt_buf *out, char *msg)
 {
     srv_grpc_pool pool = {0};
     int code = SRV_GRPC_OK;
@@ -229,9 +253,9 @@ static int predict_answer(const Tensorflow__Serving__PredictRequest *rq, const t
     const cJSON *o = single ? outs : outs->child;
     for (; o; o = single ? NULL : o->next) {
         const char *name = single ? sig->outputs[0]->name : o->string;
-        if (!wanted(rq, name))
+        int dtype = output_dtype(g, sig, name);
+        if (!wanted(rq, name) || dtype == -2)
             continue;
-        const Predictd__TensorSpec *ts = spec_of(sig, false, name);
         Tensorflow__Serving__PredictResponse__OutputsEntry *en =
             srv_grpc_pool_alloc(&pool, sizeof *en);
         Tensorflow__TensorProto *t = srv_grpc_pool_alloc(&pool, sizeof *t);
@@ -240,9 +264,7 @@ static int predict_answer(const Tensorflow__Serving__PredictRequest *rq, const t
         tensorflow__serving__predict_response__outputs_entry__init(en);
         en->key = (char *)name;
         en->value = t;
-        code = srv_grpc_json_to_tensor(
-            o, ts ? srv_grpc_dtype_of_name(rt_json_dtype_name(ts->dtype)) : -1, name, &pool, t,
-            msg);
+        code = srv_grpc_json_to_tensor(o, dtype, name, &pool, t, msg);
         if (code != SRV_GRPC_OK)
             goto done;
         a.outputs[a.n_outputs++] = en;
@@ -289,7 +311,8 @@ int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf 
     if (code == SRV_GRPC_OK)
         code = run_on(e, v, RT_METHOD_PREDICT, &body, &ans, msg);
     if (code == SRV_GRPC_OK)
-        code = predict_answer(rq, &s, sig, vnum, &ans, out, msg);
+        code = predict_answer(rq, &s, rt_model_graph(srv_version_model(v)), sig, vnum, &ans, out,
+                              msg);
     note(e, s.name, vnum, RT_METHOD_PREDICT, code, t0);
     srv_version_release(pick.shadow);
     srv_version_release(v);

@@ -115,6 +115,8 @@ static const char *method_name(rt_method m)
     case RT_METHOD_REGRESS: return "regress";
     case RT_METHOD_INFER: return "infer"; /* the Open Inference Protocol's (/v2) */
     case RT_METHOD_EXPLAIN: return "explain"; /* Vertex AI's :explain */
+    case RT_METHOD_MULTI_INFERENCE: return "multi_inference"; /* a whole gRPC MultiInference
+                                                                 call refused before it ran */
     }
     return "predict";
 }
@@ -637,6 +639,7 @@ static void put_tf_serving(const srv_metrics *m, rt_buf *o)
                           : hm == RT_METHOD_CLASSIFY ? "Classify"
                           : hm == RT_METHOD_REGRESS  ? "Regress"
                           : hm == RT_METHOD_EXPLAIN  ? "Explain"
+                          : hm == RT_METHOD_MULTI_INFERENCE ? "MultiInference"
                                                      : "ModelInfer";
         snprintf(labels, sizeof labels,
                  "model_name=\"%s\",API=\"%s\",entrypoint=\"%s\"", m->hists[i].model, api,

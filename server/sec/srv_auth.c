@@ -41,7 +41,8 @@ struct srv_auth {
 static const struct {
     const char *name;
     unsigned bit;
-} SCOPES[] = {{"infer", SRV_SCOPE_INFER}, {"read", SRV_SCOPE_READ}, {"metrics", SRV_SCOPE_METRICS}};
+} SCOPES[] = {{"infer", SRV_SCOPE_INFER}, {"read", SRV_SCOPE_READ}, {"metrics", SRV_SCOPE_METRICS},
+               {"admin", SRV_SCOPE_ADMIN}};
 
 unsigned srv_auth_parse_scopes(const char *s, size_t len)
 {
@@ -170,7 +171,7 @@ static rt_status parse(const char *path, entry **tab_out, size_t *n_out, rt_err 
         }
         if (!(e.scopes = srv_auth_parse_scopes(sc, (size_t)(s - sc)))) {
             rs = rt_err_set(err, RT_ERR_FORMAT, "%s:%zu: scopes '%.*s': expected a comma list "
-                            "of infer, read, metrics", path, line, (int)(s - sc), sc);
+                            "of infer, read, metrics, admin", path, line, (int)(s - sc), sc);
             break;
         }
         if (n == cap) {

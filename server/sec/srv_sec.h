@@ -88,6 +88,7 @@ enum {
     SRV_SCOPE_INFER = 1u << 0,   /* :predict, :classify, :regress, /v2/.../infer */
     SRV_SCOPE_READ = 1u << 1,    /* status, metadata, model lists */
     SRV_SCOPE_METRICS = 1u << 2, /* the Prometheus path */
+    SRV_SCOPE_ADMIN = 1u << 3,   /* the gRPC ModelService/HandleReloadConfigRequest */
 };
 
 typedef enum {
@@ -100,7 +101,7 @@ typedef enum {
 typedef struct srv_auth srv_auth;
 
 /* Reads the tokens file: lines "SHA256HEX SCOPES [NAME]" (SCOPES a comma
- * list of infer, read, metrics), '#' comments and blank lines ignored;
+ * list of infer, read, metrics, admin), '#' comments and blank lines ignored;
  * errors name FILE:LINE. Refused when others may write it.
  * OUT: *out owned by the caller, free with srv_auth_free. */
 SRV_WUR rt_status srv_auth_new(const char *path, srv_auth **out, rt_err *err);

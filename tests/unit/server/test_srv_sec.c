@@ -50,12 +50,16 @@ static void test_scopes(void **state)
     (void)state;
     assert_int_equal(srv_auth_parse_scopes("infer", 5), SRV_SCOPE_INFER);
     assert_int_equal(srv_auth_parse_scopes("read,metrics", 12), SRV_SCOPE_READ | SRV_SCOPE_METRICS);
-    assert_int_equal(srv_auth_parse_scopes("infer,admin", 11), 0);
+    /* admin: gRPC's HandleReloadConfigRequest; an unknown name refuses the list */
+    assert_int_equal(srv_auth_parse_scopes("infer,admin", 11), SRV_SCOPE_INFER | SRV_SCOPE_ADMIN);
+    assert_int_equal(srv_auth_parse_scopes("infer,owner", 11), 0);
     assert_int_equal(srv_auth_parse_scopes("infer,", 6), 0);
     assert_int_equal(srv_auth_parse_scopes("", 0), 0);
     char names[64];
     srv_auth_scope_names(SRV_SCOPE_INFER | SRV_SCOPE_METRICS, names, sizeof names);
     assert_string_equal(names, "infer,metrics");
+    srv_auth_scope_names(SRV_SCOPE_ADMIN, names, sizeof names);
+    assert_string_equal(names, "admin");
     char hex[65];
     srv_auth_sha256_hex("abc", 3, hex);
     assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

@@ -830,6 +830,9 @@ static rt_status parse_examples(const rt_graph *g, rt_method method, const cJSON
     if (cJSON_GetObjectItemCaseSensitive(root, "signature_name") &&
         (st = rt_json_check_signature_method(sig, method, err)) != RT_OK)
         return st;
+    if (!cJSON_GetObjectItemCaseSensitive(root, "signature_name") &&
+        (st = rt_json_check_default_method(g, method, err)) != RT_OK)
+        return st;
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(root, "examples");
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(root, "context");
     if (!ex)
