@@ -350,12 +350,14 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
             goto out;
         }
     }
-    if (n_weights > 1) {
+    size_t n_heads = def->graph ? def->graph->n_heads : 0; /* several: one label each */
+    if (n_weights > (n_heads > 1 ? n_heads : 1)) {
         st = rt_err_set(err, RT_ERR_FORMAT, "%zu weight columns", n_weights);
         goto out;
     }
-    if (n_labels > 1 && !(def->head && def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION &&
-                          n_labels == def->head->label_dimension)) {
+    if (n_labels > 1 && !(n_heads > 1 && n_labels == n_heads) &&
+        !(def->head && def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION &&
+          n_labels == def->head->label_dimension)) {
         st = rt_err_set(err, RT_ERR_FORMAT, "%zu label columns", n_labels);
         goto out;
     }
@@ -452,6 +454,10 @@ static rt_status compile_head(rt_graph *g, rt_err *err)
     const Predictd__Head *h = def->head;
     if (!h || !def->graph)
         return rt_err_set(err, RT_ERR_FORMAT, "the model has no head or graph");
+    if (def->graph->n_heads > 1) /* rt_graph_nodes_compile refuses them too */
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "graph: %zu heads (MultiHead): the spec "
+                          "parses them, training and serving several heads are not "
+                          "implemented yet", def->graph->n_heads);
     g->head = h->type;
     rt_loss hl;
     rt_graph_head_loss(def, &hl);
