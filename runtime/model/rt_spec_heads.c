@@ -292,6 +292,9 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
     Predictd__ModelDef *def = s->def;
     char path[64];
     head_path(path, sizeof path, k);
+    if (cJSON_GetObjectItemCaseSensitive(h, "loss_reduction"))
+        return rt_cfg_fail(err, path, "loss_reduction", "one loss_reduction for every head, as "
+                           "TF's MultiHead requires: give estimator.loss_reduction");
     rt_status st = rt_cfg_check_keys(h, path, keys, several ? own : NULL, err);
     if (st)
         return st;

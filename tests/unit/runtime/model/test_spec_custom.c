@@ -174,6 +174,8 @@ static void test_multi_head_refusals(void **state)
               "estimator.model.heads[0].label.vocabulary: a regression head has no vocabulary");
     bad_multi("\"logits\": \"wgt\"", "\"logits\": \"h1\"",
               "estimator.model.heads[1].logits: \"h1\" is 8 wide; a regression head");
+    bad_multi("\"loss_weight\": 0.5", "\"loss_weight\": 0.5, \"loss_reduction\": \"sum\"",
+              "estimator.model.heads[1].loss_reduction: one loss_reduction for every head");
     /* the good one parses, up to the runtime's compile */
     bad_multi("\"loss_weight\": 0.5", "\"loss_weight\": 0.5",
               "graph: 2 heads (MultiHead): the spec parses them");
