@@ -247,6 +247,14 @@ static rt_status forward_nodes(const rt_graph *g, const rt_features *f, rt_works
         }
     }
     ws->used = 2 * g->n_nodes;
+    if (g->n_heads > 1) { /* the heads' logits side by side */
+        for (size_t h = 0; h < g->n_heads; h++)
+            for (size_t i = 0; i < n; i++)
+                memcpy(logits + i * g->logits_dim + g->head_off[h],
+                       ws->mats[2 * g->head_node[h]].data + i * g->head_w[h],
+                       g->head_w[h] * sizeof(float));
+        return RT_OK;
+    }
     memcpy(logits, ws->mats[2 * g->logits_node].data, n * g->logits_dim * sizeof(float));
     return RT_OK;
 }

@@ -310,6 +310,10 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
     if (j < 0)
         return rt_cfg_fail(err, path, "logits", "\"%.64s\" is not a node", logits);
     uint32_t w = def->graph->nodes[j]->units;
+    for (size_t q = 0; q < k; q++)
+        if (strcmp(def->graph->heads[q]->logits, logits) == 0)
+            return rt_cfg_fail(err, path, "logits", "\"%.64s\" is heads[%zu]'s logits "
+                               "already: each head reads its own node", logits, q);
     if ((st = set_str(&nh->logits, logits, err)))
         return st;
     if (several) {

@@ -176,9 +176,38 @@ static void test_multi_head_refusals(void **state)
               "estimator.model.heads[1].logits: \"h1\" is 8 wide; a regression head");
     bad_multi("\"loss_weight\": 0.5", "\"loss_weight\": 0.5, \"loss_reduction\": \"sum\"",
               "estimator.model.heads[1].loss_reduction: one loss_reduction for every head");
-    /* the good one parses, up to the runtime's compile */
-    bad_multi("\"loss_weight\": 0.5", "\"loss_weight\": 0.5",
-              "graph: 2 heads (MultiHead): the spec parses them");
+    bad_multi("\"logits\": \"wgt\"", "\"logits\": \"income\"",
+              "estimator.model.heads[1].logits: \"income\" is heads[0]'s logits already");
+}
+
+/* The good one: Graph.heads in order, each its name, label, loss_weight and
+ * type; the logits are theirs side by side; def->head is the first's. */
+static void test_multi_head_graph(void **state)
+{
+    (void)state;
+    rt_err err = {{0}};
+    Predictd__ModelDef *def = NULL;
+    if (parse_multi(MULTI, &err, &def) != RT_OK)
+        fail_msg("%s", err.msg);
+    const Predictd__Graph *g = def->graph;
+    assert_int_equal(g->n_heads, 2);
+    assert_int_equal(g->logits_dimension, 2);
+    assert_string_equal(g->heads[0]->name, "income_bracket");
+    assert_string_equal(g->heads[0]->label, "income_bracket");
+    assert_string_equal(g->heads[0]->logits, "income");
+    assert_int_equal(g->heads[0]->head->type, PREDICTD__HEAD_TYPE__HEAD_BINARY);
+    assert_int_equal(g->heads[0]->head->n_label_vocabulary, 2);
+    assert_true(g->heads[0]->loss_weight == 1.0f);
+    assert_string_equal(g->heads[1]->name, "fnlwgt");
+    assert_int_equal(g->heads[1]->head->type, PREDICTD__HEAD_TYPE__HEAD_REGRESSION);
+    assert_true(g->heads[1]->loss_weight == 0.5f);
+    assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_BINARY);
+    long r = -1;
+    for (size_t i = 0; i < def->n_raw_columns; i++)
+        if (strcmp(def->raw_columns[i]->name, "fnlwgt") == 0)
+            r = (long)i;
+    assert_true(r >= 0 && def->raw_columns[r]->is_label);
+    rt_spec_modeldef_free(def);
 }
 
 /* The good graph becomes Graph.nodes (widths as the spec implies), the
@@ -297,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_good_graph),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_multi_head_refusals),
+        cmocka_unit_test(test_multi_head_graph),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
