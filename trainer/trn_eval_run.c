@@ -2,7 +2,8 @@
  * trn_eval_run.c — evaluation: trn_evaluate over the eval files (every rank
  * its slice, rank 0 the metrics), and a run's evaluation with its report
  * (the INFO line, eval/metrics.jsonl, the event file, the hooks) followed
- * by the exporters.
+ * by the exporters. Several heads (TF's MultiHead): each head's metrics
+ * suffixed with its name, and the merged loss.
  */
 #include "trn_run_internal.h"
 

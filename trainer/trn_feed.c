@@ -7,7 +7,8 @@
  * evaluate) a class id (its index in the label vocabulary,
  * after trimming when the spec trims strings, or an integer class id without
  * a vocabulary) or a regression value (label_dimension label columns: that
- * many values, in file order); the weight column (estimator.weight_column)
+ * many values, in file order; several heads: head k's label column read
+ * by head k's vocabulary, rt_raw_label_of); the weight column (estimator.weight_column)
  * an example weight (rt_raw_weight); the other columns are pushed to the
  * graph input of the same name by rt_batch_push_cell, the serving CSV
  * receiver's own code (numbers, and an empty cell's default as in

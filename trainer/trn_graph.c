@@ -8,6 +8,8 @@
  * embedding tables reuse the canned parts' backprop (trn_backprop.c): the
  * linear node's delta is handed over as the linear part's d loss / d
  * logits, the input nodes' deltas of embedding slices as the tables'.
+ * Several heads (TF's MultiHead): the logits are the heads' nodes' outputs
+ * side by side, and each head's columns of d loss / d logits its node's delta.
  */
 #include "trn_internal.h"
 

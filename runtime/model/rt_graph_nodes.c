@@ -3,7 +3,8 @@
  * the custom estimator) into rt_gnode: each node's inputs as indexes of
  * earlier nodes, its widths checked against what it reads, an input or
  * embedding node's column slices of the graph's one DNN input vector, the
- * linear block (the graph's linear part), the head's logits node. The
+ * linear block (the graph's linear part), the head's logits node (several
+ * heads, TF's MultiHead: each head's, and its columns of the logits). The
  * spec reader checked all this with the spec's paths; a ModelDef from
  * model.pb is checked again here (RT_ERR_FORMAT naming the node), never
  * trusted. Tensors are bound by rt_graph.c; the forward is rt_forward.c's.
