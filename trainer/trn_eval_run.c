@@ -2,7 +2,8 @@
  * trn_eval_run.c — evaluation: trn_evaluate over the eval files (every rank
  * its slice, rank 0 the metrics), and a run's evaluation with its report
  * (the INFO line, eval/metrics.jsonl, the event file, the hooks) followed
- * by the exporters.
+ * by the exporters. Several heads (TF's MultiHead): each head's metrics
+ * suffixed with its name, and the merged loss.
  */
 #include "trn_run_internal.h"
 
@@ -50,6 +51,113 @@ static rt_status eval_gather(trn_model *m, size_t *nb, trn_targets *t, float *lo
     return RT_OK;
 }
 
+/*
+ * Several heads (TF's MultiHead): each head's canned metrics over its
+ * columns of the logits and its label, named with the head's name as
+ * suffix (accuracy/income_bracket, average_loss/hours_per_week, and its
+ * loss as loss/<name>), and the total "loss": sum over the heads of
+ * loss_weight x loss/<name>, the mean of the batches' training losses.
+ */
+typedef struct heads_eval {
+    size_t n;
+    rt_metrics **mt;  /* [n] */
+    float *z, *y;     /* one head's logits and labels of a batch */
+} heads_eval;
+
+static void heads_eval_free(heads_eval *he)
+{
+    if (!he)
+        return;
+    for (size_t k = 0; k < he->n; k++)
+        rt_metrics_free(he->mt[k]);
+    free(he->mt);
+    free(he->z);
+    free(he->y);
+    free(he);
+}
+
+static heads_eval *heads_eval_new(const trn_model *m, size_t bs)
+{
+    heads_eval *he = calloc(1, sizeof *he);
+    if (!he)
+        return NULL;
+    he->n = m->n_heads;
+    he->mt = calloc(he->n, sizeof *he->mt);
+    he->z = malloc(bs * m->ld * sizeof *he->z);
+    he->y = malloc(bs * m->ld * sizeof *he->y);
+    bool ok = he->mt && he->z && he->y;
+    for (size_t k = 0; ok && k < he->n; k++) {
+        const rt_head_slice *h = &m->heads[k];
+        const Predictd__Head *hd = m->def->graph->heads[k]->head;
+        he->mt[k] = rt_metrics_new(h->head, h->ld > 1 ? h->ld : hd->n_classes);
+        if ((ok = he->mt[k] != NULL))
+            rt_metrics_set_loss(he->mt[k], &h->loss);
+    }
+    if (!ok) {
+        heads_eval_free(he);
+        return NULL;
+    }
+    return he;
+}
+
+static rt_status heads_eval_add(heads_eval *he, const trn_model *m, const float *logits,
+                                const float *labels, const float *weights, size_t nb)
+{
+    for (size_t k = 0; k < he->n; k++) {
+        const rt_head_slice *h = &m->heads[k];
+        for (size_t i = 0; i < nb; i++) {
+            memcpy(he->z + i * h->ld, logits + i * m->ld + h->off, h->ld * sizeof(float));
+            he->y[i] = labels[i * m->n_heads + h->label_off];
+        }
+        double loss = rt_metrics_head_loss_with(h->head, &h->loss, h->ld, he->z, he->y, weights,
+                                                nb, nb, NULL);
+        rt_status st = rt_metrics_add(he->mt[k], he->z, he->y, weights, nb, loss);
+        if (st)
+            return st;
+    }
+    return RT_OK;
+}
+
+static rt_status heads_eval_result(const heads_eval *he, const trn_model *m, rt_metric_list *out,
+                                   rt_err *err)
+{
+    memset(out, 0, sizeof *out);
+    double total = 0.0;
+    for (size_t k = 0; k < he->n; k++) {
+        rt_metric_list one;
+        rt_status st = rt_metrics_result(he->mt[k], m->step, &one);
+        if (st)
+            return st == RT_ERR_NOTFOUND
+                       ? rt_err_set(err, st, "evaluation: the eval files hold no rows")
+                       : st;
+        const char *name = m->def->graph->heads[k]->name;
+        for (size_t j = 0; j < one.n; j++) {
+            bool step = strcmp(one.m[j].name, "global_step") == 0;
+            if (strcmp(one.m[j].name, "loss") == 0)
+                total += m->heads[k].loss_weight * one.m[j].value;
+            if (step && k > 0)
+                continue;
+            if (out->n == RT_MAX_METRICS)
+                return rt_err_set(err, RT_ERR_LIMIT, "evaluation: more than %d metrics over "
+                                  "the heads", RT_MAX_METRICS);
+            rt_metric *o = &out->m[out->n++];
+            if (step)
+                snprintf(o->name, sizeof o->name, "%s", one.m[j].name);
+            else if (snprintf(o->name, sizeof o->name, "%s/%s", one.m[j].name, name) >=
+                     (int)sizeof o->name)
+                return rt_err_set(err, RT_ERR_LIMIT, "evaluation: metric %s/%s: name too "
+                                  "long", one.m[j].name, name);
+            o->value = one.m[j].value;
+        }
+    }
+    if (out->n == RT_MAX_METRICS)
+        return rt_err_set(err, RT_ERR_LIMIT, "evaluation: more than %d metrics over the heads",
+                          RT_MAX_METRICS);
+    snprintf(out->m[out->n].name, sizeof out->m[out->n].name, "loss");
+    out->m[out->n++].value = total;
+    return RT_OK;
+}
+
 rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, rt_err *err)
 {
     const Predictd__ModelDef *def = m->def;
@@ -59,6 +167,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
     trn_targets t = {0};
     float *logits = NULL;
     rt_metrics *mt = NULL;
+    heads_eval *he = NULL;
     uint64_t bad_labels = 0;
     int chief = trn_dist_rank(m->dist) == 0;
     rt_status st;
@@ -78,7 +187,9 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
     rt_loss hl;
     rt_graph_head_loss(def, &hl);
     rt_metrics_set_loss(mt, &hl);
-    if (!b || t_bad || !logits || !mt) {
+    if (m->n_heads)
+        he = heads_eval_new(m, bs);
+    if (!b || t_bad || !logits || !mt || (m->n_heads && !he)) {
         st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -116,7 +227,8 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
         }
         if (nb == 0)
             continue;
-        if ((st = rt_metrics_add(mt, logits, t.labels, t.weights, nb, loss))) {
+        if ((st = he ? heads_eval_add(he, m, logits, t.labels, t.weights, nb)
+                     : rt_metrics_add(mt, logits, t.labels, t.weights, nb, loss))) {
             rt_err_set(err, st, "metrics: out of memory");
             goto out;
         }
@@ -126,8 +238,9 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
         st = RT_OK;
         goto out;
     }
-    st = rt_metrics_result(mt, m->step, out);
-    if (st == RT_ERR_NOTFOUND)
+    if (he)
+        st = heads_eval_result(he, m, out, err);
+    else if ((st = rt_metrics_result(mt, m->step, out)) == RT_ERR_NOTFOUND)
         rt_err_set(err, st, "evaluation: the eval files hold no rows");
     {
         trn_reader_stats rs;
@@ -140,6 +253,7 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
                   (unsigned long long)bad_labels);
     }
 out:
+    heads_eval_free(he);
     rt_metrics_free(mt);
     trn_targets_free(&t);
     free(logits);

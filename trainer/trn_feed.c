@@ -7,7 +7,8 @@
  * evaluate) a class id (its index in the label vocabulary,
  * after trimming when the spec trims strings, or an integer class id without
  * a vocabulary) or a regression value (label_dimension label columns: that
- * many values, in file order); the weight column (estimator.weight_column)
+ * many values, in file order; several heads: head k's label column read
+ * by head k's vocabulary, rt_raw_label_of); the weight column (estimator.weight_column)
  * an example weight (rt_raw_weight); the other columns are pushed to the
  * graph input of the same name by rt_batch_push_cell, the serving CSV
  * receiver's own code (numbers, and an empty cell's default as in
@@ -30,6 +31,7 @@ struct trn_feeder {
     const char **names; /* [n_cols] into def */
     size_t *label_cols; /* [ls] the label columns, in file order */
     size_t ls;        /* label values per row */
+    const Predictd__Head **label_head; /* [ls] several heads: label k's head */
     long weight_col;  /* -1: no weight column */
     int regression;
     int counts;       /* a poisson head: labels must be >= 0 */
@@ -43,7 +45,43 @@ void trn_feeder_free(trn_feeder *f)
     free(f->numeric);
     free(f->names);
     free(f->label_cols);
+    free(f->label_head);
     free(f);
+}
+
+/* Several heads (MultiHead): label value k of a row is head k's, read from
+ * its label column by its own head (classes, vocabulary). */
+static rt_status heads_labels(trn_feeder *f, rt_err *err)
+{
+    const Predictd__Graph *gd = f->def->graph;
+    size_t n = gd ? gd->n_heads : 0;
+    if (n < 2)
+        return RT_OK;
+    free(f->label_cols);
+    f->label_cols = calloc(n, sizeof *f->label_cols);
+    f->label_head = calloc(n, sizeof *f->label_head);
+    if (!f->label_cols || !f->label_head)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    f->ls = n;
+    f->counts = 0;
+    for (size_t k = 0; k < n; k++) {
+        const Predictd__NodeHead *nh = gd->heads[k];
+        long r = -1;
+        for (size_t j = 0; nh->label && j < f->n_cols && r < 0; j++)
+            if (strcmp(f->def->raw_columns[j]->name, nh->label) == 0)
+                r = (long)j;
+        if (r < 0 || !nh->head)
+            return rt_err_set(err, RT_ERR_INVALID, "label: head %zu's label column is not a "
+                              "column", k);
+        if (nh->loss && strcmp(nh->loss, "poisson") == 0)
+            return rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.model.heads[%zu].loss: "
+                              "poisson under several heads is not implemented yet", k);
+        f->label_cols[k] = (size_t)r;
+        f->label_head[k] = nh->head;
+        f->numeric[r] = nh->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ||
+                        nh->head->n_label_vocabulary == 0;
+    }
+    return RT_OK;
 }
 
 rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
@@ -90,7 +128,9 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
         f->numeric[j] = rc->dtype == PREDICTD__DTYPE__DT_FLOAT;
         f->input[j] = rt_graph_find_input(g, rc->name, strlen(rc->name));
     }
-    size_t n_labels = rt_raw_label_columns(def, f->label_cols, f->ls);
+    if ((st = heads_labels(f, err)))
+        goto out;
+    size_t n_labels = f->label_head ? f->ls : rt_raw_label_columns(def, f->label_cols, f->ls);
     if (n_labels == 0)
         st = rt_err_set(err, RT_ERR_INVALID, "label: no label column among the columns");
     else if (n_labels != f->ls)
@@ -147,7 +187,10 @@ static rt_status row_targets(const trn_feeder *f, const trn_field *row, float *l
     rt_status st = RT_OK;
     for (size_t k = 0; k < f->ls && !st; k++) {
         const trn_field *c = &row[f->label_cols[k]];
-        st = rt_raw_label(f->def, f->label_cols[k], c->s, c->len, &labels[k], err);
+        st = f->label_head ? rt_raw_label_of(f->def, f->label_head[k], f->label_cols[k], c->s,
+                                             c->len, &labels[k], err)
+                           : rt_raw_label(f->def, f->label_cols[k], c->s, c->len, &labels[k],
+                                          err);
         if (!st && f->counts && !(labels[k] >= 0.0f))
             st = rt_err_set(err, RT_ERR_INVALID, "label %s is %g: the poisson loss needs "
                             "counts >= 0", f->def->raw_columns[f->label_cols[k]]->name,

@@ -10,6 +10,8 @@
  * logits, the input nodes' deltas of embedding slices as the tables'.
  * The outputs of the nodes named in Graph.summaries are handed to the
  * TensorBoard summaries (trn_events.c) as the forward left them.
+ * Several heads (TF's MultiHead): the logits are the heads' nodes' outputs
+ * side by side, and each head's columns of d loss / d logits its node's delta.
  */
 #include "trn_internal.h"
 
@@ -234,6 +236,14 @@ rt_status trn_nodes_forward(trn_model *m, size_t n, int update, rt_err *err)
         }
         m->ny[k] = m->nbuf[k];
     }
+    const size_t *hn, *ho, *hw;
+    size_t nh = rt_graph_heads(m->g, &hn, &ho, &hw);
+    for (size_t h = 0; h < nh; h++) /* several heads: their logits side by side */
+        for (size_t i = 0; i < n; i++)
+            memcpy(m->logits + i * m->ld + ho[h], m->ny[hn[h]] + i * hw[h],
+                   hw[h] * sizeof(float));
+    if (nh)
+        return RT_OK;
     size_t L = rt_graph_logits_node(m->g);
     memcpy(m->logits, m->ny[L], n * m->ld * sizeof(float));
     return RT_OK;
@@ -285,9 +295,19 @@ rt_status trn_nodes_backprop(trn_model *m, size_t n, rt_err *err)
         return st;
     for (size_t k = 0; k < m->n_nodes; k++)
         m->np[k].dset = 0;
-    size_t L = rt_graph_logits_node(m->g);
-    memcpy(m->nd[L], m->dlogits, n * m->ld * sizeof(float));
-    m->np[L].dset = 1;
+    const size_t *hn, *ho, *hw;
+    size_t nh = rt_graph_heads(m->g, &hn, &ho, &hw);
+    for (size_t h = 0; h < nh; h++) { /* several heads: each its columns' gradient */
+        for (size_t i = 0; i < n; i++)
+            memcpy(m->nd[hn[h]] + i * hw[h], m->dlogits + i * m->ld + ho[h],
+                   hw[h] * sizeof(float));
+        m->np[hn[h]].dset = 1;
+    }
+    if (!nh) {
+        size_t L = rt_graph_logits_node(m->g);
+        memcpy(m->nd[L], m->dlogits, n * m->ld * sizeof(float));
+        m->np[L].dset = 1;
+    }
     memset(m->dlogits, 0, n * m->ld * sizeof(float));
     float *dxs[64];
     const float *xs[64];

@@ -50,6 +50,7 @@ void trn_model_free(trn_model *m)
     if (!m)
         return;
     rt_graph_free(m->g);
+    free(m->heads);
     free(m->assets_dir);
     for (size_t i = 0; i < m->n_params; i++) {
         tparam *p = &m->p[i];
@@ -208,6 +209,45 @@ static rt_status classify_params(trn_model *m, rt_err *err)
     return RT_OK;
 }
 
+/* Several heads (MultiHead): each head's columns of the logits (the
+ * graph's), its label (label value k of a row is head k's), loss and
+ * loss_weight. Training them with loss_reduction SUM or per-head example
+ * weights is refused (not implemented yet). */
+static rt_status trn_model_heads(trn_model *m, rt_err *err)
+{
+    const Predictd__Graph *gd = m->def->graph;
+    const size_t *node, *off, *w;
+    size_t n = rt_graph_heads(m->g, &node, &off, &w);
+    if (n == 0)
+        return RT_OK;
+    if (m->loss_sum)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.loss_reduction: sum with several "
+                          "heads is not implemented yet");
+    if (!(m->heads = calloc(n, sizeof *m->heads)))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    m->n_heads = n;
+    for (size_t k = 0; k < n; k++) {
+        const Predictd__NodeHead *nh = gd->heads[k];
+        if (nh->weight_column && *nh->weight_column)
+            return rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.model.heads[%zu]."
+                              "weight_column: training with a head's example weights is not "
+                              "implemented yet", k);
+        rt_head_slice *h = &m->heads[k];
+        h->head = nh->head->type;
+        h->off = off[k];
+        h->ld = w[k];
+        h->label_off = k;
+        h->loss_weight = nh->loss_weight > 0 ? nh->loss_weight : 1.0;
+        h->loss.kind = RT_LOSS_SQUARED;
+        int kind = nh->loss && *nh->loss ? rt_metrics_loss_named(nh->loss) : -1;
+        if (kind > 0) {
+            h->loss.kind = (rt_loss_kind)kind;
+            h->loss.param = nh->loss_param;
+        }
+    }
+    return RT_OK;
+}
+
 /* TensorFlow's initializers, from one seeded stream in tensor order. */
 static void init_params(trn_model *m, uint64_t seed)
 {
@@ -336,6 +376,8 @@ rt_status trn_model_new(const Predictd__ModelDef *def, const trn_config *c, uint
     if ((st = rt_graph_build(def, lookup, m, c->assets_dir, &m->g, err)))
         goto out;
     m->ld = rt_graph_logits_dim(m->g);
+    if ((st = trn_model_heads(m, err)))
+        goto out;
     {
         const size_t *cols, *off, *wid;
         rt_graph_dnn_layout(m->g, &cols, &off, &wid, &m->dnn_dim);
@@ -416,6 +458,15 @@ static rt_status reserve(trn_model *m, size_t n, rt_err *err)
 static double batch_loss(trn_model *m, const float *labels, const float *weights, size_t n)
 {
     size_t denom = m->grad_denom && !m->loss_sum ? m->grad_denom : n;
+    if (m->n_heads) { /* TF's MultiHead: sum of loss_weight x each head's loss */
+        double total = 0.0;
+        for (size_t k = 0; k < m->n_heads; k++)
+            m->heads[k].weights = weights;
+        if (rt_metrics_multi_loss(m->heads, m->n_heads, m->ld, m->n_heads, m->logits, labels, n,
+                                  denom, m->dlogits, &total) != RT_OK)
+            return NAN; /* out of memory: the step's loss is not finite */
+        return total;
+    }
     double l = rt_metrics_head_loss_with(m->head, &m->loss, m->ld, m->logits, labels, weights, n,
                                          denom, m->dlogits);
     size_t values = m->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? m->ld : 1;

@@ -158,6 +158,10 @@ rt_status rt_raw_number_error(rt_err *err, size_t field, const char *name, const
  * labels with it. Thread-safe. */
 RT_WUR rt_status rt_raw_label(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
                        float *out, rt_err *err);
+/* rt_raw_label for head h (one of several heads, Graph.heads[k]->head:
+ * its type, classes and label vocabulary). Thread-safe. */
+RT_WUR rt_status rt_raw_label_of(const Predictd__ModelDef *def, const Predictd__Head *h,
+                                 size_t col, const char *s, size_t len, float *out, rt_err *err);
 
 /* The example weight of CSV cell s[0..len) of the weight column col
  * (estimator.weight_column): a finite number >= 0 (an empty cell takes the

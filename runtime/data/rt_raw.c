@@ -126,7 +126,12 @@ rt_status rt_raw_number_error(rt_err *err, size_t field, const char *name, const
 rt_status rt_raw_label(const Predictd__ModelDef *def, size_t col, const char *s, size_t len,
                        float *out, rt_err *err)
 {
-    const Predictd__Head *h = def->head;
+    return rt_raw_label_of(def, def->head, col, s, len, out, err);
+}
+
+rt_status rt_raw_label_of(const Predictd__ModelDef *def, const Predictd__Head *h, size_t col,
+                          const char *s, size_t len, float *out, rt_err *err)
+{
     const char *name = col < def->n_raw_columns ? def->raw_columns[col]->name : "?";
     int regression = h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     if (regression || h->n_label_vocabulary == 0) {

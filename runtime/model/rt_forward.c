@@ -201,7 +201,8 @@ static rt_status forward_dnn(const rt_graph *g, const rt_features *f, rt_workspa
  * dense node's value before its activation in 2k + 1. Input and embedding
  * nodes copy their slices of the DNN input, the linear node is the linear
  * part (forward_linear into zeros), the others rt_node_forward (rt_nodes.c:
- * row by row, so batch invariance holds as for the canned layers). */
+ * row by row, so batch invariance holds as for the canned layers). The
+ * logits are the head's node's output (several heads: theirs side by side). */
 static rt_status forward_nodes(const rt_graph *g, const rt_features *f, rt_workspace *ws,
                                float *logits, rt_err *err)
 {
@@ -247,6 +248,14 @@ static rt_status forward_nodes(const rt_graph *g, const rt_features *f, rt_works
         }
     }
     ws->used = 2 * g->n_nodes;
+    if (g->n_heads > 1) { /* the heads' logits side by side */
+        for (size_t h = 0; h < g->n_heads; h++)
+            for (size_t i = 0; i < n; i++)
+                memcpy(logits + i * g->logits_dim + g->head_off[h],
+                       ws->mats[2 * g->head_node[h]].data + i * g->head_w[h],
+                       g->head_w[h] * sizeof(float));
+        return RT_OK;
+    }
     memcpy(logits, ws->mats[2 * g->logits_node].data, n * g->logits_dim * sizeof(float));
     return RT_OK;
 }

@@ -350,12 +350,14 @@ static rt_status compile_columns(rt_graph *g, rt_err *err)
             goto out;
         }
     }
-    if (n_weights > 1) {
+    size_t n_heads = def->graph ? def->graph->n_heads : 0; /* several: one label each */
+    if (n_weights > (n_heads > 1 ? n_heads : 1)) {
         st = rt_err_set(err, RT_ERR_FORMAT, "%zu weight columns", n_weights);
         goto out;
     }
-    if (n_labels > 1 && !(def->head && def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION &&
-                          n_labels == def->head->label_dimension)) {
+    if (n_labels > 1 && !(n_heads > 1 && n_labels == n_heads) &&
+        !(def->head && def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION &&
+          n_labels == def->head->label_dimension)) {
         st = rt_err_set(err, RT_ERR_FORMAT, "%zu label columns", n_labels);
         goto out;
     }
@@ -459,12 +461,42 @@ static int g_cmp_ctx_names(const rt_graph *g, size_t a, size_t b)
     return strcmp(g->fcols[a].def->name, g->fcols[b].def->name);
 }
 
+/* Several heads (MultiHead): the logits are theirs side by side; g->head is
+ * the first head's type (TF serves the first head by default). */
+static rt_status compile_heads(rt_graph *g, rt_err *err)
+{
+    const Predictd__Graph *gd = g->def->graph;
+    size_t ld = 0;
+    for (size_t k = 0; k < gd->n_heads; k++) {
+        const Predictd__Head *h = gd->heads[k] ? gd->heads[k]->head : NULL;
+        if (!h)
+            return rt_err_set(err, RT_ERR_FORMAT, "graph: head %zu has no type", k);
+        if (h->type == PREDICTD__HEAD_TYPE__HEAD_BINARY && h->n_classes == 2)
+            ld += 1;
+        else if (h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS && h->n_classes >= 3 &&
+                 h->n_classes <= 1000000)
+            ld += h->n_classes;
+        else if (h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION && h->label_dimension == 1)
+            ld += 1;
+        else
+            return rt_err_set(err, RT_ERR_FORMAT, "graph: head %zu: bad type or shape", k);
+    }
+    if (g->def->graph->logits_dimension != ld)
+        return rt_err_set(err, RT_ERR_FORMAT, "graph.logits_dimension %u, the heads need %zu",
+                          g->def->graph->logits_dimension, ld);
+    g->head = g->def->head->type;
+    g->logits_dim = ld;
+    return RT_OK;
+}
+
 static rt_status compile_head(rt_graph *g, rt_err *err)
 {
     const Predictd__ModelDef *def = g->def;
     const Predictd__Head *h = def->head;
     if (!h || !def->graph)
         return rt_err_set(err, RT_ERR_FORMAT, "the model has no head or graph");
+    if (def->graph->n_heads > 1)
+        return compile_heads(g, err);
     g->head = h->type;
     rt_loss hl;
     rt_graph_head_loss(def, &hl);

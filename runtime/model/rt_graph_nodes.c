@@ -3,7 +3,8 @@
  * the custom estimator) into rt_gnode: each node's inputs as indexes of
  * earlier nodes, its widths checked against what it reads, an input or
  * embedding node's column slices of the graph's one DNN input vector, the
- * linear block (the graph's linear part), the head's logits node. The
+ * linear block (the graph's linear part), the head's logits node (several
+ * heads, TF's MultiHead: each head's, and its columns of the logits). The
  * spec reader checked all this with the spec's paths; a ModelDef from
  * model.pb is checked again here (RT_ERR_FORMAT naming the node), never
  * trusted. Tensors are bound by rt_graph.c; the forward is rt_forward.c's.
@@ -60,13 +61,44 @@ static rt_status compile_slices(rt_graph *g, rt_gnode *gn, rt_err *err)
     return RT_OK;
 }
 
+/* Several heads: each head's logits node, its columns in the logits (the
+ * heads' widths side by side, filling logits_dim). */
+static rt_status compile_heads(rt_graph *g, rt_err *err)
+{
+    const Predictd__Graph *gd = g->def->graph;
+    size_t n = gd->n_heads, at = 0;
+    g->head_node = calloc(n, sizeof *g->head_node);
+    g->head_off = calloc(n, sizeof *g->head_off);
+    g->head_w = calloc(n, sizeof *g->head_w);
+    if (!g->head_node || !g->head_off || !g->head_w)
+        return NOMEM(err);
+    g->n_heads = n;
+    for (size_t k = 0; k < n; k++) {
+        const Predictd__NodeHead *nh = gd->heads[k];
+        size_t j = 0;
+        while (nh && nh->logits && j < g->n_nodes && strcmp(g->nodes[j].def->name, nh->logits))
+            j++;
+        if (!nh || !nh->logits || j == g->n_nodes)
+            return rt_err_set(err, RT_ERR_FORMAT, "graph: head %zu's logits node is not a "
+                              "node", k);
+        g->head_node[k] = j;
+        g->head_off[k] = at;
+        g->head_w[k] = g->nodes[j].op.out;
+        at += g->nodes[j].op.out;
+    }
+    if (at != g->logits_dim)
+        return rt_err_set(err, RT_ERR_FORMAT, "graph: the heads' logits nodes are %zu wide, "
+                          "the heads read %zu", at, g->logits_dim);
+    return RT_OK;
+}
+
 rt_status rt_graph_nodes_compile(rt_graph *g, rt_err *err)
 {
     const Predictd__Graph *gd = g->def->graph;
     size_t n = gd->n_nodes;
     if (n > RT_SPEC_MAX_NODES)
         return rt_err_set(err, RT_ERR_LIMIT, "graph: %zu nodes, limit %d", n, RT_SPEC_MAX_NODES);
-    if (gd->n_heads != 1 || !gd->heads[0] || !gd->heads[0]->logits)
+    if (gd->n_heads < 1 || !gd->heads[0] || !gd->heads[0]->logits)
         return rt_err_set(err, RT_ERR_FORMAT, "graph: a custom graph has one head (%zu)",
                           gd->n_heads);
     if (gd->n_hidden_layers || gd->logits_layer)
@@ -157,14 +189,14 @@ rt_status rt_graph_nodes_compile(rt_graph *g, rt_err *err)
     if (logits < 0)
         return rt_err_set(err, RT_ERR_FORMAT, "graph: the head's logits node %.64s is not a "
                           "node", gd->heads[0]->logits);
-    if (g->nodes[logits].op.out != g->logits_dim)
+    if (gd->n_heads == 1 && g->nodes[logits].op.out != g->logits_dim)
         return rt_err_set(err, RT_ERR_FORMAT, "graph: the head's logits node %s is %zu wide, "
                           "the head reads %zu", gd->heads[0]->logits, g->nodes[logits].op.out,
                           g->logits_dim);
     if (g->n_linear && !linear)
         return rt_err_set(err, RT_ERR_FORMAT, "graph: a linear part without a linear node");
     g->logits_node = (size_t)logits;
-    return RT_OK;
+    return gd->n_heads > 1 ? compile_heads(g, err) : RT_OK;
 }
 
 void rt_graph_nodes_free(rt_graph *g)
@@ -176,8 +208,21 @@ void rt_graph_nodes_free(rt_graph *g)
         free(g->nodes[i].slice_w);
     }
     free(g->nodes);
+    free(g->head_node);
+    free(g->head_off);
+    free(g->head_w);
     g->nodes = NULL;
-    g->n_nodes = 0;
+    g->head_node = g->head_off = g->head_w = NULL;
+    g->n_nodes = g->n_heads = 0;
+}
+
+size_t rt_graph_heads(const rt_graph *g, const size_t **node, const size_t **off,
+                      const size_t **w)
+{
+    *node = g->head_node;
+    *off = g->head_off;
+    *w = g->head_w;
+    return g->n_heads;
 }
 
 size_t rt_graph_num_nodes(const rt_graph *g)

@@ -348,6 +348,11 @@ void rt_node_forward(const rt_node_op *op, const float *const *x, size_t n, floa
  * them from the features and the linear part). Read-only, thread-safe. */
 size_t rt_graph_num_nodes(const rt_graph *g);
 size_t rt_graph_logits_node(const rt_graph *g);
+/* Several heads (MultiHead): their number (0 for one head), and per head
+ * its logits node, the offset and width of its columns in the logits (TF's
+ * _split_logits order: the heads' logits side by side, in head order). */
+size_t rt_graph_heads(const rt_graph *g, const size_t **node, const size_t **off,
+                      const size_t **w);
 const rt_node_op *rt_graph_node(const rt_graph *g, size_t k, const size_t **in,
                                 const char **name);
 size_t rt_graph_node_slices(const rt_graph *g, size_t k, const size_t **off, const size_t **w);

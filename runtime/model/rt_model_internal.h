@@ -130,7 +130,10 @@ struct rt_graph {
      * above are its linear block and its input and embedding nodes' columns */
     size_t n_nodes;          /* 0 = a canned estimator */
     rt_gnode *nodes;
-    size_t logits_node;      /* the head's */
+    size_t logits_node;      /* the head's (the first head's with several) */
+    size_t n_heads;          /* several heads (MultiHead): their logits nodes, and their
+                              * columns' offsets in the logits, in head order */
+    size_t *head_node, *head_off, *head_w;
 
     /* BoostedTrees (graph.trees), instead of the linear and DNN parts */
     rt_trees *trees;

@@ -156,32 +156,7 @@ static rt_status parse_label(spec_ctx *s, const cJSON *lab)
     } else if ((st = parse_label_columns(s, cols))) {
         return st;
     }
-    if (!voc)
-        return RT_OK;
-    int n = cJSON_GetArraySize(voc);
-    if (n < 2 || n > RT_SPEC_MAX_ITEMS)
-        return rt_cfg_fail(err, "label", "vocabulary", "must list 2..%d classes, got %d",
-                           RT_SPEC_MAX_ITEMS, n);
-    if (!(def->head->label_vocabulary = calloc((size_t)n, sizeof(char *))))
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    int i = 0;
-    for (const cJSON *w = voc->child; w; w = w->next, i++) {
-        char key[48];
-        snprintf(key, sizeof key, "vocabulary[%d]", i);
-        if (!cJSON_IsString(w))
-            return rt_cfg_fail(err, "label", key, "expected a string, got %s", rt_cfg_type_name(w));
-        char *t = rt_spec_dup_trimmed(w->valuestring, s->trim);
-        if (!t)
-            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        Predictd__Head *h = def->head;
-        h->label_vocabulary[h->n_label_vocabulary++] = t;
-        if (*t == '\0')
-            return rt_cfg_fail(err, "label", key, "must not be empty");
-        for (size_t k = 0; k + 1 < h->n_label_vocabulary; k++)
-            if (strcmp(h->label_vocabulary[k], t) == 0)
-                return rt_cfg_fail(err, "label", key, "\"%.64s\" is listed twice", t);
-    }
-    return RT_OK;
+    return voc ? rt_spec_heads_vocabulary(s, voc, "label", def->head) : RT_OK;
 }
 
 static rt_status parse_unused(spec_ctx *s, const cJSON *arr)
@@ -354,16 +329,26 @@ rt_status rt_spec_to_modeldef(const cJSON *spec, const char *const *other_keys,
     if ((st = rt_cfg_array(spec, "", "columns", RT_CFG_REQUIRED, &cols, err)) ||
         (st = parse_columns(&s, cols)))
         goto out;
-    if (!label) {
+    /* several heads (TF's MultiHead) name their own label columns */
+    if (rt_spec_heads_count(est) > 1) {
+        if (label) {
+            st = rt_cfg_fail(err, "", "label", "with several heads (estimator.model.heads) each "
+                             "head names its label column: drop the spec's \"label\"");
+            goto out;
+        }
+        if ((st = rt_spec_heads_labels(&s, est)))
+            goto out;
+    } else if (!label) {
         st = rt_cfg_fail(err, "", "label", "missing (required)");
         goto out;
-    }
-    if ((st = parse_label(&s, label)))
+    } else if ((st = parse_label(&s, label))) {
         goto out;
+    }
     if ((st = rt_cfg_array(spec, "", "unused_columns", 0, &unused, err)) ||
         (unused && (st = parse_unused(&s, unused))))
         goto out;
-    if ((st = parse_weight_column(&s, est)))
+    if ((st = rt_spec_heads_count(est) > 1 ? rt_spec_heads_weights(&s, est)
+                                            : parse_weight_column(&s, est)))
         goto out;
     if ((st = rt_cfg_array(spec, "", "feature_columns", RT_CFG_REQUIRED, &fcs, err)) ||
         (st = rt_spec_parse_feature_columns(&s, fcs)))

@@ -3,8 +3,8 @@
  * "Estimator", docs/trainer.md "Custom estimator"): estimator.model's named
  * inputs (input_layer groups of dense feature columns, linear "wide"
  * blocks), its layers (a DAG of named nodes listed after the nodes they
- * read), its head and the nodes its TensorBoard summaries show, into
- * Graph.nodes, Graph.heads and Graph.summaries.
+ * read) and the nodes its TensorBoard summaries show, into Graph.nodes and
+ * Graph.summaries; its heads are rt_spec_heads.c's.
  *
  * Everything is checked here, before training, and every refusal names the
  * path of the offending field: unknown names, a node read before it exists,
@@ -454,153 +454,6 @@ static rt_status parse_input(cgraph *g, size_t i)
     return tensor_name(&c->nd->bias, c->name, "bias", s->err);
 }
 
-/* heads: one head over the spec's label (several: not yet). */
-static rt_status parse_heads(cgraph *g, const cJSON *model)
-{
-    static const char *const keys[] = {"name", "type", "logits", "n_classes", "label_dimension",
-                                       "loss", "delta", "tau", "loss_weight", NULL};
-    spec_ctx *s = g->s;
-    rt_err *err = s->err;
-    Predictd__ModelDef *def = s->def;
-    const cJSON *arr = NULL;
-    rt_status st = rt_cfg_array(model, "estimator.model", "heads", RT_CFG_REQUIRED, &arr, err);
-    if (st)
-        return st;
-    int cnt = cJSON_GetArraySize(arr);
-    if (cnt == 0)
-        return rt_cfg_fail(err, "estimator.model", "heads", "must list a head");
-    if (cnt > 1)
-        return rt_cfg_fail(err, "estimator.model", "heads[1]",
-                           "several heads (MultiHead) are not implemented yet; give one head");
-    const cJSON *h = arr->child;
-    const char *path = "estimator.model.heads[0]";
-    if ((st = rt_cfg_check_keys(h, path, keys, NULL, err)))
-        return st;
-    const char *type = NULL, *logits = NULL, *name = "";
-    if ((st = rt_cfg_str(h, path, "type", RT_CFG_REQUIRED, &type, err)) ||
-        (st = rt_cfg_str(h, path, "logits", RT_CFG_REQUIRED, &logits, err)) ||
-        (st = rt_cfg_str(h, path, "name", 0, &name, err)))
-        return st;
-    if (*name && (st = rt_spec_check_name(name, path, "name", err)))
-        return st;
-    long j = find_node(g, logits);
-    if (j < 0)
-        return rt_cfg_fail(err, path, "logits", "\"%.64s\" is not a node", logits);
-    uint32_t width = g->v[j].nd->units;
-    Predictd__Head *hd = def->head;
-    const Predictd__RawColumn *label = NULL;
-    size_t n_labels = 0;
-    for (size_t i = 0; i < def->n_raw_columns; i++)
-        if (def->raw_columns[i]->is_label) {
-            if (!label || label->dtype == PREDICTD__DTYPE__DT_FLOAT)
-                label = def->raw_columns[i];
-            n_labels++;
-        }
-    Predictd__NodeHead *nh = malloc(sizeof *nh);
-    if (!nh || !(def->graph->heads = calloc(1, sizeof *def->graph->heads))) {
-        free(nh);
-        return NOMEM(err);
-    }
-    predictd__node_head__init(nh);
-    def->graph->heads[def->graph->n_heads++] = nh;
-    if ((st = set_str(&nh->name, name, err)) || (st = set_str(&nh->logits, logits, err)))
-        return st;
-    if (cJSON_GetObjectItemCaseSensitive(h, "loss_weight"))
-        return rt_cfg_fail(err, path, "loss_weight", "weights the losses of several heads, "
-                           "which are not implemented yet");
-    bool binary = strcmp(type, "binary_classification") == 0;
-    bool multi = strcmp(type, "multi_class_classification") == 0;
-    if (binary || multi) {
-        int64_t n = 2;
-        if (multi && (st = rt_cfg_int(h, path, "n_classes", RT_CFG_REQUIRED, 3, RT_SPEC_MAX_ITEMS,
-                                      &n, err)))
-            return st;
-        if (binary && cJSON_GetObjectItemCaseSensitive(h, "n_classes"))
-            return rt_cfg_fail(err, path, "n_classes", "a binary_classification head has 2");
-        if (n_labels != 1)
-            return rt_cfg_fail(err, "label", "columns", "a classification head reads one label "
-                               "column (\"column\")");
-        if (hd->n_label_vocabulary && hd->n_label_vocabulary != (size_t)n)
-            return rt_cfg_fail(err, "label", "vocabulary", "lists %zu classes but the head %s "
-                               "has %lld", hd->n_label_vocabulary, path, (long long)n);
-        if (!hd->n_label_vocabulary && label->dtype == PREDICTD__DTYPE__DT_STRING)
-            return rt_cfg_fail(err, "label", "vocabulary", "missing: the label column \"%s\" "
-                               "holds strings, so the classes must be listed", label->name);
-        uint32_t want = binary ? 1 : (uint32_t)n;
-        if (width != want)
-            return rt_cfg_fail(err, path, "logits",
-                               "\"%.64s\" is %u wide; a %s head with %lld classes reads %u "
-                               "logit%s",
-                               logits, width, type, (long long)n, want, want == 1 ? "" : "s");
-        hd->type = binary ? PREDICTD__HEAD_TYPE__HEAD_BINARY : PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS;
-        hd->n_classes = (uint32_t)n;
-        def->graph->logits_dimension = want;
-        for (size_t q = 0; q < sizeof keys / sizeof keys[0] - 1; q++)
-            if (q >= 4 && q <= 8 && cJSON_GetObjectItemCaseSensitive(h, keys[q]))
-                return rt_cfg_fail(err, path, keys[q], "a classification head takes no %s",
-                                   keys[q]);
-    } else if (strcmp(type, "regression") == 0) {
-        int64_t dim = 1;
-        if ((st = rt_cfg_int(h, path, "label_dimension", 0, 1, RT_SPEC_MAX_WIDTH, &dim, err)))
-            return st;
-        if (hd->n_label_vocabulary)
-            return rt_cfg_fail(err, "label", "vocabulary", "a regression head has no vocabulary");
-        if (label && label->dtype != PREDICTD__DTYPE__DT_FLOAT)
-            return rt_cfg_fail(err, "label", "column", "\"%s\" is a string column; a regression "
-                               "head needs a number", label->name);
-        if (n_labels != (size_t)dim)
-            return rt_cfg_fail(err, path, "label_dimension", "%lld, but the label lists %zu "
-                               "column%s", (long long)dim, n_labels, n_labels == 1 ? "" : "s");
-        if (width != (uint32_t)dim)
-            return rt_cfg_fail(err, path, "logits", "\"%.64s\" is %u wide; a regression head "
-                               "with label_dimension %lld reads %lld", logits, width,
-                               (long long)dim, (long long)dim);
-        const char *loss = "squared";
-        if ((st = rt_cfg_str(h, path, "loss", 0, &loss, err)))
-            return st;
-        int kind = rt_metrics_loss_named(loss);
-        if (kind < 0)
-            return rt_cfg_fail(err, path, "loss", "\"%.64s\" is not one of squared, absolute, "
-                               "huber, pinball, poisson", loss);
-        double param = 0.0;
-        if (kind == RT_LOSS_HUBER) {
-            param = 1.0;
-            if ((st = rt_cfg_num(h, path, "delta", 0, 1e-9, RT_SPEC_MAX_F32, &param, err)))
-                return st;
-        } else if (cJSON_GetObjectItemCaseSensitive(h, "delta")) {
-            return rt_cfg_fail(err, path, "delta", "only the huber loss takes delta");
-        }
-        if (kind == RT_LOSS_PINBALL) {
-            param = 0.5;
-            if ((st = rt_cfg_num(h, path, "tau", 0, 1e-6, 1.0 - 1e-6, &param, err)))
-                return st;
-        } else if (cJSON_GetObjectItemCaseSensitive(h, "tau")) {
-            return rt_cfg_fail(err, path, "tau", "only the pinball loss takes tau");
-        }
-        if ((st = set_str(&nh->loss, loss, err)))
-            return st;
-        nh->loss_param = (float)param;
-        hd->type = PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-        hd->label_dimension = (uint32_t)dim;
-        def->graph->logits_dimension = (uint32_t)dim;
-    } else if (strcmp(type, "multi_label_classification") == 0) {
-        return rt_cfg_fail(err, path, "type", "multi_label_classification is not implemented "
-                           "yet");
-    } else {
-        return rt_cfg_fail(err, path, "type", "\"%.64s\" is not one of binary_classification, "
-                           "multi_class_classification, regression", type);
-    }
-    Predictd__Head *copy = malloc(sizeof *copy);
-    if (!copy)
-        return NOMEM(err);
-    predictd__head__init(copy);
-    nh->head = copy;
-    copy->type = hd->type;
-    copy->n_classes = hd->n_classes;
-    copy->label_dimension = hd->label_dimension;
-    return RT_OK;
-}
-
 /* The canned parts the nodes stand on: the linear block's columns as
  * Graph.linear_columns (its weights named as the canned linear part's), the
  * input and embedding nodes' columns as Graph.dnn_columns (the one input
@@ -619,6 +472,9 @@ static rt_status build_parts(cgraph *g)
                 return rt_cfg_fail(s->err, g->v[i].path, "type", "a second linear block: "
                                    "one is implemented (give it all the wide columns)");
             lin = (long)i;
+            if (gr->n_heads > 1)
+                return rt_cfg_fail(s->err, g->v[i].path, "type", "a linear block under "
+                                   "several heads is not implemented yet");
             if (nd->units != gr->logits_dimension)
                 return rt_cfg_fail(s->err, g->v[i].path, "units", "%u, but the head reads %u "
                                    "logit%s: a linear block is as wide as the logits",
@@ -775,7 +631,7 @@ rt_status rt_spec_parse_custom(spec_ctx *s, const cJSON *est)
     for (size_t i = 0; i < g.n && !st; i++)
         st = i < (size_t)ni ? parse_input(&g, i) : parse_layer(&g, i);
     if (!st)
-        st = parse_heads(&g, model);
+        st = rt_spec_heads_parse(s, model);
     if (!st)
         st = parse_summaries(&g, model);
     if (!st)

@@ -80,4 +80,24 @@ rt_status rt_spec_build_embeddings(spec_ctx *s);
  * field's path (estimator.model.layers[2].units). */
 rt_status rt_spec_parse_custom(spec_ctx *s, const struct cJSON *est);
 
+/* ---- rt_spec_heads.c: the custom estimator's heads */
+
+/* How many heads estimator.model.heads lists (0 unless est is an
+ * "Estimator" with a heads array). */
+int rt_spec_heads_count(const struct cJSON *est);
+/* Several heads, before the feature columns: Graph.heads with each head's
+ * name (required, unique), label column (marked is_label) and vocabulary. */
+rt_status rt_spec_heads_labels(spec_ctx *s, const struct cJSON *est);
+/* Several heads, after unused_columns: each head's weight_column (marked
+ * is_weight); estimator.weight_column is refused. */
+rt_status rt_spec_heads_weights(spec_ctx *s, const struct cJSON *est);
+/* After the nodes: each head's type, logits node, loss and loss_weight;
+ * Graph.logits_dimension (the widths summed) and def->head (the first
+ * head's type and shape with several). */
+rt_status rt_spec_heads_parse(spec_ctx *s, const struct cJSON *model);
+/* The spec's label.vocabulary (or a head's, at path) into h->label_vocabulary:
+ * 2.. classes, strings trimmed as the spec trims, none empty or twice. */
+rt_status rt_spec_heads_vocabulary(spec_ctx *s, const struct cJSON *voc, const char *path,
+                                   Predictd__Head *h);
+
 #endif /* PREDICTD_RT_SPEC_INTERNAL_H */

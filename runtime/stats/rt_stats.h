@@ -57,6 +57,31 @@ double rt_metrics_head_loss_with(Predictd__HeadType head, const rt_loss *loss, s
                          const float *logits, const float *labels, const float *weights,
                          size_t n, size_t denom, float *dlogits);
 
+/* ------------------------------------------ several heads (rt_metrics_multi.c) */
+
+/* One of several heads (TF's MultiHead) in the concatenated layout: its
+ * logits are values [off, off + ld) of each row's logits, its labels values
+ * [label_off, label_off + (regression ? ld : 1)) of each row's labels. */
+typedef struct rt_head_slice {
+    Predictd__HeadType head;
+    rt_loss loss;          /* a regression head's (see rt_metrics_head_loss_with) */
+    size_t off, ld;        /* its logits */
+    size_t label_off;      /* its labels */
+    double loss_weight;    /* its loss's weight in the total (TF's head_weights) */
+    const float *weights;  /* its example weights (one per row), NULL for all 1 */
+} rt_head_slice;
+
+/* TF's MultiHead training loss over n rows: sum_k loss_weight_k x head k's
+ * rt_metrics_head_loss_with over its slice (each head reduced as one head
+ * is), into *total. Rows hold ld_total logits and label_w label values.
+ * When dlogits (n x ld_total) is not NULL it receives d total / d logits,
+ * each head's denom-scaled gradient times its loss_weight in its columns.
+ * One head at off 0 with loss_weight 1 gives exactly
+ * rt_metrics_head_loss_with's loss and gradient. Thread-safe. */
+rt_status rt_metrics_multi_loss(const rt_head_slice *heads, size_t n_heads, size_t ld_total,
+                                size_t label_w, const float *logits, const float *labels,
+                                size_t n, size_t denom, float *dlogits, double *total);
+
 #define RT_METRIC_NAME_MAX 64
 
 typedef struct rt_metric {

@@ -5,7 +5,8 @@
  * of the offending field: a cycle, a node read before it exists, units 0, a
  * binary head on a 3-wide node, an unknown activation, unknown names,
  * widths that do not add up, duplicate names, summaries of unknown or
- * repeated nodes. */
+ * repeated nodes; several heads (MultiHead): each named once, over a label
+ * column of the data, refused otherwise with the head's field path. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,6 +88,127 @@ static void bad(const char *from, const char *to, const char *want)
     if (getenv("SHOW_ERRORS"))
         print_message("%s\n", err.msg);
     free(est);
+}
+
+/* Two heads (TF's MultiHead) over census: the income bracket and fnlwgt
+ * (a number no feature column reads) as a regression target. */
+static const char *const MULTI =
+    "{\"type\": \"Estimator\", \"model\": {"
+    " \"inputs\": [{\"name\": \"deep\", \"columns\": [\"age\", \"education_num\"]}],"
+    " \"layers\": ["
+    "  {\"name\": \"h1\", \"type\": \"dense\", \"inputs\": [\"deep\"], \"units\": 8},"
+    "  {\"name\": \"income\", \"type\": \"dense\", \"inputs\": [\"h1\"], \"units\": 1},"
+    "  {\"name\": \"wgt\", \"type\": \"dense\", \"inputs\": [\"h1\"], \"units\": 1}],"
+    " \"heads\": ["
+    "  {\"name\": \"income_bracket\", \"type\": \"binary_classification\", \"logits\": \"income\","
+    "   \"label\": {\"column\": \"income_bracket\", \"vocabulary\": [\"<=50K\", \">50K\"]}},"
+    "  {\"name\": \"fnlwgt\", \"type\": \"regression\", \"logits\": \"wgt\","
+    "   \"label\": {\"column\": \"fnlwgt\"}, \"loss_weight\": 0.5}]}}";
+
+/* conf/census.json without its label and unused_columns, estimator est. */
+static rt_status parse_multi(const char *est, rt_err *err, Predictd__ModelDef **out)
+{
+    cJSON *spec = cJSON_Parse(census_text), *e = cJSON_Parse(est);
+    assert_non_null(spec);
+    if (!e)
+        fail_msg("test bug: bad JSON %s", est);
+    cJSON_ReplaceItemInObjectCaseSensitive(spec, "estimator", e);
+    if (!strstr(est, "\"keep_label\""))
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "label");
+    else
+        cJSON_DeleteItemFromObjectCaseSensitive(e, "keep_label");
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "unused_columns");
+    static const char *const other[] = {"train", "eval", NULL};
+    Predictd__ModelDef *def = NULL;
+    rt_status st = rt_spec_to_modeldef(spec, other, &def, err);
+    if (out)
+        *out = def;
+    else if (def)
+        rt_spec_modeldef_free(def);
+    cJSON_Delete(spec);
+    return st;
+}
+
+static void bad_multi(const char *from, const char *to, const char *want)
+{
+    char *est = replace(MULTI, from, to);
+    rt_err err = {{0}};
+    rt_status st = parse_multi(est, &err, NULL);
+    if (st == RT_OK || !strstr(err.msg, want))
+        fail_msg("want \"%s\", got %d \"%s\"", want, (int)st, err.msg);
+    if (getenv("SHOW_ERRORS"))
+        print_message("%s\n", err.msg);
+    free(est);
+}
+
+/* Several heads: refused with the head's field path. */
+static void test_multi_head_refusals(void **state)
+{
+    (void)state;
+    bad_multi("{\"name\": \"fnlwgt\",", "{\"name\": \"income_bracket\",",
+              "estimator.model.heads[1].name: \"income_bracket\" is heads[0]'s already: head "
+              "names must be unique");
+    bad_multi("{\"name\": \"fnlwgt\",", "{",
+              "estimator.model.heads[1].name: missing: with several heads each head has a name");
+    bad_multi("{\"column\": \"fnlwgt\"}", "{\"column\": \"fnlwgtt\"}",
+              "estimator.model.heads[1].label.column: \"fnlwgtt\" is not one of the columns");
+    bad_multi("{\"column\": \"fnlwgt\"}", "{\"column\": \"income_bracket\"}",
+              "estimator.model.heads[1].label.column: \"income_bracket\" is another head's "
+              "label already");
+    bad_multi("\"label\": {\"column\": \"fnlwgt\"}, ", "",
+              "estimator.model.heads[1].label: missing");
+    bad_multi("{\"column\": \"fnlwgt\"}", "{\"column\": \"age\"}",
+              "\"age\" is the label column");
+    bad_multi("\"loss_weight\": 0.5", "\"loss_weight\": 0",
+              "estimator.model.heads[1].loss_weight: 0 is out of range");
+    bad_multi("\"type\": \"Estimator\",", "\"type\": \"Estimator\", \"keep_label\": 1,",
+              "label: with several heads (estimator.model.heads) each head names its label");
+    bad_multi("\"type\": \"Estimator\",", "\"type\": \"Estimator\", \"weight_column\": \"age\",",
+              "estimator.weight_column: with several heads each head names its weight_column");
+    bad_multi("\"loss_weight\": 0.5", "\"loss_weight\": 0.5, \"weight_column\": \"sex\"",
+              "estimator.model.heads[1].weight_column: \"sex\" is not one of the columns");
+    bad_multi("\"column\": \"income_bracket\", \"vocabulary\": [\"<=50K\", \">50K\"]",
+              "\"column\": \"income_bracket\"",
+              "estimator.model.heads[0].label.vocabulary: missing: the label column "
+              "\"income_bracket\" holds strings");
+    bad_multi("\"type\": \"binary_classification\"", "\"type\": \"regression\"",
+              "estimator.model.heads[0].label.vocabulary: a regression head has no vocabulary");
+    bad_multi("\"logits\": \"wgt\"", "\"logits\": \"h1\"",
+              "estimator.model.heads[1].logits: \"h1\" is 8 wide; a regression head");
+    bad_multi("\"loss_weight\": 0.5", "\"loss_weight\": 0.5, \"loss_reduction\": \"sum\"",
+              "estimator.model.heads[1].loss_reduction: one loss_reduction for every head");
+    bad_multi("\"logits\": \"wgt\"", "\"logits\": \"income\"",
+              "estimator.model.heads[1].logits: \"income\" is heads[0]'s logits already");
+}
+
+/* The good one: Graph.heads in order, each its name, label, loss_weight and
+ * type; the logits are theirs side by side; def->head is the first's. */
+static void test_multi_head_graph(void **state)
+{
+    (void)state;
+    rt_err err = {{0}};
+    Predictd__ModelDef *def = NULL;
+    if (parse_multi(MULTI, &err, &def) != RT_OK)
+        fail_msg("%s", err.msg);
+    const Predictd__Graph *g = def->graph;
+    assert_int_equal(g->n_heads, 2);
+    assert_int_equal(g->logits_dimension, 2);
+    assert_string_equal(g->heads[0]->name, "income_bracket");
+    assert_string_equal(g->heads[0]->label, "income_bracket");
+    assert_string_equal(g->heads[0]->logits, "income");
+    assert_int_equal(g->heads[0]->head->type, PREDICTD__HEAD_TYPE__HEAD_BINARY);
+    assert_int_equal(g->heads[0]->head->n_label_vocabulary, 2);
+    assert_true(g->heads[0]->loss_weight == 1.0f);
+    assert_string_equal(g->heads[1]->name, "fnlwgt");
+    assert_int_equal(g->heads[1]->head->type, PREDICTD__HEAD_TYPE__HEAD_REGRESSION);
+    assert_true(g->heads[1]->loss_weight == 0.5f);
+    assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_BINARY);
+    long r = -1;
+    for (size_t i = 0; i < def->n_raw_columns; i++)
+        if (strcmp(def->raw_columns[i]->name, "fnlwgt") == 0)
+            r = (long)i;
+    assert_true(r >= 0 && def->raw_columns[r]->is_label);
+    rt_spec_modeldef_free(def);
 }
 
 /* The good graph becomes Graph.nodes (widths as the spec implies), the
@@ -178,7 +300,9 @@ static void test_refusals(void **state)
     bad("\"binary_classification\"", "\"multi_label_classification\"",
         "estimator.model.heads[0].type: multi_label_classification is not implemented");
     bad("\"heads\": [{", "\"heads\": [{\"type\": \"regression\", \"logits\": \"three\"}, {",
-        "estimator.model.heads[1]: several heads");
+        "label: with several heads (estimator.model.heads) each head names its label column");
+    bad("\"logits\": \"logits\"}", "\"logits\": \"logits\", \"loss_weight\": 2}",
+        "estimator.model.heads[0].loss_weight: weights the losses of several heads");
     bad("\"model\": {", "\"modle\": 1, \"model\": {", "estimator.modle: unknown key");
     bad("{\"name\": \"deep\",", "{\"name\": \"deep\", \"units\": 4,",
         "estimator.model.inputs[0].units");
@@ -214,6 +338,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_graph),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_multi_head_refusals),
+        cmocka_unit_test(test_multi_head_graph),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

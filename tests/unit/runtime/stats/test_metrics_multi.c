@@ -1,0 +1,137 @@
+/* test_metrics_multi.c — the training loss of several heads (TF's
+ * MultiHead, runtime/stats/rt_metrics_multi.c): the total is the
+ * loss_weight-weighted sum of each head's loss, computed here by hand (the
+ * logistic loss of a binary head, the huber loss of a regression head, the
+ * softmax cross-entropy of a 3-class head); its gradient matches central
+ * finite differences of the total across the heads' columns; one head at
+ * weight 1 gives rt_metrics_head_loss_with's loss and gradient bit for bit;
+ * a head outside the rows is refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rt.h"
+
+enum { N = 5, LD = 5, LW = 3 }; /* logits: binary | huber | 3 classes; labels: 1 | 1 | 1 */
+
+static const float LOGITS[N * LD] = {
+    0.3f,  1.5f,  0.2f,  -0.4f, 1.1f,  -1.2f, -0.7f, 0.9f, 0.1f, -0.3f,
+    2.0f,  3.0f,  -1.0f, 0.5f,  0.0f,  -0.1f, 0.2f,  0.3f, 0.6f, -0.8f,
+    0.8f,  -2.5f, 1.4f,  1.2f,  0.4f,
+};
+static const float LABELS[N * LW] = {
+    1, 0.5f, 2, 0, -0.2f, 0, 1, 0.1f, 1, 0, 0.6f, 2, 1, -1.0f, 0,
+};
+static const float WEIGHTS[N] = {1.0f, 0.5f, 2.0f, 1.5f, 0.25f};
+
+static void heads3(rt_head_slice h[3])
+{
+    memset(h, 0, 3 * sizeof *h);
+    h[0] = (rt_head_slice){.head = PREDICTD__HEAD_TYPE__HEAD_BINARY, .off = 0, .ld = 1,
+                           .label_off = 0, .loss_weight = 0.7, .weights = WEIGHTS};
+    h[1] = (rt_head_slice){.head = PREDICTD__HEAD_TYPE__HEAD_REGRESSION,
+                           .loss = {RT_LOSS_HUBER, 0.5}, .off = 1, .ld = 1, .label_off = 1,
+                           .loss_weight = 2.0};
+    h[2] = (rt_head_slice){.head = PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS, .off = 2, .ld = 3,
+                           .label_off = 2, .loss_weight = 1.0};
+}
+
+/* The total by hand: each head's mean example loss (weighted: sum w l / n). */
+static double by_hand(const float *z)
+{
+    double lb = 0, lr = 0, lm = 0;
+    for (size_t i = 0; i < N; i++) {
+        const float *r = z + i * LD, *y = LABELS + i * LW;
+        double x = r[0], p = 1.0 / (1.0 + exp(-x));
+        lb += WEIGHTS[i] * -(y[0] * log(p) + (1 - y[0]) * log(1 - p));
+        double e = fabs((double)r[1] - y[1]);
+        lr += e <= 0.5 ? e * e / 2 : 0.5 * (e - 0.25);
+        double s = exp(r[2]) + exp(r[3]) + exp(r[4]);
+        lm += log(s) - r[2 + (size_t)y[2]];
+    }
+    return 0.7 * lb / N + 2.0 * lr / N + lm / N;
+}
+
+static void test_total_by_hand(void **state)
+{
+    (void)state;
+    rt_head_slice h[3];
+    heads3(h);
+    double total = 0;
+    assert_int_equal(rt_metrics_multi_loss(h, 3, LD, LW, LOGITS, LABELS, N, N, NULL, &total),
+                     RT_OK);
+    assert_true(fabs(total - by_hand(LOGITS)) < 1e-9 * fabs(total) + 1e-12);
+}
+
+static void test_gradient_finite_differences(void **state)
+{
+    (void)state;
+    rt_head_slice h[3];
+    heads3(h);
+    float d[N * LD];
+    double total = 0;
+    assert_int_equal(rt_metrics_multi_loss(h, 3, LD, LW, LOGITS, LABELS, N, N, d, &total),
+                     RT_OK);
+    float z[N * LD];
+    for (size_t c = 0; c < N * LD; c++) {
+        const double eps = 1e-3;
+        memcpy(z, LOGITS, sizeof z);
+        z[c] = (float)(LOGITS[c] + eps);
+        double up = by_hand(z);
+        z[c] = (float)(LOGITS[c] - eps);
+        double down = by_hand(z);
+        double fd = (up - down) / ((double)(float)(LOGITS[c] + eps) -
+                                   (double)(float)(LOGITS[c] - eps));
+        if (fabs(fd - d[c]) > 1e-4 + 1e-3 * fabs(fd))
+            fail_msg("logit %zu (head column %zu): gradient %g, finite differences %g", c,
+                     c % LD, (double)d[c], fd);
+    }
+}
+
+static void test_one_head_is_the_head_loss(void **state)
+{
+    (void)state;
+    rt_head_slice h = {.head = PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS, .off = 0, .ld = 3,
+                       .label_off = 0, .loss_weight = 1.0, .weights = WEIGHTS};
+    float z[N * 3], y[N], d1[N * 3], d2[N * 3];
+    for (size_t i = 0; i < N; i++) {
+        memcpy(z + i * 3, LOGITS + i * LD + 2, 3 * sizeof *z);
+        y[i] = LABELS[i * LW + 2];
+    }
+    double total = 0;
+    assert_int_equal(rt_metrics_multi_loss(&h, 1, 3, 1, z, y, N, 7, d1, &total), RT_OK);
+    double want = rt_metrics_head_loss_with(h.head, &h.loss, 3, z, y, WEIGHTS, N, 7, d2);
+    assert_memory_equal(&total, &want, sizeof total);
+    assert_memory_equal(d1, d2, sizeof d1);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    rt_head_slice h[3];
+    heads3(h);
+    double total = 0;
+    h[2].off = 3; /* 3 classes from column 3 of 5 */
+    assert_int_equal(rt_metrics_multi_loss(h, 3, LD, LW, LOGITS, LABELS, N, N, NULL, &total),
+                     RT_ERR_INVALID);
+    heads3(h);
+    h[1].label_off = 3;
+    assert_int_equal(rt_metrics_multi_loss(h, 3, LD, LW, LOGITS, LABELS, N, N, NULL, &total),
+                     RT_ERR_INVALID);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_total_by_hand),
+        cmocka_unit_test(test_gradient_finite_differences),
+        cmocka_unit_test(test_one_head_is_the_head_loss),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
