@@ -12,11 +12,16 @@
  * every node reached from the root (so no cycle), children and weights
  * naming nodes of the same tree, features inside the input's width, class
  * or target ids inside the outputs, a known mode, a finite threshold, and
- * weights only on LEAF nodes. A refusal names the node attribute, the tree
+ * weights only on LEAF nodes. nodes_values, the weights, base_values and
+ * nodes_hitrates may come in ml opset 3's double form (<name>_as_tensor, read
+ * by rt_onnx_plan_reals; both forms at once are refused); thresholds are kept
+ * as doubles either way. A refusal names the node attribute, the tree
  * and node ids: "model.onnx: node \"te\" (TreeEnsembleClassifier): tree 0
  * node 3: nodes_truenodeids: 9 is not a node of tree 0".
  *
- * Evaluation: a branch goes to its true child when x <= t (BRANCH_LEQ),
+ * Evaluation, the float input widened to double against the threshold (as
+ * ONNX Runtime compares under double thresholds; a float threshold compares
+ * as in float): a branch goes to its true child when x <= t (BRANCH_LEQ),
  * x < t, x >= t, x > t, x == t, x != t, or when x is NaN and the node's
  * missing_value_tracks_true is 1; else to the false child (a NaN compares
  * false, so it goes false unless tracked, except for BRANCH_NEQ, where NaN
