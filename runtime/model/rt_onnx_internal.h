@@ -64,6 +64,13 @@ RT_WUR rt_status rt_onnx_plan_float(reader *r, const Onnx__NodeProto *nd, const 
                                     float dflt, float *out);
 RT_WUR rt_status rt_onnx_plan_floats(reader *r, const Onnx__NodeProto *nd, const char *name,
                                      const float **v, size_t *n);
+/* A list of reals given as the floats attribute name or, in its double
+ * form (ai.onnx.ml 3), as the double tensor name_as_tensor: a malloc'd copy
+ * in *v (NULL when neither is given; the caller frees), *n values, *used the
+ * name read. Both forms given, a tensor not of doubles or not matching its
+ * dims, or a value not finite is refused naming the attribute. */
+RT_WUR rt_status rt_onnx_plan_reals(reader *r, const Onnx__NodeProto *nd, const char *name,
+                                    double **v, size_t *n, const char **used);
 RT_WUR rt_status rt_onnx_plan_ints(reader *r, const Onnx__NodeProto *nd, const char *name,
                                    const int64_t **v, size_t *n);
 RT_WUR rt_status rt_onnx_plan_strings(reader *r, const Onnx__NodeProto *nd, const char *name,

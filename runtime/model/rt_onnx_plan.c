@@ -106,6 +106,84 @@ rt_status rt_onnx_plan_floats(reader *r, const Onnx__NodeProto *nd, const char *
     return RT_OK;
 }
 
+/* The doubles of tensor attribute a (ai.onnx.ml's *_as_tensor) into v. */
+static rt_status plan_double_tensor(reader *r, const Onnx__NodeProto *nd,
+                                    const Onnx__AttributeProto *a, double **v, size_t *n)
+{
+    const char *name = a->name;
+    const Onnx__TensorProto *t = a->t;
+    if (!t || (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR))
+        return rt_onnx_plan_fail(r, nd, "attribute %.60s: not a tensor", name);
+    int dt = t->has_data_type ? t->data_type : 0;
+    if (dt != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+        return rt_onnx_plan_fail(r, nd, "attribute %.60s: data_type %d: a double (11) tensor is "
+                                 "needed", name, dt);
+    if ((t->has_data_location &&
+         t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) || t->segment)
+        return rt_onnx_plan_fail(r, nd, "attribute %.60s: external or segmented data is not "
+                                 "read", name);
+    bool raw = t->has_raw_data;
+    size_t have = raw ? t->raw_data.len / 8 : t->n_double_data, dims = 1;
+    if (raw && t->raw_data.len % 8)
+        return rt_onnx_plan_fail(r, nd, "attribute %.60s: raw_data: %zu bytes (not a multiple "
+                                 "of 8)", name, t->raw_data.len);
+    if (t->n_dims > RT_ONNX_MAX_RANK ||
+        (t->n_dims && !rt_onnx_plan_elems(t->dims, 0, (uint32_t)t->n_dims, RT_ONNX_MAX_ELEMS,
+                                          &dims)))
+        return rt_onnx_plan_fail(r, nd, "attribute %.60s: dims: rank above %d, negative, or "
+                                 "too many elements", name, RT_ONNX_MAX_RANK);
+    if (t->n_dims && dims != have)
+        return rt_onnx_plan_fail(r, nd, "attribute %.60s: %zu values for its dims", name, have);
+    if (!(*v = malloc((have ? have : 1) * sizeof **v)))
+        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+    for (size_t k = 0; k < have; k++) {
+        if (raw) { /* little-endian, as ONNX writes raw_data */
+            uint64_t u = 0;
+            for (int b = 7; b >= 0; b--)
+                u = u << 8 | t->raw_data.data[8 * k + (size_t)b];
+            memcpy(&(*v)[k], &u, 8);
+        } else {
+            (*v)[k] = t->double_data[k];
+        }
+        if (!isfinite((*v)[k])) {
+            free(*v);
+            *v = NULL;
+            return rt_onnx_plan_fail(r, nd, "attribute %.60s: value %zu is not finite", name, k);
+        }
+    }
+    *n = have;
+    return RT_OK;
+}
+
+rt_status rt_onnx_plan_reals(reader *r, const Onnx__NodeProto *nd, const char *name, double **v,
+                             size_t *n, const char **used)
+{
+    char tn[80];
+    snprintf(tn, sizeof tn, "%s_as_tensor", name);
+    const Onnx__AttributeProto *ta = rt_onnx_plan_attr(nd, tn);
+    *v = NULL;
+    *n = 0;
+    *used = name;
+    if (ta && rt_onnx_plan_attr(nd, name))
+        return rt_onnx_plan_fail(r, nd, "attributes %s and %s: both given (one form only)",
+                                 name, tn);
+    if (ta) {
+        *used = ta->name;
+        return plan_double_tensor(r, nd, ta, v, n);
+    }
+    const float *f;
+    size_t nf;
+    rt_status st = rt_onnx_plan_floats(r, nd, name, &f, &nf);
+    if (st || !f)
+        return st;
+    if (!(*v = malloc((nf ? nf : 1) * sizeof **v)))
+        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+    for (size_t k = 0; k < nf; k++)
+        (*v)[k] = f[k];
+    *n = nf;
+    return RT_OK;
+}
+
 rt_status rt_onnx_plan_string_is(reader *r, const Onnx__NodeProto *nd, const char *name,
                                 const char *only)
 {

@@ -12,11 +12,16 @@
  * every node reached from the root (so no cycle), children and weights
  * naming nodes of the same tree, features inside the input's width, class
  * or target ids inside the outputs, a known mode, a finite threshold, and
- * weights only on LEAF nodes. A refusal names the node attribute, the tree
+ * weights only on LEAF nodes. nodes_values, the weights, base_values and
+ * nodes_hitrates may come in ml opset 3's double form (<name>_as_tensor, read
+ * by rt_onnx_plan_reals; both forms at once are refused); thresholds are kept
+ * as doubles either way. A refusal names the node attribute, the tree
  * and node ids: "model.onnx: node \"te\" (TreeEnsembleClassifier): tree 0
  * node 3: nodes_truenodeids: 9 is not a node of tree 0".
  *
- * Evaluation: a branch goes to its true child when x <= t (BRANCH_LEQ),
+ * Evaluation, the float input widened to double against the threshold (as
+ * ONNX Runtime compares under double thresholds; a float threshold compares
+ * as in float): a branch goes to its true child when x <= t (BRANCH_LEQ),
  * x < t, x >= t, x > t, x == t, x != t, or when x is NaN and the node's
  * missing_value_tracks_true is 1; else to the false child (a NaN compares
  * false, so it goes false unless tracked, except for BRANCH_NEQ, where NaN
@@ -52,7 +57,7 @@ enum { M_LEAF, M_LEQ, M_LT, M_GTE, M_GT, M_EQ, M_NEQ };
 enum { AGG_SUM, AGG_AVERAGE, AGG_MIN, AGG_MAX };
 
 typedef struct tnode {
-    float value;
+    double value;    /* threshold: a float, or a double (nodes_values_as_tensor) */
     uint32_t feature;
     uint32_t t, f;   /* branch: children (node indexes) */
     uint32_t w0, nw; /* leaf: its weights [w0, w0 + nw) */
@@ -66,7 +71,7 @@ struct rt_onnx_trees {
     uint32_t *roots;
     uint32_t *wid;   /* per weight: class / target */
     double *w;       /* per weight: value */
-    float *base;
+    double *base;
     size_t n_base;
     int agg, post;
     bool classifier, one_class, all_pos;
@@ -120,35 +125,33 @@ static int mode_of(const ProtobufCBinaryData *s)
 typedef struct attrs {
     const int64_t *treeids, *nodeids, *featureids, *trueids, *falseids, *track;
     const ProtobufCBinaryData *modes;
-    const float *values;
+    double *values, *w_val; /* malloc'd: float attributes or their _as_tensor doubles */
+    const char *values_name, *w_val_name;
     size_t n, n_track;
     const int64_t *w_tree, *w_node, *w_id;
-    const float *w_val;
     size_t nw;
 } attrs;
 
 static rt_status read_attrs(reader *r, const Onnx__NodeProto *nd, bool cls, attrs *a)
 {
     static const char *const ok_c[] = {
-        "base_values", "class_ids", "class_nodeids", "class_treeids", "class_weights",
-        "classlabels_int64s", "classlabels_strings", "nodes_falsenodeids", "nodes_featureids",
-        "nodes_hitrates", "nodes_missing_value_tracks_true", "nodes_modes", "nodes_nodeids",
-        "nodes_treeids", "nodes_truenodeids", "nodes_values", "post_transform", NULL};
-    static const char *const ok_r[] = {
-        "aggregate_function", "base_values", "n_targets", "nodes_falsenodeids",
-        "nodes_featureids", "nodes_hitrates", "nodes_missing_value_tracks_true", "nodes_modes",
+        "base_values", "base_values_as_tensor", "class_ids", "class_nodeids", "class_treeids",
+        "class_weights", "class_weights_as_tensor", "classlabels_int64s",
+        "classlabels_strings", "nodes_falsenodeids", "nodes_featureids", "nodes_hitrates",
+        "nodes_hitrates_as_tensor", "nodes_missing_value_tracks_true", "nodes_modes",
         "nodes_nodeids", "nodes_treeids", "nodes_truenodeids", "nodes_values",
-        "post_transform", "target_ids", "target_nodeids", "target_treeids", "target_weights",
-        NULL};
-    size_t n[6], m[3], nv, nm, nwv;
+        "nodes_values_as_tensor", "post_transform", NULL};
+    static const char *const ok_r[] = {
+        "aggregate_function", "base_values", "base_values_as_tensor", "n_targets",
+        "nodes_falsenodeids", "nodes_featureids", "nodes_hitrates", "nodes_hitrates_as_tensor",
+        "nodes_missing_value_tracks_true", "nodes_modes", "nodes_nodeids", "nodes_treeids",
+        "nodes_truenodeids", "nodes_values", "nodes_values_as_tensor", "post_transform",
+        "target_ids", "target_nodeids", "target_treeids", "target_weights",
+        "target_weights_as_tensor", NULL};
+    size_t n[6], m[3], nv, nm, nwv, nh;
+    double *hit;
+    const char *hit_name;
     rt_status st;
-    for (size_t i = 0; i < nd->n_attribute; i++) {
-        const char *an = nd->attribute[i]->name ? nd->attribute[i]->name : "";
-        size_t l = strlen(an);
-        if (l > 10 && strcmp(an + l - 10, "_as_tensor") == 0)
-            return rt_onnx_plan_fail(r, nd, "attribute %.60s: double-precision trees are not "
-                                     "read (export them as float)", an);
-    }
     if ((st = rt_onnx_plan_only_attrs(r, nd, cls ? ok_c : ok_r)) ||
         (st = rt_onnx_plan_ints(r, nd, "nodes_treeids", &a->treeids, &n[0])) ||
         (st = rt_onnx_plan_ints(r, nd, "nodes_nodeids", &a->nodeids, &n[1])) ||
@@ -158,19 +161,21 @@ static rt_status read_attrs(reader *r, const Onnx__NodeProto *nd, bool cls, attr
         (st = rt_onnx_plan_ints(r, nd, "nodes_missing_value_tracks_true", &a->track,
                                 &a->n_track)) ||
         (st = rt_onnx_plan_strings(r, nd, "nodes_modes", &a->modes, &nm)) ||
-        (st = rt_onnx_plan_floats(r, nd, "nodes_values", &a->values, &nv)) ||
+        (st = rt_onnx_plan_reals(r, nd, "nodes_values", &a->values, &nv, &a->values_name)) ||
         (st = rt_onnx_plan_ints(r, nd, cls ? "class_treeids" : "target_treeids", &a->w_tree,
                                 &m[0])) ||
         (st = rt_onnx_plan_ints(r, nd, cls ? "class_nodeids" : "target_nodeids", &a->w_node,
                                 &m[1])) ||
         (st = rt_onnx_plan_ints(r, nd, cls ? "class_ids" : "target_ids", &a->w_id, &m[2])) ||
-        (st = rt_onnx_plan_floats(r, nd, cls ? "class_weights" : "target_weights", &a->w_val,
-                                  &nwv)))
+        (st = rt_onnx_plan_reals(r, nd, cls ? "class_weights" : "target_weights", &a->w_val,
+                                 &nwv, &a->w_val_name)) ||
+        (st = rt_onnx_plan_reals(r, nd, "nodes_hitrates", &hit, &nh, &hit_name)))
         return st;
+    free(hit); /* only checked: hit rates do not change an answer */
     a->n = nm;
     n[5] = nv;
-    static const char *const nn[] = {"nodes_treeids", "nodes_nodeids", "nodes_featureids",
-                                     "nodes_truenodeids", "nodes_falsenodeids", "nodes_values"};
+    const char *const nn[] = {"nodes_treeids", "nodes_nodeids", "nodes_featureids",
+                              "nodes_truenodeids", "nodes_falsenodeids", a->values_name};
     if (nm == 0)
         return rt_onnx_plan_fail(r, nd, "attribute nodes_modes: no nodes");
     if (nm > UINT32_MAX / 2)
@@ -182,11 +187,14 @@ static rt_status read_attrs(reader *r, const Onnx__NodeProto *nd, bool cls, attr
     if (a->n_track && a->n_track != nm)
         return rt_onnx_plan_fail(r, nd, "attribute nodes_missing_value_tracks_true: %zu values "
                                  "for %zu nodes", a->n_track, nm);
+    if (nh && nh != nm)
+        return rt_onnx_plan_fail(r, nd, "attribute %s: %zu values for %zu nodes", hit_name, nh,
+                                 nm);
     a->nw = m[0];
     if (m[1] != m[0] || m[2] != m[0] || nwv != m[0] || m[0] > UINT32_MAX / 2)
-        return rt_onnx_plan_fail(r, nd, "attributes %s_treeids, _nodeids, _ids and _weights: "
+        return rt_onnx_plan_fail(r, nd, "attributes %s_treeids, _nodeids, _ids and %s: "
                                  "%zu, %zu, %zu and %zu values (one each per weight)",
-                                 cls ? "class" : "target", m[0], m[1], m[2], nwv);
+                                 cls ? "class" : "target", a->w_val_name, m[0], m[1], m[2], nwv);
     return RT_OK;
 }
 
@@ -334,18 +342,14 @@ static rt_status read_kind(reader *r, const Onnx__NodeProto *nd, struct rt_onnx_
 {
     char buf[16];
     rt_status st;
-    const float *bv;
+    const char *bname;
     size_t nb;
     if ((st = rt_onnx_plan_post(r, nd, &t->post)) ||
-        (st = rt_onnx_plan_floats(r, nd, "base_values", &bv, &nb)))
+        (st = rt_onnx_plan_reals(r, nd, "base_values", &t->base, &nb, &bname)))
         return st;
     if (nb && nb != t->n_out && !(t->classifier && t->n_out == 2 && nb == 1))
-        return rt_onnx_plan_fail(r, nd, "attribute base_values: %zu values for %zu %s", nb,
+        return rt_onnx_plan_fail(r, nd, "attribute %s: %zu values for %zu %s", bname, nb,
                                  t->n_out, t->classifier ? "classes" : "targets");
-    if (nb && !(t->base = malloc(nb * sizeof(float))))
-        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
-    if (nb)
-        memcpy(t->base, bv, nb * sizeof(float));
     t->n_base = nb;
     if (t->classifier)
         return RT_OK;
@@ -362,17 +366,12 @@ static rt_status read_kind(reader *r, const Onnx__NodeProto *nd, struct rt_onnx_
     return RT_OK;
 }
 
-rt_status rt_onnx_trees_plan(reader *r, const Onnx__NodeProto *nd, bool cls, const rt_onnx_val *x)
+/* The plan of nd from its read attributes a. */
+static rt_status plan_trees(reader *r, const Onnx__NodeProto *nd, bool cls, const rt_onnx_val *x,
+                            const attrs *a)
 {
     rt_onnx *o = r->o;
     rt_status st;
-    attrs a;
-    char sb[96];
-    if (x->rank != 2)
-        return rt_onnx_plan_fail(r, nd, "input 0 \"%.80s\": shape %s: a [N, F] input is needed",
-                                 x->name, rt_onnx_plan_shape_str(x, sb, sizeof sb));
-    if ((st = read_attrs(r, nd, cls, &a)))
-        return st;
     struct rt_onnx_trees *t = calloc(1, sizeof *t);
     if (!t)
         return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
@@ -403,23 +402,23 @@ rt_status rt_onnx_trees_plan(reader *r, const Onnx__NodeProto *nd, bool cls, con
     }
     if ((st = read_kind(r, nd, t)))
         return st;
-    size_t n = a.n, width = (size_t)x->dims[1];
+    size_t n = a->n, width = (size_t)x->dims[1];
     key *keys = malloc(n * sizeof *keys);
     uint32_t *parents = calloc(n, sizeof *parents), *stack = malloc((n + 1) * sizeof *stack),
-             *leaf_of = malloc((a.nw ? a.nw : 1) * sizeof *leaf_of);
+             *leaf_of = malloc((a->nw ? a->nw : 1) * sizeof *leaf_of);
     t->nodes = calloc(n, sizeof *t->nodes);
     t->roots = malloc(n * sizeof *t->roots);
-    t->wid = malloc((a.nw ? a.nw : 1) * sizeof *t->wid);
-    t->w = malloc((a.nw ? a.nw : 1) * sizeof *t->w);
+    t->wid = malloc((a->nw ? a->nw : 1) * sizeof *t->wid);
+    t->w = malloc((a->nw ? a->nw : 1) * sizeof *t->w);
     t->n_nodes = n;
     if (!keys || !parents || !stack || !leaf_of || !t->nodes || !t->roots || !t->wid || !t->w)
         st = rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
     if (!st)
-        st = build_nodes(r, nd, &a, width, t, keys, parents);
+        st = build_nodes(r, nd, a, width, t, keys, parents);
     if (!st)
-        st = check_trees(r, nd, &a, t, keys, parents, stack);
+        st = check_trees(r, nd, a, t, keys, parents, stack);
     if (!st)
-        st = build_weights(r, nd, &a, t, keys, leaf_of);
+        st = build_weights(r, nd, a, t, keys, leaf_of);
     free(keys);
     free(parents);
     free(stack);
@@ -437,6 +436,21 @@ rt_status rt_onnx_trees_plan(reader *r, const Onnx__NodeProto *nd, bool cls, con
         s->out2 = r->out[0];
     }
     return RT_OK;
+}
+
+rt_status rt_onnx_trees_plan(reader *r, const Onnx__NodeProto *nd, bool cls, const rt_onnx_val *x)
+{
+    attrs a = {0};
+    char sb[96];
+    if (x->rank != 2)
+        return rt_onnx_plan_fail(r, nd, "input 0 \"%.80s\": shape %s: a [N, F] input is needed",
+                                 x->name, rt_onnx_plan_shape_str(x, sb, sizeof sb));
+    rt_status st = read_attrs(r, nd, cls, &a);
+    if (!st)
+        st = plan_trees(r, nd, cls, x, &a);
+    free(a.values);
+    free(a.w_val);
+    return st;
 }
 
 /* ------------------------------------------------------- running */
@@ -513,14 +527,14 @@ static size_t classify(const struct rt_onnx_trees *t, double *acc, const bool *h
     size_t c = t->n_out;
     if (c > 2) {
         for (size_t k = 0; k < c; k++)
-            z[k] = (float)(acc[k] + (k < t->n_base ? (double)t->base[k] : 0.0));
+            z[k] = (float)(acc[k] + (k < t->n_base ? t->base[k] : 0.0));
         rt_onnx_trees_post(t->post, z, c);
         return first_max(z, c);
     }
     bool h0 = has[0], h1 = has[1];
     if (t->n_base == 2) {
         if (h1) { /* ONNX Runtime: the score of class 1 is base 1 + class 0's */
-            acc[1] = (double)t->base[1] + acc[0];
+            acc[1] = t->base[1] + acc[0];
             acc[0] = -acc[1];
         } else {
             acc[1] += t->base[1];
@@ -578,7 +592,7 @@ static uint32_t leaf(const struct rt_onnx_trees *t, uint32_t k, const float *row
 {
     for (;;) {
         const tnode *x = &t->nodes[k];
-        float v = row[x->feature], th = x->value;
+        double v = row[x->feature], th = x->value; /* a float input, compared in double */
         bool go;
         switch (x->mode) {
         case M_LEAF: return k;
