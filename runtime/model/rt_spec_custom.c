@@ -99,22 +99,11 @@ static bool reaches(const cgraph *g, size_t from, size_t to, unsigned char *seen
     return false;
 }
 
-static rt_status set_str(char **dst, const char *src, rt_err *err)
-{
-    char *t = rt_spec_strndup(src, strlen(src));
-    if (!t)
-        return NOMEM(err);
-    if (*dst && *dst != protobuf_c_empty_string)
-        free(*dst);
-    *dst = t;
-    return RT_OK;
-}
-
 static rt_status tensor_name(char **dst, const char *node, const char *what, rt_err *err)
 {
     char buf[RT_SPEC_MAX_NAME + 64];
     snprintf(buf, sizeof buf, "%s/%s", node, what);
-    return set_str(dst, buf, err);
+    return rt_spec_set_str(dst, buf, err);
 }
 
 /* A list of feature column names (key of o at path) into nd->columns:
@@ -158,7 +147,7 @@ static rt_status parse_columns(cgraph *g, const cJSON *o, const char *path, bool
             if (strcmp(nd->columns[q], c->valuestring) == 0)
                 return rt_cfg_fail(s->err, path, key, "\"%.64s\" is listed twice",
                                    c->valuestring);
-        if ((st = set_str(&nd->columns[nd->n_columns], c->valuestring, s->err)))
+        if ((st = rt_spec_set_str(&nd->columns[nd->n_columns], c->valuestring, s->err)))
             return st;
         nd->n_columns++;
         width += rt_spec_fc_dense_width(s->def, r);
@@ -205,7 +194,7 @@ static rt_status parse_initializer(cgraph *g, const cJSON *o, const char *path, 
         return st;
     for (size_t i = 0; initializers[i]; i++)
         if (strcmp(initializers[i], v) == 0)
-            return set_str(out, v, g->s->err);
+            return rt_spec_set_str(out, v, g->s->err);
     return rt_cfg_fail(g->s->err, path, key,
                        "\"%.64s\" is not one of glorot_uniform, glorot_normal, he_uniform, "
                        "he_normal, lecun_uniform, lecun_normal, zeros, ones",
@@ -256,7 +245,7 @@ static rt_status parse_inputs(cgraph *g, size_t i, Predictd__Node *nd, uint32_t 
                                e->valuestring, g->v[j].path + strlen("estimator.model."));
         }
         widths[k] = g->v[j].nd->units;
-        if ((st = set_str(&nd->inputs[nd->n_inputs], e->valuestring, s->err)))
+        if ((st = rt_spec_set_str(&nd->inputs[nd->n_inputs], e->valuestring, s->err)))
             return st;
         nd->n_inputs++;
     }
@@ -325,7 +314,7 @@ static rt_status parse_layer(cgraph *g, size_t i)
         if (t != PREDICTD__COLUMN_TYPE__EMBEDDING && t != PREDICTD__COLUMN_TYPE__SHARED_EMBEDDING)
             return rt_cfg_fail(err, c->path, "column", "\"%.64s\" is a %s: an embedding node "
                                "reads an embedding_column", col, rt_spec_fc_kind_name(t));
-        if (!(nd->columns = calloc(1, sizeof(char *))) || (st = set_str(&nd->columns[0], col, err)))
+        if (!(nd->columns = calloc(1, sizeof(char *))) || (st = rt_spec_set_str(&nd->columns[0], col, err)))
             return st ? st : NOMEM(err);
         nd->n_columns = 1;
         nd->units = (uint32_t)rt_spec_fc_dense_width(s->def, r);
@@ -491,7 +480,7 @@ static rt_status build_parts(cgraph *g)
         if (!(gr->linear_columns = calloc(nd->n_columns, sizeof(char *))))
             return NOMEM(s->err);
         for (size_t k = 0; k < nd->n_columns; k++) {
-            if ((st = set_str(&gr->linear_columns[k], nd->columns[k], s->err)))
+            if ((st = rt_spec_set_str(&gr->linear_columns[k], nd->columns[k], s->err)))
                 return st;
             gr->n_linear_columns++;
         }
@@ -510,7 +499,7 @@ static rt_status build_parts(cgraph *g)
             for (size_t q = 0; q < gr->n_dnn_columns && !seen; q++)
                 seen = strcmp(gr->dnn_columns[q], nd->columns[k]) == 0;
             if (!seen) {
-                if ((st = set_str(&gr->dnn_columns[gr->n_dnn_columns], nd->columns[k], s->err)))
+                if ((st = rt_spec_set_str(&gr->dnn_columns[gr->n_dnn_columns], nd->columns[k], s->err)))
                     return st;
                 gr->n_dnn_columns++;
             }
@@ -550,7 +539,7 @@ static rt_status parse_summaries(cgraph *g, const cJSON *model)
             if (strcmp(gr->summaries[k], c->valuestring) == 0)
                 return rt_cfg_fail(err, "estimator.model", key, "\"%.64s\" is already listed "
                                    "(summaries[%zu])", c->valuestring, k);
-        if ((st = set_str(&gr->summaries[gr->n_summaries], c->valuestring, err)))
+        if ((st = rt_spec_set_str(&gr->summaries[gr->n_summaries], c->valuestring, err)))
             return st;
         gr->n_summaries++;
     }
@@ -585,7 +574,7 @@ static rt_status collect(cgraph *g, const cJSON *arr, const char *key)
         v->nd = nd;
         Predictd__Graph *gr = s->def->graph;
         gr->nodes[gr->n_nodes++] = nd;
-        if ((st = set_str(&nd->name, name, s->err)))
+        if ((st = rt_spec_set_str(&nd->name, name, s->err)))
             return st;
         g->n++;
     }

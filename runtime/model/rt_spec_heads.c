@@ -42,17 +42,6 @@ int rt_spec_heads_count(const cJSON *est)
     return h ? cJSON_GetArraySize(h) : 0;
 }
 
-static rt_status set_str(char **dst, const char *src, rt_err *err)
-{
-    char *t = rt_spec_strndup(src, strlen(src));
-    if (!t)
-        return NOMEM(err);
-    if (*dst && *dst != protobuf_c_empty_string)
-        free(*dst);
-    *dst = t;
-    return RT_OK;
-}
-
 static void head_path(char *buf, size_t cap, size_t k)
 {
     snprintf(buf, cap, "estimator.model.heads[%zu]", k);
@@ -107,7 +96,7 @@ static rt_status head_name(spec_ctx *s, const cJSON *h, const char *path, size_t
         if (strcmp(gr->heads[q]->name, name) == 0)
             return rt_cfg_fail(err, path, "name", "\"%.64s\" is heads[%zu]'s already: head "
                                "names must be unique", name, q);
-    return set_str(&nh->name, name, err);
+    return rt_spec_set_str(&nh->name, name, err);
 }
 
 /* Head k's "label": {"column": C, "vocabulary": [...]}, as the spec's label
@@ -133,7 +122,7 @@ static rt_status head_label(spec_ctx *s, const cJSON *h, const char *path, Predi
         return rt_cfg_fail(err, lpath, "column", "\"%.64s\" is another head's label already",
                            col);
     rc->is_label = true;
-    if ((st = set_str(&nh->label, col, err)))
+    if ((st = rt_spec_set_str(&nh->label, col, err)))
         return st;
     return voc ? rt_spec_heads_vocabulary(s, voc, lpath, nh->head) : RT_OK;
 }
@@ -205,7 +194,7 @@ rt_status rt_spec_heads_weights(spec_ctx *s, const cJSON *est)
             return rt_cfg_fail(err, path, "weight_column", "\"%.64s\" is a string column; "
                                "example weights are numbers (an int or float column)", name);
         rc->is_weight = true;
-        if ((st = set_str(&gr->heads[k]->weight_column, name, err)))
+        if ((st = rt_spec_set_str(&gr->heads[k]->weight_column, name, err)))
             return st;
     }
     return RT_OK;
@@ -274,7 +263,7 @@ static rt_status regression_loss(spec_ctx *s, const cJSON *h, const char *path,
     } else if (cJSON_GetObjectItemCaseSensitive(h, "tau")) {
         return rt_cfg_fail(err, path, "tau", "only the pinball loss takes tau");
     }
-    if ((st = set_str(&nh->loss, loss, err)))
+    if ((st = rt_spec_set_str(&nh->loss, loss, err)))
         return st;
     nh->loss_param = (float)param;
     return RT_OK;
@@ -304,7 +293,7 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
         (!several && (st = rt_cfg_str(h, path, "name", 0, &name, err))))
         return st;
     if (!several && ((*name && (st = rt_spec_check_name(name, path, "name", err))) ||
-                     (st = set_str(&nh->name, name, err))))
+                     (st = rt_spec_set_str(&nh->name, name, err))))
         return st;
     long j = node_named(def->graph, logits);
     if (j < 0)
@@ -314,7 +303,7 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
         if (strcmp(def->graph->heads[q]->logits, logits) == 0)
             return rt_cfg_fail(err, path, "logits", "\"%.64s\" is heads[%zu]'s logits "
                                "already: each head reads its own node", logits, q);
-    if ((st = set_str(&nh->logits, logits, err)))
+    if ((st = rt_spec_set_str(&nh->logits, logits, err)))
         return st;
     if (several) {
         double lw = 1.0;

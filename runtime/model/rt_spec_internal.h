@@ -31,6 +31,9 @@ typedef struct spec_ctx {
 /* ---- rt_spec_util.c */
 
 char *rt_spec_strndup(const char *s, size_t n);
+/* Replaces the protobuf string *dst (freed unless it is protobuf-c's empty
+ * default) by a copy of src; RT_ERR_NOMEM leaves *dst as it was. */
+rt_status rt_spec_set_str(char **dst, const char *src, rt_err *err);
 /* Copies s, without leading/trailing white space when trim is set. */
 char *rt_spec_dup_trimmed(const char *s, bool trim);
 bool rt_spec_valid_name(const char *s);

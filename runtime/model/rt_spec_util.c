@@ -27,6 +27,19 @@ char *rt_spec_strndup(const char *s, size_t n)
     return p;
 }
 
+/* Replaces the protobuf string *dst (freed unless it is protobuf-c's empty
+ * default) by a copy of src; RT_ERR_NOMEM leaves *dst as it was. */
+rt_status rt_spec_set_str(char **dst, const char *src, rt_err *err)
+{
+    char *t = rt_spec_strndup(src, strlen(src));
+    if (!t)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (*dst && *dst != protobuf_c_empty_string)
+        free(*dst);
+    *dst = t;
+    return RT_OK;
+}
+
 /* Copies s, without leading/trailing white space when trim is set. */
 char *rt_spec_dup_trimmed(const char *s, bool trim)
 {
