@@ -238,12 +238,7 @@ static rt_status trn_model_heads(trn_model *m, rt_err *err)
         h->ld = w[k];
         h->label_off = k;
         h->loss_weight = nh->loss_weight > 0 ? nh->loss_weight : 1.0;
-        h->loss.kind = RT_LOSS_SQUARED;
-        int kind = nh->loss && *nh->loss ? rt_metrics_loss_named(nh->loss) : -1;
-        if (kind > 0) {
-            h->loss.kind = (rt_loss_kind)kind;
-            h->loss.param = nh->loss_param;
-        }
+        rt_graph_node_head_loss(nh, &h->loss);
     }
     return RT_OK;
 }

@@ -255,16 +255,21 @@ size_t rt_graph_node_slices(const rt_graph *g, size_t k, const size_t **off, con
     return gn->n_slices;
 }
 
-void rt_graph_head_loss(const Predictd__ModelDef *def, rt_loss *out)
+void rt_graph_node_head_loss(const Predictd__NodeHead *nh, rt_loss *out)
 {
     out->kind = RT_LOSS_SQUARED;
     out->param = 0.0;
-    const Predictd__Graph *gd = def ? def->graph : NULL;
-    if (!gd || gd->n_heads != 1 || !gd->heads[0] || !gd->heads[0]->loss)
+    if (!nh || !nh->loss)
         return;
-    int k = rt_metrics_loss_named(gd->heads[0]->loss);
+    int k = rt_metrics_loss_named(nh->loss);
     if (k > 0) {
         out->kind = (rt_loss_kind)k;
-        out->param = gd->heads[0]->loss_param;
+        out->param = nh->loss_param;
     }
+}
+
+void rt_graph_head_loss(const Predictd__ModelDef *def, rt_loss *out)
+{
+    const Predictd__Graph *gd = def ? def->graph : NULL;
+    rt_graph_node_head_loss(gd && gd->n_heads == 1 ? gd->heads[0] : NULL, out);
 }

@@ -359,6 +359,9 @@ size_t rt_graph_node_slices(const rt_graph *g, size_t k, const size_t **off, con
 /* The loss of def's head: a custom graph's regression head's (its
  * NodeHead.loss and loss_param), squared for everything else. Pure. */
 void rt_graph_head_loss(const Predictd__ModelDef *def, rt_loss *out);
+/* The loss of one graph head nh (NULL: none): its loss and loss_param when
+ * named, squared otherwise. Pure. */
+void rt_graph_node_head_loss(const Predictd__NodeHead *nh, rt_loss *out);
 /* Node k's output after the last rt_forward of a custom graph (n x width),
  * and a dense node's value before its activation (pre; NULL for others). */
 const float *rt_workspace_node(const rt_workspace *ws, size_t k, const float **pre,
