@@ -133,6 +133,14 @@ static int64_t unix_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Now in Unix ns on the phases' clock: CLOCK_MONOTONIC plus the offset read
+ * at start, so a server span and its children share one clock and a child
+ * never starts before its parent (two clocks read apart could disagree). */
+static int64_t span_now(const srv_tracer *t)
+{
+    return rt_time_now_ns() + t->mono_to_unix;
+}
+
 static void copy_str(char *dst, size_t cap, const char *src)
 {
     size_t n = src ? strnlen(src, cap - 1) : 0;
@@ -161,7 +169,7 @@ static void begin_ids(srv_tracer *t, const char *traceparent, const char *traces
     if (all_zero(ctx->span_id, 8))
         ctx->span_id[7] = 1;
     if (ctx->sampled)
-        ctx->start_unix_ns = unix_ns();
+        ctx->start_unix_ns = span_now(t);
 }
 
 void srv_trace_begin(srv_tracer *t, const char *traceparent, const char *tracestate,
@@ -230,7 +238,7 @@ void srv_trace_end(srv_tracer *t, const srv_trace_ctx *ctx, const srv_trace_attr
     else
         snprintf(s->name, sizeof s->name, "%s", ctx->method);
     s->start = ctx->start_unix_ns;
-    s->end = unix_ns();
+    s->end = span_now(t);
     memcpy(s->tracestate, ctx->tracestate, sizeof s->tracestate);
     memcpy(s->method, ctx->method, sizeof s->method);
     memcpy(s->path, ctx->path, sizeof s->path);
