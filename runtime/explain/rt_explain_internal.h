@@ -101,6 +101,33 @@ void rt_xai_graph_free(xai_gpath *t);
  * TensorFlow's. Pure. */
 double rt_xai_act_grad(Predictd__Activation act, float alpha, float z, float y);
 
+/* An ONNX network along the integrated-gradients path (rt_xai_onnx.c):
+ * every value's P rows (val, as the plan runs them) and its gradient
+ * (grad, double; an alias shares its target's), the logits (P x ld). */
+typedef struct xai_opath {
+    const rt_onnx *o;
+    size_t P;
+    float **val;
+    double **grad;
+    float *logits;
+} xai_opath;
+
+/* RT_ERR_INVALID naming the first step of o that has no gradient (a tree
+ * ensemble, OneHotEncoder, LabelEncoder, a LinearClassifier's SOFTMAX_ZERO
+ * or PROBIT), else RT_OK. */
+rt_status rt_xai_onnx_check(const rt_onnx *o, rt_err *err);
+/* Runs g's ONNX network (g->onnx) over the m + 1 points of the straight
+ * path from row 0 of f (the baseline's features) to row 1 (the
+ * instance's); its ends are the two rows exactly. t is released by
+ * rt_xai_onnx_free (done here on an error). */
+rt_status rt_xai_onnx_forward(const rt_graph *g, const rt_features *f, size_t m, xai_opath *t,
+                              rt_err *err);
+/* From gl (P x ld: d output / d logits) back through t's steps: afterwards
+ * t->grad[o->inputs[i]] holds d output / d graph input i at each point. */
+rt_status rt_xai_onnx_backward(const xai_opath *t, const double *gl, size_t ld, rt_err *err);
+/* Frees what rt_xai_onnx_forward made; t zeroed. */
+void rt_xai_onnx_free(xai_opath *t);
+
 /* One input's baseline value given by a request (inputBaselines). */
 typedef struct xai_base_value {
     bool given;

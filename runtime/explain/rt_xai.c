@@ -450,10 +450,9 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
                           "integratedGradientsAttribution: a BoostedTrees model has no "
                           "gradient (use exactShapleyAttribution or "
                           "sampledShapleyAttribution)");
-    if (method == RT_XAI_IG && g->onnx)
-        return rt_err_set(err, RT_ERR_UNSUPPORTED,
-                          "integratedGradientsAttribution: not computed for an ONNX model yet "
-                          "(use exactShapleyAttribution or sampledShapleyAttribution)");
+    rt_status st_onnx;
+    if (method == RT_XAI_IG && g->onnx && (st_onnx = rt_xai_onnx_check(g->onnx, err)) != RT_OK)
+        return st_onnx;
     if (method == RT_XAI_SAMPLED && (p->path_count < 1 || p->path_count > 50))
         return rt_err_set(err, RT_ERR_INVALID,
                           "sampledShapleyAttribution.pathCount: %d is out of range [1, 50]",

@@ -31,6 +31,12 @@
  * column as above; a linear column gets its change times the mean gradient
  * at the linear node's output (for wide & deep as a graph, the head's, as
  * the canned model's).
+ *
+ * An ONNX network (model.onnx) takes the straight path in its graph
+ * inputs, from the rows the baseline's features make to the instance's;
+ * rt_xai_onnx.c runs the plan along it and its exact backward gives each
+ * input's gradient, attributed per feature column over the coordinates
+ * the column fills.
  */
 #include "rt_explain.h"
 #include "rt_explain_internal.h"
@@ -82,8 +88,8 @@ static void head_grad(const xai_ctx *e, size_t k, const double *l, double *gl)
     size_t ld = e->g->logits_dim;
     for (size_t j = 0; j < ld; j++)
         gl[j] = 0.0;
-    if (e->space != RT_XAI_OUT_PROBABILITIES) {
-        gl[k] = 1.0;
+    if (e->space != RT_XAI_OUT_PROBABILITIES || (e->g->onnx && e->g->onnx->ml_probs)) {
+        gl[k] = 1.0; /* a logit, a prediction, or an ai.onnx.ml classifier's score as served */
         return;
     }
     if (e->g->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
@@ -148,6 +154,7 @@ typedef struct ig_run {
     xai_gpath gp;          /* a custom graph (g->n_nodes): its nodes along the path */
     float *zpath, *lpath;  /* its DNN input and linear node's output, P rows */
     double *glin, *glsum;  /* d out / d linear node, per point and trapezoid-summed */
+    xai_opath op;          /* an ONNX network (g->onnx): its values along the path */
 } ig_run;
 
 /* Allocates r's buffers for e; false when one is missing (r can still be
@@ -219,6 +226,7 @@ static void ig_close(ig_run *r)
     free(r->next);
     free(r->G);
     rt_xai_graph_free(&r->gp);
+    rt_xai_onnx_free(&r->op);
     free(r->zpath);
     free(r->lpath);
     free(r->glin);
@@ -344,7 +352,7 @@ static void ig_head(ig_run *r, size_t out)
     for (size_t k = 0; k < r->P; k++) {
         double alpha = (double)k / (double)m, wk = (k == 0 || k == m) ? 0.5 / m : 1.0 / m;
         for (size_t j = 0; j < ld; j++)
-            r->logit[j] = r->g->n_nodes ? (double)r->dnn_out[k * ld + j]
+            r->logit[j] = r->g->n_nodes || r->g->onnx ? (double)r->dnn_out[k * ld + j]
                                         : r->lin_b[j] + alpha * r->lin_x[j] +
                                               (r->dnn_out ? r->dnn_out[k * ld + j] : 0.0);
         head_grad(r->e, out, r->logit, r->gl + k * ld);
@@ -438,6 +446,48 @@ static void ig_dnn(ig_run *r, double *a)
     }
 }
 
+/* An ONNX network along the path: its graph inputs move from the
+ * baseline's rows to the instance's (rt_xai_onnx_forward). */
+static rt_status ig_forward_onnx(ig_run *r, rt_err *err)
+{
+    rt_status st = rt_xai_onnx_forward(r->g, &r->e->f, r->m, &r->op, err);
+    if (st != RT_OK)
+        return st;
+    r->e->evals += r->P;
+    r->dnn_out = r->op.logits;
+    return RT_OK;
+}
+
+/* ONNX inputs: back from the head's gradients gl, then per feature column
+ * its change times the trapezoid-weighted gradient at its coordinates of
+ * the graph input it feeds, into a. */
+static rt_status ig_onnx(ig_run *r, double *a, rt_err *err)
+{
+    const rt_onnx *o = r->g->onnx;
+    size_t m = r->m;
+    rt_status st = rt_xai_onnx_backward(&r->op, r->gl, r->ld, err);
+    if (st != RT_OK)
+        return st;
+    for (size_t i = 0; i < o->n_inputs; i++) {
+        size_t v = o->inputs[i], w = o->vals[v].row, off = 0;
+        const float *x = r->op.val[v];
+        const double *gd = r->op.grad[v];
+        for (size_t c = 0; c < o->n_fcols[i]; c++) {
+            size_t fc = o->fcols[i][c], wd = r->e->f.width[fc];
+            double s = 0.0;
+            for (size_t j = off; j < off + wd && j < w; j++) {
+                double G = 0.0;
+                for (size_t k = 0; k < r->P; k++)
+                    G += ((k == 0 || k == m) ? 0.5 / m : 1.0 / m) * gd[k * w + j];
+                s += ((double)x[m * w + j] - (double)x[j]) * G;
+            }
+            give(r->e, fc, s, r->in, a);
+            off += wd;
+        }
+    }
+    return RT_OK;
+}
+
 rt_status rt_xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_outs,
                                    double *const *attr, rt_err *err)
 {
@@ -451,8 +501,15 @@ rt_status rt_xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_o
         goto nomem;
     if (e->g->n_nodes && (st = ig_forward_graph(&r, err)) != RT_OK)
         goto out;
+    if (e->g->onnx && (st = ig_forward_onnx(&r, err)) != RT_OK)
+        goto out;
     for (size_t q = 0; q < n_outs; q++) {
         ig_head(&r, outs[q]);
+        if (e->g->onnx) {
+            if ((st = ig_onnx(&r, attr[q], err)) != RT_OK)
+                goto out;
+            continue;
+        }
         if (e->g->n_nodes) {
             if ((st = ig_backward_graph(&r, err)) != RT_OK)
                 goto out;

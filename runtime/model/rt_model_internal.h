@@ -541,6 +541,19 @@ RT_WUR rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err);
 /* logits (f->n x o->out_width) = the graph's outputs for the features f. */
 RT_WUR rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *ws,
                                  float *logits, rt_err *err);
+/* Copies each graph input's rows from the feature columns f (its fcols,
+ * side by side) into ptr[input] (f->n x row). RT_ERR_INVALID when the
+ * columns do not fill the input's row. */
+RT_WUR rt_status rt_onnx_run_inputs(const rt_onnx *o, const rt_features *f, float *const *ptr,
+                                    rt_err *err);
+/* Runs o's steps for n rows over ptr (one pointer per value: a batch
+ * value's n x row floats, the graph inputs filled, a constant's cdata, an
+ * alias its target's). RT_ERR_NOMEM (an ai.onnx.ml step's scratch). */
+RT_WUR rt_status rt_onnx_run_steps(const rt_onnx *o, size_t n, float *const *ptr, rt_err *err);
+/* The logits of n rows rt_onnx_run_steps computed in ptr, as the head reads
+ * them (n x logits width): an ai.onnx.ml classifier's scores, a softmax
+ * classifier's input (binary: z1 - z0), else the outputs side by side. */
+void rt_onnx_run_logits(const rt_onnx *o, size_t n, float *const *ptr, float *logits);
 /* The label of each of the n instances rt_onnx_forward last ran in ws (the
  * class's index, as a float), or NULL when o has no classifier label. */
 const float *rt_onnx_run_labels(const rt_onnx *o, rt_workspace *ws, size_t n);

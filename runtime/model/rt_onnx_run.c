@@ -148,6 +148,71 @@ static rt_status run_step(const rt_onnx_step *s, size_t n, const rt_onnx_val *va
     return RT_OK;
 }
 
+rt_status rt_onnx_run_inputs(const rt_onnx *o, const rt_features *f, float *const *ptr,
+                             rt_err *err)
+{
+    rt_status st = RT_OK;
+    size_t n = f->n;
+    for (size_t i = 0; i < o->n_inputs && !st; i++) {
+        const rt_onnx_val *val = &o->vals[o->inputs[i]];
+        float *dst = ptr[o->inputs[i]];
+        for (size_t r = 0; r < n; r++) {
+            size_t w = 0;
+            for (size_t c = 0; c < o->n_fcols[i]; c++) {
+                size_t fc = o->fcols[i][c], wd = f->width[fc];
+                if (!f->values[fc] || w + wd > val->row) {
+                    st = rt_err_set(err, RT_ERR_INVALID, "input \"%s\": expected %zu values",
+                                    val->name, val->row);
+                    break;
+                }
+                memcpy(dst + r * val->row + w, f->values[fc] + r * wd, wd * sizeof(float));
+                w += wd;
+            }
+            if (!st && w != val->row)
+                st = rt_err_set(err, RT_ERR_INVALID, "input \"%s\": %zu values, expected %zu",
+                                val->name, w, val->row);
+            if (st)
+                break;
+        }
+    }
+    return st;
+}
+
+rt_status rt_onnx_run_steps(const rt_onnx *o, size_t n, float *const *ptr, rt_err *err)
+{
+    for (size_t k = 0; k < o->n_steps; k++)
+        if (run_step(&o->steps[k], n, o->vals, ptr) != RT_OK)
+            return rt_err_set(err, RT_ERR_NOMEM, "model.onnx: step %zu: out of memory", k);
+    return RT_OK;
+}
+
+void rt_onnx_run_logits(const rt_onnx *o, size_t n, float *const *ptr, float *logits)
+{
+    if (o->ml_probs) { /* an ai.onnx.ml classifier: its scores as they are */
+        memcpy(logits, ptr[o->ml_scores], n * o->n_classes * sizeof(float));
+        return;
+    }
+    if (o->n_classes) { /* a classifier's logits: the softmax's input */
+        const float *z = ptr[o->classifier_logits];
+        size_t c = o->n_classes;
+        for (size_t r = 0; r < n; r++) {
+            if (c == 2)
+                logits[r] = z[r * 2 + 1] - z[r * 2];
+            else
+                memcpy(logits + r * c, z + r * c, c * sizeof(float));
+        }
+        return;
+    }
+    size_t off = 0;
+    for (size_t q = 0; q < o->n_outputs; q++) {
+        const rt_onnx_val *val = &o->vals[o->outputs[q]];
+        const float *src = ptr[o->outputs[q]];
+        for (size_t r = 0; r < n; r++)
+            memcpy(logits + r * o->out_width + off, src + r * val->row, val->row * sizeof(float));
+        off += val->row;
+    }
+}
+
 rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *ws, float *logits,
                           rt_err *err)
 {
@@ -174,55 +239,12 @@ rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *
             st = rt_err_set(err, RT_ERR_NOMEM, "model.onnx: workspace for %zu x %zu values", n,
                             val->row);
     }
-    /* the inputs from the feature columns, side by side */
-    for (size_t i = 0; i < o->n_inputs && !st; i++) {
-        const rt_onnx_val *val = &o->vals[o->inputs[i]];
-        float *dst = ptr[o->inputs[i]];
-        for (size_t r = 0; r < n; r++) {
-            size_t w = 0;
-            for (size_t c = 0; c < o->n_fcols[i]; c++) {
-                size_t fc = o->fcols[i][c], wd = f->width[fc];
-                if (!f->values[fc] || w + wd > val->row) {
-                    st = rt_err_set(err, RT_ERR_INVALID, "input \"%s\": expected %zu values",
-                                    val->name, val->row);
-                    break;
-                }
-                memcpy(dst + r * val->row + w, f->values[fc] + r * wd, wd * sizeof(float));
-                w += wd;
-            }
-            if (!st && w != val->row)
-                st = rt_err_set(err, RT_ERR_INVALID, "input \"%s\": %zu values, expected %zu",
-                                val->name, w, val->row);
-            if (st)
-                break;
-        }
-    }
-    for (size_t k = 0; k < o->n_steps && !st; k++)
-        if ((st = run_step(&o->steps[k], n, o->vals, ptr)) != RT_OK)
-            st = rt_err_set(err, st, "model.onnx: step %zu: out of memory", k);
-    if (!st && o->ml_probs) { /* an ai.onnx.ml classifier: its scores as they are */
-        const float *z = ptr[o->ml_scores];
-        memcpy(logits, z, n * o->n_classes * sizeof(float));
-    } else if (!st && o->n_classes) { /* a classifier's logits: the softmax's input */
-        const float *z = ptr[o->classifier_logits];
-        size_t c = o->n_classes;
-        for (size_t r = 0; r < n; r++) {
-            if (c == 2)
-                logits[r] = z[r * 2 + 1] - z[r * 2];
-            else
-                memcpy(logits + r * c, z + r * c, c * sizeof(float));
-        }
-    } else if (!st) {
-        size_t off = 0;
-        for (size_t q = 0; q < o->n_outputs; q++) {
-            const rt_onnx_val *val = &o->vals[o->outputs[q]];
-            const float *src = ptr[o->outputs[q]];
-            for (size_t r = 0; r < n; r++)
-                memcpy(logits + r * o->out_width + off, src + r * val->row,
-                       val->row * sizeof(float));
-            off += val->row;
-        }
-    }
+    if (!st)
+        st = rt_onnx_run_inputs(o, f, ptr, err);
+    if (!st)
+        st = rt_onnx_run_steps(o, n, ptr, err);
+    if (!st)
+        rt_onnx_run_logits(o, n, ptr, logits);
     free(ptr);
     return st;
 }
