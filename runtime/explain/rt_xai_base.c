@@ -10,6 +10,8 @@
  *      export's training.spec_json (checked by rt_spec.c when trained);
  *   4. the raw column's CSV default when the spec gave one, else 0 for a
  *      number and "" for a string.
+ * A list input (a numeric column of shape k > 1, as an ONNX graph input fed
+ * whole) takes its value in each of its k slots.
  */
 #include "rt_explain.h"
 #include "rt_explain_internal.h"
@@ -66,6 +68,17 @@ static const cJSON *spec_baselines(const rt_model *m, cJSON **doc)
     return cJSON_IsObject(bl) ? bl : NULL;
 }
 
+/* The values raw input in holds per instance: its numeric column's shape
+ * (a list input, as an ONNX graph input fed whole), else 1. */
+static size_t input_width(const rt_graph *g, size_t in)
+{
+    for (size_t c = 0; c < g->n_fcols; c++)
+        if (g->fcols[c].input == (long)in && g->fcols[c].type == PREDICTD__COLUMN_TYPE__NUMERIC &&
+            g->fcols[c].width > 1)
+            return g->fcols[c].width;
+    return 1;
+}
+
 rt_status rt_xai_baseline_batch(const rt_model *m, const xai_base_value *over, rt_batch **out,
                              rt_err *err)
 {
@@ -102,8 +115,12 @@ rt_status rt_xai_baseline_batch(const rt_model *m, const xai_base_value *over, r
             sv.is_str = !num;
             sv.str = "";
         }
-        st = sv.is_str ? rt_batch_push_str(b, idx, in, sv.str ? sv.str : "", sv.len)
-                       : rt_batch_push_num(b, idx, in, sv.num);
+        if (sv.is_str) {
+            st = rt_batch_push_str(b, idx, in, sv.str ? sv.str : "", sv.len);
+            continue;
+        }
+        for (size_t k = 0, w = input_width(g, in); st == RT_OK && k < w; k++)
+            st = rt_batch_push_num(b, idx, in, sv.num); /* a list input: its value in each slot */
     }
     cJSON_Delete(doc);
     if (st != RT_OK) {
