@@ -439,6 +439,14 @@ typedef struct rt_onnx_val {
     size_t n_names;
     bool names_int;                  /* the labels are int64s (written as numbers) */
     bool zipmap;                     /* the value is a ZipMap's map */
+    /* a tensor(string): each element is the index (as a float) of its text
+     * in names, the value's vocabulary (a string graph input's: every text
+     * its readers know; a LabelEncoder's: its values and default), or -1
+     * for a text not among them; rt_onnx_str.c interns into names through
+     * vslots (open addressing, index + 1, n_vslots a power of two) */
+    bool strings;
+    uint32_t *vslots;
+    size_t n_vslots;
 } rt_onnx_val;
 
 typedef enum rt_onnx_op {
@@ -475,6 +483,8 @@ typedef struct rt_onnx_step {
     size_t out2;                     /* TREES (classifier), LINCLS: the label value; else SIZE_MAX */
     struct rt_onnx_trees *trees;     /* TREES (owned) */
     int post;                        /* LINCLS: post_transform (RT_ONNX_POST_*) */
+    bool strict;                     /* ONEHOT: zeros = 0 (an unknown category is refused) */
+    const char *node;                /* the node's name (into the ModelProto), or NULL */
 } rt_onnx_step;
 
 /* ai.onnx.ml's post_transform values */
