@@ -1,10 +1,11 @@
 /*
  * rt_onnx_ml.c — the ai.onnx.ml operators of scikit-learn's and XGBoost's
  * exports (ml opsets 1-3), planned and run: Scaler, Normalizer, Imputer,
- * OneHotEncoder (integer categories), LinearRegressor, LinearClassifier,
- * TreeEnsembleClassifier and TreeEnsembleRegressor (rt_onnx_trees.c),
- * ZipMap. Each reads an [N, C] float value and computes every instance's
- * row from that row alone.
+ * OneHotEncoder and LabelEncoder (of numbers or strings: a string value
+ * holds each text's index in its vocabulary, rt_onnx_str.c), LinearRegressor,
+ * LinearClassifier, TreeEnsembleClassifier and TreeEnsembleRegressor
+ * (rt_onnx_trees.c), ZipMap. Each reads an [N, C] value and computes every
+ * instance's row from that row alone.
  *
  * The classifiers have two outputs, as ONNX defines them: the label
  * (output 0, [N]: here the class's index, written as its label, an int64

@@ -11,7 +11,8 @@
  * The ModelDef: one float raw column per graph input (the instance gives
  * its k numbers as a list) or, when serving.json maps the input to
  * features ({"inputs": {"x": ["age", ...]}}), one per named feature; numeric
- * feature columns over them; a LinearRegressor head with label_dimension
+ * feature columns over them (a string input: string raw columns and
+ * vocabulary-list columns over its vocabulary, whose ids are its values); a LinearRegressor head with label_dimension
  * the outputs' widths summed, whose weights are zeros nobody reads:
  * rt_forward runs the ONNX graph in place of the linear part (its logits are
  * the outputs, predictions the same).
