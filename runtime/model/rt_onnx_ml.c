@@ -396,7 +396,11 @@ static rt_status plan_ml_labelenc(reader *r, const Onnx__NodeProto *nd, size_t i
         pairs[k] = (kv){keys[k], vals[k]};
     qsort(pairs, nk, sizeof *pairs, kv_cmp); /* NaN keys: not found (refused below) */
     for (size_t k = 0; k < nk && !st; k++)
-        if (isnan(pairs[k].k) || (k && pairs[k].k == pairs[k - 1].k))
+        if (xv && k && pairs[k].k == pairs[k - 1].k) /* a string key: its index */
+            st = rt_onnx_plan_fail(r, nd, "attribute %s: \"%.80s\" listed twice",
+                                   v1 ? "classes_strings" : "keys_strings",
+                                   xv->names[(size_t)pairs[k].k]);
+        else if (isnan(pairs[k].k) || (k && pairs[k].k == pairs[k - 1].k))
             st = rt_onnx_plan_fail(r, nd, "keys: %g is NaN or listed twice",
                                    (double)pairs[k].k);
     if (!st && !(st = rt_onnx_plan_batch_shape(r, nd, out, x->rank, x->dims)) &&
