@@ -52,13 +52,14 @@ static const char *no_gradient(const rt_onnx_step *s)
 rt_status rt_xai_onnx_check(const rt_onnx *o, rt_err *err)
 {
     for (size_t k = 0; k < o->n_steps; k++) {
-        const char *why = no_gradient(&o->steps[k]);
+        const rt_onnx_step *s = &o->steps[k];
+        const char *why = no_gradient(s);
         if (why)
             return rt_err_set(err, RT_ERR_INVALID,
-                              "integratedGradientsAttribution: the ONNX graph's %s, computing "
-                              "\"%s\", has no gradient (use exactShapleyAttribution or "
+                              "integratedGradientsAttribution: the ONNX graph's node \"%s\", %s, "
+                              "has no gradient (use exactShapleyAttribution or "
                               "sampledShapleyAttribution)",
-                              why, o->vals[o->steps[k].out].name);
+                              s->node && s->node[0] ? s->node : o->vals[s->out].name, why);
     }
     return RT_OK;
 }

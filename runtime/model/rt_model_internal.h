@@ -439,6 +439,14 @@ typedef struct rt_onnx_val {
     size_t n_names;
     bool names_int;                  /* the labels are int64s (written as numbers) */
     bool zipmap;                     /* the value is a ZipMap's map */
+    /* a tensor(string): each element is the index (as a float) of its text
+     * in names, the value's vocabulary (a string graph input's: every text
+     * its readers know; a LabelEncoder's: its values and default), or -1
+     * for a text not among them; rt_onnx_str.c interns into names through
+     * vslots (open addressing, index + 1, n_vslots a power of two) */
+    bool strings;
+    uint32_t *vslots;
+    size_t n_vslots;
 } rt_onnx_val;
 
 typedef enum rt_onnx_op {
@@ -475,6 +483,8 @@ typedef struct rt_onnx_step {
     size_t out2;                     /* TREES (classifier), LINCLS: the label value; else SIZE_MAX */
     struct rt_onnx_trees *trees;     /* TREES (owned) */
     int post;                        /* LINCLS: post_transform (RT_ONNX_POST_*) */
+    bool strict;                     /* ONEHOT: zeros = 0 (an unknown category is refused) */
+    const char *node;                /* the node's name (into the ModelProto), or NULL */
 } rt_onnx_step;
 
 /* ai.onnx.ml's post_transform values */
@@ -542,13 +552,16 @@ RT_WUR rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err);
 RT_WUR rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *ws,
                                  float *logits, rt_err *err);
 /* Copies each graph input's rows from the feature columns f (its fcols,
- * side by side) into ptr[input] (f->n x row). RT_ERR_INVALID when the
- * columns do not fill the input's row. */
+ * side by side; a string input each column's id in its list of known
+ * strings, -1 for none) into ptr[input] (f->n x row). RT_ERR_INVALID when
+ * the columns do not fill the input's row. */
 RT_WUR rt_status rt_onnx_run_inputs(const rt_onnx *o, const rt_features *f, float *const *ptr,
                                     rt_err *err);
 /* Runs o's steps for n rows over ptr (one pointer per value: a batch
  * value's n x row floats, the graph inputs filled, a constant's cdata, an
- * alias its target's). RT_ERR_NOMEM (an ai.onnx.ml step's scratch). */
+ * alias its target's). RT_ERR_NOMEM (an ai.onnx.ml step's scratch);
+ * RT_ERR_INVALID naming the instance when a OneHotEncoder of zeros = 0
+ * meets an unknown category. */
 RT_WUR rt_status rt_onnx_run_steps(const rt_onnx *o, size_t n, float *const *ptr, rt_err *err);
 /* The logits of n rows rt_onnx_run_steps computed in ptr, as the head reads
  * them (n x logits width): an ai.onnx.ml classifier's scores, a softmax

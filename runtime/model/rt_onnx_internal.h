@@ -118,6 +118,16 @@ RT_WUR rt_status rt_onnx_trees_run(const struct rt_onnx_trees *t, size_t n, cons
 /* Applies post_transform post to the n scores z in place (float). */
 void rt_onnx_trees_post(int post, float *z, size_t n);
 
+/* String values (rt_onnx_str.c). */
+
+/* The index in v's vocabulary (v->names) of text (len bytes), added when it
+ * is not there yet; a text with a NUL byte, or more than 2^20 of them, is
+ * refused naming nd and attribute attr. */
+RT_WUR rt_status rt_onnx_str_intern(reader *r, const Onnx__NodeProto *nd, const char *attr,
+                                    rt_onnx_val *v, const void *text, size_t len, size_t *idx);
+/* The value whose vocabulary value in holds (itself, or the one it aliases). */
+rt_onnx_val *rt_onnx_str_root(reader *r, size_t in);
+
 /* ai.onnx.ml (rt_onnx_ml.c) */
 
 /* True when op is an ai.onnx.ml operator rt_onnx_ml_plan reads. */

@@ -1,10 +1,11 @@
 /*
  * rt_onnx_ml.c — the ai.onnx.ml operators of scikit-learn's and XGBoost's
  * exports (ml opsets 1-3), planned and run: Scaler, Normalizer, Imputer,
- * OneHotEncoder (integer categories), LinearRegressor, LinearClassifier,
- * TreeEnsembleClassifier and TreeEnsembleRegressor (rt_onnx_trees.c),
- * ZipMap. Each reads an [N, C] float value and computes every instance's
- * row from that row alone.
+ * OneHotEncoder and LabelEncoder (of numbers or strings: a string value
+ * holds each text's index in its vocabulary, rt_onnx_str.c), LinearRegressor,
+ * LinearClassifier, TreeEnsembleClassifier and TreeEnsembleRegressor
+ * (rt_onnx_trees.c), ZipMap. Each reads an [N, C] value and computes every
+ * instance's row from that row alone.
  *
  * The classifiers have two outputs, as ONNX defines them: the label
  * (output 0, [N]: here the class's index, written as its label, an int64
@@ -184,37 +185,51 @@ static rt_status plan_ml_rowwise(reader *r, const Onnx__NodeProto *nd, const cha
     return RT_OK;
 }
 
-/* ai.onnx.ml.OneHotEncoder of integer categories: [N, C] -> [N, C, m] */
-static rt_status plan_ml_onehot(reader *r, const Onnx__NodeProto *nd, const rt_onnx_val *x,
-                                size_t c, rt_onnx_val *out)
+/* ai.onnx.ml.OneHotEncoder: [N, C] -> [N, C, m], of integer categories
+ * (cats_int64s, a float input) or string ones (cats_strings, a string
+ * input: each category becomes its index in the input's vocabulary) */
+static rt_status plan_ml_onehot(reader *r, const Onnx__NodeProto *nd, size_t in0,
+                                const rt_onnx_val *x, size_t c, rt_onnx_val *out)
 {
     rt_status st;
     rt_onnx_step *s;
     const int64_t *cats;
-    size_t m;
+    const ProtobufCBinaryData *scats;
+    size_t m, ms;
     int64_t zeros;
-    if (rt_onnx_plan_attr(nd, "cats_strings"))
-        return rt_onnx_plan_fail(r, nd, "attribute cats_strings: string categories are not "
-                                 "read (only float inputs are; cats_int64s)");
     if ((st = rt_onnx_plan_ints(r, nd, "cats_int64s", &cats, &m)) ||
+        (st = rt_onnx_plan_strings(r, nd, "cats_strings", &scats, &ms)) ||
         (st = rt_onnx_plan_int(r, nd, "zeros", 1, &zeros)))
         return st;
-    if (m == 0)
-        return rt_onnx_plan_fail(r, nd, "attribute cats_int64s: no categories");
-    if (zeros != 1)
-        return rt_onnx_plan_fail(r, nd, "attribute zeros: only 1 is run (an unknown category "
-                                 "gives zeros)");
+    if (m && ms)
+        return rt_onnx_plan_fail(r, nd, "attributes cats_int64s and cats_strings: only one "
+                                 "may list the categories");
+    const char *attr = x->strings ? "cats_strings" : "cats_int64s";
+    if ((x->strings ? ms : m) == 0)
+        return rt_onnx_plan_fail(r, nd, "attribute %s: no categories (input 0 \"%.80s\" holds "
+                                 "%s)", attr, x->name, x->strings ? "strings" : "numbers");
+    m = x->strings ? ms : m;
+    if (zeros != 0 && zeros != 1)
+        return rt_onnx_plan_fail(r, nd, "attribute zeros: %" PRId64 " (0 or 1)", zeros);
     if (m > RT_ONNX_MAX_ROW / (c ? c : 1))
         return rt_onnx_plan_fail(r, nd, "%zu categories for %zu columns: too wide", m, c);
     int64_t dims[3] = {0, (int64_t)c, (int64_t)m};
     if ((st = rt_onnx_plan_batch_shape(r, nd, out, 3, dims)) || (st = rt_onnx_plan_step(r, &s)))
         return st;
-    (void)x;
     s->op = RT_ONNX_ONEHOT;
     s->m = m;
+    s->strict = zeros == 0;
     if (!(s->w = malloc(m * sizeof(float))))
         return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+    rt_onnx_val *voc = x->strings ? rt_onnx_str_root(r, in0) : NULL;
     for (size_t j = 0; j < m; j++) {
+        if (voc) {
+            size_t idx;
+            if ((st = rt_onnx_str_intern(r, nd, attr, voc, scats[j].data, scats[j].len, &idx)))
+                return st;
+            s->w[j] = (float)idx;
+            continue;
+        }
         if (cats[j] > (1 << 24) || cats[j] < -(1 << 24))
             return rt_onnx_plan_fail(r, nd, "cats_int64s[%zu]: %" PRId64 " is not exact as a "
                                      "float input", j, cats[j]);
@@ -234,9 +249,12 @@ static int kv_cmp(const void *a, const void *b)
 }
 
 /* The keys or values of a LabelEncoder: the float attribute, or the int64
- * one (exact as floats); *n of them into out (malloc'd). */
+ * one (exact as floats), or the strings one (each its index in voc's
+ * vocabulary: the input's for the keys, the output's for the values; voc
+ * NULL: strings refused, the value being numbers); *n of them into out
+ * (malloc'd). */
 static rt_status labelenc_list(reader *r, const Onnx__NodeProto *nd, const char *what,
-                               float **out, size_t *n)
+                               rt_onnx_val *voc, float **out, size_t *n)
 {
     char fn[32], in[32], sn[32];
     const float *fv;
@@ -251,16 +269,32 @@ static rt_status labelenc_list(reader *r, const Onnx__NodeProto *nd, const char 
         (st = rt_onnx_plan_ints(r, nd, in, &iv, &ni)) ||
         (st = rt_onnx_plan_strings(r, nd, sn, &sv, &ns)))
         return st;
-    if (ns || rt_onnx_plan_attr(nd, strcmp(what, "keys") ? "values_tensor" : "keys_tensor"))
-        return rt_onnx_plan_fail(r, nd, "attribute %s: string (or tensor) %s are not read (only "
-                                 "float inputs are; %s or %s)", ns ? sn : what, what, fn, in);
-    if ((nf == 0) == (ni == 0))
-        return rt_onnx_plan_fail(r, nd, "attributes %s and %s: exactly one must list the %s", fn,
-                                 in, what);
-    *n = nf ? nf : ni;
-    if (!(*out = malloc(*n * sizeof(float))))
+    if (rt_onnx_plan_attr(nd, strcmp(what, "keys") ? "values_tensor" : "keys_tensor"))
+        return rt_onnx_plan_fail(r, nd, "attribute %s_tensor: tensor %s are not read (%s, %s "
+                                 "or %s)", what, what, fn, in, sn);
+    if ((nf != 0) + (ni != 0) + (ns != 0) != 1)
+        return rt_onnx_plan_fail(r, nd, "attributes %s, %s and %s: exactly one must list the "
+                                 "%s", fn, in, sn, what);
+    if (ns && !voc)
+        return rt_onnx_plan_fail(r, nd, "attribute %s: string %s for %s", sn, what,
+                                 strcmp(what, "keys") ? "a numeric output" : "an input of numbers");
+    if (!ns && voc && !strcmp(what, "keys"))
+        return rt_onnx_plan_fail(r, nd, "attribute %s: number keys for an input of strings "
+                                 "(keys_strings)", nf ? fn : in);
+    *n = nf ? nf : ni ? ni : ns;
+    if (*n > RT_ONNX_MAX_ROW)
+        return rt_onnx_plan_fail(r, nd, "attribute %s: %zu %s (at most %zu)",
+                                 nf ? fn : ni ? in : sn, *n, what, (size_t)RT_ONNX_MAX_ROW);
+    if (!(*out = malloc((*n ? *n : 1) * sizeof(float))))
         return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
     for (size_t k = 0; k < *n; k++) {
+        if (ns) {
+            size_t idx;
+            if ((st = rt_onnx_str_intern(r, nd, sn, voc, sv[k].data, sv[k].len, &idx)))
+                return st;
+            (*out)[k] = (float)idx;
+            continue;
+        }
         if (ni && (iv[k] > (1 << 24) || iv[k] < -(1 << 24)))
             return rt_onnx_plan_fail(r, nd, "%s[%zu]: %" PRId64 " is not exact as a float", in, k,
                                      iv[k]);
@@ -269,32 +303,88 @@ static rt_status labelenc_list(reader *r, const Onnx__NodeProto *nd, const char 
     return RT_OK;
 }
 
-/* ai.onnx.ml.LabelEncoder of numbers (ml opset 2 and later): each value
- * found among the keys becomes its value, any other the default */
-static rt_status plan_ml_labelenc(reader *r, const Onnx__NodeProto *nd, const rt_onnx_val *x,
-                                  rt_onnx_val *out)
+/* ai.onnx.ml.LabelEncoder, opset 1: classes_strings maps a string to its
+ * position (default_int64 when absent) or an int64 to the string at it
+ * (default_string when out of range); the keys and values as opset 2's. */
+static rt_status labelenc_v1(reader *r, const Onnx__NodeProto *nd, rt_onnx_val *xv,
+                             rt_onnx_val *out, float **keys, float **vals, size_t *n)
+{
+    const ProtobufCBinaryData *cs;
+    size_t m;
+    rt_status st;
+    if ((st = rt_onnx_plan_strings(r, nd, "classes_strings", &cs, &m)))
+        return st;
+    if (m == 0 || m > RT_ONNX_MAX_ROW)
+        return rt_onnx_plan_fail(r, nd, "attribute classes_strings: %zu strings (1 to %zu)", m,
+                                 (size_t)RT_ONNX_MAX_ROW);
+    static const char *const v2[] = {"keys_strings", "keys_int64s", "keys_floats",
+                                     "values_strings", "values_int64s", "values_floats"};
+    for (size_t k = 0; k < sizeof v2 / sizeof v2[0]; k++)
+        if (rt_onnx_plan_attr(nd, v2[k]))
+            return rt_onnx_plan_fail(r, nd, "attribute %s: ai.onnx.ml opset 1's LabelEncoder "
+                                     "has classes_strings", v2[k]);
+    if (!(*keys = malloc(m * sizeof(float))) || !(*vals = malloc(m * sizeof(float))))
+        return rt_err_set(r->err, RT_ERR_NOMEM, "%s: out of memory", r->file);
+    *n = m;
+    for (size_t k = 0; k < m; k++) {
+        size_t idx;
+        if ((st = rt_onnx_str_intern(r, nd, "classes_strings", xv->strings ? xv : out, cs[k].data,
+                                     cs[k].len, &idx)))
+            return st;
+        (*keys)[k] = xv->strings ? (float)idx : (float)k;
+        (*vals)[k] = xv->strings ? (float)k : (float)idx;
+    }
+    return RT_OK;
+}
+
+/* ai.onnx.ml.LabelEncoder: each value found among the keys becomes its
+ * value, any other the default (default_float, default_int64 or
+ * default_string by the values' type; ONNX's defaults -0.0, -1, "_Unused").
+ * Strings in or out are indexes into a vocabulary (rt_onnx_str.c). */
+static rt_status plan_ml_labelenc(reader *r, const Onnx__NodeProto *nd, size_t in0,
+                                  const rt_onnx_val *x, rt_onnx_val *out)
 {
     rt_status st;
     rt_onnx_step *s;
     float *keys = NULL, *vals = NULL, dflt = -1.0f;
     size_t nk = 0, nv = 0;
     int64_t di;
-    if (r->o->ml_opset < 2)
-        return rt_onnx_plan_fail(r, nd, "LabelEncoder of numbers needs ai.onnx.ml opset 2 or "
-                                 "later (the model imports %" PRId64 ")", r->o->ml_opset);
+    char ds[4096];
+    rt_onnx_val *xv = x->strings ? rt_onnx_str_root(r, in0) : NULL;
+    bool v1 = r->o->ml_opset < 2;
+    /* the output holds strings: opset 1 of numbers, or values_strings */
+    bool out_str = v1 ? !x->strings : rt_onnx_plan_attr(nd, "values_strings") != NULL;
+    if (!v1 && rt_onnx_plan_attr(nd, "classes_strings"))
+        return rt_onnx_plan_fail(r, nd, "attribute classes_strings: opset 1's (this model "
+                                 "imports ai.onnx.ml %" PRId64 ": keys_*, values_*)",
+                                 r->o->ml_opset);
     const Onnx__AttributeProto *df = rt_onnx_plan_attr(nd, "default_float");
-    if ((st = labelenc_list(r, nd, "keys", &keys, &nk)) ||
-        (st = labelenc_list(r, nd, "values", &vals, &nv)) ||
-        (st = rt_onnx_plan_int(r, nd, "default_int64", -1, &di)))
+    if ((st = rt_onnx_plan_int(r, nd, "default_int64", -1, &di)) ||
+        (st = rt_onnx_plan_string(r, nd, "default_string", "_Unused", ds, sizeof ds)))
+        goto out;
+    out->strings = out_str;
+    if (v1) {
+        if ((st = labelenc_v1(r, nd, xv ? xv : (rt_onnx_val *)x, out, &keys, &vals, &nk)))
+            goto out;
+        nv = nk;
+    } else if ((st = labelenc_list(r, nd, "keys", xv, &keys, &nk)) ||
+               (st = labelenc_list(r, nd, "values", out_str ? out : NULL, &vals, &nv)))
         goto out;
     if (df && (!df->has_f || !isfinite(df->f))) {
         st = rt_onnx_plan_fail(r, nd, "attribute default_float: not a finite float");
         goto out;
     }
-    /* ONNX's defaults: -0.0 for float values, -1 for int64 ones */
-    dflt = rt_onnx_plan_attr(nd, "values_floats") ? (df ? df->f : -0.0f) : (float)di;
+    if (out_str) {
+        size_t idx;
+        if ((st = rt_onnx_str_intern(r, nd, "default_string", out, ds, strlen(ds), &idx)))
+            goto out;
+        dflt = (float)idx;
+    } else {
+        dflt = rt_onnx_plan_attr(nd, "values_floats") ? (df ? df->f : -0.0f) : (float)di;
+    }
     if (nk != nv || nk == 0 || nk > RT_ONNX_MAX_ROW) {
-        st = rt_onnx_plan_fail(r, nd, "%zu keys and %zu values (one value per key)", nk, nv);
+        st = rt_onnx_plan_fail(r, nd, "attributes keys_* and values_*: %zu keys and %zu values "
+                               "(one value per key)", nk, nv);
         goto out;
     }
     kv *pairs = malloc(nk * sizeof *pairs);
@@ -306,7 +396,11 @@ static rt_status plan_ml_labelenc(reader *r, const Onnx__NodeProto *nd, const rt
         pairs[k] = (kv){keys[k], vals[k]};
     qsort(pairs, nk, sizeof *pairs, kv_cmp); /* NaN keys: not found (refused below) */
     for (size_t k = 0; k < nk && !st; k++)
-        if (isnan(pairs[k].k) || (k && pairs[k].k == pairs[k - 1].k))
+        if (xv && k && pairs[k].k == pairs[k - 1].k) /* a string key: its index */
+            st = rt_onnx_plan_fail(r, nd, "attribute %s: \"%.80s\" listed twice",
+                                   v1 ? "classes_strings" : "keys_strings",
+                                   xv->names[(size_t)pairs[k].k]);
+        else if (isnan(pairs[k].k) || (k && pairs[k].k == pairs[k - 1].k))
             st = rt_onnx_plan_fail(r, nd, "keys: %g is NaN or listed twice",
                                    (double)pairs[k].k);
     if (!st && !(st = rt_onnx_plan_batch_shape(r, nd, out, x->rank, x->dims)) &&
@@ -372,7 +466,7 @@ static const struct {
      (const char *const[]){"keys_floats", "keys_int64s", "keys_strings", "keys_tensor",
                            "values_floats", "values_int64s", "values_strings", "values_tensor",
                            "default_float", "default_int64", "default_string", "default_tensor",
-                           NULL},
+                           "classes_strings", NULL},
      false},
     {"TreeEnsembleClassifier", NULL, true},
     {"TreeEnsembleRegressor", NULL, false},
@@ -418,7 +512,7 @@ rt_status rt_onnx_ml_plan(reader *r, const Onnx__NodeProto *nd, const char *op, 
     if (x->rank != 2)
         return rt_onnx_plan_fail(r, nd, "input 0 \"%.80s\": shape %s: a [N, C] input is needed",
                                  x->name, rt_onnx_plan_shape_str(x, sb, sizeof sb));
-    if (x->names || x->zipmap)
+    if ((x->names && !x->strings) || x->zipmap)
         return rt_onnx_plan_fail(r, nd, "input 0 \"%.80s\": a label or a map, not numbers",
                                  x->name);
     size_t c = (size_t)x->dims[1];
@@ -428,9 +522,9 @@ rt_status rt_onnx_ml_plan(reader *r, const Onnx__NodeProto *nd, const char *op, 
     case 'I': return plan_ml_rowwise(r, nd, op, x, c, out);
     case 'L':
         if (op[1] == 'a')
-            return plan_ml_labelenc(r, nd, x, out);
+            return plan_ml_labelenc(r, nd, in[0], x, out);
         return op[6] == 'C' ? plan_ml_lincls(r, nd, c) : plan_ml_linear(r, nd, c, out);
-    case 'O': return plan_ml_onehot(r, nd, x, c, out);
+    case 'O': return plan_ml_onehot(r, nd, in[0], x, c, out);
     case 'Z': return plan_ml_zipmap(r, nd, in[0], x, out);
     case 'T': return rt_onnx_trees_plan(r, nd, op[12] == 'C', x);
     default: return op[6] == 'C' ? plan_ml_lincls(r, nd, c) : plan_ml_linear(r, nd, c, out);

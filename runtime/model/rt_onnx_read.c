@@ -50,6 +50,7 @@ void rt_onnx_free(rt_onnx *o)
         for (size_t k = 0; k < o->vals[i].n_names; k++)
             free(o->vals[i].names[k]);
         free(o->vals[i].names);
+        free(o->vals[i].vslots);
     }
     for (size_t i = 0; i < o->n_steps; i++) {
         free(o->steps[i].w);
@@ -390,6 +391,7 @@ static rt_status plan_alias(reader *r, const Onnx__NodeProto *nd, size_t src, rt
         return rt_onnx_plan_fail(r, nd, "output shape %s holds %zu values per instance, input %zu",
                          rt_onnx_plan_shape_str(out, sb, sizeof sb), out->row, v->row);
     out->alias = v->alias >= 0 ? v->alias : (long)src;
+    out->strings = v->strings;
     return RT_OK;
 }
 
@@ -659,6 +661,12 @@ static rt_status plan_passthrough(reader *r, const Onnx__NodeProto *nd, const ch
         int64_t to;
         if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_int(r, nd, "to", 0, &to)))
             return st;
+        if (x->strings != (to == ONNX__TENSOR_PROTO__DATA_TYPE__STRING))
+            return rt_onnx_plan_fail(r, nd, "attribute to: %" PRId64 ": a cast %s strings is "
+                                     "not run (only string to string, number to float)", to,
+                                     x->strings ? "from" : "to");
+        if (x->strings)
+            return plan_alias(r, nd, in[0], out, x->rank, x->dims);
         if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !(!x->batch && x->idata &&
                                                             (to == 6 || to == 7)))
             return rt_onnx_plan_fail(r, nd, "attribute to: %" PRId64 ": only a cast to float (1) "
@@ -870,11 +878,20 @@ static rt_status plan_node(reader *r, const Onnx__NodeProto *nd, size_t *in, siz
                           "is not supported (docs/models-from-elsewhere.md lists those that are)",
                           r->file, rt_onnx_plan_nname(nd), nd->domain && nd->domain[0] ? nd->domain : "",
                           nd->domain && nd->domain[0] ? "." : "", op);
+    /* strings are read by the encoders and passed on unchanged, nothing else */
+    bool reads_str = ml && (strcmp(op, "OneHotEncoder") == 0 || strcmp(op, "LabelEncoder") == 0);
+    bool passes_str = !ml && (strcmp(op, "Identity") == 0 || strcmp(op, "Cast") == 0 ||
+                              strcmp(op, "Reshape") == 0 || strcmp(op, "Flatten") == 0);
+    for (size_t i = 0; i < n_in; i++)
+        if (o->vals[in[i]].strings && !((reads_str || passes_str) && i == 0))
+            return rt_onnx_plan_fail(r, nd, "input %zu \"%.80s\": strings, where this operator "
+                                     "reads numbers", i, o->vals[in[i]].name);
     rt_status st = plan(r, nd, op, in, n_in, &o->vals[outi]);
     if (st)
         return st;
     if (o->n_steps > first_step) {
         rt_onnx_step *s = &o->steps[o->n_steps - 1];
+        s->node = nd->name;
         s->n_in = n_in;
         memcpy(s->in, in, n_in * sizeof *in);
         s->out = r->n_out == 2 ? r->out[1] : outi; /* a classifier's: its scores */
@@ -901,9 +918,11 @@ static rt_status read_inputs(reader *r, const Onnx__GraphProto *g)
         const Onnx__TypeProto *tp = vi->type;
         const Onnx__TypeProto__Tensor *tt =
             tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? tp->tensor_type : NULL;
-        if (!tt || tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+        if (!tt || (tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+                    tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__STRING))
             return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: graph.input \"%.80s\": type: only "
-                              "float tensors are read", file, vi->name);
+                              "float and string tensors are read", file, vi->name);
+        bool strings = tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
         const Onnx__TensorShapeProto *sh = tt->shape;
         if (!sh || sh->n_dim < 1 || sh->n_dim > RT_ONNX_MAX_RANK)
             return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: graph.input \"%.80s\": shape: a "
@@ -915,6 +934,7 @@ static rt_status read_inputs(reader *r, const Onnx__GraphProto *g)
             return st;
         rt_onnx_val *v = &o->vals[idx];
         v->batch = true;
+        v->strings = strings;
         v->rank = (uint32_t)sh->n_dim;
         for (size_t d = 1; d < sh->n_dim; d++) {
             const Onnx__TensorShapeProto__Dimension *dm = sh->dim[d];
@@ -1143,6 +1163,10 @@ static rt_status read_outputs(reader *r, const Onnx__GraphProto *g)
         if (!o->vals[v].batch)
             return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: graph.output \"%.80s\": a "
                               "constant, not computed from the inputs", file, name);
+        if (o->vals[v].strings)
+            return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: graph.output \"%.80s\": a "
+                              "string tensor (only a classifier's label is answered as "
+                              "strings)", file, name);
         o->outputs[o->n_outputs++] = (size_t)v;
         if (o->out_width > RT_ONNX_MAX_ROW - o->vals[v].row)
             return rt_err_set(r->err, RT_ERR_LIMIT, "%s: graph.output: more than %zu values per "
@@ -1162,6 +1186,14 @@ static rt_status read_outputs(reader *r, const Onnx__GraphProto *g)
     }
     if ((st = find_ml_classifier(r, g)))
         return st;
+    for (size_t i = 0; i < o->n_inputs; i++) { /* a string input: one text per feature */
+        const rt_onnx_val *v = &o->vals[o->inputs[i]];
+        if (v->strings && (v->rank != 2 || v->n_names == 0))
+            return rt_err_set(r->err, RT_ERR_UNSUPPORTED, "%s: graph.input \"%.80s\": a string "
+                              "tensor is read as [N, C] by a OneHotEncoder (cats_strings) or a "
+                              "LabelEncoder (keys_strings)%s", file, v->name,
+                              v->rank != 2 ? "" : ", and none reads this one");
+    }
     size_t act = 0;
     for (size_t v = 0; v < o->n_vals; v++) {
         if (!o->vals[v].batch || o->vals[v].alias >= 0)

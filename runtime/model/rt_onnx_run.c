@@ -11,7 +11,8 @@
  * The ModelDef: one float raw column per graph input (the instance gives
  * its k numbers as a list) or, when serving.json maps the input to
  * features ({"inputs": {"x": ["age", ...]}}), one per named feature; numeric
- * feature columns over them; a LinearRegressor head with label_dimension
+ * feature columns over them (a string input: string raw columns and
+ * vocabulary-list columns over its vocabulary, whose ids are its values); a LinearRegressor head with label_dimension
  * the outputs' widths summed, whose weights are zeros nobody reads:
  * rt_forward runs the ONNX graph in place of the linear part (its logits are
  * the outputs, predictions the same).
@@ -148,6 +149,28 @@ static rt_status run_step(const rt_onnx_step *s, size_t n, const rt_onnx_val *va
     return RT_OK;
 }
 
+/* A OneHotEncoder of zeros = 0: as ONNX Runtime, an instance whose value
+ * is none of the categories is refused (its row of the output all zeros). */
+static rt_status onehot_known(const rt_onnx *o, const rt_onnx_step *s, size_t n,
+                              float *const *ptr, rt_err *err)
+{
+    const rt_onnx_val *x = &o->vals[s->in[0]];
+    const float *y = ptr[s->out];
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < x->row; c++) {
+            const float *yr = y + (i * x->row + c) * s->m;
+            bool hit = false;
+            for (size_t j = 0; j < s->m && !hit; j++)
+                hit = yr[j] != 0.0f;
+            if (!hit)
+                return rt_err_set(err, RT_ERR_INVALID, "instances[%zu]: input \"%s\"[%zu]: "
+                                  "not one of the categories of OneHotEncoder \"%s\" (its zeros "
+                                  "attribute is 0: an unknown category is refused)", i, x->name,
+                                  c, s->node && s->node[0] ? s->node : "(unnamed)");
+        }
+    return RT_OK;
+}
+
 rt_status rt_onnx_run_inputs(const rt_onnx *o, const rt_features *f, float *const *ptr,
                              rt_err *err)
 {
@@ -156,7 +179,19 @@ rt_status rt_onnx_run_inputs(const rt_onnx *o, const rt_features *f, float *cons
     for (size_t i = 0; i < o->n_inputs && !st; i++) {
         const rt_onnx_val *val = &o->vals[o->inputs[i]];
         float *dst = ptr[o->inputs[i]];
-        for (size_t r = 0; r < n; r++) {
+        for (size_t r = 0; r < n && val->strings; r++) /* each column's one text, by id */
+            for (size_t c = 0; c < o->n_fcols[i] && !st; c++) {
+                const rt_ids *ids = &f->ids[o->fcols[i][c]];
+                uint32_t a = ids->offsets ? ids->offsets[r] : 0,
+                         b = ids->offsets ? ids->offsets[r + 1] : 0;
+                if (b - a > 1)
+                    st = rt_err_set(err, RT_ERR_INVALID, "instances[%zu]: input \"%s\": %u "
+                                    "strings for one element of a string tensor", r, val->name,
+                                    b - a);
+                /* a text of no id (not in the vocabulary, or empty): -1 */
+                dst[r * val->row + c] = b > a ? (float)ids->ids[a] : -1.0f;
+            }
+        for (size_t r = 0; r < n && !val->strings; r++) {
             size_t w = 0;
             for (size_t c = 0; c < o->n_fcols[i]; c++) {
                 size_t fc = o->fcols[i][c], wd = f->width[fc];
@@ -180,10 +215,14 @@ rt_status rt_onnx_run_inputs(const rt_onnx *o, const rt_features *f, float *cons
 
 rt_status rt_onnx_run_steps(const rt_onnx *o, size_t n, float *const *ptr, rt_err *err)
 {
-    for (size_t k = 0; k < o->n_steps; k++)
+    rt_status st = RT_OK;
+    for (size_t k = 0; k < o->n_steps && !st; k++) {
         if (run_step(&o->steps[k], n, o->vals, ptr) != RT_OK)
             return rt_err_set(err, RT_ERR_NOMEM, "model.onnx: step %zu: out of memory", k);
-    return RT_OK;
+        if (o->steps[k].strict)
+            st = onehot_known(o, &o->steps[k], n, ptr, err);
+    }
+    return st;
 }
 
 void rt_onnx_run_logits(const rt_onnx *o, size_t n, float *const *ptr, float *logits)
@@ -255,15 +294,29 @@ rt_status rt_onnx_forward(const rt_onnx *o, const rt_features *f, rt_workspace *
 #define FILE_S "serving.json"
 #define NOMEM(err) rt_err_set(err, RT_ERR_NOMEM, "%s: out of memory", FILE_M)
 
+/* A feature column over raw input name: numeric of width values, or, for
+ * a string input (voc non-NULL), a vocabulary list of voc's names whose
+ * texts outside it get no id (rt_onnx_forward reads that as -1). */
 static rt_status add_col(cJSON *cols, cJSON *fcs, cJSON *names, const char *name, size_t width,
-                         rt_err *err)
+                         const rt_onnx_val *voc, rt_err *err)
 {
     cJSON *c = cJSON_CreateObject(), *fc = cJSON_CreateObject();
     if (!c || !cJSON_AddItemToArray(cols, c) || !fc || !cJSON_AddItemToArray(fcs, fc) ||
         !cJSON_AddItemToArray(names, cJSON_CreateString(name)) ||
-        !cJSON_AddStringToObject(c, "name", name) || !cJSON_AddStringToObject(c, "type", "float") ||
-        !cJSON_AddStringToObject(fc, "key", name) ||
-        !cJSON_AddStringToObject(fc, "type", "numeric_column") ||
+        !cJSON_AddStringToObject(c, "name", name) ||
+        !cJSON_AddStringToObject(c, "type", voc ? "string" : "float") ||
+        !cJSON_AddStringToObject(fc, "key", name))
+        return NOMEM(err);
+    if (voc) {
+        cJSON *list = cJSON_AddArrayToObject(fc, "vocabulary_list");
+        if (!list || !cJSON_AddStringToObject(fc, "type", "categorical_column_with_vocabulary_list"))
+            return NOMEM(err);
+        for (size_t k = 0; k < voc->n_names; k++)
+            if (!cJSON_AddItemToArray(list, cJSON_CreateString(voc->names[k])))
+                return NOMEM(err);
+        return RT_OK;
+    }
+    if (!cJSON_AddStringToObject(fc, "type", "numeric_column") ||
         (width != 1 && !cJSON_AddNumberToObject(fc, "shape", (double)width)))
         return NOMEM(err);
     return RT_OK;
@@ -281,7 +334,7 @@ static bool nan_defaults(const rt_onnx *o, Predictd__ModelDef *def)
     for (size_t c = 0; nan_missing && c < def->n_feature_columns; c++) {
         Predictd__FeatureColumn *fc = def->feature_columns[c];
         size_t w = fc->shape ? fc->shape : 1;
-        if (fc->n_default_value)
+        if (fc->n_default_value || fc->n_vocabulary)
             continue;
         if (!(fc->default_value = malloc(w * sizeof(float))))
             return false;
@@ -391,7 +444,8 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
                 if (!cJSON_IsString(e))
                     st = rt_err_set(err, RT_ERR_INVALID, "%s: inputs.%s: feature names are "
                                     "strings", FILE_S, v->name);
-                else if (!(st = add_col(cols, fcs, names, e->valuestring, 1, err)))
+                else if (!(st = add_col(cols, fcs, names, e->valuestring, 1,
+                                        v->strings ? v : NULL, err)))
                     o->fcols[i][o->n_fcols[i]++] = ncols++;
             }
         } else {
@@ -399,7 +453,13 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
                 st = NOMEM(err);
                 break;
             }
-            if (!(st = add_col(cols, fcs, names, v->name, v->row, err)))
+            if (v->strings && v->row != 1) {
+                st = rt_err_set(err, RT_ERR_INVALID, "%s: graph.input \"%s\": a [N, %zu] "
+                                "string input needs serving.json's \"inputs\" to name its %zu "
+                                "features", serving ? FILE_S : FILE_M, v->name, v->row, v->row);
+                break;
+            }
+            if (!(st = add_col(cols, fcs, names, v->name, v->row, v->strings ? v : NULL, err)))
                 o->fcols[i][o->n_fcols[i]++] = ncols++;
         }
     }
@@ -451,9 +511,11 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
     }
     /* the zeros rt_graph_build binds as the unused linear weights */
     size_t most = o->out_width;
-    for (size_t i = 0; i < o->n_inputs; i++)
-        most = o->vals[o->inputs[i]].row * o->out_width > most ? o->vals[o->inputs[i]].row * o->out_width
-                                                               : most;
+    for (size_t i = 0; i < o->n_inputs; i++) {
+        const rt_onnx_val *v = &o->vals[o->inputs[i]];
+        size_t per = v->strings ? v->n_names : v->row; /* a vocabulary's weight rows */
+        most = per * o->out_width > most ? per * o->out_width : most;
+    }
     if (!(o->zeros = calloc(most, sizeof(float)))) {
         rt_spec_modeldef_free(def);
         return NOMEM(err);
@@ -484,9 +546,12 @@ rt_status rt_onnx_bind(rt_onnx *o, rt_graph *g, rt_err *err)
     for (size_t i = 0; i < o->n_inputs; i++)
         for (size_t c = 0; c < o->n_fcols[i]; c++)
             if (o->fcols[i][c] >= g->n_fcols ||
-                g->fcols[o->fcols[i][c]].type != PREDICTD__COLUMN_TYPE__NUMERIC)
-                return rt_err_set(err, RT_ERR_FORMAT, "%s: input %zu: column %zu is not numeric",
-                                  FILE_M, i, c);
+                g->fcols[o->fcols[i][c]].type !=
+                    (o->vals[o->inputs[i]].strings ? PREDICTD__COLUMN_TYPE__VOCABULARY_LIST
+                                                   : PREDICTD__COLUMN_TYPE__NUMERIC))
+                return rt_err_set(err, RT_ERR_FORMAT, "%s: input %zu: column %zu is not %s",
+                                  FILE_M, i, c,
+                                  o->vals[o->inputs[i]].strings ? "a vocabulary" : "numeric");
     g->onnx = o;
     return RT_OK;
 }

@@ -335,7 +335,8 @@ static rt_status not_a_number(const rt_graph *g, size_t i, long input, const rt_
 }
 
 /* The text of value v: a string (trimmed when the model says so) or a
- * number written as a decimal integer when integral, else with %g. */
+ * number written as a decimal integer when integral, else with %g (an ONNX
+ * model's string input refuses a number: its graph reads only strings). */
 static rt_status value_text(const rt_graph *g, size_t i, long input, const rt_value *v,
                             char buf[40], const char **s, size_t *len, rt_err *err)
 {
@@ -346,6 +347,10 @@ static rt_status value_text(const rt_graph *g, size_t i, long input, const rt_va
         *s = g->def->trim_strings ? rt_buf_trim_span(v->str, len) : v->str;
         return RT_OK;
     }
+    if (g->onnx) /* an ONNX tensor(string): a number is refused, as ONNX Runtime does */
+        return rt_err_set(err, RT_ERR_INVALID, "instances[%zu].%s: expected a string (the "
+                          "ONNX graph's input is a tensor(string)), got the number %g", i,
+                          input_name(g, input), v->num);
     int k;
     if (isfinite(v->num) && v->num == floor(v->num) && fabs(v->num) < 9.2e18)
         k = snprintf(buf, 40, "%lld", (long long)v->num);

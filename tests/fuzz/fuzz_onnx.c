@@ -5,8 +5,9 @@
  *
  * Input: the file. Checked besides the sanitizers: a refusal carries a
  * message naming the file; an accepted model's ModelDef compiles
- * (rt_graph_build), binds, and an instance with every number 1 (and a batch
- * of two) runs through the transform, the network and the head
+ * (rt_graph_build), binds, and an instance with every number 1 and every
+ * string its vocabulary's first (and a batch of two, the second's strings
+ * unknown) runs through the transform, the network and the head
  * (fz_run_batch).
  */
 #include "fz_util.h"
@@ -26,6 +27,11 @@ static void serve(const rt_graph *g, size_t n)
         for (size_t in = 0; in < rt_graph_num_inputs(g); in++) {
             const Predictd__FeatureColumn *fc = rt_graph_column(g, in);
             size_t w = fc && fc->shape > 1 ? fc->shape : 1;
+            if (fc && fc->n_vocabulary) { /* a string input: a known text, then an unknown one */
+                const char *t = r == 0 ? fc->vocabulary[0] : "fz-unknown";
+                FZ_CHECK(rt_batch_push_str(b, i, in, t, strlen(t)) == RT_OK, "out of memory");
+                continue;
+            }
             for (size_t k = 0; k < w; k++)
                 FZ_CHECK(rt_batch_push_num(b, i, in, 1.0 + (double)r) == RT_OK, "out of memory");
         }
