@@ -28,8 +28,8 @@ static double sigmoid(double z)
     return e / (1.0 + e);
 }
 
-double rt_mlabel_loss(size_t n_classes, const float *logits, const float *labels,
-                      const float *weights, size_t n, size_t denom, float *dlogits)
+double rt_metrics_mlabel_loss(size_t n_classes, const float *logits, const float *labels,
+                              const float *weights, size_t n, size_t denom, float *dlogits)
 {
     double sum = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -47,7 +47,8 @@ double rt_mlabel_loss(size_t n_classes, const float *logits, const float *labels
     return n ? sum / (double)n : 0.0;
 }
 
-void rt_mlabel_probabilities(size_t n_classes, const float *logits, size_t n, float *probs)
+void rt_metrics_mlabel_probabilities(size_t n_classes, const float *logits, size_t n,
+                                     float *probs)
 {
     for (size_t c = 0; c < n * n_classes; c++)
         probs[c] = (float)sigmoid(logits[c]);
@@ -76,8 +77,8 @@ static long class_of(const char *name, size_t len, const char *const *vocab, siz
     return v;
 }
 
-rt_status rt_mlabel_parse(const char *cell, char delim, const char *const *vocab,
-                          size_t n_classes, float *multihot, rt_err *err)
+rt_status rt_metrics_mlabel_parse(const char *cell, char delim, const char *const *vocab,
+                                  size_t n_classes, float *multihot, rt_err *err)
 {
     for (size_t k = 0; k < n_classes; k++)
         multihot[k] = 0.0f;

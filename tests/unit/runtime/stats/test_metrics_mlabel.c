@@ -41,20 +41,20 @@ static double by_hand(const float *z)
 static void test_loss_by_hand(void **state)
 {
     (void)state;
-    double l = rt_mlabel_loss(C, LOGITS, LABELS, WEIGHTS, N, N, NULL);
+    double l = rt_metrics_mlabel_loss(C, LOGITS, LABELS, WEIGHTS, N, N, NULL);
     assert_true(fabs(l - by_hand(LOGITS)) < 1e-12 + 1e-10 * fabs(l));
     /* unweighted, one row: y = (1, 0, 1), z = (0.3, -1.5, 2.2) */
     double want = (log1p(exp(-0.3)) + log1p(exp(-1.5)) + log1p(exp(-2.2))) / 3;
-    double got = rt_mlabel_loss(C, LOGITS, LABELS, NULL, 1, 1, NULL);
+    double got = rt_metrics_mlabel_loss(C, LOGITS, LABELS, NULL, 1, 1, NULL);
     assert_true(fabs(got - want) < 1e-7);
-    assert_true(rt_mlabel_loss(C, LOGITS, LABELS, NULL, 0, 0, NULL) == 0.0);
+    assert_true(rt_metrics_mlabel_loss(C, LOGITS, LABELS, NULL, 0, 0, NULL) == 0.0);
 }
 
 static void test_gradient_finite_differences(void **state)
 {
     (void)state;
     float d[N * C], z[N * C];
-    rt_mlabel_loss(C, LOGITS, LABELS, WEIGHTS, N, N, d);
+    rt_metrics_mlabel_loss(C, LOGITS, LABELS, WEIGHTS, N, N, d);
     for (size_t c = 0; c < N * C; c++) {
         const double eps = 1e-3;
         memcpy(z, LOGITS, sizeof z);
@@ -73,15 +73,15 @@ static void test_batch_invariance(void **state)
 {
     (void)state;
     float d[N * C], d1[C];
-    rt_mlabel_loss(C, LOGITS, LABELS, WEIGHTS, N, N, d);
+    rt_metrics_mlabel_loss(C, LOGITS, LABELS, WEIGHTS, N, N, d);
     for (size_t i = 0; i < N; i++) {
-        rt_mlabel_loss(C, LOGITS + i * C, LABELS + i * C, WEIGHTS + i, 1, N, d1);
+        rt_metrics_mlabel_loss(C, LOGITS + i * C, LABELS + i * C, WEIGHTS + i, 1, N, d1);
         assert_memory_equal(d1, d + i * C, sizeof d1);
     }
     float p[N * C], p1[C];
-    rt_mlabel_probabilities(C, LOGITS, N, p);
+    rt_metrics_mlabel_probabilities(C, LOGITS, N, p);
     for (size_t i = 0; i < N; i++) {
-        rt_mlabel_probabilities(C, LOGITS + i * C, 1, p1);
+        rt_metrics_mlabel_probabilities(C, LOGITS + i * C, 1, p1);
         assert_memory_equal(p1, p + i * C, sizeof p1);
     }
 }
@@ -91,15 +91,15 @@ static void test_large_logits_and_probabilities(void **state)
     (void)state;
     const float z[3] = {-200.0f, 200.0f, 0.0f}, y[3] = {1, 1, 0};
     float d[3], p[3];
-    double l = rt_mlabel_loss(3, z, y, NULL, 1, 1, d);
+    double l = rt_metrics_mlabel_loss(3, z, y, NULL, 1, 1, d);
     assert_true(isfinite(l));
     assert_true(fabs(l - (200.0 + log(2.0)) / 3) < 1e-9);
     assert_true(fabs(d[0] - (-1.0f / 3)) < 1e-7 && fabs(d[1]) < 1e-7 &&
                 fabs(d[2] - (0.5f / 3)) < 1e-7);
-    rt_mlabel_probabilities(3, z, 1, p);
+    rt_metrics_mlabel_probabilities(3, z, 1, p);
     assert_true(p[0] >= 0.0f && p[0] < 1e-30f && p[1] == 1.0f && p[2] == 0.5f);
     float q[N * C];
-    rt_mlabel_probabilities(C, LOGITS, N, q);
+    rt_metrics_mlabel_probabilities(C, LOGITS, N, q);
     for (size_t c = 0; c < N * C; c++)
         assert_true(fabs(q[c] - 1.0 / (1.0 + exp(-(double)LOGITS[c]))) < 1e-7);
 }
@@ -110,28 +110,29 @@ static void test_parse(void **state)
     const char *const vocab[3] = {">50K", "married", "hours>40"};
     float m[3];
     rt_err err = {{0}};
-    assert_int_equal(rt_mlabel_parse("hours>40|>50K", '|', vocab, 3, m, &err), RT_OK);
+    assert_int_equal(rt_metrics_mlabel_parse("hours>40|>50K", '|', vocab, 3, m, &err), RT_OK);
     assert_true(m[0] == 1.0f && m[1] == 0.0f && m[2] == 1.0f);
-    assert_int_equal(rt_mlabel_parse("", '|', vocab, 3, m, &err), RT_OK);
+    assert_int_equal(rt_metrics_mlabel_parse("", '|', vocab, 3, m, &err), RT_OK);
     assert_true(m[0] == 0.0f && m[1] == 0.0f && m[2] == 0.0f);
-    assert_int_equal(rt_mlabel_parse("married", '|', vocab, 3, m, &err), RT_OK);
+    assert_int_equal(rt_metrics_mlabel_parse("married", '|', vocab, 3, m, &err), RT_OK);
     assert_true(m[0] == 0.0f && m[1] == 1.0f && m[2] == 0.0f);
-    assert_int_equal(rt_mlabel_parse("2 1", ' ', NULL, 3, m, &err), RT_OK);
+    assert_int_equal(rt_metrics_mlabel_parse("2 1", ' ', NULL, 3, m, &err), RT_OK);
     assert_true(m[0] == 0.0f && m[1] == 1.0f && m[2] == 1.0f);
 
-    assert_int_equal(rt_mlabel_parse("married|single", '|', vocab, 3, m, &err),
+    assert_int_equal(rt_metrics_mlabel_parse("married|single", '|', vocab, 3, m, &err),
                      RT_ERR_INVALID);
     assert_string_equal(err.msg, "label \"single\" is not one of the head's 3 classes "
                                  "(its label_vocabulary)");
-    assert_int_equal(rt_mlabel_parse("married||>50K", '|', vocab, 3, m, &err), RT_ERR_INVALID);
+    assert_int_equal(rt_metrics_mlabel_parse("married||>50K", '|', vocab, 3, m, &err),
+                     RT_ERR_INVALID);
     assert_string_equal(err.msg, "label \"\" is not one of the head's 3 classes "
                                  "(its label_vocabulary)");
-    assert_int_equal(rt_mlabel_parse(">50K|>50K", '|', vocab, 3, m, &err), RT_ERR_INVALID);
+    assert_int_equal(rt_metrics_mlabel_parse(">50K|>50K", '|', vocab, 3, m, &err), RT_ERR_INVALID);
     assert_string_equal(err.msg, "label \">50K\" is listed twice");
-    assert_int_equal(rt_mlabel_parse("3", '|', NULL, 3, m, &err), RT_ERR_INVALID);
+    assert_int_equal(rt_metrics_mlabel_parse("3", '|', NULL, 3, m, &err), RT_ERR_INVALID);
     assert_string_equal(err.msg, "label \"3\" is not a class id in [0, 3)");
-    assert_int_equal(rt_mlabel_parse("-1", '|', NULL, 3, m, &err), RT_ERR_INVALID);
-    assert_int_equal(rt_mlabel_parse("1x", '|', NULL, 3, m, &err), RT_ERR_INVALID);
+    assert_int_equal(rt_metrics_mlabel_parse("-1", '|', NULL, 3, m, &err), RT_ERR_INVALID);
+    assert_int_equal(rt_metrics_mlabel_parse("1x", '|', NULL, 3, m, &err), RT_ERR_INVALID);
     assert_string_equal(err.msg, "label \"1x\" is not a class id in [0, 3)");
 }
 
