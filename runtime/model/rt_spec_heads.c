@@ -275,7 +275,8 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
                             Predictd__NodeHead *nh, Predictd__Head *hd, uint32_t *width)
 {
     static const char *const keys[] = {"name", "type", "logits", "n_classes", "label_dimension",
-                                       "loss", "delta", "tau", "loss_weight", NULL};
+                                       "loss", "delta", "tau", "loss_weight", "label_delimiter",
+                                       NULL};
     static const char *const own[] = {"label", "weight_column", NULL};
     rt_err *err = s->err;
     Predictd__ModelDef *def = s->def;
@@ -318,6 +319,10 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
     find_label(def, nh, k, several, &lab);
     bool binary = strcmp(type, "binary_classification") == 0;
     bool multi = strcmp(type, "multi_class_classification") == 0;
+    bool mlabel = strcmp(type, "multi_label_classification") == 0;
+    if (!mlabel && cJSON_GetObjectItemCaseSensitive(h, "label_delimiter"))
+        return rt_cfg_fail(err, path, "label_delimiter", "only a multi_label_classification "
+                           "head takes label_delimiter");
     if (binary || multi) {
         int64_t n = 2;
         if (multi && (st = rt_cfg_int(h, path, "n_classes", RT_CFG_REQUIRED, 3, RT_SPEC_MAX_ITEMS,
@@ -367,9 +372,41 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
             return st;
         hd->type = PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
         hd->label_dimension = (uint32_t)dim;
-    } else if (strcmp(type, "multi_label_classification") == 0) {
+    } else if (mlabel) {
+        /* TF's MultiLabelHead: n_classes > 1, a label cell listing the row's
+         * classes (by label_vocabulary, or as ids) split by label_delimiter
+         * (rt_metrics_mlabel_parse); checked, then refused: not trained yet. */
+        int64_t n = 2;
+        const char *delim = "|";
+        if ((st = rt_cfg_int(h, path, "n_classes", RT_CFG_REQUIRED, 2, RT_SPEC_MAX_ITEMS, &n,
+                             err)) ||
+            (st = rt_cfg_str(h, path, "label_delimiter", 0, &delim, err)))
+            return st;
+        if (strlen(delim) != 1)
+            return rt_cfg_fail(err, path, "label_delimiter", "\"%.16s\" is not one character",
+                               delim);
+        if (lab.n != 1)
+            return rt_cfg_fail(err, lab.path, "columns", "a multi_label_classification head "
+                               "reads one label column (\"column\"): the row's classes "
+                               "separated by label_delimiter");
+        if (lab.col && lab.col->dtype != PREDICTD__DTYPE__DT_STRING)
+            return rt_cfg_fail(err, lab.path, "column", "\"%s\" is a number column; a "
+                               "multi_label_classification head reads a string column listing "
+                               "the row's classes separated by \"%s\"", lab.col->name, delim);
+        if (hd->n_label_vocabulary && hd->n_label_vocabulary != (size_t)n)
+            return rt_cfg_fail(err, lab.path, "vocabulary", "lists %zu classes but the head %s "
+                               "has %lld", hd->n_label_vocabulary, path, (long long)n);
+        for (size_t v = 0; v < hd->n_label_vocabulary; v++)
+            if (strchr(hd->label_vocabulary[v], delim[0]))
+                return rt_cfg_fail(err, lab.path, "vocabulary", "\"%.64s\" holds the "
+                                   "label_delimiter \"%s\"", hd->label_vocabulary[v], delim);
+        if (w != (uint32_t)n)
+            return rt_cfg_fail(err, path, "logits", "\"%.64s\" is %u wide; a "
+                               "multi_label_classification head with %lld classes reads %lld "
+                               "logits", logits, w, (long long)n, (long long)n);
         return rt_cfg_fail(err, path, "type", "multi_label_classification is not implemented "
-                           "yet");
+                           "yet (its spec is checked; training, evaluating and serving it are "
+                           "not)");
     } else {
         return rt_cfg_fail(err, path, "type", "\"%.64s\" is not one of binary_classification, "
                            "multi_class_classification, regression", type);

@@ -82,6 +82,31 @@ rt_status rt_metrics_multi_loss(const rt_head_slice *heads, size_t n_heads, size
                                 size_t label_w, const float *logits, const float *labels,
                                 size_t n, size_t denom, float *dlogits, double *total);
 
+/* ------------------------------- multi-label head (rt_metrics_mlabel.c) */
+
+/* TF's MultiLabelHead loss over n rows of n_classes logits and n_classes
+ * multi-hot labels (0 or 1): l_i = the mean over the classes of
+ * sigmoid_cross_entropy_with_logits, reduced as SUM_OVER_BATCH_SIZE:
+ * sum_i w_i l_i / n (weights NULL for all 1; 0 for n = 0). When dlogits is
+ * not NULL it receives d (sum_i w_i l_i) / d logits scaled by 1/denom:
+ * w_i (sigmoid(z) - y) / n_classes / denom. Thread-safe. */
+double rt_metrics_mlabel_loss(size_t n_classes, const float *logits, const float *labels,
+                              const float *weights, size_t n, size_t denom, float *dlogits);
+
+/* The head's "probabilities": sigmoid of each of the n x n_classes logits,
+ * row by row (probs may be logits). Thread-safe. */
+void rt_metrics_mlabel_probabilities(size_t n_classes, const float *logits, size_t n,
+                                     float *probs);
+
+/* One row's labels from one cell: class names separated by delim (by the
+ * vocabulary vocab[0..n_classes), or class ids in [0, n_classes) when vocab
+ * is NULL), into multihot[0..n_classes) (1 for a listed class, else 0); an
+ * empty cell (or NULL) lists none. An unknown name or id, an empty name
+ * ("a||b") and a name listed twice are RT_ERR_INVALID with err naming it
+ * (the caller prefixes FILE:LINE). Thread-safe. */
+rt_status rt_metrics_mlabel_parse(const char *cell, char delim, const char *const *vocab,
+                                  size_t n_classes, float *multihot, rt_err *err);
+
 #define RT_METRIC_NAME_MAX 64
 
 typedef struct rt_metric {

@@ -6,7 +6,10 @@
  * binary head on a 3-wide node, an unknown activation, unknown names,
  * widths that do not add up, duplicate names, summaries of unknown or
  * repeated nodes; several heads (MultiHead): each named once, over a label
- * column of the data, refused otherwise with the head's field path. */
+ * column of the data, refused otherwise with the head's field path; a
+ * multi_label_classification head's keys checked (n_classes, logits width,
+ * vocabulary, label_delimiter, a string label column), then refused as not
+ * implemented yet. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -76,6 +79,17 @@ static rt_status parse(const char *est, rt_err *err)
         rt_spec_modeldef_free(def);
     cJSON_Delete(spec);
     return st;
+}
+
+/* est refused with an error holding want. */
+static void bad_text(const char *est, const char *want)
+{
+    rt_err err = {{0}};
+    rt_status st = parse(est, &err);
+    if (st == RT_OK || !strstr(err.msg, want))
+        fail_msg("want \"%s\", got %d \"%s\"", want, (int)st, err.msg);
+    if (getenv("SHOW_ERRORS"))
+        print_message("%s\n", err.msg);
 }
 
 static void bad(const char *from, const char *to, const char *want)
@@ -148,6 +162,11 @@ static void test_multi_head_refusals(void **state)
     bad_multi("{\"name\": \"fnlwgt\",", "{\"name\": \"income_bracket\",",
               "estimator.model.heads[1].name: \"income_bracket\" is heads[0]'s already: head "
               "names must be unique");
+    bad_multi("\"type\": \"regression\", \"logits\": \"wgt\"",
+              "\"type\": \"multi_label_classification\", \"n_classes\": 2, "
+              "\"logits\": \"wgt\"",
+              "estimator.model.heads[1].label.column: \"fnlwgt\" is a number column; a "
+              "multi_label_classification head reads a string column");
     bad_multi("{\"name\": \"fnlwgt\",", "{",
               "estimator.model.heads[1].name: missing: with several heads each head has a name");
     bad_multi("{\"column\": \"fnlwgt\"}", "{\"column\": \"fnlwgtt\"}",
@@ -297,8 +316,37 @@ static void test_refusals(void **state)
     /* heads */
     bad("\"binary_classification\"", "\"regression\"",
         "label.vocabulary: a regression head has no vocabulary");
+    /* multi_label_classification (TF's MultiLabelHead): its spec checked, then refused */
     bad("\"binary_classification\"", "\"multi_label_classification\"",
-        "estimator.model.heads[0].type: multi_label_classification is not implemented");
+        "estimator.model.heads[0].n_classes: missing");
+    bad("\"type\": \"binary_classification\"",
+        "\"type\": \"multi_label_classification\", \"n_classes\": 1",
+        "estimator.model.heads[0].n_classes: 1 is out of range [2, ");
+    bad("\"type\": \"binary_classification\"",
+        "\"type\": \"multi_label_classification\", \"n_classes\": 3",
+        "label.vocabulary: lists 2 classes but the head estimator.model.heads[0] has 3");
+    bad("\"type\": \"binary_classification\"",
+        "\"type\": \"multi_label_classification\", \"n_classes\": 2",
+        "estimator.model.heads[0].logits: \"logits\" is 1 wide; a multi_label_classification "
+        "head with 2 classes reads 2 logits");
+    bad("\"type\": \"binary_classification\"",
+        "\"type\": \"multi_label_classification\", \"n_classes\": 2, "
+        "\"label_delimiter\": \"||\"",
+        "estimator.model.heads[0].label_delimiter: \"||\" is not one character");
+    bad("\"type\": \"binary_classification\"",
+        "\"type\": \"binary_classification\", \"label_delimiter\": \",\"",
+        "estimator.model.heads[0].label_delimiter: only a multi_label_classification head");
+    {
+        char *two = replace(GOOD, "\"inputs\": [\"gate\"], \"units\": 3",
+                            "\"inputs\": [\"gate\"], \"units\": 2");
+        char *ml = replace(two, "{\"type\": \"binary_classification\", \"logits\": \"logits\"}",
+                           "{\"type\": \"multi_label_classification\", \"n_classes\": 2, "
+                           "\"logits\": \"three\"}");
+        bad_text(ml, "estimator.model.heads[0].type: multi_label_classification is not "
+                     "implemented yet (its spec is checked");
+        free(two);
+        free(ml);
+    }
     bad("\"heads\": [{", "\"heads\": [{\"type\": \"regression\", \"logits\": \"three\"}, {",
         "label: with several heads (estimator.model.heads) each head names its label column");
     bad("\"logits\": \"logits\"}", "\"logits\": \"logits\", \"loss_weight\": 2}",
