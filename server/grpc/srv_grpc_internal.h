@@ -49,6 +49,17 @@ typedef struct srv_grpc_trace {
     char header[56]; /* the traceparent sent in the initial metadata */
 } srv_grpc_trace;
 
+/* A bump allocator for unpacking a request message (srv_grpc_arena.c):
+ * alloc carves from its chunks, free does nothing; reset gives everything
+ * back at once (the thread's call is over) and keeps one chunk. */
+typedef struct srv_grpc_arena {
+    ProtobufCAllocator alloc;
+    struct srv_grpc_chunk *head; /* the newest chunk */
+} srv_grpc_arena;
+void srv_grpc_arena_init(srv_grpc_arena *a);
+void srv_grpc_arena_reset(srv_grpc_arena *a);
+void srv_grpc_arena_free(srv_grpc_arena *a);
+
 /* What a method sees: the daemon's objects and its thread's context. */
 typedef struct srv_grpc_env {
     srv_manager *mgr;
@@ -59,6 +70,10 @@ typedef struct srv_grpc_env {
     uint64_t draw;               /* the traffic split's draw (random) */
     uint64_t sample;             /* the sampling draw */
     srv_grpc_trace *trace;       /* the call's, sampled; NULL: not traced */
+    /* the thread's arena for the request message (reset by the caller after
+     * the method returns: nothing allocated there outlives the call); NULL:
+     * unpack with malloc and free_unpacked */
+    srv_grpc_arena *arena;
     /* the daemon's config reload (srv_grpc_params.reload), NULL: none */
     rt_status (*reload)(void *arg, const char *models, size_t len, rt_err *err);
     void *reload_arg;

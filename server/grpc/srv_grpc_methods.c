@@ -491,7 +491,8 @@ done:
 static int model_infer(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
 {
     int64_t t0 = rt_time_now_ns();
-    Inference__ModelInferRequest *rq = inference__model_infer_request__unpack(NULL, len, in);
+    ProtobufCAllocator *al = e->arena ? &e->arena->alloc : NULL;
+    Inference__ModelInferRequest *rq = inference__model_infer_request__unpack(al, len, in);
     if (!rq)
         return srv_grpc_bad_message(msg, "inference.ModelInferRequest");
     int64_t version;
@@ -535,7 +536,8 @@ done:
                                 (double)(rt_time_now_ns() - t0) / 1e9);
     rt_buf_free(&body);
     rt_buf_free(&ans);
-    inference__model_infer_request__free_unpacked(rq, NULL);
+    if (!al) /* else the arena's, given back after the call */
+        inference__model_infer_request__free_unpacked(rq, NULL);
     return code;
 }
 

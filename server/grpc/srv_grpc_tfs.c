@@ -283,8 +283,9 @@ done:
 int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
 {
     int64_t t0 = rt_time_now_ns();
+    ProtobufCAllocator *al = e->arena ? &e->arena->alloc : NULL;
     Tensorflow__Serving__PredictRequest *rq =
-        tensorflow__serving__predict_request__unpack(NULL, len, in);
+        tensorflow__serving__predict_request__unpack(al, len, in);
     if (!rq)
         return srv_grpc_bad_message(msg, "tensorflow.serving.PredictRequest");
     tfs_spec s;
@@ -318,7 +319,8 @@ int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf 
     srv_version_release(v);
     rt_buf_free(&body);
     rt_buf_free(&ans);
-    tensorflow__serving__predict_request__free_unpacked(rq, NULL);
+    if (!al) /* else the arena's, given back after the call */
+        tensorflow__serving__predict_request__free_unpacked(rq, NULL);
     return code;
 }
 
