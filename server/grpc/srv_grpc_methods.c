@@ -304,7 +304,8 @@ static void put_params(rt_buf *b, size_t n, Inference__ModelInferRequest__Parame
     bool first = true;
     if (extra) {
         rt_buf_json_string(b, extra_key, strlen(extra_key));
-        rt_buf_printf(b, ": %s", extra);
+        rt_buf_puts(b, ": ");
+        rt_buf_puts(b, extra);
         first = false;
     }
     for (size_t i = 0; i < n; i++) {
@@ -382,13 +383,22 @@ static int infer_body(const Inference__ModelInferRequest *rq, rt_buf *b, size_t 
         rt_buf_puts(b, ", \"datatype\": ");
         rt_buf_json_string(b, t->datatype, strlen(t->datatype));
         rt_buf_puts(b, ", \"shape\": [");
-        for (size_t j = 0; j < t->n_shape; j++)
-            rt_buf_printf(b, "%s%lld", j ? ", " : "", (long long)t->shape[j]);
+        for (size_t j = 0; j < t->n_shape; j++) {
+            if (j)
+                rt_buf_puts(b, ", ");
+            rt_buf_put_int(b, t->shape[j]);
+        }
         rt_buf_puts(b, "]");
-        char size[32];
-        snprintf(size, sizeof size, "%zu", raw ? rq->raw_input_contents[i].len : (size_t)0);
+        /* the size's digits without printf (a call per input was a fifth of
+         * a one-instance ModelInfer's instructions) */
+        char size[24], *d = size + sizeof size;
+        *--d = '\0';
+        size_t z = raw ? rq->raw_input_contents[i].len : 0;
+        do
+            *--d = (char)('0' + z % 10);
+        while (z /= 10);
         put_params(b, t->n_parameters, (req_param **)t->parameters, "binary_data_size",
-                   raw ? size : NULL);
+                   raw ? d : NULL);
         if (!raw) {
             if (!t->contents) {
                 snprintf(msg, SRV_GRPC_MSG,
