@@ -220,7 +220,7 @@ static int predict_answer(srv_grpc_arena *ar, const Tensorflow__Serving__Predict
                           const tfs_spec *s, const rt_graph *g, const Predictd__SignatureDef *sig,
                           int64_t vnum, const rt_buf *ans, rt_buf *out, char *msg)
 {
-    srv_grpc_pool pool = {0};
+    srv_grpc_pool pool = {.arena = ar};
     int code = SRV_GRPC_OK;
     /* read into the call's arena (cJSON's malloc per node cost more than
      * the reading) */

@@ -20,6 +20,9 @@ typedef struct srv_grpc_pool {
     void **p;
     size_t n, cap;
     bool failed; /* an allocation failed: the answer is RESOURCE_EXHAUSTED */
+    /* when set, the blocks come from this arena (the call's) and are given
+     * back with it, not by srv_grpc_pool_free */
+    srv_grpc_arena *arena;
 } srv_grpc_pool;
 
 /* n zeroed bytes owned by the pool, or NULL (then pool->failed). */
