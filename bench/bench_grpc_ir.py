@@ -14,12 +14,16 @@ counted in a dump of an idle stretch and taken off pro rata (idle_ir_per_s
 is printed). With --keep DIR the dumps stay there, and the cost of each
 kind is split by the shared object that spent it (libgrpc, libprotobuf-c,
 libc, predictd itself, ...), from callgrind_annotate's exclusive counts.
+With --echo BIN (build/bench/bench_grpc_echo), the same Predict calls are
+also counted against that bare libgrpc server answering the daemon's own
+PredictResponse bytes: "grpc_echo_floor", the library's share of a call.
 
 Run by Debian's /usr/bin/python3 (python3-grpcio); stubs from
 server/grpc/protos as bench_grpc.py makes them. Only 127.0.0.1.
   bench_grpc_ir.py --predictd build/predictd --base EXPORT_BASE \
       --instance data/census/test.json --gen DIR [--calls 300] [--warm 30]
       [--keep DIR] [--kinds rest_v1,rest_v2_binary,grpc_predict,grpc_infer]
+      [--echo build/bench/bench_grpc_echo]
 Prints one JSON object: {"kind": {"ir_per_call", "calls", "by_object"?}, ...}.
 """
 import argparse
@@ -87,6 +91,40 @@ def by_object(path, per):
             if v / tot >= 0.005}
 
 
+def echo_floor(echo, pred, calls, warm, tmp):
+    """Instructions per Predict call of the bare libgrpc server (echo),
+    answering the bytes in tmp/answer.bin."""
+    import grpc
+    port = free_port()
+    outf = os.path.join(tmp, "cg-echo")
+    log = open(outf + ".log", "w+")
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + outf, echo,
+                          str(port), os.path.join(tmp, "answer.bin"), "1"],
+                         stdout=log, stderr=subprocess.STDOUT)
+    try:
+        ch = grpc.insecure_channel("127.0.0.1:%d" % port)
+        grpc.channel_ready_future(ch).result(timeout=120)
+        ps = bench_grpc.prediction_stub(ch)
+        for _ in range(warm):
+            ps.Predict(pred, timeout=60)
+        before = set(glob.glob(outf + ".*"))
+        subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True,
+                       timeout=120, check=True)
+        for _ in range(calls):
+            ps.Predict(pred, timeout=60)
+        f, ir = dump(p.pid, outf, before)
+        ch.close()
+        return {"ir_per_call": round(ir / calls), "calls": calls}
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--predictd", required=True)
@@ -96,6 +134,7 @@ def main():
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--warm", type=int, default=30)
     ap.add_argument("--keep")
+    ap.add_argument("--echo")
     ap.add_argument("--kinds", default="rest_v1,rest_v2_binary,grpc_predict,grpc_infer")
     a = ap.parse_args()
     bench_grpc.stubs(a.gen)
@@ -160,6 +199,8 @@ def main():
         pred = bench_grpc.predict_request(sig["serving_default"], inst)
         ps = bench_grpc.prediction_stub(ch)
         callers["grpc_predict"] = lambda: ps.Predict(pred, timeout=60)
+        with open(os.path.join(tmp, "answer.bin"), "wb") as f:  # the echo's answer
+            f.write(ps.Predict(pred, timeout=60).SerializeToString())
         inf = bench_grpc.infer_request([inst], dts)
         gs = bench_grpc.inference_stub(ch)
         callers["grpc_infer"] = lambda: gs.ModelInfer(inf, timeout=60)
@@ -202,8 +243,10 @@ def main():
             p.kill()
             p.wait()
         log.close()
+    if a.echo:
+        res["grpc_echo_floor"] = echo_floor(a.echo, pred, a.calls, a.warm, tmp)
     if "rest_v1" in res:
-        for k in ("grpc_predict", "grpc_infer", "rest_v2_binary"):
+        for k in ("grpc_predict", "grpc_infer", "rest_v2_binary", "grpc_echo_floor"):
             if k in res:
                 res[k]["over_rest_v1"] = round(res[k]["ir_per_call"] /
                                                res["rest_v1"]["ir_per_call"], 2)
