@@ -196,6 +196,7 @@ def main():
             ["Inference-Header-Content-Length: %d" % len(head),
              "Content-Type: application/octet-stream"])[0])
         ch = grpc.insecure_channel("127.0.0.1:%d" % gport)
+        grpc.channel_ready_future(ch).result(timeout=120)  # the gRPC port may open after REST's
         pred = bench_grpc.predict_request(sig["serving_default"], inst)
         ps = bench_grpc.prediction_stub(ch)
         callers["grpc_predict"] = lambda: ps.Predict(pred, timeout=60)
