@@ -99,6 +99,7 @@ PREDICTD = os.path.join(BUILD, "predictd")
 TRAIN = os.path.join(BUILD, "predict-train")
 BENCH_FORWARD = os.path.join(BUILD, "bench", "bench_forward")
 BENCH_MHD = os.path.join(BUILD, "bench", "bench_mhd")
+BENCH_GRPC_ECHO = os.path.join(BUILD, "bench", "bench_grpc_echo")
 
 TMP = tempfile.mkdtemp(prefix="predictd-bench-")
 STARTED = []  # (Popen) we started; killed by pid at exit
@@ -1175,7 +1176,9 @@ def g20():
         try:
             r = subprocess.run([py, os.path.join(ROOT, "bench", "bench_grpc_ir.py"),
                                 "--predictd", PREDICTD, "--base", m["base"], "--instance", inst,
-                                "--gen", gen, "--calls", "300"], capture_output=True,
+                                "--gen", gen, "--calls", "300"] +
+                               (["--echo", BENCH_GRPC_ECHO] if os.path.exists(BENCH_GRPC_ECHO)
+                                else []), capture_output=True,
                                text=True, timeout=900)
             ir = json.loads(r.stdout) if r.returncode == 0 else None
             out["instructions_per_call"] = ir or "not counted: %s" % r.stderr[-300:]
@@ -1185,6 +1188,11 @@ def g20():
                     % (ir["rest_v1"]["ir_per_call"], ir["rest_v2_binary"]["ir_per_call"],
                        ir["grpc_predict"]["ir_per_call"], ir["grpc_predict"]["over_rest_v1"],
                        ir["grpc_infer"]["ir_per_call"], ir["grpc_infer"]["over_rest_v1"]))
+                if "grpc_echo_floor" in ir:
+                    log("   libgrpc's floor (bench_grpc_echo, a fixed answer): %d per Predict "
+                        "call (%.2fx REST /v1's whole call)"
+                        % (ir["grpc_echo_floor"]["ir_per_call"],
+                           ir["grpc_echo_floor"]["over_rest_v1"]))
         except Exception as e:  # a figure never fails the harness
             out["instructions_per_call"] = "not counted: %s" % e
     out["raw"] = raw
