@@ -81,9 +81,13 @@ def by_object(path, per):
         m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*)$", line)
         if not m or "PROGRAM TOTALS" in line or ":" not in m.group(2):
             continue
+        if re.search(r":(start_thread|clone) ", m.group(2)):
+            continue  # callgrind_annotate lists a thread's root with all it ran
         ir = int(m.group(1).replace(",", ""))
         o = re.search(r"\[([^\]]+)\]\s*$", m.group(2))
-        obj = os.path.basename(o.group(1)) if o else "predictd"
+        if not o:
+            continue  # a source line of the annotation, not a function's total
+        obj = os.path.basename(o.group(1))
         obj = re.sub(r"\.so[.\d]*$", "", obj)
         out[obj] = out.get(obj, 0) + ir
     tot = sum(out.values()) or 1
