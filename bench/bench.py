@@ -99,6 +99,7 @@ PREDICTD = os.path.join(BUILD, "predictd")
 TRAIN = os.path.join(BUILD, "predict-train")
 BENCH_FORWARD = os.path.join(BUILD, "bench", "bench_forward")
 BENCH_MHD = os.path.join(BUILD, "bench", "bench_mhd")
+BENCH_GRPC_ECHO = os.path.join(BUILD, "bench", "bench_grpc_echo")
 
 TMP = tempfile.mkdtemp(prefix="predictd-bench-")
 STARTED = []  # (Popen) we started; killed by pid at exit
@@ -1105,8 +1106,9 @@ def g19():
 GRPC_CPU_GOAL = 1.2  # issue 38: gRPC Predict's server CPU per call <= 1.2x REST's
 
 
-@group(20, "gRPC Predict vs REST /v1 :predict: one census instance, calls/s and server CPU "
-           "per call (the same Python client)")
+@group(20, "gRPC Predict and ModelInfer vs REST /v1 :predict: one census instance, calls/s "
+           "and server CPU per call (the same Python client); a batch of 1000 as ModelInfer "
+           "raw_input_contents vs REST /v2 binary tensors; instructions per call (callgrind)")
 def g20():
     py = "/usr/bin/python3"  # Debian's, with python3-grpcio (the harness needs only stdlib)
     if not os.path.exists(py) or subprocess.run([py, "-c", "import grpc"],
@@ -1115,6 +1117,7 @@ def g20():
     m = census_model()
     gport = free_port()
     inst = write_body("instance-1.json", tutorial_instance())
+    batch = write_body("instances-1000.json", csv_instances(1000)[0])
     conns = 2
     out = {"method": "one daemon (--port, --rest_api_num_threads=2), bench/bench_grpc.py: %d "
                      "client threads calling in sequence for %ds, gRPC and REST runs "
@@ -1128,16 +1131,20 @@ def g20():
                                              "--grpc", "127.0.0.1:%d" % gport,
                                              "--rest", "127.0.0.1:%d" % d.port,
                                              "--pid", str(d.p.pid), "--instance", inst,
-                                             "--gen", gen, "--seconds", str(SECONDS),
+                                             "--gen", gen, "--batch", batch,
+                                             "--seconds", str(SECONDS),
                                              "--conns", str(conns), "--runs", str(RUNS)]),
-                           capture_output=True, text=True, timeout=120 + 4 * RUNS * SECONDS)
+                           capture_output=True, text=True, timeout=120 + 10 * RUNS * SECONDS)
         if r.returncode != 0:
             raise RuntimeError("bench_grpc.py: %s" % r.stderr[-300:])
         raw = json.loads(r.stdout)
     finally:
         d.close()
-    for k in ("grpc_predict", "rest_predict"):
-        rs = raw[k]
+    for k in ("grpc_predict", "grpc_infer", "rest_predict", "grpc_infer_batch",
+              "rest_v2_binary_batch"):
+        rs = raw.get(k)
+        if not rs:
+            continue
         out[k] = {"rps": median([x["rps"] for x in rs]),
                   "cpu_us_per_request": median([x["cpu_us_per_request"] for x in rs
                                                 if x["cpu_us_per_request"]]),
@@ -1150,6 +1157,44 @@ def g20():
                            out["cpu_ratio_grpc_to_rest"] <= GRPC_CPU_GOAL)
     log("   gRPC / REST server CPU per call: %s (goal <= %.1f)"
         % (out["cpu_ratio_grpc_to_rest"], GRPC_CPU_GOAL))
+    gi = out.get("grpc_infer", {}).get("cpu_us_per_request")
+    out["cpu_ratio_grpc_infer_to_rest"] = round(gi / rr, 2) if gi and rr else None
+    log("   gRPC ModelInfer / REST /v1 server CPU per call: %s"
+        % out["cpu_ratio_grpc_infer_to_rest"])
+    for k in ("grpc_infer_batch", "rest_v2_binary_batch"):
+        c = out.get(k, {}).get("cpu_us_per_request")
+        if c:
+            out[k]["instances_per_cpu_s"] = round(raw.get("batch", 1000) * 1e6 / c)
+    a = out.get("grpc_infer_batch", {}).get("instances_per_cpu_s")
+    b = out.get("rest_v2_binary_batch", {}).get("instances_per_cpu_s")
+    if a and b:
+        out["batch_grpc_over_rest_instances_per_cpu_s"] = round(a / b, 3)
+        log("   batch 1000: gRPC ModelInfer %d, REST /v2 binary %d instances per CPU-second "
+            "(%.3fx)" % (a, b, a / b))
+    # instructions per call, one daemon under callgrind (bench/bench_grpc_ir.py)
+    if shutil.which("valgrind"):
+        try:
+            r = subprocess.run([py, os.path.join(ROOT, "bench", "bench_grpc_ir.py"),
+                                "--predictd", PREDICTD, "--base", m["base"], "--instance", inst,
+                                "--gen", gen, "--calls", "300"] +
+                               (["--echo", BENCH_GRPC_ECHO] if os.path.exists(BENCH_GRPC_ECHO)
+                                else []), capture_output=True,
+                               text=True, timeout=900)
+            ir = json.loads(r.stdout) if r.returncode == 0 else None
+            out["instructions_per_call"] = ir or "not counted: %s" % r.stderr[-300:]
+            if ir:
+                log("   instructions per call: REST /v1 %d, REST /v2 binary %d, gRPC Predict %d "
+                    "(%.2fx), gRPC ModelInfer %d (%.2fx)"
+                    % (ir["rest_v1"]["ir_per_call"], ir["rest_v2_binary"]["ir_per_call"],
+                       ir["grpc_predict"]["ir_per_call"], ir["grpc_predict"]["over_rest_v1"],
+                       ir["grpc_infer"]["ir_per_call"], ir["grpc_infer"]["over_rest_v1"]))
+                if "grpc_echo_floor" in ir:
+                    log("   libgrpc's floor (bench_grpc_echo, a fixed answer): %d per Predict "
+                        "call (%.2fx REST /v1's whole call)"
+                        % (ir["grpc_echo_floor"]["ir_per_call"],
+                           ir["grpc_echo_floor"]["over_rest_v1"]))
+        except Exception as e:  # a figure never fails the harness
+            out["instructions_per_call"] = "not counted: %s" % e
     out["raw"] = raw
     return out
 

@@ -470,7 +470,7 @@ static void trace_metadata(slot *s, grpc_op *op)
  * when it started (then the slot belongs to whichever thread takes its
  * completion, which may come before this returns: the caller must not look
  * at the slot again). */
-static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
+static bool answer(slot *s, rt_ctx *ctx, srv_grpc_arena *arena, rt_buf *in, rt_buf *out)
 {
     struct srv_grpc *g = s->g;
     const char *path = s->method < g->n_methods ? g->methods[s->method].path : "(unknown)";
@@ -516,10 +516,12 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
                             .draw = r,
                             .sample = mix(r),
                             .trace = s->tr.ctx.sampled ? &s->tr : NULL,
+                            .arena = arena,
                             .reload = g->reload,
                             .reload_arg = g->reload_arg};
         srv_grpc_trace_run(&s->tr, ctx);
         code = run_admitted(g, &g->methods[s->method], &env, in, out, msg);
+        srv_grpc_arena_reset(arena); /* the request message is gone */
         srv_grpc_trace_ran(&s->tr, ctx, code);
         if (code == SRV_GRPC_OK && rt_buf_failed(out)) {
             code = SRV_GRPC_RESOURCE_EXHAUSTED;
@@ -590,6 +592,8 @@ static void *thread_main(void *arg)
     rt_buf in, out;
     rt_buf_init(&in);
     rt_buf_init(&out);
+    srv_grpc_arena arena;
+    srv_grpc_arena_init(&arena);
     for (;;) {
         grpc_event ev = grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
@@ -632,7 +636,7 @@ static void *thread_main(void *arg)
                 s->answer = NULL;
                 finish_call(s);
             } else {
-                if (answer(s, ctx, &in, &out))
+                if (answer(s, ctx, &arena, &in, &out))
                     continue; /* finishes when its batch completes */
                 finish_call(s);
             }
@@ -644,6 +648,7 @@ static void *thread_main(void *arg)
     }
     rt_buf_free(&in);
     rt_buf_free(&out);
+    srv_grpc_arena_free(&arena);
     rt_ctx_free(ctx);
     return NULL;
 }

@@ -49,6 +49,38 @@ typedef struct srv_grpc_trace {
     char header[56]; /* the traceparent sent in the initial metadata */
 } srv_grpc_trace;
 
+/* A bump allocator for unpacking a request message (srv_grpc_arena.c):
+ * alloc carves from its chunks, free does nothing; reset gives everything
+ * back at once (the thread's call is over) and keeps one chunk. */
+typedef struct srv_grpc_arena {
+    ProtobufCAllocator alloc;
+    struct srv_grpc_chunk *head; /* the newest chunk */
+} srv_grpc_arena;
+void srv_grpc_arena_init(srv_grpc_arena *a);
+void srv_grpc_arena_reset(srv_grpc_arena *a);
+void srv_grpc_arena_free(srv_grpc_arena *a);
+
+/* A JSON value read by srv_grpc_json_parse (srv_grpc_json.c), its nodes
+ * and strings in an arena: an object's members and an array's elements are
+ * child, next, next... (n of them), a member's name in key. */
+enum { SRV_GRPC_JSON_NULL, SRV_GRPC_JSON_BOOL, SRV_GRPC_JSON_NUMBER, SRV_GRPC_JSON_STRING,
+       SRV_GRPC_JSON_ARRAY, SRV_GRPC_JSON_OBJECT };
+typedef struct srv_grpc_json {
+    int kind;
+    const char *key; /* a member's name, else NULL */
+    const char *str; /* a string's text (UTF-8, NUL-terminated) */
+    double num;      /* a number; a bool as 0 or 1 */
+    size_t n;        /* an array's or object's count */
+    struct srv_grpc_json *child, *next;
+} srv_grpc_json;
+/* The JSON text of len bytes (no NUL needed), all of it one value, or NULL
+ * when it is not (or the arena ran out of memory). */
+const srv_grpc_json *srv_grpc_json_parse(srv_grpc_arena *a, const char *text, size_t len);
+/* obj's member key (the first), NULL when obj is not an object or has none. */
+const srv_grpc_json *srv_grpc_json_get(const srv_grpc_json *obj, const char *key);
+/* j's text when j is a string, else NULL. */
+const char *srv_grpc_json_str(const srv_grpc_json *j);
+
 /* What a method sees: the daemon's objects and its thread's context. */
 typedef struct srv_grpc_env {
     srv_manager *mgr;
@@ -59,6 +91,10 @@ typedef struct srv_grpc_env {
     uint64_t draw;               /* the traffic split's draw (random) */
     uint64_t sample;             /* the sampling draw */
     srv_grpc_trace *trace;       /* the call's, sampled; NULL: not traced */
+    /* the thread's arena for the request message (reset by the caller after
+     * the method returns: nothing allocated there outlives the call); NULL:
+     * unpack with malloc and free_unpacked */
+    srv_grpc_arena *arena;
     /* the daemon's config reload (srv_grpc_params.reload), NULL: none */
     rt_status (*reload)(void *arg, const char *models, size_t len, rt_err *err);
     void *reload_arg;

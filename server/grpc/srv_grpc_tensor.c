@@ -19,6 +19,14 @@
 
 void *srv_grpc_pool_alloc(srv_grpc_pool *pool, size_t n)
 {
+    if (pool->arena) { /* a calloc and a free per block cost more than the answer's packing */
+        void *x = pool->arena->alloc.alloc(pool->arena, n);
+        if (!x)
+            pool->failed = true;
+        else
+            memset(x, 0, n);
+        return x;
+    }
     if (pool->n == pool->cap) {
         size_t cap = pool->cap ? pool->cap * 2 : 32;
         void **p = realloc(pool->p, cap * sizeof *p);
@@ -282,39 +290,39 @@ int srv_grpc_tensor_to_json(const Tensorflow__TensorProto *t, const char *name, 
 
 /* The shape of a (rectangular) nested array: dims[0..*nd); *count its
  * elements. False when it is not rectangular. */
-static bool shape_of(const cJSON *v, int64_t *dims, size_t *nd, size_t *count)
+static bool shape_of(const srv_grpc_json *v, int64_t *dims, size_t *nd, size_t *count)
 {
     *nd = 0;
     *count = 1;
-    for (const cJSON *x = v; cJSON_IsArray(x); x = x->child) {
+    for (const srv_grpc_json *x = v; x && x->kind == SRV_GRPC_JSON_ARRAY; x = x->child) {
         if (*nd == SRV_GRPC_MAX_DIMS)
             return false;
-        int n = cJSON_GetArraySize(x);
-        dims[(*nd)++] = n;
-        *count *= (size_t)n;
-        if (!n)
+        dims[(*nd)++] = (int64_t)x->n;
+        *count *= x->n;
+        if (!x->n)
             break;
     }
     return true;
 }
 
 /* Element values in order into t; false when the nesting is not the shape. */
-static bool fill(const cJSON *v, const int64_t *dims, size_t nd, size_t d, int dt,
+static bool fill(const srv_grpc_json *v, const int64_t *dims, size_t nd, size_t d, int dt,
                  Tensorflow__TensorProto *t, size_t *at)
 {
     if (d == nd) {
-        if (cJSON_IsArray(v) || cJSON_IsObject(v))
+        if (v->kind == SRV_GRPC_JSON_ARRAY || v->kind == SRV_GRPC_JSON_OBJECT)
             return false;
         size_t i = (*at)++;
-        double x = cJSON_IsNumber(v) ? v->valuedouble : cJSON_IsTrue(v) ? 1 : 0;
+        /* a number's double as strtod read it; true 1; anything else 0 */
+        double x = v->kind == SRV_GRPC_JSON_NUMBER || v->kind == SRV_GRPC_JSON_BOOL ? v->num : 0;
         switch (dt) {
         case 1: t->float_val[i] = (float)x; break;
         case 2: t->double_val[i] = x; break;
         case 3: t->int_val[i] = (int32_t)x; break;
         case 9: t->int64_val[i] = (int64_t)x; break;
-        case 10: t->bool_val[i] = cJSON_IsTrue(v); break;
+        case 10: t->bool_val[i] = v->kind == SRV_GRPC_JSON_BOOL && v->num != 0; break;
         case 7: {
-            const char *s = cJSON_GetStringValue(v);
+            const char *s = srv_grpc_json_str(v);
             if (!s)
                 return false;
             t->string_val[i] = (ProtobufCBinaryData){strlen(s), (uint8_t *)s};
@@ -323,21 +331,24 @@ static bool fill(const cJSON *v, const int64_t *dims, size_t nd, size_t d, int d
         }
         return true;
     }
-    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != dims[d])
+    if (v->kind != SRV_GRPC_JSON_ARRAY || (int64_t)v->n != dims[d])
         return false;
-    const cJSON *x;
-    cJSON_ArrayForEach(x, v) if (!fill(x, dims, nd, d + 1, dt, t, at)) return false;
+    for (const srv_grpc_json *x = v->child; x; x = x->next)
+        if (!fill(x, dims, nd, d + 1, dt, t, at))
+            return false;
     return true;
 }
 
-int srv_grpc_json_to_tensor(const cJSON *v, int dtype, const char *name, srv_grpc_pool *pool,
-                            Tensorflow__TensorProto *t, char *msg)
+int srv_grpc_json_to_tensor(const srv_grpc_json *v, int dtype, const char *name,
+                            srv_grpc_pool *pool, Tensorflow__TensorProto *t, char *msg)
 {
     tensorflow__tensor_proto__init(t);
     int64_t dims[SRV_GRPC_MAX_DIMS];
     size_t nd, count;
     if (dtype != 1 && dtype != 2 && dtype != 3 && dtype != 9 && dtype != 10 && dtype != 7)
-        dtype = cJSON_IsString(v) || (cJSON_IsArray(v) && v->child && cJSON_IsString(v->child))
+        dtype = v->kind == SRV_GRPC_JSON_STRING ||
+                        (v->kind == SRV_GRPC_JSON_ARRAY && v->child &&
+                         v->child->kind == SRV_GRPC_JSON_STRING)
                     ? 7
                     : 1;
     if (!shape_of(v, dims, &nd, &count))

@@ -216,21 +216,23 @@ static bool wanted(const Tensorflow__Serving__PredictRequest *rq, const char *na
 }
 
 /* REST's {"outputs": ...} answer as a PredictResponse. */
-static int predict_answer(const Tensorflow__Serving__PredictRequest *rq, const tfs_spec *s,
-                          const rt_graph *g, const Predictd__SignatureDef *sig, int64_t vnum,
-                          const rt_buf *ans, rt_buf *out, char *msg)
+static int predict_answer(srv_grpc_arena *ar, const Tensorflow__Serving__PredictRequest *rq,
+                          const tfs_spec *s, const rt_graph *g, const Predictd__SignatureDef *sig,
+                          int64_t vnum, const rt_buf *ans, rt_buf *out, char *msg)
 {
-    srv_grpc_pool pool = {0};
+    srv_grpc_pool pool = {.arena = ar};
     int code = SRV_GRPC_OK;
-    cJSON *doc = cJSON_ParseWithLength(ans->data, ans->len);
-    const cJSON *outs = cJSON_GetObjectItem(doc, "outputs");
+    /* read into the call's arena (cJSON's malloc per node cost more than
+     * the reading) */
+    const srv_grpc_json *doc = srv_grpc_json_parse(ar, ans->data ? ans->data : "", ans->len);
+    const srv_grpc_json *outs = srv_grpc_json_get(doc, "outputs");
     if (!outs) {
         snprintf(msg, SRV_GRPC_MSG, "internal: the answer has no outputs");
         code = SRV_GRPC_INTERNAL;
         goto done;
     }
     /* one output: REST answers its value alone (TF Serving's rule) */
-    bool single = !cJSON_IsObject(outs);
+    bool single = outs->kind != SRV_GRPC_JSON_OBJECT;
     if (single && (!sig || sig->n_outputs != 1)) {
         snprintf(msg, SRV_GRPC_MSG, "internal: the answer's outputs are not named");
         code = SRV_GRPC_INTERNAL;
@@ -238,21 +240,21 @@ static int predict_answer(const Tensorflow__Serving__PredictRequest *rq, const t
     }
     for (size_t i = 0; i < rq->n_output_filter; i++)
         if (single ? strcmp(rq->output_filter[i], sig->outputs[0]->name)
-                   : !cJSON_GetObjectItemCaseSensitive(outs, rq->output_filter[i])) {
+                   : !srv_grpc_json_get(outs, rq->output_filter[i])) {
             snprintf(msg, SRV_GRPC_MSG, "output_filter: '%.100s' is not an output of the "
                      "signature", rq->output_filter[i]);
             code = SRV_GRPC_INVALID_ARGUMENT;
             goto done;
         }
-    size_t n = single ? 1 : (size_t)cJSON_GetArraySize(outs);
+    size_t n = single ? 1 : outs->n;
     Tensorflow__Serving__PredictResponse a = TENSORFLOW__SERVING__PREDICT_RESPONSE__INIT;
     a.outputs = srv_grpc_pool_alloc(&pool, (n + 1) * sizeof *a.outputs);
     a.model_spec = answer_spec(&pool, s->name, vnum, s->sig);
     if (!a.outputs || !a.model_spec)
         goto nomem;
-    const cJSON *o = single ? outs : outs->child;
+    const srv_grpc_json *o = single ? outs : outs->child;
     for (; o; o = single ? NULL : o->next) {
-        const char *name = single ? sig->outputs[0]->name : o->string;
+        const char *name = single ? sig->outputs[0]->name : o->key;
         int dtype = output_dtype(g, sig, name);
         if (!wanted(rq, name) || dtype == -2)
             continue;
@@ -275,7 +277,6 @@ nomem:
     snprintf(msg, SRV_GRPC_MSG, "out of memory");
     code = SRV_GRPC_RESOURCE_EXHAUSTED;
 done:
-    cJSON_Delete(doc);
     srv_grpc_pool_free(&pool);
     return code;
 }
@@ -283,10 +284,17 @@ done:
 int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *out, char *msg)
 {
     int64_t t0 = rt_time_now_ns();
+    /* the thread's arena, or one of this call's (a caller without one) */
+    srv_grpc_arena own, *ar = e->arena;
+    if (!ar)
+        srv_grpc_arena_init(ar = &own);
     Tensorflow__Serving__PredictRequest *rq =
-        tensorflow__serving__predict_request__unpack(NULL, len, in);
-    if (!rq)
+        tensorflow__serving__predict_request__unpack(&ar->alloc, len, in);
+    if (!rq) {
+        if (ar == &own)
+            srv_grpc_arena_free(&own);
         return srv_grpc_bad_message(msg, "tensorflow.serving.PredictRequest");
+    }
     tfs_spec s;
     rt_buf body, ans;
     rt_buf_init(&body);
@@ -311,14 +319,15 @@ int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf 
     if (code == SRV_GRPC_OK)
         code = run_on(e, v, RT_METHOD_PREDICT, &body, &ans, msg);
     if (code == SRV_GRPC_OK)
-        code = predict_answer(rq, &s, rt_model_graph(srv_version_model(v)), sig, vnum, &ans, out,
-                              msg);
+        code = predict_answer(ar, rq, &s, rt_model_graph(srv_version_model(v)), sig, vnum, &ans,
+                              out, msg);
     note(e, s.name, vnum, RT_METHOD_PREDICT, code, t0);
     srv_version_release(pick.shadow);
     srv_version_release(v);
     rt_buf_free(&body);
     rt_buf_free(&ans);
-    tensorflow__serving__predict_request__free_unpacked(rq, NULL);
+    if (ar == &own) /* else the thread's, given back after the call */
+        srv_grpc_arena_free(&own);
     return code;
 }
 

@@ -20,6 +20,9 @@ typedef struct srv_grpc_pool {
     void **p;
     size_t n, cap;
     bool failed; /* an allocation failed: the answer is RESOURCE_EXHAUSTED */
+    /* when set, the blocks come from this arena (the call's) and are given
+     * back with it, not by srv_grpc_pool_free */
+    srv_grpc_arena *arena;
 } srv_grpc_pool;
 
 /* n zeroed bytes owned by the pool, or NULL (then pool->failed). */
@@ -42,12 +45,13 @@ const char *srv_grpc_dtype_name(int dtype);
 int srv_grpc_tensor_to_json(const Tensorflow__TensorProto *t, const char *name, rt_buf *b,
                             char *msg);
 
-/* Fills t from v, a value of REST's columnar answer ("outputs"), as a tensor
- * of the given DataType: its shape from the nesting (rectangular), its
- * values in the dtype's *_val field. Everything t points to is pool's.
+/* Fills t from v, a value of REST's columnar answer ("outputs", read by
+ * srv_grpc_json_parse), as a tensor of the given DataType: its shape from
+ * the nesting (rectangular), its values in the dtype's *_val field.
+ * Everything t points to is pool's, but its strings, which are v's.
  * Returns SRV_GRPC_OK, or INTERNAL / RESOURCE_EXHAUSTED with msg. */
-int srv_grpc_json_to_tensor(const cJSON *v, int dtype, const char *name, srv_grpc_pool *pool,
-                            Tensorflow__TensorProto *t, char *msg);
+int srv_grpc_json_to_tensor(const srv_grpc_json *v, int dtype, const char *name,
+                            srv_grpc_pool *pool, Tensorflow__TensorProto *t, char *msg);
 
 /* Runs input through method (RT_METHOD_CLASSIFY or RT_METHOD_REGRESS) on
  * the version ms routes to (its name, version or version_label) and ms's
