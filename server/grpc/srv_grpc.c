@@ -129,6 +129,7 @@ struct srv_grpc {
     int max_queue_wait_ms;
     rt_json_params json;
     srv_tracer *tracer; /* REST's (srv_http_tracer), or NULL */
+    srv_http *http;     /* REST's front (batcher, logs, shadow), or NULL */
     rt_status (*reload)(void *arg, const char *models, size_t len, rt_err *err);
     void *reload_arg;
     _Atomic uint64_t seed;
@@ -517,7 +518,9 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
                             .sample = mix(r),
                             .trace = s->tr.ctx.sampled ? &s->tr : NULL,
                             .reload = g->reload,
-                            .reload_arg = g->reload_arg};
+                            .reload_arg = g->reload_arg,
+                            .http = g->http,
+                            .rpc = g->methods[s->method].path};
         srv_grpc_trace_run(&s->tr, ctx);
         code = run_admitted(g, &g->methods[s->method], &env, in, out, msg);
         srv_grpc_trace_ran(&s->tr, ctx, code);
@@ -763,6 +766,7 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     g->admit = p->admit;
     g->max_queue_wait_ms = p->max_queue_wait_ms;
     g->tracer = p->tracer;
+    g->http = p->http;
     g->reload = p->reload;
     g->reload_arg = p->reload_arg;
     g->json = rt_json_default_params();

@@ -57,7 +57,7 @@ static void test_full_queue_drops(void **state)
     assert_int_equal(srv_predlog_new(mgr, 4, (size_t)64 << 20, &l, &err), RT_OK);
     const char *body = "{\"instances\": [{\"x\": 1}]}", *answer = "{\"predictions\": [0.5]}";
     srv_served r = {"m", 7, RT_METHOD_PREDICT, 200, 0.001, 1.8e9,
-                    body, strlen(body), answer, strlen(answer)};
+                    body, strlen(body), answer, strlen(answer), SRV_PROTO_REST, NULL};
 
     /* The writer needs the manager's mutex for every line: hold it. */
     pthread_mutex_lock(&mgr->mu);
