@@ -84,7 +84,7 @@ static void test_full_queue_drops(void **state)
     char *text = NULL;
     assert_int_equal(rt_file_read(AT_FDCWD, path, 1 << 20, 0, &text, NULL, NULL), RT_OK);
     assert_non_null(strstr(text, "{\"time\":\"2027-01-15T08:00:00.000000Z\",\"model\":\"m\","
-                                 "\"version\":\"7\",\"method\":\"predict\","
+                                 "\"version\":\"7\",\"method\":\"predict\",\"protocol\":\"rest\","
                                  "\"signature\":\"serving_default\",\"status\":200,"
                                  "\"latency_ms\":1,\"instances\":[{\"x\":1}],"
                                  "\"outputs\":[0.5]}\n"));
