@@ -842,6 +842,9 @@ void srv_metrics_reload(srv_metrics *m, bool ok);
 void srv_metrics_batch(srv_metrics *m, size_t instances, size_t requests, bool fallback);
 /* Batches waiting to run (predictd_batch_queue_depth gauge). */
 void srv_metrics_batch_queue(srv_metrics *m, long depth);
+/* A gRPC call's deadline passed while it waited for its batch: not run
+ * (predictd_batch_expired_total). */
+void srv_metrics_batch_expired(srv_metrics *m);
 /* One request's wait in a queue, wait_ns >= 0: for a worker, or (batch)
  * for its batch to run (predictd_queue_wait_seconds{queue}). Lock-free. */
 void srv_metrics_queue_wait(srv_metrics *m, bool batch, int64_t wait_ns);
@@ -1077,14 +1080,16 @@ bool srv_http_batching(const srv_http *h);
  * batch of v and its signature (REST requests may share it), the caller
  * waiting until a batch thread answered it; empty or over max_batch_size:
  * run alone here. start (CLOCK_MONOTONIC ns) is when the call began
- * (rest_api_timeout_in_ms counts from it). Returns REST's status for the
+ * (rest_api_timeout_in_ms counts from it); deadline (the same clock, 0:
+ * none) is the call's own: past it when its batch starts, it is not run
+ * (504, predictd_batch_expired_total). Returns REST's status for the
  * outcome (200, 400, 429, 504, ...) with ans holding REST's answer (or
  * {"error": ...}) and *v2_answer the JSON's length when binary tensors
  * follow it, else 0. Counts no request metrics line (the caller does);
  * h must batch (srv_http_batching). */
 unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_method method,
                              const char *body, size_t len, size_t v2_header, int64_t start,
-                             rt_buf *ans, size_t *v2_answer);
+                             int64_t deadline, rt_buf *ans, size_t *v2_answer);
 /* Sends GET /healthz over a socketpair handed to libmicrohttpd (so it needs
  * no free connection slot, and runs on the I/O threads and request handler
  * clients use) and waits up to timeout_ms for a 200: true when request

@@ -261,6 +261,15 @@ static rt_method method_kind(const srv_grpc_method *m)
                                                  : RT_METHOD_PREDICT;
 }
 
+/* The call's deadline on rt_time_now_ns's clock, 0: none (infinite). */
+static int64_t deadline_ns(gpr_timespec d)
+{
+    if (gpr_time_cmp(d, gpr_inf_future(d.clock_type)) == 0)
+        return 0;
+    gpr_timespec left = gpr_time_sub(d, gpr_now(d.clock_type));
+    return rt_time_now_ns() + (int64_t)left.tv_sec * 1000000000 + left.tv_nsec;
+}
+
 /* Runs the method on env with an admission slot when it is an inference
  * method and there is a limit: RESOURCE_EXHAUSTED (REST's 429, counted the
  * same way) when the limit is reached, without running it. */
@@ -520,7 +529,8 @@ static bool answer(slot *s, rt_ctx *ctx, rt_buf *in, rt_buf *out)
                             .reload = g->reload,
                             .reload_arg = g->reload_arg,
                             .http = g->http,
-                            .rpc = g->methods[s->method].path};
+                            .rpc = g->methods[s->method].path,
+                            .deadline_ns = deadline_ns(s->deadline)};
         srv_grpc_trace_run(&s->tr, ctx);
         code = run_admitted(g, &g->methods[s->method], &env, in, out, msg);
         srv_grpc_trace_ran(&s->tr, ctx, code);

@@ -66,6 +66,7 @@ typedef struct srv_grpc_env {
      * shadow queue, which inference calls share; NULL: none */
     srv_http *http;
     const char *rpc; /* the method's path ("/package.Service/Method") */
+    int64_t deadline_ns; /* the call's deadline (rt_time_now_ns's clock), 0: none */
 } srv_grpc_env;
 
 /* One method: in/len the request message; out the answer message; returns a

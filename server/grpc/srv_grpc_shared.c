@@ -56,7 +56,7 @@ int srv_grpc_run_infer(srv_grpc_env *e, srv_version *v, const char *model, rt_me
         return SRV_GRPC_OK;
     }
     unsigned http = srv_http_batch_call(e->http, v, model, method, b, body->len, v2_header, t0,
-                                        ans, v2_answer);
+                                        e->deadline_ns, ans, v2_answer);
     int code = status_of_http(http);
     if (code != SRV_GRPC_OK) { /* REST's {"error": ...} is the status's message */
         cJSON *doc = cJSON_ParseWithLength(ans->data ? ans->data : "", ans->len);

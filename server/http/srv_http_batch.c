@@ -139,6 +139,17 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     for (size_t i = 0; i < n; i++) {
         req *rq = jobs[i];
         double ms = srv_http_ms_since(rq->start);
+        if (rq->deadline && t0 > rq->deadline) {
+            /* a gRPC call whose deadline passed while it waited (its client
+             * got DEADLINE_EXCEEDED from the core): not run */
+            rq->code = 504;
+            srv_metrics_batch_expired(h->p.metrics);
+            rt_buf_reset(&rq->resp);
+            if (srv_http_put_error(&rq->resp, "deadline exceeded: the call's deadline passed "
+                                              "while it waited for its batch") != 0)
+                rq->code = 500;
+            continue;
+        }
         if (ms > h->cfg.rest_api_timeout_in_ms) {
             /* It waited past its deadline: not run (as in compute_infer). */
             char msg[160];
@@ -307,7 +318,7 @@ bool srv_http_batching(const srv_http *h)
 
 unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_method method,
                              const char *body, size_t len, size_t v2_header, int64_t start,
-                             rt_buf *ans, size_t *v2_answer)
+                             int64_t deadline, rt_buf *ans, size_t *v2_answer)
 {
     *v2_answer = 0;
     rt_buf_reset(ans);
@@ -325,6 +336,7 @@ unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_
     rq->ver = v;
     rq->served = srv_version_number(v);
     rq->start = start;
+    rq->deadline = deadline;
     rq->route.kind = SRV_ROUTE_INFER;
     rq->route.method = method;
     snprintf(rq->route.model, sizeof rq->route.model, "%s", model);

@@ -149,6 +149,7 @@ typedef struct req {
      * instead of a suspended connection; its version is the caller's
      * reference (not released here) and its metrics line the caller's */
     struct srv_batch_waiter *waiter;
+    int64_t deadline; /* a gRPC call's deadline (rt_time_now_ns), 0: none */
 } req;
 
 /* One connection, from libmicrohttpd's STARTED notice to its CLOSED notice
