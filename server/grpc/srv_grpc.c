@@ -261,12 +261,15 @@ static rt_method method_kind(const srv_grpc_method *m)
                                                  : RT_METHOD_PREDICT;
 }
 
-/* The call's deadline on rt_time_now_ns's clock, 0: none (infinite). */
+/* The call's deadline on rt_time_now_ns's clock, 0: none (infinite, or
+ * over a year away: as good as none, and no overflow). */
 static int64_t deadline_ns(gpr_timespec d)
 {
     if (gpr_time_cmp(d, gpr_inf_future(d.clock_type)) == 0)
         return 0;
     gpr_timespec left = gpr_time_sub(d, gpr_now(d.clock_type));
+    if (left.tv_sec > 366 * 86400)
+        return 0;
     return rt_time_now_ns() + (int64_t)left.tv_sec * 1000000000 + left.tv_nsec;
 }
 
