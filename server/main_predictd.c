@@ -463,6 +463,7 @@ static int start_grpc(daemon_t *d)
         .admit = srv_http_admit(d->http),
         .max_queue_wait_ms = d->cfg->max_queue_wait_ms,
         .tracer = srv_http_tracer(d->http),
+        .http = d->http,
         .reload = rpc_reload,
         .reload_arg = d,
     };

@@ -737,8 +737,13 @@ bool srv_manager_log_conf(srv_manager *m, const char *model, char *dir, size_t d
 
 /* -------------------------------------------------------- shadow and logs */
 
+/* The door a request came in by: the metrics' protocol label ("rest",
+ * "grpc"). */
+typedef enum srv_proto { SRV_PROTO_REST = 0, SRV_PROTO_GRPC = 1 } srv_proto;
+
 /* One answered inference request, as srv_shadow / srv_predlog take it
- * (they copy what they keep). */
+ * (they copy what they keep). A gRPC call's body and answer are the REST
+ * JSON it ran as (docs/grpc.md). */
 typedef struct srv_served {
     const char *model;
     int64_t version;        /* the version that answered */
@@ -750,6 +755,9 @@ typedef struct srv_served {
     size_t body_len;
     const char *answer;
     size_t answer_len;
+    srv_proto proto;        /* the door it came in by (0: REST) */
+    const char *rpc;        /* gRPC: the method's path ("/package.Service/Method"),
+                               a string that outlives the process; REST: NULL */
 } srv_served;
 
 /* Shadow traffic (srv_shadow.c): one thread re-runs submitted requests on
@@ -798,9 +806,6 @@ void srv_metrics_free(srv_metrics *m); /* NULL is fine */
  * version -1 when none answered. */
 void srv_metrics_request(srv_metrics *m, const char *model, int64_t version, rt_method method,
                          int http_code, double seconds);
-/* The door a request came in by: the metrics' protocol label ("rest",
- * "grpc"). */
-typedef enum srv_proto { SRV_PROTO_REST = 0, SRV_PROTO_GRPC = 1 } srv_proto;
 /* srv_metrics_request for a request that came in by proto (srv_metrics_request
  * counts it as REST's): http_code is the HTTP code REST answers for the same
  * outcome (srv_grpc_http_of for a gRPC status). */
@@ -837,6 +842,9 @@ void srv_metrics_reload(srv_metrics *m, bool ok);
 void srv_metrics_batch(srv_metrics *m, size_t instances, size_t requests, bool fallback);
 /* Batches waiting to run (predictd_batch_queue_depth gauge). */
 void srv_metrics_batch_queue(srv_metrics *m, long depth);
+/* A gRPC call's deadline passed while it waited for its batch: not run
+ * (predictd_batch_expired_total). */
+void srv_metrics_batch_expired(srv_metrics *m);
 /* One request's wait in a queue, wait_ns >= 0: for a worker, or (batch)
  * for its batch to run (predictd_queue_wait_seconds{queue}). Lock-free. */
 void srv_metrics_queue_wait(srv_metrics *m, bool batch, int64_t wait_ns);
@@ -1055,6 +1063,33 @@ srv_admit *srv_http_admit(srv_http *h);
 /* The tracer of h (tracing.*, server/trace/), shared with the gRPC front,
  * or NULL when tracing is off; it lives until srv_http_free. */
 struct srv_tracer *srv_http_tracer(srv_http *h);
+/* Queues what an answered inference request's routing sampled (pick, from
+ * srv_manager_acquire_routed): its prediction log line when pick->log, and
+ * its shadow run when pick->shadow and s->code is 200 (the shadow's
+ * reference is taken over: pick->shadow is NULL after). REST's requests and
+ * the gRPC front's calls (docs/grpc.md) go through it alike, to the same
+ * queues. Copies; never blocks. Nothing when s->version < 0. */
+void srv_http_tap(srv_http *h, const srv_served *s, srv_pick *pick);
+/* True when h batches across requests (enable_batching). */
+bool srv_http_batching(const srv_http *h);
+/* For the gRPC front: runs a :predict body (method RT_METHOD_PREDICT) or a
+ * /v2 infer body (RT_METHOD_INFER; v2_header its JSON's length or
+ * RT_V2_NO_HEADER) of model on version v (the caller's reference, kept)
+ * through h's batcher, as a REST request with batching on
+ * (srv_http_batch_enter): parsed on the calling thread, joined to the open
+ * batch of v and its signature (REST requests may share it), the caller
+ * waiting until a batch thread answered it; empty or over max_batch_size:
+ * run alone here. start (CLOCK_MONOTONIC ns) is when the call began
+ * (rest_api_timeout_in_ms counts from it); deadline (the same clock, 0:
+ * none) is the call's own: past it when its batch starts, it is not run
+ * (504, predictd_batch_expired_total). Returns REST's status for the
+ * outcome (200, 400, 429, 504, ...) with ans holding REST's answer (or
+ * {"error": ...}) and *v2_answer the JSON's length when binary tensors
+ * follow it, else 0. Counts no request metrics line (the caller does);
+ * h must batch (srv_http_batching). */
+unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_method method,
+                             const char *body, size_t len, size_t v2_header, int64_t start,
+                             int64_t deadline, rt_buf *ans, size_t *v2_answer);
 /* Sends GET /healthz over a socketpair handed to libmicrohttpd (so it needs
  * no free connection slot, and runs on the I/O threads and request handler
  * clients use) and waits up to timeout_ms for a 200: true when request
@@ -1085,6 +1120,10 @@ typedef struct srv_grpc_params {
                                 an inference call past it is RESOURCE_EXHAUSTED;
                                 NULL: none */
     int max_queue_wait_ms;   /* its setting, named in that status's message */
+    srv_http *http;          /* REST's front, shared: inference calls join its
+                                batches (enable_batching) and go to its
+                                prediction logs and shadow queue as its requests
+                                do (srv_http_tap); NULL: none of these */
     struct srv_tracer *tracer; /* REST's (srv_http_tracer), shared: a span per
                                   unary call; NULL: none */
     /* ModelService/HandleReloadConfigRequest: applies models (a

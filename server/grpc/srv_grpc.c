@@ -129,6 +129,7 @@ struct srv_grpc {
     int max_queue_wait_ms;
     rt_json_params json;
     srv_tracer *tracer; /* REST's (srv_http_tracer), or NULL */
+    srv_http *http;     /* REST's front (batcher, logs, shadow), or NULL */
     rt_status (*reload)(void *arg, const char *models, size_t len, rt_err *err);
     void *reload_arg;
     _Atomic uint64_t seed;
@@ -258,6 +259,18 @@ static rt_method method_kind(const srv_grpc_method *m)
            : !strcmp(m->label, "ModelInfer")     ? RT_METHOD_INFER
            : !strcmp(m->label, "MultiInference") ? RT_METHOD_MULTI_INFERENCE
                                                  : RT_METHOD_PREDICT;
+}
+
+/* The call's deadline on rt_time_now_ns's clock, 0: none (infinite, or
+ * over a year away: as good as none, and no overflow). */
+static int64_t deadline_ns(gpr_timespec d)
+{
+    if (gpr_time_cmp(d, gpr_inf_future(d.clock_type)) == 0)
+        return 0;
+    gpr_timespec left = gpr_time_sub(d, gpr_now(d.clock_type));
+    if (left.tv_sec > 366 * 86400)
+        return 0;
+    return rt_time_now_ns() + (int64_t)left.tv_sec * 1000000000 + left.tv_nsec;
 }
 
 /* Runs the method on env with an admission slot when it is an inference
@@ -518,7 +531,10 @@ static bool answer(slot *s, rt_ctx *ctx, srv_grpc_arena *arena, rt_buf *in, rt_b
                             .trace = s->tr.ctx.sampled ? &s->tr : NULL,
                             .arena = arena,
                             .reload = g->reload,
-                            .reload_arg = g->reload_arg};
+                            .reload_arg = g->reload_arg,
+                            .http = g->http,
+                            .rpc = g->methods[s->method].path,
+                            .deadline_ns = deadline_ns(s->deadline)};
         srv_grpc_trace_run(&s->tr, ctx);
         code = run_admitted(g, &g->methods[s->method], &env, in, out, msg);
         srv_grpc_arena_reset(arena); /* the request message is gone */
@@ -768,6 +784,7 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     g->admit = p->admit;
     g->max_queue_wait_ms = p->max_queue_wait_ms;
     g->tracer = p->tracer;
+    g->http = p->http;
     g->reload = p->reload;
     g->reload_arg = p->reload_arg;
     g->json = rt_json_default_params();

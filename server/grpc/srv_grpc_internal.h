@@ -98,6 +98,11 @@ typedef struct srv_grpc_env {
     /* the daemon's config reload (srv_grpc_params.reload), NULL: none */
     rt_status (*reload)(void *arg, const char *models, size_t len, rt_err *err);
     void *reload_arg;
+    /* REST's front (srv_grpc_params.http): its batcher, prediction logs and
+     * shadow queue, which inference calls share; NULL: none */
+    srv_http *http;
+    const char *rpc; /* the method's path ("/package.Service/Method") */
+    int64_t deadline_ns; /* the call's deadline (rt_time_now_ns's clock), 0: none */
 } srv_grpc_env;
 
 /* One method: in/len the request message; out the answer message; returns a
@@ -145,6 +150,26 @@ void srv_grpc_trace_note(srv_grpc_env *e, const char *model, int64_t version);
 /* The call is over (its answer's batch completed): its spans to t when
  * sampled. */
 void srv_grpc_trace_end(srv_tracer *t, srv_grpc_trace *tr);
+
+/* What inference calls share with REST (srv_grpc_shared.c). Runs body (a
+ * :predict / :classify / :regress body, or for RT_METHOD_INFER a /v2 infer
+ * body with v2_header its JSON's length or RT_V2_NO_HEADER) of model on v:
+ * through REST's batcher when it batches and the method is PREDICT or
+ * INFER (the call may share a batch with REST requests; t0 is when the call
+ * began, for rest_api_timeout_in_ms), else on e->ctx. ans gets REST's JSON
+ * answer and *v2_answer its JSON's length when binary tensors follow (0:
+ * none); not OK: msg is set, ans empty. The monitor observes the run. */
+int srv_grpc_run_infer(srv_grpc_env *e, srv_version *v, const char *model, rt_method method,
+                       const rt_buf *body, size_t v2_header, int64_t t0, rt_buf *ans,
+                       size_t *v2_answer, char *msg);
+/* An answered inference call (code, msg when not OK) to REST's prediction
+ * log and shadow queue as pick sampled them (srv_http_tap; protocol "grpc"
+ * and e->rpc recorded): body and ans are the REST JSON it ran as. Takes
+ * pick->shadow's reference (NULL after). Nothing but that when e->http is
+ * NULL or no version answered (vnum < 0). */
+void srv_grpc_tap(srv_grpc_env *e, const char *model, int64_t vnum, rt_method method, int code,
+                  int64_t t0, const rt_buf *body, const rt_buf *ans, const char *msg,
+                  srv_pick *pick);
 
 /* TensorFlow Serving's methods (srv_grpc_tfs.c, srv_grpc_tfs_multi.c,
  * srv_grpc_tfs_meta.c, srv_grpc_tfs_reload.c). */

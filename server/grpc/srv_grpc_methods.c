@@ -521,18 +521,18 @@ static int model_infer(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *o
         srv_manager_acquire_routed(e->mgr, rq->model_name, version, label, &pick, &v, &err);
     if (st == RT_OK) {
         vnum = srv_version_number(v);
-        st = rt_v2_handle(srv_version_model(v), rq->model_name, vnum, body.data, body.len,
-                          hlen == body.len ? RT_V2_NO_HEADER : hlen, &e->json, e->ctx, &ans,
-                          &err);
-        if (st == RT_OK)
-            srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(e->ctx));
-    }
-    if (st != RT_OK) {
-        snprintf(msg, SRV_GRPC_MSG, "%s", err.msg);
-        code = srv_grpc_status_of(st);
+        size_t v2_answer = 0;
+        code = srv_grpc_run_infer(e, v, rq->model_name, RT_METHOD_INFER, &body,
+                                  hlen == body.len ? RT_V2_NO_HEADER : hlen, t0, &ans,
+                                  &v2_answer, msg);
+        srv_grpc_tap(e, rq->model_name, vnum, RT_METHOD_INFER, code, t0, &body, &ans, msg, &pick);
+        if (code != SRV_GRPC_OK)
+            goto done;
+        code = infer_answer(ar, ans.data, ans.len, v2_answer, out, msg);
         goto done;
     }
-    code = infer_answer(ar, ans.data, ans.len, rt_v2_answer_header_len(e->ctx), out, msg);
+    snprintf(msg, SRV_GRPC_MSG, "%s", err.msg);
+    code = srv_grpc_status_of(st);
 done:
     srv_version_release(pick.shadow);
     srv_version_release(v);

@@ -47,6 +47,7 @@ unsigned srv_grpc_http_of(int code)
     case SRV_GRPC_NOT_FOUND: return 404;
     case SRV_GRPC_UNAVAILABLE: return 503;
     case SRV_GRPC_RESOURCE_EXHAUSTED: return 429;
+    case SRV_GRPC_DEADLINE_EXCEEDED: return 504;
     default: return 500;
     }
 }

@@ -98,32 +98,29 @@ static int acquire(srv_grpc_env *e, const tfs_spec *s, srv_pick *pick, srv_versi
     return SRV_GRPC_OK;
 }
 
-/* Runs a REST body on version v; *ans gets REST's JSON answer. */
-static int run_on(srv_grpc_env *e, srv_version *v, rt_method method, const rt_buf *body,
-                  rt_buf *ans, char *msg)
+/* Runs a REST body on version v (REST's batcher's when it batches
+ * :predict); *ans gets REST's JSON answer. */
+static int run_on(srv_grpc_env *e, srv_version *v, const char *model, rt_method method,
+                  const rt_buf *body, int64_t t0, rt_buf *ans, char *msg)
 {
-    rt_err err = {{0}};
-    rt_status st = rt_json_handle(srv_version_model(v), method, body->data ? body->data : "",
-                                  body->len, &e->json, e->ctx, ans, &err);
-    if (st != RT_OK) {
-        snprintf(msg, SRV_GRPC_MSG, "%s", err.msg);
-        return srv_grpc_status_of(st);
-    }
-    srv_monitor_observe(srv_version_monitor(v), rt_ctx_batch(e->ctx));
-    return SRV_GRPC_OK;
+    size_t v2_answer;
+    return srv_grpc_run_infer(e, v, model, method, body, RT_V2_NO_HEADER, t0, ans, &v2_answer,
+                              msg);
 }
 
 /* Runs a REST body for s's model on the version its spec routes to; *ans
- * gets REST's JSON answer, *vnum the version. */
+ * gets REST's JSON answer, *vnum the version; the call goes to the
+ * prediction log and the shadow as sampled. */
 static int run_rest(srv_grpc_env *e, const tfs_spec *s, rt_method method, const rt_buf *body,
-                    rt_buf *ans, int64_t *vnum, char *msg)
+                    int64_t t0, rt_buf *ans, int64_t *vnum, char *msg)
 {
     srv_version *v = NULL;
     srv_pick pick;
     int code = acquire(e, s, &pick, &v, msg);
     if (code == SRV_GRPC_OK) {
         *vnum = srv_version_number(v);
-        code = run_on(e, v, method, body, ans, msg);
+        code = run_on(e, v, s->name, method, body, t0, ans, msg);
+        srv_grpc_tap(e, s->name, *vnum, method, code, t0, body, ans, msg, &pick);
     }
     srv_version_release(pick.shadow);
     srv_version_release(v);
@@ -316,8 +313,10 @@ int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf 
     }
     if (code == SRV_GRPC_OK)
         code = predict_body(rq, &s, sig, &body, msg);
-    if (code == SRV_GRPC_OK)
-        code = run_on(e, v, RT_METHOD_PREDICT, &body, &ans, msg);
+    if (code == SRV_GRPC_OK) {
+        code = run_on(e, v, s.name, RT_METHOD_PREDICT, &body, t0, &ans, msg);
+        srv_grpc_tap(e, s.name, vnum, RT_METHOD_PREDICT, code, t0, &body, &ans, msg, &pick);
+    }
     if (code == SRV_GRPC_OK)
         code = predict_answer(ar, rq, &s, rt_model_graph(srv_version_model(v)), sig, vnum, &ans,
                               out, msg);
@@ -513,7 +512,7 @@ int srv_grpc_tfs_examples(srv_grpc_env *e, const Tensorflow__Serving__ModelSpec 
     if (code == SRV_GRPC_OK)
         code = examples_body(input, &s, &body, msg);
     if (code == SRV_GRPC_OK)
-        code = run_rest(e, &s, method, &body, &ans, &vnum, msg);
+        code = run_rest(e, &s, method, &body, t0, &ans, &vnum, msg);
     if (code != SRV_GRPC_OK)
         goto done;
     doc = cJSON_ParseWithLength(ans.data, ans.len);

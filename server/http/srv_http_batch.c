@@ -7,11 +7,14 @@
  * answer and resumes each connection. classify / regress bypass batching;
  * /v2 infer requests are parsed by the v2 parser and may share a batch with
  * :predict requests (same model version, the default signature).
+ * A gRPC Predict or ModelInfer call joins the same batches through
+ * srv_http_batch_call, its thread waiting for the batch thread's answer.
  * The requests' contexts come from a small mutex-guarded pool.
  */
 #include "srv_http_internal.h"
 #include "srv_limits.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +48,29 @@ static void ctx_give(srv_http *h, rt_ctx *c)
 
 /* ------------------------------------------------------------ batches */
 
+/* What a gRPC call's thread waits on while its request is in a batch. */
+typedef struct srv_batch_waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+} srv_batch_waiter;
+
+/* A batched request is answered: its connection resumed, or its gRPC
+ * thread woken (nothing of rq is touched after that). */
+static void batch_answered(req *rq)
+{
+    srv_batch_waiter *w = rq->waiter;
+    if (!w) {
+        rq->done = true;
+        MHD_resume_connection(rq->conn);
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 /* The end of a batched request's computation, as compute_infer ends one:
  * the code from st and the time taken, the metrics, an error body. */
 static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
@@ -56,8 +82,9 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
     rq->code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
     if (st == RT_OK)
         srv_monitor_observe(srv_version_monitor(rq->ver), rt_ctx_batch(rq->ctx));
-    srv_metrics_request(h->p.metrics, r->model, srv_version_number(rq->ver), r->method,
-                        (int)rq->code, ms / 1e3);
+    if (!rq->waiter) /* a gRPC call's line is its own (srv_metrics_request_via) */
+        srv_metrics_request(h->p.metrics, r->model, srv_version_number(rq->ver), r->method,
+                            (int)rq->code, ms / 1e3);
     rq->v2_answer = rq->code == 200 && rq->parsed.v2 ? rt_v2_answer_header_len(rq->ctx) : 0;
     if (rq->code != 200) {
         char msg[RT_ERR_MAX + 128];
@@ -79,7 +106,8 @@ static void batch_finish(srv_http *h, req *rq, rt_status st, const rt_err *err)
 /* Lets go of what a batched request held (its version and context). */
 static void batch_release(srv_http *h, req *rq)
 {
-    srv_version_release(rq->ver);
+    if (!rq->waiter) /* a gRPC call's version is its caller's */
+        srv_version_release(rq->ver);
     rq->ver = NULL;
     ctx_give(h, rq->ctx);
     rq->ctx = NULL;
@@ -111,6 +139,17 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     for (size_t i = 0; i < n; i++) {
         req *rq = jobs[i];
         double ms = srv_http_ms_since(rq->start);
+        if (rq->deadline && t0 > rq->deadline) {
+            /* a gRPC call whose deadline passed while it waited (its client
+             * got DEADLINE_EXCEEDED from the core): not run */
+            rq->code = 504;
+            srv_metrics_batch_expired(h->p.metrics);
+            rt_buf_reset(&rq->resp);
+            if (srv_http_put_error(&rq->resp, "deadline exceeded: the call's deadline passed "
+                                              "while it waited for its batch") != 0)
+                rq->code = 500;
+            continue;
+        }
         if (ms > h->cfg.rest_api_timeout_in_ms) {
             /* It waited past its deadline: not run (as in compute_infer). */
             char msg[160];
@@ -119,7 +158,9 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
                      "rest_api_timeout_in_ms=%d",
                      ms, h->cfg.rest_api_timeout_in_ms);
             rq->code = 504;
-            srv_metrics_request(h->p.metrics, rq->route.model, -1, rq->route.method, 504, ms / 1e3);
+            if (!rq->waiter)
+                srv_metrics_request(h->p.metrics, rq->route.model, -1, rq->route.method, 504,
+                                    ms / 1e3);
             rt_buf_reset(&rq->resp);
             /* out of memory: the buffer's error sticks, and srv_http_send_computed
              * closes the connection rather than send half an answer */
@@ -189,8 +230,7 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     for (size_t i = 0; i < n; i++) {
         req *rq = jobs[i];
         batch_release(h, rq);
-        rq->done = true;
-        MHD_resume_connection(rq->conn);
+        batch_answered(rq);
     }
 }
 
@@ -269,4 +309,87 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     batch_finish(h, rq, st, &err);
     batch_release(h, rq);
     return srv_http_send_computed(h, conn, rq->code, rq);
+}
+
+bool srv_http_batching(const srv_http *h)
+{
+    return h && h->batcher;
+}
+
+unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_method method,
+                             const char *body, size_t len, size_t v2_header, int64_t start,
+                             int64_t deadline, rt_buf *ans, size_t *v2_answer)
+{
+    *v2_answer = 0;
+    rt_buf_reset(ans);
+    req *rq = calloc(1, sizeof *rq);
+    srv_batch_waiter w = {.done = false};
+    if (!rq || !(rq->ctx = ctx_take(h))) {
+        free(rq);
+        if (srv_http_put_error(ans, "out of memory") != 0)
+            rt_buf_reset(ans);
+        return 500;
+    }
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    rq->waiter = &w;
+    rq->ver = v;
+    rq->served = srv_version_number(v);
+    rq->start = start;
+    rq->deadline = deadline;
+    rq->route.kind = SRV_ROUTE_INFER;
+    rq->route.method = method;
+    snprintf(rq->route.model, sizeof rq->route.model, "%s", model);
+    rt_buf_init(&rq->resp);
+    const rt_model *m = srv_version_model(v);
+    rt_err err = {{0}};
+    rt_status st =
+        method == RT_METHOD_INFER
+            ? rt_v2_parse(m, model, rq->served, body, len, v2_header, &h->json, rq->ctx,
+                          &rq->parsed, &err)
+            : rt_merge_parse_only(m, body ? body : "", len, &h->json, rq->ctx, &rq->parsed, &err);
+    bool queued = false;
+    if (st == RT_OK && rq->parsed.n >= 1 && rq->parsed.n <= h->batch.max_batch_size) {
+        rq->t_admit = rt_time_now_ns();
+        rq->batched = true;
+        queued = srv_batcher_submit(h->batcher, m, rq->parsed.sig, rq->parsed.n, rq) ==
+                 SRV_BATCH_QUEUED;
+        if (queued) {
+            srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));
+            pthread_mutex_lock(&w.mu);
+            while (!w.done)
+                pthread_cond_wait(&w.cv, &w.mu);
+            pthread_mutex_unlock(&w.mu);
+        } else {
+            srv_metrics_rejected(h->p.metrics, "overloaded");
+            rq->code = 429;
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "overloaded: %zu batches are already waiting (max_enqueued_batches); "
+                     "retry later",
+                     h->batch.max_enqueued_batches);
+            if (srv_http_put_error(&rq->resp, msg) != 0)
+                rq->code = 500;
+            batch_release(h, rq);
+        }
+    } else {
+        if (st == RT_OK) { /* empty, or larger than a batch: alone, here */
+            int64_t t0 = rt_time_now_ns();
+            srv_metrics_in_flight(h->p.metrics, 1, 0);
+            st = rt_merge_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
+            srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(t0) / 1e3);
+        }
+        batch_finish(h, rq, st, &err);
+        batch_release(h, rq);
+    }
+    unsigned code = rq->code;
+    *v2_answer = rq->v2_answer;
+    rt_buf tmp = *ans; /* the answer's bytes change hands */
+    *ans = rq->resp;
+    rq->resp = tmp;
+    rt_buf_free(&rq->resp);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    free(rq);
+    return code;
 }

@@ -145,6 +145,11 @@ typedef struct req {
     int64_t t_batch, t_render;
     size_t batch_size, batch_requests; /* the merged run's instances, requests */
     size_t instances;                  /* a traced request's instances (0: unknown) */
+    /* a gRPC call in a batch (srv_http_batch_call): its thread waits on this
+     * instead of a suspended connection; its version is the caller's
+     * reference (not released here) and its metrics line the caller's */
+    struct srv_batch_waiter *waiter;
+    int64_t deadline; /* a gRPC call's deadline (rt_time_now_ns), 0: none */
 } req;
 
 /* One connection, from libmicrohttpd's STARTED notice to its CLOSED notice

@@ -374,17 +374,27 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
     return res;
 }
 
+void srv_http_tap(srv_http *h, const srv_served *s, srv_pick *pick)
+{
+    srv_version *shadow = pick->shadow;
+    pick->shadow = NULL;
+    if (s->version < 0 || !(shadow || pick->log)) {
+        srv_version_release(shadow);
+        return;
+    }
+    if (pick->log)
+        srv_predlog_submit(h->predlog, s);
+    if (shadow && s->code == 200)
+        srv_shadow_submit(h->shadow, s, shadow);
+    else
+        srv_version_release(shadow);
+}
+
 /* Queues what a request's routing sampled, now that its answer is sent:
  * its shadow run (if the served version answered 200) and its log line.
  * Both copy; neither blocks (a full queue drops and counts). */
 static void tap_request(srv_http *h, req *rq)
 {
-    srv_version *shadow = rq->pick.shadow;
-    rq->pick.shadow = NULL;
-    if (rq->served < 0 || !(shadow || rq->pick.log)) {
-        srv_version_release(shadow);
-        return;
-    }
     srv_served s = {rq->route.model,
                     rq->served,
                     rq->route.method,
@@ -394,13 +404,10 @@ static void tap_request(srv_http *h, req *rq)
                     rq->body.data,
                     rq->body.len,
                     rq->resp.data,
-                    rq->resp.len};
-    if (rq->pick.log)
-        srv_predlog_submit(h->predlog, &s);
-    if (shadow && rq->code == 200)
-        srv_shadow_submit(h->shadow, &s, shadow);
-    else
-        srv_version_release(shadow);
+                    rq->resp.len,
+                    SRV_PROTO_REST,
+                    NULL};
+    srv_http_tap(h, &s, &rq->pick);
 }
 
 /* The bytes of cs's buffers over SRV_CONN_BUF_KEEP, which count in h->kept. */

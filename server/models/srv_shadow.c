@@ -43,6 +43,7 @@ typedef struct job {
     char model[SRV_NAME_MAX + 1];
     int64_t version;
     rt_method method;
+    srv_proto proto;                   /* the door the request came in by */
     char *body, *answer;
     size_t body_len, answer_len;
 } job;
@@ -57,6 +58,7 @@ struct srv_shadow {
     pair pairs[SRV_SHADOW_MAX_PAIRS];
     size_t n_pairs;
     uint64_t dropped, lost;            /* queue full; series cap reached */
+    uint64_t by_proto[2];              /* requests compared, by srv_proto */
 };
 
 /* One instance's class (-1: none) and score (NAN: none) from an answer. */
@@ -246,6 +248,7 @@ static void run_job(void *fn_ctx, void *arg, int worker)
         p->errors++;
     } else {
         p->compared++;
+        s->by_proto[j->proto == SRV_PROTO_GRPC]++;
         p->instances += n;
         p->class_diff += diff;
         p->scored += scored;
@@ -316,6 +319,7 @@ bool srv_shadow_submit(srv_shadow *s, const srv_served *r, srv_version *shadow)
         snprintf(j->model, sizeof j->model, "%s", r->model);
         j->version = r->version;
         j->method = r->method;
+        j->proto = r->proto;
         j->body = srv_copy_bytes(r->body, r->body_len);
         j->body_len = r->body_len;
         j->answer = srv_copy_bytes(r->answer, r->answer_len);
@@ -347,6 +351,12 @@ rt_status srv_shadow_metrics(srv_shadow *s, rt_buf *o)
                      "# TYPE predictd_shadow_queued_bytes gauge\n"
                      "predictd_shadow_queued_bytes %zu\n",
                   (unsigned long long)(s->dropped + s->lost), (size_t)atomic_load(&s->queued));
+    rt_buf_printf(o, "# HELP predictd_shadow_protocol_requests_total Requests run on a shadow "
+                     "version and compared, by the door they came in by.\n"
+                     "# TYPE predictd_shadow_protocol_requests_total counter\n"
+                     "predictd_shadow_protocol_requests_total{protocol=\"rest\"} %llu\n"
+                     "predictd_shadow_protocol_requests_total{protocol=\"grpc\"} %llu\n",
+                  (unsigned long long)s->by_proto[0], (unsigned long long)s->by_proto[1]);
     static const char *const names[] = {
         "requests_total", "errors_total", "instances_total", "class_differs_total",
         "abs_diff_sum", "scored_instances_total", "seconds_total", "class_differs_ratio",

@@ -97,6 +97,7 @@ struct srv_metrics {
     uint64_t batch_buckets[N_BATCH_BUCKETS]; /* non-cumulative */
     uint64_t batch_count, batch_sum, batch_over; /* over: above the last bucket */
     uint64_t batched_requests, batch_fallbacks;
+    uint64_t batch_expired; /* gRPC calls past their deadline at their batch's start */
     long batch_queue;
     /* the wait of a request in a queue (predictd_queue_wait_seconds), per
      * queue: the workers' (0), the batcher's (1); relaxed atomics */
@@ -445,6 +446,15 @@ void srv_metrics_batch(srv_metrics *m, size_t instances, size_t requests, bool f
     pthread_mutex_unlock(&m->mu);
 }
 
+void srv_metrics_batch_expired(srv_metrics *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->batch_expired++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void srv_metrics_batch_queue(srv_metrics *m, long depth)
 {
     if (!m)
@@ -478,11 +488,16 @@ static void put_batch(rt_buf *o, const srv_metrics *m)
                   "# HELP predictd_batch_fallbacks_total Merged batches that failed and ran "
                   "request by request (one request's input was invalid).\n"
                   "# TYPE predictd_batch_fallbacks_total counter\n"
-                  "predictd_batch_fallbacks_total %llu\n",
+                  "predictd_batch_fallbacks_total %llu\n"
+                  "# HELP predictd_batch_expired_total gRPC calls not run: their deadline "
+                  "passed while they waited for their batch.\n"
+                  "# TYPE predictd_batch_expired_total counter\n"
+                  "predictd_batch_expired_total %llu\n",
                   (unsigned long long)m->batch_count, (unsigned long long)m->batch_sum,
                   (unsigned long long)m->batch_count, m->batch_queue,
                   (unsigned long long)m->batched_requests,
-                  (unsigned long long)m->batch_fallbacks);
+                  (unsigned long long)m->batch_fallbacks,
+                  (unsigned long long)m->batch_expired);
 }
 
 /* Appends the histogram of h under name with extra labels; scale converts

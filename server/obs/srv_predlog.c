@@ -9,7 +9,7 @@
  * oldest removed. The line (docs/daemon.md, "Prediction logs"):
  *
  *   {"time": "2026-11-23T22:10:00.123456Z", "model": "census",
- *    "version": "1700000000", "method": "predict",
+ *    "version": "1700000000", "method": "predict", "protocol": "rest",
  *    "signature": "serving_default", "status": 200, "latency_ms": 0.41,
  *    "instances": [...], "outputs": [...]}
  *
@@ -47,6 +47,8 @@ typedef struct line_job {
     char model[SRV_NAME_MAX + 1];
     int64_t version;
     rt_method method;
+    srv_proto proto;
+    const char *rpc;          /* gRPC: the method's path (static), else NULL */
     int code;
     double seconds, unix_time;
     char *body, *answer;
@@ -411,6 +413,10 @@ static char *render(const line_job *j)
     cJSON_AddStringToObject(line, "model", j->model);
     cJSON_AddStringToObject(line, "version", ver);
     cJSON_AddStringToObject(line, "method", method_name(j->method));
+    /* the door it came in by; a gRPC call's method path beside it */
+    cJSON_AddStringToObject(line, "protocol", j->proto == SRV_PROTO_GRPC ? "grpc" : "rest");
+    if (j->rpc)
+        cJSON_AddStringToObject(line, "rpc", j->rpc);
     cJSON_AddStringToObject(line, "signature", sig ? sig : "serving_default");
     cJSON_AddNumberToObject(line, "status", j->code);
     cJSON_AddNumberToObject(line, "latency_ms", j->seconds * 1e3);
@@ -561,6 +567,8 @@ bool srv_predlog_submit(srv_predlog *l, const srv_served *r)
         snprintf(j->model, sizeof j->model, "%s", r->model);
         j->version = r->version;
         j->method = r->method;
+        j->proto = r->proto;
+        j->rpc = r->rpc;
         j->code = r->code;
         j->seconds = r->seconds;
         j->unix_time = r->unix_time;

@@ -57,7 +57,7 @@ static void test_full_queue_drops(void **state)
     assert_int_equal(srv_predlog_new(mgr, 4, (size_t)64 << 20, &l, &err), RT_OK);
     const char *body = "{\"instances\": [{\"x\": 1}]}", *answer = "{\"predictions\": [0.5]}";
     srv_served r = {"m", 7, RT_METHOD_PREDICT, 200, 0.001, 1.8e9,
-                    body, strlen(body), answer, strlen(answer)};
+                    body, strlen(body), answer, strlen(answer), SRV_PROTO_REST, NULL};
 
     /* The writer needs the manager's mutex for every line: hold it. */
     pthread_mutex_lock(&mgr->mu);
@@ -84,7 +84,7 @@ static void test_full_queue_drops(void **state)
     char *text = NULL;
     assert_int_equal(rt_file_read(AT_FDCWD, path, 1 << 20, 0, &text, NULL, NULL), RT_OK);
     assert_non_null(strstr(text, "{\"time\":\"2027-01-15T08:00:00.000000Z\",\"model\":\"m\","
-                                 "\"version\":\"7\",\"method\":\"predict\","
+                                 "\"version\":\"7\",\"method\":\"predict\",\"protocol\":\"rest\","
                                  "\"signature\":\"serving_default\",\"status\":200,"
                                  "\"latency_ms\":1,\"instances\":[{\"x\":1}],"
                                  "\"outputs\":[0.5]}\n"));
