@@ -1547,6 +1547,75 @@ def g14():
     return out
 
 
+XGB_GOAL = 2.0  # issue 39: predictd's instances per CPU-second over Booster.predict's
+
+
+@group(21, "XGBoost: census model through predictd next to Booster.predict (nthread=1)")
+def g21():
+    """Issue 39: the census XGBoost model of docs/models-from-elsewhere.md (100 trees,
+    depth 6) trained by bench/xgb_baseline.py with Debian's python3-xgboost; rounds
+    alternate predictd's REST :predict of 1000 rows (instances per server CPU-second,
+    wrk) and Booster.predict on one thread on the same rows (a new DMatrix a call,
+    CPU seconds); the ratio per round, median, min and max. Also one instance req/s
+    and, in process, bench_forward's stages and callgrind instructions per instance."""
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    script = os.path.join(ROOT, "bench", "xgb_baseline.py")
+    out_dir = os.path.join(TMP, "xgb")
+    r = subprocess.run([py, script, "train", out_dir], capture_output=True, text=True,
+                       timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError("xgb_baseline.py train: %s" % (r.stderr or r.stdout)[-300:])
+    base, body = os.path.join(out_dir, "m"), os.path.join(out_dir, "rows-1000.json")
+    one = write_body("xgb-one.json", {"instances": [json.load(open(os.path.join(out_dir,
+                                                                            "one.json")))]})
+    out = {"model": "binary:logistic, hist, 100 trees of depth 6, 5 numeric + 3 categorical "
+                    "census columns (strings through serving.json)", "rounds": []}
+    d = Daemon(base, model="census_xgb")
+    try:
+        code, _ = http("POST", d.url(), open(body, "rb").read(), timeout=30)
+        if code != 200:
+            raise RuntimeError("predict of 1000 rows answered %s" % code)
+        for _ in range(RUNS):
+            w = wrk(d.url(), body, 4, pid=d.p.pid)
+            b = subprocess.run(pinned(SERVER_CPU, [py, script, "time", out_dir, "50"]),
+                               env=dict(os.environ, OMP_NUM_THREADS="1"),
+                               capture_output=True, text=True, timeout=600)
+            bl = json.loads(b.stdout.strip().splitlines()[-1])
+            p_ips = 1000 * 1e6 / w["cpu_us_per_request"] if w.get("cpu_us_per_request") else None
+            x_ips = bl["instances_per_cpu_s"]
+            out["rounds"].append({"predictd_instances_per_cpu_s": p_ips,
+                                  "booster_instances_per_cpu_s": x_ips,
+                                  "ratio": p_ips / x_ips if p_ips and x_ips else None})
+            out["xgboost"] = bl["xgboost"]
+        ratios = [x["ratio"] for x in out["rounds"] if x["ratio"]]
+        out["predictd_instances_per_cpu_s"] = median(
+            [x["predictd_instances_per_cpu_s"] for x in out["rounds"]])
+        out["booster_instances_per_cpu_s"] = median(
+            [x["booster_instances_per_cpu_s"] for x in out["rounds"]])
+        if ratios:
+            out["ratio"], out["ratio_min"], out["ratio_max"] = median(ratios), min(ratios), \
+                max(ratios)
+            out["goal_ratio"] = XGB_GOAL
+            out["goal_met"] = out["ratio"] >= XGB_GOAL
+        out["batch_1"] = wrk_median(d.url(), one, 16, pid=d.p.pid)
+    finally:
+        d.close()
+    if os.path.exists(BENCH_FORWARD):
+        vdir = os.path.join(base, "1")
+        r = subprocess.run(pinned(SERVER_CPU, [BENCH_FORWARD, vdir,
+                                               os.path.join(out_dir, "one.json")]),
+                           capture_output=True, text=True, timeout=300)
+        out["ns_per_instance"] = {st: json.loads(r.stdout)["ns_per_instance"][st]
+                                  for st in ("forward", "transform", "parse", "render", "handle")}
+        ir = callgrind_per_request(vdir, body, "--loop-body", (1, 3))
+        if ir:
+            out["instructions_per_instance_batch_1000"] = round(ir / 1000)
+    log("   predictd %.0f vs Booster.predict %.0f instances per CPU-second: %.2fx (goal %.1fx)"
+        % (out["predictd_instances_per_cpu_s"] or 0, out["booster_instances_per_cpu_s"] or 0,
+           out.get("ratio") or 0, XGB_GOAL))
+    return out
+
+
 # ------------------------------------------------------------------ report
 
 def fmt(x, nd=0):
@@ -1864,7 +1933,7 @@ def main():
     R["command"] = "make bench"
     try:
         for g in (g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, g14, g15, g16, g17, g18,
-                  g19, g20):
+                  g19, g20, g21):
             g()
     finally:
         for p in STARTED:

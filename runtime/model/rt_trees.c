@@ -27,7 +27,10 @@
  * itself, so a walk of exactly the tree's depth steps ends at the leaf from
  * any path: then per tree, 8 instances walk in lock step without a branch
  * (independent chains of loads the CPU overlaps), over blocks of 256
- * instances whose rows stay in cache.
+ * instances whose rows stay in cache. A tree whose categorical nodes all
+ * read inputs of at most 31 ids (XGBoost's census models) walks a copy of
+ * its nodes with the one bitset word inline and the id read from the float
+ * slot's bits (step_small): one row load per step, no bitset load.
  */
 #include "rt_model.h"
 #include "rt_model_internal.h"
@@ -72,6 +75,9 @@ struct rt_trees {
     float *values;       /* [leaf rows x ld] */
     float *bias;         /* [ld] */
     bool *sets;          /* [n_trees] the tree has category-set nodes */
+    bool *small;         /* [n_trees] ... all of them on inputs of <= 31 ids */
+    tnode *fast;         /* [n_nodes] node, but in small trees set is the
+                            node's one bitset word itself (walk) */
     uint32_t max_depth;
 };
 
@@ -85,6 +91,8 @@ void rt_trees_free(rt_trees *t)
     free(t->root);
     free(t->depth);
     free(t->sets);
+    free(t->small);
+    free(t->fast);
     free(t->orig);
     free(t->node);
     free(t->leaf);
@@ -336,6 +344,28 @@ static void lay_out(rt_trees *t, size_t ti, const Predictd__Tree *tr, uint32_t *
     *at = base + tr->n_nodes;
 }
 
+/* Tree ti's n nodes (from root[ti]) copied into fast; when every
+ * categorical node of the tree reads an input of at most 31 ids (so an id,
+ * the missing one included, indexes one 32-bit word), the tree is small and
+ * its nodes' set is that word itself: a numeric node's the zero word. */
+static void lay_out_fast(rt_trees *t, size_t ti, size_t n)
+{
+    const tnode *src = t->node + t->root[ti];
+    tnode *dst = t->fast + t->root[ti];
+    bool small = t->sets[ti];
+    for (size_t j = 0; j < n; j++) {
+        uint32_t k = src[j].slot / 2;
+        if (k < t->n_inputs && t->cats[k] > 31)
+            small = false;
+    }
+    t->small[ti] = small;
+    for (size_t j = 0; j < n; j++) {
+        dst[j] = src[j];
+        if (small)
+            dst[j].set = t->bits[src[j].set];
+    }
+}
+
 rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
 {
     *out = NULL;
@@ -366,7 +396,8 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
         !(t->bias = calloc(t->ld, sizeof *t->bias)) ||
         !(t->root = calloc(t->n_trees + 1, sizeof *t->root)) ||
         !(t->depth = calloc(t->n_trees + 1, sizeof *t->depth)) ||
-        !(t->sets = calloc(t->n_trees + 1, sizeof *t->sets))) {
+        !(t->sets = calloc(t->n_trees + 1, sizeof *t->sets)) ||
+        !(t->small = calloc(t->n_trees + 1, sizeof *t->small))) {
         st = NOMEM(err);
         goto out;
     }
@@ -420,6 +451,7 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
     t->n_bits = words;
     if (!(t->orig = malloc(nn * sizeof *t->orig)) || !(t->node = malloc(nn * sizeof *t->node)) ||
         !(t->leaf = malloc(nn * sizeof *t->leaf)) ||
+        !(t->fast = malloc(nn * sizeof *t->fast)) ||
         !(t->bits = calloc(words, sizeof *t->bits)) ||
         !(t->values = malloc((leaves ? leaves : 1) * t->ld * sizeof *t->values))) {
         st = NOMEM(err);
@@ -428,6 +460,8 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
     size_t at = 0, leaf_row = 0, word = zero_words;
     for (size_t ti = 0; ti < t->n_trees; ti++)
         lay_out(t, ti, te->trees[ti], parent, &at, &leaf_row, &word);
+    for (size_t ti = 0; ti < t->n_trees; ti++)
+        lay_out_fast(t, ti, te->trees[ti] ? te->trees[ti]->n_nodes : 0);
 out:
     free(parent);
     free(depth);
@@ -449,8 +483,9 @@ size_t rt_trees_gather_width(const rt_trees *t)
 /* The inputs of f's instances into x, one row per instance of w = 2 n + 1
  * float slots then w uint32 id slots (n inputs). Input k has slots 2k and
  * 2k+1: numeric, its value with NaN as -inf in 2k (for nodes whose default
- * is left) and +inf in 2k+1 (default right), ids 0; categorical, floats 0
- * and the id in both, num_categories when missing or out of range. Slot
+ * is left) and +inf in 2k+1 (default right), ids 0; categorical, the id
+ * in both id slots and its bits in both float slots (a float >= 0, so never
+ * <= a categorical node's -inf; step_small reads them), num_categories when missing or out of range. Slot
  * 2n is 0, id 0 (leaves read it). */
 static rt_status gather(const rt_graph *g, const rt_trees *t, const rt_features *f, float *x,
                         rt_err *err)
@@ -487,7 +522,8 @@ static rt_status gather(const rt_graph *g, const rt_trees *t, const rt_features 
                 if (v >= 0 && (uint64_t)v < cats)
                     id = (uint32_t)v;
             }
-            row[2 * k] = row[2 * k + 1] = 0.0f;
+            memcpy(&row[2 * k], &id, sizeof id); /* the id's bits: a float >= 0 */
+            memcpy(&row[2 * k + 1], &id, sizeof id);
             ids[2 * k] = ids[2 * k + 1] = id;
         }
     }
@@ -518,6 +554,21 @@ static inline uint32_t step_any(const tnode *nodes, const uint32_t *bits, uint32
     uint32_t id = ids[n->slot];
     uint32_t left = (uint32_t)(row[n->slot] <= n->thr) |
                     ((bits[n->set + id / 32] >> (id % 32)) & 1u);
+    return n->next + 1 - left;
+}
+
+/* The same in a small tree (lay_out_fast): the node's set is its word of
+ * ids going left (0 at numeric nodes), and the id is read from the float
+ * slot's bits (gather), so one load of the row serves both tests: a
+ * numeric node's slot bits shift the zero word, a categorical node's float
+ * (a float >= 0 from the id's bits) is never <= -inf. */
+static inline uint32_t step_small(const tnode *nodes, uint32_t j, const float *row)
+{
+    const tnode *n = &nodes[j];
+    float v = row[n->slot];
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    uint32_t left = (uint32_t)(v <= n->thr) | ((n->set >> (b & 31u)) & 1u);
     return n->next + 1 - left;
 }
 
@@ -554,13 +605,18 @@ static void walk(const rt_trees *t, size_t ti, const float *x, size_t w, size_t 
     }
 #define STEP_THR(j, row) step_thr(nodes, (j), (row))
 #define STEP_ANY(j, row) step_any(nodes, bits, (j), (row), (const uint32_t *)((row) + hw))
+#define STEP_SMALL(j, row) step_small(fast, (j), (row))
+    const tnode *fast = t->fast;
     if (!t->sets[ti]) {
         WALK(STEP_THR)
+    } else if (t->small[ti]) {
+        WALK(STEP_SMALL)
     } else {
         WALK(STEP_ANY)
     }
 #undef STEP_THR
 #undef STEP_ANY
+#undef STEP_SMALL
 #undef WALK
 }
 
