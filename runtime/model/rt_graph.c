@@ -461,8 +461,13 @@ static int g_cmp_ctx_names(const rt_graph *g, size_t a, size_t b)
     return strcmp(g->fcols[a].def->name, g->fcols[b].def->name);
 }
 
+static rt_status set_class_names(rt_graph *g, const Predictd__Head *h, rt_err *err);
+
 /* Several heads (MultiHead): the logits are theirs side by side; g->head is
- * the first head's type (TF serves the first head by default). */
+ * the first head's type (TF serves the first head by default). Each head
+ * gets a view (g->head_views[k]): a graph holding only that head's type,
+ * width, classes and class names, which rt_head_compute and the answers'
+ * renderers read as if it were a one-head model. */
 static rt_status compile_heads(rt_graph *g, rt_err *err)
 {
     const Predictd__Graph *gd = g->def->graph;
@@ -480,6 +485,20 @@ static rt_status compile_heads(rt_graph *g, rt_err *err)
             ld += 1;
         else
             return rt_err_set(err, RT_ERR_FORMAT, "graph: head %zu: bad type or shape", k);
+    }
+    if (!(g->head_views = calloc(gd->n_heads, sizeof *g->head_views)))
+        return NOMEM(err);
+    g->n_head_views = gd->n_heads;
+    for (size_t k = 0; k < gd->n_heads; k++) {
+        const Predictd__Head *h = gd->heads[k]->head;
+        rt_graph *v = &g->head_views[k];
+        v->def = g->def;
+        v->head = h->type;
+        v->n_classes = h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 0 : h->n_classes;
+        v->logits_dim = h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? h->n_classes : 1;
+        rt_status st = set_class_names(v, h, err);
+        if (st != RT_OK)
+            return st;
     }
     if (g->def->graph->logits_dimension != ld)
         return rt_err_set(err, RT_ERR_FORMAT, "graph.logits_dimension %u, the heads need %zu",
@@ -530,6 +549,12 @@ static rt_status compile_head(rt_graph *g, rt_err *err)
         return rt_err_set(err, RT_ERR_FORMAT, "graph.logits_dimension %u, head needs %zu",
                           def->graph->logits_dimension, ld);
     g->logits_dim = ld;
+    return set_class_names(g, h, err);
+}
+
+/* g's class names from head h's label vocabulary ("0", "1", ... without). */
+static rt_status set_class_names(rt_graph *g, const Predictd__Head *h, rt_err *err)
+{
     if (!g->n_classes)
         return RT_OK;
     if (h->n_label_vocabulary && h->n_label_vocabulary != g->n_classes)
@@ -1074,6 +1099,13 @@ void rt_graph_free(rt_graph *g)
     for (size_t k = 0; g->class_names && k < g->n_classes; k++)
         free(g->class_names[k]);
     free(g->class_names);
+    for (size_t h = 0; h < g->n_head_views; h++) {
+        rt_graph *v = &g->head_views[h];
+        for (size_t k = 0; v->class_names && k < v->n_classes; k++)
+            free(v->class_names[k]);
+        free(v->class_names);
+    }
+    free(g->head_views);
     free(g);
 }
 
@@ -1131,6 +1163,15 @@ size_t rt_graph_dnn_layout(const rt_graph *g, const size_t **cols, const size_t 
     if (total_dim)
         *total_dim = g ? g->dnn_dim : 0;
     return g ? g->n_dnn : 0;
+}
+
+const rt_graph *rt_graph_head_view(const rt_graph *g, size_t k, const char **name)
+{
+    if (!g || k >= g->n_head_views)
+        return NULL;
+    if (name)
+        *name = g->def->graph->heads[k]->name;
+    return &g->head_views[k];
 }
 
 const char *rt_graph_class_name(const rt_graph *g, size_t k)

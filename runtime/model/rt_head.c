@@ -6,6 +6,8 @@
  *   multi-class probabilities = softmax(logits), class_ids = argmax
  *   regression  predictions = logits (an XGBoost model's: exp or sigmoid of
  *               them as its objective says, rt_xgb_graph_set)
+ *   several     (MultiHead) each head's own outputs from its columns of the
+ *               logits, in o->heads
  *
  * An XGBoost model's (rt_xgb_graph_set) use XGBoost's own sigmoid and
  * softmax, so its probabilities are Booster.predict's to the float.
@@ -40,6 +42,9 @@ void rt_head_outputs_free(rt_outputs *o)
     free(o->probabilities);
     free(o->class_ids);
     free(o->predictions);
+    for (size_t h = 0; h < o->n_heads; h++)
+        rt_head_outputs_free(&o->heads[h]);
+    free(o->heads);
     free(o->priv);
     rt_head_outputs_init(o);
 }
@@ -161,6 +166,43 @@ static rt_status head_scores(const rt_graph *g, const float *logits, const float
     return RT_OK;
 }
 
+/* Several heads (MultiHead): head h's outputs from its columns of the
+ * logits (TF's _split_logits), computed by its view as a one-head model's,
+ * so each row's bits are the same alone or in any batch. */
+static rt_status heads_compute(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
+                               out_caps *cap, rt_err *err)
+{
+    size_t nh = g->n_head_views, ld = g->logits_dim;
+    if (o->n_heads != nh) {
+        for (size_t h = 0; h < o->n_heads; h++)
+            rt_head_outputs_free(&o->heads[h]);
+        free(o->heads);
+        o->n_heads = 0;
+        if (!(o->heads = calloc(nh, sizeof *o->heads)))
+            return rt_err_set(err, RT_ERR_NOMEM, "head outputs: out of memory");
+        o->n_heads = nh;
+    }
+    float *slice = malloc((n ? n : 1) * ld * sizeof *slice);
+    if (!slice)
+        return rt_err_set(err, RT_ERR_NOMEM, "head outputs for %zu instances: out of memory", n);
+    rt_status st = RT_OK;
+    for (size_t h = 0; h < nh && st == RT_OK; h++) {
+        size_t off = g->head_off[h], w = g->head_w[h];
+        for (size_t i = 0; i < n; i++)
+            memcpy(slice + i * w, logits + i * ld + off, w * sizeof *slice);
+        st = rt_head_compute(&g->head_views[h], slice, n, &o->heads[h], err);
+        if (st != RT_OK)
+            rt_err_prefix(err, "head %s", g->def->graph->heads[h]->name);
+    }
+    free(slice);
+    o->n_classes = 0;
+    drop((void **)&o->logistic, &cap->logistic);
+    drop((void **)&o->probabilities, &cap->probabilities);
+    drop((void **)&o->class_ids, &cap->class_ids);
+    drop((void **)&o->predictions, &cap->predictions);
+    return st;
+}
+
 rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t n, rt_outputs *o,
                           rt_err *err)
 {
@@ -186,6 +228,8 @@ rt_status rt_head_compute_ws(const rt_graph *g, const float *logits, rt_workspac
         memcpy(o->logits, logits, n * ld * sizeof(float));
     o->n = n;
 
+    if (g->n_head_views > 1)
+        return heads_compute(g, logits, n, o, cap, err);
     if (g->onnx && g->onnx->ml_probs)
         return head_scores(g, logits, rt_onnx_run_labels(g->onnx, ws, n), n, o, cap, err);
     switch (g->head) {

@@ -390,11 +390,6 @@ static rt_status finish_open(rt_model *m, const char *assets_dir, rt_err *err)
     st = rt_graph_build(m->def, model_lookup, m, assets_dir, &m->graph, err);
     if (st != RT_OK)
         rt_err_prefix(err, "model.pb");
-    const size_t *hn, *ho, *hw;
-    if (st == RT_OK && rt_graph_heads(m->graph, &hn, &ho, &hw) > 1)
-        st = rt_err_set(err, RT_ERR_UNSUPPORTED, "model.pb: %zu heads (MultiHead): serving "
-                        "several heads is not implemented yet", rt_graph_heads(m->graph, &hn,
-                                                                               &ho, &hw));
     return st;
 }
 

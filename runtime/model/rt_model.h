@@ -378,6 +378,11 @@ typedef struct rt_outputs {
     float *probabilities;  /* n x n_classes */
     int64_t *class_ids;    /* n */
     float *predictions;    /* n x label_dimension (regression) */
+    /* several heads (MultiHead): head k's outputs, computed from its slice
+     * of the logits by its view (rt_graph_head_view); the arrays above are
+     * then NULL but logits (all heads' side by side) */
+    size_t n_heads;
+    struct rt_outputs *heads;
     void *priv;
 } rt_outputs;
 
@@ -391,6 +396,10 @@ RT_WUR rt_status rt_head_compute(const rt_graph *g, const float *logits, size_t 
  * rules), not the first highest score. */
 RT_WUR rt_status rt_head_compute_ws(const rt_graph *g, const float *logits, rt_workspace *ws,
                                     size_t n, rt_outputs *o, rt_err *err);
+/* Several heads (MultiHead): head k as a one-head graph (its type, width,
+ * classes and class names) and its name (*name, may be NULL); NULL when k
+ * is not one of g's heads (a one-head model has none). Read-only. */
+const rt_graph *rt_graph_head_view(const rt_graph *g, size_t k, const char **name);
 /* The class string for class id k ("0", "1", ... without a vocabulary). */
 const char *rt_graph_class_name(const rt_graph *g, size_t k);
 

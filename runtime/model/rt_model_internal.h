@@ -134,6 +134,9 @@ struct rt_graph {
     size_t n_heads;          /* several heads (MultiHead): their logits nodes, and their
                               * columns' offsets in the logits, in head order */
     size_t *head_node, *head_off, *head_w;
+    size_t n_head_views;     /* = n_heads: each head as a one-head graph (its type,
+                              * logits_dim, n_classes, class_names; nothing else) */
+    struct rt_graph *head_views;
 
     /* BoostedTrees (graph.trees), instead of the linear and DNN parts */
     rt_trees *trees;

@@ -656,29 +656,61 @@ static rt_status signature_inputs(spec_ctx *s, Predictd__SignatureDef *sig)
     return RT_OK;
 }
 
-static rt_status predict_outputs(spec_ctx *s, Predictd__SignatureDef *sig)
+/* One head's predict outputs into o (at most 7), each name prefix + its own. */
+static rt_status head_outputs(const Predictd__Head *h, int64_t ld, const char *prefix,
+                              Predictd__TensorSpec **o, size_t *n, rt_err *err);
+
+static rt_status predict_outputs(spec_ctx *s, Predictd__SignatureDef *sig, bool merged)
 {
-    const Predictd__Head *h = s->def->head;
+    const Predictd__Graph *gd = s->def->graph;
+    size_t nh = gd->n_heads > 1 ? gd->n_heads : 1;
     rt_err *err = s->err;
-    int64_t ld = s->def->graph->logits_dimension;
-    if (!(sig->outputs = calloc(8, sizeof *sig->outputs)))
+    if (!(sig->outputs = calloc(8 * nh, sizeof *sig->outputs)))
         return NOMEM(err);
-    Predictd__TensorSpec **o = sig->outputs;
-    size_t *n = &sig->n_outputs;
+    if (nh == 1 || !merged) /* serving_default: the first head's, as TF's MultiHead */
+        return head_outputs(nh == 1 ? s->def->head : gd->heads[0]->head,
+                            nh == 1 ? (int64_t)gd->logits_dimension : 0, "", sig->outputs,
+                            &sig->n_outputs, err);
+    /* TF's MultiHead predict signature: every head's, as "<head>/<output>" */
+    for (size_t k = 0; k < nh; k++) {
+        char prefix[256];
+        snprintf(prefix, sizeof prefix, "%s/", gd->heads[k]->name);
+        rt_status st = head_outputs(gd->heads[k]->head, 0, prefix, sig->outputs,
+                                    &sig->n_outputs, err);
+        if (st != RT_OK)
+            return st;
+    }
+    return RT_OK;
+}
+
+/* add_spec under prefix + name. */
+static rt_status add_named(Predictd__TensorSpec **o, size_t *n, const char *prefix,
+                           const char *name, Predictd__DType dt, int64_t d1, rt_err *err)
+{
+    char full[320];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return add_spec(o, n, full, dt, d1, err);
+}
+
+static rt_status head_outputs(const Predictd__Head *h, int64_t ld, const char *prefix,
+                              Predictd__TensorSpec **o, size_t *n, rt_err *err)
+{
     rt_status st = RT_OK;
+    if (ld == 0) /* one of several heads: its own width */
+        ld = h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? h->n_classes : 1;
     if (h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION)
-        return add_spec(o, n, "predictions", PREDICTD__DTYPE__DT_FLOAT, ld, err);
+        return add_named(o, n, prefix, "predictions", PREDICTD__DTYPE__DT_FLOAT, ld, err);
     int64_t nc = h->n_classes;
-    if ((st = add_spec(o, n, "all_class_ids", PREDICTD__DTYPE__DT_INT32, nc, err)) ||
-        (st = add_spec(o, n, "all_classes", PREDICTD__DTYPE__DT_STRING, nc, err)) ||
-        (st = add_spec(o, n, "class_ids", PREDICTD__DTYPE__DT_INT64, 1, err)) ||
-        (st = add_spec(o, n, "classes", PREDICTD__DTYPE__DT_STRING, 1, err)))
+    if ((st = add_named(o, n, prefix, "all_class_ids", PREDICTD__DTYPE__DT_INT32, nc, err)) ||
+        (st = add_named(o, n, prefix, "all_classes", PREDICTD__DTYPE__DT_STRING, nc, err)) ||
+        (st = add_named(o, n, prefix, "class_ids", PREDICTD__DTYPE__DT_INT64, 1, err)) ||
+        (st = add_named(o, n, prefix, "classes", PREDICTD__DTYPE__DT_STRING, 1, err)))
         return st;
     if (h->type == PREDICTD__HEAD_TYPE__HEAD_BINARY &&
-        (st = add_spec(o, n, "logistic", PREDICTD__DTYPE__DT_FLOAT, 1, err)))
+        (st = add_named(o, n, prefix, "logistic", PREDICTD__DTYPE__DT_FLOAT, 1, err)))
         return st;
-    if ((st = add_spec(o, n, "logits", PREDICTD__DTYPE__DT_FLOAT, ld, err)) ||
-        (st = add_spec(o, n, "probabilities", PREDICTD__DTYPE__DT_FLOAT, nc, err)))
+    if ((st = add_named(o, n, prefix, "logits", PREDICTD__DTYPE__DT_FLOAT, ld, err)) ||
+        (st = add_named(o, n, prefix, "probabilities", PREDICTD__DTYPE__DT_FLOAT, nc, err)))
         return st;
     return RT_OK;
 }
@@ -707,7 +739,10 @@ rt_status rt_spec_build_signatures(spec_ctx *s)
         return NOMEM(err);
     rt_status st;
     /* Sorted by name, as saved_model_cli lists them. */
-    if (!regress || def->head->label_dimension == 1) {
+    /* several heads: no classification / regression signature yet (TF's
+     * MultiHead gives each head its own, named by the head) */
+    bool multi = def->graph && def->graph->n_heads > 1;
+    if (!multi && (!regress || def->head->label_dimension == 1)) {
         Predictd__SignatureDef *sig =
             regress ? new_sig(def, "regression", "tensorflow/serving/regress")
                     : new_sig(def, "classification", "tensorflow/serving/classify");
@@ -738,7 +773,7 @@ rt_status rt_spec_build_signatures(spec_ctx *s)
         Predictd__SignatureDef *sig = new_sig(def, names[i], "tensorflow/serving/predict");
         if (!sig)
             return NOMEM(err);
-        if ((st = signature_inputs(s, sig)) || (st = predict_outputs(s, sig)))
+        if ((st = signature_inputs(s, sig)) || (st = predict_outputs(s, sig, i == 0)))
             return st;
     }
     return rt_spec_add_regression_signature(def, err);

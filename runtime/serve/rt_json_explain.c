@@ -457,6 +457,9 @@ rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
     if (!p)
         p = &dp;
     const rt_graph *g = rt_model_graph(m);
+    if (g && rt_graph_head_view(g, 0, NULL)) /* which head's output to explain: not yet */
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "a model with several heads (MultiHead) "
+                          "is not explained yet (:explain); :predict answers its heads");
     size_t n = 0;
     rt_status st = count_instances(body, len, p, c, &n, err);
     if (st != RT_OK)
@@ -606,6 +609,9 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
     if (!p)
         p = &dp;
     const rt_graph *g = rt_model_graph(m);
+    if (g && rt_graph_head_view(g, 0, NULL)) /* which head's output to explain: not yet */
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "a model with several heads (MultiHead) "
+                          "is not explained yet (:explain); :predict answers its heads");
     rt_buf pred;
     rt_buf_init(&pred);
     rt_batch *base[RT_XAI_MAX_BASELINES] = {0};

@@ -9,7 +9,9 @@
  *   probabilities [p, ...] predictions [v, ...] (regression)
  * In a classification signature "classes" holds all class names and
  * "scores" the probabilities; in a regression signature "outputs" holds the
- * logistic (binary) or the predictions. Keys appear in name order, as TF
+ * logistic (binary) or the predictions. A multi-head model's outputs are
+ * each head's, named "<head>/<output>" (TF's MultiHead; a bare name is the
+ * first head's). Keys appear in name order, as TF
  * Serving prints its output map. Floats are shortest round-trip text.
  */
 #include "rt_serve.h"
@@ -37,7 +39,39 @@ typedef enum {
 typedef struct out_item {
     const char *name;
     out_kind kind;
+    size_t head; /* several heads: 1 + the head whose output it is; 0 otherwise */
 } out_item;
+
+/* The graph and outputs item it reads: a head's view and its outputs for a
+ * multi-head model's item, g and o otherwise. */
+static const rt_graph *item_graph(const rt_graph *g, const out_item *it)
+{
+    return it->head ? rt_graph_head_view(g, it->head - 1, NULL) : g;
+}
+
+static const rt_outputs *item_outputs(const rt_outputs *o, const out_item *it)
+{
+    return it->head && it->head <= o->n_heads ? &o->heads[it->head - 1] : o;
+}
+
+/* A multi-head model's output name: "<head>/<output>" is that head's output
+ * (TF's MultiHead predict signature); a bare name is the first head's (TF
+ * serves the first head by default). Returns the kind, *head = 1 + head. */
+static out_kind kind_of(const rt_graph *g, int classify, int regress, const char *name);
+static out_kind multi_kind_of(const rt_graph *g, int classify, int regress, const char *name,
+                              size_t *head)
+{
+    const char *hn;
+    for (size_t k = 0; rt_graph_head_view(g, k, &hn); k++) {
+        size_t len = hn ? strlen(hn) : 0;
+        if (len && strncmp(name, hn, len) == 0 && name[len] == '/') {
+            *head = k + 1;
+            return kind_of(rt_graph_head_view(g, k, NULL), classify, regress, name + len + 1);
+        }
+    }
+    *head = 1;
+    return kind_of(rt_graph_head_view(g, 0, NULL), classify, regress, name);
+}
 
 
 static int method_is(const Predictd__SignatureDef *sig, const char *what)
@@ -111,18 +145,23 @@ static size_t list_outputs(const rt_graph *g, const Predictd__SignatureDef *sig,
             const char *name = sig->outputs[k]->name;
             if (!name)
                 continue;
-            out_kind kind = kind_of(g, classify, regress, name);
+            size_t head = 0;
+            out_kind kind = rt_graph_head_view(g, 0, NULL)
+                                ? multi_kind_of(g, classify, regress, name, &head)
+                                : kind_of(g, classify, regress, name);
             if (kind != OUT_NONE)
-                items[n++] = (out_item){name, kind};
+                items[n++] = (out_item){name, kind, head};
         }
     } else {
         static const char *const all[] = {"all_class_ids", "all_classes", "class_ids",
                                           "classes", "logistic", "logits", "probabilities",
                                           "predictions"};
+        /* no signature: a multi-head model's first head, unprefixed */
+        const rt_graph *first = rt_graph_head_view(g, 0, NULL);
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
-            out_kind kind = kind_of(g, 0, 0, all[k]);
+            out_kind kind = kind_of(first ? first : g, 0, 0, all[k]);
             if (kind != OUT_NONE)
-                items[n++] = (out_item){all[k], kind};
+                items[n++] = (out_item){all[k], kind, first ? 1 : 0};
         }
     }
     /* an ONNX graph's outputs under their own names, beside TF's (a name TF's
@@ -135,7 +174,7 @@ static size_t list_outputs(const rt_graph *g, const Predictd__SignatureDef *sig,
         for (size_t k = 0; k < n && !taken; k++)
             taken = strcmp(items[k].name, oo.name) == 0;
         if (!taken)
-            items[n++] = (out_item){oo.name, (out_kind)(OUT_ONNX + (int)q)};
+            items[n++] = (out_item){oo.name, (out_kind)(OUT_ONNX + (int)q), 0};
     }
     /* a handful of names: insertion sort (stable, no qsort call) */
     for (size_t i = 1; i < n; i++) {
@@ -545,7 +584,7 @@ static const tmpl_cache *outputs_of(const rt_graph *g, const Predictd__Signature
     tc->sig = sig;
     tc->n_items = list_outputs(g, sig, tc->items);
     /* not built (too large, or out of memory): the plain way, for this model */
-    tc->usable = tc->n_items > 1 && tmpl_build(&tc->t, g, o, tc->items, tc->n_items, out);
+    tc->usable = tc->n_items > 1 && !rt_graph_head_view(g, 0, NULL) && tmpl_build(&tc->t, g, o, tc->items, tc->n_items, out);
     return tc;
 }
 
@@ -593,7 +632,7 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
             if (i)
                 rc |= rt_buf_puts(out, ", ");
             if (n_items == 1) {
-                rc |= put_value(out, g, o, items[0].kind, i, NULL);
+                rc |= put_value(out, item_graph(g, &items[0]), item_outputs(o, &items[0]), items[0].kind, i, NULL);
                 continue;
             }
             rc |= rt_buf_puts(out, "{");
@@ -602,7 +641,7 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
                     rc |= rt_buf_puts(out, ", ");
                 rc |= rt_buf_json_string(out, items[k].name, strlen(items[k].name));
                 rc |= rt_buf_puts(out, ": ");
-                rc |= put_value(out, g, o, items[k].kind, i, NULL);
+                rc |= put_value(out, item_graph(g, &items[k]), item_outputs(o, &items[k]), items[k].kind, i, NULL);
             }
             rc |= rt_buf_puts(out, "}");
         }
@@ -620,7 +659,7 @@ rt_status rt_json_render_predict(const rt_graph *g, const Predictd__SignatureDef
             for (size_t i = 0; i < n; i++) {
                 if (i)
                     rc |= rt_buf_puts(out, ", ");
-                rc |= put_value(out, g, o, items[k].kind, i, NULL);
+                rc |= put_value(out, item_graph(g, &items[k]), item_outputs(o, &items[k]), items[k].kind, i, NULL);
             }
             rc |= rt_buf_puts(out, "]");
         }
@@ -755,7 +794,7 @@ rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *
         size_t n_items = list_outputs(g, sig, items);
         for (size_t k = 0; k < n_items; k++)
             per = sat_add(per, sat_add(strlen(items[k].name) + 6,
-                                       value_bound(g, items[k].kind)));
+                                       value_bound(item_graph(g, &items[k]), items[k].kind)));
     }
     return rt_json_answer_bound(n, per, 64, p->max_answer_bytes, err);
 }

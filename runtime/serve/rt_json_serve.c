@@ -29,6 +29,11 @@ static rt_status serve(const rt_model *m, rt_method method, const char *body, si
         break;
     case RT_METHOD_CLASSIFY:
     case RT_METHOD_REGRESS:
+        if (rt_graph_head_view(g, 0, NULL)) /* TF's MultiHead: a signature per head */
+            return rt_err_set(err, RT_ERR_UNSUPPORTED, "a model with several heads (MultiHead) "
+                              "answers :predict only so far (its heads' outputs as "
+                              "\"<head>/<output>\"); :%s is not implemented yet",
+                              method == RT_METHOD_CLASSIFY ? "classify" : "regress");
         st = rt_json_parse_examples(g, method, body, len, p, c, err);
         break;
     default:

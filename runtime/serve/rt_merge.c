@@ -127,6 +127,25 @@ rt_status rt_merge_run(const rt_model *m, rt_ctx *mc, rt_ctx *const *reqs,
     return rt_ctx_run(mc, g, err);
 }
 
+/* Several heads' outputs a merged answer slices at most (a model with more
+ * answers RT_ERR_LIMIT from rt_merge_render). */
+#define RT_MERGE_HEADS 64
+
+/* v: rows [start, start + n) of o (logits ld wide), a view that owns nothing. */
+static void slice_outputs(const rt_outputs *o, size_t start, size_t n, size_t ld, rt_outputs *v)
+{
+    size_t nc = o->n_classes;
+    *v = *o;
+    v->n = n;
+    v->logits = o->logits ? o->logits + start * ld : NULL;
+    v->logistic = o->logistic ? o->logistic + start : NULL;
+    v->probabilities = o->probabilities ? o->probabilities + start * nc : NULL;
+    v->class_ids = o->class_ids ? o->class_ids + start : NULL;
+    v->predictions = o->predictions ? o->predictions + start * ld : NULL;
+    v->heads = NULL;
+    v->priv = NULL;
+}
+
 rt_status rt_merge_render(const rt_model *m, const rt_ctx *mc, size_t start,
                           const rt_parsed *pr, rt_buf *out)
 {
@@ -136,15 +155,16 @@ rt_status rt_merge_render(const rt_model *m, const rt_ctx *mc, size_t start,
     const rt_outputs *o = &mc->outputs;
     if (!g || mc->graph != g || start > o->n || pr->n > o->n - start)
         return RT_ERR_INVALID;
-    size_t ld = rt_graph_logits_dim(g), nc = o->n_classes;
-    rt_outputs v = *o;
-    v.n = pr->n;
-    v.logits = o->logits ? o->logits + start * ld : NULL;
-    v.logistic = o->logistic ? o->logistic + start : NULL;
-    v.probabilities = o->probabilities ? o->probabilities + start * nc : NULL;
-    v.class_ids = o->class_ids ? o->class_ids + start : NULL;
-    v.predictions = o->predictions ? o->predictions + start * ld : NULL;
-    v.priv = NULL; /* a view: owns nothing */
+    rt_outputs v;
+    slice_outputs(o, start, pr->n, rt_graph_logits_dim(g), &v);
+    /* several heads: each head's outputs sliced the same way */
+    rt_outputs heads[RT_MERGE_HEADS];
+    if (o->n_heads > RT_MERGE_HEADS)
+        return RT_ERR_LIMIT;
+    for (size_t h = 0; h < o->n_heads; h++)
+        slice_outputs(&o->heads[h], start, pr->n,
+                      rt_graph_logits_dim(rt_graph_head_view(g, h, NULL)), &heads[h]);
+    v.heads = o->n_heads ? heads : NULL;
     if (pr->v2)
         return rt_v2_render(g, (rt_v2_req *)pr->v2, &v, out);
     return rt_json_render_predict(g, pr->sig, &v, pr->columnar, out);
