@@ -126,11 +126,6 @@ double tun_gp_lml(const double *x, const double *y, size_t n, size_t d, const do
 rt_status tun_gp_fit(tun_gp *g, const double *x, const double *y, size_t n, size_t d,
                      const tun_gp *fixed, rt_err *err);
 
-/* tun_gp_fit with extra noise variance extra[i] (units of y squared, >= 0)
- * on point i's diagonal; extra == NULL is tun_gp_fit. */
-rt_status tun_gp_fit_noisy(tun_gp *g, const double *x, const double *y, const double *extra,
-                           size_t n, size_t d, const tun_gp *fixed, rt_err *err);
-
 /* Posterior mean and standard deviation at point p, in the units of y. */
 void tun_gp_predict(const tun_gp *g, const double *p, double *mean, double *sd);
 

@@ -37,13 +37,13 @@ double tun_matern52(const double *a, const double *b, size_t d, const double *ls
 
 /* K + noise I factored into chol (n x n column-major, lower). -1 if not PD. */
 static int factor(const double *x, size_t n, size_t d, const double *ls, double s2, double noise,
-                  const double *extra, double *chol)
+                  double *chol)
 {
     for (size_t j = 0; j < n; j++)
         for (size_t i = j; i < n; i++) {
             double v = tun_matern52(x + i * d, x + j * d, d, ls, s2);
             if (i == j)
-                v += noise + JITTER + (extra ? extra[i] : 0);
+                v += noise + JITTER;
             chol[j * n + i] = v;
             chol[i * n + j] = v;
         }
@@ -62,9 +62,9 @@ static void solve(const double *chol, size_t n, double *alpha)
 }
 
 static double lml_work(const double *x, const double *y, size_t n, size_t d, const double *ls,
-                       double s2, double noise, const double *extra, double *chol, double *alpha)
+                       double s2, double noise, double *chol, double *alpha)
 {
-    if (factor(x, n, d, ls, s2, noise, extra, chol) != 0)
+    if (factor(x, n, d, ls, s2, noise, chol) != 0)
         return -INFINITY;
     memcpy(alpha, y, n * sizeof *y);
     solve(chol, n, alpha);
@@ -80,7 +80,7 @@ double tun_gp_lml(const double *x, const double *y, size_t n, size_t d, const do
                   double s2, double noise)
 {
     double *chol = malloc(n * n * sizeof *chol), *alpha = malloc(n * sizeof *alpha);
-    double v = chol && alpha ? lml_work(x, y, n, d, ls, s2, noise, NULL, chol, alpha) : -INFINITY;
+    double v = chol && alpha ? lml_work(x, y, n, d, ls, s2, noise, chol, alpha) : -INFINITY;
     free(chol);
     free(alpha);
     return v;
@@ -113,7 +113,7 @@ static double nlml(fit_ctx *c, const double *theta)
     double ts = clampd(theta[c->d], log(S2_MIN), log(S2_MAX));
     double tn = clampd(theta[c->d + 1], log(NOISE_MIN), log(NOISE_MAX));
     pen += fabs(ts - theta[c->d]) + fabs(tn - theta[c->d + 1]);
-    double v = lml_work(c->x, c->y, c->n, c->d, c->ls, exp(ts), exp(tn), NULL, c->chol, c->alpha);
+    double v = lml_work(c->x, c->y, c->n, c->d, c->ls, exp(ts), exp(tn), c->chol, c->alpha);
     return isfinite(v) ? -v + 10 * pen : 1e300;
 }
 
@@ -213,15 +213,8 @@ void tun_gp_free(tun_gp *g)
 rt_status tun_gp_fit(tun_gp *g, const double *x, const double *y, size_t n, size_t d,
                      const tun_gp *fixed, rt_err *err)
 {
-    return tun_gp_fit_noisy(g, x, y, NULL, n, d, fixed, err);
-}
-
-rt_status tun_gp_fit_noisy(tun_gp *g, const double *x, const double *y, const double *extra,
-                           size_t n, size_t d, const tun_gp *fixed, rt_err *err)
-{
     rt_status st = RT_OK;
     tun_gp_free(g);
-    double *es = NULL;
     double *ys = malloc(n * sizeof *ys), *theta = malloc((d + 2) * sizeof *theta),
            *best = malloc((d + 2) * sizeof *best);
     g->x = malloc(n * d * sizeof *g->x);
@@ -254,14 +247,6 @@ rt_status tun_gp_fit_noisy(tun_gp *g, const double *x, const double *y, const do
     g->y_std = var > 1e-24 ? sqrt(var) : 1.0;
     for (size_t i = 0; i < n; i++)
         ys[i] = (y[i] - mean) / g->y_std;
-    if (extra) {
-        if (!(es = malloc(n * sizeof *es))) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < n; i++)
-            es[i] = extra[i] / (g->y_std * g->y_std);
-    }
     if (fixed) {
         memcpy(g->ls, fixed->ls, d * sizeof *g->ls);
         g->s2 = fixed->s2;
@@ -286,16 +271,15 @@ rt_status tun_gp_fit_noisy(tun_gp *g, const double *x, const double *y, const do
         g->s2 = exp(clampd(best[d], log(S2_MIN), log(S2_MAX)));
         g->noise = exp(clampd(best[d + 1], log(NOISE_MIN), log(NOISE_MAX)));
     }
-    g->lml = lml_work(x, ys, n, d, g->ls, g->s2, g->noise, es, g->chol, g->alpha);
+    g->lml = lml_work(x, ys, n, d, g->ls, g->s2, g->noise, g->chol, g->alpha);
     if (!isfinite(g->lml)) {
         /* a nearly singular K (duplicate points, tiny noise): more noise */
         g->noise = fmax(g->noise * 100, 1e-4);
-        g->lml = lml_work(x, ys, n, d, g->ls, g->s2, g->noise, es, g->chol, g->alpha);
+        g->lml = lml_work(x, ys, n, d, g->ls, g->s2, g->noise, g->chol, g->alpha);
         if (!isfinite(g->lml))
             st = rt_err_set(err, RT_ERR_INVALID, "the GP covariance is not positive definite");
     }
 out:
-    free(es);
     free(ys);
     free(theta);
     free(best);

@@ -8,7 +8,6 @@
  */
 #include "tun.h"
 
-#include <cblas.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -257,69 +256,7 @@ typedef struct bo {
     size_t d;
     double best;
     double *u, *v; /* scratch: encoded and decoded point */
-    /* local penalisation: n_pend pending points (rows of pend), each with
-     * its exclusion radius r and softness sdr (unit coordinates) */
-    size_t n_pend;
-    const double *pend, *pr, *psd;
-    /* q-EI: pending points' L^-1 k rows (n_pend x n), means, joint
-     * covariance (standardised units); S draws of z (S x (n_pend + 1)) */
-    double *pv, *pm, *pc, *z, *cw, *kx, *f;
-    size_t S;
 } bo;
-
-/* E[max(0, best - min(f_pending, f_x))] by Monte Carlo with fixed draws:
- * the batch's expected improvement with x added. */
-static double qei_at(bo *b, const double *u)
-{
-    const tun_gp *g = b->gp;
-    size_t n = g->n, q = b->n_pend + 1;
-    double *k = b->kx, mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        k[i] = tun_matern52(u, g->x + i * g->d, g->d, g->ls, g->s2);
-        mx += k[i] * g->alpha[i];
-    }
-    cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)n, g->chol, (int)n,
-                k, 1);
-    /* joint covariance of (pending..., x), lower Cholesky in cw (q x q) */
-    double *c = b->cw;
-    for (size_t i = 0; i + 1 < q; i++)
-        for (size_t j = 0; j <= i; j++)
-            c[i * q + j] = b->pc[i * (q - 1) + j];
-    for (size_t j = 0; j + 1 < q; j++) {
-        double kv = tun_matern52(u, b->pend + j * g->d, g->d, g->ls, g->s2), dot = 0;
-        for (size_t i = 0; i < n; i++)
-            dot += k[i] * b->pv[j * n + i];
-        c[(q - 1) * q + j] = kv - dot;
-    }
-    double vx = g->s2;
-    for (size_t i = 0; i < n; i++)
-        vx -= k[i] * k[i];
-    c[(q - 1) * q + q - 1] = vx;
-    for (size_t i = 0; i < q; i++) {
-        for (size_t j = 0; j <= i; j++) {
-            double t = c[i * q + j];
-            for (size_t l = 0; l < j; l++)
-                t -= c[i * q + l] * c[j * q + l];
-            if (i == j)
-                c[i * q + i] = sqrt(t > 1e-12 ? t : 1e-12);
-            else
-                c[i * q + j] = t / c[j * q + j];
-        }
-    }
-    double best = (b->best - g->y_mean) / g->y_std, acc = 0;
-    for (size_t s = 0; s < b->S; s++) {
-        const double *zs = b->z + s * q;
-        double lo = best;
-        for (size_t i = 0; i < q; i++) {
-            double fi = i + 1 < q ? b->pm[i] : mx;
-            for (size_t l = 0; l <= i; l++)
-                fi += c[i * q + l] * zs[l];
-            lo = fmin(lo, fi);
-        }
-        acc += best - lo;
-    }
-    return g->y_std * acc / (double)b->S;
-}
 
 /* EI at the feasible point nearest to u (u is snapped in place) */
 static double ei_at(bo *b, double *u)
@@ -337,45 +274,10 @@ static double ei_at(bo *b, double *u)
         if (d2 < MIN_DIST * MIN_DIST)
             return -0.5;
     }
-    for (size_t i = 0; i < b->n_pend; i++) {
-        double d2 = 0;
-        for (size_t j = 0; j < b->d; j++) {
-            double t = u[j] - b->pend[i * b->d + j];
-            d2 += t * t;
-        }
-        if (d2 < MIN_DIST * MIN_DIST)
-            return -0.5;
-    }
-    double m, sd, e;
-    if (b->S && b->n_pend) {
-        e = qei_at(b, u);
-    } else {
-        tun_gp_predict(b->gp, u, &m, &sd);
-        e = tun_expected_improvement(m, sd, b->best);
-    }
-    if (!isfinite(e))
-        return -1; /* never chosen */
-#ifdef EXCL
-    for (size_t i = 0; i < b->n_pend; i++) {
-        double d2 = 0;
-        for (size_t j = 0; j < b->d; j++) {
-            double t = (u[j] - b->pend[i * b->d + j]) / b->gp->ls[j];
-            d2 += t * t;
-        }
-        if (d2 < EXCL * EXCL)
-            return -0.5;
-    }
-#endif
-    for (size_t i = 0; i < b->n_pend && e > 0 && b->psd; i++) {
-        double d2 = 0;
-        for (size_t j = 0; j < b->d; j++) {
-            double t = u[j] - b->pend[i * b->d + j];
-            d2 += t * t;
-        }
-        double z = (sqrt(d2) - b->pr[i]) / b->psd[i];
-        e *= 0.5 * erfc(-z / M_SQRT2);
-    }
-    return e;
+    double m, sd;
+    tun_gp_predict(b->gp, u, &m, &sd);
+    double e = tun_expected_improvement(m, sd, b->best);
+    return isfinite(e) ? e : -1; /* never chosen */
 }
 
 static int same_values(const tun_spec *s, const double *a, const double *b)
@@ -596,106 +498,6 @@ static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_
     if ((st = fit_gp(&gp, x, y, n, d, err)))
         goto out;
     const tun_gp *model = &gp;
-    double *pend = NULL, *pr = NULL, *psd = NULL;
-    size_t n_pend = 0;
-#ifdef LP
-    if (n_done < n_pts) {
-        size_t np = n_pts - n_done;
-        pend = malloc(np * d * sizeof *pend);
-        pr = malloc(np * sizeof *pr);
-        psd = malloc(np * sizeof *psd);
-        if (!pend || !pr || !psd) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        /* L: the largest gradient norm of the GP's mean, by central
-         * differences at the known points and random ones */
-        double L = 0, h = 1e-4;
-        double *g0 = malloc(d * sizeof *g0);
-        rt_rng lr;
-        rng_start(&lr, 12345);
-        for (size_t k = 0; k < n + 500 && g0; k++) {
-            if (k < n)
-                memcpy(g0, x + k * d, d * sizeof *g0);
-            else
-                for (size_t j = 0; j < d; j++)
-                    g0[j] = rt_rng_uniform(&lr);
-            double gn = 0;
-            for (size_t j = 0; j < d; j++) {
-                double keep = g0[j], mp, mm, sdd;
-                g0[j] = keep + h;
-                tun_gp_predict(&gp, g0, &mp, &sdd);
-                g0[j] = keep - h;
-                tun_gp_predict(&gp, g0, &mm, &sdd);
-                g0[j] = keep;
-                gn += (mp - mm) * (mp - mm) / (4 * h * h);
-            }
-            L = fmax(L, sqrt(gn));
-        }
-        free(g0);
-        if (!(L > 1e-7))
-            L = 10;
-        for (size_t i = 0; i < n_pts; i++)
-            if (!pts[i].done) {
-                double m, sd;
-                encode(s, pts[i].v, pend + n_pend * d);
-                tun_gp_predict(&gp, pend + n_pend * d, &m, &sd);
-                pr[n_pend] = fmax(m - ybest, 0) / L;
-                psd[n_pend] = fmax(sd, 1e-9) / L;
-                n_pend++;
-            }
-    }
-#elif defined QEI
-    double *pv = NULL, *pm = NULL, *pc = NULL, *z = NULL, *cw = NULL, *kx = NULL;
-    if (n_done < n_pts) {
-        size_t np = n_pts - n_done, q = np + 1;
-        pend = malloc(np * d * sizeof *pend);
-        pv = malloc(np * n * sizeof *pv);
-        pm = malloc(np * sizeof *pm);
-        pc = malloc(np * np * sizeof *pc);
-        z = malloc(QEI * q * sizeof *z);
-        cw = malloc(q * q * sizeof *cw);
-        kx = malloc(n * sizeof *kx);
-        if (!pend || !pv || !pm || !pc || !z || !cw || !kx) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < n_pts; i++)
-            if (!pts[i].done) {
-                double *pu = pend + n_pend * d, *k = pv + n_pend * n, mm = 0;
-                encode(s, pts[i].v, pu);
-                for (size_t j = 0; j < n; j++) {
-                    k[j] = tun_matern52(pu, gp.x + j * d, d, gp.ls, gp.s2);
-                    mm += k[j] * gp.alpha[j];
-                }
-                cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)n,
-                            gp.chol, (int)n, k, 1);
-                pm[n_pend++] = mm;
-            }
-        for (size_t i = 0; i < np; i++)
-            for (size_t j = 0; j <= i; j++) {
-                double t = tun_matern52(pend + i * d, pend + j * d, d, gp.ls, gp.s2);
-                for (size_t l = 0; l < n; l++)
-                    t -= pv[i * n + l] * pv[j * n + l];
-                pc[i * np + j] = pc[j * np + i] = t;
-            }
-        rt_rng zr;
-        rng_start(&zr, 777);
-        for (size_t k = 0; k < (size_t)QEI * q; k++)
-            z[k] = rng_normal(&zr);
-    }
-#elif defined EXCL
-    if (n_done < n_pts) {
-        pend = malloc((n_pts - n_done) * d * sizeof *pend);
-        if (!pend) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < n_pts; i++)
-            if (!pts[i].done)
-                encode(s, pts[i].v, pend + n_pend++ * d);
-    }
-#else
     if (n_done < n_pts) {
         /* kriging believer: each pending trial "returned" the GP's mean at
          * its point, so the posterior variance collapses there and EI looks
@@ -707,40 +509,19 @@ static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_
          * each pending point look as good as the incumbent: the parallel
          * trials crowded there and Branin's median regret at 30 trials with 4
          * in parallel was 50x the sequential one (docs/tuning.md). */
-#ifdef PVC
-        double *extra = calloc(n_pts + 1, sizeof *extra);
-        if (!extra) {
-            st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-#endif
         for (size_t i = 0; i < n_pts; i++)
             if (!pts[i].done) {
                 double m, sd;
                 encode(s, pts[i].v, x + n * d);
                 tun_gp_predict(&gp, x + n * d, &m, &sd);
-#ifdef PVC
-                extra[n] = PVC * sd * sd;
-#endif
                 y[n++] = m;
                 ybest = fmin(ybest, m);
             }
-#ifdef PVC
-        st = tun_gp_fit_noisy(&gpl, x, y, extra, n, d, &gp, err);
-        free(extra);
-        if (st)
-            goto out;
-#else
         if ((st = tun_gp_fit(&gpl, x, y, n, d, &gp, err)))
             goto out;
-#endif
         model = &gpl;
     }
-#endif
-    bo b = {s, model, d, ybest, tryu, v, n_pend, pend, pr, psd};
-#ifdef QEI
-    b.pv = pv; b.pm = pm; b.pc = pc; b.z = z; b.cw = cw; b.kx = kx; b.S = n_pend ? QEI : 0;
-#endif
+    bo b = {s, model, d, ybest, tryu, v};
     /* random candidates and the neighbourhoods of the observed points; the
      * best few start a local search with a shrinking step */
     enum { STARTS = 5 };
@@ -806,9 +587,6 @@ static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_
         }
     }
 out:
-    free(pend);
-    free(pr);
-    free(psd);
     tun_gp_free(&gp);
     tun_gp_free(&gpl);
     free(x);
