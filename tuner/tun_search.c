@@ -256,7 +256,6 @@ typedef struct bo {
     size_t d;
     double best;
     double *u, *v; /* scratch: encoded and decoded point */
-    int lcb;
 } bo;
 
 /* EI at the feasible point nearest to u (u is snapped in place) */
@@ -277,8 +276,6 @@ static double ei_at(bo *b, double *u)
     }
     double m, sd;
     tun_gp_predict(b->gp, u, &m, &sd);
-    if (b->lcb)
-        return 1e6 - (m - EXPLOIT * sd);
     double e = tun_expected_improvement(m, sd, b->best);
     return isfinite(e) ? e : -1; /* never chosen */
 }
@@ -463,7 +460,7 @@ static rt_status fit_gp(tun_gp *gp, double *x, double *y, size_t n, size_t d, rt
 }
 
 static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_t n_pts,
-                       double *out, int64_t index, rt_err *err)
+                       double *out, rt_err *err)
 {
     rt_status st = RT_OK;
     size_t d = enc_dims(s), n_done = 0;
@@ -524,7 +521,7 @@ static rt_status bayes(const tun_spec *s, rt_rng *r, const tun_point *pts, size_
             goto out;
         model = &gpl;
     }
-    bo b = {s, model, d, ybest, tryu, v, n_done < n_pts && index % EVERY == OFF};
+    bo b = {s, model, d, ybest, tryu, v};
     /* random candidates and the neighbourhoods of the observed points; the
      * best few start a local search with a shrinking step */
     enum { STARTS = 5 };
@@ -627,5 +624,5 @@ rt_status tun_suggest(const tun_spec *s, uint64_t seed, int64_t index, const tun
         random_values(s, &r, out);
         return RT_OK;
     }
-    return bayes(s, &r, pts, n_pts, out, index, err);
+    return bayes(s, &r, pts, n_pts, out, err);
 }
