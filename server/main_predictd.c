@@ -15,6 +15,7 @@
 #include <cblas.h>
 #include "srv.h"
 #include "srv_sec.h"
+#include "srv_limits.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -43,6 +44,9 @@ typedef struct daemon {
     srv_metrics *metrics;
     srv_tls *tls;   /* tls_cert_file set: HTTPS (srv_tls.c), else NULL */
     srv_auth *auth; /* auth_tokens_file set: bearer tokens (srv_auth.c), else NULL */
+    srv_tf_ssl ssl; /* --ssl_config_file: the gRPC port's TLS (have_ssl), as last read */
+    bool have_ssl;
+    uint64_t ssl_fp; /* the fingerprint of that file's bytes */
     _Atomic int draining;
     int sig_pipe[2]; /* [0] read by the main loop, [1] written by on_signal */
     bool notified_ready;
@@ -107,8 +111,84 @@ static uint64_t cfg_fingerprint(const daemon_t *d)
     return fp;
 }
 
-/* Re-reads the TLS certificate and key and the tokens file (the files the
- * running settings name); each keeps its old content on error. */
+/* Reads and checks TF Serving's SSLConfig file at path (srv_tfconf_ssl,
+ * then its PEM contents with srv_tls_check_pem); it holds a private key, so
+ * a file others may read is refused as tls_key_file is. *fp: the bytes'
+ * fingerprint. Errors start "--ssl_config_file PATH: ". */
+static rt_status read_ssl_config(const char *path, srv_tf_ssl *out, uint64_t *fp, rt_err *err)
+{
+    static const char *const NAMES[3] = {"server_cert", "server_key", "custom_ca"};
+    memset(out, 0, sizeof *out);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return rt_err_set(err, RT_ERR_NOTFOUND, "--ssl_config_file %s: cannot open: %s", path,
+                          strerror(errno));
+    if (sb.st_mode & (S_IROTH | S_IWOTH))
+        return rt_err_set(err, RT_ERR_INVALID,
+                          "--ssl_config_file %s: holds server_key and is readable by others "
+                          "(mode %04o); chmod 600 (or 640 with the daemon's group) it",
+                          path, (unsigned)(sb.st_mode & 07777));
+    char *text = NULL;
+    size_t len = 0;
+    rt_status st = rt_file_read(AT_FDCWD, path, 4 * SRV_TLS_MAX_PEM_BYTES, 0, &text, &len, err);
+    if (st != RT_OK) {
+        rt_err_prefix(err, "--ssl_config_file");
+        return st;
+    }
+    *fp = rt_hash_fingerprint64(text, len);
+    st = srv_tfconf_ssl(text, len, out, err);
+    memset(text, 0, len);
+    free(text);
+    if (st == RT_OK &&
+        (st = srv_tls_check_pem(out->server_cert, out->server_key, out->custom_ca, NAMES,
+                                err)) != RT_OK)
+        srv_tf_ssl_clear(out);
+    if (st != RT_OK)
+        rt_err_prefix(err, "--ssl_config_file %s", path);
+    return st;
+}
+
+/* SIGHUP: --ssl_config_file read again; new contents (checked, with the
+ * same client_verify) serve the gRPC port's next handshakes, else the
+ * running ones stay. */
+static void reload_ssl_config(daemon_t *d, const char *why)
+{
+    const char *path = d->cfg->ssl_config_file;
+    srv_tf_ssl next;
+    uint64_t fp = 0;
+    rt_err err = {{0}};
+    if (read_ssl_config(path, &next, &fp, &err) != RT_OK) {
+        srv_log(SRV_LOG_ERROR, "ssl_config_file reload (%s) refused, the gRPC port's running "
+                "certificate stays: %s", why, err.msg);
+        return;
+    }
+    if (fp == d->ssl_fp) {
+        srv_log(SRV_LOG_INFO, "ssl_config_file reload (%s): %s unchanged, the gRPC port's "
+                "certificate stays", why, path);
+    } else if (next.client_verify != d->ssl.client_verify) {
+        srv_log(SRV_LOG_ERROR, "ssl_config_file reload (%s) refused, the gRPC port's running "
+                "certificate stays: --ssl_config_file %s: client_verify changed to %s; it "
+                "takes effect at the next restart", why, path,
+                next.client_verify ? "true" : "false");
+    } else if (d->grpc &&
+               srv_grpc_tls_set_pem(d->grpc, next.server_cert, next.server_key,
+                                    next.client_verify ? next.custom_ca : NULL, &err) != RT_OK) {
+        srv_log(SRV_LOG_ERROR, "ssl_config_file reload (%s) refused, the gRPC port's running "
+                "certificate stays: %s", why, err.msg);
+    } else {
+        srv_log(SRV_LOG_INFO, "ssl_config_file reload (%s): %s, certificate for the gRPC "
+                "port's new connections", why, path);
+        srv_tf_ssl_clear(&d->ssl);
+        d->ssl = next;
+        d->ssl_fp = fp;
+        return;
+    }
+    srv_tf_ssl_clear(&next);
+}
+
+/* Re-reads the TLS certificate and key, --ssl_config_file and the tokens
+ * file (the files the running settings name); each keeps its old content
+ * on error. */
 static void reload_security(daemon_t *d, const char *why)
 {
     rt_err err = {{0}};
@@ -123,9 +203,12 @@ static void reload_security(daemon_t *d, const char *why)
         else {
             srv_log(SRV_LOG_INFO, "TLS reload (%s): certificate %s for new connections", why,
                     d->cfg->tls_cert_file);
-            srv_grpc_tls_reload(d->grpc); /* the gRPC port's next handshakes */
+            if (!d->have_ssl)
+                srv_grpc_tls_reload(d->grpc); /* the gRPC port's next handshakes */
         }
     }
+    if (d->have_ssl)
+        reload_ssl_config(d, why);
     if (d->auth && srv_auth_reload(d->auth, &err) != RT_OK)
         srv_log(SRV_LOG_ERROR, "auth_tokens_file reload (%s) refused, the running tokens stay: "
                 "%s", why, err.msg);
@@ -293,6 +376,20 @@ static int open_security(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "tls_client_ca_file: needs tls_cert_file and tls_key_file");
         return 1;
     }
+    if (d->cfg->ssl_config_file) {
+        if (read_ssl_config(d->cfg->ssl_config_file, &d->ssl, &d->ssl_fp, &err) != RT_OK) {
+            srv_log(SRV_LOG_ERROR, "TLS refused: %s", err.msg);
+            return 1;
+        }
+        d->have_ssl = true;
+        if (!srv_args_given(&d->args, "port"))
+            srv_log(SRV_LOG_WARN, "--ssl_config_file %s: no --port, so no gRPC port to secure "
+                    "(give --port=8500 as TF Serving's default); the file was checked and is "
+                    "not used", d->cfg->ssl_config_file);
+        else if (d->tls)
+            srv_log(SRV_LOG_INFO, "--ssl_config_file %s secures the gRPC port; the REST port "
+                    "keeps tls_cert_file %s", d->cfg->ssl_config_file, d->cfg->tls_cert_file);
+    }
     if (d->cfg->auth_tokens_file &&
         srv_auth_new(d->cfg->auth_tokens_file, &d->auth, &err) != RT_OK) {
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
@@ -442,7 +539,9 @@ static int start_http(daemon_t *d)
 
 /* The gRPC front (docs/grpc.md) when --port is given: on the same manager,
  * metrics, limits, bearer tokens and TLS files (TLS only when REST has it,
- * mutual TLS when REST requires client certificates) as REST. 0, or 1 after
+ * mutual TLS when REST requires client certificates) as REST; with
+ * --ssl_config_file, TLS from that file's contents instead (REST keeps its
+ * own settings). 0, or 1 after
  * logging why. */
 static int start_grpc(daemon_t *d)
 {
@@ -457,9 +556,13 @@ static int start_grpc(daemon_t *d)
         .max_answer_bytes = d->cfg->max_answer_bytes,
         .metrics = d->metrics,
         .auth = d->auth,
-        .tls_cert_file = d->tls ? d->cfg->tls_cert_file : NULL,
-        .tls_key_file = d->tls ? d->cfg->tls_key_file : NULL,
-        .tls_client_ca_file = d->tls ? d->cfg->tls_client_ca_file : NULL,
+        .tls_cert_file = d->tls && !d->have_ssl ? d->cfg->tls_cert_file : NULL,
+        .tls_key_file = d->tls && !d->have_ssl ? d->cfg->tls_key_file : NULL,
+        .tls_client_ca_file = d->tls && !d->have_ssl ? d->cfg->tls_client_ca_file : NULL,
+        /* TF Serving's --ssl_config_file: its contents, in place of REST's files */
+        .tls_cert_pem = d->have_ssl ? d->ssl.server_cert : NULL,
+        .tls_key_pem = d->have_ssl ? d->ssl.server_key : NULL,
+        .tls_ca_pem = d->have_ssl && d->ssl.client_verify ? d->ssl.custom_ca : NULL,
         .admit = srv_http_admit(d->http),
         .max_queue_wait_ms = d->cfg->max_queue_wait_ms,
         .tracer = srv_http_tracer(d->http),
@@ -471,11 +574,16 @@ static int start_grpc(daemon_t *d)
         srv_log(SRV_LOG_ERROR, "%s", err.msg);
         return 1;
     }
+    const char *tls = d->have_ssl ? (gp.tls_ca_pem ? "mutual TLS from --ssl_config_file"
+                                                    : "TLS from --ssl_config_file")
+                      : !gp.tls_cert_file     ? "plain"
+                      : gp.tls_client_ca_file ? "mutual TLS"
+                                              : "TLS";
     srv_log(SRV_LOG_INFO, "gRPC on port %d (%d threads, %s): grpc.health.v1.Health, "
                           "tensorflow.serving.PredictionService, "
                           "tensorflow.serving.ModelService, inference.GRPCInferenceService",
             srv_grpc_port(d->grpc), gp.threads,
-            !gp.tls_cert_file ? "plain" : gp.tls_client_ca_file ? "mutual TLS" : "TLS");
+            tls);
     return 0;
 }
 
@@ -715,6 +823,7 @@ out:
     srv_metrics_free(D.metrics);
     srv_tls_free(D.tls);
     srv_auth_free(D.auth);
+    srv_tf_ssl_clear(&D.ssl);
     srv_config_free(D.cfg);
     srv_args_free(&D.args);
     for (int i = 0; i < 2; i++)

@@ -213,6 +213,7 @@ typedef struct srv_config {
                                                 and reloaded when its bytes changed
                                                 (TF Serving's flag; default 0 = off) */
     char *monitoring_config_file; /* TF Serving's MonitoringConfig (flag only) */
+    char *ssl_config_file;        /* TF Serving's SSLConfig: the gRPC port's TLS (flag only) */
     char *batching_parameters_file; /* TF Serving's BatchingParameters (flag only) */
     char *metrics_path;           /* where the Prometheus metrics are served:
                                      /monitoring/prometheus/metrics, or the
@@ -503,6 +504,24 @@ SRV_WUR rt_status srv_tfconf_monitoring(const char *text, size_t len, bool *enab
  * and have no effect (docs/daemon.md). OUT: as srv_tfconf_model_config. */
 SRV_WUR rt_status srv_tfconf_batching(const char *text, size_t len, struct cJSON **out,
                                       srv_tfconf_map **map, rt_err *err);
+
+/* TF Serving's SSLConfig (--ssl_config_file; tensorflow_serving/config/
+ * ssl_config.proto): the gRPC port's TLS, its PEM contents held in the file
+ * itself (strings, not paths). */
+typedef struct srv_tf_ssl {
+    char *server_key;  /* PEM private key */
+    char *server_cert; /* PEM certificate, then its chain */
+    char *custom_ca;   /* PEM CA(s) of client certificates, or NULL (not given) */
+    bool client_verify; /* clients must show a certificate custom_ca signed */
+} srv_tf_ssl;
+/* Reads an SSLConfig's text: fields checked as srv_tfconf_monitoring does
+ * (unknown field, wrong kind, given twice: line, column and field name);
+ * server_key and server_cert must be given and not empty, and client_verify:
+ * true needs custom_ca. The PEM contents are not parsed here
+ * (srv_tls_check_pem). OUT: *out, free with srv_tf_ssl_clear. */
+SRV_WUR rt_status srv_tfconf_ssl(const char *text, size_t len, srv_tf_ssl *out, rt_err *err);
+/* Frees what *s holds (the key's bytes wiped first); *s zeroed. */
+void srv_tf_ssl_clear(srv_tf_ssl *s);
 
 /* predictctl's edits of a text-format model config. The version of label
  * of model (-1: no such label); RT_ERR_NOTFOUND when the model is not in
@@ -1116,6 +1135,11 @@ typedef struct srv_grpc_params {
     const char *tls_cert_file; /* non-NULL: TLS only, REST's PEM files (copied) */
     const char *tls_key_file;
     const char *tls_client_ca_file; /* non-NULL: mutual TLS */
+    /* TF Serving's --ssl_config_file: non-NULL tls_cert_pem: TLS only from
+     * these PEM contents (copied) in place of the three files above;
+     * tls_ca_pem non-NULL: client certificates required and verified
+     * against it (client_verify) */
+    const char *tls_cert_pem, *tls_key_pem, *tls_ca_pem;
     srv_admit *admit;        /* REST's admission limit (srv_http_admit), shared:
                                 an inference call past it is RESOURCE_EXHAUSTED;
                                 NULL: none */
@@ -1164,6 +1188,12 @@ int srv_ctl_grpc(const srv_ctl_flags *fl, const char *token, int argc, char **ar
 /* The next TLS handshake reads the certificate, key and client CA files
  * again (after REST's srv_tls_reload accepted them). NULL or plain: nothing. */
 void srv_grpc_tls_reload(srv_grpc *g);
+/* A port started with tls_cert_pem: the next handshakes use these PEM
+ * contents (copied; already checked by the caller, srv_tls_check_pem).
+ * Refused (RT_ERR_INVALID) when ca's presence differs from the running
+ * one's: whether client certificates are asked for is fixed at start. */
+SRV_WUR rt_status srv_grpc_tls_set_pem(srv_grpc *g, const char *cert, const char *key,
+                                       const char *ca, rt_err *err);
 /* Stops taking calls, lets in-flight ones finish (cancelled after a grace
  * of 5 s), frees. NULL is fine. */
 void srv_grpc_stop(srv_grpc *g);

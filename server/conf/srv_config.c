@@ -144,6 +144,11 @@ static const srv_setting SETTINGS[] = {
         "the gRPC port (TF Serving's flag): when given, TF Serving's PredictionService and "
         "ModelService, the Open Inference Protocol's GRPCInferenceService and gRPC's health "
         "service are served there (docs/grpc.md)"),
+    STR(ssl_config_file, SRV_SET_FLAG, NULL, "FILE",
+        "TF Serving's SSLConfig (text format): server_key, server_cert and custom_ca as PEM "
+        "strings, client_verify: true for mutual TLS; the gRPC port's TLS from it, in place "
+        "of the tls_* files (which stay REST's); checked at start, re-read on SIGHUP for new "
+        "connections (a bad new one keeps the old)"),
     STR(tls_cert_file, BOTH, NULL, "FILE",
         "serve HTTPS: PEM certificate, then its chain (needs tls_key_file); refused at start "
         "when expired, warned within 14 days of expiry; re-read on SIGHUP for new connections "

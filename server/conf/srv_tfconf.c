@@ -13,6 +13,8 @@
  *                             num_batch_threads }
  *                             -> {"max_batch_size": N, ...}, the JSON
  *                             config's own batching keys
+ *   --ssl_config_file         SSLConfig { server_key server_cert custom_ca
+ *                             client_verify } -> srv_tf_ssl (PEM strings)
  *
  * Each file is checked against its message's fields first (a table per
  * message, as TF's proto declares them): an unknown field, a scalar where a
@@ -76,6 +78,12 @@ static const tf_field F_BATCHING[] = {{"max_batch_size", F_MSG, false, F_WRAPPED
                                       {"enable_large_batch_splitting", F_MSG, false,
                                        F_WRAPPED_BOOL},
                                       {NULL, F_MSG, false, NULL}};
+
+static const tf_field F_SSL[] = {{"server_key", F_STRING, false, NULL},
+                                 {"server_cert", F_STRING, false, NULL},
+                                 {"custom_ca", F_STRING, false, NULL},
+                                 {"client_verify", F_BOOL, false, NULL},
+                                 {NULL, F_MSG, false, NULL}};
 
 /* Field names of table t, comma separated, into buf (for "known: ..."). */
 static const char *known_names(const tf_field *t, char *buf, size_t cap)
@@ -718,4 +726,73 @@ rt_status srv_tfconf_set_label(const char *text, size_t len, const char *model,
         return rt_err_set(err, RT_ERR_NOMEM, "config edit: out of memory");
     *out = res;
     return RT_OK;
+}
+
+/* ---------------------------------------------------------------- SSL */
+
+void srv_tf_ssl_clear(srv_tf_ssl *s)
+{
+    if (s->server_key)
+        memset(s->server_key, 0, strlen(s->server_key));
+    free(s->server_key);
+    free(s->server_cert);
+    free(s->custom_ca);
+    memset(s, 0, sizeof *s);
+}
+
+/* A string field's value copied into *out (NULL when not given). */
+static bool take_string(const srv_tp_node *root, const char *name, char **out)
+{
+    const srv_tp_node *n = srv_tp_get(root, name);
+    *out = NULL;
+    return !n || (*out = str_dup(n->text)) != NULL;
+}
+
+rt_status srv_tfconf_ssl(const char *text, size_t len, srv_tf_ssl *out, rt_err *err)
+{
+    srv_tp_node *root = NULL;
+    memset(out, 0, sizeof *out);
+    rt_status st = parse_checked(text, len, F_SSL, &root, err);
+    if (st != RT_OK)
+        return st;
+    const srv_tp_node *verify = srv_tp_get(root, "client_verify");
+    if (verify)
+        parse_bool(verify, &out->client_verify);
+    if (!take_string(root, "server_key", &out->server_key) ||
+        !take_string(root, "server_cert", &out->server_cert) ||
+        !take_string(root, "custom_ca", &out->custom_ca)) {
+        st = rt_err_set(err, RT_ERR_NOMEM, "ssl config: out of memory");
+    } else if (!out->server_cert || !*out->server_cert) {
+        const srv_tp_node *n = srv_tp_get(root, "server_cert");
+        st = n ? srv_tp_fail(n, err, "is empty: the gRPC port needs its PEM certificate")
+               : rt_err_set(err, RT_ERR_INVALID,
+                            "server_cert: missing: the gRPC port needs its PEM certificate "
+                            "(server_cert: \"-----BEGIN CERTIFICATE-----\\n...\")");
+    } else if (!out->server_key || !*out->server_key) {
+        const srv_tp_node *n = srv_tp_get(root, "server_key");
+        st = n ? srv_tp_fail(n, err, "is empty: the gRPC port needs the PEM private key of "
+                             "server_cert")
+               : rt_err_set(err, RT_ERR_INVALID,
+                            "server_key: missing: the gRPC port needs the PEM private key of "
+                            "server_cert");
+    } else if (out->client_verify && (!out->custom_ca || !*out->custom_ca)) {
+        st = srv_tp_fail(verify, err, "true needs custom_ca: the PEM CA certificate(s) that "
+                         "client certificates must chain to");
+    }
+    /* a path where the PEM text belongs (the common slip: tls_cert_file's habit) */
+    static const char *const PEM_FIELDS[] = {"server_key", "server_cert", "custom_ca"};
+    for (size_t i = 0; st == RT_OK && i < 3; i++) {
+        const srv_tp_node *n = srv_tp_get(root, PEM_FIELDS[i]);
+        if (n && *n->text && !strstr(n->text, "-----BEGIN "))
+            st = srv_tp_fail(n, err, "holds no PEM block (-----BEGIN ...): the field holds the "
+                             "PEM text itself, not a file path");
+    }
+    if (st == RT_OK && out->custom_ca && !*out->custom_ca) {
+        free(out->custom_ca); /* an empty custom_ca is TF's "not given" */
+        out->custom_ca = NULL;
+    }
+    srv_tp_free(root);
+    if (st != RT_OK)
+        srv_tf_ssl_clear(out);
+    return st;
 }

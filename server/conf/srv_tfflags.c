@@ -109,9 +109,6 @@ static const tfflag TFFLAGS[] = {
     {"saved_model_tags", SRV_TF_STR, NULL,
      "predictd's exports hold one graph, the serving one (tag \"serve\")", refuse_tags},
     {"skip_initialize_tpu", SRV_TF_BOOL, NULL, "predictd uses no TPU", NULL},
-    {"ssl_config_file", SRV_TF_STR, NULL,
-     NO_GRPC "; the REST API is plain HTTP, as TF Serving's (put TLS in front: "
-     "docs/security.md)", NULL},
     {"tensorflow_inter_op_parallelism", SRV_TF_INT, NULL, NO_TF, NULL},
     {"tensorflow_intra_op_parallelism", SRV_TF_INT, NULL, NO_TF, NULL},
     {"tensorflow_session_config_file", SRV_TF_STR, NULL, NO_TF, NULL},

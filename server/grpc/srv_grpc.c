@@ -37,7 +37,10 @@
  * files as REST's HTTPS. The core asks for the certificate at each
  * handshake (a config fetcher); the files are read again after
  * srv_grpc_tls_reload (the daemon's SIGHUP, once REST's reload accepted the
- * new pair), so both doors rotate together.
+ * new pair), so both doors rotate together. With TF Serving's
+ * --ssl_config_file the daemon hands over PEM contents instead of paths
+ * (tls_inline): the handshakes use them, and srv_grpc_tls_set_pem replaces
+ * them (the daemon's SIGHUP, once the file was read again and checked).
  *
  * Stop: the server stops taking calls (new ones get UNAVAILABLE from the
  * core), the calls in flight finish; then, or after SRV_GRPC_STOP_GRACE_MS
@@ -135,6 +138,7 @@ struct srv_grpc {
     _Atomic uint64_t seed;
     /* TLS (NULL cert: plain) */
     char *tls_cert, *tls_key, *tls_ca;
+    bool tls_inline;          /* the three hold PEM contents, not paths (under tls_mu) */
     _Atomic unsigned tls_gen; /* bumped by srv_grpc_tls_reload */
     unsigned tls_loaded;      /* the generation the core has (under tls_mu) */
     bool tls_have;            /* the core has a pair (under tls_mu) */
@@ -682,13 +686,27 @@ static grpc_ssl_certificate_config_reload_status tls_fetch(void *arg,
     if (!g->tls_have || gen != g->tls_loaded) {
         char *cert = NULL, *key = NULL, *ca = NULL;
         rt_err err = {{0}};
-        if (rt_file_read(AT_FDCWD, g->tls_cert, SRV_TLS_MAX_PEM_BYTES, 0, &cert, NULL, &err) ==
-                RT_OK &&
-            rt_file_read(AT_FDCWD, g->tls_key, SRV_TLS_MAX_PEM_BYTES, 0, &key, NULL, &err) ==
-                RT_OK &&
-            (!g->tls_ca ||
-             rt_file_read(AT_FDCWD, g->tls_ca, SRV_TLS_MAX_PEM_BYTES, 0, &ca, NULL, &err) ==
-                 RT_OK)) {
+        if (g->tls_inline) {
+            cert = strdup(g->tls_cert);
+            key = strdup(g->tls_key);
+            ca = g->tls_ca ? strdup(g->tls_ca) : NULL;
+            if (!cert || !key || (g->tls_ca && !ca)) {
+                free(cert), free(ca);
+                if (key)
+                    memset(key, 0, strlen(key));
+                free(key);
+                cert = key = ca = NULL;
+                rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
+            }
+        }
+        if (g->tls_inline ? cert != NULL
+                          : rt_file_read(AT_FDCWD, g->tls_cert, SRV_TLS_MAX_PEM_BYTES, 0, &cert,
+                                         NULL, &err) == RT_OK &&
+                                rt_file_read(AT_FDCWD, g->tls_key, SRV_TLS_MAX_PEM_BYTES, 0,
+                                             &key, NULL, &err) == RT_OK &&
+                                (!g->tls_ca || rt_file_read(AT_FDCWD, g->tls_ca,
+                                                            SRV_TLS_MAX_PEM_BYTES, 0, &ca, NULL,
+                                                            &err) == RT_OK)) {
             grpc_ssl_pem_key_cert_pair pair = {key, cert};
             /* libgrpc 1.51 aborts on a fetched config without root
              * certificates; they only verify client certificates, which
@@ -715,8 +733,37 @@ static grpc_ssl_certificate_config_reload_status tls_fetch(void *arg,
 
 void srv_grpc_tls_reload(srv_grpc *g)
 {
-    if (g && g->tls_cert)
+    if (g && g->tls_cert && !g->tls_inline)
         atomic_fetch_add(&g->tls_gen, 1);
+}
+
+/* Wipes and frees a string that may hold a private key. */
+static void free_secret(char *s)
+{
+    if (s)
+        memset(s, 0, strlen(s));
+    free(s);
+}
+
+rt_status srv_grpc_tls_set_pem(srv_grpc *g, const char *cert, const char *key, const char *ca,
+                               rt_err *err)
+{
+    if (!g || !g->tls_inline)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "the gRPC port does not take PEM contents");
+    if (!cert || !key || !ca != !g->tls_ca)
+        return rt_err_set(err, RT_ERR_INVALID, "client certificate verification cannot change "
+                          "while the port is open: restart to apply it");
+    char *c = strdup(cert), *k = strdup(key), *a = ca ? strdup(ca) : NULL;
+    if (!c || !k || (ca && !a)) {
+        free(c), free_secret(k), free(a);
+        return rt_err_set(err, RT_ERR_NOMEM, "grpc: out of memory");
+    }
+    pthread_mutex_lock(&g->tls_mu);
+    free(g->tls_cert), free_secret(g->tls_key), free(g->tls_ca);
+    g->tls_cert = c, g->tls_key = k, g->tls_ca = a;
+    atomic_fetch_add(&g->tls_gen, 1);
+    pthread_mutex_unlock(&g->tls_mu);
+    return RT_OK;
 }
 
 /* The port's credentials: TLS from the files, or plain. */
@@ -749,7 +796,7 @@ static void destroy(struct srv_grpc *g)
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->tls_mu);
     pthread_cond_destroy(&g->w_cv);
-    free(g->tls_cert), free(g->tls_key), free(g->tls_ca);
+    free(g->tls_cert), free_secret(g->tls_key), free(g->tls_ca);
     free(g);
     grpc_shutdown();
 }
@@ -768,7 +815,16 @@ rt_status srv_grpc_start(const srv_grpc_params *p, srv_manager *mgr, const _Atom
     pthread_cond_init(&g->cv, NULL);
     pthread_mutex_init(&g->tls_mu, NULL);
     pthread_cond_init(&g->w_cv, NULL);
-    if (p->tls_cert_file) {
+    if (p->tls_cert_pem) { /* TF Serving's --ssl_config_file: the contents */
+        g->tls_inline = true;
+        g->tls_cert = strdup(p->tls_cert_pem);
+        g->tls_key = p->tls_key_pem ? strdup(p->tls_key_pem) : NULL;
+        g->tls_ca = p->tls_ca_pem ? strdup(p->tls_ca_pem) : NULL;
+        if (!g->tls_cert || !g->tls_key || (p->tls_ca_pem && !g->tls_ca)) {
+            destroy(g);
+            return rt_err_set(err, RT_ERR_NOMEM, "grpc: out of memory");
+        }
+    } else if (p->tls_cert_file) {
         g->tls_cert = strdup(p->tls_cert_file);
         g->tls_key = p->tls_key_file ? strdup(p->tls_key_file) : NULL;
         g->tls_ca = p->tls_client_ca_file ? strdup(p->tls_client_ca_file) : NULL;

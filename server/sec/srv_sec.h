@@ -44,6 +44,15 @@ SRV_WUR rt_status srv_tls_new(const srv_tls_params *p, srv_tls **out, rt_err *er
  * pair keep it (*unchanged set true; its dates are checked again). Call it
  * from one thread at a time (the daemon's reload). */
 SRV_WUR rt_status srv_tls_reload(srv_tls *t, bool *unchanged, rt_err *err);
+/* Checks PEM contents held in memory (TF Serving's --ssl_config_file puts
+ * them in its file): cert a certificate chain, key its private key (the
+ * two must match), the first certificate valid now (warned, srv_log,
+ * within 14 days of its end), ca (may be NULL) at least one CA
+ * certificate. Errors name names[0], names[1], names[2] (the fields of
+ * cert, key, ca): "server_key: does not match the certificate of
+ * server_cert". Nothing is kept. */
+SRV_WUR rt_status srv_tls_check_pem(const char *cert, const char *key, const char *ca,
+                                    const char *const names[3], rt_err *err);
 /* The serving certificate's notAfter (seconds since the epoch). Thread-safe. */
 int64_t srv_tls_not_after(const srv_tls *t);
 /* The full GnuTLS priority string (priorities plus the version limits). */

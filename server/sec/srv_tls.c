@@ -243,6 +243,93 @@ done:
     return rs;
 }
 
+rt_status srv_tls_check_pem(const char *cert, const char *key, const char *ca,
+                            const char *const names[3], rt_err *err)
+{
+    rt_status rs = RT_OK;
+    gnutls_x509_crt_t crts[SRV_TLS_MAX_CHAIN];
+    unsigned n_crt = SRV_TLS_MAX_CHAIN;
+    gnutls_x509_privkey_t xkey = NULL;
+    gnutls_privkey_t pkey = NULL;
+    gnutls_pubkey_t kpub = NULL, cpub = NULL;
+    gnutls_x509_trust_list_t trust = NULL;
+    gnutls_datum_t a = {NULL, 0}, b = {NULL, 0};
+    gnutls_datum_t cd = {(unsigned char *)cert, (unsigned)strlen(cert)};
+    int r = gnutls_x509_crt_list_import(crts, &n_crt, &cd, GNUTLS_X509_FMT_PEM, 0);
+    if (r <= 0) {
+        n_crt = 0;
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: not a PEM certificate chain: %s", names[0],
+                          r < 0 ? gnutls_strerror(r) : "no certificate found");
+    }
+    gnutls_datum_t kd = {(unsigned char *)key, (unsigned)strlen(key)};
+    if ((r = gnutls_x509_privkey_init(&xkey)) < 0 ||
+        (r = gnutls_x509_privkey_import(xkey, &kd, GNUTLS_X509_FMT_PEM)) < 0) {
+        rs = rt_err_set(err, RT_ERR_FORMAT, "%s: not a PEM private key: %s", names[1],
+                        gnutls_strerror(r));
+        goto done;
+    }
+    if ((r = gnutls_privkey_init(&pkey)) < 0 ||
+        (r = gnutls_privkey_import_x509(pkey, xkey, 0)) < 0 ||
+        (r = gnutls_pubkey_init(&kpub)) < 0 ||
+        (r = gnutls_pubkey_import_privkey(kpub, pkey, 0, 0)) < 0 ||
+        (r = gnutls_pubkey_init(&cpub)) < 0 ||
+        (r = gnutls_pubkey_import_x509(cpub, crts[0], 0)) < 0 || (r = pub_der(kpub, &a)) < 0 ||
+        (r = pub_der(cpub, &b)) < 0) {
+        rs = rt_err_set(err, RT_ERR_FORMAT, "%s: cannot read its public key: %s", names[1],
+                        gnutls_strerror(r));
+        goto done;
+    }
+    if (a.size != b.size || memcmp(a.data, b.data, a.size) != 0) {
+        rs = rt_err_set(err, RT_ERR_INVALID, "%s: does not match the certificate of %s",
+                        names[1], names[0]);
+        goto done;
+    }
+    time_t now = time(NULL), na = gnutls_x509_crt_get_expiration_time(crts[0]),
+           nb = gnutls_x509_crt_get_activation_time(crts[0]);
+    char when[32];
+    if (na != (time_t)-1 && na <= now) {
+        utc(na, when, sizeof when);
+        rs = rt_err_set(err, RT_ERR_INVALID, "%s: the certificate expired at %s", names[0],
+                        when);
+        goto done;
+    }
+    if (nb != (time_t)-1 && nb > now) {
+        utc(nb, when, sizeof when);
+        rs = rt_err_set(err, RT_ERR_INVALID, "%s: the certificate is not valid before %s",
+                        names[0], when);
+        goto done;
+    }
+    if (na != (time_t)-1 && na - now < (time_t)WARN_DAYS * 86400) {
+        utc(na, when, sizeof when);
+        srv_log(SRV_LOG_WARN, "%s: the certificate expires at %s, in less than %d days",
+                names[0], when, WARN_DAYS);
+    }
+    if (ca) {
+        gnutls_datum_t d = {(unsigned char *)ca, (unsigned)strlen(ca)};
+        if ((r = gnutls_x509_trust_list_init(&trust, 0)) < 0 ||
+            (r = gnutls_x509_trust_list_add_trust_mem(trust, &d, NULL, GNUTLS_X509_FMT_PEM, 0,
+                                                      0)) <= 0)
+            rs = rt_err_set(err, RT_ERR_FORMAT, "%s: no PEM certificate: %s", names[2],
+                            r < 0 ? gnutls_strerror(r) : "none found");
+    }
+done:
+    gnutls_free(a.data);
+    gnutls_free(b.data);
+    if (trust)
+        gnutls_x509_trust_list_deinit(trust, 1);
+    if (cpub)
+        gnutls_pubkey_deinit(cpub);
+    if (kpub)
+        gnutls_pubkey_deinit(kpub);
+    if (pkey)
+        gnutls_privkey_deinit(pkey);
+    if (xkey)
+        gnutls_x509_privkey_deinit(xkey);
+    for (unsigned i = 0; i < n_crt; i++)
+        gnutls_x509_crt_deinit(crts[i]);
+    return rs;
+}
+
 static char *dup_str(const char *s)
 {
     return s ? strdup(s) : NULL;

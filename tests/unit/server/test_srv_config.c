@@ -657,7 +657,8 @@ static void test_tf_flags(void **state)
                     "--enable_signature_method_name_check", "--ssl_config_file=/etc/ssl.conf",
                     "--num_load_threads=4", "--rest_api_enable_cors_support=true", NULL};
     assert_int_equal(srv_args_parse(12, argv, &a, &err), RT_OK);
-    assert_int_equal(a.n_warnings, 9);
+    assert_int_equal(a.n_warnings, 8); /* --ssl_config_file is a setting */
+    assert_string_equal(a.values.ssl_config_file, "/etc/ssl.conf");
     assert_non_null(strstr(a.warnings[0], "--tensorflow_intra_op_parallelism=4: TF Serving's "
                                           "flag is accepted but has no effect: "));
     assert_non_null(strstr(a.warnings[1], "--tensorflow_inter_op_parallelism=2: "));

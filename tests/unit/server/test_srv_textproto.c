@@ -333,6 +333,61 @@ static void test_monitoring(void **state)
     assert_null(path);
 }
 
+/* TF Serving's SSLConfig: PEM texts as strings (adjacent literals joined,
+ * escapes read), client_verify; what is missing or wrong is refused with the
+ * field (and line and column where there is one). The PEM is not parsed
+ * here, so placeholders stand in. */
+static void test_ssl(void **state)
+{
+    (void)state;
+    srv_tf_ssl s;
+    rt_err err = {{0}};
+    const char *t = "server_key: \"-----BEGIN PRIVATE KEY-----\\nk\\n\"\n"
+                    "  \"-----END PRIVATE KEY-----\\n\"\n"
+                    "server_cert: '-----BEGIN CERTIFICATE-----\\nc'\n"
+                    "custom_ca: \"-----BEGIN CERTIFICATE-----\\na\"\nclient_verify: true\n";
+    assert_int_equal(srv_tfconf_ssl(t, strlen(t), &s, &err), RT_OK);
+    assert_string_equal(s.server_key,
+                        "-----BEGIN PRIVATE KEY-----\nk\n-----END PRIVATE KEY-----\n");
+    assert_string_equal(s.server_cert, "-----BEGIN CERTIFICATE-----\nc");
+    assert_string_equal(s.custom_ca, "-----BEGIN CERTIFICATE-----\na");
+    assert_true(s.client_verify);
+    srv_tf_ssl_clear(&s);
+    assert_null(s.server_key);
+    /* an empty custom_ca is not given; client_verify defaults to false */
+    t = "server_key: \"-----BEGIN K\" server_cert: \"-----BEGIN C\" custom_ca: \"\"";
+    assert_int_equal(srv_tfconf_ssl(t, strlen(t), &s, &err), RT_OK);
+    assert_null(s.custom_ca);
+    assert_false(s.client_verify);
+    srv_tf_ssl_clear(&s);
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"server_key: \"-----BEGIN K\"", "server_cert: missing"},
+        {"server_cert: \"-----BEGIN C\"\nserver_key: \"\"",
+         "line 2, column 1: server_key: is empty"},
+        {"server_key: \"-----BEGIN K\" server_cert: \"/etc/ssl/c.pem\"",
+         "line 1, column 28: server_cert: holds no PEM block"},
+        {"server_key: \"-----BEGIN K\" server_cert: \"-----BEGIN C\"\nclient_verify: true",
+         "line 2, column 1: client_verify: true needs custom_ca"},
+        {"server_key: \"-----BEGIN K\" server_cert: \"-----BEGIN C\" client_verify: 2",
+         "client_verify: '2' is not true or false"},
+        {"server_key: 1", "line 1, column 1: server_key: '1' must be a quoted string"},
+        {"server_cert { }", "server_cert: is a string, not a message"},
+        {"server_key: \"-----BEGIN K\" server_key: \"-----BEGIN K\"",
+         "server_key: given twice (first on line 1)"},
+        {"ssl { }", "ssl: unknown field (known here: server_key, server_cert, custom_ca, "
+                    "client_verify)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_not_equal(srv_tfconf_ssl(bad[i].text, strlen(bad[i].text), &s, &err), RT_OK);
+        if (!strstr(err.msg, bad[i].msg))
+            fail_msg("%s: got '%s', want '%s'", bad[i].text, err.msg, bad[i].msg);
+        assert_null(s.server_key);
+        assert_null(s.server_cert);
+    }
+}
+
 static void test_batching(void **state)
 {
     (void)state;
@@ -474,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_model_config_refusals),
         cmocka_unit_test(test_json_errors_line_column),
         cmocka_unit_test(test_monitoring),
+        cmocka_unit_test(test_ssl),
         cmocka_unit_test(test_batching),
         cmocka_unit_test(test_label_edits_keep_the_rest),
     };
