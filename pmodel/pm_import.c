@@ -252,7 +252,8 @@ static rt_status header_fields(const Predictd__ModelDef *def, const rt_setting_l
 
 /* Writes statistics.json into the version directory dir: the statistics of
  * the --data rows in the inputs of def (rt_file_write: temp + fsync +
- * rename, fsync of dir). */
+ * rename, fsync of dir), and beside it RT_STATS_RECORD, its size and
+ * CRC-32C, as model.pb records a trained export's. */
 static rt_status write_stats(const char *dir, const Predictd__ModelDef *def, const imp_check *c,
                              rt_err *err)
 {
@@ -285,6 +286,14 @@ static rt_status write_stats(const char *dir, const Predictd__ModelDef *def, con
     else {
         snprintf(path, sizeof path, "%s/statistics.json", dir);
         st = rt_file_write(path, b.data, b.len, err);
+    }
+    if (st == RT_OK) { /* its size and CRC-32C, which the loader checks (rt_model.c) */
+        char rec[160];
+        int n = snprintf(rec, sizeof rec,
+                         "{\"file\": \"statistics.json\", \"size\": %zu, \"crc32c\": %" PRIu32
+                         "}\n", b.len, rt_hash_crc32c(0, b.data, b.len));
+        snprintf(path, sizeof path, "%s/%s", dir, RT_STATS_RECORD);
+        st = rt_file_write(path, rec, (size_t)n, err);
     }
     rt_stats_free(s);
     rt_buf_free(&b);

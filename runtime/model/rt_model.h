@@ -440,6 +440,12 @@ RT_WUR rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_
  * the compiled graph. Immutable; share it between threads. */
 typedef struct rt_model rt_model;
 
+/* Beside the statistics.json of a model trained elsewhere (no model.pb to
+ * record it), predict-model import writes this record of its size and
+ * CRC-32C, {"file": "statistics.json", "size": N, "crc32c": C}; rt_model_open
+ * refuses a statistics.json that does not match it. */
+#define RT_STATS_RECORD "statistics.crc32c.json"
+
 /*
  * Opens and validates EXPORT_DIR (model.pb, variables.bin, assets/): magic,
  * format versions, every offset and length against the file size, checksums,
