@@ -518,6 +518,15 @@ RT_WUR rt_status rt_publish_list(int dfd, const char *base, int64_t **versions, 
                                  rt_err *err);
 /* Writes a fresh hidden temp name for version v into buf. 0 ok, -1 too small. */
 int rt_publish_temp_name(char *buf, size_t cap, int64_t v);
+/* The writer's pid in a temp name ".tmp-<version>-<pid>-<rand>", or -1 when
+ * name has another form. */
+long rt_publish_temp_pid(const char *name);
+/* Removes the temp directories of base whose writer no longer runs on this
+ * host (its pid gone: a writer killed with SIGKILL, a crash), as the
+ * exporter's cleanup removes them; a live pid's (or a reused one's) stays.
+ * A missing base is no error. *removed (may be NULL) counts them. Errors
+ * name the base and the directory. */
+RT_WUR rt_status rt_publish_clean_dead(const char *base, size_t *removed, rt_err *err);
 
 /* Layout of variables.bin (all little-endian):
  *   0  char[8]  magic "PDVARS\0\0"
