@@ -661,11 +661,11 @@ static rt_status plan_passthrough(reader *r, const Onnx__NodeProto *nd, const ch
         int64_t to;
         if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_int(r, nd, "to", 0, &to)))
             return st;
-        /* ONNX defines string -> number for numeric texts only ("Hello World!"
-         * is undefined) and number -> string as "plain floating-point
-         * representation" without its digits, so neither has one right answer
-         * predictd could match; a string value here is its category's index,
-         * not its text. Refused by name. */
+        /* ONNX defines string -> number for texts that are numbers only (any
+         * other is undefined) and number -> string as a plain decimal of no
+         * stated digit count, so neither has one right answer predictd could
+         * match; a string value here is its category's index, not its text.
+         * Refused by name. */
         if (x->strings && to != ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
             return rt_onnx_plan_fail(r, nd, "attribute to: %" PRId64 ": a cast from strings is "
                                      "not run (predictd reads a string input as a category, not "
@@ -673,10 +673,10 @@ static rt_status plan_passthrough(reader *r, const Onnx__NodeProto *nd, const ch
                                      "string to string, number to float are run)", to);
         if (!x->strings && to == ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
             return rt_onnx_plan_fail(r, nd, "attribute to: %" PRId64 ": a cast to strings is "
-                                     "not run (ONNX leaves a number's text open, \"plain "
-                                     "floating-point representation\", so the strings an encoder "
-                                     "would match are not defined; only string to string, "
-                                     "number to float are run)", to);
+                                     "not run (ONNX does not say how many digits a number's "
+                                     "text has, so the strings an encoder would match are not "
+                                     "defined; only string to string, number to float are run)",
+                                     to);
         if (x->strings)
             return plan_alias(r, nd, in[0], out, x->rank, x->dims);
         if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !(!x->batch && x->idata &&
