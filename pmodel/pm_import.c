@@ -76,11 +76,13 @@ const pm_command pm_import_command = {
     "\"inputs\" and \"classes\"; "
     "with --data, a statistics.json of the CSV rows' inputs (as predict-model stats --data "
     "computes them and predict-train writes them), which the daemon's skew and drift "
-    "monitoring and the explanations' baselines use as they use a trained export's. "
+    "monitoring and the explanations' baselines use as they use a trained export's, and "
+    "beside it statistics.crc32c.json, its size and CRC-32C, which the loader checks. "
     "The version is the Unix time, or one past the newest version when that is not older. "
     "The directory is written under a hidden temp name, fsynced, opened with the daemon's "
     "model loader, then renamed into place: a model the daemon would refuse is refused here "
-    "and no version is left behind. Prints the new version's path.",
+    "and no version is left behind. The temp directories of earlier imports or exports "
+    "that were killed are removed first. Prints the new version's path.",
     "Errors name the file and the field (e.g. \"--categories c.json: \\\"categories\\\" "
     "must be an object\", \"model.json: ...\" from the loader).",
     FLAGS,
