@@ -118,22 +118,6 @@ out:
     return st;
 }
 
-/* ".tmp-<version>-<pid>-<rand>" -> pid, or -1 when the name has another form. */
-static long temp_pid(const char *name)
-{
-    const char *p = name + strlen(EXP_TMP_PREFIX);
-    char *end;
-    errno = 0;
-    (void)strtoll(p, &end, 10);
-    if (end == p || *end != '-' || errno)
-        return -1;
-    p = end + 1;
-    long pid = strtol(p, &end, 10);
-    if (end == p || *end != '-' || errno || pid <= 0)
-        return -1;
-    return pid;
-}
-
 rt_status exp_clean_temp(const char *base, int64_t max_age_secs, size_t *removed, rt_err *err)
 {
     rt_status st, first = RT_OK;
@@ -161,7 +145,7 @@ rt_status exp_clean_temp(const char *base, int64_t max_age_secs, size_t *removed
             continue;
         if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
-        long pid = temp_pid(de->d_name);
+        long pid = rt_publish_temp_pid(de->d_name);
         int64_t age = (int64_t)(now - sb.st_mtime);
         int alive = pid > 0 && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH);
         int dead = pid > 0 && !alive;

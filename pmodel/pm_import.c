@@ -31,7 +31,7 @@
 #define IMPORT_CATEGORIES_MAX ((size_t)64 << 20)
 
 typedef struct imp_flags {
-    char *model, *categories, *export_dir;
+    char *model, *categories, *inputs, *export_dir;
     rt_setting_list classes, data;
 } imp_flags;
 
@@ -46,6 +46,11 @@ static const rt_setting FLAGS[] = {
      .offset = IF(categories, char *), .arg = "FILE",
      .help = "a JSON file {\"categories\": {\"feature\": [\"name\", ...], ...}}: the "
              "category names of each categorical feature, in code order"},
+    {.name = "inputs", .type = RT_SET_STR, .where = RT_SET_FLAG, .offset = IF(inputs, char *),
+     .arg = "FILE",
+     .help = "a JSON file {\"inputs\": {\"x\": [\"age\", ...], ...}} (an ONNX model): each "
+             "[N, k] graph input fed from k named features, in column order, as serving.json's "
+             "\"inputs\" (needed for --data when the graph takes a list input)"},
     {.name = "classes", .type = RT_SET_LIST, .where = RT_SET_FLAG, .hi = PM_MAX_LIST,
      .offset = IF(classes, rt_setting_list), .arg = "A,B,...",
      .help = "the class names, in class-id order (repeatable; comma lists)"},
@@ -62,19 +67,22 @@ static const rt_setting FLAGS[] = {
 
 const pm_command pm_import_command = {
     "import",
-    "predict-model import --model FILE [--categories FILE] [--classes A,B,...]\n"
-    "                     [--data FILE.csv] --export-dir BASE",
+    "predict-model import --model FILE [--categories FILE] [--inputs FILE]\n"
+    "                     [--classes A,B,...] [--data FILE.csv] --export-dir BASE",
     "Writes a model trained elsewhere — XGBoost's model.json or model.ubj, or an ONNX "
     "model.onnx — as a new version directory BASE/<version>/ holding the model file's bytes "
     "as they are (named model.json, model.ubj or model.onnx by the file's extension) and, "
-    "with --categories or --classes, a serving.json with \"categories\" and \"classes\"; "
+    "with --categories, --inputs or --classes, a serving.json with \"categories\", "
+    "\"inputs\" and \"classes\"; "
     "with --data, a statistics.json of the CSV rows' inputs (as predict-model stats --data "
     "computes them and predict-train writes them), which the daemon's skew and drift "
-    "monitoring and the explanations' baselines use as they use a trained export's. "
+    "monitoring and the explanations' baselines use as they use a trained export's, and "
+    "beside it statistics.crc32c.json, its size and CRC-32C, which the loader checks. "
     "The version is the Unix time, or one past the newest version when that is not older. "
     "The directory is written under a hidden temp name, fsynced, opened with the daemon's "
     "model loader, then renamed into place: a model the daemon would refuse is refused here "
-    "and no version is left behind. Prints the new version's path.",
+    "and no version is left behind. The temp directories of earlier imports or exports "
+    "that were killed are removed first. Prints the new version's path.",
     "Errors name the file and the field (e.g. \"--categories c.json: \\\"categories\\\" "
     "must be an object\", \"model.json: ...\" from the loader).",
     FLAGS,
@@ -93,49 +101,57 @@ static const char *model_name(const char *path)
     return NULL;
 }
 
-/* serving.json's text from --categories (its "categories" object) and
- * --classes; *out NULL when neither is given. 0 ok, else 1 with a message. */
+/* The object under key in the JSON file named by flag (path), every member
+ * a list, detached into s under key. 0 ok, else 1 with a message naming the
+ * flag, the file and the key. */
+static int copy_lists(cJSON *s, const char *flag, const char *path, const char *key,
+                      const char *shape)
+{
+    char *text = NULL;
+    size_t len = 0;
+    rt_err err = {{0}};
+    if (rt_file_read(AT_FDCWD, path, IMPORT_CATEGORIES_MAX, 0, &text, &len, &err) != RT_OK) {
+        fprintf(stderr, "predict-model import: --%s %s\n", flag, err.msg);
+        return 1;
+    }
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!j || !cJSON_IsObject(j))
+        fprintf(stderr, "predict-model import: --%s %s: not a JSON object\n", flag, path);
+    else if (!cJSON_IsObject(c))
+        fprintf(stderr, "predict-model import: --%s %s: \"%s\" must be an object %s\n", flag,
+                path, key, shape);
+    for (const cJSON *k = cJSON_IsObject(c) ? c->child : NULL; k; k = k->next)
+        if (!cJSON_IsArray(k)) {
+            fprintf(stderr, "predict-model import: --%s %s: \"%s\".\"%s\" must be a list of "
+                    "names\n", flag, path, key, k->string);
+            c = NULL;
+            break;
+        }
+    int rc = cJSON_IsObject(c) ? 0 : 1;
+    if (!rc)
+        cJSON_AddItemToObject(s, key, cJSON_DetachItemViaPointer(j, c));
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* serving.json's text from --categories (its "categories" object), --inputs
+ * (its "inputs" object) and --classes; *out NULL when none is given. 0 ok,
+ * else 1 with a message. */
 static int serving_json(const imp_flags *f, char **out)
 {
     *out = NULL;
-    if (!f->categories && !f->classes.n)
+    if (!f->categories && !f->inputs && !f->classes.n)
         return 0;
     cJSON *s = cJSON_CreateObject();
     int rc = s ? 0 : 1;
-    if (!rc && f->categories) {
-        char *text = NULL;
-        size_t len = 0;
-        rt_err err = {{0}};
-        if (rt_file_read(AT_FDCWD, f->categories, IMPORT_CATEGORIES_MAX, 0, &text, &len,
-                         &err) != RT_OK) {
-            fprintf(stderr, "predict-model import: --categories %s\n", err.msg);
-            cJSON_Delete(s);
-            return 1;
-        }
-        cJSON *j = cJSON_ParseWithLength(text, len);
-        free(text);
-        cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "categories");
-        if (!j || !cJSON_IsObject(j))
-            fprintf(stderr, "predict-model import: --categories %s: not a JSON object\n",
-                    f->categories);
-        else if (!cJSON_IsObject(c))
-            fprintf(stderr,
-                    "predict-model import: --categories %s: \"categories\" must be an object "
-                    "{\"feature\": [\"name\", ...]}\n", f->categories);
-        for (const cJSON *k = cJSON_IsObject(c) ? c->child : NULL; k; k = k->next)
-            if (!cJSON_IsArray(k)) {
-                fprintf(stderr,
-                        "predict-model import: --categories %s: \"categories\".\"%s\" must be "
-                        "a list of names\n", f->categories, k->string);
-                c = NULL;
-                break;
-            }
-        if (!cJSON_IsObject(c))
-            rc = 1;
-        else
-            cJSON_AddItemToObject(s, "categories", cJSON_DetachItemViaPointer(j, c));
-        cJSON_Delete(j);
-    }
+    if (!rc && f->categories)
+        rc = copy_lists(s, "categories", f->categories, "categories",
+                        "{\"feature\": [\"name\", ...]}");
+    if (!rc && f->inputs)
+        rc = copy_lists(s, "inputs", f->inputs, "inputs",
+                        "{\"graph input\": [\"feature\", ...]}");
     if (!rc && f->classes.n) {
         cJSON *a = cJSON_AddArrayToObject(s, "classes");
         for (size_t i = 0; a && i < f->classes.n; i++) /* each a comma list */
@@ -238,7 +254,8 @@ static rt_status header_fields(const Predictd__ModelDef *def, const rt_setting_l
 
 /* Writes statistics.json into the version directory dir: the statistics of
  * the --data rows in the inputs of def (rt_file_write: temp + fsync +
- * rename, fsync of dir). */
+ * rename, fsync of dir), and beside it RT_STATS_RECORD, its size and
+ * CRC-32C, as model.pb records a trained export's. */
 static rt_status write_stats(const char *dir, const Predictd__ModelDef *def, const imp_check *c,
                              rt_err *err)
 {
@@ -252,8 +269,11 @@ static rt_status write_stats(const char *dir, const Predictd__ModelDef *def, con
         if (def->feature_columns[i]->shape > 1)
             return rt_err_set(err, RT_ERR_UNSUPPORTED,
                               "--data: the model's input \"%s\" is a list of %u numbers; "
-                              "statistics are kept of single-valued inputs only",
-                              def->feature_columns[i]->key, def->feature_columns[i]->shape);
+                              "statistics are kept of single-valued inputs only (name its "
+                              "columns' features with --inputs FILE, {\"inputs\": {\"%s\": "
+                              "[\"feature\", ...]}})",
+                              def->feature_columns[i]->key, def->feature_columns[i]->shape,
+                              def->feature_columns[i]->key);
     rt_status st = header_fields(def, &c->f->data, &field, &nf, err);
     if (st == RT_OK)
         st = pm_stats_of_fields(def, field, nf, (const char *const *)c->f->data.v,
@@ -268,6 +288,14 @@ static rt_status write_stats(const char *dir, const Predictd__ModelDef *def, con
     else {
         snprintf(path, sizeof path, "%s/statistics.json", dir);
         st = rt_file_write(path, b.data, b.len, err);
+    }
+    if (st == RT_OK) { /* its size and CRC-32C, which the loader checks (rt_model.c) */
+        char rec[160];
+        int n = snprintf(rec, sizeof rec,
+                         "{\"file\": \"statistics.json\", \"size\": %zu, \"crc32c\": %" PRIu32
+                         "}\n", b.len, rt_hash_crc32c(0, b.data, b.len));
+        snprintf(path, sizeof path, "%s/%s", dir, RT_STATS_RECORD);
+        st = rt_file_write(path, rec, (size_t)n, err);
     }
     rt_stats_free(s);
     rt_buf_free(&b);
@@ -324,6 +352,10 @@ static int import(const imp_flags *f)
     rt_publish_file files[2] = {{.name = name, .data = model, .len = len},
                                 {.name = "serving.json", .data = serving,
                                  .len = serving ? strlen(serving) : 0}};
+    /* the temp directories of imports (or exports) killed before they finished */
+    size_t gone = 0;
+    if (rt_publish_clean_dead(f->export_dir, &gone, &err) != RT_OK)
+        fprintf(stderr, "predict-model import: %s (going on)\n", err.msg);
     rt_publish_params pp = {.sync = true, .check = loads, .check_arg = &chk};
     st = rt_publish_version(f->export_dir, files, serving ? 2 : 1, &pp, &version, &err);
     if (st == RT_OK)

@@ -128,14 +128,22 @@ rt_status rt_xai_onnx_backward(const xai_opath *t, const double *gl, size_t ld, 
 /* Frees what rt_xai_onnx_forward made; t zeroed. */
 void rt_xai_onnx_free(xai_opath *t);
 
-/* One input's baseline value given by a request (inputBaselines). */
+/* One input's baseline value given by a request (inputBaselines): a
+ * number (a list input: in each of its slots), a string, or for a list input
+ * a list of its length (vec, one value per slot). */
 typedef struct xai_base_value {
     bool given;
     bool is_str;
     double num;
     char *str; /* malloc'd when is_str */
     size_t len;
+    double *vec; /* malloc'd, n_vec values (a list input's whole baseline), or NULL */
+    size_t n_vec;
 } xai_base_value;
+
+/* The values raw input in holds per instance: its numeric column's width
+ * when it is a list input (an ONNX graph input fed whole, k > 1), else 1. */
+size_t rt_xai_input_width(const rt_graph *g, size_t in);
 
 /* rt_xai_model_baseline with the request's values over[0..n_inputs) (NULL:
  * none) taking precedence (rt_xai_base.c). */

@@ -11,7 +11,8 @@
  *   4. the raw column's CSV default when the spec gave one, else 0 for a
  *      number and "" for a string.
  * A list input (a numeric column of shape k > 1, as an ONNX graph input fed
- * whole) takes its value in each of its k slots.
+ * whole) takes its value in each of its k slots, or the request's list of
+ * its k values (inputBaselines: [[v1, ..., vk]]).
  */
 #include "rt_explain.h"
 #include "rt_explain_internal.h"
@@ -68,9 +69,7 @@ static const cJSON *spec_baselines(const rt_model *m, cJSON **doc)
     return cJSON_IsObject(bl) ? bl : NULL;
 }
 
-/* The values raw input in holds per instance: its numeric column's shape
- * (a list input, as an ONNX graph input fed whole), else 1. */
-static size_t input_width(const rt_graph *g, size_t in)
+size_t rt_xai_input_width(const rt_graph *g, size_t in)
 {
     for (size_t c = 0; c < g->n_fcols; c++)
         if (g->fcols[c].input == (long)in && g->fcols[c].type == PREDICTD__COLUMN_TYPE__NUMERIC &&
@@ -119,13 +118,19 @@ rt_status rt_xai_baseline_batch(const rt_model *m, const xai_base_value *over, r
             st = rt_batch_push_str(b, idx, in, sv.str ? sv.str : "", sv.len);
             continue;
         }
-        for (size_t k = 0, w = input_width(g, in); st == RT_OK && k < w; k++)
-            st = rt_batch_push_num(b, idx, in, sv.num); /* a list input: its value in each slot */
+        size_t w = rt_xai_input_width(g, in);
+        if (sv.vec && sv.n_vec != w) { /* rt_json_explain.c checks it; a caller that did not */
+            st = RT_ERR_INVALID;
+            break;
+        }
+        for (size_t k = 0; st == RT_OK && k < w; k++) /* a list input: its list, or its one value in each slot */
+            st = rt_batch_push_num(b, idx, in, sv.vec ? sv.vec[k] : sv.num);
     }
     cJSON_Delete(doc);
     if (st != RT_OK) {
         rt_batch_free(b);
-        return rt_err_set(err, st, "baseline instance: out of memory");
+        return rt_err_set(err, st, st == RT_ERR_INVALID ? "baseline instance: a list baseline "
+                          "of the wrong length" : "baseline instance: out of memory");
     }
     *out = b;
     return RT_OK;

@@ -17,6 +17,8 @@
 #include "rt_model_internal.h"
 #include "rt_data_internal.h"
 
+#include <cJSON.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -472,12 +474,65 @@ static rt_status read_vars(rt_model *m, int dfd, rt_err *err)
     return st;
 }
 
+/* A model trained elsewhere: the record predict-model import writes of its
+ * statistics.json (RT_STATS_RECORD), {"file": "statistics.json", "size": N,
+ * "crc32c": C}, into *size and *crc; *have false when there is none (a
+ * statistics.json written by hand). A record that does not parse, or names
+ * another file, is refused naming it. */
+static rt_status read_stats_record(int dfd, bool *have, uint64_t *size, uint32_t *crc,
+                                   rt_err *err)
+{
+    *have = false;
+    if (faccessat(dfd, RT_STATS_RECORD, F_OK, 0) != 0)
+        return RT_OK;
+    char *text = NULL;
+    size_t len = 0;
+    rt_status st = rt_file_read(dfd, RT_STATS_RECORD, 4096, 0, &text, &len, err);
+    if (st != RT_OK)
+        return st;
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "file"),
+                *n = cJSON_GetObjectItemCaseSensitive(j, "size"),
+                *c = cJSON_GetObjectItemCaseSensitive(j, "crc32c");
+    bool size_ok = cJSON_IsNumber(n) && n->valuedouble >= 0 && n->valuedouble <= 9e15 &&
+                   n->valuedouble == (double)(uint64_t)n->valuedouble;
+    bool crc_ok = cJSON_IsNumber(c) && c->valuedouble >= 0 && c->valuedouble <= 4294967295.0 &&
+                  c->valuedouble == (double)(uint32_t)c->valuedouble;
+    if (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 3 || !cJSON_IsString(f) ||
+        strcmp(f->valuestring, "statistics.json") != 0 || !size_ok || !crc_ok)
+        st = rt_err_set(err, RT_ERR_FORMAT,
+                        "%s: expected {\"file\": \"statistics.json\", \"size\": bytes, "
+                        "\"crc32c\": checksum} (as predict-model import writes it)",
+                        RT_STATS_RECORD);
+    else {
+        *have = true;
+        *size = (uint64_t)n->valuedouble;
+        *crc = (uint32_t)c->valuedouble;
+    }
+    cJSON_Delete(j);
+    return st;
+}
+
 /* statistics.json when model.pb records one: its size and CRC-32C must
  * match (the export's integrity check covers it), then it must parse. A
  * version of a model trained elsewhere (no model.pb, recorded false) has
- * no record: its statistics.json, when present, must parse. */
+ * the record predict-model import writes beside it (read_stats_record), or
+ * none: its statistics.json, when present, must match the record, then
+ * parse. */
 static rt_status read_stats(rt_model *m, int dfd, bool recorded, rt_err *err)
 {
+    bool have = false;
+    uint64_t want_size = 0;
+    uint32_t want_crc = 0;
+    if (!recorded) {
+        rt_status rs = read_stats_record(dfd, &have, &want_size, &want_crc, err);
+        if (rs != RT_OK)
+            return rs;
+        if (have && faccessat(dfd, "statistics.json", F_OK, 0) != 0)
+            return rt_err_set(err, RT_ERR_FORMAT, "statistics.json: missing, where %s records "
+                              "it", RT_STATS_RECORD);
+    }
     if (!recorded && faccessat(dfd, "statistics.json", F_OK, 0) != 0)
         return RT_OK;
     if (recorded && m->def->statistics_size == 0)
@@ -488,7 +543,15 @@ static rt_status read_stats(rt_model *m, int dfd, bool recorded, rt_err *err)
     if (st != RT_OK)
         return st;
     uint32_t crc = rt_hash_crc32c(0, text, len);
-    if (!recorded)
+    if (!recorded && have && len != want_size)
+        st = rt_err_set(err, RT_ERR_FORMAT, "statistics.json: %zu bytes, %s records %" PRIu64,
+                        len, RT_STATS_RECORD, want_size);
+    else if (!recorded && have && crc != want_crc)
+        st = rt_err_set(err, RT_ERR_FORMAT,
+                        "statistics.json: checksum mismatch (%s stores 0x%08" PRIx32
+                        ", computed 0x%08" PRIx32 ")",
+                        RT_STATS_RECORD, want_crc, crc);
+    else if (!recorded)
         st = rt_stats_parse_json(text, len, &m->stats, err);
     else if (len != m->def->statistics_size)
         st = rt_err_set(err, RT_ERR_FORMAT,

@@ -440,6 +440,12 @@ RT_WUR rt_status rt_trees_describe(const rt_graph *g, rt_trees_shape *shape, rt_
  * the compiled graph. Immutable; share it between threads. */
 typedef struct rt_model rt_model;
 
+/* Beside the statistics.json of a model trained elsewhere (no model.pb to
+ * record it), predict-model import writes this record of its size and
+ * CRC-32C, {"file": "statistics.json", "size": N, "crc32c": C}; rt_model_open
+ * refuses a statistics.json that does not match it. */
+#define RT_STATS_RECORD "statistics.crc32c.json"
+
 /*
  * Opens and validates EXPORT_DIR (model.pb, variables.bin, assets/): magic,
  * format versions, every offset and length against the file size, checksums,
@@ -512,6 +518,15 @@ RT_WUR rt_status rt_publish_list(int dfd, const char *base, int64_t **versions, 
                                  rt_err *err);
 /* Writes a fresh hidden temp name for version v into buf. 0 ok, -1 too small. */
 int rt_publish_temp_name(char *buf, size_t cap, int64_t v);
+/* The writer's pid in a temp name ".tmp-<version>-<pid>-<rand>", or -1 when
+ * name has another form. */
+long rt_publish_temp_pid(const char *name);
+/* Removes the temp directories of base whose writer no longer runs on this
+ * host (its pid gone: a writer killed with SIGKILL, a crash), as the
+ * exporter's cleanup removes them; a live pid's (or a reused one's) stays.
+ * A missing base is no error. *removed (may be NULL) counts them. Errors
+ * name the base and the directory. */
+RT_WUR rt_status rt_publish_clean_dead(const char *base, size_t *removed, rt_err *err);
 
 /* Layout of variables.bin (all little-endian):
  *   0  char[8]  magic "PDVARS\0\0"

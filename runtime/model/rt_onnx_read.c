@@ -661,10 +661,22 @@ static rt_status plan_passthrough(reader *r, const Onnx__NodeProto *nd, const ch
         int64_t to;
         if ((st = rt_onnx_plan_only_attrs(r, nd, ok)) || (st = rt_onnx_plan_int(r, nd, "to", 0, &to)))
             return st;
-        if (x->strings != (to == ONNX__TENSOR_PROTO__DATA_TYPE__STRING))
-            return rt_onnx_plan_fail(r, nd, "attribute to: %" PRId64 ": a cast %s strings is "
-                                     "not run (only string to string, number to float)", to,
-                                     x->strings ? "from" : "to");
+        /* ONNX defines string -> number for texts that are numbers only (any
+         * other is undefined) and number -> string as a plain decimal of no
+         * stated digit count, so neither has one right answer predictd could
+         * match; a string value here is its category's index, not its text.
+         * Refused by name. */
+        if (x->strings && to != ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
+            return rt_onnx_plan_fail(r, nd, "attribute to: %" PRId64 ": a cast from strings is "
+                                     "not run (predictd reads a string input as a category, not "
+                                     "a number's text: give the number as a float input; only "
+                                     "string to string, number to float are run)", to);
+        if (!x->strings && to == ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
+            return rt_onnx_plan_fail(r, nd, "attribute to: %" PRId64 ": a cast to strings is "
+                                     "not run (ONNX does not say how many digits a number's "
+                                     "text has, so the strings an encoder would match are not "
+                                     "defined; only string to string, number to float are run)",
+                                     to);
         if (x->strings)
             return plan_alias(r, nd, in[0], out, x->rank, x->dims);
         if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !(!x->batch && x->idata &&

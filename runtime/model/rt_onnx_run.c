@@ -494,6 +494,8 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
     cJSON_Delete(ml_names);
     if (st)
         return st;
+    def->trim_strings = false; /* ONNX Runtime compares a string input's texts as given:
+                                  " Private" is not "Private", "" is a category */
     if (def->n_feature_columns != ncols) {
         rt_spec_modeldef_free(def);
         return rt_err_set(err, RT_ERR_FORMAT, "%s: the inputs' spec did not come out as expected",

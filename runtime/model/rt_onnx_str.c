@@ -46,7 +46,7 @@ rt_status rt_onnx_str_intern(reader *r, const Onnx__NodeProto *nd, const char *a
         size_t m = v->n_vslots - 1, p = (size_t)text_hash(s, len) & m;
         for (; v->vslots[p]; p = (p + 1) & m) {
             const char *t = v->names[v->vslots[p] - 1];
-            if (strlen(t) == len && memcmp(t, s, len) == 0) {
+            if (strlen(t) == len && (len == 0 || memcmp(t, s, len) == 0)) { /* "" may come as NULL */
                 *idx = v->vslots[p] - 1;
                 return RT_OK;
             }

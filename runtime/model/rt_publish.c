@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -37,6 +38,63 @@ int rt_publish_temp_name(char *buf, size_t cap, int64_t v)
     int w = snprintf(buf, cap, RT_PUBLISH_TMP_PREFIX "%" PRId64 "-%ld-%08" PRIx32, v,
                      (long)getpid(), (uint32_t)r);
     return (w < 0 || (size_t)w >= cap) ? -1 : 0;
+}
+
+long rt_publish_temp_pid(const char *name)
+{
+    if (strncmp(name, RT_PUBLISH_TMP_PREFIX, strlen(RT_PUBLISH_TMP_PREFIX)) != 0)
+        return -1;
+    const char *p = name + strlen(RT_PUBLISH_TMP_PREFIX);
+    char *end;
+    errno = 0;
+    (void)strtoll(p, &end, 10);
+    if (end == p || *end != '-' || errno)
+        return -1;
+    p = end + 1;
+    long pid = strtol(p, &end, 10);
+    if (end == p || *end != '-' || errno || pid <= 0)
+        return -1;
+    return pid;
+}
+
+rt_status rt_publish_clean_dead(const char *base, size_t *removed, rt_err *err)
+{
+    if (removed)
+        *removed = 0;
+    int dfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return errno == ENOENT ? RT_OK
+                               : rt_err_set(err, RT_ERR_IO, "export base %s: %s", base,
+                                            strerror(errno));
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        rt_status st = rt_err_set(err, RT_ERR_IO, "export base %s: %s", base, strerror(errno));
+        close(dfd);
+        return st;
+    }
+    rewinddir(d);
+    rt_status first = RT_OK;
+    size_t done = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        long pid = rt_publish_temp_pid(de->d_name);
+        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* not a temp name, ours, or its writer (or a reused pid) runs */
+        if (rt_file_rmtree_at(dfd, de->d_name) != 0) {
+            if (first == RT_OK)
+                first = rt_err_set(err, RT_ERR_IO, "export base %s: removing %s: %s", base,
+                                   de->d_name, strerror(errno));
+            continue;
+        }
+        done++;
+    }
+    closedir(d);
+    close(dfd);
+    if (removed)
+        *removed = done;
+    return first;
 }
 
 rt_status rt_publish_list(int dfd, const char *base, int64_t **versions, size_t *n, rt_err *err)

@@ -435,11 +435,13 @@ rt_status rt_transform_run_bucketized(const rt_graph *g, const rt_batch *b, rt_f
 /* TensorFlow's categorical columns drop their input's "ignore value" before
  * any lookup (_to_sparse_input_and_drop_ignore_values): "" for a string
  * input, -1 for an integer one. Such a value gives no id at all (not an OOV
- * bucket, not a hash). */
+ * bucket, not a hash). An ONNX graph's string input has no ignore value: ""
+ * is a text like any other, matched as an encoder's "" (ONNX Runtime
+ * compares the strings). */
 static bool ignored_value(const rt_graph *g, long input, const rt_value *v, size_t len)
 {
     if (g->inputs[input].dtype == PREDICTD__DTYPE__DT_STRING)
-        return len == 0;
+        return len == 0 && !g->onnx;
     return !v->str && v->num == -1.0;
 }
 

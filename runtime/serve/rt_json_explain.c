@@ -195,14 +195,58 @@ static rt_status read_parameters(ovr *o)
     return st;
 }
 
+/* One baseline of a list input of width values (its list, opened): into
+ * b->vec, exactly width finite numbers, else an error naming path (the
+ * baseline) and the input's length. */
+static rt_status read_list_baseline(ovr *o, size_t in, size_t width, xai_base_value *b,
+                                    const char *path)
+{
+    int depth = o->r->depth - 1, more = 0;
+    size_t n = 0;
+    rt_status st;
+    if (!(b->vec = malloc(width * sizeof *b->vec)))
+        return rt_err_set(o->err, RT_ERR_NOMEM, "baseline: out of memory");
+    while ((st = rt_jr_element(o->r, &more)) == RT_OK && more) {
+        if (n >= width) { /* too long: counted, then refused */
+            size_t rest = 0;
+            if ((st = rt_jr_count_rest(o->r, &rest)) != RT_OK)
+                return st;
+            n += rest;
+            break;
+        }
+        rt_jv v;
+        if ((st = rt_jr_value(o->r, &v)) != RT_OK)
+            return st;
+        if (v.kind != RT_JV_NUMBER || !isfinite(v.num)) {
+            char d[64];
+            rt_json_describe(&v, d, sizeof d);
+            if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
+                rt_ignore(rt_jr_skip_to(o->r, o->r->depth - 1));
+            rt_ignore(rt_jr_skip_to(o->r, depth)); /* the refusal below is the answer */
+            return rt_err_set(o->err, RT_ERR_INVALID, "%s[%zu]: expected a finite number, got %s",
+                              path, n, d);
+        }
+        b->vec[n++] = v.num;
+    }
+    if (st == RT_OK && n != width)
+        return rt_err_set(o->err, RT_ERR_INVALID,
+                          "%s: a list of %zu values where input \"%s\" holds %zu (give its %zu "
+                          "numbers, or one number for every slot)",
+                          path, n, o->g->inputs[in].name, width, width);
+    b->n_vec = width;
+    return st;
+}
+
 /* metadata.inputs.NAME: {"inputBaselines": [value, ...]} (up to
- * RT_XAI_MAX_BASELINES values) */
+ * RT_XAI_MAX_BASELINES values; a list input's value a number for every
+ * slot or a list of its length, as Vertex AI broadcasts a scalar baseline) */
 static rt_status read_input(ovr *o, size_t in, const char *path)
 {
     rt_status st = open_object(o, path);
     int more = 0;
     char sub[200];
     bool num = rt_graph_input_dtype(o->g, in) == PREDICTD__DTYPE__DT_FLOAT;
+    size_t width = num ? rt_xai_input_width(o->g, in) : 1;
     while (next_member(o, &more, &st)) {
         if (!rt_jr_key_is(o->k, o->kn, "inputBaselines"))
             return bad_member(o, path, "unknown key (predictd reads inputBaselines)", NULL);
@@ -223,8 +267,15 @@ static rt_status read_input(ovr *o, size_t in, const char *path)
             rt_json_describe(&v, d, sizeof d);
             xai_base_value *b = &o->base[n * o->g->n_inputs + in];
             o->n_base[in] = ++n;
+            free(b->vec); /* a value of an earlier, repeated key */
+            b->vec = NULL;
+            b->n_vec = 0;
             if (num && v.kind == RT_JV_NUMBER && isfinite(v.num)) {
                 b->num = v.num;
+            } else if (num && v.kind == RT_JV_LIST && width > 1) {
+                snprintf(sub, sizeof sub, "%.120s.inputBaselines[%zu]", path, n - 1);
+                if ((st = read_list_baseline(o, in, width, b, sub)) != RT_OK)
+                    return st;
             } else if (!num && v.kind == RT_JV_STRING) {
                 free(b->str);
                 if (!(b->str = malloc(v.n + 1)))
@@ -237,6 +288,11 @@ static rt_status read_input(ovr *o, size_t in, const char *path)
                 if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
                     rt_ignore(rt_jr_skip_to(o->r, o->r->depth - 1)); /* the refusal below is the answer */
                 snprintf(sub, sizeof sub, "%.120s.inputBaselines[%zu]", path, n - 1);
+                if (num && width > 1)
+                    return rt_err_set(o->err, RT_ERR_INVALID,
+                                      "%s: expected a finite number (every slot's) or a list of "
+                                      "%zu numbers (input \"%s\"'s length), got %s",
+                                      sub, width, o->g->inputs[in].name, d);
                 return bad(o, sub,
                            num ? "expected a finite number, got " : "expected a string, got ", d);
             }
@@ -359,8 +415,10 @@ static rt_status baselines_new(const rt_graph *g, baselines *b, rt_err *err)
 static void baselines_free(const rt_graph *g, baselines *b)
 {
     if (b->v)
-        for (size_t i = 0; i < (size_t)RT_XAI_MAX_BASELINES * g->n_inputs; i++)
+        for (size_t i = 0; i < (size_t)RT_XAI_MAX_BASELINES * g->n_inputs; i++) {
             free(b->v[i].str);
+            free(b->v[i].vec);
+        }
     free(b->v);
     free(b->n);
 }
@@ -391,11 +449,19 @@ static rt_status baselines_align(const rt_graph *g, baselines *b, rt_err *err)
         for (size_t j = 1; j < b->k; j++) {
             xai_base_value *dst = &b->v[j * n_in + in];
             free(dst->str); /* a value of an earlier, repeated key */
+            free(dst->vec);
             *dst = *one;
+            dst->str = NULL;
+            dst->vec = NULL;
             if (one->is_str) {
                 if (!(dst->str = malloc(one->len + 1)))
                     return rt_err_set(err, RT_ERR_NOMEM, "baseline: out of memory");
                 memcpy(dst->str, one->str, one->len + 1);
+            }
+            if (one->vec) {
+                if (!(dst->vec = malloc(one->n_vec * sizeof *dst->vec)))
+                    return rt_err_set(err, RT_ERR_NOMEM, "baseline: out of memory");
+                memcpy(dst->vec, one->vec, one->n_vec * sizeof *dst->vec);
             }
         }
     }
