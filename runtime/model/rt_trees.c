@@ -81,11 +81,13 @@ struct rt_trees {
     uint32_t max_depth;
     /* Trees walked as complete trees (lay_out_heap, walk_heap_avx2). */
     bool heap_isa;       /* the CPU has AVX2 (and the build is x86-64) */
+    bool heap_on;        /* walk the copies (heap_isa unless a test said no) */
     bool *heap;          /* [n_trees] the tree has a complete copy */
     size_t *hoff;        /* [n_trees] its entries in hslot, hparam, hleaf, hval */
     uint32_t *hslot;     /* split at level k, place q: entry 2^k - 1 + q: the
                             slot read, bit 31 set at a categorical split */
-    uint32_t *hparam;    /* ... threshold's bits, or the set word */
+    uint32_t *hparam;    /* ... threshold's bits, or the set word's complement
+                            (the ids going right) */
     uint32_t *hleaf;     /* leaf place q: node index of the leaf */
     float *hval;         /* ... its value (ld == 1) */
 };
@@ -417,9 +419,9 @@ static void heap_fill(rt_trees *t, size_t base, uint32_t d, uint32_t k, uint32_t
         heap_fill(t, base, d, k + 1, 2 * q + 1, j);
         return;
     }
-    if (t->cats[n->slot / 2]) { /* small: set is the one word */
+    if (t->cats[n->slot / 2]) { /* small: set is the one word; its complement */
         t->hslot[e] = n->slot | UINT32_C(1) << 31;
-        t->hparam[e] = n->set;
+        t->hparam[e] = ~n->set;
     } else {
         t->hslot[e] = n->slot;
         memcpy(&t->hparam[e], &n->thr, sizeof n->thr);
@@ -438,6 +440,7 @@ static rt_status lay_out_heap(rt_trees *t, const Predictd__TreeEnsemble *te, rt_
     if (!(t->heap = calloc(t->n_trees + 1, sizeof *t->heap)) ||
         !(t->hoff = calloc(t->n_trees + 1, sizeof *t->hoff)))
         return NOMEM(err);
+    t->heap_on = t->heap_isa;
     if (!t->heap_isa)
         return RT_OK;
     size_t total = 0;
@@ -678,22 +681,21 @@ static inline uint32_t step_small(const tnode *nodes, uint32_t j, const float *r
 
 /* One step of 8 rows (x: the first; rows: each row's offset) from places q
  * of a level whose splits read slots s (bit 31: categorical) against
- * parameters p: a numeric split goes left when the slot's float <= the
- * threshold, a categorical one when bit (the slot's id) of the set word is
- * set (shifted up to the sign bit); blendv picks by s's bit 31. Left goes to
- * place 2q, right to 2q + 1. */
+ * parameters p: a numeric split goes right when the slot's float is not <=
+ * the threshold, a categorical one when bit (the slot's id) of the word p,
+ * the set's complement, is set (shifted up to the sign bit); blendv picks
+ * by s's bit 31. Left goes to place 2q, right to 2q + 1. */
 #define HEAP_STEP(q, x, s, p)                                                                   \
     do {                                                                                        \
         __m256i v_ = _mm256_i32gather_epi32((const int *)(x),                                   \
                                             _mm256_add_epi32(rows, _mm256_and_si256(s, slots)), \
                                             4);                                                 \
         __m256 num_ = _mm256_cmp_ps(_mm256_castsi256_ps(v_), _mm256_castsi256_ps(p),           \
-                                    _CMP_LE_OQ);                                                \
+                                    _CMP_NLE_UQ);                                               \
         __m256i cat_ = _mm256_sllv_epi32(p, _mm256_andnot_si256(v_, low5));                    \
-        __m256i left_ = _mm256_castps_si256(                                                    \
+        __m256i right_ = _mm256_castps_si256(                                                   \
             _mm256_blendv_ps(num_, _mm256_castsi256_ps(cat_), _mm256_castsi256_ps(s)));        \
-        q = _mm256_add_epi32(_mm256_add_epi32(q, q),                                            \
-                             _mm256_add_epi32(one, _mm256_srai_epi32(left_, 31)));              \
+        q = _mm256_sub_epi32(_mm256_add_epi32(q, q), _mm256_srai_epi32(right_, 31));          \
     } while (0)
 
 /* The entries at places q of a level of 2^k (tab: its first): up to 32 by
@@ -742,8 +744,7 @@ __attribute__((target("avx2"))) static size_t walk_heap_avx2(const rt_trees *t, 
     const float *lv = t->hval + off;
     const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
                                             _mm256_set1_epi32((int)w));
-    const __m256i low5 = _mm256_set1_epi32(31), one = _mm256_set1_epi32(1),
-                  slots = _mm256_set1_epi32(0x7fffffff);
+    const __m256i low5 = _mm256_set1_epi32(31), slots = _mm256_set1_epi32(0x7fffffff);
     size_t i = i0;
     for (; i + 8 * HEAP_GROUPS <= i1; i += 8 * HEAP_GROUPS) {
         __m256i q[HEAP_GROUPS];
@@ -794,7 +795,7 @@ static size_t walk_heap(const rt_trees *t, size_t ti, const float *x, size_t w, 
                         size_t i1, uint32_t *out, float *logits)
 {
 #ifdef HEAP_X86
-    if (t->heap[ti])
+    if (t->heap_on && t->heap[ti])
         return walk_heap_avx2(t, ti, x, w, i0, i1, out, logits);
 #else
     (void)t, (void)ti, (void)x, (void)w, (void)i1, (void)out, (void)logits;
@@ -904,6 +905,18 @@ rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uin
         }
     }
     return RT_OK;
+}
+
+size_t rt_trees_use_simd(rt_graph *g, bool on)
+{
+    rt_trees *t = g ? g->trees : NULL;
+    if (!t)
+        return 0;
+    t->heap_on = on && t->heap_isa;
+    size_t n = 0;
+    for (size_t ti = 0; ti < t->n_trees; ti++)
+        n += t->heap_on && t->heap[ti];
+    return n;
 }
 
 size_t rt_trees_count(const rt_graph *g)
