@@ -31,6 +31,13 @@
  * read inputs of at most 31 ids (XGBoost's census models) walks a copy of
  * its nodes with the one bitset word inline and the id read from the float
  * slot's bits (step_small): one row load per step, no bitset load.
+ * Where the CPU has AVX2 (checked at run time; the build is generic
+ * x86-64), such trees and numeric-only ones of depth <= 10 also get a
+ * complete copy (lay_out_heap: level k's splits at 2^k - 1, a leaf above
+ * the last level as splits that always go left) that 32 rows walk in four
+ * vectors of 8 (walk_heap_avx2): the split tables by permutes up to level 5,
+ * the rows' slots by gathers, and the leaf values added to each row's logit
+ * in tree order, as the scalar path adds them, so the bits are the same.
  */
 #include "rt_model.h"
 #include "rt_model_internal.h"
