@@ -450,12 +450,15 @@ static rt_status lay_out_heap(rt_trees *t, const Predictd__TreeEnsemble *te, rt_
     t->heap_on = t->heap_isa;
     if (!t->heap_isa)
         return RT_OK;
-    size_t total = 0;
+    /* at most 8 entries a node (plus some): an export of many tiny trees
+     * keeps the rest of them scalar rather than grow 9 entries a tree */
+    size_t total = 0, cap = 8 * t->n_nodes + 4096;
     for (size_t ti = 0; ti < t->n_trees; ti++) {
-        t->heap[ti] = heap_fits(t, ti, te->trees[ti]->n_nodes);
+        size_t need = ((size_t)1 << t->depth[ti]) + HEAP_PAD;
+        t->heap[ti] = heap_fits(t, ti, te->trees[ti]->n_nodes) && total + need <= cap;
         t->hoff[ti] = total;
         if (t->heap[ti])
-            total += ((size_t)1 << t->depth[ti]) + HEAP_PAD;
+            total += need;
     }
     if (!total)
         return RT_OK;
