@@ -191,6 +191,10 @@ RT_WUR rt_status rt_trees_shap(const rt_graph *g, const rt_features *f, const lo
  * no weight. */
 RT_WUR rt_status rt_trees_shap_path(const rt_graph *g, const rt_features *f, float *phi, float *bias,
                              rt_err *err);
+/* Tests: on false, g's trees walk with the scalar code only; on true (the
+ * default), the AVX2 walk takes the trees it can where the CPU has AVX2.
+ * Returns the number of trees the AVX2 walk now takes. Not thread-safe. */
+size_t rt_trees_use_simd(rt_graph *g, bool on);
 /* The feature column tree input k reads (its ids or values), or -1. */
 long rt_trees_input_column(const rt_graph *g, size_t k);
 /* Inputs of g's ensemble (0 without one). */

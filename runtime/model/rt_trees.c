@@ -31,6 +31,13 @@
  * read inputs of at most 31 ids (XGBoost's census models) walks a copy of
  * its nodes with the one bitset word inline and the id read from the float
  * slot's bits (step_small): one row load per step, no bitset load.
+ * Where the CPU has AVX2 (checked at run time; the build is generic
+ * x86-64), such trees and numeric-only ones of depth <= 10 also get a
+ * complete copy (lay_out_heap: level k's splits at 2^k - 1, a leaf above
+ * the last level as splits that always go left) that 32 rows walk in four
+ * vectors of 8 (walk_heap_avx2): the split tables by permutes up to level 5,
+ * the rows' slots by gathers, and the leaf values added to each row's logit
+ * in tree order, as the scalar path adds them, so the bits are the same.
  */
 #include "rt_model.h"
 #include "rt_model_internal.h"
@@ -79,6 +86,17 @@ struct rt_trees {
     tnode *fast;         /* [n_nodes] node, but in small trees set is the
                             node's one bitset word itself (walk) */
     uint32_t max_depth;
+    /* Trees walked as complete trees (lay_out_heap, walk_heap_avx2). */
+    bool heap_isa;       /* the CPU has AVX2 (and the build is x86-64) */
+    bool heap_on;        /* walk the copies (heap_isa unless a test said no) */
+    bool *heap;          /* [n_trees] the tree has a complete copy */
+    size_t *hoff;        /* [n_trees] its entries in hslot, hparam, hleaf, hval */
+    uint32_t *hslot;     /* split at level k, place q: entry 2^k - 1 + q: the
+                            slot read, bit 31 set at a categorical split */
+    uint32_t *hparam;    /* ... threshold's bits, or the set word's complement
+                            (the ids going right) */
+    uint32_t *hleaf;     /* leaf place q: node index of the leaf */
+    float *hval;         /* ... its value (ld == 1) */
 };
 
 void rt_trees_free(rt_trees *t)
@@ -93,6 +111,12 @@ void rt_trees_free(rt_trees *t)
     free(t->sets);
     free(t->small);
     free(t->fast);
+    free(t->heap);
+    free(t->hoff);
+    free(t->hslot);
+    free(t->hparam);
+    free(t->hleaf);
+    free(t->hval);
     free(t->orig);
     free(t->node);
     free(t->leaf);
@@ -366,6 +390,89 @@ static void lay_out_fast(rt_trees *t, size_t ti, size_t n)
     }
 }
 
+#define HEAP_MAX_DEPTH 10u /* 1,023 splits, 1,024 leaves a tree at most */
+#define HEAP_PAD 8u        /* entries after a tree's: level tables load 8 */
+
+/* Does tree ti (n nodes) get a complete copy? Small or without sets (one
+ * row load a step), not deeper than HEAP_MAX_DEPTH, and either at most 64
+ * leaves complete or not much larger complete than it is (2^(depth+1) <=
+ * 4 n + 16). */
+static bool heap_fits(const rt_trees *t, size_t ti, size_t n)
+{
+    uint32_t d = t->depth[ti];
+    return (!t->sets[ti] || t->small[ti]) && d <= HEAP_MAX_DEPTH &&
+           (d <= 6 || ((size_t)2 << d) <= 4 * n + 16);
+}
+
+/* Node j (fast layout) at level k, place q of the complete copy at base:
+ * a split there; a leaf above the last level becomes splits that always
+ * go left (the zero slot against +inf) down to the last level, where
+ * every leaf place below it holds it. */
+static void heap_fill(rt_trees *t, size_t base, uint32_t d, uint32_t k, uint32_t q, uint32_t j)
+{
+    const tnode *n = &t->fast[j];
+    if (k == d) {
+        t->hleaf[base + q] = j;
+        if (t->ld == 1)
+            t->hval[base + q] = t->values[t->leaf[j]];
+        return;
+    }
+    size_t e = base + ((size_t)1 << k) - 1 + q;
+    if (n->next == j) { /* a leaf: 0 <= +inf, left */
+        float inf = INFINITY;
+        t->hslot[e] = (uint32_t)(2 * t->n_inputs);
+        memcpy(&t->hparam[e], &inf, sizeof inf);
+        heap_fill(t, base, d, k + 1, 2 * q, j);
+        heap_fill(t, base, d, k + 1, 2 * q + 1, j);
+        return;
+    }
+    if (t->cats[n->slot / 2]) { /* small: set is the one word; its complement */
+        t->hslot[e] = n->slot | UINT32_C(1) << 31;
+        t->hparam[e] = ~n->set;
+    } else {
+        t->hslot[e] = n->slot;
+        memcpy(&t->hparam[e], &n->thr, sizeof n->thr);
+    }
+    heap_fill(t, base, d, k + 1, 2 * q, n->next);
+    heap_fill(t, base, d, k + 1, 2 * q + 1, n->next + 1);
+}
+
+/* The complete copies of the trees heap_fits, when the CPU can walk them
+ * (heap_isa). Each tree has 2^depth + HEAP_PAD entries in each array. */
+static rt_status lay_out_heap(rt_trees *t, const Predictd__TreeEnsemble *te, rt_err *err)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    t->heap_isa = __builtin_cpu_supports("avx2");
+#endif
+    if (!(t->heap = calloc(t->n_trees + 1, sizeof *t->heap)) ||
+        !(t->hoff = calloc(t->n_trees + 1, sizeof *t->hoff)))
+        return NOMEM(err);
+    t->heap_on = t->heap_isa;
+    if (!t->heap_isa)
+        return RT_OK;
+    /* at most 8 entries a node (plus some): an export of many tiny trees
+     * keeps the rest of them scalar rather than grow 9 entries a tree */
+    size_t total = 0, cap = 8 * t->n_nodes + 4096;
+    for (size_t ti = 0; ti < t->n_trees; ti++) {
+        size_t need = ((size_t)1 << t->depth[ti]) + HEAP_PAD;
+        t->heap[ti] = heap_fits(t, ti, te->trees[ti]->n_nodes) && total + need <= cap;
+        t->hoff[ti] = total;
+        if (t->heap[ti])
+            total += need;
+    }
+    if (!total)
+        return RT_OK;
+    if (!(t->hslot = calloc(total, sizeof *t->hslot)) ||
+        !(t->hparam = calloc(total, sizeof *t->hparam)) ||
+        !(t->hleaf = calloc(total, sizeof *t->hleaf)) ||
+        !(t->hval = calloc(total, sizeof *t->hval)))
+        return NOMEM(err);
+    for (size_t ti = 0; ti < t->n_trees; ti++)
+        if (t->heap[ti])
+            heap_fill(t, t->hoff[ti], t->depth[ti], 0, 0, t->root[ti]);
+    return RT_OK;
+}
+
 rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
 {
     *out = NULL;
@@ -462,6 +569,7 @@ rt_status rt_trees_compile(const rt_graph *g, rt_trees **out, rt_err *err)
         lay_out(t, ti, te->trees[ti], parent, &at, &leaf_row, &word);
     for (size_t ti = 0; ti < t->n_trees; ti++)
         lay_out_fast(t, ti, te->trees[ti] ? te->trees[ti]->n_nodes : 0);
+    st = lay_out_heap(t, te, err);
 out:
     free(parent);
     free(depth);
@@ -574,6 +682,137 @@ static inline uint32_t step_small(const tnode *nodes, uint32_t j, const float *r
 
 #define LANES 8
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HEAP_X86 1
+#ifndef HEAP_GROUPS
+#define HEAP_GROUPS 4 /* groups of 8 rows walking together */
+#endif
+
+/* One step of 8 rows (x: the first; rows: each row's offset) from places q
+ * of a level whose splits read slots s (bit 31: categorical) against
+ * parameters p: a numeric split goes right when the slot's float is not <=
+ * the threshold, a categorical one when bit (the slot's id) of the word p,
+ * the set's complement, is set (shifted up to the sign bit); blendv picks
+ * by s's bit 31. Left goes to place 2q, right to 2q + 1. */
+#define HEAP_STEP(q, x, s, p)                                                                   \
+    do {                                                                                        \
+        __m256i v_ = _mm256_i32gather_epi32((const int *)(x),                                   \
+                                            _mm256_add_epi32(rows, _mm256_and_si256(s, slots)), \
+                                            4);                                                 \
+        __m256 num_ = _mm256_cmp_ps(_mm256_castsi256_ps(v_), _mm256_castsi256_ps(p),           \
+                                    _CMP_NLE_UQ);                                               \
+        __m256i cat_ = _mm256_sllv_epi32(p, _mm256_andnot_si256(v_, low5));                    \
+        __m256i right_ = _mm256_castps_si256(                                                   \
+            _mm256_blendv_ps(num_, _mm256_castsi256_ps(cat_), _mm256_castsi256_ps(s)));        \
+        q = _mm256_sub_epi32(_mm256_add_epi32(q, q), _mm256_srai_epi32(right_, 31));          \
+    } while (0)
+
+/* The entries at places q of a level of 2^k (tab: its first): up to 32 by
+ * permutes of 8-entry loads (bits 3 and 4 of q pick the load), deeper ones
+ * by a gather. Entries past a level's are read (HEAP_PAD) but not used. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i
+heap_level(const int *tab, __m256i q, uint32_t k)
+{
+    if (k < 4)
+        return _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)tab), q);
+    if (k > 5)
+        return _mm256_i32gather_epi32(tab, q, 4);
+    __m256 b3 = _mm256_castsi256_ps(_mm256_slli_epi32(q, 28));
+    __m256 lo = _mm256_castsi256_ps(
+        _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)tab), q));
+    __m256 hi = _mm256_castsi256_ps(
+        _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(tab + 8)), q));
+    __m256 r = _mm256_blendv_ps(lo, hi, b3);
+    if (k == 5) {
+        __m256 lo2 = _mm256_castsi256_ps(
+            _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(tab + 16)), q));
+        __m256 hi2 = _mm256_castsi256_ps(
+            _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(tab + 24)), q));
+        r = _mm256_blendv_ps(r, _mm256_blendv_ps(lo2, hi2, b3),
+                             _mm256_castsi256_ps(_mm256_slli_epi32(q, 27)));
+    }
+    return _mm256_castps_si256(r);
+}
+
+/* Tree ti (t->heap[ti]) for the rows [i0, i1) of x (stride w) in groups of
+ * 8, two groups at a time, down its complete copy: levels of up to 8
+ * splits are a permute of one 8-entry load, deeper ones gathers. Each
+ * group's leaves go to out[i - i0] (node indexes, as walk's), or, when
+ * logits is not NULL (ld == 1), their values are added to logits[i], one
+ * float add a row as the scalar path's. Returns the first row not walked
+ * (fewer than 8 remain). */
+__attribute__((target("avx2"))) static size_t walk_heap_avx2(const rt_trees *t, size_t ti,
+                                                             const float *x, size_t w, size_t i0,
+                                                             size_t i1, uint32_t *out,
+                                                             float *logits)
+{
+    uint32_t d = t->depth[ti];
+    size_t off = t->hoff[ti];
+    const int *sl = (const int *)t->hslot + off, *pm = (const int *)t->hparam + off;
+    const int *lf = (const int *)t->hleaf + off;
+    const float *lv = t->hval + off;
+    const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                            _mm256_set1_epi32((int)w));
+    const __m256i low5 = _mm256_set1_epi32(31), slots = _mm256_set1_epi32(0x7fffffff);
+    size_t i = i0;
+    for (; i + 8 * HEAP_GROUPS <= i1; i += 8 * HEAP_GROUPS) {
+        __m256i q[HEAP_GROUPS];
+        _Pragma("GCC unroll 8") for (int g = 0; g < HEAP_GROUPS; g++) q[g] =
+            _mm256_setzero_si256();
+        for (uint32_t k = 0; k < d; k++) {
+            const int *ls = sl + ((size_t)1 << k) - 1, *lp = pm + ((size_t)1 << k) - 1;
+            _Pragma("GCC unroll 8") for (int g = 0; g < HEAP_GROUPS; g++)
+            {
+                __m256i sg = heap_level(ls, q[g], k), pg = heap_level(lp, q[g], k);
+                HEAP_STEP(q[g], x + (i + 8 * (size_t)g) * w, sg, pg);
+            }
+        }
+        _Pragma("GCC unroll 8") for (int g = 0; g < HEAP_GROUPS; g++)
+        {
+            size_t r = i + 8 * (size_t)g;
+            if (logits)
+                _mm256_storeu_ps(logits + r, _mm256_add_ps(_mm256_loadu_ps(logits + r),
+                                                           _mm256_i32gather_ps(lv, q[g], 4)));
+            else
+                _mm256_storeu_si256((__m256i *)(out + (r - i0)),
+                                    _mm256_i32gather_epi32(lf, q[g], 4));
+        }
+    }
+    for (; i + 8 <= i1; i += 8) {
+        const float *xa = x + i * w;
+        __m256i qa = _mm256_setzero_si256();
+        for (uint32_t k = 0; k < d; k++) {
+            const int *ls = sl + ((size_t)1 << k) - 1, *lp = pm + ((size_t)1 << k) - 1;
+            __m256i sa = heap_level(ls, qa, k), pa = heap_level(lp, qa, k);
+            HEAP_STEP(qa, xa, sa, pa);
+        }
+        if (logits)
+            _mm256_storeu_ps(logits + i, _mm256_add_ps(_mm256_loadu_ps(logits + i),
+                                                       _mm256_i32gather_ps(lv, qa, 4)));
+        else
+            _mm256_storeu_si256((__m256i *)(out + (i - i0)), _mm256_i32gather_epi32(lf, qa, 4));
+    }
+    return i;
+}
+#undef HEAP_STEP
+#endif
+
+/* The rows of [i0, i1) the complete copy of tree ti walks (all but fewer
+ * than 8, or none: no copy, no AVX2), as walk_heap_avx2; returns the first
+ * row left to the scalar walk. */
+static size_t walk_heap(const rt_trees *t, size_t ti, const float *x, size_t w, size_t i0,
+                        size_t i1, uint32_t *out, float *logits)
+{
+#ifdef HEAP_X86
+    if (t->heap_on && t->heap[ti])
+        return walk_heap_avx2(t, ti, x, w, i0, i1, out, logits);
+#else
+    (void)t, (void)ti, (void)x, (void)w, (void)i1, (void)out, (void)logits;
+#endif
+    return i0;
+}
+
 /* The leaf node of each instance [i0, i1) in tree ti into out[i - i0]:
  * LANES instances walk together (independent chains of loads for the CPU
  * to overlap), exactly depth steps each. */
@@ -583,7 +822,8 @@ static void walk(const rt_trees *t, size_t ti, const float *x, size_t w, size_t 
     uint32_t r = t->root[ti], d = t->depth[ti];
     const tnode *nodes = t->node;
     const uint32_t *bits = t->bits;
-    size_t i = i0, hw = w / 2; /* w: the row stride; ids after hw floats */
+    size_t hw = w / 2; /* w: the row stride; ids after hw floats */
+    size_t i = walk_heap(t, ti, x, w, i0, i1, out, NULL);
 #define WALK(STEP)                                                                              \
     for (; i + LANES <= i1; i += LANES) {                                                       \
         uint32_t j[LANES];                                                                      \
@@ -637,11 +877,13 @@ rt_status rt_trees_forward(const rt_graph *g, const rt_features *f, float *x, fl
     for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
         size_t i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
         for (size_t ti = 0; ti < t->n_trees; ti++) {
-            walk(t, ti, x, w, i0, i1, at);
-            if (ld == 1) {
-                for (size_t i = i0; i < i1; i++)
-                    logits[i] += t->values[t->leaf[at[i - i0]]];
+            if (ld == 1) { /* the complete copy adds its leaves itself */
+                size_t i2 = walk_heap(t, ti, x, w, i0, i1, NULL, logits);
+                walk(t, ti, x, w, i2, i1, at);
+                for (size_t i = i2; i < i1; i++)
+                    logits[i] += t->values[t->leaf[at[i - i2]]];
             } else {
+                walk(t, ti, x, w, i0, i1, at);
                 for (size_t i = i0; i < i1; i++) {
                     const float *v = t->values + (size_t)t->leaf[at[i - i0]] * ld;
                     for (size_t j = 0; j < ld; j++)
@@ -673,6 +915,18 @@ rt_status rt_trees_leaves(const rt_graph *g, const rt_features *f, float *x, uin
         }
     }
     return RT_OK;
+}
+
+size_t rt_trees_use_simd(rt_graph *g, bool on)
+{
+    rt_trees *t = g ? g->trees : NULL;
+    if (!t)
+        return 0;
+    t->heap_on = on && t->heap_isa;
+    size_t n = 0;
+    for (size_t ti = 0; ti < t->n_trees; ti++)
+        n += t->heap_on && t->heap[ti];
+    return n;
 }
 
 size_t rt_trees_count(const rt_graph *g)

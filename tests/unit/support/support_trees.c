@@ -102,54 +102,88 @@ static const Predictd__FeatureColumn *column_named(const Predictd__ModelDef *def
     return NULL;
 }
 
-int support_random_trees(Predictd__ModelDef *def, uint64_t seed, size_t n_trees, size_t depth)
+/* A random split node on a random input of te, children l and r, as
+ * support_random_trees describes them. */
+static Predictd__TreeNode *random_split(const Predictd__ModelDef *def,
+                                        const Predictd__TreeEnsemble *te, uint64_t *s,
+                                        uint32_t l, uint32_t r)
+{
+    size_t k = (size_t)(support_rand(s) % te->n_inputs);
+    const Predictd__TreeInput *in = te->inputs[k];
+    bool dl = support_rand(s) & 1;
+    uint32_t cats = in->num_categories;
+    Predictd__TreeNode *nd;
+    if (!cats) {
+        const Predictd__FeatureColumn *fc = column_named(def, in->column);
+        float thr = fc && fc->has_normalizer ? (float)(support_uniform(s) * 4 - 2)
+                                             : (float)(support_uniform(s) * 100);
+        nd = support_tree_split((int)k, thr, dl, l, r);
+    } else if (support_rand(s) & 1) {
+        nd = support_tree_split((int)k, (float)(support_rand(s) % cats), dl, l, r);
+    } else {
+        uint32_t *ids = xcalloc(cats, sizeof *ids);
+        size_t m = 0;
+        for (uint32_t c = 0; c < cats; c++)
+            if (support_rand(s) & 1)
+                ids[m++] = c;
+        nd = support_tree_set((int)k, ids, m, dl, l, r);
+        free(ids);
+    }
+    nd->gain = (float)support_uniform(s);
+    return nd;
+}
+
+static Predictd__TreeNode *random_leaf(size_t ld, float *v, uint64_t *s)
+{
+    for (size_t j = 0; j < ld; j++)
+        v[j] = (float)(support_uniform(s) * 0.2 - 0.1);
+    return support_tree_leaf(ld, v);
+}
+
+/* n_trees trees of depth at most depth into def; ragged: below the root a
+ * node is a leaf with probability 1/4 (else every path has depth nodes). */
+static int random_trees(Predictd__ModelDef *def, uint64_t seed, size_t n_trees, size_t depth,
+                        bool ragged, const char *who)
 {
     Predictd__TreeEnsemble *te = def->graph ? def->graph->trees : NULL;
     if (!te || !te->n_inputs || depth < 1 || depth > 20) {
-        fprintf(stderr, "support_random_trees: no tree inputs, or depth %zu not in 1..20\n",
-                depth);
+        fprintf(stderr, "%s: no tree inputs, or depth %zu not in 1..20\n", who, depth);
         return -1;
     }
-    size_t ld = def->graph->logits_dimension, n = ((size_t)2 << depth) - 1, inner = n / 2;
+    size_t ld = def->graph->logits_dimension, n = ((size_t)2 << depth) - 1;
     Predictd__TreeNode **nodes = xcalloc(n, sizeof *nodes);
+    uint32_t *level = xcalloc(n, sizeof *level);
     float *v = xcalloc(ld, sizeof *v);
-    uint32_t *ids = NULL;
     uint64_t s = seed;
     for (size_t t = 0; t < n_trees; t++) {
-        for (size_t i = 0; i < n; i++) {
-            if (i >= inner) {
-                for (size_t j = 0; j < ld; j++)
-                    v[j] = (float)(support_uniform(&s) * 0.2 - 0.1);
-                nodes[i] = support_tree_leaf(ld, v);
+        /* breadth first: node i's children are the next two free numbers */
+        size_t used = 1;
+        level[0] = 0;
+        for (size_t i = 0; i < used; i++) {
+            bool leaf = level[i] == depth || (ragged && level[i] && support_rand(&s) % 4 == 0);
+            if (leaf) {
+                nodes[i] = random_leaf(ld, v, &s);
                 continue;
             }
-            size_t k = (size_t)(support_rand(&s) % te->n_inputs);
-            const Predictd__TreeInput *in = te->inputs[k];
-            bool dl = support_rand(&s) & 1;
-            uint32_t l = (uint32_t)(2 * i + 1), r = (uint32_t)(2 * i + 2);
-            uint32_t cats = in->num_categories;
-            if (!cats) {
-                const Predictd__FeatureColumn *fc = column_named(def, in->column);
-                float thr = fc && fc->has_normalizer ? (float)(support_uniform(&s) * 4 - 2)
-                                                     : (float)(support_uniform(&s) * 100);
-                nodes[i] = support_tree_split((int)k, thr, dl, l, r);
-            } else if (support_rand(&s) & 1) {
-                nodes[i] = support_tree_split((int)k, (float)(support_rand(&s) % cats), dl, l, r);
-            } else {
-                free(ids);
-                ids = xcalloc(cats, sizeof *ids);
-                size_t m = 0;
-                for (uint32_t c = 0; c < cats; c++)
-                    if (support_rand(&s) & 1)
-                        ids[m++] = c;
-                nodes[i] = support_tree_set((int)k, ids, m, dl, l, r);
-            }
-            nodes[i]->gain = (float)support_uniform(&s);
+            nodes[i] = random_split(def, te, &s, (uint32_t)used, (uint32_t)used + 1);
+            level[used] = level[used + 1] = level[i] + 1;
+            used += 2;
         }
-        support_tree_add(te, nodes, n);
+        support_tree_add(te, nodes, used);
     }
-    free(ids);
+    free(level);
     free(v);
     free(nodes);
     return 0;
+}
+
+int support_random_trees(Predictd__ModelDef *def, uint64_t seed, size_t n_trees, size_t depth)
+{
+    return random_trees(def, seed, n_trees, depth, false, "support_random_trees");
+}
+
+int support_random_ragged_trees(Predictd__ModelDef *def, uint64_t seed, size_t n_trees,
+                                size_t depth)
+{
+    return random_trees(def, seed, n_trees, depth, true, "support_random_ragged_trees");
 }

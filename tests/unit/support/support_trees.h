@@ -2,8 +2,8 @@
  * support_trees.h — test helpers for BoostedTrees models (linked into every
  * unit test with the other support_*.c): a small trees spec, a hand-built
  * two-tree ensemble whose answers a test can work out by hand, random
- * complete ensembles (for the daemon's tests and the bench), and node
- * builders. Helpers abort the test's process on out of memory only.
+ * complete or ragged ensembles (for the daemon's tests, the walks' and the
+ * bench), and node builders. Helpers abort the test's process on out of memory only.
  */
 #ifndef PREDICTD_SUPPORT_TREES_H
 #define PREDICTD_SUPPORT_TREES_H
@@ -45,6 +45,10 @@ Predictd__ModelDef *support_trees_tiny(void);
  * leaf values in [-0.1, 0.1]; random default directions. Same seed, same
  * trees. 0 ok, -1 on error (printed). */
 int support_random_trees(Predictd__ModelDef *def, uint64_t seed, size_t n_trees, size_t depth);
+/* The same but ragged: below the root each node is a leaf with
+ * probability 1/4, so leaves sit at every depth up to `depth`. */
+int support_random_ragged_trees(Predictd__ModelDef *def, uint64_t seed, size_t n_trees,
+                                size_t depth);
 
 /* Node builders (calloc'd, owned by the tree they are added to). */
 Predictd__TreeNode *support_tree_leaf(size_t ld, const float *values);
