@@ -836,9 +836,11 @@ rt_status rt_spec_build_signatures(spec_ctx *s)
         if ((st = signature_inputs(s, sig)) || (st = predict_outputs(s, sig, i == 0)))
             return st;
     }
-    /* Sorted by name, as saved_model_cli lists them. */
+    if (!multi)
+        return rt_spec_add_regression_signature(def, err);
+    /* several heads: sorted by name, as saved_model_cli lists them */
     qsort(def->signatures, def->n_signatures, sizeof *def->signatures, cmp_sig);
-    return multi ? RT_OK : rt_spec_add_regression_signature(def, err);
+    return RT_OK;
 }
 
 rt_status rt_spec_add_regression_signature(Predictd__ModelDef *def, rt_err *err)
