@@ -730,44 +730,104 @@ static Predictd__SignatureDef *new_sig(Predictd__ModelDef *def, const char *name
     return sig;
 }
 
+/* A classification ("classes", "scores": nc each) or regression ("outputs")
+ * signature named name, reading serialized examples ("inputs"). */
+static rt_status examples_sig(Predictd__ModelDef *def, const char *name, bool regress,
+                              int64_t nc, rt_err *err)
+{
+    Predictd__SignatureDef *sig =
+        regress ? new_sig(def, name, "tensorflow/serving/regress")
+                : new_sig(def, name, "tensorflow/serving/classify");
+    if (!sig || !(sig->inputs = calloc(1, sizeof *sig->inputs)) ||
+        !(sig->outputs = calloc(2, sizeof *sig->outputs)))
+        return NOMEM(err);
+    rt_status st;
+    if ((st = add_spec(sig->inputs, &sig->n_inputs, "inputs", PREDICTD__DTYPE__DT_STRING, 0,
+                       err)))
+        return st;
+    if (regress)
+        return add_spec(sig->outputs, &sig->n_outputs, "outputs", PREDICTD__DTYPE__DT_FLOAT, 1,
+                        err);
+    if ((st = add_spec(sig->outputs, &sig->n_outputs, "classes", PREDICTD__DTYPE__DT_STRING, nc,
+                       err)))
+        return st;
+    return add_spec(sig->outputs, &sig->n_outputs, "scores", PREDICTD__DTYPE__DT_FLOAT, nc, err);
+}
+
+/* One of several heads' own signatures, as TF's MultiHead exports them (its
+ * export_outputs: the head's own under "<head>/<key>", its default under
+ * "<head>"): "<head>/classification" (classifiers), "<head>/regression"
+ * (binary classifiers, one-value regressors), "<head>/predict" (its outputs,
+ * unprefixed) and "<head>" (its default: classification for a classifier,
+ * regression for a one-value regressor, else predict). */
+static rt_status head_signatures(spec_ctx *s, size_t k)
+{
+    Predictd__ModelDef *def = s->def;
+    const Predictd__Head *h = def->graph->heads[k]->head;
+    const char *hn = def->graph->heads[k]->name;
+    bool regression = h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    bool classifies = !regression;
+    bool regresses = h->type == PREDICTD__HEAD_TYPE__HEAD_BINARY ||
+                     (regression && h->label_dimension <= 1);
+    char name[320];
+    rt_status st;
+    if (classifies) {
+        snprintf(name, sizeof name, "%s/classification", hn);
+        if ((st = examples_sig(def, name, false, h->n_classes, s->err)) ||
+            (st = examples_sig(def, hn, false, h->n_classes, s->err)))
+            return st;
+    }
+    snprintf(name, sizeof name, "%s/predict", hn);
+    Predictd__SignatureDef *sig = new_sig(def, name, "tensorflow/serving/predict");
+    if (!sig)
+        return NOMEM(s->err);
+    if ((st = signature_inputs(s, sig)) || !(sig->outputs = calloc(8, sizeof *sig->outputs)))
+        return st ? st : NOMEM(s->err);
+    if ((st = head_outputs(h, 0, "", sig->outputs, &sig->n_outputs, s->err)))
+        return st;
+    if (regresses) {
+        snprintf(name, sizeof name, "%s/regression", hn);
+        if ((st = examples_sig(def, name, true, 0, s->err)) ||
+            (regression && (st = examples_sig(def, hn, true, 0, s->err))))
+            return st;
+    } else if (regression) { /* several values: its default is its predict */
+        Predictd__SignatureDef *d = new_sig(def, hn, "tensorflow/serving/predict");
+        if (!d)
+            return NOMEM(s->err);
+        if ((st = signature_inputs(s, d)) || !(d->outputs = calloc(8, sizeof *d->outputs)))
+            return st ? st : NOMEM(s->err);
+        if ((st = head_outputs(h, 0, "", d->outputs, &d->n_outputs, s->err)))
+            return st;
+    }
+    return RT_OK;
+}
+
+static int cmp_sig(const void *a, const void *b)
+{
+    const char *x = (*(Predictd__SignatureDef *const *)a)->name;
+    const char *y = (*(Predictd__SignatureDef *const *)b)->name;
+    return strcmp(x ? x : "", y ? y : "");
+}
+
 rt_status rt_spec_build_signatures(spec_ctx *s)
 {
     Predictd__ModelDef *def = s->def;
     rt_err *err = s->err;
     bool regress = def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-    if (!(def->signatures = calloc(3, sizeof *def->signatures)))
+    bool multi = def->graph && def->graph->n_heads > 1;
+    size_t nh = multi ? def->graph->n_heads : 0;
+    if (!(def->signatures = calloc(3 + 4 * nh, sizeof *def->signatures)))
         return NOMEM(err);
     rt_status st;
-    /* Sorted by name, as saved_model_cli lists them. */
-    /* several heads: no classification / regression signature yet (TF's
-     * MultiHead gives each head its own, named by the head) */
-    bool multi = def->graph && def->graph->n_heads > 1;
-    if (!multi && (!regress || def->head->label_dimension == 1)) {
-        Predictd__SignatureDef *sig =
-            regress ? new_sig(def, "regression", "tensorflow/serving/regress")
-                    : new_sig(def, "classification", "tensorflow/serving/classify");
-        if (!sig)
-            return NOMEM(err);
-        if (!(sig->inputs = calloc(1, sizeof *sig->inputs)) ||
-            !(sig->outputs = calloc(2, sizeof *sig->outputs)))
-            return NOMEM(err);
-        if ((st = add_spec(sig->inputs, &sig->n_inputs, "inputs", PREDICTD__DTYPE__DT_STRING, 0,
-                           err)))
+    /* several heads: each head's own signatures (head_signatures); no bare
+     * classification / regression one (TF's MultiHead has none) */
+    for (size_t k = 0; k < nh; k++)
+        if ((st = head_signatures(s, k)))
             return st;
-        if (regress) {
-            st = add_spec(sig->outputs, &sig->n_outputs, "outputs", PREDICTD__DTYPE__DT_FLOAT, 1,
-                          err);
-        } else {
-            int64_t nc = def->head->n_classes;
-            st = add_spec(sig->outputs, &sig->n_outputs, "classes", PREDICTD__DTYPE__DT_STRING,
-                          nc, err);
-            if (!st)
-                st = add_spec(sig->outputs, &sig->n_outputs, "scores", PREDICTD__DTYPE__DT_FLOAT,
-                              nc, err);
-        }
-        if (st)
-            return st;
-    }
+    if (!multi && (!regress || def->head->label_dimension == 1) &&
+        (st = examples_sig(def, regress ? "regression" : "classification", regress,
+                           def->head->n_classes, err)))
+        return st;
     static const char *const names[] = {"predict", "serving_default"};
     for (size_t i = 0; i < 2; i++) {
         Predictd__SignatureDef *sig = new_sig(def, names[i], "tensorflow/serving/predict");
@@ -776,7 +836,11 @@ rt_status rt_spec_build_signatures(spec_ctx *s)
         if ((st = signature_inputs(s, sig)) || (st = predict_outputs(s, sig, i == 0)))
             return st;
     }
-    return rt_spec_add_regression_signature(def, err);
+    if (!multi)
+        return rt_spec_add_regression_signature(def, err);
+    /* several heads: sorted by name, as saved_model_cli lists them */
+    qsort(def->signatures, def->n_signatures, sizeof *def->signatures, cmp_sig);
+    return RT_OK;
 }
 
 rt_status rt_spec_add_regression_signature(Predictd__ModelDef *def, rt_err *err)

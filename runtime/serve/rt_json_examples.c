@@ -190,7 +190,8 @@ static rt_status first_pass(rt_jr *r, const Predictd__ModelDef *def, member_at *
 }
 
 rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char *body,
-                                 size_t len, const rt_json_params *p, rt_ctx *c, rt_err *err)
+                                 size_t len, const rt_json_params *p, rt_ctx *c,
+                                 const Predictd__SignatureDef **sig_out, rt_err *err)
 {
     rt_json_params dp = rt_json_default_params();
     if (!p)
@@ -220,8 +221,10 @@ rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char
         st = pst;
         goto semantic;
     }
-    /* the method before the body's content, as TF Serving looks it up */
-    if ((st = rt_json_check_method(g, method, err)) != RT_OK)
+    /* the method before the body's content, as TF Serving looks it up (a
+     * head's own signature, of several heads: by that signature's method) */
+    if (!(pst == RT_OK && rt_serve_signature_head(g, sig) >= 0) &&
+        (st = rt_json_check_method(g, method, err)) != RT_OK)
         goto out;
     if (pst == RT_OK && !have_sig && (pst = rt_json_check_default_method(g, method, &sem)) == RT_OK)
         pst = rt_json_find_signature(rt_graph_def(g), NULL, &sig, &sem);
@@ -262,6 +265,8 @@ rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char
 semantic:
     if (st != RT_OK && !r.hard && err)
         *err = sem;
+    if (sig_out)
+        *sig_out = sig;
 out:
     free(ce);
     free(seen);

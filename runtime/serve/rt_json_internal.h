@@ -327,8 +327,10 @@ RT_WUR rt_status rt_jfill_limit(rt_jfill *q, const rt_json_params *p, const char
 /* ----------------------------------------- bodies (predict / examples) */
 
 /* Parses a classify / regress body into c's batch (examples keyed by
- * feature name, "context" applying to each). */
+ * feature name, "context" applying to each); *sig (when sig is not NULL) the
+ * signature it runs (NULL: the default). */
 RT_WUR rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char *body,
-                                 size_t len, const rt_json_params *p, rt_ctx *c, rt_err *err);
+                                 size_t len, const rt_json_params *p, rt_ctx *c,
+                                 const Predictd__SignatureDef **sig, rt_err *err);
 
 #endif /* PREDICTD_RT_JSON_INTERNAL_H */

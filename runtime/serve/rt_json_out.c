@@ -140,15 +140,20 @@ static size_t list_outputs(const rt_graph *g, const Predictd__SignatureDef *sig,
 {
     size_t n = 0;
     int classify = method_is(sig, "classify"), regress = method_is(sig, "regress");
+    /* several heads: a head's own signature names its outputs unprefixed */
+    long own = rt_serve_signature_head(g, sig);
     if (sig && sig->n_outputs > 0) {
         for (size_t k = 0; k < sig->n_outputs && n < RT_JSON_MAX_OUTPUTS; k++) {
             const char *name = sig->outputs[k]->name;
             if (!name)
                 continue;
             size_t head = 0;
-            out_kind kind = rt_graph_head_view(g, 0, NULL)
-                                ? multi_kind_of(g, classify, regress, name, &head)
-                                : kind_of(g, classify, regress, name);
+            out_kind kind =
+                own >= 0 ? (head = (size_t)own + 1,
+                            kind_of(rt_graph_head_view(g, (size_t)own, NULL), classify, regress,
+                                    name))
+                : rt_graph_head_view(g, 0, NULL) ? multi_kind_of(g, classify, regress, name, &head)
+                                                 : kind_of(g, classify, regress, name);
             if (kind != OUT_NONE)
                 items[n++] = (out_item){name, kind, head};
         }

@@ -29,20 +29,24 @@ static rt_status serve(const rt_model *m, rt_method method, const char *body, si
         break;
     case RT_METHOD_CLASSIFY:
     case RT_METHOD_REGRESS:
-        if (rt_graph_head_view(g, 0, NULL)) /* TF's MultiHead: a signature per head */
-            return rt_err_set(err, RT_ERR_UNSUPPORTED, "a model with several heads (MultiHead) "
-                              "answers :predict only so far (its heads' outputs as "
-                              "\"<head>/<output>\"); :%s is not implemented yet",
-                              method == RT_METHOD_CLASSIFY ? "classify" : "regress");
-        st = rt_json_parse_examples(g, method, body, len, p, c, err);
+        st = rt_json_parse_examples(g, method, body, len, p, c, &sig, err);
         break;
     default:
         st = rt_err_set(err, RT_ERR_INVALID, "unknown method %d", (int)method);
     }
     if (st != RT_OK)
         return st;
+    /* several heads (TF's MultiHead): :classify / :regress answer the head
+     * whose signature is named, else the first head (TF's default) */
+    long head = -1;
+    const rt_graph *rg = g;
+    if (method != RT_METHOD_PREDICT && rt_graph_head_view(g, 0, NULL)) {
+        head = rt_serve_signature_head(g, sig);
+        head = head < 0 ? 0 : head;
+        rg = rt_graph_head_view(g, (size_t)head, NULL);
+    }
     /* an answer too large is refused before any work is done for it */
-    if ((st = rt_json_check_answer(g, sig, method, rt_batch_size(c->batch), p, err)) != RT_OK)
+    if ((st = rt_json_check_answer(rg, sig, method, rt_batch_size(c->batch), p, err)) != RT_OK)
         return st;
     if (rt_batch_size(c->batch) == 0) {
         c->outputs.n = 0; /* nothing to run: an empty answer */
@@ -55,12 +59,16 @@ static rt_status serve(const rt_model *m, rt_method method, const char *body, si
             rt_json_name_columns(g, c->batch, err);
         return st;
     }
+    const rt_outputs *ro = &c->outputs;
+    if (head >= 0 && (size_t)head < c->outputs.n_heads) {
+        ro = &c->outputs.heads[head];
+    }
     switch (method) {
     case RT_METHOD_CLASSIFY:
-        st = rt_json_render_classify(g, &c->outputs, out);
+        st = rt_json_render_classify(rg, ro, out);
         break;
     case RT_METHOD_REGRESS:
-        st = rt_json_render_regress(g, &c->outputs, out, err);
+        st = rt_json_render_regress(rg, ro, out, err);
         break;
     default:
         st = rt_json_render_predict(g, sig, &c->outputs, columnar, out);

@@ -46,6 +46,20 @@ size_t rt_json_mode_inputs(const rt_graph *g, const rt_in_mode *md)
     return md->kind == RT_IN_FEATURES ? rt_graph_num_inputs(g) : 1;
 }
 
+long rt_serve_signature_head(const rt_graph *g, const Predictd__SignatureDef *sig)
+{
+    if (!sig || !sig->name || !rt_graph_head_view(g, 0, NULL))
+        return -1;
+    const char *hn;
+    for (size_t k = 0; rt_graph_head_view(g, k, &hn); k++) {
+        size_t len = hn ? strlen(hn) : 0;
+        if (len && strncmp(sig->name, hn, len) == 0 &&
+            (sig->name[len] == '\0' || sig->name[len] == '/'))
+            return (long)k;
+    }
+    return -1;
+}
+
 /* "a, b, c" — the names a request may use (cut short when long). */
 void rt_json_list_inputs(const rt_graph *g, const rt_in_mode *md, char *buf, size_t cap)
 {

@@ -49,12 +49,14 @@ typedef struct rt_v2_output {
     size_t off;           /* PREDICTIONS: the first of them (an ONNX graph's output) */
     bool flat;            /* shape [n] (an ONNX graph's rank-1 output), else [n, width] */
     const char *const *labels; /* LABEL_INT64: each class's label, as digits */
+    size_t head; /* several heads: 1 + the head whose output ("<head>/<output>") it is */
 } rt_v2_output;
 
 /* The v2 datatype of a ModelDef dtype ("FP32", "BYTES", "INT64", "INT32"). */
 const char *rt_v2_datatype(Predictd__DType t);
 
-/* The signature v2 serves (serving_default, or predict), NULL when the
+/* The signature v2 serves (serving_default, or predict; a model of several
+ * heads: predict, every head's outputs as "<head>/<output>"), NULL when the
  * model lists none. */
 const Predictd__SignatureDef *rt_v2_signature(const rt_graph *g);
 

@@ -27,7 +27,10 @@ const char *rt_v2_datatype(Predictd__DType t)
 const Predictd__SignatureDef *rt_v2_signature(const rt_graph *g)
 {
     const Predictd__SignatureDef *sig = NULL;
-    if (rt_json_find_signature(rt_graph_def(g), NULL, &sig, NULL) != RT_OK)
+    /* several heads: KServe v2 has no signatures, so the model's outputs are
+     * all its heads' (TF's MultiHead predict signature) */
+    const char *name = rt_graph_head_view(g, 0, NULL) ? "predict" : NULL;
+    if (rt_json_find_signature(rt_graph_def(g), name, &sig, NULL) != RT_OK)
         return NULL;
     return sig;
 }
@@ -62,7 +65,7 @@ static rt_v2_out_kind kind_of(const rt_graph *g, const char *name)
 
 static rt_v2_output make_output(const rt_graph *g, const char *name, rt_v2_out_kind k)
 {
-    rt_v2_output o = {name, k, "FP32", 1, 0, false, NULL};
+    rt_v2_output o = {name, k, "FP32", 1, 0, false, NULL, 0};
     switch (k) {
     case RT_V2_OUT_ALL_CLASS_IDS: o.datatype = "INT32"; o.width = g->n_classes; break;
     case RT_V2_OUT_ALL_CLASSES: o.datatype = "BYTES"; o.width = g->n_classes; break;
@@ -116,15 +119,33 @@ static size_t onnx_outputs(const rt_graph *g, rt_v2_output *outs, size_t n)
     return n;
 }
 
+/* Several heads: 1 + the head whose output name ("<head>/<output>") is,
+ * else 0. */
+static size_t head_of(const rt_graph *g, const char *name)
+{
+    const char *hn;
+    for (size_t k = 0; rt_graph_head_view(g, k, &hn); k++) {
+        size_t len = hn ? strlen(hn) : 0;
+        if (len && strncmp(name, hn, len) == 0 && name[len] == '/')
+            return k + 1;
+    }
+    return 0;
+}
+
 size_t rt_v2_outputs(const rt_graph *g, const Predictd__SignatureDef *sig, rt_v2_output *outs)
 {
     size_t n = 0;
     if (sig && sig->n_outputs > 0) {
         for (size_t k = 0; k < sig->n_outputs && n < RT_V2_MAX_OUTPUTS; k++) {
             const char *name = sig->outputs[k]->name;
-            rt_v2_out_kind kind = name ? kind_of(g, name) : RT_V2_OUT_NONE;
-            if (kind != RT_V2_OUT_NONE)
-                outs[n++] = make_output(g, name, kind);
+            size_t head = name ? head_of(g, name) : 0;
+            const rt_graph *hg = head ? rt_graph_head_view(g, head - 1, NULL) : g;
+            const char *bare = head ? strchr(name, '/') + 1 : name;
+            rt_v2_out_kind kind = name ? kind_of(hg, bare) : RT_V2_OUT_NONE;
+            if (kind != RT_V2_OUT_NONE) {
+                outs[n] = make_output(hg, name, kind);
+                outs[n++].head = head;
+            }
         }
         return onnx_outputs(g, outs, n);
     }

@@ -21,6 +21,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The graph (a head's view) and outputs output t reads: its head's, of
+ * several heads; g and o otherwise. */
+static const rt_graph *out_graph(const rt_graph *g, const rt_v2_output *t)
+{
+    const rt_graph *h = t->head ? rt_graph_head_view(g, t->head - 1, NULL) : NULL;
+    return h ? h : g;
+}
+
+static const rt_outputs *out_outputs(const rt_outputs *o, const rt_v2_output *t)
+{
+    return t->head && t->head <= o->n_heads ? &o->heads[t->head - 1] : o;
+}
+
 /* The float of a float output at instance i, position j. */
 static float float_at(const rt_graph *g, const rt_outputs *o, const rt_v2_output *t, size_t i,
                       size_t j)
@@ -134,7 +147,9 @@ static int put_classes(rt_buf *b, const rt_graph *g, const rt_outputs *o, const 
 static int put_elements(rt_buf *b, const rt_graph *g, const rt_outputs *o, const rt_v2_output *t,
                         const rt_v2_sel *sel, size_t width, rt_buf *tmp, unsigned char *taken)
 {
-    size_t n = o->n;
+    size_t n = o->n; /* (a head's outputs hold every instance: n is the caller's) */
+    g = out_graph(g, t);
+    o = out_outputs(o, t);
     bool bin = sel->binary;
     int rc = 0;
     if (sel->classes) {
@@ -411,7 +426,7 @@ static size_t longest_class(const rt_graph *g)
 static size_t sel_bound(const rt_graph *g, const rt_v2_sel *sel, const rt_v2_output *t)
 {
     const char *dt;
-    size_t width = sel_width(sel, t, &dt), names = longest_class(g);
+    size_t width = sel_width(sel, t, &dt), names = longest_class(out_graph(g, t));
     size_t each;
     if (sel->classes) /* "value:index:label", as a JSON string or 4 + bytes */
         each = add_sat(FLOAT_TEXT_BOUND + 2 + 1 + 20 + 1, json_str_bound(names));

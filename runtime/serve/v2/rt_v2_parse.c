@@ -986,10 +986,6 @@ static rt_status parse(const rt_model *m, const char *name, int64_t version, con
     const rt_graph *g = rt_model_graph(m);
     if (!g)
         return rt_err_set(err, RT_ERR_INVALID, "model has no graph");
-    if (rt_graph_head_view(g, 0, NULL)) /* each head's outputs: REST v1 and gRPC only so far */
-        return rt_err_set(err, RT_ERR_UNSUPPORTED, "a model with several heads (MultiHead) is "
-                          "not served over v2 yet: use /v1/models/%s:predict",
-                          name ? name : "");
     rt_status st = rt_ctx_prepare(c, g, err);
     if (st != RT_OK)
         return st;

@@ -954,7 +954,7 @@ int support_json_ref_compare(const rt_model *m, rt_method method, const char *bo
     const void *sig_b = NULL;
     rt_status sa = method == RT_METHOD_PREDICT
                        ? rt_json_parse_predict(g, body, len, p, a, &col_a, &sig_a, &ea)
-                       : rt_json_parse_examples(g, method, body, len, p, a, &ea);
+                       : rt_json_parse_examples(g, method, body, len, p, a, NULL, &ea);
     rt_status sb = support_json_ref_parse(m, method, body, len, p, b, &col_b, &sig_b, &eb);
     if ((sa == RT_OK) != (sb == RT_OK) && memmem(body, len, "\\u0000", 6)) {
         /* cJSON cuts a string at an escaped NUL; the runtime keeps the
