@@ -3,7 +3,8 @@
  * custom estimator's multi_label_classification head): a row's labels read
  * from one cell into a multi-hot row, the sigmoid cross-entropy loss (the
  * mean over the classes, then reduced over the batch as SUM_OVER_BATCH_SIZE)
- * and its gradient, and the served probabilities (a sigmoid per class).
+ * and its gradient, the served probabilities (a sigmoid per class) and the
+ * evaluation's auc and auc_precision_recall over the flattened (row, class) pairs.
  * Every row is computed alone, so a row's numbers do not depend on its batch.
  */
 #include "rt_stats.h"
@@ -105,4 +106,26 @@ rt_status rt_metrics_mlabel_parse(const char *cell, char delim, const char *cons
             return RT_OK;
         p = q + 1;
     }
+}
+
+rt_status rt_metrics_mlabel_auc(size_t n_classes, const float *probs, const float *labels,
+                                const float *weights, size_t n, double *auc, double *auc_pr,
+                                rt_err *err)
+{
+    size_t pairs = n * n_classes;
+    float *w = NULL;
+    if (weights && pairs) {
+        if (n_classes && pairs / n_classes != n)
+            return rt_err_set(err, RT_ERR_INVALID, "multi-label auc: %zu rows of %zu classes "
+                              "overflow", n, n_classes);
+        if (!(w = malloc(pairs * sizeof *w)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n_classes; j++)
+                w[i * n_classes + j] = weights[i];
+    }
+    *auc = rt_metrics_auc_roc(probs, labels, w, pairs);
+    *auc_pr = rt_metrics_auc_pr(probs, labels, w, pairs);
+    free(w);
+    return RT_OK;
 }

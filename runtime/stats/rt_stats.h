@@ -107,6 +107,16 @@ void rt_metrics_mlabel_probabilities(size_t n_classes, const float *logits, size
 rt_status rt_metrics_mlabel_parse(const char *cell, char delim, const char *const *vocab,
                                   size_t n_classes, float *multihot, rt_err *err);
 
+/* The head's "auc" and "auc_precision_recall" as TF's MultiLabelHead reports
+ * them: one curve over the n x n_classes (row, class) pairs flattened, pair
+ * (i, j) scored probs[i * n_classes + j] against its multi-hot label and
+ * weighted by its row's weight (weights NULL for all 1), exact as
+ * rt_metrics_auc_roc / rt_metrics_auc_pr compute them. RT_ERR_NOMEM when the
+ * flattened weights cannot be allocated. Thread-safe. */
+rt_status rt_metrics_mlabel_auc(size_t n_classes, const float *probs, const float *labels,
+                                const float *weights, size_t n, double *auc, double *auc_pr,
+                                rt_err *err);
+
 #define RT_METRIC_NAME_MAX 64
 
 typedef struct rt_metric {

@@ -5,7 +5,10 @@
  * central finite differences; a row's loss and gradient have the same bits
  * alone as in its batch; large logits stay finite; the probabilities are the
  * sigmoids; a row's labels are read from a delimited cell by vocabulary or
- * by class id, and unknown, empty and repeated names are refused by name. */
+ * by class id, and unknown, empty and repeated names are refused by name;
+ * auc and auc_precision_recall over the flattened (row, class) pairs equal
+ * sklearn's roc_auc_score / average_precision_score of y.ravel(), p.ravel()
+ * with each row's weight repeated per class (values below, computed once). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,6 +139,26 @@ static void test_parse(void **state)
     assert_string_equal(err.msg, "label \"1x\" is not a class id in [0, 3)");
 }
 
+static void test_auc_flattened(void **state)
+{
+    (void)state;
+    float p[N * C];
+    rt_metrics_mlabel_probabilities(C, LOGITS, N, p);
+    double auc = 0, pr = 0;
+    rt_err err = {0};
+    /* sklearn 1.2 (Debian python3-sklearn), the weights np.repeat(WEIGHTS, C) */
+    assert_int_equal(rt_metrics_mlabel_auc(C, p, LABELS, WEIGHTS, N, &auc, &pr, &err), RT_OK);
+    assert_true(fabs(auc - 0.7464114832535885) < 1e-12);
+    assert_true(fabs(pr - 0.885702674518464) < 1e-12);
+    assert_int_equal(rt_metrics_mlabel_auc(C, p, LABELS, NULL, N, &auc, &pr, &err), RT_OK);
+    assert_true(fabs(auc - 0.75) < 1e-12);
+    assert_true(fabs(pr - 0.8138888888888889) < 1e-12);
+    /* no positive (row, class) pair: no ROC curve, NaN as rt_metrics_auc_roc */
+    float one[C] = {0};
+    assert_int_equal(rt_metrics_mlabel_auc(C, p, one, NULL, 1, &auc, &pr, &err), RT_OK);
+    assert_true(isnan(auc));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_large_logits_and_probabilities),
         cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_auc_flattened),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
