@@ -23,6 +23,7 @@ static int status_of_http(unsigned http)
     case 413: return SRV_GRPC_INVALID_ARGUMENT;
     case 404: return SRV_GRPC_NOT_FOUND;
     case 429: return SRV_GRPC_RESOURCE_EXHAUSTED;
+    case 499: return SRV_GRPC_CANCELLED;
     case 503: return SRV_GRPC_UNAVAILABLE;
     case 504: return SRV_GRPC_DEADLINE_EXCEEDED;
     default: return SRV_GRPC_INTERNAL;
@@ -56,7 +57,7 @@ int srv_grpc_run_infer(srv_grpc_env *e, srv_version *v, const char *model, rt_me
         return SRV_GRPC_OK;
     }
     unsigned http = srv_http_batch_call(e->http, v, model, method, b, body->len, v2_header, t0,
-                                        e->deadline_ns, ans, v2_answer);
+                                        e->deadline_ns, e->gone, ans, v2_answer);
     int code = status_of_http(http);
     if (code != SRV_GRPC_OK) { /* REST's {"error": ...} is the status's message */
         cJSON *doc = cJSON_ParseWithLength(ans->data ? ans->data : "", ans->len);

@@ -15,6 +15,7 @@
 #include "srv_limits.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,17 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
             srv_metrics_batch_expired(h->p.metrics);
             rt_buf_reset(&rq->resp);
             if (srv_http_put_error(&rq->resp, "deadline exceeded: the call's deadline passed "
+                                              "while it waited for its batch") != 0)
+                rq->code = 500;
+            continue;
+        }
+        if (rq->gone && atomic_load_explicit(rq->gone, memory_order_relaxed)) {
+            /* a gRPC call its client cancelled while it waited (the core
+             * already answered it CANCELLED): not run, as REST's 499 */
+            rq->code = 499;
+            srv_metrics_batch_cancelled(h->p.metrics);
+            rt_buf_reset(&rq->resp);
+            if (srv_http_put_error(&rq->resp, "cancelled: the client cancelled the call "
                                               "while it waited for its batch") != 0)
                 rq->code = 500;
             continue;
@@ -318,7 +330,8 @@ bool srv_http_batching(const srv_http *h)
 
 unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_method method,
                              const char *body, size_t len, size_t v2_header, int64_t start,
-                             int64_t deadline, rt_buf *ans, size_t *v2_answer)
+                             int64_t deadline, const _Atomic int *gone, rt_buf *ans,
+                             size_t *v2_answer)
 {
     *v2_answer = 0;
     rt_buf_reset(ans);
@@ -337,6 +350,7 @@ unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_
     rq->served = srv_version_number(v);
     rq->start = start;
     rq->deadline = deadline;
+    rq->gone = gone;
     rq->route.kind = SRV_ROUTE_INFER;
     rq->route.method = method;
     snprintf(rq->route.model, sizeof rq->route.model, "%s", model);
