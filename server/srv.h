@@ -848,6 +848,10 @@ void srv_metrics_batch_expired(srv_metrics *m);
 /* A gRPC call was cancelled by its client (the core's close op said so)
  * while it waited for its batch: not run (predictd_batch_cancelled_total). */
 void srv_metrics_batch_cancelled(srv_metrics *m);
+/* A gRPC call's run was stopped between chunks of its forward pass: its
+ * client cancelled (deadline false) or its deadline passed
+ * (predictd_runs_stopped_total{reason}). */
+void srv_metrics_stopped(srv_metrics *m, bool deadline);
 /* One request's wait in a queue, wait_ns >= 0: for a worker, or (batch)
  * for its batch to run (predictd_queue_wait_seconds{queue}). Lock-free. */
 void srv_metrics_queue_wait(srv_metrics *m, bool batch, int64_t wait_ns);
@@ -1073,6 +1077,16 @@ struct srv_tracer *srv_http_tracer(srv_http *h);
  * the gRPC front's calls (docs/grpc.md) go through it alike, to the same
  * queues. Copies; never blocks. Nothing when s->version < 0. */
 void srv_http_tap(srv_http *h, const srv_served *s, srv_pick *pick);
+/* A gRPC call's watch during its run (rt_ctx_set_stop(ctx, srv_call_stop,
+ * &watch)): the hook is true once the deadline (rt_time_now_ns's clock, 0:
+ * none) passed or gone (may be NULL; set by another thread) is set, and
+ * records which in stopped (1: the deadline, 2: the client went away). */
+typedef struct srv_call_watch {
+    int64_t deadline;
+    const _Atomic int *gone;
+    int stopped;
+} srv_call_watch;
+bool srv_call_stop(void *arg);
 /* True when h batches across requests (enable_batching). */
 bool srv_http_batching(const srv_http *h);
 /* For the gRPC front: runs a :predict body (method RT_METHOD_PREDICT) or a

@@ -555,8 +555,7 @@ static bool answer(slot *s, rt_ctx *ctx, srv_grpc_arena *arena, rt_buf *in, rt_b
     } else {
         /* a call that may wait for its batch: its client's cancel is seen */
         bool watch = g->methods[s->method].scope == SRV_SCOPE_INFER &&
-                     !g->methods[s->method].stream && srv_http_batching(g->http) &&
-                     watch_close(s);
+                     !g->methods[s->method].stream && watch_close(s);
         uint64_t r = mix(atomic_fetch_add(&g->seed, 0x9e3779b97f4a7c15ULL));
         srv_grpc_env env = {.mgr = g->mgr,
                             .draining = g->draining,

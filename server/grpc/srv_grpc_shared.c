@@ -41,12 +41,22 @@ int srv_grpc_run_infer(srv_grpc_env *e, srv_version *v, const char *model, rt_me
         /* on this thread, as REST without batching (and :classify, :regress) */
         rt_err err = {{0}};
         int64_t vnum = srv_version_number(v);
+        srv_call_watch cw = {e->deadline_ns, e->gone, 0};
+        rt_ctx_set_stop(e->ctx, srv_call_stop, &cw); /* between chunks of its rows */
         rt_status st =
             method == RT_METHOD_INFER
                 ? rt_v2_handle(srv_version_model(v), model, vnum, b, body->len, v2_header,
                                &e->json, e->ctx, ans, &err)
                 : rt_json_handle(srv_version_model(v), method, b, body->len, &e->json, e->ctx,
                                  ans, &err);
+        rt_ctx_set_stop(e->ctx, NULL, NULL);
+        if (st != RT_OK && cw.stopped) { /* the core answered the client already */
+            srv_metrics_stopped(e->metrics, cw.stopped == 1);
+            snprintf(msg, SRV_GRPC_MSG, "%s: the call was stopped during its run",
+                     cw.stopped == 1 ? "deadline exceeded" : "cancelled");
+            rt_buf_reset(ans);
+            return cw.stopped == 1 ? SRV_GRPC_DEADLINE_EXCEEDED : SRV_GRPC_CANCELLED;
+        }
         if (st != RT_OK) {
             snprintf(msg, SRV_GRPC_MSG, "%s", err.msg);
             return srv_grpc_status_of(st);

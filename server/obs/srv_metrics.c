@@ -99,6 +99,7 @@ struct srv_metrics {
     uint64_t batched_requests, batch_fallbacks;
     uint64_t batch_expired; /* gRPC calls past their deadline at their batch's start */
     uint64_t batch_cancelled; /* gRPC calls their client cancelled before their batch ran */
+    uint64_t stopped[2]; /* runs stopped mid-run: client gone, deadline passed */
     long batch_queue;
     /* the wait of a request in a queue (predictd_queue_wait_seconds), per
      * queue: the workers' (0), the batcher's (1); relaxed atomics */
@@ -465,6 +466,15 @@ void srv_metrics_batch_cancelled(srv_metrics *m)
     pthread_mutex_unlock(&m->mu);
 }
 
+void srv_metrics_stopped(srv_metrics *m, bool deadline)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->stopped[deadline]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void srv_metrics_batch_queue(srv_metrics *m, long depth)
 {
     if (!m)
@@ -506,13 +516,20 @@ static void put_batch(rt_buf *o, const srv_metrics *m)
                   "# HELP predictd_batch_cancelled_total gRPC calls not run: their client "
                   "cancelled them while they waited for their batch.\n"
                   "# TYPE predictd_batch_cancelled_total counter\n"
-                  "predictd_batch_cancelled_total %llu\n",
+                  "predictd_batch_cancelled_total %llu\n"
+                  "# HELP predictd_runs_stopped_total gRPC calls stopped during their run "
+                  "(between chunks of the forward pass): the client cancelled, or the "
+                  "deadline passed.\n"
+                  "# TYPE predictd_runs_stopped_total counter\n"
+                  "predictd_runs_stopped_total{reason=\"cancelled\"} %llu\n"
+                  "predictd_runs_stopped_total{reason=\"deadline\"} %llu\n",
                   (unsigned long long)m->batch_count, (unsigned long long)m->batch_sum,
                   (unsigned long long)m->batch_count, m->batch_queue,
                   (unsigned long long)m->batched_requests,
                   (unsigned long long)m->batch_fallbacks,
                   (unsigned long long)m->batch_expired,
-                  (unsigned long long)m->batch_cancelled);
+                  (unsigned long long)m->batch_cancelled,
+                  (unsigned long long)m->stopped[0], (unsigned long long)m->stopped[1]);
 }
 
 /* Appends the histogram of h under name with extra labels; scale converts
