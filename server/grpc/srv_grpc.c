@@ -15,7 +15,11 @@
  * passed before its method ran (it waited in the core's queue for a free
  * thread, or the client sent it late) gets DEADLINE_EXCEEDED without
  * running, counted as REST's 504 of a request that waited past its
- * deadline. A call cancelled before its message was read (its deadline
+ * deadline. An inference call's close op starts before its method runs:
+ * when the client cancels (or the core ends the call at its deadline) its
+ * completion marks the call gone (srv_grpc_env.gone), so a call waiting for
+ * its batch is not run and one running alone stops between chunks of its
+ * forward pass. A call cancelled before its message was read (its deadline
  * passed while every thread was busy: the core reads calls on the threads
  * that wait for them) is not run either. An
  * inference call (a method that needs the infer scope: Predict, Classify,
@@ -102,7 +106,7 @@ typedef struct slot {
     grpc_byte_buffer *w_msg; /* the message in flight */
     srv_grpc_trace tr;       /* a unary call's trace (srv_grpc_trace.c) */
     grpc_metadata tmd[2];    /* its traceparent and tracestate, sent back */
-    /* A unary inference call with batching on is watched: its close op
+    /* A unary inference call is watched: its close op
      * (tag &close_tag) starts before its method runs, and completes when
      * the client cancels (or the core ends the call at its deadline) or
      * after the answer; its completion sets gone (the method's env.gone:
