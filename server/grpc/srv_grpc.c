@@ -672,6 +672,8 @@ static void *thread_main(void *arg)
         bool close = off % sizeof(slot) == offsetof(slot, close_tag);
         int state = atomic_load_explicit(&s->state, memory_order_acquire);
         if (close && state != 3) { /* a watched unary call's close op */
+            /* watch_close's writes (s->cancelled's reset) before the core had it */
+            (void)atomic_load_explicit(&s->pending, memory_order_acquire);
             atomic_store_explicit(&s->gone, s->cancelled != 0, memory_order_relaxed);
             if (!watched_done(s))
                 continue;
