@@ -864,6 +864,14 @@ void srv_metrics_batch_queue(srv_metrics *m, long depth);
 /* A gRPC call's deadline passed while it waited for its batch: not run
  * (predictd_batch_expired_total). */
 void srv_metrics_batch_expired(srv_metrics *m);
+/* A gRPC call was cancelled by its client (the core's close op said so)
+ * while it waited for its batch: not run (predictd_batch_cancelled_total). */
+void srv_metrics_batch_cancelled(srv_metrics *m);
+/* A run was stopped between chunks of its forward pass (or of an
+ * :explain's rows): its client went away (deadline false) or its deadline
+ * passed (a gRPC call's, or REST's rest_api_timeout_in_ms)
+ * (predictd_runs_stopped_total{reason}). */
+void srv_metrics_stopped(srv_metrics *m, bool deadline);
 /* One request's wait in a queue, wait_ns >= 0: for a worker, or (batch)
  * for its batch to run (predictd_queue_wait_seconds{queue}). Lock-free. */
 void srv_metrics_queue_wait(srv_metrics *m, bool batch, int64_t wait_ns);
@@ -1089,6 +1097,16 @@ struct srv_tracer *srv_http_tracer(srv_http *h);
  * the gRPC front's calls (docs/grpc.md) go through it alike, to the same
  * queues. Copies; never blocks. Nothing when s->version < 0. */
 void srv_http_tap(srv_http *h, const srv_served *s, srv_pick *pick);
+/* A gRPC call's watch during its run (rt_ctx_set_stop(ctx, srv_call_stop,
+ * &watch)): the hook is true once the deadline (rt_time_now_ns's clock, 0:
+ * none) passed or gone (may be NULL; set by another thread) is set, and
+ * records which in stopped (1: the deadline, 2: the client went away). */
+typedef struct srv_call_watch {
+    int64_t deadline;
+    const _Atomic int *gone;
+    int stopped;
+} srv_call_watch;
+bool srv_call_stop(void *arg);
 /* True when h batches across requests (enable_batching). */
 bool srv_http_batching(const srv_http *h);
 /* For the gRPC front: runs a :predict body (method RT_METHOD_PREDICT) or a
@@ -1101,14 +1119,19 @@ bool srv_http_batching(const srv_http *h);
  * run alone here. start (CLOCK_MONOTONIC ns) is when the call began
  * (rest_api_timeout_in_ms counts from it); deadline (the same clock, 0:
  * none) is the call's own: past it when its batch starts, it is not run
- * (504, predictd_batch_expired_total). Returns REST's status for the
+ * (504, predictd_batch_expired_total). gone (may be NULL), set by another
+ * thread when the call's client went away (cancelled, or the core ended the
+ * call at its deadline): set when its batch starts, it is not run (499, or
+ * 504 past the deadline; predictd_batch_cancelled_total). Returns REST's
+ * status for the
  * outcome (200, 400, 429, 504, ...) with ans holding REST's answer (or
  * {"error": ...}) and *v2_answer the JSON's length when binary tensors
  * follow it, else 0. Counts no request metrics line (the caller does);
  * h must batch (srv_http_batching). */
 unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_method method,
                              const char *body, size_t len, size_t v2_header, int64_t start,
-                             int64_t deadline, rt_buf *ans, size_t *v2_answer);
+                             int64_t deadline, const _Atomic int *gone, rt_buf *ans,
+                             size_t *v2_answer);
 /* Sends GET /healthz over a socketpair handed to libmicrohttpd (so it needs
  * no free connection slot, and runs on the I/O threads and request handler
  * clients use) and waits up to timeout_ms for a 200: true when request

@@ -300,3 +300,46 @@ rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, 
         st = forward_dnn(g, f, ws, logits, err);
     return st;
 }
+
+rt_status rt_forward_stoppable(const rt_graph *g, const rt_features *f, rt_workspace *ws,
+                               float *logits, size_t chunk, bool (*stop)(void *arg), void *arg,
+                               rt_err *err)
+{
+    if (stop && stop(arg))
+        return rt_err_set(err, RT_ERR_LIMIT, "stopped before the forward pass");
+    if (!stop || chunk == 0 || !g || !f || f->n <= chunk || g->onnx)
+        return rt_forward(g, f, ws, logits, err);
+    /* row views of f: chunk rows at a time (absolute CSR offsets shifted,
+     * dense values and the DNN input at their first row) */
+    size_t nc = f->n_columns, ld = g->logits_dim;
+    rt_ids *ids = malloc((nc ? nc : 1) * sizeof *ids);
+    float **values = malloc((nc ? nc : 1) * sizeof *values);
+    if (!ids || !values) {
+        free(ids);
+        free(values);
+        return rt_err_set(err, RT_ERR_NOMEM, "forward pass: out of memory");
+    }
+    rt_status st = RT_OK;
+    for (size_t r0 = 0; r0 < f->n && st == RT_OK; r0 += chunk) {
+        if (r0 > 0 && stop(arg)) {
+            st = rt_err_set(err, RT_ERR_LIMIT, "stopped after %zu of %zu rows of the forward "
+                            "pass", r0, f->n);
+            break;
+        }
+        rt_features v = *f;
+        v.n = f->n - r0 < chunk ? f->n - r0 : chunk;
+        for (size_t c = 0; c < nc; c++) {
+            ids[c] = f->ids[c];
+            if (ids[c].offsets)
+                ids[c].offsets += r0;
+            values[c] = f->values[c] ? f->values[c] + r0 * f->width[c] : NULL;
+        }
+        v.ids = f->ids ? ids : NULL;
+        v.values = f->values ? values : NULL;
+        v.dnn_input = f->dnn_input ? f->dnn_input + r0 * f->dnn_dim : NULL;
+        st = rt_forward(g, &v, ws, logits + r0 * ld, err);
+    }
+    free(ids);
+    free(values);
+    return st;
+}

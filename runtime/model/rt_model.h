@@ -286,6 +286,14 @@ void rt_workspace_free(rt_workspace *ws);
  * Hidden activations stay in ws until the next call (for backprop). */
 RT_WUR rt_status rt_forward(const rt_graph *g, const rt_features *f, rt_workspace *ws, float *logits,
                      rt_err *err);
+/* rt_forward, asking stop(arg) (NULL: never) before it and between chunks
+ * of `chunk` rows (0: one chunk; an ONNX graph is one chunk): true stops it
+ * with RT_ERR_LIMIT, the logits partly written. Each row's logits have the
+ * bits rt_forward gives (the forward pass works row by row); the
+ * activations left in ws are the last chunk's. */
+RT_WUR rt_status rt_forward_stoppable(const rt_graph *g, const rt_features *f, rt_workspace *ws,
+                                      float *logits, size_t chunk, bool (*stop)(void *arg),
+                                      void *arg, rt_err *err);
 /* Activations of layer k after the last rt_forward: k = 0 is the DNN input
  * (the features' dnn_input itself, not a copy: valid while they are
  * unchanged), 1..H the hidden layers (after activation), H+1 the DNN logits.

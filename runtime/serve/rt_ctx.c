@@ -12,6 +12,9 @@
 
 #include <stdlib.h>
 
+/* the rows of a forward pass between two questions to a stop hook */
+#define RT_CTX_STOP_ROWS 4096
+
 rt_ctx *rt_ctx_new(void)
 {
     rt_ctx *c = calloc(1, sizeof *c);
@@ -89,7 +92,8 @@ rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err)
         c->logits = p;
         c->logits_cap = need;
     }
-    if ((st = rt_forward(g, &c->features, c->ws, c->logits, err)) != RT_OK)
+    if ((st = rt_forward_stoppable(g, &c->features, c->ws, c->logits, RT_CTX_STOP_ROWS,
+                                   c->stop, c->stop_arg, err)) != RT_OK)
         return st;
     st = rt_head_compute_ws(g, c->logits, c->ws, n, &c->outputs, err);
     rt_ctx_mark(c, &c->marks.forwarded);

@@ -53,7 +53,9 @@ typedef struct rt_ctx rt_ctx;
 rt_ctx *rt_ctx_new(void);
 void rt_ctx_free(rt_ctx *c);
 /* The hook an :explain on c asks between chunks of model rows and between
- * instances (rt_xai_params.stop): true stops it with RT_ERR_LIMIT. NULL
+ * instances (rt_xai_params.stop), and any run on c (a predict, classify,
+ * regress, a merged batch) before its forward pass and between chunks of
+ * 4096 rows of it: true stops it with RT_ERR_LIMIT. NULL
  * clears it. The caller sets it for one request and clears it after. */
 void rt_ctx_set_stop(rt_ctx *c, bool (*stop)(void *arg), void *arg);
 /* When a request's stages ended on c (CLOCK_MONOTONIC ns, rt_time_now_ns; 0:

@@ -15,7 +15,11 @@
  * passed before its method ran (it waited in the core's queue for a free
  * thread, or the client sent it late) gets DEADLINE_EXCEEDED without
  * running, counted as REST's 504 of a request that waited past its
- * deadline. A call cancelled before its message was read (its deadline
+ * deadline. An inference call's close op starts before its method runs:
+ * when the client cancels (or the core ends the call at its deadline) its
+ * completion marks the call gone (srv_grpc_env.gone), so a call waiting for
+ * its batch is not run and one running alone stops between chunks of its
+ * forward pass. A call cancelled before its message was read (its deadline
  * passed while every thread was busy: the core reads calls on the threads
  * that wait for them) is not run either. An
  * inference call (a method that needs the infer scope: Predict, Classify,
@@ -105,6 +109,16 @@ typedef struct slot {
     grpc_byte_buffer *w_msg; /* the message in flight */
     srv_grpc_trace tr;       /* a unary call's trace (srv_grpc_trace.c) */
     grpc_metadata tmd[2];    /* its traceparent and tracestate, sent back */
+    /* A unary inference call is watched: its close op
+     * (tag &close_tag) starts before its method runs, and completes when
+     * the client cancels (or the core ends the call at its deadline) or
+     * after the answer; its completion sets gone (the method's env.gone:
+     * a call waiting for its batch is then not run). The slot finishes
+     * when both its close op and its answer's batch completed (pending
+     * counts them down). */
+    bool watched;
+    _Atomic int gone;
+    _Atomic int pending;
 } slot;
 
 struct srv_grpc {
@@ -164,6 +178,7 @@ static int request_call(slot *s)
     s->call = NULL;
     s->tr.ctx.active = s->tr.ctx.sampled = false;
     s->payload = NULL;
+    s->watched = false;
     bool generic = s->method == s->g->n_methods;
     if (generic)
         grpc_call_details_init(&s->cd);
@@ -483,6 +498,28 @@ static void trace_metadata(slot *s, grpc_op *op)
     op->data.send_initial_metadata.metadata = s->tmd;
 }
 
+/* Starts the close op of a unary call before its method runs (see
+ * slot.watched): true when it started. */
+static bool watch_close(slot *s)
+{
+    s->cancelled = 0;
+    atomic_store_explicit(&s->gone, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->pending, 2, memory_order_release); /* close op, answer */
+    grpc_op close;
+    memset(&close, 0, sizeof close);
+    close.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    close.data.recv_close_on_server.cancelled = &s->cancelled;
+    s->watched = grpc_call_start_batch(s->call, &close, 1, &s->close_tag, NULL) == GRPC_CALL_OK;
+    return s->watched;
+}
+
+/* One of a watched call's two completions: true when it was the last (the
+ * caller finishes the slot). */
+static bool watched_done(slot *s)
+{
+    return atomic_fetch_sub_explicit(&s->pending, 1, memory_order_acq_rel) == 1;
+}
+
 /* Runs the slot's method on its call and starts the answer's batch: true
  * when it started (then the slot belongs to whichever thread takes its
  * completion, which may come before this returns: the caller must not look
@@ -524,6 +561,9 @@ static bool answer(slot *s, rt_ctx *ctx, srv_grpc_arena *arena, rt_buf *in, rt_b
         code = SRV_GRPC_RESOURCE_EXHAUSTED;
         snprintf(msg, sizeof msg, "out of memory");
     } else {
+        /* a call that may wait for its batch: its client's cancel is seen */
+        bool watch = g->methods[s->method].scope == SRV_SCOPE_INFER &&
+                     !g->methods[s->method].stream && watch_close(s);
         uint64_t r = mix(atomic_fetch_add(&g->seed, 0x9e3779b97f4a7c15ULL));
         srv_grpc_env env = {.mgr = g->mgr,
                             .draining = g->draining,
@@ -538,7 +578,8 @@ static bool answer(slot *s, rt_ctx *ctx, srv_grpc_arena *arena, rt_buf *in, rt_b
                             .reload_arg = g->reload_arg,
                             .http = g->http,
                             .rpc = g->methods[s->method].path,
-                            .deadline_ns = deadline_ns(s->deadline)};
+                            .deadline_ns = deadline_ns(s->deadline),
+                            .gone = watch ? &s->gone : NULL};
         srv_grpc_trace_run(&s->tr, ctx);
         code = run_admitted(g, &g->methods[s->method], &env, in, out, msg);
         srv_grpc_arena_reset(arena); /* the request message is gone */
@@ -567,8 +608,10 @@ static bool answer(slot *s, rt_ctx *ctx, srv_grpc_arena *arena, rt_buf *in, rt_b
     ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
     ops[n].data.send_status_from_server.status = (grpc_status_code)code;
     ops[n++].data.send_status_from_server.status_details = code ? &s->details : NULL;
-    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    ops[n++].data.recv_close_on_server.cancelled = &s->cancelled;
+    if (!s->watched) { /* else it is in flight already */
+        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[n++].data.recv_close_on_server.cancelled = &s->cancelled;
+    }
     /* nothing of the slot is read past the release: once the batch starts,
      * its completion may be finishing the slot on another thread */
     grpc_call *call = s->call;
@@ -632,7 +675,14 @@ static void *thread_main(void *arg)
         slot *s = &g->slots[off / sizeof(slot)];
         bool close = off % sizeof(slot) == offsetof(slot, close_tag);
         int state = atomic_load_explicit(&s->state, memory_order_acquire);
-        if (state == 3) {
+        if (close && state != 3) { /* a watched unary call's close op */
+            /* watch_close's writes (s->cancelled's reset) before the core had it */
+            (void)atomic_load_explicit(&s->pending, memory_order_acquire);
+            atomic_store_explicit(&s->gone, s->cancelled != 0, memory_order_relaxed);
+            if (!watched_done(s))
+                continue;
+            finish_call(s);
+        } else if (state == 3) {
             if (!stream_done(s, close))
                 continue;
             finish_call(s);
@@ -658,9 +708,13 @@ static void *thread_main(void *arg)
             } else {
                 if (answer(s, ctx, &arena, &in, &out))
                     continue; /* finishes when its batch completes */
+                if (s->watched && !watched_done(s))
+                    continue; /* its close op (the call is cancelled) finishes it */
                 finish_call(s);
             }
         } else {
+            if (s->watched && !watched_done(s))
+                continue; /* its close op is still to complete */
             finish_call(s);
         }
         if (!atomic_load(&g->stopping))

@@ -103,6 +103,10 @@ typedef struct srv_grpc_env {
     srv_http *http;
     const char *rpc; /* the method's path ("/package.Service/Method") */
     int64_t deadline_ns; /* the call's deadline (rt_time_now_ns's clock), 0: none */
+    /* set (by another thread) when the call's client went away: it
+     * cancelled, or the core ended the call at its deadline; NULL: not
+     * watched (srv_grpc.c watches inference calls) */
+    const _Atomic int *gone;
 } srv_grpc_env;
 
 /* One method: in/len the request message; out the answer message; returns a

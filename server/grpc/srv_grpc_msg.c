@@ -48,6 +48,7 @@ unsigned srv_grpc_http_of(int code)
     case SRV_GRPC_UNAVAILABLE: return 503;
     case SRV_GRPC_RESOURCE_EXHAUSTED: return 429;
     case SRV_GRPC_DEADLINE_EXCEEDED: return 504;
+    case SRV_GRPC_CANCELLED: return 499; /* REST's client gone */
     default: return 500;
     }
 }

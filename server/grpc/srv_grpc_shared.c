@@ -23,6 +23,7 @@ static int status_of_http(unsigned http)
     case 413: return SRV_GRPC_INVALID_ARGUMENT;
     case 404: return SRV_GRPC_NOT_FOUND;
     case 429: return SRV_GRPC_RESOURCE_EXHAUSTED;
+    case 499: return SRV_GRPC_CANCELLED;
     case 503: return SRV_GRPC_UNAVAILABLE;
     case 504: return SRV_GRPC_DEADLINE_EXCEEDED;
     default: return SRV_GRPC_INTERNAL;
@@ -40,12 +41,22 @@ int srv_grpc_run_infer(srv_grpc_env *e, srv_version *v, const char *model, rt_me
         /* on this thread, as REST without batching (and :classify, :regress) */
         rt_err err = {{0}};
         int64_t vnum = srv_version_number(v);
+        srv_call_watch cw = {e->deadline_ns, e->gone, 0};
+        rt_ctx_set_stop(e->ctx, srv_call_stop, &cw); /* between chunks of its rows */
         rt_status st =
             method == RT_METHOD_INFER
                 ? rt_v2_handle(srv_version_model(v), model, vnum, b, body->len, v2_header,
                                &e->json, e->ctx, ans, &err)
                 : rt_json_handle(srv_version_model(v), method, b, body->len, &e->json, e->ctx,
                                  ans, &err);
+        rt_ctx_set_stop(e->ctx, NULL, NULL);
+        if (st != RT_OK && cw.stopped) { /* the core answered the client already */
+            srv_metrics_stopped(e->metrics, cw.stopped == 1);
+            snprintf(msg, SRV_GRPC_MSG, "%s: the call was stopped during its run",
+                     cw.stopped == 1 ? "deadline exceeded" : "cancelled");
+            rt_buf_reset(ans);
+            return cw.stopped == 1 ? SRV_GRPC_DEADLINE_EXCEEDED : SRV_GRPC_CANCELLED;
+        }
         if (st != RT_OK) {
             snprintf(msg, SRV_GRPC_MSG, "%s", err.msg);
             return srv_grpc_status_of(st);
@@ -56,7 +67,7 @@ int srv_grpc_run_infer(srv_grpc_env *e, srv_version *v, const char *model, rt_me
         return SRV_GRPC_OK;
     }
     unsigned http = srv_http_batch_call(e->http, v, model, method, b, body->len, v2_header, t0,
-                                        e->deadline_ns, ans, v2_answer);
+                                        e->deadline_ns, e->gone, ans, v2_answer);
     int code = status_of_http(http);
     if (code != SRV_GRPC_OK) { /* REST's {"error": ...} is the status's message */
         cJSON *doc = cJSON_ParseWithLength(ans->data ? ans->data : "", ans->len);

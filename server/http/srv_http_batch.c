@@ -15,6 +15,7 @@
 #include "srv_limits.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,17 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
             srv_metrics_batch_expired(h->p.metrics);
             rt_buf_reset(&rq->resp);
             if (srv_http_put_error(&rq->resp, "deadline exceeded: the call's deadline passed "
+                                              "while it waited for its batch") != 0)
+                rq->code = 500;
+            continue;
+        }
+        if (rq->gone && atomic_load_explicit(rq->gone, memory_order_relaxed)) {
+            /* a gRPC call its client cancelled while it waited (the core
+             * already answered it CANCELLED): not run, as REST's 499 */
+            rq->code = 499;
+            srv_metrics_batch_cancelled(h->p.metrics);
+            rt_buf_reset(&rq->resp);
+            if (srv_http_put_error(&rq->resp, "cancelled: the client cancelled the call "
                                               "while it waited for its batch") != 0)
                 rq->code = 500;
             continue;
@@ -311,6 +323,16 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     return srv_http_send_computed(h, conn, rq->code, rq);
 }
 
+bool srv_call_stop(void *arg)
+{
+    srv_call_watch *w = arg;
+    if (w->deadline && rt_time_now_ns() > w->deadline)
+        w->stopped = 1;
+    else if (w->gone && atomic_load_explicit(w->gone, memory_order_relaxed))
+        w->stopped = 2;
+    return w->stopped != 0;
+}
+
 bool srv_http_batching(const srv_http *h)
 {
     return h && h->batcher;
@@ -318,7 +340,8 @@ bool srv_http_batching(const srv_http *h)
 
 unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_method method,
                              const char *body, size_t len, size_t v2_header, int64_t start,
-                             int64_t deadline, rt_buf *ans, size_t *v2_answer)
+                             int64_t deadline, const _Atomic int *gone, rt_buf *ans,
+                             size_t *v2_answer)
 {
     *v2_answer = 0;
     rt_buf_reset(ans);
@@ -337,6 +360,7 @@ unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_
     rq->served = srv_version_number(v);
     rq->start = start;
     rq->deadline = deadline;
+    rq->gone = gone;
     rq->route.kind = SRV_ROUTE_INFER;
     rq->route.method = method;
     snprintf(rq->route.model, sizeof rq->route.model, "%s", model);
@@ -373,13 +397,27 @@ unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_
             batch_release(h, rq);
         }
     } else {
+        srv_call_watch cw = {deadline, gone, 0};
         if (st == RT_OK) { /* empty, or larger than a batch: alone, here */
             int64_t t0 = rt_time_now_ns();
             srv_metrics_in_flight(h->p.metrics, 1, 0);
+            rt_ctx_set_stop(rq->ctx, srv_call_stop, &cw); /* between chunks of its rows */
             st = rt_merge_run_parsed(m, rq->ctx, &rq->parsed, &rq->resp, &err);
+            rt_ctx_set_stop(rq->ctx, NULL, NULL);
             srv_metrics_in_flight(h->p.metrics, -1, srv_http_ms_since(t0) / 1e3);
         }
         batch_finish(h, rq, st, &err);
+        if (st != RT_OK && cw.stopped) { /* the core answered the client already */
+            srv_metrics_stopped(h->p.metrics, cw.stopped == 1);
+            rq->code = cw.stopped == 1 ? 504 : 499;
+            rt_buf_reset(&rq->resp);
+            if (srv_http_put_error(&rq->resp, cw.stopped == 1
+                                                  ? "deadline exceeded: the call was stopped "
+                                                    "during its run"
+                                                  : "cancelled: the client cancelled the call "
+                                                    "during its run") != 0)
+                rq->code = 500;
+        }
         batch_release(h, rq);
     }
     unsigned code = rq->code;

@@ -36,8 +36,9 @@ static double ms_at(const req *rq, int64_t t)
     return (double)(t - rq->start) / 1e6;
 }
 
-/* An :explain's stop hook (rt_ctx_set_stop), asked between chunks of
- * model rows and between instances: past rest_api_timeout_in_ms, or the
+/* A run's stop hook (rt_ctx_set_stop), asked between chunks of an
+ * :explain's model rows and between its instances, and between chunks of
+ * any run's forward pass: past rest_api_timeout_in_ms, or the
  * client's socket hung up (it closed: no one will read the answer). */
 typedef struct explain_run {
     srv_http *h;
@@ -131,18 +132,21 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     int64_t vnum = rq->served = srv_version_number(v);
     rq->v2_answer = 0;
     rt_ctx_time_stages(ctx, rq->trace.sampled); /* a traced request's child spans */
+    explain_run x = {h, rq};
+    rq->stopped = 0;
     if (r->method == RT_METHOD_INFER) { /* /v2: same path, the v2 parser and answer */
+        rt_ctx_set_stop(ctx, explain_stop, &x); /* between chunks of its forward pass */
         st = rt_v2_handle(srv_version_model(v), r->model, vnum, rq->body.data, rq->body.len,
                           rq->v2_header, &h->json, ctx, out, &err);
+        rt_ctx_set_stop(ctx, NULL, NULL);
         if (st == RT_OK)
             rq->v2_answer = rt_v2_answer_header_len(ctx);
     } else if (r->method == RT_METHOD_EXPLAIN && explain_over_budget(h, v, rq, ctx, &err)) {
         st = RT_ERR_LIMIT;
     } else {
-        explain_run x = {h, rq};
-        rq->stopped = 0;
-        if (r->method == RT_METHOD_EXPLAIN)
-            rt_ctx_set_stop(ctx, explain_stop, &x);
+        /* an :explain's between its chunks of rows; any run's between
+         * chunks of its forward pass */
+        rt_ctx_set_stop(ctx, explain_stop, &x);
         st = rt_json_handle(srv_version_model(v), r->method, rq->body.data ? rq->body.data : "",
                             rq->body.len, &h->json, ctx, out, &err);
         rt_ctx_set_stop(ctx, NULL, NULL);
@@ -158,16 +162,19 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
     rq->t_done = rt_time_now_ns();
     ms = ms_at(rq, rq->t_done);
     *code = st == RT_OK ? (ms > h->cfg.rest_api_timeout_in_ms ? 504 : 200) : srv_http_status(st);
-    if (st != RT_OK && rq->stopped) /* an :explain stopped: past its deadline, or no client */
+    if (st != RT_OK && rq->stopped) { /* stopped: past its deadline, or no client */
         *code = rq->stopped == 1 ? 504 : 499;
+        srv_metrics_stopped(h->p.metrics, rq->stopped == 1);
+    }
     srv_metrics_request(h->p.metrics, r->model, vnum, r->method, (int)*code, ms / 1e3);
     if (*code != 200) {
         rt_buf_reset(out);
         if (*code == 504 && rq->stopped == 1)
             snprintf(err.msg, sizeof err.msg,
-                     "deadline exceeded: the explanation was stopped after %.0f ms, over "
+                     "deadline exceeded: the %s was stopped after %.0f ms, over "
                      "rest_api_timeout_in_ms=%d",
-                     ms, h->cfg.rest_api_timeout_in_ms);
+                     r->method == RT_METHOD_EXPLAIN ? "explanation" : "request", ms,
+                     h->cfg.rest_api_timeout_in_ms);
         else if (*code == 504)
             snprintf(err.msg, sizeof err.msg,
                      "deadline exceeded: the request took %.0f ms, over "
@@ -175,8 +182,8 @@ static void compute_infer(srv_http *h, req *rq, rt_ctx *ctx, unsigned *code, rt_
                      ms, h->cfg.rest_api_timeout_in_ms);
         else if (*code == 499)
             snprintf(err.msg, sizeof err.msg,
-                     "the client closed the connection: the explanation was stopped after "
-                     "%.0f ms", ms);
+                     "the client closed the connection: the %s was stopped after %.0f ms",
+                     r->method == RT_METHOD_EXPLAIN ? "explanation" : "request", ms);
         /* out of memory: the buffer's error sticks, and srv_http_send_computed
          * closes the connection rather than send half an answer */
         if (srv_http_put_error(out, err.msg) != 0)
@@ -238,7 +245,7 @@ enum MHD_Result srv_http_answer_infer(srv_http *h, struct MHD_Connection *conn, 
     rt_buf_reset(&rq->resp);
     if (!rq->t_run) /* srv_http_on_request read it as it began the answer */
         rq->t_run = rt_time_now_ns();
-    rq->sock = rq->route.method == RT_METHOD_EXPLAIN ? conn_socket(conn) : -1;
+    rq->sock = conn_socket(conn); /* the stop hook's (explain_stop) */
     compute_infer(h, rq, ctx, &rq->code, &rq->resp);
     return srv_http_send_computed(h, conn, rq->code, rq);
 }
@@ -286,7 +293,7 @@ enum MHD_Result srv_http_offload(srv_http *h, struct MHD_Connection *conn, req *
 {
     rq->conn = conn;
     rq->h = h;
-    rq->sock = rq->route.method == RT_METHOD_EXPLAIN ? conn_socket(conn) : -1;
+    rq->sock = conn_socket(conn); /* the stop hook's (explain_stop) */
     if (!srv_pool_reserve(h->offload)) {
         srv_metrics_rejected(h->p.metrics, "overloaded");
         srv_metrics_request(h->p.metrics,
@@ -363,7 +370,7 @@ enum MHD_Result srv_http_enqueue(srv_http *h, struct MHD_Connection *conn, req *
 {
     rq->conn = conn;
     rq->h = h;
-    rq->sock = rq->route.method == RT_METHOD_EXPLAIN ? conn_socket(conn) : -1;
+    rq->sock = conn_socket(conn); /* the stop hook's (explain_stop) */
     size_t weight = h->admit && rq->route.method == RT_METHOD_EXPLAIN ? explain_weight(h, rq) : 1;
     uint64_t ticket = h->admit ? srv_admit_take_weighted(h->admit, weight) : 0;
     if (h->admit && !ticket)

@@ -150,6 +150,7 @@ typedef struct req {
      * reference (not released here) and its metrics line the caller's */
     struct srv_batch_waiter *waiter;
     int64_t deadline; /* a gRPC call's deadline (rt_time_now_ns), 0: none */
+    const _Atomic int *gone; /* a gRPC call's: its client went away, or NULL */
 } req;
 
 /* One connection, from libmicrohttpd's STARTED notice to its CLOSED notice

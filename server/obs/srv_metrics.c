@@ -98,6 +98,8 @@ struct srv_metrics {
     uint64_t batch_count, batch_sum, batch_over; /* over: above the last bucket */
     uint64_t batched_requests, batch_fallbacks;
     uint64_t batch_expired; /* gRPC calls past their deadline at their batch's start */
+    uint64_t batch_cancelled; /* gRPC calls their client cancelled before their batch ran */
+    uint64_t stopped[2]; /* runs stopped mid-run: client gone, deadline passed */
     long batch_queue;
     /* the wait of a request in a queue (predictd_queue_wait_seconds), per
      * queue: the workers' (0), the batcher's (1); relaxed atomics */
@@ -455,6 +457,24 @@ void srv_metrics_batch_expired(srv_metrics *m)
     pthread_mutex_unlock(&m->mu);
 }
 
+void srv_metrics_batch_cancelled(srv_metrics *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->batch_cancelled++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void srv_metrics_stopped(srv_metrics *m, bool deadline)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->stopped[deadline]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void srv_metrics_batch_queue(srv_metrics *m, long depth)
 {
     if (!m)
@@ -492,12 +512,24 @@ static void put_batch(rt_buf *o, const srv_metrics *m)
                   "# HELP predictd_batch_expired_total gRPC calls not run: their deadline "
                   "passed while they waited for their batch.\n"
                   "# TYPE predictd_batch_expired_total counter\n"
-                  "predictd_batch_expired_total %llu\n",
+                  "predictd_batch_expired_total %llu\n"
+                  "# HELP predictd_batch_cancelled_total gRPC calls not run: their client "
+                  "cancelled them while they waited for their batch.\n"
+                  "# TYPE predictd_batch_cancelled_total counter\n"
+                  "predictd_batch_cancelled_total %llu\n"
+                  "# HELP predictd_runs_stopped_total Requests and gRPC calls stopped "
+                  "during their run (between chunks of the forward pass, or of an "
+                  ":explain's rows): the client went away, or the deadline passed.\n"
+                  "# TYPE predictd_runs_stopped_total counter\n"
+                  "predictd_runs_stopped_total{reason=\"cancelled\"} %llu\n"
+                  "predictd_runs_stopped_total{reason=\"deadline\"} %llu\n",
                   (unsigned long long)m->batch_count, (unsigned long long)m->batch_sum,
                   (unsigned long long)m->batch_count, m->batch_queue,
                   (unsigned long long)m->batched_requests,
                   (unsigned long long)m->batch_fallbacks,
-                  (unsigned long long)m->batch_expired);
+                  (unsigned long long)m->batch_expired,
+                  (unsigned long long)m->batch_cancelled,
+                  (unsigned long long)m->stopped[0], (unsigned long long)m->stopped[1]);
 }
 
 /* Appends the histogram of h under name with extra labels; scale converts

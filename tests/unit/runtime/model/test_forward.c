@@ -293,6 +293,16 @@ static float *rand_floats(uint64_t *rs, size_t n)
     return p;
 }
 
+/* A stop hook that counts its questions and says stop at the stop_at-th. */
+typedef struct stop_state {
+    size_t *asks, *stop_at;
+} stop_state;
+static bool ask_stop(void *arg)
+{
+    stop_state *s = arg;
+    return ++*s->asks == *s->stop_at;
+}
+
 /*
  * Columns: 0 categorical (B0 buckets), 1 categorical (B1), 2 numeric (width
  * 3), 3 indicator of column 1 (values = counts of ids). Linear part over all
@@ -400,6 +410,29 @@ static void run_random_model(uint64_t *rs, size_t n, size_t ld, size_t n_hidden)
     rt_workspace *ws = rt_workspace_new();
     rt_err err = {{0}};
     assert_int_equal(rt_forward(&g, &f, ws, logits, &err), RT_OK);
+
+    /* rt_forward_stoppable in chunks of 3 rows: the same bits when not
+     * stopped; stopped at its k-th question, the rows of the chunks before
+     * it are the same and the rest untouched. */
+    float *chunked = calloc(n * ld + 1, sizeof(float));
+    assert_non_null(chunked);
+    size_t asks = 0, stop_at = (size_t)-1;
+    stop_state ss = {&asks, &stop_at};
+    assert_int_equal(rt_forward_stoppable(&g, &f, ws, chunked, 3, ask_stop, &ss, &err), RT_OK);
+    assert_memory_equal(chunked, logits, n * ld * sizeof(float));
+    assert_int_equal(asks, n > 3 ? (n + 2) / 3 : 1); /* before it, between chunks */
+    if (n > 3) {
+        memset(chunked, 0x7f, n * ld * sizeof(float));
+        asks = 0;
+        stop_at = 2; /* the question after the first chunk */
+        assert_int_equal(rt_forward_stoppable(&g, &f, ws, chunked, 3, ask_stop, &ss, &err),
+                         RT_ERR_LIMIT);
+        assert_memory_equal(chunked, logits, 3 * ld * sizeof(float));
+        float untouched;
+        memset(&untouched, 0x7f, sizeof untouched);
+        assert_memory_equal(&chunked[3 * ld], &untouched, sizeof untouched);
+    }
+    free(chunked);
 
     /* Naive reference, double precision, triple loops. */
     for (size_t i = 0; i < n; i++) {
