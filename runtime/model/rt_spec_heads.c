@@ -91,6 +91,11 @@ static rt_status head_name(spec_ctx *s, const cJSON *h, const char *path, size_t
                            "name (its metrics' suffix, its outputs' prefix)");
     if ((st = rt_spec_check_name(name, path, "name", err)))
         return st;
+    /* its signatures are <name> and <name>/...: a name that is a whole
+     * model's signature key would give two signatures one key */
+    if (strcmp(name, "serving_default") == 0 || strcmp(name, "predict") == 0)
+            return rt_cfg_fail(err, path, "name", "\"%s\" is a signature name of the whole "
+                               "model: a head's own signatures are named after it", name);
     const Predictd__Graph *gr = s->def->graph;
     for (size_t q = 0; q < k; q++)
         if (strcmp(gr->heads[q]->name, name) == 0)

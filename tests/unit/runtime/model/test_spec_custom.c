@@ -169,6 +169,9 @@ static void test_multi_head_refusals(void **state)
               "multi_label_classification head reads a string column");
     bad_multi("{\"name\": \"fnlwgt\",", "{",
               "estimator.model.heads[1].name: missing: with several heads each head has a name");
+    bad_multi("{\"name\": \"fnlwgt\",", "{\"name\": \"predict\",",
+              "estimator.model.heads[1].name: \"predict\" is a signature name of the whole "
+              "model: a head's own signatures are named after it");
     bad_multi("{\"column\": \"fnlwgt\"}", "{\"column\": \"fnlwgtt\"}",
               "estimator.model.heads[1].label.column: \"fnlwgtt\" is not one of the columns");
     bad_multi("{\"column\": \"fnlwgt\"}", "{\"column\": \"income_bracket\"}",
