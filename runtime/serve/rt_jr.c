@@ -17,7 +17,9 @@
 #include "rt_serve.h"
 #include "rt_json_internal.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +299,69 @@ found:
     return read_string_any(r, buf, s, n);
 }
 
+/* Clinger's fast path: the literal s..e (already checked against JSON's
+ * grammar) as strtod reads it, when that can be had exactly: at most 15
+ * significant digits (exact in a double) and a power of ten of at most 22
+ * (exact too), so one IEEE multiplication or division rounds correctly, as
+ * strtod does. Returns 0 (and leaves *out alone) for anything else. Locale
+ * free; the daemon never calls setlocale, so strtod reads '.' as here. */
+static int fast_decimal(const char *s, const char *e, double *out)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const char *q = s;
+    int neg = *q == '-';
+    q += neg;
+    uint64_t m = 0;
+    int sig = 0, scale = 0;
+    for (; q < e && is_digit(*q); q++) {
+        if (m || *q != '0') {
+            if (++sig > 15)
+                return 0;
+            m = m * 10 + (uint64_t)(*q - '0');
+        }
+    }
+    if (q < e && *q == '.') {
+        for (q++; q < e && is_digit(*q); q++) {
+            scale--;
+            if (m || *q != '0') {
+                if (++sig > 15)
+                    return 0;
+                m = m * 10 + (uint64_t)(*q - '0');
+            }
+        }
+    }
+    if (q < e && (*q == 'e' || *q == 'E')) {
+        q++;
+        int eneg = *q == '-', x = 0;
+        if (*q == '+' || *q == '-')
+            q++;
+        for (; q < e; q++) {
+            if (x > 9999)
+                return 0;
+            x = x * 10 + (*q - '0');
+        }
+        scale += eneg ? -x : x;
+    }
+    double d = (double)m;
+    if (m == 0)
+        d = 0;
+    else if (scale >= 0 && scale <= 22)
+        d *= pow10[scale];
+    else if (scale < 0 && scale >= -22)
+        d /= pow10[-scale];
+    else
+        return 0;
+    *out = neg ? -d : d;
+    return 1;
+#else
+    (void)s, (void)e, (void)out;
+    return 0;
+#endif
+}
+
 /* The number literal at r->p (a '-' or a digit), in JSON's grammar. */
 static rt_status read_number(rt_jr *r, rt_jv *v)
 {
@@ -341,7 +406,7 @@ static rt_status read_number(rt_jr *r, rt_jv *v)
     size_t n = (size_t)(q - s);
     if (!frac && digits <= 15) {
         v->num = *s == '-' ? -ival : ival; /* exact: below 2^53 */
-    } else {
+    } else if (!fast_decimal(s, q, &v->num)) {
         char local[64], *tmp = n < sizeof local ? local : malloc(n + 1);
         if (!tmp)
             return fail(r, rt_err_set(r->err, RT_ERR_NOMEM, "request body: out of memory"));
