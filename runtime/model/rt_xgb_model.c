@@ -71,6 +71,9 @@ static const xobjective objectives[] = {
     {"count:poisson", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
     {"reg:gamma", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
     {"reg:tweedie", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
+    /* predict() is exp(margin): Cox's hazard ratio, AFT's survival time */
+    {"survival:cox", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
+    {"survival:aft", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
 };
 
 typedef struct xfeat {
@@ -875,7 +878,7 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
                           "%s: learner.objective.name: \"%.64s\" is not served (predictd serves "
                           "binary:logistic, binary:logitraw, multi:softprob, multi:softmax, "
                           "reg:squarederror, reg:logistic, reg:absoluteerror, count:poisson, "
-                          "reg:gamma, reg:tweedie)",
+                          "reg:gamma, reg:tweedie, survival:cox, survival:aft)",
                           FILE_M, oname->valuestring);
     bool dart = strcmp(gname->valuestring, "dart") == 0;
     if (!dart && strcmp(gname->valuestring, "gbtree") != 0)
