@@ -18,6 +18,8 @@
  *   missing goes default_left either way;
  * - a categorical split sends the categories of its set right: predictd's
  *   left set is every other id;
+ * - dart (learner.gradient_booster.gbtree, weight_drop): each leaf is
+ *   leaf * weight_drop[tree] in float, which XGBoost adds to the sum;
  * - leaves (split_conditions of a leaf) are added in tree order, in float,
  *   from bias = base_score as a margin (the objective's ProbToMargin, in
  *   float: -logf(1/b - 1) for the logistic ones, logf(b) for the exp ones);
@@ -69,6 +71,9 @@ static const xobjective objectives[] = {
     {"count:poisson", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
     {"reg:gamma", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
     {"reg:tweedie", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
+    /* predict() is exp(margin): Cox's hazard ratio, AFT's survival time */
+    {"survival:cox", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
+    {"survival:aft", PREDICTD__HEAD_TYPE__HEAD_REGRESSION, RT_XGB_LINK_EXP, MARGIN_LOG},
 };
 
 typedef struct xfeat {
@@ -88,6 +93,7 @@ typedef struct xtree {
     uint32_t *cats;
     size_t n_cats;
     uint32_t group;
+    float weight; /* dart's weight_drop entry (1 for gbtree), folded into the leaves */
 } xtree;
 
 typedef struct xmodel {
@@ -101,6 +107,7 @@ typedef struct xmodel {
     float bias[MAX_CLASSES];   /* ... as margins, per logit */
     const cJSON *classes;
     char producer[64];
+    char trees_path[64]; /* learner.gradient_booster[.gbtree].model */
 } xmodel;
 
 static void xtree_free(xtree *t)
@@ -452,14 +459,15 @@ static rt_status check_nodes(const xmodel *x, const xtree *t, const char *path, 
     return RT_OK;
 }
 
-static rt_status read_trees(xmodel *x, const cJSON *gb, rt_err *err)
+/* The trees of gb (a gbtree object at path p0) into x. */
+static rt_status read_trees(xmodel *x, const cJSON *gb, const char *p0, rt_err *err)
 {
     const cJSON *model = NULL, *trees = NULL, *info = NULL;
-    const char *p0 = "learner.gradient_booster";
     rt_status st;
     if ((st = rt_xgb_json_member(FILE_M, gb, p0, "model", cJSON_Object, true, &model, err)))
         return st;
-    const char *p1 = "learner.gradient_booster.model";
+    snprintf(x->trees_path, sizeof x->trees_path, "%s.model", p0);
+    const char *p1 = x->trees_path;
     if ((st = rt_xgb_json_member(FILE_M, model, p1, "trees", cJSON_Array, true, &trees, err)) ||
         (st = rt_xgb_json_member(FILE_M, model, p1, "tree_info", cJSON_Array, true, &info, err)))
         return st;
@@ -483,8 +491,32 @@ static rt_status read_trees(xmodel *x, const cJSON *gb, rt_err *err)
             return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.tree_info[%zu]: expected a class in "
                               "0..%zu", FILE_M, p1, k, groups - 1);
         t->group = (uint32_t)ti->valuedouble;
+        t->weight = 1.0f;
         if ((st = read_tree(x, t, tr, path, &total, err)) || (st = check_nodes(x, t, path, err)))
             return st;
+    }
+    return RT_OK;
+}
+
+/* dart's weight_drop (gb at learner.gradient_booster): one finite float per
+ * tree, kept as XGBoost keeps it (a float), to scale that tree's leaves. */
+static rt_status read_dart_weights(xmodel *x, const cJSON *gb, rt_err *err)
+{
+    const char *p0 = "learner.gradient_booster";
+    const cJSON *wd = NULL;
+    rt_status st = rt_xgb_json_member(FILE_M, gb, p0, "weight_drop", cJSON_Array, true, &wd, err);
+    if (st)
+        return st;
+    if ((size_t)cJSON_GetArraySize(wd) != x->n_trees)
+        return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.weight_drop: %d weights for %zu trees",
+                          FILE_M, p0, cJSON_GetArraySize(wd), x->n_trees);
+    size_t k = 0;
+    for (const cJSON *w = wd->child; w; w = w->next, k++) {
+        float f = cJSON_IsNumber(w) ? (float)w->valuedouble : NAN;
+        if (!isfinite(f))
+            return rt_err_set(err, RT_ERR_FORMAT, "%s: %s.weight_drop[%zu]: not a finite number",
+                              FILE_M, p0, k);
+        x->trees[k].weight = f;
     }
     return RT_OK;
 }
@@ -622,15 +654,14 @@ static rt_status build_tree(const xmodel *x, size_t k, size_t ld, Predictd__Tree
         for (int s = 0; s < 2; s++) {
             uint32_t c = (uint32_t)kids[s];
             if (newid[c] != UINT32_MAX || c == 0) {
-                st = rt_err_set(err, RT_ERR_FORMAT, "%s: learner.gradient_booster.model.trees"
-                                "[%zu]: node %u is reached twice (from node %u: a cycle or a "
-                                "shared child)", FILE_M, k, c, o);
+                st = rt_err_set(err, RT_ERR_FORMAT, "%s: %s.trees[%zu]: node %u is "
+                                "reached twice (from node %u: a cycle or a shared child)", FILE_M,
+                                x->trees_path, k, c, o);
                 goto out;
             }
             if (depth[o] + 1 > RT_TREES_MAX_DEPTH) {
-                st = rt_err_set(err, RT_ERR_LIMIT, "%s: learner.gradient_booster.model.trees"
-                                "[%zu]: node %u is deeper than %d", FILE_M, k, c,
-                                RT_TREES_MAX_DEPTH);
+                st = rt_err_set(err, RT_ERR_LIMIT, "%s: %s.trees[%zu]: node %u is deeper "
+                                "than %d", FILE_M, x->trees_path, k, c, RT_TREES_MAX_DEPTH);
                 goto out;
             }
             depth[c] = depth[o] + 1;
@@ -659,7 +690,8 @@ static rt_status build_tree(const xmodel *x, size_t k, size_t ld, Predictd__Tree
                 goto out;
             }
             nd->n_leaf_value = ld;
-            nd->leaf_value[ld > 1 ? t->group : 0] = t->cond[o];
+            /* dart: XGBoost adds leaf * weight, in float, to the sum */
+            nd->leaf_value[ld > 1 ? t->group : 0] = t->cond[o] * t->weight;
             continue;
         }
         const xfeat *f = &x->feat[t->feat[o]];
@@ -846,11 +878,12 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
                           "%s: learner.objective.name: \"%.64s\" is not served (predictd serves "
                           "binary:logistic, binary:logitraw, multi:softprob, multi:softmax, "
                           "reg:squarederror, reg:logistic, reg:absoluteerror, count:poisson, "
-                          "reg:gamma, reg:tweedie)",
+                          "reg:gamma, reg:tweedie, survival:cox, survival:aft)",
                           FILE_M, oname->valuestring);
-    if (strcmp(gname->valuestring, "gbtree") != 0)
+    bool dart = strcmp(gname->valuestring, "dart") == 0;
+    if (!dart && strcmp(gname->valuestring, "gbtree") != 0)
         return rt_err_set(err, RT_ERR_UNSUPPORTED, "%s: learner.gradient_booster.name: \"%.32s\" "
-                          "is not served yet (predictd serves gbtree)", FILE_M,
+                          "is not served yet (predictd serves gbtree and dart)", FILE_M,
                           gname->valuestring);
     *link = x->obj->link;
     double nf = 0, nc = 0, ntarget = 1;
@@ -895,8 +928,14 @@ static rt_status read_learner(xmodel *x, const cJSON *doc, const cJSON *serving,
                               cJSON_GetArraySize(cl), x->n_classes);
         x->classes = cl;
     }
+    const cJSON *trees_gb = gb;
+    if (dart && (st = rt_xgb_json_member(FILE_M, gb, "learner.gradient_booster", "gbtree",
+                                         cJSON_Object, true, &trees_gb, err)))
+        return st;
     if ((st = read_features(x, learner, serving, (size_t)nf, err)) ||
-        (st = read_trees(x, gb, err)))
+        (st = read_trees(x, trees_gb, dart ? "learner.gradient_booster.gbtree"
+                                           : "learner.gradient_booster", err)) ||
+        (dart && (st = read_dart_weights(x, gb, err))))
         return st;
     for (size_t k = 0; k < x->n_feat; k++) {
         xfeat *f = &x->feat[k];

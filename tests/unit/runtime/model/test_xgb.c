@@ -272,8 +272,8 @@ static void test_refusals(void **state)
          "categories_nodes: categorical node 0 has no set"},
         {"\"tree_info\": [0, 0]", "\"tree_info\": [0, 1]", NULL, "tree_info[1]: expected a class"},
         {"\"5E-1\"", "\"1E0\"", NULL, "base_score: 1 is not in (0, 1)"},
-        {"\"binary:logistic\"", "\"survival:aft\"", NULL,
-         "learner.objective.name: \"survival:aft\" is not served"},
+        {"\"binary:logistic\"", "\"rank:ndcg\"", NULL,
+         "learner.objective.name: \"rank:ndcg\" is not served"},
         {"\"binary:logistic\"", "\"multi:softprob\"", NULL, "num_class: 0 with objective"},
         {"\"name\": \"gbtree\"", "\"name\": \"gblinear\"", NULL,
          "gradient_booster.name: \"gblinear\" is not served yet"},
@@ -328,6 +328,63 @@ static void test_refusals(void **state)
     support_rmtree(fx.dir);
 }
 
+/* The fixture as a dart booster with weight_drop `weights` (the trees under
+ * gradient_booster.gbtree). */
+static char *dart_text(const char *weights)
+{
+    char *m0 = model_text("5E-1", "binary:logistic");
+    char head[160];
+    snprintf(head, sizeof head, "\"gradient_booster\": {\"name\": \"dart\", \"weight_drop\": %s,"
+             " \"gbtree\": {\"model\":", weights);
+    char *m1 = replace(m0, "\"gradient_booster\": {\"model\":", head);
+    char *m2 = replace(m1, "\"name\": \"gbtree\"}", "\"name\": \"gbtree\"}}");
+    free(m0);
+    free(m1);
+    return m2;
+}
+
+/* dart: each tree's leaf times its weight, added in float in tree order. */
+static void test_dart(void **state)
+{
+    (void)state;
+    fixture fx;
+    rt_model *m = NULL;
+    rt_err err = {{0}};
+    char *model = dart_text("[0.3, 0.7]");
+    if (open_dir(&fx, model, NULL, &m, &err) != RT_OK)
+        fail_msg("open: %s", err.msg);
+    float got[2];
+    predict_logits(m, "{\"instances\": [{\"f0\": 1, \"f1\": 1}, {\"f0\": 2, \"f1\": 2}]}", got,
+                   2);
+    volatile float w0 = 0.3f, w1 = 0.7f, a = 0.25f, b = -0.5f, one = 1.0f;
+    const float want[2] = {(0.0f + a * w0) + one * w1, (0.0f + b * w0) + (-one) * w1};
+    for (size_t i = 0; i < 2; i++)
+        if (got[i] != want[i])
+            fail_msg("instance %zu: logit %.9g, want %.9g", i, (double)got[i], (double)want[i]);
+    rt_model_close(m);
+    support_rmtree(fx.dir);
+    free(model);
+    static const struct {
+        const char *weights, *want;
+    } bad[] = {
+        {"[0.3]", "learner.gradient_booster.weight_drop: 1 weights for 2 trees"},
+        {"[0.3, 0.7, 1]", "weight_drop: 3 weights for 2 trees"},
+        {"[0.3, NaN]", "weight_drop[1]: not a finite number"},
+        {"[1e300, 0.7]", "weight_drop[0]: not a finite number"},
+        {"[0.3, \"x\"]", "weight_drop[1]: not a finite number"},
+        {"{}", "weight_drop: expected"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char *text = dart_text(bad[k].weights);
+        rt_status st = open_dir(&fx, text, NULL, &m, &err);
+        if (st == RT_OK || !strstr(err.msg, bad[k].want) || !strstr(err.msg, "model.json"))
+            fail_msg("case %zu: status %d, \"%s\", want \"%s\"", k, (int)st, err.msg,
+                     bad[k].want);
+        free(text);
+        support_rmtree(fx.dir);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_rename),
         cmocka_unit_test(test_base_score_margin),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_dart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
