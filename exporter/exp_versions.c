@@ -17,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXP_LIVE_AGE_FACTOR 24 /* see exp_clean_temp */
 
 int exp_open_base(const char *base, int create, rt_status *st, rt_err *err)
 {
@@ -120,51 +119,12 @@ out:
 
 rt_status exp_clean_temp(const char *base, int64_t max_age_secs, size_t *removed, rt_err *err)
 {
-    rt_status st, first = RT_OK;
-    size_t done = 0;
+    rt_status st;
     if (removed)
         *removed = 0;
-    int dfd = exp_open_base(base, 0, &st, err);
+    int dfd = exp_open_base(base, 0, &st, err); /* a missing base is the caller's error */
     if (dfd < 0)
         return st;
-    int fd = dup(dfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        st = rt_err_set(err, RT_ERR_IO, "export base %s: %s", base, strerror(errno));
-        close(dfd);
-        return st;
-    }
-    rewinddir(d);
-    time_t now = time(NULL);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        struct stat sb;
-        if (strncmp(de->d_name, EXP_TMP_PREFIX, strlen(EXP_TMP_PREFIX)) != 0)
-            continue;
-        if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        long pid = rt_publish_temp_pid(de->d_name);
-        int64_t age = (int64_t)(now - sb.st_mtime);
-        int alive = pid > 0 && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH);
-        int dead = pid > 0 && !alive;
-        /* A live writer may be slow (a huge variables.bin): its directory
-         * goes only when far older than any export takes (pid reuse). */
-        int old = alive ? age > EXP_LIVE_AGE_FACTOR * max_age_secs : age > max_age_secs;
-        if (!dead && !old)
-            continue;
-        if (rt_file_rmtree_at(dfd, de->d_name) != 0) {
-            if (first == RT_OK)
-                first = rt_err_set(err, RT_ERR_IO, "export base %s: removing %s: %s", base,
-                                   de->d_name, strerror(errno));
-            continue;
-        }
-        done++;
-    }
-    closedir(d);
     close(dfd);
-    if (removed)
-        *removed = done;
-    return first;
+    return rt_publish_clean_temps(base, max_age_secs < 0 ? 0 : max_age_secs, removed, err);
 }

@@ -354,7 +354,7 @@ static int import(const imp_flags *f)
                                  .len = serving ? strlen(serving) : 0}};
     /* the temp directories of imports (or exports) killed before they finished */
     size_t gone = 0;
-    if (rt_publish_clean_dead(f->export_dir, &gone, &err) != RT_OK)
+    if (rt_publish_clean_temps(f->export_dir, -1, &gone, &err) != RT_OK)
         fprintf(stderr, "predict-model import: %s (going on)\n", err.msg);
     rt_publish_params pp = {.sync = true, .check = loads, .check_arg = &chk};
     st = rt_publish_version(f->export_dir, files, serving ? 2 : 1, &pp, &version, &err);

@@ -529,12 +529,16 @@ int rt_publish_temp_name(char *buf, size_t cap, int64_t v);
 /* The writer's pid in a temp name ".tmp-<version>-<pid>-<rand>", or -1 when
  * name has another form. */
 long rt_publish_temp_pid(const char *name);
-/* Removes the temp directories of base whose writer no longer runs on this
- * host (its pid gone: a writer killed with SIGKILL, a crash), as the
- * exporter's cleanup removes them; a live pid's (or a reused one's) stays.
- * A missing base is no error. *removed (may be NULL) counts them. Errors
- * name the base and the directory. */
-RT_WUR rt_status rt_publish_clean_dead(const char *base, size_t *removed, rt_err *err);
+/* Removes base's leftover temp directories (.tmp-<version>-<pid>-<rand>) of
+ * interrupted writes: those whose writer no longer runs on this host (its
+ * pid gone: SIGKILL, a crash); with max_age_secs >= 0 also other .tmp-*
+ * entries older than it, and a live pid's only when older than 24 times it
+ * (a slow writer keeps its directory; a reused pid does not keep a leftover
+ * forever). max_age_secs < 0: dead writers' only. A missing base is no
+ * error. Best effort: the first removal error is reported, naming the base
+ * and the directory; *removed (may be NULL) counts those removed. */
+RT_WUR rt_status rt_publish_clean_temps(const char *base, int64_t max_age_secs,
+                                        size_t *removed, rt_err *err);
 
 /* Layout of variables.bin (all little-endian):
  *   0  char[8]  magic "PDVARS\0\0"

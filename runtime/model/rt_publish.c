@@ -57,7 +57,12 @@ long rt_publish_temp_pid(const char *name)
     return pid;
 }
 
-rt_status rt_publish_clean_dead(const char *base, size_t *removed, rt_err *err)
+/* Live writers' temp directories older than this many times max_age_secs
+ * go too: a slow writer keeps its directory, a reused pid not forever. */
+#define PUBLISH_LIVE_AGE_FACTOR 24
+
+rt_status rt_publish_clean_temps(const char *base, int64_t max_age_secs, size_t *removed,
+                                 rt_err *err)
 {
     if (removed)
         *removed = 0;
@@ -76,12 +81,25 @@ rt_status rt_publish_clean_dead(const char *base, size_t *removed, rt_err *err)
         return st;
     }
     rewinddir(d);
+    time_t now = time(NULL);
     rt_status first = RT_OK;
     size_t done = 0;
     for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        if (strncmp(de->d_name, RT_PUBLISH_TMP_PREFIX, strlen(RT_PUBLISH_TMP_PREFIX)) != 0)
+            continue;
         long pid = rt_publish_temp_pid(de->d_name);
-        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* not a temp name, ours, or its writer (or a reused pid) runs */
+        int alive = pid > 0 && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
+                                errno != ESRCH);
+        int dead = pid > 0 && !alive;
+        int old = 0;
+        struct stat sb;
+        if (!dead && max_age_secs >= 0 &&
+            fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+            int64_t age = (int64_t)(now - sb.st_mtime);
+            old = alive ? age > PUBLISH_LIVE_AGE_FACTOR * max_age_secs : age > max_age_secs;
+        }
+        if (!dead && !old)
+            continue;
         if (rt_file_rmtree_at(dfd, de->d_name) != 0) {
             if (first == RT_OK)
                 first = rt_err_set(err, RT_ERR_IO, "export base %s: removing %s: %s", base,
