@@ -503,11 +503,7 @@ rt_status rt_onnx_to_modeldef(rt_onnx *o, const char *serving_json, size_t servi
     }
     /* a tree ensemble or an Imputer reads NaN as a missing value: an absent
      * feature is NaN (ONNX Runtime's missing value) instead of an error */
-    if (!nan_defaults(o, def)) {
-        rt_spec_modeldef_free(def);
-        return NOMEM(err);
-    }
-    if (!set_producer(o, def)) {
+    if (!nan_defaults(o, def) || !set_producer(o, def)) {
         rt_spec_modeldef_free(def);
         return NOMEM(err);
     }

@@ -223,7 +223,7 @@ rt_status rt_json_parse_examples(const rt_graph *g, rt_method method, const char
     }
     /* the method before the body's content, as TF Serving looks it up (a
      * head's own signature, of several heads: by that signature's method) */
-    if (!(pst == RT_OK && rt_serve_signature_head(g, sig) >= 0) &&
+    if (!(pst == RT_OK && rt_json_signature_head(g, sig) >= 0) &&
         (st = rt_json_check_method(g, method, err)) != RT_OK)
         goto out;
     if (pst == RT_OK && !have_sig && (pst = rt_json_check_default_method(g, method, &sem)) == RT_OK)

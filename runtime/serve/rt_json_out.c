@@ -141,7 +141,7 @@ static size_t list_outputs(const rt_graph *g, const Predictd__SignatureDef *sig,
     size_t n = 0;
     int classify = method_is(sig, "classify"), regress = method_is(sig, "regress");
     /* several heads: a head's own signature names its outputs unprefixed */
-    long own = rt_serve_signature_head(g, sig);
+    long own = rt_json_signature_head(g, sig);
     if (sig && sig->n_outputs > 0) {
         for (size_t k = 0; k < sig->n_outputs && n < RT_JSON_MAX_OUTPUTS; k++) {
             const char *name = sig->outputs[k]->name;

@@ -41,7 +41,7 @@ static rt_status serve(const rt_model *m, rt_method method, const char *body, si
     long head = -1;
     const rt_graph *rg = g;
     if (method != RT_METHOD_PREDICT && rt_graph_head_view(g, 0, NULL)) {
-        head = rt_serve_signature_head(g, sig);
+        head = rt_json_signature_head(g, sig);
         head = head < 0 ? 0 : head;
         rg = rt_graph_head_view(g, (size_t)head, NULL);
     }

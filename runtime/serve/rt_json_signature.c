@@ -46,7 +46,7 @@ size_t rt_json_mode_inputs(const rt_graph *g, const rt_in_mode *md)
     return md->kind == RT_IN_FEATURES ? rt_graph_num_inputs(g) : 1;
 }
 
-long rt_serve_signature_head(const rt_graph *g, const Predictd__SignatureDef *sig)
+long rt_json_signature_head(const rt_graph *g, const Predictd__SignatureDef *sig)
 {
     if (!sig || !sig->name || !rt_graph_head_view(g, 0, NULL))
         return -1;

@@ -80,7 +80,7 @@ RT_WUR rt_status rt_json_render_predict(const rt_graph *g, const Predictd__Signa
 /* On a model of several heads (TF's MultiHead), the head whose own
  * signature sig is ("<head>" or "<head>/<key>", as TF's MultiHead names
  * them); -1 for any other signature, NULL, or a model of one head. */
-long rt_serve_signature_head(const rt_graph *g, const Predictd__SignatureDef *sig);
+long rt_json_signature_head(const rt_graph *g, const Predictd__SignatureDef *sig);
 /* {"results": [[[label, score], ...], ...]} for classify. */
 RT_WUR rt_status rt_json_render_classify(const rt_graph *g, const rt_outputs *o, rt_buf *out);
 /* {"results": [value, ...]} for regress (regressors: predictions; binary
