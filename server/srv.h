@@ -867,9 +867,10 @@ void srv_metrics_batch_expired(srv_metrics *m);
 /* A gRPC call was cancelled by its client (the core's close op said so)
  * while it waited for its batch: not run (predictd_batch_cancelled_total). */
 void srv_metrics_batch_cancelled(srv_metrics *m);
-/* A run was stopped between chunks of its forward pass (or of an
- * :explain's rows): its client went away (deadline false) or its deadline
- * passed (a gRPC call's, or REST's rest_api_timeout_in_ms)
+/* A run was stopped during its work (between its stages, between chunks of
+ * its forward pass or of an :explain's rows, or before its answer was
+ * sent): its client went away (deadline false) or its deadline passed (a
+ * gRPC call's, or REST's rest_api_timeout_in_ms)
  * (predictd_runs_stopped_total{reason}). */
 void srv_metrics_stopped(srv_metrics *m, bool deadline);
 /* One request's wait in a queue, wait_ns >= 0: for a worker, or (batch)

@@ -77,8 +77,8 @@ rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err)
     if (!c || !g || !c->batch || c->graph != g)
         return rt_err_set(err, RT_ERR_INVALID, "rt_ctx_run: context not prepared for model");
     rt_ctx_mark(c, &c->marks.parsed);
-    rt_status st = rt_transform(g, c->batch, &c->features, err);
-    if (st != RT_OK)
+    rt_status st = rt_ctx_check_stop(c, "the parse", err);
+    if (st != RT_OK || (st = rt_transform(g, c->batch, &c->features, err)) != RT_OK)
         return st;
     rt_ctx_mark(c, &c->marks.transformed);
     size_t n = c->features.n, ld = rt_graph_logits_dim(g);
@@ -116,6 +116,13 @@ rt_stage_marks rt_ctx_stages(const rt_ctx *c)
 const rt_batch *rt_ctx_batch(const rt_ctx *c)
 {
     return c ? c->batch : NULL;
+}
+
+rt_status rt_ctx_check_stop(const rt_ctx *c, const char *stage, rt_err *err)
+{
+    if (c && c->stop && c->stop(c->stop_arg))
+        return rt_err_set(err, RT_ERR_LIMIT, "stopped after %s", stage);
+    return RT_OK;
 }
 
 void rt_ctx_set_stop(rt_ctx *c, bool (*stop)(void *arg), void *arg)

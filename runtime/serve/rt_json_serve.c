@@ -75,7 +75,10 @@ static rt_status serve(const rt_model *m, rt_method method, const char *body, si
     }
     rt_ctx_mark(c, &c->marks.rendered);
     /* the renderers report no message of their own for want of memory */
-    return st == RT_ERR_NOMEM ? rt_err_set(err, st, "out of memory writing the answer") : st;
+    if (st == RT_ERR_NOMEM)
+        return rt_err_set(err, st, "out of memory writing the answer");
+    /* an answer its client no longer waits for is not sent */
+    return st == RT_OK ? rt_ctx_check_stop(c, "the answer was written", err) : st;
 }
 
 rt_status rt_json_serve(const rt_model *m, rt_method method, const char *body, size_t len,

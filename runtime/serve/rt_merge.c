@@ -60,7 +60,10 @@ rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr,
                 : rt_json_render_predict(g, pr->sig, &c->outputs, pr->columnar, out);
     rt_ctx_mark(c, &c->marks.rendered);
     /* the renderers report no message of their own for want of memory */
-    return st == RT_ERR_NOMEM ? rt_err_set(err, st, "out of memory writing the answer") : st;
+    if (st == RT_ERR_NOMEM)
+        return rt_err_set(err, st, "out of memory writing the answer");
+    /* an answer its client no longer waits for is not sent */
+    return st == RT_OK ? rt_ctx_check_stop(c, "the answer was written", err) : st;
 }
 
 rt_status rt_merge_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err)

@@ -50,8 +50,14 @@ static inline void rt_ctx_mark(const rt_ctx *c, int64_t *at)
 
 /* Gives c an empty batch for graph g (made anew when the graph changed). */
 RT_WUR rt_status rt_ctx_prepare(rt_ctx *c, const rt_graph *g, rt_err *err);
-/* transform + forward + head of c->batch into c->outputs. */
+/* transform + forward + head of c->batch into c->outputs; c's stop hook
+ * (rt_ctx_set_stop) is asked before the transform, before the forward pass
+ * and between its chunks. */
 RT_WUR rt_status rt_ctx_run(rt_ctx *c, const rt_graph *g, rt_err *err);
+/* RT_ERR_LIMIT "stopped after <stage>" when c's stop hook says stop (the
+ * caller's client is gone or its deadline passed), else RT_OK: asked where
+ * a request's work moves from one stage to the next. */
+RT_WUR rt_status rt_ctx_check_stop(const rt_ctx *c, const char *stage, rt_err *err);
 
 /* ------------------------------------------- JSON serving (rt_json_*.c) */
 

@@ -155,6 +155,13 @@ void srv_grpc_trace_note(srv_grpc_env *e, const char *model, int64_t version);
  * sampled. */
 void srv_grpc_trace_end(srv_tracer *t, srv_grpc_trace *tr);
 
+/* The code an inference call ends with once its answer is translated:
+ * code itself, unless code is OK and the call's deadline passed or its
+ * client cancelled since its run (the core has ended the call already):
+ * then DEADLINE_EXCEEDED or CANCELLED with msg set, counted in
+ * predictd_runs_stopped_total, and the answer is not sent (srv_grpc_shared.c). */
+int srv_grpc_answer_checked(srv_grpc_env *e, int code, char *msg);
+
 /* What inference calls share with REST (srv_grpc_shared.c). Runs body (a
  * :predict / :classify / :regress body, or for RT_METHOD_INFER a /v2 infer
  * body with v2_header its JSON's length or RT_V2_NO_HEADER) of model on v:

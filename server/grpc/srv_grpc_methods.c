@@ -528,7 +528,8 @@ static int model_infer(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf *o
         srv_grpc_tap(e, rq->model_name, vnum, RT_METHOD_INFER, code, t0, &body, &ans, msg, &pick);
         if (code != SRV_GRPC_OK)
             goto done;
-        code = infer_answer(ar, ans.data, ans.len, v2_answer, out, msg);
+        code = srv_grpc_answer_checked(e, infer_answer(ar, ans.data, ans.len, v2_answer, out,
+                                                       msg), msg);
         goto done;
     }
     snprintf(msg, SRV_GRPC_MSG, "%s", err.msg);

@@ -79,6 +79,17 @@ int srv_grpc_run_infer(srv_grpc_env *e, srv_version *v, const char *model, rt_me
     return code;
 }
 
+int srv_grpc_answer_checked(srv_grpc_env *e, int code, char *msg)
+{
+    srv_call_watch cw = {e->deadline_ns, e->gone, 0};
+    if (code != SRV_GRPC_OK || !srv_call_stop(&cw))
+        return code;
+    srv_metrics_stopped(e->metrics, cw.stopped == 1);
+    snprintf(msg, SRV_GRPC_MSG, "%s: the call was stopped before its answer was sent",
+             cw.stopped == 1 ? "deadline exceeded" : "cancelled");
+    return cw.stopped == 1 ? SRV_GRPC_DEADLINE_EXCEEDED : SRV_GRPC_CANCELLED;
+}
+
 void srv_grpc_tap(srv_grpc_env *e, const char *model, int64_t vnum, rt_method method, int code,
                   int64_t t0, const rt_buf *body, const rt_buf *ans, const char *msg,
                   srv_pick *pick)

@@ -320,6 +320,7 @@ int srv_grpc_tfs_predict(srv_grpc_env *e, const uint8_t *in, size_t len, rt_buf 
     if (code == SRV_GRPC_OK)
         code = predict_answer(ar, rq, &s, rt_model_graph(srv_version_model(v)), sig, vnum, &ans,
                               out, msg);
+    code = srv_grpc_answer_checked(e, code, msg);
     note(e, s.name, vnum, RT_METHOD_PREDICT, code, t0);
     srv_version_release(pick.shadow);
     srv_version_release(v);
@@ -530,6 +531,7 @@ int srv_grpc_tfs_examples(srv_grpc_env *e, const Tensorflow__Serving__ModelSpec 
     if (code == SRV_GRPC_RESOURCE_EXHAUSTED)
         snprintf(msg, SRV_GRPC_MSG, "out of memory");
 done:
+    code = srv_grpc_answer_checked(e, code, msg);
     note(e, s.name, vnum, method, code, t0);
     cJSON_Delete(doc);
     rt_buf_free(&body);

@@ -518,8 +518,9 @@ static void put_batch(rt_buf *o, const srv_metrics *m)
                   "# TYPE predictd_batch_cancelled_total counter\n"
                   "predictd_batch_cancelled_total %llu\n"
                   "# HELP predictd_runs_stopped_total Requests and gRPC calls stopped "
-                  "during their run (between chunks of the forward pass, or of an "
-                  ":explain's rows): the client went away, or the deadline passed.\n"
+                  "during their work (between its stages, between chunks of the forward "
+                  "pass or of an :explain's rows, or before the answer is sent): the "
+                  "client went away, or the deadline passed.\n"
                   "# TYPE predictd_runs_stopped_total counter\n"
                   "predictd_runs_stopped_total{reason=\"cancelled\"} %llu\n"
                   "predictd_runs_stopped_total{reason=\"deadline\"} %llu\n",

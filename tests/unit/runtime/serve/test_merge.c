@@ -11,7 +11,8 @@
  * input fails the transform fails the merged run; each request run alone
  * then gets its own answer or its own message. The stage clock a traced
  * request's child spans come from (rt_ctx_time_stages) is read in order,
- * and not at all when off. */
+ * and not at all when off; the stop hook (rt_ctx_set_stop) is asked between
+ * the stages and stops the request where it says so. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -467,6 +468,77 @@ static void test_stage_clock(void **state)
     rt_ctx_free(mc);
 }
 
+/* A stop hook that says stop at its stop_at-th question (1-based; 0:
+ * never), counting them. */
+typedef struct stop_asks {
+    int asks, stop_at;
+} stop_asks;
+
+static bool ask_stop(void *arg)
+{
+    stop_asks *a = arg;
+    return ++a->asks == a->stop_at;
+}
+
+/* The stop hook (rt_ctx_set_stop) is asked after the parse, before the
+ * forward pass (one chunk here: 5 rows) and once the answer is written,
+ * three questions in that order, on rt_json_handle's path and on
+ * rt_merge_run_parsed's; a yes at each stops the request there with its
+ * stage named; never a yes: the bytes of a request without a hook. */
+static void test_stop_hook(void **state)
+{
+    fixture *f = *state;
+    rt_json_params p = rt_json_default_params();
+    rt_ctx *c = rt_ctx_new();
+    assert_non_null(c);
+    rt_buf body, want, out;
+    rt_buf_init(&body);
+    rt_buf_init(&want);
+    rt_buf_init(&out);
+    uint64_t rng = 7;
+    make_body(&body, MODEL_WIDE_DEEP, 5, 0, &rng);
+    rt_err err = {{0}};
+    assert_int_equal(rt_json_handle(f->m, RT_METHOD_PREDICT, body.data, body.len, &p, c, &want,
+                                    &err),
+                     RT_OK);
+    static const char *said[] = {"stopped after the parse", "stopped before the forward pass",
+                                 "stopped after the answer was written"};
+    for (int path = 0; path < 2; path++) {
+        for (int k = 0; k <= 3; k++) {
+            stop_asks a = {0, k};
+            rt_buf_reset(&out);
+            rt_ctx_time_stages(c, true);
+            rt_parsed pr;
+            if (path == 1)
+                assert_int_equal(rt_merge_parse_only(f->m, body.data, body.len, &p, c, &pr, &err),
+                                 RT_OK);
+            rt_ctx_set_stop(c, ask_stop, &a);
+            rt_status st = path == 0 ? rt_json_handle(f->m, RT_METHOD_PREDICT, body.data,
+                                                      body.len, &p, c, &out, &err)
+                                     : rt_merge_run_parsed(f->m, c, &pr, &out, &err);
+            rt_ctx_set_stop(c, NULL, NULL);
+            rt_stage_marks mk = rt_ctx_stages(c);
+            if (k == 0) {
+                assert_int_equal(st, RT_OK);
+                assert_int_equal(a.asks, 3);
+                assert_int_equal(out.len, want.len);
+                assert_memory_equal(out.data, want.data, want.len);
+                continue;
+            }
+            assert_int_equal(st, RT_ERR_LIMIT);
+            assert_int_equal(a.asks, k);
+            assert_non_null(strstr(err.msg, said[k - 1]));
+            assert_true((mk.transformed == 0) == (k == 1)); /* no transform after a stop */
+            assert_true((mk.forwarded == 0) == (k <= 2));
+        }
+    }
+    rt_ctx_time_stages(c, false);
+    rt_buf_free(&body);
+    rt_buf_free(&want);
+    rt_buf_free(&out);
+    rt_ctx_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +554,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_batch_append, setup_wide_deep, teardown),
         cmocka_unit_test_setup_teardown(test_merge_refusals, setup_wide_deep, teardown),
         cmocka_unit_test_setup_teardown(test_stage_clock, setup_wide_deep, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_hook, setup_wide_deep, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
