@@ -754,6 +754,19 @@ static rt_status examples_sig(Predictd__ModelDef *def, const char *name, bool re
     return add_spec(sig->outputs, &sig->n_outputs, "scores", PREDICTD__DTYPE__DT_FLOAT, nc, err);
 }
 
+/* A predict signature `name` over head h's outputs (unprefixed) and the
+ * model's inputs. */
+static rt_status head_predict_sig(spec_ctx *s, const Predictd__Head *h, const char *name)
+{
+    Predictd__SignatureDef *sig = new_sig(s->def, name, "tensorflow/serving/predict");
+    if (!sig)
+        return NOMEM(s->err);
+    rt_status st = signature_inputs(s, sig);
+    if (st || !(sig->outputs = calloc(8, sizeof *sig->outputs)))
+        return st ? st : NOMEM(s->err);
+    return head_outputs(h, 0, "", sig->outputs, &sig->n_outputs, s->err);
+}
+
 /* One of several heads' own signatures, as TF's MultiHead exports them (its
  * export_outputs: the head's own under "<head>/<key>", its default under
  * "<head>"): "<head>/classification" (classifiers), "<head>/regression"
@@ -778,12 +791,7 @@ static rt_status head_signatures(spec_ctx *s, size_t k)
             return st;
     }
     snprintf(name, sizeof name, "%s/predict", hn);
-    Predictd__SignatureDef *sig = new_sig(def, name, "tensorflow/serving/predict");
-    if (!sig)
-        return NOMEM(s->err);
-    if ((st = signature_inputs(s, sig)) || !(sig->outputs = calloc(8, sizeof *sig->outputs)))
-        return st ? st : NOMEM(s->err);
-    if ((st = head_outputs(h, 0, "", sig->outputs, &sig->n_outputs, s->err)))
+    if ((st = head_predict_sig(s, h, name)))
         return st;
     if (regresses) {
         snprintf(name, sizeof name, "%s/regression", hn);
@@ -791,13 +799,7 @@ static rt_status head_signatures(spec_ctx *s, size_t k)
             (regression && (st = examples_sig(def, hn, true, 0, s->err))))
             return st;
     } else if (regression) { /* several values: its default is its predict */
-        Predictd__SignatureDef *d = new_sig(def, hn, "tensorflow/serving/predict");
-        if (!d)
-            return NOMEM(s->err);
-        if ((st = signature_inputs(s, d)) || !(d->outputs = calloc(8, sizeof *d->outputs)))
-            return st ? st : NOMEM(s->err);
-        if ((st = head_outputs(h, 0, "", d->outputs, &d->n_outputs, s->err)))
-            return st;
+        return head_predict_sig(s, h, hn);
     }
     return RT_OK;
 }
