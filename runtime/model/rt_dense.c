@@ -266,13 +266,12 @@ rt_dense_isa rt_dense_best_isa(void)
     return RT_DENSE_BASE;
 }
 
-void rt_dense_rows_isa(rt_dense_isa isa, const float *x, size_t m, size_t in, const float *w,
-                       const float *bias, size_t out, float *y)
+/* The kernel of isa (one the CPU has) over the rows. */
+static void dense_dispatch(rt_dense_isa isa, const float *x, size_t m, size_t in,
+                           const float *w, const float *bias, size_t out, float *y)
 {
     if (m == 0 || out == 0)
         return;
-    if (isa > rt_dense_best_isa())
-        isa = rt_dense_best_isa();
     switch (isa) {
 #ifdef RT_DENSE_X86
     case RT_DENSE_AVX512:
@@ -288,8 +287,15 @@ void rt_dense_rows_isa(rt_dense_isa isa, const float *x, size_t m, size_t in, co
     }
 }
 
+void rt_dense_rows_isa(rt_dense_isa isa, const float *x, size_t m, size_t in, const float *w,
+                       const float *bias, size_t out, float *y)
+{
+    rt_dense_isa best = rt_dense_best_isa();
+    dense_dispatch(isa > best ? best : isa, x, m, in, w, bias, out, y);
+}
+
 void rt_dense_rows(const float *x, size_t m, size_t in, const float *w, const float *bias,
                    size_t out, float *y)
 {
-    rt_dense_rows_isa(rt_dense_best_isa(), x, m, in, w, bias, out, y);
+    dense_dispatch(rt_dense_best_isa(), x, m, in, w, bias, out, y);
 }

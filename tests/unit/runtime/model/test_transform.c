@@ -985,6 +985,110 @@ static int setup_kinds(void **state)
     return 0;
 }
 
+/* a and b hold the same features: instances, columns, widths, ids,
+ * weights and values, and the DNN input. */
+static void expect_same_features(const rt_features *a, const rt_features *b)
+{
+    assert_int_equal(a->n, b->n);
+    assert_int_equal(a->n_columns, b->n_columns);
+    assert_int_equal(a->dnn_dim, b->dnn_dim);
+    for (size_t c = 0; c < a->n_columns; c++) {
+        assert_int_equal(a->width[c], b->width[c]);
+        if (a->width[c] > 0) {
+            assert_memory_equal(a->values[c], b->values[c], a->n * a->width[c] * sizeof(float));
+            continue;
+        }
+        assert_memory_equal(a->ids[c].offsets, b->ids[c].offsets, (a->n + 1) * sizeof(uint32_t));
+        size_t k = a->ids[c].offsets[a->n];
+        if (k)
+            assert_memory_equal(a->ids[c].ids, b->ids[c].ids, k * sizeof(int64_t));
+        assert_true(!a->ids[c].weights == !b->ids[c].weights);
+        if (k && a->ids[c].weights)
+            assert_memory_equal(a->ids[c].weights, b->ids[c].weights, k * sizeof(float));
+    }
+    assert_true(!a->dnn_input == !b->dnn_input);
+    if (a->dnn_input && a->n)
+        assert_memory_equal(a->dnn_input, b->dnn_input, a->n * a->dnn_dim * sizeof(float));
+}
+
+/* Transforms fx's batch into shared and into fx's own features and
+ * compares them. */
+static void expect_shared_as_own(fixture *fx, rt_features *shared)
+{
+    rt_err err = {{0}};
+    assert_int_equal(rt_transform(fx->g, fx->b, shared, &err), RT_OK);
+    assert_int_equal(rt_transform(fx->g, fx->b, &fx->f, &err), RT_OK);
+    assert_int_equal(shared->n, rt_batch_size(fx->b));
+    expect_same_features(shared, &fx->f);
+}
+
+/* Instances of the kinds fixture: k, v, city, w. */
+static void add_kinds(fixture *fx, size_t n)
+{
+    static const char *const city[] = {"a", "b", "zz", "c"};
+    for (size_t j = 0; j < n; j++) {
+        size_t i = add_bare(fx);
+        push_n(fx, i, KI_K, (double)(j % 4));
+        push_n(fx, i, KI_V, 0.5 * (double)j);
+        push_s(fx, i, KI_CITY, city[j % 4]);
+        push_n(fx, i, KI_W, 1.0 + (double)j);
+    }
+}
+
+/* One rt_features taken from graph to graph (the transform lays it out
+ * again only when the graph, its columns or the room for the batch
+ * change): after the transform fixture's graph, the kinds graph (weighted
+ * columns), a larger batch, a smaller one, another graph with other widths
+ * at the kinds graph's address, and the first graph again, every transform equals one into features used for
+ * that graph alone. */
+static void test_layout_per_graph(void **state)
+{
+    (void)state;
+    char *text = read_text("tests/data/specs/transform.json");
+    assert_non_null(text);
+    fixture *a = fixture_from_text(text, NULL), *k = fixture_from_text(KINDS_SPEC, NULL);
+    free(text);
+    rt_features shared;
+    rt_transform_features_init(&shared);
+    for (size_t j = 0; j < 3; j++)
+        add_std(a, (double)j, j % 2 ? "Rome" : "Oslo", "t", (double)j);
+    expect_shared_as_own(a, &shared);
+    add_kinds(k, 5);
+    expect_shared_as_own(k, &shared);
+    add_kinds(k, 20); /* 25 instances: more than the room laid out */
+    expect_shared_as_own(k, &shared);
+    rt_batch_clear(k->b);
+    add_kinds(k, 2);
+    expect_shared_as_own(k, &shared);
+    /* a graph with 3-wide embeddings at the kinds graph's address (as when
+     * the allocator gives a new version's graph the freed one's): the two
+     * graphs' contents swapped, each fixture given a batch anew */
+    char *wide = strdup(KINDS_SPEC);
+    assert_non_null(wide);
+    char *d = strstr(wide, "\"dimension\": 2");
+    assert_non_null(d);
+    d[strlen("\"dimension\": ")] = '3';
+    fixture *w = fixture_from_text(wide, NULL);
+    free(wide);
+    rt_graph tmp = *k->g;
+    *k->g = *w->g;
+    *w->g = tmp;
+    rt_batch_free(k->b);
+    rt_batch_free(w->b);
+    assert_non_null(k->b = rt_batch_new(k->g));
+    assert_non_null(w->b = rt_batch_new(w->g));
+    add_kinds(k, 2);
+    expect_shared_as_own(k, &shared);
+    assert_int_equal(shared.width[K_SH_CITY], 3);
+    teardown((void **)&w);
+    rt_batch_clear(a->b);
+    add_std(a, 7, "Rome", "t", 2);
+    expect_shared_as_own(a, &shared);
+    rt_transform_features_free(&shared);
+    teardown((void **)&k);
+    teardown((void **)&a);
+}
+
 static void expect_weights(const fixture *fx, size_t c, size_t i, const float *want, size_t n)
 {
     const rt_ids *r = &fx->f.ids[c];
@@ -1192,6 +1296,7 @@ int main(void)
         T(test_missing_policies),
         cmocka_unit_test(test_census_instance),
         cmocka_unit_test_setup_teardown(test_fc_kinds_transform, setup_kinds, teardown),
+        cmocka_unit_test(test_layout_per_graph),
         cmocka_unit_test_setup_teardown(test_fc_kinds_errors, setup_kinds, teardown),
         cmocka_unit_test(test_fc_kinds_spec_errors),
     };
