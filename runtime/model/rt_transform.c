@@ -39,8 +39,8 @@ typedef struct feat_priv {
     const struct rt_fc_kind **kinds; /* [slots] each column's kind (prepare) */
     size_t *first;       /* the columns of the passes that read the batch, in order: */
     size_t n_first;      /* what a record holds (rt_transform_features_row_save) */
-    const rt_graph *graph; /* the graph the arrays were last laid out for, */
-    size_t room;           /* for up to this many instances (prepare) */
+    uint64_t serial;     /* the graph the arrays were last laid out for (its */
+    size_t room;         /* rt_graph_serial; 0: none), for up to room instances */
 } feat_priv;
 
 void rt_transform_features_init(rt_features *f)
@@ -92,35 +92,27 @@ static int resize(void **arr, size_t n, size_t sz)
     return 0;
 }
 
-/* True when f is laid out for g's columns already (the last prepare was
- * for a graph at g's address with the same columns, kinds and widths: an
- * address reused by another graph is caught here) with room for n
- * instances. Then only f->n changes: the passes only grow a column's own
- * arrays and point the column at them, and set weights only on the
- * weighted columns, so the pointers prepare set are still the ones it
- * would set. */
-static bool laid_out(const rt_features *f, const feat_priv *p, const rt_graph *g, size_t n)
+/* True when f is laid out for g already (the last prepare was for the
+ * graph of g's serial number: a graph made at a freed one's address has
+ * another) with room for n instances. Then only f->n changes: the passes
+ * only grow a column's own arrays and point the column at them, and set
+ * weights only on the weighted columns, so the pointers prepare set are
+ * still the ones it would set. */
+static bool laid_out(const feat_priv *p, const rt_graph *g, size_t n)
 {
-    if (p->graph != g || n > p->room || f->n_columns != g->n_fcols ||
-        f->dnn_dim != g->dnn_dim || f->dnn_input != (g->n_dnn ? p->dnn : NULL))
-        return false;
-    for (size_t c = 0; c < g->n_fcols; c++)
-        if (!g->fcols[c].kind || p->kinds[c] != g->fcols[c].kind ||
-            f->width[c] != g->fcols[c].width)
-            return false;
-    return true;
+    return p->serial != 0 && p->serial == g->serial && n <= p->room;
 }
 
 /* Sizes f for graph g and n instances. */
 static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *err)
 {
     feat_priv *p = f->priv;
-    if (p && laid_out(f, p, g, n)) {
+    if (p && laid_out(p, g, n)) {
         f->n = n;
         return RT_OK;
     }
     if (p)
-        p->graph = NULL; /* until this layout is complete */
+        p->serial = 0; /* until this layout is complete */
     if (!p) {
         if (!(p = calloc(1, sizeof *p)))
             return NOMEM(err);
@@ -190,7 +182,7 @@ static rt_status prepare(rt_features *f, const rt_graph *g, size_t n, rt_err *er
             return NOMEM(err);
     }
     f->dnn_input = g->n_dnn ? p->dnn : NULL;
-    p->graph = g;
+    p->serial = g->serial;
     p->room = n;
     return RT_OK;
 }

@@ -782,12 +782,10 @@ static size_t value_bound(const rt_graph *g, out_kind kind)
     }
 }
 
-rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *sig,
-                               rt_method method, size_t n, const rt_json_params *p,
-                               rt_err *err)
+/* Bytes at most of one instance's answer to method with signature sig. */
+static size_t answer_per_instance(const rt_graph *g, const Predictd__SignatureDef *sig,
+                                  rt_method method)
 {
-    if (!p || !p->max_answer_bytes || n == 0)
-        return RT_OK;
     size_t per = 4; /* "{", "}" or "[", "]", and ", " */
     if (method == RT_METHOD_CLASSIFY) {
         for (size_t k = 0; k < g->n_classes; k++)
@@ -800,6 +798,39 @@ rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *
         for (size_t k = 0; k < n_items; k++)
             per = sat_add(per, sat_add(strlen(items[k].name) + 6,
                                        value_bound(item_graph(g, &items[k]), items[k].kind)));
+    }
+    return per;
+}
+
+/* answer_per_instance of the last graph (by its serial number: a head view,
+ * serial 0, is not kept), signature and method this thread checked: the
+ * same for every request to one model, so worked out once. */
+static _Thread_local struct {
+    uint64_t serial;
+    const Predictd__SignatureDef *sig;
+    rt_method method;
+    size_t per;
+} last_bound;
+
+rt_status rt_json_check_answer(const rt_graph *g, const Predictd__SignatureDef *sig,
+                               rt_method method, size_t n, const rt_json_params *p,
+                               rt_err *err)
+{
+    if (!p || !p->max_answer_bytes || n == 0)
+        return RT_OK;
+    uint64_t serial = rt_graph_serial(g);
+    size_t per;
+    if (serial && last_bound.serial == serial && last_bound.sig == sig &&
+        last_bound.method == method) {
+        per = last_bound.per;
+    } else {
+        per = answer_per_instance(g, sig, method);
+        if (serial) {
+            last_bound.serial = serial;
+            last_bound.sig = sig;
+            last_bound.method = method;
+            last_bound.per = per;
+        }
     }
     return rt_json_answer_bound(n, per, 64, p->max_answer_bytes, err);
 }
