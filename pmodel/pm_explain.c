@@ -8,8 +8,8 @@
  * METHOD one that names the method alone; --head NAME adds "head": NAME
  * (the head explained of a model with several heads).
  * --format table prints the same answer for a reader: per instance and
- * attribution (output), the output's value and baseline, then the features
- * from the largest |attribution| down.
+ * attribution (output, "<head>/<output>" of several heads), the output's
+ * value and baseline, then the features from the largest |attribution| down.
  */
 #include "pm.h"
 
@@ -47,8 +47,10 @@ static void table_attribution(rt_buf *b, size_t inst, const cJSON *a)
     const cJSON *val = cJSON_GetObjectItemCaseSensitive(a, "instanceOutputValue");
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(a, "baselineOutputValue");
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(a, "approximationError");
-    rt_buf_printf(b, "instance %zu: %s", inst, cJSON_IsString(name) ? name->valuestring
-                                                                    : "output");
+    const cJSON *head = cJSON_GetObjectItemCaseSensitive(a, "head"); /* several heads */
+    rt_buf_printf(b, "instance %zu: %s%s%s", inst, cJSON_IsString(head) ? head->valuestring : "",
+                  cJSON_IsString(head) ? "/" : "",
+                  cJSON_IsString(name) ? name->valuestring : "output");
     cJSON_ArrayForEach(x, idx)
     {
         rt_buf_printf(b, "[%g]", cJSON_GetNumberValue(x));

@@ -393,8 +393,29 @@ static rt_status read_head(ovr *o)
                       "%s)", d, names);
 }
 
+/* The body's "signature_name": of several heads, the head whose own
+ * signature it names ("<head>" or "<head>/<key>", as TF's MultiHead names
+ * them) into *head; else *head untouched. A name that is no signature is
+ * :predict's 400, not this one's. */
+static rt_status read_signature_head(ovr *o, long *head)
+{
+    rt_jv v;
+    rt_status st = rt_jr_value(o->r, &v);
+    if (st != RT_OK)
+        return st;
+    if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
+        return rt_jr_skip_to(o->r, o->r->depth - 1);
+    const char *hn = NULL;
+    for (size_t k = 0; v.kind == RT_JV_STRING && rt_graph_head_view(o->g, k, &hn); k++) {
+        size_t len = hn ? strlen(hn) : 0;
+        if (len && v.n >= len && memcmp(v.s, hn, len) == 0 && (v.n == len || v.s[len] == '/'))
+            *head = (long)k;
+    }
+    return RT_OK;
+}
+
 /* Reads the body's "head" and explanationSpecOverride, if any, into p and
- * base. */
+ * base; without "head", a head's own signature_name picks its head. */
 static rt_status read_override(const rt_graph *g, const char *body, size_t len,
                                const rt_json_params *jp, rt_ctx *c, rt_xai_params *p,
                                xai_base_value *base, size_t *n_base, rt_err *err)
@@ -407,9 +428,16 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
     rt_status st = rt_jr_value(&r, &v);
     if (st == RT_OK && v.kind != RT_JV_OBJECT)
         st = rt_err_set(err, RT_ERR_INVALID, "request body: expected an object");
+    long sig_head = -1;
+    bool have_head = false;
     while (next_member(&o, &more, &st)) {
         if (rt_jr_key_is(o.k, o.kn, "head")) {
+            have_head = true;
             st = read_head(&o);
+            continue;
+        }
+        if (rt_jr_key_is(o.k, o.kn, "signature_name")) {
+            st = read_signature_head(&o, &sig_head);
             continue;
         }
         if (!rt_jr_key_is(o.k, o.kn, OVR)) {
@@ -433,6 +461,8 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
         if (st != RT_OK)
             break;
     }
+    if (st == RT_OK && !have_head && sig_head >= 0)
+        p->head = (size_t)sig_head;
     rt_jr_done(&r);
     return st;
 }
