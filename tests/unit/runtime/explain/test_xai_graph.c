@@ -19,7 +19,8 @@
  *    canned conf/census.json model's random tensors: the same
  *    integrated-gradients attributions, within float tolerance.
  * 4. Several heads (TF's MultiHead): conf/census_multitask.json with random
- *    tensors, each head explained (rt_xai_params.head) by integrated
+ *    tensors (and with a third, multi-class head over workclass's 9 classes,
+ *    its two highest classes explained), each head explained (rt_xai_params.head) by integrated
  *    gradients, exact and sampled Shapley, on its probabilities or
  *    predictions and on its logits, gives bit for bit what the same spec
  *    with that head alone (the other head and its logits node removed, the
@@ -443,34 +444,70 @@ static void test_custom_equals_canned(void **state)
 
 /* ------------------------------------------------------ 4. several heads */
 
-/* conf/census_multitask.json's ModelDef, or with only head `only` (its
- * other head and that head's logits node removed, the other's label column
- * unused, the kept head's label the spec's as one head has it). */
-static Predictd__ModelDef *multitask_def(int only)
+/* Deletes the items of array a whose member key (NULL: the item itself, a
+ * string) is the string v. */
+static void drop_items(cJSON *a, const char *key, const char *v)
+{
+    for (int k = cJSON_GetArraySize(a); k-- > 0;) {
+        cJSON *it = cJSON_GetArrayItem(a, k);
+        const char *s = cJSON_GetStringValue(key ? cJSON_GetObjectItem(it, key) : it);
+        if (s && strcmp(s, v) == 0)
+            cJSON_DeleteItemFromArray(a, k);
+    }
+}
+
+/* A third head, multi-class: workclass's 9 classes from its own dense node
+ * over h3 (workclass then no feature: a head's label is not read). */
+static void add_workclass_head(cJSON *spec, cJSON *model)
+{
+    cJSON *fcs = cJSON_GetObjectItem(spec, "feature_columns");
+    drop_items(fcs, "key", "workclass");
+    drop_items(fcs, "name", "workclass_indicator");
+    drop_items(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(model, "inputs"), 0),
+                                   "columns"),
+               NULL, "workclass_indicator");
+    cJSON_AddItemToArray(cJSON_GetObjectItem(model, "layers"),
+                         cJSON_Parse("{\"name\": \"wc_logits\", \"type\": \"dense\", "
+                                     "\"inputs\": [\"h3\"], \"units\": 9}"));
+    cJSON_AddItemToArray(
+        cJSON_GetObjectItem(model, "heads"),
+        cJSON_Parse("{\"name\": \"workclass\", \"type\": \"multi_class_classification\", "
+                    "\"n_classes\": 9, \"logits\": \"wc_logits\", \"label\": {\"column\": "
+                    "\"workclass\", \"vocabulary\": [\"Self-emp-not-inc\", \"Private\", "
+                    "\"State-gov\", \"Federal-gov\", \"Local-gov\", \"?\", \"Self-emp-inc\", "
+                    "\"Without-pay\", \"Never-worked\"]}}"));
+}
+
+/* conf/census_multitask.json's ModelDef (three: with a third, multi-class
+ * head, add_workclass_head), or with only head `only` (the other heads and
+ * their logits nodes removed, their label columns unused, the kept head's
+ * label the spec's as one head has it). */
+static Predictd__ModelDef *multitask_def(bool three, int only)
 {
     char *text = slurp("conf/census_multitask.json");
     cJSON *spec = cJSON_Parse(text);
     free(text);
     assert_non_null(spec);
+    cJSON *model = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "estimator"), "model");
+    cJSON *heads = cJSON_GetObjectItem(model, "heads");
+    cJSON *layers = cJSON_GetObjectItem(model, "layers");
+    if (three)
+        add_workclass_head(spec, model);
     if (only >= 0) {
-        cJSON *model = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "estimator"), "model");
-        cJSON *heads = cJSON_GetObjectItem(model, "heads");
-        cJSON *layers = cJSON_GetObjectItem(model, "layers");
-        assert_int_equal(cJSON_GetArraySize(heads), 2);
-        cJSON *other = cJSON_GetArrayItem(heads, 1 - only);
-        const char *node = cJSON_GetStringValue(cJSON_GetObjectItem(other, "logits"));
-        const char *label = cJSON_GetStringValue(
-            cJSON_GetObjectItem(cJSON_GetObjectItem(other, "label"), "column"));
-        assert_non_null(node);
-        assert_non_null(label);
-        cJSON_AddItemToArray(cJSON_GetObjectItem(spec, "unused_columns"),
-                             cJSON_CreateString(label));
-        for (int k = cJSON_GetArraySize(layers); k-- > 0;)
-            if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(layers, k),
-                                                                "name")),
-                       node) == 0)
-                cJSON_DeleteItemFromArray(layers, k);
-        cJSON_DeleteItemFromArray(heads, 1 - only);
+        for (int h = cJSON_GetArraySize(heads); h-- > 0;) {
+            if (h == only)
+                continue;
+            cJSON *other = cJSON_GetArrayItem(heads, h);
+            const char *node = cJSON_GetStringValue(cJSON_GetObjectItem(other, "logits"));
+            const char *label = cJSON_GetStringValue(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(other, "label"), "column"));
+            assert_non_null(node);
+            assert_non_null(label);
+            cJSON_AddItemToArray(cJSON_GetObjectItem(spec, "unused_columns"),
+                                 cJSON_CreateString(label));
+            drop_items(layers, "name", node);
+            cJSON_DeleteItemFromArray(heads, h);
+        }
         /* one head: its label the spec's, no name or loss weight (several heads' fields) */
         cJSON *kept = cJSON_GetArrayItem(heads, 0);
         cJSON_AddItemToObject(spec, "label", cJSON_DetachItemFromObject(kept, "label"));
@@ -535,17 +572,20 @@ static void same_as_one_head(const rt_graph *multi, size_t h, const rt_graph *on
     }
 }
 
-static void test_several_heads(void **state)
+/* Each head of conf/census_multitask.json (three: and a multi-class third)
+ * explained as its one-head spec. */
+static void several_heads(bool three)
 {
-    (void)state;
-    Predictd__ModelDef *mdef = multitask_def(-1);
+    Predictd__ModelDef *mdef = multitask_def(three, -1);
     support_tensors st;
     random_tensors(mdef, 11, 0.4f, &st);
     rt_graph *multi = build(mdef, &st);
     assert_non_null(rt_graph_head_view(multi, 1, NULL));
-    static const char *const names[] = {"income_bracket", "hours_per_week"};
-    for (size_t h = 0; h < 2; h++) {
-        Predictd__ModelDef *odef = multitask_def((int)h);
+    static const char *const names[] = {"income_bracket", "hours_per_week", "workclass"};
+    size_t nh = three ? 3 : 2;
+    assert_null(rt_graph_head_view(multi, nh, NULL));
+    for (size_t h = 0; h < nh; h++) {
+        Predictd__ModelDef *odef = multitask_def(three, (int)h);
         rt_graph *one = build(odef, &st); /* the same tensors, by name */
         assert_null(rt_graph_head_view(one, 0, NULL));
         const char *hn = NULL;
@@ -563,7 +603,7 @@ static void test_several_heads(void **state)
                 p.output = logits ? RT_XAI_OUT_LOGITS : RT_XAI_OUT_DEFAULT;
                 char what[160];
                 snprintf(what, sizeof what, "head %s, %s of its %s", names[h], mnames[m],
-                         logits ? "logits" : h ? "predictions" : "probabilities");
+                         logits ? "logits" : h == 1 ? "predictions" : "probabilities");
                 same_as_one_head(multi, h, one, p, what);
             }
         rt_graph_free(one);
@@ -575,15 +615,29 @@ static void test_several_heads(void **state)
     memset(&a, 0, sizeof a);
     a.r[0].attr = a.attr[0];
     rt_xai_params p = rt_xai_default_params();
-    p.head = 2;
+    p.head = nh;
     rt_err err = {{0}};
+    char want[64];
+    snprintf(want, sizeof want, "head: %zu is out of range [0, %zu)", nh, nh);
     assert_int_equal(rt_xai_explain(multi, x, 0, b, 0, &p, a.r, 1, &a.n, &err), RT_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "head: 2 is out of range [0, 2)"));
+    assert_non_null(strstr(err.msg, want));
     rt_batch_free(x);
     rt_batch_free(b);
     rt_graph_free(multi);
     support_tensors_free(&st);
     rt_spec_modeldef_free(mdef);
+}
+
+static void test_several_heads(void **state)
+{
+    (void)state;
+    several_heads(false);
+}
+
+static void test_several_heads_multi_class(void **state)
+{
+    (void)state;
+    several_heads(true);
 }
 
 int main(void)
@@ -593,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_ig_complete_every_node),
         cmocka_unit_test(test_custom_equals_canned),
         cmocka_unit_test(test_several_heads),
+        cmocka_unit_test(test_several_heads_multi_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
