@@ -19,13 +19,13 @@
  *    canned conf/census.json model's random tensors: the same
  *    integrated-gradients attributions, within float tolerance.
  * 4. Several heads (TF's MultiHead): conf/census_multitask.json with random
- *    tensors (and with a third, multi-class head over workclass's 9 classes,
- *    its two highest classes explained), each head explained (rt_xai_params.head) by integrated
- *    gradients, exact and sampled Shapley, on its probabilities or
- *    predictions and on its logits, gives bit for bit what the same spec
- *    with that head alone (the other head and its logits node removed, the
- *    same tensors) gives: the values, output indices and attributions; a
- *    head past the last is refused by name.
+ *    tensors (and with a third, multi-class head over workclass's 9
+ *    classes, its two highest explained), each head explained
+ *    (rt_xai_params.head) by integrated gradients, exact and sampled
+ *    Shapley, on its probabilities or predictions and on its logits, gives
+ *    bit for bit what the same spec with that head alone (the other heads
+ *    and their logits nodes removed, the same tensors) gives: the values,
+ *    output indices and attributions; a head past the last is refused.
  * Prints the largest relative gradient error and the IG gaps. */
 #include <fcntl.h>
 #include <setjmp.h>
