@@ -63,6 +63,7 @@ typedef struct pm_opts {
     char *json_request; /* explain --json-request */
     char *xai_override; /* explain --explanation-spec-override */
     char *xai_method;  /* explain --method */
+    char *xai_head;    /* explain --head: of several heads, the one explained */
     bool timing;       /* explain --timing */
     char *importance;  /* evaluate --importance */
 } pm_opts;

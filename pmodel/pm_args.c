@@ -110,6 +110,9 @@ static const rt_setting EXPLAIN[] = {
     STR_ROW("method", xai_method, "METHOD",
             "the method, as an override naming only it: exact, sampled, gradients or tree-shap "
             "(path-dependent TreeSHAP of a tree ensemble's logits: XGBoost's pred_contribs)"),
+    STR_ROW("head", xai_head, "NAME",
+            "of a model with several heads (TF's MultiHead), the head explained, as the "
+            "body's \"head\" (default: the first head)"),
     STR_ROW("json-request", json_request, "FILE",
             "a whole :explain body instead of --json-instances (\"-\" is stdin)"),
     BOOL_ROW("timing", timing, "prints the time taken and the model rows evaluated to stderr"),
@@ -211,7 +214,7 @@ const pm_command pm_explain_command = {
     "explain",
     "predict-model explain --dir EXPORT --json-instances FILE\n"
     "                      [--explanation-spec-override FILE | --method METHOD]\n"
-    "                      [--timing] [--format json|table]\n"
+    "                      [--head NAME] [--timing] [--format json|table]\n"
     "predict-model explain --dir EXPORT --json-request FILE [--timing]\n"
     "                      [--format json|table]",
     "Explains the model's predictions for the instances of FILE (one JSON instance per "
@@ -363,6 +366,9 @@ static const char *check(const pm_opts *o)
         strcmp(o->xai_method, "sampled") && strcmp(o->xai_method, "gradients") &&
         strcmp(o->xai_method, "tree-shap"))
         return "--method: give exact, sampled, gradients or tree-shap";
+    if (explain && o->json_request && o->xai_head)
+        return "--head goes with --json-instances (a --json-request body names its own "
+               "\"head\")";
     if (explain && o->json_request && o->xai_override)
         return "--explanation-spec-override goes with --json-instances (a --json-request body "
                "holds its own)";

@@ -5,10 +5,11 @@
  * prints the answer predictd's :explain gives for the same body, byte for
  * byte (docs/explanations.md). --explanation-spec-override FILE adds a
  * Vertex AI explanationSpecOverride object to the instances' body; --method
- * METHOD one that names the method alone.
+ * METHOD one that names the method alone; --head NAME adds "head": NAME
+ * (the head explained of a model with several heads).
  * --format table prints the same answer for a reader: per instance and
- * attribution (output), the output's value and baseline, then the features
- * from the largest |attribution| down.
+ * attribution (output, "<head>/<output>" of several heads), the output's
+ * value and baseline, then the features from the largest |attribution| down.
  */
 #include "pm.h"
 
@@ -46,8 +47,10 @@ static void table_attribution(rt_buf *b, size_t inst, const cJSON *a)
     const cJSON *val = cJSON_GetObjectItemCaseSensitive(a, "instanceOutputValue");
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(a, "baselineOutputValue");
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(a, "approximationError");
-    rt_buf_printf(b, "instance %zu: %s", inst, cJSON_IsString(name) ? name->valuestring
-                                                                    : "output");
+    const cJSON *head = cJSON_GetObjectItemCaseSensitive(a, "head"); /* several heads */
+    rt_buf_printf(b, "instance %zu: %s%s%s", inst, cJSON_IsString(head) ? head->valuestring : "",
+                  cJSON_IsString(head) ? "/" : "",
+                  cJSON_IsString(name) ? name->valuestring : "output");
     cJSON_ArrayForEach(x, idx)
     {
         rt_buf_printf(b, "[%g]", cJSON_GetNumberValue(x));
@@ -136,6 +139,15 @@ int pm_cmd_explain(const pm_opts *o)
         if (in.count > p.max_instances)
             p.max_instances = in.count;
         rt_buf_append(&body, in.body.data, in.body.len);
+        if (o->xai_head) { /* {"instances": [...]} -> {"instances": [...], "head": NAME} */
+            while (body.len > 0 && body.data[body.len - 1] != '}')
+                body.len--;
+            if (body.len > 0)
+                body.len--;
+            rt_buf_puts(&body, ", \"head\": ");
+            rt_buf_json_string(&body, o->xai_head, strlen(o->xai_head));
+            rt_buf_puts(&body, "}");
+        }
         if (o->xai_override || o->xai_method) {
             size_t slen = 0;
             rt_status st = RT_OK;

@@ -76,6 +76,10 @@ typedef struct rt_xai_params {
                                   0: 1 (unless output_indices) */
     size_t n_output_indices;   /* > 0: exactly these outputs */
     size_t output_indices[RT_XAI_MAX_OUTPUTS];
+    size_t head;               /* several heads (TF's MultiHead): the head explained,
+                                  its index (0: the first, TF's default); its own
+                                  outputs are explained as a one-head model of its
+                                  type would be. A one-head model has only 0 */
     uint64_t seed;             /* SAMPLED's permutations */
     bool enumerate;            /* EXACT: enumerate the coalitions even where
                                   TreeSHAP applies (tests compare the two) */
@@ -112,7 +116,8 @@ typedef struct rt_xai_result {
  * input; a missing cell follows bb's missing-input policy), for the outputs
  * p selects: n_res results, each with res[j].attr pointing at room for
  * rt_graph_num_inputs(g) doubles (the caller's). *n_res gets how many were
- * filled (at most max_res). Errors: RT_ERR_INVALID naming the parameter
+ * filled (at most max_res). Of a model with several heads, p->head's
+ * outputs (output indices are the head's own). Errors: RT_ERR_INVALID naming the parameter
  * ("integratedGradientsAttribution: BoostedTrees models have no gradient
  * ..."), the instance's own transform errors; RT_ERR_LIMIT when EXACT
  * would need more than 2^RT_XAI_EXACT_MAX rows. Thread-safe for distinct

@@ -21,6 +21,9 @@
 typedef struct xai_ctx {
     const rt_graph *g;
     const rt_xai_params *p;
+    const rt_graph *hv;  /* the explained head: g, or of several heads p->head's view
+                            (rt_graph_head_view: its type, width, classes) */
+    size_t hoff;         /* its first column in g's logits (0 for one head) */
     rt_xai_output space; /* resolved: never RT_XAI_OUT_DEFAULT */
     size_t n_out;        /* values of the explained output per row */
     const rt_batch *xb, *bb;
@@ -55,7 +58,8 @@ rt_status rt_xai_eval(xai_ctx *e, const uint64_t *masks, size_t n, const size_t 
 rt_status rt_xai_fill(xai_ctx *e, const uint64_t *masks, size_t m, rt_err *err);
 
 /* The explained output k of row r of outputs o (logits, probabilities or
- * predictions as e->space says). */
+ * predictions as e->space says; of several heads, the explained head's
+ * own, o->heads[p->head]). */
 float rt_xai_out_value(const xai_ctx *e, const rt_outputs *o, size_t r, size_t k);
 
 /* The raw inputs feature column c reads (through its sources and the parts
@@ -73,11 +77,14 @@ rt_status rt_xai_integrated_gradients(xai_ctx *e, const size_t *outs, size_t n_o
 
 /* A custom graph's nodes run over P rows (rt_xai_graph.c): every node's
  * output y[k] (P x its width) and a dense node's value before its
- * activation pre[k] (NULL for the others); logits = y[the head's node]. */
+ * activation pre[k] (NULL for the others); logits = y[the head's node]
+ * (several heads: heads_logits, their nodes' outputs side by side, P x
+ * logits_dim). */
 typedef struct xai_gpath {
     const rt_graph *g;
     size_t P, n;
     float **y, **pre;
+    float *heads_logits;
     const float *logits;
 } xai_gpath;
 

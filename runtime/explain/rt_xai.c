@@ -27,6 +27,12 @@
  * Every row's value has the bits it would have alone (rt_forward and the
  * head work row by row), so the coalition of all players is the instance's
  * :predict answer and the empty one the baseline's.
+ *
+ * A model of several heads (TF's MultiHead) is explained one head at a
+ * time (p->head): the value function is that head's own output as the
+ * served head computes it from its columns of the logits (rt_outputs.heads),
+ * its output space, indices and classes the head's (rt_graph_head_view),
+ * exactly as a one-head model of that head's type.
  */
 #include "rt_explain.h"
 #include "rt_explain_internal.h"
@@ -59,10 +65,13 @@ const char *rt_xai_method_name(rt_xai_method m)
 
 float rt_xai_out_value(const xai_ctx *e, const rt_outputs *o, size_t r, size_t k)
 {
+    size_t w = e->hv->logits_dim;
+    if (e->hv != e->g) /* several heads: the explained head's own outputs */
+        o = &o->heads[e->p->head];
     switch (e->space) {
     case RT_XAI_OUT_PROBABILITIES: return o->probabilities[r * o->n_classes + k];
-    case RT_XAI_OUT_PREDICTIONS: return o->predictions[r * e->g->logits_dim + k];
-    default: return o->logits[r * e->g->logits_dim + k];
+    case RT_XAI_OUT_PREDICTIONS: return o->predictions[r * w + k];
+    default: return o->logits[r * w + k];
     }
 }
 
@@ -394,11 +403,12 @@ static rt_status pick_outputs(xai_ctx *e, const float *xv, size_t *outs, size_t 
     return RT_OK;
 }
 
-/* The output p explains on g (never RT_XAI_OUT_DEFAULT) into *space. */
-static rt_status resolve_space(const rt_graph *g, const rt_xai_params *p, rt_xai_output *space,
-                               rt_err *err)
+/* The output p explains on g (never RT_XAI_OUT_DEFAULT) into *space, by
+ * the explained head hv's type. */
+static rt_status resolve_space(const rt_graph *g, const rt_graph *hv, const rt_xai_params *p,
+                               rt_xai_output *space, rt_err *err)
 {
-    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    bool cls = hv->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     *space = p->output;
     if (p->method == RT_XAI_TREE_SHAP) {
         if (!g->trees)
@@ -423,6 +433,25 @@ static rt_status resolve_space(const rt_graph *g, const rt_xai_params *p, rt_xai
     return RT_OK;
 }
 
+/* The head p explains into e->hv and e->hoff: g itself for one head; of
+ * several, p->head's view and its columns (RT_ERR_INVALID past the last). */
+static rt_status explained_head(xai_ctx *e, rt_err *err)
+{
+    const rt_graph *g = e->g;
+    size_t nh = g->n_head_views, h = e->p->head;
+    e->hv = g;
+    e->hoff = 0;
+    if (nh == 0 && h == 0)
+        return RT_OK;
+    if (nh == 0)
+        return rt_err_set(err, RT_ERR_INVALID, "head: %zu, the model has one head", h);
+    if (h >= nh || !g->head_off)
+        return rt_err_set(err, RT_ERR_INVALID, "head: %zu is out of range [0, %zu)", h, nh);
+    e->hv = &g->head_views[h];
+    e->hoff = g->head_off[h];
+    return RT_OK;
+}
+
 rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const rt_batch *bb,
                          size_t bi, const rt_xai_params *p, rt_xai_result *res, size_t max_res,
                          size_t *n_res, rt_err *err)
@@ -435,10 +464,12 @@ rt_status rt_xai_explain(const rt_graph *g, const rt_batch *xb, size_t xi, const
     xai_ctx e = {.g = g, .p = p, .xb = xb, .xi = xi, .bb = bb, .bi = bi, .n_in = g->n_inputs};
     rt_transform_features_init(&e.f);
     rt_head_outputs_init(&e.o);
-    rt_status st0 = resolve_space(g, p, &e.space, err);
+    rt_status st0 = explained_head(&e, err);
+    if (st0 == RT_OK)
+        st0 = resolve_space(g, e.hv, p, &e.space, err);
     if (st0 != RT_OK)
         return st0;
-    e.n_out = e.space == RT_XAI_OUT_PROBABILITIES ? g->n_classes : g->logits_dim;
+    e.n_out = e.space == RT_XAI_OUT_PROBABILITIES ? e.hv->n_classes : e.hv->logits_dim;
     rt_xai_method method = p->method;
     if (method == RT_XAI_DEFAULT)
         method =

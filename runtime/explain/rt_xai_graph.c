@@ -10,6 +10,11 @@
  * the DNN input as rt_forward does, the others are rt_node_forward itself
  * (rt_nodes.c), so the logits along the path are the served arithmetic.
  *
+ * Several heads (TF's MultiHead): the logits are the heads' logits nodes'
+ * outputs side by side (rt_forward's layout), and the backward starts from
+ * each head's columns of d output / d logits at that head's node (an
+ * explained head's alone are non-zero: the others' nodes get 0).
+ *
  * Backward, in double, from d output / d logits at the head's logits node
  * back to the first node: dense the activation's derivative then the
  * kernel's transpose; activation its derivative; dropout the identity
@@ -74,6 +79,7 @@ void rt_xai_graph_free(xai_gpath *t)
     }
     free(t->y);
     free(t->pre);
+    free(t->heads_logits);
     memset(t, 0, sizeof *t);
 }
 
@@ -119,6 +125,18 @@ rt_status rt_xai_graph_forward(const rt_graph *g, const float *z, const float *l
             break;
         }
         }
+    }
+    if (g->n_heads > 1) { /* the heads' logits side by side, as rt_forward lays them */
+        size_t ld = g->logits_dim;
+        float *l = t->heads_logits = malloc(P * ld * sizeof *l);
+        if (!l)
+            goto nomem;
+        for (size_t h = 0; h < g->n_heads; h++)
+            for (size_t i = 0; i < P; i++)
+                memcpy(l + i * ld + g->head_off[h], t->y[g->head_node[h]] + i * g->head_w[h],
+                       g->head_w[h] * sizeof *l);
+        t->logits = l;
+        return RT_OK;
     }
     t->logits = t->y[g->logits_node];
     return RT_OK;
@@ -215,7 +233,15 @@ rt_status rt_xai_graph_backward(const xai_gpath *t, const double *gl, double *gz
             st = rt_err_set(err, RT_ERR_NOMEM, "integrated gradients: out of memory");
             goto out;
         }
-    memcpy(gd[g->logits_node], gl, P * g->logits_dim * sizeof **gd);
+    if (g->n_heads > 1) { /* each head's columns of gl at its node (+=: heads may share one) */
+        for (size_t h = 0; h < g->n_heads; h++)
+            for (size_t i = 0; i < P; i++)
+                for (size_t c = 0; c < g->head_w[h]; c++)
+                    gd[g->head_node[h]][i * g->head_w[h] + c] +=
+                        gl[i * g->logits_dim + g->head_off[h] + c];
+    } else {
+        memcpy(gd[g->logits_node], gl, P * g->logits_dim * sizeof **gd);
+    }
     if (D)
         memset(gz, 0, P * D * sizeof *gz);
     if (glin)

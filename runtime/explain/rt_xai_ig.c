@@ -32,6 +32,10 @@
  * at the linear node's output (for wide & deep as a graph, the head's, as
  * the canned model's).
  *
+ * Of several heads (TF's MultiHead) the explained head's output is
+ * differentiated through its own columns of the logits (head_grad), and
+ * back through the graph from its logits node (rt_xai_graph.c).
+ *
  * An ONNX network (model.onnx) takes the straight path in its graph
  * inputs, from the rows the baseline's features make to the instance's;
  * rt_xai_onnx.c runs the plan along it and its exact backward gives each
@@ -82,17 +86,21 @@ static void linear_column(const rt_graph *g, const rt_features *f, size_t l, siz
             out[j] += (double)v[k] * (double)w[k * ld + j];
 }
 
-/* d (output k) / d logits at logits l (double, ld) into gl. */
+/* d (output k) / d logits at logits l (double, g's ld) into gl: of several
+ * heads, the explained head's columns (e->hoff on, its width) only, by its
+ * own type; the others' are 0. */
 static void head_grad(const xai_ctx *e, size_t k, const double *l, double *gl)
 {
-    size_t ld = e->g->logits_dim;
-    for (size_t j = 0; j < ld; j++)
+    for (size_t j = 0; j < e->g->logits_dim; j++)
         gl[j] = 0.0;
+    size_t ld = e->hv->logits_dim;
+    l += e->hoff;
+    gl += e->hoff;
     if (e->space != RT_XAI_OUT_PROBABILITIES || (e->g->onnx && e->g->onnx->ml_probs)) {
         gl[k] = 1.0; /* a logit, a prediction, or an ai.onnx.ml classifier's score as served */
         return;
     }
-    if (e->g->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
+    if (e->hv->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
         double p1 = 1.0 / (1.0 + exp(-l[0]));
         double d = p1 * (1.0 - p1);
         gl[0] = k == 1 ? d : -d;

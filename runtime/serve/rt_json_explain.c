@@ -9,6 +9,9 @@
  * reader (rt_jr.c); every key is checked and an error names it by
  * its path ("explanationSpecOverride.parameters.topK: ..."). The answer is
  * {"explanations": [{"attributions": [...]}, ...], "predictions": ...}.
+ * On a model of several heads (TF's MultiHead) the body's "head" names the
+ * head explained (the first by default, as TF serves it), and each of its
+ * attributions says "head": its name.
  */
 #include "rt_serve.h"
 #include "rt_explain_internal.h"
@@ -356,7 +359,63 @@ static rt_status read_metadata(ovr *o)
     return st;
 }
 
-/* Reads the body's explanationSpecOverride, if any, into p and base. */
+/* The body's "head" (a string: the name of one of several heads) into
+ * o->p->head; else a 400 naming the model's heads. */
+static rt_status read_head(ovr *o)
+{
+    rt_jv v;
+    rt_status st = rt_jr_value(o->r, &v);
+    if (st != RT_OK)
+        return st;
+    char d[64], names[400];
+    size_t used = 0;
+    const char *hn = NULL;
+    names[0] = '\0';
+    for (size_t k = 0; rt_graph_head_view(o->g, k, &hn); k++) {
+        size_t len = hn ? strlen(hn) : 0;
+        if (v.kind == RT_JV_STRING && len == v.n && memcmp(hn, v.s, len) == 0) {
+            o->p->head = k;
+            return RT_OK;
+        }
+        int w = snprintf(names + used, sizeof names - used, "%s%s", k ? ", " : "", hn ? hn : "");
+        used = w < 0 || (size_t)w >= sizeof names - used ? sizeof names - 1 : used + (size_t)w;
+    }
+    rt_json_describe(&v, d, sizeof d);
+    if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
+        rt_ignore(rt_jr_skip_to(o->r, o->r->depth - 1)); /* the refusal below is the answer */
+    if (!rt_graph_head_view(o->g, 0, NULL))
+        return rt_err_set(o->err, RT_ERR_INVALID, "head: the model has one head (\"head\" "
+                          "names one of a model's several heads, TF's MultiHead; give none)");
+    if (v.kind != RT_JV_STRING)
+        return rt_err_set(o->err, RT_ERR_INVALID, "head: expected a head's name, got %s (the "
+                          "model's heads: %s)", d, names);
+    return rt_err_set(o->err, RT_ERR_INVALID, "head: %s is not a head of the model (its heads: "
+                      "%s)", d, names);
+}
+
+/* The body's "signature_name": of several heads, the head whose own
+ * signature it names ("<head>" or "<head>/<key>", as TF's MultiHead names
+ * them) into *head; else *head untouched. A name that is no signature is
+ * :predict's 400, not this one's. */
+static rt_status read_signature_head(ovr *o, long *head)
+{
+    rt_jv v;
+    rt_status st = rt_jr_value(o->r, &v);
+    if (st != RT_OK)
+        return st;
+    if (v.kind == RT_JV_OBJECT || v.kind == RT_JV_LIST)
+        return rt_jr_skip_to(o->r, o->r->depth - 1);
+    const char *hn = NULL;
+    for (size_t k = 0; v.kind == RT_JV_STRING && rt_graph_head_view(o->g, k, &hn); k++) {
+        size_t len = hn ? strlen(hn) : 0;
+        if (len && v.n >= len && memcmp(v.s, hn, len) == 0 && (v.n == len || v.s[len] == '/'))
+            *head = (long)k;
+    }
+    return RT_OK;
+}
+
+/* Reads the body's "head" and explanationSpecOverride, if any, into p and
+ * base; without "head", a head's own signature_name picks its head. */
 static rt_status read_override(const rt_graph *g, const char *body, size_t len,
                                const rt_json_params *jp, rt_ctx *c, rt_xai_params *p,
                                xai_base_value *base, size_t *n_base, rt_err *err)
@@ -369,7 +428,18 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
     rt_status st = rt_jr_value(&r, &v);
     if (st == RT_OK && v.kind != RT_JV_OBJECT)
         st = rt_err_set(err, RT_ERR_INVALID, "request body: expected an object");
+    long sig_head = -1;
+    bool have_head = false;
     while (next_member(&o, &more, &st)) {
+        if (rt_jr_key_is(o.k, o.kn, "head")) {
+            have_head = true;
+            st = read_head(&o);
+            continue;
+        }
+        if (rt_jr_key_is(o.k, o.kn, "signature_name")) {
+            st = read_signature_head(&o, &sig_head);
+            continue;
+        }
         if (!rt_jr_key_is(o.k, o.kn, OVR)) {
             st = rt_jr_skip(&r);
             continue;
@@ -391,6 +461,8 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
         if (st != RT_OK)
             break;
     }
+    if (st == RT_OK && !have_head && sig_head >= 0)
+        p->head = (size_t)sig_head;
     rt_jr_done(&r);
     return st;
 }
@@ -513,18 +585,6 @@ static rt_status count_instances(const char *body, size_t len, const rt_json_par
     return st;
 }
 
-/* A model of several heads (TF's MultiHead) is not explained yet: what is
- * missing is choosing the head (a "head" parameter, the first by default) and
- * attributing that head's own slice of the logits. A 400, as an :explain
- * this model cannot answer, naming what answers its heads instead. */
-static rt_status multi_head_refused(rt_err *err)
-{
-    return rt_err_set(err, RT_ERR_INVALID, "explain: a model with several heads (MultiHead) is "
-                      "not explained yet (not implemented: choosing the head to explain and "
-                      "attributing that head's output); :predict, :classify, :regress and "
-                      "v2 /infer answer its heads");
-}
-
 rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
                                const rt_json_params *p, rt_ctx *c, size_t *rows, rt_err *err)
 {
@@ -535,8 +595,6 @@ rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
     if (!p)
         p = &dp;
     const rt_graph *g = rt_model_graph(m);
-    if (g && rt_graph_head_view(g, 0, NULL))
-        return multi_head_refused(err);
     size_t n = 0;
     rt_status st = count_instances(body, len, p, c, &n, err);
     if (st != RT_OK)
@@ -551,7 +609,8 @@ rt_status rt_json_explain_rows(const rt_model *m, const char *body, size_t len,
     if (st != RT_OK)
         return st;
     size_t d = g->n_inputs, per = 2; /* the two ends: baseline and instance */
-    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    const rt_graph *hv = rt_graph_head_view(g, xp.head, NULL);
+    bool cls = (hv ? hv : g)->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     bool prob = xp.output == RT_XAI_OUT_PROBABILITIES || (xp.output == RT_XAI_OUT_DEFAULT && cls);
     rt_xai_method method = xp.method;
     if (method == RT_XAI_DEFAULT)
@@ -591,10 +650,12 @@ static void put_double(rt_buf *out, double v)
     rt_buf_puts(out, ".0");
 }
 
-static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_result *res, size_t n,
-                   rt_buf *out)
+/* One instance's explanation: res[0..n) of p's head (hv: g, or the view of
+ * head hname of several, which each attribution then names). */
+static void render(const rt_graph *g, const rt_graph *hv, const char *hname,
+                   const rt_xai_params *p, const rt_xai_result *res, size_t n, rt_buf *out)
 {
-    bool cls = g->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    bool cls = hv->head != PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
     rt_xai_output space = p->method == RT_XAI_TREE_SHAP    ? RT_XAI_OUT_LOGITS
                           : p->output != RT_XAI_OUT_DEFAULT ? p->output
                           : cls                             ? RT_XAI_OUT_PROBABILITIES
@@ -617,8 +678,8 @@ static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_resul
         rt_buf_printf(out, "}, \"outputIndex\": [%zu]", r->output_index);
         if (cls) {
             /* a binary classifier's one logit is the log-odds of class 1 */
-            size_t k = g->logits_dim == 1 && space == RT_XAI_OUT_LOGITS ? 1 : r->output_index;
-            const char *name = rt_graph_class_name(g, k);
+            size_t k = hv->logits_dim == 1 && space == RT_XAI_OUT_LOGITS ? 1 : r->output_index;
+            const char *name = rt_graph_class_name(hv, k);
             if (name) {
                 rt_buf_puts(out, ", \"outputDisplayName\": ");
                 rt_buf_json_string(out, name, strlen(name));
@@ -626,7 +687,12 @@ static void render(const rt_graph *g, const rt_xai_params *p, const rt_xai_resul
         }
         rt_buf_puts(out, ", \"approximationError\": ");
         put_double(out, r->approx_error);
-        rt_buf_printf(out, ", \"outputName\": \"%s\"}", output_name(space));
+        rt_buf_printf(out, ", \"outputName\": \"%s\"", output_name(space));
+        if (hname) {
+            rt_buf_puts(out, ", \"head\": ");
+            rt_buf_json_string(out, hname, strlen(hname));
+        }
+        rt_buf_puts(out, "}");
     }
     rt_buf_puts(out, "]}");
 }
@@ -686,8 +752,6 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
     if (!p)
         p = &dp;
     const rt_graph *g = rt_model_graph(m);
-    if (g && rt_graph_head_view(g, 0, NULL))
-        return multi_head_refused(err);
     rt_buf pred;
     rt_buf_init(&pred);
     rt_batch *base[RT_XAI_MAX_BASELINES] = {0};
@@ -719,6 +783,8 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
     for (size_t k = 0; k < bl.k; k++)
         if ((st = rt_xai_baseline_batch(m, bl.v + k * g->n_inputs, &base[k], err)) != RT_OK)
             goto out;
+    const char *hname = NULL; /* several heads: the one explained, named in the answer */
+    const rt_graph *hv = rt_graph_head_view(g, xp.head, &hname);
     size_t n = rt_batch_size(c->batch), n_in = g->n_inputs;
     size_t max_res = RT_XAI_MAX_OUTPUTS;
     if (!(attr = malloc(2 * max_res * (n_in + 1) * sizeof *attr))) {
@@ -759,7 +825,7 @@ rt_status rt_json_explain(const rt_model *m, const char *body, size_t len, const
         total += res[0].evaluations;
         if (i)
             rt_buf_puts(out, ", ");
-        render(g, &xp, res, n_res, out);
+        render(g, hv ? hv : g, hname, &xp, res, n_res, out);
     }
     rt_buf_puts(out, "], ");
     rt_buf_append(out, pred.data + 1, pred.len - 1);

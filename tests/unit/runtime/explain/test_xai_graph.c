@@ -18,6 +18,14 @@
  * 3. conf/census_custom.json (the canned wide & deep as a graph) with the
  *    canned conf/census.json model's random tensors: the same
  *    integrated-gradients attributions, within float tolerance.
+ * 4. Several heads (TF's MultiHead): conf/census_multitask.json with random
+ *    tensors (and with a third, multi-class head over workclass's 9
+ *    classes, its two highest explained), each head explained
+ *    (rt_xai_params.head) by integrated gradients, exact and sampled
+ *    Shapley, on its probabilities or predictions and on its logits, gives
+ *    bit for bit what the same spec with that head alone (the other heads
+ *    and their logits nodes removed, the same tensors) gives: the values,
+ *    output indices and attributions; a head past the last is refused.
  * Prints the largest relative gradient error and the IG gaps. */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -144,8 +152,9 @@ static const char *const ROWS[] = {
 };
 #define N_ROWS (sizeof ROWS / sizeof *ROWS)
 
-/* ROWS[k0 .. k0 + n) as a batch. */
-static rt_batch *census_rows(const rt_graph *g, size_t k0, size_t n)
+/* ROWS[k0 .. k0 + n) as a batch; skip: leaving out the columns g does not
+ * read (a label of several heads), else each must be an input. */
+static rt_batch *census_rows_of(const rt_graph *g, size_t k0, size_t n, bool skip)
 {
     rt_batch *bt = rt_batch_new(g);
     assert_non_null(bt);
@@ -157,6 +166,8 @@ static rt_batch *census_rows(const rt_graph *g, size_t k0, size_t n)
         assert_int_equal(rt_batch_add(bt, &idx), RT_OK);
         for (cJSON *it = o->child; it; it = it->next) {
             long in = rt_graph_find_input(g, it->string, strlen(it->string));
+            if (in < 0 && skip)
+                continue;
             assert_true(in >= 0);
             if (cJSON_IsNumber(it))
                 assert_int_equal(rt_batch_push_num(bt, idx, (size_t)in, it->valuedouble), RT_OK);
@@ -168,6 +179,11 @@ static rt_batch *census_rows(const rt_graph *g, size_t k0, size_t n)
         cJSON_Delete(o);
     }
     return bt;
+}
+
+static rt_batch *census_rows(const rt_graph *g, size_t k0, size_t n)
+{
+    return census_rows_of(g, k0, n, false);
 }
 
 /* Random tensors for def, batch normalization's moving variances made
@@ -426,12 +442,212 @@ static void test_custom_equals_canned(void **state)
     rt_spec_modeldef_free(gdef);
 }
 
+/* ------------------------------------------------------ 4. several heads */
+
+/* Deletes the items of array a whose member key (NULL: the item itself, a
+ * string) is the string v. */
+static void drop_items(cJSON *a, const char *key, const char *v)
+{
+    for (int k = cJSON_GetArraySize(a); k-- > 0;) {
+        cJSON *it = cJSON_GetArrayItem(a, k);
+        const char *s = cJSON_GetStringValue(key ? cJSON_GetObjectItem(it, key) : it);
+        if (s && strcmp(s, v) == 0)
+            cJSON_DeleteItemFromArray(a, k);
+    }
+}
+
+/* A third head, multi-class: workclass's 9 classes from its own dense node
+ * over h3 (workclass then no feature: a head's label is not read). */
+static void add_workclass_head(cJSON *spec, cJSON *model)
+{
+    cJSON *fcs = cJSON_GetObjectItem(spec, "feature_columns");
+    drop_items(fcs, "key", "workclass");
+    drop_items(fcs, "name", "workclass_indicator");
+    drop_items(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(model, "inputs"), 0),
+                                   "columns"),
+               NULL, "workclass_indicator");
+    cJSON_AddItemToArray(cJSON_GetObjectItem(model, "layers"),
+                         cJSON_Parse("{\"name\": \"wc_logits\", \"type\": \"dense\", "
+                                     "\"inputs\": [\"h3\"], \"units\": 9}"));
+    cJSON_AddItemToArray(
+        cJSON_GetObjectItem(model, "heads"),
+        cJSON_Parse("{\"name\": \"workclass\", \"type\": \"multi_class_classification\", "
+                    "\"n_classes\": 9, \"logits\": \"wc_logits\", \"label\": {\"column\": "
+                    "\"workclass\", \"vocabulary\": [\"Self-emp-not-inc\", \"Private\", "
+                    "\"State-gov\", \"Federal-gov\", \"Local-gov\", \"?\", \"Self-emp-inc\", "
+                    "\"Without-pay\", \"Never-worked\"]}}"));
+}
+
+/* conf/census_multitask.json's ModelDef (three: with a third, multi-class
+ * head, add_workclass_head), or with only head `only` (the other heads and
+ * their logits nodes removed, their label columns unused, the kept head's
+ * label the spec's as one head has it). */
+static Predictd__ModelDef *multitask_def(bool three, int only)
+{
+    char *text = slurp("conf/census_multitask.json");
+    cJSON *spec = cJSON_Parse(text);
+    free(text);
+    assert_non_null(spec);
+    cJSON *model = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "estimator"), "model");
+    cJSON *heads = cJSON_GetObjectItem(model, "heads");
+    cJSON *layers = cJSON_GetObjectItem(model, "layers");
+    if (three)
+        add_workclass_head(spec, model);
+    if (only >= 0) {
+        for (int h = cJSON_GetArraySize(heads); h-- > 0;) {
+            if (h == only)
+                continue;
+            cJSON *other = cJSON_GetArrayItem(heads, h);
+            const char *node = cJSON_GetStringValue(cJSON_GetObjectItem(other, "logits"));
+            const char *label = cJSON_GetStringValue(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(other, "label"), "column"));
+            assert_non_null(node);
+            assert_non_null(label);
+            cJSON_AddItemToArray(cJSON_GetObjectItem(spec, "unused_columns"),
+                                 cJSON_CreateString(label));
+            drop_items(layers, "name", node);
+            cJSON_DeleteItemFromArray(heads, h);
+        }
+        /* one head: its label the spec's, no name or loss weight (several heads' fields) */
+        cJSON *kept = cJSON_GetArrayItem(heads, 0);
+        cJSON_AddItemToObject(spec, "label", cJSON_DetachItemFromObject(kept, "label"));
+        cJSON_DeleteItemFromObject(kept, "name");
+        cJSON_DeleteItemFromObject(kept, "loss_weight");
+    }
+    static const char *const other[] = {"train", "eval", NULL};
+    Predictd__ModelDef *def = NULL;
+    rt_err err = {{0}};
+    if (rt_spec_to_modeldef(spec, other, &def, &err) != RT_OK)
+        fail_msg("rt_spec_to_modeldef(census_multitask, head %d): %s", only, err.msg);
+    cJSON_Delete(spec);
+    return def;
+}
+
+/* Head h of multi (p.head = h) and the one-head graph one explained alike:
+ * the same bits. */
+static void same_as_one_head(const rt_graph *multi, size_t h, const rt_graph *one,
+                             rt_xai_params p, const char *what)
+{
+    size_t n_in = rt_graph_num_inputs(one);
+    assert_int_equal(n_in, rt_graph_num_inputs(multi));
+    assert_true(n_in <= MAXIN);
+    for (size_t k = 0; k < 3; k++) {
+        rt_batch *xm = census_rows_of(multi, 1 + k, 1, true), *bm = census_rows_of(multi, 6 + k, 1, true);
+        rt_batch *xo = census_rows_of(one, 1 + k, 1, true), *bo = census_rows_of(one, 6 + k, 1, true);
+        answer am, ao;
+        memset(&am, 0, sizeof am);
+        memset(&ao, 0, sizeof ao);
+        for (size_t j = 0; j < 2; j++) {
+            am.r[j].attr = am.attr[j];
+            ao.r[j].attr = ao.attr[j];
+        }
+        rt_err err = {{0}};
+        rt_xai_params pm = p, po = p;
+        pm.head = h;
+        po.head = 0;
+        if (rt_xai_explain(multi, xm, 0, bm, 0, &pm, am.r, 2, &am.n, &err) != RT_OK ||
+            rt_xai_explain(one, xo, 0, bo, 0, &po, ao.r, 2, &ao.n, &err) != RT_OK)
+            fail_msg("%s: rt_xai_explain: %s", what, err.msg);
+        assert_int_equal(am.n, ao.n);
+        assert_true(am.n >= 1);
+        for (size_t j = 0; j < am.n; j++) {
+            assert_int_equal(am.r[j].output_index, ao.r[j].output_index);
+            assert_true(am.r[j].instance_value == ao.r[j].instance_value);
+            assert_true(am.r[j].baseline_value == ao.r[j].baseline_value);
+            for (size_t i = 0; i < n_in; i++)
+                if (am.attr[j][i] != ao.attr[j][i])
+                    fail_msg("%s: instance %zu output %zu input %s: several heads %.17g, one "
+                             "head %.17g", what, k, am.r[j].output_index,
+                             rt_graph_input_name(one, i), am.attr[j][i], ao.attr[j][i]);
+            if (k == 0 && j == 0)
+                print_message("%s: output %zu, %.7g at the instance, %.7g at the baseline, "
+                              "approximationError %.3g\n", what, am.r[j].output_index,
+                              (double)am.r[j].instance_value, (double)am.r[j].baseline_value,
+                              am.r[j].approx_error);
+        }
+        rt_batch_free(xm);
+        rt_batch_free(bm);
+        rt_batch_free(xo);
+        rt_batch_free(bo);
+    }
+}
+
+/* Each head of conf/census_multitask.json (three: and a multi-class third)
+ * explained as its one-head spec. */
+static void several_heads(bool three)
+{
+    Predictd__ModelDef *mdef = multitask_def(three, -1);
+    support_tensors st;
+    random_tensors(mdef, 11, 0.4f, &st);
+    rt_graph *multi = build(mdef, &st);
+    assert_non_null(rt_graph_head_view(multi, 1, NULL));
+    static const char *const names[] = {"income_bracket", "hours_per_week", "workclass"};
+    size_t nh = three ? 3 : 2;
+    assert_null(rt_graph_head_view(multi, nh, NULL));
+    for (size_t h = 0; h < nh; h++) {
+        Predictd__ModelDef *odef = multitask_def(three, (int)h);
+        rt_graph *one = build(odef, &st); /* the same tensors, by name */
+        assert_null(rt_graph_head_view(one, 0, NULL));
+        const char *hn = NULL;
+        assert_non_null(rt_graph_head_view(multi, h, &hn));
+        assert_string_equal(hn, names[h]);
+        static const rt_xai_method methods[] = {RT_XAI_IG, RT_XAI_EXACT, RT_XAI_SAMPLED};
+        static const char *const mnames[] = {"integrated gradients", "exact Shapley",
+                                             "sampled Shapley"};
+        for (size_t m = 0; m < 3; m++)
+            for (int logits = 0; logits < 2; logits++) {
+                rt_xai_params p = rt_xai_default_params();
+                p.method = methods[m];
+                p.step_count = 100;
+                p.top_k = -1;
+                p.output = logits ? RT_XAI_OUT_LOGITS : RT_XAI_OUT_DEFAULT;
+                char what[160];
+                snprintf(what, sizeof what, "head %s, %s of its %s", names[h], mnames[m],
+                         logits ? "logits" : h == 1 ? "predictions" : "probabilities");
+                same_as_one_head(multi, h, one, p, what);
+            }
+        rt_graph_free(one);
+        rt_spec_modeldef_free(odef);
+    }
+    /* a head past the last, and a head of a one-head model, are refused by name */
+    rt_batch *x = census_rows_of(multi, 1, 1, true), *b = census_rows_of(multi, 6, 1, true);
+    answer a;
+    memset(&a, 0, sizeof a);
+    a.r[0].attr = a.attr[0];
+    rt_xai_params p = rt_xai_default_params();
+    p.head = nh;
+    rt_err err = {{0}};
+    char want[64];
+    snprintf(want, sizeof want, "head: %zu is out of range [0, %zu)", nh, nh);
+    assert_int_equal(rt_xai_explain(multi, x, 0, b, 0, &p, a.r, 1, &a.n, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, want));
+    rt_batch_free(x);
+    rt_batch_free(b);
+    rt_graph_free(multi);
+    support_tensors_free(&st);
+    rt_spec_modeldef_free(mdef);
+}
+
+static void test_several_heads(void **state)
+{
+    (void)state;
+    several_heads(false);
+}
+
+static void test_several_heads_multi_class(void **state)
+{
+    (void)state;
+    several_heads(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients_every_node),
         cmocka_unit_test(test_ig_complete_every_node),
         cmocka_unit_test(test_custom_equals_canned),
+        cmocka_unit_test(test_several_heads),
+        cmocka_unit_test(test_several_heads_multi_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
