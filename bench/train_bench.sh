@@ -6,7 +6,8 @@
 # the whole adult.test.csv, then the same at --batch-size 256 (the baseline's
 # batch), then, when Debian's python3-sklearn is installed, runs
 # bench/mlp_baseline.py (MLPClassifier((100, 70, 48, 34)), batch 256, 4
-# epochs, one thread) on the same files: rounds interleaved, nothing pinned
+# epochs, one thread; its float64 inputs, then cast to float32) on the same
+# files: rounds interleaved, nothing pinned
 # (the trainer's reader thread runs beside its training thread; the figures
 # compared are examples per CPU-second, the trainer's of its whole process).
 # Prints per round the trainer's examples/s, examples per CPU-second, the
@@ -54,8 +55,12 @@ while [ "$i" -le "$RUNS" ]; do
             "$ROOT/data/census/adult.test.csv" 4 2>&1 | tail -n 1)
         echo "  run $i, baseline: $base"
         csk=$(echo "$base" | sed -n 's/.*(\([0-9]*\) examples per CPU-second).*/\1/p')
-        echo "$c40 ${c256:-0} ${csk:-0}" | awk -v i="$i" '$3 > 0 {
-            printf "  run %d, ratio (examples per CPU-second, trainer / sklearn): batch 40 %.2fx, batch 256 %.2fx (goal 2.5x)\n", i, $1 / $3, $2 / $3 }'
+        b32=$("$PY" "$ROOT/bench/mlp_baseline.py" "$ROOT/data/census/adult.data.csv" \
+            "$ROOT/data/census/adult.test.csv" 4 float32 2>&1 | tail -n 1)
+        echo "  run $i, baseline float32: $b32"
+        c32=$(echo "$b32" | sed -n 's/.*(\([0-9]*\) examples per CPU-second).*/\1/p')
+        echo "$c40 ${c256:-0} ${csk:-0} ${c32:-0}" | awk -v i="$i" '$3 > 0 && $4 > 0 {
+            printf "  run %d, ratio (examples per CPU-second, trainer / sklearn): batch 40 %.2fx, batch 256 %.2fx (goal 2.5x); over float32 sklearn %.2fx and %.2fx\n", i, $1 / $3, $2 / $3, $1 / $4, $2 / $4 }'
     fi
     i=$((i + 1))
 done
