@@ -929,6 +929,21 @@ def g7():
                      "evaluates once at the end, so time to target = the whole run")
     out["custom_vs_canned"] = custom_vs_canned()
     out["per_rank_np2"] = per_rank_np2()
+    # issue 37 goal 3's figures on lines of their own in the table
+    vs, pr = out.get("vs_sklearn_mlp", {}), out["per_rank_np2"]
+    if vs.get("sklearn_examples_per_cpu_s"):
+        out["goal3 sklearn MLP examples per CPU-s"] = "%s (float32 inputs %s)" % (
+            vs["sklearn_examples_per_cpu_s"], vs.get("sklearn_float32_examples_per_cpu_s"))
+        for b in ("40", "256"):
+            out["goal3 trainer / sklearn, batch %s" % b] = "%s min / median / max (goal 2.5x)" % (
+                vs.get("ratio_batch%s (min / median / max)" % b))
+    for b in ("40", "256"):
+        fig = pr.get("batch " + b)
+        if fig:
+            out["goal3 per rank / 1 process, batch %s" % b] = (
+                "%s (per CPU-second %s; goal 0.9)" % (fig["per-rank ratio"],
+                                                      fig["per-rank ratio per CPU-second"]))
+    out["goal3 note"] = pr["note"]
     return out
 
 
