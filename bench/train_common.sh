@@ -16,25 +16,29 @@ fi
 TMP=$(mktemp -d "/tmp/$BENCH.XXXXXX") || exit 0
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-# census_run SPEC N: trains SPEC on adult.data.csv, evaluates on the whole
+# census_run SPEC N [FLAG...]: trains SPEC on adult.data.csv (predict-train's
+# FLAGs after its own, e.g. --batch-size 256), evaluates on the whole
 # adult.test.csv into $TMP/jobN with its log in $TMP/logN; sets wall (seconds),
 # acc and auc ("accuracy = ...", "auc = ..."). Returns predict-train's status
 # after printing the log's tail when it failed.
 census_run() {
+    cr_spec=$1
+    cr_n=$2
+    shift 2
     start=$(date +%s.%N)
-    "$TRAIN" --spec "$1" \
+    "$TRAIN" --spec "$cr_spec" \
         --train-files "$ROOT/data/census/adult.data.csv" \
         --eval-files "$ROOT/data/census/adult.test.csv" \
-        --job-dir "$TMP/job$2" --progress quiet >"$TMP/log$2" 2>&1
+        --job-dir "$TMP/job$cr_n" --progress quiet "$@" >"$TMP/log$cr_n" 2>&1
     rc=$?
     end=$(date +%s.%N)
     if [ "$rc" -ne 0 ]; then
-        echo "  run $2: predict-train failed (exit $rc):"
-        tail -n 5 "$TMP/log$2" | sed 's/^/    /'
+        echo "  run $cr_n: predict-train failed (exit $rc):"
+        tail -n 5 "$TMP/log$cr_n" | sed 's/^/    /'
         return "$rc"
     fi
-    acc=$(grep -o 'accuracy = [0-9.]*' "$TMP/log$2" | head -n 1)
-    auc=$(grep -o ', auc = [0-9.]*' "$TMP/log$2" | head -n 1 | sed 's/^, //')
+    acc=$(grep -o 'accuracy = [0-9.]*' "$TMP/log$cr_n" | head -n 1)
+    auc=$(grep -o ', auc = [0-9.]*' "$TMP/log$cr_n" | head -n 1 | sed 's/^, //')
     wall=$(echo "$start $end" | awk '{printf "%.2f", $2 - $1}')
     return 0
 }
