@@ -1110,12 +1110,16 @@ typedef struct srv_call_watch {
 bool srv_call_stop(void *arg);
 /* True when h batches across requests (enable_batching). */
 bool srv_http_batching(const srv_http *h);
-/* For the gRPC front: runs a :predict body (method RT_METHOD_PREDICT) or a
- * /v2 infer body (RT_METHOD_INFER; v2_header its JSON's length or
- * RT_V2_NO_HEADER) of model on version v (the caller's reference, kept)
- * through h's batcher, as a REST request with batching on
- * (srv_http_batch_enter): parsed on the calling thread, joined to the open
- * batch of v and its signature (REST requests may share it), the caller
+/* True for the methods whose requests join batches: :predict, :classify,
+ * :regress and /v2 infer (not :explain). */
+bool srv_http_batched_method(rt_method method);
+/* For the gRPC front: runs a :predict, :classify or :regress body (method
+ * RT_METHOD_PREDICT, _CLASSIFY, _REGRESS) or a /v2 infer body
+ * (RT_METHOD_INFER; v2_header its JSON's length or RT_V2_NO_HEADER) of
+ * model on version v (the caller's reference, kept) through h's batcher, as
+ * a REST request with batching on (srv_http_batch_enter): parsed on the
+ * calling thread, joined to the open batch of v and its merge key (REST
+ * requests of any of those methods may share it), the caller
  * waiting until a batch thread answered it; empty or over max_batch_size:
  * run alone here. start (CLOCK_MONOTONIC ns) is when the call began
  * (rest_api_timeout_in_ms counts from it); deadline (the same clock, 0:

@@ -112,16 +112,23 @@ RT_WUR rt_status rt_json_transform(const rt_graph *g, const char *body, size_t l
 
 /* ------------------------------------------ cross-request batching (rt_merge.c) */
 
-/* A :predict body parsed into an rt_ctx but not run yet (the daemon's
- * cross-request batching parses on the HTTP threads, runs later). */
+/* A :predict, :classify or :regress body parsed into an rt_ctx but not run
+ * yet (the daemon's cross-request batching parses on the HTTP threads, runs
+ * later). Requests of one model whose rt_merge_key is the same may be merged
+ * whatever their method and signature: the run (transform, forward pass,
+ * every head) does not depend on them, only each answer's rendering does. */
 typedef struct rt_parsed {
-    const void *sig;  /* the signature it named (compare by address: requests
-                         with the same model and sig may be merged) */
+    const void *sig;  /* the signature it named (by address) */
     int columnar;     /* answered as {"outputs"} instead of {"predictions"} */
     size_t n;         /* instances */
     const void *v2;   /* an Open Inference Protocol request (rt_v2_parse): its
                          answer's settings, held by the request's rt_ctx; NULL
                          for a TF Serving body */
+    int method;       /* RT_METHOD_PREDICT (and v2), _CLASSIFY or _REGRESS:
+                         how its answer is rendered */
+    long head;        /* :classify / :regress on a model of several heads:
+                         the head it answers (rt_json_serve's rule); else -1 */
+    int missing;      /* its batch's missing-input policy (rt_missing_policy) */
 } rt_parsed;
 
 /* Parses a :predict body for model m into c's batch, without running it.
@@ -130,8 +137,23 @@ typedef struct rt_parsed {
 RT_WUR rt_status rt_merge_parse_only(const rt_model *m, const char *body, size_t len,
                              const rt_json_params *p, rt_ctx *c, rt_parsed *out, rt_err *err);
 
-/* Runs the request parsed into c on its own and appends its answer to out:
- * the same bytes rt_json_handle gives for the body. */
+/* rt_merge_parse_only for a body of `method`: RT_METHOD_PREDICT (the same),
+ * RT_METHOD_CLASSIFY or RT_METHOD_REGRESS ({"examples"}, read as
+ * rt_json_handle reads them, the head chosen and the answer's size checked
+ * as it does). Fails exactly as rt_json_handle would on the same body. A
+ * request of tf.Examples whose every string input has a value is given the
+ * missing-input policy of a :predict body (the same transform for its rows),
+ * so that it may share a batch with :predict requests. */
+RT_WUR rt_status rt_merge_parse(const rt_model *m, rt_method method, const char *body, size_t len,
+                         const rt_json_params *p, rt_ctx *c, rt_parsed *out, rt_err *err);
+
+/* The key under which a parsed request may be merged with others of the same
+ * model (the same key: the same missing-input policy). */
+const void *rt_merge_key(const rt_parsed *pr);
+
+/* Runs the request parsed into c on its own and appends its answer to out
+ * (its method's: predictions, outputs, a v2 answer, or results): the same
+ * bytes rt_json_handle gives for the body, and the same error. */
 RT_WUR rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_parsed *pr, rt_buf *out,
                              rt_err *err);
 
@@ -140,8 +162,8 @@ RT_WUR rt_status rt_merge_run_parsed(const rt_model *m, rt_ctx *c, const rt_pars
 RT_WUR rt_status rt_merge_batch_append(rt_batch *dst, const rt_batch *src, rt_err *err);
 
 /*
- * Merges the parsed requests reqs[0..n) (all for model m, each rt_ctx
- * holding one rt_merge_parse_only result) into mc's batch in that order, and
+ * Merges the parsed requests reqs[0..n) (all for model m and of one
+ * rt_merge_key, each rt_ctx holding one rt_merge_parse result) into mc's batch in that order, and
  * runs ONE transform, forward pass and head over it. Request k's instances
  * are rows [start_k, start_k + n_k), start_k = the sum of the earlier n.
  * Every row gets the bits it would get if its request ran alone (the DNN
@@ -154,7 +176,10 @@ RT_WUR rt_status rt_merge_run(const rt_model *m, rt_ctx *mc, rt_ctx *const *reqs
                        const rt_parsed *parsed, size_t n, rt_err *err);
 
 /* Appends the answer of the request whose rows start at `start` in mc's
- * last rt_merge_run (pr->n rows), rendered as pr asked (rows or columns). */
+ * last rt_merge_run (pr->n rows), rendered as pr asked (its method: rows or
+ * columns of its signature's outputs, v2, or classify / regress results of
+ * its head). On an error (RT_ERR_INVALID: a regress its head cannot answer)
+ * run that request alone (rt_merge_run_parsed) for its own message. */
 RT_WUR rt_status rt_merge_render(const rt_model *m, const rt_ctx *mc, size_t start,
                           const rt_parsed *pr, rt_buf *out);
 

@@ -1,8 +1,9 @@
 /*
  * srv_grpc_shared.c — what an inference call shares with REST's requests
- * (issue 38: one daemon, not a second pipeline): the run of a :predict or
- * /v2 infer body, through REST's batcher when batching is on (so gRPC and
- * REST requests share batches), and the tap of an answered call to REST's
+ * (issue 38: one daemon, not a second pipeline): the run of a :predict,
+ * :classify, :regress or /v2 infer body (Predict, Classify, Regress, each
+ * MultiInference task, ModelInfer), through REST's batcher when batching is
+ * on (so gRPC and REST requests share batches), and the tap of an answered call to REST's
  * prediction-log and shadow queues (srv_http_tap), with the protocol and
  * the method recorded. A call's body and answer there are the REST JSON it
  * ran as (docs/grpc.md).
@@ -36,9 +37,8 @@ int srv_grpc_run_infer(srv_grpc_env *e, srv_version *v, const char *model, rt_me
 {
     const char *b = body->data ? body->data : "";
     *v2_answer = 0;
-    if (!srv_http_batching(e->http) ||
-        (method != RT_METHOD_PREDICT && method != RT_METHOD_INFER)) {
-        /* on this thread, as REST without batching (and :classify, :regress) */
+    if (!srv_http_batching(e->http) || !srv_http_batched_method(method)) {
+        /* on this thread, as REST without batching */
         rt_err err = {{0}};
         int64_t vnum = srv_version_number(v);
         srv_call_watch cw = {e->deadline_ns, e->gone, 0};

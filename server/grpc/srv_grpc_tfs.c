@@ -8,7 +8,8 @@
  * the REST body its REST endpoint takes (Predict: the columnar "inputs" of
  * :predict; Classify and Regress: the "examples" and "context" of
  * :classify / :regress, a tf.Example's features as JSON members), runs
- * through rt_json_handle on the version the manager picks for the
+ * through rt_json_handle (or REST's batcher, batching on) on the version
+ * the manager picks for the
  * ModelSpec (name, version or version_label, signature_name: as the REST
  * path's), and REST's JSON answer becomes the answer message. The metadata
  * and status answers are built from REST's too (rt_json_metadata,
@@ -98,8 +99,8 @@ static int acquire(srv_grpc_env *e, const tfs_spec *s, srv_pick *pick, srv_versi
     return SRV_GRPC_OK;
 }
 
-/* Runs a REST body on version v (REST's batcher's when it batches
- * :predict); *ans gets REST's JSON answer. */
+/* Runs a REST body on version v (through REST's batcher when it batches:
+ * Predict, Classify, Regress); *ans gets REST's JSON answer. */
 static int run_on(srv_grpc_env *e, srv_version *v, const char *model, rt_method method,
                   const rt_buf *body, int64_t t0, rt_buf *ans, char *msg)
 {

@@ -3,7 +3,7 @@
  * MultiInference in the gRPC room: several classify and regress signatures
  * of one model over one Input, answered in the tasks' order. Each task runs
  * the Classify / Regress path (srv_grpc_tfs_examples: REST's :classify /
- * :regress body through rt_json_handle), so a task's result holds the same
+ * :regress body through rt_json_handle, or its batch), so a task's result holds the same
  * numbers a separate Classify or Regress call answers. The checks are TF
  * Serving's: at least one task, every task names the same model (the
  * version is the first task's, as TF Serving takes one servable for the

@@ -1,14 +1,16 @@
 /*
- * srv_http_batch.c — cross-request batching (enable_batching): a :predict
- * body is parsed on the I/O thread into its own rt_ctx (a parse error
- * answers 400 at once), the connection is suspended and the request joins
- * a batch of its model version and signature (srv_batch.c); a batch thread
- * merges the batch, runs it once (rt_merge_run), renders each request's
- * answer and resumes each connection. classify / regress bypass batching;
- * /v2 infer requests are parsed by the v2 parser and may share a batch with
- * :predict requests (same model version, the default signature).
- * A gRPC Predict or ModelInfer call joins the same batches through
- * srv_http_batch_call, its thread waiting for the batch thread's answer.
+ * srv_http_batch.c — cross-request batching (enable_batching): a :predict,
+ * :classify or :regress body is parsed on the I/O thread into its own
+ * rt_ctx (a parse error answers 400 at once), the connection is suspended
+ * and the request joins a batch of its model version and merge key
+ * (rt_merge_key: its rows' missing-input policy; srv_batch.c), whatever its
+ * method and signature; a batch thread merges the batch, runs it once
+ * (rt_merge_run), renders each request's answer by its own method and
+ * resumes each connection. /v2 infer requests are parsed by the v2 parser
+ * and share batches with the others. A gRPC Predict, ModelInfer, Classify
+ * or Regress call (and each MultiInference task) joins the same batches
+ * through srv_http_batch_call, its thread waiting for the batch thread's
+ * answer.
  * The requests' contexts come from a small mutex-guarded pool.
  */
 #include "srv_http_internal.h"
@@ -123,6 +125,17 @@ static bool any_sampled(req *const *rqs, size_t n)
     return false;
 }
 
+/* The parse of a batched request's body by its method: /v2 infer by the v2
+ * parser, the others by rt_merge_parse. */
+static rt_status parse_body(srv_http *h, const rt_model *m, const char *model, int64_t served,
+                            rt_method method, const char *body, size_t len, size_t v2_header,
+                            rt_ctx *c, rt_parsed *pr, rt_err *err)
+{
+    if (method == RT_METHOD_INFER) /* /v2: may share a batch with /v1 */
+        return rt_v2_parse(m, model, served, body, len, v2_header, &h->json, c, pr, err);
+    return rt_merge_parse(m, method, body ? body : "", len, &h->json, c, pr, err);
+}
+
 /* A batch thread runs one batch: requests past their deadline answer 504
  * without running; the rest are merged and run once, or, when there is
  * only one or the merged run fails (one request's input is invalid), run
@@ -211,11 +224,15 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
                 lr->t_render = rt_time_now_ns();
             }
             rt_status st = rt_merge_render(m, h->bctx[thread], start, &parsed[i], &lr->resp);
+            rt_err e2 = {{0}};
+            if (st != RT_OK && st != RT_ERR_NOMEM) { /* its own error: run alone */
+                rt_buf_reset(&lr->resp);
+                st = rt_merge_run_parsed(m, lr->ctx, &parsed[i], &lr->resp, &e2);
+            } else if (st != RT_OK) {
+                rt_err_set(&e2, st, "rendering the answer: %s", rt_err_status_str(st));
+            }
             if (lr->trace.sampled)
                 lr->marks.rendered = rt_time_now_ns();
-            rt_err e2 = {{0}};
-            if (st != RT_OK)
-                rt_err_set(&e2, st, "rendering the answer: %s", rt_err_status_str(st));
             batch_finish(h, live[i], st, &e2);
             start += parsed[i].n;
         }
@@ -246,7 +263,8 @@ void srv_http_batch_job(void *fn_ctx, void *const *jobs, size_t n, int thread)
     }
 }
 
-/* A :predict request with batching on: parse here, then join a batch (the
+/* A :predict, :classify or :regress request (or a /v2 infer) with batching
+ * on: parse here, then join a batch (the
  * connection suspended until a batch thread answers it). Empty requests and
  * requests over max_batch_size run alone, here; a full queue answers 429. */
 enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, req *rq)
@@ -269,12 +287,9 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
     rt_ctx_time_stages(rq->ctx, rq->trace.sampled);
     if (!rq->ctx)
         st = rt_err_set(&err, RT_ERR_NOMEM, "out of memory");
-    else if (r->method == RT_METHOD_INFER) /* /v2: may share a batch with /v1 */
-        st = rt_v2_parse(m, r->model, rq->served, rq->body.data, rq->body.len, rq->v2_header,
-                         &h->json, rq->ctx, &rq->parsed, &err);
     else
-        st = rt_merge_parse_only(m, rq->body.data ? rq->body.data : "", rq->body.len, &h->json,
-                                rq->ctx, &rq->parsed, &err);
+        st = parse_body(h, m, r->model, rq->served, r->method, rq->body.data, rq->body.len,
+                        rq->v2_header, rq->ctx, &rq->parsed, &err);
     if (st == RT_OK && rq->parsed.n >= 1 && rq->parsed.n <= h->batch.max_batch_size) {
         rq->conn = conn;
         rq->h = h;
@@ -283,7 +298,7 @@ enum MHD_Result srv_http_batch_enter(srv_http *h, struct MHD_Connection *conn, r
         MHD_suspend_connection(conn);
         rq->t_admit = rt_time_now_ns(); /* parsed; its wait for a batch begins */
         rq->batched = true;
-        if (srv_batcher_submit(h->batcher, m, rq->parsed.sig, rq->parsed.n, rq) ==
+        if (srv_batcher_submit(h->batcher, m, rt_merge_key(&rq->parsed), rq->parsed.n, rq) ==
             SRV_BATCH_QUEUED) {
             srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));
             return MHD_YES;
@@ -338,6 +353,12 @@ bool srv_http_batching(const srv_http *h)
     return h && h->batcher;
 }
 
+bool srv_http_batched_method(rt_method method)
+{
+    return method == RT_METHOD_PREDICT || method == RT_METHOD_CLASSIFY ||
+           method == RT_METHOD_REGRESS || method == RT_METHOD_INFER;
+}
+
 unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_method method,
                              const char *body, size_t len, size_t v2_header, int64_t start,
                              int64_t deadline, const _Atomic int *gone, rt_buf *ans,
@@ -367,16 +388,13 @@ unsigned srv_http_batch_call(srv_http *h, srv_version *v, const char *model, rt_
     rt_buf_init(&rq->resp);
     const rt_model *m = srv_version_model(v);
     rt_err err = {{0}};
-    rt_status st =
-        method == RT_METHOD_INFER
-            ? rt_v2_parse(m, model, rq->served, body, len, v2_header, &h->json, rq->ctx,
-                          &rq->parsed, &err)
-            : rt_merge_parse_only(m, body ? body : "", len, &h->json, rq->ctx, &rq->parsed, &err);
+    rt_status st = parse_body(h, m, model, rq->served, method, body, len, v2_header, rq->ctx,
+                              &rq->parsed, &err);
     bool queued = false;
     if (st == RT_OK && rq->parsed.n >= 1 && rq->parsed.n <= h->batch.max_batch_size) {
         rq->t_admit = rt_time_now_ns();
         rq->batched = true;
-        queued = srv_batcher_submit(h->batcher, m, rq->parsed.sig, rq->parsed.n, rq) ==
+        queued = srv_batcher_submit(h->batcher, m, rt_merge_key(&rq->parsed), rq->parsed.n, rq) ==
                  SRV_BATCH_QUEUED;
         if (queued) {
             srv_metrics_batch_queue(h->p.metrics, (long)srv_batcher_depth(h->batcher));

@@ -357,8 +357,7 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
             return r;
     }
     rq->answered = true;
-    if (h->batcher && rq->route.kind == SRV_ROUTE_INFER &&
-        (rq->route.method == RT_METHOD_PREDICT || rq->route.method == RT_METHOD_INFER))
+    if (h->batcher && rq->route.kind == SRV_ROUTE_INFER && srv_http_batched_method(rq->route.method))
         return srv_http_batch_enter(h, conn, rq);
     if (h->workers && rq->route.kind == SRV_ROUTE_INFER)
         return srv_http_enqueue(h, conn, rq);

@@ -1089,6 +1089,9 @@ static rt_status parse(const rt_model *m, const char *name, int64_t version, con
     out->columnar = 0;
     out->n = rt_batch_size(c->batch);
     out->v2 = q;
+    out->method = RT_METHOD_PREDICT; /* a v2 answer (out->v2) */
+    out->head = -1;
+    out->missing = (int)rt_batch_missing(c->batch);
     if (p.rec && !p.no_plan)
         rt_v2_plan_keep(p.rec, g, params, p.sig, body, len, q, out->n);
     st = RT_OK;

@@ -219,6 +219,9 @@ int rt_v2_plan_replay(const rt_v2_plan *pl, const rt_graph *g, const rt_json_par
     out->columnar = 0;
     out->n = rt_batch_size(c->batch);
     out->v2 = q;
+    out->method = RT_METHOD_PREDICT; /* a v2 answer (out->v2) */
+    out->head = -1;
+    out->missing = (int)rt_batch_missing(c->batch);
     q->replays++;
     return 1;
 }
