@@ -430,8 +430,8 @@ static void log_listening(const daemon_t *d, int threads, int nfds)
         snprintf(queue_txt, sizeof queue_txt, " and a queue of %zu", max_queue);
     if (c->enable_batching)
         snprintf(queue_txt + strlen(queue_txt), sizeof queue_txt - strlen(queue_txt),
-                 "; batching :predict (max_batch_size %zu, batch_timeout_micros %ld, "
-                 "max_enqueued_batches %zu, %d batch thread(s))",
+                 "; batching :predict, :classify, :regress (max_batch_size %zu, "
+                 "batch_timeout_micros %ld, max_enqueued_batches %zu, %d batch thread(s))",
                  (size_t)c->max_batch_size, (long)c->batch_timeout_micros,
                  (size_t)c->max_enqueued_batches,
                  c->num_batch_threads > 0 ? c->num_batch_threads : threads);

@@ -357,7 +357,8 @@ enum MHD_Result srv_http_on_request(void *cls, struct MHD_Connection *conn, cons
             return r;
     }
     rq->answered = true;
-    if (h->batcher && rq->route.kind == SRV_ROUTE_INFER && srv_http_batched_method(rq->route.method))
+    if (h->batcher && rq->route.kind == SRV_ROUTE_INFER &&
+        srv_http_batched_method(rq->route.method))
         return srv_http_batch_enter(h, conn, rq);
     if (h->workers && rq->route.kind == SRV_ROUTE_INFER)
         return srv_http_enqueue(h, conn, rq);
