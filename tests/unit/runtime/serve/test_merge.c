@@ -7,7 +7,11 @@
  * binary, linear 3-class, DNN regressor). The merged run is one plain
  * batch: nothing tells the forward pass where a request ends, so equal
  * bytes show the batch invariance itself (test_dense checks the kernel
- * against an independent sum). A request whose
+ * against an independent sum). :predict, :classify and :regress requests
+ * (as each model answers them; examples full or with absent string
+ * features) merged by rt_merge_key, each slice rendered by its own method,
+ * give rt_json_handle's bytes too, and full examples share :predict's key
+ * (test_methods_merged_*). A request whose
  * input fails the transform fails the merged run; each request run alone
  * then gets its own answer or its own message. The stage clock a traced
  * request's child spans come from (rt_ctx_time_stages) is read in order,
@@ -121,17 +125,31 @@ static const char *const NAMES[3][4] = {
     {"age", "hours", "gender", "occupation"}, {"x", "color"}, {"a", "b"}};
 static const size_t N_NAMES[3] = {4, 2, 2};
 
-/* A predict body with n random instances, rows or columns. */
-static void make_body(rt_buf *b, model_kind mk, size_t n, int columnar, uint64_t *rng)
+/* Whether input k of the model is a string (an example may leave it out). */
+static bool is_string_input(model_kind mk, size_t k)
+{
+    return (mk == MODEL_WIDE_DEEP && k >= 2) || (mk == MODEL_LINEAR && k == 1);
+}
+
+/* A body with n random instances: a predict body (rows or columns), or
+ * with examples set a classify / regress body ({"examples": rows}); sparse:
+ * each example leaves out its string inputs at random (tf.Example's
+ * absent feature). */
+static void make_body_as(rt_buf *b, model_kind mk, size_t n, int columnar, bool examples,
+                         bool sparse, uint64_t *rng)
 {
     size_t nin = N_NAMES[mk];
     rt_buf_reset(b);
     if (!columnar) {
-        rt_buf_puts(b, "{\"instances\": [");
+        rt_buf_puts(b, examples ? "{\"examples\": [" : "{\"instances\": [");
         for (size_t i = 0; i < n; i++) {
             rt_buf_puts(b, i ? ", {" : "{");
+            bool first = true;
             for (size_t k = 0; k < nin; k++) {
-                rt_buf_printf(b, "%s\"%s\": ", k ? ", " : "", NAMES[mk][k]);
+                if (sparse && is_string_input(mk, k) && support_uniform(rng) < 0.5)
+                    continue;
+                rt_buf_printf(b, "%s\"%s\": ", first ? "" : ", ", NAMES[mk][k]);
+                first = false;
                 put_value(b, mk, k, rng);
             }
             rt_buf_puts(b, "}");
@@ -150,6 +168,12 @@ static void make_body(rt_buf *b, model_kind mk, size_t n, int columnar, uint64_t
         }
         rt_buf_puts(b, "}}");
     }
+}
+
+/* A predict body with n random instances, rows or columns. */
+static void make_body(rt_buf *b, model_kind mk, size_t n, int columnar, uint64_t *rng)
+{
+    make_body_as(b, mk, n, columnar, false, false, rng);
 }
 
 /* ------------------------------------------------------ merge vs alone */
@@ -251,6 +275,143 @@ static void test_merged_equals_alone_regressor(void **state)
 {
     fixture *f = *state;
     check_rounds(f->m, MODEL_REGRESSOR, 30, 44);
+}
+
+/* The methods model m answers with a body of its kind (by a probe through
+ * rt_json_handle): predict always, classify / regress as its head allows. */
+static size_t methods_of(const rt_model *m, model_kind mk, rt_method *out)
+{
+    static const rt_method all[] = {RT_METHOD_PREDICT, RT_METHOD_CLASSIFY, RT_METHOD_REGRESS};
+    uint64_t rng = 7;
+    rt_buf b, a;
+    rt_buf_init(&b);
+    rt_buf_init(&a);
+    rt_ctx *c = rt_ctx_new();
+    assert_non_null(c);
+    size_t n = 0;
+    for (size_t i = 0; i < 3; i++) {
+        make_body_as(&b, mk, 2, 0, all[i] != RT_METHOD_PREDICT, false, &rng);
+        rt_err err = {{0}};
+        rt_buf_reset(&a);
+        if (rt_json_handle(m, all[i], b.data, b.len, NULL, c, &a, &err) == RT_OK)
+            out[n++] = all[i];
+    }
+    rt_ctx_free(c);
+    rt_buf_free(&a);
+    rt_buf_free(&b);
+    return n;
+}
+
+/* Rounds of :predict, :classify and :regress requests (as the model answers
+ * them; examples full or with absent string features) merged by
+ * rt_merge_key: each group run once, every request's slice rendered by its
+ * own method must be the bytes rt_json_handle gives it alone, and so must
+ * its run alone (rt_merge_run_parsed). Full examples share :predict's key. */
+static void check_methods(const rt_model *m, model_kind mk, int rounds, uint64_t seed)
+{
+    rt_method meth[3];
+    size_t n_meth = methods_of(m, mk, meth);
+    assert_true(n_meth >= 2); /* predict and classify or regress */
+    uint64_t rng = seed;
+    round_t r;
+    round_init(&r);
+    rt_method method[MAX_REQS];
+    rt_ctx *alone_ctx = rt_ctx_new(), *mc = rt_ctx_new();
+    assert_non_null(alone_ctx);
+    assert_non_null(mc);
+    rt_buf got;
+    rt_buf_init(&got);
+    const void *predict_key = NULL;
+    size_t mixed = 0;
+    for (int t = 0; t < rounds; t++) {
+        r.n = 2 + (size_t)(support_uniform(&rng) * (MAX_REQS - 2));
+        for (size_t k = 0; k < r.n; k++) {
+            method[k] = meth[(size_t)(support_uniform(&rng) * (double)n_meth) % n_meth];
+            bool ex = method[k] != RT_METHOD_PREDICT;
+            size_t ni = 1 + (size_t)(support_uniform(&rng) * 9);
+            make_body_as(&r.body[k], mk, ni, !ex && support_uniform(&rng) < 0.4, ex,
+                         ex && support_uniform(&rng) < 0.3, &rng);
+            rt_err err = {{0}};
+            rt_buf_reset(&r.alone[k]);
+            if (rt_json_handle(m, method[k], r.body[k].data, r.body[k].len, NULL, alone_ctx,
+                               &r.alone[k], &err) != RT_OK)
+                fail_msg("alone: %s: %s", r.body[k].data, err.msg);
+            if (rt_merge_parse(m, method[k], r.body[k].data, r.body[k].len, NULL, r.ctx[k],
+                               &r.parsed[k], &err) != RT_OK)
+                fail_msg("parse: %s", err.msg);
+            assert_int_equal(r.parsed[k].n, ni);
+            if (!ex)
+                predict_key = rt_merge_key(&r.parsed[k]);
+        }
+        bool done[MAX_REQS] = {false};
+        for (size_t g = 0; g < r.n; g++) { /* one merged run per key */
+            if (done[g])
+                continue;
+            const void *key = rt_merge_key(&r.parsed[g]);
+            rt_ctx *gc[MAX_REQS];
+            rt_parsed gp[MAX_REQS];
+            size_t idx[MAX_REQS], n = 0;
+            bool has_pred = false, has_ex = false;
+            for (size_t k = g; k < r.n; k++)
+                if (!done[k] && rt_merge_key(&r.parsed[k]) == key) {
+                    done[k] = true;
+                    gc[n] = r.ctx[k];
+                    gp[n] = r.parsed[k];
+                    idx[n++] = k;
+                    has_pred |= method[k] == RT_METHOD_PREDICT;
+                    has_ex |= method[k] != RT_METHOD_PREDICT;
+                }
+            mixed += has_pred && has_ex;
+            rt_err err = {{0}};
+            if (rt_merge_run(m, mc, gc, gp, n, &err) != RT_OK)
+                fail_msg("merge: %s", err.msg);
+            size_t start = 0;
+            for (size_t i = 0; i < n; i++) {
+                size_t k = idx[i];
+                rt_buf_reset(&got);
+                assert_int_equal(rt_merge_render(m, mc, start, &gp[i], &got), RT_OK);
+                if (strcmp(got.data, r.alone[k].data) != 0)
+                    fail_msg("round %d request %zu (method %d, %zu instances): merged %s\n"
+                             "alone %s", t, k, (int)method[k], gp[i].n, got.data,
+                             r.alone[k].data);
+                start += gp[i].n;
+                rt_buf_reset(&got);
+                assert_int_equal(rt_merge_run_parsed(m, r.ctx[k], &gp[i], &got, &err), RT_OK);
+                assert_string_equal(got.data, r.alone[k].data);
+            }
+        }
+    }
+    assert_true(mixed > 0); /* some runs held :predict rows and examples together */
+    /* full examples read as :predict rows; sparse ones that leave a string out do not */
+    rt_buf_reset(&r.body[0]);
+    make_body_as(&r.body[0], mk, 1, 0, true, false, &rng);
+    rt_err err = {{0}};
+    assert_int_equal(rt_merge_parse(m, meth[1], r.body[0].data, r.body[0].len, NULL, r.ctx[0],
+                                    &r.parsed[0], &err), RT_OK);
+    if (predict_key)
+        assert_ptr_equal(rt_merge_key(&r.parsed[0]), predict_key);
+    rt_buf_free(&got);
+    rt_ctx_free(alone_ctx);
+    rt_ctx_free(mc);
+    round_free(&r);
+}
+
+static void test_methods_merged_wide_deep(void **state)
+{
+    fixture *f = *state;
+    check_methods(f->m, MODEL_WIDE_DEEP, 30, 45);
+}
+
+static void test_methods_merged_linear(void **state)
+{
+    fixture *f = *state;
+    check_methods(f->m, MODEL_LINEAR, 20, 46);
+}
+
+static void test_methods_merged_regressor(void **state)
+{
+    fixture *f = *state;
+    check_methods(f->m, MODEL_REGRESSOR, 20, 47);
 }
 
 /* A request that parses but fails the transform (a missing input) makes
@@ -547,6 +708,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_merged_equals_alone_linear, setup_linear,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_merged_equals_alone_regressor, setup_regressor,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_methods_merged_wide_deep, setup_wide_deep,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_methods_merged_linear, setup_linear, teardown),
+        cmocka_unit_test_setup_teardown(test_methods_merged_regressor, setup_regressor,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_invalid_request_falls_back, setup_wide_deep,
                                         teardown),
