@@ -43,7 +43,9 @@ typedef struct evaluator {
     rt_loss loss;       /* the head's (a custom graph's regression loss) */
     long *input;        /* [n_cols] graph input or -1 (label, weight, unused) */
     size_t *label_cols; /* [ls] the label columns, in file order */
-    size_t ls;          /* label values per row: label_dimension (regression) or 1 */
+    size_t ls;          /* label values per row: label_dimension (regression), n_classes
+                         * (multi-label: multi-hot) or 1 */
+    int mlabel;         /* a multi-label head: one label cell lists the row's classes */
     long weight_col;    /* estimator.weight_column or -1 */
     size_t **spec_cols; /* [n_specs][e->specs[s].n_columns] raw column indexes */
     rt_batch *b;
@@ -253,7 +255,8 @@ static double batch_loss(const evaluator *v, const float *logits, const float *l
 {
     double l =
         rt_metrics_head_loss_with(v->e->head, &v->loss, v->ld, logits, labels, weights, n, n, NULL);
-    double scale = (double)n * (double)v->ls; /* SUM: every loss value, not their mean */
+    /* SUM: every loss value, not their mean (multi-label: one per row) */
+    double scale = (double)n * (v->mlabel ? 1.0 : (double)v->ls);
     return v->loss_sum && scale > 1 ? l * scale : l;
 }
 
@@ -350,7 +353,13 @@ static rt_status add_cells(evaluator *v, const char *buf, const rt_csv_span *spa
     pm_eval *e = v->e;
     size_t idx = rt_batch_size(v->b);
     rt_status st = RT_OK;
-    for (size_t k = 0; k < v->ls && !st; k++) {
+    if (v->mlabel) { /* the cell's classes -> ls multi-hot values */
+        rt_csv_span sp = spans[v->label_cols[0]];
+        if ((st = rt_metrics_mlabel_cell(v->def->head, v->def->trim_strings, buf + sp.off,
+                                         sp.len, &v->labels[idx * v->ls], err)))
+            rt_err_prefix(err, "label %s", v->def->raw_columns[v->label_cols[0]]->name);
+    }
+    for (size_t k = 0; k < v->ls && !st && !v->mlabel; k++) {
         rt_csv_span sp = spans[v->label_cols[k]];
         st = rt_raw_label(v->def, v->label_cols[k], buf + sp.off, sp.len,
                           &v->labels[idx * v->ls + k], err);
@@ -586,8 +595,10 @@ const char *const *pm_eval_slice_metrics(const pm_eval *e)
     static const char *const multi[] = {"accuracy", "average_loss", NULL};
     static const char *const regression[] = {"average_loss", "label/mean", "prediction/mean",
                                              NULL};
+    static const char *const mlabel[] = {"auc", "auc_precision_recall", "average_loss", NULL};
     return e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? binary
            : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
+           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? mlabel
                                                               : regression;
 }
 
@@ -595,8 +606,9 @@ const char *const *pm_eval_slice_metrics(const pm_eval *e)
 
 static double badness(const pm_eval *e, const rt_metric_list *l)
 {
-    return e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? rt_metric_get(l, "average_loss")
-                                                            : -rt_metric_get(l, "accuracy");
+    return e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION    ? rt_metric_get(l, "average_loss")
+           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? -rt_metric_get(l, "auc")
+                                                              : -rt_metric_get(l, "accuracy");
 }
 
 /* What the trainer's evaluation took from the spec it stored in the export:
@@ -626,7 +638,8 @@ static rt_status setup(evaluator *v, rt_err *err)
     e->n_classes = e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 0 : def->head->n_classes;
     e->global_step = def->training ? def->training->global_step : 0;
     v->ld = rt_graph_logits_dim(v->g);
-    v->ls = e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? v->ld : 1;
+    v->mlabel = e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL;
+    v->ls = e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION || v->mlabel ? v->ld : 1;
     v->n_cols = def->n_raw_columns;
     v->weight_col = rt_raw_weight_column(def);
     v->input = calloc(v->n_cols ? v->n_cols : 1, sizeof *v->input);
@@ -645,7 +658,7 @@ static rt_status setup(evaluator *v, rt_err *err)
     if (n_labels == 0)
         return rt_err_set(err, RT_ERR_INVALID,
                           "the export's columns have no label column: it cannot be evaluated");
-    if (n_labels != v->ls)
+    if (n_labels != (v->mlabel ? 1 : v->ls)) /* multi-label: one cell lists the classes */
         return rt_err_set(err, RT_ERR_INVALID, "the export has %zu label columns for %zu label "
                           "values", n_labels, v->ls);
     rt_status st = parse_specs(v, err);
@@ -669,15 +682,17 @@ static rt_status setup(evaluator *v, rt_err *err)
     v->touched = malloc((e->n_specs ? e->n_specs : 1) * v->bs * sizeof *v->touched);
     v->all = rt_metrics_new(e->head, e->n_classes ? e->n_classes : v->ld);
     rt_metrics_set_loss(v->all, &v->loss);
-    if (e->n_classes) {
-        e->confusion = calloc(e->n_classes * e->n_classes, sizeof *e->confusion);
+    if (e->n_classes) { /* no confusion matrix for a multi-label head: no single class */
+        if (!v->mlabel)
+            e->confusion = calloc(e->n_classes * e->n_classes, sizeof *e->confusion);
         e->class_names = calloc(e->n_classes, sizeof *e->class_names);
         for (size_t k = 0; e->class_names && k < e->n_classes; k++)
             if (!(e->class_names[k] = strdup(rt_graph_class_name(v->g, k))))
                 return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     }
     if (!v->b || !v->ws || !v->labels || !v->glabels || !v->logits || !v->glogits || !v->sid ||
-        !v->touched || !v->all || (e->n_classes && (!e->confusion || !e->class_names)))
+        !v->touched || !v->all ||
+        (e->n_classes && ((!v->mlabel && !e->confusion) || !e->class_names)))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rt_batch_set_missing(v->b, RT_MISSING_CSV_DEFAULT);
     rt_transform_features_init(&v->f);
@@ -743,6 +758,8 @@ static rt_status finish(evaluator *v, rt_err *err)
         pm_eval_slice *sl = &e->slices[k];
         const float *s, *y;
         sl->count = rt_metrics_data(v->acc[k].mt, &s, &y, NULL);
+        if (v->mlabel) /* the metrics hold a (row, class) pair per example */
+            sl->count /= v->ld;
         for (size_t q = 0; sl->importance && sl->count && q < e->n_inputs; q++)
             sl->importance[q] /= (double)sl->count;
         if ((st = rt_metrics_result(v->acc[k].mt, e->global_step, &sl->metrics)))
@@ -896,6 +913,7 @@ static const char *head_name(Predictd__HeadType h)
 {
     return h == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? "binary_classification"
            : h == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? "multi_class_classification"
+           : h == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? "multi_label_classification"
                                                         : "regression";
 }
 

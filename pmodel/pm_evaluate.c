@@ -83,7 +83,9 @@ static int print_eval_table(const pm_eval *e, const char *dir)
         if ((int)strlen(sp->name) > w)
             w = (int)strlen(sp->name);
         printf("\nslices by %s (* worst %s)\n  %-*s %8s", sp->name,
-               e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? "average_loss" : "accuracy", w,
+               e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION    ? "average_loss"
+               : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? "auc"
+                                                                  : "accuracy", w,
                sp->name, "count");
         for (size_t m = 0; names[m]; m++)
             printf(" %*s", col_width(names[m]), names[m]);

@@ -464,8 +464,11 @@ int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *
     static const char *const multi[] = {"accuracy", "average_loss", "loss", NULL};
     static const char *const regression[] = {"average_loss", "loss", "label/mean",
                                              "prediction/mean", NULL};
+    static const char *const mlabel[] = {"auc", "auc_precision_recall", "average_loss", "loss",
+                                         NULL};
     const char *const *cards = e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? binary
                                : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
+                               : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? mlabel
                                                                                   : regression;
     int rc = rt_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                             "<title>Evaluation: ") ||
@@ -480,6 +483,8 @@ int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *
                            e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY ? "binary classifier"
                            : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS
                                ? "multi-class classifier"
+                           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL
+                               ? "multi-label classifier"
                                : "regressor");
     rc = rc || rt_buf_puts(b, "<h2>Metrics</h2><div class=\"cards\" id=\"metrics\">");
     for (size_t k = 0; !rc && cards[k]; k++)

@@ -222,8 +222,9 @@ rt_status trn_evaluate(trn_model *m, const trn_config *c, rt_metric_list *out, r
             /* trn_model_loss's batch_loss over the gathered batch */
             loss = rt_metrics_head_loss_with(m->head, &hl, m->ld, logits, t.labels, t.weights, nb,
                                              nb, NULL);
-            if (m->loss_sum && nb * t.ls > 1)
-                loss *= (double)(nb * t.ls);
+            size_t vals = m->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? 1 : t.ls;
+            if (m->loss_sum && nb * vals > 1) /* multi-label: one loss per row */
+                loss *= (double)(nb * vals);
         }
         if (nb == 0)
             continue;

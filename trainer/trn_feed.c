@@ -7,7 +7,8 @@
  * evaluate) a class id (its index in the label vocabulary,
  * after trimming when the spec trims strings, or an integer class id without
  * a vocabulary) or a regression value (label_dimension label columns: that
- * many values, in file order; several heads: head k's label column read
+ * many values, in file order; a multi-label head: its one label cell's
+ * classes as n_classes multi-hot values, rt_metrics_mlabel_cell; several heads: head k's label column read
  * by head k's vocabulary, rt_raw_label_of); the weight column (estimator.weight_column)
  * an example weight (rt_raw_weight); the other columns are pushed to the
  * graph input of the same name by rt_batch_push_cell, the serving CSV
@@ -34,6 +35,7 @@ struct trn_feeder {
     const Predictd__Head **label_head; /* [ls] several heads: label k's head */
     long weight_col;  /* -1: no weight column */
     int regression;
+    int mlabel;       /* a multi-label head: one label cell -> ls multi-hot values */
     int counts;       /* a poisson head: labels must be >= 0 */
 };
 
@@ -98,7 +100,8 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
     f->def = def;
     f->n_cols = def->n_raw_columns;
     f->regression = def->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
-    f->ls = f->regression ? def->head->label_dimension : 1;
+    f->mlabel = def->head->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL;
+    f->ls = f->regression ? def->head->label_dimension : f->mlabel ? def->head->n_classes : 1;
     rt_loss hl;
     rt_graph_head_loss(def, &hl);
     f->counts = f->regression && hl.kind == RT_LOSS_POISSON;
@@ -116,7 +119,7 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
         f->input[j] = -1;
         f->names[j] = rc->name;
         if (rc->is_label) {
-            f->numeric[j] = f->regression || def->head->n_label_vocabulary == 0;
+            f->numeric[j] = !f->mlabel && (f->regression || def->head->n_label_vocabulary == 0);
             continue;
         }
         if (rc->unused)
@@ -130,10 +133,14 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
     }
     if ((st = heads_labels(f, err)))
         goto out;
-    size_t n_labels = f->label_head ? f->ls : rt_raw_label_columns(def, f->label_cols, f->ls);
+    size_t want = f->mlabel ? 1 : f->ls; /* multi-label: one cell lists the classes */
+    size_t n_labels = f->label_head ? f->ls : rt_raw_label_columns(def, f->label_cols, want);
     if (n_labels == 0)
         st = rt_err_set(err, RT_ERR_INVALID, "label: no label column among the columns");
-    else if (n_labels != f->ls)
+    else if (f->mlabel && n_labels != 1)
+        st = rt_err_set(err, RT_ERR_INVALID, "label: %zu label columns for a multi-label head",
+                        n_labels);
+    else if (!f->mlabel && n_labels != f->ls)
         st = rt_err_set(err, RT_ERR_INVALID, "label: %zu label columns for label_dimension %zu",
                         n_labels, f->ls);
 out:
@@ -185,7 +192,14 @@ static rt_status row_targets(const trn_feeder *f, const trn_field *row, float *l
                              float *weight, rt_err *err)
 {
     rt_status st = RT_OK;
-    for (size_t k = 0; k < f->ls && !st; k++) {
+    if (f->mlabel) { /* the cell's classes -> ls multi-hot values */
+        const trn_field *c = &row[f->label_cols[0]];
+        st = rt_metrics_mlabel_cell(f->def->head, f->def->trim_strings, c->s, c->len, labels,
+                                    err);
+        if (st)
+            rt_err_prefix(err, "label %s", f->def->raw_columns[f->label_cols[0]]->name);
+    }
+    for (size_t k = 0; k < f->ls && !st && !f->mlabel; k++) {
         const trn_field *c = &row[f->label_cols[k]];
         st = f->label_head ? rt_raw_label_of(f->def, f->label_head[k], f->label_cols[k], c->s,
                                              c->len, &labels[k], err)

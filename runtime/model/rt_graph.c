@@ -536,6 +536,13 @@ static rt_status compile_head(rt_graph *g, rt_err *err)
         g->n_classes = h->n_classes;
         ld = h->n_classes;
         break;
+    case PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL: /* TF's MultiLabelHead: a logit per class */
+        if (h->n_classes < 2 || h->n_classes > 1000000)
+            return rt_err_set(err, RT_ERR_FORMAT, "multi-label head with %u classes",
+                              h->n_classes);
+        g->n_classes = h->n_classes;
+        ld = h->n_classes;
+        break;
     case PREDICTD__HEAD_TYPE__HEAD_REGRESSION:
         if (h->label_dimension < 1 || h->label_dimension > RT_GRAPH_MAX_SHAPE)
             return rt_err_set(err, RT_ERR_FORMAT, "regression head with label_dimension %u",

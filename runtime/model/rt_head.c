@@ -4,6 +4,8 @@
  *   binary      logistic = sigmoid(logit), probabilities = softmax([0, logit]),
  *               class_ids = argmax (ties go to class 0)
  *   multi-class probabilities = softmax(logits), class_ids = argmax
+ *   multi-label probabilities = sigmoid of each logit (TF's MultiLabelHead:
+ *               logits and probabilities only, no class_ids)
  *   regression  predictions = logits (an XGBoost model's: exp or sigmoid of
  *               them as its objective says, rt_xgb_graph_set)
  *   several     (MultiHead) each head's own outputs from its columns of the
@@ -268,6 +270,19 @@ rt_status rt_head_compute_ws(const rt_graph *g, const float *logits, rt_workspac
                                             : softmax(logits + i * ld, ld,
                                                       o->probabilities + i * ld));
         drop((void **)&o->logistic, &cap->logistic);
+        drop((void **)&o->predictions, &cap->predictions);
+        return RT_OK;
+    case PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL: /* TF's MultiLabelHead: a sigmoid per class */
+        if (g->n_classes != ld)
+            return rt_err_set(err, RT_ERR_INVALID,
+                              "multi-label head: %zu classes but %zu logits", g->n_classes, ld);
+        o->n_classes = ld;
+        if (grow((void **)&o->probabilities, &cap->probabilities, n * ld, sizeof(float)) != 0)
+            goto nomem;
+        for (size_t i = 0; i < n * ld; i++)
+            o->probabilities[i] = stable_sigmoid(logits[i]);
+        drop((void **)&o->logistic, &cap->logistic);
+        drop((void **)&o->class_ids, &cap->class_ids);
         drop((void **)&o->predictions, &cap->predictions);
         return RT_OK;
     case PREDICTD__HEAD_TYPE__HEAD_REGRESSION:

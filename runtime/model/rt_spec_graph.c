@@ -701,6 +701,10 @@ static rt_status head_outputs(const Predictd__Head *h, int64_t ld, const char *p
     if (h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION)
         return add_named(o, n, prefix, "predictions", PREDICTD__DTYPE__DT_FLOAT, ld, err);
     int64_t nc = h->n_classes;
+    if (h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL) /* TF's MultiLabelHead.predictions */
+        return (st = add_named(o, n, prefix, "logits", PREDICTD__DTYPE__DT_FLOAT, nc, err))
+                   ? st
+                   : add_named(o, n, prefix, "probabilities", PREDICTD__DTYPE__DT_FLOAT, nc, err);
     if ((st = add_named(o, n, prefix, "all_class_ids", PREDICTD__DTYPE__DT_INT32, nc, err)) ||
         (st = add_named(o, n, prefix, "all_classes", PREDICTD__DTYPE__DT_STRING, nc, err)) ||
         (st = add_named(o, n, prefix, "class_ids", PREDICTD__DTYPE__DT_INT64, 1, err)) ||

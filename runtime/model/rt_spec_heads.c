@@ -380,7 +380,7 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
     } else if (mlabel) {
         /* TF's MultiLabelHead: n_classes > 1, a label cell listing the row's
          * classes (by label_vocabulary, or as ids) split by label_delimiter
-         * (rt_metrics_mlabel_parse); checked, then refused: not trained yet. */
+         * (rt_metrics_mlabel_parse), read by the trainer's feeder (trn_feed.c). */
         int64_t n = 2;
         const char *delim = "|";
         if ((st = rt_cfg_int(h, path, "n_classes", RT_CFG_REQUIRED, 2, RT_SPEC_MAX_ITEMS, &n,
@@ -409,12 +409,17 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
             return rt_cfg_fail(err, path, "logits", "\"%.64s\" is %u wide; a "
                                "multi_label_classification head with %lld classes reads %lld "
                                "logits", logits, w, (long long)n, (long long)n);
-        return rt_cfg_fail(err, path, "type", "multi_label_classification is not implemented "
-                           "yet (its spec is checked; training, evaluating and serving it are "
-                           "not)");
+        if (several)
+            return rt_cfg_fail(err, path, "type", "multi_label_classification under several "
+                               "heads is not implemented yet (one head is)");
+        if ((st = rt_spec_set_str(&hd->label_delimiter, delim, err)))
+            return st;
+        hd->type = PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL;
+        hd->n_classes = (uint32_t)n;
     } else {
         return rt_cfg_fail(err, path, "type", "\"%.64s\" is not one of binary_classification, "
-                           "multi_class_classification, regression", type);
+                           "multi_class_classification, multi_label_classification, "
+                           "regression", type);
     }
     *width = w;
     return RT_OK;

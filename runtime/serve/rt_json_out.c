@@ -7,6 +7,8 @@
  *   all_class_ids [0..k)   all_classes ["...", ...]   class_ids [id]
  *   classes ["name"]       logistic [p] (binary)      logits [l, ...]
  *   probabilities [p, ...] predictions [v, ...] (regression)
+ * A multi-label head (TF's MultiLabelHead) has logits and probabilities (a
+ * sigmoid per class) and no class_ids / classes.
  * In a classification signature "classes" holds all class names and
  * "scores" the probabilities; in a regression signature "outputs" holds the
  * logistic (binary) or the predictions. A multi-head model's outputs are
@@ -125,6 +127,10 @@ static out_kind kind_of(const rt_graph *g, int classify, int regress, const char
     if (!regression && k == OUT_PREDICTIONS)
         return OUT_NONE;
     if (!binary && k == OUT_LOGISTIC)
+        return OUT_NONE;
+    /* TF's MultiLabelHead predicts no single class */
+    if (g->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL &&
+        (k == OUT_CLASS_IDS || k == OUT_CLASSES))
         return OUT_NONE;
     return k;
 }

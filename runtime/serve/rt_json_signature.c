@@ -124,7 +124,7 @@ rt_status rt_json_find_signature(const Predictd__ModelDef *def, const char *name
                       "has: %s (Serving signature key \"%.100s\" not found.)", name, list, name);
 }
 
-/* :classify on a regressor or :regress on a multi-class classifier: the
+/* :classify on a regressor or :regress on a multi-class or multi-label classifier: the
  * model has no such signature (TF Serving refuses these too). */
 rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err)
 {
@@ -136,6 +136,7 @@ rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err)
     int multi_value = head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION && rt_graph_logits_dim(g) > 1;
     if (!(method == RT_METHOD_CLASSIFY && head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION) &&
         !(method == RT_METHOD_REGRESS && head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS) &&
+        !(method == RT_METHOD_REGRESS && head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL) &&
         !(method == RT_METHOD_REGRESS && multi_value))
         return RT_OK;
     char list[256];
@@ -150,8 +151,9 @@ rt_status rt_json_check_method(const rt_graph *g, rt_method method, rt_err *err)
                           "signature (it is a regressor; its signatures: %s); use :regress or "
                           ":predict", list);
     return rt_err_set(err, RT_ERR_INVALID, "regress: the model has no regression signature "
-                      "(it is a multi-class classifier; its signatures: %s); use :classify or "
-                      ":predict", list);
+                      "(it is a %s classifier; its signatures: %s); use :classify or "
+                      ":predict", head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? "multi-label"
+                      : "multi-class", list);
 }
 
 rt_status rt_json_check_default_method(const rt_graph *g, rt_method method, rt_err *err)

@@ -16,6 +16,9 @@
  *   multi-class softmax cross-entropy  logsumexp(z) - z_y;  dz = softmax(z) - 1_y
  *   regression  squared error averaged over the label_dimension d values
  *               (1/d) sum_j (z_j - y_j)^2;  dz_j = 2 (z_j - y_j) / d
+ *   multi-label sigmoid cross-entropy averaged over the classes, against a
+ *               multi-hot label row (rt_metrics_mlabel.c); its auc and
+ *               auc_precision_recall are over the (row, class) pairs flattened
  *
  * Example weights (estimator.weight_column) enter as TF's heads take them:
  * the batch loss is sum_i w_i l_i / n (SUM_OVER_BATCH_SIZE divides by the
@@ -153,6 +156,9 @@ double rt_metrics_head_loss(Predictd__HeadType head, size_t ld, const float *log
 {
     if (n == 0)
         return 0.0;
+    if (head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL) /* ld multi-hot labels per row */
+        return rt_metrics_mlabel_loss(ld, logits, labels, weights, n, denom ? denom : n,
+                                      dlogits);
     double total = 0.0, inv = 1.0 / (double)(denom ? denom : n);
     for (size_t i = 0; i < n; i++) {
         const float *z = logits + i * ld;
@@ -224,11 +230,40 @@ static rt_status grow(rt_metrics *mt, size_t n, int weighted)
     return RT_OK;
 }
 
+/* A multi-label batch: every (row, class) pair is kept as one example of
+ * the flattened curves (its probability, its 0/1 label, its row's weight),
+ * as TF's MultiLabelHead feeds its AUCs the whole [batch, n_classes]. */
+static rt_status add_mlabel(rt_metrics *mt, const float *logits, const float *labels,
+                            const float *weights, size_t n, double batch_loss)
+{
+    size_t ld = mt->ld;
+    if (n > SIZE_MAX / ld || grow(mt, n * ld, weights != NULL))
+        return RT_ERR_NOMEM;
+    double per =
+        rt_metrics_head_loss(mt->head, ld, logits, labels, weights, n, n, NULL);
+    mt->loss_sum += per * (double)n;
+    mt->batch_loss_sum += batch_loss;
+    mt->batches++;
+    rt_metrics_mlabel_probabilities(ld, logits, n, mt->scores + mt->n);
+    memcpy(mt->labels + mt->n, labels, n * ld * sizeof *labels);
+    for (size_t i = 0; i < n; i++) {
+        double w = weights ? weights[i] : 1.0;
+        mt->weight_sum += w;
+        if (mt->weights)
+            for (size_t j = 0; j < ld; j++)
+                mt->weights[mt->n + i * ld + j] = (float)w;
+    }
+    mt->n += n * ld;
+    return RT_OK;
+}
+
 rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *labels,
                          const float *weights, size_t n, double batch_loss)
 {
     if (n == 0)
         return RT_OK;
+    if (mt->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL)
+        return add_mlabel(mt, logits, labels, weights, n, batch_loss);
     if (grow(mt, n, weights != NULL))
         return RT_ERR_NOMEM;
     size_t ld = mt->ld;
@@ -399,6 +434,11 @@ rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric
         put(out, "recall", mt->tp + mt->fn > 0 ? mt->tp / (mt->tp + mt->fn) : 0);
     } else if (mt->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS) {
         put(out, "accuracy", n > 0 ? mt->correct / n : NAN);
+    } else if (mt->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL) {
+        /* the (row, class) pairs flattened, each weighted by its row's weight */
+        put(out, "auc", rt_metrics_auc_roc(mt->scores, mt->labels, mt->weights, mt->n));
+        put(out, "auc_precision_recall",
+            rt_metrics_auc_pr(mt->scores, mt->labels, mt->weights, mt->n));
     } else {
         put(out, "label/mean", n > 0 ? mt->label_sum / n : NAN);
         put(out, "prediction/mean", n > 0 ? mt->pred_sum / n : NAN);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,44 @@ rt_status rt_metrics_mlabel_parse(const char *cell, char delim, const char *cons
             return RT_OK;
         p = q + 1;
     }
+}
+
+char rt_metrics_mlabel_delimiter(const Predictd__Head *h)
+{
+    return h && h->label_delimiter && h->label_delimiter[0] ? h->label_delimiter[0] : '|';
+}
+
+rt_status rt_metrics_mlabel_cell(const Predictd__Head *h, int trim, const char *s, size_t len,
+                                 float *multihot, rt_err *err)
+{
+    char delim = rt_metrics_mlabel_delimiter(h);
+    char stack[512], *buf = len < sizeof stack ? stack : malloc(len + 1);
+    if (!buf)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    size_t o = 0;
+    for (size_t p = 0; p <= len;) { /* each name, trimmed when the spec trims strings */
+        const char *q = memchr(s + p, delim, len - p);
+        size_t e = q ? (size_t)(q - s) : len, a = p, b = e;
+        while (trim && a < b && (s[a] == ' ' || s[a] == '\t'))
+            a++;
+        while (trim && b > a && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\r'))
+            b--;
+        memcpy(buf + o, s + a, b - a);
+        o += b - a;
+        if (q)
+            buf[o++] = delim;
+        p = e + 1;
+    }
+    buf[o] = '\0';
+    /* a cell of blanks lists no class, as an empty one */
+    rt_status st = rt_metrics_mlabel_parse(buf, delim,
+                                           h->n_label_vocabulary
+                                               ? (const char *const *)h->label_vocabulary
+                                               : NULL,
+                                           h->n_classes, multihot, err);
+    if (buf != stack)
+        free(buf);
+    return st;
 }
 
 rt_status rt_metrics_mlabel_auc(size_t n_classes, const float *probs, const float *labels,

@@ -107,6 +107,16 @@ void rt_metrics_mlabel_probabilities(size_t n_classes, const float *logits, size
 rt_status rt_metrics_mlabel_parse(const char *cell, char delim, const char *const *vocab,
                                   size_t n_classes, float *multihot, rt_err *err);
 
+/* Head h's label delimiter (Head.label_delimiter; "" in a ModelDef is '|'). */
+char rt_metrics_mlabel_delimiter(const Predictd__Head *h);
+
+/* rt_metrics_mlabel_parse of one CSV cell s[0, len) (not NUL-terminated) by
+ * head h (a HEAD_MULTI_LABEL: its n_classes, label_vocabulary or ids, and
+ * delimiter); with trim each name loses its leading and trailing blanks
+ * (the spec's trim_strings). Errors as rt_metrics_mlabel_parse's. Thread-safe. */
+rt_status rt_metrics_mlabel_cell(const Predictd__Head *h, int trim, const char *s, size_t len,
+                                 float *multihot, rt_err *err);
+
 /* The head's "auc" and "auc_precision_recall" as TF's MultiLabelHead reports
  * them: one curve over the n x n_classes (row, class) pairs flattened, pair
  * (i, j) scored probs[i * n_classes + j] against its multi-hot label and
@@ -133,8 +143,9 @@ typedef struct rt_metric_list {
 
 typedef struct rt_metrics rt_metrics;
 
-/* head: HEAD_BINARY, HEAD_MULTI_CLASS or HEAD_REGRESSION; n: the number of
- * classes of a classifier, the label_dimension of a regressor (0 = 1). */
+/* head: HEAD_BINARY, HEAD_MULTI_CLASS, HEAD_MULTI_LABEL or HEAD_REGRESSION;
+ * n: the number of classes of a classifier, the label_dimension of a
+ * regressor (0 = 1). */
 rt_metrics *rt_metrics_new(Predictd__HeadType head, size_t n);
 /* Sets the regression loss the metrics' loss and average_loss use
  * (squared unless set). */
@@ -152,12 +163,16 @@ RT_WUR rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float
  * label/mean, loss, precision, prediction/mean, recall, global_step.
  * Multi-class: accuracy, average_loss, loss, global_step.
  * Regression: average_loss, label/mean, loss, prediction/mean, global_step.
+ * Multi-label (labels: n_classes multi-hot values per row): auc,
+ * auc_precision_recall (over the flattened (row, class) pairs, as
+ * rt_metrics_mlabel_auc), average_loss, loss, global_step.
  * Names sorted as TensorFlow prints them.
  */
 RT_WUR rt_status rt_metrics_result(const rt_metrics *mt, int64_t global_step, rt_metric_list *out);
 /* The examples added so far: per example its score (binary: the logistic;
  * multi-class: the predicted class id; regression: the prediction's first
- * value), its label (first value) and, when weights is not NULL, its weight
+ * value; multi-label: one example per (row, class) pair, its probability
+ * and 0/1 label), its label (first value) and, when weights is not NULL, its weight
  * (*weights NULL when no batch had weights); pointers valid until the next
  * rt_metrics_add. Returns the count. */
 size_t rt_metrics_data(const rt_metrics *mt, const float **scores, const float **labels,

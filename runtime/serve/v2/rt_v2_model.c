@@ -60,6 +60,9 @@ static rt_v2_out_kind kind_of(const rt_graph *g, const char *name)
         return RT_V2_OUT_NONE;
     if (g->head != PREDICTD__HEAD_TYPE__HEAD_BINARY && k == RT_V2_OUT_LOGISTIC)
         return RT_V2_OUT_NONE;
+    if (g->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL &&
+        (k == RT_V2_OUT_CLASS_IDS || k == RT_V2_OUT_CLASSES)) /* no single class */
+        return RT_V2_OUT_NONE;
     return k;
 }
 
