@@ -8,8 +8,9 @@
  * repeated nodes; several heads (MultiHead): each named once, over a label
  * column of the data, refused otherwise with the head's field path; a
  * multi_label_classification head's keys checked (n_classes, logits width,
- * vocabulary, label_delimiter, a string label column), then refused as not
- * implemented yet. */
+ * vocabulary, label_delimiter, a string label column), one such head
+ * compiled (HEAD_MULTI_LABEL, its delimiter, its signatures), refused under
+ * several heads (not implemented yet). */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -167,6 +168,22 @@ static void test_multi_head_refusals(void **state)
               "\"logits\": \"wgt\"",
               "estimator.model.heads[1].label.column: \"fnlwgt\" is a number column; a "
               "multi_label_classification head reads a string column");
+    { /* a multi-label head among several: not implemented yet, refused by name */
+        char *w = replace(MULTI, "\"name\": \"income\", \"type\": \"dense\", \"inputs\": [\"h1\"], "
+                          "\"units\": 1", "\"name\": \"income\", \"type\": \"dense\", "
+                          "\"inputs\": [\"h1\"], \"units\": 2");
+        char *est = replace(w, "\"type\": \"binary_classification\", \"logits\": \"income\"",
+                            "\"type\": \"multi_label_classification\", \"n_classes\": 2, "
+                            "\"logits\": \"income\"");
+        rt_err err = {{0}};
+        rt_status st = parse_multi(est, &err, NULL);
+        const char *want = "estimator.model.heads[0].type: multi_label_classification under "
+                           "several heads is not implemented yet";
+        if (st == RT_OK || !strstr(err.msg, want))
+            fail_msg("want \"%s\", got %d \"%s\"", want, (int)st, err.msg);
+        free(w);
+        free(est);
+    }
     bad_multi("{\"name\": \"fnlwgt\",", "{",
               "estimator.model.heads[1].name: missing: with several heads each head has a name");
     bad_multi("{\"name\": \"fnlwgt\",", "{\"name\": \"predict\",",
@@ -319,7 +336,7 @@ static void test_refusals(void **state)
     /* heads */
     bad("\"binary_classification\"", "\"regression\"",
         "label.vocabulary: a regression head has no vocabulary");
-    /* multi_label_classification (TF's MultiLabelHead): its spec checked, then refused */
+    /* multi_label_classification (TF's MultiLabelHead): its spec checked */
     bad("\"binary_classification\"", "\"multi_label_classification\"",
         "estimator.model.heads[0].n_classes: missing");
     bad("\"type\": \"binary_classification\"",
@@ -345,8 +362,60 @@ static void test_refusals(void **state)
         char *ml = replace(two, "{\"type\": \"binary_classification\", \"logits\": \"logits\"}",
                            "{\"type\": \"multi_label_classification\", \"n_classes\": 2, "
                            "\"logits\": \"three\"}");
-        bad_text(ml, "estimator.model.heads[0].type: multi_label_classification is not "
-                     "implemented yet (its spec is checked");
+        char *gt = replace(ml, "\"n_classes\": 2,", "\"n_classes\": 2, \"label_delimiter\": \">\",");
+        bad_text(gt, "label.vocabulary: \">50K\" holds the label_delimiter \">\"");
+        free(gt);
+        /* one head: a HEAD_MULTI_LABEL head with its
+         * delimiter (default "|", or the spec's) and a classification
+         * signature (classes, scores) beside predict's logits and probabilities */
+        /* the wide block as wide as the logits: 2 */
+        char *w1 = replace(GOOD, "\"columns\": [\"gender\", \"age_buckets\"]}",
+                           "\"columns\": [\"gender\", \"age_buckets\"], \"units\": 2}");
+        char *w2 = replace(w1, "\"inputs\": [\"gate\"], \"units\": 1}",
+                           "\"inputs\": [\"gate\"], \"units\": 2}");
+        char *ok2 = replace(w2, "{\"type\": \"binary_classification\", \"logits\": \"logits\"}",
+                            "{\"type\": \"multi_label_classification\", \"n_classes\": 2, "
+                            "\"logits\": \"logits\"}");
+        for (int k = 0; k < 2; k++) {
+            char *spec_est = k ? replace(ok2, "\"n_classes\": 2,",
+                                         "\"n_classes\": 2, \"label_delimiter\": \";\",")
+                               : strdup(ok2);
+            cJSON *spec = cJSON_Parse(census_text), *e = cJSON_Parse(spec_est);
+            cJSON_ReplaceItemInObjectCaseSensitive(spec, "estimator", e);
+            static const char *const other[] = {"train", "eval", NULL};
+            Predictd__ModelDef *def = NULL;
+            rt_err err = {{0}};
+            if (rt_spec_to_modeldef(spec, other, &def, &err) != RT_OK)
+                fail_msg("multi_label_classification refused: %s", err.msg);
+            assert_int_equal(def->head->type, PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL);
+            assert_int_equal(def->head->n_classes, 2);
+            assert_int_equal(def->graph->logits_dimension, 2);
+            assert_string_equal(def->head->label_delimiter, k ? ";" : "|");
+            assert_int_equal(rt_metrics_mlabel_delimiter(def->head), k ? ';' : '|');
+            size_t found = 0;
+            for (size_t q = 0; q < def->n_signatures; q++) {
+                const Predictd__SignatureDef *sg = def->signatures[q];
+                if (!strcmp(sg->name, "classification")) {
+                    assert_int_equal(sg->n_outputs, 2);
+                    assert_string_equal(sg->outputs[0]->name, "classes");
+                    assert_string_equal(sg->outputs[1]->name, "scores");
+                    found++;
+                }
+                if (!strcmp(sg->name, "predict")) { /* TF's MultiLabelHead.predictions */
+                    assert_int_equal(sg->n_outputs, 2);
+                    assert_string_equal(sg->outputs[0]->name, "logits");
+                    assert_string_equal(sg->outputs[1]->name, "probabilities");
+                    found++;
+                }
+            }
+            assert_int_equal(found, 2);
+            rt_spec_modeldef_free(def);
+            cJSON_Delete(spec);
+            free(spec_est);
+        }
+        free(w1);
+        free(w2);
+        free(ok2);
         free(two);
         free(ml);
     }
