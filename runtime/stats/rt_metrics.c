@@ -3,9 +3,10 @@
  * canned-head names, shared by the trainer's evaluation and predict-model
  * evaluate (one implementation, so both give the same numbers).
  *
- * Predictions are kept for the whole evaluation so AUC is exact: the ROC AUC
- * by the rank-sum (Mann-Whitney) formula with tied scores averaged, and the
- * PR AUC as step-wise average precision over distinct thresholds. (TF's
+ * Predictions are kept for the whole evaluation so AUC is exact
+ * (rt_metrics_auc.c): the ROC AUC by the rank-sum (Mann-Whitney) formula
+ * with tied scores averaged, and the PR AUC as step-wise average precision
+ * over distinct thresholds. (TF's
  * tf.metrics.auc approximates both with 200 thresholds; on the census test
  * set the two agree to about 1e-3.) "loss" is the mean of the batch losses
  * and "average_loss" the mean per-example loss, as in TF 2's heads.
@@ -320,81 +321,6 @@ rt_status rt_metrics_add(rt_metrics *mt, const float *logits, const float *label
     }
     mt->n += n;
     return RT_OK;
-}
-
-static int by_score_desc(const void *a, const void *b)
-{
-    float x = ((const rt_scored *)a)->s, y = ((const rt_scored *)b)->s;
-    return (x < y) - (x > y);
-}
-
-rt_scored *rt_metrics_sorted_desc(const float *scores, const float *labels, const float *weights,
-                          size_t n)
-{
-    rt_scored *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        v[i].s = scores[i];
-        v[i].y = labels[i] > 0.5f ? 1.0f : 0.0f;
-        v[i].w = weights ? weights[i] : 1.0f;
-    }
-    qsort(v, n, sizeof *v, by_score_desc);
-    return v;
-}
-
-double rt_metrics_auc_roc(const float *scores, const float *labels, const float *weights, size_t n)
-{
-    rt_scored *v = rt_metrics_sorted_desc(scores, labels, weights, n);
-    if (!v)
-        return NAN;
-    /* Walk down the thresholds; each tie group adds a trapezoid. Counts are
-     * weighted: an example counts w positives or negatives. */
-    double P = 0, N = 0;
-    for (size_t i = 0; i < n; i++)
-        P += v[i].w * v[i].y, N += v[i].w * (1.0 - v[i].y);
-    double auc = 0, tp = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        double gp = 0, gn = 0;
-        while (j < n && v[j].s == v[i].s) {
-            gp += v[j].w * v[j].y;
-            gn += v[j].w * (1.0 - v[j].y);
-            j++;
-        }
-        auc += gn * (tp + gp / 2.0);
-        tp += gp;
-        i = j;
-    }
-    free(v);
-    if (P == 0 || N == 0)
-        return NAN;
-    return auc / (P * N);
-}
-
-double rt_metrics_auc_pr(const float *scores, const float *labels, const float *weights, size_t n)
-{
-    rt_scored *v = rt_metrics_sorted_desc(scores, labels, weights, n);
-    if (!v)
-        return NAN;
-    double P = 0;
-    for (size_t i = 0; i < n; i++)
-        P += v[i].w * v[i].y;
-    double ap = 0, tp = 0, fp = 0, prev_recall = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && v[j].s == v[i].s) {
-            tp += v[j].w * v[j].y;
-            fp += v[j].w * (1.0 - v[j].y);
-            j++;
-        }
-        double recall = P > 0 ? tp / P : 0, precision = tp + fp > 0 ? tp / (tp + fp) : 0;
-        ap += (recall - prev_recall) * precision;
-        prev_recall = recall;
-        i = j;
-    }
-    free(v);
-    return P > 0 ? ap : NAN;
 }
 
 static void put(rt_metric_list *l, const char *name, double v)

@@ -183,6 +183,8 @@ double rt_metric_get(const rt_metric_list *l, const char *name);
 int rt_metrics_format(const rt_metric_list *l, rt_buf *b);
 int rt_metrics_json(const rt_metric_list *l, rt_buf *b);
 
+/* ------------------------------------------- curves (rt_metrics_auc.c) */
+
 /* Exact ROC AUC of scores against 0/1 labels (ties count one half), each
  * example counting its weight (NULL: all 1). */
 double rt_metrics_auc_roc(const float *scores, const float *labels, const float *weights, size_t n);
