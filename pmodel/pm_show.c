@@ -104,7 +104,7 @@ static int print_trees(const rt_graph *g)
 static const char *const RECEIVERS[] = {"JSON features", "CSV row (csv_row)",
                                          "serialized tf.Example (example_proto)"};
 static const char *const HEADS[] = {"binary classification", "multi-class classification",
-                                    "regression"};
+                                    "regression", "multi-label classification"};
 
 /* A byte count as "4163588 bytes (4.0 MiB)". */
 static void print_bytes(unsigned long long n)
@@ -120,7 +120,7 @@ static void print_bytes(unsigned long long n)
 /* "Head: <kind>, classes [...]" without the line's end. */
 static void print_head(const rt_graph *g, Predictd__HeadType head)
 {
-    printf("Head: %s", head <= 2 ? HEADS[head] : "unknown");
+    printf("Head: %s", head <= 3 ? HEADS[head] : "unknown");
     if (rt_graph_num_classes(g)) {
         printf(", classes [");
         for (size_t k = 0; k < rt_graph_num_classes(g); k++)

@@ -105,9 +105,10 @@ static rt_status heads_eval_add(heads_eval *he, const trn_model *m, const float 
 {
     for (size_t k = 0; k < he->n; k++) {
         const rt_head_slice *h = &m->heads[k];
+        size_t lw = h->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? h->ld : 1;
         for (size_t i = 0; i < nb; i++) {
             memcpy(he->z + i * h->ld, logits + i * m->ld + h->off, h->ld * sizeof(float));
-            he->y[i] = labels[i * m->n_heads + h->label_off];
+            memcpy(he->y + i * lw, labels + i * m->label_w + h->label_off, lw * sizeof(float));
         }
         double loss = rt_metrics_head_loss_with(h->head, &h->loss, h->ld, he->z, he->y, weights,
                                                 nb, nb, NULL);

@@ -32,7 +32,8 @@ struct trn_feeder {
     const char **names; /* [n_cols] into def */
     size_t *label_cols; /* [ls] the label columns, in file order */
     size_t ls;        /* label values per row */
-    const Predictd__Head **label_head; /* [ls] several heads: label k's head */
+    const Predictd__Head **label_head; /* [n_heads] several heads: head k's */
+    size_t n_heads;   /* several heads: label_cols[k] is head k's column */
     long weight_col;  /* -1: no weight column */
     int regression;
     int mlabel;       /* a multi-label head: one label cell -> ls multi-hot values */
@@ -51,8 +52,9 @@ void trn_feeder_free(trn_feeder *f)
     free(f);
 }
 
-/* Several heads (MultiHead): label value k of a row is head k's, read from
- * its label column by its own head (classes, vocabulary). */
+/* Several heads (MultiHead): a row's label values are the heads' in head
+ * order, each read from its label column by its own head (classes,
+ * vocabulary): one value, or a multi-label head's n_classes multi-hot ones. */
 static rt_status heads_labels(trn_feeder *f, rt_err *err)
 {
     const Predictd__Graph *gd = f->def->graph;
@@ -64,8 +66,10 @@ static rt_status heads_labels(trn_feeder *f, rt_err *err)
     f->label_head = calloc(n, sizeof *f->label_head);
     if (!f->label_cols || !f->label_head)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    f->ls = n;
+    f->ls = 0;
+    f->n_heads = n;
     f->counts = 0;
+    f->mlabel = 0; /* per head below */
     for (size_t k = 0; k < n; k++) {
         const Predictd__NodeHead *nh = gd->heads[k];
         long r = -1;
@@ -78,10 +82,12 @@ static rt_status heads_labels(trn_feeder *f, rt_err *err)
         if (nh->loss && strcmp(nh->loss, "poisson") == 0)
             return rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.model.heads[%zu].loss: "
                               "poisson under several heads is not implemented yet", k);
+        bool ml = nh->head->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL;
         f->label_cols[k] = (size_t)r;
         f->label_head[k] = nh->head;
-        f->numeric[r] = nh->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ||
-                        nh->head->n_label_vocabulary == 0;
+        f->ls += ml ? nh->head->n_classes : 1;
+        f->numeric[r] = !ml && (nh->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ||
+                                nh->head->n_label_vocabulary == 0);
     }
     return RT_OK;
 }
@@ -134,13 +140,14 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
     if ((st = heads_labels(f, err)))
         goto out;
     size_t want = f->mlabel ? 1 : f->ls; /* multi-label: one cell lists the classes */
-    size_t n_labels = f->label_head ? f->ls : rt_raw_label_columns(def, f->label_cols, want);
+    size_t n_labels = f->label_head ? f->n_heads
+                                    : rt_raw_label_columns(def, f->label_cols, want);
     if (n_labels == 0)
         st = rt_err_set(err, RT_ERR_INVALID, "label: no label column among the columns");
     else if (f->mlabel && n_labels != 1)
         st = rt_err_set(err, RT_ERR_INVALID, "label: %zu label columns for a multi-label head",
                         n_labels);
-    else if (!f->mlabel && n_labels != f->ls)
+    else if (!f->mlabel && !f->label_head && n_labels != f->ls)
         st = rt_err_set(err, RT_ERR_INVALID, "label: %zu label columns for label_dimension %zu",
                         n_labels, f->ls);
 out:
@@ -187,24 +194,49 @@ static void where(const trn_rows *rows, size_t r, char *buf, size_t cap)
         snprintf(buf, cap, "row %zu", r);
 }
 
+/* A multi-label head h's label cell of column col -> its n_classes
+ * multi-hot values. */
+static rt_status mlabel_target(const trn_feeder *f, const Predictd__Head *h, size_t col,
+                               const trn_field *c, float *out, rt_err *err)
+{
+    rt_status st = rt_metrics_mlabel_cell(h, f->def->trim_strings, c->s, c->len, out, err);
+    if (st)
+        rt_err_prefix(err, "label %s", f->def->raw_columns[col]->name);
+    return st;
+}
+
+/* Several heads: each head's label values, in head order. */
+static rt_status heads_targets(const trn_feeder *f, const trn_field *row, float *labels,
+                               rt_err *err)
+{
+    rt_status st = RT_OK;
+    float *at = labels;
+    for (size_t k = 0; k < f->n_heads && !st; k++) {
+        const Predictd__Head *h = f->label_head[k];
+        const trn_field *c = &row[f->label_cols[k]];
+        if (h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL) {
+            st = mlabel_target(f, h, f->label_cols[k], c, at, err);
+            at += h->n_classes;
+        } else {
+            st = rt_raw_label_of(f->def, h, f->label_cols[k], c->s, c->len, at++, err);
+        }
+    }
+    return st;
+}
+
 /* The targets of one row: its labels and weight. */
 static rt_status row_targets(const trn_feeder *f, const trn_field *row, float *labels,
                              float *weight, rt_err *err)
 {
     rt_status st = RT_OK;
-    if (f->mlabel) { /* the cell's classes -> ls multi-hot values */
-        const trn_field *c = &row[f->label_cols[0]];
-        st = rt_metrics_mlabel_cell(f->def->head, f->def->trim_strings, c->s, c->len, labels,
-                                    err);
-        if (st)
-            rt_err_prefix(err, "label %s", f->def->raw_columns[f->label_cols[0]]->name);
-    }
-    for (size_t k = 0; k < f->ls && !st && !f->mlabel; k++) {
+    if (f->label_head)
+        st = heads_targets(f, row, labels, err);
+    else if (f->mlabel) /* the cell's classes -> ls multi-hot values */
+        st = mlabel_target(f, f->def->head, f->label_cols[0], &row[f->label_cols[0]], labels,
+                           err);
+    for (size_t k = 0; k < f->ls && !st && !f->mlabel && !f->label_head; k++) {
         const trn_field *c = &row[f->label_cols[k]];
-        st = f->label_head ? rt_raw_label_of(f->def, f->label_head[k], f->label_cols[k], c->s,
-                                             c->len, &labels[k], err)
-                           : rt_raw_label(f->def, f->label_cols[k], c->s, c->len, &labels[k],
-                                          err);
+        st = rt_raw_label(f->def, f->label_cols[k], c->s, c->len, &labels[k], err);
         if (!st && f->counts && !(labels[k] >= 0.0f))
             st = rt_err_set(err, RT_ERR_INVALID, "label %s is %g: the poisson loss needs "
                             "counts >= 0", f->def->raw_columns[f->label_cols[k]]->name,

@@ -118,6 +118,7 @@ struct trn_model {
     int64_t step;
     int loss_sum;         /* loss_reduction SUM: batch loss = sum, not mean */
     size_t n_heads;       /* several heads (MultiHead; 0 for one): each its columns */
+    size_t label_w;       /* several heads: label values per row (a multi-label head n_classes) */
     rt_head_slice *heads; /* of the logits and labels, loss and loss_weight */
     size_t grad_denom;    /* > 0: d loss / d logits are scaled by 1/grad_denom
                              instead of 1/n (1: sums, for a distributed step) */

@@ -236,7 +236,8 @@ static rt_status trn_model_heads(trn_model *m, rt_err *err)
         h->head = nh->head->type;
         h->off = off[k];
         h->ld = w[k];
-        h->label_off = k;
+        h->label_off = m->label_w; /* a multi-label head's n_classes multi-hot values */
+        m->label_w += h->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? h->ld : 1;
         h->loss_weight = nh->loss_weight > 0 ? nh->loss_weight : 1.0;
         rt_graph_node_head_loss(nh, &h->loss);
     }
@@ -457,7 +458,7 @@ static double batch_loss(trn_model *m, const float *labels, const float *weights
         double total = 0.0;
         for (size_t k = 0; k < m->n_heads; k++)
             m->heads[k].weights = weights;
-        if (rt_metrics_multi_loss(m->heads, m->n_heads, m->ld, m->n_heads, m->logits, labels, n,
+        if (rt_metrics_multi_loss(m->heads, m->n_heads, m->ld, m->label_w, m->logits, labels, n,
                                   denom, m->dlogits, &total) != RT_OK)
             return NAN; /* out of memory: the step's loss is not finite */
         return total;

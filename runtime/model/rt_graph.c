@@ -483,6 +483,9 @@ static rt_status compile_heads(rt_graph *g, rt_err *err)
             ld += h->n_classes;
         else if (h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION && h->label_dimension == 1)
             ld += 1;
+        else if (h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL && h->n_classes >= 2 &&
+                 h->n_classes <= 1000000)
+            ld += h->n_classes;
         else
             return rt_err_set(err, RT_ERR_FORMAT, "graph: head %zu: bad type or shape", k);
     }
@@ -495,7 +498,10 @@ static rt_status compile_heads(rt_graph *g, rt_err *err)
         v->def = g->def;
         v->head = h->type;
         v->n_classes = h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 0 : h->n_classes;
-        v->logits_dim = h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? h->n_classes : 1;
+        v->logits_dim = h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ||
+                                h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL
+                            ? h->n_classes
+                            : 1;
         rt_status st = set_class_names(v, h, err);
         if (st != RT_OK)
             return st;

@@ -697,7 +697,10 @@ static rt_status head_outputs(const Predictd__Head *h, int64_t ld, const char *p
 {
     rt_status st = RT_OK;
     if (ld == 0) /* one of several heads: its own width */
-        ld = h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? h->n_classes : 1;
+        ld = h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ||
+                     h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL
+                 ? h->n_classes
+                 : 1;
     if (h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION)
         return add_named(o, n, prefix, "predictions", PREDICTD__DTYPE__DT_FLOAT, ld, err);
     int64_t nc = h->n_classes;

@@ -409,9 +409,6 @@ static rt_status parse_head(spec_ctx *s, const cJSON *h, size_t k, bool several,
             return rt_cfg_fail(err, path, "logits", "\"%.64s\" is %u wide; a "
                                "multi_label_classification head with %lld classes reads %lld "
                                "logits", logits, w, (long long)n, (long long)n);
-        if (several)
-            return rt_cfg_fail(err, path, "type", "multi_label_classification under several "
-                               "heads is not implemented yet (one head is)");
         if ((st = rt_spec_set_str(&hd->label_delimiter, delim, err)))
             return st;
         hd->type = PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL;

@@ -19,7 +19,10 @@ rt_status rt_metrics_multi_loss(const rt_head_slice *heads, size_t n_heads, size
     size_t max_ld = 0;
     for (size_t k = 0; k < n_heads; k++) {
         const rt_head_slice *h = &heads[k];
-        size_t lw = h->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? h->ld : 1;
+        size_t lw = h->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ||
+                            h->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL
+                        ? h->ld
+                        : 1;
         if (h->ld == 0 || h->off + h->ld > ld_total || h->label_off + lw > label_w)
             return RT_ERR_INVALID;
         if (h->ld > max_ld)
@@ -38,7 +41,10 @@ rt_status rt_metrics_multi_loss(const rt_head_slice *heads, size_t n_heads, size
     double sum = 0.0;
     for (size_t k = 0; k < n_heads; k++) {
         const rt_head_slice *h = &heads[k];
-        size_t lw = h->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? h->ld : 1;
+        size_t lw = h->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ||
+                            h->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL
+                        ? h->ld
+                        : 1;
         for (size_t i = 0; i < n; i++) {
             memcpy(z + i * h->ld, logits + i * ld_total + h->off, h->ld * sizeof *z);
             memcpy(y + i * lw, labels + i * label_w + h->label_off, lw * sizeof *y);

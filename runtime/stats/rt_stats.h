@@ -61,7 +61,8 @@ double rt_metrics_head_loss_with(Predictd__HeadType head, const rt_loss *loss, s
 
 /* One of several heads (TF's MultiHead) in the concatenated layout: its
  * logits are values [off, off + ld) of each row's logits, its labels values
- * [label_off, label_off + (regression ? ld : 1)) of each row's labels. */
+ * [label_off, label_off + (regression or multi-label ? ld : 1)) of each
+ * row's labels (a multi-label head's: its ld multi-hot values). */
 typedef struct rt_head_slice {
     Predictd__HeadType head;
     rt_loss loss;          /* a regression head's (see rt_metrics_head_loss_with) */

@@ -9,8 +9,8 @@
  * column of the data, refused otherwise with the head's field path; a
  * multi_label_classification head's keys checked (n_classes, logits width,
  * vocabulary, label_delimiter, a string label column), one such head
- * compiled (HEAD_MULTI_LABEL, its delimiter, its signatures), refused under
- * several heads (not implemented yet). */
+ * parsed (HEAD_MULTI_LABEL, its delimiter, its signatures), alone and
+ * among several heads. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -168,7 +168,8 @@ static void test_multi_head_refusals(void **state)
               "\"logits\": \"wgt\"",
               "estimator.model.heads[1].label.column: \"fnlwgt\" is a number column; a "
               "multi_label_classification head reads a string column");
-    { /* a multi-label head among several: not implemented yet, refused by name */
+    { /* a multi-label head among several (first): its own type, classes and
+       * delimiter; logits 2 + 1 wide; its signatures a classifier's */
         char *w = replace(MULTI, "\"name\": \"income\", \"type\": \"dense\", \"inputs\": [\"h1\"], "
                           "\"units\": 1", "\"name\": \"income\", \"type\": \"dense\", "
                           "\"inputs\": [\"h1\"], \"units\": 2");
@@ -176,11 +177,30 @@ static void test_multi_head_refusals(void **state)
                             "\"type\": \"multi_label_classification\", \"n_classes\": 2, "
                             "\"logits\": \"income\"");
         rt_err err = {{0}};
-        rt_status st = parse_multi(est, &err, NULL);
-        const char *want = "estimator.model.heads[0].type: multi_label_classification under "
-                           "several heads is not implemented yet";
-        if (st == RT_OK || !strstr(err.msg, want))
-            fail_msg("want \"%s\", got %d \"%s\"", want, (int)st, err.msg);
+        Predictd__ModelDef *def = NULL;
+        if (parse_multi(est, &err, &def) != RT_OK)
+            fail_msg("a multi-label head among several refused: %s", err.msg);
+        const Predictd__Head *h0 = def->graph->heads[0]->head;
+        assert_int_equal(h0->type, PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL);
+        assert_int_equal(h0->n_classes, 2);
+        assert_int_equal(rt_metrics_mlabel_delimiter(h0), '|');
+        assert_int_equal(def->graph->heads[1]->head->type, PREDICTD__HEAD_TYPE__HEAD_REGRESSION);
+        assert_int_equal(def->graph->logits_dimension, 3);
+        size_t found = 0;
+        for (size_t q = 0; q < def->n_signatures; q++) {
+            const Predictd__SignatureDef *sg = def->signatures[q];
+            found += !strcmp(sg->name, "income_bracket/classification") && sg->n_outputs == 2;
+            if (!strcmp(sg->name, "predict")) { /* prefixed: the heads' outputs */
+                size_t ml = 0;
+                for (size_t o = 0; o < sg->n_outputs; o++)
+                    ml += !strncmp(sg->outputs[o]->name, "income_bracket/", 15);
+                assert_int_equal(ml, 2); /* logits, probabilities */
+                found++;
+            }
+            assert_true(strcmp(sg->name, "income_bracket/regression") != 0);
+        }
+        assert_int_equal(found, 2);
+        rt_spec_modeldef_free(def);
         free(w);
         free(est);
     }
