@@ -5,7 +5,8 @@
  * softmax cross-entropy of a 3-class head); its gradient matches central
  * finite differences of the total across the heads' columns; one head at
  * weight 1 gives rt_metrics_head_loss_with's loss and gradient bit for bit;
- * a head outside the rows is refused. */
+ * a head outside the rows is refused; a multi-label head among them reads
+ * its n_classes multi-hot label values (by hand and finite differences). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -110,6 +111,71 @@ static void test_one_head_is_the_head_loss(void **state)
     assert_memory_equal(d1, d2, sizeof d1);
 }
 
+/* A binary head (column 0, label 0) and a 3-class multi-label head (columns
+ * 1..3, labels 1..3: its multi-hot values), weighted 0.5 and 2: the total by
+ * hand (the multi-label loss the mean over its classes of the logistic
+ * loss, with the rows' weights) and its gradient by finite differences. */
+static const float ML_LABELS[N * 4] = {
+    1, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 0,
+};
+
+static double ml_by_hand(const float *z)
+{
+    double lb = 0, lm = 0;
+    for (size_t i = 0; i < N; i++) {
+        const float *r = z + i * LD, *y = ML_LABELS + i * 4;
+        for (size_t j = 0; j < 4; j++) {
+            double p = 1.0 / (1.0 + exp(-(double)r[j]));
+            double l = -(y[j] * log(p) + (1 - y[j]) * log(1 - p));
+            if (j == 0)
+                lb += l;
+            else
+                lm += WEIGHTS[i] * l / 3.0;
+        }
+    }
+    return 0.5 * lb / N + 2.0 * lm / N;
+}
+
+static void test_multi_label_among_heads(void **state)
+{
+    (void)state;
+    rt_head_slice h[2] = {
+        {.head = PREDICTD__HEAD_TYPE__HEAD_BINARY, .off = 0, .ld = 1, .label_off = 0,
+         .loss_weight = 0.5},
+        {.head = PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL, .off = 1, .ld = 3, .label_off = 1,
+         .loss_weight = 2.0, .weights = WEIGHTS},
+    };
+    float d[N * LD];
+    double total = 0;
+    /* rows of LD logits, the last column no head's (its gradient stays untouched) */
+    for (size_t c = 0; c < N * LD; c++)
+        d[c] = 7.0f;
+    assert_int_equal(rt_metrics_multi_loss(h, 2, LD, 4, LOGITS, ML_LABELS, N, N, d, &total),
+                     RT_OK);
+    assert_true(fabs(total - ml_by_hand(LOGITS)) < 1e-9 * fabs(total) + 1e-12);
+    float z[N * LD];
+    for (size_t c = 0; c < N * LD; c++) {
+        if (c % LD == 4) {
+            assert_true(d[c] == 7.0f);
+            continue;
+        }
+        const double eps = 1e-3;
+        memcpy(z, LOGITS, sizeof z);
+        z[c] = (float)(LOGITS[c] + eps);
+        double up = ml_by_hand(z);
+        z[c] = (float)(LOGITS[c] - eps);
+        double down = ml_by_hand(z);
+        double fd = (up - down) / ((double)(float)(LOGITS[c] + eps) -
+                                   (double)(float)(LOGITS[c] - eps));
+        if (fabs(fd - d[c]) > 1e-4 + 1e-3 * fabs(fd))
+            fail_msg("logit %zu: gradient %g, finite differences %g", c, (double)d[c], fd);
+    }
+    /* its labels past the rows' 4 values: refused */
+    h[1].label_off = 2;
+    assert_int_equal(rt_metrics_multi_loss(h, 2, LD, 4, LOGITS, ML_LABELS, N, N, NULL, &total),
+                     RT_ERR_INVALID);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -132,6 +198,7 @@ int main(void)
         cmocka_unit_test(test_gradient_finite_differences),
         cmocka_unit_test(test_one_head_is_the_head_loss),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_multi_label_among_heads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
