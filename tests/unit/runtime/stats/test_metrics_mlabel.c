@@ -8,7 +8,9 @@
  * by class id, and unknown, empty and repeated names are refused by name;
  * auc and auc_precision_recall over the flattened (row, class) pairs equal
  * sklearn's roc_auc_score / average_precision_score of y.ravel(), p.ravel()
- * with each row's weight repeated per class (values below, computed once). */
+ * with each row's weight repeated per class (values below, computed once);
+ * a CSV cell (a span) is read by a head's delimiter and vocabulary or ids,
+ * each name trimmed under trim_strings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,6 +141,50 @@ static void test_parse(void **state)
     assert_string_equal(err.msg, "label \"1x\" is not a class id in [0, 3)");
 }
 
+/* A CSV cell (a span, not NUL-terminated) read by a head: its delimiter
+ * ("" is '|'), its vocabulary or ids, each name trimmed with trim. */
+static void test_cell(void **state)
+{
+    (void)state;
+    char *vocab[] = {"rich", "long_hours", "married"};
+    Predictd__Head h;
+    predictd__head__init(&h);
+    h.type = PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL;
+    h.n_classes = 3;
+    h.n_label_vocabulary = 3;
+    h.label_vocabulary = vocab;
+    float m[3];
+    rt_err err = {{0}};
+    const char *row = "married|rich,next"; /* the cell is the first 12 bytes */
+    assert_int_equal(rt_metrics_mlabel_cell(&h, 0, row, 12, m, &err), RT_OK);
+    assert_true(m[0] == 1.0f && m[1] == 0.0f && m[2] == 1.0f);
+    assert_int_equal(rt_metrics_mlabel_delimiter(&h), '|');
+    assert_int_equal(rt_metrics_mlabel_cell(&h, 1, " rich | married ", 16, m, &err), RT_OK);
+    assert_true(m[0] == 1.0f && m[1] == 0.0f && m[2] == 1.0f);
+    /* untrimmed, " rich " is no class */
+    assert_int_equal(rt_metrics_mlabel_cell(&h, 0, " rich ", 6, m, &err), RT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "label \" rich \" is not one of the head's 3 classes"));
+    assert_int_equal(rt_metrics_mlabel_cell(&h, 1, "  ", 2, m, &err), RT_OK); /* no class */
+    assert_true(m[0] == 0.0f && m[1] == 0.0f && m[2] == 0.0f);
+    h.label_delimiter = ";";
+    assert_int_equal(rt_metrics_mlabel_delimiter(&h), ';');
+    assert_int_equal(rt_metrics_mlabel_cell(&h, 0, "long_hours;rich", 15, m, &err), RT_OK);
+    assert_true(m[0] == 1.0f && m[1] == 1.0f && m[2] == 0.0f);
+    assert_int_equal(rt_metrics_mlabel_cell(&h, 0, "rich|married", 12, m, &err),
+                     RT_ERR_INVALID);
+    /* without a vocabulary: class ids; a long cell (past the stack buffer) */
+    h.n_label_vocabulary = 0;
+    h.label_vocabulary = NULL;
+    assert_int_equal(rt_metrics_mlabel_cell(&h, 0, "2;0", 3, m, &err), RT_OK);
+    assert_true(m[0] == 1.0f && m[1] == 0.0f && m[2] == 1.0f);
+    char *big = malloc(2000);
+    memset(big, ' ', 2000);
+    big[1999] = '1';
+    assert_int_equal(rt_metrics_mlabel_cell(&h, 1, big, 2000, m, &err), RT_OK);
+    assert_true(m[0] == 0.0f && m[1] == 1.0f && m[2] == 0.0f);
+    free(big);
+}
+
 static void test_auc_flattened(void **state)
 {
     (void)state;
@@ -168,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_large_logits_and_probabilities),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_auc_flattened),
+        cmocka_unit_test(test_cell),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
