@@ -8,8 +8,9 @@
  * after trimming when the spec trims strings, or an integer class id without
  * a vocabulary) or a regression value (label_dimension label columns: that
  * many values, in file order; a multi-label head: its one label cell's
- * classes as n_classes multi-hot values, rt_metrics_mlabel_cell; several heads: head k's label column read
- * by head k's vocabulary, rt_raw_label_of); the weight column (estimator.weight_column)
+ * classes as n_classes multi-hot values, rt_metrics_mlabel_cell; several
+ * heads: each head's label column read by its own head, rt_raw_label_of or,
+ * multi-label, rt_metrics_mlabel_cell); the weight column (estimator.weight_column)
  * an example weight (rt_raw_weight); the other columns are pushed to the
  * graph input of the same name by rt_batch_push_cell, the serving CSV
  * receiver's own code (numbers, and an empty cell's default as in

@@ -382,7 +382,8 @@ static void test_refusals(void **state)
         char *ml = replace(two, "{\"type\": \"binary_classification\", \"logits\": \"logits\"}",
                            "{\"type\": \"multi_label_classification\", \"n_classes\": 2, "
                            "\"logits\": \"three\"}");
-        char *gt = replace(ml, "\"n_classes\": 2,", "\"n_classes\": 2, \"label_delimiter\": \">\",");
+        char *gt = replace(ml, "\"n_classes\": 2,",
+                           "\"n_classes\": 2, \"label_delimiter\": \">\",");
         bad_text(gt, "label.vocabulary: \">50K\" holds the label_delimiter \">\"");
         free(gt);
         /* one head: a HEAD_MULTI_LABEL head with its
