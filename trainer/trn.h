@@ -370,6 +370,8 @@ typedef struct trn_overrides {
     int progress;              /* a trn_progress_mode */
     int verbosity;             /* 0 DEBUG .. 4 FATAL */
     const char *trace_endpoint; /* --trace-endpoint: OTLP/HTTP spans of the run */
+    char **spec_sets;          /* --spec.PATH=VALUE, each "PATH\0VALUE" (trn_spec_set.c) */
+    size_t n_spec_sets;
 } trn_overrides;
 
 void trn_overrides_init(trn_overrides *o);
@@ -394,6 +396,20 @@ rt_status trn_flags_parse(int argc, char **argv, trn_overrides *o, bool *help, i
  * the export is the one that was really trained.
  */
 rt_status trn_spec_apply_overrides(struct cJSON *spec, const trn_overrides *o, rt_err *err);
+
+/* --spec.PATH=VALUE (trn_spec_set.c), an rt_argv.other for name (len bytes,
+ * "--" stripped; eq the text after '=' or NULL, next the argument after):
+ * 0 when name is not "spec.<PATH>", else the flag is kept in o and 1 (the
+ * value after '=') or 2 (the next argument) is returned; -1 refused (err). */
+int trn_spec_set_flag(trn_overrides *o, const char *name, size_t len, const char *eq,
+                      const char *next, rt_err *err);
+/* Frees what trn_spec_set_flag kept. */
+void trn_spec_set_free(trn_overrides *o);
+/* Sets every --spec.PATH=VALUE of o in spec, in the order given: PATH's
+ * segments are keys, indexes or array elements' "name"s; the value keeps
+ * the type of the field it replaces (refused by the flag's name otherwise),
+ * a new field takes the value's JSON reading, else the text. */
+rt_status trn_spec_set_apply(struct cJSON *spec, const trn_overrides *o, rt_err *err);
 
 /* ------------------------------------------------------------------ memory */
 

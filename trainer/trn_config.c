@@ -903,19 +903,35 @@ void trn_overrides_init(trn_overrides *o)
 void trn_overrides_free(trn_overrides *o)
 {
     rt_settings_free(TRN_FLAGS, N_FLAGS, o);
+    trn_spec_set_free(o);
+}
+
+typedef struct flags_ctx {
+    bool *help;
+    trn_overrides *o;
+} flags_ctx;
+
+/* The flags outside the table: --help, --spec.PATH=VALUE. */
+static int other_flag(void *ctx, const char *name, size_t len, const char *eq, const char *next,
+                      rt_err *err)
+{
+    flags_ctx *c = ctx;
+    int r = rt_settings_argv_help(c->help, name, len, eq, next, err);
+    return r ? r : trn_spec_set_flag(c->o, name, len, eq, next, err);
 }
 
 rt_status trn_flags_parse(int argc, char **argv, trn_overrides *o, bool *help, int *next,
                           rt_err *err)
 {
     *help = false;
+    flags_ctx c = {help, o};
     rt_argv a = {.rows = TRN_FLAGS,
                  .n = N_FLAGS,
                  .dash_underscore = true,
                  .unknown_flag_last = true,
                  .extra = rt_argv_help_names,
-                 .other = rt_settings_argv_help,
-                 .ctx = help};
+                 .other = other_flag,
+                 .ctx = &c};
     /* --help ends the reading: what follows it is not looked at */
     return rt_settings_argv(&a, rt_settings_argv_help_end(argc, argv, NULL), argv, o, NULL, next,
                             err);
@@ -931,6 +947,11 @@ char *trn_usage(void)
     r |= rt_settings_help(&b, TRN_FLAGS, N_FLAGS, 28, spec, n_spec);
     r |= rt_buf_puts(
         &b,
+        "  --spec.PATH=VALUE         set one field of the spec: PATH's dot-separated parts\n"
+        "                            are keys, array indexes or elements' \"name\"s\n"
+        "                            (--spec.estimator.model.layers.h1.units=64); the\n"
+        "                            value keeps the field's type (predict-tune's\n"
+        "                            parameterName spec.PATH tunes it)\n"
         "  -h, --help                this text\n"
         "Flags may be spelled with underscores (task.py's --train_files); TensorFlow's\n"
         "--max_steps is --train-steps and --model_dir is --job-dir.\n"
@@ -1099,7 +1120,7 @@ rt_status trn_spec_apply_overrides(cJSON *spec, const trn_overrides *o, rt_err *
                 return st;
         }
     }
-    return RT_OK;
+    return trn_spec_set_apply(spec, o, err); /* last: the field named wins */
 }
 
 /* ----------------------------------------------------------------- random */
