@@ -182,6 +182,10 @@ int pm_cmd_evaluate(const pm_opts *o)
         fprintf(stderr, "predict-model: %s\n", err.msg);
         goto out;
     }
+    if (o->report && e->n_heads > 1) {
+        fprintf(stderr, "predict-model: --report with several heads is not implemented yet\n");
+        goto out;
+    }
     if (o->report) {
         rt_buf data;
         rt_buf_init(&data);
