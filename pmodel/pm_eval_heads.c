@@ -1,7 +1,8 @@
 /*
  * pm_eval_heads.c — predict-model evaluate of a model of several heads
  * (TF's MultiHead): each head's canned metrics over its columns of the
- * logits, its own label column (read by its own head: classes, vocabulary)
+ * logits, its own label column (read by its own head: classes, vocabulary;
+ * a multi-label head's cell as its n_classes multi-hot values)
  * and its own example weights (its weight_column, 1 without one), named
  * with the head's name as suffix (accuracy/income_bracket,
  * average_loss/hours_per_week, loss/<head>), and the merged "loss": sum of
@@ -30,12 +31,13 @@ typedef struct heads_ev {
     const size_t *off, *w;  /* each head's logits columns (rt_graph_heads) */
     long *input;            /* [n_cols] graph input or -1 */
     long *label_col, *weight_col; /* [n] raw columns (weight: -1 none) */
+    size_t *loff, lw;       /* [n] head k's label values at loff[k] of a row's lw */
     rt_metrics **mt;        /* [n] */
     rt_loss *loss;          /* [n] */
     rt_batch *b;
     rt_features f;
     rt_workspace *ws;
-    float *labels, *weights, *logits; /* bs x n, bs x n, bs x ld */
+    float *labels, *weights, *logits; /* bs x lw, bs x n, bs x ld */
     float *z, *y, *hw;      /* one head's of a batch */
     const char *file;
 } heads_ev;
@@ -64,17 +66,22 @@ static rt_status setup(heads_ev *v, const pm_eval_opts *o, size_t bs, int loss_s
     v->input = calloc(v->n_cols + 1, sizeof *v->input);
     v->label_col = calloc(v->n + 1, sizeof *v->label_col);
     v->weight_col = calloc(v->n + 1, sizeof *v->weight_col);
+    v->loff = calloc(v->n + 1, sizeof *v->loff);
+    for (size_t k = 0; v->loff && k < v->n; k++) {
+        v->loff[k] = v->lw;
+        v->lw += gd->heads[k]->head->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? v->w[k] : 1;
+    }
     v->mt = calloc(v->n + 1, sizeof *v->mt);
     v->loss = calloc(v->n + 1, sizeof *v->loss);
-    v->labels = malloc(bs * v->n * sizeof *v->labels);
+    v->labels = malloc(bs * (v->lw + 1) * sizeof *v->labels);
     v->weights = malloc(bs * v->n * sizeof *v->weights);
     v->logits = malloc(bs * v->ld * sizeof *v->logits);
     v->z = malloc(bs * v->ld * sizeof *v->z);
-    v->y = malloc(bs * sizeof *v->y);
+    v->y = malloc(bs * v->ld * sizeof *v->y);
     v->hw = malloc(bs * sizeof *v->hw);
     v->b = rt_batch_new(v->g);
     v->ws = rt_workspace_new();
-    if (!v->input || !v->label_col || !v->weight_col || !v->mt || !v->loss || !v->labels ||
+    if (!v->input || !v->label_col || !v->weight_col || !v->loff || !v->mt || !v->loss || !v->labels ||
         !v->weights || !v->logits || !v->z || !v->y || !v->hw || !v->b || !v->ws)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rt_batch_set_missing(v->b, RT_MISSING_CSV_DEFAULT);
@@ -116,8 +123,15 @@ static rt_status add_row(heads_ev *v, const char *line, size_t len, char *buf,
     for (size_t k = 0; k < v->n && !st; k++) {
         const Predictd__Head *h = v->def->graph->heads[k]->head;
         rt_csv_span sp = spans[v->label_col[k]];
-        float *y = &v->labels[idx * v->n + k], *w = &v->weights[idx * v->n + k];
-        st = rt_raw_label_of(v->def, h, (size_t)v->label_col[k], buf + sp.off, sp.len, y, err);
+        float *y = &v->labels[idx * v->lw + v->loff[k]], *w = &v->weights[idx * v->n + k];
+        if (h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL) {
+            st = rt_metrics_mlabel_cell(h, v->def->trim_strings, buf + sp.off, sp.len, y, err);
+            if (st)
+                rt_err_prefix(err, "label %s", v->def->raw_columns[v->label_col[k]]->name);
+        } else {
+            st = rt_raw_label_of(v->def, h, (size_t)v->label_col[k], buf + sp.off, sp.len, y,
+                                 err);
+        }
         if (!st && v->loss[k].kind == RT_LOSS_POISSON &&
             h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION && !(*y >= 0.0f))
             st = rt_err_set(err, RT_ERR_INVALID, "label %s is %g: the poisson loss needs "
@@ -158,10 +172,11 @@ static rt_status flush(heads_ev *v, rt_err *err)
     for (size_t k = 0; k < v->n; k++) {
         Predictd__HeadType ht = v->def->graph->heads[k]->head->type;
         const float *w = v->weight_col[k] >= 0 ? v->hw : NULL;
+        size_t lw = ht == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? v->w[k] : 1;
         for (size_t i = 0; i < nb; i++) {
             memcpy(v->z + i * v->w[k], v->logits + i * v->ld + v->off[k],
                    v->w[k] * sizeof *v->z);
-            v->y[i] = v->labels[i * v->n + k];
+            memcpy(v->y + i * lw, v->labels + i * v->lw + v->loff[k], lw * sizeof *v->y);
             v->hw[i] = v->weights[i * v->n + k];
         }
         double l = rt_metrics_head_loss_with(ht, &v->loss[k], v->w[k], v->z, v->y, w, nb, nb,
@@ -278,6 +293,7 @@ static void heads_ev_free(heads_ev *v)
     free(v->input);
     free(v->label_col);
     free(v->weight_col);
+    free(v->loff);
     free(v->labels);
     free(v->weights);
     free(v->logits);
