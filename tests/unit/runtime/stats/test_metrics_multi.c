@@ -237,6 +237,22 @@ static void test_multi_label_among_heads(void **state)
         if (fabs(fd - d[c]) > 1e-4 + 1e-3 * fabs(fd))
             fail_msg("logit %zu: gradient %g, finite differences %g", c, (double)d[c], fd);
     }
+    /* loss_reduction SUM: a multi-label row's loss (its classes' mean) summed
+     * over the batch, n times the mean, not n x n_classes (TF's
+     * MultiLabelHead); the binary head's stays the mean */
+    h[1].reduce_sum = 1;
+    double mean = total;
+    assert_int_equal(rt_metrics_multi_loss(h, 2, LD, 4, LOGITS, ML_LABELS, N, N, NULL, &total),
+                     RT_OK);
+    h[1].loss_weight = 0.0; /* the binary head alone */
+    double only_b = 0.0;
+    assert_int_equal(rt_metrics_multi_loss(h, 2, LD, 4, LOGITS, ML_LABELS, N, N, NULL, &only_b),
+                     RT_OK);
+    double want = only_b + (double)N * (mean - only_b);
+    if (fabs(total - want) > 1e-9 * fabs(want))
+        fail_msg("SUM multi-label total %.12g, want %.12g", total, want);
+    h[1].loss_weight = 2.0;
+    h[1].reduce_sum = 0;
     /* its labels past the rows' 4 values: refused */
     h[1].label_off = 2;
     assert_int_equal(rt_metrics_multi_loss(h, 2, LD, 4, LOGITS, ML_LABELS, N, N, NULL, &total),
