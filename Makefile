@@ -355,6 +355,7 @@ NUMERIC_TESTS ?= unit integration/test_invariance integration/test_train_golden 
     integration/test_daemon_onnx_ml integration/test_daemon_onnx_str integration/test_daemon_offload integration/test_train_custom \
     integration/test_train_multitask integration/test_pmodel_import integration/test_daemon_explain \
     integration/test_daemon_grpc_shared integration/test_daemon_multihead integration/test_daemon_onnx_ig \
+    integration/test_train_headloss \
     integration/test_train_mlabel
 test-other-kernel: all
 	@core=$$(scripts/other-openblas-core.sh) || { echo "no other OpenBLAS kernel found"; exit 1; }; \

@@ -379,7 +379,9 @@ typedef struct pm_eval {
     int64_t global_step;          /* the export's training step */
     size_t batch_size;
     uint64_t examples;
-    rt_metric_list metrics;       /* as the trainer's evaluation names them */
+    size_t n_heads;               /* several heads (TF's MultiHead): their count, else 0 */
+    rt_metric_list metrics;       /* as the trainer's evaluation names them (several
+                                     heads: <metric>/<head> and the merged loss) */
     pm_eval_spec *specs;
     size_t n_specs;
     pm_eval_slice *slices;        /* by spec, then larger count first */
@@ -407,6 +409,14 @@ typedef struct pm_eval {
  * while using it. One thread.
  */
 rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, rt_err *err);
+/* pm_eval_run of a model of several heads (pm_eval_heads.c): each head's
+ * metrics over its own label and weight columns, named <metric>/<head>,
+ * and "loss" (sum of loss_weight x loss/<head>) into e->metrics, with
+ * e->examples, e->batch_size (bs) and e->n_heads; loss_sum: the spec's
+ * loss_reduction SUM. --slice, --importance and TFRecord files are
+ * refused (not implemented yet for several heads). */
+rt_status pm_eval_heads_run(const rt_model *m, const pm_eval_opts *o, size_t bs, int loss_sum,
+                            pm_eval *e, rt_err *err);
 void pm_eval_free(pm_eval *e);
 /* ------------------------------ global feature importance (pm_importance.c) */
 

@@ -204,7 +204,9 @@ const pm_command pm_evaluate_command = {
     "gender,race of each combination; repeat --slice for more. A binary classifier also "
     "gets the ROC and precision-recall curves, a calibration plot with the expected "
     "calibration error, the confusion matrix and a threshold table; a multi-class one the "
-    "confusion matrix.",
+    "confusion matrix. A model of several heads gets each head's metrics over its own label "
+    "and weight columns, named <metric>/<head>, and the merged loss (no slices, importance "
+    "or report yet).",
     "docs/evaluation.md defines every metric.",
     EVALUATE,
     N(EVALUATE),

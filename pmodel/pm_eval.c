@@ -834,6 +834,20 @@ rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, r
     v.e = calloc(1, sizeof *v.e);
     if (!v.e)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    if (v.def->head && v.def->graph && v.def->graph->n_heads > 1) { /* pm_eval_heads.c */
+        v.e->head = v.def->head->type;
+        v.e->global_step = v.def->training ? v.def->training->global_step : 0;
+        v.bs = o->batch_size;
+        spec_defaults(&v);
+        rt_status hs = pm_eval_heads_run(m, o, v.bs ? v.bs : DEFAULT_BATCH, v.loss_sum, v.e,
+                                         err);
+        if (hs) {
+            pm_eval_free(v.e);
+            return hs;
+        }
+        *out = v.e;
+        return RT_OK;
+    }
     rt_status st = setup(&v, err);
     if (!st && o->importance)
         st = pm_importance_new(m, o->importance_method, &v.imp, err);

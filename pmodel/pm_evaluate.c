@@ -50,11 +50,15 @@ static int print_eval_table(const pm_eval *e, const char *dir)
 {
     printf("model %s at global step %lld: %llu examples\n\n", dir, (long long)e->global_step,
            (unsigned long long)e->examples);
+    int nw = 26; /* several heads' names are longer: <metric>/<head> */
+    for (size_t k = 0; k < e->metrics.n; k++)
+        if ((int)strlen(e->metrics.m[k].name) > nw)
+            nw = (int)strlen(e->metrics.m[k].name);
     for (size_t k = 0; k < e->metrics.n; k++) {
         const rt_metric *m = &e->metrics.m[k];
         if (strcmp(m->name, "global_step") == 0)
             continue;
-        printf("  %-26s", m->name);
+        printf("  %-*s", nw, m->name);
         print_num(m->value, 9);
         printf("\n");
     }
@@ -180,6 +184,10 @@ int pm_cmd_evaluate(const pm_opts *o)
     rt_status st = pm_eval_run(m, &eo, &e, &err);
     if (st) {
         fprintf(stderr, "predict-model: %s\n", err.msg);
+        goto out;
+    }
+    if (o->report && e->n_heads > 1) {
+        fprintf(stderr, "predict-model: --report with several heads is not implemented yet\n");
         goto out;
     }
     if (o->report) {

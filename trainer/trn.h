@@ -580,8 +580,8 @@ const Predictd__ModelDef *trn_feeder_def(const trn_feeder *f);
  * Clears b and appends the rows; labels gets trn_feeder_label_dim floats per
  * appended row (class id for classifiers, the label_dimension values for
  * regressors) and must hold that many times rows->n; weights (when the model
- * has an estimator.weight_column, else it may be NULL and is not written)
- * one float per appended row, rows->n floats. A row whose label is not in the
+ * has example weights, else it may be NULL and is not written)
+ * trn_feeder_weighted floats per appended row, that many times rows->n. A row whose label is not in the
  * vocabulary (or not a number), or whose weight is not a number >= 0, is
  * malformed: with TRN_BAD_ROW_STOP the call fails with "FILE:LINE: label y:
  * ..." / "FILE:LINE: weight w: ..."; with TRN_BAD_ROW_SKIP the row is left out
@@ -605,8 +605,10 @@ rt_status trn_err_at_row(rt_status st, const trn_rows *rows, const size_t *row_o
                          rt_err *err);
 /* Label values per row: label_dimension for regressors, 1 for classifiers. */
 size_t trn_feeder_label_dim(const trn_feeder *f);
-/* 1 when the model has an estimator.weight_column (fill writes weights). */
-int trn_feeder_weighted(const trn_feeder *f);
+/* Example weights per row fill writes: 1 with an estimator.weight_column;
+ * several heads with any head's weight_column: n_heads (weight k head k's,
+ * 1 for a head without one); else 0. */
+size_t trn_feeder_weighted(const trn_feeder *f);
 
 /* -------------------------------------------------------------- row cache */
 

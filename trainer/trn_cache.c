@@ -32,7 +32,7 @@ struct trn_cache {
     uint64_t *off;      /* [cap] offset in arena, MISSING or BAD_LABEL */
     size_t cap;
     size_t ls, tsz;     /* labels per row; the targets' bytes before each record */
-    int weighted;       /* a weight after the labels */
+    size_t weighted;    /* weights after the labels (trn_feeder_weighted) */
     unsigned char *arena;
     size_t len, arena_cap;
     size_t *row_of;     /* scratch: instance -> row */
@@ -141,10 +141,10 @@ static int room_for(trn_cache *c, uint64_t o)
     return 0;
 }
 
-/* Keeps instance i of f (row ordinal o, labels y, weight w), its targets
- * then its record, when the budget allows. */
+/* Keeps instance i of f (row ordinal o, labels y, c->weighted weights w or
+ * NULL for 1), its targets then its record, when the budget allows. */
 static void keep(trn_cache *c, const rt_features *f, size_t i, uint64_t o, const float *y,
-                 float w)
+                 const float *w)
 {
     if (o == TRN_NO_ORDINAL || (o < c->cap && c->off[o] != MISSING))
         return;
@@ -154,8 +154,10 @@ static void keep(trn_cache *c, const rt_features *f, size_t i, uint64_t o, const
     if (rt_grow(&c->arena, &c->arena_cap, c->len + sz, 1) != 0)
         return;
     memcpy(c->arena + c->len, y, c->ls * sizeof *y);
-    if (c->weighted)
-        memcpy(c->arena + c->len + c->ls * sizeof *y, &w, sizeof w);
+    for (size_t k = 0; k < c->weighted; k++) {
+        float wk = w ? w[k] : 1.0f;
+        memcpy(c->arena + c->len + (c->ls + k) * sizeof *y, &wk, sizeof wk);
+    }
     rt_transform_features_row_save(c->g, f, i, c->arena + c->len + c->tsz);
     c->off[o] = c->len;
     c->len += sz;
@@ -169,7 +171,7 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
     *n = 0;
     c->ls = trn_feeder_label_dim(fd); /* the same feeder every call */
     c->weighted = trn_feeder_weighted(fd);
-    c->tsz = (c->ls + (size_t)c->weighted) * sizeof(float);
+    c->tsz = (c->ls + c->weighted) * sizeof(float);
     if (rows->n > c->scratch) {
         size_t *ro = realloc(c->row_of, rows->n * sizeof *ro);
         if (ro)
@@ -209,7 +211,8 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
             const unsigned char *t = c->arena + c->off[o];
             memcpy(labels + k * c->ls, t, c->ls * sizeof *labels);
             if (c->weighted && weights)
-                memcpy(&weights[k], t + c->ls * sizeof *labels, sizeof *weights);
+                memcpy(&weights[k * c->weighted], t + c->ls * sizeof *labels,
+                       c->weighted * sizeof *weights);
             c->rec[k++] = t + c->tsz;
         }
         if ((st = rt_transform_features_rows_load(c->g, f, c->rec, k, err)))
@@ -233,7 +236,7 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
         for (size_t i = 0, r = 0; r < rows->n; r++) {
             uint64_t o = rows->ordinal[r];
             if (i < k && c->row_of[i] == r) {
-                keep(c, f, i, o, labels + i * c->ls, weights ? weights[i] : 1.0f);
+                keep(c, f, i, o, labels + i * c->ls, weights ? weights + i * c->weighted : NULL);
                 i++;
             } else if (o != TRN_NO_ORDINAL && c->used + 8 <= c->max_bytes &&
                        room_for(c, o) == 0 && c->off[o] == MISSING) {

@@ -21,14 +21,14 @@
  */
 static rt_status eval_gather(trn_model *m, size_t *nb, trn_targets *t, float *logits, rt_err *err)
 {
-    size_t ld = m->ld, ls = t->ls, nw = t->weights ? 1 : 0, n = *nb;
+    size_t ld = m->ld, ls = t->ls, nw = t->weights ? t->nw : 0, n = *nb;
     size_t per = ls + nw + ld, row = per * sizeof(float);
     float *send = malloc(n ? n * row : 1);
     if (!send)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     memcpy(send, t->labels, n * ls * sizeof(float));
     if (nw)
-        memcpy(send + n * ls, t->weights, n * sizeof(float));
+        memcpy(send + n * ls, t->weights, n * nw * sizeof(float));
     memcpy(send + n * (ls + nw), logits, n * ld * sizeof(float));
     void *recv;
     const size_t *lens;
@@ -42,7 +42,7 @@ static rt_status eval_gather(trn_model *m, size_t *nb, trn_targets *t, float *lo
         size_t k = lens[r] / row;
         memcpy(t->labels + at * ls, in, k * ls * sizeof(float));
         if (nw)
-            memcpy(t->weights + at, in + k * ls, k * sizeof(float));
+            memcpy(t->weights + at * nw, in + k * ls, k * nw * sizeof(float));
         memcpy(logits + at * ld, in + k * (ls + nw), k * ld * sizeof(float));
         in += k * per;
         at += k;
@@ -55,13 +55,15 @@ static rt_status eval_gather(trn_model *m, size_t *nb, trn_targets *t, float *lo
  * Several heads (TF's MultiHead): each head's canned metrics over its
  * columns of the logits and its label, named with the head's name as
  * suffix (accuracy/income_bracket, average_loss/hours_per_week, and its
- * loss as loss/<name>), and the total "loss": sum over the heads of
- * loss_weight x loss/<name>, the mean of the batches' training losses.
+ * loss as loss/<name>), each weighted by the head's own example weights
+ * (its weight_column), and the total "loss": sum over the heads of
+ * loss_weight x loss/<name>, the mean of the batches' training losses
+ * (each head's reduced by estimator.loss_reduction).
  */
 typedef struct heads_eval {
     size_t n;
     rt_metrics **mt;  /* [n] */
-    float *z, *y;     /* one head's logits and labels of a batch */
+    float *z, *y, *w; /* one head's logits, labels and weights of a batch */
 } heads_eval;
 
 static void heads_eval_free(heads_eval *he)
@@ -73,6 +75,7 @@ static void heads_eval_free(heads_eval *he)
     free(he->mt);
     free(he->z);
     free(he->y);
+    free(he->w);
     free(he);
 }
 
@@ -85,7 +88,8 @@ static heads_eval *heads_eval_new(const trn_model *m, size_t bs)
     he->mt = calloc(he->n, sizeof *he->mt);
     he->z = malloc(bs * m->ld * sizeof *he->z);
     he->y = malloc(bs * m->ld * sizeof *he->y);
-    bool ok = he->mt && he->z && he->y;
+    he->w = malloc(bs * sizeof *he->w);
+    bool ok = he->mt && he->z && he->y && he->w;
     for (size_t k = 0; ok && k < he->n; k++) {
         const rt_head_slice *h = &m->heads[k];
         const Predictd__Head *hd = m->def->graph->heads[k]->head;
@@ -106,13 +110,18 @@ static rt_status heads_eval_add(heads_eval *he, const trn_model *m, const float 
     for (size_t k = 0; k < he->n; k++) {
         const rt_head_slice *h = &m->heads[k];
         size_t lw = h->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? h->ld : 1;
+        const float *w = weights && m->head_weights ? he->w : NULL;
         for (size_t i = 0; i < nb; i++) {
             memcpy(he->z + i * h->ld, logits + i * m->ld + h->off, h->ld * sizeof(float));
             memcpy(he->y + i * lw, labels + i * m->label_w + h->label_off, lw * sizeof(float));
+            if (w)
+                he->w[i] = weights[i * m->head_weights + k];
         }
-        double loss = rt_metrics_head_loss_with(h->head, &h->loss, h->ld, he->z, he->y, weights,
-                                                nb, nb, NULL);
-        rt_status st = rt_metrics_add(he->mt[k], he->z, he->y, weights, nb, loss);
+        double loss = rt_metrics_head_loss_with(h->head, &h->loss, h->ld, he->z, he->y, w, nb,
+                                                nb, NULL);
+        if (h->reduce_sum) /* SUM: the [batch, values] sum, as in training */
+            loss *= (double)(nb * (h->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? h->ld : 1));
+        rt_status st = rt_metrics_add(he->mt[k], he->z, he->y, w, nb, loss);
         if (st)
             return st;
     }

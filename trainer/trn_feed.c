@@ -11,7 +11,8 @@
  * classes as n_classes multi-hot values, rt_metrics_mlabel_cell; several
  * heads: each head's label column read by its own head, rt_raw_label_of or,
  * multi-label, rt_metrics_mlabel_cell); the weight column (estimator.weight_column)
- * an example weight (rt_raw_weight); the other columns are pushed to the
+ * an example weight (rt_raw_weight; several heads: each head's weight_column
+ * its weight, 1 for a head without one); the other columns are pushed to the
  * graph input of the same name by rt_batch_push_cell, the serving CSV
  * receiver's own code (numbers, and an empty cell's default as in
  * tf.decode_csv's record_defaults).
@@ -23,6 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Weights a row at most: one per head (the spec takes at most 16 heads). */
+#define FEED_MAX_WEIGHTS 16
 
 struct trn_feeder {
     const rt_graph *g;
@@ -36,9 +40,12 @@ struct trn_feeder {
     const Predictd__Head **label_head; /* [n_heads] several heads: head k's */
     size_t n_heads;   /* several heads: label_cols[k] is head k's column */
     long weight_col;  /* -1: no weight column */
+    size_t n_weights; /* weights per row: 0, 1, or n_heads (several heads) */
+    long *head_wcol;  /* [n_weights] several heads: head k's weight column or -1 */
     int regression;
     int mlabel;       /* a multi-label head: one label cell -> ls multi-hot values */
     int counts;       /* a poisson head: labels must be >= 0 */
+    uint8_t *label_counts; /* [n_heads] several heads: head k is a poisson head */
 };
 
 void trn_feeder_free(trn_feeder *f)
@@ -50,12 +57,16 @@ void trn_feeder_free(trn_feeder *f)
     free(f->names);
     free(f->label_cols);
     free(f->label_head);
+    free(f->head_wcol);
+    free(f->label_counts);
     free(f);
 }
 
 /* Several heads (MultiHead): a row's label values are the heads' in head
  * order, each read from its label column by its own head (classes,
- * vocabulary): one value, or a multi-label head's n_classes multi-hot ones. */
+ * vocabulary; a poisson head's must be >= 0): one value, or a multi-label
+ * head's n_classes multi-hot ones; with any head's weight_column weight k
+ * of a row is head k's. */
 static rt_status heads_labels(trn_feeder *f, rt_err *err)
 {
     const Predictd__Graph *gd = f->def->graph;
@@ -65,11 +76,14 @@ static rt_status heads_labels(trn_feeder *f, rt_err *err)
     free(f->label_cols);
     f->label_cols = calloc(n, sizeof *f->label_cols);
     f->label_head = calloc(n, sizeof *f->label_head);
-    if (!f->label_cols || !f->label_head)
+    f->label_counts = calloc(n, 1);
+    f->head_wcol = calloc(n, sizeof *f->head_wcol);
+    if (!f->label_cols || !f->label_head || !f->label_counts || !f->head_wcol)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     f->ls = 0;
     f->n_heads = n;
     f->counts = 0;
+    f->n_weights = 0;
     f->mlabel = 0; /* per head below */
     for (size_t k = 0; k < n; k++) {
         const Predictd__NodeHead *nh = gd->heads[k];
@@ -80,9 +94,22 @@ static rt_status heads_labels(trn_feeder *f, rt_err *err)
         if (r < 0 || !nh->head)
             return rt_err_set(err, RT_ERR_INVALID, "label: head %zu's label column is not a "
                               "column", k);
-        if (nh->loss && strcmp(nh->loss, "poisson") == 0)
-            return rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.model.heads[%zu].loss: "
-                              "poisson under several heads is not implemented yet", k);
+        rt_loss hl;
+        rt_graph_node_head_loss(nh, &hl);
+        f->label_counts[k] = nh->head->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION &&
+                             hl.kind == RT_LOSS_POISSON;
+        f->head_wcol[k] = -1;
+        for (size_t j = 0; nh->weight_column && *nh->weight_column && j < f->n_cols; j++)
+            if (strcmp(f->def->raw_columns[j]->name, nh->weight_column) == 0)
+                f->head_wcol[k] = (long)j;
+        if (nh->weight_column && *nh->weight_column && f->head_wcol[k] < 0)
+            return rt_err_set(err, RT_ERR_INVALID, "estimator.model.heads[%zu].weight_column: "
+                              "not a column", k);
+        if (f->head_wcol[k] >= 0)
+            f->n_weights = n;
+        if (f->n_weights > FEED_MAX_WEIGHTS)
+            return rt_err_set(err, RT_ERR_LIMIT, "estimator.model.heads: %zu heads with "
+                              "example weights, at most %d", n, FEED_MAX_WEIGHTS);
         bool ml = nh->head->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL;
         f->label_cols[k] = (size_t)r;
         f->label_head[k] = nh->head;
@@ -113,6 +140,7 @@ rt_status trn_feeder_new(const rt_graph *g, trn_feeder **out, rt_err *err)
     rt_graph_head_loss(def, &hl);
     f->counts = f->regression && hl.kind == RT_LOSS_POISSON;
     f->weight_col = rt_raw_weight_column(def);
+    f->n_weights = f->weight_col >= 0;
     f->input = calloc(f->n_cols ? f->n_cols : 1, sizeof *f->input);
     f->numeric = calloc(f->n_cols ? f->n_cols : 1, 1);
     f->names = calloc(f->n_cols ? f->n_cols : 1, sizeof *f->names);
@@ -181,9 +209,9 @@ size_t trn_feeder_label_dim(const trn_feeder *f)
     return f->ls;
 }
 
-int trn_feeder_weighted(const trn_feeder *f)
+size_t trn_feeder_weighted(const trn_feeder *f)
 {
-    return f->weight_col >= 0;
+    return f->n_weights;
 }
 
 /* "FILE:LINE" of row r, or "row R" without provenance. */
@@ -219,13 +247,18 @@ static rt_status heads_targets(const trn_feeder *f, const trn_field *row, float 
             st = mlabel_target(f, h, f->label_cols[k], c, at, err);
             at += h->n_classes;
         } else {
-            st = rt_raw_label_of(f->def, h, f->label_cols[k], c->s, c->len, at++, err);
+            st = rt_raw_label_of(f->def, h, f->label_cols[k], c->s, c->len, at, err);
+            if (!st && f->label_counts[k] && !(*at >= 0.0f))
+                st = rt_err_set(err, RT_ERR_INVALID, "label %s is %g: the poisson loss needs "
+                                "counts >= 0", f->def->raw_columns[f->label_cols[k]]->name,
+                                (double)*at);
+            at++;
         }
     }
     return st;
 }
 
-/* The targets of one row: its labels and weight. */
+/* The targets of one row: its labels and its f->n_weights weights. */
 static rt_status row_targets(const trn_feeder *f, const trn_field *row, float *labels,
                              float *weight, rt_err *err)
 {
@@ -243,7 +276,15 @@ static rt_status row_targets(const trn_feeder *f, const trn_field *row, float *l
                             "counts >= 0", f->def->raw_columns[f->label_cols[k]]->name,
                             (double)labels[k]);
     }
-    if (!st && f->weight_col >= 0) {
+    if (!st && f->head_wcol) { /* several heads: each its own (1 without one) */
+        for (size_t k = 0; k < f->n_weights && !st; k++) {
+            long wc = f->head_wcol[k];
+            weight[k] = 1.0f;
+            if (wc >= 0)
+                st = rt_raw_weight(f->def, (size_t)wc, row[wc].s, row[wc].len, &weight[k],
+                                   err);
+        }
+    } else if (!st && f->weight_col >= 0) {
         const trn_field *c = &row[f->weight_col];
         st = rt_raw_weight(f->def, (size_t)f->weight_col, c->s, c->len, weight, err);
     }
@@ -273,9 +314,10 @@ rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_bat
         /* the targets first: a row without a usable label or weight is
          * malformed */
         size_t idx = rt_batch_size(b);
-        float weight = 1.0f;
+        float own[FEED_MAX_WEIGHTS];
+        float *weight = weights && f->n_weights ? weights + idx * f->n_weights : own;
         rt_err lerr;
-        rt_status st = row_targets(f, row, labels + idx * f->ls, &weight, &lerr);
+        rt_status st = row_targets(f, row, labels + idx * f->ls, weight, &lerr);
         if (st) { /* "FILE:LINE" formatted only for an error */
             where(rows, r, at, sizeof at);
             rt_err_prefix(&lerr, "%s", at);
@@ -290,8 +332,6 @@ rt_status trn_feeder_fill_rows(const trn_feeder *f, const trn_rows *rows, rt_bat
         }
         if ((st = rt_batch_add(b, &idx)))
             return rt_err_set(err, st, "batch: out of memory");
-        if (weights && f->weight_col >= 0)
-            weights[idx] = weight;
         if (row_of)
             row_of[idx] = r;
         for (size_t j = 0; j < f->n_cols; j++) {

@@ -66,7 +66,8 @@ int trn_targets_alloc(trn_targets *t, const trn_feeder *fd, size_t rows)
 {
     t->ls = trn_feeder_label_dim(fd);
     t->labels = malloc((rows ? rows : 1) * t->ls * sizeof *t->labels);
-    t->weights = trn_feeder_weighted(fd) ? malloc((rows ? rows : 1) * sizeof *t->weights) : NULL;
+    t->nw = trn_feeder_weighted(fd);
+    t->weights = t->nw ? malloc((rows ? rows : 1) * t->nw * sizeof *t->weights) : NULL;
     t->row_of = malloc((rows ? rows : 1) * sizeof *t->row_of);
     return t->labels && t->row_of && (t->weights || !trn_feeder_weighted(fd)) ? 0 : -1;
 }

@@ -120,6 +120,8 @@ struct trn_model {
     size_t n_heads;       /* several heads (MultiHead; 0 for one): each its columns */
     size_t label_w;       /* several heads: label values per row (a multi-label head n_classes) */
     rt_head_slice *heads; /* of the logits and labels, loss and loss_weight */
+    size_t head_weights;  /* several heads with a weight_column: n_heads weights a
+                             row (head k's at k), else 0 */
     size_t grad_denom;    /* > 0: d loss / d logits are scaled by 1/grad_denom
                              instead of 1/n (1: sums, for a distributed step) */
     trn_dist *dist;       /* distributed run (not owned); NULL = one process */
@@ -629,5 +631,9 @@ double trn_nodes_reg_loss(const trn_model *m);
  * statistics: what the backprop saw); NULL before a forward. */
 const float *trn_nodes_summary(const trn_model *m, size_t i, const char **name, size_t *width);
 void trn_nodes_free(trn_model *m);
+/* Several heads: points each of heads[0..m->n_heads) (a copy of m->heads)
+ * at its own example weights in weights (the feeder's n x head_weights
+ * layout; NULL or no head weights: all 1). */
+void trn_model_head_weights(const trn_model *m, rt_head_slice *heads, const float *weights);
 
 #endif /* PREDICTD_TRN_INTERNAL_H */

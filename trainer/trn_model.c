@@ -210,9 +210,10 @@ static rt_status classify_params(trn_model *m, rt_err *err)
 }
 
 /* Several heads (MultiHead): each head's columns of the logits (the
- * graph's), its label (label value k of a row is head k's), loss and
- * loss_weight. Training them with loss_reduction SUM or per-head example
- * weights is refused (not implemented yet). */
+ * graph's), its label (label value k of a row is head k's), loss,
+ * loss_weight, estimator.loss_reduction and example weights (with any
+ * head's weight_column, weight k of a row is head k's, 1 without one: the
+ * feeder's layout, trn_feeder_weighted). */
 static rt_status trn_model_heads(trn_model *m, rt_err *err)
 {
     const Predictd__Graph *gd = m->def->graph;
@@ -220,18 +221,15 @@ static rt_status trn_model_heads(trn_model *m, rt_err *err)
     size_t n = rt_graph_heads(m->g, &node, &off, &w);
     if (n == 0)
         return RT_OK;
-    if (m->loss_sum)
-        return rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.loss_reduction: sum with several "
-                          "heads is not implemented yet");
     if (!(m->heads = calloc(n, sizeof *m->heads)))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     m->n_heads = n;
+    m->head_weights = 0;
+    for (size_t k = 0; k < n; k++)
+        if (gd->heads[k]->weight_column && *gd->heads[k]->weight_column)
+            m->head_weights = n;
     for (size_t k = 0; k < n; k++) {
         const Predictd__NodeHead *nh = gd->heads[k];
-        if (nh->weight_column && *nh->weight_column)
-            return rt_err_set(err, RT_ERR_UNSUPPORTED, "estimator.model.heads[%zu]."
-                              "weight_column: training with a head's example weights is not "
-                              "implemented yet", k);
         rt_head_slice *h = &m->heads[k];
         h->head = nh->head->type;
         h->off = off[k];
@@ -239,9 +237,18 @@ static rt_status trn_model_heads(trn_model *m, rt_err *err)
         h->label_off = m->label_w; /* a multi-label head's n_classes multi-hot values */
         m->label_w += h->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? h->ld : 1;
         h->loss_weight = nh->loss_weight > 0 ? nh->loss_weight : 1.0;
+        h->reduce_sum = m->loss_sum;
         rt_graph_node_head_loss(nh, &h->loss);
     }
     return RT_OK;
+}
+
+void trn_model_head_weights(const trn_model *m, rt_head_slice *heads, const float *weights)
+{
+    for (size_t k = 0; k < m->n_heads; k++) {
+        heads[k].weights = weights && m->head_weights ? weights + k : NULL;
+        heads[k].weight_stride = m->head_weights;
+    }
 }
 
 /* TensorFlow's initializers, from one seeded stream in tensor order. */
@@ -456,8 +463,7 @@ static double batch_loss(trn_model *m, const float *labels, const float *weights
     size_t denom = m->grad_denom && !m->loss_sum ? m->grad_denom : n;
     if (m->n_heads) { /* TF's MultiHead: sum of loss_weight x each head's loss */
         double total = 0.0;
-        for (size_t k = 0; k < m->n_heads; k++)
-            m->heads[k].weights = weights;
+        trn_model_head_weights(m, m->heads, weights);
         if (rt_metrics_multi_loss(m->heads, m->n_heads, m->ld, m->label_w, m->logits, labels, n,
                                   denom, m->dlogits, &total) != RT_OK)
             return NAN; /* out of memory: the step's loss is not finite */

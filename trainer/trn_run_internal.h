@@ -128,12 +128,14 @@ rt_status trn_run_interrupted(const trn_run *R, trn_dist *dist, int sig, rt_err 
 
 /* --------------------------------------------------- input (trn_input.c) */
 
-/* A batch's targets: labels (ls per row) and, with a weight column, weights. */
+/* A batch's targets: labels (ls per row) and, with weight columns, weights
+ * (nw per row, trn_feeder_weighted). */
 typedef struct trn_targets {
     float *labels;
-    float *weights; /* NULL: no estimator.weight_column */
+    float *weights; /* NULL: no weight column */
     size_t *row_of; /* each instance's row (for FILE:LINE in errors) */
     size_t ls;
+    size_t nw;      /* weights per row: 0, 1, or a weight per head */
 } trn_targets;
 
 /* Allocates t for batches of rows (-1: out of memory); trn_targets_free

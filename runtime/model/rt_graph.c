@@ -466,7 +466,7 @@ static rt_status set_class_names(rt_graph *g, const Predictd__Head *h, rt_err *e
 /* Several heads (MultiHead): the logits are theirs side by side; g->head is
  * the first head's type (TF serves the first head by default). Each head
  * gets a view (g->head_views[k]): a graph holding only that head's type,
- * width, classes and class names, which rt_head_compute and the answers'
+ * width, classes and class names (and a poisson head's exp link), which rt_head_compute and the answers'
  * renderers read as if it were a one-head model. */
 static rt_status compile_heads(rt_graph *g, rt_err *err)
 {
@@ -502,6 +502,10 @@ static rt_status compile_heads(rt_graph *g, rt_err *err)
                                 h->type == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL
                             ? h->n_classes
                             : 1;
+        rt_loss hl;
+        rt_graph_node_head_loss(gd->heads[k], &hl);
+        if (h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION && hl.kind == RT_LOSS_POISSON)
+            v->xgb_link = RT_XGB_LINK_EXP; /* as one poisson head serves: exp(logits) */
         rt_status st = set_class_names(v, h, err);
         if (st != RT_OK)
             return st;

@@ -69,12 +69,18 @@ typedef struct rt_head_slice {
     size_t off, ld;        /* its logits */
     size_t label_off;      /* its labels */
     double loss_weight;    /* its loss's weight in the total (TF's head_weights) */
-    const float *weights;  /* its example weights (one per row), NULL for all 1 */
+    const float *weights;  /* its example weights (row i's at weights[i * weight_stride]),
+                              NULL for all 1 */
+    size_t weight_stride;  /* 0 or 1: one weight a row, contiguous */
+    int reduce_sum;        /* loss_reduction SUM: the head's loss is the weighted sum over
+                              the batch (and over a regression head's ld values) */
 } rt_head_slice;
 
 /* TF's MultiHead training loss over n rows: sum_k loss_weight_k x head k's
- * rt_metrics_head_loss_with over its slice (each head reduced as one head
- * is), into *total. Rows hold ld_total logits and label_w label values.
+ * rt_metrics_head_loss_with over its slice with its own weights (each head
+ * reduced as one head is: SUM_OVER_BATCH_SIZE sum_i w_i l_i / n, or with
+ * reduce_sum that times n x values, values = ld for regression, else 1),
+ * into *total. Rows hold ld_total logits and label_w label values.
  * When dlogits (n x ld_total) is not NULL it receives d total / d logits,
  * each head's denom-scaled gradient times its loss_weight in its columns.
  * One head at off 0 with loss_weight 1 gives exactly

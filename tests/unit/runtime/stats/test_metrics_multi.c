@@ -6,7 +6,10 @@
  * finite differences of the total across the heads' columns; one head at
  * weight 1 gives rt_metrics_head_loss_with's loss and gradient bit for bit;
  * a head outside the rows is refused; a multi-label head among them reads
- * its n_classes multi-hot label values (by hand and finite differences). */
+ * its n_classes multi-hot label values (by hand and finite differences).
+ * Each head's own example weights (the trainer's n x n_heads layout,
+ * weight_stride, a 0 among them), loss reduction SUM and a poisson head:
+ * the total by hand and its gradient by finite differences. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +114,70 @@ static void test_one_head_is_the_head_loss(void **state)
     assert_memory_equal(d1, d2, sizeof d1);
 }
 
+/* Head k's weight of row i at HW[i * 3 + k]: binary, poisson, 3 classes. */
+static const float HW[N * 3] = {
+    1.0f, 2.0f, 0.0f, 0.0f, 1.0f, 0.5f, 2.0f, 0.0f, 1.5f, 1.5f, 1.0f, 1.0f, 0.25f, 3.0f, 2.0f,
+};
+
+static void heads_own(rt_head_slice h[3])
+{
+    heads3(h);
+    for (size_t k = 0; k < 3; k++) {
+        h[k].weights = HW + k;
+        h[k].weight_stride = 3;
+    }
+    h[1].loss = (rt_loss){RT_LOSS_POISSON, 0.0};
+    h[0].reduce_sum = h[1].reduce_sum = 1; /* the 3-class head SUM_OVER_BATCH_SIZE */
+}
+
+/* By hand: binary sum_i w l, poisson sum_i w (exp(z) - y z), 3 classes
+ * sum_i w l / n (labels >= 0 where poisson: |y|). */
+static double by_hand_own(const float *z)
+{
+    double lb = 0, lp = 0, lm = 0;
+    for (size_t i = 0; i < N; i++) {
+        const float *r = z + i * LD, *y = LABELS + i * LW;
+        const float *w = HW + i * 3;
+        double x = r[0], p = 1.0 / (1.0 + exp(-x));
+        lb += w[0] * -(y[0] * log(p) + (1 - y[0]) * log(1 - p));
+        lp += w[1] * (exp(r[1]) - fabs(y[1]) * r[1]);
+        double s = exp(r[2]) + exp(r[3]) + exp(r[4]);
+        lm += w[2] * (log(s) - r[2 + (size_t)y[2]]);
+    }
+    return 0.7 * lb + 2.0 * lp + lm / N;
+}
+
+static void test_own_weights_sum_poisson(void **state)
+{
+    (void)state;
+    rt_head_slice h[3];
+    heads_own(h);
+    float y[N * LW], d[N * LD], z[N * LD];
+    memcpy(y, LABELS, sizeof y);
+    for (size_t i = 0; i < N; i++)
+        y[i * LW + 1] = fabsf(y[i * LW + 1]);
+    double total = 0;
+    assert_int_equal(rt_metrics_multi_loss(h, 3, LD, LW, LOGITS, y, N, N, d, &total), RT_OK);
+    double want = by_hand_own(LOGITS);
+    if (fabs(total - want) > 1e-9 * fabs(want))
+        fail_msg("total %.12g, by hand %.12g", total, want);
+    for (size_t c = 0; c < N * LD; c++) {
+        const double eps = 1e-3;
+        memcpy(z, LOGITS, sizeof z);
+        z[c] = (float)(LOGITS[c] + eps);
+        double up = by_hand_own(z);
+        z[c] = (float)(LOGITS[c] - eps);
+        double down = by_hand_own(z);
+        double fd = (up - down) / ((double)(float)(LOGITS[c] + eps) -
+                                   (double)(float)(LOGITS[c] - eps));
+        if (fabs(fd - d[c]) > 1e-4 + 1e-3 * fabs(fd))
+            fail_msg("logit %zu (head column %zu): gradient %g, finite differences %g", c,
+                     c % LD, (double)d[c], fd);
+        if (HW[(c / LD) * 3 + (c % LD < 2 ? c % LD : 2)] == 0.0f && d[c] != 0.0f)
+            fail_msg("logit %zu: a weight 0 row has gradient %g", c, (double)d[c]);
+    }
+}
+
 /* A binary head (column 0, label 0) and a 3-class multi-label head (columns
  * 1..3, labels 1..3: its multi-hot values), weighted 0.5 and 2: the total by
  * hand (the multi-label loss the mean over its classes of the logistic
@@ -170,6 +237,22 @@ static void test_multi_label_among_heads(void **state)
         if (fabs(fd - d[c]) > 1e-4 + 1e-3 * fabs(fd))
             fail_msg("logit %zu: gradient %g, finite differences %g", c, (double)d[c], fd);
     }
+    /* loss_reduction SUM: a multi-label row's loss (its classes' mean) summed
+     * over the batch, n times the mean, not n x n_classes (TF's
+     * MultiLabelHead); the binary head's stays the mean */
+    h[1].reduce_sum = 1;
+    double mean = total;
+    assert_int_equal(rt_metrics_multi_loss(h, 2, LD, 4, LOGITS, ML_LABELS, N, N, NULL, &total),
+                     RT_OK);
+    h[1].loss_weight = 0.0; /* the binary head alone */
+    double only_b = 0.0;
+    assert_int_equal(rt_metrics_multi_loss(h, 2, LD, 4, LOGITS, ML_LABELS, N, N, NULL, &only_b),
+                     RT_OK);
+    double want = only_b + (double)N * (mean - only_b);
+    if (fabs(total - want) > 1e-9 * fabs(want))
+        fail_msg("SUM multi-label total %.12g, want %.12g", total, want);
+    h[1].loss_weight = 2.0;
+    h[1].reduce_sum = 0;
     /* its labels past the rows' 4 values: refused */
     h[1].label_off = 2;
     assert_int_equal(rt_metrics_multi_loss(h, 2, LD, 4, LOGITS, ML_LABELS, N, N, NULL, &total),
@@ -197,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_total_by_hand),
         cmocka_unit_test(test_gradient_finite_differences),
         cmocka_unit_test(test_one_head_is_the_head_loss),
+        cmocka_unit_test(test_own_weights_sum_poisson),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_multi_label_among_heads),
     };
