@@ -97,10 +97,12 @@ static double reg_loss(const rt_loss *L, double z, double y, double *de)
 {
     double e = z - y, a = fabs(e), p = L->param;
     switch (L->kind) {
-    case RT_LOSS_POISSON: {
+    case RT_LOSS_POISSON: { /* TF's PoissonRegressionHead: log_poisson_loss, the full loss */
         double ez = exp(z);
         *de = ez - y;
-        return ez - y * z;
+        /* compute_full_loss: Stirling's log(y!) for a label over 1 (no gradient) */
+        double stirling = y > 1 ? y * log(y) - y + 0.5 * log(2.0 * M_PI * y) : 0.0;
+        return ez - y * z + stirling;
     }
     case RT_LOSS_ABSOLUTE:
         *de = e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0;
