@@ -16,7 +16,8 @@
  * the coordinates of a column and given to the raw inputs that column
  * reads and that differ from the baseline (in equal parts when a cross
  * reads several that do). Gradients: the head's (sigmoid or softmax for a
- * probability, 1 for a logit or a prediction), then back through each
+ * probability; a multi-label head's probability k, sigmoid(logit k) alone,
+ * only through logit k; 1 for a logit or a prediction), then back through each
  * dense layer: batch normalization's scale, the activation's derivative
  * (relu 1 where its input is > 0, as TensorFlow's; tanh 1 - y^2; sigmoid
  * y (1 - y); elu 1 or y + 1), the kernel's transpose. The forward pass
@@ -98,6 +99,12 @@ static void head_grad(const xai_ctx *e, size_t k, const double *l, double *gl)
     gl += e->hoff;
     if (e->space != RT_XAI_OUT_PROBABILITIES || (e->g->onnx && e->g->onnx->ml_probs)) {
         gl[k] = 1.0; /* a logit, a prediction, or an ai.onnx.ml classifier's score as served */
+        return;
+    }
+    if (e->hv->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL) {
+        /* TF's MultiLabelHead: probability k = sigmoid(logit k) alone */
+        double pk = 1.0 / (1.0 + exp(-l[k]));
+        gl[k] = pk * (1.0 - pk);
         return;
     }
     if (e->hv->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {

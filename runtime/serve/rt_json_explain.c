@@ -414,16 +414,6 @@ static rt_status read_signature_head(ovr *o, long *head)
     return RT_OK;
 }
 
-/* A multi-label head (TF's MultiLabelHead) is not explained yet: what is
- * missing is choosing the class whose probability is explained. A 400, as
- * an :explain this model cannot answer, naming what answers it instead. */
-static rt_status mlabel_refused(rt_err *err)
-{
-    return rt_err_set(err, RT_ERR_INVALID, "explain: a multi-label head "
-                      "(multi_label_classification) is not explained yet (not implemented: "
-                      "choosing the class to explain); :predict and :classify answer it");
-}
-
 /* Reads the body's "head" and explanationSpecOverride, if any, into p and
  * base; without "head", a head's own signature_name picks its head. */
 static rt_status read_override(const rt_graph *g, const char *body, size_t len,
@@ -474,9 +464,6 @@ static rt_status read_override(const rt_graph *g, const char *body, size_t len,
     if (st == RT_OK && !have_head && sig_head >= 0)
         p->head = (size_t)sig_head;
     rt_jr_done(&r);
-    const rt_graph *hv = rt_graph_head_view(g, p->head, NULL); /* the head explained */
-    if (st == RT_OK && (hv ? hv : g)->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL)
-        st = mlabel_refused(err);
     return st;
 }
 

@@ -26,6 +26,11 @@
  *    bit for bit what the same spec with that head alone (the other heads
  *    and their logits nodes removed, the same tensors) gives: the values,
  *    output indices and attributions; a head past the last is refused.
+ * 5. A multi-label head (TF's MultiLabelHead) over two one-unit logits
+ *    nodes with random tensors: class k explained (outputIndices [k]) by
+ *    integrated gradients, exact and sampled Shapley, on its probability
+ *    and on its logit, gives bit for bit what the same graph with a binary
+ *    head on logit k alone gives (its class 1's probability, its logit).
  * Prints the largest relative gradient error and the IG gaps. */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -640,6 +645,113 @@ static void test_several_heads_multi_class(void **state)
     several_heads(true);
 }
 
+/* -------------------------------------------------- 5. a multi-label head */
+
+/* A multi-label head (TF's MultiLabelHead) over the logits node "ml", the
+ * concat of two one-unit dense nodes z0 and z1 (the label's 2 classes);
+ * mlabel_spec(k) is the same graph with a binary head on z<k> alone (ml and
+ * the other z removed). */
+static const char *mlabel_spec(int k)
+{
+    static char buf[2048];
+    snprintf(
+        buf, sizeof buf,
+        "{\"type\": \"Estimator\", \"model\": {"
+        " \"inputs\": [{\"name\": \"deep\", \"columns\": [\"age\", \"education_num\","
+        "  \"gender_indicator\", \"race_indicator\"]}],"
+        " \"layers\": ["
+        "  {\"name\": \"occ\", \"type\": \"embedding\", \"column\": \"occupation_embedding\"},"
+        "  {\"name\": \"x\", \"type\": \"concat\", \"inputs\": [\"deep\", \"occ\"]},"
+        "  {\"name\": \"h\", \"type\": \"dense\", \"inputs\": [\"x\"], \"units\": 8,"
+        "   \"activation\": \"tanh\"}%s%s%s],"
+        " \"heads\": [{\"type\": \"%s\"%s, \"logits\": \"%s\"}]}}",
+        k != 1 ? ", {\"name\": \"z0\", \"type\": \"dense\", \"inputs\": [\"h\"], \"units\": 1}"
+               : "",
+        k != 0 ? ", {\"name\": \"z1\", \"type\": \"dense\", \"inputs\": [\"h\"], \"units\": 1}"
+               : "",
+        k < 0 ? ", {\"name\": \"ml\", \"type\": \"concat\", \"inputs\": [\"z0\", \"z1\"]}" : "",
+        k < 0 ? "multi_label_classification" : "binary_classification",
+        k < 0 ? ", \"n_classes\": 2" : "", k < 0 ? "ml" : k ? "z1" : "z0");
+    return buf;
+}
+
+/* Class k of the multi-label graph ml (outputIndices [k]) and the binary
+ * graph bin of logit k (its class 1, or its one logit) explained alike: the
+ * same bits. */
+static void mlabel_as_binary(const rt_graph *ml, const rt_graph *bin, size_t k, rt_xai_params p,
+                             bool logits, const char *what)
+{
+    size_t n_in = rt_graph_num_inputs(ml);
+    assert_int_equal(n_in, rt_graph_num_inputs(bin));
+    assert_true(n_in <= MAXIN);
+    for (size_t i = 0; i < 3; i++) {
+        rt_batch *x = census_rows(ml, 1 + i, 1), *b = census_rows(ml, 6 + i, 1);
+        answer am, ab;
+        memset(&am, 0, sizeof am);
+        memset(&ab, 0, sizeof ab);
+        am.r[0].attr = am.attr[0];
+        ab.r[0].attr = ab.attr[0];
+        rt_xai_params pm = p, pb = p;
+        pm.n_output_indices = pb.n_output_indices = 1;
+        pm.output_indices[0] = k;
+        pb.output_indices[0] = logits ? 0 : 1;
+        rt_err err = {{0}};
+        if (rt_xai_explain(ml, x, 0, b, 0, &pm, am.r, 1, &am.n, &err) != RT_OK ||
+            rt_xai_explain(bin, x, 0, b, 0, &pb, ab.r, 1, &ab.n, &err) != RT_OK)
+            fail_msg("%s: rt_xai_explain: %s", what, err.msg);
+        assert_int_equal(am.n, 1);
+        assert_int_equal(ab.n, 1);
+        assert_int_equal(am.r[0].output_index, k);
+        assert_true(am.r[0].instance_value == ab.r[0].instance_value);
+        assert_true(am.r[0].baseline_value == ab.r[0].baseline_value);
+        assert_true(am.r[0].instance_value != am.r[0].baseline_value);
+        for (size_t j = 0; j < n_in; j++)
+            if (am.attr[0][j] != ab.attr[0][j])
+                fail_msg("%s: instance %zu input %s: multi-label %.17g, binary %.17g", what, i,
+                         rt_graph_input_name(ml, j), am.attr[0][j], ab.attr[0][j]);
+        if (i == 0)
+            print_message("%s: %.7g at the instance, %.7g at the baseline, "
+                          "approximationError %.3g\n", what, (double)am.r[0].instance_value,
+                          (double)am.r[0].baseline_value, am.r[0].approx_error);
+        rt_batch_free(x);
+        rt_batch_free(b);
+    }
+}
+
+static void test_multi_label(void **state)
+{
+    (void)state;
+    Predictd__ModelDef *mdef = modeldef("conf/census.json", mlabel_spec(-1));
+    support_tensors st;
+    random_tensors(mdef, 13, 0.6f, &st);
+    rt_graph *ml = build(mdef, &st);
+    assert_int_equal(rt_graph_head(ml), PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL);
+    static const rt_xai_method methods[] = {RT_XAI_IG, RT_XAI_EXACT, RT_XAI_SAMPLED};
+    static const char *const mnames[] = {"integrated gradients", "exact Shapley",
+                                         "sampled Shapley"};
+    for (size_t k = 0; k < 2; k++) {
+        Predictd__ModelDef *bdef = modeldef("conf/census.json", mlabel_spec((int)k));
+        rt_graph *bin = build(bdef, &st); /* the same tensors, by name */
+        assert_int_equal(rt_graph_head(bin), PREDICTD__HEAD_TYPE__HEAD_BINARY);
+        for (size_t m = 0; m < 3; m++)
+            for (int logits = 0; logits < 2; logits++) {
+                rt_xai_params p = rt_xai_default_params();
+                p.method = methods[m];
+                p.step_count = 100;
+                p.output = logits ? RT_XAI_OUT_LOGITS : RT_XAI_OUT_PROBABILITIES;
+                char what[160];
+                snprintf(what, sizeof what, "multi-label class %zu, %s of its %s", k,
+                         mnames[m], logits ? "logit" : "probability");
+                mlabel_as_binary(ml, bin, k, p, logits, what);
+            }
+        rt_graph_free(bin);
+        rt_spec_modeldef_free(bdef);
+    }
+    rt_graph_free(ml);
+    support_tensors_free(&st);
+    rt_spec_modeldef_free(mdef);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -648,6 +760,7 @@ int main(void)
         cmocka_unit_test(test_custom_equals_canned),
         cmocka_unit_test(test_several_heads),
         cmocka_unit_test(test_several_heads_multi_class),
+        cmocka_unit_test(test_multi_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
