@@ -11,7 +11,8 @@
  * batch completes, requests the next call in the same slot.
  *
  * Limits: a request message over max_request_bytes is refused by the core
- * (RESOURCE_EXHAUSTED) before it is held whole; a call whose grpc-timeout
+ * (RESOURCE_EXHAUSTED) once it has received it whole (docs/grpc.md, Not
+ * done yet); a call whose grpc-timeout
  * passed before its method ran (it waited in the core's queue for a free
  * thread, or the client sent it late) gets DEADLINE_EXCEEDED without
  * running, counted as REST's 504 of a request that waited past its
