@@ -57,6 +57,7 @@ typedef struct batch {
     uint64_t *src_line;
     uint64_t *ordinal;
     uint8_t *first;    /* [n] 1: the row's first reading (the first epoch) */
+    int deferred;      /* rows with first 0 have no fields yet (defer_replay_fields) */
     struct batch *next;
 } batch;
 
@@ -362,6 +363,7 @@ static void batch_recycle(trn_reader *r, batch *b)
         for (size_t i = 0; i < b->n; i++)
             rec_free(b->rows[i]);
         b->n = 0;
+        b->deferred = 0;
         b->next = r->pool;
         r->pool = b;
         b = n;
@@ -421,6 +423,18 @@ static batch *batch_new(trn_reader *r, size_t cap, size_t nf)
     return b;
 }
 
+/* Row x's nf fields as a batch carries them. */
+static void row_fields(const rec *x, size_t nf, trn_field *out)
+{
+    for (size_t f = 0; f < nf; f++) {
+        trn_field *fd = &out[f];
+        fd->s = x->text + x->span[f].off;
+        fd->len = x->span[f].len;
+        fd->num = x->num[f];
+        fd->num_state = x->num_state[f];
+    }
+}
+
 /* Sends a row toward the consumer. 0 ok, -1 stop, -2 no memory. */
 static int emit(prod *pr, rec *x, int first)
 {
@@ -431,13 +445,10 @@ static int emit(prod *pr, rec *x, int first)
         return -2;
     }
     batch *b = pr->cur;
-    for (size_t f = 0; f < nf; f++) {
-        trn_field *fd = &b->fields[b->n * nf + f];
-        fd->s = x->text + x->span[f].off;
-        fd->len = x->span[f].len;
-        fd->num = x->num[f];
-        fd->num_state = x->num_state[f];
-    }
+    if (!first && x->kept && r->p.defer_replay_fields) /* kept: valid until close */
+        b->deferred = 1;
+    else
+        row_fields(x, nf, &b->fields[b->n * nf]);
     b->src_file[b->n] = r->files[x->file];
     b->src_line[b->n] = x->line;
     b->ordinal[b->n] = x->ordinal;
@@ -967,6 +978,18 @@ rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err)
     r->view.priv = b;
     *rows = &r->view;
     return RT_OK;
+}
+
+void trn_reader_fill_fields(const trn_rows *rows)
+{
+    batch *b = rows->priv;
+    if (!b || !b->deferred)
+        return;
+    size_t nf = rows->n_fields;
+    for (size_t i = 0; i < b->n; i++)
+        if (!b->first[i] && b->rows[i]->kept) /* the rows emit left out */
+            row_fields(b->rows[i], nf, &b->fields[i * nf]);
+    b->deferred = 0;
 }
 
 const char *trn_reader_failed_at(trn_reader *r, uint64_t *line)
