@@ -47,7 +47,19 @@ typedef struct rec {
     uint64_t bad_before; /* replay: malformed rows skipped just before it */
     int kept;          /* owned by trn_reader.kept (freed by trn_reader_close), not by
                           the batch that carries it; set before the row is emitted */
+    int in_slab;       /* carved from trn_reader.slab (freed with it by trn_reader_close) */
 } rec;
+
+/* A chunk of memory the rows of the first epoch are carved from while it is
+ * kept: one allocation per SLAB_BYTES instead of one per row (and no growth
+ * of the reader thread's malloc arena a page at a time, an mprotect each). */
+typedef struct slab {
+    struct slab *next;
+    size_t used, cap;
+    max_align_t data[];
+} slab;
+
+#define SLAB_BYTES ((size_t)1 << 20)
 
 typedef struct batch {
     size_t n;
@@ -85,6 +97,7 @@ struct trn_reader {
     batch *spent;       /* handed back by the caller; the producer frees their rows (the
                            rows were allocated in its thread: freeing them there
                            keeps the work and glibc's arena off the training thread) */
+    slab *slab;         /* the chunks of kept rows, newest first (producer only) */
     batch *pool;        /* spent batches the producer fills again (its own; freed by
                            trn_reader_close): no calloc, fresh pages or free per batch */
     trn_rows view;
@@ -114,8 +127,47 @@ trn_reader_params trn_reader_default_params(void)
 
 static void rec_free(rec *x)
 {
-    if (x && !x->kept)
+    if (x && !x->kept && !x->in_slab)
         free(x);
+}
+
+static size_t slab_round(size_t size)
+{
+    return (size + _Alignof(max_align_t) - 1) / _Alignof(max_align_t) * _Alignof(max_align_t);
+}
+
+/* Gives back a row no batch carries yet (a malformed one, a failed keep):
+ * freed, or its room in the slab when it was the last row carved. */
+static void rec_drop(trn_reader *r, rec *x, size_t size)
+{
+    if (!x->in_slab) {
+        free(x);
+        return;
+    }
+    slab *sl = r->slab; /* x is the newest row: in the newest slab */
+    unsigned char *base = (unsigned char *)sl->data;
+    if ((unsigned char *)x >= base && (unsigned char *)x + slab_round(size) == base + sl->used)
+        sl->used -= slab_round(size);
+}
+
+/* size bytes for a row from the newest slab (a new one when it is full);
+ * NULL on allocation failure. */
+static void *slab_take(trn_reader *r, size_t size)
+{
+    size = slab_round(size);
+    slab *sl = r->slab;
+    if (!sl || sl->cap - sl->used < size) {
+        size_t cap = SLAB_BYTES - sizeof *sl;
+        if (!(sl = malloc(sizeof *sl + cap)))
+            return NULL;
+        sl->used = 0;
+        sl->cap = cap;
+        sl->next = r->slab;
+        r->slab = sl;
+    }
+    void *p = (unsigned char *)sl->data + sl->used;
+    sl->used += size;
+    return p;
 }
 
 static void batch_free(batch *b)
@@ -242,15 +294,24 @@ static int is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-/* A new rec for n_fields fields and len bytes of text, laid out in one
- * block; NULL with *nomem set on allocation failure. */
-static rec *rec_new(const trn_reader *r, size_t len, int *nomem)
+/* The bytes of a rec of n_fields fields and len bytes of text. */
+static size_t rec_size(const trn_reader *r, size_t len)
 {
-    size_t nf = r->p.n_fields;
-    rec *x = malloc(sizeof *x + nf * (sizeof(rt_csv_span) + sizeof(double) + 1) + len + 1);
+    return sizeof(rec) + r->p.n_fields * (sizeof(rt_csv_span) + sizeof(double) + 1) + len + 1;
+}
+
+/* A new rec for n_fields fields and len bytes of text, laid out in one
+ * block (from the slab while the first epoch is kept); NULL with *nomem set
+ * on allocation failure. */
+static rec *rec_new(trn_reader *r, size_t len, int *nomem)
+{
+    size_t nf = r->p.n_fields, size = rec_size(r, len);
+    int in_slab = r->keeping && size <= SLAB_BYTES / 4;
+    rec *x = in_slab ? slab_take(r, size) : malloc(size);
     *nomem = !x;
     if (!x)
         return NULL;
+    x->in_slab = in_slab;
     x->ordinal = TRN_NO_ORDINAL;
     x->bytes = x->bad_before = 0;
     x->kept = 0;
@@ -289,7 +350,7 @@ static int rec_numbers(const trn_reader *r, rec *x, rt_err *err)
  * malformed line returns NULL with err set (and *nomem on allocation
  * failure).
  */
-static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err *err,
+static rec *split_line(trn_reader *r, const char *line, size_t len, rt_err *err,
                        int *nomem)
 {
     size_t nf = r->p.n_fields;
@@ -307,7 +368,7 @@ static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err
         goto bad;
     return x;
 bad:
-    free(x);
+    rec_drop(r, x, rec_size(r, len));
     return NULL;
 }
 
@@ -316,7 +377,7 @@ bad:
  * field), numeric fields checked as split_line checks them. NULL with err
  * set for a bad cell (*nomem on allocation failure).
  */
-static rec *cells_rec(const trn_reader *r, const char *text, size_t len, const rt_csv_span *spans,
+static rec *cells_rec(trn_reader *r, const char *text, size_t len, const rt_csv_span *spans,
                       rt_err *err, int *nomem)
 {
     rec *x = rec_new(r, len, nomem);
@@ -325,7 +386,7 @@ static rec *cells_rec(const trn_reader *r, const char *text, size_t len, const r
     memcpy(x->text, text, len + 1);
     memcpy(x->span, spans, r->p.n_fields * sizeof *spans);
     if (rec_numbers(r, x, err)) {
-        free(x);
+        rec_drop(r, x, rec_size(r, len));
         return NULL;
     }
     return x;
@@ -568,7 +629,7 @@ static rt_status hand_on_read(prod *pr, rec *x, size_t len, uint64_t got, rt_err
 {
     trn_reader *r = pr->r;
     if (r->keeping && keep(r, x, len, pr->pend_bytes + got, pr->pend_bad)) {
-        free(x);
+        rec_drop(r, x, rec_size(r, len));
         return rt_err_set(e, RT_ERR_NOMEM, "out of memory");
     }
     pr->pend_bytes = pr->pend_bad = 0;
@@ -1028,8 +1089,14 @@ void trn_reader_close(trn_reader *r)
     batch_free_list(r->spent);
     batch_free_list(r->pool);
     for (size_t i = 0; i < r->n_kept; i++) /* after every batch that could carry them */
-        free(r->kept[i]);
+        if (!r->kept[i]->in_slab)
+            free(r->kept[i]);
     free(r->kept);
+    while (r->slab) {
+        slab *n = r->slab->next;
+        free(r->slab);
+        r->slab = n;
+    }
     for (size_t i = 0; i < r->n_files; i++)
         free(r->files[i]);
     free(r->files);
