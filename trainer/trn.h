@@ -517,6 +517,10 @@ typedef struct trn_reader_params {
                                  kept in memory (up to this many bytes) and later
                                  epochs replay them instead of reading the files
                                  again; the rows then carry ordinals. 0: off */
+    int defer_replay_fields;  /* 1: a replayed row's fields (first 0) are not filled
+                                 in by the reader thread; a consumer that reads them
+                                 calls trn_reader_fill_fields first (the training
+                                 loop, whose cache mostly needs only ordinals) */
 } trn_reader_params;
 
 typedef struct trn_reader trn_reader;
@@ -542,6 +546,11 @@ rt_status trn_reader_open(const trn_reader_params *p, trn_reader **out, rt_err *
  * The rows stay valid until the next call or trn_reader_close().
  */
 rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err);
+
+/* With params.defer_replay_fields: fills in the fields of every row of the
+ * batch rows is (or is a slice of), in the caller's thread, so that they are
+ * what the reader would have written; once per batch, a no-op otherwise. */
+void trn_reader_fill_fields(const trn_rows *rows);
 
 /* After trn_reader_next returned RT_ERR_FORMAT (a malformed row under
  * TRN_BAD_ROW_STOP): the row's file (owned by r) and *line, its line number;
@@ -620,7 +629,7 @@ size_t trn_feeder_weighted(const trn_feeder *f);
  * f (the model's features, for a training step with b NULL), labels and
  * weights (as trn_feeder_fill writes them) from rows: from the kept records
  * when every row is known, else with the feeder fd (the same every call; b is
- * its scratch) and rt_transform, keeping the new rows. Skipped rows and
+ * its scratch, after trn_reader_fill_fields) and rt_transform, keeping the new rows. Skipped rows and
  * errors as trn_feeder_fill; *n instances. trn_cache_clear forgets every row (a new
  * reader numbers them again). One thread at a time.
  */

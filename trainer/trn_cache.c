@@ -220,7 +220,9 @@ rt_status trn_cache_fill(trn_cache *c, const trn_feeder *fd, const trn_rows *row
         *n = k;
         return trn_err_at_row(rt_transform_finish(c->g, f, err), rows, c->row_of, k, err);
     }
-    /* the feeder and the first half of rt_transform, whose results are kept */
+    /* the feeder and the first half of rt_transform, whose results are kept;
+     * replayed rows come without their fields (defer_replay_fields) */
+    trn_reader_fill_fields(rows);
     if ((st = trn_feeder_fill_rows(fd, rows, b, labels, weights, c->row_of, bad, skipped, err)))
         return st;
     size_t k = rt_batch_size(b);

@@ -113,6 +113,7 @@ rt_status trn_open_reader(const trn_feeder *fd, char *const *files, size_t n_fil
     p.shard_count = shards;
     p.shard_index = shard;
     p.cache_bytes = cache_bytes;
+    p.defer_replay_fields = cache_bytes > 0;
     p.input_format = fmt;
     p.def = trn_feeder_def(fd);
     return trn_reader_open(&p, r, err);

@@ -186,7 +186,9 @@ typedef struct trn_node_par {
 /* A reader over files with f's CSV schema (trn_input.c): batch rows a batch,
  * shuffle buffer, epochs, seed, bad-row policy, header lines per file,
  * shards > 0: this reader's share (shard of shards) of the files or rows, and
- * cache_bytes (trn_reader_params): the first epoch's rows kept for the others;
+ * cache_bytes (trn_reader_params): the first epoch's rows kept for the others,
+ * whose replayed rows then come without fields until trn_reader_fill_fields
+ * (defer_replay_fields: trn_cache_fill calls it when it feeds them);
  * fmt: train.input_format (CSV or TFRecord files, AUTO: each by content). */
 rt_status trn_open_reader(const trn_feeder *f, char *const *files, size_t n_files, size_t batch,
                           size_t shuffle, int64_t epochs, uint64_t seed, trn_bad_row_policy bad,

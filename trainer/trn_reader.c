@@ -47,7 +47,19 @@ typedef struct rec {
     uint64_t bad_before; /* replay: malformed rows skipped just before it */
     int kept;          /* owned by trn_reader.kept (freed by trn_reader_close), not by
                           the batch that carries it; set before the row is emitted */
+    int in_slab;       /* carved from trn_reader.slab (freed with it by trn_reader_close) */
 } rec;
+
+/* A chunk of memory the rows of the first epoch are carved from while it is
+ * kept: one allocation per SLAB_BYTES instead of one per row (and no growth
+ * of the reader thread's malloc arena a page at a time, an mprotect each). */
+typedef struct slab {
+    struct slab *next;
+    size_t used, cap;
+    max_align_t data[];
+} slab;
+
+#define SLAB_BYTES ((size_t)1 << 20)
 
 typedef struct batch {
     size_t n;
@@ -57,6 +69,7 @@ typedef struct batch {
     uint64_t *src_line;
     uint64_t *ordinal;
     uint8_t *first;    /* [n] 1: the row's first reading (the first epoch) */
+    int deferred;      /* rows with first 0 have no fields yet (defer_replay_fields) */
     struct batch *next;
 } batch;
 
@@ -81,9 +94,12 @@ struct trn_reader {
     trn_reader_stats stats;
 
     batch *current;     /* handed to the caller */
-    batch *spent;       /* handed back by the caller; the producer frees them (the
+    batch *spent;       /* handed back by the caller; the producer frees their rows (the
                            rows were allocated in its thread: freeing them there
                            keeps the work and glibc's arena off the training thread) */
+    slab *slab;         /* the chunks of kept rows, newest first (producer only) */
+    batch *pool;        /* spent batches the producer fills again (its own; freed by
+                           trn_reader_close): no calloc, fresh pages or free per batch */
     trn_rows view;
 
     /* the first epoch's rows, replayed by later epochs (params.cache_bytes);
@@ -111,8 +127,47 @@ trn_reader_params trn_reader_default_params(void)
 
 static void rec_free(rec *x)
 {
-    if (x && !x->kept)
+    if (x && !x->kept && !x->in_slab)
         free(x);
+}
+
+static size_t slab_round(size_t size)
+{
+    return (size + _Alignof(max_align_t) - 1) / _Alignof(max_align_t) * _Alignof(max_align_t);
+}
+
+/* Gives back a row no batch carries yet (a malformed one, a failed keep):
+ * freed, or its room in the slab when it was the last row carved. */
+static void rec_drop(trn_reader *r, rec *x, size_t size)
+{
+    if (!x->in_slab) {
+        free(x);
+        return;
+    }
+    slab *sl = r->slab; /* x is the newest row: in the newest slab */
+    unsigned char *base = (unsigned char *)sl->data;
+    if ((unsigned char *)x >= base && (unsigned char *)x + slab_round(size) == base + sl->used)
+        sl->used -= slab_round(size);
+}
+
+/* size bytes for a row from the newest slab (a new one when it is full);
+ * NULL on allocation failure. */
+static void *slab_take(trn_reader *r, size_t size)
+{
+    size = slab_round(size);
+    slab *sl = r->slab;
+    if (!sl || sl->cap - sl->used < size) {
+        size_t cap = SLAB_BYTES - sizeof *sl;
+        if (!(sl = malloc(sizeof *sl + cap)))
+            return NULL;
+        sl->used = 0;
+        sl->cap = cap;
+        sl->next = r->slab;
+        r->slab = sl;
+    }
+    void *p = (unsigned char *)sl->data + sl->used;
+    sl->used += size;
+    return p;
 }
 
 static void batch_free(batch *b)
@@ -239,15 +294,24 @@ static int is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-/* A new rec for n_fields fields and len bytes of text, laid out in one
- * block; NULL with *nomem set on allocation failure. */
-static rec *rec_new(const trn_reader *r, size_t len, int *nomem)
+/* The bytes of a rec of n_fields fields and len bytes of text. */
+static size_t rec_size(const trn_reader *r, size_t len)
 {
-    size_t nf = r->p.n_fields;
-    rec *x = malloc(sizeof *x + nf * (sizeof(rt_csv_span) + sizeof(double) + 1) + len + 1);
+    return sizeof(rec) + r->p.n_fields * (sizeof(rt_csv_span) + sizeof(double) + 1) + len + 1;
+}
+
+/* A new rec for n_fields fields and len bytes of text, laid out in one
+ * block (from the slab while the first epoch is kept); NULL with *nomem set
+ * on allocation failure. */
+static rec *rec_new(trn_reader *r, size_t len, int *nomem)
+{
+    size_t nf = r->p.n_fields, size = rec_size(r, len);
+    int in_slab = r->keeping && size <= SLAB_BYTES / 4;
+    rec *x = in_slab ? slab_take(r, size) : malloc(size);
     *nomem = !x;
     if (!x)
         return NULL;
+    x->in_slab = in_slab;
     x->ordinal = TRN_NO_ORDINAL;
     x->bytes = x->bad_before = 0;
     x->kept = 0;
@@ -286,7 +350,7 @@ static int rec_numbers(const trn_reader *r, rec *x, rt_err *err)
  * malformed line returns NULL with err set (and *nomem on allocation
  * failure).
  */
-static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err *err,
+static rec *split_line(trn_reader *r, const char *line, size_t len, rt_err *err,
                        int *nomem)
 {
     size_t nf = r->p.n_fields;
@@ -304,7 +368,7 @@ static rec *split_line(const trn_reader *r, const char *line, size_t len, rt_err
         goto bad;
     return x;
 bad:
-    free(x);
+    rec_drop(r, x, rec_size(r, len));
     return NULL;
 }
 
@@ -313,7 +377,7 @@ bad:
  * field), numeric fields checked as split_line checks them. NULL with err
  * set for a bad cell (*nomem on allocation failure).
  */
-static rec *cells_rec(const trn_reader *r, const char *text, size_t len, const rt_csv_span *spans,
+static rec *cells_rec(trn_reader *r, const char *text, size_t len, const rt_csv_span *spans,
                       rt_err *err, int *nomem)
 {
     rec *x = rec_new(r, len, nomem);
@@ -322,7 +386,7 @@ static rec *cells_rec(const trn_reader *r, const char *text, size_t len, const r
     memcpy(x->text, text, len + 1);
     memcpy(x->span, spans, r->p.n_fields * sizeof *spans);
     if (rec_numbers(r, x, err)) {
-        free(x);
+        rec_drop(r, x, rec_size(r, len));
         return NULL;
     }
     return x;
@@ -342,7 +406,6 @@ typedef struct prod {
     batch *cur;
 } prod;
 
-/* Queues a batch; returns 0, or -1 when the consumer stopped us. */
 static void batch_free_list(batch *b)
 {
     while (b) {
@@ -351,6 +414,24 @@ static void batch_free_list(batch *b)
         b = n;
     }
 }
+
+/* Frees the rows of the spent batches b and puts the batches in r's pool
+ * for batch_new: every batch has params.batch_size rows of room. */
+static void batch_recycle(trn_reader *r, batch *b)
+{
+    while (b) {
+        batch *n = b->next;
+        for (size_t i = 0; i < b->n; i++)
+            rec_free(b->rows[i]);
+        b->n = 0;
+        b->deferred = 0;
+        b->next = r->pool;
+        r->pool = b;
+        b = n;
+    }
+}
+
+/* Queues a batch; returns 0, or -1 when the consumer stopped us. */
 
 static int push_batch(trn_reader *r, batch *b)
 {
@@ -373,12 +454,20 @@ static int push_batch(trn_reader *r, batch *b)
     batch *spent = r->spent;
     r->spent = NULL;
     pthread_mutex_unlock(&r->mu);
-    batch_free_list(spent);
+    batch_recycle(r, spent);
     return 0;
 }
 
-static batch *batch_new(size_t cap, size_t nf)
+/* An empty batch for cap rows of nf fields: one from r's pool (emit writes
+ * every slot of a row it adds, so old contents never show), else a new one. */
+static batch *batch_new(trn_reader *r, size_t cap, size_t nf)
 {
+    if (r->pool) {
+        batch *p = r->pool;
+        r->pool = p->next;
+        p->next = NULL;
+        return p;
+    }
     batch *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
@@ -395,23 +484,32 @@ static batch *batch_new(size_t cap, size_t nf)
     return b;
 }
 
-/* Sends a row toward the consumer. 0 ok, -1 stop, -2 no memory. */
-static int emit(prod *pr, rec *x, int first)
+/* Row x's nf fields as a batch carries them. */
+static void row_fields(const rec *x, size_t nf, trn_field *out)
 {
-    trn_reader *r = pr->r;
-    size_t nf = r->p.n_fields;
-    if (!pr->cur && !(pr->cur = batch_new(r->p.batch_size, nf))) {
-        rec_free(x);
-        return -2;
-    }
-    batch *b = pr->cur;
     for (size_t f = 0; f < nf; f++) {
-        trn_field *fd = &b->fields[b->n * nf + f];
+        trn_field *fd = &out[f];
         fd->s = x->text + x->span[f].off;
         fd->len = x->span[f].len;
         fd->num = x->num[f];
         fd->num_state = x->num_state[f];
     }
+}
+
+/* Sends a row toward the consumer. 0 ok, -1 stop, -2 no memory. */
+static int emit(prod *pr, rec *x, int first)
+{
+    trn_reader *r = pr->r;
+    size_t nf = r->p.n_fields;
+    if (!pr->cur && !(pr->cur = batch_new(r, r->p.batch_size, nf))) {
+        rec_free(x);
+        return -2;
+    }
+    batch *b = pr->cur;
+    if (!first && x->kept && r->p.defer_replay_fields) /* kept: valid until close */
+        b->deferred = 1;
+    else
+        row_fields(x, nf, &b->fields[b->n * nf]);
     b->src_file[b->n] = r->files[x->file];
     b->src_line[b->n] = x->line;
     b->ordinal[b->n] = x->ordinal;
@@ -531,7 +629,7 @@ static rt_status hand_on_read(prod *pr, rec *x, size_t len, uint64_t got, rt_err
 {
     trn_reader *r = pr->r;
     if (r->keeping && keep(r, x, len, pr->pend_bytes + got, pr->pend_bad)) {
-        free(x);
+        rec_drop(r, x, rec_size(r, len));
         return rt_err_set(e, RT_ERR_NOMEM, "out of memory");
     }
     pr->pend_bytes = pr->pend_bad = 0;
@@ -943,6 +1041,18 @@ rt_status trn_reader_next(trn_reader *r, const trn_rows **rows, rt_err *err)
     return RT_OK;
 }
 
+void trn_reader_fill_fields(const trn_rows *rows)
+{
+    batch *b = rows->priv;
+    if (!b || !b->deferred)
+        return;
+    size_t nf = rows->n_fields;
+    for (size_t i = 0; i < b->n; i++)
+        if (!b->first[i] && b->rows[i]->kept) /* the rows emit left out */
+            row_fields(b->rows[i], nf, &b->fields[i * nf]);
+    b->deferred = 0;
+}
+
 const char *trn_reader_failed_at(trn_reader *r, uint64_t *line)
 {
     pthread_mutex_lock(&r->mu);
@@ -977,9 +1087,16 @@ void trn_reader_close(trn_reader *r)
     }
     batch_free(r->current);
     batch_free_list(r->spent);
+    batch_free_list(r->pool);
     for (size_t i = 0; i < r->n_kept; i++) /* after every batch that could carry them */
-        free(r->kept[i]);
+        if (!r->kept[i]->in_slab)
+            free(r->kept[i]);
     free(r->kept);
+    while (r->slab) {
+        slab *n = r->slab->next;
+        free(r->slab);
+        r->slab = n;
+    }
     for (size_t i = 0; i < r->n_files; i++)
         free(r->files[i]);
     free(r->files);
