@@ -156,15 +156,15 @@ static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
     return RT_OK;
 }
 
-/* Parses the slice specs ("gender", crossed "gender,race") into e->specs. */
-static rt_status parse_specs(evaluator *v, rt_err *err)
+rt_status pm_eval_parse_specs(pm_eval *e, const pm_eval_opts *o,
+                              const Predictd__ModelDef *def, size_t ***spec_cols, rt_err *err)
 {
-    pm_eval *e = v->e;
-    const pm_eval_opts *o = v->o;
+    size_t n_cols = def->n_raw_columns;
     e->specs = calloc(o->n_slices ? o->n_slices : 1, sizeof *e->specs);
-    v->spec_cols = calloc(o->n_slices ? o->n_slices : 1, sizeof *v->spec_cols);
-    if (!e->specs || !v->spec_cols)
+    *spec_cols = calloc(o->n_slices ? o->n_slices : 1, sizeof **spec_cols);
+    if (!e->specs || !*spec_cols)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    size_t **cols = *spec_cols;
     for (size_t s = 0; s < o->n_slices; s++) {
         const char *spec = o->slices[s];
         pm_eval_spec *sp = &e->specs[e->n_specs];
@@ -173,9 +173,9 @@ static rt_status parse_specs(evaluator *v, rt_err *err)
         for (const char *p = spec; *p; p++)
             n += *p == ',';
         sp->columns = calloc(n, sizeof *sp->columns);
-        v->spec_cols[e->n_specs] = calloc(n, sizeof **v->spec_cols);
+        cols[e->n_specs] = calloc(n, sizeof **cols);
         e->n_specs++;
-        if (!sp->name || !sp->columns || !v->spec_cols[e->n_specs - 1])
+        if (!sp->name || !sp->columns || !cols[e->n_specs - 1])
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         const char *p = spec;
         for (size_t k = 0; k < n; k++) {
@@ -184,8 +184,8 @@ static rt_status parse_specs(evaluator *v, rt_err *err)
             size_t tl = len;
             const char *t = rt_buf_trim_span(p, &tl);
             long col = -1;
-            for (size_t j = 0; j < v->n_cols; j++) {
-                const char *name = v->def->raw_columns[j]->name;
+            for (size_t j = 0; j < n_cols; j++) {
+                const char *name = def->raw_columns[j]->name;
                 if (strlen(name) == tl && memcmp(name, t, tl) == 0)
                     col = (long)j;
             }
@@ -193,9 +193,9 @@ static rt_status parse_specs(evaluator *v, rt_err *err)
                 rt_buf names;
                 rt_buf_init(&names);
                 int rc = 0;
-                for (size_t j = 0; j < v->n_cols; j++)
+                for (size_t j = 0; j < n_cols; j++)
                     rc |= rt_buf_printf(&names, "%s%s", j ? ", " : "",
-                                        v->def->raw_columns[j]->name);
+                                        def->raw_columns[j]->name);
                 if (rc) {
                     rt_buf_free(&names);
                     return rt_err_set(err, RT_ERR_NOMEM, "--slice %s: out of memory", spec);
@@ -207,11 +207,11 @@ static rt_status parse_specs(evaluator *v, rt_err *err)
                 return st;
             }
             for (size_t q = 0; q < sp->n_columns; q++)
-                if (sp->columns[q] == v->def->raw_columns[col]->name)
+                if (sp->columns[q] == def->raw_columns[col]->name)
                     return rt_err_set(err, RT_ERR_INVALID, "--slice %s: column \"%.*s\" twice",
                                       spec, (int)tl, t);
-            sp->columns[sp->n_columns] = v->def->raw_columns[col]->name;
-            v->spec_cols[e->n_specs - 1][sp->n_columns++] = (size_t)col;
+            sp->columns[sp->n_columns] = def->raw_columns[col]->name;
+            cols[e->n_specs - 1][sp->n_columns++] = (size_t)col;
             p = end ? end + 1 : p + len;
         }
     }
@@ -514,7 +514,7 @@ static rt_status curve_push(pm_eval_curve *c, double x, double y, double t, int 
     return RT_OK;
 }
 
-static rt_status binary_plots(pm_eval *e, const float *scores, const float *labels, size_t n)
+rt_status pm_eval_binary_plots(pm_eval *e, const float *scores, const float *labels, size_t n)
 {
     rt_scored *v = rt_metrics_sorted_desc(scores, labels, NULL, n);
     if (!v)
@@ -596,6 +596,8 @@ const char *const *pm_eval_slice_metrics(const pm_eval *e)
     static const char *const regression[] = {"average_loss", "label/mean", "prediction/mean",
                                              NULL};
     static const char *const mlabel[] = {"auc", "auc_precision_recall", "average_loss", NULL};
+    if (e->slice_metrics) /* several heads */
+        return (const char *const *)e->slice_metrics;
     return e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? binary
            : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
            : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? mlabel
@@ -661,7 +663,7 @@ static rt_status setup(evaluator *v, rt_err *err)
     if (n_labels != (v->mlabel ? 1 : v->ls)) /* multi-label: one cell lists the classes */
         return rt_err_set(err, RT_ERR_INVALID, "the export has %zu label columns for %zu label "
                           "values", n_labels, v->ls);
-    rt_status st = parse_specs(v, err);
+    rt_status st = pm_eval_parse_specs(e, v->o, def, &v->spec_cols, err);
     if (st)
         return st;
     v->bs = v->o->batch_size;
@@ -785,7 +787,7 @@ static rt_status finish(evaluator *v, rt_err *err)
     if (e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
         const float *s, *y;
         size_t n = rt_metrics_data(v->all, &s, &y, NULL);
-        if (binary_plots(e, s, y, n))
+        if (pm_eval_binary_plots(e, s, y, n))
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         e->has_plots = 1;
     }
@@ -893,6 +895,13 @@ void pm_eval_free(pm_eval *e)
     free(e->confusion);
     free(e->roc.p);
     free(e->pr.p);
+    for (size_t k = 0; e->head_evals && k < e->n_heads; k++)
+        pm_eval_free(e->head_evals[k]);
+    free(e->head_evals);
+    free(e->head_names);
+    for (size_t k = 0; e->slice_metrics && e->slice_metrics[k]; k++)
+        free(e->slice_metrics[k]);
+    free(e->slice_metrics);
     free(e);
 }
 
