@@ -3,7 +3,9 @@
  * CSS and SVG; no script, no font, image or style fetched) rendered from an
  * pm_eval. A reader sees at a glance the headline metrics, the ROC,
  * precision-recall and calibration plots, the confusion matrix, the
- * threshold table and the slices with the worst one of each highlighted.
+ * threshold table and the slices with the worst one of each highlighted;
+ * of a model of several heads, a section per head (its own metrics and
+ * plots) and the merged loss.
  * Every number shown also sits, unrounded, in a data-value attribute (with
  * data-metric naming it) so a program can read the page back.
  */
