@@ -851,5 +851,12 @@ int pm_eval_json(const pm_eval *e, rt_buf *b)
         }
         rc = rc || rt_buf_puts(b, "]");
     }
+    if (!rc && e->n_heads > 1 && e->head_evals) { /* each head's own result */
+        rc = rt_buf_puts(b, ", \"heads\": {");
+        for (size_t k = 0; !rc && k < e->n_heads; k++)
+            rc = (k && rt_buf_puts(b, ", ")) || jstr(b, e->head_names[k]) ||
+                 rt_buf_puts(b, ": ") || pm_eval_json(e->head_evals[k], b);
+        rc = rc || rt_buf_puts(b, "}");
+    }
     return rc || rt_buf_puts(b, "}");
 }
