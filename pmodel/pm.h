@@ -400,6 +400,12 @@ typedef struct pm_eval {
     const char **inputs;          /* [n_inputs] names, into the ModelDef */
     const char *importance_method; /* "exactShapleyAttribution", ... */
     size_t *importance_order;     /* [n_inputs] input indexes, most important first */
+    /* several heads (n_heads > 1): each head's own result as a one-head
+     * model of its type gets it (head, classes, metrics without the
+     * /<head> suffix, confusion, plots; no slices), named head_names[k] */
+    struct pm_eval **head_evals;  /* [n_heads] */
+    const char **head_names;      /* [n_heads] into the ModelDef */
+    char **slice_metrics;         /* NULL-terminated <metric>/<head> slice columns */
 } pm_eval;
 
 /*
@@ -412,12 +418,21 @@ rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, r
 /* pm_eval_run of a model of several heads (pm_eval_heads.c): each head's
  * metrics over its own label and weight columns, named <metric>/<head>,
  * and "loss" (sum of loss_weight x loss/<head>) into e->metrics, with
- * e->examples, e->batch_size (bs) and e->n_heads; loss_sum: the spec's
- * loss_reduction SUM. --slice, --importance and TFRecord files are
- * refused (not implemented yet for several heads). */
+ * e->examples, e->batch_size (bs), e->n_heads and e->head_evals; per
+ * slice the same names (o's --slice specs); loss_sum: the spec's
+ * loss_reduction SUM. --importance and TFRecord files are refused (not
+ * implemented yet for several heads). */
 rt_status pm_eval_heads_run(const rt_model *m, const pm_eval_opts *o, size_t bs, int loss_sum,
                             pm_eval *e, rt_err *err);
 void pm_eval_free(pm_eval *e);
+/* o's --slice specs into e->specs, each spec's raw column indexes into
+ * *spec_cols ([o->n_slices] arrays, the caller's to free); errors name an
+ * unknown or repeated column. */
+rt_status pm_eval_parse_specs(pm_eval *e, const pm_eval_opts *o,
+                              const Predictd__ModelDef *def, size_t ***spec_cols, rt_err *err);
+/* A binary classifier's curves, calibration and threshold table from its
+ * n logistic scores and 0/1 labels into e (e->has_plots is the caller's). */
+rt_status pm_eval_binary_plots(pm_eval *e, const float *scores, const float *labels, size_t n);
 /* ------------------------------ global feature importance (pm_importance.c) */
 
 /* Attributions of evaluated rows, for their mean |attribution| per raw

@@ -205,8 +205,8 @@ const pm_command pm_evaluate_command = {
     "gets the ROC and precision-recall curves, a calibration plot with the expected "
     "calibration error, the confusion matrix and a threshold table; a multi-class one the "
     "confusion matrix. A model of several heads gets each head's metrics over its own label "
-    "and weight columns, named <metric>/<head>, and the merged loss (no slices, importance "
-    "or report yet).",
+    "and weight columns, named <metric>/<head>, and the merged loss, per slice too; its "
+    "report has a section per head (no --importance for several heads yet).",
     "docs/evaluation.md defines every metric.",
     EVALUATE,
     N(EVALUATE),

@@ -156,68 +156,6 @@ static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
     return RT_OK;
 }
 
-/* Parses the slice specs ("gender", crossed "gender,race") into e->specs. */
-static rt_status parse_specs(evaluator *v, rt_err *err)
-{
-    pm_eval *e = v->e;
-    const pm_eval_opts *o = v->o;
-    e->specs = calloc(o->n_slices ? o->n_slices : 1, sizeof *e->specs);
-    v->spec_cols = calloc(o->n_slices ? o->n_slices : 1, sizeof *v->spec_cols);
-    if (!e->specs || !v->spec_cols)
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    for (size_t s = 0; s < o->n_slices; s++) {
-        const char *spec = o->slices[s];
-        pm_eval_spec *sp = &e->specs[e->n_specs];
-        sp->name = strdup(spec);
-        size_t n = 1;
-        for (const char *p = spec; *p; p++)
-            n += *p == ',';
-        sp->columns = calloc(n, sizeof *sp->columns);
-        v->spec_cols[e->n_specs] = calloc(n, sizeof **v->spec_cols);
-        e->n_specs++;
-        if (!sp->name || !sp->columns || !v->spec_cols[e->n_specs - 1])
-            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        const char *p = spec;
-        for (size_t k = 0; k < n; k++) {
-            const char *end = strchr(p, ',');
-            size_t len = end ? (size_t)(end - p) : strlen(p);
-            size_t tl = len;
-            const char *t = rt_buf_trim_span(p, &tl);
-            long col = -1;
-            for (size_t j = 0; j < v->n_cols; j++) {
-                const char *name = v->def->raw_columns[j]->name;
-                if (strlen(name) == tl && memcmp(name, t, tl) == 0)
-                    col = (long)j;
-            }
-            if (col < 0) {
-                rt_buf names;
-                rt_buf_init(&names);
-                int rc = 0;
-                for (size_t j = 0; j < v->n_cols; j++)
-                    rc |= rt_buf_printf(&names, "%s%s", j ? ", " : "",
-                                        v->def->raw_columns[j]->name);
-                if (rc) {
-                    rt_buf_free(&names);
-                    return rt_err_set(err, RT_ERR_NOMEM, "--slice %s: out of memory", spec);
-                }
-                rt_status st = rt_err_set(err, RT_ERR_INVALID,
-                                          "--slice %s: no column \"%.*s\" in the spec (columns: "
-                                          "%s)", spec, (int)tl, t, names.data ? names.data : "");
-                rt_buf_free(&names);
-                return st;
-            }
-            for (size_t q = 0; q < sp->n_columns; q++)
-                if (sp->columns[q] == v->def->raw_columns[col]->name)
-                    return rt_err_set(err, RT_ERR_INVALID, "--slice %s: column \"%.*s\" twice",
-                                      spec, (int)tl, t);
-            sp->columns[sp->n_columns] = v->def->raw_columns[col]->name;
-            v->spec_cols[e->n_specs - 1][sp->n_columns++] = (size_t)col;
-            p = end ? end + 1 : p + len;
-        }
-    }
-    return RT_OK;
-}
-
 /* ------------------------------------------------------------- batches */
 
 static rt_status add_pending(slice_acc *a, size_t row)
@@ -497,111 +435,6 @@ static rt_status read_file(evaluator *v, const char *path, rt_err *err)
     return st;
 }
 
-/* --------------------------------------------------------- plots (binary) */
-
-/* Appends (x, y, threshold) unless it is within 0.002 of the last point in
- * both coordinates (the curves stay readable and small); last forces it. */
-static rt_status curve_push(pm_eval_curve *c, double x, double y, double t, int last)
-{
-    if (c->n && !last) {
-        const pm_eval_point *p = &c->p[c->n - 1];
-        if (fabs(p->x - x) < 0.002 && fabs(p->y - y) < 0.002)
-            return RT_OK;
-    }
-    if (rt_grow(&c->p, &c->cap, c->n + 1, sizeof *c->p) != 0)
-        return RT_ERR_NOMEM;
-    c->p[c->n++] = (pm_eval_point){x, y, t};
-    return RT_OK;
-}
-
-static rt_status binary_plots(pm_eval *e, const float *scores, const float *labels, size_t n)
-{
-    rt_scored *v = rt_metrics_sorted_desc(scores, labels, NULL, n);
-    if (!v)
-        return RT_ERR_NOMEM;
-    double P = 0;
-    for (size_t i = 0; i < n; i++)
-        P += v[i].y;
-    double N = (double)n - P;
-    rt_status st = RT_OK;
-    /* ROC from (0, 0) and PR from recall 0; a point per distinct score
-     * (predicted positive when score >= threshold) */
-    if (P > 0 && N > 0)
-        st = curve_push(&e->roc, 0, 0, 1.0, 1);
-    double tp = 0, fp = 0;
-    for (size_t i = 0; !st && i < n;) {
-        size_t j = i;
-        while (j < n && v[j].s == v[i].s) {
-            tp += v[j].y;
-            fp += 1.0 - v[j].y;
-            j++;
-        }
-        int last = j == n;
-        if (P > 0 && N > 0)
-            st = curve_push(&e->roc, fp / N, tp / P, v[i].s, last);
-        if (!st && P > 0)
-            st = curve_push(&e->pr, tp / P, tp / (tp + fp), v[i].s, last || e->pr.n == 0);
-        i = j;
-    }
-    /* calibration: equal-width bins of the predicted probability */
-    for (size_t k = 0; k < PM_EVAL_BINS; k++) {
-        e->calibration[k].lower = (double)k / PM_EVAL_BINS;
-        e->calibration[k].upper = (double)(k + 1) / PM_EVAL_BINS;
-    }
-    double sp[PM_EVAL_BINS] = {0}, sy[PM_EVAL_BINS] = {0};
-    for (size_t i = 0; i < n; i++) {
-        size_t k = (size_t)(v[i].s * PM_EVAL_BINS);
-        if (k >= PM_EVAL_BINS)
-            k = PM_EVAL_BINS - 1;
-        e->calibration[k].count++;
-        sp[k] += v[i].s;
-        sy[k] += v[i].y;
-    }
-    e->ece = 0;
-    for (size_t k = 0; k < PM_EVAL_BINS; k++) {
-        pm_eval_bin *b = &e->calibration[k];
-        b->mean_prediction = b->count ? sp[k] / (double)b->count : NAN;
-        b->mean_label = b->count ? sy[k] / (double)b->count : NAN;
-        if (b->count)
-            e->ece += (double)b->count / (double)n * fabs(b->mean_prediction - b->mean_label);
-    }
-    /* threshold table: predicted positive when score > threshold (at 0.5
-     * as the accuracy, precision and recall metrics count it) */
-    for (size_t k = 0; k < PM_EVAL_THRESHOLDS; k++) {
-        pm_eval_threshold *t = &e->thresholds[k];
-        memset(t, 0, sizeof *t);
-        t->threshold = (double)(k + 1) / (PM_EVAL_THRESHOLDS + 1);
-        for (size_t i = 0; i < n; i++) {
-            int pos = v[i].s > t->threshold, y = v[i].y > 0.5f;
-            t->tp += pos && y;
-            t->fp += pos && !y;
-            t->tn += !pos && !y;
-            t->fn += !pos && y;
-        }
-        t->precision = t->tp + t->fp ? (double)t->tp / (double)(t->tp + t->fp) : NAN;
-        t->recall = t->tp + t->fn ? (double)t->tp / (double)(t->tp + t->fn) : NAN;
-        t->f1 = t->tp ? 2.0 * t->precision * t->recall / (t->precision + t->recall) : 0.0;
-        t->accuracy = n ? (double)(t->tp + t->tn) / (double)n : NAN;
-    }
-    free(v);
-    return st;
-}
-
-const char *const *pm_eval_slice_metrics(const pm_eval *e)
-{
-    static const char *const binary[] = {"accuracy", "auc", "precision", "recall",
-                                         "average_loss", "label/mean", "prediction/mean",
-                                         NULL};
-    static const char *const multi[] = {"accuracy", "average_loss", NULL};
-    static const char *const regression[] = {"average_loss", "label/mean", "prediction/mean",
-                                             NULL};
-    static const char *const mlabel[] = {"auc", "auc_precision_recall", "average_loss", NULL};
-    return e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? binary
-           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
-           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? mlabel
-                                                              : regression;
-}
-
 /* ---------------------------------------------------------------- driver */
 
 static double badness(const pm_eval *e, const rt_metric_list *l)
@@ -661,7 +494,7 @@ static rt_status setup(evaluator *v, rt_err *err)
     if (n_labels != (v->mlabel ? 1 : v->ls)) /* multi-label: one cell lists the classes */
         return rt_err_set(err, RT_ERR_INVALID, "the export has %zu label columns for %zu label "
                           "values", n_labels, v->ls);
-    rt_status st = parse_specs(v, err);
+    rt_status st = pm_eval_parse_specs(e, v->o, def, &v->spec_cols, err);
     if (st)
         return st;
     v->bs = v->o->batch_size;
@@ -785,7 +618,7 @@ static rt_status finish(evaluator *v, rt_err *err)
     if (e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
         const float *s, *y;
         size_t n = rt_metrics_data(v->all, &s, &y, NULL);
-        if (binary_plots(e, s, y, n))
+        if (pm_eval_binary_plots(e, s, y, n))
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         e->has_plots = 1;
     }
@@ -893,6 +726,13 @@ void pm_eval_free(pm_eval *e)
     free(e->confusion);
     free(e->roc.p);
     free(e->pr.p);
+    for (size_t k = 0; e->head_evals && k < e->n_heads; k++)
+        pm_eval_free(e->head_evals[k]);
+    free(e->head_evals);
+    free(e->head_names);
+    for (size_t k = 0; e->slice_metrics && e->slice_metrics[k]; k++)
+        free(e->slice_metrics[k]);
+    free(e->slice_metrics);
     free(e);
 }
 
@@ -1010,6 +850,13 @@ int pm_eval_json(const pm_eval *e, rt_buf *b)
                  rt_buf_puts(b, "}");
         }
         rc = rc || rt_buf_puts(b, "]");
+    }
+    if (!rc && e->n_heads > 1 && e->head_evals) { /* each head's own result */
+        rc = rt_buf_puts(b, ", \"heads\": {");
+        for (size_t k = 0; !rc && k < e->n_heads; k++)
+            rc = (k && rt_buf_puts(b, ", ")) || jstr(b, e->head_names[k]) ||
+                 rt_buf_puts(b, ": ") || pm_eval_json(e->head_evals[k], b);
+        rc = rc || rt_buf_puts(b, "}");
     }
     return rc || rt_buf_puts(b, "}");
 }

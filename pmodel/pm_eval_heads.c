@@ -12,12 +12,16 @@
  * loss_reduction SUM; "loss/<head>" the mean of the batch losses. Rows are
  * read as pm_eval.c reads CSV files (spec's columns in file order, blank
  * lines skipped, empty cells taking the spec's defaults), in batches of
- * batch_size. Slices, --importance, TFRecord input and the HTML report are
- * not implemented yet for several heads (refused by name).
+ * batch_size. Per slice (--slice) the same per-head metrics, each slice's
+ * rows of a batch a batch of their own as pm_eval.c does; per head also a
+ * one-head result (e->head_evals: confusion matrix, a binary head's plots)
+ * for the HTML report. --importance and TFRecord input are not
+ * implemented yet for several heads (refused by name).
  */
 #include "pm.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +44,26 @@ typedef struct heads_ev {
     float *labels, *weights, *logits; /* bs x lw, bs x n, bs x ld */
     float *z, *y, *hw;      /* one head's of a batch */
     const char *file;
+    /* slices: per spec the raw columns, per batch row its slice ids */
+    size_t **spec_cols;     /* [e->n_specs] */
+    size_t *sid;            /* [n_specs][bs] */
+    struct slice_acc *acc;  /* [e->n_slices] */
+    size_t acc_cap;
+    size_t *touched, n_touched;
+    size_t *table, table_cap; /* key -> slice index + 1, open addressing */
+    rt_buf key;
+    float *gz, *gy, *gw;    /* one slice's rows of one head */
+    size_t n_specs_parsed;  /* spec_cols' arrays (o->n_slices) */
 } heads_ev;
+
+typedef struct slice_acc {
+    rt_metrics **mt;        /* [n] one per head */
+    size_t *pending, n_pending, cap_pending;
+    int touched;
+} slice_acc;
+
+#define KEY_SEP '\x1f'
+
 
 static long column_named(const Predictd__ModelDef *def, const char *name)
 {
@@ -49,6 +72,8 @@ static long column_named(const Predictd__ModelDef *def, const char *name)
             return (long)j;
     return -1;
 }
+
+static rt_status head_evals_new(heads_ev *v, rt_err *err);
 
 static rt_status setup(heads_ev *v, const pm_eval_opts *o, size_t bs, int loss_sum,
                        rt_err *err)
@@ -60,9 +85,15 @@ static rt_status setup(heads_ev *v, const pm_eval_opts *o, size_t bs, int loss_s
     v->n_cols = v->def->n_raw_columns;
     v->bs = bs;
     v->loss_sum = loss_sum;
-    if (o->n_slices || o->importance)
-        return rt_err_set(err, RT_ERR_UNSUPPORTED, "%s with several heads is not implemented "
-                          "yet", o->n_slices ? "--slice" : "--importance");
+    if (o->importance)
+        return rt_err_set(err, RT_ERR_UNSUPPORTED, "--importance with several heads is not "
+                          "implemented yet");
+    rt_status ps = pm_eval_parse_specs(v->e, o, v->def, &v->spec_cols, err);
+    if (ps)
+        return ps;
+    size_t ns = v->e->n_specs ? v->e->n_specs : 1;
+    v->sid = malloc(ns * bs * sizeof *v->sid);
+    v->touched = malloc(ns * bs * sizeof *v->touched);
     v->input = calloc(v->n_cols + 1, sizeof *v->input);
     v->label_col = calloc(v->n + 1, sizeof *v->label_col);
     v->weight_col = calloc(v->n + 1, sizeof *v->weight_col);
@@ -79,10 +110,14 @@ static rt_status setup(heads_ev *v, const pm_eval_opts *o, size_t bs, int loss_s
     v->z = malloc(bs * v->ld * sizeof *v->z);
     v->y = malloc(bs * v->ld * sizeof *v->y);
     v->hw = malloc(bs * sizeof *v->hw);
+    v->gz = malloc(bs * v->ld * sizeof *v->gz);
+    v->gy = malloc(bs * v->ld * sizeof *v->gy);
+    v->gw = malloc(bs * sizeof *v->gw);
     v->b = rt_batch_new(v->g);
     v->ws = rt_workspace_new();
     if (!v->input || !v->label_col || !v->weight_col || !v->loff || !v->mt || !v->loss || !v->labels ||
-        !v->weights || !v->logits || !v->z || !v->y || !v->hw || !v->b || !v->ws)
+        !v->weights || !v->logits || !v->z || !v->y || !v->hw || !v->b || !v->ws || !v->sid ||
+        !v->touched || !v->gz || !v->gy || !v->gw)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     rt_batch_set_missing(v->b, RT_MISSING_CSV_DEFAULT);
     for (size_t j = 0; j < v->n_cols; j++) {
@@ -105,7 +140,214 @@ static rt_status setup(heads_ev *v, const pm_eval_opts *o, size_t bs, int loss_s
             return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
         rt_metrics_set_loss(v->mt[k], &v->loss[k]);
     }
+    return head_evals_new(v, err);
+}
+
+/* Each head's one-head result (e->head_evals): its type, classes and, for
+ * a classifier of one class per row, the confusion matrix to fill. */
+static rt_status head_evals_new(heads_ev *v, rt_err *err)
+{
+    pm_eval *e = v->e;
+    e->head_evals = calloc(v->n + 1, sizeof *e->head_evals);
+    e->head_names = calloc(v->n + 1, sizeof *e->head_names);
+    if (!e->head_evals || !e->head_names)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < v->n; k++) {
+        const Predictd__NodeHead *nh = v->def->graph->heads[k];
+        const Predictd__Head *h = nh->head;
+        pm_eval *he = e->head_evals[k] = calloc(1, sizeof *he);
+        if (!he)
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        e->head_names[k] = nh->name;
+        he->head = h->type;
+        he->global_step = e->global_step;
+        he->batch_size = v->bs;
+        he->n_classes = h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 0 : h->n_classes;
+        if (!he->n_classes)
+            continue;
+        if (h->type != PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL &&
+            !(he->confusion = calloc(he->n_classes * he->n_classes, sizeof *he->confusion)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        if (!(he->class_names = calloc(he->n_classes, sizeof *he->class_names)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        for (size_t c = 0; c < he->n_classes; c++) {
+            char num[24];
+            snprintf(num, sizeof num, "%zu", c);
+            const char *name = c < h->n_label_vocabulary ? h->label_vocabulary[c] : num;
+            if (!(he->class_names[c] = strdup(name)))
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        }
+    }
     return RT_OK;
+}
+
+/* ----------------------------------------------------------------- slices */
+
+static rt_status table_grow(heads_ev *v)
+{
+    size_t cap = v->table_cap ? v->table_cap * 2 : 64;
+    size_t *t = calloc(cap, sizeof *t);
+    if (!t)
+        return RT_ERR_NOMEM;
+    for (size_t i = 0; i < v->table_cap; i++) {
+        size_t k = v->table[i];
+        if (!k)
+            continue;
+        const char *key = v->e->slices[k - 1].key;
+        size_t h = (size_t)rt_hash_fingerprint64(key, strlen(key)) & (cap - 1);
+        while (t[h])
+            h = (h + 1) & (cap - 1);
+        t[h] = k;
+    }
+    free(v->table);
+    v->table = t;
+    v->table_cap = cap;
+    return RT_OK;
+}
+
+/* A new slice of spec s for the key in v->key (values after the spec's
+ * index, joined by KEY_SEP), with a metrics accumulator per head. */
+static rt_status slice_new(heads_ev *v, size_t s, rt_err *err)
+{
+    pm_eval *e = v->e;
+    size_t scap = v->acc_cap, acap = v->acc_cap;
+    if (rt_grow(&e->slices, &scap, e->n_slices + 1, sizeof *e->slices) != 0 ||
+        rt_grow(&v->acc, &acap, e->n_slices + 1, sizeof *v->acc) != 0)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    v->acc_cap = acap;
+    pm_eval_slice *sl = &e->slices[e->n_slices];
+    slice_acc *a = &v->acc[e->n_slices];
+    memset(sl, 0, sizeof *sl);
+    memset(a, 0, sizeof *a);
+    e->n_slices++;
+    sl->spec = s;
+    size_t nv = e->specs[s].n_columns;
+    sl->key = strdup(v->key.data);
+    sl->values = calloc(nv + 1, sizeof *sl->values);
+    a->mt = calloc(v->n + 1, sizeof *a->mt);
+    if (!sl->key || !sl->values || !a->mt)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    const char *p = strchr(sl->key, KEY_SEP) + 1;
+    for (size_t q = 0; q < nv; q++) {
+        const char *end = strchr(p, KEY_SEP);
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (!(sl->values[q] = strndup(p, len)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        p = end ? end + 1 : p + len;
+    }
+    for (size_t k = 0; k < v->n; k++) {
+        const Predictd__Head *h = v->def->graph->heads[k]->head;
+        size_t nc = h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? v->w[k] : h->n_classes;
+        if (!(a->mt[k] = rt_metrics_new(h->type, v->w[k] > 1 ? v->w[k] : nc)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        rt_metrics_set_loss(a->mt[k], &v->loss[k]);
+    }
+    return RT_OK;
+}
+
+/* The slice id of batch row idx for every spec (its trimmed cells). */
+static rt_status slice_ids(heads_ev *v, const char *buf, const rt_csv_span *spans, size_t idx,
+                           rt_err *err)
+{
+    pm_eval *e = v->e;
+    for (size_t s = 0; s < e->n_specs; s++) {
+        rt_buf_reset(&v->key);
+        if (rt_buf_printf(&v->key, "%zu", s))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        for (size_t q = 0; q < e->specs[s].n_columns; q++) {
+            rt_csv_span sp = spans[v->spec_cols[s][q]];
+            size_t cl = sp.len;
+            const char *c = rt_buf_trim_span(buf + sp.off, &cl);
+            char sep = KEY_SEP;
+            if (rt_buf_append(&v->key, &sep, 1) || rt_buf_append(&v->key, c, cl))
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        }
+        if (2 * (e->n_slices + 1) > v->table_cap && table_grow(v))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        size_t mask = v->table_cap - 1;
+        size_t h = (size_t)rt_hash_fingerprint64(v->key.data, v->key.len) & mask;
+        while (v->table[h] && strcmp(e->slices[v->table[h] - 1].key, v->key.data) != 0)
+            h = (h + 1) & mask;
+        if (!v->table[h]) {
+            if (e->n_slices >= PM_EVAL_MAX_SLICES)
+                return rt_err_set(err, RT_ERR_LIMIT, "--slice %s: more than %d slices in all",
+                                  e->specs[s].name, PM_EVAL_MAX_SLICES);
+            rt_status st = slice_new(v, s, err);
+            if (st)
+                return st;
+            v->table[h] = e->n_slices;
+        }
+        v->sid[s * v->bs + idx] = v->table[h] - 1;
+    }
+    return RT_OK;
+}
+
+/* Groups the batch's nb rows by slice (each touched slice's pending rows). */
+static rt_status slice_group(heads_ev *v, size_t nb, rt_err *err)
+{
+    v->n_touched = 0;
+    for (size_t s = 0; s < v->e->n_specs; s++)
+        for (size_t i = 0; i < nb; i++) {
+            slice_acc *a = &v->acc[v->sid[s * v->bs + i]];
+            if (!a->touched) {
+                a->touched = 1;
+                a->n_pending = 0;
+                v->touched[v->n_touched++] = v->sid[s * v->bs + i];
+            }
+            if (rt_grow(&a->pending, &a->cap_pending, a->n_pending + 1, sizeof *a->pending))
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            a->pending[a->n_pending++] = i;
+        }
+    return RT_OK;
+}
+
+/* Head k's rows of each touched slice into that slice's accumulator, as a
+ * batch of their own (its loss that batch's, as pm_eval.c's slices). */
+static rt_status slice_add(heads_ev *v, size_t k, size_t lw, int weighted, rt_err *err)
+{
+    Predictd__HeadType ht = v->def->graph->heads[k]->head->type;
+    for (size_t t = 0; t < v->n_touched; t++) {
+        slice_acc *a = &v->acc[v->touched[t]];
+        size_t m = a->n_pending;
+        for (size_t q = 0; q < m; q++) {
+            size_t i = a->pending[q];
+            memcpy(v->gz + q * v->w[k], v->z + i * v->w[k], v->w[k] * sizeof *v->gz);
+            memcpy(v->gy + q * lw, v->y + i * lw, lw * sizeof *v->gy);
+            v->gw[q] = v->hw[i];
+        }
+        const float *w = weighted ? v->gw : NULL;
+        double l = rt_metrics_head_loss_with(ht, &v->loss[k], v->w[k], v->gz, v->gy, w, m, m,
+                                             NULL);
+        if (v->loss_sum)
+            l *= (double)(m * (ht == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? v->w[k] : 1));
+        rt_status st = rt_metrics_add(a->mt[k], v->gz, v->gy, w, m, l);
+        if (st)
+            return rt_err_set(err, st, "out of memory");
+    }
+    return RT_OK;
+}
+
+/* Head k's confusion matrix cells of the batch (binary: logit > 0). */
+static void confuse(heads_ev *v, size_t k, size_t nb)
+{
+    pm_eval *he = v->e->head_evals[k];
+    if (!he->confusion)
+        return;
+    for (size_t i = 0; i < nb; i++) {
+        const float *z = v->z + i * v->w[k];
+        size_t pred = 0, lab;
+        if (he->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
+            pred = z[0] > 0.0f;
+            lab = v->y[i] > 0.5f;
+        } else {
+            for (size_t j = 1; j < v->w[k]; j++)
+                if (z[j] > z[pred])
+                    pred = j;
+            lab = (size_t)v->y[i];
+        }
+        if (lab < he->n_classes && pred < he->n_classes)
+            he->confusion[lab * he->n_classes + pred]++;
+    }
 }
 
 /* One CSV row's labels, weights and inputs into the batch. */
@@ -152,6 +394,8 @@ static rt_status add_row(heads_ev *v, const char *line, size_t len, char *buf,
             st = rt_batch_push_cell(v->b, idx, v->input[j], v->def->raw_columns[j], j,
                                     buf + spans[j].off, spans[j].len, err);
     if (!st)
+        st = slice_ids(v, buf, spans, idx, err);
+    if (!st)
         v->e->examples++;
     return st;
 }
@@ -169,6 +413,8 @@ static rt_status flush(heads_ev *v, rt_err *err)
         rt_err_prefix(err, "%s", v->file);
         return st;
     }
+    if ((st = slice_group(v, nb, err)))
+        return st;
     for (size_t k = 0; k < v->n; k++) {
         Predictd__HeadType ht = v->def->graph->heads[k]->head->type;
         const float *w = v->weight_col[k] >= 0 ? v->hw : NULL;
@@ -185,7 +431,12 @@ static rt_status flush(heads_ev *v, rt_err *err)
             l *= (double)(nb * (ht == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? v->w[k] : 1));
         if ((st = rt_metrics_add(v->mt[k], v->z, v->y, w, nb, l)))
             return rt_err_set(err, st, "out of memory");
+        confuse(v, k, nb);
+        if ((st = slice_add(v, k, lw, w != NULL, err)))
+            return st;
     }
+    for (size_t t = 0; t < v->n_touched; t++)
+        v->acc[v->touched[t]].touched = 0;
     rt_batch_clear(v->b);
     rt_batch_set_missing(v->b, RT_MISSING_CSV_DEFAULT);
     return RT_OK;
@@ -243,20 +494,23 @@ static rt_status read_file(heads_ev *v, const char *path, size_t skip, rt_err *e
     return st;
 }
 
-/* Each head's metrics suffixed with its name, then the merged loss. */
-static rt_status finish(heads_ev *v, rt_err *err)
+/* mt's (one per head) metrics suffixed with each head's name, then the
+ * merged loss, into *out; each head's own list into one[k] when given. */
+static rt_status merge(heads_ev *v, rt_metrics **mt, rt_metric_list *out,
+                       rt_metric_list *const *one_out, rt_err *err)
 {
-    rt_metric_list *out = &v->e->metrics;
     memset(out, 0, sizeof *out);
     double total = 0.0;
     for (size_t k = 0; k < v->n; k++) {
         const Predictd__NodeHead *nh = v->def->graph->heads[k];
         rt_metric_list one;
-        rt_status st = rt_metrics_result(v->mt[k], v->e->global_step, &one);
+        rt_status st = rt_metrics_result(mt[k], v->e->global_step, &one);
         if (st)
             return st == RT_ERR_NOTFOUND
                        ? rt_err_set(err, RT_ERR_INVALID, "the data files hold no rows")
                        : rt_err_set(err, st, "metrics failed");
+        if (one_out)
+            *one_out[k] = one;
         for (size_t j = 0; j < one.n; j++) {
             int step = strcmp(one.m[j].name, "global_step") == 0;
             if (strcmp(one.m[j].name, "loss") == 0)
@@ -284,6 +538,102 @@ static rt_status finish(heads_ev *v, rt_err *err)
     return RT_OK;
 }
 
+/* The slice table's columns: each head's one-head slice metrics, suffixed. */
+static rt_status slice_metric_names(heads_ev *v, rt_err *err)
+{
+    pm_eval *e = v->e;
+    size_t cap = 1;
+    for (size_t k = 0; k < v->n; k++)
+        for (const char *const *m = pm_eval_slice_metrics(e->head_evals[k]); *m; m++)
+            cap++;
+    if (!(e->slice_metrics = calloc(cap, sizeof *e->slice_metrics)))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    size_t q = 0;
+    for (size_t k = 0; k < v->n; k++)
+        for (const char *const *m = pm_eval_slice_metrics(e->head_evals[k]); *m; m++) {
+            rt_buf nb;
+            rt_buf_init(&nb);
+            if (rt_buf_printf(&nb, "%s/%s", *m, e->head_names[k]))
+                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+            e->slice_metrics[q++] = nb.data;
+        }
+    return RT_OK;
+}
+
+static int by_spec_count(const void *a, const void *b)
+{
+    const pm_eval_slice *x = a, *y = b;
+    if (x->spec != y->spec)
+        return (x->spec > y->spec) - (x->spec < y->spec);
+    if (x->count != y->count)
+        return (x->count < y->count) - (x->count > y->count);
+    return strcmp(x->key, y->key);
+}
+
+/* Each slice's merged metrics and count, the slices sorted as pm_eval.c's
+ * (by spec, larger first), each spec's worst by the first head's first
+ * slice metric (lowest accuracy or auc; regression: highest average_loss). */
+static rt_status finish_slices(heads_ev *v, rt_err *err)
+{
+    pm_eval *e = v->e;
+    Predictd__HeadType h0 = v->def->graph->heads[0]->head->type;
+    for (size_t k = 0; k < e->n_slices; k++) {
+        pm_eval_slice *sl = &e->slices[k];
+        const float *sc, *y;
+        sl->count = rt_metrics_data(v->acc[k].mt[0], &sc, &y, NULL);
+        if (h0 == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL)
+            sl->count /= v->w[0]; /* a (row, class) pair per example */
+        rt_status st = merge(v, v->acc[k].mt, &sl->metrics, NULL, err);
+        if (st)
+            return st;
+    }
+    if (e->n_slices)
+        qsort(e->slices, e->n_slices, sizeof *e->slices, by_spec_count);
+    const char *first = e->slice_metrics[0];
+    double sign = h0 == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 1.0 : -1.0;
+    for (size_t s = 0; s < e->n_specs; s++) {
+        long worst = -1;
+        for (size_t k = 0; k < e->n_slices; k++) {
+            double b = sign * rt_metric_get(&e->slices[k].metrics, first);
+            if (e->slices[k].spec != s || isnan(b))
+                continue;
+            if (worst < 0 || b > sign * rt_metric_get(&e->slices[worst].metrics, first))
+                worst = (long)k;
+        }
+        if (worst >= 0)
+            e->slices[worst].worst = 1;
+    }
+    return RT_OK;
+}
+
+/* The merged metrics, each head's own result (binary heads: plots), the
+ * slices. */
+static rt_status finish(heads_ev *v, rt_err *err)
+{
+    pm_eval *e = v->e;
+    rt_metric_list **one = calloc(v->n + 1, sizeof *one);
+    if (!one)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < v->n; k++)
+        one[k] = &e->head_evals[k]->metrics;
+    rt_status st = merge(v, v->mt, &e->metrics, one, err);
+    free(one);
+    for (size_t k = 0; !st && k < v->n; k++) {
+        pm_eval *he = e->head_evals[k];
+        he->examples = e->examples;
+        if (he->head != PREDICTD__HEAD_TYPE__HEAD_BINARY)
+            continue;
+        const float *sc, *y;
+        size_t n = rt_metrics_data(v->mt[k], &sc, &y, NULL);
+        if (pm_eval_binary_plots(he, sc, y, n))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        he->has_plots = 1;
+    }
+    if (!st)
+        st = slice_metric_names(v, err);
+    return st ? st : finish_slices(v, err);
+}
+
 static void heads_ev_free(heads_ev *v)
 {
     for (size_t k = 0; v->mt && k < v->n; k++)
@@ -303,6 +653,23 @@ static void heads_ev_free(heads_ev *v)
     rt_batch_free(v->b);
     rt_transform_features_free(&v->f);
     rt_workspace_free(v->ws);
+    for (size_t k = 0; v->acc && k < v->e->n_slices; k++) {
+        for (size_t h = 0; v->acc[k].mt && h < v->n; h++)
+            rt_metrics_free(v->acc[k].mt[h]);
+        free(v->acc[k].mt);
+        free(v->acc[k].pending);
+    }
+    free(v->acc);
+    for (size_t s = 0; v->spec_cols && s < v->n_specs_parsed; s++)
+        free(v->spec_cols[s]);
+    free(v->spec_cols);
+    free(v->sid);
+    free(v->touched);
+    free(v->table);
+    rt_buf_free(&v->key);
+    free(v->gz);
+    free(v->gy);
+    free(v->gw);
 }
 
 rt_status pm_eval_heads_run(const rt_model *m, const pm_eval_opts *o, size_t bs, int loss_sum,
@@ -316,6 +683,8 @@ rt_status pm_eval_heads_run(const rt_model *m, const pm_eval_opts *o, size_t bs,
     v.e = e;
     e->n_heads = v.def->graph->n_heads;
     e->batch_size = bs;
+    rt_buf_init(&v.key);
+    v.n_specs_parsed = o->n_slices;
     rt_status st = setup(&v, o, bs, loss_sum, err);
     for (size_t i = 0; !st && i < o->n_files; i++)
         st = read_file(&v, o->files[i], o->skip_header_lines, err);

@@ -87,7 +87,8 @@ static int print_eval_table(const pm_eval *e, const char *dir)
         if ((int)strlen(sp->name) > w)
             w = (int)strlen(sp->name);
         printf("\nslices by %s (* worst %s)\n  %-*s %8s", sp->name,
-               e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION    ? "average_loss"
+               e->n_heads > 1                                     ? names[0]
+               : e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION  ? "average_loss"
                : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? "auc"
                                                                   : "accuracy", w,
                sp->name, "count");
@@ -184,10 +185,6 @@ int pm_cmd_evaluate(const pm_opts *o)
     rt_status st = pm_eval_run(m, &eo, &e, &err);
     if (st) {
         fprintf(stderr, "predict-model: %s\n", err.msg);
-        goto out;
-    }
-    if (o->report && e->n_heads > 1) {
-        fprintf(stderr, "predict-model: --report with several heads is not implemented yet\n");
         goto out;
     }
     if (o->report) {

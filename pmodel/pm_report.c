@@ -3,7 +3,9 @@
  * CSS and SVG; no script, no font, image or style fetched) rendered from an
  * pm_eval. A reader sees at a glance the headline metrics, the ROC,
  * precision-recall and calibration plots, the confusion matrix, the
- * threshold table and the slices with the worst one of each highlighted.
+ * threshold table and the slices with the worst one of each highlighted;
+ * of a model of several heads, a section per head (its own metrics and
+ * plots) and the merged loss.
  * Every number shown also sits, unrounded, in a data-value attribute (with
  * data-metric naming it) so a program can read the page back.
  */
@@ -455,7 +457,17 @@ static int importance(rt_buf *b, const pm_eval *e)
 
 /* ----------------------------------------------------------------- page */
 
-int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *b)
+static const char *head_kind(Predictd__HeadType h)
+{
+    return h == PREDICTD__HEAD_TYPE__HEAD_BINARY        ? "binary classifier"
+           : h == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? "multi-class classifier"
+           : h == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? "multi-label classifier"
+                                                        : "regressor";
+}
+
+/* One head's metric cards (named <metric>/<suffix> when suffix is given),
+ * plots, confusion matrix and threshold table, as its type gets them. */
+static int head_body(rt_buf *b, const pm_eval *e, const char *suffix)
 {
     static const char *const binary[] = {"accuracy", "auc", "auc_precision_recall",
                                          "precision", "recall", "average_loss", "loss",
@@ -470,27 +482,18 @@ int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *
                                : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
                                : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? mlabel
                                                                                   : regression;
-    int rc = rt_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                            "<title>Evaluation: ") ||
-             esc(b, model) || rt_buf_printf(b, "</title><style>%s</style></head><body>", CSS) ||
-             rt_buf_puts(b, "<header><h1>Evaluation report</h1><p>model <b>") || esc(b, model) ||
-             rt_buf_printf(b, "</b> at global step %lld &middot; data <b>",
-                           (long long)e->global_step) ||
-             esc(b, data) ||
-             rt_buf_printf(b, "</b> &middot; <span id=\"examples\" data-value=\"%llu\">%llu"
-                           "</span> examples &middot; %s</p></header><main>",
-                           (unsigned long long)e->examples, (unsigned long long)e->examples,
-                           e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY ? "binary classifier"
-                           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS
-                               ? "multi-class classifier"
-                           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL
-                               ? "multi-label classifier"
-                               : "regressor");
-    rc = rc || rt_buf_puts(b, "<h2>Metrics</h2><div class=\"cards\" id=\"metrics\">");
-    for (size_t k = 0; !rc && cards[k]; k++)
-        rc = card(b, cards[k], rt_metric_get(&e->metrics, cards[k]), k < 2);
-    if (!rc && e->has_plots)
-        rc = card(b, "expected_calibration_error", e->ece, 0);
+    int rc = rt_buf_puts(b, "<div class=\"cards\"") ||
+             rt_buf_puts(b, suffix ? ">" : " id=\"metrics\">");
+    char name[RT_METRIC_NAME_MAX + 8];
+    for (size_t k = 0; !rc && cards[k]; k++) {
+        snprintf(name, sizeof name, "%s%s%s", cards[k], suffix ? "/" : "", suffix ? suffix : "");
+        rc = card(b, name, rt_metric_get(&e->metrics, cards[k]), k < 2);
+    }
+    if (!rc && e->has_plots) {
+        snprintf(name, sizeof name, "expected_calibration_error%s%s", suffix ? "/" : "",
+                 suffix ? suffix : "");
+        rc = card(b, name, e->ece, 0);
+    }
     rc = rc || rt_buf_puts(b, "</div>");
     if (!rc && e->has_plots)
         rc = rt_buf_puts(b, "<h2>Curves</h2><div class=\"plots\">") || plot_roc(b, e) ||
@@ -503,6 +506,51 @@ int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *
             rc = threshold_table(b, e);
         rc = rc || rt_buf_puts(b, "</div>");
     }
+    return rc;
+}
+
+/* Several heads: a section per head (its own metrics and plots), then the
+ * merged loss. */
+static int heads_body(rt_buf *b, const pm_eval *e)
+{
+    int rc = 0;
+    for (size_t k = 0; !rc && k < e->n_heads; k++) {
+        const pm_eval *he = e->head_evals[k];
+        rc = rt_buf_puts(b, "<section class=\"head\" data-head=\"") ||
+             esc(b, e->head_names[k]) || rt_buf_puts(b, "\"><h2>Head ") ||
+             esc(b, e->head_names[k]) || rt_buf_printf(b, " &middot; %s</h2>",
+                                                      head_kind(he->head)) ||
+             head_body(b, he, e->head_names[k]) || rt_buf_puts(b, "</section>");
+    }
+    return rc || rt_buf_puts(b, "<h2>All heads</h2><div class=\"cards\" id=\"metrics\">") ||
+           card(b, "loss", rt_metric_get(&e->metrics, "loss"), 1) ||
+           rt_buf_puts(b, "</div><p class=\"note\">loss: the sum over the heads of "
+                          "loss_weight &times; loss/&lt;head&gt;.</p>");
+}
+
+int pm_eval_html(const pm_eval *e, const char *model, const char *data, rt_buf *b)
+{
+    int several = e->n_heads > 1 && e->head_evals;
+    char kind[64];
+    if (several)
+        snprintf(kind, sizeof kind, "%zu heads", e->n_heads);
+    else
+        snprintf(kind, sizeof kind, "%s", head_kind(e->head));
+    int rc = rt_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                            "<title>Evaluation: ") ||
+             esc(b, model) || rt_buf_printf(b, "</title><style>%s</style></head><body>", CSS) ||
+             rt_buf_puts(b, "<header><h1>Evaluation report</h1><p>model <b>") || esc(b, model) ||
+             rt_buf_printf(b, "</b> at global step %lld &middot; data <b>",
+                           (long long)e->global_step) ||
+             esc(b, data) ||
+             rt_buf_printf(b, "</b> &middot; <span id=\"examples\" data-value=\"%llu\">%llu"
+                           "</span> examples &middot; %s</p></header><main>",
+                           (unsigned long long)e->examples, (unsigned long long)e->examples,
+                           kind);
+    if (several)
+        rc = rc || heads_body(b, e);
+    else
+        rc = rc || rt_buf_puts(b, "<h2>Metrics</h2>") || head_body(b, e, NULL);
     rc = rc || slices(b, e);
     rc = rc || importance(b, e);
     return rc || rt_buf_puts(b, "<p class=\"note\">Metrics as predict-train's evaluation "
