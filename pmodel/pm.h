@@ -430,6 +430,22 @@ void pm_eval_free(pm_eval *e);
  * unknown or repeated column. */
 rt_status pm_eval_parse_specs(pm_eval *e, const pm_eval_opts *o,
                               const Predictd__ModelDef *def, size_t ***spec_cols, rt_err *err);
+/* The slices found so far by their key (the spec's index and its trimmed
+ * cells, joined by a unit separator): an open-addressing table of slice
+ * index + 1 (pm_eval_specs.c). Zero-initialized is empty. */
+typedef struct pm_eval_keys {
+    size_t *table, cap; /* cap a power of 2, at most half full */
+    size_t slices_cap;  /* e->slices' room */
+    rt_buf key;         /* the row's key being looked up */
+} pm_eval_keys;
+/* The slice of spec s that the row whose cells are at spans of buf falls in
+ * (cols: spec s's raw column indexes), found in e->slices or added to it
+ * (key, spec and values set, the rest zero; *added = 1): *out its index.
+ * More than PM_EVAL_MAX_SLICES slices is an RT_ERR_LIMIT naming the spec. */
+rt_status pm_eval_keys_slice(pm_eval_keys *k, pm_eval *e, size_t s, const size_t *cols,
+                             const char *buf, const rt_csv_span *spans, size_t *out,
+                             int *added, rt_err *err);
+void pm_eval_keys_free(pm_eval_keys *k);
 /* A binary classifier's curves, calibration and threshold table from its
  * n logistic scores and 0/1 labels into e (e->has_plots is the caller's). */
 rt_status pm_eval_binary_plots(pm_eval *e, const float *scores, const float *labels, size_t n);

@@ -24,7 +24,6 @@
 #include <cJSON.h>
 
 #define DEFAULT_BATCH 256
-#define KEY_SEP '\x1f'
 
 typedef struct slice_acc {
     rt_metrics *mt;
@@ -58,10 +57,7 @@ typedef struct evaluator {
     size_t acc_cap;
     size_t *touched;     /* slices with pending rows */
     size_t n_touched;
-    /* slice key -> index + 1 (0 = empty), open addressing */
-    size_t *table;
-    size_t table_cap;
-    rt_buf key;
+    pm_eval_keys keys;   /* the slices by their key */
     rt_metrics *all;
     const char *file;
     uint64_t first_line, last_line;
@@ -70,89 +66,24 @@ typedef struct evaluator {
 
 /* ----------------------------------------------------------------- slices */
 
-static uint64_t key_hash(const char *s, size_t n)
-{
-    return rt_hash_fingerprint64(s, n);
-}
-
-static rt_status table_grow(evaluator *v)
-{
-    size_t cap = v->table_cap ? v->table_cap * 2 : 64;
-    size_t *t = calloc(cap, sizeof *t);
-    if (!t)
-        return RT_ERR_NOMEM;
-    for (size_t i = 0; i < v->table_cap; i++) {
-        size_t k = v->table[i];
-        if (!k)
-            continue;
-        const char *key = v->e->slices[k - 1].key;
-        size_t h = (size_t)key_hash(key, strlen(key)) & (cap - 1);
-        while (t[h])
-            h = (h + 1) & (cap - 1);
-        t[h] = k;
-    }
-    free(v->table);
-    v->table = t;
-    v->table_cap = cap;
-    return RT_OK;
-}
-
-/* Splits key (values joined by KEY_SEP, after the spec's index) into the
- * slice's value copies. */
-static rt_status slice_values(pm_eval_slice *sl, const char *key, size_t n_values)
-{
-    sl->values = calloc(n_values ? n_values : 1, sizeof *sl->values);
-    if (!sl->values)
-        return RT_ERR_NOMEM;
-    const char *p = strchr(key, KEY_SEP) + 1;
-    for (size_t k = 0; k < n_values; k++) {
-        const char *end = strchr(p, KEY_SEP);
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        sl->values[k] = strndup(p, len);
-        if (!sl->values[k])
-            return RT_ERR_NOMEM;
-        p = end ? end + 1 : p + len;
-    }
-    return RT_OK;
-}
-
-/* The slice of spec s whose key is in v->key, created when new. */
-static rt_status slice_find(evaluator *v, size_t s, size_t *out, rt_err *err)
+/* The slice of spec s the row at spans of buf falls in (*out), its
+ * accumulator made when the slice is new. */
+static rt_status slice_find(evaluator *v, size_t s, const char *buf, const rt_csv_span *spans,
+                            size_t *out, rt_err *err)
 {
     pm_eval *e = v->e;
-    if (2 * (e->n_slices + 1) > v->table_cap && table_grow(v))
+    int added;
+    rt_status st = pm_eval_keys_slice(&v->keys, e, s, v->spec_cols[s], buf, spans, out, &added,
+                                      err);
+    if (st || !added)
+        return st;
+    if (rt_grow(&v->acc, &v->acc_cap, e->n_slices, sizeof *v->acc) != 0)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    size_t mask = v->table_cap - 1;
-    size_t h = (size_t)key_hash(v->key.data, v->key.len) & mask;
-    while (v->table[h]) {
-        pm_eval_slice *sl = &e->slices[v->table[h] - 1];
-        if (strcmp(sl->key, v->key.data) == 0) {
-            *out = v->table[h] - 1;
-            return RT_OK;
-        }
-        h = (h + 1) & mask;
-    }
-    if (e->n_slices >= PM_EVAL_MAX_SLICES)
-        return rt_err_set(err, RT_ERR_LIMIT, "--slice %s: more than %d slices in all",
-                          e->specs[s].name, PM_EVAL_MAX_SLICES);
-    size_t scap = v->acc_cap, acap = v->acc_cap;
-    if (rt_grow(&e->slices, &scap, e->n_slices + 1, sizeof *e->slices) != 0 ||
-        rt_grow(&v->acc, &acap, e->n_slices + 1, sizeof *v->acc) != 0)
+    slice_acc *a = &v->acc[*out];
+    memset(a, 0, sizeof *a);
+    if (!(a->mt = rt_metrics_new(e->head, e->n_classes ? e->n_classes : v->ld)))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    v->acc_cap = acap; /* == scap */
-    size_t k = e->n_slices;
-    pm_eval_slice *sl = &e->slices[k];
-    memset(sl, 0, sizeof *sl);
-    memset(&v->acc[k], 0, sizeof v->acc[k]);
-    e->n_slices++;
-    sl->spec = s;
-    sl->key = strdup(v->key.data);
-    v->acc[k].mt = rt_metrics_new(e->head, e->n_classes ? e->n_classes : v->ld);
-    rt_metrics_set_loss(v->acc[k].mt, &v->loss);
-    if (!sl->key || !v->acc[k].mt || slice_values(sl, sl->key, e->specs[s].n_columns))
-        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    v->table[h] = k + 1;
-    *out = k;
+    rt_metrics_set_loss(a->mt, &v->loss);
     return RT_OK;
 }
 
@@ -317,21 +248,9 @@ static rt_status add_cells(evaluator *v, const char *buf, const rt_csv_span *spa
         if (st)
             return st;
     }
-    for (size_t s = 0; s < e->n_specs; s++) {
-        rt_buf_reset(&v->key);
-        if (rt_buf_printf(&v->key, "%zu", s))
-            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        for (size_t k = 0; k < e->specs[s].n_columns; k++) {
-            rt_csv_span sp = spans[v->spec_cols[s][k]];
-            size_t cl = sp.len;
-            const char *c = rt_buf_trim_span(buf + sp.off, &cl);
-            char sep = KEY_SEP;
-            if (rt_buf_append(&v->key, &sep, 1) || rt_buf_append(&v->key, c, cl))
-                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        }
-        if ((st = slice_find(v, s, &v->sid[s * v->bs + idx], err)))
+    for (size_t s = 0; s < e->n_specs; s++)
+        if ((st = slice_find(v, s, buf, spans, &v->sid[s * v->bs + idx], err)))
             return st;
-    }
     e->examples++;
     return RT_OK;
 }
@@ -648,8 +567,7 @@ static void evaluator_free(evaluator *v)
     free(v->glogits);
     free(v->sid);
     free(v->touched);
-    free(v->table);
-    rt_buf_free(&v->key);
+    pm_eval_keys_free(&v->keys);
     rt_metrics_free(v->all);
     pm_importance_free(v->imp);
 }
@@ -660,7 +578,7 @@ rt_status pm_eval_run(const rt_model *m, const pm_eval_opts *o, pm_eval **out, r
     evaluator v;
     memset(&v, 0, sizeof v);
     rt_transform_features_init(&v.f);
-    rt_buf_init(&v.key);
+    rt_buf_init(&v.keys.key);
     v.g = rt_model_graph(m);
     v.def = rt_model_def(m);
     v.o = o;

@@ -50,8 +50,7 @@ typedef struct heads_ev {
     struct slice_acc *acc;  /* [e->n_slices] */
     size_t acc_cap;
     size_t *touched, n_touched;
-    size_t *table, table_cap; /* key -> slice index + 1, open addressing */
-    rt_buf key;
+    pm_eval_keys keys;      /* the slices by their key */
     float *gz, *gy, *gw;    /* one slice's rows of one head */
     size_t n_specs_parsed;  /* spec_cols' arrays (o->n_slices) */
 } heads_ev;
@@ -62,7 +61,6 @@ typedef struct slice_acc {
     int touched;
 } slice_acc;
 
-#define KEY_SEP '\x1f'
 
 
 static long column_named(const Predictd__ModelDef *def, const char *name)
@@ -183,58 +181,23 @@ static rt_status head_evals_new(heads_ev *v, rt_err *err)
 
 /* ----------------------------------------------------------------- slices */
 
-static rt_status table_grow(heads_ev *v)
-{
-    size_t cap = v->table_cap ? v->table_cap * 2 : 64;
-    size_t *t = calloc(cap, sizeof *t);
-    if (!t)
-        return RT_ERR_NOMEM;
-    for (size_t i = 0; i < v->table_cap; i++) {
-        size_t k = v->table[i];
-        if (!k)
-            continue;
-        const char *key = v->e->slices[k - 1].key;
-        size_t h = (size_t)rt_hash_fingerprint64(key, strlen(key)) & (cap - 1);
-        while (t[h])
-            h = (h + 1) & (cap - 1);
-        t[h] = k;
-    }
-    free(v->table);
-    v->table = t;
-    v->table_cap = cap;
-    return RT_OK;
-}
-
-/* A new slice of spec s for the key in v->key (values after the spec's
- * index, joined by KEY_SEP), with a metrics accumulator per head. */
-static rt_status slice_new(heads_ev *v, size_t s, rt_err *err)
+/* The slice of spec s the row at spans of buf falls in (*out), with a
+ * metrics accumulator per head made when the slice is new. */
+static rt_status slice_find(heads_ev *v, size_t s, const char *buf, const rt_csv_span *spans,
+                            size_t *out, rt_err *err)
 {
     pm_eval *e = v->e;
-    size_t scap = v->acc_cap, acap = v->acc_cap;
-    if (rt_grow(&e->slices, &scap, e->n_slices + 1, sizeof *e->slices) != 0 ||
-        rt_grow(&v->acc, &acap, e->n_slices + 1, sizeof *v->acc) != 0)
+    int added;
+    rt_status st = pm_eval_keys_slice(&v->keys, e, s, v->spec_cols[s], buf, spans, out, &added,
+                                      err);
+    if (st || !added)
+        return st;
+    if (rt_grow(&v->acc, &v->acc_cap, e->n_slices, sizeof *v->acc) != 0)
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    v->acc_cap = acap;
-    pm_eval_slice *sl = &e->slices[e->n_slices];
-    slice_acc *a = &v->acc[e->n_slices];
-    memset(sl, 0, sizeof *sl);
+    slice_acc *a = &v->acc[*out];
     memset(a, 0, sizeof *a);
-    e->n_slices++;
-    sl->spec = s;
-    size_t nv = e->specs[s].n_columns;
-    sl->key = strdup(v->key.data);
-    sl->values = calloc(nv + 1, sizeof *sl->values);
-    a->mt = calloc(v->n + 1, sizeof *a->mt);
-    if (!sl->key || !sl->values || !a->mt)
+    if (!(a->mt = calloc(v->n + 1, sizeof *a->mt)))
         return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-    const char *p = strchr(sl->key, KEY_SEP) + 1;
-    for (size_t q = 0; q < nv; q++) {
-        const char *end = strchr(p, KEY_SEP);
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (!(sl->values[q] = strndup(p, len)))
-            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        p = end ? end + 1 : p + len;
-    }
     for (size_t k = 0; k < v->n; k++) {
         const Predictd__Head *h = v->def->graph->heads[k]->head;
         size_t nc = h->type == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? v->w[k] : h->n_classes;
@@ -249,35 +212,10 @@ static rt_status slice_new(heads_ev *v, size_t s, rt_err *err)
 static rt_status slice_ids(heads_ev *v, const char *buf, const rt_csv_span *spans, size_t idx,
                            rt_err *err)
 {
-    pm_eval *e = v->e;
-    for (size_t s = 0; s < e->n_specs; s++) {
-        rt_buf_reset(&v->key);
-        if (rt_buf_printf(&v->key, "%zu", s))
-            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        for (size_t q = 0; q < e->specs[s].n_columns; q++) {
-            rt_csv_span sp = spans[v->spec_cols[s][q]];
-            size_t cl = sp.len;
-            const char *c = rt_buf_trim_span(buf + sp.off, &cl);
-            char sep = KEY_SEP;
-            if (rt_buf_append(&v->key, &sep, 1) || rt_buf_append(&v->key, c, cl))
-                return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        }
-        if (2 * (e->n_slices + 1) > v->table_cap && table_grow(v))
-            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-        size_t mask = v->table_cap - 1;
-        size_t h = (size_t)rt_hash_fingerprint64(v->key.data, v->key.len) & mask;
-        while (v->table[h] && strcmp(e->slices[v->table[h] - 1].key, v->key.data) != 0)
-            h = (h + 1) & mask;
-        if (!v->table[h]) {
-            if (e->n_slices >= PM_EVAL_MAX_SLICES)
-                return rt_err_set(err, RT_ERR_LIMIT, "--slice %s: more than %d slices in all",
-                                  e->specs[s].name, PM_EVAL_MAX_SLICES);
-            rt_status st = slice_new(v, s, err);
-            if (st)
-                return st;
-            v->table[h] = e->n_slices;
-        }
-        v->sid[s * v->bs + idx] = v->table[h] - 1;
+    for (size_t s = 0; s < v->e->n_specs; s++) {
+        rt_status st = slice_find(v, s, buf, spans, &v->sid[s * v->bs + idx], err);
+        if (st)
+            return st;
     }
     return RT_OK;
 }
@@ -665,8 +603,7 @@ static void heads_ev_free(heads_ev *v)
     free(v->spec_cols);
     free(v->sid);
     free(v->touched);
-    free(v->table);
-    rt_buf_free(&v->key);
+    pm_eval_keys_free(&v->keys);
     free(v->gz);
     free(v->gy);
     free(v->gw);
@@ -683,7 +620,7 @@ rt_status pm_eval_heads_run(const rt_model *m, const pm_eval_opts *o, size_t bs,
     v.e = e;
     e->n_heads = v.def->graph->n_heads;
     e->batch_size = bs;
-    rt_buf_init(&v.key);
+    rt_buf_init(&v.keys.key);
     v.n_specs_parsed = o->n_slices;
     rt_status st = setup(&v, o, bs, loss_sum, err);
     for (size_t i = 0; !st && i < o->n_files; i++)

@@ -1,6 +1,7 @@
 /*
  * pm_eval_specs.c — predict-model evaluate's slice specs: parsing --slice
- * ("gender", crossed "gender,race") against the export's raw columns, and
+ * ("gender", crossed "gender,race") against the export's raw columns, the
+ * slices found by their key (a row's spec index and trimmed cells), and
  * the metrics a slices table shows for a head's type (pm_eval.c and
  * pm_eval_heads.c both use them).
  */
@@ -8,6 +9,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define KEY_SEP '\x1f'
 
 rt_status pm_eval_parse_specs(pm_eval *e, const pm_eval_opts *o,
                               const Predictd__ModelDef *def, size_t ***spec_cols, rt_err *err)
@@ -86,4 +89,98 @@ const char *const *pm_eval_slice_metrics(const pm_eval *e)
            : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_CLASS ? multi
            : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? mlabel
                                                               : regression;
+}
+
+/* ------------------------------------------------------------- slice keys */
+
+/* Doubles k's table (64 slots at first), every slice put back. */
+static int keys_grow(pm_eval_keys *k, const pm_eval *e)
+{
+    size_t cap = k->cap ? k->cap * 2 : 64;
+    size_t *t = calloc(cap, sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < k->cap; i++) {
+        size_t x = k->table[i];
+        if (!x)
+            continue;
+        const char *key = e->slices[x - 1].key;
+        size_t h = (size_t)rt_hash_fingerprint64(key, strlen(key)) & (cap - 1);
+        while (t[h])
+            h = (h + 1) & (cap - 1);
+        t[h] = x;
+    }
+    free(k->table);
+    k->table = t;
+    k->cap = cap;
+    return 0;
+}
+
+/* A new slice of spec s for the key in k->key: its key and its values (the
+ * key's parts after the spec's index). */
+static rt_status keys_add(pm_eval_keys *k, pm_eval *e, size_t s, rt_err *err)
+{
+    if (rt_grow(&e->slices, &k->slices_cap, e->n_slices + 1, sizeof *e->slices) != 0)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    pm_eval_slice *sl = &e->slices[e->n_slices];
+    memset(sl, 0, sizeof *sl);
+    e->n_slices++;
+    sl->spec = s;
+    size_t nv = e->specs[s].n_columns;
+    sl->key = strdup(k->key.data);
+    sl->values = calloc(nv ? nv : 1, sizeof *sl->values);
+    if (!sl->key || !sl->values)
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    const char *p = strchr(sl->key, KEY_SEP) + 1;
+    for (size_t q = 0; q < nv; q++) {
+        const char *end = strchr(p, KEY_SEP);
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (!(sl->values[q] = strndup(p, len)))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+        p = end ? end + 1 : p + len;
+    }
+    return RT_OK;
+}
+
+rt_status pm_eval_keys_slice(pm_eval_keys *k, pm_eval *e, size_t s, const size_t *cols,
+                             const char *buf, const rt_csv_span *spans, size_t *out,
+                             int *added, rt_err *err)
+{
+    *added = 0;
+    rt_buf_reset(&k->key);
+    if (rt_buf_printf(&k->key, "%zu", s))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    for (size_t q = 0; q < e->specs[s].n_columns; q++) {
+        rt_csv_span sp = spans[cols[q]];
+        size_t cl = sp.len;
+        const char *c = rt_buf_trim_span(buf + sp.off, &cl);
+        char sep = KEY_SEP;
+        if (rt_buf_append(&k->key, &sep, 1) || rt_buf_append(&k->key, c, cl))
+            return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    }
+    if (2 * (e->n_slices + 1) > k->cap && keys_grow(k, e))
+        return rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    size_t mask = k->cap - 1;
+    size_t h = (size_t)rt_hash_fingerprint64(k->key.data, k->key.len) & mask;
+    while (k->table[h] && strcmp(e->slices[k->table[h] - 1].key, k->key.data) != 0)
+        h = (h + 1) & mask;
+    if (!k->table[h]) {
+        if (e->n_slices >= PM_EVAL_MAX_SLICES)
+            return rt_err_set(err, RT_ERR_LIMIT, "--slice %s: more than %d slices in all",
+                              e->specs[s].name, PM_EVAL_MAX_SLICES);
+        rt_status st = keys_add(k, e, s, err);
+        if (st)
+            return st;
+        k->table[h] = e->n_slices;
+        *added = 1;
+    }
+    *out = k->table[h] - 1;
+    return RT_OK;
+}
+
+void pm_eval_keys_free(pm_eval_keys *k)
+{
+    free(k->table);
+    rt_buf_free(&k->key);
+    memset(k, 0, sizeof *k);
 }
