@@ -446,6 +446,10 @@ rt_status pm_eval_keys_slice(pm_eval_keys *k, pm_eval *e, size_t s, const size_t
                              const char *buf, const rt_csv_span *spans, size_t *out,
                              int *added, rt_err *err);
 void pm_eval_keys_free(pm_eval_keys *k);
+/* Sorts e's slices by spec, larger first (then by key), and marks each
+ * spec's worst: the highest `metric` when higher_worse, else the lowest (a
+ * NaN is never the worst). */
+void pm_eval_order_slices(pm_eval *e, const char *metric, bool higher_worse);
 /* A binary classifier's curves, calibration and threshold table from its
  * n logistic scores and 0/1 labels into e (e->has_plots is the caller's). */
 rt_status pm_eval_binary_plots(pm_eval *e, const float *scores, const float *labels, size_t n);

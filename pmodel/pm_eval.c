@@ -356,13 +356,6 @@ static rt_status read_file(evaluator *v, const char *path, rt_err *err)
 
 /* ---------------------------------------------------------------- driver */
 
-static double badness(const pm_eval *e, const rt_metric_list *l)
-{
-    return e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION    ? rt_metric_get(l, "average_loss")
-           : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? -rt_metric_get(l, "auc")
-                                                              : -rt_metric_get(l, "accuracy");
-}
-
 /* What the trainer's evaluation took from the spec it stored in the export:
  * eval.batch_size (unless the caller gave one) and estimator.loss_reduction. */
 static void spec_defaults(evaluator *v)
@@ -473,16 +466,6 @@ static int by_importance(const void *a, const void *b)
     return x->v != y->v ? (x->v < y->v) - (x->v > y->v) : (x->k > y->k) - (x->k < y->k);
 }
 
-static int by_spec_count(const void *a, const void *b)
-{
-    const pm_eval_slice *x = a, *y = b;
-    if (x->spec != y->spec)
-        return (x->spec > y->spec) - (x->spec < y->spec);
-    if (x->count != y->count)
-        return (x->count < y->count) - (x->count > y->count);
-    return strcmp(x->key, y->key);
-}
-
 static rt_status finish(evaluator *v, rt_err *err)
 {
     pm_eval *e = v->e;
@@ -518,22 +501,13 @@ static rt_status finish(evaluator *v, rt_err *err)
             return rt_err_set(err, st, "metrics failed");
     }
     /* each spec's slices together, larger first */
-    if (e->n_slices)
-        qsort(e->slices, e->n_slices, sizeof *e->slices, by_spec_count);
-    /* the worst slice of each spec, by accuracy (classifiers) or
-     * average_loss (regression) */
-    for (size_t s = 0; s < e->n_specs; s++) {
-        long worst = -1;
-        for (size_t k = 0; k < e->n_slices; k++) {
-            if (e->slices[k].spec != s || isnan(badness(e, &e->slices[k].metrics)))
-                continue;
-            if (worst < 0 || badness(e, &e->slices[k].metrics) >
-                                 badness(e, &e->slices[(size_t)worst].metrics))
-                worst = (long)k;
-        }
-        if (worst >= 0)
-            e->slices[worst].worst = 1;
-    }
+    /* the worst slice of each spec, by accuracy (classifiers), auc (multi-label)
+     * or average_loss (regression) */
+    bool reg = e->head == PREDICTD__HEAD_TYPE__HEAD_REGRESSION;
+    pm_eval_order_slices(e, reg ? "average_loss"
+                            : e->head == PREDICTD__HEAD_TYPE__HEAD_MULTI_LABEL ? "auc"
+                                                                                : "accuracy",
+                         reg);
     if (e->head == PREDICTD__HEAD_TYPE__HEAD_BINARY) {
         const float *s, *y;
         size_t n = rt_metrics_data(v->all, &s, &y, NULL);

@@ -498,16 +498,6 @@ static rt_status slice_metric_names(heads_ev *v, rt_err *err)
     return RT_OK;
 }
 
-static int by_spec_count(const void *a, const void *b)
-{
-    const pm_eval_slice *x = a, *y = b;
-    if (x->spec != y->spec)
-        return (x->spec > y->spec) - (x->spec < y->spec);
-    if (x->count != y->count)
-        return (x->count < y->count) - (x->count > y->count);
-    return strcmp(x->key, y->key);
-}
-
 /* Each slice's merged metrics and count, the slices sorted as pm_eval.c's
  * (by spec, larger first), each spec's worst by the first head's first
  * slice metric (lowest accuracy or auc; regression: highest average_loss). */
@@ -525,22 +515,7 @@ static rt_status finish_slices(heads_ev *v, rt_err *err)
         if (st)
             return st;
     }
-    if (e->n_slices)
-        qsort(e->slices, e->n_slices, sizeof *e->slices, by_spec_count);
-    const char *first = e->slice_metrics[0];
-    double sign = h0 == PREDICTD__HEAD_TYPE__HEAD_REGRESSION ? 1.0 : -1.0;
-    for (size_t s = 0; s < e->n_specs; s++) {
-        long worst = -1;
-        for (size_t k = 0; k < e->n_slices; k++) {
-            double b = sign * rt_metric_get(&e->slices[k].metrics, first);
-            if (e->slices[k].spec != s || isnan(b))
-                continue;
-            if (worst < 0 || b > sign * rt_metric_get(&e->slices[worst].metrics, first))
-                worst = (long)k;
-        }
-        if (worst >= 0)
-            e->slices[worst].worst = 1;
-    }
+    pm_eval_order_slices(e, e->slice_metrics[0], h0 == PREDICTD__HEAD_TYPE__HEAD_REGRESSION);
     return RT_OK;
 }
 

@@ -7,6 +7,7 @@
  */
 #include "pm.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,4 +184,36 @@ void pm_eval_keys_free(pm_eval_keys *k)
     free(k->table);
     rt_buf_free(&k->key);
     memset(k, 0, sizeof *k);
+}
+
+static int by_spec_count(const void *a, const void *b)
+{
+    const pm_eval_slice *x = a, *y = b;
+    if (x->spec != y->spec)
+        return (x->spec > y->spec) - (x->spec < y->spec);
+    if (x->count != y->count)
+        return (x->count < y->count) - (x->count > y->count);
+    return strcmp(x->key, y->key);
+}
+
+void pm_eval_order_slices(pm_eval *e, const char *metric, bool higher_worse)
+{
+    if (e->n_slices)
+        qsort(e->slices, e->n_slices, sizeof *e->slices, by_spec_count);
+    double sign = higher_worse ? 1.0 : -1.0;
+    for (size_t s = 0; s < e->n_specs; s++) {
+        long worst = -1;
+        double wb = 0;
+        for (size_t k = 0; k < e->n_slices; k++) {
+            double b = sign * rt_metric_get(&e->slices[k].metrics, metric);
+            if (e->slices[k].spec != s || isnan(b))
+                continue;
+            if (worst < 0 || b > wb) {
+                worst = (long)k;
+                wb = b;
+            }
+        }
+        if (worst >= 0)
+            e->slices[worst].worst = 1;
+    }
 }
