@@ -446,6 +446,17 @@ rt_status pm_eval_keys_slice(pm_eval_keys *k, pm_eval *e, size_t s, const size_t
                              const char *buf, const rt_csv_span *spans, size_t *out,
                              int *added, rt_err *err);
 void pm_eval_keys_free(pm_eval_keys *k);
+/* One CSV row for an evaluator (pm_eval_read_csv): line[0..len) without its
+ * line end, buf room for len + 1 bytes, spans room for the row's cells,
+ * lineno its line in the file. Returns what the row's reading says. */
+typedef rt_status (*pm_eval_row_fn)(void *ctx, const char *line, size_t len, char *buf,
+                                    rt_csv_span *spans, uint64_t lineno, rt_err *err);
+/* Reads CSV file path for an evaluator: opens it (a missing file
+ * RT_ERR_NOTFOUND, others RT_ERR_IO, named), skips its first skip lines and
+ * every blank line (as the trainer's reader), and hands each other line to
+ * row with buffers for n_cols cells; stops at row's first error. */
+rt_status pm_eval_read_csv(const char *path, size_t skip, size_t n_cols, pm_eval_row_fn row,
+                           void *ctx, rt_err *err);
 /* Sorts e's slices by spec, larger first (then by key), and marks each
  * spec's worst: the highest `metric` when higher_worse, else the lowest (a
  * NaN is never the worst). */

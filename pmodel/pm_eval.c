@@ -295,6 +295,23 @@ static rt_status read_records(evaluator *v, const char *path, rt_err *err)
     return st;
 }
 
+/* One CSV row into the batch (pm_eval_read_csv's row), the batch run when
+ * full (batches run across files, as the trainer's reader fills them). */
+static rt_status csv_row(void *ctx, const char *line, size_t len, char *buf, rt_csv_span *spans,
+                         uint64_t lineno, rt_err *err)
+{
+    evaluator *v = ctx;
+    if (rt_batch_size(v->b) == 0)
+        v->first_line = lineno;
+    v->last_line = lineno;
+    rt_status st = add_row(v, line, len, buf, spans, err);
+    if (st) {
+        rt_err_prefix(err, "%s:%llu", v->file, (unsigned long long)lineno);
+        return st;
+    }
+    return rt_batch_size(v->b) == v->bs ? flush(v, err) : RT_OK;
+}
+
 static rt_status read_file(evaluator *v, const char *path, rt_err *err)
 {
     rt_input_format fmt; /* CSV or TFRecord, by content */
@@ -303,55 +320,8 @@ static rt_status read_file(evaluator *v, const char *path, rt_err *err)
         return read_records(v, path, err);
     if (fs == RT_ERR_FORMAT)
         return fs;
-    FILE *fp = fopen(path, "re");
-    if (!fp)
-        return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
-                          "%s: cannot open: %s", path, strerror(errno));
-    char *line = NULL, *buf = NULL;
-    size_t cap = 0, buf_cap = 0;
-    rt_csv_span *spans = calloc(v->n_cols ? v->n_cols : 1, sizeof *spans);
-    ssize_t got;
-    uint64_t lineno = 0;
-    rt_status st = spans ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");
     v->file = path;
-    while (!st && (got = getline(&line, &cap, fp)) >= 0) {
-        lineno++;
-        if (lineno <= v->o->skip_header_lines)
-            continue;
-        size_t len = (size_t)got;
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        size_t tl = len;
-        rt_buf_trim_span(line, &tl);
-        if (tl == 0)
-            continue; /* blank line, as the trainer's reader skips it */
-        if (len + 1 > buf_cap) {
-            char *nb = realloc(buf, len + 1);
-            if (!nb) {
-                st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
-                break;
-            }
-            buf = nb;
-            buf_cap = len + 1;
-        }
-        if (rt_batch_size(v->b) == 0)
-            v->first_line = lineno;
-        v->last_line = lineno;
-        if ((st = add_row(v, line, len, buf, spans, err))) {
-            rt_err_prefix(err, "%s:%llu", path, (unsigned long long)lineno);
-            break;
-        }
-        if (rt_batch_size(v->b) == v->bs)
-            st = flush(v, err);
-    }
-    if (!st && ferror(fp))
-        st = rt_err_set(err, RT_ERR_IO, "%s: read error: %s", path, strerror(errno));
-    /* batches run across files, as the trainer's reader fills them */
-    free(spans);
-    free(buf);
-    free(line);
-    fclose(fp);
-    return st;
+    return pm_eval_read_csv(path, v->o->skip_header_lines, v->n_cols, csv_row, v, err);
 }
 
 /* ---------------------------------------------------------------- driver */

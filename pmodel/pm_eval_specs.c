@@ -1,13 +1,15 @@
 /*
  * pm_eval_specs.c — predict-model evaluate's slice specs: parsing --slice
  * ("gender", crossed "gender,race") against the export's raw columns, the
- * slices found by their key (a row's spec index and trimmed cells), and
- * the metrics a slices table shows for a head's type (pm_eval.c and
- * pm_eval_heads.c both use them).
+ * slices found by their key (a row's spec index and trimmed cells), their
+ * order, the metrics a slices table shows for a head's type, and the CSV
+ * file loop (pm_eval.c and pm_eval_heads.c both use them).
  */
 #include "pm.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,4 +218,49 @@ void pm_eval_order_slices(pm_eval *e, const char *metric, bool higher_worse)
         if (worst >= 0)
             e->slices[worst].worst = 1;
     }
+}
+
+/* --------------------------------------------------------------- CSV files */
+
+rt_status pm_eval_read_csv(const char *path, size_t skip, size_t n_cols, pm_eval_row_fn row,
+                           void *ctx, rt_err *err)
+{
+    FILE *fp = fopen(path, "re");
+    if (!fp)
+        return rt_err_set(err, errno == ENOENT ? RT_ERR_NOTFOUND : RT_ERR_IO,
+                          "%s: cannot open: %s", path, strerror(errno));
+    char *line = NULL, *buf = NULL;
+    size_t cap = 0, buf_cap = 0;
+    rt_csv_span *spans = calloc(n_cols + 1, sizeof *spans);
+    ssize_t got;
+    uint64_t lineno = 0;
+    rt_status st = spans ? RT_OK : rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+    while (!st && (got = getline(&line, &cap, fp)) >= 0) {
+        if (++lineno <= skip)
+            continue;
+        size_t len = (size_t)got;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        size_t tl = len;
+        rt_buf_trim_span(line, &tl);
+        if (tl == 0)
+            continue; /* blank line, as the trainer's reader skips it */
+        if (len + 1 > buf_cap) {
+            char *nb = realloc(buf, len + 1);
+            if (!nb) {
+                st = rt_err_set(err, RT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            buf = nb;
+            buf_cap = len + 1;
+        }
+        st = row(ctx, line, len, buf, spans, lineno, err);
+    }
+    if (!st && ferror(fp))
+        st = rt_err_set(err, RT_ERR_IO, "%s: read error: %s", path, strerror(errno));
+    free(spans);
+    free(buf);
+    free(line);
+    fclose(fp);
+    return st;
 }
